@@ -1,0 +1,85 @@
+"""agent_inspect: read, reconstruct and replay Apache Flink Agents action-state logs.
+
+Typical use in a notebook::
+
+    import agent_inspect as ai
+    log = ai.load("sample_logs/production.jsonl")          # or kafka://host:9092/topic, fluss://host:9123/db.table
+    result = ai.reconstruct(log, rule="fixed")
+    result.divergences
+    ai.inspect(result)
+
+Public names are loaded lazily so ``import agent_inspect`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agent_inspect._errors import (
+    BrokerUnreachable,
+    CaseFileError,
+    DataLossError,
+    DecodeError,
+    InspectError,
+    KeyFormatError,
+    RecoveryError,
+    ReplayError,
+    SourceError,
+    UnknownPartitionError,
+    ValueFormatError,
+)
+
+__version__ = "0.1.0"
+
+_LAZY: dict[str, str] = {
+    # loading
+    "load": "agent_inspect.sources",
+    "load_kafka": "agent_inspect.sources",
+    "load_fluss": "agent_inspect.sources",
+    "load_file": "agent_inspect.sources",
+    "ActionStateLog": "agent_inspect.log",
+    # recovery model
+    "reconstruct": "agent_inspect.recovery",
+    "Reconstruction": "agent_inspect.recovery",
+    "ReplayPlan": "agent_inspect.recovery",
+    # replay executor
+    "ReplayExecutor": "agent_inspect.executor",
+    # views
+    "inspect": "agent_inspect.widgets",
+    "write_report": "agent_inspect.report",
+}
+_SUBMODULES = (
+    "codec", "sources", "history", "recovery", "rules", "executor", "widgets", "report", "samples",
+)
+
+__all__ = [
+    # loading
+    "load", "load_kafka", "load_fluss", "load_file", "ActionStateLog",
+    # recovery model
+    "reconstruct", "Reconstruction", "ReplayPlan",
+    # replay executor
+    "ReplayExecutor",
+    # views
+    "inspect", "write_report",
+    # subpackages
+    *_SUBMODULES,
+    # errors
+    "InspectError", "SourceError", "BrokerUnreachable", "DataLossError", "UnknownPartitionError",
+    "DecodeError", "KeyFormatError", "ValueFormatError", "RecoveryError", "CaseFileError", "ReplayError",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"agent_inspect.{name}")
+    else:
+        raise AttributeError(f"module 'agent_inspect' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

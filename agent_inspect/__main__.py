@@ -1,0 +1,3 @@
+from agent_inspect.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""The one exception hierarchy of agent_inspect, rooted in :class:`InspectError`."""
+
+from __future__ import annotations
+
+__all__ = [
+    "InspectError",
+    "SourceError",
+    "BrokerUnreachable",
+    "DataLossError",
+    "UnknownPartitionError",
+    "DecodeError",
+    "KeyFormatError",
+    "ValueFormatError",
+    "RecoveryError",
+    "CaseFileError",
+    "ReplayError",
+]
+
+
+class InspectError(Exception):
+    """Base of every error agent_inspect raises on purpose; the message is one line saying what to do."""
+
+
+class SourceError(InspectError):
+    """A source (Kafka topic, Fluss table, dump file) could not be read."""
+
+
+class BrokerUnreachable(SourceError):
+    """The broker or cluster did not answer within the configured timeout."""
+
+
+class DataLossError(SourceError):
+    """A recovery marker points below the earliest retained offset (records were deleted)."""
+
+
+class UnknownPartitionError(SourceError):
+    """A marker or option names a partition/bucket the source does not have."""
+
+
+class DecodeError(InspectError):
+    """A record's key or value could not be decoded."""
+
+
+class KeyFormatError(DecodeError):
+    """A state key matches none of the known key formats (spec §4.7)."""
+
+
+class ValueFormatError(DecodeError):
+    """A value is not a well-formed ActionState of any known version (spec §5)."""
+
+
+class RecoveryError(InspectError):
+    """A reconstruction or prediction could not be computed from the given inputs."""
+
+
+class CaseFileError(InspectError):
+    """A case file is malformed (docs/cases.md)."""
+
+
+class ReplayError(InspectError):
+    """The replay executor was driven into an invalid state, or a policy denied a call."""

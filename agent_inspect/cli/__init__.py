@@ -1,0 +1,57 @@
+"""The ``agent-inspect`` command line.
+
+Each subcommand lives in its own module ``agent_inspect/cli/_<name>.py`` exposing
+``register(subparsers)``; the parser is assembled from those modules, so adding a
+command never edits this file. Exit codes: 0 success, 1 a checked expectation failed,
+2 bad usage or unreadable input (one-line reason on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from agent_inspect._errors import InspectError
+
+__all__ = ["main", "build_parser"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        print(f"agent-inspect: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every discovered subcommand."""
+    parser = _Parser(prog="agent-inspect", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_") and not info.name.startswith("__"):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            register = getattr(module, "register", None)
+            if register is not None:
+                register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InspectError as exc:
+        print(f"agent-inspect: {exc}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"agent-inspect: cannot read input: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

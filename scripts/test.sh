@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Set up .venv (and Debian's chromium for the browser tests) and run the whole test suite.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
+exec .venv/bin/python -m pytest "$@"
