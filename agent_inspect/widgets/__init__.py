@@ -1,0 +1,29 @@
+"""Jupyter views over logs, reconstructions, replay executors and rule comparisons.
+
+``inspect(obj)`` picks the right one. Every view is an ``ipywidgets.VBox`` with a stable CSS class
+(``ai-log-browser``, ``ai-timeline``, ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``,
+``ai-stepper``, ``ai-rule-compare``, ``ai-inspector``). Views only display results computed
+elsewhere; every record-derived string is HTML-escaped, hover text included.
+"""
+
+from __future__ import annotations
+
+from agent_inspect.widgets._browser import LogBrowser
+from agent_inspect.widgets._compare import RuleComparison
+from agent_inspect.widgets._divergence import DivergenceView
+from agent_inspect.widgets._graph import GraphView, SubagentTreeView
+from agent_inspect.widgets._inspect import ResultInspector, inspect
+from agent_inspect.widgets._stepper import ReplayStepper
+from agent_inspect.widgets._timeline import KeyTimeline
+
+__all__ = [
+    "inspect",
+    "LogBrowser",
+    "KeyTimeline",
+    "DivergenceView",
+    "GraphView",
+    "SubagentTreeView",
+    "ReplayStepper",
+    "RuleComparison",
+    "ResultInspector",
+]

@@ -1,0 +1,263 @@
+"""Log browser: filter the record table, page through it, see aggregated counts and one decoded record."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from agent_inspect._html import escape, frame_html
+from agent_inspect.widgets._common import (
+    colour_for,
+    decoded_value,
+    first_column,
+    hover,
+    message_html,
+    records_of,
+    value_html,
+)
+
+__all__ = ["LogBrowser"]
+
+ANY = "(any)"
+ERRORS_ONLY = "errors only"
+NO_ERRORS = "no errors"
+_TABLE_COLUMNS = (
+    "partition", "offset", "business_key", "seq", "task_event_type", "upstream_action", "completed",
+    "call_count", "output_event_count", "tombstone", "status", "reason", "attempt", "divergence_id", "error",
+)
+# Beyond this many distinct values a dropdown would ship a huge option list to the browser.
+_MAX_OPTIONS = 500
+
+
+class LogBrowser(w.VBox):
+    """Filterable, paged view of a log's (or a reconstruction's) records with a counts chart.
+
+    Only one page of rows is ever rendered and the chart shows aggregated counts, so a log of a
+    million records stays responsive. Filters: business key, seq (``5`` or ``3-7``), status, event
+    type and decode errors. Enter a position under "Record" (or click a table page's position) to
+    see that record's decoded value.
+    """
+
+    def __init__(self, source: Any, *, page_size: int = 50, columns: tuple[str, ...] | None = None) -> None:
+        super().__init__()
+        self.add_class("ai-log-browser")
+        self._source = source
+        self._frame = records_of(source)
+        self.page_size = int(page_size)
+        self._columns = [c for c in (columns or _TABLE_COLUMNS) if c in self._frame.columns]
+        self._mask: np.ndarray | None = None
+        self._page = 0
+
+        self.key_filter = w.Text(description="Key", placeholder="business key (exact)",
+                                 continuous_update=False, layout=w.Layout(width="280px"))
+        self.seq_filter = w.Text(description="Seq", placeholder="5 or 3-7", continuous_update=False,
+                                 layout=w.Layout(width="180px"))
+        self.status_filter = w.Dropdown(description="Status", options=self._choices("status"),
+                                        layout=w.Layout(width="220px"))
+        self.event_filter = w.Dropdown(description="Event", options=self._choices("task_event_type"),
+                                       layout=w.Layout(width="300px"))
+        self.error_filter = w.Dropdown(description="Errors", options=[ANY, ERRORS_ONLY, NO_ERRORS],
+                                       layout=w.Layout(width="200px"))
+        self.prev_button = w.Button(description="Prev", icon="chevron-left")
+        self.next_button = w.Button(description="Next", icon="chevron-right")
+        self.page_label = w.HTML()
+        self.page_label.add_class("ai-page-label")
+        self.notice = w.HTML()
+        self.table = w.HTML()
+        self.table.add_class("ai-table")
+        self.record_pos = w.IntText(description="Record", value=0, layout=w.Layout(width="200px"))
+        self.show_button = w.Button(description="Show")
+        self.detail = w.HTML()
+        self.detail.add_class("ai-detail")
+        self.figure = go.FigureWidget(layout=go.Layout(
+            height=260, barmode="stack", margin=dict(l=40, r=10, t=30, b=80),
+            title=dict(text="records by event type", font=dict(size=13)), showlegend=True))
+        self.figure.add_class("ai-counts")
+
+        for control in (self.key_filter, self.seq_filter, self.status_filter, self.event_filter,
+                        self.error_filter):
+            control.observe(self._on_filter, names="value")
+        self.prev_button.on_click(lambda _: self.show_page(self._page - 1))
+        self.next_button.on_click(lambda _: self.show_page(self._page + 1))
+        self.show_button.on_click(lambda _: self.show_record(self.record_pos.value))
+
+        self.children = [
+            w.HBox([self.key_filter, self.seq_filter, self.status_filter]),
+            w.HBox([self.event_filter, self.error_filter]),
+            self.notice,
+            self.figure,
+            w.HBox([self.prev_button, self.next_button, self.page_label]),
+            self.table,
+            w.HBox([self.record_pos, self.show_button]),
+            self.detail,
+        ]
+        self.refresh()
+
+    # -- public -----------------------------------------------------------------------------------
+
+    @property
+    def filtered(self) -> pd.DataFrame:
+        """The records that pass the current filters (index = log position)."""
+        return self._frame if self._mask is None else self._frame[self._mask]
+
+    @property
+    def page_rows(self) -> pd.DataFrame:
+        """The rows currently rendered in the table."""
+        start = self._page * self.page_size
+        frame = self.filtered
+        return frame.iloc[start:start + self.page_size]
+
+    def set_filters(self, *, key: str | None = None, seq: str | int | None = None, status: str | None = None,
+                    event_type: str | None = None, errors: str | None = None) -> None:
+        """Set several filters at once (``None`` leaves a filter unchanged) and refresh once."""
+        self._muted = True
+        try:
+            if key is not None:
+                self.key_filter.value = str(key)
+            if seq is not None:
+                self.seq_filter.value = str(seq)
+            if status is not None:
+                self.status_filter.value = status
+            if event_type is not None:
+                self.event_filter.value = event_type
+            if errors is not None:
+                self.error_filter.value = errors
+        finally:
+            self._muted = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-apply the filters, redraw the counts chart and show the first page."""
+        try:
+            self._mask = self._compute_mask()
+        except ValueError as exc:
+            self.notice.value = message_html(str(exc), level="warning")
+            return
+        self.notice.value = ""
+        self._draw_counts()
+        self.show_page(0)
+
+    def show_page(self, page: int) -> None:
+        """Render page ``page`` (0-based, clamped) of the filtered rows."""
+        total = int(len(self._frame) if self._mask is None else self._mask.sum())
+        pages = max(1, math.ceil(total / self.page_size))
+        self._page = min(max(0, int(page)), pages - 1)
+        rows = self.page_rows
+        shown = rows[self._columns] if self._columns else rows
+        first = self._page * self.page_size
+        self.table.value = frame_html(shown, max_rows=self.page_size) if len(rows) else message_html(
+            "no record matches these filters")
+        self.page_label.value = (f'<span class="ai-page">rows {first + min(1, len(rows))}–{first + len(rows)} '
+                                 f"of {total:,} · page {self._page + 1}/{pages}</span>")
+        self.prev_button.disabled = self._page == 0
+        self.next_button.disabled = self._page >= pages - 1
+
+    def show_record(self, pos: int) -> None:
+        """Show the decoded value of the record at log position ``pos``."""
+        pos = int(pos)
+        if pos not in self._frame.index:
+            self.detail.value = message_html(f"no record at position {pos}", level="warning")
+            return
+        self.record_pos.value = pos
+        row = self._frame.loc[pos]
+        title = f"record {pos}: {row.get('state_key', '')}"
+        self.detail.value = value_html(title, decoded_value(self._source, pos))
+
+    # -- internals --------------------------------------------------------------------------------
+
+    _muted = False
+
+    def _choices(self, column: str) -> list[str]:
+        if column not in self._frame.columns:
+            return [ANY]
+        series = self._frame[column]
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            values = [str(v) for v in series.cat.categories[:_MAX_OPTIONS]]
+        else:
+            values = sorted(map(str, pd.unique(series.dropna())[:_MAX_OPTIONS]))
+        return [ANY, *values]
+
+    def _on_filter(self, _change: dict) -> None:
+        if not self._muted:
+            self.refresh()
+
+    def _compute_mask(self) -> np.ndarray | None:
+        frame = self._frame
+        masks: list[np.ndarray] = []
+        key = self.key_filter.value.strip()
+        if key:
+            key_cols = [c for c in ("business_key", "key_text", "key_digest") if c in frame.columns]
+            hit = np.zeros(len(frame), dtype=bool)
+            for col in key_cols:
+                hit |= (frame[col] == key).fillna(False).to_numpy(dtype=bool)
+            masks.append(hit)
+        seq = self.seq_filter.value.strip()
+        if seq and "seq" in frame.columns:
+            low, high = _parse_seq(seq)
+            col = frame["seq"]
+            masks.append(((col >= low) & (col <= high)).fillna(False).to_numpy(dtype=bool))
+        if self.status_filter.value != ANY and "status" in frame.columns:
+            masks.append(_equals(frame["status"], self.status_filter.value))
+        if self.event_filter.value != ANY and "task_event_type" in frame.columns:
+            masks.append(_equals(frame["task_event_type"], self.event_filter.value))
+        if self.error_filter.value != ANY and "error" in frame.columns:
+            has_error = frame["error"].notna().to_numpy(dtype=bool)
+            masks.append(has_error if self.error_filter.value == ERRORS_ONLY else ~has_error)
+        if not masks:
+            return None
+        mask = masks[0]
+        for extra in masks[1:]:
+            mask = mask & extra
+        return mask
+
+    def _draw_counts(self) -> None:
+        frame = self.filtered
+        by = first_column(frame, "task_event_type") or first_column(frame, "business_key")
+        split = first_column(frame, "status")
+        traces = []
+        if by is not None and len(frame):
+            cols = [by] if split is None else [by, split]
+            counts = frame.groupby(cols, observed=True, dropna=False, sort=True).size()
+            counts = counts[counts > 0]
+            if split is None:
+                counts = pd.concat({"records": counts}, names=["__split", by]).swaplevel()
+            for name, part in counts.groupby(level=1, sort=True):
+                labels = [("(none)" if pd.isna(v) else str(v)) for v in part.index.get_level_values(0)]
+                traces.append(go.Bar(
+                    x=[escape(v) for v in labels], y=part.to_numpy(), name=escape(name),
+                    marker_color=colour_for(name), hoverinfo="text",
+                    hovertext=[hover([(by, v), (split or "", name if split else None), ("records", int(n))])
+                               for v, n in zip(labels, part.to_numpy())],
+                ))
+        with self.figure.batch_update():
+            self.figure.data = []
+            for trace in traces:
+                self.figure.add_trace(trace)
+        self.figure.layout.title.text = f"records by {by or 'event type'}" + (f" and {split}" if split else "")
+
+
+def _equals(series: pd.Series, value: str) -> np.ndarray:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        matches = [c for c in series.cat.categories if str(c) == value]
+        result = series.isin(matches)
+    elif pd.api.types.is_string_dtype(series.dtype):
+        result = series == value
+    else:
+        result = series.astype("string") == value
+    return result.fillna(False).to_numpy(dtype=bool)
+
+
+def _parse_seq(text: str) -> tuple[int, int]:
+    try:
+        if "-" in text.strip("-"):
+            low, high = text.split("-", 1)
+            return int(low), int(high)
+        value = int(text)
+        return value, value
+    except ValueError:
+        raise ValueError(f"seq filter {text!r} is not a number or a range like 3-7") from None

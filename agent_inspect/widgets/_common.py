@@ -1,0 +1,181 @@
+"""Shared pieces of the views: colours, escaped hover text, pretty values, duck-typed accessors.
+
+Views never compute results; these helpers only read frames and format them. Every string that
+comes from a record goes through :func:`agent_inspect._html.escape` before it reaches HTML or a
+plotly figure (plotly interprets hover text, trace names and tick labels as HTML).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect._errors import InspectError
+from agent_inspect._html import escape
+
+__all__ = [
+    "STATUS_COLOURS",
+    "KIND_COLOURS",
+    "colour_for",
+    "hover",
+    "value_html",
+    "pretty_json",
+    "records_of",
+    "log_of",
+    "decoded_value",
+    "first_column",
+    "is_log",
+    "is_reconstruction",
+    "is_executor",
+    "message_html",
+]
+
+STATUS_COLOURS: dict[str, str] = {
+    "live": "#2ca02c",
+    "reused": "#2ca02c",
+    "evicted": "#d62728",
+    "invalidated": "#9467bd",
+    "superseded": "#7f7f7f",
+    "pruned": "#bcbd22",
+    "tombstone": "#8c564b",
+    "error": "#e377c2",
+    "unknown": "#1f77b4",
+}
+# Step kinds and outcomes of the replay executor and the prediction.
+KIND_COLOURS: dict[str, str] = {
+    "rebuild": "#7f7f7f",
+    "lookup": "#17becf",
+    "eviction": "#d62728",
+    "invalidation": "#9467bd",
+    "reuse": "#2ca02c",
+    "resume": "#ff7f0e",
+    "rerun": "#e41a1c",
+    "persist": "#1f77b4",
+    "round_complete": "#bcbd22",
+    "round-complete": "#bcbd22",
+    "prune": "#8c564b",
+    "fail": "#000000",
+}
+_FALLBACK = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+
+
+def colour_for(name: Any, table: Mapping[str, str] = STATUS_COLOURS) -> str:
+    """A stable colour for a status or step kind (unknown names get a deterministic fallback)."""
+    text = str(name).lower()
+    if text in table:
+        return table[text]
+    return _FALLBACK[sum(map(ord, text)) % len(_FALLBACK)]
+
+
+def hover(pairs: Iterable[tuple[str, Any]]) -> str:
+    """Plotly hover text of ``label: value`` lines; every label and value is escaped."""
+    return "<br>".join(f"{escape(k)}: {escape(_plain(v))}" for k, v in pairs if not _missing(v))
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return value
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON text of a decoded record value (msgspec Struct, dict, or anything printable)."""
+    if value is None:
+        return "null"
+    try:
+        import msgspec
+
+        return msgspec.json.format(msgspec.json.encode(value), indent=2).decode("utf-8", "replace")
+    except (TypeError, ValueError, ImportError):
+        pass
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        text = bytes(value).decode("utf-8", "replace")
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except ValueError:
+            return text
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def value_html(title: str, value: Any) -> str:
+    """An escaped ``<pre>`` block with the pretty JSON of a decoded value, under an escaped title."""
+    return (f'<div class="ai-record"><b>{escape(title)}</b>'
+            f'<pre class="ai-value">{escape(pretty_json(value))}</pre></div>')
+
+
+def message_html(text: str, *, level: str = "info") -> str:
+    """A one-line escaped notice (``level`` is info, warning or error)."""
+    return f'<div class="ai-message ai-{escape(level)}">{escape(text)}</div>'
+
+
+def is_executor(obj: Any) -> bool:
+    return all(callable(getattr(obj, n, None)) for n in ("step", "back", "reset")) and hasattr(obj, "steps")
+
+
+def is_reconstruction(obj: Any) -> bool:
+    return hasattr(obj, "records") and hasattr(obj, "divergences")
+
+
+def is_log(obj: Any) -> bool:
+    return hasattr(obj, "records") and callable(getattr(obj, "value", None))
+
+
+def log_of(obj: Any) -> Any:
+    """The ActionStateLog behind a log, a reconstruction or an executor (None when there is none)."""
+    if is_log(obj):
+        return obj
+    for name in ("log", "_log", "source_log"):
+        inner = getattr(obj, name, None)
+        if inner is not None and is_log(inner):
+            return inner
+    return None
+
+
+def records_of(obj: Any) -> pd.DataFrame:
+    """The record frame of a log or reconstruction (index = log position)."""
+    if isinstance(obj, pd.DataFrame):
+        return obj
+    records = getattr(obj, "records", None)
+    if isinstance(records, pd.DataFrame):
+        return records
+    raise TypeError(f"expected an ActionStateLog or a reconstruction result, got {type(obj).__name__}")
+
+
+def decoded_value(obj: Any, pos: int) -> Any:
+    """The decoded value of the record at ``pos`` (via ``log.value``); raw text if it does not decode."""
+    log = log_of(obj)
+    if log is None:
+        raise InspectError("this object carries no log to decode values from; pass the ActionStateLog")
+    try:
+        return log.value(int(pos))
+    except InspectError as exc:
+        raw = getattr(log, "raw", None)
+        data = None
+        if raw is not None and getattr(raw, "value", None) is not None and int(pos) < len(raw.value):
+            data = raw.value[int(pos)]
+        return {"decode_error": str(exc), "raw": None if data is None else bytes(data).decode("utf-8", "replace")}
+
+
+def first_column(frame: pd.DataFrame, *names: str) -> str | None:
+    """The first of ``names`` that is a column of ``frame``."""
+    for name in names:
+        if name in frame.columns:
+            return name
+    return None

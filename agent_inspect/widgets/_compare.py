@@ -1,0 +1,85 @@
+"""Rule comparison: a rules × cases (or keys) heatmap of one metric, plus the full table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from agent_inspect._html import escape, frame_html
+from agent_inspect.widgets._common import first_column, hover, message_html
+
+__all__ = ["RuleComparison"]
+
+_PREFERRED = ("reruns", "re_runs", "stale_reuses", "evictions", "passed", "pass")
+
+
+class RuleComparison(w.VBox):
+    """Show the frame of ``ai.rules.compare(...)``: pick a metric, see it as a heatmap and a table.
+
+    Accepts the long form (one row per rule and case or key, one column per metric) or an already
+    pivoted matrix (rules as index, cases as columns).
+    """
+
+    def __init__(self, frame: pd.DataFrame, *, metric: str | None = None, height: int = 360) -> None:
+        super().__init__()
+        self.add_class("ai-rule-compare")
+        if not isinstance(frame, pd.DataFrame):
+            raise TypeError(f"expected the DataFrame of ai.rules.compare(...), got {type(frame).__name__}")
+        self.frame = frame
+        self._rule_col = first_column(frame, "rule", "rule_name")
+        self._case_col = first_column(frame, "case", "case_id", "key", "business_key")
+        metrics = self._metrics()
+        if metric is None:
+            metric = next((m for m in _PREFERRED if m in metrics), metrics[0] if metrics else None)
+        self.metric = w.Dropdown(description="Metric", options=metrics, value=metric)
+        self.metric.observe(lambda _: self._draw(), names="value")
+        self.table = w.HTML(frame_html(frame, max_rows=200))
+        self.table.add_class("ai-table")
+        self.figure = go.FigureWidget(layout=go.Layout(height=height, margin=dict(l=120, r=10, t=30, b=100)))
+        self.figure.add_class("ai-rule-heatmap")
+        self.children = [self.metric, self.figure, self.table]
+        self._draw()
+
+    @property
+    def matrix(self) -> pd.DataFrame:
+        """The heatmap's numbers: rules as rows, cases or keys as columns, for the chosen metric."""
+        if self._rule_col and self._case_col and self.metric.value is not None:
+            return self.frame.pivot_table(index=self._rule_col, columns=self._case_col, values=self.metric.value,
+                                          aggfunc="sum", observed=True, sort=False)
+        return self.frame.select_dtypes(include=["number", "bool"])
+
+    def _metrics(self) -> list[str]:
+        if self._rule_col and self._case_col:
+            skip = {self._rule_col, self._case_col}
+            return [c for c in self.frame.columns if c not in skip
+                    and (pd.api.types.is_numeric_dtype(self.frame[c]) or pd.api.types.is_bool_dtype(self.frame[c]))]
+        return []
+
+    def _draw(self) -> None:
+        matrix = self.matrix
+        if matrix.empty:
+            self.figure.data = []
+            self.table.value = message_html("nothing to compare") + self.table.value
+            return
+        z = matrix.astype(float).to_numpy()
+        rules = [escape(r) for r in matrix.index]
+        cases = [escape(c) for c in matrix.columns]
+        name = self.metric.value or "value"
+        text = [[hover([("rule", r), ("case", c), (name, _fmt(v))]) for c, v in zip(matrix.columns, row)]
+                for r, row in zip(matrix.index, z)]
+        with self.figure.batch_update():
+            self.figure.data = []
+            self.figure.add_trace(go.Heatmap(
+                z=z, x=cases, y=rules, colorscale="Reds", hoverinfo="text", hovertext=text,
+                texttemplate="%{z}", colorbar=dict(title=dict(text=escape(name)))))
+            self.figure.layout.title = dict(text=f"{escape(name)} per rule", font=dict(size=13))
+
+
+def _fmt(value: float) -> Any:
+    if np.isnan(value):
+        return "–"
+    return int(value) if float(value).is_integer() else round(float(value), 3)

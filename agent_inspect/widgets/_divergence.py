@@ -1,0 +1,152 @@
+"""Divergence view: the conflicting roots side by side, their attribute diff and the explanation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as w
+import pandas as pd
+
+from agent_inspect._html import escape
+from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
+from agent_inspect.widgets._timeline import _positions
+
+__all__ = ["DivergenceView"]
+
+
+class DivergenceView(w.VBox):
+    """Pick one divergence of a reconstruction and see why it happened.
+
+    Shows the rule's one-line explanation, the records in conflict side by side (their trigger
+    events, decoded) and the attribute diff the reconstruction computed.
+    """
+
+    def __init__(self, result: Any, *, key: Any = None) -> None:
+        super().__init__()
+        self.add_class("ai-divergence")
+        self._result = result
+        frame = getattr(result, "divergences", None)
+        self.divergences = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame()
+        self._key_col = first_column(self.divergences, "business_key", "key")
+        if key is not None and self._key_col is not None:
+            keep = (self.divergences[self._key_col] == key).fillna(False).to_numpy(dtype=bool)
+            self.divergences = self.divergences[keep]
+        self._records = records_of(result)
+        self.selector = w.Dropdown(description="Divergence", options=self._options(),
+                                   layout=w.Layout(width="640px"))
+        self.explanation = w.HTML()
+        self.explanation.add_class("ai-explanation")
+        self.sides = w.HTML()
+        self.sides.add_class("ai-sides")
+        self.diff = w.HTML()
+        self.diff.add_class("ai-diff")
+        self.selector.observe(lambda _: self._show(), names="value")
+        self.children = [self.selector, self.explanation, self.sides, self.diff]
+        self._show()
+
+    def show(self, index: int) -> None:
+        """Show the divergence at row ``index`` (0-based) of ``result.divergences``."""
+        self.selector.value = int(index)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _options(self) -> list[tuple[str, int]]:
+        opts = []
+        for i, (_, row) in enumerate(self.divergences.iterrows()):
+            ident = row.get("divergence_id", i)
+            key = row.get(self._key_col, "") if self._key_col else ""
+            opts.append((f"#{ident} · key {key} · seq {row.get('seq', '?')} · {row.get('kind', '')}", i))
+        return opts
+
+    def _show(self) -> None:
+        if self.divergences.empty or self.selector.value is None:
+            self.explanation.value = message_html("no divergence: this recovery evicted or invalidated nothing")
+            self.sides.value = ""
+            self.diff.value = ""
+            return
+        row = self.divergences.iloc[int(self.selector.value)]
+        self.explanation.value = (f'<div class="ai-explanation-text"><b>{escape(row.get("kind", ""))}</b> '
+                                  f'at seq {escape(row.get("seq", "?"))}: {escape(row.get("explanation", ""))}</div>')
+        pos_col = first_column(self.divergences, "positions", "root_positions", "pos")
+        positions = _positions(row.get(pos_col)) if pos_col else []
+        self.sides.value = self._sides_html(positions)
+        diff_col = first_column(self.divergences, "attribute_diff", "diff", "attributes_diff")
+        self.diff.value = _diff_html(row.get(diff_col) if diff_col else None, positions)
+
+    def _sides_html(self, positions: list[int]) -> str:
+        if not positions:
+            return message_html("the reconstruction names no conflicting records for this divergence")
+        cells = []
+        for label, pos in zip(_side_labels(len(positions)), positions):
+            meta = []
+            if pos in self._records.index:
+                rec = self._records.loc[pos]
+                for name in ("state_key", "task_event_id", "attempt", "status", "reason"):
+                    if name in rec.index and not _na(rec[name]):
+                        meta.append(f"<div><span class='ai-label'>{escape(name)}</span> "
+                                    f"<code>{escape(rec[name])}</code></div>")
+            event = _task_event(decoded_value(self._result, pos))
+            cells.append(f'<div class="ai-side" style="flex:1;min-width:0;overflow:auto">'
+                         f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"
+                         f'<pre class="ai-value">{escape(pretty_json(event))}</pre></div>')
+        return f'<div class="ai-side-by-side" style="display:flex;gap:12px">{"".join(cells)}</div>'
+
+
+def _side_labels(n: int) -> list[str]:
+    return ["earlier root", "later root"] if n == 2 else [f"record {i + 1}" for i in range(n)]
+
+
+def _na(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _task_event(value: Any) -> Any:
+    for name in ("taskEvent", "task_event"):
+        event = getattr(value, name, None) if not isinstance(value, Mapping) else value.get(name)
+        if event is not None:
+            return event
+    return value
+
+
+def _diff_rows(diff: Any) -> list[tuple[Any, Any, Any]]:
+    """Normalise the reconstruction's attribute diff to (attribute, earlier, later) rows."""
+    if diff is None or (not isinstance(diff, (Mapping, list, tuple, pd.DataFrame)) and _na(diff)):
+        return []
+    if isinstance(diff, pd.DataFrame):
+        return [tuple(r)[:3] for r in diff.itertuples(index=False, name=None)]
+    if isinstance(diff, Mapping):
+        rows = []
+        for attr, change in diff.items():
+            if isinstance(change, Mapping):
+                vals = list(change.values())
+                rows.append((attr, vals[0] if vals else None, vals[1] if len(vals) > 1 else None))
+            elif isinstance(change, (list, tuple)) and len(change) == 2:
+                rows.append((attr, change[0], change[1]))
+            else:
+                rows.append((attr, change, None))
+        return rows
+    rows = []
+    for item in diff:
+        if isinstance(item, Mapping):
+            vals = list(item.values())
+            rows.append(tuple((vals + [None, None, None])[:3]))
+        elif isinstance(item, (list, tuple)):
+            rows.append(tuple((list(item) + [None, None, None])[:3]))
+        else:
+            rows.append((item, None, None))
+    return rows
+
+
+def _diff_html(diff: Any, positions: list[int]) -> str:
+    rows = _diff_rows(diff)
+    if not rows:
+        return message_html("no attribute diff (the records' trigger attributes are equal or not recorded)")
+    left, right = ("earlier", "later") if len(positions) == 2 else ("a", "b")
+    body = "".join(f"<tr><td><code>{escape(a)}</code></td><td>{escape(pretty_json(x))}</td>"
+                   f"<td>{escape(pretty_json(y))}</td></tr>" for a, x, y in rows)
+    return (f'<table class="agent-inspect ai-diff-table"><caption>attribute diff</caption><thead><tr>'
+            f"<th>attribute</th><th>{left}</th><th>{right}</th></tr></thead><tbody>{body}</tbody></table>")

@@ -1,0 +1,116 @@
+"""``inspect(obj)``: the right widget for a log, a reconstruction, an executor or a rule comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+import networkx as nx
+import pandas as pd
+
+from agent_inspect._errors import InspectError
+from agent_inspect.widgets._browser import LogBrowser
+from agent_inspect.widgets._common import is_executor, is_log, is_reconstruction, message_html, records_of
+from agent_inspect.widgets._compare import RuleComparison
+from agent_inspect.widgets._divergence import DivergenceView
+from agent_inspect.widgets._graph import GraphView
+from agent_inspect.widgets._stepper import ReplayStepper
+from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
+
+__all__ = ["inspect", "ResultInspector"]
+
+_MAX_KEYS = 200
+
+
+class ResultInspector(w.VBox):
+    """A reconstruction in tabs: Records, Timeline, Divergences, Graph; one key picker for the last three.
+
+    The key picker lists the keys with the most evicted or invalidated records first. Tabs other
+    than Records are built when first opened or when the key changes.
+    """
+
+    TABS = ("Records", "Timeline", "Divergences", "Graph")
+
+    def __init__(self, result: Any) -> None:
+        super().__init__()
+        self.add_class("ai-inspector")
+        self.result = result
+        keys = _ranked_keys(result)
+        self.key_picker = w.Dropdown(description="Key", options=keys, value=keys[0] if keys else None,
+                                     layout=w.Layout(width="420px"))
+        self.tabs = w.Tab(children=[w.VBox() for _ in self.TABS], titles=self.TABS)
+        self.tabs.add_class("ai-tabs")
+        self._built: dict[str, w.Widget] = {}
+        self.key_picker.observe(lambda _: self._key_changed(), names="value")
+        self.tabs.observe(lambda _: self._ensure(self.TABS[self.tabs.selected_index or 0]), names="selected_index")
+        self.children = [self.key_picker, self.tabs]
+        self._ensure("Records")
+
+    def view(self, tab: str) -> w.Widget:
+        """The widget in tab ``tab`` (built now if needed); also selects that tab."""
+        self.tabs.selected_index = self.TABS.index(tab)
+        return self._ensure(tab)
+
+    def _key_changed(self) -> None:
+        for tab in ("Timeline", "Divergences", "Graph"):
+            self._built.pop(tab, None)
+            self.tabs.children[self.TABS.index(tab)].children = []
+        self._ensure(self.TABS[self.tabs.selected_index or 0])
+
+    def _ensure(self, tab: str) -> w.Widget:
+        if tab in self._built:
+            return self._built[tab]
+        key = self.key_picker.value
+        makers: dict[str, Callable[[], w.Widget]] = {
+            "Records": lambda: LogBrowser(self.result),
+            "Timeline": lambda: KeyTimeline(self.result, key),
+            "Divergences": lambda: DivergenceView(self.result, key=key),
+            "Graph": lambda: GraphView(self.result, key),
+        }
+        try:
+            view = makers[tab]()
+        except InspectError as exc:
+            view = w.HTML(message_html(str(exc), level="warning"))
+        self._built[tab] = view
+        self.tabs.children[self.TABS.index(tab)].children = [view]
+        return view
+
+
+def _ranked_keys(result: Any) -> list[Any]:
+    frame = records_of(result)
+    if "business_key" not in frame.columns or frame.empty:
+        return []
+    first = most_affected_key(result)
+    counts = frame["business_key"].value_counts(sort=True)
+    if "status" in frame.columns:
+        removed = frame["status"].isin(("evicted", "invalidated")).to_numpy(dtype=bool)
+        affected = frame["business_key"][removed].value_counts(sort=True)
+        counts = pd.concat([affected, counts.drop(affected.index, errors="ignore")])
+    keys = [first, *[k for k in counts.index[:_MAX_KEYS] if k != first]]
+    return [k for k in keys if k is not None]
+
+
+def inspect(obj: Any, **options: Any) -> w.Widget:
+    """Show ``obj`` in the widget that fits it and return that widget.
+
+    - an ``ActionStateLog`` → :class:`LogBrowser`;
+    - a reconstruction result → :class:`ResultInspector` (records, timeline, divergences, graph);
+    - a replay executor → :class:`ReplayStepper`;
+    - the DataFrame of ``ai.rules.compare(...)`` → :class:`RuleComparison`;
+    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
+
+    Keyword options go to that widget's constructor.
+    """
+    if is_executor(obj):
+        return ReplayStepper(obj, **options)
+    if is_reconstruction(obj):
+        return ResultInspector(obj, **options)
+    if is_log(obj):
+        return LogBrowser(obj, **options)
+    if isinstance(obj, nx.Graph):
+        return GraphView(None, graph=obj, **options)
+    if isinstance(obj, pd.DataFrame) and {"rule"} <= set(obj.columns):
+        return RuleComparison(obj, **options)
+    raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
+                    "reconstruction, a ReplayExecutor or the frame of ai.rules.compare(...)")

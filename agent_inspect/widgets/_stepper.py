@@ -1,0 +1,191 @@
+"""Replay stepper: drive a replay executor like a debugger and watch its steps, counters and memory."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from agent_inspect._errors import InspectError
+from agent_inspect._html import escape
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html, pretty_json
+
+__all__ = ["ReplayStepper"]
+
+_DETAIL_SKIP = ("store_before", "memory_before")
+# Hover shows at most these step fields, in this order, when present.
+_HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event", "event_type", "outcome", "reason",
+                 "change")
+
+
+class ReplayStepper(w.VBox):
+    """Buttons Step / Back / Run to breakpoint / Reset over a replay executor.
+
+    Below the buttons: the executor's counters (bodies executed, durable calls executed vs served
+    from records, …), the current step's detail, a live timeline of all steps so far (x = step,
+    y = seq, colour = step kind) and the simulated memory at the current step.
+    """
+
+    def __init__(self, executor: Any, *, height: int = 300) -> None:
+        super().__init__()
+        self.add_class("ai-stepper")
+        self.executor = executor
+        self.step_button = w.Button(description="Step", icon="step-forward")
+        self.back_button = w.Button(description="Back", icon="step-backward")
+        self.run_button = w.Button(description="Run to breakpoint", icon="play", layout=w.Layout(width="180px"))
+        self.reset_button = w.Button(description="Reset", icon="undo")
+        for button in (self.step_button, self.back_button, self.run_button, self.reset_button):
+            button.add_class("ai-stepper-button")
+        self.step_button.on_click(lambda _: self.step())
+        self.back_button.on_click(lambda _: self.back())
+        self.run_button.on_click(lambda _: self.run())
+        self.reset_button.on_click(lambda _: self.reset())
+        self.status = w.HTML()
+        self.status.add_class("ai-stepper-status")
+        self.counters = w.HTML()
+        self.counters.add_class("ai-counters")
+        self.detail = w.HTML()
+        self.detail.add_class("ai-step-detail")
+        self.memory = w.HTML()
+        self.memory.add_class("ai-memory")
+        self.figure = go.FigureWidget(layout=go.Layout(
+            height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
+            xaxis=dict(title="step"), yaxis=dict(title="seq"), legend=dict(orientation="h", y=1.1)))
+        self.figure.add_class("ai-stepper-timeline")
+        self.children = [
+            w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button]),
+            self.status, self.counters, self.detail, self.figure, self.memory,
+        ]
+        self.refresh()
+
+    # -- controls ---------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        """One executor step, then refresh the view."""
+        self._call(self.executor.step)
+
+    def back(self) -> None:
+        """Go back one step (the executor re-executes deterministically), then refresh."""
+        self._call(self.executor.back)
+
+    def run(self) -> None:
+        """Run to the next breakpoint (or to the end), then refresh."""
+        self._call(self.executor.run)
+
+    def reset(self) -> None:
+        """Back to before the first step, then refresh."""
+        self._call(self.executor.reset)
+
+    def refresh(self) -> None:
+        """Redraw counters, current step, timeline and memory from the executor's current state."""
+        steps = self._steps()
+        self.counters.value = _counters_html(getattr(self.executor, "counters", None), len(steps))
+        if steps.empty:
+            self.detail.value = message_html("no step yet: press Step")
+        else:
+            last = steps.iloc[-1]
+            self.detail.value = _step_html(len(steps), last)
+        self._draw(steps)
+        self.memory.value = _memory_html(getattr(self.executor, "memory", None))
+        finished = bool(getattr(self.executor, "finished", getattr(self.executor, "done", False)))
+        self.step_button.disabled = self.run_button.disabled = finished
+        self.back_button.disabled = steps.empty
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _call(self, action: Any) -> None:
+        try:
+            action()
+        except (InspectError, StopIteration) as exc:
+            self.status.value = message_html(str(exc) or "the replay has finished", level="warning")
+        else:
+            self.status.value = ""
+        self.refresh()
+
+    def _steps(self) -> pd.DataFrame:
+        steps = getattr(self.executor, "steps", None)
+        if callable(steps):
+            steps = steps()
+        return steps if isinstance(steps, pd.DataFrame) else pd.DataFrame()
+
+    def _draw(self, steps: pd.DataFrame) -> None:
+        kind_col = next((c for c in ("kind", "step_kind", "outcome") if c in steps.columns), None)
+        seq = steps["seq"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if "seq" in steps.columns \
+            else np.zeros(len(steps))
+        x = np.arange(1, len(steps) + 1)
+        kinds = steps[kind_col].astype("string").fillna("?") if kind_col else pd.Series("step", index=steps.index)
+        texts = np.array([_step_hover(i, row) for i, (_, row) in zip(x, steps.iterrows())], dtype=object)
+        traces = []
+        for kind in dict.fromkeys(kinds.tolist()):
+            sel = (kinds == kind).to_numpy(dtype=bool)
+            traces.append(go.Scatter(x=x[sel], y=seq[sel], mode="markers", name=escape(kind),
+                                     marker=dict(size=9, color=colour_for(kind, KIND_COLOURS)),
+                                     hovertext=texts[sel], hoverinfo="text"))
+        if len(steps):
+            traces.append(go.Scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current",
+                                     marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color="#000", width=2)),
+                                     hoverinfo="skip"))
+        with self.figure.batch_update():
+            self.figure.data = []
+            for trace in traces:
+                self.figure.add_trace(trace)
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+def _counters_html(counters: Any, steps: int) -> str:
+    items: list[tuple[str, Any]] = [("steps", steps)]
+    counters = _plain(counters)
+    if isinstance(counters, Mapping):
+        items += [(str(k), v) for k, v in counters.items()]
+    elif isinstance(counters, pd.Series):
+        items += [(str(k), v) for k, v in counters.items()]
+    elif counters is not None:
+        items += [(k, getattr(counters, k)) for k in dir(counters)
+                  if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
+    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}"><b>{escape(v)}</b> {escape(k)}</span> '
+                    for k, v in items)
+    return f'<div class="ai-counter-row">{cells}</div>'
+
+
+def _step_hover(index: int, row: pd.Series) -> str:
+    fields = [(f, row[f]) for f in _HOVER_FIELDS if f in row.index]
+    return hover([("step", index), *fields])
+
+
+def _step_html(index: int, row: pd.Series) -> str:
+    cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_short(v))}</td></tr>"
+                    for k, v in row.items() if k not in _DETAIL_SKIP and not _na(v))
+    return f'<table class="agent-inspect ai-step"><caption>step {index}</caption><tbody>{cells}</tbody></table>'
+
+
+def _memory_html(memory: Any) -> str:
+    if memory is None:
+        return ""
+    memory = _plain(memory)
+    if not isinstance(memory, Mapping) and hasattr(memory, "to_dict"):
+        memory = memory.to_dict()
+    return f'<div class="ai-record"><b>memory at this step</b><pre class="ai-value">{escape(pretty_json(memory))}</pre></div>'
+
+
+def _na(value: Any) -> bool:
+    if isinstance(value, (list, tuple, dict, set, frozenset, np.ndarray)):
+        return False
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _short(value: Any) -> str:
+    text = pretty_json(value) if isinstance(value, (Mapping, list, tuple)) else str(value)
+    return text if len(text) <= 400 else text[:397] + "…"
