@@ -1,0 +1,132 @@
+"""Fixtures for the real-browser tests: one JupyterLab and one headless chromium per session."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # `tests.support` must import however pytest was started
+    sys.path.insert(0, str(REPO))
+
+from tests.support.jupyter import CHROMIUM_ARGS, JupyterLab, chromium_executable, start_jupyterlab  # noqa: E402
+
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    try:
+        return chromium_executable()
+    except RuntimeError as exc:  # a missing browser is a failure, never a skip
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of notebooks/ (autosave must never touch the repo) beside the sample logs."""
+    root = tmp_path_factory.mktemp("lab-root")
+    shutil.copytree(REPO / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    (root / "sample_logs").symlink_to(REPO / "sample_logs", target_is_directory=True)
+    return root
+
+
+@pytest.fixture(scope="session")
+def lab(lab_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
+    server = start_jupyterlab(lab_root, scratch=tmp_path_factory.mktemp("lab-scratch"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium: str, lab: JupyterLab) -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
+                                      env=lab.env)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+class LabPage:
+    """A chromium page on one notebook in JupyterLab, with what a person would do to it."""
+
+    def __init__(self, page: object, lab: JupyterLab) -> None:
+        self.page = page
+        self.lab = lab
+        self.dialogs: list[str] = []
+        self.console_errors: list[str] = []
+        page.on("dialog", self._on_dialog)
+        page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
+        # A probe that escaped its escaping calls this; the list must stay empty.
+        page.add_init_script("window.__xss_hits = [];")
+
+    def _on_dialog(self, dialog: object) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def open(self, notebook: str, *, timeout_ms: float = 60_000) -> None:
+        self.page.goto(self.lab.lab_url(notebook))
+        self.page.wait_for_function(
+            "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget; "
+            "return w && w.sessionContext && w.sessionContext.session && "
+            "w.sessionContext.session.kernel && w.sessionContext.session.kernel.status === 'idle'; }",
+            timeout=timeout_ms,
+        )
+
+    def run_all(self, *, timeout_ms: float = 90_000) -> None:
+        """Run every cell and wait until the kernel is idle with no cell left pending."""
+        self.page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        self.page.wait_for_function(
+            "() => { const w = window.jupyterapp.shell.currentWidget; "
+            "const cells = w.content.widgets.filter(c => c.model.type === 'code'); "
+            "const failed = !!w.node.querySelector(\"[data-mime-type='application/vnd.jupyter.error']\"); "
+            "const done = cells.every(c => c.model.executionCount !== null); "
+            "return w.sessionContext.session.kernel.status === 'idle' && (done || failed); }",
+            timeout=timeout_ms,
+        )
+        errors = self.errors_in_outputs()
+        assert not errors, f"a cell raised: {errors[0][:2000]}"
+
+    def errors_in_outputs(self) -> list[str]:
+        return self.page.eval_on_selector_all(
+            "[data-mime-type='application/vnd.jupyter.error']",
+            "els => els.map(e => e.textContent)",
+        )
+
+    def xss_hits(self) -> list[object]:
+        return self.page.evaluate("() => window.__xss_hits")
+
+    def shutdown_kernel(self) -> None:
+        self.page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
+
+
+@pytest.fixture
+def lab_page(browser: object, lab: JupyterLab) -> Iterator[LabPage]:
+    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    wrapper = LabPage(page, lab)
+    try:
+        yield wrapper
+    finally:
+        try:
+            wrapper.shutdown_kernel()
+        except Exception:  # the page may already be gone; the server stops the kernel anyway
+            pass
+        context.close()
