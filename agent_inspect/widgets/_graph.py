@@ -23,6 +23,11 @@ _KIND_ATTRS = ("kind", "type", "node_type")
 _LABEL_ATTRS = ("label", "name", "action", "event_type", "task_event_type")
 _POS_ATTRS = ("positions", "pos", "position", "record")
 _REMOVED = ("evicted", "invalidated")
+_HOVER_ATTRS = (
+    "label", "kind", "status", "reason", "business_key", "seq", "attempt", "state_key", "action_name",
+    "event_type", "task_event_type", "event_id", "completed", "calls_pending", "calls_succeeded", "calls_failed",
+    "positions", "target_scope", "session_id", "call_id", "call_status", "function_id",
+)
 # Above this many nodes, labels are left to hover text to keep the figure readable and light.
 _MAX_LABELS = 80
 
@@ -54,7 +59,7 @@ class GraphView(w.VBox):
         self.detail.add_class("ai-detail")
         self.figure = go.FigureWidget(layout=go.Layout(
             height=height, margin=dict(l=10, r=10, t=20, b=10), hovermode="closest", showlegend=True,
-            xaxis=dict(visible=False), yaxis=dict(visible=False, autorange="reversed"),
+            xaxis=dict(visible=False), yaxis=dict(visible=False),
             legend=dict(orientation="h", y=1.06)))
         self.figure.add_class(f"{self._css}-figure")
         self._draw()
@@ -169,8 +174,8 @@ def _first_position(attrs: Mapping[str, Any]) -> int | None:
 
 
 def _node_hover(node: Any, attrs: Mapping[str, Any]) -> str:
-    shown = [("node", node)] + [(str(k), _short(v)) for k, v in attrs.items()]
-    return hover(shown)
+    names = [n for n in _HOVER_ATTRS if n in attrs] or list(attrs)
+    return hover([("node", node)] + [(n, _short(attrs[n])) for n in names])
 
 
 def _short(value: Any) -> Any:
@@ -208,5 +213,5 @@ def _layout(graph: nx.DiGraph) -> dict[Any, tuple[float, float]]:
         return {n: (float(x), float(y)) for n, (x, y) in layered_layout(graph).items()}
     # Until the history layer ships its layout: topological layers, nodes ordered by name.
     layers = list(nx.topological_generations(graph)) if nx.is_directed_acyclic_graph(graph) else [list(graph)]
-    return {n: (float(i), float(layer)) for layer, nodes in enumerate(layers)
+    return {n: (float(i), -float(layer)) for layer, nodes in enumerate(layers)
             for i, n in enumerate(sorted(nodes, key=str))}

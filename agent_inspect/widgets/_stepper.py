@@ -19,8 +19,8 @@ __all__ = ["ReplayStepper"]
 
 _DETAIL_SKIP = ("store_before", "memory_before")
 # Hover shows at most these step fields, in this order, when present.
-_HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event", "event_type", "outcome", "reason",
-                 "change")
+_HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "event_id", "outcome", "reason",
+                 "change", "call_index", "function_id", "scope")
 
 
 class ReplayStepper(w.VBox):
@@ -89,7 +89,7 @@ class ReplayStepper(w.VBox):
             self.detail.value = message_html("no step yet: press Step")
         else:
             last = steps.iloc[-1]
-            self.detail.value = _step_html(len(steps), last)
+            self.detail.value = _step_html(last.get("index", len(steps)), last)
         self._draw(steps)
         self.memory.value = _memory_html(getattr(self.executor, "memory", None))
         finished = bool(getattr(self.executor, "finished", getattr(self.executor, "done", False)))
@@ -117,7 +117,7 @@ class ReplayStepper(w.VBox):
         kind_col = next((c for c in ("kind", "step_kind", "outcome") if c in steps.columns), None)
         seq = steps["seq"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if "seq" in steps.columns \
             else np.zeros(len(steps))
-        x = np.arange(1, len(steps) + 1)
+        x = steps["index"].to_numpy() if "index" in steps.columns else np.arange(1, len(steps) + 1)
         kinds = steps[kind_col].astype("string").fillna("?") if kind_col else pd.Series("step", index=steps.index)
         texts = np.array([_step_hover(i, row) for i, (_, row) in zip(x, steps.iterrows())], dtype=object)
         traces = []
