@@ -1,0 +1,175 @@
+"""``agent-inspect demo``: JupyterLab on the notebooks, or (``--cli``) the analysis of the sample log."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import secrets
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import InspectError
+
+__all__ = ["register"]
+
+_FIRST_NOTEBOOK = "01_production_recovery.ipynb"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="open JupyterLab on the notebooks (or --cli: analyse the sample log in the terminal)",
+        description="Start JupyterLab on 127.0.0.1 serving the three notebooks and print the exact URL with its "
+                    "token. With --cli, or when JupyterLab is not installed, print the analysis of the "
+                    "production-like sample log instead: summary, reconstruction under the original and the "
+                    "fixed rule, and the re-execution ledger.")
+    parser.add_argument("--cli", action="store_true", help="terminal analysis instead of JupyterLab")
+    parser.add_argument("--json", action="store_true", help="with --cli: one JSON object instead of text")
+    parser.add_argument("--port", type=int, default=None, help="port for JupyterLab (default: 8888 or a free one)")
+    parser.add_argument("--token", default=None, help="token for JupyterLab (default: a fresh random one, printed)")
+    parser.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
+                        help="open a web browser (default: only when a display is available)")
+    parser.add_argument("--notebooks", type=Path, default=None, help="folder of notebooks to serve")
+    parser.add_argument("--sample", default=None, help="with --cli: the log to analyse (default: the sample log)")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.cli or args.json:
+        return _cli_analysis(args.sample, as_json=args.json)
+    if importlib.util.find_spec("jupyterlab") is None:
+        print("agent-inspect: JupyterLab is not installed (pip install 'agent_inspect[views]'); "
+              "showing the terminal analysis instead", file=sys.stderr)
+        return _cli_analysis(args.sample, as_json=False)
+    return _jupyterlab(args)
+
+
+# -- JupyterLab ---------------------------------------------------------------------------------------
+
+
+def notebooks_dir(explicit: Path | None = None) -> Path:
+    """The folder holding the user notebooks (the repository's ``notebooks/``)."""
+    candidates = [explicit] if explicit else [Path.cwd() / "notebooks", Path(__file__).resolve().parents[2] / "notebooks"]
+    for candidate in candidates:
+        if candidate is not None and (candidate / _FIRST_NOTEBOOK).is_file():
+            return candidate.resolve()
+    where = explicit or candidates[-1]
+    raise InspectError(f"no notebooks at {where}; run from a checkout of agent_inspect or pass --notebooks DIR")
+
+
+def _free_port(preferred: int = 8888) -> int:
+    for port in (preferred, 0):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise InspectError("no free TCP port on 127.0.0.1; pass --port")
+
+
+def _has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform in ("darwin", "win32")
+
+
+def lab_argv(root: Path, *, port: int, token: str, browser: bool) -> list[str]:
+    """The ``jupyter lab`` arguments the demo runs with (loopback only, fixed port, explicit token)."""
+    argv = [
+        f"--ServerApp.root_dir={root}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--LabApp.default_url=/lab/tree/{_FIRST_NOTEBOOK}",
+    ]
+    if not browser:
+        argv.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        argv.append("--allow-root")
+    return argv
+
+
+def _jupyterlab(args: argparse.Namespace) -> int:
+    root = notebooks_dir(args.notebooks)
+    port = args.port or _free_port()
+    token = args.token if args.token is not None else secrets.token_hex(24)
+    browser = _has_display() if args.browser is None else args.browser
+    url = f"http://127.0.0.1:{port}/lab/tree/{_FIRST_NOTEBOOK}?token={token}"
+    print(f"agent-inspect demo: JupyterLab on {root}\n  open {url}\n  stop with Ctrl-C", flush=True)
+    from jupyterlab.labapp import LabApp
+
+    LabApp.launch_instance(argv=lab_argv(root, port=port, token=token, browser=browser))
+    return 0
+
+
+# -- terminal analysis --------------------------------------------------------------------------------
+
+
+def sample_log_path(explicit: str | None = None) -> str:
+    """The production-like sample log (``sample_logs/production*``) or ``explicit``."""
+    if explicit:
+        return explicit
+    roots = [Path.cwd() / "sample_logs", Path(__file__).resolve().parents[2] / "sample_logs"]
+    for root in roots:
+        for pattern in ("production*.jsonl", "production*.parquet", "production*"):
+            found = sorted(p for p in root.glob(pattern) if p.is_file())
+            if found:
+                return str(found[0])
+    raise InspectError(f"no production sample log in {roots[-1]}; generate it with `python -m "
+                       "agent_inspect.samples` or pass --sample PATH")
+
+
+def analysis(log: Any, *, rules: tuple[str, ...] = ("original", "fixed")) -> dict[str, Any]:
+    """Summary, per-rule reconstruction totals and the ledger of a log, as plain JSON-able data."""
+    from agent_inspect.recovery import reconstruct
+    from agent_inspect.report._report import ledger_totals
+
+    out: dict[str, Any] = {"source": str(getattr(log.source, "location", "")), "summary": _plain(log.summary())}
+    for rule in rules:
+        result = reconstruct(log, rule=rule)
+        records = result.records
+        statuses = records["status"].astype("string").fillna("unknown").value_counts().to_dict() \
+            if "status" in records.columns else {}
+        divergences = result.divergences
+        explanations = []
+        if "explanation" in getattr(divergences, "columns", ()):
+            explanations = [str(e) for e in divergences["explanation"].head(5)]
+        out[rule] = {"statuses": {str(k): int(v) for k, v in statuses.items()},
+                     "divergences": int(len(divergences)), "explanations": explanations,
+                     "ledger": ledger_totals(result)}
+    return out
+
+
+def _cli_analysis(sample: str | None, *, as_json: bool) -> int:
+    from agent_inspect.sources import load
+
+    log = load(sample_log_path(sample), progress=False)
+    data = analysis(log)
+    if as_json:
+        json.dump(data, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    print(f"== {data['source']}")
+    for k, v in data["summary"].items():
+        print(f"  {k:<16} {v}")
+    for rule in ("original", "fixed"):
+        part = data[rule]
+        print(f"\n== reconstruct under rule {rule!r}: {part['divergences']} divergence(s)")
+        print("  " + ", ".join(f"{k}={v}" for k, v in sorted(part["statuses"].items())))
+        for line in part["explanations"]:
+            print(f"  - {line}")
+        if part["ledger"]:
+            print("  ledger: " + ", ".join(f"{k}={v}" for k, v in part["ledger"].items()))
+    print("\nOpen the notebooks with `agent-inspect demo` or write a report with "
+          "`agent-inspect report SOURCE -o report.html`.")
+    return 0
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        return value.item()
+    return value

@@ -1,0 +1,62 @@
+"""``agent-inspect report SOURCE [--rule R] [--markers JSON] -o report.html``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import InspectError
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report", help="write a self-contained HTML report (opens offline, no kernel)",
+        description="Reconstruct SOURCE under a rule and write one self-contained HTML file with the summary, "
+                    "divergences, timelines of the most affected keys, the ledger and the lints.")
+    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table or a file path")
+    parser.add_argument("-o", "--output", required=True, type=Path, help="the HTML file to write")
+    parser.add_argument("--rule", default="fixed", help="divergence rule (default: fixed)")
+    parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps')
+    parser.add_argument("--title", help="heading of the report")
+    parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
+    parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
+    parser.set_defaults(func=_run)
+
+
+def parse_markers(text: str | None) -> Any:
+    """Markers given on the command line as JSON (partition numbers may be strings)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '{{\"0\": 120}}'") from None
+
+    def fix(m: Any) -> Any:
+        if isinstance(m, dict) and all(isinstance(k, str) and k.lstrip("-").isdigit() for k in m):
+            return {int(k): v for k, v in m.items()}
+        return m
+
+    return [fix(m) for m in value] if isinstance(value, list) else fix(value)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.report import write_report
+    from agent_inspect.sources import load
+
+    if args.output.is_dir():
+        raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
+    log = load(args.source, progress=False)
+    path = write_report(log, args.output, rule=args.rule, markers=parse_markers(args.markers),
+                        title=args.title, max_keys=args.keys)
+    if args.json:
+        json.dump({"path": str(path), "bytes": path.stat().st_size, "rule": args.rule}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")
+    return 0

@@ -1,0 +1,349 @@
+"""Compose the static, self-contained HTML report of an investigation."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect._errors import InspectError
+from agent_inspect._html import escape, frame_html
+
+__all__ = ["write_report", "render_report", "affected_keys", "ledger_totals"]
+
+_REMOVED = ("evicted", "invalidated")
+
+
+@dataclass(frozen=True)
+class _Section:
+    """One titled part of the report: escaped HTML body plus the scripts it needs (figures)."""
+
+    anchor: str
+    title: str
+    body: str
+    scripts: tuple[str, ...] = field(default=())
+
+
+def write_report(
+    log_or_result: Any,
+    path: str | Path,
+    *,
+    rule: str | Any = "fixed",
+    markers: Any = None,
+    title: str | None = None,
+    max_keys: int = 3,
+    max_rows: int = 50,
+) -> Path:
+    """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
+
+    ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``) or
+    the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own).
+    The report holds the summary, the divergences, timelines of the ``max_keys`` most affected keys,
+    the re-execution ledger, the lints and the decode errors. Everything from the records is escaped.
+    """
+    html = render_report(log_or_result, rule=rule, markers=markers, title=title,
+                         max_keys=max_keys, max_rows=max_rows)
+    target = Path(path)
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+def render_report(
+    log_or_result: Any,
+    *,
+    rule: str | Any = "fixed",
+    markers: Any = None,
+    title: str | None = None,
+    max_keys: int = 3,
+    max_rows: int = 50,
+) -> str:
+    """The report of :func:`write_report` as an HTML string."""
+    log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
+    rule_name = _rule_name(result, rule)
+    sections = [
+        _summary_section(log, result, rule_name),
+        _divergence_section(result, max_rows=max_rows),
+        _timeline_section(result, max_keys=max_keys),
+        _ledger_section(log, result, max_rows=max_rows),
+        _lint_section(log, result, max_rows=max_rows),
+        _errors_section(log, max_rows=max_rows),
+        _static_views_section(log, result),
+    ]
+    heading = title or f"agent_inspect report: {_location(log)}"
+    return _page(heading, sections, rule_name=rule_name)
+
+
+# -- inputs -------------------------------------------------------------------------------------------
+
+
+def _log_and_result(obj: Any, *, rule: Any, markers: Any) -> tuple[Any, Any]:
+    if hasattr(obj, "divergences") and hasattr(obj, "records"):
+        log = getattr(obj, "log", None)
+        if log is None:
+            raise InspectError("this reconstruction result carries no .log; pass the ActionStateLog instead")
+        return log, obj
+    if hasattr(obj, "records") and callable(getattr(obj, "value", None)):
+        from agent_inspect.recovery import reconstruct
+
+        return obj, reconstruct(obj, rule=rule, markers=markers)
+    raise InspectError(f"cannot report on a {type(obj).__name__}; pass an ActionStateLog or an "
+                       "ai.reconstruct(...) result")
+
+
+def _rule_name(result: Any, rule: Any) -> str:
+    for candidate in (getattr(result, "rule", None), rule):
+        if candidate is None:
+            continue
+        if isinstance(candidate, str):
+            return candidate
+        name = getattr(candidate, "name", None)
+        if isinstance(name, str):
+            return name
+        return type(candidate).__name__
+    return "?"
+
+
+def _location(log: Any) -> str:
+    source = getattr(log, "source", None)
+    return str(getattr(source, "location", None) or "action-state log")
+
+
+# -- sections -----------------------------------------------------------------------------------------
+
+
+def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
+    source = getattr(log, "source", None)
+    facts: list[tuple[str, Any]] = [
+        ("source", getattr(source, "location", None)),
+        ("kind", getattr(source, "kind", None)),
+        ("topic / table", getattr(source, "topic", None)),
+        ("file format", getattr(source, "file_format", None)),
+        ("rule", rule_name),
+    ]
+    summary = log.summary() if callable(getattr(log, "summary", None)) else {}
+    facts += [(str(k), _short(v)) for k, v in summary.items()]
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
+    body = f'<table class="agent-inspect facts">{rows}</table>'
+    records = result.records
+    if "status" in records.columns:
+        counts = records["status"].astype("string").fillna("unknown").value_counts(sort=True)
+        chips = "".join(f'<span class="chip status-{escape(s)}">{escape(s)}: {int(n):,}</span>'
+                        for s, n in counts.items())
+        body += f'<p class="statuses">Record status under <b>{escape(rule_name)}</b>: {chips}</p>'
+    n_div = len(result.divergences) if isinstance(result.divergences, pd.DataFrame) else 0
+    body += f'<p class="headline">{n_div:,} divergence{"s" if n_div != 1 else ""} found.</p>'
+    return _Section("summary", "Summary", body)
+
+
+def _divergence_section(result: Any, *, max_rows: int) -> _Section:
+    frame = result.divergences
+    if not isinstance(frame, pd.DataFrame) or frame.empty:
+        return _Section("divergences", "Divergences", "<p>No divergence: the restore reuses what it "
+                                                           "finds.</p>")
+    items = []
+    if "explanation" in frame.columns:
+        for idx, row in frame.head(max_rows).iterrows():
+            where = " · ".join(f"{escape(c)} {escape(row[c])}" for c in ("business_key", "seq", "kind")
+                               if c in frame.columns and not _isna(row[c]))
+            items.append(f"<li><b>{escape(idx)}</b> {where}: {escape(row['explanation'])}</li>")
+    listing = f'<ul class="explanations">{"".join(items)}</ul>' if items else ""
+    return _Section("divergences", "Divergences", listing + frame_html(frame, max_rows=max_rows))
+
+
+def _timeline_section(result: Any, *, max_keys: int) -> _Section:
+    keys = affected_keys(result.records, limit=max_keys)
+    if not keys:
+        return _Section("timelines", "Timelines", "<p>No record was evicted or invalidated.</p>")
+    import plotly.io as pio
+
+    from agent_inspect.widgets import KeyTimeline
+
+    parts, scripts = [], []
+    for n, (key, removed) in enumerate(keys):
+        figure = _static_figure(KeyTimeline(result, key).figure)
+        div = pio.to_html(figure, include_plotlyjs=False, full_html=False, div_id=f"timeline-{n}",
+                          config={"displaylogo": False, "responsive": True})
+        div, found = _split_scripts(div)
+        scripts.extend(found)
+        parts.append(f'<div class="timeline"><h3>key <code>{escape(key)}</code> · {removed:,} records '
+                     f"evicted or invalidated</h3>{div}</div>")
+    return _Section("timelines", "Timelines of the most affected keys", "".join(parts), tuple(scripts))
+
+
+def _ledger_section(log: Any, result: Any, *, max_rows: int) -> _Section:
+    ledger = _ledger(result)
+    if ledger is None:
+        return _Section("ledger", "Re-execution ledger",
+                             "<p>No ledger: this result has no prediction of what a recovery re-runs.</p>")
+    if isinstance(ledger, pd.DataFrame):
+        body = frame_html(ledger, max_rows=max_rows)
+    elif callable(getattr(ledger, "_repr_html_", None)):
+        body = ledger._repr_html_()
+    else:
+        body = f"<pre>{escape(ledger)}</pre>"
+    return _Section("ledger", "Re-execution ledger", body)
+
+
+def _lint_section(log: Any, result: Any, *, max_rows: int) -> _Section:
+    lints = getattr(result, "lints", None)
+    if not isinstance(lints, pd.DataFrame):
+        return _Section("lints", "Lints", "<p>No lints were computed.</p>")
+    if lints.empty:
+        return _Section("lints", "Lints", "<p>No lint: nothing in this log trips a known upstream "
+                                               "pitfall.</p>")
+    return _Section("lints", "Lints", frame_html(lints, max_rows=max_rows))
+
+
+def _errors_section(log: Any, *, max_rows: int) -> _Section:
+    errors = getattr(log, "errors", None)
+    if not isinstance(errors, pd.DataFrame) or errors.empty:
+        return _Section("errors", "Decode errors", "<p>Every record decoded.</p>")
+    cols = [c for c in ("partition", "offset", "state_key", "error") if c in errors.columns]
+    return _Section("errors", "Decode errors", frame_html(errors[cols] if cols else errors, max_rows=max_rows))
+
+
+def _static_views_section(log: Any, result: Any) -> _Section:
+    parts = []
+    for name, obj in (("log", log), ("reconstruction", result)):
+        renderer = getattr(obj, "_repr_html_", None)
+        if callable(renderer):
+            parts.append(f'<div class="repr repr-{name}"><h3>{escape(name)}</h3>{renderer()}</div>')
+    return _Section("views", "Notebook views (static)", "".join(parts) or "<p>none</p>")
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+
+def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]:
+    """The business keys with the most evicted or invalidated records, most first."""
+    if limit <= 0 or "status" not in records.columns or "business_key" not in records.columns:
+        return []
+    removed = records["status"].isin(_REMOVED).to_numpy(dtype=bool)
+    counts = records["business_key"][removed].value_counts(sort=True)
+    return [(k, int(n)) for k, n in counts.head(limit).items()]
+
+
+def _ledger(result: Any) -> Any:
+    for name in ("ledger", "prediction"):
+        value = getattr(result, name, None)
+        if callable(value):
+            try:
+                value = value()
+            except InspectError:
+                return None
+        if name == "prediction" and value is not None:
+            value = getattr(value, "ledger", None)
+        if value is not None:
+            return value
+    return None
+
+
+def ledger_totals(result: Any) -> dict[str, int]:
+    """Totals of the re-execution ledger (or, without one, of evicted and invalidated records)."""
+    ledger = _ledger(result)
+    totals = getattr(ledger, "totals", None)
+    if callable(totals):
+        totals = totals()
+    if isinstance(totals, Mapping):
+        return {str(k): int(v) for k, v in totals.items()}
+    if isinstance(ledger, pd.DataFrame) and not ledger.empty:
+        numeric = ledger.select_dtypes("number")
+        return {str(c): int(numeric[c].sum()) for c in numeric.columns}
+    records = result.records
+    if "status" not in records.columns:
+        return {}
+    return {s: int((records["status"] == s).sum()) for s in _REMOVED}
+
+
+def _static_figure(widget_figure: Any) -> Any:
+    """A plain ``go.Figure`` copy with WebGL traces as SVG (renders without a GPU, anywhere)."""
+    import plotly.graph_objects as go
+
+    spec = widget_figure.to_dict()
+    for trace in spec.get("data", []):
+        if trace.get("type") == "scattergl":
+            trace["type"] = "scatter"
+    return go.Figure(spec)
+
+
+_SCRIPT = re.compile(r"<script[^>]*>(.*?)</script>", re.S)
+
+
+def _split_scripts(fragment: str) -> tuple[str, list[str]]:
+    """Move inline ``<script>`` bodies out of a plotly div so the page's CSP can hash them."""
+    return _SCRIPT.sub("", fragment), _SCRIPT.findall(fragment)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}: {v}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(map(str, value))
+    return value
+
+
+def _isna(value: Any) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def _sha256(text: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _page(heading: str, sections: Sequence[_Section], *, rule_name: str) -> str:
+    from agent_inspect import __version__
+
+    scripts = [s for section in sections for s in section.scripts]
+    if scripts:
+        scripts.insert(0, _plotly_js())
+    # Only the report's own scripts may run: inline handlers or injected <script>s never would,
+    # even if something record-derived slipped through unescaped.
+    csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
+           "script-src " + " ".join(f"'{_sha256(s)}'" for s in scripts) if scripts else
+           "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; script-src 'none'")
+    nav = "".join(f'<a href="#{s.anchor}">{escape(s.title)}</a>' for s in sections)
+    body = "".join(f'<section id="{s.anchor}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
+    script_tags = "".join(f"<script>{s}</script>" for s in scripts)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        f"<title>{escape(heading)}</title><style>{_CSS}</style></head><body>"
+        f'<header><h1>{escape(heading)}</h1><p class="meta">agent_inspect {escape(__version__)} · rule '
+        f"{escape(rule_name)} · generated {stamp}</p><nav>{nav}</nav></header>"
+        f"<main>{body}</main>{script_tags}</body></html>\n"
+    )
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
+header{background:#1f3a5f;color:#fff;padding:12px 24px}header h1{margin:0;font-size:1.4em}
+header .meta{margin:4px 0;opacity:.8;font-size:.9em}nav a{color:#cfe3ff;margin-right:14px;font-size:.9em}
+main{padding:8px 24px 40px}section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;
+padding:8px 16px}h2{font-size:1.15em;border-bottom:1px solid #eee;padding-bottom:4px}h3{font-size:1em}
+table.agent-inspect{border-collapse:collapse;font-size:.85em;margin:6px 0}
+table.agent-inspect th,table.agent-inspect td{border:1px solid #e3e3e3;padding:2px 6px;text-align:left;
+vertical-align:top;max-width:38em;overflow-wrap:anywhere}table.agent-inspect thead th{background:#f0f3f7}
+table.facts th{background:#f7f7f7;width:14em}.chip{display:inline-block;border-radius:10px;padding:1px 8px;
+margin:0 4px;background:#eee;font-size:.85em}.status-live{background:#d8f0d8}.status-evicted{background:#f6d5d5}
+.status-invalidated{background:#e6dcf2}.status-superseded{background:#e6e6e6}.status-pruned{background:#eeeec8}
+.headline{font-weight:600}ul.explanations li{margin:3px 0}code{background:#f3f3f3;padding:0 3px}
+"""
