@@ -1,0 +1,356 @@
+"""Shared input side of action graphs and call trees: one key's executions, from a log or a reconstruction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect._errors import RecoveryError
+
+UNKNOWN = "unknown"
+"""Status of every node when the graph is built from a plain log (no rule has been applied)."""
+
+_INTERNAL_SUBAGENT = "InternalSubagentCallEvent"
+
+
+def _get(obj: Any, *names: str, default: Any = None) -> Any:
+    """First non-null attribute (or mapping item) of ``names`` on a decoded value, else ``default``."""
+    if obj is None:
+        return default
+    for name in names:
+        value = obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _scalar(value: Any) -> Any:
+    """A frame cell as a plain Python value (``None`` for every flavour of missing)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes, tuple, list)):
+        try:
+            return value.item()
+        except (AttributeError, ValueError):
+            return value
+    return value
+
+
+def _attributes(event: Any) -> Any:
+    """An event's attribute map as plain data (decoded lazily when the codec kept it raw)."""
+    attrs = _get(event, "attributes")
+    if attrs is None:
+        return {}
+    if isinstance(attrs, Mapping):
+        return attrs
+    raw = bytes(attrs) if not isinstance(attrs, (bytes, bytearray, str)) else attrs
+    try:
+        from agent_inspect.codec._json import parse_json
+
+        return parse_json(raw)
+    except Exception:  # noqa: BLE001 - a broken payload must not break a graph; shown as empty
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRef:
+    """One event an execution emitted (from its completed record)."""
+
+    event_id: str | None
+    event_type: str | None
+    event_class: str | None
+    upstream_event_id: str | None
+    upstream_action: str | None
+    delegate_type: str | None = None
+
+
+@dataclass(slots=True)
+class Execution:
+    """The writes of one state key in one attempt (spec §5.6, §15.5), with what the graph needs."""
+
+    node: str
+    business_key: Any
+    seq: int | None
+    attempt: int | None
+    state_key: str | None
+    positions: list[int]
+    rows: list[Mapping[str, Any]]
+    status: str = UNKNOWN
+    reason: str | None = None
+    divergence_id: Any = None
+    tombstoned: bool = False
+    outputs: tuple[OutputRef, ...] = ()
+    action_name: str | None = None
+    call_functions: tuple[tuple[str, str], ...] = ()  # (functionId, status) of the last call journal
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def last(self) -> Mapping[str, Any]:
+        return self.rows[-1]
+
+    @property
+    def first(self) -> Mapping[str, Any]:
+        return self.rows[0]
+
+
+@dataclass(frozen=True)
+class KeyData:
+    """The executions of one business key (optionally one round / attempt), in log order."""
+
+    business_key: Any
+    key_text: str | None
+    executions: tuple[Execution, ...]
+    value: Callable[[int], Any]
+    rule: str | None
+    has_status: bool
+
+
+def _source_parts(source: Any) -> tuple[pd.DataFrame, Callable[[int], Any], str | None, bool]:
+    records = getattr(source, "records", None)
+    if not isinstance(records, pd.DataFrame):
+        raise TypeError(
+            f"expected an ActionStateLog or a Reconstruction, got {type(source).__name__}"
+        )
+    log = getattr(source, "log", None)
+    value = getattr(source, "value", None) if log is None else getattr(log, "value", None)
+    if value is None:
+        raise TypeError(f"{type(source).__name__} gives no way to decode record values (.value(pos))")
+    has_status = "status" in records.columns
+    rule = getattr(source, "rule", None)
+    rule_name = rule if isinstance(rule, str) or rule is None else getattr(rule, "name", type(rule).__name__)
+    return records, value, rule_name, has_status
+
+
+def _select_key(records: pd.DataFrame, key: Any) -> pd.DataFrame:
+    rows = records[records["business_key"] == key] if "business_key" in records.columns else records.iloc[0:0]
+    if rows.empty and "key_text" in records.columns:
+        rows = records[records["key_text"] == key]
+    if rows.empty:
+        raise RecoveryError(f"business key {key!r} is not in the log; pick one from log.keys()")
+    return rows
+
+
+def _is_initial(row: Mapping[str, Any]) -> bool:
+    return (not row.get("completed")) and not (row.get("call_count") or 0) and not (
+        row.get("output_event_count") or 0
+    )
+
+
+def _assign_attempts(rows: list[dict[str, Any]]) -> None:
+    """Fill ``attempt`` in place from log order alone (spec §15.5), for logs without a reconstruction.
+
+    A restore shows as: a write to a state key that already completed in this attempt, a round going back
+    to an earlier seq, a second initial record of a state key, or a second distinct root input at one seq.
+    """
+    attempt = 1
+    completed_in: dict[str, int] = {}
+    seen: set[str] = set()
+    roots: dict[int, set[str]] = {}
+    max_seq: int | None = None
+    for row in rows:
+        sk, seq = row.get("state_key"), row.get("seq")
+        if row.get("tombstone"):
+            row["attempt"] = attempt
+            continue
+        restart = (
+            completed_in.get(sk) == attempt
+            or (max_seq is not None and seq is not None and seq < max_seq)
+            or (_is_initial(row) and sk in seen)
+            or (
+                row.get("is_root")
+                and seq in roots
+                and row.get("event_uuid") is not None
+                and row.get("event_uuid") not in roots[seq]
+            )
+        )
+        if restart:
+            attempt += 1
+            seen, roots, max_seq = set(), {}, None
+        row["attempt"] = attempt
+        seen.add(sk)
+        if seq is not None:
+            max_seq = seq if max_seq is None else max(max_seq, seq)
+            if row.get("is_root") and row.get("event_uuid") is not None:
+                roots.setdefault(seq, set()).add(row["event_uuid"])
+        if row.get("completed"):
+            completed_in[sk] = attempt
+
+
+def _outputs(state: Any) -> tuple[OutputRef, ...]:
+    events = _get(state, "output_events", "outputEvents", default=()) or ()
+    return tuple(
+        OutputRef(
+            event_id=_get(e, "id"),
+            event_type=_get(e, "type", "event_type", "eventType"),
+            event_class=_get(e, "event_class", "cls", "class_", "@class"),
+            upstream_event_id=_get(e, "upstream_event_id", "upstreamEventId"),
+            upstream_action=_get(e, "upstream_action_name", "upstreamActionName", "upstream_action"),
+            delegate_type=_delegate_type(e),
+        )
+        for e in events
+    )
+
+
+def _delegate_type(event: Any) -> str | None:
+    delegate = _get(event, "delegate")
+    if delegate is not None:
+        return _get(delegate, "type", "event_type", "eventType")
+    if _get(event, "type", "event_type") == _INTERNAL_SUBAGENT:
+        value = _attributes(event).get("delegateType")
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _call_functions(state: Any) -> tuple[tuple[str, str], ...]:
+    calls = _get(state, "call_results", "callResults", default=()) or ()
+    out = []
+    for c in calls:
+        status = _get(c, "effective_status")
+        if callable(status):
+            status = status()
+        if status is None:
+            status = _get(c, "status")
+            if status is None:
+                status = "FAILED" if _get(c, "exception_payload", "exceptionPayload") is not None else "SUCCEEDED"
+        out.append((str(_get(c, "function_id", "functionId", default="")), str(status)))
+    return tuple(out)
+
+
+def task_event(data: KeyData, ex: Execution) -> Any:
+    """The decoded taskEvent of an execution (from its first readable write), or ``None``."""
+    for pos in ex.positions:
+        state = data.value(pos)
+        if state is not None:
+            return _get(state, "task_event", "taskEvent")
+    return None
+
+
+def task_attributes(data: KeyData, ex: Execution) -> Any:
+    return _attributes(task_event(data, ex))
+
+
+def _delegate(event: Any) -> Any:
+    return _get(event, "delegate")
+
+
+def load_key(
+    source: Any,
+    key: Any,
+    *,
+    seq: int | None = None,
+    attempt: int | None = None,
+    action_names: Mapping[str, str] | Iterable[str] | None = None,
+) -> KeyData:
+    """Group one business key's records into executions with statuses, outputs and action names."""
+    records, value, rule, has_status = _source_parts(source)
+    frame = _select_key(records, key).sort_index()
+    business_key = _scalar(frame["business_key"].iloc[0]) if "business_key" in frame.columns else key
+    key_text = None
+    if "key_text" in frame.columns:
+        texts = frame["key_text"].dropna()
+        key_text = _scalar(texts.iloc[0]) if len(texts) else None
+
+    rows: list[dict[str, Any]] = []
+    for pos, rec in zip(frame.index, frame.to_dict("records")):
+        row = {k: _scalar(v) if not isinstance(v, (tuple, list)) else v for k, v in rec.items()}
+        row["pos"] = int(pos)
+        rows.append(row)
+    if "attempt" not in frame.columns or frame["attempt"].isna().all():
+        _assign_attempts(rows)
+
+    groups: dict[tuple[Any, ...], Execution] = {}
+    last_of_key: dict[Any, Execution] = {}
+    use_exec = "execution" in frame.columns
+    for row in rows:
+        sk = row.get("state_key")
+        if row.get("tombstone"):
+            prev = last_of_key.get(sk)
+            if prev is not None:
+                prev.tombstoned = True
+                prev.extra.setdefault("tombstone_positions", []).append(row["pos"])
+            continue
+        if sk is None and row.get("seq") is None:
+            continue  # an undecodable key belongs to no business key's graph
+        gid = (sk, row.get("attempt"), row.get("execution") if use_exec else None)
+        ex = groups.get(gid)
+        if ex is None:
+            ex = groups[gid] = Execution(
+                node=f"action:{row['pos']}",
+                business_key=business_key,
+                seq=row.get("seq"),
+                attempt=row.get("attempt"),
+                state_key=sk,
+                positions=[],
+                rows=[],
+            )
+        ex.positions.append(row["pos"])
+        ex.rows.append(row)
+        last_of_key[sk] = ex
+
+    names = _name_map(action_names)
+    for ex in groups.values():
+        _describe(ex, value, has_status, names)
+    _share_names(list(groups.values()), names)
+    executions = sorted(
+        (
+            ex
+            for ex in groups.values()
+            if (seq is None or ex.seq == seq) and (attempt is None or ex.attempt == attempt)
+        ),
+        key=lambda e: e.positions[0],
+    )
+    return KeyData(business_key, key_text, tuple(executions), value, rule, has_status)
+
+
+def _name_map(action_names: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:
+    """``action_uuid -> name``; plain names are mapped through the name-based (K2) UUID recipe."""
+    if action_names is None:
+        return {}
+    if isinstance(action_names, Mapping):
+        return {str(k): str(v) for k, v in action_names.items()}
+    from agent_inspect.codec import name_action_uuid
+
+    return {name_action_uuid(n): n for n in action_names}
+
+
+def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, names: Mapping[str, str]) -> None:
+    last = ex.last
+    if has_status:
+        ex.status = last.get("status") or UNKNOWN
+        ex.reason = last.get("reason")
+        ex.divergence_id = last.get("divergence_id")
+    if last.get("completed") and (last.get("output_event_count") or 0):
+        ex.outputs = _outputs(value(last["pos"]))
+    for row in reversed(ex.rows):
+        if row.get("call_count"):
+            ex.call_functions = _call_functions(value(row["pos"]))
+            ex.extra["call_row"] = row
+            break
+    named = {o.upstream_action for o in ex.outputs if o.upstream_action}
+    if len(named) == 1:
+        ex.action_name = named.pop()
+    uuid = last.get("action_uuid")
+    if ex.action_name is None and uuid is not None and uuid in names:
+        ex.action_name = names[uuid]
+
+
+def _share_names(executions: list[Execution], names: dict[str, str]) -> None:
+    # An action's name is written only on its own outputs (spec §5.3), and the taskEvent of a child
+    # carries its emitter's name. A stable action UUID therefore names executions that emitted nothing.
+    for ex in executions:
+        if ex.action_name is None:
+            continue
+        uuid = ex.last.get("action_uuid")
+        if uuid is not None:
+            names.setdefault(uuid, ex.action_name)
+    for ex in executions:
+        if ex.action_name is None:
+            uuid = ex.last.get("action_uuid")
+            if uuid in names:
+                ex.action_name = names[uuid]

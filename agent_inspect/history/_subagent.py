@@ -1,0 +1,347 @@
+"""Sub-agent call trees of one round, rebuilt from action states alone (spec §11.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from agent_inspect.history._graph import EVICTED_STATUSES, _action_attrs
+from agent_inspect.history._graph_data import (
+    Execution,
+    KeyData,
+    _attributes,
+    _get,
+    load_key,
+    task_event,
+)
+
+__all__ = ["subagent_tree", "CALL_STATUSES", "ATTRIBUTIONS"]
+
+CALL_STATUSES = ("done", "in-flight", "consumed")
+"""``call_status`` values of call nodes (spec §11.5 step 5)."""
+
+ATTRIBUTIONS = ("call-result", "namespace-digest", "upstream-event", "unattributed")
+"""How a session was tied to its caller, strongest first."""
+
+_SUBAGENT_TYPE = "InternalSubagentCallEvent"
+_TERMINAL = frozenset({"SUCCEEDED", "FAILED"})
+
+
+@dataclass(slots=True)
+class _Child:
+    ex: Execution
+    session_id: str
+    call_id: str
+    scope: str | None
+    delegate_type: str | None
+    upstream_event_id: str | None
+    upstream_action: str | None
+    parent: str | None = None  # node of the emitting child, when the event was forwarded
+    role: str = "bootstrap"
+
+
+@dataclass(slots=True)
+class _Session:
+    session_id: str
+    scope: str | None
+    calls: dict[str, list[_Child]] = field(default_factory=dict)
+    caller: Execution | None = None
+    attribution: str = "unattributed"
+
+
+def _subagent_fields(data: KeyData, ex: Execution) -> tuple[str, str, str | None, str | None] | None:
+    first = ex.first
+    session, call = first.get("subagent_session_id"), first.get("subagent_call_id")
+    scope = first.get("subagent_scope")
+    if session is None and first.get("task_event_type") != _SUBAGENT_TYPE:
+        return None
+    event = task_event(data, ex)
+    attrs = _attributes(event) if event is not None else {}
+    session = session or attrs.get("sessionId")
+    call = call or attrs.get("callId")
+    scope = scope or attrs.get("targetScope")
+    if not isinstance(session, str) or not isinstance(call, str):
+        return None
+    delegate = _get(event, "delegate")
+    delegate_type = _get(delegate, "type", "event_type") if delegate is not None else attrs.get("delegateType")
+    return session, call, scope, delegate_type
+
+
+def _digest_of(session_id: str) -> str:
+    return session_id.rsplit("-", 1)[0]
+
+
+def _trigger_variants(data: KeyData, ex: Execution) -> list[tuple[str, Any]]:
+    """(event type, attributes) pairs a caller's namespace may have been computed from."""
+    event = task_event(data, ex)
+    if event is None:
+        return []
+    etype = _get(event, "type", "event_type", "eventType") or ex.first.get("task_event_type")
+    attrs = _attributes(event)
+    variants = [(etype, attrs)] if isinstance(etype, str) else []
+    if etype == _SUBAGENT_TYPE:
+        # A nested caller is a child action; its runner context may expose the delegate instead.
+        dtype, dattrs = attrs.get("delegateType"), attrs.get("delegateAttributes")
+        if isinstance(dtype, str):
+            variants.append((dtype, dattrs if dattrs is not None else {}))
+    return variants
+
+
+def _latest_by_state_key(executions: Iterable[Execution]) -> dict[Any, Execution]:
+    latest: dict[Any, Execution] = {}
+    for ex in executions:
+        cur = latest.get(ex.state_key)
+        if cur is None or ex.positions[-1] > cur.positions[-1]:
+            latest[ex.state_key] = ex
+    return latest
+
+
+def _attribute(
+    data: KeyData,
+    session: _Session,
+    candidates: list[Execution],
+    own: set[str],
+    key_text: str | None,
+) -> None:
+    function_ids = {f"{session.session_id}#{cid}" for cid in session.calls}
+    by_result = [
+        ex for ex in candidates
+        if ex.node not in own and any(fid in function_ids for fid, _ in ex.call_functions)
+    ]
+    if by_result:
+        session.caller, session.attribution = max(by_result, key=lambda e: e.positions[-1]), "call-result"
+        return
+
+    if key_text is not None and data.executions and data.executions[0].seq is not None:
+        from agent_inspect.codec import subagent_namespace_digest
+
+        digest = _digest_of(session.session_id)
+        matched: list[Execution] = []
+        for ex in candidates:
+            if ex.node in own or ex.action_name is None:
+                continue
+            for etype, attrs in _trigger_variants(data, ex):
+                hit = False
+                for agent in (session.scope, None):
+                    try:
+                        value = subagent_namespace_digest(key_text, ex.seq, ex.action_name, etype, attrs, agent)
+                    except Exception:  # noqa: BLE001 - attributes the codec cannot canonicalize: no match
+                        continue
+                    if value == digest:
+                        hit = True
+                        break
+                if hit:
+                    matched.append(ex)
+                    break
+        if matched:
+            session.caller = max(matched, key=lambda e: e.positions[-1])
+            session.attribution = "namespace-digest"
+            return
+
+    for children in session.calls.values():
+        for child in children:
+            if child.role != "bootstrap" or not child.upstream_event_id:
+                continue
+            hits = [
+                ex for ex in candidates
+                if ex.node not in own and ex.first.get("task_event_id") == child.upstream_event_id
+                and (child.upstream_action is None or ex.action_name in (None, child.upstream_action))
+            ]
+            if len({ex.state_key for ex in hits}) == 1:
+                session.caller = max(hits, key=lambda e: e.positions[-1])
+                session.attribution = "upstream-event"
+                return
+
+
+def _common_status(statuses: Iterable[str]) -> str:
+    values = set(statuses)
+    if not values:
+        return "unknown"
+    return values.pop() if len(values) == 1 else "mixed"
+
+
+def subagent_tree(
+    source: Any,
+    key: Any,
+    seq: int,
+    *,
+    action_names: Mapping[str, str] | Iterable[str] | None = None,
+    key_text: str | None = None,
+) -> nx.DiGraph:
+    """The sub-agent call tree of round ``seq`` of ``key``: round → caller → session → call → child actions.
+
+    Built from the records alone (spec §11.5). Child actions are the executions whose taskEvent is an
+    ``InternalSubagentCallEvent``, grouped by ``sessionId``/``callId``; the bootstrap child hangs under its
+    call node and each forwarded child under the child that emitted its event. A session's caller is the
+    execution holding a ``<sessionId>#<callId>`` call result, else the round's execution whose recomputed
+    namespace digest matches the session id (needs the key text: pass ``key_text=`` for K1.6/K2 keys, and
+    the caller's name, from its outputs or ``action_names=``), else the action that triggered the bootstrap
+    (``upstreamEventId``); otherwise the session hangs under an ``"unattributed"`` node. A child that calls
+    further sub-agents is the caller of the next level (``level``, ``scope``). Call nodes carry
+    ``call_status`` (done / in-flight / consumed) and ``attribution``; every node carries ``status`` under
+    the source's rule and ``evicted`` (True when it, or a node under it, was evicted or invalidated).
+    """
+    data = load_key(source, key, seq=seq, action_names=action_names)
+    key_text = key_text if key_text is not None else data.key_text
+    root = f"round:{seq}"
+    tree = nx.DiGraph(business_key=data.business_key, key_text=key_text, seq=seq, rule=data.rule,
+                      statuses_known=data.has_status)
+    tree.add_node(root, kind="round", label=f"{data.business_key} · seq {seq}", status=None, order=-1.0,
+                  business_key=data.business_key, seq=seq)
+
+    children: list[_Child] = []
+    for ex in data.executions:
+        fields = _subagent_fields(data, ex)
+        if fields is not None:
+            children.append(_Child(ex, *fields, upstream_event_id=ex.first.get("upstream_event_id"),
+                                   upstream_action=ex.first.get("upstream_action")))
+    child_nodes = {c.ex.node for c in children}
+
+    emitted_by: dict[str, str] = {}
+    for ex in data.executions:
+        for out in ex.outputs:
+            if out.event_id:
+                emitted_by.setdefault(out.event_id, ex.node)
+    task_ids = {c.ex.first.get("task_event_id"): c for c in children}
+
+    sessions: dict[str, _Session] = {}
+    for c in children:
+        session = sessions.setdefault(c.session_id, _Session(c.session_id, c.scope))
+        session.calls.setdefault(c.call_id, []).append(c)
+        event_id = c.ex.first.get("task_event_id")
+        emitter = emitted_by.get(event_id) if event_id else None
+        if emitter is None and c.upstream_event_id in task_ids:
+            up = task_ids[c.upstream_event_id]
+            if (up.session_id, up.call_id) == (c.session_id, c.call_id):
+                emitter = up.ex.node
+        if emitter is not None:
+            c.role = "forwarded"
+            c.parent = emitter if emitter in child_nodes else None
+
+    candidates = list(data.executions)
+    for session in sessions.values():
+        own = {c.ex.node for calls in session.calls.values() for c in calls}
+        _attribute(data, session, candidates, own, key_text)
+    _break_cycles(sessions, {c.ex.node: c for c in children})
+
+    latest = _latest_by_state_key(data.executions)
+    node_of_key: dict[Any, str] = {}
+    # Callers are drawn once per state key (their latest execution): a resumed caller is one caller.
+    for session in sessions.values():
+        if session.caller is not None:
+            caller = latest.get(session.caller.state_key, session.caller)
+            session.caller = caller
+            node_of_key[caller.state_key] = caller.node
+
+    def add_exec(ex: Execution, role: str, **extra: Any) -> None:
+        attrs = _action_attrs(ex)
+        attrs.update(role=role, **extra)
+        same = [e.node for e in data.executions if e.state_key == ex.state_key]
+        attrs["executions"] = tuple(same)
+        tree.add_node(ex.node, **attrs)
+
+    for session in sessions.values():
+        caller = session.caller
+        if caller is not None and caller.node not in child_nodes and caller.node not in tree:
+            add_exec(caller, "caller", target_scope=None, level=0)
+            tree.add_edge(root, caller.node, kind="root-caller")
+    for c in children:
+        add_exec(c.ex, c.role, target_scope=c.scope, session_id=c.session_id, call_id=c.call_id,
+                 delegate_type=c.delegate_type, level=None)
+
+    unattributed = "unattributed"
+    for session in sessions.values():
+        snode = f"session:{session.session_id}"
+        caller = session.caller
+        tree.add_node(snode, kind="session", label=_ordinal_label("session", session.session_id, session.scope),
+                      session_id=session.session_id, target_scope=session.scope, attribution=session.attribution,
+                      caller=caller.node if caller else None, order=_first_pos(session) - 0.2, status=None)
+        if caller is None:
+            if unattributed not in tree:
+                tree.add_node(unattributed, kind="unattributed", label="unattributed calls", status=None,
+                              order=float("inf"))
+                tree.add_edge(root, unattributed, kind="unattributed")
+            tree.add_edge(unattributed, snode, kind="opens")
+        else:
+            tree.add_edge(caller.node, snode, kind="opens")
+        for call_id, calls in session.calls.items():
+            cnode = f"call:{call_id}"
+            tree.add_node(cnode, kind="call", label=_ordinal_label("call", call_id, None), call_id=call_id,
+                          caller=caller.node if caller else None,
+                          session_id=session.session_id, target_scope=session.scope,
+                          attribution=session.attribution, call_status=_call_status(session, call_id, calls, latest),
+                          order=min(c.ex.positions[0] for c in calls) - 0.1, status=None)
+            tree.add_edge(snode, cnode, kind="contains")
+            for c in calls:
+                parent = c.parent if c.parent is not None else cnode
+                tree.add_edge(parent, c.ex.node, kind="forwards" if c.parent else "delegates",
+                              linked=c.parent is not None or c.role == "bootstrap")
+
+    _levels_and_marks(tree, root)
+    tree.graph["attributions"] = {s.session_id: s.attribution for s in sessions.values()}
+    return tree
+
+
+def _ordinal_label(what: str, ident: str, scope: str | None) -> str:
+    ordinal = ident.rsplit("-", 1)[-1]
+    return f"{what} {ordinal}" + (f" · {scope}" if scope else "")
+
+
+def _first_pos(session: _Session) -> float:
+    return float(min(c.ex.positions[0] for calls in session.calls.values() for c in calls))
+
+
+def _call_status(session: _Session, call_id: str, calls: list[_Child], latest: Mapping[Any, Execution]) -> str:
+    caller = session.caller
+    if caller is not None:
+        if caller.last.get("completed"):
+            return "consumed"
+        fid = f"{session.session_id}#{call_id}"
+        if any(f == fid and status in _TERMINAL for f, status in caller.call_functions):
+            return "done"
+    newest = {c.ex.state_key: latest.get(c.ex.state_key, c.ex) for c in calls}
+    if any(not ex.last.get("completed") for ex in newest.values()):
+        return "in-flight"
+    answered = any(
+        out.delegate_type == "_output_event" for ex in newest.values() for out in ex.outputs
+    )
+    return "done" if answered else "in-flight"
+
+
+def _break_cycles(sessions: dict[str, _Session], children: Mapping[str, _Child]) -> None:
+    # Attribution is a heuristic on possibly inconsistent data; a session must never end up below itself.
+    for session in sessions.values():
+        seen = {session.session_id}
+        caller = session.caller
+        while caller is not None and caller.node in children:
+            owner = children[caller.node].session_id
+            if owner in seen:
+                session.caller, session.attribution = None, "unattributed"
+                break
+            seen.add(owner)
+            caller = sessions[owner].caller
+
+
+def _levels_and_marks(tree: nx.DiGraph, root: str) -> None:
+    level = 0
+    for node in nx.topological_sort(tree):
+        d = tree.nodes[node]
+        preds = list(tree.predecessors(node))
+        parent_level = tree.nodes[preds[0]].get("level") if preds else None
+        if d["kind"] == "session":
+            d["level"] = (parent_level or 0) + 1
+        elif d["kind"] in ("call",) or d.get("role") in ("bootstrap", "forwarded"):
+            d["level"] = parent_level if parent_level is not None else level
+        elif d.get("level") is None:
+            d["level"] = 0
+    structural = {"session", "call", "unattributed", "round"}
+    for node in tree.nodes:
+        d = tree.nodes[node]
+        under = [tree.nodes[n] for n in nx.descendants(tree, node)] + [d]
+        statuses = [u.get("status") for u in under if u["kind"] == "action"]
+        d["evicted"] = any(s in EVICTED_STATUSES for s in statuses)
+        if d["kind"] in structural:
+            d["status"] = _common_status(statuses)
