@@ -1,0 +1,419 @@
+"""Dump files: kcat ``-J`` JSONL, plain JSONL and the toolkit's Parquet; readers and writers.
+
+Readers never raise for a bad line: it becomes a row (offset = 1-based line number, key None, value
+= the line's bytes) with a reason, which the loader puts into the log's ``error`` column.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import gzip
+import json
+import os
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agent_inspect._errors import SourceError
+from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+__all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_METADATA_KEY"]
+
+SOURCE_METADATA_KEY = b"agent_inspect.source"
+NO_PARTITION = -1  # malformed lines of files that carry positions: their partition is unknown
+
+
+@dataclasses.dataclass(frozen=True)
+class FileRead:
+    """What a file reader produced: the records, where they came from, and per-row reasons for bad lines."""
+
+    batch: RawBatch
+    source: SourceInfo
+    line_errors: Mapping[int, str]  # row index in ``batch`` -> reason
+
+
+class _Plain(msgspec.Struct, gc=False):
+    key: str | None = None
+    value: msgspec.Raw = msgspec.Raw(b"null")
+    partition: int | None = None
+    offset: int | None = None
+    timestamp: int | str | None = None
+    agent_key: str | None = None
+    key_base64: str | None = None
+    value_base64: str | None = None
+
+
+class _Kcat(msgspec.Struct, gc=False):
+    partition: int
+    offset: int
+    key: str | None
+    payload: str | None
+    topic: str | None = None
+    tstype: str | None = None
+    ts: int | None = None
+    key_error: str | None = None
+    payload_error: str | None = None
+
+
+_PLAIN = msgspec.json.Decoder(_Plain)
+_KCAT = msgspec.json.Decoder(_Kcat)
+_ANY = msgspec.json.Decoder()
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+def read_file(path: str | os.PathLike[str], *, file_format: str | None = None) -> FileRead:
+    """Read a dump file; ``file_format`` is "kcat-jsonl", "jsonl" or "parquet" (default: detected)."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise SourceError(f"cannot open {str(p)!r}: {exc.strerror or exc}; check the path") from None
+    if file_format is None and (head == b"PAR1" or p.suffix == ".parquet"):
+        file_format = "parquet"
+    if file_format == "parquet":
+        return _read_parquet(p)
+    if file_format not in (None, "jsonl", "kcat-jsonl"):
+        raise SourceError(f"unknown file_format {file_format!r}; use 'kcat-jsonl', 'jsonl' or 'parquet'")
+    try:
+        data = gzip.decompress(p.read_bytes()) if head[:2] == b"\x1f\x8b" else p.read_bytes()
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise SourceError(f"cannot read {str(p)!r}: {exc}; check the file") from None
+    lines = data.split(b"\n")
+    if file_format is None:
+        file_format = _sniff(lines)
+    if file_format == "kcat-jsonl":
+        return _read_kcat(lines, str(p))
+    return _read_plain(lines, str(p))
+
+
+def _sniff(lines: list[bytes]) -> str:
+    for line in lines[:1000]:
+        if not line.strip():
+            continue
+        try:
+            obj = _ANY.decode(line)
+        except Exception:  # noqa: BLE001 - a bad line says nothing about the format
+            continue
+        if isinstance(obj, dict):
+            if "payload" in obj and "partition" in obj and "offset" in obj:
+                return "kcat-jsonl"
+            if "key" in obj or "value" in obj:
+                return "jsonl"
+    return "jsonl"
+
+
+class _Rows:
+    """Column builder that remembers malformed lines until their partition can be decided."""
+
+    def __init__(self, with_agent_key: bool = False) -> None:
+        self.batch = RawBatch(agent_key=[] if with_agent_key else None)
+        self.errors: dict[int, str] = {}
+        self.positioned = False
+
+    def bad(self, lineno: int, line: bytes, reason: str) -> None:
+        self.errors[len(self.batch)] = f"line {lineno}: {reason}"
+        self.batch.append(0, lineno, None, None, line)
+
+    def finish(self) -> None:
+        # Positioned files: a bad line's partition is unknown, and its line number could collide
+        # with a real offset, so it gets a partition of its own.
+        if self.positioned:
+            for i in self.errors:
+                self.batch.partition[i] = NO_PARTITION
+        if self.batch.agent_key is not None and all(a is None for a in self.batch.agent_key):
+            self.batch.agent_key = None
+
+
+def _read_plain(lines: list[bytes], location: str) -> FileRead:
+    rows = _Rows(with_agent_key=True)
+    b = rows.batch
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        lineno = i + 1
+        try:
+            rec = _PLAIN.decode(line)
+            key = _plain_key(rec)
+            value = _plain_value(rec)
+            ts = _timestamp(rec.timestamp)
+            if rec.partition is not None and rec.partition < 0 or rec.offset is not None and rec.offset < 0:
+                raise ValueError("partition and offset must not be negative")
+        except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
+            rows.bad(lineno, line, _reason(exc))
+            continue
+        if rec.partition is not None or rec.offset is not None:
+            rows.positioned = True
+        b.append(rec.partition if rec.partition is not None else 0,
+                 rec.offset if rec.offset is not None else lineno, ts, key, value, rec.agent_key)
+    rows.finish()
+    return FileRead(b, _file_info(b, rows.errors, location, "jsonl", None), rows.errors)
+
+
+def _plain_key(rec: _Plain) -> bytes | None:
+    if rec.key_base64 is not None:
+        return base64.b64decode(rec.key_base64, validate=True)
+    return None if rec.key is None else rec.key.encode("utf-8")
+
+
+def _plain_value(rec: _Plain) -> bytes | None:
+    if rec.value_base64 is not None:
+        return base64.b64decode(rec.value_base64, validate=True)
+    raw = bytes(rec.value)
+    if raw == b"null":
+        return None
+    if raw[:1] == b'"':
+        # a JSON string holds the value's text (the store's JSON as a string)
+        return msgspec.json.decode(raw, type=str).encode("utf-8")
+    return raw
+
+
+def _timestamp(value: int | str | None) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"timestamp {value[:40]!r} is neither epoch milliseconds nor ISO-8601") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def _read_kcat(lines: list[bytes], location: str) -> FileRead:
+    rows = _Rows()
+    rows.positioned = True
+    b = rows.batch
+    b64 = _kcat_is_base64(lines)
+    topics: set[str] = set()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        lineno = i + 1
+        try:
+            rec = _KCAT.decode(line)
+            if rec.partition < 0 or rec.offset < 0:
+                raise ValueError("partition and offset must not be negative")
+            if rec.key_error or rec.payload_error:
+                raise ValueError(f"kcat could not read the record: {rec.key_error or rec.payload_error}")
+            key = _kcat_field(rec.key, b64, "key")
+            value = _kcat_field(rec.payload, b64, "payload")
+        except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
+            rows.bad(lineno, line, _reason(exc))
+            continue
+        if rec.topic is not None:
+            topics.add(rec.topic)
+        ts = rec.ts if rec.tstype in ("create", "logappend") else None
+        b.append(rec.partition, rec.offset, ts, key, value)
+    rows.finish()
+    topic = next(iter(topics)) if len(topics) == 1 else None
+    info = _file_info(b, rows.errors, location, "kcat-jsonl", topic,
+                      extra={"base64": True} if b64 else None)
+    return FileRead(b, info, rows.errors)
+
+
+def _kcat_is_base64(lines: list[bytes]) -> bool:
+    """kcat writes payloads as text unless told to base64 them; JSON text never is valid base64 of JSON."""
+    text = encoded = 0
+    for line in lines[:2000]:
+        try:
+            rec = _ANY.decode(line)
+        except Exception:  # noqa: BLE001
+            continue
+        payload = rec.get("payload") if isinstance(rec, dict) else None
+        if not isinstance(payload, str) or not payload:
+            continue
+        if payload.lstrip()[:1] in ("{", "["):
+            text += 1
+        else:
+            try:
+                decoded = base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            if decoded.lstrip()[:1] in (b"{", b"["):
+                encoded += 1
+        if text + encoded >= 100:
+            break
+    return encoded > 0 and text == 0
+
+
+def _kcat_field(value: str | None, b64: bool, name: str) -> bytes | None:
+    if value is None:
+        return None
+    if b64:
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{name} is not base64 although this file's payloads are") from None
+    return value.encode("utf-8", "surrogatepass")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply"
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, msgspec.ValidationError):
+        return f"bad record envelope: {text}"
+    if isinstance(exc, msgspec.DecodeError):
+        return f"not valid JSON: {text}"
+    if isinstance(exc, (binascii.Error, UnicodeError)):
+        return f"bad encoding: {text}"
+    return text[:200]
+
+
+def _file_info(b: RawBatch, errors: Mapping[int, str], location: str, fmt: str, topic: str | None,
+               extra: Mapping[str, Any] | None = None) -> SourceInfo:
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    for i, (p, o) in enumerate(zip(b.partition, b.offset)):
+        if i in errors:
+            continue
+        if o < start.get(p, o + 1):
+            start[p] = o
+        if o + 1 > end.get(p, -1):
+            end[p] = o + 1
+    options: dict[str, Any] = dict(extra or {})
+    if errors:
+        options["malformed_lines"] = len(errors)
+    return SourceInfo(kind="file", location=location, topic=topic, start_offsets=dict(sorted(start.items())),
+                      end_offsets=dict(sorted(end.items())), file_format=fmt, options=options)
+
+
+# ---------------------------------------------------------------------------------------------- Parquet
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp_ms", pa.int64()),
+                      ("key", pa.binary()), ("value", pa.binary()), ("agent_key", pa.string())])
+
+
+def _source_json(source: SourceInfo) -> bytes:
+    return json.dumps(dataclasses.asdict(source), default=str, sort_keys=True).encode("utf-8")
+
+
+def _source_from_json(data: bytes) -> dict[str, Any]:
+    obj = json.loads(data)
+    for name in ("start_offsets", "end_offsets"):
+        obj[name] = {int(k): int(v) for k, v in (obj.get(name) or {}).items()}
+    return obj
+
+
+def write_parquet(log: Any, path: str | os.PathLike[str]) -> Path:
+    """Write a log's raw records (exact key/value bytes) and source metadata to a Parquet file.
+
+    Columns: partition int32, offset int64, timestamp_ms int64, key binary, value binary (null =
+    tombstone), agent_key string; file metadata ``agent_inspect.source`` holds the SourceInfo as JSON.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    raw: RawBatch = log.raw
+    n = len(raw)
+    schema = _schema().with_metadata({SOURCE_METADATA_KEY: _source_json(log.source)})
+    table = pa.table({
+        "partition": pa.array(raw.partition, pa.int32()), "offset": pa.array(raw.offset, pa.int64()),
+        "timestamp_ms": pa.array(raw.timestamp_ms, pa.int64()), "key": pa.array(raw.key, pa.binary()),
+        "value": pa.array(raw.value, pa.binary()),
+        "agent_key": pa.array(raw.agent_key if raw.agent_key is not None else [None] * n, pa.string()),
+    }, schema=schema)
+    out = Path(path)
+    pq.write_table(table, out, compression="zstd")
+    return out
+
+
+def _read_parquet(path: Path) -> FileRead:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
+                          f"re-export it with ActionStateLog.to_parquet") from None
+    missing = [f.name for f in _schema() if f.name not in table.column_names and f.name != "agent_key"]
+    if missing:
+        raise SourceError(f"{str(path)!r} lacks column(s) {', '.join(missing)}; it was not written by "
+                          f"agent_inspect (use ActionStateLog.to_parquet)")
+    has_agent = "agent_key" in table.column_names and table.column("agent_key").null_count < len(table)
+    batch = RawBatch(
+        partition=table.column("partition").to_pylist(), offset=table.column("offset").to_pylist(),
+        timestamp_ms=table.column("timestamp_ms").to_pylist(), key=table.column("key").to_pylist(),
+        value=table.column("value").to_pylist(),
+        agent_key=table.column("agent_key").to_pylist() if has_agent else None)
+    meta = (table.schema.metadata or {}).get(SOURCE_METADATA_KEY)
+    origin: dict[str, Any] = {}
+    if meta is not None:
+        try:
+            origin = _source_from_json(meta)
+        except (ValueError, TypeError, AttributeError):
+            origin = {}
+    if origin:
+        options = {**(origin.get("options") or {}),
+                   "origin": {"kind": origin.get("kind"), "location": origin.get("location"),
+                              "file_format": origin.get("file_format")}}
+        info = SourceInfo(kind="file", location=str(path), topic=origin.get("topic"),
+                          start_offsets=origin["start_offsets"], end_offsets=origin["end_offsets"],
+                          file_format="parquet", options=options)
+    else:
+        info = _file_info(batch, {}, str(path), "parquet", None)
+    return FileRead(batch, info, {})
+
+
+# ---------------------------------------------------------------------------------------------- JSONL
+
+_ENC = msgspec.json.Encoder()
+
+
+def _inline_json(value: bytes) -> bool:
+    """True when ``value`` can sit in a JSONL line as-is (valid JSON, one line, not a bare string)."""
+    if value[:1] not in (b"{", b"[") or value[-1:] not in (b"}", b"]") or b"\n" in value or b"\r" in value:
+        return False
+    try:
+        msgspec.json.decode(value)
+    except (msgspec.DecodeError, RecursionError):
+        return False
+    return True
+
+
+def write_jsonl(log: Any, path: str | os.PathLike[str]) -> Path:
+    """Write a log's raw records as plain JSONL: one ``{"partition", "offset", "timestamp", "key", "value"}`` per line.
+
+    ``value`` is the stored JSON text inlined (exact bytes), a JSON string when the bytes are not
+    inlinable JSON, null for a tombstone; bytes that are not UTF-8 go to ``key_base64`` /
+    ``value_base64``. Reading the file back gives the same records.
+    """
+    raw: RawBatch = log.raw
+    agent = raw.agent_key
+    out = Path(path)
+    with open(out, "wb") as fh:
+        for i in range(len(raw)):
+            head = {"partition": raw.partition[i], "offset": raw.offset[i], "timestamp": raw.timestamp_ms[i]}
+            if agent is not None and agent[i] is not None:
+                head["agent_key"] = agent[i]
+            key, value = raw.key[i], raw.value[i]
+            parts = [_ENC.encode(head)[:-1]]
+            parts.append(b',"key":' + _text_or_b64(key, "key"))
+            if value is None:
+                parts.append(b',"value":null')
+            elif _inline_json(value):
+                parts.append(b',"value":' + value)
+            else:
+                parts.append(b',"value":' + _text_or_b64(value, "value"))
+            fh.write(b"".join(parts) + b"}\n")
+    return out
+
+
+def _text_or_b64(data: bytes | None, name: str) -> bytes:
+    if data is None:
+        return b"null"
+    try:
+        return _ENC.encode(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return b"null," + _ENC.encode(f"{name}_base64") + b":" + _ENC.encode(base64.b64encode(data).decode())

@@ -1,0 +1,222 @@
+"""Read a Fluss action-state log table with pyfluss (module ``fluss``), every call under a timeout.
+
+pyfluss is async only and hangs forever on a peer that accepts TCP but never answers, so each call
+goes through ``asyncio.wait_for``; when the caller already runs an event loop (Jupyter), the whole
+read runs in a worker thread with its own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect.sources._keys import business_key_filter
+from agent_inspect.sources._offsets import merge_markers, plan_reads
+from agent_inspect.sources._progress import progress_bar
+from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+__all__ = ["ConnectionFactory", "read_fluss"]
+
+ConnectionFactory = Callable[[dict[str, str]], Awaitable[Any]]
+"""Builds a connection from pyfluss config properties, like ``fluss.FlussConnection.create(fluss.Config(p))``."""
+
+_T = TypeVar("_T")
+_NETWORK_EXCEPTION = 1
+_TABLE_NOT_EXIST = 7
+_SECRET_HINTS = ("password", "secret", "jaas", "token")
+_POLL_MS = 200
+
+
+def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
+               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               allow_data_loss: bool = False,
+               connection_factory: ConnectionFactory | None = None) -> tuple[RawBatch, SourceInfo]:
+    """Read buckets of ``db.table`` from their start (markers / offsets / earliest) to the latest offsets taken first."""
+    if markers is not None and start_offsets is not None:
+        raise SourceError("pass either markers or start_offsets, not both")
+    db, dot, name = table.partition(".")
+    if not dot or not db or not name:
+        raise SourceError(f"Fluss table {table!r} must be written 'database.table'")
+    props = {str(k): str(v) for k, v in (config or {}).items()}
+    if bootstrap:
+        props["bootstrap.servers"] = bootstrap
+    props.setdefault("bootstrap.servers", "localhost:9123")
+    fluss = _client()
+    factory = connection_factory or _default_factory(fluss)
+    keys = list(business_keys) if business_keys is not None else None
+
+    async def main() -> tuple[RawBatch, SourceInfo]:
+        return await _read(fluss, factory, props, db, name, markers=markers, start_offsets=start_offsets,
+                           keys=keys, progress=progress, timeout=timeout, allow_data_loss=allow_data_loss)
+
+    return _run(main)
+
+
+def _client() -> Any:
+    try:
+        import fluss
+    except ImportError:
+        raise SourceError("reading Fluss needs pyfluss: pip install 'agent_inspect[fluss]'") from None
+    return fluss
+
+
+def _default_factory(fluss: Any) -> ConnectionFactory:
+    def create(props: dict[str, str]) -> Awaitable[Any]:
+        try:
+            cfg = fluss.Config(props)
+        except Exception as exc:  # noqa: BLE001 - pyfluss raises its own FlussError for bad keys
+            raise SourceError(f"bad Fluss client config: {_message(exc)}; keys are Java-style, "
+                              f"e.g. 'security.protocol'") from None
+        return fluss.FlussConnection.create(cfg)
+
+    return create
+
+
+def _run(main: Callable[[], Awaitable[_T]]) -> _T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())  # type: ignore[arg-type]
+    # A loop already runs here (Jupyter): give the read its own loop in a worker thread. The pool is
+    # not joined on exit, so a client call stuck past its timeout cannot block the caller.
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent-inspect-fluss")
+    try:
+        return pool.submit(asyncio.run, main()).result()  # type: ignore[arg-type]
+    finally:
+        pool.shutdown(wait=False)
+
+
+def _message(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    return str(text).splitlines()[0][:300]
+
+
+async def _call(awaitable: Awaitable[_T], *, timeout: float, what: str, where: str) -> _T:
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except asyncio.TimeoutError:
+        raise BrokerUnreachable(f"Fluss at {where} did not answer within {timeout:g}s while {what}; "
+                                f"check the address and network, or raise timeout=") from None
+    except SourceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - pyfluss reports everything as FlussError
+        code = getattr(exc, "error_code", None)
+        if code == _NETWORK_EXCEPTION:
+            raise BrokerUnreachable(f"Fluss at {where} is unreachable while {what}: {_message(exc)}; "
+                                    f"check the address and that the cluster is up") from None
+        if code == _TABLE_NOT_EXIST:
+            raise SourceError(f"Fluss table does not exist ({_message(exc)}); check the database.table name") from None
+        raise SourceError(f"Fluss failed while {what}: {_message(exc)}") from None
+
+
+async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], db: str, name: str, *,
+                markers: Any, start_offsets: Mapping[int, int] | None, keys: list[str] | None,
+                progress: bool, timeout: float, allow_data_loss: bool) -> tuple[RawBatch, SourceInfo]:
+    where = props["bootstrap.servers"]
+    conn = await _call(factory(props), timeout=timeout, what="connecting", where=where)
+    try:
+        path = fluss.TablePath(db, name)
+        table = await _call(conn.get_table(path), timeout=timeout, what=f"opening table {db}.{name}", where=where)
+        info = table.get_table_info()
+        if table.has_primary_key():
+            raise SourceError(f"{db}.{name} is a primary-key table; the action-state store writes a log table")
+        columns = set(table.arrow_schema.names)
+        if not {"state_key", "state_payload"} <= columns:
+            raise SourceError(f"{db}.{name} has columns {sorted(columns)}, not state_key/state_payload; "
+                              f"is this an action-state table?")
+        buckets = list(range(info.num_buckets))
+        admin = conn.get_admin()
+        earliest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.earliest()),
+                               timeout=timeout, what="listing earliest offsets", where=where)
+        latest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.latest()),
+                             timeout=timeout, what="listing latest offsets", where=where)
+        merged = merge_markers(markers) if markers is not None else None
+        plan = plan_reads(partitions=buckets, earliest=earliest, latest=latest, markers=merged,
+                          start_offsets=dict(start_offsets) if start_offsets is not None else None,
+                          require_same_set=True, allow_data_loss=allow_data_loss, what="bucket",
+                          where=f"table {db}.{name}")
+        batch = RawBatch(agent_key=[])
+        remaining = {b for b in plan.start if plan.start[b] < plan.end[b]}
+        if remaining:
+            scanner = await _call(table.new_scan().create_log_scanner(), timeout=timeout,
+                                  what="creating a log scanner", where=where)
+            scanner.subscribe_buckets({b: plan.start[b] for b in sorted(remaining)})
+            await _drain(scanner, batch, plan.end, remaining, timeout=timeout, where=where,
+                         desc=f"fluss {db}.{name}", total=plan.total, progress=progress)
+    finally:
+        try:
+            await asyncio.wait_for(conn.close(), timeout)
+        except Exception:  # noqa: BLE001,S110 - closing a broken connection must not hide the real error
+            pass
+    if keys is not None:
+        batch = business_key_filter(keys)(batch)
+    options: dict[str, Any] = {}
+    if merged is not None:
+        options["markers"] = dict(merged)
+    if start_offsets is not None:
+        options["start_offsets"] = {int(b): int(o) for b, o in start_offsets.items()}
+    if keys is not None:
+        options["business_keys"] = keys
+    if plan.data_loss:
+        options["data_loss"] = {b: {"asked": a, "read_from": u} for b, (a, u) in plan.data_loss.items()}
+    public = {k: v for k, v in props.items()
+              if k != "bootstrap.servers" and not any(h in k.lower() for h in _SECRET_HINTS)}
+    if public:
+        options["config"] = public
+    source = SourceInfo(kind="fluss", location=f"fluss://{where}/{db}.{name}", topic=f"{db}.{name}",
+                        start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
+    return batch, source
+
+
+async def _drain(scanner: Any, batch: RawBatch, end: Mapping[int, int], remaining: set[int], *,
+                 timeout: float, where: str, desc: str, total: int, progress: bool) -> None:
+    bar = progress_bar(total=total, desc=desc, enabled=progress)
+    try:
+        last_progress = time.monotonic()
+        while remaining:
+            records = await _call(scanner.poll(_POLL_MS), timeout=timeout + _POLL_MS / 1000,
+                                  what="polling", where=where)
+            got = 0
+            for bucket, recs in records.items():
+                b = bucket.bucket_id
+                if b not in remaining:
+                    continue
+                last = end[b] - 1
+                for r in recs:
+                    o = r.offset
+                    if o > last:
+                        remaining.discard(b)
+                        break
+                    row = r.row
+                    key = row.get("state_key")
+                    batch.append(b, o, r.timestamp, None if key is None else str(key).encode("utf-8"),
+                                 _bytes(row.get("state_payload")), _text(row.get("agent_key")))
+                    got += 1
+                    if o == last:
+                        remaining.discard(b)
+                        break
+            if got:
+                bar.update(got)
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > timeout:
+                raise BrokerUnreachable(f"Fluss at {where} sent nothing for {timeout:g}s while buckets "
+                                        f"{sorted(remaining)} still had records to read; retry or raise timeout=")
+    finally:
+        bar.close()
+
+
+def _bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return str(value).encode("utf-8")
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

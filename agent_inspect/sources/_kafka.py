@@ -1,0 +1,201 @@
+"""Read an action-state topic with confluent-kafka: assign + explicit offsets, bounded, read-only."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect.sources._keys import business_key_filter, candidate_partitions
+from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads
+from agent_inspect.sources._progress import progress_bar
+from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+__all__ = ["open_kafka"]
+
+_LOG = logging.getLogger("agent_inspect.sources.kafka")
+_LOG.addHandler(logging.NullHandler())  # librdkafka chatter goes here, never to stderr unless the user asks
+
+# Settings that keep a load read-only and bounded; they override the caller's config.
+_FORCED = {"enable.auto.commit": False, "enable.auto.offset.store": False, "enable.partition.eof": True,
+           "allow.auto.create.topics": False}
+_DEFAULTS = {"fetch.wait.max.ms": 10, "client.id": "agent-inspect", "socket.keepalive.enable": True}
+_BATCH = 10_000
+_SECRET_HINTS = ("password", "secret", "jaas", "token", "key")
+
+
+def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
+               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               allow_data_loss: bool = False) -> tuple[Iterator[RawBatch], SourceInfo]:
+    """Plan the read (metadata, watermarks, markers) now; return the lazy batches and the source info."""
+    from confluent_kafka import TopicPartition  # noqa: F401 - fail early with a clear message below
+    from confluent_kafka.admin import AdminClient
+
+    if markers is not None and start_offsets is not None:
+        raise SourceError("pass either markers or start_offsets, not both")
+    user = dict(config or {})
+    if bootstrap:
+        user["bootstrap.servers"] = bootstrap
+    if not user.get("bootstrap.servers"):
+        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic or config={'bootstrap.servers': …}")
+    errors: list[str] = []
+    client = {**_DEFAULTS, **user, "logger": _LOG, "error_cb": lambda err: errors.append(err.str())}
+    where = f"topic {topic!r}"
+
+    admin_conf = {k: v for k, v in client.items() if not _consumer_only(k)}
+    admin = AdminClient(admin_conf)
+    partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])
+    earliest, latest = _watermarks(admin, topic, partitions, timeout, errors, user["bootstrap.servers"])
+
+    merged = merge_markers(markers, topic=topic) if markers is not None else None
+    keys = list(business_keys) if business_keys is not None else None
+    only = candidate_partitions(keys, len(partitions)) if keys is not None else None
+    plan = plan_reads(partitions=partitions, earliest=earliest, latest=latest, markers=merged,
+                      start_offsets=dict(start_offsets) if start_offsets is not None else None,
+                      only=only, allow_data_loss=allow_data_loss, what="partition", where=where)
+    options: dict[str, Any] = {}
+    if merged is not None:
+        options["markers"] = dict(merged)
+    if start_offsets is not None:
+        options["start_offsets"] = {int(p): int(o) for p, o in start_offsets.items()}
+    if keys is not None:
+        options["business_keys"] = keys
+    if plan.data_loss:
+        options["data_loss"] = {p: {"asked": a, "read_from": u} for p, (a, u) in plan.data_loss.items()}
+    public = {k: v for k, v in user.items() if not any(h in k.lower() for h in _SECRET_HINTS)
+              and k != "bootstrap.servers"}
+    if public:
+        options["config"] = public
+    info = SourceInfo(kind="kafka", location=f"kafka://{user['bootstrap.servers']}/{topic}", topic=topic,
+                      start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
+    consumer_conf = {**client, **_FORCED}
+    consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
+    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors)
+    return batches, info
+
+
+def _consumer_only(key: str) -> bool:
+    return key in {"group.id", "enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof",
+                   "auto.offset.reset", "fetch.wait.max.ms", "isolation.level", "allow.auto.create.topics",
+                   "queued.max.messages.kbytes", "fetch.max.bytes", "max.partition.fetch.bytes",
+                   "fetch.min.bytes", "session.timeout.ms", "group.instance.id", "partition.assignment.strategy"}
+
+
+def _unreachable(bootstrap: str, timeout: float, errors: list[str], exc: BaseException | None = None,
+                 client: Any = None) -> BrokerUnreachable:
+    if client is not None:
+        client.poll(0)  # serves error_cb, which holds the concrete reason (refused, timed out, auth…)
+    if errors:
+        reason = errors[-1]
+    elif exc is not None and exc.args and hasattr(exc.args[0], "str"):
+        reason = exc.args[0].str()
+    else:
+        reason = str(exc) if exc is not None else "no answer"
+    return BrokerUnreachable(f"Kafka at {bootstrap} did not answer within {timeout:g}s ({reason}); "
+                             f"check the address, network and security settings")
+
+
+def _partitions(admin: Any, topic: str, timeout: float, errors: list[str], bootstrap: str) -> list[int]:
+    from confluent_kafka import KafkaException
+
+    # list_topics() with no argument: naming the topic would auto-create it on some brokers.
+    try:
+        meta = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise _unreachable(bootstrap, timeout, errors, exc, admin) from None
+    found = meta.topics.get(topic)
+    if found is None:
+        raise SourceError(f"topic {topic!r} does not exist on {bootstrap}; check the topic name")
+    if found.error is not None:
+        raise SourceError(f"topic {topic!r} metadata error: {found.error.str()}")
+    return sorted(found.partitions)
+
+
+def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, errors: list[str],
+                bootstrap: str) -> tuple[dict[int, int], dict[int, int]]:
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    out: list[dict[int, int]] = []
+    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
+        futures = admin.list_offsets({TopicPartition(topic, p): spec for p in partitions},
+                                     request_timeout=timeout)
+        got: dict[int, int] = {}
+        try:
+            for tp, fut in futures.items():
+                got[tp.partition] = fut.result(timeout).offset
+        except KafkaException as exc:
+            raise SourceError(f"could not list offsets of topic {topic!r}: {exc.args[0].str()}") from None
+        except TimeoutError as exc:
+            raise _unreachable(bootstrap, timeout, errors, exc, admin) from None
+        out.append(got)
+    return out[0], out[1]
+
+
+def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
+          timeout: float, errors: list[str]) -> Iterator[RawBatch]:
+    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
+
+    end = dict(plan.end)
+    remaining = {p for p in plan.start if plan.start[p] < end[p]}
+    if not remaining:
+        return
+    keep = business_key_filter(keys) if keys is not None else None
+    eof_code = KafkaError._PARTITION_EOF
+    consumer = Consumer(conf)
+    bar = progress_bar(total=plan.total, desc=f"kafka {topic}", enabled=progress)
+    try:
+        consumer.assign([TopicPartition(topic, p, plan.start[p]) for p in sorted(remaining)])
+        last_progress = time.monotonic()
+        while remaining:
+            messages = consumer.consume(_BATCH, 0.2)
+            if not messages:
+                if time.monotonic() - last_progress > timeout:
+                    raise BrokerUnreachable(
+                        f"Kafka stopped answering while reading topic {topic!r} (nothing for {timeout:g}s; "
+                        f"{errors[-1] if errors else 'no error reported'}); retry or raise timeout=")
+                continue
+            last_progress = time.monotonic()
+            batch = RawBatch()
+            part, off, tss, key, val = batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value
+            done: list[int] = []
+            for m in messages:
+                err = m.error()
+                p = m.partition()
+                if p not in remaining:
+                    continue
+                if err is not None:
+                    if err.code() == eof_code:
+                        remaining.discard(p)
+                        done.append(p)
+                        continue
+                    raise SourceError(f"reading partition {p} of topic {topic!r} failed: {err.str()}")
+                o = m.offset()
+                last = end[p] - 1
+                if o > last:
+                    remaining.discard(p)
+                    done.append(p)
+                    continue
+                ts_type, ts = m.timestamp()
+                part.append(p)
+                off.append(o)
+                tss.append(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts)
+                key.append(m.key())
+                val.append(m.value())
+                if o == last:
+                    remaining.discard(p)
+                    done.append(p)
+            if done and remaining:
+                consumer.pause([TopicPartition(topic, p) for p in done])
+            bar.update(len(batch))
+            if keep is not None:
+                batch = keep(batch)
+            if len(batch):
+                yield batch
+    finally:
+        bar.close()
+        consumer.close()

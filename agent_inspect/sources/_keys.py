@@ -1,0 +1,65 @@
+"""Business-key pruning: which partitions a business key can live in, and a raw-record filter."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from agent_inspect.sources._raw import RawBatch
+
+__all__ = ["business_key_filter", "business_key_rows", "candidate_partitions", "take"]
+
+
+def candidate_partitions(business_keys: Iterable[str], num_partitions: int) -> set[int]:
+    """Every partition the upstream partitioner (spec §6.3) can send a business key's records to.
+
+    The key format of a topic is not known before reading it, so each key contributes the partition
+    of each format's partitioning basis: the text up to its first ``_`` (K1, K1.5-draft), the whole
+    text (K1.5), and its digest (K1.6, K2) — or the key itself when it already is a digest.
+    """
+    from agent_inspect.codec import java_string_hash, murmur_hash, string_key_digest
+
+    out: set[int] = set()
+    for key in business_keys:
+        bases = {key, key.split("_", 1)[0], string_key_digest(key)}
+        out.update(murmur_hash(java_string_hash(b)) % num_partitions for b in bases)
+    return out
+
+
+def business_key_rows(business_keys: Iterable[str]) -> Callable[[RawBatch], list[int]]:
+    """A function giving the indexes of a batch's records whose state key belongs to ``business_keys``.
+
+    Keys match by text or by digest. Records whose key does not parse are kept: they cannot be
+    attributed, and the log reports them.
+    """
+    from agent_inspect.codec import parse_state_key, string_key_digest
+
+    wanted = set(business_keys)
+    wanted |= {string_key_digest(k) for k in list(wanted)}
+
+    def belongs(raw: bytes | None) -> bool:
+        if raw is None:
+            return True
+        try:
+            parsed = parse_state_key(raw.decode("utf-8"))
+        except Exception:  # noqa: BLE001 - any unparseable key is kept for the log to report
+            return True
+        return parsed.key_text in wanted or parsed.key_digest in wanted
+
+    return lambda batch: [i for i, k in enumerate(batch.key) if belongs(k)]
+
+
+def take(batch: RawBatch, idx: list[int]) -> RawBatch:
+    """The records of ``batch`` at ``idx``, in that order."""
+    if len(idx) == len(batch):
+        return batch
+    return RawBatch(
+        partition=[batch.partition[i] for i in idx], offset=[batch.offset[i] for i in idx],
+        timestamp_ms=[batch.timestamp_ms[i] for i in idx], key=[batch.key[i] for i in idx],
+        value=[batch.value[i] for i in idx],
+        agent_key=None if batch.agent_key is None else [batch.agent_key[i] for i in idx])
+
+
+def business_key_filter(business_keys: Iterable[str]) -> Callable[[RawBatch], RawBatch]:
+    """A filter keeping the records of ``business_keys`` (see :func:`business_key_rows`)."""
+    rows = business_key_rows(business_keys)
+    return lambda batch: take(batch, rows(batch))

@@ -1,0 +1,136 @@
+"""The loading entry points: ``load`` (dispatch on a URL or path), ``load_kafka``, ``load_fluss``, ``load_file``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from agent_inspect._errors import SourceError
+from agent_inspect.sources._files import read_file
+from agent_inspect.sources._fluss import ConnectionFactory, read_fluss
+from agent_inspect.sources._kafka import open_kafka
+from agent_inspect.sources._keys import business_key_rows, take
+from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+
+__all__ = ["load", "load_file", "load_fluss", "load_kafka"]
+
+
+def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
+    """Load an action-state log from ``kafka://host:port/topic``, ``fluss://host:port/db.table`` or a file path.
+
+    ``options`` are the keyword options of :func:`load_kafka`, :func:`load_fluss` or :func:`load_file`.
+    """
+    text = os.fspath(source)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in ("kafka", "fluss"):
+        servers, name = _split_url(text, scheme)
+        if scheme == "kafka":
+            return load_kafka(servers, name, **options)
+        return load_fluss(servers, name, **options)
+    if scheme and scheme != "file":
+        raise SourceError(f"unknown source scheme {scheme!r}; use kafka://host:port/topic, "
+                          f"fluss://host:port/db.table or a file path")
+    if scheme == "file":
+        text = unquote(urlsplit(text).path)
+    return load_file(text, **options)
+
+
+def _split_url(url: str, scheme: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    servers = parts.netloc.rsplit("@", 1)[-1]  # never keep credentials in a URL
+    name = unquote(parts.path.lstrip("/"))
+    if parts.query:
+        raise SourceError(f"{scheme}:// URLs take no query; pass client settings as config={{…}}")
+    what = "topic" if scheme == "kafka" else "database.table"
+    if not servers or not name or "/" in name:
+        raise SourceError(f"{scheme} URL {url!r} must look like {scheme}://host:port/{what}")
+    return servers, name
+
+
+def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None,
+               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               allow_data_loss: bool = False) -> ActionStateLog:
+    """Read an action-state topic, read-only, up to the end offsets captured when the load starts.
+
+    - ``markers``: recovery markers (``{partition: offset}``, the versioned ``{"offsets": …}`` form, or a
+      list of them, merged by minimum like the store's rebuild); only their partitions are read.
+    - ``start_offsets``: ``{partition: offset}`` starts; other partitions are read from the earliest offset.
+    - ``business_keys``: read only the partitions these keys hash to (spec §6.3) and keep only their records.
+    - ``config``: librdkafka settings passed through (SASL/SSL…); commits and auto-creation stay off.
+    - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
+    - ``allow_data_loss``: read from the earliest retained offset instead of raising
+      :class:`~agent_inspect.DataLossError` when a start offset is no longer retained.
+    """
+    batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
+                               business_keys=business_keys, config=config, progress=progress,
+                               timeout=timeout, allow_data_loss=allow_data_loss)
+    return build_log(batches, info)
+
+
+def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None,
+               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               allow_data_loss: bool = False,
+               connection_factory: ConnectionFactory | None = None) -> ActionStateLog:
+    """Read a Fluss action-state log table ``database.table`` up to the latest offsets taken at the start.
+
+    Markers are ``{bucket: offset}`` maps (several are merged by minimum) and must name exactly the
+    table's buckets (spec §7.4). ``config`` holds pyfluss properties (Java-style keys). Every client call
+    is bounded by ``timeout`` seconds. ``connection_factory(properties)`` replaces
+    ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`.
+    """
+    batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
+                             business_keys=business_keys, config=config, progress=progress, timeout=timeout,
+                             allow_data_loss=allow_data_loss, connection_factory=connection_factory)
+    return build_log([batch], info)
+
+
+def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
+              business_keys: Iterable[str] | None = None) -> ActionStateLog:
+    """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
+
+    ``file_format`` ("kcat-jsonl", "jsonl", "parquet") is detected when omitted; gzip is detected too.
+    A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
+    """
+    read = read_file(path, file_format=file_format)
+    batch, errors = read.batch, dict(read.line_errors)
+    info = read.source
+    if business_keys is not None:
+        keys = list(business_keys)
+        idx = business_key_rows(keys)(batch)
+        batch = take(batch, idx)
+        errors = {new: errors[old] for new, old in enumerate(idx) if old in errors}
+        info = SourceInfo(kind=info.kind, location=info.location, topic=info.topic,
+                          start_offsets=info.start_offsets, end_offsets=info.end_offsets,
+                          file_format=info.file_format, options={**info.options, "business_keys": keys})
+    return build_log([batch], info, line_errors=errors)
+
+
+def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
+              line_errors: Mapping[int, str] | None = None) -> ActionStateLog:
+    """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column."""
+    from agent_inspect.log import ActionStateLog
+
+    log = ActionStateLog.from_raw(batches, source)
+    if line_errors:
+        _attach_line_errors(log, batches, line_errors)
+    return log
+
+
+def _attach_line_errors(log: Any, batches: Iterable[RawBatch], line_errors: Mapping[int, str]) -> None:
+    # A malformed line's (partition, offset) is unique: offset = line number, and positioned files
+    # put bad lines in a partition of their own (-1), so it identifies the row after the log's sort.
+    (batch,) = list(batches)
+    wanted = {(batch.partition[i], batch.offset[i]): reason for i, reason in line_errors.items()}
+    records = log.records
+    where = [pos for pos, (p, o) in enumerate(zip(records["partition"].tolist(), records["offset"].tolist()))
+             if (p, o) in wanted]
+    for pos in where:
+        key = (int(records["partition"].iat[pos]), int(records["offset"].iat[pos]))
+        records.iloc[pos, records.columns.get_loc("error")] = wanted[key]

@@ -1,0 +1,114 @@
+"""Pure read planning shared by the Kafka and Fluss loaders: markers in, per-partition ranges out."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_inspect._errors import DataLossError, SourceError, UnknownPartitionError
+
+__all__ = ["ReadPlan", "merge_markers", "plan_reads"]
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """Per partition (or bucket): read ``start`` up to ``end`` (exclusive). Empty ranges stay listed."""
+
+    start: Mapping[int, int]
+    end: Mapping[int, int]
+    data_loss: Mapping[int, tuple[int, int]] = field(default_factory=dict)  # p -> (asked, used) when allowed
+
+    @property
+    def total(self) -> int:
+        return sum(self.end[p] - self.start[p] for p in self.start)
+
+
+def merge_markers(markers: Any, *, topic: str | None = None) -> dict[int, int]:
+    """Merge recovery markers by minimum offset per partition (spec §6.5 step 2, §7.4 step 2).
+
+    Accepts one marker or a list of them. A marker is a mapping partition → offset (keys may be
+    strings, as in JSON), or the versioned Kafka form ``{"schemaVersion": 1, "topic": …, "offsets": {…}}``.
+    """
+    if isinstance(markers, Mapping):
+        markers = [markers]
+    merged: dict[int, int] = {}
+    for marker in markers:
+        if not isinstance(marker, Mapping):
+            raise SourceError(f"a recovery marker must be a mapping partition -> offset, got {type(marker).__name__}")
+        if "offsets" in marker:
+            marker_topic = marker.get("topic")
+            if topic is not None and marker_topic is not None and marker_topic != topic:
+                raise SourceError(f"marker is for topic {marker_topic!r}, not {topic!r}; pass the markers of this topic")
+            marker = marker["offsets"]
+            if not isinstance(marker, Mapping):
+                raise SourceError("marker 'offsets' must be a mapping partition -> offset")
+        for raw_p, raw_o in marker.items():
+            p, o = _as_int(raw_p, "partition"), _as_int(raw_o, "offset")
+            merged[p] = min(o, merged.get(p, o))
+    return merged
+
+
+def _as_int(value: Any, what: str) -> int:
+    if isinstance(value, bool):
+        raise SourceError(f"marker {what} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise SourceError(f"marker {what} must be an integer, got {value!r}") from None
+
+
+def plan_reads(*, partitions: Iterable[int], earliest: Mapping[int, int], latest: Mapping[int, int],
+               markers: Mapping[int, int] | None = None, start_offsets: Mapping[int, int] | None = None,
+               only: Iterable[int] | None = None, require_same_set: bool = False,
+               allow_data_loss: bool = False, what: str = "partition", where: str = "the topic") -> ReadPlan:
+    """Decide what to read per partition.
+
+    ``markers``: only the named partitions are read, each from its (merged) offset, like the store's
+    rebuild. ``start_offsets``: the named partitions start there, every other one at the earliest
+    retained offset. Neither: every partition from earliest. ``only`` restricts the partitions
+    (business-key pruning). ``require_same_set`` is Fluss's rule that the marker buckets equal the
+    table's buckets. An offset below the earliest retained one, or beyond the end, raises
+    :class:`DataLossError` unless ``allow_data_loss`` (then the read starts at the earliest offset).
+    """
+    known = sorted(set(partitions))
+    named = markers if markers is not None else start_offsets
+    if named:
+        unknown = sorted(set(named) - set(known))
+        if unknown:
+            raise UnknownPartitionError(
+                f"{'marker' if markers is not None else 'start offset'} names {what} {_fmt(unknown)} but "
+                f"{where} has {what}s {_fmt(known)}; use markers/offsets taken from this {where.split()[-1]}")
+    if require_same_set and markers is not None and sorted(markers) != known:
+        raise UnknownPartitionError(
+            f"recovery marker {what} set {_fmt(sorted(markers))} does not match the {what}s {_fmt(known)} of "
+            f"{where}; it was recreated or re-bucketed, so these markers cannot be used")
+    chosen = sorted(markers) if markers is not None else known
+    if only is not None:
+        keep = set(only)
+        chosen = [p for p in chosen if p in keep]
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    loss: dict[int, tuple[int, int]] = {}
+    for p in chosen:
+        lo, hi = earliest[p], latest[p]
+        asked = named.get(p, lo) if named else lo
+        if asked < lo or asked > hi:
+            if not allow_data_loss:
+                why = (f"the earliest retained offset is {lo}" if asked < lo
+                       else f"{what} ends at {hi}, so {where} was recreated or truncated")
+                raise DataLossError(
+                    f"data loss in {what} {p}: start offset {asked} is outside the retained range [{lo}, {hi}] "
+                    f"({why}); increase retention, use newer markers, or pass allow_data_loss=True")
+            loss[p] = (asked, lo)
+            asked = lo
+        start[p], end[p] = asked, hi
+    return ReadPlan(start=start, end=end, data_loss=loss)
+
+
+def _fmt(values: list[int]) -> str:
+    if not values:
+        return "none"
+    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}-{values[-1]}"
+    return ",".join(map(str, values))
