@@ -1,0 +1,60 @@
+"""Pure decoding of action-state records: key formats, value formats and identity recipes.
+
+Bytes in, typed records out; no I/O. Key layouts are "K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2"
+(spec §2.1, §4); value formats "V0", "V1", "V2a", "V2b", "V3", "V3+" (spec §2.2, §5).
+"""
+
+from __future__ import annotations
+
+from agent_inspect.codec._identity import (
+    SubagentIds,
+    event_uuid,
+    java_long_hash,
+    java_string_hash,
+    kafka_partition,
+    key_group,
+    murmur_hash,
+    name_action_uuid,
+    python_action_hash,
+    python_action_uuid,
+    string_key_digest,
+    subagent_ids,
+    subagent_namespace_digest,
+    uuid3,
+)
+from agent_inspect.codec._json import canonical_json, java_double
+from agent_inspect.codec._keys import (
+    KEY_FORMATS,
+    StateKey,
+    format_state_key,
+    parse_state_key,
+    resolve_state_keys,
+)
+from agent_inspect.codec._values import (
+    GENERIC_EVENT,
+    PYTHON_EVENT,
+    SUBAGENT_EVENT,
+    VALUE_FORMATS,
+    ActionState,
+    CallResult,
+    Event,
+    KryoEnvelope,
+    MemoryUpdate,
+    decode_action_state,
+    detect_value_format,
+    encode_action_state,
+    unpickle_payload,
+)
+
+__all__ = [
+    # state keys
+    "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys",
+    # values
+    "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
+    "ActionState", "Event", "CallResult", "MemoryUpdate", "KryoEnvelope",
+    "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
+    # identity recipes
+    "canonical_json", "java_double", "uuid3", "event_uuid", "java_string_hash", "java_long_hash",
+    "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
+    "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
+]

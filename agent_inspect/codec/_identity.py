@@ -1,0 +1,187 @@
+"""Identity recipes: event/action UUIDs, Java hashes, Flink murmur, partitions, key groups, digests."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect._errors import KeyFormatError
+from agent_inspect.codec._json import canonical_json
+
+if TYPE_CHECKING:
+    from agent_inspect.codec._keys import StateKey
+
+__all__ = [
+    "uuid3", "event_uuid", "java_string_hash", "java_long_hash", "murmur_hash", "key_group",
+    "python_action_hash", "python_action_uuid", "name_action_uuid", "kafka_partition",
+    "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
+]
+
+_M32 = 0xFFFFFFFF
+
+
+def _int32(h: int) -> int:
+    h &= _M32
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def uuid3(data: bytes) -> str:
+    """Java ``UUID.nameUUIDFromBytes(data)`` as lowercase text (MD5, version 3)."""
+    return str(uuid.UUID(bytes=hashlib.md5(data).digest(), version=3))
+
+
+def event_uuid(attributes: Any) -> str:
+    """The event UUID of an event's attribute map (spec §4.3.1, 0.3+ recipe).
+
+    ``attributes`` is the parsed map, or its raw JSON (bytes / ``msgspec.Raw``) as read from a record.
+    """
+    return uuid3(canonical_json(attributes))
+
+
+def java_string_hash(text: str) -> int:
+    """Java ``String.hashCode()``: 31-fold over UTF-16 code units, signed 32-bit."""
+    h = 0
+    if text.isascii():
+        for c in text.encode("ascii"):
+            h = (31 * h + c) & _M32
+    else:
+        units = text.encode("utf-16-be", "surrogatepass")
+        for i in range(0, len(units), 2):
+            h = (31 * h + ((units[i] << 8) | units[i + 1])) & _M32
+    return _int32(h)
+
+
+def java_long_hash(value: int) -> int:
+    """Java ``Long.hashCode()``: ``(int)(v ^ (v >>> 32))``."""
+    v = value & 0xFFFFFFFFFFFFFFFF
+    return _int32(v ^ (v >> 32))
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def murmur_hash(code: int) -> int:
+    """Flink ``MathUtils.murmurHash(int)``: one MurmurHash3 round, made non-negative (spec §6.3)."""
+    k = (code & _M32) * 0xCC9E2D51 & _M32
+    k = _rotl(k, 15) * 0x1B873593 & _M32
+    h = _rotl(k, 13)
+    h = (h * 5 + 0xE6546B64) & _M32
+    h ^= 4
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & _M32
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & _M32
+    h ^= h >> 16
+    signed = _int32(h)
+    if signed >= 0:
+        return signed
+    return 0 if signed == -0x80000000 else -signed
+
+
+def key_group(java_hash: int, max_parallelism: int = 128) -> int:
+    """Flink key group of a key whose Java ``hashCode()`` is ``java_hash`` (spec §4.5)."""
+    return murmur_hash(java_hash) % max_parallelism
+
+
+def _objects_hash(*hashes: int) -> int:
+    h = 1
+    for x in hashes:
+        h = (31 * h + x) & _M32
+    return _int32(h)
+
+
+def python_action_hash(name: str, module: str, qualname: str, triggers: Sequence[str]) -> int:
+    """``Action.hashCode()`` of a Python action, as the K0–K1.5 action UUID uses it (spec §4.4)."""
+    exec_hash = _objects_hash(java_string_hash(module), java_string_hash(qualname))
+    trigger_hash = _objects_hash(*(java_string_hash(t) for t in triggers))
+    return _objects_hash(java_string_hash(name), exec_hash, trigger_hash)
+
+
+def python_action_uuid(name: str, module: str, qualname: str, triggers: Sequence[str]) -> str:
+    """Hash-based action UUID (K0–K1.5) of a Python action: v3 UUID of its hashCode's decimal text."""
+    return uuid3(str(python_action_hash(name, module, qualname, triggers)).encode("ascii"))
+
+
+def name_action_uuid(name: str) -> str:
+    """Name-based action UUID (K2, #1094): v3 UUID of the UTF-8 action name."""
+    return uuid3(name.encode("utf-8"))
+
+
+def kafka_partition(state_key: str | StateKey, num_partitions: int) -> int:
+    """The partition upstream's Kafka partitioner picks for a state key (spec §6.3).
+
+    K1 partitions by the key text up to its first ``_``; K1.5-draft by segment 1; K1.5 by the
+    key text (inferred upstream); K1.6 and K2 by the key digest.
+    """
+    from agent_inspect.codec._keys import parse_state_key
+
+    parsed = parse_state_key(state_key) if isinstance(state_key, str) else state_key
+    fmt = parsed.format
+    if fmt in ("K1.6", "K2"):
+        basis = parsed.key_digest or ""
+    elif fmt in ("K1", "K1.5-draft"):
+        basis = (parsed.key_text or "").split("_", 1)[0]
+        if fmt == "K1" and not basis:
+            raise KeyFormatError(
+                f"K1 key {parsed.raw!r} has an empty first segment; upstream's partitioner rejects it")
+    else:
+        basis = parsed.key_text or ""
+    return murmur_hash(java_string_hash(basis)) % num_partitions
+
+
+def _varint(n: int, out: bytearray) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def string_key_digest(text: str) -> str:
+    """K1.6/K2 key digest of a ``String`` business key (spec §4.6; encoding inferred, unverified).
+
+    base64(SHA-256(Flink StringSerializer bytes)): (length+1) then each UTF-16 unit as 7-bit varints.
+    """
+    units = text.encode("utf-16-be", "surrogatepass")
+    out = bytearray()
+    _varint(len(units) // 2 + 1, out)
+    for i in range(0, len(units), 2):
+        _varint((units[i] << 8) | units[i + 1], out)
+    return base64.b64encode(hashlib.sha256(bytes(out)).digest()).decode("ascii")
+
+
+def subagent_namespace_digest(key: str, sequence_number: int, action_name: str, event_type: str,
+                              event_attributes: Mapping[str, Any] | bytes,
+                              agent_name: str | None = None) -> str:
+    """The sub-agent id namespace digest of one caller execution (spec §11.2)."""
+    from agent_inspect.codec._json import parse_json
+
+    attrs = parse_json(bytes(event_attributes)) if isinstance(event_attributes, (bytes, bytearray)) \
+        else event_attributes
+    namespace: dict[str, Any] = {
+        "key": key, "sequenceNumber": sequence_number, "actionName": action_name,
+        "eventType": event_type, "eventAttributes": attrs,
+    }
+    if agent_name is not None:
+        namespace["agentName"] = agent_name
+    return uuid3(canonical_json(namespace))
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentIds:
+    """The ids of one sub-agent call: session, call, and the caller's durable-call function id."""
+
+    session_id: str
+    call_id: str
+    function_id: str
+
+
+def subagent_ids(namespace_digest: str, *, session: int = 0, call: int = 1) -> SubagentIds:
+    """Session id ``<digest>-<n>``, call id ``<session>-<m>`` and function id ``<session>#<call>``."""
+    session_id = f"{namespace_digest}-{session}"
+    call_id = f"{session_id}-{call}"
+    return SubagentIds(session_id, call_id, f"{session_id}#{call_id}")

@@ -1,0 +1,127 @@
+"""Jackson-exact JSON writing: the bytes upstream hashes (sorted) and writes (unsorted)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+__all__ = ["canonical_json", "jackson_json", "java_double", "parse_json"]
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+for _c in range(0x20):
+    _ESCAPES.setdefault(chr(_c), f"\\u{_c:04X}")  # Jackson writes uppercase hex
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+
+
+def _utf16_key(text: str) -> bytes:
+    # Java String.compareTo compares UTF-16 code units; UTF-16-BE bytes sort the same way.
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def java_double(value: float) -> str:
+    """Java ``Double.toString`` text of ``value`` (shortest round-trip digits, JDK 19+)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    _, digit_tuple, exp = Decimal(repr(abs(value))).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    exp += len("".join(map(str, digit_tuple))) - len(digits)
+    sci_exp = len(digits) - 1 + exp  # value = d.ddd × 10^sci_exp
+    if len(digits) == 1:
+        # JDK 19+ considers 2-digit decimals too when 1 digit suffices, and takes the closest (4.9E-324).
+        exact = Decimal(abs(value))
+        two = exact.scaleb(-sci_exp).quantize(Decimal("0.1")).scaleb(sci_exp)
+        if float(two) == abs(value) and abs(two - exact) < abs(Decimal(f"{digits}E{sci_exp}") - exact):
+            _, t_digits, t_exp = two.normalize().as_tuple()
+            digits = "".join(map(str, t_digits))
+            sci_exp = len(digits) - 1 + t_exp
+    if 1e-3 <= abs(value) < 1e7:
+        point = sci_exp + 1
+        if point <= 0:
+            text = "0." + "0" * (-point) + digits
+        elif point >= len(digits):
+            text = digits + "0" * (point - len(digits)) + ".0"
+        else:
+            text = digits[:point] + "." + digits[point:]
+    else:
+        text = f"{digits[0]}.{digits[1:] or '0'}E{sci_exp}"
+    return sign + text
+
+
+def _write(obj: Any, out: list[str], sort: bool) -> None:
+    if obj is None:
+        out.append("null")
+    elif obj is True:
+        out.append("true")
+    elif obj is False:
+        out.append("false")
+    elif isinstance(obj, str):
+        out.append('"' + obj.translate(_ESCAPE_TABLE) + '"')
+    elif isinstance(obj, int):
+        out.append(str(int(obj)))
+    elif isinstance(obj, float):
+        out.append(java_double(obj))
+    elif isinstance(obj, Mapping):
+        items = [(str(k), v) for k, v in obj.items()]
+        if sort:
+            items.sort(key=lambda kv: _utf16_key(kv[0]))
+        out.append("{")
+        for i, (k, v) in enumerate(items):
+            if i:
+                out.append(",")
+            out.append('"' + k.translate(_ESCAPE_TABLE) + '":')
+            _write(v, out, sort)
+        out.append("}")
+    elif isinstance(obj, (list, tuple)):
+        out.append("[")
+        for i, v in enumerate(obj):
+            if i:
+                out.append(",")
+            _write(v, out, sort)
+        out.append("]")
+    elif isinstance(obj, msgspec.Raw):
+        _write(parse_json(bytes(obj)), out, sort)
+    elif isinstance(obj, (bytes, bytearray)):
+        import base64
+
+        out.append('"' + base64.b64encode(bytes(obj)).decode("ascii") + '"')
+    else:
+        raise TypeError(f"cannot write {type(obj).__name__} as JSON; pass JSON-native values")
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Parse JSON keeping the int/float token distinction and arbitrarily large integers."""
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.ValidationError:  # integers beyond 64 bits
+        return json.loads(data)
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The bytes upstream's sorted Jackson mapper writes for ``obj`` (spec §4.3.1).
+
+    ``obj`` is parsed JSON (dicts, lists, str, int, float, bool, None) or raw JSON bytes /
+    ``msgspec.Raw``. Keys are sorted by UTF-16 code units at every depth; strings are escaped
+    as Jackson does; floats use Java ``Double.toString``.
+    """
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        obj = parse_json(bytes(obj))
+    out: list[str] = []
+    _write(obj, out, True)
+    return "".join(out).encode("utf-8", "surrogatepass")
+
+
+def jackson_json(obj: Any) -> bytes:
+    """Compact JSON as upstream's unsorted Jackson mapper writes it (insertion order kept)."""
+    out: list[str] = []
+    _write(obj, out, False)
+    return "".join(out).encode("utf-8", "surrogatepass")

@@ -1,0 +1,409 @@
+"""The value: ``ActionState`` JSON of every upstream version V0–V3+ (spec §2.2, §5)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType, field
+
+from agent_inspect._errors import ValueFormatError
+from agent_inspect.codec._json import jackson_json
+
+__all__ = [
+    "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
+    "KryoEnvelope", "MemoryUpdate", "CallResult", "Event", "ActionState",
+    "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
+]
+
+VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+")
+GENERIC_EVENT = "org.apache.flink.agents.api.Event"
+SUBAGENT_EVENT = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
+PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
+
+# Unknown JSON properties are moved under this name before the typed decode, so they land in
+# `.extra` without a second model; no real property can be spelled like this.
+_EXTRA = "~agent_inspect.extra"
+_EMPTY_OBJECT = Raw(b"{}")
+_NULL = Raw(b"null")
+_ABSENT = Raw(b"")  # msgspec cannot decode `Raw | None`; an empty Raw marks "property not present"
+_STRUCT_OPTS: dict[str, Any] = {"frozen": True, "gc": False, "forbid_unknown_fields": True,
+                               "repr_omit_defaults": True}
+
+
+class KryoEnvelope(Struct, **_STRUCT_OPTS):
+    """A memory value as upstream writes it from #874 on: opaque Kryo bytes in base64."""
+
+    serde: str = "kryo"
+    version: int = 1
+    payload: str = ""
+
+    @property
+    def payload_size(self) -> int:
+        """Number of payload bytes (without decoding them)."""
+        n = len(self.payload)
+        return n * 3 // 4 - self.payload[-2:].count("=") if n else 0
+
+    @property
+    def preview(self) -> str:
+        """A short base64 prefix, for display."""
+        return self.payload[:16] + ("…" if len(self.payload) > 16 else "")
+
+
+_ENVELOPE = msgspec.json.Decoder(KryoEnvelope)
+
+
+def _as_envelope(value: Raw) -> KryoEnvelope | None:
+    data = bytes(value)
+    if not data.startswith(b"{") or b'"serde"' not in data:
+        return None
+    try:
+        return _ENVELOPE.decode(data)
+    except msgspec.DecodeError:
+        return None
+
+
+class MemoryUpdate(Struct, **_STRUCT_OPTS):
+    """One memory write: dotted ``path`` and its ``value`` as raw JSON (a Kryo envelope, plain JSON or null)."""
+
+    path: str
+    value: Raw = _NULL
+    extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    @property
+    def envelope(self) -> KryoEnvelope | None:
+        """The Kryo envelope (V2b+), or None for a null or plain-JSON value."""
+        return _as_envelope(self.value)
+
+    def json_value(self) -> Any:
+        """The value parsed as JSON (plain for V0–V2a, the envelope object for V2b+)."""
+        return msgspec.json.decode(self.value)
+
+    @property
+    def is_null(self) -> bool:
+        """True for a null value (``newObject(path)`` or setting None; the log cannot tell which)."""
+        return bytes(self.value) == b"null"
+
+    @classmethod
+    def new(cls, path: str, value: Any = None, *, kryo_payload: str | bytes | None = None) -> MemoryUpdate:
+        """Build an update from a JSON-native ``value`` or an opaque Kryo payload (bytes or base64)."""
+        if kryo_payload is not None:
+            b64 = kryo_payload if isinstance(kryo_payload, str) else base64.b64encode(kryo_payload).decode()
+            return cls(path, Raw(b'{"serde":"kryo","version":1,"payload":' + jackson_json(b64) + b"}"))
+        return cls(path, Raw(jackson_json(value)))
+
+
+class CallResult(Struct, rename="camel", **_STRUCT_OPTS):
+    """One durable-call journal entry. ``status`` is None in legacy V1 data; see :attr:`effective_status`."""
+
+    function_id: str = ""
+    args_digest: str = ""
+    result_payload: str | None = None
+    exception_payload: str | None = None
+    status: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    @property
+    def effective_status(self) -> str:
+        """``status``, or for legacy records SUCCEEDED when there is no exception payload, else FAILED."""
+        if self.status is not None:
+            return self.status
+        return "SUCCEEDED" if self.exception_payload is None else "FAILED"
+
+
+class Event(Struct, rename="camel", **_STRUCT_OPTS):
+    """An event as stored in a record. ``attributes`` stays raw JSON; use :meth:`attrs` to parse it.
+
+    Legacy (V0/V1) fields: ``event`` (base64 pickled Python event), ``event_type``, ``event_string`` (0.1),
+    ``event_json_str`` (0.2), ``source_timestamp``, and ``input``/``output`` of typed events.
+    """
+
+    event_class: str | None = field(default=None, name="@class")
+    id: str | None = None
+    type: str | None = None
+    attributes: Raw = _EMPTY_OBJECT
+    upstream_event_id: str | None = None
+    upstream_action_name: str | None = None
+    delegate: Event | None = None
+    attachments: Raw = _ABSENT
+    event: str | None = None
+    event_type: str | None = None
+    event_string: str | None = None
+    event_json_str: str | None = None
+    source_timestamp: int | None = None
+    input: Raw = _ABSENT
+    output: Raw = _ABSENT
+    extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    def attrs(self) -> Any:
+        """The attribute map, parsed."""
+        return msgspec.json.decode(self.attributes)
+
+    @classmethod
+    def new(cls, type: str, attributes: Any = None, *, id: str | None = None,
+            event_class: str = GENERIC_EVENT, upstream_event_id: str | None = None,
+            upstream_action_name: str | None = None, delegate: Event | None = None) -> Event:
+        """Build an event from JSON-native attributes (written in insertion order, as Jackson would)."""
+        if id is None:
+            import uuid
+
+            id = str(uuid.uuid4())
+        return cls(event_class=event_class, id=id, type=type,
+                   attributes=Raw(jackson_json({} if attributes is None else attributes)),
+                   upstream_event_id=upstream_event_id, upstream_action_name=upstream_action_name,
+                   delegate=delegate)
+
+
+class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
+    """One decoded ``ActionState`` value. ``memory_updates`` is set only for V0 records (one list)."""
+
+    task_event: Event | None = None
+    sensory_memory_updates: tuple[MemoryUpdate, ...] = ()
+    short_term_memory_updates: tuple[MemoryUpdate, ...] = ()
+    output_events: tuple[Event, ...] = ()
+    call_results: tuple[CallResult, ...] = ()
+    completed: bool = False
+    memory_updates: tuple[MemoryUpdate, ...] | UnsetType = UNSET
+    extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+
+def _json_names(cls: type[Struct]) -> frozenset[str]:
+    return frozenset(n for n in cls.__struct_encode_fields__ if n != _EXTRA)
+
+
+_STATE_KEYS = _json_names(ActionState)
+_EVENT_KEYS = _json_names(Event)
+_CALL_KEYS = _json_names(CallResult)
+_MEMORY_KEYS = _json_names(MemoryUpdate)
+_DECODER = msgspec.json.Decoder(ActionState)
+
+
+def _move_extra(obj: Any, known: frozenset[str]) -> None:
+    if isinstance(obj, dict):
+        extra = {k: obj.pop(k) for k in [k for k in obj if k not in known]}
+        if extra:
+            obj[_EXTRA] = extra
+
+
+def _clean_event(ev: Any) -> None:
+    if isinstance(ev, dict):
+        _move_extra(ev, _EVENT_KEYS)
+        _clean_event(ev.get("delegate"))
+
+
+def _clean(obj: Any) -> None:
+    if not isinstance(obj, dict):
+        return
+    _move_extra(obj, _STATE_KEYS)
+    _clean_event(obj.get("taskEvent"))
+    for name in ("outputEvents",):
+        for ev in obj.get(name) or ():
+            _clean_event(ev)
+    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
+        for mu in obj.get(name) or ():
+            _move_extra(mu, _MEMORY_KEYS)
+    for cr in obj.get("callResults") or ():
+        _move_extra(cr, _CALL_KEYS)
+
+
+def decode_action_state(data: bytes) -> ActionState:
+    """Decode one record value of any format V0–V3+, whatever the property order.
+
+    Unknown properties are kept in ``.extra``; unknown ``@class`` values decode as generic events.
+    Raises :class:`ValueFormatError` with the reason when the bytes are not an ActionState.
+    """
+    try:
+        return _DECODER.decode(data)
+    except msgspec.ValidationError as first:
+        if "unknown field" not in str(first):
+            raise ValueFormatError(f"value is not an ActionState: {first}") from None
+    except msgspec.DecodeError as exc:
+        raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+    try:
+        obj = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+    _clean(obj)
+    try:
+        return _DECODER.decode(msgspec.json.encode(obj))
+    except msgspec.DecodeError as exc:
+        raise ValueFormatError(f"value is not an ActionState: {exc}") from None
+
+
+# --- format detection ------------------------------------------------------------------------
+
+_BIT = {f: 1 << i for i, f in enumerate(VALUE_FORMATS)}
+_ALL = (1 << len(VALUE_FORMATS)) - 1
+_LEGACY = _BIT["V0"] | _BIT["V1"]
+_MODERN = _ALL & ~_LEGACY
+_RAW_JSON_ERA = _LEGACY | _BIT["V2a"]
+_ENVELOPE_ERA = _BIT["V2b"] | _BIT["V3"] | _BIT["V3+"]
+_LINEAGE_ERA = _BIT["V3"] | _BIT["V3+"]
+_DEFAULT = _BIT["V2a"] | _BIT["V2b"] | _BIT["V3"]  # what an initial record fits (§2.2)
+
+
+def _event_mask(ev: Event, mask: int) -> int:
+    if ev.type is None or ev.event_class == PYTHON_EVENT or ev.source_timestamp is not None:
+        mask = _narrow(mask, _LEGACY)
+    else:
+        mask = _narrow(mask, _MODERN)
+    if ev.upstream_event_id is not None or ev.upstream_action_name is not None:
+        mask = _narrow(mask, _LINEAGE_ERA)
+    if ev.delegate is not None or ev.attachments or ev.event_class == SUBAGENT_EVENT:
+        mask = _narrow(mask, _BIT["V3+"])
+    if ev.delegate is not None:
+        mask = _event_mask(ev.delegate, mask)
+    return mask
+
+
+def _narrow(mask: int, allowed: int) -> int:
+    # A contradicting signal is ignored rather than leaving no candidate at all.
+    return (mask & allowed) or mask
+
+
+def value_format_candidates(state: ActionState) -> int:
+    """Bitmask over VALUE_FORMATS of the formats this record fits (internal; used by the log)."""
+    if state.memory_updates is not UNSET:
+        return _BIT["V0"]
+    mask = _ALL & ~_BIT["V0"]
+    evidence_v3plus = False
+    events = (state.task_event, *state.output_events) if state.task_event is not None else state.output_events
+    for ev in events:
+        mask = _event_mask(ev, mask)
+        evidence_v3plus = evidence_v3plus or ev.delegate is not None or bool(ev.attachments) \
+            or ev.event_class == SUBAGENT_EVENT
+    for cr in state.call_results:
+        mask = _narrow(mask, _LEGACY if cr.status is None else _MODERN)
+    for mu in (*state.sensory_memory_updates, *state.short_term_memory_updates):
+        if not mu.is_null:
+            mask = _narrow(mask, _ENVELOPE_ERA if _as_envelope(mu.value) is not None else _RAW_JSON_ERA)
+    if not evidence_v3plus:
+        mask = _narrow(mask, _ALL & ~_BIT["V3+"])
+    return mask
+
+
+def newest_format(mask: int) -> str:
+    """The newest format in a candidate mask (internal)."""
+    for f in reversed(VALUE_FORMATS):
+        if mask & _BIT[f]:
+            return f
+    return "V3"
+
+
+def format_bit(fmt: str) -> int:
+    """The candidate-mask bit of a format id (internal)."""
+    return _BIT[fmt]
+
+
+def detect_value_format(state: ActionState) -> tuple[str, bool]:
+    """``(format_id, inferred)``: the value format this record pins, or the newest it fits (inferred=True)."""
+    mask = value_format_candidates(state)
+    return newest_format(mask), mask & (mask - 1) != 0
+
+
+# --- encoding --------------------------------------------------------------------------------
+
+def _s(text: str | None) -> bytes:
+    return b"null" if text is None else jackson_json(text)
+
+
+def _extra(extra: dict[str, Any]) -> bytes:
+    return b"".join(b"," + jackson_json(k) + b":" + jackson_json(v) for k, v in extra.items())
+
+
+def _encode_event(ev: Event | None, fmt: str) -> bytes:
+    if ev is None:
+        return b"null"
+    cls = ev.event_class or GENERIC_EVENT
+    head = b'{"@class":' + _s(cls) + b',"id":' + _s(ev.id)
+    if fmt in ("V0", "V1"):
+        parts = [head, b',"attributes":', bytes(ev.attributes)]
+        if cls == PYTHON_EVENT or ev.event is not None:
+            text = ev.event_string if fmt == "V0" else ev.event_json_str
+            if text is None:
+                text = ev.event_json_str if fmt == "V0" else ev.event_string
+            parts += [b',"event":', _s(ev.event), b',"eventType":', _s(ev.event_type),
+                      b',"eventString":' if fmt == "V0" else b',"eventJsonStr":', _s(text)]
+        if ev.input:
+            parts += [b',"input":', bytes(ev.input)]
+        if ev.output:
+            parts += [b',"output":', bytes(ev.output)]
+        ts = ev.source_timestamp
+        parts += [b',"sourceTimestamp":', b"null" if ts is None else str(ts).encode()]
+        return b"".join(parts) + _extra(ev.extra) + b"}"
+    typ = b',"type":' + _s(ev.type)
+    attrs = b',"attributes":' + bytes(ev.attributes)
+    if cls == GENERIC_EVENT:
+        parts = [head, typ, attrs]
+    elif cls == SUBAGENT_EVENT or ev.delegate is not None:
+        parts = [head, attrs, b',"delegate":', _encode_event(ev.delegate, fmt), typ]
+    else:
+        parts = [head, attrs, typ]
+    if fmt in ("V3", "V3+"):
+        if ev.upstream_event_id is not None:
+            parts += [b',"upstreamEventId":', _s(ev.upstream_event_id)]
+        if ev.upstream_action_name is not None:
+            parts += [b',"upstreamActionName":', _s(ev.upstream_action_name)]
+        if ev.attachments:
+            parts += [b',"attachments":', bytes(ev.attachments)]
+    return b"".join(parts) + _extra(ev.extra) + b"}"
+
+
+def _encode_memory(updates: tuple[MemoryUpdate, ...], fmt: str) -> bytes:
+    items = []
+    for mu in updates:
+        if fmt in ("V2b", "V3", "V3+") and not mu.is_null and _as_envelope(mu.value) is None:
+            raise ValueFormatError(
+                f"memory value at {mu.path!r} is plain JSON but {fmt} needs a Kryo envelope; "
+                "use MemoryUpdate.new(path, kryo_payload=...) or encode as V2a")
+        items.append(b'{"path":' + _s(mu.path) + b',"value":' + bytes(mu.value) + _extra(mu.extra) + b"}")
+    return b"[" + b",".join(items) + b"]"
+
+
+def _encode_call(cr: CallResult, fmt: str) -> bytes:
+    out = (b'{"functionId":' + _s(cr.function_id) + b',"argsDigest":' + _s(cr.args_digest)
+           + b',"resultPayload":' + _s(cr.result_payload)
+           + b',"exceptionPayload":' + _s(cr.exception_payload))
+    if fmt != "V1":
+        out += b',"status":' + _s(cr.status)
+    return out + _extra(cr.extra) + b"}"
+
+
+def encode_action_state(state: ActionState, *, value_format: str = "V3") -> bytes:
+    """Compact JSON of ``state`` with the exact property order upstream's version ``value_format`` writes.
+
+    V0 writes one ``memoryUpdates`` list (sensory then short-term when ``memory_updates`` is unset);
+    V1 omits ``CallResult.status``; V2b+ require Kryo envelopes for non-null memory values; lineage is
+    written only for V3/V3+ and omitted when null.
+    """
+    fmt = value_format
+    if fmt not in VALUE_FORMATS:
+        raise ValueFormatError(f"unknown value format {fmt!r}; use one of {', '.join(VALUE_FORMATS)}")
+    events = b"[" + b",".join(_encode_event(e, fmt) for e in state.output_events) + b"]"
+    task = b'{"taskEvent":' + _encode_event(state.task_event, fmt)
+    if fmt == "V0":
+        mem = state.memory_updates if state.memory_updates is not UNSET else \
+            (*state.sensory_memory_updates, *state.short_term_memory_updates)
+        body = task + b',"memoryUpdates":' + _encode_memory(mem, fmt) + b',"outputEvents":' + events
+    else:
+        calls = b"[" + b",".join(_encode_call(c, fmt) for c in state.call_results) + b"]"
+        body = (task + b',"sensoryMemoryUpdates":' + _encode_memory(state.sensory_memory_updates, fmt)
+                + b',"shortTermMemoryUpdates":' + _encode_memory(state.short_term_memory_updates, fmt)
+                + b',"outputEvents":' + events + b',"callResults":' + calls
+                + b',"completed":' + (b"true" if state.completed else b"false"))
+    return body + _extra(state.extra) + b"}"
+
+
+def unpickle_payload(b64: str, *, i_trust_this_payload: bool = False) -> Any:
+    """Unpickle a Python durable-call payload. Runs arbitrary code: only for payloads you trust."""
+    if i_trust_this_payload is not True:
+        raise ValueFormatError(
+            "unpickling runs arbitrary code; pass i_trust_this_payload=True only for payloads you trust")
+    import pickle
+
+    try:
+        import cloudpickle  # noqa: F401  (registers reducers some payloads need)
+    except ImportError:
+        pass
+    return pickle.loads(base64.b64decode(b64))
