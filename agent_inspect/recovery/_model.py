@@ -1,0 +1,176 @@
+"""Plain data of the recovery model: cached entries, lookup tasks, cache events, decisions."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Entry", "Task", "Outcome", "CacheEvent", "Divergence", "LookupDecision", "PruneResult",
+    "DIVERGENCE_KINDS",
+]
+
+#: Kinds a :class:`Divergence` (and the cache event it caused) can have.
+DIVERGENCE_KINDS = (
+    "root-conflict",      # roots with different input fingerprints at one (key, seq) (spec §10.3)
+    "count>1",            # the original rule's count check (spec §8.2)
+    "miss-eviction",      # a lookup missed and evicted the key's later rounds (spec §8.2 step 2, §10.3 step 2)
+    "identity-mismatch",  # an evidenced event id differs from the cached record's (spec §10.3 step 3)
+    "round-regression",   # a record of (k, s) after records of (k, s' > s) (spec §10.3, optional flag)
+    "branch-change",      # the branch-aware variant dropped records of another branch (spec §10.3 known limits)
+    "cross-key",          # snapshot Kafka eviction of every key's entries with seq > s (spec §8.2)
+    "parser-crash",       # snapshot K1 strict 4-part parser threw on key text with '_' (spec §8.3)
+)
+
+
+class Outcome(enum.StrEnum):
+    """What recovery does with one action task (spec §0.2, §9.3), in the spec's notation."""
+
+    REUSE = "REUSE"
+    RESUME = "RESUME"
+    RERUN = "RERUN"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """The cached view of one record (what the upstream cache holds for one state key).
+
+    ``pos`` is the record's position in the log (``log.records`` index), or None for a write made
+    during a simulated replay; such writes may carry their decoded ``value`` (an ``ActionState``).
+    ``branch`` is an opaque tag a rule may attach (the branch-aware rule does); ``attempt`` is the
+    attempt number of the record within its business key, when known.
+    """
+
+    state_key: str
+    business_key: str
+    seq: int
+    event_uuid: str
+    action_uuid: str
+    key_format: str = "K1.5"
+    key_text: str | None = None
+    is_root: bool = False
+    completed: bool = False
+    task_event_id: str | None = None
+    task_event_type: str | None = None
+    output_event_ids: tuple[str, ...] = ()
+    call_count: int = 0
+    calls_pending: int = 0
+    calls_succeeded: int = 0
+    calls_failed: int = 0
+    pos: int | None = None
+    attempt: int | None = None
+    branch: Any = field(default=None, compare=False)
+    value: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def fingerprint(self) -> str:
+        """The input-attribute fingerprint (the event UUID segment of the state key, spec §10.3)."""
+        return self.event_uuid
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One action task looked up in the store: action ``action_uuid`` on event ``event_id`` at (key, seq).
+
+    ``event_uuid`` is the fingerprint of the event's attributes; ``state_key`` the key the operator
+    computes for it. ``key_text`` is needed by the K1 snapshot flavours (prefix matching).
+    ``action`` is the action name when known (display only).
+    """
+
+    business_key: str
+    seq: int
+    state_key: str
+    event_uuid: str
+    action_uuid: str
+    event_id: str | None = None
+    event_type: str | None = None
+    is_root: bool = False
+    key_format: str = "K1.5"
+    key_text: str | None = None
+    action: str | None = None
+
+    @classmethod
+    def for_entry(cls, entry: Entry, *, event_id: str | None = None, action: str | None = None) -> Task:
+        """The task that would look ``entry`` up again (same key, seq, action and fingerprint)."""
+        return cls(
+            business_key=entry.business_key, seq=entry.seq, state_key=entry.state_key,
+            event_uuid=entry.event_uuid, action_uuid=entry.action_uuid,
+            event_id=entry.task_event_id if event_id is None else event_id,
+            event_type=entry.task_event_type, is_root=entry.is_root, key_format=entry.key_format,
+            key_text=entry.key_text, action=action,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """A divergence a rule detected at (key, seq): what it was, which records, and a one-line reason."""
+
+    id: int
+    business_key: str
+    seq: int
+    kind: str
+    step: str                     # "rebuild" | "lookup" | "prune"
+    positions: tuple[int, ...]    # log positions of the conflicting / triggering records
+    explanation: str
+    trigger_pos: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEvent:
+    """One removal from the cache: which entries went, by which rule step, and why.
+
+    ``op`` is "evict" (seq > s), "invalidate" (seq >= s), "remove" (one entry), "cross-key"
+    (every key, seq > s), "prune" (seq <= s), "delete" (a tombstone) or "supersede" (a later write to
+    the same state key replaced it).
+    """
+
+    index: int
+    op: str
+    step: str
+    business_key: str | None
+    seq: int | None
+    removed: tuple[Entry, ...]
+    reason: str
+    divergence_id: int | None = None
+    trigger_pos: int | None = None
+
+    @property
+    def positions(self) -> tuple[int, ...]:
+        """Log positions of the removed entries (replay writes have none)."""
+        return tuple(e.pos for e in self.removed if e.pos is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class LookupDecision:
+    """The rule's answer to one lookup: outcome, the entry found (if any), reason, cache events caused."""
+
+    outcome: Outcome
+    entry: Entry | None
+    reason: str
+    events: tuple[CacheEvent, ...] = ()
+    divergences: tuple[Divergence, ...] = ()
+
+    @classmethod
+    def found(cls, entry: Entry | None, reason: str = "") -> LookupDecision:
+        """REUSE a completed entry, RESUME an incomplete one, RERUN when there is none."""
+        if entry is None:
+            return cls(Outcome.RERUN, None, reason or "no cached record")
+        if entry.completed:
+            return cls(Outcome.REUSE, entry, reason or "completed record cached")
+        return cls(Outcome.RESUME, entry, reason or "incomplete record cached")
+
+    @classmethod
+    def fail(cls, reason: str) -> LookupDecision:
+        """The lookup throws upstream: the task fails (and the job restarts)."""
+        return cls(Outcome.FAIL, None, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What a prune removed; ``failed`` holds the reason when the upstream prune throws."""
+
+    removed: tuple[Entry, ...]
+    failed: str | None = None
+    events: tuple[CacheEvent, ...] = ()

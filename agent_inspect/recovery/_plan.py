@@ -1,0 +1,146 @@
+"""The replay plan: what arrives after the restore (spec §9.5, §12 "Input")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect._errors import RecoveryError
+from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+
+__all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
+
+
+@dataclass(frozen=True)
+class KeyIdentity:
+    """How one Flink key appears in state keys: the log's ``business_key`` plus the key segments."""
+
+    business_key: str
+    key_format: str = "K1.5"
+    key_text: str | None = None
+    key_group: int | None = None
+    key_digest: str | None = None
+    serializer_fingerprint: str | None = None
+
+    def state_key(self, seq: int, event_uuid: str, action_uuid: str) -> str:
+        """The state key the operator computes for (seq, event fingerprint, action) of this key."""
+        from agent_inspect.codec import format_state_key
+
+        return format_state_key(self.key_format, seq=seq, event_uuid=event_uuid, action_uuid=action_uuid,
+                                key_text=self.key_text, key_group=self.key_group, key_digest=self.key_digest,
+                                serializer_fingerprint=self.serializer_fingerprint)
+
+
+@dataclass(frozen=True)
+class ReplayInput:
+    """One input replayed by the source for Flink key ``key`` (a fresh event id per attempt, §9.5)."""
+
+    key: str
+    event: AgentEvent
+    label: str | None = None
+
+    @property
+    def display(self) -> str:
+        if self.label:
+            return self.label
+        value = self.event.attributes.get("input") if self.event.type == INPUT_EVENT else None
+        return value if isinstance(value, str) else (self.event.id or self.event.type)
+
+
+@dataclass(frozen=True)
+class PendingTask:
+    """A restored in-flight task (Flink ``actionTasks`` state): re-submitted with its original event id."""
+
+    key: str
+    seq: int
+    action: str
+    event: AgentEvent
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """Per-key inputs after the restore, restored seqNums and restored pending tasks.
+
+    ``inputs`` are in arrival order (all keys interleaved); each key's first input gets
+    ``restored_seq[key] + 1``. ``pending`` tasks run before any input of their key. ``keys`` maps a
+    plan key to its :class:`KeyIdentity` (default: the key is the log's business key, with segments
+    taken from its records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is
+    the replay's attempt number (Java hash-based action UUIDs change per attempt).
+    """
+
+    inputs: tuple[ReplayInput, ...] = ()
+    restored_seq: Mapping[str, int] = field(default_factory=dict)
+    pending: tuple[PendingTask, ...] = ()
+    keys: Mapping[str, KeyIdentity] = field(default_factory=dict)
+    begin_event: bool = False
+    attempt: int = 1_000_000
+
+    def seq_of(self, key: str) -> int:
+        """The restored seqNum of ``key`` (-1 when unknown: the key's first input gets seq 0)."""
+        return int(self.restored_seq.get(key, -1))
+
+    @classmethod
+    def from_log(cls, log: ActionStateLog, *, business_keys: Any = None) -> ReplayPlan:
+        """Infer the plan from the log's own later attempt.
+
+        Per business key: the rounds in the log, each replayed with the input of the root record
+        written *last* at that seq (the latest attempt's input), and restored seq = lowest seq − 1.
+        Multi-root rounds give one input (roots of one input share the fingerprint).
+        """
+        recs = log.records
+        if business_keys is not None:
+            recs = recs[recs["business_key"].isin(list(business_keys))]
+        roots = recs[recs["is_root"].fillna(False).astype(bool) & ~recs["tombstone"].fillna(False).astype(bool)
+                     & recs["error"].isna()]
+        if roots.empty:
+            raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
+                                "pass a ReplayPlan with the inputs")
+        restored: dict[str, int] = {}
+        keys: dict[str, KeyIdentity] = {}
+        per_key: dict[str, list[tuple[int, int, AgentEvent]]] = {}
+        for bk, frame in roots.groupby("business_key", sort=False, observed=True):
+            bk = str(bk)
+            last = frame.sort_index().groupby("seq", observed=True).tail(1).sort_values("seq")
+            restored[bk] = int(last["seq"].iloc[0]) - 1
+            keys[bk] = identity_from_log(log, bk)
+            for pos, seq in zip(last.index, last["seq"]):
+                per_key.setdefault(bk, []).append((int(seq), int(pos), _event_of(log, int(pos))))
+        # interleave keys by the log position of their inputs' latest root record
+        ordered = sorted((pos, bk, ev) for bk, items in per_key.items() for _, pos, ev in items)
+        inputs = tuple(ReplayInput(bk, ev.with_id(None)) for _, bk, ev in ordered)
+        return cls(inputs=inputs, restored_seq=restored, keys=keys)
+
+
+def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
+    state = log.value(pos)
+    ev = state.task_event if state is not None else None
+    if ev is None:
+        raise RecoveryError(f"record {pos} has no task event; pass a ReplayPlan with the inputs")
+    return agent_event(ev)
+
+
+def agent_event(ev: Any) -> AgentEvent:
+    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``)."""
+    attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
+    return AgentEvent(type=str(ev.type), attributes=attrs if isinstance(attrs, dict) else {}, id=ev.id,
+                      event_class=ev.event_class, upstream_event_id=ev.upstream_event_id,
+                      upstream_action=ev.upstream_action_name)
+
+
+def identity_from_log(log: ActionStateLog, business_key: str) -> KeyIdentity:
+    """The key segments of ``business_key`` as its records in ``log`` show them."""
+    recs = log.records
+    rows = recs[(recs["business_key"] == business_key) & recs["error"].isna()]
+    if rows.empty:
+        raise RecoveryError(f"business key {business_key!r} has no readable records in the log")
+    row = rows.iloc[-1]
+    from agent_inspect.codec import parse_state_key
+
+    parsed = parse_state_key(str(row["state_key"]))
+    return KeyIdentity(business_key=business_key, key_format=parsed.format, key_text=parsed.key_text,
+                       key_group=parsed.key_group, key_digest=parsed.key_digest,
+                       serializer_fingerprint=parsed.serializer_fingerprint)

@@ -1,0 +1,176 @@
+"""Rebuild the cache from recovery markers (spec §6.5, §7.4, §8.4): the window, entries, last write wins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from agent_inspect._errors import RecoveryError
+from agent_inspect.recovery._model import Entry
+from agent_inspect.recovery._session import RecoverySession
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+
+__all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
+           "source_kind_of"]
+
+#: Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None.
+Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
+
+
+def normalize_markers(markers: Markers) -> dict[int, int] | None:
+    """Start offset per partition: the minimum over all markers; None for a fresh start (no markers).
+
+    An empty list is the same as None (spec §6.5 step 1: no markers, no rebuild).
+    """
+    if markers is None:
+        return None
+    if isinstance(markers, Mapping):
+        markers = [markers]
+    start: dict[int, int] = {}
+    for marker in markers:
+        if not isinstance(marker, Mapping):
+            raise RecoveryError(f"a recovery marker must be a {{partition: offset}} map, got {marker!r}")
+        for p, off in marker.items():
+            try:
+                p_i, off_i = int(p), int(off)
+            except (TypeError, ValueError):
+                raise RecoveryError(f"marker entry {p!r}: {off!r} is not an integer partition and offset") from None
+            start[p_i] = min(off_i, start.get(p_i, off_i))
+    return start or None
+
+
+def _frame(log: Any) -> pd.DataFrame:
+    return log.records if hasattr(log, "records") else log
+
+
+def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mapping[int, int] | None = None) -> np.ndarray:
+    """Which rows the rebuild reads: marker partitions only, from the minimum marker offset to the end.
+
+    ``start_offsets`` (what the source read from) is checked: a marker below it means the loaded
+    log lacks records the rebuild would read.
+    """
+    start = normalize_markers(markers)
+    if start is None:
+        return np.zeros(len(records), dtype=bool)
+    if start_offsets:
+        for p, off in start.items():
+            have = start_offsets.get(p)
+            if have is not None and off < have:
+                raise RecoveryError(f"marker offset {off} of partition {p} is below the loaded start {have}; "
+                                    f"load the source from the markers (markers=...) to see the whole window")
+    part = records["partition"].to_numpy(dtype="int64", na_value=-1)
+    off = records["offset"].to_numpy(dtype="int64", na_value=-1)
+    lo = np.full(len(records), np.iinfo(np.int64).max, dtype="int64")
+    for p, o in start.items():
+        lo[part == p] = o
+    return off >= lo
+
+
+def _col(records: pd.DataFrame, name: str, default: Any = None) -> list[Any]:
+    if name not in records.columns:
+        return [default] * len(records)
+    col = records[name]
+    values = col.astype(object).tolist()
+    if col.isna().any():
+        mask = col.isna().tolist()
+        values = [default if m else v for v, m in zip(values, mask)]
+    return values
+
+
+def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, *,
+                 attempts: Sequence[Any] | None = None) -> Iterator[tuple[int, Entry | None, str | None]]:
+    """``(pos, entry, state_key)`` for rows of the log in order; entry None for a tombstone or an
+    undecodable record (state_key None when the key itself did not parse).
+
+    ``attempts`` (one per row of the whole log) fills ``Entry.attempt``.
+    """
+    records = _frame(log)
+    if positions is not None:
+        idx = np.asarray(list(positions) if not isinstance(positions, np.ndarray) else positions)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        if len(idx) != len(records):
+            records = records.iloc[idx]
+        att = [attempts[i] for i in idx] if attempts is not None else None
+    else:
+        att = list(attempts) if attempts is not None else None
+    pos = records.index.tolist()
+    cols = {name: _col(records, name, default) for name, default in (
+        ("state_key", None), ("business_key", None), ("seq", None), ("event_uuid", ""), ("action_uuid", ""),
+        ("key_format", ""), ("key_text", None), ("is_root", False), ("completed", False),
+        ("task_event_id", None), ("task_event_type", None), ("output_event_ids", ()), ("call_count", 0),
+        ("calls_pending", 0), ("calls_succeeded", 0), ("calls_failed", 0), ("tombstone", False), ("error", None),
+    )}
+    for i, p in enumerate(pos):
+        sk = cols["state_key"][i]
+        seq = cols["seq"][i]
+        if sk is None or seq is None or cols["business_key"][i] is None:
+            yield p, None, sk if seq is not None else None
+            continue
+        if cols["tombstone"][i] or cols["error"][i] is not None:
+            yield p, None, sk
+            continue
+        outs = cols["output_event_ids"][i]
+        yield p, Entry(
+            state_key=sk, business_key=cols["business_key"][i], seq=int(seq), event_uuid=cols["event_uuid"][i],
+            action_uuid=cols["action_uuid"][i], key_format=str(cols["key_format"][i]), key_text=cols["key_text"][i],
+            is_root=bool(cols["is_root"][i]), completed=bool(cols["completed"][i]),
+            task_event_id=cols["task_event_id"][i], task_event_type=cols["task_event_type"][i],
+            output_event_ids=tuple(outs) if outs is not None else (), call_count=int(cols["call_count"][i]),
+            calls_pending=int(cols["calls_pending"][i]), calls_succeeded=int(cols["calls_succeeded"][i]),
+            calls_failed=int(cols["calls_failed"][i]), pos=int(p),
+            attempt=None if att is None or att[i] is None or pd.isna(att[i]) else int(att[i]),
+        ), sk
+
+
+def source_kind_of(log: Any) -> str | None:
+    """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present)."""
+    source = getattr(log, "source", None)
+    kind = getattr(source, "kind", None)
+    if kind in ("kafka", "fluss"):
+        return kind
+    options = getattr(source, "options", None) or {}
+    if options.get("backend") in ("kafka", "fluss"):
+        return options["backend"]
+    raw = getattr(log, "raw", None)
+    agent_key = getattr(raw, "agent_key", None)
+    if agent_key is not None and any(a is not None for a in agent_key):
+        return "fluss"
+    return "kafka" if kind is not None else None
+
+
+def rebuild_records(session: RecoverySession, entries: Iterable[tuple[int, Entry | None, str | None]]) -> RecoverySession:
+    """Feed ``(pos, entry, state_key)`` rows (log order) into ``session``: tombstones delete, the
+    rule's rebuild hook runs per record, last write wins. Partition-local: call it per partition."""
+    for pos, entry, sk in entries:
+        if entry is None:
+            if sk is not None:
+                session.delete(sk, pos=pos)
+            continue
+        session.rebuild_entry(entry)
+    return session
+
+
+def rebuild(log: ActionStateLog | pd.DataFrame, rule: Any = "fixed", markers: Markers = None, *,
+            session: RecoverySession | None = None) -> RecoverySession:
+    """Rebuild the cache the way a restore does and return the driven :class:`RecoverySession`.
+
+    ``markers`` is the list of recovery markers (``{partition: offset}`` maps, one per subtask):
+    per partition the minimum offset is taken, only marker partitions are read, forward to the end
+    of the loaded log; records are applied in log order with last write wins, tombstones delete,
+    and the rule's rebuild hook runs before each write lands. ``None`` (or ``[]``) is a fresh
+    start: an empty cache. Undecodable records are skipped.
+    """
+    if session is None:
+        session = RecoverySession(rule, source_kind=source_kind_of(log))
+    records = _frame(log)
+    source = getattr(log, "source", None)
+    mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None))
+    if mask.any():
+        rebuild_records(session, iter_entries(records, mask))
+    return session

@@ -1,0 +1,188 @@
+"""A store driven by one divergence rule: rebuild, lookup, write, prune, and the record of every removal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect.recovery._model import (
+    CacheEvent, Divergence, Entry, LookupDecision, Outcome, PruneResult, Task,
+)
+from agent_inspect.recovery._store import Store
+
+if TYPE_CHECKING:
+    from agent_inspect.rules import DivergenceRule, RuleState
+
+__all__ = ["RecoverySession", "resolve_rule"]
+
+
+def resolve_rule(rule: Any) -> DivergenceRule:
+    """A rule instance from a rule, a rule class or a registered name (``agent_inspect.rules.RULES``)."""
+    from agent_inspect.rules import DivergenceRule, get_rule
+
+    if isinstance(rule, str):
+        return get_rule(rule)
+    if isinstance(rule, type) and issubclass(rule, DivergenceRule):
+        return rule()
+    if isinstance(rule, DivergenceRule):
+        return rule
+    from agent_inspect._errors import RecoveryError
+
+    raise RecoveryError(f"not a divergence rule: {rule!r}; pass a name from agent_inspect.rules.RULES "
+                        "or a DivergenceRule instance")
+
+
+class RecoverySession:
+    """One simulated store under one rule, as the operator drives it (spec §6.5, §8, §9.3, §10.3).
+
+    Contract for drivers (the reconstruction, the static predictor, the replay executor):
+
+    - :meth:`rebuild_entry` once per record of the rebuild window, in log order (per partition);
+      :meth:`delete` for a tombstone. The rule's rebuild hook runs before the write lands.
+    - :meth:`lookup` for every ``get`` the operator makes (spec §9.3 makes up to three per task:
+      before the body, again after writing the initial record, and at completion). On a REUSE the
+      rule's ``on_reuse`` runs (the fixed rule records the evidence of the reused outputs).
+    - :meth:`write` for every record the replay writes (initial, call records, completed); the
+      rule may tag the entry (branch-aware) before it lands.
+    - :meth:`prune` at checkpoint completion (spec §6.6, §8.4).
+
+    Rules act on the cache only through :meth:`invalidate`, :meth:`evict`, :meth:`evict_all_keys`
+    and :meth:`remove`, which record a :class:`CacheEvent` (and a :class:`Divergence` when anything
+    was removed) with the rule's kind and explanation. ``events`` and ``divergences`` keep them all.
+    :meth:`copy` is O(cached entries + recorded events) and gives an independent session.
+    """
+
+    def __init__(self, rule: Any = "fixed", *, store: Store | None = None, source_kind: str | None = None) -> None:
+        self.rule: DivergenceRule = resolve_rule(rule)
+        self.store: Store = store if store is not None else Store()
+        self.state: RuleState = self.rule.new_state()
+        self.source_kind = source_kind
+        self.events: list[CacheEvent] = []
+        self.divergences: list[Divergence] = []
+        self.step = "lookup"
+        self.trigger_pos: int | None = None
+
+    # -- what rules call ---------------------------------------------------------------------
+    def evidence(self, business_key: str) -> set[str]:
+        """Evidence(k): event ids the outputs of reused actions produced for ``business_key`` (§10.3)."""
+        return self.state.evidence.setdefault(business_key, set())
+
+    def invalidate(self, business_key: str, seq: int, *, kind: str, explanation: str,
+                   positions: Iterable[int] = ()) -> list[Entry]:
+        """Remove ``business_key``'s entries with seq ≥ ``seq`` and record why."""
+        removed = self.store.invalidate(business_key, seq)
+        self.record("invalidate", removed, business_key=business_key, seq=seq, kind=kind,
+                    explanation=explanation, positions=positions)
+        return removed
+
+    def evict(self, business_key: str, seq: int, *, kind: str, explanation: str,
+              positions: Iterable[int] = ()) -> list[Entry]:
+        """Remove ``business_key``'s entries with seq > ``seq`` and record why."""
+        removed = self.store.evict(business_key, seq)
+        self.record("evict", removed, business_key=business_key, seq=seq, kind=kind,
+                    explanation=explanation, positions=positions)
+        return removed
+
+    def evict_all_keys(self, seq: int, *, business_key: str, kind: str, explanation: str,
+                       positions: Iterable[int] = ()) -> list[Entry]:
+        """Remove every key's entries with seq > ``seq`` (snapshot Kafka) and record why."""
+        removed = self.store.evict_all_keys(seq)
+        self.record("cross-key", removed, business_key=business_key, seq=seq, kind=kind,
+                    explanation=explanation, positions=positions)
+        return removed
+
+    def remove(self, state_key: str, *, kind: str, explanation: str, positions: Iterable[int] = ()) -> Entry | None:
+        """Remove one entry and record why."""
+        old = self.store.remove(state_key)
+        if old is not None:
+            self.record("remove", [old], business_key=old.business_key, seq=old.seq, kind=kind,
+                        explanation=explanation, positions=positions)
+        return old
+
+    def remove_entries(self, entries: Iterable[Entry], *, business_key: str, seq: int, kind: str,
+                       explanation: str, positions: Iterable[int] = ()) -> list[Entry]:
+        """Remove the given entries (one cache event) and record why."""
+        removed = [e for e in (self.store.remove(x.state_key) for x in entries) if e is not None]
+        self.record("remove", removed, business_key=business_key, seq=seq, kind=kind,
+                    explanation=explanation, positions=positions)
+        return removed
+
+    def record(self, op: str, removed: list[Entry], *, business_key: str | None, seq: int | None,
+               kind: str | None, explanation: str, positions: Iterable[int] = (),
+               force_divergence: bool = False) -> CacheEvent | None:
+        """Record a cache event (skipped when nothing was removed) and the divergence behind it."""
+        if not removed and not force_divergence:
+            return None
+        div_id = None
+        if kind is not None:
+            pos = tuple(dict.fromkeys(p for p in positions if p is not None))
+            div_id = len(self.divergences)
+            self.divergences.append(Divergence(
+                id=div_id, business_key=business_key or "", seq=-1 if seq is None else seq, kind=kind,
+                step=self.step, positions=pos, explanation=explanation, trigger_pos=self.trigger_pos))
+        if not removed:
+            return None
+        event = CacheEvent(index=len(self.events), op=op, step=self.step, business_key=business_key,
+                           seq=seq, removed=tuple(removed), reason=explanation, divergence_id=div_id,
+                           trigger_pos=self.trigger_pos)
+        self.events.append(event)
+        return event
+
+    # -- what drivers call -------------------------------------------------------------------
+    def rebuild_entry(self, entry: Entry) -> Entry | None:
+        """Apply one record of the rebuild window: the rule's hook, then last write wins."""
+        self.step, self.trigger_pos = "rebuild", entry.pos
+        landed = self.rule.rebuild(self, entry)
+        if landed is not None:
+            self.store.put(landed)
+        return landed
+
+    def delete(self, state_key: str, *, pos: int | None = None) -> Entry | None:
+        """Apply a tombstone: the state key leaves the cache (spec §6.5 step 4, §10.3 rebuild step 1)."""
+        self.step, self.trigger_pos = "rebuild", pos
+        old = self.store.remove(state_key)
+        if old is not None:
+            self.record("delete", [old], business_key=old.business_key, seq=old.seq, kind=None,
+                        explanation="tombstone deleted the state key")
+        return old
+
+    def lookup(self, task: Task) -> LookupDecision:
+        """The rule's decision for one ``get``; events and divergences it caused are attached."""
+        self.step, self.trigger_pos = "lookup", None
+        n_events, n_divs = len(self.events), len(self.divergences)
+        decision = self.rule.lookup(self, task)
+        if decision.outcome is Outcome.REUSE and decision.entry is not None:
+            self.rule.on_reuse(self, task, decision.entry)
+        if len(self.events) > n_events or len(self.divergences) > n_divs:
+            decision = LookupDecision(decision.outcome, decision.entry, decision.reason,
+                                      tuple(self.events[n_events:]), tuple(self.divergences[n_divs:]))
+        return decision
+
+    def write(self, entry: Entry) -> Entry:
+        """A replay write: the rule may tag the entry, then it is cached (last write wins)."""
+        landed = self.rule.on_write(self, entry)
+        self.store.put(landed)
+        return landed
+
+    def prune(self, business_key: str, seq: int, *, key_text: str | None = None) -> PruneResult:
+        """Prune ``business_key``'s entries with seq ≤ ``seq`` the way the rule's backend does."""
+        self.step, self.trigger_pos = "prune", None
+        n_events = len(self.events)
+        result = self.rule.prune(self, business_key, seq, key_text)
+        return PruneResult(result.removed, result.failed, tuple(self.events[n_events:]))
+
+    def copy(self) -> RecoverySession:
+        """An independent copy (store, rule state, event record). Cost: O(entries + events)."""
+        new = RecoverySession.__new__(RecoverySession)
+        new.rule = self.rule
+        new.store = self.store.copy()
+        new.state = self.state.copy()
+        new.source_kind = self.source_kind
+        new.events = list(self.events)
+        new.divergences = list(self.divergences)
+        new.step, new.trigger_pos = self.step, self.trigger_pos
+        return new
+
+    def __repr__(self) -> str:
+        return (f"RecoverySession(rule={self.rule.name!r}, {len(self.store)} cached, "
+                f"{len(self.events)} cache events, {len(self.divergences)} divergences)")

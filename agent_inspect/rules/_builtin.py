@@ -1,0 +1,374 @@
+"""The built-in divergence rules: original (three flavours), naive, fixed and its variants."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect._errors import RecoveryError
+from agent_inspect.recovery._model import Entry, LookupDecision, PruneResult, Task
+from agent_inspect.recovery._store import strict_k1_seq
+from agent_inspect.rules._protocol import DivergenceRule, RuleState
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery._session import RecoverySession
+
+__all__ = [
+    "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule",
+    "BranchAwareRule", "RULES", "FLAVOURS", "get_rule",
+]
+
+#: Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen.
+FLAVOURS = ("kafka-k1", "fluss-k1", "segment")
+
+
+def _positions(entries: list[Entry]) -> list[int]:
+    return [e.pos for e in entries if e.pos is not None]
+
+
+class OriginalRule(DivergenceRule):
+    """The 0.4-era upstream rule (spec §8.2): on a miss, or when (k, s) has more than one cached
+    record, evict the key's entries with seq > s.
+
+    Flavours (``flavour=``; default: inferred per task from the key format and the source kind):
+
+    - ``"kafka-k1"``: snapshot Kafka store. Matching by the prefix ``"<keyText>_<s>_"``; eviction
+      removes *every* key's entries with seq > s (cross-key, #628 review), and the strict 4-part
+      parser throws when any cached K1 key text contains ``_`` — the task FAILs (spec §8.3).
+    - ``"fluss-k1"``: snapshot Fluss store. Prefix matching; eviction scans keys starting with
+      ``"<keyText>_"`` and keeps entries the strict parser rejects (protection silently off).
+    - ``"segment"``: K1.5 and later, exact key and seq segments.
+
+    When it is wrong: count > 1 is the *normal* case (multi-root, cascades, fan-out, sub-agents), so
+    the first lookup of a round evicts every later round and recovery re-executes them (#1301).
+    """
+
+    name = "original"
+    summary = "upstream 0.4 rule: evict seq > s on a miss or when (k, s) has more than one record"
+
+    def __init__(self, flavour: str | None = None) -> None:
+        if flavour is not None and flavour not in FLAVOURS:
+            raise RecoveryError(f"unknown original-rule flavour {flavour!r}; use one of {', '.join(FLAVOURS)}")
+        self.flavour = flavour
+
+    def flavour_for(self, session: RecoverySession, key_format: str) -> str:
+        """The flavour applied to a record of ``key_format`` in this session."""
+        if self.flavour is not None:
+            return self.flavour
+        if key_format == "K1":
+            return "fluss-k1" if session.source_kind == "fluss" else "kafka-k1"
+        return "segment"
+
+    def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+        store, k, s, sk = session.store, task.business_key, task.seq, task.state_key
+        flavour = self.flavour_for(session, task.key_format)
+        if flavour == "segment":
+            n = store.count(k, s)
+            matched = store.entries_at(k, s) if n > 1 else []
+        else:
+            prefix = f"{task.key_text if task.key_text is not None else k}_{s}_"
+            n = store.count_prefix(prefix)
+            matched = [store.get(x) for x in store.keys_with_prefix(prefix)] if n > 1 else []
+        cached = sk in store
+        if cached and n <= 1:
+            return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
+        kind = "count>1" if n > 1 else "miss-eviction"
+        why = (f"{n} cached records at ({k}, {s}) > 1" if n > 1 else f"miss at ({k}, {s})")
+        positions = _positions([e for e in matched if e is not None])
+        if flavour == "segment":
+            session.evict(k, s, kind=kind, explanation=f"original rule: {why} -> evicted {k}'s rounds > {s}",
+                          positions=positions)
+        elif flavour == "kafka-k1":
+            bad = store.unparsable_k1()
+            if bad:
+                bad_entries = [e for e in (store.get(x) for x in sorted(bad)) if e is not None]
+                reason = (f"snapshot Kafka: {why}; the strict 4-part key parser throws on "
+                          f"{len(bad)} cached key(s) whose text contains '_' (e.g. {sorted(bad)[0]!r}) -> task fails")
+                session.record("evict", [], business_key=k, seq=s, kind="parser-crash", explanation=reason,
+                               positions=_positions(bad_entries), force_divergence=True)
+                return LookupDecision.fail(reason)
+            removed = store.evict_all_keys(s)
+            own = [e for e in removed if e.business_key == k]
+            others = [e for e in removed if e.business_key != k]
+            session.record("evict", own, business_key=k, seq=s, kind=kind, positions=positions,
+                           explanation=f"original rule (snapshot Kafka): {why} -> evicted rounds > {s}")
+            session.record("cross-key", others, business_key=k, seq=s, kind="cross-key", positions=positions,
+                           explanation=f"snapshot Kafka eviction ignores the key: {why} at {k!r} evicted "
+                                       f"{len(others)} record(s) of other keys with seq > {s}")
+        else:
+            text = task.key_text if task.key_text is not None else k
+            doomed = []
+            for x in store.keys_with_prefix(f"{text}_"):
+                q = strict_k1_seq(x)
+                if q is not None and q > s:
+                    doomed.append(store.get(x))
+            session.remove_entries([e for e in doomed if e is not None], business_key=k, seq=s, kind=kind,
+                                   positions=positions,
+                                   explanation=f"original rule (snapshot Fluss): {why} -> evicted parsable "
+                                               f"'{text}_' records with seq > {s}")
+        return LookupDecision.found(store.get(sk), f"original rule: {why}")
+
+    def prune(self, session: RecoverySession, business_key: str, seq: int, key_text: str | None) -> PruneResult:
+        store = session.store
+        entries = store.entries_at(business_key, seq) or store.entries_from(business_key, 0)
+        key_format = entries[0].key_format if entries else "K1.5"
+        flavour = self.flavour_for(session, key_format)
+        if flavour == "segment":
+            return super().prune(session, business_key, seq, key_text)
+        text = key_text if key_text is not None else business_key
+        keys = store.keys_with_prefix(f"{text}_")
+        doomed = []
+        for x in keys:
+            q = strict_k1_seq(x)
+            if q is None and flavour == "kafka-k1":
+                reason = (f"snapshot Kafka pruneState: the strict 4-part parser throws on {x!r} "
+                          f"(key text contains '_') -> checkpoint completion fails")
+                session.record("prune", [], business_key=business_key, seq=seq, kind="parser-crash",
+                               explanation=reason, force_divergence=True)
+                return PruneResult((), reason)
+            if q is not None and q <= seq:
+                doomed.append(x)
+        removed = [e for e in (store.remove(x) for x in doomed) if e is not None]
+        session.record("prune", removed, business_key=business_key, seq=seq, kind=None,
+                       explanation=f"checkpoint complete: pruned '{text}_' records with seq <= {seq}")
+        return PruneResult(tuple(removed))
+
+    def __repr__(self) -> str:
+        return f"<rule original ({self.flavour or 'flavour inferred'})>"
+
+
+class NaiveRule(DivergenceRule):
+    """The original rule with the count check deleted: only a miss evicts seq > s (segment-exact).
+
+    When it is wrong: a branch change at round s (a different input after a restore) reuses
+    records computed on the old branch (G01, G02, G05 ✗stale). Shown as a negative control.
+    """
+
+    name = "naive"
+    summary = "miss evicts seq > s; no count check, no root comparison"
+    protects = False
+
+    def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+        k, s = task.business_key, task.seq
+        entry = session.store.get(task.state_key)
+        if entry is None:
+            session.evict(k, s, kind="miss-eviction", explanation=f"naive rule: miss at ({k}, {s}) -> evicted rounds > {s}")
+            return LookupDecision.found(None, f"miss at ({k}, {s})")
+        return LookupDecision.found(entry)
+
+
+class FixedRule(DivergenceRule):
+    """The toolkit's reference fixed rule, exactly spec §10.3 (the #1301 prototype, conservative).
+
+    Rebuild: a root whose input fingerprint differs from a cached root at (k, s) invalidates k's
+    rounds ≥ s before it lands. Lookup: (1) the same root-conflict check; (2) a miss evicts k's
+    rounds > s (RERUN); (3) an event id in Evidence(k) that differs from the cached record's task
+    event id removes the record and evicts > s (RERUN, identity mismatch); (4) otherwise REUSE a
+    completed record (its output ids become evidence) or RESUME an incomplete one.
+
+    When it is wrong (spec §10.3 known limits): it reruns a returning branch's own round (G01),
+    may report false identity mismatches, cannot see invisible branch returns, tombstoned
+    conflicting roots (use ``fixed+round-regression``), tainted records, #1084 siblings, code
+    changes under an unchanged name, or memory changes that leave the attributes unchanged.
+    """
+
+    name = "fixed"
+    summary = "reference rule (spec §10.3): root-fingerprint conflicts invalidate >= s at rebuild and lookup"
+
+    rebuild_invalidation: bool = True
+    round_regression: bool = False
+
+    def rebuild(self, session: RecoverySession, entry: Entry) -> Entry | None:
+        store, k, s = session.store, entry.business_key, entry.seq
+        if self.rebuild_invalidation and entry.is_root:
+            roots = store.roots(k, s)
+            if roots and (len(roots) > 1 or entry.event_uuid not in roots):
+                conflicting = [e for e in store.root_entries(k, s) if e.event_uuid != entry.event_uuid]
+                session.invalidate(
+                    k, s, kind="root-conflict", positions=[*_positions(conflicting), entry.pos],
+                    explanation=(f"rebuild: root input {entry.event_uuid[:8]} at ({k}, {s}) conflicts with cached "
+                                 f"root(s) {', '.join(sorted(f[:8] for f in roots if f != entry.event_uuid))} "
+                                 f"-> invalidated {k}'s rounds >= {s}"))
+        if self.round_regression:
+            top = store.max_seq(k)
+            if top is not None and top > s:
+                later = store.entries_from(k, s + 1)
+                session.evict(k, s, kind="round-regression", positions=[*_positions(later[:1]), entry.pos],
+                              explanation=(f"rebuild: a record of ({k}, {s}) follows records of round {top} "
+                                           f"-> evicted {k}'s rounds > {s}"))
+        return entry
+
+    def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+        store, k, s, sk = session.store, task.business_key, task.seq, task.state_key
+        if task.is_root:
+            roots = store.roots(k, s)
+            if roots and (len(roots) > 1 or task.event_uuid not in roots):
+                conflicting = [e for e in store.root_entries(k, s) if e.event_uuid != task.event_uuid]
+                if conflicting:
+                    session.invalidate(
+                        k, s, kind="root-conflict", positions=_positions(conflicting),
+                        explanation=(f"lookup: input {task.event_uuid[:8]} at ({k}, {s}) conflicts with cached "
+                                     f"root(s) {', '.join(sorted({e.event_uuid[:8] for e in conflicting}))} "
+                                     f"-> invalidated {k}'s rounds >= {s}"))
+        entry = store.get(sk)
+        if entry is None:
+            session.evict(k, s, kind="miss-eviction",
+                          explanation=f"lookup: miss at ({k}, {s}) -> round {s} is recomputed, evicted rounds > {s}")
+            return LookupDecision.found(None, f"miss at ({k}, {s})")
+        evidence = session.state.evidence.get(k)
+        if (task.event_id is not None and evidence and task.event_id in evidence
+                and entry.task_event_id != task.event_id):
+            removed = [store.remove(sk), *store.evict(k, s)]
+            session.record("evict", [e for e in removed if e is not None], business_key=k, seq=s,
+                           kind="identity-mismatch", positions=[entry.pos] if entry.pos is not None else [],
+                           explanation=(f"lookup: evidenced event id {task.event_id} differs from the cached "
+                                        f"record's {entry.task_event_id} -> removed it, evicted rounds > {s}"))
+            return LookupDecision.found(None, "identity mismatch with a reused parent's output")
+        return LookupDecision.found(entry)
+
+
+class LookupOnlyRule(FixedRule):
+    """The fixed rule without rebuild-time invalidation (conflicts are only seen at lookup).
+
+    When it is wrong: never stale in the matrix, but wasteful — a returning branch whose record
+    overwrote the old one still sees the stale conflicting root and reruns (G03).
+    """
+
+    name = "lookup-only"
+    summary = "fixed rule without the rebuild-time invalidation"
+    rebuild_invalidation = False
+
+
+class FixedRoundRegressionRule(FixedRule):
+    """The fixed rule plus the optional round-regression rebuild flag (spec §10.3, not in #1301):
+    a record of (k, s) appearing after records of (k, s' > s) evicts k's rounds > s.
+
+    Closes the tombstoned-conflicting-root hole; costs about 0.5–1.5% of the reference rule's reuses.
+    """
+
+    name = "fixed+round-regression"
+    summary = "fixed rule plus: a record of (k, s) after later rounds evicts > s at rebuild"
+    round_regression = True
+
+
+class _Node:
+    """One step of a branch path: the root (seq, fingerprint) after ``parent``. Interned: compare by identity."""
+
+    __slots__ = ("seq", "fp", "parent")
+
+    def __init__(self, seq: int, fp: str, parent: _Node | None) -> None:
+        self.seq, self.fp, self.parent = seq, fp, parent
+
+    def __repr__(self) -> str:
+        steps, node = [], self
+        while node is not None:
+            steps.append(f"{node.seq}:{node.fp[:8]}")
+            node = node.parent
+        return "branch(" + " > ".join(reversed(steps)) + ")"
+
+
+def _upto(node: _Node | None, seq: int, inclusive: bool) -> _Node | None:
+    while node is not None and (node.seq > seq or (not inclusive and node.seq == seq)):
+        node = node.parent
+    return node
+
+
+@dataclass
+class BranchState(RuleState):
+    """Branch-aware state: interned branch paths, the rebuild's path and the replay's path per key."""
+
+    nodes: dict[tuple[int, int, str], _Node] = field(default_factory=dict)
+    log_path: dict[str, _Node | None] = field(default_factory=dict)
+    replay_path: dict[str, _Node | None] = field(default_factory=dict)
+
+    def node(self, parent: _Node | None, seq: int, fp: str) -> _Node:
+        """The interned path ``parent`` → (seq, fp)."""
+        key = (id(parent), seq, fp)
+        found = self.nodes.get(key)
+        if found is None:
+            found = self.nodes[key] = _Node(seq, fp, parent)
+        return found
+
+    def copy(self) -> BranchState:
+        new = BranchState(evidence={k: set(v) for k, v in self.evidence.items()}, extra=dict(self.extra))
+        new.nodes = self.nodes  # append-only interning table, safe to share
+        new.log_path = dict(self.log_path)
+        new.replay_path = dict(self.replay_path)
+        return new
+
+
+class BranchAwareRule(FixedRule):
+    """The branch-aware variant of spec §10.3 "Known limits": rebuild tags each record with the
+    branch (the path of roots seen before it for its key); a replay keeps only the records of the
+    branch it is on. A returning branch reuses its own earlier round (G01: A REUSE, C RERUN).
+
+    Miss eviction and the evidence identity check are kept from the fixed rule. When it is wrong:
+    the same limits as the fixed rule except the returning-branch rerun and the tombstoned
+    conflicting root; an invisible branch return (spec §10.3) still defeats it.
+    """
+
+    name = "branch-aware"
+    summary = "records tagged with their root path at rebuild; replay keeps only its own branch"
+    rebuild_invalidation = False
+
+    def new_state(self) -> BranchState:
+        return BranchState()
+
+    def rebuild(self, session: RecoverySession, entry: Entry) -> Entry | None:
+        state: BranchState = session.state  # type: ignore[assignment]
+        k, s = entry.business_key, entry.seq
+        path = state.log_path.get(k)
+        if entry.is_root:
+            path = state.node(_upto(path, s, False), s, entry.event_uuid)
+            state.log_path[k] = path
+            return replace(entry, branch=path)
+        return replace(entry, branch=_upto(path, s, True))
+
+    def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+        state: BranchState = session.state  # type: ignore[assignment]
+        store, k, s = session.store, task.business_key, task.seq
+        current = state.replay_path.get(k)
+        if task.is_root:
+            current = state.node(_upto(current, s, False), s, task.event_uuid)
+            state.replay_path[k] = current
+            stale = [e for e in store.entries_from(k, s) if _upto(e.branch, s, True) is not current]
+            if stale:
+                session.remove_entries(stale, business_key=k, seq=s, kind="branch-change",
+                                       positions=_positions(stale),
+                                       explanation=(f"lookup: input {task.event_uuid[:8]} at ({k}, {s}) -> dropped "
+                                                    f"{len(stale)} record(s) of rounds >= {s} from other branches"))
+        else:
+            entry = store.get(task.state_key)
+            if entry is not None and _upto(entry.branch, s, True) is not _upto(current, s, True):
+                session.remove(task.state_key, kind="branch-change", positions=_positions([entry]),
+                               explanation=f"lookup: the record at ({k}, {s}) belongs to another branch")
+        return super().lookup(session, task)
+
+    def on_write(self, session: RecoverySession, entry: Entry) -> Entry:
+        state: BranchState = session.state  # type: ignore[assignment]
+        return replace(entry, branch=_upto(state.replay_path.get(entry.business_key), entry.seq, True))
+
+
+RULES: Mapping[str, Callable[..., DivergenceRule]] = MappingProxyType({
+    "original": OriginalRule,
+    "naive": NaiveRule,
+    "fixed": FixedRule,
+    "lookup-only": LookupOnlyRule,
+    "branch-aware": BranchAwareRule,
+    "fixed+round-regression": FixedRoundRegressionRule,
+})
+
+
+def get_rule(name: str, **options: Any) -> DivergenceRule:
+    """A built-in rule by name (``RULES``); ``"original:kafka-k1"`` selects an original-rule flavour."""
+    base, _, flavour = name.partition(":")
+    if flavour:
+        if base != "original":
+            raise RecoveryError(f"only the original rule has flavours, got {name!r}")
+        options["flavour"] = flavour
+    factory = RULES.get(base)
+    if factory is None:
+        raise RecoveryError(f"unknown rule {name!r}; use one of {', '.join(RULES)} (or original:<flavour>)")
+    return factory(**options)

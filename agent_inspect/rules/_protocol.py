@@ -1,0 +1,121 @@
+"""The divergence-rule protocol users subclass to prototype their own rule."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from agent_inspect.recovery._model import Entry, LookupDecision, PruneResult, Task
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery._session import RecoverySession
+
+__all__ = ["DivergenceRule", "RuleState"]
+
+
+@dataclass
+class RuleState:
+    """Per-replay mutable state of a rule. ``evidence`` is Evidence(k) of spec §10.3.
+
+    Subclass it (and override :meth:`DivergenceRule.new_state`) to keep more; :meth:`copy` must
+    return an independent copy (the executor's ``back()`` copies sessions).
+    """
+
+    evidence: dict[str, set[str]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def copy(self) -> RuleState:
+        """An independent copy (deep for the containers, shared for immutable contents)."""
+        new = copy.copy(self)
+        new.evidence = {k: set(v) for k, v in self.evidence.items()}
+        new.extra = copy.deepcopy(self.extra)
+        return new
+
+
+class DivergenceRule:
+    """A store divergence rule: what rebuild keeps and what a lookup reuses, evicts or invalidates.
+
+    A rule is driven by a :class:`~agent_inspect.recovery.RecoverySession` (``session``), which
+    holds the :class:`~agent_inspect.recovery.Store` (``session.store``), the rule's
+    :class:`RuleState` (``session.state``) and the record of cache events. Hooks:
+
+    - ``rebuild(session, entry) -> Entry | None``: called for each record of the rebuild window in
+      log order, *before* the write lands (tombstones never reach it). Return the entry to cache
+      (possibly tagged with ``dataclasses.replace(entry, branch=...)``) or None to drop the write.
+    - ``lookup(session, task) -> LookupDecision``: one upstream ``get`` (spec §8.2 / §10.3) for a
+      :class:`~agent_inspect.recovery.Task` (key, seq, action and event identity, root flag,
+      state key). Remove entries only via ``session.invalidate / evict / evict_all_keys / remove /
+      remove_entries`` (each takes a divergence ``kind`` and a one-line ``explanation``) so every
+      removal is recorded; finish with ``LookupDecision.found(session.store.get(task.state_key))``
+      (REUSE / RESUME / RERUN) or ``LookupDecision.fail(reason)``.
+    - ``on_reuse(session, task, entry)``: after a REUSE; by default adds the reused record's output
+      event ids to Evidence(k).
+    - ``on_write(session, entry) -> Entry``: before a replay write lands (default: unchanged).
+    - ``prune(session, business_key, seq, key_text) -> PruneResult``: checkpoint-complete pruning
+      (default: exact range, seq ≤ s).
+
+    Worked example — the fixed rule without identity checks, in a dozen lines::
+
+        from agent_inspect.rules import DivergenceRule
+        from agent_inspect.recovery import LookupDecision
+
+        class RootsOnly(DivergenceRule):
+            name = "roots-only"
+
+            def rebuild(self, session, entry):
+                if entry.is_root and session.store.roots(entry.business_key, entry.seq) - {entry.fingerprint}:
+                    session.invalidate(entry.business_key, entry.seq, kind="root-conflict",
+                                       explanation="conflicting root while rebuilding",
+                                       positions=[entry.pos])
+                return entry
+
+            def lookup(self, session, task):
+                k, s = task.business_key, task.seq
+                if task.is_root and session.store.roots(k, s) - {task.event_uuid}:
+                    session.invalidate(k, s, kind="root-conflict", explanation="a different input at this seq")
+                entry = session.store.get(task.state_key)
+                if entry is None:
+                    session.evict(k, s, kind="miss-eviction", explanation="miss: later rounds are stale")
+                return LookupDecision.found(entry)
+
+        result = ai.reconstruct(log, rule=RootsOnly())
+
+    Class attributes ``name`` and ``summary`` label the rule in tables; ``protects`` says whether it
+    claims protection against stale reuse (the case matrix checks such rules never reuse stale).
+    """
+
+    name: ClassVar[str] = "custom"
+    summary: ClassVar[str] = ""
+    protects: ClassVar[bool] = True
+
+    def new_state(self) -> RuleState:
+        """A fresh per-replay state."""
+        return RuleState()
+
+    def rebuild(self, session: RecoverySession, entry: Entry) -> Entry | None:
+        """Rebuild hook (before the write lands). Default: plain last write wins."""
+        return entry
+
+    def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+        """Lookup hook: decide REUSE / RESUME / RERUN / FAIL for ``task``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement lookup(session, task)")
+
+    def on_reuse(self, session: RecoverySession, task: Task, entry: Entry) -> None:
+        """After a REUSE: the reused outputs become evidence for their children (spec §10.3)."""
+        if entry.output_event_ids:
+            session.evidence(task.business_key).update(entry.output_event_ids)
+
+    def on_write(self, session: RecoverySession, entry: Entry) -> Entry:
+        """Before a replay write lands. Default: unchanged."""
+        return entry
+
+    def prune(self, session: RecoverySession, business_key: str, seq: int, key_text: str | None) -> PruneResult:
+        """Checkpoint-complete pruning of ``business_key``'s entries with seq ≤ ``seq`` (spec §6.6)."""
+        removed = session.store.prune(business_key, seq)
+        session.record("prune", removed, business_key=business_key, seq=seq, kind=None,
+                       explanation=f"checkpoint complete: pruned rounds <= {seq}")
+        return PruneResult(tuple(removed))
+
+    def __repr__(self) -> str:
+        return f"<rule {self.name}>"
