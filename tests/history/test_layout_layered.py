@@ -1,0 +1,77 @@
+"""The layered layout: edges point down, positions are unique and independent of build order."""
+
+from __future__ import annotations
+
+import networkx as nx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_inspect.history._layout import layered_layout
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> nx.DiGraph:
+    n = draw(st.integers(min_value=0, max_value=40))
+    g = nx.DiGraph()
+    g.add_nodes_from(f"n{i}" for i in range(n))
+    for v in range(1, n):
+        for u in draw(st.lists(st.integers(min_value=0, max_value=v - 1), max_size=3, unique=True)):
+            g.add_edge(f"n{u}", f"n{v}")
+    return g
+
+
+@settings(deadline=None, max_examples=60)
+@given(dags(), st.randoms(use_true_random=False))
+def test_edges_go_down_and_layout_ignores_build_order(g: nx.DiGraph, rnd) -> None:
+    pos = layered_layout(g)
+    assert set(pos) == set(g.nodes)
+    assert len(set(pos.values())) == len(pos)
+    for u, v in g.edges:
+        assert pos[v][1] < pos[u][1]
+    for node, (_, y) in pos.items():
+        if g.in_degree(node) == 0:
+            assert y == 0.0
+        else:
+            # longest-path layering: exactly one layer below the deepest predecessor
+            assert y == min(pos[p][1] for p in g.predecessors(node)) - 1
+    nodes, edges = list(g.nodes), list(g.edges)
+    rnd.shuffle(nodes)
+    rnd.shuffle(edges)
+    shuffled = nx.DiGraph()
+    shuffled.add_nodes_from(nodes)
+    shuffled.add_edges_from(edges)
+    assert layered_layout(shuffled) == pos
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), max_size=40))
+def test_cycles_and_self_loops_still_get_positions(edges: list[tuple[int, int]]) -> None:
+    g = nx.DiGraph(edges)
+    pos = layered_layout(g)
+    assert set(pos) == set(g.nodes)
+    assert len(set(pos.values())) == len(pos)
+    assert layered_layout(g) == pos
+
+
+def test_layers_are_centred_and_follow_the_order_attribute() -> None:
+    g = nx.DiGraph()
+    g.add_node("root", order=0)
+    for i, name in enumerate(["c", "a", "b"]):
+        g.add_node(name, order=i + 1)
+        g.add_edge("root", name)
+    pos = layered_layout(g)
+    assert pos["root"] == (0.0, 0.0)
+    assert [pos[n] for n in ("c", "a", "b")] == [(-1.0, -1.0), (0.0, -1.0), (1.0, -1.0)]
+
+
+def test_barycentric_sweeps_remove_an_avoidable_crossing() -> None:
+    g = nx.DiGraph()
+    for i, name in enumerate(["a", "b", "y", "x"]):
+        g.add_node(name, order=i)
+    g.add_edges_from([("a", "x"), ("b", "y")])
+    pos = layered_layout(g)
+    assert (pos["a"][0] < pos["b"][0]) == (pos["x"][0] < pos["y"][0])
+
+
+def test_empty_graph() -> None:
+    assert layered_layout(nx.DiGraph()) == {}
