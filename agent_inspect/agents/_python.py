@@ -1,0 +1,83 @@
+"""Agents written as plain Python: actions declared with a decorator, bodies run against a context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from agent_inspect._errors import ReplayError
+from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent
+
+__all__ = ["PythonAgent"]
+
+Body = Callable[[AgentEvent, ActionContext], Any]
+
+
+class PythonAgent(BaseAgent):
+    """An agent whose actions are Python functions ``body(event, ctx)``.
+
+    Example::
+
+        agent = PythonAgent()
+
+        @agent.action("process_input", listens=["_input_event"])
+        def process_input(event, ctx):
+            answer = ctx.durable_execute(ask_llm, event.attributes["input"])
+            ctx.short_term.set("last.answer", answer)
+            ctx.send_event("_output_event", {"output": answer})
+
+    Bodies must have side effects only through ``ctx`` (events, memory, durable calls): the replay
+    executor re-runs them to step backwards. The action's K1 identity uses the function's module and
+    qualname (override with ``module=``/``qualname=`` to match a production agent plan).
+    """
+
+    def __init__(self, actions: Iterable[ActionDecl] = ()) -> None:
+        super().__init__(tuple(actions))
+        self._bodies: dict[str, Body] = {}
+
+    def action(self, name: str, *, listens: Iterable[str] | None = None, scope: str | None = None,
+               module: str | None = None, qualname: str | None = None,
+               java: bool = False) -> Any:
+        """Decorator declaring ``name`` as an action listening to the event types ``listens``.
+
+        Without ``listens`` it returns the declared :class:`ActionDecl` of ``name`` (the base lookup).
+        """
+        if listens is None:
+            return super().action(name)
+        triggers = tuple(listens)
+        if not triggers:
+            raise ReplayError(f"action {name!r} listens to nothing; pass listens=[event types]")
+
+        def register(body: Body) -> Body:
+            decl = ActionDecl(name, triggers, module=module or body.__module__,
+                              qualname=qualname or body.__qualname__, java=java, scope=scope)
+            self.add(decl, body)
+            return body
+
+        return register
+
+    def add(self, decl: ActionDecl, body: Body) -> None:
+        """Declare one action with its body (what the decorator does)."""
+        if decl.name in self._bodies:
+            raise ReplayError(f"action {decl.name!r} is declared twice; give each action a unique name")
+        self._bodies[decl.name] = body
+        BaseAgent.__init__(self, (*self.actions, decl))
+
+    def subagent(self, scope: str, child: PythonAgent) -> None:
+        """Make ``child``'s actions reachable as sub-agent ``scope`` (routed by delegate type, §11)."""
+        for decl in child.actions:
+            inner = ActionDecl(decl.name, decl.triggers, decl.module, decl.qualname, decl.java, scope)
+            self.add(inner, child._bodies[decl.name])
+
+    def run_action(self, action: str, ctx: ActionContext) -> None:
+        try:
+            body = self._bodies[action]
+        except KeyError:
+            raise ReplayError(f"agent has no action {action!r}; declare it with @agent.action") from None
+        event = ctx.event
+        if event.type == SUBAGENT_EVENT:
+            # bodies of a sub-agent see the delegate; the wrapper stays on ctx.event
+            a = event.attributes
+            event = AgentEvent(str(a.get("delegateType")), a.get("delegateAttributes") or {}, event.id,
+                               None, event.upstream_event_id, event.upstream_action)
+        body(event, ctx)

@@ -1,0 +1,36 @@
+"""The replay executor: step through a recovery or a dry-run replay like a debugger.
+
+``ReplayExecutor`` drives the recovery store and a divergence rule task by task (spec §9.3),
+matches durable calls by position (§9.4), replays sub-agent calls (§11.4), applies per-action and
+per-call replay policies (§12), and never writes to a source: every write lands in an overlay that
+is also available as a journal of raw records (production mode).
+"""
+
+from __future__ import annotations
+
+from agent_inspect.executor._calls import (
+    CallEvent,
+    CallJournal,
+    CallSlot,
+    RecordedCallError,
+    RecordedValue,
+    python_args_digest,
+    python_function_id,
+)
+from agent_inspect.executor._context import ReplayContext
+from agent_inspect.executor._engine import Counters, MemoryState, ReplayExecutor
+from agent_inspect.executor._memory import Memory
+from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
+from agent_inspect.executor._record import OpaqueMemoryValue, RecordView
+from agent_inspect.executor._report import ReplaySafetyReport
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+
+__all__ = [
+    # the executor and its control
+    "ReplayExecutor", "Step", "StepKind", "Breakpoint", "Counters", "MemoryState",
+    # policies and the dry-run report
+    "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
+    # bodies' context, durable calls, memory
+    "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
+    "python_function_id", "python_args_digest", "Memory", "RecordView", "OpaqueMemoryValue",
+]

@@ -1,0 +1,370 @@
+"""Durable-call matching inside one action execution (spec §9.4, §13.1).
+
+A :class:`CallJournal` is the executor's model of upstream's per-execution durable context: calls are
+matched *by position* against the recorded call results; a hit returns (or re-raises) the record, a
+mismatch truncates, a PENDING slot of a reconcilable call runs the reconciler. Every decision is
+reported through a callback so the executor can turn it into a step.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import inspect
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from agent_inspect._errors import ReplayError
+
+__all__ = [
+    "CallSlot",
+    "CallEvent",
+    "CallJournal",
+    "RecordedCallError",
+    "RecordedValue",
+    "python_function_id",
+    "python_args_digest",
+    "effective_status",
+]
+
+_log = logging.getLogger("agent_inspect.executor")
+
+Status = Literal["PENDING", "SUCCEEDED", "FAILED"]
+_UNSET: Any = object()
+
+
+def effective_status(status: str | None, exception_payload: Any) -> Status:
+    """Status of a call result; legacy records without ``status`` infer it from the exception (§5.5)."""
+    if status:
+        return status  # type: ignore[return-value]
+    return "SUCCEEDED" if exception_payload is None else "FAILED"
+
+
+@dataclass(frozen=True)
+class CallSlot:
+    """One durable-call result as recorded (payloads are the raw bytes, never unpickled implicitly).
+
+    ``value``/``error`` hold the live Python result when the call ran inside this replay, so the body
+    gets the real object back without deserializing anything.
+    """
+
+    function_id: str
+    args_digest: str
+    status: Status
+    result_payload: bytes | None = None
+    exception_payload: bytes | None = None
+    value: Any = _UNSET
+    error: BaseException | None = None
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        return (self.function_id, self.args_digest)
+
+    @classmethod
+    def from_record(cls, call: Any) -> CallSlot:
+        """Build from a decoded codec ``CallResult`` (or any object/dict with the upstream field names)."""
+        get = call.get if isinstance(call, dict) else (lambda n, d=None: getattr(call, n, d))
+        fid = _first(get, "function_id", "functionId") or ""
+        digest = _first(get, "args_digest", "argsDigest") or ""
+        res = _payload_bytes(_first(get, "result_payload", "resultPayload"))
+        exc = _payload_bytes(_first(get, "exception_payload", "exceptionPayload"))
+        status = effective_status(_first(get, "status"), exc)
+        return cls(fid, digest, status, res, exc)
+
+
+def _first(get: Callable[..., Any], *names: str) -> Any:
+    for n in names:
+        v = get(n, None)
+        if v is not None:
+            return v
+    return None
+
+
+def _payload_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return base64.b64decode(value)
+    raise ReplayError(f"unsupported call payload type {type(value).__name__}; pass bytes or base64 text")
+
+
+class RecordedCallError(Exception):
+    """A recorded failure re-raised into a body when its payload is not (or cannot be) deserialized.
+
+    ``payload`` is the raw exception payload; for Java records the message is "``<FQN>: <message>``".
+    """
+
+    def __init__(self, message: str, *, function_id: str, payload: bytes | None) -> None:
+        super().__init__(message)
+        self.function_id = function_id
+        self.payload = payload
+
+
+@dataclass(frozen=True)
+class RecordedValue:
+    """An opaque recorded result handed to a body instead of unpickling an untrusted payload."""
+
+    function_id: str
+    payload: bytes | None
+
+    def __repr__(self) -> str:
+        size = 0 if self.payload is None else len(self.payload)
+        return f"RecordedValue({self.function_id!r}, {size} bytes)"
+
+
+def python_function_id(fn: Callable[..., Any]) -> str:
+    """Upstream's durable function id ``<module>.<qualname>`` of a Python callable (§13.1)."""
+    mod = inspect.getmodule(fn)
+    module = mod.__name__ if mod is not None else getattr(fn, "__module__", None) or "<unknown>"
+    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "<unknown>"
+    return f"{module}.{qual}"
+
+
+def python_args_digest(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    """First 16 hex chars of SHA-256 over ``cloudpickle.dumps((args, kwargs))`` (§13.1).
+
+    Falls back to the UTF-8 of ``str((args, kwargs))`` when pickling fails, like upstream.
+    """
+    import cloudpickle
+
+    try:
+        data = cloudpickle.dumps((tuple(args), dict(kwargs)))
+    except Exception:  # noqa: BLE001 - upstream falls back on any pickling failure
+        data = str((tuple(args), dict(kwargs))).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CallEvent:
+    """What one durable call did: ``outcome`` is one of
+
+    ``hit`` (recorded result returned), ``hit-failed`` (recorded exception re-raised), ``pending-hit``
+    (completion-only call on a PENDING slot: null payloads), ``mismatch`` (identity differs; results cut
+    at ``index``), ``truncate`` (the reconcile path persisted the cut list), ``execute`` (ran for real),
+    ``reconcile`` (reconciler ran for a PENDING slot), ``pending`` (PENDING slot appended),
+    ``stub``/``deny`` (served or refused by the replay's call policy), ``served-recorded`` (a rerun was
+    served a production result by policy).
+    """
+
+    index: int
+    function_id: str
+    args_digest: str
+    outcome: str
+    status: str | None = None
+    recorded: tuple[str, str] | None = None
+    results_before: int = 0
+    results_after: int = 0
+
+
+Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
+
+
+class CallJournal:
+    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext).
+
+    ``recorded`` is the call-result list of the cached record (empty for a fresh execution).
+    ``persist(results)`` is called with the full list whenever upstream would write the ActionState.
+    ``report(event)`` receives one :class:`CallEvent` per decision. ``run(function_id, args_digest,
+    call, index)`` decides how a call that must run is served (execute / stub / deny) and returns
+    ``(outcome, value)``; it may raise.
+    """
+
+    def __init__(self, recorded: Sequence[CallSlot] = (), *,
+                 persist: Callable[[tuple[CallSlot, ...]], None] = lambda results: None,
+                 report: Callable[[CallEvent], None] = lambda event: None,
+                 run: Executor | None = None,
+                 decode: Callable[[CallSlot], Any] | None = None,
+                 java: bool = False) -> None:
+        self.results: list[CallSlot] = list(recorded)
+        self.index = 0
+        self._persist = persist
+        self._report = report
+        self._run = run or _run_for_real
+        self._decode = decode or decode_recorded
+        self._java = java
+
+    # -- public -------------------------------------------------------------------------------
+
+    def call(self, function_id: str, args_digest: str, call: Callable[[], Any], *,
+             reconciler: Callable[[], Any] | None = None) -> Any:
+        """Run one durable call at the current index; returns the (recorded or fresh) result."""
+        if reconciler is not None:
+            return self._reconcilable(function_id, args_digest, call, reconciler)
+        return self._completion_only(function_id, args_digest, call)
+
+    # -- completion-only (§9.4 first list) ----------------------------------------------------
+
+    def _completion_only(self, fid: str, digest: str, call: Callable[[], Any]) -> Any:
+        i = self.index
+        before = len(self.results)
+        if i < len(self.results):
+            slot = self.results[i]
+            if slot.identity == (fid, digest):
+                self.index += 1
+                return self._replay(i, slot, before)
+            self._warn_mismatch(i, slot, fid, digest)
+            del self.results[i:]
+            self._report(CallEvent(i, fid, digest, "mismatch", recorded=slot.identity,
+                                   results_before=before, results_after=len(self.results)))
+        outcome, value, error = self._execute(fid, digest, call, i)
+        self.results.append(_slot(fid, digest, value, error))
+        self.index += 1
+        self._report(CallEvent(i, fid, digest, outcome, status=self.results[-1].status,
+                               results_before=before, results_after=len(self.results)))
+        self._persist(tuple(self.results))
+        return _deliver(value, error)
+
+    # -- reconcilable (§9.4 second list) -------------------------------------------------------
+
+    def _reconcilable(self, fid: str, digest: str, call: Callable[[], Any],
+                      reconciler: Callable[[], Any]) -> Any:
+        i = self.index
+        before = len(self.results)
+        if i < len(self.results):
+            slot = self.results[i]
+            if slot.identity == (fid, digest):
+                if slot.status != "PENDING":
+                    self.index += 1
+                    return self._replay(i, slot, before)
+                outcome, value, error = self._execute(fid, digest, reconciler, i, reconcile=True)
+                self.results[i] = _slot(fid, digest, value, error)
+                self.index += 1
+                self._report(CallEvent(i, fid, digest, outcome, status=self.results[i].status,
+                                       recorded=slot.identity, results_before=before,
+                                       results_after=len(self.results)))
+                self._persist(tuple(self.results))
+                return _deliver(value, error)
+            self._warn_mismatch(i, slot, fid, digest)
+            del self.results[i:]
+            self._report(CallEvent(i, fid, digest, "truncate", recorded=slot.identity,
+                                   results_before=before, results_after=len(self.results)))
+            self._persist(tuple(self.results))
+        self.results.append(CallSlot(fid, digest, "PENDING"))
+        self._report(CallEvent(i, fid, digest, "pending", status="PENDING",
+                               results_before=before, results_after=len(self.results)))
+        self._persist(tuple(self.results))
+        outcome, value, error = self._execute(fid, digest, call, i)
+        self.results[i] = _slot(fid, digest, value, error)
+        self.index += 1
+        self._report(CallEvent(i, fid, digest, outcome, status=self.results[i].status,
+                               results_before=len(self.results), results_after=len(self.results)))
+        self._persist(tuple(self.results))
+        return _deliver(value, error)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
+        if slot.status == "PENDING":
+            self._report(CallEvent(i, slot.function_id, slot.args_digest, "pending-hit",
+                                   status="PENDING", recorded=slot.identity,
+                                   results_before=before, results_after=before))
+            if self._java:
+                raise RecordedCallError(
+                    "java.lang.NullPointerException: recorded PENDING slot replayed as a hit "
+                    "(upstream Optional.of(null), spec §9.4)", function_id=slot.function_id, payload=None)
+            return None
+        failed = slot.status == "FAILED"
+        self._report(CallEvent(i, slot.function_id, slot.args_digest, "hit-failed" if failed else "hit",
+                               status=slot.status, recorded=slot.identity,
+                               results_before=before, results_after=before))
+        if failed:
+            if slot.error is not None:
+                raise slot.error
+            raise self._decode(slot)
+        if slot.value is not _UNSET:
+            return slot.value
+        if self._java and slot.result_payload is None:
+            raise RecordedCallError(
+                "java.lang.NullPointerException: recorded null result (upstream Optional.of(null), "
+                "spec §9.4)", function_id=slot.function_id, payload=None)
+        return self._decode(slot)
+
+    def _execute(self, fid: str, digest: str, call: Callable[[], Any], i: int, *,
+                 reconcile: bool = False) -> tuple[str, Any, BaseException | None]:
+        try:
+            outcome, value = self._run(fid, digest, call, i)
+        except ReplayError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing call is recorded as FAILED, like upstream
+            return ("reconcile" if reconcile else "execute"), None, exc
+        if reconcile and outcome == "execute":
+            outcome = "reconcile"
+        return outcome, value, None
+
+    @staticmethod
+    def _warn_mismatch(i: int, slot: CallSlot, fid: str, digest: str) -> None:
+        _log.warning("Non-deterministic call detected at index %d: expected functionId=%s, argsDigest=%s, "
+                     "but got functionId=%s, argsDigest=%s. Clearing subsequent results.",
+                     i, slot.function_id, slot.args_digest, fid, digest)
+
+
+def _run_for_real(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
+    return "execute", call()
+
+
+def _slot(fid: str, digest: str, value: Any, error: BaseException | None) -> CallSlot:
+    if error is not None:
+        return CallSlot(fid, digest, "FAILED", None, _pickle(error), error=error)
+    return CallSlot(fid, digest, "SUCCEEDED", _pickle(value), None, value=value)
+
+
+def _pickle(obj: Any) -> bytes:
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps(obj)
+    except Exception:  # noqa: BLE001 - an unpicklable value still needs a payload in the journal
+        return cloudpickle.dumps(repr(obj))
+
+
+def _deliver(value: Any, error: BaseException | None) -> Any:
+    if error is not None:
+        raise error
+    return value
+
+
+def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
+    """The Python value of a recorded payload: JSON (Java) is decoded; pickles only when trusted.
+
+    For a FAILED slot this returns the exception to raise.
+    """
+    payload = slot.exception_payload if slot.status == "FAILED" else slot.result_payload
+    if payload is None:
+        if slot.status == "FAILED":
+            return RecordedCallError(f"recorded failure of {slot.function_id} without payload",
+                                     function_id=slot.function_id, payload=None)
+        return None
+    if payload[:1] == b"\x80":
+        if trust_pickles:
+            import cloudpickle
+
+            obj = cloudpickle.loads(payload)
+            if slot.status == "FAILED" and not isinstance(obj, BaseException):
+                return RecordedCallError(repr(obj), function_id=slot.function_id, payload=payload)
+            return obj
+        if slot.status == "FAILED":
+            return RecordedCallError(f"recorded Python exception of {slot.function_id} "
+                                     "(pickled payload not loaded; pass trust_payloads=True to load it)",
+                                     function_id=slot.function_id, payload=payload)
+        return RecordedValue(slot.function_id, payload)
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        data = payload
+    if slot.status == "FAILED":
+        if isinstance(data, dict) and "exceptionClass" in data:
+            msg = f"{data.get('exceptionClass')}: {data.get('message')}"
+        else:
+            msg = str(data)
+        return RecordedCallError(msg, function_id=slot.function_id, payload=payload)
+    return data
+
+
+def with_value(slot: CallSlot, value: Any) -> CallSlot:
+    """A copy of ``slot`` carrying a live value (used when a stub serves a call)."""
+    return replace(slot, value=value)

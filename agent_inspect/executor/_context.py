@@ -1,0 +1,152 @@
+"""The execution context a body runs against inside the replay executor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect._errors import ReplayError
+from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.executor._calls import CallJournal, python_args_digest, python_function_id
+from agent_inspect.executor._events import wrap_subagent
+from agent_inspect.executor._memory import Memory
+
+if TYPE_CHECKING:
+    from agent_inspect.executor._engine import ReplayExecutor
+
+__all__ = ["ReplayContext", "RecordingMemory"]
+
+
+class RecordingMemory:
+    """A memory view for one body: reads and writes the key's memory and records every write."""
+
+    def __init__(self, memory: Memory, updates: list[tuple[str, Any]]) -> None:
+        self._memory = memory
+        self._updates = updates
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return self._memory.get(path, default)
+
+    def set(self, path: str, value: Any) -> None:
+        self._memory.set(path, value)
+        self._updates.append((path, value))
+
+    def new_object(self, path: str) -> None:
+        self._memory.new_object(path)
+        self._updates.append((path, None))
+
+    def __contains__(self, path: str) -> bool:
+        return path in self._memory
+
+
+class ReplayContext:
+    """What an action body may do: send events, use memory, make durable and sub-agent calls.
+
+    ``durable_execute`` accepts both forms:
+
+    - ``durable_execute(fn, *args, reconciler=None, **kwargs)``: a Python callable; its identity is
+      upstream's ``<module>.<qualname>`` plus the cloudpickle args digest (§13.1);
+    - ``durable_execute(function_id, args_digest, call)``: an explicit identity (Java ids use ``""``).
+    """
+
+    def __init__(self, runtime: ReplayExecutor, *, key: str, seq: int, action: str, event: AgentEvent,
+                 calls: CallJournal, short_term: Memory, sensory: Memory,
+                 subcall: tuple[str, str, str] | None = None) -> None:
+        self.key = key
+        self.seq = seq
+        self.action = action
+        self.event = event
+        self.calls = calls
+        self.outputs: list[AgentEvent] = []
+        self.short_term_updates: list[tuple[str, Any]] = []
+        self.sensory_updates: list[tuple[str, Any]] = []
+        self._stm = RecordingMemory(short_term, self.short_term_updates)
+        self._sensory = RecordingMemory(sensory, self.sensory_updates)
+        self._runtime = runtime
+        self._subcall = subcall
+        self._sessions: dict[str, list[int]] = {}
+
+    @property
+    def short_term(self) -> RecordingMemory:
+        return self._stm
+
+    @property
+    def sensory(self) -> RecordingMemory:
+        return self._sensory
+
+    # -- events -------------------------------------------------------------------------------
+
+    def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
+        """Emit an event with a fresh id; inside a sub-agent call it is re-wrapped for the same call."""
+        attrs = dict(attributes or {})
+        new_id = self._runtime._ids.new()
+        if self._subcall is not None and type != SUBAGENT_EVENT:
+            scope, session, call = self._subcall
+            ev = wrap_subagent(scope, session, call, type, attrs, event_id=new_id,
+                               upstream_event_id=self.event.id, upstream_action=self.action)
+        else:
+            ev = AgentEvent(type, attrs, new_id, None, self.event.id, self.action)
+        self.outputs.append(ev)
+
+    # -- durable calls --------------------------------------------------------------------------
+
+    def durable_execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a durable call; a matching recorded result is replayed by position (§9.4)."""
+        reconciler = kwargs.pop("reconciler", None)
+        fid, digest, call = self._identity(fn, args, kwargs)
+        return self.calls.call(fid, digest, call, reconciler=reconciler)
+
+    def durable_execute_reconcilable(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """A reconcilable durable call: a PENDING slot with the same identity runs the reconciler.
+
+        Forms: ``(function_id, args_digest, call, reconciler)`` or ``(fn, *args, reconciler=r, **kw)``.
+        """
+        if isinstance(fn, str):
+            if len(args) != 3:
+                raise ReplayError("durable_execute_reconcilable(function_id, args_digest, call, reconciler) "
+                                  "takes exactly these four arguments")
+            digest, call, reconciler = args
+            return self.calls.call(fn, digest, call, reconciler=reconciler)
+        reconciler = kwargs.pop("reconciler", None)
+        if reconciler is None:
+            raise ReplayError("durable_execute_reconcilable needs reconciler=<zero-argument callable>")
+        fid, digest, call = self._identity(fn, args, kwargs)
+        return self.calls.call(fid, digest, call, reconciler=reconciler)
+
+    @staticmethod
+    def _identity(fn: Any, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> tuple[str, str, Callable[[], Any]]:
+        if isinstance(fn, str):
+            if len(args) != 2 or kwargs or not callable(args[1]):
+                raise ReplayError("durable_execute(function_id, args_digest, call) takes an id, a digest "
+                                  "and a zero-argument callable; or pass a Python callable and its args")
+            return fn, str(args[0]), args[1]
+        if not callable(fn):
+            raise ReplayError(f"durable_execute needs a callable or a function id, got {type(fn).__name__}")
+        return (python_function_id(fn), python_args_digest(args, kwargs),
+                lambda: fn(*args, **kwargs))
+
+    # -- sub-agents ---------------------------------------------------------------------------
+
+    def call_subagent(self, scope: str, event_type: str, attributes: Mapping[str, Any] | None = None, *,
+                      session_id: str | None = None, call_id: str | None = None) -> Any:
+        """Call sub-agent ``scope`` (§11.3): a durable call ``<sessionId>#<callId>`` whose result is the
+        list of the attributes of the child's delegate ``_output_event``s."""
+        attrs = dict(attributes or {})
+        if session_id is None or call_id is None:
+            session_id, call_id = self._allocate_ids(scope)
+        fid = f"{session_id}#{call_id}"
+        run = self._runtime._subagent_runner(self, scope, session_id, call_id, event_type, attrs)
+        return self.calls.call(fid, "", run)
+
+    def _allocate_ids(self, scope: str) -> tuple[str, str]:
+        from agent_inspect.codec import subagent_ids, subagent_namespace_digest
+
+        digest = subagent_namespace_digest(self.key, self.seq, self.action, self.event.type,
+                                           dict(self.event.attributes), agent_name=scope)
+        if scope not in self._sessions:
+            self._sessions[scope] = [len(self._sessions), 0]
+        slot = self._sessions[scope]
+        slot[1] += 1
+        ids = subagent_ids(digest, session=slot[0], call=slot[1])
+        return ids.session_id, ids.call_id

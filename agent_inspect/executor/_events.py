@@ -1,0 +1,67 @@
+"""Event helpers of the executor: deterministic ids, record → event, sub-agent wrapping (§11.1)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+
+__all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS"]
+
+SUBAGENT_EVENT_CLASS = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
+
+
+class IdSource:
+    """Deterministic random v4 UUIDs, so a re-execution (``back()``) regenerates identical ids."""
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._rng = random.Random(seed)
+
+    def reset(self) -> None:
+        self._rng = random.Random(self._seed)
+
+    def new(self) -> str:
+        return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+
+
+def event_from_record(event: Any) -> AgentEvent:
+    """An :class:`AgentEvent` from a decoded codec event (or a dict in the upstream JSON shape)."""
+    if isinstance(event, AgentEvent):
+        return event
+    get = event.get if isinstance(event, Mapping) else (lambda n, d=None: getattr(event, n, d))
+
+    def first(*names: str) -> Any:
+        for n in names:
+            v = get(n, None)
+            if v is not None:
+                return v
+        return None
+
+    attrs = first("attributes")
+    if attrs is None:
+        attrs = {}
+    elif not isinstance(attrs, Mapping):
+        import msgspec
+
+        attrs = msgspec.json.decode(bytes(attrs) if isinstance(attrs, msgspec.Raw) else attrs)
+    return AgentEvent(
+        type=str(first("type", "event_type") or ""),
+        attributes=attrs,
+        id=first("id"),
+        event_class=first("event_class", "class_", "cls", "@class"),
+        upstream_event_id=first("upstream_event_id", "upstreamEventId"),
+        upstream_action=first("upstream_action_name", "upstream_action", "upstreamActionName"),
+    )
+
+
+def wrap_subagent(scope: str, session_id: str, call_id: str, event_type: str,
+                  attributes: Mapping[str, Any], *, event_id: str, upstream_event_id: str | None,
+                  upstream_action: str | None) -> AgentEvent:
+    """An ``InternalSubagentCallEvent`` carrying the routing metadata in its attributes (§11.1)."""
+    attrs = {"targetScope": scope, "callId": call_id, "sessionId": session_id,
+             "delegateType": event_type, "delegateAttributes": dict(attributes)}
+    return AgentEvent(SUBAGENT_EVENT, attrs, event_id, SUBAGENT_EVENT_CLASS, upstream_event_id, upstream_action)

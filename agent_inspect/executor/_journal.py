@@ -1,0 +1,72 @@
+"""Production mode: the overlay's writes as a journal of raw records, markers, and the combined log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["build_journal", "end_offsets", "combined_log", "JOURNAL_LOCATION"]
+
+JOURNAL_LOCATION = "agent_inspect:replay-journal"
+
+
+def _base_ends(log: Any) -> dict[int, int]:
+    if log is None:
+        return {}
+    ends = dict(getattr(getattr(log, "source", None), "end_offsets", None) or {})
+    recs = log.records
+    if len(recs):
+        for p, off in recs.groupby("partition", observed=True)["offset"].max().items():
+            ends[int(p)] = max(ends.get(int(p), 0), int(off) + 1)
+    return {int(p): int(o) for p, o in ends.items()}
+
+
+def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any, value_format: str,
+                  num_partitions: int) -> Any:
+    """A ``RawBatch`` of ``writes`` (state key, task, record view) in write order.
+
+    Partition per the upstream partitioner (§6.3); offsets continue after the base log's end.
+    """
+    from agent_inspect.codec import encode_action_state, kafka_partition
+    from agent_inspect.sources import RawBatch
+
+    nxt = _base_ends(log)
+    batch = RawBatch()
+    for sk, _task, view in writes:
+        p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
+        off = nxt.get(p, 0)
+        nxt[p] = off + 1
+        value = encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
+        batch.append(p, off, None, sk.encode("utf-8"), value)
+    return batch
+
+
+def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int]:
+    """The recovery marker now: per partition, the next offset to be written (§6.4)."""
+    ends = _base_ends(log)
+    for p in range(num_partitions):
+        ends.setdefault(p, 0)
+    for p, off in zip(journal.partition, journal.offset):
+        ends[p] = max(ends.get(p, 0), off + 1)
+    return dict(sorted(ends.items()))
+
+
+def combined_log(log: Any, journal: Any) -> Any:
+    """The base records followed by the journal, decoded as one ``ActionStateLog``."""
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.sources import SourceInfo
+
+    batches = []
+    if log is not None:
+        batches.append(log.raw)
+    batches.append(journal)
+    src = getattr(log, "source", None)
+    starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
+    for p in journal.partition:
+        starts.setdefault(p, 0)
+    ends = end_offsets(journal, log=log, num_partitions=max([0, *journal.partition, *starts]) + 1)
+    source = SourceInfo(kind=getattr(src, "kind", "kafka"), location=getattr(src, "location", JOURNAL_LOCATION),
+                        topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,
+                        file_format=getattr(src, "file_format", None),
+                        options={**dict(getattr(src, "options", {}) or {}), "replay_journal": True})
+    return ActionStateLog.from_raw(batches, source)

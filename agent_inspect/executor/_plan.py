@@ -1,0 +1,77 @@
+"""The executor's cursor over a :class:`~agent_inspect.recovery.ReplayPlan` (seqNum assignment, §9.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from agent_inspect._errors import ReplayError
+from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
+
+__all__ = ["PlanView", "plan_view", "as_plan"]
+
+
+class PlanView:
+    """Restored rounds first, then the inputs in arrival order; each input takes its key's next seq."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+        self.inputs: list[tuple[str, AgentEvent]] = [(str(i.key), i.event) for i in plan.inputs]
+        self._next: dict[str, int] = {}
+
+    def restored_rounds(self) -> Iterator[tuple[str, int, list[tuple[str, AgentEvent]]]]:
+        rounds: dict[tuple[str, int], list[tuple[str, AgentEvent]]] = {}
+        for p in self.plan.pending:
+            rounds.setdefault((str(p.key), int(p.seq)), []).append((p.action, p.event))
+        for (key, seq), tasks in rounds.items():
+            self._next[key] = max(self._next.get(key, self.plan.seq_of(key) + 1), seq + 1)
+            yield key, seq, tasks
+
+    def next_seq(self, key: str) -> int:
+        seq = self._next.get(key, self.plan.seq_of(key) + 1)
+        self._next[key] = seq + 1
+        return seq
+
+    def rewind(self) -> None:
+        self._next = {}
+
+
+def as_plan(plan: Any, log: Any) -> Any:
+    """A ``ReplayPlan`` from a plan, a mapping, or None (inferred from the log's own later attempt).
+
+    Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
+    "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
+    ``{"input": value}``.
+    """
+    from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
+
+    if plan is None:
+        if log is None:
+            raise ReplayError("no log and no plan: pass plan={'inputs': [(key, value), ...]} to run a fresh job")
+        return ReplayPlan.from_log(log)
+    if isinstance(plan, ReplayPlan):
+        return plan
+    if isinstance(plan, Mapping):
+        inputs = tuple(ReplayInput(str(k), _event(v)) for k, v in _pairs(plan.get("inputs", ())))
+        pending = tuple(PendingTask(str(k), int(s), str(a), _event(e)) for k, s, a, e in plan.get("pending", ()))
+        return ReplayPlan(inputs=inputs, restored_seq=dict(plan.get("restored_seq", {})), pending=pending,
+                          keys=dict(plan.get("keys", {})), attempt=int(plan.get("attempt", 1)))
+    raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs'")
+
+
+def plan_view(plan: Any, log: Any, **_: Any) -> PlanView:
+    return PlanView(as_plan(plan, log))
+
+
+def _pairs(inputs: Any) -> Sequence[tuple[Any, Any]]:
+    if isinstance(inputs, Mapping):
+        return [(k, v) for k, vs in inputs.items() for v in vs]
+    return list(inputs)
+
+
+def _event(value: Any) -> AgentEvent:
+    if isinstance(value, AgentEvent):
+        return value
+    if isinstance(value, Mapping) and "type" in value:
+        return AgentEvent(str(value["type"]), dict(value.get("attributes") or {}), value.get("id"))
+    return AgentEvent(INPUT_EVENT, {"input": value})

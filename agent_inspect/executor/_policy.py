@@ -1,0 +1,82 @@
+"""Replay policies: what to do per action (reuse / force-rerun / diff) and per durable call."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ActionPolicy", "CallPolicy", "Policies"]
+
+
+class ActionPolicy(str, enum.Enum):
+    """Per-action replay policy (#1069): ``reuse-prod`` keeps what the rule decides; ``force-rerun``
+    runs the body even when a production completion exists; ``diff`` reuses the production record and
+    also runs the body on a copy of memory, then compares outputs and memory updates."""
+
+    REUSE_PROD = "reuse-prod"
+    FORCE_RERUN = "force-rerun"
+    DIFF = "diff"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class CallPolicy(str, enum.Enum):
+    """How a durable call that is not served by a matching record is handled on rerun.
+
+    ``execute`` runs the function (production mode); ``stub`` returns a stub value; ``deny`` raises
+    :class:`~agent_inspect.ReplayError` naming the call. ``recorded`` first serves the production
+    record's result at the same index when the identity matches, then falls back to the stub or denial.
+    """
+
+    EXECUTE = "execute"
+    RECORDED = "recorded"
+    STUB = "stub"
+    DENY = "deny"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Policies:
+    """All replay policies in one place.
+
+    ``actions`` maps action names to an :class:`ActionPolicy` (``default_action`` for the rest).
+    ``calls`` is the :class:`CallPolicy`; ``stubs`` maps function ids to a value or to a callable
+    ``(function_id, args_digest) -> value`` (key ``"*"`` for any call). ``trust_payloads`` allows
+    unpickling recorded Python payloads (never on by default: unpickling runs code).
+    """
+
+    actions: Mapping[str, ActionPolicy | str] = field(default_factory=dict)
+    default_action: ActionPolicy | str = ActionPolicy.REUSE_PROD
+    calls: CallPolicy | str = CallPolicy.EXECUTE
+    stubs: Mapping[str, Any] = field(default_factory=dict)
+    trust_payloads: bool = False
+
+    def for_action(self, name: str) -> ActionPolicy:
+        return ActionPolicy(self.actions.get(name, self.default_action))
+
+    @property
+    def call_policy(self) -> CallPolicy:
+        return CallPolicy(self.calls)
+
+    def stub_for(self, function_id: str, args_digest: str) -> tuple[bool, Any]:
+        for k in (function_id, "*"):
+            if k in self.stubs:
+                v = self.stubs[k]
+                return True, (v(function_id, args_digest) if callable(v) else v)
+        return False, None
+
+
+def as_policies(value: Policies | Mapping[str, Any] | None) -> Policies:
+    if value is None:
+        return Policies()
+    if isinstance(value, Policies):
+        return value
+    return Policies(**dict(value))
+
+
+StubFn = Callable[[str, str], Any]

@@ -1,0 +1,124 @@
+"""The executor's view of one ActionState value, and its conversion to and from the codec structs."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.executor._calls import CallSlot
+from agent_inspect.executor._events import event_from_record
+
+__all__ = ["RecordView", "OpaqueMemoryValue"]
+
+_LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
+
+
+@dataclass(frozen=True)
+class OpaqueMemoryValue:
+    """A recorded memory value the toolkit cannot decode (a Kryo envelope, §5.4)."""
+
+    serde: str
+    version: int
+    payload: str
+
+    def __repr__(self) -> str:
+        return f"OpaqueMemoryValue({self.serde}, {len(self.payload)} b64 chars)"
+
+
+@dataclass(frozen=True)
+class RecordView:
+    """One action state as the executor uses it: task event, memory updates, outputs, calls, completed."""
+
+    task_event: AgentEvent | None
+    short_term: tuple[tuple[str, Any], ...] = ()
+    sensory: tuple[tuple[str, Any], ...] = ()
+    outputs: tuple[AgentEvent, ...] = ()
+    calls: tuple[CallSlot, ...] = ()
+    completed: bool = False
+
+    @classmethod
+    def from_state(cls, state: Any) -> RecordView:
+        """From a decoded ``agent_inspect.codec.ActionState``."""
+        legacy = getattr(state, "memory_updates", None)
+        sensory = tuple(_memory(u) for u in state.sensory_memory_updates)
+        stm = tuple(_memory(u) for u in state.short_term_memory_updates)
+        if isinstance(legacy, tuple) and legacy and not sensory and not stm:
+            stm = tuple(_memory(u) for u in legacy)   # V0 has one list; upstream applied it as STM
+        task = state.task_event
+        return cls(
+            task_event=event_from_record(task) if task is not None else None,
+            short_term=stm, sensory=sensory,
+            outputs=tuple(event_from_record(e) for e in state.output_events),
+            calls=tuple(CallSlot.from_record(c) for c in state.call_results),
+            completed=bool(state.completed),
+        )
+
+    def to_state(self, *, value_format: str = "V3") -> Any:
+        """The codec ``ActionState`` to encode with ``encode_action_state``."""
+        from agent_inspect.codec import ActionState, CallResult
+
+        return ActionState(
+            task_event=_to_event(self.task_event) if self.task_event is not None else None,
+            sensory_memory_updates=tuple(_to_update(p, v, value_format) for p, v in self.sensory),
+            short_term_memory_updates=tuple(_to_update(p, v, value_format) for p, v in self.short_term),
+            output_events=tuple(_to_event(e) for e in self.outputs),
+            call_results=tuple(
+                CallResult(function_id=c.function_id, args_digest=c.args_digest,
+                           result_payload=_b64(c.result_payload), exception_payload=_b64(c.exception_payload),
+                           status=c.status)
+                for c in self.calls),
+            completed=self.completed,
+        )
+
+
+def _memory(update: Any) -> tuple[str, Any]:
+    env = update.envelope
+    if env is not None:
+        return update.path, OpaqueMemoryValue(env.serde, env.version, env.payload)
+    return update.path, update.json_value()
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def _to_event(ev: AgentEvent) -> Any:
+    from agent_inspect.codec import GENERIC_EVENT, Event, uuid3
+
+    delegate = None
+    if ev.type == SUBAGENT_EVENT:
+        a = ev.attributes
+        # the delegate's own id is not part of any identity; derive it so re-encoding is deterministic
+        delegate = Event.new(str(a.get("delegateType")), dict(a.get("delegateAttributes") or {}),
+                             id=uuid3(f"delegate:{ev.id}".encode()))
+    return Event.new(ev.type, _plain(ev.attributes), id=ev.id, event_class=ev.event_class or GENERIC_EVENT,
+                     upstream_event_id=ev.upstream_event_id, upstream_action_name=ev.upstream_action,
+                     delegate=delegate)
+
+
+def _to_update(path: str, value: Any, value_format: str) -> Any:
+    from agent_inspect.codec import MemoryUpdate, canonical_json
+
+    if isinstance(value, OpaqueMemoryValue):
+        import msgspec
+
+        raw = msgspec.json.encode({"serde": value.serde, "version": value.version, "payload": value.payload})
+        return MemoryUpdate(path, msgspec.Raw(raw))
+    if value is None:
+        return MemoryUpdate.new(path, None)
+    if value_format in _LEGACY_PLAIN_JSON:
+        return MemoryUpdate.new(path, _plain(value))
+    # V2b+ needs a Kryo envelope, which only a JVM can produce: the payload here is the canonical JSON
+    # of the value, so the record has the upstream shape and stays readable (see RecordView docs).
+    return MemoryUpdate.new(path, kryo_payload=canonical_json(_plain(value)))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

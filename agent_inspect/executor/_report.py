@@ -1,0 +1,97 @@
+"""The replay-safety report of a dry run: per task what would run again, and what is risky (#1069)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_inspect.executor._steps import Step, StepKind
+
+__all__ = ["ReplaySafetyReport", "REPORT_COLUMNS"]
+
+REPORT_COLUMNS = ["task", "key", "seq", "action", "event_type", "outcome", "rule_outcome", "policy",
+                  "restored_in_flight", "stale_logic", "calls_served", "calls_executed", "calls_reconciled",
+                  "calls_stubbed", "calls_denied", "calls_truncated", "diff", "safe", "risks"]
+
+
+@dataclass(frozen=True)
+class ReplaySafetyReport:
+    """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
+
+    ``safe`` is False when the task re-executes external calls, truncated recorded calls
+    (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
+    """
+
+    frame: Any
+    counters: Any
+    failure: str | None = None
+
+    @classmethod
+    def from_steps(cls, steps: Sequence[Step], *, counters: Any, failure: str | None) -> ReplaySafetyReport:
+        import pandas as pd
+
+        rows: dict[int, dict[str, Any]] = {}
+        for s in steps:
+            if s.task is None:
+                continue
+            row = rows.get(s.task)
+            if row is None:
+                row = rows[s.task] = {c: None for c in REPORT_COLUMNS}
+                row.update(task=s.task, key=s.key, seq=s.seq, action=s.action, event_type=s.event_type,
+                           calls_served=0, calls_executed=0, calls_reconciled=0, calls_stubbed=0,
+                           calls_denied=0, calls_truncated=0, restored_in_flight=False, stale_logic=False,
+                           risks=[])
+            out = s.outcome or ""
+            if s.kind is StepKind.LOOKUP:
+                row["outcome"] = out
+                row["rule_outcome"] = s.detail.get("rule_outcome", out)
+                row["policy"] = s.detail.get("policy")
+                row["restored_in_flight"] = bool(s.detail.get("restored"))
+                row["stale_logic"] = bool(s.detail.get("stale_logic"))
+            elif s.call_index is not None:
+                key = {"hit": "calls_served", "hit-failed": "calls_served", "pending-hit": "calls_served",
+                       "served-recorded": "calls_served", "execute": "calls_executed",
+                       "reconcile": "calls_reconciled", "stub": "calls_stubbed",
+                       "mismatch": "calls_truncated", "truncate": "calls_truncated"}.get(out)
+                if key:
+                    row[key] += 1
+            elif out.startswith("diff"):
+                row["diff"] = "equal" if out == "diff-equal" else s.change
+            elif out == "failed":
+                row["risks"].append(s.reason or "body failed")
+        if failure and rows:
+            last = rows[max(rows)]
+            if "denied" in failure:
+                last["calls_denied"] += 1
+            last["risks"].append(failure)
+        for row in rows.values():
+            risks = row["risks"]
+            if row["stale_logic"]:
+                risks.append("stale logic: action missing from the candidate agent")
+            if row["calls_executed"]:
+                risks.append(f"{row['calls_executed']} external call(s) run again")
+            if row["calls_reconciled"]:
+                risks.append(f"{row['calls_reconciled']} reconciler(s) run")
+            if row["calls_truncated"]:
+                risks.append("non-deterministic calls: recorded results truncated")
+            if row["diff"] not in (None, "equal"):
+                risks.append("diff: replay disagrees with production")
+            row["safe"] = not risks
+            row["risks"] = "; ".join(dict.fromkeys(risks))
+        frame = pd.DataFrame(list(rows.values()), columns=REPORT_COLUMNS)
+        return cls(frame=frame, counters=counters, failure=failure)
+
+    @property
+    def unsafe(self) -> Any:
+        """The rows that are not replay-safe."""
+        return self.frame[~self.frame["safe"].astype(bool)]
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        n, bad = len(self.frame), len(self.unsafe)
+        head = f"<p><b>Replay safety</b>: {n} task(s), {bad} not replay-safe"
+        if self.failure:
+            head += f"; stopped: {escape(self.failure)}"
+        return head + "</p>" + frame_html(self.frame, max_rows=50)

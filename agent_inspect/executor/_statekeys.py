@@ -1,0 +1,89 @@
+"""State keys of replay writes and lookups, in the log's key format (spec §4)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from agent_inspect._errors import ReplayError
+
+__all__ = ["KeyMaker"]
+
+# K2 fingerprints cannot be computed offline (§4.6); keys absent from the log get this placeholder.
+_PLACEHOLDER_FINGERPRINT = "A" * 43 + "="
+
+
+class KeyMaker:
+    """Computes state keys per business key: identities from the plan, then the log, then the key text."""
+
+    def __init__(self, log: Any, *, key_format: str | None, max_parallelism: int = 128) -> None:
+        self._log = log
+        self._max_parallelism = max_parallelism
+        self._ids: dict[str, Any] = {}
+        self.format = key_format or self._infer_format()
+
+    def _infer_format(self) -> str:
+        if self._log is None or not len(self._log.records):
+            return "K1.5"
+        counts = Counter(str(f) for f in self._log.records["key_format"].dropna())
+        return counts.most_common(1)[0][0] if counts else "K1.5"
+
+    def register(self, identities: Any) -> None:
+        """Use the plan's key identities (``ReplayPlan.keys``)."""
+        for key, ident in dict(identities or {}).items():
+            self._ids[str(key)] = ident
+
+    def identity(self, key: str) -> Any:
+        ident = self._ids.get(key)
+        if ident is None:
+            ident = self._ids[key] = self._make(key)
+        return ident
+
+    def _make(self, key: str) -> Any:
+        from agent_inspect import codec
+        from agent_inspect.recovery._plan import KeyIdentity, identity_from_log
+
+        if self._log is not None and len(self._log.records):
+            try:
+                found = identity_from_log(self._log, key)
+            except Exception:  # noqa: BLE001 - a key absent from the log is built from its text below
+                found = None
+            if found is not None and found.key_format == self.format:
+                return found
+        fmt = self.format
+        if fmt in ("K1.6", "K2") and self._looks_like_digest(key):
+            digest, text = key, None
+        else:
+            text = key
+            digest = codec.string_key_digest(key) if fmt in ("K1.6", "K2") else None
+        group = None
+        if fmt in ("K1.5-draft", "K1.5", "K1.6", "K2"):
+            if text is None:
+                raise ReplayError(f"key {key!r} is a digest absent from the log; give its KeyIdentity in the plan")
+            group = codec.key_group(codec.java_string_hash(text), self._max_parallelism)
+        fingerprint = self._fingerprint() if fmt == "K2" else None
+        return KeyIdentity(business_key=key, key_format=fmt, key_text=text, key_group=group,
+                           key_digest=digest, serializer_fingerprint=fingerprint)
+
+    def _fingerprint(self) -> str:
+        if self._log is not None:
+            from agent_inspect.codec import parse_state_key
+
+            for sk in self._log.records["state_key"].dropna()[:50]:
+                try:
+                    fp = parse_state_key(str(sk)).serializer_fingerprint
+                except Exception:  # noqa: BLE001 - unparsable keys are skipped
+                    continue
+                if fp:
+                    return fp
+        return _PLACEHOLDER_FINGERPRINT
+
+    @staticmethod
+    def _looks_like_digest(key: str) -> bool:
+        return len(key) == 44 and key.endswith("=")
+
+    def key_text(self, key: str) -> str | None:
+        return self.identity(key).key_text
+
+    def state_key(self, key: str, seq: int, event_uuid: str, action_uuid: str) -> str:
+        return self.identity(key).state_key(seq, event_uuid, action_uuid)

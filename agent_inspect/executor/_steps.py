@@ -1,0 +1,91 @@
+"""The step model of the replay executor: what one step records, and breakpoints over steps."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["StepKind", "Step", "Breakpoint", "STEP_COLUMNS"]
+
+
+class StepKind(str, enum.Enum):
+    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``."""
+
+    REBUILD = "rebuild"
+    LOOKUP = "lookup"
+    EVICTION = "eviction"
+    INVALIDATION = "invalidation"
+    REUSE = "reuse"
+    RESUME = "resume"
+    RERUN = "rerun"
+    PERSIST = "persist"
+    ROUND_COMPLETE = "round-complete"
+    PRUNE = "prune"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: where (key, seq, action, event), what (kind, outcome), why (reason), and the change.
+
+    ``change`` says what the step did to the simulated store or memory (state keys removed or written,
+    memory paths set, outputs emitted); ``detail`` holds structured extras (call identity, outputs, …).
+    """
+
+    index: int
+    kind: StepKind
+    key: str | None = None
+    seq: int | None = None
+    action: str | None = None
+    event_type: str | None = None
+    event_id: str | None = None
+    fingerprint: str | None = None
+    outcome: str | None = None
+    reason: str | None = None
+    change: str | None = None
+    state_key: str | None = None
+    call_index: int | None = None
+    function_id: str | None = None
+    scope: str | None = None
+    task: int | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def as_row(self) -> dict[str, Any]:
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "detail"}
+        row["kind"] = self.kind.value
+        return row
+
+
+STEP_COLUMNS = [f.name for f in fields(Step) if f.name != "detail"]
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    """Stop at a step matching every given field (None = any). ``when`` is an extra predicate.
+
+    ``kind`` accepts a :class:`StepKind` or its text; ``outcome`` compares case-insensitively.
+    """
+
+    key: str | None = None
+    seq: int | None = None
+    action: str | None = None
+    kind: StepKind | str | None = None
+    outcome: str | None = None
+    when: Callable[[Step], bool] | None = None
+
+    def matches(self, step: Step) -> bool:
+        if self.key is not None and step.key != self.key:
+            return False
+        if self.seq is not None and step.seq != self.seq:
+            return False
+        if self.action is not None and step.action != self.action:
+            return False
+        if self.kind is not None and step.kind != StepKind(self.kind):
+            return False
+        if self.outcome is not None and (step.outcome or "").lower() != self.outcome.lower():
+            return False
+        return self.when is None or bool(self.when(step))
