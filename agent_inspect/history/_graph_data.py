@@ -42,6 +42,24 @@ def _scalar(value: Any) -> Any:
     return value
 
 
+_COLUMNS = (
+    "partition", "offset", "state_key", "business_key", "key_text", "seq", "event_uuid", "action_uuid",
+    "tombstone", "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
+    "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
+    "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
+    "status", "reason", "divergence_id", "attempt", "execution",
+)
+
+
+def _plain_column(column: pd.Series) -> list[Any]:
+    """A column as Python values with ``None`` for missing cells (whatever the dtype)."""
+    values = column.astype(object).tolist()
+    if column.hasnans:
+        missing = column.isna().tolist()
+        values = [None if m else v for v, m in zip(values, missing)]
+    return values
+
+
 def _attributes(event: Any) -> Any:
     """An event's attribute map as plain data (decoded lazily when the codec kept it raw)."""
     attrs = _get(event, "attributes")
@@ -256,11 +274,11 @@ def load_key(
         texts = frame["key_text"].dropna()
         key_text = _scalar(texts.iloc[0]) if len(texts) else None
 
-    rows: list[dict[str, Any]] = []
-    for pos, rec in zip(frame.index, frame.to_dict("records")):
-        row = {k: _scalar(v) if not isinstance(v, (tuple, list)) else v for k, v in rec.items()}
+    columns = [c for c in _COLUMNS if c in frame.columns]
+    values = [_plain_column(frame[c]) for c in columns]
+    rows = [dict(zip(columns, cells)) for cells in zip(*values)] if columns else [{} for _ in range(len(frame))]
+    for pos, row in zip(frame.index.tolist(), rows):
         row["pos"] = int(pos)
-        rows.append(row)
     if "attempt" not in frame.columns or frame["attempt"].isna().all():
         _assign_attempts(rows)
 
@@ -294,9 +312,6 @@ def load_key(
         last_of_key[sk] = ex
 
     names = _name_map(action_names)
-    for ex in groups.values():
-        _describe(ex, value, has_status, names)
-    _share_names(list(groups.values()), names)
     executions = sorted(
         (
             ex
@@ -305,6 +320,9 @@ def load_key(
         ),
         key=lambda e: e.positions[0],
     )
+    for ex in executions:
+        _describe(ex, value, has_status, names)
+    _share_names(executions, list(groups.values()), value, names)
     return KeyData(business_key, key_text, tuple(executions), value, rule, has_status)
 
 
@@ -340,17 +358,26 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
         ex.action_name = names[uuid]
 
 
-def _share_names(executions: list[Execution], names: dict[str, str]) -> None:
-    # An action's name is written only on its own outputs (spec §5.3), and the taskEvent of a child
-    # carries its emitter's name. A stable action UUID therefore names executions that emitted nothing.
+def _share_names(
+    executions: list[Execution], others: list[Execution], value: Callable[[int], Any], names: dict[str, str]
+) -> None:
+    # An action's name is written only on its own outputs (spec §5.3); a stable action UUID lets another
+    # execution of the same action (another round or attempt) name one that emitted nothing.
     for ex in executions:
-        if ex.action_name is None:
-            continue
         uuid = ex.last.get("action_uuid")
-        if uuid is not None:
+        if ex.action_name is not None and uuid is not None:
             names.setdefault(uuid, ex.action_name)
+    missing = {ex.last.get("action_uuid") for ex in executions if ex.action_name is None} - set(names) - {None}
+    for other in others:
+        if not missing:
+            break
+        last = other.last
+        uuid = last.get("action_uuid")
+        if uuid in missing and last.get("completed") and (last.get("output_event_count") or 0):
+            named = {o.upstream_action for o in _outputs(value(last["pos"])) if o.upstream_action}
+            if len(named) == 1:
+                names[uuid] = named.pop()
+                missing.discard(uuid)
     for ex in executions:
         if ex.action_name is None:
-            uuid = ex.last.get("action_uuid")
-            if uuid in names:
-                ex.action_name = names[uuid]
+            ex.action_name = names.get(ex.last.get("action_uuid"))
