@@ -65,6 +65,7 @@ def _action_attrs(ex: Execution) -> dict[str, Any]:
         "subagent_session_id": last.get("subagent_session_id"),
         "subagent_call_id": last.get("subagent_call_id"),
         "lineage": lineage,
+        "error": next((r["error"] for r in ex.rows if r.get("error")), None),
     }
 
 

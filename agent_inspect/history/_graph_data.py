@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from agent_inspect._errors import RecoveryError
+from agent_inspect._errors import DecodeError, RecoveryError
 
 UNKNOWN = "unknown"
 """Status of every node when the graph is built from a plain log (no rule has been applied)."""
@@ -47,7 +47,7 @@ _COLUMNS = (
     "tombstone", "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
     "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
-    "status", "reason", "divergence_id", "attempt", "execution",
+    "status", "reason", "divergence_id", "attempt", "execution", "error",
 )
 
 
@@ -266,7 +266,13 @@ def load_key(
     action_names: Mapping[str, str] | Iterable[str] | None = None,
 ) -> KeyData:
     """Group one business key's records into executions with statuses, outputs and action names."""
-    records, value, rule, has_status = _source_parts(source)
+    records, decode, rule, has_status = _source_parts(source)
+
+    def value(pos: int) -> Any:
+        try:
+            return decode(pos)
+        except DecodeError:
+            return None  # the row's error column already says why; the node is kept and marked
     frame = _select_key(records, key).sort_index()
     business_key = _scalar(frame["business_key"].iloc[0]) if "business_key" in frame.columns else key
     key_text = None

@@ -5,9 +5,12 @@ from __future__ import annotations
 import networkx as nx
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect.history._graph import NOT_IN_LOG, action_graph, graph_edges, graph_nodes
+from agent_inspect.history._layout import layered_layout
 
 try:
     from test_graph_support import History, inp, out, work
@@ -180,3 +183,55 @@ def test_frames_have_one_row_per_node_and_edge() -> None:
     empty = graph_edges(nx.DiGraph())
     assert list(empty.columns) == ["source", "target", "kind"] and len(empty) == 0
     assert isinstance(graph_nodes(nx.DiGraph()), pd.DataFrame)
+
+
+def test_an_undecodable_value_stays_a_marked_node() -> None:
+    h = n04()
+    h.batch.append(0, len(h.batch), None, h.batch.key[0], b'{"taskEvent": [broken')
+    log = h.log()
+    g = action_graph(log, "k")
+    broken = [d for _, d in g.nodes(data=True) if d["kind"] == "action" and d.get("error")]
+    assert len(broken) == 1 and broken[0]["positions"] == (len(log.records) - 1,)
+
+
+_steps = st.lists(
+    st.tuples(
+        st.integers(5, 7),                                  # seq
+        st.sampled_from("ABC"),                             # root input
+        st.lists(st.sampled_from("CIP"), max_size=3),       # children (one per output) and their status
+        st.sampled_from("CIP"),                             # root status
+    ),
+    min_size=1, max_size=8,
+)
+
+
+@settings(deadline=None, max_examples=40)
+@given(_steps, st.sampled_from([("K1", "V3"), ("K1.5", "V2b"), ("K2", "V3+"), ("K1.6", "V1")]))
+def test_graph_invariants_on_generated_histories(steps, formats) -> None:
+    key_format, value_format = formats
+    h = History(key_format=key_format, value_format=value_format)
+    for i, (seq, letter, kids, status) in enumerate(steps):
+        outs = [work(f"{letter}{j}", f"w{i}.{j}") for j in range(len(kids))] if status == "C" else []
+        emitted = h.run("k", seq, "IA", inp(letter, f"in{i}"), status, outputs=outs, calls=[("f", "SUCCEEDED")])
+        for j, (ev, kid) in enumerate(zip(emitted, kids)):
+            h.run("k", seq, f"WA{j}", ev, kid, calls=[("g", "PENDING")] if kid == "P" else ())
+    log = h.log()
+    key = log.records["business_key"].iloc[0]
+    g = action_graph(log, key)
+    rows = log.records
+    actions = [n for n, d in g.nodes(data=True) if d["kind"] == "action" and not d["placeholder"]]
+    covered = sorted(p for n in actions for p in g.nodes[n]["positions"])
+    assert covered == list(rows.index[~rows["tombstone"].astype(bool)])
+    for n in actions:
+        d = g.nodes[n]
+        (trigger,) = g.predecessors(n)
+        assert g.edges[trigger, n]["kind"] == "triggers"
+        assert g.nodes[trigger]["event_id"] == d["task_event_id"]
+        emitted_ids = set(rows.loc[d["last_pos"], "output_event_ids"])
+        for _, target, e in g.out_edges(n, data=True):
+            assert e["kind"] == "emits" and (e["inferred"] or g.nodes[target]["event_id"] in emitted_ids)
+    firsts = sorted((g.nodes[n]["first_pos"], g.nodes[n]["attempt"]) for n in actions)
+    assert [a for _, a in firsts] == sorted(a for _, a in firsts)
+    assert len(graph_nodes(g)) == g.number_of_nodes() and len(graph_edges(g)) == g.number_of_edges()
+    pos = layered_layout(g)
+    assert all(pos[v][1] < pos[u][1] for u, v in g.edges)
