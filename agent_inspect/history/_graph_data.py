@@ -154,52 +154,6 @@ def _select_key(records: pd.DataFrame, key: Any) -> pd.DataFrame:
     return rows
 
 
-def _is_initial(row: Mapping[str, Any]) -> bool:
-    return (not row.get("completed")) and not (row.get("call_count") or 0) and not (
-        row.get("output_event_count") or 0
-    )
-
-
-def _assign_attempts(rows: list[dict[str, Any]]) -> None:
-    """Fill ``attempt`` in place from log order alone (spec §15.5), for logs without a reconstruction.
-
-    A restore shows as: a write to a state key that already completed in this attempt, a round going back
-    to an earlier seq, a second initial record of a state key, or a second distinct root input at one seq.
-    """
-    attempt = 1
-    completed_in: dict[str, int] = {}
-    seen: set[str] = set()
-    roots: dict[int, set[str]] = {}
-    max_seq: int | None = None
-    for row in rows:
-        sk, seq = row.get("state_key"), row.get("seq")
-        if row.get("tombstone"):
-            row["attempt"] = attempt
-            continue
-        restart = (
-            completed_in.get(sk) == attempt
-            or (max_seq is not None and seq is not None and seq < max_seq)
-            or (_is_initial(row) and sk in seen)
-            or (
-                row.get("is_root")
-                and seq in roots
-                and row.get("event_uuid") is not None
-                and row.get("event_uuid") not in roots[seq]
-            )
-        )
-        if restart:
-            attempt += 1
-            seen, roots, max_seq = set(), {}, None
-        row["attempt"] = attempt
-        seen.add(sk)
-        if seq is not None:
-            max_seq = seq if max_seq is None else max(max_seq, seq)
-            if row.get("is_root") and row.get("event_uuid") is not None:
-                roots.setdefault(seq, set()).add(row["event_uuid"])
-        if row.get("completed"):
-            completed_in[sk] = attempt
-
-
 def _outputs(state: Any) -> tuple[OutputRef, ...]:
     events = _get(state, "output_events", "outputEvents", default=()) or ()
     return tuple(
@@ -249,14 +203,6 @@ def task_event(data: KeyData, ex: Execution) -> Any:
     return None
 
 
-def task_attributes(data: KeyData, ex: Execution) -> Any:
-    return _attributes(task_event(data, ex))
-
-
-def _delegate(event: Any) -> Any:
-    return _get(event, "delegate")
-
-
 def load_key(
     source: Any,
     key: Any,
@@ -285,12 +231,15 @@ def load_key(
     rows = [dict(zip(columns, cells)) for cells in zip(*values)] if columns else [{} for _ in range(len(frame))]
     for pos, row in zip(frame.index.tolist(), rows):
         row["pos"] = int(pos)
-    if "attempt" not in frame.columns or frame["attempt"].isna().all():
-        _assign_attempts(rows)
+    if "attempt" not in frame.columns or "execution" not in frame.columns:
+        from agent_inspect.history._executions import annotate
+
+        ann = annotate(frame)
+        for row, ex_id, att in zip(rows, ann["execution"].tolist(), _plain_column(ann["attempt"])):
+            row["execution"], row["attempt"] = ex_id, att
 
     groups: dict[tuple[Any, ...], Execution] = {}
     last_of_key: dict[Any, Execution] = {}
-    use_exec = "execution" in frame.columns
     for row in rows:
         sk = row.get("state_key")
         if row.get("tombstone"):
@@ -301,7 +250,9 @@ def load_key(
             continue
         if sk is None and row.get("seq") is None:
             continue  # an undecodable key belongs to no business key's graph
-        gid = (sk, row.get("attempt"), row.get("execution") if use_exec else None)
+        # K0 keys carry no seq, so the annotation leaves them out (-1): one execution per state key.
+        execution = row.get("execution")
+        gid = (sk, row.get("attempt"), None if execution is None or execution < 0 else execution)
         ex = groups.get(gid)
         if ex is None:
             ex = groups[gid] = Execution(
