@@ -1,0 +1,45 @@
+"""Agent models shared by the static predictor and the replay executor.
+
+An agent declares actions (:class:`ActionDecl`: name, trigger event types, K1 identity) and runs
+action bodies against an :class:`ActionContext` (``send_event``, short-term and sensory memory,
+``durable_execute`` and its reconcilable variant, ``call_subagent``). Kinds:
+
+- :class:`DeclarativeAgent`: fixed step lists per trigger (the agents of case files);
+- :class:`AsRecordedAgent`: re-emits what a log shows (the "deterministic rerun" assumption).
+"""
+
+from __future__ import annotations
+
+from agent_inspect.agents._declarative import (
+    Behaviour,
+    Call,
+    DeclarativeAgent,
+    DeclaredCallError,
+    Emit,
+    SetMemory,
+    SubagentCall,
+)
+from agent_inspect.agents._protocol import (
+    BEGIN_EVENT,
+    INPUT_EVENT,
+    OUTPUT_EVENT,
+    SUBAGENT_EVENT,
+    ActionContext,
+    ActionDecl,
+    Agent,
+    AgentEvent,
+    BaseAgent,
+    MemoryView,
+    action_uuid_for,
+)
+from agent_inspect.agents._recorded import AsRecordedAgent
+
+__all__ = [
+    # protocol
+    "Agent", "ActionDecl", "ActionContext", "AgentEvent", "MemoryView", "BaseAgent", "action_uuid_for",
+    "INPUT_EVENT", "OUTPUT_EVENT", "BEGIN_EVENT", "SUBAGENT_EVENT",
+    # agents
+    "DeclarativeAgent", "AsRecordedAgent",
+    # declarative steps
+    "Behaviour", "Emit", "Call", "SubagentCall", "SetMemory", "DeclaredCallError",
+]

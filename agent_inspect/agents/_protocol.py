@@ -1,0 +1,199 @@
+"""The agent model shared by the static predictor and the replay executor.
+
+An agent declares its actions (name, the event types they listen to, and what identifies them in a
+state key) and runs an action body against an :class:`ActionContext`. Bodies have side effects only
+through the context, so a replay is deterministic and can be repeated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "INPUT_EVENT",
+    "OUTPUT_EVENT",
+    "BEGIN_EVENT",
+    "SUBAGENT_EVENT",
+    "AgentEvent",
+    "ActionDecl",
+    "Agent",
+    "ActionContext",
+    "MemoryView",
+    "BaseAgent",
+    "action_uuid_for",
+]
+
+INPUT_EVENT = "_input_event"
+OUTPUT_EVENT = "_output_event"
+BEGIN_EVENT = "_agent_run_begin_event"
+SUBAGENT_EVENT = "InternalSubagentCallEvent"
+
+
+@dataclass(frozen=True, eq=True)
+class AgentEvent:
+    """One event as an agent sees it: routing ``type``, ``attributes`` (the identity) and the random ``id``.
+
+    ``event_class`` is the Java ``@class`` (None: the generic ``Event``). For sub-agent wrappers
+    (``type == "InternalSubagentCallEvent"``) the routing metadata sits in ``attributes``.
+    """
+
+    type: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    event_class: str | None = None
+    upstream_event_id: str | None = None
+    upstream_action: str | None = None
+
+    @property
+    def is_root(self) -> bool:
+        """Roots are recognised by ``type`` (spec §10.3), never by ``@class``."""
+        return self.type == INPUT_EVENT
+
+    @property
+    def fingerprint(self) -> str:
+        """The event UUID of the attributes (spec §4.3.1): the event segment of the state key."""
+        from agent_inspect.codec import event_uuid
+
+        return event_uuid(dict(self.attributes))
+
+    @property
+    def scope(self) -> str | None:
+        """The sub-agent scope a wrapper routes into, else None."""
+        if self.type == SUBAGENT_EVENT:
+            return self.attributes.get("targetScope")
+        return None
+
+    @property
+    def routing_type(self) -> str:
+        """The type listeners are matched on: the delegate type for sub-agent wrappers."""
+        if self.type == SUBAGENT_EVENT:
+            return str(self.attributes.get("delegateType"))
+        return self.type
+
+    def with_id(self, event_id: str | None) -> AgentEvent:
+        return AgentEvent(self.type, self.attributes, event_id, self.event_class,
+                          self.upstream_event_id, self.upstream_action)
+
+
+@dataclass(frozen=True)
+class ActionDecl:
+    """One declared action.
+
+    ``triggers`` are event types in declaration order (for actions of a sub-agent, the delegate
+    types inside ``scope``). ``module``/``qualname`` feed the K1 hash-based action UUID of Python
+    actions; ``java=True`` marks a Java action whose hash-based UUID changes with every JVM (§4.4).
+    """
+
+    name: str
+    triggers: tuple[str, ...]
+    module: str | None = None
+    qualname: str | None = None
+    java: bool = False
+    scope: str | None = None
+
+
+class MemoryView(Protocol):
+    def get(self, path: str, default: Any = None) -> Any: ...
+    def set(self, path: str, value: Any) -> None: ...
+
+
+@runtime_checkable
+class ActionContext(Protocol):
+    """What a body may do. Everything observable goes through here."""
+
+    key: str
+    seq: int
+    action: str
+    event: AgentEvent
+
+    @property
+    def short_term(self) -> MemoryView: ...
+    @property
+    def sensory(self) -> MemoryView: ...
+
+    def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
+        """Emit an event (fresh random id); inside a sub-agent it is re-wrapped for the same call."""
+
+    def durable_execute(self, function_id: str, args_digest: str, call: Callable[[], Any]) -> Any:
+        """A completion-only durable call (§9.4): a recorded result is replayed by position."""
+
+    def durable_execute_reconcilable(self, function_id: str, args_digest: str,
+                                     call: Callable[[], Any], reconciler: Callable[[], Any]) -> Any:
+        """A reconcilable durable call: a PENDING slot with the same identity runs ``reconciler``."""
+
+    def call_subagent(self, scope: str, event_type: str, attributes: Mapping[str, Any], *,
+                      session_id: str | None = None, call_id: str | None = None) -> Any:
+        """Call a sub-agent (§11.3): a durable call ``<sessionId>#<callId>`` whose result is the child outputs."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """The agent protocol: declared actions, routing, action identity and bodies."""
+
+    @property
+    def actions(self) -> Sequence[ActionDecl]: ...
+
+    def listeners(self, event: AgentEvent) -> list[ActionDecl]:
+        """The actions that handle ``event``, in declaration order."""
+
+    def action_uuid(self, action: str, key_format: str, *, attempt: int = 0) -> str:
+        """The action UUID segment of a state key for ``key_format`` (``attempt`` matters for Java K1/K1.5)."""
+
+    def run_action(self, action: str, ctx: ActionContext) -> None:
+        """Run the body of ``action`` on ``ctx.event``."""
+
+
+def action_uuid_for(decl: ActionDecl, key_format: str, *, attempt: int = 0) -> str:
+    """Action UUID of ``decl`` in ``key_format`` (spec §4.4).
+
+    K2 uses the name. Earlier formats hash the action: Python actions from module, qualname and
+    triggers (stable), Java actions from class identity, which we model as one UUID per attempt.
+    """
+    from agent_inspect import codec
+
+    if key_format == "K2":
+        return codec.name_action_uuid(decl.name)
+    if decl.java:
+        return codec.uuid3(f"java-action:{decl.name}:attempt-{attempt}".encode())
+    module = decl.module or "agent"
+    qualname = decl.qualname or f"Agent.{decl.name}"
+    return codec.python_action_uuid(decl.name, module, qualname, list(decl.triggers))
+
+
+class BaseAgent:
+    """Routing and identity from a list of :class:`ActionDecl`; subclasses implement ``run_action``."""
+
+    def __init__(self, actions: Sequence[ActionDecl]) -> None:
+        self._actions = tuple(actions)
+        self._by_name = {a.name: a for a in self._actions}
+        self._routes: dict[tuple[str | None, str], list[ActionDecl]] = {}
+        for decl in self._actions:
+            for trigger in decl.triggers:
+                self._routes.setdefault((decl.scope, trigger), []).append(decl)
+
+    @property
+    def actions(self) -> Sequence[ActionDecl]:
+        return self._actions
+
+    def action(self, name: str) -> ActionDecl:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            from agent_inspect._errors import ReplayError
+
+            raise ReplayError(f"agent has no action {name!r}; declare it or fix the name") from None
+
+    def listeners(self, event: AgentEvent) -> list[ActionDecl]:
+        return list(self._routes.get((event.scope, event.routing_type), ()))
+
+    def action_uuid(self, action: str, key_format: str, *, attempt: int = 0) -> str:
+        return action_uuid_for(self.action(action), key_format, attempt=attempt)
+
+    def begin_event(self, input_event: AgentEvent) -> AgentEvent | None:
+        """The ``_agent_run_begin_event`` of the round ``input_event`` starts (None: the agent has none)."""
+        return None
+
+    def run_action(self, action: str, ctx: ActionContext) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,112 @@
+"""An agent that re-emits what the log shows: the "deterministic rerun" assumption of spec §15.6."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect.agents._protocol import (
+    SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent,
+)
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+
+__all__ = ["AsRecordedAgent"]
+
+
+class AsRecordedAgent(BaseAgent):
+    """Actions and bodies read back from a log.
+
+    Actions are the distinct action UUIDs of the log, named after ``upstreamActionName`` on their
+    outputs (else ``action-<uuid prefix>``), listening to the event types they were triggered by.
+    A body run for (key, seq, action, event fingerprint) replays the durable calls of the latest
+    incomplete record and the outputs of the latest completed record there (falling back to the
+    same key, action and fingerprint at any seq): same types and attributes, fresh ids. Sub-agent
+    calls (``<sessionId>#<callId>`` results) re-send the recorded bootstrap. An action with no
+    record does nothing, so its subtree stops.
+    """
+
+    def __init__(self, log: ActionStateLog) -> None:
+        self._log = log
+        recs = log.records
+        ok = recs[recs["error"].isna() & ~recs["tombstone"].fillna(False).astype(bool)]
+        names: dict[str, str] = {}
+        triggers: dict[str, dict[tuple[str | None, str], None]] = {}
+        self._records: dict[tuple[str, int, str, str], list[int]] = {}
+        self._any_seq: dict[tuple[str, str, str], list[int]] = {}
+        self._bootstraps: dict[tuple[str, int, str], AgentEvent] = {}
+        for pos, bk, seq, au, eu in zip(ok.index, ok["business_key"], ok["seq"], ok["action_uuid"], ok["event_uuid"]):
+            state = log.value(int(pos))
+            if state is None or state.task_event is None:
+                continue
+            au, bk = str(au), str(bk)
+            for out in state.output_events:
+                if out.upstream_action_name and au not in names:
+                    names[au] = out.upstream_action_name
+            ev = state.task_event
+            attrs = _attrs(ev)
+            if ev.type == SUBAGENT_EVENT:
+                route = (attrs.get("targetScope"), str(attrs.get("delegateType")))
+                sid = f"{attrs.get('sessionId')}#{attrs.get('callId')}"
+                if attrs.get("delegateType") == "_input_event":
+                    self._bootstraps.setdefault((bk, int(seq), sid), AgentEvent(ev.type, attrs))
+            else:
+                route = (None, str(ev.type))
+            triggers.setdefault(au, {})[route] = None
+            self._records.setdefault((bk, int(seq), au, str(eu)), []).append(int(pos))
+            self._any_seq.setdefault((bk, au, str(eu)), []).append(int(pos))
+        self._uuid_of: dict[str, str] = {}
+        decls = []
+        for au, routes in triggers.items():
+            name = names.get(au) or f"action-{au[:8]}"
+            if name in self._uuid_of:
+                name = f"{name}-{au[:8]}"
+            self._uuid_of[name] = au
+            scopes = {s for s, _ in routes}
+            scope = next(iter(scopes)) if len(scopes) == 1 else None
+            decls.append(ActionDecl(name=name, triggers=tuple(t for _, t in routes), scope=scope))
+        super().__init__(decls)
+
+    def action_uuid(self, action: str, key_format: str, *, attempt: int = 0) -> str:
+        """The action UUID the log shows (recorded identities are reused as they are)."""
+        self.action(action)
+        return self._uuid_of[action]
+
+    def run_action(self, action: str, ctx: ActionContext) -> None:
+        au = self._uuid_of[action]
+        fp = ctx.event.fingerprint
+        bk = getattr(ctx, "business_key", None) or ctx.key
+        positions = self._records.get((bk, ctx.seq, au, fp)) or self._any_seq.get((bk, au, fp)) or []
+        states = [self._log.value(p) for p in positions]
+        incomplete = [s for s in states if s is not None and not s.completed and s.call_results]
+        complete = [s for s in states if s is not None and s.completed]
+        if incomplete:
+            for cr in incomplete[-1].call_results:
+                self._replay_call(ctx, cr, bk)
+        if complete:
+            for out in complete[-1].output_events:
+                attrs = _attrs(out)
+                if out.type == SUBAGENT_EVENT:
+                    # inside a sub-agent the context re-wraps: send the delegate
+                    ctx.send_event(str(attrs.get("delegateType")), dict(attrs.get("delegateAttributes") or {}))
+                else:
+                    ctx.send_event(str(out.type), attrs)
+
+    def _replay_call(self, ctx: ActionContext, cr: Any, bk: str) -> None:
+        fn = cr.function_id
+        boot = self._bootstraps.get((bk, ctx.seq, fn)) if "#" in fn else None
+        if boot is not None:
+            a = boot.attributes
+            ctx.call_subagent(str(a.get("targetScope")), str(a.get("delegateType")),
+                              dict(a.get("delegateAttributes") or {}), session_id=str(a.get("sessionId")),
+                              call_id=str(a.get("callId")))
+        else:
+            ctx.durable_execute(fn, cr.args_digest, lambda: None)
+
+
+def _attrs(ev: Any) -> dict[str, Any]:
+    try:
+        attrs = ev.attrs()
+    except Exception:  # undecodable attributes: treat as empty rather than fail the replay
+        return {}
+    return attrs if isinstance(attrs, dict) else {}

@@ -1,0 +1,560 @@
+"""Static recovery prediction: rebuild under a rule, then run spec §9.3 symbolically per key.
+
+The loop is deliberately plain so it can be checked line by line against the spec: for every
+replayed input a round with a FIFO task queue; for every task the operator's ``get`` calls, then
+reuse (stored outputs re-emitted with their ids, memory updates applied, nothing written) or the
+body (initial write, durable calls matched by position §9.4, completed write); outputs routed to
+the actions listening to them. Sub-agent calls (§11.3–§11.4) run the child round inline at the
+caller's key and seq, and record the call result on the caller.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from agent_inspect._errors import RecoveryError
+from agent_inspect.agents._protocol import (
+    OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, Agent, AgentEvent,
+)
+from agent_inspect.recovery._model import CacheEvent, Divergence, Entry, Outcome, Task
+from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
+from agent_inspect.recovery._rebuild import Markers, rebuild
+from agent_inspect.recovery._session import RecoverySession
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+
+__all__ = ["predict", "Prediction", "CallJournal", "CallOutcome", "NOT_DISPATCHED"]
+
+NOT_DISPATCHED = "NOT-DISPATCHED"
+_TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
+                 "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
+                 "calls_replayed", "cache_ops"]
+
+
+# -- durable calls (§9.4) ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one durable call did on replay: ``hit`` / ``reraise`` (served from the journal),
+    ``execute`` (ran for real) or ``reconcile`` (a PENDING slot's reconciler ran)."""
+
+    function_id: str
+    args_digest: str
+    outcome: str
+    index: int
+    truncated_to: int | None = None
+    status: str | None = None
+
+
+@dataclass
+class _Slot:
+    function_id: str
+    args_digest: str
+    status: str
+    result_payload: str | None = None
+    exception_payload: str | None = None
+
+
+class CallJournal:
+    """Position-matched durable-call replay of one action execution (spec §9.4).
+
+    ``recorded`` is the record's call results (any objects with ``function_id``, ``args_digest``,
+    ``effective_status`` or ``status``, and the payloads). :meth:`call` returns a
+    :class:`CallOutcome`; ``results`` is the journal as the next write would persist it.
+    """
+
+    def __init__(self, recorded: Sequence[Any] = ()) -> None:
+        self.results: list[_Slot] = [
+            _Slot(r.function_id, r.args_digest, _status(r), getattr(r, "result_payload", None),
+                  getattr(r, "exception_payload", None)) for r in recorded]
+        self.index = 0
+        self.warnings: list[str] = []
+        self.writes = 0
+
+    def call(self, function_id: str, args_digest: str, run: Callable[[], Any] | None = None, *,
+             reconciler: Callable[[], Any] | None = None) -> CallOutcome:
+        """Make one call; ``run``/``reconciler`` are invoked only when the spec says they run."""
+        i = self.index
+        self.index += 1
+        slot = self.results[i] if i < len(self.results) else None
+        same = slot is not None and slot.function_id == function_id and slot.args_digest == args_digest
+        if reconciler is None:
+            if same:
+                return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
+                                   status=slot.status)
+            cut = self._truncate(i, slot, function_id, args_digest)
+            status = _invoke(run)
+            self.results.append(_Slot(function_id, args_digest, status))
+            self.writes += 1
+            return CallOutcome(function_id, args_digest, "execute", i, cut, status)
+        if same and slot.status == "PENDING":
+            slot.status = _invoke(reconciler)
+            self.writes += 1
+            return CallOutcome(function_id, args_digest, "reconcile", i, status=slot.status)
+        if same:
+            return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
+                               status=slot.status)
+        cut = self._truncate(i, slot, function_id, args_digest)
+        if cut is not None:
+            self.writes += 1          # the reconcile path persists the truncated list at once
+        new = _Slot(function_id, args_digest, "PENDING")
+        self.results.append(new)
+        self.writes += 1
+        new.status = _invoke(run)
+        self.writes += 1
+        return CallOutcome(function_id, args_digest, "execute", i, cut, new.status)
+
+    def _truncate(self, i: int, slot: _Slot | None, function_id: str, args_digest: str) -> int | None:
+        if slot is None:
+            return None
+        self.warnings.append(
+            f"Non-deterministic call detected at index {i}: expected functionId={slot.function_id}, "
+            f"argsDigest={slot.args_digest}, but got functionId={function_id}, argsDigest={args_digest}. "
+            "Clearing subsequent results.")
+        del self.results[i:]
+        return i
+
+
+def _status(r: Any) -> str:
+    eff = getattr(r, "effective_status", None)
+    if eff is not None:
+        return str(eff)
+    status = getattr(r, "status", None)
+    if status is not None:
+        return str(status)
+    return "SUCCEEDED" if getattr(r, "exception_payload", None) is None else "FAILED"
+
+
+def _invoke(fn: Callable[[], Any] | None) -> str:
+    if fn is None:
+        return "SUCCEEDED"
+    try:
+        fn()
+    except Exception:  # a failed call is journaled as FAILED, which is what the body sees
+        return "FAILED"
+    return "SUCCEEDED"
+
+
+# -- the result ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a recovery would do, per task, under one rule.
+
+    ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
+    followed by NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up.
+    ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
+    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count``: kind
+    "body" (an action body that runs again), "call" (a durable call executed for real, by function
+    id), "replayed" (a call served from the journal), "reconciler".
+    ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
+    """
+
+    rule: str
+    tasks: pd.DataFrame
+    events: tuple[CacheEvent, ...]
+    divergences: tuple[Divergence, ...]
+    ledger: pd.DataFrame
+    crashed: bool = False
+    warnings: tuple[str, ...] = ()
+    session: RecoverySession | None = field(default=None, repr=False, compare=False)
+
+    def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
+        """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""
+        out = []
+        for row in self.tasks.itertuples(index=False):
+            eid = (labels or {}).get(row.event_id) if row.event_id else None
+            out.append(f"{row.key}:{row.input}.{row.action}" + (f"#{eid}" if eid else "") + f"={row.outcome}")
+        return out
+
+    def reruns(self) -> int:
+        """Number of action bodies that would run again (RESUME + RERUN)."""
+        return int(self.tasks["body_ran"].sum()) if len(self.tasks) else 0
+
+    def calls_executed(self) -> Counter[str]:
+        """Durable calls a recovery would execute again, by function id (all keys)."""
+        rows = self.ledger[self.ledger["kind"] == "call"]
+        return Counter({str(n): int(c) for n, c in rows.groupby("name", observed=True)["count"].sum().items()})
+
+    def ledger_totals(self) -> pd.DataFrame:
+        """The ledger summed over keys: one row per (kind, name)."""
+        if self.ledger.empty:
+            return self.ledger.drop(columns=["key"])
+        return self.ledger.groupby(["kind", "name"], as_index=False, observed=True)["count"].sum()
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        counts = self.tasks["outcome"].value_counts().to_dict() if len(self.tasks) else {}
+        head = (f"<p><b>Prediction</b> under rule <code>{escape(self.rule)}</code>: "
+                + ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
+                + (" — <b>the job crashes (restart loop)</b>" if self.crashed else "") + "</p>")
+        cols = ["key", "seq", "input", "action", "outcome", "reason"]
+        return head + frame_html(self.tasks[cols], max_rows=50) + frame_html(self.ledger_totals(), caption="ledger")
+
+
+# -- the simulation -------------------------------------------------------------------------------------
+
+class _Crash(Exception):
+    pass
+
+
+class _Memory:
+    """Per-key memory view; values are opaque (Kryo payloads stay undecoded)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def get(self, path: str, default: Any = None) -> Any:
+        return self._data.get(path, default)
+
+    def set(self, path: str, value: Any) -> None:
+        self._data[path] = value
+
+
+@dataclass
+class _Call:
+    scope: str
+    session_id: str
+    call_id: str
+
+
+class _Context:
+    """The :class:`~agent_inspect.agents.ActionContext` a body runs against during prediction."""
+
+    def __init__(self, sim: _Simulation, rnd: _Round, decl: ActionDecl, event: AgentEvent, journal: CallJournal,
+                 task_index: int, call: _Call | None) -> None:
+        self._sim, self._round, self._decl, self._journal = sim, rnd, decl, journal
+        self._task_index, self._call = task_index, call
+        self.key, self.seq, self.action, self.event = rnd.key, rnd.seq, decl.name, event
+        self.business_key = rnd.ident.business_key
+        self.outputs: list[AgentEvent] = []
+        self.executed = 0
+        self.replayed = 0
+        self._sessions = 0
+
+    @property
+    def short_term(self) -> _Memory:
+        return _Memory(self._sim.short_term.setdefault(self.key, {}))
+
+    @property
+    def sensory(self) -> _Memory:
+        return _Memory(self._sim.sensory.setdefault(self.key, {}))
+
+    def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
+        attrs = dict(attributes or {})
+        if self._call is not None:
+            # a child's sendEvent is re-wrapped for the same scope, session and call (§11.1 "forward")
+            attrs = {"targetScope": self._call.scope, "sessionId": self._call.session_id,
+                     "callId": self._call.call_id, "delegateType": type, "delegateAttributes": attrs}
+            type = SUBAGENT_EVENT
+        self.outputs.append(AgentEvent(type, attrs, self._sim.new_id(), upstream_event_id=self.event.id,
+                                       upstream_action=self.action))
+
+    def _durable(self, function_id: str, args_digest: str, run: Callable[[], Any] | None,
+                 reconciler: Callable[[], Any] | None) -> CallOutcome:
+        outcome = self._journal.call(function_id, args_digest, run, reconciler=reconciler)
+        kind = {"execute": "call", "reconcile": "reconciler"}.get(outcome.outcome, "replayed")
+        self._sim.ledger[(self._round.key, kind, function_id)] += 1
+        if kind == "replayed":
+            self.replayed += 1
+        else:
+            self.executed += 1
+        return outcome
+
+    def durable_execute(self, function_id: str, args_digest: str, call: Callable[[], Any]) -> Any:
+        self._durable(function_id, args_digest, call, None)
+        return None
+
+    def durable_execute_reconcilable(self, function_id: str, args_digest: str, call: Callable[[], Any],
+                                     reconciler: Callable[[], Any]) -> Any:
+        self._durable(function_id, args_digest, call, reconciler)
+        return None
+
+    def call_subagent(self, scope: str, event_type: str, attributes: Mapping[str, Any], *,
+                      session_id: str | None = None, call_id: str | None = None) -> Any:
+        if session_id is None or call_id is None:
+            from agent_inspect.codec import subagent_ids, subagent_namespace_digest
+
+            ident = self._round.ident
+            digest = subagent_namespace_digest(ident.key_text or ident.business_key, self.seq, self.action,
+                                               self.event.type, dict(self.event.attributes), agent_name=scope)
+            ids = subagent_ids(digest, session=self._sessions, call=1)
+            self._sessions += 1
+            session_id, call_id = ids.session_id, ids.call_id
+        collected: list[AgentEvent] = []
+
+        def run() -> None:
+            # the bootstrap is regenerated with a fresh id and identical attributes (§11.4 point 2)
+            boot = AgentEvent(SUBAGENT_EVENT, {"targetScope": scope, "sessionId": session_id, "callId": call_id,
+                                               "delegateType": event_type, "delegateAttributes": dict(attributes)},
+                              self._sim.new_id(), upstream_event_id=self.event.id, upstream_action=self.action)
+            collected.extend(self._sim.run_child(self._round, boot, self._task_index, _Call(scope, session_id, call_id)))
+
+        self._durable(f"{session_id}#{call_id}", "", run, None)
+        return [dict(e.attributes.get("delegateAttributes") or {}) for e in collected]
+
+
+@dataclass
+class _Round:
+    key: str
+    seq: int
+    ident: KeyIdentity
+    input: str
+
+
+class _Simulation:
+    def __init__(self, log: Any, plan: ReplayPlan, agent: Agent, session: RecoverySession,
+                 new_id: Callable[[], str]) -> None:
+        self.log, self.plan, self.agent, self.session, self.new_id = log, plan, agent, session, new_id
+        self.rows: list[dict[str, Any]] = []
+        self.ledger: Counter[tuple[str, str, str]] = Counter()
+        self.short_term: dict[str, dict[str, Any]] = {}
+        self.sensory: dict[str, dict[str, Any]] = {}
+        self.looked_up: set[str] = set()
+        self.rounds: dict[tuple[str, int], str] = {}
+        self.warnings: list[str] = []
+        self._idents: dict[str, KeyIdentity] = dict(plan.keys)
+
+    # identity -----------------------------------------------------------------------------------
+    def ident(self, key: str) -> KeyIdentity:
+        if key not in self._idents:
+            if self.log is None:
+                raise RecoveryError(f"plan key {key!r} has no KeyIdentity and there is no log to take it from")
+            self._idents[key] = identity_from_log(self.log, key)
+        return self._idents[key]
+
+    def action_uuid(self, decl: ActionDecl, ident: KeyIdentity) -> str:
+        return self.agent.action_uuid(decl.name, ident.key_format, attempt=self.plan.attempt)
+
+    # rounds -----------------------------------------------------------------------------------------
+    def run(self) -> bool:
+        seqs = {k: self.plan.seq_of(k) for k in {*self.plan.restored_seq, *(i.key for i in self.plan.inputs)}}
+        try:
+            by_key: dict[str, list[Any]] = {}
+            for p in self.plan.pending:
+                by_key.setdefault(p.key, []).append(p)
+            for key, tasks in by_key.items():
+                # open() re-submits the in-flight round's queued tasks, original events and ids (§9.5 step 2)
+                seq = tasks[0].seq
+                rnd = _Round(key, seq, self.ident(key), "pending")
+                self.rounds[(rnd.ident.business_key, seq)] = rnd.input
+                self._round(rnd, [(self._decl(t.action), t.event, None) for t in tasks])
+                seqs[key] = max(seqs.get(key, -1), seq)
+            for inp in self.plan.inputs:
+                seq = seqs.get(inp.key, -1) + 1
+                seqs[inp.key] = seq
+                rnd = _Round(inp.key, seq, self.ident(inp.key), inp.display)
+                self.rounds[(rnd.ident.business_key, seq)] = rnd.input
+                initial: list[tuple[ActionDecl, AgentEvent, int | None]] = []
+                if self.plan.begin_event:
+                    begin = getattr(self.agent, "begin_event", lambda _e: None)(inp.event)
+                    if begin is not None:
+                        begin = begin.with_id(begin.id or self.new_id())
+                        initial += [(d, begin, None) for d in self.agent.listeners(begin)]
+                event = inp.event if inp.event.id else inp.event.with_id(self.new_id())
+                initial += [(d, event, None) for d in self.agent.listeners(event)]
+                self._round(rnd, initial)
+        except _Crash:
+            return True
+        return False
+
+    def _decl(self, name: str) -> ActionDecl:
+        for d in self.agent.actions:
+            if d.name == name:
+                return d
+        raise RecoveryError(f"pending task names action {name!r}, which the agent does not declare")
+
+    def _round(self, rnd: _Round, initial: list[tuple[ActionDecl, AgentEvent, int | None]]) -> None:
+        queue = deque(initial)
+        while queue:
+            decl, event, parent = queue.popleft()
+            index, outputs = self.task(rnd, decl, event, parent, None)
+            for out in outputs:
+                if out.type == OUTPUT_EVENT:
+                    continue   # goes downstream (again, for reused actions; the sink decides)
+                queue.extend((d, out, index) for d in self.agent.listeners(out))
+        # round complete: sensory memory is cleared (§9.3 step 5)
+        self.sensory.pop(rnd.key, None)
+
+    def run_child(self, rnd: _Round, boot: AgentEvent, parent: int, call: _Call) -> list[AgentEvent]:
+        """Dispatch a sub-agent call's child graph at the caller's key and seq until it quiesces."""
+        collected: list[AgentEvent] = []
+        queue = deque((d, boot, parent) for d in self.agent.listeners(boot))
+        while queue:
+            decl, event, par = queue.popleft()
+            index, outputs = self.task(rnd, decl, event, par, call)
+            for out in outputs:
+                if out.type == SUBAGENT_EVENT and out.attributes.get("delegateType") == OUTPUT_EVENT:
+                    collected.append(out)
+                    continue
+                queue.extend((d, out, index) for d in self.agent.listeners(out))
+        return collected
+
+    # one task (§9.3) ----------------------------------------------------------------------------
+    def task(self, rnd: _Round, decl: ActionDecl, event: AgentEvent, parent: int | None,
+             call: _Call | None) -> tuple[int, list[AgentEvent]]:
+        ident = rnd.ident
+        fingerprint = event.fingerprint
+        action_uuid = self.action_uuid(decl, ident)
+        sk = ident.state_key(rnd.seq, fingerprint, action_uuid)
+        task = Task(business_key=ident.business_key, seq=rnd.seq, state_key=sk, event_uuid=fingerprint,
+                    action_uuid=action_uuid, event_id=event.id, event_type=event.type, is_root=event.is_root,
+                    key_format=ident.key_format, key_text=ident.key_text, action=decl.name)
+        self.looked_up.add(sk)
+        index = len(self.rows)
+        row = {"key": rnd.key, "business_key": ident.business_key, "seq": rnd.seq, "input": rnd.input,
+               "action": decl.name, "event_id": event.id, "event_type": event.routing_type,
+               "fingerprint": fingerprint, "state_key": sk, "parent": parent,
+               "scope": call.scope if call else None, "body_ran": False, "calls_executed": 0,
+               "calls_replayed": 0, "cache_ops": []}
+        self.rows.append(row)
+        decision = self._get(task, row)
+        row.update(outcome=str(decision.outcome), reason=decision.reason,
+                   entry_pos=decision.entry.pos if decision.entry is not None else None)
+        if decision.outcome is Outcome.REUSE:
+            return index, self._reuse(decision.entry, event, decl, rnd)
+        recorded: Sequence[Any] = ()
+        if decision.outcome is Outcome.RERUN:
+            if self._get(task, row).entry is None:
+                self.session.write(self._entry(task, event, completed=False))
+            self._get(task, row)
+        else:
+            recorded = self._value(decision.entry).call_results if self._value(decision.entry) else ()
+        journal = CallJournal(recorded)
+        ctx = _Context(self, rnd, decl, event, journal, index, call)
+        row["body_ran"] = True
+        self.ledger[(rnd.key, "body", decl.name)] += 1
+        self.agent.run_action(decl.name, ctx)
+        self.warnings.extend(journal.warnings)
+        row["calls_executed"], row["calls_replayed"] = ctx.executed, ctx.replayed
+        self._get(task, row)
+        self.session.write(self._entry(task, event, completed=True, outputs=ctx.outputs))
+        return index, ctx.outputs
+
+    def _get(self, task: Task, row: dict[str, Any]):
+        decision = self.session.lookup(task)
+        row["cache_ops"].extend(decision.events)
+        if decision.outcome is Outcome.FAIL:
+            row.update(outcome=str(Outcome.FAIL), reason=decision.reason, entry_pos=None)
+            raise _Crash
+        return decision
+
+    def _value(self, entry: Entry | None) -> Any:
+        if entry is None:
+            return None
+        if entry.value is not None:
+            return entry.value
+        if entry.pos is not None and self.log is not None:
+            return self.log.value(entry.pos)
+        return None
+
+    def _reuse(self, entry: Entry, event: AgentEvent, decl: ActionDecl, rnd: _Round) -> list[AgentEvent]:
+        value = self._value(entry)
+        if value is None:
+            return []
+        stm = self.short_term.setdefault(rnd.key, {})
+        for mu in value.short_term_memory_updates:     # short-term first, then sensory (§9.3 step 2)
+            stm[mu.path] = mu.value
+        sensory = self.sensory.setdefault(rnd.key, {})
+        for mu in value.sensory_memory_updates:
+            sensory[mu.path] = mu.value
+        # stored ids are kept; the lineage is re-bound to this task
+        return [replace(agent_event(e), upstream_event_id=event.id, upstream_action=decl.name)
+                for e in value.output_events]
+
+    def _entry(self, task: Task, event: AgentEvent, *, completed: bool,
+               outputs: Sequence[AgentEvent] = ()) -> Entry:
+        from agent_inspect import codec
+
+        task_event = codec.Event.new(event.type, dict(event.attributes), id=event.id,
+                                     event_class=event.event_class or codec.GENERIC_EVENT)
+        outs = tuple(codec.Event.new(o.type, dict(o.attributes), id=o.id, upstream_event_id=o.upstream_event_id,
+                                     upstream_action_name=o.upstream_action) for o in outputs)
+        value = codec.ActionState(task_event=task_event, output_events=outs, completed=completed)
+        return Entry(state_key=task.state_key, business_key=task.business_key, seq=task.seq,
+                     event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
+                     key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=event.id,
+                     task_event_type=event.type, output_event_ids=tuple(o.id for o in outputs if o.id),
+                     value=value)
+
+    # not dispatched ---------------------------------------------------------------------------------
+    def not_dispatched(self) -> list[dict[str, Any]]:
+        names: dict[str, str] = {}
+        rows = []
+        for (bk, seq), label in self.rounds.items():
+            for entry in sorted(self.session.store.entries_at(bk, seq), key=lambda e: (e.pos is None, e.pos or 0)):
+                if entry.state_key in self.looked_up:
+                    continue
+                if not names:
+                    names = self._action_names()
+                key = next((k for k, i in self._idents.items() if i.business_key == bk), bk)
+                rows.append({"key": key, "business_key": bk, "seq": seq, "input": label,
+                             "action": names.get(entry.action_uuid, entry.action_uuid[:8]),
+                             "event_id": entry.task_event_id, "event_type": entry.task_event_type,
+                             "fingerprint": entry.event_uuid, "outcome": NOT_DISPATCHED,
+                             "reason": "cached record of a replayed round that no task looked up",
+                             "state_key": entry.state_key, "entry_pos": entry.pos, "parent": None, "scope": None,
+                             "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []})
+        return rows
+
+    def _action_names(self) -> dict[str, str]:
+        names = {}
+        for ident in {i.key_format for i in self._idents.values()}:
+            for d in self.agent.actions:
+                names[self.agent.action_uuid(d.name, ident, attempt=self.plan.attempt)] = d.name
+                names.setdefault(self.agent.action_uuid(d.name, ident, attempt=0), d.name)
+        return names
+
+
+def predict(log: ActionStateLog | None, plan: ReplayPlan | None = None, agent: Agent | None = None, *,
+            rule: Any = "fixed", markers: Markers = None, session: RecoverySession | None = None,
+            new_id: Callable[[], str] | None = None) -> Prediction:
+    """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
+
+    ``markers`` select the rebuild window (None: the whole loaded log, as if the marker were at its
+    start). ``plan`` defaults to :meth:`ReplayPlan.from_log`; ``agent`` defaults to an
+    :class:`~agent_inspect.agents.AsRecordedAgent` of the log (deterministic reruns regenerate the
+    recorded children with fresh ids). Pass ``session`` to continue from an already rebuilt store.
+    """
+    if log is None and (plan is None or agent is None or session is None):
+        raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
+    if plan is None:
+        plan = ReplayPlan.from_log(log)
+    if agent is None:
+        from agent_inspect.agents._recorded import AsRecordedAgent
+
+        agent = AsRecordedAgent(log)
+    if session is None:
+        if markers is None:
+            markers = _whole_log_markers(log)
+        session = rebuild(log, rule, markers)
+    sim = _Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())))
+    crashed = sim.run()
+    rows = sim.rows + ([] if crashed else sim.not_dispatched())
+    tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
+    for col in ("seq", "entry_pos", "parent", "calls_executed", "calls_replayed"):
+        tasks[col] = tasks[col].astype("Int64")
+    tasks["body_ran"] = tasks["body_ran"].astype(bool)
+    tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]
+    ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "count": n}
+                           for (k, kind, name), n in sim.ledger.items()], columns=["key", "kind", "name", "count"])
+    ledger["count"] = ledger["count"].astype("int64")
+    return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
+                      divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
+                      warnings=tuple(sim.warnings), session=session)
+
+
+def _whole_log_markers(log: Any) -> list[dict[int, int]]:
+    recs = log.records
+    if recs.empty:
+        return []
+    starts = recs.groupby("partition", observed=True)["offset"].min()
+    return [{int(p): int(o) for p, o in starts.items()}]

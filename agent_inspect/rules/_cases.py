@@ -1,0 +1,433 @@
+"""Case files: machine-readable recovery histories with expected outcomes (format: docs/cases.md)."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import CaseFileError
+from agent_inspect.agents._declarative import Behaviour, Call, Emit, SetMemory, Step, SubagentCall
+from agent_inspect.agents._protocol import ActionDecl
+from agent_inspect.rules._cases_notation import EventRef, Expectation, parse_event, parse_expectation
+
+__all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
+           "load_cases", "parse_case"]
+
+KEY_FORMATS = ("K1", "K1.5", "K1.6", "K2")
+SOURCES = ("kafka", "fluss")
+STATUSES = ("C", "I", "P", "TOMB")
+CALL_STATUSES = ("SUCCEEDED", "FAILED", "PENDING")
+
+
+@dataclass(frozen=True)
+class CaseSetup:
+    """How the history was produced and read back."""
+
+    key_format: str = "K1.5"
+    source: str = "kafka"
+    value_format: str = "V3"
+    pipeline: str = "java"          # "java": typed InputEvent roots; "python": generic Event roots
+    begin_event: bool = False
+    tombstones: bool = False
+    window_start: int = 1           # first log line inside the rebuild window (the marker position)
+    max_parallelism: int = 128
+    partitions: int = 1
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """A business key of the case: its label, key text, Java type and restored seqNum."""
+
+    label: str
+    text: str
+    type: str = "string"            # "string" | "long": typed keys with equal text collide in K1/K1.5
+    restored_seq: int = 4
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A recorded CallResult. ``status`` None is a legacy (V1) result without status."""
+
+    function_id: str
+    args_digest: str = ""
+    status: str | None = "SUCCEEDED"
+    result: Mapping[str, Any] | None = None
+    exception: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class StaleMark:
+    """When reusing (or resuming) a line is a correctness failure: always, or only for some keys / task ids."""
+
+    keys: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+    always: bool = False
+
+    def applies(self, key_label: str | None, event_label: str | None) -> bool:
+        return self.always or (key_label in self.keys) or (event_label in self.events)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One action execution in the log (all its writes collapse to ``status``)."""
+
+    n: int
+    attempt: int
+    key: str
+    seq: int
+    action: str
+    event: EventRef
+    status: str
+    outputs: tuple[EventRef, ...] = ()
+    calls: tuple[CallSpec, ...] = ()
+    action_label: str | None = None          # "IA@u1": an explicit (attempt-local) action UUID label
+    stale: StaleMark | None = None
+
+
+@dataclass(frozen=True)
+class ReplaySpec:
+    key: str
+    event: EventRef
+
+    @property
+    def label(self) -> str:
+        a = self.event.attributes
+        if self.event.type == "_input_event" and isinstance(a.get("input"), str):
+            return a["input"]
+        return self.event.id_label or self.event.type
+
+
+@dataclass(frozen=True)
+class PendingSpec:
+    """A restored in-flight task (from Flink's ``actionTasks`` state), re-submitted before any input."""
+
+    key: str
+    seq: int
+    action: str
+    event: EventRef
+
+
+@dataclass(frozen=True)
+class CallCase:
+    """A durable-call case (D01–D06): a recorded call journal, a body on resume and call-level expectations."""
+
+    record: tuple[CallSpec, ...]
+    body: tuple[Call, ...]
+    expect: tuple[Mapping[str, Any], ...]
+    warnings: tuple[str, ...] = ()
+    truncated_to: int | None = None
+    final_record: tuple[Mapping[str, Any], ...] | None = None
+    effective_statuses: tuple[str, ...] | None = None
+    producer: str = "python"
+    value_format: str = "V3"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One history of divergence-cases.md (or a user's), possibly one variant of it."""
+
+    id: str
+    name: str
+    category: str
+    setup: CaseSetup
+    keys: Mapping[str, KeySpec]
+    log: tuple[LogLine, ...]
+    replay: tuple[ReplaySpec, ...]
+    pending: tuple[PendingSpec, ...]
+    actions: tuple[ActionDecl, ...]
+    behaviours: Mapping[str, tuple[Behaviour, ...]]
+    begin: tuple[tuple[EventRef, EventRef], ...]
+    expect: Mapping[str, Expectation]
+    expect_calls: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    call_case: CallCase | None = None
+    summary: str = ""
+    note: str = ""
+    variant: str | None = None
+    path: str | None = None
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """The rules this case has expectations for."""
+        return tuple(self.expect)
+
+    def agent(self):
+        """The case's :class:`~agent_inspect.agents.DeclarativeAgent`."""
+        from agent_inspect.agents._declarative import DeclarativeAgent
+
+        from agent_inspect.agents._protocol import AgentEvent
+
+        begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
+                 for t, e in self.begin]
+        return DeclarativeAgent(self.actions, self.behaviours, begin=begin)
+
+    def __repr__(self) -> str:
+        return f"Case({self.id!r}, {self.name!r}, rules={list(self.rules)})"
+
+
+def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
+    """Load case files (``*.toml``; directories are searched) into cases, variants expanded, sorted by id."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            files.extend(sorted(p.glob("*.toml")))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise CaseFileError(f"{p}: no such case file or directory")
+    cases: list[Case] = []
+    for f in files:
+        try:
+            data = tomllib.loads(f.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise CaseFileError(f"{f}: not valid TOML: {exc}") from None
+        cases.extend(parse_case(data, path=str(f)))
+    return sorted(cases, key=lambda c: (_order(c.id), c.id))
+
+
+def _order(case_id: str) -> tuple[int, str]:
+    prefix = "NGPLSD".find(case_id[:1])
+    return (prefix if prefix >= 0 else 99, case_id)
+
+
+def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case]:
+    """Parse one case file's TOML data; returns the base case followed by its variants."""
+    where = path or "<case>"
+    try:
+        case_id = str(data["id"])
+    except KeyError:
+        raise CaseFileError(f"{where}: missing 'id'") from None
+    where = f"{where} ({case_id})"
+    _known(data, {"id", "name", "category", "summary", "note", "setup", "keys", "log", "replay", "pending",
+                  "agent", "expect", "expect_calls", "variants", "call_case"}, where)
+    setup = _setup(data.get("setup", {}), CaseSetup(), where)
+    log = tuple(_line(i, raw, where) for i, raw in enumerate(data.get("log", []), start=1))
+    replay = tuple(_replay(r, where) for r in data.get("replay", []))
+    pending = tuple(_pending(p, where) for p in data.get("pending", []))
+    actions, behaviours, begin = _agent(data.get("agent", {}), where)
+    used = [ln.key for ln in log] + [r.key for r in replay] + [p.key for p in pending]
+    keys = _keys(data.get("keys", {}), used, where)
+    expect = {rule: parse_expectation(rule, text, where=f"{where} expect.{rule}")
+              for rule, text in data.get("expect", {}).items()}
+    base = Case(id=case_id, name=str(data.get("name", case_id)), category=str(data.get("category", "")),
+                setup=setup, keys=keys, log=log, replay=replay, pending=pending, actions=actions,
+                behaviours=behaviours, begin=begin, expect=expect,
+                expect_calls=_expect_calls(data.get("expect_calls", {}), where),
+                call_case=_call_case(data["call_case"], where) if "call_case" in data else None,
+                summary=str(data.get("summary", "")), note=str(data.get("note", "")), path=path)
+    _check_lines(base, where)
+    out = [base]
+    for v in data.get("variants", []):
+        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys"}, f"{where} variant")
+        name = str(v.get("name") or "")
+        if not name:
+            raise CaseFileError(f"{where}: every [[variants]] entry needs a 'name'")
+        vexpect = dict(expect)
+        vexpect.update({rule: parse_expectation(rule, text, where=f"{where} {name} expect.{rule}")
+                        for rule, text in v.get("expect", {}).items()})
+        vcalls = dict(base.expect_calls)
+        vcalls.update(_expect_calls(v.get("expect_calls", {}), where))
+        vkeys = _keys({**data.get("keys", {}), **v.get("keys", {})}, used, where) if "keys" in v else keys
+        out.append(replace(base, id=f"{case_id}/{name}", variant=name, setup=_setup(v.get("setup", {}), setup, where),
+                           keys=vkeys, expect=vexpect, expect_calls=vcalls,
+                           note=str(v.get("note", base.note))))
+    return out
+
+
+def _known(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise CaseFileError(f"{where}: unknown field(s) {', '.join(extra)}; see docs/cases.md")
+
+
+def _setup(raw: Mapping[str, Any], base: CaseSetup, where: str) -> CaseSetup:
+    _known(raw, set(CaseSetup.__dataclass_fields__), f"{where} [setup]")
+    s = replace(base, **raw)
+    if s.key_format not in KEY_FORMATS:
+        raise CaseFileError(f"{where}: key_format {s.key_format!r} is not one of {', '.join(KEY_FORMATS)}")
+    if s.source not in SOURCES:
+        raise CaseFileError(f"{where}: source {s.source!r} is not one of {', '.join(SOURCES)}")
+    if s.pipeline not in ("java", "python"):
+        raise CaseFileError(f"{where}: pipeline must be 'java' or 'python'")
+    return s
+
+
+def _keys(raw: Mapping[str, Any], used: Sequence[str], where: str) -> dict[str, KeySpec]:
+    out: dict[str, KeySpec] = {}
+    for label in dict.fromkeys([*raw, *used]):
+        spec = raw.get(label, {})
+        _known(spec, {"text", "type", "restored_seq"}, f"{where} keys.{label}")
+        out[label] = KeySpec(label=label, text=str(spec.get("text", label)), type=str(spec.get("type", "string")),
+                             restored_seq=int(spec.get("restored_seq", 4)))
+    return out
+
+
+def _line(i: int, raw: Any, where: str) -> LogLine:
+    w = f"{where} log line {i}"
+    if not isinstance(raw, Mapping):
+        raise CaseFileError(f"{w}: each log line is an inline table {{ att=, key=, seq=, action=, event=, status= }}")
+    _known(raw, {"n", "att", "key", "seq", "action", "event", "status", "out", "calls", "stale"}, w)
+    for f in ("key", "seq", "action", "event", "status"):
+        if f not in raw:
+            raise CaseFileError(f"{w}: missing '{f}'")
+    status = str(raw["status"])
+    if status not in STATUSES:
+        raise CaseFileError(f"{w}: status {status!r} is not one of {', '.join(STATUSES)}")
+    action, _, label = str(raw["action"]).partition("@")
+    return LogLine(n=int(raw.get("n", i)), attempt=int(raw.get("att", 1)), key=str(raw["key"]), seq=int(raw["seq"]),
+                   action=action, action_label=label or None, event=parse_event(raw["event"], where=w),
+                   status=status, outputs=tuple(parse_event(e, where=w) for e in raw.get("out", [])),
+                   calls=tuple(_call_spec(c, w) for c in raw.get("calls", [])), stale=_stale(raw.get("stale"), w))
+
+
+def _stale(raw: Any, where: str) -> StaleMark | None:
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return StaleMark(always=True)
+    if isinstance(raw, Mapping):
+        _known(raw, {"keys", "events"}, f"{where} stale")
+        return StaleMark(keys=tuple(map(str, raw.get("keys", ()))),
+                         events=tuple(str(e).lstrip("#") for e in raw.get("events", ())))
+    raise CaseFileError(f"{where}: stale must be true or {{ keys = [...], events = [...] }}")
+
+
+def _call_spec(raw: Any, where: str) -> CallSpec:
+    if isinstance(raw, str):
+        # "function/argsDigest STATUS" (the spec's shorthand); a missing digest is "" (Java)
+        ident, _, status = raw.strip().partition(" ")
+        fn, _, digest = ident.partition("/")
+        raw = {"fn": fn, "args": digest, "status": status.strip() or "SUCCEEDED"}
+    if not isinstance(raw, Mapping):
+        raise CaseFileError(f"{where}: a call is \"fn/digest STATUS\" or {{ fn=, args=, status= }}")
+    _known(raw, {"fn", "args", "status", "result", "exception"}, f"{where} call")
+    status = raw.get("status")
+    if status is not None and status not in CALL_STATUSES:
+        raise CaseFileError(f"{where}: call status {status!r} is not one of {', '.join(CALL_STATUSES)}")
+    return CallSpec(function_id=str(raw["fn"]), args_digest=str(raw.get("args", "")), status=status,
+                    result=raw.get("result"), exception=raw.get("exception"))
+
+
+def _replay(raw: Any, where: str) -> ReplaySpec:
+    if isinstance(raw, str):
+        key, sep, ev = raw.partition(":")
+        if not sep:
+            raise CaseFileError(f"{where}: replay entries are \"key:Event\", e.g. \"k:In(A)\"; got {raw!r}")
+        return ReplaySpec(key.strip(), parse_event(ev, where=f"{where} replay"))
+    if isinstance(raw, Mapping) and "key" in raw and "event" in raw:
+        return ReplaySpec(str(raw["key"]), parse_event(raw["event"], where=f"{where} replay"))
+    raise CaseFileError(f"{where}: replay entries are \"key:Event\" or {{ key=, event= }}")
+
+
+def _pending(raw: Any, where: str) -> PendingSpec:
+    if not isinstance(raw, Mapping) or not {"key", "seq", "action", "event"} <= set(raw):
+        raise CaseFileError(f"{where}: pending tasks are {{ key=, seq=, action=, event= }}")
+    return PendingSpec(str(raw["key"]), int(raw["seq"]), str(raw["action"]),
+                       parse_event(raw["event"], where=f"{where} pending"))
+
+
+def _agent(raw: Mapping[str, Any], where: str):
+    _known(raw, {"actions", "on", "begin"}, f"{where} [agent]")
+    actions = []
+    for a in raw.get("actions", []):
+        _known(a, {"name", "triggers", "module", "qualname", "java", "scope"}, f"{where} agent.actions")
+        if "name" not in a or "triggers" not in a:
+            raise CaseFileError(f"{where}: every agent action needs 'name' and 'triggers'")
+        actions.append(ActionDecl(name=str(a["name"]), triggers=tuple(map(str, a["triggers"])),
+                                  module=a.get("module") or "case_agent",
+                                  qualname=a.get("qualname") or f"CaseAgent.{a['name']}",
+                                  java=bool(a.get("java", False)), scope=a.get("scope")))
+    names = {a.name for a in actions}
+    behaviours: dict[str, tuple[Behaviour, ...]] = {}
+    for action, table in raw.get("on", {}).items():
+        if action not in names:
+            raise CaseFileError(f"{where}: agent.on.{action} names an undeclared action")
+        out = []
+        for trigger, steps in table.items():
+            w = f"{where} agent.on.{action}.{trigger!r}"
+            steps_t = tuple(_step(s, w) for s in steps)
+            if trigger == "*":
+                out.append(Behaviour(steps_t))
+            else:
+                ev = parse_event(trigger, where=w)
+                if ev.type == "InternalSubagentCallEvent":
+                    ev = EventRef(ev.attributes["delegateType"], ev.attributes["delegateAttributes"])
+                out.append(Behaviour(steps_t, ev.type, ev.attributes))
+        # specific triggers win over "*", whatever the order in the file
+        behaviours[action] = tuple(sorted(out, key=lambda b: b.trigger_type is None))
+    begin = tuple((parse_event(trigger, where=f"{where} agent.begin"), parse_event(ev, where=f"{where} agent.begin"))
+                  for trigger, ev in raw.get("begin", {}).items())
+    return tuple(actions), behaviours, begin
+
+
+def _step(raw: Any, where: str) -> Step:
+    if not isinstance(raw, Mapping):
+        raise CaseFileError(f"{where}: a step is {{ emit = ... }}, {{ call = ... }}, {{ subagent = ... }} or {{ set = ... }}")
+    if "emit" in raw:
+        _known(raw, {"emit"}, where)
+        ev = parse_event(raw["emit"], where=where)
+        return Emit(ev.type, ev.attributes)
+    if "call" in raw:
+        _known(raw, {"call", "args", "reconciler", "result", "raises"}, where)
+        rec = raw.get("reconciler")
+        if rec not in (None, "succeeds", "raises"):
+            raise CaseFileError(f"{where}: reconciler must be \"succeeds\" or \"raises\"")
+        return Call(str(raw["call"]), str(raw.get("args", "")), rec, raw.get("result"), raw.get("raises"))
+    if "subagent" in raw:
+        _known(raw, {"subagent", "session", "call_id", "event"}, where)
+        ev = parse_event(raw.get("event", "Ev(_input_event)"), where=where)
+        return SubagentCall(str(raw["subagent"]), str(raw["session"]), str(raw["call_id"]), ev.type, ev.attributes)
+    if "set" in raw:
+        _known(raw, {"set", "value", "memory"}, where)
+        return SetMemory(str(raw["set"]), raw.get("value"), str(raw.get("memory", "short_term")))
+    raise CaseFileError(f"{where}: unknown step {dict(raw)!r}")
+
+
+def _expect_calls(raw: Mapping[str, Any], where: str) -> dict[str, dict[str, int]]:
+    out = {}
+    for rule, table in raw.items():
+        if not isinstance(table, Mapping):
+            raise CaseFileError(f"{where}: expect_calls.{rule} maps function ids to call counts")
+        out[rule] = {str(k): int(v) for k, v in table.items()}
+    return out
+
+
+def _call_case(raw: Mapping[str, Any], where: str) -> CallCase:
+    w = f"{where} [call_case]"
+    _known(raw, {"record", "body", "expect", "warnings", "truncated_to", "final_record", "effective_statuses",
+                 "producer", "value_format"}, w)
+    body = []
+    for s in raw.get("body", []):
+        step = _step(s, w)
+        if not isinstance(step, Call):
+            raise CaseFileError(f"{w}: the body of a call case holds only {{ call = ... }} steps")
+        body.append(step)
+    expect = tuple(raw.get("expect", []))
+    for e in expect:
+        if e.get("outcome") not in ("hit", "reraise", "execute", "reconcile"):
+            raise CaseFileError(f"{w}: expect outcome must be hit, reraise, execute or reconcile")
+    if len(expect) != len(body):
+        raise CaseFileError(f"{w}: one expect entry per body call ({len(body)} calls, {len(expect)} entries)")
+    final = raw.get("final_record")
+    eff = raw.get("effective_statuses")
+    return CallCase(record=tuple(_call_spec(c, w) for c in raw.get("record", [])), body=tuple(body),
+                    expect=expect, warnings=tuple(raw.get("warnings", ())),
+                    truncated_to=raw.get("truncated_to"),
+                    final_record=tuple(final) if final is not None else None,
+                    effective_statuses=tuple(eff) if eff is not None else None,
+                    producer=str(raw.get("producer", "python")), value_format=str(raw.get("value_format", "V3")))
+
+
+def _check_lines(case: Case, where: str) -> None:
+    names = {a.name for a in case.actions}
+    for ln in case.log:
+        if case.actions and ln.action not in names:
+            raise CaseFileError(f"{where}: log line {ln.n} uses action {ln.action!r} that the agent does not declare")
+    for p in case.pending:
+        if case.actions and p.action not in names:
+            raise CaseFileError(f"{where}: pending task uses undeclared action {p.action!r}")

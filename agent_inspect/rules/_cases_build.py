@@ -1,0 +1,269 @@
+"""Turn a case into a real log: state keys, values and ids built exactly as upstream writes them."""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import hashlib
+import pickle
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_inspect import codec
+from agent_inspect._errors import CaseFileError
+from agent_inspect.agents._declarative import DeclarativeAgent
+from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
+from agent_inspect.rules._cases import Case, CallSpec, KeySpec, LogLine
+from agent_inspect.rules._cases_notation import EventRef
+
+__all__ = ["BuiltCase", "build_case", "encode_payload", "call_result", "IdFactory"]
+
+_INPUT_CLASS = "org.apache.flink.agents.api.InputEvent"
+_OUTPUT_CLASS = "org.apache.flink.agents.api.OutputEvent"
+_BEGIN_CLASS = "org.apache.flink.agents.api.event.AgentRunBeginEvent"
+_T0_MS = 1_767_225_600_000
+
+
+def _label_uuid(namespace: str, label: str) -> str:
+    # random-looking v4 ids, but reproducible, so case runs and their diffs are stable
+    return str(uuid.UUID(bytes=hashlib.md5(f"{namespace}#{label}".encode()).digest(), version=4))
+
+
+class IdFactory:
+    """Deterministic fresh event ids (``new1``, ``new2``, … as labels) for reproducible predictions."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.labels: dict[str, str] = {}
+        self._n = 0
+
+    def __call__(self) -> str:
+        self._n += 1
+        label = f"new{self._n}"
+        eid = _label_uuid(self.namespace + "/fresh", label)
+        self.labels[eid] = label
+        return eid
+
+
+@dataclass(frozen=True)
+class BuiltCase:
+    """A case as real data: the log, the recovery markers, the replay plan and the agent."""
+
+    case: Case
+    log: Any
+    markers: tuple[Mapping[int, int], ...]
+    plan: ReplayPlan
+    agent: DeclarativeAgent
+    id_labels: Mapping[str, str]                 # event id -> case label (without '#')
+    line_of_pos: Mapping[int, int]               # log position -> case line number
+    key_of_business_key: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def label(self, event_id: str | None) -> str | None:
+        return None if event_id is None else self.id_labels.get(event_id)
+
+    def id_factory(self) -> IdFactory:
+        return IdFactory(self.case.id.split("/")[0])
+
+
+def encode_payload(spec: Mapping[str, Any] | None, *, where: str = "payload") -> str | None:
+    """A CallResult payload (base64) from its case-file form (docs/cases.md "Payloads")."""
+    if spec is None:
+        return None
+    if not isinstance(spec, Mapping) or len(set(spec) - {"message"}) != 1:
+        raise CaseFileError(f"{where}: a payload is one of {{json=…}}, {{pickle=…}}, {{error=…, message=…}}, "
+                            "{java_error=…, message=…} or {base64=…}")
+    if "base64" in spec:
+        return str(spec["base64"])
+    if "json" in spec:
+        data = codec.canonical_json(spec["json"])
+    elif "pickle" in spec:
+        data = pickle.dumps(spec["pickle"], protocol=5)
+    elif "error" in spec:
+        cls = getattr(builtins, str(spec["error"]), None)
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise CaseFileError(f"{where}: error {spec['error']!r} is not a Python builtin exception")
+        data = pickle.dumps(cls(spec.get("message", "")), protocol=5)
+    elif "java_error" in spec:
+        data = codec.canonical_json({"exceptionClass": str(spec["java_error"]),
+                                     "message": str(spec.get("message", ""))})
+    else:
+        raise CaseFileError(f"{where}: unknown payload kind {sorted(spec)}")
+    return base64.b64encode(data).decode("ascii")
+
+
+def call_result(spec: CallSpec, *, where: str = "call") -> codec.CallResult:
+    """The ``CallResult`` a case call stands for."""
+    result = encode_payload(spec.result, where=where)
+    exception = encode_payload(spec.exception, where=where)
+    if spec.status == "SUCCEEDED" and result is None and spec.result is None:
+        result = base64.b64encode(pickle.dumps(None, protocol=5)).decode("ascii") if spec.args_digest else None
+    return codec.CallResult(function_id=spec.function_id, args_digest=spec.args_digest, result_payload=result,
+                            exception_payload=exception, status=spec.status)
+
+
+def key_identity(spec: KeySpec, case: Case) -> KeyIdentity:
+    """The state-key segments of a case key under the case's key format."""
+    fmt, mp = case.setup.key_format, case.setup.max_parallelism
+    if spec.type == "long":
+        try:
+            value = int(spec.text)
+        except ValueError:
+            raise CaseFileError(f"{case.id}: key {spec.label} is typed long but its text {spec.text!r} is not") from None
+        java_hash = codec.java_long_hash(value)
+        digest = base64.b64encode(hashlib.sha256(value.to_bytes(8, "big", signed=True)).digest()).decode()
+    elif spec.type == "string":
+        java_hash = codec.java_string_hash(spec.text)
+        digest = codec.string_key_digest(spec.text)
+    else:
+        raise CaseFileError(f"{case.id}: key {spec.label} has unknown type {spec.type!r}; use string or long")
+    group = codec.key_group(java_hash, mp) if fmt != "K1" else None
+    if fmt in ("K1.6", "K2"):
+        fingerprint = base64.b64encode(hashlib.sha256(f"serializer:{spec.type}".encode()).digest()).decode()
+        return KeyIdentity(business_key=digest, key_format=fmt, key_group=group, key_digest=digest,
+                           serializer_fingerprint=fingerprint if fmt == "K2" else None)
+    return KeyIdentity(business_key=spec.text, key_format=fmt, key_text=spec.text, key_group=group)
+
+
+def build_case(case: Case) -> BuiltCase:
+    """Build the log of ``case`` through ``ActionStateLog.from_raw`` (the production path) and its plan."""
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+    if case.call_case is not None and not case.log:
+        raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/cases.md)")
+    ns = case.id.split("/")[0]
+    agent = case.agent()
+    idents = {label: key_identity(spec, case) for label, spec in case.keys.items()}
+    labels: dict[str, str] = {}
+
+    def event_id(ref: EventRef, fallback: str) -> str:
+        label = ref.id_label or fallback
+        eid = _label_uuid(ns, label)
+        if ref.id_label:
+            labels[eid] = ref.id_label
+        return eid
+
+    setup = case.setup
+    batch = RawBatch(agent_key=[] if setup.source == "fluss" else None)
+    offsets: dict[int, int] = {}
+    line_of: list[tuple[int, int, int]] = []      # (partition, offset, line n)
+    window: dict[int, int] = {}
+    for ln in case.log:
+        ident = idents[ln.key]
+        decl = agent.action(ln.action)
+        if ln.action_label and decl.java and setup.key_format != "K2":
+            action_uuid = codec.uuid3(f"case-action:{ln.action}@{ln.action_label}".encode())
+        else:
+            action_uuid = agent.action_uuid(ln.action, setup.key_format, attempt=ln.attempt)
+        task_event = _event(ln.event, event_id(ln.event, f"L{ln.n}.task"), setup.pipeline)
+        fingerprint = codec.event_uuid(dict(ln.event.attributes))
+        state_key = ident.state_key(ln.seq, fingerprint, action_uuid)
+        partition = codec.kafka_partition(state_key, setup.partitions) if setup.partitions > 1 else 0
+        for value in _writes(ln, task_event, event_id, setup, decl.name):
+            off = offsets.get(partition, 0)
+            offsets[partition] = off + 1
+            if ln.n >= setup.window_start and partition not in window:
+                window[partition] = off
+            batch.append(partition, off, _T0_MS + 1000 * len(batch), state_key.encode(), value,
+                         ident.business_key if setup.source == "fluss" else None)
+            line_of.append((partition, off, ln.n))
+    ends = dict(offsets)
+    markers = ({p: window.get(p, ends[p]) for p in ends},) if ends else ()
+    # sources hand records over in physical order per partition: partitions ascending, then offset
+    order = sorted(range(len(batch)), key=lambda i: (batch.partition[i], batch.offset[i]))
+    sorted_batch = RawBatch(agent_key=[] if batch.agent_key is not None else None)
+    for i in order:
+        sorted_batch.append(batch.partition[i], batch.offset[i], batch.timestamp_ms[i], batch.key[i],
+                            batch.value[i], batch.agent_key[i] if batch.agent_key is not None else None)
+    source = SourceInfo(kind=setup.source, location=f"case:{case.id}",
+                        topic="action-state" if setup.source == "kafka" else "flink_agents.action_state",
+                        start_offsets={p: 0 for p in ends}, end_offsets=ends,
+                        options={"case": case.id})
+    log = ActionStateLog.from_raw([sorted_batch], source)
+    line_by_phys = {(p, o): n for p, o, n in line_of}
+    recs = log.records
+    line_of_pos = {int(pos): line_by_phys[(int(p), int(o))]
+                   for pos, p, o in zip(recs.index, recs["partition"], recs["offset"])}
+    plan = _plan(case, idents, labels, ns)
+    by_bk: dict[str, list[str]] = {}
+    for label, ident in idents.items():
+        by_bk.setdefault(ident.business_key, []).append(label)
+    return BuiltCase(case=case, log=log, markers=markers, plan=plan, agent=agent, id_labels=labels,
+                     line_of_pos=line_of_pos, key_of_business_key={k: tuple(v) for k, v in by_bk.items()})
+
+
+def _plan(case: Case, idents: Mapping[str, KeyIdentity], labels: dict[str, str], ns: str) -> ReplayPlan:
+    inputs = []
+    for i, r in enumerate(case.replay, start=1):
+        label = r.event.id_label or f"replay{i}"
+        eid = _label_uuid(ns, label)
+        if r.event.id_label:
+            labels[eid] = r.event.id_label
+        ev = AgentEvent(r.event.type, dict(r.event.attributes), eid, _event_class(r.event.type, case.setup.pipeline))
+        inputs.append(ReplayInput(r.key, ev, r.label))
+    pending = []
+    for p in case.pending:
+        label = p.event.id_label or f"pending.{p.action}"
+        eid = _label_uuid(ns, label)
+        if p.event.id_label:
+            labels[eid] = p.event.id_label
+        pending.append(PendingTask(p.key, p.seq, p.action,
+                                   AgentEvent(p.event.type, dict(p.event.attributes), eid,
+                                              _event_class(p.event.type, case.setup.pipeline))))
+    return ReplayPlan(inputs=tuple(inputs), restored_seq={k: s.restored_seq for k, s in case.keys.items()},
+                      pending=tuple(pending), keys=dict(idents), begin_event=case.setup.begin_event,
+                      attempt=max((ln.attempt for ln in case.log), default=0) + 1)
+
+
+def _event_class(event_type: str, pipeline: str) -> str:
+    if event_type == "_input_event":
+        return _INPUT_CLASS if pipeline == "java" else codec.GENERIC_EVENT
+    if event_type == "_output_event":
+        return _OUTPUT_CLASS if pipeline == "java" else codec.GENERIC_EVENT
+    if event_type == "_agent_run_begin_event":
+        return _BEGIN_CLASS
+    if event_type == SUBAGENT_EVENT:
+        return codec.SUBAGENT_EVENT
+    return codec.GENERIC_EVENT
+
+
+def _event(ref: EventRef, eid: str, pipeline: str, *, upstream: str | None = None,
+           upstream_action: str | None = None, delegate_id: str | None = None) -> codec.Event:
+    cls = _event_class(ref.type, pipeline)
+    delegate = None
+    if ref.type == SUBAGENT_EVENT:
+        a = ref.attributes
+        delegate = codec.Event.new(str(a.get("delegateType")), a.get("delegateAttributes") or {},
+                                   id=delegate_id or _label_uuid("delegate", eid), event_class=codec.GENERIC_EVENT)
+    return codec.Event.new(ref.type, dict(ref.attributes), id=eid, event_class=cls, upstream_event_id=upstream,
+                           upstream_action_name=upstream_action, delegate=delegate)
+
+
+def _writes(ln: LogLine, task_event: codec.Event, event_id: Callable[[EventRef, str], str], setup: Any,
+            action: str) -> list[bytes | None]:
+    """The records of one action execution (spec §5.6): initial, one per call, completed; or a tombstone."""
+    if ln.status == "TOMB":
+        return [None]
+    fmt = setup.value_format
+    if fmt == "V3" and (task_event.type == SUBAGENT_EVENT or any(o.type == SUBAGENT_EVENT for o in ln.outputs)):
+        fmt = "V3+"
+    lineage = fmt in ("V3", "V3+")
+    out: list[bytes | None] = [codec.encode_action_state(codec.ActionState(task_event=task_event), value_format=fmt)]
+    calls: list[codec.CallResult] = []
+    for c in ln.calls:
+        calls.append(call_result(c, where=f"log line {ln.n}"))
+        out.append(codec.encode_action_state(codec.ActionState(task_event=task_event, call_results=tuple(calls)),
+                                             value_format=fmt))
+    if ln.status == "C":
+        outputs = tuple(_event(o, event_id(o, f"L{ln.n}.out{i}"), setup.pipeline,
+                               upstream=task_event.id if lineage else None,
+                               upstream_action=action if lineage else None)
+                        for i, o in enumerate(ln.outputs, start=1))
+        out.append(codec.encode_action_state(codec.ActionState(task_event=task_event, output_events=outputs,
+                                                               completed=True), value_format=fmt))
+    elif ln.status == "I" and ln.calls:
+        raise CaseFileError(f"log line {ln.n}: status I means no calls; use P for an incomplete record with calls")
+    return out
