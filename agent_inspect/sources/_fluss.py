@@ -176,11 +176,11 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
 async def _drain(scanner: Any, batch: RawBatch, end: Mapping[int, int], remaining: set[int], *,
                  timeout: float, where: str, desc: str, total: int, progress: bool) -> None:
     bar = progress_bar(total=total, desc=desc, enabled=progress)
+    poll_ms = max(1, min(_POLL_MS, int(timeout * 500)))  # a poll may wait its full time: stay inside the timeout
     try:
         last_progress = time.monotonic()
         while remaining:
-            records = await _call(scanner.poll(_POLL_MS), timeout=timeout + _POLL_MS / 1000,
-                                  what="polling", where=where)
+            records = await _call(scanner.poll(poll_ms), timeout=timeout, what="polling", where=where)
             got = 0
             for bucket, recs in records.items():
                 b = bucket.bucket_id

@@ -1,0 +1,226 @@
+"""Kafka loader against a real broker (tansu): bounded, read-only, markers, pruning, failures."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.codec import kafka_partition, parse_state_key
+from agent_inspect.sources._kafka import open_kafka
+from tests.sources._records import make_records
+from tests.support.tansu import consumer_groups, create_topic, end_offsets, free_port, produce_like_upstream
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 4
+
+
+def _raw(bootstrap: str, topic: str, **options: object) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    batches, _ = open_kafka(bootstrap, topic, progress=False, **options)  # type: ignore[arg-type]
+    return [(b.partition[i], b.offset[i], b.key[i], b.value[i]) for b in batches for i in range(len(b))]
+
+
+@pytest.fixture(scope="module")
+def topic(kafka_bootstrap: str) -> tuple[str, list[tuple[str, bytes]], list[tuple[int, int]]]:
+    """A topic written like upstream: 8 business keys × 3 rounds × 2 writes, one send+flush each."""
+    name = create_topic(kafka_bootstrap, PARTITIONS)
+    records = make_records(8, 3)
+    positions = produce_like_upstream(kafka_bootstrap, name, records, num_partitions=PARTITIONS,
+                                      timestamps=range(1_700_000_000_000, 1_700_000_000_000 + len(records)))
+    return name, records, positions
+
+
+def test_load_reads_every_record_where_upstream_put_it(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, records, positions = topic
+    log = ai.load(f"kafka://{kafka_bootstrap}/{name}", progress=False)
+    assert len(log.records) == len(records)
+    got = {(p, o): (k, v) for p, o, k, v in zip(log.raw.partition, log.raw.offset, log.raw.key, log.raw.value)}
+    for (key, value), pos in zip(records, positions):
+        assert got[pos] == (key.encode(), value)
+        assert pos[0] == kafka_partition(key, PARTITIONS)
+    assert log.source.kind == "kafka" and log.source.topic == name
+    assert dict(log.source.end_offsets) == dict(end_offsets(kafka_bootstrap, name))
+    assert set(log.records["partition"]) <= set(range(PARTITIONS))
+    assert log.errors.empty
+
+
+def test_kafka_load_equals_file_load_of_the_same_records(kafka_bootstrap: str, topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    name, _, _ = topic
+    log = ai.load_kafka(kafka_bootstrap, name, progress=False)
+    lines = [json.dumps({"topic": name, "partition": p, "offset": o, "tstype": "create", "ts": ts,
+                         "broker": 111, "headers": None, "key": k.decode(), "payload": v.decode()})
+             for p, o, ts, k, v in zip(log.raw.partition, log.raw.offset, log.raw.timestamp_ms,
+                                       log.raw.key, log.raw.value)]
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("\n".join(lines) + "\n")
+    from_file = ai.load_file(dump)
+    cols = [c for c in log.records.columns if c not in ()]
+    assert from_file.records[cols].equals(log.records[cols])
+    assert from_file.source.file_format == "kcat-jsonl" and from_file.source.topic == name
+
+
+def test_loads_are_read_only(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, _, _ = topic
+    ends, groups = dict(end_offsets(kafka_bootstrap, name)), consumer_groups(kafka_bootstrap)
+    ai.load_kafka(kafka_bootstrap, name, progress=False)
+    ai.load_kafka(kafka_bootstrap, name, progress=False, markers={0: 1}, config={"group.id": "mine"})
+    assert dict(end_offsets(kafka_bootstrap, name)) == ends
+    assert consumer_groups(kafka_bootstrap) == groups
+
+
+def test_markers_merge_by_minimum_and_limit_partitions(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, _, positions = topic
+    full = _raw(kafka_bootstrap, name)
+    markers = [{0: 3, 1: 2}, {"0": 1}, {"schemaVersion": 1, "topic": name, "offsets": {"1": 4}}]
+    got = _raw(kafka_bootstrap, name, markers=markers)
+    assert got == [r for r in full if (r[0] == 0 and r[1] >= 1) or (r[0] == 1 and r[1] >= 2)]
+    _, info = open_kafka(kafka_bootstrap, name, markers=markers, progress=False)
+    assert dict(info.start_offsets) == {0: 1, 1: 2}
+    assert info.options["markers"] == {0: 1, 1: 2}
+
+
+def test_start_offsets_override_some_partitions(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, _, _ = topic
+    full = _raw(kafka_bootstrap, name)
+    got = _raw(kafka_bootstrap, name, start_offsets={2: 2})
+    assert got == [r for r in full if r[0] != 2 or r[1] >= 2]
+
+
+def test_marker_at_the_end_reads_nothing(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, _, _ = topic
+    ends = end_offsets(kafka_bootstrap, name)
+    log = ai.load_kafka(kafka_bootstrap, name, markers=dict(ends), progress=False)
+    assert len(log.records) == 0
+    assert dict(log.source.start_offsets) == dict(ends)
+
+
+def test_business_keys_prune_partitions_and_filter(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, records, _ = topic
+    wanted = "user-3"
+    log = ai.load_kafka(kafka_bootstrap, name, business_keys=[wanted], progress=False)
+    expected = [k.encode() for k, _ in records if parse_state_key(k).key_text == wanted]
+    assert sorted(log.raw.key) == sorted(expected)
+    read = set(log.source.start_offsets)
+    assert kafka_partition(expected[0].decode(), PARTITIONS) in read
+    assert len(read) < PARTITIONS  # only the partitions the key can hash to were assigned
+    assert log.source.options["business_keys"] == [wanted]
+
+
+def test_unknown_partition_in_marker(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, _, _ = topic
+    with pytest.raises(ai.UnknownPartitionError, match="partition 9"):
+        ai.load_kafka(kafka_bootstrap, name, markers={0: 0, 9: 1}, progress=False)
+
+
+def test_marker_beyond_the_end_is_data_loss(kafka_bootstrap: str) -> None:
+    # tansu cannot delete records (delete_records panics it), so retention loss below the earliest
+    # offset is covered by the planner tests; here the honest broker case: a marker from an earlier
+    # incarnation of the topic points past the end of the recreated one.
+    name = create_topic(kafka_bootstrap, 2)
+    produce_like_upstream(kafka_bootstrap, name, make_records(2, 1), num_partitions=2)
+    ends = end_offsets(kafka_bootstrap, name)
+    marker = {p: e + 5 for p, e in ends.items()}
+    with pytest.raises(ai.DataLossError, match="recreated or truncated"):
+        ai.load_kafka(kafka_bootstrap, name, markers=marker, progress=False)
+    log = ai.load_kafka(kafka_bootstrap, name, markers=marker, allow_data_loss=True, progress=False)
+    assert len(log.records) == sum(ends.values())
+    assert set(log.source.options["data_loss"]) == set(ends)
+
+
+def test_negative_marker_is_data_loss(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+    name, _, _ = topic
+    with pytest.raises(ai.DataLossError, match="earliest retained offset is 0"):
+        ai.load_kafka(kafka_bootstrap, name, markers={0: -3}, progress=False)
+
+
+def test_missing_topic_is_a_source_error_and_is_not_created(kafka_bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    with pytest.raises(ai.SourceError, match="does not exist"):
+        ai.load_kafka(kafka_bootstrap, "no-such-topic-here", progress=False)
+    topics = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(timeout=5).topics
+    assert "no-such-topic-here" not in topics
+
+
+def test_live_topic_load_ends_at_offsets_captured_at_start(kafka_bootstrap: str) -> None:
+    name = create_topic(kafka_bootstrap, 2)
+    produce_like_upstream(kafka_bootstrap, name, make_records(4, 2, prefix="live"), num_partitions=2)
+    before = dict(end_offsets(kafka_bootstrap, name))
+    stop = threading.Event()
+
+    def writer() -> None:
+        n = 0
+        while not stop.is_set():
+            produce_like_upstream(kafka_bootstrap, name, make_records(1, 1, seed=n, prefix=f"more{n}"),
+                                  num_partitions=2)
+            n += 1
+
+    thread = threading.Thread(target=writer, daemon=True)
+    batches, info = open_kafka(kafka_bootstrap, name, progress=False)
+    thread.start()
+    try:
+        time.sleep(0.3)  # the topic grows before and while the records are fetched
+        rows = [(b.partition[i], b.offset[i]) for b in batches for i in range(len(b))]
+    finally:
+        stop.set()
+        thread.join(10)
+    assert dict(info.end_offsets) == before
+    assert sorted(rows) == [(p, o) for p in sorted(before) for o in range(before[p])]
+    assert sum(end_offsets(kafka_bootstrap, name).values()) > sum(before.values())
+
+
+def test_closed_port_is_broker_unreachable_within_timeout(capfd: pytest.CaptureFixture[str]) -> None:
+    start = time.monotonic()
+    with pytest.raises(ai.BrokerUnreachable, match="Connection refused") as info:
+        ai.load_kafka(f"127.0.0.1:{free_port()}", "t", timeout=2, progress=False)
+    assert "\n" not in str(info.value)
+    assert time.monotonic() - start < 6
+    assert "%3|" not in capfd.readouterr().err  # librdkafka's log lines stay off stderr
+
+
+@pytest.fixture()
+def silent_peer() -> Iterator[int]:
+    """A TCP listener that accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+def test_silent_peer_is_broker_unreachable_within_timeout(silent_peer: int) -> None:
+    start = time.monotonic()
+    with pytest.raises(ai.BrokerUnreachable, match="did not answer within 2s"):
+        ai.load(f"kafka://127.0.0.1:{silent_peer}/t", timeout=2, progress=False)
+    assert time.monotonic() - start < 6
+
+
+def test_bad_records_through_kafka_become_error_rows(kafka_bootstrap: str) -> None:
+    name = create_topic(kafka_bootstrap, 2)
+    good = make_records(1, 1)
+    bad = [(good[0][0], good[0][1][:40]), ("not-a-state-key", b"{}"), (good[1][0], b"\xff\xfe"),
+           (good[1][0], b"[" * 5000 + b"]" * 5000), (good[1][0], None)]
+    produce_like_upstream(kafka_bootstrap, name, [*good, *bad], num_partitions=2, partitioner=lambda k, n: 1)
+    log = ai.load_kafka(kafka_bootstrap, name, progress=False)
+    assert len(log.records) == len(good) + len(bad)
+    assert len(log.errors) >= 4
+    assert set(log.errors["offset"]) >= {2, 3, 4, 5}
