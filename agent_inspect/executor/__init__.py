@@ -21,7 +21,7 @@ from agent_inspect.executor._context import ReplayContext
 from agent_inspect.executor._engine import Counters, MemoryState, ReplayExecutor
 from agent_inspect.executor._memory import Memory
 from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
-from agent_inspect.executor._record import OpaqueMemoryValue, RecordView
+from agent_inspect.executor._record import OpaqueMemoryValue, RecordView, json_envelope_decoder
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 
@@ -32,5 +32,5 @@ __all__ = [
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory
     "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
-    "python_function_id", "python_args_digest", "Memory", "RecordView", "OpaqueMemoryValue",
+    "python_function_id", "python_args_digest", "Memory", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]

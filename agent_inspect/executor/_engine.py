@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,7 +118,8 @@ class ReplayExecutor:
                  memory: Mapping[str, Mapping[str, Any]] | None = None,
                  sensory: Mapping[str, Mapping[str, Any]] | None = None,
                  breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
-                 attempt: int | None = None, seed: int = 0) -> None:
+                 attempt: int | None = None, seed: int | None = None,
+                 memory_decoder: Callable[[Any], Any] | None = None) -> None:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
@@ -135,7 +137,9 @@ class ReplayExecutor:
         self.breakpoints: list[Breakpoint] = list(breakpoints)
         self._fail_after = fail_after
         self._attempt = int(self._plan.plan.attempt if attempt is None else attempt)
-        self._seed = seed
+        # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
+        self._seed = random.SystemRandom().getrandbits(64) if seed is None else seed
+        self._memory_decoder = memory_decoder
         self._memo: dict[int, tuple[tuple[str, str], str, Any, BaseException | None]] = {}
         self._base_session: Any = None
         self.reset()
@@ -144,7 +148,7 @@ class ReplayExecutor:
 
     def reset(self) -> None:
         """Back to before the first step (the rebuild). Durable calls already run stay memoised."""
-        self._run = _Run(session=None, ids=IdSource(self._seed), memory={})
+        self._run = _Run(session=None, ids=IdSource(hash((self._seed, self._attempt))), memory={})
         self._g = greenlet.greenlet(self._main)
 
     def step(self) -> Step | None:
@@ -543,11 +547,12 @@ class ReplayExecutor:
         if entry.pos is None:
             view = self._run.overlay.get(entry.state_key)
             if view is None and entry.value is not None:
-                view = entry.value if isinstance(entry.value, RecordView) else RecordView.from_state(entry.value)
+                view = entry.value if isinstance(entry.value, RecordView) else \
+                    RecordView.from_state(entry.value, memory_decoder=self._memory_decoder)
             if view is None:
                 raise ReplayError(f"no value for replay write {entry.state_key}; this is a bug, please report it")
             return view
-        return RecordView.from_state(self._log.value(entry.pos))
+        return RecordView.from_state(self._log.value(entry.pos), memory_decoder=self._memory_decoder)
 
     def _reuse(self, t: Any, decl: ActionDecl, event: AgentEvent, record: RecordView,
                common: dict[str, Any]) -> list[AgentEvent]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +11,7 @@ from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import CallSlot
 from agent_inspect.executor._events import event_from_record
 
-__all__ = ["RecordView", "OpaqueMemoryValue"]
+__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder"]
 
 _LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
 
@@ -40,13 +40,18 @@ class RecordView:
     completed: bool = False
 
     @classmethod
-    def from_state(cls, state: Any) -> RecordView:
-        """From a decoded ``agent_inspect.codec.ActionState``."""
+    def from_state(cls, state: Any, *, memory_decoder: Callable[[OpaqueMemoryValue], Any] | None = None
+                   ) -> RecordView:
+        """From a decoded ``agent_inspect.codec.ActionState``.
+
+        Kryo memory values stay :class:`OpaqueMemoryValue` unless ``memory_decoder`` turns them into
+        Python values (e.g. :func:`json_envelope_decoder` for journals this executor wrote).
+        """
         legacy = getattr(state, "memory_updates", None)
-        sensory = tuple(_memory(u) for u in state.sensory_memory_updates)
-        stm = tuple(_memory(u) for u in state.short_term_memory_updates)
+        sensory = tuple(_memory(u, memory_decoder) for u in state.sensory_memory_updates)
+        stm = tuple(_memory(u, memory_decoder) for u in state.short_term_memory_updates)
         if isinstance(legacy, tuple) and legacy and not sensory and not stm:
-            stm = tuple(_memory(u) for u in legacy)   # V0 has one list; upstream applied it as STM
+            stm = tuple(_memory(u, memory_decoder) for u in legacy)   # V0: one list, applied as STM
         task = state.task_event
         return cls(
             task_event=event_from_record(task) if task is not None else None,
@@ -74,11 +79,22 @@ class RecordView:
         )
 
 
-def _memory(update: Any) -> tuple[str, Any]:
+def _memory(update: Any, decoder: Callable[[OpaqueMemoryValue], Any] | None) -> tuple[str, Any]:
     env = update.envelope
     if env is not None:
-        return update.path, OpaqueMemoryValue(env.serde, env.version, env.payload)
+        value = OpaqueMemoryValue(env.serde, env.version, env.payload)
+        return update.path, (decoder(value) if decoder is not None else value)
     return update.path, update.json_value()
+
+
+def json_envelope_decoder(value: OpaqueMemoryValue) -> Any:
+    """Decode envelopes written by the executor's journal (payload = canonical JSON); others stay opaque."""
+    import msgspec
+
+    try:
+        return msgspec.json.decode(base64.b64decode(value.payload))
+    except (ValueError, msgspec.DecodeError):
+        return value
 
 
 def _b64(data: bytes | None) -> str | None:

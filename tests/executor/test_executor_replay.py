@@ -1,0 +1,319 @@
+"""The replay executor end to end: production chains, sub-agents, back(), breakpoints, isolation, policies."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_inspect.agents._python import PythonAgent
+from agent_inspect.executor import (
+    ActionPolicy, Breakpoint, CallPolicy, Policies, ReplayExecutor, StepKind, json_envelope_decoder,
+)
+
+EXTERNAL: list[str] = []
+
+
+def ask_llm(q: str) -> str:
+    EXTERNAL.append(q)
+    return q.upper()
+
+
+def cascade_agent() -> PythonAgent:
+    agent = PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"])
+    def ia(event, ctx):
+        ctx.short_term.set("seen", event.attributes["input"])
+        ctx.send_event("WorkEvent", {"x": event.attributes["input"]})
+
+    @agent.action("WA", listens=["WorkEvent"])
+    def wa(event, ctx):
+        ans = ctx.durable_execute(ask_llm, event.attributes["x"])
+        ctx.sensory.set("scratch", ans)
+        ctx.send_event("_output_event", {"output": ans})
+
+    return agent
+
+
+def subagent_agent() -> PythonAgent:
+    child = PythonAgent()
+
+    @child.action("CA", listens=["_input_event"])
+    def ca(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(ask_llm, event.attributes["input"])})
+
+    agent = PythonAgent()
+
+    @agent.action("P", listens=["_input_event"])
+    def p(event, ctx):
+        result = ctx.call_subagent("reviewer", "_input_event", {"input": "review " + event.attributes["input"]})
+        ctx.send_event("_output_event", {"output": result})
+
+    agent.subagent("reviewer", child)
+    return agent
+
+
+def outcomes(ex: ReplayExecutor) -> list[tuple[str, str]]:
+    st_ = ex.steps
+    look = st_[st_["kind"] == "lookup"]
+    return list(zip(look["action"], look["outcome"]))
+
+
+def first_attempt(agent, inputs, *, until=None, **kw):
+    """Attempt 1 of a fresh job: checkpoint at the start, then run (optionally until a step, i.e. fail)."""
+    ex = ReplayExecutor(agent=agent, plan={"inputs": inputs}, key_format="K1.5", seed=1, **kw)
+    ex.step()                                    # the (empty) rebuild
+    marker = ex.checkpoint()
+    ex.run(until=until)
+    return ex, marker
+
+
+# -- production mode chains ------------------------------------------------------------------------
+
+def test_production_chain_reproduces_1301_and_fixed_reuses():
+    agent = cascade_agent()
+    ex1, marker = first_attempt(agent, [("k", "a"), ("k", "b")])
+    assert marker == {0: 0} and ex1.done and ex1.failure is None
+    log = ex1.to_log()
+    assert len(log.records) == len(ex1.journal) == 10          # initial+call+completed / initial+completed
+    assert log.errors.empty
+    plan = {"inputs": [("k", "a"), ("k", "b")]}
+    orig = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker], rule="original", seed=2)
+    orig.run()
+    assert outcomes(orig) == [("IA", "REUSE"), ("WA", "REUSE"), ("IA", "RERUN"), ("WA", "RERUN")]
+    assert orig.counters.calls_executed == 1 and orig.counters.entries_evicted == 2
+    fixed = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker], rule="fixed", seed=2,
+                           memory_decoder=json_envelope_decoder)
+    fixed.run()
+    assert outcomes(fixed) == [("IA", "REUSE")] * 1 + [("WA", "REUSE"), ("IA", "REUSE"), ("WA", "REUSE")]
+    assert fixed.counters.bodies_executed == 0 and fixed.counters.calls_executed == 0
+    # reuse applied memory in upstream order and re-emitted outputs downstream
+    assert dict(fixed.memory["k"].short_term) == {"seen": "b"}
+    assert list(fixed.outputs["attributes"]) == [{"output": "A"}, {"output": "B"}]
+
+
+def test_resume_serves_recorded_call_and_journal_lifecycle():
+    agent = cascade_agent()
+    # fail right after WA's durable call was persisted: WA is incomplete with one SUCCEEDED result
+    ex1, marker = first_attempt(
+        agent, [("k", "a")], until=lambda s: s.kind is StepKind.PERSIST and (s.outcome or "").startswith("call"))
+    log = ex1.to_log()
+    lifecycle = [(r.seq, bool(r.completed), int(r.call_count)) for r in log.records.itertuples()]
+    assert lifecycle == [(0, False, 0), (0, True, 0), (0, False, 0), (0, False, 1)]
+    EXTERNAL.clear()
+    ex2 = ReplayExecutor(log, agent=agent, plan={"inputs": [("k", "a")]}, markers=[marker], rule="fixed")
+    ex2.run()
+    assert outcomes(ex2) == [("IA", "REUSE"), ("WA", "RESUME")]
+    assert EXTERNAL == [] and ex2.counters.calls_served == 1 and ex2.counters.calls_executed == 0
+
+
+# -- sub-agents (§11.4) --------------------------------------------------------------------------------
+
+def test_s01_caller_incomplete_child_complete():
+    agent = subagent_agent()
+    # attempt 1 fails after the child completed but before the caller recorded the call result
+    ex1, marker = first_attempt(
+        agent, [("k", "a")], until=lambda s: s.kind is StepKind.PERSIST and s.action == "CA"
+        and s.outcome == "completed")
+    log = ex1.to_log()
+    for rule in ("original", "fixed"):
+        EXTERNAL.clear()
+        ex = ReplayExecutor(log, agent=agent, plan={"inputs": [("k", "a")]}, markers=[marker], rule=rule)
+        ex.run()
+        assert outcomes(ex) == [("P", "RESUME"), ("CA", "REUSE")], rule
+        assert EXTERNAL == []                                  # the child's body did not run again
+        assert list(ex.outputs["attributes"]) == [{"output": [{"output": "REVIEW A"}]}]
+        boot = [s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.action == "CA"][0]
+        first_boot = [s for s in ex1.step_list if s.kind is StepKind.LOOKUP and s.action == "CA"][0]
+        assert boot.fingerprint == first_boot.fingerprint and boot.event_id != first_boot.event_id
+
+
+def test_s02_caller_complete_children_not_dispatched():
+    agent = subagent_agent()
+    ex1, marker = first_attempt(agent, [("k", "a")])
+    ex = ReplayExecutor(ex1.to_log(), agent=agent, plan={"inputs": [("k", "a")]}, markers=[marker])
+    ex.run()
+    assert outcomes(ex) == [("P", "REUSE")]
+
+
+def test_s05_two_inputs_child_reexecutes_only_under_original():
+    agent = subagent_agent()
+    ex1, marker = first_attempt(agent, [("k", "a"), ("k", "b")])
+    log = ex1.to_log()
+    plan = {"inputs": [("k", "a"), ("k", "b")]}
+    orig = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker], rule="original")
+    orig.run()
+    assert outcomes(orig) == [("P", "REUSE"), ("P", "RERUN"), ("CA", "RERUN")]
+    fixed = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker], rule="fixed")
+    fixed.run()
+    assert outcomes(fixed) == [("P", "REUSE"), ("P", "REUSE")]
+
+
+def test_restored_child_tasks_are_dropped():
+    agent = subagent_agent()
+    from agent_inspect.agents._protocol import AgentEvent
+
+    boot = AgentEvent("InternalSubagentCallEvent",
+                      {"targetScope": "reviewer", "callId": "s-0-1", "sessionId": "s-0",
+                       "delegateType": "_input_event", "delegateAttributes": {"input": "x"}}, "b1")
+    ex = ReplayExecutor(agent=agent, key_format="K1.5",
+                        plan={"pending": [("k", 3, "CA", boot)], "restored_seq": {"k": 3}})
+    ex.run()
+    assert outcomes(ex) == [("CA", "NOT-DISPATCHED")]
+
+
+# -- control: back(), breakpoints ----------------------------------------------------------------------
+
+def _state(ex: ReplayExecutor):
+    return (ex.steps.to_dict("records"), ex.cache.to_dict("records"),
+            {k: (dict(v.short_term), dict(v.sensory)) for k, v in ex.memory.items()},
+            ex.counters, [bytes(v) for v in ex.journal.value], ex.outputs.to_dict("records"))
+
+
+@settings(deadline=None, max_examples=12)
+@given(n=st.integers(min_value=1, max_value=40))
+def test_back_returns_exactly_the_previous_state(n):
+    agent = cascade_agent()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b"), ("j", "c")]}, key_format="K1.5",
+                        seed=7)
+    for _ in range(n):
+        ex.step()
+    before = _state(ex)
+    EXTERNAL.clear()
+    if ex.step() is not None:
+        ex.back()
+        assert _state(ex) == before
+    assert EXTERNAL in ([], ["a"], ["b"], ["c"])                    # at most the one new step's call ran
+    executed = len(EXTERNAL)
+    ex.back()
+    ex.step()
+    assert len(EXTERNAL) == executed                                 # memoised: not called again
+
+
+def test_breakpoints_stop_where_they_should():
+    agent = cascade_agent()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("j", "b"), ("k", "c")]}, key_format="K1.5")
+    ex.add_breakpoint(key="k", seq=1, action="WA", kind="lookup")
+    s = ex.run()
+    assert (s.kind, s.key, s.seq, s.action) == (StepKind.LOOKUP, "k", 1, "WA")
+    assert ex.current is s
+    s = ex.run(until=Breakpoint(kind=StepKind.ROUND_COMPLETE))
+    assert s.kind is StepKind.ROUND_COMPLETE and s.key == "k" and s.seq == 1
+    ex.breakpoints.clear()
+    s = ex.run(until=Breakpoint(outcome="execute"))
+    assert s is None and ex.done                                     # no more calls after the last round
+    ex.reset()
+    s = ex.run(until=Breakpoint(outcome="EXECUTE", key="j"))
+    assert s.function_id.endswith("ask_llm") and s.key == "j"
+    assert ex.run(until=lambda st_: st_.kind is StepKind.PERSIST and st_.outcome == "completed").action == "WA"
+
+
+# -- isolation -------------------------------------------------------------------------------------------
+
+def test_replay_never_writes_to_the_loaded_log_or_uses_a_client(monkeypatch):
+    import confluent_kafka
+    import confluent_kafka.admin
+
+    import agent_inspect.sources as sources
+
+    def forbidden(*a, **k):
+        raise AssertionError("the executor must not create a source client")
+
+    for name in ("Consumer", "Producer"):
+        monkeypatch.setattr(confluent_kafka, name, forbidden)
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", forbidden)
+    for name in ("load", "load_kafka", "load_fluss", "load_file"):
+        monkeypatch.setattr(sources, name, forbidden)
+    agent = cascade_agent()
+    ex1, marker = first_attempt(agent, [("k", "a"), ("k", "b")])
+    log = ex1.to_log()
+    raw_before = (list(log.raw.key), list(log.raw.value), list(log.raw.offset))
+    frame_before = log.records.copy(deep=True)
+    values_before = [log.value(i) for i in range(len(log.records))]
+    for rule in ("original", "fixed"):
+        ex = ReplayExecutor(log, agent=agent, plan={"inputs": [("k", "z"), ("k", "b")]}, markers=[marker],
+                            rule=rule, policies=Policies(actions={"IA": "force-rerun"}))
+        ex.run()
+        assert ex.counters.writes > 0
+    assert (list(log.raw.key), list(log.raw.value), list(log.raw.offset)) == raw_before
+    assert log.records.equals(frame_before)
+    assert [log.value(i) for i in range(len(log.records))] == values_before
+
+
+def test_memory_base_is_copy_on_write():
+    base = {"k": {"user.tier": "gold"}}
+    agent = cascade_agent()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a")]}, key_format="K1.5", memory=base)
+    ex.step()
+    snap = ex.memory["k"].short_term
+    ex.run()
+    assert base == {"k": {"user.tier": "gold"}}
+    assert dict(snap) == {"user.tier": "gold"}
+    assert dict(ex.memory["k"].short_term) == {"user.tier": "gold", "seen": "a"}
+
+
+# -- dry-run policies and the safety report ---------------------------------------------------------------
+
+def _prod_log():
+    agent = cascade_agent()
+    ex1, marker = first_attempt(agent, [("k", "a")])
+    return agent, ex1.to_log(), marker
+
+
+def test_force_rerun_with_recorded_and_deny_policies():
+    agent, log, marker = _prod_log()
+    plan = {"inputs": [("k", "a")]}
+    EXTERNAL.clear()
+    ex = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker],
+                        policies=Policies(actions={"WA": ActionPolicy.FORCE_RERUN}, calls="deny"))
+    ex.run()
+    assert ex.failure and "denied" in ex.failure and "ask_llm" in ex.failure
+    assert EXTERNAL == []
+    report = ex.report()
+    assert not report.frame.loc[report.frame["action"] == "WA", "safe"].item()
+    ex = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker],
+                        policies=Policies(actions={"WA": "force-rerun"}, calls=CallPolicy.STUB,
+                                          stubs={"*": "stubbed"}))
+    ex.run()
+    assert ex.failure is None and ex.counters.calls_stubbed == 1
+    assert list(ex.outputs["attributes"])[-1] == {"output": "stubbed"}
+
+
+def test_diff_policy_compares_with_production():
+    agent, log, marker = _prod_log()
+    changed = PythonAgent()
+
+    @changed.action("IA", listens=["_input_event"], module=__name__, qualname="cascade_agent.<locals>.ia")
+    def ia(event, ctx):
+        ctx.short_term.set("seen", event.attributes["input"])
+        ctx.send_event("WorkEvent", {"x": event.attributes["input"] + "!"})   # changed logic
+
+    @changed.action("WA", listens=["WorkEvent"], module=__name__, qualname="cascade_agent.<locals>.wa")
+    def wa(event, ctx):
+        ctx.send_event("_output_event", {"output": "x"})
+
+    ex = ReplayExecutor(log, agent=changed, plan={"inputs": [("k", "a")]}, markers=[marker],
+                        policies=Policies(default_action="diff", calls="stub", stubs={"*": None}))
+    ex.run()
+    diffs = [s for s in ex.step_list if (s.outcome or "").startswith("diff")]
+    assert [s.outcome for s in diffs] == ["diff-changed", "diff-changed"]
+    assert ex.counters.shadow_runs == 2 and ex.counters.bodies_executed == 0
+    report = ex.report()
+    assert not report.frame["safe"].any()
+
+
+def test_stale_logic_and_report_html_is_escaped():
+    from agent_inspect.agents._protocol import AgentEvent
+
+    agent = cascade_agent()
+    probe = "<img src=x onerror=alert(1)>"
+    ex = ReplayExecutor(agent=agent, key_format="K1.5", plan={
+        "pending": [("k", 3, "Old" + probe, AgentEvent("WorkEvent", {"x": probe}, "w1"))],
+        "restored_seq": {"k": 3}, "inputs": [("k", probe)]})
+    ex.run()
+    rep = ex.report()
+    row = rep.frame.iloc[0]
+    assert row["stale_logic"] and row["restored_in_flight"] and row["outcome"] == "NOT-DISPATCHED"
+    html = rep._repr_html_() + ex._repr_html_()
+    assert probe not in html and "&lt;img" in html
