@@ -18,6 +18,7 @@ from agent_inspect.recovery._model import (
     Task,
 )
 from agent_inspect.recovery._rebuild import Markers, iter_entries, normalize_markers, rebuild, rebuild_records
+from agent_inspect.recovery._reconstruct import STATUSES, Reconstruction, reconstruct
 from agent_inspect.recovery._session import RecoverySession
 from agent_inspect.recovery._store import Store
 
@@ -25,6 +26,8 @@ __all__ = [
     # store model
     "Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
     "DIVERGENCE_KINDS",
+    # reconstruction
+    "reconstruct", "Reconstruction", "STATUSES",
     # driving it
     "RecoverySession", "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers",
 ]

@@ -76,7 +76,7 @@ class OriginalRule(DivergenceRule):
             return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
         kind = "count>1" if n > 1 else "miss-eviction"
         why = (f"{n} cached records at ({k}, {s}) > 1" if n > 1 else f"miss at ({k}, {s})")
-        positions = _positions([e for e in matched if e is not None])
+        positions = sorted(_positions([e for e in matched if e is not None]))
         if flavour == "segment":
             session.evict(k, s, kind=kind, explanation=f"original rule: {why} -> evicted {k}'s rounds > {s}",
                           positions=positions)

@@ -1,0 +1,28 @@
+"""What the log shows, per business key: executions, attempts, rounds, lineage, action graphs, call trees.
+
+Pure functions over an ``ActionStateLog`` (or its ``records`` frame, e.g. one partition's rows).
+"""
+
+from __future__ import annotations
+
+from agent_inspect.history._executions import (
+    ATTEMPT_REASONS,
+    History,
+    annotate,
+    attempts,
+    build_history,
+    executions,
+    lineage,
+    rounds,
+)
+from agent_inspect.history._graph import EVICTED_STATUSES, NOT_IN_LOG, action_graph, graph_edges, graph_nodes
+from agent_inspect.history._layout import layered_layout
+from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
+
+__all__ = [
+    # executions, attempts, rounds, lineage
+    "History", "build_history", "annotate", "executions", "attempts", "rounds", "lineage", "ATTEMPT_REASONS",
+    # action graphs and sub-agent call trees
+    "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout",
+    "NOT_IN_LOG", "EVICTED_STATUSES", "CALL_STATUSES", "ATTRIBUTIONS",
+]

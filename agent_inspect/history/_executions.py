@@ -1,0 +1,276 @@
+"""Per business key, in log order: action executions, attempts, rounds and event lineage (spec §15.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
+           "ATTEMPT_REASONS"]
+
+#: Why a new attempt (a restore) is seen to begin at a record (spec §15.5, plus two equivalent signals).
+ATTEMPT_REASONS = (
+    "completed-key-rewritten",  # a state key that completed in this attempt is written again
+    "round-regression",         # a record of an earlier seq than the key's latest round
+    "initial-rewritten",        # an initial record for a state key already written in this attempt
+    "root-conflict",            # a second, different root input at one (key, seq)
+)
+
+_COLUMNS = ("business_key", "seq", "state_key", "action_uuid", "event_uuid", "is_root", "completed",
+            "call_count", "output_event_count", "tombstone", "task_event_id", "task_event_type",
+            "upstream_event_id", "output_event_ids")
+
+
+def _frame(log: Any) -> pd.DataFrame:
+    return log.records if hasattr(log, "records") else log
+
+
+def _lists(records: pd.DataFrame) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for name in _COLUMNS:
+        if name not in records.columns:
+            out[name] = [None] * len(records)
+            continue
+        col = records[name]
+        values = col.astype(object).tolist()
+        if name != "output_event_ids" and col.isna().any():
+            values = [None if m else v for v, m in zip(values, col.isna().tolist())]
+        out[name] = values
+    return out
+
+
+def annotate(log: Any) -> pd.DataFrame:
+    """Per record (same index as ``log.records``): ``execution`` (-1 for tombstones and undecodable
+    keys), ``attempt`` (1-based, per business key; NA when the key did not parse) and
+    ``attempt_start`` (the reason a new attempt begins at this record, else None).
+
+    Attempts are seen per business key in log order: a new one begins where a state key that
+    completed in the current attempt is written again, where a record goes back to an earlier seq
+    (spec §15.5), where an initial record rewrites a state key already written in this attempt, or
+    where a second, different root input appears at one (key, seq) — all impossible without a restore.
+    Executions are the writes of one state key within one attempt, starting a new one after a
+    completed record or at a rewritten initial record (spec §5.6). Partition-local: call per partition.
+    """
+    records = _frame(log)
+    n = len(records)
+    c = _lists(records)
+    execution = np.full(n, -1, dtype="int64")
+    attempt = np.zeros(n, dtype="int64")
+    starts: list[str | None] = [None] * n
+    key_state: dict[Any, dict[str, Any]] = {}
+    open_exec: dict[str, tuple[int, int, bool]] = {}   # state key -> (execution id, attempt, completed)
+    next_exec = 0
+    for i in range(n):
+        k, seq, sk = c["business_key"][i], c["seq"][i], c["state_key"][i]
+        if k is None or seq is None or sk is None:
+            continue
+        st = key_state.get(k)
+        if st is None:
+            st = key_state[k] = {"attempt": 1, "max_seq": seq, "written": set(), "completed": set(), "roots": {}}
+        if c["tombstone"][i]:
+            attempt[i] = st["attempt"]
+            continue
+        completed = bool(c["completed"][i])
+        initial = not completed and not (c["call_count"][i] or 0) and not (c["output_event_count"][i] or 0)
+        is_root = bool(c["is_root"][i])
+        fp = c["event_uuid"][i]
+        reason = None
+        if sk in st["completed"]:
+            reason = "completed-key-rewritten"
+        elif seq < st["max_seq"]:
+            reason = "round-regression"
+        elif initial and sk in st["written"]:
+            reason = "initial-rewritten"
+        elif is_root and fp is not None and st["roots"].get(seq, {fp}) - {fp}:
+            reason = "root-conflict"
+        if reason is not None:
+            st["attempt"] += 1
+            st["max_seq"] = seq
+            st["written"], st["completed"], st["roots"] = set(), set(), {}
+            starts[i] = reason
+        cur = st["attempt"]
+        attempt[i] = cur
+        st["max_seq"] = max(st["max_seq"], seq)
+        st["written"].add(sk)
+        if is_root and fp is not None:
+            st["roots"].setdefault(seq, set()).add(fp)
+        prev = open_exec.get(sk)
+        if prev is None or prev[1] != cur or prev[2]:
+            ex = next_exec
+            next_exec += 1
+        else:
+            ex = prev[0]
+        execution[i] = ex
+        open_exec[sk] = (ex, cur, completed)
+        if completed:
+            st["completed"].add(sk)
+    return pd.DataFrame({
+        "execution": execution,
+        "attempt": pd.arrays.IntegerArray(attempt, attempt == 0),
+        "attempt_start": pd.Series(starts, dtype="object", index=records.index),
+    }, index=records.index)
+
+
+@dataclass(frozen=True)
+class History:
+    """What the log shows per business key: records annotated with execution and attempt, and the
+    executions, attempts, rounds and lineage frames. Positions are ``log.records`` index values."""
+
+    records: pd.DataFrame
+    executions: pd.DataFrame
+    attempts: pd.DataFrame
+    rounds: pd.DataFrame
+    lineage: pd.DataFrame
+
+
+def build_history(log: Any, *, annotated: pd.DataFrame | None = None) -> History:
+    """Executions, attempts, rounds and lineage of every business key of ``log`` (or a records frame)."""
+    records = _frame(log)
+    ann = annotate(records) if annotated is None else annotated
+    rec = pd.concat([records[[c for c in ("business_key", "seq", "state_key") if c in records.columns]], ann], axis=1)
+    rec.index.name = "pos"
+    return History(rec, _executions(records, ann), _attempts(records, ann), _rounds(records, ann),
+                   _lineage(records, ann))
+
+
+def _executions(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
+    c = _lists(records)
+    ex = ann["execution"].to_numpy()
+    att = ann["attempt"].astype(object).tolist()
+    rows: dict[int, dict[str, Any]] = {}
+    for i, pos in enumerate(records.index.tolist()):
+        e = int(ex[i])
+        if e < 0:
+            continue
+        row = rows.get(e)
+        if row is None:
+            rows[e] = row = {
+                "execution": e, "business_key": c["business_key"][i], "seq": c["seq"][i],
+                "attempt": att[i], "state_key": c["state_key"][i], "action_uuid": c["action_uuid"][i],
+                "event_uuid": c["event_uuid"][i], "is_root": bool(c["is_root"][i]),
+                "task_event_id": c["task_event_id"][i], "task_event_type": c["task_event_type"][i],
+                "upstream_event_id": c["upstream_event_id"][i],
+                "initial": not c["completed"][i] and not (c["call_count"][i] or 0),
+                "first_pos": pos, "positions": [], "completed": False, "max_calls": 0,
+                "output_event_ids": (),
+            }
+        row["positions"].append(pos)
+        row["last_pos"] = pos
+        row["completed"] = bool(c["completed"][i])
+        row["max_calls"] = max(row["max_calls"], int(c["call_count"][i] or 0))
+        if c["completed"][i]:
+            outs = c["output_event_ids"][i]
+            row["output_event_ids"] = tuple(outs) if outs is not None else ()
+    cols = ["execution", "business_key", "seq", "attempt", "state_key", "action_uuid", "event_uuid", "is_root",
+            "task_event_id", "task_event_type", "upstream_event_id", "initial", "completed", "max_calls",
+            "writes", "first_pos", "last_pos", "positions", "output_event_ids"]
+    for row in rows.values():
+        row["positions"] = tuple(row["positions"])
+        row["writes"] = len(row["positions"])
+    frame = pd.DataFrame(list(rows.values()), columns=cols)
+    return _typed(frame.set_index("execution", drop=False).rename_axis(None))
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    for name in ("seq", "attempt", "first_pos", "last_pos"):
+        if name in frame.columns:
+            frame[name] = frame[name].astype("Int64")
+    return frame
+
+
+def _attempts(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
+    frame = pd.DataFrame({"business_key": records["business_key"] if "business_key" in records else None,
+                          "seq": records["seq"] if "seq" in records else None,
+                          "attempt": ann["attempt"], "attempt_start": ann["attempt_start"],
+                          "pos": records.index}).dropna(subset=["attempt"])
+    if frame.empty:
+        return pd.DataFrame(columns=["business_key", "attempt", "start_reason", "first_pos", "last_pos",
+                                     "records", "min_seq", "max_seq"])
+    g = frame.groupby(["business_key", "attempt"], sort=False, observed=True)
+    out = g.agg(first_pos=("pos", "min"), last_pos=("pos", "max"), records=("pos", "size"),
+                min_seq=("seq", "min"), max_seq=("seq", "max"), start_reason=("attempt_start", "first"))
+    out = out.reset_index()[["business_key", "attempt", "start_reason", "first_pos", "last_pos", "records",
+                             "min_seq", "max_seq"]]
+    out.loc[out["attempt"] == 1, "start_reason"] = None
+    return _typed(out.sort_values(["first_pos"]).reset_index(drop=True))
+
+
+def _rounds(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
+    cols = ["business_key", "seq", "attempt", "first_pos", "last_pos", "records", "executions", "roots",
+            "completed"]
+    ok = ann["execution"].to_numpy() >= 0
+    if not ok.any():
+        return pd.DataFrame(columns=cols)
+    sub = records.loc[ok]
+    frame = pd.DataFrame({"business_key": sub["business_key"].astype(object), "seq": sub["seq"].astype("int64"),
+                          "attempt": ann.loc[ok, "attempt"].astype("int64"), "pos": sub.index,
+                          "execution": ann.loc[ok, "execution"],
+                          "root_fp": sub["event_uuid"].astype(object).where(sub["is_root"].fillna(False).astype(bool)),
+                          "completed": sub["completed"].fillna(False).astype(bool)})
+    g = frame.groupby(["business_key", "seq", "attempt"], sort=False)
+    out = g.agg(first_pos=("pos", "min"), last_pos=("pos", "max"), records=("pos", "size"),
+                executions=("execution", "nunique"),
+                roots=("root_fp", lambda s: tuple(sorted(set(s.dropna())))),
+                completed=("completed", "sum")).reset_index()
+    return _typed(out.sort_values("first_pos").reset_index(drop=True)[cols])
+
+
+def _lineage(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
+    """Edges parent execution → child execution through one event id (output ids, upstreamEventId)."""
+    cols = ["business_key", "seq", "parent_execution", "child_execution", "event_id", "via",
+            "parent_pos", "child_pos"]
+    ex = _executions(records, ann)
+    producers: dict[tuple[Any, Any, str], list[tuple[int, int]]] = {}
+    triggers: dict[tuple[Any, Any, str], list[tuple[int, int]]] = {}
+    for row in ex.itertuples(index=False):
+        for oid in row.output_event_ids:
+            producers.setdefault((row.business_key, row.seq, oid), []).append((row.execution, row.last_pos))
+        if row.task_event_id is not None:
+            triggers.setdefault((row.business_key, row.seq, row.task_event_id), []).append(
+                (row.execution, row.first_pos))
+    edges = []
+    for row in ex.itertuples(index=False):
+        if row.task_event_id is not None:
+            for parent, ppos in _latest_before(producers.get((row.business_key, row.seq, row.task_event_id)),
+                                               row.first_pos):
+                edges.append((row.business_key, row.seq, parent, row.execution, row.task_event_id, "output",
+                              ppos, row.first_pos))
+        if row.upstream_event_id is not None:
+            for parent, ppos in _latest_before(triggers.get((row.business_key, row.seq, row.upstream_event_id)),
+                                               row.first_pos):
+                if parent != row.execution:
+                    edges.append((row.business_key, row.seq, parent, row.execution, row.upstream_event_id,
+                                  "upstream", ppos, row.first_pos))
+    frame = pd.DataFrame(edges, columns=cols).drop_duplicates(subset=["parent_execution", "child_execution"])
+    return frame.reset_index(drop=True)
+
+
+def _latest_before(candidates: Sequence[tuple[int, int]] | None, pos: int) -> list[tuple[int, int]]:
+    if not candidates:
+        return []
+    before = [c for c in candidates if c[1] <= pos]
+    return [max(before, key=lambda c: c[1])] if before else [min(candidates, key=lambda c: c[1])]
+
+
+def executions(log: Any) -> pd.DataFrame:
+    """One row per action execution (the writes of one state key in one attempt), in log order."""
+    return _executions(_frame(log), annotate(log))
+
+
+def attempts(log: Any) -> pd.DataFrame:
+    """One row per (business key, attempt) with where it starts and why (spec §15.5)."""
+    return _attempts(_frame(log), annotate(log))
+
+
+def rounds(log: Any) -> pd.DataFrame:
+    """One row per (business key, seq, attempt): records, executions, root fingerprints, completions."""
+    return _rounds(_frame(log), annotate(log))
+
+
+def lineage(log: Any) -> pd.DataFrame:
+    """Parent → child execution edges from output event ids and ``upstreamEventId`` (same key and seq)."""
+    return _lineage(_frame(log), annotate(log))

@@ -1,0 +1,360 @@
+"""``reconstruct``: what a recovery under one rule does with every record of a log, and why."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from agent_inspect._errors import RecoveryError
+from agent_inspect.recovery._model import Entry, Outcome, Task
+from agent_inspect.recovery._rebuild import (
+    Markers, iter_entries, normalize_markers, rebuild_records, source_kind_of, window_mask,
+)
+from agent_inspect.recovery._session import RecoverySession
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from agent_inspect.history import History
+    from agent_inspect.rules import DivergenceRule
+
+__all__ = ["Reconstruction", "reconstruct", "STATUSES"]
+
+#: Record statuses in ``Reconstruction.records["status"]``.
+STATUSES = (
+    "live",         # cached when the recovery has run: a lookup of its task finds it
+    "evicted",      # removed by an eviction (miss, count > 1, identity mismatch, round regression, cross-key)
+    "invalidated",  # removed by a root conflict (or dropped as another branch's record)
+    "superseded",   # a later write to the same state key replaced it (last write wins)
+    "pruned",       # deleted by a tombstone (or a prune)
+    "outside",      # not read by the rebuild: before the markers, or a partition no marker names
+    "tombstone",    # the tombstone record itself
+    "error",        # the key or value did not decode; upstream could not use it either
+)
+
+_OP_STATUS = {"invalidate": "invalidated", "evict": "evicted", "cross-key": "evicted", "remove": "evicted",
+              "delete": "pruned", "prune": "pruned"}
+_INVALIDATING = {"root-conflict", "branch-change"}
+
+
+@dataclass(frozen=True, eq=False)
+class Reconstruction:
+    """What recovery under ``rule`` does with every record of ``log`` (see :func:`reconstruct`).
+
+    ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason``, ``divergence_id``,
+    ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the as-logged replay, None
+    when not looked up), ``attempt`` and ``execution``. ``divergences``: one row per divergence
+    (key, seq, kind, step, positions, explanation, removed, attribute diff of conflicting roots).
+    ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason).
+    """
+
+    log: Any
+    rule: DivergenceRule
+    markers: Markers
+    records: pd.DataFrame
+    divergences: pd.DataFrame
+    evictions: pd.DataFrame
+    session: RecoverySession = field(repr=False)
+    history: History = field(repr=False)
+
+    @property
+    def store(self) -> Any:
+        """The simulated cache after the rebuild and the as-logged replay."""
+        return self.session.store
+
+    def value(self, pos: int) -> Any:
+        """The decoded value of the record at ``pos`` (delegates to the log)."""
+        return self.log.value(pos)
+
+    def graph(self, key: str, seq: int | None = None, attempt: int | None = None) -> nx.DiGraph:
+        """The action graph of ``key`` (one round / attempt) with this reconstruction's statuses."""
+        from agent_inspect.history import action_graph
+
+        return action_graph(self, key, seq=seq, attempt=attempt)
+
+    def subagent_tree(self, key: str, seq: int) -> nx.DiGraph:
+        """The sub-agent call tree of (key, seq) with this reconstruction's statuses (spec §11.5)."""
+        from agent_inspect.history import subagent_tree
+
+        return subagent_tree(self, key, seq)
+
+    @cached_property
+    def lints(self) -> pd.DataFrame:
+        """Format and identity hazards of the log (:func:`agent_inspect.recovery.lint`)."""
+        from agent_inspect.recovery._lints import lint
+
+        return lint(self.log)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts: records per status, divergences per kind, outcomes, cache events."""
+        return {
+            "rule": self.rule.name,
+            "records": len(self.records),
+            "status": {k: int(v) for k, v in self.records["status"].value_counts().items()},
+            "outcomes": {k: int(v) for k, v in self.records["outcome"].value_counts().items()},
+            "divergences": {k: int(v) for k, v in self.divergences["kind"].value_counts().items()},
+            "cache_events": len(self.evictions),
+            "evicted": int((self.records["status"] == "evicted").sum()),
+            "invalidated": int((self.records["status"] == "invalidated").sum()),
+        }
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"Reconstruction(rule={s['rule']!r}, {s['records']} records, {s['status']}, "
+                f"{len(self.divergences)} divergences)")
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        s = self.summary()
+        counts = ", ".join(f"{escape(k)}: {v}" for k, v in s["status"].items())
+        cols = [c for c in ("business_key", "seq", "kind", "step", "positions", "explanation")
+                if c in self.divergences.columns]
+        return (f"<div class='agent-inspect'><p><b>Reconstruction</b> under rule <code>{escape(s['rule'])}</code>: "
+                f"{s['records']} records ({counts}); {len(self.divergences)} divergences, "
+                f"{s['cache_events']} cache events.</p>"
+                + frame_html(self.divergences[cols], caption="divergences")
+                + "</div>")
+
+
+def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, replay: bool = True) -> Reconstruction:
+    """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
+    records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
+    Kafka cross-key eviction, which spans whatever it is given).
+
+    1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` (``{partition: offset}`` maps) select the
+       window — minimum offset per partition, marker partitions only, to the end. ``markers=None``
+       takes the whole loaded log as the window; ``[]`` is a fresh start (nothing is read).
+       Tombstones delete; the rule's rebuild hook runs per record; last write wins.
+    2. **As-logged replay** (``replay=True``): every task whose record survived the rebuild is
+       dispatched again, per key in round order (across keys by log position), with the operator's
+       get / write sequence of spec §9.3: roots arrive with fresh event ids, children with the ids
+       their record shows (the "deterministic rerun" assumption of spec §15.6); reruns write
+       simulated records. This is where the original rule's count > 1 and miss evictions happen.
+
+    Returns a :class:`Reconstruction`. Attempts and executions come from
+    :func:`agent_inspect.history.build_history`.
+    """
+    from agent_inspect.history import build_history
+
+    from agent_inspect.recovery._session import resolve_rule
+
+    records = log.records if hasattr(log, "records") else log
+    if not isinstance(records, pd.DataFrame):
+        raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
+    rule_obj = resolve_rule(rule)
+    history = build_history(records)
+    ann = history.records
+    session = RecoverySession(rule_obj, source_kind=source_kind_of(log))
+    if markers is None:
+        in_window = np.ones(len(records), dtype=bool)
+    else:
+        source = getattr(log, "source", None)
+        in_window = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None))
+    attempts = ann["attempt"].astype(object).tolist()
+    rebuild_records(session, iter_entries(records, in_window, attempts=attempts))
+    outcomes: dict[int, tuple[str, str]] = {}
+    if replay and len(session.store):
+        _replay_as_logged(session, ann, records.index, outcomes)
+    frame = _statuses(records, ann, in_window, session, outcomes)
+    return Reconstruction(
+        log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
+        records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
+        session=session, history=history,
+    )
+
+
+def _replay_as_logged(session: RecoverySession, ann: pd.DataFrame, index: pd.Index,
+                      outcomes: dict[int, tuple[str, str]]) -> None:
+    first_pos = _execution_first_pos(ann, index)
+    per_key: dict[str, dict[int, list[tuple[int, Entry]]]] = {}
+    for entry in session.store.entries():
+        start = first_pos.get(entry.pos, entry.pos) if entry.pos is not None else 0
+        per_key.setdefault(entry.business_key, {}).setdefault(entry.seq, []).append((start, entry))
+    streams = []
+    for key, by_seq in per_key.items():
+        rounds = []
+        for seq in sorted(by_seq):
+            tasks = sorted(by_seq[seq], key=lambda t: (t[0], t[1].pos or 0))
+            rounds.append((tasks[0][0], key, seq, [e for _, e in tasks]))
+        streams.append(rounds)
+    order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
+    for _, _key, _seq, entries in order:
+        for entry in entries:
+            task = Task.for_entry(entry, event_id=f"replay:{entry.pos}" if entry.is_root else None)
+            outcome, reason = _dispatch(session, task)
+            if entry.pos is not None:
+                outcomes[entry.pos] = (outcome.value, reason)
+            if outcome is Outcome.FAIL:
+                return
+
+
+def _dispatch(session: RecoverySession, task: Task) -> tuple[Outcome, str]:
+    """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun."""
+    first = session.lookup(task)
+    if first.outcome in (Outcome.REUSE, Outcome.FAIL):
+        return first.outcome, first.reason
+    if first.entry is None:
+        again = session.lookup(task)
+        if again.outcome is Outcome.FAIL:
+            return again.outcome, again.reason
+        if again.entry is None:
+            session.write(_replay_entry(task, completed=False))
+        if session.lookup(task).outcome is Outcome.FAIL:
+            return Outcome.FAIL, "lookup after the initial write failed"
+    final = session.lookup(task)
+    if final.outcome is Outcome.FAIL:
+        return Outcome.FAIL, final.reason
+    session.write(_replay_entry(task, completed=True))
+    return first.outcome, first.reason
+
+
+def _replay_entry(task: Task, *, completed: bool) -> Entry:
+    return Entry(state_key=task.state_key, business_key=task.business_key, seq=task.seq,
+                 event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
+                 key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=task.event_id,
+                 task_event_type=task.event_type)
+
+
+def _execution_first_pos(ann: pd.DataFrame, index: pd.Index) -> dict[int, int]:
+    ex = ann["execution"].to_numpy()
+    pos = np.asarray(index)
+    first: dict[int, int] = {}
+    for e, p in zip(ex.tolist(), pos.tolist()):
+        if e >= 0 and e not in first:
+            first[e] = p
+    return {p: first[e] for e, p in zip(ex.tolist(), pos.tolist()) if e >= 0}
+
+
+def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,
+              outcomes: dict[int, tuple[str, str]]) -> pd.DataFrame:
+    n = len(records)
+    index = records.index.tolist()
+    where = {p: i for i, p in enumerate(index)}
+    status = np.full(n, "superseded", dtype=object)
+    reason: list[Any] = [None] * n
+    div_id = np.full(n, -1, dtype="int64")
+    state_keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * n
+    seqs = records["seq"].isna().to_numpy() if "seq" in records else np.ones(n, dtype=bool)
+    errors = records["error"].notna().to_numpy() if "error" in records else np.zeros(n, dtype=bool)
+    tomb = records["tombstone"].fillna(False).to_numpy(dtype=bool) if "tombstone" in records else np.zeros(n, bool)
+    next_write: dict[str, int] = {}
+    for i in range(n - 1, -1, -1):
+        sk = state_keys[i]
+        if sk is not None and in_window[i] and not errors[i]:
+            if status[i] == "superseded" and sk in next_write:
+                reason[i] = f"overwritten by the later write at pos {next_write[sk]} (same state key)"
+            next_write[sk] = index[i]
+    divergences = session.divergences
+    for event in session.events:
+        kind = divergences[event.divergence_id].kind if event.divergence_id is not None else None
+        st = "invalidated" if kind in _INVALIDATING else _OP_STATUS.get(event.op, "evicted")
+        for entry in event.removed:
+            i = where.get(entry.pos) if entry.pos is not None else None
+            if i is None:
+                continue
+            status[i], reason[i] = st, event.reason
+            div_id[i] = -1 if event.divergence_id is None else event.divergence_id
+    for entry in session.store.entries():
+        i = where.get(entry.pos) if entry.pos is not None else None
+        if i is not None:
+            status[i], reason[i], div_id[i] = "live", "cached when the recovery has run", -1
+    for p, (outcome, _) in outcomes.items():
+        i = where[p]
+        if outcome in ("REUSE", "RESUME") and status[i] == "superseded" and reason[i] is None:
+            status[i], reason[i] = "live", f"{outcome.lower()}d by the recovery"
+    status[~in_window] = "outside"
+    for i in np.flatnonzero(~in_window):
+        reason[i] = "before the recovery markers (not read by the rebuild)"
+    status[tomb & in_window] = "tombstone"
+    bad = (errors | seqs) & ~tomb
+    status[bad] = "error"
+    for i in np.flatnonzero(bad):
+        reason[i] = "the record did not decode; see log.errors"
+    frame = records.copy()
+    frame["status"] = pd.Categorical(status, categories=list(STATUSES))
+    frame["reason"] = pd.Series(reason, index=records.index, dtype="object")
+    frame["divergence_id"] = pd.arrays.IntegerArray(div_id, div_id < 0)
+    out = [outcomes.get(p) for p in index]
+    frame["outcome"] = pd.Categorical([o[0] if o else None for o in out], categories=[o.value for o in Outcome])
+    frame["outcome_reason"] = pd.Series([o[1] if o else None for o in out], index=records.index, dtype="object")
+    frame["attempt"] = ann["attempt"].to_numpy()
+    frame["execution"] = ann["execution"].to_numpy()
+    return frame
+
+
+def _event_frame(session: RecoverySession) -> pd.DataFrame:
+    rows = [{
+        "event": e.index, "op": e.op, "step": e.step, "business_key": e.business_key, "seq": e.seq,
+        "removed": len(e.removed), "positions": e.positions, "reason": e.reason,
+        "divergence_id": e.divergence_id, "trigger_pos": e.trigger_pos,
+    } for e in session.events]
+    cols = ["event", "op", "step", "business_key", "seq", "removed", "positions", "reason", "divergence_id",
+            "trigger_pos"]
+    frame = pd.DataFrame(rows, columns=cols)
+    for c in ("seq", "divergence_id", "trigger_pos"):
+        frame[c] = frame[c].astype("Int64")
+    return frame
+
+
+def _divergence_frame(session: RecoverySession, log: Any) -> pd.DataFrame:
+    removed: dict[int, int] = {}
+    for e in session.events:
+        if e.divergence_id is not None:
+            removed[e.divergence_id] = removed.get(e.divergence_id, 0) + len(e.removed)
+    value = getattr(log, "value", None)
+    rows = []
+    for d in session.divergences:
+        diff = _attribute_diff(value, d.positions) if d.kind in _INVALIDATING and value is not None else None
+        rows.append({"id": d.id, "business_key": d.business_key, "seq": d.seq, "kind": d.kind, "step": d.step,
+                     "positions": d.positions, "trigger_pos": d.trigger_pos, "removed": removed.get(d.id, 0),
+                     "attribute_diff": diff, "explanation": d.explanation})
+    cols = ["id", "business_key", "seq", "kind", "step", "positions", "trigger_pos", "removed", "attribute_diff",
+            "explanation"]
+    frame = pd.DataFrame(rows, columns=cols)
+    frame["trigger_pos"] = frame["trigger_pos"].astype("Int64")
+    return frame.set_index("id", drop=False).rename_axis(None)
+
+
+def _attributes(value: Any, pos: int) -> Any:
+    try:
+        state = value(pos)
+    except Exception:  # noqa: BLE001 - an undecodable record just has no diff
+        return None
+    event = getattr(state, "task_event", None)
+    if event is None:
+        return None
+    attrs = getattr(event, "attrs", None)
+    return attrs() if callable(attrs) else getattr(event, "attributes", None)
+
+
+def _attribute_diff(value: Any, positions: tuple[int, ...]) -> dict[str, tuple[Any, Any]] | None:
+    """Flattened differences between the taskEvent attributes of the first and last conflicting roots."""
+    if len(positions) < 2:
+        return None
+    a, b = _attributes(value, positions[0]), _attributes(value, positions[-1])
+    if a is None or b is None:
+        return None
+    out: dict[str, tuple[Any, Any]] = {}
+    _diff(a, b, "", out)
+    return out
+
+
+_MISSING = "<absent>"
+
+
+def _diff(a: Any, b: Any, path: str, out: dict[str, tuple[Any, Any]]) -> None:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        for k in sorted(set(a) | set(b), key=str):
+            _diff(a.get(k, _MISSING), b.get(k, _MISSING), f"{path}.{k}" if path else str(k), out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _diff(x, y, f"{path}[{i}]", out)
+    elif a != b or type(a) is not type(b):
+        out[path or "."] = (a, b)
