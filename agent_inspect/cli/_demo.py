@@ -122,7 +122,7 @@ def sample_log_path(explicit: str | None = None) -> str:
 def analysis(log: Any, *, rules: tuple[str, ...] = ("original", "fixed")) -> dict[str, Any]:
     """Summary, per-rule reconstruction totals and the ledger of a log, as plain JSON-able data."""
     from agent_inspect.recovery import reconstruct
-    from agent_inspect.report._report import ledger_totals
+    from agent_inspect.report._report import ledger_totals, prediction_of
 
     out: dict[str, Any] = {"source": str(getattr(log.source, "location", "")), "summary": _plain(log.summary())}
     for rule in rules:
@@ -136,14 +136,14 @@ def analysis(log: Any, *, rules: tuple[str, ...] = ("original", "fixed")) -> dic
             explanations = [str(e) for e in divergences["explanation"].head(5)]
         out[rule] = {"statuses": {str(k): int(v) for k, v in statuses.items()},
                      "divergences": int(len(divergences)), "explanations": explanations,
-                     "ledger": ledger_totals(result)}
+                     "ledger": ledger_totals(prediction_of(log, result, rule=rule), result)}
     return out
 
 
 def _cli_analysis(sample: str | None, *, as_json: bool) -> int:
     from agent_inspect.sources import load
 
-    log = load(sample_log_path(sample), progress=False)
+    log = load(sample_log_path(sample))
     data = analysis(log)
     if as_json:
         json.dump(data, sys.stdout, indent=2, default=str)

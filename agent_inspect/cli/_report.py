@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
-    log = load(args.source, progress=False)
+    log = load(args.source)
     path = write_report(log, args.output, rule=args.rule, markers=parse_markers(args.markers),
                         title=args.title, max_keys=args.keys)
     if args.json:

@@ -17,7 +17,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
 
-__all__ = ["write_report", "render_report", "affected_keys", "ledger_totals"]
+__all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
 _REMOVED = ("evicted", "invalidated")
 
@@ -68,11 +68,12 @@ def render_report(
     """The report of :func:`write_report` as an HTML string."""
     log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
     rule_name = _rule_name(result, rule)
+    prediction = prediction_of(log, result, rule=rule, markers=markers)
     sections = [
         _summary_section(log, result, rule_name),
         _divergence_section(result, max_rows=max_rows),
         _timeline_section(result, max_keys=max_keys),
-        _ledger_section(log, result, max_rows=max_rows),
+        _ledger_section(prediction, max_rows=max_rows),
         _lint_section(log, result, max_rows=max_rows),
         _errors_section(log, max_rows=max_rows),
         _static_views_section(log, result),
@@ -129,7 +130,7 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
         ("rule", rule_name),
     ]
     summary = log.summary() if callable(getattr(log, "summary", None)) else {}
-    facts += [(str(k), _short(v)) for k, v in summary.items()]
+    facts += [(str(k), _short(v)) for k, v in summary.items() if k != "source"]
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
     body = f'<table class="agent-inspect facts">{rows}</table>'
     records = result.records
@@ -178,18 +179,26 @@ def _timeline_section(result: Any, *, max_keys: int) -> _Section:
     return _Section("timelines", "Timelines of the most affected keys", "".join(parts), tuple(scripts))
 
 
-def _ledger_section(log: Any, result: Any, *, max_rows: int) -> _Section:
-    ledger = _ledger(result)
-    if ledger is None:
-        return _Section("ledger", "Re-execution ledger",
-                             "<p>No ledger: this result has no prediction of what a recovery re-runs.</p>")
-    if isinstance(ledger, pd.DataFrame):
-        body = frame_html(ledger, max_rows=max_rows)
-    elif callable(getattr(ledger, "_repr_html_", None)):
-        body = ledger._repr_html_()
-    else:
-        body = f"<pre>{escape(ledger)}</pre>"
-    return _Section("ledger", "Re-execution ledger", body)
+def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
+    title = "Re-execution ledger"
+    if prediction is None:
+        return _Section("ledger", title, "<p>No ledger: the recovery could not be predicted from this log.</p>")
+    tasks = prediction.tasks
+    counts = tasks["outcome"].astype("string").value_counts().to_dict() if len(tasks) else {}
+    chips = "".join(f'<span class="chip outcome-{escape(k)}">{escape(k)}: {int(v):,}</span>'
+                    for k, v in counts.items())
+    crash = ' <b class="crash">The job crashes on this replay (restart loop).</b>' if prediction.crashed else ""
+    body = (f"<p>Replaying the inputs after the restore, per task: {chips or 'no task'}.{crash} "
+            f"Action bodies that run again: <b>{prediction.reruns():,}</b>.</p>")
+    totals = prediction.ledger_totals()
+    body += frame_html(totals, max_rows=max_rows, caption="what runs again, summed over keys") if len(totals) \
+        else "<p>Nothing runs again: every task reuses its saved result.</p>"
+    if len(prediction.ledger):
+        body += frame_html(prediction.ledger, max_rows=max_rows, caption="per key")
+    cols = [c for c in ("key", "seq", "input", "action", "outcome", "reason") if c in tasks.columns]
+    if len(tasks):
+        body += frame_html(tasks[cols], max_rows=max_rows, caption="tasks in dispatch order")
+    return _Section("ledger", title, body)
 
 
 def _lint_section(log: Any, result: Any, *, max_rows: int) -> _Section:
@@ -231,32 +240,28 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
     return [(k, int(n)) for k, n in counts.head(limit).items()]
 
 
-def _ledger(result: Any) -> Any:
-    for name in ("ledger", "prediction"):
-        value = getattr(result, name, None)
-        if callable(value):
-            try:
-                value = value()
-            except InspectError:
-                return None
-        if name == "prediction" and value is not None:
-            value = getattr(value, "ledger", None)
-        if value is not None:
-            return value
-    return None
+def prediction_of(log: Any, result: Any, *, rule: Any = None, markers: Any = None) -> Any:
+    """The static prediction (tasks and re-execution ledger) behind ``result``, or None if there is none."""
+    carried = getattr(result, "prediction", None)
+    if callable(carried):
+        carried = carried()
+    if carried is not None:
+        return carried
+    from agent_inspect.recovery import predict
+
+    try:
+        return predict(log, rule=getattr(result, "rule", None) or rule, markers=markers)
+    except InspectError:
+        return None
 
 
-def ledger_totals(result: Any) -> dict[str, int]:
-    """Totals of the re-execution ledger (or, without one, of evicted and invalidated records)."""
-    ledger = _ledger(result)
-    totals = getattr(ledger, "totals", None)
-    if callable(totals):
-        totals = totals()
-    if isinstance(totals, Mapping):
-        return {str(k): int(v) for k, v in totals.items()}
-    if isinstance(ledger, pd.DataFrame) and not ledger.empty:
-        numeric = ledger.select_dtypes("number")
-        return {str(c): int(numeric[c].sum()) for c in numeric.columns}
+def ledger_totals(prediction: Any, result: Any) -> dict[str, int]:
+    """Ledger totals as ``{"<kind>:<name>": count}`` plus reruns (without a prediction: removed records)."""
+    if prediction is not None:
+        totals = prediction.ledger_totals()
+        out = {"bodies rerun": int(prediction.reruns())}
+        out.update({f"{k}:{n}": int(c) for k, n, c in zip(totals["kind"], totals["name"], totals["count"])})
+        return out
     records = result.records
     if "status" not in records.columns:
         return {}

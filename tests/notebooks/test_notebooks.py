@@ -1,0 +1,62 @@
+"""Every notebook in notebooks/ runs end to end under nbclient, and is stored without outputs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def test_the_three_notebooks_exist() -> None:
+    names = [p.name for p in NOTEBOOKS]
+    assert names == ["01_production_recovery.ipynb", "02_action_graphs.ipynb", "03_divergence_rules.ipynb"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_stored_without_outputs(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{path.name} has stored outputs"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_live_source_cell_is_inert_by_default(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    marked = [c for c in nb.cells if c.cell_type == "code" and "LIVE SOURCE" in c.source]
+    assert len(marked) == 1, "exactly one clearly marked cell points the notebook at a live broker/cluster"
+    assert "LIVE = None" in marked[0].source
+
+
+@pytest.fixture(scope="module")
+def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """notebooks/ copied beside links to sample_logs/ and cases/, so runs never write into the repo."""
+    root = tmp_path_factory.mktemp("nb-run")
+    shutil.copytree(REPO / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    for name in ("sample_logs", "cases"):
+        if (REPO / name).exists():
+            (root / name).symlink_to(REPO / name, target_is_directory=True)
+    return root
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path: Path, run_root: Path, tmp_path: Path) -> None:
+    target = run_root / "notebooks" / path.name
+    nb = nbformat.read(target, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=False,
+                            resources={"metadata": {"path": str(target.parent)}})
+    client.execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    html = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if "text/html" in o.get("data", {})]
+    assert html, "the notebook shows rich results"
+    nbformat.write(nb, tmp_path / path.name)

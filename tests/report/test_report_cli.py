@@ -1,0 +1,90 @@
+"""``agent-inspect report`` and ``agent-inspect demo``, run as a user would (real processes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from agent_inspect.cli import main
+from tests.report.probe_log import assert_no_live_probe
+from tests.support.jupyter import free_port, isolated_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_report_command_writes_the_file(probe_path: Path, tmp_path: Path, capsys) -> None:
+    out = tmp_path / "r.html"
+    assert main(["report", str(probe_path), "--rule", "original", "-o", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["path"] == str(out) and info["bytes"] == out.stat().st_size
+    assert_no_live_probe(out.read_text(encoding="utf-8"))
+
+
+def test_report_command_bad_input_exits_2(tmp_path: Path, capsys) -> None:
+    assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("agent-inspect:") and err.count("\n") == 1
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "r.html"), "--markers", "{0: 1"]) == 2
+    assert "--markers" in capsys.readouterr().err
+
+
+def test_demo_cli_prints_the_analysis(probe_path: Path, capsys) -> None:
+    assert main(["demo", "--cli", "--json", "--sample", str(probe_path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["records"] == 20
+    assert data["original"]["divergences"] >= 1 and data["fixed"]["divergences"] >= 1
+    removed = {s: n for s, n in data["fixed"]["statuses"].items() if s in ("evicted", "invalidated")}
+    assert sum(removed.values()) > 0
+    assert main(["demo", "--cli", "--sample", str(probe_path)]) == 0
+    text = capsys.readouterr().out
+    assert "reconstruct under rule 'original'" in text and "reconstruct under rule 'fixed'" in text
+
+
+def test_demo_falls_back_to_the_cli_without_jupyterlab(probe_path: Path) -> None:
+    code = ("import sys; sys.modules['jupyterlab'] = None\n"
+            "from agent_inspect.cli import main\n"
+            f"raise SystemExit(main(['demo', '--sample', {str(probe_path)!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "JupyterLab is not installed" in done.stderr
+    assert "reconstruct under rule 'fixed'" in done.stdout
+
+
+def test_demo_serves_the_notebooks_on_loopback(tmp_path: Path) -> None:
+    port, token = free_port(), "demo-test-token"
+    env = isolated_env(tmp_path)
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "agent_inspect", "demo", "--port", str(port), "--token", token,
+                             "--notebooks", str(REPO / "notebooks")], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True, text=True)
+    try:
+        first = [proc.stdout.readline() for _ in range(2)]
+        url = f"http://127.0.0.1:{port}/lab/tree/01_production_recovery.ipynb?token={token}"
+        assert url in "".join(first)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}", timeout=2) as r:
+                    names = {item["name"] for item in json.load(r)["content"]}
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "demo's JupyterLab did not start"
+                time.sleep(0.2)
+        assert "01_production_recovery.ipynb" in names
+        with urllib.request.urlopen(url, timeout=5) as r:
+            assert r.status == 200
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        proc.stdout.close()

@@ -1,0 +1,50 @@
+"""The static report: one self-contained file, every section present, everything record-derived escaped."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.report import render_report, write_report
+from tests.report.probe_log import assert_no_live_probe
+
+_EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
+
+
+def test_public_names() -> None:
+    assert ai.report.__all__ == ["write_report", "render_report"]
+    assert ai.write_report is write_report
+
+
+@pytest.mark.parametrize("rule", ["original", "fixed"])
+def test_report_of_a_log_is_self_contained_and_escaped(probe_log, tmp_path: Path, rule: str) -> None:
+    path = write_report(probe_log, tmp_path / "report.html", rule=rule)
+    html = path.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>")
+    for anchor in ("summary", "divergences", "timelines", "ledger", "lints", "errors"):
+        assert f'<section id="{anchor}">' in html
+    # plotly.js is inlined (the offline bundle), never fetched
+    assert "plotly.js" in html and len(html) > 3_000_000
+    assert not _EXTERNAL.search(html), "the report must not load anything from the network"
+    assert "Content-Security-Policy" in html
+    assert html.count('class="plotly-graph-div"') == 1  # one affected key in the probe log
+    assert_no_live_probe(html)
+    # the probe text is shown, escaped, to the reader
+    assert "&lt;img src=x onerror=" in html
+
+
+def test_report_of_a_result_uses_its_rule(probe_log) -> None:
+    result = ai.reconstruct(probe_log, rule="original")
+    html = render_report(result, rule="fixed", max_keys=0)
+    assert "rule original" in html
+    assert 'class="plotly-graph-div"' not in html and "plotly.js" not in html
+    assert "script-src 'none'" in html
+    assert_no_live_probe(html)
+
+
+def test_report_rejects_what_it_cannot_show(tmp_path: Path) -> None:
+    with pytest.raises(ai.InspectError, match="ActionStateLog"):
+        write_report({"records": 1}, tmp_path / "x.html")
