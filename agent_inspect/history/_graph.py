@@ -38,6 +38,8 @@ def _action_attrs(ex: Execution) -> dict[str, Any]:
         "status": ex.status,
         "reason": ex.reason,
         "divergence_id": ex.divergence_id,
+        "outcome": ex.extra.get("outcome", (None, None))[0],
+        "outcome_reason": ex.extra.get("outcome", (None, None))[1],
         "placeholder": False,
         "state_key": ex.state_key,
         "action_uuid": uuid,
@@ -235,7 +237,8 @@ def action_graph(
     ``"unknown"``). Nodes are ``"action:<first pos>"`` (one execution: the writes of one state key in one
     attempt) and ``"event:<event id>"``; edges have ``kind`` ``"triggers"`` (event → action) or ``"emits"``
     (action → event) and ``inferred=True`` when they come only from ``upstreamEventId``. Node attributes
-    include ``seq``, ``attempt``, ``positions``, ``completed``, call counts, ``status`` and ``reason``;
+    include ``seq``, ``attempt``, ``positions``, ``completed``, call counts, ``status`` and ``reason`` (and
+    the replay ``outcome`` of a reconstruction: REUSE / RESUME / RERUN / FAIL);
     ``graph.graph`` lists the ``rounds``, ``attempts`` and the ``evicted`` action nodes. Events whose
     emitter is unknown are kept with ``orphan=True``; emitters known only from lineage fields are
     placeholder actions with status ``"not-in-log"``. ``action_names`` (names, or ``{action_uuid:

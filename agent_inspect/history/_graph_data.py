@@ -47,7 +47,7 @@ _COLUMNS = (
     "tombstone", "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
     "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
-    "status", "reason", "divergence_id", "attempt", "execution", "error",
+    "status", "reason", "divergence_id", "outcome", "outcome_reason", "attempt", "execution", "error",
 )
 
 
@@ -300,6 +300,9 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
         ex.status = last.get("status") or UNKNOWN
         ex.reason = last.get("reason")
         ex.divergence_id = last.get("divergence_id")
+        looked_up = next((r for r in reversed(ex.rows) if r.get("outcome") is not None), None)
+        if looked_up is not None:
+            ex.extra["outcome"] = (looked_up["outcome"], looked_up.get("outcome_reason"))
     if last.get("completed") and (last.get("output_event_count") or 0):
         ex.outputs = _outputs(value(last["pos"]))
     for row in reversed(ex.rows):

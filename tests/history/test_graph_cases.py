@@ -7,7 +7,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from agent_inspect.history import action_graph, layered_layout
+from agent_inspect.history import action_graph, layered_layout, subagent_tree
 
 CASES = sorted((Path(__file__).resolve().parents[2] / "cases").glob("*.toml"))
 
@@ -76,3 +76,83 @@ def test_case_outputs_link_parents_to_children(built) -> None:
             # G09: W{}#2 was emitted but never ran (#1084): a leaf event in the graph.
             two = "event:" + next(k for k, v in b.id_labels.items() if v == "2")
             assert g.in_degree(two) == 1 and g.out_degree(two) == 0
+
+
+@pytest.mark.parametrize("rule", ["original", "fixed"])
+def test_statuses_and_evicted_suffix_follow_the_reconstruction(built, rule: str) -> None:
+    from agent_inspect.recovery import reconstruct
+
+    removed = {"evicted", "invalidated"}
+    for case_id, b in built:
+        result = reconstruct(b.log, rule, b.markers)
+        recs = result.records
+        for business_key in b.log.keys():
+            g = result.graph(business_key)
+            assert g.graph["statuses_known"] and g.graph["rule"] == result.rule.name
+            actions = [n for n, d in g.nodes(data=True) if d["kind"] == "action"]
+            for n in actions:
+                d = g.nodes[n]
+                last = d["positions"][-1]
+                assert d["status"] == recs.loc[last, "status"], (case_id, n)
+                assert d["reason"] == recs.loc[last, "reason"], (case_id, n)
+            in_key = recs[recs["business_key"] == business_key]
+            removed_positions = set(in_key.index[in_key["status"].isin(removed)])
+            assert {g.nodes[n]["last_pos"] for n in g.graph["evicted"]} == removed_positions, case_id
+
+
+def _case(built, case_id: str):
+    return next(b for cid, b in built if cid == case_id)
+
+
+def test_n04_original_evicts_the_later_round_and_fixed_keeps_it(built) -> None:
+    from agent_inspect.recovery import reconstruct
+
+    b = _case(built, "N04")
+    original = reconstruct(b.log, "original", b.markers).graph("k")
+    assert {original.nodes[n]["seq"] for n in original.graph["evicted"]} == {6}
+    assert len(original.graph["evicted"]) == 2
+    reruns = {d["outcome"] for _, d in original.nodes(data=True) if d["kind"] == "action" and d["seq"] == 6}
+    assert reruns == {"RERUN"}
+    fixed = reconstruct(b.log, "fixed", b.markers).graph("k")
+    assert fixed.graph["evicted"] == ()
+    assert {d["outcome"] for _, d in fixed.nodes(data=True) if d["kind"] == "action"} == {"REUSE"}
+
+
+def test_g01_fixed_invalidates_the_first_attempts_root(built) -> None:
+    from agent_inspect.recovery import reconstruct
+
+    b = _case(built, "G01")
+    g = reconstruct(b.log, "fixed", b.markers).graph("k")
+    (gone,) = g.graph["evicted"]
+    assert (g.nodes[gone]["attempt"], g.nodes[gone]["seq"], g.nodes[gone]["status"]) == (1, 5, "invalidated")
+    assert "conflicts" in g.nodes[gone]["reason"]
+    only_first = reconstruct(b.log, "fixed", b.markers).graph("k", attempt=1)
+    assert only_first.graph["evicted"] == (gone,)
+
+
+def test_s05_original_marks_the_evicted_child_inside_its_tree(built) -> None:
+    from agent_inspect.recovery import reconstruct
+
+    b = _case(built, "S05")
+    result = reconstruct(b.log, "original", b.markers)
+    later, earlier = result.subagent_tree("k", 6), result.subagent_tree("k", 5)
+    assert nx.is_arborescence(later) and nx.is_arborescence(earlier)
+    child = next(d for _, d in later.nodes(data=True) if d.get("role") == "bootstrap")
+    assert child["status"] == "evicted" and child["evicted"]
+    call = next(d for _, d in later.nodes(data=True) if d["kind"] == "call")
+    assert call["evicted"] and call["status"] == "evicted"
+    # the case's session ids are labels, not namespace digests, and the caller holds no call result
+    assert call["attribution"] == "unattributed"
+    assert not any(d["evicted"] for _, d in earlier.nodes(data=True))
+
+
+def test_sub_agent_case_trees_keep_every_child(built) -> None:
+    for case_id in ("S01", "S02", "S03", "S05", "S06"):
+        b = _case(built, case_id)
+        for seq in sorted({int(s) for s in b.log.records["seq"].dropna()}):
+            tree = subagent_tree(b.log, "k", seq)
+            assert nx.is_arborescence(tree), case_id
+            children = {b.line_of_pos[p] for _, d in tree.nodes(data=True)
+                        if d.get("role") in ("bootstrap", "forwarded") for p in d["positions"]}
+            expected = {ln.n for ln in b.case.log if ln.seq == seq and ln.event.type == "InternalSubagentCallEvent"}
+            assert children == expected, case_id
