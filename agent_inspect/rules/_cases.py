@@ -223,7 +223,7 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
     _check_lines(base, where)
     out = [base]
     for v in data.get("variants", []):
-        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys"}, f"{where} variant")
+        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys", "call_case"}, f"{where} variant")
         name = str(v.get("name") or "")
         if not name:
             raise CaseFileError(f"{where}: every [[variants]] entry needs a 'name'")
@@ -233,8 +233,11 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
         vcalls = dict(base.expect_calls)
         vcalls.update(_expect_calls(v.get("expect_calls", {}), where))
         vkeys = _keys({**data.get("keys", {}), **v.get("keys", {})}, used, where) if "keys" in v else keys
+        vcall = base.call_case
+        if "call_case" in v:
+            vcall = _call_case({**data.get("call_case", {}), **v["call_case"]}, f"{where} {name}")
         out.append(replace(base, id=f"{case_id}/{name}", variant=name, setup=_setup(v.get("setup", {}), setup, where),
-                           keys=vkeys, expect=vexpect, expect_calls=vcalls,
+                           keys=vkeys, expect=vexpect, expect_calls=vcalls, call_case=vcall,
                            note=str(v.get("note", base.note))))
     return out
 
