@@ -7,6 +7,7 @@ under one :class:`agent_inspect.rules.DivergenceRule`; ``rebuild`` replays a log
 
 from __future__ import annotations
 
+from agent_inspect.recovery._lints import LINTS, lint
 from agent_inspect.recovery._model import (
     DIVERGENCE_KINDS,
     CacheEvent,
@@ -21,13 +22,17 @@ from agent_inspect.recovery._rebuild import Markers, iter_entries, normalize_mar
 from agent_inspect.recovery._reconstruct import STATUSES, Reconstruction, reconstruct
 from agent_inspect.recovery._session import RecoverySession
 from agent_inspect.recovery._store import Store
+from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
+from agent_inspect.recovery._predict import Prediction, predict
 
 __all__ = [
     # store model
     "Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
     "DIVERGENCE_KINDS",
     # reconstruction
-    "reconstruct", "Reconstruction", "STATUSES",
+    "reconstruct", "Reconstruction", "STATUSES", "lint", "LINTS",
     # driving it
     "RecoverySession", "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers",
+    # prediction
+    "predict", "Prediction", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
 ]

@@ -18,8 +18,14 @@ from agent_inspect.rules._builtin import (
     get_rule,
 )
 from agent_inspect.rules._protocol import DivergenceRule, RuleState
+from agent_inspect.rules._cases import Case, load_cases
+from agent_inspect.rules._cases_build import BuiltCase, build_case
+from agent_inspect.rules._cases_run import CaseResult, run_case
+from agent_inspect.rules._compare import compare
 
 __all__ = [
     "DivergenceRule", "RuleState", "RULES", "FLAVOURS", "get_rule",
     "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule", "BranchAwareRule",
+    # case matrix
+    "Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare",
 ]
