@@ -1,0 +1,166 @@
+"""Lints: format and identity hazards a log shows before any rule runs (spec §4.3, §4.4, §8.3, #1099)."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["lint", "LINTS"]
+
+#: Lint ids, in the order they are reported.
+LINTS = (
+    "separator-in-key-text",   # K1 key text with '_': upstream Kafka lookups crash, Fluss protection is off (§8.3)
+    "prefix-collision",        # K1 "<a>_<s>_" / "<a>_" prefixes also match another key's records (§8.3)
+    "action-uuid-unstable",    # one (key, seq, event) under disjoint action UUIDs in different attempts (§4.4)
+    "typed-key-collision",     # one key text, several typed keys (different key groups) sharing state keys (#1099)
+    "fingerprint-mismatch",    # the event UUID is not the canonical fingerprint of taskEvent.attributes (§4.3.1)
+)
+
+_COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
+
+
+def _frame(log: Any) -> pd.DataFrame:
+    return log.records if hasattr(log, "records") else log
+
+
+def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20) -> pd.DataFrame:
+    """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``,
+    example ``positions`` and a one-line ``message``.
+
+    ``fingerprints=True`` decodes each distinct state key's latest record to recompute its event
+    UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3).
+    """
+    records = _frame(log)
+    rows: list[dict[str, Any]] = []
+    if len(records) == 0 or "business_key" not in records:
+        return pd.DataFrame(columns=_COLUMNS)
+    ok = records["seq"].notna() & records["business_key"].notna()
+    recs = records.loc[ok]
+    rows += _separator(recs, max_positions)
+    rows += _prefix(recs, max_positions)
+    rows += _action_uuid(records, max_positions)
+    rows += _typed_keys(recs, max_positions)
+    if fingerprints and hasattr(log, "value"):
+        rows += _fingerprints(log, recs, max_positions)
+    frame = pd.DataFrame(rows, columns=_COLUMNS)
+    frame["seq"] = frame["seq"].astype("Int64")
+    return frame
+
+
+def _k1(recs: pd.DataFrame) -> pd.DataFrame:
+    return recs[recs["key_format"].astype(object) == "K1"]
+
+
+def _separator(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
+    k1 = _k1(recs)
+    texts = k1["key_text"].astype(object)
+    bad = k1[texts.str.contains("_", regex=False, na=False)]
+    rows = []
+    for key, grp in bad.groupby(bad["key_text"].astype(object), sort=True):
+        rows.append({"lint": "separator-in-key-text", "severity": "error", "business_key": key, "seq": None,
+                     "positions": tuple(grp.index[:cap].tolist()),
+                     "message": (f"K1 key text {key!r} contains '_': the snapshot Kafka store's strict parser throws "
+                                 f"on the first miss (task failure loop); snapshot Fluss silently never evicts it")})
+    return rows
+
+
+def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
+    k1 = _k1(recs)
+    if k1.empty:
+        return []
+    by_text = {t: grp for t, grp in k1.groupby(k1["key_text"].astype(object), sort=True)}
+    texts = sorted(by_text)
+    rows = []
+    for a in texts:
+        lo = bisect.bisect_left(texts, a + "_")
+        hi = bisect.bisect_left(texts, a + "_\U0010ffff")
+        for b in texts[lo:hi]:
+            rest = b[len(a) + 1:]
+            head = rest.split("_", 1)[0]
+            seq_level = head.isdigit()
+            positions = tuple((by_text[a].index[:cap // 2].tolist() + by_text[b].index[:cap // 2].tolist()))
+            rows.append({
+                "lint": "prefix-collision", "severity": "error" if seq_level else "warning", "business_key": a,
+                "seq": int(head) if seq_level else None, "positions": positions,
+                "message": (f"K1 state keys of {b!r} start with "
+                            + (f"'{a}_{head}_': the lookup prefix of {a!r} at seq {head} counts them (false "
+                               f"divergence) and {a!r}'s eviction scans touch them" if seq_level else
+                               f"'{a}_': prune and eviction scans of {a!r} also reach them"))})
+    return rows
+
+
+def _action_uuid(records: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
+    from agent_inspect.history import annotate
+
+    ann = annotate(records)
+    frame = pd.DataFrame({"business_key": records["business_key"].astype(object), "seq": records["seq"],
+                          "event_uuid": records["event_uuid"].astype(object),
+                          "action_uuid": records["action_uuid"].astype(object),
+                          "key_format": records["key_format"].astype(object), "attempt": ann["attempt"],
+                          "tombstone": records["tombstone"].fillna(False).astype(bool)})
+    frame = frame[frame["attempt"].notna() & ~frame["tombstone"] & (frame["key_format"] != "K2")]
+    rows = []
+    for (k, s, e), grp in frame.groupby(["business_key", "seq", "event_uuid"], sort=False):
+        if grp["attempt"].nunique() < 2 or grp["action_uuid"].nunique() < 2:
+            continue
+        sets = {a: frozenset(g["action_uuid"]) for a, g in grp.groupby("attempt")}
+        pairs = [(a, b) for a in sets for b in sets if a < b and not (sets[a] & sets[b])]
+        if not pairs:
+            continue
+        a, b = pairs[0]
+        rows.append({"lint": "action-uuid-unstable", "severity": "warning", "business_key": k, "seq": int(s),
+                     "positions": tuple(grp.index[:cap].tolist()),
+                     "message": (f"event {str(e)[:8]} at ({k}, {s}) was handled under action UUIDs "
+                                 f"{sorted(x[:8] for x in sets[a])} in attempt {a} and "
+                                 f"{sorted(x[:8] for x in sets[b])} in attempt {b}: hash-based UUIDs of Java "
+                                 f"actions change per JVM, so lookups never hit across restarts (P03)")})
+    return rows
+
+
+def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
+    sub = recs[recs["key_format"].astype(object).isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()]
+    rows = []
+    for text, grp in sub.groupby(sub["key_text"].astype(object), sort=True):
+        groups = sorted(set(grp["key_group"].astype(int)))
+        if len(groups) > 1:
+            rows.append({"lint": "typed-key-collision", "severity": "error", "business_key": text, "seq": None,
+                         "positions": tuple(grp.index[:cap].tolist()),
+                         "message": (f"key text {text!r} appears under key groups {groups}: distinct typed keys "
+                                     f"(e.g. Long 1 and String \"1\") share its text, so with maxParallelism 1 or "
+                                     f"under K1 they share state keys and reuse each other's results (#1099)")})
+    return rows
+
+
+def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
+    from agent_inspect.codec import event_uuid
+
+    live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
+    if "value_format" in live:
+        live = live[~live["value_format"].astype(object).isin(["V0", "V1"])]
+    last = live.groupby(live["state_key"].astype(object), sort=False).tail(1)
+    bad: dict[tuple[Any, Any], list[tuple[int, str, str]]] = defaultdict(list)
+    for pos, k, s, e in zip(last.index.tolist(), last["business_key"].astype(object), last["seq"],
+                            last["event_uuid"].astype(object)):
+        state = log.value(pos)
+        event = getattr(state, "task_event", None)
+        if event is None:
+            continue
+        try:
+            attrs = event.attrs() if hasattr(event, "attrs") else event.attributes
+            expected = event_uuid(attrs)
+        except Exception:  # noqa: BLE001 - unreadable attributes are a decode problem, not this lint's
+            continue
+        if expected != e:
+            bad[(k, int(s))].append((pos, e, expected))
+    rows = []
+    for (k, s), items in bad.items():
+        pos, e, expected = items[0]
+        rows.append({"lint": "fingerprint-mismatch", "severity": "warning", "business_key": k, "seq": s,
+                     "positions": tuple(p for p, _, _ in items[:cap]),
+                     "message": (f"event UUID {e[:8]} at ({k}, {s}) is not the canonical fingerprint "
+                                 f"{expected[:8]} of taskEvent.attributes: a legacy recipe, a Java POJO with a "
+                                 f"partial creator, JDK < 19 float digits, or a non-upstream writer (§4.3.1)")})
+    return rows
