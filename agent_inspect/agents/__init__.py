@@ -43,3 +43,7 @@ __all__ = [
     # declarative steps
     "Behaviour", "Emit", "Call", "SubagentCall", "SetMemory", "DeclaredCallError",
 ]
+
+from agent_inspect.agents._python import PythonAgent  # noqa: E402  (appended by the executor)
+
+__all__ += ["PythonAgent"]

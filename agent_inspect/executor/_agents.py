@@ -32,6 +32,11 @@ class AgentView:
     def run_action(self, name: str, ctx: Any) -> None:
         self.agent.run_action(name, ctx)
 
+    def begin_event(self, event: AgentEvent) -> AgentEvent | None:
+        """The ``_agent_run_begin_event`` the agent emits for input ``event`` (``agent-run.begin-event``)."""
+        fn = getattr(self.agent, "begin_event", None)
+        return fn(event) if fn is not None else None
+
 
 def as_agent(agent: Any) -> AgentView:
     """Wrap ``agent``: anything with the :class:`agent_inspect.agents.Agent` protocol, or a

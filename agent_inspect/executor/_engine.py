@@ -400,11 +400,19 @@ class ReplayExecutor:
         try:
             self._rebuild()
             for key, seq, tasks in self._plan.restored_rounds():
-                self._round(key, seq, tasks, restored=True)
+                self._round(self._keys.business_key(key), seq, tasks, restored=True)
             for key, event in self._plan.inputs:
                 seq = self._plan.next_seq(key)
                 ev = event if event.id is not None else event.with_id(self._run.ids.new())
-                self._round(key, seq, [(d, ev) for d in self._agent.listeners(ev)], input_event=ev)
+                tasks = []
+                if self._plan.plan.begin_event:
+                    # agent-run.begin-event: the begin event's tasks are queued before the input's (§9.2)
+                    begin = self._agent.begin_event(ev)
+                    if begin is not None:
+                        begin = begin if begin.id is not None else begin.with_id(self._run.ids.new())
+                        tasks += [(d, begin) for d in self._agent.listeners(begin)]
+                tasks += [(d, ev) for d in self._agent.listeners(ev)]
+                self._round(self._keys.business_key(key), seq, tasks, input_event=ev)
         except _JobFailed as failed:
             self._run.failure = failed
         finally:

@@ -9,9 +9,20 @@ __all__ = ["rebuild_session"]
 
 
 def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | None) -> Any:
-    """A :class:`~agent_inspect.recovery.RecoverySession` rebuilt from ``log`` (empty without a log)."""
+    """A :class:`~agent_inspect.recovery.RecoverySession` rebuilt from ``log`` (empty without a log).
+
+    ``markers=None`` with a log rebuilds from the whole loaded log (as if the marker were at its
+    start, like ``predict``); ``markers=[]`` is an explicit fresh start (empty cache).
+    """
     from agent_inspect.recovery import RecoverySession, rebuild
 
     if log is None:
         return RecoverySession(rule)
+    if markers is None:
+        starts = dict(getattr(getattr(log, "source", None), "start_offsets", None) or {})
+        recs = log.records
+        if len(recs):
+            for p, off in recs.groupby("partition", observed=True)["offset"].min().items():
+                starts[int(p)] = min(starts.get(int(p), int(off)), int(off))
+        markers = [starts] if starts else []
     return rebuild(log, rule, markers)

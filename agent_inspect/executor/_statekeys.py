@@ -32,6 +32,11 @@ class KeyMaker:
         """Use the plan's key identities (``ReplayPlan.keys``)."""
         for key, ident in dict(identities or {}).items():
             self._ids[str(key)] = ident
+            self._ids.setdefault(str(ident.business_key), ident)
+
+    def business_key(self, key: str) -> str:
+        """The log's business key of plan key ``key`` (the key text, or the digest for K1.6/K2)."""
+        return str(self.identity(key).business_key)
 
     def identity(self, key: str) -> Any:
         ident = self._ids.get(key)
