@@ -122,6 +122,7 @@ class RecoverySession:
                 step=self.step, positions=pos, explanation=explanation, trigger_pos=self.trigger_pos))
         if not removed:
             return None
+        removed = sorted(removed, key=lambda e: (e.pos is None, e.pos or 0, e.state_key))
         event = CacheEvent(index=len(self.events), op=op, step=self.step, business_key=business_key,
                            seq=seq, removed=tuple(removed), reason=explanation, divergence_id=div_id,
                            trigger_pos=self.trigger_pos)
