@@ -99,13 +99,33 @@ def _latest_by_state_key(executions: Iterable[Execution]) -> dict[Any, Execution
     return latest
 
 
-def _attribute(
-    data: KeyData,
-    session: _Session,
-    candidates: list[Execution],
-    own: set[str],
-    key_text: str | None,
-) -> None:
+class _Digests:
+    """Namespace digests of candidate callers, computed once per (caller, agent name) and only on demand."""
+
+    def __init__(self, data: KeyData, candidates: list[Execution], key_text: str | None) -> None:
+        self._data, self._key_text = data, key_text
+        self._candidates = [ex for ex in candidates if ex.action_name is not None and ex.seq is not None]
+        self._by_agent: dict[str | None, dict[str, list[Execution]]] = {}
+
+    def callers(self, digest: str, agent: str | None) -> list[Execution]:
+        if self._key_text is None:
+            return []
+        table = self._by_agent.get(agent)
+        if table is None:
+            from agent_inspect.codec import subagent_namespace_digest
+
+            table = self._by_agent[agent] = {}
+            for ex in self._candidates:
+                for etype, attrs in _trigger_variants(self._data, ex):
+                    try:
+                        value = subagent_namespace_digest(self._key_text, ex.seq, ex.action_name, etype, attrs, agent)
+                    except Exception:  # noqa: BLE001 - attributes the codec cannot canonicalize: no match
+                        continue
+                    table.setdefault(value, []).append(ex)
+        return table.get(digest, [])
+
+
+def _attribute(session: _Session, candidates: list[Execution], own: set[str], digests: _Digests) -> None:
     function_ids = {f"{session.session_id}#{cid}" for cid in session.calls}
     by_result = [
         ex for ex in candidates
@@ -115,27 +135,9 @@ def _attribute(
         session.caller, session.attribution = max(by_result, key=lambda e: e.positions[-1]), "call-result"
         return
 
-    if key_text is not None and data.executions and data.executions[0].seq is not None:
-        from agent_inspect.codec import subagent_namespace_digest
-
-        digest = _digest_of(session.session_id)
-        matched: list[Execution] = []
-        for ex in candidates:
-            if ex.node in own or ex.action_name is None:
-                continue
-            for etype, attrs in _trigger_variants(data, ex):
-                hit = False
-                for agent in (session.scope, None):
-                    try:
-                        value = subagent_namespace_digest(key_text, ex.seq, ex.action_name, etype, attrs, agent)
-                    except Exception:  # noqa: BLE001 - attributes the codec cannot canonicalize: no match
-                        continue
-                    if value == digest:
-                        hit = True
-                        break
-                if hit:
-                    matched.append(ex)
-                    break
+    digest = _digest_of(session.session_id)
+    for agent in (session.scope, None):  # agentName is optional in the namespace (spec §11.2)
+        matched = [ex for ex in digests.callers(digest, agent) if ex.node not in own]
         if matched:
             session.caller = max(matched, key=lambda e: e.positions[-1])
             session.attribution = "namespace-digest"
@@ -180,7 +182,7 @@ def subagent_tree(
     namespace digest matches the session id (needs the key text: pass ``key_text=`` for K1.6/K2 keys, and
     the caller's name, from its outputs or ``action_names=``), else the action that triggered the bootstrap
     (``upstreamEventId``); otherwise the session hangs under an ``"unattributed"`` node. A child that calls
-    further sub-agents is the caller of the next level (``level``, ``scope``). Call nodes carry
+    further sub-agents is the caller of the next level (``level``, ``target_scope``). Call nodes carry
     ``call_status`` (done / in-flight / consumed) and ``attribution``; every node carries ``status`` under
     the source's rule and ``evicted`` (True when it, or a node under it, was evicted or invalidated).
     """
@@ -217,24 +219,22 @@ def subagent_tree(
             up = task_ids[c.upstream_event_id]
             if (up.session_id, up.call_id) == (c.session_id, c.call_id):
                 emitter = up.ex.node
-        if emitter is not None:
-            c.role = "forwarded"
-            c.parent = emitter if emitter in child_nodes else None
+        # Only a child forwards (spec §11.1); an event some other action emitted started the call.
+        if emitter is not None and emitter in child_nodes:
+            c.role, c.parent = "forwarded", emitter
 
     candidates = list(data.executions)
+    digests = _Digests(data, candidates, key_text)
     for session in sessions.values():
         own = {c.ex.node for calls in session.calls.values() for c in calls}
-        _attribute(data, session, candidates, own, key_text)
+        _attribute(session, candidates, own, digests)
     _break_cycles(sessions, {c.ex.node: c for c in children})
 
     latest = _latest_by_state_key(data.executions)
-    node_of_key: dict[Any, str] = {}
     # Callers are drawn once per state key (their latest execution): a resumed caller is one caller.
     for session in sessions.values():
         if session.caller is not None:
-            caller = latest.get(session.caller.state_key, session.caller)
-            session.caller = caller
-            node_of_key[caller.state_key] = caller.node
+            session.caller = latest.get(session.caller.state_key, session.caller)
 
     def add_exec(ex: Execution, role: str, **extra: Any) -> None:
         attrs = _action_attrs(ex)
@@ -268,7 +268,7 @@ def subagent_tree(
         else:
             tree.add_edge(caller.node, snode, kind="opens")
         for call_id, calls in session.calls.items():
-            cnode = f"call:{call_id}"
+            cnode = f"call:{call_id}" if f"call:{call_id}" not in tree else f"call:{session.session_id}/{call_id}"
             tree.add_node(cnode, kind="call", label=_ordinal_label("call", call_id, None), call_id=call_id,
                           caller=caller.node if caller else None,
                           session_id=session.session_id, target_scope=session.scope,
