@@ -51,8 +51,9 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
+    markers = parse_markers(args.markers)
     log = load(args.source)
-    path = write_report(log, args.output, rule=args.rule, markers=parse_markers(args.markers),
+    path = write_report(log, args.output, rule=args.rule, markers=markers,
                         title=args.title, max_keys=args.keys)
     if args.json:
         json.dump({"path": str(path), "bytes": path.stat().st_size, "rule": args.rule}, sys.stdout)

@@ -26,11 +26,11 @@ def test_report_command_writes_the_file(probe_path: Path, tmp_path: Path, capsys
     assert_no_live_probe(out.read_text(encoding="utf-8"))
 
 
-def test_report_command_bad_input_exits_2(tmp_path: Path, capsys) -> None:
+def test_report_command_bad_input_exits_2(probe_path: Path, tmp_path: Path, capsys) -> None:
     assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("agent-inspect:") and err.count("\n") == 1
-    assert main(["report", str(tmp_path), "-o", str(tmp_path / "r.html"), "--markers", "{0: 1"]) == 2
+    assert main(["report", str(probe_path), "-o", str(tmp_path / "r.html"), "--markers", "{0: 1"]) == 2
     assert "--markers" in capsys.readouterr().err
 
 
