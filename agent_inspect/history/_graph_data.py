@@ -61,19 +61,14 @@ def _plain_column(column: pd.Series) -> list[Any]:
 
 
 def _attributes(event: Any) -> Any:
-    """An event's attribute map as plain data (decoded lazily when the codec kept it raw)."""
-    attrs = _get(event, "attributes")
-    if attrs is None:
+    """An event's attribute map, parsed (``{}`` when absent or not valid JSON)."""
+    if event is None:
         return {}
-    if isinstance(attrs, Mapping):
-        return attrs
-    raw = bytes(attrs) if not isinstance(attrs, (bytes, bytearray, str)) else attrs
     try:
-        from agent_inspect.codec._json import parse_json
-
-        return parse_json(raw)
+        attrs = event.attrs()
     except Exception:  # noqa: BLE001 - a broken payload must not break a graph; shown as empty
         return {}
+    return attrs if attrs is not None else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,43 +150,35 @@ def _select_key(records: pd.DataFrame, key: Any) -> pd.DataFrame:
 
 
 def _outputs(state: Any) -> tuple[OutputRef, ...]:
-    events = _get(state, "output_events", "outputEvents", default=()) or ()
+    if state is None:
+        return ()
     return tuple(
         OutputRef(
-            event_id=_get(e, "id"),
-            event_type=_get(e, "type", "event_type", "eventType"),
-            event_class=_get(e, "event_class", "cls", "class_", "@class"),
-            upstream_event_id=_get(e, "upstream_event_id", "upstreamEventId"),
-            upstream_action=_get(e, "upstream_action_name", "upstreamActionName", "upstream_action"),
+            event_id=e.id,
+            event_type=_get(e, "type", "event_type"),
+            event_class=e.event_class,
+            upstream_event_id=e.upstream_event_id,
+            upstream_action=e.upstream_action_name,
             delegate_type=_delegate_type(e),
         )
-        for e in events
+        for e in state.output_events
     )
 
 
 def _delegate_type(event: Any) -> str | None:
-    delegate = _get(event, "delegate")
-    if delegate is not None:
-        return _get(delegate, "type", "event_type", "eventType")
-    if _get(event, "type", "event_type") == _INTERNAL_SUBAGENT:
+    if event.delegate is not None:
+        return _get(event.delegate, "type", "event_type")
+    if event.type == _INTERNAL_SUBAGENT:
         value = _attributes(event).get("delegateType")
         return value if isinstance(value, str) else None
     return None
 
 
 def _call_functions(state: Any) -> tuple[tuple[str, str], ...]:
-    calls = _get(state, "call_results", "callResults", default=()) or ()
-    out = []
-    for c in calls:
-        status = _get(c, "effective_status")
-        if callable(status):
-            status = status()
-        if status is None:
-            status = _get(c, "status")
-            if status is None:
-                status = "FAILED" if _get(c, "exception_payload", "exceptionPayload") is not None else "SUCCEEDED"
-        out.append((str(_get(c, "function_id", "functionId", default="")), str(status)))
-    return tuple(out)
+    """(functionId, effective status) of each call result of a record."""
+    if state is None:
+        return ()
+    return tuple((c.function_id, c.effective_status) for c in state.call_results)
 
 
 def task_event(data: KeyData, ex: Execution) -> Any:
@@ -199,7 +186,7 @@ def task_event(data: KeyData, ex: Execution) -> Any:
     for pos in ex.positions:
         state = data.value(pos)
         if state is not None:
-            return _get(state, "task_event", "taskEvent")
+            return state.task_event
     return None
 
 
@@ -219,6 +206,7 @@ def load_key(
             return decode(pos)
         except DecodeError:
             return None  # the row's error column already says why; the node is kept and marked
+
     frame = _select_key(records, key).sort_index()
     business_key = _scalar(frame["business_key"].iloc[0]) if "business_key" in frame.columns else key
     key_text = None

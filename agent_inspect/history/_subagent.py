@@ -65,7 +65,7 @@ def _subagent_fields(data: KeyData, ex: Execution) -> tuple[str, str, str | None
     scope = scope or attrs.get("targetScope")
     if not isinstance(session, str) or not isinstance(call, str):
         return None
-    delegate = _get(event, "delegate")
+    delegate = event.delegate if event is not None else None
     delegate_type = _get(delegate, "type", "event_type") if delegate is not None else attrs.get("delegateType")
     return session, call, scope, delegate_type
 
@@ -79,7 +79,7 @@ def _trigger_variants(data: KeyData, ex: Execution) -> list[tuple[str, Any]]:
     event = task_event(data, ex)
     if event is None:
         return []
-    etype = _get(event, "type", "event_type", "eventType") or ex.first.get("task_event_type")
+    etype = ex.first.get("task_event_type") or _get(event, "type", "event_type")
     attrs = _attributes(event)
     variants = [(etype, attrs)] if isinstance(etype, str) else []
     if etype == _SUBAGENT_TYPE:
