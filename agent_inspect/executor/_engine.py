@@ -111,7 +111,7 @@ class ReplayExecutor:
     """
 
     def __init__(self, log: Any = None, *, agent: Any, plan: Any = None,
-                 markers: Sequence[Mapping[int, int]] | None = None, rule: Any = "fixed",
+                 markers: Sequence[Mapping[int, int]] | None = None, rule: Any = None,
                  policies: Policies | Mapping[str, Any] | None = None,
                  key_format: str | None = None, value_format: str = "V3",
                  num_partitions: int | None = None, max_parallelism: int = 128,
@@ -124,7 +124,12 @@ class ReplayExecutor:
 
         self._log = _as_log(log)
         self._agent = as_agent(agent)
-        self._rule = rule
+        if log is not None and log is not self._log:       # a reconstruction: its rule and markers by default
+            rule = getattr(log, "rule", None) if rule is None else rule
+            markers = getattr(log, "markers", None) if markers is None else markers
+        self._rule = "fixed" if rule is None else rule
+        if isinstance(markers, Mapping):
+            markers = [markers]
         self._markers = None if markers is None else [dict(m) for m in markers]
         self._policies = as_policies(policies)
         self._value_format = value_format
@@ -479,9 +484,11 @@ class ReplayExecutor:
                   collector: list[Any] | None) -> None:
         while queue:
             decl, ev, restored = queue.popleft()
+            n_steps = len(self._run.steps)
             outs = self._task(key, seq, decl, ev, restored=restored)
+            reused = any(s.kind is StepKind.REUSE for s in self._run.steps[n_steps:])
             for out in outs:
-                self._route(key, seq, out, queue, collector)
+                self._route(key, seq, out, queue, collector, reused=reused)
 
     def _route(self, key: str, seq: int, ev: AgentEvent, queue: deque[tuple[Any, AgentEvent, bool]],
                collector: list[Any] | None, *, reused: bool = False) -> None:
@@ -612,7 +619,9 @@ class ReplayExecutor:
         self._lookup(t, task_no, decl.name, during="get at completion")
         done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
                           sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True)
-        self._persist(t, done, "completed", common)
+        paths = [p for p, _ in done.short_term] + [p for p, _ in done.sensory]
+        self._persist(t, done, "completed", common,
+                      extra=f"; memory set {paths}; outputs {[o.type for o in done.outputs]}")
         return list(ctx.outputs)
 
     def _shadow(self, t: Any, decl: ActionDecl, event: AgentEvent, record: RecordView,
@@ -634,7 +643,7 @@ class ReplayExecutor:
                    change="; ".join(diffs) if diffs else "outputs and memory updates equal",
                    detail={"diff": tuple(diffs), "shadow": True})
 
-    def _persist(self, t: Any, value: RecordView, what: str, common: dict[str, Any]) -> None:
+    def _persist(self, t: Any, value: RecordView, what: str, common: dict[str, Any], *, extra: str = "") -> None:
         from agent_inspect.recovery import Entry
 
         calls = value.calls
@@ -650,7 +659,7 @@ class ReplayExecutor:
         self._run.overlay[t.state_key] = value
         self._run.writes.append((t.state_key, t, value))
         self._emit(StepKind.PERSIST, **common, outcome=what, reason="written to the overlay (never to a source)",
-                   change=f"put {t.state_key}", detail={"journal_index": len(self._run.writes) - 1})
+                   change=f"put {t.state_key}{extra}", detail={"journal_index": len(self._run.writes) - 1})
 
     def _call_step(self, kind: StepKind, ce: CallEvent, common: dict[str, Any]) -> None:
         self._emit(kind, **common, outcome=ce.outcome, call_index=ce.index, function_id=ce.function_id,
@@ -725,11 +734,11 @@ class ReplayExecutor:
 def _as_log(log: Any) -> Any:
     if log is None:
         return None
+    inner = getattr(log, "log", None)           # a Reconstruction carries the log it was built from
+    if inner is not None and hasattr(inner, "value") and hasattr(log, "rule"):
+        return inner
     if hasattr(log, "records") and hasattr(log, "value"):
         return log
-    inner = getattr(log, "log", None)           # a Reconstruction carries the log it was built from
-    if inner is not None and hasattr(inner, "value"):
-        return inner
     raise ReplayError(f"cannot replay from {type(log).__name__}; pass an ActionStateLog or a reconstruction")
 
 

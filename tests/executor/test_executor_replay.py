@@ -317,3 +317,71 @@ def test_stale_logic_and_report_html_is_escaped():
     assert row["stale_logic"] and row["restored_in_flight"] and row["outcome"] == "NOT-DISPATCHED"
     html = rep._repr_html_() + ex._repr_html_()
     assert probe not in html and "&lt;img" in html
+
+
+# -- production mode: lifecycle, checkpoints, failures ----------------------------------------------------
+
+def test_journal_follows_the_record_lifecycle_for_reconcilable_calls():
+    agent = PythonAgent()
+
+    def post(x):
+        return f"posted {x}"
+
+    @agent.action("act", listens=["_input_event"])
+    def act(event, ctx):
+        ctx.durable_execute(ask_llm, "q")
+        ctx.durable_execute(post, event.attributes["input"], reconciler=lambda: "reconciled")
+        ctx.send_event("_output_event", {"output": 1})
+
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a")]}, key_format="K1", num_partitions=4)
+    ex.run()
+    log = ex.to_log()
+    states = [log.value(i) for i in range(len(log.records))]
+    shape = [(s.completed, tuple(c.status for c in s.call_results)) for s in states]
+    assert shape == [(False, ()), (False, ("SUCCEEDED",)), (False, ("SUCCEEDED", "PENDING")),
+                     (False, ("SUCCEEDED", "SUCCEEDED")), (True, ())]
+    assert set(log.records["partition"]) == {ex.journal.partition[0]}           # one key, one partition
+    assert list(log.records["offset"]) == [0, 1, 2, 3, 4]
+    assert states[-1].output_events[0].upstream_action_name == "act"
+
+
+def test_checkpoint_prunes_finished_rounds_and_fail_after_stops_the_job():
+    agent = cascade_agent()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, key_format="K1.5", fail_after=20)
+    ex.run(until=Breakpoint(kind="round-complete"))
+    assert len(ex.store) == 2
+    marker = ex.checkpoint()
+    assert marker == {0: 5}
+    prune = ex.current
+    assert prune.kind is StepKind.PRUNE and prune.detail["removed"] == 2 and len(ex.store) == 0
+    assert ex.run() is None and ex.done and "after step 20" in ex.failure
+    assert len(ex.step_list) == 20
+    restored = ReplayExecutor(ex.to_log(), agent=agent, markers=[marker], rule="fixed",
+                              plan={"inputs": [("k", "b")], "restored_seq": {"k": 0}})
+    restored.run()
+    assert outcomes(restored) == [("IA", "REUSE"), ("WA", "RESUME")]    # WA failed mid-body in attempt 1
+
+
+def test_built_from_a_reconstruction_uses_its_rule_and_markers():
+    from agent_inspect.recovery import reconstruct
+
+    agent = cascade_agent()
+    ex1, marker = first_attempt(agent, [("k", "a"), ("k", "b")])
+    result = reconstruct(ex1.to_log(), rule="original", markers=[marker])
+    ex = ReplayExecutor(result, agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]})
+    ex.run()
+    assert outcomes(ex) == [("IA", "REUSE"), ("WA", "REUSE"), ("IA", "RERUN"), ("WA", "RERUN")]
+
+
+def test_public_names():
+    import agent_inspect
+    import agent_inspect.executor as executor
+
+    assert {"ReplayExecutor", "Step", "StepKind", "Breakpoint", "Policies", "ActionPolicy", "CallPolicy",
+            "ReplaySafetyReport", "Counters"} <= set(executor.__all__)
+    assert agent_inspect.ReplayExecutor is executor.ReplayExecutor
+    assert {k.value for k in StepKind} == {"rebuild", "lookup", "eviction", "invalidation", "reuse", "resume",
+                                           "rerun", "persist", "round-complete", "prune"}
+    from agent_inspect.agents import PythonAgent as exported
+
+    assert exported is PythonAgent
