@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agent_inspect.history._subagent import subagent_tree
+from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
 
 try:
     from test_graph_support import History, inp, out, session_ids, sub
@@ -220,3 +222,54 @@ def test_a_round_without_sub_agents_is_just_its_root() -> None:
     h.run("k", 5, "IA", inp("A", "a1"))
     tree = subagent_tree(h.log(), "k", 5)
     assert list(tree.nodes) == ["round:5"]
+
+
+_sessions = st.lists(
+    st.tuples(
+        st.booleans(),                                      # session ids derived from the caller (else stray)
+        st.lists(st.sampled_from("CIP"), min_size=1, max_size=4),   # a chain of children and their statuses
+        st.booleans(),                                      # the caller records the call result
+    ),
+    min_size=1, max_size=4,
+)
+
+
+@settings(deadline=None, max_examples=40)
+@given(_sessions, st.sampled_from("CIP"), st.booleans())
+def test_tree_invariants_on_generated_rounds(sessions, caller_status, named) -> None:
+    h = History()
+    a1 = inp("A", "a1")
+    calls, plan = [], []
+    for n, (derived, chain, recorded) in enumerate(sessions):
+        s, c = session_ids("k", 5, "P", a1, session=n) if derived else (f"stray-{n}", f"stray-{n}-1")
+        plan.append((s, c, chain))
+        if recorded:
+            calls.append((f"{s}#{c}", "SUCCEEDED"))
+    h.run("k", 5, "P", a1, caller_status, calls=calls, outputs=[out("x", "px")] if named else ())
+    for s, c, chain in plan:
+        event = sub(s, c, "_input_event", f"{s}.b")
+        for i, status in enumerate(chain):
+            nxt = sub(s, c, "_output_event" if i == len(chain) - 1 else "CE", f"{s}.f{i}")
+            emitted = h.run("k", 5, f"CA{i}", event, status, outputs=[nxt] if status == "C" else ())
+            if not emitted:
+                break
+            event = emitted[0]
+    log = h.log()
+    tree = subagent_tree(log, "k", 5)
+    assert nx.is_arborescence(tree)
+    recs = log.records
+    child_rows = set(recs.index[recs["task_event_type"] == "InternalSubagentCallEvent"])
+    covered = [p for _, d in tree.nodes(data=True) if d.get("role") in ("bootstrap", "forwarded")
+               for p in d["positions"]]
+    assert sorted(covered) == sorted(child_rows)
+    for _, d in tree.nodes(data=True):
+        if d["kind"] == "call":
+            assert d["call_status"] in CALL_STATUSES and d["attribution"] in ATTRIBUTIONS
+            if d["session_id"].startswith("stray"):
+                assert d["attribution"] in ("unattributed", "call-result")
+            if d["caller"] is not None and tree.nodes[d["caller"]]["completed"]:
+                assert d["call_status"] == "consumed"
+    for (s, _, _), (_, _, recorded) in zip(plan, sessions):
+        expected = "call-result" if recorded else ("namespace-digest" if named and not s.startswith("stray")
+                                                   else "unattributed")
+        assert tree.graph["attributions"][s] == expected
