@@ -109,12 +109,13 @@ class RecoverySession:
 
     def record(self, op: str, removed: list[Entry], *, business_key: str | None, seq: int | None,
                kind: str | None, explanation: str, positions: Iterable[int] = (),
-               force_divergence: bool = False) -> CacheEvent | None:
-        """Record a cache event (skipped when nothing was removed) and the divergence behind it."""
+               force_divergence: bool = False, divergence_id: int | None = None) -> CacheEvent | None:
+        """Record a cache event (skipped when nothing was removed) and the divergence behind it
+        (a new one, unless ``divergence_id`` names one already recorded)."""
         if not removed and not force_divergence:
             return None
-        div_id = None
-        if kind is not None:
+        div_id = divergence_id
+        if kind is not None and div_id is None:
             pos = tuple(dict.fromkeys(p for p in positions if p is not None))
             div_id = len(self.divergences)
             self.divergences.append(Divergence(

@@ -220,11 +220,12 @@ class FixedRule(DivergenceRule):
         evidence = session.state.evidence.get(k)
         if (task.event_id is not None and evidence and task.event_id in evidence
                 and entry.task_event_id != task.event_id):
-            removed = [store.remove(sk), *store.evict(k, s)]
-            session.record("evict", [e for e in removed if e is not None], business_key=k, seq=s,
-                           kind="identity-mismatch", positions=[entry.pos] if entry.pos is not None else [],
-                           explanation=(f"lookup: evidenced event id {task.event_id} differs from the cached "
-                                        f"record's {entry.task_event_id} -> removed it, evicted rounds > {s}"))
+            why = (f"lookup: evidenced event id {task.event_id} differs from the cached record's "
+                   f"{entry.task_event_id} -> removed it, evicted rounds > {s}")
+            session.remove(sk, kind="identity-mismatch", explanation=why,
+                           positions=[entry.pos] if entry.pos is not None else [])
+            session.record("evict", store.evict(k, s), business_key=k, seq=s, kind=None, explanation=why,
+                           divergence_id=len(session.divergences) - 1)
             return LookupDecision.found(None, "identity mismatch with a reused parent's output")
         return LookupDecision.found(entry)
 
