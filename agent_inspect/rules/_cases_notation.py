@@ -85,10 +85,11 @@ def parse_event(value: Any, *, where: str = "event") -> EventRef:
     m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\((.*)\)", text, flags=re.S)
     if not m:
         raise CaseFileError(f"{where}: cannot read event {value!r}; write e.g. In(A)#a1 or W(x) (docs/cases.md)")
-    head, body = m.group(1), m.group(2).strip()
+    head, body = m.group(1), m.group(2)
     if head in _SIMPLE:
         etype, attr = _SIMPLE[head]
         return EventRef(etype, {attr: body} if body else {}, id_label, value)
+    body = body.strip()
     if head == "Sub":
         parts = body.split(",", 3)
         if len(parts) < 3:

@@ -1,0 +1,156 @@
+"""The case-file format: event and outcome notation, fields, variants, errors (docs/cases.md)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_inspect import CaseFileError
+from agent_inspect.rules._cases import parse_case
+from agent_inspect.rules._cases_notation import event_label, parse_event, parse_expectation
+
+MINIMAL = """
+id = "X01"
+replay = ["k:In(A)"]
+log = [{ att = 1, key = "k", seq = 5, action = "IA", event = "In(A)#a1", status = "C" }]
+[agent]
+actions = [{ name = "IA", triggers = ["_input_event"] }]
+[expect]
+fixed = "A.IA=REUSE"
+"""
+
+
+def parse(text: str):
+    return parse_case(tomllib.loads(text), path="<test>")
+
+
+@pytest.mark.parametrize(("text", "etype", "attrs", "label"), [
+    ("In(A)#a1", "_input_event", {"input": "A"}, "a1"),
+    ("W(a)", "WorkEvent", {"x": "a"}, None),
+    ("W{}#2", "WorkEvent", {}, "2"),
+    ("Out(L-result)", "_output_event", {"output": "L-result"}, None),
+    ("Begin(m0)#g1", "_agent_run_begin_event", {"memory": "m0"}, "g1"),
+    ("Ev(Custom,{\"a\": [1, 2.5]})#e", "Custom", {"a": [1, 2.5]}, "e"),
+    ("Sub(s0,s0-1,_input_event)#b1", "InternalSubagentCallEvent",
+     {"targetScope": "child", "sessionId": "s0", "callId": "s0-1", "delegateType": "_input_event",
+      "delegateAttributes": {}}, "b1"),
+    ("Sub(s0,s0-1,_output_event,{\"output\":\"ok\"},reviewer)", "InternalSubagentCallEvent",
+     {"targetScope": "reviewer", "sessionId": "s0", "callId": "s0-1", "delegateType": "_output_event",
+      "delegateAttributes": {"output": "ok"}}, None),
+])
+def test_event_notation(text, etype, attrs, label):
+    ev = parse_event(text)
+    assert (ev.type, dict(ev.attributes), ev.id_label) == (etype, attrs, label)
+
+
+def test_event_table_form():
+    ev = parse_event({"type": "T", "attributes": {"k": 1}, "id": "#x"})
+    assert (ev.type, ev.attributes, ev.id_label) == ("T", {"k": 1}, "x")
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.sampled_from(["In", "W", "Out", "Begin", "CE"]),
+       st.text(alphabet=st.characters(blacklist_characters="()#", blacklist_categories=("Cs", "Cc")), min_size=1,
+               max_size=12))
+def test_event_label_round_trips(short, value):
+    ev = parse_event(f"{short}({value})")
+    assert ev.attributes and list(ev.attributes.values()) == [value]
+    again = parse_event(event_label(ev.type, ev.attributes))
+    assert (again.type, dict(again.attributes)) == (ev.type, dict(ev.attributes))
+
+
+def test_outcome_notation():
+    exp = parse_expectation("original", "k:A.IA=REUSE[evict k>5] A.WA#w1=REUSE B.WA=RESUME ✗stale "
+                                        "CA=NOT-DISPATCHED X.IA=RERUN[invalidate k>=5][evict *>6]")
+    items = exp.items
+    assert [i.label for i in items] == ["k:A.IA", "A.WA#w1", "B.WA", "CA", "X.IA"]
+    assert items[0].ops[0].kind == "evict" and items[0].ops[0].key == "k" and items[0].ops[0].bound == 5
+    assert items[2].stale and not items[1].stale
+    assert [(o.kind, o.key, o.bound) for o in items[4].ops] == [("invalidate", "k", 5), ("evict", None, 6)]
+    assert not exp.crash
+    assert parse_expectation("original", "A.IA=FAIL ✗crash").crash
+    # the rendering parses back to the same items
+    again = parse_expectation("original", " ".join(str(i) for i in items))
+    assert again.items == items
+
+
+@pytest.mark.parametrize("bad", ["A.IA=MAYBE", "✗stale A.IA=REUSE", "A.IA=REUSE[evict k>=5]",
+                                 "A.IA=REUSE[invalidate k>5]", "=REUSE"])
+def test_bad_outcomes_are_case_file_errors(bad):
+    with pytest.raises(CaseFileError):
+        parse_expectation("fixed", bad)
+
+
+def test_minimal_case_defaults():
+    (case,) = parse(MINIMAL)
+    assert case.id == "X01" and case.setup.key_format == "K1.5" and case.setup.source == "kafka"
+    assert case.keys["k"].restored_seq == 4 and case.keys["k"].text == "k"
+    assert case.rules == ("fixed",)
+    assert case.log[0].outputs == () and case.log[0].stale is None
+
+
+@pytest.mark.parametrize(("patch", "message"), [
+    ("typo = 1\n", "unknown field(s) typo"),
+    ('log = [{ key = "k", seq = 5, action = "IA", event = "In(A)", status = "X" }]\n', "status 'X'"),
+    ('log = [{ key = "k", seq = 5, action = "NOPE", event = "In(A)", status = "C" }]\n', "does not declare"),
+    ('log = [{ key = "k", action = "IA", event = "In(A)", status = "C" }]\n', "missing 'seq'"),
+    ('log = [{ key = "k", seq = 5, action = "IA", event = "Zz(A)", status = "C" }]\n', "unknown event shorthand"),
+    ('replay = ["In(A)"]\n', "key:Event"),
+])
+def test_malformed_fields_name_the_problem(patch, message):
+    text = MINIMAL.replace('replay = ["k:In(A)"]\n', "").replace(
+        'log = [{ att = 1, key = "k", seq = 5, action = "IA", event = "In(A)#a1", status = "C" }]\n', "")
+    if not patch.startswith(("log", "replay")):
+        text = 'replay = ["k:In(A)"]\n' + text
+    with pytest.raises(CaseFileError, match=re.escape(message)) as info:
+        parse(patch + text)
+    assert "\n" not in str(info.value)
+
+
+def test_setup_values_are_checked():
+    with pytest.raises(CaseFileError, match="key_format"):
+        parse(MINIMAL + '[setup]\nkey_format = "K9"\n')
+    with pytest.raises(CaseFileError, match="source"):
+        parse(MINIMAL + '[setup]\nsource = "redis"\n')
+
+
+def test_variants_inherit_and_override():
+    text = MINIMAL + """
+[[variants]]
+name = "k2"
+setup = { key_format = "K2" }
+expect = { original = "A.IA=REUSE" }
+"""
+    base, variant = parse(text)
+    assert variant.id == "X01/k2" and variant.variant == "k2"
+    assert variant.setup.key_format == "K2" and base.setup.key_format == "K1.5"
+    assert set(variant.rules) == {"fixed", "original"} and base.rules == ("fixed",)
+    with pytest.raises(CaseFileError, match="name"):
+        parse(MINIMAL + "[[variants]]\nsetup = {}\n")
+
+
+def test_stale_marks_and_calls():
+    text = MINIMAL.replace('status = "C" }]', 'status = "P", calls = ["fn/ab SUCCEEDED", { fn = "chat", '
+                                              'status = "FAILED", exception = { java_error = "E" } }], '
+                           'stale = { keys = ["L"], events = ["#2"] } }]')
+    (case,) = parse(text)
+    line = case.log[0]
+    assert [(c.function_id, c.args_digest, c.status) for c in line.calls] == [("fn", "ab", "SUCCEEDED"),
+                                                                               ("chat", "", "FAILED")]
+    assert line.stale.applies("L", None) and line.stale.applies("k", "2") and not line.stale.applies("k", "1")
+
+
+def test_call_case_needs_one_expectation_per_call():
+    text = """
+id = "DX"
+[call_case]
+record = ["f/d SUCCEEDED"]
+body = [{ call = "f", args = "d" }, { call = "g" }]
+expect = [{ outcome = "hit", index = 0 }]
+"""
+    with pytest.raises(CaseFileError, match="one expect entry per body call"):
+        parse(text)
