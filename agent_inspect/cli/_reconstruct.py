@@ -1,0 +1,140 @@
+"""``agent-inspect reconstruct SOURCE --rule R [--markers JSON] [--json]``: what a recovery does and why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from agent_inspect._errors import InspectError
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "reconstruct", help="reconstruct a recovery under a divergence rule: divergences, evicted records, ledger",
+        description="Rebuild the action-state cache from the recovery markers under a divergence rule, replay the "
+                    "logged tasks, and report the divergences, the evicted and invalidated records and the "
+                    "re-execution ledger.")
+    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    parser.add_argument("--rule", default="fixed",
+                        help="original, naive, fixed, lookup-only, branch-aware, fixed+round-regression, "
+                             "or original:<kafka-k1|fluss-k1|segment> (default: fixed)")
+    parser.add_argument("--markers", help='recovery markers as JSON: [{"0": 120, "1": 98}, ...] or one '
+                                          '{partition: offset} map (default: the whole loaded log)')
+    parser.add_argument("--no-ledger", action="store_true", help="skip the static prediction (ledger)")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.set_defaults(func=_run)
+
+
+def _markers(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '[{{\"0\": 120}}]'") from None
+    if not isinstance(value, (list, dict)):
+        raise InspectError("--markers must be a JSON list of {partition: offset} objects or one such object")
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):
+        return _plain(value.item())
+    try:
+        import pandas as pd
+
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    cols = ["partition", "offset", "business_key", "seq", "state_key", "completed", "divergence_id", "reason"]
+    out = []
+    for pos, row in zip(frame.index.tolist(), frame[cols].itertuples(index=False, name=None)):
+        out.append({"pos": pos, **{c: _plain(v) for c, v in zip(cols, row)}})
+    return out
+
+
+def analyse(log: Any, *, rule: str, markers: Any, ledger: bool = True) -> dict[str, Any]:
+    """The report the command prints, as plain JSON-able data."""
+    from agent_inspect.recovery import reconstruct
+
+    result = reconstruct(log, rule=rule, markers=markers)
+    recs = result.records
+    evicted = recs[recs["status"] == "evicted"]
+    invalidated = recs[recs["status"] == "invalidated"]
+    divergences = [
+        {c: _plain(v) for c, v in zip(result.divergences.columns, row)}
+        for row in result.divergences.itertuples(index=False, name=None)
+    ]
+    report: dict[str, Any] = {
+        "rule": result.rule.name,
+        "markers": _plain(result.markers),
+        "records": len(recs),
+        "status": result.summary()["status"],
+        "outcomes": result.summary()["outcomes"],
+        "divergences": divergences,
+        "evicted": _records(evicted),
+        "invalidated": _records(invalidated),
+        "totals": {"evicted": len(evicted), "invalidated": len(invalidated),
+                   "cache_events": len(result.evictions), "divergences": len(divergences)},
+        "ledger": None,
+    }
+    if ledger:
+        report["ledger"], report["ledger_error"] = _ledger(log, rule, markers)
+    return report
+
+
+def _ledger(log: Any, rule: str, markers: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
+    try:
+        from agent_inspect.recovery._predict import predict
+    except ImportError:
+        return None, "the static prediction is not available in this build"
+    try:
+        prediction = predict(log, rule=rule, markers=markers)
+    except InspectError as exc:
+        return None, str(exc)
+    totals = prediction.ledger_totals()
+    return [{c: _plain(v) for c, v in zip(totals.columns, row)}
+            for row in totals.itertuples(index=False, name=None)], None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.sources import load
+
+    markers = _markers(args.markers)
+    log = load(args.source)
+    report = analyse(log, rule=args.rule, markers=markers, ledger=not args.no_ledger)
+    if args.json:
+        json.dump(report, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    print(f"rule {report['rule']}: {report['records']} records, "
+          + ", ".join(f"{k} {v}" for k, v in report["status"].items() if v))
+    for d in report["divergences"]:
+        print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")
+    t = report["totals"]
+    print(f"evicted {t['evicted']}, invalidated {t['invalidated']}, cache events {t['cache_events']}")
+    if report["ledger"]:
+        print("re-execution ledger:")
+        for row in report["ledger"]:
+            print(f"  {row.get('kind')} {row.get('name')}: {row.get('count')}")
+    elif report.get("ledger_error"):
+        print(f"ledger unavailable: {report['ledger_error']}")
+    return 0

@@ -1,0 +1,51 @@
+"""``agent-inspect reconstruct`` on a dump file written by the sources' own writer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from recovery_logs import LogBuilder, inp, work  # noqa: E402
+
+from agent_inspect.cli import main  # noqa: E402
+from agent_inspect.sources import write_jsonl  # noqa: E402
+
+
+def _n04_file(tmp_path: Path) -> Path:
+    b = LogBuilder()
+    (w,) = b.run("k", 5, "IA", inp("A", "a1"), outs=[work("a", "w1")])
+    b.run("k", 5, "WA", w, upstream="a1")
+    (w,) = b.run("k", 6, "IA", inp("B", "b1"), outs=[work("b", "w2")])
+    b.run("k", 6, "WA", w, upstream="b1")
+    return write_jsonl(b.log(), tmp_path / "n04.jsonl")
+
+
+def test_json_report_original_vs_fixed(tmp_path: Path, capsys) -> None:
+    path = _n04_file(tmp_path)
+    assert main(["reconstruct", str(path), "--rule", "original", "--json"]) == 0
+    orig = json.loads(capsys.readouterr().out)
+    assert orig["rule"] == "original" and orig["totals"]["evicted"] == 2
+    assert [d["kind"] for d in orig["divergences"]] == ["count>1"]
+    assert [r["pos"] for r in orig["evicted"]] == [5, 7] and orig["evicted"][0]["divergence_id"] == 0
+    assert orig["ledger"] is not None or orig["ledger_error"]
+    assert main(["reconstruct", str(path), "--json", "--markers", '[{"0": 4}]', "--no-ledger"]) == 0
+    fixed = json.loads(capsys.readouterr().out)
+    assert fixed["rule"] == "fixed" and fixed["markers"] == {"0": 4} and fixed["totals"]["evicted"] == 0
+    assert fixed["status"]["outside"] == 4 and fixed["ledger"] is None
+
+
+def test_text_output_and_bad_usage(tmp_path: Path, capsys) -> None:
+    path = _n04_file(tmp_path)
+    assert main(["reconstruct", str(path), "--rule", "original", "--no-ledger"]) == 0
+    out = capsys.readouterr().out
+    assert "divergence 0 [count>1] k@5" in out and "evicted 2" in out
+    assert main(["reconstruct", str(path), "--markers", "{nope"]) == 2
+    assert "--markers is not valid JSON" in capsys.readouterr().err
+    assert main(["reconstruct", str(path), "--rule", "nope"]) == 2
+    assert "unknown rule" in capsys.readouterr().err
+    proc = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", str(tmp_path / "missing.jsonl")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
