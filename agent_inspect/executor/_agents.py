@@ -45,10 +45,9 @@ def as_agent(agent: Any) -> AgentView:
         return agent
     if all(hasattr(agent, n) for n in ("actions", "listeners", "action_uuid", "run_action")):
         return AgentView(agent)
-    mod = type(agent).__module__ or ""
-    if mod.startswith("flink_agents"):
-        from agent_inspect.agents._flink import FlinkAgentAdapter
+    from agent_inspect.agents._flink import FlinkAgentAdapter, is_flink_agent
 
+    if is_flink_agent(agent):
         return AgentView(FlinkAgentAdapter(agent))
     raise ReplayError(f"cannot replay with {type(agent).__name__}: pass an agent with actions/listeners/"
                       "action_uuid/run_action (e.g. agent_inspect.agents.PythonAgent)")
