@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import msgspec
 import pandas as pd
 
 from agent_inspect._errors import InspectError
@@ -26,6 +27,7 @@ __all__ = [
     "records_of",
     "log_of",
     "decoded_value",
+    "to_builtins",
     "first_column",
     "is_log",
     "is_reconstruction",
@@ -96,11 +98,11 @@ def pretty_json(value: Any) -> str:
     """Indented JSON text of a decoded record value (msgspec Struct, dict, or anything printable)."""
     if value is None:
         return "null"
+    if isinstance(value, (msgspec.Struct, msgspec.Raw)):
+        value = to_builtins(value)
     try:
-        import msgspec
-
         return msgspec.json.format(msgspec.json.encode(value), indent=2).decode("utf-8", "replace")
-    except (TypeError, ValueError, ImportError):
+    except (TypeError, ValueError):
         pass
     if isinstance(value, (bytes, bytearray, memoryview)):
         text = bytes(value).decode("utf-8", "replace")
@@ -159,18 +161,53 @@ def records_of(obj: Any) -> pd.DataFrame:
 
 
 def decoded_value(obj: Any, pos: int) -> Any:
-    """The decoded value of the record at ``pos`` (via ``log.value``); raw text if it does not decode."""
+    """The value of the record at ``pos`` as plain JSON data (None for a tombstone).
+
+    The record's own JSON (every property, in stored order) once ``log.value`` has decoded it;
+    a decode failure comes back as ``{"decode_error": ..., "raw": <text>}`` instead of raising.
+    """
     log = log_of(obj)
     if log is None:
         raise InspectError("this object carries no log to decode values from; pass the ActionStateLog")
+    pos = int(pos)
+    raw = getattr(log, "raw", None)
+    data = raw.value[pos] if raw is not None and 0 <= pos < len(raw.value) else None
     try:
-        return log.value(int(pos))
-    except InspectError as exc:
-        raw = getattr(log, "raw", None)
-        data = None
-        if raw is not None and getattr(raw, "value", None) is not None and int(pos) < len(raw.value):
-            data = raw.value[int(pos)]
-        return {"decode_error": str(exc), "raw": None if data is None else bytes(data).decode("utf-8", "replace")}
+        state = log.value(pos)
+    except (InspectError, ValueError) as exc:
+        text = None if data is None else bytes(data).decode("utf-8", "replace")
+        return {"decode_error": str(exc), "raw": text}
+    if state is None:
+        return None
+    if data is not None:
+        try:
+            return msgspec.json.decode(bytes(data))
+        except msgspec.DecodeError:
+            pass
+    return to_builtins(state)
+
+
+def to_builtins(value: Any) -> Any:
+    """Plain JSON data of a decoded msgspec value (Raw fragments parsed, unset and empty parts left out)."""
+    if isinstance(value, msgspec.Raw):
+        data = bytes(value)
+        return msgspec.json.decode(data) if data else None
+    if isinstance(value, msgspec.Struct):
+        out: dict[str, Any] = {}
+        names = getattr(value, "__struct_encode_fields__", value.__struct_fields__)
+        for field, name in zip(value.__struct_fields__, names):
+            item = getattr(value, field)
+            if item is None or item is msgspec.UNSET or (isinstance(item, msgspec.Raw) and not bytes(item)):
+                continue
+            if isinstance(item, dict) and not item and field == "extra":
+                continue
+            out[name] = to_builtins(item)
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): to_builtins(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_builtins(v) for v in value]
+    return value
 
 
 def first_column(frame: pd.DataFrame, *names: str) -> str | None:

@@ -54,7 +54,7 @@ class DivergenceView(w.VBox):
     def _options(self) -> list[tuple[str, int]]:
         opts = []
         for i, (_, row) in enumerate(self.divergences.iterrows()):
-            ident = row.get("divergence_id", i)
+            ident = row.get("divergence_id", row.get("id", i))
             key = row.get(self._key_col, "") if self._key_col else ""
             opts.append((f"#{ident} · key {key} · seq {row.get('seq', '?')} · {row.get('kind', '')}", i))
         return opts

@@ -17,7 +17,7 @@ __all__ = ["GraphView", "SubagentTreeView"]
 
 _SYMBOLS = {
     "event": "circle", "action": "square", "execution": "square", "caller": "diamond", "session": "triangle-up",
-    "call": "star", "child": "square", "unattributed": "x",
+    "call": "star", "child": "square", "unattributed": "x", "round": "hexagon",
 }
 _KIND_ATTRS = ("kind", "type", "node_type")
 _LABEL_ATTRS = ("label", "name", "action", "event_type", "task_event_type")

@@ -184,7 +184,7 @@ class KeyTimeline(w.VBox):
                 xs.append(int(p))
                 s = frame.at[p, "seq"] if "seq" in frame.columns else seq
                 ys.append(float(s) if not pd.isna(s) else np.nan)
-                texts.append(hover([("divergence", row.get("divergence_id", row.name)),
+                texts.append(hover([("divergence", row.get("divergence_id", row.get("id", row.name))),
                                     ("kind", row.get("kind")), ("seq", seq), ("record", p),
                                     ("explanation", explanation)]))
         if not xs:

@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from agent_inspect.widgets import LogBrowser
+from _widget_logs import IMG, Journal, probe_history, round_
+
+
+def test_key_filter_shows_only_that_keys_rows(probe_log):
+    browser = LogBrowser(probe_log, page_size=500)
+    key = f"user-{IMG}"
+    browser.key_filter.value = key
+    expected = probe_log.records[probe_log.records["business_key"] == key]
+    assert list(browser.filtered.index) == list(expected.index)
+    assert set(browser.page_rows["business_key"]) == {key}
+    assert browser.table.value.count("<tr>") == len(expected) + 1  # + header row
+    assert f"of {len(expected):,}" in browser.page_label.value
+
+
+def test_seq_event_and_clear_filters(probe_log):
+    records = probe_log.records
+    browser = LogBrowser(probe_log)
+    browser.set_filters(seq="1")
+    assert len(browser.filtered) == int((records["seq"] == 1).sum()) > 0
+    browser.set_filters(seq="0-1", event_type="_input_event")
+    expected = records[(records["seq"] <= 1) & (records["task_event_type"] == "_input_event")]
+    assert list(browser.filtered.index) == list(expected.index)
+    browser.set_filters(seq="", event_type="(any)")
+    assert len(browser.filtered) == len(records)
+
+
+def test_bad_seq_text_warns_and_keeps_rows(probe_log):
+    browser = LogBrowser(probe_log)
+    browser.set_filters(seq="1")
+    before = list(browser.filtered.index)
+    browser.seq_filter.value = "one"
+    assert "not a number" in browser.notice.value
+    assert list(browser.filtered.index) == before
+
+
+def test_status_filter_on_a_reconstruction(probe_result):
+    browser = LogBrowser(probe_result)
+    assert "invalidated" in browser.status_filter.options
+    browser.status_filter.value = "invalidated"
+    statuses = set(browser.filtered["status"].astype(str))
+    assert statuses == {"invalidated"}
+    assert len(browser.filtered) == int((probe_result.records["status"] == "invalidated").sum())
+
+
+def test_error_filter_finds_the_undecodable_record():
+    journal = probe_history()
+    journal.batch.append(0, len(journal.batch), None, b"not-a-state-key", b'{"taskEvent": [')
+    log = journal.log()
+    browser = LogBrowser(log)
+    browser.error_filter.value = "errors only"
+    assert list(browser.filtered.index) == list(log.errors.index) == [len(log.records) - 1]
+    browser.error_filter.value = "no errors"
+    assert len(browser.filtered) == len(log.records) - 1
+
+
+def test_paging_with_buttons(probe_log):
+    browser = LogBrowser(probe_log, page_size=7)
+    first = list(browser.page_rows.index)
+    assert first == list(probe_log.records.index[:7])
+    assert browser.prev_button.disabled
+    browser.next_button.click()
+    assert list(browser.page_rows.index) == list(probe_log.records.index[7:14])
+    browser.show_page(10**6)  # clamps to the last page
+    assert browser.next_button.disabled
+    assert list(browser.page_rows.index)[-1] == probe_log.records.index[-1]
+
+
+def test_counts_figure_follows_the_filter(probe_log):
+    browser = LogBrowser(probe_log)
+    assert sum(sum(t.y) for t in browser.figure.data) == len(probe_log.records)
+    browser.set_filters(key=f"user-{IMG}", seq="1")
+    assert sum(sum(t.y) for t in browser.figure.data) == len(browser.filtered) > 0
+    browser.set_filters(key="no such key")
+    assert browser.figure.data == ()
+    assert "no record matches" in browser.table.value
+
+
+def test_show_record_decodes_the_value(probe_log):
+    browser = LogBrowser(probe_log)
+    pos = int(probe_log.records.index[probe_log.records["task_event_type"] == "_input_event"][0])
+    browser.record_pos.value = pos
+    browser.show_button.click()
+    assert "_input_event" in browser.detail.value
+    assert "&lt;script&gt;" in browser.detail.value  # the attribute probe, escaped
+    browser.show_record(10**6)
+    assert "no record at position" in browser.detail.value
+
+
+def test_large_log_renders_one_page_only():
+    journal = Journal()
+    for seq in range(120):
+        round_(journal, f"k{seq % 7}", seq // 7, {"input": seq})
+    log = journal.log()
+    browser = LogBrowser(log, page_size=25)
+    assert len(log.records) > 25 * 10
+    assert browser.table.value.count("<tr>") == 26
+    assert isinstance(browser.filtered, pd.DataFrame)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+import agent_inspect as ai
+import agent_inspect.widgets as widgets
+from agent_inspect.widgets import GraphView, KeyTimeline, LogBrowser, ResultInspector
+
+
+def test_public_names():
+    assert sorted(widgets.__all__) == sorted([
+        "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
+        "ReplayStepper", "RuleComparison", "ResultInspector"])
+    assert ai.inspect is widgets.inspect
+
+
+def test_a_log_gets_the_browser(probe_log):
+    view = ai.inspect(probe_log)
+    assert isinstance(view, LogBrowser)
+    assert "ai-log-browser" in view._dom_classes
+
+
+def test_a_reconstruction_gets_the_tabs(probe_result):
+    view = ai.inspect(probe_result)
+    assert isinstance(view, ResultInspector)
+    assert view.key_picker.value == "user-<img src=x onerror=alert(1)>"
+    assert isinstance(view.view("Timeline"), KeyTimeline)
+    assert isinstance(view.view("Graph"), GraphView)
+    other = [k for k in view.key_picker.options if k != view.key_picker.value][0]
+    view.key_picker.value = other
+    assert view.view("Timeline").key == other
+
+
+def test_a_graph_gets_the_graph_view(probe_result):
+    graph = probe_result.graph("user-<img src=x onerror=alert(1)>")
+    view = ai.inspect(graph)
+    assert isinstance(view, GraphView) and view.graph is graph
+
+
+def test_anything_else_is_a_type_error():
+    with pytest.raises(TypeError, match="cannot show a int"):
+        ai.inspect(42)
+    with pytest.raises(TypeError):
+        ai.inspect(nx)

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent_inspect import InspectError
+from agent_inspect.widgets import KeyTimeline
+from conftest import click
+from _widget_logs import IMG
+
+
+def _points(timeline):
+    return {int(p) for t in timeline.figure.data if t.name != "divergence" for p in t.customdata}
+
+
+def test_all_records_of_the_key_are_plotted_by_status(probe_result):
+    key = f"user-{IMG}"
+    timeline = KeyTimeline(probe_result, key)
+    records = probe_result.records[probe_result.records["business_key"] == key]
+    assert _points(timeline) == set(records.index)
+    for trace in timeline.figure.data:
+        if trace.name == "divergence":
+            continue
+        shown = records.loc[list(trace.customdata), "status"].astype(str)
+        assert set(shown) == {trace.name}
+        assert list(trace.y) == list(records.loc[list(trace.customdata), "seq"].astype(float))
+
+
+def test_attempts_band_and_divergence_marks(probe_result):
+    key = f"user-{IMG}"
+    timeline = KeyTimeline(probe_result, key)
+    records = timeline.records
+    attempts = records["attempt"].nunique()
+    lines = [s for s in timeline.figure.layout.shapes if s.type == "line"]
+    assert len(lines) == attempts - 1 >= 1
+    bands = [s for s in timeline.figure.layout.shapes if s.type == "rect"]
+    removed = records[records["status"].isin(["evicted", "invalidated"])]
+    assert bands and len(removed)
+    assert min(b.x0 for b in bands) <= removed.index.min() and max(b.x1 for b in bands) >= removed.index.max()
+    marks = [t for t in timeline.figure.data if t.name == "divergence"]
+    divergences = probe_result.divergences
+    mine = divergences[divergences["business_key"] == key]
+    assert marks and set(marks[0].customdata) == {p for ps in mine["positions"] for p in ps}
+
+
+def test_click_shows_the_decoded_value(probe_result):
+    timeline = KeyTimeline(probe_result, f"user-{IMG}")
+    trace_index = next(i for i, t in enumerate(timeline.figure.data) if t.name != "divergence")
+    trace = timeline.figure.data[trace_index]
+    click(timeline.figure, trace_index, 1)
+    pos = int(trace.customdata[1])
+    assert timeline.selected_pos == pos
+    value = probe_result.log.value(pos) if hasattr(probe_result, "log") else None
+    assert f"record {pos}" in timeline.detail.value
+    assert "taskEvent" in timeline.detail.value
+    assert value is not None and value.task_event.id in timeline.detail.value
+
+
+def test_default_key_is_the_most_affected(probe_result):
+    assert KeyTimeline(probe_result).key == f"user-{IMG}"
+
+
+def test_unknown_key_is_a_clear_error(probe_result):
+    with pytest.raises(InspectError, match="has no records"):
+        KeyTimeline(probe_result, "nobody")
+
+
+def test_plain_log_timeline(probe_log):
+    key = f"user-{IMG}"
+    timeline = KeyTimeline(probe_log, key)
+    assert [t.name for t in timeline.figure.data] == ["live"]
+    assert len(timeline.figure.data[0].x) == int((probe_log.records["business_key"] == key).sum())

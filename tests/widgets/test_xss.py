@@ -1,0 +1,60 @@
+"""Script probes in keys, event types, attributes, memory paths and function ids never reach HTML unescaped."""
+
+from __future__ import annotations
+
+import html
+
+import agent_inspect as ai
+from agent_inspect.widgets import DivergenceView, GraphView, KeyTimeline, LogBrowser
+from conftest import click, html_strings
+from _widget_logs import IMG, SCRIPT
+
+
+def _assert_no_raw_probe(strings: list[str]) -> None:
+    raw = [s for s in strings if "<img" in s.lower() or "<script" in s.lower()]
+    assert not raw, raw[:3]
+    escaped = "\n".join(strings)
+    assert html.escape(IMG) in escaped or html.escape(SCRIPT) in escaped  # the probes did reach the view
+
+
+def test_log_browser(probe_log):
+    browser = LogBrowser(probe_log, page_size=1000)
+    strings = html_strings(browser)
+    for pos in probe_log.records.index:
+        browser.show_record(int(pos))
+        strings += html_strings(browser.detail)
+    _assert_no_raw_probe(strings)
+    joined = "\n".join(strings)
+    for probe in (f"tool{IMG}", f"notes.{IMG}", f"Work{SCRIPT}"):  # function id, memory path, event type
+        assert html.escape(probe) in joined or html.escape(probe, quote=False) in joined
+
+
+def test_timeline_with_clicks(probe_result):
+    for key in probe_result.records["business_key"].unique():
+        timeline = KeyTimeline(probe_result, key)
+        for i, trace in enumerate(timeline.figure.data):
+            click(timeline.figure, i, 0)
+            _assert_no_raw_probe(html_strings(timeline))
+
+
+def test_divergence_view(probe_result):
+    view = DivergenceView(probe_result)
+    assert len(view.selector.options) == len(probe_result.divergences) > 0
+    for index in range(len(view.selector.options)):
+        view.show(index)
+        _assert_no_raw_probe(html_strings(view))
+
+
+def test_graph_view_with_clicks(probe_result):
+    for key in probe_result.records["business_key"].unique():
+        view = GraphView(probe_result, key)
+        for i, trace in enumerate(view.figure.data[1:], start=1):
+            click(view.figure, i, 0)
+            _assert_no_raw_probe(html_strings(view))
+
+
+def test_inspect_every_tab(probe_result):
+    inspector = ai.inspect(probe_result)
+    for tab in inspector.TABS:
+        inspector.view(tab)
+    _assert_no_raw_probe(html_strings(inspector))
