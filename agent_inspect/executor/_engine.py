@@ -110,7 +110,7 @@ class ReplayExecutor:
     ``fail_after`` stops the job after a step, and :meth:`to_log` gives the topic as it would now read.
     """
 
-    def __init__(self, log: Any = None, *, agent: Any, plan: Any = None,
+    def __init__(self, log: Any = None, *, agent: Any = None, plan: Any = None,
                  markers: Sequence[Mapping[int, int]] | None = None, rule: Any = None,
                  policies: Policies | Mapping[str, Any] | None = None,
                  key_format: str | None = None, value_format: str = "V3",
@@ -123,6 +123,12 @@ class ReplayExecutor:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
+        if agent is None:
+            if self._log is None:
+                raise ReplayError("no agent and no log: pass agent=... (e.g. a PythonAgent) to run a fresh job")
+            from agent_inspect.agents import AsRecordedAgent
+
+            agent = AsRecordedAgent(self._log)       # deterministic reruns as the log shows them (§15.6)
         self._agent = as_agent(agent)
         if log is not None and log is not self._log:       # a reconstruction: its rule and markers by default
             rule = getattr(log, "rule", None) if rule is None else rule
@@ -360,7 +366,24 @@ class ReplayExecutor:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
         from agent_inspect.executor._report import ReplaySafetyReport
 
-        return ReplaySafetyReport.from_steps(self._run.steps, counters=self.counters, failure=self.failure)
+        return ReplaySafetyReport.from_steps(self._run.steps, counters=self.counters, failure=self.failure,
+                                             stale_records=self.stale_records())
+
+    def stale_records(self) -> Any:
+        """Rebuilt production records whose action identity is in no action of the candidate agent.
+
+        Under K1/K1.5 a changed module, qualname or trigger list changes the identity, so these
+        records will never be looked up (their work re-runs); under K2 only a rename does (§4.4, L01).
+        """
+        import pandas as pd
+
+        self._ensure_started()
+        fmt = self._keys.format
+        known = {self._agent.action_uuid(d.name, fmt, attempt=self._attempt) for d in self._agent.agent.actions}
+        rows = [{"state_key": e.state_key, "business_key": e.business_key, "seq": e.seq,
+                 "action_uuid": e.action_uuid, "completed": e.completed, "pos": e.pos}
+                for e in self._base_session.store.entries() if e.action_uuid not in known]
+        return pd.DataFrame(rows, columns=["state_key", "business_key", "seq", "action_uuid", "completed", "pos"])
 
     def _repr_html_(self) -> str:
         from agent_inspect._html import escape, frame_html

@@ -19,6 +19,8 @@ REPORT_COLUMNS = ["task", "key", "seq", "action", "event_type", "outcome", "rule
 class ReplaySafetyReport:
     """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
 
+    ``stale_records``: rebuilt production records whose action identity the candidate agent lacks.
+
     ``safe`` is False when the task re-executes external calls, truncated recorded calls
     (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
     """
@@ -26,9 +28,11 @@ class ReplaySafetyReport:
     frame: Any
     counters: Any
     failure: str | None = None
+    stale_records: Any = None
 
     @classmethod
-    def from_steps(cls, steps: Sequence[Step], *, counters: Any, failure: str | None) -> ReplaySafetyReport:
+    def from_steps(cls, steps: Sequence[Step], *, counters: Any, failure: str | None,
+                   stale_records: Any = None) -> ReplaySafetyReport:
         import pandas as pd
 
         rows: dict[int, dict[str, Any]] = {}
@@ -80,7 +84,7 @@ class ReplaySafetyReport:
             row["safe"] = not risks
             row["risks"] = "; ".join(dict.fromkeys(risks))
         frame = pd.DataFrame(list(rows.values()), columns=REPORT_COLUMNS)
-        return cls(frame=frame, counters=counters, failure=failure)
+        return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records)
 
     @property
     def unsafe(self) -> Any:
@@ -94,4 +98,8 @@ class ReplaySafetyReport:
         head = f"<p><b>Replay safety</b>: {n} task(s), {bad} not replay-safe"
         if self.failure:
             head += f"; stopped: {escape(self.failure)}"
-        return head + "</p>" + frame_html(self.frame, max_rows=50)
+        html = head + "</p>" + frame_html(self.frame, max_rows=50)
+        if self.stale_records is not None and len(self.stale_records):
+            html += frame_html(self.stale_records, max_rows=20,
+                               caption="production records no candidate action will look up (stale logic)")
+        return html

@@ -385,3 +385,24 @@ def test_public_names():
     from agent_inspect.agents import PythonAgent as exported
 
     assert exported is PythonAgent
+
+
+def test_stale_records_and_as_recorded_default_agent():
+    agent, log, marker = _prod_log()
+    renamed = PythonAgent()
+
+    @renamed.action("IA", listens=["_input_event"], module="elsewhere")     # K1.5: module is identity
+    def ia(event, ctx):
+        ctx.send_event("WorkEvent", {"x": event.attributes["input"]})
+
+    @renamed.action("WA", listens=["WorkEvent"], module=__name__, qualname="cascade_agent.<locals>.wa")
+    def wa(event, ctx):
+        ctx.send_event("_output_event", {"output": "A"})
+
+    ex = ReplayExecutor(log, agent=renamed, plan={"inputs": [("k", "a")]}, markers=[marker], policies={"calls": "deny"})
+    ex.run()
+    stale = ex.report().stale_records
+    assert len(stale) == 1 and outcomes(ex)[0] == ("IA", "RERUN")
+    recorded = ReplayExecutor(log, plan={"inputs": [("k", "a")]}, markers=[marker])
+    recorded.run()
+    assert outcomes(recorded) == [("IA", "REUSE"), ("WA", "REUSE")]
