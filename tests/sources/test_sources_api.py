@@ -1,0 +1,37 @@
+"""The public surface of agent_inspect.sources and the ai.load dispatcher."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+import agent_inspect.sources as sources
+
+
+def test_public_names() -> None:
+    assert sorted(sources.__all__) == sorted(
+        ["load", "load_kafka", "load_fluss", "load_file", "write_parquet", "write_jsonl", "RawBatch", "SourceInfo"])
+    for name in ("load", "load_kafka", "load_fluss", "load_file"):
+        assert getattr(ai, name) is getattr(sources, name)
+
+
+@pytest.mark.parametrize("url, message", [
+    ("kafka://host:9092", "must look like kafka://host:port/topic"),
+    ("kafka:///topic", "must look like kafka://host:port/topic"),
+    ("fluss://host:9123/db.t?x=1", "take no query"),
+    ("s3://bucket/file.jsonl", "unknown source scheme 's3'"),
+])
+def test_bad_urls_are_source_errors(url: str, message: str) -> None:
+    with pytest.raises(ai.SourceError, match=message):
+        ai.load(url)
+
+
+def test_url_credentials_never_reach_the_source_info() -> None:
+    from agent_inspect.sources._load import _split_url
+
+    assert _split_url("kafka://user:secret@h1:9092,h2:9092/orders", "kafka") == ("h1:9092,h2:9092", "orders")
+
+
+def test_markers_and_start_offsets_are_exclusive() -> None:
+    with pytest.raises(ai.SourceError, match="either markers or start_offsets"):
+        ai.load_kafka("127.0.0.1:1", "t", markers={0: 1}, start_offsets={0: 1})
