@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -44,7 +44,7 @@ def _scalar(value: Any) -> Any:
 
 _COLUMNS = (
     "partition", "offset", "state_key", "business_key", "key_text", "seq", "event_uuid", "action_uuid",
-    "tombstone", "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
+    "tombstone", "completed", "output_event_types", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
     "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
     "status", "reason", "divergence_id", "outcome", "outcome_reason", "attempt", "execution", "error",
@@ -293,6 +293,12 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
             ex.extra["outcome"] = (looked_up["outcome"], looked_up.get("outcome_reason"))
     if last.get("completed") and (last.get("output_event_count") or 0):
         ex.outputs = _outputs(value(last["pos"]))
+        # the log derives legacy (V0/V1) event types from their class; keep node types consistent with it
+        types = last.get("output_event_types")
+        if isinstance(types, (tuple, list)) and len(types) == len(ex.outputs):
+            ex.outputs = tuple(
+                replace(o, event_type=t) if t is not None else o for o, t in zip(ex.outputs, types)
+            )
     for row in reversed(ex.rows):
         if row.get("call_count"):
             ex.call_functions = _call_functions(value(row["pos"]))
