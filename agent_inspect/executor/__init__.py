@@ -18,7 +18,7 @@ from agent_inspect.executor._calls import (
     python_function_id,
 )
 from agent_inspect.executor._context import ReplayContext
-from agent_inspect.executor._engine import Counters, MemoryState, ReplayExecutor
+from agent_inspect.executor._engine import Checkpoint, Counters, MemoryState, ReplayExecutor
 from agent_inspect.executor._memory import Memory
 from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
 from agent_inspect.executor._record import OpaqueMemoryValue, RecordView, json_envelope_decoder
@@ -27,7 +27,7 @@ from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 
 __all__ = [
     # the executor and its control
-    "ReplayExecutor", "Step", "StepKind", "Breakpoint", "Counters", "MemoryState",
+    "ReplayExecutor", "Step", "StepKind", "Breakpoint", "Counters", "MemoryState", "Checkpoint",
     # policies and the dry-run report
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory

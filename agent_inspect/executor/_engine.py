@@ -26,7 +26,7 @@ from agent_inspect.executor._record import RecordView
 from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import STEP_COLUMNS, Breakpoint, Step, StepKind
 
-__all__ = ["ReplayExecutor", "Counters", "MemoryState"]
+__all__ = ["ReplayExecutor", "Counters", "MemoryState", "Checkpoint"]
 
 _SERVED = ("hit", "hit-failed", "pending-hit")
 
@@ -59,6 +59,27 @@ class MemoryState:
     sensory: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint captured: enough to restore a later attempt from it.
+
+    ``marker`` is the recovery marker (end offsets of base log + journal, §6.4); ``restored_seq`` the
+    ``messageSequenceNumber`` per key; ``pending`` the in-flight tasks of the round in progress as
+    ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term``/``sensory`` the memory
+    per key; ``inputs_consumed`` how many plan inputs had started. Pass it as
+    ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
+    """
+
+    step: int
+    marker: Mapping[int, int]
+    restored_seq: Mapping[str, int]
+    pending: tuple[tuple[str, int, str, AgentEvent], ...]
+    short_term: Mapping[str, Mapping[str, Any]]
+    sensory: Mapping[str, Mapping[str, Any]]
+    last_completed: Mapping[str, int]
+    inputs_consumed: int
+
+
 class _JobFailed(BaseException):
     """The simulated job failed (a lookup threw, a body raised, a call was denied)."""
 
@@ -84,7 +105,11 @@ class _Run:
     task_ordinal: int = -1
     finished: bool = False
     failure: _JobFailed | None = None
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    seq_of: dict[str, int] = field(default_factory=dict)          # messageSequenceNumber per key
+    inputs_started: int = 0
+    active: tuple[str, int, Any] | None = None                     # top-level round: key, seq, queue
+    current: tuple[Any, AgentEvent] | None = None                  # its task being processed
 
 
 class ReplayExecutor:
@@ -119,7 +144,7 @@ class ReplayExecutor:
                  sensory: Mapping[str, Mapping[str, Any]] | None = None,
                  breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
                  attempt: int | None = None, seed: int | None = None,
-                 memory_decoder: Callable[[Any], Any] | None = None) -> None:
+                 memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None) -> None:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
@@ -134,6 +159,11 @@ class ReplayExecutor:
             rule = getattr(log, "rule", None) if rule is None else rule
             markers = getattr(log, "markers", None) if markers is None else markers
         self._rule = "fixed" if rule is None else rule
+        if restore is not None:
+            markers = [restore.marker] if markers is None else markers
+            memory = restore.short_term if memory is None else memory
+            sensory = restore.sensory if sensory is None else sensory
+            plan = _restore_plan(plan, restore)
         if isinstance(markers, Mapping):
             markers = [markers]
         self._markers = None if markers is None else [dict(m) for m in markers]
@@ -333,14 +363,27 @@ class ReplayExecutor:
         """Take a checkpoint now: the marker (end offsets of base log + journal, §6.4).
 
         With ``complete=True`` the checkpoint also completes: every key's finished rounds are pruned
-        from the cache (§8.4), each as a PRUNE step.
+        from the cache (§8.4), each as a PRUNE step. The full state (seqNums, in-flight tasks, memory)
+        is kept in :attr:`checkpoints` for ``ReplayExecutor(..., restore=checkpoint)``; a task whose
+        lookup step has run counts as in flight (upstream checkpoints fall between mailbox actions,
+        so take them at task boundaries, e.g. at a LOOKUP or ROUND_COMPLETE step).
         """
         from agent_inspect.executor._journal import end_offsets
 
         self._ensure_started()
+        run = self._run
         marker = end_offsets(self.journal, log=self._log, num_partitions=self._partitions())
-        snapshot = dict(self._run.last_completed)
-        self._run.checkpoints.append({"step": len(self._run.steps), "marker": marker, "completed": snapshot})
+        snapshot = dict(run.last_completed)
+        pending: list[tuple[str, int, str, AgentEvent]] = []
+        if run.active is not None:
+            key, seq, queue = run.active
+            todo = ([run.current] if run.current is not None else []) + [(d, e) for d, e, _ in queue]
+            pending = [(key, seq, _name(d), e) for d, e in todo]
+        mem = {k: (dict(v[0]), dict(v[1])) for k, v in run.memory.items()}
+        run.checkpoints.append(Checkpoint(
+            step=len(run.steps), marker=marker, restored_seq=dict(run.seq_of), pending=tuple(pending),
+            short_term={k: v[0] for k, v in mem.items()}, sensory={k: v[1] for k, v in mem.items()},
+            last_completed=snapshot, inputs_consumed=run.inputs_started))
         if complete:
             for key, seq in sorted(snapshot.items()):
                 result = self._run.session.prune(key, seq, key_text=self._keys.key_text(key))
@@ -352,8 +395,8 @@ class ReplayExecutor:
         return marker
 
     @property
-    def checkpoints(self) -> list[dict[str, Any]]:
-        """Checkpoints taken so far: step index, marker, last completed seq per key."""
+    def checkpoints(self) -> list[Checkpoint]:
+        """Checkpoints taken so far (see :class:`Checkpoint`)."""
         return list(self._run.checkpoints)
 
     def to_log(self) -> Any:
@@ -430,6 +473,7 @@ class ReplayExecutor:
             for key, seq, tasks in self._plan.restored_rounds():
                 self._round(self._keys.business_key(key), seq, tasks, restored=True)
             for key, event in self._plan.inputs:
+                self._run.inputs_started += 1
                 seq = self._plan.next_seq(key)
                 ev = event if event.id is not None else event.with_id(self._run.ids.new())
                 tasks = []
@@ -493,7 +537,10 @@ class ReplayExecutor:
                            detail={"restored": True})
                 continue
             queue.append((decl, ev, restored))
+        self._run.seq_of[key] = seq
+        self._run.active = (key, seq, queue)
         self._dispatch(key, seq, queue, collector=None)
+        self._run.active = self._run.current = None
         stm, sensory = self._memory_of(key)
         cleared = len(sensory)
         sensory.clear()
@@ -507,6 +554,8 @@ class ReplayExecutor:
                   collector: list[Any] | None) -> None:
         while queue:
             decl, ev, restored = queue.popleft()
+            if collector is None:
+                self._run.current = (decl, ev)
             n_steps = len(self._run.steps)
             outs = self._task(key, seq, decl, ev, restored=restored)
             reused = any(s.kind is StepKind.REUSE for s in self._run.steps[n_steps:])
@@ -752,6 +801,17 @@ class ReplayExecutor:
     @property
     def _ids(self) -> IdSource:
         return self._run.ids
+
+
+def _restore_plan(plan: Any, cp: Checkpoint) -> Any:
+    from agent_inspect.executor._plan import as_plan
+    from agent_inspect.recovery._plan import PendingTask
+
+    base = as_plan(plan if plan is not None else {"inputs": []}, None)
+    restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
+    pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
+    return type(base)(inputs=base.inputs, restored_seq=restored, pending=pending, keys=base.keys,
+                      begin_event=base.begin_event, attempt=base.attempt)
 
 
 def _as_log(log: Any) -> Any:

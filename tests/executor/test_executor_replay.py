@@ -406,3 +406,25 @@ def test_stale_records_and_as_recorded_default_agent():
     recorded = ReplayExecutor(log, plan={"inputs": [("k", "a")]}, markers=[marker])
     recorded.run()
     assert outcomes(recorded) == [("IA", "REUSE"), ("WA", "REUSE")]
+
+
+def test_mid_round_checkpoint_restores_pending_tasks_memory_and_seq():
+    agent = cascade_agent()
+    inputs = [("k", "a"), ("k", "b")]
+    ex1 = ReplayExecutor(agent=agent, plan={"inputs": inputs}, key_format="K1.5", seed=3)
+    ex1.run(until=Breakpoint(kind="lookup", action="WA"))
+    ex1.checkpoint()                                          # mid-round: WA(a) is in flight
+    ex1.run(until=lambda s: s.kind is StepKind.PERSIST and s.action == "IA" and s.seq == 1
+            and s.outcome == "completed")                     # ...then the job dies before WA(b)
+    cp = ex1.checkpoints[-1]
+    assert cp.restored_seq == {"k": 0} and cp.inputs_consumed == 1 and cp.short_term == {"k": {"seen": "a"}}
+    assert [(k, s, a, e.type) for k, s, a, e in cp.pending] == [("k", 0, "WA", "WorkEvent")]
+    wa_id = cp.pending[0][3].id
+    EXTERNAL.clear()
+    ex2 = ReplayExecutor(ex1.to_log(), agent=agent, restore=cp, rule="fixed",
+                         plan={"inputs": inputs[cp.inputs_consumed:]})
+    ex2.run()
+    assert outcomes(ex2) == [("WA", "REUSE"), ("IA", "REUSE"), ("WA", "RERUN")]
+    assert ex2.step_list[1].event_id == wa_id                 # the restored task keeps its original id
+    assert EXTERNAL == ["b"]
+    assert ex2.report().frame["restored_in_flight"].tolist() == [True, False, False]
