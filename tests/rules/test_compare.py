@@ -1,0 +1,60 @@
+"""ai.rules.compare: rules × cases on the case matrix, built-in and user-written rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import agent_inspect as ai
+from agent_inspect.recovery import LookupDecision
+from agent_inspect.rules import DivergenceRule, compare, load_cases
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = [c for c in load_cases(ROOT / "cases") if c.id in {"N03", "N04", "G01", "G02", "G09", "D01"}]
+
+
+class RootsOnly(DivergenceRule):
+    """The fixed rule without the identity check: G09's WA#2 is reused blindly."""
+
+    name = "roots-only"
+
+    def rebuild(self, session, entry):
+        if entry.is_root and session.store.roots(entry.business_key, entry.seq) - {entry.fingerprint}:
+            session.invalidate(entry.business_key, entry.seq, kind="root-conflict", explanation="conflicting root")
+        return entry
+
+    def lookup(self, session, task):
+        k, s = task.business_key, task.seq
+        if task.is_root and session.store.roots(k, s) - {task.event_uuid}:
+            session.invalidate(k, s, kind="root-conflict", explanation="a different input at this seq")
+        entry = session.store.get(task.state_key)
+        if entry is None:
+            session.evict(k, s, kind="miss-eviction", explanation="miss: later rounds are stale")
+        return LookupDecision.found(entry)
+
+
+def test_compare_frame():
+    frame = ai.rules.compare(CASES, ["original", "fixed", "naive", RootsOnly()])
+    assert list(frame.columns) == ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls",
+                                   "crashed", "passed", "expected"]
+    assert list(frame["rule"].cat.categories) == ["original", "fixed", "naive", "roots-only"]
+    assert set(frame["case"]) == {"N03", "N04", "G01", "G02", "G09"}          # call cases are skipped
+    by = frame.set_index(["rule", "case"])
+    # the #1301 picture: original re-runs the later input, fixed reuses everything
+    assert by.loc[("original", "N04"), "reruns"] == 2 and by.loc[("fixed", "N04"), "reruns"] == 0
+    assert by.loc[("original", "N04"), "evictions"] == 2
+    # genuine cases: fixed never reuses stale records; naive does (and the case expects exactly that)
+    assert frame[(frame["rule"] == "fixed")]["stale_reuses"].sum() == 0
+    assert by.loc[("naive", "G01"), "stale_reuses"] == 1 and by.loc[("naive", "G01"), "passed"]
+    # a user rule without expectations passes where it reuses nothing stale
+    assert not by.loc[("roots-only", "G09"), "expected"]
+    assert by.loc[("roots-only", "G09"), "stale_reuses"] == 1 and not by.loc[("roots-only", "G09"), "passed"]
+    assert by.loc[("roots-only", "G01"), "passed"]
+    matrix = frame.pivot(index="rule", columns="case", values="reruns")
+    assert matrix.shape == (4, 5)
+
+
+def test_compare_defaults_to_the_rules_the_cases_name(tmp_path):
+    frame = compare([ROOT / "cases" / "N01.toml", ROOT / "cases" / "G05.toml"])
+    assert set(frame["rule"]) == {"original", "naive", "fixed", "lookup-only", "branch-aware"}
+    assert frame["passed"].all()
+    assert frame.groupby("rule", observed=True)["case"].count().to_dict()["original"] == 2
