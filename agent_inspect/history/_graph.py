@@ -26,8 +26,7 @@ def _action_attrs(ex: Execution) -> dict[str, Any]:
     call_row = ex.extra.get("call_row", {})
     name = ex.action_name
     uuid = last.get("action_uuid")
-    lineage = "v3" if (last.get("upstream_event_id") is not None or any(
-        o.upstream_event_id is not None for o in ex.outputs)) else ("root" if last.get("is_root") else "ids")
+    lineage = last.get("upstream_event_id") is not None or any(o.upstream_event_id is not None for o in ex.outputs)
     return {
         "kind": "action",
         "label": name or (f"action {uuid[:8]}" if uuid else "action ?"),
@@ -66,7 +65,7 @@ def _action_attrs(ex: Execution) -> dict[str, Any]:
         "subagent_scope": last.get("subagent_scope"),
         "subagent_session_id": last.get("subagent_session_id"),
         "subagent_call_id": last.get("subagent_call_id"),
-        "lineage": lineage,
+        "lineage_fields": lineage,
         "error": next((r["error"] for r in ex.rows if r.get("error")), None),
     }
 
@@ -121,8 +120,7 @@ def _add_event(g: nx.DiGraph, node: str, **attrs: Any) -> None:
         data["label"] = data["event_type"]
 
 
-def build_graph(data: KeyData, *, seq: int | None, attempt: int | None) -> nx.DiGraph:
-    """The action graph of already grouped executions (shared with the call-tree builder)."""
+def _build_graph(data: KeyData, *, seq: int | None, attempt: int | None) -> nx.DiGraph:
     g = nx.DiGraph(
         business_key=data.business_key,
         key_text=data.key_text,
@@ -245,7 +243,7 @@ def action_graph(
     name}``) labels actions that emitted nothing.
     """
     data = load_key(source, key, seq=seq, attempt=attempt, action_names=action_names)
-    return build_graph(data, seq=seq, attempt=attempt)
+    return _build_graph(data, seq=seq, attempt=attempt)
 
 
 def graph_nodes(graph: nx.DiGraph) -> pd.DataFrame:

@@ -44,7 +44,8 @@ def _scalar(value: Any) -> Any:
 
 _COLUMNS = (
     "partition", "offset", "state_key", "business_key", "key_text", "seq", "event_uuid", "action_uuid",
-    "tombstone", "completed", "output_event_types", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
+    "tombstone", "completed", "output_event_types", "task_event_class", "task_event_type", "task_event_id",
+    "upstream_event_id",
     "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
     "status", "reason", "divergence_id", "outcome", "outcome_reason", "attempt", "execution", "error",

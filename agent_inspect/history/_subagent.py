@@ -118,7 +118,8 @@ class _Digests:
             for ex in self._candidates:
                 for etype, attrs in _trigger_variants(self._data, ex):
                     try:
-                        value = subagent_namespace_digest(self._key_text, ex.seq, ex.action_name, etype, attrs, agent)
+                        value = subagent_namespace_digest(
+                            self._key_text, ex.seq, ex.action_name, etype, attrs, agent)
                     except Exception:  # noqa: BLE001 - attributes the codec cannot canonicalize: no match
                         continue
                     table.setdefault(value, []).append(ex)
@@ -272,7 +273,8 @@ def subagent_tree(
             tree.add_node(cnode, kind="call", label=_ordinal_label("call", call_id, None), call_id=call_id,
                           caller=caller.node if caller else None,
                           session_id=session.session_id, target_scope=session.scope,
-                          attribution=session.attribution, call_status=_call_status(session, call_id, calls, latest),
+                          attribution=session.attribution,
+                          call_status=_call_status(session, call_id, calls, latest),
                           order=min(c.ex.positions[0] for c in calls) - 0.1, status=None)
             tree.add_edge(snode, cnode, kind="contains")
             for c in calls:

@@ -153,7 +153,7 @@ def test_missing_emitter_without_lineage_is_kept_as_an_orphan_v2b() -> None:
     event = g.nodes["event:w1"]
     assert event["orphan"] and "pre-V3" in event["lineage_note"]
     (action,) = g.successors("event:w1")
-    assert g.nodes[action]["lineage"] == "ids" and g.nodes[action]["status"] == "unknown"
+    assert not g.nodes[action]["lineage_fields"] and g.nodes[action]["status"] == "unknown"
 
 
 @pytest.mark.parametrize("key_format", ["K0", "K1", "K1.5", "K1.6", "K2"])
@@ -164,8 +164,8 @@ def test_every_key_and_value_format_gives_the_same_structure(key_format: str, va
     g = action_graph(log, key)
     assert _kinds(g) == (4, 5)
     assert g.number_of_edges() == 7
-    lineage = {g.nodes[n]["lineage"] for n in g if g.nodes[n]["kind"] == "action"}
-    assert ("v3" in lineage) == (value_format in ("V3", "V3+"))
+    lineage = {g.nodes[n]["lineage_fields"] for n in g if g.nodes[n]["kind"] == "action"}
+    assert lineage == {value_format in ("V3", "V3+")}
     if key_format != "K0":
         assert g.graph["rounds"] == (5, 6)
 
