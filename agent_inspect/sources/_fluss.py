@@ -136,9 +136,9 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
         latest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.latest()),
                              timeout=timeout, what="listing latest offsets", where=where)
         merged = merge_markers(markers) if markers is not None else None
+        starts = merge_markers(start_offsets) if start_offsets is not None else None
         plan = plan_reads(partitions=buckets, earliest=earliest, latest=latest, markers=merged,
-                          start_offsets=dict(start_offsets) if start_offsets is not None else None,
-                          require_same_set=True, allow_data_loss=allow_data_loss, what="bucket",
+                          start_offsets=starts, require_same_set=True, allow_data_loss=allow_data_loss, what="bucket",
                           where=f"table {db}.{name}")
         batch = RawBatch(agent_key=[])
         remaining = {b for b in plan.start if plan.start[b] < plan.end[b]}
@@ -158,8 +158,8 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
     options: dict[str, Any] = {}
     if merged is not None:
         options["markers"] = dict(merged)
-    if start_offsets is not None:
-        options["start_offsets"] = {int(b): int(o) for b, o in start_offsets.items()}
+    if starts is not None:
+        options["start_offsets"] = starts
     if keys is not None:
         options["business_keys"] = keys
     if plan.data_loss:

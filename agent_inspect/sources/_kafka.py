@@ -32,7 +32,6 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False) -> tuple[Iterator[RawBatch], SourceInfo]:
     """Plan the read (metadata, watermarks, markers) now; return the lazy batches and the source info."""
-    from confluent_kafka import TopicPartition  # noqa: F401 - fail early with a clear message below
     from confluent_kafka.admin import AdminClient
 
     if markers is not None and start_offsets is not None:
@@ -43,7 +42,7 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     if not user.get("bootstrap.servers"):
         raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic or config={'bootstrap.servers': …}")
     errors: list[str] = []
-    client = {**_DEFAULTS, **user, "logger": _LOG, "error_cb": lambda err: errors.append(err.str())}
+    client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
     where = f"topic {topic!r}"
 
     admin_conf = {k: v for k, v in client.items() if not _consumer_only(k)}
@@ -52,22 +51,22 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     earliest, latest = _watermarks(admin, topic, partitions, timeout, errors, user["bootstrap.servers"])
 
     merged = merge_markers(markers, topic=topic) if markers is not None else None
+    starts = merge_markers(start_offsets) if start_offsets is not None else None
     keys = list(business_keys) if business_keys is not None else None
     only = candidate_partitions(keys, len(partitions)) if keys is not None else None
     plan = plan_reads(partitions=partitions, earliest=earliest, latest=latest, markers=merged,
-                      start_offsets=dict(start_offsets) if start_offsets is not None else None,
-                      only=only, allow_data_loss=allow_data_loss, what="partition", where=where)
+                      start_offsets=starts, only=only, allow_data_loss=allow_data_loss, what="partition", where=where)
     options: dict[str, Any] = {}
     if merged is not None:
         options["markers"] = dict(merged)
-    if start_offsets is not None:
-        options["start_offsets"] = {int(p): int(o) for p, o in start_offsets.items()}
+    if starts is not None:
+        options["start_offsets"] = starts
     if keys is not None:
         options["business_keys"] = keys
     if plan.data_loss:
         options["data_loss"] = {p: {"asked": a, "read_from": u} for p, (a, u) in plan.data_loss.items()}
-    public = {k: v for k, v in user.items() if not any(h in k.lower() for h in _SECRET_HINTS)
-              and k != "bootstrap.servers"}
+    public = {k: v for k, v in user.items() if isinstance(v, (str, int, float, bool))
+              and not any(h in k.lower() for h in _SECRET_HINTS) and k != "bootstrap.servers"}
     if public:
         options["config"] = public
     info = SourceInfo(kind="kafka", location=f"kafka://{user['bootstrap.servers']}/{topic}", topic=topic,

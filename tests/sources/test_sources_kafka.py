@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.support.tansu import consumer_groups, create_topic, end_offsets, free
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 4
+Topic = tuple[str, list[tuple[str, bytes]], list[tuple[int, int]]]
 
 
 def _raw(bootstrap: str, topic: str, **options: object) -> list[tuple[int, int, bytes | None, bytes | None]]:
@@ -27,7 +29,7 @@ def _raw(bootstrap: str, topic: str, **options: object) -> list[tuple[int, int, 
 
 
 @pytest.fixture(scope="module")
-def topic(kafka_bootstrap: str) -> tuple[str, list[tuple[str, bytes]], list[tuple[int, int]]]:
+def topic(kafka_bootstrap: str) -> Topic:
     """A topic written like upstream: 8 business keys × 3 rounds × 2 writes, one send+flush each."""
     name = create_topic(kafka_bootstrap, PARTITIONS)
     records = make_records(8, 3)
@@ -36,7 +38,7 @@ def topic(kafka_bootstrap: str) -> tuple[str, list[tuple[str, bytes]], list[tupl
     return name, records, positions
 
 
-def test_load_reads_every_record_where_upstream_put_it(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_load_reads_every_record_where_upstream_put_it(kafka_bootstrap: str, topic: Topic) -> None:
     name, records, positions = topic
     log = ai.load(f"kafka://{kafka_bootstrap}/{name}", progress=False)
     assert len(log.records) == len(records)
@@ -50,7 +52,7 @@ def test_load_reads_every_record_where_upstream_put_it(kafka_bootstrap: str, top
     assert log.errors.empty
 
 
-def test_kafka_load_equals_file_load_of_the_same_records(kafka_bootstrap: str, topic, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_kafka_load_equals_file_load_of_the_same_records(kafka_bootstrap: str, topic: Topic, tmp_path: Path) -> None:
     name, _, _ = topic
     log = ai.load_kafka(kafka_bootstrap, name, progress=False)
     lines = [json.dumps({"topic": name, "partition": p, "offset": o, "tstype": "create", "ts": ts,
@@ -60,12 +62,11 @@ def test_kafka_load_equals_file_load_of_the_same_records(kafka_bootstrap: str, t
     dump = tmp_path / "dump.jsonl"
     dump.write_text("\n".join(lines) + "\n")
     from_file = ai.load_file(dump)
-    cols = [c for c in log.records.columns if c not in ()]
-    assert from_file.records[cols].equals(log.records[cols])
+    assert from_file.records.equals(log.records)
     assert from_file.source.file_format == "kcat-jsonl" and from_file.source.topic == name
 
 
-def test_loads_are_read_only(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_loads_are_read_only(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, _ = topic
     ends, groups = dict(end_offsets(kafka_bootstrap, name)), consumer_groups(kafka_bootstrap)
     ai.load_kafka(kafka_bootstrap, name, progress=False)
@@ -74,7 +75,7 @@ def test_loads_are_read_only(kafka_bootstrap: str, topic) -> None:  # type: igno
     assert consumer_groups(kafka_bootstrap) == groups
 
 
-def test_markers_merge_by_minimum_and_limit_partitions(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_markers_merge_by_minimum_and_limit_partitions(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, positions = topic
     full = _raw(kafka_bootstrap, name)
     markers = [{0: 3, 1: 2}, {"0": 1}, {"schemaVersion": 1, "topic": name, "offsets": {"1": 4}}]
@@ -85,14 +86,14 @@ def test_markers_merge_by_minimum_and_limit_partitions(kafka_bootstrap: str, top
     assert info.options["markers"] == {0: 1, 1: 2}
 
 
-def test_start_offsets_override_some_partitions(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_start_offsets_override_some_partitions(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, _ = topic
     full = _raw(kafka_bootstrap, name)
     got = _raw(kafka_bootstrap, name, start_offsets={2: 2})
     assert got == [r for r in full if r[0] != 2 or r[1] >= 2]
 
 
-def test_marker_at_the_end_reads_nothing(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_marker_at_the_end_reads_nothing(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, _ = topic
     ends = end_offsets(kafka_bootstrap, name)
     log = ai.load_kafka(kafka_bootstrap, name, markers=dict(ends), progress=False)
@@ -100,7 +101,7 @@ def test_marker_at_the_end_reads_nothing(kafka_bootstrap: str, topic) -> None:  
     assert dict(log.source.start_offsets) == dict(ends)
 
 
-def test_business_keys_prune_partitions_and_filter(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_business_keys_prune_partitions_and_filter(kafka_bootstrap: str, topic: Topic) -> None:
     name, records, _ = topic
     wanted = "user-3"
     log = ai.load_kafka(kafka_bootstrap, name, business_keys=[wanted], progress=False)
@@ -112,7 +113,7 @@ def test_business_keys_prune_partitions_and_filter(kafka_bootstrap: str, topic) 
     assert log.source.options["business_keys"] == [wanted]
 
 
-def test_unknown_partition_in_marker(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_partition_in_marker(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, _ = topic
     with pytest.raises(ai.UnknownPartitionError, match="partition 9"):
         ai.load_kafka(kafka_bootstrap, name, markers={0: 0, 9: 1}, progress=False)
@@ -133,7 +134,7 @@ def test_marker_beyond_the_end_is_data_loss(kafka_bootstrap: str) -> None:
     assert set(log.source.options["data_loss"]) == set(ends)
 
 
-def test_negative_marker_is_data_loss(kafka_bootstrap: str, topic) -> None:  # type: ignore[no-untyped-def]
+def test_negative_marker_is_data_loss(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, _ = topic
     with pytest.raises(ai.DataLossError, match="earliest retained offset is 0"):
         ai.load_kafka(kafka_bootstrap, name, markers={0: -3}, progress=False)
@@ -226,7 +227,8 @@ def test_bad_records_through_kafka_become_error_rows(kafka_bootstrap: str) -> No
     assert set(log.errors["offset"]) == {2, 3, 4, 5, 6}  # the tombstone (offset 7) is not an error
 
 
-def test_progress_bar_reports_records(kafka_bootstrap: str, topic, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_progress_bar_reports_records(kafka_bootstrap: str, topic: Topic,
+                                     capfd: pytest.CaptureFixture[str]) -> None:
     name, records, _ = topic
     ai.load_kafka(kafka_bootstrap, name, progress=True)
     err = capfd.readouterr().err
