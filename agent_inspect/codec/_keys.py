@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from agent_inspect._errors import KeyFormatError
 
@@ -16,7 +14,9 @@ __all__ = ["KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "re
 KEY_FORMATS = ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2")
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
-_B64_44 = re.compile(r"[A-Za-z0-9+/]{43}=\Z")
+_UUID_SRC = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_TWO_UUIDS = re.compile(rf"({_UUID_SRC})_({_UUID_SRC})\Z")
+_B64_32 = re.compile(r"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=\Z")
 
 FLAG_SEPARATOR = "key-text-contains-separator"
 FLAG_AMBIGUOUS = "ambiguous-layout"
@@ -55,13 +55,8 @@ def _is_uuid(s: str) -> bool:
 
 
 def _is_digest(s: str) -> bool:
-    if len(s) != 44 or _B64_44.match(s) is None:
-        return False
-    try:
-        raw = base64.b64decode(s, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return len(raw) == 32 and base64.b64encode(raw).decode("ascii") == s
+    # 32 bytes in padded base64: 43 symbols, the last carrying 4 bits (low 2 bits zero), then "=".
+    return len(s) == 44 and _B64_32.match(s) is not None
 
 
 def _uuid_flags(*uuids: str) -> tuple[str, ...]:
@@ -128,6 +123,49 @@ def _layouts(text: str, p: list[str], prefer: str | None,
     return found
 
 
+KeyFields = tuple  # (format, key_group, seq, event_uuid, action_uuid, key_text, key_digest, fingerprint, flags)
+
+
+def _fields(key: StateKey) -> KeyFields:
+    return (key.format, key.key_group, key.seq, key.event_uuid, key.action_uuid, key.key_text,
+            key.key_digest, key.serializer_fingerprint, key.flags)
+
+
+def _two_uuids(t: str) -> bool:
+    """``t`` is exactly "<uuid>_<uuid>" in canonical lowercase (string ops only: far cheaper than a regex)."""
+    return (len(t) == 73 and t[8] == t[13] == t[18] == t[23] == t[45] == t[50] == t[55] == t[60] == "-"
+            and t[36] == "_" and not t.strip(_UUID_PAIR_CHARS) and t.count("-") == 8 and t.count("_") == 1)
+
+
+_UUID_PAIR_CHARS = "0123456789abcdef-_"
+
+
+def _fast_fields(text: str, max_parallelism: int | None) -> KeyFields | None:
+    """The common unambiguous K1 / K1.5 / K1.6 shapes without building objects; None = use the full parser."""
+    k1 = None
+    if len(text) >= 76 and text[-74] == "_" and _two_uuids(text[-73:]):
+        head, sep, seq = text[:-74].rpartition("_")
+        if sep and seq.isdigit() and seq.isascii() and (seq[0] != "0" or len(seq) == 1):
+            k1 = head, seq
+    if text[:1].isdigit():
+        p = text.split("_", 4)
+        if len(p) == 5 and _is_int(p[0]) and _is_int(p[1]) and _two_uuids(f"{p[2]}_{p[3]}"):
+            if k1 is not None or (max_parallelism is not None and int(p[0]) >= max_parallelism):
+                return None  # ambiguous or out of range: the full parser decides and explains
+            ev, act, rest = p[2], p[3], p[4]
+            uflags = (FLAG_NON_V3,) if ev[14] != "3" or act[14] != "3" else ()
+            if len(rest) == 44 and _is_digest(rest):
+                return ("K1.6", int(p[0]), int(p[1]), ev, act, None, rest, None, (FLAG_K16, *uflags))
+            return ("K1.5", int(p[0]), int(p[1]), ev, act, rest, None, None,
+                    (_text_flags(rest) + uflags) if "_" in rest else uflags)
+    if k1 is None:
+        return None
+    head, seq = k1
+    ev, act = text[-73:-37], text[-36:]
+    uflags = (FLAG_NON_V3,) if ev[14] != "3" or act[14] != "3" else ()
+    return ("K1", None, int(seq), ev, act, head, None, None, (_text_flags(head) + uflags) if "_" in head else uflags)
+
+
 def parse_state_key(text: str | bytes, *, prefer: str | None = None,
                     max_parallelism: int | None = None) -> StateKey:
     """Parse a state key of any layout (spec §4.7).
@@ -183,38 +221,69 @@ def resolve_state_keys(keys: Sequence[str | bytes | None], partitions: Sequence[
     Returns one entry per key: a :class:`StateKey`, the :class:`KeyFormatError` of an unparseable key,
     or None for a missing key. Ambiguous keys keep the ``ambiguous-layout`` flag.
     """
-    parts = list(partitions) if partitions is not None else [0] * len(keys)
-    out: list[StateKey | KeyFormatError | None] = []
-    votes: dict[int, Counter[str]] = {}
+    texts = [k.decode("utf-8", "surrogateescape") if isinstance(k, (bytes, bytearray)) else k for k in keys]
+    fields = resolve_key_fields(keys, partitions, prefer=prefer, max_parallelism=max_parallelism)
+    return [f if f is None or isinstance(f, KeyFormatError) else StateKey(t, *f)  # type: ignore[misc]
+            for t, f in zip(texts, fields)]
+
+
+def resolve_key_fields(keys: Sequence[str | bytes | None], partitions: Sequence[int] | None = None, *,
+                       prefer: str | None = None, max_parallelism: int | None = None,
+                       ) -> list[KeyFields | KeyFormatError | None]:
+    """Like :func:`resolve_state_keys`, as field tuples (internal fast path of the log builder)."""
+    parts = partitions if partitions is not None else [0] * len(keys)
+    out: list[KeyFields | KeyFormatError | None] = []
+    cache: dict[Any, KeyFields | KeyFormatError] = {}
+    votes: dict[tuple[int, str], int] = {}
     ambiguous: list[int] = []
+    fast = prefer is None
     for i, key in enumerate(keys):
         if key is None:
             out.append(None)
             continue
-        try:
-            parsed = parse_state_key(key, prefer=prefer, max_parallelism=max_parallelism)
-        except KeyFormatError as exc:
-            out.append(exc)
-            continue
-        out.append(parsed)
-        if FLAG_AMBIGUOUS in parsed.flags:
-            ambiguous.append(i)
-        else:
-            votes.setdefault(parts[i], Counter())[parsed.format] += 1
+        got = cache.get(key)
+        if got is None:
+            got = _resolve_one(key, prefer, max_parallelism, fast)
+            cache[key] = got
+        out.append(got)
+        if type(got) is tuple:
+            if FLAG_AMBIGUOUS in got[8]:
+                ambiguous.append(i)
+            else:
+                vk = (parts[i], got[0])
+                votes[vk] = votes.get(vk, 0) + 1
     for i in ambiguous:
-        tally = votes.get(parts[i])
+        current = out[i]
+        assert isinstance(current, tuple)
+        tally = {fmt: n for (p, fmt), n in votes.items() if p == parts[i]}
         if not tally:
             continue
-        majority = tally.most_common(1)[0][0]
-        current = out[i]
-        assert isinstance(current, StateKey)
-        if majority != current.format:
-            alt = [k for k in _layouts(current.raw, current.raw.split("_"),
-                                       "K1.5-draft" if majority == "K1.5-draft" else prefer,
+        majority = max(tally, key=tally.__getitem__)
+        if majority != current[0]:
+            key = keys[i]
+            text = key.decode("utf-8", "surrogateescape") if isinstance(key, (bytes, bytearray)) else key
+            alt = [k for k in _layouts(text, text.split("_"), "K1.5-draft" if majority == "K1.5-draft" else prefer,
                                        max_parallelism) if k.format == majority]
             if alt:
-                out[i] = _with_flag(alt[0], FLAG_AMBIGUOUS)
+                out[i] = _fields(_with_flag(alt[0], FLAG_AMBIGUOUS))
     return out
+
+
+def _resolve_one(key: str | bytes, prefer: str | None, max_parallelism: int | None,
+                 fast: bool) -> KeyFields | KeyFormatError:
+    if isinstance(key, (bytes, bytearray)):
+        try:
+            key = bytes(key).decode("utf-8")
+        except UnicodeDecodeError:
+            return KeyFormatError("state key is not valid UTF-8")
+    if fast:
+        got = _fast_fields(key, max_parallelism)
+        if got is not None:
+            return got
+    try:
+        return _fields(parse_state_key(key, prefer=prefer, max_parallelism=max_parallelism))
+    except KeyFormatError as exc:
+        return exc
 
 
 def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uuid: str,

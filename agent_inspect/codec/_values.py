@@ -168,6 +168,41 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
 
 
+class _LeanMemory(Struct, frozen=True, gc=False):
+    value: Raw = _NULL
+
+
+class _LeanCall(Struct, frozen=True, gc=False, rename="camel"):
+    status: str | None = None
+    exception_payload: Raw = _NULL
+
+
+class _LeanEvent(Struct, frozen=True, gc=False, rename="camel"):
+    event_class: str | None = field(default=None, name="@class")
+    id: str | None = None
+    type: str | None = None
+    upstream_event_id: str | None = None
+    upstream_action_name: str | None = None
+    delegate: _LeanEvent | None = None
+    attachments: Raw = _ABSENT
+    event_type: str | None = None
+    source_timestamp: int | None = None
+
+
+class _LeanState(Struct, frozen=True, gc=False, rename="camel"):
+    task_event: _LeanEvent | None = None
+    sensory_memory_updates: tuple[_LeanMemory, ...] = ()
+    short_term_memory_updates: tuple[_LeanMemory, ...] = ()
+    output_events: tuple[_LeanEvent, ...] = ()
+    call_results: tuple[_LeanCall, ...] = ()
+    completed: bool = False
+    memory_updates: tuple[_LeanMemory, ...] | UnsetType = UNSET
+
+
+#: What the log builder needs from a value, decoded without attributes or payloads (internal).
+LEAN_DECODER = msgspec.json.Decoder(_LeanState)
+
+
 def _json_names(cls: type[Struct]) -> frozenset[str]:
     return frozenset(n for n in cls.__struct_encode_fields__ if n != _EXTRA)
 
@@ -243,44 +278,64 @@ _LINEAGE_ERA = _BIT["V3"] | _BIT["V3+"]
 _DEFAULT = _BIT["V2a"] | _BIT["V2b"] | _BIT["V3"]  # what an initial record fits (§2.2)
 
 
-def _event_mask(ev: Event, mask: int) -> int:
-    if ev.type is None or ev.event_class == PYTHON_EVENT or ev.source_timestamp is not None:
-        mask = _narrow(mask, _LEGACY)
-    else:
-        mask = _narrow(mask, _MODERN)
-    if ev.upstream_event_id is not None or ev.upstream_action_name is not None:
-        mask = _narrow(mask, _LINEAGE_ERA)
-    if ev.delegate is not None or ev.attachments or ev.event_class == SUBAGENT_EVENT:
-        mask = _narrow(mask, _BIT["V3+"])
-    if ev.delegate is not None:
-        mask = _event_mask(ev.delegate, mask)
-    return mask
-
-
 def _narrow(mask: int, allowed: int) -> int:
     # A contradicting signal is ignored rather than leaving no candidate at all.
     return (mask & allowed) or mask
 
 
-def value_format_candidates(state: ActionState) -> int:
+_F_LEGACY, _F_MODERN, _F_LINEAGE, _F_V3PLUS, _F_CALL_OLD, _F_CALL_NEW, _F_ENVELOPE, _F_RAW = (1 << i for i in range(8))
+
+
+def _event_flags(ev: Any) -> int:
+    f = _F_LEGACY if (ev.type is None or ev.event_class == PYTHON_EVENT or ev.source_timestamp is not None) \
+        else _F_MODERN
+    if ev.upstream_event_id is not None or ev.upstream_action_name is not None:
+        f |= _F_LINEAGE
+    if ev.delegate is not None:
+        f |= _F_V3PLUS | _event_flags(ev.delegate)
+    elif ev.attachments or ev.event_class == SUBAGENT_EVENT:
+        f |= _F_V3PLUS
+    return f
+
+
+def _mask_of_flags(f: int) -> int:
+    mask = _ALL & ~_BIT["V0"]
+    if f & _F_LEGACY:  # a missing event type is the strongest era signal
+        mask = _narrow(mask, _LEGACY)
+    elif f & _F_MODERN:
+        mask = _narrow(mask, _MODERN)
+    if f & _F_LINEAGE:
+        mask = _narrow(mask, _LINEAGE_ERA)
+    mask = _narrow(mask, _BIT["V3+"] if f & _F_V3PLUS else _ALL & ~_BIT["V3+"])
+    if f & _F_CALL_OLD and not f & _F_CALL_NEW:
+        mask = _narrow(mask, _LEGACY)
+    elif f & _F_CALL_NEW and not f & _F_CALL_OLD:
+        mask = _narrow(mask, _MODERN)
+    if f & _F_ENVELOPE and not f & _F_RAW:
+        mask = _narrow(mask, _ENVELOPE_ERA)
+    elif f & _F_RAW and not f & _F_ENVELOPE:
+        mask = _narrow(mask, _RAW_JSON_ERA)
+    return mask
+
+
+_MASKS = [_mask_of_flags(f) for f in range(1 << 8)]
+
+
+def value_format_candidates(state: Any) -> int:
     """Bitmask over VALUE_FORMATS of the formats this record fits (internal; used by the log)."""
     if state.memory_updates is not UNSET:
         return _BIT["V0"]
-    mask = _ALL & ~_BIT["V0"]
-    evidence_v3plus = False
-    events = (state.task_event, *state.output_events) if state.task_event is not None else state.output_events
-    for ev in events:
-        mask = _event_mask(ev, mask)
-        evidence_v3plus = evidence_v3plus or ev.delegate is not None or bool(ev.attachments) \
-            or ev.event_class == SUBAGENT_EVENT
+    te = state.task_event
+    f = 0 if te is None else _event_flags(te)
+    for ev in state.output_events:
+        f |= _event_flags(ev)
     for cr in state.call_results:
-        mask = _narrow(mask, _LEGACY if cr.status is None else _MODERN)
-    for mu in (*state.sensory_memory_updates, *state.short_term_memory_updates):
-        if not mu.is_null:
-            mask = _narrow(mask, _ENVELOPE_ERA if _as_envelope(mu.value) is not None else _RAW_JSON_ERA)
-    if not evidence_v3plus:
-        mask = _narrow(mask, _ALL & ~_BIT["V3+"])
-    return mask
+        f |= _F_CALL_OLD if cr.status is None else _F_CALL_NEW
+    for updates in (state.sensory_memory_updates, state.short_term_memory_updates):
+        for mu in updates:
+            if mu.value != _NULL:
+                f |= _F_ENVELOPE if _as_envelope(mu.value) is not None else _F_RAW
+    return _MASKS[f]
 
 
 def newest_format(mask: int) -> str:

@@ -91,6 +91,7 @@ def test_ambiguous_layout_resolved_by_partition_majority():
     assert out[7].format == "K1.5" and out[7].key_text == f"5_{EV}_{ACT2}"
     assert "ambiguous-layout" in out[3].flags and "ambiguous-layout" in out[7].flags
     assert out[8] is None and isinstance(out[9], KeyFormatError)
+    assert out[:3] == [parse_state_key(k) for k in k1_keys]
 
 
 def test_unknown_prefer_is_rejected():
@@ -119,6 +120,7 @@ def test_format_then_parse_round_trips(fmt, seq, ev, act, text, group, digest, f
     raw = format_state_key(fmt, seq=seq, event_uuid=ev, action_uuid=act, key_text=text, key_group=group,
                            key_digest=d64, serializer_fingerprint=f64)
     parsed = parse_state_key(raw)
+    assert resolve_state_keys([raw.encode()]) == [parsed]  # the batch fast path agrees with the parser
     assert parsed.raw == raw
     assert (parsed.format, parsed.event_uuid, parsed.action_uuid) == (fmt, ev, act)
     if fmt != "K0":

@@ -1,0 +1,514 @@
+"""``ActionStateLog``: one decoded row per action-state record, with its exact bytes and source."""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from agent_inspect import _html
+from agent_inspect._errors import ValueFormatError
+from agent_inspect.codec._keys import resolve_key_fields
+from agent_inspect.codec._values import (
+    _NULL,
+    LEAN_DECODER,
+    PYTHON_EVENT,
+    SUBAGENT_EVENT,
+    UNSET,
+    ActionState,
+    Event,
+    decode_action_state,
+    newest_format,
+    value_format_candidates,
+)
+from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+__all__ = ["ActionStateLog", "COLUMNS"]
+
+#: Columns of :attr:`ActionStateLog.records`, in order.
+COLUMNS = (
+    "partition", "offset", "timestamp", "state_key", "key_format", "key_group", "business_key", "key_text",
+    "key_digest", "seq", "event_uuid", "action_uuid", "tombstone", "value_format", "value_format_inferred",
+    "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
+    "upstream_action", "is_root", "output_event_count", "output_event_types", "output_event_ids",
+    "sensory_update_count", "short_term_update_count", "call_count", "calls_pending", "calls_succeeded",
+    "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "payload_bytes",
+    "key_flags", "agent_key", "error",
+)
+_CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "event_uuid", "action_uuid",
+               "value_format", "task_event_class", "task_event_type", "upstream_action", "subagent_scope",
+               "subagent_session_id", "subagent_call_id", "agent_key")
+_INT32 = ("key_group", "output_event_count", "sensory_update_count", "short_term_update_count", "call_count",
+          "calls_pending", "calls_succeeded", "calls_failed")
+_BOOL = ("value_format_inferred", "completed", "is_root")
+_LEGACY_TYPES = {
+    "org.apache.flink.agents.api.InputEvent": "_input_event",
+    "org.apache.flink.agents.api.OutputEvent": "_output_event",
+}
+_INPUT_TYPE = "_input_event"
+_SUBAGENT_TYPE = "InternalSubagentCallEvent"
+_NO_FLAGS: tuple[str, ...] = ()
+
+
+def _event_type(ev: Event) -> str | None:
+    """The routing type; legacy (V0/V1) events have none, so it is derived from the class."""
+    if ev.type is not None:
+        return ev.type
+    if ev.event_class == PYTHON_EVENT and ev.event_type:
+        if ev.event_type.endswith(".InputEvent"):
+            return _INPUT_TYPE
+        if ev.event_type.endswith(".OutputEvent"):
+            return "_output_event"
+        return ev.event_type
+    return _LEGACY_TYPES.get(ev.event_class or "", ev.event_class)
+
+
+def _concat(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
+    if isinstance(batches, RawBatch):
+        batches = [batches]
+    batches = list(batches)
+    if len(batches) == 1:
+        b = batches[0]
+        return RawBatch(list(b.partition), list(b.offset), list(b.timestamp_ms), list(b.key), list(b.value),
+                        None if b.agent_key is None else list(b.agent_key))
+    out = RawBatch()
+    with_agent = any(b.agent_key is not None for b in batches)
+    if with_agent:
+        out.agent_key = []
+    for b in batches:
+        out.partition.extend(b.partition)
+        out.offset.extend(b.offset)
+        out.timestamp_ms.extend(b.timestamp_ms)
+        out.key.extend(b.key)
+        out.value.extend(b.value)
+        if with_agent:
+            assert out.agent_key is not None
+            out.agent_key.extend(b.agent_key if b.agent_key is not None else [None] * len(b.offset))
+    return out
+
+
+def _sorted(raw: RawBatch) -> RawBatch:
+    """Physical order: partitions ascending, then offset (stable for equal positions)."""
+    part = np.asarray(raw.partition, dtype=np.int64)
+    off = np.asarray(raw.offset, dtype=np.int64)
+    if len(part) < 2:
+        return raw
+    dp, do = np.diff(part), np.diff(off)
+    if bool(np.all((dp > 0) | ((dp == 0) & (do >= 0)))):
+        return raw
+    order = np.lexsort((off, part)).tolist()
+
+    def take(col: list[Any]) -> list[Any]:
+        return [col[i] for i in order]
+
+    return RawBatch(take(raw.partition), take(raw.offset), take(raw.timestamp_ms), take(raw.key),
+                    take(raw.value), None if raw.agent_key is None else take(raw.agent_key))
+
+
+def _key_text(key: bytes | None) -> str | None:
+    if key is None:
+        return None
+    return key.decode("utf-8", "replace")
+
+
+_ZERO3 = (0, 0, 0)
+
+
+def _call_counts(calls: tuple[Any, ...]) -> tuple[int, int, int]:
+    pending = succeeded = failed = 0
+    for cr in calls:
+        s = cr.status
+        if s is None:  # legacy rule (§5.5)
+            s = "SUCCEEDED" if cr.exception_payload == _NULL else "FAILED"
+        if s == "PENDING":
+            pending += 1
+        elif s == "SUCCEEDED":
+            succeeded += 1
+        elif s == "FAILED":
+            failed += 1
+    return pending, succeeded, failed
+
+
+def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
+    try:
+        attrs = decode_action_state(value).task_event.attrs()  # type: ignore[union-attr]
+    except (ValueFormatError, msgspec.DecodeError, AttributeError):
+        return None, None, None
+    if not isinstance(attrs, dict):
+        return None, None, None
+    return tuple(v if isinstance(v, str) else None  # type: ignore[return-value]
+                 for v in (attrs.get("targetScope"), attrs.get("sessionId"), attrs.get("callId")))
+
+
+def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None) -> pd.DataFrame:
+    n = len(raw)
+    c: dict[str, Any] = {}
+    errors: list[str | None] = [None] * n
+
+    # keys: a few shapes dominate, parsed without objects; repeated keys parsed once
+    keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
+    good = [k if type(k) is tuple else _NO_KEY for k in keys]
+    for i, k in enumerate(keys):
+        if type(k) is not tuple:
+            errors[i] = "key: missing (record has no key)" if k is None else f"key: {_reason(k)}"
+    (c["key_format"], c["key_group"], c["seq"], c["event_uuid"], c["action_uuid"], c["key_text"],
+     c["key_digest"], _, c["key_flags"]) = (list(col) for col in zip(*good)) if n else ([],) * 9
+    c["business_key"] = [k[5] if k[5] is not None else k[6] for k in good]
+
+    # values: the lean decode skips attributes and payloads; full decodes happen per row on demand
+    lean = LEAN_DECODER.decode
+    states: list[Any] = [None] * n
+    values = raw.value
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            states[i] = lean(value)
+        except msgspec.DecodeError:
+            try:
+                decode_action_state(value)
+                reason = "value: does not decode"
+            except ValueFormatError as exc:
+                reason = f"value: {_reason(exc)}"
+            errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
+
+    rows = [_EMPTY_ROW if st is None else _row(st) for st in states]
+    cols = list(zip(*rows)) if n else [()] * len(_ROW_COLUMNS)
+    for name, col in zip(_ROW_COLUMNS, cols):
+        c[name] = col
+    masks = c.pop("_mask")
+    types = c["task_event_type"]
+    scope: list[str | None] = [None] * n
+    session: list[str | None] = [None] * n
+    call: list[str | None] = [None] * n
+    for i, cls in enumerate(c["task_event_class"]):
+        if cls == SUBAGENT_EVENT or types[i] == _SUBAGENT_TYPE:
+            scope[i], session[i], call[i] = _subagent_ids(values[i])
+    c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
+    c["tombstone"] = [v is None for v in values]
+    c["payload_bytes"] = [-1 if v is None else len(v) for v in values]
+    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, c["business_key"], raw.partition)
+    c["partition"] = raw.partition
+    c["offset"] = raw.offset
+    c["timestamp"] = raw.timestamp_ms
+    c["state_key"] = [None if k is None else k.decode("utf-8", "replace") for k in raw.key]
+    c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
+    c["error"] = errors
+    return _frame(c, n)
+
+
+_NO_KEY = (None,) * 8 + (_NO_FLAGS,)
+
+_ROW_COLUMNS = (
+    "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action",
+    "is_root", "output_event_count", "output_event_types", "output_event_ids", "sensory_update_count",
+    "short_term_update_count", "call_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask",
+)
+_EMPTY_ROW = (None, None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS, -1, -1, -1, -1, -1, -1, 0)
+_F_LEGACY, _F_MODERN, _F_LINEAGE, _F_V3PLUS = 1, 2, 4, 8
+
+
+def _row(st: Any) -> tuple[Any, ...]:
+    """One record's summary columns (see _ROW_COLUMNS); one pass, since this runs for every record."""
+    te = st.task_event
+    outs = st.output_events
+    calls = st.call_results
+    if te is not None:
+        typ = te.type
+        if typ is None:
+            typ = _event_type(te)
+            flags = _F_LEGACY
+        elif te.event_class == PYTHON_EVENT or te.source_timestamp is not None:
+            flags = _F_LEGACY
+        else:
+            flags = _F_MODERN
+        if te.upstream_event_id is not None or te.upstream_action_name is not None:
+            flags |= _F_LINEAGE
+        if te.delegate is not None or te.attachments or te.event_class == SUBAGENT_EVENT:
+            flags = _F_LEGACY | _F_MODERN  # rare shapes: let the codec decide
+        head = (st.completed, te.event_class, typ, te.id, te.upstream_event_id, te.upstream_action_name,
+                typ == _INPUT_TYPE)
+    else:
+        flags = 0
+        head = (st.completed, None, None, None, None, None, False)
+    if outs:
+        otypes = []
+        for e in outs:
+            t = e.type
+            if t is None:
+                otypes.append(_event_type(e))
+                flags |= _F_LEGACY
+            else:
+                otypes.append(t)
+                flags |= _F_LINEAGE if e.upstream_event_id is not None else _F_MODERN
+            if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
+                flags = _F_LEGACY | _F_MODERN
+        out_types = tuple(otypes)
+        out_ids = tuple([e.id for e in outs])
+    else:
+        out_types = out_ids = _NO_FLAGS
+    stm = len(st.short_term_memory_updates)
+    if st.memory_updates is not UNSET:
+        stm += len(st.memory_updates)  # V0's single list
+        flags = _F_LEGACY | _F_MODERN
+    if calls or st.sensory_memory_updates or stm or flags == _F_LEGACY | _F_MODERN or flags & _F_LEGACY:
+        mask = value_format_candidates(st)
+    else:
+        mask = _SIMPLE_MASKS[flags]
+    pending, succeeded, failed = _call_counts(calls) if calls else _ZERO3
+    return (*head, len(outs), out_types, out_ids, len(st.sensory_memory_updates), stm, len(calls),
+            pending, succeeded, failed, mask)
+
+
+def _simple_mask(flags: int) -> int:
+    """Candidate formats of a record whose only evidence is modern events with or without lineage."""
+    from agent_inspect.codec._values import _MASKS, _F_LINEAGE as CODEC_LINEAGE, _F_MODERN as CODEC_MODERN
+
+    codec_flags = (CODEC_MODERN if flags & _F_MODERN else 0) | (CODEC_LINEAGE if flags & _F_LINEAGE else 0)
+    return _MASKS[codec_flags]
+
+
+_SIMPLE_MASKS = {f: _simple_mask(f) for f in (0, _F_MODERN, _F_LINEAGE, _F_MODERN | _F_LINEAGE)}
+
+
+def _reason(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _settle_formats(masks: list[int], business_keys: list[str | None],
+                    partitions: list[int]) -> tuple[list[str | None], list[bool | None]]:
+    """Pinned records keep their format; the others take their key's, else their partition's (§2.2)."""
+    fmts: list[str | None] = [None] * len(masks)
+    inferred: list[bool | None] = [None] * len(masks)
+    names = {m: newest_format(m) for m in set(masks) if m}
+    by_key: dict[tuple[Any, int], int] = {}
+    by_part: dict[tuple[int, int], int] = {}
+    open_rows = []
+    for i, m in enumerate(masks):
+        if not m:
+            continue
+        if m & (m - 1) == 0:
+            fmts[i] = names[m]
+            inferred[i] = False
+            kk = (business_keys[i], m)
+            by_key[kk] = by_key.get(kk, 0) + 1
+            pk = (partitions[i], m)
+            by_part[pk] = by_part.get(pk, 0) + 1
+        else:
+            open_rows.append(i)
+    if not open_rows:
+        return fmts, inferred
+    key_tally: dict[Any, list[tuple[int, int]]] = {}
+    for (k, m), n in by_key.items():
+        key_tally.setdefault(k, []).append((n, m))
+    part_tally: dict[int, list[tuple[int, int]]] = {}
+    for (p, m), n in by_part.items():
+        part_tally.setdefault(p, []).append((n, m))
+    for tallies in (key_tally, part_tally):
+        for lst in tallies.values():
+            lst.sort(reverse=True)
+    choices: dict[tuple[Any, int, int], str] = {}
+    for i in open_rows:
+        m = masks[i]
+        ck = (business_keys[i], partitions[i], m)
+        name = choices.get(ck)
+        if name is None:
+            choice = m
+            for tally in (key_tally.get(ck[0]), part_tally.get(ck[1])):
+                hit = next((bit for _, bit in tally or () if bit & m), None)
+                if hit is not None:
+                    choice = hit
+                    break
+            name = choices[ck] = newest_format(choice)
+        fmts[i] = name
+        inferred[i] = True
+    return fmts, inferred
+
+
+def _categorical(col: list[Any]) -> pd.Categorical:
+    # Arrow's dictionary encoding is several times faster than pd.Categorical on Python strings.
+    return pa.array(col, pa.string()).dictionary_encode().to_pandas()
+
+
+def _masked_int(col: list[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
+    values = np.asarray(col, dtype=dtype)
+    return pd.arrays.IntegerArray(values, values < 0)  # every count/group/seq is >= 0; -1 = unknown
+
+
+def _masked_bool(col: list[bool | None]) -> pd.api.extensions.ExtensionArray:
+    arr = np.array(col, dtype=object)
+    return pd.arrays.BooleanArray((arr == True).astype(bool), (arr == None).astype(bool))  # noqa: E711,E712
+
+
+def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
+    data: dict[str, Any] = {}
+    for name in COLUMNS:
+        col = c[name]
+        if name == "partition":
+            data[name] = np.asarray(col, dtype=np.int32)
+        elif name == "offset":
+            data[name] = np.asarray(col, dtype=np.int64)
+        elif name == "timestamp":
+            data[name] = pa.array(col, pa.timestamp("ms", tz="UTC")).to_pandas()
+        elif name in _CATEGORIES:
+            data[name] = _categorical(col)
+        elif name in _INT32:
+            data[name] = _masked_int([-1 if v is None else v for v in col] if name == "key_group" else col,
+                                     np.int32)
+        elif name in ("seq", "payload_bytes"):
+            data[name] = _masked_int([-1 if v is None else v for v in col] if name == "seq" else col, np.int64)
+        elif name in _BOOL:
+            data[name] = _masked_bool(col)
+        elif name == "tombstone":
+            data[name] = np.asarray(col, dtype=bool)
+        elif name in ("output_event_types", "output_event_ids", "key_flags"):
+            arr = np.empty(n, dtype=object)
+            arr[:] = col
+            data[name] = arr
+        else:  # free text: state_key, task_event_id, upstream_event_id, error
+            data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
+    frame = pd.DataFrame(data)
+    frame.index = pd.RangeIndex(n)
+    return frame
+
+
+class ActionStateLog:
+    """The action-state journal as data: ``records`` (one row per record, index = position), ``raw``, ``source``.
+
+    Build it with :meth:`from_raw` (the sources do that for you: ``ai.load(...)``). Bad keys or values are
+    rows with an ``error``; tombstones are rows with ``tombstone=True``. ``value(pos)`` decodes one record.
+    """
+
+    def __init__(self, records: pd.DataFrame, raw: RawBatch, source: SourceInfo) -> None:
+        self.records = records
+        self.raw = raw
+        self.source = source
+        self._cache: dict[int, ActionState | None] = {}
+
+    @classmethod
+    def from_raw(cls, batches: RawBatch | Iterable[RawBatch], source: SourceInfo, *,
+                 key_format: str | None = None, max_parallelism: int | None = None) -> ActionStateLog:
+        """Decode raw records into a log; never drops a record.
+
+        ``key_format`` settles ambiguous key layouts (and is the only way to read "K1.5-draft" keys);
+        ``max_parallelism`` bounds key groups.
+        """
+        raw = _sorted(_concat(batches))
+        was_enabled = gc.isenabled()
+        gc.disable()  # millions of short-lived objects: the cyclic GC would dominate the load
+        try:
+            records = _build(raw, key_format=key_format, max_parallelism=max_parallelism)
+        finally:
+            if was_enabled:
+                gc.enable()
+        return cls(records, raw, source)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        """The rows whose key or value did not decode, with the reason in ``error``."""
+        return self.records[self.records["error"].notna()]
+
+    def value(self, pos: int) -> ActionState | None:
+        """The decoded value of the record at ``pos`` (None for a tombstone); cached.
+
+        Raises :class:`ValueFormatError` when that record's value does not decode.
+        """
+        pos = int(pos)
+        if pos in self._cache:
+            return self._cache[pos]
+        if not 0 <= pos < len(self.raw):
+            raise IndexError(f"position {pos} is outside this log (0..{len(self.raw) - 1})")
+        data = self.raw.value[pos]
+        state = None if data is None else decode_action_state(data)
+        self._cache[pos] = state
+        return state
+
+    def values(self) -> list[ActionState | None]:
+        """Every record's decoded value (None for tombstones and values that do not decode)."""
+        out: list[ActionState | None] = []
+        for pos in range(len(self.raw)):
+            try:
+                out.append(self.value(pos))
+            except ValueFormatError:
+                out.append(None)
+        return out
+
+    def keys(self) -> list[str]:
+        """The business keys (key text, or digest for K1.6/K2), in order of first appearance."""
+        return [k for k in self.records["business_key"].dropna().unique().tolist()]
+
+    def for_key(self, key: str) -> ActionStateLog:
+        """A log of one business key's records (positions renumbered from 0, order kept)."""
+        mask = (self.records["business_key"] == key).fillna(False).to_numpy(dtype=bool)
+        idx = np.flatnonzero(mask).tolist()
+        records = self.records.iloc[idx].reset_index(drop=True)
+        raw = RawBatch(*(list(map(col.__getitem__, idx)) for col in
+                         (self.raw.partition, self.raw.offset, self.raw.timestamp_ms, self.raw.key, self.raw.value)),
+                       agent_key=None if self.raw.agent_key is None else [self.raw.agent_key[i] for i in idx])
+        sub = ActionStateLog(records, raw, self.source)
+        sub._cache = {new: self._cache[old] for new, old in enumerate(idx) if old in self._cache}
+        return sub
+
+    def to_parquet(self, path: str | os.PathLike[str]) -> Any:
+        """Write the exact records and source metadata to Parquet (reload with ``ai.load(path)``)."""
+        from agent_inspect.sources import write_parquet
+
+        return write_parquet(self, path)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for a first look: records, errors, keys, partitions, key/value formats, completed, tombstones."""
+        r = self.records
+        inferred = r["value_format_inferred"]
+        return {
+            "source": {"kind": self.source.kind, "location": self.source.location, "topic": self.source.topic},
+            "records": int(len(r)),
+            "errors": int(r["error"].notna().sum()),
+            "business_keys": int(r["business_key"].nunique()),
+            "partitions": sorted(int(p) for p in pd.unique(r["partition"])),
+            "key_formats": _counts(r["key_format"]),
+            "value_formats": _counts(r["value_format"]),
+            "value_formats_inferred": int(inferred.fillna(False).sum()),
+            "completed": int(r["completed"].fillna(False).sum()),
+            "tombstones": int(r["tombstone"].sum()),
+            "executions": int(r.loc[~r["tombstone"], "state_key"].nunique()),
+            "root_records": int(r["is_root"].fillna(False).sum()),
+            "flagged_keys": int((r["key_flags"].map(len) > 0).sum()),
+        }
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"<ActionStateLog {s['records']} records, {s['business_keys']} business keys, "
+                f"{s['errors']} errors from {self.source.kind} {self.source.location!r}>")
+
+    def _repr_html_(self) -> str:
+        s = self.summary()
+        rows = "".join(f"<tr><th>{_html.escape(k)}</th><td>{_html.escape(_plain(v))}</td></tr>"
+                       for k, v in s.items() if k != "source")
+        head = (f"<p><b>ActionStateLog</b> from {_html.escape(self.source.kind)} "
+                f"<code>{_html.escape(self.source.location)}</code></p>")
+        cols = ["partition", "offset", "business_key", "seq", "key_format", "value_format", "completed",
+                "task_event_type", "output_event_count", "call_count", "error"]
+        return (head + f'<table class="agent-inspect">{rows}</table>'
+                + _html.frame_html(self.records[cols], max_rows=10, caption="records"))
+
+
+def _counts(col: pd.Series) -> dict[str, int]:
+    return {str(k): int(v) for k, v in col.value_counts(dropna=True).items() if v}
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {n}" for k, n in v.items()) or "—"
+    if isinstance(v, list):
+        return ", ".join(map(str, v)) or "—"
+    return str(v)
+
