@@ -7,6 +7,7 @@ plotly figure (plotly interprets hover text, trace names and tick labels as HTML
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -45,6 +46,11 @@ STATUS_COLOURS: dict[str, str] = {
     "tombstone": "#8c564b",
     "error": "#e377c2",
     "unknown": "#1f77b4",
+    "not-in-log": "#c7c7c7",
+    # sub-agent call statuses (spec §11.5)
+    "done": "#2ca02c",
+    "in-flight": "#ff7f0e",
+    "consumed": "#17becf",
 }
 # Step kinds and outcomes of the replay executor and the prediction.
 KIND_COLOURS: dict[str, str] = {
@@ -203,6 +209,8 @@ def to_builtins(value: Any) -> Any:
                 continue
             out[name] = to_builtins(item)
         return out
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_builtins(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(k): to_builtins(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

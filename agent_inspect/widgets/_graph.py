@@ -148,10 +148,10 @@ def _kind(attrs: Mapping[str, Any]) -> str:
 
 
 def _status(attrs: Mapping[str, Any]) -> str:
-    for name in ("status", "call_status"):
-        if attrs.get(name) is not None:
-            return str(attrs[name])
-    return "live"
+    status, call = attrs.get("status"), attrs.get("call_status")
+    if call is not None and status not in _REMOVED:
+        return str(call)
+    return "live" if status is None else str(status)
 
 
 def _label(node: Any, attrs: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape
-from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html, pretty_json
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html, pretty_json, to_builtins
 
 __all__ = ["ReplayStepper"]
 
@@ -35,6 +35,7 @@ class ReplayStepper(w.VBox):
         super().__init__()
         self.add_class("ai-stepper")
         self.executor = executor
+        self._error: str | None = None
         self.step_button = w.Button(description="Step", icon="step-forward")
         self.back_button = w.Button(description="Back", icon="step-backward")
         self.run_button = w.Button(description="Run to breakpoint", icon="play", layout=w.Layout(width="180px"))
@@ -92,19 +93,27 @@ class ReplayStepper(w.VBox):
             self.detail.value = _step_html(last.get("index", len(steps)), last)
         self._draw(steps)
         self.memory.value = _memory_html(getattr(self.executor, "memory", None))
-        finished = bool(getattr(self.executor, "finished", getattr(self.executor, "done", False)))
+        finished = bool(getattr(self.executor, "done", getattr(self.executor, "finished", False)))
+        failure = getattr(self.executor, "failure", None)
+        if self._error:
+            self.status.value = message_html(self._error, level="warning")
+        elif failure:
+            self.status.value = message_html(f"the simulated job stopped: {failure}", level="error")
+        elif finished:
+            self.status.value = message_html("the replay has finished")
+        else:
+            self.status.value = ""
         self.step_button.disabled = self.run_button.disabled = finished
         self.back_button.disabled = steps.empty
 
     # -- internals --------------------------------------------------------------------------------
 
     def _call(self, action: Any) -> None:
+        self._error = None
         try:
             action()
-        except (InspectError, StopIteration) as exc:
-            self.status.value = message_html(str(exc) or "the replay has finished", level="warning")
-        else:
-            self.status.value = ""
+        except InspectError as exc:
+            self._error = str(exc)
         self.refresh()
 
     def _steps(self) -> pd.DataFrame:
@@ -115,7 +124,8 @@ class ReplayStepper(w.VBox):
 
     def _draw(self, steps: pd.DataFrame) -> None:
         kind_col = next((c for c in ("kind", "step_kind", "outcome") if c in steps.columns), None)
-        seq = steps["seq"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if "seq" in steps.columns \
+        # steps outside a round (rebuild, prune) sit on the line y = -1
+        seq = steps["seq"].astype("Float64").to_numpy(dtype=float, na_value=-1.0) if "seq" in steps.columns \
             else np.zeros(len(steps))
         x = steps["index"].to_numpy() if "index" in steps.columns else np.arange(1, len(steps) + 1)
         kinds = steps[kind_col].astype("string").fillna("?") if kind_col else pd.Series("step", index=steps.index)
@@ -171,10 +181,9 @@ def _step_html(index: int, row: pd.Series) -> str:
 def _memory_html(memory: Any) -> str:
     if memory is None:
         return ""
-    memory = _plain(memory)
-    if not isinstance(memory, Mapping) and hasattr(memory, "to_dict"):
-        memory = memory.to_dict()
-    return f'<div class="ai-record"><b>memory at this step</b><pre class="ai-value">{escape(pretty_json(memory))}</pre></div>'
+    data = to_builtins(memory)
+    return (f'<div class="ai-record"><b>memory at this step</b>'
+            f'<pre class="ai-value">{escape(pretty_json(data))}</pre></div>')
 
 
 def _na(value: Any) -> bool:

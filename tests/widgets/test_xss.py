@@ -5,7 +5,10 @@ from __future__ import annotations
 import html
 
 import agent_inspect as ai
-from agent_inspect.widgets import DivergenceView, GraphView, KeyTimeline, LogBrowser
+from agent_inspect.widgets import (
+    DivergenceView, GraphView, KeyTimeline, LogBrowser, ReplayStepper, SubagentTreeView,
+)
+from _widget_agents import recovery_executor, subagent_log
 from conftest import click, html_strings
 from _widget_logs import IMG, SCRIPT
 
@@ -58,3 +61,34 @@ def test_inspect_every_tab(probe_result):
     for tab in inspector.TABS:
         inspector.view(tab)
     _assert_no_raw_probe(html_strings(inspector))
+
+
+def test_replay_stepper_every_step():
+    stepper = ReplayStepper(recovery_executor())
+    strings = html_strings(stepper)
+    while not stepper.executor.done:
+        stepper.step_button.click()
+        strings += html_strings(stepper)
+    assert len(stepper.executor.steps) > 10
+    _assert_no_raw_probe(strings)
+    joined = "\n".join(strings)
+    for probe in (f"ask{IMG}", f"seen{IMG}", f"Work{IMG}", f"plan{SCRIPT}"):  # function id, memory, event, action
+        assert html.escape(probe) in joined, probe
+
+
+def test_subagent_tree_and_its_log():
+    log = subagent_log()
+    result = ai.reconstruct(log, rule="fixed")
+    key = result.records["business_key"].iloc[0]
+    strings: list[str] = []
+    for seq in (0, 1):
+        view = SubagentTreeView(result, key, seq)
+        for i in range(1, len(view.figure.data)):
+            click(view.figure, i, 0)
+            strings += html_strings(view)
+    inspector = ai.inspect(result)
+    for tab in inspector.TABS:
+        inspector.view(tab)
+    strings += html_strings(inspector)
+    _assert_no_raw_probe(strings)
+    assert html.escape(f"reviewer{SCRIPT}") in "\n".join(strings)

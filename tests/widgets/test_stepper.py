@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import re
+
+from agent_inspect.widgets import ReplayStepper
+from _widget_agents import recovery_executor
+
+
+def _counter(stepper: ReplayStepper, name: str) -> int:
+    match = re.search(rf'data-name="{name}"><b>(\d+)</b>', stepper.counters.value)
+    assert match, stepper.counters.value
+    return int(match.group(1))
+
+
+def _plotted(stepper: ReplayStepper) -> list[int]:
+    return sorted(int(x) for t in stepper.figure.data if t.name != "current" for x in t.x)
+
+
+def test_buttons_move_the_executor_and_update_the_view():
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    assert _counter(stepper, "steps") == 0 and stepper.back_button.disabled
+    assert "press Step" in stepper.detail.value
+
+    stepper.step_button.click()
+    assert len(ex.steps) == 1 and _counter(stepper, "steps") == 1
+    assert "rebuild" in stepper.detail.value
+    for _ in range(4):
+        stepper.step_button.click()
+    indices = [int(i) for i in ex.steps["index"]]
+    assert len(indices) == 5 and _plotted(stepper) == indices
+    current = [t for t in stepper.figure.data if t.name == "current"][0]
+    assert list(current.x) == [indices[-1]]
+    last_kind = str(ex.steps.iloc[-1]["kind"])
+    assert f"<td>{last_kind}</td>" in stepper.detail.value
+
+    stepper.back_button.click()
+    assert len(ex.steps) == 4 and _plotted(stepper) == indices[:4]
+    assert _counter(stepper, "steps") == 4
+
+
+def test_run_to_breakpoint_then_to_the_end_and_reset():
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    ex.add_breakpoint(kind="reuse")
+    stepper.run_button.click()
+    assert str(ex.current.kind) == "reuse"
+    assert _counter(stepper, "reused") == 1
+    ex.breakpoints.clear()
+    stepper.run_button.click()
+    assert ex.done and stepper.step_button.disabled and stepper.run_button.disabled
+    assert "finished" in stepper.status.value
+    counters = ex.counters
+    assert _counter(stepper, "bodies_executed") == counters.bodies_executed
+    assert _counter(stepper, "calls_served") == counters.calls_served
+    assert _counter(stepper, "calls_executed") == counters.calls_executed
+    assert len(_plotted(stepper)) == len(ex.steps)
+    assert "memory at this step" in stepper.memory.value
+
+    stepper.reset_button.click()
+    assert len(ex.steps) == 0 and _counter(stepper, "steps") == 0 and not stepper.step_button.disabled
+    assert _plotted(stepper) == []
+
+
+def test_the_recovery_reuses_and_resumes_what_the_first_attempt_saved():
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    stepper.run()
+    outcomes = set(ex.steps.loc[ex.steps["kind"] == "lookup", "outcome"])
+    assert {"REUSE", "RESUME"} <= outcomes
+    assert _counter(stepper, "calls_served") >= 1
