@@ -133,8 +133,11 @@ def _source_parts(source: Any) -> tuple[pd.DataFrame, Callable[[int], Any], str 
         )
     log = getattr(source, "log", None)
     value = getattr(source, "value", None) if log is None else getattr(log, "value", None)
-    if value is None:
-        raise TypeError(f"{type(source).__name__} gives no way to decode record values (.value(pos))")
+    if not callable(value):
+        raise RecoveryError(
+            f"this {type(source).__name__} has no decoded values (built from a bare records frame); "
+            "build it from the ActionStateLog to draw graphs"
+        )
     has_status = "status" in records.columns
     rule = getattr(source, "rule", None)
     rule_name = rule if isinstance(rule, str) or rule is None else getattr(rule, "name", type(rule).__name__)

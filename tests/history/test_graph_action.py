@@ -235,3 +235,13 @@ def test_graph_invariants_on_generated_histories(steps, formats) -> None:
     assert len(graph_nodes(g)) == g.number_of_nodes() and len(graph_edges(g)) == g.number_of_edges()
     pos = layered_layout(g)
     assert all(pos[v][1] < pos[u][1] for u, v in g.edges)
+
+
+def test_sources_without_values_are_refused_with_a_reason() -> None:
+    from agent_inspect.recovery import reconstruct
+
+    log = n04().log()
+    with pytest.raises(RecoveryError, match="ActionStateLog"):
+        action_graph(reconstruct(log.records, "fixed"), "k")
+    with pytest.raises(TypeError, match="ActionStateLog or a Reconstruction"):
+        action_graph(log.records, "k")
