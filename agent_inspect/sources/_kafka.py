@@ -45,8 +45,7 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
     where = f"topic {topic!r}"
 
-    admin_conf = {k: v for k, v in client.items() if not _consumer_only(k)}
-    admin = AdminClient(admin_conf)
+    admin = _client(AdminClient, {k: v for k, v in client.items() if not _consumer_only(k)})
     partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])
     earliest, latest = _watermarks(admin, topic, partitions, timeout, errors, user["bootstrap.servers"])
 
@@ -75,6 +74,17 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
     batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors)
     return batches, info
+
+
+def _client(make: Any, conf: dict[str, Any]) -> Any:
+    from confluent_kafka import KafkaException
+
+    try:
+        return make(conf)
+    except (KafkaException, TypeError, ValueError) as exc:
+        err = exc.args[0] if exc.args else exc
+        raise SourceError(f"bad Kafka client config: {err.str() if hasattr(err, 'str') else err}; "
+                          f"see librdkafka's CONFIGURATION.md") from None
 
 
 def _consumer_only(key: str) -> bool:
@@ -145,7 +155,7 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
         return
     keep = business_key_filter(keys) if keys is not None else None
     eof_code = KafkaError._PARTITION_EOF
-    consumer = Consumer(conf)
+    consumer = _client(Consumer, conf)
     bar = progress_bar(total=plan.total, desc=f"kafka {topic}", enabled=progress)
     try:
         consumer.assign([TopicPartition(topic, p, plan.start[p]) for p in sorted(remaining)])

@@ -79,7 +79,7 @@ def plan_reads(*, partitions: Iterable[int], earliest: Mapping[int, int], latest
             raise UnknownPartitionError(
                 f"{'marker' if markers is not None else 'start offset'} names {what} {_fmt(unknown)} but "
                 f"{where} has {what}s {_fmt(known)}; use markers/offsets taken from this {where.split()[-1]}")
-    if require_same_set and markers is not None and sorted(markers) != known:
+    if require_same_set and markers and sorted(markers) != known:
         raise UnknownPartitionError(
             f"recovery marker {what} set {_fmt(sorted(markers))} does not match the {what}s {_fmt(known)} of "
             f"{where}; it was recreated or re-bucketed, so these markers cannot be used")

@@ -233,3 +233,16 @@ def test_progress_bar_reports_records(kafka_bootstrap: str, topic: Topic,
     ai.load_kafka(kafka_bootstrap, name, progress=True)
     err = capfd.readouterr().err
     assert f"kafka {name}" in err and "rec" in err
+
+
+def test_client_config_passes_through_and_secrets_stay_out(kafka_bootstrap: str, topic: Topic) -> None:
+    name, records, _ = topic
+    config = {"security.protocol": "PLAINTEXT", "sasl.username": "svc", "sasl.password": "hunter2",
+              "client.id": "notebook-7"}
+    log = ai.load_kafka(kafka_bootstrap, name, config=config, progress=False)
+    assert len(log.records) == len(records)
+    assert log.source.options["config"] == {"security.protocol": "PLAINTEXT", "sasl.username": "svc",
+                                            "client.id": "notebook-7"}
+    assert "hunter2" not in repr(log.source)
+    with pytest.raises(ai.SourceError, match='bad Kafka client config: Invalid value "bogus"'):
+        ai.load_kafka(kafka_bootstrap, name, config={"security.protocol": "bogus"}, progress=False)

@@ -90,3 +90,11 @@ def test_plan_never_reads_outside_the_retained_range(data: st.DataObject) -> Non
     assert set(plan.start) == set(markers)
     for p in plan.start:
         assert earliest[p] <= plan.start[p] <= plan.end[p] == latest[p]
+
+
+def test_no_markers_at_all_means_nothing_to_rebuild() -> None:
+    # upstream skips the rebuild when the checkpoint holds no marker (spec §6.5 step 1, §7.4 step 1)
+    for same_set in (False, True):
+        plan = plan_reads(partitions=[0, 1, 2], earliest=EARLY, latest=LATE, markers=merge_markers([]),
+                          require_same_set=same_set)
+        assert plan.start == {} and plan.total == 0
