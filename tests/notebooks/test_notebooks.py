@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -47,16 +48,42 @@ def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def executed(run_root: Path, tmp_path_factory: pytest.TempPathFactory,
+             monkeypatch_module: pytest.MonkeyPatch) -> dict[str, nbformat.NotebookNode]:
+    """Every notebook executed end to end, all kernels at once (kernel start-up and imports overlap)."""
+    home = tmp_path_factory.mktemp("nb-home")
+    monkeypatch_module.setenv("IPYTHONDIR", str(home / ".ipython"))
+    monkeypatch_module.setenv("MPLCONFIGDIR", str(home / ".mpl"))
+    notebooks = {p.name: nbformat.read(run_root / "notebooks" / p.name, as_version=4) for p in NOTEBOOKS}
+
+    async def run_all() -> None:
+        clients = [NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
+                                  resources={"metadata": {"path": str(run_root / "notebooks")}})
+                   for nb in notebooks.values()]
+        await asyncio.gather(*(c.async_execute() for c in clients))
+
+    asyncio.run(run_all())
+    artifacts = REPO / "test-artifacts" / "notebooks"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    for name, nb in notebooks.items():
+        nbformat.write(nb, artifacts / name)  # executed copies, for a person to look at
+    return notebooks
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path: Path, run_root: Path, tmp_path: Path) -> None:
-    target = run_root / "notebooks" / path.name
-    nb = nbformat.read(target, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=False,
-                            resources={"metadata": {"path": str(target.parent)}})
-    client.execute()
+def test_notebook_runs(path: Path, executed: dict[str, nbformat.NotebookNode]) -> None:
+    nb = executed[path.name]
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
-    assert not errors
+    assert not errors, f"{path.name}: {errors[0].ename}: {errors[0].evalue}" if errors else ""
+    unrun = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "code" and c.execution_count is None]
+    assert not unrun, f"{path.name}: cells did not run: {unrun}"
     html = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
             if "text/html" in o.get("data", {})]
     assert html, "the notebook shows rich results"
-    nbformat.write(nb, tmp_path / path.name)
