@@ -133,11 +133,21 @@ def build_history(log: Any, *, annotated: pd.DataFrame | None = None) -> History
     ann = annotate(records) if annotated is None else annotated
     rec = pd.concat([records[[c for c in ("business_key", "seq", "state_key") if c in records.columns]], ann], axis=1)
     rec.index.name = "pos"
-    return History(rec, _executions(records, ann), _attempts(records, ann), _rounds(records, ann),
-                   _lineage(records, ann))
+    rows = _execution_rows(records, ann)
+    return History(rec, _execution_frame(rows), _attempts(records, ann), _rounds(records, ann),
+                   _lineage(records, ann, rows))
 
 
 def _executions(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
+    return _execution_frame(_execution_rows(records, ann))
+
+
+_EXEC_COLUMNS = ["execution", "business_key", "seq", "attempt", "state_key", "action_uuid", "event_uuid", "is_root",
+                 "task_event_id", "task_event_type", "upstream_event_id", "initial", "completed", "max_calls",
+                 "writes", "first_pos", "last_pos", "positions", "output_event_ids"]
+
+
+def _execution_rows(records: pd.DataFrame, ann: pd.DataFrame) -> list[dict[str, Any]]:
     c = _lists(records)
     ex = ann["execution"].to_numpy()
     att = ann["attempt"].astype(object).tolist()
@@ -165,13 +175,14 @@ def _executions(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
         if c["completed"][i]:
             outs = c["output_event_ids"][i]
             row["output_event_ids"] = tuple(outs) if outs is not None else ()
-    cols = ["execution", "business_key", "seq", "attempt", "state_key", "action_uuid", "event_uuid", "is_root",
-            "task_event_id", "task_event_type", "upstream_event_id", "initial", "completed", "max_calls",
-            "writes", "first_pos", "last_pos", "positions", "output_event_ids"]
     for row in rows.values():
         row["positions"] = tuple(row["positions"])
         row["writes"] = len(row["positions"])
-    frame = pd.DataFrame(list(rows.values()), columns=cols)
+    return list(rows.values())
+
+
+def _execution_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=_EXEC_COLUMNS)
     return _typed(frame.set_index("execution", drop=False).rename_axis(None))
 
 
@@ -202,49 +213,54 @@ def _attempts(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
 def _rounds(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
     cols = ["business_key", "seq", "attempt", "first_pos", "last_pos", "records", "executions", "roots",
             "completed"]
-    ok = ann["execution"].to_numpy() >= 0
-    if not ok.any():
-        return pd.DataFrame(columns=cols)
-    sub = records.loc[ok]
-    frame = pd.DataFrame({"business_key": sub["business_key"].astype(object), "seq": sub["seq"].astype("int64"),
-                          "attempt": ann.loc[ok, "attempt"].astype("int64"), "pos": sub.index,
-                          "execution": ann.loc[ok, "execution"],
-                          "root_fp": sub["event_uuid"].astype(object).where(sub["is_root"].fillna(False).astype(bool)),
-                          "completed": sub["completed"].fillna(False).astype(bool)})
-    g = frame.groupby(["business_key", "seq", "attempt"], sort=False)
-    out = g.agg(first_pos=("pos", "min"), last_pos=("pos", "max"), records=("pos", "size"),
-                executions=("execution", "nunique"),
-                roots=("root_fp", lambda s: tuple(sorted(set(s.dropna())))),
-                completed=("completed", "sum")).reset_index()
-    return _typed(out.sort_values("first_pos").reset_index(drop=True)[cols])
+    c = _lists(records)
+    ex = ann["execution"].tolist()
+    att = ann["attempt"].astype(object).tolist()
+    acc: dict[tuple[Any, Any, Any], list[Any]] = {}
+    for i, pos in enumerate(records.index.tolist()):
+        if ex[i] < 0:
+            continue
+        key = (c["business_key"][i], c["seq"][i], att[i])
+        row = acc.get(key)
+        if row is None:
+            row = acc[key] = [pos, pos, 0, set(), set(), 0]
+        row[1] = pos
+        row[2] += 1
+        row[3].add(ex[i])
+        if c["is_root"][i] and c["event_uuid"][i] is not None:
+            row[4].add(c["event_uuid"][i])
+        if c["completed"][i]:
+            row[5] += 1
+    rows = [(k, s, a, r[0], r[1], r[2], len(r[3]), tuple(sorted(r[4])), r[5]) for (k, s, a), r in acc.items()]
+    frame = pd.DataFrame(rows, columns=cols).sort_values("first_pos", kind="stable").reset_index(drop=True)
+    return _typed(frame)
 
 
-def _lineage(records: pd.DataFrame, ann: pd.DataFrame) -> pd.DataFrame:
+def _lineage(records: pd.DataFrame, ann: pd.DataFrame, rows: list[dict[str, Any]] | None = None) -> pd.DataFrame:
     """Edges parent execution → child execution through one event id (output ids, upstreamEventId)."""
     cols = ["business_key", "seq", "parent_execution", "child_execution", "event_id", "via",
             "parent_pos", "child_pos"]
-    ex = _executions(records, ann)
+    if rows is None:
+        rows = _execution_rows(records, ann)
     producers: dict[tuple[Any, Any, str], list[tuple[int, int]]] = {}
     triggers: dict[tuple[Any, Any, str], list[tuple[int, int]]] = {}
-    for row in ex.itertuples(index=False):
-        for oid in row.output_event_ids:
-            producers.setdefault((row.business_key, row.seq, oid), []).append((row.execution, row.last_pos))
-        if row.task_event_id is not None:
-            triggers.setdefault((row.business_key, row.seq, row.task_event_id), []).append(
-                (row.execution, row.first_pos))
+    for row in rows:
+        k, s = row["business_key"], row["seq"]
+        for oid in row["output_event_ids"]:
+            producers.setdefault((k, s, oid), []).append((row["execution"], row["last_pos"]))
+        if row["task_event_id"] is not None:
+            triggers.setdefault((k, s, row["task_event_id"]), []).append((row["execution"], row["first_pos"]))
     edges = []
-    for row in ex.itertuples(index=False):
-        if row.task_event_id is not None:
-            for parent, ppos in _latest_before(producers.get((row.business_key, row.seq, row.task_event_id)),
-                                               row.first_pos):
-                edges.append((row.business_key, row.seq, parent, row.execution, row.task_event_id, "output",
-                              ppos, row.first_pos))
-        if row.upstream_event_id is not None:
-            for parent, ppos in _latest_before(triggers.get((row.business_key, row.seq, row.upstream_event_id)),
-                                               row.first_pos):
-                if parent != row.execution:
-                    edges.append((row.business_key, row.seq, parent, row.execution, row.upstream_event_id,
-                                  "upstream", ppos, row.first_pos))
+    for row in rows:
+        k, s, ex, first = row["business_key"], row["seq"], row["execution"], row["first_pos"]
+        tid, up = row["task_event_id"], row["upstream_event_id"]
+        if tid is not None:
+            for parent, ppos in _latest_before(producers.get((k, s, tid)), first):
+                edges.append((k, s, parent, ex, tid, "output", ppos, first))
+        if up is not None:
+            for parent, ppos in _latest_before(triggers.get((k, s, up)), first):
+                if parent != ex:
+                    edges.append((k, s, parent, ex, up, "upstream", ppos, first))
     frame = pd.DataFrame(edges, columns=cols).drop_duplicates(subset=["parent_execution", "child_execution"])
     return frame.reset_index(drop=True)
 

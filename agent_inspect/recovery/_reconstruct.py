@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -141,6 +143,24 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
     """
+    with _gc_paused():
+        return _reconstruct(log, rule, markers, replay)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    # The bulk loops allocate millions of small acyclic objects; cyclic-GC passes over a growing heap
+    # would make the per-record cost grow with the log size.
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool) -> Reconstruction:
     from agent_inspect.history import build_history
 
     from agent_inspect.recovery._session import resolve_rule
