@@ -1,0 +1,57 @@
+"""``agent-inspect summary SOURCE [--json]``: what a log holds, at a glance."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "summary", help="count records, errors, business keys, partitions, key/value formats of a log",
+        description="Load an action-state log and print its counts: records, decode errors, business keys, "
+                    "partitions, key and value formats, completed records and tombstones.")
+    add_source_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.set_defaults(func=_run)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """SOURCE plus the options that shape how it is read (shared with ``export``)."""
+    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    parser.add_argument("--key", action="append", dest="business_keys", metavar="KEY",
+                        help="only this business key (repeatable)")
+
+
+def load_source(args: argparse.Namespace) -> Any:
+    """The log named by ``args.source``, read with the options of :func:`add_source_arguments`."""
+    from agent_inspect.sources import load
+
+    options: dict[str, Any] = {}
+    if args.business_keys:
+        options["business_keys"] = list(args.business_keys)
+    return load(args.source, **options)
+
+
+def _run(args: argparse.Namespace) -> int:
+    summary = load_source(args).summary()
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
+        return 0
+    src = summary.pop("source", {})
+    print(f"{'source':<24}{src.get('kind')} {src.get('location')}"
+          + (f" (topic {src['topic']})" if src.get("topic") else ""))
+    for name, value in summary.items():
+        print(f"{name:<24}{_text(value)}")
+    return 0
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    return str(value)

@@ -1,0 +1,137 @@
+"""``agent-inspect summary`` and ``agent-inspect export`` on real files and a real (tansu) Kafka topic."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_inspect.cli import main
+from agent_inspect.codec import (
+    ActionState,
+    CallResult,
+    Event,
+    encode_action_state,
+    event_uuid,
+    format_state_key,
+    name_action_uuid,
+)
+from agent_inspect.log import ActionStateLog
+from agent_inspect.sources import RawBatch, SourceInfo, load_file, write_jsonl
+
+ACT = name_action_uuid("act")
+
+
+def records() -> list[tuple[str, bytes | None]]:
+    out: list[tuple[str, bytes | None]] = []
+    for user in ("user-1", "user-2", "user-3"):
+        attrs = {"input": user}
+        task = Event.new("_input_event", attrs)
+        k = format_state_key("K1", seq=1, event_uuid=event_uuid(attrs), action_uuid=ACT, key_text=user)
+        out.append((k, encode_action_state(ActionState(task_event=task))))
+        out.append((k, encode_action_state(ActionState(
+            task_event=task, call_results=(CallResult("m.f", "d", "gAWV", None, "PENDING"),)))))
+        out.append((k, encode_action_state(ActionState(task_event=task, completed=True))))
+    out.append(("broken-key", b"{}"))
+    out.append((out[0][0], None))
+    return out
+
+
+@pytest.fixture
+def dump(tmp_path: Path) -> Path:
+    batch = RawBatch()
+    for offset, (k, v) in enumerate(records()):
+        batch.append(0, offset, 1767225600000 + offset, k.encode(), v)
+    log = ActionStateLog.from_raw(batch, SourceInfo(kind="kafka", location="kafka://h:9092/t", topic="t"))
+    return write_jsonl(log, tmp_path / "dump.jsonl")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_summary_json(dump: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "summary", str(dump), "--json")
+    assert code == 0 and err == ""
+    s = json.loads(out)
+    assert s["records"] == 11 and s["errors"] == 1 and s["business_keys"] == 3 and s["partitions"] == [0]
+    assert s["key_formats"] == {"K1": 10} and s["completed"] == 3 and s["tombstones"] == 1
+    assert sum(s["value_formats"].values()) == 10
+
+
+def test_summary_text_and_key_filter(dump: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "summary", str(dump))
+    assert code == 0
+    lines = dict(line.split(None, 1) for line in out.strip().splitlines())
+    assert lines["records"] == "11" and lines["key_formats"] == "K1: 10"
+    code, out, _ = run(capsys, "summary", str(dump), "--key", "user-2", "--json")
+    s = json.loads(out)  # records whose key does not parse cannot be attributed, so they stay
+    assert code == 0 and (s["records"], s["errors"], s["business_keys"]) == (4, 1, 1)
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_export_keeps_exact_records(dump: Path, tmp_path: Path, suffix: str,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / f"copy{suffix}"
+    code, out, err = run(capsys, "export", str(dump), "-o", str(target), "--json")
+    assert code == 0 and err == ""
+    assert json.loads(out) == {"output": str(target), "format": suffix[1:], "records": 11, "errors": 1}
+    original, copy = load_file(dump), load_file(target)
+    assert copy.raw.key == original.raw.key and copy.raw.value == original.raw.value
+    assert copy.records["state_key"].tolist() == original.records["state_key"].tolist()
+
+
+def test_bad_usage_and_unreadable_input_exit_2(dump: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "export", str(dump), "-o", str(tmp_path / "x.csv"))
+    assert code == 2 and err.count("\n") == 1 and "*.parquet or *.jsonl" in err
+    code, _, err = run(capsys, "summary", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and err.count("\n") == 1 and "missing.jsonl" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["export", str(dump)])  # -o is required
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_console_script_entry_point(dump: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "agent_inspect", "summary", str(dump), "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["records"] == 11
+    proc = subprocess.run([sys.executable, "-m", "agent_inspect", "summary", "nope://x"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "unknown source scheme" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from tests.support.tansu import start_tansu
+
+    broker = start_tansu(log_path=tmp_path_factory.mktemp("tansu") / "tansu.log")
+    yield broker.bootstrap
+    broker.stop()
+
+
+@pytest.mark.kafka
+def test_summary_and_export_from_kafka(kafka_bootstrap: str, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.support.tansu import create_topic, produce_like_upstream
+
+    topic = create_topic(kafka_bootstrap, 4)
+    produce_like_upstream(kafka_bootstrap, topic, records()[:-2], num_partitions=4)
+    url = f"kafka://{kafka_bootstrap}/{topic}"
+    code, out, err = run(capsys, "summary", url, "--json")
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["records"] == 9 and s["errors"] == 0 and s["business_keys"] == 3
+    assert s["source"]["kind"] == "kafka" and s["completed"] == 3
+    target = tmp_path / "topic.parquet"
+    code, out, err = run(capsys, "export", url, "-o", str(target))
+    assert code == 0, err
+    assert load_file(target).summary()["records"] == 9
