@@ -29,6 +29,7 @@ from agent_inspect.recovery._session import RecoverySession
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery._reconstruct import Reconstruction
 
 __all__ = ["predict", "Prediction", "CallJournal", "CallOutcome", "NOT_DISPATCHED"]
 
@@ -514,16 +515,24 @@ class _Simulation:
         return names
 
 
-def predict(log: ActionStateLog | None, plan: ReplayPlan | None = None, agent: Agent | None = None, *,
-            rule: Any = "fixed", markers: Markers = None, session: RecoverySession | None = None,
+def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
+            *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None) -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 
-    ``markers`` select the rebuild window (None: the whole loaded log, as if the marker were at its
-    start). ``plan`` defaults to :meth:`ReplayPlan.from_log`; ``agent`` defaults to an
-    :class:`~agent_inspect.agents.AsRecordedAgent` of the log (deterministic reruns regenerate the
-    recorded children with fresh ids). Pass ``session`` to continue from an already rebuilt store.
+    ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
+    log, rule and markers are then used. ``rule`` defaults to ``"fixed"``. ``markers`` select the
+    rebuild window: None takes the whole loaded log, ``[]`` is a fresh start. ``plan`` defaults to
+    :meth:`ReplayPlan.from_log`; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
+    log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
+    from an already rebuilt store; ``new_id`` to make fresh event ids reproducible.
     """
+    if _is_reconstruction(log):
+        recon = log
+        log = recon.log
+        rule = recon.rule if rule is None else rule
+        markers = recon.markers if markers is None else markers
+    rule = "fixed" if rule is None else rule
     if log is None and (plan is None or agent is None or session is None):
         raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
     if plan is None:
@@ -550,6 +559,10 @@ def predict(log: ActionStateLog | None, plan: ReplayPlan | None = None, agent: A
     return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
                       warnings=tuple(sim.warnings), session=session)
+
+
+def _is_reconstruction(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("log", "rule", "markers", "session", "divergences"))
 
 
 def _whole_log_markers(log: Any) -> list[dict[int, int]]:

@@ -31,6 +31,19 @@ def test_plan_inferred_from_the_log_and_as_recorded_agent():
     assert original.tasks["event_id"].iloc[-1] not in set(built.log.records["task_event_id"])
 
 
+def test_predict_from_a_reconstruction_uses_its_rule_and_markers():
+    from agent_inspect.recovery import reconstruct
+
+    built = build_case(BY_ID["N13"])
+    result = reconstruct(built.log, rule="original", markers=list(built.markers))
+    pred = predict(result, built.plan, built.agent)
+    assert pred.rule == "original"
+    assert list(pred.tasks["outcome"]) == ["REUSE", "REUSE", "REUSE"]
+    # without the marker the whole log is rebuilt: round 5 then holds two records and B's round is evicted
+    whole = predict(built.log, built.plan, built.agent, rule="original")
+    assert list(whole.tasks["outcome"]) == ["REUSE", "RERUN", "RERUN", "NOT-DISPATCHED"]   # IA@5 is cached, unused
+
+
 def test_ledger_counts_bodies_and_calls():
     n07 = build_case(BY_ID["N07"])
     original = run_case(BY_ID["N07"], "original", built=n07).prediction
