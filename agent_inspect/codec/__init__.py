@@ -16,7 +16,9 @@ from agent_inspect.codec._identity import (
     murmur_hash,
     name_action_uuid,
     python_action_hash,
+    python_args_digest,
     python_action_uuid,
+    python_function_id,
     string_key_digest,
     subagent_ids,
     subagent_namespace_digest,
@@ -57,4 +59,5 @@ __all__ = [
     "canonical_json", "java_double", "uuid3", "event_uuid", "java_string_hash", "java_long_hash",
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
+    "python_function_id", "python_args_digest",
 ]

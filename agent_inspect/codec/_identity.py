@@ -19,6 +19,7 @@ __all__ = [
     "uuid3", "event_uuid", "java_string_hash", "java_long_hash", "murmur_hash", "key_group",
     "python_action_hash", "python_action_uuid", "name_action_uuid", "kafka_partition",
     "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
+    "python_function_id", "python_args_digest",
 ]
 
 _M32 = 0xFFFFFFFF
@@ -185,3 +186,36 @@ def subagent_ids(namespace_digest: str, *, session: int = 0, call: int = 1) -> S
     session_id = f"{namespace_digest}-{session}"
     call_id = f"{session_id}-{call}"
     return SubagentIds(session_id, call_id, f"{session_id}#{call_id}")
+
+
+def python_function_id(fn: Any) -> str:
+    """The ``functionId`` Python ``durable_execute`` records for ``fn``: ``<module>.<qualname>`` (spec §13.1)."""
+    import inspect
+
+    module = inspect.getmodule(fn)
+    mod_name = module.__name__ if module is not None else getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return f"{mod_name or '<unknown>'}.{qualname or '<unknown>'}"
+
+
+def python_args_digest(args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> str:
+    """The ``argsDigest`` of a Python durable call: SHA-256 of ``cloudpickle.dumps((args, kwargs))``, 16 hex.
+
+    Pickle bytes depend on the cloudpickle and Python versions, so compare digests only within one
+    environment. Without cloudpickle, plain ``pickle`` (protocol 5) is used: the same bytes for plain data.
+    """
+    value = (tuple(args), dict(kwargs or {}))
+    try:
+        import cloudpickle
+
+        dumps = cloudpickle.dumps
+    except ImportError:  # pragma: no cover - cloudpickle ships with the dev extras
+        import pickle
+
+        def dumps(obj: Any) -> bytes:
+            return pickle.dumps(obj, protocol=5)
+    try:
+        data = dumps(value)
+    except Exception:  # noqa: BLE001 - upstream falls back to str() for anything unpicklable
+        data = str(value).encode("utf-8")
+    return hashlib.sha256(data).hexdigest()[:16]

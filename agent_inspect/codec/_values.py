@@ -221,8 +221,14 @@ def _move_extra(obj: Any, known: frozenset[str]) -> None:
             obj[_EXTRA] = extra
 
 
+_SNAKE_LINEAGE = (("upstream_event_id", "upstreamEventId"), ("upstream_action_name", "upstreamActionName"))
+
+
 def _clean_event(ev: Any) -> None:
     if isinstance(ev, dict):
+        for snake, camel in _SNAKE_LINEAGE:  # the Python SDK reads and may write either spelling (§13.2)
+            if snake in ev and camel not in ev:
+                ev[camel] = ev.pop(snake)
         _move_extra(ev, _EVENT_KEYS)
         _clean_event(ev.get("delegate"))
 

@@ -22,7 +22,9 @@ from agent_inspect.codec import (
     murmur_hash,
     name_action_uuid,
     python_action_hash,
+    python_args_digest,
     python_action_uuid,
+    python_function_id,
     string_key_digest,
     subagent_ids,
     subagent_namespace_digest,
@@ -193,3 +195,16 @@ def test_subagent_ids_vector():
     assert subagent_ids(digest, session=2, call=3).call_id == f"{digest}-2-3"
     # a null agentName is omitted, so it changes the digest
     assert subagent_namespace_digest("user-42", 7, "caller", "_input_event", {"input": "hello"}) != digest
+
+
+def test_python_durable_call_identity():
+    assert python_args_digest(("What is Flink?",)) == "2a7286cdad649b6b"          # spec §13.1, Example B
+    assert python_args_digest(("u-42", "Flink is a stream processor."), {}) == "3ab26fa0936b6293"
+    assert python_args_digest((), {"a": 1}) != python_args_digest((), {"a": 2})
+
+    def inner() -> None:
+        pass
+
+    assert python_function_id(inner) == f"{__name__}.test_python_durable_call_identity.<locals>.inner"
+    assert python_function_id(json.dumps) == "json.dumps"
+    assert python_function_id(lambda: None).endswith(".test_python_durable_call_identity.<locals>.<lambda>")

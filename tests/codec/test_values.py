@@ -311,3 +311,10 @@ def test_decode_encode_round_trip(case):
     detected, inferred = detect_value_format(decoded)
     if not inferred:  # V3+ needs positive evidence (a sub-agent event); without it the record reads as V3
         assert detected == fmt or (fmt, detected) == ("V3+", "V3")
+
+
+def test_python_snake_case_lineage_is_read():
+    wire = (b'{"taskEvent":{"@class":"org.apache.flink.agents.api.Event","id":"i","type":"W","attributes":{},'
+            b'"upstream_event_id":"u","upstream_action_name":"a"},"completed":false}')
+    ev = decode_action_state(wire).task_event
+    assert (ev.upstream_event_id, ev.upstream_action_name, ev.extra) == ("u", "a", {})
