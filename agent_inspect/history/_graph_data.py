@@ -295,7 +295,8 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
         looked_up = next((r for r in reversed(ex.rows) if r.get("outcome") is not None), None)
         if looked_up is not None:
             ex.extra["outcome"] = (looked_up["outcome"], looked_up.get("outcome_reason"))
-    if last.get("completed") and (last.get("output_event_count") or 0):
+    # outputs are written only on completion; V0 (0.1) records have no completed flag at all
+    if last.get("output_event_count"):
         ex.outputs = _outputs(value(last["pos"]))
         # the log derives legacy (V0/V1) event types from their class; keep node types consistent with it
         types = last.get("output_event_types")
@@ -331,7 +332,7 @@ def _share_names(
             break
         last = other.last
         uuid = last.get("action_uuid")
-        if uuid in missing and last.get("completed") and (last.get("output_event_count") or 0):
+        if uuid in missing and last.get("output_event_count"):
             named = {o.upstream_action for o in _outputs(value(last["pos"])) if o.upstream_action}
             if len(named) == 1:
                 names[uuid] = named.pop()
