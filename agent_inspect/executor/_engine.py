@@ -183,12 +183,17 @@ class ReplayExecutor:
         self._memory_decoder = memory_decoder
         self._memo: dict[int, tuple[tuple[str, str], str, Any, BaseException | None]] = {}
         self._base_session: Any = None
+        self._driver: list[tuple[int, bool, int]] = []      # checkpoints: (at step, complete, steps added)
         self.reset()
 
     # ------------------------------------------------------------------------------ control
 
     def reset(self) -> None:
         """Back to before the first step (the rebuild). Durable calls already run stay memoised."""
+        self._driver = []
+        self._restart()
+
+    def _restart(self) -> None:
         self._run = _Run(session=None, ids=IdSource(hash((self._seed, self._attempt))), memory={})
         self._g = greenlet.greenlet(self._main)
 
@@ -228,9 +233,19 @@ class ReplayExecutor:
         n = len(self._run.steps)
         if n == 0:
             return None
-        self.reset()
-        for _ in range(n - 1):
-            self.step()
+        target = n - 1
+        for start, _, added in self._driver:       # a checkpoint's PRUNE steps go back together
+            if start < target < start + added:
+                target = start
+        keep = [a for a in self._driver if a[0] + a[2] <= target]
+        self._restart()
+        self._driver = []
+        while True:
+            if keep and keep[0][0] == len(self._run.steps):
+                self.checkpoint(complete=keep.pop(0)[1])
+                continue
+            if len(self._run.steps) >= target or self.step() is None:
+                break
         return self.current
 
     def add_breakpoint(self, **where: Any) -> Breakpoint:
@@ -372,6 +387,7 @@ class ReplayExecutor:
 
         self._ensure_started()
         run = self._run
+        start = len(run.steps)
         marker = end_offsets(self.journal, log=self._log, num_partitions=self._partitions())
         snapshot = dict(run.last_completed)
         pending: list[tuple[str, int, str, AgentEvent]] = []
@@ -392,6 +408,7 @@ class ReplayExecutor:
                                   reason=result.failed or f"checkpoint complete: prune rounds <= {seq}",
                                   change=_removed_text(result.removed),
                                   detail={"removed": len(result.removed), "marker": marker}))
+        self._driver.append((start, complete, len(run.steps) - start))   # replayed by back()
         return marker
 
     @property

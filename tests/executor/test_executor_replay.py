@@ -428,3 +428,22 @@ def test_mid_round_checkpoint_restores_pending_tasks_memory_and_seq():
     assert ex2.step_list[1].event_id == wa_id                 # the restored task keeps its original id
     assert EXTERNAL == ["b"]
     assert ex2.report().frame["restored_in_flight"].tolist() == [True, False, False]
+
+
+def test_back_over_a_checkpoint_replays_driver_actions():
+    agent = cascade_agent()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, key_format="K1.5", seed=5)
+    ex.run(until=Breakpoint(kind="round-complete"))
+    ex.checkpoint()
+    ex.step()
+    ex.step()
+    before = _state(ex)
+    n_checkpoints = len(ex.checkpoints)
+    ex.step()
+    ex.back()
+    assert _state(ex) == before and len(ex.checkpoints) == n_checkpoints
+    ex.back()
+    ex.back()
+    assert ex.current.kind is StepKind.PRUNE and len(ex.checkpoints) == 1
+    ex.back()                                       # back over the PRUNE step: before the checkpoint
+    assert ex.current.kind is StepKind.ROUND_COMPLETE and ex.checkpoints == []
