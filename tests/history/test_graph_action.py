@@ -159,7 +159,7 @@ def test_missing_emitter_without_lineage_is_kept_as_an_orphan_v2b() -> None:
     assert not g.nodes[action]["lineage_fields"] and g.nodes[action]["status"] == "unknown"
 
 
-@pytest.mark.parametrize("key_format", ["K0", "K1", "K1.5", "K1.6", "K2"])
+@pytest.mark.parametrize("key_format", ["K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2"])
 @pytest.mark.parametrize("value_format", ["V0", "V1", "V2a", "V2b", "V3", "V3+"])
 def test_every_key_and_value_format_gives_the_same_structure(key_format: str, value_format: str) -> None:
     log = n04(key_format=key_format, value_format=value_format).log()

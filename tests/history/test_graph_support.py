@@ -124,4 +124,6 @@ class History:
 
         source = SourceInfo(kind="file", location="memory://graph-tests", topic="action-state",
                             start_offsets={self.partition: 0}, end_offsets={self.partition: len(self.batch)})
-        return ActionStateLog.from_raw(self.batch, source)
+        # the draft layout is ambiguous with K1 and is read only when asked for (spec §4.7)
+        prefer = "K1.5-draft" if self.key_format == "K1.5-draft" else None
+        return ActionStateLog.from_raw(self.batch, source, key_format=prefer)
