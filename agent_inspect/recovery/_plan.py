@@ -100,19 +100,18 @@ class ReplayPlan:
             raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
                                 "pass a ReplayPlan with the inputs")
         restored: dict[str, int] = {}
-        keys: dict[str, KeyIdentity] = {}
+        keys = identities_from_log(log)
         per_key: dict[str, list[tuple[int, int, AgentEvent]]] = {}
         for bk, frame in roots.groupby("business_key", sort=False, observed=True):
             bk = str(bk)
             last = frame.sort_index().groupby("seq", observed=True).tail(1).sort_values("seq")
             restored[bk] = int(last["seq"].iloc[0]) - 1
-            keys[bk] = identity_from_log(log, bk)
             for pos, seq in zip(last.index, last["seq"]):
                 per_key.setdefault(bk, []).append((int(seq), int(pos), _event_of(log, int(pos))))
         # interleave keys by the log position of their inputs' latest root record
         ordered = sorted((pos, bk, ev) for bk, items in per_key.items() for _, pos, ev in items)
         inputs = tuple(ReplayInput(bk, ev.with_id(None)) for _, bk, ev in ordered)
-        return cls(inputs=inputs, restored_seq=restored, keys=keys)
+        return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
 
 
 def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
@@ -129,6 +128,22 @@ def agent_event(ev: Any) -> AgentEvent:
     return AgentEvent(type=str(ev.type), attributes=attrs if isinstance(attrs, dict) else {}, id=ev.id,
                       event_class=ev.event_class, upstream_event_id=ev.upstream_event_id,
                       upstream_action=ev.upstream_action_name)
+
+
+def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
+    """The key segments of every business key of ``log`` (from its last readable record), in one pass."""
+    from agent_inspect.codec import parse_state_key
+
+    recs = log.records
+    last = recs[recs["error"].isna() & recs["business_key"].notna()].groupby(
+        "business_key", observed=True, sort=False).tail(1)
+    out = {}
+    for bk, sk in zip(last["business_key"], last["state_key"]):
+        parsed = parse_state_key(str(sk))
+        out[str(bk)] = KeyIdentity(business_key=str(bk), key_format=parsed.format, key_text=parsed.key_text,
+                                   key_group=parsed.key_group, key_digest=parsed.key_digest,
+                                   serializer_fingerprint=parsed.serializer_fingerprint)
+    return out
 
 
 def identity_from_log(log: ActionStateLog, business_key: str) -> KeyIdentity:

@@ -428,7 +428,8 @@ class _Simulation:
                 self.session.write(self._entry(task, event, completed=False))
             self._get(task, row)
         else:
-            recorded = self._value(decision.entry).call_results if self._value(decision.entry) else ()
+            value = self._value(decision.entry)
+            recorded = value.call_results if value is not None else ()
         journal = CallJournal(recorded)
         ctx = _Context(self, rnd, decl, event, journal, index, call)
         row["body_ran"] = True
@@ -489,6 +490,7 @@ class _Simulation:
     # not dispatched ---------------------------------------------------------------------------------
     def not_dispatched(self) -> list[dict[str, Any]]:
         names: dict[str, str] = {}
+        plan_key = {i.business_key: k for k, i in reversed(list(self._idents.items()))}
         rows = []
         for (bk, seq), label in self.rounds.items():
             for entry in sorted(self.session.store.entries_at(bk, seq), key=lambda e: (e.pos is None, e.pos or 0)):
@@ -496,8 +498,7 @@ class _Simulation:
                     continue
                 if not names:
                     names = self._action_names()
-                key = next((k for k, i in self._idents.items() if i.business_key == bk), bk)
-                rows.append({"key": key, "business_key": bk, "seq": seq, "input": label,
+                rows.append({"key": plan_key.get(bk, bk), "business_key": bk, "seq": seq, "input": label,
                              "action": names.get(entry.action_uuid, entry.action_uuid[:8]),
                              "event_id": entry.task_event_id, "event_type": entry.task_event_type,
                              "fingerprint": entry.event_uuid, "outcome": NOT_DISPATCHED,
