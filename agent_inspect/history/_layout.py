@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Hashable
 import networkx as nx
 
@@ -13,7 +14,7 @@ def _initial_key(graph: nx.DiGraph, node: Hashable) -> tuple[float, str]:
     # Graphs built by agent_inspect carry an integer "order" (log position); ties and foreign
     # graphs fall back to the node's text so equal graphs lay out equally whatever their build order.
     order = graph.nodes[node].get("order")
-    if isinstance(order, (int, float)) and not isinstance(order, bool) and not math.isnan(order):
+    if isinstance(order, numbers.Real) and not isinstance(order, bool) and not math.isnan(order):
         return (float(order), str(node))
     return (math.inf, str(node))
 

@@ -75,3 +75,14 @@ def test_barycentric_sweeps_remove_an_avoidable_crossing() -> None:
 
 def test_empty_graph() -> None:
     assert layered_layout(nx.DiGraph()) == {}
+
+
+def test_numpy_orders_are_honoured() -> None:
+    import numpy as np
+
+    g = nx.DiGraph()
+    g.add_node("late", order=np.int64(9))
+    g.add_node("early", order=np.int64(1))
+    g.add_node("unordered")
+    pos = layered_layout(g)
+    assert pos["early"][0] < pos["late"][0] < pos["unordered"][0]
