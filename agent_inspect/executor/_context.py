@@ -142,7 +142,8 @@ class ReplayContext:
     def _allocate_ids(self, scope: str) -> tuple[str, str]:
         from agent_inspect.codec import subagent_ids, subagent_namespace_digest
 
-        digest = subagent_namespace_digest(self.key, self.seq, self.action, self.event.type,
+        key_text = self._runtime._keys.key_text(self.key) or self.key     # §11.2: the key's text
+        digest = subagent_namespace_digest(key_text, self.seq, self.action, self.event.type,
                                            dict(self.event.attributes), agent_name=scope)
         if scope not in self._sessions:
             self._sessions[scope] = [len(self._sessions), 0]

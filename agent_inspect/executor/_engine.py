@@ -445,6 +445,10 @@ class ReplayExecutor:
                 for e in self._base_session.store.entries() if e.action_uuid not in known]
         return pd.DataFrame(rows, columns=["state_key", "business_key", "seq", "action_uuid", "completed", "pos"])
 
+    def __repr__(self) -> str:
+        state = "failed" if self.failure else "done" if self.done else "paused"
+        return f"ReplayExecutor({len(self._run.steps)} steps, {state}, rule={self._rule!r})"
+
     def _repr_html_(self) -> str:
         from agent_inspect._html import escape, frame_html
 

@@ -447,3 +447,30 @@ def test_back_over_a_checkpoint_replays_driver_actions():
     assert ex.current.kind is StepKind.PRUNE and len(ex.checkpoints) == 1
     ex.back()                                       # back over the PRUNE step: before the checkpoint
     assert ex.current.kind is StepKind.ROUND_COMPLETE and ex.checkpoints == []
+
+
+def test_subagent_ids_follow_the_spec_example():
+    """§11.2 / Example E: key user-42, seq 7, caller on {"input":"hello"}, sub-agent reviewer."""
+    child = PythonAgent()
+
+    @child.action("review", listens=["_input_event"])
+    def review(event, ctx):
+        ctx.send_event("_output_event", {"output": "LGTM"})
+
+    agent = PythonAgent()
+
+    @agent.action("caller", listens=["_input_event"])
+    def caller(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.call_subagent("reviewer", "_input_event",
+                                                                     {"input": "review this diff"})})
+
+    agent.subagent("reviewer", child)
+    ex = ReplayExecutor(agent=agent, key_format="K1.5",
+                        plan={"inputs": [("user-42", "hello")], "restored_seq": {"user-42": 6}})
+    ex.run()
+    digest = "2def7c78-fd9b-3b6b-86fe-9cc1a5e10e0e"
+    call = next(s for s in ex.step_list if s.function_id)
+    assert call.function_id == f"{digest}-0#{digest}-0-1" and call.seq == 7
+    boot = next(s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.action == "review")
+    assert boot.fingerprint == "18345cf7-092b-3fe4-a44f-023ccdf2b7d9"
+    assert list(ex.outputs["attributes"]) == [{"output": [{"output": "LGTM"}]}]
