@@ -131,6 +131,8 @@ def _build_graph(data: KeyData, *, seq: int | None, attempt: int | None) -> nx.D
     )
     for ex in data.executions:
         g.add_node(ex.node, **_action_attrs(ex))
+        ids = {d for pos in ex.positions for d in data.involved.get(pos, ())}
+        g.nodes[ex.node]["divergences"] = tuple(sorted(ids, key=str))
 
     emitter: dict[str, str] = {}
     for ex in data.executions:
@@ -167,6 +169,7 @@ def _build_graph(data: KeyData, *, seq: int | None, attempt: int | None) -> nx.D
         sorted({g.nodes[n]["attempt"] for n in actions if g.nodes[n]["attempt"] is not None})
     )
     g.graph["evicted"] = tuple(n for n in actions if g.nodes[n]["status"] in EVICTED_STATUSES)
+    g.graph["divergences"] = tuple(sorted({d for n in actions for d in g.nodes[n]["divergences"]}, key=str))
     return g
 
 
@@ -232,15 +235,18 @@ def action_graph(
     """The action graph of one business key: every round, or round ``seq``; every attempt, or ``attempt``.
 
     ``source`` is a reconstruction (statuses under its rule) or a plain ``ActionStateLog`` (status
-    ``"unknown"``). Nodes are ``"action:<first pos>"`` (one execution: the writes of one state key in one
-    attempt) and ``"event:<event id>"``; edges have ``kind`` ``"triggers"`` (event → action) or ``"emits"``
-    (action → event) and ``inferred=True`` when they come only from ``upstreamEventId``. Node attributes
-    include ``seq``, ``attempt``, ``positions``, ``completed``, call counts, ``status`` and ``reason`` (and
-    the replay ``outcome`` of a reconstruction: REUSE / RESUME / RERUN / FAIL);
-    ``graph.graph`` lists the ``rounds``, ``attempts`` and the ``evicted`` action nodes. Events whose
-    emitter is unknown are kept with ``orphan=True``; emitters known only from lineage fields are
-    placeholder actions with status ``"not-in-log"``. ``action_names`` (names, or ``{action_uuid:
-    name}``) labels actions that emitted nothing.
+    ``"unknown"``). Nodes are ``"action:<first pos>"`` (one execution: the writes of one state key in
+    one attempt) and ``"event:<event id>"``. Edges have ``kind`` ``"triggers"`` (event → action) or
+    ``"emits"`` (action → event), with ``inferred=True`` when only ``upstreamEventId`` shows them.
+
+    Action attributes include ``seq``, ``attempt``, ``positions``, ``completed``, the call counts,
+    ``status`` and ``reason``; from a reconstruction also the replay ``outcome`` (REUSE / RESUME /
+    RERUN / FAIL) and ``divergences``, the ids of the divergences its records took part in (its
+    divergence points). ``graph.graph`` holds ``rounds``, ``attempts``, the ``evicted`` action nodes
+    (the evicted suffix) and ``divergences``. Events whose emitter is unknown stay, with
+    ``orphan=True``; emitters known only from lineage fields are placeholder actions with status
+    ``"not-in-log"``. ``action_names`` (names, or ``{action_uuid: name}``) labels actions that
+    emitted nothing.
     """
     data = load_key(source, key, seq=seq, attempt=attempt, action_names=action_names)
     return _build_graph(data, seq=seq, attempt=attempt)

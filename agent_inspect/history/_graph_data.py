@@ -123,6 +123,21 @@ class KeyData:
     value: Callable[[int], Any]
     rule: str | None
     has_status: bool
+    involved: Mapping[int, tuple[Any, ...]] = field(default_factory=dict)  # pos -> divergence ids
+
+
+def _divergence_positions(source: Any) -> dict[int, tuple[Any, ...]]:
+    """Which divergences (of a reconstruction) each log position took part in or triggered."""
+    frame = getattr(source, "divergences", None)
+    if not isinstance(frame, pd.DataFrame) or frame.empty or "positions" not in frame.columns:
+        return {}
+    ids = frame["id"].tolist() if "id" in frame.columns else frame.index.tolist()
+    triggers = _plain_column(frame["trigger_pos"]) if "trigger_pos" in frame.columns else [None] * len(frame)
+    out: dict[int, list[Any]] = {}
+    for did, positions, trigger in zip(ids, frame["positions"].tolist(), triggers):
+        for pos in {*(positions or ()), *(() if trigger is None else (trigger,))}:
+            out.setdefault(int(pos), []).append(did)
+    return {pos: tuple(v) for pos, v in out.items()}
 
 
 def _source_parts(source: Any) -> tuple[pd.DataFrame, Callable[[int], Any], str | None, bool]:
@@ -272,7 +287,8 @@ def load_key(
     for ex in executions:
         _describe(ex, value, has_status, names)
     _share_names(executions, list(groups.values()), value, names)
-    return KeyData(business_key, key_text, tuple(executions), value, rule, has_status)
+    return KeyData(business_key, key_text, tuple(executions), value, rule, has_status,
+                   _divergence_positions(source) if has_status else {})
 
 
 def _name_map(action_names: Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:

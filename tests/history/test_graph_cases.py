@@ -156,3 +156,17 @@ def test_sub_agent_case_trees_keep_every_child(built) -> None:
                         if d.get("role") in ("bootstrap", "forwarded") for p in d["positions"]}
             expected = {ln.n for ln in b.case.log if ln.seq == seq and ln.event.type == "InternalSubagentCallEvent"}
             assert children == expected, case_id
+
+
+def test_divergence_points_are_marked_on_the_records_that_caused_them(built) -> None:
+    from agent_inspect.recovery import reconstruct
+
+    b = _case(built, "G01")
+    result = reconstruct(b.log, "fixed", b.markers)
+    g = result.graph("k")
+    (div,) = result.divergences.itertuples()
+    assert g.graph["divergences"] == (div.id,)
+    involved = {n for n, d in g.nodes(data=True) if d["kind"] == "action" and d["divergences"]}
+    assert {p for n in involved for p in g.nodes[n]["positions"]} >= set(div.positions)
+    plain = action_graph(b.log, "k")
+    assert plain.graph["divergences"] == () and plain.graph["evicted"] == ()
