@@ -151,6 +151,8 @@ def build_case(case: Case) -> BuiltCase:
     offsets: dict[int, int] = {}
     line_of: list[tuple[int, int, int]] = []      # (partition, offset, line n)
     window: dict[int, int] = {}
+    # unlabelled child events take the id of an earlier matching output of their round, as upstream writes them
+    unclaimed: dict[tuple[str, int], list[tuple[str, bytes, str]]] = {}
     for ln in case.log:
         ident = idents[ln.key]
         decl = agent.action(ln.action)
@@ -158,7 +160,20 @@ def build_case(case: Case) -> BuiltCase:
             action_uuid = codec.uuid3(f"case-action:{ln.action}@{ln.action_label}".encode())
         else:
             action_uuid = agent.action_uuid(ln.action, setup.key_format, attempt=ln.attempt)
-        task_event = _event(ln.event, event_id(ln.event, f"L{ln.n}.task"), setup.pipeline)
+        round_outputs = unclaimed.setdefault((ln.key, ln.seq), [])
+        task_id = event_id(ln.event, f"L{ln.n}.task")
+        if ln.event.id_label is None:
+            ident_bytes = codec.canonical_json(dict(ln.event.attributes))
+            match = next((o for o in round_outputs if o[0] == ln.event.type and o[1] == ident_bytes), None)
+            if match is not None:
+                round_outputs.remove(match)
+                task_id = match[2]
+        elif any(o[2] == task_id for o in round_outputs):
+            round_outputs[:] = [o for o in round_outputs if o[2] != task_id]
+        task_event = _event(ln.event, task_id, setup.pipeline)
+        if ln.status == "C":
+            round_outputs.extend((o.type, codec.canonical_json(dict(o.attributes)), event_id(o, f"L{ln.n}.out{i}"))
+                                 for i, o in enumerate(ln.outputs, start=1))
         fingerprint = codec.event_uuid(dict(ln.event.attributes))
         state_key = ident.state_key(ln.seq, fingerprint, action_uuid)
         partition = codec.kafka_partition(state_key, setup.partitions) if setup.partitions > 1 else 0
