@@ -289,6 +289,8 @@ class CallJournal:
         try:
             outcome, value = self._run(fid, digest, call, i)
         except ReplayError:
+            self._report(CallEvent(i, fid, digest, "deny", results_before=len(self.results),
+                                   results_after=len(self.results)))
             raise
         except Exception as exc:  # noqa: BLE001 - a failing call is recorded as FAILED, like upstream
             return ("reconcile" if reconcile else "execute"), None, exc

@@ -11,9 +11,7 @@ from typing import Any
 import greenlet
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import (
-    INPUT_EVENT, OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent,
-)
+from agent_inspect.agents._protocol import OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
 from agent_inspect.executor._calls import (
     CallEvent, CallJournal, CallSlot, decode_recorded,
 )
@@ -894,6 +892,7 @@ def _call_reason(ce: CallEvent) -> str:
         "reconcile": "PENDING slot with the same identity: the reconciler runs instead of the call",
         "stub": "served by a stub (replay call policy)",
         "served-recorded": "served the production record's result (replay call policy)",
+        "deny": "denied by the replay call policy: the body gets a ReplayError and the job stops",
     }
     return text.get(ce.outcome, ce.outcome)
 

@@ -56,7 +56,7 @@ class ReplaySafetyReport:
             elif s.call_index is not None:
                 key = {"hit": "calls_served", "hit-failed": "calls_served", "pending-hit": "calls_served",
                        "served-recorded": "calls_served", "execute": "calls_executed",
-                       "reconcile": "calls_reconciled", "stub": "calls_stubbed",
+                       "reconcile": "calls_reconciled", "stub": "calls_stubbed", "deny": "calls_denied",
                        "mismatch": "calls_truncated", "truncate": "calls_truncated"}.get(out)
                 if key:
                     row[key] += 1
@@ -65,14 +65,13 @@ class ReplaySafetyReport:
             elif out == "failed":
                 row["risks"].append(s.reason or "body failed")
         if failure and rows:
-            last = rows[max(rows)]
-            if "denied" in failure:
-                last["calls_denied"] += 1
-            last["risks"].append(failure)
+            rows[max(rows)]["risks"].append(failure)
         for row in rows.values():
             risks = row["risks"]
             if row["stale_logic"]:
                 risks.append("stale logic: action missing from the candidate agent")
+            if row["calls_denied"]:
+                risks.append(f"{row['calls_denied']} call(s) denied by the replay policy")
             if row["calls_executed"]:
                 risks.append(f"{row['calls_executed']} external call(s) run again")
             if row["calls_reconciled"]:

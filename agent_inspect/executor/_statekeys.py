@@ -20,6 +20,7 @@ class KeyMaker:
         self._log = log
         self._max_parallelism = max_parallelism
         self._ids: dict[str, Any] = {}
+        self._last: dict[str, str] | None = None
         self.format = key_format or self._infer_format()
 
     def _infer_format(self) -> str:
@@ -44,17 +45,27 @@ class KeyMaker:
             ident = self._ids[key] = self._make(key)
         return ident
 
+    def _last_state_keys(self) -> dict[str, str]:
+        # one pass over the log instead of one scan per key
+        if self._last is None:
+            recs = self._log.records
+            ok = recs[recs["error"].isna()] if "error" in recs.columns else recs
+            last = ok.groupby("business_key", observed=True, sort=False)["state_key"].last()
+            self._last = {str(k): str(v) for k, v in last.items()}
+        return self._last
+
     def _make(self, key: str) -> Any:
         from agent_inspect import codec
-        from agent_inspect.recovery._plan import KeyIdentity, identity_from_log
+        from agent_inspect.recovery._plan import KeyIdentity
 
         if self._log is not None and len(self._log.records):
-            try:
-                found = identity_from_log(self._log, key)
-            except Exception:  # noqa: BLE001 - a key absent from the log is built from its text below
-                found = None
-            if found is not None and found.key_format == self.format:
-                return found
+            sk = self._last_state_keys().get(key)
+            if sk is not None:
+                p = codec.parse_state_key(sk)
+                if p.format == self.format:
+                    return KeyIdentity(business_key=key, key_format=p.format, key_text=p.key_text,
+                                       key_group=p.key_group, key_digest=p.key_digest,
+                                       serializer_fingerprint=p.serializer_fingerprint)
         fmt = self.format
         if fmt in ("K1.6", "K2") and self._looks_like_digest(key):
             digest, text = key, None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -269,7 +268,7 @@ def test_force_rerun_with_recorded_and_deny_policies():
                         policies=Policies(actions={"WA": ActionPolicy.FORCE_RERUN}, calls="deny"))
     ex.run()
     assert ex.failure and "denied" in ex.failure and "ask_llm" in ex.failure
-    assert EXTERNAL == []
+    assert EXTERNAL == [] and ex.counters.calls_denied == 1 and ex.current.outcome == "deny"
     report = ex.report()
     assert not report.frame.loc[report.frame["action"] == "WA", "safe"].item()
     ex = ReplayExecutor(log, agent=agent, plan=plan, markers=[marker],
