@@ -296,7 +296,8 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     bad = (errors | seqs) & ~tomb
     status[bad] = "error"
     for i in np.flatnonzero(bad):
-        reason[i] = "the record did not decode; see log.errors"
+        reason[i] = ("the record did not decode; see log.errors" if errors[i] else
+                     "the key has no seqNum (K0): no recovery lookup can address it")
     frame = records.copy()
     frame["status"] = pd.Categorical(status, categories=list(STATUSES))
     frame["reason"] = pd.Series(reason, index=records.index, dtype="object")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect.recovery._model import (
@@ -172,6 +172,13 @@ class RecoverySession:
         n_events = len(self.events)
         result = self.rule.prune(self, business_key, seq, key_text)
         return PruneResult(result.removed, result.failed, tuple(self.events[n_events:]))
+
+    def prune_completed(self, last_completed: Mapping[str, int], *,
+                        key_texts: Mapping[str, str] | None = None) -> list[PruneResult]:
+        """Checkpoint completion (spec §8.4): prune every key at its ``lastCompletedSequenceNumber``
+        captured when the checkpoint was taken; one :class:`PruneResult` per key, in the map's order."""
+        texts = key_texts or {}
+        return [self.prune(k, s, key_text=texts.get(k)) for k, s in last_completed.items()]
 
     def copy(self) -> RecoverySession:
         """An independent copy (store, rule state, event record). Cost: O(entries + events)."""

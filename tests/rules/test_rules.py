@@ -315,3 +315,13 @@ def test_session_copy_is_independent() -> None:
     Replay(clone).task("k", 5, "IA", "A", root=True)
     assert len(session.store) == 3 and len(clone.store) < 3
     assert session.state.replay_path == {} and clone.state.replay_path
+
+
+def test_prune_completed_prunes_each_key_at_its_seq() -> None:
+    session = RecoverySession("fixed")
+    for _, e, _ in entries(N04 + [Line("j", 3, "IA", "A", "j1", root=True)], "K1.5"):
+        session.rebuild_entry(e)
+    results = session.prune_completed({"k": 5, "j": 2})
+    assert [len(r.removed) for r in results] == [2, 0]
+    assert session.store.seqs("k") == [6] and session.store.seqs("j") == [3]
+    assert [ev.op for ev in session.events] == ["prune"]
