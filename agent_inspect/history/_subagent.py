@@ -242,6 +242,7 @@ def subagent_tree(
         attrs.update(role=role, **extra)
         same = [e.node for e in data.executions if e.state_key == ex.state_key]
         attrs["executions"] = tuple(same)
+        attrs["divergences"] = tuple(sorted({d for p in ex.positions for d in data.involved.get(p, ())}, key=str))
         tree.add_node(ex.node, **attrs)
 
     for session in sessions.values():
