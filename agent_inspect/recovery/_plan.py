@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
 from agent_inspect._errors import RecoveryError
 from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
 
@@ -99,18 +101,25 @@ class ReplayPlan:
         if roots.empty:
             raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
                                 "pass a ReplayPlan with the inputs")
-        restored: dict[str, int] = {}
+        frame = pd.DataFrame({"bk": roots["business_key"].astype(str).to_numpy(),
+                              "seq": roots["seq"].astype("int64").to_numpy(), "pos": roots.index.to_numpy()})
+        grouped = frame.groupby(["bk", "seq"], sort=False)
+        rounds = grouped["pos"].agg(["min", "max"]).reset_index()      # first and latest root record per round
+        restored = {str(k): int(v) - 1 for k, v in rounds.groupby("bk", sort=False)["seq"].min().items()}
+        # across keys, rounds arrive in the order their first root was written; within a key, by seq
+        slots = rounds.sort_values("min", kind="stable")
+        by_seq = rounds.sort_values(["bk", "seq"], kind="stable")
+        per_key: dict[str, list[int]] = {}
+        for bk, latest in zip(by_seq["bk"], by_seq["max"]):
+            per_key.setdefault(bk, []).append(int(latest))
+        taken: dict[str, int] = {}
+        inputs_list = []
+        for bk in slots["bk"]:
+            i = taken.get(bk, 0)
+            taken[bk] = i + 1
+            inputs_list.append(ReplayInput(bk, _event_of(log, per_key[bk][i]).with_id(None)))
+        inputs = tuple(inputs_list)
         keys = identities_from_log(log)
-        per_key: dict[str, list[tuple[int, int, AgentEvent]]] = {}
-        for bk, frame in roots.groupby("business_key", sort=False, observed=True):
-            bk = str(bk)
-            last = frame.sort_index().groupby("seq", observed=True).tail(1).sort_values("seq")
-            restored[bk] = int(last["seq"].iloc[0]) - 1
-            for pos, seq in zip(last.index, last["seq"]):
-                per_key.setdefault(bk, []).append((int(seq), int(pos), _event_of(log, int(pos))))
-        # interleave keys by the log position of their inputs' latest root record
-        ordered = sorted((pos, bk, ev) for bk, items in per_key.items() for _, pos, ev in items)
-        inputs = tuple(ReplayInput(bk, ev.with_id(None)) for _, bk, ev in ordered)
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
 
 

@@ -31,6 +31,18 @@ def test_plan_inferred_from_the_log_and_as_recorded_agent():
     assert original.tasks["event_id"].iloc[-1] not in set(built.log.records["task_event_id"])
 
 
+def test_plan_from_log_takes_each_round_latest_root_in_seq_order():
+    # G03: att3 rewrote A@5 after C@6; N09: two keys interleave by arrival
+    g03 = ReplayPlan.from_log(build_case(BY_ID["G03"]).log)
+    assert [i.display for i in g03.inputs] == ["A", "C"] and g03.restored_seq == {"k": 4}
+    g01 = ReplayPlan.from_log(build_case(BY_ID["G01"]).log)
+    assert [i.display for i in g01.inputs] == ["B", "C"]            # the later attempt's input at seq 5
+    n09 = ReplayPlan.from_log(build_case(BY_ID["N09"]).log)
+    assert [(i.key, i.display) for i in n09.inputs] == [("k", "A"), ("k2", "X"), ("k", "B")]
+    assert n09.restored_seq == {"k": 4, "k2": 6}
+    assert n09.keys["k2"].key_text == "k2" and n09.keys["k2"].key_format == "K1.5"
+
+
 def test_predict_from_a_reconstruction_uses_its_rule_and_markers():
     from agent_inspect.recovery import reconstruct
 
