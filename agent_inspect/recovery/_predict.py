@@ -341,6 +341,11 @@ class _Simulation:
         try:
             by_key: dict[str, list[Any]] = {}
             for p in self.plan.pending:
+                if self._decl(p.action).scope is not None or p.event.type == SUBAGENT_EVENT:
+                    # PR #1138: child tasks are dropped on resume; the root caller re-issues the call
+                    self.warnings.append(f"dropped the restored child task {p.action} at ({p.key}, {p.seq}) "
+                                         "(sub-agent child tasks are dropped on resume, spec §11.4)")
+                    continue
                 by_key.setdefault(p.key, []).append(p)
             for key, tasks in by_key.items():
                 # open() re-submits the in-flight round's queued tasks, original events and ids (§9.5 step 2)

@@ -56,6 +56,20 @@ def test_predict_from_a_reconstruction_uses_its_rule_and_markers():
     assert list(whole.tasks["outcome"]) == ["REUSE", "RERUN", "RERUN", "NOT-DISPATCHED"]   # IA@5 is cached, unused
 
 
+def test_restored_child_tasks_are_dropped_on_resume():
+    import tomllib
+
+    data = tomllib.loads((ROOT / "cases" / "S01.toml").read_text())
+    data.update(replay=[], pending=[{"key": "k", "seq": 5, "action": "P", "event": "In(A)#a1"},
+                                    {"key": "k", "seq": 5, "action": "CA", "event": "Sub(s0,s0-1,_input_event)#b1"}],
+                keys={"k": {"restored_seq": 5}}, expect={"fixed": "pending.P#a1=RESUME CA=REUSE"})
+    (case,) = parse_case(data)
+    result = run_case(case, "fixed")
+    assert result.passed, result.mismatches
+    assert result.predicted[1].startswith("k:pending.CA#new")           # the regenerated bootstrap, not #b1
+    assert any("dropped the restored child task CA" in w for w in result.prediction.warnings)
+
+
 def test_ledger_counts_bodies_and_calls():
     n07 = build_case(BY_ID["N07"])
     original = run_case(BY_ID["N07"], "original", built=n07).prediction
