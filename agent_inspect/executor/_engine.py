@@ -246,6 +246,10 @@ class ReplayExecutor:
                 break
         return self.current
 
+    def fail_after(self, step: int | None) -> None:
+        """Make the simulated job die once ``step`` steps have run (None: never). See :meth:`checkpoint`."""
+        self._fail_after = step
+
     def add_breakpoint(self, **where: Any) -> Breakpoint:
         """Add a :class:`Breakpoint` (``key=``, ``seq=``, ``action=``, ``kind=``, ``outcome=``, ``when=``)."""
         bp = Breakpoint(**where)

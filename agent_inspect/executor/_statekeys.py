@@ -43,6 +43,7 @@ class KeyMaker:
         ident = self._ids.get(key)
         if ident is None:
             ident = self._ids[key] = self._make(key)
+            self._ids.setdefault(str(ident.business_key), ident)
         return ident
 
     def _last_state_keys(self) -> dict[str, str]:
@@ -59,11 +60,17 @@ class KeyMaker:
         from agent_inspect.recovery._plan import KeyIdentity
 
         if self._log is not None and len(self._log.records):
-            sk = self._last_state_keys().get(key)
+            last = self._last_state_keys()
+            sk = last.get(key)
+            if sk is None and self.format in ("K1.6", "K2"):
+                from agent_inspect.codec import string_key_digest
+
+                sk = last.get(string_key_digest(key))     # a plan may name a K2 key by its text
             if sk is not None:
                 p = codec.parse_state_key(sk)
                 if p.format == self.format:
-                    return KeyIdentity(business_key=key, key_format=p.format, key_text=p.key_text,
+                    bk = p.key_digest if p.format in ("K1.6", "K2") else key
+                    return KeyIdentity(business_key=bk, key_format=p.format, key_text=p.key_text,
                                        key_group=p.key_group, key_digest=p.key_digest,
                                        serializer_fingerprint=p.serializer_fingerprint)
         fmt = self.format
@@ -78,8 +85,9 @@ class KeyMaker:
                 raise ReplayError(f"key {key!r} is a digest absent from the log; give its KeyIdentity in the plan")
             group = codec.key_group(codec.java_string_hash(text), self._max_parallelism)
         fingerprint = self._fingerprint() if fmt == "K2" else None
-        return KeyIdentity(business_key=key, key_format=fmt, key_text=text, key_group=group,
-                           key_digest=digest, serializer_fingerprint=fingerprint)
+        # K1.6/K2 logs name a key by its digest (§4.6): that is the business key the store indexes
+        return KeyIdentity(business_key=digest if digest is not None else key, key_format=fmt, key_text=text,
+                           key_group=group, key_digest=digest, serializer_fingerprint=fingerprint)
 
     def _fingerprint(self) -> str:
         if self._log is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -473,3 +474,25 @@ def test_subagent_ids_follow_the_spec_example():
     boot = next(s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.action == "review")
     assert boot.fingerprint == "18345cf7-092b-3fe4-a44f-023ccdf2b7d9"
     assert list(ex.outputs["attributes"]) == [{"output": [{"output": "LGTM"}]}]
+
+
+@pytest.mark.parametrize("key_format", ["K1", "K1.5", "K1.6", "K2"])
+@pytest.mark.parametrize("value_format", ["V2a", "V3"])
+def test_production_chain_in_every_key_and_value_format(key_format, value_format):
+    agent = cascade_agent()
+    inputs = [("user-1", "a"), ("user-1", "b")]
+    ex1 = ReplayExecutor(agent=agent, plan={"inputs": inputs}, key_format=key_format, value_format=value_format,
+                         seed=1)
+    ex1.step()
+    marker = ex1.checkpoint()
+    ex1.run()
+    log = ex1.to_log()
+    assert log.errors.empty and set(log.records["key_format"]) == {key_format}
+    assert set(log.records["value_format"]) <= {value_format, "V2a", "V2b", "V3"}
+    for rule, want in (("original", ["REUSE", "REUSE", "RERUN", "RERUN"]), ("fixed", ["REUSE"] * 4)):
+        ex = ReplayExecutor(log, agent=agent, plan={"inputs": inputs}, markers=[marker], rule=rule,
+                            memory_decoder=json_envelope_decoder)
+        ex.run()
+        assert [o for _, o in outcomes(ex)] == want, rule
+        (bk,) = set(log.records["business_key"])
+        assert dict(ex.memory[bk].short_term) == {"seen": "b"}
