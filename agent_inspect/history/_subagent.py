@@ -126,11 +126,27 @@ class _Digests:
         return table.get(digest, [])
 
 
-def _attribute(session: _Session, candidates: list[Execution], own: set[str], digests: _Digests) -> None:
+def _journal_ids(data: KeyData, ex: Execution) -> set[str]:
+    """Every function id in any call journal an execution wrote (a mismatch may have cut the last one)."""
+    ids = {fid for fid, _ in ex.call_functions}
+    for row in ex.rows:
+        if row.get("call_count"):
+            state = data.value(row["pos"])
+            if state is not None:
+                ids.update(c.function_id for c in state.call_results)
+    return ids
+
+
+def _attribute(
+    data: KeyData, session: _Session, candidates: list[Execution], own: set[str], digests: _Digests
+) -> None:
     function_ids = {f"{session.session_id}#{cid}" for cid in session.calls}
     by_result = [
         ex for ex in candidates
         if ex.node not in own and any(fid in function_ids for fid, _ in ex.call_functions)
+    ] or [
+        ex for ex in candidates
+        if ex.node not in own and len(ex.rows) > 1 and function_ids & _journal_ids(data, ex)
     ]
     if by_result:
         session.caller, session.attribution = max(by_result, key=lambda e: e.positions[-1]), "call-result"
@@ -228,7 +244,7 @@ def subagent_tree(
     digests = _Digests(data, candidates, key_text)
     for session in sessions.values():
         own = {c.ex.node for calls in session.calls.values() for c in calls}
-        _attribute(session, candidates, own, digests)
+        _attribute(data, session, candidates, own, digests)
     _break_cycles(sessions, {c.ex.node: c for c in children})
 
     latest = _latest_by_state_key(data.executions)

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_inspect.codec import CallResult
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
 
 try:
@@ -274,3 +275,16 @@ def test_tree_invariants_on_generated_rounds(sessions, caller_status, named) -> 
         expected = "call-result" if recorded else (
             "namespace-digest" if name_known and not s.startswith("stray") else "unattributed")
         assert tree.graph["attributions"][s] == expected
+
+
+def test_a_call_result_cut_by_a_later_mismatch_still_attributes_the_call() -> None:
+    # spec §9.4: a non-deterministic call truncates the journal; the caller's last record lost s#c.
+    h = History()
+    a1 = inp("A", "a1")
+    s, c = session_ids("k", 5, "P", a1)
+    h.run("k", 5, "P", a1, "P", calls=[(f"{s}#{c}", "PENDING")])
+    cut = CallResult(function_id="other.call", status="SUCCEEDED", result_payload="Im9rIg==")
+    h.batch.append(0, len(h.batch), None, h.batch.key[-1], h._state(a1, calls=[cut]))
+    h.run("k", 5, "CA", sub(s, c, "_input_event", "b1"))
+    tree = subagent_tree(h.log(), "k", 5)
+    assert _only(tree, "call")["attribution"] == "call-result"
