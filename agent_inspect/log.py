@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -16,6 +16,13 @@ from agent_inspect import _html
 from agent_inspect._errors import ValueFormatError
 from agent_inspect.codec._keys import resolve_key_fields
 from agent_inspect.codec._values import (
+    _F_CALL_NEW,
+    _F_CALL_OLD,
+    _F_ENVELOPE,
+    _F_LEGACY,
+    _F_LINEAGE,
+    _F_MODERN,
+    _MASKS,
     _NULL,
     LEAN_DECODER,
     PYTHON_EVENT,
@@ -41,7 +48,7 @@ COLUMNS = (
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "payload_bytes",
     "key_flags", "agent_key", "error",
 )
-_CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "event_uuid", "action_uuid",
+_CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "action_uuid",
                "value_format", "task_event_class", "task_event_type", "upstream_action", "subagent_scope",
                "subagent_session_id", "subagent_call_id", "agent_key")
 _INT32 = ("key_group", "output_event_count", "sensory_update_count", "short_term_update_count", "call_count",
@@ -211,7 +218,18 @@ _ROW_COLUMNS = (
     "short_term_update_count", "call_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask",
 )
 _EMPTY_ROW = (None, None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS, -1, -1, -1, -1, -1, -1, 0)
-_F_LEGACY, _F_MODERN, _F_LINEAGE, _F_V3PLUS = 1, 2, 4, 8
+_ENVELOPE_PREFIX = b'{"serde":"kryo",'
+_RARE = -1  # a shape only the codec's full rule set decides (legacy, sub-agent, V0, unusual memory values)
+
+
+def _event_evidence(e: Any) -> int:
+    if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
+        return _RARE
+    f = _F_LEGACY if (e.type is None or e.event_class == PYTHON_EVENT or e.source_timestamp is not None) \
+        else _F_MODERN
+    if e.upstream_event_id is not None or e.upstream_action_name is not None:
+        f |= _F_LINEAGE
+    return f
 
 
 def _row(st: Any) -> tuple[Any, ...]:
@@ -219,19 +237,13 @@ def _row(st: Any) -> tuple[Any, ...]:
     te = st.task_event
     outs = st.output_events
     calls = st.call_results
+    rare = False
     if te is not None:
         typ = te.type
         if typ is None:
             typ = _event_type(te)
-            flags = _F_LEGACY
-        elif te.event_class == PYTHON_EVENT or te.source_timestamp is not None:
-            flags = _F_LEGACY
-        else:
-            flags = _F_MODERN
-        if te.upstream_event_id is not None or te.upstream_action_name is not None:
-            flags |= _F_LINEAGE
-        if te.delegate is not None or te.attachments or te.event_class == SUBAGENT_EVENT:
-            flags = _F_LEGACY | _F_MODERN  # rare shapes: let the codec decide
+        flags = _event_evidence(te)
+        rare = flags < 0
         head = (st.completed, te.event_class, typ, te.id, te.upstream_event_id, te.upstream_action_name,
                 typ == _INPUT_TYPE)
     else:
@@ -241,40 +253,35 @@ def _row(st: Any) -> tuple[Any, ...]:
         otypes = []
         for e in outs:
             t = e.type
-            if t is None:
-                otypes.append(_event_type(e))
-                flags |= _F_LEGACY
-            else:
-                otypes.append(t)
-                flags |= _F_LINEAGE if e.upstream_event_id is not None else _F_MODERN
-            if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
-                flags = _F_LEGACY | _F_MODERN
+            otypes.append(t if t is not None else _event_type(e))
+            f = _event_evidence(e)
+            rare = rare or f < 0
+            flags |= f
         out_types = tuple(otypes)
         out_ids = tuple([e.id for e in outs])
     else:
         out_types = out_ids = _NO_FLAGS
-    stm = len(st.short_term_memory_updates)
+    if calls:
+        pending, succeeded, failed = _call_counts(calls)
+        for cr in calls:
+            flags |= _F_CALL_OLD if cr.status is None else _F_CALL_NEW
+    else:
+        pending = succeeded = failed = 0
+    sensory, short = st.sensory_memory_updates, st.short_term_memory_updates
+    stm = len(short)
+    for updates in (sensory, short) if (sensory or short) else ():
+        for mu in updates:
+            v = mu.value
+            if v != _NULL:
+                if bytes(v).startswith(_ENVELOPE_PREFIX):
+                    flags |= _F_ENVELOPE
+                else:
+                    rare = True
     if st.memory_updates is not UNSET:
         stm += len(st.memory_updates)  # V0's single list
-        flags = _F_LEGACY | _F_MODERN
-    if calls or st.sensory_memory_updates or stm or flags == _F_LEGACY | _F_MODERN or flags & _F_LEGACY:
-        mask = value_format_candidates(st)
-    else:
-        mask = _SIMPLE_MASKS[flags]
-    pending, succeeded, failed = _call_counts(calls) if calls else _ZERO3
-    return (*head, len(outs), out_types, out_ids, len(st.sensory_memory_updates), stm, len(calls),
-            pending, succeeded, failed, mask)
-
-
-def _simple_mask(flags: int) -> int:
-    """Candidate formats of a record whose only evidence is modern events with or without lineage."""
-    from agent_inspect.codec._values import _MASKS, _F_LINEAGE as CODEC_LINEAGE, _F_MODERN as CODEC_MODERN
-
-    codec_flags = (CODEC_MODERN if flags & _F_MODERN else 0) | (CODEC_LINEAGE if flags & _F_LINEAGE else 0)
-    return _MASKS[codec_flags]
-
-
-_SIMPLE_MASKS = {f: _simple_mask(f) for f in (0, _F_MODERN, _F_LINEAGE, _F_MODERN | _F_LINEAGE)}
+        rare = True
+    mask = value_format_candidates(st) if rare else _MASKS[flags]
+    return (*head, len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed, mask)
 
 
 def _reason(exc: Exception) -> str:
@@ -371,7 +378,7 @@ def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
             arr = np.empty(n, dtype=object)
             arr[:] = col
             data[name] = arr
-        else:  # free text: state_key, task_event_id, upstream_event_id, error
+        else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
             data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
     frame = pd.DataFrame(data)
     frame.index = pd.RangeIndex(n)
@@ -463,6 +470,116 @@ class ActionStateLog:
         from agent_inspect.sources import write_parquet
 
         return write_parquet(self, path)
+
+    def verify_identity(self, *, num_partitions: int | None = None, max_parallelism: int = 128,
+                        plan: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Recompute each record's identities and compare them with its key (spec §15 step 4).
+
+        Returns a frame indexed by position with ``*_expected`` and ``*_ok`` columns (``<NA>`` where a
+        check cannot be made): the event UUID from ``taskEvent.attributes`` (0.3+ recipe; legacy V0/V1
+        records are not checked), the Kafka partition (``num_partitions``, by default the topic's
+        partition count for Kafka sources), the key group of K1.5 keys (assuming a ``String`` business
+        key), and with ``plan`` (the agent plan JSON, or its ``actions`` map) the action name and UUID.
+        Hash-based action UUIDs of Java actions differ per JVM, so those are left unchecked.
+        """
+        from agent_inspect.codec import (
+            event_uuid,
+            java_string_hash,
+            key_group,
+            murmur_hash,
+            name_action_uuid,
+            python_action_uuid,
+        )
+        from agent_inspect.codec._values import TASK_ATTRIBUTES_DECODER
+
+        r = self.records
+        n = len(r)
+        fmts = r["key_format"].astype(object).tolist()
+        texts = r["key_text"].astype(object).tolist()
+        digests = r["key_digest"].astype(object).tolist()
+        vfmts = r["value_format"].astype(object).tolist()
+        actual_ev = r["event_uuid"].astype(object).tolist()
+
+        ev_expected: list[str | None] = [None] * n
+        by_attrs: dict[bytes, str] = {}
+        for pos in range(n):
+            data = self.raw.value[pos]
+            if data is None or vfmts[pos] in (None, "V0", "V1"):
+                continue
+            try:
+                task = TASK_ATTRIBUTES_DECODER.decode(data).task_event
+            except msgspec.DecodeError:
+                continue
+            if task is None or not task.attributes:
+                continue
+            attrs = bytes(task.attributes)
+            if attrs not in by_attrs:
+                by_attrs[attrs] = event_uuid(attrs)
+            ev_expected[pos] = by_attrs[attrs]
+
+        if num_partitions is None and self.source.kind == "kafka":
+            num_partitions = self.source.options.get("num_partitions") or (
+                max(self.source.end_offsets) + 1 if self.source.end_offsets else None)
+        part_expected: list[int] = [-1] * n
+        if num_partitions:
+            by_basis: dict[str, int] = {}
+            for pos, fmt in enumerate(fmts):
+                if fmt in ("K1", "K1.5-draft"):
+                    basis = (texts[pos] or "").split("_", 1)[0] or None
+                elif fmt == "K1.5":
+                    basis = texts[pos]
+                elif fmt in ("K1.6", "K2"):
+                    basis = digests[pos]
+                else:
+                    basis = None
+                if basis is not None:
+                    if basis not in by_basis:
+                        by_basis[basis] = murmur_hash(java_string_hash(basis)) % num_partitions
+                    part_expected[pos] = by_basis[basis]
+
+        group_expected = [key_group(java_string_hash(texts[pos]), max_parallelism)
+                          if fmt in ("K1.5", "K1.5-draft") and texts[pos] is not None else -1
+                          for pos, fmt in enumerate(fmts)]
+
+        names: list[str | None] = [None] * n
+        action_ok: list[bool | None] = [None] * n
+        if plan is not None:
+            actions = plan.get("actions", plan)
+            hashed: dict[str, str] = {}
+            named = {name_action_uuid(name): name for name in actions}
+            java = False
+            for name, spec in actions.items():
+                exec_ = (spec or {}).get("exec") or {}
+                if exec_.get("module") is not None and exec_.get("qualname") is not None:
+                    triggers = spec.get("trigger_conditions") or spec.get("triggers") or []
+                    hashed[python_action_uuid(name, exec_["module"], exec_["qualname"], triggers)] = name
+                else:
+                    java = True
+            for pos, (fmt, act) in enumerate(zip(fmts, r["action_uuid"].astype(object).tolist())):
+                if fmt is None or act is None:
+                    continue
+                table = named if fmt == "K2" else hashed
+                names[pos] = table.get(act)
+                if names[pos] is not None:
+                    action_ok[pos] = True
+                elif fmt == "K2" or not java:
+                    action_ok[pos] = False
+
+        ev_ok = [None if e is None or a is None else e == a for e, a in zip(ev_expected, actual_ev)]
+        parts = r["partition"].tolist()
+        groups = r["key_group"].fillna(-1).astype(int).tolist()
+        return pd.DataFrame({
+            "event_uuid_expected": pd.array(ev_expected, dtype="str"),
+            "event_uuid_ok": pd.array(ev_ok, dtype="boolean"),
+            "partition_expected": _masked_int(part_expected, np.int32),
+            "partition_ok": pd.array([None if e < 0 else e == p for e, p in zip(part_expected, parts)],
+                                     dtype="boolean"),
+            "key_group_expected": _masked_int(group_expected, np.int32),
+            "key_group_ok": pd.array([None if e < 0 else e == g for e, g in zip(group_expected, groups)],
+                                     dtype="boolean"),
+            "action_name": pd.Categorical(names),
+            "action_uuid_ok": pd.array(action_ok, dtype="boolean"),
+        }, index=pd.RangeIndex(n))
 
     def summary(self) -> dict[str, Any]:
         """Counts for a first look: records, errors, keys, partitions, key/value formats, completed, tombstones."""

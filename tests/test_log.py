@@ -266,3 +266,41 @@ def test_never_drops_and_keeps_physical_order(items, rnd):
             assert r["completed"].iat[pos] and r["seq"].iat[pos] == 1
         if kind == "badkey":
             assert r["error"].iat[pos].startswith("key:")
+
+
+def test_verify_identity_against_key_partition_group_and_plan():
+    from agent_inspect.codec import kafka_partition, python_action_uuid
+
+    plan = {"actions": {"process_input": {"exec": {"module": "my_agent", "qualname": "MyAgent.process_input"},
+                                          "trigger_conditions": ["_input_event"]}}}
+    hashed = python_action_uuid("process_input", "my_agent", "MyAgent.process_input", ["_input_event"])
+    attrs = {"input": "hello"}
+    value = encode_action_state(ActionState(task_event=Event.new("_input_event", attrs)))
+    good_k1 = key("user-42", 7, attrs, action=hashed).decode()
+    bad_ev = key("user-42", 8, {"input": "other"}, action=hashed).decode()
+    good_k15 = key("user-42", 7, attrs, fmt="K1.5", action=hashed).decode()              # key group 20
+    bad_group = good_k15.replace("20_", "21_", 1)
+    k2 = format_state_key("K2", seq=7, event_uuid=event_uuid(attrs), action_uuid=name_action_uuid("process_input"),
+                          key_group=20, key_digest="E7o9BwqaXQ7wLxweJnKSs2N4ilcHgVnTVUg5wKuAPhg=",
+                          serializer_fingerprint="A" * 43 + "=")
+    unknown_action = key("user-42", 9, attrs, action=name_action_uuid("other")).decode()
+    rows = []
+    for i, (k, p) in enumerate([(good_k1, kafka_partition(good_k1, 64)), (bad_ev, kafka_partition(bad_ev, 64)),
+                                (good_k15, 3), (bad_group, 3), (k2, kafka_partition(k2, 64)),
+                                (unknown_action, kafka_partition(unknown_action, 64))]):
+        rows.append((p, i, k.encode(), value))
+    log = ActionStateLog.from_raw(batch(rows), SOURCE)
+    v = log.verify_identity(num_partitions=64, plan=plan)
+    by_key = dict(zip(log.records["state_key"], v.to_dict("records")))
+    assert by_key[good_k1]["event_uuid_ok"] and by_key[good_k1]["partition_ok"]
+    assert by_key[good_k1]["action_name"] == "process_input" and by_key[good_k1]["action_uuid_ok"]
+    assert by_key[bad_ev]["event_uuid_ok"] is False and by_key[bad_ev]["partition_ok"]
+    assert by_key[good_k15]["key_group_ok"] and by_key[good_k15]["key_group_expected"] == 20
+    assert by_key[good_k15]["partition_ok"] is False  # K1.5 partitions by the key text (§6.3)
+    assert by_key[bad_group]["key_group_ok"] is False
+    assert by_key[k2]["partition_ok"] and by_key[k2]["action_uuid_ok"] and pd.isna(by_key[k2]["key_group_ok"])
+    assert by_key[unknown_action]["action_uuid_ok"] is False and pd.isna(by_key[unknown_action]["action_name"])
+    # without a plan or partition count, those checks are unknown rather than failed
+    bare = log.verify_identity()
+    assert bare["partition_ok"].isna().all() and bare["action_uuid_ok"].isna().all()
+    assert bare["event_uuid_ok"].tolist() == v["event_uuid_ok"].tolist()

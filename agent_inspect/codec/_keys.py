@@ -234,18 +234,22 @@ def resolve_key_fields(keys: Sequence[str | bytes | None], partitions: Sequence[
     parts = partitions if partitions is not None else [0] * len(keys)
     out: list[KeyFields | KeyFormatError | None] = []
     cache: dict[Any, KeyFields | KeyFormatError] = {}
-    votes: dict[tuple[int, str], int] = {}
-    ambiguous: list[int] = []
+    ambiguous_keys = False
     fast = prefer is None
-    for i, key in enumerate(keys):
+    for key in keys:
         if key is None:
             out.append(None)
             continue
         got = cache.get(key)
         if got is None:
-            got = _resolve_one(key, prefer, max_parallelism, fast)
-            cache[key] = got
+            got = cache[key] = _resolve_one(key, prefer, max_parallelism, fast)
+            ambiguous_keys = ambiguous_keys or (type(got) is tuple and FLAG_AMBIGUOUS in got[8])
         out.append(got)
+    if not ambiguous_keys:
+        return out
+    votes: dict[tuple[int, str], int] = {}
+    ambiguous: list[int] = []
+    for i, got in enumerate(out):
         if type(got) is tuple:
             if FLAG_AMBIGUOUS in got[8]:
                 ambiguous.append(i)

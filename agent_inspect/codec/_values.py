@@ -203,6 +203,18 @@ class _LeanState(Struct, frozen=True, gc=False, rename="camel"):
 LEAN_DECODER = msgspec.json.Decoder(_LeanState)
 
 
+class _AttrsEvent(Struct, frozen=True, gc=False):
+    attributes: Raw = _ABSENT
+
+
+class _AttrsState(Struct, frozen=True, gc=False, rename="camel"):
+    task_event: _AttrsEvent | None = None
+
+
+#: Decodes only ``taskEvent.attributes`` (internal; identity checks).
+TASK_ATTRIBUTES_DECODER = msgspec.json.Decoder(_AttrsState)
+
+
 def _json_names(cls: type[Struct]) -> frozenset[str]:
     return frozenset(n for n in cls.__struct_encode_fields__ if n != _EXTRA)
 
