@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -194,11 +195,27 @@ class ReplayExecutor:
     def _restart(self) -> None:
         self._run = _Run(session=None, ids=IdSource(hash((self._seed, self._attempt))), memory={})
         self._g = greenlet.greenlet(self._main)
+        self._thread = threading.get_ident()
+
+    def _replay_to(self, target: int) -> None:
+        """Re-run from the start to ``target`` steps, re-applying the driver's checkpoints."""
+        keep = [a for a in self._driver if a[0] + a[2] <= target]
+        self._restart()
+        self._driver = []
+        while True:
+            if keep and keep[0][0] == len(self._run.steps):
+                self.checkpoint(complete=keep.pop(0)[1])
+                continue
+            if len(self._run.steps) >= target or self.step() is None:
+                break
 
     def step(self) -> Step | None:
         """Run one step and return it; None when the replay has ended (or the job failed)."""
         if self.done:
             return None
+        if self._thread != threading.get_ident():
+            # a greenlet only runs on the thread that made it: rebuild this state here (deterministic)
+            self._replay_to(len(self._run.steps))
         if self._fail_after is not None and len(self._run.steps) >= self._fail_after:
             self._run.failure = self._run.failure or _JobFailed(f"simulated failure after step {self._fail_after}")
             return None
@@ -235,15 +252,7 @@ class ReplayExecutor:
         for start, _, added in self._driver:       # a checkpoint's PRUNE steps go back together
             if start < target < start + added:
                 target = start
-        keep = [a for a in self._driver if a[0] + a[2] <= target]
-        self._restart()
-        self._driver = []
-        while True:
-            if keep and keep[0][0] == len(self._run.steps):
-                self.checkpoint(complete=keep.pop(0)[1])
-                continue
-            if len(self._run.steps) >= target or self.step() is None:
-                break
+        self._replay_to(target)
         return self.current
 
     def fail_after(self, step: int | None) -> None:
@@ -491,13 +500,14 @@ class ReplayExecutor:
         return step
 
     def _main(self) -> None:
+        plan = PlanView(self._plan.plan)       # seq counters belong to this run only
         try:
             self._rebuild()
-            for key, seq, tasks in self._plan.restored_rounds():
+            for key, seq, tasks in plan.restored_rounds():
                 self._round(self._keys.business_key(key), seq, tasks, restored=True)
-            for key, event in self._plan.inputs:
+            for key, event in plan.inputs:
                 self._run.inputs_started += 1
-                seq = self._plan.next_seq(key)
+                seq = plan.next_seq(key)
                 ev = event if event.id is not None else event.with_id(self._run.ids.new())
                 tasks = []
                 if self._plan.plan.begin_event:
@@ -510,8 +520,6 @@ class ReplayExecutor:
                 self._round(self._keys.business_key(key), seq, tasks, input_event=ev)
         except _JobFailed as failed:
             self._run.failure = failed
-        finally:
-            self._plan.rewind()
 
     def _rebuild(self) -> None:
         from agent_inspect.executor._rebuild import rebuild_session

@@ -32,9 +32,6 @@ class PlanView:
         self._next[key] = seq + 1
         return seq
 
-    def rewind(self) -> None:
-        self._next = {}
-
 
 def as_plan(plan: Any, log: Any) -> Any:
     """A ``ReplayPlan`` from a plan, a mapping, or None (inferred from the log's own later attempt).

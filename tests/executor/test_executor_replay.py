@@ -496,3 +496,22 @@ def test_production_chain_in_every_key_and_value_format(key_format, value_format
         assert [o for _, o in outcomes(ex)] == want, rule
         (bk,) = set(log.records["business_key"])
         assert dict(ex.memory[bk].short_term) == {"seen": "b"}
+
+
+def test_stepping_from_another_thread_continues_exactly():
+    import threading
+
+    agent = cascade_agent()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, key_format="K1.5", seed=9)
+    for _ in range(5):
+        ex.step()
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("step", ex.step()))
+    t.start()
+    t.join()
+    ref = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, key_format="K1.5", seed=9)
+    for _ in range(6):
+        ref.step()
+    assert result["step"] == ref.current and ex.steps.equals(ref.steps)
+    ex.run()
+    assert ex.done and ex.failure is None
