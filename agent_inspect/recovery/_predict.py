@@ -5,7 +5,8 @@ replayed input a round with a FIFO task queue; for every task the operator's ``g
 reuse (stored outputs re-emitted with their ids, memory updates applied, nothing written) or the
 body (initial write, durable calls matched by position §9.4, completed write); outputs routed to
 the actions listening to them. Sub-agent calls (§11.3–§11.4) run the child round inline at the
-caller's key and seq, and record the call result on the caller.
+caller's key and seq, and record the call result on the caller. Durable calls return None to the
+body: payloads are never unpickled, and declarative bodies do not depend on call results.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ NOT_DISPATCHED = "NOT-DISPATCHED"
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
                  "calls_replayed", "cache_ops"]
+
+
+class _Crash(Exception):
+    """A lookup FAILed: upstream the task throws and the job restarts in a loop."""
 
 
 # -- durable calls (§9.4) ---------------------------------------------------------------------------
@@ -138,6 +143,8 @@ def _invoke(fn: Callable[[], Any] | None) -> str:
         return "SUCCEEDED"
     try:
         fn()
+    except _Crash:
+        raise    # a lookup inside a sub-agent call failed: the job fails, not the call
     except Exception:  # a failed call is journaled as FAILED, which is what the body sees
         return "FAILED"
     return "SUCCEEDED"
@@ -202,9 +209,6 @@ class Prediction:
 
 
 # -- the simulation -------------------------------------------------------------------------------------
-
-class _Crash(Exception):
-    pass
 
 
 class _Memory:
