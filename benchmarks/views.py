@@ -131,6 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     results.append(("graph-10k", graph_s, 1.0))
     print(f"timeline: {len(timeline.records):,} points in {timeline_s:.3f} s; "
           f"graph: {graph.graph.number_of_nodes():,} nodes in {graph_s:.3f} s")
+    from agent_inspect.history import layered_layout
+
+    build_s, g = _time(lambda: result.graph(key))
+    layout_s, _ = _time(lambda: layered_layout(g))
+    draw_s, _ = _time(lambda: GraphView(None, graph=g))
+    print(f"graph breakdown: result.graph {build_s:.3f} s, layered_layout {layout_s:.3f} s, "
+          f"view of a built graph (layout + figure) {draw_s:.3f} s")
 
     t, big = _time(lambda: build_log(max(1, args.records // 400), 100))
     print(f"browser log: {len(big.records):,} records built in {t:.1f} s")

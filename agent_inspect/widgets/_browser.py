@@ -39,8 +39,8 @@ class LogBrowser(w.VBox):
 
     Only one page of rows is ever rendered and the chart shows aggregated counts, so a log of a
     million records stays responsive. Filters: business key, seq (``5`` or ``3-7``), status, event
-    type and decode errors. Enter a position under "Record" (or click a table page's position) to
-    see that record's decoded value.
+    type and decode errors. Enter a log position (the table's first column) under "Record" to see
+    that record's decoded value.
     """
 
     def __init__(self, source: Any, *, page_size: int = 50, columns: tuple[str, ...] | None = None) -> None:
@@ -51,6 +51,7 @@ class LogBrowser(w.VBox):
         self.page_size = int(page_size)
         self._columns = [c for c in (columns or _TABLE_COLUMNS) if c in self._frame.columns]
         self._mask: np.ndarray | None = None
+        self._rows: np.ndarray | None = None
         self._page = 0
 
         self.key_filter = w.Text(description="Key", placeholder="business key (exact)",
@@ -109,8 +110,9 @@ class LogBrowser(w.VBox):
     def page_rows(self) -> pd.DataFrame:
         """The rows currently rendered in the table."""
         start = self._page * self.page_size
-        frame = self.filtered
-        return frame.iloc[start:start + self.page_size]
+        if self._mask is None:
+            return self._frame.iloc[start:start + self.page_size]
+        return self._frame.iloc[self._rows[start:start + self.page_size]]
 
     def set_filters(self, *, key: str | None = None, seq: str | int | None = None, status: str | None = None,
                     event_type: str | None = None, errors: str | None = None) -> None:
@@ -135,6 +137,7 @@ class LogBrowser(w.VBox):
         """Re-apply the filters, redraw the counts chart and show the first page."""
         try:
             self._mask = self._compute_mask()
+            self._rows = None if self._mask is None else np.flatnonzero(self._mask)
         except ValueError as exc:
             self.notice.value = message_html(str(exc), level="warning")
             return
@@ -144,7 +147,7 @@ class LogBrowser(w.VBox):
 
     def show_page(self, page: int) -> None:
         """Render page ``page`` (0-based, clamped) of the filtered rows."""
-        total = int(len(self._frame) if self._mask is None else self._mask.sum())
+        total = len(self._frame) if self._rows is None else len(self._rows)
         pages = max(1, math.ceil(total / self.page_size))
         self._page = min(max(0, int(page)), pages - 1)
         rows = self.page_rows
@@ -216,12 +219,13 @@ class LogBrowser(w.VBox):
         return mask
 
     def _draw_counts(self) -> None:
-        frame = self.filtered
-        by = first_column(frame, "task_event_type") or first_column(frame, "business_key")
-        split = first_column(frame, "status")
+        by = first_column(self._frame, "task_event_type") or first_column(self._frame, "business_key")
+        split = first_column(self._frame, "status")
         traces = []
+        cols = [c for c in (by, split) if c is not None]
+        # Only the counted columns of the filtered rows are copied, never the whole table.
+        frame = self._frame[cols] if self._mask is None else self._frame[cols].iloc[self._rows]
         if by is not None and len(frame):
-            cols = [by] if split is None else [by, split]
             counts = frame.groupby(cols, observed=True, dropna=False, sort=True).size()
             counts = counts[counts > 0]
             if split is None:

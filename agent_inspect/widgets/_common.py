@@ -8,7 +8,9 @@ plotly figure (plotly interprets hover text, trace names and tick labels as HTML
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -80,18 +82,18 @@ def colour_for(name: Any, table: Mapping[str, str] = STATUS_COLOURS) -> str:
 
 def hover(pairs: Iterable[tuple[str, Any]]) -> str:
     """Plotly hover text of ``label: value`` lines; every label and value is escaped."""
-    return "<br>".join(f"{escape(k)}: {escape(_plain(v))}" for k, v in pairs if not _missing(v))
+    return "<br>".join(f"{_escape_text(str(k))}: {_escape_text(str(_plain(v)))}" for k, v in pairs
+                       if not _missing(v))
+
+
+# Hover text repeats the same few labels and values thousands of times in one figure.
+_escape_text = functools.lru_cache(maxsize=1 << 16)(escape)
 
 
 def _missing(value: Any) -> bool:
-    if value is None:
+    if value is None or value is pd.NA or value is pd.NaT:
         return True
-    if isinstance(value, (list, tuple, dict, set, frozenset)):
-        return False
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _plain(value: Any) -> Any:

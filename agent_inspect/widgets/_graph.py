@@ -23,21 +23,22 @@ _KIND_ATTRS = ("kind", "type", "node_type")
 _LABEL_ATTRS = ("label", "name", "action", "event_type", "task_event_type")
 _POS_ATTRS = ("positions", "pos", "position", "record")
 _REMOVED = ("evicted", "invalidated")
+# Hover keeps to what identifies a node and its fate; a click shows every attribute.
 _HOVER_ATTRS = (
-    "label", "kind", "status", "reason", "business_key", "seq", "attempt", "state_key", "action_name",
-    "event_type", "task_event_type", "event_id", "completed", "calls_pending", "calls_succeeded", "calls_failed",
-    "positions", "target_scope", "session_id", "call_id", "call_status", "function_id",
+    "label", "kind", "status", "reason", "seq", "attempt", "state_key", "positions", "completed",
+    "call_status", "function_id",
 )
 # Above this many nodes, labels are left to hover text to keep the figure readable and light.
 _MAX_LABELS = 80
 
 
 class GraphView(w.VBox):
-    """One round's action graph: events and action executions, laid out in layers.
+    """A business key's action graph (one round, or all of them): events and action executions in layers.
 
     Node colour = status under the rule (evicted and invalidated nodes stay visible, outlined in
-    red), symbol = node kind (event ●, action ■, sub-agent caller ◆, session ▲, call ★). Click a
-    node to see its attributes and its record's decoded value.
+    red), symbol = node kind (event ●, action ■, sub-agent caller ◆, session ▲, call ★). The
+    "Round" picker switches between the key's rounds; click a node to see its attributes and its
+    record's decoded value.
     """
 
     _css = "ai-graph"
@@ -48,22 +49,47 @@ class GraphView(w.VBox):
         super().__init__()
         self.add_class(self._css)
         self._source = source
-        self.graph = graph if graph is not None else self._build(source, key, seq, attempt)
-        self.key, self.seq = key, seq
-        self.positions = _layout(self.graph)
+        self._attempt = attempt
+        self.key = key
         self.selected_node: Any = None
-        where = "" if key is None else f" of key <code>{escape(key)}</code>" + ("" if seq is None else f", seq {escape(seq)}")
-        self.title = w.HTML(f'<div class="ai-title">{escape(self._what)}{where} · '
-                            f"{self.graph.number_of_nodes():,} nodes, {self.graph.number_of_edges():,} edges</div>")
-        self.detail = w.HTML(message_html("click a node to see its attributes"))
+        self.title = w.HTML()
+        self.detail = w.HTML()
         self.detail.add_class("ai-detail")
         self.figure = go.FigureWidget(layout=go.Layout(
             height=height, margin=dict(l=10, r=10, t=20, b=10), hovermode="closest", showlegend=True,
             xaxis=dict(visible=False), yaxis=dict(visible=False),
             legend=dict(orientation="h", y=1.06)))
         self.figure.add_class(f"{self._css}-figure")
-        self._draw()
-        self.children = [self.title, self.figure, self.detail]
+        rounds = _rounds(source, key) if graph is None else []
+        self.round_picker = w.Dropdown(description="Round", options=self._round_options(rounds),
+                                       value=seq if seq in rounds else None, layout=w.Layout(width="220px"))
+        self.round_picker.layout.display = None if rounds else "none"
+        self._show(seq, graph)
+        self.round_picker.observe(lambda change: self._show(change["new"]), names="value")
+        self.children = [w.HBox([self.round_picker, self.title]), self.figure, self.detail]
+
+    @property
+    def seq(self) -> int | None:
+        """The round shown (None: every round of the key)."""
+        return self._seq
+
+    def _round_options(self, rounds: list[int]) -> list[tuple[str, int | None]]:
+        return [("all rounds", None)] + [(f"seq {s}", s) for s in rounds]
+
+    def _show(self, seq: int | None, graph: nx.DiGraph | None = None) -> None:
+        self._seq = seq
+        self.graph = graph if graph is not None else self._build(self._source, self.key, seq, self._attempt)
+        self.positions = _layout(self.graph)
+        self.selected_node = None
+        key, what = self.key, escape(self._what)
+        where = "" if key is None else f" of key <code>{escape(key)}</code>" + (
+            "" if seq is None else f", seq {escape(seq)}")
+        self.title.value = (f'<div class="ai-title">{what}{where} · {self.graph.number_of_nodes():,} nodes, '
+                            f"{self.graph.number_of_edges():,} edges</div>")
+        self.detail.value = message_html("click a node to see its attributes")
+        with self.figure.batch_update():
+            self.figure.data = []
+            self._draw()
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
         if attempt is None:
@@ -86,14 +112,14 @@ class GraphView(w.VBox):
         g, xy = self.graph, self.positions
         self._nodes = list(g.nodes)
         index = {n: i for i, n in enumerate(self._nodes)}
-        traces: list[Any] = []
-        ex: list[float | None] = []
-        ey: list[float | None] = []
-        for u, v in g.edges:
-            ex += [xy[u][0], xy[v][0], None]
-            ey += [xy[u][1], xy[v][1], None]
-        traces.append(go.Scattergl(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
-                                   line=dict(color="#999", width=1)))
+        # One line trace for all edges, NaN-separated; numpy arrays keep plotly's validation cheap.
+        ex = np.full(3 * g.number_of_edges(), np.nan)
+        ey = np.full(3 * g.number_of_edges(), np.nan)
+        for i, (u, v) in enumerate(g.edges):
+            ex[3 * i], ey[3 * i] = xy[u]
+            ex[3 * i + 1], ey[3 * i + 1] = xy[v]
+        traces: list[Any] = [go.Scattergl(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
+                                          line=dict(color="#999", width=1))]
         groups: dict[tuple[str, str], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
@@ -101,18 +127,17 @@ class GraphView(w.VBox):
         show_labels = len(self._nodes) <= _MAX_LABELS
         for (status, kind), nodes in sorted(groups.items()):
             removed = status in _REMOVED
+            labels = np.array([escape(_label(n, g.nodes[n])) for n in nodes], dtype=object) if show_labels else None
             traces.append(go.Scattergl(
-                x=[xy[n][0] for n in nodes], y=[xy[n][1] for n in nodes],
+                x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
                 mode="markers+text" if show_labels else "markers", name=escape(f"{kind} · {status}"),
-                text=[escape(_label(n, g.nodes[n])) for n in nodes] if show_labels else None,
-                textposition="bottom center", textfont=dict(size=9),
-                customdata=[index[n] for n in nodes],
+                text=labels, textposition="bottom center", textfont=dict(size=9),
+                customdata=np.array([index[n] for n in nodes]),
                 marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour_for(status),
                             line=dict(color="#d62728" if removed else "#333", width=2 if removed else 0.5)),
-                hovertext=[_node_hover(n, g.nodes[n]) for n in nodes], hoverinfo="text"))
-        with self.figure.batch_update():
-            for trace in traces:
-                self.figure.add_trace(trace)
+                hovertext=np.array([_node_hover(n, g.nodes[n]) for n in nodes], dtype=object), hoverinfo="text"))
+        for trace in traces:
+            self.figure.add_trace(trace)
         for trace in self.figure.data[1:]:
             trace.on_click(self._on_click)
 
@@ -134,10 +159,38 @@ class SubagentTreeView(GraphView):
 
     def __init__(self, source: Any, key: Any = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
+        if graph is None and seq is None:
+            seq = _first_subagent_round(source, key)
         super().__init__(source, key, seq, graph=graph, height=height)
+
+    def _round_options(self, rounds: list[int]) -> list[tuple[str, int | None]]:
+        return [(f"seq {s}", s) for s in rounds]
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
         return source.subagent_tree(key, seq)
+
+
+def _first_subagent_round(source: Any, key: Any) -> int | None:
+    """The first round of ``key`` with sub-agent records, else its first round."""
+    frame = getattr(source, "records", None)
+    rounds = _rounds(source, key)
+    if not rounds:
+        return None
+    if "subagent_session_id" in frame.columns:
+        mine = frame[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool)]
+        sub = mine.loc[mine["subagent_session_id"].notna(), "seq"].dropna()
+        if len(sub):
+            return int(sub.min())
+    return rounds[0]
+
+
+def _rounds(source: Any, key: Any) -> list[int]:
+    """The seqs of ``key``'s records, ascending (empty when the source has no record frame)."""
+    frame = getattr(source, "records", None)
+    if frame is None or key is None or "business_key" not in frame.columns or "seq" not in frame.columns:
+        return []
+    seqs = frame.loc[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool), "seq"].dropna()
+    return sorted(int(s) for s in seqs.unique())
 
 
 def _kind(attrs: Mapping[str, Any]) -> str:

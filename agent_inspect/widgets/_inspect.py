@@ -11,10 +11,17 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect.widgets._browser import LogBrowser
-from agent_inspect.widgets._common import is_executor, is_log, is_reconstruction, message_html, records_of
+from agent_inspect.widgets._common import (
+    first_column,
+    is_executor,
+    is_log,
+    is_reconstruction,
+    message_html,
+    records_of,
+)
 from agent_inspect.widgets._compare import RuleComparison
 from agent_inspect.widgets._divergence import DivergenceView
-from agent_inspect.widgets._graph import GraphView
+from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._stepper import ReplayStepper
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
 
@@ -24,13 +31,14 @@ _MAX_KEYS = 200
 
 
 class ResultInspector(w.VBox):
-    """A reconstruction in tabs: Records, Timeline, Divergences, Graph; one key picker for the last three.
+    """A reconstruction in tabs: Records, Timeline, Divergences, Graph, Sub-agents; one key picker.
 
-    The key picker lists the keys with the most evicted or invalidated records first. Tabs other
-    than Records are built when first opened or when the key changes.
+    The key picker lists the keys with the most evicted or invalidated records first and drives
+    every tab but Records. The graph opens on the key's first divergent round. Tabs are built
+    when first opened or when the key changes.
     """
 
-    TABS = ("Records", "Timeline", "Divergences", "Graph")
+    TABS = ("Records", "Timeline", "Divergences", "Graph", "Sub-agents")
 
     def __init__(self, result: Any) -> None:
         super().__init__()
@@ -53,7 +61,7 @@ class ResultInspector(w.VBox):
         return self._ensure(tab)
 
     def _key_changed(self) -> None:
-        for tab in ("Timeline", "Divergences", "Graph"):
+        for tab in self.TABS[1:]:
             self._built.pop(tab, None)
             self.tabs.children[self.TABS.index(tab)].children = []
         self._ensure(self.TABS[self.tabs.selected_index or 0])
@@ -66,7 +74,8 @@ class ResultInspector(w.VBox):
             "Records": lambda: LogBrowser(self.result),
             "Timeline": lambda: KeyTimeline(self.result, key),
             "Divergences": lambda: DivergenceView(self.result, key=key),
-            "Graph": lambda: GraphView(self.result, key),
+            "Graph": lambda: GraphView(self.result, key, _first_divergent_round(self.result, key)),
+            "Sub-agents": lambda: SubagentTreeView(self.result, key),
         }
         try:
             view = makers[tab]()
@@ -75,6 +84,17 @@ class ResultInspector(w.VBox):
         self._built[tab] = view
         self.tabs.children[self.TABS.index(tab)].children = [view]
         return view
+
+
+def _first_divergent_round(result: Any, key: Any) -> int | None:
+    divergences = getattr(result, "divergences", None)
+    if not isinstance(divergences, pd.DataFrame) or divergences.empty or "seq" not in divergences.columns:
+        return None
+    key_col = first_column(divergences, "business_key", "key")
+    if key_col is None:
+        return None
+    seqs = divergences.loc[(divergences[key_col] == key).fillna(False).to_numpy(dtype=bool), "seq"].dropna()
+    return int(seqs.min()) if len(seqs) else None
 
 
 def _ranked_keys(result: Any) -> list[Any]:

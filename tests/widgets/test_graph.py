@@ -69,3 +69,15 @@ def test_subagent_tree_shows_caller_session_call_and_child(subagent_result):
         node = view._nodes[int(view.figure.data[i].customdata[0])]
         assert view.selected_node == node
         assert f"node {html.escape(str(node))}" in view.detail.value
+
+
+def test_round_picker_switches_rounds(probe_result):
+    view = GraphView(probe_result, KEY)
+    assert view.seq is None and [v for _, v in view.round_picker.options] == [None, 0, 1]
+    everything = view.graph.number_of_nodes()
+    view.round_picker.value = 1
+    assert view.seq == 1 and 0 < view.graph.number_of_nodes() < everything
+    assert {d.get("seq") for _, d in view.graph.nodes(data=True) if d["kind"] == "action"} == {1}
+    drawn = sum(len(t.customdata) for t in _node_traces(view))
+    assert drawn == view.graph.number_of_nodes()
+    assert "seq 1" in view.title.value

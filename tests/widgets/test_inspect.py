@@ -5,7 +5,7 @@ import pytest
 
 import agent_inspect as ai
 import agent_inspect.widgets as widgets
-from agent_inspect.widgets import GraphView, KeyTimeline, LogBrowser, ResultInspector
+from agent_inspect.widgets import GraphView, KeyTimeline, LogBrowser, ResultInspector, SubagentTreeView
 
 
 def test_public_names():
@@ -26,7 +26,9 @@ def test_a_reconstruction_gets_the_tabs(probe_result):
     assert isinstance(view, ResultInspector)
     assert view.key_picker.value == "user-<img src=x onerror=alert(1)>"
     assert isinstance(view.view("Timeline"), KeyTimeline)
-    assert isinstance(view.view("Graph"), GraphView)
+    graph = view.view("Graph")
+    assert isinstance(graph, GraphView) and graph.seq == 0  # the key's first divergent round
+    assert isinstance(view.view("Sub-agents"), SubagentTreeView)
     other = [k for k in view.key_picker.options if k != view.key_picker.value][0]
     view.key_picker.value = other
     assert view.view("Timeline").key == other
