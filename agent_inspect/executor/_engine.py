@@ -129,9 +129,15 @@ class ReplayExecutor:
     through their context; ``back()`` re-runs from the start to the previous step, serving durable
     calls that already ran from memory so external functions are not called twice.
 
-    With no log (or ``markers=None`` on an empty one) the executor is the *operator* of a fresh
-    job: :attr:`journal` holds its writes in upstream order, :meth:`checkpoint` returns a marker,
-    ``fail_after`` stops the job after a step, and :meth:`to_log` gives the topic as it would now read.
+    Markers: ``None`` rebuilds from the whole loaded log (as ``predict`` does), ``[]`` is a fresh start.
+    Plan keys are Flink key texts or the log's business keys; steps, memory and the store use the
+    log's business key (the digest under K1.6/K2).
+
+    Production mode: with no log the executor is the *operator* of a fresh job. :attr:`journal`
+    holds its writes in upstream order (initial, call records, completed), :meth:`checkpoint`
+    returns a marker and keeps a :class:`Checkpoint`, :meth:`fail_after` stops the job after a
+    step, and :meth:`to_log` gives the topic as it now reads; the next attempt is
+    ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
     """
 
     def __init__(self, log: Any = None, *, agent: Any = None, plan: Any = None,
@@ -172,8 +178,8 @@ class ReplayExecutor:
         self._plan: PlanView = plan_view(plan, self._log)
         self._keys.register(self._plan.plan.keys)
         self._num_partitions = num_partitions
-        self._base_stm = {k: dict(v) for k, v in (memory or {}).items()}
-        self._base_sensory = {k: dict(v) for k, v in (sensory or {}).items()}
+        self._base_stm = {self._business_key(k): dict(v) for k, v in (memory or {}).items()}
+        self._base_sensory = {self._business_key(k): dict(v) for k, v in (sensory or {}).items()}
         self.breakpoints: list[Breakpoint] = list(breakpoints)
         self._fail_after = fail_after
         self._attempt = int(self._plan.plan.attempt if attempt is None else attempt)
@@ -184,6 +190,12 @@ class ReplayExecutor:
         self._base_session: Any = None
         self._driver: list[tuple[int, bool, int]] = []      # checkpoints: (at step, complete, steps added)
         self.reset()
+
+    def _business_key(self, key: str) -> str:
+        try:
+            return self._keys.business_key(key)
+        except ReplayError:
+            return key
 
     # ------------------------------------------------------------------------------ control
 
