@@ -253,11 +253,14 @@ def subagent_tree(
         if session.caller is not None:
             session.caller = latest.get(session.caller.state_key, session.caller)
 
+    by_state_key: dict[Any, list[str]] = {}
+    for e in data.executions:
+        by_state_key.setdefault(e.state_key, []).append(e.node)
+
     def add_exec(ex: Execution, role: str, **extra: Any) -> None:
         attrs = _action_attrs(ex)
         attrs.update(role=role, **extra)
-        same = [e.node for e in data.executions if e.state_key == ex.state_key]
-        attrs["executions"] = tuple(same)
+        attrs["executions"] = tuple(by_state_key.get(ex.state_key, (ex.node,)))
         attrs["divergences"] = tuple(sorted({d for p in ex.positions for d in data.involved.get(p, ())}, key=str))
         tree.add_node(ex.node, **attrs)
 
@@ -299,7 +302,7 @@ def subagent_tree(
                 tree.add_edge(parent, c.ex.node, kind="forwards" if c.parent else "delegates",
                               linked=c.parent is not None or c.role == "bootstrap")
 
-    _levels_and_marks(tree, root)
+    _levels_and_marks(tree)
     tree.graph["attributions"] = {s.session_id: s.attribution for s in sessions.values()}
     return tree
 
@@ -344,23 +347,26 @@ def _break_cycles(sessions: dict[str, _Session], children: Mapping[str, _Child])
             caller = sessions[owner].caller
 
 
-def _levels_and_marks(tree: nx.DiGraph, root: str) -> None:
-    level = 0
-    for node in nx.topological_sort(tree):
+def _levels_and_marks(tree: nx.DiGraph) -> None:
+    order = list(nx.topological_sort(tree))
+    for node in order:
         d = tree.nodes[node]
         preds = list(tree.predecessors(node))
         parent_level = tree.nodes[preds[0]].get("level") if preds else None
         if d["kind"] == "session":
             d["level"] = (parent_level or 0) + 1
-        elif d["kind"] in ("call",) or d.get("role") in ("bootstrap", "forwarded"):
-            d["level"] = parent_level if parent_level is not None else level
+        elif d["kind"] == "call" or d.get("role") in ("bootstrap", "forwarded"):
+            d["level"] = parent_level if parent_level is not None else 0
         elif d.get("level") is None:
             d["level"] = 0
     structural = {"session", "call", "unattributed", "round"}
-    for node in tree.nodes:
+    below: dict[Any, set[str]] = {}  # rule statuses of the executions in each subtree, children first
+    for node in reversed(order):
         d = tree.nodes[node]
-        under = [tree.nodes[n] for n in nx.descendants(tree, node)] + [d]
-        statuses = [u.get("status") for u in under if u["kind"] == "action"]
-        d["evicted"] = any(s in EVICTED_STATUSES for s in statuses)
+        statuses = set().union(*(below[c] for c in tree.successors(node)))
+        if d["kind"] == "action" and d.get("status") is not None:
+            statuses.add(d["status"])
+        below[node] = statuses
+        d["evicted"] = bool(statuses & EVICTED_STATUSES)
         if d["kind"] in structural:
             d["status"] = _common_status(statuses)
