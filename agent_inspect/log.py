@@ -118,12 +118,6 @@ def _sorted(raw: RawBatch) -> RawBatch:
                     take(raw.value), None if raw.agent_key is None else take(raw.agent_key))
 
 
-def _key_text(key: bytes | None) -> str | None:
-    if key is None:
-        return None
-    return key.decode("utf-8", "replace")
-
-
 _ZERO3 = (0, 0, 0)
 
 

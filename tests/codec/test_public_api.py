@@ -1,0 +1,32 @@
+"""The codec's public surface is exactly its ``__all__``, and every name there resolves."""
+
+from __future__ import annotations
+
+import agent_inspect.codec as codec
+
+EXPECTED = {
+    "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys",
+    "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
+    "ActionState", "Event", "CallResult", "MemoryUpdate", "KryoEnvelope",
+    "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
+    "canonical_json", "java_double", "uuid3", "event_uuid", "java_string_hash", "java_long_hash",
+    "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
+    "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
+    "python_function_id", "python_args_digest",
+}
+
+
+def test_public_names():
+    assert set(codec.__all__) == EXPECTED and len(codec.__all__) == len(EXPECTED)
+    for name in codec.__all__:
+        assert getattr(codec, name) is not None
+    assert codec.KEY_FORMATS == ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2")
+    assert codec.VALUE_FORMATS == ("V0", "V1", "V2a", "V2b", "V3", "V3+")
+
+
+def test_log_module_surface():
+    import agent_inspect
+    from agent_inspect import log
+
+    assert log.__all__ == ["ActionStateLog", "COLUMNS"]
+    assert agent_inspect.ActionStateLog is log.ActionStateLog
