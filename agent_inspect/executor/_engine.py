@@ -197,6 +197,29 @@ class ReplayExecutor:
         except ReplayError:
             return key
 
+    @classmethod
+    def from_case(cls, case: Any, *, rule: Any = None, **options: Any) -> ReplayExecutor:
+        """An executor over a case file's history (a path, a loaded ``Case`` or a ``BuiltCase``).
+
+        ``rule`` defaults to the first rule the case has expectations for.
+        """
+        from agent_inspect.rules import build_case, load_cases
+
+        built = case
+        if not hasattr(built, "log"):
+            if not hasattr(built, "expect"):
+                found = load_cases([case])
+                if not found:
+                    raise ReplayError(f"no case in {case!r}; pass a case file path or a loaded Case")
+                built = found[0]
+            built = build_case(built)
+        rules = tuple(getattr(built.case, "rules", ()))
+        rule = rule if rule is not None else (rules[0] if rules else "fixed")
+        options.setdefault("agent", built.agent)
+        options.setdefault("plan", built.plan)
+        options.setdefault("markers", list(built.markers))
+        return cls(built.log, rule=rule, **options)
+
     # ------------------------------------------------------------------------------ control
 
     def reset(self) -> None:

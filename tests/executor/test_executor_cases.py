@@ -157,3 +157,13 @@ def test_recorded_pickles_stay_opaque_unless_trusted():
     assert ex.counters.calls_served == 2 and ex.counters.calls_executed == 1
     assert isinstance(seen[0][1], RecordedValue)
     assert isinstance(seen[1][1], RecordedCallError) and "trust_payloads" in str(seen[1][1])
+
+
+def test_from_case_file():
+    path = next(p for p in CASES if p.name == "N04.toml")
+    ex = ReplayExecutor.from_case(path, rule="original")
+    ex.run()
+    assert [(a, o) for _, a, o in _dispatched(ex)] == [("IA", "REUSE"), ("WA", "REUSE"), ("IA", "RERUN"),
+                                                       ("WA", "RERUN")]
+    case = next(c for c in ALL if c.id == "S03")
+    assert [o for _, _, o in _dispatched(ReplayExecutor.from_case(case, rule="fixed"))] == []   # not started
