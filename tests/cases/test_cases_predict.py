@@ -221,3 +221,44 @@ def test_fixed_reuses_every_completion_and_original_overevicts(history):
     else:
         assert later == ["RERUN"] * len(later)                       # #1301: every later round re-executes
         assert original.reruns() == (n_inputs - 1) * per_round
+
+
+@st.composite
+def branch_change(draw):
+    """att1 ran A@5 and failed; att2 ran B@5 and C@6 and failed; the replay is A, C (spec §10.2 item 1)."""
+    n_roots = draw(st.integers(1, 2))
+    fanout = draw(st.integers(0, 2))
+    shared_children = draw(st.booleans())          # B's children collide with A's (same attributes, G02)
+    key_format = draw(st.sampled_from(["K1.5", "K2"]))
+    log, on = [], {}
+
+    def execution(att, x, seq, stale):
+        lines, kids = [], []
+        for r in range(n_roots):
+            attrs = [f"{r}-{j}" if shared_children else f"{x}-{r}-{j}" for j in range(fanout)]
+            on.setdefault(f"R{r}", {})[f"In({x})"] = [{"emit": f"W({a})"} for a in attrs]
+            lines.append({"att": att, "key": "k", "seq": seq, "action": f"R{r}", "event": f"In({x})",
+                          "status": "C", "out": [f"W({a})" for a in attrs], "stale": stale})
+            kids += [{"att": att, "key": "k", "seq": seq, "action": "WA", "event": f"W({a})", "status": "C",
+                      "stale": stale} for a in attrs]
+        return lines + kids
+
+    log = execution(1, "A", 5, False) + execution(2, "B", 5, True) + execution(2, "C", 6, True)
+    actions = [{"name": f"R{r}", "triggers": ["_input_event"]} for r in range(n_roots)]
+    actions.append({"name": "WA", "triggers": ["WorkEvent"]})
+    (case,) = parse_case({"id": "BC", "replay": ["k:In(A)", "k:In(C)"], "log": log,
+                          "setup": {"key_format": key_format}, "agent": {"actions": actions, "on": on}})
+    return case
+
+
+@settings(deadline=None, max_examples=10)
+@given(branch_change())
+def test_branch_changes_are_never_reused_by_the_fixed_family(case):
+    built = build_case(case)
+    for rule in ("fixed", "lookup-only", "branch-aware", "fixed+round-regression"):
+        result = run_case(case, rule, built=built)
+        assert not result.stale, (rule, result.predicted)
+        c_tasks = result.prediction.tasks[result.prediction.tasks["input"] == "C"]
+        assert set(c_tasks["outcome"]) == {"RERUN"}
+    naive = run_case(case, "naive", built=built)
+    assert naive.stale                                    # naive keeps C's B-era records: stale reuse
