@@ -16,7 +16,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "cases", help="run case files (docs/cases.md) under divergence rules and check their expectations",
         description="Work with case files: recovery histories with expected outcomes per rule.")
-    sub = parser.add_subparsers(dest="cases_command", required=True, parser_class=type(parser))
+    sub = parser.add_subparsers(dest="cases_command", required=True, metavar="{run}", parser_class=type(parser))
     run = sub.add_parser(
         "run", help="predict every case under every rule and compare with the expected outcomes",
         description="For each case and rule: the predicted outcomes in the spec's notation, the expected ones and "
