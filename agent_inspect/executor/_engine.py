@@ -203,11 +203,11 @@ class ReplayExecutor:
 
         ``rule`` defaults to the first rule the case has expectations for.
         """
-        from agent_inspect.rules import build_case, load_cases
+        from agent_inspect.rules import BuiltCase, Case, build_case, load_cases
 
         built = case
-        if not hasattr(built, "log"):
-            if not hasattr(built, "expect"):
+        if not isinstance(built, BuiltCase):
+            if not isinstance(built, Case):
                 found = load_cases([case])
                 if not found:
                     raise ReplayError(f"no case in {case!r}; pass a case file path or a loaded Case")
