@@ -48,15 +48,27 @@ def _frame(log: Any) -> pd.DataFrame:
     return log.records if hasattr(log, "records") else log
 
 
-def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mapping[int, int] | None = None) -> np.ndarray:
+def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mapping[int, int] | None = None,
+                source: Any = None) -> np.ndarray:
     """Which rows the rebuild reads: marker partitions only, from the minimum marker offset to the end.
 
     ``start_offsets`` (what the source read from) is checked: a marker below it means the loaded
-    log lacks records the rebuild would read.
+    log lacks records the rebuild would read. For a Fluss ``source`` the upstream restore checks
+    apply (spec §7.4): the marker buckets must be the table's buckets, and no marker may lie past
+    a bucket's end.
     """
     start = normalize_markers(markers)
     if start is None:
         return np.zeros(len(records), dtype=bool)
+    if getattr(source, "kind", None) == "fluss" and getattr(source, "end_offsets", None):
+        ends = {int(p): int(o) for p, o in source.end_offsets.items()}
+        if set(start) != set(ends):
+            raise RecoveryError(f"recovery marker bucket set {sorted(start)} does not match the table's buckets "
+                                f"{sorted(ends)}: upstream fails this restore (table recreated or re-bucketed)")
+        for p, off in start.items():
+            if off > ends[p]:
+                raise RecoveryError(f"data loss detected for bucket {p}: marker offset {off} is past its end "
+                                    f"{ends[p]}; upstream fails this restore")
     if start_offsets:
         for p, off in start.items():
             have = start_offsets.get(p)
@@ -170,7 +182,7 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: Any = "fixed", markers: Ma
         session = RecoverySession(rule, source_kind=source_kind_of(log))
     records = _frame(log)
     source = getattr(log, "source", None)
-    mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None))
+    mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None), source=source)
     if mask.any():
         rebuild_records(session, iter_entries(records, mask))
     return session

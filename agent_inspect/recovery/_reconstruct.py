@@ -176,7 +176,8 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool) -> Reconst
         in_window = np.ones(len(records), dtype=bool)
     else:
         source = getattr(log, "source", None)
-        in_window = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None))
+        in_window = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None),
+                                source=source)
     attempts = ann["attempt"].astype(object).tolist()
     rebuild_records(session, iter_entries(records, in_window, attempts=attempts))
     outcomes: dict[int, tuple[str, str]] = {}

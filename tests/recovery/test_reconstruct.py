@@ -220,3 +220,15 @@ def test_typed_key_and_fingerprint_lints() -> None:
     fm = found[found["lint"] == "fingerprint-mismatch"].iloc[0]
     assert fm["positions"] == (3,)
     assert lint(b.log(), fingerprints=False)["lint"].tolist() == ["typed-key-collision"]
+
+
+def test_fluss_restore_checks() -> None:
+    b = n04(kind="fluss")
+    b.partitions["j"] = 1
+    b.run("j", 3, "IA", inp("A", "j1"))
+    log = b.log()
+    assert len(reconstruct(log, markers=[{0: 0, 1: 0}]).records) == 10
+    with pytest.raises(ai.RecoveryError, match="bucket set"):
+        reconstruct(log, markers=[{0: 0}])
+    with pytest.raises(ai.RecoveryError, match="data loss"):
+        reconstruct(log, markers=[{0: 0, 1: 99}])
