@@ -12,12 +12,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._html import escape
+from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html, pretty_json, to_builtins
 
 __all__ = ["ReplayStepper"]
 
 _DETAIL_SKIP = ("store_before", "memory_before")
+_ANY = "(any step)"
+_STORE_ROWS = 30
 # Hover shows at most these step fields, in this order, when present.
 _HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "event_id", "outcome", "reason",
                  "change", "call_index", "function_id", "scope")
@@ -26,9 +28,10 @@ _HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "
 class ReplayStepper(w.VBox):
     """Buttons Step / Back / Run to breakpoint / Reset over a replay executor.
 
-    Below the buttons: the executor's counters (bodies executed, durable calls executed vs served
-    from records, …), the current step's detail, a live timeline of all steps so far (x = step,
-    y = seq, colour = step kind) and the simulated memory at the current step.
+    Below the buttons: a breakpoint editor ("Add breakpoint": step kind, key, seq), the executor's
+    counters (bodies executed, durable calls executed vs served from records, …), the current
+    step's detail, a live timeline of all steps so far (x = step, y = seq, colour = step kind), the
+    simulated store entries of the current step's key and the simulated memory.
     """
 
     def __init__(self, executor: Any, *, height: int = 300) -> None:
@@ -58,10 +61,46 @@ class ReplayStepper(w.VBox):
             height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
             xaxis=dict(title="step"), yaxis=dict(title="seq"), legend=dict(orientation="h", y=1.1)))
         self.figure.add_class("ai-stepper-timeline")
+        self.store = w.HTML()
+        self.store.add_class("ai-store")
+        self.break_kind = w.Dropdown(description="Break at", options=_step_kinds(),
+                                     layout=w.Layout(width="220px"))
+        self.break_key = w.Text(placeholder="business key (any)", layout=w.Layout(width="200px"))
+        self.break_seq = w.Text(placeholder="seq (any)", layout=w.Layout(width="100px"))
+        self.break_button = w.Button(description="Add breakpoint", icon="circle")
+        self.clear_button = w.Button(description="Clear breakpoints")
+        self.break_button.on_click(lambda _: self.add_breakpoint())
+        self.clear_button.on_click(lambda _: self.clear_breakpoints())
+        self.breakpoints = w.HTML()
+        self.breakpoints.add_class("ai-breakpoints")
         self.children = [
             w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button]),
-            self.status, self.counters, self.detail, self.figure, self.memory,
+            w.HBox([self.break_kind, self.break_key, self.break_seq, self.break_button, self.clear_button]),
+            self.breakpoints, self.status, self.counters, self.detail, self.figure, self.store, self.memory,
         ]
+        self.refresh()
+
+    def add_breakpoint(self) -> None:
+        """Add the breakpoint described by the editor (kind, key, seq; empty = any) to the executor."""
+        where: dict[str, Any] = {}
+        if self.break_kind.value != _ANY:
+            where["kind"] = self.break_kind.value
+        if self.break_key.value.strip():
+            where["key"] = self.break_key.value.strip()
+        if self.break_seq.value.strip():
+            try:
+                where["seq"] = int(self.break_seq.value.strip())
+            except ValueError:
+                self._error = f"breakpoint seq {self.break_seq.value!r} is not a number"
+                self.refresh()
+                return
+        self._error = None
+        self.executor.add_breakpoint(**where)
+        self.refresh()
+
+    def clear_breakpoints(self) -> None:
+        """Remove every breakpoint of the executor."""
+        self.executor.breakpoints.clear()
         self.refresh()
 
     # -- controls ---------------------------------------------------------------------------------
@@ -93,6 +132,10 @@ class ReplayStepper(w.VBox):
             self.detail.value = _step_html(last.get("index", len(steps)), last)
         self._draw(steps)
         self.memory.value = _memory_html(getattr(self.executor, "memory", None))
+        # Reading the executor's store before its first step would start the replay.
+        self.store.value = "" if steps.empty else _store_html(getattr(self.executor, "cache", None),
+                                                              steps.iloc[-1].get("key"))
+        self.breakpoints.value = _breakpoints_html(getattr(self.executor, "breakpoints", ()))
         finished = bool(getattr(self.executor, "done", getattr(self.executor, "finished", False)))
         failure = getattr(self.executor, "failure", None)
         if self._error:
@@ -144,6 +187,39 @@ class ReplayStepper(w.VBox):
             self.figure.data = []
             for trace in traces:
                 self.figure.add_trace(trace)
+
+
+def _step_kinds() -> list[str]:
+    try:
+        from agent_inspect.executor import StepKind
+    except ImportError:
+        return [_ANY]
+    return [_ANY, *(k.value for k in StepKind)]
+
+
+def _store_html(cache: Any, key: Any) -> str:
+    if not isinstance(cache, pd.DataFrame):
+        return ""
+    total = len(cache)
+    if key is not None and not _na(key) and "business_key" in cache.columns:
+        cache = cache[cache["business_key"] == key]
+        title = f"simulated store: {len(cache)} of {total} entries, key {key}"
+    else:
+        title = f"simulated store: {total} entries"
+    return frame_html(cache, max_rows=_STORE_ROWS, caption=title)
+
+
+def _breakpoints_html(breakpoints: Any) -> str:
+    items = []
+    for bp in breakpoints or ():
+        parts = [f"{name}={getattr(bp, name)}" for name in ("kind", "key", "seq", "action", "outcome")
+                 if getattr(bp, name, None) is not None]
+        if getattr(bp, "when", None) is not None:
+            parts.append("when=…")
+        items.append(f"<li>{escape(', '.join(parts) or 'every step')}</li>")
+    if not items:
+        return '<div class="ai-breakpoint-list">no breakpoint: Run to breakpoint runs to the end</div>'
+    return f'<div class="ai-breakpoint-list">breakpoints:<ul>{"".join(items)}</ul></div>'
 
 
 def _plain(value: Any) -> Any:

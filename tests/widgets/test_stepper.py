@@ -69,3 +69,22 @@ def test_the_recovery_reuses_and_resumes_what_the_first_attempt_saved():
     outcomes = set(ex.steps.loc[ex.steps["kind"] == "lookup", "outcome"])
     assert {"REUSE", "RESUME"} <= outcomes
     assert _counter(stepper, "calls_served") >= 1
+
+
+def test_breakpoint_editor_and_store_view():
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    assert "no breakpoint" in stepper.breakpoints.value
+    stepper.break_kind.value = "resume"
+    stepper.break_button.click()
+    assert len(ex.breakpoints) == 1 and "kind=resume" in stepper.breakpoints.value
+    stepper.run_button.click()
+    assert str(ex.current.kind) == "resume"
+    key = ex.current.key
+    cached = ex.cache[ex.cache["business_key"] == key]
+    assert f"{len(cached)} of {len(ex.cache)} entries" in stepper.store.value
+    stepper.break_seq.value = "x"
+    stepper.break_button.click()
+    assert "not a number" in stepper.status.value and len(ex.breakpoints) == 1
+    stepper.clear_button.click()
+    assert ex.breakpoints == [] and "no breakpoint" in stepper.breakpoints.value
