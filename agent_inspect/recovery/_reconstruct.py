@@ -135,7 +135,8 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
        takes the whole loaded log as the window; ``[]`` is a fresh start (nothing is read).
        Tombstones delete; the rule's rebuild hook runs per record; last write wins.
     2. **As-logged replay** (``replay=True``): every task whose record survived the rebuild is
-       dispatched again, per key in round order (across keys by log position), with the operator's
+       dispatched again, per key in round order (across keys by log position; where a round holds
+       roots of several inputs, only the last-written input's roots), with the operator's
        get / write sequence of spec §9.3: roots arrive with fresh event ids, children with the ids
        their record shows (the "deterministic rerun" assumption of spec §15.6); reruns write
        simulated records. This is where the original rule's count > 1 and miss evictions happen.
@@ -203,22 +204,27 @@ def _replay_as_logged(session: RecoverySession, ann: pd.DataFrame, index: pd.Ind
         rounds = []
         for seq in sorted(by_seq):
             tasks = sorted(by_seq[seq], key=lambda t: (t[0], t[1].pos or 0))
+            roots = [e for _, e in tasks if e.is_root]
+            if len({e.event_uuid for e in roots}) > 1:
+                # one input arrives per round: the branch written last is the one replayed
+                latest = max(roots, key=lambda e: e.pos or -1).event_uuid
+                tasks = [t for t in tasks if not t[1].is_root or t[1].event_uuid == latest]
             rounds.append((tasks[0][0], key, seq, [e for _, e in tasks]))
         streams.append(rounds)
     order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
     for _, _key, _seq, entries in order:
         for entry in entries:
             task = Task.for_entry(entry, event_id=f"replay:{entry.pos}" if entry.is_root else None)
-            outcome, reason = _dispatch(session, task)
+            outcome, reason = _dispatch(session, task, entry.pos)
             if entry.pos is not None:
                 outcomes[entry.pos] = (outcome.value, reason)
             if outcome is Outcome.FAIL:
                 return
 
 
-def _dispatch(session: RecoverySession, task: Task) -> tuple[Outcome, str]:
+def _dispatch(session: RecoverySession, task: Task, pos: int | None) -> tuple[Outcome, str]:
     """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun."""
-    first = session.lookup(task)
+    first = session.lookup(task, pos=pos)
     if first.outcome in (Outcome.REUSE, Outcome.FAIL):
         return first.outcome, first.reason
     if first.entry is None:

@@ -148,9 +148,13 @@ class RecoverySession:
                         explanation="tombstone deleted the state key")
         return old
 
-    def lookup(self, task: Task) -> LookupDecision:
-        """The rule's decision for one ``get``; events and divergences it caused are attached."""
-        self.step, self.trigger_pos = "lookup", None
+    def lookup(self, task: Task, *, pos: int | None = None) -> LookupDecision:
+        """The rule's decision for one ``get``; events and divergences it caused are attached.
+
+        ``pos`` is the log position of the record this task re-dispatches, when there is one (it
+        is reported as the trigger of any divergence the lookup finds).
+        """
+        self.step, self.trigger_pos = "lookup", pos
         n_events, n_divs = len(self.events), len(self.divergences)
         decision = self.rule.lookup(self, task)
         if decision.outcome is Outcome.REUSE and decision.entry is not None:

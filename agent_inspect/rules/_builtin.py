@@ -208,7 +208,7 @@ class FixedRule(DivergenceRule):
                 conflicting = [e for e in store.root_entries(k, s) if e.event_uuid != task.event_uuid]
                 if conflicting:
                     session.invalidate(
-                        k, s, kind="root-conflict", positions=_positions(conflicting),
+                        k, s, kind="root-conflict", positions=[*_positions(conflicting), session.trigger_pos],
                         explanation=(f"lookup: input {task.event_uuid[:8]} at ({k}, {s}) conflicts with cached "
                                      f"root(s) {', '.join(sorted({e.event_uuid[:8] for e in conflicting}))} "
                                      f"-> invalidated {k}'s rounds >= {s}"))

@@ -232,3 +232,13 @@ def test_fluss_restore_checks() -> None:
         reconstruct(log, markers=[{0: 0}])
     with pytest.raises(ai.RecoveryError, match="data loss"):
         reconstruct(log, markers=[{0: 0, 1: 99}])
+
+
+def test_lookup_only_reports_the_conflict_at_lookup_with_both_roots() -> None:
+    b = g01()
+    b.run("k", 5, "IA", inp("A", "a3"))               # G03: A written again after B's branch
+    r = reconstruct(b.log(), "lookup-only")
+    div = r.divergences.iloc[0]
+    assert (div["kind"], div["step"]) == ("root-conflict", "lookup")
+    assert div["positions"] == (3, 7) and div["attribute_diff"] == {"input": ("B", "A")}
+    assert completed(r)["status"].tolist() == ["superseded", "invalidated", "invalidated", "invalidated"]
