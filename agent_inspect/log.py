@@ -171,7 +171,7 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
             continue
         try:
             states[i] = lean(value)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             try:
                 decode_action_state(value)
                 reason = "value: does not decode"
@@ -374,7 +374,7 @@ def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
             data[name] = arr
         else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
             data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
-    frame = pd.DataFrame(data)
+    frame = pd.DataFrame(data, copy=False)
     frame.index = pd.RangeIndex(n)
     return frame
 

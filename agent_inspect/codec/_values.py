@@ -268,6 +268,8 @@ def decode_action_state(data: bytes) -> ActionState:
     """
     try:
         return _DECODER.decode(data)
+    except RecursionError:
+        raise ValueFormatError("value is nested too deeply to be an ActionState") from None
     except msgspec.ValidationError as first:
         if "unknown field" not in str(first):
             raise ValueFormatError(f"value is not an ActionState: {first}") from None
@@ -275,6 +277,8 @@ def decode_action_state(data: bytes) -> ActionState:
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
     try:
         obj = msgspec.json.decode(data)
+    except RecursionError:
+        raise ValueFormatError("value is nested too deeply to be an ActionState") from None
     except msgspec.DecodeError as exc:
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
     _clean(obj)

@@ -223,6 +223,8 @@ def test_unknown_properties_and_classes_are_kept():
     (b'{"completed":"yes"}', "not an ActionState"),
     (b'{"completed":true,"zz":1,"callResults":[{"status":5}]}', "not an ActionState"),
     (b"\xff\xfe", "not valid JSON"),
+    (b"[" * 5000, "not an ActionState"),
+    (b'{"taskEvent":{"attributes":' + b"[" * 5000 + b"]" * 5000 + b"}}", "nested too deeply"),
 ])
 def test_bad_values_raise_value_format_error(data, reason):
     with pytest.raises(ValueFormatError, match=reason):
