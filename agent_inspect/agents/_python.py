@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -80,4 +81,11 @@ class PythonAgent(BaseAgent):
             a = event.attributes
             event = AgentEvent(str(a.get("delegateType")), a.get("delegateAttributes") or {}, event.id,
                                None, event.upstream_event_id, event.upstream_action)
-        body(event, ctx)
+        result = body(event, ctx)
+        if inspect.iscoroutine(result):
+            # async bodies: durable awaitables complete at once in a replay, so drive the coroutine inline
+            try:
+                while True:
+                    result.send(None)
+            except StopIteration:
+                pass

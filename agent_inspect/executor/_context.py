@@ -17,6 +17,18 @@ if TYPE_CHECKING:
 __all__ = ["ReplayContext", "RecordingMemory"]
 
 
+class _Deferred:
+    """An awaitable that runs its call when awaited; a never-awaited call leaves no trace, as upstream."""
+
+    def __init__(self, run: Callable[[], Any]) -> None:
+        self._run = run
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        if False:  # pragma: no cover - makes this a generator
+            yield
+        return self._run()
+
+
 class RecordingMemory:
     """A memory view for one body: reads and writes the key's memory and records every write."""
 
@@ -95,6 +107,10 @@ class ReplayContext:
         reconciler = kwargs.pop("reconciler", None)
         fid, digest, call = self._identity(fn, args, kwargs)
         return self.calls.call(fid, digest, call, reconciler=reconciler)
+
+    def durable_execute_async(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """The awaitable variant: the call is made (and recorded) only when awaited (§9.4, §13.1)."""
+        return _Deferred(lambda: self.durable_execute(fn, *args, **kwargs))
 
     def durable_execute_reconcilable(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """A reconcilable durable call: a PENDING slot with the same identity runs the reconciler.

@@ -515,3 +515,20 @@ def test_stepping_from_another_thread_continues_exactly():
     assert result["step"] == ref.current and ex.steps.equals(ref.steps)
     ex.run()
     assert ex.done and ex.failure is None
+
+
+def test_async_bodies_record_awaited_calls_only():
+    agent = PythonAgent()
+
+    @agent.action("act", listens=["_input_event"])
+    async def act(event, ctx):
+        never = ctx.durable_execute_async(ask_llm, "never awaited")   # leaves no trace (§9.4)
+        answer = await ctx.durable_execute_async(ask_llm, event.attributes["input"])
+        ctx.send_event("_output_event", {"output": answer})
+        del never
+
+    EXTERNAL.clear()
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a")]}, key_format="K1.5")
+    ex.run()
+    assert EXTERNAL == ["a"] and ex.counters.calls_executed == 1
+    assert list(ex.outputs["attributes"]) == [{"output": "A"}]
