@@ -21,7 +21,7 @@ EVICTED_STATUSES = frozenset({"evicted", "invalidated"})
 _ROOT_TYPE = "_input_event"
 
 
-def _action_attrs(ex: Execution) -> dict[str, Any]:
+def action_attributes(ex: Execution) -> dict[str, Any]:
     first, last = ex.first, ex.last
     call_row = ex.extra.get("call_row", {})
     name = ex.action_name
@@ -130,7 +130,7 @@ def _build_graph(data: KeyData, *, seq: int | None, attempt: int | None) -> nx.D
         statuses_known=data.has_status,
     )
     for ex in data.executions:
-        g.add_node(ex.node, **_action_attrs(ex))
+        g.add_node(ex.node, **action_attributes(ex))
         ids = {d for pos in ex.positions for d in data.involved.get(pos, ())}
         g.nodes[ex.node]["divergences"] = tuple(sorted(ids, key=str))
 

@@ -17,7 +17,7 @@ UNKNOWN = "unknown"
 _INTERNAL_SUBAGENT = "InternalSubagentCallEvent"
 
 
-def _get(obj: Any, *names: str, default: Any = None) -> Any:
+def first_attr(obj: Any, *names: str, default: Any = None) -> Any:
     """First non-null attribute (or mapping item) of ``names`` on a decoded value, else ``default``."""
     if obj is None:
         return default
@@ -61,7 +61,7 @@ def _plain_column(column: pd.Series) -> list[Any]:
     return values
 
 
-def _attributes(event: Any) -> Any:
+def event_attributes(event: Any) -> Any:
     """An event's attribute map, parsed (``{}`` when absent or not valid JSON)."""
     if event is None:
         return {}
@@ -174,7 +174,7 @@ def _outputs(state: Any) -> tuple[OutputRef, ...]:
     return tuple(
         OutputRef(
             event_id=e.id,
-            event_type=_get(e, "type", "event_type"),
+            event_type=first_attr(e, "type", "event_type"),
             event_class=e.event_class,
             upstream_event_id=e.upstream_event_id,
             upstream_action=e.upstream_action_name,
@@ -186,9 +186,9 @@ def _outputs(state: Any) -> tuple[OutputRef, ...]:
 
 def _delegate_type(event: Any) -> str | None:
     if event.delegate is not None:
-        return _get(event.delegate, "type", "event_type")
+        return first_attr(event.delegate, "type", "event_type")
     if event.type == _INTERNAL_SUBAGENT:
-        value = _attributes(event).get("delegateType")
+        value = event_attributes(event).get("delegateType")
         return value if isinstance(value, str) else None
     return None
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import networkx as nx
 
-from agent_inspect.history._graph import EVICTED_STATUSES, _action_attrs
+from agent_inspect.history._graph import EVICTED_STATUSES, action_attributes
 from agent_inspect.history._graph_data import (
     Execution,
     KeyData,
-    _attributes,
-    _get,
+    event_attributes,
+    first_attr,
     load_key,
     task_event,
 )
@@ -59,14 +59,14 @@ def _subagent_fields(data: KeyData, ex: Execution) -> tuple[str, str, str | None
     if session is None and first.get("task_event_type") != _SUBAGENT_TYPE:
         return None
     event = task_event(data, ex)
-    attrs = _attributes(event) if event is not None else {}
+    attrs = event_attributes(event) if event is not None else {}
     session = session or attrs.get("sessionId")
     call = call or attrs.get("callId")
     scope = scope or attrs.get("targetScope")
     if not isinstance(session, str) or not isinstance(call, str):
         return None
     delegate = event.delegate if event is not None else None
-    delegate_type = _get(delegate, "type", "event_type") if delegate is not None else attrs.get("delegateType")
+    delegate_type = first_attr(delegate, "type", "event_type") if delegate is not None else attrs.get("delegateType")
     return session, call, scope, delegate_type
 
 
@@ -79,8 +79,8 @@ def _trigger_variants(data: KeyData, ex: Execution) -> list[tuple[str, Any]]:
     event = task_event(data, ex)
     if event is None:
         return []
-    etype = ex.first.get("task_event_type") or _get(event, "type", "event_type")
-    attrs = _attributes(event)
+    etype = ex.first.get("task_event_type") or first_attr(event, "type", "event_type")
+    attrs = event_attributes(event)
     variants = [(etype, attrs)] if isinstance(etype, str) else []
     if etype == _SUBAGENT_TYPE:
         # A nested caller is a child action; its runner context may expose the delegate instead.
@@ -258,7 +258,7 @@ def subagent_tree(
         by_state_key.setdefault(e.state_key, []).append(e.node)
 
     def add_exec(ex: Execution, role: str, **extra: Any) -> None:
-        attrs = _action_attrs(ex)
+        attrs = action_attributes(ex)
         attrs.update(role=role, **extra)
         attrs["executions"] = tuple(by_state_key.get(ex.state_key, (ex.node,)))
         attrs["divergences"] = tuple(sorted({d for p in ex.positions for d in data.involved.get(p, ())}, key=str))
