@@ -182,6 +182,15 @@ class Prediction:
             out.append(f"{row.key}:{row.input}.{row.action}" + (f"#{eid}" if eid else "") + f"={row.outcome}")
         return out
 
+    @property
+    def evictions(self) -> pd.DataFrame:
+        """Every cache removal, one row each: op, step (rebuild / lookup), key, seq, removed count and
+        log positions (replay writes have none), reason, divergence id."""
+        return pd.DataFrame(
+            [{"op": e.op, "step": e.step, "business_key": e.business_key, "seq": e.seq, "removed": len(e.removed),
+              "positions": e.positions, "reason": e.reason, "divergence_id": e.divergence_id} for e in self.events],
+            columns=["op", "step", "business_key", "seq", "removed", "positions", "reason", "divergence_id"])
+
     def reruns(self) -> int:
         """Number of action bodies that would run again (RESUME + RERUN)."""
         return int(self.tasks["body_ran"].sum()) if len(self.tasks) else 0

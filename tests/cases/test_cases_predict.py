@@ -80,6 +80,10 @@ def test_ledger_counts_bodies_and_calls():
     assert totals == {("body", "WA"): 1, ("replayed", "my_agent.ask_llm"): 1}
     assert fixed.reruns() == 1 and original.reruns() == 2
     assert fixed.calls_executed() == {} and original.calls_executed() == {"my_agent.ask_llm": 1}
+    ev = original.evictions
+    assert ev[["op", "step", "business_key", "seq", "removed"]].values.tolist() == [["evict", "lookup", "k", 5, 2]]
+    last_write = {n: max(p for p, m in n07.line_of_pos.items() if m == n) for n in (3, 4)}
+    assert sorted(ev["positions"].iloc[0]) == [last_write[3], last_write[4]]     # the cached (last) writes
 
 
 def test_html_is_escaped():
