@@ -275,6 +275,10 @@ def load_key(
         ex.rows.append(row)
         last_of_key[sk] = ex
 
+    if seq is not None and not any(ex.seq == seq for ex in groups.values()):
+        rounds = sorted({ex.seq for ex in groups.values() if ex.seq is not None})
+        shown = ", ".join(map(str, rounds[:10])) + (", …" if len(rounds) > 10 else "")
+        raise RecoveryError(f"key {business_key!r} has no round seq={seq}; its rounds are: {shown or 'none'}")
     names = _name_map(action_names)
     executions = sorted(
         (

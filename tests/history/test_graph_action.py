@@ -248,3 +248,9 @@ def test_sources_without_values_are_refused_with_a_reason() -> None:
         action_graph(reconstruct(log.records, "fixed"), "k")
     with pytest.raises(TypeError, match="ActionStateLog or a Reconstruction"):
         action_graph(log.records, "k")
+
+
+def test_unknown_round_is_a_clear_error() -> None:
+    with pytest.raises(RecoveryError, match=r"no round seq=9; its rounds are: 5, 6"):
+        action_graph(n04().log(), "k", seq=9)
+    assert action_graph(n04().log(), "k", seq=5, attempt=2).number_of_nodes() == 0
