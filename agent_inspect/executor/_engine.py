@@ -149,7 +149,8 @@ class ReplayExecutor:
                  sensory: Mapping[str, Mapping[str, Any]] | None = None,
                  breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
                  attempt: int | None = None, seed: int | None = None,
-                 memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None) -> None:
+                 memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
+                 source_kind: str = "kafka") -> None:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
@@ -178,6 +179,7 @@ class ReplayExecutor:
         self._plan: PlanView = plan_view(plan, self._log)
         self._keys.register(self._plan.plan.keys)
         self._num_partitions = num_partitions
+        self._source_kind = source_kind
         self._base_stm = {self._business_key(k): dict(v) for k, v in (memory or {}).items()}
         self._base_sensory = {self._business_key(k): dict(v) for k, v in (sensory or {}).items()}
         self.breakpoints: list[Breakpoint] = list(breakpoints)
@@ -417,8 +419,9 @@ class ReplayExecutor:
         """
         from agent_inspect.executor._journal import build_journal
 
-        return build_journal(self._run.writes, log=self._log, keys=self._keys,
-                             value_format=self._value_format, num_partitions=self._partitions())
+        kind = getattr(getattr(self._log, "source", None), "kind", None) or self._source_kind
+        return build_journal(self._run.writes, log=self._log, keys=self._keys, value_format=self._value_format,
+                             num_partitions=self._partitions(), source_kind=kind)
 
     def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
         """Take a checkpoint now: the marker (end offsets of base log + journal, §6.4).
@@ -466,7 +469,7 @@ class ReplayExecutor:
         """The base records plus this executor's journal as a new ``ActionStateLog`` (the topic now)."""
         from agent_inspect.executor._journal import combined_log
 
-        return combined_log(self._log, self.journal)
+        return combined_log(self._log, self.journal, num_partitions=self._partitions())
 
     def report(self) -> Any:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""

@@ -22,22 +22,28 @@ def _base_ends(log: Any) -> dict[int, int]:
 
 
 def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any, value_format: str,
-                  num_partitions: int) -> Any:
+                  num_partitions: int, source_kind: str = "kafka") -> Any:
     """A ``RawBatch`` of ``writes`` (state key, task, record view) in write order.
 
-    Partition per the upstream partitioner (§6.3); offsets continue after the base log's end.
+    Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end.
+    For ``source_kind="fluss"`` rows also carry ``agent_key`` (the key text, or the digest under
+    K1.6/K2); Fluss's own bucket function is not modelled, the Kafka partitioner stands in for it
+    (what matters holds: every row of a key lands in one bucket, in write order).
     """
     from agent_inspect.codec import encode_action_state, kafka_partition
     from agent_inspect.sources import RawBatch
 
     nxt = _base_ends(log)
-    batch = RawBatch()
-    for sk, _task, view in writes:
+    fluss = source_kind == "fluss"
+    batch = RawBatch(agent_key=[] if fluss else None)
+    for sk, task, view in writes:
         p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
         off = nxt.get(p, 0)
         nxt[p] = off + 1
         value = encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
-        batch.append(p, off, None, sk.encode("utf-8"), value)
+        agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
+            else None
+        batch.append(p, off, None, sk.encode("utf-8"), value, agent_key)
     return batch
 
 
@@ -51,7 +57,7 @@ def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int
     return dict(sorted(ends.items()))
 
 
-def combined_log(log: Any, journal: Any) -> Any:
+def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> Any:
     """The base records followed by the journal, decoded as one ``ActionStateLog``."""
     from agent_inspect.log import ActionStateLog
     from agent_inspect.sources import SourceInfo
@@ -62,10 +68,12 @@ def combined_log(log: Any, journal: Any) -> Any:
     batches.append(journal)
     src = getattr(log, "source", None)
     starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
-    for p in journal.partition:
+    n = max([num_partitions - 1, *journal.partition, *starts]) + 1
+    for p in range(n):                          # every partition/bucket of the topic, as a source reports it
         starts.setdefault(p, 0)
-    ends = end_offsets(journal, log=log, num_partitions=max([0, *journal.partition, *starts]) + 1)
-    source = SourceInfo(kind=getattr(src, "kind", "kafka"), location=getattr(src, "location", JOURNAL_LOCATION),
+    ends = end_offsets(journal, log=log, num_partitions=n)
+    kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
+    source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
                         topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,
                         file_format=getattr(src, "file_format", None),
                         options={**dict(getattr(src, "options", {}) or {}), "replay_journal": True})

@@ -532,3 +532,19 @@ def test_async_bodies_record_awaited_calls_only():
     ex.run()
     assert EXTERNAL == ["a"] and ex.counters.calls_executed == 1
     assert list(ex.outputs["attributes"]) == [{"output": "A"}]
+
+
+def test_fluss_journal_carries_agent_keys_and_restores():
+    agent = cascade_agent()
+    inputs = [("user-1", "a"), ("user-1", "b")]
+    ex1 = ReplayExecutor(agent=agent, plan={"inputs": inputs}, key_format="K1.5", source_kind="fluss",
+                         num_partitions=4, seed=1)
+    ex1.step()
+    marker = ex1.checkpoint()
+    ex1.run()
+    assert set(ex1.journal.agent_key) == {"user-1"}
+    log = ex1.to_log()
+    assert log.source.kind == "fluss" and log.errors.empty
+    ex = ReplayExecutor(log, agent=agent, plan={"inputs": inputs}, markers=[marker], rule="original")
+    ex.run()
+    assert [o for _, o in outcomes(ex)] == ["REUSE", "REUSE", "RERUN", "RERUN"]
