@@ -154,3 +154,18 @@ expect = [{ outcome = "hit", index = 0 }]
 """
     with pytest.raises(CaseFileError, match="one expect entry per body call"):
         parse(text)
+
+
+@pytest.mark.parametrize("case_id", ["N04", "N05", "N07", "N09", "G01", "G05", "G09", "P02", "S01", "S03", "S05", "S06"])
+def test_agent_inferred_from_the_log(case_id):
+    from pathlib import Path
+
+    from agent_inspect.rules import run_case
+
+    data = tomllib.loads((Path(__file__).resolve().parents[2] / "cases" / f"{case_id}.toml").read_text())
+    declared = data.pop("agent")["actions"]
+    for case in parse_case(data, path=case_id):
+        assert {a.name for a in case.actions} == {a["name"] for a in declared}
+        for rule in case.rules:
+            result = run_case(case, rule)
+            assert result.passed, (case.id, rule, result.mismatches)
