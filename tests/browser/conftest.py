@@ -31,7 +31,8 @@ def lab_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of notebooks/ (autosave must never touch the repo) beside the sample logs."""
     root = tmp_path_factory.mktemp("lab-root")
     shutil.copytree(REPO / "notebooks", root / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    (root / "sample_logs").symlink_to(REPO / "sample_logs", target_is_directory=True)
+    for name in ("sample_logs", "cases"):
+        (root / name).symlink_to(REPO / name, target_is_directory=True)
     return root
 
 
@@ -95,7 +96,7 @@ class LabPage:
         self.page.wait_for_function(
             "() => { const w = window.jupyterapp.shell.currentWidget; "
             "const cells = w.content.widgets.filter(c => c.model.type === 'code'); "
-            "const failed = !!w.node.querySelector(\"[data-mime-type='application/vnd.jupyter.error']\"); "
+            "const failed = cells.some(c => c.model.outputs.toJSON().some(o => o.output_type === 'error')); "
             "const done = cells.every(c => c.model.executionCount !== null); "
             "return w.sessionContext.session.kernel.status === 'idle' && (done || failed); }",
             timeout=timeout_ms,
@@ -104,9 +105,12 @@ class LabPage:
         assert not errors, f"a cell raised: {errors[0][:2000]}"
 
     def errors_in_outputs(self) -> list[str]:
-        return self.page.eval_on_selector_all(
-            "[data-mime-type='application/vnd.jupyter.error']",
-            "els => els.map(e => e.textContent)",
+        """``ename: evalue`` and traceback of every error output of the current notebook."""
+        return self.page.evaluate(
+            "() => window.jupyterapp.shell.currentWidget.content.widgets"
+            ".flatMap(c => c.model.type === 'code' ? c.model.outputs.toJSON() : [])"
+            ".filter(o => o.output_type === 'error')"
+            ".map(o => o.ename + ': ' + o.evalue + '\\n' + (o.traceback || []).join('\\n'))"
         )
 
     def xss_hits(self) -> list[object]:

@@ -74,6 +74,18 @@ def isolated_env(scratch: Path) -> dict[str, str]:
     return env
 
 
+def _lab_settings(scratch: Path) -> Path:
+    """User settings for the test lab: every cell stays in the DOM (no windowing), no news pop-up."""
+    settings = scratch / "lab-settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True, exist_ok=True)
+    (tracker / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    news = settings / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True, exist_ok=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    return settings
+
+
 @dataclass
 class JupyterLab:
     """A running JupyterLab server; ``stop()`` ends it by PID."""
@@ -116,6 +128,7 @@ class JupyterLab:
 def start_jupyterlab(root_dir: Path, *, scratch: Path, ready_timeout: float = 60.0) -> JupyterLab:
     """Start ``jupyter lab`` on 127.0.0.1 serving ``root_dir`` and wait until its API answers."""
     env = isolated_env(scratch)
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(_lab_settings(scratch))
     port, token = free_port(), secrets.token_hex(16)
     log_path = scratch / "jupyterlab.log"
     cmd = [
