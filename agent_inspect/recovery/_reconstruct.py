@@ -86,6 +86,12 @@ class Reconstruction:
 
         return subagent_tree(self, key, seq)
 
+    def predict(self, plan: Any = None, agent: Any = None) -> Any:
+        """The static prediction of a replay under this rule and markers (:func:`agent_inspect.recovery.predict`)."""
+        from agent_inspect.recovery._predict import predict
+
+        return predict(self.log, plan, agent, rule=self.rule, markers=self.markers)
+
     @cached_property
     def lints(self) -> pd.DataFrame:
         """Format and identity hazards of the log (:func:`agent_inspect.recovery.lint`)."""

@@ -242,3 +242,10 @@ def test_lookup_only_reports_the_conflict_at_lookup_with_both_roots() -> None:
     assert (div["kind"], div["step"]) == ("root-conflict", "lookup")
     assert div["positions"] == (3, 7) and div["attribute_diff"] == {"input": ("B", "A")}
     assert completed(r)["status"].tolist() == ["superseded", "invalidated", "invalidated", "invalidated"]
+
+
+def test_prediction_from_a_reconstruction() -> None:
+    r = reconstruct(n04().log(), "original")
+    p = r.predict()
+    assert p.rule == "original" and p.reruns() == 2
+    assert reconstruct(n04().log(), "fixed").predict().reruns() == 0
