@@ -84,7 +84,8 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
             ln = lines.get(built.line_of_pos.get(int(r.entry_pos)))
             stale = bool(ln is not None and ln.stale is not None and ln.stale.applies(r.key, label))
         rows.append((r, label, stale))
-    predicted = tuple(_notation(r, label, stale) for r, label, stale in rows)
+    names = {bk: labels_[0] for bk, labels_ in built.key_of_business_key.items()}
+    predicted = tuple(_notation(r, label, stale, names) for r, label, stale in rows)
     stale_items = tuple(p for p, (_, _, s) in zip(predicted, rows) if s)
     expectation = case.expect.get(rule_name)
     mismatches: list[str] = []
@@ -99,9 +100,9 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
         for n, (exp, got) in enumerate(zip(exp_run, got_run), start=1):
             why = _mismatch(exp, *got, built)
             if why:
-                mismatches.append(f"task {n}: expected {exp}, predicted {_notation(*got)} ({why})")
+                mismatches.append(f"task {n}: expected {exp}, predicted {_notation(*got, names)} ({why})")
         if len(exp_run) != len(got_run):
-            extra = [str(i) for i in exp_run[len(got_run):]] or [_notation(*x) for x in got_run[len(exp_run):]]
+            extra = [str(i) for i in exp_run[len(got_run):]] or [_notation(*x, names) for x in got_run[len(exp_run):]]
             mismatches.append(f"expected {len(exp_run)} dispatched tasks, predicted {len(got_run)}: "
                               f"{'missing' if len(exp_run) > len(got_run) else 'extra'} {' '.join(extra)}")
         for exp in exp_nd:
@@ -123,18 +124,22 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
                       reruns=prediction.reruns(), evictions=evictions, calls=calls, prediction=prediction)
 
 
-def _notation(row: Any, label: str | None, stale: bool = False) -> str:
-    ops = "".join(f"[{_op_text(e)}]" for e in row.cache_ops if e.op in ("evict", "invalidate", "cross-key", "remove"))
+def _notation(row: Any, label: str | None, stale: bool, names: dict[str, str]) -> str:
+    """The predicted item in the expectation notation (it parses back, so it can be pasted into a case)."""
+    ops = "".join(f"[{_op_text(e, names)}]" for e in row.cache_ops
+                  if e.op in ("evict", "invalidate", "cross-key", "remove"))
     text = f"{row.key}:{row.input}.{row.action}" + (f"#{label}" if label else "") + f"={row.outcome}{ops}"
     return text + (" ✗stale" if stale else "")
 
 
-def _op_text(event: Any) -> str:
+def _op_text(event: Any, names: dict[str, str]) -> str:
+    key = names.get(event.business_key, event.business_key)
     if event.op == "cross-key":
         return f"evict *>{event.seq}"
     if event.op == "remove":
-        return f"remove {len(event.removed)} of {event.business_key}@{event.seq}"
-    return f"{event.op} {event.business_key}{'>=' if event.op == 'invalidate' else '>'}{event.seq}"
+        # one-by-one removals (identity mismatch, snapshot Fluss scan); "evict k>s" in expectations matches them
+        return f"remove {len(event.removed)} of {key}@{event.seq}"
+    return f"{event.op} {key}{'>=' if event.op == 'invalidate' else '>'}{event.seq}"
 
 
 def _mismatch(exp: ExpectedItem, row: Any, label: str | None, stale: bool, built: Any) -> str:

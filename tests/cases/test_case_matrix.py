@@ -62,3 +62,16 @@ def test_genuine_cases_never_stale_under_the_fixed_family(rule):
         if case.category == "genuine":
             result = run_case(case, rule)
             assert not result.stale, (case.id, result.predicted)
+
+
+@pytest.mark.parametrize("case_id", ["N09/snapshot-kafka-k1", "P01", "P04/k2", "G09", "S05"])
+def test_predicted_notation_pastes_back_as_an_expectation(case_id):
+    from dataclasses import replace
+
+    from agent_inspect.rules._cases_notation import parse_expectation
+
+    case = next(c for c in CASES if c.id == case_id)
+    first = run_case(case, "original")
+    pasted = replace(case, expect={"original": parse_expectation("original", " ".join(first.predicted))})
+    again = run_case(pasted, "original")
+    assert again.passed, again.mismatches
