@@ -36,6 +36,7 @@ __all__ = [
     "is_reconstruction",
     "is_executor",
     "message_html",
+    "integer_axis",
 ]
 
 STATUS_COLOURS: dict[str, str] = {
@@ -128,6 +129,13 @@ def value_html(title: str, value: Any) -> str:
     """An escaped ``<pre>`` block with the pretty JSON of a decoded value, under an escaped title."""
     return (f'<div class="ai-record"><b>{escape(title)}</b>'
             f'<pre class="ai-value">{escape(pretty_json(value))}</pre></div>')
+
+
+def integer_axis(values: Any) -> dict[str, Any]:
+    """Axis settings for integer data (positions, seqs, steps): no fractional ticks on short ranges."""
+    arr = pd.to_numeric(pd.Series(values, dtype="float64"), errors="coerce").dropna()
+    span = float(arr.max() - arr.min()) if len(arr) else 0.0
+    return {"tickformat": "d", "dtick": 1} if span <= 12 else {"tickformat": "d"}
 
 
 def message_html(text: str, *, level: str = "info") -> str:

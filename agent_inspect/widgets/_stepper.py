@@ -13,7 +13,15 @@ import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
-from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html, pretty_json, to_builtins
+from agent_inspect.widgets._common import (
+    KIND_COLOURS,
+    colour_for,
+    hover,
+    integer_axis,
+    message_html,
+    pretty_json,
+    to_builtins,
+)
 
 __all__ = ["ReplayStepper"]
 
@@ -187,6 +195,8 @@ class ReplayStepper(w.VBox):
             self.figure.data = []
             for trace in traces:
                 self.figure.add_trace(trace)
+            self.figure.layout.xaxis.update(integer_axis(x))
+            self.figure.layout.yaxis.update(integer_axis(seq))
 
 
 def _step_kinds() -> list[str]:
@@ -238,9 +248,9 @@ def _counters_html(counters: Any, steps: int) -> str:
     elif counters is not None:
         items += [(k, getattr(counters, k)) for k in dir(counters)
                   if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
-    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}"><b>{escape(v)}</b> {escape(k)}</span> '
-                    for k, v in items)
-    return f'<div class="ai-counter-row">{cells}</div>'
+    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" style="white-space:nowrap">'
+                    f'<b>{escape(v)}</b> {escape(k.replace("_", " "))}</span>' for k, v in items)
+    return f'<div class="ai-counter-row" style="display:flex;flex-wrap:wrap;gap:4px 14px">{cells}</div>'
 
 
 def _step_hover(index: int, row: pd.Series) -> str:

@@ -16,6 +16,7 @@ from agent_inspect.widgets._common import (
     decoded_value,
     first_column,
     hover,
+    integer_axis,
     message_html,
     records_of,
     value_html,
@@ -115,6 +116,8 @@ class KeyTimeline(w.VBox):
             for trace in traces:
                 self.figure.add_trace(trace)
             self.figure.layout.shapes = self._attempt_shapes(frame) + self._band_shapes(frame, statuses, seq)
+            self.figure.layout.xaxis.update(integer_axis(pos))
+            self.figure.layout.yaxis.update(integer_axis(seq))
             self.figure.layout.annotations = self._attempt_labels(frame)
         for trace in self.figure.data:
             trace.on_click(self._on_click)

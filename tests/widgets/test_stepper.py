@@ -7,7 +7,7 @@ from _widget_agents import recovery_executor
 
 
 def _counter(stepper: ReplayStepper, name: str) -> int:
-    match = re.search(rf'data-name="{name}"><b>(\d+)</b>', stepper.counters.value)
+    match = re.search(rf'data-name="{name}"[^>]*><b>(\d+)</b>', stepper.counters.value)
     assert match, stepper.counters.value
     return int(match.group(1))
 
