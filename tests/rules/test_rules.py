@@ -325,3 +325,28 @@ def test_prune_completed_prunes_each_key_at_its_seq() -> None:
     assert [len(r.removed) for r in results] == [2, 0]
     assert session.store.seqs("k") == [6] and session.store.seqs("j") == [3]
     assert [ev.op for ev in session.events] == ["prune"]
+
+
+def test_the_docstring_example_rule_runs() -> None:
+    import textwrap
+
+    import agent_inspect as ai
+
+    doc = DivergenceRule.__doc__
+    block = doc[doc.index("Worked example"):].split("::\n", 1)[1]
+    lines = []
+    for line in block.splitlines():
+        if line.strip() and not line.startswith("        "):
+            break
+        lines.append(line)
+    code = textwrap.dedent("\n".join(lines))
+    ns: dict = {"ai": ai}
+    calls = []
+    ns["log"] = None
+    ns_ai = type("AI", (), {"reconstruct": staticmethod(lambda log, rule: calls.append(rule))})
+    ns["ai"] = ns_ai
+    exec(code, ns)                                   # noqa: S102 - our own docstring
+    rule = calls[0]
+    assert rule.name == "roots-only"
+    assert run(rule, G01, G01_T)[0] == [RR, RR]      # root conflicts caught
+    assert run(rule, N04, N04_T)[0] == [R, R, R, R]
