@@ -16,7 +16,7 @@ _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "
             "expected"]
 
 
-def compare(cases: str | Path | Case | Iterable[str | Path | Case] = "cases",
+def compare(cases: str | Path | Case | Iterable[str | Path | Case],
             rules: Sequence[Any] | None = None) -> pd.DataFrame:
     """Run every case under every rule; one row per (rule, case), long form.
 
