@@ -12,7 +12,7 @@ import dataclasses
 import gzip
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from agent_inspect._errors import SourceError
+from agent_inspect.sources._bulk import gc_paused
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
 __all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_METADATA_KEY"]
@@ -85,12 +86,58 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None) -
         data = gzip.decompress(p.read_bytes()) if head[:2] == b"\x1f\x8b" else p.read_bytes()
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise SourceError(f"cannot read {str(p)!r}: {exc}; check the file") from None
-    lines = data.split(b"\n")
+    head_lines = _head_lines(data, 2000)
     if file_format is None:
-        file_format = _sniff(lines)
-    if file_format == "kcat-jsonl":
-        return _read_kcat(lines, str(p))
-    return _read_plain(lines, str(p))
+        file_format = _sniff(head_lines)
+    with gc_paused():
+        if file_format == "kcat-jsonl":
+            return _read_kcat(data, head_lines, str(p))
+        return _read_plain(data, str(p))
+
+
+def _head_lines(data: bytes, n: int) -> list[bytes]:
+    out: list[bytes] = []
+    start = 0
+    while len(out) < n and start < len(data):
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = len(data)
+        out.append(data[start:end])
+        start = end + 1
+    return out
+
+
+def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, bytes | BaseException | None]]:
+    """``(line number, record, None)`` per non-blank line, or ``(line number, None, line)`` when it does not decode.
+
+    The fast path decodes every line in one call; any bad or blank line sends the file through the
+    per-line path, which also keeps line numbers exact.
+    """
+    try:
+        records = decoder.decode_lines(data)
+    except Exception:  # noqa: BLE001 - some line is bad: find it line by line below
+        records = None
+    if records is not None and len(records) == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1):
+        for i, rec in enumerate(records):
+            yield i + 1, rec, None
+        return
+    for i, line in enumerate(data.split(b"\n")):
+        if not line or line.isspace():
+            continue
+        try:
+            yield i + 1, decoder.decode(line), None
+        except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
+            exc.line = line  # type: ignore[attr-defined]
+            yield i + 1, None, exc
+
+
+def _line(data: bytes, lineno: int) -> bytes:
+    """The bytes of 1-based line ``lineno`` (only for the rare bad record that decoded as JSON)."""
+    start = 0
+    for _ in range(lineno - 1):
+        start = data.index(b"\n", start) + 1
+    end = data.find(b"\n", start)
+    return data[start:end if end >= 0 else len(data)]
 
 
 def _sniff(lines: list[bytes]) -> str:
@@ -131,19 +178,18 @@ class _Rows:
             self.batch.agent_key = None
 
 
-def _read_plain(lines: list[bytes], location: str) -> FileRead:
+def _read_plain(data: bytes, location: str) -> FileRead:
     rows = _Rows(with_agent_key=True)
     b = rows.batch
-    decode = _PLAIN.decode
     part_l, off_l, ts_l, key_l, val_l, agent_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value, b.agent_key
     assert agent_l is not None
     positioned = False
-    for i, line in enumerate(lines):
-        if not line or line.isspace():
-            continue
+    for lineno, rec, failure in _decoded(_PLAIN, data):
         try:
-            rec = decode(line)
-            key = _plain_key(rec)
+            if rec is None:
+                raise failure  # type: ignore[misc]
+            k = rec.key
+            key = k.encode("utf-8") if k is not None and rec.key_base64 is None else _plain_key(rec)
             value = bytes(rec.value)
             if value[:1] != b"{" or rec.value_base64 is not None:  # the common inline object needs no work
                 value = _plain_value(rec, value)
@@ -154,14 +200,14 @@ def _read_plain(lines: list[bytes], location: str) -> FileRead:
             if p is not None and p < 0 or o is not None and o < 0:
                 raise ValueError("partition and offset must not be negative")
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
-            rows.bad(i + 1, line, _reason(exc))
+            rows.bad(lineno, getattr(exc, "line", None) or _line(data, lineno), _reason(exc))
             continue
         if p is None:
             p = 0
         else:
             positioned = True
         if o is None:
-            o = i + 1
+            o = lineno
         else:
             positioned = True
         part_l.append(p)
@@ -206,36 +252,44 @@ def _timestamp(value: int | str | None) -> int | None:
     return int(dt.timestamp() * 1000)
 
 
-def _read_kcat(lines: list[bytes], location: str) -> FileRead:
+def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
     rows = _Rows()
     rows.positioned = True
     b = rows.batch
-    b64 = _kcat_is_base64(lines)
+    part_l, off_l, ts_l, key_l, val_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value
+    b64 = _kcat_is_base64(head_lines)
     topics: set[str] = set()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        lineno = i + 1
+    for lineno, rec, failure in _decoded(_KCAT, data):
         try:
-            rec = _KCAT.decode(line)
+            if rec is None:
+                raise failure  # type: ignore[misc]
             if rec.partition < 0 or rec.offset < 0:
                 raise ValueError("partition and offset must not be negative")
             if rec.key_error or rec.payload_error:
                 raise ValueError(f"kcat could not read the record: {rec.key_error or rec.payload_error}")
-            key = _kcat_field(rec.key, b64, "key")
-            value = _kcat_field(rec.payload, b64, "payload")
+            if b64:
+                key, value = _kcat_field(rec.key, b64, "key"), _kcat_field(rec.payload, b64, "payload")
+            else:
+                key = None if rec.key is None else rec.key.encode("utf-8", "surrogatepass")
+                value = None if rec.payload is None else rec.payload.encode("utf-8", "surrogatepass")
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
-            rows.bad(lineno, line, _reason(exc))
+            rows.bad(lineno, getattr(exc, "line", None) or _line(data, lineno), _reason(exc))
             continue
         if rec.topic is not None:
             topics.add(rec.topic)
-        ts = rec.ts if rec.tstype in ("create", "logappend") else None
-        b.append(rec.partition, rec.offset, ts, key, value)
+        part_l.append(rec.partition)
+        off_l.append(rec.offset)
+        ts_l.append(rec.ts if rec.tstype in _TS_TYPES else None)
+        key_l.append(key)
+        val_l.append(value)
     rows.finish()
     topic = next(iter(topics)) if len(topics) == 1 else None
     info = _file_info(b, rows.errors, location, "kcat-jsonl", topic,
                       extra={"base64": True} if b64 else None)
     return FileRead(b, info, rows.errors)
+
+
+_TS_TYPES = frozenset(("create", "logappend"))
 
 
 def _kcat_is_base64(lines: list[bytes]) -> bool:
@@ -289,15 +343,19 @@ def _reason(exc: BaseException) -> str:
 
 def _file_info(b: RawBatch, errors: Mapping[int, str], location: str, fmt: str, topic: str | None,
                extra: Mapping[str, Any] | None = None) -> SourceInfo:
+    import numpy as np
+
+    part = np.asarray(b.partition, dtype=np.int64)
+    off = np.asarray(b.offset, dtype=np.int64)
+    if errors:
+        keep = np.ones(len(part), dtype=bool)
+        keep[list(errors)] = False
+        part, off = part[keep], off[keep]
     start: dict[int, int] = {}
     end: dict[int, int] = {}
-    for i, (p, o) in enumerate(zip(b.partition, b.offset)):
-        if i in errors:
-            continue
-        if o < start.get(p, o + 1):
-            start[p] = o
-        if o + 1 > end.get(p, -1):
-            end[p] = o + 1
+    for p in np.unique(part).tolist():
+        mine = off[part == p]
+        start[p], end[p] = int(mine.min()), int(mine.max()) + 1
     options: dict[str, Any] = dict(extra or {})
     if errors:
         options["malformed_lines"] = len(errors)

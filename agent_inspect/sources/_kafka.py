@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect.sources._bulk import gc_paused
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
 from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads
 from agent_inspect.sources._progress import progress_bar
@@ -147,14 +148,13 @@ def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, e
 
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
           timeout: float, errors: list[str]) -> Iterator[RawBatch]:
-    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
 
     end = dict(plan.end)
     remaining = {p for p in plan.start if plan.start[p] < end[p]}
     if not remaining:
         return
     keep = business_key_filter(keys) if keys is not None else None
-    eof_code = KafkaError._PARTITION_EOF
     consumer = _client(Consumer, conf)
     bar = progress_bar(total=plan.total, desc=f"kafka {topic}", enabled=progress)
     try:
@@ -169,35 +169,8 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                         f"{errors[-1] if errors else 'no error reported'}); retry or raise timeout=")
                 continue
             last_progress = time.monotonic()
-            batch = RawBatch()
-            part, off, tss, key, val = batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value
-            done: list[int] = []
-            for m in messages:
-                err = m.error()
-                p = m.partition()
-                if p not in remaining:
-                    continue
-                if err is not None:
-                    if err.code() == eof_code:
-                        remaining.discard(p)
-                        done.append(p)
-                        continue
-                    raise SourceError(f"reading partition {p} of topic {topic!r} failed: {err.str()}")
-                o = m.offset()
-                last = end[p] - 1
-                if o > last:
-                    remaining.discard(p)
-                    done.append(p)
-                    continue
-                ts_type, ts = m.timestamp()
-                part.append(p)
-                off.append(o)
-                tss.append(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts)
-                key.append(m.key())
-                val.append(m.value())
-                if o == last:
-                    remaining.discard(p)
-                    done.append(p)
+            with gc_paused():
+                batch, done = _collect(messages, remaining, end, topic)
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
             bar.update(len(batch))
@@ -208,3 +181,41 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
     finally:
         bar.close()
         consumer.close()
+
+
+def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
+             topic: str) -> tuple[RawBatch, list[int]]:
+    """One consumed batch as columns, up to each partition's end; partitions finished by it leave ``remaining``."""
+    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
+
+    eof_code = KafkaError._PARTITION_EOF
+    batch = RawBatch()
+    part, off, tss, key, val = batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value
+    done: list[int] = []
+    for m in messages:
+        err = m.error()
+        p = m.partition()
+        if p not in remaining:
+            continue
+        if err is not None:
+            if err.code() == eof_code:
+                remaining.discard(p)
+                done.append(p)
+                continue
+            raise SourceError(f"reading partition {p} of topic {topic!r} failed: {err.str()}")
+        o = m.offset()
+        last = end[p] - 1
+        if o > last:
+            remaining.discard(p)
+            done.append(p)
+            continue
+        ts_type, ts = m.timestamp()
+        part.append(p)
+        off.append(o)
+        tss.append(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts)
+        key.append(m.key())
+        val.append(m.value())
+        if o == last:
+            remaining.discard(p)
+            done.append(p)
+    return batch, done

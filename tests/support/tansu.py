@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Broker", "create_topic", "free_port", "produce_like_upstream", "start_tansu", "tansu_binary"]
+__all__ = ["Broker", "consumer_groups", "create_topic", "end_offsets", "free_port", "produce_like_upstream", "start_tansu",
+           "tansu_binary"]
 
 
 def tansu_binary() -> str:
