@@ -65,9 +65,14 @@ class PythonAgent(BaseAgent):
         BaseAgent.__init__(self, (*self.actions, decl))
 
     def subagent(self, scope: str, child: PythonAgent) -> None:
-        """Make ``child``'s actions reachable as sub-agent ``scope`` (routed by delegate type, §11)."""
+        """Make ``child``'s actions reachable as sub-agent ``scope`` (routed by delegate type, §11).
+
+        Actions the child already routes into its own sub-agents keep their scope, so nested calls
+        reach the grandchild, not the child (scope names are resource names, unique in a plan).
+        """
         for decl in child.actions:
-            inner = ActionDecl(decl.name, decl.triggers, decl.module, decl.qualname, decl.java, scope)
+            inner = ActionDecl(decl.name, decl.triggers, decl.module, decl.qualname, decl.java,
+                               decl.scope or scope)
             self.add(inner, child._bodies[decl.name])
 
     def run_action(self, action: str, ctx: ActionContext) -> None:
