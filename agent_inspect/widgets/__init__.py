@@ -2,7 +2,7 @@
 
 ``inspect(obj)`` picks the right one. Every view is an ``ipywidgets.VBox`` with a stable CSS class
 (``ai-log-browser``, ``ai-timeline``, ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``,
-``ai-stepper``, ``ai-rule-compare``, ``ai-inspector``). Views only display results computed
+``ai-stepper``, ``ai-rule-compare``, ``ai-prediction``, ``ai-inspector``). Views only display results computed
 elsewhere; every record-derived string is HTML-escaped, hover text included.
 """
 
@@ -13,6 +13,7 @@ from agent_inspect.widgets._compare import RuleComparison
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._inspect import ResultInspector, inspect
+from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._stepper import ReplayStepper
 from agent_inspect.widgets._timeline import KeyTimeline
 
@@ -26,4 +27,5 @@ __all__ = [
     "ReplayStepper",
     "RuleComparison",
     "ResultInspector",
+    "PredictionView",
 ]

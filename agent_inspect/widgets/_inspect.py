@@ -22,6 +22,7 @@ from agent_inspect.widgets._common import (
 from agent_inspect.widgets._compare import RuleComparison
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
+from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._stepper import ReplayStepper
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
 
@@ -117,6 +118,7 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - an ``ActionStateLog`` → :class:`LogBrowser`;
     - a reconstruction result → :class:`ResultInspector` (records, timeline, divergences, graph);
     - a replay executor → :class:`ReplayStepper`;
+    - a prediction (``result.predict(...)``) → :class:`PredictionView`;
     - the DataFrame of ``ai.rules.compare(...)`` → :class:`RuleComparison`;
     - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
 
@@ -126,6 +128,8 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
         return ReplayStepper(obj, **options)
     if is_reconstruction(obj):
         return ResultInspector(obj, **options)
+    if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and isinstance(getattr(obj, "ledger", None), pd.DataFrame):
+        return PredictionView(obj, **options)
     if is_log(obj):
         return LogBrowser(obj, **options)
     if isinstance(obj, nx.Graph):
@@ -133,4 +137,4 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     if isinstance(obj, pd.DataFrame) and {"rule"} <= set(obj.columns):
         return RuleComparison(obj, **options)
     raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
-                    "reconstruction, a ReplayExecutor or the frame of ai.rules.compare(...)")
+                    "reconstruction, a prediction, a ReplayExecutor or the frame of ai.rules.compare(...)")

@@ -1,0 +1,103 @@
+"""Prediction view: what a recovery would reuse / resume / re-run, and the re-execution ledger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+import pandas as pd
+import plotly.graph_objects as go
+
+from agent_inspect._html import escape, frame_html
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+
+__all__ = ["PredictionView"]
+
+_OUTCOME_ORDER = ("REUSE", "RESUME", "RERUN", "FAIL", "NOT-DISPATCHED")
+_LEDGER_COLOURS = {"body": "#d62728", "call": "#ff7f0e", "replayed": "#2ca02c", "reconciler": "#9467bd"}
+_TASK_COLUMNS = ("key", "seq", "input", "action", "outcome", "reason")
+
+
+class PredictionView(w.VBox):
+    """A prediction (``result.predict(...)`` / ``ai.recovery.predict(...)``): outcomes, ledger, tasks.
+
+    Top: task outcomes per key. Middle: the re-execution ledger (bodies that run again, durable
+    calls executed for real or served from the journal, by function id). Bottom: the tasks in
+    dispatch order, filterable by key.
+    """
+
+    def __init__(self, prediction: Any, *, max_rows: int = 200) -> None:
+        super().__init__()
+        self.add_class("ai-prediction")
+        self.prediction = prediction
+        self.max_rows = int(max_rows)
+        tasks = getattr(prediction, "tasks", None)
+        ledger = getattr(prediction, "ledger", None)
+        self.tasks = tasks if isinstance(tasks, pd.DataFrame) else pd.DataFrame()
+        self.ledger = ledger if isinstance(ledger, pd.DataFrame) else pd.DataFrame()
+        rule = getattr(prediction, "rule", "")
+        crashed = bool(getattr(prediction, "crashed", False))
+        self.summary = w.HTML(self._summary_html(rule, crashed))
+        self.summary.add_class("ai-prediction-summary")
+        self.outcomes = go.FigureWidget(layout=go.Layout(
+            height=260, barmode="stack", margin=dict(l=50, r=10, t=30, b=60),
+            title=dict(text="task outcomes per key", font=dict(size=13))))
+        self.outcomes.add_class("ai-outcomes")
+        self.ledger_figure = go.FigureWidget(layout=go.Layout(
+            height=260, barmode="group", margin=dict(l=160, r=10, t=30, b=40),
+            title=dict(text="re-execution ledger", font=dict(size=13))))
+        self.ledger_figure.add_class("ai-ledger")
+        keys = sorted(map(str, self.tasks["key"].dropna().unique())) if "key" in self.tasks.columns else []
+        self.key_filter = w.Dropdown(description="Key", options=["(any)", *keys], layout=w.Layout(width="360px"))
+        self.key_filter.observe(lambda _: self._show_tasks(), names="value")
+        self.table = w.HTML()
+        self.table.add_class("ai-table")
+        self._draw_outcomes()
+        self._draw_ledger()
+        self._show_tasks()
+        self.children = [self.summary, self.outcomes, self.ledger_figure, self.key_filter, self.table]
+
+    def _summary_html(self, rule: Any, crashed: bool) -> str:
+        counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
+        parts = ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
+        crash = " — <b>the job crashes on this recovery (restart loop)</b>" if crashed else ""
+        return f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'
+
+    def _draw_outcomes(self) -> None:
+        if not {"key", "outcome"} <= set(self.tasks.columns) or self.tasks.empty:
+            return
+        counts = self.tasks.groupby(["outcome", "key"], observed=True, sort=True).size()
+        names = [o for o in _OUTCOME_ORDER if o in counts.index.get_level_values(0)]
+        names += sorted(set(map(str, counts.index.get_level_values(0))) - set(names))
+        with self.outcomes.batch_update():
+            for outcome in names:
+                part = counts.xs(outcome, level=0)
+                keys = [str(k) for k in part.index]
+                self.outcomes.add_trace(go.Bar(
+                    x=[escape(k) for k in keys], y=part.to_numpy(), name=escape(outcome),
+                    marker_color=colour_for(outcome, KIND_COLOURS), hoverinfo="text",
+                    hovertext=[hover([("key", k), ("outcome", outcome), ("tasks", int(n))])
+                               for k, n in zip(keys, part.to_numpy())]))
+
+    def _draw_ledger(self) -> None:
+        if not {"kind", "name", "count"} <= set(self.ledger.columns) or self.ledger.empty:
+            self.ledger_figure.layout.title.text = "re-execution ledger: nothing runs again"
+            return
+        totals = self.ledger.groupby(["kind", "name"], observed=True, sort=True)["count"].sum()
+        with self.ledger_figure.batch_update():
+            for kind in dict.fromkeys(map(str, totals.index.get_level_values(0))):
+                part = totals.xs(kind, level=0)
+                names = [str(n) for n in part.index]
+                self.ledger_figure.add_trace(go.Bar(
+                    y=[escape(n) for n in names], x=part.to_numpy(), orientation="h", name=escape(kind),
+                    marker_color=_LEDGER_COLOURS.get(kind, colour_for(kind)), hoverinfo="text",
+                    hovertext=[hover([("kind", kind), ("name", n), ("count", int(c))])
+                               for n, c in zip(names, part.to_numpy())]))
+
+    def _show_tasks(self) -> None:
+        tasks = self.tasks
+        if self.key_filter.value != "(any)" and "key" in tasks.columns:
+            tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
+        cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
+        self.table.value = frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order") \
+            if len(tasks) else message_html("no task")

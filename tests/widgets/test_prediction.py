@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.recovery import predict
+from agent_inspect.rules import build_case, load_cases
+from agent_inspect.widgets import PredictionView
+from conftest import html_strings
+from _widget_logs import IMG
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+KEY = f"k{IMG}"
+
+
+@pytest.fixture(scope="module")
+def prediction(tmp_path_factory):
+    """Case G01 (A@5, B@5, C@6; replay A, C) under the original rule, with a script probe as its key."""
+    text = (CASES / "G01.toml").read_text().replace('key = "k"', f'key = "{KEY}"').replace('"k:', f'"{KEY}:')
+    path = tmp_path_factory.mktemp("cases") / "G01-probe.toml"
+    path.write_text(text)
+    built = build_case(load_cases([path])[0])
+    return predict(built.log, built.plan, built.agent, rule="original", markers=list(built.markers))
+
+
+def test_outcomes_ledger_and_tasks(prediction):
+    view = ai.inspect(prediction)
+    assert isinstance(view, PredictionView) and "ai-prediction" in view._dom_classes
+    outcomes = {t.name: int(sum(t.y)) for t in view.outcomes.data}
+    assert outcomes == prediction.tasks["outcome"].value_counts().to_dict()
+    ledger = {(t.name, html.unescape(y)): int(x) for t in view.ledger_figure.data for y, x in zip(t.y, t.x)}
+    assert ledger == {(r.kind, r.name): r.count for r in prediction.ledger_totals().itertuples()}
+    assert ("body", "IA") in ledger
+    assert view.table.value.count("<tr>") == len(prediction.tasks) + 1
+    assert "prediction under rule <code>original</code>" in view.summary.value
+
+
+def test_key_filter_and_escaping(prediction):
+    view = PredictionView(prediction)
+    assert view.key_filter.options == ("(any)", KEY)
+    view.key_filter.value = KEY
+    assert view.table.value.count("<tr>") == len(prediction.tasks) + 1
+    strings = html_strings(view)
+    assert not [s for s in strings if "<img" in s]
+    assert any(html.escape(KEY) in s for s in strings)
