@@ -189,20 +189,25 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
 
     eof_code = KafkaError._PARTITION_EOF
+    transient = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT}
     batch = RawBatch()
     part, off, tss, key, val = batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value
     done: list[int] = []
     for m in messages:
         err = m.error()
         p = m.partition()
-        if p not in remaining:
-            continue
         if err is not None:
             if err.code() == eof_code:
-                remaining.discard(p)
-                done.append(p)
+                if p in remaining:
+                    remaining.discard(p)
+                    done.append(p)
                 continue
-            raise SourceError(f"reading partition {p} of topic {topic!r} failed: {err.str()}")
+            if err.retriable() or err.code() in transient:
+                continue  # librdkafka retries; the stall timeout in _read bounds the wait
+            where = f"partition {p} of topic {topic!r}" if p is not None and p >= 0 else f"topic {topic!r}"
+            raise SourceError(f"reading {where} failed: {err.str()}")
+        if p not in remaining:
+            continue
         o = m.offset()
         last = end[p] - 1
         if o > last:
