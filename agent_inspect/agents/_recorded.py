@@ -22,8 +22,9 @@ class AsRecordedAgent(BaseAgent):
     A body run for (key, seq, action, event fingerprint) replays the durable calls of the latest
     incomplete record and the outputs of the latest completed record there (falling back to the
     same key, action and fingerprint at any seq): same types and attributes, fresh ids. Sub-agent
-    calls (``<sessionId>#<callId>`` results) re-send the recorded bootstrap. An action with no
-    record does nothing, so its subtree stops.
+    calls (``<sessionId>#<callId>`` results) re-send the recorded bootstrap; a bootstrap no recorded
+    call explains is re-sent by the record its ``upstreamEventId`` names, else by the round's first
+    root. An action with no record does nothing, so its subtree stops.
     """
 
     def __init__(self, log: ActionStateLog) -> None:
@@ -35,6 +36,8 @@ class AsRecordedAgent(BaseAgent):
         self._records: dict[tuple[str, int, str, str], list[int]] = {}
         self._any_seq: dict[tuple[str, str, str], list[int]] = {}
         self._bootstraps: dict[tuple[str, int, str], AgentEvent] = {}
+        claimed: set[tuple[str, int, str]] = set()
+        first_root: dict[tuple[str, int], str] = {}
         for pos, bk, seq, au, eu in zip(ok.index, ok["business_key"], ok["seq"], ok["action_uuid"], ok["event_uuid"]):
             state = log.value(int(pos))
             if state is None or state.task_event is None:
@@ -49,12 +52,23 @@ class AsRecordedAgent(BaseAgent):
                 route = (attrs.get("targetScope"), str(attrs.get("delegateType")))
                 sid = f"{attrs.get('sessionId')}#{attrs.get('callId')}"
                 if attrs.get("delegateType") == "_input_event":
-                    self._bootstraps.setdefault((bk, int(seq), sid), AgentEvent(ev.type, attrs))
+                    self._bootstraps.setdefault((bk, int(seq), sid), AgentEvent(
+                        ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
             else:
                 route = (None, str(ev.type))
+                if ev.type == "_input_event":
+                    first_root.setdefault((bk, int(seq)), au)
+            claimed.update((bk, int(seq), cr.function_id) for cr in state.call_results)
             triggers.setdefault(au, {})[route] = None
             self._records.setdefault((bk, int(seq), au, str(eu)), []).append(int(pos))
             self._any_seq.setdefault((bk, au, str(eu)), []).append(int(pos))
+        # bootstraps no recorded call explains (the caller completed, which clears its call results, or had
+        # not recorded the call yet): their caller is the record their lineage names, else the round's first root
+        self._unclaimed: dict[tuple[str, int], list[AgentEvent]] = {}
+        for (bk, seq, sid), boot in self._bootstraps.items():
+            if (bk, seq, sid) not in claimed:
+                self._unclaimed.setdefault((bk, seq), []).append(boot)
+        self._first_root = first_root
         self._uuid_of: dict[str, str] = {}
         decls = []
         for au, routes in triggers.items():
@@ -80,9 +94,22 @@ class AsRecordedAgent(BaseAgent):
         states = [self._log.value(p) for p in positions]
         incomplete = [s for s in states if s is not None and not s.completed and s.call_results]
         complete = [s for s in states if s is not None and s.completed]
+        issued: set[str] = set()
         if incomplete:
             for cr in incomplete[-1].call_results:
                 self._replay_call(ctx, cr, bk)
+                issued.add(cr.function_id)
+        recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
+        for boot in self._unclaimed.get((bk, ctx.seq), ()):
+            a = boot.attributes
+            sid = f"{a.get('sessionId')}#{a.get('callId')}"
+            mine = (boot.upstream_event_id in recorded_ids if boot.upstream_event_id
+                    else self._first_root.get((bk, ctx.seq)) == au)
+            if mine and sid not in issued:
+                issued.add(sid)
+                ctx.call_subagent(str(a.get("targetScope")), str(a.get("delegateType")),
+                                  dict(a.get("delegateAttributes") or {}), session_id=str(a.get("sessionId")),
+                                  call_id=str(a.get("callId")))
         if complete:
             for out in complete[-1].output_events:
                 attrs = _attrs(out)

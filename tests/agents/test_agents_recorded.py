@@ -34,7 +34,7 @@ def test_sub_agent_scopes_are_read_from_wrappers():
 
 # cases whose declared bodies do exactly what the log recorded
 AGREE = ["N01", "N02", "N03", "N04", "N05", "N07", "N08", "N09", "N11", "G01", "G03", "G04", "G05", "G09",
-         "G10", "P01", "P02", "P04", "L01"]
+         "G10", "P01", "P02", "P04", "L01", "S01", "S02", "S03", "S05", "S06"]
 
 
 @pytest.mark.parametrize("case_id", AGREE)
