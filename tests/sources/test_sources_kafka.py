@@ -246,3 +246,19 @@ def test_client_config_passes_through_and_secrets_stay_out(kafka_bootstrap: str,
     assert "hunter2" not in repr(log.source)
     with pytest.raises(ai.SourceError, match='bad Kafka client config: Invalid value "bogus"'):
         ai.load_kafka(kafka_bootstrap, name, config={"security.protocol": "bogus"}, progress=False)
+
+
+def test_broker_gone_during_the_read_is_broker_unreachable(tmp_path: Path) -> None:
+    from tests.support.tansu import start_tansu
+
+    broker = start_tansu(log_path=tmp_path / "tansu.log")
+    try:
+        name = create_topic(broker.bootstrap, 2)
+        produce_like_upstream(broker.bootstrap, name, make_records(2, 1), num_partitions=2)
+        batches, _ = open_kafka(broker.bootstrap, name, timeout=2, progress=False)
+    finally:
+        broker.stop()
+    start = time.monotonic()
+    with pytest.raises(ai.BrokerUnreachable, match="stopped answering"):
+        list(batches)
+    assert time.monotonic() - start < 8
