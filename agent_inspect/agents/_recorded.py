@@ -82,7 +82,11 @@ class AsRecordedAgent(BaseAgent):
         super().__init__(decls)
 
     def action_uuid(self, action: str, key_format: str, *, attempt: int = 0) -> str:
-        """The action UUID the log shows (recorded identities are reused as they are)."""
+        """The action UUID the log shows, reused as it is.
+
+        A Java action under K1–K1.6 gets a new hash-based UUID in every JVM (spec §4.4), so its real
+        lookups miss; declare such agents (``ActionDecl(java=True)``) to predict that.
+        """
         self.action(action)
         return self._uuid_of[action]
 
