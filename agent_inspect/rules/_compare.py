@@ -16,9 +16,15 @@ _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "
             "expected"]
 
 
-def compare(cases: str | Path | Case | Iterable[str | Path | Case],
-            rules: Sequence[Any] | None = None) -> pd.DataFrame:
+def compare(cases: Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,
+            agent: Any = None) -> pd.DataFrame:
     """Run every case under every rule; one row per (rule, case), long form.
+
+    ``cases`` may also be a loaded ``ActionStateLog`` (a production journal): each rule's recovery is
+    then predicted (:func:`agent_inspect.recovery.predict` with ``markers``, ``plan`` and ``agent``;
+    by default the plan inferred from the log and its as-recorded agent) and the rows are per
+    (rule, key) with ``reruns``, ``evictions``, ``calls`` and ``crashed`` — there is no stale-reuse
+    ground truth for a production log.
 
     ``cases`` are :class:`Case` objects or case-file paths/directories; ``rules`` are rule names or
     :class:`~agent_inspect.rules.DivergenceRule` instances (default: every rule the cases name).
@@ -31,6 +37,8 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case],
     from agent_inspect.rules._cases_build import build_case
     from agent_inspect.rules._cases_run import expectation_rules, run_case
 
+    if hasattr(cases, "records") and hasattr(cases, "value"):
+        return _compare_log(cases, rules or ["original", "fixed"], markers=markers, plan=plan, agent=agent)
     loaded = _cases(cases)
     loaded = [c for c in loaded if c.log]
     if rules is None:
@@ -49,6 +57,36 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case],
         frame[col] = frame[col].astype("int64")
     for col in ("crashed", "passed", "expected"):
         frame[col] = frame[col].astype(bool)
+    frame["rule"] = pd.Categorical(frame["rule"], categories=list(dict.fromkeys(frame["rule"])))
+    return frame
+
+
+def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, agent: Any) -> pd.DataFrame:
+    from agent_inspect.agents._recorded import AsRecordedAgent
+    from agent_inspect.recovery._plan import ReplayPlan
+    from agent_inspect.recovery._predict import predict
+
+    plan = plan if plan is not None else ReplayPlan.from_log(log)
+    agent = agent if agent is not None else AsRecordedAgent(log)
+    frames = []
+    for rule in rules:
+        pred = predict(log, plan, agent, rule=rule, markers=markers)
+        tasks = pred.tasks
+        keys = pd.Index(sorted(set(tasks["key"].astype(str)) | set(map(str, plan.restored_seq))), name="key")
+        reruns = tasks.groupby("key", observed=True)["body_ran"].sum().reindex(keys, fill_value=0)
+        removed: dict[str, int] = {}
+        names = {i.business_key: k for k, i in plan.keys.items()}
+        for e in pred.events:
+            if e.op not in ("delete", "supersede"):
+                for entry in e.removed:
+                    k = names.get(entry.business_key, entry.business_key)
+                    removed[k] = removed.get(k, 0) + 1
+        calls = pred.ledger[pred.ledger["kind"] == "call"].groupby("key", observed=True)["count"].sum()
+        frames.append(pd.DataFrame({
+            "rule": pred.rule, "key": keys, "reruns": reruns.to_numpy().astype("int64"),
+            "evictions": [removed.get(k, 0) for k in keys],
+            "calls": calls.reindex(keys, fill_value=0).to_numpy().astype("int64"), "crashed": pred.crashed}))
+    frame = pd.concat(frames, ignore_index=True)
     frame["rule"] = pd.Categorical(frame["rule"], categories=list(dict.fromkeys(frame["rule"])))
     return frame
 

@@ -58,3 +58,15 @@ def test_compare_defaults_to_the_rules_the_cases_name(tmp_path):
     assert set(frame["rule"]) == {"original", "naive", "fixed", "lookup-only", "branch-aware"}
     assert frame["passed"].all()
     assert frame.groupby("rule", observed=True)["case"].count().to_dict()["original"] == 2
+
+
+def test_compare_on_a_production_log_is_per_key():
+    from agent_inspect.rules import build_case
+
+    built = build_case(next(c for c in load_cases(ROOT / "cases" / "N09.toml") if c.variant is None))
+    frame = compare(built.log, ["original", "fixed"])
+    assert list(frame.columns) == ["rule", "key", "reruns", "evictions", "calls", "crashed"]
+    by = frame.set_index(["rule", "key"])
+    assert by.loc[("original", "k"), "reruns"] == 2 and by.loc[("fixed", "k"), "reruns"] == 0
+    assert by.loc[("original", "k2"), "reruns"] == 0 and by.loc[("original", "k"), "evictions"] == 2
+    assert not frame["crashed"].any()
