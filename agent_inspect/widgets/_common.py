@@ -50,6 +50,8 @@ STATUS_COLOURS: dict[str, str] = {
     "error": "#e377c2",
     "unknown": "#1f77b4",
     "not-in-log": "#c7c7c7",
+    "outside": "#c7c7c7",
+    "record": "#1f77b4",
     # sub-agent call statuses (spec §11.5)
     "done": "#2ca02c",
     "in-flight": "#ff7f0e",
@@ -69,6 +71,7 @@ KIND_COLOURS: dict[str, str] = {
     "round-complete": "#bcbd22",
     "prune": "#8c564b",
     "fail": "#000000",
+    "not-dispatched": "#c7c7c7",
 }
 _FALLBACK = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 

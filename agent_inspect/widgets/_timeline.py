@@ -97,7 +97,7 @@ class KeyTimeline(w.VBox):
         frame = self.records
         status_col = first_column(frame, "status")
         statuses = frame[status_col].astype("string").fillna("unknown") if status_col else \
-            pd.Series("live", index=frame.index, dtype="string")
+            pd.Series("record", index=frame.index, dtype="string")
         text = _hover_texts(frame)
         seq = frame["seq"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if "seq" in frame.columns \
             else np.zeros(len(frame))

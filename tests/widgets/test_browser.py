@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 
 from agent_inspect.widgets import LogBrowser
 from _widget_logs import IMG, Journal, probe_history, round_

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from agent_inspect import InspectError
@@ -68,5 +67,5 @@ def test_unknown_key_is_a_clear_error(probe_result):
 def test_plain_log_timeline(probe_log):
     key = f"user-{IMG}"
     timeline = KeyTimeline(probe_log, key)
-    assert [t.name for t in timeline.figure.data] == ["live"]
+    assert [t.name for t in timeline.figure.data] == ["record"]  # a plain log has no statuses
     assert len(timeline.figure.data[0].x) == int((probe_log.records["business_key"] == key).sum())
