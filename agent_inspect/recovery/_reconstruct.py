@@ -143,9 +143,9 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
     2. **As-logged replay** (``replay=True``): every task whose record survived the rebuild is
        dispatched again, per key in round order (across keys by log position; where a round holds
        roots of several inputs, only the last-written input's roots), with the operator's
-       get / write sequence of spec §9.3: roots arrive with fresh event ids, children with the ids
-       their record shows (the "deterministic rerun" assumption of spec §15.6); reruns write
-       simulated records. This is where the original rule's count > 1 and miss evictions happen.
+       get / write sequence of spec §9.3: roots arrive with fresh event ids; a child carries the id
+       its reused parent's stored output has (ids are kept on reuse), or a fresh id when the parent
+       reran (the "deterministic rerun" assumption of spec §15.6); reruns write simulated records. This is where the original rule's count > 1 and miss evictions happen.
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
@@ -189,7 +189,8 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool) -> Reconst
     rebuild_records(session, iter_entries(records, in_window, attempts=attempts))
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
-        _replay_as_logged(session, ann, records.index, outcomes)
+        keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
+        _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None))
     frame = _statuses(records, ann, in_window, session, outcomes)
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
@@ -198,12 +199,17 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool) -> Reconst
     )
 
 
-def _replay_as_logged(session: RecoverySession, ann: pd.DataFrame, index: pd.Index,
-                      outcomes: dict[int, tuple[str, str]]) -> None:
-    first_pos = _execution_first_pos(ann, index)
+def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
+                      outcomes: dict[int, tuple[str, str]], value: Any = None) -> None:
+    # Dispatch order within a round is the order in which each state key was first written: a
+    # parent re-executed in a later attempt still comes before the child it triggered.
+    first_write: dict[str, int] = {}
+    for sk, p in zip(state_keys, index.tolist()):
+        if sk is not None and sk not in first_write:
+            first_write[sk] = p
     per_key: dict[str, dict[int, list[tuple[int, Entry]]]] = {}
     for entry in session.store.entries():
-        start = first_pos.get(entry.pos, entry.pos) if entry.pos is not None else 0
+        start = first_write.get(entry.state_key, entry.pos if entry.pos is not None else 0)
         per_key.setdefault(entry.business_key, {}).setdefault(entry.seq, []).append((start, entry))
     streams = []
     for key, by_seq in per_key.items():
@@ -218,14 +224,62 @@ def _replay_as_logged(session: RecoverySession, ann: pd.DataFrame, index: pd.Ind
             rounds.append((tasks[0][0], key, seq, [e for _, e in tasks]))
         streams.append(rounds)
     order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
+    emitted: dict[int, list[tuple[str | None, str | None, str | None]]] = {}
     for _, _key, _seq, entries in order:
+        reused: list[Entry] = []
+        reused_ids: set[str] = set()
         for entry in entries:
-            task = Task.for_entry(entry, event_id=f"replay:{entry.pos}" if entry.is_root else None)
+            task = Task.for_entry(entry, event_id=_event_id(entry, reused, reused_ids, value, emitted))
             outcome, reason = _dispatch(session, task, entry.pos)
             if entry.pos is not None:
                 outcomes[entry.pos] = (outcome.value, reason)
             if outcome is Outcome.FAIL:
                 return
+            if outcome is Outcome.REUSE and entry.output_event_ids:
+                reused.append(entry)
+                reused_ids.update(entry.output_event_ids)
+
+
+def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: Any,
+              emitted: dict[int, list[tuple[str | None, str | None, str | None]]]) -> str:
+    """The id the replayed event carries: a fresh one for an input; for a child, the id of the reused
+    parent output with its type and attributes (ids are kept on reuse), else a fresh one (a rerun
+    parent emits new ids). A reused parent whose outputs carry other ids than the child's record
+    gives the identity check of spec §10.3 something to find (its "false mismatch" limit)."""
+    fresh = f"replay:{entry.pos}"
+    if entry.is_root:
+        return fresh
+    if entry.task_event_id in reused_ids:
+        return entry.task_event_id
+    if value is None:
+        return fresh
+    for parent in reversed(reused):
+        if parent.pos is None:
+            continue
+        outs = emitted.get(parent.pos)
+        if outs is None:
+            outs = emitted[parent.pos] = _outputs(value, parent.pos)
+        for etype, fp, eid in outs:
+            if etype == entry.task_event_type and fp == entry.event_uuid and eid is not None:
+                return eid
+    return fresh
+
+
+def _outputs(value: Any, pos: int) -> list[tuple[str | None, str | None, str | None]]:
+    from agent_inspect.codec import event_uuid
+
+    try:
+        state = value(pos)
+    except Exception:  # noqa: BLE001 - an undecodable parent simply emits nothing we can match
+        return []
+    out = []
+    for ev in getattr(state, "output_events", ()) or ():
+        try:
+            fp = event_uuid(ev.attrs())
+        except Exception:  # noqa: BLE001 - same: no match possible
+            fp = None
+        out.append((ev.type, fp, ev.id))
+    return out
 
 
 def _dispatch(session: RecoverySession, task: Task, pos: int | None) -> tuple[Outcome, str]:
@@ -253,16 +307,6 @@ def _replay_entry(task: Task, *, completed: bool) -> Entry:
                  event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
                  key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=task.event_id,
                  task_event_type=task.event_type)
-
-
-def _execution_first_pos(ann: pd.DataFrame, index: pd.Index) -> dict[int, int]:
-    ex = ann["execution"].to_numpy()
-    pos = np.asarray(index)
-    first: dict[int, int] = {}
-    for e, p in zip(ex.tolist(), pos.tolist()):
-        if e >= 0 and e not in first:
-            first[e] = p
-    return {p: first[e] for e, p in zip(ex.tolist(), pos.tolist()) if e >= 0}
 
 
 def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,

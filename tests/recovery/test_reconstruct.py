@@ -249,3 +249,20 @@ def test_prediction_from_a_reconstruction() -> None:
     p = r.predict()
     assert p.rule == "original" and p.reruns() == 2
     assert reconstruct(n04().log(), "fixed").predict().reruns() == 0
+
+
+def test_false_identity_mismatch_known_limit() -> None:
+    """A parent re-executed in attempt 2 (new output ids) while its child was reused (no write):
+    reusing the parent's new record gives the child an evidenced id that differs from its record."""
+    b = LogBuilder()
+    a = inp("A", "a1")
+    (w,) = b.run("k", 5, "IA", a, outs=[work("a", "w1")])
+    b.run("k", 5, "WA", w, upstream="a1")
+    b.run("k", 5, "IA", inp("A", "a2"), outs=[work("a", "w2")])      # attempt 2: re-executed parent
+    r = reconstruct(b.log(), "fixed")
+    assert r.records["attempt"].tolist() == [1, 1, 1, 1, 2, 2]
+    assert completed(r)["outcome"].astype(object).fillna("-").tolist() == ["-", "RERUN", "REUSE"]
+    div = r.divergences.iloc[0]
+    assert div["kind"] == "identity-mismatch" and div["positions"] == (3,)
+    frame_only = reconstruct(b.log().records, "fixed")                # no values: ids cannot be matched
+    assert completed(frame_only)["outcome"].astype(object).fillna("-").tolist() == ["-", "REUSE", "REUSE"]
