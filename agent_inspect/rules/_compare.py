@@ -1,4 +1,4 @@
-"""Compare divergence rules side by side on a case matrix."""
+"""Compare divergence rules side by side on a case matrix (or on a production log)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "
             "expected"]
 
 
-def compare(cases: Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,
+def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,
             agent: Any = None) -> pd.DataFrame:
     """Run every case under every rule; one row per (rule, case), long form.
 
