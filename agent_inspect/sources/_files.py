@@ -107,11 +107,11 @@ def _head_lines(data: bytes, n: int) -> list[bytes]:
     return out
 
 
-def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, bytes | BaseException | None]]:
-    """``(line number, record, None)`` per non-blank line, or ``(line number, None, line)`` when it does not decode.
+def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, BaseException | None]]:
+    """``(line number, record, None)`` per non-blank line, or ``(line number, None, error)`` when it does not decode.
 
-    The fast path decodes every line in one call; any bad or blank line sends the file through the
-    per-line path, which also keeps line numbers exact.
+    The fast path decodes every line in one call; a bad or blank line sends the file through the
+    per-line path, which keeps line numbers exact.
     """
     try:
         records = decoder.decode_lines(data)
@@ -127,17 +127,20 @@ def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, bytes | Base
         try:
             yield i + 1, decoder.decode(line), None
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
-            exc.line = line  # type: ignore[attr-defined]
             yield i + 1, None, exc
 
 
-def _line(data: bytes, lineno: int) -> bytes:
-    """The bytes of 1-based line ``lineno`` (only for the rare bad record that decoded as JSON)."""
-    start = 0
-    for _ in range(lineno - 1):
-        start = data.index(b"\n", start) + 1
-    end = data.find(b"\n", start)
-    return data[start:end if end >= 0 else len(data)]
+class _Lines:
+    """The file's lines by 1-based number, split once on first use (only bad records need them)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.lines: list[bytes] | None = None
+
+    def __getitem__(self, lineno: int) -> bytes:
+        if self.lines is None:
+            self.lines = self.data.split(b"\n")
+        return self.lines[lineno - 1]
 
 
 def _sniff(lines: list[bytes]) -> str:
@@ -184,6 +187,7 @@ def _read_plain(data: bytes, location: str) -> FileRead:
     part_l, off_l, ts_l, key_l, val_l, agent_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value, b.agent_key
     assert agent_l is not None
     positioned = False
+    lines = _Lines(data)
     for lineno, rec, failure in _decoded(_PLAIN, data):
         try:
             if rec is None:
@@ -200,7 +204,7 @@ def _read_plain(data: bytes, location: str) -> FileRead:
             if p is not None and p < 0 or o is not None and o < 0:
                 raise ValueError("partition and offset must not be negative")
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
-            rows.bad(lineno, getattr(exc, "line", None) or _line(data, lineno), _reason(exc))
+            rows.bad(lineno, lines[lineno], _reason(exc))
             continue
         if p is None:
             p = 0
@@ -259,6 +263,7 @@ def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
     part_l, off_l, ts_l, key_l, val_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value
     b64 = _kcat_is_base64(head_lines)
     topics: set[str] = set()
+    lines = _Lines(data)
     for lineno, rec, failure in _decoded(_KCAT, data):
         try:
             if rec is None:
@@ -273,7 +278,7 @@ def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
                 key = None if rec.key is None else rec.key.encode("utf-8", "surrogatepass")
                 value = None if rec.payload is None else rec.payload.encode("utf-8", "surrogatepass")
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
-            rows.bad(lineno, getattr(exc, "line", None) or _line(data, lineno), _reason(exc))
+            rows.bad(lineno, lines[lineno], _reason(exc))
             continue
         if rec.topic is not None:
             topics.add(rec.topic)

@@ -213,3 +213,14 @@ def test_business_keys_filter_files(tmp_path: Path) -> None:
     keys = {k.decode().split("_")[0] for k in log.raw.key if k is not None}
     assert keys == {"user-1"}
     assert len(log.errors) == 1 and log.errors["error"].iloc[0].startswith(f"line {len(RECORDS) + 1}:")
+
+
+def test_records_that_decode_but_break_the_rules_keep_their_line(tmp_path: Path) -> None:
+    key, value = RECORDS[0]
+    good = b'{"key": "%s", "value": %s, "partition": 1, "offset": 7}' % (key.encode(), value)
+    bad = b'{"key": "%s", "value": {}, "partition": 1, "offset": -4}' % key.encode()
+    stamp = b'{"key": "%s", "value": {}, "timestamp": "yesterday"}' % key.encode()
+    read = read_file(_write(tmp_path / "r.jsonl", [good, bad, stamp]))
+    assert read.line_errors == {1: "line 2: partition and offset must not be negative",
+                                2: "line 3: timestamp 'yesterday' is neither epoch milliseconds nor ISO-8601"}
+    assert read.batch.value[1:] == [bad, stamp] and read.batch.partition == [1, NO_PARTITION, NO_PARTITION]
