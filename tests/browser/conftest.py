@@ -13,7 +13,13 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # `tests.support` must import however pytest was started
     sys.path.insert(0, str(REPO))
 
-from tests.support.jupyter import CHROMIUM_ARGS, JupyterLab, chromium_executable, start_jupyterlab  # noqa: E402
+from tests.support.jupyter import (  # noqa: E402
+    CHROMIUM_ARGS,
+    JupyterLab,
+    chromium_executable,
+    isolated_env,
+    start_jupyterlab,
+)
 
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 
@@ -46,12 +52,12 @@ def lab(lab_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ju
 
 
 @pytest.fixture(scope="session")
-def browser(chromium: str, lab: JupyterLab) -> Iterator[object]:
+def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
+    env = isolated_env(tmp_path_factory.mktemp("chromium-home"))
     with sync_playwright() as pw:
-        instance = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-                                      env=lab.env)
+        instance = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS, env=env)
         try:
             yield instance
         finally:
@@ -133,4 +139,32 @@ def lab_page(browser: object, lab: JupyterLab) -> Iterator[LabPage]:
             wrapper.shutdown_kernel()
         except Exception:  # the page may already be gone; the server stops the kernel anyway
             pass
+        context.close()
+
+
+class Watched:
+    """A plain page (no JupyterLab) with the same XSS, dialog, console and request watches."""
+
+    def __init__(self, page: object) -> None:
+        self.page = page
+        self.dialogs: list[str] = []
+        self.console_errors: list[str] = []
+        self.requests: list[str] = []
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.add_init_script("window.__xss_hits = [];")
+
+    def xss_hits(self) -> list[object]:
+        return self.page.evaluate("() => window.__xss_hits")
+
+
+@pytest.fixture
+def plain_page(browser: object) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    try:
+        yield Watched(page)
+    finally:
         context.close()

@@ -1,0 +1,132 @@
+"""Script probes in keys, event types, attributes, memory paths and function ids never run in a browser.
+
+The probe log (tests/report/probe_log.py) goes through every widget in JupyterLab, through every
+``_repr_html_`` rendered as a static page without a kernel, and through the static report. Each probe
+would push onto ``window.__xss_hits`` or open a dialog if it ran; both must stay empty. Hover text is
+exercised by moving the mouse over every point of every figure.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import agent_inspect as ai
+from tests.report.probe_log import PROBES, assert_no_live_probe, write_probe_log
+
+pytestmark = pytest.mark.browser
+
+KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+CELLS = [
+    "import agent_inspect as ai\n"
+    "from agent_inspect.agents import AsRecordedAgent\n"
+    "log = ai.load('probe.jsonl')\n"
+    "key = log.keys()[0]\n"
+    "log",
+    "ai.inspect(log)",
+    "result = ai.reconstruct(log, rule='original')\nfixed = ai.reconstruct(log, rule='fixed')\nresult",
+    "timeline = ai.widgets.KeyTimeline(result, key)\ntimeline.select(int(result.records.index[-1]))\ntimeline",
+    "ai.widgets.DivergenceView(fixed, key=key)",
+    "ai.widgets.GraphView(result, key)",
+    "ai.widgets.SubagentTreeView(result, key, 5)",
+    "executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), rule='original')\n"
+    "executor.run()\n"
+    "ai.inspect(executor)",
+    "executor.report()",
+    "ai.recovery.predict(log, rule='original')",
+    "fixed.divergences",
+    "fixed.lints",
+    "inspector = ai.inspect(fixed)\n"
+    "for tab in ('Timeline', 'Divergences', 'Graph', 'Records'):\n"
+    "    inspector.view(tab)\n"
+    "inspector",
+]
+
+# Screen positions of (up to 40) points per trace of every figure, for hovering.
+_POINTS_JS = """
+(i) => {
+  const gd = document.querySelectorAll('.js-plotly-plot')[i];
+  const fl = gd._fullLayout, r = gd.getBoundingClientRect(), out = [];
+  if (!fl || !fl.xaxis || !fl.yaxis) return out;
+  for (const t of gd._fullData) {
+    const n = Math.min((t.x || []).length, 40);
+    for (let k = 0; k < n; k++) {
+      const x = fl.xaxis.l2p(fl.xaxis.d2l(t.x[k])), y = fl.yaxis.l2p(fl.yaxis.d2l(t.y[k]));
+      if (isFinite(x) && isFinite(y)) out.push([r.left + fl._size.l + x, r.top + fl._size.t + y]);
+    }
+  }
+  return out;
+}
+"""
+
+
+def _hover_everything(page) -> int:
+    hovered = 0
+    for i in range(page.locator(".js-plotly-plot").count()):
+        plot = page.locator(".js-plotly-plot").nth(i)
+        if not plot.is_visible():  # in a tab that is not selected
+            continue
+        plot.scroll_into_view_if_needed()
+        for x, y in page.evaluate(_POINTS_JS, i):
+            page.mouse.move(x, y)
+            hovered += 1
+    return hovered
+
+
+@pytest.fixture(scope="module")
+def probe_file(lab_root: Path) -> Path:
+    return write_probe_log(lab_root / "probe.jsonl")
+
+
+def test_probes_never_run_in_jupyterlab(lab_page, lab_root: Path, probe_file: Path, artifacts: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS], metadata=KERNEL)
+    nbformat.write(nb, lab_root / "xss.ipynb")
+    lab_page.open("xss.ipynb")
+    lab_page.run_all()
+    page = lab_page.page
+    for css in (".ai-log-browser", ".ai-timeline", ".ai-divergence", ".ai-graph", ".ai-stepper", ".ai-inspector"):
+        page.locator(css).first.wait_for()
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
+    assert _hover_everything(page) > 20
+    page.screenshot(path=str(artifacts / "xss-lab.png"))
+    # the probes are on screen as text, so they went through the views escaped rather than dropped
+    text = page.locator(".jp-Notebook").inner_text()
+    assert "onerror=\"window.__xss_hits.push('key')\"" in text
+    assert lab_page.xss_hits() == [] and lab_page.dialogs == []
+
+
+def test_probes_never_run_in_static_views_or_the_report(plain_page, tmp_path: Path, artifacts: Path) -> None:
+    """Every ``_repr_html_`` as a page without a kernel, then the report file opened from disk."""
+    from agent_inspect.agents import AsRecordedAgent
+
+    log = ai.load(write_probe_log(tmp_path / "probe.jsonl"))
+    result = ai.reconstruct(log, rule="original")
+    fixed = ai.reconstruct(log, rule="fixed")
+    executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), rule="original")
+    executor.run()
+    views = {"log": log, "original": result, "fixed": fixed, "prediction": ai.recovery.predict(log, rule="original"),
+             "replay safety": executor.report(), "divergences": fixed.divergences, "lints": fixed.lints,
+             "steps": executor.steps}
+    parts = []
+    for name, obj in views.items():
+        fragment = obj._repr_html_()
+        assert_no_live_probe(fragment)
+        parts.append(f'<section class="view" data-name="{html.escape(name)}">{fragment}</section>')
+    page = plain_page.page
+    page.set_content("<!DOCTYPE html><html><body>" + "".join(parts) + "</body></html>")
+    assert page.locator("section.view table").count() >= len(views) - 1
+    assert PROBES["event_type"] in page.locator("body").inner_text()
+    page.screenshot(path=str(artifacts / "xss-static-views.png"))
+
+    report = ai.write_report(result, tmp_path / "report.html")
+    page.goto(report.as_uri())
+    page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 1")
+    assert _hover_everything(page) > 5
+    assert "Divergences" in page.locator("nav").inner_text()
+    page.screenshot(path=str(artifacts / "xss-report.png"), full_page=True)
+    assert plain_page.xss_hits() == [] and plain_page.dialogs == []
+    assert plain_page.console_errors == [], "the report's scripts must pass its own CSP"
+    assert all(url.startswith(("file:", "about:", "data:")) for url in plain_page.requests), plain_page.requests
