@@ -160,13 +160,11 @@ def is_log(obj: Any) -> bool:
 
 def log_of(obj: Any) -> Any:
     """The ActionStateLog behind a log, a reconstruction or an executor (None when there is none)."""
-    if is_log(obj):
-        return obj
-    for name in ("log", "_log", "source_log"):
+    for name in ("log", "_log"):
         inner = getattr(obj, name, None)
         if inner is not None and is_log(inner):
             return inner
-    return None
+    return obj if is_log(obj) else None
 
 
 def records_of(obj: Any) -> pd.DataFrame:

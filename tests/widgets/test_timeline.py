@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import html
+import re
+
+import msgspec
+
 import pytest
 
 from agent_inspect import InspectError
@@ -49,10 +54,11 @@ def test_click_shows_the_decoded_value(probe_result):
     click(timeline.figure, trace_index, 1)
     pos = int(trace.customdata[1])
     assert timeline.selected_pos == pos
-    value = probe_result.log.value(pos) if hasattr(probe_result, "log") else None
     assert f"record {pos}" in timeline.detail.value
-    assert "taskEvent" in timeline.detail.value
-    assert value is not None and value.task_event.id in timeline.detail.value
+    assert probe_result.log.value(pos).task_event.id in timeline.detail.value
+    shown = re.search(r'<pre class="ai-value">(.*)</pre>', timeline.detail.value, re.S).group(1)
+    stored = probe_result.log.raw.value[pos]
+    assert html.unescape(shown) == msgspec.json.format(stored, indent=2).decode()  # the record as stored
 
 
 def test_default_key_is_the_most_affected(probe_result):
