@@ -362,7 +362,7 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     out = [outcomes.get(p) for p in index]
     frame["outcome"] = pd.Categorical([o[0] if o else None for o in out], categories=[o.value for o in Outcome])
     frame["outcome_reason"] = pd.Series([o[1] if o else None for o in out], index=records.index, dtype="object")
-    frame["attempt"] = ann["attempt"].to_numpy()
+    frame["attempt"] = ann["attempt"].array
     frame["execution"] = ann["execution"].to_numpy()
     return frame
 
