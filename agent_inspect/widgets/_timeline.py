@@ -77,7 +77,7 @@ class KeyTimeline(w.VBox):
         self.detail.add_class("ai-detail")
         self.figure = go.FigureWidget(layout=go.Layout(
             height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
-            xaxis=dict(title="log position"), yaxis=dict(title="seq", rangemode="tozero"),
+            xaxis=dict(title="log position"), yaxis=dict(title="seq"),
             legend=dict(orientation="h", y=1.08)))
         self.figure.add_class("ai-timeline-figure")
         self._draw()
@@ -99,8 +99,11 @@ class KeyTimeline(w.VBox):
         statuses = frame[status_col].astype("string").fillna("unknown") if status_col else \
             pd.Series("record", index=frame.index, dtype="string")
         text = _hover_texts(frame)
-        seq = frame["seq"].astype("Float64").to_numpy(dtype=float, na_value=np.nan) if "seq" in frame.columns \
-            else np.zeros(len(frame))
+        # K0 keys and undecodable records carry no seq: they sit on the line y = -1.
+        seq = frame["seq"].astype("Float64").to_numpy(dtype=float, na_value=-1.0) if "seq" in frame.columns \
+            else np.full(len(frame), -1.0)
+        if (seq < 0).any():
+            self.figure.layout.yaxis.title.text = "seq (−1: none)"
         pos = frame.index.to_numpy()
         names = [s for s in _STATUS_ORDER if (statuses == s).any()]
         names += sorted(set(statuses.unique()) - set(names))
@@ -160,8 +163,7 @@ class KeyTimeline(w.VBox):
             shapes.append(dict(
                 type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
                 x0=float(rows["pos"].min()) - 0.5, x1=float(rows["pos"].max()) + 0.5,
-                y0=float(np.nanmin(rows["seq"])) - 0.4 if rows["seq"].notna().any() else -0.4,
-                y1=float(np.nanmax(rows["seq"])) + 0.4 if rows["seq"].notna().any() else 0.4,
+                y0=float(rows["seq"].min()) - 0.4, y1=float(rows["seq"].max()) + 0.4,
                 fillcolor=colour_for(status), opacity=0.13, name=f"{status} suffix"))
         return shapes
 
@@ -186,7 +188,7 @@ class KeyTimeline(w.VBox):
                     continue
                 xs.append(int(p))
                 s = frame.at[p, "seq"] if "seq" in frame.columns else seq
-                ys.append(float(s) if not pd.isna(s) else np.nan)
+                ys.append(-1.0 if pd.isna(s) else float(s))
                 texts.append(hover([("divergence", row.get("divergence_id", row.get("id", row.name))),
                                     ("kind", row.get("kind")), ("seq", seq), ("record", p),
                                     ("explanation", explanation)]))

@@ -75,3 +75,15 @@ def test_plain_log_timeline(probe_log):
     timeline = KeyTimeline(probe_log, key)
     assert [t.name for t in timeline.figure.data] == ["record"]  # a plain log has no statuses
     assert len(timeline.figure.data[0].x) == int((probe_log.records["business_key"] == key).sum())
+
+
+def test_k0_records_without_seq_stay_visible():
+    from _widget_logs import Journal, round_
+
+    journal = Journal(key_format="K0")
+    round_(journal, "user-1", 0, {"input": "a"})
+    log = journal.log()
+    assert log.records["seq"].isna().all()
+    timeline = KeyTimeline(log, "user-1")
+    assert list(timeline.figure.data[0].y) == [-1.0] * len(log.records)
+    assert "none" in timeline.figure.layout.yaxis.title.text
