@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 
 from agent_inspect import _html
-from agent_inspect._errors import ValueFormatError
+from agent_inspect._errors import DecodeError, ValueFormatError
 from agent_inspect.codec._keys import resolve_key_fields
 from agent_inspect.codec._values import (
     _F_CALL_NEW,
@@ -139,7 +139,7 @@ def _call_counts(calls: tuple[Any, ...]) -> tuple[int, int, int]:
 def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
     try:
         attrs = decode_action_state(value).task_event.attrs()  # type: ignore[union-attr]
-    except (ValueFormatError, msgspec.DecodeError, AttributeError):
+    except (DecodeError, AttributeError):
         return None, None, None
     if not isinstance(attrs, dict):
         return None, None, None
@@ -171,7 +171,7 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
             continue
         try:
             states[i] = lean(value)
-        except (msgspec.DecodeError, RecursionError):
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
             try:
                 decode_action_state(value)
                 reason = "value: does not decode"
@@ -495,20 +495,23 @@ class ActionStateLog:
         actual_ev = r["event_uuid"].astype(object).tolist()
 
         ev_expected: list[str | None] = [None] * n
-        by_attrs: dict[bytes, str] = {}
+        by_attrs: dict[bytes, str | None] = {}
         for pos in range(n):
             data = self.raw.value[pos]
             if data is None or vfmts[pos] in (None, "V0", "V1"):
                 continue
             try:
                 task = TASK_ATTRIBUTES_DECODER.decode(data).task_event
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
                 continue
             if task is None or not task.attributes:
                 continue
             attrs = bytes(task.attributes)
             if attrs not in by_attrs:
-                by_attrs[attrs] = event_uuid(attrs)
+                try:
+                    by_attrs[attrs] = event_uuid(attrs)
+                except DecodeError:
+                    by_attrs[attrs] = None
             ev_expected[pos] = by_attrs[attrs]
 
         if num_partitions is None and self.source.kind == "kafka":

@@ -304,3 +304,24 @@ def test_verify_identity_against_key_partition_group_and_plan():
     bare = log.verify_identity()
     assert bare["partition_ok"].isna().all() and bare["action_uuid_ok"].isna().all()
     assert bare["event_uuid_ok"].tolist() == v["event_uuid_ok"].tolist()
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 8), st.binary(max_size=6)), min_size=1, max_size=4),
+       st.binary(max_size=4))
+def test_corrupted_bytes_never_escape_as_exceptions(edits, key_noise):
+    """Whatever the bytes, loading gives a row; only ``value(pos)`` raises, and only ValueFormatError."""
+    k, v = execution("u_1", 1)[2]
+    data = bytearray(v)
+    for at, cut, insert in edits:
+        at %= len(data) + 1
+        data[at:at + cut] = insert
+    log = ActionStateLog.from_raw(batch([(0, 0, k[:5] + key_noise + k[5:], bytes(data))]), SOURCE)
+    assert len(log.records) == 1
+    try:
+        log.value(0)
+    except ValueFormatError:
+        assert log.records["error"].iat[0].startswith(("value:", "key:"))
+    log.verify_identity(num_partitions=4)
+    log.summary()
+    log._repr_html_()

@@ -10,6 +10,8 @@ from typing import Any
 
 import msgspec
 
+from agent_inspect._errors import DecodeError
+
 __all__ = ["canonical_json", "jackson_json", "java_double", "parse_json"]
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
@@ -101,9 +103,13 @@ def _write(obj: Any, out: list[str], sort: bool) -> None:
 def parse_json(data: bytes | str) -> Any:
     """Parse JSON keeping the int/float token distinction and arbitrarily large integers."""
     try:
-        return msgspec.json.decode(data)
-    except msgspec.ValidationError:  # integers beyond 64 bits
-        return json.loads(data)
+        try:
+            return msgspec.json.decode(data)
+        except msgspec.ValidationError:  # integers beyond 64 bits
+            return json.loads(data)
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:
+        raise DecodeError(f"not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") \
+            from None
 
 
 def canonical_json(obj: Any) -> bytes:

@@ -9,7 +9,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from agent_inspect._errors import ValueFormatError
-from agent_inspect.codec._json import jackson_json
+from agent_inspect.codec._json import jackson_json, parse_json
 
 __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
@@ -60,7 +60,7 @@ def _as_envelope(value: Raw) -> KryoEnvelope | None:
         return None
     try:
         return _ENVELOPE.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
 
 
@@ -78,7 +78,7 @@ class MemoryUpdate(Struct, **_STRUCT_OPTS):
 
     def json_value(self) -> Any:
         """The value parsed as JSON (plain for V0–V2a, the envelope object for V2b+)."""
-        return msgspec.json.decode(self.value)
+        return parse_json(bytes(self.value))
 
     @property
     def is_null(self) -> bool:
@@ -137,8 +137,8 @@ class Event(Struct, rename="camel", **_STRUCT_OPTS):
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
 
     def attrs(self) -> Any:
-        """The attribute map, parsed."""
-        return msgspec.json.decode(self.attributes)
+        """The attribute map, parsed (:class:`DecodeError` if the stored JSON is malformed)."""
+        return parse_json(bytes(self.attributes))
 
     @classmethod
     def new(cls, type: str, attributes: Any = None, *, id: str | None = None,
@@ -267,25 +267,23 @@ def decode_action_state(data: bytes) -> ActionState:
     Raises :class:`ValueFormatError` with the reason when the bytes are not an ActionState.
     """
     try:
-        return _DECODER.decode(data)
-    except RecursionError:
-        raise ValueFormatError("value is nested too deeply to be an ActionState") from None
-    except msgspec.ValidationError as first:
-        if "unknown field" not in str(first):
-            raise ValueFormatError(f"value is not an ActionState: {first}") from None
-    except msgspec.DecodeError as exc:
-        raise ValueFormatError(f"value is not valid JSON: {exc}") from None
-    try:
+        try:
+            return _DECODER.decode(data)
+        except msgspec.ValidationError as first:
+            if "unknown field" not in str(first):
+                raise
+        # Rare: properties this reader does not know. Move them under `extra`, then decode typed.
         obj = msgspec.json.decode(data)
+        _clean(obj)
+        return _DECODER.decode(msgspec.json.encode(obj))
+    except UnicodeDecodeError:
+        raise ValueFormatError("value has a string that is not valid UTF-8") from None
     except RecursionError:
         raise ValueFormatError("value is nested too deeply to be an ActionState") from None
+    except msgspec.ValidationError as exc:
+        raise ValueFormatError(f"value is not an ActionState: {exc}") from None
     except msgspec.DecodeError as exc:
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
-    _clean(obj)
-    try:
-        return _DECODER.decode(msgspec.json.encode(obj))
-    except msgspec.DecodeError as exc:
-        raise ValueFormatError(f"value is not an ActionState: {exc}") from None
 
 
 # --- format detection ------------------------------------------------------------------------

@@ -79,6 +79,14 @@ def test_canonical_json_keeps_int_float_token_distinction():
     assert canonical_json(big) == big
 
 
+def test_canonical_json_rejects_bad_json_with_decode_error():
+    from agent_inspect import DecodeError
+
+    for bad in (b"{", b'{"a":"\xd9x"}', b"[" * 5000):
+        with pytest.raises(DecodeError, match="not valid JSON"):
+            canonical_json(bad)
+
+
 def test_canonical_json_escapes_like_jackson():
     text = "q\"b\\s/\b\t\n\f\r\x01\x1f\x7f\u2028\u2029é"
     assert canonical_json({"k": text}) == (

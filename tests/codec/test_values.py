@@ -224,6 +224,7 @@ def test_unknown_properties_and_classes_are_kept():
     (b'{"completed":true,"zz":1,"callResults":[{"status":5}]}', "not an ActionState"),
     (b"\xff\xfe", "not valid JSON"),
     (b"[" * 5000, "not an ActionState"),
+    (b'{"taskEvent":{"id":"\xd9x"}}', "not valid UTF-8"),
     (b'{"taskEvent":{"attributes":' + b"[" * 5000 + b"]" * 5000 + b"}}", "nested too deeply"),
 ])
 def test_bad_values_raise_value_format_error(data, reason):
