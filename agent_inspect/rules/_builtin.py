@@ -307,7 +307,10 @@ class BranchAwareRule(FixedRule):
 
     Miss eviction and the evidence identity check are kept from the fixed rule. When it is wrong:
     the same limits as the fixed rule except the returning-branch rerun and the tombstoned
-    conflicting root; an invisible branch return (spec §10.3) still defeats it.
+    conflicting root; an invisible branch return (spec §10.3) defeats it — and its own reuse of a
+    returning branch *creates* one (that reuse writes no root record, so the branch's later rounds
+    are tagged with the last logged root). Safe on logs whose attempts ran the reference rule; if
+    production ran this rule, a later replay can reuse stale records (found by randomized testing).
     """
 
     name = "branch-aware"

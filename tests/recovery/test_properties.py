@@ -128,8 +128,9 @@ class Production:
         self.ids = itertools.count()
         self.stale: list[tuple] = []
 
-    def attempt(self, inputs: list[str], fail_after: int | None, *, check: bool = False) -> list[str]:
-        session = RecoverySession(self.rule)
+    def attempt(self, inputs: list[str], fail_after: int | None, *, check: bool = False,
+                rule: str | None = None) -> list[str]:
+        session = RecoverySession(rule or self.rule)
         for e in self.log:
             session.rebuild_entry(e)
         outcomes: list[str] = []
@@ -184,12 +185,31 @@ history = st.tuples(
 @settings(deadline=None, max_examples=150)
 @given(history, st.sampled_from(PROTECTIVE))
 def test_protective_rules_never_reuse_stale_records(h, rule) -> None:
+    """Production attempts ran the reference rule (branch-aware: see the next test); the replay runs ``rule``."""
     attempts, replay, multi_root, fan, shared = h
-    prod = Production(rule, multi_root, fan, shared)
+    production = "fixed" if rule == "branch-aware" else rule
+    prod = Production(production, multi_root, fan, shared)
     for inputs, fail_after in attempts:
         prod.attempt(inputs, fail_after, check=True)
-    prod.attempt(replay, None, check=True)
+    prod.attempt(replay, None, check=True, rule=rule)
     assert prod.stale == []
+
+
+def test_branch_aware_production_makes_invisible_branch_returns() -> None:
+    """Spec §10.3 "invisible branch return": when production itself reused a returning branch (as the
+    branch-aware rule does), that branch left no root record, so its later rounds are tagged with the
+    last logged root and a later replay can reuse them stale. The reference rule reruns returning
+    branches, so its own logs never hide one."""
+    attempts, replay = [(["B"], 1), (["A"], 1), (["B", "A"], 2)], ["A", "A"]
+    outcomes = {}
+    for rule in ("branch-aware", "fixed"):
+        prod = Production(rule, multi_root=False, fan=0, shared_child=False)
+        for inputs, fail_after in attempts:
+            prod.attempt(inputs, fail_after, check=True)
+        outcomes[rule] = prod.attempt(replay, None, check=True)
+        assert bool(prod.stale) == (rule == "branch-aware"), rule
+    assert outcomes["branch-aware"] == ["REUSE", "REUSE"]     # A@6 was computed after B@5: stale
+    assert outcomes["fixed"] == ["RERUN", "RERUN"]
 
 
 def test_the_stale_check_catches_the_naive_rule() -> None:
