@@ -350,3 +350,16 @@ def test_the_docstring_example_rule_runs() -> None:
     assert rule.name == "roots-only"
     assert run(rule, G01, G01_T)[0] == [RR, RR]      # root conflicts caught
     assert run(rule, N04, N04_T)[0] == [R, R, R, R]
+
+
+def test_tombstoned_conflicting_root_hole_and_its_catchers() -> None:
+    """Spec §10.3 known limit: B's root was pruned (tombstone), A returns and is written after B's
+    round-6 record; the reference rule reuses C@6 (computed on B); round regression and branch-aware don't."""
+    lines = [Line("k", 5, "IA", "A", "a1", root=True), Line("k", 5, "IA", "B", "b1", root=True),
+             Line("k", 6, "IA", "C", "c1", root=True), Line("k", 5, "IA", "B", "", status="TOMB"),
+             Line("k", 5, "IA", "A", "a3", root=True)]
+    assert run("fixed", lines, G01_T)[0] == [R, R]                       # the hole: C reused stale
+    out, session = run("fixed+round-regression", lines, G01_T)
+    assert out == [R, RR]
+    assert [d.kind for d in session.divergences][:2] == ["root-conflict", "round-regression"]
+    assert run("branch-aware", lines, G01_T)[0] == [R, RR]
