@@ -1,0 +1,29 @@
+"""Deterministic sample logs: named case histories and a production-like job, in every file format.
+
+Each sample is produced by running a small agent through the attempts of its story with the replay
+executor as the operator (spec §5.6, §9.3): what the topic holds is what upstream would have written.
+The committed files live in ``sample_logs/``::
+
+    import agent_inspect as ai
+    log = ai.load(ai.samples.path("production"))            # fmt="jsonl" | "kcat" | "parquet"
+    result = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
+    ai.samples.write_samples("out/")                         # regenerate every file (byte-identical)
+"""
+
+from __future__ import annotations
+
+from agent_inspect.samples._catalog import (
+    FORMATS,
+    SAMPLES,
+    Sample,
+    generate,
+    markers,
+    path,
+    sample_dir,
+    scenario,
+    write_samples,
+)
+from agent_inspect.samples._write import write_kcat_jsonl
+
+__all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path", "sample_dir",
+           "write_samples", "write_kcat_jsonl"]

@@ -1,0 +1,178 @@
+"""The sample catalogue: generate a sample, write every sample file, find the committed ones."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import SourceError
+
+__all__ = ["SAMPLES", "FORMATS", "Sample", "scenario", "generate", "markers", "path", "write_samples",
+           "sample_dir"]
+
+_SMALL = ("N04", "G01", "S01", "P01", "subagents")
+_PRODUCTION = ("production", "production_k1")
+
+#: sample name -> what it shows (one line)
+SAMPLES: Mapping[str, str] = {
+    "N04": "cascade over two inputs: the #1301 reproduction (original reruns B, fixed reuses all)",
+    "G01": "canonical A-B-A branch change: C@6 read B's memory and must not be reused",
+    "S01": "sub-agent caller incomplete, child complete: P resumes, the child is reused",
+    "P01": "key text with '_' under K1 keys: the snapshot's strict parser crashes",
+    "subagents": "sub-agent calls over two keys (S03/S05 shapes): the original rule re-runs the child agent",
+    "production": "support agent, 40 keys, 4 attempts under the original rule, a branch change (K1.5 keys)",
+    "production_k1": "the production story, smaller (14 keys), with K1 keys (no '_' in key texts)",
+}
+
+#: file formats of every sample (``path(name, fmt)``)
+FORMATS = ("jsonl", "kcat", "parquet", "markers")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A generated sample: the topic as a log, and the restore it shows.
+
+    ``markers`` and ``plan`` describe that restore: ``ai.reconstruct(sample.log, markers=sample.markers)``
+    or ``ai.ReplayExecutor(sample.log, agent=sample.agent, plan=sample.plan, markers=sample.markers,
+    memory=sample.memory)``. ``checkpoints`` and ``attempts`` tell the job's story.
+    """
+
+    name: str
+    description: str
+    case: str | None
+    log: Any
+    markers: tuple[Mapping[int, int], ...]
+    plan: Mapping[str, Any]
+    memory: Mapping[str, Mapping[str, Any]]
+    restored_from: int
+    checkpoints: tuple[Any, ...]
+    attempts: tuple[Any, ...]
+    agent: Any
+    key_format: str
+    num_partitions: int
+
+    def info(self) -> dict[str, Any]:
+        """The markers file's content (JSON-able)."""
+        return {
+            "sample": self.name, "description": self.description, "case": self.case,
+            "key_format": self.key_format, "partitions": self.num_partitions, "records": len(self.log.records),
+            "markers": [dict(m) for m in self.markers],
+            "restore": {"checkpoint": self.restored_from, "restored_seq": dict(self.plan["restored_seq"]),
+                        "short_term": {k: dict(v) for k, v in self.memory.items()},
+                        "replay": [list(i) for i in self.plan["inputs"]]},
+            "checkpoints": [{"id": c.id, "attempt": c.attempt, "marker": dict(c.marker),
+                             "source_position": c.source_position} for c in self.checkpoints],
+            "attempts": [{"attempt": a.attempt, "restored_from": a.restored_from, "rule": a.rule,
+                          "records": a.records, "ended": a.ended, "note": a.note} for a in self.attempts],
+        }
+
+
+def _factory(name: str, *, key_format: str, num_partitions: int) -> Any:
+    from agent_inspect.samples._driver import Job
+
+    seed = zlib.crc32(name.encode())
+
+    def make(agent: Any, source: Any, *, restored_seq: Mapping[str, int] | None = None,
+             key_format: str = key_format, num_partitions: int = num_partitions,
+             operator_rule: str = "original") -> Job:
+        make.key_format, make.num_partitions = key_format, num_partitions    # type: ignore[attr-defined]
+        return Job(agent, source, key_format=key_format, seed=seed, num_partitions=num_partitions,
+                   restored_seq=restored_seq, operator_rule=operator_rule)
+
+    return make
+
+
+def scenario(name: str) -> Sample:
+    """Generate sample ``name`` (see :data:`SAMPLES`) with its story; deterministic."""
+    if name not in SAMPLES:
+        raise SourceError(f"no sample named {name!r}; choose one of {', '.join(SAMPLES)}")
+    if name in _PRODUCTION:
+        from agent_inspect.samples._production import KEY_FORMATS, production_story
+
+        make = _factory(name, key_format=KEY_FORMATS[name], num_partitions=4)
+        job = production_story(make, k1=name == "production_k1")
+        restore, case = job.attempts[-1].restored_from, None
+    else:
+        from agent_inspect.samples._small import SCENARIOS
+
+        case, run = SCENARIOS[name]
+        make = _factory(name, key_format="K1.5", num_partitions=1)
+        job, restore = run(make)
+    point = job.restore_point(restore)
+    return Sample(
+        name=name, description=SAMPLES[name], case=case, log=job.log,
+        markers=tuple(point["markers"]),
+        plan={"inputs": point["replay"], "restored_seq": point["restored_seq"]},
+        memory=point["short_term"], restored_from=restore, checkpoints=job.checkpoints,
+        attempts=tuple(job.attempts), agent=job.agent, key_format=make.key_format,
+        num_partitions=make.num_partitions)
+
+
+def generate(name: str) -> Any:
+    """The log of sample ``name`` as an :class:`~agent_inspect.log.ActionStateLog` (deterministic)."""
+    return scenario(name).log
+
+
+def sample_dir() -> Path:
+    """The committed ``sample_logs/`` directory (of the source checkout, or the working directory)."""
+    for root in (Path(__file__).resolve().parents[2] / "sample_logs", Path.cwd() / "sample_logs"):
+        if root.is_dir():
+            return root
+    raise SourceError("no sample_logs/ directory found; write one with `python -m agent_inspect.samples DIR`")
+
+
+def path(name: str, fmt: str = "jsonl") -> Path:
+    """The committed file of sample ``name`` in ``fmt`` ("jsonl", "kcat", "parquet" or "markers")."""
+    from agent_inspect.samples._write import FILE_SUFFIXES
+
+    if name not in SAMPLES:
+        raise SourceError(f"no sample named {name!r}; choose one of {', '.join(SAMPLES)}")
+    if fmt not in FILE_SUFFIXES:
+        raise SourceError(f"unknown sample format {fmt!r}; use one of {', '.join(FILE_SUFFIXES)}")
+    found = sample_dir() / f"{name}{FILE_SUFFIXES[fmt]}"
+    if not found.is_file():
+        raise SourceError(f"sample file {found} is missing; regenerate with `python -m agent_inspect.samples`")
+    return found
+
+
+def markers(name: str) -> list[dict[int, int]]:
+    """The recovery markers of the restore sample ``name`` shows (from its committed markers file)."""
+    import json
+
+    data = json.loads(path(name, "markers").read_text(encoding="utf-8"))
+    return [{int(p): int(o) for p, o in m.items()} for m in data["markers"]]
+
+
+def write_samples(directory: str | os.PathLike[str] | None = None, *,
+                  names: Iterable[str] | None = None) -> list[Path]:
+    """Generate samples (default: all) and write each in every format, plus ``README.md``.
+
+    Files per sample: ``<name>.jsonl`` (plain JSONL), ``<name>.kcat.jsonl`` (kcat -J),
+    ``<name>.parquet`` and ``<name>.markers.json``. Output is byte-identical on every run.
+    """
+    from agent_inspect.samples._readme import readme
+    from agent_inspect.samples._write import FILE_SUFFIXES, write_kcat_jsonl, write_markers
+    from agent_inspect.sources import write_jsonl, write_parquet
+
+    out = Path(directory) if directory is not None else Path(__file__).resolve().parents[2] / "sample_logs"
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = list(SAMPLES) if names is None else list(names)
+    written: list[Path] = []
+    samples = []
+    for name in chosen:
+        s = scenario(name)
+        samples.append(s)
+        base = out / name
+        written.append(write_jsonl(s.log, f"{base}{FILE_SUFFIXES['jsonl']}"))
+        written.append(write_kcat_jsonl(s.log, f"{base}{FILE_SUFFIXES['kcat']}"))
+        written.append(write_parquet(s.log, f"{base}{FILE_SUFFIXES['parquet']}"))
+        written.append(write_markers(s.info(), f"{base}{FILE_SUFFIXES['markers']}"))
+    if names is None:
+        readme_path = out / "README.md"
+        readme_path.write_text(readme(samples), encoding="utf-8")
+        written.append(readme_path)
+    return written

@@ -1,0 +1,51 @@
+"""Sample files: kcat ``-J`` JSONL (written here), plain JSONL and Parquet (the sources' writers), markers."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_kcat_jsonl", "write_markers", "FILE_SUFFIXES"]
+
+#: file format -> file name suffix of a sample
+FILE_SUFFIXES = {"jsonl": ".jsonl", "kcat": ".kcat.jsonl", "parquet": ".parquet", "markers": ".markers.json"}
+
+
+def write_kcat_jsonl(log: Any, path: str | os.PathLike[str], *, topic: str | None = None,
+                     broker: int = 1) -> Path:
+    """Write a log's raw records as ``kcat -C -J`` prints them: one envelope per line.
+
+    ``{"topic", "partition", "offset", "tstype": "create", "ts", "broker", "key", "payload"}`` with the
+    key and value as text (a tombstone's payload is null). Upstream records carry no headers (spec
+    §6.2), so no ``headers`` member is written. Values must be UTF-8, as the store writes them.
+    """
+    raw = log.raw
+    name = topic if topic is not None else (getattr(log.source, "topic", None) or "action-state")
+    out = Path(path)
+    with open(out, "w", encoding="utf-8", newline="\n") as fh:
+        for i in range(len(raw)):
+            key, value, ts = raw.key[i], raw.value[i], raw.timestamp_ms[i]
+            line = {"topic": name, "partition": raw.partition[i], "offset": raw.offset[i],
+                    "tstype": "create" if ts is not None else "notavailable", "ts": ts if ts is not None else -1,
+                    "broker": broker, "key": None if key is None else key.decode("utf-8"),
+                    "payload": None if value is None else value.decode("utf-8")}
+            fh.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+    return out
+
+
+def write_markers(info: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write a sample's markers file (JSON; partitions as string keys, as JSON requires)."""
+    out = Path(path)
+    out.write_text(json.dumps(_jsonable(info), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    return obj
