@@ -14,6 +14,9 @@ from agent_inspect.widgets._timeline import _positions
 
 __all__ = ["DivergenceView"]
 
+# More than this many records side by side would be unreadable; the rest are listed by position.
+_MAX_SIDES = 4
+
 
 class DivergenceView(w.VBox):
     """Pick one divergence of a reconstruction and see why it happened.
@@ -70,15 +73,18 @@ class DivergenceView(w.VBox):
                                   f'at seq {escape(row.get("seq", "?"))}: {escape(row.get("explanation", ""))}</div>')
         pos_col = first_column(self.divergences, "positions", "root_positions", "pos")
         positions = _positions(row.get(pos_col)) if pos_col else []
-        self.sides.value = self._sides_html(positions)
+        self.sides.value = self._sides_html(positions, root_conflict=str(row.get("kind", "")) == "root-conflict")
         diff_col = first_column(self.divergences, "attribute_diff", "diff", "attributes_diff")
         self.diff.value = _diff_html(row.get(diff_col) if diff_col else None, positions)
 
-    def _sides_html(self, positions: list[int]) -> str:
+    def _sides_html(self, positions: list[int], *, root_conflict: bool) -> str:
         if not positions:
             return message_html("the reconstruction names no conflicting records for this divergence")
+        shown = positions[:_MAX_SIDES]
+        labels = ["earlier root", "later root"] if root_conflict and len(shown) == 2 else \
+            [f"record {i + 1} of {len(positions)}" for i in range(len(shown))]
         cells = []
-        for label, pos in zip(_side_labels(len(positions)), positions):
+        for label, pos in zip(labels, shown):
             meta = []
             if pos in self._records.index:
                 rec = self._records.loc[pos]
@@ -90,11 +96,9 @@ class DivergenceView(w.VBox):
             cells.append(f'<div class="ai-side" style="flex:1;min-width:0;overflow:auto">'
                          f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"
                          f'<pre class="ai-value">{escape(pretty_json(event))}</pre></div>')
-        return f'<div class="ai-side-by-side" style="display:flex;gap:12px">{"".join(cells)}</div>'
-
-
-def _side_labels(n: int) -> list[str]:
-    return ["earlier root", "later root"] if n == 2 else [f"record {i + 1}" for i in range(n)]
+        more = len(positions) - len(shown)
+        tail = message_html(f"… and {more} more records: {positions[len(shown):]}") if more > 0 else ""
+        return f'<div class="ai-side-by-side" style="display:flex;gap:12px">{"".join(cells)}</div>{tail}'
 
 
 def _na(value: Any) -> bool:

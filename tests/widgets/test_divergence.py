@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import html
+
+import agent_inspect as ai
+from agent_inspect.widgets import DivergenceView
+from _widget_logs import IMG, SCRIPT
+
+
+def test_root_conflict_side_by_side_with_diff(probe_result):
+    view = DivergenceView(probe_result)
+    row = probe_result.divergences.iloc[0]
+    assert row["kind"] == "root-conflict"
+    earlier, later = row["positions"]
+    assert f"earlier root · record {earlier}" in view.sides.value
+    assert f"later root · record {later}" in view.sides.value
+    assert html.escape(row["explanation"]) in view.explanation.value
+    # the diff row of attribute "input": the two roots' values, escaped
+    assert "<code>input</code>" in view.diff.value
+    assert html.escape(f'"A {SCRIPT}"') in view.diff.value and html.escape(f'"B {IMG}"') in view.diff.value
+
+
+def test_count_rule_divergences_list_their_records(probe_log):
+    result = ai.reconstruct(probe_log, rule="original")
+    view = DivergenceView(result)
+    assert len(view.selector.options) == len(result.divergences) == 2
+    for index, row in enumerate(result.divergences.itertuples()):
+        view.show(index)
+        assert row.kind == "count>1" and "count&gt;1" in view.explanation.value
+        for i, pos in enumerate(row.positions):
+            assert f"record {i + 1} of {len(row.positions)} · record {pos}" in view.sides.value
+        assert "no attribute diff" in view.diff.value
+
+
+def test_filtered_to_a_key_and_empty(probe_result, probe_log):
+    other = f"acct-{SCRIPT}"
+    assert "no divergence" in DivergenceView(probe_result, key=other).explanation.value
+    assert "no divergence" in DivergenceView(ai.reconstruct(probe_log, rule="naive")).explanation.value
