@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError
@@ -25,6 +26,7 @@ __all__ = [
     "KIND_COLOURS",
     "colour_for",
     "hover",
+    "frame_hover",
     "value_html",
     "pretty_json",
     "records_of",
@@ -88,6 +90,25 @@ def hover(pairs: Iterable[tuple[str, Any]]) -> str:
     """Plotly hover text of ``label: value`` lines; every label and value is escaped."""
     return "<br>".join(f"{_escape_text(str(k))}: {_escape_text(str(_plain(v)))}" for k, v in pairs
                        if not _missing(v))
+
+
+def frame_hover(frame: pd.DataFrame, fields: Iterable[tuple[str, str]], *, sep: str = "<br>") -> np.ndarray:
+    """Escaped hover lines ``<sep>label: value`` per row for the given (label, column) fields.
+
+    Built column-wise with one escape per distinct value, so 10k rows cost milliseconds.
+    Missing values and absent columns add nothing.
+    """
+    out = np.full(len(frame), "", dtype=object)
+    for label, col in fields:
+        if col not in frame.columns:
+            continue
+        values = frame[col].to_numpy(dtype=object)
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        # code -1 (missing) picks the trailing empty string
+        table = np.array([f"{sep}{_escape_text(label)}: {_escape_text(str(_plain(u)))}" for u in uniques] + [""],
+                         dtype=object)
+        out = out + table[codes]
+    return out
 
 
 # Hover text repeats the same few labels and values thousands of times in one figure.

@@ -16,7 +16,7 @@ from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
-    hover,
+    frame_hover,
     integer_axis,
     message_html,
     pretty_json,
@@ -180,7 +180,8 @@ class ReplayStepper(w.VBox):
             else np.zeros(len(steps))
         x = steps["index"].to_numpy() if "index" in steps.columns else np.arange(1, len(steps) + 1)
         kinds = steps[kind_col].astype("string").fillna("?") if kind_col else pd.Series("step", index=steps.index)
-        texts = np.array([_step_hover(i, row) for i, (_, row) in zip(x, steps.iterrows())], dtype=object)
+        texts = np.array([f"step {i}" for i in x], dtype=object) + frame_hover(
+            steps, [(f, f) for f in _HOVER_FIELDS])
         traces = []
         for kind in dict.fromkeys(kinds.tolist()):
             sel = (kinds == kind).to_numpy(dtype=bool)
@@ -251,11 +252,6 @@ def _counters_html(counters: Any, steps: int) -> str:
     cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" style="white-space:nowrap">'
                     f'<b>{escape(v)}</b> {escape(k.replace("_", " "))}</span>' for k, v in items)
     return f'<div class="ai-counter-row" style="display:flex;flex-wrap:wrap;gap:4px 14px">{cells}</div>'
-
-
-def _step_hover(index: int, row: pd.Series) -> str:
-    fields = [(f, row[f]) for f in _HOVER_FIELDS if f in row.index]
-    return hover([("step", index), *fields])
 
 
 def _step_html(index: int, row: pd.Series) -> str:

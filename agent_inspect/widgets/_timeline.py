@@ -15,6 +15,7 @@ from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
     first_column,
+    frame_hover,
     hover,
     integer_axis,
     message_html,
@@ -211,15 +212,8 @@ def _positions(value: Any) -> list[int]:
 
 
 def _hover_texts(frame: pd.DataFrame) -> np.ndarray:
-    """Escaped hover text per row, built column-wise (one escape per distinct value)."""
-    out = np.array([f"pos {p}" for p in frame.index], dtype=object)
-    columns = [("seq", "seq")] + list(_HOVER_COLUMNS)
-    for label, col in columns:
-        if col not in frame.columns:
-            continue
-        codes, uniques = pd.factorize(frame[col].astype(object).to_numpy(), use_na_sentinel=True)
-        sep = " · " if col == "seq" else "<br>"
-        # code -1 (missing) picks the trailing empty string
-        table = np.array([f"{sep}{escape(label)}: {escape(u)}" for u in uniques] + [""], dtype=object)
-        out = out + table[codes]
-    return out
+    """Escaped hover text per record: position and seq on the first line, then the record's fields."""
+    first = np.array([f"pos {p}" for p in frame.index], dtype=object)
+    if "seq" in frame.columns:
+        first = first + frame_hover(frame, [("seq", "seq")], sep=" · ")
+    return first + frame_hover(frame, list(_HOVER_COLUMNS))
