@@ -23,8 +23,8 @@ from agent_inspect.codec._values import (
     _F_LINEAGE,
     _F_MODERN,
     _MASKS,
+    _DECODER,
     _NULL,
-    LEAN_DECODER,
     PYTHON_EVENT,
     SUBAGENT_EVENT,
     UNSET,
@@ -162,24 +162,14 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
      c["key_digest"], _, c["key_flags"]) = (list(col) for col in zip(*good)) if n else ([],) * 9
     c["business_key"] = [k[5] if k[5] is not None else k[6] for k in good]
 
-    # values: the lean decode skips attributes and payloads; full decodes happen per row on demand
-    lean = LEAN_DECODER.decode
-    states: list[Any] = [None] * n
+    # values: typed msgspec decode with free-form parts left raw; payload objects are not kept
     values = raw.value
-    for i, value in enumerate(values):
-        if value is None:
-            continue
-        try:
-            states[i] = lean(value)
-        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-            try:
-                decode_action_state(value)
-                reason = "value: does not decode"
-            except ValueFormatError as exc:
-                reason = f"value: {_reason(exc)}"
+    rows = [_EMPTY_ROW if v is None else _decode_row(v) for v in values]
+    for i, row in enumerate(rows):
+        if row[0] is _BAD:
+            reason = f"value: {row[1]}"
             errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
-
-    rows = [_EMPTY_ROW if st is None else _row(st) for st in states]
+            rows[i] = _EMPTY_ROW
     cols = list(zip(*rows)) if n else [()] * len(_ROW_COLUMNS)
     for name, col in zip(_ROW_COLUMNS, cols):
         c[name] = col
@@ -224,6 +214,21 @@ def _event_evidence(e: Any) -> int:
     if e.upstream_event_id is not None or e.upstream_action_name is not None:
         f |= _F_LINEAGE
     return f
+
+
+_BAD = object()
+_DECODE = _DECODER.decode
+
+
+def _decode_row(value: bytes) -> tuple[Any, ...]:
+    # The same typed decoder as value(pos), so a row has an error exactly when its value cannot be read.
+    try:
+        return _row(_DECODE(value))
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        try:
+            return _row(decode_action_state(value))  # unknown properties: the slow, tolerant path
+        except ValueFormatError as exc:
+            return _BAD, _reason(exc)
 
 
 def _row(st: Any) -> tuple[Any, ...]:

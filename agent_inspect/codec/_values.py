@@ -168,41 +168,6 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
 
 
-class _LeanMemory(Struct, frozen=True, gc=False):
-    value: Raw = _NULL
-
-
-class _LeanCall(Struct, frozen=True, gc=False, rename="camel"):
-    status: str | None = None
-    exception_payload: Raw = _NULL
-
-
-class _LeanEvent(Struct, frozen=True, gc=False, rename="camel"):
-    event_class: str | None = field(default=None, name="@class")
-    id: str | None = None
-    type: str | None = None
-    upstream_event_id: str | None = None
-    upstream_action_name: str | None = None
-    delegate: _LeanEvent | None = None
-    attachments: Raw = _ABSENT
-    event_type: str | None = None
-    source_timestamp: int | None = None
-
-
-class _LeanState(Struct, frozen=True, gc=False, rename="camel"):
-    task_event: _LeanEvent | None = None
-    sensory_memory_updates: tuple[_LeanMemory, ...] = ()
-    short_term_memory_updates: tuple[_LeanMemory, ...] = ()
-    output_events: tuple[_LeanEvent, ...] = ()
-    call_results: tuple[_LeanCall, ...] = ()
-    completed: bool = False
-    memory_updates: tuple[_LeanMemory, ...] | UnsetType = UNSET
-
-
-#: What the log builder needs from a value, decoded without attributes or payloads (internal).
-LEAN_DECODER = msgspec.json.Decoder(_LeanState)
-
-
 class _AttrsEvent(Struct, frozen=True, gc=False):
     attributes: Raw = _ABSENT
 
