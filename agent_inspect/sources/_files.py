@@ -385,6 +385,11 @@ def _source_from_json(data: bytes) -> dict[str, Any]:
     obj = json.loads(data)
     for name in ("start_offsets", "end_offsets"):
         obj[name] = {int(k): int(v) for k, v in (obj.get(name) or {}).items()}
+    options = obj.get("options") or {}
+    for name in ("markers", "start_offsets", "data_loss"):  # JSON made their partition keys strings
+        if isinstance(options.get(name), dict):
+            options[name] = {int(k): v for k, v in options[name].items()}
+    obj["options"] = options
     return obj
 
 

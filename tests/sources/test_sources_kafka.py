@@ -262,3 +262,13 @@ def test_broker_gone_during_the_read_is_broker_unreachable(tmp_path: Path) -> No
     with pytest.raises(ai.BrokerUnreachable, match="stopped answering"):
         list(batches)
     assert time.monotonic() - start < 8
+
+
+def test_parquet_keeps_the_kafka_source_info(kafka_bootstrap: str, topic: Topic, tmp_path: Path) -> None:
+    name, _, _ = topic
+    log = ai.load_kafka(kafka_bootstrap, name, markers={0: 1, 2: 0}, progress=False)
+    again = ai.load(log.to_parquet(tmp_path / "k.parquet"))
+    assert again.raw.value == log.raw.value and again.raw.key == log.raw.key
+    assert again.source.topic == name and dict(again.source.start_offsets) == {0: 1, 2: 0}
+    assert again.source.options["markers"] == {0: 1, 2: 0}
+    assert again.source.options["origin"] == {"kind": "kafka", "location": log.source.location, "file_format": None}
