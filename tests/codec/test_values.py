@@ -321,3 +321,19 @@ def test_python_snake_case_lineage_is_read():
             b'"upstream_event_id":"u","upstream_action_name":"a"},"completed":false}')
     ev = decode_action_state(wire).task_event
     assert (ev.upstream_event_id, ev.upstream_action_name, ev.extra) == ("u", "a", {})
+
+
+@pytest.mark.parametrize(("state_key", "pretty"), [
+    ("user-42_7_b6dc5e36-12ea-3bb2-8ca3-e0ea9865efcf_cd464c8a-2428-3f02-b0ac-787c88c69ef6", EXAMPLE_A),
+    ("user-42_8_24b74440-a198-338f-bfd2-c3ea7d9c329d_b3717602-770e-3801-b0cd-db68b94dbd56", EXAMPLE_B),
+    ("20_7_e10f8b76-90de-336a-8ce4-98d17691a2e6_fc5efb8f-2ed5-3608-b615-126c2753e899_user-42", EXAMPLE_C),
+    ("20_7_18345cf7-092b-3fe4-a44f-023ccdf2b7d9_f1e3095c-4432-36f3-9de3-9604b7ecc004_user-42", EXAMPLE_E),
+])
+def test_example_keys_match_their_values(state_key, pretty):
+    from agent_inspect.codec import kafka_partition, parse_state_key
+
+    key = parse_state_key(state_key)
+    state = decode_action_state(compact(pretty))
+    assert key.event_uuid == event_uuid(state.task_event.attributes)
+    assert key.seq in (7, 8) and key.business_key == "user-42"
+    assert kafka_partition(key, 64) == 20
