@@ -36,9 +36,9 @@ FORMATS = ("jsonl", "kcat", "parquet", "markers")
 class Sample:
     """A generated sample: the topic as a log, and the restore it shows.
 
-    ``markers`` and ``plan`` describe that restore: ``ai.reconstruct(sample.log, markers=sample.markers)``
-    or ``ai.ReplayExecutor(sample.log, agent=sample.agent, plan=sample.plan, markers=sample.markers,
-    memory=sample.memory)``. ``checkpoints`` and ``attempts`` tell the job's story.
+    ``markers``, ``plan`` and ``memory`` describe that restore: ``ai.reconstruct(sample.log,
+    markers=sample.markers)``, or step through it with :meth:`executor`. ``checkpoints`` and
+    ``attempts`` tell the job's story; ``agent`` is the agent that wrote the log.
     """
 
     name: str
@@ -54,6 +54,20 @@ class Sample:
     agent: Any
     key_format: str
     num_partitions: int
+
+    def executor(self, rule: Any = "fixed", **options: Any) -> Any:
+        """A :class:`~agent_inspect.ReplayExecutor` of the restore this sample shows, with its agent.
+
+        The payloads are the generator's own, so they are trusted (unpickled) and memory envelopes
+        decoded; ``options`` override any executor argument.
+        """
+        from agent_inspect.executor import Policies, ReplayExecutor, json_envelope_decoder
+
+        kwargs: dict[str, Any] = dict(agent=self.agent, plan=self.plan, markers=list(self.markers),
+                                      memory=self.memory, rule=rule, memory_decoder=json_envelope_decoder,
+                                      policies=Policies(trust_payloads=True))
+        kwargs.update(options)
+        return ReplayExecutor(self.log, **kwargs)
 
     def info(self) -> dict[str, Any]:
         """The markers file's content (JSON-able)."""

@@ -29,7 +29,7 @@ import agent_inspect as ai
 log = ai.load(ai.samples.path("G01"))                       # or "sample_logs/G01.kcat.jsonl", ...parquet
 result = ai.reconstruct(log, rule="fixed", markers=ai.samples.markers("G01"))
 s = ai.samples.scenario("G01")                              # regenerate, with the agent that wrote it
-ex = ai.ReplayExecutor(s.log, agent=s.agent, plan=s.plan, markers=s.markers, memory=s.memory, rule="original")
+ex = s.executor(rule="original")                            # ReplayExecutor of that restore
 ```
 
 Timestamps start at 2026-09-14T08:00:00Z. Case ids refer to `divergence-cases.md` (and `cases/`).
