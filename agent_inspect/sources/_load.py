@@ -114,23 +114,33 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
 
 def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
               line_errors: Mapping[int, str] | None = None) -> ActionStateLog:
-    """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column."""
+    """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column.
+
+    ``line_errors`` (row index → reason) needs a single batch.
+    """
     from agent_inspect.log import ActionStateLog
 
+    batches = list(batches) if line_errors else batches
     log = ActionStateLog.from_raw(batches, source)
     if line_errors:
-        _attach_line_errors(log, batches, line_errors)
+        (batch,) = batches  # type: ignore[misc]
+        _attach_line_errors(log, batch, line_errors)
     return log
 
 
-def _attach_line_errors(log: Any, batches: Iterable[RawBatch], line_errors: Mapping[int, str]) -> None:
+def _attach_line_errors(log: Any, batch: RawBatch, line_errors: Mapping[int, str]) -> None:
     # A malformed line's (partition, offset) is unique: offset = line number, and positioned files
-    # put bad lines in a partition of their own (-1), so it identifies the row after the log's sort.
-    (batch,) = list(batches)
+    # put bad lines in a partition of their own (-1), so it finds the row after the log's sort.
+    import numpy as np
+    import pandas as pd
+
     wanted = {(batch.partition[i], batch.offset[i]): reason for i, reason in line_errors.items()}
     records = log.records
-    where = [pos for pos, (p, o) in enumerate(zip(records["partition"].tolist(), records["offset"].tolist()))
-             if (p, o) in wanted]
-    for pos in where:
-        key = (int(records["partition"].iat[pos]), int(records["offset"].iat[pos]))
-        records.iloc[pos, records.columns.get_loc("error")] = wanted[key]
+    part, off = records["partition"], records["offset"]
+    near = (part.isin({p for p, _ in wanted}) & off.isin({o for _, o in wanted})).to_numpy(dtype=bool)
+    errors = records["error"].to_numpy(dtype=object, na_value=None).copy()
+    for pos in np.flatnonzero(near).tolist():
+        reason = wanted.get((int(part.iat[pos]), int(off.iat[pos])))
+        if reason is not None:
+            errors[pos] = reason
+    records["error"] = pd.array(errors, dtype=records["error"].dtype)

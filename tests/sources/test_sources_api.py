@@ -35,3 +35,14 @@ def test_url_credentials_never_reach_the_source_info() -> None:
 def test_markers_and_start_offsets_are_exclusive() -> None:
     with pytest.raises(ai.SourceError, match="either markers or start_offsets"):
         ai.load_kafka("127.0.0.1:1", "t", markers={0: 1}, start_offsets={0: 1})
+
+
+def test_paths_and_file_urls_load_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    line = json.dumps({"key": "k_0_a_b", "value": None})
+    (tmp_path / "one file.jsonl").write_text(line + "\n")
+    by_path = ai.load(tmp_path / "one file.jsonl")
+    by_url = ai.load(f"file://{tmp_path}/one%20file.jsonl")
+    assert len(by_path.records) == len(by_url.records) == 1
+    assert by_url.raw.key == [b"k_0_a_b"] and by_url.raw.value == [None]
