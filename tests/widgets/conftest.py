@@ -1,12 +1,9 @@
-"""Fixtures: real logs with script probes, their reconstruction, and helpers to read widget output."""
+"""Fixtures: a real log whose keys, event types, attributes, memory paths and function ids carry script probes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import ipywidgets as w
-import plotly.graph_objects as go
 import pytest
 
 import agent_inspect as ai
@@ -21,53 +18,3 @@ def probe_log() -> Any:
 @pytest.fixture(scope="module")
 def probe_result(probe_log: Any) -> Any:
     return ai.reconstruct(probe_log, rule="fixed")
-
-
-def walk(widget: Any) -> Iterator[Any]:
-    """Every widget under ``widget`` (itself included), depth first."""
-    yield widget
-    for child in getattr(widget, "children", ()) or ():
-        yield from walk(child)
-
-
-def html_strings(widget: Any) -> list[str]:
-    """Every string a browser would interpret as HTML: HTML widget values and plotly text fields."""
-    out: list[str] = []
-    for node in walk(widget):
-        if isinstance(node, (w.HTML, w.HTMLMath)):
-            out.append(node.value)
-        if isinstance(node, go.FigureWidget):
-            out.extend(figure_strings(node))
-    return out
-
-
-def figure_strings(figure: go.FigureWidget) -> list[str]:
-    fig = figure.to_dict()
-    out: list[str] = []
-
-    def collect(value: Any) -> None:
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, dict):
-            for v in value.values():
-                collect(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                collect(v)
-        elif hasattr(value, "tolist"):
-            collect(value.tolist())
-
-    collect(fig["data"])
-    collect(fig["layout"])
-    return out
-
-
-def click(figure: go.FigureWidget, trace_index: int, point_index: int) -> None:
-    """Send the message the browser sends when a point is clicked."""
-    trace = figure.data[trace_index]
-    figure._js2py_pointsCallback = {
-        "event_type": "plotly_click",
-        "points": {"trace_indexes": [trace_index], "point_indexes": [point_index],
-                   "xs": [trace.x[point_index]], "ys": [trace.y[point_index]]},
-        "device_state": {"button": 0, "buttons": 1},
-    }

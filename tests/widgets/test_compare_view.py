@@ -8,7 +8,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect.widgets import RuleComparison
-from conftest import html_strings
+from _widget_view import html_strings
 from _widget_logs import IMG
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

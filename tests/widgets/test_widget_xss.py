@@ -9,7 +9,7 @@ from agent_inspect.widgets import (
     DivergenceView, GraphView, KeyTimeline, LogBrowser, ReplayStepper, SubagentTreeView,
 )
 from _widget_agents import recovery_executor, subagent_log
-from conftest import click, html_strings
+from _widget_view import click, html_strings
 from _widget_logs import IMG, SCRIPT
 
 

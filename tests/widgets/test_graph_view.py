@@ -6,7 +6,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect.widgets import GraphView, SubagentTreeView
-from conftest import click
+from _widget_view import click
 from _widget_agents import subagent_log
 from _widget_logs import IMG
 

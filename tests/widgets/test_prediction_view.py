@@ -9,7 +9,7 @@ import agent_inspect as ai
 from agent_inspect.recovery import predict
 from agent_inspect.rules import build_case, load_cases
 from agent_inspect.widgets import PredictionView
-from conftest import html_strings
+from _widget_view import html_strings
 from _widget_logs import IMG
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

@@ -9,7 +9,7 @@ import pytest
 
 from agent_inspect import InspectError
 from agent_inspect.widgets import KeyTimeline
-from conftest import click
+from _widget_view import click
 from _widget_logs import IMG
 
 
