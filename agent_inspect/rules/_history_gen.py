@@ -1,0 +1,541 @@
+"""Random recovery histories for the rule safety checker, written by the replay executor as production writes them.
+
+A history is a random agent, 1–N business keys with several rounds each, and 1–K production attempts.
+Every attempt is the operator of a job (:class:`~agent_inspect.executor.ReplayExecutor` in production
+mode) running under its own production rule: it restores a checkpoint (the latest, or an older one,
+like a savepoint), replays the source's inputs after it (sometimes with a branch change: a different
+input at the same seq, or two inputs of a key swapped), takes checkpoints (completing ones prune the
+cache and, with tombstones on, write a tombstone per pruned state key, spec §6.6) and dies at a random
+step. The history ends with the recovery to judge: one more restore and its inputs, run to the end.
+
+The generator knows the true history, so every record carries its *branch*: the inputs of its
+business key at seqs ``0..s`` in the attempt that wrote it, and whether it is *tainted* (written after
+its attempt reused a record of another branch, so its memory was already wrong, spec §10.3).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from agent_inspect._errors import InspectError
+from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
+
+__all__ = ["HistoryOptions", "History", "Attempt", "Execution", "generate_history", "RuleCheckError",
+           "event_notation"]
+
+_VALUES = "ABCDEFGHIJ"
+_KEY_FORMATS = ("K1", "K1.5")
+
+
+class RuleCheckError(InspectError):
+    """Bad options for the rule safety checker or its history generator."""
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """What random histories may contain. Counts are maxima (each history draws 1..max); the rest are
+    probabilities per history (``branch_changes``, ``savepoints``: per restore; ``checkpoints``: per task
+    boundary).
+
+    ``production_rules`` are the rules the attempts' operators run (one drawn per attempt): production
+    logs are written by production's rule, so the upstream ``original`` rule belongs here.
+    ``savepoint_target`` is which older checkpoint a savepoint restore picks: ``"any"`` or
+    ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
+    """
+
+    keys: int = 3
+    rounds: int = 4
+    attempts: int = 3
+    values: int = 3
+    roots: int = 2
+    fanout: int = 2
+    cascades: float = 0.5
+    subagents: float = 0.25
+    durable_calls: float = 0.5
+    shared_children: float = 0.5
+    branch_changes: float = 0.5
+    checkpoints: float = 0.2
+    savepoints: float = 0.3
+    tombstones: float = 0.5
+    production_rules: tuple[str, ...] = ("original", "fixed")
+    key_format: str = "K1.5"
+    savepoint_target: str = "any"
+
+    def __post_init__(self) -> None:
+        for name in ("keys", "rounds", "attempts", "values", "roots"):
+            if int(getattr(self, name)) < 1:
+                raise RuleCheckError(f"history option {name}={getattr(self, name)!r} must be at least 1")
+        if not 1 <= self.values <= len(_VALUES):
+            raise RuleCheckError(f"history option values={self.values} must be between 1 and {len(_VALUES)}")
+        if self.fanout < 0:
+            raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
+        for name in ("cascades", "subagents", "durable_calls", "shared_children", "branch_changes",
+                     "checkpoints", "savepoints", "tombstones"):
+            p = getattr(self, name)
+            if not 0.0 <= float(p) <= 1.0:
+                raise RuleCheckError(f"history option {name}={p!r} is a probability: use a number in [0, 1]")
+        if isinstance(self.production_rules, str):
+            object.__setattr__(self, "production_rules", (self.production_rules,))
+        if not self.production_rules:
+            raise RuleCheckError("history option production_rules is empty; name at least one rule, e.g. 'original'")
+        from agent_inspect.rules._builtin import get_rule
+
+        for r in self.production_rules:
+            try:
+                get_rule(r)
+            except InspectError as exc:
+                raise RuleCheckError(f"history option production_rules: {exc}") from None
+        if self.savepoint_target not in ("any", "first"):
+            raise RuleCheckError(f"history option savepoint_target={self.savepoint_target!r}: use 'any' "
+                                 "(any older checkpoint) or 'first' (the fresh start)")
+        if self.key_format not in _KEY_FORMATS:
+            raise RuleCheckError(f"history option key_format={self.key_format!r}: use one of {', '.join(_KEY_FORMATS)}")
+
+    @classmethod
+    def of(cls, options: HistoryOptions | Mapping[str, Any] | None = None, **overrides: Any) -> HistoryOptions:
+        """Options from an instance or a mapping plus keyword overrides (unknown names are an error)."""
+        if isinstance(options, HistoryOptions) and not overrides:
+            return options
+        merged = {**(dict(options) if isinstance(options, Mapping) else {}), **overrides}
+        known = set(cls.__dataclass_fields__)
+        bad = sorted(set(merged) - known)
+        if bad:
+            raise RuleCheckError(f"unknown history option(s) {', '.join(bad)}; use {', '.join(sorted(known))}")
+        rules = merged.get("production_rules")
+        if isinstance(rules, str):
+            merged["production_rules"] = tuple(r.strip() for r in rules.split(",") if r.strip())
+        elif rules is not None:
+            merged["production_rules"] = tuple(rules)
+        start = options if isinstance(options, HistoryOptions) else cls()
+        return replace(start, **merged)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One production attempt: its rule, what it restored, its inputs and where it died."""
+
+    number: int
+    rule: str
+    restored: int | None            # index into History.checkpoints (None: fresh start)
+    inputs: tuple[tuple[str, str], ...]
+    branch_change: str | None
+    steps: int                      # steps it ran before the failure
+    records: int                    # records it wrote (tombstones included)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One action execution of the log (a case-file log line), or a tombstone (``status`` TOMB)."""
+
+    attempt: int
+    key: str
+    seq: int
+    action: str
+    event: AgentEvent
+    status: str                     # C | I | P | TOMB
+    positions: tuple[int, ...]
+    outputs: tuple[AgentEvent, ...] = ()
+    calls: tuple[tuple[str, str, str], ...] = ()
+    branch: tuple[str, ...] = ()
+    tainted: bool = False
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    attempt: int
+    checkpoint: Any                 # executor Checkpoint with the marker as the topic has it
+    inputs: tuple[tuple[str, str], ...]
+    paths: Mapping[str, tuple[str, ...]]
+    tainted: frozenset[str]
+
+
+@dataclass(frozen=True)
+class History:
+    """A generated recovery history: the log production wrote, and the recovery to judge.
+
+    ``log`` is the topic after every attempt; ``markers``, ``plan`` and ``paths`` describe the judged
+    recovery (restore point, replayed inputs, and per key the true inputs by seq along its branch).
+    ``branch_ok[pos]`` says whether the record at ``pos`` was written on the judged recovery's branch,
+    ``tainted[pos]`` whether its attempt had already reused a record of another branch.
+    """
+
+    seed: int
+    options: HistoryOptions
+    agent_spec: Mapping[str, Any]
+    agent: Any
+    log: Any
+    attempts: tuple[Attempt, ...]
+    checkpoints: tuple[_Checkpoint, ...]
+    executions: tuple[Execution, ...]
+    restored: int
+    recovery_inputs: tuple[tuple[str, str], ...]
+    recovery_branch_change: str | None
+    markers: tuple[Mapping[int, int], ...]
+    plan: Any
+    paths: Mapping[str, tuple[str, ...]]
+    tombstones: bool
+    branch_ok: tuple[bool, ...] = field(repr=False)
+    tainted: tuple[bool, ...] = field(repr=False)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(sorted(self.paths))
+
+    def describe(self) -> str:
+        """One line: attempts with their rules, restores and branch changes."""
+        parts = []
+        for a in self.attempts:
+            src = "fresh" if a.restored is None else f"restore cp{a.restored}"
+            change = f", {a.branch_change}" if a.branch_change else ""
+            parts.append(f"att{a.number} {a.rule} ({src}{change}, died after {a.steps} steps)")
+        change = f", {self.recovery_branch_change}" if self.recovery_branch_change else ""
+        parts.append(f"recovery: restore cp{self.restored}{change}")
+        return "; ".join(parts)
+
+    def __repr__(self) -> str:
+        return (f"History(seed={self.seed}, keys={len(self.paths)}, attempts={len(self.attempts)}, "
+                f"records={len(self.log)})")
+
+
+def event_notation(event: AgentEvent) -> str:
+    """An event in the case-file notation (docs/cases.md): ``In(A)`` or ``Ev(type,{json})``."""
+    a = dict(event.attributes)
+    if event.type == INPUT_EVENT and list(a) == ["input"] and isinstance(a["input"], str) \
+            and a["input"].isalnum():
+        return f"In({a['input']})"
+    if not a:
+        return f"Ev({event.type})"
+    return f"Ev({event.type},{json.dumps(a, separators=(',', ':'), sort_keys=True)})"
+
+
+def generate_history(seed: int, options: HistoryOptions | Mapping[str, Any] | None = None,
+                     **overrides: Any) -> History:
+    """Generate the history of ``seed`` (reproducible: the same seed and options give the same history)."""
+    return _generate(int(seed), HistoryOptions.of(options, **overrides))
+
+
+@lru_cache(maxsize=1024)
+def _generate(seed: int, o: HistoryOptions) -> History:
+    return _Generator(seed, o).run()
+
+
+# -- the agent -----------------------------------------------------------------------------------------
+
+
+def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
+    """A random agent in the case-file ``[agent]`` form: roots, fan-out, cascades, calls, a sub-agent."""
+    values = _VALUES[:o.values]
+    n_roots = rng.randint(1, o.roots)
+    fanout = rng.randint(0, o.fanout)
+    shared = rng.random() < o.shared_children
+    cascade = fanout > 0 and rng.random() < o.cascades
+    calls = rng.random() < o.durable_calls
+    sub = rng.random() < o.subagents
+    actions: list[dict[str, Any]] = []
+    on: dict[str, dict[str, list[dict[str, Any]]]] = {}
+
+    def declare(name: str, trigger: str, scope: str | None = None) -> None:
+        decl: dict[str, Any] = {"name": name, "triggers": [trigger], "module": "generated",
+                                "qualname": f"Generated.{name}"}
+        if scope:
+            decl["scope"] = scope
+        actions.append(decl)
+
+    for i in range(n_roots):
+        declare(f"R{i}", INPUT_EVENT)
+    if fanout:
+        declare("W", "Work")
+    if cascade:
+        declare("W2", "Work2")
+    if sub:
+        declare("P", INPUT_EVENT)
+        declare("CA", INPUT_EVENT, scope="child")
+    work: dict[str, dict[str, Any]] = {}
+    for v in values:
+        kids = [{"x": f"{j}" if shared else f"{v}{j}"} for j in range(fanout)]
+        steps: list[dict[str, Any]] = [{"set": "h", "value": v}]
+        for attrs in kids:
+            ev = event_notation(AgentEvent("Work", attrs))
+            steps.append({"emit": ev})
+            work[ev] = attrs
+        on.setdefault("R0", {})[f"In({v})"] = steps
+    for i in range(1, n_roots):
+        on[f"R{i}"] = {"*": [{"set": f"r{i}", "value": 1}]
+                       + ([{"call": f"generated.r{i}", "args": "d0"}] if calls else [])}
+    for ev, attrs in work.items():
+        steps = [{"call": "generated.w", "args": f"d{attrs['x']}"}] if calls else []
+        if cascade:
+            steps.append({"emit": event_notation(AgentEvent("Work2", {"y": attrs["x"]}))})
+        on.setdefault("W", {})[ev] = steps
+    if cascade:
+        on["W2"] = {"*": [{"set": "w2", "value": 1}]}
+    if sub:
+        on["P"] = {f"In({v})": [{"subagent": "child", "session": "s0", "call_id": "s0-1",
+                                 "event": event_notation(AgentEvent(INPUT_EVENT, {"q": v}))}] for v in values}
+        on["CA"] = {"*": ([{"call": "generated.review", "args": "d0"}] if calls else [])
+                    + [{"emit": event_notation(AgentEvent("_output_event", {"o": "1"}))}]}
+    return {"actions": actions, "on": on}
+
+
+def agent_from_spec(spec: Mapping[str, Any]) -> Any:
+    """The :class:`~agent_inspect.agents.DeclarativeAgent` of a case-file ``[agent]`` mapping."""
+    from agent_inspect.rules._cases import parse_case
+
+    (case,) = parse_case({"id": "generated", "replay": [], "log": [], "agent": dict(spec)})
+    return case.agent()
+
+
+# -- the attempts -------------------------------------------------------------------------------------
+
+
+def _mutate(rng: random.Random, inputs: list[tuple[str, str]], values: str) -> tuple[list[tuple[str, str]], str | None]:
+    """A branch change: a different input at one seq, or two inputs of one key swapped."""
+    if not inputs:
+        return inputs, None
+    out = list(inputs)
+    by_key: dict[str, list[int]] = {}
+    for i, (k, _) in enumerate(out):
+        by_key.setdefault(k, []).append(i)
+    swaps = [(i, j) for idx in by_key.values() for n, i in enumerate(idx) for j in idx[n + 1:] if out[i][1] != out[j][1]]
+    if swaps and rng.random() < 0.4:
+        i, j = rng.choice(swaps)
+        out[i], out[j] = (out[i][0], out[j][1]), (out[j][0], out[i][1])
+        return out, f"swapped {out[i][0]}'s inputs {out[j][1]} and {out[i][1]}"
+    others = [v for v in values]
+    i = rng.randrange(len(out))
+    k, v = out[i]
+    choices = [x for x in others if x != v]
+    if not choices:
+        return out, None
+    new = rng.choice(choices)
+    out[i] = (k, new)
+    return out, f"{k}: input {new} instead of {v}"
+
+
+def _boundary(step: Any) -> bool:
+    from agent_inspect.executor import StepKind
+
+    if step.kind is StepKind.ROUND_COMPLETE:
+        return True
+    # a top-level task about to run: checkpoints fall between mailbox actions, never inside a sub-agent call
+    return step.kind is StepKind.LOOKUP and step.scope is None and step.outcome != "NOT-DISPATCHED"
+
+
+class _Generator:
+    def __init__(self, seed: int, o: HistoryOptions) -> None:
+        self.seed, self.o = seed, o
+        self.rng = random.Random(seed)
+        self.log: Any = None
+        self.checkpoints: list[_Checkpoint] = []
+        self.attempts: list[Attempt] = []
+        self.writes: list[dict[str, Any]] = []     # per log position (tombstones included)
+
+    def run(self) -> History:
+        from agent_inspect.executor._plan import as_plan
+        from agent_inspect.executor._statekeys import KeyMaker
+        from agent_inspect.recovery._plan import ReplayPlan
+
+        rng, o = self.rng, self.o
+        spec = _agent_spec(rng, o)
+        agent = agent_from_spec(spec)
+        keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]
+        order = [k for k in keys for _ in range(rng.randint(1, o.rounds))]
+        rng.shuffle(order)
+        values = _VALUES[:o.values]
+        inputs = [(k, rng.choice(values)) for k in order]
+        self.tombstones = rng.random() < o.tombstones
+        for number in range(1, rng.randint(1, o.attempts) + 1):
+            self._attempt(number, agent, inputs)
+        restored, cp_inputs, change = self._restore_choice()
+        ck = self.checkpoints[restored]
+        paths = self._paths(ck, cp_inputs)
+        base = as_plan({"inputs": [(k, AgentEvent(INPUT_EVENT, {"input": v}, self._id())) for k, v in cp_inputs]},
+                       None)
+        km = KeyMaker(self.log, key_format=o.key_format)
+        all_keys = sorted({*paths, *keys})
+        from agent_inspect.recovery._plan import PendingTask
+
+        cp = ck.checkpoint
+        plan = ReplayPlan(inputs=base.inputs, restored_seq=dict(cp.restored_seq),
+                          pending=tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending),
+                          keys={k: km.identity(k) for k in all_keys}, attempt=len(self.attempts) + 1)
+        branch_ok, tainted = [], []
+        for w in self.writes:
+            if w["tomb"]:
+                branch_ok.append(True)
+                tainted.append(False)
+                continue
+            path = paths.get(w["key"], ())
+            branch_ok.append(w["branch"] == tuple(path[:w["seq"] + 1]))
+            tainted.append(w["tainted"])
+        return History(
+            seed=self.seed, options=o, agent_spec=spec, agent=agent, log=self.log, attempts=tuple(self.attempts),
+            checkpoints=tuple(self.checkpoints), executions=tuple(self._executions()), restored=restored,
+            recovery_inputs=tuple(cp_inputs), recovery_branch_change=change, markers=(dict(cp.marker),),
+            plan=plan, paths={k: tuple(v) for k, v in paths.items()}, tombstones=self.tombstones,
+            branch_ok=tuple(branch_ok), tainted=tuple(tainted))
+
+    def _id(self) -> str:
+        import uuid
+
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def _restore_choice(self) -> tuple[int, list[tuple[str, str]], str | None]:
+        rng, o = self.rng, self.o
+        latest = len(self.checkpoints) - 1
+        if latest == 0 or rng.random() >= o.savepoints:
+            idx = latest
+        else:
+            idx = 0 if o.savepoint_target == "first" else rng.randrange(latest)
+        ck = self.checkpoints[idx]
+        remaining = list(ck.inputs[ck.checkpoint.inputs_consumed:])
+        change = None
+        if rng.random() < o.branch_changes:
+            remaining, change = _mutate(rng, remaining, _VALUES[:o.values])
+        return idx, remaining, change
+
+    @staticmethod
+    def _paths(ck: _Checkpoint | None, inputs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+        paths: dict[str, list[str]] = {}
+        if ck is not None:
+            for k, s in ck.checkpoint.restored_seq.items():
+                paths[k] = list(ck.paths.get(k, ()))[:int(s) + 1]
+        for k, v in inputs:
+            paths.setdefault(k, []).append(v)
+        return paths
+
+    def _attempt(self, number: int, agent: Any, first_inputs: list[tuple[str, str]]) -> None:
+        from agent_inspect.executor import ReplayExecutor, StepKind
+
+        rng, o = self.rng, self.o
+        rule = rng.choice(o.production_rules)
+        if number == 1:
+            restored, ck, inputs, change = None, None, list(first_inputs), None
+        else:
+            restored, inputs, change = self._restore_choice()
+            ck = self.checkpoints[restored]
+        paths = self._paths(ck, inputs)
+        tainted = set(ck.tainted) if ck is not None else set()
+        base_end = len(self.log) if self.log is not None else 0
+        ex = ReplayExecutor(self.log, agent=agent, plan={"inputs": list(inputs)},
+                            restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,
+                            seed=rng.getrandbits(62), key_format=o.key_format, num_partitions=1,
+                            markers=None if ck is not None else [])
+        persists: list[tuple[int, Any, bool]] = []         # (step index, step, key tainted at the write)
+        taken: list[tuple[int, int, list[str], Any, frozenset[str]]] = []
+
+        def checkpoint() -> None:
+            before = [e.state_key for e in ex.store.entries()]
+            at = len(ex.step_list)
+            marker = ex.checkpoint(complete=True)
+            after = {e.state_key for e in ex.store.entries()}
+            pruned = [sk for sk in before if sk not in after] if self.tombstones else []
+            taken.append((at, marker[0] - base_end, pruned, ex.checkpoints[-1], frozenset(tainted)))
+
+        if number == 1:
+            ex.step()
+            checkpoint()
+        while True:
+            s = ex.step()
+            if s is None:
+                break
+            if s.kind is StepKind.PERSIST:
+                persists.append((s.index, s, s.key in tainted))
+            elif s.kind is StepKind.LOOKUP and s.outcome in ("REUSE", "RESUME"):
+                entry = ex.store.get(s.state_key)
+                if entry is not None and entry.pos is not None:
+                    w = self.writes[entry.pos]
+                    if w["tainted"] or w["branch"] != tuple(paths.get(s.key, ())[:s.seq + 1]):
+                        tainted.add(s.key)
+            if _boundary(s) and rng.random() < o.checkpoints:
+                checkpoint()
+        total = len(ex.step_list)
+        cut = rng.randint(min(2, total), total)
+        kept = [p for p in persists if p[0] < cut]
+        cks = [t for t in taken if t[0] <= cut]
+        self._append(number, ex, kept, cks, inputs, paths, base_end)
+        self.attempts.append(Attempt(number=number, rule=rule, restored=restored, inputs=tuple(inputs),
+                                     branch_change=change, steps=cut,
+                                     records=len(self.log) - base_end))
+
+    def _append(self, number: int, ex: Any, kept: list[tuple[int, Any, bool]],
+                cks: list[tuple[int, int, list[str], Any, frozenset[str]]], inputs: list[tuple[str, str]],
+                paths: Mapping[str, list[str]], base_end: int) -> None:
+        """The topic after this attempt: its writes up to the failure, tombstones after completed checkpoints."""
+        from agent_inspect.log import ActionStateLog
+        from agent_inspect.sources._raw import RawBatch, SourceInfo
+
+        journal = ex.journal
+        batch = RawBatch()
+        off = base_end
+        pending = sorted(cks, key=lambda t: t[1])
+
+        def flush(upto: int) -> None:
+            nonlocal off
+            while pending and pending[0][1] <= upto:
+                _, _, pruned, cp, tainted = pending.pop(0)
+                self.checkpoints.append(_Checkpoint(number, replace(cp, marker={0: off}), tuple(inputs),
+                                                    {k: tuple(v) for k, v in paths.items()}, tainted))
+                for sk in pruned:
+                    batch.append(0, off, None, sk.encode("utf-8"), None)
+                    self.writes.append({"tomb": True, "attempt": number, "state_key": sk})
+                    off += 1
+
+        for w, (_, step, was_tainted) in enumerate(kept):
+            flush(w)
+            batch.append(0, off, None, journal.key[w], journal.value[w])
+            self.writes.append({"tomb": False, "attempt": number, "key": step.key, "seq": int(step.seq),
+                                "action": step.action, "state_key": step.state_key, "what": step.outcome,
+                                "branch": tuple(paths.get(step.key, ())[:int(step.seq) + 1]),
+                                "tainted": was_tainted})
+            off += 1
+        flush(len(kept))
+        batches = [self.log.raw, batch] if self.log is not None else [batch]
+        source = SourceInfo(kind="kafka", location="agent_inspect:rules.check", topic="action-state",
+                            start_offsets={0: 0}, end_offsets={0: off},
+                            options={"generated": True, "seed": self.seed})
+        self.log = ActionStateLog.from_raw(batches, source)
+
+    def _executions(self) -> list[Execution]:
+        from agent_inspect.recovery._plan import agent_event
+
+        log = self.log
+        out: list[dict[str, Any]] = []
+        open_: dict[tuple[int, str], dict[str, Any]] = {}
+        last_event: dict[str, tuple[str, int, str, AgentEvent]] = {}
+        for pos, w in enumerate(self.writes):
+            if w["tomb"]:
+                key, seq, action, ev = last_event[w["state_key"]]
+                out.append({"attempt": w["attempt"], "key": key, "seq": seq, "action": action, "event": ev,
+                            "status": "TOMB", "positions": [pos], "branch": (), "tainted": False})
+                continue
+            sid = (w["attempt"], w["state_key"])
+            ex = open_.get(sid)
+            if ex is None or w["what"] == "initial":
+                state = log.value(pos)
+                ev = agent_event(state.task_event)
+                ex = {"attempt": w["attempt"], "key": w["key"], "seq": w["seq"], "action": w["action"],
+                      "event": ev, "positions": [], "branch": w["branch"], "tainted": w["tainted"]}
+                open_[sid] = ex
+                out.append(ex)
+                last_event[w["state_key"]] = (w["key"], w["seq"], w["action"], ev)
+            ex["positions"].append(pos)
+        result = []
+        for ex in out:
+            if ex.get("status") == "TOMB":
+                result.append(Execution(ex["attempt"], ex["key"], ex["seq"], ex["action"], ex["event"], "TOMB",
+                                        tuple(ex["positions"])))
+                continue
+            state = log.value(ex["positions"][-1])
+            calls = tuple((c.function_id, c.args_digest, str(c.status)) for c in state.call_results)
+            status = "C" if state.completed else ("P" if calls else "I")
+            outs = tuple(agent_event(e) for e in state.output_events) if state.completed else ()
+            result.append(Execution(ex["attempt"], ex["key"], ex["seq"], ex["action"], ex["event"], status,
+                                    tuple(ex["positions"]), outs, calls if status == "P" else (),
+                                    tuple(ex["branch"]), bool(ex["tainted"])))
+        return result
