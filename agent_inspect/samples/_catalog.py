@@ -140,11 +140,12 @@ def sample_dir() -> Path:
 
 
 def path(name: str, fmt: str = "jsonl") -> Path:
-    """The committed file of sample ``name`` in ``fmt`` ("jsonl", "kcat", "parquet" or "markers")."""
+    """The committed file of sample ``name`` in ``fmt``: "jsonl", "kcat" (kcat -J), "parquet" or "markers"."""
     from agent_inspect.samples._write import FILE_SUFFIXES
 
     if name not in SAMPLES:
         raise SourceError(f"no sample named {name!r}; choose one of {', '.join(SAMPLES)}")
+    fmt = {"kcat-jsonl": "kcat"}.get(fmt, fmt)
     if fmt not in FILE_SUFFIXES:
         raise SourceError(f"unknown sample format {fmt!r}; use one of {', '.join(FILE_SUFFIXES)}")
     found = sample_dir() / f"{name}{FILE_SUFFIXES[fmt]}"

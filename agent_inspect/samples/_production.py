@@ -5,7 +5,8 @@ The agent (actions in module ``support_agent``):
 - ``triage`` (root): retrieval (``support_agent.vector_store.query``), appends the question to the
   short-term ``history``; a "compare" question fans out one ``ToolRequest`` per item, any other
   question goes to ``chat``;
-- ``audit`` (second root): counts questions in short-term memory (a multi-root round);
+- ``audit`` (second root): counts questions in short-term memory (a multi-root round) and emits
+  ``AuditRecorded``, which no action listens to;
 - ``chat`` (on ``ChatRequest`` and ``ToolResult``): ReAct-style loop on ``support_agent.chat_model.chat``,
   retried on a timeout (so an action can hold several results of one identity, spec §13.1); it asks
   for a tool, answers, or hands a refund draft to ``review``;
@@ -117,7 +118,9 @@ def support_agent(world: _World) -> Any:
 
     @act("audit", ["_input_event"])
     def audit(event: Any, ctx: Any) -> None:
-        ctx.short_term.set("audit.questions", int(ctx.short_term.get("audit.questions") or 0) + 1)
+        count = int(ctx.short_term.get("audit.questions") or 0) + 1
+        ctx.short_term.set("audit.questions", count)
+        ctx.send_event("AuditRecorded", {"questions": count})       # no listener: only the record shows it
 
     @act("chat", ["ChatRequest", "ToolResult"])
     def chat(event: Any, ctx: Any) -> None:
