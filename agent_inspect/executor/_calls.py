@@ -9,8 +9,6 @@ reported through a callback so the executor can turn it into a step.
 from __future__ import annotations
 
 import base64
-import hashlib
-import inspect
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -18,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agent_inspect._errors import ReplayError
+from agent_inspect.codec import python_args_digest, python_function_id
 
 __all__ = [
     "CallSlot",
@@ -115,28 +114,6 @@ class RecordedValue:
     def __repr__(self) -> str:
         size = 0 if self.payload is None else len(self.payload)
         return f"RecordedValue({self.function_id!r}, {size} bytes)"
-
-
-def python_function_id(fn: Callable[..., Any]) -> str:
-    """Upstream's durable function id ``<module>.<qualname>`` of a Python callable (§13.1)."""
-    mod = inspect.getmodule(fn)
-    module = mod.__name__ if mod is not None else getattr(fn, "__module__", None) or "<unknown>"
-    qual = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or "<unknown>"
-    return f"{module}.{qual}"
-
-
-def python_args_digest(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
-    """First 16 hex chars of SHA-256 over ``cloudpickle.dumps((args, kwargs))`` (§13.1).
-
-    Falls back to the UTF-8 of ``str((args, kwargs))`` when pickling fails, like upstream.
-    """
-    import cloudpickle
-
-    try:
-        data = cloudpickle.dumps((tuple(args), dict(kwargs)))
-    except Exception:  # noqa: BLE001 - upstream falls back on any pickling failure
-        data = str((tuple(args), dict(kwargs))).encode("utf-8")
-    return hashlib.sha256(data).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
