@@ -1,7 +1,17 @@
 """Pure decoding of action-state records: key formats, value formats and identity recipes.
 
 Bytes in, typed records out; no I/O. Key layouts are "K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2"
-(spec §2.1, §4); value formats "V0", "V1", "V2a", "V2b", "V3", "V3+" (spec §2.2, §5).
+(spec §2.1, §4); value formats "V0", "V1", "V2a", "V2b", "V3", "V3+" (spec §2.2, §5)::
+
+    key = parse_state_key(b"user-42_7_b6dc5e36-…_cd464c8a-…")     # StateKey(format="K1", seq=7, …)
+    state = decode_action_state(value_bytes)                         # ActionState (msgspec Struct)
+    detect_value_format(state)                                       # ("V3", False)
+    event_uuid(state.task_event.attributes) == key.event_uuid        # identity check (spec §4.3)
+    encode_action_state(state, value_format="V2b")                   # Jackson-exact bytes of that version
+
+Free-form parts (event attributes, memory values) stay raw JSON (``msgspec.Raw``); parse them with
+``Event.attrs()`` / ``MemoryUpdate.json_value()``. Pickled payloads are never unpickled unless you call
+:func:`unpickle_payload` with ``i_trust_this_payload=True``.
 """
 
 from __future__ import annotations
