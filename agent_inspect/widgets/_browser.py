@@ -54,8 +54,9 @@ class LogBrowser(w.VBox):
         self._rows: np.ndarray | None = None
         self._page = 0
 
-        self.key_filter = w.Text(description="Key", placeholder="business key (exact)",
-                                 continuous_update=False, layout=w.Layout(width="280px"))
+        self.key_filter = w.Combobox(description="Key", placeholder="business key (exact)",
+                                     options=self._choices("business_key")[1:], ensure_option=False,
+                                     continuous_update=False, layout=w.Layout(width="280px"))
         self.seq_filter = w.Text(description="Seq", placeholder="5 or 3-7", continuous_update=False,
                                  layout=w.Layout(width="180px"))
         self.status_filter = w.Dropdown(description="Status", options=self._choices("status"),
