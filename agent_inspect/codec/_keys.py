@@ -63,14 +63,14 @@ def _uuid_flags(*uuids: str) -> tuple[str, ...]:
     return (FLAG_NON_V3,) if any(u[14] != "3" for u in uuids) else ()
 
 
-def _text_flags(text: str) -> tuple[str, ...]:
+def _text_flags(text: str, *, prefix_scan: bool = True) -> tuple[str, ...]:
     if "_" not in text:
         return ()
-    flags = [FLAG_SEPARATOR]
-    # Upstream's K1 prefix scan "<text>_<seq>_" also matches keys whose text continues with "_<int>".
-    if any(_is_int(seg) for seg in text.split("_")[1:]):
-        flags.append(FLAG_PREFIX)
-    return tuple(flags)
+    # Upstream's K1 prefix scan "<text>_<seq>_" also matches keys whose text continues with "_<int>";
+    # K1.5 and later match the business-key segment exactly.
+    if prefix_scan and any(_is_int(seg) for seg in text.split("_")[1:]):
+        return (FLAG_SEPARATOR, FLAG_PREFIX)
+    return (FLAG_SEPARATOR,)
 
 
 def _check_group(group: int, max_parallelism: int | None, text: str) -> None:
@@ -109,7 +109,7 @@ def _layouts(text: str, p: list[str], prefer: str | None,
             else:
                 key_text = "_".join(p[4:])
                 found.append(StateKey(text, "K1.5", group, int(p[1]), ev, act, key_text, None, None,
-                                      _text_flags(key_text) + _uuid_flags(ev, act)))
+                                      _text_flags(key_text, prefix_scan=False) + _uuid_flags(ev, act)))
     if n >= 4 and _is_uuid(p[-1]) and _is_uuid(p[-2]) and _is_int(p[-3]):
         ev, act = p[-2], p[-1]
         if prefer == "K1.5-draft" and n >= 5 and _is_int(p[0]) and (
@@ -157,7 +157,7 @@ def _fast_fields(text: str, max_parallelism: int | None) -> KeyFields | None:
             if len(rest) == 44 and _is_digest(rest):
                 return ("K1.6", int(p[0]), int(p[1]), ev, act, None, rest, None, (FLAG_K16, *uflags))
             return ("K1.5", int(p[0]), int(p[1]), ev, act, rest, None, None,
-                    (_text_flags(rest) + uflags) if "_" in rest else uflags)
+                    (_text_flags(rest, prefix_scan=False) + uflags) if "_" in rest else uflags)
     if k1 is None:
         return None
     head, seq = k1

@@ -140,3 +140,10 @@ def test_format_needs_its_fields():
         format_state_key("K1.5", seq=1, event_uuid=EV, action_uuid=ACT, key_text="x")
     with pytest.raises(KeyFormatError, match="unknown key format"):
         format_state_key("K7", seq=1, event_uuid=EV, action_uuid=ACT)
+
+
+def test_prefix_collision_risk_is_a_k1_concern():
+    k1 = parse_state_key(f"a_5_3_{EV}_{ACT}")
+    assert k1.key_text == "a_5" and "prefix-collision-risk" in k1.flags
+    k15 = parse_state_key(f"20_3_{EV}_{ACT}_a_5")
+    assert k15.key_text == "a_5" and k15.flags == ("key-text-contains-separator",)
