@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["SAMPLES", "FORMATS", "Sample", "scenario", "generate", "markers", "path", "write_samples",
+__all__ = ["SAMPLES", "SHOWS", "FORMATS", "Sample", "scenario", "generate", "markers", "path", "write_samples",
            "sample_dir"]
 
 _SMALL = ("N04", "G01", "S01", "P01", "subagents")
@@ -26,6 +26,37 @@ SAMPLES: Mapping[str, str] = {
     "subagents": "sub-agent calls over two keys (S03/S05 shapes): the original rule re-runs the child agent",
     "production": "support agent, 40 keys, 4 attempts under the original rule, a branch change (K1.5 keys)",
     "production_k1": "the production story, smaller (14 keys), with K1 keys (no '_' in key texts)",
+}
+
+#: sample name -> what to look for (README text)
+SHOWS: Mapping[str, str] = {
+    "N04": "Restoring with its markers and replaying A, B: `original` reuses A's IA and WA, then count > 1 "
+           "at (k, 5) evicts round 6, so B's IA and WA re-run (the model is asked again); `fixed` reuses all four.",
+    "G01": "Restoring with its markers and replaying A, C: `original` reuses A and re-runs C; `naive` would "
+           "reuse C (stale: it read B's memory); `fixed` invalidates k >= 5 (B's root conflicts with A's) and "
+           "re-runs both.",
+    "S01": "Restoring and replaying A: the caller P resumes and re-issues the call with the same ids; the "
+           "regenerated bootstrap (new id, same attributes) finds the child's completed record, so CA is "
+           "reused under every rule.",
+    "P01": "Written by a store that parses K1 keys from the right (the snapshot's Kafka store cannot even "
+           "write this history: its strict parser throws on WA's first miss). Restoring it with the snapshot "
+           "Kafka store under `original` crashes at A's lookup (`parser-crash`); `fixed` reuses all four. "
+           "Lints flag the key text.",
+    "subagents": "Keys order-1 and order-2, each input calling sub-agent `reviewer` (CA1 → CA2); the job "
+                 "died inside order-2's second call. Under `original` each key's first lookup sees count > 1 "
+                 "and evicts the next round, so both second rounds re-run, caller and whole child graph. "
+                 "Under `fixed` order-1 is reused and order-2's caller resumes, re-issuing its call with the "
+                 "same ids: the children are reused.",
+    "production": "A customer-support agent (`triage` + `audit` roots, ReAct-style `chat` ↔ `tool_call`, "
+                  "compare questions fanning out, refund drafts reviewed by sub-agent `reviewer`; durable "
+                  "calls `support_agent.vector_store.query`, `support_agent.chat_model.chat` with retries on "
+                  "timeouts, `support_agent.tools.*` with a reconcilable `create_ticket`). Every recovery "
+                  "ran the upstream `original` rule: count > 1 evictions re-ran later rounds, visible as "
+                  "repeated initial/call/completed writes of one state key. Attempt 3 replays one key's "
+                  "inputs in a different order: `fixed` reports a root conflict there. Some key texts "
+                  "contain `_` (harmless under K1.5).",
+    "production_k1": "Under K1 the snapshot's Kafka store evicts across keys (case N09), so `original` "
+                     "shows `cross-key` evictions too.",
 }
 
 #: file formats of every sample (``path(name, fmt)``)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from textwrap import fill
 from typing import Any
+
+from agent_inspect.samples._catalog import SHOWS
 
 __all__ = ["readme"]
 
@@ -36,6 +39,10 @@ Timestamps start at 2026-09-14T08:00:00Z. Case ids refer to `divergence-cases.md
 """
 
 
+def wrap(text: str) -> str:
+    return fill(text, width=110, break_long_words=False, break_on_hyphens=False)
+
+
 def _markers(m: Any) -> str:
     return ", ".join("{" + ", ".join(f"{p}: {o}" for p, o in d.items()) + "}" for d in m)
 
@@ -46,12 +53,13 @@ def readme(samples: Sequence[Any]) -> str:
     for s in samples:
         recs = s.log.records
         parts.append(f"\n## `{s.name}`{f' (case {s.case})' if s.case else ''}\n\n{s.description}.\n")
+        parts.append(f"\n{wrap(SHOWS[s.name])}\n")
         parts.append(f"\n{len(recs)} records, {recs['business_key'].nunique()} business key(s), "
                      f"{s.key_format} keys, {s.num_partitions} partition(s). Markers of the restore shown "
                      f"(checkpoint {s.restored_from}): `[{_markers(s.markers)}]`; it replays "
                      f"{len(s.plan['inputs'])} input(s).\n\n")
         for a in s.attempts:
-            start = "fresh start" if a.restored_from is None else \
+            start = f"fresh start, store rule `{a.rule}`" if a.restored_from is None else \
                 f"restores checkpoint {a.restored_from}, rule `{a.rule}`"
             parts.append(f"- attempt {a.attempt} ({start}): {a.records} records, {a.ended}. {a.note}\n")
     return "".join(parts)

@@ -123,6 +123,22 @@ def test_s01_caller_is_incomplete_and_child_complete() -> None:
     assert child["completed"].astype(bool).iloc[-1] and child["subagent_session_id"].notna().all()
 
 
+def test_subagents_sample_reruns_child_graphs_only_under_original() -> None:
+    s = samples.scenario("subagents")
+    runs = {}
+    for rule in ("original", "fixed"):
+        ex = s.executor(rule)
+        ex.run()
+        assert ex.failure is None
+        runs[rule] = [(st_.key, st_.action, st_.outcome) for st_ in ex.step_list if st_.kind is StepKind.LOOKUP]
+    assert runs["original"] == [("order-1", "P", "REUSE"), ("order-2", "P", "REUSE")] + \
+        [(k, a, "RERUN") for k in ("order-1", "order-2") for a in ("P", "CA1", "CA2")]
+    assert runs["fixed"] == [("order-1", "P", "REUSE"), ("order-2", "P", "REUSE"), ("order-1", "P", "REUSE"),
+                             ("order-2", "P", "RESUME"), ("order-2", "CA1", "REUSE"), ("order-2", "CA2", "REUSE")]
+    tree = ai.reconstruct(s.log, rule="original").subagent_tree("order-1", 6)
+    assert tree.number_of_nodes() > 0
+
+
 # -- the production-like story -------------------------------------------------------------------------
 
 def test_production_log_has_the_promised_shape(production: samples.Sample) -> None:
