@@ -155,6 +155,7 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
     if not remaining:
         return
     keep = business_key_filter(keys) if keys is not None else None
+    by_partition = {p: RawBatch() for p in sorted(remaining)}
     consumer = _client(Consumer, conf)
     bar = progress_bar(total=plan.total, desc=f"kafka {topic}", enabled=progress)
     try:
@@ -170,29 +171,35 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                 continue
             last_progress = time.monotonic()
             with gc_paused():
-                batch, done = _collect(messages, remaining, end, topic)
+                count, done = _collect(messages, remaining, end, topic, by_partition)
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
-            bar.update(len(batch))
-            if keep is not None:
-                batch = keep(batch)
-            if len(batch):
-                yield batch
+            bar.update(count)
     finally:
         bar.close()
         consumer.close()
+    # One batch per partition, partitions ascending: already the log's physical order.
+    for batch in by_partition.values():
+        if keep is not None:
+            batch = keep(batch)
+        if len(batch):
+            yield batch
 
 
-def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
-             topic: str) -> tuple[RawBatch, list[int]]:
-    """One consumed batch as columns, up to each partition's end; partitions finished by it leave ``remaining``."""
+def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int], topic: str,
+             by_partition: Mapping[int, RawBatch]) -> tuple[int, list[int]]:
+    """Append one consumed batch to its partitions' columns, up to each partition's end.
+
+    Returns how many records were taken and which partitions it finished (they leave ``remaining``).
+    """
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
 
     eof_code = KafkaError._PARTITION_EOF
     transient = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT}
-    batch = RawBatch()
-    part, off, tss, key, val = batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value
+    appenders = {p: (b.partition.append, b.offset.append, b.timestamp_ms.append, b.key.append, b.value.append)
+                 for p, b in by_partition.items() if p in remaining}
     done: list[int] = []
+    count = 0
     for m in messages:
         err = m.error()
         p = m.partition()
@@ -215,12 +222,14 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
             done.append(p)
             continue
         ts_type, ts = m.timestamp()
-        part.append(p)
-        off.append(o)
-        tss.append(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts)
-        key.append(m.key())
-        val.append(m.value())
+        add_p, add_o, add_t, add_k, add_v = appenders[p]
+        add_p(p)
+        add_o(o)
+        add_t(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts)
+        add_k(m.key())
+        add_v(m.value())
+        count += 1
         if o == last:
             remaining.discard(p)
             done.append(p)
-    return batch, done
+    return count, done
