@@ -8,7 +8,7 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from agent_inspect._html import escape
+from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
 from agent_inspect.widgets._timeline import _positions
 
@@ -22,7 +22,8 @@ class DivergenceView(w.VBox):
     """Pick one divergence of a reconstruction and see why it happened.
 
     Shows the rule's one-line explanation, the records in conflict side by side (their trigger
-    events, decoded) and the attribute diff the reconstruction computed.
+    events, decoded), the attribute diff the reconstruction computed and the cache removals
+    (evictions, invalidations) the divergence caused.
     """
 
     def __init__(self, result: Any, *, key: Any = None) -> None:
@@ -44,8 +45,10 @@ class DivergenceView(w.VBox):
         self.sides.add_class("ai-sides")
         self.diff = w.HTML()
         self.diff.add_class("ai-diff")
+        self.removals = w.HTML()
+        self.removals.add_class("ai-removals")
         self.selector.observe(lambda _: self._show(), names="value")
-        self.children = [self.selector, self.explanation, self.sides, self.diff]
+        self.children = [self.selector, self.explanation, self.sides, self.diff, self.removals]
         self._show()
 
     def show(self, index: int) -> None:
@@ -67,6 +70,7 @@ class DivergenceView(w.VBox):
             self.explanation.value = message_html("no divergence: this recovery evicted or invalidated nothing")
             self.sides.value = ""
             self.diff.value = ""
+            self.removals.value = ""
             return
         row = self.divergences.iloc[int(self.selector.value)]
         self.explanation.value = (f'<div class="ai-explanation-text"><b>{escape(row.get("kind", ""))}</b> '
@@ -76,6 +80,17 @@ class DivergenceView(w.VBox):
         self.sides.value = self._sides_html(positions, root_conflict=str(row.get("kind", "")) == "root-conflict")
         diff_col = first_column(self.divergences, "attribute_diff", "diff", "attributes_diff")
         self.diff.value = _diff_html(row.get(diff_col) if diff_col else None, positions)
+        self.removals.value = self._removals_html(row.get("divergence_id", row.get("id")))
+
+    def _removals_html(self, ident: Any) -> str:
+        evictions = getattr(self._result, "evictions", None)
+        if ident is None or not isinstance(evictions, pd.DataFrame) or "divergence_id" not in evictions.columns:
+            return ""
+        mine = evictions[(evictions["divergence_id"] == ident).fillna(False).to_numpy(dtype=bool)]
+        cols = [c for c in ("op", "step", "seq", "removed", "positions", "reason") if c in mine.columns]
+        if mine.empty:
+            return message_html("this divergence removed no cached record")
+        return frame_html(mine[cols], max_rows=50, caption="cache removals it caused")
 
     def _sides_html(self, positions: list[int], *, root_conflict: bool) -> str:
         if not positions:

@@ -10,6 +10,7 @@ import networkx as nx
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._html import frame_html
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import (
     first_column,
@@ -32,14 +33,14 @@ _MAX_KEYS = 200
 
 
 class ResultInspector(w.VBox):
-    """A reconstruction in tabs: Records, Timeline, Divergences, Graph, Sub-agents; one key picker.
+    """A reconstruction in tabs: Records, Timeline, Divergences, Graph, Sub-agents, Lints.
 
     The key picker lists the keys with the most evicted or invalidated records first and drives
-    every tab but Records. The graph opens on the key's first divergent round. Tabs are built
-    when first opened or when the key changes.
+    the Timeline, Divergences, Graph and Sub-agents tabs. The graph opens on the key's first
+    divergent round. Tabs are built when first opened or when the key changes.
     """
 
-    TABS = ("Records", "Timeline", "Divergences", "Graph", "Sub-agents")
+    TABS = ("Records", "Timeline", "Divergences", "Graph", "Sub-agents", "Lints")
 
     def __init__(self, result: Any) -> None:
         super().__init__()
@@ -62,7 +63,7 @@ class ResultInspector(w.VBox):
         return self._ensure(tab)
 
     def _key_changed(self) -> None:
-        for tab in self.TABS[1:]:
+        for tab in ("Timeline", "Divergences", "Graph", "Sub-agents"):
             self._built.pop(tab, None)
             self.tabs.children[self.TABS.index(tab)].children = []
         self._ensure(self.TABS[self.tabs.selected_index or 0])
@@ -77,6 +78,7 @@ class ResultInspector(w.VBox):
             "Divergences": lambda: DivergenceView(self.result, key=key),
             "Graph": lambda: GraphView(self.result, key, _first_divergent_round(self.result, key)),
             "Sub-agents": lambda: SubagentTreeView(self.result, key),
+            "Lints": lambda: _lints_view(self.result),
         }
         try:
             view = makers[tab]()
@@ -85,6 +87,16 @@ class ResultInspector(w.VBox):
         self._built[tab] = view
         self.tabs.children[self.TABS.index(tab)].children = [view]
         return view
+
+
+def _lints_view(result: Any) -> w.Widget:
+    lints = getattr(result, "lints", None)
+    if not isinstance(lints, pd.DataFrame) or lints.empty:
+        view = w.HTML(message_html("no lint: none of the known format and identity hazards was found"))
+    else:
+        view = w.HTML(frame_html(lints, max_rows=500, caption=f"{len(lints)} lint(s)"))
+    view.add_class("ai-lints")
+    return view
 
 
 def _first_divergent_round(result: Any, key: Any) -> int | None:

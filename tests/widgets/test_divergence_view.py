@@ -18,6 +18,10 @@ def test_root_conflict_side_by_side_with_diff(probe_result):
     # the diff row of attribute "input": the two roots' values, escaped
     assert "<code>input</code>" in view.diff.value
     assert html.escape(f'"A {SCRIPT}"') in view.diff.value and html.escape(f'"B {IMG}"') in view.diff.value
+    # the records the divergence invalidated, as the reconstruction lists them
+    removed = probe_result.evictions[probe_result.evictions["divergence_id"] == row["id"]]
+    assert len(removed) == 1 and "cache removals it caused" in view.removals.value
+    assert f"<td>{removed.iloc[0]['positions']}</td>" in view.removals.value
 
 
 def test_count_rule_divergences_list_their_records(probe_log):

@@ -45,3 +45,25 @@ def test_anything_else_is_a_type_error():
         ai.inspect(42)
     with pytest.raises(TypeError):
         ai.inspect(nx)
+
+
+def test_lints_tab_lists_the_hazards():
+    from _widget_logs import IMG, Journal, round_
+
+    journal = Journal(key_format="K1")
+    round_(journal, f"user_{IMG}", 0, {"input": "a"})  # '_' in K1 key text crashes upstream Kafka lookups
+    result = ai.reconstruct(journal.log(), rule="fixed")
+    assert len(result.lints) > 0
+    lints = ai.inspect(result).view("Lints")
+    assert "ai-lints" in lints._dom_classes
+    assert f"{len(result.lints)} lint(s)" in lints.value and "&lt;img" in lints.value and "<img" not in lints.value
+    clean = ai.inspect(ai.reconstruct(_clean_log(), rule="fixed")).view("Lints")
+    assert "no lint" in clean.value
+
+
+def _clean_log():
+    from _widget_logs import Journal, round_
+
+    journal = Journal()
+    round_(journal, "user-1", 0, {"input": "a"})
+    return journal.log()
