@@ -14,7 +14,6 @@ from agent_inspect._errors import SourceError
 __all__ = ["SAMPLES", "SHOWS", "FORMATS", "Sample", "scenario", "generate", "markers", "path", "write_samples",
            "sample_dir"]
 
-_SMALL = ("N04", "G01", "S01", "P01", "subagents")
 _PRODUCTION = ("production", "production_k1")
 
 #: sample name -> what it shows (one line)
@@ -117,18 +116,12 @@ class Sample:
 
 
 def _factory(name: str, *, key_format: str, num_partitions: int) -> Any:
+    """``Job(agent, source, **overrides)`` with this sample's seed and defaults."""
+    from functools import partial
+
     from agent_inspect.samples._driver import Job
 
-    seed = zlib.crc32(name.encode())
-
-    def make(agent: Any, source: Any, *, restored_seq: Mapping[str, int] | None = None,
-             key_format: str = key_format, num_partitions: int = num_partitions,
-             operator_rule: str = "original") -> Job:
-        make.key_format, make.num_partitions = key_format, num_partitions    # type: ignore[attr-defined]
-        return Job(agent, source, key_format=key_format, seed=seed, num_partitions=num_partitions,
-                   restored_seq=restored_seq, operator_rule=operator_rule)
-
-    return make
+    return partial(Job, key_format=key_format, seed=zlib.crc32(name.encode()), num_partitions=num_partitions)
 
 
 def scenario(name: str) -> Sample:
@@ -153,8 +146,8 @@ def scenario(name: str) -> Sample:
         markers=tuple(point["markers"]),
         plan={"inputs": point["replay"], "restored_seq": point["restored_seq"]},
         memory=point["short_term"], restored_from=restore, checkpoints=job.checkpoints,
-        attempts=tuple(job.attempts), agent=job.agent, key_format=make.key_format,
-        num_partitions=make.num_partitions)
+        attempts=tuple(job.attempts), agent=job.agent, key_format=job.key_format,
+        num_partitions=job.num_partitions)
 
 
 def generate(name: str) -> Any:

@@ -29,7 +29,6 @@ class CheckpointInfo:
     attempt: int
     marker: Mapping[int, int]
     source_position: int          # how many source inputs had started when it was taken
-    completed: bool
 
 
 @dataclass(frozen=True)
@@ -147,10 +146,10 @@ class Job:
 
     def _checkpoint(self, ex: Any, attempt: int, start: int, seqs: Mapping[str, int],
                     stm: Mapping[str, Any], sensory: Mapping[str, Any]) -> None:
-        marker = ex.checkpoint()
+        marker = ex.checkpoint()                                     # completes: prunes finished rounds
         cp = ex.checkpoints[-1]
         # a key without a round in this attempt keeps what the attempt restored
-        info = CheckpointInfo(len(self._saved) + 1, attempt, dict(marker), start + cp.inputs_consumed, True)
+        info = CheckpointInfo(len(self._saved) + 1, attempt, dict(marker), start + cp.inputs_consumed)
         self._saved.append(_Saved(info, cp, {**seqs, **cp.restored_seq},
                                   {**stm, **{k: dict(v) for k, v in cp.short_term.items()}},
                                   {**sensory, **{k: dict(v) for k, v in cp.sensory.items()}}))
