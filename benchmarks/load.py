@@ -191,18 +191,15 @@ def main(argv: list[str] | None = None) -> int:
             del records
             gc.collect()
 
-            raw_s = min(_timed(raw_consume, broker.bootstrap, topic, parts)[0] for _ in range(args.repeat))
-            load_s, log = float("inf"), None
+            # Rounds interleave baseline and loaders so that warm-up and load on the machine hit all alike.
+            raw_s = load_s = read_s = float("inf")
             for _ in range(args.repeat):
+                raw_s = min(raw_s, _timed(raw_consume, broker.bootstrap, topic, parts)[0])
+                read_s = min(read_s, _timed(_drain_kafka, broker.bootstrap, topic)[0])
                 log = None
-                gc.collect()
                 s, log = _timed(ai.load_kafka, broker.bootstrap, topic, progress=False)
                 load_s = min(load_s, s)
-            assert log is not None and len(log.records) == n, (len(log.records) if log else None, n)
-            log = None
-            gc.collect()
-            read_s = min(_timed(_drain_kafka, broker.bootstrap, topic)[0] for _ in range(args.repeat))
-            log = ai.load_kafka(broker.bootstrap, topic, progress=False)
+                assert len(log.records) == n, (len(log.records), n)
             rss_kafka = _rss_mb()
             print(f"kafka: raw consume {raw_s:.2f}s ({n / raw_s:,.0f} rec/s), load_kafka {load_s:.2f}s "
                   f"({n / load_s:,.0f} rec/s) of which the source read {read_s:.2f}s, errors {len(log.errors)}")
@@ -213,17 +210,14 @@ def main(argv: list[str] | None = None) -> int:
         ai.sources.write_jsonl(log, dump)
         del log
         gc.collect()
-        dec_s = min(_timed(raw_decode, dump)[0] for _ in range(args.repeat))
-        file_s, flog = float("inf"), None
+        dec_s = file_s = fread_s = float("inf")
         for _ in range(args.repeat):
+            dec_s = min(dec_s, _timed(raw_decode, dump)[0])
+            fread_s = min(fread_s, _timed(read_file, dump)[0])
             flog = None
-            gc.collect()
             s, flog = _timed(ai.load_file, dump)
             file_s = min(file_s, s)
-        assert flog is not None and len(flog.records) == n
-        flog = None
-        gc.collect()
-        fread_s = min(_timed(read_file, dump)[0] for _ in range(args.repeat))
+            assert len(flog.records) == n
         print(f"file: raw msgspec decode {dec_s:.2f}s ({n / dec_s:,.0f} rec/s), load_file {file_s:.2f}s "
               f"({n / file_s:,.0f} rec/s) of which the source read {fread_s:.2f}s, "
               f"dump {dump.stat().st_size / 2**20:.0f} MiB")
