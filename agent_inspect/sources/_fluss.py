@@ -125,6 +125,9 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
         info = table.get_table_info()
         if table.has_primary_key():
             raise SourceError(f"{db}.{name} is a primary-key table; the action-state store writes a log table")
+        if getattr(info, "get_partition_keys", lambda: [])():
+            raise SourceError(f"{db}.{name} is a partitioned table; the action-state store writes an "
+                              f"unpartitioned log table")
         columns = set(table.arrow_schema.names)
         if not {"state_key", "state_payload"} <= columns:
             raise SourceError(f"{db}.{name} has columns {sorted(columns)}, not state_key/state_payload; "
