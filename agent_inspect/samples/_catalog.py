@@ -106,10 +106,12 @@ class Sample:
             "key_format": self.key_format, "partitions": self.num_partitions, "records": len(self.log.records),
             "markers": [dict(m) for m in self.markers],
             "restore": {"checkpoint": self.restored_from, "restored_seq": dict(self.plan["restored_seq"]),
+                        "pending": [list(t) for t in self.plan["pending"]],
                         "short_term": {k: dict(v) for k, v in self.memory.items()},
                         "replay": [list(i) for i in self.plan["inputs"]]},
             "checkpoints": [{"id": c.id, "attempt": c.attempt, "marker": dict(c.marker),
-                             "source_position": c.source_position} for c in self.checkpoints],
+                             "source_position": c.source_position, "in_flight": c.in_flight}
+                            for c in self.checkpoints],
             "attempts": [{"attempt": a.attempt, "restored_from": a.restored_from, "rule": a.rule,
                           "records": a.records, "ended": a.ended, "note": a.note} for a in self.attempts],
         }
@@ -144,7 +146,7 @@ def scenario(name: str) -> Sample:
     return Sample(
         name=name, description=SAMPLES[name], case=case, log=job.log,
         markers=tuple(point["markers"]),
-        plan={"inputs": point["replay"], "restored_seq": point["restored_seq"]},
+        plan={"inputs": point["replay"], "restored_seq": point["restored_seq"], "pending": point["pending"]},
         memory=point["short_term"], restored_from=restore, checkpoints=job.checkpoints,
         attempts=tuple(job.attempts), agent=job.agent, key_format=job.key_format,
         num_partitions=job.num_partitions)

@@ -29,6 +29,7 @@ class CheckpointInfo:
     attempt: int
     marker: Mapping[int, int]
     source_position: int          # how many source inputs had started when it was taken
+    in_flight: int = 0            # tasks of a round in progress, restored with their original event ids
 
 
 @dataclass(frozen=True)
@@ -83,15 +84,19 @@ class Job:
         return tuple(s.info for s in self._saved)
 
     def restore_point(self, checkpoint: int) -> dict[str, Any]:
-        """What a restore of ``checkpoint`` starts from: markers, seqNums, short-term memory, replayed inputs."""
+        """What a restore of ``checkpoint`` starts from: markers, seqNums, in-flight tasks, short-term
+        memory and the replayed inputs."""
         saved = self._saved[checkpoint - 1]
+        pending = [(k, s, a, {"type": e.type, "attributes": dict(e.attributes), "id": e.id})
+                   for k, s, a, e in saved.checkpoint.pending]
         return {"checkpoint": checkpoint, "markers": [dict(saved.info.marker)],
-                "restored_seq": dict(sorted(saved.restored_seq.items())),
+                "restored_seq": dict(sorted(saved.restored_seq.items())), "pending": pending,
                 "short_term": {k: dict(v) for k, v in sorted(saved.short_term.items())},
                 "replay": [(k, v) for k, v in self.source[saved.info.source_position:]]}
 
     def run(self, *, restore: int | None = None, rule: str = "original",
             stop: Callable[[Any], bool] | None = None, fails: bool = False, checkpoint_every: int = 0,
+            checkpoint_when: Callable[[Any], bool] | None = None,
             checkpoint_at_start: bool | None = None, inputs: int | None = None, note: str = "") -> Any:
         """Run one attempt; returns its executor.
 
@@ -99,7 +104,8 @@ class Job:
         right after the step for which it returns True; otherwise it runs to the end of the source
         (or of ``inputs`` source inputs) and then dies when ``fails``. ``checkpoint_every``: a
         completed checkpoint after every n finished rounds, plus one at the start when
-        ``checkpoint_at_start`` (default: on fresh starts only).
+        ``checkpoint_at_start`` (default: on fresh starts only), plus one right after each step for
+        which ``checkpoint_when(step)`` is True (e.g. mid-round, with tasks in flight).
         """
         from agent_inspect.executor import Policies, ReplayExecutor, StepKind, json_envelope_decoder
 
@@ -133,6 +139,8 @@ class Job:
             if stop is not None and stop(s):
                 ended = "failed"
                 break
+            if checkpoint_when is not None and checkpoint_when(s):
+                self._checkpoint(ex, attempt, start, seqs, stm, sensory)
             if s.kind is StepKind.ROUND_COMPLETE and s.event_id is not None:
                 rounds += 1
                 if checkpoint_every and rounds % checkpoint_every == 0:
@@ -149,7 +157,8 @@ class Job:
         marker = ex.checkpoint()                                     # completes: prunes finished rounds
         cp = ex.checkpoints[-1]
         # a key without a round in this attempt keeps what the attempt restored
-        info = CheckpointInfo(len(self._saved) + 1, attempt, dict(marker), start + cp.inputs_consumed)
+        info = CheckpointInfo(len(self._saved) + 1, attempt, dict(marker), start + cp.inputs_consumed,
+                              len(cp.pending))
         self._saved.append(_Saved(info, cp, {**seqs, **cp.restored_seq},
                                   {**stm, **{k: dict(v) for k, v in cp.short_term.items()}},
                                   {**sensory, **{k: dict(v) for k, v in cp.sensory.items()}}))

@@ -234,9 +234,23 @@ def production_story(job_factory: Callable[..., Any], *, k1: bool) -> Any:
     moved = source[pos][0]
     i, j = [i for i in range(pos, n) if source[i][0] == moved][:2]
     job.source[i], job.source[j] = job.source[j], job.source[i]
-    job.run(restore=again, rule="original", stop=dies_at(int(n * 0.2) * 2), checkpoint_every=every,
+    budget = int(n * 0.2) * 2
+    stop = dies_at(budget)
+    calls = [0]
+
+    def mid_round(step: Any) -> bool:
+        # one checkpoint of attempt 3 falls between two tasks of a round: tasks in flight
+        if step.kind is StepKind.PERSIST and (step.outcome or "").startswith("call results"):
+            calls[0] += 1
+        if calls[0] >= budget * 0.8 and step.kind is StepKind.LOOKUP and step.action == "tool_call":
+            calls[0] = -budget
+            return True
+        return False
+
+    job.run(restore=again, rule="original", stop=stop, checkpoint_every=every, checkpoint_when=mid_round,
             note=f"restarted by hand from checkpoint {again} again; the source order of {moved} changed "
             "(branch change)")
-    job.run(restore=last_of(3), rule="original", checkpoint_every=every,
-            note="restores the last checkpoint and runs to the end of the source")
+    in_flight = [c.id for c in job.checkpoints if c.attempt == 3 and c.in_flight][-1]
+    job.run(restore=in_flight, rule="original", checkpoint_every=every,
+            note="restores the checkpoint taken mid-round (tasks in flight) and runs to the end of the source")
     return job
