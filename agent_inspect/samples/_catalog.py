@@ -52,8 +52,11 @@ SHOWS: Mapping[str, str] = {
                   "timeouts, `support_agent.tools.*` with a reconcilable `create_ticket`). Every recovery "
                   "ran the upstream `original` rule: count > 1 evictions re-ran later rounds, visible as "
                   "repeated initial/call/completed writes of one state key. Attempt 3 replays one key's "
-                  "inputs in a different order: `fixed` reports a root conflict there. Some key texts "
-                  "contain `_` (harmless under K1.5).",
+                  "inputs in a different order: `fixed` reports a root conflict there. The last recovery "
+                  "restores a checkpoint taken mid-round (a task in flight keeps its event id). Replaying "
+                  "that recovery under `fixed` shows one identity mismatch (a re-executed parent's new "
+                  "output id against its reused child's record: the known false mismatch of spec §10.3). "
+                  "Some key texts contain `_` (harmless under K1.5).",
     "production_k1": "Under K1 the snapshot's Kafka store evicts across keys (case N09), so `original` "
                      "shows `cross-key` evictions too.",
 }

@@ -201,6 +201,8 @@ def test_production_restore_replays_from_its_markers(production: samples.Sample)
         ex = production.executor(rule)
         ex.run()
         assert ex.failure is None, rule
+        first = next(st_ for st_ in ex.step_list if st_.kind is StepKind.LOOKUP)
+        assert first.detail["restored"] and first.event_id == production.plan["pending"][0][3]["id"]
         runs[rule] = ex.counters
     assert runs["fixed"].reused > runs["original"].reused
     assert runs["fixed"].calls_executed < runs["original"].calls_executed
