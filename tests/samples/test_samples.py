@@ -4,9 +4,9 @@ loading to the same records, each small sample carrying its case's history, the 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -49,6 +49,15 @@ def test_regenerated_files_are_byte_identical_to_the_committed_ones(regenerated:
     assert len(made) == len(samples.SAMPLES) * len(suffixes) + 1          # + README.md
     differ = [n for n in made if (regenerated / n).read_bytes() != (COMMITTED / n).read_bytes()]
     assert differ == [], f"regenerate with `python -m agent_inspect.samples`; these differ: {differ}"
+
+
+def test_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
+    names = ["subagents", "production_k1"]
+    code = f"from agent_inspect.samples import write_samples; write_samples({str(tmp_path)!r}, names={names!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": "4242"})
+    for path in sorted(tmp_path.iterdir()):
+        assert path.read_bytes() == (COMMITTED / path.name).read_bytes(), path.name
+    assert len(list(tmp_path.iterdir())) == 8
 
 
 @pytest.mark.parametrize("name", list(samples.SAMPLES))
