@@ -18,9 +18,10 @@ def write_kcat_jsonl(log: Any, path: str | os.PathLike[str], *, topic: str | Non
                      broker: int = 1) -> Path:
     """Write a log's raw records as ``kcat -C -J`` prints them: one envelope per line.
 
-    ``{"topic", "partition", "offset", "tstype": "create", "ts", "broker", "key", "payload"}`` with the
-    key and value as text (a tombstone's payload is null). Upstream records carry no headers (spec
-    §6.2), so no ``headers`` member is written. Values must be UTF-8, as the store writes them.
+    ``{"topic", "partition", "offset", "tstype": "create", "ts", "broker", "key", "payload"}`` in kcat's
+    member order, key and value as text (a tombstone's payload is null), non-ASCII unescaped as kcat's
+    JSON generator leaves it. Upstream records carry no headers (spec §6.2), so kcat writes no
+    ``headers`` member. Values must be UTF-8, as the store writes them.
     """
     raw = log.raw
     name = topic if topic is not None else (getattr(log.source, "topic", None) or "action-state")
@@ -28,10 +29,12 @@ def write_kcat_jsonl(log: Any, path: str | os.PathLike[str], *, topic: str | Non
     with open(out, "w", encoding="utf-8", newline="\n") as fh:
         for i in range(len(raw)):
             key, value, ts = raw.key[i], raw.value[i], raw.timestamp_ms[i]
-            line = {"topic": name, "partition": raw.partition[i], "offset": raw.offset[i],
-                    "tstype": "create" if ts is not None else "notavailable", "ts": ts if ts is not None else -1,
-                    "broker": broker, "key": None if key is None else key.decode("utf-8"),
-                    "payload": None if value is None else value.decode("utf-8")}
+            line: dict[str, Any] = {"topic": name, "partition": raw.partition[i], "offset": raw.offset[i]}
+            if ts is not None:                  # kcat leaves both out when the broker gave no timestamp
+                line["tstype"], line["ts"] = "create", ts
+            line["broker"] = broker
+            line["key"] = None if key is None else key.decode("utf-8")
+            line["payload"] = None if value is None else value.decode("utf-8")
             fh.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
     return out
 
