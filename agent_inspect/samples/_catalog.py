@@ -19,8 +19,12 @@ _PRODUCTION = ("production", "production_k1")
 #: sample name -> what it shows (one line)
 SAMPLES: Mapping[str, str] = {
     "N04": "cascade over two inputs: the #1301 reproduction (original reruns B, fixed reuses all)",
+    "N07": "an incomplete action in a later round: original re-runs it (the model call repeats), fixed resumes",
     "G01": "canonical A-B-A branch change: C@6 read B's memory and must not be reused",
+    "G02": "same-round child collision: B's W(x) must not reuse A's child at the same seq",
+    "G03": "repeated failure: after a fixed-rule attempt re-ran A, C's stale record must stay dead",
     "S01": "sub-agent caller incomplete, child complete: P resumes, the child is reused",
+    "S05": "sub-agent calls over two inputs: original re-runs B's caller and child agent",
     "P01": "key text with '_' under K1 keys: the snapshot's strict parser crashes",
     "subagents": "sub-agent calls over two keys (S03/S05 shapes): the original rule re-runs the child agent",
     "production": "support agent, 40 keys, 4 attempts under the original rule, a branch change (K1.5 keys)",
@@ -34,6 +38,16 @@ SHOWS: Mapping[str, str] = {
     "G01": "Restoring with its markers and replaying A, C: `original` reuses A and re-runs C; `naive` would "
            "reuse C (stale: it read B's memory); `fixed` invalidates k >= 5 (B's root conflicts with A's) and "
            "re-runs both.",
+    "N07": "Restoring and replaying A, B: `original` evicts round 6, so B's WA re-runs from scratch and "
+           "asks the model again; `fixed` reuses A, IA of B, and resumes WA, replaying the recorded answer.",
+    "G02": "Restoring and replaying B (a different input at seq 5): B's IA emits the same W(x) as A's did. "
+           "`original` and `naive` reuse WA's record (stale: computed from A's memory); `fixed` invalidates "
+           "k >= 5 on the root conflict and re-runs WA.",
+    "G03": "G01's log plus a third attempt that ran the `fixed` rule and re-executed A@5 (same state key as "
+           "attempt 1's record, written after C@6). Replaying A, C: `fixed`'s rebuild drops B and the stale "
+           "C@6, so A is reused and C re-runs; `lookup-only` would re-run both.",
+    "S05": "Restoring and replaying A, B: `original` reuses A's caller, evicts round 6 and re-runs B's caller, "
+           "whose call re-executes the child agent; `fixed` reuses both callers (children not dispatched).",
     "S01": "Restoring and replaying A: the caller P resumes and re-issues the call with the same ids; the "
            "regenerated bootstrap (new id, same attributes) finds the child's completed record, so CA is "
            "reused under every rule.",

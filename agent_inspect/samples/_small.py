@@ -57,6 +57,24 @@ def _memory_agent() -> Any:
     return agent
 
 
+def _shared_child_agent() -> Any:
+    """``IA`` remembers the input and always emits ``W(x)``; ``WA`` answers from that memory (G02)."""
+    from agent_inspect.agents import PythonAgent
+
+    agent = PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"], module=_MODULE, qualname="IA")
+    def ia(event: Any, ctx: Any) -> None:
+        ctx.short_term.set("last_input", str(event.attributes["input"]))
+        ctx.send_event("WorkEvent", {"x": "x"})
+
+    @agent.action("WA", listens=["WorkEvent"], module=_MODULE, qualname="WA")
+    def wa(event: Any, ctx: Any) -> None:
+        ctx.send_event("_output_event", {"output": f"for {ctx.short_term.get('last_input')}"})
+
+    return agent
+
+
 def _subagent_agent(chained: bool = False) -> Any:
     """``P`` (root) calls sub-agent ``reviewer``: ``CA`` answers (S01), or ``CA1`` → ``CA2`` (chained)."""
     from agent_inspect.agents import PythonAgent
@@ -111,6 +129,28 @@ def p01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
     return job, 1
 
 
+def n07(job_factory: Callable[..., Any]) -> tuple[Any, int]:
+    job = job_factory(_cascade_agent(), [("k", "A"), ("k", "B")], restored_seq={"k": 4})
+    job.run(stop=lambda s: s.kind.value == "persist" and s.action == "WA" and s.seq == 6
+            and (s.outcome or "").startswith("call results"),
+            note="A@5 runs; B@6's WA records its model call, then the job fails mid-body")
+    return job, 1
+
+
+def g02(job_factory: Callable[..., Any]) -> tuple[Any, int]:
+    job = job_factory(_shared_child_agent(), [("k", "A")], restored_seq={"k": 4})
+    job.run(fails=True, note="A@5: IA emits W(x), WA answers from A's memory; then the job fails")
+    job.source = [("k", "B")]                          # the source re-reads a different input at seq 5
+    return job, 1
+
+
+def g03(job_factory: Callable[..., Any]) -> tuple[Any, int]:
+    job, cp = g01(job_factory)
+    job.run(restore=cp, rule="fixed", stop=_persisted("IA", "completed", seq=5),
+            note="restores checkpoint 1 again, running the fixed rule: A@5 re-runs, then the job fails before C")
+    return job, cp
+
+
 def g01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
     job = job_factory(_memory_agent(), [("k", "A"), ("k", "C")], restored_seq={"k": 4})
     job.run(inputs=1, fails=True, note="A@5 runs, then the job fails")
@@ -128,6 +168,12 @@ def s01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
     return job, 1
 
 
+def s05(job_factory: Callable[..., Any]) -> tuple[Any, int]:
+    job = job_factory(_subagent_agent(), [("k", "A"), ("k", "B")], restored_seq={"k": 4})
+    job.run(fails=True, note="A@5 and B@6 each call reviewer (CA), then the job fails")
+    return job, 1
+
+
 def subagents(job_factory: Callable[..., Any]) -> tuple[Any, int]:
     job = job_factory(_subagent_agent(chained=True),
                       [("order-1", "A"), ("order-2", "X"), ("order-1", "B"), ("order-2", "Y")],
@@ -139,6 +185,6 @@ def subagents(job_factory: Callable[..., Any]) -> tuple[Any, int]:
 
 #: name -> (case id, scenario)
 SCENARIOS: dict[str, tuple[str | None, Callable[..., tuple[Any, int]]]] = {
-    "N04": ("N04", n04), "G01": ("G01", g01), "S01": ("S01", s01), "P01": ("P01", p01),
-    "subagents": (None, subagents),
+    "N04": ("N04", n04), "N07": ("N07", n07), "G01": ("G01", g01), "G02": ("G02", g02), "G03": ("G03", g03),
+    "S01": ("S01", s01), "S05": ("S05", s05), "P01": ("P01", p01), "subagents": (None, subagents),
 }
