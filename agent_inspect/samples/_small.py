@@ -104,11 +104,12 @@ def _subagent_agent(chained: bool = False) -> Any:
     return agent
 
 
-def _persisted(action: str, outcome: str, *, seq: int | None = None, key: str | None = None
+def _persisted(action: str, what: str, *, seq: int | None = None, key: str | None = None
                ) -> Callable[[Any], bool]:
+    """True at the write of ``action``'s record ``what`` ("initial", "completed", "call results")."""
     from agent_inspect.executor import StepKind
 
-    return lambda s: (s.kind is StepKind.PERSIST and s.action == action and s.outcome == outcome
+    return lambda s: (s.kind is StepKind.PERSIST and s.action == action and (s.outcome or "").startswith(what)
                       and (seq is None or s.seq == seq) and (key is None or s.key == key))
 
 
@@ -131,9 +132,18 @@ def p01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
 
 def n07(job_factory: Callable[..., Any]) -> tuple[Any, int]:
     job = job_factory(_cascade_agent(), [("k", "A"), ("k", "B")], restored_seq={"k": 4})
-    job.run(stop=lambda s: s.kind.value == "persist" and s.action == "WA" and s.seq == 6
-            and (s.outcome or "").startswith("call results"),
+    job.run(stop=_persisted("WA", "call results", seq=6),
             note="A@5 runs; B@6's WA records its model call, then the job fails mid-body")
+    return job, 1
+
+
+def g01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
+    job = job_factory(_memory_agent(), [("k", "A"), ("k", "C")], restored_seq={"k": 4})
+    job.run(inputs=1, fails=True, note="A@5 runs, then the job fails")
+    job.source = [("k", "B"), ("k", "C")]
+    job.run(restore=1, rule="original", fails=True,
+            note="restores checkpoint 1; the source order changed: B@5, then C@6 reads B's memory; fails")
+    job.source = [("k", "A"), ("k", "C")]
     return job, 1
 
 
@@ -149,16 +159,6 @@ def g03(job_factory: Callable[..., Any]) -> tuple[Any, int]:
     job.run(restore=cp, rule="fixed", stop=_persisted("IA", "completed", seq=5),
             note="restores checkpoint 1 again, running the fixed rule: A@5 re-runs, then the job fails before C")
     return job, cp
-
-
-def g01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
-    job = job_factory(_memory_agent(), [("k", "A"), ("k", "C")], restored_seq={"k": 4})
-    job.run(inputs=1, fails=True, note="A@5 runs, then the job fails")
-    job.source = [("k", "B"), ("k", "C")]
-    job.run(restore=1, rule="original", fails=True,
-            note="restores checkpoint 1; the source order changed: B@5, then C@6 reads B's memory; fails")
-    job.source = [("k", "A"), ("k", "C")]
-    return job, 1
 
 
 def s01(job_factory: Callable[..., Any]) -> tuple[Any, int]:
