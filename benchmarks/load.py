@@ -7,9 +7,10 @@ agent_inspect.codec, then measures
 - ``file_load``: raw msgspec decode of every line of a plain JSONL dump vs ``ai.load_file`` of it;
 
 plus peak RSS, and as diagnostics the sources' own share (``kafka_read``, ``file_read``: the same
-reads without ``ActionStateLog.from_raw``). The last line of output is a JSON array, one object per measurement, with ``name``,
-``ratio`` (baseline seconds / loader seconds: the loader's share of raw throughput, higher is better),
-``target`` and ``floor``.
+reads without ``ActionStateLog.from_raw``). The last line of output is a JSON array, one object per
+measurement, with ``name``, ``ratio`` (baseline wall seconds / loader wall seconds: the loader's
+share of raw throughput, higher is better), ``target`` and ``cpu_ratio`` (the same from this
+process's CPU seconds; steadier on a busy machine, see benchmarks/README.md).
 
     .venv/bin/python benchmarks/load.py                 # 500k records (about a minute of setup)
     .venv/bin/python benchmarks/load.py --records 20000 # quick run
@@ -159,11 +160,19 @@ def _drain_kafka(bootstrap: str, topic: str) -> int:
     return sum(len(b) for b in batches)
 
 
-def _timed(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
-    gc.collect()
-    start = time.perf_counter()
-    result = fn(*args, **kwargs)
-    return time.perf_counter() - start, result
+class _Best:
+    """Best (lowest) wall and CPU seconds over the rounds of one measurement."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = float("inf")
+
+    def run(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        gc.collect()
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = fn(*args, **kwargs)
+        self.wall = min(self.wall, time.perf_counter() - wall)
+        self.cpu = min(self.cpu, time.process_time() - cpu)
+        return result
 
 
 def _rss_mb() -> float:
@@ -193,14 +202,14 @@ def main(argv: list[str] | None = None) -> int:
             gc.collect()
 
             # Rounds interleave baseline and loaders so that warm-up and load on the machine hit all alike.
-            raw_s = load_s = read_s = float("inf")
+            raw, read, load = _Best(), _Best(), _Best()
             for _ in range(args.repeat):
-                raw_s = min(raw_s, _timed(raw_consume, broker.bootstrap, topic, parts)[0])
-                read_s = min(read_s, _timed(_drain_kafka, broker.bootstrap, topic)[0])
+                raw.run(raw_consume, broker.bootstrap, topic, parts)
+                read.run(_drain_kafka, broker.bootstrap, topic)
                 log = None
-                s, log = _timed(ai.load_kafka, broker.bootstrap, topic, progress=False)
-                load_s = min(load_s, s)
+                log = load.run(ai.load_kafka, broker.bootstrap, topic, progress=False)
                 assert len(log.records) == n, (len(log.records), n)
+            raw_s, read_s, load_s = raw.wall, read.wall, load.wall
             rss_kafka = _rss_mb()
             print(f"kafka: raw consume {raw_s:.2f}s ({n / raw_s:,.0f} rec/s), load_kafka {load_s:.2f}s "
                   f"({n / load_s:,.0f} rec/s) of which the source read {read_s:.2f}s, errors {len(log.errors)}")
@@ -211,14 +220,14 @@ def main(argv: list[str] | None = None) -> int:
         ai.sources.write_jsonl(log, dump)
         del log
         gc.collect()
-        dec_s = file_s = fread_s = float("inf")
+        dec, fread, fload = _Best(), _Best(), _Best()
         for _ in range(args.repeat):
-            dec_s = min(dec_s, _timed(raw_decode, dump)[0])
-            fread_s = min(fread_s, _timed(read_file, dump)[0])
+            dec.run(raw_decode, dump)
+            fread.run(read_file, dump)
             flog = None
-            s, flog = _timed(ai.load_file, dump)
-            file_s = min(file_s, s)
+            flog = fload.run(ai.load_file, dump)
             assert len(flog.records) == n
+        dec_s, fread_s, file_s = dec.wall, fread.wall, fload.wall
         print(f"file: raw msgspec decode {dec_s:.2f}s ({n / dec_s:,.0f} rec/s), load_file {file_s:.2f}s "
               f"({n / file_s:,.0f} rec/s) of which the source read {fread_s:.2f}s, "
               f"dump {dump.stat().st_size / 2**20:.0f} MiB")
@@ -228,15 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         {"name": "kafka_load", "ratio": round(raw_s / load_s, 3), "target": TARGETS["kafka_load"][0],
          "floor": TARGETS["kafka_load"][1], "records": n, "baseline_s": round(raw_s, 3),
-         "loader_s": round(load_s, 3), "peak_rss_mib": round(rss_kafka)},
+         "loader_s": round(load_s, 3), "cpu_ratio": round(raw.cpu / load.cpu, 3), "peak_rss_mib": round(rss_kafka)},
         {"name": "file_load", "ratio": round(dec_s / file_s, 3), "target": TARGETS["file_load"][0],
          "floor": TARGETS["file_load"][1], "records": n, "baseline_s": round(dec_s, 3),
-         "loader_s": round(file_s, 3), "peak_rss_mib": round(rss)},
+         "loader_s": round(file_s, 3), "cpu_ratio": round(dec.cpu / fload.cpu, 3), "peak_rss_mib": round(rss)},
         # diagnostics: the sources' own share (no ActionStateLog.from_raw), against the same baselines
         {"name": "kafka_read", "ratio": round(raw_s / read_s, 3), "target": TARGETS["kafka_load"][0],
-         "records": n, "baseline_s": round(raw_s, 3), "loader_s": round(read_s, 3)},
+         "records": n, "baseline_s": round(raw_s, 3), "loader_s": round(read_s, 3),
+         "cpu_ratio": round(raw.cpu / read.cpu, 3)},
         {"name": "file_read", "ratio": round(dec_s / fread_s, 3), "target": TARGETS["file_load"][0],
-         "records": n, "baseline_s": round(dec_s, 3), "loader_s": round(fread_s, 3)},
+         "records": n, "baseline_s": round(dec_s, 3), "loader_s": round(fread_s, 3),
+         "cpu_ratio": round(dec.cpu / fread.cpu, 3)},
     ]
     print(json.dumps(results))
     return 0
