@@ -32,6 +32,24 @@ _STRUCT_OPTS: dict[str, Any] = {"frozen": True, "gc": False, "forbid_unknown_fie
                                "repr_omit_defaults": True}
 
 
+def _short_raw(value: Raw, limit: int = 120) -> str:
+    text = bytes(value).decode("utf-8", "replace")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _struct_repr(obj: Struct) -> str:
+    """Like msgspec's repr (defaults omitted), but raw JSON shown as its (shortened) text."""
+    parts = []
+    for f in msgspec.structs.fields(obj):
+        value = getattr(obj, f.name)
+        default = f.default if f.default is not msgspec.NODEFAULT else (
+            f.default_factory() if f.default_factory is not msgspec.NODEFAULT else msgspec.NODEFAULT)
+        if default is not msgspec.NODEFAULT and value == default:
+            continue
+        parts.append(f"{f.name}={_short_raw(value) if isinstance(value, Raw) else repr(value)}")
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
 class KryoEnvelope(Struct, **_STRUCT_OPTS):
     """A memory value as upstream writes it from #874 on: opaque Kryo bytes in base64."""
 
@@ -70,6 +88,8 @@ class MemoryUpdate(Struct, **_STRUCT_OPTS):
     path: str
     value: Raw = _NULL
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    __repr__ = _struct_repr
 
     @property
     def envelope(self) -> KryoEnvelope | None:
@@ -135,6 +155,8 @@ class Event(Struct, rename="camel", **_STRUCT_OPTS):
     input: Raw = _ABSENT
     output: Raw = _ABSENT
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    __repr__ = _struct_repr
 
     def attrs(self) -> Any:
         """The attribute map, parsed (:class:`DecodeError` if the stored JSON is malformed)."""

@@ -337,3 +337,10 @@ def test_example_keys_match_their_values(state_key, pretty):
     assert key.event_uuid == event_uuid(state.task_event.attributes)
     assert key.seq in (7, 8) and key.business_key == "user-42"
     assert kafka_partition(key, 64) == 20
+
+
+def test_repr_shows_raw_json_text_shortened():
+    ev = Event.new("x", {"a": "y" * 300}, id="i")
+    text = repr(ActionState(task_event=ev, short_term_memory_updates=(MemoryUpdate.new("p"),)))
+    assert 'attributes={"a":"yyy' in text and "…" in text and len(text) < 400
+    assert "MemoryUpdate(path='p')" in text  # defaults (a null value) are omitted
