@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support.tansu import Broker, start_tansu
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # `tests.support` must import however pytest was started
+    sys.path.insert(0, str(REPO))
+
+from tests.support.tansu import Broker, start_tansu  # noqa: E402
 
 
 @pytest.fixture(scope="session")
