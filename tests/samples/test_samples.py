@@ -196,17 +196,59 @@ def test_production_duplicated_work_is_in_the_topic(production: samples.Sample) 
     assert completed["state_key"].duplicated().sum() > 50
 
 
-def test_production_records_follow_the_lifecycle(production: samples.Sample) -> None:
-    recs = production.log.records
+def _assert_lifecycle(recs) -> None:  # type: ignore[no-untyped-def]
+    """Spec §5.6 per state key: initial record first; calls appended one at a time (a PENDING slot
+    then its terminal result at the same length); the completed record carries no calls."""
     assert (recs.loc[recs["completed"].astype(bool), "call_count"] == 0).all()
     for _, writes in recs.groupby("state_key", sort=False):
         first = writes.iloc[0]
-        assert not first["completed"] and first["call_count"] == 0             # the initial record
+        assert not first["completed"] and first["call_count"] == 0
         counts = writes["call_count"].tolist()
         pending = writes["calls_pending"].tolist()
         for i in range(1, len(counts)):
             step = counts[i] - counts[i - 1]
             assert step == 1 or counts[i] == 0 or (step == 0 and pending[i - 1] > 0), writes["offset"].tolist()
+
+
+def test_production_records_follow_the_lifecycle(production: samples.Sample) -> None:
+    _assert_lifecycle(production.log.records)
+
+
+@settings(deadline=None, max_examples=10)
+@given(inputs=st.lists(st.tuples(st.sampled_from(["a", "b_2", "c"]), st.sampled_from(["A", "B", "C"])),
+                       min_size=1, max_size=5),
+       die_after=st.integers(3, 40), rule=st.sampled_from(["original", "fixed"]),
+       key_format=st.sampled_from(["K1.5", "K2"]))
+def test_random_stories_write_consistent_logs(inputs: list, die_after: int, rule: str, key_format: str,
+                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    from agent_inspect.samples._driver import Job
+    from agent_inspect.samples._small import _cascade_agent
+
+    job = Job(_cascade_agent(), inputs, key_format=key_format, seed=7, num_partitions=2)
+    steps = [0]
+
+    def dies(step) -> bool:  # type: ignore[no-untyped-def]
+        steps[0] += 1
+        return steps[0] >= die_after
+
+    job.run(stop=dies, checkpoint_every=1)
+    job.run(restore=job.checkpoints[-1].id, rule=rule)
+    log = job.log
+    assert log.errors.empty and set(log.records["key_format"]) == {key_format}
+    _assert_lifecycle(log.records)
+    out = tmp_path_factory.mktemp("story")
+    from agent_inspect.sources import write_jsonl, write_parquet
+
+    files = [write_jsonl(log, out / "s.jsonl"), samples.write_kcat_jsonl(log, out / "s.kcat.jsonl"),
+             write_parquet(log, out / "s.parquet")]
+    for f in files:
+        assert ai.load(f).records.equals(log.records), f.name
+    point = job.restore_point(job.checkpoints[-1].id)
+    ex = ReplayExecutor(log, agent=job.agent, markers=point["markers"], rule="fixed",
+                        plan={"inputs": point["replay"], "restored_seq": point["restored_seq"],
+                              "pending": point["pending"]}, memory=point["short_term"])
+    ex.run()
+    assert ex.failure is None and ex.counters.rerun == 0          # the last attempt finished: all reusable
 
 
 def test_production_restore_replays_from_its_markers(production: samples.Sample) -> None:
