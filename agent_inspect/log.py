@@ -236,26 +236,35 @@ def _row(st: Any) -> tuple[Any, ...]:
     te = st.task_event
     outs = st.output_events
     calls = st.call_results
+    sensory = st.sensory_memory_updates
+    short = st.short_term_memory_updates
     rare = False
     if te is not None:
+        cls = te.event_class
         typ = te.type
         if typ is None:
             typ = _event_type(te)
-        flags = _event_evidence(te)
-        rare = flags < 0
-        head = (st.completed, te.event_class, typ, te.id, te.upstream_event_id, te.upstream_action_name,
-                typ == _INPUT_TYPE)
+        if te.delegate is not None or te.attachments or cls == SUBAGENT_EVENT:
+            rare = True
+            flags = 0
+        else:
+            flags = _F_LEGACY if (te.type is None or cls == PYTHON_EVENT or te.source_timestamp is not None) \
+                else _F_MODERN
+            if te.upstream_event_id is not None or te.upstream_action_name is not None:
+                flags |= _F_LINEAGE
     else:
+        cls = typ = None
         flags = 0
-        head = (st.completed, None, None, None, None, None, False)
     if outs:
         otypes = []
         for e in outs:
             t = e.type
             otypes.append(t if t is not None else _event_type(e))
             f = _event_evidence(e)
-            rare = rare or f < 0
-            flags |= f
+            if f < 0:
+                rare = True
+            else:
+                flags |= f
         out_types = tuple(otypes)
         out_ids = tuple([e.id for e in outs])
     else:
@@ -266,10 +275,9 @@ def _row(st: Any) -> tuple[Any, ...]:
             flags |= _F_CALL_OLD if cr.status is None else _F_CALL_NEW
     else:
         pending = succeeded = failed = 0
-    sensory, short = st.sensory_memory_updates, st.short_term_memory_updates
     stm = len(short)
-    for updates in (sensory, short) if (sensory or short) else ():
-        for mu in updates:
+    if sensory or short:
+        for mu in (*sensory, *short):
             v = mu.value
             if v != _NULL:
                 if bytes(v).startswith(_ENVELOPE_PREFIX):
@@ -279,8 +287,12 @@ def _row(st: Any) -> tuple[Any, ...]:
     if st.memory_updates is not UNSET:
         stm += len(st.memory_updates)  # V0's single list
         rare = True
-    mask = value_format_candidates(st) if rare else _MASKS[flags]
-    return (*head, len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed, mask)
+    if te is None:
+        return (st.completed, None, None, None, None, None, False, len(outs), out_types, out_ids, len(sensory),
+                stm, len(calls), pending, succeeded, failed, value_format_candidates(st) if rare else _MASKS[flags])
+    return (st.completed, cls, typ, te.id, te.upstream_event_id, te.upstream_action_name, typ == _INPUT_TYPE,
+            len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed,
+            value_format_candidates(st) if rare else _MASKS[flags])
 
 
 def _reason(exc: Exception) -> str:
