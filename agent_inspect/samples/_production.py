@@ -14,9 +14,11 @@ The agent (actions in module ``support_agent``):
   reconcilable call (a PENDING slot, then the terminal one);
 - ``review`` (on ``DraftReady``): calls the sub-agent ``reviewer`` (``check_policy`` → ``approve``).
 
-The job runs the upstream ``original`` rule in every attempt, so the #1301 over-eviction shows as
-duplicated work in the topic; one recovery replays a source whose order changed for one key (a
-genuine branch change).
+The job runs four attempts, every recovery under the upstream ``original`` rule, so the #1301
+over-eviction shows as duplicated work in the topic: a fresh start that dies mid-body; a restore of
+its last checkpoint; a manual restart from that same checkpoint with one key's inputs re-read in a
+different order (a genuine branch change); and a restore of a checkpoint taken mid-round (a task in
+flight) that runs to the end of the source.
 """
 
 from __future__ import annotations
@@ -46,14 +48,11 @@ class _World:
 
     def __init__(self) -> None:
         self._failed: set[str] = set()
-        self.calls = 0
 
     def retrieve(self, question: str) -> list[str]:
-        self.calls += 1
         return [f"kb-{_h('doc', question, i) % 900 + 100}" for i in range(2)]
 
     def chat(self, prompt: str) -> dict[str, Any]:
-        self.calls += 1
         # about one prompt in six times out once, then succeeds on the retry
         if _h("fail", prompt) % 6 == 0 and prompt not in self._failed:
             self._failed.add(prompt)
@@ -65,12 +64,10 @@ class _World:
         return {"action": "answer", "text": f"answer-{h % 10**6:06d}"}
 
     def tool(self, name: str, arg: str) -> dict[str, Any]:
-        self.calls += 1
         h = _h("tool", name, arg)
         return {"tool": name, "status": ("ok", "ok", "delayed", "not_found")[h % 4], "ref": f"R{h % 10**5:05d}"}
 
     def review(self, draft: str) -> dict[str, Any]:
-        self.calls += 1
         return {"verdict": "approve" if _h("review", draft) % 4 else "escalate", "policy": "refunds-v3"}
 
 
