@@ -143,19 +143,20 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
         plan = plan_reads(partitions=buckets, earliest=earliest, latest=latest, markers=merged,
                           start_offsets=starts, require_same_set=True, allow_data_loss=allow_data_loss, what="bucket",
                           where=f"table {db}.{name}")
-        batch = RawBatch(agent_key=[])
         remaining = {b for b in plan.start if plan.start[b] < plan.end[b]}
+        by_bucket = {b: RawBatch(agent_key=[]) for b in sorted(remaining)}
         if remaining:
             scanner = await _call(table.new_scan().create_log_scanner(), timeout=timeout,
                                   what="creating a log scanner", where=where)
             scanner.subscribe_buckets({b: plan.start[b] for b in sorted(remaining)})
-            await _drain(scanner, batch, plan.end, remaining, timeout=timeout, where=where,
+            await _drain(scanner, by_bucket, plan.end, remaining, timeout=timeout, where=where,
                          desc=f"fluss {db}.{name}", total=plan.total, progress=progress)
     finally:
         try:
             await asyncio.wait_for(conn.close(), timeout)
         except Exception:  # noqa: BLE001,S110 - closing a broken connection must not hide the real error
             pass
+    batch = _in_bucket_order(by_bucket)
     if keys is not None:
         batch = business_key_filter(keys)(batch)
     options: dict[str, Any] = {}
@@ -176,7 +177,21 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
     return batch, source
 
 
-async def _drain(scanner: Any, batch: RawBatch, end: Mapping[int, int], remaining: set[int], *,
+def _in_bucket_order(by_bucket: Mapping[int, RawBatch]) -> RawBatch:
+    """One batch, buckets ascending, each in offset order: the log's physical order, so it needs no sort."""
+    out = RawBatch(agent_key=[])
+    for b in sorted(by_bucket):
+        part = by_bucket[b]
+        out.partition += part.partition
+        out.offset += part.offset
+        out.timestamp_ms += part.timestamp_ms
+        out.key += part.key
+        out.value += part.value
+        out.agent_key += part.agent_key  # type: ignore[operator]
+    return out
+
+
+async def _drain(scanner: Any, by_bucket: Mapping[int, RawBatch], end: Mapping[int, int], remaining: set[int], *,
                  timeout: float, where: str, desc: str, total: int, progress: bool) -> None:
     bar = progress_bar(total=total, desc=desc, enabled=progress)
     poll_ms = max(1, min(_POLL_MS, int(timeout * 500)))  # a poll may wait its full time: stay inside the timeout
@@ -197,8 +212,8 @@ async def _drain(scanner: Any, batch: RawBatch, end: Mapping[int, int], remainin
                         break
                     row = r.row
                     key = row.get("state_key")
-                    batch.append(b, o, r.timestamp, None if key is None else str(key).encode("utf-8"),
-                                 _bytes(row.get("state_payload")), _text(row.get("agent_key")))
+                    by_bucket[b].append(b, o, r.timestamp, None if key is None else str(key).encode("utf-8"),
+                                        _bytes(row.get("state_payload")), _text(row.get("agent_key")))
                     got += 1
                     if o == last:
                         remaining.discard(b)
