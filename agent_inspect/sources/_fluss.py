@@ -36,7 +36,7 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False,
                connection_factory: ConnectionFactory | None = None) -> tuple[RawBatch, SourceInfo]:
-    """Read buckets of ``db.table`` from their start (markers / offsets / earliest) to the latest offsets taken first."""
+    """Read ``db.table`` per bucket from its start (marker, offset or earliest) to the latest offset taken first."""
     if markers is not None and start_offsets is not None:
         raise SourceError("pass either markers or start_offsets, not both")
     db, dot, name = table.partition(".")

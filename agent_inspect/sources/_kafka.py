@@ -41,7 +41,8 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     if bootstrap:
         user["bootstrap.servers"] = bootstrap
     if not user.get("bootstrap.servers"):
-        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic or config={'bootstrap.servers': …}")
+        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic "
+                          "or config={'bootstrap.servers': …}")
     errors: list[str] = []
     client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
     where = f"topic {topic!r}"

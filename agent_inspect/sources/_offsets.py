@@ -39,7 +39,8 @@ def merge_markers(markers: Any, *, topic: str | None = None) -> dict[int, int]:
         if "offsets" in marker:
             marker_topic = marker.get("topic")
             if topic is not None and marker_topic is not None and marker_topic != topic:
-                raise SourceError(f"marker is for topic {marker_topic!r}, not {topic!r}; pass the markers of this topic")
+                raise SourceError(f"marker is for topic {marker_topic!r}, not {topic!r}; "
+                                  f"pass the markers of this topic")
             marker = marker["offsets"]
             if not isinstance(marker, Mapping):
                 raise SourceError("marker 'offsets' must be a mapping partition -> offset")
