@@ -14,7 +14,7 @@ from agent_inspect.agents._protocol import ActionDecl
 from agent_inspect.rules._cases_notation import EventRef, Expectation, parse_event, parse_expectation
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
-           "load_cases", "parse_case"]
+           "AgentSpec", "load_cases", "parse_case"]
 
 KEY_FORMATS = ("K1", "K1.5", "K1.6", "K2")
 SOURCES = ("kafka", "fluss")
@@ -126,6 +126,15 @@ class CallCase:
 
 
 @dataclass(frozen=True)
+class AgentSpec:
+    """An agent as a case file declares it: actions, per-trigger bodies and begin events."""
+
+    actions: tuple[ActionDecl, ...]
+    behaviours: Mapping[str, tuple[Behaviour, ...]]
+    begin: tuple[tuple[EventRef, EventRef], ...] = ()
+
+
+@dataclass(frozen=True)
 class Case:
     """One history of divergence-cases.md (or a user's), possibly one variant of it."""
 
@@ -143,6 +152,7 @@ class Case:
     expect: Mapping[str, Expectation]
     expect_calls: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     call_case: CallCase | None = None
+    replay_agent: AgentSpec | None = None    # new code after the restore (L01); None: the log's agent
     summary: str = ""
     note: str = ""
     variant: str | None = None
@@ -154,17 +164,26 @@ class Case:
         return tuple(self.expect)
 
     def agent(self):
-        """The case's :class:`~agent_inspect.agents.DeclarativeAgent`."""
-        from agent_inspect.agents._declarative import DeclarativeAgent
+        """The :class:`~agent_inspect.agents.DeclarativeAgent` the restored job runs (``[replay_agent]``
+        when the code changed since the log was written, else ``[agent]``)."""
+        spec = self.replay_agent or AgentSpec(self.actions, self.behaviours, self.begin)
+        return _declarative(spec)
 
-        from agent_inspect.agents._protocol import AgentEvent
-
-        begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
-                 for t, e in self.begin]
-        return DeclarativeAgent(self.actions, self.behaviours, begin=begin)
+    def log_agent(self):
+        """The agent that wrote the log (``[agent]``): its action UUIDs are the log's."""
+        return _declarative(AgentSpec(self.actions, self.behaviours, self.begin))
 
     def __repr__(self) -> str:
         return f"Case({self.id!r}, {self.name!r}, rules={list(self.rules)})"
+
+
+def _declarative(spec: AgentSpec):
+    from agent_inspect.agents._declarative import DeclarativeAgent
+    from agent_inspect.agents._protocol import AgentEvent
+
+    begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
+             for t, e in spec.begin]
+    return DeclarativeAgent(spec.actions, spec.behaviours, begin=begin)
 
 
 def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
@@ -204,7 +223,7 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
         raise CaseFileError(f"{where}: missing 'id'") from None
     where = f"{where} ({case_id})"
     _known(data, {"id", "name", "category", "summary", "note", "setup", "keys", "log", "replay", "pending",
-                  "agent", "expect", "expect_calls", "variants", "call_case"}, where)
+                  "agent", "replay_agent", "expect", "expect_calls", "variants", "call_case"}, where)
     setup = _setup(data.get("setup", {}), CaseSetup(), where)
     log = tuple(_line(i, raw, where) for i, raw in enumerate(data.get("log", []), start=1))
     replay = tuple(_replay(r, where) for r in data.get("replay", []))
@@ -212,6 +231,7 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
     actions, behaviours, begin = _agent(data.get("agent", {}), where)
     if not actions and log:
         actions, behaviours = _agent_from_log(log)
+    replay_agent = _replay_agent(data["replay_agent"], where) if "replay_agent" in data else None
     used = [ln.key for ln in log] + [r.key for r in replay] + [p.key for p in pending]
     keys = _keys(data.get("keys", {}), used, where)
     expect = {rule: parse_expectation(rule, text, where=f"{where} expect.{rule}")
@@ -221,11 +241,12 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
                 behaviours=behaviours, begin=begin, expect=expect,
                 expect_calls=_expect_calls(data.get("expect_calls", {}), where),
                 call_case=_call_case(data["call_case"], where) if "call_case" in data else None,
-                summary=str(data.get("summary", "")), note=str(data.get("note", "")), path=path)
+                replay_agent=replay_agent, summary=str(data.get("summary", "")), note=str(data.get("note", "")), path=path)
     _check_lines(base, where)
     out = [base]
     for v in data.get("variants", []):
-        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys", "call_case"}, f"{where} variant")
+        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys", "call_case", "replay_agent"},
+               f"{where} variant")
         name = str(v.get("name") or "")
         if not name:
             raise CaseFileError(f"{where}: every [[variants]] entry needs a 'name'")
@@ -238,10 +259,20 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
         vcall = base.call_case
         if "call_case" in v:
             vcall = _call_case({**data.get("call_case", {}), **v["call_case"]}, f"{where} {name}")
-        out.append(replace(base, id=f"{case_id}/{name}", variant=name, setup=_setup(v.get("setup", {}), setup, where),
-                           keys=vkeys, expect=vexpect, expect_calls=vcalls, call_case=vcall,
-                           note=str(v.get("note", base.note))))
+        vagent = _replay_agent(v["replay_agent"], f"{where} {name}") if "replay_agent" in v else replay_agent
+        variant = replace(base, id=f"{case_id}/{name}", variant=name, setup=_setup(v.get("setup", {}), setup, where),
+                          keys=vkeys, expect=vexpect, expect_calls=vcalls, call_case=vcall, replay_agent=vagent,
+                          note=str(v.get("note", base.note)))
+        _check_lines(variant, f"{where} variant {name}")
+        out.append(variant)
     return out
+
+
+def _replay_agent(raw: Any, where: str) -> AgentSpec:
+    if not isinstance(raw, Mapping) or not raw.get("actions"):
+        raise CaseFileError(f"{where}: replay_agent is a table like [agent] with at least one action")
+    actions, behaviours, begin = _agent(raw, f"{where} replay_agent")
+    return AgentSpec(actions, behaviours, begin)
 
 
 def _known(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -469,9 +500,16 @@ def _call_case(raw: Mapping[str, Any], where: str) -> CallCase:
             raise CaseFileError(f"{w}: the body of a call case holds only {{ call = ... }} steps")
         body.append(step)
     expect = tuple(raw.get("expect", []))
+    producer = str(raw.get("producer", "python"))
+    if producer not in ("python", "java"):
+        raise CaseFileError(f"{w}: producer must be \"python\" or \"java\"")
     for e in expect:
+        _known(e, {"outcome", "index", "returns", "raises", "null_payloads", "throws"}, f"{w} expect")
         if e.get("outcome") not in ("hit", "reraise", "execute", "reconcile"):
             raise CaseFileError(f"{w}: expect outcome must be hit, reraise, execute or reconcile")
+        if "throws" in e and (e["outcome"] != "hit" or producer != "java"):
+            raise CaseFileError(f"{w}: 'throws' is for a Java hit that cannot be delivered (Optional.of(null), "
+                                "spec §9.4); use it with outcome = \"hit\" and producer = \"java\"")
     if len(expect) != len(body):
         raise CaseFileError(f"{w}: one expect entry per body call ({len(body)} calls, {len(expect)} entries)")
     final = raw.get("final_record")
@@ -481,7 +519,7 @@ def _call_case(raw: Mapping[str, Any], where: str) -> CallCase:
                     truncated_to=raw.get("truncated_to"),
                     final_record=tuple(final) if final is not None else None,
                     effective_statuses=tuple(eff) if eff is not None else None,
-                    producer=str(raw.get("producer", "python")), value_format=str(raw.get("value_format", "V3")))
+                    producer=producer, value_format=str(raw.get("value_format", "V3")))
 
 
 def _check_lines(case: Case, where: str) -> None:
@@ -489,6 +527,13 @@ def _check_lines(case: Case, where: str) -> None:
     for ln in case.log:
         if case.actions and ln.action not in names:
             raise CaseFileError(f"{where}: log line {ln.n} uses action {ln.action!r} that the agent does not declare")
+        if ln.status == "TOMB" and case.setup.source == "fluss":
+            raise CaseFileError(f"{where}: log line {ln.n} is a TOMB, but Fluss writes no tombstones (spec §7.3); "
+                                "use source = \"kafka\" or drop the line")
+        if ln.status == "TOMB" and not case.setup.tombstones:
+            raise CaseFileError(f"{where}: log line {ln.n} is a TOMB, but tombstones are off; "
+                                "set [setup] tombstones = true (kafkaActionStateTombstoneEnabled, spec §6.6)")
+    replay_names = {a.name for a in case.replay_agent.actions} if case.replay_agent else names
     for p in case.pending:
-        if case.actions and p.action not in names:
+        if replay_names and p.action not in replay_names:
             raise CaseFileError(f"{where}: pending task uses undeclared action {p.action!r}")

@@ -136,6 +136,7 @@ def build_case(case: Case) -> BuiltCase:
         raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/cases.md)")
     ns = case.id.split("/")[0]
     agent = case.agent()
+    writer = case.log_agent() if case.replay_agent is not None else agent
     idents = {label: key_identity(spec, case) for label, spec in case.keys.items()}
     labels: dict[str, str] = {}
 
@@ -155,11 +156,11 @@ def build_case(case: Case) -> BuiltCase:
     unclaimed: dict[tuple[str, int], list[tuple[str, bytes, str]]] = {}
     for ln in case.log:
         ident = idents[ln.key]
-        decl = agent.action(ln.action)
+        decl = writer.action(ln.action)
         if ln.action_label and decl.java and setup.key_format != "K2":
             action_uuid = codec.uuid3(f"case-action:{ln.action}@{ln.action_label}".encode())
         else:
-            action_uuid = agent.action_uuid(ln.action, setup.key_format, attempt=ln.attempt)
+            action_uuid = writer.action_uuid(ln.action, setup.key_format, attempt=ln.attempt)
         round_outputs = unclaimed.setdefault((ln.key, ln.seq), [])
         task_id = event_id(ln.event, f"L{ln.n}.task")
         if ln.event.id_label is None:

@@ -17,6 +17,8 @@ __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
 
 #: The pseudo rule name of call-level cases (D01–D06 do not depend on the divergence rule).
 CALL_RULE = "call"
+#: What a Java durable call throws when its hit has a null result (upstream ``Optional.of(null)``, spec §9.4).
+JAVA_NULL_HIT = "java.lang.NullPointerException"
 
 
 @dataclass(frozen=True)
@@ -197,11 +199,19 @@ def run_call_case(case: Case) -> CaseResult:
                            reconciler=_declared(step.reconciler == "raises" and "reconciler")
                            if step.reconciler else None)
         outcomes.append(out)
-        predicted.append(f"{step.function_id}@{out.index}={out.outcome}")
+        # Java delivers a hit through Optional.of(result): a null result throws instead (spec §9.4)
+        throws = JAVA_NULL_HIT if cc.producer == "java" and out.outcome == "hit" and payloads[0] is None else None
+        predicted.append(f"{step.function_id}@{out.index}={out.outcome}" + (f"→{throws}" if throws else ""))
         if out.outcome != exp.get("outcome") or ("index" in exp and out.index != exp["index"]):
             mismatches.append(f"call {n} ({step.function_id}): expected {exp.get('outcome')}@{exp.get('index')}, "
                               f"got {out.outcome}@{out.index}")
             continue
+        if "throws" in exp and (throws is None or str(exp["throws"]) not in throws):
+            mismatches.append(f"call {n} ({step.function_id}): expected the hit to throw {exp['throws']}, "
+                              f"but it {'throws ' + throws if throws else 'returns the recorded result'}")
+        elif throws and "throws" not in exp:
+            mismatches.append(f"call {n} ({step.function_id}): this Java hit on a null result throws {throws} "
+                              f"(Optional.of(null), spec §9.4); say throws = \"{throws}\"")
         if "returns" in exp and payloads[0] != encode_payload(exp["returns"], where=f"{case.id} expect"):
             mismatches.append(f"call {n} ({step.function_id}): the replayed result is not the expected payload")
         if "raises" in exp and not _raises(payloads[1], str(exp["raises"])):
@@ -232,6 +242,7 @@ def run_call_case(case: Case) -> CaseResult:
     return CaseResult(case_id=case.id, name=case.name, category=case.category, rule=CALL_RULE,
                       passed=not mismatches, expected_given=True,
                       expected=tuple(f"{s.function_id}@{e.get('index')}={e.get('outcome')}"
+                                     + (f"→{e['throws']}" if "throws" in e else "")
                                      for s, e in zip(cc.body, cc.expect)),
                       predicted=tuple(predicted), mismatches=tuple(mismatches),
                       reruns=0, evictions=0, calls=executed)
