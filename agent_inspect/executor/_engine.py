@@ -130,6 +130,8 @@ class ReplayExecutor:
     calls that already ran from memory so external functions are not called twice.
 
     Markers: ``None`` rebuilds from the whole loaded log (as ``predict`` does), ``[]`` is a fresh start.
+    ``source_kind`` ("kafka" / "fluss", default: the log's, else "kafka") selects the original rule's
+    snapshot flavour for K1 keys and the journal's layout.
     Plan keys are Flink key texts or the log's business keys; steps, memory and the store use the
     log's business key (the digest under K1.6/K2).
 
@@ -150,7 +152,7 @@ class ReplayExecutor:
                  breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
                  attempt: int | None = None, seed: int | None = None,
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
-                 source_kind: str = "kafka") -> None:
+                 source_kind: str | None = None) -> None:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
@@ -419,7 +421,7 @@ class ReplayExecutor:
         """
         from agent_inspect.executor._journal import build_journal
 
-        kind = getattr(getattr(self._log, "source", None), "kind", None) or self._source_kind
+        kind = getattr(getattr(self._log, "source", None), "kind", None) or self._source_kind or "kafka"
         return build_journal(self._run.writes, log=self._log, keys=self._keys, value_format=self._value_format,
                              num_partitions=self._partitions(), source_kind=kind)
 
@@ -563,7 +565,8 @@ class ReplayExecutor:
         from agent_inspect.executor._rebuild import rebuild_session
 
         if self._base_session is None:
-            self._base_session = rebuild_session(self._log, self._rule, self._markers)
+            self._base_session = rebuild_session(self._log, self._rule, self._markers,
+                                                 source_kind=self._source_kind)
         session = self._base_session.copy()
         self._run.session = session
         rebuild_events = [e for e in session.events if e.step == "rebuild"]

@@ -8,16 +8,21 @@ from typing import Any
 __all__ = ["rebuild_session"]
 
 
-def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | None) -> Any:
+def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | None, *,
+                    source_kind: str | None = None) -> Any:
     """A :class:`~agent_inspect.recovery.RecoverySession` rebuilt from ``log`` (empty without a log).
 
     ``markers=None`` with a log rebuilds from the whole loaded log (as if the marker were at its
     start, like ``predict``); ``markers=[]`` is an explicit fresh start (empty cache).
+    ``source_kind`` ("kafka" / "fluss") picks the original rule's snapshot flavour; default: the log's.
     """
     from agent_inspect.recovery import RecoverySession, rebuild
+    from agent_inspect.recovery._rebuild import source_kind_of
 
+    kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
+    session = RecoverySession(rule, source_kind=kind or "kafka")
     if log is None:
-        return RecoverySession(rule)
+        return session
     if markers is None:
         starts = dict(getattr(getattr(log, "source", None), "start_offsets", None) or {})
         recs = log.records
@@ -25,4 +30,4 @@ def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | 
             for p, off in recs.groupby("partition", observed=True)["offset"].min().items():
                 starts[int(p)] = min(starts.get(int(p), int(off)), int(off))
         markers = [starts] if starts else []
-    return rebuild(log, rule, markers)
+    return rebuild(log, rule, markers, session=session)
