@@ -249,6 +249,8 @@ def prediction_of(log: Any, result: Any, *, rule: Any = None, markers: Any = Non
         return carried
     from agent_inspect.recovery import predict
 
+    if markers is None:
+        markers = getattr(result, "markers", None)
     try:
         return predict(log, rule=getattr(result, "rule", None) or rule, markers=markers)
     except InspectError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import shutil
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def executed(run_root: Path, tmp_path_factory: pytest.TempPathFactory,
                    for nb in notebooks.values()]
         await asyncio.gather(*(c.async_execute() for c in clients))
 
-    asyncio.run(run_all())
+    # a worker thread has no event loop of its own (Playwright's sync API may own this thread's)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, run_all()).result()
     artifacts = REPO / "test-artifacts" / "notebooks"
     artifacts.mkdir(parents=True, exist_ok=True)
     for name, nb in notebooks.items():
