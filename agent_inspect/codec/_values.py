@@ -64,6 +64,11 @@ class KryoEnvelope(Struct, **_STRUCT_OPTS):
         return n * 3 // 4 - self.payload[-2:].count("=") if n else 0
 
     @property
+    def supported(self) -> bool:
+        """Whether upstream readers accept it (serde "kryo", version 1); they refuse anything else (§5.4)."""
+        return self.serde == "kryo" and self.version == 1
+
+    @property
     def preview(self) -> str:
         """A short base64 prefix, for display."""
         return self.payload[:16] + ("…" if len(self.payload) > 16 else "")

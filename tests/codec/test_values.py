@@ -169,6 +169,7 @@ def test_example_fields():
     c = decode_action_state(compact(EXAMPLE_C))
     env = c.sensory_memory_updates[0].envelope
     assert env is not None and env.payload == KRYO and env.payload_size == len(b"\x01\x02\x03kryo-bytes")
+    assert env.supported and not msgspec.structs.replace(env, version=2).supported
     assert c.short_term_memory_updates[0].is_null and c.short_term_memory_updates[0].envelope is None
     e = decode_action_state(compact(EXAMPLE_E))
     assert e.task_event.event_class == SUBAGENT_EVENT and e.task_event.delegate.type == "_input_event"
