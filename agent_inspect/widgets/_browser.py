@@ -154,7 +154,8 @@ class LogBrowser(w.VBox):
         rows = self.page_rows
         shown = rows[self._columns] if self._columns else rows
         first = self._page * self.page_size
-        self.table.value = frame_html(shown, max_rows=self.page_size) if len(rows) else message_html(
+        self.table.value = (f'<div class="ai-scroll" style="overflow-x:auto">'
+                            f"{frame_html(shown, max_rows=self.page_size)}</div>") if len(rows) else message_html(
             "no record matches these filters")
         self.page_label.value = (f'<span class="ai-page">rows {first + min(1, len(rows))}–{first + len(rows)} '
                                  f"of {total:,} · page {self._page + 1}/{pages}</span>")

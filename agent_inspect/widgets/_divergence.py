@@ -105,8 +105,9 @@ class DivergenceView(w.VBox):
                 rec = self._records.loc[pos]
                 for name in ("state_key", "task_event_id", "attempt", "status", "reason"):
                     if name in rec.index and not _na(rec[name]):
-                        meta.append(f"<div><span class='ai-label'>{escape(name)}</span> "
-                                    f"<code>{escape(rec[name])}</code></div>")
+                        text = escape(rec[name])
+                        shown = f"<code>{text}</code>" if name in ("state_key", "task_event_id") else text
+                        meta.append(f"<div><span class='ai-label'>{escape(name)}</span> {shown}</div>")
             event = _task_event(decoded_value(self._result, pos))
             cells.append(f'<div class="ai-side" style="flex:1;min-width:0;overflow:auto">'
                          f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"

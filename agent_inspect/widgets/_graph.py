@@ -118,17 +118,19 @@ class GraphView(w.VBox):
         for i, (u, v) in enumerate(g.edges):
             ex[3 * i], ey[3 * i] = xy[u]
             ex[3 * i + 1], ey[3 * i + 1] = xy[v]
-        traces: list[Any] = [go.Scattergl(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
-                                          line=dict(color="#999", width=1))]
+        show_labels = len(self._nodes) <= _MAX_LABELS
+        # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
+        scatter = go.Scatter if show_labels else go.Scattergl
+        traces: list[Any] = [scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
+                                     line=dict(color="#999", width=1))]
         groups: dict[tuple[str, str], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
             groups.setdefault((_status(attrs), _kind(attrs)), []).append(node)
-        show_labels = len(self._nodes) <= _MAX_LABELS
         for (status, kind), nodes in sorted(groups.items()):
             removed = status in _REMOVED
             labels = np.array([escape(_label(n, g.nodes[n])) for n in nodes], dtype=object) if show_labels else None
-            traces.append(go.Scattergl(
+            traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
                 mode="markers+text" if show_labels else "markers", name=escape(f"{kind} · {status}"),
                 text=labels, textposition="bottom center", textfont=dict(size=9),

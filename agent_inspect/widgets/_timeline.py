@@ -51,7 +51,7 @@ class KeyTimeline(w.VBox):
     """Every record of one business key: x = log position, y = seq, colour = status.
 
     Attempts are separated by dashed lines, the records a recovery evicted or invalidated are drawn
-    inside a shaded band per divergence, and divergence points are marked with an ✕. Click a point
+    inside a shaded band per divergence, and divergence points are ringed with an open ◇. Click a point
     to see the record's decoded value below the chart.
     """
 
@@ -196,7 +196,7 @@ class KeyTimeline(w.VBox):
         if not xs:
             return []
         return [go.Scattergl(x=xs, y=ys, mode="markers", name="divergence", customdata=xs,
-                             marker=dict(symbol="x", size=14, color="#000", line=dict(width=1)),
+                             marker=dict(symbol="diamond-open", size=15, color="#000", line=dict(width=2)),
                              hovertext=texts, hoverinfo="text")]
 
 

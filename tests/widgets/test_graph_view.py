@@ -81,3 +81,20 @@ def test_round_picker_switches_rounds(probe_result):
     drawn = sum(len(t.customdata) for t in _node_traces(view))
     assert drawn == view.graph.number_of_nodes()
     assert "seq 1" in view.title.value
+
+
+def test_labelled_graphs_are_svg_and_large_ones_webgl(probe_result):
+    # WebGL text would show "&lt;" literally, so only unlabelled (large) graphs use scattergl.
+    small = GraphView(probe_result, KEY, seq=0)
+    assert {t.type for t in small.figure.data} == {"scatter"}
+    assert all(t.text is not None for t in _node_traces(small))
+    from _widget_logs import Journal, round_
+
+    journal = Journal()
+    for seq in range(30):
+        round_(journal, "big", seq, {"input": seq})
+    big_result = ai.reconstruct(journal.log(), rule="fixed")
+    big = GraphView(big_result, "big")
+    assert big.graph.number_of_nodes() > 80
+    assert {t.type for t in big.figure.data} == {"scattergl"}
+    assert all(t.text is None for t in _node_traces(big))
