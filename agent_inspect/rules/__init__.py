@@ -29,3 +29,15 @@ __all__ = [
     # case matrix
     "Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare",
 ]
+
+# the rule safety checker: randomized recovery histories (appended by the checker)
+from agent_inspect.rules._check import CheckReport, Counterexample, check  # noqa: E402
+from agent_inspect.rules._history_gen import (  # noqa: E402
+    History,
+    HistoryOptions,
+    RuleCheckError,
+    generate_history,
+)
+
+__all__ += ["check", "CheckReport", "Counterexample", "HistoryOptions", "History", "generate_history",
+            "RuleCheckError"]

@@ -90,31 +90,73 @@ class _Guarded(DivergenceRule):
         self.error: BaseException | None = None
         self.hook: str | None = None
 
-    def _call(self, hook: str, *args: Any) -> Any:
-        try:
-            return getattr(self.inner, hook)(*args)
-        except Exception as exc:
-            if self.error is None:
-                self.error, self.hook = exc, hook
-            raise
+    def _failed(self, hook: str, exc: BaseException) -> None:
+        if self.error is None:
+            self.error, self.hook = exc, hook
 
     def new_state(self) -> Any:
-        return self._call("new_state")
+        try:
+            return self.inner.new_state()
+        except Exception as exc:
+            self._failed("new_state", exc)
+            raise
 
     def rebuild(self, session: Any, entry: Any) -> Any:
-        return self._call("rebuild", session, entry)
+        try:
+            return self.inner.rebuild(session, entry)
+        except Exception as exc:
+            self._failed("rebuild", exc)
+            raise
 
     def lookup(self, session: Any, task: Any) -> Any:
-        return self._call("lookup", session, task)
+        try:
+            return self.inner.lookup(session, task)
+        except Exception as exc:
+            self._failed("lookup", exc)
+            raise
 
     def on_reuse(self, session: Any, task: Any, entry: Any) -> None:
-        self._call("on_reuse", session, task, entry)
+        try:
+            self.inner.on_reuse(session, task, entry)
+        except Exception as exc:
+            self._failed("on_reuse", exc)
+            raise
 
     def on_write(self, session: Any, entry: Any) -> Any:
-        return self._call("on_write", session, entry)
+        try:
+            return self.inner.on_write(session, entry)
+        except Exception as exc:
+            self._failed("on_write", exc)
+            raise
 
     def prune(self, session: Any, business_key: str, seq: int, key_text: str | None) -> Any:
-        return self._call("prune", session, business_key, seq, key_text)
+        try:
+            return self.inner.prune(session, business_key, seq, key_text)
+        except Exception as exc:
+            self._failed("prune", exc)
+            raise
+
+
+class _CachedAgent:
+    """The agent with its action UUIDs memoised: checking runs thousands of lookups per second."""
+
+    def __init__(self, agent: Any) -> None:
+        self._agent = agent
+        self._uuids: dict[tuple[str, str, int], str] = {}
+        self.listeners = agent.listeners
+        self.run_action = agent.run_action
+        self.begin_event = getattr(agent, "begin_event", lambda _event: None)
+
+    @property
+    def actions(self) -> Any:
+        return self._agent.actions
+
+    def action_uuid(self, action: str, key_format: str, *, attempt: int = 0) -> str:
+        key = (action, key_format, attempt)
+        found = self._uuids.get(key)
+        if found is None:
+            found = self._uuids[key] = self._agent.action_uuid(action, key_format, attempt=attempt)
+        return found
 
 
 # -- what is judged ----------------------------------------------------------------------------------
@@ -138,6 +180,7 @@ class _Subject:
     def __post_init__(self) -> None:
         from agent_inspect.recovery._rebuild import iter_entries, window_mask
 
+        self.agent = _CachedAgent(self.agent)
         recs = self.log.records
         mask = window_mask(recs, list(self.markers), start_offsets=self.log.source.start_offsets)
         self.rows = list(iter_entries(recs, mask)) if mask.any() else []
@@ -194,7 +237,6 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
     for r in sim.rows:
         out, pos = r["outcome"], r["entry_pos"]
         ev.tasks += 1
-        label = f"{r['key']}:{r['input']}.{r['action']}@{r['seq']}"
         if out == "REUSE" or out == "RESUME":
             if out == "REUSE":
                 ev.reused += 1
@@ -209,9 +251,9 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
             if not replays:
                 continue
             if not subject.branch_ok[pos]:
-                ev.stale.append(f"{label}={out} of {subject.describe(pos)}")
+                ev.stale.append(f"{_label(r)}={out} of {subject.describe(pos)}")
             elif subject.tainted[pos]:
-                ev.tainted.append(f"{label}={out} of {subject.describe(pos)}")
+                ev.tainted.append(f"{_label(r)}={out} of {subject.describe(pos)}")
         elif out == "RERUN":
             ev.rerun += 1
             p = subject.lww.get(r["state_key"])
@@ -220,11 +262,22 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
             entry = subject.entries[p]
             if entry.completed and subject.branch_ok[p] and not subject.tainted[p]:
                 used.add(p)
-                ev.avoidable.append(f"{label}=RERUN although {subject.describe(p)} was on this branch")
+                ev.avoidable.append(f"{_label(r)}=RERUN although {subject.describe(p)} was on this branch")
     return ev
 
 
+def _label(row: Mapping[str, Any]) -> str:
+    return f"{row['key']}:{row['input']}.{row['action']}@{row['seq']}"
+
+
 def _history_subject(h: History) -> _Subject:
+    found = h.memo.get("subject")
+    if found is None:
+        found = h.memo["subject"] = _make_history_subject(h)
+    return found
+
+
+def _make_history_subject(h: History) -> _Subject:
     owner: dict[int, Any] = {}
     for x in h.executions:
         for p in x.positions:
@@ -542,26 +595,29 @@ class CheckReport:
 
 
 def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
-          options: HistoryOptions | Mapping[str, Any] | None = None, **generator_options: Any) -> CheckReport:
+          options: HistoryOptions | Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None,
+          **generator_options: Any) -> CheckReport:
     """Judge ``rule`` on ``n`` random recovery histories (reproducible from ``seed``).
 
     ``rule`` is a built-in name, ``"module:ClassName"``, a :class:`DivergenceRule` subclass or
     instance. Generator options (:class:`HistoryOptions`: ``keys``, ``rounds``, ``attempts``,
     ``branch_changes``, ``tombstones``, ``savepoints``, ``production_rules``, …) come as ``options``
     or keywords. Returns a :class:`CheckReport` with stale reuses, avoidable reruns, raising rules
-    and, unless ``minimize=False``, a minimized counterexample case per failure kind::
+    and, unless ``minimize=False``, a minimized counterexample case per failure kind. ``seeds``
+    re-checks given histories (the ``seed`` column of a report's frame) instead of ``n`` new ones::
 
         report = ai.rules.check("fixed", n=500, seed=1, tombstones=1.0)
         report.counterexample("stale-reuse").save("cases/")
     """
     if n < 0:
         raise RuleCheckError(f"n={n} must be 0 or more")
+    todo = [int(s) for s in seeds] if seeds is not None else history_seeds(seed, n)
     opts = HistoryOptions.of(options, **generator_options)
     rule_obj = resolve_check_rule(rule)
     name = rule if isinstance(rule, str) else rule_obj.name
     rows: list[dict[str, Any]] = []
     first_of: dict[str, History] = {}
-    for i, hseed in enumerate(history_seeds(seed, n)):
+    for i, hseed in enumerate(todo):
         h = generate_history(hseed, opts)
         ev = _evaluate(_history_subject(h), rule_obj)
         rows.append({"history": i, "seed": hseed, "keys": len(h.paths), "rounds": sum(len(p) for p in h.paths.values()),
@@ -594,7 +650,7 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
         data = {**data, "note": f"history: {h.describe()}"}
         cexs.append(Counterexample(kind=kind, rule=name, history_seed=h.seed, history=h.describe(),
                                    items=tuple(str(i) for i in items), data=data, rule_object=rule_obj))
-    return CheckReport(rule=name, n=n, seed=seed, options=opts, frame=frame, counterexamples=tuple(cexs))
+    return CheckReport(rule=name, n=len(todo), seed=seed, options=opts, frame=frame, counterexamples=tuple(cexs))
 
 
 def history_seeds(seed: int, n: int) -> list[int]:

@@ -44,13 +44,15 @@ class HistoryOptions:
 
     ``production_rules`` are the rules the attempts' operators run (one drawn per attempt): production
     logs are written by production's rule, so the upstream ``original`` rule belongs here.
-    ``savepoint_target`` is which older checkpoint a savepoint restore picks: ``"any"`` or
+    A failover restores the failed job's latest checkpoint; a savepoint restore (``savepoints``) picks
+    ``savepoint_target``: ``"any"`` checkpoint taken so far (also one of another attempt's lineage) or
     ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
     """
 
     keys: int = 3
     rounds: int = 4
     attempts: int = 3
+    min_attempts: int = 1
     values: int = 3
     roots: int = 2
     fanout: int = 2
@@ -67,9 +69,11 @@ class HistoryOptions:
     savepoint_target: str = "any"
 
     def __post_init__(self) -> None:
-        for name in ("keys", "rounds", "attempts", "values", "roots"):
+        for name in ("keys", "rounds", "attempts", "min_attempts", "values", "roots"):
             if int(getattr(self, name)) < 1:
                 raise RuleCheckError(f"history option {name}={getattr(self, name)!r} must be at least 1")
+        if self.min_attempts > self.attempts:
+            raise RuleCheckError(f"history option min_attempts={self.min_attempts} exceeds attempts={self.attempts}")
         if not 1 <= self.values <= len(_VALUES):
             raise RuleCheckError(f"history option values={self.values} must be between 1 and {len(_VALUES)}")
         if self.fanout < 0:
@@ -181,6 +185,7 @@ class History:
     tombstones: bool
     branch_ok: tuple[bool, ...] = field(repr=False)
     tainted: tuple[bool, ...] = field(repr=False)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -334,6 +339,7 @@ class _Generator:
         self.checkpoints: list[_Checkpoint] = []
         self.attempts: list[Attempt] = []
         self.writes: list[dict[str, Any]] = []     # per log position (tombstones included)
+        self.latest = 0                             # the failed job's latest checkpoint
 
     def run(self) -> History:
         from agent_inspect.executor._plan import as_plan
@@ -348,8 +354,9 @@ class _Generator:
         rng.shuffle(order)
         values = _VALUES[:o.values]
         inputs = [(k, rng.choice(values)) for k in order]
+        self.source = inputs
         self.tombstones = rng.random() < o.tombstones
-        for number in range(1, rng.randint(1, o.attempts) + 1):
+        for number in range(1, rng.randint(o.min_attempts, o.attempts) + 1):
             self._attempt(number, agent, inputs)
         restored, cp_inputs, change = self._restore_choice()
         ck = self.checkpoints[restored]
@@ -387,13 +394,16 @@ class _Generator:
 
     def _restore_choice(self) -> tuple[int, list[tuple[str, str]], str | None]:
         rng, o = self.rng, self.o
-        latest = len(self.checkpoints) - 1
+        # a failover restores the latest checkpoint of the job that failed; a savepoint restore any older one
+        latest = self.latest
         if latest == 0 or rng.random() >= o.savepoints:
             idx = latest
         else:
-            idx = 0 if o.savepoint_target == "first" else rng.randrange(latest)
+            idx = 0 if o.savepoint_target == "first" else rng.randrange(len(self.checkpoints))
         ck = self.checkpoints[idx]
-        remaining = list(ck.inputs[ck.checkpoint.inputs_consumed:])
+        # the source replays its own records after the checkpoint; a branch change is this attempt's
+        # deviation from them (another interleaving, another record at that seq)
+        remaining = list(self.source[ck.checkpoint.inputs_consumed:])
         change = None
         if rng.random() < o.branch_changes:
             remaining, change = _mutate(rng, remaining, _VALUES[:o.values])
@@ -458,7 +468,9 @@ class _Generator:
         cut = rng.randint(min(2, total), total)
         kept = [p for p in persists if p[0] < cut]
         cks = [t for t in taken if t[0] <= cut]
+        before = len(self.checkpoints)
         self._append(number, ex, kept, cks, inputs, paths, base_end)
+        self.latest = len(self.checkpoints) - 1 if len(self.checkpoints) > before else (restored or 0)
         self.attempts.append(Attempt(number=number, rule=rule, restored=restored, inputs=tuple(inputs),
                                      branch_change=change, steps=cut,
                                      records=len(self.log) - base_end))

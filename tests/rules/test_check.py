@@ -1,0 +1,216 @@
+"""The rule safety checker: random executor-written histories, stale reuses, avoidable reruns,
+minimized counterexamples that round-trip through case files and the stepper."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import agent_inspect as ai
+from agent_inspect.executor import StepKind
+from agent_inspect.recovery import LookupDecision
+from agent_inspect.rules import (
+    FixedRule, HistoryOptions, RuleCheckError, build_case, check, generate_history, load_cases, run_case,
+)
+from agent_inspect.rules._check import _case_subject, _evaluate, _judge_case, resolve_check_rule
+from agent_inspect.rules._cases import parse_case
+
+# Branch changes without tombstones; savepoints go back to the fresh start only (no restored memory
+# from before a branch change): naive must be caught, lookup-only never (spec §10.2, §10.3).
+BRANCH = dict(tombstones=0.0, branch_changes=1.0, keys=2, rounds=3, subagents=0.0, savepoint_target="first")
+# Multi-root agents, no branch changes, no restores but the fresh start: every completed record is
+# reusable, so each rerun is the original rule's over-eviction (#1301).
+MULTI = dict(roots=3, branch_changes=0.0, savepoints=0.0, tombstones=0.0, checkpoints=0.0,
+             production_rules=("fixed",), subagents=0.0, keys=2, rounds=3)
+# One key, two values, three attempts under the reference rule, tombstones and savepoints: the shape of
+# the tombstoned-conflicting-root hole (spec §10.3 known limits, G04 extended).
+TOMB = dict(production_rules=("fixed",), savepoint_target="first", tombstones=1.0, subagents=0.0, keys=1,
+            values=2, roots=1, fanout=1, cascades=0.0, durable_calls=0.0, rounds=2, attempts=3, min_attempts=3,
+            savepoints=0.9, branch_changes=0.5, checkpoints=0.5)
+# Histories of TOMB that show the hole (found by `check("fixed", n=600, seed=11, **TOMB)`: #112 and #373).
+TOMB_HITS = (177041727744688, 30572939639479)
+
+
+@pytest.fixture(scope="module")
+def naive_report():
+    return check("naive", n=60, seed=1, **BRANCH)
+
+
+def stale_lines(case) -> set[int]:
+    return {ln.n for ln in case.log if ln.stale is not None}
+
+
+def test_generated_history_is_reproducible_and_written_by_the_operator():
+    h = generate_history(5, keys=2, rounds=3, attempts=3, subagents=1.0, durable_calls=1.0, tombstones=1.0)
+    again = ai.rules._history_gen._Generator(5, h.options).run()       # no cache: really regenerated
+    assert list(h.log.raw.key) == list(again.log.raw.key) and list(h.log.raw.value) == list(again.log.raw.value)
+    recs = h.log.records
+    assert recs["error"].isna().all()
+    ident = h.log.verify_identity()
+    assert ident["event_uuid_ok"].dropna().all()
+    covered = sorted(p for x in h.executions for p in x.positions)
+    assert covered == list(range(len(h.log)))                           # every record belongs to one execution
+    for x in h.executions:
+        if x.status == "TOMB":
+            assert recs["tombstone"][x.positions[0]]
+            continue
+        first = h.log.value(x.positions[0])
+        # upstream writes an execution as initial (or, resuming, its next write), call records, completed
+        assert not first.completed or len(x.positions) == 1
+        assert all(recs["seq"][p] == x.seq and recs["business_key"][p] == x.key for p in x.positions)
+    assert len(h.branch_ok) == len(h.tainted) == len(h.log)
+    assert h.plan.attempt == len(h.attempts) + 1
+
+
+def test_options_are_checked():
+    with pytest.raises(RuleCheckError, match="unknown history option"):
+        generate_history(1, colour="red")
+    with pytest.raises(RuleCheckError, match="probability"):
+        HistoryOptions(tombstones=2.0)
+    with pytest.raises(RuleCheckError, match="production_rules"):
+        HistoryOptions(production_rules=("nope",))
+    with pytest.raises(ai.InspectError, match="unknown rule"):
+        check("not-a-rule", n=1)
+
+
+@settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(min_value=0, max_value=2**40))
+def test_without_branch_changes_every_record_is_on_the_recovery_branch(seed):
+    h = generate_history(seed, keys=2, rounds=3, attempts=3, branch_changes=0.0, savepoints=0.0)
+    assert all(h.branch_ok)
+    assert not any(h.tainted)
+    assert check("naive", seeds=[seed], branch_changes=0.0, savepoints=0.0, keys=2, rounds=3,
+                 attempts=3, minimize=False).stale_reuses == 0
+
+
+def test_naive_reuses_stale_on_branch_changes_and_lookup_only_never(naive_report):
+    assert naive_report.stale_reuses > 0 and not naive_report.passed
+    lookup_only = check("lookup-only", n=60, seed=1, **BRANCH)
+    assert lookup_only.stale_reuses == 0 and lookup_only.passed
+    assert lookup_only.counterexample("stale-reuse") is None
+    # the histories are the same ones
+    assert list(naive_report.frame["seed"]) == list(lookup_only.frame["seed"])
+
+
+def test_original_over_evicts_multi_root_histories_and_fixed_does_not():
+    original = check("original", n=30, seed=2, **MULTI)
+    fixed = check("fixed", n=30, seed=2, minimize=False, **MULTI)
+    assert original.avoidable_reruns > 10 and original.stale_reuses == 0
+    assert fixed.avoidable_reruns == 0 and fixed.stale_reuses == 0
+    cex = original.counterexample("avoidable-rerun")
+    assert cex is not None and cex.items
+    assert run_case(cex.case, "original").reruns >= 1
+
+
+def test_tombstoned_conflicting_root_found_for_fixed_and_closed_by_round_regression():
+    seeds = list(TOMB_HITS) + ai.rules._check.history_seeds(11, 12)
+    fixed = check("fixed", seeds=seeds, **TOMB)
+    assert fixed.stale_reuses >= 2
+    cex = fixed.counterexample("stale-reuse")
+    case = cex.case
+    # shrunk to its core: a stale later round logged before a record of an earlier round, with no
+    # conflicting root left to see (in the history a tombstone removed it)
+    seqs = [ln.seq for ln in case.log]
+    assert any(a > b for i, a in enumerate(seqs) for b in seqs[i + 1:])
+    full = check("fixed", seeds=[cex.history_seed], minimize=False, **TOMB).counterexample("stale-reuse")
+    assert "TOMB" in [ln.status for ln in full.case.log]
+    # the project's own case runner agrees: a stale record is reused under fixed, none under the flag
+    assert run_case(case, "fixed").stale
+    assert not run_case(case, "fixed+round-regression").stale
+    regression = check("fixed+round-regression", seeds=seeds, **TOMB)
+    assert regression.stale_reuses == 0 and regression.passed
+    branch_aware = check("branch-aware", seeds=seeds, minimize=False, **TOMB)
+    assert branch_aware.stale_reuses == 0
+
+
+def test_counterexamples_are_minimal_and_round_trip(naive_report, tmp_path):
+    rule = resolve_check_rule("naive")
+    for cex in naive_report.counterexamples:
+        data = cex.data
+        assert _judge_case(data, rule).fails(cex.kind)
+        for i in range(len(data["log"])):                    # removing any record makes it disappear
+            fewer = {**data, "log": data["log"][:i] + data["log"][i + 1:]}
+            if i < data["setup"]["window_start"] - 1:
+                fewer["setup"] = {**data["setup"], "window_start": data["setup"]["window_start"] - 1}
+            judged = _judge_case(fewer, rule)
+            assert judged is None or not judged.fails(cex.kind), (cex.kind, i)
+        path = cex.save(tmp_path)
+        (loaded,) = load_cases(path)
+        assert tomllib.loads(path.read_text()) == tomllib.loads(cex.to_toml())
+        assert loaded.id == cex.data["id"] and stale_lines(loaded) == stale_lines(cex.case)
+        assert _evaluate(_case_subject(build_case(loaded)), rule).fails(cex.kind)
+    stale = naive_report.counterexample("stale-reuse")
+    assert stale.records <= 3 and stale.attempts <= 2
+    assert run_case(stale.case, "naive").stale and not run_case(stale.case, "naive").passed
+
+
+def test_counterexample_replays_in_the_stepper(naive_report):
+    cex = naive_report.counterexample("stale-reuse")
+    ex = cex.executor()
+    ex.run()
+    built = build_case(cex.case)
+    lines = {ln.n: ln for ln in cex.case.log}
+    recs = built.log.records
+    stale_keys = {recs["state_key"][p] for p, n in built.line_of_pos.items() if lines[n].stale is not None}
+    reused = [s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.outcome in ("REUSE", "RESUME")]
+    assert any(s.state_key in stale_keys for s in reused)
+
+
+class Boom(FixedRule):
+    name = "boom<script>"
+
+    def lookup(self, session, task):
+        if task.seq >= 1:
+            raise RuntimeError("no rounds after the first <b>please</b>")
+        return super().lookup(session, task)
+
+
+def test_a_raising_rule_is_reported_with_its_history():
+    report = check(Boom, n=12, seed=4, keys=1, rounds=3)
+    assert report.errors > 0 and not report.passed
+    cex = report.counterexample("error")
+    assert cex is not None and "RuntimeError in lookup()" in cex.items[0]
+    assert cex.rounds >= 1 and cex.records <= 2
+    html = report._repr_html_()
+    assert "<script>" not in html and "<b>please</b>" not in html
+    assert "boom&lt;script&gt;" in html and "&lt;b&gt;please" in html
+
+
+class ReuseNothing(FixedRule):
+    name = "reuse-nothing"
+
+    def lookup(self, session, task):
+        session.invalidate(task.business_key, task.seq, kind="root-conflict", explanation="paranoid")
+        return LookupDecision.found(None)
+
+
+@pytest.mark.parametrize("rule", sorted(ai.rules.RULES) + [ReuseNothing()])
+def test_every_rule_can_be_checked(rule):
+    report = check(rule, n=8, seed=9, minimize=False)
+    assert len(report.frame) == 8 and report.errors == 0
+    assert report.frame["tasks"].sum() > 0
+    assert set(report.to_dict()) >= {"rule", "stale_reuses", "avoidable_reruns", "counterexamples"}
+    if isinstance(rule, ReuseNothing):
+        assert report.stale_reuses == 0 and report.frame["reused"].sum() == 0
+
+
+def test_module_class_rules_resolve(tmp_path, monkeypatch):
+    (tmp_path / "my_rules_mod.py").write_text(
+        "from agent_inspect.rules import FixedRule\nclass Mine(FixedRule):\n    name = 'mine'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert resolve_check_rule("my_rules_mod:Mine").name == "mine"
+    assert resolve_check_rule("original:kafka-k1").flavour == "kafka-k1"
+    with pytest.raises(RuleCheckError, match="has no 'Nope'"):
+        resolve_check_rule("my_rules_mod:Nope")
+    with pytest.raises(RuleCheckError, match="cannot import"):
+        resolve_check_rule("no_such_module_xyz:Rule")
+
+
+def test_case_file_parses_without_the_checker():
+    report = check("naive", n=60, seed=1, **BRANCH)
+    data = tomllib.loads(report.counterexample("stale-reuse").to_toml())
+    (case,) = parse_case(data)
+    assert case.agent() is not None and case.setup.window_start >= 1
