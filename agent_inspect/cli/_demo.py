@@ -33,17 +33,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
                         help="open a web browser (default: only when a display is available)")
     parser.add_argument("--notebooks", type=Path, default=None, help="folder of notebooks to serve")
-    parser.add_argument("--sample", default=None, help="with --cli: the log to analyse (default: the sample log)")
+    parser.add_argument("--sample", default=None, help="with --cli: the log to analyse (default: the production sample)")
+    parser.add_argument("--markers", default=None, help="with --sample: recovery markers as JSON, e.g. '{\"0\": 120}'")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if args.cli or args.json:
-        return _cli_analysis(args.sample, as_json=args.json)
+        return _cli_analysis(args.sample, args.markers, as_json=args.json)
     if importlib.util.find_spec("jupyterlab") is None:
         print("agent-inspect: JupyterLab is not installed (pip install 'agent_inspect[views]'); "
               "showing the terminal analysis instead", file=sys.stderr)
-        return _cli_analysis(args.sample, as_json=False)
+        return _cli_analysis(args.sample, args.markers, as_json=False)
     return _jupyterlab(args)
 
 
@@ -105,28 +106,25 @@ def _jupyterlab(args: argparse.Namespace) -> int:
 # -- terminal analysis --------------------------------------------------------------------------------
 
 
-def sample_log_path(explicit: str | None = None) -> str:
-    """The production-like sample log (``sample_logs/production*``) or ``explicit``."""
+def _sample(explicit: str | None, markers: str | None) -> tuple[str, Any]:
+    """The log to analyse and its markers: ``explicit`` (with ``--markers``) or the production sample."""
+    from agent_inspect.cli._report import parse_markers
+
     if explicit:
-        return explicit
-    roots = [Path.cwd() / "sample_logs", Path(__file__).resolve().parents[2] / "sample_logs"]
-    for root in roots:
-        for pattern in ("production*.jsonl", "production*.parquet", "production*"):
-            found = sorted(p for p in root.glob(pattern) if p.is_file())
-            if found:
-                return str(found[0])
-    raise InspectError(f"no production sample log in {roots[-1]}; generate it with `python -m "
-                       "agent_inspect.samples` or pass --sample PATH")
+        return explicit, parse_markers(markers)
+    from agent_inspect import samples
+
+    return str(samples.path("production")), samples.markers("production")
 
 
-def analysis(log: Any, *, rules: tuple[str, ...] = ("original", "fixed")) -> dict[str, Any]:
+def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("original", "fixed")) -> dict[str, Any]:
     """Summary, per-rule reconstruction totals and the ledger of a log, as plain JSON-able data."""
     from agent_inspect.recovery import reconstruct
     from agent_inspect.report._report import ledger_totals, prediction_of
 
     out: dict[str, Any] = {"source": str(getattr(log.source, "location", "")), "summary": _plain(log.summary())}
     for rule in rules:
-        result = reconstruct(log, rule=rule)
+        result = reconstruct(log, rule=rule, markers=markers)
         records = result.records
         statuses = records["status"].astype("string").fillna("unknown").value_counts().to_dict() \
             if "status" in records.columns else {}
@@ -136,33 +134,59 @@ def analysis(log: Any, *, rules: tuple[str, ...] = ("original", "fixed")) -> dic
             explanations = [str(e) for e in divergences["explanation"].head(5)]
         out[rule] = {"statuses": {str(k): int(v) for k, v in statuses.items()},
                      "divergences": int(len(divergences)), "explanations": explanations,
-                     "ledger": ledger_totals(prediction_of(log, result, rule=rule), result)}
+                     "ledger": ledger_totals(prediction_of(log, result, rule=rule, markers=markers), result)}
     return out
 
 
-def _cli_analysis(sample: str | None, *, as_json: bool) -> int:
+def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> int:
     from agent_inspect.sources import load
 
-    log = load(sample_log_path(sample))
-    data = analysis(log)
+    source, parsed = _sample(sample, markers)
+    log = load(source)
+    data = analysis(log, markers=parsed)
+    data["markers"] = parsed
     if as_json:
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 0
-    print(f"== {data['source']}")
+    print(f"== {data['source']}" + (f" restored from markers {data['markers']}" if data["markers"] else ""))
     for k, v in data["summary"].items():
         print(f"  {k:<16} {v}")
-    for rule in ("original", "fixed"):
+    rules = ("original", "fixed")
+    for rule in rules:
         part = data[rule]
         print(f"\n== reconstruct under rule {rule!r}: {part['divergences']} divergence(s)")
-        print("  " + ", ".join(f"{k}={v}" for k, v in sorted(part["statuses"].items())))
+        print("  records: " + ", ".join(f"{k} {v}" for k, v in sorted(part["statuses"].items()) if v))
         for line in part["explanations"]:
             print(f"  - {line}")
-        if part["ledger"]:
-            print("  ledger: " + ", ".join(f"{k}={v}" for k, v in part["ledger"].items()))
+    rows = _ledger_rows([data[r]["ledger"] for r in rules])
+    if rows:
+        print("\n== re-execution ledger: what the restore runs again")
+        print(f"  {'':<56}" + "".join(f"{r:>10}" for r in rules))
+        for label, counts in rows:
+            print(f"  {label:<56}" + "".join(f"{c:>10}" for c in counts))
     print("\nOpen the notebooks with `agent-inspect demo` or write a report with "
           "`agent-inspect report SOURCE -o report.html`.")
     return 0
+
+
+def _ledger_rows(ledgers: list[dict[str, int]]) -> list[tuple[str, list[int]]]:
+    """Terminal rows: bodies rerun, then bodies and durable calls by name; sub-agent calls summed."""
+    groups: dict[str, dict[str, list[int]]] = {}
+    for i, ledger in enumerate(ledgers):
+        for item, count in ledger.items():
+            kind, _, name = item.partition(":")
+            if kind == "call" and "#" in name:  # sub-agent calls are named <session>#<call>
+                kind, name = "sub-agent calls", ""
+            row = groups.setdefault(kind, {}).setdefault(name, [0] * len(ledgers))
+            row[i] += count
+    titles = {"bodies rerun": "action bodies run again", "body": "  body", "call": "  durable call",
+              "replayed": "  served from the journal", "reconciler": "  reconciler", "sub-agent calls": "sub-agent calls"}
+    rows = []
+    for kind in ("bodies rerun", "body", "call", "replayed", "reconciler", "sub-agent calls", *groups):
+        for name, counts in sorted(groups.pop(kind, {}).items()):
+            rows.append((f"{titles.get(kind, kind)} {name}".rstrip()[:56], counts))
+    return rows
 
 
 def _plain(value: Any) -> Any:

@@ -88,3 +88,15 @@ def test_demo_serves_the_notebooks_on_loopback(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
         proc.stdout.close()
+
+
+def test_demo_cli_tells_the_production_story(capsys) -> None:
+    assert main(["demo", "--cli", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"].endswith("production.jsonl") and data["markers"]
+    original, fixed = data["original"], data["fixed"]
+    assert original["statuses"]["evicted"] > fixed["statuses"].get("evicted", 0)
+    assert original["ledger"]["bodies rerun"] > fixed["ledger"]["bodies rerun"]
+    assert main(["demo", "--cli"]) == 0
+    text = capsys.readouterr().out
+    assert "re-execution ledger" in text and "durable call" in text
