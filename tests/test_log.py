@@ -325,3 +325,11 @@ def test_corrupted_bytes_never_escape_as_exceptions(edits, key_noise):
     log.verify_identity(num_partitions=4)
     log.summary()
     log._repr_html_()
+
+
+def test_empty_input_gives_an_empty_typed_log():
+    for batches in ([], RawBatch(), [RawBatch(), RawBatch()]):
+        log = ActionStateLog.from_raw(batches, SOURCE)
+        assert len(log) == 0 and list(log.records.columns) == list(COLUMNS)
+        assert str(log.records["seq"].dtype) == "Int64" and log.keys() == []
+        assert log.summary()["records"] == 0 and len(log.verify_identity()) == 0
