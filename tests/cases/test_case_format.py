@@ -169,3 +169,91 @@ def test_agent_inferred_from_the_log(case_id):
         for rule in case.rules:
             result = run_case(case, rule)
             assert result.passed, (case.id, rule, result.mismatches)
+
+
+TOMB_CASE = MINIMAL.replace(
+    'log = [{ att = 1, key = "k", seq = 5, action = "IA", event = "In(A)#a1", status = "C" }]',
+    'log = [{ att = 1, key = "k", seq = 5, action = "IA", event = "In(A)#a1", status = "C" },\n'
+    '       { att = 1, key = "k", seq = 5, action = "IA", event = "In(A)", status = "TOMB" }]')
+
+
+@pytest.mark.parametrize(("setup", "message"), [
+    ("", "tombstones are off; set [setup] tombstones = true"),
+    ('[setup]\ntombstones = false\n', "tombstones are off"),
+    ('[setup]\ntombstones = true\nsource = "fluss"\n', "Fluss writes no tombstones"),
+    ('[setup]\nsource = "fluss"\n', "log line 2 is a TOMB"),
+])
+def test_tombstone_lines_need_kafka_with_tombstones_on(setup, message):
+    with pytest.raises(CaseFileError, match=re.escape(message)) as info:
+        parse(TOMB_CASE + setup)
+    assert "\n" not in str(info.value)
+
+
+def test_tombstone_lines_are_checked_per_variant():
+    base, kafka = parse(TOMB_CASE + '[setup]\ntombstones = true\n[[variants]]\nname = "k2"\n'
+                                    'setup = { key_format = "K2" }\n')
+    assert kafka.setup.tombstones and kafka.log[1].status == "TOMB"
+    with pytest.raises(CaseFileError, match=r"variant fluss.*Fluss writes no tombstones"):
+        parse(TOMB_CASE + '[setup]\ntombstones = true\n[[variants]]\nname = "fluss"\nsetup = { source = "fluss" }\n')
+
+
+def test_replay_agent_is_the_new_code_and_the_log_keeps_the_old_uuids():
+    from agent_inspect import codec
+    from agent_inspect.rules import build_case, run_case
+
+    text = MINIMAL.replace('[expect]\nfixed = "A.IA=REUSE"', """
+[replay_agent]
+actions = [{ name = "IA", triggers = ["_input_event"], module = "v2" }]
+[setup]
+key_format = "K1"
+[expect]
+fixed = "A.IA=RERUN"
+[[variants]]
+name = "k2"
+setup = { key_format = "K2" }
+expect = { fixed = "A.IA=REUSE" }
+[[variants]]
+name = "same-code"
+replay_agent = { actions = [{ name = "IA", triggers = ["_input_event"] }] }
+expect = { fixed = "A.IA=REUSE" }
+""")
+    cases = parse(text)
+    assert [c.replay_agent.actions[0].module for c in cases] == ["v2", "v2", "case_agent"]
+    built = build_case(cases[0])
+    key = codec.parse_state_key(built.log.records.loc[0, "state_key"])
+    assert key.action_uuid == codec.python_action_uuid("IA", "case_agent", "CaseAgent.IA", ["_input_event"])
+    assert built.agent.action("IA").module == "v2"
+    for case in cases:
+        assert run_case(case, "fixed").passed, case.id
+    with pytest.raises(CaseFileError, match="replay_agent"):
+        parse(MINIMAL + "[replay_agent]\nactions = []\n")
+    with pytest.raises(CaseFileError, match="unknown field"):
+        parse(MINIMAL + '[replay_agent]\nactions = [{ name = "IA", triggers = ["_input_event"], modul = "x" }]\n')
+
+
+JAVA_PENDING = """
+id = "DJ"
+[call_case]
+producer = "java"
+record = [{ fn = "post", status = "PENDING" }]
+body = [{ call = "post" }]
+"""
+
+
+def test_java_hit_on_a_null_result_throws():
+    from agent_inspect.rules import run_case
+
+    (ok,) = parse(JAVA_PENDING + 'expect = [{ outcome = "hit", index = 0, throws = "NullPointerException" }]\n')
+    result = run_case(ok)
+    assert result.passed and result.predicted == ("post@0=hit→java.lang.NullPointerException",)
+    # a plain hit expectation misses the failure, and Python returns None instead
+    (silent,) = parse(JAVA_PENDING + 'expect = [{ outcome = "hit", index = 0 }]\n')
+    assert not run_case(silent).passed
+    assert "throws java.lang.NullPointerException" in run_case(silent).mismatches[0]
+    (python,) = parse(JAVA_PENDING.replace('"java"', '"python"') + 'expect = [{ outcome = "hit", index = 0 }]\n')
+    assert run_case(python).passed
+    with pytest.raises(CaseFileError, match="'throws' is for a Java hit"):
+        parse(JAVA_PENDING.replace('"java"', '"python"')
+              + 'expect = [{ outcome = "hit", index = 0, throws = "NullPointerException" }]\n')
+    with pytest.raises(CaseFileError, match="unknown field"):
+        parse(JAVA_PENDING + 'expect = [{ outcome = "hit", index = 0, trows = "x" }]\n')
