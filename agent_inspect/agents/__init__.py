@@ -47,3 +47,7 @@ __all__ = [
 from agent_inspect.agents._python import PythonAgent  # noqa: E402  (appended by the executor)
 
 __all__ += ["PythonAgent"]
+
+from agent_inspect.agents._subagents import SubagentIdAllocator  # noqa: E402
+
+__all__ += ["SubagentIdAllocator"]

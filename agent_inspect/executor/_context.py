@@ -76,7 +76,7 @@ class ReplayContext:
         self._sensory = RecordingMemory(sensory, self.sensory_updates)
         self._runtime = runtime
         self._subcall = subcall
-        self._sessions: dict[str, list[int]] = {}
+        self._allocator: Any = None
 
     @property
     def short_term(self) -> RecordingMemory:
@@ -156,14 +156,11 @@ class ReplayContext:
         return self.calls.call(fid, "", run)
 
     def _allocate_ids(self, scope: str) -> tuple[str, str]:
-        from agent_inspect.codec import subagent_ids, subagent_namespace_digest
+        if self._allocator is None:
+            from agent_inspect.agents import SubagentIdAllocator
 
-        key_text = self._runtime._keys.key_text(self.key) or self.key     # §11.2: the key's text
-        digest = subagent_namespace_digest(key_text, self.seq, self.action, self.event.type,
-                                           dict(self.event.attributes), agent_name=scope)
-        if scope not in self._sessions:
-            self._sessions[scope] = [len(self._sessions), 0]
-        slot = self._sessions[scope]
-        slot[1] += 1
-        ids = subagent_ids(digest, session=slot[0], call=slot[1])
-        return ids.session_id, ids.call_id
+            key_text = self._runtime._keys.key_text(self.key) or self.key     # §11.2: the key's text
+            self._allocator = SubagentIdAllocator(key_text=key_text, seq=self.seq, action=self.action,
+                                                  event_type=self.event.type,
+                                                  event_attributes=self.event.attributes)
+        return self._allocator.allocate(scope)

@@ -429,7 +429,8 @@ class ReplayExecutor:
         """Take a checkpoint now: the marker (end offsets of base log + journal, §6.4).
 
         With ``complete=True`` the checkpoint also completes: every key's finished rounds are pruned
-        from the cache (§8.4), each as a PRUNE step. The full state (seqNums, in-flight tasks, memory)
+        from the cache (§8.4), each as a PRUNE step. A prune that throws upstream (snapshot Kafka's strict
+        parser, §8.3) fails the simulated job. The full state (seqNums, in-flight tasks, memory)
         is kept in :attr:`checkpoints` for ``ReplayExecutor(..., restore=checkpoint)``; a task whose
         lookup step has run counts as in flight (upstream checkpoints fall between mailbox actions,
         so take them at task boundaries, e.g. at a LOOKUP or ROUND_COMPLETE step).
@@ -459,6 +460,10 @@ class ReplayExecutor:
                                   reason=result.failed or f"checkpoint complete: prune rounds <= {seq}",
                                   change=_removed_text(result.removed),
                                   detail={"removed": len(result.removed), "marker": marker}))
+                if result.failed:
+                    # pruneState throws out of notifyCheckpointComplete: the job fails (spec §8.3)
+                    run.failure = run.failure or _JobFailed(f"checkpoint completion failed: {result.failed}")
+                    break
         self._driver.append((start, complete, len(run.steps) - start))   # replayed by back()
         return marker
 

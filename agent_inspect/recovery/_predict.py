@@ -23,6 +23,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect.agents._protocol import (
     OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, Agent, AgentEvent,
 )
+from agent_inspect.agents._subagents import SubagentIdAllocator
 from agent_inspect.recovery._model import CacheEvent, Divergence, Entry, Outcome, Task
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
 from agent_inspect.recovery._rebuild import Markers, rebuild
@@ -252,7 +253,7 @@ class _Context:
         self.outputs: list[AgentEvent] = []
         self.executed = 0
         self.replayed = 0
-        self._sessions = 0
+        self._allocator: SubagentIdAllocator | None = None
 
     @property
     def short_term(self) -> _Memory:
@@ -295,14 +296,12 @@ class _Context:
     def call_subagent(self, scope: str, event_type: str, attributes: Mapping[str, Any], *,
                       session_id: str | None = None, call_id: str | None = None) -> Any:
         if session_id is None or call_id is None:
-            from agent_inspect.codec import subagent_ids, subagent_namespace_digest
-
-            ident = self._round.ident
-            digest = subagent_namespace_digest(ident.key_text or ident.business_key, self.seq, self.action,
-                                               self.event.type, dict(self.event.attributes), agent_name=scope)
-            ids = subagent_ids(digest, session=self._sessions, call=1)
-            self._sessions += 1
-            session_id, call_id = ids.session_id, ids.call_id
+            if self._allocator is None:
+                ident = self._round.ident
+                self._allocator = SubagentIdAllocator(
+                    key_text=ident.key_text or ident.business_key, seq=self.seq, action=self.action,
+                    event_type=self.event.type, event_attributes=self.event.attributes)
+            session_id, call_id = self._allocator.allocate(scope)
         collected: list[AgentEvent] = []
 
         def run() -> None:

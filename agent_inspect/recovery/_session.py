@@ -57,6 +57,9 @@ class RecoverySession:
         self.store: Store = store if store is not None else Store()
         self.state: RuleState = self.rule.new_state()
         self.source_kind = source_kind
+        #: the key format of the records seen (rebuild or replay writes): a prune of a key with
+        #: nothing cached still scans the way its backend does
+        self.key_format: str | None = None
         self.events: list[CacheEvent] = []
         self.divergences: list[Divergence] = []
         self.step = "lookup"
@@ -134,6 +137,7 @@ class RecoverySession:
     def rebuild_entry(self, entry: Entry) -> Entry | None:
         """Apply one record of the rebuild window: the rule's hook, then last write wins."""
         self.step, self.trigger_pos = "rebuild", entry.pos
+        self.key_format = entry.key_format
         landed = self.rule.rebuild(self, entry)
         if landed is not None:
             self.store.put(landed)
@@ -166,6 +170,7 @@ class RecoverySession:
 
     def write(self, entry: Entry) -> Entry:
         """A replay write: the rule may tag the entry, then it is cached (last write wins)."""
+        self.key_format = entry.key_format
         landed = self.rule.on_write(self, entry)
         self.store.put(landed)
         return landed
@@ -191,6 +196,7 @@ class RecoverySession:
         new.store = self.store.copy()
         new.state = self.state.copy()
         new.source_kind = self.source_kind
+        new.key_format = self.key_format
         new.events = list(self.events)
         new.divergences = list(self.divergences)
         new.step, new.trigger_pos = self.step, self.trigger_pos

@@ -113,7 +113,8 @@ class OriginalRule(DivergenceRule):
     def prune(self, session: RecoverySession, business_key: str, seq: int, key_text: str | None) -> PruneResult:
         store = session.store
         entries = store.entries_at(business_key, seq) or store.entries_from(business_key, 0)
-        key_format = entries[0].key_format if entries else "K1.5"
+        # the key's own entries may all be gone (evicted, pruned); the backend still scans its way
+        key_format = entries[0].key_format if entries else (session.key_format or "K1.5")
         flavour = self.flavour_for(session, key_format)
         if flavour == "segment":
             return super().prune(session, business_key, seq, key_text)

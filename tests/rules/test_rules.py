@@ -363,3 +363,22 @@ def test_tombstoned_conflicting_root_hole_and_its_catchers() -> None:
     assert out == [R, RR]
     assert [d.kind for d in session.divergences][:2] == ["root-conflict", "round-regression"]
     assert run("branch-aware", lines, G01_T)[0] == [R, RR]
+
+
+def test_snapshot_kafka_prune_flavour_does_not_depend_on_the_keys_own_entries() -> None:
+    # P02: pruning "a" scans every cached "a_" key; the strict parser throws on a key of text "a_5",
+    # even when "a" itself has nothing cached any more (spec §8.3)
+    lines = [Line("a", 5, "IA", "A", "a1", root=True), Line("a_5", 9, "IA", "B", "b1", root=True),
+             Line("a", 6, "IA", "C", "c1", root=True)]
+    for source_kind in ("kafka", None):
+        session = RecoverySession("original", source_kind=source_kind)
+        for _, e, _ in entries(lines):
+            session.rebuild_entry(e)
+        session.store.invalidate("a", 0)
+        result = session.prune("a", 6, key_text="a")
+        assert result.failed and "a_5_9_" in result.failed
+    fluss = RecoverySession("original", source_kind="fluss")
+    for _, e, _ in entries(lines):
+        fluss.rebuild_entry(e)
+    fluss.store.invalidate("a", 0)
+    assert fluss.prune("a", 6, key_text="a").failed is None
