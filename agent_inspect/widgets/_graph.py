@@ -140,6 +140,15 @@ class GraphView(w.VBox):
                 hovertext=np.array([_node_hover(n, g.nodes[n]) for n in nodes], dtype=object), hoverinfo="text"))
         for trace in traces:
             self.figure.add_trace(trace)
+        if show_labels and xy:
+            xs = [p[0] for p in xy.values()]
+            ys = [p[1] for p in xy.values()]
+            # room for the labels around the outermost nodes
+            self.figure.layout.xaxis.range = [min(xs) - 0.8, max(xs) + 0.8]
+            self.figure.layout.yaxis.range = [min(ys) - 0.5, max(ys) + 0.3]
+        else:
+            self.figure.layout.xaxis.range = None
+            self.figure.layout.yaxis.range = None
         for trace in self.figure.data[1:]:
             trace.on_click(self._on_click)
 
