@@ -153,7 +153,7 @@ class Execution:
 class _Checkpoint:
     attempt: int
     checkpoint: Any                 # executor Checkpoint with the marker as the topic has it
-    inputs: tuple[tuple[str, str], ...]
+    consumed: int                   # source inputs started before it (its attempt's own count is relative)
     paths: Mapping[str, tuple[str, ...]]
     tainted: frozenset[str]
 
@@ -331,6 +331,17 @@ def _boundary(step: Any) -> bool:
     return step.kind is StepKind.LOOKUP and step.scope is None and step.outcome != "NOT-DISPATCHED"
 
 
+def _carry(cp: Any, restored: Any, marker: Mapping[int, int]) -> Any:
+    """The checkpoint with the marker as the topic has it, and the keyed state of keys this attempt
+    never touched carried over from the checkpoint it restored (Flink snapshots every key's state;
+    the executor's checkpoint lists only the keys its run touched)."""
+    if restored is None:
+        return replace(cp, marker=dict(marker))
+    return replace(cp, marker=dict(marker), restored_seq={**restored.restored_seq, **cp.restored_seq},
+                   short_term={**restored.short_term, **cp.short_term}, sensory={**restored.sensory, **cp.sensory},
+                   last_completed={**restored.last_completed, **cp.last_completed})
+
+
 class _Generator:
     def __init__(self, seed: int, o: HistoryOptions) -> None:
         self.seed, self.o = seed, o
@@ -403,7 +414,7 @@ class _Generator:
         ck = self.checkpoints[idx]
         # the source replays its own records after the checkpoint; a branch change is this attempt's
         # deviation from them (another interleaving, another record at that seq)
-        remaining = list(self.source[ck.checkpoint.inputs_consumed:])
+        remaining = list(self.source[ck.consumed:])
         change = None
         if rng.random() < o.branch_changes:
             remaining, change = _mutate(rng, remaining, _VALUES[:o.values])
@@ -429,6 +440,7 @@ class _Generator:
         else:
             restored, inputs, change = self._restore_choice()
             ck = self.checkpoints[restored]
+        start = ck.consumed if ck is not None else 0
         paths = self._paths(ck, inputs)
         tainted = set(ck.tainted) if ck is not None else set()
         base_end = len(self.log) if self.log is not None else 0
@@ -469,15 +481,15 @@ class _Generator:
         kept = [p for p in persists if p[0] < cut]
         cks = [t for t in taken if t[0] <= cut]
         before = len(self.checkpoints)
-        self._append(number, ex, kept, cks, inputs, paths, base_end)
+        self._append(number, ex, kept, cks, start, paths, base_end, ck.checkpoint if ck is not None else None)
         self.latest = len(self.checkpoints) - 1 if len(self.checkpoints) > before else (restored or 0)
         self.attempts.append(Attempt(number=number, rule=rule, restored=restored, inputs=tuple(inputs),
                                      branch_change=change, steps=cut,
                                      records=len(self.log) - base_end))
 
     def _append(self, number: int, ex: Any, kept: list[tuple[int, Any, bool]],
-                cks: list[tuple[int, int, list[str], Any, frozenset[str]]], inputs: list[tuple[str, str]],
-                paths: Mapping[str, list[str]], base_end: int) -> None:
+                cks: list[tuple[int, int, list[str], Any, frozenset[str]]], start: int,
+                paths: Mapping[str, list[str]], base_end: int, restored: Any) -> None:
         """The topic after this attempt: its writes up to the failure, tombstones after completed checkpoints."""
         from agent_inspect.log import ActionStateLog
         from agent_inspect.sources._raw import RawBatch, SourceInfo
@@ -491,7 +503,7 @@ class _Generator:
             nonlocal off
             while pending and pending[0][1] <= upto:
                 _, _, pruned, cp, tainted = pending.pop(0)
-                self.checkpoints.append(_Checkpoint(number, replace(cp, marker={0: off}), tuple(inputs),
+                self.checkpoints.append(_Checkpoint(number, _carry(cp, restored, {0: off}), start + cp.inputs_consumed,
                                                     {k: tuple(v) for k, v in paths.items()}, tainted))
                 for sk in pruned:
                     batch.append(0, off, None, sk.encode("utf-8"), None)

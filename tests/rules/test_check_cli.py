@@ -1,0 +1,55 @@
+"""``agent-inspect rules check``: exit codes, JSON, saved counterexamples, user rules by module:ClassName."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from agent_inspect.cli import main
+from agent_inspect.rules import load_cases, run_case
+
+BRANCH = ["--option", "tombstones=0", "--option", "branch_changes=1.0", "--option", "keys=2",
+          "--option", "rounds=3", "--option", "subagents=0", "--option", "savepoint_target=first"]
+
+
+def test_stale_reuse_exits_1_with_json_and_saved_cases(capsys, tmp_path):
+    code = main(["rules", "check", "naive", "--n", "60", "--seed", "1", "--json", "--save", str(tmp_path), *BRANCH])
+    assert code == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["rule"] == "naive" and out["stale_reuses"] > 0 and not out["passed"]
+    kinds = {c["kind"] for c in out["counterexamples"]}
+    assert "stale-reuse" in kinds
+    assert len(out["saved"]) == len(out["counterexamples"])
+    stale = next(p for p in out["saved"] if "stale-reuse" in p)
+    (case,) = load_cases(stale)
+    assert run_case(case, "naive").stale
+
+
+def test_safe_rule_exits_0_with_text(capsys):
+    code = main(["rules", "check", "lookup-only", "--n", "60", "--seed", "1", *BRANCH])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert text.startswith("PASS rule lookup-only: 60 histories")
+
+
+def test_bad_usage_exits_2(capsys):
+    assert main(["rules", "check", "fixed", "--n", "2", "--option", "colour"]) == 2
+    assert "NAME=VALUE" in capsys.readouterr().err
+    assert main(["rules", "check", "fixed", "--n", "2", "--option", "colour=red"]) == 2
+    assert "unknown history option" in capsys.readouterr().err
+    assert main(["rules", "check", "nope", "--n", "2"]) == 2
+    assert "unknown rule" in capsys.readouterr().err
+
+
+def test_user_rule_by_module_and_class_from_the_working_directory(tmp_path):
+    (tmp_path / "team_rules.py").write_text(
+        "from agent_inspect.rules import NaiveRule\n"
+        "class Careless(NaiveRule):\n"
+        "    name = 'careless'\n")
+    proc = subprocess.run([sys.executable, "-m", "agent_inspect", "rules", "check", "team_rules:Careless",
+                           "--n", "5", "--seed", "2", "--json", "--no-minimize", *BRANCH],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["rule"] == "team_rules:Careless" and out["stale_reuses"] > 0
