@@ -178,7 +178,7 @@ class ReplayExecutor:
         self._policies = as_policies(policies)
         self._value_format = value_format
         self._keys = KeyMaker(self._log, key_format=key_format, max_parallelism=max_parallelism)
-        self._plan: PlanView = plan_view(plan, self._log)
+        self._plan: PlanView = plan_view(plan, self._log, markers=self._markers)
         self._keys.register(self._plan.plan.keys)
         self._num_partitions = num_partitions
         self._source_kind = source_kind

@@ -33,8 +33,9 @@ class PlanView:
         return seq
 
 
-def as_plan(plan: Any, log: Any) -> Any:
-    """A ``ReplayPlan`` from a plan, a mapping, or None (inferred from the log's own later attempt).
+def as_plan(plan: Any, log: Any, *, markers: Any = None) -> Any:
+    """A ``ReplayPlan`` from a plan, a mapping, or None (inferred from the log's own later attempt,
+    within the replay window of ``markers``).
 
     Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
     "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
@@ -45,7 +46,7 @@ def as_plan(plan: Any, log: Any) -> Any:
     if plan is None:
         if log is None:
             raise ReplayError("no log and no plan: pass plan={'inputs': [(key, value), ...]} to run a fresh job")
-        return ReplayPlan.from_log(log)
+        return ReplayPlan.from_log(log, markers=markers)
     if isinstance(plan, ReplayPlan):
         return plan
     if isinstance(plan, Mapping):
@@ -56,8 +57,8 @@ def as_plan(plan: Any, log: Any) -> Any:
     raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs'")
 
 
-def plan_view(plan: Any, log: Any, **_: Any) -> PlanView:
-    return PlanView(as_plan(plan, log))
+def plan_view(plan: Any, log: Any, *, markers: Any = None) -> PlanView:
+    return PlanView(as_plan(plan, log, markers=markers))
 
 
 def _pairs(inputs: Any) -> Sequence[tuple[Any, Any]]:

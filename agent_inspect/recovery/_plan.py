@@ -86,19 +86,30 @@ class ReplayPlan:
         return int(self.restored_seq.get(key, -1))
 
     @classmethod
-    def from_log(cls, log: ActionStateLog, *, business_keys: Any = None) -> ReplayPlan:
+    def from_log(cls, log: ActionStateLog, *, business_keys: Any = None, markers: Any = None) -> ReplayPlan:
         """Infer the plan from the log's own later attempt.
 
-        Per business key: the rounds in the log, each replayed with the input of the root record
-        written *last* at that seq (the latest attempt's input), and restored seq = lowest seq − 1.
-        Multi-root rounds give one input (roots of one input share the fingerprint).
+        Per business key: the rounds in the replay window, each replayed with the input of the root
+        record written *last* at that seq (the latest attempt's input), and restored seq = lowest
+        seq − 1. Multi-root rounds give one input (roots of one input share the fingerprint).
+        ``markers`` bound the window as a restore does (spec §8.4, §9.5): only roots at or after
+        the merged marker offset of their partition; inputs before it were committed by the
+        checkpoint and are not replayed. None (or ``[]``) takes the whole log.
         """
+        from agent_inspect.recovery._rebuild import normalize_markers
+
         recs = log.records
         if business_keys is not None:
             recs = recs[recs["business_key"].isin(list(business_keys))]
+        start = normalize_markers(markers)
+        if start is not None:
+            lo = recs["partition"].map(start)
+            recs = recs[lo.notna() & (recs["offset"] >= lo.fillna(0))]
         roots = recs[recs["is_root"].fillna(False).astype(bool) & ~recs["tombstone"].fillna(False).astype(bool)
                      & recs["error"].isna()]
         if roots.empty:
+            if start is not None:
+                return cls(inputs=(), restored_seq={}, keys={})   # nothing arrived after the checkpoint
             raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
                                 "pass a ReplayPlan with the inputs")
         frame = pd.DataFrame({"bk": roots["business_key"].astype(str).to_numpy(),

@@ -541,7 +541,7 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
     log, rule and markers are then used. ``rule`` defaults to ``"fixed"``. ``markers`` select the
     rebuild window: None takes the whole loaded log, ``[]`` is a fresh start. ``plan`` defaults to
-    :meth:`ReplayPlan.from_log`; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
+    :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
     log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
     from an already rebuilt store; ``new_id`` to make fresh event ids reproducible.
     """
@@ -554,7 +554,7 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     if log is None and (plan is None or agent is None or session is None):
         raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
     if plan is None:
-        plan = ReplayPlan.from_log(log)
+        plan = ReplayPlan.from_log(log, markers=markers)
     if agent is None:
         from agent_inspect.agents._recorded import AsRecordedAgent
 

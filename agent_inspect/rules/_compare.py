@@ -66,7 +66,7 @@ def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, age
     from agent_inspect.recovery._plan import ReplayPlan
     from agent_inspect.recovery._predict import predict
 
-    plan = plan if plan is not None else ReplayPlan.from_log(log)
+    plan = plan if plan is not None else ReplayPlan.from_log(log, markers=markers)
     agent = agent if agent is not None else AsRecordedAgent(log)
     frames = []
     for rule in rules:
