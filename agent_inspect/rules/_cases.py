@@ -241,7 +241,8 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
                 behaviours=behaviours, begin=begin, expect=expect,
                 expect_calls=_expect_calls(data.get("expect_calls", {}), where),
                 call_case=_call_case(data["call_case"], where) if "call_case" in data else None,
-                replay_agent=replay_agent, summary=str(data.get("summary", "")), note=str(data.get("note", "")), path=path)
+                replay_agent=replay_agent, summary=str(data.get("summary", "")), note=str(data.get("note", "")),
+                path=path)
     _check_lines(base, where)
     out = [base]
     for v in data.get("variants", []):

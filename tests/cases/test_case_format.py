@@ -190,7 +190,7 @@ def test_tombstone_lines_need_kafka_with_tombstones_on(setup, message):
 
 
 def test_tombstone_lines_are_checked_per_variant():
-    base, kafka = parse(TOMB_CASE + '[setup]\ntombstones = true\n[[variants]]\nname = "k2"\n'
+    _, kafka = parse(TOMB_CASE + '[setup]\ntombstones = true\n[[variants]]\nname = "k2"\n'
                                     'setup = { key_format = "K2" }\n')
     assert kafka.setup.tombstones and kafka.log[1].status == "TOMB"
     with pytest.raises(CaseFileError, match=r"variant fluss.*Fluss writes no tombstones"):
