@@ -46,11 +46,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InspectError as exc:
         print(f"agent-inspect: {exc}", file=sys.stderr)
         return 2
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        print(f"agent-inspect: cannot read input: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # expected I/O failures (missing input, unwritable output, bad path): one line, never a traceback
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        print(f"agent-inspect: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,37 @@
+"""The CLI entry point: exit codes and one-line errors (never a traceback) for expected failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_inspect.cli import build_parser, main
+
+SAMPLE = Path(__file__).resolve().parents[2] / "sample_logs" / "N04.jsonl"
+
+
+def test_every_documented_subcommand_is_registered():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert {"summary", "export", "reconstruct", "cases", "report", "demo", "samples"} <= set(sub.choices)
+
+
+def test_missing_input_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["summary", str(tmp_path / "nope.jsonl")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("agent-inspect:") and "\n" not in err and "Traceback" not in err
+
+
+def test_unwritable_output_is_one_line_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    assert main(["export", str(SAMPLE), "-o", str(blocker / "out.parquet")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("agent-inspect:") and "\n" not in err
+
+
+def test_bad_usage_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["summary"])
+    assert exc.value.code == 2
+    assert "\n" not in capsys.readouterr().err.strip()
