@@ -224,3 +224,14 @@ def test_records_that_decode_but_break_the_rules_keep_their_line(tmp_path: Path)
     assert read.line_errors == {1: "line 2: partition and offset must not be negative",
                                 2: "line 3: timestamp 'yesterday' is neither epoch milliseconds nor ISO-8601"}
     assert read.batch.value[1:] == [bad, stamp] and read.batch.partition == [1, NO_PARTITION, NO_PARTITION]
+
+
+def test_crlf_and_blank_lines_keep_line_numbers(tmp_path: Path) -> None:
+    lines = _kcat_lines(RECORDS[:3])
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(("\r\n".join([lines[0], "", lines[1], "  ", lines[2]]) + "\r\n").encode())
+    read = read_file(path)
+    assert not read.line_errors and [k.decode() for k in read.batch.key] == [k for k, _ in RECORDS[:3]]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(("\r\n".join([lines[0], "", "{oops", lines[2]]) + "\r\n").encode())
+    assert list(read_file(broken).line_errors.values())[0].startswith("line 3: not valid JSON")
