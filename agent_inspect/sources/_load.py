@@ -48,7 +48,8 @@ def _split_url(url: str, scheme: str) -> tuple[str, str]:
         raise SourceError(f"{scheme}:// URLs take no query; pass client settings as config={{…}}")
     what = "topic" if scheme == "kafka" else "database.table"
     if not servers or not name or "/" in name:
-        raise SourceError(f"{scheme} URL {url!r} must look like {scheme}://host:port/{what}")
+        shown = f"{scheme}://{servers}/{parts.path.lstrip('/')}"  # without any credentials
+        raise SourceError(f"{scheme} URL {shown!r} must look like {scheme}://host:port/{what}")
     return servers, name
 
 

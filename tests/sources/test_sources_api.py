@@ -46,3 +46,9 @@ def test_paths_and_file_urls_load_files(tmp_path) -> None:  # type: ignore[no-un
     by_url = ai.load(f"file://{tmp_path}/one%20file.jsonl")
     assert len(by_path.records) == len(by_url.records) == 1
     assert by_url.raw.key == [b"k_0_a_b"] and by_url.raw.value == [None]
+
+
+def test_bad_url_message_hides_credentials() -> None:
+    with pytest.raises(ai.SourceError) as info:
+        ai.load("kafka://user:secret@host:9092")
+    assert "secret" not in str(info.value)
