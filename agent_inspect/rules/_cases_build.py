@@ -121,7 +121,8 @@ def key_identity(spec: KeySpec, case: Case) -> KeyIdentity:
         raise CaseFileError(f"{case.id}: key {spec.label} has unknown type {spec.type!r}; use string or long")
     group = codec.key_group(java_hash, mp) if fmt != "K1" else None
     if fmt in ("K1.6", "K2"):
-        fingerprint = base64.b64encode(hashlib.sha256(f"serializer:{spec.type}".encode()).digest()).decode()
+        # one key serializer per job, so one fingerprint for every key of the case (spec §4.6), typed or not
+        fingerprint = base64.b64encode(hashlib.sha256(b"serializer:case-job").digest()).decode()
         return KeyIdentity(business_key=digest, key_format=fmt, key_group=group, key_digest=digest,
                            serializer_fingerprint=fingerprint if fmt == "K2" else None)
     return KeyIdentity(business_key=spec.text, key_format=fmt, key_text=spec.text, key_group=group)

@@ -84,6 +84,13 @@ def test_typed_keys_collide_only_before_digests():
     assert k2.log.records["state_key"].nunique() == 2
     assert k2.plan.keys["L"].business_key != k2.plan.keys["S"].business_key
     assert k2.log.records["key_format"].astype(str).eq("K2").all()
+    # one key serializer per job: the K2 fingerprint is the same for both typed keys (spec §4.6)
+    fingerprints = {codec.parse_state_key(sk).serializer_fingerprint for sk in k2.log.records["state_key"]}
+    assert len(fingerprints) == 1 and None not in fingerprints
+    assert {k2.plan.keys["L"].serializer_fingerprint, k2.plan.keys["S"].serializer_fingerprint} == fingerprints
+    k16 = build_case(BY_ID["P04/k1.6"])
+    assert k16.log.records["state_key"].nunique() == 2
+    assert k16.log.records["key_format"].astype(str).eq("K1.6").all()
 
 
 def test_fluss_cases_carry_agent_key():
