@@ -35,7 +35,11 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect.rules._history_gen import (
-    History, HistoryOptions, RuleCheckError, event_notation, generate_history,
+    History,
+    HistoryOptions,
+    RuleCheckError,
+    event_notation,
+    generate_history,
 )
 from agent_inspect.rules._protocol import DivergenceRule
 

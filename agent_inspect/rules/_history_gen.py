@@ -38,15 +38,24 @@ class RuleCheckError(InspectError):
 
 @dataclass(frozen=True)
 class HistoryOptions:
-    """What random histories may contain. Counts are maxima (each history draws 1..max); the rest are
-    probabilities per history (``branch_changes``, ``savepoints``: per restore; ``checkpoints``: per task
-    boundary).
+    """What random histories may contain.
+
+    Counts are maxima, each history draws 1..max: ``keys``, ``rounds`` (inputs per key), ``attempts``
+    (production attempts, at least ``min_attempts``), ``values`` (the input alphabet: fewer values make
+    branches return more often), ``roots`` (root actions), ``fanout`` (work events per input).
+    Probabilities per history: ``cascades`` (work events emit follow-ups), ``subagents`` (a sub-agent
+    caller root), ``durable_calls``, ``shared_children`` (children with the same attributes under every
+    input, spec G02), ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
+    different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
+    checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
+    and prunes).
 
     ``production_rules`` are the rules the attempts' operators run (one drawn per attempt): production
     logs are written by production's rule, so the upstream ``original`` rule belongs here.
-    A failover restores the failed job's latest checkpoint; a savepoint restore (``savepoints``) picks
+    A failover restores the failed job's latest checkpoint; a savepoint restore picks
     ``savepoint_target``: ``"any"`` checkpoint taken so far (also one of another attempt's lineage) or
     ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
+    ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule).
     """
 
     keys: int = 3

@@ -13,10 +13,22 @@ import agent_inspect as ai
 from agent_inspect.executor import StepKind
 from agent_inspect.recovery import LookupDecision
 from agent_inspect.rules import (
-    FixedRule, HistoryOptions, RuleCheckError, build_case, check, generate_history, load_cases, run_case,
+    FixedRule,
+    HistoryOptions,
+    RuleCheckError,
+    build_case,
+    check,
+    generate_history,
+    load_cases,
+    run_case,
 )
-from agent_inspect.rules._check import _case_subject, _evaluate, _judge_case, resolve_check_rule
 from agent_inspect.rules._cases import parse_case
+from agent_inspect.rules._check import (
+    _case_subject,
+    _evaluate,
+    _judge_case,
+    resolve_check_rule,
+)
 
 # Branch changes without tombstones; savepoints go back to the fresh start only (no restored memory
 # from before a branch change): naive must be caught, lookup-only never (spec §10.2, §10.3).
