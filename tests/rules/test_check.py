@@ -226,3 +226,27 @@ def test_case_file_parses_without_the_checker():
     data = tomllib.loads(report.counterexample("stale-reuse").to_toml())
     (case,) = parse_case(data)
     assert case.agent() is not None and case.setup.window_start >= 1
+
+
+@pytest.mark.parametrize("seed", ai.rules._check.history_seeds(5, 4))
+def test_a_whole_history_as_a_case_file_recovers_like_the_operator_log(seed):
+    """Writes collapsed to case lines (sub-agent callers, durable calls, tombstones) judge the same."""
+    from agent_inspect.rules._check import _assemble, _history_lines, _history_subject
+
+    h = generate_history(seed, subagents=1.0, durable_calls=1.0, tombstones=1.0, keys=2, rounds=3)
+    lines, pending, replay = _history_lines(h)
+    data = _assemble({"id": "WHOLE", "setup": {"key_format": "K1.5", "pipeline": "python", "tombstones": True},
+                      "agent": dict(h.agent_spec)}, lines, replay, pending, h.plan.restored_seq)
+    built = build_case(parse_case(tomllib.loads(__import__("tomli_w").dumps(data)))[0])
+    for name in ("original", "fixed", "naive", "branch-aware"):
+        rule = resolve_check_rule(name)
+        a, b = _evaluate(_history_subject(h), rule), _evaluate(_case_subject(built), rule)
+        assert (a.tasks, a.reused, a.resumed, a.rerun, len(a.stale) + len(a.tainted), len(a.avoidable)) == \
+            (b.tasks, b.reused, b.resumed, b.rerun, len(b.stale), len(b.avoidable)), name
+
+
+def test_k1_histories_check_the_snapshot_flavours():
+    for name in ("original:kafka-k1", "original:fluss-k1"):
+        report = check(name, n=5, seed=3, key_format="K1", minimize=False)
+        assert report.errors == 0 and report.frame["tasks"].sum() > 0
+    assert generate_history(3, key_format="K1").log.records["key_format"].eq("K1").all()
