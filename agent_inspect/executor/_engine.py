@@ -575,8 +575,10 @@ class ReplayExecutor:
         session = self._base_session.copy()
         self._run.session = session
         rebuild_events = [e for e in session.events if e.step == "rebuild"]
-        self._emit(StepKind.REBUILD, outcome="rebuilt",
-                   reason=f"{len(self._markers or [])} marker(s), rule {session.rule.name}",
+        failed = session.restore_failure
+        self._emit(StepKind.REBUILD, outcome="restore-failed" if failed else "rebuilt",
+                   reason=(f"upstream fails this restore: {failed}" if failed else
+                           f"{len(self._markers or [])} marker(s), rule {session.rule.name}"),
                    change=f"{len(session.store)} entries cached",
                    detail={"entries": len(session.store), "cache_events": len(rebuild_events)})
         for ev in rebuild_events:

@@ -21,6 +21,8 @@ DIVERGENCE_KINDS = (
     "branch-change",      # the branch-aware variant dropped records of another branch (spec §10.3 known limits)
     "cross-key",          # snapshot Kafka eviction of every key's entries with seq > s (spec §8.2)
     "parser-crash",       # snapshot K1 strict 4-part parser threw on key text with '_' (spec §8.3)
+    "undecodable",        # a record of the rebuild window did not decode; skipped, upstream's rebuild fails
+    "restore-failure",    # K2 restore checks: malformed key, key group out of range, fingerprint (§6.5)
 )
 
 

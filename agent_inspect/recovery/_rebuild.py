@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
 
 __all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
-           "source_kind_of"]
+           "source_kind_of", "Undecodable", "restore_failures", "check_restore"]
 
 #: Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None.
 Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
@@ -42,6 +43,15 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
                 raise RecoveryError(f"marker entry {p!r}: {off!r} is not an integer partition and offset") from None
             start[p_i] = min(off_i, start.get(p_i, off_i))
     return start or None
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """Stands in for the entry of a record whose key or value did not decode (``iter_entries(undecodable=True)``)."""
+
+    error: str
+    business_key: str | None = None
+    seq: int | None = None
 
 
 def _frame(log: Any) -> pd.DataFrame:
@@ -95,10 +105,13 @@ def _col(records: pd.DataFrame, name: str, default: Any = None) -> list[Any]:
 
 
 def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, *,
-                 attempts: Sequence[Any] | None = None) -> Iterator[tuple[int, Entry | None, str | None]]:
-    """``(pos, entry, state_key)`` for rows of the log in order; entry None for a tombstone or an
-    undecodable record (state_key None when the key itself did not parse).
+                 attempts: Sequence[Any] | None = None,
+                 undecodable: bool = False) -> Iterator[tuple[int, Entry | Undecodable | None, str | None]]:
+    """``(pos, entry, state_key)`` for rows of the log in order; entry None for a tombstone.
 
+    Undecodable records (``error`` set) are left out, or with ``undecodable=True`` given as an
+    :class:`Undecodable` entry (never as a tombstone: only a null value deletes, spec §6.5).
+    Rows without a seqNum (K0) are given as ``(pos, None, None)``, which deletes nothing.
     ``attempts`` (one per row of the whole log) fills ``Entry.attempt``.
     """
     records = _frame(log)
@@ -121,10 +134,16 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
     for i, p in enumerate(pos):
         sk = cols["state_key"][i]
         seq = cols["seq"][i]
+        error = cols["error"][i]
+        if error is not None:
+            if undecodable:
+                yield p, Undecodable(str(error), cols["business_key"][i],
+                                     None if seq is None else int(seq)), sk
+            continue
         if sk is None or seq is None or cols["business_key"][i] is None:
             yield p, None, sk if seq is not None else None
             continue
-        if cols["tombstone"][i] or cols["error"][i] is not None:
+        if cols["tombstone"][i]:
             yield p, None, sk
             continue
         outs = cols["output_event_ids"][i]
@@ -156,10 +175,15 @@ def source_kind_of(log: Any) -> str | None:
     return "kafka" if kind is not None else None
 
 
-def rebuild_records(session: RecoverySession, entries: Iterable[tuple[int, Entry | None, str | None]]) -> RecoverySession:
+def rebuild_records(session: RecoverySession,
+                    entries: Iterable[tuple[int, Entry | Undecodable | None, str | None]]) -> RecoverySession:
     """Feed ``(pos, entry, state_key)`` rows (log order) into ``session``: tombstones delete, the
-    rule's rebuild hook runs per record, last write wins. Partition-local: call it per partition."""
+    rule's rebuild hook runs per record, last write wins; an :class:`Undecodable` record is skipped
+    and reported. Partition-local: call it per partition."""
     for pos, entry, sk in entries:
+        if isinstance(entry, Undecodable):
+            session.undecodable(sk, entry.error, pos=pos, business_key=entry.business_key, seq=entry.seq)
+            continue
         if entry is None:
             if sk is not None:
                 session.delete(sk, pos=pos)
@@ -168,15 +192,73 @@ def rebuild_records(session: RecoverySession, entries: Iterable[tuple[int, Entry
     return session
 
 
+def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
+                     expected_fingerprint: str | None = None) -> list[tuple[int, str, str | None]]:
+    """Records of a K2 rebuild window that make upstream fail the restore (spec §6.5, §14.2).
+
+    A window is K2 when it holds a ``v2:`` key. Then every other key format, a malformed v2 key,
+    a key group outside the configured range, and a serializer fingerprint other than
+    ``expected_fingerprint`` (default: the window's most common one) fail. Returns
+    ``(pos, upstream message, business key)`` per offending record, in log order.
+    """
+    sub = records if mask is None else records[mask]
+    if sub.empty or "state_key" not in sub:
+        return []
+    sks = sub["state_key"].astype(object)
+    known = sks.notna().to_numpy()
+    v2 = sks.str.startswith("v2:", na=False).to_numpy(dtype=bool)
+    if not v2.any():
+        return []
+    errors = sub["error"].astype(object).to_numpy() if "error" in sub else np.full(len(sub), None)
+    key_error = np.array([isinstance(e, str) and e.startswith("key") for e in errors], dtype=bool)
+    fps = np.full(len(sub), None, dtype=object)
+    parsed = v2 & ~key_error
+    fps[parsed] = [k.split("_")[4] if k.count("_") >= 5 else None for k in sks[parsed]]
+    expected = expected_fingerprint
+    if expected is None:
+        counts = pd.Series(fps[parsed]).value_counts(sort=True)
+        expected = str(counts.index[0]) if len(counts) else None
+    bad = (known & ~v2) | (v2 & key_error) | (parsed & (fps != expected))
+    if not bad.any():
+        return []
+    bks = sub["business_key"].astype(object).to_numpy() if "business_key" in sub else np.full(len(sub), None)
+    out = []
+    for i in np.flatnonzero(bad):
+        sk = sks.iloc[i]
+        if not v2[i]:
+            msg = f"Unsupported action-state key format during recovery: {sk!r} is not a v2 key"
+        elif key_error[i] and "outside" in errors[i]:
+            msg = f"Action-state key-group of {sk!r} is outside the configured range ({errors[i]})"
+        elif key_error[i]:
+            msg = f"Malformed v2 action-state key {sk!r}"
+        else:
+            msg = (f"Action-state key serializer fingerprint does not match: {sk!r} has {fps[i]}, "
+                   f"expected {expected}")
+        bk = bks[i]
+        out.append((int(sub.index[i]), msg, None if bk is None or pd.isna(bk) else str(bk)))
+    return out
+
+
+def check_restore(session: RecoverySession, records: pd.DataFrame, mask: np.ndarray | None = None, *,
+                  expected_fingerprint: str | None = None) -> None:
+    """Run the K2 restore checks on the window (unless the rule turns them off) and record a failure."""
+    if getattr(session.rule, "restore_checks", True):
+        session.fail_restore(restore_failures(records, mask, expected_fingerprint=expected_fingerprint))
+
+
 def rebuild(log: ActionStateLog | pd.DataFrame, rule: Any = "fixed", markers: Markers = None, *,
-            session: RecoverySession | None = None) -> RecoverySession:
+            session: RecoverySession | None = None, expected_fingerprint: str | None = None) -> RecoverySession:
     """Rebuild the cache the way a restore does and return the driven :class:`RecoverySession`.
 
     ``markers`` is the list of recovery markers (``{partition: offset}`` maps, one per subtask):
     per partition the minimum offset is taken, only marker partitions are read, forward to the end
     of the loaded log; records are applied in log order with last write wins, tombstones delete,
     and the rule's rebuild hook runs before each write lands. ``None`` (or ``[]``) is a fresh
-    start: an empty cache. Undecodable records are skipped.
+    start: an empty cache. Undecodable records are skipped and reported as "undecodable"
+    divergences (the cached entry of their key stays). In a K2 window a malformed key, a key
+    group out of range or a serializer fingerprint other than ``expected_fingerprint`` (default:
+    the window's most common) fails the restore, as upstream does: a "restore-failure"
+    divergence, and every lookup FAILs (rule attribute ``restore_checks=False`` turns this off).
     """
     if session is None:
         session = RecoverySession(rule, source_kind=source_kind_of(log))
@@ -184,5 +266,6 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: Any = "fixed", markers: Ma
     source = getattr(log, "source", None)
     mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None), source=source)
     if mask.any():
-        rebuild_records(session, iter_entries(records, mask))
+        check_restore(session, records, mask, expected_fingerprint=expected_fingerprint)
+        rebuild_records(session, iter_entries(records, mask, undecodable=True))
     return session

@@ -16,7 +16,7 @@ import pandas as pd
 from agent_inspect._errors import RecoveryError
 from agent_inspect.recovery._model import Entry, Outcome, Task
 from agent_inspect.recovery._rebuild import (
-    Markers, iter_entries, normalize_markers, rebuild_records, source_kind_of, window_mask,
+    Markers, check_restore, iter_entries, normalize_markers, rebuild_records, source_kind_of, window_mask,
 )
 from agent_inspect.recovery._session import RecoverySession
 
@@ -131,7 +131,8 @@ class Reconstruction:
                 + "</div>")
 
 
-def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, replay: bool = True) -> Reconstruction:
+def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, replay: bool = True,
+                expected_fingerprint: str | None = None) -> Reconstruction:
     """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
     records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
     Kafka cross-key eviction, which spans whatever it is given).
@@ -139,7 +140,10 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
     1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` (``{partition: offset}`` maps) select the
        window — minimum offset per partition, marker partitions only, to the end. ``markers=None``
        takes the whole loaded log as the window; ``[]`` is a fresh start (nothing is read).
-       Tombstones delete; the rule's rebuild hook runs per record; last write wins.
+       Tombstones delete; the rule's rebuild hook runs per record; last write wins. Undecodable
+       records are skipped ("undecodable" divergences); a K2 window with a malformed key, a key
+       group out of range or a fingerprint other than ``expected_fingerprint`` (default: the
+       most common) fails the restore ("restore-failure"; every replayed task FAILs).
     2. **As-logged replay** (``replay=True``): every task whose record survived the rebuild is
        dispatched again, per key in round order (across keys by log position; where a round holds
        roots of several inputs, only the last-written input's roots), with the operator's
@@ -151,7 +155,7 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
     :func:`agent_inspect.history.build_history`.
     """
     with _gc_paused():
-        return _reconstruct(log, rule, markers, replay)
+        return _reconstruct(log, rule, markers, replay, expected_fingerprint)
 
 
 @contextlib.contextmanager
@@ -167,7 +171,8 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool) -> Reconstruction:
+def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
+                 expected_fingerprint: str | None) -> Reconstruction:
     from agent_inspect.history import build_history
 
     from agent_inspect.recovery._session import resolve_rule
@@ -186,7 +191,8 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool) -> Reconst
         in_window = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None),
                                 source=source)
     attempts = ann["attempt"].astype(object).tolist()
-    rebuild_records(session, iter_entries(records, in_window, attempts=attempts))
+    check_restore(session, records, in_window, expected_fingerprint=expected_fingerprint)
+    rebuild_records(session, iter_entries(records, in_window, attempts=attempts, undecodable=True))
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
@@ -355,6 +361,14 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     for i in np.flatnonzero(bad):
         reason[i] = ("the record did not decode; see log.errors" if errors[i] else
                      "the key has no seqNum (K0): no recovery lookup can address it")
+    for d in session.divergences:
+        if d.kind in ("undecodable", "restore-failure"):
+            for p in d.positions:
+                i = where.get(p)
+                if i is not None:
+                    div_id[i] = d.id
+                    if d.kind == "restore-failure":
+                        reason[i] = d.explanation
     frame = records.copy()
     frame["status"] = pd.Categorical(status, categories=list(STATUSES))
     frame["reason"] = pd.Series(reason, index=records.index, dtype="object")

@@ -60,6 +60,9 @@ class RecoverySession:
         #: the key format of the records seen (rebuild or replay writes): a prune of a key with
         #: nothing cached still scans the way its backend does
         self.key_format: str | None = None
+        #: why upstream fails this restore (K2 restore checks, spec §6.5); every lookup then FAILs
+        self.restore_failure: str | None = None
+        self._restore_positions: frozenset[int] = frozenset()
         self.events: list[CacheEvent] = []
         self.divergences: list[Divergence] = []
         self.step = "lookup"
@@ -152,6 +155,32 @@ class RecoverySession:
                         explanation="tombstone deleted the state key")
         return old
 
+    def undecodable(self, state_key: str | None, error: str, *, pos: int | None = None,
+                    business_key: str | None = None, seq: int | None = None) -> None:
+        """Record an undecodable record of the rebuild window: skipped (the cached entry stays),
+        surfaced as an "undecodable" divergence (upstream cannot decode it either)."""
+        if pos is not None and pos in self._restore_positions:
+            return      # already reported as the reason the restore fails
+        self.step, self.trigger_pos = "rebuild", pos
+        self.record("rebuild", [], business_key=business_key, seq=seq, kind="undecodable", positions=[pos],
+                    force_divergence=True,
+                    explanation=(f"record {pos} ({state_key or 'no key'}) did not decode: {error}; skipped, the "
+                                 "cached entry is kept, but upstream's rebuild would fail on this record"))
+
+    def fail_restore(self, failures: list[tuple[int, str, str | None]]) -> None:
+        """Upstream fails this restore (spec §6.5, §14.2): ``(pos, upstream message, business key)``
+        per offending record. Recorded as one "restore-failure" divergence; every lookup then FAILs."""
+        if not failures:
+            return
+        pos, message, business_key = failures[0]
+        more = f" (and {len(failures) - 1} more record(s))" if len(failures) > 1 else ""
+        self.step, self.trigger_pos = "rebuild", pos
+        self.restore_failure = f"{message}{more}"
+        self._restore_positions = frozenset(p for p, _, _ in failures)
+        self.record("rebuild", [], business_key=business_key, seq=None, kind="restore-failure",
+                    positions=[p for p, _, _ in failures], force_divergence=True,
+                    explanation=f"upstream fails the restore: {self.restore_failure}")
+
     def lookup(self, task: Task, *, pos: int | None = None) -> LookupDecision:
         """The rule's decision for one ``get``; events and divergences it caused are attached.
 
@@ -159,6 +188,8 @@ class RecoverySession:
         is reported as the trigger of any divergence the lookup finds).
         """
         self.step, self.trigger_pos = "lookup", pos
+        if self.restore_failure is not None:
+            return LookupDecision.fail(f"the restore failed: {self.restore_failure}")
         n_events, n_divs = len(self.events), len(self.divergences)
         decision = self.rule.lookup(self, task)
         if decision.outcome is Outcome.REUSE and decision.entry is not None:
@@ -197,6 +228,7 @@ class RecoverySession:
         new.state = self.state.copy()
         new.source_kind = self.source_kind
         new.key_format = self.key_format
+        new.restore_failure, new._restore_positions = self.restore_failure, self._restore_positions
         new.events = list(self.events)
         new.divergences = list(self.divergences)
         new.step, new.trigger_pos = self.step, self.trigger_pos

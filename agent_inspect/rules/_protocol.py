@@ -88,6 +88,10 @@ class DivergenceRule:
     name: ClassVar[str] = "custom"
     summary: ClassVar[str] = ""
     protects: ClassVar[bool] = True
+    #: K2 restore checks (spec §6.5): a malformed v2 key, a key group out of range or a serializer
+    #: fingerprint mismatch in the rebuild window fails the restore. Set False to model a build
+    #: that ignores them.
+    restore_checks: ClassVar[bool] = True
 
     def new_state(self) -> RuleState:
         """A fresh per-replay state."""

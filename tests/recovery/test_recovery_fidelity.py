@@ -45,3 +45,75 @@ def test_default_plan_replays_only_the_inputs_after_the_markers():
     r = reconstruct(log, rule="fixed", markers=[marker])
     assert set(r.records.loc[r.records["seq"] == 5, "status"]) == {"outside"}
     assert r.records.loc[r.records["seq"] == 5, "outcome"].isna().all()
+
+
+def test_an_undecodable_record_is_skipped_and_reported_never_a_delete():
+    from agent_inspect.recovery import rebuild
+
+    b = LogBuilder()
+    a = inp("A", "a1")
+    b.run("k", 5, "IA", a)
+    sk = b.state_key("k", 5, "IA", a)
+    b._write("k", sk, b"{not json")            # same state key, value does not decode
+    log = b.log()
+    assert log.records["error"].notna().tolist() == [False, False, True]
+    s = rebuild(log, "fixed", [{0: 0}])
+    assert sk in s.store and s.store.get(sk).completed
+    assert not any(e.op == "delete" for e in s.events)
+    (d,) = s.divergences
+    assert d.kind == "undecodable" and d.positions == (2,) and "upstream's rebuild would fail" in d.explanation
+    r = reconstruct(log, rule="fixed", markers=[{0: 0}])
+    assert r.records["status"].tolist() == ["superseded", "live", "error"]
+    assert r.records["divergence_id"].tolist()[2] == 0 and r.divergences["kind"].tolist() == ["undecodable"]
+    p = predict(log, rule="fixed", markers=[{0: 0}])
+    assert p.tasks["outcome"].tolist() == ["REUSE"] and not p.crashed
+
+
+def _k2(extra=None, *, same_fp: bool = True) -> LogBuilder:
+    import base64
+    import hashlib
+
+    b = LogBuilder(fmt="K2")
+    b.run("k", 5, "IA", inp("A", "a1"))
+    if extra == "malformed":
+        b._write("k", "v2:17_6_not-a-uuid_x_y_z", b'{"taskEvent":null,"completed":true}')
+    elif extra == "fingerprint":
+        ev = inp("B", "b1")
+        head, _fp, digest = b.state_key("k", 6, "IA", ev).rsplit("_", 2)
+        other = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+        from agent_inspect.codec import ActionState, Event, encode_action_state
+
+        task = Event.new(ev.type, ev.attrs, id=ev.id)
+        b._write("k", f"{head}_{other}_{digest}", encode_action_state(ActionState(task_event=task, completed=True)))
+    return b
+
+
+def test_k2_restore_failures_fail_every_engine():
+    from agent_inspect.recovery import rebuild
+    from agent_inspect.recovery._rebuild import restore_failures
+    from agent_inspect.rules import FixedRule
+
+    clean = _k2().log()
+    assert restore_failures(clean.records) == []
+    assert not rebuild(clean, "fixed", [{0: 0}]).divergences
+    fp = clean.records["state_key"].iloc[0].split("_")[4]
+    assert restore_failures(clean.records, expected_fingerprint="x" + fp)       # explicit expectation
+    for extra, text in (("malformed", "Malformed v2 action-state key"),
+                        ("fingerprint", "serializer fingerprint does not match")):
+        log = _k2(extra).log()
+        s = rebuild(log, "fixed", [{0: 0}])
+        (d,) = [d for d in s.divergences if d.kind == "restore-failure"]
+        assert text in d.explanation and d.positions == (len(log.records) - 1,)
+        assert not [d for d in s.divergences if d.kind == "undecodable"]
+        p = predict(log, rule="fixed", markers=[{0: 0}])
+        assert p.crashed and p.tasks["outcome"].tolist()[0] == "FAIL" and text in p.tasks["reason"].iloc[0]
+        ex = ReplayExecutor(log, rule="fixed", markers=[{0: 0}])
+        ex.run()
+        assert ex.failure and text in ex.failure
+        r = reconstruct(log, rule="fixed", markers=[{0: 0}])
+        assert "restore-failure" in set(r.divergences["kind"]) and "FAIL" in set(r.records["outcome"].dropna())
+
+        class Lenient(FixedRule):
+            restore_checks = False
+
+        assert rebuild(log, Lenient(), [{0: 0}]).restore_failure is None
