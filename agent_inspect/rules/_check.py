@@ -451,7 +451,7 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
 # -- results ----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Counterexample:
     """A minimized history that shows one failure kind, as a case file (docs/cases.md).
 
@@ -518,7 +518,7 @@ def _toml_ready(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: data[k] for k in order if k in data}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CheckReport:
     """What :func:`check` found: one row per history in ``frame``, totals, and one minimized
     counterexample per failure kind (``counterexamples``)."""

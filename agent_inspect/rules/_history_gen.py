@@ -167,7 +167,7 @@ class _Checkpoint:
     tainted: frozenset[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class History:
     """A generated recovery history: the log production wrote, and the recovery to judge.
 
