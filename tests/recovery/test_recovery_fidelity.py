@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from recovery_logs import LogBuilder, inp, work  # noqa: E402
 
 from agent_inspect.executor import ReplayExecutor, StepKind  # noqa: E402
@@ -117,3 +119,31 @@ def test_k2_restore_failures_fail_every_engine():
             restore_checks = False
 
         assert rebuild(log, Lenient(), [{0: 0}]).restore_failure is None
+
+
+_op = st.tuples(st.sampled_from(["run", "run", "bad", "tomb"]), st.sampled_from(["k", "j"]), st.integers(5, 6),
+                st.sampled_from(["A", "B"]))
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.lists(_op, max_size=12), st.sampled_from(["fixed", "original", "naive"]))
+def test_undecodable_records_change_nothing_in_the_rebuilt_cache(ops, rule):
+    from agent_inspect.recovery import rebuild
+
+    with_bad, without = LogBuilder(), LogBuilder()
+    for what, key, seq, value in ops:
+        ev = inp(value, f"{key}{seq}{value}")
+        for b in (with_bad, without):
+            if what == "run":
+                b.run(key, seq, "IA", ev)
+            elif what == "tomb":
+                b.tombstone(key, seq, "IA", ev)
+        if what == "bad":
+            with_bad._write(key, with_bad.state_key(key, seq, "IA", ev), b"\xff not json")
+    if not with_bad.offsets:
+        return
+    got = rebuild(with_bad.log(), rule, [{0: 0}])
+    ref = rebuild(without.log(), rule, [{0: 0}]) if without.offsets else None
+    assert sorted((e.state_key, e.completed) for e in got.store.entries()) == sorted(
+        (e.state_key, e.completed) for e in (ref.store.entries() if ref else []))
+    assert sum(d.kind == "undecodable" for d in got.divergences) == sum(op[0] == "bad" for op in ops)
