@@ -122,6 +122,10 @@ class LabPage:
     def xss_hits(self) -> list[object]:
         return self.page.evaluate("() => window.__xss_hits")
 
+    def notebook_text(self) -> str:
+        """What a person can read in the current notebook (inputs and outputs)."""
+        return self.page.evaluate("() => window.jupyterapp.shell.currentWidget.content.node.innerText")
+
     def shutdown_kernel(self) -> None:
         self.page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
 

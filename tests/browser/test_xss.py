@@ -9,6 +9,7 @@ exercised by moving the mouse over every point of every figure.
 from __future__ import annotations
 
 import html
+import time
 from pathlib import Path
 
 import nbformat
@@ -23,11 +24,13 @@ KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "languag
 CELLS = [
     "import agent_inspect as ai\n"
     "from agent_inspect.agents import AsRecordedAgent\n"
+    "from agent_inspect.rules import FixedRule\n"
     "log = ai.load('probe.jsonl')\n"
     "key = log.keys()[0]\n"
     "log",
-    "ai.inspect(log)",
     "result = ai.reconstruct(log, rule='original')\nfixed = ai.reconstruct(log, rule='fixed')\nresult",
+    # the inspector's Records tab is the log browser
+    "ai.inspect(fixed)",
     "timeline = ai.widgets.KeyTimeline(result, key)\ntimeline.select(int(result.records.index[-1]))\ntimeline",
     "ai.widgets.DivergenceView(fixed, key=key)",
     "ai.widgets.GraphView(result, key)",
@@ -35,14 +38,13 @@ CELLS = [
     "executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), rule='original')\n"
     "executor.run()\n"
     "ai.inspect(executor)",
+    # a rule whose name is a probe, compared on the probe log
+    f"class ProbeRule(FixedRule):\n    name = {PROBES['action']!r}\n"
+    "ai.inspect(ai.rules.compare(log, [ProbeRule(), 'original']))",
     "executor.report()",
     "ai.recovery.predict(log, rule='original')",
     "fixed.divergences",
     "fixed.lints",
-    "inspector = ai.inspect(fixed)\n"
-    "for tab in ('Timeline', 'Divergences', 'Graph', 'Records'):\n"
-    "    inspector.view(tab)\n"
-    "inspector",
 ]
 
 # Screen positions of up to 12 points of every figure, spread over its traces, for hovering.
@@ -86,15 +88,20 @@ def test_probes_never_run_in_jupyterlab(lab_page, lab_root: Path, probe_file: Pa
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS], metadata=KERNEL)
     nbformat.write(nb, lab_root / "xss.ipynb")
     lab_page.open("xss.ipynb")
+    t0 = time.monotonic()
     lab_page.run_all()
+    ran = time.monotonic() - t0
     page = lab_page.page
-    for css in (".ai-log-browser", ".ai-timeline", ".ai-divergence", ".ai-graph", ".ai-stepper", ".ai-inspector"):
+    for css in (".ai-inspector .ai-log-browser", ".ai-timeline", ".ai-divergence", ".ai-graph", ".ai-subagent-tree",
+                ".ai-stepper", ".ai-rule-compare"):
         page.locator(css).first.wait_for()
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
+    t0 = time.monotonic()
     assert _hover_everything(page) > 12
+    print(f"run all {ran:.1f} s, hover {time.monotonic() - t0:.1f} s")
     page.screenshot(path=str(artifacts / "xss-lab.png"))
     # the probes are on screen as text, so they went through the views escaped rather than dropped
-    text = page.locator(".jp-Notebook").inner_text()
+    text = lab_page.notebook_text()
     assert "onerror=\"window.__xss_hits.push('key')\"" in text
     assert lab_page.xss_hits() == [] and lab_page.dialogs == []
 

@@ -102,7 +102,8 @@ class JupyterLab:
         return f"http://127.0.0.1:{self.port}"
 
     def lab_url(self, notebook: str) -> str:
-        return f"{self.base_url}/lab/tree/{notebook}?token={self.token}"
+        # `reset` drops the saved workspace, so only this notebook is open
+        return f"{self.base_url}/lab/tree/{notebook}?reset&token={self.token}"
 
     def log_text(self) -> str:
         try:
