@@ -77,9 +77,9 @@ class KeyTimeline(w.VBox):
         self.detail = w.HTML(message_html("click a point to see its decoded value"))
         self.detail.add_class("ai-detail")
         self.figure = go.FigureWidget(layout=go.Layout(
-            height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
+            height=height, margin=dict(l=50, r=10, t=30, b=40), hovermode="closest",
             xaxis=dict(title="log position"), yaxis=dict(title="seq"),
-            legend=dict(orientation="h", y=1.08)))
+            legend=dict(orientation="h", y=1.02, yanchor="bottom")))
         self.figure.add_class("ai-timeline-figure")
         self._draw()
         self.children = [self.title, self.figure, self.detail]
@@ -146,8 +146,10 @@ class KeyTimeline(w.VBox):
                 for p, _ in self._attempt_starts(frame)]
 
     def _attempt_labels(self, frame: pd.DataFrame) -> list[dict]:
-        return [dict(x=p - 0.5, y=1, xref="x", yref="paper", yanchor="bottom", showarrow=False,
-                     text=f"attempt {escape(a)}", font=dict(size=10, color="#555"))
+        # inside the plot's top edge, so the labels never collide with the legend above it
+        return [dict(x=p - 0.5, y=1, xref="x", yref="paper", yanchor="top", xanchor="left", showarrow=False,
+                     text=f"attempt {escape(a)}", font=dict(size=10, color="#555"),
+                     bgcolor="rgba(255,255,255,0.7)")
                 for p, a in self._attempt_starts(frame)]
 
     @staticmethod
