@@ -493,10 +493,13 @@ class Counterexample:
         return tomli_w.dumps(_toml_ready(self.data))
 
     def save(self, path: str | Path) -> Path:
-        """Write the case file (a directory gets ``<case id>.toml``); returns the path written."""
+        """Write the case file: ``path`` ending in ``.toml``, or a directory (created if needed) that gets
+        ``<case id>.toml``. Returns the path written."""
         path = Path(path)
-        if path.is_dir():
+        if path.suffix != ".toml":
+            path.mkdir(parents=True, exist_ok=True)
             path = path / f"{self.data['id']}.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.to_toml(), encoding="utf-8")
         return path
 

@@ -149,7 +149,8 @@ def test_counterexamples_are_minimal_and_round_trip(naive_report, tmp_path):
                 fewer["setup"] = {**data["setup"], "window_start": data["setup"]["window_start"] - 1}
             judged = _judge_case(fewer, rule)
             assert judged is None or not judged.fails(cex.kind), (cex.kind, i)
-        path = cex.save(tmp_path)
+        path = cex.save(tmp_path / "new" / cex.kind)
+        assert path.name == f"{cex.data['id']}.toml" and path.parent.name == cex.kind
         (loaded,) = load_cases(path)
         assert tomllib.loads(path.read_text()) == tomllib.loads(cex.to_toml())
         assert loaded.id == cex.data["id"] and stale_lines(loaded) == stale_lines(cex.case)
