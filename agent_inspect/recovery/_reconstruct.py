@@ -367,8 +367,6 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
                 i = where.get(p)
                 if i is not None:
                     div_id[i] = d.id
-                    if d.kind == "restore-failure":
-                        reason[i] = d.explanation
     frame = records.copy()
     frame["status"] = pd.Categorical(status, categories=list(STATUSES))
     frame["reason"] = pd.Series(reason, index=records.index, dtype="object")
