@@ -178,12 +178,18 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
     scope: list[str | None] = [None] * n
     session: list[str | None] = [None] * n
     call: list[str | None] = [None] * n
-    for i, cls in enumerate(c["task_event_class"]):
-        if cls == SUBAGENT_EVENT or types[i] == _SUBAGENT_TYPE:
-            scope[i], session[i], call[i] = _subagent_ids(values[i])
+    classes = c["task_event_class"]
+    if SUBAGENT_EVENT in classes or _SUBAGENT_TYPE in types:  # a C-level scan first: most logs have none
+        for i, cls in enumerate(classes):
+            if cls == SUBAGENT_EVENT or types[i] == _SUBAGENT_TYPE:
+                scope[i], session[i], call[i] = _subagent_ids(values[i])
     c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
-    c["tombstone"] = [v is None for v in values]
-    c["payload_bytes"] = [-1 if v is None else len(v) for v in values]
+    if None in values:
+        c["tombstone"] = [v is None for v in values]
+        c["payload_bytes"] = [-1 if v is None else len(v) for v in values]
+    else:
+        c["tombstone"] = np.zeros(n, dtype=bool)
+        c["payload_bytes"] = list(map(len, values))
     c["value_format"], c["value_format_inferred"] = _settle_formats(masks, c["business_key"], raw.partition)
     c["partition"] = raw.partition
     c["offset"] = raw.offset
