@@ -125,8 +125,8 @@ def _call_counts(calls: tuple[Any, ...]) -> tuple[int, int, int]:
     pending = succeeded = failed = 0
     for cr in calls:
         s = cr.status
-        if s is None:  # legacy rule (§5.5)
-            s = "SUCCEEDED" if cr.exception_payload == _NULL else "FAILED"
+        if s is None:  # legacy rule (§5.5): no exception payload means it succeeded
+            s = "SUCCEEDED" if cr.exception_payload is None else "FAILED"
         if s == "PENDING":
             pending += 1
         elif s == "SUCCEEDED":
