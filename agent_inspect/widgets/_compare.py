@@ -15,6 +15,8 @@ from agent_inspect.widgets._common import first_column, hover, message_html
 __all__ = ["RuleComparison"]
 
 _PREFERRED = ("reruns", "re_runs", "stale_reuses", "evictions", "passed", "pass")
+# Beyond this many cases (or keys) the heatmap turns: cases down the page, rules across.
+_WIDE_CASES = 12
 
 
 class RuleComparison(w.VBox):
@@ -37,9 +39,11 @@ class RuleComparison(w.VBox):
             metric = next((m for m in _PREFERRED if m in metrics), metrics[0] if metrics else None)
         self.metric = w.Dropdown(description="Metric", options=metrics, value=metric)
         self.metric.observe(lambda _: self._draw(), names="value")
-        self.table = w.HTML(frame_html(frame, max_rows=200))
+        self.table = w.HTML(f'<div class="ai-scroll" style="max-height:420px;overflow:auto">'
+                            f"{frame_html(frame, max_rows=1000)}</div>")
         self.table.add_class("ai-table")
-        self.figure = go.FigureWidget(layout=go.Layout(height=height, margin=dict(l=120, r=10, t=30, b=100)))
+        self._height = int(height)
+        self.figure = go.FigureWidget(layout=go.Layout(height=height, margin=dict(l=160, r=10, t=60, b=60)))
         self.figure.add_class("ai-rule-heatmap")
         self.children = [self.metric, self.figure, self.table]
         self._draw()
@@ -71,12 +75,18 @@ class RuleComparison(w.VBox):
         name = self.metric.value or "value"
         text = [[hover([("rule", r), ("case", c), (name, _fmt(v))]) for c, v in zip(matrix.columns, row)]
                 for r, row in zip(matrix.index, z)]
+        # A long case list reads better down the page: cases as rows, rules as columns.
+        tall = len(cases) > _WIDE_CASES
+        heat = go.Heatmap(z=z.T if tall else z, x=rules if tall else cases, y=cases if tall else rules,
+                          colorscale="Reds", hoverinfo="text", hovertext=[list(r) for r in zip(*text)] if tall else text,
+                          texttemplate="%{z}", colorbar=dict(title=dict(text=escape(name))))
         with self.figure.batch_update():
             self.figure.data = []
-            self.figure.add_trace(go.Heatmap(
-                z=z, x=cases, y=rules, colorscale="Reds", hoverinfo="text", hovertext=text,
-                texttemplate="%{z}", colorbar=dict(title=dict(text=escape(name)))))
+            self.figure.add_trace(heat)
             self.figure.layout.title = dict(text=f"{escape(name)} per rule", font=dict(size=13))
+            self.figure.layout.height = max(self._height, 120 + 20 * len(cases)) if tall else self._height
+            self.figure.layout.xaxis.update(dtick=1, side="top" if tall else "bottom")
+            self.figure.layout.yaxis.update(dtick=1, autorange="reversed" if tall else True)
 
 
 def _fmt(value: float) -> Any:

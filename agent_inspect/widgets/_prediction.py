@@ -41,11 +41,12 @@ class PredictionView(w.VBox):
         self.summary.add_class("ai-prediction-summary")
         self.outcomes = go.FigureWidget(layout=go.Layout(
             height=260, barmode="stack", margin=dict(l=50, r=10, t=30, b=60),
+            yaxis=dict(tickformat="d"), showlegend=True,
             title=dict(text="task outcomes per key", font=dict(size=13))))
         self.outcomes.add_class("ai-outcomes")
         self.ledger_figure = go.FigureWidget(layout=go.Layout(
-            height=260, barmode="group", margin=dict(l=160, r=10, t=30, b=40),
-            title=dict(text="re-execution ledger", font=dict(size=13))))
+            height=260, barmode="group", margin=dict(l=160, r=10, t=30, b=40), showlegend=True,
+            xaxis=dict(tickformat="d"), title=dict(text="re-execution ledger", font=dict(size=13))))
         self.ledger_figure.add_class("ai-ledger")
         keys = sorted(map(str, self.tasks["key"].dropna().unique())) if "key" in self.tasks.columns else []
         self.key_filter = w.Dropdown(description="Key", options=["(any)", *keys], layout=w.Layout(width="360px"))
@@ -99,5 +100,6 @@ class PredictionView(w.VBox):
         if self.key_filter.value != "(any)" and "key" in tasks.columns:
             tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
         cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
-        self.table.value = frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order") \
-            if len(tasks) else message_html("no task")
+        self.table.value = (f'<div class="ai-scroll" style="max-height:420px;overflow:auto">'
+                            f'{frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order")}'
+                            "</div>") if len(tasks) else message_html("no task")

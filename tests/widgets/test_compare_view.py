@@ -47,3 +47,15 @@ def test_no_raw_probe_in_the_comparison(frame):
     strings = html_strings(RuleComparison(frame))
     assert not [s for s in strings if "<img" in s]
     assert any(html.escape(IMG) in s for s in strings)
+
+
+def test_a_long_case_list_turns_the_heatmap():
+    frame = ai.rules.compare(sorted(CASES.glob("N*.toml")) + sorted(CASES.glob("G*.toml")), rules=["original", "fixed"])
+    view = RuleComparison(frame)
+    heat = view.figure.data[0]
+    cases = list(view.matrix.columns)
+    assert len(cases) > 12
+    assert [html.unescape(c) for c in heat.y] == [str(c) for c in cases]  # cases down the page
+    assert list(heat.x) == [str(r) for r in view.matrix.index]
+    np.testing.assert_array_equal(np.asarray(heat.z, dtype=float), view.matrix.to_numpy(dtype=float).T)
+    assert view.figure.layout.height >= 120 + 20 * len(cases)
