@@ -1,9 +1,10 @@
-"""Jupyter views over logs, reconstructions, replay executors and rule comparisons.
+"""Jupyter views over logs, reconstructions, predictions, replay executors and rule comparisons.
 
-``inspect(obj)`` picks the right one. Every view is an ``ipywidgets.VBox`` with a stable CSS class
-(``ai-log-browser``, ``ai-timeline``, ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``,
-``ai-stepper``, ``ai-rule-compare``, ``ai-prediction``, ``ai-inspector``). Views only display results computed
-elsewhere; every record-derived string is HTML-escaped, hover text included.
+``inspect(obj)`` picks the right one and returns it (the last expression of a cell displays it).
+Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
+``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
+``ai-prediction``, ``ai-inspector``. Views only display results computed elsewhere; every
+record-derived string is HTML-escaped, plotly hover text, labels and legends included.
 """
 
 from __future__ import annotations

@@ -77,8 +77,11 @@ class RuleComparison(w.VBox):
                 for r, row in zip(matrix.index, z)]
         # A long case list reads better down the page: cases as rows, rules as columns.
         tall = len(cases) > _WIDE_CASES
-        heat = go.Heatmap(z=z.T if tall else z, x=rules if tall else cases, y=cases if tall else rules,
-                          colorscale="Reds", hoverinfo="text", hovertext=[list(r) for r in zip(*text)] if tall else text,
+        if tall:
+            z, text, x, y = z.T, [list(col) for col in zip(*text)], rules, cases
+        else:
+            x, y = cases, rules
+        heat = go.Heatmap(z=z, x=x, y=y, colorscale="Reds", hoverinfo="text", hovertext=text,
                           texttemplate="%{z}", colorbar=dict(title=dict(text=escape(name))))
         with self.figure.batch_update():
             self.figure.data = []
