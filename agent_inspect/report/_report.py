@@ -150,13 +150,17 @@ def _divergence_section(result: Any, *, max_rows: int) -> _Section:
         return _Section("divergences", "Divergences", "<p>No divergence: the restore reuses what it "
                                                            "finds.</p>")
     items = []
+    shown = min(len(frame), 10)
     if "explanation" in frame.columns:
-        for idx, row in frame.head(max_rows).iterrows():
-            where = " · ".join(f"{escape(c)} {escape(row[c])}" for c in ("business_key", "seq", "kind")
+        for idx, row in frame.head(shown).iterrows():
+            where = " · ".join(f"{label} {escape(row[c])}" for c, label in
+                               (("business_key", "key"), ("seq", "seq"), ("kind", "kind"))
                                if c in frame.columns and not _isna(row[c]))
-            items.append(f"<li><b>{escape(idx)}</b> {where}: {escape(row['explanation'])}</li>")
-    listing = f'<ul class="explanations">{"".join(items)}</ul>' if items else ""
-    return _Section("divergences", "Divergences", listing + frame_html(frame, max_rows=max_rows))
+            items.append(f"<li><b>#{escape(idx)}</b> {where}: {escape(row['explanation'])}</li>")
+    more = f"<p>… and {len(frame) - shown:,} more in the table.</p>" if len(frame) > shown else ""
+    listing = f'<ul class="explanations">{"".join(items)}</ul>{more}' if items else ""
+    columns = [c for c in frame.columns if c != "explanation"] if items else list(frame.columns)
+    return _Section("divergences", "Divergences", listing + frame_html(frame[columns], max_rows=max_rows))
 
 
 def _timeline_section(result: Any, *, max_keys: int) -> _Section:
