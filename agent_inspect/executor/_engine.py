@@ -65,7 +65,8 @@ class Checkpoint:
     ``marker`` is the recovery marker (end offsets of base log + journal, §6.4); ``restored_seq`` the
     ``messageSequenceNumber`` per key; ``pending`` the in-flight tasks of the round in progress as
     ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term``/``sensory`` the memory
-    per key; ``inputs_consumed`` how many plan inputs had started. Pass it as
+    per key; ``inputs_consumed`` how many plan inputs had started. Seqs and memory cover every key
+    the job knows (restored or run in this attempt), keyed by business key. Pass it as
     ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
     """
 
@@ -447,9 +448,12 @@ class ReplayExecutor:
             key, seq, queue = run.active
             todo = ([run.current] if run.current is not None else []) + [(d, e) for d, e, _ in queue]
             pending = [(key, seq, _name(d), e) for d, e in todo]
-        mem = {k: (dict(v[0]), dict(v[1])) for k, v in run.memory.items()}
+        # the operator's whole keyed state: keys without a round in this attempt keep what was restored
+        seqs = {self._business_key(k): int(v) for k, v in self._plan.plan.restored_seq.items()}
+        seqs.update(run.seq_of)
+        mem = {k: (dict(v.short_term), dict(v.sensory)) for k, v in self.memory.items()}
         run.checkpoints.append(Checkpoint(
-            step=len(run.steps), marker=marker, restored_seq=dict(run.seq_of), pending=tuple(pending),
+            step=len(run.steps), marker=marker, restored_seq=seqs, pending=tuple(pending),
             short_term={k: v[0] for k, v in mem.items()}, sensory={k: v[1] for k, v in mem.items()},
             last_completed=snapshot, inputs_consumed=run.inputs_started))
         if complete:
@@ -545,7 +549,7 @@ class ReplayExecutor:
         return step
 
     def _main(self) -> None:
-        plan = PlanView(self._plan.plan)       # seq counters belong to this run only
+        plan = PlanView(self._plan.plan, business_key=self._business_key)   # seq counters belong to this run
         try:
             self._rebuild()
             for key, seq, tasks in plan.restored_rounds():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from agent_inspect._errors import ReplayError
@@ -12,23 +12,36 @@ __all__ = ["PlanView", "plan_view", "as_plan"]
 
 
 class PlanView:
-    """Restored rounds first, then the inputs in arrival order; each input takes its key's next seq."""
+    """Restored rounds first, then the inputs in arrival order; each input takes its key's next seq.
 
-    def __init__(self, plan: Any) -> None:
+    A key is looked up by its plan name first, then by its business key (``business_key``), so a
+    key named by its text in the plan and by its digest in a checkpoint (K1.6/K2) shares one
+    counter, while two typed keys with one key text (#1099) keep their own.
+    """
+
+    def __init__(self, plan: Any, *, business_key: Callable[[str], str] = str) -> None:
         self.plan = plan
         self.inputs: list[tuple[str, AgentEvent]] = [(str(i.key), i.event) for i in plan.inputs]
+        self._bk = business_key
+        self._restored = {str(k): int(v) for k, v in plan.restored_seq.items()}
         self._next: dict[str, int] = {}
+
+    def _lookup(self, table: Mapping[str, int], key: str, default: int) -> int:
+        if key in table:
+            return table[key]
+        bk = self._bk(key)
+        return table.get(bk, default) if bk != key else default
 
     def restored_rounds(self) -> Iterator[tuple[str, int, list[tuple[str, AgentEvent]]]]:
         rounds: dict[tuple[str, int], list[tuple[str, AgentEvent]]] = {}
         for p in self.plan.pending:
             rounds.setdefault((str(p.key), int(p.seq)), []).append((p.action, p.event))
         for (key, seq), tasks in rounds.items():
-            self._next[key] = max(self._next.get(key, self.plan.seq_of(key) + 1), seq + 1)
+            self._next[key] = max(self._next.get(key, self._lookup(self._restored, key, -1) + 1), seq + 1)
             yield key, seq, tasks
 
     def next_seq(self, key: str) -> int:
-        seq = self._next.get(key, self.plan.seq_of(key) + 1)
+        seq = self._lookup(self._next, key, self._lookup(self._restored, key, -1) + 1)
         self._next[key] = seq + 1
         return seq
 

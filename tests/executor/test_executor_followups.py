@@ -1,0 +1,48 @@
+"""Executor follow-ups: a checkpoint holds the operator's full keyed state."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_inspect import codec
+from agent_inspect.agents._python import PythonAgent
+from agent_inspect.executor import ReplayExecutor, StepKind
+
+
+def memo_agent() -> PythonAgent:
+    agent = PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"])
+    def ia(event, ctx):
+        ctx.short_term.set("last", event.attributes["input"])
+        ctx.send_event("_output_event", {"output": ctx.short_term.get("note")})
+
+    return agent
+
+
+def _rounds(ex: ReplayExecutor) -> list[tuple[str, int]]:
+    return [(s.key, s.seq) for s in ex.step_list if s.kind is StepKind.ROUND_COMPLETE]
+
+
+@pytest.mark.parametrize("key_format", ["K1.5", "K2"])
+def test_checkpoint_keeps_keys_without_a_round_in_the_attempt(key_format):
+    agent = memo_agent()
+    bk = (lambda k: codec.string_key_digest(k)) if key_format == "K2" else (lambda k: k)
+    ex1 = ReplayExecutor(agent=agent, key_format=key_format, seed=1,
+                         plan={"inputs": [("k", "a")], "restored_seq": {"j": 7, "k": 0}},
+                         memory={"j": {"note": "kept"}}, sensory={"j": {"scratch": 1}})
+    ex1.run()
+    ex1.checkpoint()
+    cp = ex1.checkpoints[-1]
+    assert dict(cp.restored_seq) == {bk("j"): 7, bk("k"): 1}
+    assert dict(cp.short_term[bk("j")]) == {"note": "kept"} and dict(cp.sensory[bk("j")]) == {"scratch": 1}
+    assert dict(cp.short_term[bk("k")]) == {"last": "a"}
+
+    # restoring from it: j continues at seq 8 with its memory, k at seq 2
+    ex2 = ReplayExecutor(ex1.to_log(), agent=agent, restore=cp, rule="fixed", seed=2,
+                         plan={"inputs": [("j", "b"), ("k", "c")]})
+    ex2.run()
+    assert ex2.failure is None
+    assert _rounds(ex2) == [(bk("j"), 8), (bk("k"), 2)]
+    assert ex2.outputs["attributes"].tolist()[0] == {"output": "kept"}
+    assert dict(ex2.memory[bk("j")].short_term) == {"note": "kept", "last": "b"}
