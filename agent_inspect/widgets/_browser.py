@@ -39,8 +39,8 @@ class LogBrowser(w.VBox):
 
     Only one page of rows is ever rendered and the chart shows aggregated counts, so a log of a
     million records stays responsive. Filters: business key, seq (``5`` or ``3-7``), status, event
-    type and decode errors. Enter a log position (the table's first column) under "Record" to see
-    that record's decoded value.
+    type and decode errors; clicking a bar of the chart filters by its event type. Enter a log
+    position (the table's first column) under "Record" to see that record's decoded value.
     """
 
     def __init__(self, source: Any, *, page_size: int = 50, columns: tuple[str, ...] | None = None) -> None:
@@ -53,6 +53,7 @@ class LogBrowser(w.VBox):
         self._mask: np.ndarray | None = None
         self._rows: np.ndarray | None = None
         self._page = 0
+        self._muted = False
 
         self.key_filter = w.Combobox(description="Key", placeholder="business key (exact)",
                                      options=self._choices("business_key")[1:], ensure_option=False,
@@ -175,8 +176,6 @@ class LogBrowser(w.VBox):
 
     # -- internals --------------------------------------------------------------------------------
 
-    _muted = False
-
     def _choices(self, column: str) -> list[str]:
         if column not in self._frame.columns:
             return [ANY]
@@ -186,6 +185,13 @@ class LogBrowser(w.VBox):
         else:
             values = sorted(map(str, pd.unique(series.dropna())[:_MAX_OPTIONS]))
         return [ANY, *values]
+
+    def _on_bar_click(self, trace: Any, points: Any, _state: Any = None) -> None:
+        indices = list(getattr(points, "point_inds", []) or [])
+        if indices and trace.customdata is not None:
+            label = self._bar_labels[int(trace.customdata[indices[0]])]
+            if label in self.event_filter.options:
+                self.event_filter.value = label
 
     def _on_filter(self, _change: dict) -> None:
         if not self._muted:
@@ -224,6 +230,7 @@ class LogBrowser(w.VBox):
         by = first_column(self._frame, "task_event_type") or first_column(self._frame, "business_key")
         split = first_column(self._frame, "status")
         traces = []
+        self._bar_labels: list[str] = []
         cols = [c for c in (by, split) if c is not None]
         # Only the counted columns of the filtered rows are copied, never the whole table.
         frame = self._frame[cols] if self._mask is None else self._frame[cols].iloc[self._rows]
@@ -234,8 +241,12 @@ class LogBrowser(w.VBox):
                 counts = pd.concat({"records": counts}, names=["__split", by]).swaplevel()
             for name, part in counts.groupby(level=1, sort=True):
                 labels = [("(none)" if pd.isna(v) else str(v)) for v in part.index.get_level_values(0)]
+                # customdata holds indices, not text: record strings reach the figure only escaped
+                first = len(self._bar_labels)
+                self._bar_labels.extend(labels)
                 traces.append(go.Bar(
                     x=[escape(v) for v in labels], y=part.to_numpy(), name=escape(name),
+                    customdata=np.arange(first, first + len(labels)),
                     marker_color=colour_for(name), hoverinfo="text",
                     hovertext=[hover([(by, v), (split or "", name if split else None), ("records", int(n))])
                                for v, n in zip(labels, part.to_numpy())],
@@ -244,6 +255,9 @@ class LogBrowser(w.VBox):
             self.figure.data = []
             for trace in traces:
                 self.figure.add_trace(trace)
+        if by == "task_event_type":
+            for trace in self.figure.data:
+                trace.on_click(self._on_bar_click)
         self.figure.layout.title.text = f"records by {by or 'event type'}" + (f" and {split}" if split else "")
 
 

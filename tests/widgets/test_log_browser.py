@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import html
+
 import pandas as pd
 
 from agent_inspect.widgets import LogBrowser
@@ -100,3 +102,14 @@ def test_large_log_renders_one_page_only():
     assert len(log.records) > 25 * 10
     assert browser.table.value.count("<tr>") == 26
     assert isinstance(browser.filtered, pd.DataFrame)
+
+
+def test_clicking_a_bar_filters_by_its_event_type(probe_log):
+    from _widget_view import click
+
+    browser = LogBrowser(probe_log)
+    trace = browser.figure.data[0]
+    label = html.unescape(trace.x[1])  # the bar as a person reads it
+    click(browser.figure, 0, 1)
+    assert browser.event_filter.value == label
+    assert set(browser.filtered["task_event_type"].astype(str)) == {label}
