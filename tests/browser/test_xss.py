@@ -115,9 +115,13 @@ def test_probes_never_run_in_static_views_or_the_report(plain_page, tmp_path: Pa
     fixed = ai.reconstruct(log, rule="fixed")
     executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), rule="original")
     executor.run()
+
+    class ProbeRule(ai.rules.FixedRule):
+        name = PROBES["action"]
+
     views = {"log": log, "original": result, "fixed": fixed, "prediction": ai.recovery.predict(log, rule="original"),
-             "replay safety": executor.report(), "divergences": fixed.divergences, "lints": fixed.lints,
-             "steps": executor.steps}
+             "executor": executor, "replay safety": executor.report(), "divergences": fixed.divergences,
+             "lints": fixed.lints, "steps": executor.steps, "rule check": ai.rules.check(ProbeRule(), n=3)}
     parts = []
     for name, obj in views.items():
         fragment = obj._repr_html_()
