@@ -33,9 +33,11 @@ CHROMIUM_ARGS = [
 ]
 
 
-def chromium_executable() -> str:
+def chromium_executable(candidates: list[str | None] | None = None) -> str:
     """Path of the system chromium; raises with a clear message when it is not installed."""
-    for candidate in (os.environ.get("CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium"):
+    if candidates is None:
+        candidates = [os.environ.get("CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium"]
+    for candidate in candidates:
         if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
             return candidate
     raise RuntimeError(
