@@ -131,6 +131,10 @@ class ReplayExecutor:
     calls that already ran from memory so external functions are not called twice.
 
     Markers: ``None`` rebuilds from the whole loaded log (as ``predict`` does), ``[]`` is a fresh start.
+    K2 restore checks (spec §6.5): a rebuild window with a serializer fingerprint other than
+    ``expected_fingerprint`` (default: the window's most common) or, when ``max_parallelism`` is
+    given, a key group outside ``[0, max_parallelism)`` fails the restore (the job fails at the first
+    lookup). ``max_parallelism`` (default 128) also sets the key groups of keys absent from the log.
     ``source_kind`` ("kafka" / "fluss", default: the log's, else "kafka") selects the original rule's
     snapshot flavour for K1 keys and the journal's layout.
     Plan keys are Flink key texts or the log's business keys; steps, memory and the store use the
@@ -147,7 +151,8 @@ class ReplayExecutor:
                  markers: Sequence[Mapping[int, int]] | None = None, rule: Any = None,
                  policies: Policies | Mapping[str, Any] | None = None,
                  key_format: str | None = None, value_format: str = "V3",
-                 num_partitions: int | None = None, max_parallelism: int = 128,
+                 num_partitions: int | None = None, max_parallelism: int | None = None,
+                 expected_fingerprint: str | None = None,
                  memory: Mapping[str, Mapping[str, Any]] | None = None,
                  sensory: Mapping[str, Mapping[str, Any]] | None = None,
                  breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
@@ -178,7 +183,9 @@ class ReplayExecutor:
         self._markers = None if markers is None else [dict(m) for m in markers]
         self._policies = as_policies(policies)
         self._value_format = value_format
-        self._keys = KeyMaker(self._log, key_format=key_format, max_parallelism=max_parallelism)
+        self._keys = KeyMaker(self._log, key_format=key_format,
+                              max_parallelism=128 if max_parallelism is None else max_parallelism)
+        self._restore_checks = {"expected_fingerprint": expected_fingerprint, "max_parallelism": max_parallelism}
         self._plan: PlanView = plan_view(plan, self._log, markers=self._markers)
         self._keys.register(self._plan.plan.keys)
         self._num_partitions = num_partitions
@@ -575,7 +582,7 @@ class ReplayExecutor:
 
         if self._base_session is None:
             self._base_session = rebuild_session(self._log, self._rule, self._markers,
-                                                 source_kind=self._source_kind)
+                                                 source_kind=self._source_kind, **self._restore_checks)
         session = self._base_session.copy()
         self._run.session = session
         rebuild_events = [e for e in session.events if e.step == "rebuild"]

@@ -9,14 +9,17 @@ __all__ = ["rebuild_session"]
 
 
 def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | None, *,
-                    source_kind: str | None = None) -> Any:
+                    source_kind: str | None = None, expected_fingerprint: str | None = None,
+                    max_parallelism: int | None = None) -> Any:
     """A :class:`~agent_inspect.recovery.RecoverySession` rebuilt from ``log`` (empty without a log).
 
     ``markers=None`` with a log rebuilds from the whole loaded log (as if the marker were at its
     start, like ``predict``); ``markers=[]`` is an explicit fresh start (empty cache).
     ``source_kind`` ("kafka" / "fluss") picks the original rule's snapshot flavour; default: the log's.
+    ``expected_fingerprint`` / ``max_parallelism`` are the K2 restore checks (spec §6.5).
     """
-    from agent_inspect.recovery import RecoverySession, rebuild
+    from agent_inspect.recovery import RecoverySession
+    from agent_inspect.recovery._predict import rebuild_checked
     from agent_inspect.recovery._rebuild import source_kind_of
 
     kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
@@ -30,4 +33,5 @@ def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | 
             for p, off in recs.groupby("partition", observed=True)["offset"].min().items():
                 starts[int(p)] = min(starts.get(int(p), int(off)), int(off))
         markers = [starts] if starts else []
-    return rebuild(log, rule, markers, session=session)
+    return rebuild_checked(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint,
+                           max_parallelism=max_parallelism)

@@ -26,14 +26,16 @@ from agent_inspect.agents._protocol import (
 from agent_inspect.agents._subagents import SubagentIdAllocator
 from agent_inspect.recovery._model import CacheEvent, Divergence, Entry, Outcome, Task
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
-from agent_inspect.recovery._rebuild import Markers, rebuild
+from agent_inspect.recovery._rebuild import (
+    Markers, iter_entries, rebuild, rebuild_records, restore_failures, source_kind_of, window_mask,
+)
 from agent_inspect.recovery._session import RecoverySession
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
-__all__ = ["predict", "Prediction", "CallJournal", "CallOutcome", "NOT_DISPATCHED"]
+__all__ = ["predict", "Prediction", "CallJournal", "CallOutcome", "NOT_DISPATCHED", "rebuild_checked"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
@@ -533,9 +535,54 @@ class _Simulation:
         return names
 
 
+def rebuild_checked(log: Any, rule: Any, markers: Markers, *, session: RecoverySession | None = None,
+                    expected_fingerprint: str | None = None,
+                    max_parallelism: int | None = None) -> RecoverySession:
+    """:func:`~agent_inspect.recovery.rebuild` plus the K2 key-group range check for ``max_parallelism``.
+
+    Upstream fails a K2 restore on a key group outside ``[0, max_parallelism)`` (spec §6.5); a log
+    loaded without ``max_parallelism`` has no decode error to show it, so the window is checked here.
+    """
+    if max_parallelism is None:
+        return rebuild(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint)
+    if session is None:
+        session = RecoverySession(rule, source_kind=source_kind_of(log))
+    records = log.records if hasattr(log, "records") else log
+    source = getattr(log, "source", None)
+    mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None), source=source)
+    if not mask.any():
+        return session
+    if getattr(session.rule, "restore_checks", True):
+        found = {pos: (pos, msg, bk) for pos, msg, bk in
+                 restore_failures(records, mask, expected_fingerprint=expected_fingerprint)}
+        for pos, msg, bk in _key_group_failures(records, mask, max_parallelism):
+            found.setdefault(pos, (pos, msg, bk))
+        session.fail_restore([found[p] for p in sorted(found)])
+    rebuild_records(session, iter_entries(records, mask, undecodable=True))
+    return session
+
+
+def _key_group_failures(records: pd.DataFrame, mask: Any, max_parallelism: int) -> list[tuple[int, str, str | None]]:
+    sub = records[mask]
+    if sub.empty or "key_group" not in sub or "state_key" not in sub:
+        return []
+    v2 = sub["state_key"].astype(object).str.startswith("v2:", na=False)
+    if not v2.any():
+        return []
+    groups = sub["key_group"].astype("Int64")
+    bad = sub[v2 & groups.notna() & ((groups >= max_parallelism) | (groups < 0))]
+    out = []
+    for pos, sk, g, bk in zip(bad.index, bad["state_key"], bad["key_group"], bad["business_key"]):
+        msg = (f"Action-state key-group of {sk!r} is outside the configured range "
+               f"(key group {int(g)} is outside [0, {max_parallelism}))")
+        out.append((int(pos), msg, None if pd.isna(bk) else str(bk)))
+    return out
+
+
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
-            new_id: Callable[[], str] | None = None) -> Prediction:
+            new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
+            max_parallelism: int | None = None) -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 
     ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
@@ -544,6 +591,9 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
     log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
     from an already rebuilt store; ``new_id`` to make fresh event ids reproducible.
+    K2 restore checks (spec §6.5): a window with a serializer fingerprint other than
+    ``expected_fingerprint`` (default: the window's most common) or a key group outside
+    ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
     """
     if _is_reconstruction(log):
         recon = log
@@ -562,7 +612,8 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     if session is None:
         if markers is None:
             markers = _whole_log_markers(log)
-        session = rebuild(log, rule, markers)
+        session = rebuild_checked(log, rule, markers, expected_fingerprint=expected_fingerprint,
+                                  max_parallelism=max_parallelism)
     sim = _Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())))
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())

@@ -1,4 +1,4 @@
-"""Executor follow-ups: a checkpoint holds the operator's full keyed state."""
+"""Executor follow-ups: a checkpoint holds the operator's full keyed state; K2 restore checks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import pytest
 from agent_inspect import codec
 from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import ReplayExecutor, StepKind
+from agent_inspect.executor._plan import as_plan
+from agent_inspect.recovery import predict
 
 
 def memo_agent() -> PythonAgent:
@@ -46,3 +48,33 @@ def test_checkpoint_keeps_keys_without_a_round_in_the_attempt(key_format):
     assert _rounds(ex2) == [(bk("j"), 8), (bk("k"), 2)]
     assert ex2.outputs["attributes"].tolist()[0] == {"output": "kept"}
     assert dict(ex2.memory[bk("j")].short_term) == {"note": "kept", "last": "b"}
+
+
+# -- K2 restore checks: the job's serializer fingerprint and max parallelism (spec §6.5) ------------------
+
+def _k2_log():
+    agent = memo_agent()
+    ex = ReplayExecutor(agent=agent, key_format="K2", seed=3, plan={"inputs": [("k", "a"), ("j", "b")]})
+    ex.run()
+    log = ex.to_log()
+    return agent, log, int(log.records["key_group"].max())
+
+
+@pytest.mark.parametrize("option", ["expected_fingerprint", "max_parallelism"])
+def test_k2_restore_checks_fail_the_executor_and_the_prediction(option):
+    agent, log, top_group = _k2_log()
+    k, j = codec.string_key_digest("k"), codec.string_key_digest("j")     # K2 logs name keys by digest
+    plan = {"inputs": [(k, "c")], "restored_seq": {k: 0, j: 0}}
+    bad, good = {"expected_fingerprint": ("B" * 43 + "=", "A" * 43 + "="),
+                 "max_parallelism": (top_group, top_group + 1)}[option]
+    for value, fails in ((bad, True), (good, False), (None, False)):
+        ex = ReplayExecutor(log, agent=agent, plan=plan, rule="fixed", **{option: value})
+        ex.run()
+        assert (ex.failure is not None) == fails, (value, ex.failure)
+        assert ex.step_list[0].outcome == ("restore-failed" if fails else "rebuilt")
+        if fails:
+            assert "fingerprint" in ex.failure if option == "expected_fingerprint" else "key-group" in ex.failure
+        pred = predict(log, as_plan(plan, log), agent, rule="fixed", **{option: value})
+        assert pred.crashed == fails
+        assert [d.kind for d in pred.divergences if d.kind == "restore-failure"] == (["restore-failure"] if fails
+                                                                                    else [])
