@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from agent_inspect import _html
 from agent_inspect._errors import DecodeError, ValueFormatError
-from agent_inspect.codec._keys import resolve_key_fields
+from agent_inspect.codec._keys import FLAG_AMBIGUOUS, resolve_key_fields
 from agent_inspect.codec._values import (
     _F_CALL_NEW,
     _F_CALL_OLD,
@@ -152,15 +152,22 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
     c: dict[str, Any] = {}
     errors: list[str | None] = [None] * n
 
-    # keys: a few shapes dominate, parsed without objects; repeated keys parsed once
-    keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
-    good = [k if type(k) is tuple else _NO_KEY for k in keys]
-    for i, k in enumerate(keys):
-        if type(k) is not tuple:
-            errors[i] = "key: missing (record has no key)" if k is None else f"key: {_reason(k)}"
-    (c["key_format"], c["key_group"], c["seq"], c["event_uuid"], c["action_uuid"], c["key_text"],
-     c["key_digest"], _, c["key_flags"]) = (list(col) for col in zip(*good)) if n else ([],) * 9
-    c["business_key"] = [k[5] if k[5] is not None else k[6] for k in good]
+    # keys: a few shapes dominate, parsed without objects; each distinct key parsed and converted once
+    ready = _key_columns(raw.key, errors, key_format=key_format, max_parallelism=max_parallelism)
+    if ready is None:  # ambiguous layouts are settled per partition, record by record
+        keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
+        good = [k if type(k) is tuple else _NO_KEY for k in keys]
+        for i, k in enumerate(keys):
+            if type(k) is not tuple:
+                errors[i] = _key_error(k)
+        (c["key_format"], c["key_group"], c["seq"], c["event_uuid"], c["action_uuid"], c["key_text"],
+         c["key_digest"], _, c["key_flags"]) = (list(col) for col in zip(*good)) if n else ([],) * 9
+        c["business_key"] = [k[5] if k[5] is not None else k[6] for k in good]
+        c["state_key"] = [None if k is None else k.decode("utf-8", "replace") for k in raw.key]
+        business_keys = c["business_key"]
+    else:
+        c.update(ready)
+        business_keys = ready.pop("_business_codes")
 
     # values: typed msgspec decode with free-form parts left raw; payload objects are not kept
     values = raw.value
@@ -190,14 +197,66 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
     else:
         c["tombstone"] = np.zeros(n, dtype=bool)
         c["payload_bytes"] = list(map(len, values))
-    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, c["business_key"], raw.partition)
+    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
     c["partition"] = raw.partition
     c["offset"] = raw.offset
     c["timestamp"] = raw.timestamp_ms
-    c["state_key"] = [None if k is None else k.decode("utf-8", "replace") for k in raw.key]
     c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
     c["error"] = errors
     return _frame(c, n)
+
+
+def _key_error(k: Any) -> str:
+    return "key: missing (record has no key)" if k is None else f"key: {_reason(k)}"
+
+
+_KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
+
+
+def _key_columns(keys: list[bytes | None], errors: list[str | None], *, key_format: str | None,
+                 max_parallelism: int | None) -> dict[str, Any] | None:
+    """The key columns, final dtypes, from each distinct key once; None when a layout is ambiguous.
+
+    A state key is written two or three times (initial, calls, completed), so parsing and converting
+    distinct keys, then taking rows by code, halves the work. Categories keep first-appearance order.
+    """
+    index = dict.fromkeys(keys)
+    for j, k in enumerate(index):
+        index[k] = j
+    distinct = list(index)
+    fields = resolve_key_fields(distinct, None, prefer=key_format, max_parallelism=max_parallelism)
+    if any(type(f) is tuple and FLAG_AMBIGUOUS in f[8] for f in fields):
+        return None
+    take = np.fromiter(map(index.__getitem__, keys), np.int64, len(keys))
+    codes = pa.array(take)
+    good = [f if type(f) is tuple else _NO_KEY for f in fields]
+    if not all(type(f) is tuple for f in fields):
+        bad = [None if type(f) is tuple else _key_error(f) for f in fields]
+        for i, j in enumerate(take.tolist()):
+            if bad[j] is not None:
+                errors[i] = bad[j]
+    d: dict[str, Any] = {}
+    (d["key_format"], d["key_group"], d["seq"], d["event_uuid"], d["action_uuid"], d["key_text"],
+     d["key_digest"], _, d["key_flags"]) = zip(*good) if good else ((),) * 9
+    d["business_key"] = [g[5] if g[5] is not None else g[6] for g in good]
+    out: dict[str, Any] = {}
+    for name in _KEY_CATEGORIES:
+        enc = pa.array(d[name], pa.string()).dictionary_encode()
+        rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
+        out[name] = rows.to_pandas()
+        if name == "business_key":
+            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy().tolist()
+    for name, dtype in (("key_group", np.int32), ("seq", np.int64)):
+        values = np.asarray([-1 if v is None else v for v in d[name]], dtype=dtype)[take] if good else \
+            np.empty(0, dtype)
+        out[name] = pd.arrays.IntegerArray(values, values < 0)
+    flags = np.empty(len(good), dtype=object)
+    flags[:] = d["key_flags"]
+    out["key_flags"] = flags[take]
+    text = [None if k is None else k.decode("utf-8", "replace") for k in distinct]
+    for name, col in (("event_uuid", d["event_uuid"]), ("state_key", text)):
+        out[name] = pd.Series(pa.array(col, pa.string()).take(codes), dtype="str")
+    return out
 
 
 _NO_KEY = (None,) * 8 + (_NO_FLAGS,)
@@ -374,7 +433,9 @@ def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
     data: dict[str, Any] = {}
     for name in COLUMNS:
         col = c[name]
-        if name == "partition":
+        if isinstance(col, (pd.Series, np.ndarray, pd.api.extensions.ExtensionArray)):
+            data[name] = col  # already final (key columns built per distinct key)
+        elif name == "partition":
             data[name] = np.asarray(col, dtype=np.int32)
         elif name == "offset":
             data[name] = np.asarray(col, dtype=np.int64)

@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from agent_inspect.codec import ActionState, CallResult, Event, decode_action_state, encode_action_state
+import uuid
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent_inspect.codec import (
+    ActionState,
+    CallResult,
+    Event,
+    StateKey,
+    decode_action_state,
+    encode_action_state,
+    resolve_state_keys,
+)
 from agent_inspect.log import ActionStateLog
 from agent_inspect.sources import RawBatch, SourceInfo
 
@@ -24,3 +38,51 @@ def test_legacy_call_status_follows_the_exception_payload() -> None:
     for row, statuses in zip(r.itertuples(), want):
         assert (row.calls_succeeded, row.calls_failed, row.calls_pending) == (
             statuses.count("SUCCEEDED"), statuses.count("FAILED"), statuses.count("PENDING"))
+
+
+_UUIDS = [str(uuid.UUID(int=i * 7919, version=v)) for i, v in ((1, 3), (2, 3), (3, 4))]
+_DIGEST = "q" * 43 + "="
+
+
+@st.composite
+def _raw_key(draw: st.DrawFn) -> bytes | None:
+    text = draw(st.sampled_from(["user", "u_1", "ü", "", "7", "a_b"]))
+    ev, act = draw(st.sampled_from(_UUIDS)), draw(st.sampled_from(_UUIDS))
+    seq, group = draw(st.integers(0, 3)), draw(st.integers(0, 200))
+    shape = draw(st.sampled_from([
+        f"{text}_{seq}_{ev}_{act}", f"{group}_{seq}_{ev}_{act}_{text}", f"{group}_{seq}_{ev}_{act}_{_DIGEST}",
+        f"{text}-{ev}-{act}", f"{group}_{text}_{seq}_{ev}_{act}", "not a key", None, "\xff"]))
+    if shape is None:
+        return None
+    return b"\xff" + shape.encode() if shape == "\xff" else shape.encode()
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.tuples(st.integers(0, 2), _raw_key()), max_size=25))
+def test_key_columns_match_the_per_record_parser(rows: list[tuple[int, bytes | None]]) -> None:
+    value = encode_action_state(ActionState(task_event=Event.new("_input_event", {}, id="e")))
+    batch = RawBatch([p for p, _ in rows], list(range(len(rows))), [None] * len(rows), [k for _, k in rows],
+                     [value] * len(rows))
+    log = ActionStateLog.from_raw(batch, SOURCE)
+    r = log.records
+    raw = log.raw
+    want = resolve_state_keys(raw.key, raw.partition)
+    for pos, (k, got) in enumerate(zip(raw.key, want)):
+        row = r.iloc[pos]
+        if isinstance(got, StateKey):
+            assert pd.isna(row["error"])
+            assert (row["key_format"], row["event_uuid"], row["action_uuid"], row["key_flags"]) == (
+                got.format, got.event_uuid, got.action_uuid, got.flags)
+            assert _na(row["seq"]) == got.seq and _na(row["key_group"]) == got.key_group
+            assert (_na(row["key_text"]), _na(row["key_digest"])) == (got.key_text, got.key_digest)
+            assert row["business_key"] == got.business_key
+        else:
+            assert row["error"] == ("key: missing (record has no key)" if got is None else f"key: {got}")
+            assert pd.isna(row["key_format"]) and pd.isna(row["business_key"]) and row["key_flags"] == ()
+        assert _na(row["state_key"]) == (None if k is None else k.decode("utf-8", "replace"))
+    for name in ("key_format", "business_key", "action_uuid", "key_text"):
+        assert list(r[name].cat.categories) == list(dict.fromkeys(r[name].dropna().astype(object)))
+
+
+def _na(v: object) -> object:
+    return None if pd.isna(v) else v
