@@ -109,6 +109,8 @@ class _Run:
     seq_of: dict[str, int] = field(default_factory=dict)          # messageSequenceNumber per key
     inputs_started: int = 0
     active: tuple[str, int, Any] | None = None                     # top-level round: key, seq, queue
+    rounds: dict[tuple[str, int], None] = field(default_factory=dict)   # replayed (key, seq), in order
+    looked_up: set[str] = field(default_factory=set)                    # state keys some task looked up
     current: tuple[Any, AgentEvent] | None = None                  # its task being processed
 
 
@@ -574,6 +576,7 @@ class ReplayExecutor:
                         tasks += [(d, begin) for d in self._agent.listeners(begin)]
                 tasks += [(d, ev) for d in self._agent.listeners(ev)]
                 self._round(self._keys.business_key(key), seq, tasks, input_event=ev)
+            self._not_dispatched()
         except _JobFailed as failed:
             self._run.failure = failed
 
@@ -596,6 +599,30 @@ class ReplayExecutor:
             if ev.op == "delete":
                 continue
             self._cache_event_step(ev, during="rebuild")
+
+    def _not_dispatched(self) -> None:
+        """One step per cached record of a replayed round that no task looked up (as ``predict``)."""
+        store = self._run.session.store
+        names: dict[str, str] | None = None
+        for key, seq in self._run.rounds:
+            for entry in sorted(store.entries_at(key, seq), key=lambda e: (e.pos is None, e.pos or 0)):
+                if entry.state_key in self._run.looked_up:
+                    continue
+                if names is None:
+                    names = self._action_names()
+                self._emit(StepKind.NOT_DISPATCHED, key=key, seq=seq,
+                           action=names.get(entry.action_uuid, entry.action_uuid[:8]),
+                           event_type=entry.task_event_type, event_id=entry.task_event_id,
+                           fingerprint=entry.event_uuid, state_key=entry.state_key, outcome="NOT-DISPATCHED",
+                           reason="cached record of a replayed round that no task looked up",
+                           detail={"pos": entry.pos})
+
+    def _action_names(self) -> dict[str, str]:
+        fmt, names = self._keys.format, {}
+        for d in self._agent.agent.actions:
+            names[self._agent.action_uuid(d.name, fmt, attempt=self._attempt)] = d.name
+            names.setdefault(self._agent.action_uuid(d.name, fmt, attempt=0), d.name)
+        return names
 
     def _cache_event_step(self, ev: Any, *, during: str, task: int | None = None,
                           action: str | None = None) -> None:
@@ -627,6 +654,8 @@ class ReplayExecutor:
                            detail={"restored": True})
                 continue
             queue.append((decl, ev, restored))
+        if queue or not restored:
+            self._run.rounds[(key, seq)] = None
         self._run.seq_of[key] = seq
         self._run.active = (key, seq, queue)
         self._dispatch(key, seq, queue, collector=None)
@@ -689,6 +718,7 @@ class ReplayExecutor:
         fp = event.fingerprint
         auuid = self._agent.action_uuid(name, self._keys.format, attempt=self._attempt)
         sk = self._keys.state_key(key, seq, fp, auuid)
+        self._run.looked_up.add(sk)
         t = Task(business_key=key, seq=seq, state_key=sk, event_uuid=fp, action_uuid=auuid, event_id=event.id,
                  event_type=event.type, is_root=event.is_root, key_format=self._keys.format,
                  key_text=self._keys.key_text(key), action=name)

@@ -11,7 +11,11 @@ __all__ = ["StepKind", "Step", "Breakpoint", "STEP_COLUMNS"]
 
 
 class StepKind(str, enum.Enum):
-    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``."""
+    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``.
+
+    NOT_DISPATCHED steps come last: one per cached record of a replayed round that no task looked
+    up (e.g. the children of a reused sub-agent caller), as ``predict`` lists them.
+    """
 
     REBUILD = "rebuild"
     LOOKUP = "lookup"
@@ -23,6 +27,7 @@ class StepKind(str, enum.Enum):
     PERSIST = "persist"
     ROUND_COMPLETE = "round-complete"
     PRUNE = "prune"
+    NOT_DISPATCHED = "not-dispatched"
 
     def __str__(self) -> str:
         return self.value

@@ -44,6 +44,13 @@ def test_executor_agrees_with_expectation_and_prediction(case, rule):
     pred = predict(built.log, built.plan, built.agent, rule=rule, markers=list(built.markers))
     tasks = pred.tasks[pred.tasks["outcome"] != "NOT-DISPATCHED"]
     assert got == [(int(s), a, o) for s, a, o in zip(tasks["seq"], tasks["action"], tasks["outcome"])]
+    # cached records no task looked up: the same as the prediction's, and every one the case expects
+    nd = [(s.seq, s.action, s.state_key) for s in ex.step_list if s.kind is StepKind.NOT_DISPATCHED]
+    rows = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
+    assert nd == [(int(s), a, k) for s, a, k in zip(rows["seq"], rows["action"], rows["state_key"])]
+    for item in expected.items:
+        if item.outcome == "NOT-DISPATCHED":
+            assert item.action in [a for _, a, _ in nd], f"{item} expected, executor lists {nd}"
     executed: dict[str, int] = {}
     for s in ex.step_list:
         if s.call_index is not None and s.outcome == "execute":

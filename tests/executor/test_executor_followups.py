@@ -78,3 +78,42 @@ def test_k2_restore_checks_fail_the_executor_and_the_prediction(option):
         assert pred.crashed == fails
         assert [d.kind for d in pred.divergences if d.kind == "restore-failure"] == (["restore-failure"] if fails
                                                                                     else [])
+
+
+# -- NOT-DISPATCHED: cached records of replayed rounds that no task looked up (parity with predict) --------
+
+def subagent_agent() -> PythonAgent:
+    child = PythonAgent()
+
+    @child.action("CA", listens=["_input_event"])
+    def ca(event, ctx):
+        ctx.send_event("_output_event", {"output": event.attributes["input"]})
+
+    agent = PythonAgent()
+
+    @agent.action("P", listens=["_input_event"])
+    def p(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.call_subagent("reviewer", "_input_event", {"input": "x"})})
+
+    agent.subagent("reviewer", child)
+    return agent
+
+
+def test_s02_children_of_a_reused_caller_are_listed_not_dispatched():
+    agent = subagent_agent()
+    ex1 = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a")]}, key_format="K1.5", seed=1)
+    ex1.step()
+    marker = ex1.checkpoint()
+    ex1.run()
+    log = ex1.to_log()
+    ex = ReplayExecutor(log, agent=agent, plan={"inputs": [("k", "a")]}, markers=[marker], seed=2)
+    ex.run()
+    nd = [s for s in ex.step_list if s.kind is StepKind.NOT_DISPATCHED]
+    assert [(s.key, s.seq, s.action, s.outcome) for s in nd] == [("k", 0, "CA", "NOT-DISPATCHED")]
+    assert nd[0].detail["pos"] is not None and log.records.loc[nd[0].detail["pos"], "state_key"] == nd[0].state_key
+    assert ex.counters.tasks == 1                        # a cached record is not a task
+    assert ex.steps["kind"].iloc[-1] == "not-dispatched"
+    pred = predict(log, as_plan({"inputs": [("k", "a")]}, log), agent, markers=[marker])
+    rows = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
+    assert [(s.key, s.seq, s.action, s.state_key) for s in nd] == \
+        list(zip(rows["business_key"], rows["seq"].astype(int), rows["action"], rows["state_key"]))

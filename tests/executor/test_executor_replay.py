@@ -381,7 +381,7 @@ def test_public_names():
             "ReplaySafetyReport", "Counters"} <= set(executor.__all__)
     assert agent_inspect.ReplayExecutor is executor.ReplayExecutor
     assert {k.value for k in StepKind} == {"rebuild", "lookup", "eviction", "invalidation", "reuse", "resume",
-                                           "rerun", "persist", "round-complete", "prune"}
+                                           "rerun", "persist", "round-complete", "prune", "not-dispatched"}
     from agent_inspect.agents import PythonAgent as exported
 
     assert exported is PythonAgent
