@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table or a file path")
     parser.add_argument("-o", "--output", required=True, type=Path, help="the HTML file to write")
     parser.add_argument("--rule", default="fixed", help="divergence rule (default: fixed)")
-    parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps')
+    parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps, '
+                                          "or @FILE (e.g. @sample_logs/production.markers.json)")
     parser.add_argument("--title", help="heading of the report")
     parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
     parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
@@ -29,13 +30,23 @@ def register(subparsers: Any) -> None:
 
 
 def parse_markers(text: str | None) -> Any:
-    """Markers given on the command line as JSON (partition numbers may be strings)."""
+    """Markers given on the command line as JSON, or ``@file`` holding them (partition numbers may be strings).
+
+    A file may also be a sample's ``<name>.markers.json``: its ``"markers"`` entry is used.
+    """
     if text is None:
         return None
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InspectError(f"--markers file {text[1:]!r} cannot be read ({exc.strerror}); check the path") from None
     try:
         value = json.loads(text)
     except ValueError as exc:
-        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '{{\"0\": 120}}'") from None
+        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '{{\"0\": 120}}' or @file") from None
+    if isinstance(value, dict) and "markers" in value:
+        value = value["markers"]
 
     def fix(m: Any) -> Any:
         if isinstance(m, dict) and all(isinstance(k, str) and k.lstrip("-").isdigit() for k in m):

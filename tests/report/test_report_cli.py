@@ -100,3 +100,17 @@ def test_demo_cli_tells_the_production_story(capsys) -> None:
     assert main(["demo", "--cli"]) == 0
     text = capsys.readouterr().out
     assert "re-execution ledger" in text and "durable call" in text
+
+
+def test_report_command_takes_a_markers_file(tmp_path: Path, capsys) -> None:
+    import agent_inspect as ai
+
+    out = tmp_path / "r.html"
+    markers = ai.samples.path("production", "markers")
+    assert main(["report", str(ai.samples.path("production")), "--rule", "original", "--markers", f"@{markers}",
+                 "-o", str(out), "--keys", "1"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    html = out.read_text(encoding="utf-8")
+    assert "evicted" in html and html.count('class="plotly-graph-div"') == 1
+    assert main(["report", str(markers), "--markers", f"@{tmp_path / 'nope.json'}", "-o", str(out)]) == 2
+    assert "cannot be read" in capsys.readouterr().err
