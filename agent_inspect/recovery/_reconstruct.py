@@ -74,17 +74,23 @@ class Reconstruction:
         """The decoded value of the record at ``pos`` (delegates to the log)."""
         return self.log.value(pos)
 
-    def graph(self, key: str, seq: int | None = None, attempt: int | None = None) -> nx.DiGraph:
-        """The action graph of ``key`` (one round / attempt) with this reconstruction's statuses."""
+    def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph:
+        """The action graph of ``key`` (one round / attempt) with this reconstruction's statuses.
+
+        ``options`` go to :func:`agent_inspect.history.action_graph` (e.g. ``action_names=``).
+        """
         from agent_inspect.history import action_graph
 
-        return action_graph(self, key, seq=seq, attempt=attempt)
+        return action_graph(self, key, seq=seq, attempt=attempt, **options)
 
-    def subagent_tree(self, key: str, seq: int) -> nx.DiGraph:
-        """The sub-agent call tree of (key, seq) with this reconstruction's statuses (spec §11.5)."""
+    def subagent_tree(self, key: str, seq: int, **options: Any) -> nx.DiGraph:
+        """The sub-agent call tree of (key, seq) with this reconstruction's statuses (spec §11.5).
+
+        ``options`` go to :func:`agent_inspect.history.subagent_tree` (``action_names=``, ``key_text=``).
+        """
         from agent_inspect.history import subagent_tree
 
-        return subagent_tree(self, key, seq)
+        return subagent_tree(self, key, seq, **options)
 
     def predict(self, plan: Any = None, agent: Any = None) -> Any:
         """The static prediction of a replay under this rule and markers (:func:`agent_inspect.recovery.predict`)."""
