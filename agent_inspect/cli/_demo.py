@@ -134,7 +134,7 @@ def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("origin
             explanations = [str(e) for e in divergences["explanation"].head(5)]
         out[rule] = {"statuses": {str(k): int(v) for k, v in statuses.items()},
                      "divergences": int(len(divergences)), "explanations": explanations,
-                     "ledger": ledger_totals(prediction_of(log, result, rule=rule, markers=markers), result)}
+                     "ledger": ledger_totals(prediction_of(result), result)}
     return out
 
 

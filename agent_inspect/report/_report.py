@@ -68,13 +68,13 @@ def render_report(
     """The report of :func:`write_report` as an HTML string."""
     log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
     rule_name = _rule_name(result, rule)
-    prediction = prediction_of(log, result, rule=rule, markers=markers)
+    prediction = prediction_of(result)
     sections = [
         _summary_section(log, result, rule_name),
         _divergence_section(result, max_rows=max_rows),
         _timeline_section(result, max_keys=max_keys),
         _ledger_section(prediction, max_rows=max_rows),
-        _lint_section(log, result, max_rows=max_rows),
+        _lint_section(result, max_rows=max_rows),
         _errors_section(log, max_rows=max_rows),
         _static_views_section(log, result),
     ]
@@ -205,7 +205,7 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
     return _Section("ledger", title, body)
 
 
-def _lint_section(log: Any, result: Any, *, max_rows: int) -> _Section:
+def _lint_section(result: Any, *, max_rows: int) -> _Section:
     lints = getattr(result, "lints", None)
     if not isinstance(lints, pd.DataFrame):
         return _Section("lints", "Lints", "<p>No lints were computed.</p>")
@@ -244,19 +244,12 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
     return [(k, int(n)) for k, n in counts.head(limit).items()]
 
 
-def prediction_of(log: Any, result: Any, *, rule: Any = None, markers: Any = None) -> Any:
-    """The static prediction (tasks and re-execution ledger) behind ``result``, or None if there is none."""
-    carried = getattr(result, "prediction", None)
-    if callable(carried):
-        carried = carried()
-    if carried is not None:
-        return carried
+def prediction_of(result: Any) -> Any:
+    """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None."""
     from agent_inspect.recovery import predict
 
-    if markers is None:
-        markers = getattr(result, "markers", None)
     try:
-        return predict(log, rule=getattr(result, "rule", None) or rule, markers=markers)
+        return predict(result.log, rule=result.rule, markers=result.markers)
     except InspectError:
         return None
 
@@ -327,9 +320,8 @@ def _page(heading: str, sections: Sequence[_Section], *, rule_name: str) -> str:
         scripts.insert(0, _plotly_js())
     # Only the report's own scripts may run: inline handlers or injected <script>s never would,
     # even if something record-derived slipped through unescaped.
-    csp = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
-           "script-src " + " ".join(f"'{_sha256(s)}'" for s in scripts) if scripts else
-           "default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; script-src 'none'")
+    script_src = " ".join(f"'{_sha256(s)}'" for s in scripts) or "'none'"
+    csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; script-src {script_src}"
     nav = "".join(f'<a href="#{s.anchor}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{s.anchor}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
     script_tags = "".join(f"<script>{s}</script>" for s in scripts)
