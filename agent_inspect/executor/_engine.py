@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import random
 import threading
 from collections import deque
@@ -98,6 +99,7 @@ class _Run:
     memory: dict[str, tuple[Memory, Memory]]
     steps: list[Step] = field(default_factory=list)
     writes: list[tuple[str, Any, RecordView]] = field(default_factory=list)   # (state_key, task, value)
+    write_steps: list[int] = field(default_factory=list)                     # each write's PERSIST step
     overlay: dict[str, RecordView] = field(default_factory=dict)
     outputs: list[dict[str, Any]] = field(default_factory=list)
     last_completed: dict[str, int] = field(default_factory=dict)
@@ -147,6 +149,11 @@ class ReplayExecutor:
     returns a marker and keeps a :class:`Checkpoint`, :meth:`fail_after` stops the job after a
     step, and :meth:`to_log` gives the topic as it now reads; the next attempt is
     ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
+    Journal records have no timestamp unless ``clock`` is given: a base time (epoch milliseconds
+    or a datetime; naive means UTC) stamps each record base + the index of its PERSIST step in
+    milliseconds (increasing, gaps follow the work in between); a callable ``clock(i, step)``
+    gets the journal index and the PERSIST :class:`Step` and returns the time (it must be pure:
+    the journal is rebuilt on every access).
     """
 
     def __init__(self, log: Any = None, *, agent: Any = None, plan: Any = None,
@@ -160,7 +167,8 @@ class ReplayExecutor:
                  breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
                  attempt: int | None = None, seed: int | None = None,
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
-                 source_kind: str | None = None) -> None:
+                 source_kind: str | None = None,
+                 clock: int | datetime.datetime | Callable[[int, Step], Any] | None = None) -> None:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
@@ -200,6 +208,7 @@ class ReplayExecutor:
         # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
         self._seed = random.SystemRandom().getrandbits(64) if seed is None else seed
         self._memory_decoder = memory_decoder
+        self._clock = clock
         self._memo: dict[int, tuple[tuple[str, str], str, Any, BaseException | None]] = {}
         self._base_session: Any = None
         self._driver: list[tuple[int, bool, int]] = []      # checkpoints: (at step, complete, steps added)
@@ -433,7 +442,18 @@ class ReplayExecutor:
 
         kind = getattr(getattr(self._log, "source", None), "kind", None) or self._source_kind or "kafka"
         return build_journal(self._run.writes, log=self._log, keys=self._keys, value_format=self._value_format,
-                             num_partitions=self._partitions(), source_kind=kind)
+                             num_partitions=self._partitions(), source_kind=kind, timestamps=self._timestamps())
+
+    def _timestamps(self) -> list[int] | None:
+        from agent_inspect.executor._journal import epoch_ms
+
+        clock, run = self._clock, self._run
+        if clock is None:
+            return None
+        if callable(clock):
+            return [epoch_ms(clock(i, run.steps[n])) for i, n in enumerate(run.write_steps)]
+        base = epoch_ms(clock)
+        return [base + n for n in run.write_steps]
 
     def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
         """Take a checkpoint now: the marker (end offsets of base log + journal, §6.4).
@@ -850,6 +870,7 @@ class ReplayExecutor:
         self._run.session.write(entry)
         self._run.overlay[t.state_key] = value
         self._run.writes.append((t.state_key, t, value))
+        self._run.write_steps.append(len(self._run.steps))
         self._emit(StepKind.PERSIST, **common, outcome=what, reason="written to the overlay (never to a source)",
                    change=f"put {t.state_key}{extra}", detail={"journal_index": len(self._run.writes) - 1})
 

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import datetime
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["build_journal", "end_offsets", "combined_log", "JOURNAL_LOCATION"]
+from agent_inspect._errors import ReplayError
+
+__all__ = ["build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
 
 JOURNAL_LOCATION = "agent_inspect:replay-journal"
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def epoch_ms(t: Any) -> int:
+    """Milliseconds since the epoch of an int (taken as is) or a datetime (naive means UTC)."""
+    if isinstance(t, datetime.datetime):
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=datetime.timezone.utc)
+        return (t - _EPOCH) // datetime.timedelta(milliseconds=1)
+    if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+        raise ReplayError(f"a journal clock gives epoch milliseconds (int) or a datetime, not {t!r}")
+    return int(t)
 
 
 def _base_ends(log: Any) -> dict[int, int]:
@@ -22,8 +38,11 @@ def _base_ends(log: Any) -> dict[int, int]:
 
 
 def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any, value_format: str,
-                  num_partitions: int, source_kind: str = "kafka") -> Any:
+                  num_partitions: int, source_kind: str = "kafka",
+                  timestamps: Sequence[int | None] | None = None) -> Any:
     """A ``RawBatch`` of ``writes`` (state key, task, record view) in write order.
+
+    ``timestamps`` (epoch ms, one per write) stamps the records; without it they have none.
 
     Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end.
     For ``source_kind="fluss"`` rows also carry ``agent_key`` (the key text, or the digest under
@@ -36,14 +55,15 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any
     nxt = _base_ends(log)
     fluss = source_kind == "fluss"
     batch = RawBatch(agent_key=[] if fluss else None)
-    for sk, task, view in writes:
+    stamps = list(timestamps) if timestamps is not None else [None] * len(writes)
+    for (sk, task, view), ts in zip(writes, stamps, strict=True):
         p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
         off = nxt.get(p, 0)
         nxt[p] = off + 1
         value = encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
         agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
             else None
-        batch.append(p, off, None, sk.encode("utf-8"), value, agent_key)
+        batch.append(p, off, ts, sk.encode("utf-8"), value, agent_key)
     return batch
 
 

@@ -572,7 +572,7 @@ def _key_group_failures(records: pd.DataFrame, mask: Any, max_parallelism: int) 
     groups = sub["key_group"].astype("Int64")
     bad = sub[v2 & groups.notna() & ((groups >= max_parallelism) | (groups < 0))]
     out = []
-    for pos, sk, g, bk in zip(bad.index, bad["state_key"], bad["key_group"], bad["business_key"]):
+    for pos, sk, g, bk in zip(bad.index, bad["state_key"], bad["key_group"], bad["business_key"], strict=True):
         msg = (f"Action-state key-group of {sk!r} is outside the configured range "
                f"(key group {int(g)} is outside [0, {max_parallelism}))")
         out.append((int(pos), msg, None if pd.isna(bk) else str(bk)))

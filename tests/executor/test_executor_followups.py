@@ -117,3 +117,40 @@ def test_s02_children_of_a_reused_caller_are_listed_not_dispatched():
     rows = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
     assert [(s.key, s.seq, s.action, s.state_key) for s in nd] == \
         list(zip(rows["business_key"], rows["seq"].astype(int), rows["action"], rows["state_key"]))
+
+
+# -- production-mode journal timestamps --------------------------------------------------------------------
+
+def _persist_steps(ex: ReplayExecutor) -> list[int]:
+    return [s.index for s in ex.step_list if s.kind is StepKind.PERSIST]
+
+
+def test_journal_timestamps_default_none_base_time_or_clock():
+    import datetime as dt
+
+    agent = memo_agent()
+    plan = {"inputs": [("k", "a"), ("j", "b")]}
+    plain = ReplayExecutor(agent=agent, key_format="K1.5", seed=4, plan=plan)
+    plain.run()
+    assert plain.journal.timestamp_ms == [None] * len(plain.journal)
+
+    base = 1_700_000_000_000
+    for clock in (base, dt.datetime.fromtimestamp(base / 1000, tz=dt.timezone.utc)):
+        ex = ReplayExecutor(agent=agent, key_format="K1.5", seed=4, plan=plan, clock=clock)
+        ex.run()
+        assert ex.journal.timestamp_ms == [base + i for i in _persist_steps(ex)]
+        assert ex.journal.value == plain.journal.value and ex.journal.key == plain.journal.key
+        stamps = ex.to_log().records["timestamp"]
+        assert str(stamps.dt.tz) == "UTC" and stamps.is_monotonic_increasing
+        assert int(stamps.iloc[0].value // 1_000_000) == base + _persist_steps(ex)[0]
+
+    seen = []
+
+    def latency(i, step):
+        seen.append(step.kind)
+        return base + 1000 * i + (400 if step.outcome == "completed" else 0)
+
+    ex = ReplayExecutor(agent=agent, key_format="K1.5", seed=4, plan=plan, clock=latency)
+    ex.run()
+    assert ex.journal.timestamp_ms == [base, base + 1400, base + 2000, base + 3400]
+    assert set(seen) == {StepKind.PERSIST}
