@@ -38,9 +38,12 @@ class FileRead:
     line_errors: Mapping[int, str]  # row index in ``batch`` -> reason
 
 
+_ABSENT = msgspec.Raw(b"")  # a line without "value" (an explicit null is b"null": a tombstone)
+
+
 class _Plain(msgspec.Struct, gc=False):
     key: str | None = None
-    value: msgspec.Raw = msgspec.Raw(b"null")
+    value: msgspec.Raw = _ABSENT
     partition: int | None = None
     offset: int | None = None
     timestamp: int | str | None = None
@@ -144,19 +147,24 @@ class _Lines:
 
 
 def _sniff(lines: list[bytes]) -> str:
+    """The format most of the first lines have; a line that is not UTF-8 is read with replacements for this."""
+    kcat = plain = 0
     for line in lines[:1000]:
         if not line.strip():
             continue
         try:
             obj = _ANY.decode(line)
-        except Exception:  # noqa: BLE001 - a bad line says nothing about the format
-            continue
+        except Exception:  # noqa: BLE001 - maybe only a bad byte: the field names still tell the format
+            try:
+                obj = _ANY.decode(line.decode("utf-8", "replace").encode("utf-8"))
+            except Exception:  # noqa: BLE001 - a bad line says nothing about the format
+                continue
         if isinstance(obj, dict):
-            if "payload" in obj and "partition" in obj and "offset" in obj:
-                return "kcat-jsonl"
-            if "key" in obj or "value" in obj:
-                return "jsonl"
-    return "jsonl"
+            if "payload" in obj and ("partition" in obj or "offset" in obj):
+                kcat += 1
+            elif "value" in obj or "value_base64" in obj or "key" in obj:
+                plain += 1
+    return "kcat-jsonl" if kcat > plain else "jsonl"
 
 
 class _Rows:
@@ -195,7 +203,7 @@ def _read_plain(data: bytes, location: str) -> FileRead:
             k = rec.key
             key = k.encode("utf-8") if k is not None and rec.key_base64 is None else _plain_key(rec)
             value = bytes(rec.value)
-            if value[:1] != b"{" or rec.value_base64 is not None:  # the common inline object needs no work
+            if value[:1] != b"{" or rec.value_base64 is not None:  # also a line without "value"  # the common inline object needs no work
                 value = _plain_value(rec, value)
             ts = rec.timestamp
             if ts is not None and not isinstance(ts, int):
@@ -236,6 +244,8 @@ def _plain_key(rec: _Plain) -> bytes | None:
 def _plain_value(rec: _Plain, raw: bytes) -> bytes | None:
     if rec.value_base64 is not None:
         return base64.b64decode(rec.value_base64, validate=True)
+    if not raw:
+        raise ValueError('no "value" (null for a tombstone) nor "value_base64"; is this a plain JSONL line?')
     if raw == b"null":
         return None
     if raw[:1] == b'"':

@@ -1,0 +1,76 @@
+"""Bad input in dump files and URLs: a clear error or an error row keeping the bytes, never a crash or a silent row."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.sources._files import read_file
+from tests.sources._records import make_records
+
+RECORDS = make_records(2, 2)
+
+
+def _plain(i: int, **extra: object) -> bytes:
+    key, value = RECORDS[i]
+    return json.dumps({"key": key, "value": json.loads(value), **extra}, separators=(",", ":")).encode()
+
+
+def _kcat(i: int, *, partition: int = 0, offset: int | None = None, **extra: object) -> bytes:
+    key, value = RECORDS[i]
+    return json.dumps({"topic": "t", "partition": partition, "offset": i if offset is None else offset,
+                       "tstype": "create", "ts": 1_700_000_000_000 + i, "key": key, "payload": value.decode(),
+                       **extra}, separators=(",", ":")).encode()
+
+
+def _write(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+# ------------------------------------------------------------------------- 1. a line without a value
+
+
+def test_plain_line_without_value_is_an_error_row_not_a_tombstone(tmp_path: Path) -> None:
+    key, _ = RECORDS[0]
+    misspelled = json.dumps({"key": key, "Value": None}).encode()
+    lines = [_plain(0), _kcat(1), misspelled, json.dumps({"key": key, "value": None}).encode()]
+    read = read_file(_write(tmp_path / "p.jsonl", lines))
+    assert read.source.file_format == "jsonl"
+    assert sorted(read.line_errors) == [1, 2]
+    for row in (1, 2):
+        assert read.line_errors[row].startswith(f"line {row + 1}: ") and "value" in read.line_errors[row]
+        assert read.batch.value[row] == lines[row]       # the line's bytes are kept
+    assert read.batch.value[3] is None                   # only an explicit "value": null is a tombstone
+    log = ai.load_file(tmp_path / "p.jsonl")
+    assert int(log.records["tombstone"].sum()) == 1 and len(log.errors) == 2
+
+
+def test_non_utf8_first_line_does_not_flip_a_kcat_file(tmp_path: Path) -> None:
+    broken = _kcat(0).replace(b'"topic":"t"', b'"topic":"t\xff"')
+    lines = [broken, *(_kcat(i) for i in range(1, len(RECORDS)))]
+    read = read_file(_write(tmp_path / "k.jsonl", lines))
+    assert read.source.file_format == "kcat-jsonl"
+    assert list(read.line_errors) == [0] and read.batch.value[0] == broken
+    assert [k.decode() for k in read.batch.key[1:]] == [k for k, _ in RECORDS[1:]]
+
+
+def test_non_utf8_only_line_still_sniffs_as_kcat(tmp_path: Path) -> None:
+    broken = _kcat(0).replace(b'"topic":"t"', b'"topic":"t\xff"')
+    read = read_file(_write(tmp_path / "k.jsonl", [broken]))
+    assert read.source.file_format == "kcat-jsonl" and list(read.line_errors) == [0]
+
+
+@pytest.mark.parametrize("first", ["kcat", "plain"])
+def test_mixed_files_get_an_error_per_foreign_line(tmp_path: Path, first: str) -> None:
+    kcat = [_kcat(i) for i in range(len(RECORDS))]
+    plain = [_plain(i) for i in range(len(RECORDS))]
+    # the majority decides the format, whichever line comes first; the others are error rows
+    lines = [plain[0], *kcat] if first == "plain" else [kcat[0], *plain]
+    read = read_file(_write(tmp_path / "m.jsonl", lines))
+    assert read.source.file_format == ("kcat-jsonl" if first == "plain" else "jsonl")
+    assert list(read.line_errors) == [0] and read.batch.value[0] == lines[0]
