@@ -167,10 +167,13 @@ def _timeline_section(result: Any, *, max_keys: int) -> _Section:
     keys = affected_keys(result.records, limit=max_keys)
     if not keys:
         return _Section("timelines", "Timelines", "<p>No record was evicted or invalidated.</p>")
-    import plotly.io as pio
+    try:
+        import plotly.io as pio
 
-    from agent_inspect.widgets import KeyTimeline
-
+        from agent_inspect.widgets import KeyTimeline
+    except ImportError as exc:
+        raise InspectError(f"the report's timelines need the views extra ({exc.name} is missing): "
+                           "pip install 'agent_inspect[views]', or pass max_keys=0 (--keys 0)") from None
     parts, scripts = [], []
     for n, (key, removed) in enumerate(keys):
         figure = _static_figure(KeyTimeline(result, key).figure)
@@ -269,7 +272,7 @@ def ledger_totals(prediction: Any, result: Any) -> dict[str, int]:
 
 def _static_figure(widget_figure: Any) -> Any:
     """A plain ``go.Figure`` copy with WebGL traces as SVG (renders without a GPU, anywhere)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # present: the caller imported the widgets
 
     spec = widget_figure.to_dict()
     for trace in spec.get("data", []):

@@ -50,3 +50,12 @@ def test_report_of_a_result_uses_its_rule(probe_log) -> None:
 def test_report_rejects_what_it_cannot_show(tmp_path: Path) -> None:
     with pytest.raises(ai.InspectError, match="ActionStateLog"):
         write_report({"records": 1}, tmp_path / "x.html")
+
+
+def test_report_without_the_views_extra_says_what_to_install(probe_log, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "plotly.io", None)  # as if plotly were not installed
+    with pytest.raises(ai.InspectError, match=r"agent_inspect\[views\].*max_keys=0"):
+        render_report(probe_log, rule="original")
+    assert "<!DOCTYPE html>" in render_report(probe_log, rule="original", max_keys=0)
