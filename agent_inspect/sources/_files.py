@@ -27,6 +27,8 @@ __all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_META
 
 SOURCE_METADATA_KEY = b"agent_inspect.source"
 NO_PARTITION = -1  # malformed lines of files that carry positions: their partition is unknown
+_PARTITION_END = 2**31  # Kafka partitions and Fluss buckets are int32, offsets and timestamps int64
+_INT64_END = 2**63
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,8 +211,9 @@ def _read_plain(data: bytes, location: str) -> FileRead:
             if ts is not None and not isinstance(ts, int):
                 ts = _timestamp(ts)
             p, o = rec.partition, rec.offset
-            if p is not None and p < 0 or o is not None and o < 0:
-                raise ValueError("partition and offset must not be negative")
+            if (p is not None and not 0 <= p < _PARTITION_END or o is not None and not 0 <= o < _INT64_END
+                    or ts is not None and not -_INT64_END <= ts < _INT64_END):
+                _check_position(p, o, ts, "timestamp")
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
             rows.bad(lineno, lines[lineno], _reason(exc))
             continue
@@ -254,6 +257,15 @@ def _plain_value(rec: _Plain, raw: bytes) -> bytes | None:
     return raw
 
 
+def _check_position(partition: int | None, offset: int | None, ts: int | None, ts_name: str) -> None:
+    """Raise for the first field outside what Kafka and Fluss can hold (int32 partition, int64 offset and time)."""
+    for name, value, low, end in (("partition", partition, 0, _PARTITION_END), ("offset", offset, 0, _INT64_END),
+                                  (ts_name, ts, -_INT64_END, _INT64_END)):
+        if value is not None and not low <= value < end:
+            shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:20]}…"
+            raise ValueError(f"{name} {shown} is out of range ({low} to {end - 1})")
+
+
 def _timestamp(value: int | str | None) -> int | None:
     if value is None or isinstance(value, int):
         return value
@@ -278,8 +290,9 @@ def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
         try:
             if rec is None:
                 raise failure  # type: ignore[misc]
-            if rec.partition < 0 or rec.offset < 0:
-                raise ValueError("partition and offset must not be negative")
+            if (not 0 <= rec.partition < _PARTITION_END or not 0 <= rec.offset < _INT64_END
+                    or rec.ts is not None and not -_INT64_END <= rec.ts < _INT64_END):
+                _check_position(rec.partition, rec.offset, rec.ts, "ts")
             if rec.key_error or rec.payload_error:
                 raise ValueError(f"kcat could not read the record: {rec.key_error or rec.payload_error}")
             if b64:

@@ -74,3 +74,31 @@ def test_mixed_files_get_an_error_per_foreign_line(tmp_path: Path, first: str) -
     read = read_file(_write(tmp_path / "m.jsonl", lines))
     assert read.source.file_format == ("kcat-jsonl" if first == "plain" else "jsonl")
     assert list(read.line_errors) == [0] and read.batch.value[0] == lines[0]
+
+
+# ------------------------------------------------------------------------- 2. positions out of range
+
+_OUT_OF_RANGE = [{"partition": 2**31}, {"partition": 10**30}, {"offset": 2**63}, {"offset": 10**30},
+                 {"partition": -1}, {"offset": -1}, {"timestamp": 2**63}, {"timestamp": -(2**63) - 1}]
+
+
+@pytest.mark.parametrize("bad", _OUT_OF_RANGE, ids=lambda d: "-".join(f"{k}={v}" for k, v in d.items()))
+def test_out_of_range_positions_are_error_rows(tmp_path: Path, bad: dict[str, int]) -> None:
+    plain = [_plain(0, partition=1, offset=5), _plain(1, **{"partition": 1, "offset": 6, **bad})]
+    kbad = {("ts" if k == "timestamp" else k): v for k, v in bad.items()}
+    kcat = [_kcat(0, partition=1, offset=5), _kcat(1, **{"partition": 1, "offset": 6, **kbad})]
+    for name, lines in (("p.jsonl", plain), ("k.jsonl", kcat)):
+        path = _write(tmp_path / name, lines)
+        log = ai.load_file(path)
+        assert len(log.records) == 2 and len(log.errors) == 1
+        reason = log.errors["error"].iloc[0]
+        assert reason.startswith("line 2: ") and "out of range" in reason
+        assert log.raw.value[log.errors.index[0]] == lines[1]
+        assert dict(log.source.end_offsets) == {1: 6}
+
+
+def test_largest_valid_positions_load(tmp_path: Path) -> None:
+    lines = [_plain(0, partition=2**31 - 1, offset=2**63 - 2, timestamp=2**63 - 1)]
+    log = ai.load_file(_write(tmp_path / "p.jsonl", lines))
+    assert len(log.errors) == 0
+    assert (int(log.records["partition"].iloc[0]), int(log.records["offset"].iloc[0])) == (2**31 - 1, 2**63 - 2)
