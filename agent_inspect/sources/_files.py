@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import gzip
 import json
 import os
+import secrets
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -205,7 +207,8 @@ def _read_plain(data: bytes, location: str) -> FileRead:
             k = rec.key
             key = k.encode("utf-8") if k is not None and rec.key_base64 is None else _plain_key(rec)
             value = bytes(rec.value)
-            if value[:1] != b"{" or rec.value_base64 is not None:  # also a line without "value"  # the common inline object needs no work
+            # the common inline object needs no work; a line without "value" goes the slow way too
+            if value[:1] != b"{" or rec.value_base64 is not None:
                 value = _plain_value(rec, value)
             ts = rec.timestamp
             if ts is not None and not isinstance(ts, int):
@@ -435,8 +438,27 @@ def write_parquet(log: Any, path: str | os.PathLike[str]) -> Path:
         "agent_key": pa.array(raw.agent_key if raw.agent_key is not None else [None] * n, pa.string()),
     }, schema=schema)
     out = Path(path)
-    pq.write_table(table, out, compression="zstd")
+    with _replacing(out) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
     return out
+
+
+@contextlib.contextmanager
+def _replacing(out: Path) -> Iterator[Path]:
+    """A temporary path beside ``out`` that replaces it on success, so a failed export leaves no half file."""
+    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
+    # created here, not by mkstemp, so the export gets the usual umask permissions, not 0600
+    try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as exc:
+        raise SourceError(f"cannot write {str(out)!r}: {exc.strerror or exc}; check the directory") from None
+    try:
+        yield tmp
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _read_parquet(path: Path) -> FileRead:
@@ -488,7 +510,7 @@ def _inline_json(value: bytes) -> bool:
         return False
     try:
         msgspec.json.decode(value)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # invalid UTF-8 goes to value_base64
         return False
     return True
 
@@ -503,7 +525,7 @@ def write_jsonl(log: Any, path: str | os.PathLike[str]) -> Path:
     raw: RawBatch = log.raw
     agent = raw.agent_key
     out = Path(path)
-    with open(out, "wb") as fh:
+    with _replacing(out) as tmp, open(tmp, "wb") as fh:
         for i in range(len(raw)):
             head = {"partition": raw.partition[i], "offset": raw.offset[i], "timestamp": raw.timestamp_ms[i]}
             if agent is not None and agent[i] is not None:
