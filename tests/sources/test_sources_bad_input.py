@@ -102,3 +102,53 @@ def test_largest_valid_positions_load(tmp_path: Path) -> None:
     log = ai.load_file(_write(tmp_path / "p.jsonl", lines))
     assert len(log.errors) == 0
     assert (int(log.records["partition"].iloc[0]), int(log.records["offset"].iloc[0])) == (2**31 - 1, 2**63 - 2)
+
+
+# ------------------------------------------------------------------------- 4. writers: any bytes, all or nothing
+
+
+def _log_of(rows: list[tuple[int, int, bytes | None, bytes | None]]) -> ai.ActionStateLog:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.sources import RawBatch, SourceInfo
+
+    raw = RawBatch()
+    for p, o, k, v in rows:
+        raw.append(p, o, None, k, v)
+    return ActionStateLog.from_raw(raw, SourceInfo(kind="kafka", location="kafka://h:1/t", topic="t"))
+
+
+def test_json_looking_value_with_invalid_utf8_goes_to_base64(tmp_path: Path) -> None:
+    key, _ = RECORDS[0]
+    values = [b'{"a":"\xff"}', b'["\xc3"]', b'{"a":"\xed\xa0\x80"}']
+    log = _log_of([(0, i, key.encode(), v) for i, v in enumerate(values)])
+    path = ai.sources.write_jsonl(log, tmp_path / "x.jsonl")
+    assert all("value_base64" in json.loads(line) for line in path.read_bytes().splitlines())
+    assert ai.load_file(path).raw.value == values
+
+
+class _Broken:
+    """A log whose last record cannot be written: the writer fails after writing most of the file."""
+
+    def __init__(self, log: ai.ActionStateLog) -> None:
+        self.records, self.source, self.raw = log.records, log.source, log.raw
+        self.raw.key[-1] = 17  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_a_failed_export_leaves_the_old_file_and_no_debris(tmp_path: Path, suffix: str) -> None:
+    writer = ai.sources.write_jsonl if suffix == ".jsonl" else ai.sources.write_parquet
+    out = tmp_path / f"out{suffix}"
+    out.write_bytes(b"previous export")
+    good = _log_of([(0, i, k.encode(), v) for i, (k, v) in enumerate(RECORDS)])
+    with pytest.raises(Exception):  # noqa: B017 - any failure: what matters is what is left on disk
+        writer(_Broken(good), out)
+    assert out.read_bytes() == b"previous export"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+    writer(_log_of([(0, i, k.encode(), v) for i, (k, v) in enumerate(RECORDS)]), out)
+    assert ai.load_file(out).raw.value == [v for _, v in RECORDS]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_export_into_a_missing_directory_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(ai.SourceError, match="cannot write"):
+        ai.sources.write_jsonl(_log_of([(0, 0, b"k", None)]), tmp_path / "nope" / "x.jsonl")
