@@ -117,14 +117,15 @@ def _head_lines(data: bytes, n: int) -> list[bytes]:
 def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, BaseException | None]]:
     """``(line number, record, None)`` per non-blank line, or ``(line number, None, error)`` when it does not decode.
 
-    The fast path decodes every line in one call; a bad or blank line sends the file through the
-    per-line path, which keeps line numbers exact.
+    The fast path decodes every line in one call and is kept only when each line provably held
+    exactly one object; otherwise the per-line path decides, which keeps line numbers exact and
+    makes a line with two objects (or part of one) an error.
     """
     try:
         records = decoder.decode_lines(data)
     except Exception:  # noqa: BLE001 - some line is bad: find it line by line below
         records = None
-    if records is not None and len(records) == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1):
+    if records is not None and _one_object_per_line(data, len(records)):
         for i, rec in enumerate(records):
             yield i + 1, rec, None
         return
@@ -135,6 +136,21 @@ def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, BaseExceptio
             yield i + 1, decoder.decode(line), None
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
             yield i + 1, None, exc
+
+
+def _one_object_per_line(data: bytes, objects: int) -> bool:
+    # JSON never continues a complete value with "{", so when every line starts with "{" and ends with
+    # "}" no object spans two lines; as many objects as lines then means one per line. Counting with
+    # bounds instead of slicing: files are large.
+    end = len(data) - 1 if data.endswith(b"\n") else len(data)
+    if end <= 0:
+        return objects == 0
+    breaks = data.count(b"\n", 0, end)
+    closed = data.endswith(b"}", 0, end) or data.endswith(b"}\r", 0, end)
+    if objects != breaks + 1 or data[:1] != b"{" or not closed:
+        return False
+    # LF or CRLF files; a file mixing both takes the per-line path
+    return data.count(b"}\n{", 0, end) == breaks or data.count(b"}\r\n{", 0, end) == breaks
 
 
 class _Lines:

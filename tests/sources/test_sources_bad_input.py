@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agent_inspect as ai
 from agent_inspect.sources._files import read_file
@@ -152,3 +154,51 @@ def test_a_failed_export_leaves_the_old_file_and_no_debris(tmp_path: Path, suffi
 def test_export_into_a_missing_directory_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(ai.SourceError, match="cannot write"):
         ai.sources.write_jsonl(_log_of([(0, 0, b"k", None)]), tmp_path / "nope" / "x.jsonl")
+
+
+# ------------------------------------------------------------------------- 6. one record per line, exact line numbers
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "kcat-jsonl"])
+def test_two_objects_on_a_line_and_an_object_over_two_lines_are_errors(tmp_path: Path, fmt: str) -> None:
+    make = _plain if fmt == "jsonl" else _kcat
+    rec = [make(i) for i in range(len(RECORDS))]
+    split_at = rec[2].index(b",") + 1
+    # as many objects as lines, so counting decoded objects cannot notice
+    lines = [rec[0], rec[1] + rec[1], rec[2][:split_at], rec[2][split_at:], rec[3]]
+    read = read_file(_write(tmp_path / "x.jsonl", lines), file_format=fmt)
+    assert sorted(read.line_errors) == [1, 2, 3]
+    assert [read.batch.value[i] for i in (1, 2, 3)] == lines[1:4]
+    assert [read.line_errors[i].split(":")[0] for i in (1, 2, 3)] == ["line 2", "line 3", "line 4"]
+    if fmt == "jsonl":  # unpositioned: a good row's offset is its line number
+        assert [read.batch.offset[i] for i in (0, 4)] == [1, 5]
+    else:
+        assert [read.batch.key[i] for i in (0, 4)] == [RECORDS[0][0].encode(), RECORDS[3][0].encode()]
+
+
+def test_objects_separated_by_spaces_on_one_line_are_an_error(tmp_path: Path) -> None:
+    lines = [_plain(0), _plain(1) + b"  " + _plain(2), _plain(3)]
+    read = read_file(_write(tmp_path / "x.jsonl", lines))
+    assert list(read.line_errors) == [1] and [read.batch.offset[i] for i in (0, 2)] == [1, 3]
+
+
+_PIECES = st.sampled_from([b"{}", b'{"a":1}', b'{"a":{"b":[1,{}]}}', b"\n", b"\r\n", b" ", b",", b"}", b"{", b'{"a":'])
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(_PIECES, max_size=12).map(b"".join))
+def test_decoding_agrees_with_a_line_by_line_reference(data: bytes) -> None:
+    import msgspec
+
+    from agent_inspect.sources._files import _decoded
+
+    decoder = msgspec.json.Decoder()
+    want = []
+    for i, line in enumerate(data.split(b"\n")):
+        if line.strip():
+            try:
+                want.append((i + 1, decoder.decode(line), None))
+            except msgspec.DecodeError:
+                want.append((i + 1, None, "error"))
+    got = [(n, rec, None if err is None else "error") for n, rec, err in _decoded(decoder, data)]
+    assert got == want
