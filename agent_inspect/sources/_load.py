@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -41,16 +42,49 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
 
 
 def _split_url(url: str, scheme: str) -> tuple[str, str]:
-    parts = urlsplit(url)
+    what = "topic" if scheme == "kafka" else "database.table"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket; the URL may hold credentials: not echoed
+        raise SourceError(f"{scheme} URL does not parse ({exc}); it must look like {scheme}://host:port/{what}") \
+            from None
     servers = parts.netloc.rsplit("@", 1)[-1]  # never keep credentials in a URL
     name = unquote(parts.path.lstrip("/"))
     if parts.query:
         raise SourceError(f"{scheme}:// URLs take no query; pass client settings as config={{…}}")
-    what = "topic" if scheme == "kafka" else "database.table"
     if not servers or not name or "/" in name:
         shown = f"{scheme}://{servers}/{parts.path.lstrip('/')}"  # without any credentials
         raise SourceError(f"{scheme} URL {shown!r} must look like {scheme}://host:port/{what}")
+    for server in servers.split(","):
+        _check_port(server, scheme)
     return servers, name
+
+
+def _check_port(server: str, scheme: str) -> None:
+    """``host``, ``host:port`` or ``[v6]:port`` with a port from 1 to 65535 (clients would take any text)."""
+    if server.startswith("["):
+        host, _, rest = server.partition("]")
+        port = rest[1:] if rest.startswith(":") else None
+        bad_host = not rest.startswith(":") and rest != ""
+    else:
+        host, sep, port_text = server.rpartition(":")
+        host, port = (host, port_text) if sep else (server, None)
+        bad_host = ":" in host  # a bare IPv6 address
+    if not host or bad_host:
+        raise SourceError(f"{scheme} URL server {server!r} must be host:port (IPv6 in brackets: [::1]:port)")
+    if port is None:
+        return
+    if not port.isdigit():
+        raise SourceError(f"{scheme} URL server {server!r}: port {port!r} is not a number")
+    if not 1 <= int(port) <= 65535:
+        raise SourceError(f"{scheme} URL server {server!r}: port {int(port)} is outside 1..65535")
+
+
+def _check_timeout(timeout: float) -> None:
+    # librdkafka takes 0 or less as "wait forever": a silent peer would hang the load
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+            math.isfinite(timeout) and timeout > 0):
+        raise SourceError(f"timeout must be a positive, finite number of seconds, not {timeout!r}")
 
 
 def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None,
@@ -68,6 +102,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
       :class:`~agent_inspect.DataLossError` when a start offset is no longer retained.
     """
+    _check_timeout(timeout)
     batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
                                business_keys=business_keys, config=config, progress=progress,
                                timeout=timeout, allow_data_loss=allow_data_loss)
@@ -86,6 +121,7 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
     is bounded by ``timeout`` seconds. ``connection_factory(properties)`` replaces
     ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`.
     """
+    _check_timeout(timeout)
     batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
                              business_keys=business_keys, config=config, progress=progress, timeout=timeout,
                              allow_data_loss=allow_data_loss, connection_factory=connection_factory)

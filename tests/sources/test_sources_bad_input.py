@@ -202,3 +202,37 @@ def test_decoding_agrees_with_a_line_by_line_reference(data: bytes) -> None:
                 want.append((i + 1, None, "error"))
     got = [(n, rec, None if err is None else "error") for n, rec, err in _decoded(decoder, data)]
     assert got == want
+
+
+# ------------------------------------------------------------------------- 7. URLs and timeouts
+
+
+@pytest.mark.parametrize("url, message", [
+    ("kafka://127.0.0.1:99999/t", "port 99999"),
+    ("kafka://127.0.0.1:0/t", "port 0"),
+    ("kafka://h1:9092,h2:70000/t", "port 70000"),
+    ("kafka://h1:x/t", "port 'x'"),
+    ("kafka://[::1:9092/t", "kafka URL"),
+    ("fluss://127.0.0.1:65536/db.t", "port 65536"),
+    ("fluss://[::1/db.t", "fluss URL"),
+])
+def test_bad_ports_and_unparsable_urls_are_source_errors(url: str, message: str) -> None:
+    with pytest.raises(ai.SourceError, match=message) as info:
+        ai.load(url, progress=False, timeout=1)
+    assert "\n" not in str(info.value)
+
+
+def test_good_server_lists_pass_the_url_check() -> None:
+    from agent_inspect.sources._load import _split_url
+
+    assert _split_url("kafka://[::1]:9092,h2/t", "kafka") == ("[::1]:9092,h2", "t")
+    assert _split_url("fluss://h:65535/db.t", "fluss") == ("h:65535", "db.t")
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf")])
+def test_timeout_must_be_positive_and_finite(kafka_bootstrap: str, timeout: float) -> None:
+    for load in (lambda: ai.load_kafka(kafka_bootstrap, "t", timeout=timeout, progress=False),
+                 lambda: ai.load(f"kafka://{kafka_bootstrap}/t", timeout=timeout, progress=False),
+                 lambda: ai.load_fluss("127.0.0.1:1", "db.t", timeout=timeout, progress=False)):
+        with pytest.raises(ai.SourceError, match="timeout"):
+            load()
