@@ -9,12 +9,22 @@ from __future__ import annotations
 import html
 from typing import Any
 
-__all__ = ["escape", "frame_html"]
+__all__ = ["escape", "plotly_text", "frame_html"]
 
 
 def escape(value: Any) -> str:
     """HTML-escape ``str(value)``, quotes included (safe in text and in attribute values)."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def plotly_text(value: Any) -> str:
+    """Escape ``str(value)`` for plotly text (hover, labels, trace names), which plotly reads as HTML.
+
+    Plotly knows numeric entities but not ``&quot;``, so quotes become ``&#34;`` / ``&#39;``: inert
+    and still shown as quotes.
+    """
+    text = html.escape("" if value is None else str(value), quote=False)
+    return text.replace('"', "&#34;").replace("'", "&#39;")
 
 
 def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) -> str:

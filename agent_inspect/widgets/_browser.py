@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import frame_html, plotly_text
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -245,7 +245,7 @@ class LogBrowser(w.VBox):
                 first = len(self._bar_labels)
                 self._bar_labels.extend(labels)
                 traces.append(go.Bar(
-                    x=[escape(v) for v in labels], y=part.to_numpy(), name=escape(name),
+                    x=[plotly_text(v) for v in labels], y=part.to_numpy(), name=plotly_text(name),
                     customdata=np.arange(first, first + len(labels)),
                     marker_color=colour_for(name), hoverinfo="text",
                     hovertext=[hover([(by, v), (split or "", name if split else None), ("records", int(n))])

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._html import escape
+from agent_inspect._html import escape, plotly_text
 
 __all__ = [
     "STATUS_COLOURS",
@@ -112,7 +112,7 @@ def frame_hover(frame: pd.DataFrame, fields: Iterable[tuple[str, str]], *, sep: 
 
 
 # Hover text repeats the same few labels and values thousands of times in one figure.
-_escape_text = functools.lru_cache(maxsize=1 << 16)(escape)
+_escape_text = functools.lru_cache(maxsize=1 << 16)(plotly_text)
 
 
 def _missing(value: Any) -> bool:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import frame_html, plotly_text
 from agent_inspect.widgets._common import first_column, hover, message_html
 
 __all__ = ["RuleComparison"]
@@ -70,8 +70,8 @@ class RuleComparison(w.VBox):
             self.table.value = message_html("nothing to compare") + self.table.value
             return
         z = matrix.astype(float).to_numpy()
-        rules = [escape(r) for r in matrix.index]
-        cases = [escape(c) for c in matrix.columns]
+        rules = [plotly_text(r) for r in matrix.index]
+        cases = [plotly_text(c) for c in matrix.columns]
         name = self.metric.value or "value"
         text = [[hover([("rule", r), ("case", c), (name, _fmt(v))]) for c, v in zip(matrix.columns, row)]
                 for r, row in zip(matrix.index, z)]
@@ -82,11 +82,11 @@ class RuleComparison(w.VBox):
         else:
             x, y = cases, rules
         heat = go.Heatmap(z=z, x=x, y=y, colorscale="Reds", hoverinfo="text", hovertext=text,
-                          texttemplate="%{z}", colorbar=dict(title=dict(text=escape(name))))
+                          texttemplate="%{z}", colorbar=dict(title=dict(text=plotly_text(name))))
         with self.figure.batch_update():
             self.figure.data = []
             self.figure.add_trace(heat)
-            self.figure.layout.title = dict(text=f"{escape(name)} per rule", font=dict(size=13))
+            self.figure.layout.title = dict(text=f"{plotly_text(name)} per rule", font=dict(size=13))
             self.figure.layout.height = max(self._height, 120 + 20 * len(cases)) if tall else self._height
             self.figure.layout.xaxis.update(dtick=1, side="top" if tall else "bottom")
             self.figure.layout.yaxis.update(dtick=1, autorange="reversed" if tall else True)

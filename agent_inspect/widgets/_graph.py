@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 import plotly.graph_objects as go
 
-from agent_inspect._html import escape
+from agent_inspect._html import escape, plotly_text
 from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
 
 __all__ = ["GraphView", "SubagentTreeView"]
@@ -129,10 +129,10 @@ class GraphView(w.VBox):
             groups.setdefault((_status(attrs), _kind(attrs)), []).append(node)
         for (status, kind), nodes in sorted(groups.items()):
             removed = status in _REMOVED
-            labels = np.array([escape(_label(n, g.nodes[n])) for n in nodes], dtype=object) if show_labels else None
+            labels = np.array([plotly_text(_label(n, g.nodes[n])) for n in nodes], dtype=object) if show_labels else None
             traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
-                mode="markers+text" if show_labels else "markers", name=escape(f"{kind} · {status}"),
+                mode="markers+text" if show_labels else "markers", name=plotly_text(f"{kind} · {status}"),
                 text=labels, textposition="bottom center", textfont=dict(size=9),
                 customdata=np.array([index[n] for n in nodes]),
                 marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour_for(status),

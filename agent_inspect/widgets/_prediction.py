@@ -8,7 +8,7 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
 
 __all__ = ["PredictionView"]
@@ -75,7 +75,7 @@ class PredictionView(w.VBox):
                 part = counts.xs(outcome, level=0)
                 keys = [str(k) for k in part.index]
                 self.outcomes.add_trace(go.Bar(
-                    x=[escape(k) for k in keys], y=part.to_numpy(), name=escape(outcome),
+                    x=[plotly_text(k) for k in keys], y=part.to_numpy(), name=plotly_text(outcome),
                     marker_color=colour_for(outcome, KIND_COLOURS), hoverinfo="text",
                     hovertext=[hover([("key", k), ("outcome", outcome), ("tasks", int(n))])
                                for k, n in zip(keys, part.to_numpy())]))
@@ -90,7 +90,7 @@ class PredictionView(w.VBox):
                 part = totals.xs(kind, level=0)
                 names = [str(n) for n in part.index]
                 self.ledger_figure.add_trace(go.Bar(
-                    y=[escape(n) for n in names], x=part.to_numpy(), orientation="h", name=escape(kind),
+                    y=[plotly_text(n) for n in names], x=part.to_numpy(), orientation="h", name=plotly_text(kind),
                     marker_color=_LEDGER_COLOURS.get(kind, colour_for(kind)), hoverinfo="text",
                     hovertext=[hover([("kind", kind), ("name", n), ("count", int(c))])
                                for n, c in zip(names, part.to_numpy())]))

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -185,7 +185,7 @@ class ReplayStepper(w.VBox):
         traces = []
         for kind in dict.fromkeys(kinds.tolist()):
             sel = (kinds == kind).to_numpy(dtype=bool)
-            traces.append(go.Scatter(x=x[sel], y=seq[sel], mode="markers", name=escape(kind),
+            traces.append(go.Scatter(x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind),
                                      marker=dict(size=9, color=colour_for(kind, KIND_COLOURS)),
                                      hovertext=texts[sel], hoverinfo="text"))
         if len(steps):

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._html import escape
+from agent_inspect._html import escape, plotly_text
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -112,7 +112,7 @@ class KeyTimeline(w.VBox):
         for name in names:
             sel = (statuses == name).to_numpy(dtype=bool)
             traces.append(go.Scattergl(
-                x=pos[sel], y=seq[sel], mode="markers", name=escape(name), customdata=pos[sel],
+                x=pos[sel], y=seq[sel], mode="markers", name=plotly_text(name), customdata=pos[sel],
                 marker=dict(color=colour_for(name), size=7, line=dict(width=0)),
                 hovertext=text[sel], hoverinfo="text"))
         traces.extend(self._divergence_traces(frame))

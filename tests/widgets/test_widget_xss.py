@@ -92,3 +92,12 @@ def test_subagent_tree_and_its_log():
     strings += html_strings(inspector)
     _assert_no_raw_probe(strings)
     assert html.escape(f"reviewer{SCRIPT}") in "\n".join(strings)
+
+
+def test_plotly_text_shows_quotes_and_stays_inert():
+    from agent_inspect._html import plotly_text
+
+    text = plotly_text('say "hi" <img src=x onerror=alert(1)> it\'s')
+    assert "<" not in text and '"' not in text and "'" not in text
+    assert "&quot;" not in text  # plotly has no &quot; entity and would show it literally
+    assert html.unescape(text) == 'say "hi" <img src=x onerror=alert(1)> it\'s'
