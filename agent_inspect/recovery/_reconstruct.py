@@ -92,11 +92,14 @@ class Reconstruction:
 
         return subagent_tree(self, key, seq, **options)
 
-    def predict(self, plan: Any = None, agent: Any = None) -> Any:
-        """The static prediction of a replay under this rule and markers (:func:`agent_inspect.recovery.predict`)."""
+    def predict(self, plan: Any = None, agent: Any = None, **options: Any) -> Any:
+        """The static prediction of a replay under this rule and markers (:func:`agent_inspect.recovery.predict`).
+
+        ``options`` go to ``predict`` (e.g. ``expected_fingerprint=``, ``max_parallelism=``).
+        """
         from agent_inspect.recovery._predict import predict
 
-        return predict(self.log, plan, agent, rule=self.rule, markers=self.markers)
+        return predict(self.log, plan, agent, rule=self.rule, markers=self.markers, **options)
 
     @cached_property
     def lints(self) -> pd.DataFrame:
