@@ -31,6 +31,7 @@ from agent_inspect.codec._values import (
     ActionState,
     Event,
     decode_action_state,
+    envelope_problem,
     newest_format,
     value_format_candidates,
 )
@@ -181,6 +182,10 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
     for name, col in zip(_ROW_COLUMNS, cols):
         c[name] = col
     masks = c.pop("_mask")
+    for i, problem in enumerate(c.pop("_problem")):
+        if problem is not None:  # the record decodes, so its columns stay; upstream would refuse it
+            reason = f"value: {problem}"
+            errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
     types = c["task_event_type"]
     scope: list[str | None] = [None] * n
     session: list[str | None] = [None] * n
@@ -265,9 +270,12 @@ _ROW_COLUMNS = (
     "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action",
     "is_root", "output_event_count", "output_event_types", "output_event_ids", "sensory_update_count",
     "short_term_update_count", "call_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask",
+    "_problem",
 )
-_EMPTY_ROW = (None, None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS, -1, -1, -1, -1, -1, -1, 0)
-_ENVELOPE_PREFIX = b'{"serde":"kryo",'
+_EMPTY_ROW = (None, None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS, -1, -1, -1, -1, -1, -1, 0, None)
+# The one envelope shape upstream writes (§5.4); anything else goes through the codec's checks.
+_ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
+_ENVELOPE_QUOTES = 10
 _RARE = -1  # a shape only the codec's full rule set decides (legacy, sub-agent, V0, unusual memory values)
 
 
@@ -341,23 +349,30 @@ def _row(st: Any) -> tuple[Any, ...]:
     else:
         pending = succeeded = failed = 0
     stm = len(short)
+    problem = None
     if sensory or short:
+        odd = False
         for mu in (*sensory, *short):
             v = mu.value
             if v != _NULL:
-                if bytes(v).startswith(_ENVELOPE_PREFIX):
+                b = bytes(v)
+                if b.startswith(_ENVELOPE_PREFIX) and b.endswith(b'"}') and b.count(b'"') == _ENVELOPE_QUOTES:
                     flags |= _F_ENVELOPE
                 else:
-                    rare = True
+                    odd = True
+        if odd:
+            rare = True
+            problem = envelope_problem(st)
     if st.memory_updates is not UNSET:
         stm += len(st.memory_updates)  # V0's single list
         rare = True
     if te is None:
         return (st.completed, None, None, None, None, None, False, len(outs), out_types, out_ids, len(sensory),
-                stm, len(calls), pending, succeeded, failed, value_format_candidates(st) if rare else _MASKS[flags])
+                stm, len(calls), pending, succeeded, failed, value_format_candidates(st) if rare else _MASKS[flags],
+                problem)
     return (st.completed, cls, typ, te.id, te.upstream_event_id, te.upstream_action_name, typ == _INPUT_TYPE,
             len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed,
-            value_format_candidates(st) if rare else _MASKS[flags])
+            value_format_candidates(st) if rare else _MASKS[flags], problem)
 
 
 def _reason(exc: Exception) -> str:

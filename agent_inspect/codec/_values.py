@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
@@ -74,7 +74,14 @@ class KryoEnvelope(Struct, **_STRUCT_OPTS):
         return self.payload[:16] + ("…" if len(self.payload) > 16 else "")
 
 
-_ENVELOPE = msgspec.json.Decoder(KryoEnvelope)
+class _WireEnvelope(Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    # Only a whole envelope is one: an object missing a member, or with another serde, is plain JSON (V0–V2a).
+    serde: Literal["kryo"]
+    version: int
+    payload: str
+
+
+_ENVELOPE = msgspec.json.Decoder(_WireEnvelope)
 
 
 def _as_envelope(value: Raw) -> KryoEnvelope | None:
@@ -82,9 +89,28 @@ def _as_envelope(value: Raw) -> KryoEnvelope | None:
     if not data.startswith(b"{") or b'"serde"' not in data:
         return None
     try:
-        return _ENVELOPE.decode(data)
+        w = _ENVELOPE.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
+    return KryoEnvelope(w.serde, w.version, w.payload)
+
+
+# V0's single list is left out: that era wrote memory values as plain JSON, never in envelopes.
+_MEMORY_LISTS = (("sensoryMemoryUpdates", "sensory_memory_updates"),
+                 ("shortTermMemoryUpdates", "short_term_memory_updates"))
+
+
+def envelope_problem(state: Any) -> str | None:
+    """Why upstream would refuse this record's memory values (a Kryo envelope of another version), else None.
+
+    Internal (the log); the record still decodes, so its other columns stay readable (§5.4).
+    """
+    for name, attr in _MEMORY_LISTS:
+        for i, mu in enumerate(getattr(state, attr)):
+            env = _as_envelope(mu.value)
+            if env is not None and env.version != 1:
+                return f"{name}[{i}].value is a Kryo envelope of version {env.version}; readers accept only version 1"
+    return None
 
 
 class MemoryUpdate(Struct, **_STRUCT_OPTS):
