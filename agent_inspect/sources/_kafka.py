@@ -15,7 +15,7 @@ from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
-__all__ = ["open_kafka"]
+__all__ = ["open_kafka", "read_partitions"]
 
 _LOG = logging.getLogger("agent_inspect.sources.kafka")
 _LOG.addHandler(logging.NullHandler())  # librdkafka chatter goes here, never to stderr unless the user asks
@@ -147,8 +147,20 @@ def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, e
     return out[0], out[1]
 
 
+def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys: list[str] | None,
+                    timeout: float, bar: Any) -> Iterator[RawBatch]:
+    """Read ``plan``'s ranges with a consumer of its own (one share of a parallel load); counts go to ``bar``.
+
+    ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it.
+    """
+    errors: list[str] = []
+    conf = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str()), **_FORCED}
+    conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
+    return _read(conf, topic, plan, keys, False, timeout, errors, bar=bar)
+
+
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
-          timeout: float, errors: list[str]) -> Iterator[RawBatch]:
+          timeout: float, errors: list[str], *, bar: Any = None) -> Iterator[RawBatch]:
     from confluent_kafka import Consumer, TopicPartition
 
     end = dict(plan.end)
@@ -158,7 +170,9 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
     keep = business_key_filter(keys) if keys is not None else None
     by_partition = {p: RawBatch() for p in sorted(remaining)}
     consumer = _client(Consumer, conf)
-    bar = progress_bar(total=plan.total, desc=f"kafka {topic}", enabled=progress)
+    own_bar = bar is None
+    if own_bar:
+        bar = progress_bar(total=plan.total, desc=f"kafka {topic}", enabled=progress)
     try:
         consumer.assign([TopicPartition(topic, p, plan.start[p]) for p in sorted(remaining)])
         last_progress = time.monotonic()
@@ -177,7 +191,8 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                 consumer.pause([TopicPartition(topic, p) for p in done])
             bar.update(count)
     finally:
-        bar.close()
+        if own_bar:
+            bar.close()
         consumer.close()
     # One batch per partition, partitions ascending: already the log's physical order.
     for batch in by_partition.values():
