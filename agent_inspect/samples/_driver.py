@@ -47,10 +47,7 @@ class AttemptInfo:
 @dataclass
 class _Saved:
     info: CheckpointInfo
-    checkpoint: Any               # the executor's Checkpoint
-    restored_seq: dict[str, int]
-    short_term: dict[str, dict[str, Any]]
-    sensory: dict[str, dict[str, Any]]
+    checkpoint: Any               # the executor's Checkpoint: the job's whole keyed state
 
 
 class Job:
@@ -90,8 +87,8 @@ class Job:
         pending = [(k, s, a, {"type": e.type, "attributes": dict(e.attributes), "id": e.id})
                    for k, s, a, e in saved.checkpoint.pending]
         return {"checkpoint": checkpoint, "markers": [dict(saved.info.marker)],
-                "restored_seq": dict(sorted(saved.restored_seq.items())), "pending": pending,
-                "short_term": {k: dict(v) for k, v in sorted(saved.short_term.items())},
+                "restored_seq": dict(sorted(saved.checkpoint.restored_seq.items())), "pending": pending,
+                "short_term": {k: dict(v) for k, v in sorted(saved.checkpoint.short_term.items())},
                 "replay": [(k, v) for k, v in self.source[saved.info.source_position:]]}
 
     def run(self, *, restore: int | None = None, rule: str = "original",
@@ -115,7 +112,10 @@ class Job:
         else:
             saved = self._saved[restore - 1]
             start, checkpoint = saved.info.source_position, saved.checkpoint
-            seqs, stm, sensory = dict(saved.restored_seq), saved.short_term, saved.sensory
+            cp = saved.checkpoint
+            seqs = dict(cp.restored_seq)
+            stm = {k: dict(v) for k, v in cp.short_term.items()}
+            sensory = {k: dict(v) for k, v in cp.sensory.items()}
         stream = self.source[start:] if inputs is None else self.source[start:start + inputs]
         # the operator reads its own payloads back (pickles it wrote; memory as JSON envelopes)
         ex = ReplayExecutor(self.log, agent=self.agent, rule=rule if restore is not None else self.operator_rule,
@@ -127,7 +127,7 @@ class Job:
                             policies=Policies(trust_payloads=True), memory_decoder=json_envelope_decoder)
         ex.step()                                                   # the rebuild
         if checkpoint_at_start or (checkpoint_at_start is None and restore is None):
-            self._checkpoint(ex, attempt, start, seqs, stm, sensory)
+            self._checkpoint(ex, attempt, start)
         rounds = 0
         ended = "finished"
         while True:
@@ -140,11 +140,11 @@ class Job:
                 ended = "failed"
                 break
             if checkpoint_when is not None and checkpoint_when(s):
-                self._checkpoint(ex, attempt, start, seqs, stm, sensory)
+                self._checkpoint(ex, attempt, start)
             if s.kind is StepKind.ROUND_COMPLETE and s.event_id is not None:
                 rounds += 1
                 if checkpoint_every and rounds % checkpoint_every == 0:
-                    self._checkpoint(ex, attempt, start, seqs, stm, sensory)
+                    self._checkpoint(ex, attempt, start)
         if fails:
             ended = "failed"
         written = self._append(ex)
@@ -152,16 +152,12 @@ class Job:
                                          ended, note))
         return ex
 
-    def _checkpoint(self, ex: Any, attempt: int, start: int, seqs: Mapping[str, int],
-                    stm: Mapping[str, Any], sensory: Mapping[str, Any]) -> None:
+    def _checkpoint(self, ex: Any, attempt: int, start: int) -> None:
         marker = ex.checkpoint()                                     # completes: prunes finished rounds
         cp = ex.checkpoints[-1]
-        # a key without a round in this attempt keeps what the attempt restored
         info = CheckpointInfo(len(self._saved) + 1, attempt, dict(marker), start + cp.inputs_consumed,
                               len(cp.pending))
-        self._saved.append(_Saved(info, cp, {**seqs, **cp.restored_seq},
-                                  {**stm, **{k: dict(v) for k, v in cp.short_term.items()}},
-                                  {**sensory, **{k: dict(v) for k, v in cp.sensory.items()}}))
+        self._saved.append(_Saved(info, cp))
 
     def _append(self, ex: Any) -> int:
         from agent_inspect.log import ActionStateLog
