@@ -13,6 +13,7 @@ import dataclasses
 import gzip
 import json
 import os
+import re
 import secrets
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
@@ -54,6 +55,7 @@ class _Plain(msgspec.Struct, gc=False):
     agent_key: str | None = None
     key_base64: str | None = None
     value_base64: str | None = None
+    malformed: str | None = None  # an exported error row: the reason, restored as the row's error
 
 
 class _Kcat(msgspec.Struct, gc=False):
@@ -193,18 +195,24 @@ class _Rows:
     def __init__(self, with_agent_key: bool = False) -> None:
         self.batch = RawBatch(agent_key=[] if with_agent_key else None)
         self.errors: dict[int, str] = {}
+        self.restored: set[int] = set()  # exported error rows read back: they keep their position
         self.positioned = False
 
     def bad(self, lineno: int, line: bytes, reason: str) -> None:
         self.errors[len(self.batch)] = f"line {lineno}: {reason}"
         self.batch.append(0, lineno, None, None, line)
 
+    def restore(self, row: int, reason: str) -> None:
+        self.errors[row] = reason
+        self.restored.add(row)
+
     def finish(self) -> None:
         # Positioned files: a bad line's partition is unknown, and its line number could collide
         # with a real offset, so it gets a partition of its own.
         if self.positioned:
             for i in self.errors:
-                self.batch.partition[i] = NO_PARTITION
+                if i not in self.restored:
+                    self.batch.partition[i] = NO_PARTITION
         if self.batch.agent_key is not None and all(a is None for a in self.batch.agent_key):
             self.batch.agent_key = None
 
@@ -230,12 +238,15 @@ def _read_plain(data: bytes, location: str) -> FileRead:
             if ts is not None and not isinstance(ts, int):
                 ts = _timestamp(ts)
             p, o = rec.partition, rec.offset
-            if (p is not None and not 0 <= p < _PARTITION_END or o is not None and not 0 <= o < _INT64_END
+            low = 0 if rec.malformed is None else NO_PARTITION
+            if (p is not None and not low <= p < _PARTITION_END or o is not None and not 0 <= o < _INT64_END
                     or ts is not None and not -_INT64_END <= ts < _INT64_END):
-                _check_position(p, o, ts, "timestamp")
+                _check_position(p, o, ts, "timestamp", low_partition=low)
         except Exception as exc:  # noqa: BLE001 - every bad line becomes an error row, never an exception
             rows.bad(lineno, lines[lineno], _reason(exc))
             continue
+        if rec.malformed is not None:
+            rows.restore(len(b), rec.malformed)
         if p is None:
             p = 0
         else:
@@ -276,9 +287,11 @@ def _plain_value(rec: _Plain, raw: bytes) -> bytes | None:
     return raw
 
 
-def _check_position(partition: int | None, offset: int | None, ts: int | None, ts_name: str) -> None:
+def _check_position(partition: int | None, offset: int | None, ts: int | None, ts_name: str, *,
+                    low_partition: int = 0) -> None:
     """Raise for the first field outside what Kafka and Fluss can hold (int32 partition, int64 offset and time)."""
-    for name, value, low, end in (("partition", partition, 0, _PARTITION_END), ("offset", offset, 0, _INT64_END),
+    for name, value, low, end in (("partition", partition, low_partition, _PARTITION_END),
+                                  ("offset", offset, 0, _INT64_END),
                                   (ts_name, ts, -_INT64_END, _INT64_END)):
         if value is not None and not low <= value < end:
             shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:20]}…"
@@ -416,7 +429,33 @@ def _schema() -> Any:
     import pyarrow as pa
 
     return pa.schema([("partition", pa.int32()), ("offset", pa.int64()), ("timestamp_ms", pa.int64()),
-                      ("key", pa.binary()), ("value", pa.binary()), ("agent_key", pa.string())])
+                      ("key", pa.binary()), ("value", pa.binary()), ("agent_key", pa.string()),
+                      ("malformed", pa.string())])
+
+
+_OPTIONAL_COLUMNS = ("agent_key", "malformed")  # older exports and other writers may lack them
+_MALFORMED = re.compile(r"(?:line|row) \d+: ")
+
+
+def _malformed(log: Any, n: int) -> list[str | None] | None:
+    """Per raw row, the reason when the row stands for a malformed line or row of a file, else None.
+
+    Only the file readers give reasons starting "line N: " / "row N: " (the log's own start "key:" /
+    "value:"), and a reloaded error row keeps its reason, so the prefix is what marks these rows.
+    """
+    records = getattr(log, "records", None)
+    if records is None or len(records) != n or "error" not in records:
+        return None
+    errors = records["error"]
+    if not errors.notna().any():
+        return None
+    hit = errors.str.match(_MALFORMED, na=False).to_numpy(dtype=bool)
+    if not hit.any():
+        return None
+    out: list[str | None] = [None] * n
+    for pos in hit.nonzero()[0].tolist():
+        out[pos] = errors.iat[pos]
+    return out
 
 
 def _source_json(source: SourceInfo) -> bytes:
@@ -439,20 +478,29 @@ def write_parquet(log: Any, path: str | os.PathLike[str]) -> Path:
     """Write a log's raw records (exact key/value bytes) and source metadata to a Parquet file.
 
     Columns: partition int32, offset int64, timestamp_ms int64, key binary, value binary (null =
-    tombstone), agent_key string; file metadata ``agent_inspect.source`` holds the SourceInfo as JSON.
+    tombstone), agent_key string, and when the log has them malformed string (the reason of a row
+    that stands for a malformed line of a file; null otherwise); file metadata
+    ``agent_inspect.source`` holds the SourceInfo as JSON.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     raw: RawBatch = log.raw
     n = len(raw)
-    schema = _schema().with_metadata({SOURCE_METADATA_KEY: _source_json(log.source)})
-    table = pa.table({
+    malformed = _malformed(log, n)
+    schema = _schema()
+    if malformed is None:  # the column only when needed: files of clean logs stay as they always were
+        schema = schema.remove(schema.get_field_index("malformed"))
+    schema = schema.with_metadata({SOURCE_METADATA_KEY: _source_json(log.source)})
+    columns = {
         "partition": pa.array(raw.partition, pa.int32()), "offset": pa.array(raw.offset, pa.int64()),
         "timestamp_ms": pa.array(raw.timestamp_ms, pa.int64()), "key": pa.array(raw.key, pa.binary()),
         "value": pa.array(raw.value, pa.binary()),
         "agent_key": pa.array(raw.agent_key if raw.agent_key is not None else [None] * n, pa.string()),
-    }, schema=schema)
+    }
+    if malformed is not None:
+        columns["malformed"] = pa.array(malformed, pa.string())
+    table = pa.table(columns, schema=schema)
     out = Path(path)
     with _replacing(out) as tmp:
         pq.write_table(table, tmp, compression="zstd")
@@ -486,16 +534,24 @@ def _read_parquet(path: Path) -> FileRead:
     except (pa.ArrowException, OSError) as exc:
         raise SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
                           f"re-export it with ActionStateLog.to_parquet") from None
-    missing = [f.name for f in _schema() if f.name not in table.column_names and f.name != "agent_key"]
+    missing = [f.name for f in _schema() if f.name not in table.column_names and f.name not in _OPTIONAL_COLUMNS]
     if missing:
         raise SourceError(f"{str(path)!r} lacks column(s) {', '.join(missing)}; it was not written by "
                           f"agent_inspect (use ActionStateLog.to_parquet)")
-    has_agent = "agent_key" in table.column_names and table.column("agent_key").null_count < len(table)
-    batch = RawBatch(
-        partition=table.column("partition").to_pylist(), offset=table.column("offset").to_pylist(),
-        timestamp_ms=table.column("timestamp_ms").to_pylist(), key=table.column("key").to_pylist(),
-        value=table.column("value").to_pylist(),
-        agent_key=table.column("agent_key").to_pylist() if has_agent else None)
+    cols = {f.name: _parquet_column(table, f.name, f.type, path) for f in _schema() if f.name in table.column_names}
+    part, off = cols["partition"], cols["offset"]
+    errors = _parquet_positions(part, off, cols.get("malformed"))
+    agent = cols.get("agent_key")
+    batch = RawBatch(partition=part.to_pylist(), offset=off.to_pylist(), timestamp_ms=cols["timestamp_ms"].to_pylist(),
+                     key=cols["key"].to_pylist(), value=cols["value"].to_pylist(),
+                     agent_key=agent.to_pylist() if agent is not None and agent.null_count < len(agent) else None)
+    malformed = cols.get("malformed")
+    for i in errors:
+        p, o = batch.partition[i], batch.offset[i]
+        kept = (malformed is not None and malformed[i].is_valid and p is not None and o is not None
+                and NO_PARTITION <= p < _PARTITION_END and o >= 0)  # an exported error row keeps its place
+        if not kept:  # like a malformed line of a positioned file: a partition of its own, the row number
+            batch.partition[i], batch.offset[i] = NO_PARTITION, i + 1
     meta = (table.schema.metadata or {}).get(SOURCE_METADATA_KEY)
     origin: dict[str, Any] = {}
     if meta is not None:
@@ -511,8 +567,59 @@ def _read_parquet(path: Path) -> FileRead:
                           start_offsets=origin["start_offsets"], end_offsets=origin["end_offsets"],
                           file_format="parquet", options=options)
     else:
-        info = _file_info(batch, {}, str(path), "parquet", None)
-    return FileRead(batch, info, {})
+        info = _file_info(batch, errors, str(path), "parquet", None)
+    return FileRead(batch, info, errors)
+
+
+def _parquet_column(table: Any, name: str, target: Any, path: Path) -> Any:
+    """The column as ``target`` (positions as int64, checked per row later) if that loses nothing, else SourceError."""
+    import pyarrow as pa
+
+    col = table.column(name).combine_chunks()
+    t = col.type
+    want = pa.int64() if pa.types.is_integer(target) else target
+    stamp = name == "timestamp_ms" and pa.types.is_timestamp(t)
+    ok = (pa.types.is_null(t) or t == want
+          or pa.types.is_integer(want) and (pa.types.is_integer(t) or stamp)
+          or pa.types.is_binary(want) and (pa.types.is_string(t) or pa.types.is_large_string(t)
+                                           or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
+          or pa.types.is_string(want) and pa.types.is_large_string(t))
+    try:
+        if not ok:
+            raise pa.ArrowInvalid("not convertible")
+        if pa.types.is_timestamp(t):
+            col = col.cast(pa.timestamp("ms", tz=t.tz), safe=True)
+        return col.cast(want, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise SourceError(f"column {name!r} of {str(path)!r} is {t}, which does not convert to {target} without "
+                          f"loss; re-export the file with ActionStateLog.to_parquet") from None
+
+
+def _parquet_positions(part: Any, off: Any, malformed: Any) -> dict[int, str]:
+    """Row index -> reason for rows with a null or out-of-range position, and for exported error rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    errors: dict[int, str] = {}
+    restored = pa.array([False] * len(part)) if malformed is None else pc.is_valid(malformed)
+    if malformed is not None and malformed.null_count < len(malformed):
+        for i in pc.indices_nonzero(restored).to_pylist():
+            errors[i] = malformed[i].as_py()
+    bad = pc.or_kleene(pc.or_kleene(pc.is_null(part), pc.is_null(off)),
+                       pc.or_kleene(pc.or_kleene(pc.less(part, 0), pc.greater_equal(part, _PARTITION_END)),
+                                    pc.less(off, 0)))
+    bad = pc.and_(pc.fill_null(bad, True), pc.invert(restored))
+    for i in pc.indices_nonzero(bad).to_pylist():
+        p, o = part[i].as_py(), off[i].as_py()
+        if p is None or o is None:
+            problem = f"{'partition' if p is None else 'offset'} is null"
+        else:
+            try:
+                _check_position(p, o, None, "timestamp_ms")
+            except ValueError as exc:
+                problem = str(exc)
+        errors[i] = f"row {i + 1}: {problem}"
+    return errors
 
 
 # ---------------------------------------------------------------------------------------------- JSONL
@@ -536,16 +643,20 @@ def write_jsonl(log: Any, path: str | os.PathLike[str]) -> Path:
 
     ``value`` is the stored JSON text inlined (exact bytes), a JSON string when the bytes are not
     inlinable JSON, null for a tombstone; bytes that are not UTF-8 go to ``key_base64`` /
-    ``value_base64``. Reading the file back gives the same records.
+    ``value_base64``. A row that stands for a malformed line of a file carries its reason in
+    ``malformed`` (its value is the line). Reading the file back gives the same records and errors.
     """
     raw: RawBatch = log.raw
     agent = raw.agent_key
+    malformed = _malformed(log, len(raw))
     out = Path(path)
     with _replacing(out) as tmp, open(tmp, "wb") as fh:
         for i in range(len(raw)):
             head = {"partition": raw.partition[i], "offset": raw.offset[i], "timestamp": raw.timestamp_ms[i]}
             if agent is not None and agent[i] is not None:
                 head["agent_key"] = agent[i]
+            if malformed is not None and malformed[i] is not None:
+                head["malformed"] = malformed[i]
             key, value = raw.key[i], raw.value[i]
             parts = [_ENC.encode(head)[:-1]]
             parts.append(b',"key":' + _text_or_b64(key, "key"))

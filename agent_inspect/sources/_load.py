@@ -157,27 +157,42 @@ def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
     """
     from agent_inspect.log import ActionStateLog
 
-    batches = list(batches) if line_errors else batches
-    log = ActionStateLog.from_raw(batches, source)
-    if line_errors:
-        (batch,) = batches  # type: ignore[misc]
-        _attach_line_errors(log, batch, line_errors)
+    if not line_errors:
+        return ActionStateLog.from_raw(batches, source)
+    (batch,) = list(batches)
+    batch, line_errors = _in_physical_order(batch, line_errors)
+    log = ActionStateLog.from_raw([batch], source)
+    _attach_line_errors(log, line_errors)
     return log
 
 
-def _attach_line_errors(log: Any, batch: RawBatch, line_errors: Mapping[int, str]) -> None:
-    # A malformed line's (partition, offset) is unique: offset = line number, and positioned files
-    # put bad lines in a partition of their own (-1), so it finds the row after the log's sort.
+def _in_physical_order(batch: RawBatch, line_errors: Mapping[int, str]) -> tuple[RawBatch, Mapping[int, str]]:
+    # Sorted here, stably by (partition, offset) like the log builder, so the builder keeps the order
+    # and row indexes are positions: an error finds its row even when positions repeat.
     import numpy as np
+
+    part = np.asarray(batch.partition, dtype=np.int64)
+    off = np.asarray(batch.offset, dtype=np.int64)
+    order = np.lexsort((off, part))
+    if bool(np.all(order[1:] > order[:-1])):
+        return batch, line_errors
+    moved_to = np.empty_like(order)
+    moved_to[order] = np.arange(len(order))
+    idx = order.tolist()
+
+    def pick(col: list[Any]) -> list[Any]:
+        return [col[i] for i in idx]
+
+    out = RawBatch(pick(batch.partition), pick(batch.offset), pick(batch.timestamp_ms), pick(batch.key),
+                   pick(batch.value), None if batch.agent_key is None else pick(batch.agent_key))
+    return out, {int(moved_to[row]): reason for row, reason in line_errors.items()}
+
+
+def _attach_line_errors(log: Any, line_errors: Mapping[int, str]) -> None:
     import pandas as pd
 
-    wanted = {(batch.partition[i], batch.offset[i]): reason for i, reason in line_errors.items()}
     records = log.records
-    part, off = records["partition"], records["offset"]
-    near = (part.isin({p for p, _ in wanted}) & off.isin({o for _, o in wanted})).to_numpy(dtype=bool)
     errors = records["error"].to_numpy(dtype=object, na_value=None).copy()
-    for pos in np.flatnonzero(near).tolist():
-        reason = wanted.get((int(part.iat[pos]), int(off.iat[pos])))
-        if reason is not None:
-            errors[pos] = reason
+    for pos, reason in line_errors.items():
+        errors[pos] = reason
     records["error"] = pd.array(errors, dtype=records["error"].dtype)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 
@@ -236,3 +235,128 @@ def test_timeout_must_be_positive_and_finite(kafka_bootstrap: str, timeout: floa
                  lambda: ai.load_fluss("127.0.0.1:1", "db.t", timeout=timeout, progress=False)):
         with pytest.raises(ai.SourceError, match="timeout"):
             load()
+
+
+# ------------------------------------------------------------------------- 3. Parquet files not written by us
+
+
+def _parquet(path: Path, columns: dict[str, object]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(columns), path)  # type: ignore[arg-type]
+    return path
+
+
+def _columns(**override: object) -> dict[str, object]:
+    import pyarrow as pa
+
+    keys = [k.encode() for k, _ in RECORDS]
+    values = [v for _, v in RECORDS]
+    n = len(RECORDS)
+    base: dict[str, object] = {"partition": pa.array([0] * n, pa.int32()), "offset": pa.array(range(n), pa.int64()),
+                               "timestamp_ms": pa.array([1_700_000_000_000] * n, pa.int64()),
+                               "key": pa.array(keys, pa.binary()), "value": pa.array(values, pa.binary())}
+    base.update(override)
+    return base
+
+
+def test_parquet_lossless_casts_are_taken(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    n = len(RECORDS)
+    cols = _columns(partition=pa.array([0] * n, pa.int64()), offset=pa.array(range(n), pa.uint16()),
+                    timestamp_ms=pa.array([1_700_000_000_000_000] * n, pa.timestamp("us", tz="UTC")),
+                    key=pa.array([k for k, _ in RECORDS], pa.large_string()),
+                    value=pa.array([v for _, v in RECORDS], pa.large_binary()))
+    log = ai.load_file(_parquet(tmp_path / "cast.parquet", cols))
+    want = ai.load_file(_parquet(tmp_path / "plain.parquet", _columns()))
+    assert len(log.errors) == 0
+    for col in ("partition", "offset", "timestamp_ms", "key", "value"):
+        assert getattr(log.raw, col) == getattr(want.raw, col)
+
+
+@pytest.mark.parametrize("column, array", [
+    ("partition", lambda pa, n: pa.array(["a"] * n)),
+    ("offset", lambda pa, n: pa.array([0.5] * n)),
+    ("timestamp_ms", lambda pa, n: pa.array(["x"] * n)),
+    ("timestamp_ms", lambda pa, n: pa.array([1_700_000_000_000_000_001] * n, pa.timestamp("ns"))),
+    ("key", lambda pa, n: pa.array([1] * n)),
+    ("value", lambda pa, n: pa.array([[1]] * n)),
+    ("agent_key", lambda pa, n: pa.array([b"\xff"] * n)),
+    ("partition", lambda pa, n: pa.array([2**63 + 5] * n, pa.uint64())),
+])
+def test_parquet_wrong_column_types_are_one_line_source_errors(  # type: ignore[no-untyped-def]
+        tmp_path: Path, column: str, array) -> None:
+    import pyarrow as pa
+
+    path = _parquet(tmp_path / "bad.parquet", _columns(**{column: array(pa, len(RECORDS))}))
+    with pytest.raises(ai.SourceError, match=f"column '{column}'") as info:
+        ai.load_file(path)
+    assert "\n" not in str(info.value)
+
+
+def test_parquet_null_or_out_of_range_positions_are_error_rows(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    n = len(RECORDS)
+    cols = _columns(partition=pa.array([0, None, 0, 2**31, *[0] * (n - 4)], pa.int64()),
+                    offset=pa.array([None, 1, -5, 3, *range(4, n)], pa.int64()))
+    log = ai.load_file(_parquet(tmp_path / "nulls.parquet", cols))
+    assert len(log.records) == n and len(log.errors) == 4
+    reasons = sorted(log.errors["error"])
+    assert reasons == ["row 1: offset is null", "row 2: partition is null",
+                       "row 3: offset -5 is out of range (0 to 9223372036854775807)",
+                       "row 4: partition 2147483648 is out of range (0 to 2147483647)"]
+    assert sorted(log.raw.value) == sorted(v for _, v in RECORDS)     # the records' bytes are kept
+
+
+# ------------------------------------------------------------------------- 5. error rows survive export
+
+
+def _assert_same_log(a: ai.ActionStateLog, b: ai.ActionStateLog) -> None:
+    import pandas as pd
+
+    for col in ("partition", "offset", "timestamp_ms", "key", "value", "agent_key"):
+        assert getattr(a.raw, col) == getattr(b.raw, col), col
+    pd.testing.assert_frame_equal(a.records, b.records)
+
+
+def _malformed_files(tmp_path: Path) -> list[Path]:
+    bad = [b"{broken", b'{"key": "x", "Value": 1}', b"\xff\xfe not utf-8", b"[1,2]", _plain(0) + _plain(1)]
+    kcat = [_kcat(i, partition=i % 2, offset=i // 2) for i in range(len(RECORDS))]
+    plain = [_plain(i) for i in range(len(RECORDS))]
+    kcat[2:2], plain[3:3] = bad, bad
+    plain.append(_plain(2, partition=3, offset=1).replace(b'"partition":3', b'"partition":-1'))
+    return [_write(tmp_path / "k.jsonl", kcat), _write(tmp_path / "p.jsonl", plain)]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["kcat", "plain"])
+def test_error_rows_round_trip_through_both_export_formats(tmp_path: Path, which: int) -> None:
+    path = _malformed_files(tmp_path)[which]
+    log = ai.load_file(path)
+    lines = path.read_bytes().split(b"\n")
+    assert len(log.errors) == 5 + which  # the plain file also has a line with partition -1
+    for pos, reason in log.errors["error"].items():  # each reason sits on the row holding its line
+        assert log.raw.value[pos] == lines[int(reason.split(":")[0].split()[1]) - 1]
+    for name in ("x.jsonl", "x.parquet", "again.jsonl"):
+        writer = ai.sources.write_parquet if name.endswith(".parquet") else ai.sources.write_jsonl
+        out = writer(log, tmp_path / name)
+        if name.endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            assert pq.read_schema(out).names[-1] == "malformed"
+        again = ai.load_file(out)
+        _assert_same_log(log, again)
+        log = again  # and once more from the reloaded copy: nothing nests or drifts
+
+
+def test_parquet_error_rows_round_trip_through_jsonl(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    n = len(RECORDS)
+    cols = _columns(partition=pa.array([None, *[0] * (n - 1)], pa.int32()))
+    log = ai.load_file(_parquet(tmp_path / "nulls.parquet", cols))
+    assert len(log.errors) == 1
+    for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
+        _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
