@@ -601,7 +601,7 @@ def _parquet_positions(part: Any, off: Any, malformed: Any) -> dict[int, str]:
     import pyarrow.compute as pc
 
     errors: dict[int, str] = {}
-    restored = pa.array([False] * len(part)) if malformed is None else pc.is_valid(malformed)
+    restored = pa.array([False] * len(part), pa.bool_()) if malformed is None else pc.is_valid(malformed)
     if malformed is not None and malformed.null_count < len(malformed):
         for i in pc.indices_nonzero(restored).to_pylist():
             errors[i] = malformed[i].as_py()

@@ -360,3 +360,13 @@ def test_parquet_error_rows_round_trip_through_jsonl(tmp_path: Path) -> None:
     assert len(log.errors) == 1
     for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
         _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n"], ids=["empty", "blank"])
+def test_empty_files_round_trip(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(content)
+    log = ai.load_file(path)
+    assert len(log.records) == 0
+    for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
+        _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
