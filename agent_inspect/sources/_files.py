@@ -1,7 +1,10 @@
 """Dump files: kcat ``-J`` JSONL, plain JSONL and the toolkit's Parquet; readers and writers.
 
 Readers never raise for a bad line: it becomes a row (offset = 1-based line number, key None, value
-= the line's bytes) with a reason, which the loader puts into the log's ``error`` column.
+= the line's bytes) with a reason, which the loader puts into the log's ``error`` column. A Parquet
+row with a null or out-of-range position keeps its key and value and gets a reason too ("row N: …").
+The writers mark such rows (JSONL ``malformed``, Parquet column ``malformed``) so that reading an
+export back restores them exactly, position and reason included.
 """
 
 from __future__ import annotations
