@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent_inspect as ai
@@ -369,4 +369,26 @@ def test_empty_files_round_trip(tmp_path: Path, content: bytes) -> None:
     log = ai.load_file(path)
     assert len(log.records) == 0
     for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
+        _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
+
+
+_BAD_LINES = st.one_of(
+    st.binary(min_size=1, max_size=30).filter(lambda b: b"\n" not in b and b"\r" not in b and b.strip() != b""),
+    st.sampled_from([b"[1,2]", b"null", b'{"key":"k"}', b'{"Value":1}', b"{}{}", b'{"partition":-3,"value":{}}']),
+    st.integers(0, len(RECORDS) - 1).map(lambda i: _plain(i)[: 20 + i]),
+)
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fmt=st.sampled_from(["jsonl", "kcat-jsonl"]), data=st.data())
+def test_any_mix_of_bad_lines_round_trips_exactly(tmp_path: Path, fmt: str, data: st.DataObject) -> None:
+    good = [_plain(i) if fmt == "jsonl" else _kcat(i, partition=i % 2, offset=i // 2) for i in range(len(RECORDS))]
+    lines = list(good)
+    inserted = data.draw(st.lists(st.integers(0, len(lines)), min_size=1, max_size=4))
+    for at in sorted(inserted, reverse=True):
+        lines.insert(at, data.draw(_BAD_LINES))
+    log = ai.load_file(_write(tmp_path / "in.jsonl", lines), file_format=fmt)
+    assert len(log.records) == len(lines) and len(log.errors) == len(inserted)
+    for name in ("x.jsonl", "x.parquet"):
+        writer = ai.sources.write_parquet if name.endswith(".parquet") else ai.sources.write_jsonl
         _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
