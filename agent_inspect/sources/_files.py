@@ -185,7 +185,7 @@ def _sniff(lines: list[bytes]) -> str:
             except Exception:  # noqa: BLE001 - a bad line says nothing about the format
                 continue
         if isinstance(obj, dict):
-            if "payload" in obj and ("partition" in obj or "offset" in obj):
+            if "payload" in obj and "value" not in obj and ("partition" in obj or "offset" in obj):
                 kcat += 1
             elif "value" in obj or "value_base64" in obj or "key" in obj:
                 plain += 1

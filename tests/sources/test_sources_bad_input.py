@@ -392,3 +392,9 @@ def test_any_mix_of_bad_lines_round_trips_exactly(tmp_path: Path, fmt: str, data
     for name in ("x.jsonl", "x.parquet"):
         writer = ai.sources.write_parquet if name.endswith(".parquet") else ai.sources.write_jsonl
         _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
+
+
+def test_plain_lines_with_a_payload_field_stay_plain(tmp_path: Path) -> None:
+    lines = [_plain(i, partition=0, offset=i, payload="extra") for i in range(len(RECORDS))]
+    read = read_file(_write(tmp_path / "p.jsonl", lines))
+    assert read.source.file_format == "jsonl" and not read.line_errors
