@@ -272,3 +272,15 @@ def test_parquet_keeps_the_kafka_source_info(kafka_bootstrap: str, topic: Topic,
     assert again.source.topic == name and dict(again.source.start_offsets) == {0: 1, 2: 0}
     assert again.source.options["markers"] == {0: 1, 2: 0}
     assert again.source.options["origin"] == {"kind": "kafka", "location": log.source.location, "file_format": None}
+
+
+def test_kafka_values_with_invalid_utf8_export_to_jsonl_exactly(kafka_bootstrap: str, tmp_path: Path) -> None:
+    name = create_topic(kafka_bootstrap, 1)
+    key, value = make_records(1, 1)[0]
+    odd = [(key, b'{"a":"\xff"}'), (key, b'["\xc3"]'), (key, value), ("not-a-state-key", b"\xff{}")]
+    produce_like_upstream(kafka_bootstrap, name, odd, num_partitions=1, partitioner=lambda k, n: 0)
+    log = ai.load_kafka(kafka_bootstrap, name, progress=False)
+    again = ai.load_file(ai.sources.write_jsonl(log, tmp_path / "k.jsonl"))
+    for col in ("partition", "offset", "timestamp_ms", "key", "value"):
+        assert getattr(again.raw, col) == getattr(log.raw, col)
+    assert again.records.equals(log.records)
