@@ -296,12 +296,15 @@ _DECODE = _DECODER.decode
 def _decode_row(value: bytes) -> tuple[Any, ...]:
     # The same typed decoder as value(pos), so a row has an error exactly when its value cannot be read.
     try:
-        return _row(_DECODE(value))
+        st = _DECODE(value)
+        if st.task_event is not None:
+            return _row(st)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-        try:
-            return _row(decode_action_state(value))  # unknown properties: the slow, tolerant path
-        except ValueFormatError as exc:
-            return _BAD, _reason(exc)
+        pass
+    try:  # unknown properties, no task event or an error: the codec's tolerant path, which explains
+        return _row(decode_action_state(value))
+    except ValueFormatError as exc:
+        return _BAD, _reason(exc)
 
 
 def _row(st: Any) -> tuple[Any, ...]:

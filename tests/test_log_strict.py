@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
+from agent_inspect import ValueFormatError
 from agent_inspect.codec import GENERIC_EVENT, event_uuid, format_state_key, name_action_uuid
 from agent_inspect.log import ActionStateLog
 from agent_inspect.sources import RawBatch, SourceInfo
@@ -53,3 +55,25 @@ def test_unsupported_envelope_version_is_an_error_row_with_its_columns_filled():
     assert list(log.errors.index) == [1, 3]
     fmts = r["value_format"]
     assert [fmts.iat[i] for i in (0, 2, 3, 4)] == ["V3", "V2a", "V3", "V2a"]  # not whole envelopes: plain JSON
+
+
+def test_values_that_are_not_action_states_are_error_rows_naming_the_field():
+    log = load([b"{}", b'{"foo":1}', value(completed=True),
+                json.dumps({"taskEvent": {**TASK, "attributes": 42}}).encode(),
+                value(callResults=[{"functionId": "f", "status": "s"}]),
+                value(outputEvents=[{"x": 1}], futureTop=1),
+                value(callResults=[{"functionId": "f", "status": None}], futureTop=1)])
+    r = log.records
+    assert list(r["error"].iloc[[0, 1, 3, 4, 5]]) == [
+        "value: not an ActionState (no known field)",
+        "value: not an ActionState (no known field)",
+        "value: taskEvent.attributes must be an object, got int",
+        "value: callResults[0].status must be one of PENDING, SUCCEEDED, FAILED, got 's'",
+        "value: outputEvents[0].id is missing",
+    ]
+    assert list(log.errors.index) == [0, 1, 3, 4, 5]
+    assert list(r["offset"]) == list(range(7))  # nothing dropped, positions kept
+    assert r["completed"].iat[2] and r["calls_succeeded"].iat[6] == 1
+    with pytest.raises(ValueFormatError, match="no known field"):
+        log.value(0)
+    assert log.value(6).extra == {"futureTop": 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any, Literal
 
 import msgspec
@@ -48,6 +49,16 @@ def _struct_repr(obj: Struct) -> str:
             continue
         parts.append(f"{f.name}={_short_raw(value) if isinstance(value, Raw) else repr(value)}")
     return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def _json_kind(value: Raw) -> str:
+    """msgspec's name for the JSON type of a raw value (int, float, str, bool, null, array, object)."""
+    data = bytes(value)
+    head = data[:1]
+    kinds = {b"{": "object", b"[": "array", b'"': "str", b"t": "bool", b"f": "bool", b"n": "null"}
+    if head in kinds:
+        return kinds[head]
+    return "float" if any(c in data for c in b".eE") else "int" if head else "nothing"
 
 
 class KryoEnvelope(Struct, **_STRUCT_OPTS):
@@ -148,11 +159,11 @@ class MemoryUpdate(Struct, **_STRUCT_OPTS):
 class CallResult(Struct, rename="camel", **_STRUCT_OPTS):
     """One durable-call journal entry. ``status`` is None in legacy V1 data; see :attr:`effective_status`."""
 
-    function_id: str = ""
+    function_id: str
     args_digest: str = ""
     result_payload: str | None = None
     exception_payload: str | None = None
-    status: str | None = None
+    status: Literal["PENDING", "SUCCEEDED", "FAILED"] | None = None
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
 
     @property
@@ -163,15 +174,16 @@ class CallResult(Struct, rename="camel", **_STRUCT_OPTS):
         return "SUCCEEDED" if self.exception_payload is None else "FAILED"
 
 
-class Event(Struct, rename="camel", **_STRUCT_OPTS):
-    """An event as stored in a record. ``attributes`` stays raw JSON; use :meth:`attrs` to parse it.
+class Event(Struct, rename="camel", kw_only=True, **_STRUCT_OPTS):
+    """An event as stored in a record. ``attributes`` stays raw JSON (an object); use :meth:`attrs` to parse it.
 
+    Every event has an ``id`` and a ``type`` (legacy V0/V1 events: an ``event_class`` instead).
     Legacy (V0/V1) fields: ``event`` (base64 pickled Python event), ``event_type``, ``event_string`` (0.1),
     ``event_json_str`` (0.2), ``source_timestamp``, and ``input``/``output`` of typed events.
     """
 
     event_class: str | None = field(default=None, name="@class")
-    id: str | None = None
+    id: str
     type: str | None = None
     attributes: Raw = _EMPTY_OBJECT
     upstream_event_id: str | None = None
@@ -188,6 +200,14 @@ class Event(Struct, rename="camel", **_STRUCT_OPTS):
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
 
     __repr__ = _struct_repr
+
+    def __post_init__(self) -> None:
+        # Runs inside msgspec's decode too, which adds the event's path to the message (see _explain).
+        a = self.attributes
+        if a is not _EMPTY_OBJECT and memoryview(a)[:1] != b"{":
+            raise ValueError(f"attributes must be an object, got {_json_kind(a)}")
+        if self.type is None and self.event_class is None:
+            raise ValueError("type is missing (events need a type, legacy events an @class)")
 
     def attrs(self) -> Any:
         """The attribute map, parsed (:class:`DecodeError` if the stored JSON is malformed)."""
@@ -278,28 +298,71 @@ def _clean(obj: Any) -> None:
         _move_extra(cr, _CALL_KEYS)
 
 
+_ARTICLE = {"object": "an object", "array": "an array", "int": "an int", "str": "a string", "null": "null"}
+_ENUMS = {"status": "PENDING, SUCCEEDED, FAILED"}
+_EXPECTED = re.compile(r"Expected `(.+)`, got `(.+)`")
+
+
+def _explain(exc: msgspec.ValidationError) -> str:
+    """msgspec's validation message as one line naming the JSON field (``taskEvent.attributes must be …``)."""
+    msg, _, at = str(exc).partition(" - at `$")
+    path = at.rstrip("`").lstrip(".")
+    name = path.rpartition(".")[2]
+    expected = _EXPECTED.fullmatch(msg)
+    if expected:
+        want = [_ARTICLE.get(t, f"a {t}") for t in expected[1].split(" | ")]
+        got = expected[2]
+        if not path:
+            return f"not an ActionState (a JSON {got}, not an object)"
+        if name in _ENUMS:  # msgspec names a Literal's base type; the allowed values say more
+            want = [_ENUMS[name]] + (["null"] if "null" in expected[1] else [])
+            return f"{path} must be one of {' or '.join(want)}, got {got}"
+        return f"{path} must be {' or '.join(want)}, got {got}"
+    if msg.startswith("Object missing required field `"):
+        missing = msg.split("`")[1]
+        return f"{path}.{missing} is missing" if path else f"{missing} is missing"
+    if msg.startswith("Invalid enum value ") and name in _ENUMS:
+        return f"{path} must be one of {_ENUMS[name]}, got {msg[len('Invalid enum value '):]}"
+    if msg.startswith(("attributes ", "type ")):  # Event.__post_init__
+        return f"{path}.{msg}" if path else msg
+    return f"{path}: {msg}" if path else f"not an ActionState: {msg}"
+
+
+def _require_known_field(data: bytes) -> None:
+    obj = msgspec.json.decode(data)
+    if isinstance(obj, dict) and not any(k in _STATE_KEYS for k in obj):
+        raise ValueFormatError("not an ActionState (no known field)")
+
+
 def decode_action_state(data: bytes) -> ActionState:
     """Decode one record value of any format V0–V3+, whatever the property order.
 
     Unknown properties are kept in ``.extra``; unknown ``@class`` values decode as generic events.
-    Raises :class:`ValueFormatError` with the reason when the bytes are not an ActionState.
+    Raises :class:`ValueFormatError` naming the field when the bytes are not an ActionState (no known
+    property, or a property of the wrong JSON type: e.g. ``taskEvent.attributes must be an object, got int``).
     """
     try:
         try:
-            return _DECODER.decode(data)
+            state = _DECODER.decode(data)
         except msgspec.ValidationError as first:
             if "unknown field" not in str(first):
                 raise
+        else:
+            if state.task_event is None:  # rare: `{}` decodes to all defaults, so look for a known property
+                _require_known_field(data)
+            return state
         # Rare: properties this reader does not know. Move them under `extra`, then decode typed.
         obj = msgspec.json.decode(data)
         _clean(obj)
+        if isinstance(obj, dict) and set(obj) <= {_EXTRA}:
+            raise ValueFormatError("not an ActionState (no known field)")
         return _DECODER.decode(msgspec.json.encode(obj))
     except UnicodeDecodeError:
         raise ValueFormatError("value has a string that is not valid UTF-8") from None
     except RecursionError:
         raise ValueFormatError("value is nested too deeply to be an ActionState") from None
     except msgspec.ValidationError as exc:
-        raise ValueFormatError(f"value is not an ActionState: {exc}") from None
+        raise ValueFormatError(_explain(exc)) from None
     except msgspec.DecodeError as exc:
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
 

@@ -221,8 +221,8 @@ def test_unknown_properties_and_classes_are_kept():
 @pytest.mark.parametrize(("data", "reason"), [
     (b"not json", "not valid JSON"),
     (b"[1,2]", "not an ActionState"),
-    (b'{"completed":"yes"}', "not an ActionState"),
-    (b'{"completed":true,"zz":1,"callResults":[{"status":5}]}', "not an ActionState"),
+    (b'{"completed":"yes"}', "completed must be a bool, got str"),
+    (b'{"completed":true,"zz":1,"callResults":[{"status":5}]}', r"callResults\[0\]\.status must be one of"),
     (b"\xff\xfe", "not valid JSON"),
     (b"[" * 5000, "not an ActionState"),
     (b'{"taskEvent":{"id":"\xd9x"}}', "not valid UTF-8"),
