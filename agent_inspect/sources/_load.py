@@ -13,6 +13,7 @@ from agent_inspect.sources._files import read_file
 from agent_inspect.sources._fluss import ConnectionFactory, read_fluss
 from agent_inspect.sources._kafka import open_kafka
 from agent_inspect.sources._keys import business_key_rows, take
+from agent_inspect.sources._parallel import Workers, estimate_file_records, plan_workers
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def _check_timeout(timeout: float) -> None:
 def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
-               allow_data_loss: bool = False) -> ActionStateLog:
+               allow_data_loss: bool = False, workers: int | None = None) -> ActionStateLog:
     """Read an action-state topic, read-only, up to the end offsets captured when the load starts.
 
     - ``markers``: recovery markers (``{partition: offset}``, the versioned ``{"offsets": …}`` form, or a
@@ -101,11 +102,21 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
       :class:`~agent_inspect.DataLossError` when a start offset is no longer retained.
+    - ``workers``: processes that read and build partition groups in parallel (same log); None = all
+      cores for large reads (50k records or more), 1 = one process.
     """
     _check_timeout(timeout)
+    plan_workers(workers, 0)  # a bad value fails before any I/O
     batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
                                business_keys=business_keys, config=config, progress=progress,
                                timeout=timeout, allow_data_loss=allow_data_loss)
+    n = plan_workers(workers, sum(info.end_offsets[p] - info.start_offsets[p] for p in info.start_offsets))
+    user = {**(config or {}), **({"bootstrap.servers": bootstrap_servers} if bootstrap_servers else {})}
+    # workers get the config by pipe: callbacks (oauth_cb…) cannot travel, so such loads stay in one process
+    if n > 1 and all(v is None or isinstance(v, (str, int, float, bool)) for v in user.values()):
+        with Workers(n) as pool:
+            return pool.load_kafka(user, topic, info, keys=info.options.get("business_keys"), timeout=timeout,
+                                   progress=progress)
     return build_log(batches, info)
 
 
@@ -113,28 +124,40 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False,
-               connection_factory: ConnectionFactory | None = None) -> ActionStateLog:
+               connection_factory: ConnectionFactory | None = None, workers: int | None = None) -> ActionStateLog:
     """Read a Fluss action-state log table ``database.table`` up to the latest offsets taken at the start.
 
     Markers are ``{bucket: offset}`` maps (several are merged by minimum) and must name exactly the
     table's buckets (spec §7.4). ``config`` holds pyfluss properties (Java-style keys). Every client call
     is bounded by ``timeout`` seconds. ``connection_factory(properties)`` replaces
-    ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`.
+    ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`
+    (``workers`` builds the log of the read records in parallel).
     """
     _check_timeout(timeout)
+    plan_workers(workers, 0)
     batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
                              business_keys=business_keys, config=config, progress=progress, timeout=timeout,
                              allow_data_loss=allow_data_loss, connection_factory=connection_factory)
-    return build_log([batch], info)
+    with Workers(plan_workers(workers, len(batch))) as pool:
+        return build_log([batch], info, pool=pool)
 
 
 def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
-              business_keys: Iterable[str] | None = None) -> ActionStateLog:
+              business_keys: Iterable[str] | None = None, workers: int | None = None) -> ActionStateLog:
     """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
 
     ``file_format`` ("kcat-jsonl", "jsonl", "parquet") is detected when omitted; gzip is detected too.
     A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
+    ``workers``: processes that build partition groups in parallel (same log; files whose records
+    carry partitions); None = all cores for large files, 1 = one process.
     """
+    n = plan_workers(workers, estimate_file_records(path) if workers is None else 0)
+    with Workers(n) as pool:  # started now: workers import while the file is read
+        return _load_file(path, file_format=file_format, business_keys=business_keys, pool=pool)
+
+
+def _load_file(path: str | os.PathLike[str], *, file_format: str | None, business_keys: Iterable[str] | None,
+               pool: Workers) -> ActionStateLog:
     read = read_file(path, file_format=file_format)
     batch, errors = read.batch, dict(read.line_errors)
     info = read.source
@@ -146,22 +169,23 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
         info = SourceInfo(kind=info.kind, location=info.location, topic=info.topic,
                           start_offsets=info.start_offsets, end_offsets=info.end_offsets,
                           file_format=info.file_format, options={**info.options, "business_keys": keys})
-    return build_log([batch], info, line_errors=errors)
+    return build_log([batch], info, line_errors=errors, pool=pool)
 
 
 def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
-              line_errors: Mapping[int, str] | None = None) -> ActionStateLog:
+              line_errors: Mapping[int, str] | None = None, pool: Workers | None = None) -> ActionStateLog:
     """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column.
 
     ``line_errors`` (row index → reason) needs a single batch.
     """
     from agent_inspect.log import ActionStateLog
 
+    build = ActionStateLog.from_raw if pool is None else pool.build  # the pool builds partition groups apart
     if not line_errors:
-        return ActionStateLog.from_raw(batches, source)
+        return build(batches, source)
     (batch,) = list(batches)
     batch, line_errors = _in_physical_order(batch, line_errors)
-    log = ActionStateLog.from_raw([batch], source)
+    log = build([batch], source)
     _attach_line_errors(log, line_errors)
     return log
 
