@@ -51,7 +51,9 @@ def lab(lab_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ju
         server.stop()
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running on the main thread while it is open,
+# which would break every later test that calls asyncio.run() (and notebooks run by nbclient).
+@pytest.fixture(scope="module")
 def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
