@@ -10,7 +10,7 @@ import pytest
 from agent_inspect.rules import build_case, load_cases, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = ROOT.parent / "shared" / "spec" / "divergence-cases.md"
+SPEC = ROOT / "docs" / "spec" / "divergence-cases.md"
 CASES = load_cases(ROOT / "cases")
 RUNS = [(c, r) for c in CASES for r in (c.rules or ["call"])]
 

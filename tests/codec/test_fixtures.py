@@ -9,7 +9,8 @@ import pytest
 
 from agent_inspect.codec import Event, event_uuid
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "flink-agents-event-snapshots"
+# unmodified upstream data (apache/flink-agents e2e-test/cross-language-event-snapshots), see its README
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "flink-agents-event-snapshots"
 JAVA = sorted((FIXTURES / "java").glob("*.json"))
 PYTHON = sorted((FIXTURES / "python").glob("*.json"))
 # The Python SDK writes extra attributes for these two events, so their identities legitimately differ.
