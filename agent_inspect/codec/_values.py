@@ -29,6 +29,7 @@ _EXTRA = "~agent_inspect.extra"
 _EMPTY_OBJECT = Raw(b"{}")
 _NULL = Raw(b"null")
 _ABSENT = Raw(b"")  # msgspec cannot decode `Raw | None`; an empty Raw marks "property not present"
+# (Event omits defaults when encoding, so an absent member never becomes an empty JSON value)
 _STRUCT_OPTS: dict[str, Any] = {"frozen": True, "gc": False, "forbid_unknown_fields": True,
                                "repr_omit_defaults": True}
 
@@ -174,7 +175,7 @@ class CallResult(Struct, rename="camel", **_STRUCT_OPTS):
         return "SUCCEEDED" if self.exception_payload is None else "FAILED"
 
 
-class Event(Struct, rename="camel", kw_only=True, **_STRUCT_OPTS):
+class Event(Struct, rename="camel", kw_only=True, omit_defaults=True, **_STRUCT_OPTS):
     """An event as stored in a record. ``attributes`` stays raw JSON (an object); use :meth:`attrs` to parse it.
 
     Every event has an ``id`` and a ``type`` (legacy V0/V1 events: an ``event_class`` instead).
@@ -283,18 +284,22 @@ def _clean_event(ev: Any) -> None:
         _clean_event(ev.get("delegate"))
 
 
+def _items(obj: dict[str, Any], name: str) -> list[Any]:
+    items = obj.get(name)
+    return items if isinstance(items, list) else []  # a wrong type is left for the typed decode to name
+
+
 def _clean(obj: Any) -> None:
     if not isinstance(obj, dict):
         return
     _move_extra(obj, _STATE_KEYS)
     _clean_event(obj.get("taskEvent"))
-    for name in ("outputEvents",):
-        for ev in obj.get(name) or ():
-            _clean_event(ev)
+    for ev in _items(obj, "outputEvents"):
+        _clean_event(ev)
     for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
-        for mu in obj.get(name) or ():
+        for mu in _items(obj, name):
             _move_extra(mu, _MEMORY_KEYS)
-    for cr in obj.get("callResults") or ():
+    for cr in _items(obj, "callResults"):
         _move_extra(cr, _CALL_KEYS)
 
 

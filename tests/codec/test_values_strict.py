@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_inspect import ValueFormatError
-
 from agent_inspect.codec import GENERIC_EVENT, decode_action_state, detect_value_format
 
 TASK = {"@class": GENERIC_EVENT, "id": "00000000-0000-4000-8000-000000000001", "type": "_input_event",
@@ -126,3 +128,81 @@ def test_wrongly_typed_values_name_the_field(data, reason):
 ])
 def test_valid_and_unusual_values_still_decode(data):
     decode_action_state(data)
+
+
+# --- 3. a decoded value encodes to valid JSON ---------------------------------------------------
+
+def test_msgspec_encoding_of_a_decoded_value_is_valid_json():
+    decoded = decode_action_state(state(outputEvents=[event()]))  # no attachments, input, output, lineage
+    wire = msgspec.json.encode(decoded)
+    out = json.loads(wire)
+    assert out["taskEvent"]["attributes"] == TASK["attributes"]
+    assert "attachments" not in out["outputEvents"][0]
+    assert decode_action_state(wire) == decoded
+
+
+json_scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False,
+                                                                                     allow_infinity=False) \
+    | st.text(max_size=5)
+json_any = st.recursive(json_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
+                                                                                          max_size=3),
+                        max_leaves=5)
+
+
+def maybe(strategy: st.SearchStrategy, *, weight: int = 7) -> st.SearchStrategy:
+    """Mostly the well-typed value, sometimes anything JSON (so both decodable and refused values come up)."""
+    return st.integers(0, weight).flatmap(lambda i: json_any if i == 0 else strategy)
+
+
+def objects(fields: dict[str, st.SearchStrategy], *, usual: tuple[str, ...] = ()) -> st.SearchStrategy:
+    """JSON objects with any of ``fields``; the ``usual`` ones are there unless the object is a junk one."""
+    junk = st.fixed_dictionaries({}, optional={**fields, "unknownProp": json_any})
+    if not usual:
+        return junk
+    rest = {k: v for k, v in fields.items() if k not in usual}
+    usual_objects = st.fixed_dictionaries({k: fields[k] for k in usual}, optional=rest)
+    return st.integers(0, 4).flatmap(lambda i: junk if i == 0 else usual_objects)
+
+
+wire_event = st.deferred(lambda: objects({
+    "@class": maybe(st.sampled_from([GENERIC_EVENT, "org.apache.flink.agents.api.InputEvent",
+                                     "org.apache.flink.agents.runtime.python.event.PythonEvent"])),
+    "id": maybe(st.uuids().map(str)), "type": maybe(st.text(max_size=6)),
+    "attributes": maybe(st.dictionaries(st.text(max_size=4), json_any, max_size=3)),
+    "upstreamEventId": maybe(st.text(max_size=4)), "upstreamActionName": maybe(st.text(max_size=4)),
+    "delegate": maybe(wire_event | st.none()), "attachments": json_any, "input": json_any, "output": json_any,
+    "sourceTimestamp": maybe(st.integers(0, 2**40)), "event": maybe(st.text(max_size=4)),
+    "eventType": maybe(st.text(max_size=4)), "eventString": maybe(st.text(max_size=4)),
+    "eventJsonStr": maybe(st.text(max_size=4)),
+}, usual=("@class", "id", "type")))
+wire_memory = objects({"path": maybe(st.text(max_size=4)), "value": st.one_of(
+    json_any, st.fixed_dictionaries({"serde": st.just("kryo"), "version": st.integers(0, 3),
+                                     "payload": st.sampled_from(["", "AA==", "gAWV"])}))}, usual=("path",))
+wire_call = objects({"functionId": maybe(st.text(max_size=4)), "argsDigest": maybe(st.text(max_size=4)),
+                     "resultPayload": maybe(st.none() | st.text(max_size=4)),
+                     "exceptionPayload": maybe(st.none() | st.text(max_size=4)),
+                     "status": maybe(st.sampled_from(["PENDING", "SUCCEEDED", "FAILED", None]))},
+                    usual=("functionId",))
+def rarely(strategy: st.SearchStrategy) -> st.SearchStrategy:
+    return maybe(strategy, weight=30)
+
+
+wire_state = objects({
+    "taskEvent": rarely(wire_event | st.none()), "sensoryMemoryUpdates": rarely(st.lists(wire_memory, max_size=2)),
+    "shortTermMemoryUpdates": rarely(st.lists(wire_memory, max_size=2)),
+    "memoryUpdates": rarely(st.lists(wire_memory, max_size=2)), "outputEvents": rarely(st.lists(wire_event, max_size=2)),
+    "callResults": rarely(st.lists(wire_call, max_size=2)), "completed": rarely(st.booleans()),
+})
+
+
+@settings(deadline=None, max_examples=300)
+@given(wire_state)
+def test_every_decodable_value_encodes_to_json_that_decodes_again(obj):
+    try:
+        state = decode_action_state(json.dumps(obj).encode())
+    except ValueFormatError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    wire = msgspec.json.encode(state)
+    msgspec.json.decode(wire)
+    assert decode_action_state(wire) == state
