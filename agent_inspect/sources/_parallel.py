@@ -129,13 +129,14 @@ def _execute(task: Any, bar: Any) -> _Part:
 
 
 def _groups(sizes: Sequence[tuple[Any, int]], count: int) -> list[list[Any]]:
-    """Contiguous groups of (item, size) with about equal total sizes, order kept."""
-    total = sum(n for _, n in sizes)
+    """Contiguous groups of (item, size) with about equal total sizes, order kept; never an empty group."""
+    total = sum(n for _, n in sizes) or 1
     count = max(1, min(count, len(sizes)))
-    out: list[list[Any]] = [[]]
+    out: list[list[Any]] = []
     acc = 0
     for item, n in sizes:
-        if out[-1] and acc >= total * len(out) / count and len(out) < count:
+        g = min(count - 1, int((acc + n / 2) * count / total))  # the group of the item's midpoint
+        if not out or (g >= len(out) and out[-1]):
             out.append([])
         out[-1].append(item)
         acc += n
@@ -439,12 +440,27 @@ def _union_categorical(cols: list[pd.Series]) -> pd.Categorical:
     cats = [c.cat.categories for c in cols]
     filled = [c for c in cats if len(c)]
     base = filled[0] if filled else cats[0]
-    categories = pd.Index(list(dict.fromkeys(v for c in filled for v in c)), dtype=base.dtype)
+    if isinstance(base.dtype, pd.StringDtype):  # Arrow strings: hash the union in C, not per Python str
+        import pyarrow as pa
+
+        arrays = [pa.array(c.array) for c in cats]
+        kind = pa.array(base.array).type
+        # one dictionary over all parts' categories: its order is first appearance, its indices the mapping
+        encoded = pa.chunked_array([a.cast(kind) for a in arrays], kind).dictionary_encode()
+        union = encoded.chunks[-1].dictionary if encoded.num_chunks else pa.array([], kind)
+        categories = pd.Index(pd.array(union, dtype=base.dtype))
+        maps = [chunk.indices.to_numpy(zero_copy_only=False) for chunk in encoded.chunks]
+        if len(maps) != len(cats):  # pyarrow drops empty chunks
+            it = iter(maps)
+            maps = [next(it) if len(c) else np.empty(0, np.int64) for c in cats]
+    else:
+        categories = pd.Index(list(dict.fromkeys(v for c in filled for v in c)), dtype=base.dtype)
+        maps = [categories.get_indexer(c) if len(c) else np.empty(0, np.int64) for c in cats]
     codes = []
-    for col, cat in zip(cols, cats):
+    for col, mapping in zip(cols, maps):
         own = col.cat.codes.to_numpy()
-        mapping = categories.get_indexer(cat) if len(cat) else np.empty(0, dtype=np.intp)
-        codes.append(np.where(own >= 0, mapping[np.maximum(own, 0)] if len(mapping) else -1, -1))
+        codes.append(mapping.astype(np.int64)[np.maximum(own, 0)] if len(mapping) else np.full(len(own), -1))
+        codes[-1][own < 0] = -1
     return pd.Categorical.from_codes(np.concatenate(codes) if codes else np.empty(0, np.int64),
                                      dtype=pd.CategoricalDtype(categories, ordered=False))
 
