@@ -196,9 +196,13 @@ class Workers:
     def __init__(self, processes: int, *, wait: bool = False) -> None:
         self._wait = wait
         self._workers: list[_Worker] = []
+        if os.name != "posix":  # the pipes are POSIX file descriptors; elsewhere the caller does all
+            return
         try:
             for _ in range(max(0, processes - 1)):
                 self._workers.append(_Worker())
+        except OSError:
+            pass  # no interpreter to start (embedded Python…): the caller does the work alone
         except BaseException:
             self.close()
             raise
@@ -274,7 +278,10 @@ class Workers:
 
         def pump(w: int, worker: _Worker) -> None:
             try:
-                _expect_ready(worker.rx.recv())
+                try:
+                    _expect_ready(worker.rx.recv())
+                except (InspectError, EOFError, OSError):
+                    return  # a worker that never started only means less parallelism
                 while (i := take(w)) is not None:
                     started[w].set()
                     worker.tx.send(("task", i, tasks[i]))
@@ -296,7 +303,10 @@ class Workers:
                 with lock:
                     lost = busy[w]
                 if lost:  # killed while idle is the normal end; while working it is a failure
-                    code = worker.proc.poll()
+                    try:
+                        code = worker.proc.wait(5)  # the pipe closes a moment before the exit status is known
+                    except subprocess.TimeoutExpired:
+                        code = None
                     fail(SourceError(f"a load worker process exited unexpectedly (exit code {code}); "
                                      f"retry, or load with workers=1"))
             except BaseException as exc:  # noqa: BLE001 - e.g. a part that does not unpickle

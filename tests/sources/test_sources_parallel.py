@@ -167,8 +167,8 @@ def test_worker_errors_are_the_same_one_line_errors_and_leave_no_process(kafka_b
     with pool, pytest.raises(BrokerUnreachable) as caught:
         pool.load_kafka({"bootstrap.servers": closed}, production_topic, info, keys=None, timeout=1,
                         progress=False)
-    assert "\n" not in str(caught.value) and "did not answer" in str(caught.value) or \
-        "stopped answering" in str(caught.value)
+    message = str(caught.value)
+    assert "\n" not in message and ("did not answer" in message or "stopped answering" in message)
     assert all(w.proc.poll() is not None for w in pool._workers)
 
 
@@ -177,3 +177,27 @@ def test_bad_workers_option_fails_before_io() -> None:
         ai.load_kafka("127.0.0.1:1", "t", workers=0)
     with pytest.raises(SourceError, match="workers must be"):
         ai.load_file(SAMPLES / "production.jsonl", workers=0)
+
+
+def test_a_worker_that_never_starts_only_costs_parallelism(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_inspect.sources import _parallel
+
+    monkeypatch.setattr(_parallel, "_BOOT", "raise SystemExit(3)")
+    read = read_file(SAMPLES / "production.jsonl")
+    with Workers(2, wait=True) as pool:
+        log = pool.build([read.batch], read.source)
+    assert_same_log(ActionStateLog.from_raw([read.batch], read.source), log)
+
+
+def test_a_worker_dying_mid_task_is_a_one_line_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_inspect.sources import _parallel
+
+    die = ("import os, sys; from multiprocessing.connection import Connection; "
+           "Connection(os.dup(1), readable=False).send(('ready',)); sys.stdin.buffer.read(1); os._exit(9)")
+    monkeypatch.setattr(_parallel, "_BOOT", die)
+    read = read_file(SAMPLES / "production.jsonl")
+    pool = Workers(2, wait=True)
+    with pool, pytest.raises(SourceError, match=r"exited unexpectedly \(exit code 9\)") as caught:
+        pool.build([read.batch], read.source)
+    assert "\n" not in str(caught.value)
+    assert all(w.proc.poll() is not None for w in pool._workers)
