@@ -204,9 +204,12 @@ class Event(Struct, rename="camel", kw_only=True, omit_defaults=True, **_STRUCT_
 
     def __post_init__(self) -> None:
         # Runs inside msgspec's decode too, which adds the event's path to the message (see _explain).
-        a = self.attributes
-        if a is not _EMPTY_OBJECT and memoryview(a)[:1] != b"{":
-            raise ValueError(f"attributes must be an object, got {_json_kind(a)}")
+        try:
+            is_object = memoryview(self.attributes)[0] == 123  # b"{"; cheaper than slicing or copying
+        except IndexError:
+            is_object = False
+        if not is_object:
+            raise ValueError(f"attributes must be an object, got {_json_kind(self.attributes)}")
         if self.type is None and self.event_class is None:
             raise ValueError("type is missing (events need a type, legacy events an @class)")
 
@@ -369,6 +372,8 @@ def decode_action_state(data: bytes) -> ActionState:
     except msgspec.ValidationError as exc:
         raise ValueFormatError(_explain(exc)) from None
     except msgspec.DecodeError as exc:
+        if "UTF-8" in str(exc):  # msgspec >= 0.23 reports bad UTF-8 as a DecodeError
+            raise ValueFormatError("value has a string that is not valid UTF-8") from None
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
 
 
