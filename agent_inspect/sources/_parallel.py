@@ -238,15 +238,15 @@ class Workers:
 
     def build(self, batches: RawBatch | Iterable[RawBatch], source: SourceInfo) -> ActionStateLog:
         """``ActionStateLog.from_raw`` of records already read, per partition group in parallel."""
-        from agent_inspect.log import _concat, _sorted
+        from agent_inspect.log import ActionStateLog, _concat, _sorted
 
+        if not self._workers:
+            return ActionStateLog.from_raw(batches, source)
         raw = _sorted(_concat(batches))
         bounds = _partition_bounds(raw.partition)
         groups = _groups([(b, b[1] - b[0]) for b in bounds], _TASKS_PER_PROCESS * (len(self._workers) + 1))
         slices = [(g[0][0], g[-1][1]) for g in groups if g]
-        if len(slices) < 2 or not self._workers:
-            from agent_inspect.log import ActionStateLog
-
+        if len(slices) < 2:
             return ActionStateLog.from_raw(raw, source)
         shares = [_slice(raw, a, b) for a, b in slices]
         parts = self._run([_BuildShare(raw=s, source=source) for s in shares], None)

@@ -201,3 +201,17 @@ def test_a_worker_dying_mid_task_is_a_one_line_source_error(monkeypatch: pytest.
         pool.build([read.batch], read.source)
     assert "\n" not in str(caught.value)
     assert all(w.proc.poll() is not None for w in pool._workers)
+
+
+def test_an_interrupt_kills_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_inspect.sources import _parallel
+
+    def interrupted(task: object, bar: object) -> None:  # the caller's share; workers run the real one
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_parallel, "_execute", interrupted)
+    read = read_file(SAMPLES / "production.jsonl")
+    pool = Workers(2, wait=True)
+    with pool, pytest.raises(KeyboardInterrupt):
+        pool.build([read.batch], read.source)
+    assert pool._workers and all(w.proc.poll() is not None for w in pool._workers)
