@@ -51,15 +51,25 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
 def plan_workers(workers: int | None, estimated_records: int) -> int:
     """How many processes (the caller's included) a load uses.
 
-    ``workers=None`` uses the usable cores (at most 8) when there are several and the load holds at
-    least :data:`MIN_RECORDS` records, else 1; an int is taken as given (1 = never parallel).
+    ``workers=None`` uses the idle cores (usable cores minus the 1-minute load average, at most 8)
+    when the load holds at least :data:`MIN_RECORDS` records, else 1: on a busy machine a worker only
+    competes with the caller. An int is taken as given (1 = never parallel).
     """
     if workers is None:
         cores = _cores()
-        return min(cores, _MAX_AUTO) if cores > 1 and estimated_records >= MIN_RECORDS else 1
+        if cores < 2 or estimated_records < MIN_RECORDS:
+            return 1
+        return max(1, min(cores, _MAX_AUTO, int(cores - _load() + 0.5)))
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise SourceError(f"workers must be None (automatic) or a whole number of processes >= 1, not {workers!r}")
     return workers

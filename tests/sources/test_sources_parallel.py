@@ -91,10 +91,22 @@ def test_parts_of_whole_partitions_assemble_to_the_one_piece_build(seed: int, pa
     assert_same_log(single, _assemble(built, source))
 
 
-def test_plan_workers() -> None:
+def test_plan_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_inspect.sources import _parallel
+
     assert plan_workers(1, 10**9) == 1
     assert plan_workers(3, 0) == 3
+    monkeypatch.setattr(_parallel, "_cores", lambda: 4)
+    monkeypatch.setattr(_parallel, "_load", lambda: 0.2)
     assert plan_workers(None, MIN_RECORDS - 1) == 1
+    assert plan_workers(None, MIN_RECORDS) == 4
+    monkeypatch.setattr(_parallel, "_load", lambda: 2.7)  # about one idle core: no worker would help
+    assert plan_workers(None, MIN_RECORDS) == 1
+    monkeypatch.setattr(_parallel, "_load", lambda: 1.2)
+    assert plan_workers(None, MIN_RECORDS) == 3
+    monkeypatch.setattr(_parallel, "_cores", lambda: 1)
+    monkeypatch.setattr(_parallel, "_load", lambda: 0.0)
+    assert plan_workers(None, 10**9) == 1
     for bad in (0, -1, True, 2.0, "2"):
         with pytest.raises(SourceError, match="workers must be"):
             plan_workers(bad, 0)  # type: ignore[arg-type]
