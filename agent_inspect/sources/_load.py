@@ -91,7 +91,7 @@ def _check_timeout(timeout: float) -> None:
 def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
-               allow_data_loss: bool = False, workers: int | None = None) -> ActionStateLog:
+               allow_data_loss: bool = False, workers: int | None = 1) -> ActionStateLog:
     """Read an action-state topic, read-only, up to the end offsets captured when the load starts.
 
     - ``markers``: recovery markers (``{partition: offset}``, the versioned ``{"offsets": …}`` form, or a
@@ -102,8 +102,8 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
       :class:`~agent_inspect.DataLossError` when a start offset is no longer retained.
-    - ``workers``: processes that read and build partition groups in parallel (same log); None = all
-      cores for large reads (50k records or more), 1 = one process.
+    - ``workers``: processes that read and build partition groups in parallel (the same log); 1 = one
+      process, None = the idle cores for reads of 50k records or more.
     """
     _check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
@@ -124,7 +124,7 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False,
-               connection_factory: ConnectionFactory | None = None, workers: int | None = None) -> ActionStateLog:
+               connection_factory: ConnectionFactory | None = None, workers: int | None = 1) -> ActionStateLog:
     """Read a Fluss action-state log table ``database.table`` up to the latest offsets taken at the start.
 
     Markers are ``{bucket: offset}`` maps (several are merged by minimum) and must name exactly the
@@ -143,13 +143,13 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
 
 
 def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
-              business_keys: Iterable[str] | None = None, workers: int | None = None) -> ActionStateLog:
+              business_keys: Iterable[str] | None = None, workers: int | None = 1) -> ActionStateLog:
     """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
 
     ``file_format`` ("kcat-jsonl", "jsonl", "parquet") is detected when omitted; gzip is detected too.
     A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
-    ``workers``: processes that build partition groups in parallel (same log; files whose records
-    carry partitions); None = all cores for large files, 1 = one process.
+    ``workers``: processes that build partition groups in parallel (the same log; for files whose
+    records carry partitions); 1 = one process, None = the idle cores for files of 50k records or more.
     """
     n = plan_workers(workers, estimate_file_records(path) if workers is None else 0)
     with Workers(n) as pool:  # started now: workers import while the file is read
