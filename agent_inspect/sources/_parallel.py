@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -514,14 +514,13 @@ def _serve() -> None:
         import agent_inspect.log  # noqa: F401 - pay the import before taking work
 
         tx.send(("ready",))
-        run: Callable[[Any, Any], _Part] = _execute
         bar = _Progress(tx)
         while True:
             msg = rx.recv()
             if msg[0] != "task":
                 return
             _, index, task = msg
-            records, raw = run(task, bar)
+            records, raw = _execute(task, bar)
             tx.send(("part", index, records, raw))
     except (EOFError, BrokenPipeError):
         return  # the parent is gone or done with us

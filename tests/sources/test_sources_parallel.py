@@ -147,17 +147,34 @@ def shuffled_topic(kafka_bootstrap: str) -> str:
 
 
 @pytest.mark.parametrize("which", ["production_topic", "shuffled_topic"])
-def test_kafka_loads_agree_across_worker_counts(kafka_bootstrap: str, which: str,
-                                                request: pytest.FixtureRequest) -> None:
+def test_kafka_loads_agree_across_worker_counts(kafka_bootstrap: str, which: str, request: pytest.FixtureRequest,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_inspect.sources import _parallel
+
     topic = request.getfixturevalue(which)
     single = ai.load_kafka(kafka_bootstrap, topic, progress=False, workers=1)
     assert len(single) > 900
     assert_same_log(single, ai.load_kafka(kafka_bootstrap, topic, progress=False, workers=2))
+
+    class Bar:  # the one progress bar of a parallel load counts every process's records
+        def __init__(self, **options: object) -> None:
+            self.total, self.count, self.closed = options["total"], 0, False
+
+        def update(self, n: int) -> None:
+            self.count += n
+
+        def close(self) -> None:
+            self.closed = True
+
+    bars: list[Bar] = []
+    monkeypatch.setattr(_parallel, "progress_bar", lambda **o: bars.append(Bar(**o)) or bars[-1])
     _, info = open_kafka(kafka_bootstrap, topic, progress=False)
     with Workers(3, wait=True) as pool:
         log = pool.load_kafka({"bootstrap.servers": kafka_bootstrap}, topic, info, keys=None, timeout=10,
                               progress=True)
     assert_same_log(single, log)
+    (bar,) = bars
+    assert bar.total == bar.count == len(log) and bar.closed
 
 
 def test_kafka_business_key_filter_in_workers(kafka_bootstrap: str, production_topic: str) -> None:
