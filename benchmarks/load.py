@@ -184,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=1, help="best of N timings per measurement")
+    parser.add_argument("--workers", type=int, default=1, help="the loaders' workers= option (1: one process)")
     args = parser.parse_args(argv)
     n, parts = args.records, args.partitions
 
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 raw.run(raw_consume, broker.bootstrap, topic, parts)
                 read.run(_drain_kafka, broker.bootstrap, topic)
                 log = None
-                log = load.run(ai.load_kafka, broker.bootstrap, topic, progress=False)
+                log = load.run(ai.load_kafka, broker.bootstrap, topic, progress=False, workers=args.workers)
                 assert len(log.records) == n, (len(log.records), n)
             raw_s, read_s, load_s = raw.wall, read.wall, load.wall
             rss_kafka = _rss_mb()
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             dec.run(raw_decode, dump)
             fread.run(read_file, dump)
             flog = None
-            flog = fload.run(ai.load_file, dump)
+            flog = fload.run(ai.load_file, dump, workers=args.workers)
             assert len(flog.records) == n
         dec_s, fread_s, file_s = dec.wall, fread.wall, fload.wall
         print(f"file: raw msgspec decode {dec_s:.2f}s ({n / dec_s:,.0f} rec/s), load_file {file_s:.2f}s "
