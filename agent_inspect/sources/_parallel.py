@@ -387,26 +387,13 @@ def _slice(raw: RawBatch, a: int, b: int) -> RawBatch:
 
 def _assemble(parts: list[tuple[pd.DataFrame, RawBatch]], source: SourceInfo) -> ActionStateLog:
     """One log from parts of whole partitions in physical order; identical to building it in one piece."""
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, _concat
 
     parts = [p for p in parts if len(p[1])]
-    raw = _join_raw([r for _, r in parts])
+    raw = _concat([r for _, r in parts])
     if len(parts) < 2 or _crosses([f for f, _ in parts]):
         return ActionStateLog.from_raw(raw, source)
     return ActionStateLog(_concat_frames([f for f, _ in parts]), raw, source)
-
-
-def _join_raw(batches: list[RawBatch]) -> RawBatch:
-    out = RawBatch(agent_key=[] if any(b.agent_key is not None for b in batches) else None)
-    for b in batches:
-        out.partition.extend(b.partition)
-        out.offset.extend(b.offset)
-        out.timestamp_ms.extend(b.timestamp_ms)
-        out.key.extend(b.key)
-        out.value.extend(b.value)
-        if out.agent_key is not None:
-            out.agent_key.extend(b.agent_key if b.agent_key is not None else [None] * len(b))
-    return out
 
 
 def _crosses(frames: list[pd.DataFrame]) -> bool:
