@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.sources._keys import business_key_filter
-from agent_inspect.sources._offsets import merge_markers, plan_reads
+from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
@@ -159,19 +159,9 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
     batch = _in_bucket_order(by_bucket)
     if keys is not None:
         batch = business_key_filter(keys)(batch)
-    options: dict[str, Any] = {}
-    if merged is not None:
-        options["markers"] = dict(merged)
-    if starts is not None:
-        options["start_offsets"] = starts
-    if keys is not None:
-        options["business_keys"] = keys
-    if plan.data_loss:
-        options["data_loss"] = {b: {"asked": a, "read_from": u} for b, (a, u) in plan.data_loss.items()}
     public = {k: v for k, v in props.items()
               if k != "bootstrap.servers" and not any(h in k.lower() for h in _SECRET_HINTS)}
-    if public:
-        options["config"] = public
+    options = read_options(plan, markers=merged, start_offsets=starts, business_keys=keys, config=public)
     source = SourceInfo(kind="fluss", location=f"fluss://{where}/{db}.{name}", topic=f"{db}.{name}",
                         start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     return batch, source

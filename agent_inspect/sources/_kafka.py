@@ -11,7 +11,7 @@ from typing import Any
 from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.sources._bulk import gc_paused
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
-from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads
+from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
@@ -57,19 +57,9 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     only = candidate_partitions(keys, len(partitions)) if keys is not None else None
     plan = plan_reads(partitions=partitions, earliest=earliest, latest=latest, markers=merged,
                       start_offsets=starts, only=only, allow_data_loss=allow_data_loss, what="partition", where=where)
-    options: dict[str, Any] = {}
-    if merged is not None:
-        options["markers"] = dict(merged)
-    if starts is not None:
-        options["start_offsets"] = starts
-    if keys is not None:
-        options["business_keys"] = keys
-    if plan.data_loss:
-        options["data_loss"] = {p: {"asked": a, "read_from": u} for p, (a, u) in plan.data_loss.items()}
     public = {k: v for k, v in user.items() if isinstance(v, (str, int, float, bool))
               and not any(h in k.lower() for h in _SECRET_HINTS) and k != "bootstrap.servers"}
-    if public:
-        options["config"] = public
+    options = read_options(plan, markers=merged, start_offsets=starts, business_keys=keys, config=public)
     info = SourceInfo(kind="kafka", location=f"kafka://{user['bootstrap.servers']}/{topic}", topic=topic,
                       start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     consumer_conf = {**client, **_FORCED}

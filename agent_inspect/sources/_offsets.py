@@ -107,6 +107,26 @@ def plan_reads(*, partitions: Iterable[int], earliest: Mapping[int, int], latest
     return ReadPlan(start=start, end=end, data_loss=loss)
 
 
+
+def read_options(plan: ReadPlan, *, markers: Mapping[int, int] | None, start_offsets: Mapping[int, int] | None,
+                 business_keys: list[str] | None, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The non-secret options that shaped a read, for ``SourceInfo.options``.
+
+    ``config`` is the client configuration already stripped of the servers and of anything secret.
+    """
+    options: dict[str, Any] = {}
+    if markers is not None:
+        options["markers"] = dict(markers)
+    if start_offsets is not None:
+        options["start_offsets"] = start_offsets
+    if business_keys is not None:
+        options["business_keys"] = business_keys
+    if plan.data_loss:
+        options["data_loss"] = {p: {"asked": a, "read_from": u} for p, (a, u) in plan.data_loss.items()}
+    if config:
+        options["config"] = dict(config)
+    return options
+
 def _fmt(values: list[int]) -> str:
     if not values:
         return "none"
