@@ -33,6 +33,7 @@ from agent_inspect.codec._values import (
     decode_action_state,
     envelope_problem,
     newest_format,
+    state_problem,
     value_format_candidates,
 )
 from agent_inspect.sources._raw import RawBatch, SourceInfo
@@ -290,6 +291,7 @@ def _event_evidence(e: Any) -> int:
 
 
 _BAD = object()
+_INVALID = (_BAD,)  # _row: the typed decode passed, but the codec's state_problem would not
 _DECODE = _DECODER.decode
 
 
@@ -298,10 +300,12 @@ def _decode_row(value: bytes) -> tuple[Any, ...]:
     try:
         st = _DECODE(value)
         if st.task_event is not None:
-            return _row(st)
+            row = _row(st)
+            if row is not _INVALID:
+                return row
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         pass
-    try:  # unknown properties, no task event or an error: the codec's tolerant path, which explains
+    try:  # unknown properties, no task event, an error or a problem: the codec's tolerant path explains it
         return _row(decode_action_state(value))
     except ValueFormatError as exc:
         return _BAD, _reason(exc)
@@ -318,6 +322,9 @@ def _row(st: Any) -> tuple[Any, ...]:
     if te is not None:
         cls = te.event_class
         typ = te.type
+        # the checks of codec.state_problem, inline: this is the per-record hot path (b"{" is 123)
+        if memoryview(te.attributes)[0] != 123 or (typ is None and cls is None):
+            return _INVALID
         if typ is None:
             typ = _event_type(te)
         if te.delegate is not None or te.attachments or cls == SUBAGENT_EVENT:
@@ -335,6 +342,8 @@ def _row(st: Any) -> tuple[Any, ...]:
         otypes = []
         for e in outs:
             t = e.type
+            if memoryview(e.attributes)[0] != 123 or (t is None and e.event_class is None):
+                return _INVALID
             otypes.append(t if t is not None else _event_type(e))
             f = _event_evidence(e)
             if f < 0:
@@ -369,6 +378,8 @@ def _row(st: Any) -> tuple[Any, ...]:
     if st.memory_updates is not UNSET:
         stm += len(st.memory_updates)  # V0's single list
         rare = True
+    if rare and state_problem(st) is not None:  # delegates are checked there
+        return _INVALID
     if te is None:
         return (st.completed, None, None, None, None, None, False, len(outs), out_types, out_ids, len(sensory),
                 stm, len(calls), pending, succeeded, failed, value_format_candidates(st) if rare else _MASKS[flags],

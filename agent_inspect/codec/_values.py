@@ -202,17 +202,6 @@ class Event(Struct, rename="camel", kw_only=True, omit_defaults=True, **_STRUCT_
 
     __repr__ = _struct_repr
 
-    def __post_init__(self) -> None:
-        # Runs inside msgspec's decode too, which adds the event's path to the message (see _explain).
-        try:
-            is_object = memoryview(self.attributes)[0] == 123  # b"{"; cheaper than slicing or copying
-        except IndexError:
-            is_object = False
-        if not is_object:
-            raise ValueError(f"attributes must be an object, got {_json_kind(self.attributes)}")
-        if self.type is None and self.event_class is None:
-            raise ValueError("type is missing (events need a type, legacy events an @class)")
-
     def attrs(self) -> Any:
         """The attribute map, parsed (:class:`DecodeError` if the stored JSON is malformed)."""
         return parse_json(bytes(self.attributes))
@@ -331,9 +320,44 @@ def _explain(exc: msgspec.ValidationError) -> str:
         return f"{path}.{missing} is missing" if path else f"{missing} is missing"
     if msg.startswith("Invalid enum value ") and name in _ENUMS:
         return f"{path} must be one of {_ENUMS[name]}, got {msg[len('Invalid enum value '):]}"
-    if msg.startswith(("attributes ", "type ")):  # Event.__post_init__
-        return f"{path}.{msg}" if path else msg
     return f"{path}: {msg}" if path else f"not an ActionState: {msg}"
+
+
+def _event_problem(ev: Event) -> str | None:
+    try:
+        is_object = memoryview(ev.attributes)[0] == 123  # b"{"
+    except IndexError:
+        is_object = False
+    if not is_object:
+        return f"attributes must be an object, got {_json_kind(ev.attributes)}"
+    if ev.type is None and ev.event_class is None:
+        return "type is missing (events need a type, legacy events an @class)"
+    problem = None if ev.delegate is None else _event_problem(ev.delegate)
+    return None if problem is None else f"delegate.{problem}"
+
+
+def state_problem(state: ActionState) -> str | None:
+    """What the typed decode cannot check (attributes an object, a type or legacy class), else None.
+
+    Internal: decode_action_state raises it; the log calls it on its fast path. This runs for every
+    record, so the common case is one inline pass (a ``__post_init__`` per event cost twice as much).
+    """
+    te = state.task_event
+    try:
+        for ev in state.output_events if te is None else (te, *state.output_events):
+            if memoryview(ev.attributes)[0] != 123 or ev.delegate is not None or (
+                    ev.type is None and ev.event_class is None):
+                break
+        else:
+            return None
+    except IndexError:
+        pass
+    if te is not None and (problem := _event_problem(te)) is not None:
+        return f"taskEvent.{problem}"
+    for i, ev in enumerate(state.output_events):
+        if (problem := _event_problem(ev)) is not None:
+            return f"outputEvents[{i}].{problem}"
+    return None
 
 
 def _require_known_field(data: bytes) -> None:
@@ -349,6 +373,7 @@ def decode_action_state(data: bytes) -> ActionState:
     Raises :class:`ValueFormatError` naming the field when the bytes are not an ActionState (no known
     property, or a property of the wrong JSON type: e.g. ``taskEvent.attributes must be an object, got int``).
     """
+    state = None
     try:
         try:
             state = _DECODER.decode(data)
@@ -358,13 +383,13 @@ def decode_action_state(data: bytes) -> ActionState:
         else:
             if state.task_event is None:  # rare: `{}` decodes to all defaults, so look for a known property
                 _require_known_field(data)
-            return state
-        # Rare: properties this reader does not know. Move them under `extra`, then decode typed.
-        obj = msgspec.json.decode(data)
-        _clean(obj)
-        if isinstance(obj, dict) and set(obj) <= {_EXTRA}:
-            raise ValueFormatError("not an ActionState (no known field)")
-        return _DECODER.decode(msgspec.json.encode(obj))
+        if state is None:
+            # Rare: properties this reader does not know. Move them under `extra`, then decode typed.
+            obj = msgspec.json.decode(data)
+            _clean(obj)
+            if isinstance(obj, dict) and set(obj) <= {_EXTRA}:
+                raise ValueFormatError("not an ActionState (no known field)")
+            state = _DECODER.decode(msgspec.json.encode(obj))
     except UnicodeDecodeError:
         raise ValueFormatError("value has a string that is not valid UTF-8") from None
     except RecursionError:
@@ -375,6 +400,10 @@ def decode_action_state(data: bytes) -> ActionState:
         if "UTF-8" in str(exc):  # msgspec >= 0.23 reports bad UTF-8 as a DecodeError
             raise ValueFormatError("value has a string that is not valid UTF-8") from None
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+    problem = state_problem(state)
+    if problem is not None:
+        raise ValueFormatError(problem)
+    return state
 
 
 # --- format detection ------------------------------------------------------------------------
