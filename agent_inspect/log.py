@@ -183,10 +183,12 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
     for name, col in zip(_ROW_COLUMNS, cols):
         c[name] = col
     masks = c.pop("_mask")
-    for i, problem in enumerate(c.pop("_problem")):
-        if problem is not None:  # the record decodes, so its columns stay; upstream would refuse it
-            reason = f"value: {problem}"
-            errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
+    problems = c.pop("_problem")
+    if problems.count(None) != n:  # rare; the record decodes, so its columns stay, but upstream would refuse it
+        for i, problem in enumerate(problems):
+            if problem is not None:
+                reason = f"value: {problem}"
+                errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
     types = c["task_event_type"]
     scope: list[str | None] = [None] * n
     session: list[str | None] = [None] * n
