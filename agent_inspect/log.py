@@ -536,7 +536,8 @@ class ActionStateLog:
     def value(self, pos: int) -> ActionState | None:
         """The decoded value of the record at ``pos`` (None for a tombstone); cached.
 
-        Raises :class:`ValueFormatError` when that record's value does not decode.
+        Raises :class:`ValueFormatError` when that record's value does not decode. A value that decodes but
+        that upstream would refuse (a Kryo envelope of another version) is returned; its row has an ``error``.
         """
         pos = int(pos)
         if pos in self._cache:
