@@ -16,6 +16,7 @@ from agent_inspect import _html
 from agent_inspect._errors import DecodeError, ValueFormatError
 from agent_inspect.codec._keys import FLAG_AMBIGUOUS, resolve_key_fields
 from agent_inspect.codec._values import (
+    _DECODER,
     _F_CALL_NEW,
     _F_CALL_OLD,
     _F_ENVELOPE,
@@ -23,7 +24,6 @@ from agent_inspect.codec._values import (
     _F_LINEAGE,
     _F_MODERN,
     _MASKS,
-    _DECODER,
     _NULL,
     PYTHON_EVENT,
     SUBAGENT_EVENT,

@@ -8,7 +8,12 @@ import pandas as pd
 import pytest
 
 from agent_inspect import ValueFormatError
-from agent_inspect.codec import GENERIC_EVENT, event_uuid, format_state_key, name_action_uuid
+from agent_inspect.codec import (
+    GENERIC_EVENT,
+    event_uuid,
+    format_state_key,
+    name_action_uuid,
+)
 from agent_inspect.log import ActionStateLog
 from agent_inspect.sources import RawBatch, SourceInfo
 

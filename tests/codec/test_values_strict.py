@@ -96,8 +96,8 @@ def event(**fields: object) -> dict:
     (state(callResults=[{"x": 1}]), "callResults[0].functionId is missing"),
     (state(callResults=[{"functionId": "f", "status": "s"}]),
      "callResults[0].status must be one of PENDING, SUCCEEDED, FAILED, got 's'"),
-    (state(callResults=[{"functionId": "f", "status": 5}]), "callResults[0].status must be one of PENDING, "
-                                                            "SUCCEEDED, FAILED or null, got int"),
+    (state(callResults=[{"functionId": "f", "status": 5}]),
+     "callResults[0].status must be one of PENDING, SUCCEEDED, FAILED or null, got int"),
     (state(callResults=[{"functionId": 1}]), "callResults[0].functionId must be a string, got int"),
     (state(shortTermMemoryUpdates=[{"value": 1}]), "shortTermMemoryUpdates[0].path is missing"),
     (state(sensoryMemoryUpdates=[{"path": None, "value": 1}]),
