@@ -370,7 +370,8 @@ def _row(st: Any) -> tuple[Any, ...]:
             v = mu.value
             if v != _NULL:
                 b = bytes(v)
-                if b.startswith(_ENVELOPE_PREFIX) and b.endswith(b'"}') and b.count(b'"') == _ENVELOPE_QUOTES:
+                # the prefix holds 9 quotes; a 10th closes the payload, so no member can follow it
+                if b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES:
                     flags |= _F_ENVELOPE
                 else:
                     odd = True

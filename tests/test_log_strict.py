@@ -82,3 +82,14 @@ def test_values_that_are_not_action_states_are_error_rows_naming_the_field():
     with pytest.raises(ValueFormatError, match="no known field"):
         log.value(0)
     assert log.value(6).extra == {"futureTop": 1}
+
+
+def test_log_and_codec_agree_on_what_is_a_whole_envelope():
+    values = [{"serde": "kryo", "version": 1, "payload": "AA=="},
+              {"serde": "kryo", "version": 1, "payload": "AA==", "x": 1},
+              {"serde": "kryo", "version": 1, "payload": "AA==", "x": "y"},
+              {"serde": "kryo", "version": 1, "payload": 1}]
+    log = load([value(shortTermMemoryUpdates=[{"path": "a", "value": v}], completed=True) for v in values])
+    assert list(log.records["value_format"]) == ["V3", "V2a", "V2a", "V2a"]
+    assert [log.value(i).short_term_memory_updates[0].envelope is not None for i in range(4)] \
+        == [True, False, False, False]
