@@ -52,7 +52,7 @@ def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def executed(run_root: Path, tmp_path_factory: pytest.TempPathFactory,
              monkeypatch_module: pytest.MonkeyPatch) -> dict[str, nbformat.NotebookNode]:
-    """Every notebook executed end to end, all kernels at once (kernel start-up and imports overlap)."""
+    """Every notebook executed end to end, one kernel after another."""
     home = tmp_path_factory.mktemp("nb-home")
     monkeypatch_module.setenv("IPYTHONDIR", str(home / ".ipython"))
     monkeypatch_module.setenv("MPLCONFIGDIR", str(home / ".mpl"))
@@ -62,7 +62,10 @@ def executed(run_root: Path, tmp_path_factory: pytest.TempPathFactory,
         clients = [NotebookClient(nb, kernel_name="python3", timeout=120, allow_errors=True,
                                   resources={"metadata": {"path": str(run_root / "notebooks")}})
                    for nb in notebooks.values()]
-        await asyncio.gather(*(c.async_execute() for c in clients))
+        # one kernel at a time: concurrent kernels starting in one fresh IPYTHONDIR raced on a fresh
+        # machine ("Kernel died before replying to kernel_info"); a flaky suite is worse than 15 s
+        for client in clients:
+            await client.async_execute()
 
     # a worker thread has no event loop of its own (Playwright's sync API may own this thread's)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
