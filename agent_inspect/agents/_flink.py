@@ -13,13 +13,12 @@ them through ``durable_execute`` so the replay's call policy serves them.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionDecl, AgentEvent, BaseAgent
+from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionDecl, AgentEvent, BaseAgent, finish_inline
 
 __all__ = ["FlinkAgentAdapter", "is_flink_agent"]
 
@@ -54,14 +53,7 @@ class FlinkAgentAdapter(BaseAgent):
         body = self._bodies.get(action)
         if body is None:
             raise ReplayError(f"agent has no action {action!r}")
-        result = body(_to_flink_event(ctx.event), _RunnerContext(ctx))
-        if inspect.iscoroutine(result):
-            # async actions: durable awaitables here complete at once, so drive the coroutine inline
-            try:
-                while True:
-                    result.send(None)
-            except StopIteration:
-                pass
+        finish_inline(body(_to_flink_event(ctx.event), _RunnerContext(ctx)))
 
 
 def _declared_actions(agent: Any) -> Iterable[tuple[str, list[str], Callable[..., Any]]]:

@@ -7,6 +7,7 @@ through the context, so a replay is deterministic and can be repeated.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -197,3 +198,17 @@ class BaseAgent:
 
     def run_action(self, action: str, ctx: ActionContext) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def finish_inline(result: Any) -> None:
+    """Run an async action body to completion on the caller's thread.
+
+    Durable awaitables complete at once in a replay (recorded, stubbed or executed inline), so a
+    body's coroutine never has to wait for an event loop.
+    """
+    if inspect.iscoroutine(result):
+        try:
+            while True:
+                result.send(None)
+        except StopIteration:
+            pass

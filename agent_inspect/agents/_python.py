@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent
+from agent_inspect.agents._protocol import (
+    SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent, finish_inline,
+)
 
 __all__ = ["PythonAgent"]
 
@@ -86,11 +87,4 @@ class PythonAgent(BaseAgent):
             a = event.attributes
             event = AgentEvent(str(a.get("delegateType")), a.get("delegateAttributes") or {}, event.id,
                                None, event.upstream_event_id, event.upstream_action)
-        result = body(event, ctx)
-        if inspect.iscoroutine(result):
-            # async bodies: durable awaitables complete at once in a replay, so drive the coroutine inline
-            try:
-                while True:
-                    result.send(None)
-            except StopIteration:
-                pass
+        finish_inline(body(event, ctx))
