@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect.codec._markers import merge_markers
 from agent_inspect.recovery._model import Entry
 from agent_inspect.recovery._session import RecoverySession
 
@@ -26,23 +27,12 @@ Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
 def normalize_markers(markers: Markers) -> dict[int, int] | None:
     """Start offset per partition: the minimum over all markers; None for a fresh start (no markers).
 
-    An empty list is the same as None (spec §6.5 step 1: no markers, no rebuild).
+    An empty list is the same as None (spec §6.5 step 1: no markers, no rebuild). Markers may be plain
+    maps or the versioned Kafka form (spec §6.4), as the loaders accept them.
     """
     if markers is None:
         return None
-    if isinstance(markers, Mapping):
-        markers = [markers]
-    start: dict[int, int] = {}
-    for marker in markers:
-        if not isinstance(marker, Mapping):
-            raise RecoveryError(f"a recovery marker must be a {{partition: offset}} map, got {marker!r}")
-        for p, off in marker.items():
-            try:
-                p_i, off_i = int(p), int(off)
-            except (TypeError, ValueError):
-                raise RecoveryError(f"marker entry {p!r}: {off!r} is not an integer partition and offset") from None
-            start[p_i] = min(off_i, start.get(p_i, off_i))
-    return start or None
+    return merge_markers(markers, error=RecoveryError) or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_inspect._errors import DataLossError, SourceError, UnknownPartitionError
+from agent_inspect.codec._markers import merge_markers as codec_merge_markers
 
 __all__ = ["ReadPlan", "merge_markers", "plan_reads"]
 
@@ -25,38 +26,8 @@ class ReadPlan:
 
 
 def merge_markers(markers: Any, *, topic: str | None = None) -> dict[int, int]:
-    """Merge recovery markers by minimum offset per partition (spec §6.5 step 2, §7.4 step 2).
-
-    Accepts one marker or a list of them. A marker is a mapping partition → offset (keys may be
-    strings, as in JSON), or the versioned Kafka form ``{"schemaVersion": 1, "topic": …, "offsets": {…}}``.
-    """
-    if isinstance(markers, Mapping):
-        markers = [markers]
-    merged: dict[int, int] = {}
-    for marker in markers:
-        if not isinstance(marker, Mapping):
-            raise SourceError(f"a recovery marker must be a mapping partition -> offset, got {type(marker).__name__}")
-        if "offsets" in marker:
-            marker_topic = marker.get("topic")
-            if topic is not None and marker_topic is not None and marker_topic != topic:
-                raise SourceError(f"marker is for topic {marker_topic!r}, not {topic!r}; "
-                                  f"pass the markers of this topic")
-            marker = marker["offsets"]
-            if not isinstance(marker, Mapping):
-                raise SourceError("marker 'offsets' must be a mapping partition -> offset")
-        for raw_p, raw_o in marker.items():
-            p, o = _as_int(raw_p, "partition"), _as_int(raw_o, "offset")
-            merged[p] = min(o, merged.get(p, o))
-    return merged
-
-
-def _as_int(value: Any, what: str) -> int:
-    if isinstance(value, bool):
-        raise SourceError(f"marker {what} must be an integer, got {value!r}")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise SourceError(f"marker {what} must be an integer, got {value!r}") from None
+    """Merge recovery markers by minimum per partition; plain maps or the versioned Kafka form (spec §6.4)."""
+    return codec_merge_markers(markers, topic=topic, error=SourceError)
 
 
 def plan_reads(*, partitions: Iterable[int], earliest: Mapping[int, int], latest: Mapping[int, int],

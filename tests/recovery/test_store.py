@@ -111,3 +111,18 @@ def test_indexes_match_a_plain_dict_model(steps: list[tuple[str, str, int, str, 
                 assert s.roots(key2, q) == {x.event_uuid for x in model.values()
                                             if x.business_key == key2 and x.seq == q and x.is_root}
         assert s.count_prefix("k_") == sum(1 for k in model if k.startswith("k_"))
+
+
+def test_markers_take_the_same_forms_as_the_loaders():
+    import pytest
+
+    from agent_inspect import RecoveryError
+    from agent_inspect.recovery import normalize_markers
+
+    versioned = {"schemaVersion": 1, "topic": "t", "topicId": "x", "offsets": {"0": 5, "1": 7}}
+    assert normalize_markers([versioned, {0: 3}]) == {0: 3, 1: 7}
+    assert normalize_markers([]) is None and normalize_markers(None) is None
+    with pytest.raises(RecoveryError, match="partition must be an integer"):
+        normalize_markers({"p0": 1})
+    with pytest.raises(RecoveryError, match="offset must be an integer"):
+        normalize_markers({0: True})

@@ -1,0 +1,46 @@
+"""Recovery markers (spec §6.4, §7.4): the per-partition end offsets a checkpoint stores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agent_inspect._errors import InspectError
+
+__all__ = ["merge_markers"]
+
+
+def merge_markers(markers: Any, *, topic: str | None = None,
+                  error: type[InspectError] = InspectError) -> dict[int, int]:
+    """Merge recovery markers by minimum offset per partition (spec §6.5 step 2, §7.4 step 2).
+
+    Accepts one marker or a list of them. A marker is a mapping partition → offset (keys may be
+    strings, as in JSON), or the versioned Kafka form ``{"schemaVersion": 1, "topic": …, "offsets": {…}}``
+    (#1101), whose topic must be ``topic`` when both are known. Malformed markers raise ``error``.
+    """
+    if isinstance(markers, Mapping):
+        markers = [markers]
+    merged: dict[int, int] = {}
+    for marker in markers:
+        if not isinstance(marker, Mapping):
+            raise error(f"a recovery marker must be a mapping partition -> offset, got {type(marker).__name__}")
+        if "offsets" in marker:
+            marker_topic = marker.get("topic")
+            if topic is not None and marker_topic is not None and marker_topic != topic:
+                raise error(f"marker is for topic {marker_topic!r}, not {topic!r}; pass the markers of this topic")
+            marker = marker["offsets"]
+            if not isinstance(marker, Mapping):
+                raise error("marker 'offsets' must be a mapping partition -> offset")
+        for raw_p, raw_o in marker.items():
+            p, o = _as_int(raw_p, "partition", error), _as_int(raw_o, "offset", error)
+            merged[p] = min(o, merged.get(p, o))
+    return merged
+
+
+def _as_int(value: Any, what: str, error: type[InspectError]) -> int:
+    if isinstance(value, bool):
+        raise error(f"marker {what} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise error(f"marker {what} must be an integer, got {value!r}") from None
