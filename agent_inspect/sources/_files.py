@@ -20,6 +20,8 @@ import re
 import secrets
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +121,15 @@ def _head_lines(data: bytes, n: int) -> list[bytes]:
     return out
 
 
+def _whole(decoder: Any, data: bytes) -> list[Any] | None:
+    """Every line's record from one ``decode_lines`` call, or None unless each line provably held exactly one object."""
+    try:
+        records = decoder.decode_lines(data)
+    except Exception:  # noqa: BLE001 - some line is bad: the per-line path finds it
+        return None
+    return records if _one_object_per_line(data, len(records)) else None
+
+
 def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, BaseException | None]]:
     """``(line number, record, None)`` per non-blank line, or ``(line number, None, error)`` when it does not decode.
 
@@ -126,11 +137,12 @@ def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, BaseExceptio
     exactly one object; otherwise the per-line path decides, which keeps line numbers exact and
     makes a line with two objects (or part of one) an error.
     """
-    try:
-        records = decoder.decode_lines(data)
-    except Exception:  # noqa: BLE001 - some line is bad: find it line by line below
-        records = None
-    if records is not None and _one_object_per_line(data, len(records)):
+    return _numbered(decoder, data, _whole(decoder, data))
+
+
+def _numbered(decoder: Any, data: bytes, records: list[Any] | None) -> Iterator[tuple[int, Any, BaseException | None]]:
+    """What ``_decoded`` yields, given what ``_whole`` returned for ``data``."""
+    if records is not None:
         for i, rec in enumerate(records):
             yield i + 1, rec, None
         return
@@ -145,17 +157,43 @@ def _decoded(decoder: Any, data: bytes) -> Iterator[tuple[int, Any, BaseExceptio
 
 def _one_object_per_line(data: bytes, objects: int) -> bool:
     # JSON never continues a complete value with "{", so when every line starts with "{" and ends with
-    # "}" no object spans two lines; as many objects as lines then means one per line. Counting with
-    # bounds instead of slicing: files are large.
+    # "}" no object spans two lines; as many objects as lines then means one per line. LF or CRLF
+    # files; a file mixing both takes the per-line path.
     end = len(data) - 1 if data.endswith(b"\n") else len(data)
     if end <= 0:
         return objects == 0
-    breaks = data.count(b"\n", 0, end)
     closed = data.endswith(b"}", 0, end) or data.endswith(b"}\r", 0, end)
-    if objects != breaks + 1 or data[:1] != b"{" or not closed:
+    if data[:1] != b"{" or not closed:
         return False
-    # LF or CRLF files; a file mixing both takes the per-line path
-    return data.count(b"}\n{", 0, end) == breaks or data.count(b"}\r\n{", 0, end) == breaks
+    breaks = _line_breaks(data, end)
+    if objects != len(breaks) + 1:
+        return False
+    if not len(breaks):
+        return True
+    view = _bytes_view(data)
+    if not (view[breaks + 1] == _OPEN).all():
+        return False
+    before = view[breaks - 1]
+    return bool((before == _CLOSE).all() or (before == _CR).all() and (view[breaks - 2] == _CLOSE).all())
+
+
+_OPEN, _CLOSE, _CR, _LF = b"{}\r\n"
+_CHUNK = 1 << 20  # the comparison's scratch stays in cache
+
+
+def _line_breaks(data: bytes, end: int) -> Any:
+    """Positions of the "\n" in ``data[:end]``, as an int64 array (numpy: a file is too big for a Python loop)."""
+    import numpy as np
+
+    view = _bytes_view(data)
+    found = [np.flatnonzero(view[start:min(start + _CHUNK, end)] == _LF) + start for start in range(0, end, _CHUNK)]
+    return np.concatenate(found) if found else np.empty(0, np.int64)
+
+
+def _bytes_view(data: bytes) -> Any:
+    import numpy as np
+
+    return np.frombuffer(data, np.uint8)
 
 
 class _Lines:
@@ -221,13 +259,70 @@ class _Rows:
 
 
 def _read_plain(data: bytes, location: str) -> FileRead:
+    records = _whole(_PLAIN, data)
+    batch = None if records is None else _plain_columns(records)
+    if batch is not None:
+        return FileRead(batch, _file_info(batch, {}, location, "jsonl", None), {})
+    return _read_plain_lines(data, location, records)
+
+
+_KEY, _VALUE, _AGENT = attrgetter("key"), attrgetter("value"), attrgetter("agent_key")
+_PART, _OFF, _TS = attrgetter("partition"), attrgetter("offset"), attrgetter("timestamp")
+_RARE = tuple(map(attrgetter, ("key_base64", "value_base64", "malformed")))
+_FIRST = itemgetter(0)
+
+
+def _plain_columns(records: list[_Plain]) -> RawBatch | None:
+    """The columns built column-wise, or None when any record needs the per-line rules (then they decide).
+
+    Whole-column checks find the rare cases (base64, exported error rows, values that are not an
+    inline object, ISO timestamps, out-of-range or missing positions); clean files never loop in Python.
+    """
+    n = len(records)
+    if not n or any(list(map(get, records)).count(None) != n for get in _RARE):
+        return None
+    try:
+        keys: list[bytes | None] = list(map(_KEY, records))
+        keys = ([None if k is None else k.encode("utf-8") for k in keys] if None in keys
+                else list(map(str.encode, keys)))  # type: ignore[arg-type]
+        values: list[bytes | None] = list(map(bytes, map(_VALUE, records)))
+        if bytes(map(_FIRST, values)).count(b"{") != n:  # type: ignore[arg-type] # b"" (no value) raises
+            return None
+        stamps = list(map(_TS, records))
+        present = [t for t in stamps if t is not None] if None in stamps else stamps
+        # a str (ISO) stamp makes min/max or the comparison raise TypeError
+        if present and not (-_INT64_END <= min(present) and max(present) < _INT64_END):
+            return None
+        # without errors a file's being positioned changes nothing: only error rows' partitions depend on it
+        parts = _filled(list(map(_PART, records)), None)
+        offsets = _filled(list(map(_OFF, records)), range(1, n + 1))
+        if not (0 <= min(parts) and max(parts) < _PARTITION_END and 0 <= min(offsets) and max(offsets) < _INT64_END):
+            return None
+    except (TypeError, IndexError, UnicodeError):
+        return None
+    agent: list[str | None] | None = list(map(_AGENT, records))
+    if agent.count(None) == n:  # type: ignore[union-attr]
+        agent = None
+    return RawBatch(partition=parts, offset=offsets, timestamp_ms=stamps, key=keys, value=values, agent_key=agent)
+
+
+def _filled(column: list[int | None], default: range | None) -> list[int]:
+    """``column`` with None replaced by 0 (``default`` None) or by the line number."""
+    if None not in column:
+        return column  # type: ignore[return-value]
+    if default is None:
+        return [0 if v is None else v for v in column]
+    return [d if v is None else v for v, d in zip(column, default)]
+
+
+def _read_plain_lines(data: bytes, location: str, records: list[_Plain] | None) -> FileRead:
     rows = _Rows(with_agent_key=True)
     b = rows.batch
     part_l, off_l, ts_l, key_l, val_l, agent_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value, b.agent_key
     assert agent_l is not None
     positioned = False
     lines = _Lines(data)
-    for lineno, rec, failure in _decoded(_PLAIN, data):
+    for lineno, rec, failure in _numbered(_PLAIN, data, records):
         try:
             if rec is None:
                 raise failure  # type: ignore[misc]
@@ -314,14 +409,60 @@ def _timestamp(value: int | str | None) -> int | None:
 
 
 def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
+    b64 = _kcat_is_base64(head_lines)
+    records = _whole(_KCAT, data)
+    columns = None if records is None else _kcat_columns(records, b64)
+    if columns is not None:
+        (batch, topics), errors = columns, {}
+    else:
+        batch, errors, topics = _read_kcat_lines(data, records, b64)
+    topic = next(iter(topics)) if len(topics) == 1 else None
+    info = _file_info(batch, errors, location, "kcat-jsonl", topic, extra={"base64": True} if b64 else None)
+    return FileRead(batch, info, errors)
+
+
+_PAYLOAD, _TOPIC, _TSTYPE, _KCAT_TS = attrgetter("payload"), attrgetter("topic"), attrgetter("tstype"), attrgetter("ts")
+_KCAT_ERRORS = (attrgetter("key_error"), attrgetter("payload_error"))
+
+
+def _kcat_columns(records: list[_Kcat], b64: bool) -> tuple[RawBatch, set[str | None]] | None:
+    """The columns and topics built column-wise, or None when any record needs the per-line rules."""
+    if not records or any(any(map(get, records)) for get in _KCAT_ERRORS):
+        return None
+    parts, offsets = list(map(_PART, records)), list(map(_OFF, records))
+    stamps = list(map(_KCAT_TS, records))
+    present = [t for t in stamps if t is not None] if None in stamps else stamps
+    if not (0 <= min(parts) and max(parts) < _PARTITION_END and 0 <= min(offsets) and max(offsets) < _INT64_END
+            and (not present or -_INT64_END <= min(present) and max(present) < _INT64_END)):
+        return None
+    try:
+        keys, values = _kcat_bytes(list(map(_KEY, records)), b64), _kcat_bytes(list(map(_PAYLOAD, records)), b64)
+    except (binascii.Error, ValueError):
+        return None
+    kinds = list(map(_TSTYPE, records))
+    if not _TS_TYPES.issuperset(kinds):
+        stamps = [t if kind in _TS_TYPES else None for t, kind in zip(stamps, kinds)]
+    topics = set(map(_TOPIC, records))
+    topics.discard(None)
+    return RawBatch(partition=parts, offset=offsets, timestamp_ms=stamps, key=keys, value=values), topics
+
+
+def _kcat_bytes(texts: list[str | None], b64: bool) -> list[bytes | None]:
+    if b64:
+        return [None if t is None else base64.b64decode(t, validate=True) for t in texts]
+    if None in texts:
+        return [None if t is None else t.encode("utf-8", "surrogatepass") for t in texts]
+    return list(map(str.encode, texts, repeat("utf-8"), repeat("surrogatepass")))  # type: ignore[arg-type]
+
+
+def _read_kcat_lines(data: bytes, records: list[_Kcat] | None, b64: bool) -> tuple[RawBatch, dict[int, str], set[str]]:
     rows = _Rows()
     rows.positioned = True
     b = rows.batch
     part_l, off_l, ts_l, key_l, val_l = b.partition, b.offset, b.timestamp_ms, b.key, b.value
-    b64 = _kcat_is_base64(head_lines)
     topics: set[str] = set()
     lines = _Lines(data)
-    for lineno, rec, failure in _decoded(_KCAT, data):
+    for lineno, rec, failure in _numbered(_KCAT, data, records):
         try:
             if rec is None:
                 raise failure  # type: ignore[misc]
@@ -346,10 +487,7 @@ def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
         key_l.append(key)
         val_l.append(value)
     rows.finish()
-    topic = next(iter(topics)) if len(topics) == 1 else None
-    info = _file_info(b, rows.errors, location, "kcat-jsonl", topic,
-                      extra={"base64": True} if b64 else None)
-    return FileRead(b, info, rows.errors)
+    return b, rows.errors, topics
 
 
 _TS_TYPES = frozenset(("create", "logappend"))
