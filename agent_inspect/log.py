@@ -11,10 +11,11 @@ import msgspec
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from agent_inspect import _html
 from agent_inspect._errors import DecodeError, ValueFormatError
-from agent_inspect.codec._keys import FLAG_AMBIGUOUS, resolve_key_fields
+from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
 from agent_inspect.codec._values import (
     _DECODER,
     _F_CALL_NEW,
@@ -225,45 +226,69 @@ def _key_columns(keys: list[bytes | None], errors: list[str | None], *, key_form
                  max_parallelism: int | None) -> dict[str, Any] | None:
     """The key columns, final dtypes, from each distinct key once; None when a layout is ambiguous.
 
-    A state key is written two or three times (initial, calls, completed), so parsing and converting
-    distinct keys, then taking rows by code, halves the work. Categories keep first-appearance order.
+    A state key is written two or more times (initial, calls, completed), so the distinct keys are
+    parsed (the common shapes in bulk by Arrow, the rest one by one) and rows take them by code.
+    Categories keep first-appearance order.
     """
-    index = dict.fromkeys(keys)
-    for j, k in enumerate(index):
-        index[k] = j
-    distinct = list(index)
-    fields = resolve_key_fields(distinct, None, prefer=key_format, max_parallelism=max_parallelism)
-    if any(type(f) is tuple and FLAG_AMBIGUOUS in f[8] for f in fields):
-        return None
-    take = np.fromiter(map(index.__getitem__, keys), np.int64, len(keys))
-    codes = pa.array(take)
-    good = [f if type(f) is tuple else _NO_KEY for f in fields]
-    if not all(type(f) is tuple for f in fields):
-        bad = [None if type(f) is tuple else _key_error(f) for f in fields]
-        for i, j in enumerate(take.tolist()):
-            if bad[j] is not None:
-                errors[i] = bad[j]
-    d: dict[str, Any] = {}
-    (d["key_format"], d["key_group"], d["seq"], d["event_uuid"], d["action_uuid"], d["key_text"],
-     d["key_digest"], _, d["key_flags"]) = zip(*good) if good else ((),) * 9
-    d["business_key"] = [g[5] if g[5] is not None else g[6] for g in good]
+    encoded = pa.array(keys, pa.binary()).dictionary_encode()
+    codes = encoded.indices  # null for a missing key
+    try:
+        texts = encoded.dictionary.cast(pa.string())
+    except pa.ArrowInvalid:  # some key is not UTF-8: the one-by-one parser names it
+        texts = None
+    d: dict[str, Any]
+    if texts is not None and key_format is None:
+        parsed, d, flags = key_field_arrays(texts, max_parallelism)
+    else:
+        parsed = np.zeros(len(encoded.dictionary), dtype=bool)
+        d, flags = {}, np.empty(len(parsed), dtype=object)
+    slow = np.flatnonzero(~parsed)
+    if len(slow):
+        distinct = encoded.dictionary.take(pa.array(slow)).to_pylist()
+        fields = resolve_key_fields(distinct, None, prefer=key_format, max_parallelism=max_parallelism)
+        if any(type(f) is tuple and FLAG_AMBIGUOUS in f[8] for f in fields):
+            return None
+        good = [f if type(f) is tuple else _NO_KEY for f in fields]
+        if not all(type(f) is tuple for f in fields):
+            bad = np.full(len(parsed), None, dtype=object)
+            bad[slow] = [None if type(f) is tuple else _key_error(f) for f in fields]
+            valid = codes.is_valid().to_numpy(zero_copy_only=False).tolist()
+            for i, j in enumerate(codes.fill_null(0).to_numpy().tolist()):
+                if bad[j] is not None and valid[i]:
+                    errors[i] = bad[j]
+        slow_cols = list(zip(*good))
+        mask = pa.array(~parsed)
+        for name, col, typ in zip(KEY_ARRAY_FIELDS, slow_cols,
+                                  (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(),
+                                   pa.string())):
+            values = pa.array(col, typ)
+            d[name] = values if len(slow) == len(parsed) else pc.replace_with_mask(d[name], mask, values)
+        flags[slow] = list(slow_cols[8])
+    d["business_key"] = pc.coalesce(d["key_text"], d["key_digest"])
     out: dict[str, Any] = {}
     for name in _KEY_CATEGORIES:
-        enc = pa.array(d[name], pa.string()).dictionary_encode()
+        enc = d[name].dictionary_encode()
         rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
         out[name] = rows.to_pandas()
         if name == "business_key":
             out["_business_codes"] = rows.indices.fill_null(-1).to_numpy().tolist()
     for name, dtype in (("key_group", np.int32), ("seq", np.int64)):
-        values = np.asarray([-1 if v is None else v for v in d[name]], dtype=dtype)[take] if good else \
-            np.empty(0, dtype)
+        values = d[name].take(codes).fill_null(-1).to_numpy().astype(dtype)
         out[name] = pd.arrays.IntegerArray(values, values < 0)
-    flags = np.empty(len(good), dtype=object)
-    flags[:] = d["key_flags"]
+    if codes.null_count:
+        missing = _key_error(None)
+        for i in np.flatnonzero(codes.is_null().to_numpy(zero_copy_only=False)).tolist():
+            errors[i] = missing
+        flags = np.append(flags, None)
+        flags[-1] = _NO_FLAGS
+        take = codes.fill_null(len(flags) - 1).to_numpy()
+    else:
+        take = codes.to_numpy()
     out["key_flags"] = flags[take]
-    text = [None if k is None else k.decode("utf-8", "replace") for k in distinct]
+    text = texts if texts is not None else pa.array(
+        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string())
     for name, col in (("event_uuid", d["event_uuid"]), ("state_key", text)):
-        out[name] = pd.Series(pa.array(col, pa.string()).take(codes), dtype="str")
+        out[name] = pd.Series(col.take(codes), dtype="str")
     return out
 
 

@@ -41,32 +41,35 @@ def test_legacy_call_status_follows_the_exception_payload() -> None:
 
 
 _UUIDS = [str(uuid.UUID(int=i * 7919, version=v)) for i, v in ((1, 3), (2, 3), (3, 4))]
-_DIGEST = "q" * 43 + "="
+_DIGESTS = ("q" * 43 + "=", "q" * 42 + "A=")  # base64 text that is not / is a SHA-256 digest
 
 
 @st.composite
 def _raw_key(draw: st.DrawFn) -> bytes | None:
-    text = draw(st.sampled_from(["user", "u_1", "ü", "", "7", "a_b"]))
+    text = draw(st.sampled_from(["user", "u_1", "ü", "", "7", "a_b", "a\nb", _UUIDS[0]]))
     ev, act = draw(st.sampled_from(_UUIDS)), draw(st.sampled_from(_UUIDS))
-    seq, group = draw(st.integers(0, 3)), draw(st.integers(0, 200))
+    seq = draw(st.sampled_from([0, 1, 3, 10**17, 10**19]))
+    group = draw(st.sampled_from([0, 7, 200, 10**8, 10**10]))
     shape = draw(st.sampled_from([
-        f"{text}_{seq}_{ev}_{act}", f"{group}_{seq}_{ev}_{act}_{text}", f"{group}_{seq}_{ev}_{act}_{_DIGEST}",
+        f"{text}_{seq}_{ev}_{act}", f"{group}_{seq}_{ev}_{act}_{text}",
+        f"{group}_{seq}_{ev}_{act}_{draw(st.sampled_from(_DIGESTS))}", f"0{seq}_{seq}_{ev}_{act}_{text}",
         f"{text}-{ev}-{act}", f"{group}_{text}_{seq}_{ev}_{act}", "not a key", None, "\xff"]))
     if shape is None:
         return None
     return b"\xff" + shape.encode() if shape == "\xff" else shape.encode()
 
 
-@settings(deadline=None, max_examples=60)
-@given(st.lists(st.tuples(st.integers(0, 2), _raw_key()), max_size=25))
-def test_key_columns_match_the_per_record_parser(rows: list[tuple[int, bytes | None]]) -> None:
+@settings(deadline=None, max_examples=80)
+@given(st.lists(st.tuples(st.integers(0, 2), _raw_key()), max_size=25), st.sampled_from([None, 128]))
+def test_key_columns_match_the_per_record_parser(rows: list[tuple[int, bytes | None]],
+                                                 max_parallelism: int | None) -> None:
     value = encode_action_state(ActionState(task_event=Event.new("_input_event", {}, id="e")))
     batch = RawBatch([p for p, _ in rows], list(range(len(rows))), [None] * len(rows), [k for _, k in rows],
                      [value] * len(rows))
-    log = ActionStateLog.from_raw(batch, SOURCE)
+    log = ActionStateLog.from_raw(batch, SOURCE, max_parallelism=max_parallelism)
     r = log.records
     raw = log.raw
-    want = resolve_state_keys(raw.key, raw.partition)
+    want = resolve_state_keys(raw.key, raw.partition, max_parallelism=max_parallelism)
     for pos, (k, got) in enumerate(zip(raw.key, want)):
         row = r.iloc[pos]
         if isinstance(got, StateKey):

@@ -50,6 +50,18 @@ def _is_int(s: str) -> bool:
     return s.isdigit() and s.isascii() and (s[0] != "0" or len(s) == 1)
 
 
+_INT_MAX = 2**31 - 1  # a key group is a Java int
+_LONG_MAX = 2**63 - 1  # a seq is a Java long
+
+
+def _is_group(s: str) -> bool:
+    return _is_int(s) and (len(s) < 10 or int(s) <= _INT_MAX)
+
+
+def _is_seq(s: str) -> bool:
+    return _is_int(s) and (len(s) < 19 or int(s) <= _LONG_MAX)
+
+
 def _is_uuid(s: str) -> bool:
     return len(s) == 36 and _UUID.match(s) is not None
 
@@ -85,8 +97,8 @@ def _parse_k2(text: str, max_parallelism: int | None) -> StateKey:
     if len(parts) != 6:
         raise KeyFormatError(f"v2 state key {text!r} has {len(parts)} '_' segments, expected 6")
     group, seq, ev, act, fp, digest = parts
-    if not (_is_int(group) and _is_int(seq)):
-        raise KeyFormatError(f"v2 state key {text!r}: key group and seq must be decimal integers")
+    if not (_is_group(group) and _is_seq(seq)):
+        raise KeyFormatError(f"v2 state key {text!r}: key group and seq must be decimal integers (a Java int and long)")
     if not (_is_uuid(ev) and _is_uuid(act)):
         raise KeyFormatError(f"v2 state key {text!r}: event/action UUIDs are not lowercase UUIDs")
     if not (_is_digest(fp) and _is_digest(digest)):
@@ -99,7 +111,7 @@ def _layouts(text: str, p: list[str], prefer: str | None,
              max_parallelism: int | None) -> list[StateKey]:
     n = len(p)
     found: list[StateKey] = []
-    if n >= 5 and _is_int(p[0]) and _is_int(p[1]) and _is_uuid(p[2]) and _is_uuid(p[3]):
+    if n >= 5 and _is_group(p[0]) and _is_seq(p[1]) and _is_uuid(p[2]) and _is_uuid(p[3]):
         group = int(p[0])
         if max_parallelism is None or group < max_parallelism:
             ev, act = p[2], p[3]
@@ -110,9 +122,9 @@ def _layouts(text: str, p: list[str], prefer: str | None,
                 key_text = "_".join(p[4:])
                 found.append(StateKey(text, "K1.5", group, int(p[1]), ev, act, key_text, None, None,
                                       _text_flags(key_text, prefix_scan=False) + _uuid_flags(ev, act)))
-    if n >= 4 and _is_uuid(p[-1]) and _is_uuid(p[-2]) and _is_int(p[-3]):
+    if n >= 4 and _is_uuid(p[-1]) and _is_uuid(p[-2]) and _is_seq(p[-3]):
         ev, act = p[-2], p[-1]
-        if prefer == "K1.5-draft" and n >= 5 and _is_int(p[0]) and (
+        if prefer == "K1.5-draft" and n >= 5 and _is_group(p[0]) and (
                 max_parallelism is None or int(p[0]) < max_parallelism):
             key_text = "_".join(p[1:-3])
             found.append(StateKey(text, "K1.5-draft", int(p[0]), int(p[-3]), ev, act, key_text, None,
@@ -148,11 +160,11 @@ def _fast_fields(text: str, max_parallelism: int | None) -> KeyFields | None:
     k1 = None
     if len(text) >= 76 and text[-74] == "_" and _two_uuids(text[-73:]):
         head, sep, seq = text[:-74].rpartition("_")
-        if sep and seq.isdigit() and seq.isascii() and (seq[0] != "0" or len(seq) == 1):
+        if sep and _is_seq(seq):
             k1 = head, seq
     if text[:1].isdigit():
         p = text.split("_", 4)
-        if len(p) == 5 and _is_int(p[0]) and _is_int(p[1]) and _two_uuids(f"{p[2]}_{p[3]}"):
+        if len(p) == 5 and _is_group(p[0]) and _is_seq(p[1]) and _two_uuids(f"{p[2]}_{p[3]}"):
             if k1 is not None or (max_parallelism is not None and int(p[0]) >= max_parallelism):
                 return None  # ambiguous or out of range: the full parser decides and explains
             ev, act, rest = p[2], p[3], p[4]
@@ -167,6 +179,71 @@ def _fast_fields(text: str, max_parallelism: int | None) -> KeyFields | None:
     ev, act = text[-73:-37], text[-36:]
     uflags = (FLAG_NON_V3,) if ev[14] != "3" or act[14] != "3" else ()
     return ("K1", None, int(seq), ev, act, head, None, None, (_text_flags(head) + uflags) if "_" in head else uflags)
+
+
+# The same shapes for a whole column at once (Arrow's RE2; the bulk loader's fast path). Numbers that
+# could overflow the int32 group / int64 seq columns are left to the full parser.
+_ARROW_K1 = rf"^(?P<text>[^_]*)_(?P<seq>0|[1-9][0-9]{{0,17}})_(?P<ev>{_UUID_SRC})_(?P<act>{_UUID_SRC})$"
+_ARROW_K15 = (rf"^(?P<group>0|[1-9][0-9]{{0,8}})_(?P<seq>0|[1-9][0-9]{{0,17}})_(?P<ev>{_UUID_SRC})_(?P<act>{_UUID_SRC})"
+              r"_(?P<rest>[^_]*)$")
+_ARROW_DIGEST = r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$"
+KEY_ARRAY_FIELDS = ("key_format", "key_group", "seq", "event_uuid", "action_uuid", "key_text", "key_digest")
+
+
+def key_field_arrays(texts: Any, max_parallelism: int | None = None) -> tuple[Any, dict[str, Any], Any]:
+    """Parse a pyarrow string array of distinct keys in bulk, for the unambiguous common shapes only.
+
+    Returns ``(parsed, columns, flags)``: a numpy bool mask of the keys parsed here (K1 and K1.5 whose
+    key text has no '_', and K1.6), Arrow arrays named :data:`KEY_ARRAY_FIELDS` (null where not parsed)
+    and a numpy object array of flag tuples. Every other key needs :func:`resolve_key_fields`; for the
+    keys parsed here both give the same fields.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(texts)
+    k1_struct = pc.extract_regex(texts, _ARROW_K1)
+    k15_struct = pc.extract_regex(texts, _ARROW_K15)
+    is_k1 = k1_struct.is_valid()
+    is_k15 = k15_struct.is_valid()
+    # flatten() gives the fields null where the key did not match (.field() would give "")
+    k1 = dict(zip(("text", "seq", "ev", "act"), k1_struct.flatten()))
+    k15 = dict(zip(("group", "seq", "ev", "act", "rest"), k15_struct.flatten()))
+    group = pc.cast(k15["group"], pa.int64())
+    if max_parallelism is not None:  # out of range: the full parser explains it
+        is_k15 = pc.and_(is_k15, pc.less(group, max_parallelism)).fill_null(False)
+    rest = k15["rest"]
+    is_k16 = pc.and_(is_k15, pc.match_substring_regex(rest, _ARROW_DIGEST)).fill_null(False)
+    ev = pc.coalesce(k1["ev"], k15["ev"])
+    act = pc.coalesce(k1["act"], k15["act"])
+    seq = pc.coalesce(pc.cast(k1["seq"], pa.int64()), pc.cast(k15["seq"], pa.int64()))
+    parsed = pc.or_(is_k1, is_k15).to_numpy(zero_copy_only=False)
+    k1_np = is_k1.to_numpy(zero_copy_only=False)
+    k15_np = is_k15.to_numpy(zero_copy_only=False)
+    k16_np = is_k16.to_numpy(zero_copy_only=False)
+    non_v3 = pc.or_(pc.not_equal(pc.utf8_slice_codeunits(ev, 14, 15), "3"),
+                    pc.not_equal(pc.utf8_slice_codeunits(act, 14, 15), "3")).fill_null(False).to_numpy(
+        zero_copy_only=False)
+    fmt = np.full(n, None, dtype=object)
+    fmt[k15_np] = "K1.5"
+    fmt[k16_np] = "K1.6"
+    fmt[k1_np] = "K1"
+    shapes = np.empty(4, dtype=object)  # by non-v3 + 2 * K1.6
+    shapes[:] = [(), _NON_V3, (FLAG_K16,), (FLAG_K16, FLAG_NON_V3)]
+    flags = shapes[(non_v3 & parsed).astype(np.int8) + 2 * k16_np.astype(np.int8)]
+    k15_only = pc.and_(is_k15, pc.invert(is_k16))
+    null = pa.nulls(n, pa.string())
+    columns = {
+        "key_format": pa.array(fmt, pa.string()),
+        "key_group": pc.if_else(is_k15, group, pa.nulls(n, pa.int64())),
+        "seq": seq,
+        "event_uuid": ev,
+        "action_uuid": act,
+        "key_text": pc.if_else(is_k1, k1["text"], pc.if_else(k15_only, rest, null)),
+        "key_digest": pc.if_else(is_k16, rest, null),
+    }
+    return parsed, columns, flags
 
 
 def parse_state_key(text: str | bytes, *, prefer: str | None = None,
@@ -287,7 +364,7 @@ def _resolve_one(key: str | bytes, prefer: str | None, max_parallelism: int | No
             return KeyFormatError("state key is not valid UTF-8")
     if fast:
         m = _K1_PLAIN(key)
-        if m is not None:  # the most common key of all: K1 with a business key without '_'
+        if m is not None and len(m[2]) < 19:  # the most common key of all: K1, key text without '_'
             text, seq, ev, act = m.groups()
             return ("K1", None, int(seq), ev, act, text, None, None,
                     _NON_V3 if ev[14] != "3" or act[14] != "3" else ())

@@ -65,10 +65,17 @@ def test_non_v3_uuid_is_flagged():
     (f"v2:20_7_{EV}_{ACT}_{FP}", "expected 6"),
     (f"v2:20_7_{EV}_{ACT}_short_{DIGEST}", "base64"),
     (f"v2:x_7_{EV}_{ACT}_{FP}_{DIGEST}", "decimal"),
+    (f"user_{2**63}_{EV}_{ACT}", "matches no layout"),                 # seq beyond a Java long
+    (f"v2:{2**31}_7_{EV}_{ACT}_{FP}_{DIGEST}", "Java int"),           # key group beyond a Java int
 ])
 def test_unparseable_keys_raise_with_reason(key, reason):
     with pytest.raises(KeyFormatError, match=reason):
         parse_state_key(key)
+
+
+def test_largest_java_numbers_still_parse():
+    assert parse_state_key(f"user_{2**63 - 1}_{EV}_{ACT}").seq == 2**63 - 1
+    assert parse_state_key(f"{2**31 - 1}_0_{EV}_{ACT}_user").key_group == 2**31 - 1
 
 
 def test_key_group_bound():
