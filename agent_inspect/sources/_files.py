@@ -96,17 +96,41 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None) -
         return _read_parquet(p)
     if file_format not in (None, "jsonl", "kcat-jsonl"):
         raise SourceError(f"unknown file_format {file_format!r}; use 'kcat-jsonl', 'jsonl' or 'parquet'")
-    try:
-        data = gzip.decompress(p.read_bytes()) if head[:2] == b"\x1f\x8b" else p.read_bytes()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise SourceError(f"cannot read {str(p)!r}: {exc}; check the file") from None
-    head_lines = _head_lines(data, 2000)
+    gz = head[:2] == b"\x1f\x8b"
+    # Plain files stream through a small buffer that stays in cache while it is decoded and copied
+    # out; gzip files are inflated whole, like before, and then walked the same way.
+    data = _read_all(p, gz) if gz else None
+    with _reading(p):
+        head_lines = _head_lines(data, 2000) if data is not None else _file_head(p, 2000)
     if file_format is None:
         file_format = _sniff(head_lines)
+    kcat = file_format == "kcat-jsonl"
+    b64 = kcat and _kcat_is_base64(head_lines)
+    location = str(p)
     with gc_paused():
-        if file_format == "kcat-jsonl":
-            return _read_kcat(data, head_lines, str(p))
-        return _read_plain(data, str(p))
+        with _reading(p):
+            read = _read_columns(_file_chunks(p) if data is None else _data_chunks(data), location, kcat=kcat, b64=b64)
+        if read is not None:
+            return read
+        # some line needs the per-line rules: they read the whole file again, with exact line numbers
+        if data is None:
+            data = _read_all(p, False)
+        if kcat:
+            return _read_kcat(data, b64, location)
+        return _read_plain(data, location)
+
+
+@contextlib.contextmanager
+def _reading(p: Path) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise SourceError(f"cannot read {str(p)!r}: {exc}; check the file") from None
+
+
+def _read_all(p: Path, gz: bool) -> bytes:
+    with _reading(p):
+        return gzip.decompress(p.read_bytes()) if gz else p.read_bytes()
 
 
 def _head_lines(data: bytes, n: int) -> list[bytes]:
@@ -119,6 +143,92 @@ def _head_lines(data: bytes, n: int) -> list[bytes]:
         out.append(data[start:end])
         start = end + 1
     return out
+
+
+def _file_head(p: Path, n: int) -> list[bytes]:
+    """What ``_head_lines`` gives for the file's bytes, reading only the head."""
+    out: list[bytes] = []
+    with open(p, "rb") as fh:
+        for line in fh:
+            if len(out) == n:
+                break
+            out.append(line[:-1] if line.endswith(b"\n") else line)
+    return out
+
+
+_CHUNK = 1 << 21  # bytes per piece: decoding and copying out then run in cache
+
+
+def _file_chunks(p: Path) -> Iterator[memoryview]:
+    """The file in pieces that end after a line break (the last one where the file ends), in one reused buffer.
+
+    A piece is only valid until the next one is asked for: nothing may keep a reference into it.
+    """
+    buf = bytearray(_CHUNK)
+    filled = 0
+    with open(p, "rb", buffering=0) as fh:
+        while True:
+            got = fh.readinto(memoryview(buf)[filled:])
+            filled += got
+            if got and filled < len(buf):
+                continue
+            cut = buf.rfind(b"\n", 0, filled) + 1 if got else filled
+            if got and not cut:  # a line longer than the buffer: a bigger one (a new object, so no live view breaks)
+                buf = buf + bytes(len(buf))
+                continue
+            if cut:
+                yield memoryview(buf)[:cut]
+            if not got:
+                return
+            buf[:filled - cut] = buf[cut:filled]  # same length: allowed while old pieces are still referenced
+            filled -= cut
+
+
+def _data_chunks(data: bytes) -> Iterator[memoryview]:
+    """``data`` in pieces of about ``_CHUNK`` bytes that end after a line break (the last one where it ends)."""
+    view = memoryview(data)
+    start = 0
+    while start < len(data):
+        cut = data.rfind(b"\n", start, start + _CHUNK) + 1
+        if not cut:
+            cut = data.find(b"\n", start) + 1 or len(data)
+        yield view[start:cut]
+        start = cut
+
+
+_COLUMNS = tuple(f.name for f in dataclasses.fields(RawBatch))
+
+
+def _read_columns(chunks: Iterator[memoryview], location: str, *, kcat: bool, b64: bool) -> FileRead | None:
+    """The file read column-wise piece by piece; None as soon as some line needs the per-line rules."""
+    batch = RawBatch(agent_key=None if kcat else [])
+    topics: set[str | None] = set()
+    for chunk in chunks:
+        records = _whole(_KCAT if kcat else _PLAIN, chunk)
+        if records is None:
+            return None
+        if kcat:
+            got = _kcat_columns(records, b64)
+            part, more = got if got is not None else (None, set())
+            topics |= more
+        else:
+            part = _plain_columns(records, len(batch) + 1)
+        del records, chunk  # they reference the buffer that the next piece overwrites
+        if part is None:
+            return None
+        for name in _COLUMNS:
+            mine = getattr(batch, name)
+            if mine is not None:
+                mine.extend(getattr(part, name))
+    if not len(batch):
+        return None
+    if batch.agent_key is not None and batch.agent_key.count(None) == len(batch):
+        batch.agent_key = None
+    if kcat:
+        topic = next(iter(topics)) if len(topics) == 1 else None
+        return FileRead(batch, _file_info(batch, {}, location, "kcat-jsonl", topic,
+                                          extra={"base64": True} if b64 else None), {})
+    return FileRead(batch, _file_info(batch, {}, location, "jsonl", None), {})
 
 
 def _whole(decoder: Any, data: bytes) -> list[Any] | None:
@@ -155,42 +265,41 @@ def _numbered(decoder: Any, data: bytes, records: list[Any] | None) -> Iterator[
             yield i + 1, None, exc
 
 
-def _one_object_per_line(data: bytes, objects: int) -> bool:
-    # JSON never continues a complete value with "{", so when every line starts with "{" and ends with
-    # "}" no object spans two lines; as many objects as lines then means one per line. LF or CRLF
-    # files; a file mixing both takes the per-line path.
-    end = len(data) - 1 if data.endswith(b"\n") else len(data)
+def _one_object_per_line(data: bytes | memoryview, objects: int) -> bool:
+    # JSON never continues a complete value with "{" and a string holds no raw line break, so when
+    # every line starts with "{" and ends with "}" (or "}\r") no object spans two lines; as many
+    # objects as lines then means one per line.
+    view = _bytes_view(data)
+    end = len(view) - 1 if len(view) and view[-1] == _LF else len(view)
     if end <= 0:
         return objects == 0
-    closed = data.endswith(b"}", 0, end) or data.endswith(b"}\r", 0, end)
-    if data[:1] != b"{" or not closed:
+    closed = view[end - 1] == _CLOSE or end > 1 and view[end - 1] == _CR and view[end - 2] == _CLOSE
+    if view[0] != _OPEN or not closed:
         return False
-    breaks = _line_breaks(data, end)
+    breaks = _line_breaks(view, end)
     if objects != len(breaks) + 1:
         return False
     if not len(breaks):
         return True
-    view = _bytes_view(data)
     if not (view[breaks + 1] == _OPEN).all():
         return False
     before = view[breaks - 1]
-    return bool((before == _CLOSE).all() or (before == _CR).all() and (view[breaks - 2] == _CLOSE).all())
+    return bool(((before == _CLOSE) | (before == _CR) & (view[breaks - 2] == _CLOSE)).all())
 
 
 _OPEN, _CLOSE, _CR, _LF = b"{}\r\n"
 _CHUNK = 1 << 20  # the comparison's scratch stays in cache
 
 
-def _line_breaks(data: bytes, end: int) -> Any:
-    """Positions of the "\n" in ``data[:end]``, as an int64 array (numpy: a file is too big for a Python loop)."""
+def _line_breaks(view: Any, end: int) -> Any:
+    """Positions of the "\n" in ``view[:end]``, as an int64 array (numpy: a file is too big for a Python loop)."""
     import numpy as np
 
-    view = _bytes_view(data)
     found = [np.flatnonzero(view[start:min(start + _CHUNK, end)] == _LF) + start for start in range(0, end, _CHUNK)]
     return np.concatenate(found) if found else np.empty(0, np.int64)
 
 
-def _bytes_view(data: bytes) -> Any:
+def _bytes_view(data: bytes | memoryview) -> Any:
     import numpy as np
 
     return np.frombuffer(data, np.uint8)
@@ -259,11 +368,7 @@ class _Rows:
 
 
 def _read_plain(data: bytes, location: str) -> FileRead:
-    records = _whole(_PLAIN, data)
-    batch = None if records is None else _plain_columns(records)
-    if batch is not None:
-        return FileRead(batch, _file_info(batch, {}, location, "jsonl", None), {})
-    return _read_plain_lines(data, location, records)
+    return _read_plain_lines(data, location, _whole(_PLAIN, data))
 
 
 _KEY, _VALUE, _AGENT = attrgetter("key"), attrgetter("value"), attrgetter("agent_key")
@@ -272,7 +377,7 @@ _RARE = tuple(map(attrgetter, ("key_base64", "value_base64", "malformed")))
 _FIRST = itemgetter(0)
 
 
-def _plain_columns(records: list[_Plain]) -> RawBatch | None:
+def _plain_columns(records: list[_Plain], first_line: int) -> RawBatch | None:
     """The columns built column-wise, or None when any record needs the per-line rules (then they decide).
 
     Whole-column checks find the rare cases (base64, exported error rows, values that are not an
@@ -295,15 +400,13 @@ def _plain_columns(records: list[_Plain]) -> RawBatch | None:
             return None
         # without errors a file's being positioned changes nothing: only error rows' partitions depend on it
         parts = _filled(list(map(_PART, records)), None)
-        offsets = _filled(list(map(_OFF, records)), range(1, n + 1))
+        offsets = _filled(list(map(_OFF, records)), range(first_line, first_line + n))
         if not (0 <= min(parts) and max(parts) < _PARTITION_END and 0 <= min(offsets) and max(offsets) < _INT64_END):
             return None
     except (TypeError, IndexError, UnicodeError):
         return None
-    agent: list[str | None] | None = list(map(_AGENT, records))
-    if agent.count(None) == n:  # type: ignore[union-attr]
-        agent = None
-    return RawBatch(partition=parts, offset=offsets, timestamp_ms=stamps, key=keys, value=values, agent_key=agent)
+    return RawBatch(partition=parts, offset=offsets, timestamp_ms=stamps, key=keys, value=values,
+                    agent_key=list(map(_AGENT, records)))
 
 
 def _filled(column: list[int | None], default: range | None) -> list[int]:
@@ -408,14 +511,8 @@ def _timestamp(value: int | str | None) -> int | None:
     return int(dt.timestamp() * 1000)
 
 
-def _read_kcat(data: bytes, head_lines: list[bytes], location: str) -> FileRead:
-    b64 = _kcat_is_base64(head_lines)
-    records = _whole(_KCAT, data)
-    columns = None if records is None else _kcat_columns(records, b64)
-    if columns is not None:
-        (batch, topics), errors = columns, {}
-    else:
-        batch, errors, topics = _read_kcat_lines(data, records, b64)
+def _read_kcat(data: bytes, b64: bool, location: str) -> FileRead:
+    batch, errors, topics = _read_kcat_lines(data, _whole(_KCAT, data), b64)
     topic = next(iter(topics)) if len(topics) == 1 else None
     info = _file_info(batch, errors, location, "kcat-jsonl", topic, extra={"base64": True} if b64 else None)
     return FileRead(batch, info, errors)

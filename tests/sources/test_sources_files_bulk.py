@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import gzip
 import json
 from pathlib import Path
 
@@ -64,12 +65,15 @@ KCAT_B64 = [_kcat(i, key=base64.b64encode(KEY.encode()).decode(), payload=base64
 KCAT_B64_RARE = [_kcat(20, payload="not base64!"), _kcat(21, key="\u00e9t\u00e9")]
 
 
-def _reads(path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str) -> list[_files.FileRead]:
-    """The file read three ways: as shipped, forced past the column-wise build, forced line by line."""
-    reads = [read_file(path, file_format=file_format)]
+def _reads(path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, chunk: int = 1 << 21
+           ) -> list[_files.FileRead]:
+    """The file read three ways: as shipped (pieces of ``chunk`` bytes), past the column-wise build, line by line."""
     with monkeypatch.context() as m:
-        m.setattr(_files, "_plain_columns", lambda records: None)
-        m.setattr(_files, "_kcat_columns", lambda records, b64: None)
+        m.setattr(_files, "_CHUNK", chunk)
+        reads = [read_file(path, file_format=file_format)]
+    with monkeypatch.context() as m:
+        m.setattr(_files, "_plain_columns", lambda *args: None)
+        m.setattr(_files, "_kcat_columns", lambda *args: None)
         reads.append(read_file(path, file_format=file_format))
         m.setattr(_files, "_whole", lambda decoder, data: None)
         reads.append(read_file(path, file_format=file_format))
@@ -85,29 +89,47 @@ def _same(reads: list[_files.FileRead]) -> None:
 
 
 def _lines(pool: list[bytes], rare: list[bytes]) -> st.SearchStrategy[list[bytes]]:
-    return st.lists(st.one_of(st.sampled_from(pool), st.sampled_from(rare)) if rare else st.sampled_from(pool),
-                    min_size=1, max_size=8)
+    """Clean lines with at most two rare ones put in (none in about half the files: the fast path must be hit)."""
+    def put(clean: list[bytes], extra: list[tuple[int, bytes]]) -> list[bytes]:
+        for at, line in extra:
+            clean.insert(at % (len(clean) + 1), line)
+        return clean
+
+    extra = st.lists(st.tuples(st.integers(0, 8), st.sampled_from(rare)), max_size=2)
+    return st.builds(put, st.lists(st.sampled_from(pool), min_size=1, max_size=8), st.one_of(st.just([]), extra))
 
 
-def _file(tmp_path: Path, lines: list[bytes], ending: bytes) -> Path:
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(ending.join(lines) + ending)
+def _file(tmp_path: Path, lines: list[bytes], ending: bytes | list[bytes], *, last: bytes = b"\n",
+          gz: bool = False) -> Path:
+    endings = [ending] * len(lines) if isinstance(ending, bytes) else ending
+    data = b"".join(line + end for line, end in zip(lines[:-1], endings)) + lines[-1] + last
+    path = tmp_path / ("f.jsonl.gz" if gz else "f.jsonl")
+    path.write_bytes(gzip.compress(data) if gz else data)
     return path
 
 
+_layout = {  # how lines are ended and stored, and the size of the pieces the fast path reads
+    "ending": st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=8, max_size=8),
+    "last": st.sampled_from([b"\n", b"\r\n", b"", b"\n\n", b" "]),
+    "gz": st.booleans(),
+    "chunk": st.sampled_from([64, 700, 1500, 1 << 21]),
+}
+
+
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=_lines(PLAIN_CLEAN, PLAIN_RARE), ending=st.sampled_from([b"\n", b"\r\n"]))
+@given(lines=_lines(PLAIN_CLEAN, PLAIN_RARE), **_layout)
 def test_plain_fast_path_equals_per_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[bytes],
-                                         ending: bytes) -> None:
-    _same(_reads(_file(tmp_path, lines, ending), monkeypatch, "jsonl"))
+                                         ending: list[bytes], last: bytes, gz: bool, chunk: int) -> None:
+    path = _file(tmp_path, lines, ending, last=last, gz=gz)
+    _same(_reads(path, monkeypatch, "jsonl", chunk))
 
 
 @settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.one_of(_lines(KCAT_CLEAN, KCAT_RARE), _lines(KCAT_B64, KCAT_B64_RARE)),
-       ending=st.sampled_from([b"\n", b"\r\n"]))
+@given(lines=st.one_of(_lines(KCAT_CLEAN, KCAT_RARE), _lines(KCAT_B64, KCAT_B64_RARE)), **_layout)
 def test_kcat_fast_path_equals_per_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[bytes],
-                                        ending: bytes) -> None:
-    _same(_reads(_file(tmp_path, lines, ending), monkeypatch, "kcat-jsonl"))
+                                        ending: list[bytes], last: bytes, gz: bool, chunk: int) -> None:
+    path = _file(tmp_path, lines, ending, last=last, gz=gz)
+    _same(_reads(path, monkeypatch, "kcat-jsonl", chunk))
 
 
 @pytest.mark.parametrize("pool, rare, file_format", [(PLAIN_CLEAN, PLAIN_RARE, "jsonl"),
@@ -115,9 +137,10 @@ def test_kcat_fast_path_equals_per_line(tmp_path: Path, monkeypatch: pytest.Monk
                                                      (KCAT_B64, KCAT_B64_RARE, "kcat-jsonl")])
 def test_every_rare_line_among_clean_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pool: list[bytes],
                                           rare: list[bytes], file_format: str) -> None:
-    _same(_reads(_file(tmp_path, pool, b"\n"), monkeypatch, file_format))
-    for line in rare:
-        _same(_reads(_file(tmp_path, [*pool, line, pool[0]], b"\n"), monkeypatch, file_format))
+    for chunk in (1 << 21, 700):
+        _same(_reads(_file(tmp_path, pool, b"\n"), monkeypatch, file_format, chunk))
+        for line in rare:
+            _same(_reads(_file(tmp_path, [*pool, line, pool[0]], b"\n"), monkeypatch, file_format, chunk))
 
 
 def test_clean_files_take_the_column_wise_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,16 +154,22 @@ def test_clean_files_take_the_column_wise_build(tmp_path: Path, monkeypatch: pyt
         assert len(read.batch) == len(lines) and not read.line_errors
     assert taken == ["_plain_columns", "_kcat_columns", "_kcat_columns"]
     monkeypatch.undo()
-    assert _files._plain_columns(_files._PLAIN.decode_lines(b"\n".join(PLAIN_CLEAN))) is not None
+    path = _file(tmp_path, PLAIN_CLEAN * 3, b"\n")
+    monkeypatch.setattr(_files, "_CHUNK", 700)  # shorter than most lines: the buffer grows
+    pieces = [bytes(piece) for piece in _files._file_chunks(path)]
+    assert len(pieces) > 3 and all(p.endswith(b"\n") for p in pieces) and b"".join(pieces) == path.read_bytes()
+    assert _files._read_columns(_files._file_chunks(path), "x", kcat=False, b64=False) is not None
+    assert _files._plain_columns(_files._PLAIN.decode_lines(b"\n".join(PLAIN_CLEAN)), 1) is not None
     assert _files._kcat_columns(_files._KCAT.decode_lines(b"\n".join(KCAT_CLEAN)), False) is not None
     assert _files._kcat_columns(_files._KCAT.decode_lines(b"\n".join(KCAT_B64)), True) is not None
 
 
 @pytest.mark.parametrize("data, objects, expected", [
     (b"", 0, True), (b"\n", 0, True), (b"{}", 1, True), (b"{}\n", 1, True), (b"{}\n{}\n", 2, True),
-    (b"{}\r\n{}\r\n", 2, True), (b"{}\r\n{}\n{}", 3, False), (b"{}\n\n{}", 2, False), (b"{}{}\n{}", 3, False),
+    (b"{}\r\n{}\r\n", 2, True), (b"{}\r\n{}\n{}", 3, True), (b"{}\n\n{}", 2, False), (b"{}{}\n{}", 3, False),
     (b'{"a":\n1}\n{}', 2, False), (b" {}\n{}", 2, False), (b"{}\n{} ", 2, False), (b"{}\n {}", 2, False),
-    (b"{}\n{}", 1, False), (b"{}\r\n{}\n", 2, True), (b"{}\r\n{}\r\n{}\n{}", 4, False),
+    (b"{}\n{}", 1, False), (b"{}\r\n{}\n", 2, True), (b"{}\r\n{}\r\n{}\n{}", 4, True),
+    (b"{}\r\r\n{}", 2, False), (b"\r\n{}", 1, False), (b"{}\r", 1, True), (b"{}\n\n", 1, False),
 ])
 def test_one_object_per_line(data: bytes, objects: int, expected: bool) -> None:
     assert _files._one_object_per_line(data, objects) is expected
