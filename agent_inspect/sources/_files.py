@@ -156,7 +156,7 @@ def _file_head(p: Path, n: int) -> list[bytes]:
     return out
 
 
-_CHUNK = 1 << 21  # bytes per piece: decoding and copying out then run in cache
+_CHUNK = 1 << 20  # bytes per piece: decoding and copying out then run in cache
 
 
 def _file_chunks(p: Path) -> Iterator[memoryview]:
@@ -231,7 +231,7 @@ def _read_columns(chunks: Iterator[memoryview], location: str, *, kcat: bool, b6
     return FileRead(batch, _file_info(batch, {}, location, "jsonl", None), {})
 
 
-def _whole(decoder: Any, data: bytes) -> list[Any] | None:
+def _whole(decoder: Any, data: bytes | memoryview) -> list[Any] | None:
     """Every line's record from one ``decode_lines`` call, or None unless each line provably held exactly one object."""
     try:
         records = decoder.decode_lines(data)
@@ -288,14 +288,14 @@ def _one_object_per_line(data: bytes | memoryview, objects: int) -> bool:
 
 
 _OPEN, _CLOSE, _CR, _LF = b"{}\r\n"
-_CHUNK = 1 << 20  # the comparison's scratch stays in cache
+_SCAN = 1 << 20  # bytes compared at a time: the scratch stays in cache
 
 
 def _line_breaks(view: Any, end: int) -> Any:
     """Positions of the "\n" in ``view[:end]``, as an int64 array (numpy: a file is too big for a Python loop)."""
     import numpy as np
 
-    found = [np.flatnonzero(view[start:min(start + _CHUNK, end)] == _LF) + start for start in range(0, end, _CHUNK)]
+    found = [np.flatnonzero(view[start:min(start + _SCAN, end)] == _LF) + start for start in range(0, end, _SCAN)]
     return np.concatenate(found) if found else np.empty(0, np.int64)
 
 

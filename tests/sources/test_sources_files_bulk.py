@@ -65,13 +65,13 @@ KCAT_B64 = [_kcat(i, key=base64.b64encode(KEY.encode()).decode(), payload=base64
 KCAT_B64_RARE = [_kcat(20, payload="not base64!"), _kcat(21, key="\u00e9t\u00e9")]
 
 
-def _reads(path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, chunk: int = 1 << 21
+def _reads(path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, chunk: int = 1 << 20
            ) -> list[_files.FileRead]:
     """The file read three ways: as shipped (pieces of ``chunk`` bytes), past the column-wise build, line by line."""
     with monkeypatch.context() as m:
         m.setattr(_files, "_CHUNK", chunk)
+        m.setattr(_files, "_SCAN", chunk)  # the line-break scan of a whole file in several pieces too
         reads = [read_file(path, file_format=file_format)]
-    with monkeypatch.context() as m:
         m.setattr(_files, "_plain_columns", lambda *args: None)
         m.setattr(_files, "_kcat_columns", lambda *args: None)
         reads.append(read_file(path, file_format=file_format))
