@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -15,7 +15,12 @@ import pyarrow.compute as pc
 
 from agent_inspect import _html
 from agent_inspect._errors import DecodeError, ValueFormatError
-from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
+from agent_inspect.codec._keys import (
+    FLAG_AMBIGUOUS,
+    KEY_ARRAY_FIELDS,
+    key_field_arrays,
+    resolve_key_fields,
+)
 from agent_inspect.codec._values import (
     _DECODER,
     _F_CALL_NEW,
@@ -29,6 +34,7 @@ from agent_inspect.codec._values import (
     PYTHON_EVENT,
     SUBAGENT_EVENT,
     UNSET,
+    VALUE_FORMATS,
     ActionState,
     Event,
     decode_action_state,
@@ -103,17 +109,19 @@ def _concat(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
     return out
 
 
-def _sorted(raw: RawBatch) -> RawBatch:
-    """Physical order: partitions ascending, then offset (stable for equal positions)."""
+def _physical_order(raw: RawBatch) -> list[int] | None:
+    """The permutation into physical order (partitions ascending, then offset; stable), None if already so."""
     part = np.asarray(raw.partition, dtype=np.int64)
     off = np.asarray(raw.offset, dtype=np.int64)
     if len(part) < 2:
-        return raw
+        return None
     dp, do = np.diff(part), np.diff(off)
     if bool(np.all((dp > 0) | ((dp == 0) & (do >= 0)))):
-        return raw
-    order = np.lexsort((off, part)).tolist()
+        return None
+    return np.lexsort((off, part)).tolist()  # type: ignore[no-any-return]
 
+
+def _take(raw: RawBatch, order: list[int]) -> RawBatch:
     def take(col: list[Any]) -> list[Any]:
         return [col[i] for i in order]
 
@@ -121,22 +129,30 @@ def _sorted(raw: RawBatch) -> RawBatch:
                     take(raw.value), None if raw.agent_key is None else take(raw.agent_key))
 
 
-_ZERO3 = (0, 0, 0)
+def _sorted(raw: RawBatch) -> RawBatch:
+    """Physical order: partitions ascending, then offset (stable for equal positions)."""
+    order = _physical_order(raw)
+    return raw if order is None else _take(raw, order)
 
 
-def _call_counts(calls: tuple[Any, ...]) -> tuple[int, int, int]:
-    pending = succeeded = failed = 0
-    for cr in calls:
-        s = cr.status
-        if s is None:  # legacy rule (§5.5): no exception payload means it succeeded
-            s = "SUCCEEDED" if cr.exception_payload is None else "FAILED"
-        if s == "PENDING":
-            pending += 1
-        elif s == "SUCCEEDED":
-            succeeded += 1
-        elif s == "FAILED":
-            failed += 1
-    return pending, succeeded, failed
+def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[tuple[Any, ...]]]:
+    """All records in physical order, and each value's row, decoded batch by batch as batches arrive.
+
+    Sources hand batches over while still reading (Kafka fetches in the background), so the decode
+    overlaps the transfer instead of following it.
+    """
+    if isinstance(batches, RawBatch):
+        batches = [batches]
+    parts: list[RawBatch] = []
+    rows: list[tuple[Any, ...]] = []
+    for b in batches:
+        parts.append(b)
+        rows += [_EMPTY_ROW if v is None else _decode_row(v) for v in b.value]
+    raw = _concat(parts)
+    order = _physical_order(raw)
+    if order is None:
+        return raw, rows
+    return _take(raw, order), [rows[i] for i in order]
 
 
 def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
@@ -150,7 +166,8 @@ def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
                  for v in (attrs.get("targetScope"), attrs.get("sessionId"), attrs.get("callId")))
 
 
-def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None) -> pd.DataFrame:
+def _build(raw: RawBatch, rows: list[tuple[Any, ...]], *, key_format: str | None,
+           max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
     c: dict[str, Any] = {}
     errors: list[str | None] = [None] * n
@@ -174,7 +191,6 @@ def _build(raw: RawBatch, *, key_format: str | None, max_parallelism: int | None
 
     # values: typed msgspec decode with free-form parts left raw; payload objects are not kept
     values = raw.value
-    rows = [_EMPTY_ROW if v is None else _decode_row(v) for v in values]
     for i, row in enumerate(rows):
         if row[0] is _BAD:
             reason = f"value: {row[1]}"
@@ -304,17 +320,6 @@ _EMPTY_ROW = (None, None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS
 # The one envelope shape upstream writes (§5.4); anything else goes through the codec's checks.
 _ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
 _ENVELOPE_QUOTES = 10
-_RARE = -1  # a shape only the codec's full rule set decides (legacy, sub-agent, V0, unusual memory values)
-
-
-def _event_evidence(e: Any) -> int:
-    if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
-        return _RARE
-    f = _F_LEGACY if (e.type is None or e.event_class == PYTHON_EVENT or e.source_timestamp is not None) \
-        else _F_MODERN
-    if e.upstream_event_id is not None or e.upstream_action_name is not None:
-        f |= _F_LINEAGE
-    return f
 
 
 _BAD = object()
@@ -339,59 +344,78 @@ def _decode_row(value: bytes) -> tuple[Any, ...]:
 
 
 def _row(st: Any) -> tuple[Any, ...]:
-    """One record's summary columns (see _ROW_COLUMNS); one pass, since this runs for every record."""
+    """One record's summary columns (see _ROW_COLUMNS); one pass, since this runs for every record.
+
+    Written for CPython's sake: no helper calls or comprehensions on the common path (each costs
+    more than the work it wraps), the first event of a list handled without a loop.
+    """
     te = st.task_event
-    outs = st.output_events
-    calls = st.call_results
-    sensory = st.sensory_memory_updates
-    short = st.short_term_memory_updates
     rare = False
     if te is not None:
         cls = te.event_class
         typ = te.type
-        # the checks of codec.state_problem, inline: this is the per-record hot path (b"{" is 123)
+        # the checks of codec.state_problem, inline (b"{" is 123)
         if memoryview(te.attributes)[0] != 123 or (typ is None and cls is None):
             return _INVALID
-        if typ is None:
-            typ = _event_type(te)
         if te.delegate is not None or te.attachments or cls == SUBAGENT_EVENT:
             rare = True
             flags = 0
         else:
-            flags = _F_LEGACY if (te.type is None or cls == PYTHON_EVENT or te.source_timestamp is not None) \
+            flags = _F_LEGACY if (typ is None or cls == PYTHON_EVENT or te.source_timestamp is not None) \
                 else _F_MODERN
             if te.upstream_event_id is not None or te.upstream_action_name is not None:
                 flags |= _F_LINEAGE
+        if typ is None:
+            typ = _event_type(te)
     else:
         cls = typ = None
         flags = 0
+    outs = st.output_events
     if outs:
         otypes = []
+        oids = []
         for e in outs:
             t = e.type
             if memoryview(e.attributes)[0] != 123 or (t is None and e.event_class is None):
                 return _INVALID
             otypes.append(t if t is not None else _event_type(e))
-            f = _event_evidence(e)
-            if f < 0:
+            oids.append(e.id)
+            if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
                 rare = True
             else:
-                flags |= f
+                flags |= _F_LEGACY if (t is None or e.event_class == PYTHON_EVENT or e.source_timestamp is not None) \
+                    else _F_MODERN
+                if e.upstream_event_id is not None or e.upstream_action_name is not None:
+                    flags |= _F_LINEAGE
         out_types = tuple(otypes)
-        out_ids = tuple([e.id for e in outs])
+        out_ids = tuple(oids)
     else:
         out_types = out_ids = _NO_FLAGS
-    if calls:
-        pending, succeeded, failed = _call_counts(calls)
-        for cr in calls:
-            flags |= _F_CALL_OLD if cr.status is None else _F_CALL_NEW
-    else:
-        pending = succeeded = failed = 0
+    calls = st.call_results
+    pending = succeeded = failed = 0
+    for cr in calls:
+        s = cr.status
+        if s is None:  # legacy rule (§5.5): no exception payload means it succeeded
+            flags |= _F_CALL_OLD
+            if cr.exception_payload is None:
+                succeeded += 1
+            else:
+                failed += 1
+        else:
+            flags |= _F_CALL_NEW
+            if s == "SUCCEEDED":
+                succeeded += 1
+            elif s == "PENDING":
+                pending += 1
+            else:
+                failed += 1
+    sensory = st.sensory_memory_updates
+    short = st.short_term_memory_updates
     stm = len(short)
     problem = None
     if sensory or short:
         odd = False
-        for mu in (*sensory, *short):
+        for mu in sensory + short:
             v = mu.value
             if v != _NULL:
                 b = bytes(v)
@@ -406,69 +430,67 @@ def _row(st: Any) -> tuple[Any, ...]:
     if st.memory_updates is not UNSET:
         stm += len(st.memory_updates)  # V0's single list
         rare = True
-    if rare and state_problem(st) is not None:  # delegates are checked there
-        return _INVALID
+    if rare:
+        if state_problem(st) is not None:  # delegates are checked there
+            return _INVALID
+        mask = value_format_candidates(st)
+    else:
+        mask = _MASKS[flags]
     if te is None:
         return (st.completed, None, None, None, None, None, False, len(outs), out_types, out_ids, len(sensory),
-                stm, len(calls), pending, succeeded, failed, value_format_candidates(st) if rare else _MASKS[flags],
-                problem)
+                stm, len(calls), pending, succeeded, failed, mask, problem)
     return (st.completed, cls, typ, te.id, te.upstream_event_id, te.upstream_action_name, typ == _INPUT_TYPE,
-            len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed,
-            value_format_candidates(st) if rare else _MASKS[flags], problem)
+            len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed, mask, problem)
 
 
 def _reason(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _settle_formats(masks: list[int], business_keys: list[str | None],
-                    partitions: list[int]) -> tuple[list[str | None], list[bool | None]]:
-    """Pinned records keep their format; the others take their key's, else their partition's (§2.2)."""
-    fmts: list[str | None] = [None] * len(masks)
-    inferred: list[bool | None] = [None] * len(masks)
-    names = {m: newest_format(m) for m in set(masks) if m}
-    by_key: dict[tuple[Any, int], int] = {}
-    by_part: dict[tuple[int, int], int] = {}
-    open_rows = []
-    for i, m in enumerate(masks):
-        if not m:
-            continue
-        if m & (m - 1) == 0:
-            fmts[i] = names[m]
-            inferred[i] = False
-            kk = (business_keys[i], m)
-            by_key[kk] = by_key.get(kk, 0) + 1
-            pk = (partitions[i], m)
-            by_part[pk] = by_part.get(pk, 0) + 1
-        else:
-            open_rows.append(i)
-    if not open_rows:
-        return fmts, inferred
-    key_tally: dict[Any, list[tuple[int, int]]] = {}
-    for (k, m), n in by_key.items():
-        key_tally.setdefault(k, []).append((n, m))
-    part_tally: dict[int, list[tuple[int, int]]] = {}
-    for (p, m), n in by_part.items():
-        part_tally.setdefault(p, []).append((n, m))
-    for tallies in (key_tally, part_tally):
-        for lst in tallies.values():
-            lst.sort(reverse=True)
-    choices: dict[tuple[Any, int, int], str] = {}
-    for i in open_rows:
-        m = masks[i]
-        ck = (business_keys[i], partitions[i], m)
-        name = choices.get(ck)
-        if name is None:
-            choice = m
-            for tally in (key_tally.get(ck[0]), part_tally.get(ck[1])):
-                hit = next((bit for _, bit in tally or () if bit & m), None)
-                if hit is not None:
-                    choice = hit
-                    break
-            name = choices[ck] = newest_format(choice)
-        fmts[i] = name
-        inferred[i] = True
-    return fmts, inferred
+def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
+                    partitions: Sequence[int]) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
+    """Pinned records keep their format; the others take their key's, else their partition's (§2.2).
+
+    A record whose value fits several formats takes, among those, the one its business key's pinned
+    records show most often (ties: the newer), else the same among its partition's pinned records,
+    else the newest it fits. Returns the format ids and the ``value_format_inferred`` column.
+    """
+    m = np.asarray(masks, dtype=np.int64)
+    n = len(m)
+    present = m != 0
+    pinned = present & ((m & (m - 1)) == 0)
+    open_rows = np.flatnonzero(present & ~pinned)
+    names = np.full(1 << len(VALUE_FORMATS), None, dtype=object)
+    names[1:] = [newest_format(v) for v in range(1, len(names))]
+    chosen = m.copy()
+    if len(open_rows):
+        chosen[open_rows] = 0
+        bits = [1 << i for i in range(len(VALUE_FORMATS))]
+        pinned_bit = {b: pinned & (m == b) for b in bits}
+        for codes in (_codes(business_keys), _codes(partitions)):
+            todo = open_rows[chosen[open_rows] == 0]
+            if not len(todo):
+                break
+            size = int(codes.max()) + 1
+            want = m[todo]
+            best = np.zeros(len(todo), dtype=np.int64)  # score: pinned count * 64 + bit, so ties go to the newer
+            for b in bits:
+                count = np.bincount(codes[pinned_bit[b]], minlength=size)[codes[todo]]
+                score = np.where((want & b != 0) & (count > 0), count * 64 + b, 0)
+                best = np.maximum(best, score)
+            chosen[todo] = best % 64
+        undecided = open_rows[chosen[open_rows] == 0]
+        chosen[undecided] = m[undecided]  # nothing pinned to follow: the newest format it fits
+    inferred = np.zeros(n, dtype=bool)
+    inferred[open_rows] = True
+    return _categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
+
+
+def _codes(values: Sequence[Any]) -> np.ndarray:
+    """Dense int codes of a column (None / NaN one code of its own)."""
+    codes, _ = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values,
+                            use_na_sentinel=False)
+    return codes
 
 
 def _categorical(col: list[Any]) -> pd.Categorical:
@@ -541,11 +563,11 @@ class ActionStateLog:
         ``key_format`` settles ambiguous key layouts (and is the only way to read "K1.5-draft" keys);
         ``max_parallelism`` bounds key groups.
         """
-        raw = _sorted(_concat(batches))
         was_enabled = gc.isenabled()
         gc.disable()  # millions of short-lived objects: the cyclic GC would dominate the load
         try:
-            records = _build(raw, key_format=key_format, max_parallelism=max_parallelism)
+            raw, rows = _gather(batches)
+            records = _build(raw, rows, key_format=key_format, max_parallelism=max_parallelism)
         finally:
             if was_enabled:
                 gc.enable()

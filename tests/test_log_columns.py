@@ -89,3 +89,44 @@ def test_key_columns_match_the_per_record_parser(rows: list[tuple[int, bytes | N
 
 def _na(v: object) -> object:
     return None if pd.isna(v) else v
+
+
+def _settle_reference(masks: list[int], keys: list[object], parts: list[int]) -> list[tuple[str | None, bool | None]]:
+    """§2.2 record by record: pinned keep theirs; others follow their key's pinned records, else their partition's."""
+    from agent_inspect.codec._values import newest_format
+
+    def tally(group: list[int]) -> list[tuple[int, int]]:
+        counts: dict[int, int] = {}
+        for i in group:
+            if masks[i] and masks[i] & (masks[i] - 1) == 0:
+                counts[masks[i]] = counts.get(masks[i], 0) + 1
+        return sorted(((c, b) for b, c in counts.items()), reverse=True)
+
+    out: list[tuple[str | None, bool | None]] = []
+    for i, m in enumerate(masks):
+        if not m:
+            out.append((None, None))
+        elif m & (m - 1) == 0:
+            out.append((newest_format(m), False))
+        else:
+            choice = m
+            for same in ([j for j in range(len(masks)) if keys[j] == keys[i]],
+                         [j for j in range(len(masks)) if parts[j] == parts[i]]):
+                hit = next((b for _, b in tally(same) if b & m), None)
+                if hit is not None:
+                    choice = hit
+                    break
+            out.append((newest_format(choice), True))
+    return out
+
+
+@settings(deadline=None, max_examples=150)
+@given(st.lists(st.tuples(st.integers(0, 63), st.sampled_from(["a", "b", "c", None]), st.integers(0, 2)),
+                max_size=40))
+def test_value_format_settling_matches_the_record_by_record_rule(rows: list[tuple[int, object, int]]) -> None:
+    from agent_inspect.log import _settle_formats
+
+    masks, keys, parts = ([r[i] for r in rows] for i in range(3))
+    fmts, inferred = _settle_formats(masks, keys, parts)
+    got = [(None if pd.isna(f) else f, None if pd.isna(x) else bool(x)) for f, x in zip(list(fmts), list(inferred))]
+    assert got == _settle_reference(masks, keys, parts)

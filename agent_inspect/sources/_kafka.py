@@ -23,7 +23,10 @@ _LOG.addHandler(logging.NullHandler())  # librdkafka chatter goes here, never to
 # Settings that keep a load read-only and bounded; they override the caller's config.
 _FORCED = {"enable.auto.commit": False, "enable.auto.offset.store": False, "enable.partition.eof": True,
            "allow.auto.create.topics": False}
-_DEFAULTS = {"fetch.wait.max.ms": 10, "client.id": "agent-inspect", "socket.keepalive.enable": True}
+# fetch.queue.backoff.ms: the log builder decodes each chunk while librdkafka fetches the next; once the
+# local queue is full, librdkafka's default waits a whole second before fetching again.
+_DEFAULTS = {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 5, "client.id": "agent-inspect",
+             "socket.keepalive.enable": True}
 _BATCH = 10_000
 _SECRET_HINTS = ("password", "secret", "jaas", "token", "key")
 
@@ -81,7 +84,7 @@ def _client(make: Any, conf: dict[str, Any]) -> Any:
 
 def _consumer_only(key: str) -> bool:
     return key in {"group.id", "enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof",
-                   "auto.offset.reset", "fetch.wait.max.ms", "isolation.level", "allow.auto.create.topics",
+                   "auto.offset.reset", "fetch.wait.max.ms", "fetch.queue.backoff.ms", "isolation.level", "allow.auto.create.topics",
                    "queued.max.messages.kbytes", "fetch.max.bytes", "max.partition.fetch.bytes",
                    "fetch.min.bytes", "session.timeout.ms", "group.instance.id", "partition.assignment.strategy"}
 
@@ -158,7 +161,6 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
     if not remaining:
         return
     keep = business_key_filter(keys) if keys is not None else None
-    by_partition = {p: RawBatch() for p in sorted(remaining)}
     consumer = _client(Consumer, conf)
     own_bar = bar is None
     if own_bar:
@@ -176,36 +178,58 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                 continue
             last_progress = time.monotonic()
             with gc_paused():
-                count, done = _collect(messages, remaining, end, topic, by_partition)
+                batch, done = _collect(messages, remaining, end, topic)
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
-            bar.update(count)
+            bar.update(len(batch))
+            if keep is not None:
+                batch = keep(batch)
+            # Each consumed chunk goes out at once: the log builder decodes it while librdkafka
+            # fetches the next one. Chunks mix partitions; the builder restores physical order.
+            if len(batch):
+                yield batch
     finally:
         if own_bar:
             bar.close()
         consumer.close()
-    # One batch per partition, partitions ascending: already the log's physical order.
-    for batch in by_partition.values():
-        if keep is not None:
-            batch = keep(batch)
-        if len(batch):
-            yield batch
 
 
-def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int], topic: str,
-             by_partition: Mapping[int, RawBatch]) -> tuple[int, list[int]]:
-    """Append one consumed batch to its partitions' columns, up to each partition's end.
+def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
+             topic: str) -> tuple[RawBatch, list[int]]:
+    """One consumed chunk as a batch, each partition up to its end.
 
-    Returns how many records were taken and which partitions it finished (they leave ``remaining``).
+    Returns the batch and the partitions it finished (they leave ``remaining``).
     """
+    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
+
+    # The common chunk (no errors or EOF events, every record inside its partition's range) is
+    # taken column by column; anything else goes message by message.
+    # (no list.count(None): KafkaError's == against None raises inside confluent-kafka)
+    if all(m.error() is None for m in messages):
+        parts = [m.partition() for m in messages]
+        offsets = [m.offset() for m in messages]
+        top = dict(zip(parts, offsets))  # a partition's offsets rise, so its last one is its highest
+        if all(p in remaining and o < end[p] for p, o in top.items()):
+            stamps = [m.timestamp() for m in messages]
+            batch = RawBatch(parts, offsets,
+                             [ts if kind != TIMESTAMP_NOT_AVAILABLE else None for kind, ts in stamps],
+                             [m.key() for m in messages], [m.value() for m in messages])
+            done = [p for p, o in top.items() if o == end[p] - 1]
+            remaining.difference_update(done)
+            return batch, done
+    return _collect_each(messages, remaining, end, topic)
+
+
+def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, int],
+                  topic: str) -> tuple[RawBatch, list[int]]:
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
 
     eof_code = KafkaError._PARTITION_EOF
     transient = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT}
-    appenders = {p: (b.partition.append, b.offset.append, b.timestamp_ms.append, b.key.append, b.value.append)
-                 for p, b in by_partition.items() if p in remaining}
+    batch = RawBatch()
+    add_p, add_o, add_t, add_k, add_v = (batch.partition.append, batch.offset.append, batch.timestamp_ms.append,
+                                         batch.key.append, batch.value.append)
     done: list[int] = []
-    count = 0
     for m in messages:
         err = m.error()
         p = m.partition()
@@ -228,14 +252,12 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int], t
             done.append(p)
             continue
         ts_type, ts = m.timestamp()
-        add_p, add_o, add_t, add_k, add_v = appenders[p]
         add_p(p)
         add_o(o)
         add_t(None if ts_type == TIMESTAMP_NOT_AVAILABLE else ts)
         add_k(m.key())
         add_v(m.value())
-        count += 1
         if o == last:
             remaining.discard(p)
             done.append(p)
-    return count, done
+    return batch, done
