@@ -191,12 +191,14 @@ def _build(raw: RawBatch, rows: list[tuple[Any, ...]], *, key_format: str | None
 
     # values: typed msgspec decode with free-form parts left raw; payload objects are not kept
     values = raw.value
-    for i, row in enumerate(rows):
-        if row[0] is _BAD:
-            reason = f"value: {row[1]}"
+    cols: list[Any] = list(zip(*rows)) if n else [()] * len(_ROW_COLUMNS)
+    if _BAD in cols[0]:  # rare: values that do not decode keep only their size
+        cols = [list(col) for col in cols]
+        for i in [i for i, first in enumerate(cols[0]) if first is _BAD]:
+            reason = f"value: {cols[1][i]}"
             errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
-            rows[i] = _EMPTY_ROW
-    cols = list(zip(*rows)) if n else [()] * len(_ROW_COLUMNS)
+            for col, empty in zip(cols[:-1], _EMPTY_ROW):
+                col[i] = empty
     for name, col in zip(_ROW_COLUMNS, cols):
         c[name] = col
     masks = c.pop("_mask")
@@ -206,22 +208,22 @@ def _build(raw: RawBatch, rows: list[tuple[Any, ...]], *, key_format: str | None
             if problem is not None:
                 reason = f"value: {problem}"
                 errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
-    types = c["task_event_type"]
+    types, classes = c["task_event_type"], c["task_event_class"]
+    c["task_event_type"], c["task_event_class"] = type_col, class_col = _categorical(types), _categorical(classes)
+    decoded = np.asarray(c["output_event_count"], dtype=np.int32) >= 0  # a value that decoded (not a tombstone)
+    c["is_root"] = pd.arrays.BooleanArray((type_col == _INPUT_TYPE).to_numpy(dtype=bool, na_value=False), ~decoded)
+    counts = [np.asarray(c[name], dtype=np.int32) for name in ("calls_pending", "calls_succeeded", "calls_failed")]
+    c["call_count"] = pd.arrays.IntegerArray(np.where(decoded, counts[0] + counts[1] + counts[2], -1), ~decoded)
     scope: list[str | None] = [None] * n
     session: list[str | None] = [None] * n
     call: list[str | None] = [None] * n
-    classes = c["task_event_class"]
-    if SUBAGENT_EVENT in classes or _SUBAGENT_TYPE in types:  # a C-level scan first: most logs have none
+    if SUBAGENT_EVENT in class_col.cat.categories or _SUBAGENT_TYPE in type_col.cat.categories:  # most logs: none
         for i, cls in enumerate(classes):
             if cls == SUBAGENT_EVENT or types[i] == _SUBAGENT_TYPE:
                 scope[i], session[i], call[i] = _subagent_ids(values[i])
     c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
-    if None in values:
-        c["tombstone"] = [v is None for v in values]
-        c["payload_bytes"] = [-1 if v is None else len(v) for v in values]
-    else:
-        c["tombstone"] = np.zeros(n, dtype=bool)
-        c["payload_bytes"] = list(map(len, values))
+    size = np.asarray(c["payload_bytes"], dtype=np.int64)
+    c["tombstone"] = size < 0
     c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
     c["partition"] = raw.partition
     c["offset"] = raw.offset
@@ -312,11 +314,11 @@ _NO_KEY = (None,) * 8 + (_NO_FLAGS,)
 
 _ROW_COLUMNS = (
     "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action",
-    "is_root", "output_event_count", "output_event_types", "output_event_ids", "sensory_update_count",
-    "short_term_update_count", "call_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask",
-    "_problem",
+    "output_event_count", "output_event_types", "output_event_ids", "sensory_update_count",
+    "short_term_update_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask", "_problem",
+    "payload_bytes",
 )
-_EMPTY_ROW = (None, None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS, -1, -1, -1, -1, -1, -1, 0, None)
+_EMPTY_ROW = (None, None, None, None, None, None, -1, _NO_FLAGS, _NO_FLAGS, -1, -1, -1, -1, -1, 0, None, -1)
 # The one envelope shape upstream writes (§5.4); anything else goes through the codec's checks.
 _ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
 _ENVELOPE_QUOTES = 10
@@ -332,19 +334,25 @@ def _decode_row(value: bytes) -> tuple[Any, ...]:
     try:
         st = _DECODE(value)
         if st.task_event is not None:
-            row = _row(st)
+            row = _row(st, len(value))
             if row is not _INVALID:
                 return row
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         pass
     try:  # unknown properties, no task event, an error or a problem: the codec's tolerant path explains it
-        return _row(decode_action_state(value))
+        st = decode_action_state(value)
     except ValueFormatError as exc:
-        return _BAD, _reason(exc)
+        return _bad_row(_reason(exc), len(value))
+    row = _row(st, len(value))
+    return row if row is not _INVALID else _bad_row(state_problem(st) or "not an ActionState", len(value))
 
 
-def _row(st: Any) -> tuple[Any, ...]:
-    """One record's summary columns (see _ROW_COLUMNS); one pass, since this runs for every record.
+def _bad_row(reason: str, size: int) -> tuple[Any, ...]:
+    return (_BAD, reason, *_EMPTY_ROW[2:-1], size)  # a whole row: zip(*rows) stops at the shortest
+
+
+def _row(st: Any, size: int) -> tuple[Any, ...]:
+    """One record's summary columns (see _ROW_COLUMNS; ``size``: its bytes); one pass, as it runs for every record.
 
     Written for CPython's sake: no helper calls or comprehensions on the common path (each costs
     more than the work it wraps), the first event of a list handled without a loop.
@@ -437,10 +445,10 @@ def _row(st: Any) -> tuple[Any, ...]:
     else:
         mask = _MASKS[flags]
     if te is None:
-        return (st.completed, None, None, None, None, None, False, len(outs), out_types, out_ids, len(sensory),
-                stm, len(calls), pending, succeeded, failed, mask, problem)
-    return (st.completed, cls, typ, te.id, te.upstream_event_id, te.upstream_action_name, typ == _INPUT_TYPE,
-            len(outs), out_types, out_ids, len(sensory), stm, len(calls), pending, succeeded, failed, mask, problem)
+        return (st.completed, None, None, None, None, None, len(outs), out_types, out_ids, len(sensory), stm,
+                pending, succeeded, failed, mask, problem, size)
+    return (st.completed, cls, typ, te.id, te.upstream_event_id, te.upstream_action_name, len(outs), out_types,
+            out_ids, len(sensory), stm, pending, succeeded, failed, mask, problem, size)
 
 
 def _reason(exc: Exception) -> str:
