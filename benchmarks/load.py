@@ -45,6 +45,7 @@ from agent_inspect.codec import (  # noqa: E402
     event_uuid,
     format_state_key,
     kafka_partition,
+    python_action_uuid,
 )
 from agent_inspect.sources._files import read_file  # noqa: E402
 from agent_inspect.sources._kafka import open_kafka  # noqa: E402
@@ -53,6 +54,12 @@ from tests.support.tansu import create_topic, start_tansu  # noqa: E402
 TARGETS = {"kafka_load": (0.5, 0.33), "file_load": (0.5, 0.5)}
 WORDS = ("refund", "order", "shipping", "invoice", "customer", "delay", "policy", "agent", "tool", "weather",
          "summary", "account", "payment", "ticket", "priority", "escalate")
+
+
+# An action's UUID is fixed by the agent plan (spec §4.4: a hash of its name, module, function and
+# triggers), so a job has one per action, not one per record.
+ACTION_UUIDS = {name: python_action_uuid(name, "support_agent.actions", name, ["_input_event"])
+                for name in ("plan", "call_tool", "answer")}
 
 
 def build_records(n: int, *, seed: int = 1) -> list[tuple[str, bytes]]:
@@ -71,7 +78,7 @@ def build_records(n: int, *, seed: int = 1) -> list[tuple[str, bytes]]:
             root = Event.new("_input_event", attrs, id=str(uuid.UUID(int=rng.getrandbits(128), version=4)))
             ev = event_uuid(root.attributes)
             for action in ("plan", "call_tool", "answer"):
-                action_uuid = str(uuid.UUID(int=rng.getrandbits(128), version=3))
+                action_uuid = ACTION_UUIDS[action]
                 key = format_state_key("K1", seq=seq, event_uuid=ev, action_uuid=action_uuid, key_text=key_text)
                 child = Event.new("tool_request" if action == "plan" else "_output_event",
                                   {"tool": rng.choice(WORDS), "args": {"q": rng.choice(WORDS), "n": rng.randint(1, 9)}},
