@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from agent_inspect import _html
+from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import DecodeError, ValueFormatError
 from agent_inspect.codec._keys import (
     FLAG_AMBIGUOUS,
@@ -324,6 +324,10 @@ _ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
 _ENVELOPE_QUOTES = 10
 
 
+# One object per distinct class, type and action name: a few thousand strings instead of millions, so
+# the rows stay small and in cache.
+_same: Callable[[Any, Any], Any] = {}.setdefault
+
 _BAD = object()
 _INVALID = (_BAD,)  # _row: the typed decode passed, but the codec's state_problem would not
 _DECODE = _DECODER.decode
@@ -447,7 +451,9 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
     if te is None:
         return (st.completed, None, None, None, None, None, len(outs), out_types, out_ids, len(sensory), stm,
                 pending, succeeded, failed, mask, problem, size)
-    return (st.completed, cls, typ, te.id, te.upstream_event_id, te.upstream_action_name, len(outs), out_types,
+    action = te.upstream_action_name
+    return (st.completed, _same(cls, cls), _same(typ, typ), te.id, te.upstream_event_id,
+            action if action is None else _same(action, action), len(outs), out_types,
             out_ids, len(sensory), stm, pending, succeeded, failed, mask, problem, size)
 
 
@@ -571,14 +577,9 @@ class ActionStateLog:
         ``key_format`` settles ambiguous key layouts (and is the only way to read "K1.5-draft" keys);
         ``max_parallelism`` bounds key groups.
         """
-        was_enabled = gc.isenabled()
-        gc.disable()  # millions of short-lived objects: the cyclic GC would dominate the load
-        try:
+        with gc_paused():  # millions of short-lived objects: the cyclic GC would dominate the load
             raw, rows = _gather(batches)
             records = _build(raw, rows, key_format=key_format, max_parallelism=max_parallelism)
-        finally:
-            if was_enabled:
-                gc.enable()
         return cls(records, raw, source)
 
     def __len__(self) -> int:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -13,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect.recovery._model import Entry, Outcome, Task
 from agent_inspect.recovery._rebuild import (
@@ -163,21 +162,8 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
     """
-    with _gc_paused():
+    with gc_paused():  # millions of small acyclic objects
         return _reconstruct(log, rule, markers, replay, expected_fingerprint)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    # The bulk loops allocate millions of small acyclic objects; cyclic-GC passes over a growing heap
-    # would make the per-record cost grow with the log size.
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from agent_inspect._errors import SourceError
-from agent_inspect.sources._bulk import gc_paused
+from agent_inspect._bulk import gc_paused
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
 __all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_METADATA_KEY"]

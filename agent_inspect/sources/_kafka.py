@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from agent_inspect._errors import BrokerUnreachable, SourceError
-from agent_inspect.sources._bulk import gc_paused
+from agent_inspect._bulk import gc_paused
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
 from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
