@@ -28,6 +28,7 @@ _FORCED = {"enable.auto.commit": False, "enable.auto.offset.store": False, "enab
 _DEFAULTS = {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 5, "client.id": "agent-inspect",
              "socket.keepalive.enable": True}
 _BATCH = 10_000
+_WAIT = 0.05  # seconds a consume() may wait to fill its count; a short wait hands over what arrived
 _SECRET_HINTS = ("password", "secret", "jaas", "token", "key")
 
 
@@ -168,8 +169,11 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
     try:
         consumer.assign([TopicPartition(topic, p, plan.start[p]) for p in sorted(remaining)])
         last_progress = time.monotonic()
+        position = dict(plan.start)
         while remaining:
-            messages = consumer.consume(_BATCH, 0.2)
+            # Ask for no more than is left: consume() waits its whole timeout for a count it cannot fill
+            left = sum(end[p] - position[p] for p in remaining)
+            messages = consumer.consume(max(1, min(_BATCH, left)), _WAIT)
             if not messages:
                 if time.monotonic() - last_progress > timeout:
                     raise BrokerUnreachable(
@@ -179,6 +183,7 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
             last_progress = time.monotonic()
             with gc_paused():
                 batch, done = _collect(messages, remaining, end, topic)
+            position.update((p, o + 1) for p, o in dict(zip(batch.partition, batch.offset)).items())
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
             bar.update(len(batch))
