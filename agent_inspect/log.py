@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -142,24 +143,79 @@ def _sorted(raw: RawBatch) -> RawBatch:
     return raw if order is None else _take(raw, order)
 
 
-def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[tuple[Any, ...]]]:
-    """All records in physical order, and each value's row, decoded batch by batch as batches arrive.
+def _value_columns(values: list[bytes | None]) -> list[Sequence[Any]]:
+    """The value columns (see _ROW_COLUMNS) of some records' values (None for a tombstone)."""
+    rows = [_EMPTY_ROW if v is None else _decode_row(v) for v in values]
+    return list(zip(*rows)) if rows else [() for _ in _ROW_COLUMNS]
+
+
+def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
+    """``(partition, start, end)`` of each run of one partition, or None when runs are too short to pay."""
+    n = len(partitions)
+    if n == 0:
+        return []
+    part = np.asarray(partitions, dtype=np.int64)
+    cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+    if len(cuts) > n // 64 + 8:
+        return None
+    starts = [0, *cuts.tolist()]
+    ends = [*cuts.tolist(), n]
+    return [(partitions[a], a, z) for a, z in zip(starts, ends)]
+
+
+_RAW_FIELDS = ("partition", "offset", "timestamp_ms", "key", "value")
+
+
+def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequence[Any]]]:
+    """All records in physical order and their value columns, each batch decoded as it arrives.
 
     Sources hand batches over while still reading (Kafka fetches in the background), so the decode
-    overlaps the transfer instead of following it.
+    overlaps the transfer instead of following it. Batches may mix partitions (Kafka chunks): their
+    runs go to their partition's bucket, so the buckets in partition order are the physical order.
     """
     if isinstance(batches, RawBatch):
         batches = [batches]
-    parts: list[RawBatch] = []
-    rows: list[tuple[Any, ...]] = []
+    buckets: dict[int, list[tuple[RawBatch, list[Sequence[Any]], int, int]]] = {}
+    arrival: list[tuple[RawBatch, list[Sequence[Any]], int, int]] = []
+    bucketed = True
     for b in batches:
-        parts.append(b)
-        rows += [_EMPTY_ROW if v is None else _decode_row(v) for v in b.value]
-    raw = _concat(parts)
-    order = _physical_order(raw)
+        cols = _value_columns(b.value)
+        arrival.append((b, cols, 0, len(b)))
+        runs = _partition_runs(b.partition) if bucketed else None
+        if runs is None:
+            bucketed = False
+            continue
+        for p, a, z in runs:
+            buckets.setdefault(p, []).append((b, cols, a, z))
+    pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
+    raw, cols = _joined(pieces)
+    order = _physical_order(raw)  # offsets out of order within a partition (rare), or batches not bucketed
     if order is None:
-        return raw, rows
-    return _take(raw, order), _taker(order)(rows)
+        return raw, cols
+    take = _taker(order)
+    return _take(raw, order), [take(col) for col in cols]
+
+
+def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]]) -> tuple[RawBatch, list[Sequence[Any]]]:
+    """One batch and one set of value columns from slices of batches and their columns."""
+    if not pieces:
+        return RawBatch(), [() for _ in _ROW_COLUMNS]
+    first = pieces[0][0]
+    bounds = [0, *(z for _, _, _, z in pieces)]
+    if all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
+            and bounds[-1] == len(first):
+        # one batch whose runs are in order: taken as is (the log owns it); a copy would touch every record again
+        return first, pieces[0][1]
+
+    def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
+        return list(chain.from_iterable(col[a:z] for col, a, z in columns))
+
+    raw = RawBatch(*(join((getattr(b, name), a, z) for b, _, a, z in pieces) for name in _RAW_FIELDS))
+    if any(b.agent_key is not None for b, _, _, _ in pieces):
+        raw.agent_key = join((b.agent_key if b.agent_key is not None else [None] * len(b), a, z)
+                             for b, _, a, z in pieces)
+    cols = [join((c[j], a, z) for _, c, a, z in pieces) for j in range(len(_ROW_COLUMNS))]
+    return raw, cols
 
 
 def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
@@ -173,7 +229,7 @@ def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
                  for v in (attrs.get("targetScope"), attrs.get("sessionId"), attrs.get("callId")))
 
 
-def _build(raw: RawBatch, rows: list[tuple[Any, ...]], *, key_format: str | None,
+def _build(raw: RawBatch, cols: list[Sequence[Any]], *, key_format: str | None,
            max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
     c: dict[str, Any] = {}
@@ -198,7 +254,6 @@ def _build(raw: RawBatch, rows: list[tuple[Any, ...]], *, key_format: str | None
 
     # values: typed msgspec decode with free-form parts left raw; payload objects are not kept
     values = raw.value
-    cols: list[Any] = list(zip(*rows)) if n else [()] * len(_ROW_COLUMNS)
     if _BAD in cols[0]:  # rare: values that do not decode keep only their size
         cols = [list(col) for col in cols]
         for i in [i for i, first in enumerate(cols[0]) if first is _BAD]:
@@ -580,15 +635,15 @@ class ActionStateLog:
     @classmethod
     def from_raw(cls, batches: RawBatch | Iterable[RawBatch], source: SourceInfo, *,
                  key_format: str | None = None, max_parallelism: int | None = None) -> ActionStateLog:
-        """Decode raw records into a log; never drops a record.
+        """Decode raw records into a log; never drops a record. The log may keep the batches' lists: leave them be.
 
         ``key_format`` settles ambiguous key layouts (and is the only way to read "K1.5-draft" keys);
         ``max_parallelism`` bounds key groups.
         """
         try:
             with gc_paused():  # millions of short-lived objects: the cyclic GC would dominate the load
-                raw, rows = _gather(batches)
-                records = _build(raw, rows, key_format=key_format, max_parallelism=max_parallelism)
+                raw, cols = _gather(batches)
+                records = _build(raw, cols, key_format=key_format, max_parallelism=max_parallelism)
         finally:
             _SAME.clear()
         return cls(records, raw, source)

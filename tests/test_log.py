@@ -268,6 +268,35 @@ def test_never_drops_and_keeps_physical_order(items, rnd):
             assert r["error"].iat[pos].startswith("key:")
 
 
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.tuples(st.integers(0, 3), record), max_size=60), st.randoms(use_true_random=False),
+       st.integers(1, 4), st.booleans(), st.booleans())
+def test_chunked_batches_build_the_log_of_one_sorted_batch(items, rnd, chunks, shuffle_within, agent):
+    """Kafka hands over chunks that mix partitions; any split of any order gives the one-batch log."""
+    rows = []
+    next_offset = {p: 0 for p in range(4)}
+    for p, (kind, arg) in items:
+        k, v = GOOD
+        if kind == "tombstone":
+            v = None
+        elif kind == "badkey":
+            k = arg.encode()
+        elif kind == "badvalue":
+            v = arg
+        rows.append((p, next_offset[p], k, v))
+        next_offset[p] += 1
+    arrival = rows[:]
+    if shuffle_within:
+        rnd.shuffle(arrival)
+    cuts = sorted(rnd.sample(range(1, len(arrival)), min(chunks - 1, max(len(arrival) - 1, 0)))) if arrival else []
+    pieces = [arrival[a:z] for a, z in zip([0, *cuts], [*cuts, len(arrival)])]
+    chunked = ActionStateLog.from_raw([batch(piece, agent) for piece in pieces], SOURCE)
+    whole = ActionStateLog.from_raw(batch(sorted(rows, key=lambda t: (t[0], t[1])), agent), SOURCE)
+    pd.testing.assert_frame_equal(chunked.records, whole.records, check_exact=True)
+    assert [getattr(chunked.raw, f) for f in ("partition", "offset", "timestamp_ms", "key", "value", "agent_key")] == \
+        [getattr(whole.raw, f) for f in ("partition", "offset", "timestamp_ms", "key", "value", "agent_key")]
+
+
 def test_verify_identity_against_key_partition_group_and_plan():
     from agent_inspect.codec import kafka_partition, python_action_uuid
 
