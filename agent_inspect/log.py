@@ -166,12 +166,13 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
 _RAW_FIELDS = ("partition", "offset", "timestamp_ms", "key", "value")
 
 
-def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequence[Any]]]:
-    """All records in physical order and their value columns, each batch decoded as it arrives.
+def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequence[Any]], pa.BinaryArray]:
+    """All records in physical order, their value columns and their keys as Arrow; each batch done as it arrives.
 
     Sources hand batches over while still reading (Kafka fetches in the background), so the decode
-    overlaps the transfer instead of following it. Batches may mix partitions (Kafka chunks): their
-    runs go to their partition's bucket, so the buckets in partition order are the physical order.
+    overlaps the transfer instead of following it, and keys are copied out while still in cache.
+    Batches may mix partitions (Kafka chunks): their runs go to their partition's bucket, so the
+    buckets in partition order are the physical order.
     """
     if isinstance(batches, RawBatch):
         batches = [batches]
@@ -179,7 +180,7 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequ
     arrival: list[tuple[RawBatch, list[Sequence[Any]], int, int]] = []
     bucketed = True
     for b in batches:
-        cols = _value_columns(b.value)
+        cols = [*_value_columns(b.value), pa.array(b.key, pa.binary())]
         arrival.append((b, cols, 0, len(b)))
         runs = _partition_runs(b.partition) if bucketed else None
         if runs is None:
@@ -189,17 +190,18 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequ
             buckets.setdefault(p, []).append((b, cols, a, z))
     pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
     raw, cols = _joined(pieces)
+    keys = cols.pop()
     order = _physical_order(raw)  # offsets out of order within a partition (rare), or batches not bucketed
     if order is None:
-        return raw, cols
+        return raw, cols, keys
     take = _taker(order)
-    return _take(raw, order), [take(col) for col in cols]
+    return _take(raw, order), [take(col) for col in cols], keys.take(pa.array(order, pa.int64()))
 
 
 def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]]) -> tuple[RawBatch, list[Sequence[Any]]]:
     """One batch and one set of value columns from slices of batches and their columns."""
     if not pieces:
-        return RawBatch(), [() for _ in _ROW_COLUMNS]
+        return RawBatch(), [*(() for _ in _ROW_COLUMNS), pa.array([], pa.binary())]
     first = pieces[0][0]
     bounds = [0, *(z for _, _, _, z in pieces)]
     if all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
@@ -214,7 +216,8 @@ def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]]) -> tup
     if any(b.agent_key is not None for b, _, _, _ in pieces):
         raw.agent_key = join((b.agent_key if b.agent_key is not None else [None] * len(b), a, z)
                              for b, _, a, z in pieces)
-    cols = [join((c[j], a, z) for _, c, a, z in pieces) for j in range(len(_ROW_COLUMNS))]
+    cols: list[Any] = [join((c[j], a, z) for _, c, a, z in pieces) for j in range(len(_ROW_COLUMNS))]
+    cols.append(pa.concat_arrays([c[-1].slice(a, z - a) for _, c, a, z in pieces]))
     return raw, cols
 
 
@@ -229,14 +232,14 @@ def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
                  for v in (attrs.get("targetScope"), attrs.get("sessionId"), attrs.get("callId")))
 
 
-def _build(raw: RawBatch, cols: list[Sequence[Any]], *, key_format: str | None,
+def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, *, key_format: str | None,
            max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
     c: dict[str, Any] = {}
     errors: list[str | None] = [None] * n
 
     # keys: a few shapes dominate, parsed without objects; each distinct key parsed and converted once
-    ready = _key_columns(raw.key, errors, key_format=key_format, max_parallelism=max_parallelism)
+    ready = _key_columns(key_array, errors, key_format=key_format, max_parallelism=max_parallelism)
     if ready is None:  # ambiguous layouts are settled per partition, record by record
         keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
         good = [k if type(k) is tuple else _NO_KEY for k in keys]
@@ -302,7 +305,7 @@ def _key_error(k: Any) -> str:
 _KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
 
 
-def _key_columns(keys: list[bytes | None], errors: list[str | None], *, key_format: str | None,
+def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: str | None,
                  max_parallelism: int | None) -> dict[str, Any] | None:
     """The key columns, final dtypes, from each distinct key once; None when a layout is ambiguous.
 
@@ -310,7 +313,7 @@ def _key_columns(keys: list[bytes | None], errors: list[str | None], *, key_form
     parsed (the common shapes in bulk by Arrow, the rest one by one) and rows take them by code.
     Categories keep first-appearance order.
     """
-    encoded = pa.array(keys, pa.binary()).dictionary_encode()
+    encoded = keys.dictionary_encode()
     codes = encoded.indices  # null for a missing key
     try:
         texts = encoded.dictionary.cast(pa.string())
@@ -642,8 +645,8 @@ class ActionStateLog:
         """
         try:
             with gc_paused():  # millions of short-lived objects: the cyclic GC would dominate the load
-                raw, cols = _gather(batches)
-                records = _build(raw, cols, key_format=key_format, max_parallelism=max_parallelism)
+                raw, cols, keys = _gather(batches)
+                records = _build(raw, cols, keys, key_format=key_format, max_parallelism=max_parallelism)
         finally:
             _SAME.clear()
         return cls(records, raw, source)
