@@ -578,14 +578,23 @@ def _categorical(col: list[Any]) -> pd.Categorical:
     return pa.array(col, pa.string()).dictionary_encode().to_pandas()
 
 
-def _masked_int(col: list[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
-    values = np.asarray(col, dtype=dtype)
+def _masked_int(col: Sequence[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
+    values = np.fromiter(col, dtype, len(col))
     return pd.arrays.IntegerArray(values, values < 0)  # every count/group/seq is >= 0; -1 = unknown
 
 
-def _masked_bool(col: list[bool | None]) -> pd.api.extensions.ExtensionArray:
-    arr = np.array(col, dtype=object)
-    return pd.arrays.BooleanArray((arr == True).astype(bool), (arr == None).astype(bool))  # noqa: E711,E712
+def _masked_bool(col: Sequence[bool | None]) -> pd.api.extensions.ExtensionArray:
+    arr = pa.array(col, pa.bool_())
+    return pd.arrays.BooleanArray(arr.fill_null(False).to_numpy(zero_copy_only=False),
+                                  arr.is_null().to_numpy(zero_copy_only=False))
+
+
+def _timestamps(col: Sequence[int | None]) -> Any:
+    try:
+        ms = np.fromiter(col, np.int64, len(col)).view("datetime64[ms]")
+    except (TypeError, OverflowError):  # some record has no timestamp (a None)
+        return pa.array(col, pa.timestamp("ms", tz="UTC")).to_pandas()
+    return pd.array(ms, dtype=pd.DatetimeTZDtype("ms", "UTC"))
 
 
 def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
@@ -599,7 +608,7 @@ def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
         elif name == "offset":
             data[name] = np.asarray(col, dtype=np.int64)
         elif name == "timestamp":
-            data[name] = pa.array(col, pa.timestamp("ms", tz="UTC")).to_pandas()
+            data[name] = _timestamps(col)
         elif name in _CATEGORIES:
             data[name] = _categorical(col)
         elif name in _INT32:
@@ -612,9 +621,7 @@ def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
         elif name == "tombstone":
             data[name] = np.asarray(col, dtype=bool)
         elif name in ("output_event_types", "output_event_ids", "key_flags"):
-            arr = np.empty(n, dtype=object)
-            arr[:] = col
-            data[name] = arr
+            data[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
         else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
             data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
     frame = pd.DataFrame(data, copy=False)
