@@ -145,7 +145,7 @@ def _sorted(raw: RawBatch) -> RawBatch:
 
 def _value_columns(values: list[bytes | None]) -> list[Sequence[Any]]:
     """The value columns (see _ROW_COLUMNS) of some records' values (None for a tombstone)."""
-    rows = [_EMPTY_ROW if v is None else _decode_row(v) for v in values]
+    rows = list(map(_decode_row, values))
     return list(zip(*rows)) if rows else [() for _ in _ROW_COLUMNS]
 
 
@@ -399,8 +399,10 @@ _INVALID = (_BAD,)  # _row: the typed decode passed, but the codec's state_probl
 _DECODE = _DECODER.decode
 
 
-def _decode_row(value: bytes) -> tuple[Any, ...]:
+def _decode_row(value: bytes | None) -> tuple[Any, ...]:
     # The same typed decoder as value(pos), so a row has an error exactly when its value cannot be read.
+    if value is None:
+        return _EMPTY_ROW  # a tombstone
     try:
         st = _DECODE(value)
         if st.task_event is not None:
