@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from operator import itemgetter
@@ -235,12 +236,30 @@ def _subagent_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
 def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, *, key_format: str | None,
            max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
-    c: dict[str, Any] = {}
-    errors: list[str | None] = [None] * n
+    # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
+    # one finishes the value columns (on a machine with a second core they overlap).
+    key_errors: list[str | None] = [None] * n
+    keys_done: dict[str, Any] = {}
 
-    # keys: a few shapes dominate, parsed without objects; each distinct key parsed and converted once
-    ready = _key_columns(key_array, errors, key_format=key_format, max_parallelism=max_parallelism)
+    def key_columns() -> None:
+        try:
+            keys_done["ready"] = _key_columns(key_array, key_errors, key_format=key_format,
+                                              max_parallelism=max_parallelism)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            keys_done["error"] = exc
+
+    worker = threading.Thread(target=key_columns, name="agent-inspect-keys", daemon=True)
+    worker.start()
+    try:
+        c, masks, value_errors = _value_part(raw, cols)
+    finally:
+        worker.join()
+    if "error" in keys_done:
+        raise keys_done["error"]
+    ready = keys_done["ready"]
+    errors = key_errors
     if ready is None:  # ambiguous layouts are settled per partition, record by record
+        errors = [None] * n
         keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
         good = [k if type(k) is tuple else _NO_KEY for k in keys]
         for i, k in enumerate(keys):
@@ -252,16 +271,25 @@ def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, 
         c["state_key"] = [None if k is None else k.decode("utf-8", "replace") for k in raw.key]
         business_keys = c["business_key"]
     else:
-        c.update(ready)
         business_keys = ready.pop("_business_codes")
+        c.update(ready)
+    for i, reason in value_errors:  # a record's key reason comes first
+        errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
+    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
+    c["error"] = errors
+    return _frame(c, n)
 
-    # values: typed msgspec decode with free-form parts left raw; payload objects are not kept
+
+def _value_part(raw: RawBatch, cols: list[Sequence[Any]]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
+    """The columns that come from values and positions (final dtypes), the format masks and the value errors."""
+    n = len(raw)
+    c: dict[str, Any] = {}
+    value_errors: list[tuple[int, str]] = []
     values = raw.value
     if _BAD in cols[0]:  # rare: values that do not decode keep only their size
         cols = [list(col) for col in cols]
         for i in [i for i, first in enumerate(cols[0]) if first is _BAD]:
-            reason = f"value: {cols[1][i]}"
-            errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
+            value_errors.append((i, f"value: {cols[1][i]}"))
             for col, empty in zip(cols[:-1], _EMPTY_ROW):
                 col[i] = empty
     for name, col in zip(_ROW_COLUMNS, cols):
@@ -269,10 +297,8 @@ def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, 
     masks = c.pop("_mask")
     problems = c.pop("_problem")
     if problems.count(None) != n:  # rare; the record decodes, so its columns stay, but upstream would refuse it
-        for i, problem in enumerate(problems):
-            if problem is not None:
-                reason = f"value: {problem}"
-                errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
+        value_errors += [(i, f"value: {problem}") for i, problem in enumerate(problems) if problem is not None]
+        value_errors.sort(key=itemgetter(0))
     types, classes = c["task_event_type"], c["task_event_class"]
     c["task_event_type"], c["task_event_class"] = type_col, class_col = _categorical(types), _categorical(classes)
     decoded = np.asarray(c["output_event_count"], dtype=np.int32) >= 0  # a value that decoded (not a tombstone)
@@ -289,13 +315,11 @@ def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, 
     c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
     size = np.asarray(c["payload_bytes"], dtype=np.int64)
     c["tombstone"] = size < 0
-    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
     c["partition"] = raw.partition
     c["offset"] = raw.offset
     c["timestamp"] = raw.timestamp_ms
     c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
-    c["error"] = errors
-    return _frame(c, n)
+    return _finished(c, n), masks, value_errors
 
 
 def _key_error(k: Any) -> str:
@@ -600,8 +624,16 @@ def _timestamps(col: Sequence[int | None]) -> Any:
 
 
 def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
+    data = _finished(c, n)
+    frame = pd.DataFrame({name: data[name] for name in COLUMNS}, copy=False)
+    frame.index = pd.RangeIndex(n)
+    return frame
+
+
+def _finished(c: dict[str, Any], n: int) -> dict[str, Any]:
+    """The columns of ``c`` in their final dtypes (those already final are kept)."""
     data: dict[str, Any] = {}
-    for name in COLUMNS:
+    for name in c:
         col = c[name]
         if isinstance(col, (pd.Series, np.ndarray, pd.api.extensions.ExtensionArray)):
             data[name] = col  # already final (key columns built per distinct key)
@@ -626,9 +658,7 @@ def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
             data[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
         else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
             data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
-    frame = pd.DataFrame(data, copy=False)
-    frame.index = pd.RangeIndex(n)
-    return frame
+    return data
 
 
 class ActionStateLog:
