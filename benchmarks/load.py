@@ -12,7 +12,7 @@ measurement, with ``name``, ``ratio`` (baseline wall seconds / loader wall secon
 share of raw throughput, higher is better), ``target`` and ``cpu_ratio`` (the same from this
 process's CPU seconds; steadier on a busy machine, see benchmarks/README.md).
 
-    .venv/bin/python benchmarks/load.py                 # 500k records (about a minute of setup)
+    .venv/bin/python benchmarks/load.py                 # 500k records, best of 3 (about 2 minutes)
     .venv/bin/python benchmarks/load.py --records 20000 # quick run
 """
 
@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=1, help="best of N timings per measurement")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="best of N timings per measurement (rounds interleave baselines and loaders)")
     parser.add_argument("--workers", type=int, default=1, help="the loaders' workers= option (1: one process)")
     args = parser.parse_args(argv)
     n, parts = args.records, args.partitions
