@@ -29,6 +29,7 @@ import msgspec
 
 from agent_inspect._errors import SourceError
 from agent_inspect._bulk import gc_paused
+from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._raw import RawBatch, SourceInfo
 
 __all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_METADATA_KEY"]
@@ -82,8 +83,11 @@ _ANY = msgspec.json.Decoder()
 
 # ---------------------------------------------------------------------------------------------- reading
 
-def read_file(path: str | os.PathLike[str], *, file_format: str | None = None) -> FileRead:
-    """Read a dump file; ``file_format`` is "kcat-jsonl", "jsonl" or "parquet" (default: detected)."""
+def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, progress: bool = False) -> FileRead:
+    """Read a dump file; ``file_format`` is "kcat-jsonl", "jsonl" or "parquet" (default: detected).
+
+    ``progress`` shows a records bar while JSONL lines are read.
+    """
     p = Path(path)
     try:
         with open(p, "rb") as fh:
@@ -107,9 +111,10 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None) -
     kcat = file_format == "kcat-jsonl"
     b64 = kcat and _kcat_is_base64(head_lines)
     location = str(p)
-    with gc_paused():
+    with gc_paused(), progress_bar(total=None, desc=f"file {p.name}", enabled=progress) as bar:
         with _reading(p):
-            read = _read_columns(_file_chunks(p) if data is None else _data_chunks(data), location, kcat=kcat, b64=b64)
+            read = _read_columns(_file_chunks(p) if data is None else _data_chunks(data), location, kcat=kcat, b64=b64,
+                                 bar=bar)
         if read is not None:
             return read
         # some line needs the per-line rules: they read the whole file again, with exact line numbers
@@ -199,7 +204,8 @@ def _data_chunks(data: bytes) -> Iterator[memoryview]:
 _COLUMNS = tuple(f.name for f in dataclasses.fields(RawBatch))
 
 
-def _read_columns(chunks: Iterator[memoryview], location: str, *, kcat: bool, b64: bool) -> FileRead | None:
+def _read_columns(chunks: Iterator[memoryview], location: str, *, kcat: bool, b64: bool,
+                  bar: Any = None) -> FileRead | None:
     """The file read column-wise piece by piece; None as soon as some line needs the per-line rules."""
     batch = RawBatch(agent_key=None if kcat else [])
     topics: set[str | None] = set()
@@ -220,6 +226,8 @@ def _read_columns(chunks: Iterator[memoryview], location: str, *, kcat: bool, b6
             mine = getattr(batch, name)
             if mine is not None:
                 mine.extend(getattr(part, name))
+        if bar is not None:
+            bar.update(len(part))
     if not len(batch):
         return None
     if batch.agent_key is not None and batch.agent_key.count(None) == len(batch):

@@ -143,22 +143,25 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
 
 
 def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
-              business_keys: Iterable[str] | None = None, workers: int | None = 1) -> ActionStateLog:
+              business_keys: Iterable[str] | None = None, progress: bool = False,
+              workers: int | None = 1) -> ActionStateLog:
     """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
 
     ``file_format`` ("kcat-jsonl", "jsonl", "parquet") is detected when omitted; gzip is detected too.
     A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
+    ``progress`` shows a records bar while JSONL lines are read (off by default: files read quickly).
     ``workers``: processes that build partition groups in parallel (the same log; for files whose
     records carry partitions); 1 = one process, None = the idle cores for files of 50k records or more.
     """
     n = plan_workers(workers, estimate_file_records(path) if workers is None else 0)
     with Workers(n) as pool:  # started now: workers import while the file is read
-        return _load_file(path, file_format=file_format, business_keys=business_keys, pool=pool)
+        return _load_file(path, file_format=file_format, business_keys=business_keys, progress=progress,
+                          pool=pool)
 
 
 def _load_file(path: str | os.PathLike[str], *, file_format: str | None, business_keys: Iterable[str] | None,
-               pool: Workers) -> ActionStateLog:
-    read = read_file(path, file_format=file_format)
+               progress: bool, pool: Workers) -> ActionStateLog:
+    read = read_file(path, file_format=file_format, progress=progress)
     batch, errors = read.batch, dict(read.line_errors)
     info = read.source
     if business_keys is not None:

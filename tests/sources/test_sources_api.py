@@ -48,6 +48,19 @@ def test_paths_and_file_urls_load_files(tmp_path) -> None:  # type: ignore[no-un
     assert by_url.raw.key == [b"k_0_a_b"] and by_url.raw.value == [None]
 
 
+def test_progress_is_an_option_of_every_loader(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``ai.load(path, progress=...)`` takes the option Kafka and Fluss loads take; the bar goes to stderr."""
+    import json
+
+    lines = [json.dumps({"key": f"user_0_{i}", "value": None, "offset": i}) for i in range(3)]
+    (tmp_path / "dump.jsonl").write_text("\n".join(lines) + "\n")
+    quiet = ai.load(tmp_path / "dump.jsonl", progress=False)
+    assert capsys.readouterr().err == ""
+    shown = ai.load(tmp_path / "dump.jsonl", progress=True)
+    assert "file dump.jsonl" in capsys.readouterr().err
+    assert quiet.raw.key == shown.raw.key and len(shown.records) == 3
+
+
 def test_bad_url_message_hides_credentials() -> None:
     with pytest.raises(ai.SourceError) as info:
         ai.load("kafka://user:secret@host:9092")
