@@ -232,24 +232,28 @@ record = st.one_of(
 GOOD = execution("u", 1)[2]
 
 
-@settings(deadline=None, max_examples=30)
-@given(st.lists(st.tuples(st.integers(0, 3), record), max_size=30), st.randoms(use_true_random=False))
-def test_never_drops_and_keeps_physical_order(items, rnd):
+def positioned(items: list) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    """(partition, offset, key, value) per drawn record, offsets counting up per partition."""
     rows = []
-    kinds = {}
     next_offset = {p: 0 for p in range(4)}
     for p, (kind, arg) in items:
-        o = next_offset[p]
-        next_offset[p] += 1
         k, v = GOOD
-        kinds[(p, o)] = kind
         if kind == "tombstone":
             v = None
         elif kind == "badkey":
             k = arg.encode()
         elif kind == "badvalue":
             v = arg
-        rows.append((p, o, k, v))
+        rows.append((p, next_offset[p], k, v))
+        next_offset[p] += 1
+    return rows
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.lists(st.tuples(st.integers(0, 3), record), max_size=30), st.randoms(use_true_random=False))
+def test_never_drops_and_keeps_physical_order(items, rnd):
+    rows = positioned(items)
+    kinds = {(p, o): kind for (p, o, _, _), (_, (kind, _)) in zip(rows, items)}
     shuffled = rows[:]
     rnd.shuffle(shuffled)
     log = ActionStateLog.from_raw(batch(shuffled), SOURCE)
@@ -273,18 +277,7 @@ def test_never_drops_and_keeps_physical_order(items, rnd):
        st.integers(1, 4), st.booleans(), st.booleans())
 def test_chunked_batches_build_the_log_of_one_sorted_batch(items, rnd, chunks, shuffle_within, agent):
     """Kafka hands over chunks that mix partitions; any split of any order gives the one-batch log."""
-    rows = []
-    next_offset = {p: 0 for p in range(4)}
-    for p, (kind, arg) in items:
-        k, v = GOOD
-        if kind == "tombstone":
-            v = None
-        elif kind == "badkey":
-            k = arg.encode()
-        elif kind == "badvalue":
-            v = arg
-        rows.append((p, next_offset[p], k, v))
-        next_offset[p] += 1
+    rows = positioned(items)
     arrival = rows[:]
     if shuffle_within:
         rnd.shuffle(arrival)
