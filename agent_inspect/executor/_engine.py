@@ -66,8 +66,9 @@ class Checkpoint:
     ``marker`` is the recovery marker (end offsets of base log + journal, §6.4); ``restored_seq`` the
     ``messageSequenceNumber`` per key; ``pending`` the in-flight tasks of the round in progress as
     ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term``/``sensory`` the memory
-    per key; ``inputs_consumed`` how many plan inputs had started. Seqs and memory cover every key
-    the job knows (restored or run in this attempt), keyed by business key. Pass it as
+    per key; ``last_completed`` the ``lastCompletedSequenceNumber`` per key (what completing the checkpoint
+    prunes); ``inputs_consumed`` how many plan inputs had started. Seqs, memory and last completed rounds
+    cover every key the job knows (restored or run in this attempt), keyed by business key. Pass it as
     ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
     """
 
@@ -183,6 +184,8 @@ class ReplayExecutor:
             rule = getattr(log, "rule", None) if rule is None else rule
             markers = getattr(log, "markers", None) if markers is None else markers
         self._rule = "fixed" if rule is None else rule
+        # lastCompletedSequenceNumber is keyed state: a checkpoint collects it for every key (§9.1), restored ones too
+        self._restored_last_completed = dict(restore.last_completed) if restore is not None else {}
         if restore is not None:
             markers = [restore.marker] if markers is None else markers
             memory = restore.short_term if memory is None else memory
@@ -471,7 +474,7 @@ class ReplayExecutor:
         run = self._run
         start = len(run.steps)
         marker = end_offsets(self.journal, log=self._log, num_partitions=self._partitions())
-        snapshot = dict(run.last_completed)
+        snapshot = {**self._restored_last_completed, **run.last_completed}
         pending: list[tuple[str, int, str, AgentEvent]] = []
         if run.active is not None:
             key, seq, queue = run.active

@@ -340,15 +340,10 @@ def _boundary(step: Any) -> bool:
     return step.kind is StepKind.LOOKUP and step.scope is None and step.outcome != "NOT-DISPATCHED"
 
 
-def _carry(cp: Any, restored: Any, marker: Mapping[int, int]) -> Any:
-    """The checkpoint with the marker as the topic has it, and the keyed state of keys this attempt
-    never touched carried over from the checkpoint it restored (Flink snapshots every key's state;
-    the executor's checkpoint lists only the keys its run touched)."""
-    if restored is None:
-        return replace(cp, marker=dict(marker))
-    return replace(cp, marker=dict(marker), restored_seq={**restored.restored_seq, **cp.restored_seq},
-                   short_term={**restored.short_term, **cp.short_term}, sensory={**restored.sensory, **cp.sensory},
-                   last_completed={**restored.last_completed, **cp.last_completed})
+def _carry(cp: Any, marker: Mapping[int, int]) -> Any:
+    """The checkpoint with the marker as the topic has it (the executor's checkpoint already holds
+    every key's state, restored keys included, as Flink's does)."""
+    return replace(cp, marker=dict(marker))
 
 
 class _Generator:
@@ -512,7 +507,7 @@ class _Generator:
             nonlocal off
             while pending and pending[0][1] <= upto:
                 _, _, pruned, cp, tainted = pending.pop(0)
-                self.checkpoints.append(_Checkpoint(number, _carry(cp, restored, {0: off}), start + cp.inputs_consumed,
+                self.checkpoints.append(_Checkpoint(number, _carry(cp, {0: off}), start + cp.inputs_consumed,
                                                     {k: tuple(v) for k, v in paths.items()}, tainted))
                 for sk in pruned:
                     batch.append(0, off, None, sk.encode("utf-8"), None)

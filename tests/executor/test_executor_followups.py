@@ -50,6 +50,23 @@ def test_checkpoint_keeps_keys_without_a_round_in_the_attempt(key_format):
     assert dict(ex2.memory[bk("j")].short_term) == {"note": "kept", "last": "b"}
 
 
+def test_a_checkpoint_after_a_restore_prunes_every_key_with_a_finished_round():
+    """lastCompletedSequenceNumber is keyed state, collected for all keys at snapshot (spec §9.1, §8.4)."""
+    agent = memo_agent()
+    ex1 = ReplayExecutor(agent=agent, key_format="K1.5", seed=1, plan={"inputs": [("j", "a"), ("k", "b")]})
+    ex1.run()
+    ex1.checkpoint()
+    cp = ex1.checkpoints[-1]
+    assert dict(cp.last_completed) == {"j": 0, "k": 0}
+
+    # the next attempt only runs k; its completed checkpoint still prunes j's finished round
+    ex2 = ReplayExecutor(ex1.to_log(), agent=agent, restore=cp, rule="fixed", seed=2, plan={"inputs": [("k", "c")]})
+    ex2.run()
+    ex2.checkpoint(complete=True)
+    assert dict(ex2.checkpoints[-1].last_completed) == {"j": 0, "k": 1}
+    assert sorted((s.key, s.seq) for s in ex2.step_list if s.kind is StepKind.PRUNE) == [("j", 0), ("k", 1)]
+
+
 # -- K2 restore checks: the job's serializer fingerprint and max parallelism (spec §6.5) ------------------
 
 def _k2_log():
