@@ -153,8 +153,10 @@ class ReplayExecutor:
     Journal records have no timestamp unless ``clock`` is given: a base time (epoch milliseconds
     or a datetime; naive means UTC) stamps each record base + the index of its PERSIST step in
     milliseconds (increasing, gaps follow the work in between); a callable ``clock(i, step)``
-    gets the journal index and the PERSIST :class:`Step` and returns the time (it must be pure:
-    the journal is rebuilt on every access).
+    gets the journal index and the :class:`Step` that wrote the record (PERSIST, or PRUNE for a
+    tombstone) and returns the time (it must be pure: the journal is rebuilt on every access).
+    ``prune_tombstones`` is the Kafka store's ``kafkaActionStateTombstoneEnabled`` (#885, spec §6.6):
+    completing a checkpoint also journals a tombstone for each state key it prunes.
     """
 
     def __init__(self, log: Any = None, *, agent: Any = None, plan: Any = None,
@@ -169,7 +171,8 @@ class ReplayExecutor:
                  attempt: int | None = None, seed: int | None = None,
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
                  source_kind: str | None = None,
-                 clock: int | datetime.datetime | Callable[[int, Step], Any] | None = None) -> None:
+                 clock: int | datetime.datetime | Callable[[int, Step], Any] | None = None,
+                 prune_tombstones: bool = False) -> None:
         from agent_inspect.executor._agents import as_agent
 
         self._log = _as_log(log)
@@ -203,6 +206,10 @@ class ReplayExecutor:
         self._keys.register(self._plan.plan.keys)
         self._num_partitions = num_partitions
         self._source_kind = source_kind
+        kind = getattr(getattr(self._log, "source", None), "kind", None) or source_kind or "kafka"
+        if prune_tombstones and kind != "kafka":
+            raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
+        self._prune_tombstones = prune_tombstones
         self._base_stm = {self._business_key(k): dict(v) for k, v in (memory or {}).items()}
         self._base_sensory = {self._business_key(k): dict(v) for k, v in (sensory or {}).items()}
         self.breakpoints: list[Breakpoint] = list(breakpoints)
@@ -491,11 +498,17 @@ class ReplayExecutor:
         if complete:
             for key, seq in sorted(snapshot.items()):
                 result = self._run.session.prune(key, seq, key_text=self._keys.key_text(key))
-                self._record(Step(len(self._run.steps), StepKind.PRUNE, key=key, seq=seq,
+                step = len(self._run.steps)
+                tombstones = [e.state_key for e in result.removed] if self._prune_tombstones else []
+                for state_key in tombstones:  # written as the prune runs, so a later marker covers them
+                    run.writes.append((state_key, None, None))
+                    run.write_steps.append(step)
+                self._record(Step(step, StepKind.PRUNE, key=key, seq=seq,
                                   outcome="failed" if result.failed else "pruned",
                                   reason=result.failed or f"checkpoint complete: prune rounds <= {seq}",
                                   change=_removed_text(result.removed),
-                                  detail={"removed": len(result.removed), "marker": marker}))
+                                  detail={"removed": len(result.removed), "marker": marker,
+                                          "tombstones": len(tombstones)}))
                 if result.failed:
                     # pruneState throws out of notifyCheckpointComplete: the job fails (spec §8.3)
                     run.failure = run.failure or _JobFailed(f"checkpoint completion failed: {result.failed}")

@@ -40,7 +40,7 @@ def _base_ends(log: Any) -> dict[int, int]:
 def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any, value_format: str,
                   num_partitions: int, source_kind: str = "kafka",
                   timestamps: Sequence[int | None] | None = None) -> Any:
-    """A ``RawBatch`` of ``writes`` (state key, task, record view) in write order.
+    """A ``RawBatch`` of ``writes`` (state key, task, record view; task and view None for a tombstone) in write order.
 
     ``timestamps`` (epoch ms, one per write) stamps the records; without it they have none.
 
@@ -60,6 +60,9 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any
         p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
         off = nxt.get(p, 0)
         nxt[p] = off + 1
+        if view is None:  # a prune's tombstone (Kafka only)
+            batch.append(p, off, ts, sk.encode("utf-8"), None, None)
+            continue
         value = encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
         agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
             else None

@@ -85,7 +85,8 @@ def _client(make: Any, conf: dict[str, Any]) -> Any:
 
 def _consumer_only(key: str) -> bool:
     return key in {"group.id", "enable.auto.commit", "enable.auto.offset.store", "enable.partition.eof",
-                   "auto.offset.reset", "fetch.wait.max.ms", "fetch.queue.backoff.ms", "isolation.level", "allow.auto.create.topics",
+                   "auto.offset.reset", "fetch.wait.max.ms", "fetch.queue.backoff.ms", "isolation.level",
+                   "allow.auto.create.topics",
                    "queued.max.messages.kbytes", "fetch.max.bytes", "max.partition.fetch.bytes",
                    "fetch.min.bytes", "session.timeout.ms", "group.instance.id", "partition.assignment.strategy"}
 

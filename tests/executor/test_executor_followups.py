@@ -6,6 +6,7 @@ import pytest
 
 from agent_inspect import codec
 from agent_inspect.agents._python import PythonAgent
+from agent_inspect._errors import ReplayError
 from agent_inspect.executor import ReplayExecutor, StepKind
 from agent_inspect.executor._plan import as_plan
 from agent_inspect.recovery import predict
@@ -65,6 +66,35 @@ def test_a_checkpoint_after_a_restore_prunes_every_key_with_a_finished_round():
     ex2.checkpoint(complete=True)
     assert dict(ex2.checkpoints[-1].last_completed) == {"j": 0, "k": 1}
     assert sorted((s.key, s.seq) for s in ex2.step_list if s.kind is StepKind.PRUNE) == [("j", 0), ("k", 1)]
+
+
+@pytest.mark.parametrize("tombstones", [False, True])
+def test_prune_tombstones_make_a_checkpoint_older_than_the_prune_rerun(tombstones):
+    """kafkaActionStateTombstoneEnabled (#885, spec §6.6): a completed checkpoint's prunes are journaled as
+    tombstones, so a restore from an older checkpoint no longer finds the pruned rounds."""
+    agent = memo_agent()
+    ex1 = ReplayExecutor(agent=agent, key_format="K1.5", seed=1, plan={"inputs": [("k", "a")]},
+                         prune_tombstones=tombstones)
+    before = ex1.checkpoint()                 # nothing read yet: its marker is the topic's start
+    ex1.run()
+    ex1.checkpoint(complete=True)
+    journal = ex1.journal
+    written = [k for k, v in zip(journal.key, journal.value) if v is not None]
+    graves = [k for k, v in zip(journal.key, journal.value) if v is None]
+    assert graves == ([written[-1]] if tombstones else [])
+    prune = [s for s in ex1.step_list if s.kind is StepKind.PRUNE]
+    assert [(s.key, s.seq, s.detail["tombstones"]) for s in prune] == [("k", 0, 1 if tombstones else 0)]
+
+    ex2 = ReplayExecutor(ex1.to_log(), agent=agent, markers=[before], rule="fixed", seed=2,
+                         plan={"inputs": [("k", "a")]})
+    ex2.run()
+    lookups = [s.outcome for s in ex2.step_list if s.kind is StepKind.LOOKUP]
+    assert lookups == (["RERUN"] if tombstones else ["REUSE"])
+
+
+def test_prune_tombstones_are_a_kafka_setting():
+    with pytest.raises(ReplayError, match="Kafka"):
+        ReplayExecutor(agent=memo_agent(), source_kind="fluss", plan={"inputs": [("k", "a")]}, prune_tombstones=True)
 
 
 # -- K2 restore checks: the job's serializer fingerprint and max parallelism (spec §6.5) ------------------
