@@ -190,7 +190,7 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequ
         for p, a, z in runs:
             buckets.setdefault(p, []).append((b, cols, a, z))
     pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
-    raw, cols = _joined(pieces)
+    raw, cols = _joined(pieces, with_agent_key=any(b.agent_key is not None for b, _, _, _ in arrival))
     keys = cols.pop()
     order = _physical_order(raw)  # offsets out of order within a partition (rare), or batches not bucketed
     if order is None:
@@ -199,22 +199,27 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequ
     return _take(raw, order), [take(col) for col in cols], keys.take(pa.array(order, pa.int64()))
 
 
-def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]]) -> tuple[RawBatch, list[Sequence[Any]]]:
+def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]], *,
+            with_agent_key: bool) -> tuple[RawBatch, list[Sequence[Any]]]:
     """One batch and one set of value columns from slices of batches and their columns."""
     if not pieces:
-        return RawBatch(), [*(() for _ in _ROW_COLUMNS), pa.array([], pa.binary())]
+        return RawBatch(agent_key=[] if with_agent_key else None), [*(() for _ in _ROW_COLUMNS),
+                                                                    pa.array([], pa.binary())]
     first = pieces[0][0]
     bounds = [0, *(z for _, _, _, z in pieces)]
     if all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
             and bounds[-1] == len(first):
         # one batch whose runs are in order: taken as is (the log owns it); a copy would touch every record again
+        if with_agent_key and first.agent_key is None:  # another (empty) batch had the column
+            first = RawBatch(first.partition, first.offset, first.timestamp_ms, first.key, first.value,
+                             [None] * len(first))
         return first, pieces[0][1]
 
     def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
         return list(chain.from_iterable(col[a:z] for col, a, z in columns))
 
     raw = RawBatch(*(join((getattr(b, name), a, z) for b, _, a, z in pieces) for name in _RAW_FIELDS))
-    if any(b.agent_key is not None for b, _, _, _ in pieces):
+    if with_agent_key:
         raw.agent_key = join((b.agent_key if b.agent_key is not None else [None] * len(b), a, z)
                              for b, _, a, z in pieces)
     cols: list[Any] = [join((c[j], a, z) for _, c, a, z in pieces) for j in range(len(_ROW_COLUMNS))]
@@ -327,6 +332,7 @@ def _key_error(k: Any) -> str:
 
 
 _KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
+_KEY_ARRAY_TYPES = (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string())
 
 
 def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: str | None,
@@ -346,9 +352,10 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
     d: dict[str, Any]
     if texts is not None and key_format is None:
         parsed, d, flags = key_field_arrays(texts, max_parallelism)
-    else:
+    else:  # every key one by one (a preferred layout, or bytes that are not UTF-8)
         parsed = np.zeros(len(encoded.dictionary), dtype=bool)
-        d, flags = {}, np.empty(len(parsed), dtype=object)
+        d = {name: pa.nulls(len(parsed), typ) for name, typ in zip(KEY_ARRAY_FIELDS, _KEY_ARRAY_TYPES)}
+        flags = np.empty(len(parsed), dtype=object)
     slow = np.flatnonzero(~parsed)
     if len(slow):
         distinct = encoded.dictionary.take(pa.array(slow)).to_pylist()
@@ -365,9 +372,7 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
                     errors[i] = bad[j]
         slow_cols = list(zip(*good))
         mask = pa.array(~parsed)
-        for name, col, typ in zip(KEY_ARRAY_FIELDS, slow_cols,
-                                  (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(),
-                                   pa.string())):
+        for name, col, typ in zip(KEY_ARRAY_FIELDS, slow_cols, _KEY_ARRAY_TYPES):
             values = pa.array(col, typ)
             d[name] = values if len(slow) == len(parsed) else pc.replace_with_mask(d[name], mask, values)
         flags[slow] = list(slow_cols[8])

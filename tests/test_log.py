@@ -349,9 +349,13 @@ def test_corrupted_bytes_never_escape_as_exceptions(edits, key_noise):
     log._repr_html_()
 
 
-def test_empty_input_gives_an_empty_typed_log():
+@pytest.mark.parametrize("key_format", [None, "K1", "K0"])
+def test_empty_input_gives_an_empty_typed_log(key_format):
     for batches in ([], RawBatch(), [RawBatch(), RawBatch()]):
-        log = ActionStateLog.from_raw(batches, SOURCE)
+        log = ActionStateLog.from_raw(batches, SOURCE, key_format=key_format)
         assert len(log) == 0 and list(log.records.columns) == list(COLUMNS)
         assert str(log.records["seq"].dtype) == "Int64" and log.keys() == []
         assert log.summary()["records"] == 0 and len(log.verify_identity()) == 0
+    # only missing keys: nothing to parse, every row says so
+    log = ActionStateLog.from_raw(batch([(0, 0, None, None), (0, 1, None, GOOD[1])]), SOURCE, key_format=key_format)
+    assert list(log.records["error"]) == ["key: missing (record has no key)"] * 2

@@ -187,8 +187,7 @@ class ReplayExecutor:
             rule = getattr(log, "rule", None) if rule is None else rule
             markers = getattr(log, "markers", None) if markers is None else markers
         self._rule = "fixed" if rule is None else rule
-        # lastCompletedSequenceNumber is keyed state: a checkpoint collects it for every key (§9.1), restored ones too
-        self._restored_last_completed = dict(restore.last_completed) if restore is not None else {}
+        restored_last_completed = dict(restore.last_completed) if restore is not None else {}
         if restore is not None:
             markers = [restore.marker] if markers is None else markers
             memory = restore.short_term if memory is None else memory
@@ -206,8 +205,11 @@ class ReplayExecutor:
         self._keys.register(self._plan.plan.keys)
         self._num_partitions = num_partitions
         self._source_kind = source_kind
-        kind = getattr(getattr(self._log, "source", None), "kind", None) or source_kind or "kafka"
-        if prune_tombstones and kind != "kafka":
+        # lastCompletedSequenceNumber is keyed state: a checkpoint collects it for every key (§9.1), restored ones too
+        self._restored_last_completed = {self._business_key(k): int(v) for k, v in restored_last_completed.items()}
+        from agent_inspect.recovery._rebuild import source_kind_of
+
+        if prune_tombstones and (source_kind or source_kind_of(self._log) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._prune_tombstones = prune_tombstones
         self._base_stm = {self._business_key(k): dict(v) for k, v in (memory or {}).items()}

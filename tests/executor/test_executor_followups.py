@@ -92,9 +92,17 @@ def test_prune_tombstones_make_a_checkpoint_older_than_the_prune_rerun(tombstone
     assert lookups == (["RERUN"] if tombstones else ["REUSE"])
 
 
-def test_prune_tombstones_are_a_kafka_setting():
+def test_prune_tombstones_are_a_kafka_setting(tmp_path):
     with pytest.raises(ReplayError, match="Kafka"):
         ReplayExecutor(agent=memo_agent(), source_kind="fluss", plan={"inputs": [("k", "a")]}, prune_tombstones=True)
+    # a dump of a Kafka topic is a Kafka store's log: the option applies
+    ex = ReplayExecutor(agent=memo_agent(), key_format="K1.5", seed=1, plan={"inputs": [("k", "a")]})
+    ex.run()
+    from agent_inspect.sources import load_file, write_jsonl
+
+    dumped = load_file(write_jsonl(ex.to_log(), tmp_path / "topic.jsonl"))
+    assert dumped.source.kind == "file"
+    ReplayExecutor(dumped, agent=memo_agent(), plan={"inputs": [("k", "b")]}, prune_tombstones=True)
 
 
 # -- K2 restore checks: the job's serializer fingerprint and max parallelism (spec §6.5) ------------------
