@@ -905,10 +905,11 @@ def _counts(col: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in col.value_counts(dropna=True).items() if v}
 
 
-def _plain(v: Any) -> str:
+def _plain(v: Any, empty: str = "—") -> str:
+    """A summary value as text (shared by the HTML view and the CLI's ``summary``)."""
     if isinstance(v, dict):
-        return ", ".join(f"{k}: {n}" for k, n in v.items()) or "—"
+        return ", ".join(f"{k}: {n}" for k, n in v.items()) or empty
     if isinstance(v, list):
-        return ", ".join(map(str, v)) or "—"
+        return ", ".join(map(str, v)) or empty
     return str(v)
 

@@ -37,6 +37,8 @@ def load_source(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.log import _plain
+
     summary = load_source(args).summary()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
@@ -45,13 +47,5 @@ def _run(args: argparse.Namespace) -> int:
     print(f"{'source':<24}{src.get('kind')} {src.get('location')}"
           + (f" (topic {src['topic']})" if src.get("topic") else ""))
     for name, value in summary.items():
-        print(f"{name:<24}{_text(value)}")
+        print(f"{name:<24}{_plain(value, empty='-')}")
     return 0
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {v}" for k, v in value.items()) or "-"
-    if isinstance(value, list):
-        return ", ".join(map(str, value)) or "-"
-    return str(value)
