@@ -40,6 +40,7 @@ from agent_inspect.codec._values import (
     VALUE_FORMATS,
     ActionState,
     Event,
+    _event_flags,
     decode_action_state,
     envelope_problem,
     newest_format,
@@ -88,28 +89,27 @@ def _event_type(ev: Event) -> str | None:
     return _LEGACY_TYPES.get(ev.event_class or "", ev.event_class)
 
 
+_RAW_FIELDS = ("partition", "offset", "timestamp_ms", "key", "value")
+
+
 def _concat(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
-    if isinstance(batches, RawBatch):
-        batches = [batches]
-    batches = list(batches)
-    if len(batches) == 1:
-        b = batches[0]
-        return RawBatch(list(b.partition), list(b.offset), list(b.timestamp_ms), list(b.key), list(b.value),
-                        None if b.agent_key is None else list(b.agent_key))
-    out = RawBatch()
-    with_agent = any(b.agent_key is not None for b in batches)
-    if with_agent:
-        out.agent_key = []
-    for b in batches:
-        out.partition.extend(b.partition)
-        out.offset.extend(b.offset)
-        out.timestamp_ms.extend(b.timestamp_ms)
-        out.key.extend(b.key)
-        out.value.extend(b.value)
-        if with_agent:
-            assert out.agent_key is not None
-            out.agent_key.extend(b.agent_key if b.agent_key is not None else [None] * len(b.offset))
-    return out
+    """The batches one after the other, as one new batch."""
+    batches = [batches] if isinstance(batches, RawBatch) else list(batches)
+    return _joined_raw([(b, 0, len(b)) for b in batches], with_agent_key=any(b.agent_key is not None for b in batches))
+
+
+def _joined_raw(pieces: Iterable[tuple[RawBatch, int, int]], *, with_agent_key: bool) -> RawBatch:
+    """One new batch from slices ``(batch, start, end)`` of batches, in that order."""
+    pieces = list(pieces)
+
+    def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
+        return list(chain.from_iterable(col[a:z] for col, a, z in columns))
+
+    raw = RawBatch(*(join((getattr(b, name), a, z) for b, a, z in pieces) for name in _RAW_FIELDS))
+    if with_agent_key:
+        raw.agent_key = join((b.agent_key if b.agent_key is not None else [None] * len(b), a, z)
+                             for b, a, z in pieces)
+    return raw
 
 
 def _physical_order(raw: RawBatch) -> list[int] | None:
@@ -164,9 +164,6 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
     return [(partitions[a], a, z) for a, z in zip(starts, ends)]
 
 
-_RAW_FIELDS = ("partition", "offset", "timestamp_ms", "key", "value")
-
-
 def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequence[Any]], pa.BinaryArray]:
     """All records in physical order, their value columns and their keys as Arrow; each batch done as it arrives.
 
@@ -215,14 +212,8 @@ def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]], *,
                              [None] * len(first))
         return first, pieces[0][1]
 
-    def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
-        return list(chain.from_iterable(col[a:z] for col, a, z in columns))
-
-    raw = RawBatch(*(join((getattr(b, name), a, z) for b, _, a, z in pieces) for name in _RAW_FIELDS))
-    if with_agent_key:
-        raw.agent_key = join((b.agent_key if b.agent_key is not None else [None] * len(b), a, z)
-                             for b, _, a, z in pieces)
-    cols: list[Any] = [join((c[j], a, z) for _, c, a, z in pieces) for j in range(len(_ROW_COLUMNS))]
+    raw = _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
+    cols: list[Any] = [list(chain.from_iterable(c[j][a:z] for _, c, a, z in pieces)) for j in range(len(_ROW_COLUMNS))]
     cols.append(pa.concat_arrays([c[-1].slice(a, z - a) for _, c, a, z in pieces]))
     return raw, cols
 
@@ -306,10 +297,13 @@ def _value_part(raw: RawBatch, cols: list[Sequence[Any]]) -> tuple[dict[str, Any
         value_errors.sort(key=itemgetter(0))
     types, classes = c["task_event_type"], c["task_event_class"]
     c["task_event_type"], c["task_event_class"] = type_col, class_col = _categorical(types), _categorical(classes)
-    decoded = np.asarray(c["output_event_count"], dtype=np.int32) >= 0  # a value that decoded (not a tombstone)
+    counts = {name: np.fromiter(c[name], np.int32, n) for name in _COUNTS}  # -1: no decoded value
+    for name, count in counts.items():
+        c[name] = pd.arrays.IntegerArray(count, count < 0)
+    decoded = counts["output_event_count"] >= 0  # a value that decoded (not a tombstone)
     c["is_root"] = pd.arrays.BooleanArray((type_col == _INPUT_TYPE).to_numpy(dtype=bool, na_value=False), ~decoded)
-    counts = [np.asarray(c[name], dtype=np.int32) for name in ("calls_pending", "calls_succeeded", "calls_failed")]
-    c["call_count"] = pd.arrays.IntegerArray(np.where(decoded, counts[0] + counts[1] + counts[2], -1), ~decoded)
+    calls = counts["calls_pending"] + counts["calls_succeeded"] + counts["calls_failed"]
+    c["call_count"] = pd.arrays.IntegerArray(np.where(decoded, calls, -1), ~decoded)
     scope: list[str | None] = [None] * n
     session: list[str | None] = [None] * n
     call: list[str | None] = [None] * n
@@ -318,7 +312,8 @@ def _value_part(raw: RawBatch, cols: list[Sequence[Any]]) -> tuple[dict[str, Any
             if cls == SUBAGENT_EVENT or types[i] == _SUBAGENT_TYPE:
                 scope[i], session[i], call[i] = _subagent_ids(values[i])
     c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
-    size = np.asarray(c["payload_bytes"], dtype=np.int64)
+    size = np.fromiter(c["payload_bytes"], np.int64, n)
+    c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
     c["tombstone"] = size < 0
     c["partition"] = raw.partition
     c["offset"] = raw.offset
@@ -331,6 +326,8 @@ def _key_error(k: Any) -> str:
     return "key: missing (record has no key)" if k is None else f"key: {_reason(k)}"
 
 
+_COUNTS = ("output_event_count", "sensory_update_count", "short_term_update_count", "calls_pending",
+           "calls_succeeded", "calls_failed")
 _KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
 _KEY_ARRAY_TYPES = (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string())
 
@@ -463,7 +460,8 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
     if te is not None:
         cls = te.event_class
         typ = te.type
-        # the checks of codec.state_problem, inline (b"{" is 123)
+        # the checks of codec.state_problem and the flags of codec._event_flags, inline: every record
+        # has a task event, so a call here costs more than the rest of the check (b"{" is 123)
         if memoryview(te.attributes)[0] != 123 or (typ is None and cls is None):
             return _INVALID
         if te.delegate is not None or te.attachments or cls == SUBAGENT_EVENT:
@@ -492,10 +490,7 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
             if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
                 rare = True
             else:
-                flags |= _F_LEGACY if (t is None or e.event_class == PYTHON_EVENT or e.source_timestamp is not None) \
-                    else _F_MODERN
-                if e.upstream_event_id is not None or e.upstream_action_name is not None:
-                    flags |= _F_LINEAGE
+                flags |= _event_flags(e)
         out_types = tuple(otypes)
         out_ids = tuple(oids)
     else:
