@@ -34,10 +34,10 @@ __version__ = "0.1.0"
 
 _LAZY: dict[str, str] = {
     # loading
-    "load": "agent_inspect.sources",
-    "load_kafka": "agent_inspect.sources",
-    "load_fluss": "agent_inspect.sources",
-    "load_file": "agent_inspect.sources",
+    "load": "agent_inspect.log",
+    "load_kafka": "agent_inspect.log",
+    "load_fluss": "agent_inspect.log",
+    "load_file": "agent_inspect.log",
     "ActionStateLog": "agent_inspect.log",
     # recovery model
     "reconstruct": "agent_inspect.recovery",
@@ -50,7 +50,8 @@ _LAZY: dict[str, str] = {
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
-    "codec", "sources", "history", "recovery", "rules", "executor", "widgets", "report", "samples",
+    "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
+    "checker", "samples", "widgets", "report",
 )
 
 __all__ = [

@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from agent_inspect.recovery import Entry, RecoverySession, Task, reconstruct  # noqa: E402
+from agent_inspect.recovery import reconstruct
+from agent_inspect.store import Entry, RecoverySession, Task
 from agent_inspect.recovery._rebuild import iter_entries  # noqa: E402
 
 ROUNDS_PER_KEY = 10

@@ -25,8 +25,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from agent_inspect.rules import HistoryOptions, check, generate_history
-    from agent_inspect.rules._check import _history_subject, history_seeds
+    from agent_inspect.checker import HistoryOptions, check, generate_history
+    from agent_inspect.checker._check import _history_subject, history_seeds
 
     options = HistoryOptions(keys=3, rounds=4, attempts=3)
     seeds = history_seeds(args.seed, args.histories)

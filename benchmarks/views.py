@@ -33,7 +33,7 @@ from agent_inspect.codec import (
     key_group,
     name_action_uuid,
 )
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 
 
 def _event(type_: str, attributes: dict, ident: str, upstream: str | None = None) -> Event:

@@ -210,7 +210,7 @@ def test_subagent_and_legacy_columns():
 
 
 def test_parquet_round_trip(tmp_path):
-    from agent_inspect.sources import load_file
+    from agent_inspect.log import load_file
 
     log = simple_log()
     path = tmp_path / "log.parquet"

@@ -93,7 +93,7 @@ def _na(v: object) -> object:
 
 def _settle_reference(masks: list[int], keys: list[object], parts: list[int]) -> list[tuple[str | None, bool | None]]:
     """§2.2 record by record: pinned keep theirs; others follow their key's pinned records, else their partition's."""
-    from agent_inspect.codec._values import newest_format
+    from agent_inspect.codec.bulk import newest_format
 
     def tally(group: list[int]) -> list[tuple[int, int]]:
         counts: dict[int, int] = {}
@@ -124,7 +124,7 @@ def _settle_reference(masks: list[int], keys: list[object], parts: list[int]) ->
 @given(st.lists(st.tuples(st.integers(0, 63), st.sampled_from(["a", "b", "c", None]), st.integers(0, 2)),
                 max_size=40))
 def test_value_format_settling_matches_the_record_by_record_rule(rows: list[tuple[int, object, int]]) -> None:
-    from agent_inspect.log import _settle_formats
+    from agent_inspect.log._build import _settle_formats
 
     masks, keys, parts = ([r[i] for r in rows] for i in range(3))
     fmts, inferred = _settle_formats(masks, keys, parts)

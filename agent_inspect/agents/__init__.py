@@ -17,8 +17,10 @@ from agent_inspect.agents._declarative import (
     DeclaredCallError,
     Emit,
     SetMemory,
+    Step,
     SubagentCall,
 )
+from agent_inspect.agents._flink import FlinkAgentAdapter, is_flink_agent
 from agent_inspect.agents._protocol import (
     BEGIN_EVENT,
     INPUT_EVENT,
@@ -41,7 +43,9 @@ __all__ = [
     # agents
     "DeclarativeAgent", "AsRecordedAgent",
     # declarative steps
-    "Behaviour", "Emit", "Call", "SubagentCall", "SetMemory", "DeclaredCallError",
+    "Behaviour", "Step", "Emit", "Call", "SubagentCall", "SetMemory", "DeclaredCallError",
+    # flink-agents adapter (optional dependency, imported when used)
+    "FlinkAgentAdapter", "is_flink_agent",
 ]
 
 from agent_inspect.agents._python import PythonAgent  # noqa: E402  (appended by the executor)

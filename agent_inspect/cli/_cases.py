@@ -28,17 +28,17 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.rules import get_rule
-    from agent_inspect.rules._cases import load_cases
-    from agent_inspect.rules._cases_build import build_case
-    from agent_inspect.rules._cases_run import CALL_RULE, run_case
+    from agent_inspect.rules import resolve_rule
+    from agent_inspect.cases import load_cases
+    from agent_inspect.cases import build_case
+    from agent_inspect.cases import CALL_RULE, run_case
 
     cases = load_cases(args.paths)
     if not cases:
         raise InspectError(f"no case files (*.toml) under {' '.join(args.paths)}")
     wanted = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
     for name in wanted or ():
-        get_rule(name)   # unknown names fail before any work, with the list of known rules
+        resolve_rule(name)   # unknown names fail before any work, with the list of known rules
     results = []
     for case in cases:
         if case.call_case is not None and not case.log:

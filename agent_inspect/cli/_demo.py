@@ -120,7 +120,7 @@ def _sample(explicit: str | None, markers: str | None) -> tuple[str, Any]:
 def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("original", "fixed")) -> dict[str, Any]:
     """Summary, per-rule reconstruction totals and the ledger of a log, as plain JSON-able data."""
     from agent_inspect.recovery import reconstruct
-    from agent_inspect.report._report import ledger_totals, prediction_of
+    from agent_inspect.report import ledger_totals, prediction_of
 
     out: dict[str, Any] = {"source": str(getattr(log.source, "location", "")), "summary": _plain(log.summary())}
     for rule in rules:
@@ -139,7 +139,7 @@ def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("origin
 
 
 def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> int:
-    from agent_inspect.sources import load
+    from agent_inspect.log import load
 
     source, parsed = _sample(sample, markers)
     log = load(source)

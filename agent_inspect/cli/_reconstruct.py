@@ -103,7 +103,7 @@ def analyse(log: Any, *, rule: str, markers: Any, ledger: bool = True) -> dict[s
 
 def _ledger(log: Any, rule: str, markers: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
     try:
-        from agent_inspect.recovery._predict import predict
+        from agent_inspect.recovery import predict
     except ImportError:
         return None, "the static prediction is not available in this build"
     try:
@@ -116,7 +116,7 @@ def _ledger(log: Any, rule: str, markers: Any) -> tuple[list[dict[str, Any]] | N
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.sources import load
+    from agent_inspect.log import load
 
     markers = _markers(args.markers)
     log = load(args.source)

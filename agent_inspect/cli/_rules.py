@@ -59,7 +59,7 @@ def _options(items: list[str]) -> dict[str, Any]:
 def _check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from agent_inspect.rules import check
+    from agent_inspect.checker import check
 
     if args.n < 0:
         raise InspectError(f"--n {args.n} must be 0 or more")

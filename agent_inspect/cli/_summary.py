@@ -28,7 +28,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_source(args: argparse.Namespace) -> Any:
     """The log named by ``args.source``, read with the options of :func:`add_source_arguments`."""
-    from agent_inspect.sources import load
+    from agent_inspect.log import load
 
     options: dict[str, Any] = {}
     if args.business_keys:
@@ -37,7 +37,7 @@ def load_source(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.log import _plain
+    from agent_inspect.log import plain_text as _plain
 
     summary = load_source(args).summary()
     if args.json:

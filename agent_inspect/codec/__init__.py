@@ -9,7 +9,8 @@ Bytes in, typed records out; no I/O. Key layouts are "K0", "K1", "K1.5-draft", "
     event_uuid(state.task_event.attributes) == key.event_uuid        # identity check (spec §4.3)
     encode_action_state(state, value_format="V2b")                   # Jackson-exact bytes of that version
 
-Free-form parts (event attributes, memory values) stay raw JSON (``msgspec.Raw``); parse them with
+Bulk decoding for the log builder (one summary row per record, keys as Arrow arrays) is in
+:mod:`agent_inspect.codec.bulk`. Free-form parts (event attributes, memory values) stay raw JSON (``msgspec.Raw``); parse them with
 ``Event.attrs()`` / ``MemoryUpdate.json_value()``. Pickled payloads are never unpickled unless you call
 :func:`unpickle_payload` with ``i_trust_this_payload=True``.
 """
@@ -42,6 +43,7 @@ from agent_inspect.codec._keys import (
     parse_state_key,
     resolve_state_keys,
 )
+from agent_inspect.codec._markers import merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
     PYTHON_EVENT,
@@ -70,4 +72,6 @@ __all__ = [
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest",
+    # recovery markers
+    "merge_markers",
 ]

@@ -23,6 +23,8 @@ from agent_inspect.executor._memory import Memory
 from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
 from agent_inspect.executor._record import OpaqueMemoryValue, RecordView, json_envelope_decoder
 from agent_inspect.executor._report import ReplaySafetyReport
+from agent_inspect.executor._plan import as_plan
+from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 
 __all__ = [
@@ -32,5 +34,5 @@ __all__ = [
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory
     "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
-    "python_function_id", "python_args_digest", "Memory", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
+    "python_function_id", "python_args_digest", "Memory", "as_plan", "KeyMaker", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import ActionDecl, AgentEvent
+from agent_inspect.agents import ActionDecl, AgentEvent
 
 __all__ = ["as_agent", "AgentView"]
 
@@ -45,7 +45,7 @@ def as_agent(agent: Any) -> AgentView:
         return agent
     if all(hasattr(agent, n) for n in ("actions", "listeners", "action_uuid", "run_action")):
         return AgentView(agent)
-    from agent_inspect.agents._flink import FlinkAgentAdapter, is_flink_agent
+    from agent_inspect.agents import FlinkAgentAdapter, is_flink_agent
 
     if is_flink_agent(agent):
         return AgentView(FlinkAgentAdapter(agent))

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import CallJournal, python_args_digest, python_function_id
 from agent_inspect.executor._events import wrap_subagent
 from agent_inspect.executor._memory import Memory

@@ -13,7 +13,7 @@ from typing import Any
 import greenlet
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
+from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
 from agent_inspect.executor._calls import (
     CallEvent, CallJournal, CallSlot, decode_recorded,
 )
@@ -207,7 +207,7 @@ class ReplayExecutor:
         self._source_kind = source_kind
         # lastCompletedSequenceNumber is keyed state: a checkpoint collects it for every key (§9.1), restored ones too
         self._restored_last_completed = {self._business_key(k): int(v) for k, v in restored_last_completed.items()}
-        from agent_inspect.recovery._rebuild import source_kind_of
+        from agent_inspect.recovery import source_kind_of
 
         if prune_tombstones and (source_kind or source_kind_of(self._log) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
@@ -234,26 +234,15 @@ class ReplayExecutor:
 
     @classmethod
     def from_case(cls, case: Any, *, rule: Any = None, **options: Any) -> ReplayExecutor:
-        """An executor over a case file's history (a path, a loaded ``Case`` or a ``BuiltCase``).
+        """Deprecated: use :func:`agent_inspect.cases.executor_for` (case files sit above the executor)."""
+        import importlib
+        import warnings
 
-        ``rule`` defaults to the first rule the case has expectations for.
-        """
-        from agent_inspect.rules import BuiltCase, Case, build_case, load_cases
-
-        built = case
-        if not isinstance(built, BuiltCase):
-            if not isinstance(built, Case):
-                found = load_cases([case])
-                if not found:
-                    raise ReplayError(f"no case in {case!r}; pass a case file path or a loaded Case")
-                built = found[0]
-            built = build_case(built)
-        rules = tuple(getattr(built.case, "rules", ()))
-        rule = rule if rule is not None else (rules[0] if rules else "fixed")
-        options.setdefault("agent", built.agent)
-        options.setdefault("plan", built.plan)
-        options.setdefault("markers", list(built.markers))
-        return cls(built.log, rule=rule, **options)
+        warnings.warn("ReplayExecutor.from_case moved to agent_inspect.cases.executor_for; call that instead "
+                      "(this name will be removed in the next release)", DeprecationWarning, stacklevel=2)
+        executor: ReplayExecutor = importlib.import_module("agent_inspect.cases").executor_for(
+            case, rule=rule, **options)
+        return executor
 
     # ------------------------------------------------------------------------------ control
 
@@ -739,7 +728,7 @@ class ReplayExecutor:
         return self._run.task_ordinal
 
     def _task(self, key: str, seq: int, decl: Any, event: AgentEvent, *, restored: bool) -> list[AgentEvent]:
-        from agent_inspect.recovery import Outcome, Task
+        from agent_inspect.store import Outcome, Task
 
         task_no = self._next_task()
         name = _name(decl)
@@ -874,7 +863,7 @@ class ReplayExecutor:
                    detail={"diff": tuple(diffs), "shadow": True})
 
     def _persist(self, t: Any, value: RecordView, what: str, common: dict[str, Any], *, extra: str = "") -> None:
-        from agent_inspect.recovery import Entry
+        from agent_inspect.store import Entry
 
         calls = value.calls
         entry = Entry(state_key=t.state_key, business_key=t.business_key, seq=t.seq, event_uuid=t.event_uuid,
@@ -964,7 +953,7 @@ class ReplayExecutor:
 
 def _restore_plan(plan: Any, cp: Checkpoint) -> Any:
     from agent_inspect.executor._plan import as_plan
-    from agent_inspect.recovery._plan import PendingTask
+    from agent_inspect.recovery import PendingTask
 
     base = as_plan(plan if plan is not None else {"inputs": []}, None)
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 
 __all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
+from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 __all__ = ["PlanView", "plan_view", "as_plan"]
 
@@ -54,7 +54,7 @@ def as_plan(plan: Any, log: Any, *, markers: Any = None) -> Any:
     "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
     ``{"input": value}``.
     """
-    from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
+    from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
 
     if plan is None:
         if log is None:

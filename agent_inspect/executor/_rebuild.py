@@ -18,20 +18,13 @@ def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | 
     ``source_kind`` ("kafka" / "fluss") picks the original rule's snapshot flavour; default: the log's.
     ``expected_fingerprint`` / ``max_parallelism`` are the K2 restore checks (spec §6.5).
     """
-    from agent_inspect.recovery import RecoverySession
-    from agent_inspect.recovery._predict import rebuild_checked
-    from agent_inspect.recovery._rebuild import source_kind_of
+    from agent_inspect.recovery import rebuild, source_kind_of
+    from agent_inspect.rules import resolve_rule
+    from agent_inspect.store import RecoverySession
 
     kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
-    session = RecoverySession(rule, source_kind=kind or "kafka")
+    session = RecoverySession(resolve_rule(rule), source_kind=kind or "kafka")
     if log is None:
         return session
-    if markers is None:
-        starts = dict(getattr(getattr(log, "source", None), "start_offsets", None) or {})
-        recs = log.records
-        if len(recs):
-            for p, off in recs.groupby("partition", observed=True)["offset"].min().items():
-                starts[int(p)] = min(starts.get(int(p), int(off)), int(off))
-        markers = [starts] if starts else []
-    return rebuild_checked(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint,
-                           max_parallelism=max_parallelism)
+    return rebuild(log, session.rule, markers, session=session, expected_fingerprint=expected_fingerprint,
+                   max_parallelism=max_parallelism)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import CallSlot
 from agent_inspect.executor._events import event_from_record
 

@@ -57,7 +57,7 @@ class KeyMaker:
 
     def _make(self, key: str) -> Any:
         from agent_inspect import codec
-        from agent_inspect.recovery._plan import KeyIdentity
+        from agent_inspect.recovery import KeyIdentity
 
         if self._log is not None and len(self._log.records):
             last = self._last_state_keys()

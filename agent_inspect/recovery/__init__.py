@@ -1,38 +1,40 @@
-"""The recovery model: the simulated action-state store, rebuild from markers, lookups under a rule.
+"""What a recovery does with a log: rebuild, reconstruct, lint and predict, under one rule.
 
-Pure: no I/O. ``Store`` is the cache with per-key range indexes; ``RecoverySession`` drives it
-under one :class:`agent_inspect.rules.DivergenceRule`; ``rebuild`` replays a log's rebuild window;
-``reconstruct`` explains what a recovery does with every record of a log.
+Pure: no I/O. ``rebuild`` replays a log's rebuild window into a :class:`~agent_inspect.store.RecoverySession`;
+``reconstruct`` explains what a recovery does with every record of a log; ``predict`` is the static path with
+the re-execution ledger; ``simulate`` drives a plan through an already rebuilt session. The store model
+itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent_inspect.store`.
 """
 
 from __future__ import annotations
 
+from agent_inspect._deprecated import moved
 from agent_inspect.recovery._lints import LINTS, lint
-from agent_inspect.recovery._model import (
-    DIVERGENCE_KINDS,
-    CacheEvent,
-    Divergence,
-    Entry,
-    LookupDecision,
-    Outcome,
-    PruneResult,
-    Task,
+from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
+from agent_inspect.recovery._predict import NOT_DISPATCHED, CallJournal, Prediction, Simulation, predict, simulate
+from agent_inspect.recovery._rebuild import (
+    Markers,
+    iter_entries,
+    normalize_markers,
+    rebuild,
+    rebuild_records,
+    source_kind_of,
+    window_mask,
 )
-from agent_inspect.recovery._rebuild import Markers, iter_entries, normalize_markers, rebuild, rebuild_records
 from agent_inspect.recovery._reconstruct import STATUSES, Reconstruction, reconstruct
-from agent_inspect.recovery._session import RecoverySession
-from agent_inspect.recovery._store import Store
-from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
-from agent_inspect.recovery._predict import Prediction, predict
 
 __all__ = [
-    # store model
-    "Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
-    "DIVERGENCE_KINDS",
     # reconstruction
     "reconstruct", "Reconstruction", "STATUSES", "lint", "LINTS",
-    # driving it
-    "RecoverySession", "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers",
+    # rebuilding a session from a log
+    "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "window_mask", "source_kind_of",
     # prediction
-    "predict", "Prediction", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
+    "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
+    "agent_event", "CallJournal",
+    # driving a plan through a rebuilt session
+    "simulate", "Simulation",
 ]
+
+__getattr__ = moved(__name__, dict.fromkeys(
+    ("Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
+     "DIVERGENCE_KINDS", "RecoverySession"), "agent_inspect.store"))

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
+from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog

@@ -20,22 +20,23 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.agents._protocol import (
-    OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, Agent, AgentEvent,
+from agent_inspect.agents import (
+    OUTPUT_EVENT,
+    SUBAGENT_EVENT,
+    ActionDecl,
+    Agent,
+    AgentEvent,
+    SubagentIdAllocator,
 )
-from agent_inspect.agents._subagents import SubagentIdAllocator
-from agent_inspect.recovery._model import CacheEvent, Divergence, Entry, Outcome, Task
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
-from agent_inspect.recovery._rebuild import (
-    Markers, iter_entries, rebuild, rebuild_records, restore_failures, source_kind_of, window_mask,
-)
-from agent_inspect.recovery._session import RecoverySession
+from agent_inspect.recovery._rebuild import Markers, rebuild
+from agent_inspect.store import CacheEvent, Divergence, Entry, Outcome, RecoverySession, Task
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
-__all__ = ["predict", "Prediction", "CallJournal", "CallOutcome", "NOT_DISPATCHED", "rebuild_checked"]
+__all__ = ["predict", "Prediction", "simulate", "Simulation", "CallJournal", "CallOutcome", "NOT_DISPATCHED"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
@@ -246,7 +247,7 @@ class _Call:
 class _Context:
     """The :class:`~agent_inspect.agents.ActionContext` a body runs against during prediction."""
 
-    def __init__(self, sim: _Simulation, rnd: _Round, decl: ActionDecl, event: AgentEvent, journal: CallJournal,
+    def __init__(self, sim: Simulation, rnd: _Round, decl: ActionDecl, event: AgentEvent, journal: CallJournal,
                  task_index: int, call: _Call | None) -> None:
         self._sim, self._round, self._decl, self._journal = sim, rnd, decl, journal
         self._task_index, self._call = task_index, call
@@ -325,7 +326,13 @@ class _Round:
     input: str
 
 
-class _Simulation:
+class Simulation:
+    """A replay plan driven through a rebuilt session, task by task (spec §9.3); see :func:`simulate`.
+
+    ``rows`` holds one dict per dispatched task (the columns of ``Prediction.tasks``), ``ledger`` the
+    re-executed bodies and calls, ``crashed`` whether the job would crash (restart loop).
+    """
+
     def __init__(self, log: Any, plan: ReplayPlan, agent: Agent, session: RecoverySession,
                  new_id: Callable[[], str]) -> None:
         self.log, self.plan, self.agent, self.session, self.new_id = log, plan, agent, session, new_id
@@ -337,6 +344,7 @@ class _Simulation:
         self.rounds: dict[tuple[str, int], str] = {}
         self.warnings: list[str] = []
         self._idents: dict[str, KeyIdentity] = dict(plan.keys)
+        self.crashed = False
 
     # identity -----------------------------------------------------------------------------------
     def ident(self, key: str) -> KeyIdentity:
@@ -535,50 +543,6 @@ class _Simulation:
         return names
 
 
-def rebuild_checked(log: Any, rule: Any, markers: Markers, *, session: RecoverySession | None = None,
-                    expected_fingerprint: str | None = None,
-                    max_parallelism: int | None = None) -> RecoverySession:
-    """:func:`~agent_inspect.recovery.rebuild` plus the K2 key-group range check for ``max_parallelism``.
-
-    Upstream fails a K2 restore on a key group outside ``[0, max_parallelism)`` (spec §6.5); a log
-    loaded without ``max_parallelism`` has no decode error to show it, so the window is checked here.
-    """
-    if max_parallelism is None:
-        return rebuild(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint)
-    if session is None:
-        session = RecoverySession(rule, source_kind=source_kind_of(log))
-    records = log.records if hasattr(log, "records") else log
-    source = getattr(log, "source", None)
-    mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None), source=source)
-    if not mask.any():
-        return session
-    if getattr(session.rule, "restore_checks", True):
-        found = {pos: (pos, msg, bk) for pos, msg, bk in
-                 restore_failures(records, mask, expected_fingerprint=expected_fingerprint)}
-        for pos, msg, bk in _key_group_failures(records, mask, max_parallelism):
-            found.setdefault(pos, (pos, msg, bk))
-        session.fail_restore([found[p] for p in sorted(found)])
-    rebuild_records(session, iter_entries(records, mask, undecodable=True))
-    return session
-
-
-def _key_group_failures(records: pd.DataFrame, mask: Any, max_parallelism: int) -> list[tuple[int, str, str | None]]:
-    sub = records[mask]
-    if sub.empty or "key_group" not in sub or "state_key" not in sub:
-        return []
-    v2 = sub["state_key"].astype(object).str.startswith("v2:", na=False)
-    if not v2.any():
-        return []
-    groups = sub["key_group"].astype("Int64")
-    bad = sub[v2 & groups.notna() & ((groups >= max_parallelism) | (groups < 0))]
-    out = []
-    for pos, sk, g, bk in zip(bad.index, bad["state_key"], bad["key_group"], bad["business_key"], strict=True):
-        msg = (f"Action-state key-group of {sk!r} is outside the configured range "
-               f"(key group {int(g)} is outside [0, {max_parallelism}))")
-        out.append((int(pos), msg, None if pd.isna(bk) else str(bk)))
-    return out
-
-
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
@@ -606,15 +570,13 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     if plan is None:
         plan = ReplayPlan.from_log(log, markers=markers)
     if agent is None:
-        from agent_inspect.agents._recorded import AsRecordedAgent
+        from agent_inspect.agents import AsRecordedAgent
 
         agent = AsRecordedAgent(log)
     if session is None:
-        if markers is None:
-            markers = _whole_log_markers(log)
-        session = rebuild_checked(log, rule, markers, expected_fingerprint=expected_fingerprint,
-                                  max_parallelism=max_parallelism)
-    sim = _Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())))
+        session = rebuild(log, rule, markers, expected_fingerprint=expected_fingerprint,
+                          max_parallelism=max_parallelism)
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())))
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
@@ -634,9 +596,11 @@ def _is_reconstruction(obj: Any) -> bool:
     return all(hasattr(obj, a) for a in ("log", "rule", "markers", "session", "divergences"))
 
 
-def _whole_log_markers(log: Any) -> list[dict[int, int]]:
-    recs = log.records
-    if recs.empty:
-        return []
-    starts = recs.groupby("partition", observed=True)["offset"].min()
-    return [{int(p): int(o) for p, o in starts.items()}]
+def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
+             new_id: Callable[[], str] | None = None) -> Simulation:
+    """Drive ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) and return
+    the :class:`Simulation` (``rows``, ``ledger``, ``crashed``). ``predict`` is this plus the rebuild and frames.
+    """
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())))
+    sim.crashed = sim.run()
+    return sim

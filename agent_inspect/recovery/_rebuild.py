@@ -10,15 +10,15 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.codec._markers import merge_markers
-from agent_inspect.recovery._model import Entry
-from agent_inspect.recovery._session import RecoverySession
+from agent_inspect.codec import merge_markers
+from agent_inspect.rules import resolve_rule
+from agent_inspect.store import DivergenceRule, Entry, RecoverySession
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
 
 __all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
-           "source_kind_of", "Undecodable", "restore_failures", "check_restore"]
+           "source_kind_of", "Undecodable", "restore_failures", "whole_log_markers"]
 
 #: Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None.
 Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
@@ -229,33 +229,69 @@ def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
     return out
 
 
-def check_restore(session: RecoverySession, records: pd.DataFrame, mask: np.ndarray | None = None, *,
-                  expected_fingerprint: str | None = None) -> None:
-    """Run the K2 restore checks on the window (unless the rule turns them off) and record a failure."""
-    if getattr(session.rule, "restore_checks", True):
-        session.fail_restore(restore_failures(records, mask, expected_fingerprint=expected_fingerprint))
+def whole_log_markers(log: Any) -> list[dict[int, int]]:
+    """What ``markers=None`` means everywhere: the whole loaded log is the rebuild window.
+
+    Per partition, the lower of where the source started reading and the first loaded offset.
+    """
+    starts = dict(getattr(getattr(log, "source", None), "start_offsets", None) or {})
+    records = _frame(log)
+    if len(records):
+        for p, off in records.groupby("partition", observed=True)["offset"].min().items():
+            starts[int(p)] = min(starts.get(int(p), int(off)), int(off))
+    return [starts] if starts else []
 
 
-def rebuild(log: ActionStateLog | pd.DataFrame, rule: Any = "fixed", markers: Markers = None, *,
-            session: RecoverySession | None = None, expected_fingerprint: str | None = None) -> RecoverySession:
+def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fixed", markers: Markers = None, *,
+            session: RecoverySession | None = None, expected_fingerprint: str | None = None,
+            max_parallelism: int | None = None, attempts: Sequence[Any] | None = None) -> RecoverySession:
     """Rebuild the cache the way a restore does and return the driven :class:`RecoverySession`.
 
     ``markers`` is the list of recovery markers (``{partition: offset}`` maps, one per subtask):
     per partition the minimum offset is taken, only marker partitions are read, forward to the end
     of the loaded log; records are applied in log order with last write wins, tombstones delete,
-    and the rule's rebuild hook runs before each write lands. ``None`` (or ``[]``) is a fresh
-    start: an empty cache. Undecodable records are skipped and reported as "undecodable"
-    divergences (the cached entry of their key stays). In a K2 window a malformed key, a key
-    group out of range or a serializer fingerprint other than ``expected_fingerprint`` (default:
-    the window's most common) fails the restore, as upstream does: a "restore-failure"
-    divergence, and every lookup FAILs (rule attribute ``restore_checks=False`` turns this off).
+    and the rule's rebuild hook runs before each write lands. ``None`` means the whole loaded log is
+    the window; ``[]`` is a fresh start (an empty cache, spec §6.5 step 1). Undecodable records are
+    skipped and reported as "undecodable" divergences (the cached entry of their key stays). In a K2
+    window a malformed key, a key group out of range (``max_parallelism``; by default only the
+    decoder's own check) or a serializer fingerprint other than ``expected_fingerprint`` (default:
+    the window's most common) fails the restore, as upstream does: a "restore-failure" divergence,
+    and every lookup FAILs (rule attribute ``restore_checks=False`` turns this off). ``attempts``
+    (one per record) tags the rebuilt entries.
     """
+    if markers is None:
+        markers = whole_log_markers(log)
     if session is None:
-        session = RecoverySession(rule, source_kind=source_kind_of(log))
+        session = RecoverySession(resolve_rule(rule), source_kind=source_kind_of(log))
     records = _frame(log)
     source = getattr(log, "source", None)
     mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None), source=source)
-    if mask.any():
-        check_restore(session, records, mask, expected_fingerprint=expected_fingerprint)
-        rebuild_records(session, iter_entries(records, mask, undecodable=True))
+    if not mask.any():
+        return session
+    if getattr(session.rule, "restore_checks", True):
+        failures = restore_failures(records, mask, expected_fingerprint=expected_fingerprint)
+        if max_parallelism is not None:
+            found = {pos: (pos, msg, bk) for pos, msg, bk in failures}
+            for pos, msg, bk in _key_group_failures(records, mask, max_parallelism):
+                found.setdefault(pos, (pos, msg, bk))
+            failures = [found[p] for p in sorted(found)]
+        session.fail_restore(failures)
+    rebuild_records(session, iter_entries(records, mask, attempts=attempts, undecodable=True))
     return session
+
+
+def _key_group_failures(records: pd.DataFrame, mask: Any, max_parallelism: int) -> list[tuple[int, str, str | None]]:
+    sub = records[mask]
+    if sub.empty or "key_group" not in sub or "state_key" not in sub:
+        return []
+    v2 = sub["state_key"].astype(object).str.startswith("v2:", na=False)
+    if not v2.any():
+        return []
+    groups = sub["key_group"].astype("Int64")
+    bad = sub[v2 & groups.notna() & ((groups >= max_parallelism) | (groups < 0))]
+    out = []
+    for pos, sk, g, bk in zip(bad.index, bad["state_key"], bad["key_group"], bad["business_key"], strict=True):
+        msg = (f"Action-state key-group of {sk!r} is outside the configured range "
+               f"(key group {int(g)} is outside [0, {max_parallelism}))")
+        out.append((int(pos), msg, None if pd.isna(bk) else str(bk)))
+    return out

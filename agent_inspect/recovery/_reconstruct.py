@@ -13,17 +13,15 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
-from agent_inspect.recovery._model import Entry, Outcome, Task
-from agent_inspect.recovery._rebuild import (
-    Markers, check_restore, iter_entries, normalize_markers, rebuild_records, source_kind_of, window_mask,
-)
-from agent_inspect.recovery._session import RecoverySession
+from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, whole_log_markers, window_mask
+from agent_inspect.rules import resolve_rule
+from agent_inspect.store import Entry, Outcome, RecoverySession, Task
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
-    from agent_inspect.rules import DivergenceRule
+    from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
 
@@ -170,24 +168,17 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
                  expected_fingerprint: str | None) -> Reconstruction:
     from agent_inspect.history import build_history
 
-    from agent_inspect.recovery._session import resolve_rule
-
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
     rule_obj = resolve_rule(rule)
     history = build_history(records)
     ann = history.records
-    session = RecoverySession(rule_obj, source_kind=source_kind_of(log))
-    if markers is None:
-        in_window = np.ones(len(records), dtype=bool)
-    else:
-        source = getattr(log, "source", None)
-        in_window = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None),
-                                source=source)
     attempts = ann["attempt"].astype(object).tolist()
-    check_restore(session, records, in_window, expected_fingerprint=expected_fingerprint)
-    rebuild_records(session, iter_entries(records, in_window, attempts=attempts, undecodable=True))
+    session = rebuild(log, rule_obj, markers, expected_fingerprint=expected_fingerprint, attempts=attempts)
+    source = getattr(log, "source", None)
+    in_window = window_mask(records, whole_log_markers(log) if markers is None else markers,
+                            start_offsets=getattr(source, "start_offsets", None), source=source)
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)

@@ -8,6 +8,6 @@ The CLI equivalent is ``agent-inspect report SOURCE --rule fixed -o report.html`
 
 from __future__ import annotations
 
-from agent_inspect.report._report import render_report, write_report
+from agent_inspect.report._report import ledger_totals, prediction_of, render_report, write_report
 
-__all__ = ["write_report", "render_report"]
+__all__ = ["write_report", "render_report", "prediction_of", "ledger_totals"]

@@ -1,11 +1,14 @@
-"""Divergence rules: the protocol users subclass, and the built-in rules by name.
+"""Divergence rules: the protocol you subclass, the built-in rules, and the one resolver.
 
-``get_rule("fixed")`` (or ``RULES``) gives a built-in; subclass :class:`DivergenceRule` to
-prototype your own and pass it anywhere a rule name is accepted.
+``resolve_rule("fixed")`` (or ``RULES``) gives a built-in; ``"original:kafka-k1"`` an original-rule
+flavour; ``"my_module:MyRule"`` your own. Subclass :class:`DivergenceRule` to prototype a rule and
+pass it anywhere a rule name is accepted. Case files live in :mod:`agent_inspect.cases`, the
+randomized safety checker in :mod:`agent_inspect.checker`.
 """
 
 from __future__ import annotations
 
+from agent_inspect._deprecated import moved
 from agent_inspect.rules._builtin import (
     FLAVOURS,
     RULES,
@@ -15,29 +18,21 @@ from agent_inspect.rules._builtin import (
     LookupOnlyRule,
     NaiveRule,
     OriginalRule,
-    get_rule,
 )
-from agent_inspect.rules._protocol import DivergenceRule, RuleState
-from agent_inspect.rules._cases import Case, load_cases
-from agent_inspect.rules._cases_build import BuiltCase, build_case
-from agent_inspect.rules._cases_run import CaseResult, run_case
-from agent_inspect.rules._compare import compare
+from agent_inspect.rules._resolve import get_rule, resolve_rule
+from agent_inspect.store import DivergenceRule, Entry, LookupDecision, PruneResult, RuleState, Task
 
 __all__ = [
-    "DivergenceRule", "RuleState", "RULES", "FLAVOURS", "get_rule",
+    # writing your own rule
+    "DivergenceRule", "RuleState", "LookupDecision", "Entry", "Task", "PruneResult",
+    # the built-in rules
+    "RULES", "FLAVOURS", "resolve_rule", "get_rule",
     "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule", "BranchAwareRule",
-    # case matrix
-    "Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare",
 ]
 
-# the rule safety checker: randomized recovery histories (appended by the checker)
-from agent_inspect.rules._check import CheckReport, Counterexample, check  # noqa: E402
-from agent_inspect.rules._history_gen import (  # noqa: E402
-    History,
-    HistoryOptions,
-    RuleCheckError,
-    generate_history,
-)
-
-__all__ += ["check", "CheckReport", "Counterexample", "HistoryOptions", "History", "generate_history",
-            "RuleCheckError"]
+__getattr__ = moved(__name__, {
+    **dict.fromkeys(("Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare"),
+                    "agent_inspect.cases"),
+    **dict.fromkeys(("check", "CheckReport", "Counterexample", "HistoryOptions", "History", "generate_history",
+                     "RuleCheckError"), "agent_inspect.checker"),
+})

@@ -5,19 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.recovery._model import Entry, LookupDecision, PruneResult, Task
-from agent_inspect.recovery._store import strict_k1_seq
-from agent_inspect.rules._protocol import DivergenceRule, RuleState
-
-if TYPE_CHECKING:
-    from agent_inspect.recovery._session import RecoverySession
+from agent_inspect.store import (
+    DivergenceRule,
+    Entry,
+    LookupDecision,
+    PruneResult,
+    RecoverySession,
+    RuleState,
+    Task,
+    strict_k1_seq,
+)
 
 __all__ = [
     "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule",
-    "BranchAwareRule", "RULES", "FLAVOURS", "get_rule",
+    "BranchAwareRule", "RULES", "FLAVOURS",
 ]
 
 #: Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen.
@@ -364,16 +368,3 @@ RULES: Mapping[str, Callable[..., DivergenceRule]] = MappingProxyType({
     "branch-aware": BranchAwareRule,
     "fixed+round-regression": FixedRoundRegressionRule,
 })
-
-
-def get_rule(name: str, **options: Any) -> DivergenceRule:
-    """A built-in rule by name (``RULES``); ``"original:kafka-k1"`` selects an original-rule flavour."""
-    base, _, flavour = name.partition(":")
-    if flavour:
-        if base != "original":
-            raise RecoveryError(f"only the original rule has flavours, got {name!r}")
-        options["flavour"] = flavour
-    factory = RULES.get(base)
-    if factory is None:
-        raise RecoveryError(f"unknown rule {name!r}; use one of {', '.join(RULES)} (or original:<flavour>)")
-    return factory(**options)

@@ -1,18 +1,32 @@
 """Sources, the only I/O of agent_inspect: Kafka topics, Fluss tables and dump files.
 
-Every loader is read-only and returns an :class:`agent_inspect.log.ActionStateLog`::
+Readers hand raw columns (:class:`~agent_inspect.raw.RawBatch`) to the log builder and never interpret
+records; writers export a log byte-exact. Every reader is read-only. Most users want
+:func:`agent_inspect.load` instead, which reads and decodes::
 
-    log = load("kafka://broker:9092/action-state")                     # or fluss://host:9123/db.table, or a path
-    log = load_kafka("broker:9092", "action-state", markers=[{0: 120, 1: 98}], business_keys=["order-7"])
-    log = load_fluss("fluss:9123", "flink_agents.action_state", markers=[{0: 5, 1: 9}])
-    log = load_file("dump.jsonl")                                       # kcat -J, plain JSONL or Parquet
-    write_parquet(log, "copy.parquet")                                  # exact bytes, reloadable
+    read = read_file("dump.jsonl")                  # FileRead: batch, line errors, SourceInfo
+    write_parquet(log, "copy.parquet")              # exact bytes, reloadable
 """
 
 from __future__ import annotations
 
-from agent_inspect.sources._files import write_jsonl, write_parquet
-from agent_inspect.sources._load import load, load_file, load_fluss, load_kafka
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect._deprecated import moved
+from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
+from agent_inspect.sources._fluss import ConnectionFactory, read_fluss
+from agent_inspect.sources._kafka import open_kafka, read_partitions
+from agent_inspect.sources._keys import business_key_rows, take
+from agent_inspect.sources._offsets import ReadPlan
+from agent_inspect.sources._progress import progress_bar
 
-__all__ = ["load", "load_kafka", "load_fluss", "load_file", "write_parquet", "write_jsonl", "RawBatch", "SourceInfo"]
+__all__ = [
+    # raw columns
+    "RawBatch", "SourceInfo",
+    # readers
+    "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan",
+    "business_key_rows", "take", "progress_bar",
+    # writers
+    "write_parquet", "write_jsonl",
+]
+
+__getattr__ = moved(__name__, dict.fromkeys(("load", "load_kafka", "load_fluss", "load_file"), "agent_inspect.log"))

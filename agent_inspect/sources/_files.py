@@ -30,7 +30,7 @@ import msgspec
 from agent_inspect._errors import SourceError
 from agent_inspect._bulk import gc_paused
 from agent_inspect.sources._progress import progress_bar
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_METADATA_KEY"]
 

@@ -17,7 +17,7 @@ from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.sources._keys import business_key_filter
 from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["ConnectionFactory", "read_fluss"]
 

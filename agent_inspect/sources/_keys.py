@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from agent_inspect.sources._raw import RawBatch
+from agent_inspect.raw import RawBatch
 
 __all__ = ["business_key_filter", "business_key_rows", "candidate_partitions", "take"]
 

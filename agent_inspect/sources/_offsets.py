@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_inspect._errors import DataLossError, SourceError, UnknownPartitionError
-from agent_inspect.codec._markers import merge_markers as codec_merge_markers
+from agent_inspect.codec import merge_markers as codec_merge_markers
 
 __all__ = ["ReadPlan", "merge_markers", "plan_reads"]
 

@@ -20,7 +20,7 @@ _WIDE_CASES = 12
 
 
 class RuleComparison(w.VBox):
-    """Show the frame of ``ai.rules.compare(...)``: pick a metric, see it as a heatmap and a table.
+    """Show the frame of ``ai.cases.compare(...)``: pick a metric, see it as a heatmap and a table.
 
     Accepts the long form (one row per rule and case or key, one column per metric) or an already
     pivoted matrix (rules as index, cases as columns).
@@ -30,7 +30,7 @@ class RuleComparison(w.VBox):
         super().__init__()
         self.add_class("ai-rule-compare")
         if not isinstance(frame, pd.DataFrame):
-            raise TypeError(f"expected the DataFrame of ai.rules.compare(...), got {type(frame).__name__}")
+            raise TypeError(f"expected the DataFrame of ai.cases.compare(...), got {type(frame).__name__}")
         self.frame = frame
         self._rule_col = first_column(frame, "rule", "rule_name")
         self._case_col = first_column(frame, "case", "case_id", "key", "business_key")

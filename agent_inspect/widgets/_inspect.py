@@ -131,7 +131,7 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - a reconstruction result → :class:`ResultInspector` (records, timeline, divergences, graph);
     - a replay executor → :class:`ReplayStepper`;
     - a prediction (``result.predict(...)``) → :class:`PredictionView`;
-    - the DataFrame of ``ai.rules.compare(...)`` → :class:`RuleComparison`;
+    - the DataFrame of ``ai.cases.compare(...)`` → :class:`RuleComparison`;
     - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
 
     Keyword options go to that widget's constructor.
@@ -149,4 +149,4 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     if isinstance(obj, pd.DataFrame) and {"rule"} <= set(obj.columns):
         return RuleComparison(obj, **options)
     raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
-                    "reconstruction, a prediction, a ReplayExecutor or the frame of ai.rules.compare(...)")
+                    "reconstruction, a prediction, a ReplayExecutor or the frame of ai.cases.compare(...)")

@@ -40,7 +40,7 @@ CELLS = [
     "ai.inspect(executor)",
     # a rule whose name is a probe, compared on the probe log
     f"class ProbeRule(FixedRule):\n    name = {PROBES['action']!r}\n"
-    "ai.inspect(ai.rules.compare(log, [ProbeRule(), 'original']))",
+    "ai.inspect(ai.cases.compare(log, [ProbeRule(), 'original']))",
     "executor.report()",
     "ai.recovery.predict(log, rule='original')",
     "fixed.divergences",
@@ -121,7 +121,7 @@ def test_probes_never_run_in_static_views_or_the_report(plain_page, tmp_path: Pa
 
     views = {"log": log, "original": result, "fixed": fixed, "prediction": ai.recovery.predict(log, rule="original"),
              "executor": executor, "replay safety": executor.report(), "divergences": fixed.divergences,
-             "lints": fixed.lints, "steps": executor.steps, "rule check": ai.rules.check(ProbeRule(), n=3)}
+             "lints": fixed.lints, "steps": executor.steps, "rule check": ai.checker.check(ProbeRule(), n=3)}
     parts = []
     for name, obj in views.items():
         fragment = obj._repr_html_()

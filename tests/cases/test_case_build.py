@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_inspect import codec
-from agent_inspect.rules import build_case, load_cases, run_case
-from agent_inspect.rules._cases import parse_case
+from agent_inspect.cases import build_case, load_cases, run_case
+from agent_inspect.cases._format import parse_case
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_ID = {c.id: c for c in load_cases(ROOT / "cases")}

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_inspect import CaseFileError
-from agent_inspect.rules._cases import parse_case
-from agent_inspect.rules._cases_notation import event_label, parse_event, parse_expectation
+from agent_inspect.cases._format import parse_case
+from agent_inspect.cases._notation import event_label, parse_event, parse_expectation
 
 MINIMAL = """
 id = "X01"
@@ -160,7 +160,7 @@ expect = [{ outcome = "hit", index = 0 }]
 def test_agent_inferred_from_the_log(case_id):
     from pathlib import Path
 
-    from agent_inspect.rules import run_case
+    from agent_inspect.cases import run_case
 
     data = tomllib.loads((Path(__file__).resolve().parents[2] / "cases" / f"{case_id}.toml").read_text())
     declared = data.pop("agent")["actions"]
@@ -199,7 +199,7 @@ def test_tombstone_lines_are_checked_per_variant():
 
 def test_replay_agent_is_the_new_code_and_the_log_keeps_the_old_uuids():
     from agent_inspect import codec
-    from agent_inspect.rules import build_case, run_case
+    from agent_inspect.cases import build_case, run_case
 
     text = MINIMAL.replace('[expect]\nfixed = "A.IA=REUSE"', """
 [replay_agent]
@@ -241,7 +241,7 @@ body = [{ call = "post" }]
 
 
 def test_java_hit_on_a_null_result_throws():
-    from agent_inspect.rules import run_case
+    from agent_inspect.cases import run_case
 
     (ok,) = parse(JAVA_PENDING + 'expect = [{ outcome = "hit", index = 0, throws = "NullPointerException" }]\n')
     result = run_case(ok)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_inspect.rules import build_case, load_cases, run_case
+from agent_inspect.cases import build_case, load_cases, run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "docs" / "spec" / "divergence-cases.md"
@@ -73,7 +73,7 @@ def test_genuine_cases_never_stale_under_the_fixed_family(rule):
 def test_predicted_notation_pastes_back_as_an_expectation(case_id):
     from dataclasses import replace
 
-    from agent_inspect.rules._cases_notation import parse_expectation
+    from agent_inspect.cases._notation import parse_expectation
 
     case = next(c for c in CASES if c.id == case_id)
     first = run_case(case, "original")

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from agent_inspect.rules import resolve_rule
+
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_inspect.agents import ActionDecl, AgentEvent, BaseAgent
-from agent_inspect.recovery import KeyIdentity, RecoverySession, ReplayInput, ReplayPlan, predict
+from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, predict
+from agent_inspect.store import RecoverySession
 from agent_inspect.recovery._predict import CallJournal
-from agent_inspect.rules import build_case, load_cases, run_case
-from agent_inspect.rules._cases import parse_case
+from agent_inspect.cases import build_case, load_cases, run_case
+from agent_inspect.cases._format import parse_case
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_ID = {c.id: c for c in load_cases(ROOT / "cases")}
@@ -116,7 +119,7 @@ def test_subagent_ids_follow_the_spec_namespace():
     plan = ReplayPlan(inputs=(ReplayInput("user-42", AgentEvent("_input_event", {"input": "hello"}, "e1")),),
                       restored_seq={"user-42": 6},
                       keys={"user-42": KeyIdentity("user-42", "K1.5", key_text="user-42", key_group=20)})
-    pred = predict(None, plan, _Caller(), session=RecoverySession("fixed"))
+    pred = predict(None, plan, _Caller(), session=RecoverySession(resolve_rule("fixed")))
     assert list(pred.tasks["action"]) == ["caller", "review"]
     assert list(pred.tasks["outcome"]) == ["RERUN", "RERUN"]
     session = "2def7c78-fd9b-3b6b-86fe-9cc1a5e10e0e-0"           # spec §11.2 / Example E

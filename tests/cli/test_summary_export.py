@@ -21,7 +21,8 @@ from agent_inspect.codec import (
     name_action_uuid,
 )
 from agent_inspect.log import ActionStateLog
-from agent_inspect.sources import RawBatch, SourceInfo, load_file, write_jsonl
+from agent_inspect.log import load_file
+from agent_inspect.sources import RawBatch, SourceInfo, write_jsonl
 
 ACT = name_action_uuid("act")
 

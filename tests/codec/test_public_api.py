@@ -12,7 +12,7 @@ EXPECTED = {
     "canonical_json", "java_double", "uuid3", "event_uuid", "java_string_hash", "java_long_hash",
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
-    "python_function_id", "python_args_digest",
+    "python_function_id", "python_args_digest", "merge_markers",
 }
 
 
@@ -28,5 +28,7 @@ def test_log_module_surface():
     import agent_inspect
     from agent_inspect import log
 
-    assert log.__all__ == ["ActionStateLog", "COLUMNS"]
+    assert log.__all__ == ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log",
+                           "plain_text"]
     assert agent_inspect.ActionStateLog is log.ActionStateLog
+    assert agent_inspect.load is log.load and agent_inspect.load_kafka is log.load_kafka

@@ -9,11 +9,12 @@ import pytest
 
 from agent_inspect import codec
 from agent_inspect.agents._protocol import AgentEvent
+from agent_inspect.cases import executor_for
 from agent_inspect.executor import ReplayExecutor, StepKind
 from agent_inspect.recovery._plan import KeyIdentity, ReplayInput, ReplayPlan
 from agent_inspect.recovery._predict import predict
-from agent_inspect.rules._cases import load_cases
-from agent_inspect.rules._cases_build import build_case, call_result
+from agent_inspect.cases._format import load_cases
+from agent_inspect.cases._build import build_case, call_result
 
 CASES = sorted((Path(__file__).resolve().parents[2] / "cases").glob("*.toml"))
 ALL = load_cases(CASES)
@@ -171,9 +172,9 @@ def test_recorded_pickles_stay_opaque_unless_trusted():
 
 def test_from_case_file():
     path = next(p for p in CASES if p.name == "N04.toml")
-    ex = ReplayExecutor.from_case(path, rule="original")
+    ex = executor_for(path, rule="original")
     ex.run()
     assert [(a, o) for _, a, o in _dispatched(ex)] == [("IA", "REUSE"), ("WA", "REUSE"), ("IA", "RERUN"),
                                                        ("WA", "RERUN")]
     case = next(c for c in ALL if c.id == "S03")
-    assert [o for _, _, o in _dispatched(ReplayExecutor.from_case(case, rule="fixed"))] == []   # not started
+    assert [o for _, _, o in _dispatched(executor_for(case, rule="fixed"))] == []   # not started

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent_inspect.cases import executor_for
 from agent_inspect.executor import ReplayExecutor, StepKind
-from agent_inspect.rules import build_case, load_cases
+from agent_inspect.cases import build_case, load_cases
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 
@@ -69,7 +70,7 @@ def test_a_failing_prune_fails_the_job(tmp_path):
     # snapshot Kafka pruneState throws on key text with '_': notifyCheckpointComplete fails the job (§8.3)
     path = tmp_path / "N01U.toml"
     path.write_text(N01U)
-    ex = ReplayExecutor.from_case(load_cases([path])[0], rule="original")
+    ex = executor_for(load_cases([path])[0], rule="original")
     ex.run()
     assert ex.failure is None and ex.done
     ex.checkpoint()
@@ -107,7 +108,7 @@ def test_subagent_ids_per_handle_and_both_engines_agree_on_every_crash_point():
     from agent_inspect.executor._plan import as_plan
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import predict
-    from agent_inspect.sources._raw import RawBatch
+    from agent_inspect.raw import RawBatch
 
     agent = _caller_agent()
     plan = {"inputs": [("k", "A")], "restored_seq": {"k": 4}}

@@ -98,7 +98,8 @@ def test_prune_tombstones_are_a_kafka_setting(tmp_path):
     # a dump of a Kafka topic is a Kafka store's log: the option applies
     ex = ReplayExecutor(agent=memo_agent(), key_format="K1.5", seed=1, plan={"inputs": [("k", "a")]})
     ex.run()
-    from agent_inspect.sources import load_file, write_jsonl
+    from agent_inspect.log import load_file
+    from agent_inspect.sources import write_jsonl
 
     dumped = load_file(write_jsonl(ex.to_log(), tmp_path / "topic.jsonl"))
     assert dumped.source.kind == "file"

@@ -215,6 +215,7 @@ def test_replay_never_writes_to_the_loaded_log_or_uses_a_client(monkeypatch):
     import confluent_kafka
     import confluent_kafka.admin
 
+    import agent_inspect.log as loaders
     import agent_inspect.sources as sources
 
     def forbidden(*a, **k):
@@ -224,6 +225,8 @@ def test_replay_never_writes_to_the_loaded_log_or_uses_a_client(monkeypatch):
         monkeypatch.setattr(confluent_kafka, name, forbidden)
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", forbidden)
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
+        monkeypatch.setattr(loaders, name, forbidden)
+    for name in ("read_file", "open_kafka", "read_partitions", "read_fluss"):
         monkeypatch.setattr(sources, name, forbidden)
     agent = cascade_agent()
     ex1, marker = first_attempt(agent, [("k", "a"), ("k", "b")])

@@ -25,7 +25,7 @@ from agent_inspect.codec import (
     subagent_ids,
     subagent_namespace_digest,
 )
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 
 FINGERPRINT = base64.b64encode(hashlib.sha256(b"StringSerializer").digest()).decode()
 SUCCESS = base64.b64encode(b'"ok"').decode()

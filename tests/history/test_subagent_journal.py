@@ -9,7 +9,7 @@ from agent_inspect.executor import ReplayExecutor
 from agent_inspect.history import action_graph, subagent_tree
 from agent_inspect.log import ActionStateLog
 from agent_inspect.recovery import reconstruct
-from agent_inspect.sources._raw import RawBatch
+from agent_inspect.raw import RawBatch
 
 
 def ask(text: str) -> str:

@@ -11,7 +11,7 @@ from agent_inspect.codec import (
     key_group, name_action_uuid, string_key_digest,
 )
 from agent_inspect.log import ActionStateLog
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 
 FINGERPRINT = "A" * 43 + "="
 INPUT_CLASS = "org.apache.flink.agents.api.InputEvent"

@@ -9,13 +9,15 @@
 
 from __future__ import annotations
 
+from agent_inspect.rules import resolve_rule
+
 import itertools
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_inspect.recovery import Entry, Outcome, RecoverySession, Task
+from agent_inspect.store import Entry, Outcome, RecoverySession, Task
 
 SEGMENT_RULES = ["original:segment", "naive", "fixed", "lookup-only", "fixed+round-regression", "branch-aware"]
 PROTECTIVE = ["fixed", "lookup-only", "fixed+round-regression", "branch-aware"]
@@ -53,7 +55,7 @@ def feed(session: RecoverySession, rows: list[tuple[int, Entry | None, str]]) ->
 @settings(deadline=None, max_examples=120)
 @given(st.lists(record, max_size=30), st.lists(record, max_size=15), st.sampled_from(SEGMENT_RULES))
 def test_segment_evictions_stay_inside_their_key_and_range(rows, lookups, rule) -> None:
-    session = RecoverySession(rule)
+    session = RecoverySession(resolve_rule(rule))
     feed(session, build(rows))
     for k, s, fp, action, _, _ in lookups:
         t = Task(k, s, f"{k}|{s}|{fp}|{action}", fp, action, event_id=f"x{fp}", is_root=action != "WA",
@@ -92,22 +94,22 @@ def reference_fixed_rebuild(rows, regression: bool) -> dict[str, int]:
 def test_rebuild_is_order_faithful_and_idempotent(rows) -> None:
     log = build(rows)
     for rule, regression in (("fixed", False), ("fixed+round-regression", True)):
-        once = RecoverySession(rule)
+        once = RecoverySession(resolve_rule(rule))
         feed(once, log)
         got = {e.state_key: e.pos for e in once.store.entries()}
         assert got == reference_fixed_rebuild(log, regression)
-        again = RecoverySession(rule)
+        again = RecoverySession(resolve_rule(rule))
         feed(again, log)
         assert {e.state_key: e.pos for e in again.store.entries()} == got
         survivors = sorted(once.store.entries(), key=lambda e: e.pos)
-        twice = RecoverySession(rule)                       # rebuilding what a rebuild kept changes nothing
+        twice = RecoverySession(resolve_rule(rule))                       # rebuilding what a rebuild kept changes nothing
         feed(twice, [(e.pos, e, e.state_key) for e in survivors])
         assert {e.state_key: e.pos for e in twice.store.entries()} == got
         again.store.clear()                                 # a cleared store (Fluss rebuild) starts over
         again.state = again.rule.new_state()
         feed(again, log)
         assert {e.state_key: e.pos for e in again.store.entries()} == got
-    plain = RecoverySession("naive")
+    plain = RecoverySession(resolve_rule("naive"))
     feed(plain, log)
     last: dict[str, int | None] = {}
     for pos, e, sk in log:
@@ -130,7 +132,7 @@ class Production:
 
     def attempt(self, inputs: list[str], fail_after: int | None, *, check: bool = False,
                 rule: str | None = None) -> list[str]:
-        session = RecoverySession(rule or self.rule)
+        session = RecoverySession(resolve_rule(rule or self.rule))
         for e in self.log:
             session.rebuild_entry(e)
         outcomes: list[str] = []

@@ -83,7 +83,8 @@ def test_markers_select_the_window() -> None:
     assert reconstruct(log, markers=[]).records["status"].eq("outside").all()
     session = ai.recovery.rebuild(log, "fixed", markers={0: 4})
     assert len(session.store) == 2
-    assert len(ai.recovery.rebuild(log, "fixed", markers=None).store) == 0
+    assert len(ai.recovery.rebuild(log, "fixed", markers=[]).store) == 0          # a fresh start
+    assert len(ai.recovery.rebuild(log, "fixed", markers=None).store) == 4        # the whole loaded log
     with pytest.raises(ai.RecoveryError, match="marker"):
         ai.recovery.rebuild(log, "fixed", markers=[{0: "x"}])
 
@@ -92,7 +93,7 @@ def test_marker_below_loaded_start_is_an_error() -> None:
     b = n04()
     log = b.log()
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.sources._raw import SourceInfo
+    from agent_inspect.raw import SourceInfo
 
     shifted = ActionStateLog.from_raw(b.batch, SourceInfo(kind="kafka", location="x", topic="t",
                                                           start_offsets={0: 3}, end_offsets={0: 8}))
@@ -179,7 +180,7 @@ def test_custom_rule_and_errors() -> None:
         name = "keep"
 
         def lookup(self, session, task):
-            return ai.recovery.LookupDecision.found(session.store.get(task.state_key))
+            return ai.store.LookupDecision.found(session.store.get(task.state_key))
 
     r = reconstruct(g01().log(), KeepEverything)
     assert r.rule.name == "keep" and completed(r)["status"].tolist() == ["live"] * 3

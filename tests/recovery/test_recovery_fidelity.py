@@ -13,7 +13,7 @@ from recovery_logs import LogBuilder, inp, work  # noqa: E402
 
 from agent_inspect.executor import ReplayExecutor, StepKind  # noqa: E402
 from agent_inspect.recovery import ReplayPlan, predict, reconstruct  # noqa: E402
-from agent_inspect.rules import compare  # noqa: E402
+from agent_inspect.cases import compare
 
 
 def n04() -> LogBuilder:

@@ -15,7 +15,7 @@ _EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 
 
 def test_public_names() -> None:
-    assert ai.report.__all__ == ["write_report", "render_report"]
+    assert ai.report.__all__ == ["write_report", "render_report", "prediction_of", "ledger_totals"]
     assert ai.write_report is write_report
 
 

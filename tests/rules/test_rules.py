@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agent_inspect.recovery import Entry, Outcome, RecoverySession, Task
-from agent_inspect.rules import RULES, DivergenceRule, get_rule
+from agent_inspect.store import Entry, Outcome, RecoverySession, Task
+from agent_inspect.rules import DivergenceRule, RULES, resolve_rule
 
 _ids = itertools.count()
 
@@ -79,7 +79,7 @@ class Replay:
 
 def run(rule: str | DivergenceRule, lines: list[Line], tasks: list[tuple], *, source_kind: str | None = None,
         fmt: str = "K1") -> tuple[list[str], RecoverySession]:
-    session = RecoverySession(rule, source_kind=source_kind)
+    session = RecoverySession(resolve_rule(rule), source_kind=source_kind)
     for pos, entry, key in entries(lines, fmt):
         if entry is None:
             session.delete(key, pos=pos)
@@ -276,18 +276,18 @@ def test_p03_java_action_uuid_instability() -> None:
 def test_prune_flavours() -> None:
     lines = [Line("tenant_1", 5, "IA", "A", "a1", root=True), Line("t", 5, "IA", "A", "a1", root=True),
              Line("t", 6, "IA", "B", "b1", root=True)]
-    session = RecoverySession("original:kafka-k1")
+    session = RecoverySession(resolve_rule("original:kafka-k1"))
     for _, e, _ in entries(lines):
         session.rebuild_entry(e)
     assert session.prune("t", 5).failed is None                # "t_" prefix does not reach tenant_1
     assert session.prune("tenant_1", 5).failed                  # strict parser throws
-    fluss = RecoverySession("original:fluss-k1")
+    fluss = RecoverySession(resolve_rule("original:fluss-k1"))
     for _, e, _ in entries(lines):
         fluss.rebuild_entry(e)
     assert fluss.prune("tenant_1", 5).removed == ()             # parse error: entry kept
     res = fluss.prune("t", 6)
     assert sorted(e.seq for e in res.removed) == [5, 6] and res.events[0].op == "prune"
-    seg = RecoverySession("fixed")
+    seg = RecoverySession(resolve_rule("fixed"))
     for _, e, _ in entries(lines, "K1.5"):
         seg.rebuild_entry(e)
     assert [e.business_key for e in seg.prune("tenant_1", 9).removed] == ["tenant_1"]
@@ -296,19 +296,19 @@ def test_prune_flavours() -> None:
 def test_registry_and_errors() -> None:
     assert set(RULES) == {"original", "naive", "fixed", "lookup-only", "branch-aware", "fixed+round-regression"}
     for name in RULES:
-        rule = get_rule(name)
+        rule = resolve_rule(name)
         assert rule.name == name and rule.summary and type(rule).__doc__
     from agent_inspect import RecoveryError
     with pytest.raises(RecoveryError, match="unknown rule"):
-        get_rule("nope")
+        resolve_rule("nope")
     with pytest.raises(RecoveryError, match="flavour"):
-        get_rule("original:bogus")
+        resolve_rule("original:bogus")
     with pytest.raises(NotImplementedError):
-        DivergenceRule().lookup(RecoverySession("fixed"), Task("k", 1, "s", "e", "a"))
+        DivergenceRule().lookup(RecoverySession(resolve_rule("fixed")), Task("k", 1, "s", "e", "a"))
 
 
 def test_session_copy_is_independent() -> None:
-    session = RecoverySession("branch-aware")
+    session = RecoverySession(resolve_rule("branch-aware"))
     for _, e, _ in entries(G01):
         session.rebuild_entry(e)
     clone = session.copy()
@@ -318,7 +318,7 @@ def test_session_copy_is_independent() -> None:
 
 
 def test_prune_completed_prunes_each_key_at_its_seq() -> None:
-    session = RecoverySession("fixed")
+    session = RecoverySession(resolve_rule("fixed"))
     for _, e, _ in entries(N04 + [Line("j", 3, "IA", "A", "j1", root=True)], "K1.5"):
         session.rebuild_entry(e)
     results = session.prune_completed({"k": 5, "j": 2})
@@ -371,13 +371,13 @@ def test_snapshot_kafka_prune_flavour_does_not_depend_on_the_keys_own_entries() 
     lines = [Line("a", 5, "IA", "A", "a1", root=True), Line("a_5", 9, "IA", "B", "b1", root=True),
              Line("a", 6, "IA", "C", "c1", root=True)]
     for source_kind in ("kafka", None):
-        session = RecoverySession("original", source_kind=source_kind)
+        session = RecoverySession(resolve_rule("original"), source_kind=source_kind)
         for _, e, _ in entries(lines):
             session.rebuild_entry(e)
         session.store.invalidate("a", 0)
         result = session.prune("a", 6, key_text="a")
         assert result.failed and "a_5_9_" in result.failed
-    fluss = RecoverySession("original", source_kind="fluss")
+    fluss = RecoverySession(resolve_rule("original"), source_kind="fluss")
     for _, e, _ in entries(lines):
         fluss.rebuild_entry(e)
     fluss.store.invalidate("a", 0)

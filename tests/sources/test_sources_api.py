@@ -10,9 +10,11 @@ import agent_inspect.sources as sources
 
 def test_public_names() -> None:
     assert sorted(sources.__all__) == sorted(
-        ["load", "load_kafka", "load_fluss", "load_file", "write_parquet", "write_jsonl", "RawBatch", "SourceInfo"])
+        ["write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
+         "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan", "business_key_rows", "take",
+         "progress_bar"])
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
-        assert getattr(ai, name) is getattr(sources, name)
+        assert getattr(ai, name) is getattr(ai.log, name)
 
 
 @pytest.mark.parametrize("url, message", [
@@ -27,7 +29,7 @@ def test_bad_urls_are_source_errors(url: str, message: str) -> None:
 
 
 def test_url_credentials_never_reach_the_source_info() -> None:
-    from agent_inspect.sources._load import _split_url
+    from agent_inspect.log._load import _split_url
 
     assert _split_url("kafka://user:secret@h1:9092,h2:9092/orders", "kafka") == ("h1:9092,h2:9092", "orders")
 

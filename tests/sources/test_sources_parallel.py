@@ -15,7 +15,7 @@ from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.log import ActionStateLog
 from agent_inspect.sources._files import read_file
 from agent_inspect.sources._kafka import open_kafka
-from agent_inspect.sources._parallel import (
+from agent_inspect.log._parallel import (
     MIN_RECORDS,
     Workers,
     _assemble,
@@ -23,7 +23,7 @@ from agent_inspect.sources._parallel import (
     _slice,
     plan_workers,
 )
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 from tests.support.tansu import create_topic, free_port
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
@@ -92,7 +92,7 @@ def test_parts_of_whole_partitions_assemble_to_the_one_piece_build(seed: int, pa
 
 
 def test_plan_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.sources import _parallel
+    from agent_inspect.log import _parallel
 
     assert plan_workers(1, 10**9) == 1
     assert plan_workers(3, 0) == 3
@@ -149,7 +149,7 @@ def shuffled_topic(kafka_bootstrap: str) -> str:
 @pytest.mark.parametrize("which", ["production_topic", "shuffled_topic"])
 def test_kafka_loads_agree_across_worker_counts(kafka_bootstrap: str, which: str, request: pytest.FixtureRequest,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.sources import _parallel
+    from agent_inspect.log import _parallel
 
     topic = request.getfixturevalue(which)
     single = ai.load_kafka(kafka_bootstrap, topic, progress=False, workers=1)
@@ -209,7 +209,7 @@ def test_bad_workers_option_fails_before_io() -> None:
 
 
 def test_a_worker_that_never_starts_only_costs_parallelism(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.sources import _parallel
+    from agent_inspect.log import _parallel
 
     monkeypatch.setattr(_parallel, "_BOOT", "raise SystemExit(3)")
     read = read_file(SAMPLES / "production.jsonl")
@@ -219,7 +219,7 @@ def test_a_worker_that_never_starts_only_costs_parallelism(monkeypatch: pytest.M
 
 
 def test_a_worker_dying_mid_task_is_a_one_line_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.sources import _parallel
+    from agent_inspect.log import _parallel
 
     die = ("import os, sys; from multiprocessing.connection import Connection; "
            "Connection(os.dup(1), readable=False).send(('ready',)); sys.stdin.buffer.read(1); os._exit(9)")
@@ -233,7 +233,7 @@ def test_a_worker_dying_mid_task_is_a_one_line_source_error(monkeypatch: pytest.
 
 
 def test_an_interrupt_kills_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.sources import _parallel
+    from agent_inspect.log import _parallel
 
     def interrupted(task: object, bar: object) -> None:  # the caller's share; workers run the real one
         raise KeyboardInterrupt

@@ -26,7 +26,7 @@ from agent_inspect.codec import (
     name_action_uuid,
 )
 from agent_inspect.log import ActionStateLog
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 
 IMG = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert('xss')</script>"

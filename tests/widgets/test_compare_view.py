@@ -19,7 +19,7 @@ def frame(tmp_path_factory):
     probe = tmp_path_factory.mktemp("cases") / "probe.toml"
     text = (CASES / "G01.toml").read_text()
     probe.write_text(text.replace('id = "G01"', f'id = "G01{IMG}"', 1))
-    return ai.rules.compare([CASES / "G01.toml", CASES / "N04.toml", probe], rules=["original", "naive", "fixed"])
+    return ai.cases.compare([CASES / "G01.toml", CASES / "N04.toml", probe], rules=["original", "naive", "fixed"])
 
 
 def test_heatmap_is_the_rules_by_cases_matrix(frame):
@@ -50,7 +50,7 @@ def test_no_raw_probe_in_the_comparison(frame):
 
 
 def test_a_long_case_list_turns_the_heatmap():
-    frame = ai.rules.compare(sorted(CASES.glob("N*.toml")) + sorted(CASES.glob("G*.toml")), rules=["original", "fixed"])
+    frame = ai.cases.compare(sorted(CASES.glob("N*.toml")) + sorted(CASES.glob("G*.toml")), rules=["original", "fixed"])
     view = RuleComparison(frame)
     heat = view.figure.data[0]
     cases = list(view.matrix.columns)

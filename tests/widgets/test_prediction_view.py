@@ -7,7 +7,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect.recovery import predict
-from agent_inspect.rules import build_case, load_cases
+from agent_inspect.cases import build_case, load_cases
 from agent_inspect.widgets import PredictionView
 from _widget_view import html_strings
 from _widget_logs import IMG

@@ -11,19 +11,12 @@ from hypothesis import strategies as st
 
 import agent_inspect as ai
 from agent_inspect.executor import StepKind
-from agent_inspect.recovery import LookupDecision
-from agent_inspect.rules import (
-    FixedRule,
-    HistoryOptions,
-    RuleCheckError,
-    build_case,
-    check,
-    generate_history,
-    load_cases,
-    run_case,
-)
-from agent_inspect.rules._cases import parse_case
-from agent_inspect.rules._check import (
+from agent_inspect.store import LookupDecision
+from agent_inspect.cases import build_case, load_cases, run_case
+from agent_inspect.checker import HistoryOptions, RuleCheckError, check, generate_history
+from agent_inspect.rules import FixedRule
+from agent_inspect.cases._format import parse_case
+from agent_inspect.checker._check import (
     _case_subject,
     _evaluate,
     _judge_case,
@@ -57,7 +50,7 @@ def stale_lines(case) -> set[int]:
 
 def test_generated_history_is_reproducible_and_written_by_the_operator():
     h = generate_history(5, keys=2, rounds=3, attempts=3, subagents=1.0, durable_calls=1.0, tombstones=1.0)
-    again = ai.rules._history_gen._Generator(5, h.options).run()       # no cache: really regenerated
+    again = ai.checker._generate._Generator(5, h.options).run()       # no cache: really regenerated
     assert list(h.log.raw.key) == list(again.log.raw.key) and list(h.log.raw.value) == list(again.log.raw.value)
     recs = h.log.records
     assert recs["error"].isna().all()
@@ -118,7 +111,7 @@ def test_original_over_evicts_multi_root_histories_and_fixed_does_not():
 
 
 def test_tombstoned_conflicting_root_found_for_fixed_and_closed_by_round_regression():
-    seeds = list(TOMB_HITS) + ai.rules._check.history_seeds(11, 12)
+    seeds = list(TOMB_HITS) + ai.checker._check.history_seeds(11, 12)
     fixed = check("fixed", seeds=seeds, **TOMB)
     assert fixed.stale_reuses >= 2
     cex = fixed.counterexample("stale-reuse")
@@ -229,10 +222,10 @@ def test_case_file_parses_without_the_checker():
     assert case.agent() is not None and case.setup.window_start >= 1
 
 
-@pytest.mark.parametrize("seed", ai.rules._check.history_seeds(5, 4))
+@pytest.mark.parametrize("seed", ai.checker._check.history_seeds(5, 4))
 def test_a_whole_history_as_a_case_file_recovers_like_the_operator_log(seed):
     """Writes collapsed to case lines (sub-agent callers, durable calls, tombstones) judge the same."""
-    from agent_inspect.rules._check import _assemble, _history_lines, _history_subject
+    from agent_inspect.checker._check import _assemble, _history_lines, _history_subject
 
     h = generate_history(seed, subagents=1.0, durable_calls=1.0, tombstones=1.0, keys=2, rounds=3)
     lines, pending, replay = _history_lines(h)

@@ -13,11 +13,11 @@ from typing import Any
 
 from agent_inspect import codec
 from agent_inspect._errors import CaseFileError
-from agent_inspect.agents._declarative import DeclarativeAgent
-from agent_inspect.agents._protocol import SUBAGENT_EVENT, AgentEvent
-from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
-from agent_inspect.rules._cases import Case, CallSpec, KeySpec, LogLine
-from agent_inspect.rules._cases_notation import EventRef
+from agent_inspect.agents import DeclarativeAgent
+from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.recovery import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
+from agent_inspect.cases._format import Case, CallSpec, KeySpec, LogLine
+from agent_inspect.cases._notation import EventRef
 
 __all__ = ["BuiltCase", "build_case", "encode_payload", "call_result", "IdFactory"]
 
@@ -131,7 +131,7 @@ def key_identity(spec: KeySpec, case: Case) -> KeyIdentity:
 def build_case(case: Case) -> BuiltCase:
     """Build the log of ``case`` through ``ActionStateLog.from_raw`` (the production path) and its plan."""
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.sources._raw import RawBatch, SourceInfo
+    from agent_inspect.raw import RawBatch, SourceInfo
 
     if case.call_case is not None and not case.log:
         raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/cases.md)")

@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect import _errors
 from agent_inspect._errors import InspectError, SourceError
-from agent_inspect.sources._offsets import ReadPlan
-from agent_inspect.sources._progress import progress_bar
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.log._build import concat_batches, physical_order
+from agent_inspect.log._log import ActionStateLog
+from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources import ReadPlan, progress_bar, read_partitions
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from agent_inspect.log import ActionStateLog
 
 __all__ = ["MIN_RECORDS", "Workers", "estimate_file_records", "plan_workers"]
 
@@ -41,7 +40,7 @@ MIN_RECORDS = 50_000
 _MAX_AUTO = 8
 _TASKS_PER_PROCESS = 4  # partition groups per process: small enough to balance a late-starting worker
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BOOT = "from agent_inspect.sources._parallel import _serve; _serve()"
+_BOOT = "from agent_inspect.log._parallel import _serve; _serve()"
 
 
 def _cores() -> int:
@@ -125,11 +124,7 @@ _Part = tuple["pd.DataFrame", "RawBatch | None"]
 
 def _execute(task: Any, bar: Any) -> _Part:
     """One task, the same in the parent and in a worker: the part's records (and raw, when read here)."""
-    from agent_inspect.log import ActionStateLog
-
     if isinstance(task, _KafkaShare):
-        from agent_inspect.sources._kafka import read_partitions
-
         plan = ReadPlan(start=dict(task.start), end=dict(task.end))
         batches = list(read_partitions(task.user, task.topic, plan, keys=task.keys, timeout=task.timeout, bar=bar))
         log = ActionStateLog.from_raw(batches, task.source)
@@ -248,11 +243,10 @@ class Workers:
 
     def build(self, batches: RawBatch | Iterable[RawBatch], source: SourceInfo) -> ActionStateLog:
         """``ActionStateLog.from_raw`` of records already read, per partition group in parallel."""
-        from agent_inspect.log import ActionStateLog, _concat, _sorted
 
         if not self._workers:
             return ActionStateLog.from_raw(batches, source)
-        raw = _sorted(_concat(batches))
+        raw = physical_order(concat_batches(batches))
         bounds = _partition_bounds(raw.partition)
         groups = _groups([(b, b[1] - b[0]) for b in bounds], _TASKS_PER_PROCESS * (len(self._workers) + 1))
         slices = [(g[0][0], g[-1][1]) for g in groups if g]
@@ -387,10 +381,9 @@ def _slice(raw: RawBatch, a: int, b: int) -> RawBatch:
 
 def _assemble(parts: list[tuple[pd.DataFrame, RawBatch]], source: SourceInfo) -> ActionStateLog:
     """One log from parts of whole partitions in physical order; identical to building it in one piece."""
-    from agent_inspect.log import ActionStateLog, _concat
 
     parts = [p for p in parts if len(p[1])]
-    raw = _concat([r for _, r in parts])
+    raw = concat_batches([r for _, r in parts])
     if len(parts) < 2 or _crosses([f for f, _ in parts]):
         return ActionStateLog.from_raw(raw, source)
     return ActionStateLog(_concat_frames([f for f, _ in parts]), raw, source)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedDict, SortedList
 
-from agent_inspect.recovery._model import Entry
+from agent_inspect.store._model import Entry
 
 __all__ = ["Store", "strict_k1_seq"]
 

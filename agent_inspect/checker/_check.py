@@ -34,14 +34,17 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect.rules._history_gen import (
+from agent_inspect.checker._generate import (
     History,
     HistoryOptions,
     RuleCheckError,
     event_notation,
     generate_history,
 )
-from agent_inspect.rules._protocol import DivergenceRule
+from agent_inspect._errors import RecoveryError
+from agent_inspect.cases import executor_for
+from agent_inspect.rules import resolve_rule
+from agent_inspect.store import DivergenceRule
 
 __all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS"]
 
@@ -56,29 +59,11 @@ _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "t
 
 
 def resolve_check_rule(rule: Any) -> DivergenceRule:
-    """A rule from a built-in name (``"fixed"``, ``"original:kafka-k1"``), ``"module:ClassName"``,
-    a :class:`DivergenceRule` subclass or instance."""
-    from agent_inspect.rules._builtin import RULES, get_rule
-
-    if isinstance(rule, str):
-        base, sep, rest = rule.partition(":")
-        if base in RULES or not sep:
-            return get_rule(rule)
-        try:
-            module = importlib.import_module(base)
-        except ImportError as exc:
-            raise RuleCheckError(f"cannot import module {base!r} for rule {rule!r}: {exc}; "
-                                 "check the module path (it must be importable from here)") from None
-        target = getattr(module, rest, None)
-        if target is None:
-            raise RuleCheckError(f"module {base!r} has no {rest!r}; name a DivergenceRule subclass as module:ClassName")
-        rule = target
-    if isinstance(rule, type) and issubclass(rule, DivergenceRule):
-        return rule()
-    if isinstance(rule, DivergenceRule):
-        return rule
-    raise RuleCheckError(f"not a divergence rule: {rule!r}; pass a built-in name, module:ClassName "
-                         "or a DivergenceRule subclass")
+    """:func:`agent_inspect.rules.resolve_rule`, with its errors as :class:`RuleCheckError`."""
+    try:
+        return resolve_rule(rule)
+    except RecoveryError as exc:
+        raise RuleCheckError(str(exc)) from None
 
 
 class _Guarded(DivergenceRule):
@@ -182,7 +167,7 @@ class _Subject:
     lww: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from agent_inspect.recovery._rebuild import iter_entries, window_mask
+        from agent_inspect.recovery import iter_entries, window_mask
 
         self.agent = _CachedAgent(self.agent)
         recs = self.log.records
@@ -218,9 +203,8 @@ class _Eval:
 
 
 def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
-    from agent_inspect.recovery._predict import _Simulation
-    from agent_inspect.recovery._rebuild import rebuild_records
-    from agent_inspect.recovery._session import RecoverySession
+    from agent_inspect.recovery import rebuild_records, simulate
+    from agent_inspect.store import RecoverySession
 
     guard = _Guarded(rule)
     counter = itertools.count(1)
@@ -228,9 +212,9 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
     try:
         session = RecoverySession(guard, source_kind="kafka")
         rebuild_records(session, subject.rows)
-        sim = _Simulation(subject.log, subject.plan, subject.agent, session,
-                          lambda: f"00000000-0000-4000-8000-{next(counter):012x}")
-        ev.crashed = sim.run()
+        sim = simulate(subject.plan, subject.agent, session, log=subject.log,
+                       new_id=lambda: f"00000000-0000-4000-8000-{next(counter):012x}")
+        ev.crashed = sim.crashed
     except Exception as exc:  # noqa: BLE001 - a raising rule is a finding, reported with its history
         guard.error = guard.error or exc
     if guard.error is not None:
@@ -368,13 +352,13 @@ def _assemble(base: Mapping[str, Any], lines: Sequence[_Line], replay: Sequence[
 
 
 def _parse(data: Mapping[str, Any]) -> Any:
-    from agent_inspect.rules._cases import parse_case
+    from agent_inspect.cases import parse_case
 
     return parse_case(data)[0]
 
 
 def _judge_case(data: Mapping[str, Any], rule: DivergenceRule) -> _Eval | None:
-    from agent_inspect.rules._cases_build import build_case
+    from agent_inspect.cases import build_case
 
     try:
         built = build_case(_parse(data))
@@ -505,10 +489,8 @@ class Counterexample:
 
     def executor(self, **options: Any) -> Any:
         """A :class:`~agent_inspect.executor.ReplayExecutor` over the counterexample under the checked rule."""
-        from agent_inspect.executor import ReplayExecutor
-
         rule = self.rule_object if self.rule_object is not None else self.rule
-        return ReplayExecutor.from_case(self.case, rule=rule, **options)
+        return executor_for(self.case, rule=rule, **options)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "rule": self.rule, "history_seed": self.history_seed, "history": self.history,
@@ -613,7 +595,7 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
     and, unless ``minimize=False``, a minimized counterexample case per failure kind. ``seeds``
     re-checks given histories (the ``seed`` column of a report's frame) instead of ``n`` new ones::
 
-        report = ai.rules.check("fixed", n=500, seed=1, tombstones=1.0)
+        report = ai.checker.check("fixed", n=500, seed=1, tombstones=1.0)
         report.counterexample("stale-reuse").save("cases/")
     """
     if n < 0:

@@ -7,8 +7,8 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_inspect.recovery import Entry, Store
-from agent_inspect.recovery._store import strict_k1_seq
+from agent_inspect.store import Entry, Store
+from agent_inspect.store._store import strict_k1_seq
 
 
 def e(key: str, seq: int, fp: str = "e", action: str = "a", *, root: bool = False, fmt: str = "K1.5",

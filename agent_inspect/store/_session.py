@@ -5,31 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agent_inspect.recovery._model import (
+from agent_inspect.store._model import (
     CacheEvent, Divergence, Entry, LookupDecision, Outcome, PruneResult, Task,
 )
-from agent_inspect.recovery._store import Store
+from agent_inspect.store._rule import DivergenceRule
+from agent_inspect.store._store import Store
 
 if TYPE_CHECKING:
-    from agent_inspect.rules import DivergenceRule, RuleState
+    from agent_inspect.store._rule import RuleState
 
-__all__ = ["RecoverySession", "resolve_rule"]
-
-
-def resolve_rule(rule: Any) -> DivergenceRule:
-    """A rule instance from a rule, a rule class or a registered name (``agent_inspect.rules.RULES``)."""
-    from agent_inspect.rules import DivergenceRule, get_rule
-
-    if isinstance(rule, str):
-        return get_rule(rule)
-    if isinstance(rule, type) and issubclass(rule, DivergenceRule):
-        return rule()
-    if isinstance(rule, DivergenceRule):
-        return rule
-    from agent_inspect._errors import RecoveryError
-
-    raise RecoveryError(f"not a divergence rule: {rule!r}; pass a name from agent_inspect.rules.RULES "
-                        "or a DivergenceRule instance")
+__all__ = ["RecoverySession"]
 
 
 class RecoverySession:
@@ -52,8 +37,8 @@ class RecoverySession:
     :meth:`copy` is O(cached entries + recorded events) and gives an independent session.
     """
 
-    def __init__(self, rule: Any = "fixed", *, store: Store | None = None, source_kind: str | None = None) -> None:
-        self.rule: DivergenceRule = resolve_rule(rule)
+    def __init__(self, rule: DivergenceRule, *, store: Store | None = None, source_kind: str | None = None) -> None:
+        self.rule: DivergenceRule = _checked_rule(rule)
         self.store: Store = store if store is not None else Store()
         self.state: RuleState = self.rule.new_state()
         self.source_kind = source_kind
@@ -237,3 +222,12 @@ class RecoverySession:
     def __repr__(self) -> str:
         return (f"RecoverySession(rule={self.rule.name!r}, {len(self.store)} cached, "
                 f"{len(self.events)} cache events, {len(self.divergences)} divergences)")
+
+
+def _checked_rule(rule: object) -> DivergenceRule:
+    if isinstance(rule, DivergenceRule):
+        return rule
+    from agent_inspect._errors import RecoveryError
+
+    raise RecoveryError(f"not a divergence rule: {rule!r}; pass a DivergenceRule instance "
+                        "(agent_inspect.rules.resolve_rule turns a name into one)")

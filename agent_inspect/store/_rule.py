@@ -6,10 +6,10 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from agent_inspect.recovery._model import Entry, LookupDecision, PruneResult, Task
+from agent_inspect.store._model import Entry, LookupDecision, PruneResult, Task
 
 if TYPE_CHECKING:
-    from agent_inspect.recovery._session import RecoverySession
+    from agent_inspect.store._session import RecoverySession
 
 __all__ = ["DivergenceRule", "RuleState"]
 
@@ -58,7 +58,7 @@ class DivergenceRule:
     Worked example — the fixed rule without identity checks, in a dozen lines::
 
         from agent_inspect.rules import DivergenceRule
-        from agent_inspect.recovery import LookupDecision
+        from agent_inspect.rules import LookupDecision
 
         class RootsOnly(DivergenceRule):
             name = "roots-only"

@@ -1,12 +1,13 @@
-"""ai.rules.compare: rules × cases on the case matrix, built-in and user-written rules."""
+"""ai.cases.compare: rules × cases on the case matrix, built-in and user-written rules."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import agent_inspect as ai
-from agent_inspect.recovery import LookupDecision
-from agent_inspect.rules import DivergenceRule, compare, load_cases
+from agent_inspect.store import LookupDecision
+from agent_inspect.cases import compare, load_cases
+from agent_inspect.rules import DivergenceRule
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [c for c in load_cases(ROOT / "cases") if c.id in {"N03", "N04", "G01", "G02", "G09", "D01"}]
@@ -33,7 +34,7 @@ class RootsOnly(DivergenceRule):
 
 
 def test_compare_frame():
-    frame = ai.rules.compare(CASES, ["original", "fixed", "naive", RootsOnly()])
+    frame = ai.cases.compare(CASES, ["original", "fixed", "naive", RootsOnly()])
     assert list(frame.columns) == ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls",
                                    "crashed", "passed", "expected"]
     assert list(frame["rule"].cat.categories) == ["original", "fixed", "naive", "roots-only"]
@@ -61,7 +62,7 @@ def test_compare_defaults_to_the_rules_the_cases_name(tmp_path):
 
 
 def test_compare_on_a_production_log_is_per_key():
-    from agent_inspect.rules import build_case
+    from agent_inspect.cases import build_case
 
     built = build_case(next(c for c in load_cases(ROOT / "cases" / "N09.toml") if c.variant is None))
     frame = compare(built.log, ["original", "fixed"])

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect.agents._protocol import INPUT_EVENT, AgentEvent
+from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "generate_history", "RuleCheckError",
            "event_notation"]
@@ -96,11 +96,11 @@ class HistoryOptions:
             object.__setattr__(self, "production_rules", (self.production_rules,))
         if not self.production_rules:
             raise RuleCheckError("history option production_rules is empty; name at least one rule, e.g. 'original'")
-        from agent_inspect.rules._builtin import get_rule
+        from agent_inspect.rules import resolve_rule
 
         for r in self.production_rules:
             try:
-                get_rule(r)
+                resolve_rule(r)
             except InspectError as exc:
                 raise RuleCheckError(f"history option production_rules: {exc}") from None
         if self.savepoint_target not in ("any", "first"):
@@ -298,7 +298,7 @@ def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
 
 def agent_from_spec(spec: Mapping[str, Any]) -> Any:
     """The :class:`~agent_inspect.agents.DeclarativeAgent` of a case-file ``[agent]`` mapping."""
-    from agent_inspect.rules._cases import parse_case
+    from agent_inspect.cases import parse_case
 
     (case,) = parse_case({"id": "generated", "replay": [], "log": [], "agent": dict(spec)})
     return case.agent()
@@ -357,9 +357,9 @@ class _Generator:
         self.latest = 0                             # the failed job's latest checkpoint
 
     def run(self) -> History:
-        from agent_inspect.executor._plan import as_plan
-        from agent_inspect.executor._statekeys import KeyMaker
-        from agent_inspect.recovery._plan import ReplayPlan
+        from agent_inspect.executor import as_plan
+        from agent_inspect.executor import KeyMaker
+        from agent_inspect.recovery import ReplayPlan
 
         rng, o = self.rng, self.o
         spec = _agent_spec(rng, o)
@@ -380,7 +380,7 @@ class _Generator:
                        None)
         km = KeyMaker(self.log, key_format=o.key_format)
         all_keys = sorted({*paths, *keys})
-        from agent_inspect.recovery._plan import PendingTask
+        from agent_inspect.recovery import PendingTask
 
         cp = ck.checkpoint
         plan = ReplayPlan(inputs=base.inputs, restored_seq=dict(cp.restored_seq),
@@ -496,7 +496,7 @@ class _Generator:
                 paths: Mapping[str, list[str]], base_end: int, restored: Any) -> None:
         """The topic after this attempt: its writes up to the failure, tombstones after completed checkpoints."""
         from agent_inspect.log import ActionStateLog
-        from agent_inspect.sources._raw import RawBatch, SourceInfo
+        from agent_inspect.raw import RawBatch, SourceInfo
 
         journal = ex.journal
         batch = RawBatch()
@@ -530,7 +530,7 @@ class _Generator:
         self.log = ActionStateLog.from_raw(batches, source)
 
     def _executions(self) -> list[Execution]:
-        from agent_inspect.recovery._plan import agent_event
+        from agent_inspect.recovery import agent_event
 
         log = self.log
         out: list[dict[str, Any]] = []

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from agent_inspect.rules._cases import Case, load_cases
+from agent_inspect.cases._format import Case, load_cases
 
 __all__ = ["compare"]
 
@@ -34,8 +34,8 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     when it has one, else "no stale reuse"; see ``expected``). Pivot with
     ``frame.pivot(index="rule", columns="case", values="reruns")``. Call-level cases are skipped.
     """
-    from agent_inspect.rules._cases_build import build_case
-    from agent_inspect.rules._cases_run import expectation_rules, run_case
+    from agent_inspect.cases._build import build_case
+    from agent_inspect.cases._run import expectation_rules, run_case
 
     if hasattr(cases, "records") and hasattr(cases, "value"):
         return _compare_log(cases, rules or ["original", "fixed"], markers=markers, plan=plan, agent=agent)
@@ -62,9 +62,9 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
 
 
 def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, agent: Any) -> pd.DataFrame:
-    from agent_inspect.agents._recorded import AsRecordedAgent
-    from agent_inspect.recovery._plan import ReplayPlan
-    from agent_inspect.recovery._predict import predict
+    from agent_inspect.agents import AsRecordedAgent
+    from agent_inspect.recovery import ReplayPlan
+    from agent_inspect.recovery import predict
 
     plan = plan if plan is not None else ReplayPlan.from_log(log, markers=markers)
     agent = agent if agent is not None else AsRecordedAgent(log)

@@ -9,17 +9,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
-from agent_inspect.sources._files import read_file
-from agent_inspect.sources._fluss import ConnectionFactory, read_fluss
-from agent_inspect.sources._kafka import open_kafka
-from agent_inspect.sources._keys import business_key_rows, take
-from agent_inspect.sources._parallel import Workers, estimate_file_records, plan_workers
-from agent_inspect.sources._raw import RawBatch, SourceInfo
+from agent_inspect.log._log import ActionStateLog
+from agent_inspect.log._parallel import Workers, estimate_file_records, plan_workers
+from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources import ConnectionFactory, business_key_rows, open_kafka, read_file, read_fluss, take
 
-if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
-
-__all__ = ["load", "load_file", "load_fluss", "load_kafka"]
+__all__ = ["load", "load_file", "load_fluss", "load_kafka", "build_log"]
 
 
 def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
@@ -181,8 +176,6 @@ def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
 
     ``line_errors`` (row index → reason) needs a single batch.
     """
-    from agent_inspect.log import ActionStateLog
-
     build = ActionStateLog.from_raw if pool is None else pool.build  # the pool builds partition groups apart
     if not line_errors:
         return build(batches, source)

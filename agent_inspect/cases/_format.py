@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import CaseFileError
-from agent_inspect.agents._declarative import Behaviour, Call, Emit, SetMemory, Step, SubagentCall
-from agent_inspect.agents._protocol import ActionDecl
-from agent_inspect.rules._cases_notation import EventRef, Expectation, parse_event, parse_expectation
+from agent_inspect.agents import Behaviour, Call, Emit, SetMemory, Step, SubagentCall
+from agent_inspect.agents import ActionDecl
+from agent_inspect.cases._notation import EventRef, Expectation, parse_event, parse_expectation
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
            "AgentSpec", "load_cases", "parse_case"]
@@ -178,8 +178,8 @@ class Case:
 
 
 def _declarative(spec: AgentSpec):
-    from agent_inspect.agents._declarative import DeclarativeAgent
-    from agent_inspect.agents._protocol import AgentEvent
+    from agent_inspect.agents import DeclarativeAgent
+    from agent_inspect.agents import AgentEvent
 
     begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
              for t, e in spec.begin]

@@ -1,0 +1,27 @@
+"""Names that moved to another package keep working for one release, with a DeprecationWarning."""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["moved"]
+
+
+def moved(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` serving ``names`` (old name → new module) with a warning.
+
+    The target is imported on first use (by name, so the layers stay one-way at import time).
+    """
+
+    def __getattr__(name: str) -> Any:
+        target = names.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} moved to {target}.{name}; import it from there "
+                      "(the old name will be removed in the next release)", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(target), name)
+
+    return __getattr__

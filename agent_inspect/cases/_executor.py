@@ -1,0 +1,34 @@
+"""A case file's history opened in the replay executor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import ReplayError
+from agent_inspect.cases._build import BuiltCase, build_case
+from agent_inspect.cases._format import Case, load_cases
+from agent_inspect.executor import ReplayExecutor
+
+__all__ = ["executor_for"]
+
+
+def executor_for(case: str | Path | Case | BuiltCase, *, rule: Any = None, **options: Any) -> ReplayExecutor:
+    """A :class:`ReplayExecutor` over a case's history (a path, a loaded ``Case`` or a ``BuiltCase``).
+
+    ``rule`` defaults to the first rule the case has expectations for; ``options`` go to the executor.
+    """
+    built = case
+    if not isinstance(built, BuiltCase):
+        if not isinstance(built, Case):
+            found = load_cases([built])
+            if not found:
+                raise ReplayError(f"no case in {case!r}; pass a case file path or a loaded Case")
+            built = found[0]
+        built = build_case(built)
+    rules = tuple(getattr(built.case, "rules", ()))
+    rule = rule if rule is not None else (rules[0] if rules else "fixed")
+    options.setdefault("agent", built.agent)
+    options.setdefault("plan", built.plan)
+    options.setdefault("markers", list(built.markers))
+    return ReplayExecutor(built.log, rule=rule, **options)

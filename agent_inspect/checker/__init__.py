@@ -1,0 +1,17 @@
+"""The randomized rule safety checker: random recovery histories, a judge, minimal counterexamples.
+
+``check(rule, n=..., seed=...)`` generates seeded histories (written through the replay executor in
+production mode), judges the rule's replay of each against the true history (stale reuses, tainted
+reuses, avoidable reruns) and shrinks each failure kind to a 1-minimal counterexample that saves as a
+case file and opens in the stepper.
+"""
+
+from __future__ import annotations
+
+from agent_inspect.checker._check import FAILURE_KINDS, CheckReport, Counterexample, check, resolve_check_rule
+from agent_inspect.checker._generate import History, HistoryOptions, RuleCheckError, generate_history
+
+__all__ = [
+    "check", "CheckReport", "Counterexample", "FAILURE_KINDS", "resolve_check_rule",
+    "HistoryOptions", "History", "generate_history", "RuleCheckError",
+]

@@ -1,0 +1,246 @@
+"""Bulk decoding, the log builder's seam: one record's summary columns in one pass, keys as Arrow arrays.
+
+The same typed decoder as :func:`decode_action_state`, so a row has an error exactly when its value cannot
+be read; the checks and format flags of the codec are inlined on the hot path (see :func:`_row`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from agent_inspect._errors import DecodeError, ValueFormatError
+from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
+from agent_inspect.codec._values import (
+    _DECODER,
+    _F_CALL_NEW,
+    _F_CALL_OLD,
+    _F_ENVELOPE,
+    _F_LEGACY,
+    _F_LINEAGE,
+    _F_MODERN,
+    _MASKS,
+    _NULL,
+    PYTHON_EVENT,
+    SUBAGENT_EVENT,
+    TASK_ATTRIBUTES_DECODER,
+    UNSET,
+    Event,
+    _event_flags,
+    decode_action_state,
+    envelope_problem,
+    newest_format,
+    state_problem,
+    value_format_candidates,
+)
+
+__all__ = ["FLAG_AMBIGUOUS", "KEY_ARRAY_FIELDS", "key_field_arrays", "resolve_key_fields", "newest_format",
+           "ROW_COLUMNS", "EMPTY_ROW", "ROW_ERROR", "NO_FLAGS", "INPUT_EVENT_TYPE", "SUBAGENT_EVENT_TYPE",
+           "value_columns", "subagent_call_ids", "error_reason", "routing_type", "release_shared_strings",
+           "task_event_attributes"]
+
+_LEGACY_TYPES = {
+    "org.apache.flink.agents.api.InputEvent": "_input_event",
+    "org.apache.flink.agents.api.OutputEvent": "_output_event",
+}
+
+INPUT_EVENT_TYPE = "_input_event"
+
+NO_FLAGS: tuple[str, ...] = ()
+
+def routing_type(ev: Event) -> str | None:
+    """The routing type; legacy (V0/V1) events have none, so it is derived from the class."""
+    if ev.type is not None:
+        return ev.type
+    if ev.event_class == PYTHON_EVENT and ev.event_type:
+        if ev.event_type.endswith(".InputEvent"):
+            return INPUT_EVENT_TYPE
+        if ev.event_type.endswith(".OutputEvent"):
+            return "_output_event"
+        return ev.event_type
+    return _LEGACY_TYPES.get(ev.event_class or "", ev.event_class)
+
+ROW_COLUMNS = (
+    "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action",
+    "output_event_count", "output_event_types", "output_event_ids", "sensory_update_count",
+    "short_term_update_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask", "_problem",
+    "payload_bytes",
+)
+
+EMPTY_ROW = (None, None, None, None, None, None, -1, NO_FLAGS, NO_FLAGS, -1, -1, -1, -1, -1, 0, None, -1)
+
+# The one envelope shape upstream writes (§5.4); anything else goes through the codec's checks.
+_ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
+
+_ENVELOPE_QUOTES = 10
+
+# One object per distinct class, type and action name: a few thousand strings instead of millions, so
+# the rows stay small and in cache.
+_SAME: dict[str, str] = {}  # emptied after each build: a log of odd types must not leave them behind
+
+_same: Callable[[Any, Any], Any] = _SAME.setdefault
+
+ROW_ERROR = object()
+
+_INVALID = (ROW_ERROR,)  # _row: the typed decode passed, but the codec's state_problem would not
+
+_DECODE = _DECODER.decode
+
+def _decode_row(value: bytes | None) -> tuple[Any, ...]:
+    # The same typed decoder as value(pos), so a row has an error exactly when its value cannot be read.
+    if value is None:
+        return EMPTY_ROW  # a tombstone
+    try:
+        st = _DECODE(value)
+        if st.task_event is not None:
+            row = _row(st, len(value))
+            if row is not _INVALID:
+                return row
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        pass
+    try:  # unknown properties, no task event, an error or a problem: the codec's tolerant path explains it
+        st = decode_action_state(value)
+    except ValueFormatError as exc:
+        return _bad_row(error_reason(exc), len(value))
+    row = _row(st, len(value))
+    return row if row is not _INVALID else _bad_row(state_problem(st) or "not an ActionState", len(value))
+
+def _bad_row(reason: str, size: int) -> tuple[Any, ...]:
+    return (ROW_ERROR, reason, *EMPTY_ROW[2:-1], size)  # a whole row: zip(*rows) stops at the shortest
+
+def _row(st: Any, size: int) -> tuple[Any, ...]:
+    """One record's summary columns (see ROW_COLUMNS; ``size``: its bytes); one pass, as it runs for every record.
+
+    Written for CPython's sake: no helper calls or comprehensions on the common path (each costs
+    more than the work it wraps), the first event of a list handled without a loop.
+    """
+    te = st.task_event
+    rare = False
+    if te is not None:
+        cls = te.event_class
+        typ = te.type
+        # the checks of codec.state_problem and the flags of codec._event_flags, inline: every record
+        # has a task event, so a call here costs more than the rest of the check (b"{" is 123)
+        if memoryview(te.attributes)[0] != 123 or (typ is None and cls is None):
+            return _INVALID
+        if te.delegate is not None or te.attachments or cls == SUBAGENT_EVENT:
+            rare = True
+            flags = 0
+        else:
+            flags = _F_LEGACY if (typ is None or cls == PYTHON_EVENT or te.source_timestamp is not None) \
+                else _F_MODERN
+            if te.upstream_event_id is not None or te.upstream_action_name is not None:
+                flags |= _F_LINEAGE
+        if typ is None:
+            typ = routing_type(te)
+    else:
+        cls = typ = None
+        flags = 0
+    outs = st.output_events
+    if outs:
+        otypes = []
+        oids = []
+        for e in outs:
+            t = e.type
+            if memoryview(e.attributes)[0] != 123 or (t is None and e.event_class is None):
+                return _INVALID
+            otypes.append(t if t is not None else routing_type(e))
+            oids.append(e.id)
+            if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
+                rare = True
+            else:
+                flags |= _event_flags(e)
+        out_types = tuple(otypes)
+        out_ids = tuple(oids)
+    else:
+        out_types = out_ids = NO_FLAGS
+    calls = st.call_results
+    pending = succeeded = failed = 0
+    for cr in calls:
+        s = cr.status
+        if s is None:  # legacy rule (§5.5): no exception payload means it succeeded
+            flags |= _F_CALL_OLD
+            if cr.exception_payload is None:
+                succeeded += 1
+            else:
+                failed += 1
+        else:
+            flags |= _F_CALL_NEW
+            if s == "SUCCEEDED":
+                succeeded += 1
+            elif s == "PENDING":
+                pending += 1
+            else:
+                failed += 1
+    sensory = st.sensory_memory_updates
+    short = st.short_term_memory_updates
+    stm = len(short)
+    problem = None
+    if sensory or short:
+        odd = False
+        for mu in sensory + short:
+            v = mu.value
+            if v != _NULL:
+                b = bytes(v)
+                # the prefix holds 9 quotes; a 10th closes the payload, so no member can follow it
+                if b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES:
+                    flags |= _F_ENVELOPE
+                else:
+                    odd = True
+        if odd:
+            rare = True
+            problem = envelope_problem(st)
+    if st.memory_updates is not UNSET:
+        stm += len(st.memory_updates)  # V0's single list
+        rare = True
+    if rare:
+        if state_problem(st) is not None:  # delegates are checked there
+            return _INVALID
+        mask = value_format_candidates(st)
+    else:
+        mask = _MASKS[flags]
+    if te is None:
+        return (st.completed, None, None, None, None, None, len(outs), out_types, out_ids, len(sensory), stm,
+                pending, succeeded, failed, mask, problem, size)
+    action = te.upstream_action_name
+    return (st.completed, _same(cls, cls), _same(typ, typ), te.id, te.upstream_event_id,
+            action if action is None else _same(action, action), len(outs), out_types,
+            out_ids, len(sensory), stm, pending, succeeded, failed, mask, problem, size)
+
+def error_reason(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+def value_columns(values: list[bytes | None]) -> list[Sequence[Any]]:
+    """The value columns (see ROW_COLUMNS) of some records' values (None for a tombstone)."""
+    rows = list(map(_decode_row, values))
+    return list(zip(*rows)) if rows else [() for _ in ROW_COLUMNS]
+
+SUBAGENT_EVENT_TYPE = "InternalSubagentCallEvent"
+
+def subagent_call_ids(value: bytes) -> tuple[str | None, str | None, str | None]:
+    try:
+        attrs = decode_action_state(value).task_event.attrs()  # type: ignore[union-attr]
+    except (DecodeError, AttributeError):
+        return None, None, None
+    if not isinstance(attrs, dict):
+        return None, None, None
+    return tuple(v if isinstance(v, str) else None  # type: ignore[return-value]
+                 for v in (attrs.get("targetScope"), attrs.get("sessionId"), attrs.get("callId")))
+
+
+def release_shared_strings() -> None:
+    """Forget the strings shared across rows (call after each build: odd types must not stay behind)."""
+    _SAME.clear()
+
+
+def task_event_attributes(value: bytes) -> bytes | None:
+    """The raw ``taskEvent.attributes`` JSON of a value, without decoding the rest (None when unreadable)."""
+    try:
+        task = TASK_ATTRIBUTES_DECODER.decode(value).task_event
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+        return None
+    if task is None or not task.attributes:
+        return None
+    return bytes(task.attributes)

@@ -1,0 +1,457 @@
+"""The log builder: raw batches to the canonical records frame, decoding each batch as it arrives."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from agent_inspect.codec import SUBAGENT_EVENT, VALUE_FORMATS
+from agent_inspect.codec.bulk import (
+    EMPTY_ROW,
+    FLAG_AMBIGUOUS,
+    INPUT_EVENT_TYPE,
+    KEY_ARRAY_FIELDS,
+    NO_FLAGS,
+    ROW_COLUMNS,
+    ROW_ERROR,
+    SUBAGENT_EVENT_TYPE,
+    error_reason,
+    key_field_arrays,
+    newest_format,
+    resolve_key_fields,
+    subagent_call_ids,
+    value_columns,
+)
+from agent_inspect.raw import RawBatch
+
+__all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
+
+#: Columns of :attr:`ActionStateLog.records`, in order.
+COLUMNS = (
+    "partition", "offset", "timestamp", "state_key", "key_format", "key_group", "business_key", "key_text",
+    "key_digest", "seq", "event_uuid", "action_uuid", "tombstone", "value_format", "value_format_inferred",
+    "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
+    "upstream_action", "is_root", "output_event_count", "output_event_types", "output_event_ids",
+    "sensory_update_count", "short_term_update_count", "call_count", "calls_pending", "calls_succeeded",
+    "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "payload_bytes",
+    "key_flags", "agent_key", "error",
+)
+
+
+def build_records(batches: RawBatch | Iterable[RawBatch], *, key_format: str | None,
+                  max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
+    """The batches joined in physical order and their records frame (call under ``gc_paused``)."""
+    raw, cols, keys = _gather(batches)
+    return raw, _build(raw, cols, keys, key_format=key_format, max_parallelism=max_parallelism)
+
+
+def concat_batches(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
+    """The batches one after the other, as one new batch."""
+    return _concat(batches)
+
+
+def physical_order(raw: RawBatch) -> RawBatch:
+    """The batch in physical order: partitions ascending, then offset (stable for equal positions)."""
+    return _sorted(raw)
+
+
+_RAW_FIELDS = ("partition", "offset", "timestamp_ms", "key", "value")
+
+def _concat(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
+    """The batches one after the other, as one new batch."""
+    batches = [batches] if isinstance(batches, RawBatch) else list(batches)
+    return _joined_raw([(b, 0, len(b)) for b in batches], with_agent_key=any(b.agent_key is not None for b in batches))
+
+def _joined_raw(pieces: Iterable[tuple[RawBatch, int, int]], *, with_agent_key: bool) -> RawBatch:
+    """One new batch from slices ``(batch, start, end)`` of batches, in that order."""
+    pieces = list(pieces)
+
+    def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
+        return list(chain.from_iterable(col[a:z] for col, a, z in columns))
+
+    raw = RawBatch(*(join((getattr(b, name), a, z) for b, a, z in pieces) for name in _RAW_FIELDS))
+    if with_agent_key:
+        raw.agent_key = join((b.agent_key if b.agent_key is not None else [None] * len(b), a, z)
+                             for b, a, z in pieces)
+    return raw
+
+def _physical_order(raw: RawBatch) -> list[int] | None:
+    """The permutation into physical order (partitions ascending, then offset; stable), None if already so."""
+    part = np.asarray(raw.partition, dtype=np.int64)
+    off = np.asarray(raw.offset, dtype=np.int64)
+    if len(part) < 2:
+        return None
+    dp, do = np.diff(part), np.diff(off)
+    if bool(np.all((dp > 0) | ((dp == 0) & (do >= 0)))):
+        return None
+    return np.lexsort((off, part)).tolist()  # type: ignore[no-any-return]
+
+def _take(raw: RawBatch, order: list[int]) -> RawBatch:
+    take = _taker(order)
+    return RawBatch(take(raw.partition), take(raw.offset), take(raw.timestamp_ms), take(raw.key),
+                    take(raw.value), None if raw.agent_key is None else take(raw.agent_key))
+
+def _taker(order: list[int]) -> Callable[[Sequence[Any]], list[Any]]:
+    """A function reordering a column by ``order`` (itemgetter loops in C, several times a comprehension's speed)."""
+    if len(order) == 1:
+        return lambda col: [col[order[0]]]
+    get = itemgetter(*order)
+    return lambda col: list(get(col))
+
+def _sorted(raw: RawBatch) -> RawBatch:
+    """Physical order: partitions ascending, then offset (stable for equal positions)."""
+    order = _physical_order(raw)
+    return raw if order is None else _take(raw, order)
+
+def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
+    """``(partition, start, end)`` of each run of one partition, or None when runs are too short to pay."""
+    n = len(partitions)
+    if n == 0:
+        return []
+    part = np.asarray(partitions, dtype=np.int64)
+    cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+    if len(cuts) > n // 64 + 8:
+        return None
+    starts = [0, *cuts.tolist()]
+    ends = [*cuts.tolist(), n]
+    return [(partitions[a], a, z) for a, z in zip(starts, ends)]
+
+def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequence[Any]], pa.BinaryArray]:
+    """All records in physical order, their value columns and their keys as Arrow; each batch done as it arrives.
+
+    Sources hand batches over while still reading (Kafka fetches in the background), so the decode
+    overlaps the transfer instead of following it, and keys are copied out while still in cache.
+    Batches may mix partitions (Kafka chunks): their runs go to their partition's bucket, so the
+    buckets in partition order are the physical order.
+    """
+    if isinstance(batches, RawBatch):
+        batches = [batches]
+    buckets: dict[int, list[tuple[RawBatch, list[Sequence[Any]], int, int]]] = {}
+    arrival: list[tuple[RawBatch, list[Sequence[Any]], int, int]] = []
+    bucketed = True
+    for b in batches:
+        cols = [*value_columns(b.value), pa.array(b.key, pa.binary())]
+        arrival.append((b, cols, 0, len(b)))
+        runs = _partition_runs(b.partition) if bucketed else None
+        if runs is None:
+            bucketed = False
+            continue
+        for p, a, z in runs:
+            buckets.setdefault(p, []).append((b, cols, a, z))
+    pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
+    raw, cols = _joined(pieces, with_agent_key=any(b.agent_key is not None for b, _, _, _ in arrival))
+    keys = cols.pop()
+    order = _physical_order(raw)  # offsets out of order within a partition (rare), or batches not bucketed
+    if order is None:
+        return raw, cols, keys
+    take = _taker(order)
+    return _take(raw, order), [take(col) for col in cols], keys.take(pa.array(order, pa.int64()))
+
+def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]], *,
+            with_agent_key: bool) -> tuple[RawBatch, list[Sequence[Any]]]:
+    """One batch and one set of value columns from slices of batches and their columns."""
+    if not pieces:
+        return RawBatch(agent_key=[] if with_agent_key else None), [*(() for _ in ROW_COLUMNS),
+                                                                    pa.array([], pa.binary())]
+    first = pieces[0][0]
+    bounds = [0, *(z for _, _, _, z in pieces)]
+    if all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
+            and bounds[-1] == len(first):
+        # one batch whose runs are in order: taken as is (the log owns it); a copy would touch every record again
+        if with_agent_key and first.agent_key is None:  # another (empty) batch had the column
+            first = RawBatch(first.partition, first.offset, first.timestamp_ms, first.key, first.value,
+                             [None] * len(first))
+        return first, pieces[0][1]
+
+    raw = _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
+    cols: list[Any] = [list(chain.from_iterable(c[j][a:z] for _, c, a, z in pieces)) for j in range(len(ROW_COLUMNS))]
+    cols.append(pa.concat_arrays([c[-1].slice(a, z - a) for _, c, a, z in pieces]))
+    return raw, cols
+
+def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, *, key_format: str | None,
+           max_parallelism: int | None) -> pd.DataFrame:
+    n = len(raw)
+    # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
+    # one finishes the value columns (on a machine with a second core they overlap).
+    key_errors: list[str | None] = [None] * n
+    keys_done: dict[str, Any] = {}
+
+    def key_columns() -> None:
+        try:
+            keys_done["ready"] = _key_columns(key_array, key_errors, key_format=key_format,
+                                              max_parallelism=max_parallelism)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            keys_done["error"] = exc
+
+    worker = threading.Thread(target=key_columns, name="agent-inspect-keys", daemon=True)
+    worker.start()
+    try:
+        c, masks, value_errors = _value_part(raw, cols)
+    finally:
+        worker.join()
+    if "error" in keys_done:
+        raise keys_done["error"]
+    ready = keys_done["ready"]
+    errors = key_errors
+    if ready is None:  # ambiguous layouts are settled per partition, record by record
+        errors = [None] * n
+        keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
+        good = [k if type(k) is tuple else _NO_KEY for k in keys]
+        for i, k in enumerate(keys):
+            if type(k) is not tuple:
+                errors[i] = _key_error(k)
+        (c["key_format"], c["key_group"], c["seq"], c["event_uuid"], c["action_uuid"], c["key_text"],
+         c["key_digest"], _, c["key_flags"]) = (list(col) for col in zip(*good)) if n else ([],) * 9
+        c["business_key"] = [k[5] if k[5] is not None else k[6] for k in good]
+        c["state_key"] = [None if k is None else k.decode("utf-8", "replace") for k in raw.key]
+        business_keys = c["business_key"]
+    else:
+        business_keys = ready.pop("_business_codes")
+        c.update(ready)
+    for i, reason in value_errors:  # a record's key reason comes first
+        errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
+    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
+    c["error"] = errors
+    return _frame(c, n)
+
+def _value_part(raw: RawBatch, cols: list[Sequence[Any]]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
+    """The columns that come from values and positions (final dtypes), the format masks and the value errors."""
+    n = len(raw)
+    c: dict[str, Any] = {}
+    value_errors: list[tuple[int, str]] = []
+    values = raw.value
+    if ROW_ERROR in cols[0]:  # rare: values that do not decode keep only their size
+        cols = [list(col) for col in cols]
+        for i in [i for i, first in enumerate(cols[0]) if first is ROW_ERROR]:
+            value_errors.append((i, f"value: {cols[1][i]}"))
+            for col, empty in zip(cols[:-1], EMPTY_ROW):
+                col[i] = empty
+    for name, col in zip(ROW_COLUMNS, cols):
+        c[name] = col
+    masks = c.pop("_mask")
+    problems = c.pop("_problem")
+    if problems.count(None) != n:  # rare; the record decodes, so its columns stay, but upstream would refuse it
+        value_errors += [(i, f"value: {problem}") for i, problem in enumerate(problems) if problem is not None]
+        value_errors.sort(key=itemgetter(0))
+    types, classes = c["task_event_type"], c["task_event_class"]
+    c["task_event_type"], c["task_event_class"] = type_col, class_col = _categorical(types), _categorical(classes)
+    counts = {name: np.fromiter(c[name], np.int32, n) for name in _COUNTS}  # -1: no decoded value
+    for name, count in counts.items():
+        c[name] = pd.arrays.IntegerArray(count, count < 0)
+    decoded = counts["output_event_count"] >= 0  # a value that decoded (not a tombstone)
+    c["is_root"] = pd.arrays.BooleanArray((type_col == INPUT_EVENT_TYPE).to_numpy(dtype=bool, na_value=False), ~decoded)
+    calls = counts["calls_pending"] + counts["calls_succeeded"] + counts["calls_failed"]
+    c["call_count"] = pd.arrays.IntegerArray(np.where(decoded, calls, -1), ~decoded)
+    scope: list[str | None] = [None] * n
+    session: list[str | None] = [None] * n
+    call: list[str | None] = [None] * n
+    if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:  # most logs: none
+        for i, cls in enumerate(classes):
+            if cls == SUBAGENT_EVENT or types[i] == SUBAGENT_EVENT_TYPE:
+                scope[i], session[i], call[i] = subagent_call_ids(values[i])
+    c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
+    size = np.fromiter(c["payload_bytes"], np.int64, n)
+    c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
+    c["tombstone"] = size < 0
+    c["partition"] = raw.partition
+    c["offset"] = raw.offset
+    c["timestamp"] = raw.timestamp_ms
+    c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
+    return _finished(c, n), masks, value_errors
+
+def _key_error(k: Any) -> str:
+    return "key: missing (record has no key)" if k is None else f"key: {error_reason(k)}"
+
+_COUNTS = ("output_event_count", "sensory_update_count", "short_term_update_count", "calls_pending",
+           "calls_succeeded", "calls_failed")
+
+_KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
+
+_KEY_ARRAY_TYPES = (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string())
+
+def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: str | None,
+                 max_parallelism: int | None) -> dict[str, Any] | None:
+    """The key columns, final dtypes, from each distinct key once; None when a layout is ambiguous.
+
+    A state key is written two or more times (initial, calls, completed), so the distinct keys are
+    parsed (the common shapes in bulk by Arrow, the rest one by one) and rows take them by code.
+    Categories keep first-appearance order.
+    """
+    encoded = keys.dictionary_encode()
+    codes = encoded.indices  # null for a missing key
+    try:
+        texts = encoded.dictionary.cast(pa.string())
+    except pa.ArrowInvalid:  # some key is not UTF-8: the one-by-one parser names it
+        texts = None
+    d: dict[str, Any]
+    if texts is not None and key_format is None:
+        parsed, d, flags = key_field_arrays(texts, max_parallelism)
+    else:  # every key one by one (a preferred layout, or bytes that are not UTF-8)
+        parsed = np.zeros(len(encoded.dictionary), dtype=bool)
+        d = {name: pa.nulls(len(parsed), typ) for name, typ in zip(KEY_ARRAY_FIELDS, _KEY_ARRAY_TYPES)}
+        flags = np.empty(len(parsed), dtype=object)
+    slow = np.flatnonzero(~parsed)
+    if len(slow):
+        distinct = encoded.dictionary.take(pa.array(slow)).to_pylist()
+        fields = resolve_key_fields(distinct, None, prefer=key_format, max_parallelism=max_parallelism)
+        if any(type(f) is tuple and FLAG_AMBIGUOUS in f[8] for f in fields):
+            return None
+        good = [f if type(f) is tuple else _NO_KEY for f in fields]
+        if not all(type(f) is tuple for f in fields):
+            bad = np.full(len(parsed), None, dtype=object)
+            bad[slow] = [None if type(f) is tuple else _key_error(f) for f in fields]
+            valid = codes.is_valid().to_numpy(zero_copy_only=False).tolist()
+            for i, j in enumerate(codes.fill_null(0).to_numpy().tolist()):
+                if bad[j] is not None and valid[i]:
+                    errors[i] = bad[j]
+        slow_cols = list(zip(*good))
+        mask = pa.array(~parsed)
+        for name, col, typ in zip(KEY_ARRAY_FIELDS, slow_cols, _KEY_ARRAY_TYPES):
+            values = pa.array(col, typ)
+            d[name] = values if len(slow) == len(parsed) else pc.replace_with_mask(d[name], mask, values)
+        flags[slow] = list(slow_cols[8])
+    d["business_key"] = pc.coalesce(d["key_text"], d["key_digest"])
+    out: dict[str, Any] = {}
+    for name in _KEY_CATEGORIES:
+        enc = d[name].dictionary_encode()
+        rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
+        out[name] = rows.to_pandas()
+        if name == "business_key":
+            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy().tolist()
+    for name, dtype in (("key_group", np.int32), ("seq", np.int64)):
+        values = d[name].take(codes).fill_null(-1).to_numpy().astype(dtype)
+        out[name] = pd.arrays.IntegerArray(values, values < 0)
+    if codes.null_count:
+        missing = _key_error(None)
+        for i in np.flatnonzero(codes.is_null().to_numpy(zero_copy_only=False)).tolist():
+            errors[i] = missing
+        flags = np.append(flags, None)
+        flags[-1] = NO_FLAGS
+        take = codes.fill_null(len(flags) - 1).to_numpy()
+    else:
+        take = codes.to_numpy()
+    out["key_flags"] = flags[take]
+    text = texts if texts is not None else pa.array(
+        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string())
+    for name, col in (("event_uuid", d["event_uuid"]), ("state_key", text)):
+        out[name] = pd.Series(col.take(codes), dtype="str")
+    return out
+
+_NO_KEY = (None,) * 8 + (NO_FLAGS,)
+
+def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
+                    partitions: Sequence[int]) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
+    """Pinned records keep their format; the others take their key's, else their partition's (§2.2).
+
+    A record whose value fits several formats takes, among those, the one its business key's pinned
+    records show most often (ties: the newer), else the same among its partition's pinned records,
+    else the newest it fits. Returns the format ids and the ``value_format_inferred`` column.
+    """
+    m = np.asarray(masks, dtype=np.int64)
+    n = len(m)
+    present = m != 0
+    pinned = present & ((m & (m - 1)) == 0)
+    open_rows = np.flatnonzero(present & ~pinned)
+    names = np.full(1 << len(VALUE_FORMATS), None, dtype=object)
+    names[1:] = [newest_format(v) for v in range(1, len(names))]
+    chosen = m.copy()
+    if len(open_rows):
+        chosen[open_rows] = 0
+        bits = [1 << i for i in range(len(VALUE_FORMATS))]
+        pinned_bit = {b: pinned & (m == b) for b in bits}
+        for codes in (_codes(business_keys), _codes(partitions)):
+            todo = open_rows[chosen[open_rows] == 0]
+            if not len(todo):
+                break
+            size = int(codes.max()) + 1
+            want = m[todo]
+            best = np.zeros(len(todo), dtype=np.int64)  # score: pinned count * 64 + bit, so ties go to the newer
+            for b in bits:
+                count = np.bincount(codes[pinned_bit[b]], minlength=size)[codes[todo]]
+                score = np.where((want & b != 0) & (count > 0), count * 64 + b, 0)
+                best = np.maximum(best, score)
+            chosen[todo] = best % 64
+        undecided = open_rows[chosen[open_rows] == 0]
+        chosen[undecided] = m[undecided]  # nothing pinned to follow: the newest format it fits
+    inferred = np.zeros(n, dtype=bool)
+    inferred[open_rows] = True
+    return _categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
+
+def _codes(values: Sequence[Any]) -> np.ndarray:
+    """Dense int codes of a column (None / NaN one code of its own)."""
+    codes, _ = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values,
+                            use_na_sentinel=False)
+    return codes
+
+_CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "action_uuid",
+               "value_format", "task_event_class", "task_event_type", "upstream_action", "subagent_scope",
+               "subagent_session_id", "subagent_call_id", "agent_key")
+
+_INT32 = ("key_group", "output_event_count", "sensory_update_count", "short_term_update_count", "call_count",
+          "calls_pending", "calls_succeeded", "calls_failed")
+
+_BOOL = ("value_format_inferred", "completed", "is_root")
+
+def _categorical(col: list[Any]) -> pd.Categorical:
+    # Arrow's dictionary encoding is several times faster than pd.Categorical on Python strings.
+    return pa.array(col, pa.string()).dictionary_encode().to_pandas()
+
+def _masked_int(col: Sequence[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
+    values = np.fromiter(col, dtype, len(col))
+    return pd.arrays.IntegerArray(values, values < 0)  # every count/group/seq is >= 0; -1 = unknown
+
+def _masked_bool(col: Sequence[bool | None]) -> pd.api.extensions.ExtensionArray:
+    arr = pa.array(col, pa.bool_())
+    return pd.arrays.BooleanArray(arr.fill_null(False).to_numpy(zero_copy_only=False),
+                                  arr.is_null().to_numpy(zero_copy_only=False))
+
+def _timestamps(col: Sequence[int | None]) -> Any:
+    try:
+        ms = np.fromiter(col, np.int64, len(col)).view("datetime64[ms]")
+    except (TypeError, OverflowError):  # some record has no timestamp (a None)
+        return pa.array(col, pa.timestamp("ms", tz="UTC")).to_pandas()
+    return pd.array(ms, dtype=pd.DatetimeTZDtype("ms", "UTC"))
+
+def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
+    data = _finished(c, n)
+    frame = pd.DataFrame({name: data[name] for name in COLUMNS}, copy=False)
+    frame.index = pd.RangeIndex(n)
+    return frame
+
+def _finished(c: dict[str, Any], n: int) -> dict[str, Any]:
+    """The columns of ``c`` in their final dtypes (those already final are kept)."""
+    data: dict[str, Any] = {}
+    for name in c:
+        col = c[name]
+        if isinstance(col, (pd.Series, np.ndarray, pd.api.extensions.ExtensionArray)):
+            data[name] = col  # already final (key columns built per distinct key)
+        elif name == "partition":
+            data[name] = np.asarray(col, dtype=np.int32)
+        elif name == "offset":
+            data[name] = np.asarray(col, dtype=np.int64)
+        elif name == "timestamp":
+            data[name] = _timestamps(col)
+        elif name in _CATEGORIES:
+            data[name] = _categorical(col)
+        elif name in _INT32:
+            data[name] = _masked_int([-1 if v is None else v for v in col] if name == "key_group" else col,
+                                     np.int32)
+        elif name in ("seq", "payload_bytes"):
+            data[name] = _masked_int([-1 if v is None else v for v in col] if name == "seq" else col, np.int64)
+        elif name in _BOOL:
+            data[name] = _masked_bool(col)
+        elif name == "tombstone":
+            data[name] = np.asarray(col, dtype=bool)
+        elif name in ("output_event_types", "output_event_ids", "key_flags"):
+            data[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
+        else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
+            data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
+    return data

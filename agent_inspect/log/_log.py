@@ -1,0 +1,168 @@
+"""``ActionStateLog``: one decoded row per action-state record, with its exact bytes and source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agent_inspect import _html
+from agent_inspect._bulk import gc_paused
+from agent_inspect._errors import ValueFormatError
+from agent_inspect.codec import ActionState, decode_action_state
+from agent_inspect.codec.bulk import release_shared_strings
+from agent_inspect.log._build import COLUMNS, build_records
+from agent_inspect.log._identity import verify_identity
+from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources import write_parquet
+
+__all__ = ["ActionStateLog", "COLUMNS", "plain_text"]
+
+
+class ActionStateLog:
+    """The action-state journal as data: ``records`` (one row per record, index = position), ``raw``, ``source``.
+
+    Build it with :meth:`from_raw` (the sources do that for you: ``ai.load(...)``). Bad keys or values are
+    rows with an ``error``; tombstones are rows with ``tombstone=True``. ``value(pos)`` decodes one record.
+    """
+
+    def __init__(self, records: pd.DataFrame, raw: RawBatch, source: SourceInfo) -> None:
+        self.records = records
+        self.raw = raw
+        self.source = source
+        self._cache: dict[int, ActionState | None] = {}
+
+    @classmethod
+    def from_raw(cls, batches: RawBatch | Iterable[RawBatch], source: SourceInfo, *,
+                 key_format: str | None = None, max_parallelism: int | None = None) -> ActionStateLog:
+        """Decode raw records into a log; never drops a record. The log may keep the batches' lists: leave them be.
+
+        ``key_format`` settles ambiguous key layouts (and is the only way to read "K1.5-draft" keys);
+        ``max_parallelism`` bounds key groups.
+        """
+        try:
+            with gc_paused():  # millions of short-lived objects: the cyclic GC would dominate the load
+                raw, records = build_records(batches, key_format=key_format, max_parallelism=max_parallelism)
+        finally:
+            release_shared_strings()
+        return cls(records, raw, source)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def errors(self) -> pd.DataFrame:
+        """The rows whose key or value did not decode, with the reason in ``error``."""
+        return self.records[self.records["error"].notna()]
+
+    def value(self, pos: int) -> ActionState | None:
+        """The decoded value of the record at ``pos`` (None for a tombstone); cached.
+
+        Raises :class:`ValueFormatError` when that record's value does not decode. A value that decodes but
+        that upstream would refuse (a Kryo envelope of another version) is returned; its row has an ``error``.
+        """
+        pos = int(pos)
+        if pos in self._cache:
+            return self._cache[pos]
+        if not 0 <= pos < len(self.raw):
+            raise IndexError(f"position {pos} is outside this log (0..{len(self.raw) - 1})")
+        data = self.raw.value[pos]
+        state = None if data is None else decode_action_state(data)
+        self._cache[pos] = state
+        return state
+
+    def values(self) -> list[ActionState | None]:
+        """Every record's decoded value (None for tombstones and values that do not decode)."""
+        out: list[ActionState | None] = []
+        for pos in range(len(self.raw)):
+            try:
+                out.append(self.value(pos))
+            except ValueFormatError:
+                out.append(None)
+        return out
+
+    def keys(self) -> list[str]:
+        """The business keys (key text, or digest for K1.6/K2), in order of first appearance."""
+        return [k for k in self.records["business_key"].dropna().unique().tolist()]
+
+    def for_key(self, key: str) -> ActionStateLog:
+        """A log of one business key's records (positions renumbered from 0, order kept)."""
+        mask = (self.records["business_key"] == key).fillna(False).to_numpy(dtype=bool)
+        idx = np.flatnonzero(mask).tolist()
+        records = self.records.iloc[idx].reset_index(drop=True)
+        raw = RawBatch(*(list(map(col.__getitem__, idx)) for col in
+                         (self.raw.partition, self.raw.offset, self.raw.timestamp_ms, self.raw.key, self.raw.value)),
+                       agent_key=None if self.raw.agent_key is None else [self.raw.agent_key[i] for i in idx])
+        sub = ActionStateLog(records, raw, self.source)
+        sub._cache = {new: self._cache[old] for new, old in enumerate(idx) if old in self._cache}
+        return sub
+
+    def to_parquet(self, path: str | os.PathLike[str]) -> Any:
+        """Write the exact records and source metadata to Parquet (reload with ``ai.load(path)``)."""
+        return write_parquet(self, path)
+
+    def verify_identity(self, *, num_partitions: int | None = None, max_parallelism: int = 128,
+                        plan: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """Recompute each record's identities and compare them with its key (spec §15 step 4).
+
+        Returns a frame indexed by position with ``*_expected`` and ``*_ok`` columns (``<NA>`` where a
+        check cannot be made): the event UUID from ``taskEvent.attributes`` (0.3+ recipe; legacy V0/V1
+        records are not checked), the Kafka partition (``num_partitions``, by default the topic's
+        partition count for Kafka sources), the key group of K1.5 keys (assuming a ``String`` business
+        key), and with ``plan`` (the agent plan JSON, or its ``actions`` map) the action name and UUID.
+        Hash-based action UUIDs of Java actions differ per JVM, so those are left unchecked.
+        """
+        return verify_identity(self, num_partitions=num_partitions, max_parallelism=max_parallelism, plan=plan)
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for a first look: records, errors, keys, partitions, key/value formats, completed, tombstones."""
+        r = self.records
+        inferred = r["value_format_inferred"]
+        return {
+            "source": {"kind": self.source.kind, "location": self.source.location, "topic": self.source.topic},
+            "records": int(len(r)),
+            "errors": int(r["error"].notna().sum()),
+            "business_keys": int(r["business_key"].nunique()),
+            "partitions": sorted(int(p) for p in pd.unique(r["partition"])),
+            "key_formats": _counts(r["key_format"]),
+            "value_formats": _counts(r["value_format"]),
+            "value_formats_inferred": int(inferred.fillna(False).sum()),
+            "completed": int(r["completed"].fillna(False).sum()),
+            "tombstones": int(r["tombstone"].sum()),
+            "executions": int(r.loc[~r["tombstone"], "state_key"].nunique()),
+            "root_records": int(r["is_root"].fillna(False).sum()),
+            "flagged_keys": int((r["key_flags"].map(len) > 0).sum()),
+        }
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"<ActionStateLog {s['records']} records, {s['business_keys']} business keys, "
+                f"{s['errors']} errors from {self.source.kind} {self.source.location!r}>")
+
+    def _repr_html_(self) -> str:
+        s = self.summary()
+        rows = "".join(f"<tr><th>{_html.escape(k)}</th><td>{_html.escape(plain_text(v))}</td></tr>"
+                       for k, v in s.items() if k != "source")
+        head = (f"<p><b>ActionStateLog</b> from {_html.escape(self.source.kind)} "
+                f"<code>{_html.escape(self.source.location)}</code></p>")
+        cols = ["partition", "offset", "business_key", "seq", "key_format", "value_format", "completed",
+                "task_event_type", "output_event_count", "call_count", "error"]
+        return (head + f'<table class="agent-inspect">{rows}</table>'
+                + _html.frame_html(self.records[cols], max_rows=10, caption="records"))
+
+
+def _counts(col: pd.Series) -> dict[str, int]:
+    return {str(k): int(v) for k, v in col.value_counts(dropna=True).items() if v}
+
+
+def plain_text(v: Any, empty: str = "—") -> str:
+    """A summary value as text (shared by the HTML view and the CLI's ``summary``)."""
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {n}" for k, n in v.items()) or empty
+    if isinstance(v, list):
+        return ", ".join(map(str, v)) or empty
+    return str(v)
+
