@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent
 
@@ -55,7 +55,7 @@ class SetMemory:
     memory: str = "short_term"
 
 
-Step = Union[Emit, Call, SubagentCall, SetMemory]
+Step = Emit | Call | SubagentCall | SetMemory
 
 
 @dataclass(frozen=True)

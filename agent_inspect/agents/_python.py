@@ -7,7 +7,12 @@ from typing import Any
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents._protocol import (
-    SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent, finish_inline,
+    SUBAGENT_EVENT,
+    ActionContext,
+    ActionDecl,
+    AgentEvent,
+    BaseAgent,
+    finish_inline,
 )
 
 __all__ = ["PythonAgent"]

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect.agents._protocol import (
-    SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent,
+    SUBAGENT_EVENT,
+    ActionContext,
+    ActionDecl,
+    AgentEvent,
+    BaseAgent,
 )
 
 if TYPE_CHECKING:

@@ -13,11 +13,10 @@ from typing import Any
 
 from agent_inspect import codec
 from agent_inspect._errors import CaseFileError
-from agent_inspect.agents import DeclarativeAgent
-from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
-from agent_inspect.recovery import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
-from agent_inspect.cases._format import Case, CallSpec, KeySpec, LogLine
+from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent, DeclarativeAgent
+from agent_inspect.cases._format import CallSpec, Case, KeySpec, LogLine
 from agent_inspect.cases._notation import EventRef
+from agent_inspect.recovery import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
 
 __all__ = ["BuiltCase", "build_case", "encode_payload", "call_result", "IdFactory"]
 

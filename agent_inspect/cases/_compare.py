@@ -63,8 +63,7 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
 
 def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, agent: Any) -> pd.DataFrame:
     from agent_inspect.agents import AsRecordedAgent
-    from agent_inspect.recovery import ReplayPlan
-    from agent_inspect.recovery import predict
+    from agent_inspect.recovery import ReplayPlan, predict
 
     plan = plan if plan is not None else ReplayPlan.from_log(log, markers=markers)
     agent = agent if agent is not None else AsRecordedAgent(log)

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import CaseFileError
-from agent_inspect.agents import Behaviour, Call, Emit, SetMemory, Step, SubagentCall
-from agent_inspect.agents import ActionDecl
+from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentCall
 from agent_inspect.cases._notation import EventRef, Expectation, parse_event, parse_expectation
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
@@ -178,8 +177,7 @@ class Case:
 
 
 def _declarative(spec: AgentSpec):
-    from agent_inspect.agents import DeclarativeAgent
-    from agent_inspect.agents import AgentEvent
+    from agent_inspect.agents import AgentEvent, DeclarativeAgent
 
     begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
              for t, e in spec.begin]

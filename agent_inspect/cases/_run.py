@@ -66,9 +66,9 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
     """
     if case.call_case is not None and not case.log:
         return run_call_case(case)
+    from agent_inspect.cases._build import build_case
     from agent_inspect.recovery import NOT_DISPATCHED, predict
     from agent_inspect.rules import resolve_rule
-    from agent_inspect.cases._build import build_case
 
     rule_obj = resolve_rule(rule)
     rule_name = rule if isinstance(rule, str) else rule_obj.name
@@ -178,8 +178,8 @@ def _op_matches(op: Any, event: Any, built: Any) -> bool:
 def run_call_case(case: Case) -> CaseResult:
     """Run a durable-call case (§9.4) at call level: recorded journal, body on resume, expectations."""
     from agent_inspect import codec
-    from agent_inspect.recovery import CallJournal
     from agent_inspect.cases._build import call_result, encode_payload
+    from agent_inspect.recovery import CallJournal
 
     cc = case.call_case
     if cc is None:

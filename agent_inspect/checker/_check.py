@@ -23,7 +23,6 @@ written as a case file (docs/cases.md), where stale and tainted records carry ``
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +32,8 @@ from typing import Any
 
 import pandas as pd
 
-from agent_inspect._errors import InspectError
+from agent_inspect._errors import InspectError, RecoveryError
+from agent_inspect.cases import executor_for
 from agent_inspect.checker._generate import (
     History,
     HistoryOptions,
@@ -41,8 +41,6 @@ from agent_inspect.checker._generate import (
     event_notation,
     generate_history,
 )
-from agent_inspect._errors import RecoveryError
-from agent_inspect.cases import executor_for
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import DivergenceRule
 

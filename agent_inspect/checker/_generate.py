@@ -357,8 +357,7 @@ class _Generator:
         self.latest = 0                             # the failed job's latest checkpoint
 
     def run(self) -> History:
-        from agent_inspect.executor import as_plan
-        from agent_inspect.executor import KeyMaker
+        from agent_inspect.executor import KeyMaker, as_plan
         from agent_inspect.recovery import ReplayPlan
 
         rng, o = self.rng, self.o

@@ -28,10 +28,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cases import CALL_RULE, build_case, load_cases, run_case
     from agent_inspect.rules import resolve_rule
-    from agent_inspect.cases import load_cases
-    from agent_inspect.cases import build_case
-    from agent_inspect.cases import CALL_RULE, run_case
 
     cases = load_cases(args.paths)
     if not cases:

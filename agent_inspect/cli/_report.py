@@ -57,8 +57,8 @@ def parse_markers(text: str | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.report import write_report
     from agent_inspect.log import load
+    from agent_inspect.report import write_report
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")

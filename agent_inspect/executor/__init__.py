@@ -20,10 +20,10 @@ from agent_inspect.executor._calls import (
 from agent_inspect.executor._context import ReplayContext
 from agent_inspect.executor._engine import Checkpoint, Counters, MemoryState, ReplayExecutor
 from agent_inspect.executor._memory import Memory
+from agent_inspect.executor._plan import as_plan
 from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
 from agent_inspect.executor._record import OpaqueMemoryValue, RecordView, json_envelope_decoder
 from agent_inspect.executor._report import ReplaySafetyReport
-from agent_inspect.executor._plan import as_plan
 from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 

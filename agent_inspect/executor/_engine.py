@@ -15,7 +15,10 @@ import greenlet
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
 from agent_inspect.executor._calls import (
-    CallEvent, CallJournal, CallSlot, decode_recorded,
+    CallEvent,
+    CallJournal,
+    CallSlot,
+    decode_recorded,
 )
 from agent_inspect.executor._context import ReplayContext
 from agent_inspect.executor._events import IdSource, wrap_subagent

@@ -12,14 +12,14 @@ from agent_inspect._errors import ReplayError
 __all__ = ["build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
 
 JOURNAL_LOCATION = "agent_inspect:replay-journal"
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def epoch_ms(t: Any) -> int:
     """Milliseconds since the epoch of an int (taken as is) or a datetime (naive means UTC)."""
     if isinstance(t, datetime.datetime):
         if t.tzinfo is None:
-            t = t.replace(tzinfo=datetime.timezone.utc)
+            t = t.replace(tzinfo=datetime.UTC)
         return (t - _EPOCH) // datetime.timedelta(milliseconds=1)
     if isinstance(t, bool) or not isinstance(t, numbers.Integral):
         raise ReplayError(f"a journal clock gives epoch milliseconds (int) or a datetime, not {t!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Hashable
+
 import networkx as nx
 
 __all__ = ["layered_layout"]

@@ -81,7 +81,7 @@ def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
             rest = b[len(a) + 1:]
             head = rest.split("_", 1)[0]
             seq_level = head.isdigit()
-            positions = tuple((by_text[a].index[:cap // 2].tolist() + by_text[b].index[:cap // 2].tolist()))
+            positions = tuple(by_text[a].index[:cap // 2].tolist() + by_text[b].index[:cap // 2].tolist())
             rows.append({
                 "lint": "prefix-collision", "severity": "error" if seq_level else "warning", "business_key": a,
                 "seq": int(head) if seq_level else None, "positions": positions,

@@ -328,7 +328,7 @@ def _page(heading: str, sections: Sequence[_Section], *, rule_name: str) -> str:
     nav = "".join(f'<a href="#{s.anchor}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{s.anchor}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
     script_tags = "".join(f"<script>{s}</script>" for s in scripts)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'

@@ -231,6 +231,6 @@ def write_samples(directory: str | os.PathLike[str] | None = None, *,
         written.append(write_markers(s.info(), f"{base}{FILE_SUFFIXES['markers']}"))
     if names is None:
         readme_path = out / "README.md"
-        readme_path.write_text(readme(samples), encoding="utf-8")
+        readme_path.write_text(readme(samples, SHOWS), encoding="utf-8")
         written.append(readme_path)
     return written

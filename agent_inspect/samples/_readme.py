@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from textwrap import fill
 from typing import Any
-
-from agent_inspect.samples._catalog import SHOWS
 
 __all__ = ["readme"]
 
@@ -47,13 +45,13 @@ def _markers(m: Any) -> str:
     return ", ".join("{" + ", ".join(f"{p}: {o}" for p, o in d.items()) + "}" for d in m)
 
 
-def readme(samples: Sequence[Any]) -> str:
+def readme(samples: Sequence[Any], shows: Mapping[str, str]) -> str:
     """README text for ``samples`` (generated :class:`~agent_inspect.samples.Sample` objects)."""
     parts = [_HEAD]
     for s in samples:
         recs = s.log.records
         parts.append(f"\n## `{s.name}`{f' (case {s.case})' if s.case else ''}\n\n{s.description}.\n")
-        parts.append(f"\n{wrap(SHOWS[s.name])}\n")
+        parts.append(f"\n{wrap(shows[s.name])}\n")
         parts.append(f"\n{len(recs)} records, {recs['business_key'].nunique()} business key(s), "
                      f"{s.key_format} keys, {s.num_partitions} partition(s). Markers of the restore shown "
                      f"(checkpoint {s.restored_from}): `[{_markers(s.markers)}]`; it replays "

@@ -19,7 +19,7 @@ import os
 import re
 import secrets
 from collections.abc import Iterator, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -27,10 +27,10 @@ from typing import Any
 
 import msgspec
 
-from agent_inspect._errors import SourceError
 from agent_inspect._bulk import gc_paused
-from agent_inspect.sources._progress import progress_bar
+from agent_inspect._errors import SourceError
 from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources._progress import progress_bar
 
 __all__ = ["FileRead", "read_file", "write_jsonl", "write_parquet", "SOURCE_METADATA_KEY"]
 
@@ -515,7 +515,7 @@ def _timestamp(value: int | str | None) -> int | None:
     except ValueError:
         raise ValueError(f"timestamp {value[:40]!r} is neither epoch milliseconds nor ISO-8601") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter
 from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
-from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["ConnectionFactory", "read_fluss"]
 
@@ -99,7 +99,7 @@ def _message(exc: BaseException) -> str:
 async def _call(awaitable: Awaitable[_T], *, timeout: float, what: str, where: str) -> _T:
     try:
         return await asyncio.wait_for(awaitable, timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise BrokerUnreachable(f"Fluss at {where} did not answer within {timeout:g}s while {what}; "
                                 f"check the address and network, or raise timeout=") from None
     except SourceError:
@@ -125,7 +125,7 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
         info = table.get_table_info()
         if table.has_primary_key():
             raise SourceError(f"{db}.{name} is a primary-key table; the action-state store writes a log table")
-        if getattr(info, "get_partition_keys", lambda: [])():
+        if getattr(info, "get_partition_keys", list)():
             raise SourceError(f"{db}.{name} is a partitioned table; the action-state store writes an "
                               f"unpartitioned log table")
         columns = set(table.arrow_schema.names)

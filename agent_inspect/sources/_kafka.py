@@ -8,12 +8,12 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect._bulk import gc_paused
+from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
 from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
-from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["open_kafka", "read_partitions"]
 

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_inspect.store._model import (
-    CacheEvent, Divergence, Entry, LookupDecision, Outcome, PruneResult, Task,
+    CacheEvent,
+    Divergence,
+    Entry,
+    LookupDecision,
+    Outcome,
+    PruneResult,
+    Task,
 )
 from agent_inspect.store._rule import DivergenceRule
 from agent_inspect.store._store import Store

@@ -10,7 +10,16 @@ import pytest
 import agent_inspect.agents as agents
 from agent_inspect import ReplayError
 from agent_inspect.agents import (
-    ActionContext, ActionDecl, Agent, AgentEvent, Behaviour, Call, DeclarativeAgent, Emit, SetMemory, SubagentCall,
+    ActionContext,
+    ActionDecl,
+    Agent,
+    AgentEvent,
+    Behaviour,
+    Call,
+    DeclarativeAgent,
+    Emit,
+    SetMemory,
+    SubagentCall,
     action_uuid_for,
 )
 

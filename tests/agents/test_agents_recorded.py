@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agent_inspect.agents import AgentEvent, AsRecordedAgent
-from agent_inspect.recovery import predict
 from agent_inspect.cases import build_case, load_cases, run_case
+from agent_inspect.recovery import predict
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_ID = {c.id: c for c in load_cases(ROOT / "cases")}

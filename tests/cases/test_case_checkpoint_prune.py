@@ -10,9 +10,9 @@ import tomllib
 
 import pytest
 
-from agent_inspect.executor import ReplayExecutor
 from agent_inspect.cases import build_case, run_case
 from agent_inspect.cases._format import parse_case
+from agent_inspect.executor import ReplayExecutor
 
 # P01's key text on one record per round: lookups hit with count 1 and never evict, so only the prune parses
 P01_ROUNDS = """

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from agent_inspect.rules import resolve_rule
-
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_inspect.agents import ActionDecl, AgentEvent, BaseAgent
-from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, predict
-from agent_inspect.store import RecoverySession
-from agent_inspect.recovery._predict import CallJournal
 from agent_inspect.cases import build_case, load_cases, run_case
 from agent_inspect.cases._format import parse_case
+from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, predict
+from agent_inspect.recovery._predict import CallJournal
+from agent_inspect.rules import resolve_rule
+from agent_inspect.store import RecoverySession
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_ID = {c.id: c for c in load_cases(ROOT / "cases")}

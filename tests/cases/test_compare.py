@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import agent_inspect as ai
-from agent_inspect.store import LookupDecision
 from agent_inspect.cases import compare, load_cases
 from agent_inspect.rules import DivergenceRule
+from agent_inspect.store import LookupDecision
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [c for c in load_cases(ROOT / "cases") if c.id in {"N03", "N04", "G01", "G02", "G09", "D01"}]

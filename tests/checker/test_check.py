@@ -10,18 +10,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent_inspect as ai
-from agent_inspect.executor import StepKind
-from agent_inspect.store import LookupDecision
 from agent_inspect.cases import build_case, load_cases, run_case
-from agent_inspect.checker import HistoryOptions, RuleCheckError, check, generate_history
-from agent_inspect.rules import FixedRule
 from agent_inspect.cases._format import parse_case
+from agent_inspect.checker import HistoryOptions, RuleCheckError, check, generate_history
 from agent_inspect.checker._check import (
     _case_subject,
     _evaluate,
     _judge_case,
     resolve_check_rule,
 )
+from agent_inspect.executor import StepKind
+from agent_inspect.rules import FixedRule
+from agent_inspect.store import LookupDecision
 
 # Branch changes without tombstones; savepoints go back to the fresh start only (no restored memory
 # from before a branch change): naive must be caught, lookup-only never (spec §10.2, §10.3).

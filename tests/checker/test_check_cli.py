@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from agent_inspect.cli import main
 from agent_inspect.cases import load_cases, run_case
+from agent_inspect.cli import main
 
 BRANCH = ["--option", "tombstones=0", "--option", "branch_changes=1.0", "--option", "keys=2",
           "--option", "rounds=3", "--option", "subagents=0", "--option", "savepoint_target=first"]

@@ -20,8 +20,7 @@ from agent_inspect.codec import (
     format_state_key,
     name_action_uuid,
 )
-from agent_inspect.log import ActionStateLog
-from agent_inspect.log import load_file
+from agent_inspect.log import ActionStateLog, load_file
 from agent_inspect.sources import RawBatch, SourceInfo, write_jsonl
 
 ACT = name_action_uuid("act")

@@ -11,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_inspect.executor import (
-    CallJournal, CallSlot, RecordedCallError, RecordedValue, python_args_digest, python_function_id,
+    CallJournal,
+    CallSlot,
+    RecordedCallError,
+    RecordedValue,
+    python_args_digest,
+    python_function_id,
 )
 from agent_inspect.executor._calls import decode_recorded
 

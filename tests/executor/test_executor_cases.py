@@ -10,11 +10,11 @@ import pytest
 from agent_inspect import codec
 from agent_inspect.agents._protocol import AgentEvent
 from agent_inspect.cases import executor_for
+from agent_inspect.cases._build import build_case, call_result
+from agent_inspect.cases._format import load_cases
 from agent_inspect.executor import ReplayExecutor, StepKind
 from agent_inspect.recovery._plan import KeyIdentity, ReplayInput, ReplayPlan
 from agent_inspect.recovery._predict import predict
-from agent_inspect.cases._format import load_cases
-from agent_inspect.cases._build import build_case, call_result
 
 CASES = sorted((Path(__file__).resolve().parents[2] / "cases").glob("*.toml"))
 ALL = load_cases(CASES)
@@ -136,7 +136,7 @@ def test_durable_call_cases_through_the_executor(case, caplog):
     if cc.final_record is not None:
         writes = [v for _, _, v in ex._run.writes if not v.completed]
         final = writes[-1].calls if writes else log.value(0).call_results
-        got = [(getattr(c, "function_id"), getattr(c, "status", None) or c.effective_status) for c in final]
+        got = [(c.function_id, getattr(c, "status", None) or c.effective_status) for c in final]
         assert got == [(w["fn"], w["status"]) for w in cc.final_record]
     if cc.truncated_to is not None:
         trunc = [s for s in ex.step_list if s.outcome in ("mismatch", "truncate")]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_inspect.cases import executor_for
+from agent_inspect.cases import build_case, executor_for, load_cases
 from agent_inspect.executor import ReplayExecutor, StepKind
-from agent_inspect.cases import build_case, load_cases
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 
@@ -107,8 +106,8 @@ def test_subagent_ids_per_handle_and_both_engines_agree_on_every_crash_point():
     from agent_inspect.codec import subagent_namespace_digest
     from agent_inspect.executor._plan import as_plan
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery import predict
     from agent_inspect.raw import RawBatch
+    from agent_inspect.recovery import predict
 
     agent = _caller_agent()
     plan = {"inputs": [("k", "A")], "restored_seq": {"k": 4}}

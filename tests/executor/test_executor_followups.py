@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from agent_inspect import codec
-from agent_inspect.agents._python import PythonAgent
 from agent_inspect._errors import ReplayError
+from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import ReplayExecutor, StepKind
 from agent_inspect.executor._plan import as_plan
 from agent_inspect.recovery import predict
@@ -191,7 +191,7 @@ def test_journal_timestamps_default_none_base_time_or_clock():
     assert plain.journal.timestamp_ms == [None] * len(plain.journal)
 
     base = 1_700_000_000_000
-    for clock in (base, dt.datetime.fromtimestamp(base / 1000, tz=dt.timezone.utc)):
+    for clock in (base, dt.datetime.fromtimestamp(base / 1000, tz=dt.UTC)):
         ex = ReplayExecutor(agent=agent, key_format="K1.5", seed=4, plan=plan, clock=clock)
         ex.run()
         assert ex.journal.timestamp_ms == [base + i for i in _persist_steps(ex)]

@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import (
-    ActionPolicy, Breakpoint, CallPolicy, Policies, ReplayExecutor, StepKind, json_envelope_decoder,
+    ActionPolicy,
+    Breakpoint,
+    CallPolicy,
+    Policies,
+    ReplayExecutor,
+    StepKind,
+    json_envelope_decoder,
 )
 
 EXTERNAL: list[str] = []

@@ -17,8 +17,8 @@ _ATTEMPTS_CONFLATED = {"P04", "P04/k1.5-max-parallelism-1"}
 
 
 def _built_cases():
-    from agent_inspect.cases._format import load_cases
     from agent_inspect.cases._build import build_case
+    from agent_inspect.cases._format import load_cases
 
     return [(case.id, build_case(case)) for case in load_cases(CASES) if case.log]
 

@@ -8,8 +8,8 @@ from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import ReplayExecutor
 from agent_inspect.history import action_graph, subagent_tree
 from agent_inspect.log import ActionStateLog
-from agent_inspect.recovery import reconstruct
 from agent_inspect.raw import RawBatch
+from agent_inspect.recovery import reconstruct
 
 
 def ask(text: str) -> str:

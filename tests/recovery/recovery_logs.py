@@ -7,8 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_inspect.codec import (
-    ActionState, CallResult, Event, encode_action_state, event_uuid, format_state_key, java_string_hash,
-    key_group, name_action_uuid, string_key_digest,
+    ActionState,
+    CallResult,
+    Event,
+    encode_action_state,
+    event_uuid,
+    format_state_key,
+    java_string_hash,
+    key_group,
+    name_action_uuid,
+    string_key_digest,
 )
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo

@@ -9,14 +9,13 @@
 
 from __future__ import annotations
 
-from agent_inspect.rules import resolve_rule
-
 import itertools
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent_inspect.rules import resolve_rule
 from agent_inspect.store import Entry, Outcome, RecoverySession, Task
 
 SEGMENT_RULES = ["original:segment", "naive", "fixed", "lookup-only", "fixed+round-regression", "branch-aware"]

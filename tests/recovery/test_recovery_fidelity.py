@@ -11,9 +11,9 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from recovery_logs import LogBuilder, inp, work  # noqa: E402
 
+from agent_inspect.cases import compare
 from agent_inspect.executor import ReplayExecutor, StepKind  # noqa: E402
 from agent_inspect.recovery import ReplayPlan, predict, reconstruct  # noqa: E402
-from agent_inspect.cases import compare
 
 
 def n04() -> LogBuilder:

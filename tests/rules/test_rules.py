@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from agent_inspect.rules import RULES, DivergenceRule, resolve_rule
 from agent_inspect.store import Entry, Outcome, RecoverySession, Task
-from agent_inspect.rules import DivergenceRule, RULES, resolve_rule
 
 _ids = itertools.count()
 

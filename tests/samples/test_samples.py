@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 import agent_inspect as ai
 from agent_inspect import samples
+from agent_inspect.cases import load_cases
 from agent_inspect.cli import main
 from agent_inspect.executor import ReplayExecutor, StepKind
 from agent_inspect.log import ActionStateLog
-from agent_inspect.cases import load_cases
 from agent_inspect.sources import RawBatch, SourceInfo
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,9 +12,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 import fluss
+import pyarrow as pa
 
 
 class FakeFlussError(Exception):

@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 import agent_inspect as ai
 from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.log import ActionStateLog
-from agent_inspect.sources._files import read_file
-from agent_inspect.sources._kafka import open_kafka
 from agent_inspect.log._parallel import (
     MIN_RECORDS,
     Workers,
@@ -24,6 +22,8 @@ from agent_inspect.log._parallel import (
     plan_workers,
 )
 from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources._files import read_file
+from agent_inspect.sources._kafka import open_kafka
 from tests.support.tansu import create_topic, free_port
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from _widget_logs import IMG, SCRIPT
+
 from agent_inspect.agents import PythonAgent
 from agent_inspect.executor import ReplayExecutor, StepKind
-from _widget_logs import IMG, SCRIPT
 
 CALLS: list[str] = []
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _widget_logs import probe_history
 
 import agent_inspect as ai
-from _widget_logs import probe_history
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _widget_logs import IMG
+from _widget_view import html_strings
 
 import agent_inspect as ai
 from agent_inspect.widgets import RuleComparison
-from _widget_view import html_strings
-from _widget_logs import IMG
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import html
 
+from _widget_logs import IMG, SCRIPT
+
 import agent_inspect as ai
 from agent_inspect.widgets import DivergenceView
-from _widget_logs import IMG, SCRIPT
 
 
 def test_root_conflict_side_by_side_with_diff(probe_result):

@@ -3,12 +3,12 @@ from __future__ import annotations
 import html
 
 import pytest
+from _widget_agents import subagent_log
+from _widget_logs import IMG
+from _widget_view import click
 
 import agent_inspect as ai
 from agent_inspect.widgets import GraphView, SubagentTreeView
-from _widget_view import click
-from _widget_agents import subagent_log
-from _widget_logs import IMG
 
 KEY = f"user-{IMG}"
 

@@ -4,13 +4,12 @@ import html
 import re
 
 import msgspec
-
 import pytest
+from _widget_logs import IMG
+from _widget_view import click
 
 from agent_inspect import InspectError
 from agent_inspect.widgets import KeyTimeline
-from _widget_view import click
-from _widget_logs import IMG
 
 
 def _points(timeline):

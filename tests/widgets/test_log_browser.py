@@ -3,9 +3,9 @@ from __future__ import annotations
 import html
 
 import pandas as pd
+from _widget_logs import IMG, Journal, probe_history, round_
 
 from agent_inspect.widgets import LogBrowser
-from _widget_logs import IMG, Journal, probe_history, round_
 
 
 def test_key_filter_shows_only_that_keys_rows(probe_log):

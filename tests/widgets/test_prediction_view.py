@@ -4,13 +4,13 @@ import html
 from pathlib import Path
 
 import pytest
+from _widget_logs import IMG
+from _widget_view import html_strings
 
 import agent_inspect as ai
-from agent_inspect.recovery import predict
 from agent_inspect.cases import build_case, load_cases
+from agent_inspect.recovery import predict
 from agent_inspect.widgets import PredictionView
-from _widget_view import html_strings
-from _widget_logs import IMG
 
 CASES = Path(__file__).resolve().parents[2] / "cases"
 KEY = f"k{IMG}"

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import re
 
-from agent_inspect.widgets import ReplayStepper
 from _widget_agents import recovery_executor
+
+from agent_inspect.widgets import ReplayStepper
 
 
 def _counter(stepper: ReplayStepper, name: str) -> int:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
+from _widget_logs import probe_history
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_inspect.widgets import LogBrowser
 from agent_inspect.widgets._common import hover
-from _widget_logs import probe_history
 
 LOG = probe_history().log()
 RECORDS = LOG.records

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from _widget_view import click, html_strings
 
 import agent_inspect as ai
 from agent_inspect.widgets import KeyTimeline, ReplayStepper, ResultInspector
-from _widget_view import click, html_strings
 
 SAMPLES = ["production", "subagents", "G01", "S05"]
 

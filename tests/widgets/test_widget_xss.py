@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import html
 
+from _widget_agents import recovery_executor, subagent_log
+from _widget_logs import IMG, SCRIPT
+from _widget_view import click, html_strings
+
 import agent_inspect as ai
 from agent_inspect.widgets import (
-    DivergenceView, GraphView, KeyTimeline, LogBrowser, ReplayStepper, SubagentTreeView,
+    DivergenceView,
+    GraphView,
+    KeyTimeline,
+    LogBrowser,
+    ReplayStepper,
+    SubagentTreeView,
 )
-from _widget_agents import recovery_executor, subagent_log
-from _widget_view import click, html_strings
-from _widget_logs import IMG, SCRIPT
 
 
 def _assert_no_raw_probe(strings: list[str]) -> None:
@@ -35,7 +41,7 @@ def test_log_browser(probe_log):
 def test_timeline_with_clicks(probe_result):
     for key in probe_result.records["business_key"].unique():
         timeline = KeyTimeline(probe_result, key)
-        for i, trace in enumerate(timeline.figure.data):
+        for i, _trace in enumerate(timeline.figure.data):
             click(timeline.figure, i, 0)
             _assert_no_raw_probe(html_strings(timeline))
 
@@ -51,7 +57,7 @@ def test_divergence_view(probe_result):
 def test_graph_view_with_clicks(probe_result):
     for key in probe_result.records["business_key"].unique():
         view = GraphView(probe_result, key)
-        for i, trace in enumerate(view.figure.data[1:], start=1):
+        for i, _trace in enumerate(view.figure.data[1:], start=1):
             click(view.figure, i, 0)
             _assert_no_raw_probe(html_strings(view))
 
