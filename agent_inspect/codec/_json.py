@@ -34,7 +34,8 @@ def java_double(value: float) -> str:
     if value == 0.0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign = "-" if value < 0 else ""
-    _, digit_tuple, exp = Decimal(repr(abs(value))).as_tuple()
+    _, digit_tuple, finite_exp = Decimal(repr(abs(value))).as_tuple()
+    exp = int(finite_exp)  # finite here: NaN and infinities returned above
     digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
     exp += len("".join(map(str, digit_tuple))) - len(digits)
     sci_exp = len(digits) - 1 + exp  # value = d.ddd × 10^sci_exp
@@ -45,7 +46,7 @@ def java_double(value: float) -> str:
         if float(two) == abs(value) and abs(two - exact) < abs(Decimal(f"{digits}E{sci_exp}") - exact):
             _, t_digits, t_exp = two.normalize().as_tuple()
             digits = "".join(map(str, t_digits))
-            sci_exp = len(digits) - 1 + t_exp
+            sci_exp = len(digits) - 1 + int(t_exp)
     if 1e-3 <= abs(value) < 1e7:
         point = sci_exp + 1
         if point <= 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from agent_inspect._errors import KeyFormatError
 
@@ -303,7 +303,7 @@ def resolve_state_keys(keys: Sequence[str | bytes | None], partitions: Sequence[
     """
     texts = [k.decode("utf-8", "surrogateescape") if isinstance(k, (bytes, bytearray)) else k for k in keys]
     fields = resolve_key_fields(keys, partitions, prefer=prefer, max_parallelism=max_parallelism)
-    return [f if f is None or isinstance(f, KeyFormatError) else StateKey(t, *f)  # type: ignore[misc]
+    return [f if f is None or isinstance(f, KeyFormatError) else StateKey(cast(str, t), *f)  # a parsed key has text
             for t, f in zip(texts, fields)]
 
 
@@ -348,6 +348,8 @@ def resolve_key_fields(keys: Sequence[str | bytes | None], partitions: Sequence[
         if majority != current[0]:
             key = keys[i]
             text = key.decode("utf-8", "surrogateescape") if isinstance(key, (bytes, bytearray)) else key
+            if text is None:  # only parsed keys are tallied; a missing key never is
+                continue
             alt = [k for k in _layouts(text, text.split("_"), "K1.5-draft" if majority == "K1.5-draft" else prefer,
                                        max_parallelism) if k.format == majority]
             if alt:

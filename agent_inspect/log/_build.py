@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -92,7 +92,8 @@ def _physical_order(raw: RawBatch) -> list[int] | None:
     dp, do = np.diff(part), np.diff(off)
     if bool(np.all((dp > 0) | ((dp == 0) & (do >= 0)))):
         return None
-    return np.lexsort((off, part)).tolist()  # type: ignore[no-any-return]
+    order: list[int] = np.lexsort((off, part)).tolist()
+    return order
 
 def _take(raw: RawBatch, order: list[int]) -> RawBatch:
     take = _taker(order)
@@ -124,7 +125,7 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
     ends = [*cuts.tolist(), n]
     return [(partitions[a], a, z) for a, z in zip(starts, ends)]
 
-def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequence[Any]], pa.BinaryArray]:
+def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Any], pa.BinaryArray]:
     """All records in physical order, their value columns and their keys as Arrow; each batch done as it arrives.
 
     Sources hand batches over while still reading (Kafka fetches in the background), so the decode
@@ -134,8 +135,8 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequ
     """
     if isinstance(batches, RawBatch):
         batches = [batches]
-    buckets: dict[int, list[tuple[RawBatch, list[Sequence[Any]], int, int]]] = {}
-    arrival: list[tuple[RawBatch, list[Sequence[Any]], int, int]] = []
+    buckets: dict[int, list[tuple[RawBatch, list[Any], int, int]]] = {}
+    arrival: list[tuple[RawBatch, list[Any], int, int]] = []
     bucketed = True
     for b in batches:
         cols = [*value_columns(b.value), pa.array(b.key, pa.binary())]
@@ -155,8 +156,8 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Sequ
     take = _taker(order)
     return _take(raw, order), [take(col) for col in cols], keys.take(pa.array(order, pa.int64()))
 
-def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]], *,
-            with_agent_key: bool) -> tuple[RawBatch, list[Sequence[Any]]]:
+def _joined(pieces: list[tuple[RawBatch, list[Any], int, int]], *,
+            with_agent_key: bool) -> tuple[RawBatch, list[Any]]:
     """One batch and one set of value columns from slices of batches and their columns."""
     if not pieces:
         return RawBatch(agent_key=[] if with_agent_key else None), [*(() for _ in ROW_COLUMNS),
@@ -176,7 +177,7 @@ def _joined(pieces: list[tuple[RawBatch, list[Sequence[Any]], int, int]], *,
     cols.append(pa.concat_arrays([c[-1].slice(a, z - a) for _, c, a, z in pieces]))
     return raw, cols
 
-def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, *, key_format: str | None,
+def _build(raw: RawBatch, cols: list[Any], key_array: pa.BinaryArray, *, key_format: str | None,
            max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
@@ -222,7 +223,7 @@ def _build(raw: RawBatch, cols: list[Sequence[Any]], key_array: pa.BinaryArray, 
     c["error"] = errors
     return _frame(c, n)
 
-def _value_part(raw: RawBatch, cols: list[Sequence[Any]]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
+def _value_part(raw: RawBatch, cols: list[Any]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
     """The columns that come from values and positions (final dtypes), the format masks and the value errors."""
     n = len(raw)
     c: dict[str, Any] = {}
@@ -256,7 +257,7 @@ def _value_part(raw: RawBatch, cols: list[Sequence[Any]]) -> tuple[dict[str, Any
     if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:  # most logs: none
         for i, cls in enumerate(classes):
             if cls == SUBAGENT_EVENT or types[i] == SUBAGENT_EVENT_TYPE:
-                scope[i], session[i], call[i] = subagent_call_ids(values[i])
+                scope[i], session[i], call[i] = subagent_call_ids(cast(bytes, values[i]))  # a call event has a value
     c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
     size = np.fromiter(c["payload_bytes"], np.int64, n)
     c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
@@ -333,7 +334,7 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
         missing = _key_error(None)
         for i in np.flatnonzero(codes.is_null().to_numpy(zero_copy_only=False)).tolist():
             errors[i] = missing
-        flags = np.append(flags, None)
+        flags = np.append(flags, np.array([None], dtype=object))
         flags[-1] = NO_FLAGS
         take = codes.fill_null(len(flags) - 1).to_numpy()
     else:
@@ -400,7 +401,7 @@ _INT32 = ("key_group", "output_event_count", "sensory_update_count", "short_term
 
 _BOOL = ("value_format_inferred", "completed", "is_root")
 
-def _categorical(col: list[Any]) -> pd.Categorical:
+def _categorical(col: Sequence[Any] | np.ndarray) -> pd.Categorical:
     # Arrow's dictionary encoding is several times faster than pd.Categorical on Python strings.
     return pa.array(col, pa.string()).dictionary_encode().to_pandas()
 

@@ -93,9 +93,10 @@ class ActionStateLog:
         mask = (self.records["business_key"] == key).fillna(False).to_numpy(dtype=bool)
         idx = np.flatnonzero(mask).tolist()
         records = self.records.iloc[idx].reset_index(drop=True)
-        raw = RawBatch(*(list(map(col.__getitem__, idx)) for col in
-                         (self.raw.partition, self.raw.offset, self.raw.timestamp_ms, self.raw.key, self.raw.value)),
-                       agent_key=None if self.raw.agent_key is None else [self.raw.agent_key[i] for i in idx])
+        src = self.raw
+        raw = RawBatch([src.partition[i] for i in idx], [src.offset[i] for i in idx],
+                       [src.timestamp_ms[i] for i in idx], [src.key[i] for i in idx], [src.value[i] for i in idx],
+                       agent_key=None if src.agent_key is None else [src.agent_key[i] for i in idx])
         sub = ActionStateLog(records, raw, self.source)
         sub._cache = {new: self._cache[old] for new, old in enumerate(idx) if old in self._cache}
         return sub

@@ -15,7 +15,7 @@ import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -30,7 +30,7 @@ from agent_inspect.agents import (
 )
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
 from agent_inspect.recovery._rebuild import Markers, rebuild
-from agent_inspect.store import CacheEvent, Divergence, Entry, Outcome, RecoverySession, Task
+from agent_inspect.store import CacheEvent, Divergence, Entry, LookupDecision, Outcome, RecoverySession, Task
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
@@ -96,7 +96,7 @@ class CallJournal:
         slot = self.results[i] if i < len(self.results) else None
         same = slot is not None and slot.function_id == function_id and slot.args_digest == args_digest
         if reconciler is None:
-            if same:
+            if same and slot is not None:
                 return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
                                    status=slot.status)
             cut = self._truncate(i, slot, function_id, args_digest)
@@ -104,11 +104,11 @@ class CallJournal:
             self.results.append(_Slot(function_id, args_digest, status))
             self.writes += 1
             return CallOutcome(function_id, args_digest, "execute", i, cut, status)
-        if same and slot.status == "PENDING":
+        if same and slot is not None and slot.status == "PENDING":
             slot.status = _invoke(reconciler)
             self.writes += 1
             return CallOutcome(function_id, args_digest, "reconcile", i, status=slot.status)
-        if same:
+        if same and slot is not None:
             return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
                                status=slot.status)
         cut = self._truncate(i, slot, function_id, args_digest)
@@ -447,7 +447,7 @@ class Simulation:
         decision = self._get(task, row)
         row.update(outcome=str(decision.outcome), reason=decision.reason,
                    entry_pos=decision.entry.pos if decision.entry is not None else None)
-        if decision.outcome is Outcome.REUSE:
+        if decision.outcome is Outcome.REUSE and decision.entry is not None:  # a REUSE always names its entry
             return index, self._reuse(decision.entry, event, decl, rnd)
         recorded: Sequence[Any] = ()
         if decision.outcome is Outcome.RERUN:
@@ -468,7 +468,7 @@ class Simulation:
         self.session.write(self._entry(task, event, completed=True, outputs=ctx.outputs))
         return index, ctx.outputs
 
-    def _get(self, task: Task, row: dict[str, Any]):
+    def _get(self, task: Task, row: dict[str, Any]) -> LookupDecision:
         decision = self.session.lookup(task)
         row["cache_ops"].extend(decision.events)
         if decision.outcome is Outcome.FAIL:
@@ -560,22 +560,24 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
     """
     if _is_reconstruction(log):
-        recon = log
+        recon = cast("Reconstruction", log)
         log = recon.log
         rule = recon.rule if rule is None else rule
         markers = recon.markers if markers is None else markers
     rule = "fixed" if rule is None else rule
-    if log is None and (plan is None or agent is None or session is None):
-        raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
-    if plan is None:
-        plan = ReplayPlan.from_log(log, markers=markers)
-    if agent is None:
-        from agent_inspect.agents import AsRecordedAgent
+    if plan is None or agent is None or session is None:
+        if log is None:
+            raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
+        source = cast("ActionStateLog", log)
+        if plan is None:
+            plan = ReplayPlan.from_log(source, markers=markers)
+        if agent is None:
+            from agent_inspect.agents import AsRecordedAgent
 
-        agent = AsRecordedAgent(log)
-    if session is None:
-        session = rebuild(log, rule, markers, expected_fingerprint=expected_fingerprint,
-                          max_parallelism=max_parallelism)
+            agent = AsRecordedAgent(source)
+        if session is None:
+            session = rebuild(source, rule, markers, expected_fingerprint=expected_fingerprint,
+                              max_parallelism=max_parallelism)
     sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())))
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())

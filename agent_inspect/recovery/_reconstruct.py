@@ -325,34 +325,34 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
         kind = divergences[event.divergence_id].kind if event.divergence_id is not None else None
         st = "invalidated" if kind in _INVALIDATING else _OP_STATUS.get(event.op, "evicted")
         for entry in event.removed:
-            i = where.get(entry.pos) if entry.pos is not None else None
-            if i is None:
+            at = where.get(entry.pos) if entry.pos is not None else None
+            if at is None:
                 continue
-            status[i], reason[i] = st, event.reason
-            div_id[i] = -1 if event.divergence_id is None else event.divergence_id
+            status[at], reason[at] = st, event.reason
+            div_id[at] = -1 if event.divergence_id is None else event.divergence_id
     for entry in session.store.entries():
-        i = where.get(entry.pos) if entry.pos is not None else None
-        if i is not None:
-            status[i], reason[i], div_id[i] = "live", "cached when the recovery has run", -1
+        at = where.get(entry.pos) if entry.pos is not None else None
+        if at is not None:
+            status[at], reason[at], div_id[at] = "live", "cached when the recovery has run", -1
     for p, (outcome, _) in outcomes.items():
         i = where[p]
         if outcome in ("REUSE", "RESUME") and status[i] == "superseded" and reason[i] is None:
             status[i], reason[i] = "live", f"{outcome.lower()}d by the recovery"
     status[~in_window] = "outside"
-    for i in np.flatnonzero(~in_window):
+    for i in np.flatnonzero(~in_window).tolist():
         reason[i] = "before the recovery markers (not read by the rebuild)"
     status[tomb & in_window] = "tombstone"
     bad = (errors | seqs) & ~tomb
     status[bad] = "error"
-    for i in np.flatnonzero(bad):
+    for i in np.flatnonzero(bad).tolist():
         reason[i] = ("the record did not decode; see log.errors" if errors[i] else
                      "the key has no seqNum (K0): no recovery lookup can address it")
     for d in session.divergences:
         if d.kind in ("undecodable", "restore-failure"):
             for p in d.positions:
-                i = where.get(p)
-                if i is not None:
-                    div_id[i] = d.id
+                at = where.get(p)
+                if at is not None:
+                    div_id[at] = d.id
     frame = records.copy()
     frame["status"] = pd.Categorical(status, categories=list(STATUSES))
     frame["reason"] = pd.Series(reason, index=records.index, dtype="object")

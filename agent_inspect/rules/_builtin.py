@@ -73,7 +73,7 @@ class OriginalRule(DivergenceRule):
         else:
             prefix = f"{task.key_text if task.key_text is not None else k}_{s}_"
             n = store.count_prefix(prefix)
-            matched = [store.get(x) for x in store.keys_with_prefix(prefix)] if n > 1 else []
+            matched = [e for x in store.keys_with_prefix(prefix) if (e := store.get(x)) is not None] if n > 1 else []
         cached = sk in store
         if cached and n <= 1:
             return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
@@ -267,7 +267,8 @@ class _Node:
         self.seq, self.fp, self.parent = seq, fp, parent
 
     def __repr__(self) -> str:
-        steps, node = [], self
+        steps: list[str] = []
+        node: _Node | None = self
         while node is not None:
             steps.append(f"{node.seq}:{node.fp[:8]}")
             node = node.parent

@@ -65,7 +65,7 @@ class RecoverySession:
         return self.state.evidence.setdefault(business_key, set())
 
     def invalidate(self, business_key: str, seq: int, *, kind: str, explanation: str,
-                   positions: Iterable[int] = ()) -> list[Entry]:
+                   positions: Iterable[int | None] = ()) -> list[Entry]:
         """Remove ``business_key``'s entries with seq ≥ ``seq`` and record why."""
         removed = self.store.invalidate(business_key, seq)
         self.record("invalidate", removed, business_key=business_key, seq=seq, kind=kind,
@@ -73,7 +73,7 @@ class RecoverySession:
         return removed
 
     def evict(self, business_key: str, seq: int, *, kind: str, explanation: str,
-              positions: Iterable[int] = ()) -> list[Entry]:
+              positions: Iterable[int | None] = ()) -> list[Entry]:
         """Remove ``business_key``'s entries with seq > ``seq`` and record why."""
         removed = self.store.evict(business_key, seq)
         self.record("evict", removed, business_key=business_key, seq=seq, kind=kind,
@@ -81,14 +81,14 @@ class RecoverySession:
         return removed
 
     def evict_all_keys(self, seq: int, *, business_key: str, kind: str, explanation: str,
-                       positions: Iterable[int] = ()) -> list[Entry]:
+                       positions: Iterable[int | None] = ()) -> list[Entry]:
         """Remove every key's entries with seq > ``seq`` (snapshot Kafka) and record why."""
         removed = self.store.evict_all_keys(seq)
         self.record("cross-key", removed, business_key=business_key, seq=seq, kind=kind,
                     explanation=explanation, positions=positions)
         return removed
 
-    def remove(self, state_key: str, *, kind: str, explanation: str, positions: Iterable[int] = ()) -> Entry | None:
+    def remove(self, state_key: str, *, kind: str, explanation: str, positions: Iterable[int | None] = ()) -> Entry | None:
         """Remove one entry and record why."""
         old = self.store.remove(state_key)
         if old is not None:
@@ -97,7 +97,7 @@ class RecoverySession:
         return old
 
     def remove_entries(self, entries: Iterable[Entry], *, business_key: str, seq: int, kind: str,
-                       explanation: str, positions: Iterable[int] = ()) -> list[Entry]:
+                       explanation: str, positions: Iterable[int | None] = ()) -> list[Entry]:
         """Remove the given entries (one cache event) and record why."""
         removed = [e for e in (self.store.remove(x.state_key) for x in entries) if e is not None]
         self.record("remove", removed, business_key=business_key, seq=seq, kind=kind,
@@ -105,7 +105,7 @@ class RecoverySession:
         return removed
 
     def record(self, op: str, removed: list[Entry], *, business_key: str | None, seq: int | None,
-               kind: str | None, explanation: str, positions: Iterable[int] = (),
+               kind: str | None, explanation: str, positions: Iterable[int | None] = (),
                force_divergence: bool = False, divergence_id: int | None = None) -> CacheEvent | None:
         """Record a cache event (skipped when nothing was removed) and the divergence behind it
         (a new one, unless ``divergence_id`` names one already recorded)."""

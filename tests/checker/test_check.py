@@ -13,12 +13,9 @@ import agent_inspect as ai
 from agent_inspect.cases import build_case, load_cases, run_case
 from agent_inspect.cases._format import parse_case
 from agent_inspect.checker import HistoryOptions, RuleCheckError, check, generate_history
-from agent_inspect.checker._check import (
-    _case_subject,
-    _evaluate,
-    _judge_case,
-    resolve_check_rule,
-)
+from agent_inspect.checker import resolve_check_rule
+from agent_inspect.checker._judge import _case_subject, _evaluate
+from agent_inspect.checker._shrink import _judge_case
 from agent_inspect.executor import StepKind
 from agent_inspect.rules import FixedRule
 from agent_inspect.store import LookupDecision
@@ -225,7 +222,8 @@ def test_case_file_parses_without_the_checker():
 @pytest.mark.parametrize("seed", ai.checker._check.history_seeds(5, 4))
 def test_a_whole_history_as_a_case_file_recovers_like_the_operator_log(seed):
     """Writes collapsed to case lines (sub-agent callers, durable calls, tombstones) judge the same."""
-    from agent_inspect.checker._check import _assemble, _history_lines, _history_subject
+    from agent_inspect.checker._judge import _history_subject
+    from agent_inspect.checker._shrink import _assemble, _history_lines
 
     h = generate_history(seed, subagents=1.0, durable_calls=1.0, tombstones=1.0, keys=2, rounds=3)
     lines, pending, replay = _history_lines(h)

@@ -189,7 +189,7 @@ _PIECES = st.sampled_from([b"{}", b'{"a":1}', b'{"a":{"b":[1,{}]}}', b"\n", b"\r
 def test_decoding_agrees_with_a_line_by_line_reference(data: bytes) -> None:
     import msgspec
 
-    from agent_inspect.sources._files import _decoded
+    from agent_inspect.sources._jsonl import _decoded
 
     decoder = msgspec.json.Decoder()
     want = []

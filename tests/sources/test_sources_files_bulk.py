@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_inspect.sources import _files
+from agent_inspect.sources import _files, _jsonl
 from agent_inspect.sources._files import read_file
 from tests.sources._records import make_records
 
@@ -70,12 +70,12 @@ def _reads(path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, chunk:
     """The file read three ways: as shipped (pieces of ``chunk`` bytes), past the column-wise build, line by line."""
     with monkeypatch.context() as m:
         m.setattr(_files, "_CHUNK", chunk)
-        m.setattr(_files, "_SCAN", chunk)  # the line-break scan of a whole file in several pieces too
+        m.setattr(_jsonl, "_SCAN", chunk)  # the line-break scan of a whole file in several pieces too
         reads = [read_file(path, file_format=file_format)]
-        m.setattr(_files, "_plain_columns", lambda *args: None)
-        m.setattr(_files, "_kcat_columns", lambda *args: None)
+        m.setattr(_jsonl, "_plain_columns", lambda *args: None)
+        m.setattr(_jsonl, "_kcat_columns", lambda *args: None)
         reads.append(read_file(path, file_format=file_format))
-        m.setattr(_files, "_whole", lambda decoder, data: None)
+        m.setattr(_jsonl, "_whole", lambda decoder, data: None)
         reads.append(read_file(path, file_format=file_format))
     return reads
 
@@ -147,8 +147,8 @@ def test_clean_files_take_the_column_wise_build(tmp_path: Path, monkeypatch: pyt
     """The fast path is really taken for clean files (else the comparisons above compare a path with itself)."""
     taken = []
     for name in ("_plain_columns", "_kcat_columns"):
-        real = getattr(_files, name)
-        monkeypatch.setattr(_files, name, lambda *a, _real=real, _name=name: taken.append(_name) or _real(*a))
+        real = getattr(_jsonl, name)
+        monkeypatch.setattr(_jsonl, name, lambda *a, _real=real, _name=name: taken.append(_name) or _real(*a))
     for lines, file_format in ((PLAIN_CLEAN, "jsonl"), (KCAT_CLEAN, "kcat-jsonl"), (KCAT_B64, "kcat-jsonl")):
         read = read_file(_file(tmp_path, lines, b"\n"), file_format=file_format)
         assert len(read.batch) == len(lines) and not read.line_errors
@@ -158,10 +158,10 @@ def test_clean_files_take_the_column_wise_build(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(_files, "_CHUNK", 700)  # shorter than most lines: the buffer grows
     pieces = [bytes(piece) for piece in _files._file_chunks(path)]
     assert len(pieces) > 3 and all(p.endswith(b"\n") for p in pieces) and b"".join(pieces) == path.read_bytes()
-    assert _files._read_columns(_files._file_chunks(path), "x", kcat=False, b64=False) is not None
-    assert _files._plain_columns(_files._PLAIN.decode_lines(b"\n".join(PLAIN_CLEAN)), 1) is not None
-    assert _files._kcat_columns(_files._KCAT.decode_lines(b"\n".join(KCAT_CLEAN)), False) is not None
-    assert _files._kcat_columns(_files._KCAT.decode_lines(b"\n".join(KCAT_B64)), True) is not None
+    assert _jsonl._read_columns(_files._file_chunks(path), "x", kcat=False, b64=False) is not None
+    assert _jsonl._plain_columns(_jsonl._PLAIN.decode_lines(b"\n".join(PLAIN_CLEAN)), 1) is not None
+    assert _jsonl._kcat_columns(_jsonl._KCAT.decode_lines(b"\n".join(KCAT_CLEAN)), False) is not None
+    assert _jsonl._kcat_columns(_jsonl._KCAT.decode_lines(b"\n".join(KCAT_B64)), True) is not None
 
 
 @pytest.mark.parametrize("data, objects, expected", [
@@ -172,4 +172,4 @@ def test_clean_files_take_the_column_wise_build(tmp_path: Path, monkeypatch: pyt
     (b"{}\r\r\n{}", 2, False), (b"\r\n{}", 1, False), (b"{}\r", 1, True), (b"{}\n\n", 1, False),
 ])
 def test_one_object_per_line(data: bytes, objects: int, expected: bool) -> None:
-    assert _files._one_object_per_line(data, objects) is expected
+    assert _jsonl._one_object_per_line(data, objects) is expected

@@ -1,0 +1,168 @@
+"""What a check returns: the per-history frame, the failure counts and one minimized counterexample per kind."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect.cases import executor_for
+from agent_inspect.checker._generate import (
+    HistoryOptions,
+)
+from agent_inspect.checker._shrink import _parse
+
+__all__ = ["CheckReport", "Counterexample"]
+
+# -- results ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Counterexample:
+    """A minimized history that shows one failure kind, as a case file (docs/cases.md).
+
+    ``items`` are the failing tasks of the minimized case; ``case`` is the parsed case,
+    :meth:`to_toml` / :meth:`save` write it, :meth:`executor` opens it in the replay stepper.
+    """
+
+    kind: str
+    rule: str
+    history_seed: int
+    history: str
+    items: tuple[str, ...]
+    data: Mapping[str, Any] = field(repr=False)
+    rule_object: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def case(self) -> Any:
+        """The counterexample as a :class:`~agent_inspect.rules.Case`."""
+        return _parse(self.data)
+
+    @property
+    def records(self) -> int:
+        """Log lines (action executions and tombstones) of the minimized history."""
+        return len(self.data["log"])
+
+    @property
+    def attempts(self) -> int:
+        return len({ln["att"] for ln in self.data["log"]})
+
+    @property
+    def rounds(self) -> int:
+        """Replayed inputs plus the restored in-flight round, if any."""
+        return len(self.data["replay"]) + (1 if self.data.get("pending") else 0)
+
+    def to_toml(self) -> str:
+        """The case file text."""
+        import tomli_w
+
+        return tomli_w.dumps(_toml_ready(self.data))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the case file: ``path`` ending in ``.toml``, or a directory (created if needed) that gets
+        ``<case id>.toml``. Returns the path written."""
+        path = Path(path)
+        if path.suffix != ".toml":
+            path.mkdir(parents=True, exist_ok=True)
+            path = path / f"{self.data['id']}.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(self.to_toml(), encoding="utf-8")
+        return path
+
+    def executor(self, **options: Any) -> Any:
+        """A :class:`~agent_inspect.executor.ReplayExecutor` over the counterexample under the checked rule."""
+        rule = self.rule_object if self.rule_object is not None else self.rule
+        return executor_for(self.case, rule=rule, **options)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rule": self.rule, "history_seed": self.history_seed, "history": self.history,
+                "items": list(self.items), "records": self.records, "attempts": self.attempts,
+                "rounds": self.rounds, "case": self.to_toml()}
+
+
+def _toml_ready(data: Mapping[str, Any]) -> dict[str, Any]:
+    order = ["id", "name", "category", "summary", "note", "replay", "pending", "log", "setup", "keys", "agent"]
+    return {k: data[k] for k in order if k in data}
+
+
+@dataclass(frozen=True, eq=False)
+class CheckReport:
+    """What :func:`check` found: one row per history in ``frame``, totals, and one minimized
+    counterexample per failure kind (``counterexamples``)."""
+
+    rule: str
+    n: int
+    seed: int
+    options: HistoryOptions
+    frame: pd.DataFrame = field(repr=False)
+    counterexamples: tuple[Counterexample, ...] = ()
+
+    def _sum(self, col: str) -> int:
+        return int(self.frame[col].sum()) if len(self.frame) else 0
+
+    @property
+    def stale_reuses(self) -> int:
+        return self._sum("stale_reuses")
+
+    @property
+    def avoidable_reruns(self) -> int:
+        return self._sum("avoidable_reruns")
+
+    @property
+    def tainted_reuses(self) -> int:
+        return self._sum("tainted_reuses")
+
+    @property
+    def errors(self) -> int:
+        return int(self.frame["error"].notna().sum()) if len(self.frame) else 0
+
+    @property
+    def passed(self) -> bool:
+        """No stale reuse and no raising rule."""
+        return self.stale_reuses == 0 and self.errors == 0
+
+    def counterexample(self, kind: str) -> Counterexample | None:
+        """The counterexample of ``kind`` (one of ``FAILURE_KINDS``), or None."""
+        return next((c for c in self.counterexamples if c.kind == kind), None)
+
+    @property
+    def totals(self) -> dict[str, int]:
+        return {"histories": len(self.frame), "tasks": self._sum("tasks"), "reused": self._sum("reused"),
+                "resumed": self._sum("resumed"), "rerun": self._sum("rerun"), "stale_reuses": self.stale_reuses,
+                "histories_with_stale": int((self.frame["stale_reuses"] > 0).sum()) if len(self.frame) else 0,
+                "tainted_reuses": self.tainted_reuses, "avoidable_reruns": self.avoidable_reruns,
+                "errors": self.errors}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {"rule": self.rule, "n": self.n, "seed": self.seed, "passed": self.passed, **self.totals,
+                "counterexamples": [c.to_dict() for c in self.counterexamples]}
+
+    def summary(self) -> str:
+        t = self.totals
+        return (f"rule {self.rule}: {t['histories']} histories, {t['tasks']} tasks; {t['stale_reuses']} stale "
+                f"reuses in {t['histories_with_stale']} histories, {t['avoidable_reruns']} avoidable reruns, "
+                f"{t['tainted_reuses']} tainted reuses, {t['errors']} errors")
+
+    def __repr__(self) -> str:
+        return f"CheckReport({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        verdict = "no stale reuse" if self.passed else "<b>unsafe</b>"
+        parts = [f"<p><b>Rule check</b> <code>{escape(self.rule)}</code> — {verdict}: {escape(self.summary())}</p>",
+                 frame_html(pd.DataFrame([self.totals]), caption="totals")]
+        bad = self.frame[(self.frame["stale_reuses"] > 0) | (self.frame["avoidable_reruns"] > 0)
+                         | self.frame["error"].notna()]
+        if len(bad):
+            parts.append(frame_html(bad, caption="histories with findings", max_rows=10))
+        for c in self.counterexamples:
+            parts.append(f"<h4>{escape(c.kind)}: seed {escape(c.history_seed)}, {c.attempts} attempt(s), "
+                         f"{c.rounds} round(s), {c.records} record(s)</h4><ul>"
+                         + "".join(f"<li>{escape(i)}</li>" for i in c.items) + "</ul>"
+                         f"<details><summary>case file</summary><pre>{escape(c.to_toml())}</pre></details>")
+        return "".join(parts)

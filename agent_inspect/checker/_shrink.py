@@ -1,0 +1,154 @@
+"""Counterexamples as case files: a history written as case lines, and shrunk until every record matters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_inspect._errors import InspectError
+from agent_inspect.checker._generate import (
+    History,
+    event_notation,
+)
+from agent_inspect.checker._judge import (
+    _case_subject,
+    _Eval,
+    _evaluate,
+)
+from agent_inspect.store import DivergenceRule
+
+__all__: list[str] = []  # used by the report and check() only
+
+# -- case files ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Line:
+    data: Mapping[str, Any]
+    in_window: bool
+
+
+def _history_lines(h: History) -> tuple[list[_Line], list[dict[str, Any]], list[str]]:
+    """The history as case-file log lines (event ids as labels), restored tasks and replayed inputs."""
+    labels: dict[str, str] = {}
+
+    def ev(e: Any) -> str:
+        text = event_notation(e)
+        if e.id is None:
+            return text
+        return f"{text}#{labels.setdefault(e.id, f'e{len(labels) + 1}')}"
+
+    marker = h.markers[0].get(0, 0)
+    lines = []
+    for x in h.executions:
+        line: dict[str, Any] = {"att": x.attempt, "key": x.key, "seq": x.seq, "action": x.action,
+                                "event": ev(x.event), "status": x.status}
+        if x.outputs:
+            line["out"] = [ev(o) for o in x.outputs]
+        if x.calls:
+            line["calls"] = [{"fn": f, "args": d, "status": s} for f, d, s in x.calls]
+        if x.status != "TOMB" and (x.tainted or x.branch != tuple(h.paths.get(x.key, ())[:x.seq + 1])):
+            line["stale"] = True
+        lines.append(_Line(line, x.positions[0] >= marker))
+    pending = [{"key": p.key, "seq": p.seq, "action": p.action, "event": ev(p.event)} for p in h.plan.pending]
+    replay = [f"{i.key}:{event_notation(i.event)}" for i in h.plan.inputs]
+    return lines, pending, replay
+
+
+def _assemble(base: Mapping[str, Any], lines: Sequence[_Line], replay: Sequence[str],
+              pending: Sequence[Mapping[str, Any]], restored: Mapping[str, int]) -> dict[str, Any]:
+    """A case-file mapping; attempts renumbered 1.., the marker before the first in-window line."""
+    atts = {a: n for n, a in enumerate(sorted({ln.data["att"] for ln in lines}), start=1)}
+    log = [{**ln.data, "att": atts[ln.data["att"]]} for ln in lines]
+    first = next((i for i, ln in enumerate(lines) if ln.in_window), len(lines))
+    used = {ln.data["key"] for ln in lines} | {r.split(":", 1)[0] for r in replay} | {p["key"] for p in pending}
+    data = dict(base)
+    data["replay"] = list(replay)
+    if pending:
+        data["pending"] = [dict(p) for p in pending]
+    data["log"] = log
+    data["setup"] = {**dict(base.get("setup", {})), "window_start": first + 1}
+    data["keys"] = {k: {"restored_seq": int(restored.get(k, -1))} for k in sorted(used)}
+    return data
+
+
+def _parse(data: Mapping[str, Any]) -> Any:
+    from agent_inspect.cases import parse_case
+
+    return parse_case(data)[0]
+
+
+def _judge_case(data: Mapping[str, Any], rule: DivergenceRule) -> _Eval | None:
+    from agent_inspect.cases import build_case
+
+    try:
+        built = build_case(_parse(data))
+    except InspectError:
+        return None
+    return _evaluate(_case_subject(built), rule)
+
+
+def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: str) -> tuple[dict[str, Any], _Eval]:
+    lines, pending, replay = _history_lines(h)
+    restored = dict(h.plan.restored_seq)
+    base = {"id": case_id, "name": f"rules-check-{kind}", "category": "genuine" if kind == "stale-reuse" else "normal",
+            "summary": summary,
+            "setup": {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones},
+            "agent": dict(h.agent_spec)}
+    error_type = None
+
+    def fails(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> _Eval | None:
+        ev = _judge_case(_assemble(base, ls, rp, pd_, restored), rule)
+        if ev is None or not ev.fails(kind):
+            return None
+        if kind == "error" and error_type is not None and not ev.error.startswith(error_type):
+            return None
+        return ev
+
+    result = fails(lines, replay, pending)
+    if result is None:
+        # the collapsed case does not reproduce the failure; report the full history as it is
+        return _assemble(base, lines, replay, pending, restored), _Eval()
+    if kind == "error":
+        error_type = result.error.split(":", 1)[0]
+
+    def attempt(ls: list[_Line], rp: list[str], pd_: list[Mapping[str, Any]]) -> bool:
+        nonlocal result
+        ev = fails(ls, rp, pd_)
+        if ev is not None:
+            result = ev
+            return True
+        return False
+
+    window = [ln for ln in lines if ln.in_window]
+    if len(window) < len(lines) and attempt(window, replay, pending):
+        lines = window
+    for att in sorted({ln.data["att"] for ln in lines}):
+        trial = [ln for ln in lines if ln.data["att"] != att]
+        if trial and attempt(trial, replay, pending):
+            lines = trial
+    changed = True
+    while changed:                                 # fewest rounds: drop each key's last input
+        changed = False
+        for key in sorted({r.split(":", 1)[0] for r in replay}):
+            last = max(i for i, r in enumerate(replay) if r.split(":", 1)[0] == key)
+            trial = replay[:last] + replay[last + 1:]
+            if attempt(lines, trial, pending):
+                replay, changed = trial, True
+    for p in list(pending):
+        trial = [q for q in pending if q is not p]
+        if attempt(lines, replay, trial):
+            pending = trial
+    for group in sorted({(ln.data["key"], ln.data["seq"]) for ln in lines}):
+        trial = [ln for ln in lines if (ln.data["key"], ln.data["seq"]) != group]
+        if trial and attempt(trial, replay, pending):
+            lines = trial
+    changed = True
+    while changed:                                 # fewest records: until every single removal fixes it
+        changed = False
+        for i in range(len(lines) - 1, -1, -1):
+            trial = lines[:i] + lines[i + 1:]
+            if attempt(trial, replay, pending):
+                lines, changed = trial, True
+    return _assemble(base, lines, replay, pending, restored), result
