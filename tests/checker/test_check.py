@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 import agent_inspect as ai
 from agent_inspect.cases import build_case, load_cases, run_case
 from agent_inspect.cases._format import parse_case
-from agent_inspect.checker import HistoryOptions, RuleCheckError, check, generate_history
-from agent_inspect.checker import resolve_check_rule
+from agent_inspect.checker import HistoryOptions, RuleCheckError, check, generate_history, resolve_check_rule
 from agent_inspect.checker._judge import _case_subject, _evaluate
 from agent_inspect.checker._shrink import _judge_case
 from agent_inspect.executor import StepKind
