@@ -4,185 +4,32 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import CaseFileError
 from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentCall
-from agent_inspect.cases._notation import EventRef, Expectation, parse_event, parse_expectation
+from agent_inspect.cases._notation import EventRef, parse_event, parse_expectation
+from agent_inspect.cases._spec import (
+    CALL_STATUSES,
+    KEY_FORMATS,
+    SOURCES,
+    STATUSES,
+    AgentSpec,
+    CallCase,
+    CallSpec,
+    Case,
+    CaseSetup,
+    KeySpec,
+    LogLine,
+    PendingSpec,
+    ReplaySpec,
+    StaleMark,
+)
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
            "AgentSpec", "load_cases", "parse_case"]
-
-KEY_FORMATS = ("K1", "K1.5", "K1.6", "K2")
-SOURCES = ("kafka", "fluss")
-STATUSES = ("C", "I", "P", "TOMB")
-CALL_STATUSES = ("SUCCEEDED", "FAILED", "PENDING")
-
-
-@dataclass(frozen=True)
-class CaseSetup:
-    """How the history was produced and read back."""
-
-    key_format: str = "K1.5"
-    source: str = "kafka"
-    value_format: str = "V3"
-    pipeline: str = "java"          # "java": typed InputEvent roots; "python": generic Event roots
-    begin_event: bool = False
-    tombstones: bool = False
-    window_start: int = 1           # first log line inside the rebuild window (the marker position)
-    max_parallelism: int = 128
-    partitions: int = 1
-
-
-@dataclass(frozen=True)
-class KeySpec:
-    """A business key of the case: its label, key text, Java type and restored seqNum."""
-
-    label: str
-    text: str
-    type: str = "string"            # "string" | "long": typed keys with equal text collide in K1/K1.5
-    restored_seq: int = 4
-
-
-@dataclass(frozen=True)
-class CallSpec:
-    """A recorded CallResult. ``status`` None is a legacy (V1) result without status."""
-
-    function_id: str
-    args_digest: str = ""
-    status: str | None = "SUCCEEDED"
-    result: Mapping[str, Any] | None = None
-    exception: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class StaleMark:
-    """When reusing (or resuming) a line is a correctness failure: always, or only for some keys / task ids."""
-
-    keys: tuple[str, ...] = ()
-    events: tuple[str, ...] = ()
-    always: bool = False
-
-    def applies(self, key_label: str | None, event_label: str | None) -> bool:
-        return self.always or (key_label in self.keys) or (event_label in self.events)
-
-
-@dataclass(frozen=True)
-class LogLine:
-    """One action execution in the log (all its writes collapse to ``status``)."""
-
-    n: int
-    attempt: int
-    key: str
-    seq: int
-    action: str
-    event: EventRef
-    status: str
-    outputs: tuple[EventRef, ...] = ()
-    calls: tuple[CallSpec, ...] = ()
-    action_label: str | None = None          # "IA@u1": an explicit (attempt-local) action UUID label
-    stale: StaleMark | None = None
-
-
-@dataclass(frozen=True)
-class ReplaySpec:
-    key: str
-    event: EventRef
-
-    @property
-    def label(self) -> str:
-        a = self.event.attributes
-        if self.event.type == "_input_event" and isinstance(a.get("input"), str):
-            return a["input"]
-        return self.event.id_label or self.event.type
-
-
-@dataclass(frozen=True)
-class PendingSpec:
-    """A restored in-flight task (from Flink's ``actionTasks`` state), re-submitted before any input."""
-
-    key: str
-    seq: int
-    action: str
-    event: EventRef
-
-
-@dataclass(frozen=True)
-class CallCase:
-    """A durable-call case (D01–D06): a recorded call journal, a body on resume and call-level expectations."""
-
-    record: tuple[CallSpec, ...]
-    body: tuple[Call, ...]
-    expect: tuple[Mapping[str, Any], ...]
-    warnings: tuple[str, ...] = ()
-    truncated_to: int | None = None
-    final_record: tuple[Mapping[str, Any], ...] | None = None
-    effective_statuses: tuple[str, ...] | None = None
-    producer: str = "python"
-    value_format: str = "V3"
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    """An agent as a case file declares it: actions, per-trigger bodies and begin events."""
-
-    actions: tuple[ActionDecl, ...]
-    behaviours: Mapping[str, tuple[Behaviour, ...]]
-    begin: tuple[tuple[EventRef, EventRef], ...] = ()
-
-
-@dataclass(frozen=True)
-class Case:
-    """One history of divergence-cases.md (or a user's), possibly one variant of it."""
-
-    id: str
-    name: str
-    category: str
-    setup: CaseSetup
-    keys: Mapping[str, KeySpec]
-    log: tuple[LogLine, ...]
-    replay: tuple[ReplaySpec, ...]
-    pending: tuple[PendingSpec, ...]
-    actions: tuple[ActionDecl, ...]
-    behaviours: Mapping[str, tuple[Behaviour, ...]]
-    begin: tuple[tuple[EventRef, EventRef], ...]
-    expect: Mapping[str, Expectation]
-    expect_calls: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
-    call_case: CallCase | None = None
-    replay_agent: AgentSpec | None = None    # new code after the restore (L01); None: the log's agent
-    summary: str = ""
-    note: str = ""
-    variant: str | None = None
-    path: str | None = None
-
-    @property
-    def rules(self) -> tuple[str, ...]:
-        """The rules this case has expectations for."""
-        return tuple(self.expect)
-
-    def agent(self):
-        """The :class:`~agent_inspect.agents.DeclarativeAgent` the restored job runs (``[replay_agent]``
-        when the code changed since the log was written, else ``[agent]``)."""
-        spec = self.replay_agent or AgentSpec(self.actions, self.behaviours, self.begin)
-        return _declarative(spec)
-
-    def log_agent(self):
-        """The agent that wrote the log (``[agent]``): its action UUIDs are the log's."""
-        return _declarative(AgentSpec(self.actions, self.behaviours, self.begin))
-
-    def __repr__(self) -> str:
-        return f"Case({self.id!r}, {self.name!r}, rules={list(self.rules)})"
-
-
-def _declarative(spec: AgentSpec):
-    from agent_inspect.agents import AgentEvent, DeclarativeAgent
-
-    begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
-             for t, e in spec.begin]
-    return DeclarativeAgent(spec.actions, spec.behaviours, begin=begin)
-
 
 def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
     """Load case files (``*.toml``; directories are searched) into cases, variants expanded, sorted by id."""

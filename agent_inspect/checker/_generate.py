@@ -15,216 +15,26 @@ its attempt reused a record of another branch, so its memory was already wrong, 
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from agent_inspect._errors import InspectError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.checker._history import (
+    _VALUES,
+    Attempt,
+    Execution,
+    History,
+    HistoryOptions,
+    RuleCheckError,
+    _Checkpoint,
+    event_notation,
+)
 
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "generate_history", "RuleCheckError",
            "event_notation"]
-
-_VALUES = "ABCDEFGHIJ"
-_KEY_FORMATS = ("K1", "K1.5")
-
-
-class RuleCheckError(InspectError):
-    """Bad options for the rule safety checker or its history generator."""
-
-
-@dataclass(frozen=True)
-class HistoryOptions:
-    """What random histories may contain.
-
-    Counts are maxima, each history draws 1..max: ``keys``, ``rounds`` (inputs per key), ``attempts``
-    (production attempts, at least ``min_attempts``), ``values`` (the input alphabet: fewer values make
-    branches return more often), ``roots`` (root actions), ``fanout`` (work events per input).
-    Probabilities per history: ``cascades`` (work events emit follow-ups), ``subagents`` (a sub-agent
-    caller root), ``durable_calls``, ``shared_children`` (children with the same attributes under every
-    input, spec G02), ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
-    different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
-    checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
-    and prunes).
-
-    ``production_rules`` are the rules the attempts' operators run (one drawn per attempt): production
-    logs are written by production's rule, so the upstream ``original`` rule belongs here.
-    A failover restores the failed job's latest checkpoint; a savepoint restore picks
-    ``savepoint_target``: ``"any"`` checkpoint taken so far (also one of another attempt's lineage) or
-    ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
-    ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule).
-    """
-
-    keys: int = 3
-    rounds: int = 4
-    attempts: int = 3
-    min_attempts: int = 1
-    values: int = 3
-    roots: int = 2
-    fanout: int = 2
-    cascades: float = 0.5
-    subagents: float = 0.25
-    durable_calls: float = 0.5
-    shared_children: float = 0.5
-    branch_changes: float = 0.5
-    checkpoints: float = 0.2
-    savepoints: float = 0.3
-    tombstones: float = 0.5
-    production_rules: tuple[str, ...] = ("original", "fixed")
-    key_format: str = "K1.5"
-    savepoint_target: str = "any"
-
-    def __post_init__(self) -> None:
-        for name in ("keys", "rounds", "attempts", "min_attempts", "values", "roots"):
-            if int(getattr(self, name)) < 1:
-                raise RuleCheckError(f"history option {name}={getattr(self, name)!r} must be at least 1")
-        if self.min_attempts > self.attempts:
-            raise RuleCheckError(f"history option min_attempts={self.min_attempts} exceeds attempts={self.attempts}")
-        if not 1 <= self.values <= len(_VALUES):
-            raise RuleCheckError(f"history option values={self.values} must be between 1 and {len(_VALUES)}")
-        if self.fanout < 0:
-            raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
-        for name in ("cascades", "subagents", "durable_calls", "shared_children", "branch_changes",
-                     "checkpoints", "savepoints", "tombstones"):
-            p = getattr(self, name)
-            if not 0.0 <= float(p) <= 1.0:
-                raise RuleCheckError(f"history option {name}={p!r} is a probability: use a number in [0, 1]")
-        if isinstance(self.production_rules, str):
-            object.__setattr__(self, "production_rules", (self.production_rules,))
-        if not self.production_rules:
-            raise RuleCheckError("history option production_rules is empty; name at least one rule, e.g. 'original'")
-        from agent_inspect.rules import resolve_rule
-
-        for r in self.production_rules:
-            try:
-                resolve_rule(r)
-            except InspectError as exc:
-                raise RuleCheckError(f"history option production_rules: {exc}") from None
-        if self.savepoint_target not in ("any", "first"):
-            raise RuleCheckError(f"history option savepoint_target={self.savepoint_target!r}: use 'any' "
-                                 "(any older checkpoint) or 'first' (the fresh start)")
-        if self.key_format not in _KEY_FORMATS:
-            raise RuleCheckError(f"history option key_format={self.key_format!r}: use one of {', '.join(_KEY_FORMATS)}")
-
-    @classmethod
-    def of(cls, options: HistoryOptions | Mapping[str, Any] | None = None, **overrides: Any) -> HistoryOptions:
-        """Options from an instance or a mapping plus keyword overrides (unknown names are an error)."""
-        if isinstance(options, HistoryOptions) and not overrides:
-            return options
-        merged = {**(dict(options) if isinstance(options, Mapping) else {}), **overrides}
-        known = set(cls.__dataclass_fields__)
-        bad = sorted(set(merged) - known)
-        if bad:
-            raise RuleCheckError(f"unknown history option(s) {', '.join(bad)}; use {', '.join(sorted(known))}")
-        rules = merged.get("production_rules")
-        if isinstance(rules, str):
-            merged["production_rules"] = tuple(r.strip() for r in rules.split(",") if r.strip())
-        elif rules is not None:
-            merged["production_rules"] = tuple(rules)
-        start = options if isinstance(options, HistoryOptions) else cls()
-        return replace(start, **merged)
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One production attempt: its rule, what it restored, its inputs and where it died."""
-
-    number: int
-    rule: str
-    restored: int | None            # index into History.checkpoints (None: fresh start)
-    inputs: tuple[tuple[str, str], ...]
-    branch_change: str | None
-    steps: int                      # steps it ran before the failure
-    records: int                    # records it wrote (tombstones included)
-
-
-@dataclass(frozen=True)
-class Execution:
-    """One action execution of the log (a case-file log line), or a tombstone (``status`` TOMB)."""
-
-    attempt: int
-    key: str
-    seq: int
-    action: str
-    event: AgentEvent
-    status: str                     # C | I | P | TOMB
-    positions: tuple[int, ...]
-    outputs: tuple[AgentEvent, ...] = ()
-    calls: tuple[tuple[str, str, str], ...] = ()
-    branch: tuple[str, ...] = ()
-    tainted: bool = False
-
-
-@dataclass(frozen=True)
-class _Checkpoint:
-    attempt: int
-    checkpoint: Any                 # executor Checkpoint with the marker as the topic has it
-    consumed: int                   # source inputs started before it (its attempt's own count is relative)
-    paths: Mapping[str, tuple[str, ...]]
-    tainted: frozenset[str]
-
-
-@dataclass(frozen=True, eq=False)
-class History:
-    """A generated recovery history: the log production wrote, and the recovery to judge.
-
-    ``log`` is the topic after every attempt; ``markers``, ``plan`` and ``paths`` describe the judged
-    recovery (restore point, replayed inputs, and per key the true inputs by seq along its branch).
-    ``branch_ok[pos]`` says whether the record at ``pos`` was written on the judged recovery's branch,
-    ``tainted[pos]`` whether its attempt had already reused a record of another branch.
-    """
-
-    seed: int
-    options: HistoryOptions
-    agent_spec: Mapping[str, Any]
-    agent: Any
-    log: Any
-    attempts: tuple[Attempt, ...]
-    checkpoints: tuple[_Checkpoint, ...]
-    executions: tuple[Execution, ...]
-    restored: int
-    recovery_inputs: tuple[tuple[str, str], ...]
-    recovery_branch_change: str | None
-    markers: tuple[Mapping[int, int], ...]
-    plan: Any
-    paths: Mapping[str, tuple[str, ...]]
-    tombstones: bool
-    branch_ok: tuple[bool, ...] = field(repr=False)
-    tainted: tuple[bool, ...] = field(repr=False)
-    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return tuple(sorted(self.paths))
-
-    def describe(self) -> str:
-        """One line: attempts with their rules, restores and branch changes."""
-        parts = []
-        for a in self.attempts:
-            src = "fresh" if a.restored is None else f"restore cp{a.restored}"
-            change = f", {a.branch_change}" if a.branch_change else ""
-            parts.append(f"att{a.number} {a.rule} ({src}{change}, died after {a.steps} steps)")
-        change = f", {self.recovery_branch_change}" if self.recovery_branch_change else ""
-        parts.append(f"recovery: restore cp{self.restored}{change}")
-        return "; ".join(parts)
-
-    def __repr__(self) -> str:
-        return (f"History(seed={self.seed}, keys={len(self.paths)}, attempts={len(self.attempts)}, "
-                f"records={len(self.log)})")
-
-
-def event_notation(event: AgentEvent) -> str:
-    """An event in the case-file notation (docs/cases.md): ``In(A)`` or ``Ev(type,{json})``."""
-    a = dict(event.attributes)
-    if event.type == INPUT_EVENT and list(a) == ["input"] and isinstance(a["input"], str) \
-            and a["input"].isalnum():
-        return f"In({a['input']})"
-    if not a:
-        return f"Ev({event.type})"
-    return f"Ev({event.type},{json.dumps(a, separators=(',', ':'), sort_keys=True)})"
 
 
 def generate_history(seed: int, options: HistoryOptions | Mapping[str, Any] | None = None,

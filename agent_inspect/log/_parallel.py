@@ -8,6 +8,9 @@ one piece, so results never differ. Workers are fresh interpreters started with 
 a process that runs librdkafka threads is unsafe, and a user's unguarded ``__main__`` is never
 re-imported), fed over pipes, and killed when the load ends, fails or is interrupted. Work is handed
 out one partition group at a time, so the parent starts at once and a slow-starting worker takes less.
+
+Why it is long: the parent's side and the worker's side of one pipe protocol live together, so the
+message shapes are read in one place.
 """
 
 from __future__ import annotations
