@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 import pandas as pd  # noqa: E402
 
 from agent_inspect.recovery import reconstruct  # noqa: E402
-from agent_inspect.rules import resolve_rule  # noqa: E402
 from agent_inspect.recovery._rebuild import iter_entries  # noqa: E402
+from agent_inspect.rules import resolve_rule  # noqa: E402
 from agent_inspect.store import Entry, RecoverySession, Task  # noqa: E402
 
 ROUNDS_PER_KEY = 10
