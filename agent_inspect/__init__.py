@@ -29,7 +29,6 @@ from agent_inspect._errors import (
     UnknownPartitionError,
     ValueFormatError,
 )
-
 from agent_inspect._ipython import install as _install_error_display
 
 __version__ = "0.1.0"
