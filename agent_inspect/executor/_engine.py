@@ -60,7 +60,8 @@ class Engine:
         self.base_stm = {self.business_key(k): dict(v) for k, v in memory.items()}
         self.base_sensory = {self.business_key(k): dict(v) for k, v in sensory.items()}
         self.source_kind = source_kind
-        self._restore_checks = {"expected_fingerprint": expected_fingerprint, "max_parallelism": max_parallelism}
+        self.expected_fingerprint = expected_fingerprint
+        self.max_parallelism = max_parallelism
         self.base_session: RecoverySession | None = None
         self.restart()
 
@@ -161,7 +162,9 @@ class Engine:
 
         if self.base_session is None:
             self.base_session = rebuild_session(self.log, self.rule, self.markers,
-                                                source_kind=self.source_kind, **self._restore_checks)
+                                                source_kind=self.source_kind,
+                                                expected_fingerprint=self.expected_fingerprint,
+                                                max_parallelism=self.max_parallelism)
         session = self.base_session.copy()
         self.run.session = session
         rebuild_events = [e for e in session.events if e.step == "rebuild"]
@@ -319,9 +322,10 @@ class Engine:
             if view is None:
                 raise ReplayError(f"no value for replay write {entry.state_key}; this is a bug, please report it")
             return view
-        if self.log is None:
-            raise ReplayError(f"record {entry.state_key} has a position but there is no log; please report it")
-        return RecordView.from_state(self.log.value(entry.pos), memory_decoder=self.memory_decoder)
+        state = self.log.value(entry.pos) if self.log is not None else None
+        if state is None:
+            raise ReplayError(f"no logged value for {entry.state_key} at {entry.pos}; this is a bug, please report it")
+        return RecordView.from_state(state, memory_decoder=self.memory_decoder)
 
     # ------------------------------------------------------------------------------ bodies
 

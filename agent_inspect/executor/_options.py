@@ -6,21 +6,17 @@ import dataclasses
 import datetime
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
+from agent_inspect.executor._plan import PlanLike
 from agent_inspect.executor._policy import Policies
 from agent_inspect.executor._state import Checkpoint
 from agent_inspect.executor._steps import Breakpoint, Step
 
-if TYPE_CHECKING:
-    from agent_inspect.recovery import ReplayPlan
-
-__all__ = ["ExecutorOptions", "Clock", "PlanLike"]
+__all__ = ["ExecutorOptions", "Clock"]
 
 Clock: TypeAlias = "int | datetime.datetime | Callable[[int, Step], int | datetime.datetime]"
 """A journal clock: a base time (epoch ms or a datetime) or a pure ``clock(index, step)``."""
-PlanLike: TypeAlias = "ReplayPlan | Mapping[str, Any]"
-"""A :class:`~agent_inspect.recovery.ReplayPlan` or a mapping with its fields (``{"inputs": [...]}``)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ class ExecutorOptions:
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied, leaving options whose new value is the default untouched."""
         defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        given = {k: v for k, v in changes.items() if not _same(v, defaults[k])}
+        given: dict[str, Any] = {k: v for k, v in changes.items() if not _same(v, defaults[k])}
         return dataclasses.replace(self, **given) if given else self
 
 

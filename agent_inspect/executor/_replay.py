@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.executor._agents import as_agent
@@ -17,15 +17,15 @@ from agent_inspect.executor._inspect import (
     stale_records_frame,
     steps_frame,
 )
-from agent_inspect.executor._options import Clock, ExecutorOptions, PlanLike
-from agent_inspect.executor._plan import as_plan, plan_view
+from agent_inspect.executor._options import Clock, ExecutorOptions
+from agent_inspect.executor._plan import PlanLike, as_plan, plan_view
 from agent_inspect.executor._policy import Policies, as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
 from agent_inspect.executor._statekeys import KeyMaker
-from agent_inspect.executor._steps import Breakpoint, Step
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -181,9 +181,11 @@ class ReplayExecutor:
         """Make the simulated job die once ``step`` steps have run (None: never). See :meth:`checkpoint`."""
         self._debugger.fail_after = step
 
-    def add_breakpoint(self, **where: Any) -> Breakpoint:
-        """Add a :class:`Breakpoint` (``key=``, ``seq=``, ``action=``, ``kind=``, ``outcome=``, ``when=``)."""
-        bp = Breakpoint(**where)
+    def add_breakpoint(self, *, key: str | None = None, seq: int | None = None, action: str | None = None,
+                       kind: StepKind | str | None = None, outcome: str | None = None,
+                       when: Callable[[Step], bool] | None = None) -> Breakpoint:
+        """Add a :class:`Breakpoint` (every given field must match; None = any)."""
+        bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
         self._debugger.breakpoints.append(bp)
         return bp
 
@@ -325,7 +327,7 @@ def _as_log(log: object) -> ActionStateLog | None:
         return None
     inner = getattr(log, "log", None)           # a Reconstruction carries the log it was built from
     if inner is not None and hasattr(inner, "value") and hasattr(log, "rule"):
-        return inner  # type: ignore[no-any-return]
-    if hasattr(log, "records") and hasattr(log, "value"):
-        return log  # type: ignore[return-value]
+        return cast("ActionStateLog", inner)
+    if hasattr(log, "records") and hasattr(log, "value"):     # anything shaped like a log will do
+        return cast("ActionStateLog", log)
     raise ReplayError(f"cannot replay from {type(log).__name__}; pass an ActionStateLog or a reconstruction")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_inspect.executor._state import Counters
 from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ReplaySafetyReport", "REPORT_COLUMNS"]
 
@@ -30,14 +34,14 @@ class ReplaySafetyReport:
     (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
     """
 
-    frame: Any
-    counters: Any
+    frame: pd.DataFrame
+    counters: Counters
     failure: str | None = None
-    stale_records: Any = None
+    stale_records: pd.DataFrame | None = None
 
     @classmethod
-    def from_steps(cls, steps: Sequence[Step], *, counters: Any, failure: str | None,
-                   stale_records: Any = None) -> ReplaySafetyReport:
+    def from_steps(cls, steps: Sequence[Step], *, counters: Counters, failure: str | None,
+                   stale_records: pd.DataFrame | None = None) -> ReplaySafetyReport:
         import pandas as pd
 
         rows: dict[int, dict[str, Any]] = {}
@@ -88,7 +92,7 @@ class ReplaySafetyReport:
         return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records)
 
     @property
-    def unsafe(self) -> Any:
+    def unsafe(self) -> pd.DataFrame:
         """The rows that are not replay-safe."""
         return self.frame[~self.frame["safe"].astype(bool)]
 
