@@ -179,7 +179,7 @@ def run_call_case(case: Case) -> CaseResult:
     """Run a durable-call case (§9.4) at call level: recorded journal, body on resume, expectations."""
     from agent_inspect import codec
     from agent_inspect.cases._build import call_result, encode_payload
-    from agent_inspect.recovery import CallJournal
+    from agent_inspect.recovery import SymbolicCallJournal
 
     cc = case.call_case
     if cc is None:
@@ -188,7 +188,7 @@ def run_call_case(case: Case) -> CaseResult:
     state = codec.ActionState(task_event=codec.Event.new("_input_event", {"input": case.id}, id=None),
                               call_results=tuple(call_result(c, where=case.id) for c in cc.record))
     recorded = codec.decode_action_state(codec.encode_action_state(state, value_format=cc.value_format)).call_results
-    journal = CallJournal(recorded)
+    journal = SymbolicCallJournal(recorded)
     mismatches: list[str] = []
     predicted: list[str] = []
     outcomes = []

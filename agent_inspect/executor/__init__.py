@@ -8,10 +8,11 @@ is also available as a journal of raw records (production mode).
 
 from __future__ import annotations
 
+from agent_inspect._deprecated import renamed
 from agent_inspect.executor._calls import (
     CallEvent,
-    CallJournal,
     CallSlot,
+    LiveCallJournal,
     RecordedCallError,
     RecordedValue,
     python_args_digest,
@@ -36,6 +37,9 @@ __all__ = [
     # policies and the dry-run report
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory
-    "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
+    "ReplayContext", "LiveCallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
     "python_function_id", "python_args_digest", "Memory", "as_plan", "KeyMaker", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]
+
+# renamed: the executor's journal runs calls live; recovery.SymbolicCallJournal is the predictor's model
+__getattr__ = renamed(__name__, {"CallJournal": "LiveCallJournal"})

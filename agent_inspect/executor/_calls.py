@@ -1,6 +1,6 @@
 """Durable-call matching inside one action execution (spec §9.4, §13.1).
 
-A :class:`CallJournal` is the executor's model of upstream's per-execution durable context: calls are
+A :class:`LiveCallJournal` is the executor's model of upstream's per-execution durable context: calls are
 matched *by position* against the recorded call results; a hit returns (or re-raises) the record, a
 mismatch truncates, a PENDING slot of a reconcilable call runs the reconciler. Every decision is
 reported through a callback so the executor can turn it into a step.
@@ -22,7 +22,7 @@ from agent_inspect.executor._steps import StepOutcome
 __all__ = [
     "CallSlot",
     "CallEvent",
-    "CallJournal",
+    "LiveCallJournal",
     "RecordedCallError",
     "RecordedValue",
     "python_function_id",
@@ -142,8 +142,12 @@ class CallEvent:
 Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
 
 
-class CallJournal:
-    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext).
+class LiveCallJournal:
+    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext), live.
+
+    Calls really run (or are served by the replay policy), bodies get the values and recorded failures
+    are raised, every write is persisted through ``persist``. The predictor's
+    :class:`~agent_inspect.recovery.SymbolicCallJournal` models the same rule without values.
 
     ``recorded`` is the call-result list of the cached record (empty for a fresh execution).
     ``persist(results)`` is called with the full list whenever upstream would write the ActionState.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
-from agent_inspect.executor._calls import CallJournal, python_args_digest, python_function_id
+from agent_inspect.executor._calls import LiveCallJournal, python_args_digest, python_function_id
 from agent_inspect.executor._events import wrap_subagent
 from agent_inspect.executor._memory import Memory
 
@@ -76,7 +76,7 @@ class ReplayContext:
     """
 
     def __init__(self, runtime: Runtime, *, key: str, seq: int, action: str, event: AgentEvent,
-                 calls: CallJournal, short_term: Memory, sensory: Memory,
+                 calls: LiveCallJournal, short_term: Memory, sensory: Memory,
                  subcall: tuple[str, str, str] | None = None) -> None:
         self.key = key
         self.seq = seq

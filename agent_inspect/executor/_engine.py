@@ -17,7 +17,7 @@ import greenlet
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
 from agent_inspect.executor._agents import AgentView
-from agent_inspect.executor._calls import CallEvent, CallJournal
+from agent_inspect.executor._calls import CallEvent, LiveCallJournal
 from agent_inspect.executor._context import ReplayContext
 from agent_inspect.executor._events import IdSource, wrap_subagent
 from agent_inspect.executor._memory import Memory
@@ -354,7 +354,7 @@ class Engine:
             self._lookup(t, common["task"], decl.name, during="re-get after the initial write")
         stm, sensory = self.memory_of(t.business_key)
         task_no = common["task"]
-        journal = CallJournal(
+        journal = LiveCallJournal(
             recorded,
             persist=lambda results: self._persist(
                 t, RecordView(task_event=event, calls=results), f"call results ({len(results)})", common),
@@ -389,7 +389,7 @@ class Engine:
         """``diff`` policy: run the body on copies of memory, compare with the production record."""
         stm, sensory = self.memory_of(t.business_key)
         shadow_stm, shadow_sensory = Memory(stm.snapshot()), Memory(sensory.snapshot())
-        journal = CallJournal((), run=self.calls.runner(record.calls), decode=self.calls.decoder(), java=decl.java)
+        journal = LiveCallJournal((), run=self.calls.runner(record.calls), decode=self.calls.decoder(), java=decl.java)
         ctx = ReplayContext(self, key=t.business_key, seq=t.seq, action=decl.name, event=event, calls=journal,
                             short_term=shadow_stm, sensory=shadow_sensory, subcall=_subcall(event))
         error = None
