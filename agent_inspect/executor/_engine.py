@@ -79,7 +79,6 @@ class Engine:
         result = self._g.switch()
         if self._g.dead:
             self.run.finished = True
-            return result if isinstance(result, Step) else None
         return result if isinstance(result, Step) else None
 
     @property
@@ -235,7 +234,7 @@ class Engine:
                    event_id=input_event.id if input_event else None,
                    reason="task queue empty", change=f"sensory memory cleared ({cleared} paths)")
 
-    def _dispatch(self, key: str, seq: int, queue: TaskQueue, *, collector: list[Any] | None) -> None:
+    def _dispatch(self, key: str, seq: int, queue: TaskQueue, *, collector: list[dict[str, object]] | None) -> None:
         while queue:
             decl, ev, restored = queue.popleft()
             if collector is None:
@@ -247,7 +246,7 @@ class Engine:
                 self._route(key, seq, out, queue, collector, reused=reused)
 
     def _route(self, key: str, seq: int, ev: AgentEvent, queue: TaskQueue,
-               collector: list[Any] | None, *, reused: bool = False) -> None:
+               collector: list[dict[str, object]] | None, *, reused: bool = False) -> None:
         delegate_output = ev.type == SUBAGENT_EVENT and ev.attributes.get("delegateType") == OUTPUT_EVENT
         if delegate_output and collector is not None:
             collector.append(dict(ev.attributes.get("delegateAttributes") or {}))
@@ -428,12 +427,12 @@ class Engine:
                    detail={"args_digest": ce.args_digest, "status": ce.status, "recorded": ce.recorded})
 
     def subagent_runner(self, ctx: ReplayContext, scope: str, session_id: str, call_id: str,
-                        event_type: str, attributes: Mapping[str, Any]) -> Callable[[], list[Any]]:
+                        event_type: str, attributes: Mapping[str, object]) -> Callable[[], list[dict[str, object]]]:
         """The durable call of a sub-agent call: the child round runs inline at the caller's key and seq."""
-        def run() -> list[Any]:
+        def run() -> list[dict[str, object]]:
             boot = wrap_subagent(scope, session_id, call_id, event_type, attributes, event_id=self.run.ids.new(),
                                  upstream_event_id=ctx.event.id, upstream_action=ctx.action)
-            collected: list[Any] = []
+            collected: list[dict[str, object]] = []
             queue: TaskQueue = deque((d, boot, False) for d in self.agent.listeners(boot))
             self._dispatch(ctx.key, ctx.seq, queue, collector=collected)
             return collected
