@@ -25,3 +25,21 @@ __all__ = [
     # what the trace shows
     "executions", "calls", "OBSERVED",
 ]
+
+from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noqa: E402
+from agent_inspect.trace._verify import (  # noqa: E402
+    CANDIDATE_RULES,
+    CAUSES,
+    RUNTIMES,
+    Verification,
+    compare,
+    plan_from_trace,
+    verify,
+)
+
+__all__ += [
+    # writing what a runtime would (samples)
+    "trace_from_executor", "call_entity",
+    # verification
+    "verify", "Verification", "compare", "plan_from_trace", "RUNTIMES", "CANDIDATE_RULES", "CAUSES",
+]
