@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,11 +22,12 @@ RUNTIMES = ("auto", "kafka-k1", "fluss-k1", "segment")
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
 #: ``cause`` values of a disagreement
 CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
-          "trace-truncated", "unexplained")
+          "trace-truncated", "agent-model", "unexplained")
 VERIFY_COLUMNS = ["key", "seq", "input", "action", "predicted", "observed", "agree", "join", "confidence",
                   "execution_id", "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
                   "calls_executed_observed", "calls_replayed_observed", "cause", "explanation", "first", "task"]
 _EXECUTED = {"RERUN", "RESUME", "FAILED", "INCOMPLETE"}
+_UNNAMED = re.compile(r"^action-[0-9a-f]{8}(-[0-9a-f]{8})?$")
 
 
 def _agrees(predicted: Any, observed: Any) -> bool:
@@ -74,9 +76,14 @@ def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
         b = [str(ek.at[i, "action"]) for i in rest_e]
         sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
-            if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1 and a[i1:i2] == b[j1:j2]):
+            if tag == "equal":
                 for off in range(i2 - i1):
                     pairs[rest_t[i1 + off]] = (rest_e[j1 + off], "dispatch-order")
+                    used.add(rest_e[j1 + off])
+            elif tag == "replace" and i2 - i1 == j2 - j1 and all(_UNNAMED.match(x) for x in a[i1:i2]):
+                # the log could not name these actions (no output names them): same place, any name
+                for off in range(i2 - i1):
+                    pairs[rest_t[i1 + off]] = (rest_e[j1 + off], "dispatch-order-unnamed")
                     used.add(rest_e[j1 + off])
         # a task predicted not to be dispatched, but the trace ran it
         for ti, act in zip(nd.index, nd["action"]):
@@ -107,8 +114,8 @@ def _row(key: str, t: Any, e: Any, method: str | None) -> dict[str, Any]:
         "action": str(e["action"]) if t is None else str(t["action"]), "predicted": predicted,
         "observed": observed, "agree": predicted is not None and _agrees(predicted, observed),
         "join": method if t is not None and e is not None else ("trace-only" if t is None else "no-execution"),
-        "confidence": {"trigger-event-id": "high", "dispatch-order": "medium", "action-name": "low"}.get(method or "",
-                                                                                                          None),
+        "confidence": {"trigger-event-id": "high", "dispatch-order": "medium", "dispatch-order-unnamed": "low",
+                       "action-name": "low"}.get(method or ""),
         "execution_id": None if e is None else e["execution_id"],
         "trigger_event_id": None if e is None else e["trigger_event_id"],
         "event_id": None if t is None else t["event_id"], "entry_pos": None if t is None else t["entry_pos"],
@@ -404,14 +411,17 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
             rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
                          "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp)})
         if rows:
-            ranking = pd.DataFrame(rows).sort_values(["disagree", "agree"], ascending=[True, False],
-                                                     kind="stable").reset_index(drop=True)
+            # ties: the runtime inferred from the key format and source ("auto") first, then candidate order
+            ranking = pd.DataFrame(rows)
+            ranking["_pinned"] = ranking["runtime"] != "auto"
+            ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
+                                          kind="stable").drop(columns="_pinned").reset_index(drop=True)
         if markers is not None and not tasks["agree"].all():
             try:
                 others["__whole_log__"] = compare(run(rule_eff, None).tasks, execs)
             except InspectError:
                 pass
-    tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule)
+    tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=_calls(prediction, trace, call_kind,
                                                                            cached_latency_ms),
                         rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
@@ -419,7 +429,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
 
 
 def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, pd.DataFrame],
-             ranking: pd.DataFrame | None, rule_name: str, rule: Any) -> pd.DataFrame:
+             ranking: pd.DataFrame | None, rule_name: str, rule: Any, *, as_recorded: bool) -> pd.DataFrame:
     tasks = tasks.copy()
     traced_keys = set(map(str, trace.good["business_key"].dropna().unique()))
     incomplete = set(map(str, execs.loc[execs["observed"] == "INCOMPLETE", "business_key"])) if len(execs) else set()
@@ -438,6 +448,9 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
         return bool(len(hit)) and bool(hit["agree"].all())
 
     base_rule = rule_name.partition(":")[0]
+    obs_of = dict(zip(execs["execution_id"], execs["observed"])) if len(execs) else {}
+    producer_observed = {e: obs_of.get(p) for e, p in zip(execs["execution_id"], execs["trigger_producer"])} \
+        if len(execs) else {}
     for i in tasks.index[~tasks["agree"]]:
         row = tasks.loc[i]
         cause = expl = None
@@ -469,6 +482,13 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
         if cause is None and agrees_under("__whole_log__", row):
             cause, expl = "markers", ("it would agree with the whole loaded log as the rebuild window: the markers "
                                       "are not those of the restore this trace shows")
+        if cause is None and row["predicted"] in (None, "NOT-DISPATCHED") and row["observed"] != "ABSENT" \
+                and as_recorded and isinstance(row["execution_id"], str):
+            parent = producer_observed.get(row["execution_id"])
+            if parent in ("RERUN", "RESUME"):
+                cause, expl = "agent-model", (
+                    "its trigger came from an action the job re-executed; the log-only (as-recorded) agent "
+                    "cannot know what that action emits for this input. Pass agent= (your agent's model)")
         if cause is None and row["observed"] == "ABSENT":
             cause, expl = "trace-truncated", "the trace has no execution for this task (missing or truncated trace)"
         if cause is None:
