@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-__all__ = ["TRACE_RULE", "INCONSISTENT", "sample_trace", "inconsistent_suffix"]
+__all__ = ["TRACE_RULE", "INCONSISTENT", "sample_trace", "run_recovery", "inconsistent_suffix"]
 
 #: the rule the samples' runtime runs (every sample's job ran upstream's rule)
 TRACE_RULE = "original"
@@ -24,14 +24,20 @@ def inconsistent_suffix(rule: str) -> str:
     return f".{rule}-rule.trace.log"
 
 
-def sample_trace(sample: Any, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
-    """The Trace Log records of ``sample``'s restore, run by the executor under ``rule``."""
+def run_recovery(sample: Any, rule: str = TRACE_RULE) -> tuple[Any, list[dict[str, Any]]]:
+    """Run ``sample``'s restore with the executor under ``rule``; returns the executor (``.to_log()`` is the
+    topic after the recovery) and the Trace Log records the runtime writes meanwhile. Deterministic."""
     from agent_inspect.trace import trace_from_executor
 
-    ex = sample.executor(rule=rule)
+    seed = zlib.crc32(f"{sample.name}:{rule}".encode())
+    ex = sample.executor(rule=rule, seed=seed)
     ex.run()
     ts = sample.log.records["timestamp"].dropna()
     start = int(ts.max().value // 1_000_000) + 47_000 if len(ts) else 0
     inputs = [v for _k, v in sample.plan["inputs"]]
-    return trace_from_executor(ex, agent_name=f"{sample.name}-agent", inputs=inputs, start_ms=start,
-                               seed=zlib.crc32(f"{sample.name}:{rule}".encode()))
+    return ex, trace_from_executor(ex, agent_name=f"{sample.name}-agent", inputs=inputs, start_ms=start, seed=seed)
+
+
+def sample_trace(sample: Any, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
+    """The Trace Log records of ``sample``'s restore, run by the executor under ``rule``."""
+    return run_recovery(sample, rule)[1]

@@ -26,6 +26,7 @@ __all__ = [
     "executions", "calls", "OBSERVED",
 ]
 
+from agent_inspect.trace._join import JOIN_METHODS, join  # noqa: E402
 from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noqa: E402
 from agent_inspect.trace._verify import (  # noqa: E402
     CANDIDATE_RULES,
@@ -38,6 +39,8 @@ from agent_inspect.trace._verify import (  # noqa: E402
 )
 
 __all__ += [
+    # joining to action-state records
+    "join", "JOIN_METHODS",
     # writing what a runtime would (samples)
     "trace_from_executor", "call_entity",
     # verification

@@ -129,6 +129,8 @@ def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Seque
 
     for s in steps:
         kind = str(s.kind)
+        if kind == "lookup" and s.event_type == _INPUT and s.outcome == "FAIL":
+            input_event(s)       # the input was processed; its first lookup then failed the job
         if kind == "lookup" and s.outcome in ("REUSE", "RESUME", "RERUN"):
             restored = bool((s.detail or {}).get("restored"))
             if s.event_type == _INPUT:

@@ -422,10 +422,15 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
             except InspectError:
                 pass
     tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
+    joined = None
+    if log is not None:
+        from agent_inspect.trace._join import join
+
+        joined = join(trace, log, call_kind=call_kind)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=_calls(prediction, trace, call_kind,
                                                                            cached_latency_ms),
                         rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
-                        notes=tuple(notes), prediction=prediction, trace=trace, log=log)
+                        notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
 
 
 def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, pd.DataFrame],

@@ -46,8 +46,9 @@ def test_regenerated_files_are_byte_identical_to_the_committed_ones(regenerated:
     made = sorted(p.name for p in regenerated.iterdir())
     committed = sorted(p.name for p in COMMITTED.iterdir())
     assert made == committed
-    suffixes = ("jsonl", "kcat", "parquet", "markers")
-    assert len(made) == len(samples.SAMPLES) * len(suffixes) + 1          # + README.md
+    suffixes = ("jsonl", "kcat", "parquet", "markers", "trace")
+    from agent_inspect.samples._trace import INCONSISTENT
+    assert len(made) == len(samples.SAMPLES) * len(suffixes) + len(INCONSISTENT) + 1   # + README.md
     differ = [n for n in made if not _same_file(regenerated / n, COMMITTED / n)]
     assert differ == [], f"regenerate with `python -m agent_inspect.samples`; these differ: {differ}"
 
