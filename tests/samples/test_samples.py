@@ -47,8 +47,7 @@ def test_regenerated_files_are_byte_identical_to_the_committed_ones(regenerated:
     committed = sorted(p.name for p in COMMITTED.iterdir())
     assert made == committed
     suffixes = ("jsonl", "kcat", "parquet", "markers", "trace")
-    from agent_inspect.samples._trace import INCONSISTENT
-    assert len(made) == len(samples.SAMPLES) * len(suffixes) + len(INCONSISTENT) + 1   # + README.md
+    assert len(made) == len(samples.SAMPLES) * len(suffixes) + len(samples.INCONSISTENT) + 1   # + README.md
     differ = [n for n in made if not _same_file(regenerated / n, COMMITTED / n)]
     assert differ == [], f"regenerate with `python -m agent_inspect.samples`; these differ: {differ}"
 
@@ -314,7 +313,8 @@ def test_kcat_writer_round_trips_through_the_loader(rows: list, tmp_path_factory
 
 def test_public_names_and_light_import() -> None:
     assert set(samples.__all__) == {"SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path",
-                                    "sample_dir", "write_samples", "write_kcat_jsonl"}
+                                    "sample_dir", "write_samples", "write_kcat_jsonl", "TRACE_RULE", "INCONSISTENT",
+                                    "run_recovery", "sample_trace"}
     assert {"N04", "G01", "S01", "P01", "production"} <= set(samples.SAMPLES)
     code = "import sys, agent_inspect.samples; print(sorted(m for m in ('pandas', 'pyarrow', 'greenlet') " \
            "if m in sys.modules))"
