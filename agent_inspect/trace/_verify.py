@@ -160,6 +160,11 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
         pending = tuple(pend)
     plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
                         for k, a in zip(inputs["business_key"].astype(object), inputs["attributes"]))
+    if base is not None:
+        # a key the restore replays but the trace never mentions: predict it from the log's window, so it
+        # shows up as missing from the trace instead of silently agreeing
+        traced = set(map(str, good["business_key"].dropna()))
+        plan_inputs += tuple(i for i in base.inputs if str(i.key) in restored and str(i.key) not in traced)
     keys = dict(base.keys) if base is not None else {}
     return ReplayPlan(inputs=plan_inputs, restored_seq=restored, pending=pending, keys=keys)
 
@@ -422,13 +427,17 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
             except InspectError:
                 pass
     tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
+    call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
+    for r in call_totals[~call_totals["agree"]].itertuples(index=False):
+        notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted}, the trace shows {r.observed}"
+                     + (" (the as-recorded agent repeats the recorded call sequence, retries included; pass agent= "
+                        "for a model of the bodies)" if agent is None else ""))
     joined = None
     if log is not None:
         from agent_inspect.trace._join import join
 
         joined = join(trace, log, call_kind=call_kind)
-    return Verification(tasks=tasks, totals=_totals(tasks), calls=_calls(prediction, trace, call_kind,
-                                                                           cached_latency_ms),
+    return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
                         rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
                         notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
 
@@ -459,7 +468,8 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
     for i in tasks.index[~tasks["agree"]]:
         row = tasks.loc[i]
         cause = expl = None
-        if row["predicted"] is None:
+        unpredicted = not isinstance(row["predicted"], str)
+        if unpredicted:
             if row["observed"] == "REUSE":
                 cause, expl = "invisible-reuse", (
                     "the trace shows this action reused, but the prediction has no such task: a reuse writes "
@@ -487,7 +497,7 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
         if cause is None and agrees_under("__whole_log__", row):
             cause, expl = "markers", ("it would agree with the whole loaded log as the rebuild window: the markers "
                                       "are not those of the restore this trace shows")
-        if cause is None and row["predicted"] in (None, "NOT-DISPATCHED") and row["observed"] != "ABSENT" \
+        if cause is None and (unpredicted or row["predicted"] == "NOT-DISPATCHED") and row["observed"] != "ABSENT" \
                 and as_recorded and isinstance(row["execution_id"], str):
             parent = producer_observed.get(row["execution_id"])
             if parent in ("RERUN", "RESUME"):
