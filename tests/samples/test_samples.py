@@ -69,7 +69,7 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": "4242"})
     for path in sorted(tmp_path.iterdir()):
         assert _same_file(path, COMMITTED / path.name), path.name
-    assert len(list(tmp_path.iterdir())) == 8
+    assert len(list(tmp_path.iterdir())) == 10                 # 5 files each: 4 formats + the trace
 
 
 @pytest.mark.parametrize("name", list(samples.SAMPLES))
@@ -336,7 +336,8 @@ def test_cli_lists_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert json.loads(capsys.readouterr().out) == dict(samples.SAMPLES)
     assert main(["samples", "write", str(tmp_path), "--name", "G01", "--json"]) == 0
     done = json.loads(capsys.readouterr().out)
-    assert done["files"] == ["G01.jsonl", "G01.kcat.jsonl", "G01.parquet", "G01.markers.json"]
+    assert done["files"] == ["G01.jsonl", "G01.kcat.jsonl", "G01.parquet", "G01.markers.json", "G01.trace.log",
+                             "G01.fixed-rule.trace.log"]
     for name in done["files"]:
         assert (tmp_path / name).read_bytes() == (COMMITTED / name).read_bytes()
     assert main(["samples", "write", str(tmp_path), "--name", "nope"]) == 2
