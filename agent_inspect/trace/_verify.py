@@ -133,7 +133,9 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
     """The recovery's replay plan as the trace shows it: its ``_input_event`` records in order.
 
     Restored seqNums and in-flight tasks come from ``restore`` (a sample markers file's ``"restore"``
-    entry: ``restored_seq``, ``pending``) or else from the log's window (``ReplayPlan.from_log``).
+    entry: ``restored_seq``, ``pending``) or else from the log's window (``ReplayPlan.from_log``) and the
+    trace: a task whose trigger event this trace never emitted, and which is no input, was restored
+    from the checkpoint (``actionTasks``); its event is the stored output of the record that sent it.
     Returns None when an input's attributes are truncated or missing (then the log's plan is used).
     """
     from agent_inspect.agents import AgentEvent
@@ -158,6 +160,8 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
                                                                        dict(ev.get("attributes") or {}),
                                                                        ev.get("id"))))
         pending = tuple(pend)
+    elif log is not None:
+        pending = _restored_tasks(trace, log)
     plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
                         for k, a in zip(inputs["business_key"].astype(object), inputs["attributes"]))
     if base is not None:
@@ -167,6 +171,40 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
         plan_inputs += tuple(i for i in base.inputs if str(i.key) in restored and str(i.key) not in traced)
     keys = dict(base.keys) if base is not None else {}
     return ReplayPlan(inputs=plan_inputs, restored_seq=restored, pending=pending, keys=keys)
+
+
+def _restored_tasks(trace: Any, log: Any) -> tuple[Any, ...]:
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.recovery import PendingTask
+
+    execs = trace.executions()
+    if execs.empty:
+        return ()
+    good = trace.good
+    emitted = set(good.loc[good["entity_type"] == "event", "event_id"].dropna())
+    wanted = {str(t): (str(k), str(a)) for t, k, a in zip(execs["trigger_event_id"], execs["business_key"],
+                                                          execs["action"])
+              if isinstance(t, str) and t not in emitted}
+    if not wanted:
+        return ()
+    recs = log.records
+    ok = recs[recs["error"].isna()]
+    out: list[Any] = []
+    seen: set[tuple[str, str]] = set()
+    for pos, outs, seq in zip(ok.index, ok["output_event_ids"], ok["seq"]):
+        for oid in outs if isinstance(outs, (tuple, list)) else ():
+            if oid not in wanted or (oid, wanted[oid][1]) in seen:
+                continue
+            state = log.value(int(pos))
+            ev = next((e for e in (state.output_events if state is not None else ()) if e.id == oid), None)
+            if ev is None:
+                continue
+            attrs = ev.attrs()
+            key, action = wanted[oid]
+            seen.add((oid, action))
+            out.append(PendingTask(key, int(seq), action, AgentEvent(str(ev.type), attrs if isinstance(attrs, dict)
+                                                                      else {}, oid, event_class=ev.event_class)))
+    return tuple(out)
 
 
 # -- the result ------------------------------------------------------------------------------------

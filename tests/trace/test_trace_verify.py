@@ -169,3 +169,17 @@ def test_explanations_are_escaped_in_html(tmp_path: Path) -> None:
     p = write_trace([*recs, extra], tmp_path / "xss.log")
     html = _verify("N04", p)._repr_html_()
     assert "<img" not in html and "<b>x</b>" not in html and "&lt;img" in html
+
+
+def test_restored_in_flight_tasks_are_read_from_the_trace_and_the_log() -> None:
+    # without the markers file's restore entry: a traced task whose trigger this trace never emitted was
+    # restored from the checkpoint; its event is the stored output of the record that sent it
+    log = ai.load(LOGS / "production.jsonl")
+    pending = _restore("production")["pending"]
+    assert pending
+    from agent_inspect.trace import plan_from_trace
+
+    plan = plan_from_trace(load_trace(LOGS / "production.trace.log"), log, markers=samples.markers("production"))
+    assert sorted((p.key, p.seq, p.action, p.event.id) for p in plan.pending) == \
+        sorted((k, s, a, e["id"]) for k, s, a, e in pending)
+    assert verify(log, LOGS / "production.trace.log", markers=samples.markers("production")).agree
