@@ -218,7 +218,8 @@ class Verification:
     disagreement the ``cause`` (one of :data:`CAUSES`) and an ``explanation``. ``totals``: per
     outcome, predicted against observed. ``calls``: durable llm/tool calls predicted to execute or be
     replayed against those the trace shows. ``ranking``: candidate rule/runtime pairs by agreement
-    (when computed). ``agree`` is True when every task agrees.
+    (when computed). ``agree`` is True when every task agrees (False when there is nothing to check:
+    no predicted task and no traced execution).
     """
 
     tasks: pd.DataFrame
@@ -417,6 +418,9 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
         log = subject
     rule = "original" if rule is None else rule
     rule_eff = _effective_rule(rule, runtime)
+    if runtime != "auto" and rule_eff == rule:
+        notes.append(f"runtime {runtime} is recorded but changes nothing here: store flavours apply to the "
+                     f"original rule, not {_rule_name(rule)}")
     if plan is None and log is not None:
         plan = plan_from_trace(trace, log, markers=markers, restore=restore)
         if plan is None:

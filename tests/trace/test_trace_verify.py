@@ -183,3 +183,20 @@ def test_restored_in_flight_tasks_are_read_from_the_trace_and_the_log() -> None:
     assert sorted((p.key, p.seq, p.action, p.event.id) for p in plan.pending) == \
         sorted((k, s, a, e["id"]) for k, s, a, e in pending)
     assert verify(log, LOGS / "production.trace.log", markers=samples.markers("production")).agree
+
+
+def test_runtime_on_another_rule_is_recorded_with_a_note() -> None:
+    v = _verify("N04", rule="fixed", runtime="kafka-k1")
+    assert v.runtime == "kafka-k1" and v.rule == "fixed"
+    assert any("changes nothing here" in n for n in v.notes)
+
+
+def test_an_unreadable_or_empty_trace_is_named_not_a_crash(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.log"
+    bad.write_text('garbage\n{"x":\n', encoding="utf-8")
+    v = _verify("N04", bad)
+    assert not v.agree and set(v.disagreements["cause"]) == {"trace-missing"}
+    assert any("could not be read" in n for n in v.notes) and any("no action execution" in n for n in v.notes)
+    empty = tmp_path / "empty.log"
+    empty.write_text("", encoding="utf-8")
+    assert set(_verify("N04", empty).disagreements["cause"]) == {"trace-missing"}
