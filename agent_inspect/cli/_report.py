@@ -60,6 +60,17 @@ def parse_markers(text: str | None) -> Any:
     return [fix(m) for m in value] if isinstance(value, list) else fix(value)
 
 
+def restore_of(text: str | None) -> Any:
+    """A sample markers file's ``restore`` entry (restored seqNums, in-flight tasks), if ``--markers @file``."""
+    if not text or not text.startswith("@"):
+        return None
+    try:
+        data = json.loads(Path(text[1:]).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("restore") if isinstance(data, dict) else None
+
+
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
     from agent_inspect.report import write_report
@@ -70,7 +81,6 @@ def _run(args: argparse.Namespace) -> int:
     log = load(args.source)
     verification = None
     if args.trace:
-        from agent_inspect.cli._verify import restore_of
         from agent_inspect.trace import verify
 
         verification = verify(log, args.trace, rule=args.trace_rule, markers=markers,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
@@ -39,20 +38,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-def restore_of(text: str | None) -> Any:
-    """A sample markers file's ``restore`` entry (restored seqNums, in-flight tasks), if ``--markers @file``."""
-    if not text or not text.startswith("@"):
-        return None
-    try:
-        data = json.loads(Path(text[1:]).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("restore") if isinstance(data, dict) else None
-
-
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._report import parse_markers
-    from agent_inspect.sources import load
+    from agent_inspect.cli._report import parse_markers, restore_of
+    from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 
     markers = parse_markers(args.markers)

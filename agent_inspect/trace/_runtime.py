@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["trace_from_executor", "call_entity"]
@@ -49,7 +49,7 @@ class _Clock:
         return self.now()
 
     def now(self) -> str:
-        dt = datetime.fromtimestamp(self.ms / 1000.0, tz=timezone.utc)
+        dt = datetime.fromtimestamp(self.ms / 1000.0, tz=UTC)
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.ms % 1000:03d}Z"
 
 
