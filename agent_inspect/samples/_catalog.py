@@ -197,6 +197,19 @@ def path(name: str, fmt: str = "jsonl") -> Path:
     return found
 
 
+def _write_traces(s: Sample, base: Path) -> list[Path]:
+    """The sample's Trace Log (and its inconsistent variant, if it has one)."""
+    from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, inconsistent_suffix, sample_trace
+    from agent_inspect.samples._write import FILE_SUFFIXES
+    from agent_inspect.sources import write_trace
+
+    out = [write_trace(sample_trace(s, TRACE_RULE), f"{base}{FILE_SUFFIXES['trace']}")]
+    if s.name in INCONSISTENT:
+        other = INCONSISTENT[s.name]
+        out.append(write_trace(sample_trace(s, other), f"{base}{inconsistent_suffix(other)}"))
+    return out
+
+
 def markers(name: str) -> list[dict[int, int]]:
     """The recovery markers of the restore sample ``name`` shows (from its committed markers file)."""
     import json
@@ -229,6 +242,7 @@ def write_samples(directory: str | os.PathLike[str] | None = None, *,
         written.append(write_kcat_jsonl(s.log, f"{base}{FILE_SUFFIXES['kcat']}"))
         written.append(write_parquet(s.log, f"{base}{FILE_SUFFIXES['parquet']}"))
         written.append(write_markers(s.info(), f"{base}{FILE_SUFFIXES['markers']}"))
+        written += _write_traces(s, base)
     if names is None:
         readme_path = out / "README.md"
         readme_path.write_text(readme(samples, SHOWS), encoding="utf-8")
