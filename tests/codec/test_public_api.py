@@ -20,8 +20,8 @@ def test_public_names():
     assert set(codec.__all__) == EXPECTED and len(codec.__all__) == len(EXPECTED)
     for name in codec.__all__:
         assert getattr(codec, name) is not None
-    assert codec.KEY_FORMATS == ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2")
-    assert codec.VALUE_FORMATS == ("V0", "V1", "V2a", "V2b", "V3", "V3+")
+    assert codec.KEY_FORMATS == ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2", "K2-ordinal")
+    assert codec.VALUE_FORMATS == ("V0", "V1", "V2a", "V2b", "V3", "V3+", "V4")
 
 
 def test_log_module_surface():
