@@ -175,8 +175,9 @@ class ReplayExecutor:
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
                  source_kind: str | None = None,
                  clock: int | datetime.datetime | Callable[[int, Step], Any] | None = None,
-                 prune_tombstones: bool = False) -> None:
+                 prune_tombstones: bool = False, runtime: Any = "auto") -> None:
         from agent_inspect.executor._agents import as_agent
+        from agent_inspect.log import resolve_runtime
 
         self._log = _as_log(log)
         if agent is None:
@@ -189,7 +190,9 @@ class ReplayExecutor:
         if log is not None and log is not self._log:       # a reconstruction: its rule and markers by default
             rule = getattr(log, "rule", None) if rule is None else rule
             markers = getattr(log, "markers", None) if markers is None else markers
-        self._rule = "fixed" if rule is None else rule
+        #: the upstream runtime the log is read as (``runtime=``: "0.3" / "0.4" / "main" / "auto"), and why
+        self.runtime = resolve_runtime(runtime, self._log)
+        self._rule = self.runtime.default_rule if rule is None else rule  # what that runtime ships
         restored_last_completed = dict(restore.last_completed) if restore is not None else {}
         if restore is not None:
             markers = [restore.marker] if markers is None else markers

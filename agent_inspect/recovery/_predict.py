@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect.log import resolve_runtime
 from agent_inspect.agents import (
     OUTPUT_EVENT,
     SUBAGENT_EVENT,
@@ -177,6 +178,8 @@ class Prediction:
     crashed: bool = False
     warnings: tuple[str, ...] = ()
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
+    #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
+    runtime: Any = field(default=None, repr=False, compare=False)
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
         """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""
@@ -546,11 +549,12 @@ class Simulation:
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None) -> Prediction:
+            max_parallelism: int | None = None, runtime: Any = "auto") -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 
     ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
-    log, rule and markers are then used. ``rule`` defaults to ``"fixed"``. ``markers`` select the
+    log, rule and markers are then used. ``rule`` defaults to the rule ``runtime`` ships ("0.3", "0.4",
+    "main"; default "auto", inferred from the log): the original rule for all three. ``markers`` select the
     rebuild window: None takes the whole loaded log, ``[]`` is a fresh start. ``plan`` defaults to
     :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
     log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
@@ -564,7 +568,10 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         log = recon.log
         rule = recon.rule if rule is None else rule
         markers = recon.markers if markers is None else markers
-    rule = "fixed" if rule is None else rule
+        if runtime == "auto" and getattr(recon, "runtime", None) is not None:
+            runtime = recon.runtime
+    info = resolve_runtime(runtime, log)
+    rule = info.default_rule if rule is None else rule
     if log is None and (plan is None or agent is None or session is None):
         raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
     if plan is None:
@@ -589,7 +596,7 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
-                      warnings=tuple(sim.warnings), session=session)
+                      warnings=tuple(sim.warnings), session=session, runtime=info)
 
 
 def _is_reconstruction(obj: Any) -> bool:
