@@ -29,6 +29,6 @@ def test_log_module_surface():
     from agent_inspect import log
 
     assert log.__all__ == ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log",
-                           "plain_text"]
+                           "plain_text", "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule"]
     assert agent_inspect.ActionStateLog is log.ActionStateLog
     assert agent_inspect.load is log.load and agent_inspect.load_kafka is log.load_kafka
