@@ -13,6 +13,7 @@ EXPECTED = {
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest", "merge_markers",
+    "CALL_MATCHING", "call_matcher", "call_router",
 }
 
 
