@@ -243,7 +243,7 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
     def result_events(self) -> tuple[Event, ...]:
         """The sub-agent result events (empty when the property is absent, as upstream reads it)."""
         sr = self.subagent_result_events
-        return () if sr is UNSET else sr  # type: ignore[return-value]
+        return () if sr is UNSET else sr
 
 
 class _AttrsEvent(Struct, frozen=True, gc=False):
@@ -359,7 +359,7 @@ def state_problem(state: ActionState) -> str | None:
     results = state.subagent_result_events
     results = () if results is UNSET else results
     try:
-        for ev in (state.output_events if te is None else (te, *state.output_events)) + results:  # type: ignore[operator]
+        for ev in (state.output_events if te is None else (te, *state.output_events)) + results:
             if memoryview(ev.attributes)[0] != 123 or ev.delegate is not None or (
                     ev.type is None and ev.event_class is None):
                 break
@@ -370,7 +370,7 @@ def state_problem(state: ActionState) -> str | None:
     if te is not None and (problem := _event_problem(te)) is not None:
         return f"taskEvent.{problem}"
     for name, events in (("outputEvents", state.output_events), ("subagentResultEvents", results)):
-        for i, ev in enumerate(events):  # type: ignore[arg-type]
+        for i, ev in enumerate(events):
             if (problem := _event_problem(ev)) is not None:
                 return f"{name}[{i}].{problem}"
     return None

@@ -586,8 +586,9 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         log = recon.log
         rule = recon.rule if rule is None else rule
         markers = recon.markers if markers is None else markers
-        if runtime == "auto" and getattr(recon, "runtime", None) is not None:
-            runtime = recon.runtime
+        recorded_runtime = getattr(recon, "runtime", None)
+        if runtime == "auto" and recorded_runtime is not None:
+            runtime = recorded_runtime
     info = resolve_runtime(runtime, log)
     rule = info.default_rule if rule is None else rule
     if log is None and (plan is None or agent is None or session is None):
