@@ -21,6 +21,8 @@ from agent_inspect.codec._values import (
     _F_LEGACY,
     _F_LINEAGE,
     _F_MODERN,
+    _F_OUTPUT,
+    _F_OUTPUT_LINEAGE,
     _NULL,
     _V4,
     LINEAGE_RULE_BIT,
@@ -34,7 +36,6 @@ from agent_inspect.codec._values import (
     decode_action_state,
     envelope_problem,
     newest_format,
-    outputs_flags,
     row_mask,
     state_problem,
 )
@@ -81,6 +82,8 @@ EMPTY_ROW = (None, None, None, None, None, None, -1, NO_FLAGS, NO_FLAGS, -1, -1,
 _ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
 
 _ENVELOPE_QUOTES = 10
+
+_F_OUTPUTS_LINEAGE = _F_OUTPUT | _F_OUTPUT_LINEAGE
 
 # One object per distinct class, type and action name: a few thousand strings instead of millions, so
 # the rows stay small and in cache.
@@ -159,7 +162,10 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
                 rare = True
             else:
                 oflags |= _event_flags(e)
-        flags |= outputs_flags(oflags)
+        if oflags & _F_MODERN:  # codec.outputs_flags, inline (it runs for every record with outputs)
+            flags |= oflags | (_F_OUTPUTS_LINEAGE if oflags & _F_LINEAGE else _F_OUTPUT)
+        else:
+            flags |= oflags
         out_types = tuple(otypes)
         out_ids = tuple(oids)
     else:
