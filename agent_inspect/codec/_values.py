@@ -1,4 +1,4 @@
-"""The value: ``ActionState`` JSON of every upstream version V0–V3+ (spec §2.2, §5)."""
+"""The value: ``ActionState`` JSON of every upstream version V0–V4 (spec §2.2, §5; addendum §1)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = [
     "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
 ]
 
-VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+")
+VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+", "V4")
 GENERIC_EVENT = "org.apache.flink.agents.api.Event"
 SUBAGENT_EVENT = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
 PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
@@ -222,7 +222,12 @@ class Event(Struct, rename="camel", kw_only=True, omit_defaults=True, **_STRUCT_
 
 
 class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
-    """One decoded ``ActionState`` value. ``memory_updates`` is set only for V0 records (one list)."""
+    """One decoded ``ActionState`` value. ``memory_updates`` is set only for V0 records (one list).
+
+    ``subagent_result_events`` is set only for V4 records (writers that have the property write it in
+    every record, ``[]`` included; addendum §1): a sub-agent child's results, which carry no lineage.
+    :attr:`result_events` reads it as upstream does, absent = empty.
+    """
 
     task_event: Event | None = None
     sensory_memory_updates: tuple[MemoryUpdate, ...] = ()
@@ -231,7 +236,14 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
     call_results: tuple[CallResult, ...] = ()
     completed: bool = False
     memory_updates: tuple[MemoryUpdate, ...] | UnsetType = UNSET
+    subagent_result_events: tuple[Event, ...] | UnsetType = UNSET
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    @property
+    def result_events(self) -> tuple[Event, ...]:
+        """The sub-agent result events (empty when the property is absent, as upstream reads it)."""
+        sr = self.subagent_result_events
+        return () if sr is UNSET else sr
 
 
 class _AttrsEvent(Struct, frozen=True, gc=False):
@@ -286,8 +298,9 @@ def _clean(obj: Any) -> None:
         return
     _move_extra(obj, _STATE_KEYS)
     _clean_event(obj.get("taskEvent"))
-    for ev in _items(obj, "outputEvents"):
-        _clean_event(ev)
+    for name in ("outputEvents", "subagentResultEvents"):
+        for ev in _items(obj, name):
+            _clean_event(ev)
     for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
         for mu in _items(obj, name):
             _move_extra(mu, _MEMORY_KEYS)
@@ -343,8 +356,10 @@ def state_problem(state: ActionState) -> str | None:
     record, so the common case is one inline pass (a ``__post_init__`` per event cost twice as much).
     """
     te = state.task_event
+    results = state.subagent_result_events
+    results = () if results is UNSET else results
     try:
-        for ev in state.output_events if te is None else (te, *state.output_events):
+        for ev in (state.output_events if te is None else (te, *state.output_events)) + results:
             if memoryview(ev.attributes)[0] != 123 or ev.delegate is not None or (
                     ev.type is None and ev.event_class is None):
                 break
@@ -354,9 +369,10 @@ def state_problem(state: ActionState) -> str | None:
         pass
     if te is not None and (problem := _event_problem(te)) is not None:
         return f"taskEvent.{problem}"
-    for i, ev in enumerate(state.output_events):
-        if (problem := _event_problem(ev)) is not None:
-            return f"outputEvents[{i}].{problem}"
+    for name, events in (("outputEvents", state.output_events), ("subagentResultEvents", results)):
+        for i, ev in enumerate(events):
+            if (problem := _event_problem(ev)) is not None:
+                return f"{name}[{i}].{problem}"
     return None
 
 
@@ -415,7 +431,11 @@ _MODERN = _ALL & ~_LEGACY
 _RAW_JSON_ERA = _LEGACY | _BIT["V2a"]
 _ENVELOPE_ERA = _BIT["V2b"] | _BIT["V3"] | _BIT["V3+"]
 _LINEAGE_ERA = _BIT["V3"] | _BIT["V3+"]
+_NO_LINEAGE_ERA = _ALL & ~_LINEAGE_ERA
+_V4 = _BIT["V4"]
 _DEFAULT = _BIT["V2a"] | _BIT["V2b"] | _BIT["V3"]  # what an initial record fits (§2.2)
+#: Set (above the format bits) in a row mask when the lineage rule took V3 away (internal; the log counts them).
+LINEAGE_RULE_BIT = 1 << len(VALUE_FORMATS)
 
 
 def _narrow(mask: int, allowed: int) -> int:
@@ -423,7 +443,9 @@ def _narrow(mask: int, allowed: int) -> int:
     return (mask & allowed) or mask
 
 
-_F_LEGACY, _F_MODERN, _F_LINEAGE, _F_V3PLUS, _F_CALL_OLD, _F_CALL_NEW, _F_ENVELOPE, _F_RAW = (1 << i for i in range(8))
+(_F_LEGACY, _F_MODERN, _F_LINEAGE, _F_V3PLUS, _F_CALL_OLD, _F_CALL_NEW, _F_ENVELOPE, _F_RAW,
+ _F_OUTPUT, _F_OUTPUT_LINEAGE) = (1 << i for i in range(10))
+_FLAG_BITS = 10
 
 
 def _event_flags(ev: Any) -> int:
@@ -438,8 +460,15 @@ def _event_flags(ev: Any) -> int:
     return f
 
 
+def outputs_flags(f: int) -> int:
+    """The OR of the output events' flags, plus whether there are modern outputs and whether any has lineage."""
+    if f & _F_MODERN:
+        return f | _F_OUTPUT | (_F_OUTPUT_LINEAGE if f & _F_LINEAGE else 0)
+    return f
+
+
 def _mask_of_flags(f: int) -> int:
-    mask = _ALL & ~_BIT["V0"]
+    mask = _ALL & ~_BIT["V0"] & ~_V4  # V4 only by its property (value_format_candidates)
     if f & _F_LEGACY:  # a missing event type is the strongest era signal
         mask = _narrow(mask, _LEGACY)
     elif f & _F_MODERN:
@@ -455,27 +484,52 @@ def _mask_of_flags(f: int) -> int:
         mask = _narrow(mask, _ENVELOPE_ERA)
     elif f & _F_RAW and not f & _F_ENVELOPE:
         mask = _narrow(mask, _RAW_JSON_ERA)
+    if f & _F_OUTPUT and not f & _F_OUTPUT_LINEAGE:
+        # The lineage rule (issue #12 item 2): from 0.4 on every output event gets lineage when the
+        # action's outputs are finalized, so outputs none of which carries it were not written by V3.
+        ruled = _narrow(mask, _NO_LINEAGE_ERA)
+        if ruled != mask:
+            return ruled | LINEAGE_RULE_BIT
     return mask
 
 
-_MASKS = [_mask_of_flags(f) for f in range(1 << 8)]
+#: Row mask per flag combination: format candidates, plus LINEAGE_RULE_BIT where that rule applied.
+ROW_MASKS = [_mask_of_flags(f) for f in range(1 << _FLAG_BITS)]
+_MASKS = [m & ~LINEAGE_RULE_BIT for m in ROW_MASKS]
 
 
-def value_format_candidates(state: Any) -> int:
-    """Bitmask over VALUE_FORMATS of the formats this record fits (internal; used by the log)."""
-    if state.memory_updates is not UNSET:
-        return _BIT["V0"]
+def _state_flags(state: Any) -> int:
     te = state.task_event
-    f = 0 if te is None else _event_flags(te)
+    f = 0
     for ev in state.output_events:
         f |= _event_flags(ev)
+    f = outputs_flags(f) | (0 if te is None else _event_flags(te))
     for cr in state.call_results:
         f |= _F_CALL_OLD if cr.status is None else _F_CALL_NEW
     for updates in (state.sensory_memory_updates, state.short_term_memory_updates):
         for mu in updates:
             if mu.value != _NULL:
                 f |= _F_ENVELOPE if _as_envelope(mu.value) is not None else _F_RAW
-    return _MASKS[f]
+    return f
+
+
+def row_mask(state: Any) -> int:
+    """Like :func:`value_format_candidates`, with LINEAGE_RULE_BIT where the lineage rule applied (internal)."""
+    if state.memory_updates is not UNSET:
+        return _BIT["V0"]
+    if state.subagent_result_events is not UNSET:
+        return _V4  # the property's presence, an empty list included, is V4 (addendum §1.2)
+    return ROW_MASKS[_state_flags(state)]
+
+
+def value_format_candidates(state: Any) -> int:
+    """Bitmask over VALUE_FORMATS of the formats this record fits (internal; used by the log)."""
+    return row_mask(state) & ~LINEAGE_RULE_BIT
+
+
+def lineage_rule_applies(state: Any) -> bool:
+    """Whether the lineage rule took V3 away from this record's candidates (outputs, none with lineage)."""
+    return bool(row_mask(state) & LINEAGE_RULE_BIT)
 
 
 def newest_format(mask: int) -> str:
@@ -492,7 +546,11 @@ def format_bit(fmt: str) -> int:
 
 
 def detect_value_format(state: ActionState) -> tuple[str, bool]:
-    """``(format_id, inferred)``: the value format this record pins, or the newest it fits (inferred=True)."""
+    """``(format_id, inferred)``: the value format this record pins, or the newest it fits (inferred=True).
+
+    V4 is the presence of ``subagentResultEvents``. A record with output events none of which carries
+    lineage is not V3 (the lineage rule: 0.4+ runtimes bind lineage to every output event).
+    """
     mask = value_format_candidates(state)
     return newest_format(mask), mask & (mask - 1) != 0
 
@@ -535,7 +593,7 @@ def _encode_event(ev: Event | None, fmt: str) -> bytes:
         parts = [head, attrs, b',"delegate":', _encode_event(ev.delegate, fmt), typ]
     else:
         parts = [head, attrs, typ]
-    if fmt in ("V3", "V3+"):
+    if fmt in _LINEAGE_FORMATS:
         if ev.upstream_event_id is not None:
             parts += [b',"upstreamEventId":', _s(ev.upstream_event_id)]
         if ev.upstream_action_name is not None:
@@ -545,10 +603,13 @@ def _encode_event(ev: Event | None, fmt: str) -> bytes:
     return b"".join(parts) + _extra(ev.extra) + b"}"
 
 
+_LINEAGE_FORMATS = ("V3", "V3+", "V4")
+
+
 def _encode_memory(updates: tuple[MemoryUpdate, ...], fmt: str) -> bytes:
     items = []
     for mu in updates:
-        if fmt in ("V2b", "V3", "V3+") and not mu.is_null and _as_envelope(mu.value) is None:
+        if fmt in ("V2b", "V3", "V3+", "V4") and not mu.is_null and _as_envelope(mu.value) is None:
             raise ValueFormatError(
                 f"memory value at {mu.path!r} is plain JSON but {fmt} needs a Kryo envelope; "
                 "use MemoryUpdate.new(path, kryo_payload=...) or encode as V2a")
@@ -570,12 +631,19 @@ def encode_action_state(state: ActionState, *, value_format: str = "V3") -> byte
 
     V0 writes one ``memoryUpdates`` list (sensory then short-term when ``memory_updates`` is unset);
     V1 omits ``CallResult.status``; V2b+ require Kryo envelopes for non-null memory values; lineage is
-    written only for V3/V3+ and omitted when null.
+    written only for V3/V3+/V4 and omitted when null. V4 writes ``subagentResultEvents`` (``[]`` when
+    unset) between ``outputEvents`` and ``callResults``, as Jackson orders the 0.4+ class (addendum §1.1);
+    other formats cannot hold result events and refuse a state that has some.
     """
     fmt = value_format
     if fmt not in VALUE_FORMATS:
         raise ValueFormatError(f"unknown value format {fmt!r}; use one of {', '.join(VALUE_FORMATS)}")
     events = b"[" + b",".join(_encode_event(e, fmt) for e in state.output_events) + b"]"
+    results = state.result_events
+    if fmt == "V4":
+        events += b',"subagentResultEvents":[' + b",".join(_encode_event(e, fmt) for e in results) + b"]"
+    elif results:
+        raise ValueFormatError(f"{fmt} has no subagentResultEvents; encode a state with result events as V4")
     task = b'{"taskEvent":' + _encode_event(state.task_event, fmt)
     if fmt == "V0":
         mem = state.memory_updates if state.memory_updates is not UNSET else \

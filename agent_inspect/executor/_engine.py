@@ -46,7 +46,8 @@ class Engine:
                  markers: list[dict[int, int]] | None, plan: PlanView, keys: KeyMaker, calls: CallServer,
                  attempt: int, seed: int, memory_decoder: Callable[[Any], Any] | None,
                  memory: Mapping[str, Mapping[str, Any]], sensory: Mapping[str, Mapping[str, Any]],
-                 source_kind: str | None, expected_fingerprint: str | None, max_parallelism: int | None) -> None:
+                 source_kind: str | None, expected_fingerprint: str | None, max_parallelism: int | None,
+                 call_matching: str = "position") -> None:
         self.log = log
         self.agent = agent
         self.rule = rule
@@ -62,6 +63,7 @@ class Engine:
         self.source_kind = source_kind
         self.expected_fingerprint = expected_fingerprint
         self.max_parallelism = max_parallelism
+        self.call_matching = call_matching
         self.base_session: RecoverySession | None = None
         self.restart()
 
@@ -359,7 +361,7 @@ class Engine:
                 t, RecordView(task_event=event, calls=results), f"call results ({len(results)})", common),
             report=lambda ce: self._call_step(kind, ce, common),
             run=self.calls.runner(served_from.calls if served_from is not None else ()),
-            decode=self.calls.decoder(),
+            decode=self.calls.decoder(), call_matching=self.call_matching,
             java=decl.java)
         ctx = ReplayContext(self, key=t.business_key, seq=t.seq, action=decl.name, event=event, calls=journal,
                             short_term=stm, sensory=sensory, subcall=_subcall(event))

@@ -64,6 +64,10 @@ class ExecutorOptions:
       default: no timestamps.
     - ``prune_tombstones``: Kafka's ``kafkaActionStateTombstoneEnabled`` (#885, §6.6): completing a
       checkpoint journals a tombstone per pruned state key.
+    - ``runtime``: which upstream runtime wrote the log ("0.3", "0.4", "main"; default "auto", inferred
+      from the records); with no rule given, the rule that runtime ships is used.
+    - ``call_matching``: how a durable call is matched with the recorded slot at its position
+      ("position": function id and args digest, the default; "function-id": the #1016 variant).
     """
 
     agent: object | None = None
@@ -86,6 +90,8 @@ class ExecutorOptions:
     num_partitions: int | None = None
     clock: Clock | None = None
     prune_tombstones: bool = False
+    runtime: str = "auto"
+    call_matching: str = "position"
 
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied, leaving options whose new value is the default untouched."""
