@@ -19,6 +19,12 @@ Bulk decoding for the log builder (one summary row per record, keys as Arrow arr
 from __future__ import annotations
 
 from agent_inspect.codec._calls import CALL_MATCHING, call_matcher, call_router
+from agent_inspect.codec._encode import (
+    encode_action_state,
+)
+from agent_inspect.codec._formats import (
+    detect_value_format,
+)
 from agent_inspect.codec._identity import (
     SubagentIds,
     event_uuid,
@@ -57,8 +63,6 @@ from agent_inspect.codec._values import (
     KryoEnvelope,
     MemoryUpdate,
     decode_action_state,
-    detect_value_format,
-    encode_action_state,
     unpickle_payload,
 )
 

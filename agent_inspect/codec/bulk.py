@@ -12,9 +12,7 @@ from typing import Any
 import msgspec
 
 from agent_inspect._errors import DecodeError, ValueFormatError
-from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
-from agent_inspect.codec._values import (
-    _DECODER,
+from agent_inspect.codec._formats import (
     _F_CALL_NEW,
     _F_CALL_OLD,
     _F_ENVELOPE,
@@ -23,20 +21,24 @@ from agent_inspect.codec._values import (
     _F_MODERN,
     _F_OUTPUT,
     _F_OUTPUT_LINEAGE,
-    _NULL,
     _V4,
     LINEAGE_RULE_BIT,
-    PYTHON_EVENT,
     ROW_MASKS,
+    _event_flags,
+    newest_format,
+    row_mask,
+)
+from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
+from agent_inspect.codec._values import (
+    _DECODER,
+    _NULL,
+    PYTHON_EVENT,
     SUBAGENT_EVENT,
     TASK_ATTRIBUTES_DECODER,
     UNSET,
     Event,
-    _event_flags,
     decode_action_state,
     envelope_problem,
-    newest_format,
-    row_mask,
     state_problem,
 )
 
