@@ -45,13 +45,15 @@ _LAZY: dict[str, str] = {
     "ReplayPlan": "agent_inspect.recovery",
     # replay executor
     "ReplayExecutor": "agent_inspect.executor",
+    # diff and "why did this run?"
+    "explain": "agent_inspect.diff",
     # views
     "inspect": "agent_inspect.widgets",
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "samples", "widgets", "report",
+    "checker", "diff", "samples", "widgets", "report",
 )
 
 __all__ = [
@@ -61,6 +63,8 @@ __all__ = [
     "reconstruct", "Reconstruction", "ReplayPlan",
     # replay executor
     "ReplayExecutor",
+    # diff (ai.diff is the callable subpackage) and "why did this run?"
+    "explain",
     # views
     "inspect", "write_report",
     # subpackages
