@@ -303,11 +303,13 @@ def _last_removal(events: Sequence[Any], tasks: pd.DataFrame, i: int, sk: str) -
 
 def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame) -> ExplainStep:
     kind = _OP_KIND.get(ev.op, "remove")
+    if kind == "remove" and ev.seq is not None and all(e.seq > ev.seq for e in ev.removed):
+        kind = "evict"      # a flavour that evicts seq > s entry by entry (snapshot Fluss, spec §8.2)
     div = divergences[ev.divergence_id] if ev.divergence_id is not None and ev.divergence_id < len(divergences) \
         else None
     rel = {"evict": ">", "invalidate": ">=", "prune": "<="}.get(kind, "")
     scope = "every key" if ev.op == "cross-key" else str(ev.business_key)
-    title = (f"{ev.op} {scope}{rel}{ev.seq}" if rel else f"{ev.op} of the state key") + f" at the {ev.step}"
+    title = (f"{kind} {scope}{rel}{ev.seq}" if rel else f"{ev.op} of the state key") + f" at the {ev.step}"
     if div is not None:
         title += f" ({div.kind})"
     trigger = None

@@ -71,7 +71,7 @@ def parse_selector(text: str) -> Selector:
     which tasks a recovery reuses, resumes or reruns), ``reconstruct=NAME`` (each record's status under
     that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``), ``attempt=N`` (attempt N of
     each business key, 1-based), ``key=K`` (one business key), ``markers=FILE`` (a JSON list of
-    ``{partition: offset}`` maps), ``runtime=NAME`` (passed to the recovery functions that support it).
+    ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it).
     Examples: ``prod.jsonl@attempt=2@key=order-7``, ``kafka://b:9092/topic@original``,
     ``prod.jsonl@reconstruct=fixed@markers=prod.markers.json``.
     """
@@ -307,6 +307,8 @@ def _from_selector(sel: Selector, *, markers: Any = None, label: str | None = No
                 markers = json.load(fh)
         except (OSError, ValueError) as exc:
             raise SelectorError(f"@markers={sel.markers}: cannot read the markers file ({exc})") from None
+        if isinstance(markers, dict) and "markers" in markers:   # the sample logs' markers files
+            markers = markers["markers"]
     side = select(log, rule=sel.rule, mode=sel.mode, attempt=sel.attempt, key=sel.key, markers=markers,
                   runtime=sel.runtime, label=sel.source)
     return Side(label or sel.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=sel.runtime,
