@@ -152,7 +152,7 @@ def _prediction_of(obj: Any, rule: Any, markers: Any, plan: Any, agent: Any, log
 
 def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
     dispatched = tasks["outcome"] != "NOT-DISPATCHED"
-    mask = dispatched.to_numpy(dtype=bool)
+    mask = dispatched.to_numpy(dtype=bool).copy()
     if key is not None:
         mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
     if seq is not None:

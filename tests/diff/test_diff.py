@@ -11,22 +11,11 @@ import pytest
 import agent_inspect as ai
 from agent_inspect import codec
 from agent_inspect.diff import FieldChange, SelectorError, parse_selector, state_changes
+from tests.support.diffs import mirrored, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample_logs").glob("*.jsonl"))
 SAMPLES = [p for p in SAMPLES if not p.name.endswith(".kcat.jsonl")]
-
-
-def mirrored(d):
-    swap = {"only in a": "only in b", "only in b": "only in a"}
-    return {(r.business_key, r.seq, swap.get(str(r.status), str(r.status)), r.pos_b, r.pos_a,
-             tuple(sorted((c.path, c.b, c.a) for c in r.changes)))
-            for r in d.pairs.itertuples(index=False)}
-
-
-def plain(d):
-    return {(r.business_key, r.seq, str(r.status), r.pos_a, r.pos_b, tuple(sorted((c.path, c.a, c.b) for c in r.changes)))
-            for r in d.pairs.itertuples(index=False)}
 
 
 def assert_symmetric(a, b):
