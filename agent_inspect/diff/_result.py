@@ -116,6 +116,8 @@ class Diff:
         s = {"a": self.a, "b": self.b}.get(side)
         if s is None:
             raise SelectorError(f"side {side!r}: use 'a' or 'b'")
+        if s.kind == "prediction" and s.log is not None:
+            options.setdefault("log", s.log)
         return explain(s.source if s.source is not None else s.log, key, seq, action, **options)
 
     def to_dict(self, *, key: str | None = None, limit: int | None = None) -> dict[str, Any]:
