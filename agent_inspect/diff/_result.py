@@ -10,7 +10,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect.diff._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
-from agent_inspect.diff._sides import Side, SelectorError, as_side
+from agent_inspect.diff._sides import SelectorError, Side, as_side
 
 if TYPE_CHECKING:
     import networkx as nx

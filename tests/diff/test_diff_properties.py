@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 import agent_inspect as ai
 from agent_inspect.checker import generate_history
 from agent_inspect.history import annotate
-
 from tests.support.diffs import mirrored, plain
 
 SMALL = {"keys": 2, "rounds": 3, "attempts": 3, "min_attempts": 2}
