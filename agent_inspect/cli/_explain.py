@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--action", required=True, help="action name (or action UUID)")
     parser.add_argument("--event", help="narrow to an event id, event type or replay input label")
     parser.add_argument("--rule", default=None, help="divergence rule (default: fixed, or the source's @rule)")
-    parser.add_argument("--markers", help="JSON file of recovery markers (default: the whole loaded log)")
+    parser.add_argument("--markers", help="recovery markers as JSON, or @FILE / FILE (e.g. a sample's "
+                                          "<name>.markers.json); default: the whole loaded log")
     parser.add_argument("--also", action="append", default=[], metavar="RULE",
                         help="also report this task's outcome under RULE (repeatable)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -29,19 +30,15 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.diff import SelectorError, explain, parse_selector
+    from agent_inspect.diff import explain, parse_selector
+
+    from agent_inspect.cli._report import parse_markers
 
     sel = parse_selector(args.source)
-    markers: Any = None
-    path = args.markers or sel.markers
-    if path:
-        try:
-            with open(path, encoding="utf-8") as fh:
-                markers = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise SelectorError(f"--markers {path}: cannot read the markers file ({exc})") from None
-        if isinstance(markers, dict) and "markers" in markers:
-            markers = markers["markers"]
+    text = args.markers or (f"@{sel.markers}" if sel.markers else None)
+    if text and not text.lstrip().startswith(("@", "[", "{")):
+        text = f"@{text}"              # a plain path is a markers file
+    markers: Any = parse_markers(text)
     why = explain(args.source, args.key, args.seq, args.action, event=args.event, rule=args.rule,
                   markers=markers, also=args.also)
     if args.json:
