@@ -82,14 +82,7 @@ def _outputs(a: tuple[Any, ...], b: tuple[Any, ...], out: list[FieldChange]) -> 
     if sorted(sa, key=str) == sorted(sb, key=str):
         out.append(FieldChange("outputs", "output_events.order", show([t for t, _ in sa]), show([t for t, _ in sb])))
         return
-    for i in range(max(len(a), len(b))):
-        ea = a[i] if i < len(a) else None
-        eb = b[i] if i < len(b) else None
-        where = f"output_events[{i}]"
-        if ea is None or eb is None:
-            out.append(FieldChange("outputs", where, ABSENT if ea is None else show(_label(ea)),
-                                   ABSENT if eb is None else show(_label(eb))))
-            continue
+    for where, ea, eb in _slots("outputs", "output_events", a, b, lambda e: show(_label(e)), out):
         if ea.type != eb.type:
             out.append(FieldChange("outputs", f"{where}.type", show(ea.type), show(eb.type)))
         _walk(_attrs(ea), _attrs(eb), f"{where}.attributes", "outputs", out)
@@ -99,15 +92,24 @@ def _label(event: Any) -> dict[str, Any]:
     return {"type": event.type, "attributes": _attrs(event)}
 
 
-def _memory(name: str, a: tuple[Any, ...], b: tuple[Any, ...], out: list[FieldChange]) -> None:
+def _slots(area: str, where: str, a: tuple[Any, ...], b: tuple[Any, ...], text: Any,
+           out: list[FieldChange]) -> list[tuple[str, Any, Any]]:
+    """Pair the i-th slots of two lists; a slot one side lacks is reported (``text`` shows the other side's),
+    the pairs present on both sides are returned as ``(where[i], x, y)`` for a closer look."""
+    both = []
     for i in range(max(len(a), len(b))):
-        ma = a[i] if i < len(a) else None
-        mb = b[i] if i < len(b) else None
-        where = f"memory.{name}[{i}]"
-        if ma is None or mb is None:
-            out.append(FieldChange("memory", where, ABSENT if ma is None else _mem_text(ma),
-                                   ABSENT if mb is None else _mem_text(mb)))
-            continue
+        x = a[i] if i < len(a) else None
+        y = b[i] if i < len(b) else None
+        at = f"{where}[{i}]"
+        if x is None or y is None:
+            out.append(FieldChange(area, at, ABSENT if x is None else text(x), ABSENT if y is None else text(y)))
+        else:
+            both.append((at, x, y))
+    return both
+
+
+def _memory(name: str, a: tuple[Any, ...], b: tuple[Any, ...], out: list[FieldChange]) -> None:
+    for where, ma, mb in _slots("memory", f"memory.{name}", a, b, _mem_text, out):
         if ma.path != mb.path:
             out.append(FieldChange("memory", f"{where}.path", show(ma.path), show(mb.path)))
         va, vb = _mem_bytes(ma), _mem_bytes(mb)
@@ -137,14 +139,7 @@ def _payload(p: Any) -> str:
 
 
 def _calls(a: tuple[Any, ...], b: tuple[Any, ...], out: list[FieldChange]) -> None:
-    for i in range(max(len(a), len(b))):
-        ca = a[i] if i < len(a) else None
-        cb = b[i] if i < len(b) else None
-        where = f"calls[{i}]"
-        if ca is None or cb is None:
-            out.append(FieldChange("calls", where, ABSENT if ca is None else _call_text(ca),
-                                   ABSENT if cb is None else _call_text(cb)))
-            continue
+    for where, ca, cb in _slots("calls", "calls", a, b, _call_text, out):
         for name in ("function_id", "args_digest", "status"):
             x, y = getattr(ca, name, None), getattr(cb, name, None)
             if x != y:

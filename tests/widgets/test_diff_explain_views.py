@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from _widget_logs import IMG
+from _widget_logs import IMG, probe_case
 from _widget_view import html_strings
 
 import agent_inspect as ai
-from agent_inspect.cases import build_case, load_cases
 from agent_inspect.recovery import predict
 from agent_inspect.widgets import DiffView, ExplainView
-
-CASES = Path(__file__).resolve().parents[2] / "cases"
-KEY = f"k{IMG}"
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """Case G01 with a script probe as its key."""
-    text = (CASES / "G01.toml").read_text().replace('key = "k"', f'key = "{KEY}"').replace('"k:', f'"{KEY}:')
-    path = tmp_path_factory.mktemp("cases") / "G01-probe.toml"
-    path.write_text(text)
-    return build_case(load_cases([path])[0])
+    return probe_case(tmp_path_factory.mktemp("cases"))
 
 
 @pytest.fixture(scope="module")
