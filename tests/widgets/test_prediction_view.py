@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import html
-from pathlib import Path
 
 import pytest
 from _widget_logs import IMG, probe_case
@@ -11,7 +10,6 @@ import agent_inspect as ai
 from agent_inspect.recovery import predict
 from agent_inspect.widgets import PredictionView
 
-CASES = Path(__file__).resolve().parents[2] / "cases"
 KEY = f"k{IMG}"
 
 
