@@ -50,12 +50,14 @@ class DiffView(w.VBox):
             yaxis=dict(tickvals=[2, 1, 0], ticktext=["a", "diff", "b"], range=[-0.6, 2.6]),
             xaxis=dict(title="action executions, in round order"), title=dict(text="aligned timelines",
                                                                                 font=dict(size=13))))
-        self.timeline.add_class("ai-diff-timeline")
+        self.timeline_box = w.VBox([self.timeline])
+        self.timeline_box.add_class("ai-diff-timeline")
         self.graph_figure = go.FigureWidget(layout=go.Layout(
             height=320, margin=dict(l=10, r=10, t=30, b=10), showlegend=True, hovermode="closest",
             xaxis=dict(visible=False), yaxis=dict(visible=False), title=dict(text="round graph diff",
                                                                               font=dict(size=13))))
-        self.graph_figure.add_class("ai-diff-graph")
+        self.graph_box = w.VBox([self.graph_figure])
+        self.graph_box.add_class("ai-diff-graph")
         self.fields = w.HTML()
         self.fields.add_class("ai-diff-fields")
         self.explain_button = w.Button(description="Explain (side b)", tooltip="why side b reused or reran this")
@@ -67,8 +69,8 @@ class DiffView(w.VBox):
         self._rows = pairs.iloc[0:0]
         self.key_picker.observe(lambda _: self._key_changed(), names="value")
         self.seq_picker.observe(lambda _: self._draw_graph(), names="value")
-        self.children = [self.summary, w.HBox([self.key_picker, self.seq_picker]), self.timeline,
-                         self.graph_figure, w.HBox([self.explain_button]), self.fields, self.explain_box]
+        self.children = [self.summary, w.HBox([self.key_picker, self.seq_picker]), self.timeline_box,
+                         self.graph_box, w.HBox([self.explain_button]), self.fields, self.explain_box]
         self._key_changed()
 
     # -- key and round --------------------------------------------------------------------------------
