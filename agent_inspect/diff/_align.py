@@ -99,7 +99,8 @@ def compare_pairs(sa: Side, sb: Side, matched: pd.DataFrame) -> pd.DataFrame:
     compare_values = sa.log is not None and sb.log is not None and not (
         sa.kind == "prediction" and sb.kind == "prediction" and sa.log is sb.log)
     same_log = sa.log is sb.log
-    statuses, changes = [], []
+    statuses: list[str] = []
+    changes: list[tuple[FieldChange, ...]] = []
     for n in range(len(matched)):
         if ia[n] < 0 or ib[n] < 0:
             statuses.append("only in b" if ia[n] < 0 else "only in a")

@@ -157,7 +157,7 @@ def _opt(v: Any) -> Any:
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in row.items():
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
             out[k] = None

@@ -42,8 +42,9 @@ def test_diff_and_explain_notebook(lab_page, artifacts: Path) -> None:
     first = attempts.locator(".ai-diff-fields tr.ai-first-divergence")
     assert first.count() == 1 and "state_key.event_uuid" in first.inner_text()
     assert "different event UUID" in attempts.locator(".ai-first-divergence-summary").inner_text()
-    legend = attempts.locator(".ai-diff-graph .legend").text_content()
-    assert "changed" in legend or "only in b" in legend
+    names = page.evaluate("() => document.querySelector('.ai-diff .ai-diff-graph .js-plotly-plot')"
+                          "._fullData.map(t => t.name)")
+    assert "edges" in names and {"changed", "only in b"} & set(names), names
 
     # the explanation: a vertical story ending in the eviction, with record links into the log browser
     story = page.locator(".ai-explain").first
