@@ -134,6 +134,9 @@ def compare_pairs(sa: Side, sb: Side, matched: pd.DataFrame) -> pd.DataFrame:
         "pos_a": pd.array(col["pos_a"], dtype="Int64"), "pos_b": pd.array(col["pos_b"], dtype="Int64"),
         "outcome_a": col["outcome_a"], "outcome_b": col["outcome_b"], "changes": changes,
     })
+    for c in ("business_key", "action_a", "action_b", "event_type", "state_key_a", "state_key_b", "outcome_a",
+              "outcome_b"):
+        frame[c] = frame[c].astype(object).where(frame[c].notna(), None)
     frame.loc[frame["a"] < 0, "a"] = pd.NA
     frame.loc[frame["b"] < 0, "b"] = pd.NA
     order = np.array([x if x is not None else (y if y is not None else 0)

@@ -14,7 +14,8 @@ NOTEBOOK = "notebooks/06_diff_and_explain.ipynb"
 # Screen position of the first point of the "changed" trace of the n-th diff timeline, and its pair.
 _POINT_JS = """
 (n) => {
-  const gd = document.querySelectorAll('.ai-diff')[n].querySelector('.ai-diff-timeline .js-plotly-plot');
+  const gd = [...document.querySelectorAll('.ai-diff')[n].querySelectorAll('.ai-diff-timeline .js-plotly-plot')]
+    .find(e => e._fullData && e._fullData.length);
   if (!gd || !gd._fullLayout) return null;
   const fl = gd._fullLayout, r = gd.getBoundingClientRect();
   const t = gd._fullData.find(t => t.name === 'changed');
@@ -42,8 +43,10 @@ def test_diff_and_explain_notebook(lab_page, artifacts: Path) -> None:
     first = attempts.locator(".ai-diff-fields tr.ai-first-divergence")
     assert first.count() == 1 and "state_key.event_uuid" in first.inner_text()
     assert "different event UUID" in attempts.locator(".ai-first-divergence-summary").inner_text()
-    names = page.evaluate("() => document.querySelector('.ai-diff .ai-diff-graph .js-plotly-plot')"
-                          "._fullData.map(t => t.name)")
+    page.wait_for_function("() => [...document.querySelector('.ai-diff').querySelectorAll('.ai-diff-graph "
+                           ".js-plotly-plot')].some(e => e._fullData && e._fullData.length)")
+    names = page.evaluate("() => [...document.querySelector('.ai-diff').querySelectorAll('.ai-diff-graph "
+                          ".js-plotly-plot')].find(e => e._fullData && e._fullData.length)._fullData.map(t => t.name)")
     assert "edges" in names and {"changed", "only in b"} & set(names), names
 
     # the explanation: a vertical story ending in the eviction, with record links into the log browser
