@@ -16,6 +16,7 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
+from agent_inspect.report._why import why_html
 
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
@@ -78,6 +79,7 @@ def render_report(
         _divergence_section(result, max_rows=max_rows),
         _timeline_section(result, max_keys=max_keys),
         _ledger_section(prediction, max_rows=max_rows),
+        _Section("why", "Why did these run again?", why_html(prediction, result)),
         *([_trace_section(verification, max_rows=max_rows)] if verification is not None else []),
         _lint_section(result, max_rows=max_rows),
         _errors_section(log, max_rows=max_rows),

@@ -21,7 +21,9 @@ from agent_inspect.widgets._common import (
     records_of,
 )
 from agent_inspect.widgets._compare import RuleComparison
+from agent_inspect.widgets._diff import DiffView
 from agent_inspect.widgets._divergence import DivergenceView
+from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._stepper import ReplayStepper
@@ -133,10 +135,17 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - a prediction (``result.predict(...)``) → :class:`PredictionView`;
     - a verification (``ai.verify(...)``) → :class:`VerificationView`;
     - the DataFrame of ``ai.cases.compare(...)`` → :class:`RuleComparison`;
-    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
+    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`;
+    - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`.
 
     Keyword options go to that widget's constructor.
     """
+    from agent_inspect.diff import Diff, Explanation
+
+    if isinstance(obj, Diff):
+        return DiffView(obj, **options)
+    if isinstance(obj, Explanation):
+        return ExplainView(obj, **options)
     if is_executor(obj):
         return ReplayStepper(obj, **options)
     if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and hasattr(obj, "summary_text") \
