@@ -21,6 +21,7 @@ __all__ = [
     "PredictionLike",
     "ExecutorLike",
     "ExecutorState",
+    "VerificationLike",
     "is_rule_comparison",
 ]
 
@@ -88,6 +89,22 @@ class ExecutorState(ExecutorLike, Protocol):
     cache: pd.DataFrame
     done: bool
     failure: str | None
+
+
+@runtime_checkable
+class VerificationLike(Protocol):
+    """A recovery checked against the job's Trace Log: predicted and observed tasks, totals and calls."""
+
+    tasks: pd.DataFrame
+    totals: pd.DataFrame
+    calls: pd.DataFrame
+    rule: str
+    notes: tuple[str, ...]
+    agree: bool
+
+    def summary_text(self) -> str: ...
+
+    def best(self) -> dict[str, Any] | None: ...
 
 
 def is_rule_comparison(obj: object) -> TypeGuard[pd.DataFrame]:

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+from agent_inspect.widgets._style import view_style
 
 __all__ = ["PredictionView"]
 
@@ -56,7 +57,7 @@ class PredictionView(w.VBox):
         self._draw_outcomes()
         self._draw_ledger()
         self._show_tasks()
-        self.children = [self.summary, self.outcomes, self.ledger_figure, self.key_filter, self.table]
+        self.children = [self.summary, self.outcomes, self.ledger_figure, self.key_filter, self.table, view_style()]
 
     def _summary_html(self, rule: Any, crashed: bool) -> str:
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
@@ -100,6 +101,6 @@ class PredictionView(w.VBox):
         if self.key_filter.value != "(any)" and "key" in tasks.columns:
             tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
         cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
-        self.table.value = (f'<div class="ai-scroll" style="max-height:420px;overflow:auto">'
+        self.table.value = (f'<div class="ai-scroll-tall">'
                             f'{frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order")}'
                             "</div>") if len(tasks) else message_html("no task")

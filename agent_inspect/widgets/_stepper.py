@@ -22,6 +22,7 @@ from agent_inspect.widgets._common import (
     pretty_json,
     to_builtins,
 )
+from agent_inspect.widgets._style import view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -85,6 +86,7 @@ class ReplayStepper(w.VBox):
             w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button]),
             w.HBox([self.break_kind, self.break_key, self.break_seq, self.break_button, self.clear_button]),
             self.breakpoints, self.status, self.counters, self.detail, self.figure, self.store, self.memory,
+            view_style(),
         ]
         self.refresh()
 
@@ -249,9 +251,9 @@ def _counters_html(counters: Any, steps: int) -> str:
     elif counters is not None:
         items += [(k, getattr(counters, k)) for k in dir(counters)
                   if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
-    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" style="white-space:nowrap">'
+    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}">'
                     f'<b>{escape(v)}</b> {escape(k.replace("_", " "))}</span>' for k, v in items)
-    return f'<div class="ai-counter-row" style="display:flex;flex-wrap:wrap;gap:4px 14px">{cells}</div>'
+    return f'<div class="ai-counter-row">{cells}</div>'
 
 
 def _step_html(index: int, row: pd.Series) -> str:
