@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._types import PredictionLike
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
 from agent_inspect.widgets._style import view_style
 
@@ -27,18 +28,14 @@ class PredictionView(w.VBox):
     dispatch order, filterable by key.
     """
 
-    def __init__(self, prediction: Any, *, max_rows: int = 200) -> None:
+    def __init__(self, prediction: PredictionLike, *, max_rows: int = 200) -> None:
         super().__init__()
         self.add_class("ai-prediction")
         self.prediction = prediction
         self.max_rows = int(max_rows)
-        tasks = getattr(prediction, "tasks", None)
-        ledger = getattr(prediction, "ledger", None)
-        self.tasks = tasks if isinstance(tasks, pd.DataFrame) else pd.DataFrame()
-        self.ledger = ledger if isinstance(ledger, pd.DataFrame) else pd.DataFrame()
-        rule = getattr(prediction, "rule", "")
-        crashed = bool(getattr(prediction, "crashed", False))
-        self.summary = w.HTML(self._summary_html(rule, crashed))
+        self.tasks = prediction.tasks
+        self.ledger = prediction.ledger
+        self.summary = w.HTML(self._summary_html(prediction.rule, bool(prediction.crashed)))
         self.summary.add_class("ai-prediction-summary")
         self.outcomes = go.FigureWidget(layout=go.Layout(
             height=260, barmode="stack", margin=dict(l=50, r=10, t=30, b=60),

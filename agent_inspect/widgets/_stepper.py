@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._types import ExecutorState
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -43,7 +44,7 @@ class ReplayStepper(w.VBox):
     simulated store entries of the current step's key and the simulated memory.
     """
 
-    def __init__(self, executor: Any, *, height: int = 300) -> None:
+    def __init__(self, executor: ExecutorState, *, height: int = 300) -> None:
         super().__init__()
         self.add_class("ai-stepper")
         self.executor = executor
@@ -134,20 +135,19 @@ class ReplayStepper(w.VBox):
     def refresh(self) -> None:
         """Redraw counters, current step, timeline and memory from the executor's current state."""
         steps = self._steps()
-        self.counters.value = _counters_html(getattr(self.executor, "counters", None), len(steps))
+        self.counters.value = _counters_html(self.executor.counters, len(steps))
         if steps.empty:
             self.detail.value = message_html("no step yet: press Step")
         else:
             last = steps.iloc[-1]
             self.detail.value = _step_html(last.get("index", len(steps)), last)
         self._draw(steps)
-        self.memory.value = _memory_html(getattr(self.executor, "memory", None))
+        self.memory.value = _memory_html(self.executor.memory)
         # Reading the executor's store before its first step would start the replay.
-        self.store.value = "" if steps.empty else _store_html(getattr(self.executor, "cache", None),
-                                                              steps.iloc[-1].get("key"))
-        self.breakpoints.value = _breakpoints_html(getattr(self.executor, "breakpoints", ()))
-        finished = bool(getattr(self.executor, "done", getattr(self.executor, "finished", False)))
-        failure = getattr(self.executor, "failure", None)
+        self.store.value = "" if steps.empty else _store_html(self.executor.cache, steps.iloc[-1].get("key"))
+        self.breakpoints.value = _breakpoints_html(self.executor.breakpoints)
+        finished = bool(self.executor.done)
+        failure = self.executor.failure
         if self._error:
             self.status.value = message_html(self._error, level="warning")
         elif failure:
@@ -170,9 +170,7 @@ class ReplayStepper(w.VBox):
         self.refresh()
 
     def _steps(self) -> pd.DataFrame:
-        steps = getattr(self.executor, "steps", None)
-        if callable(steps):
-            steps = steps()
+        steps = self.executor.steps
         return steps if isinstance(steps, pd.DataFrame) else pd.DataFrame()
 
     def _draw(self, steps: pd.DataFrame) -> None:
