@@ -9,6 +9,7 @@ import ipywidgets as w
 import pandas as pd
 
 from agent_inspect._html import escape, frame_html
+from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
 from agent_inspect.widgets._style import view_style
 from agent_inspect.widgets._timeline import _positions
@@ -31,8 +32,7 @@ class DivergenceView(w.VBox):
         super().__init__()
         self.add_class("ai-divergence")
         self._result = result
-        frame = getattr(result, "divergences", None)
-        self.divergences = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame()
+        self.divergences = result.divergences if isinstance(result, ReconstructionLike) else pd.DataFrame()
         self._key_col = first_column(self.divergences, "business_key", "key")
         if key is not None and self._key_col is not None:
             keep = (self.divergences[self._key_col] == key).fillna(False).to_numpy(dtype=bool)
@@ -84,8 +84,10 @@ class DivergenceView(w.VBox):
         self.removals.value = self._removals_html(row.get("divergence_id", row.get("id")))
 
     def _removals_html(self, ident: Any) -> str:
-        evictions = getattr(self._result, "evictions", None)
-        if ident is None or not isinstance(evictions, pd.DataFrame) or "divergence_id" not in evictions.columns:
+        if ident is None or not isinstance(self._result, ReconstructionLike):
+            return ""
+        evictions = self._result.evictions
+        if "divergence_id" not in evictions.columns:
             return ""
         mine = evictions[(evictions["divergence_id"] == ident).fillna(False).to_numpy(dtype=bool)]
         cols = [c for c in ("op", "step", "seq", "removed", "positions", "reason") if c in mine.columns]
