@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_inspect._html import HtmlPart, Strong, Table, Text
+from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._state import Counters
 from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
 
@@ -26,7 +26,7 @@ _CALL_COLUMNS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class ReplaySafetyReport:
+class ReplaySafetyReport(HtmlRepr):
     """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
 
     ``stale_records``: rebuilt production records whose action identity the candidate agent lacks.
