@@ -22,6 +22,7 @@ __all__ = [
     "Heading",
     "Strong",
     "Code",
+    "Em",
     "Facts",
     "Table",
     "Bullets",
@@ -89,8 +90,14 @@ class Code(Strong):
     __slots__ = ()
 
 
+class Em(Strong):
+    """Italic text inside a :class:`Text`."""
+
+    __slots__ = ()
+
+
 class Text:
-    """A paragraph of spans: plain values, :class:`Strong` and :class:`Code` (all escaped when rendered)."""
+    """A paragraph of spans: plain values, :class:`Strong`, :class:`Em` and :class:`Code` (all escaped)."""
 
     __slots__ = ("spans",)
     tag = "p"
@@ -179,6 +186,8 @@ def _render_part(part: HtmlPart) -> str:
 def _span(span: Any) -> str:
     if isinstance(span, Code):
         return f"<code>{escape(span.text)}</code>"
+    if isinstance(span, Em):
+        return f"<i>{escape(span.text)}</i>"
     if isinstance(span, Strong):
         return f"<b>{escape(span.text)}</b>"
     return escape(span)

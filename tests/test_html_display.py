@@ -11,6 +11,7 @@ from agent_inspect._html import (
     Bullets,
     Code,
     Details,
+    Em,
     Facts,
     Heading,
     HtmlPart,
@@ -24,6 +25,7 @@ from agent_inspect.checker import CheckReport
 from agent_inspect.executor import ReplayExecutor, ReplaySafetyReport
 from agent_inspect.log import ActionStateLog
 from agent_inspect.recovery import Prediction, Reconstruction
+from agent_inspect.trace import TraceLog, Verification
 
 PROBE = "<img src=x onerror=alert(1)>"
 ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
@@ -31,7 +33,7 @@ ESCAPED = "&lt;img src=x onerror=alert(1)&gt;"
 
 class _Probe(HtmlRepr):
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong(PROBE), " plain ", PROBE, Code(PROBE))
+        yield Text(Strong(PROBE), " plain ", PROBE, Code(PROBE), Em(PROBE))
         yield Heading(PROBE)
         yield Facts([(PROBE, PROBE), ("left out", None)])
         yield Table(pd.DataFrame({PROBE: [PROBE]}), caption=PROBE)
@@ -42,10 +44,10 @@ class _Probe(HtmlRepr):
 def test_every_part_is_escaped():
     html = _Probe()._repr_html_()
     assert "<img" not in html
-    # one escaped probe per value handed over: 3 in the text, heading, 2 facts, 3 in the table, 2 bullets, 2 details
-    assert html.count(ESCAPED) == 13
+    # one escaped probe per value handed over: 4 in the text, heading, 2 facts, 3 in the table, 2 bullets, 2 details
+    assert html.count(ESCAPED) == 14
     assert html.startswith('<div class="ai-repr"><p><b>&lt;img') and html.endswith("</div>")
-    assert f"<code>{ESCAPED}</code>" in html and f"<h4>{ESCAPED}</h4>" in html
+    assert f"<code>{ESCAPED}</code><i>{ESCAPED}</i>" in html and f"<h4>{ESCAPED}</h4>" in html
     assert "left out" not in html
     assert f"<details><summary>{ESCAPED}</summary><pre>{ESCAPED}</pre></details>" in html
 
@@ -69,7 +71,7 @@ def test_raw_html_is_not_a_part():
 
 
 @pytest.mark.parametrize("cls", [ActionStateLog, Reconstruction, Prediction, CheckReport, ReplayExecutor,
-                                 ReplaySafetyReport])
+                                 ReplaySafetyReport, TraceLog, Verification])
 def test_result_objects_render_through_the_mixin(cls):
     assert issubclass(cls, HtmlRepr)
     assert "_repr_html_" not in vars(cls) and "_html_parts" in vars(cls)

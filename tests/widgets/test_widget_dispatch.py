@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -10,7 +12,15 @@ import pytest
 from _widget_agents import recovery_executor
 
 import agent_inspect as ai
-from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, is_rule_comparison
+from agent_inspect import samples
+from agent_inspect._types import (
+    ExecutorLike,
+    LogLike,
+    PredictionLike,
+    ReconstructionLike,
+    VerificationLike,
+    is_rule_comparison,
+)
 from agent_inspect.widgets import (
     GraphView,
     LogBrowser,
@@ -18,6 +28,7 @@ from agent_inspect.widgets import (
     ReplayStepper,
     ResultInspector,
     RuleComparison,
+    VerificationView,
 )
 from agent_inspect.widgets._inspect import view_for
 
@@ -25,12 +36,13 @@ from agent_inspect.widgets._inspect import view_for
 def test_each_result_satisfies_exactly_its_protocol(probe_log, probe_result):
     prediction = ai.recovery.predict(probe_log, rule="fixed")
     executor = recovery_executor()
-    protocols = (LogLike, ReconstructionLike, PredictionLike, ExecutorLike)
+    protocols = (LogLike, ReconstructionLike, PredictionLike, ExecutorLike, VerificationLike)
     found = {name: [p.__name__ for p in protocols if isinstance(obj, p)]
              for name, obj in {"log": probe_log, "reconstruction": probe_result, "prediction": prediction,
-                               "executor": executor}.items()}
+                               "executor": executor, "verification": _verification()}.items()}
     assert found == {"log": ["LogLike"], "reconstruction": ["ReconstructionLike"],
-                     "prediction": ["PredictionLike"], "executor": ["ExecutorLike"]}
+                     "prediction": ["PredictionLike"], "executor": ["ExecutorLike"],
+                     "verification": ["VerificationLike"]}
 
 
 def test_the_executor_check_does_not_start_the_replay():
@@ -48,11 +60,19 @@ def test_every_result_gets_the_view_it_got_before(probe_log, probe_result):
         "executor": (recovery_executor(), ReplayStepper),
         "graph": (probe_result.graph(probe_log.keys()[0]), GraphView),
         "compare": (compare, RuleComparison),
+        "verification": (_verification(), VerificationView),
     }
     for name, (obj, view) in cases.items():
         assert view_for(obj) is view, name
         assert type(ai.inspect(obj)) is view, name
     assert view_for(42) is None and view_for(pd.DataFrame({"x": [1]})) is None
+
+
+def _verification() -> Any:
+    logs = Path(__file__).resolve().parents[2] / "sample_logs"
+    restore = json.loads((logs / "N04.markers.json").read_text(encoding="utf-8"))["restore"]
+    return ai.verify(ai.load(logs / "N04.jsonl"), logs / "N04.fixed-rule.trace.log", markers=samples.markers("N04"),
+                     restore=restore)
 
 
 def test_a_frame_is_a_rule_comparison_only_with_a_rule_column():
