@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.agents import (
     OUTPUT_EVENT,
     SUBAGENT_EVENT,
@@ -167,7 +168,7 @@ def _invoke(fn: Callable[[], Any] | None) -> str:
 # -- the result ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(HtmlRepr):
     """What a recovery would do, per task, under one rule.
 
     ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
@@ -231,15 +232,14 @@ class Prediction:
             return pd.DataFrame(columns=["router", "kind", "name", "count"])
         return rows.groupby(["router", "kind", "name"], as_index=False, observed=True, sort=True)["count"].sum()
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
         counts = self.tasks["outcome"].value_counts().to_dict() if len(self.tasks) else {}
-        head = (f"<p><b>Prediction</b> under rule <code>{escape(self.rule)}</code>: "
-                + ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
-                + (" — <b>the job crashes (restart loop)</b>" if self.crashed else "") + "</p>")
+        yield Text(Strong("Prediction"), " under rule ", Code(self.rule), ": ",
+                   ", ".join(f"{k} {int(v)}" for k, v in counts.items()),
+                   *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
         cols = ["key", "seq", "input", "action", "outcome", "reason"]
-        return head + frame_html(self.tasks[cols], max_rows=50) + frame_html(self.ledger_totals(), caption="ledger")
+        yield Table(self.tasks[cols], max_rows=50)
+        yield Table(self.ledger_totals(), caption="ledger")
 
 
 # -- the simulation -------------------------------------------------------------------------------------

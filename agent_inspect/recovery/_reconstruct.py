@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -13,6 +13,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, whole_log_markers, window_mask
 from agent_inspect.rules import resolve_rule
@@ -44,7 +45,7 @@ _INVALIDATING = {"root-conflict", "branch-change"}
 
 
 @dataclass(frozen=True, eq=False)
-class Reconstruction:
+class Reconstruction(HtmlRepr):
     """What recovery under ``rule`` does with every record of ``log`` (see :func:`reconstruct`).
 
     ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason``, ``divergence_id``,
@@ -128,18 +129,15 @@ class Reconstruction:
         return (f"Reconstruction(rule={s['rule']!r}, {s['records']} records, {s['status']}, "
                 f"{len(self.divergences)} divergences)")
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
-        counts = ", ".join(f"{escape(k)}: {v}" for k, v in s["status"].items())
+        counts = ", ".join(f"{k}: {v}" for k, v in s["status"].items())
+        yield Text(Strong("Reconstruction"), " under rule ", Code(s["rule"]),
+                   f": {s['records']} records ({counts}); {len(self.divergences)} divergences, "
+                   f"{s['cache_events']} cache events.")
         cols = [c for c in ("business_key", "seq", "kind", "step", "positions", "explanation")
                 if c in self.divergences.columns]
-        return (f"<div class='agent-inspect'><p><b>Reconstruction</b> under rule <code>{escape(s['rule'])}</code>: "
-                f"{s['records']} records ({counts}); {len(self.divergences)} divergences, "
-                f"{s['cache_events']} cache events.</p>"
-                + frame_html(self.divergences[cols], caption="divergences")
-                + "</div>")
+        yield Table(self.divergences[cols], caption="divergences")
 
 
 def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._html import Em, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.trace._runtime import call_entity
 
 __all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace"]
@@ -210,7 +211,7 @@ def _restored_tasks(trace: Any, log: Any) -> tuple[Any, ...]:
 # -- the result ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Verification:
+class Verification(HtmlRepr):
     """A recovery's prediction checked against its Trace Log.
 
     ``tasks``: one row per predicted task (and per traced execution the prediction lacks): predicted
@@ -279,17 +280,16 @@ class Verification:
             "tasks": _records(self.tasks.drop(columns=["first"])),
         }
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
-        mark = "agrees" if self.agree else "DISAGREES"
-        head = (f"<p><b>Checked against the trace</b> — {escape(mark)}: {escape(self.summary_text())}</p>"
-                + "".join(f"<p><i>{escape(n)}</i></p>" for n in self.notes))
-        cols = ["key", "seq", "action", "predicted", "observed", "agree", "join", "cause", "explanation"]
-        out = head + frame_html(self.totals, caption="totals per outcome") + frame_html(self.calls, caption="durable calls")
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong("Checked against the trace"), " — ", "agrees" if self.agree else "DISAGREES", ": ",
+                   self.summary_text())
+        yield from (Text(Em(n)) for n in self.notes)
+        yield Table(self.totals, caption="totals per outcome")
+        yield Table(self.calls, caption="durable calls")
         if self.ranking is not None:
-            out += frame_html(self.ranking, caption="rules and runtimes ranked by agreement")
-        return out + frame_html(self.tasks[cols], max_rows=60, caption="tasks")
+            yield Table(self.ranking, caption="rules and runtimes ranked by agreement")
+        cols = ["key", "seq", "action", "predicted", "observed", "agree", "join", "cause", "explanation"]
+        yield Table(self.tasks[cols], max_rows=60, caption="tasks")
 
 
 def _plain(value: Any) -> Any:

@@ -4,7 +4,8 @@
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
 ``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``. Views only display results computed elsewhere; every
-record-derived string is HTML-escaped, plotly hover text, labels and legends included.
+record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
+``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``).
 """
 
 from __future__ import annotations
