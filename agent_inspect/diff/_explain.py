@@ -9,13 +9,14 @@ fields are named). Everything comes from a prediction's recorded cache events an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Text
 from agent_inspect.diff._sides import SelectorError, _is_log, _is_prediction, _is_reconstruction, parse_selector
 
 __all__ = ["Explanation", "ExplainStep", "explain", "CAUSE_KINDS"]
@@ -54,7 +55,7 @@ class ExplainStep:
 
 
 @dataclass(frozen=True)
-class Explanation:
+class Explanation(HtmlRepr):
     """Why one task was reused, resumed or rerun: ``steps`` from the effect back to the cause
     (``cause`` is the last), what the cause cost downstream (``cost``: action bodies and durable calls
     that ran again because of it) and what other rules would have done (``alternatives``)."""
@@ -99,16 +100,10 @@ class Explanation:
                 "steps": [s.to_dict() for s in self.steps], "cause": self.cause.kind, "cost": dict(self.cost),
                 "alternatives": dict(self.alternatives)}
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape
-
-        items = "".join(
-            f"<li class='ai-explain-step' data-kind='{escape(s.kind)}'><b>{escape(s.title)}</b>"
-            + (f" — {escape(s.detail)}" if s.detail else "")
-            + (f" <span class='ai-explain-records'>records {escape(', '.join(map(str, s.positions)))}</span>"
-               if s.positions else "") + "</li>" for s in self.steps)
-        return (f"<div class='agent-inspect'><p><b>Why</b> {escape(self.key)}@{self.seq} {escape(self.action)} "
-                f"→ {escape(self.outcome)} (rule <code>{escape(self.rule)}</code>)</p><ol>{items}</ol></div>")
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong("Why"), f" {self.key}@{self.seq} {self.action} → {self.outcome} (rule ", Code(self.rule), ")")
+        yield Bullets([s.title + (f" — {s.detail}" if s.detail else "")
+                       + (f" (records {', '.join(map(str, s.positions))})" if s.positions else "") for s in self.steps])
 
 
 # -- resolving what to explain -------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._bulk import gc_paused
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.diff._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
 from agent_inspect.diff._sides import SelectorError, Side, as_side
 
@@ -23,7 +25,7 @@ FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected",
 
 
 @dataclass(frozen=True, eq=False)
-class Diff:
+class Diff(HtmlRepr):
     """Two sides aligned per business key, round (seq) and action execution.
 
     ``pairs``: one row per aligned pair (:data:`~agent_inspect.diff.PAIR_COLUMNS`): ``status`` is
@@ -140,16 +142,14 @@ class Diff:
         return (f"Diff(a={self.a.label!r}, b={self.b.label!r}, same={c['same']}, changed={c['changed']}, "
                 f"only_in_a={c['only in a']}, only_in_b={c['only in b']})")
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
         c = self.counts()
-        head = (f"<div class='agent-inspect'><p><b>Diff</b> a = <code>{escape(self.a.label)}</code>, "
-                f"b = <code>{escape(self.b.label)}</code>: "
-                + ", ".join(f"{escape(k)} {v}" for k, v in c.items()) + "</p>")
+        yield Text(Strong("Diff"), " a = ", Code(self.a.label), ", b = ", Code(self.b.label), ": ",
+                   ", ".join(f"{k} {v}" for k, v in c.items()))
         if self.empty:
-            return head + "<p>The sides agree on every action execution.</p></div>"
-        return head + frame_html(self.first_divergences, caption="first divergence per key", max_rows=50) + "</div>"
+            yield Text("The sides agree on every action execution.")
+        else:
+            yield Table(self.first_divergences, caption="first divergence per key", max_rows=50)
 
 
 def _opt(v: Any) -> Any:

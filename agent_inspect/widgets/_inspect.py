@@ -10,7 +10,6 @@ import networkx as nx
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect.diff import Diff, Explanation
 from agent_inspect._html import frame_html
 from agent_inspect._types import (
     ExecutorLike,
@@ -20,6 +19,7 @@ from agent_inspect._types import (
     VerificationLike,
     is_rule_comparison,
 )
+from agent_inspect.diff import Diff, Explanation
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import first_column, message_html, records_of
 from agent_inspect.widgets._compare import RuleComparison

@@ -19,6 +19,8 @@ def test_diff_over_random_histories(seed):
     log = generate_history(seed, SMALL).log
     # a log against itself is empty
     assert ai.diff(log, log).empty
+    if not len(log):  # a history whose attempts all died before writing anything
+        return
     ann = annotate(log.records)
     for key in sorted(log.records["business_key"].dropna().astype(str).unique()):
         n = int(ann.loc[(log.records["business_key"] == key).to_numpy(bool), "attempt"].max())
