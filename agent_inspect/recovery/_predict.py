@@ -36,7 +36,7 @@ from agent_inspect.recovery._rebuild import Markers, rebuild
 from agent_inspect.store import CacheEvent, Divergence, Entry, LookupDecision, Outcome, RecoverySession, Task
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery._reconstruct import Reconstruction
 
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED"]
@@ -190,7 +190,7 @@ class Prediction(HtmlRepr):
     warnings: tuple[str, ...] = ()
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
-    runtime: Any = field(default=None, repr=False, compare=False)
+    runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
         """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""
@@ -569,7 +569,7 @@ class Simulation:
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, runtime: Any = "auto",
+            max_parallelism: int | None = None, runtime: str | RuntimeInfo = "auto",
             call_matching: str = "position") -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
+    from agent_inspect.log import RuntimeInfo
     from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
@@ -64,7 +65,7 @@ class Reconstruction(HtmlRepr):
     session: RecoverySession = field(repr=False)
     history: History = field(repr=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
-    runtime: Any = field(default=None, repr=False, compare=False)
+    runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
 
     @property
     def store(self) -> Any:
@@ -141,7 +142,7 @@ class Reconstruction(HtmlRepr):
 
 
 def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,
-                expected_fingerprint: str | None = None, runtime: Any = "auto") -> Reconstruction:
+                expected_fingerprint: str | None = None, runtime: str | RuntimeInfo = "auto") -> Reconstruction:
     """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
     records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
     Kafka cross-key eviction, which spans whatever it is given).
@@ -174,7 +175,7 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
 
 
 def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
-                 expected_fingerprint: str | None, runtime: Any = None) -> Reconstruction:
+                 expected_fingerprint: str | None, runtime: RuntimeInfo | None = None) -> Reconstruction:
     from agent_inspect.history import build_history
 
     records = log.records if hasattr(log, "records") else log
