@@ -771,12 +771,12 @@ def _replacing(out: Path) -> Iterator[Path]:
         raise
 
 
-def _read_parquet(path: Path) -> FileRead:
+def _read_parquet(path: Path, *, partition: int | None = None) -> FileRead:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        table = pq.read_table(path)
+    try:  # ``partition``: only that partition's rows (a fleet scan's share of the file)
+        table = pq.read_table(path, filters=None if partition is None else [("partition", "=", partition)])
     except (pa.ArrowException, OSError) as exc:
         raise SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
                           f"re-export it with ActionStateLog.to_parquet") from None

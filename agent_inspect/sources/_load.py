@@ -148,11 +148,17 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
     """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
 
     ``file_format`` ("kcat-jsonl", "jsonl", "parquet") is detected when omitted; gzip is detected too.
+    A directory written by a fleet scan (``ai.scan(..., output=DIR)``) is reopened from its Parquet parts,
+    only the partitions of ``business_keys`` when given.
     A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
     ``progress`` shows a records bar while JSONL lines are read (off by default: files read quickly).
     ``workers``: processes that build partition groups in parallel (the same log; for files whose
     records carry partitions); 1 = one process, None = the idle cores for files of 50k records or more.
     """
+    from agent_inspect.sources._window import is_dataset, load_dataset
+
+    if is_dataset(path):  # a fleet scan's output directory (hive-partitioned Parquet parts)
+        return load_dataset(path, business_keys=business_keys)
     n = plan_workers(workers, estimate_file_records(path) if workers is None else 0)
     with Workers(n) as pool:  # started now: workers import while the file is read
         return _load_file(path, file_format=file_format, business_keys=business_keys, progress=progress,

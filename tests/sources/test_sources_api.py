@@ -10,7 +10,9 @@ import agent_inspect.sources as sources
 
 def test_public_names() -> None:
     assert sorted(sources.__all__) == sorted(
-        ["load", "load_kafka", "load_fluss", "load_file", "write_parquet", "write_jsonl", "RawBatch", "SourceInfo"])
+        ["load", "load_kafka", "load_fluss", "load_file", "write_parquet", "write_jsonl", "RawBatch", "SourceInfo",
+         "SourceSpec", "Window", "plan_windows", "read_window", "write_window", "write_dataset_meta", "load_dataset",
+         "is_dataset"])
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
         assert getattr(ai, name) is getattr(sources, name)
 
