@@ -45,12 +45,14 @@ _LAZY: dict[str, str] = {
     "ReplayPlan": "agent_inspect.recovery",
     # replay executor
     "ReplayExecutor": "agent_inspect.executor",
+    # fleet scan (ai.scan itself is the subpackage, callable: ai.scan(source, ...))
+    "ScanResult": "agent_inspect.scan",
     # views
     "inspect": "agent_inspect.widgets",
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
-    "codec", "sources", "history", "recovery", "rules", "executor", "widgets", "report", "samples",
+    "codec", "sources", "history", "recovery", "rules", "executor", "widgets", "report", "samples", "scan",
 )
 
 __all__ = [
@@ -60,6 +62,8 @@ __all__ = [
     "reconstruct", "Reconstruction", "ReplayPlan",
     # replay executor
     "ReplayExecutor",
+    # fleet scan (the subpackage scan is callable)
+    "ScanResult",
     # views
     "inspect", "write_report",
     # subpackages

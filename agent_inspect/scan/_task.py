@@ -34,7 +34,7 @@ _ERROR_SAMPLE = 20
 class ScanOptions:
     """What every task does, the same for all windows (plain data: it travels to workers)."""
 
-    rules: tuple[str, ...] = ("original", "fixed")
+    rules: tuple[Any, ...] = ("original", "fixed")   # names or DivergenceRule objects
     markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window
     runtime: str = "auto"
     output: str | None = None                  # directory for the records as hive-partitioned Parquet
@@ -113,12 +113,19 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     err = rec["error"].notna()
     out["errors"] = err.groupby(bk[has_key].astype(str)).sum().reindex(keys, fill_value=0).astype("int64")
     roots = rec[rec["is_root"].fillna(False).astype(bool)]
-    conflict_seq: dict[str, int] = {}
+    # #1301 exposure: conflicting roots (different input fingerprints) at one (key, seq). A reuse is at
+    # risk when it serves, at or after that seq, a record written before the key's latest conflicting root:
+    # that record belongs to the branch the conflict replaced.
+    conflict: dict[str, tuple[int, int]] = {}   # key -> (lowest conflicting seq, position of the latest such root)
     if len(roots):
-        n = roots.groupby([roots["business_key"].astype(str), roots["seq"]], observed=True)["event_uuid"].nunique()
+        by_round = roots.groupby([roots["business_key"].astype(str), roots["seq"]], observed=True)
+        n = by_round["event_uuid"].nunique()
+        last = by_round.apply(lambda g: int(g.index.max()), include_groups=False)
         for (k, s), c in n.items():
-            if c > 1 and (k not in conflict_seq or s < conflict_seq[k]):
-                conflict_seq[k] = int(s)
+            if c > 1:
+                lo, pos = conflict.get(k, (int(s), -1))
+                conflict[k] = (min(lo, int(s)), max(pos, int(last[(k, s)])))
+    conflict_seq = conflict
     out["exposed_1301"] = [k in conflict_seq for k in keys]
     lints = lint(log)
     flags: dict[str, set[str]] = defaultdict(set)
@@ -143,25 +150,30 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
         pred = predict(recon, plan, **extra)
         cols = _rule_columns(pred, keys, to_business, conflict_seq)
         for c in RULE_COLUMNS:
-            out[f"{rule}_{c}"] = cols[c]
+            out[f"{_name(rule)}_{c}"] = cols[c]
     att = attempts if attempts is not None else pd.Series(dtype="float64")
     att.index = att.index.map(str)
     out["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
     out = out.reset_index()
-    return out[KEY_COLUMNS + [f"{r}_{c}" for r in rules for c in RULE_COLUMNS]]
+    return out[KEY_COLUMNS + [f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS]]
+
+
+def _name(rule: Any) -> str:
+    return rule if isinstance(rule, str) else str(rule.name)
 
 
 def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
-                  conflict_seq: Mapping[str, int]) -> dict[str, list[Any]]:
+                  conflict_seq: Mapping[str, tuple[int, int]]) -> dict[str, list[Any]]:
     tasks = pred.tasks
     by_key: dict[str, Counter[str]] = defaultdict(Counter)
     risk: Counter[str] = Counter()
     if len(tasks):
         names = [to_business.get(str(k), str(k)) for k in tasks["key"].astype(object)]
-        for k, outcome, seq in zip(names, tasks["outcome"].astype(object), tasks["seq"].astype(object)):
+        for k, outcome, seq, pos in zip(names, tasks["outcome"].astype(object), tasks["seq"].astype(object),
+                                        tasks["entry_pos"].astype(object)):
             by_key[k][str(outcome)] += 1
-            if outcome in ("REUSE", "RESUME") and k in conflict_seq and seq is not None and seq is not pd.NA \
-                    and int(seq) >= conflict_seq[k]:
+            if outcome in ("REUSE", "RESUME") and k in conflict_seq and not pd.isna(seq) and not pd.isna(pos) \
+                    and int(seq) >= conflict_seq[k][0] and int(pos) < conflict_seq[k][1]:
                 risk[k] += 1
     removed: Counter[str] = Counter()
     for e in pred.events:

@@ -130,6 +130,13 @@ def _plan_files(path: Path, *, file_format: str | None,
     if not path.exists():
         raise SourceError(f"{str(path)!r} does not exist; check the path")
     options: dict[str, Any] = {} if markers is None else {"markers": dict(markers)}
+    if is_dataset(path):  # a scan's output: one window per partition directory, all its parts together
+        meta = _dataset_meta(path)
+        windows = [Window(p, path=str(d), file_format="dataset") for p, d in _partition_dirs(path)]
+        if not windows:
+            raise SourceError(f"{str(path)!r} holds no partition=N/ Parquet parts; is it a scan's output directory?")
+        return SourceSpec(kind="file", location=str(path), topic=meta.get("topic"),
+                          num_partitions=meta.get("num_partitions"), options={**options, "dataset": meta}), windows
     if path.is_dir():
         files = sorted(f for f in path.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))
                        and f.name.endswith(_FILE_SUFFIXES))
@@ -212,6 +219,8 @@ def read_window(spec: SourceSpec, window: Window) -> ActionStateLog:
         return build_log(batches, info)
     if window.path is None:
         raise SourceError(f"a file window needs a path, got {window!r}")
+    if window.file_format == "dataset":
+        return _read_parts(Path(window.path).parent, [window.partition], keys=None)
     if window.partition is not None and window.file_format == "parquet":
         from agent_inspect.sources._files import _read_parquet
 
@@ -272,26 +281,34 @@ def is_dataset(path: str | os.PathLike[str]) -> bool:
     return p.is_dir() and (p / DATASET_FILE).is_file()
 
 
-def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None) -> ActionStateLog:
-    """Reopen a scan's Parquet output as one log; ``business_keys`` reads only the partitions they hash to."""
-    from agent_inspect.sources._load import build_log
-
-    root = Path(directory)
-    meta = _dataset_meta(root)
-    parts: dict[int, list[Path]] = {}
+def _partition_dirs(root: Path) -> list[tuple[int, Path]]:
+    out = []
     for d in root.glob("partition=*"):
         try:
-            p = int(d.name.split("=", 1)[1])
+            out.append((int(d.name.split("=", 1)[1]), d))
         except ValueError:
             continue
-        parts[p] = sorted(d.glob("*.parquet"))
-    if not parts:
+    return sorted(out)
+
+
+def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None) -> ActionStateLog:
+    """Reopen a scan's Parquet output as one log; ``business_keys`` reads only the partitions they hash to."""
+    root = Path(directory)
+    meta = _dataset_meta(root)
+    chosen = [p for p, _ in _partition_dirs(root)]
+    if not chosen:
         raise SourceError(f"{str(root)!r} holds no partition=N/ Parquet parts; is it a scan's output directory?")
     keys = list(business_keys) if business_keys is not None else None
-    chosen = sorted(parts)
     if keys is not None and meta.get("kind") == "kafka" and meta.get("num_partitions"):
         wanted = candidate_partitions(keys, int(meta["num_partitions"]))
         chosen = [p for p in chosen if p in wanted]
+    return _read_parts(root, chosen, keys=keys)
+
+
+def _read_parts(root: Path, chosen: list[int | None], *, keys: list[str] | None) -> ActionStateLog:
+    from agent_inspect.sources._load import build_log
+
+    meta = _dataset_meta(root)
     batch = RawBatch(agent_key=None)
     agent_keys: list[str | None] = []
     start: dict[int, int] = {}
@@ -299,7 +316,7 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
     origin_options: dict[str, Any] = {}
     line_errors: dict[int, str] = {}
     for p in chosen:
-        reads = [read_file(f, file_format="parquet") for f in parts[p]]
+        reads = [read_file(f, file_format="parquet") for f in sorted((root / f"partition={p}").glob("*.parquet"))]
         reads.sort(key=lambda r: (r.batch.offset[0] if len(r.batch) else -1))
         for read in reads:
             b = read.batch
@@ -319,9 +336,9 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
             agent_keys.extend(b.agent_key if b.agent_key is not None else [None] * len(b))
             src = read.source
             origin_options = dict(src.options)
-            if p in src.start_offsets:
-                start[p] = min(start.get(p, src.start_offsets[p]), src.start_offsets[p])
-                end[p] = max(end.get(p, src.end_offsets[p]), src.end_offsets[p])
+            for q in (p,) if p in src.start_offsets else ():
+                start[q] = min(start.get(q, src.start_offsets[q]), src.start_offsets[q])
+                end[q] = max(end.get(q, src.end_offsets[q]), src.end_offsets[q])
     if any(a is not None for a in agent_keys):
         batch.agent_key = agent_keys
     options = {k: v for k, v in origin_options.items() if k not in ("business_keys",)}
