@@ -23,7 +23,10 @@ from agent_inspect.samples._catalog import (
     scenario,
     write_samples,
 )
+from agent_inspect.samples._fleet import fleet_batches, fleet_records, write_fleet
 from agent_inspect.samples._write import write_kcat_jsonl
 
 __all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path", "sample_dir",
-           "write_samples", "write_kcat_jsonl"]
+           "write_samples", "write_kcat_jsonl",
+           # a fleet-sized multi-partition topic at any size (fleet scans, benchmarks)
+           "fleet_records", "fleet_batches", "write_fleet"]
