@@ -3,7 +3,7 @@
 Every key runs rounds of a three-action agent (``plan`` → ``call_tool`` with a durable call →
 ``answer``); every ``branch_every``-th key was restored once with a different input at seq 1 (a
 branch change: conflicting roots at one round, the #1301 shape), so the rules disagree on it. The
-records are built with the codec exactly as upstream writes them (K1 keys, V3 values) and placed by
+records are built with the codec exactly as upstream writes them (K1.5 keys, V3 values) and placed by
 the upstream partitioner. Deterministic for a seed.
 """
 
@@ -24,7 +24,9 @@ from agent_inspect.codec import (
     encode_action_state,
     event_uuid,
     format_state_key,
+    java_string_hash,
     kafka_partition,
+    key_group,
     python_action_uuid,
 )
 
@@ -58,8 +60,8 @@ def _round(rng: random.Random, text: str, seq: int, new_id: Any, words: int,
     root = Event.new("_input_event", {"input": prompt, "n": rng.randint(0, 10**6)}, id=new_id())
     task = root
     for action, _trigger in _ACTIONS[:1] if only_root else _ACTIONS:
-        key = format_state_key("K1", seq=seq, event_uuid=event_uuid(task.attributes), action_uuid=_UUIDS[action],
-                               key_text=text)
+        key = format_state_key("K1.5", seq=seq, event_uuid=event_uuid(task.attributes), action_uuid=_UUIDS[action],
+                               key_text=text, key_group=key_group(java_string_hash(text)))
         nxt = {"plan": "tool_request", "call_tool": "tool_result", "answer": "_output_event"}[action]
         out = Event.new(nxt, {"tool": rng.choice(_WORDS), "q": rng.choice(_WORDS)}, id=new_id(),
                         upstream_event_id=task.id, upstream_action_name=action)

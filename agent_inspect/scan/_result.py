@@ -32,6 +32,9 @@ class ScanResult:
     - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker).
     - ``errors``: a sample of bad records per window, with their positions (counts are in ``partitions``).
     - ``failures``: windows whose task failed after retries, with the reason; the rest completed.
+    - ``fleet_wide``: rules whose analysis spans partitions on this source (the snapshot Kafka store with
+      K1 keys under the original rule: every subtask loads every key and its eviction ignores the key);
+      their columns come from one task that read every window.
     """
 
     keys: pd.DataFrame
@@ -45,6 +48,7 @@ class ScanResult:
     output: str | None = None
     dashboard: str | None = None
     seconds: float | None = None
+    fleet_wide: tuple[str, ...] = ()
     spec: Any = field(default=None, repr=False)
 
     @property
@@ -103,7 +107,7 @@ class ScanResult:
             frame.to_parquet(root / RESULT_FILES[name], index=False)
         meta = {"source": self.source, "rules": list(self.rules), "runtime": self.runtime,
                 "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
-                "seconds": self.seconds}
+                "seconds": self.seconds, "fleet_wide": list(self.fleet_wide)}
         (root / RESULT_FILES["meta"]).write_text(json.dumps(meta, sort_keys=True))
         return root
 
@@ -124,7 +128,8 @@ class ScanResult:
         return cls(keys=frames["keys"], partitions=frames["partitions"], errors=frames["errors"],
                    failures=frames["failures"], source=meta["source"], rules=tuple(meta["rules"]),
                    markers=None if markers is None else {int(p): int(o) for p, o in markers.items()},
-                   runtime=meta.get("runtime", "auto"), output=str(root), seconds=meta.get("seconds"))
+                   runtime=meta.get("runtime", "auto"), output=str(root), seconds=meta.get("seconds"),
+                   fleet_wide=tuple(meta.get("fleet_wide", ())))
 
     def load_key(self, business_key: str) -> Any:
         """The log of one business key: from the scan's Parquet output when there is one, else from the source."""

@@ -15,7 +15,7 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect.scan._result import _FAILURE_COLUMNS, ScanResult
-from agent_inspect.scan._task import KEY_COLUMNS, RULE_COLUMNS, ScanOptions, scan_window
+from agent_inspect.scan._task import KEY_COLUMNS, RULE_COLUMNS, ScanOptions, scan_fleet, scan_window
 
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
 
@@ -154,7 +154,10 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
     with _client(client, workers, dashboard) as (dask_client, _own):
         link = getattr(dask_client, "dashboard_link", None) if dashboard else None
         done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
+        fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
     result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
+    if fleet is not None:
+        result = _with_fleet_columns(result, fleet)
     if out_dir is not None:
         result.save(out_dir)
     return result
@@ -205,6 +208,36 @@ def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, pro
         if bar is not None:
             bar.close()
     return done, failed
+
+
+def _fleet_wide(client: Any, plan: ScanPlan, options: ScanOptions, done: list[Any], failed: list[dict[str, Any]], *,
+                retries: int) -> pd.DataFrame | None:
+    """Rules whose analysis spans partitions (snapshot Kafka K1, original rule) run once more, as one task
+    reading every window (on a worker: the records still do not come here)."""
+    wide = sorted({r for res in done for r in res.partition.get("fleet_wide_rules", ())})
+    if not wide or failed:
+        return None  # with a failed window a fleet-wide answer would be wrong: the per-window one is kept
+    rules = tuple(r for r in options.rules if _rule_name(r) in wide)
+    fleet_options = ScanOptions(rules=rules, markers=options.markers, runtime=options.runtime, output=None)
+    fut = client.submit(scan_fleet, plan.spec, list(plan.windows), fleet_options, retries=retries, pure=False,
+                        key=f"agent-inspect-scan-fleet-{uuid.uuid4().hex[:8]}")
+    try:
+        return fut.result()
+    except BaseException:
+        client.cancel([fut], force=True)
+        raise
+
+
+def _with_fleet_columns(result: ScanResult, fleet: pd.DataFrame) -> ScanResult:
+    from dataclasses import replace
+
+    keys = result.keys.set_index("business_key")
+    wide = fleet.set_index("business_key")
+    cols = [c for c in wide.columns if c not in KEY_COLUMNS]
+    for c in cols:
+        keys[c] = wide[c].reindex(keys.index).to_numpy()
+    return replace(result, keys=keys.reset_index(), fleet_wide=tuple(sorted({c.rsplit("_", 1)[0] for c in cols
+                                                                              if c.endswith("_reused")})))
 
 
 def _failure(window: Any, exc: BaseException | None) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["ScanOptions", "WindowResult", "scan_window", "key_frame", "KEY_COLUMNS", "RULE_COLUMNS"]
+__all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "KEY_COLUMNS",
+           "RULE_COLUMNS"]
 
 #: Per-key columns independent of the rule.
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
@@ -72,6 +73,7 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         "error": errors["error"].astype(object).map(str).to_numpy()[:_ERROR_SAMPLE],
     }) if len(errors) else pd.DataFrame(columns=["partition", "offset", "state_key", "error"])
     row = {
+        "fleet_wide_rules": fleet_wide_rules(log, options.rules),
         "window": window.name, "partition": window.partition, "path": window.path,
         "start": window.start, "end": window.end,
         "records": len(records), "keys": len(keys), "errors": len(errors),
@@ -80,6 +82,61 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         "worker": f"{socket.gethostname()}:{os.getpid()}", "output": written,
     }
     return WindowResult(keys=keys, partition=row, errors=sample)
+
+
+def fleet_wide_rules(log: Any, rules: Sequence[Any]) -> list[str]:
+    """Names of the rules whose analysis of ``log`` is not partition-local.
+
+    The snapshot Kafka store (K1 keys) loads every partition into every subtask and the original rule's
+    eviction there ignores the key (spec §8.2, the #628 review): one key's miss evicts every key's later
+    rounds, in every partition. Such a rule must see the whole fleet at once.
+    """
+    from agent_inspect.recovery import RecoverySession
+    from agent_inspect.rules import OriginalRule, get_rule
+
+    formats = set(log.records["key_format"].astype(object).dropna().astype(str))
+    if "K1" not in formats:
+        return []
+    agent_key = getattr(log.raw, "agent_key", None)
+    kind = getattr(log.source, "kind", None)
+    fluss = kind == "fluss" or (kind != "kafka" and agent_key is not None and any(a is not None for a in agent_key))
+    out = []
+    for rule in rules:
+        obj = get_rule(rule) if isinstance(rule, str) else rule
+        if isinstance(obj, OriginalRule):
+            session = RecoverySession(obj, source_kind="fluss" if fluss else "kafka")
+            if obj.flavour_for(session, "K1") == "kafka-k1":
+                out.append(_name(rule))
+    return out
+
+
+def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.DataFrame:
+    """Read every window into one log and compute the per-key frame under ``options.rules`` (the fleet-wide rules)."""
+    from agent_inspect._bulk import gc_paused
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.sources import SourceInfo, read_window
+
+    logs = [read_window(spec, w) for w in windows]
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    for lg in logs:
+        for p, o in lg.source.start_offsets.items():
+            start[p] = min(start.get(p, o), o)
+        for p, o in lg.source.end_offsets.items():
+            end[p] = max(end.get(p, o), o)
+    first = logs[0].source if logs else SourceInfo(kind=spec.kind, location=spec.location)
+    info = SourceInfo(kind=first.kind, location=spec.location, topic=first.topic, start_offsets=dict(sorted(start.items())),
+                      end_offsets=dict(sorted(end.items())), file_format=first.file_format, options=dict(first.options))
+    whole = ActionStateLog.from_raw([lg.raw for lg in logs], info)
+    errors = [lg.records["error"] for lg in logs]
+    if any(e.notna().any() for e in errors):  # reasons of malformed file lines are not in the raw bytes
+        import numpy as np
+
+        whole.records["error"] = pd.array(np.concatenate([e.astype(object).to_numpy() for e in errors]),
+                                          dtype=whole.records["error"].dtype)
+    del logs
+    with gc_paused():
+        return key_frame(whole, rules=options.rules, markers=options.markers, runtime=options.runtime)
 
 
 def _predict_accepts_runtime() -> bool:
