@@ -61,6 +61,13 @@ def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Ma
                     windows=tuple(windows), markers=merged)
 
 
+def _dashboard_link(client: Any) -> str | None:
+    try:
+        return client.dashboard_link or None
+    except Exception:  # noqa: BLE001 - no dashboard (bokeh missing, or turned off)
+        return None
+
+
 def _rule_name(rule: Any) -> str:
     if isinstance(rule, str):
         return rule
@@ -108,7 +115,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
          runtime: str = "auto", client: Any = None, output: str | os.PathLike[str] | None = None, *,
          workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
          allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
-         dashboard: bool = True, on_progress: Any = None) -> ScanResult:
+         dashboard: bool = True, on_progress: Any = None, on_start: Any = None) -> ScanResult:
     """Scan a whole action-state topic (or dump) partition-parallel on Dask: what would a restore do to every key?
 
     - ``source``: ``kafka://host:port/topic``, a dump file, a directory of dumps, a scan's output
@@ -127,7 +134,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
     - ``retries``: re-runs of a task that raised; a window that still fails is listed in ``.failures``
       and the rest of the scan completes. A task whose worker died is rescheduled by Dask.
     - ``progress``: a tqdm bar of windows done and records read; ``on_progress(done, total, records)``
-      is called after each window.
+      is called after each window, ``on_start(dashboard_link_or_None)`` once the cluster is up.
+    - ``dashboard``: serve Dask's dashboard for a LocalCluster (on a free port; the link is in ``.dashboard``).
     """
     if runtime not in RUNTIMES:
         raise InspectError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
@@ -152,7 +160,9 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
     options = ScanOptions(rules=tuple(rules), markers=merged, runtime=runtime, output=out_dir)  # type: ignore[arg-type]
     started = time.perf_counter()
     with _client(client, workers, dashboard) as (dask_client, _own):
-        link = getattr(dask_client, "dashboard_link", None) if dashboard else None
+        link = _dashboard_link(dask_client) if dashboard else None
+        if on_start is not None:
+            on_start(link)
         done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
     result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
