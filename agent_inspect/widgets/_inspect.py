@@ -132,12 +132,17 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - a replay executor → :class:`ReplayStepper`;
     - a prediction (``result.predict(...)``) → :class:`PredictionView`;
     - the DataFrame of ``ai.rules.compare(...)`` → :class:`RuleComparison`;
-    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
+    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`;
+    - a fleet scan (``ai.scan(...)``) → :class:`FleetScanView`.
 
     Keyword options go to that widget's constructor.
     """
     if is_executor(obj):
         return ReplayStepper(obj, **options)
+    if all(isinstance(getattr(obj, a, None), pd.DataFrame) for a in ("keys", "partitions", "failures")):
+        from agent_inspect.widgets._scan import FleetScanView
+
+        return FleetScanView(obj, **options)
     if is_reconstruction(obj):
         return ResultInspector(obj, **options)
     if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and isinstance(getattr(obj, "ledger", None), pd.DataFrame):
@@ -149,4 +154,4 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     if isinstance(obj, pd.DataFrame) and {"rule"} <= set(obj.columns):
         return RuleComparison(obj, **options)
     raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
-                    "reconstruction, a prediction, a ReplayExecutor or the frame of ai.rules.compare(...)")
+                    "reconstruction, a prediction, a ReplayExecutor, a fleet scan or the frame of ai.rules.compare(...)")
