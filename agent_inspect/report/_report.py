@@ -45,7 +45,9 @@ def write_report(
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
 
     ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``) or
-    the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own).
+    the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own),
+    or a fleet scan (``ai.scan(...)`` or the directory it wrote with ``output=``): then the report holds
+    the scan's totals per rule, the most-at-risk keys, histograms, the windows read and the failures.
     The report holds the summary, the divergences, timelines of the ``max_keys`` most affected keys,
     the re-execution ledger, the lints and the decode errors. Everything from the records is escaped.
     """
@@ -66,6 +68,16 @@ def render_report(
     max_rows: int = 50,
 ) -> str:
     """The report of :func:`write_report` as an HTML string."""
+    from agent_inspect.report._scan import is_scan, scan_sections
+
+    if isinstance(log_or_result, (str, Path)) and Path(log_or_result).is_dir():
+        from agent_inspect.scan import ScanResult  # a fleet scan's output directory
+
+        log_or_result = ScanResult.open(log_or_result)
+    if is_scan(log_or_result):
+        heading = title or f"agent_inspect fleet scan: {log_or_result.source}"
+        return _page(heading, scan_sections(log_or_result, max_rows=max_rows),
+                     rule_name=", ".join(log_or_result.rules))
     log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
     rule_name = _rule_name(result, rule)
     prediction = prediction_of(result)
