@@ -69,9 +69,10 @@ def _round(rng: random.Random, text: str, seq: int, new_id: Any, words: int,
         if action == "call_tool":
             calls = (CallResult(function_id=f"tools.{rng.choice(_WORDS)}", args_digest=f"{rng.getrandbits(64):016x}",
                                 result_payload="gAR9lC4=", status="SUCCEEDED"),)
-        yield key, encode_action_state(ActionState(task_event=task, call_results=calls[:0]))
+        # the call is journaled before the action completes; completing clears the call results (spec §9.4)
+        yield key, encode_action_state(ActionState(task_event=task, call_results=calls))
         yield key, encode_action_state(ActionState(
-            task_event=task, output_events=(out,), call_results=calls, completed=True,
+            task_event=task, output_events=(out,), completed=True,
             short_term_memory_updates=(MemoryUpdate.new(f"{action}.last", kryo_payload=bytes([seq % 256]) * 8),)))
         task = out
 

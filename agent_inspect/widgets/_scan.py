@@ -46,7 +46,7 @@ class FleetScanView(w.VBox):
             "history size per key (bytes)", "durable calls re-executed per key")))
         self.figure.update_layout(height=260, margin=dict(l=40, r=10, t=40, b=30), showlegend=False)
         self.figure.add_class("ai-scan-histograms")
-        self.table = w.GridBox(layout=w.Layout(grid_gap="2px 10px"))
+        self.table = w.GridBox(layout=w.Layout(grid_gap="2px 10px", overflow_x="auto", max_width="100%"))
         self.table.add_class("ai-scan-table")
         self.prev = w.Button(description="◀", layout=w.Layout(width="44px"))
         self.next = w.Button(description="▶", layout=w.Layout(width="44px"))
@@ -148,14 +148,15 @@ class FleetScanView(w.VBox):
         cells: list[w.Widget] = []
         for col in self.columns:
             arrow = (" ▼" if self.descending else " ▲") if col == self.sort_column else ""
-            b = w.Button(description=col + arrow, tooltip=f"sort by {col}", layout=w.Layout(width="auto"))
+            b = w.Button(description=col + arrow, tooltip=f"sort by {col}", layout=w.Layout(width="max-content"))
             b.add_class("ai-scan-sort")
             b.on_click(lambda _, c=col: self.sort_by(c))
             cells.append(b)
         for row in page.itertuples(index=False):
             for col, value in zip(self.columns, row):
                 if col == "business_key":
-                    b = w.Button(description=str(value), tooltip=f"open {value}", layout=w.Layout(width="auto"))
+                    b = w.Button(description=str(value), tooltip=f"open {value}",
+                                 layout=w.Layout(width="max-content"))
                     b.add_class("ai-scan-key-button")
                     b.on_click(lambda _, k=str(value): self.open_key(k))
                     cells.append(b)

@@ -17,7 +17,8 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 def test_the_three_notebooks_exist() -> None:
     names = [p.name for p in NOTEBOOKS]
-    assert names == ["01_production_recovery.ipynb", "02_action_graphs.ipynb", "03_divergence_rules.ipynb"]
+    assert names == ["01_production_recovery.ipynb", "02_action_graphs.ipynb", "03_divergence_rules.ipynb",
+                     "05_fleet_scan.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
