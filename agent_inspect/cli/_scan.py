@@ -22,8 +22,8 @@ def register(subparsers: Any) -> None:
                     "LocalCluster or an existing scheduler, and report per key what a restore would re-run under "
                     "each rule. Records are read by the workers, never by this process.")
     parser.add_argument("source", help="kafka://host:port/topic, a dump file, or a directory of dumps")
-    parser.add_argument("--markers", help='recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map) or a '
-                                          "path to a markers .json file (default: every record read)")
+    parser.add_argument("--markers", help='recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map) or '
+                                          "@FILE (a markers .json file; default: every record read)")
     parser.add_argument("--rules", default="original,fixed", help="comma-separated rule names (default: "
                                                                   "original,fixed)")
     parser.add_argument("--runtime", default="auto", help="auto, 0.3, 0.4 or main (default: auto)")
@@ -39,14 +39,12 @@ def register(subparsers: Any) -> None:
 
 
 def _markers(text: str | None) -> Any:
-    from agent_inspect.cli._reconstruct import _markers as parse
+    from agent_inspect.cli._report import parse_markers
 
-    if text is not None and not text.lstrip().startswith(("[", "{")) and Path(text).is_file():
-        text = Path(text).read_text()
-        value = json.loads(text) if text.strip() else None
-        if isinstance(value, dict) and "markers" in value:  # a samples markers file: {"markers": [...], ...}
-            return value["markers"]
-    return parse(text)
+    if text is not None and not text.startswith("@") and not text.lstrip().startswith(("[", "{")) \
+            and Path(text).is_file():
+        text = "@" + text  # a path works with or without the @ other commands use
+    return parse_markers(text)
 
 
 def _run(args: argparse.Namespace) -> int:
