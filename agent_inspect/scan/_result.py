@@ -137,8 +137,13 @@ class ScanResult:
 
         if self.output is not None:
             return load(self.output, business_keys=[business_key])
-        return load(self.source, business_keys=[business_key], **({"progress": False}
-                                                                   if self.source.startswith("kafka://") else {}))
+        if self.source.startswith("kafka://"):
+            spec = self.spec  # the client settings the scan used (SASL/SSL…), when this result still has them
+            options: dict[str, Any] = {"progress": False}
+            if spec is not None:
+                options.update(config=dict(spec.config), timeout=spec.timeout)
+            return load(self.source, business_keys=[business_key], **options)
+        return load(self.source, business_keys=[business_key])
 
     def reconstruct(self, business_key: str, rule: str | None = None) -> Any:
         """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
