@@ -11,7 +11,8 @@ of N records to P partitions, then measures
 - ``client_rss``: the peak RSS growth of this (the client) process during a scan of the large topic,
   divided by that during a scan of the small one (sampled every 10 ms; target <= 1.5: the client holds
   per-key rows, never records).
-- ``per_record_cost``: the scan's seconds per record on the large topic against the small one (target <= 1.3).
+- ``per_record_cost``: the scan's seconds per record on the large topic against the small one (target <= 1.3);
+  ``cpu_ratio`` is the same from the workers' CPU seconds (steady on a busy machine).
 
     .venv/bin/python benchmarks/scan.py                                   # 200k and 2M records (many minutes)
     .venv/bin/python benchmarks/scan.py --small 20000 --large 200000      # quick run
@@ -79,20 +80,37 @@ class PeakRss:
         return self.peak - self.base
 
 
+def _worker_cpu() -> float:
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
+def cluster_cpu(client: object) -> float:
+    """CPU seconds the cluster's worker processes have used so far (steady on a busy machine)."""
+    return sum(client.run(_worker_cpu).values())  # type: ignore[attr-defined]
+
+
 def timed_scan(url: str, client: object) -> tuple[float, int, object]:
     with PeakRss() as rss:
+        cpu0 = cluster_cpu(client)
         t0 = time.perf_counter()
         result = ai.scan(url, client=client)
         seconds = time.perf_counter() - t0
+        cpu = cluster_cpu(client) - cpu0
     assert result.complete, result.failures
+    CPU[id(result)] = cpu
     return seconds, rss.growth, result
 
 
+CPU: dict[int, float] = {}  # worker CPU seconds of each scan result
+
+
 def single(bootstrap: str, topic: str) -> tuple[float, object]:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     log = ai.load_kafka(bootstrap, topic, progress=False)
     keys = key_frame(log, rules=("original", "fixed"))
     seconds = time.perf_counter() - t0
+    CPU[0] = time.process_time() - c0
     del log
     gc.collect()
     return seconds, keys
@@ -140,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
                     identical = bool(got[want.columns].astype(str).equals(want.astype(str)))
                     print(f"per-key frames of scan and single process identical: {identical}", flush=True)
                     large_s, large_growth, large = timed_scan(url[args.large], client)
+                    large_cpu, small_cpu = CPU[id(large)], CPU[id(result)]
                     print(f"scan, {workers} worker(s), {args.large:,} records: {large_s:.1f}s "
                           f"(client RSS +{large_growth / 2**20:.0f} MiB)", flush=True)
                     assert int(large.partitions["records"].sum()) == args.large
@@ -147,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append({"name": "scan_vs_single", "ratio": round(single_s / small_s, 3),
                         "target": TARGETS["scan_vs_single"][0], "better": "higher", "records": args.small,
                         "workers": cores, "single_s": round(single_s, 2), "scan_s": round(small_s, 2),
+                        "single_cpu_s": round(CPU[0], 2), "scan_worker_cpu_s": round(small_cpu, 2),
                         "identical_keys": identical,
                         "by_workers": {str(w): round(single_s / s, 3) for w, (s, _, _) in by_workers.items()}})
         results.append({"name": "client_rss", "ratio": round(large_growth / max(small_growth, 1), 3),
@@ -156,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append({"name": "per_record_cost",
                         "ratio": round((large_s / args.large) / (small_s / args.small), 3),
                         "target": TARGETS["per_record_cost"][0], "better": "lower",
+                        "cpu_ratio": round((large_cpu / args.large) / (small_cpu / args.small), 3),
                         "small_us_per_record": round(small_s / args.small * 1e6, 1),
                         "large_us_per_record": round(large_s / args.large * 1e6, 1),
                         "records": [args.small, args.large], "workers": cores})
