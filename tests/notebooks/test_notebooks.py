@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
-def test_the_three_notebooks_exist() -> None:
+def test_the_notebooks_exist() -> None:
     names = [p.name for p in NOTEBOOKS]
     assert names == ["01_production_recovery.ipynb", "02_action_graphs.ipynb", "03_divergence_rules.ipynb",
                      "05_fleet_scan.ipynb"]
