@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -62,21 +63,29 @@ def test_missing_source_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 def test_ctrl_c_cancels_and_leaves_no_process(tmp_path: Path) -> None:
     fleet = ai.samples.write_fleet(tmp_path / "fleet.parquet", 3000, partitions=8, seed=2)
     proc = subprocess.Popen([sys.executable, "-m", "agent_inspect", "scan", str(fleet), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    err = bytearray()
+    fd = proc.stderr.fileno()  # type: ignore[union-attr]
+    reader = threading.Thread(target=lambda: [err.extend(c) for c in iter(lambda: os.read(fd, 4096), b"")],
+                              daemon=True)
+    reader.start()
     try:
         me = psutil.Process(proc.pid)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(me.children(recursive=True)) < 2:
-            time.sleep(0.2)
-        time.sleep(3)  # the workers are busy with the first windows
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and b"scan:" not in err:  # the tasks are submitted: a user presses Ctrl-C
+            time.sleep(0.1)
+        assert b"scan:" in err, err.decode(errors="replace")
         children = me.children(recursive=True)
-        assert len(children) >= 2, "the local cluster did not start"
+        assert len(children) >= 2, "the local cluster's workers are not running"
         os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        reader.join(10)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
-    assert "scan cancelled" in err and "Traceback" not in err
+    text = err.decode(errors="replace")
+    assert proc.returncode == 130, text
+    assert "scan cancelled" in text and "Traceback" not in text
+    assert "8/8" not in text  # cancelled before every window was done
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, f"left running: {alive}"
