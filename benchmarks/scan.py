@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         by_workers = {}
         for workers in sorted({1, 2, cores}):
             with LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
-                              silence_logs=40) as cluster, Client(cluster) as client:
+                              scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40) as cluster, Client(cluster) as client:
                 client.wait_for_workers(workers)
                 s, growth, result = timed_scan(url[args.small], client)
                 by_workers[workers] = (s, growth, result)

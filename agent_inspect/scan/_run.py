@@ -99,8 +99,12 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
             made.close()
         return
     n = workers or max(1, os.cpu_count() or 1)
+    # everything on 127.0.0.1, ports chosen free (a bare ":0" would listen on every interface); without the
+    # dashboard the scheduler still serves its health routes, so it gets a free local port too
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=":0" if dashboard else None, silence_logs=40)
+                           dashboard_address="127.0.0.1:0" if dashboard else None,
+                           scheduler_kwargs=None if dashboard else {"dashboard_address": "127.0.0.1:0"},
+                           silence_logs=40)
     try:
         made = Client(cluster)
         try:

@@ -12,8 +12,10 @@ import pytest
 def dask_cluster() -> Iterator[Any]:
     from distributed import LocalCluster
 
+    # no dashboard; the scheduler's health routes on a free 127.0.0.1 port (not 8787, which others may hold)
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, silence_logs=40)
+                           dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                           silence_logs=40)
     try:
         yield cluster
     finally:

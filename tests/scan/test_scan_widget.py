@@ -18,7 +18,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     out = tmp_path_factory.mktemp("scan") / "out"
     with LocalCluster(n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
-                      silence_logs=40) as cluster, Client(cluster) as client:
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40) as cluster, Client(cluster) as client:
         ai.scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"), client=client,
                 output=out)
     return out
