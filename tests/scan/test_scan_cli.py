@@ -62,8 +62,10 @@ def test_missing_source_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Pa
 @pytest.mark.slow
 def test_ctrl_c_cancels_and_leaves_no_process(tmp_path: Path) -> None:
     fleet = ai.samples.write_fleet(tmp_path / "fleet.parquet", 3000, partitions=8, seed=2)
+    # as from a terminal: a shell's background job (a test run under `cmd &`) would inherit SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-m", "agent_inspect", "scan", str(fleet), "--workers", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err = bytearray()
     fd = proc.stderr.fileno()  # type: ignore[union-attr]
     reader = threading.Thread(target=lambda: [err.extend(c) for c in iter(lambda: os.read(fd, 4096), b"")],
