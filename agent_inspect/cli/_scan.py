@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,8 @@ def _run(args: argparse.Namespace) -> int:
         if link:
             print(f"agent-inspect: Dask dashboard at {link}", file=sys.stderr)
 
+    # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
         result = scan(args.source, markers=_markers(args.markers), rules=rules, runtime=args.runtime,
                       client=args.scheduler, output=args.output, workers=args.workers,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 import uuid
@@ -104,7 +105,7 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
                            dashboard_address="127.0.0.1:0" if dashboard else None,
                            scheduler_kwargs=None if dashboard else {"dashboard_address": "127.0.0.1:0"},
-                           silence_logs=40)
+                           silence_logs=logging.CRITICAL)  # task errors come back as results, not log lines
     try:
         made = Client(cluster)
         try:
