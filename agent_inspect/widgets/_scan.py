@@ -46,7 +46,7 @@ class FleetScanView(w.VBox):
             "history size per key (bytes)", "durable calls re-executed per key")))
         self.figure.update_layout(height=260, margin=dict(l=40, r=10, t=40, b=30), showlegend=False)
         self.figure.add_class("ai-scan-histograms")
-        self.table = w.GridBox(layout=w.Layout(grid_gap="2px 10px", overflow_x="auto", max_width="100%"))
+        self.table = w.GridBox(layout=w.Layout(grid_gap="2px 10px", overflow="auto", max_width="100%"))
         self.table.add_class("ai-scan-table")
         self.prev = w.Button(description="◀", layout=w.Layout(width="44px"))
         self.next = w.Button(description="▶", layout=w.Layout(width="44px"))
