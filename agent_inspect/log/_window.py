@@ -52,10 +52,10 @@ class SourceSpec:
     location: str                              # URL or path, without credentials
     topic: str | None = None
     bootstrap: str | None = None
-    config: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    config: Mapping[str, object] = field(default_factory=dict, repr=False)
     timeout: float = 10.0
     num_partitions: int | None = None          # of the topic (None for files)
-    options: Mapping[str, Any] = field(default_factory=dict)  # non-secret, as SourceInfo.options
+    options: Mapping[str, object] = field(default_factory=dict)  # non-secret, as SourceInfo.options
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class Window:
         return base if self.partition is None else f"{base}#p{self.partition}"
 
 
-def plan_windows(source: str | os.PathLike[str], *, markers: Any = None, config: Mapping[str, Any] | None = None,
+def plan_windows(source: str | os.PathLike[str], *, markers: object = None, config: Mapping[str, object] | None = None,
                  timeout: float = 10.0, allow_data_loss: bool = False,
                  file_format: str | None = None) -> tuple[SourceSpec, list[Window]]:
     """Plan one window per partition of ``kafka://host:port/topic``, or per partition of each file of a path.
@@ -266,7 +266,7 @@ def write_window(log: ActionStateLog, directory: str | os.PathLike[str], window:
     return out
 
 
-def write_dataset_meta(directory: str | os.PathLike[str], spec: SourceSpec, **extra: Any) -> Path:
+def write_dataset_meta(directory: str | os.PathLike[str], spec: SourceSpec, **extra: object) -> Path:
     """Describe a scan's output directory (source kind, topic, partition count) for :func:`load_dataset`."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,7 @@ def test_bad_urls_are_source_errors(url: str, message: str) -> None:
 
 
 def test_url_credentials_never_reach_the_source_info() -> None:
-    from agent_inspect.log._load import _split_url
+    from agent_inspect.sources import split_source_url as _split_url
 
     assert _split_url("kafka://user:secret@h1:9092,h2:9092/orders", "kafka") == ("h1:9092,h2:9092", "orders")
 
