@@ -137,6 +137,19 @@ class RecoverySession:
             self.store.put(landed)
         return landed
 
+    def refresh_entry(self, entry: Entry) -> Entry | None:
+        """Apply a checkpoint-time refresh row (0.4+, addendum §2.2): the byte-identical re-append of a
+        retained state. It collapses into the cached entry of its state key when there is one; otherwise
+        (its first write lies before the window) it brings the state back. Never a rule step: it is no
+        new evidence, so no conflict, regression or branch is read from it (the cached entry keeps
+        whatever branch its rebuilt predecessor had; a state brought back takes the key's current path)."""
+        self.step, self.trigger_pos = "rebuild", entry.pos
+        if entry.state_key in self.store:
+            return None
+        landed = self.rule.on_refresh(self, entry)
+        self.store.put(landed)
+        return landed
+
     def delete(self, state_key: str, *, pos: int | None = None) -> Entry | None:
         """Apply a tombstone: the state key leaves the cache (spec §6.5 step 4, §10.3 rebuild step 1)."""
         self.step, self.trigger_pos = "rebuild", pos
