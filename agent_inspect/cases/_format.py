@@ -11,6 +11,7 @@ from typing import Any
 from agent_inspect._errors import CaseFileError
 from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentCall
 from agent_inspect.cases._notation import EventRef, parse_event, parse_expectation
+from agent_inspect.store import KAFKA_PENDING, RUNTIME_NAMES
 from agent_inspect.cases._spec import (
     CALL_STATUSES,
     KEY_FORMATS,
@@ -21,6 +22,7 @@ from agent_inspect.cases._spec import (
     CallSpec,
     Case,
     CaseSetup,
+    CheckpointLine,
     KeySpec,
     LogLine,
     PendingSpec,
@@ -68,9 +70,9 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
         raise CaseFileError(f"{where}: missing 'id'") from None
     where = f"{where} ({case_id})"
     _known(data, {"id", "name", "category", "summary", "note", "setup", "keys", "log", "replay", "pending",
-                  "agent", "replay_agent", "expect", "expect_calls", "variants", "call_case"}, where)
+                  "agent", "replay_agent", "expect", "expect_calls", "expect_results", "variants", "call_case"}, where)
     setup = _setup(data.get("setup", {}), CaseSetup(), where)
-    log = tuple(_line(i, raw, where) for i, raw in enumerate(data.get("log", []), start=1))
+    log, checkpoints = _log(data.get("log", []), where)
     replay = tuple(_replay(r, where) for r in data.get("replay", []))
     pending = tuple(_pending(p, where) for p in data.get("pending", []))
     actions, behaviours, begin = _agent(data.get("agent", {}), where)
@@ -85,14 +87,15 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
                 setup=setup, keys=keys, log=log, replay=replay, pending=pending, actions=actions,
                 behaviours=behaviours, begin=begin, expect=expect,
                 expect_calls=_expect_calls(data.get("expect_calls", {}), where),
+                expect_results=_expect_results(data.get("expect_results", {}), where),
                 call_case=_call_case(data["call_case"], where) if "call_case" in data else None,
                 replay_agent=replay_agent, summary=str(data.get("summary", "")), note=str(data.get("note", "")),
-                path=path)
+                path=path, checkpoints=checkpoints)
     _check_lines(base, where)
     out = [base]
     for v in data.get("variants", []):
-        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys", "call_case", "replay_agent"},
-               f"{where} variant")
+        _known(v, {"name", "setup", "expect", "expect_calls", "expect_results", "note", "keys", "call_case",
+                   "replay_agent"}, f"{where} variant")
         name = str(v.get("name") or "")
         if not name:
             raise CaseFileError(f"{where}: every [[variants]] entry needs a 'name'")
@@ -101,13 +104,16 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
                         for rule, text in v.get("expect", {}).items()})
         vcalls = dict(base.expect_calls)
         vcalls.update(_expect_calls(v.get("expect_calls", {}), where))
+        vresults = dict(base.expect_results)
+        vresults.update(_expect_results(v.get("expect_results", {}), where))
         vkeys = _keys({**data.get("keys", {}), **v.get("keys", {})}, used, where) if "keys" in v else keys
         vcall = base.call_case
         if "call_case" in v:
             vcall = _call_case({**data.get("call_case", {}), **v["call_case"]}, f"{where} {name}")
         vagent = _replay_agent(v["replay_agent"], f"{where} {name}") if "replay_agent" in v else replay_agent
         variant = replace(base, id=f"{case_id}/{name}", variant=name, setup=_setup(v.get("setup", {}), setup, where),
-                          keys=vkeys, expect=vexpect, expect_calls=vcalls, call_case=vcall, replay_agent=vagent,
+                          keys=vkeys, expect=vexpect, expect_calls=vcalls, expect_results=vresults,
+                          call_case=vcall, replay_agent=vagent,
                           note=str(v.get("note", base.note)))
         _check_lines(variant, f"{where} variant {name}")
         out.append(variant)
@@ -136,6 +142,10 @@ def _setup(raw: Mapping[str, Any], base: CaseSetup, where: str) -> CaseSetup:
         raise CaseFileError(f"{where}: source {s.source!r} is not one of {', '.join(SOURCES)}")
     if s.pipeline not in ("java", "python"):
         raise CaseFileError(f"{where}: pipeline must be 'java' or 'python'")
+    if s.runtime not in RUNTIME_NAMES:
+        raise CaseFileError(f"{where}: runtime {s.runtime!r} is not one of {', '.join(RUNTIME_NAMES)}")
+    if s.kafka_pending not in KAFKA_PENDING:
+        raise CaseFileError(f"{where}: kafka_pending {s.kafka_pending!r} is not one of {', '.join(KAFKA_PENDING)}")
     return s
 
 
@@ -149,11 +159,40 @@ def _keys(raw: Mapping[str, Any], used: Sequence[str], where: str) -> dict[str, 
     return out
 
 
+def _log(raw: Any, where: str) -> tuple[tuple[LogLine, ...], tuple[CheckpointLine, ...]]:
+    lines: list[LogLine] = []
+    checkpoints: list[CheckpointLine] = []
+    for i, item in enumerate(raw, start=1):
+        if isinstance(item, Mapping) and ("checkpoint" in item or "restore" in item):
+            w = f"{where} log entry {i}"
+            _known(item, {"checkpoint", "restore", "completed"}, w)
+            restore = "restore" in item
+            if restore and ("checkpoint" in item or "completed" in item):
+                raise CaseFileError(f"{w}: a restore line is {{ restore = \"C1\" }} alone")
+            completed = item.get("completed", {})
+            if not isinstance(completed, Mapping):
+                raise CaseFileError(f"{w}: completed maps key labels to lastCompletedSequenceNumber")
+            checkpoints.append(CheckpointLine(n=i, name=str(item["restore" if restore else "checkpoint"]),
+                                              after=len(lines), restore=restore,
+                                              completed={str(k): int(v) for k, v in completed.items()}))
+            continue
+        lines.append(_line(len(lines) + 1, item, where))
+    names = [c.name for c in checkpoints if not c.restore]
+    if len(set(names)) != len(names):
+        raise CaseFileError(f"{where}: checkpoint names must be unique ({', '.join(names)})")
+    seen: set[str] = set()
+    for c in checkpoints:
+        if c.restore and c.name not in seen:
+            raise CaseFileError(f"{where}: restore {c.name!r} names no earlier checkpoint line")
+        seen.add(c.name)
+    return tuple(lines), tuple(checkpoints)
+
+
 def _line(i: int, raw: Any, where: str) -> LogLine:
     w = f"{where} log line {i}"
     if not isinstance(raw, Mapping):
         raise CaseFileError(f"{w}: each log line is an inline table {{ att=, key=, seq=, action=, event=, status= }}")
-    _known(raw, {"n", "att", "key", "seq", "action", "event", "status", "out", "calls", "stale"}, w)
+    _known(raw, {"n", "att", "key", "seq", "action", "event", "status", "out", "calls", "stale", "results"}, w)
     for f in ("key", "seq", "action", "event", "status"):
         if f not in raw:
             raise CaseFileError(f"{w}: missing '{f}'")
@@ -164,7 +203,8 @@ def _line(i: int, raw: Any, where: str) -> LogLine:
     return LogLine(n=int(raw.get("n", i)), attempt=int(raw.get("att", 1)), key=str(raw["key"]), seq=int(raw["seq"]),
                    action=action, action_label=label or None, event=parse_event(raw["event"], where=w),
                    status=status, outputs=tuple(parse_event(e, where=w) for e in raw.get("out", [])),
-                   calls=tuple(_call_spec(c, w) for c in raw.get("calls", [])), stale=_stale(raw.get("stale"), w))
+                   calls=tuple(_call_spec(c, w) for c in raw.get("calls", [])), stale=_stale(raw.get("stale"), w),
+                   results=tuple(parse_event(e, where=w) for e in raw.get("results", [])))
 
 
 def _stale(raw: Any, where: str) -> StaleMark | None:
@@ -272,6 +312,7 @@ def _agent_from_log(log: Sequence[LogLine]) -> tuple[tuple[ActionDecl, ...], dic
         if ln.status == "C":
             emits = [Emit(o.attributes["delegateType"], o.attributes.get("delegateAttributes") or {})
                      if o.type == "InternalSubagentCallEvent" else Emit(o.type, o.attributes) for o in ln.outputs]
+            emits += [Emit(r.type, r.attributes) for r in ln.results]
         steps[ident] = (trigger, calls, emits)
     # a bootstrap that no recorded call explains belongs to its round's first root: that caller had not
     # recorded the call yet when the log ends (S01, S03)
@@ -335,6 +376,22 @@ def _expect_calls(raw: Mapping[str, Any], where: str) -> dict[str, dict[str, int
     return out
 
 
+def _expect_results(raw: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for rule, table in raw.items():
+        if not isinstance(table, Mapping):
+            raise CaseFileError(f"{where}: expect_results.{rule} maps sub-agent call ids to result labels")
+        out[rule] = {}
+        for fid, want in table.items():
+            if want == "journal":
+                out[rule][str(fid)] = "journal"
+            elif isinstance(want, list):
+                out[rule][str(fid)] = tuple(str(x).lstrip("#") for x in want)
+            else:
+                raise CaseFileError(f"{where}: expect_results.{rule}.{fid} is a list of event labels or \"journal\"")
+    return out
+
+
 def _call_case(raw: Mapping[str, Any], where: str) -> CallCase:
     w = f"{where} [call_case]"
     _known(raw, {"record", "body", "expect", "warnings", "truncated_to", "final_record", "effective_statuses",
@@ -370,7 +427,12 @@ def _call_case(raw: Mapping[str, Any], where: str) -> CallCase:
 
 def _check_lines(case: Case, where: str) -> None:
     names = {a.name for a in case.actions}
+    restore = case.setup.restore
+    if restore is not None and restore not in {c.name for c in case.checkpoints if not c.restore}:
+        raise CaseFileError(f"{where}: [setup] restore = {restore!r} names no checkpoint line of the log")
     for ln in case.log:
+        if ln.results and ln.status != "C":
+            raise CaseFileError(f"{where}: log line {ln.n} has results, which only a completed (C) record holds")
         if case.actions and ln.action not in names:
             raise CaseFileError(f"{where}: log line {ln.n} uses action {ln.action!r} that the agent does not declare")
         if ln.status == "TOMB" and case.setup.source == "fluss":

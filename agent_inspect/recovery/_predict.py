@@ -213,6 +213,9 @@ class Prediction:
     crashed: bool = False
     warnings: tuple[str, ...] = ()
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
+    #: per sub-agent call (``<sessionId>#<callId>``): the ids of the result events its caller got
+    #: (a reused child's stored ones, or fresh ones of a rerun), or "journal" (a terminal slot replayed)
+    subagent_results: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict, compare=False)
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
         """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""
@@ -359,7 +362,11 @@ class _Context:
                               self._sim.new_id(), upstream_event_id=self.event.id, upstream_action=self.action)
             collected.extend(self._sim.run_child(self._round, boot, self._task_index, _Call(scope, session_id, call_id)))
 
-        self._durable(f"{session_id}#{call_id}", "", run, None, subagent=True)
+        fid = f"{session_id}#{call_id}"
+        outcome = self._durable(fid, "", run, None, subagent=True)
+        # what the caller got: the child's result events (ids), or its own journal when the call was not made
+        self._sim.subagent_results[fid] = tuple(e.id or "" for e in collected) \
+            if outcome.outcome in ("execute", "resubmit") else "journal"
         return [dict(e.attributes.get("delegateAttributes") or {}) if e.type == SUBAGENT_EVENT
                 else dict(e.attributes) for e in collected]
 
@@ -387,6 +394,8 @@ class Simulation:
         self.model = runtime_model(runtime)
         #: NOT-DISPATCHED rows, decided per round when the round ends (§11.4.5)
         self.nd_rows: list[dict[str, Any]] = []
+        #: per sub-agent call (``<sessionId>#<callId>``): the result event ids the caller got, or "journal"
+        self.subagent_results: dict[str, tuple[str, ...] | str] = {}
         self.rows: list[dict[str, Any]] = []
         self.ledger: Counter[tuple[str, str, str]] = Counter()
         self.short_term: dict[str, dict[str, Any]] = {}
@@ -684,7 +693,7 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
-                      warnings=tuple(sim.warnings), session=session)
+                      warnings=tuple(sim.warnings), session=session, subagent_results=dict(sim.subagent_results))
 
 
 def _is_reconstruction(obj: Any) -> bool:
