@@ -106,7 +106,7 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
             data, ev = {**full, "id": case_id, "name": f"rules-check-{kind}", "summary": summary}, full_ev
         items = ev.stale if kind == "stale-reuse" else ev.avoidable if kind == "avoidable-rerun" else \
             [ev.error] if ev.error else []
-        limit = known_limit(h, _evaluate(_history_subject(h), rule_obj))
+        limit = known_limit(h, _evaluate(_history_subject(h), rule_obj), kind)
         note = f"history: {h.describe()}" + (f"; spec §10.3 known limit: {limit}" if limit else "")
         data = {**data, "note": note}
         full = {**full, "note": note}

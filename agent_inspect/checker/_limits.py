@@ -25,8 +25,9 @@ def _latest_checkpoint(h: Any) -> int:
     return last.restored or 0
 
 
-def known_limit(h: Any, ev: Any = None) -> str | None:
-    """The §10.3 known limit the judged recovery of history ``h`` falls in (None: none; a rule defect).
+def known_limit(h: Any, ev: Any = None, kind: str = "stale-reuse") -> str | None:
+    """The §10.3 known limit a ``kind`` failure of history ``h`` falls in (None: none, a rule defect).
+    Only stale reuses are attributed (the limits are about unsafe reuse; reruns and errors get None).
 
     - *older checkpoint restored mid-round*: the recovery restores a checkpoint older than the failed
       job's latest (a savepoint, possibly of another attempt's lineage) that was taken while a round
@@ -34,6 +35,8 @@ def known_limit(h: Any, ev: Any = None) -> str | None:
     - *tombstoned conflicting root*: pruning tombstones are in the log;
     - *tainted records*: the judged reuses include records an attempt wrote after its own stale reuse.
     """
+    if kind != "stale-reuse":
+        return None
     pending = bool(getattr(h.plan, "pending", ()))
     if pending and h.restored < _latest_checkpoint(h):
         return KNOWN_LIMITS[0]

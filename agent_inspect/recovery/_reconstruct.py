@@ -360,10 +360,10 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     for i in np.flatnonzero(~in_window).tolist():
         reason[i] = "before the recovery markers (not read by the rebuild)"
     if refresh:
-        cached = {e.pos for e in session.store.entries()}
+        brought = set(session.refreshed)
         for p in sorted(refresh):
             i = where[p]
-            brings = in_window[i] and p in cached
+            brings = in_window[i] and p in brought
             status[i], div_id[i] = "refresh", -1
             reason[i] = ("checkpoint-time refresh of a retained state (byte-identical to the earlier write of its "
                          "state key); " + ("it brings the pending state back into the rebuild window"

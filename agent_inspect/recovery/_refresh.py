@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._rebuild import source_kind_of
 from agent_inspect.store import runtime_model
 
@@ -41,32 +42,6 @@ def refresh_positions(log: Any, runtime: Any = None, *, kafka_pending: str | Non
             found.append(int(pos))
         latest[slot] = value
     return frozenset(found)
-
-
-def subagent_result_events(state: Any) -> tuple[Any, ...]:
-    """A record's ``subagentResultEvents`` (V4, addendum §1.1) as ``codec.Event`` objects; () when absent.
-
-    The one place that reads the property: the codec's own field when it has one, else the
-    tolerant path (``ActionState.extra`` keeps unknown properties as parsed JSON).
-    """
-    if state is None:
-        return ()
-    own = getattr(state, "result_events", None)
-    if own is not None:
-        return tuple(own)
-    items = (getattr(state, "extra", None) or {}).get("subagentResultEvents") or ()
-    if not isinstance(items, (list, tuple)):
-        return ()
-    from agent_inspect import codec
-
-    out = []
-    for ev in items:
-        if isinstance(ev, codec.Event):
-            out.append(ev)
-        elif isinstance(ev, dict):
-            out.append(codec.Event.new(str(ev.get("type")), ev.get("attributes") or {}, id=ev.get("id"),
-                                       event_class=ev.get("@class") or codec.GENERIC_EVENT))
-    return tuple(out)
 
 
 def with_subagent_result_events(state: Any, events: Any) -> Any:

@@ -307,6 +307,15 @@ class BranchState(RuleState):
         return new
 
 
+def _begin_before_root(entry: Entry, s: int, current: _Node | None) -> bool:
+    """A begin record of round ``s`` written before its round's root: on this branch when its tag is the
+    path below ``s`` (its task is queued before the root, spec §9.3; issue #12 item 10)."""
+    if entry.seq != s or entry.task_event_type != BEGIN_EVENT:
+        return False
+    tag = _upto(entry.branch, s, True)
+    return (tag is None or tag.seq < s) and _upto(entry.branch, s, False) is _upto(current, s, False)
+
+
 class BranchAwareRule(FixedRule):
     """The branch-aware variant of spec §10.3 "Known limits": rebuild tags each record with the
     branch (the path of roots seen before it for its key); a replay keeps only the records of the
@@ -344,7 +353,8 @@ class BranchAwareRule(FixedRule):
         if task.is_root:
             current = state.node(_upto(current, s, False), s, task.event_uuid)
             state.replay_path[k] = current
-            stale = [e for e in store.entries_from(k, s) if _upto(e.branch, s, True) is not current]
+            stale = [e for e in store.entries_from(k, s) if _upto(e.branch, s, True) is not current
+                     and not _begin_before_root(e, s, current)]
             if stale:
                 session.remove_entries(stale, business_key=k, seq=s, kind="branch-change",
                                        positions=_positions(stale),

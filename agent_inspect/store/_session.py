@@ -58,6 +58,8 @@ class RecoverySession:
         self.divergences: list[Divergence] = []
         self.step = "lookup"
         self.trigger_pos: int | None = None
+        #: positions of refresh rows that brought a state back into the cache (not collapsed)
+        self.refreshed: list[int] = []
 
     # -- what rules call ---------------------------------------------------------------------
     def evidence(self, business_key: str) -> set[str]:
@@ -148,6 +150,8 @@ class RecoverySession:
             return None
         landed = self.rule.on_refresh(self, entry)
         self.store.put(landed)
+        if entry.pos is not None:
+            self.refreshed.append(entry.pos)
         return landed
 
     def delete(self, state_key: str, *, pos: int | None = None) -> Entry | None:
@@ -236,6 +240,7 @@ class RecoverySession:
         new.events = list(self.events)
         new.divergences = list(self.divergences)
         new.step, new.trigger_pos = self.step, self.trigger_pos
+        new.refreshed = list(self.refreshed)
         return new
 
     def __repr__(self) -> str:
