@@ -29,8 +29,11 @@ from agent_inspect._errors import (
     UnknownPartitionError,
     ValueFormatError,
 )
+from agent_inspect._ipython import install as _install_error_display
 
 __version__ = "0.1.0"
+
+_install_error_display()  # in IPython/Jupyter: our errors print as one line (the traceback stays one %tb away)
 
 _LAZY: dict[str, str] = {
     # loading

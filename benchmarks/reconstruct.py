@@ -37,6 +37,7 @@ import pandas as pd  # noqa: E402
 
 from agent_inspect.recovery import reconstruct  # noqa: E402
 from agent_inspect.recovery._rebuild import iter_entries  # noqa: E402
+from agent_inspect.rules import resolve_rule  # noqa: E402
 from agent_inspect.store import Entry, RecoverySession, Task  # noqa: E402
 
 ROUNDS_PER_KEY = 10
@@ -154,7 +155,7 @@ def recovery_tasks(records: pd.DataFrame) -> tuple[list[Entry], list[Task]]:
 
 
 def indexed_recovery(entries: list[Entry], tasks: list[Task]) -> int:
-    session = RecoverySession("original:segment")
+    session = RecoverySession(resolve_rule("original:segment"))
     for e in entries:
         session.rebuild_entry(e)
     for t in tasks:
@@ -171,7 +172,7 @@ def scan_recovery_sampled(entries: list[Entry], tasks: list[Task], sample: int) 
     for e in entries:
         store.put(e)
     rebuild_s = time.process_time() - t0
-    mirror = RecoverySession("original:segment")
+    mirror = RecoverySession(resolve_rule("original:segment"))
     for e in entries:
         mirror.rebuild_entry(e)
     step = max(1, len(tasks) // sample)

@@ -101,18 +101,37 @@ def _unreachable(bootstrap: str, timeout: float, errors: list[str], exc: BaseExc
         reason = exc.args[0].str()
     else:
         reason = str(exc) if exc is not None else "no answer"
+    if _refused(errors):
+        return BrokerUnreachable(f"Kafka at {bootstrap} refused the connection ({reason}); "
+                                 f"check the address and that the broker is running")
     return BrokerUnreachable(f"Kafka at {bootstrap} did not answer within {timeout:g}s ({reason}); "
                              f"check the address, network and security settings")
+
+
+_METADATA_SLICE = 0.25
+
+
+def _refused(errors: list[str]) -> bool:
+    """Every broker refused the connection (librdkafka says so through error_cb within milliseconds)."""
+    return any("refused" in e.lower() or "brokers are down" in e.lower() for e in errors)
 
 
 def _partitions(admin: Any, topic: str, timeout: float, errors: list[str], bootstrap: str) -> list[int]:
     from confluent_kafka import KafkaException
 
-    # list_topics() with no argument: naming the topic would auto-create it on some brokers.
-    try:
-        meta = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise _unreachable(bootstrap, timeout, errors, exc, admin) from None
+    # list_topics() with no argument: naming the topic would auto-create it on some brokers. Asked in
+    # short slices so that a refused connection (reported at once through error_cb) fails at once
+    # instead of after the whole timeout.
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            meta = admin.list_topics(timeout=max(0.05, min(_METADATA_SLICE, left)))
+            break
+        except KafkaException as exc:
+            admin.poll(0)  # serves error_cb
+            if left <= _METADATA_SLICE or _refused(errors):
+                raise _unreachable(bootstrap, timeout, errors, exc, admin) from None
     found = meta.topics.get(topic)
     if found is None:
         raise SourceError(f"topic {topic!r} does not exist on {bootstrap}; check the topic name")

@@ -176,12 +176,12 @@ def test_live_topic_load_ends_at_offsets_captured_at_start(kafka_bootstrap: str)
     assert sum(end_offsets(kafka_bootstrap, name).values()) > sum(before.values())
 
 
-def test_closed_port_is_broker_unreachable_within_timeout(capfd: pytest.CaptureFixture[str]) -> None:
+def test_closed_port_is_broker_unreachable_at_once(capfd: pytest.CaptureFixture[str]) -> None:
     start = time.monotonic()
-    with pytest.raises(ai.BrokerUnreachable, match="Connection refused") as info:
-        ai.load_kafka(f"127.0.0.1:{free_port()}", "t", timeout=2, progress=False)
+    with pytest.raises(ai.BrokerUnreachable, match="refused the connection .*Connection refused") as info:
+        ai.load_kafka(f"127.0.0.1:{free_port()}", "t", timeout=30, progress=False)
     assert "\n" not in str(info.value)
-    assert time.monotonic() - start < 6
+    assert time.monotonic() - start < 15  # not the 30 s timeout: librdkafka reports the refusal at once
     assert "%3|" not in capfd.readouterr().err  # librdkafka's log lines stay off stderr
 
 
