@@ -11,7 +11,6 @@ from typing import Any
 from agent_inspect._errors import CaseFileError
 from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentCall
 from agent_inspect.cases._notation import EventRef, parse_event, parse_expectation
-from agent_inspect.store import KAFKA_PENDING, RUNTIME_NAMES
 from agent_inspect.cases._spec import (
     CALL_STATUSES,
     KEY_FORMATS,
@@ -29,6 +28,7 @@ from agent_inspect.cases._spec import (
     ReplaySpec,
     StaleMark,
 )
+from agent_inspect.store import KAFKA_PENDING, RUNTIME_NAMES
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
            "AgentSpec", "load_cases", "parse_case"]
