@@ -33,6 +33,7 @@ class Call:
     reconciler: str | None = None     # None: completion-only; "succeeds" | "raises": reconcilable
     result: Any = None
     raises: str | None = None
+    catch: bool = False               # the body catches the call's failure and goes on (a try/except, a fallback)
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,15 @@ class DeclarativeAgent(BaseAgent):
                 ctx.send_event(step.type, dict(step.attributes))
             elif isinstance(step, Call):
                 fn = _declared_call(step)
-                if step.reconciler is None:
-                    ctx.durable_execute(step.function_id, step.args_digest, fn)
-                else:
-                    ctx.durable_execute_reconcilable(step.function_id, step.args_digest, fn,
-                                                     _reconciler(step))
+                try:
+                    if step.reconciler is None:
+                        ctx.durable_execute(step.function_id, step.args_digest, fn)
+                    else:
+                        ctx.durable_execute_reconcilable(step.function_id, step.args_digest, fn,
+                                                         _reconciler(step))
+                except Exception:
+                    if not step.catch:
+                        raise
             elif isinstance(step, SubagentCall):
                 ctx.call_subagent(step.scope, step.type, dict(step.attributes),
                                   session_id=step.session_id, call_id=step.call_id)

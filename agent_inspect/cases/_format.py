@@ -352,11 +352,12 @@ def _step(raw: Any, where: str) -> Step:
         ev = parse_event(raw["emit"], where=where)
         return Emit(ev.type, ev.attributes)
     if "call" in raw:
-        _known(raw, {"call", "args", "reconciler", "result", "raises"}, where)
+        _known(raw, {"call", "args", "reconciler", "result", "raises", "catch"}, where)
         rec = raw.get("reconciler")
         if rec not in (None, "succeeds", "raises"):
             raise CaseFileError(f"{where}: reconciler must be \"succeeds\" or \"raises\"")
-        return Call(str(raw["call"]), str(raw.get("args", "")), rec, raw.get("result"), raw.get("raises"))
+        return Call(str(raw["call"]), str(raw.get("args", "")), rec, raw.get("result"), raw.get("raises"),
+                    bool(raw.get("catch", False)))
     if "subagent" in raw:
         _known(raw, {"subagent", "session", "call_id", "event"}, where)
         ev = parse_event(raw.get("event", "Ev(_input_event)"), where=where)
