@@ -10,7 +10,6 @@ import pytest
 import agent_inspect as ai
 from agent_inspect._errors import RecoveryError
 from agent_inspect.cases import build_case, load_cases, run_case
-from agent_inspect.cases._format import parse_case
 from agent_inspect.recovery import predict, refresh_positions
 from agent_inspect.store import runtime_model
 
@@ -178,54 +177,17 @@ def test_subagent_tree_shows_result_events_under_their_call():
 
 # -- item 10 --------------------------------------------------------------------------------------------
 
-_ND = {
-    "id": "T-ND", "replay": ["k2:In(X)", "k:In(A)"],
-    "setup": {"key_format": "K1", "source": "kafka"},
-    "keys": {"k2": {"restored_seq": 6}},
-    "log": [
-        {"att": 1, "key": "k2", "seq": 7, "action": "P", "event": "In(X)#x1", "status": "C"},
-        {"att": 1, "key": "k2", "seq": 7, "action": "CA", "event": "Sub(s0,s0-1,_input_event)#b1", "status": "C"},
-        {"att": 1, "key": "k", "seq": 5, "action": "IA", "event": "In(A)#a1", "status": "C"},
-        {"att": 1, "key": "k", "seq": 5, "action": "IB", "event": "In(A)#a1", "status": "C"},
-    ],
-    "agent": {"actions": [{"name": "P", "triggers": ["_input_event"]}, {"name": "IA", "triggers": ["_input_event"]},
-                          {"name": "IB", "triggers": ["_input_event"]},
-                          {"name": "CA", "triggers": ["_input_event"], "scope": "child"}],
-              "on": {"P": {"In(X)": [{"subagent": "child", "session": "s0", "call_id": "s0-1"}]}}},
-}
-
-
 def test_not_dispatched_is_decided_when_the_round_ends():
     # k2's round 7 ends with CA not dispatched (its caller was reused); k's count > 1 at seq 5 then makes the
     # snapshot Kafka store evict every key's entries above 5, k2's CA included: it must still be listed
-    (case,) = parse_case(_ND)
-    built = build_case(case)
+    built = build_case(_case("N17"))
     pred = predict(built.log, built.plan, built.agent, rule="original", markers=built.markers)
     assert any(e.op == "cross-key" for e in pred.events)
     nd = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
     assert list(nd["action"]) == ["CA"] and list(nd["seq"]) == [7]
 
 
-_BEGIN = {
-    "id": "T-BEGIN", "replay": ["k:In(A)", "k:In(B)"],
-    "setup": {"begin_event": True},
-    "log": [
-        {"att": 1, "key": "k", "seq": 5, "action": "BA", "event": "Begin(m0)#g1", "status": "C"},
-        {"att": 1, "key": "k", "seq": 5, "action": "IA", "event": "In(A)#a1", "status": "C"},
-        # a later attempt rewrote BA's record after the round's root: it is tagged with the root at its own seq
-        {"att": 2, "key": "k", "seq": 5, "action": "BA", "event": "Begin(m0)#g2", "status": "C"},
-        {"att": 2, "key": "k", "seq": 6, "action": "BA", "event": "Begin(m1)#g3", "status": "C"},
-        {"att": 2, "key": "k", "seq": 6, "action": "IA", "event": "In(B)#b1", "status": "C"},
-    ],
-    "agent": {"actions": [{"name": "BA", "triggers": ["_agent_run_begin_event"]},
-                          {"name": "IA", "triggers": ["_input_event"]}],
-              "begin": {"In(A)": "Begin(m0)", "In(B)": "Begin(m1)"}},
-    "expect": {"branch-aware": "A.BA=REUSE A.IA=REUSE B.BA=REUSE B.IA=REUSE"},
-}
-
-
 def test_branch_aware_compares_a_begin_task_after_its_round_root_joined():
-    (case,) = parse_case(_BEGIN)
-    res = run_case(case, "branch-aware")
+    res = run_case(_case("N16"), "branch-aware")
     assert res.passed, (res.predicted, res.mismatches)
     assert res.evictions == 0
