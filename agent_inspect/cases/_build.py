@@ -16,6 +16,8 @@ from agent_inspect._errors import CaseFileError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent, DeclarativeAgent
 from agent_inspect.cases._format import CallSpec, Case, KeySpec, LogLine
 from agent_inspect.cases._notation import EventRef
+from agent_inspect.log import ActionStateLog
+from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.recovery import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
 
 __all__ = ["BuiltCase", "build_case", "encode_payload", "call_result", "IdFactory"]
@@ -129,9 +131,6 @@ def key_identity(spec: KeySpec, case: Case) -> KeyIdentity:
 
 def build_case(case: Case) -> BuiltCase:
     """Build the log of ``case`` through ``ActionStateLog.from_raw`` (the production path) and its plan."""
-    from agent_inspect.log import ActionStateLog
-    from agent_inspect.raw import RawBatch, SourceInfo
-
     if case.call_case is not None and not case.log:
         raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/cases.md)")
     ns = case.id.split("/")[0]

@@ -8,7 +8,11 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect.agents import AsRecordedAgent
+from agent_inspect.cases._build import build_case
 from agent_inspect.cases._format import Case, load_cases
+from agent_inspect.cases._run import expectation_rules, run_case
+from agent_inspect.recovery import ReplayPlan, predict
 
 __all__ = ["compare"]
 
@@ -34,9 +38,6 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     when it has one, else "no stale reuse"; see ``expected``). Pivot with
     ``frame.pivot(index="rule", columns="case", values="reruns")``. Call-level cases are skipped.
     """
-    from agent_inspect.cases._build import build_case
-    from agent_inspect.cases._run import expectation_rules, run_case
-
     if hasattr(cases, "records") and hasattr(cases, "value"):
         return _compare_log(cases, rules or ["original", "fixed"], markers=markers, plan=plan, agent=agent)
     loaded = _cases(cases)
@@ -62,9 +63,6 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
 
 
 def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, agent: Any) -> pd.DataFrame:
-    from agent_inspect.agents import AsRecordedAgent
-    from agent_inspect.recovery import ReplayPlan, predict
-
     plan = plan if plan is not None else ReplayPlan.from_log(log, markers=markers)
     agent = agent if agent is not None else AsRecordedAgent(log)
     frames = []

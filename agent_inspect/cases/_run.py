@@ -9,9 +9,13 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect import codec
 from agent_inspect._errors import CaseFileError
+from agent_inspect.cases._build import build_case, call_result, encode_payload
 from agent_inspect.cases._format import Case
 from agent_inspect.cases._notation import ExpectedItem
+from agent_inspect.recovery import NOT_DISPATCHED, CallJournal, predict
+from agent_inspect.rules import resolve_rule
 
 __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
 
@@ -66,9 +70,6 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
     """
     if case.call_case is not None and not case.log:
         return run_call_case(case)
-    from agent_inspect.cases._build import build_case
-    from agent_inspect.recovery import NOT_DISPATCHED, predict
-    from agent_inspect.rules import resolve_rule
 
     rule_obj = resolve_rule(rule)
     rule_name = rule if isinstance(rule, str) else rule_obj.name
@@ -193,10 +194,6 @@ def _op_matches(op: Any, event: Any, built: Any) -> bool:
 
 def run_call_case(case: Case) -> CaseResult:
     """Run a durable-call case (§9.4) at call level: recorded journal, body on resume, expectations."""
-    from agent_inspect import codec
-    from agent_inspect.cases._build import call_result, encode_payload
-    from agent_inspect.recovery import CallJournal
-
     cc = case.call_case
     if cc is None:
         raise CaseFileError(f"{case.id}: not a call case (no [call_case])")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_inspect.agents import ActionDecl, Behaviour, Call
+from agent_inspect.agents import ActionDecl, AgentEvent, Behaviour, Call, DeclarativeAgent
 from agent_inspect.cases._notation import EventRef, Expectation
 
 __all__ = ["Case", "CaseSetup", "CheckpointLine", "KeySpec", "LogLine", "CallSpec", "StaleMark", "PendingSpec", "ReplaySpec", "CallCase", "AgentSpec"]
@@ -197,8 +197,6 @@ class Case:
 
 
 def _declarative(spec: AgentSpec):
-    from agent_inspect.agents import AgentEvent, DeclarativeAgent
-
     begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
              for t, e in spec.begin]
     return DeclarativeAgent(spec.actions, spec.behaviours, begin=begin)

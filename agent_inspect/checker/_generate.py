@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.cases import parse_case
 from agent_inspect.checker._history import (
     _VALUES,
     Attempt,
@@ -32,6 +33,10 @@ from agent_inspect.checker._history import (
     _Checkpoint,
     event_notation,
 )
+from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, as_plan
+from agent_inspect.log import ActionStateLog
+from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.recovery import PendingTask, ReplayPlan, agent_event
 
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "generate_history", "RuleCheckError",
            "event_notation"]
@@ -108,8 +113,6 @@ def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
 
 def agent_from_spec(spec: Mapping[str, Any]) -> Any:
     """The :class:`~agent_inspect.agents.DeclarativeAgent` of a case-file ``[agent]`` mapping."""
-    from agent_inspect.cases import parse_case
-
     (case,) = parse_case({"id": "generated", "replay": [], "log": [], "agent": dict(spec)})
     return case.agent()
 
@@ -142,8 +145,6 @@ def _mutate(rng: random.Random, inputs: list[tuple[str, str]], values: str) -> t
 
 
 def _boundary(step: Any) -> bool:
-    from agent_inspect.executor import StepKind
-
     if step.kind is StepKind.ROUND_COMPLETE:
         return True
     # a top-level task about to run: checkpoints fall between mailbox actions, never inside a sub-agent call
@@ -167,9 +168,6 @@ class _Generator:
         self.latest = 0                             # the failed job's latest checkpoint
 
     def run(self) -> History:
-        from agent_inspect.executor import KeyMaker, as_plan
-        from agent_inspect.recovery import ReplayPlan
-
         rng, o = self.rng, self.o
         spec = _agent_spec(rng, o)
         agent = agent_from_spec(spec)
@@ -189,7 +187,6 @@ class _Generator:
                        None)
         km = KeyMaker(self.log, key_format=o.key_format)
         all_keys = sorted({*paths, *keys})
-        from agent_inspect.recovery import PendingTask
 
         cp = ck.checkpoint
         plan = ReplayPlan(inputs=base.inputs, restored_seq=dict(cp.restored_seq),
@@ -244,8 +241,6 @@ class _Generator:
         return paths
 
     def _attempt(self, number: int, agent: Any, first_inputs: list[tuple[str, str]]) -> None:
-        from agent_inspect.executor import ReplayExecutor, StepKind
-
         rng, o = self.rng, self.o
         rule = rng.choice(o.production_rules)
         if number == 1:
@@ -304,9 +299,6 @@ class _Generator:
                 cks: list[tuple[int, int, list[str], Any, frozenset[str]]], start: int,
                 paths: Mapping[str, list[str]], base_end: int, restored: Any) -> None:
         """The topic after this attempt: its writes up to the failure, tombstones after completed checkpoints."""
-        from agent_inspect.log import ActionStateLog
-        from agent_inspect.raw import RawBatch, SourceInfo
-
         journal = ex.journal
         batch = RawBatch()
         off = base_end
@@ -339,8 +331,6 @@ class _Generator:
         self.log = ActionStateLog.from_raw(batches, source)
 
     def _executions(self) -> list[Execution]:
-        from agent_inspect.recovery import agent_event
-
         log = self.log
         out: list[dict[str, Any]] = []
         open_: dict[tuple[int, str], dict[str, Any]] = {}

@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.rules import resolve_rule
 
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "RuleCheckError", "event_notation"]
 
@@ -80,7 +81,6 @@ class HistoryOptions:
             object.__setattr__(self, "production_rules", (self.production_rules,))
         if not self.production_rules:
             raise RuleCheckError("history option production_rules is empty; name at least one rule, e.g. 'original'")
-        from agent_inspect.rules import resolve_rule
 
         for r in self.production_rules:
             try:

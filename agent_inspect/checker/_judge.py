@@ -12,8 +12,9 @@ from agent_inspect.checker._generate import (
     History,
     RuleCheckError,
 )
+from agent_inspect.recovery import iter_entries, rebuild_records, simulate, window_mask
 from agent_inspect.rules import resolve_rule
-from agent_inspect.store import DivergenceRule
+from agent_inspect.store import DivergenceRule, RecoverySession
 
 __all__ = ["resolve_check_rule", "FAILURE_KINDS"]
 
@@ -136,8 +137,6 @@ class _Subject:
     lww: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from agent_inspect.recovery import iter_entries, window_mask
-
         self.agent = _CachedAgent(self.agent)
         recs = self.log.records
         mask = window_mask(recs, list(self.markers), start_offsets=self.log.source.start_offsets)
@@ -172,9 +171,6 @@ class _Eval:
 
 
 def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
-    from agent_inspect.recovery import rebuild_records, simulate
-    from agent_inspect.store import RecoverySession
-
     guard = _Guarded(rule)
     counter = itertools.count(1)
     ev = _Eval()

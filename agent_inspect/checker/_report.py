@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect._html import escape, frame_html
 from agent_inspect.cases import executor_for
 from agent_inspect.checker._generate import (
     HistoryOptions,
@@ -168,8 +169,6 @@ class CheckReport:
         return f"CheckReport({self.summary()})"
 
     def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
         verdict = "no stale reuse" if self.passed else "<b>unsafe</b>"
         parts = [f"<p><b>Rule check</b> <code>{escape(self.rule)}</code> — {verdict}: {escape(self.summary())}</p>",
                  frame_html(pd.DataFrame([self.totals]), caption="totals")]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect.cases import build_case, parse_case
 from agent_inspect.checker._generate import (
     History,
     event_notation,
@@ -74,14 +75,10 @@ def _assemble(base: Mapping[str, Any], lines: Sequence[_Line], replay: Sequence[
 
 
 def _parse(data: Mapping[str, Any]) -> Any:
-    from agent_inspect.cases import parse_case
-
     return parse_case(data)[0]
 
 
 def _judge_case(data: Mapping[str, Any], rule: DivergenceRule) -> _Eval | None:
-    from agent_inspect.cases import build_case
-
     try:
         built = build_case(_parse(data))
     except InspectError:
