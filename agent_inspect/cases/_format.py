@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import CaseFileError
-from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentCall
+from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentBatch, SubagentCall
 from agent_inspect.cases._notation import EventRef, parse_event, parse_expectation
 from agent_inspect.cases._spec import (
     CALL_STATUSES,
@@ -362,6 +362,12 @@ def _step(raw: Any, where: str) -> Step:
         _known(raw, {"subagent", "session", "call_id", "event"}, where)
         ev = parse_event(raw.get("event", "Ev(_input_event)"), where=where)
         return SubagentCall(str(raw["subagent"]), str(raw["session"]), str(raw["call_id"]), ev.type, ev.attributes)
+    if "batch" in raw:
+        _known(raw, {"batch"}, where)
+        calls = [_step(c, f"{where} batch") for c in raw["batch"]]
+        if not calls or not all(isinstance(c, SubagentCall) for c in calls):
+            raise CaseFileError(f"{where}: a batch is a list of {{ subagent = ... }} calls")
+        return SubagentBatch(tuple(c for c in calls if isinstance(c, SubagentCall)))
     if "set" in raw:
         _known(raw, {"set", "value", "memory"}, where)
         return SetMemory(str(raw["set"]), raw.get("value"), str(raw.get("memory", "short_term")))

@@ -99,6 +99,7 @@ class CallJournal:
         self.index = 0
         self.warnings: list[str] = []
         self.writes = 0
+        self._reserved: set[int] = set()     # slots this execution reserved (a fresh call, not a re-submit)
 
     def call(self, function_id: str, args_digest: str, run: Callable[[], Any] | None = None, *,
              reconciler: Callable[[], Any] | None = None) -> CallOutcome:
@@ -139,23 +140,38 @@ class CallJournal:
         the call with the same ids (outcome ``resubmit``: the child is dispatched again and reconciles
         against its own record); no slot reserves one, runs and finalizes."""
         i = self.index
+        cut = self.reserve([function_id])
         self.index += 1
-        slot = self.results[i] if i < len(self.results) else None
-        same = slot is not None and slot.function_id == function_id and slot.args_digest == ""
-        if same and slot is not None and slot.status != "PENDING":
+        slot = self.results[i]
+        if slot.status != "PENDING":
             return CallOutcome(function_id, "", "reraise" if slot.status == "FAILED" else "hit", i,
                                status=slot.status)
-        if same and slot is not None:
-            slot.status = _invoke(run)
-            self.writes += 1
-            return CallOutcome(function_id, "", "resubmit", i, status=slot.status)
-        cut = self._truncate(i, slot, function_id, "")
-        new = _Slot(function_id, "", "PENDING")
-        self.results.append(new)
-        self.writes += 1          # the reservation (a batch reserves all its slots in this one write)
-        new.status = _invoke(run)
+        slot.status = _invoke(run)
         self.writes += 1
-        return CallOutcome(function_id, "", "execute", i, cut, new.status)
+        if i in self._reserved:
+            return CallOutcome(function_id, "", "execute", i, cut, slot.status)
+        return CallOutcome(function_id, "", "resubmit", i, status=slot.status)
+
+    def reserve(self, function_ids: Sequence[str]) -> int | None:
+        """Reserve PENDING caller slots for sub-agent calls about to be made from the current index on, in
+        one write (``reservePendingBatch``): slots already there with the same identity stay; a mismatch
+        cuts the journal there (§9.4). Returns the index cut at, if any."""
+        cut = None
+        added = False
+        for k, fid in enumerate(function_ids):
+            j = self.index + k
+            slot = self.results[j] if j < len(self.results) else None
+            if slot is not None and slot.function_id == fid and slot.args_digest == "":
+                continue
+            if slot is not None:
+                cut = self._truncate(j, slot, fid, "") if cut is None else cut
+                del self.results[j:]
+            self.results.append(_Slot(fid, "", "PENDING"))
+            self._reserved.add(j)
+            added = True
+        if added:
+            self.writes += 1
+        return cut
 
     def _truncate(self, i: int, slot: _Slot | None, function_id: str, args_digest: str) -> int | None:
         if slot is None:
@@ -302,6 +318,14 @@ class _Context:
     @property
     def short_term(self) -> _Memory:
         return _Memory(self._sim.short_term.setdefault(self.key, {}))
+
+    def call_subagents(self, calls: Sequence[tuple[str, str, Mapping[str, Any], str, str]]) -> list[Any]:
+        """A batch of sub-agent calls ``(scope, event type, attributes, session id, call id)``: under a
+        runtime with ``pending_slots`` their PENDING caller slots are reserved in one write first."""
+        if self._sim.model.pending_slots:
+            self._journal.reserve([f"{session}#{call_id}" for _, _, _, session, call_id in calls])
+        return [self.call_subagent(scope, etype, attrs, session_id=session, call_id=call_id)
+                for scope, etype, attrs, session, call_id in calls]
 
     @property
     def sensory(self) -> _Memory:

@@ -191,3 +191,20 @@ def test_branch_aware_compares_a_begin_task_after_its_round_root_joined():
     res = run_case(_case("N16"), "branch-aware")
     assert res.passed, (res.predicted, res.mismatches)
     assert res.evictions == 0
+
+
+def test_a_batch_reserves_its_pending_slots_in_one_write():
+    from agent_inspect.recovery import CallJournal
+
+    journal = CallJournal()
+    fids = [f"s0#s0-{n}" for n in range(1, 5)]
+    journal.reserve(fids)
+    assert journal.writes == 1 and [s.status for s in journal.results] == ["PENDING"] * 4
+    outs = [journal.subagent(f, None) for f in fids[:1]]          # the job dies after the first call
+    assert [o.outcome for o in outs] == ["execute"]
+    assert [s.status for s in journal.results] == ["SUCCEEDED", "PENDING", "PENDING", "PENDING"]
+    # replayed from that journal: the terminal slot replays, the PENDING ones re-submit
+    again = CallJournal(journal.results)
+    again.reserve(fids)
+    assert again.writes == 0
+    assert [again.subagent(f, None).outcome for f in fids] == ["hit", "resubmit", "resubmit", "resubmit"]
