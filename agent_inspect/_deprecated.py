@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["moved"]
+__all__ = ["moved", "renamed"]
 
 
 def moved(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -23,5 +23,25 @@ def moved(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
         warnings.warn(f"{module}.{name} moved to {target}.{name}; import it from there "
                       "(the old name will be removed in the next release)", DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(target), name)
+
+    return __getattr__
+
+
+def renamed(module: str, names: Mapping[str, str],
+            fallback: Callable[[str], Any] | None = None) -> Callable[[str], Any]:
+    """A module ``__getattr__`` serving old names (old name → new name in ``module``) with a warning.
+
+    Other names go to ``fallback`` (e.g. a :func:`moved` hook).
+    """
+
+    def __getattr__(name: str) -> Any:
+        new = names.get(name)
+        if new is None:
+            if fallback is not None:
+                return fallback(name)
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} is now {module}.{new} (the old name will be removed in the next release)",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(module), new)
 
     return __getattr__

@@ -7,4 +7,5 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
 fi
+bash scripts/check.sh   # the shape: one-way layers, lint, types (fails the run before the tests)
 exec .venv/bin/python -m pytest "$@"

@@ -14,7 +14,7 @@ from agent_inspect._errors import CaseFileError
 from agent_inspect.cases._build import build_case, call_result, encode_payload
 from agent_inspect.cases._format import Case
 from agent_inspect.cases._notation import ExpectedItem
-from agent_inspect.recovery import NOT_DISPATCHED, CallJournal, predict
+from agent_inspect.recovery import NOT_DISPATCHED, SymbolicCallJournal, predict
 from agent_inspect.rules import resolve_rule
 
 __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
@@ -201,7 +201,7 @@ def run_call_case(case: Case) -> CaseResult:
     state = codec.ActionState(task_event=codec.Event.new("_input_event", {"input": case.id}, id=None),
                               call_results=tuple(call_result(c, where=case.id) for c in cc.record))
     recorded = codec.decode_action_state(codec.encode_action_state(state, value_format=cc.value_format)).call_results
-    journal = CallJournal(recorded)
+    journal = SymbolicCallJournal(recorded)
     mismatches: list[str] = []
     predicted: list[str] = []
     outcomes = []

@@ -8,31 +8,38 @@ is also available as a journal of raw records (production mode).
 
 from __future__ import annotations
 
+from agent_inspect._deprecated import renamed
 from agent_inspect.executor._calls import (
     CallEvent,
-    CallJournal,
     CallSlot,
+    LiveCallJournal,
     RecordedCallError,
     RecordedValue,
     python_args_digest,
     python_function_id,
 )
 from agent_inspect.executor._context import ReplayContext
-from agent_inspect.executor._engine import Checkpoint, Counters, MemoryState, ReplayExecutor
 from agent_inspect.executor._memory import Memory
+from agent_inspect.executor._options import ExecutorOptions
 from agent_inspect.executor._plan import as_plan
 from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
 from agent_inspect.executor._record import OpaqueMemoryValue, RecordView, json_envelope_decoder
+from agent_inspect.executor._replay import ReplayExecutor
 from agent_inspect.executor._report import ReplaySafetyReport
+from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
 from agent_inspect.executor._statekeys import KeyMaker
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind, StepOutcome
 
 __all__ = [
     # the executor and its control
-    "ReplayExecutor", "Step", "StepKind", "Breakpoint", "Counters", "MemoryState", "Checkpoint",
+    "ReplayExecutor", "ExecutorOptions", "Step", "StepKind", "StepOutcome", "Breakpoint", "Counters",
+    "MemoryState", "Checkpoint",
     # policies and the dry-run report
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory
-    "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
+    "ReplayContext", "LiveCallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
     "python_function_id", "python_args_digest", "Memory", "as_plan", "KeyMaker", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]
+
+# renamed: the executor's journal runs calls live; recovery.SymbolicCallJournal is the predictor's model
+__getattr__ = renamed(__name__, {"CallJournal": "LiveCallJournal"})

@@ -1,6 +1,6 @@
 """Durable-call matching inside one action execution (spec §9.4, §13.1).
 
-A :class:`CallJournal` is the executor's model of upstream's per-execution durable context: calls are
+A :class:`LiveCallJournal` is the executor's model of upstream's per-execution durable context: calls are
 matched *by position* against the recorded call results; a hit returns (or re-raises) the record, a
 mismatch truncates, a PENDING slot of a reconcilable call runs the reconciler. Every decision is
 reported through a callback so the executor can turn it into a step.
@@ -17,11 +17,12 @@ from typing import Any, Literal
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.codec import python_args_digest, python_function_id
+from agent_inspect.executor._steps import StepOutcome
 
 __all__ = [
     "CallSlot",
     "CallEvent",
-    "CallJournal",
+    "LiveCallJournal",
     "RecordedCallError",
     "RecordedValue",
     "python_function_id",
@@ -141,8 +142,12 @@ class CallEvent:
 Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
 
 
-class CallJournal:
-    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext).
+class LiveCallJournal:
+    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext), live.
+
+    Calls really run (or are served by the replay policy), bodies get the values and recorded failures
+    are raised, every write is persisted through ``persist``. The predictor's
+    :class:`~agent_inspect.recovery.SymbolicCallJournal` models the same rule without values.
 
     ``recorded`` is the call-result list of the cached record (empty for a fresh execution).
     ``persist(results)`` is called with the full list whenever upstream would write the ActionState.
@@ -186,7 +191,7 @@ class CallJournal:
                 return self._replay(i, slot, before)
             self._warn_mismatch(i, slot, fid, digest)
             del self.results[i:]
-            self._report(CallEvent(i, fid, digest, "mismatch", recorded=slot.identity,
+            self._report(CallEvent(i, fid, digest, StepOutcome.MISMATCH, recorded=slot.identity,
                                    results_before=before, results_after=len(self.results)))
         outcome, value, error = self._execute(fid, digest, call, i)
         self.results.append(_slot(fid, digest, value, error))
@@ -218,11 +223,11 @@ class CallJournal:
                 return _deliver(value, error)
             self._warn_mismatch(i, slot, fid, digest)
             del self.results[i:]
-            self._report(CallEvent(i, fid, digest, "truncate", recorded=slot.identity,
+            self._report(CallEvent(i, fid, digest, StepOutcome.TRUNCATE, recorded=slot.identity,
                                    results_before=before, results_after=len(self.results)))
             self._persist(tuple(self.results))
         self.results.append(CallSlot(fid, digest, "PENDING"))
-        self._report(CallEvent(i, fid, digest, "pending", status="PENDING",
+        self._report(CallEvent(i, fid, digest, StepOutcome.PENDING, status="PENDING",
                                results_before=before, results_after=len(self.results)))
         self._persist(tuple(self.results))
         outcome, value, error = self._execute(fid, digest, call, i)
@@ -237,7 +242,7 @@ class CallJournal:
 
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
         if slot.status == "PENDING":
-            self._report(CallEvent(i, slot.function_id, slot.args_digest, "pending-hit",
+            self._report(CallEvent(i, slot.function_id, slot.args_digest, StepOutcome.PENDING_HIT,
                                    status="PENDING", recorded=slot.identity,
                                    results_before=before, results_after=before))
             if self._java:
@@ -246,7 +251,7 @@ class CallJournal:
                     "(upstream Optional.of(null), spec §9.4)", function_id=slot.function_id, payload=None)
             return None
         failed = slot.status == "FAILED"
-        self._report(CallEvent(i, slot.function_id, slot.args_digest, "hit-failed" if failed else "hit",
+        self._report(CallEvent(i, slot.function_id, slot.args_digest, StepOutcome.HIT_FAILED if failed else StepOutcome.HIT,
                                status=slot.status, recorded=slot.identity,
                                results_before=before, results_after=before))
         if failed:
@@ -266,13 +271,13 @@ class CallJournal:
         try:
             outcome, value = self._run(fid, digest, call, i)
         except ReplayError:
-            self._report(CallEvent(i, fid, digest, "deny", results_before=len(self.results),
+            self._report(CallEvent(i, fid, digest, StepOutcome.DENY, results_before=len(self.results),
                                    results_after=len(self.results)))
             raise
         except Exception as exc:  # noqa: BLE001 - a failing call is recorded as FAILED, like upstream
-            return ("reconcile" if reconcile else "execute"), None, exc
-        if reconcile and outcome == "execute":
-            outcome = "reconcile"
+            return (StepOutcome.RECONCILE if reconcile else StepOutcome.EXECUTE), None, exc
+        if reconcile and outcome == StepOutcome.EXECUTE:
+            outcome = StepOutcome.RECONCILE
         return outcome, value, None
 
     @staticmethod
@@ -283,7 +288,7 @@ class CallJournal:
 
 
 def _run_for_real(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
-    return "execute", call()
+    return StepOutcome.EXECUTE, call()
 
 
 def _slot(fid: str, digest: str, value: Any, error: BaseException | None) -> CallSlot:

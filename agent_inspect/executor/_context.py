@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
-from agent_inspect.executor._calls import CallJournal, python_args_digest, python_function_id
+from agent_inspect.executor._calls import LiveCallJournal, python_args_digest, python_function_id
 from agent_inspect.executor._events import wrap_subagent
 from agent_inspect.executor._memory import Memory
 
 if TYPE_CHECKING:
-    from agent_inspect.executor._engine import ReplayExecutor
+    from agent_inspect.executor._events import IdSource
+    from agent_inspect.executor._statekeys import KeyMaker
 
-__all__ = ["ReplayContext", "RecordingMemory"]
+__all__ = ["ReplayContext", "RecordingMemory", "Runtime"]
+
+
+class Runtime(Protocol):
+    """What a context needs from the engine: fresh event ids, key texts, and sub-agent calls."""
+
+    @property
+    def ids(self) -> IdSource: ...
+
+    @property
+    def keys(self) -> KeyMaker: ...
+
+    def subagent_runner(self, ctx: ReplayContext, scope: str, session_id: str, call_id: str,
+                        event_type: str, attributes: Mapping[str, object]) -> Callable[[], list[dict[str, object]]]: ...
 
 
 class _Deferred:
@@ -61,8 +75,8 @@ class ReplayContext:
     - ``durable_execute(function_id, args_digest, call)``: an explicit identity (Java ids use ``""``).
     """
 
-    def __init__(self, runtime: ReplayExecutor, *, key: str, seq: int, action: str, event: AgentEvent,
-                 calls: CallJournal, short_term: Memory, sensory: Memory,
+    def __init__(self, runtime: Runtime, *, key: str, seq: int, action: str, event: AgentEvent,
+                 calls: LiveCallJournal, short_term: Memory, sensory: Memory,
                  subcall: tuple[str, str, str] | None = None) -> None:
         self.key = key
         self.seq = seq
@@ -91,7 +105,7 @@ class ReplayContext:
     def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
         """Emit an event with a fresh id; inside a sub-agent call it is re-wrapped for the same call."""
         attrs = dict(attributes or {})
-        new_id = self._runtime._ids.new()
+        new_id = self._runtime.ids.new()
         if self._subcall is not None and type != SUBAGENT_EVENT:
             scope, session, call = self._subcall
             ev = wrap_subagent(scope, session, call, type, attrs, event_id=new_id,
@@ -152,14 +166,14 @@ class ReplayContext:
         if session_id is None or call_id is None:
             session_id, call_id = self._allocate_ids(scope)
         fid = f"{session_id}#{call_id}"
-        run = self._runtime._subagent_runner(self, scope, session_id, call_id, event_type, attrs)
+        run = self._runtime.subagent_runner(self, scope, session_id, call_id, event_type, attrs)
         return self.calls.call(fid, "", run)
 
     def _allocate_ids(self, scope: str) -> tuple[str, str]:
         if self._allocator is None:
             from agent_inspect.agents import SubagentIdAllocator
 
-            key_text = self._runtime._keys.key_text(self.key) or self.key     # §11.2: the key's text
+            key_text = self._runtime.keys.key_text(self.key) or self.key     # §11.2: the key's text
             self._allocator = SubagentIdAllocator(key_text=key_text, seq=self.seq, action=self.action,
                                                   event_type=self.event.type,
                                                   event_attributes=self.event.attributes)

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
-__all__ = ["PlanView", "plan_view", "as_plan"]
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import ReplayPlan
+
+__all__ = ["PlanView", "plan_view", "as_plan", "PlanLike"]
+
+PlanLike: TypeAlias = "ReplayPlan | Mapping[str, Any]"
+"""A :class:`~agent_inspect.recovery.ReplayPlan` or a mapping with its fields (``{"inputs": [...]}``)."""
 
 
 class PlanView:
@@ -19,7 +26,7 @@ class PlanView:
     counter, while two typed keys with one key text (#1099) keep their own.
     """
 
-    def __init__(self, plan: Any, *, business_key: Callable[[str], str] = str) -> None:
+    def __init__(self, plan: ReplayPlan, *, business_key: Callable[[str], str] = str) -> None:
         self.plan = plan
         self.inputs: list[tuple[str, AgentEvent]] = [(str(i.key), i.event) for i in plan.inputs]
         self._bk = business_key
@@ -46,7 +53,8 @@ class PlanView:
         return seq
 
 
-def as_plan(plan: Any, log: Any, *, markers: Any = None) -> Any:
+def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
+            markers: Sequence[Mapping[int, int]] | None = None) -> ReplayPlan:
     """A ``ReplayPlan`` from a plan, a mapping, or None (inferred from the log's own later attempt,
     within the replay window of ``markers``).
 
@@ -70,7 +78,8 @@ def as_plan(plan: Any, log: Any, *, markers: Any = None) -> Any:
     raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs'")
 
 
-def plan_view(plan: Any, log: Any, *, markers: Any = None) -> PlanView:
+def plan_view(plan: PlanLike | None, log: ActionStateLog | None, *,
+              markers: Sequence[Mapping[int, int]] | None = None) -> PlanView:
     return PlanView(as_plan(plan, log, markers=markers))
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import CallSlot
 from agent_inspect.executor._events import event_from_record
+
+if TYPE_CHECKING:
+    from agent_inspect.codec import ActionState
 
 __all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder"]
 
@@ -40,7 +43,7 @@ class RecordView:
     completed: bool = False
 
     @classmethod
-    def from_state(cls, state: Any, *, memory_decoder: Callable[[OpaqueMemoryValue], Any] | None = None
+    def from_state(cls, state: ActionState, *, memory_decoder: Callable[[OpaqueMemoryValue], Any] | None = None
                    ) -> RecordView:
         """From a decoded ``agent_inspect.codec.ActionState``.
 
@@ -61,7 +64,7 @@ class RecordView:
             completed=bool(state.completed),
         )
 
-    def to_state(self, *, value_format: str = "V3") -> Any:
+    def to_state(self, *, value_format: str = "V3") -> ActionState:
         """The codec ``ActionState`` to encode with ``encode_action_state``."""
         from agent_inspect.codec import ActionState, CallResult
 

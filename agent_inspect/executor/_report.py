@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_inspect.executor._steps import Step, StepKind
+from agent_inspect.executor._state import Counters
+from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ReplaySafetyReport", "REPORT_COLUMNS"]
 
 REPORT_COLUMNS = ["task", "key", "seq", "action", "event_type", "outcome", "rule_outcome", "policy",
                   "restored_in_flight", "stale_logic", "calls_served", "calls_executed", "calls_reconciled",
                   "calls_stubbed", "calls_denied", "calls_truncated", "diff", "safe", "risks"]
+
+_CALL_COLUMNS: dict[str, str] = {
+    **dict.fromkeys(SERVED_CALLS, "calls_served"), StepOutcome.EXECUTE: "calls_executed",
+    StepOutcome.RECONCILE: "calls_reconciled", StepOutcome.STUB: "calls_stubbed", StepOutcome.DENY: "calls_denied",
+    StepOutcome.MISMATCH: "calls_truncated", StepOutcome.TRUNCATE: "calls_truncated"}
 
 
 @dataclass(frozen=True)
@@ -25,14 +34,14 @@ class ReplaySafetyReport:
     (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
     """
 
-    frame: Any
-    counters: Any
+    frame: pd.DataFrame
+    counters: Counters
     failure: str | None = None
-    stale_records: Any = None
+    stale_records: pd.DataFrame | None = None
 
     @classmethod
-    def from_steps(cls, steps: Sequence[Step], *, counters: Any, failure: str | None,
-                   stale_records: Any = None) -> ReplaySafetyReport:
+    def from_steps(cls, steps: Sequence[Step], *, counters: Counters, failure: str | None,
+                   stale_records: pd.DataFrame | None = None) -> ReplaySafetyReport:
         import pandas as pd
 
         rows: dict[int, dict[str, Any]] = {}
@@ -46,7 +55,7 @@ class ReplaySafetyReport:
                            calls_served=0, calls_executed=0, calls_reconciled=0, calls_stubbed=0,
                            calls_denied=0, calls_truncated=0, restored_in_flight=False, stale_logic=False,
                            risks=[])
-            out = s.outcome or ""
+            out = "" if s.outcome is None else str(s.outcome)   # plain text in the frame
             if s.kind is StepKind.LOOKUP:
                 row["outcome"] = out
                 row["rule_outcome"] = s.detail.get("rule_outcome", out)
@@ -54,15 +63,12 @@ class ReplaySafetyReport:
                 row["restored_in_flight"] = bool(s.detail.get("restored"))
                 row["stale_logic"] = bool(s.detail.get("stale_logic"))
             elif s.call_index is not None:
-                key = {"hit": "calls_served", "hit-failed": "calls_served", "pending-hit": "calls_served",
-                       "served-recorded": "calls_served", "execute": "calls_executed",
-                       "reconcile": "calls_reconciled", "stub": "calls_stubbed", "deny": "calls_denied",
-                       "mismatch": "calls_truncated", "truncate": "calls_truncated"}.get(out)
+                key = _CALL_COLUMNS.get(out)
                 if key:
                     row[key] += 1
-            elif out.startswith("diff"):
-                row["diff"] = "equal" if out == "diff-equal" else s.change
-            elif out == "failed":
+            elif out in SHADOW_OUTCOMES:
+                row["diff"] = "equal" if out == StepOutcome.DIFF_EQUAL else s.change
+            elif out == StepOutcome.FAILED:
                 row["risks"].append(s.reason or "body failed")
         if failure and rows:
             rows[max(rows)]["risks"].append(failure)
@@ -86,7 +92,7 @@ class ReplaySafetyReport:
         return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records)
 
     @property
-    def unsafe(self) -> Any:
+    def unsafe(self) -> pd.DataFrame:
         """The rows that are not replay-safe."""
         return self.frame[~self.frame["safe"].astype(bool)]
 

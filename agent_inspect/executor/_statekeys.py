@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from agent_inspect._errors import ReplayError
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import KeyIdentity
 
 __all__ = ["KeyMaker"]
 
@@ -16,10 +21,10 @@ _PLACEHOLDER_FINGERPRINT = "A" * 43 + "="
 class KeyMaker:
     """Computes state keys per business key: identities from the plan, then the log, then the key text."""
 
-    def __init__(self, log: Any, *, key_format: str | None, max_parallelism: int = 128) -> None:
+    def __init__(self, log: ActionStateLog | None, *, key_format: str | None, max_parallelism: int = 128) -> None:
         self._log = log
         self._max_parallelism = max_parallelism
-        self._ids: dict[str, Any] = {}
+        self._ids: dict[str, KeyIdentity] = {}
         self._last: dict[str, str] | None = None
         self.format = key_format or self._infer_format()
 
@@ -29,7 +34,7 @@ class KeyMaker:
         counts = Counter(str(f) for f in self._log.records["key_format"].dropna())
         return counts.most_common(1)[0][0] if counts else "K1.5"
 
-    def register(self, identities: Any) -> None:
+    def register(self, identities: Mapping[str, KeyIdentity] | None) -> None:
         """Use the plan's key identities (``ReplayPlan.keys``)."""
         for key, ident in dict(identities or {}).items():
             self._ids[str(key)] = ident
@@ -39,7 +44,7 @@ class KeyMaker:
         """The log's business key of plan key ``key`` (the key text, or the digest for K1.6/K2)."""
         return str(self.identity(key).business_key)
 
-    def identity(self, key: str) -> Any:
+    def identity(self, key: str) -> KeyIdentity:
         ident = self._ids.get(key)
         if ident is None:
             ident = self._ids[key] = self._make(key)
@@ -49,13 +54,15 @@ class KeyMaker:
     def _last_state_keys(self) -> dict[str, str]:
         # one pass over the log instead of one scan per key
         if self._last is None:
+            if self._log is None:
+                return {}
             recs = self._log.records
             ok = recs[recs["error"].isna()] if "error" in recs.columns else recs
             last = ok.groupby("business_key", observed=True, sort=False)["state_key"].last()
             self._last = {str(k): str(v) for k, v in last.items()}
         return self._last
 
-    def _make(self, key: str) -> Any:
+    def _make(self, key: str) -> KeyIdentity:
         from agent_inspect import codec
         from agent_inspect.recovery import KeyIdentity
 
@@ -69,11 +76,13 @@ class KeyMaker:
             if sk is not None:
                 p = codec.parse_state_key(sk)
                 if p.format == self.format:
-                    bk = p.key_digest if p.format in ("K1.6", "K2") else key
+                    bk = p.key_digest if p.format in ("K1.6", "K2") and p.key_digest is not None else key
                     return KeyIdentity(business_key=bk, key_format=p.format, key_text=p.key_text,
                                        key_group=p.key_group, key_digest=p.key_digest,
                                        serializer_fingerprint=p.serializer_fingerprint)
         fmt = self.format
+        text: str | None
+        digest: str | None
         if fmt in ("K1.6", "K2") and self._looks_like_digest(key):
             digest, text = key, None
         else:

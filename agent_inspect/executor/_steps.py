@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["StepKind", "Step", "Breakpoint", "STEP_COLUMNS"]
+__all__ = ["StepKind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES"]
 
 
 class StepKind(str, enum.Enum):
@@ -31,6 +31,55 @@ class StepKind(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class StepOutcome(enum.StrEnum):
+    """The outcome text of a step. A ``str`` enum, so ``steps["outcome"]`` and string comparisons are unchanged.
+
+    Lookups show the rule's decision (``REUSE``/``RESUME``/``RERUN``/``FAIL``/``NOT-DISPATCHED``) and
+    bodies their kind; durable calls one of the call outcomes (see
+    :class:`~agent_inspect.executor.CallEvent`). Cache steps carry the store's op text (``evict``,
+    ``invalidate``, …) and a PERSIST of call results the text ``call results (n)``: those stay plain strings.
+    """
+
+    # rebuild
+    REBUILT = "rebuilt"
+    RESTORE_FAILED = "restore-failed"
+    # lookup decisions and body kinds
+    REUSE = "REUSE"
+    RESUME = "RESUME"
+    RERUN = "RERUN"
+    FAIL = "FAIL"
+    NOT_DISPATCHED = "NOT-DISPATCHED"
+    # a body or a prune that failed the job
+    FAILED = "failed"
+    # policy ``diff``: a shadow run compared with the production record
+    DIFF_EQUAL = "diff-equal"
+    DIFF_CHANGED = "diff-changed"
+    # durable calls (§9.4) and the replay call policy (§12)
+    HIT = "hit"
+    HIT_FAILED = "hit-failed"
+    PENDING_HIT = "pending-hit"
+    MISMATCH = "mismatch"
+    TRUNCATE = "truncate"
+    PENDING = "pending"
+    EXECUTE = "execute"
+    RECONCILE = "reconcile"
+    STUB = "stub"
+    SERVED_RECORDED = "served-recorded"
+    DENY = "deny"
+    # writes, rounds, checkpoints
+    INITIAL = "initial"
+    COMPLETED = "completed"
+    COMPLETE = "complete"
+    PRUNED = "pruned"
+
+
+SERVED_CALLS = frozenset({StepOutcome.HIT, StepOutcome.HIT_FAILED, StepOutcome.PENDING_HIT,
+                          StepOutcome.SERVED_RECORDED})
+"""Call outcomes that served a result without running the call."""
+SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED})
+"""Outcomes of a ``diff`` policy's shadow run."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +111,8 @@ class Step:
     def as_row(self) -> dict[str, Any]:
         row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "detail"}
         row["kind"] = self.kind.value
+        if self.outcome is not None:
+            row["outcome"] = str(self.outcome)      # plain text in frames, as before the enum
         return row
 
 

@@ -8,10 +8,17 @@ itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent
 
 from __future__ import annotations
 
-from agent_inspect._deprecated import moved
+from agent_inspect._deprecated import moved, renamed
 from agent_inspect.recovery._lints import LINTS, lint
 from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
-from agent_inspect.recovery._predict import NOT_DISPATCHED, CallJournal, Prediction, Simulation, predict, simulate
+from agent_inspect.recovery._predict import (
+    NOT_DISPATCHED,
+    Prediction,
+    Simulation,
+    SymbolicCallJournal,
+    predict,
+    simulate,
+)
 from agent_inspect.recovery._rebuild import (
     Markers,
     iter_entries,
@@ -31,13 +38,13 @@ __all__ = [
     "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "window_mask", "source_kind_of",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
-    "agent_event", "CallJournal",
+    "agent_event", "SymbolicCallJournal",
     # driving a plan through a rebuilt session
     "simulate", "Simulation",
     # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)
     "refresh_positions", "subagent_result_events", "with_subagent_result_events",
 ]
 
-__getattr__ = moved(__name__, dict.fromkeys(
+__getattr__ = renamed(__name__, {"CallJournal": "SymbolicCallJournal"}, moved(__name__, dict.fromkeys(
     ("Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
-     "DIVERGENCE_KINDS", "RecoverySession"), "agent_inspect.store"))
+     "DIVERGENCE_KINDS", "RecoverySession"), "agent_inspect.store")))

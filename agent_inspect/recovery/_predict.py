@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
-__all__ = ["predict", "Prediction", "simulate", "Simulation", "CallJournal", "CallOutcome", "NOT_DISPATCHED",
+__all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED",
            "reused_events"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
@@ -84,8 +84,12 @@ class _Slot:
     exception_payload: str | None = None
 
 
-class CallJournal:
-    """Position-matched durable-call replay of one action execution (spec §9.4).
+class SymbolicCallJournal:
+    """Position-matched durable-call replay of one action execution (spec §9.4), modelled symbolically.
+
+    It decides only *which* calls are served, executed or reconciled and tracks statuses: bodies get
+    no values and recorded failures are not raised. It is the predictor's, independent of the
+    executor's live journal (:class:`~agent_inspect.executor.LiveCallJournal`) so the two cross-check.
 
     ``recorded`` is the record's call results (any objects with ``function_id``, ``args_digest``,
     ``effective_status`` or ``status``, and the payloads). :meth:`call` returns a
@@ -302,7 +306,7 @@ class _Call:
 class _Context:
     """The :class:`~agent_inspect.agents.ActionContext` a body runs against during prediction."""
 
-    def __init__(self, sim: Simulation, rnd: _Round, decl: ActionDecl, event: AgentEvent, journal: CallJournal,
+    def __init__(self, sim: Simulation, rnd: _Round, decl: ActionDecl, event: AgentEvent, journal: SymbolicCallJournal,
                  task_index: int, call: _Call | None) -> None:
         self._sim, self._round, self._decl, self._journal = sim, rnd, decl, journal
         self._task_index, self._call = task_index, call
@@ -546,7 +550,7 @@ class Simulation:
         else:
             value = self._value(decision.entry)
             recorded = value.call_results if value is not None else ()
-        journal = CallJournal(recorded)
+        journal = SymbolicCallJournal(recorded)
         ctx = _Context(self, rnd, decl, event, journal, index, call)
         row["body_ran"] = True
         self.ledger[(rnd.key, "body", decl.name)] += 1

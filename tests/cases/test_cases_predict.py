@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from agent_inspect.agents import ActionDecl, AgentEvent, BaseAgent
 from agent_inspect.cases import build_case, load_cases, run_case
 from agent_inspect.cases._format import parse_case
-from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, predict
-from agent_inspect.recovery._predict import CallJournal
+from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, SymbolicCallJournal, predict
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import RecoverySession
 
@@ -144,7 +143,7 @@ _IDS = st.tuples(st.sampled_from(["f", "g"]), st.sampled_from(["", "d1"]))
 @given(st.lists(st.tuples(_IDS, st.sampled_from(["SUCCEEDED", "FAILED", "PENDING"])), max_size=5),
        st.lists(_IDS, max_size=6))
 def test_completion_only_calls_match_by_position(recorded, body):
-    journal = CallJournal([_R(fn, d, s) for (fn, d), s in recorded])
+    journal = SymbolicCallJournal([_R(fn, d, s) for (fn, d), s in recorded])
     outcomes = [journal.call(fn, d) for fn, d in body]
     prefix = 0
     while prefix < min(len(recorded), len(body)) and recorded[prefix][0] == body[prefix]:
@@ -163,21 +162,21 @@ def test_completion_only_calls_match_by_position(recorded, body):
 
 
 def test_reconcilable_paths():
-    pending = CallJournal([_R("crm", "d", "PENDING")])
+    pending = SymbolicCallJournal([_R("crm", "d", "PENDING")])
     assert pending.call("crm", "d", reconciler=lambda: None).outcome == "reconcile"
     assert pending.results[0].status == "SUCCEEDED"
 
     def boom():
         raise RuntimeError("reconciler failed")
 
-    failing = CallJournal([_R("crm", "d", "PENDING")])
+    failing = SymbolicCallJournal([_R("crm", "d", "PENDING")])
     assert failing.call("crm", "d", reconciler=boom).outcome == "reconcile"
     assert failing.results[0].status == "FAILED"
-    other = CallJournal([_R("crm", "d", "SUCCEEDED"), _R("x", "", "SUCCEEDED")])
+    other = SymbolicCallJournal([_R("crm", "d", "SUCCEEDED"), _R("x", "", "SUCCEEDED")])
     out = other.call("mail", "e", reconciler=lambda: None)
     assert (out.outcome, out.truncated_to) == ("execute", 0)
     assert [(s.function_id, s.status) for s in other.results] == [("mail", "SUCCEEDED")]
-    done = CallJournal([_R("crm", "d", "FAILED")])
+    done = SymbolicCallJournal([_R("crm", "d", "FAILED")])
     assert done.call("crm", "d", reconciler=lambda: None).outcome == "reraise"
 
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_inspect.executor import (
-    CallJournal,
     CallSlot,
+    LiveCallJournal,
     RecordedCallError,
     RecordedValue,
     python_args_digest,
@@ -50,7 +50,7 @@ def failed(fid, digest, exc):
 
 def journal(recorded, **kw):
     writes, events = [], []
-    j = CallJournal(recorded, persist=writes.append, report=events.append,
+    j = LiveCallJournal(recorded, persist=writes.append, report=events.append,
                     decode=lambda s: decode_recorded(s, trust_pickles=True), **kw)
     return j, writes, events
 

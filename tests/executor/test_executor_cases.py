@@ -134,7 +134,7 @@ def test_durable_call_cases_through_the_executor(case, caplog):
     for text in cc.warnings:
         assert text in caplog.text
     if cc.final_record is not None:
-        writes = [v for _, _, v in ex._run.writes if not v.completed]
+        writes = [v for _, _, v in ex._engine.run.writes if not v.completed]
         final = writes[-1].calls if writes else log.value(0).call_results
         got = [(c.function_id, getattr(c, "status", None) or c.effective_status) for c in final]
         assert got == [(w["fn"], w["status"]) for w in cc.final_record]

@@ -143,9 +143,9 @@ def test_pending_caller_slot_resubmits_under_main_only():
 
 
 def test_internal_calls_reserve_a_pending_slot_before_the_child_runs():
-    from agent_inspect.recovery import CallJournal
+    from agent_inspect.recovery import SymbolicCallJournal
 
-    journal = CallJournal()
+    journal = SymbolicCallJournal()
     seen = []
 
     def run():
@@ -194,9 +194,9 @@ def test_branch_aware_compares_a_begin_task_after_its_round_root_joined():
 
 
 def test_a_batch_reserves_its_pending_slots_in_one_write():
-    from agent_inspect.recovery import CallJournal
+    from agent_inspect.recovery import SymbolicCallJournal
 
-    journal = CallJournal()
+    journal = SymbolicCallJournal()
     fids = [f"s0#s0-{n}" for n in range(1, 5)]
     journal.reserve(fids)
     assert journal.writes == 1 and [s.status for s in journal.results] == ["PENDING"] * 4
@@ -204,7 +204,7 @@ def test_a_batch_reserves_its_pending_slots_in_one_write():
     assert [o.outcome for o in outs] == ["execute"]
     assert [s.status for s in journal.results] == ["SUCCEEDED", "PENDING", "PENDING", "PENDING"]
     # replayed from that journal: the terminal slot replays, the PENDING ones re-submit
-    again = CallJournal(journal.results)
+    again = SymbolicCallJournal(journal.results)
     again.reserve(fids)
     assert again.writes == 0
     assert [again.subagent(f, None).outcome for f in fids] == ["hit", "resubmit", "resubmit", "resubmit"]

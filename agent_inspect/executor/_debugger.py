@@ -1,0 +1,118 @@
+"""Debugger control over the engine: step, run to a breakpoint, back, reset, a simulated failure."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from agent_inspect._errors import ReplayError
+from agent_inspect.executor._engine import Engine
+from agent_inspect.executor._state import JobFailed
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+
+__all__ = ["Debugger", "DriverAction", "Until"]
+
+Until = Breakpoint | StepKind | str | Callable[[Step], bool] | None
+"""Where ``run()`` stops: a :class:`Breakpoint`, a step kind, or a predicate on :class:`Step`."""
+
+
+@dataclass(frozen=True)
+class DriverAction:
+    """Something the driver did between steps (a checkpoint): ``back()`` redoes it at step ``at``."""
+
+    at: int
+    added: int             # steps it added (a checkpoint's PRUNE steps go back together)
+    redo: Callable[[], object]
+
+
+class Debugger:
+    """Moves one engine forward and back; ``back()`` re-runs deterministically from the start."""
+
+    def __init__(self, engine: Engine, *, breakpoints: Iterable[Breakpoint] = (),
+                 fail_after: int | None = None) -> None:
+        self.engine = engine
+        self.breakpoints: list[Breakpoint] = list(breakpoints)
+        self.fail_after = fail_after
+        self.driver: list[DriverAction] = []
+
+    @property
+    def done(self) -> bool:
+        run = self.engine.run
+        return run.finished or run.failure is not None
+
+    def note(self, action: DriverAction) -> None:
+        """Record a driver action so ``back()`` replays it."""
+        self.driver.append(action)
+
+    def reset(self) -> None:
+        self.driver = []
+        self.engine.restart()
+
+    def ensure_started(self) -> None:
+        """Run the rebuild step if nothing ran yet."""
+        if self.engine.run.session is None and not self.engine.run.steps:
+            self.step()
+
+    def step(self) -> Step | None:
+        if self.done:
+            return None
+        run = self.engine.run
+        if self.engine.thread != threading.get_ident():
+            # a greenlet only runs on the thread that made it: rebuild this state here (deterministic)
+            self.replay_to(len(run.steps))
+            run = self.engine.run
+        if self.fail_after is not None and len(run.steps) >= self.fail_after:
+            run.failure = run.failure or JobFailed(f"simulated failure after step {self.fail_after}")
+            return None
+        return self.engine.advance()
+
+    def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
+        stop = _predicate(until)
+        n = 0
+        while True:
+            s = self.step()
+            if s is None:
+                return None
+            n += 1
+            if (stop is not None and stop(s)) or any(b.matches(s) for b in self.breakpoints):
+                return s
+            if max_steps is not None and n >= max_steps:
+                return s
+
+    def back(self) -> Step | None:
+        steps = self.engine.run.steps
+        if not steps:
+            return None
+        target = len(steps) - 1
+        for a in self.driver:
+            if a.at < target < a.at + a.added:
+                target = a.at
+        self.replay_to(target)
+        steps = self.engine.run.steps
+        return steps[-1] if steps else None
+
+    def replay_to(self, target: int) -> None:
+        """Re-run from the start to ``target`` steps, redoing the driver's actions where they happened."""
+        keep = [a for a in self.driver if a.at + a.added <= target]
+        self.engine.restart()
+        self.driver = []
+        while True:
+            if keep and keep[0].at == len(self.engine.run.steps):
+                keep.pop(0).redo()
+                continue
+            if len(self.engine.run.steps) >= target or self.step() is None:
+                break
+
+
+def _predicate(until: Until) -> Callable[[Step], bool] | None:
+    if until is None:
+        return None
+    if isinstance(until, Breakpoint):
+        return until.matches
+    if isinstance(until, (StepKind, str)):
+        kind = StepKind(until)
+        return lambda s: s.kind is kind
+    if callable(until):
+        return until
+    raise ReplayError("run(until=...) takes a Breakpoint, a step kind or a predicate on Step")

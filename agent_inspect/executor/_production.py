@@ -1,0 +1,120 @@
+"""Production mode: the engine as the operator of a job, with a journal, checkpoints and the topic after it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from agent_inspect.agents import AgentEvent
+from agent_inspect.executor._debugger import Debugger, DriverAction
+from agent_inspect.executor._engine import Engine, action_name, removed_text
+from agent_inspect.executor._journal import build_journal, combined_log, end_offsets, epoch_ms
+from agent_inspect.executor._options import Clock
+from agent_inspect.executor._state import Checkpoint, JobFailed
+from agent_inspect.executor._steps import Step, StepKind, StepOutcome
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.raw import RawBatch
+
+__all__ = ["Production"]
+
+
+class Production:
+    """The journal of the engine's writes, checkpoints (markers + keyed state), and ``to_log``.
+
+    ``restored_last_completed`` is the restored ``lastCompletedSequenceNumber`` per business key: a
+    checkpoint collects it for every key the job knows (§9.1), restored ones too.
+    """
+
+    def __init__(self, engine: Engine, debugger: Debugger, *, value_format: str, num_partitions: int | None,
+                 clock: Clock | None, prune_tombstones: bool, restored_last_completed: Mapping[str, int]) -> None:
+        self.engine = engine
+        self.debugger = debugger
+        self.value_format = value_format
+        self.num_partitions = num_partitions
+        self.clock = clock
+        self.prune_tombstones = prune_tombstones
+        self.restored_last_completed = dict(restored_last_completed)
+
+    @property
+    def source_kind(self) -> str:
+        log = self.engine.log
+        return getattr(getattr(log, "source", None), "kind", None) or self.engine.source_kind or "kafka"
+
+    def journal(self) -> RawBatch:
+        e = self.engine
+        return build_journal(e.run.writes, log=e.log, keys=e.keys, value_format=self.value_format,
+                             num_partitions=self.partitions(), source_kind=self.source_kind,
+                             timestamps=self._timestamps())
+
+    def _timestamps(self) -> list[int] | None:
+        clock, run = self.clock, self.engine.run
+        if clock is None:
+            return None
+        if callable(clock):
+            return [epoch_ms(clock(i, run.steps[n])) for i, n in enumerate(run.write_steps)]
+        base = epoch_ms(clock)
+        return [base + n for n in run.write_steps]
+
+    def partitions(self) -> int:
+        if self.num_partitions is not None:
+            return self.num_partitions
+        log = self.engine.log
+        if log is not None and getattr(log, "source", None) is not None:
+            ends = getattr(log.source, "end_offsets", None) or {}
+            if ends:
+                return max(ends) + 1
+            if len(log.records):
+                return int(log.records["partition"].max()) + 1
+        return 1
+
+    def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
+        """Take a checkpoint now and return its marker; ``complete`` also prunes finished rounds (§8.4)."""
+        self.debugger.ensure_started()
+        e, run = self.engine, self.engine.run
+        start = len(run.steps)
+        marker = end_offsets(self.journal(), log=e.log, num_partitions=self.partitions())
+        snapshot = {**self.restored_last_completed, **run.last_completed}
+        pending: list[tuple[str, int, str, AgentEvent]] = []
+        if run.active is not None:
+            key, seq, queue = run.active
+            todo = ([run.current] if run.current is not None else []) + [(d, ev) for d, ev, _ in queue]
+            pending = [(key, seq, action_name(d), ev) for d, ev in todo]
+        # the operator's whole keyed state: keys without a round in this attempt keep what was restored
+        seqs = {e.business_key(k): int(v) for k, v in e.plan.plan.restored_seq.items()}
+        seqs.update(run.seq_of)
+        mem = e.memory_states()
+        run.checkpoints.append(Checkpoint(
+            step=len(run.steps), marker=marker, restored_seq=seqs, pending=tuple(pending),
+            short_term={k: dict(v.short_term) for k, v in mem.items()},
+            sensory={k: dict(v.sensory) for k, v in mem.items()},
+            last_completed=snapshot, inputs_consumed=run.inputs_started))
+        if complete:
+            self._complete(snapshot, marker)
+        self.debugger.note(DriverAction(at=start, added=len(run.steps) - start,
+                                        redo=lambda: self.checkpoint(complete=complete)))
+        return marker
+
+    def _complete(self, snapshot: Mapping[str, int], marker: Mapping[int, int]) -> None:
+        e, run = self.engine, self.engine.run
+        for key, seq in sorted(snapshot.items()):
+            result = e.session.prune(key, seq, key_text=e.keys.key_text(key))
+            step = len(run.steps)
+            tombstones = [x.state_key for x in result.removed] if self.prune_tombstones else []
+            for state_key in tombstones:  # written as the prune runs, so a later marker covers them
+                run.writes.append((state_key, None, None))
+                run.write_steps.append(step)
+            e.record(Step(step, StepKind.PRUNE, key=key, seq=seq,
+                          outcome=StepOutcome.FAILED if result.failed else StepOutcome.PRUNED,
+                          reason=result.failed or f"checkpoint complete: prune rounds <= {seq}",
+                          change=removed_text(result.removed),
+                          detail={"removed": len(result.removed), "marker": marker,
+                                  "tombstones": len(tombstones)}))
+            if result.failed:
+                # pruneState throws out of notifyCheckpointComplete: the job fails (spec §8.3)
+                run.failure = run.failure or JobFailed(f"checkpoint completion failed: {result.failed}")
+                break
+
+    def to_log(self) -> ActionStateLog:
+        return combined_log(self.engine.log, self.journal(), num_partitions=self.partitions())

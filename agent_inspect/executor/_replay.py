@@ -1,0 +1,333 @@
+"""``ReplayExecutor``: the one public face of the engine, its debugger, production mode and inspection."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from agent_inspect._errors import ReplayError
+from agent_inspect.executor._agents import as_agent
+from agent_inspect.executor._debugger import Debugger, Until
+from agent_inspect.executor._engine import Engine
+from agent_inspect.executor._inspect import (
+    cache_frame,
+    counters_of,
+    outputs_frame,
+    stale_records_frame,
+    steps_frame,
+)
+from agent_inspect.executor._options import Clock, ExecutorOptions
+from agent_inspect.executor._plan import PlanLike, as_plan, plan_view
+from agent_inspect.executor._policy import Policies, as_policies
+from agent_inspect.executor._production import Production
+from agent_inspect.executor._report import ReplaySafetyReport
+from agent_inspect.executor._serve import CallServer
+from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
+from agent_inspect.executor._statekeys import KeyMaker
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.raw import RawBatch
+    from agent_inspect.recovery import Reconstruction, ReplayPlan
+    from agent_inspect.store import RecoverySession, Store
+
+__all__ = ["ReplayExecutor"]
+
+
+class ReplayExecutor:
+    """Step through a recovery (or a dry-run replay) one store decision at a time.
+
+    Build it from a loaded log (or a reconstruction result), a divergence ``rule`` and
+    :class:`ExecutorOptions` (or the same options as keywords; keywords win over ``options``)::
+
+        ex = ai.ReplayExecutor(log, agent=agent, rule="fixed", markers=[{0: 120}])
+        ex = ai.ReplayExecutor(log, rule="fixed", options=ExecutorOptions(agent=agent, markers=[{0: 120}]))
+        ex.step(); ex.run(until=Breakpoint(kind="rerun")); ex.back()
+        ex.steps            # one row per step
+        ex.store, ex.memory, ex.counters
+
+    The options (each documented on :class:`ExecutorOptions`): ``agent``, ``plan``, ``markers``,
+    ``policies``, ``memory``, ``sensory``, ``memory_decoder``, ``restore``, ``key_format``,
+    ``max_parallelism``, ``expected_fingerprint``, ``source_kind``, ``attempt``, ``seed``,
+    ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
+
+    The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`),
+    memory is copy-on-write, and no source client is ever used. Bodies must have side effects only
+    through their context; ``back()`` re-runs from the start to the previous step, serving durable
+    calls that already ran from memory so external functions are not called twice. A reconstruction
+    brings its rule and markers as defaults. Plan keys are Flink key texts or the log's business
+    keys; steps, memory and the store use the log's business key (the digest under K1.6/K2).
+
+    Production mode: with no log the executor is the *operator* of a fresh job. :attr:`journal`
+    holds its writes in upstream order (initial, call records, completed), :meth:`checkpoint`
+    returns a marker and keeps a :class:`Checkpoint`, :meth:`fail_after` stops the job after a
+    step, and :meth:`to_log` gives the topic as it now reads; the next attempt is
+    ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
+    """
+
+    def __init__(self, log: ActionStateLog | Reconstruction | None = None, *, rule: object = None,
+                 options: ExecutorOptions | None = None, agent: object | None = None,
+                 plan: PlanLike | None = None,
+                 markers: Sequence[Mapping[int, int]] | Mapping[int, int] | None = None,
+                 policies: Policies | Mapping[str, Any] | None = None,
+                 key_format: str | None = None, value_format: str = "V3",
+                 num_partitions: int | None = None, max_parallelism: int | None = None,
+                 expected_fingerprint: str | None = None,
+                 memory: Mapping[str, Mapping[str, Any]] | None = None,
+                 sensory: Mapping[str, Mapping[str, Any]] | None = None,
+                 breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
+                 attempt: int | None = None, seed: int | None = None,
+                 memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
+                 source_kind: str | None = None, clock: Clock | None = None,
+                 prune_tombstones: bool = False) -> None:
+        opts = (options or ExecutorOptions()).updated(
+            agent=agent, plan=plan, markers=markers, policies=policies, key_format=key_format,
+            value_format=value_format, num_partitions=num_partitions, max_parallelism=max_parallelism,
+            expected_fingerprint=expected_fingerprint, memory=memory, sensory=sensory,
+            breakpoints=tuple(breakpoints), fail_after=fail_after, attempt=attempt, seed=seed,
+            memory_decoder=memory_decoder, restore=restore, source_kind=source_kind, clock=clock,
+            prune_tombstones=prune_tombstones)
+        self.options = opts
+        base = _as_log(log)
+        agent = opts.agent
+        if agent is None:
+            if base is None:
+                raise ReplayError("no agent and no log: pass agent=... (e.g. a PythonAgent) to run a fresh job")
+            from agent_inspect.agents import AsRecordedAgent
+
+            agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
+        view = as_agent(agent)
+        markers = opts.markers
+        if log is not None and log is not base:       # a reconstruction: its rule and markers by default
+            rule = getattr(log, "rule", None) if rule is None else rule
+            markers = getattr(log, "markers", None) if markers is None else markers
+        self._rule = "fixed" if rule is None else rule
+        restore, plan, memory, sensory = opts.restore, opts.plan, opts.memory, opts.sensory
+        if restore is not None:
+            markers = [restore.marker] if markers is None else markers
+            memory = restore.short_term if memory is None else memory
+            sensory = restore.sensory if sensory is None else sensory
+            plan = _restore_plan(plan, restore)
+        if isinstance(markers, Mapping):
+            markers = [markers]
+        marker_list = None if markers is None else [dict(m) for m in markers]
+        keys = KeyMaker(base, key_format=opts.key_format,
+                        max_parallelism=128 if opts.max_parallelism is None else opts.max_parallelism)
+        pv = plan_view(plan, base, markers=marker_list)
+        keys.register(pv.plan.keys)
+        from agent_inspect.recovery import source_kind_of
+
+        if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
+            raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
+        self._engine = engine = Engine(
+            log=base, agent=view, rule=self._rule, markers=marker_list, plan=pv, keys=keys,
+            calls=CallServer(as_policies(opts.policies)),
+            attempt=int(pv.plan.attempt if opts.attempt is None else opts.attempt),
+            # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
+            seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
+            memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
+            source_kind=opts.source_kind, expected_fingerprint=opts.expected_fingerprint,
+            max_parallelism=opts.max_parallelism)
+        self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
+        last_completed = restore.last_completed if restore is not None else {}
+        self._production = Production(
+            engine, self._debugger, value_format=opts.value_format, num_partitions=opts.num_partitions,
+            clock=opts.clock, prune_tombstones=opts.prune_tombstones,
+            restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
+
+    @classmethod
+    def from_case(cls, case: object, *, rule: object = None, **options: Any) -> ReplayExecutor:
+        """Deprecated: use :func:`agent_inspect.cases.executor_for` (case files sit above the executor)."""
+        import importlib
+        import warnings
+
+        warnings.warn("ReplayExecutor.from_case moved to agent_inspect.cases.executor_for; call that instead "
+                      "(this name will be removed in the next release)", DeprecationWarning, stacklevel=2)
+        executor: ReplayExecutor = importlib.import_module("agent_inspect.cases").executor_for(
+            case, rule=rule, **options)
+        return executor
+
+    # ------------------------------------------------------------------------------ control
+
+    @property
+    def breakpoints(self) -> list[Breakpoint]:
+        """The breakpoints ``run()`` stops at (a list you may change)."""
+        return self._debugger.breakpoints
+
+    def reset(self) -> None:
+        """Back to before the first step (the rebuild). Durable calls already run stay memoised."""
+        self._debugger.reset()
+
+    def step(self) -> Step | None:
+        """Run one step and return it; None when the replay has ended (or the job failed)."""
+        return self._debugger.step()
+
+    def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
+        """Step until ``until`` (a predicate, step kind or :class:`Breakpoint`) or a breakpoint matches, or the end.
+
+        Returns the step it stopped at, or None when the replay ended first.
+        """
+        return self._debugger.run(until, max_steps=max_steps)
+
+    def back(self) -> Step | None:
+        """Return exactly to the state after the previous step (deterministic re-execution)."""
+        return self._debugger.back()
+
+    def fail_after(self, step: int | None) -> None:
+        """Make the simulated job die once ``step`` steps have run (None: never). See :meth:`checkpoint`."""
+        self._debugger.fail_after = step
+
+    def add_breakpoint(self, *, key: str | None = None, seq: int | None = None, action: str | None = None,
+                       kind: StepKind | str | None = None, outcome: str | None = None,
+                       when: Callable[[Step], bool] | None = None) -> Breakpoint:
+        """Add a :class:`Breakpoint` (every given field must match; None = any)."""
+        bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
+        self._debugger.breakpoints.append(bp)
+        return bp
+
+    # ------------------------------------------------------------------------------ inspection
+
+    @property
+    def done(self) -> bool:
+        """True when the replay ended or the (simulated) job failed."""
+        return self._debugger.done
+
+    @property
+    def failure(self) -> str | None:
+        """Why the simulated job stopped (a throwing lookup, a failing body, a denied call), else None."""
+        failure = self._engine.run.failure
+        return None if failure is None else failure.reason
+
+    @property
+    def current(self) -> Step | None:
+        """The last step run."""
+        steps = self._engine.run.steps
+        return steps[-1] if steps else None
+
+    @property
+    def step_list(self) -> tuple[Step, ...]:
+        return tuple(self._engine.run.steps)
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """The steps so far as a DataFrame (one row per step)."""
+        return steps_frame(self._engine.run.steps)
+
+    @property
+    def session(self) -> RecoverySession | None:
+        """The recovery session (store + rule state) as of the current step. Do not modify it."""
+        self._debugger.ensure_started()
+        return self._engine.run.session
+
+    @property
+    def store(self) -> Store:
+        """The simulated store (``agent_inspect.store.Store``) as of the current step."""
+        self._debugger.ensure_started()
+        return self._engine.session.store
+
+    @property
+    def cache(self) -> pd.DataFrame:
+        """The simulated cache as a DataFrame: one row per cached state key, ``written`` by the replay."""
+        return cache_frame(self.store)
+
+    @property
+    def memory(self) -> Mapping[str, MemoryState]:
+        """Per business key: short-term and sensory memory as of the current step."""
+        return self._engine.memory_states()
+
+    @property
+    def outputs(self) -> pd.DataFrame:
+        """Events sent downstream so far (reused actions send theirs again, §9.3 step 4)."""
+        return outputs_frame(self._engine)
+
+    @property
+    def counters(self) -> Counters:
+        """Counts of what ran, derived from the steps."""
+        return counters_of(self._engine.run.steps)
+
+    def report(self) -> ReplaySafetyReport:
+        """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
+        return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,
+                                             stale_records=self.stale_records())
+
+    def stale_records(self) -> pd.DataFrame:
+        """Rebuilt production records whose action identity is in no action of the candidate agent.
+
+        Under K1/K1.5 a changed module, qualname or trigger list changes the identity, so these
+        records will never be looked up (their work re-runs); under K2 only a rename does (§4.4, L01).
+        """
+        self._debugger.ensure_started()
+        return stale_records_frame(self._engine)
+
+    # ------------------------------------------------------------------------------ production mode
+
+    @property
+    def journal(self) -> RawBatch:
+        """The overlay's writes in order as a :class:`~agent_inspect.raw.RawBatch` journal.
+
+        Keys are ``format_state_key`` text, values ``encode_action_state`` bytes of ``value_format``;
+        partitions follow the upstream partitioner; offsets continue after the base log's end.
+        """
+        return self._production.journal()
+
+    def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
+        """Take a checkpoint now: the marker (end offsets of base log + journal, §6.4).
+
+        With ``complete=True`` the checkpoint also completes: every key's finished rounds are pruned
+        from the cache (§8.4), each as a PRUNE step. A prune that throws upstream (snapshot Kafka's strict
+        parser, §8.3) fails the simulated job. The full state (seqNums, in-flight tasks, memory)
+        is kept in :attr:`checkpoints` for ``ReplayExecutor(..., restore=checkpoint)``; a task whose
+        lookup step has run counts as in flight (upstream checkpoints fall between mailbox actions,
+        so take them at task boundaries, e.g. at a LOOKUP or ROUND_COMPLETE step).
+        """
+        return self._production.checkpoint(complete=complete)
+
+    @property
+    def checkpoints(self) -> list[Checkpoint]:
+        """Checkpoints taken so far (see :class:`Checkpoint`)."""
+        return list(self._engine.run.checkpoints)
+
+    def to_log(self) -> ActionStateLog:
+        """The base records plus this executor's journal as a new ``ActionStateLog`` (the topic now)."""
+        return self._production.to_log()
+
+    def __repr__(self) -> str:
+        state = "failed" if self.failure else "done" if self.done else "paused"
+        return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self._rule!r})"
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        cur = self.current
+        head = (f"<p><b>ReplayExecutor</b> — {len(self._engine.run.steps)} steps, "
+                f"{'done' if self.done else 'paused'}"
+                f"{', failed: ' + escape(self.failure) if self.failure else ''}</p>")
+        if cur is not None:
+            head += f"<p>current: {escape(cur.kind.value)} {escape(cur.key)} seq {escape(cur.seq)} " \
+                    f"{escape(cur.action)} → {escape(cur.outcome)}</p>"
+        return head + frame_html(self.steps.tail(20), caption="last steps")
+
+
+def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
+    from agent_inspect.recovery import PendingTask
+
+    base = as_plan(plan if plan is not None else {"inputs": []}, None)
+    restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
+    pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
+    return type(base)(inputs=base.inputs, restored_seq=restored, pending=pending, keys=base.keys,
+                      begin_event=base.begin_event, attempt=base.attempt)
+
+
+def _as_log(log: object) -> ActionStateLog | None:
+    if log is None:
+        return None
+    inner = getattr(log, "log", None)           # a Reconstruction carries the log it was built from
+    if inner is not None and hasattr(inner, "value") and hasattr(log, "rule"):
+        return cast("ActionStateLog", inner)
+    if hasattr(log, "records") and hasattr(log, "value"):     # anything shaped like a log will do
+        return cast("ActionStateLog", log)
+    raise ReplayError(f"cannot replay from {type(log).__name__}; pass an ActionStateLog or a reconstruction")

@@ -1,0 +1,110 @@
+"""What a replay holds between steps: the run state of one pass, checkpoints, counters, memory snapshots."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect.agents import ActionDecl, AgentEvent
+from agent_inspect.executor._events import IdSource
+from agent_inspect.executor._memory import Memory
+from agent_inspect.executor._record import RecordView
+from agent_inspect.executor._steps import Step
+
+if TYPE_CHECKING:
+    from agent_inspect.store import RecoverySession, Task
+
+__all__ = ["Counters", "MemoryState", "Checkpoint", "JobFailed", "RunState", "TaskQueue", "Write"]
+
+TaskQueue = deque[tuple[ActionDecl | str, AgentEvent, bool]]
+"""A round's FIFO of (action, event, restored)."""
+Write = tuple[str, "Task | None", "RecordView | None"]
+"""One journal write: (state key, task, value); a tombstone has neither task nor value."""
+
+
+@dataclass(frozen=True)
+class Counters:
+    """What the replay has done so far (derived from the steps, so ``back()`` keeps them exact)."""
+
+    tasks: int = 0
+    reused: int = 0
+    resumed: int = 0
+    rerun: int = 0
+    bodies_executed: int = 0
+    shadow_runs: int = 0
+    calls_executed: int = 0
+    calls_served: int = 0
+    calls_reconciled: int = 0
+    calls_stubbed: int = 0
+    calls_denied: int = 0
+    writes: int = 0
+    entries_evicted: int = 0
+    entries_invalidated: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """Short-term and sensory memory of one business key at the current step (read-only snapshots)."""
+
+    short_term: Mapping[str, Any]
+    sensory: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint captured: enough to restore a later attempt from it.
+
+    ``marker`` is the recovery marker (end offsets of base log + journal, §6.4); ``restored_seq`` the
+    ``messageSequenceNumber`` per key; ``pending`` the in-flight tasks of the round in progress as
+    ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term``/``sensory`` the memory
+    per key; ``last_completed`` the ``lastCompletedSequenceNumber`` per key (what completing the checkpoint
+    prunes); ``inputs_consumed`` how many plan inputs had started. Seqs, memory and last completed rounds
+    cover every key the job knows (restored or run in this attempt), keyed by business key. Pass it as
+    ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
+    """
+
+    step: int
+    marker: Mapping[int, int]
+    restored_seq: Mapping[str, int]
+    pending: tuple[tuple[str, int, str, AgentEvent], ...]
+    short_term: Mapping[str, Mapping[str, Any]]
+    sensory: Mapping[str, Mapping[str, Any]]
+    last_completed: Mapping[str, int]
+    inputs_consumed: int
+
+
+class JobFailed(BaseException):
+    """The simulated job failed (a lookup threw, a body raised, a call was denied)."""
+
+    def __init__(self, reason: str, error: BaseException | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error
+
+
+@dataclass
+class RunState:
+    """Everything one pass from the start owns; a restart builds a new one."""
+
+    ids: IdSource
+    session: RecoverySession | None = None
+    memory: dict[str, tuple[Memory, Memory]] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    write_steps: list[int] = field(default_factory=list)                     # each write's PERSIST step
+    overlay: dict[str, RecordView] = field(default_factory=dict)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    last_completed: dict[str, int] = field(default_factory=dict)
+    call_ordinal: int = 0
+    task_ordinal: int = -1
+    finished: bool = False
+    failure: JobFailed | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    seq_of: dict[str, int] = field(default_factory=dict)          # messageSequenceNumber per key
+    inputs_started: int = 0
+    active: tuple[str, int, TaskQueue] | None = None               # top-level round: key, seq, queue
+    rounds: dict[tuple[str, int], None] = field(default_factory=dict)   # replayed (key, seq), in order
+    looked_up: set[str] = field(default_factory=set)                    # state keys some task looked up
+    current: tuple[ActionDecl | str, AgentEvent] | None = None     # its task being processed
