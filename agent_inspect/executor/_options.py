@@ -64,6 +64,14 @@ class ExecutorOptions:
       default: no timestamps.
     - ``prune_tombstones``: Kafka's ``kafkaActionStateTombstoneEnabled`` (#885, §6.6): completing a
       checkpoint journals a tombstone per pruned state key.
+
+    Upstream runtime (issue #12; :func:`agent_inspect.store.runtime_model`):
+
+    - ``runtime``: ``"0.3"`` (default), ``"0.4"`` or ``"main"``: 0.4+ reads checkpoint-time refresh
+      rows (pending states kept across checkpoints); main runs sub-agents as addendum §1.1 says
+      (PENDING caller slots, result events, no re-bootstrap of a completed root caller).
+    - ``kafka_pending``: 0.4+ Kafka keeps pending states by ``"refresh"`` rows (default) or a moved-back
+      ``"marker"``.
     """
 
     agent: object | None = None
@@ -86,6 +94,8 @@ class ExecutorOptions:
     num_partitions: int | None = None
     clock: Clock | None = None
     prune_tombstones: bool = False
+    runtime: object = "0.3"
+    kafka_pending: str | None = None
 
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied, leaving options whose new value is the default untouched."""

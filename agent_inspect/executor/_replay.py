@@ -53,7 +53,8 @@ class ReplayExecutor:
     The options (each documented on :class:`ExecutorOptions`): ``agent``, ``plan``, ``markers``,
     ``policies``, ``memory``, ``sensory``, ``memory_decoder``, ``restore``, ``key_format``,
     ``max_parallelism``, ``expected_fingerprint``, ``source_kind``, ``attempt``, ``seed``,
-    ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
+    ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``,
+    ``runtime``, ``kafka_pending``.
 
     The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`),
     memory is copy-on-write, and no source client is ever used. Bodies must have side effects only
@@ -83,14 +84,14 @@ class ReplayExecutor:
                  attempt: int | None = None, seed: int | None = None,
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
                  source_kind: str | None = None, clock: Clock | None = None,
-                 prune_tombstones: bool = False) -> None:
+                 prune_tombstones: bool = False, runtime: object = "0.3", kafka_pending: str | None = None) -> None:
         opts = (options or ExecutorOptions()).updated(
             agent=agent, plan=plan, markers=markers, policies=policies, key_format=key_format,
             value_format=value_format, num_partitions=num_partitions, max_parallelism=max_parallelism,
             expected_fingerprint=expected_fingerprint, memory=memory, sensory=sensory,
             breakpoints=tuple(breakpoints), fail_after=fail_after, attempt=attempt, seed=seed,
             memory_decoder=memory_decoder, restore=restore, source_kind=source_kind, clock=clock,
-            prune_tombstones=prune_tombstones)
+            prune_tombstones=prune_tombstones, runtime=runtime, kafka_pending=kafka_pending)
         self.options = opts
         base = _as_log(log)
         agent = opts.agent
@@ -131,7 +132,7 @@ class ReplayExecutor:
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
             source_kind=opts.source_kind, expected_fingerprint=opts.expected_fingerprint,
-            max_parallelism=opts.max_parallelism)
+            max_parallelism=opts.max_parallelism, runtime=opts.runtime, kafka_pending=opts.kafka_pending)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
         self._production = Production(
