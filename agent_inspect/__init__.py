@@ -48,13 +48,17 @@ _LAZY: dict[str, str] = {
     "ReplayPlan": "agent_inspect.recovery",
     # replay executor
     "ReplayExecutor": "agent_inspect.executor",
+    # checked against the job's Trace Log
+    "load_trace": "agent_inspect.trace",
+    "TraceLog": "agent_inspect.trace",
+    "verify": "agent_inspect.trace",
     # views
     "inspect": "agent_inspect.widgets",
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "samples", "widgets", "report",
+    "checker", "trace", "samples", "widgets", "report",
 )
 
 __all__ = [
@@ -64,6 +68,8 @@ __all__ = [
     "reconstruct", "Reconstruction", "ReplayPlan",
     # replay executor
     "ReplayExecutor",
+    # checked against the job's Trace Log
+    "load_trace", "TraceLog", "verify",
     # views
     "inspect", "write_report",
     # subpackages

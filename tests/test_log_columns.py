@@ -121,7 +121,7 @@ def _settle_reference(masks: list[int], keys: list[object], parts: list[int]) ->
 
 
 @settings(deadline=None, max_examples=150)
-@given(st.lists(st.tuples(st.integers(0, 63), st.sampled_from(["a", "b", "c", None]), st.integers(0, 2)),
+@given(st.lists(st.tuples(st.integers(0, 127), st.sampled_from(["a", "b", "c", None]), st.integers(0, 2)),
                 max_size=40))
 def test_value_format_settling_matches_the_record_by_record_rule(rows: list[tuple[int, object, int]]) -> None:
     from agent_inspect.log._build import _settle_formats

@@ -20,9 +20,12 @@ def register(subparsers: Any) -> None:
                     "logged tasks, and report the divergences, the evicted and invalidated records and the "
                     "re-execution ledger.")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
-    parser.add_argument("--rule", default="fixed",
+    parser.add_argument("--rule", default=None,
                         help="original, naive, fixed, lookup-only, branch-aware, fixed+round-regression, "
-                             "or original:<kafka-k1|fluss-k1|segment> (default: fixed)")
+                             "or original:<kafka-k1|fluss-k1|segment> (default: the rule the runtime ships, "
+                             "original; fixed is a what-if)")
+    parser.add_argument("--runtime", default="auto", choices=["auto", "0.3", "0.4", "main"],
+                        help="the upstream runtime that wrote the log (default auto: inferred from the records)")
     parser.add_argument("--markers", help='recovery markers as JSON: [{"0": 120, "1": 98}, ...] or one '
                                           '{partition: offset} map (default: the whole loaded log)')
     parser.add_argument("--no-ledger", action="store_true", help="skip the static prediction (ledger)")
@@ -71,11 +74,12 @@ def _records(frame: Any) -> list[dict[str, Any]]:
     return out
 
 
-def analyse(log: Any, *, rule: str, markers: Any, ledger: bool = True) -> dict[str, Any]:
+def analyse(log: Any, *, rule: str | None, markers: Any, ledger: bool = True,
+            runtime: str = "auto") -> dict[str, Any]:
     """The report the command prints, as plain JSON-able data."""
     from agent_inspect.recovery import reconstruct
 
-    result = reconstruct(log, rule=rule, markers=markers)
+    result = reconstruct(log, rule=rule, markers=markers, runtime=runtime)
     recs = result.records
     evicted = recs[recs["status"] == "evicted"]
     invalidated = recs[recs["status"] == "invalidated"]
@@ -85,6 +89,7 @@ def analyse(log: Any, *, rule: str, markers: Any, ledger: bool = True) -> dict[s
     ]
     report: dict[str, Any] = {
         "rule": result.rule.name,
+        "runtime": result.runtime.as_dict(),
         "markers": _plain(result.markers),
         "records": len(recs),
         "status": result.summary()["status"],
@@ -97,17 +102,19 @@ def analyse(log: Any, *, rule: str, markers: Any, ledger: bool = True) -> dict[s
         "ledger": None,
     }
     if ledger:
-        report["ledger"], report["ledger_error"] = _ledger(log, rule, markers)
+        report["ledger"], report["ledger_error"] = _ledger(log, result.rule.name if rule is None else rule, markers,
+                                                           runtime)
     return report
 
 
-def _ledger(log: Any, rule: str, markers: Any) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _ledger(log: Any, rule: str, markers: Any,
+            runtime: str = "auto") -> tuple[list[dict[str, Any]] | None, str | None]:
     try:
         from agent_inspect.recovery import predict
     except ImportError:
         return None, "the static prediction is not available in this build"
     try:
-        prediction = predict(log, rule=rule, markers=markers)
+        prediction = predict(log, rule=rule, markers=markers, runtime=runtime)
     except InspectError as exc:
         return None, str(exc)
     totals = prediction.ledger_totals()
@@ -120,11 +127,13 @@ def _run(args: argparse.Namespace) -> int:
 
     markers = _markers(args.markers)
     log = load(args.source)
-    report = analyse(log, rule=args.rule, markers=markers, ledger=not args.no_ledger)
+    report = analyse(log, rule=args.rule, markers=markers, ledger=not args.no_ledger, runtime=args.runtime)
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
+    rt = report["runtime"]
+    print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
     print(f"rule {report['rule']}: {report['records']} records, "
           + ", ".join(f"{k} {v}" for k, v in report["status"].items() if v))
     for d in report["divergences"]:

@@ -1,4 +1,4 @@
-"""``agent-inspect report SOURCE [--rule R] [--markers JSON] -o report.html``."""
+"""``agent-inspect report SOURCE [--rule R] [--markers JSON] [--trace PATH] -o report.html``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--rule", default="fixed", help="divergence rule (default: fixed)")
     parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps, '
                                           "or @FILE (e.g. @sample_logs/production.markers.json)")
+    parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob): adds "
+                                        "'Checked against the trace'")
+    parser.add_argument("--trace-rule", default="original",
+                        help="the rule the traced job ran, for that check (default: original)")
     parser.add_argument("--title", help="heading of the report")
     parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
     parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
@@ -56,6 +60,17 @@ def parse_markers(text: str | None) -> Any:
     return [fix(m) for m in value] if isinstance(value, list) else fix(value)
 
 
+def restore_of(text: str | None) -> Any:
+    """A sample markers file's ``restore`` entry (restored seqNums, in-flight tasks), if ``--markers @file``."""
+    if not text or not text.startswith("@"):
+        return None
+    try:
+        data = json.loads(Path(text[1:]).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("restore") if isinstance(data, dict) else None
+
+
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
     from agent_inspect.report import write_report
@@ -64,10 +79,19 @@ def _run(args: argparse.Namespace) -> int:
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
     markers = parse_markers(args.markers)
     log = load(args.source)
+    verification = None
+    if args.trace:
+        from agent_inspect.trace import verify
+
+        verification = verify(log, args.trace, rule=args.trace_rule, markers=markers,
+                              restore=restore_of(args.markers))
     path = write_report(log, args.output, rule=args.rule, markers=markers,
-                        title=args.title, max_keys=args.keys)
+                        title=args.title, max_keys=args.keys, verification=verification)
     if args.json:
-        json.dump({"path": str(path), "bytes": path.stat().st_size, "rule": args.rule}, sys.stdout)
+        out = {"path": str(path), "bytes": path.stat().st_size, "rule": args.rule}
+        if verification is not None:
+            out["trace_agree"] = verification.agree
+        json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:
         print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")

@@ -13,7 +13,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "summary", help="count records, errors, business keys, partitions, key/value formats of a log",
         description="Load an action-state log and print its counts: records, decode errors, business keys, "
-                    "partitions, key and value formats, completed records and tombstones.")
+                    "partitions, key and value formats, completed records and tombstones, and which upstream "
+                    "runtime wrote it (0.3, 0.4 or main, inferred from the records, with the evidence).")
     add_source_arguments(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
@@ -44,8 +45,12 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
         return 0
     src = summary.pop("source", {})
-    print(f"{'source':<24}{src.get('kind')} {src.get('location')}"
+    print(f"{'source':<30} {src.get('kind')} {src.get('location')}"
           + (f" (topic {src['topic']})" if src.get("topic") else ""))
+    runtime = summary.pop("runtime", None)
     for name, value in summary.items():
-        print(f"{name:<24}{_plain(value, empty='-')}")
+        print(f"{name:<30} {_plain(value, empty='-')}")
+    if runtime is not None:
+        print(f"{'runtime':<30} {runtime['name']} ({'inferred' if runtime['inferred'] else 'given'}: "
+              f"{runtime['evidence']}; default rule {runtime['default_rule']})")
     return 0

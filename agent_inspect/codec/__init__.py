@@ -1,7 +1,8 @@
 """Pure decoding of action-state records: key formats, value formats and identity recipes.
 
 Bytes in, typed records out; no I/O. Key layouts are "K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2"
-(spec §2.1, §4); value formats "V0", "V1", "V2a", "V2b", "V3", "V3+" (spec §2.2, §5)::
+(spec §2.1, §4; "K2-ordinal" for the #1084 proposal); value formats "V0", "V1", "V2a", "V2b", "V3", "V3+",
+"V4" (spec §2.2, §5; addendum §1)::
 
     key = parse_state_key(b"user-42_7_b6dc5e36-…_cd464c8a-…")     # StateKey(format="K1", seq=7, …)
     state = decode_action_state(value_bytes)                         # ActionState (msgspec Struct)
@@ -17,6 +18,13 @@ Bulk decoding for the log builder (one summary row per record, keys as Arrow arr
 
 from __future__ import annotations
 
+from agent_inspect.codec._calls import CALL_MATCHING, call_matcher, call_router
+from agent_inspect.codec._encode import (
+    encode_action_state,
+)
+from agent_inspect.codec._formats import (
+    detect_value_format,
+)
 from agent_inspect.codec._identity import (
     SubagentIds,
     event_uuid,
@@ -55,8 +63,6 @@ from agent_inspect.codec._values import (
     KryoEnvelope,
     MemoryUpdate,
     decode_action_state,
-    detect_value_format,
-    encode_action_state,
     unpickle_payload,
 )
 
@@ -72,6 +78,8 @@ __all__ = [
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest",
+    # durable-call identity
+    "CALL_MATCHING", "call_matcher", "call_router",
     # recovery markers
     "merge_markers",
 ]

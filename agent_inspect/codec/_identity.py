@@ -123,7 +123,7 @@ def kafka_partition(state_key: str | StateKey, num_partitions: int) -> int:
 
     parsed = parse_state_key(state_key) if isinstance(state_key, str) else state_key
     fmt = parsed.format
-    if fmt in ("K1.6", "K2"):
+    if fmt in ("K1.6", "K2", "K2-ordinal"):
         basis = parsed.key_digest or ""
     elif fmt in ("K1", "K1.5-draft"):
         basis = (parsed.key_text or "").split("_", 1)[0]

@@ -11,7 +11,7 @@ from agent_inspect._errors import KeyFormatError
 
 __all__ = ["KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys"]
 
-KEY_FORMATS = ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2")
+KEY_FORMATS = ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2", "K2-ordinal")
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _UUID_SRC = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -39,6 +39,13 @@ class StateKey:
     key_digest: str | None = None
     serializer_fingerprint: str | None = None
     flags: tuple[str, ...] = ()
+
+    @property
+    def ordinal(self) -> int | None:
+        """The occurrence ordinal of a "K2-ordinal" key (the #1084 proposal's extra segment), else None."""
+        if self.format != "K2-ordinal":
+            return None
+        return int(self.raw.rsplit("_", 2)[1])
 
     @property
     def business_key(self) -> str:
@@ -93,9 +100,16 @@ def _check_group(group: int, max_parallelism: int | None, text: str) -> None:
 
 
 def _parse_k2(text: str, max_parallelism: int | None) -> StateKey:
-    parts = text[3:].split("_", 5)
+    parts = text[3:].split("_", 6)
+    fmt = "K2"
+    if len(parts) == 7 and _is_seq(parts[5]):
+        # The #1084 proposal (open): an occurrence ordinal before the business-key segment. Tolerated as
+        # its own layout; the ordinal is StateKey.ordinal, the other fields are those of K2 (addendum §5).
+        fmt = "K2-ordinal"
+        del parts[5]
     if len(parts) != 6:
-        raise KeyFormatError(f"v2 state key {text!r} has {len(parts)} '_' segments, expected 6")
+        raise KeyFormatError(f"v2 state key {text!r} has {len(parts)} '_' segments, expected 6 "
+                             "(or 7 with an integer ordinal before the key digest)")
     group, seq, ev, act, fp, digest = parts
     if not (_is_group(group) and _is_seq(seq)):
         raise KeyFormatError(f"v2 state key {text!r}: key group and seq must be decimal integers (a Java int and long)")
@@ -104,7 +118,7 @@ def _parse_k2(text: str, max_parallelism: int | None) -> StateKey:
     if not (_is_digest(fp) and _is_digest(digest)):
         raise KeyFormatError(f"v2 state key {text!r}: fingerprint/digest are not base64 SHA-256")
     _check_group(int(group), max_parallelism, text)
-    return StateKey(text, "K2", int(group), int(seq), ev, act, None, digest, fp, _uuid_flags(ev, act))
+    return StateKey(text, fmt, int(group), int(seq), ev, act, None, digest, fp, _uuid_flags(ev, act))
 
 
 def _layouts(text: str, p: list[str], prefer: str | None,
@@ -381,8 +395,9 @@ def _resolve_one(key: str | bytes, prefer: str | None, max_parallelism: int | No
 
 def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uuid: str,
                      key_text: str | None = None, key_group: int | None = None,
-                     key_digest: str | None = None, serializer_fingerprint: str | None = None) -> str:
-    """Write a state key in ``format`` (the inverse of :func:`parse_state_key`)."""
+                     key_digest: str | None = None, serializer_fingerprint: str | None = None,
+                     key_ordinal: int | None = None) -> str:
+    """Write a state key in ``format`` (the inverse of :func:`parse_state_key`; ``key_ordinal`` for "K2-ordinal")."""
     def need(value: object, name: str) -> object:
         if value is None:
             raise KeyFormatError(f"format {format} needs {name}")
@@ -399,7 +414,8 @@ def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uu
         return f"{need(key_group, 'key_group')}_{seq}_{event_uuid}_{action_uuid}_{need(key_text, 'key_text')}"
     if format == "K1.6":
         return f"{need(key_group, 'key_group')}_{seq}_{event_uuid}_{action_uuid}_{need(key_digest, 'key_digest')}"
-    if format == "K2":
+    if format in ("K2", "K2-ordinal"):
+        ordinal = f"_{need(key_ordinal, 'key_ordinal')}" if format == "K2-ordinal" else ""
         return (f"v2:{need(key_group, 'key_group')}_{seq}_{event_uuid}_{action_uuid}_"
-                f"{need(serializer_fingerprint, 'serializer_fingerprint')}_{need(key_digest, 'key_digest')}")
+                f"{need(serializer_fingerprint, 'serializer_fingerprint')}{ordinal}_{need(key_digest, 'key_digest')}")
     raise KeyFormatError(f"unknown key format {format!r}; use one of {', '.join(KEY_FORMATS)}")

@@ -1,4 +1,4 @@
-"""The value: ``ActionState`` JSON of every upstream version V0–V3+ (spec §2.2, §5)."""
+"""The value: ``ActionState`` JSON of every upstream version V0–V4 (spec §2.2, §5; addendum §1)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from agent_inspect.codec._json import jackson_json, parse_json
 __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
     "KryoEnvelope", "MemoryUpdate", "CallResult", "Event", "ActionState",
-    "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
+    "decode_action_state", "unpickle_payload",
 ]
 
-VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+")
+VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+", "V4")
 GENERIC_EVENT = "org.apache.flink.agents.api.Event"
 SUBAGENT_EVENT = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
 PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
@@ -222,7 +222,12 @@ class Event(Struct, rename="camel", kw_only=True, omit_defaults=True, **_STRUCT_
 
 
 class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
-    """One decoded ``ActionState`` value. ``memory_updates`` is set only for V0 records (one list)."""
+    """One decoded ``ActionState`` value. ``memory_updates`` is set only for V0 records (one list).
+
+    ``subagent_result_events`` is set only for V4 records (writers that have the property write it in
+    every record, ``[]`` included; addendum §1): a sub-agent child's results, which carry no lineage.
+    :attr:`result_events` reads it as upstream does, absent = empty.
+    """
 
     task_event: Event | None = None
     sensory_memory_updates: tuple[MemoryUpdate, ...] = ()
@@ -231,7 +236,14 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
     call_results: tuple[CallResult, ...] = ()
     completed: bool = False
     memory_updates: tuple[MemoryUpdate, ...] | UnsetType = UNSET
+    subagent_result_events: tuple[Event, ...] | UnsetType = UNSET
     extra: dict[str, Any] = field(default_factory=dict, name=_EXTRA)
+
+    @property
+    def result_events(self) -> tuple[Event, ...]:
+        """The sub-agent result events (empty when the property is absent, as upstream reads it)."""
+        sr = self.subagent_result_events
+        return () if sr is UNSET else sr
 
 
 class _AttrsEvent(Struct, frozen=True, gc=False):
@@ -286,8 +298,9 @@ def _clean(obj: Any) -> None:
         return
     _move_extra(obj, _STATE_KEYS)
     _clean_event(obj.get("taskEvent"))
-    for ev in _items(obj, "outputEvents"):
-        _clean_event(ev)
+    for name in ("outputEvents", "subagentResultEvents"):
+        for ev in _items(obj, name):
+            _clean_event(ev)
     for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
         for mu in _items(obj, name):
             _move_extra(mu, _MEMORY_KEYS)
@@ -343,8 +356,10 @@ def state_problem(state: ActionState) -> str | None:
     record, so the common case is one inline pass (a ``__post_init__`` per event cost twice as much).
     """
     te = state.task_event
+    results = state.subagent_result_events
+    results = () if results is UNSET else results
     try:
-        for ev in state.output_events if te is None else (te, *state.output_events):
+        for ev in (state.output_events if te is None else (te, *state.output_events)) + results:
             if memoryview(ev.attributes)[0] != 123 or ev.delegate is not None or (
                     ev.type is None and ev.event_class is None):
                 break
@@ -354,9 +369,10 @@ def state_problem(state: ActionState) -> str | None:
         pass
     if te is not None and (problem := _event_problem(te)) is not None:
         return f"taskEvent.{problem}"
-    for i, ev in enumerate(state.output_events):
-        if (problem := _event_problem(ev)) is not None:
-            return f"outputEvents[{i}].{problem}"
+    for name, events in (("outputEvents", state.output_events), ("subagentResultEvents", results)):
+        for i, ev in enumerate(events):
+            if (problem := _event_problem(ev)) is not None:
+                return f"{name}[{i}].{problem}"
     return None
 
 
@@ -404,190 +420,6 @@ def decode_action_state(data: bytes) -> ActionState:
     if problem is not None:
         raise ValueFormatError(problem)
     return state
-
-
-# --- format detection ------------------------------------------------------------------------
-
-_BIT = {f: 1 << i for i, f in enumerate(VALUE_FORMATS)}
-_ALL = (1 << len(VALUE_FORMATS)) - 1
-_LEGACY = _BIT["V0"] | _BIT["V1"]
-_MODERN = _ALL & ~_LEGACY
-_RAW_JSON_ERA = _LEGACY | _BIT["V2a"]
-_ENVELOPE_ERA = _BIT["V2b"] | _BIT["V3"] | _BIT["V3+"]
-_LINEAGE_ERA = _BIT["V3"] | _BIT["V3+"]
-_DEFAULT = _BIT["V2a"] | _BIT["V2b"] | _BIT["V3"]  # what an initial record fits (§2.2)
-
-
-def _narrow(mask: int, allowed: int) -> int:
-    # A contradicting signal is ignored rather than leaving no candidate at all.
-    return (mask & allowed) or mask
-
-
-_F_LEGACY, _F_MODERN, _F_LINEAGE, _F_V3PLUS, _F_CALL_OLD, _F_CALL_NEW, _F_ENVELOPE, _F_RAW = (1 << i for i in range(8))
-
-
-def _event_flags(ev: Any) -> int:
-    f = _F_LEGACY if (ev.type is None or ev.event_class == PYTHON_EVENT or ev.source_timestamp is not None) \
-        else _F_MODERN
-    if ev.upstream_event_id is not None or ev.upstream_action_name is not None:
-        f |= _F_LINEAGE
-    if ev.delegate is not None:
-        f |= _F_V3PLUS | _event_flags(ev.delegate)
-    elif ev.attachments or ev.event_class == SUBAGENT_EVENT:
-        f |= _F_V3PLUS
-    return f
-
-
-def _mask_of_flags(f: int) -> int:
-    mask = _ALL & ~_BIT["V0"]
-    if f & _F_LEGACY:  # a missing event type is the strongest era signal
-        mask = _narrow(mask, _LEGACY)
-    elif f & _F_MODERN:
-        mask = _narrow(mask, _MODERN)
-    if f & _F_LINEAGE:
-        mask = _narrow(mask, _LINEAGE_ERA)
-    mask = _narrow(mask, _BIT["V3+"] if f & _F_V3PLUS else _ALL & ~_BIT["V3+"])
-    if f & _F_CALL_OLD and not f & _F_CALL_NEW:
-        mask = _narrow(mask, _LEGACY)
-    elif f & _F_CALL_NEW and not f & _F_CALL_OLD:
-        mask = _narrow(mask, _MODERN)
-    if f & _F_ENVELOPE and not f & _F_RAW:
-        mask = _narrow(mask, _ENVELOPE_ERA)
-    elif f & _F_RAW and not f & _F_ENVELOPE:
-        mask = _narrow(mask, _RAW_JSON_ERA)
-    return mask
-
-
-_MASKS = [_mask_of_flags(f) for f in range(1 << 8)]
-
-
-def value_format_candidates(state: Any) -> int:
-    """Bitmask over VALUE_FORMATS of the formats this record fits (internal; used by the log)."""
-    if state.memory_updates is not UNSET:
-        return _BIT["V0"]
-    te = state.task_event
-    f = 0 if te is None else _event_flags(te)
-    for ev in state.output_events:
-        f |= _event_flags(ev)
-    for cr in state.call_results:
-        f |= _F_CALL_OLD if cr.status is None else _F_CALL_NEW
-    for updates in (state.sensory_memory_updates, state.short_term_memory_updates):
-        for mu in updates:
-            if mu.value != _NULL:
-                f |= _F_ENVELOPE if _as_envelope(mu.value) is not None else _F_RAW
-    return _MASKS[f]
-
-
-def newest_format(mask: int) -> str:
-    """The newest format in a candidate mask (internal)."""
-    for f in reversed(VALUE_FORMATS):
-        if mask & _BIT[f]:
-            return f
-    return "V3"
-
-
-def format_bit(fmt: str) -> int:
-    """The candidate-mask bit of a format id (internal)."""
-    return _BIT[fmt]
-
-
-def detect_value_format(state: ActionState) -> tuple[str, bool]:
-    """``(format_id, inferred)``: the value format this record pins, or the newest it fits (inferred=True)."""
-    mask = value_format_candidates(state)
-    return newest_format(mask), mask & (mask - 1) != 0
-
-
-# --- encoding --------------------------------------------------------------------------------
-
-def _s(text: str | None) -> bytes:
-    return b"null" if text is None else jackson_json(text)
-
-
-def _extra(extra: dict[str, Any]) -> bytes:
-    return b"".join(b"," + jackson_json(k) + b":" + jackson_json(v) for k, v in extra.items())
-
-
-def _encode_event(ev: Event | None, fmt: str) -> bytes:
-    if ev is None:
-        return b"null"
-    cls = ev.event_class or GENERIC_EVENT
-    head = b'{"@class":' + _s(cls) + b',"id":' + _s(ev.id)
-    if fmt in ("V0", "V1"):
-        parts = [head, b',"attributes":', bytes(ev.attributes)]
-        if cls == PYTHON_EVENT or ev.event is not None:
-            text = ev.event_string if fmt == "V0" else ev.event_json_str
-            if text is None:
-                text = ev.event_json_str if fmt == "V0" else ev.event_string
-            parts += [b',"event":', _s(ev.event), b',"eventType":', _s(ev.event_type),
-                      b',"eventString":' if fmt == "V0" else b',"eventJsonStr":', _s(text)]
-        if ev.input:
-            parts += [b',"input":', bytes(ev.input)]
-        if ev.output:
-            parts += [b',"output":', bytes(ev.output)]
-        ts = ev.source_timestamp
-        parts += [b',"sourceTimestamp":', b"null" if ts is None else str(ts).encode()]
-        return b"".join(parts) + _extra(ev.extra) + b"}"
-    typ = b',"type":' + _s(ev.type)
-    attrs = b',"attributes":' + bytes(ev.attributes)
-    if cls == GENERIC_EVENT:
-        parts = [head, typ, attrs]
-    elif cls == SUBAGENT_EVENT or ev.delegate is not None:
-        parts = [head, attrs, b',"delegate":', _encode_event(ev.delegate, fmt), typ]
-    else:
-        parts = [head, attrs, typ]
-    if fmt in ("V3", "V3+"):
-        if ev.upstream_event_id is not None:
-            parts += [b',"upstreamEventId":', _s(ev.upstream_event_id)]
-        if ev.upstream_action_name is not None:
-            parts += [b',"upstreamActionName":', _s(ev.upstream_action_name)]
-        if ev.attachments:
-            parts += [b',"attachments":', bytes(ev.attachments)]
-    return b"".join(parts) + _extra(ev.extra) + b"}"
-
-
-def _encode_memory(updates: tuple[MemoryUpdate, ...], fmt: str) -> bytes:
-    items = []
-    for mu in updates:
-        if fmt in ("V2b", "V3", "V3+") and not mu.is_null and _as_envelope(mu.value) is None:
-            raise ValueFormatError(
-                f"memory value at {mu.path!r} is plain JSON but {fmt} needs a Kryo envelope; "
-                "use MemoryUpdate.new(path, kryo_payload=...) or encode as V2a")
-        items.append(b'{"path":' + _s(mu.path) + b',"value":' + bytes(mu.value) + _extra(mu.extra) + b"}")
-    return b"[" + b",".join(items) + b"]"
-
-
-def _encode_call(cr: CallResult, fmt: str) -> bytes:
-    out = (b'{"functionId":' + _s(cr.function_id) + b',"argsDigest":' + _s(cr.args_digest)
-           + b',"resultPayload":' + _s(cr.result_payload)
-           + b',"exceptionPayload":' + _s(cr.exception_payload))
-    if fmt != "V1":
-        out += b',"status":' + _s(cr.status)
-    return out + _extra(cr.extra) + b"}"
-
-
-def encode_action_state(state: ActionState, *, value_format: str = "V3") -> bytes:
-    """Compact JSON of ``state`` with the exact property order upstream's version ``value_format`` writes.
-
-    V0 writes one ``memoryUpdates`` list (sensory then short-term when ``memory_updates`` is unset);
-    V1 omits ``CallResult.status``; V2b+ require Kryo envelopes for non-null memory values; lineage is
-    written only for V3/V3+ and omitted when null.
-    """
-    fmt = value_format
-    if fmt not in VALUE_FORMATS:
-        raise ValueFormatError(f"unknown value format {fmt!r}; use one of {', '.join(VALUE_FORMATS)}")
-    events = b"[" + b",".join(_encode_event(e, fmt) for e in state.output_events) + b"]"
-    task = b'{"taskEvent":' + _encode_event(state.task_event, fmt)
-    if fmt == "V0":
-        mem = state.memory_updates if state.memory_updates is not UNSET else \
-            (*state.sensory_memory_updates, *state.short_term_memory_updates)
-        body = task + b',"memoryUpdates":' + _encode_memory(mem, fmt) + b',"outputEvents":' + events
-    else:
-        calls = b"[" + b",".join(_encode_call(c, fmt) for c in state.call_results) + b"]"
-        body = (task + b',"sensoryMemoryUpdates":' + _encode_memory(state.sensory_memory_updates, fmt)
-                + b',"shortTermMemoryUpdates":' + _encode_memory(state.short_term_memory_updates, fmt)
-                + b',"outputEvents":' + events + b',"callResults":' + calls
-                + b',"completed":' + (b"true" if state.completed else b"false"))
-    return body + _extra(state.extra) + b"}"
 
 
 def unpickle_payload(b64: str, *, i_trust_this_payload: bool = False) -> Any:

@@ -12,31 +12,38 @@ from typing import Any
 import msgspec
 
 from agent_inspect._errors import DecodeError, ValueFormatError
-from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
-from agent_inspect.codec._values import (
-    _DECODER,
+from agent_inspect.codec._formats import (
     _F_CALL_NEW,
     _F_CALL_OLD,
     _F_ENVELOPE,
     _F_LEGACY,
     _F_LINEAGE,
     _F_MODERN,
-    _MASKS,
+    _F_OUTPUT,
+    _F_OUTPUT_LINEAGE,
+    _V4,
+    LINEAGE_RULE_BIT,
+    ROW_MASKS,
+    _event_flags,
+    newest_format,
+    row_mask,
+)
+from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
+from agent_inspect.codec._values import (
+    _DECODER,
     _NULL,
     PYTHON_EVENT,
     SUBAGENT_EVENT,
     TASK_ATTRIBUTES_DECODER,
     UNSET,
     Event,
-    _event_flags,
     decode_action_state,
     envelope_problem,
-    newest_format,
     state_problem,
-    value_format_candidates,
 )
 
 __all__ = ["FLAG_AMBIGUOUS", "KEY_ARRAY_FIELDS", "key_field_arrays", "resolve_key_fields", "newest_format",
+           "LINEAGE_RULE_BIT",
            "ROW_COLUMNS", "EMPTY_ROW", "ROW_ERROR", "NO_FLAGS", "INPUT_EVENT_TYPE", "SUBAGENT_EVENT_TYPE",
            "value_columns", "subagent_call_ids", "error_reason", "routing_type", "release_shared_strings",
            "task_event_attributes"]
@@ -66,15 +73,19 @@ ROW_COLUMNS = (
     "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action",
     "output_event_count", "output_event_types", "output_event_ids", "sensory_update_count",
     "short_term_update_count", "calls_pending", "calls_succeeded", "calls_failed", "_mask", "_problem",
-    "payload_bytes",
+    "subagent_result_count", "subagent_result_event_ids", "payload_bytes",
 )
+"""``_mask``: the format candidates (bits over VALUE_FORMATS), plus LINEAGE_RULE_BIT where the lineage rule applied."""
 
-EMPTY_ROW = (None, None, None, None, None, None, -1, NO_FLAGS, NO_FLAGS, -1, -1, -1, -1, -1, 0, None, -1)
+EMPTY_ROW = (None, None, None, None, None, None, -1, NO_FLAGS, NO_FLAGS, -1, -1, -1, -1, -1, 0, None, -1, NO_FLAGS,
+             -1)
 
 # The one envelope shape upstream writes (§5.4); anything else goes through the codec's checks.
 _ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
 
 _ENVELOPE_QUOTES = 10
+
+_F_OUTPUTS_LINEAGE = _F_OUTPUT | _F_OUTPUT_LINEAGE
 
 # One object per distinct class, type and action name: a few thousand strings instead of millions, so
 # the rows stay small and in cache.
@@ -142,6 +153,7 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
     if outs:
         otypes = []
         oids = []
+        oflags = 0
         for e in outs:
             t = e.type
             if memoryview(e.attributes)[0] != 123 or (t is None and e.event_class is None):
@@ -151,11 +163,29 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
             if e.delegate is not None or e.attachments or e.event_class == SUBAGENT_EVENT:
                 rare = True
             else:
-                flags |= _event_flags(e)
+                oflags |= _event_flags(e)
+        if oflags & _F_MODERN:  # codec.outputs_flags, inline (it runs for every record with outputs)
+            flags |= oflags | (_F_OUTPUTS_LINEAGE if oflags & _F_LINEAGE else _F_OUTPUT)
+        else:
+            flags |= oflags
         out_types = tuple(otypes)
         out_ids = tuple(oids)
     else:
         out_types = out_ids = NO_FLAGS
+    results = st.subagent_result_events
+    if results is UNSET:
+        n_results = 0
+        result_ids = NO_FLAGS
+    else:  # V4 (addendum §1): the property is there, an empty list included
+        n_results = len(results)
+        result_ids = NO_FLAGS
+        if results:
+            for e in results:
+                if memoryview(e.attributes)[0] != 123 or (e.type is None and e.event_class is None):
+                    return _INVALID
+                if e.delegate is not None:
+                    rare = True
+            result_ids = tuple([e.id for e in results])
     calls = st.call_results
     pending = succeeded = failed = 0
     for cr in calls:
@@ -196,18 +226,18 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
         stm += len(st.memory_updates)  # V0's single list
         rare = True
     if rare:
-        if state_problem(st) is not None:  # delegates are checked there
+        if state_problem(st) is not None:  # delegates and result events are checked there
             return _INVALID
-        mask = value_format_candidates(st)
+        mask = row_mask(st)
     else:
-        mask = _MASKS[flags]
+        mask = ROW_MASKS[flags] if results is UNSET else _V4
     if te is None:
         return (st.completed, None, None, None, None, None, len(outs), out_types, out_ids, len(sensory), stm,
-                pending, succeeded, failed, mask, problem, size)
+                pending, succeeded, failed, mask, problem, n_results, result_ids, size)
     action = te.upstream_action_name
     return (st.completed, _same(cls, cls), _same(typ, typ), te.id, te.upstream_event_id,
             action if action is None else _same(action, action), len(outs), out_types,
-            out_ids, len(sensory), stm, pending, succeeded, failed, mask, problem, size)
+            out_ids, len(sensory), stm, pending, succeeded, failed, mask, problem, n_results, result_ids, size)
 
 def error_reason(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

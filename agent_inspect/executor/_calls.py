@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.codec import python_args_digest, python_function_id
+from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
 from agent_inspect.executor._steps import StepOutcome
 
 __all__ = [
@@ -153,7 +153,8 @@ class LiveCallJournal:
     ``persist(results)`` is called with the full list whenever upstream would write the ActionState.
     ``report(event)`` receives one :class:`CallEvent` per decision. ``run(function_id, args_digest,
     call, index)`` decides how a call that must run is served (execute / stub / deny) and returns
-    ``(outcome, value)``; it may raise.
+    ``(outcome, value)``; it may raise. ``call_matching`` (``codec.CALL_MATCHING``: "position" or
+    "function-id", the #1016 variant) is how a call is compared with the recorded slot at its position.
     """
 
     def __init__(self, recorded: Sequence[CallSlot] = (), *,
@@ -161,8 +162,9 @@ class LiveCallJournal:
                  report: Callable[[CallEvent], None] = lambda event: None,
                  run: Executor | None = None,
                  decode: Callable[[CallSlot], Any] | None = None,
-                 java: bool = False) -> None:
+                 java: bool = False, call_matching: str = "position") -> None:
         self.results: list[CallSlot] = list(recorded)
+        self._same = call_matcher(call_matching)
         self.index = 0
         self._persist = persist
         self._report = report
@@ -206,7 +208,7 @@ class LiveCallJournal:
         before = len(self.results)
         if i < len(self.results):
             slot = self.results[i]
-            if slot.identity == (fid, digest):
+            if self._same(slot.function_id, slot.args_digest, fid, digest):
                 self.index += 1
                 return self._replay(i, slot, before)
             self._warn_mismatch(i, slot, fid, digest)
@@ -229,7 +231,7 @@ class LiveCallJournal:
         before = len(self.results)
         if i < len(self.results):
             slot = self.results[i]
-            if slot.identity == (fid, digest):
+            if self._same(slot.function_id, slot.args_digest, fid, digest):
                 if slot.status != "PENDING":
                     self.index += 1
                     return self._replay(i, slot, before)

@@ -47,7 +47,8 @@ class Engine:
                  attempt: int, seed: int, memory_decoder: Callable[[Any], Any] | None,
                  memory: Mapping[str, Mapping[str, Any]], sensory: Mapping[str, Mapping[str, Any]],
                  source_kind: str | None, expected_fingerprint: str | None, max_parallelism: int | None,
-                 runtime: object = "0.3", kafka_pending: str | None = None) -> None:
+                 call_matching: str = "position", runtime: object = "0.3",
+                 kafka_pending: str | None = None) -> None:
         from agent_inspect.store import runtime_model
 
         #: the upstream runtime's recovery behaviours (issue #12; :func:`agent_inspect.store.runtime_model`)
@@ -67,6 +68,7 @@ class Engine:
         self.source_kind = source_kind
         self.expected_fingerprint = expected_fingerprint
         self.max_parallelism = max_parallelism
+        self.call_matching = call_matching
         self.base_session: RecoverySession | None = None
         self.restart()
 
@@ -376,7 +378,7 @@ class Engine:
                 t, RecordView(task_event=event, calls=results), f"call results ({len(results)})", common),
             report=lambda ce: self._call_step(kind, ce, common),
             run=self.calls.runner(served_from.calls if served_from is not None else ()),
-            decode=self.calls.decoder(),
+            decode=self.calls.decoder(), call_matching=self.call_matching,
             java=decl.java)
         ctx = ReplayContext(self, key=t.business_key, seq=t.seq, action=decl.name, event=event, calls=journal,
                             short_term=stm, sensory=sensory, subcall=_subcall(event))

@@ -26,6 +26,7 @@ from agent_inspect.executor._serve import CallServer
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
 from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+from agent_inspect.log import resolve_runtime
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,7 +55,7 @@ class ReplayExecutor:
     ``policies``, ``memory``, ``sensory``, ``memory_decoder``, ``restore``, ``key_format``,
     ``max_parallelism``, ``expected_fingerprint``, ``source_kind``, ``attempt``, ``seed``,
     ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``,
-    ``runtime``, ``kafka_pending``.
+    ``runtime``, ``call_matching``, ``kafka_pending``.
 
     The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`),
     memory is copy-on-write, and no source client is ever used. Bodies must have side effects only
@@ -84,14 +85,16 @@ class ReplayExecutor:
                  attempt: int | None = None, seed: int | None = None,
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
                  source_kind: str | None = None, clock: Clock | None = None,
-                 prune_tombstones: bool = False, runtime: object = "0.3", kafka_pending: str | None = None) -> None:
+                 prune_tombstones: bool = False, runtime: str = "auto", call_matching: str = "position",
+                 kafka_pending: str | None = None) -> None:
         opts = (options or ExecutorOptions()).updated(
             agent=agent, plan=plan, markers=markers, policies=policies, key_format=key_format,
             value_format=value_format, num_partitions=num_partitions, max_parallelism=max_parallelism,
             expected_fingerprint=expected_fingerprint, memory=memory, sensory=sensory,
             breakpoints=tuple(breakpoints), fail_after=fail_after, attempt=attempt, seed=seed,
             memory_decoder=memory_decoder, restore=restore, source_kind=source_kind, clock=clock,
-            prune_tombstones=prune_tombstones, runtime=runtime, kafka_pending=kafka_pending)
+            prune_tombstones=prune_tombstones, runtime=runtime, call_matching=call_matching,
+            kafka_pending=kafka_pending)
         self.options = opts
         base = _as_log(log)
         agent = opts.agent
@@ -106,7 +109,9 @@ class ReplayExecutor:
         if log is not None and log is not base:       # a reconstruction: its rule and markers by default
             rule = getattr(log, "rule", None) if rule is None else rule
             markers = getattr(log, "markers", None) if markers is None else markers
-        self._rule = "fixed" if rule is None else rule
+        #: the upstream runtime the log is read as (``runtime=``: "0.3" / "0.4" / "main" / "auto"), and why
+        self.runtime = resolve_runtime(opts.runtime, base)
+        self._rule = self.runtime.default_rule if rule is None else rule  # what that runtime ships
         restore, plan, memory, sensory = opts.restore, opts.plan, opts.memory, opts.sensory
         if restore is not None:
             markers = [restore.marker] if markers is None else markers
@@ -132,11 +137,12 @@ class ReplayExecutor:
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
             source_kind=opts.source_kind, expected_fingerprint=opts.expected_fingerprint,
-            max_parallelism=opts.max_parallelism, runtime=opts.runtime, kafka_pending=opts.kafka_pending)
+            max_parallelism=opts.max_parallelism, call_matching=opts.call_matching, runtime=self.runtime,
+            kafka_pending=opts.kafka_pending)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
         self._production = Production(
-            engine, self._debugger, value_format=opts.value_format, num_partitions=opts.num_partitions,
+            engine, self._debugger, value_format=_journal_format(opts.value_format, engine.model.subagent_results), num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
             restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
 
@@ -311,6 +317,12 @@ class ReplayExecutor:
             head += f"<p>current: {escape(cur.kind.value)} {escape(cur.key)} seq {escape(cur.seq)} " \
                     f"{escape(cur.action)} → {escape(cur.outcome)}</p>"
         return head + frame_html(self.steps.tail(20), caption="last steps")
+
+
+def _journal_format(value_format: str, main: bool) -> str:
+    """The journal's value format: main writes V4 (``subagentResultEvents`` in every record), so the
+    default V3 becomes V4 under a runtime with sub-agent result events; an explicit choice stays."""
+    return "V4" if main and value_format == "V3" else value_format
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:

@@ -15,5 +15,7 @@ from __future__ import annotations
 from agent_inspect.log._build import COLUMNS
 from agent_inspect.log._load import build_log, load, load_file, load_fluss, load_kafka
 from agent_inspect.log._log import ActionStateLog, plain_text
+from agent_inspect.log._runtime import RUNTIMES, RuntimeInfo, default_rule, infer_runtime, resolve_runtime
 
-__all__ = ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log", "plain_text"]
+__all__ = ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log", "plain_text",
+           "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule"]

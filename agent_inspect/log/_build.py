@@ -19,6 +19,7 @@ from agent_inspect.codec.bulk import (
     FLAG_AMBIGUOUS,
     INPUT_EVENT_TYPE,
     KEY_ARRAY_FIELDS,
+    LINEAGE_RULE_BIT,
     NO_FLAGS,
     ROW_COLUMNS,
     ROW_ERROR,
@@ -38,9 +39,9 @@ __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
 COLUMNS = (
     "partition", "offset", "timestamp", "state_key", "key_format", "key_group", "business_key", "key_text",
     "key_digest", "seq", "event_uuid", "action_uuid", "tombstone", "value_format", "value_format_inferred",
-    "completed", "task_event_class", "task_event_type", "task_event_id", "upstream_event_id",
-    "upstream_action", "is_root", "output_event_count", "output_event_types", "output_event_ids",
-    "sensory_update_count", "short_term_update_count", "call_count", "calls_pending", "calls_succeeded",
+    "value_format_lineage_rule", "completed", "task_event_class", "task_event_type", "task_event_id",
+    "upstream_event_id", "upstream_action", "is_root", "output_event_count", "output_event_types",
+    "output_event_ids", "subagent_result_count", "subagent_result_event_ids", "sensory_update_count", "short_term_update_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "payload_bytes",
     "key_flags", "agent_key", "error",
 )
@@ -237,7 +238,10 @@ def _value_part(raw: RawBatch, cols: list[Any]) -> tuple[dict[str, Any], Any, li
                 col[i] = empty
     for name, col in zip(ROW_COLUMNS, cols):
         c[name] = col
-    masks = c.pop("_mask")
+    masks = np.fromiter(c.pop("_mask"), np.int64, n)
+    ruled = (masks & LINEAGE_RULE_BIT) != 0
+    masks &= ~LINEAGE_RULE_BIT
+    c["value_format_lineage_rule"] = pd.arrays.BooleanArray(ruled, masks == 0)
     problems = c.pop("_problem")
     if problems.count(None) != n:  # rare; the record decodes, so its columns stay, but upstream would refuse it
         value_errors += [(i, f"value: {problem}") for i, problem in enumerate(problems) if problem is not None]
@@ -271,7 +275,7 @@ def _value_part(raw: RawBatch, cols: list[Any]) -> tuple[dict[str, Any], Any, li
 def _key_error(k: Any) -> str:
     return "key: missing (record has no key)" if k is None else f"key: {error_reason(k)}"
 
-_COUNTS = ("output_event_count", "sensory_update_count", "short_term_update_count", "calls_pending",
+_COUNTS = ("output_event_count", "subagent_result_count", "sensory_update_count", "short_term_update_count", "calls_pending",
            "calls_succeeded", "calls_failed")
 
 _KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
@@ -367,6 +371,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
     if len(open_rows):
         chosen[open_rows] = 0
         bits = [1 << i for i in range(len(VALUE_FORMATS))]
+        span = 1 << len(VALUE_FORMATS)
         pinned_bit = {b: pinned & (m == b) for b in bits}
         for codes in (_codes(business_keys), _codes(partitions)):
             todo = open_rows[chosen[open_rows] == 0]
@@ -374,12 +379,12 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
                 break
             size = int(codes.max()) + 1
             want = m[todo]
-            best = np.zeros(len(todo), dtype=np.int64)  # score: pinned count * 64 + bit, so ties go to the newer
+            best = np.zeros(len(todo), dtype=np.int64)  # score: pinned count * span + bit, so ties go to the newer
             for b in bits:
                 count = np.bincount(codes[pinned_bit[b]], minlength=size)[codes[todo]]
-                score = np.where((want & b != 0) & (count > 0), count * 64 + b, 0)
+                score = np.where((want & b != 0) & (count > 0), count * span + b, 0)
                 best = np.maximum(best, score)
-            chosen[todo] = best % 64
+            chosen[todo] = best % span
         undecided = open_rows[chosen[open_rows] == 0]
         chosen[undecided] = m[undecided]  # nothing pinned to follow: the newest format it fits
     inferred = np.zeros(n, dtype=bool)
@@ -396,7 +401,7 @@ _CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "action_u
                "value_format", "task_event_class", "task_event_type", "upstream_action", "subagent_scope",
                "subagent_session_id", "subagent_call_id", "agent_key")
 
-_INT32 = ("key_group", "output_event_count", "sensory_update_count", "short_term_update_count", "call_count",
+_INT32 = ("key_group", "output_event_count", "subagent_result_count", "sensory_update_count", "short_term_update_count", "call_count",
           "calls_pending", "calls_succeeded", "calls_failed")
 
 _BOOL = ("value_format_inferred", "completed", "is_root")
@@ -451,7 +456,7 @@ def _finished(c: dict[str, Any], n: int) -> dict[str, Any]:
             data[name] = _masked_bool(col)
         elif name == "tombstone":
             data[name] = np.asarray(col, dtype=bool)
-        elif name in ("output_event_types", "output_event_ids", "key_flags"):
+        elif name in ("output_event_types", "output_event_ids", "subagent_result_event_ids", "key_flags"):
             data[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
         else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
             data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")

@@ -64,7 +64,7 @@ def verify_identity(log: ActionStateLog, *, num_partitions: int | None = None, m
                 basis = (texts[pos] or "").split("_", 1)[0] or None
             elif fmt == "K1.5":
                 basis = texts[pos]
-            elif fmt in ("K1.6", "K2"):
+            elif fmt in ("K1.6", "K2", "K2-ordinal"):
                 basis = digests[pos]
             else:
                 basis = None
@@ -94,11 +94,11 @@ def verify_identity(log: ActionStateLog, *, num_partitions: int | None = None, m
         for pos, (fmt, act) in enumerate(zip(fmts, r["action_uuid"].astype(object).tolist())):
             if fmt is None or act is None:
                 continue
-            table = named if fmt == "K2" else hashed
+            table = named if fmt in ("K2", "K2-ordinal") else hashed
             names[pos] = table.get(act)
             if names[pos] is not None:
                 action_ok[pos] = True
-            elif fmt == "K2" or not java:
+            elif fmt in ("K2", "K2-ordinal") or not java:
                 action_ok[pos] = False
 
     ev_ok = [None if e is None or a is None else e == a for e, a in zip(ev_expected, actual_ev)]

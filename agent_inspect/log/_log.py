@@ -16,6 +16,7 @@ from agent_inspect.codec import ActionState, decode_action_state
 from agent_inspect.codec.bulk import release_shared_strings
 from agent_inspect.log._build import COLUMNS, build_records
 from agent_inspect.log._identity import verify_identity
+from agent_inspect.log._runtime import RuntimeInfo, infer_runtime
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import write_parquet
 
@@ -119,7 +120,11 @@ class ActionStateLog:
         return verify_identity(self, num_partitions=num_partitions, max_parallelism=max_parallelism, plan=plan)
 
     def summary(self) -> dict[str, Any]:
-        """Counts for a first look: records, errors, keys, partitions, key/value formats, completed, tombstones."""
+        """Counts for a first look: records, errors, keys, partitions, key/value formats, completed, tombstones.
+
+        ``value_formats_by_lineage_rule`` counts the records the lineage rule took V3 away from (output
+        events, none with lineage); ``runtime`` is :meth:`runtime` as a dict (name, evidence, default rule).
+        """
         r = self.records
         inferred = r["value_format_inferred"]
         return {
@@ -131,12 +136,18 @@ class ActionStateLog:
             "key_formats": _counts(r["key_format"]),
             "value_formats": _counts(r["value_format"]),
             "value_formats_inferred": int(inferred.fillna(False).sum()),
+            "value_formats_by_lineage_rule": int(r["value_format_lineage_rule"].fillna(False).sum()),
             "completed": int(r["completed"].fillna(False).sum()),
             "tombstones": int(r["tombstone"].sum()),
             "executions": int(r.loc[~r["tombstone"], "state_key"].nunique()),
             "root_records": int(r["is_root"].fillna(False).sum()),
             "flagged_keys": int((r["key_flags"].map(len) > 0).sum()),
+            "runtime": self.runtime().as_dict(),
         }
+
+    def runtime(self) -> RuntimeInfo:
+        """Which upstream runtime wrote this log ("0.3", "0.4" or "main"), inferred from the records, with evidence."""
+        return infer_runtime(self.records)
 
     def __repr__(self) -> str:
         s = self.summary()

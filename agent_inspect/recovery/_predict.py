@@ -28,6 +28,8 @@ from agent_inspect.agents import (
     AgentEvent,
     SubagentIdAllocator,
 )
+from agent_inspect.codec import call_matcher, call_router
+from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
 from agent_inspect.recovery._rebuild import Markers, rebuild
 from agent_inspect.store import (
@@ -91,14 +93,18 @@ class SymbolicCallJournal:
     no values and recorded failures are not raised. It is the predictor's, independent of the
     executor's live journal (:class:`~agent_inspect.executor.LiveCallJournal`) so the two cross-check.
 
+    ``call_matching`` (``codec.CALL_MATCHING``) compares a call with the slot at its position by
+    functionId and argsDigest ("position", the default) or by functionId only ("function-id", #1016).
+
     ``recorded`` is the record's call results (any objects with ``function_id``, ``args_digest``,
     ``effective_status`` or ``status``, and the payloads). :meth:`call` returns a
     :class:`CallOutcome`; ``results`` is the journal as the next write would persist it.
     """
 
-    def __init__(self, recorded: Sequence[Any] = ()) -> None:
+    def __init__(self, recorded: Sequence[Any] = (), *, call_matching: str = "position") -> None:
+        self._same = call_matcher(call_matching)
         self.results: list[_Slot] = [
-            _Slot(r.function_id, r.args_digest, _status(r), getattr(r, "result_payload", None),
+            _Slot(r.function_id, getattr(r, "args_digest", None) or "", _status(r), getattr(r, "result_payload", None),
                   getattr(r, "exception_payload", None)) for r in recorded]
         self.index = 0
         self.warnings: list[str] = []
@@ -111,7 +117,7 @@ class SymbolicCallJournal:
         i = self.index
         self.index += 1
         slot = self.results[i] if i < len(self.results) else None
-        same = slot is not None and slot.function_id == function_id and slot.args_digest == args_digest
+        same = slot is not None and self._same(slot.function_id, slot.args_digest, function_id, args_digest)
         if reconciler is None:
             if same and slot is not None:
                 return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
@@ -219,7 +225,8 @@ class Prediction:
     ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
     followed by NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up.
     ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
-    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count``: kind
+    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count`` and the ``router`` a
+    model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
     id), "replayed" (a call served from the journal), "reconciler".
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
@@ -233,6 +240,8 @@ class Prediction:
     crashed: bool = False
     warnings: tuple[str, ...] = ()
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
+    #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
+    runtime: Any = field(default=None, repr=False, compare=False)
     #: per sub-agent call (``<sessionId>#<callId>``): the ids of the result events its caller got
     #: (a reused child's stored ones, or fresh ones of a rerun), or "journal" (a terminal slot replayed)
     subagent_results: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict, compare=False)
@@ -264,10 +273,18 @@ class Prediction:
         return Counter({str(n): int(c) for n, c in rows.groupby("name", observed=True)["count"].sum().items()})
 
     def ledger_totals(self) -> pd.DataFrame:
-        """The ledger summed over keys: one row per (kind, name)."""
+        """The ledger summed over keys: one row per (kind, name), with its ``router``."""
         if self.ledger.empty:
             return self.ledger.drop(columns=["key"])
-        return self.ledger.groupby(["kind", "name"], as_index=False, observed=True)["count"].sum()
+        return self.ledger.groupby(["kind", "name"], as_index=False, observed=True, dropna=False).agg(
+            router=("router", "first"), count=("count", "sum"))
+
+    def by_router(self) -> pd.DataFrame:
+        """Model-routing calls grouped under their router: one row per (router, kind, name), summed over keys."""
+        rows = self.ledger[self.ledger["router"].notna()] if "router" in self.ledger else self.ledger.iloc[:0]
+        if rows.empty:
+            return pd.DataFrame(columns=["router", "kind", "name", "count"])
+        return rows.groupby(["router", "kind", "name"], as_index=False, observed=True, sort=True)["count"].sum()
 
     def _repr_html_(self) -> str:
         from agent_inspect._html import escape, frame_html
@@ -416,8 +433,10 @@ class Simulation:
     """
 
     def __init__(self, log: Any, plan: ReplayPlan, agent: Agent, session: RecoverySession,
-                 new_id: Callable[[], str], runtime: Any = "0.3") -> None:
+                 new_id: Callable[[], str], *, call_matching: str = "position", runtime: Any = "0.3") -> None:
         self.log, self.plan, self.agent, self.session, self.new_id = log, plan, agent, session, new_id
+        self.call_matching = call_matching
+        call_matcher(call_matching)  # an unknown mode fails before anything runs
         #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
         self.model = runtime_model(runtime)
         #: NOT-DISPATCHED rows, decided per round when the round ends (§11.4.5)
@@ -550,7 +569,7 @@ class Simulation:
         else:
             value = self._value(decision.entry)
             recorded = value.call_results if value is not None else ()
-        journal = SymbolicCallJournal(recorded)
+        journal = SymbolicCallJournal(recorded, call_matching=self.call_matching)
         ctx = _Context(self, rnd, decl, event, journal, index, call)
         row["body_ran"] = True
         self.ledger[(rnd.key, "body", decl.name)] += 1
@@ -667,21 +686,23 @@ def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, runtime: Any = "0.3",
-            kafka_pending: str | None = None) -> Prediction:
+            max_parallelism: int | None = None, runtime: Any = "auto",
+            call_matching: str = "position", kafka_pending: str | None = None) -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 
     ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
-    log, rule and markers are then used. ``rule`` defaults to ``"fixed"``. ``markers`` select the
+    log, rule and markers are then used. ``rule`` defaults to the rule ``runtime`` ships ("0.3", "0.4",
+    "main"; default "auto", inferred from the log): the original rule for all three. ``markers`` select the
     rebuild window: None takes the whole loaded log, ``[]`` is a fresh start. ``plan`` defaults to
     :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
     log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
     from an already rebuilt store; ``new_id`` to make fresh event ids reproducible.
-    K2 restore checks (spec §6.5): a window with a serializer fingerprint other than
+    ``call_matching`` ("position" or "function-id", the #1016 variant) is how replayed durable calls meet
+    their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other than
     ``expected_fingerprint`` (default: the window's most common) or a key group outside
     ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
-    ``runtime`` ("0.3" by default, "0.4", "main"; :func:`agent_inspect.store.runtime_model`) selects
-    the upstream runtime's behaviours: from 0.4 on, checkpoint-time refresh rows bring the pending
+    The runtime (given or inferred) also selects that runtime's recovery behaviours
+    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows bring the pending
     states of rounds in flight at the restored checkpoint back (RESUME with the recorded call results;
     ``kafka_pending`` picks the Kafka mechanism); on main, sub-agent calls reserve PENDING caller slots,
     a reused child replays its ``subagentResultEvents``, and a reused root caller sends no bootstrap.
@@ -691,7 +712,11 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         log = recon.log
         rule = recon.rule if rule is None else rule
         markers = recon.markers if markers is None else markers
-    rule = "fixed" if rule is None else rule
+        recorded_runtime = getattr(recon, "runtime", None)
+        if runtime == "auto" and recorded_runtime is not None:
+            runtime = recorded_runtime
+    info = resolve_runtime(runtime, log)
+    rule = info.default_rule if rule is None else rule
     if plan is None or agent is None or session is None:
         if log is None:
             raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
@@ -707,8 +732,9 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
 
             session = rebuild(source, rule, markers, expected_fingerprint=expected_fingerprint,
                               max_parallelism=max_parallelism,
-                              refresh=refresh_positions(source, runtime, kafka_pending=kafka_pending))
-    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), runtime)
+                              refresh=refresh_positions(source, info, kafka_pending=kafka_pending))
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching,
+                     runtime=runtime_model(info, kafka_pending=kafka_pending))
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
@@ -716,12 +742,14 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         tasks[col] = tasks[col].astype("Int64")
     tasks["body_ran"] = tasks["body_ran"].astype(bool)
     tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]
-    ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "count": n}
-                           for (k, kind, name), n in sim.ledger.items()], columns=["key", "kind", "name", "count"])
+    ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "router": None if kind == "body" else call_router(name),
+                            "count": n} for (k, kind, name), n in sim.ledger.items()],
+                          columns=["key", "kind", "name", "router", "count"])
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
-                      warnings=tuple(sim.warnings), session=session, subagent_results=dict(sim.subagent_results))
+                      warnings=tuple(sim.warnings), session=session, runtime=info,
+                      subagent_results=dict(sim.subagent_results))
 
 
 def _is_reconstruction(obj: Any) -> bool:
@@ -729,10 +757,13 @@ def _is_reconstruction(obj: Any) -> bool:
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
-             new_id: Callable[[], str] | None = None, runtime: Any = "0.3") -> Simulation:
+             new_id: Callable[[], str] | None = None, call_matching: str = "position",
+             runtime: Any = "0.3") -> Simulation:
     """Drive ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) and return
     the :class:`Simulation` (``rows``, ``ledger``, ``crashed``). ``predict`` is this plus the rebuild and frames.
+    ``runtime`` selects the upstream runtime's behaviours (:func:`agent_inspect.store.runtime_model`).
     """
-    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), runtime)
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching,
+                     runtime=runtime)
     sim.crashed = sim.run()
     return sim

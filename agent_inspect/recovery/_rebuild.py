@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from agent_inspect._errors import RecoveryError
+from agent_inspect._errors import DataLossError, RecoveryError
 from agent_inspect.codec import merge_markers
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import DivergenceRule, Entry, RecoverySession
@@ -53,7 +53,9 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
     """Which rows the rebuild reads: marker partitions only, from the minimum marker offset to the end.
 
     ``start_offsets`` (what the source read from) is checked: a marker below it means the loaded
-    log lacks records the rebuild would read. For a Fluss ``source`` the upstream restore checks
+    log lacks records the rebuild would read. A marker below a Kafka source's log start (its
+    ``options["log_start"]``: retention or a #1101 cleanup boundary) is a :class:`DataLossError`
+    naming partition, marker and log start, as the bounded 0.4+ rebuild fails there (addendum §2.1). For a Fluss ``source`` the upstream restore checks
     apply (spec §7.4): the marker buckets must be the table's buckets, and no marker may lie past
     a bucket's end.
     """
@@ -69,6 +71,15 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
             if off > ends[p]:
                 raise RecoveryError(f"data loss detected for bucket {p}: marker offset {off} is past its end "
                                     f"{ends[p]}; upstream fails this restore")
+    log_start = (getattr(source, "options", None) or {}).get("log_start") if source is not None else None
+    if log_start:
+        first = {int(p): int(o) for p, o in log_start.items()}
+        for p, off in sorted(start.items()):
+            if p in first and off < first[p]:
+                raise DataLossError(
+                    f"data loss in partition {p}: recovery marker offset {off} is below the log start {first[p]} "
+                    f"(retention or a #1101 cleanup boundary removed the records before it); a 0.4+ rebuild "
+                    f"fails this restore (0.3 silently read from the log start)")
     if start_offsets:
         for p, off in start.items():
             have = start_offsets.get(p)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
+from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, whole_log_markers, window_mask
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import Entry, Outcome, RecoverySession, Task
@@ -62,6 +63,8 @@ class Reconstruction:
     evictions: pd.DataFrame
     session: RecoverySession = field(repr=False)
     history: History = field(repr=False)
+    #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
+    runtime: Any = field(default=None, repr=False, compare=False)
 
     @property
     def store(self) -> Any:
@@ -97,6 +100,7 @@ class Reconstruction:
         """
         from agent_inspect.recovery._predict import predict
 
+        options.setdefault("runtime", self.runtime if self.runtime is not None else "auto")
         return predict(self.log, plan, agent, rule=self.rule, markers=self.markers, **options)
 
     @cached_property
@@ -117,6 +121,7 @@ class Reconstruction:
             "cache_events": len(self.evictions),
             "evicted": int((self.records["status"] == "evicted").sum()),
             "invalidated": int((self.records["status"] == "invalidated").sum()),
+            **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
         }
 
     def __repr__(self) -> str:
@@ -138,8 +143,8 @@ class Reconstruction:
                 + "</div>")
 
 
-def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, replay: bool = True,
-                expected_fingerprint: str | None = None, runtime: Any = "0.3",
+def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,
+                expected_fingerprint: str | None = None, runtime: Any = "auto",
                 kafka_pending: str | None = None) -> Reconstruction:
     """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
     records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
@@ -159,21 +164,25 @@ def reconstruct(log: Any, rule: Any = "fixed", markers: Markers = None, *, repla
        its reused parent's stored output has (ids are kept on reuse), or a fresh id when the parent
        reran (the "deterministic rerun" assumption of spec §15.6); reruns write simulated records. This is where the original rule's count > 1 and miss evictions happen.
 
-    ``runtime`` ("0.3" by default, "0.4", "main") selects the upstream runtime's behaviours
-    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows (a state
-    key re-appended with byte-identical bytes, addendum §2) get the status ``refresh``, are left out
-    of attempts, executions and durable calls, and are never a rule step (``kafka_pending`` picks
-    the Kafka mechanism: "refresh", the default, or "marker").
+    ``runtime`` ("0.3", "0.4", "main"; default "auto": inferred from the records, see
+    :func:`agent_inspect.log.infer_runtime`) is the upstream runtime the log is read as; ``rule=None``
+    takes the rule that runtime ships (the original rule for all three; "fixed" is a what-if). It also
+    selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on,
+    checkpoint-time refresh rows (a state key re-appended with byte-identical bytes, addendum §2) get the
+    status ``refresh``, are left out of attempts, executions and durable calls, and are never a rule step
+    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker").
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
     """
+    info = resolve_runtime(runtime, log)
     with gc_paused():  # millions of small acyclic objects
-        return _reconstruct(log, rule, markers, replay, expected_fingerprint, runtime, kafka_pending)
+        return _reconstruct(log, info.default_rule if rule is None else rule, markers, replay, expected_fingerprint,
+                            info, kafka_pending)
 
 
 def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
-                 expected_fingerprint: str | None, runtime: Any = "0.3",
+                 expected_fingerprint: str | None, runtime: Any = None,
                  kafka_pending: str | None = None) -> Reconstruction:
     from agent_inspect.history import build_history
     from agent_inspect.recovery._refresh import refresh_positions
@@ -205,7 +214,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
-        session=session, history=history,
+        session=session, history=history, runtime=runtime,
     )
 
 

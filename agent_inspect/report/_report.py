@@ -41,16 +41,19 @@ def write_report(
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
+    verification: Any = None,
 ) -> Path:
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
 
     ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``) or
     the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own).
     The report holds the summary, the divergences, timelines of the ``max_keys`` most affected keys,
-    the re-execution ledger, the lints and the decode errors. Everything from the records is escaped.
+    the re-execution ledger, the lints and the decode errors; given ``verification`` (``ai.verify(...)``
+    of this recovery against the job's Trace Log), also "Checked against the trace". Everything from the
+    records and the trace is escaped.
     """
     html = render_report(log_or_result, rule=rule, markers=markers, title=title,
-                         max_keys=max_keys, max_rows=max_rows)
+                         max_keys=max_keys, max_rows=max_rows, verification=verification)
     target = Path(path)
     target.write_text(html, encoding="utf-8")
     return target
@@ -64,6 +67,7 @@ def render_report(
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
+    verification: Any = None,
 ) -> str:
     """The report of :func:`write_report` as an HTML string."""
     log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
@@ -74,6 +78,7 @@ def render_report(
         _divergence_section(result, max_rows=max_rows),
         _timeline_section(result, max_keys=max_keys),
         _ledger_section(prediction, max_rows=max_rows),
+        *([_trace_section(verification, max_rows=max_rows)] if verification is not None else []),
         _lint_section(result, max_rows=max_rows),
         _errors_section(log, max_rows=max_rows),
         _static_views_section(log, result),
@@ -206,6 +211,22 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
     if len(tasks):
         body += frame_html(tasks[cols], max_rows=max_rows, caption="tasks in dispatch order")
     return _Section("ledger", title, body)
+
+
+def _trace_section(v: Any, *, max_rows: int) -> _Section:
+    title = "Checked against the trace"
+    verdict = "agrees" if v.agree else "disagrees"
+    body = (f'<p class="verdict verdict-{verdict}"><b>The prediction {verdict} with the job\'s Trace Log</b>: '
+            f"{escape(v.summary_text())}.</p>")
+    body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.notes)
+    body += frame_html(v.totals, max_rows=max_rows, caption="tasks per outcome, predicted and observed")
+    body += frame_html(v.calls, max_rows=max_rows, caption="durable llm / tool calls, predicted and observed")
+    if len(v.disagreements):
+        cols = ["key", "seq", "action", "predicted", "observed", "join", "cause", "explanation"]
+        body += frame_html(v.disagreements[cols], max_rows=max_rows, caption="disagreements and their explanation")
+    if v.ranking is not None:
+        body += frame_html(v.ranking, max_rows=max_rows, caption="rules and runtimes ranked by agreement")
+    return _Section("trace", title, body)
 
 
 def _lint_section(result: Any, *, max_rows: int) -> _Section:

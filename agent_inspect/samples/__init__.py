@@ -8,6 +8,7 @@ The committed files live in ``sample_logs/``::
     log = ai.load(ai.samples.path("production"))            # fmt="jsonl" | "kcat" | "parquet"
     result = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
     ai.samples.write_samples("out/")                         # regenerate every file (byte-identical)
+    trace = ai.load_trace(ai.samples.path("production", "trace"))   # the Trace Log of that restore
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from agent_inspect.samples._catalog import (
     scenario,
     write_samples,
 )
+from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, run_recovery, sample_trace
 from agent_inspect.samples._write import write_kcat_jsonl
 
 __all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path", "sample_dir",
-           "write_samples", "write_kcat_jsonl"]
+           "write_samples", "write_kcat_jsonl",
+           # each sample's Trace Log (and the deliberately inconsistent variants)
+           "TRACE_RULE", "INCONSISTENT", "run_recovery", "sample_trace"]

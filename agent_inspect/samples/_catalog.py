@@ -15,6 +15,8 @@ __all__ = ["SAMPLES", "SHOWS", "FORMATS", "Sample", "scenario", "generate", "mar
            "sample_dir"]
 
 _PRODUCTION = ("production", "production_k1")
+#: samples written as a post-0.4 runtime writes them (V4 values, K2 keys): name -> the scenario they retell
+_V4 = {"subagents_v4": "S05"}
 
 #: sample name -> what it shows (one line)
 SAMPLES: Mapping[str, str] = {
@@ -27,6 +29,7 @@ SAMPLES: Mapping[str, str] = {
     "S05": "sub-agent calls over two inputs: original re-runs B's caller and child agent",
     "P01": "key text with '_' under K1 keys: the snapshot's strict parser crashes",
     "subagents": "sub-agent calls over two keys (S03/S05 shapes): the original rule re-runs the child agent",
+    "subagents_v4": "S05's sub-agent calls as post-0.4 main writes them: V4 values (subagentResultEvents), K2 keys",
     "production": "support agent, 40 keys, 4 attempts under the original rule, a branch change (K1.5 keys)",
     "production_k1": "the production story, smaller (14 keys), with K1 keys (no '_' in key texts)",
 }
@@ -60,6 +63,10 @@ SHOWS: Mapping[str, str] = {
                  "and evicts the next round, so both second rounds re-run, caller and whole child graph. "
                  "Under `fixed` order-1 is reused and order-2's caller resumes, re-issuing its call with the "
                  "same ids: the children are reused.",
+    "subagents_v4": "Every record carries `subagentResultEvents` (V4, `[]` in initial and call writes); the "
+                    "child CA's completion holds its answer there, without lineage, and not in `outputEvents`. "
+                    "`agent-inspect summary` reports runtime `main` from them. Recovery of a reused child from "
+                    "its result events (addendum §1.1) is not modelled yet: read this sample for its format.",
     "production": "A customer-support agent (`triage` + `audit` roots, ReAct-style `chat` ↔ `tool_call`, "
                   "compare questions fanning out, refund drafts reviewed by sub-agent `reviewer`; durable "
                   "calls `support_agent.vector_store.query`, `support_agent.chat_model.chat` with retries on "
@@ -134,13 +141,14 @@ class Sample:
         }
 
 
-def _factory(name: str, *, key_format: str, num_partitions: int) -> Any:
+def _factory(name: str, *, key_format: str, num_partitions: int, value_format: str = "V3") -> Any:
     """``Job(agent, source, **overrides)`` with this sample's seed and defaults."""
     from functools import partial
 
     from agent_inspect.samples._driver import Job
 
-    return partial(Job, key_format=key_format, seed=zlib.crc32(name.encode()), num_partitions=num_partitions)
+    return partial(Job, key_format=key_format, seed=zlib.crc32(name.encode()), num_partitions=num_partitions,
+                   value_format=value_format)
 
 
 def scenario(name: str) -> Sample:
@@ -153,6 +161,13 @@ def scenario(name: str) -> Sample:
         make = _factory(name, key_format=KEY_FORMATS[name], num_partitions=4)
         job = production_story(make, k1=name == "production_k1")
         restore, case = job.attempts[-1].restored_from, None
+    elif name in _V4:
+        from agent_inspect.samples._small import SCENARIOS
+
+        _, run = SCENARIOS[_V4[name]]
+        case = None
+        make = _factory(name, key_format="K2", num_partitions=1, value_format="V4")
+        job, restore = run(make)
     else:
         from agent_inspect.samples._small import SCENARIOS
 
@@ -160,8 +175,13 @@ def scenario(name: str) -> Sample:
         make = _factory(name, key_format="K1.5", num_partitions=1)
         job, restore = run(make)
     point = job.restore_point(restore)
+    log = job.log
+    if name in _V4:
+        from agent_inspect.samples._v4 import with_result_events
+
+        log = with_result_events(log)
     return Sample(
-        name=name, description=SAMPLES[name], case=case, log=job.log,
+        name=name, description=SAMPLES[name], case=case, log=log,
         markers=tuple(point["markers"]),
         plan={"inputs": point["replay"], "restored_seq": point["restored_seq"], "pending": point["pending"]},
         memory=point["short_term"], restored_from=restore, checkpoints=job.checkpoints,
@@ -197,6 +217,19 @@ def path(name: str, fmt: str = "jsonl") -> Path:
     return found
 
 
+def _write_traces(s: Sample, base: Path) -> list[Path]:
+    """The sample's Trace Log (and its inconsistent variant, if it has one)."""
+    from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, inconsistent_suffix, sample_trace
+    from agent_inspect.samples._write import FILE_SUFFIXES
+    from agent_inspect.sources import write_trace
+
+    out = [write_trace(sample_trace(s, TRACE_RULE), f"{base}{FILE_SUFFIXES['trace']}")]
+    if s.name in INCONSISTENT:
+        other = INCONSISTENT[s.name]
+        out.append(write_trace(sample_trace(s, other), f"{base}{inconsistent_suffix(other)}"))
+    return out
+
+
 def markers(name: str) -> list[dict[int, int]]:
     """The recovery markers of the restore sample ``name`` shows (from its committed markers file)."""
     import json
@@ -229,6 +262,7 @@ def write_samples(directory: str | os.PathLike[str] | None = None, *,
         written.append(write_kcat_jsonl(s.log, f"{base}{FILE_SUFFIXES['kcat']}"))
         written.append(write_parquet(s.log, f"{base}{FILE_SUFFIXES['parquet']}"))
         written.append(write_markers(s.info(), f"{base}{FILE_SUFFIXES['markers']}"))
+        written += _write_traces(s, base)
     if names is None:
         readme_path = out / "README.md"
         readme_path.write_text(readme(samples, SHOWS), encoding="utf-8")

@@ -24,6 +24,8 @@ Each sample comes in every file format, all giving identical `log.records`:
 | `<name>.kcat.jsonl` | `kcat -C -J` envelopes (`topic`, `partition`, `offset`, `tstype`, `ts`, `broker`, `key`, `payload`) |
 | `<name>.parquet` | the toolkit's Parquet (raw key/value bytes + source metadata) |
 | `<name>.markers.json` | `markers` of the restore the sample shows, the restored seqNums, memory and replayed inputs, every checkpoint and attempt |
+| `<name>.trace.log` | the Trace Log (FILE output, JSONL) the runtime writes while it performs that restore under the `original` rule: produced by the replay executor's own steps, not by the predictor |
+| `<name>.fixed-rule.trace.log` | (N04, G01) the same restore recorded by a job that ran `fixed`: deliberately inconsistent with the `original` prediction |
 
 ```python
 import agent_inspect as ai
@@ -31,6 +33,7 @@ log = ai.load(ai.samples.path("G01"))                       # or "sample_logs/G0
 result = ai.reconstruct(log, rule="fixed", markers=ai.samples.markers("G01"))
 s = ai.samples.scenario("G01")                              # regenerate, with the agent that wrote it
 ex = s.executor(rule="original")                            # ReplayExecutor of that restore
+v = ai.verify(log, ai.samples.path("G01", "trace"), markers=ai.samples.markers("G01"))   # checked: v.agree
 ```
 
 Timestamps start at 2026-09-14T08:00:00Z. Case ids refer to `divergence-cases.md` (and `cases/`).

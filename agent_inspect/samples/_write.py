@@ -11,7 +11,8 @@ from typing import Any
 __all__ = ["write_kcat_jsonl", "write_markers", "FILE_SUFFIXES"]
 
 #: file format -> file name suffix of a sample
-FILE_SUFFIXES = {"jsonl": ".jsonl", "kcat": ".kcat.jsonl", "parquet": ".parquet", "markers": ".markers.json"}
+FILE_SUFFIXES = {"jsonl": ".jsonl", "kcat": ".kcat.jsonl", "parquet": ".parquet", "markers": ".markers.json",
+                 "trace": ".trace.log"}
 
 
 def write_kcat_jsonl(log: Any, path: str | os.PathLike[str], *, topic: str | None = None,

@@ -18,6 +18,7 @@ from agent_inspect.sources._kafka import open_kafka, read_partitions
 from agent_inspect.sources._keys import business_key_rows, take
 from agent_inspect.sources._offsets import ReadPlan
 from agent_inspect.sources._progress import progress_bar
+from agent_inspect.sources._trace import TraceFile, TraceItem, read_trace_files, trace_files, write_trace
 
 __all__ = [
     # raw columns
@@ -27,6 +28,8 @@ __all__ = [
     "business_key_rows", "take", "progress_bar",
     # writers
     "write_parquet", "write_jsonl",
+    # Trace Log files (read by agent_inspect.trace)
+    "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
 ]
 
 __getattr__ = moved(__name__, dict.fromkeys(("load", "load_kafka", "load_fluss", "load_file"), "agent_inspect.log"))

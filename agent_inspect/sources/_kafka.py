@@ -12,7 +12,14 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
-from agent_inspect.sources._offsets import ReadPlan, merge_markers, plan_reads, read_options
+from agent_inspect.sources._offsets import (
+    ReadPlan,
+    check_kafka_markers,
+    merge_markers,
+    plan_reads,
+    read_options,
+    versioned_marker_topic_ids,
+)
 from agent_inspect.sources._progress import progress_bar
 
 __all__ = ["open_kafka", "read_partitions"]
@@ -55,6 +62,9 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])
     earliest, latest = _watermarks(admin, topic, partitions, timeout, errors, user["bootstrap.servers"])
 
+    if markers is not None:
+        topic_id = _topic_id(admin, topic, timeout) if versioned_marker_topic_ids(markers) else None
+        check_kafka_markers(markers, topic=topic, topic_id=topic_id, partitions=partitions)
     merged = merge_markers(markers, topic=topic) if markers is not None else None
     starts = merge_markers(start_offsets) if start_offsets is not None else None
     keys = list(business_keys) if business_keys is not None else None
@@ -64,6 +74,7 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     public = {k: v for k, v in user.items() if isinstance(v, (str, int, float, bool))
               and not any(h in k.lower() for h in _SECRET_HINTS) and k != "bootstrap.servers"}
     options = read_options(plan, markers=merged, start_offsets=starts, business_keys=keys, config=public)
+    options["log_start"] = {p: earliest[p] for p in sorted(plan.start)}  # what a rebuild can still read
     info = SourceInfo(kind="kafka", location=f"kafka://{user['bootstrap.servers']}/{topic}", topic=topic,
                       start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     consumer_conf = {**client, **_FORCED}
@@ -138,6 +149,18 @@ def _partitions(admin: Any, topic: str, timeout: float, errors: list[str], boots
     if found.error is not None:
         raise SourceError(f"topic {topic!r} metadata error: {found.error.str()}")
     return sorted(found.partitions)
+
+
+def _topic_id(admin: Any, topic: str, timeout: float) -> str | None:
+    """The topic's id as Kafka prints it (base64), or None when the broker does not say."""
+    from confluent_kafka import KafkaException, TopicCollection
+
+    try:
+        future = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout)[topic]
+        found = future.result(timeout).topic_id
+    except (KafkaException, TimeoutError, AttributeError, KeyError):
+        return None
+    return None if found is None else str(found)
 
 
 def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, errors: list[str],

@@ -9,7 +9,7 @@ from typing import Any
 from agent_inspect._errors import DataLossError, SourceError, UnknownPartitionError
 from agent_inspect.codec import merge_markers as codec_merge_markers
 
-__all__ = ["ReadPlan", "merge_markers", "plan_reads"]
+__all__ = ["ReadPlan", "merge_markers", "plan_reads", "check_kafka_markers", "versioned_marker_topic_ids"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,56 @@ class ReadPlan:
 def merge_markers(markers: Any, *, topic: str | None = None) -> dict[int, int]:
     """Merge recovery markers by minimum per partition; plain maps or the versioned Kafka form (spec §6.4)."""
     return codec_merge_markers(markers, topic=topic, error=SourceError)
+
+
+def _is_versioned(marker: Any) -> bool:
+    return isinstance(marker, Mapping) and "offsets" in marker
+
+
+def _java_set(values: Iterable[Any]) -> str:
+    return "[" + ", ".join(str(v) for v in sorted(values)) + "]"
+
+
+def versioned_marker_topic_ids(markers: Any) -> set[str]:
+    """The topic ids named by versioned Kafka markers (#1101); empty for legacy maps or None."""
+    if markers is None:
+        return set()
+    items = [markers] if isinstance(markers, Mapping) else list(markers)
+    return {str(m["topicId"]) for m in items if _is_versioned(m) and m.get("topicId") is not None}
+
+
+def check_kafka_markers(markers: Any, *, topic: str, topic_id: str | None, partitions: Iterable[int]) -> None:
+    """Upstream's checks of versioned Kafka recovery markers (#1101, addendum §5), with its messages.
+
+    Versioned and legacy markers are never mixed; a versioned marker must have schema version 1, name
+    this topic and its current topic id (a recreated topic has a new one), and name exactly the topic's
+    partitions. Legacy ``{partition: offset}`` maps keep the snapshot's looser rule (a subset is read).
+    Raises :class:`SourceError` (:class:`UnknownPartitionError` for a partition-set mismatch).
+    """
+    if markers is None:
+        return
+    items = [markers] if isinstance(markers, Mapping) else list(markers)
+    versioned = [m for m in items if _is_versioned(m)]
+    if versioned and len(versioned) != len(items):
+        raise SourceError("Cannot restore from a mixture of versioned and legacy Kafka recovery markers")
+    known = set(partitions)
+    for m in versioned:
+        version = m.get("schemaVersion", 1)
+        if version != 1:
+            raise SourceError(f"Unsupported Kafka action-state recovery marker schema {version}, expected 1")
+        if m.get("topic") is not None and m["topic"] != topic:
+            raise SourceError(f"Kafka action-state recovery marker references topic {m['topic']}, but the "
+                              f"configured topic is {topic}")
+        marker_id = m.get("topicId")
+        if marker_id is not None and topic_id is not None and str(marker_id) != topic_id:
+            raise SourceError(f"Kafka action-state topic {topic} has ID {topic_id}, but the recovery marker "
+                              f"expects {marker_id}; the topic may have been recreated")
+        offsets = m["offsets"]
+        named = {int(p) for p in offsets} if isinstance(offsets, Mapping) else set()
+        if isinstance(offsets, Mapping) and named != known:
+            raise UnknownPartitionError(
+                f"Kafka action-state recovery marker contains partitions {_java_set(named)}, but topic {topic} "
+                f"currently has partitions {_java_set(known)}")
 
 
 def plan_reads(*, partitions: Iterable[int], earliest: Mapping[int, int], latest: Mapping[int, int],
@@ -67,10 +117,16 @@ def plan_reads(*, partitions: Iterable[int], earliest: Mapping[int, int], latest
         asked = named.get(p, lo) if named else lo
         if asked < lo or asked > hi:
             if not allow_data_loss:
-                why = (f"the earliest retained offset is {lo}" if asked < lo
-                       else f"{what} ends at {hi}, so {where} was recreated or truncated")
+                kafka = what == "partition"
+                kind = "recovery marker offset" if markers is not None and kafka else "start offset"
+                if asked < lo:
+                    why = f"the earliest retained offset is {lo}" + (
+                        ", the log start: retention or a checkpoint-aligned cleanup (#1101 deleteRecords) removed "
+                        "the records before it, and a 0.4+ rebuild fails here" if kafka else "")
+                else:
+                    why = f"{what} ends at {hi}, so {where} was recreated or truncated"
                 raise DataLossError(
-                    f"data loss in {what} {p}: start offset {asked} is outside the retained range [{lo}, {hi}] "
+                    f"data loss in {what} {p}: {kind} {asked} is outside the retained range [{lo}, {hi}] "
                     f"({why}); increase retention, use newer markers, or pass allow_data_loss=True")
             loss[p] = (asked, lo)
             asked = lo

@@ -3,7 +3,7 @@
 ``inspect(obj)`` picks the right one and returns it (the last expression of a cell displays it).
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
-``ai-prediction``, ``ai-inspector``. Views only display results computed elsewhere; every
+``ai-prediction``, ``ai-verification``, ``ai-inspector``. Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included.
 """
 
@@ -17,6 +17,7 @@ from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._stepper import ReplayStepper
 from agent_inspect.widgets._timeline import KeyTimeline
+from agent_inspect.widgets._verification import VerificationView
 
 __all__ = [
     "inspect",
@@ -29,4 +30,5 @@ __all__ = [
     "RuleComparison",
     "ResultInspector",
     "PredictionView",
+    "VerificationView",
 ]

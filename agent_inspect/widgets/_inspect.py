@@ -131,6 +131,7 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - a reconstruction result → :class:`ResultInspector` (records, timeline, divergences, graph);
     - a replay executor → :class:`ReplayStepper`;
     - a prediction (``result.predict(...)``) → :class:`PredictionView`;
+    - a verification (``ai.verify(...)``) → :class:`VerificationView`;
     - the DataFrame of ``ai.cases.compare(...)`` → :class:`RuleComparison`;
     - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
 
@@ -138,6 +139,11 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     """
     if is_executor(obj):
         return ReplayStepper(obj, **options)
+    if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and hasattr(obj, "summary_text") \
+            and isinstance(getattr(obj, "totals", None), pd.DataFrame):
+        from agent_inspect.widgets._verification import VerificationView
+
+        return VerificationView(obj, **options)
     if is_reconstruction(obj):
         return ResultInspector(obj, **options)
     if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and isinstance(getattr(obj, "ledger", None), pd.DataFrame):

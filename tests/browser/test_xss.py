@@ -45,6 +45,16 @@ CELLS = [
     "ai.recovery.predict(log, rule='original')",
     "fixed.divergences",
     "fixed.lints",
+    # a Trace Log whose keys, names, ids and attributes are probes, checked against the probe log
+    f"from agent_inspect.sources import write_trace\nP = {PROBES!r}\n"
+    "recs = [dict(timestamp='2026-01-01T00:00:00Z', detail='STANDARD', businessKey=key, entityType='event',\n"
+    "             entityName='_input_event', entityMetadata=dict(eventId='in-1'), attributes={P['attr']: P['attr']}),\n"
+    "        dict(timestamp='2026-01-01T00:00:01Z', detail='STANDARD', businessKey=P['key'] + '2',\n"
+    "             entityType='action', entityName=P['action'], executionId=P['function_id'],\n"
+    "             entityMetadata=dict(triggerEventId=P['event_type']), status='reused', attributes={'x': P['payload']})]\n"
+    "write_trace(recs, 'probe.trace.log')\n"
+    "verification = ai.verify(log, 'probe.trace.log', rule='original')\n"
+    "view = ai.inspect(verification)\nview.select(len(verification.tasks) - 1)\nview",
 ]
 
 # Screen positions of up to 12 points of every figure, spread over its traces, for hovering.
@@ -93,7 +103,7 @@ def test_probes_never_run_in_jupyterlab(lab_page, lab_root: Path, probe_file: Pa
     ran = time.monotonic() - t0
     page = lab_page.page
     for css in (".ai-inspector .ai-log-browser", ".ai-timeline", ".ai-divergence", ".ai-graph", ".ai-subagent-tree",
-                ".ai-stepper", ".ai-rule-compare"):
+                ".ai-stepper", ".ai-rule-compare", ".ai-verification .ai-verification-detail table"):
         page.locator(css).first.wait_for()
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
     t0 = time.monotonic()
@@ -119,9 +129,21 @@ def test_probes_never_run_in_static_views_or_the_report(plain_page, tmp_path: Pa
     class ProbeRule(ai.rules.FixedRule):
         name = PROBES["action"]
 
+    from agent_inspect.sources import write_trace
+
+    key = log.keys()[0]
+    trace = write_trace([
+        dict(timestamp="2026-01-01T00:00:00Z", detail="STANDARD", businessKey=key, entityType="event",
+             entityName="_input_event", entityMetadata=dict(eventId="in-1"), attributes={PROBES["attr"]: "x"}),
+        dict(timestamp="2026-01-01T00:00:01Z", detail="STANDARD", businessKey=PROBES["key"] + "2",
+             entityType="action", entityName=PROBES["action"], executionId=PROBES["function_id"],
+             entityMetadata=dict(triggerEventId=PROBES["event_type"]), status="reused",
+             attributes={"x": PROBES["payload"]})], tmp_path / "probe.trace.log")
+
     views = {"log": log, "original": result, "fixed": fixed, "prediction": ai.recovery.predict(log, rule="original"),
              "executor": executor, "replay safety": executor.report(), "divergences": fixed.divergences,
-             "lints": fixed.lints, "steps": executor.steps, "rule check": ai.checker.check(ProbeRule(), n=3)}
+             "lints": fixed.lints, "steps": executor.steps, "rule check": ai.checker.check(ProbeRule(), n=3),
+             "trace": ai.load_trace(trace), "verification": ai.verify(log, trace, rule="original")}
     parts = []
     for name, obj in views.items():
         fragment = obj._repr_html_()

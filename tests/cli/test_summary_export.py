@@ -135,3 +135,18 @@ def test_summary_and_export_from_kafka(kafka_bootstrap: str, tmp_path: Path,
     code, out, err = run(capsys, "export", url, "-o", str(target))
     assert code == 0, err
     assert load_file(target).summary()["records"] == 9
+
+
+def test_summary_of_the_v4_sample_reports_v4_and_the_runtime(capsys: pytest.CaptureFixture[str]) -> None:
+    sample = Path(__file__).resolve().parents[2] / "sample_logs" / "subagents_v4.jsonl"
+    code, out, err = run(capsys, "summary", str(sample), "--json")
+    assert code == 0 and err == ""
+    s = json.loads(out)
+    assert s["value_formats"] == {"V4": s["records"]} and s["key_formats"] == {"K2": s["records"]}
+    assert s["runtime"]["name"] == "main" and s["runtime"]["inferred"] is True
+    assert "subagentResultEvents" in s["runtime"]["evidence"] and s["runtime"]["default_rule"] == "original"
+    log = load_file(sample)
+    done = [log.value(p) for p in log.records.index[log.records["subagent_result_count"].fillna(0) > 0]]
+    assert done and all(e.upstream_event_id is None for st in done for e in st.result_events)
+    code, out, _ = run(capsys, "summary", str(sample))
+    assert "main (inferred: " in out

@@ -13,6 +13,7 @@ EXPECTED = {
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest", "merge_markers",
+    "CALL_MATCHING", "call_matcher", "call_router",
 }
 
 
@@ -20,8 +21,8 @@ def test_public_names():
     assert set(codec.__all__) == EXPECTED and len(codec.__all__) == len(EXPECTED)
     for name in codec.__all__:
         assert getattr(codec, name) is not None
-    assert codec.KEY_FORMATS == ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2")
-    assert codec.VALUE_FORMATS == ("V0", "V1", "V2a", "V2b", "V3", "V3+")
+    assert codec.KEY_FORMATS == ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2", "K2-ordinal")
+    assert codec.VALUE_FORMATS == ("V0", "V1", "V2a", "V2b", "V3", "V3+", "V4")
 
 
 def test_log_module_surface():
@@ -29,6 +30,6 @@ def test_log_module_surface():
     from agent_inspect import log
 
     assert log.__all__ == ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log",
-                           "plain_text"]
+                           "plain_text", "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule"]
     assert agent_inspect.ActionStateLog is log.ActionStateLog
     assert agent_inspect.load is log.load and agent_inspect.load_kafka is log.load_kafka

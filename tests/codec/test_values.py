@@ -268,17 +268,18 @@ def events(draw, fmt, lineage=True):
         return Event(**kw, attributes=msgspec.Raw(Event.new("t", draw(attrs)).attributes),
                      source_timestamp=draw(st.integers(0, 2**62)))
     ev = Event.new(draw(st.text(min_size=1, max_size=8)), draw(attrs), **kw)
-    if fmt in ("V3", "V3+") and lineage and draw(st.booleans()):
+    # 0.4+ writers bind lineage to every output event (the lineage rule); other events may lack it
+    if fmt in ("V3", "V3+", "V4") and lineage and (lineage == "always" or draw(st.booleans())):
         ev = msgspec.structs.replace(ev, upstream_event_id=draw(ids), upstream_action_name=draw(st.text(max_size=6)))
-    if fmt == "V3+" and draw(st.booleans()):
+    if fmt in ("V3+", "V4") and draw(st.booleans()):
         ev = msgspec.structs.replace(ev, event_class=SUBAGENT_EVENT, delegate=Event.new("_input_event", draw(attrs)))
     return ev
 
 
 @st.composite
 def states(draw):
-    fmt = draw(st.sampled_from(["V0", "V1", "V2a", "V2b", "V3", "V3+"]))
-    kryo = fmt in ("V2b", "V3", "V3+")
+    fmt = draw(st.sampled_from(["V0", "V1", "V2a", "V2b", "V3", "V3+", "V4"]))
+    kryo = fmt in ("V2b", "V3", "V3+", "V4")
 
     def memory():
         path = draw(st.text(min_size=1, max_size=6))
@@ -294,13 +295,16 @@ def states(draw):
 
     mem = tuple(memory() for _ in range(draw(st.integers(0, 2))))
     mem2 = tuple(memory() for _ in range(draw(st.integers(0, 2))))
-    outs = tuple(draw(events(fmt)) for _ in range(draw(st.integers(0, 2))))
+    outs = tuple(draw(events(fmt, lineage="always")) for _ in range(draw(st.integers(0, 2))))
     task = draw(st.none() | events(fmt))
     if fmt == "V0":
         return fmt, ActionState(task_event=task, output_events=outs, memory_updates=mem + mem2)
     calls = tuple(call() for _ in range(draw(st.integers(0, 2))))
+    extra = {}
+    if fmt == "V4":  # result events carry no lineage (addendum §1.1)
+        extra["subagent_result_events"] = tuple(draw(events(fmt, lineage=False)) for _ in range(draw(st.integers(0, 2))))
     return fmt, ActionState(task_event=task, sensory_memory_updates=mem, short_term_memory_updates=mem2,
-                            output_events=outs, call_results=calls, completed=draw(st.booleans()))
+                            output_events=outs, call_results=calls, completed=draw(st.booleans()), **extra)
 
 
 @settings(deadline=None, max_examples=150)

@@ -31,10 +31,18 @@ def test_json_report_original_vs_fixed(tmp_path: Path, capsys) -> None:
     assert [d["kind"] for d in orig["divergences"]] == ["count>1"]
     assert [r["pos"] for r in orig["evicted"]] == [5, 7] and orig["evicted"][0]["divergence_id"] == 0
     assert orig["ledger"] is not None or orig["ledger_error"]
-    assert main(["reconstruct", str(path), "--json", "--markers", '[{"0": 4}]', "--no-ledger"]) == 0
+    assert main(["reconstruct", str(path), "--json", "--markers", '[{"0": 4}]', "--no-ledger", "--rule", "fixed"]) == 0
     fixed = json.loads(capsys.readouterr().out)
     assert fixed["rule"] == "fixed" and fixed["markers"] == {"0": 4} and fixed["totals"]["evicted"] == 0
     assert fixed["status"]["outside"] == 4 and fixed["ledger"] is None
+    # no --rule: the rule the inferred runtime ships (the original rule; fixed is a what-if)
+    assert main(["reconstruct", str(path), "--json", "--no-ledger"]) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert default["rule"] == "original" and default["runtime"]["inferred"] is True
+    assert default["runtime"]["default_rule"] == "original" and default["runtime"]["evidence"]
+    assert main(["reconstruct", str(path), "--json", "--no-ledger", "--runtime", "0.3"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert given["runtime"]["name"] == "0.3" and given["runtime"]["inferred"] is False
 
 
 def test_text_output_and_bad_usage(tmp_path: Path, capsys) -> None:

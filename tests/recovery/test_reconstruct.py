@@ -49,7 +49,7 @@ def test_n04_original_evicts_later_round_fixed_reuses_all() -> None:
     assert (div.business_key, div.seq, div.kind, div.step, div.positions) == ("k", 5, "count>1", "lookup", (1, 3))
     assert done["divergence_id"].tolist()[2:] == [div.id, div.id]
     assert orig.evictions.loc[0, "positions"] == (5, 7) and orig.evictions.loc[0, "op"] == "evict"
-    fixed = reconstruct(log)
+    fixed = reconstruct(log, "fixed")
     assert completed(fixed)["status"].tolist() == ["live"] * 4
     assert completed(fixed)["outcome"].tolist() == ["REUSE"] * 4
     assert fixed.divergences.empty and fixed.evictions.empty

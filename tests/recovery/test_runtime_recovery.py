@@ -78,7 +78,7 @@ def test_reconstruct_shows_refresh_rows_never_as_attempts_calls_or_divergences()
     assert r04.divergences.empty
     assert set(r04.history.attempts["attempt"]) == {1}
     # read as 0.3, the same rows look like two more attempts
-    r03 = ai.reconstruct(built.log, "fixed", list(built.markers))
+    r03 = ai.reconstruct(built.log, "fixed", list(built.markers), runtime="0.3")
     assert "refresh" not in set(r03.records["status"]) and set(r03.records["attempt"].dropna()) == {1, 2, 3}
 
 

@@ -46,8 +46,8 @@ def test_regenerated_files_are_byte_identical_to_the_committed_ones(regenerated:
     made = sorted(p.name for p in regenerated.iterdir())
     committed = sorted(p.name for p in COMMITTED.iterdir())
     assert made == committed
-    suffixes = ("jsonl", "kcat", "parquet", "markers")
-    assert len(made) == len(samples.SAMPLES) * len(suffixes) + 1          # + README.md
+    suffixes = ("jsonl", "kcat", "parquet", "markers", "trace")
+    assert len(made) == len(samples.SAMPLES) * len(suffixes) + len(samples.INCONSISTENT) + 1   # + README.md
     differ = [n for n in made if not _same_file(regenerated / n, COMMITTED / n)]
     assert differ == [], f"regenerate with `python -m agent_inspect.samples`; these differ: {differ}"
 
@@ -69,7 +69,7 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONHASHSEED": "4242"})
     for path in sorted(tmp_path.iterdir()):
         assert _same_file(path, COMMITTED / path.name), path.name
-    assert len(list(tmp_path.iterdir())) == 8
+    assert len(list(tmp_path.iterdir())) == 10                 # 5 files each: 4 formats + the trace
 
 
 @pytest.mark.parametrize("name", list(samples.SAMPLES))
@@ -313,7 +313,8 @@ def test_kcat_writer_round_trips_through_the_loader(rows: list, tmp_path_factory
 
 def test_public_names_and_light_import() -> None:
     assert set(samples.__all__) == {"SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path",
-                                    "sample_dir", "write_samples", "write_kcat_jsonl"}
+                                    "sample_dir", "write_samples", "write_kcat_jsonl", "TRACE_RULE", "INCONSISTENT",
+                                    "run_recovery", "sample_trace"}
     assert {"N04", "G01", "S01", "P01", "production"} <= set(samples.SAMPLES)
     code = "import sys, agent_inspect.samples; print(sorted(m for m in ('pandas', 'pyarrow', 'greenlet') " \
            "if m in sys.modules))"
@@ -335,7 +336,8 @@ def test_cli_lists_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert json.loads(capsys.readouterr().out) == dict(samples.SAMPLES)
     assert main(["samples", "write", str(tmp_path), "--name", "G01", "--json"]) == 0
     done = json.loads(capsys.readouterr().out)
-    assert done["files"] == ["G01.jsonl", "G01.kcat.jsonl", "G01.parquet", "G01.markers.json"]
+    assert done["files"] == ["G01.jsonl", "G01.kcat.jsonl", "G01.parquet", "G01.markers.json", "G01.trace.log",
+                             "G01.fixed-rule.trace.log"]
     for name in done["files"]:
         assert (tmp_path / name).read_bytes() == (COMMITTED / name).read_bytes()
     assert main(["samples", "write", str(tmp_path), "--name", "nope"]) == 2

@@ -12,7 +12,7 @@ def test_public_names() -> None:
     assert sorted(sources.__all__) == sorted(
         ["write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
          "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan", "business_key_rows", "take",
-         "progress_bar"])
+         "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem"])
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
         assert getattr(ai, name) is getattr(ai.log, name)
 

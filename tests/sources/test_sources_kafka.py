@@ -78,7 +78,7 @@ def test_loads_are_read_only(kafka_bootstrap: str, topic: Topic) -> None:
 def test_markers_merge_by_minimum_and_limit_partitions(kafka_bootstrap: str, topic: Topic) -> None:
     name, _, positions = topic
     full = _raw(kafka_bootstrap, name)
-    markers = [{0: 3, 1: 2}, {"0": 1}, {"schemaVersion": 1, "topic": name, "offsets": {"1": 4}}]
+    markers = [{0: 3, 1: 2}, {"0": 1}, {1: 4}]
     got = _raw(kafka_bootstrap, name, markers=markers)
     assert got == [r for r in full if (r[0] == 0 and r[1] >= 1) or (r[0] == 1 and r[1] >= 2)]
     _, info = open_kafka(kafka_bootstrap, name, markers=markers, progress=False)
@@ -138,6 +138,47 @@ def test_negative_marker_is_data_loss(kafka_bootstrap: str, topic: Topic) -> Non
     name, _, _ = topic
     with pytest.raises(ai.DataLossError, match="earliest retained offset is 0"):
         ai.load_kafka(kafka_bootstrap, name, markers={0: -3}, progress=False)
+
+
+def _topic_id(bootstrap: str, topic: str) -> str:
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return str(admin.describe_topics(TopicCollection([topic]), request_timeout=10)[topic].result(10).topic_id)
+
+
+def test_marker_below_the_log_start_names_partition_marker_and_log_start(kafka_bootstrap: str, topic: Topic) -> None:
+    name, _, _ = topic
+    with pytest.raises(ai.DataLossError) as info:
+        ai.load_kafka(kafka_bootstrap, name, markers={p: -2 for p in range(PARTITIONS)}, progress=False)
+    msg = str(info.value)
+    assert "partition 0" in msg and "recovery marker offset -2" in msg and "log start" in msg and "#1101" in msg
+    # the loaded log keeps each partition's log start, and a later rebuild below it is data loss too
+    log = ai.load_kafka(kafka_bootstrap, name, progress=False)
+    assert log.source.options["log_start"] == {p: 0 for p in range(PARTITIONS)}
+    with pytest.raises(ai.DataLossError, match=r"partition 1: recovery marker offset -1 is below the log start 0"):
+        ai.reconstruct(log, markers=[{0: 0, 1: -1}])
+
+
+def test_versioned_markers_are_checked_like_upstream(kafka_bootstrap: str, topic: Topic) -> None:
+    name, _, _ = topic
+    topic_id = _topic_id(kafka_bootstrap, name)
+    offsets = {str(p): 1 for p in range(PARTITIONS)}
+    good = {"schemaVersion": 1, "topic": name, "topicId": topic_id, "offsets": offsets}
+    log = ai.load_kafka(kafka_bootstrap, name, markers=[good], progress=False)
+    assert dict(log.source.start_offsets) == {p: 1 for p in range(PARTITIONS)}
+    recreated = {**good, "topicId": "AAAAAAAAAAAAAAAAAAAAAA"}
+    with pytest.raises(ai.SourceError, match=f"Kafka action-state topic {name} has ID {topic_id}, but the recovery "
+                                             "marker expects AAAAAAAAAAAAAAAAAAAAAA; the topic may have been recreated"):
+        ai.load_kafka(kafka_bootstrap, name, markers=[recreated], progress=False)
+    with pytest.raises(ai.UnknownPartitionError, match=r"contains partitions \[0, 1\], but topic .* currently has "
+                                                       r"partitions \[0, 1, 2, 3\]"):
+        ai.load_kafka(kafka_bootstrap, name, markers=[{**good, "offsets": {"0": 1, "1": 1}}], progress=False)
+    with pytest.raises(ai.SourceError, match="mixture of versioned and legacy"):
+        ai.load_kafka(kafka_bootstrap, name, markers=[good, {0: 1}], progress=False)
+    with pytest.raises(ai.SourceError, match="marker schema 2, expected 1"):
+        ai.load_kafka(kafka_bootstrap, name, markers=[{**good, "schemaVersion": 2}], progress=False)
 
 
 def test_missing_topic_is_a_source_error_and_is_not_created(kafka_bootstrap: str) -> None:

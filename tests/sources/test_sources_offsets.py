@@ -51,7 +51,7 @@ def test_start_offsets_keep_other_partitions_at_earliest() -> None:
 
 
 def test_marker_below_earliest_is_data_loss_unless_allowed() -> None:
-    with pytest.raises(ai.DataLossError, match=r"partition 0: start offset 99 .*earliest retained offset is 100"):
+    with pytest.raises(ai.DataLossError, match=r"partition 0: recovery marker offset 99 .*earliest retained offset is 100, the log start"):
         plan_reads(partitions=[0, 1, 2], earliest=EARLY, latest=LATE, markers={0: 99})
     plan = plan_reads(partitions=[0, 1, 2], earliest=EARLY, latest=LATE, markers={0: 99}, allow_data_loss=True)
     assert plan.start == {0: 100} and plan.data_loss == {0: (99, 100)}

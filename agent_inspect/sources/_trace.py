@@ -1,0 +1,177 @@
+"""Trace Log files (addendum §3.1): find them, split them into JSON objects, write them back.
+
+Only I/O lives here: the lines become :class:`TraceItem` s (an object, or the reason the text is not
+one); :mod:`agent_inspect.trace` interprets them. Three layouts are read by one scanner:
+
+- FILE output: ``traces-{jobId}-{taskName}-{subtaskId}.log``, one JSON object per line (JSONL);
+- the same with ``trace-log.pretty-print``: one object spread over several lines;
+- SLF4J output (``{log.file}.trace-log.log``): each object after the logger's line prefix.
+
+A line that is not an object (cut off, not JSON, a prefix with nothing after it) becomes an item with
+its file, line number and reason; nothing is dropped and nothing raises.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import SourceError
+
+__all__ = ["TraceItem", "TraceFile", "trace_files", "read_trace_files", "write_trace", "TRACE_FILE_RE"]
+
+#: ``traces-{jobId}-{taskName}-{subtaskId}.log`` (FileTraceLogger); a Flink JobID is 32 hex digits
+TRACE_FILE_RE = re.compile(r"^traces-(?P<job>[0-9a-fA-F]{32}|[^-]+)-(?P<task>.*)-(?P<subtask>\d+)\.log$")
+
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True)
+class TraceFile:
+    """One trace file and what its name says (job, task, subtask; None when the name has another form)."""
+
+    path: str
+    job_id: str | None = None
+    task_name: str | None = None
+    subtask_id: int | None = None
+
+
+@dataclass(frozen=True)
+class TraceItem:
+    """One object of a trace file, or the reason a stretch of text is not one.
+
+    ``line`` is the 1-based line the object (or the bad text) starts on; ``prefix`` the text before
+    the object on that line (an SLF4J layout's timestamp, level and logger), None when there was none.
+    """
+
+    file: str
+    line: int
+    obj: Mapping[str, Any] | None
+    error: str | None = None
+    prefix: str | None = None
+    text: str | None = None
+
+
+def trace_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[TraceFile]:
+    """The trace files a path, a directory (its ``traces-*.log`` and ``*.trace-log.log`` files, else every
+    ``*.log``) or a glob names, sorted; raises :class:`SourceError` when there are none."""
+    if isinstance(source, (list, tuple)):
+        found = [f for s in source for f in trace_files(s)]
+        return sorted(dict.fromkeys(found), key=lambda f: f.path)
+    text = os.fspath(source)
+    p = Path(text)
+    if p.is_dir():
+        paths = sorted({*p.glob("traces-*.log"), *p.glob("*.trace-log.log"), *p.glob("*.trace.log")})
+        if not paths:
+            paths = sorted(p.glob("*.log"))
+        if not paths:
+            raise SourceError(f"no trace files in directory {text!r}: expected traces-<job>-<task>-<subtask>.log "
+                              "(FILE output) or <log.file>.trace-log.log (SLF4J output)")
+        names = [str(x) for x in paths]
+    elif p.is_file():
+        names = [text]
+    elif any(c in text for c in "*?["):
+        names = sorted(_glob.glob(text))
+        if not names:
+            raise SourceError(f"no trace file matches {text!r}")
+    else:
+        raise SourceError(f"trace path {text!r} does not exist; pass a trace file, a directory or a glob")
+    return [_describe(n) for n in names]
+
+
+def _describe(path: str) -> TraceFile:
+    m = TRACE_FILE_RE.match(Path(path).name)
+    if m is None:
+        return TraceFile(path)
+    return TraceFile(path, m.group("job"), m.group("task"), int(m.group("subtask")))
+
+
+def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[TraceItem]]]:
+    """Every object (or bad stretch) of each file, in file order."""
+    out = []
+    for f in files:
+        with open(f.path, "rb") as fh:
+            data = fh.read()
+        try:
+            text, bad = data.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, bad = data.decode("utf-8", errors="replace"), True
+        items = list(scan(text, f.path))
+        if bad:
+            items.insert(0, TraceItem(f.path, 0, None, "file is not valid UTF-8; undecodable bytes were replaced"))
+        out.append((f, items))
+    return out
+
+
+def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:
+    """Split ``text`` into JSON objects: JSONL, pretty-printed objects, or objects after a line prefix."""
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+    i = 0
+    n = len(lines)
+    while i < n:
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped:
+            i += 1
+            continue
+        brace = line.find("{")
+        if brace < 0:
+            yield TraceItem(file, i + 1, None, "no JSON object on this line", text=_clip(stripped))
+            i += 1
+            continue
+        prefix = line[:brace].strip() or None
+        begin = starts[i] + brace
+        try:
+            obj, end = _DECODER.raw_decode(text, begin)
+        except json.JSONDecodeError as exc:
+            # one item for the whole broken object: skip to the next line that can start a record
+            j = i + 1
+            while j < n and (not lines[j].strip() or lines[j][:1] in (" ", "\t", "}", "]", '"')):
+                j += 1
+            line_end = starts[i] + len(line.rstrip("\r\n"))
+            reason = ("truncated JSON object (the line ends inside it)" if exc.pos >= line_end and j == i + 1
+                      else f"not valid JSON ({exc.msg}, line {i + 1} column {exc.pos - starts[i] + 1})"
+                      if exc.pos < line_end else "truncated or malformed pretty-printed JSON object")
+            yield TraceItem(file, i + 1, None, reason, prefix=prefix, text=_clip(stripped))
+            i = j
+            continue
+        if not isinstance(obj, dict):
+            yield TraceItem(file, i + 1, None, f"a JSON {type(obj).__name__}, not an object", prefix=prefix,
+                            text=_clip(stripped))
+        else:
+            yield TraceItem(file, i + 1, obj, None, prefix=prefix)
+        # the object ends on line j (later than i when pretty-printed)
+        j = i
+        while j + 1 < n and starts[j + 1] < end:
+            j += 1
+        rest = text[end:starts[j + 1]]
+        if rest.strip():
+            yield TraceItem(file, j + 1, None, "text after the JSON object on this line", text=_clip(rest.strip()))
+        i = j + 1
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def write_trace(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Write trace records as FILE output does: one compact JSON object per line, member order kept.
+
+    Written to a temporary file and renamed into place, so a reader never sees half a file.
+    """
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+    os.replace(tmp, out)
+    return out

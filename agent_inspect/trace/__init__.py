@@ -1,0 +1,48 @@
+"""Check predictions against what the job did: the Flink Agents Trace Log, joined and verified.
+
+    trace = ai.load_trace("traces/")                        # FILE, SLF4J or old Event Log output
+    trace.records; trace.errors; trace.summary()
+    ai.trace.join(trace, log)                               # trace executions ↔ action-state records
+    v = ai.verify(log, trace, markers=..., rule="original")  # predicted vs observed, per task
+    v.agree; v.tasks; v.totals; v.ranking
+"""
+
+from __future__ import annotations
+
+from agent_inspect.trace._model import (
+    ENTITY_TYPES,
+    PROBLEM_CATEGORIES,
+    STATUSES,
+    TRUNCATION_WRAPPERS,
+    TraceLog,
+    load_trace,
+)
+from agent_inspect.trace._observe import OBSERVED, calls, executions
+
+__all__ = [
+    # loading
+    "load_trace", "TraceLog", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES", "TRUNCATION_WRAPPERS",
+    # what the trace shows
+    "executions", "calls", "OBSERVED",
+]
+
+from agent_inspect.trace._join import JOIN_METHODS, join  # noqa: E402
+from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noqa: E402
+from agent_inspect.trace._verify import (  # noqa: E402
+    CANDIDATE_RULES,
+    CAUSES,
+    RUNTIMES,
+    Verification,
+    compare,
+    plan_from_trace,
+    verify,
+)
+
+__all__ += [
+    # joining to action-state records
+    "join", "JOIN_METHODS",
+    # writing what a runtime would (samples)
+    "trace_from_executor", "call_entity",
+    # verification
+    "verify", "Verification", "compare", "plan_from_trace", "RUNTIMES", "CANDIDATE_RULES", "CAUSES",
+]

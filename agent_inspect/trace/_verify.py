@@ -1,0 +1,556 @@
+"""Predicted against observed: one row per task of a recovery, and the nearest explanation of a mismatch."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect._errors import InspectError
+from agent_inspect.trace._runtime import call_entity
+
+__all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace"]
+
+#: ``runtime=``: "auto" (the store flavour follows the key format and source, as upstream) or one
+#: upstream store flavour of the original rule (spec §8.2). Later runtimes are added here.
+RUNTIMES = ("auto", "kafka-k1", "fluss-k1", "segment")
+#: the rules ranked when explaining a mismatch or inferring what the job ran
+CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
+#: ``cause`` values of a disagreement
+CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
+          "trace-truncated", "agent-model", "unexplained")
+VERIFY_COLUMNS = ["key", "seq", "input", "action", "predicted", "observed", "agree", "join", "confidence",
+                  "execution_id", "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
+                  "calls_executed_observed", "calls_replayed_observed", "cause", "explanation", "first", "task"]
+_EXECUTED = {"RERUN", "RESUME", "FAILED", "INCOMPLETE"}
+_UNNAMED = re.compile(r"^action-[0-9a-f]{8}(-[0-9a-f]{8})?$")
+
+
+def _agrees(predicted: Any, observed: Any) -> bool:
+    if predicted == "REUSE":
+        return observed == "REUSE"
+    if predicted in ("RERUN", "RESUME"):
+        return observed in _EXECUTED
+    if predicted in ("FAIL", "NOT-DISPATCHED"):
+        return observed == "ABSENT"
+    return False
+
+
+# -- joining predicted tasks to traced executions ----------------------------------------------------
+
+def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
+    """Join a prediction's tasks to a trace's action executions, per key, and say whether each agrees.
+
+    First by identity: the task's event id is the execution's ``triggerEventId`` (restored tasks, and
+    children of reused actions, whose trigger is a stored id), confidence "high". Then in dispatch
+    order: the rest of a key's tasks and executions aligned by action name (both sides dispatch
+    FIFO per round, spec §9.3), confidence "medium". Tasks with no execution are observed
+    ``ABSENT``; executions with no task are kept as rows with no prediction.
+    """
+    rows: list[dict[str, Any]] = []
+    ex_by_key = {str(k): g for k, g in execs.groupby("business_key", sort=False)} if len(execs) else {}
+    t_by_key = {str(k): g for k, g in tasks.groupby("key", sort=False)} if len(tasks) else {}
+    for key in list(dict.fromkeys([*t_by_key, *ex_by_key])):
+        tk = t_by_key.get(key, tasks.iloc[0:0])
+        ek = ex_by_key.get(key, execs.iloc[0:0])
+        dispatched = tk[tk["outcome"] != "NOT-DISPATCHED"]
+        nd = tk[tk["outcome"] == "NOT-DISPATCHED"]
+        pairs: dict[int, tuple[int, str]] = {}      # task index -> (execution row index, method)
+        used: set[int] = set()
+        by_trigger: dict[tuple[str, str], list[int]] = {}
+        for i, trig, act in zip(ek.index, ek["trigger_event_id"], ek["action"]):
+            if isinstance(trig, str):
+                by_trigger.setdefault((trig, str(act)), []).append(i)
+        for ti, eid, act in zip(dispatched.index, dispatched["event_id"], dispatched["action"]):
+            cands = [c for c in by_trigger.get((str(eid), str(act)), []) if c not in used]
+            if cands:
+                pairs[ti] = (cands[0], "trigger-event-id")
+                used.add(cands[0])
+        rest_t = [i for i in dispatched.index if i not in pairs]
+        rest_e = [i for i in ek.index if i not in used]
+        a = [str(tk.at[i, "action"]) for i in rest_t]
+        b = [str(ek.at[i, "action"]) for i in rest_e]
+        sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                for off in range(i2 - i1):
+                    pairs[rest_t[i1 + off]] = (rest_e[j1 + off], "dispatch-order")
+                    used.add(rest_e[j1 + off])
+            elif tag == "replace" and i2 - i1 == j2 - j1 and all(_UNNAMED.match(x) for x in a[i1:i2]):
+                # the log could not name these actions (no output names them): same place, any name
+                for off in range(i2 - i1):
+                    pairs[rest_t[i1 + off]] = (rest_e[j1 + off], "dispatch-order-unnamed")
+                    used.add(rest_e[j1 + off])
+        # a task predicted not to be dispatched, but the trace ran it
+        for ti, act in zip(nd.index, nd["action"]):
+            cands = [i for i in ek.index if i not in used and str(ek.at[i, "action"]) == str(act)]
+            if cands:
+                pairs[ti] = (cands[0], "action-name")
+                used.add(cands[0])
+        for ti in tk.index:
+            t = tk.loc[ti]
+            e = ek.loc[pairs[ti][0]] if ti in pairs else None
+            rows.append(_row(key, t, e, pairs[ti][1] if ti in pairs else None))
+        for ei in ek.index:
+            if ei not in used:
+                rows.append(_row(key, None, ek.loc[ei], None))
+    frame = pd.DataFrame(rows, columns=VERIFY_COLUMNS)
+    frame["agree"] = frame["agree"].astype(bool)
+    for col in ("seq", "entry_pos", "calls_executed_predicted", "calls_executed_observed", "calls_replayed_observed",
+                "task"):
+        frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def _row(key: str, t: Any, e: Any, method: str | None) -> dict[str, Any]:
+    predicted = None if t is None else str(t["outcome"])
+    observed = "ABSENT" if e is None else str(e["observed"])
+    return {
+        "key": key, "seq": None if t is None else t["seq"], "input": None if t is None else t["input"],
+        "action": str(e["action"]) if t is None else str(t["action"]), "predicted": predicted,
+        "observed": observed, "agree": predicted is not None and _agrees(predicted, observed),
+        "join": method if t is not None and e is not None else ("trace-only" if t is None else "no-execution"),
+        "confidence": {"trigger-event-id": "high", "dispatch-order": "medium", "dispatch-order-unnamed": "low",
+                       "action-name": "low"}.get(method or ""),
+        "execution_id": None if e is None else e["execution_id"],
+        "trigger_event_id": None if e is None else e["trigger_event_id"],
+        "event_id": None if t is None else t["event_id"], "entry_pos": None if t is None else t["entry_pos"],
+        "calls_executed_predicted": None if t is None else t["calls_executed"],
+        "calls_executed_observed": None if e is None else e["calls_executed"],
+        "calls_replayed_observed": None if e is None else e["calls_replayed"],
+        "cause": None, "explanation": None, "first": None if e is None else e["first"],
+        "task": None if t is None else t.name,
+    }
+
+
+# -- the replay plan a trace shows ---------------------------------------------------------------------
+
+def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mapping[str, Any] | None = None) -> Any:
+    """The recovery's replay plan as the trace shows it: its ``_input_event`` records in order.
+
+    Restored seqNums and in-flight tasks come from ``restore`` (a sample markers file's ``"restore"``
+    entry: ``restored_seq``, ``pending``) or else from the log's window (``ReplayPlan.from_log``) and the
+    trace: a task whose trigger event this trace never emitted, and which is no input, was restored
+    from the checkpoint (``actionTasks``); its event is the stored output of the record that sent it.
+    Returns None when an input's attributes are truncated or missing (then the log's plan is used).
+    """
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
+
+    good = trace.good
+    inputs = good[(good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")]
+    if inputs.empty or inputs["truncated"].any():
+        return None
+    if any(not isinstance(a, dict) or not a for a in inputs["attributes"]):
+        return None
+    base = ReplayPlan.from_log(log, markers=markers) if log is not None else None
+    restored = dict(base.restored_seq) if base is not None else {}
+    pending: tuple[Any, ...] = ()
+    if restore:
+        restored = {str(k): int(v) for k, v in dict(restore.get("restored_seq") or {}).items()}
+        pend = []
+        for item in restore.get("pending") or ():
+            k, s, a, ev = item
+            ev = dict(ev)
+            pend.append(PendingTask(str(k), int(s), str(a), AgentEvent(str(ev.get("type")),
+                                                                       dict(ev.get("attributes") or {}),
+                                                                       ev.get("id"))))
+        pending = tuple(pend)
+    elif log is not None:
+        pending = _restored_tasks(trace, log)
+    plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
+                        for k, a in zip(inputs["business_key"].astype(object), inputs["attributes"]))
+    if base is not None:
+        # a key the restore replays but the trace never mentions: predict it from the log's window, so it
+        # shows up as missing from the trace instead of silently agreeing
+        traced = set(map(str, good["business_key"].dropna()))
+        plan_inputs += tuple(i for i in base.inputs if str(i.key) in restored and str(i.key) not in traced)
+    keys = dict(base.keys) if base is not None else {}
+    return ReplayPlan(inputs=plan_inputs, restored_seq=restored, pending=pending, keys=keys)
+
+
+def _restored_tasks(trace: Any, log: Any) -> tuple[Any, ...]:
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.recovery import PendingTask
+
+    execs = trace.executions()
+    if execs.empty:
+        return ()
+    good = trace.good
+    emitted = set(good.loc[good["entity_type"] == "event", "event_id"].dropna())
+    wanted = {str(t): (str(k), str(a)) for t, k, a in zip(execs["trigger_event_id"], execs["business_key"],
+                                                          execs["action"])
+              if isinstance(t, str) and t not in emitted}
+    if not wanted:
+        return ()
+    recs = log.records
+    ok = recs[recs["error"].isna()]
+    out: list[Any] = []
+    seen: set[tuple[str, str]] = set()
+    for pos, outs, seq in zip(ok.index, ok["output_event_ids"], ok["seq"]):
+        for oid in outs if isinstance(outs, (tuple, list)) else ():
+            if oid not in wanted or (oid, wanted[oid][1]) in seen:
+                continue
+            state = log.value(int(pos))
+            ev = next((e for e in (state.output_events if state is not None else ()) if e.id == oid), None)
+            if ev is None:
+                continue
+            attrs = ev.attrs()
+            key, action = wanted[oid]
+            seen.add((oid, action))
+            out.append(PendingTask(key, int(seq), action, AgentEvent(str(ev.type), attrs if isinstance(attrs, dict)
+                                                                      else {}, oid, event_class=ev.event_class)))
+    return tuple(out)
+
+
+# -- the result ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verification:
+    """A recovery's prediction checked against its Trace Log.
+
+    ``tasks``: one row per predicted task (and per traced execution the prediction lacks): predicted
+    and observed outcome, ``agree``, how it was joined (``join``, ``confidence``), and for a
+    disagreement the ``cause`` (one of :data:`CAUSES`) and an ``explanation``. ``totals``: per
+    outcome, predicted against observed. ``calls``: durable llm/tool calls predicted to execute or be
+    replayed against those the trace shows. ``ranking``: candidate rule/runtime pairs by agreement
+    (when computed). ``agree`` is True when every task agrees (False when there is nothing to check:
+    no predicted task and no traced execution).
+    """
+
+    tasks: pd.DataFrame
+    totals: pd.DataFrame
+    calls: pd.DataFrame
+    rule: str
+    runtime: str
+    markers: Any
+    ranking: pd.DataFrame | None = None
+    notes: tuple[str, ...] = ()
+    prediction: Any = field(default=None, repr=False, compare=False)
+    trace: Any = field(default=None, repr=False, compare=False)
+    log: Any = field(default=None, repr=False, compare=False)
+    joined: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def agree(self) -> bool:
+        return bool(len(self.tasks)) and bool(self.tasks["agree"].all())
+
+    @property
+    def disagreements(self) -> pd.DataFrame:
+        return self.tasks[~self.tasks["agree"]]
+
+    def causes(self) -> dict[str, int]:
+        """Disagreements per cause."""
+        d = self.disagreements
+        return {str(k): int(v) for k, v in d["cause"].value_counts().items()} if len(d) else {}
+
+    def best(self) -> dict[str, Any] | None:
+        """The candidate that explains the trace best (first row of ``ranking``)."""
+        if self.ranking is None or self.ranking.empty:
+            return None
+        return {k: (v.item() if hasattr(v, "item") else v) for k, v in self.ranking.iloc[0].to_dict().items()}
+
+    def summary_text(self) -> str:
+        n = len(self.tasks)
+        bad = int((~self.tasks["agree"]).sum()) if n else 0
+        if not n:
+            return "nothing to check: the prediction has no task and the trace no action execution"
+        if not bad:
+            return f"all {n} tasks agree with the trace under rule {self.rule}"
+        causes = ", ".join(f"{c} {k}" for c, k in self.causes().items())
+        best = self.best()
+        hint = ""
+        if best and best.get("disagree") == 0 and best.get("rule") != self.rule:
+            hint = f"; the trace agrees fully under {best['rule']}"
+        return f"{bad} of {n} tasks disagree with the trace under rule {self.rule} ({causes}){hint}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
+        return {
+            "agree": self.agree, "rule": self.rule, "runtime": self.runtime, "markers": _plain(self.markers),
+            "summary": self.summary_text(), "causes": self.causes(), "notes": list(self.notes),
+            "totals": _records(self.totals), "calls": _records(self.calls),
+            "ranking": _records(self.ranking) if self.ranking is not None else None,
+            "best": _plain(self.best()),
+            "tasks": _records(self.tasks.drop(columns=["first"])),
+        }
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        mark = "agrees" if self.agree else "DISAGREES"
+        head = (f"<p><b>Checked against the trace</b> — {escape(mark)}: {escape(self.summary_text())}</p>"
+                + "".join(f"<p><i>{escape(n)}</i></p>" for n in self.notes))
+        cols = ["key", "seq", "action", "predicted", "observed", "agree", "join", "cause", "explanation"]
+        out = head + frame_html(self.totals, caption="totals per outcome") + frame_html(self.calls, caption="durable calls")
+        if self.ranking is not None:
+            out += frame_html(self.ranking, caption="rules and runtimes ranked by agreement")
+        return out + frame_html(self.tasks[cols], max_rows=60, caption="tasks")
+
+
+def _plain(value: Any) -> Any:
+    import math
+
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if hasattr(value, "item"):
+        return _plain(value.item())
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):
+        pass
+    return str(value)
+
+
+def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
+    if frame is None:
+        return []
+    return [{str(c): _plain(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]
+
+
+# -- verify ------------------------------------------------------------------------------------------
+
+def _effective_rule(rule: Any, runtime: str) -> Any:
+    if runtime != "auto" and isinstance(rule, str) and rule == "original":
+        return f"original:{runtime}"
+    return rule
+
+
+def _rule_name(rule: Any) -> str:
+    if isinstance(rule, str):
+        return rule
+    name = getattr(rule, "name", None) or type(rule).__name__
+    flavour = getattr(rule, "flavour", None)
+    return f"{name}:{flavour}" if flavour else str(name)
+
+
+def _totals(tasks: pd.DataFrame) -> pd.DataFrame:
+    pred = tasks["predicted"].dropna().value_counts()
+    obs = tasks["observed"].value_counts()
+    names = list(dict.fromkeys(["REUSE", "RESUME", "RERUN", "FAIL", "NOT-DISPATCHED", *pred.index, *obs.index,
+                                "FAILED", "INCOMPLETE", "ABSENT"]))
+    rows = []
+    for n in names:
+        p, o = int(pred.get(n, 0)), int(obs.get(n, 0))
+        sub = tasks[tasks["predicted"] == n]
+        if p or o:
+            rows.append({"outcome": n, "predicted": p, "observed": o, "agree": int(sub["agree"].sum()),
+                         "disagree": int((~sub["agree"]).sum())})
+    return pd.DataFrame(rows, columns=["outcome", "predicted", "observed", "agree", "disagree"])
+
+
+def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | None],
+           cached_latency_ms: float) -> pd.DataFrame:
+    ledger = getattr(prediction, "ledger", pd.DataFrame(columns=["kind", "name", "count"]))
+    kinds = {"call": "executed", "reconciler": "executed", "replayed": "replayed"}
+    pred = {("llm", "executed"): 0, ("llm", "replayed"): 0, ("tool", "executed"): 0, ("tool", "replayed"): 0}
+    for kind, name, count in zip(ledger["kind"], ledger["name"], ledger["count"]):
+        entity = call_kind(str(name))
+        if entity in ("llm", "tool") and kind in kinds:
+            pred[(entity, kinds[kind])] += int(count)
+    obs = dict.fromkeys(pred, 0)
+    c = trace.calls(cached_latency_ms=cached_latency_ms)
+    for et, rep in zip(c["entity_type"], c["replayed"]):
+        if et in ("llm", "tool"):
+            obs[(et, "replayed" if rep else "executed")] += 1
+    return pd.DataFrame([{"entity_type": e, "calls": k, "predicted": pred[(e, k)], "observed": obs[(e, k)],
+                          "agree": pred[(e, k)] == obs[(e, k)]} for e, k in pred],
+                        columns=["entity_type", "calls", "predicted", "observed", "agree"])
+
+
+def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, markers: Any = None,
+           runtime: str = "auto", plan: Any = None, agent: Any = None, restore: Mapping[str, Any] | None = None,
+           job: str | None = None, infer: bool = False, cached_latency_ms: float = 5.0,
+           call_kind: Callable[[str | None], str | None] = call_entity,
+           candidates: Sequence[str] = CANDIDATE_RULES) -> Verification:
+    """Check a recovery's prediction against the Trace Log of the recovered job.
+
+    ``subject``: an ``ActionStateLog`` (predicted here under ``rule``, default ``"original"``, the
+    rule released runtimes run), a reconstruction (its log, rule and markers) or a ``Prediction``
+    (pass ``log=`` too to explain mismatches). ``trace``: a :class:`TraceLog` or a path.
+    ``markers``: the restore's recovery markers. ``plan``: the replay plan; by default the trace's
+    own ``_input_event`` records in order (:func:`plan_from_trace`) with ``restore``'s restored
+    seqNums and in-flight tasks, else the log's window. ``runtime``: "auto" or an upstream store
+    flavour (:data:`RUNTIMES`; applies to the ``original`` rule). ``job``: which job of a trace
+    that mixes several. ``infer=True`` ranks every candidate rule and runtime by agreement (done
+    anyway when something disagrees, to explain it).
+    """
+    from agent_inspect.recovery import predict
+    from agent_inspect.trace._model import TraceLog, load_trace
+
+    if runtime not in RUNTIMES:
+        raise InspectError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    if not isinstance(trace, TraceLog):
+        trace = load_trace(trace)
+    notes: list[str] = []
+    jobs = trace.jobs()
+    if job is not None:
+        if job not in jobs:
+            raise InspectError(f"the trace has no job {job!r}; its jobs: {', '.join(jobs) or 'none named'}")
+        trace = trace.for_job(job)
+    elif len(jobs) > 1:
+        raise InspectError(f"the trace mixes {len(jobs)} jobs ({', '.join(jobs)}); pick one with job= (--job)")
+    if len(trace.errors):
+        notes.append(f"{len(trace.errors)} trace record(s) could not be read (see trace.errors): the trace may be "
+                     "incomplete")
+    prediction = None
+    if hasattr(subject, "tasks") and hasattr(subject, "ledger"):
+        prediction = subject
+        rule = getattr(subject, "rule", rule) if rule is None else rule
+    elif all(hasattr(subject, a) for a in ("log", "rule", "markers", "divergences")):
+        log = subject.log
+        rule = subject.rule if rule is None else rule
+        markers = subject.markers if markers is None else markers
+    else:
+        log = subject
+    rule = "original" if rule is None else rule
+    rule_eff = _effective_rule(rule, runtime)
+    if runtime != "auto" and rule_eff == rule:
+        notes.append(f"runtime {runtime} is recorded but changes nothing here: store flavours apply to the "
+                     f"original rule, not {_rule_name(rule)}")
+    if plan is None and log is not None:
+        plan = plan_from_trace(trace, log, markers=markers, restore=restore)
+        if plan is None:
+            notes.append("the trace's inputs are missing or truncated: the replay plan is inferred from the log")
+    execs = trace.executions(cached_latency_ms=cached_latency_ms)
+    if execs.empty:
+        notes.append("the trace holds no action execution (is trace-log.targets scope EVENT_ONLY, the default?)")
+    summary = trace.summary()
+    if not summary["recovery"]:
+        notes.append(summary["recovery_note"])
+
+    def run(r: Any, m: Any) -> Any:
+        return predict(log, plan, agent, rule=r, markers=m)
+
+    if prediction is None:
+        prediction = run(rule_eff, markers)
+    tasks = compare(prediction.tasks, execs)
+    ranking = None
+    others: dict[str, pd.DataFrame] = {}
+    if log is not None and (infer or not tasks["agree"].all()):
+        cands: list[tuple[str, str]] = []
+        for r in candidates:
+            cands.append((r, "auto"))
+            if r == "original":
+                cands += [("original", f) for f in RUNTIMES[1:]]
+        rows = []
+        for r, rt in cands:
+            name = _rule_name(_effective_rule(r, rt))
+            try:
+                cmp = compare(run(_effective_rule(r, rt), markers).tasks, execs)
+            except InspectError as exc:          # a rule that cannot run here is not a candidate
+                notes.append(f"candidate {name} could not be predicted: {exc}")
+                continue
+            others[name] = cmp
+            rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
+                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp)})
+        if rows:
+            # ties: the runtime inferred from the key format and source ("auto") first, then candidate order
+            ranking = pd.DataFrame(rows)
+            ranking["_pinned"] = ranking["runtime"] != "auto"
+            ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
+                                          kind="stable").drop(columns="_pinned").reset_index(drop=True)
+        if markers is not None and not tasks["agree"].all():
+            try:
+                others["__whole_log__"] = compare(run(rule_eff, None).tasks, execs)
+            except InspectError:
+                pass
+    tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
+    call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
+    for r in call_totals[~call_totals["agree"]].itertuples(index=False):
+        notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted}, the trace shows {r.observed}"
+                     + (" (follows from the disagreeing tasks)" if not tasks["agree"].all() else
+                        " (the as-recorded agent repeats the recorded call sequence, retries included; pass agent= "
+                        "for a model of the bodies)" if agent is None else ""))
+    joined = None
+    if log is not None:
+        from agent_inspect.trace._join import join
+
+        joined = join(trace, log, call_kind=call_kind)
+    return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
+                        rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
+                        notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
+
+
+def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, pd.DataFrame],
+             ranking: pd.DataFrame | None, rule_name: str, rule: Any, *, as_recorded: bool) -> pd.DataFrame:
+    tasks = tasks.copy()
+    traced_keys = set(map(str, trace.good["business_key"].dropna().unique()))
+    incomplete = set(map(str, execs.loc[execs["observed"] == "INCOMPLETE", "business_key"])) if len(execs) else set()
+    has_errors = len(trace.errors) > 0
+    order = list(ranking["name"]) if ranking is not None else [n for n in others if n != "__whole_log__"]
+
+    def agrees_under(name: str, row: Any) -> bool:
+        other = others.get(name)
+        if other is None:
+            return False
+        if isinstance(row["execution_id"], str):
+            hit = other[other["execution_id"] == row["execution_id"]]
+        else:
+            hit = other[(other["key"] == row["key"]) & (other["action"] == row["action"])
+                        & (other["seq"].astype(object) == row["seq"]) & (other["observed"] == "ABSENT")]
+        return bool(len(hit)) and bool(hit["agree"].all())
+
+    base_rule = rule_name.partition(":")[0]
+    obs_of = dict(zip(execs["execution_id"], execs["observed"])) if len(execs) else {}
+    producer_observed = {e: obs_of.get(p) for e, p in zip(execs["execution_id"], execs["trigger_producer"])} \
+        if len(execs) else {}
+    for i in tasks.index[~tasks["agree"]]:
+        row = tasks.loc[i]
+        cause = expl = None
+        unpredicted = not isinstance(row["predicted"], str)
+        if unpredicted:
+            if row["observed"] == "REUSE":
+                cause, expl = "invisible-reuse", (
+                    "the trace shows this action reused, but the prediction has no such task: a reuse writes "
+                    "nothing to the log (spec §9.3), so a branch the log cannot show (spec §10.3 known limits, "
+                    "'invisible branch return') or a key outside the loaded log")
+            else:
+                cause, expl = "trace-only", ("the trace shows an execution the prediction does not have: an input or "
+                                             "key outside the loaded log or the markers' window, or another agent")
+        elif row["observed"] == "ABSENT" and str(row["key"]) not in traced_keys:
+            cause, expl = "trace-missing", (f"the trace has no record of key {row['key']}: another subtask's file, "
+                                            "a trace-log scope or detail that leaves actions out, or a missing file")
+        elif row["observed"] == "ABSENT" and (has_errors or str(row["key"]) in incomplete):
+            cause, expl = "trace-truncated", ("the trace of this key ends before this task (cut-off or unreadable "
+                                              "records, or the job stopped)")
+        if cause is None:
+            for name in order:
+                if name == rule_name or not agrees_under(name, row):
+                    continue
+                base = name.partition(":")[0]
+                if base == base_rule and name != rule_name:
+                    cause, expl = "wrong-runtime", f"it would agree under runtime store flavour {name.partition(':')[2]} ({name})"
+                else:
+                    cause, expl = "wrong-rule", f"it would agree under rule {name}: the job seems to have run {name}"
+                break
+        if cause is None and agrees_under("__whole_log__", row):
+            cause, expl = "markers", ("it would agree with the whole loaded log as the rebuild window: the markers "
+                                      "are not those of the restore this trace shows")
+        if cause is None and (unpredicted or row["predicted"] == "NOT-DISPATCHED") and row["observed"] != "ABSENT" \
+                and as_recorded and isinstance(row["execution_id"], str):
+            parent = producer_observed.get(row["execution_id"])
+            if parent in ("RERUN", "RESUME"):
+                cause, expl = "agent-model", (
+                    "its trigger came from an action the job re-executed; the log-only (as-recorded) agent "
+                    "cannot know what that action emits for this input. Pass agent= (your agent's model)")
+        if cause is None and row["observed"] == "ABSENT":
+            cause, expl = "trace-truncated", "the trace has no execution for this task (missing or truncated trace)"
+        if cause is None:
+            cause, expl = "unexplained", ("no built-in rule, runtime or window explains it: a nondeterministic "
+                                          "body, changed code, or a limit of the model (spec §10.3)")
+        tasks.at[i, "cause"], tasks.at[i, "explanation"] = cause, expl
+    return tasks

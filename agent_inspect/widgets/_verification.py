@@ -1,0 +1,191 @@
+"""Verification view: per key, each task's prediction beside what the Trace Log shows; click for the joined records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect.widgets._common import hover, message_html
+
+__all__ = ["VerificationView"]
+
+_AGREE, _DISAGREE = "#2ca02c", "#d62728"
+_SYMBOLS = {"REUSE": "circle", "RESUME": "diamond", "RERUN": "square", "FAIL": "x", "NOT-DISPATCHED": "circle-open"}
+_TRACE_COLUMNS = ["line", "timestamp", "entity_type", "entity_name", "status", "execution_id", "parent_execution_id",
+                  "event_id", "trigger_event_id", "producer_execution_id", "error_message"]
+_RECORD_COLUMNS = ["partition", "offset", "business_key", "seq", "task_event_type", "task_event_id", "completed",
+                   "call_count", "output_event_ids", "state_key"]
+
+
+class VerificationView(w.VBox):
+    """A :class:`~agent_inspect.trace.Verification`: agree / disagree per key in dispatch order.
+
+    Top: the summary (and the best-explaining rule when something disagrees). Middle: one row per key,
+    one marker per task — its shape is the predicted outcome, its colour whether the trace agrees;
+    a lane above each key shows the outcome the trace observed. Click a marker (or pick a task from
+    the list) to see the task, the trace records of its execution and the action-state records it is
+    joined to.
+    """
+
+    def __init__(self, verification: Any, *, max_rows: int = 400) -> None:
+        super().__init__()
+        self.add_class("ai-verification")
+        self.verification = verification
+        tasks = getattr(verification, "tasks", None)
+        self.tasks = tasks.reset_index(drop=True) if isinstance(tasks, pd.DataFrame) else pd.DataFrame()
+        self.max_rows = int(max_rows)
+        self.summary = w.HTML(self._summary_html())
+        self.summary.add_class("ai-verification-summary")
+        self.figure = go.FigureWidget(layout=go.Layout(
+            height=max(220, 60 + 46 * max(1, self.tasks["key"].nunique() if len(self.tasks) else 1)),
+            margin=dict(l=110, r=10, t=30, b=40), showlegend=True, hovermode="closest",
+            xaxis=dict(title="task (dispatch order within the key)", tickformat="d"),
+            title=dict(text="predicted (shape) vs observed (colour)", font=dict(size=13))))
+        self.figure.add_class("ai-verification-timeline")
+        self.only_disagree = w.Checkbox(description="disagreements only", value=False, indent=False)
+        self.only_disagree.add_class("ai-verification-filter")
+        self.rows = w.Select(options=[], rows=8, layout=w.Layout(width="100%"))
+        self.rows.add_class("ai-verification-rows")
+        self.detail = w.HTML(message_html("click a task on the chart, or pick one from the list"))
+        self.detail.add_class("ai-verification-detail")
+        self.selected: int | None = None
+        self._draw()
+        self._fill_rows()
+        self.only_disagree.observe(lambda _: self._fill_rows(), names="value")
+        self.rows.observe(self._on_pick, names="value")
+        self.children = [self.summary, self.figure, self.only_disagree, self.rows, self.detail]
+
+    # -- drawing ----------------------------------------------------------------------------------
+    def _summary_html(self) -> str:
+        v = self.verification
+        if self.tasks.empty:
+            return message_html("nothing to check: no predicted task and no traced action execution")
+        agree = bool(getattr(v, "agree", False))
+        text = v.summary_text() if hasattr(v, "summary_text") else ""
+        mark = (f'<b style="color:{_AGREE}">agrees</b>' if agree else f'<b style="color:{_DISAGREE}">disagrees</b>')
+        notes = "".join(f"<li>{escape(n)}</li>" for n in getattr(v, "notes", ()))
+        best = v.best() if hasattr(v, "best") else None
+        rank = ""
+        if not agree and best:
+            rank = f" Best explained by <code>{escape(best.get('name'))}</code> ({int(best.get('disagree', 0))} " \
+                   f"disagreeing)."
+        return (f'<div class="ai-title">checked against the trace — {mark}: {escape(text)}.{rank}</div>'
+                + (f"<ul>{notes}</ul>" if notes else ""))
+
+    def _positions(self) -> np.ndarray:
+        """Each task's place within its key (dispatch order; traced-only executions after the key's tasks)."""
+        return self.tasks.groupby("key", sort=False).cumcount().to_numpy()
+
+    def _draw(self) -> None:
+        if self.tasks.empty:
+            return
+        t = self.tasks
+        x = self._positions()
+        keys = [str(k) for k in t["key"]]
+        agree = t["agree"].to_numpy(dtype=bool)
+        predicted = t["predicted"].astype(object).where(t["predicted"].notna(), "—")
+        text = np.array([hover([("key", k), ("seq", s), ("action", a), ("predicted", p), ("observed", o),
+                                ("joined by", j), ("cause", c)])
+                         for k, s, a, p, o, j, c in zip(keys, t["seq"], t["action"], predicted, t["observed"],
+                                                        t["join"], t["cause"])], dtype=object)
+        symbols = np.array([_SYMBOLS.get(str(p), "star") for p in predicted], dtype=object)
+        with self.figure.batch_update():
+            for name, mask, colour in (("agree", agree, _AGREE), ("disagree", ~agree, _DISAGREE)):
+                if not mask.any():
+                    continue
+                self.figure.add_trace(go.Scatter(
+                    x=x[mask], y=[plotly_text(k) for k, m in zip(keys, mask) if m], mode="markers", name=name,
+                    marker=dict(color=colour, size=14, symbol=list(symbols[mask]), line=dict(width=1, color="#333")),
+                    customdata=np.flatnonzero(mask), hoverinfo="text", hovertext=list(text[mask])))
+            # the observed lane: what the trace shows, as text under each marker
+            self.figure.add_trace(go.Scatter(
+                x=x, y=[plotly_text(k) for k in keys], mode="text", name="observed",
+                text=[plotly_text(o) for o in t["observed"]], textposition="bottom center",
+                textfont=dict(size=9, color="#555"), hoverinfo="skip", customdata=np.arange(len(t))))
+            self.figure.layout.yaxis.type = "category"
+        for trace in self.figure.data:
+            trace.on_click(self._on_click)
+
+    def _label(self, i: int) -> str:
+        r = self.tasks.iloc[i]
+        seq = "" if pd.isna(r["seq"]) else f"@{int(r['seq'])}"
+        pred = r["predicted"] if isinstance(r["predicted"], str) else "—"
+        tick = "✓" if bool(r["agree"]) else "✗"
+        return f"{tick} {r['key']}{seq} {r['action']}: predicted {pred}, observed {r['observed']}"
+
+    def _fill_rows(self) -> None:
+        idx = range(len(self.tasks))
+        if self.only_disagree.value:
+            idx = [i for i in idx if not bool(self.tasks.iloc[i]["agree"])]
+        self.rows.options = [(self._label(i), i) for i in list(idx)[: self.max_rows]]
+
+    # -- selection -------------------------------------------------------------------------------
+    def _on_click(self, trace: Any, points: Any, _state: Any = None) -> None:
+        indices = list(getattr(points, "point_inds", []) or [])
+        if indices and trace.customdata is not None:
+            self.select(int(np.asarray(trace.customdata)[indices[0]]))
+
+    def _on_pick(self, change: Any) -> None:
+        if change.get("new") is not None and change["new"] != self.selected:
+            self.select(int(change["new"]))
+
+    def select(self, i: int) -> None:
+        """Show task row ``i`` (position in ``verification.tasks``): the row, its trace records, its records."""
+        if not 0 <= i < len(self.tasks):
+            return
+        self.selected = i
+        if self.rows.value != i and any(v == i for _, v in self.rows.options):
+            self.rows.value = i
+        self.detail.value = self._detail_html(i)
+
+    def _detail_html(self, i: int) -> str:
+        v = self.verification
+        r = self.tasks.iloc[i]
+        verdict = "agrees" if bool(r["agree"]) else f"disagrees — {r['cause']}"
+        parts = [f'<div class="ai-verification-verdict"><b>{escape(r["key"])} {escape(r["action"])}</b>: '
+                 f"predicted <b>{escape(r['predicted'] if isinstance(r['predicted'], str) else '—')}</b>, "
+                 f"observed <b>{escape(r['observed'])}</b> ({escape(verdict)})</div>"]
+        if isinstance(r["explanation"], str):
+            parts.append(f'<p class="ai-verification-explanation">{escape(r["explanation"])}</p>')
+        parts.append(f"<p>joined by {escape(r['join'])}"
+                     + (f" (confidence {escape(r['confidence'])})" if isinstance(r["confidence"], str) else "")
+                     + "</p>")
+        row_cols = [c for c in ("key", "seq", "input", "action", "predicted", "observed", "execution_id",
+                                "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
+                                "calls_executed_observed", "calls_replayed_observed") if c in self.tasks.columns]
+        parts.append(frame_html(self.tasks.iloc[[i]][row_cols], caption="the task"))
+        trace = getattr(v, "trace", None)
+        eid = r["execution_id"]
+        if trace is not None and isinstance(eid, str):
+            recs = trace.records
+            mine = recs[(recs["execution_id"] == eid) | (recs["parent_execution_id"] == eid)
+                        | (recs["producer_execution_id"] == eid)]
+            cols = [c for c in _TRACE_COLUMNS if c in recs.columns]
+            parts.append(f'<div class="ai-verification-trace">{frame_html(mine[cols], max_rows=40, caption="trace records of this execution")}</div>')
+        else:
+            parts.append(message_html("the trace has no execution for this task"))
+        parts.append(self._records_html(r))
+        return "".join(parts)
+
+    def _records_html(self, r: Any) -> str:
+        v = self.verification
+        log = getattr(v, "log", None)
+        joined = getattr(v, "joined", None)
+        positions: list[int] = []
+        if joined is not None and isinstance(r["execution_id"], str):
+            hit = joined[(joined["execution_id"] == r["execution_id"]) & (joined["entity_type"] == "action")]
+            for ps in hit["positions"]:
+                positions += [int(p) for p in ps]
+        if not positions and not pd.isna(r["entry_pos"]):
+            positions = [int(r["entry_pos"])]
+        if log is None or not positions:
+            return message_html("no action-state record is joined to this task")
+        recs = log.records.loc[[p for p in positions if p in log.records.index]]
+        cols = [c for c in _RECORD_COLUMNS if c in recs.columns]
+        return (f'<div class="ai-verification-records">'
+                f'{frame_html(recs[cols], max_rows=20, caption="action-state records joined to it")}</div>')

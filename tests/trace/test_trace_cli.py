@@ -1,0 +1,94 @@
+"""``agent-inspect trace summary`` and ``agent-inspect verify``: JSON output and exit codes, run as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_inspect.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "sample_logs"
+ADDENDUM = Path(__file__).parent / "fixtures" / "addendum_3_5.log"
+
+
+def test_the_subcommands_are_registered() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert {"trace", "verify"} <= set(sub.choices)
+
+
+def test_trace_summary_of_the_addendum_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "summary", str(ADDENDUM), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["records"] == 9 and s["errors"] == []
+    assert s["by_entity_type"] == {"action": 3, "event": 3, "llm": 3}
+    assert s["by_status"]["llm"] == {"started": 1, "success": 2}
+    assert s["business_keys"] == ["order-1001", "user-42"] and s["agents"] == ["OrderAgent"]
+    assert s["jobs"] == [] and s["subtasks"] == []
+    assert main(["trace", "summary", str(ADDENDUM)]) == 0
+    text = capsys.readouterr().out
+    assert "action: reused 1, started 1, success 1" in text and "errors: 0" in text
+
+
+def test_trace_summary_lists_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "traces-job1-op-2.log"
+    p.write_text(ADDENDUM.read_text(encoding="utf-8") + '{"timestamp": "2026-\n', encoding="utf-8")
+    assert main(["trace", "summary", str(p), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["errors"] == [{"file": str(p), "line": 10, "reason": "truncated JSON object (the line ends inside it)"}]
+    assert s["jobs"] == ["job1"] and s["subtasks"] == [{"job_id": "job1", "task_name": "op", "subtask_id": 2}]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agent_inspect", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def test_verify_a_sample_exits_0_with_every_task_agreeing() -> None:
+    out = _cli("verify", "sample_logs/N04.jsonl", "--trace", "sample_logs/N04.trace.log",
+               "--markers", "@sample_logs/N04.markers.json", "--json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["agree"] is True and d["rule"] == "original" and d["runtime"] == "auto"
+    assert d["tasks"] and all(t["agree"] for t in d["tasks"])
+    assert {t["observed"] for t in d["tasks"]} == {"REUSE", "RERUN"}
+
+
+def test_verify_the_inconsistent_variant_exits_1_and_names_the_cause() -> None:
+    out = _cli("verify", "sample_logs/N04.jsonl", "--trace", "sample_logs/N04.fixed-rule.trace.log",
+               "--markers", "@sample_logs/N04.markers.json", "--json")
+    assert out.returncode == 1, out.stderr
+    d = json.loads(out.stdout)
+    assert d["agree"] is False and d["causes"] == {"wrong-rule": 2}
+    assert d["best"]["rule"] == "fixed"
+    assert all("rule fixed" in t["explanation"] for t in d["tasks"] if not t["agree"])
+    text = _cli("verify", "sample_logs/N04.jsonl", "--trace", "sample_logs/N04.fixed-rule.trace.log",
+                "--markers", "@sample_logs/N04.markers.json")
+    assert text.returncode == 1 and text.stdout.startswith("DISAGREE:") and "[wrong-rule]" in text.stdout
+    # the same trace, checked against the rule it was recorded under
+    assert main(["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.fixed-rule.trace.log"),
+                 "--markers", f"@{LOGS / 'N04.markers.json'}", "--rule", "fixed", "--json"]) == 0
+
+
+def test_verify_bad_usage_and_unreadable_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(LOGS / "N04.jsonl"), "--trace", str(tmp_path / "none.log")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("agent-inspect:") and "does not exist" in err and "\n" not in err
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", str(LOGS / "N04.jsonl"), "--trace", str(ADDENDUM), "--runtime", "v9"])
+    assert exc.value.code == 2
+    capsys.readouterr()
+    assert main(["trace", "summary", str(tmp_path)]) == 2
+    assert "no trace files" in capsys.readouterr().err
+
+
+def test_verify_infer_ranks_rules_and_runtimes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(LOGS / "G01.jsonl"), "--trace", str(LOGS / "G01.trace.log"),
+                 "--markers", f"@{LOGS / 'G01.markers.json'}", "--infer", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["ranking"] and d["best"]["disagree"] == 0
+    assert {r["name"] for r in d["ranking"]} >= {"original", "fixed", "original:kafka-k1"}
