@@ -52,13 +52,15 @@ _LAZY: dict[str, str] = {
     "load_trace": "agent_inspect.trace",
     "TraceLog": "agent_inspect.trace",
     "verify": "agent_inspect.trace",
+    # diff and "why did this run?"
+    "explain": "agent_inspect.diff",
     # views
     "inspect": "agent_inspect.widgets",
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "trace", "samples", "widgets", "report",
+    "checker", "trace", "diff", "samples", "widgets", "report",
 )
 
 __all__ = [
@@ -70,6 +72,8 @@ __all__ = [
     "ReplayExecutor",
     # checked against the job's Trace Log
     "load_trace", "TraceLog", "verify",
+    # diff (ai.diff is the callable subpackage) and "why did this run?"
+    "explain",
     # views
     "inspect", "write_report",
     # subpackages

@@ -1,15 +1,34 @@
-"""HTML helpers shared by every ``_repr_html_``, widget and the report.
+"""HTML helpers shared by every ``_repr_html_``, widget and the report, and the display mixin.
 
 Every string that came from a record is untrusted: it goes through :func:`escape` (or
-:func:`frame_html`, which escapes every cell and header) before it reaches HTML.
+:func:`frame_html`, which escapes every cell and header) before it reaches HTML. Result objects get
+their notebook HTML from :class:`HtmlRepr`, which renders the parts they yield and escapes them all.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["escape", "plotly_text", "frame_html"]
+__all__ = [
+    "escape",
+    "plotly_text",
+    "frame_html",
+    "HtmlRepr",
+    "HtmlPart",
+    "Text",
+    "Heading",
+    "Strong",
+    "Code",
+    "Em",
+    "Facts",
+    "Table",
+    "Bullets",
+    "Details",
+    "render_parts",
+]
 
 
 def escape(value: Any) -> str:
@@ -51,3 +70,124 @@ def _cell(value: Any) -> Any:
     except (TypeError, ValueError):
         pass
     return value
+
+
+# -- the display mixin ----------------------------------------------------------------------------------
+
+
+class Strong:
+    """Bold text inside a :class:`Text`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
+
+
+class Code(Strong):
+    """Code-styled text inside a :class:`Text`."""
+
+    __slots__ = ()
+
+
+class Em(Strong):
+    """Italic text inside a :class:`Text`."""
+
+    __slots__ = ()
+
+
+class Text:
+    """A paragraph of spans: plain values, :class:`Strong`, :class:`Em` and :class:`Code` (all escaped)."""
+
+    __slots__ = ("spans",)
+    tag = "p"
+
+    def __init__(self, *spans: Any) -> None:
+        self.spans = spans
+
+
+class Heading(Text):
+    """A small heading of spans."""
+
+    __slots__ = ()
+    tag = "h4"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """A two-column table of (label, value) rows; rows whose value is None are left out."""
+
+    rows: Iterable[tuple[Any, Any]]
+
+
+@dataclass(frozen=True)
+class Table:
+    """The first ``max_rows`` rows of a DataFrame (:func:`frame_html`)."""
+
+    frame: Any
+    caption: str | None = None
+    max_rows: int = 20
+
+
+@dataclass(frozen=True)
+class Bullets:
+    """A bulleted list."""
+
+    items: Iterable[Any]
+
+
+@dataclass(frozen=True)
+class Details:
+    """A collapsed ``<pre>`` block under a summary line."""
+
+    summary: Any
+    text: Any
+
+
+HtmlPart = Text | Facts | Table | Bullets | Details
+
+
+class HtmlRepr:
+    """Mixin: a result object's notebook HTML (``_repr_html_``) from its one hook, ``_html_parts()``.
+
+    The object yields parts (rich's protocol-hook style); only :func:`render_parts` writes tags, so
+    every value an object hands over is escaped and no object writes HTML of its own.
+    """
+
+    __slots__ = ()
+
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        raise NotImplementedError(f"{type(self).__name__} must yield its HTML parts")
+
+    def _repr_html_(self) -> str:
+        return render_parts(self._html_parts())
+
+
+def render_parts(parts: Iterable[HtmlPart]) -> str:
+    """The escaped HTML of display parts, in one ``<div class="ai-repr">``."""
+    return '<div class="ai-repr">' + "".join(map(_render_part, parts)) + "</div>"
+
+
+def _render_part(part: HtmlPart) -> str:
+    if isinstance(part, Text):
+        return f"<{part.tag}>{''.join(map(_span, part.spans))}</{part.tag}>"
+    if isinstance(part, Facts):
+        rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in part.rows if v is not None)
+        return f'<table class="agent-inspect facts">{rows}</table>'
+    if isinstance(part, Table):
+        return frame_html(part.frame, max_rows=part.max_rows, caption=part.caption)
+    if isinstance(part, Bullets):
+        return "<ul>" + "".join(f"<li>{escape(i)}</li>" for i in part.items) + "</ul>"
+    if isinstance(part, Details):
+        return f"<details><summary>{escape(part.summary)}</summary><pre>{escape(part.text)}</pre></details>"
+    raise TypeError(f"not an HTML part: {type(part).__name__}")
+
+
+def _span(span: Any) -> str:
+    if isinstance(span, Code):
+        return f"<code>{escape(span.text)}</code>"
+    if isinstance(span, Em):
+        return f"<i>{escape(span.text)}</i>"
+    if isinstance(span, Strong):
+        return f"<b>{escape(span.text)}</b>"
+    return escape(span)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import Bullets, Code, Details, Heading, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.cases import executor_for
 from agent_inspect.checker._generate import (
     HistoryOptions,
@@ -107,7 +107,7 @@ def _toml_ready(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, eq=False)
-class CheckReport:
+class CheckReport(HtmlRepr):
     """What :func:`check` found: one row per history in ``frame``, totals, and one minimized
     counterexample per failure kind (``counterexamples``)."""
 
@@ -168,17 +168,16 @@ class CheckReport:
     def __repr__(self) -> str:
         return f"CheckReport({self.summary()})"
 
-    def _repr_html_(self) -> str:
-        verdict = "no stale reuse" if self.passed else "<b>unsafe</b>"
-        parts = [f"<p><b>Rule check</b> <code>{escape(self.rule)}</code> — {verdict}: {escape(self.summary())}</p>",
-                 frame_html(pd.DataFrame([self.totals]), caption="totals")]
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        verdict = "no stale reuse" if self.passed else Strong("unsafe")
+        yield Text(Strong("Rule check"), " ", Code(self.rule), " — ", verdict, ": ", self.summary())
+        yield Table(pd.DataFrame([self.totals]), caption="totals")
         bad = self.frame[(self.frame["stale_reuses"] > 0) | (self.frame["avoidable_reruns"] > 0)
                          | self.frame["error"].notna()]
         if len(bad):
-            parts.append(frame_html(bad, caption="histories with findings", max_rows=10))
+            yield Table(bad, caption="histories with findings", max_rows=10)
         for c in self.counterexamples:
-            parts.append(f"<h4>{escape(c.kind)}: seed {escape(c.history_seed)}, {c.attempts} attempt(s), "
-                         f"{c.rounds} round(s), {c.records} record(s)</h4><ul>"
-                         + "".join(f"<li>{escape(i)}</li>" for i in c.items) + "</ul>"
-                         f"<details><summary>case file</summary><pre>{escape(c.to_toml())}</pre></details>")
-        return "".join(parts)
+            yield Heading(c.kind, ": seed ", c.history_seed,
+                          f", {c.attempts} attempt(s), {c.rounds} round(s), {c.records} record(s)")
+            yield Bullets(c.items)
+            yield Details("case file", c.to_toml())

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
+from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["ReplayExecutor"]
 
 
-class ReplayExecutor:
+class ReplayExecutor(HtmlRepr):
     """Step through a recovery (or a dry-run replay) one store decision at a time.
 
     Build it from a loaded log (or a reconstruction result), a divergence ``rule`` and
@@ -306,17 +307,13 @@ class ReplayExecutor:
         state = "failed" if self.failure else "done" if self.done else "paused"
         return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self._rule!r})"
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong("ReplayExecutor"), f" — {len(self._engine.run.steps)} steps, {'done' if self.done else 'paused'}",
+                   *((", failed: ", self.failure) if self.failure else ()))
         cur = self.current
-        head = (f"<p><b>ReplayExecutor</b> — {len(self._engine.run.steps)} steps, "
-                f"{'done' if self.done else 'paused'}"
-                f"{', failed: ' + escape(self.failure) if self.failure else ''}</p>")
         if cur is not None:
-            head += f"<p>current: {escape(cur.kind.value)} {escape(cur.key)} seq {escape(cur.seq)} " \
-                    f"{escape(cur.action)} → {escape(cur.outcome)}</p>"
-        return head + frame_html(self.steps.tail(20), caption="last steps")
+            yield Text("current: ", cur.kind.value, " ", cur.key, " seq ", cur.seq, " ", cur.action, " → ", cur.outcome)
+        yield Table(self.steps.tail(20), caption="last steps")
 
 
 def _journal_format(value_format: str, main: bool) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._state import Counters
 from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
 
@@ -25,7 +26,7 @@ _CALL_COLUMNS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class ReplaySafetyReport:
+class ReplaySafetyReport(HtmlRepr):
     """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
 
     ``stale_records``: rebuilt production records whose action identity the candidate agent lacks.
@@ -96,15 +97,10 @@ class ReplaySafetyReport:
         """The rows that are not replay-safe."""
         return self.frame[~self.frame["safe"].astype(bool)]
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
-        n, bad = len(self.frame), len(self.unsafe)
-        head = f"<p><b>Replay safety</b>: {n} task(s), {bad} not replay-safe"
-        if self.failure:
-            head += f"; stopped: {escape(self.failure)}"
-        html = head + "</p>" + frame_html(self.frame, max_rows=50)
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong("Replay safety"), f": {len(self.frame)} task(s), {len(self.unsafe)} not replay-safe",
+                   *(("; stopped: ", self.failure) if self.failure else ()))
+        yield Table(self.frame, max_rows=50)
         if self.stale_records is not None and len(self.stale_records):
-            html += frame_html(self.stale_records, max_rows=20,
-                               caption="production records no candidate action will look up (stale logic)")
-        return html
+            yield Table(self.stale_records, max_rows=20,
+                        caption="production records no candidate action will look up (stale logic)")

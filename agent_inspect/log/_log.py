@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agent_inspect import _html
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import ValueFormatError
+from agent_inspect._html import Code, Facts, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.codec import ActionState, decode_action_state
 from agent_inspect.codec.bulk import release_shared_strings
 from agent_inspect.log._build import COLUMNS, build_records
@@ -23,7 +23,7 @@ from agent_inspect.sources import write_parquet
 __all__ = ["ActionStateLog", "COLUMNS", "plain_text"]
 
 
-class ActionStateLog:
+class ActionStateLog(HtmlRepr):
     """The action-state journal as data: ``records`` (one row per record, index = position), ``raw``, ``source``.
 
     Build it with :meth:`from_raw` (the sources do that for you: ``ai.load(...)``). Bad keys or values are
@@ -154,16 +154,12 @@ class ActionStateLog:
         return (f"<ActionStateLog {s['records']} records, {s['business_keys']} business keys, "
                 f"{s['errors']} errors from {self.source.kind} {self.source.location!r}>")
 
-    def _repr_html_(self) -> str:
-        s = self.summary()
-        rows = "".join(f"<tr><th>{_html.escape(k)}</th><td>{_html.escape(plain_text(v))}</td></tr>"
-                       for k, v in s.items() if k != "source")
-        head = (f"<p><b>ActionStateLog</b> from {_html.escape(self.source.kind)} "
-                f"<code>{_html.escape(self.source.location)}</code></p>")
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong("ActionStateLog"), " from ", self.source.kind, " ", Code(self.source.location))
+        yield Facts((k, plain_text(v)) for k, v in self.summary().items() if k != "source")
         cols = ["partition", "offset", "business_key", "seq", "key_format", "value_format", "completed",
                 "task_event_type", "output_event_count", "call_count", "error"]
-        return (head + f'<table class="agent-inspect">{rows}</table>'
-                + _html.frame_html(self.records[cols], max_rows=10, caption="records"))
+        yield Table(self.records[cols], caption="records", max_rows=10)
 
 
 def _counts(col: pd.Series) -> dict[str, int]:

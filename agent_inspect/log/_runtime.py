@@ -13,7 +13,12 @@ Every runtime up to and including main ships the original divergence rule (#1301
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from agent_inspect._types import LogLike
 
 __all__ = ["RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule"]
 
@@ -37,7 +42,7 @@ class RuntimeInfo:
         """The divergence rule this runtime ships (the default answer everywhere)."""
         return default_rule(self.name)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """JSON-ready form (the ``runtime`` field of summaries)."""
         return {"name": self.name, "inferred": self.inferred, "evidence": self.evidence,
                 "default_rule": self.default_rule, "counts": dict(self.counts)}
@@ -60,7 +65,7 @@ def _frame(log: Any) -> Any:
     return getattr(log, "records", log)
 
 
-def infer_runtime(log: Any) -> RuntimeInfo:
+def infer_runtime(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
     """The runtime that wrote ``log`` (an ``ActionStateLog`` or its records frame), inferred, with evidence."""
     r = _frame(log)
     n = len(r) if r is not None else 0
@@ -89,7 +94,7 @@ def infer_runtime(log: Any) -> RuntimeInfo:
                        counts)
 
 
-def resolve_runtime(runtime: str | RuntimeInfo | None, log: Any = None) -> RuntimeInfo:
+def resolve_runtime(runtime: str | RuntimeInfo | None, log: LogLike | pd.DataFrame | None = None) -> RuntimeInfo:
     """A :class:`RuntimeInfo` from ``"auto"`` / None (inferred from ``log``) or a runtime name (given)."""
     if isinstance(runtime, RuntimeInfo):
         return runtime

@@ -26,6 +26,7 @@ from agent_inspect.recovery._rebuild import (
     rebuild,
     rebuild_records,
     source_kind_of,
+    whole_log_markers,
     window_mask,
 )
 from agent_inspect.recovery._reconstruct import STATUSES, Reconstruction, reconstruct
@@ -36,6 +37,7 @@ __all__ = [
     "reconstruct", "Reconstruction", "STATUSES", "lint", "LINTS",
     # rebuilding a session from a log
     "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "window_mask", "source_kind_of",
+    "whole_log_markers",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
     "agent_event", "SymbolicCallJournal",

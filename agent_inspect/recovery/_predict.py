@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.agents import (
     OUTPUT_EVENT,
     SUBAGENT_EVENT,
@@ -45,7 +46,7 @@ from agent_inspect.store import (
 )
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery._reconstruct import Reconstruction
 
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED",
@@ -219,7 +220,7 @@ def _invoke(fn: Callable[[], Any] | None) -> str:
 # -- the result ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(HtmlRepr):
     """What a recovery would do, per task, under one rule.
 
     ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
@@ -241,7 +242,7 @@ class Prediction:
     warnings: tuple[str, ...] = ()
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
-    runtime: Any = field(default=None, repr=False, compare=False)
+    runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
     #: per sub-agent call (``<sessionId>#<callId>``): the ids of the result events its caller got
     #: (a reused child's stored ones, or fresh ones of a rerun), or "journal" (a terminal slot replayed)
     subagent_results: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict, compare=False)
@@ -286,15 +287,14 @@ class Prediction:
             return pd.DataFrame(columns=["router", "kind", "name", "count"])
         return rows.groupby(["router", "kind", "name"], as_index=False, observed=True, sort=True)["count"].sum()
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
         counts = self.tasks["outcome"].value_counts().to_dict() if len(self.tasks) else {}
-        head = (f"<p><b>Prediction</b> under rule <code>{escape(self.rule)}</code>: "
-                + ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
-                + (" — <b>the job crashes (restart loop)</b>" if self.crashed else "") + "</p>")
+        yield Text(Strong("Prediction"), " under rule ", Code(self.rule), ": ",
+                   ", ".join(f"{k} {int(v)}" for k, v in counts.items()),
+                   *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
         cols = ["key", "seq", "input", "action", "outcome", "reason"]
-        return head + frame_html(self.tasks[cols], max_rows=50) + frame_html(self.ledger_totals(), caption="ledger")
+        yield Table(self.tasks[cols], max_rows=50)
+        yield Table(self.ledger_totals(), caption="ledger")
 
 
 # -- the simulation -------------------------------------------------------------------------------------
@@ -686,7 +686,7 @@ def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, runtime: Any = "auto",
+            max_parallelism: int | None = None, runtime: str | RuntimeInfo = "auto",
             call_matching: str = "position", kafka_pending: str | None = None) -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 

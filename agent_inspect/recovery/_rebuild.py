@@ -246,7 +246,7 @@ def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
     return out
 
 
-def whole_log_markers(log: Any) -> list[dict[int, int]]:
+def whole_log_markers(log: ActionStateLog | pd.DataFrame) -> list[dict[int, int]]:
     """What ``markers=None`` means everywhere: the whole loaded log is the rebuild window.
 
     Per partition, the lower of where the source started reading and the first loaded offset.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -13,6 +13,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, whole_log_markers, window_mask
 from agent_inspect.rules import resolve_rule
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
+    from agent_inspect.log import RuntimeInfo
     from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
@@ -45,7 +47,7 @@ _INVALIDATING = {"root-conflict", "branch-change"}
 
 
 @dataclass(frozen=True, eq=False)
-class Reconstruction:
+class Reconstruction(HtmlRepr):
     """What recovery under ``rule`` does with every record of ``log`` (see :func:`reconstruct`).
 
     ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason``, ``divergence_id``,
@@ -64,7 +66,7 @@ class Reconstruction:
     session: RecoverySession = field(repr=False)
     history: History = field(repr=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
-    runtime: Any = field(default=None, repr=False, compare=False)
+    runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
 
     @property
     def store(self) -> Any:
@@ -129,22 +131,19 @@ class Reconstruction:
         return (f"Reconstruction(rule={s['rule']!r}, {s['records']} records, {s['status']}, "
                 f"{len(self.divergences)} divergences)")
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
-        counts = ", ".join(f"{escape(k)}: {v}" for k, v in s["status"].items())
+        counts = ", ".join(f"{k}: {v}" for k, v in s["status"].items())
+        yield Text(Strong("Reconstruction"), " under rule ", Code(s["rule"]),
+                   f": {s['records']} records ({counts}); {len(self.divergences)} divergences, "
+                   f"{s['cache_events']} cache events.")
         cols = [c for c in ("business_key", "seq", "kind", "step", "positions", "explanation")
                 if c in self.divergences.columns]
-        return (f"<div class='agent-inspect'><p><b>Reconstruction</b> under rule <code>{escape(s['rule'])}</code>: "
-                f"{s['records']} records ({counts}); {len(self.divergences)} divergences, "
-                f"{s['cache_events']} cache events.</p>"
-                + frame_html(self.divergences[cols], caption="divergences")
-                + "</div>")
+        yield Table(self.divergences[cols], caption="divergences")
 
 
 def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,
-                expected_fingerprint: str | None = None, runtime: Any = "auto",
+                expected_fingerprint: str | None = None, runtime: str | RuntimeInfo = "auto",
                 kafka_pending: str | None = None) -> Reconstruction:
     """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
     records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
@@ -182,7 +181,7 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
 
 
 def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
-                 expected_fingerprint: str | None, runtime: Any = None,
+                 expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
                  kafka_pending: str | None = None) -> Reconstruction:
     from agent_inspect.history import build_history
     from agent_inspect.recovery._refresh import refresh_positions

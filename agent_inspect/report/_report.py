@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
+from agent_inspect._types import LogLike, ReconstructionLike
+from agent_inspect.recovery import predict, reconstruct
+from agent_inspect.report._why import why_html
 
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
@@ -78,6 +82,7 @@ def render_report(
         _divergence_section(result, max_rows=max_rows),
         _timeline_section(result, max_keys=max_keys),
         _ledger_section(prediction, max_rows=max_rows),
+        _Section("why", "Why did these run again?", why_html(prediction, result)),
         *([_trace_section(verification, max_rows=max_rows)] if verification is not None else []),
         _lint_section(result, max_rows=max_rows),
         _errors_section(log, max_rows=max_rows),
@@ -90,15 +95,12 @@ def render_report(
 # -- inputs -------------------------------------------------------------------------------------------
 
 
-def _log_and_result(obj: Any, *, rule: Any, markers: Any) -> tuple[Any, Any]:
-    if hasattr(obj, "divergences") and hasattr(obj, "records"):
-        log = getattr(obj, "log", None)
-        if log is None:
+def _log_and_result(obj: Any, *, rule: Any, markers: Any) -> tuple[LogLike, ReconstructionLike]:
+    if isinstance(obj, ReconstructionLike):
+        if obj.log is None:
             raise InspectError("this reconstruction result carries no .log; pass the ActionStateLog instead")
-        return log, obj
-    if hasattr(obj, "records") and callable(getattr(obj, "value", None)):
-        from agent_inspect.recovery import reconstruct
-
+        return obj.log, obj
+    if isinstance(obj, LogLike):
         return obj, reconstruct(obj, rule=rule, markers=markers)
     raise InspectError(f"cannot report on a {type(obj).__name__}; pass an ActionStateLog or an "
                        "ai.reconstruct(...) result")
@@ -270,8 +272,6 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
 
 def prediction_of(result: Any) -> Any:
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None."""
-    from agent_inspect.recovery import predict
-
     try:
         return predict(result.log, rule=result.rule, markers=result.markers)
     except InspectError:
@@ -326,6 +326,11 @@ def _isna(value: Any) -> bool:
 
 
 @lru_cache(maxsize=1)
+def _css() -> str:
+    return resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
@@ -353,24 +358,9 @@ def _page(heading: str, sections: Sequence[_Section], *, rule_name: str) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
-        f"<title>{escape(heading)}</title><style>{_CSS}</style></head><body>"
+        f"<title>{escape(heading)}</title><style>{_css()}</style></head><body>"
         f'<header><h1>{escape(heading)}</h1><p class="meta">agent_inspect {escape(__version__)} · rule '
         f"{escape(rule_name)} · generated {stamp}</p><nav>{nav}</nav></header>"
         f"<main>{body}</main>{script_tags}</body></html>\n"
     )
 
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
-header{background:#1f3a5f;color:#fff;padding:12px 24px}header h1{margin:0;font-size:1.4em}
-header .meta{margin:4px 0;opacity:.8;font-size:.9em}nav a{color:#cfe3ff;margin-right:14px;font-size:.9em}
-main{padding:8px 24px 40px}section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;
-padding:8px 16px}h2{font-size:1.15em;border-bottom:1px solid #eee;padding-bottom:4px}h3{font-size:1em}
-table.agent-inspect{border-collapse:collapse;font-size:.85em;margin:6px 0}
-table.agent-inspect th,table.agent-inspect td{border:1px solid #e3e3e3;padding:2px 6px;text-align:left;
-vertical-align:top;max-width:38em;overflow-wrap:anywhere}table.agent-inspect thead th{background:#f0f3f7}
-table.facts th{background:#f7f7f7;width:14em}.chip{display:inline-block;border-radius:10px;padding:1px 8px;
-margin:0 4px;background:#eee;font-size:.85em}.status-live{background:#d8f0d8}.status-evicted{background:#f6d5d5}
-.status-invalidated{background:#e6dcf2}.status-superseded{background:#e6e6e6}.status-pruned{background:#eeeec8}
-.headline{font-weight:600}ul.explanations li{margin:3px 0}code{background:#f3f3f3;padding:0 3px}
-"""

@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
+
 __all__ = ["TraceLog", "load_trace", "parse_items", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES",
            "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE"]
 
@@ -185,7 +187,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
-class TraceLog:
+class TraceLog(HtmlRepr):
     """A Flink Agents Trace Log (or an old Event Log) as data.
 
     ``records``: one row per record in file order, one column per field of addendum §3.2 (snake
@@ -280,18 +282,16 @@ class TraceLog:
                        for f, n, r in zip(self.errors["file"], self.errors["line"], self.errors["error"])],
         }
 
-    def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
-
+    def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
-        head = (f"<p><b>Trace Log</b> {escape(self.source)}: {s['records']} records in {s['files']} file(s), "
-                f"{s['action_executions']} action executions, jobs {escape(', '.join(s['jobs']) or '—')}, "
-                f"{len(s['errors'])} bad records. {escape(s['recovery_note'])}.</p>")
+        yield Text(Strong("Trace Log"), " ", self.source,
+                   f": {s['records']} records in {s['files']} file(s), {s['action_executions']} action executions, "
+                   f"jobs {', '.join(s['jobs']) or '—'}, {len(s['errors'])} bad records. {s['recovery_note']}.")
         counts = pd.DataFrame([{"entity_type": et, "status": st, "records": n}
                                for et, d in s["by_status"].items() for st, n in d.items()])
         cols = ["timestamp", "business_key", "entity_type", "entity_name", "status", "execution_id", "error"]
-        return (head + frame_html(counts, caption="records by entity type and status")
-                + frame_html(self.records[cols], max_rows=30, caption="records"))
+        yield Table(counts, caption="records by entity type and status")
+        yield Table(self.records[cols], max_rows=30, caption="records")
 
     def __len__(self) -> int:
         return len(self.records)

@@ -3,15 +3,18 @@
 ``inspect(obj)`` picks the right one and returns it (the last expression of a cell displays it).
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
-``ai-prediction``, ``ai-verification``, ``ai-inspector``. Views only display results computed elsewhere; every
-record-derived string is HTML-escaped, plotly hover text, labels and legends included.
+``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``. Views only display results computed elsewhere; every
+record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
+``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``).
 """
 
 from __future__ import annotations
 
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._compare import RuleComparison
+from agent_inspect.widgets._diff import DiffView
 from agent_inspect.widgets._divergence import DivergenceView
+from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
@@ -31,4 +34,6 @@ __all__ = [
     "ResultInspector",
     "PredictionView",
     "VerificationView",
+    "DiffView",
+    "ExplainView",
 ]

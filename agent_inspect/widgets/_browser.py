@@ -20,6 +20,7 @@ from agent_inspect.widgets._common import (
     records_of,
     value_html,
 )
+from agent_inspect.widgets._style import view_style
 
 __all__ = ["LogBrowser"]
 
@@ -98,6 +99,7 @@ class LogBrowser(w.VBox):
             self.table,
             w.HBox([self.record_pos, self.show_button]),
             self.detail,
+            view_style(),
         ]
         self.refresh()
 
@@ -155,7 +157,7 @@ class LogBrowser(w.VBox):
         rows = self.page_rows
         shown = rows[self._columns] if self._columns else rows
         first = self._page * self.page_size
-        self.table.value = (f'<div class="ai-scroll" style="overflow-x:auto">'
+        self.table.value = (f'<div class="ai-scroll">'
                             f"{frame_html(shown, max_rows=self.page_size)}</div>") if len(rows) else message_html(
             "no record matches these filters")
         self.page_label.value = (f'<span class="ai-page">rows {first + min(1, len(rows))}–{first + len(rows)} '

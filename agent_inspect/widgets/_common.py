@@ -1,4 +1,4 @@
-"""Shared pieces of the views: colours, escaped hover text, pretty values, duck-typed accessors.
+"""Shared pieces of the views: colours, escaped hover text, pretty values, accessors typed by ``_types``.
 
 Views never compute results; these helpers only read frames and format them. Every string that
 comes from a record goes through :func:`agent_inspect._html.escape` before it reaches HTML or a
@@ -20,6 +20,7 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
+from agent_inspect._types import LogLike, ReconstructionLike
 
 __all__ = [
     "STATUS_COLOURS",
@@ -34,9 +35,6 @@ __all__ = [
     "decoded_value",
     "to_builtins",
     "first_column",
-    "is_log",
-    "is_reconstruction",
-    "is_executor",
     "message_html",
     "integer_axis",
 ]
@@ -167,25 +165,13 @@ def message_html(text: str, *, level: str = "info") -> str:
     return f'<div class="ai-message ai-{escape(level)}">{escape(text)}</div>'
 
 
-def is_executor(obj: Any) -> bool:
-    return all(callable(getattr(obj, n, None)) for n in ("step", "back", "reset")) and hasattr(obj, "steps")
-
-
-def is_reconstruction(obj: Any) -> bool:
-    return hasattr(obj, "records") and hasattr(obj, "divergences")
-
-
-def is_log(obj: Any) -> bool:
-    return hasattr(obj, "records") and callable(getattr(obj, "value", None))
-
-
-def log_of(obj: Any) -> Any:
-    """The ActionStateLog behind a log, a reconstruction or an executor (None when there is none)."""
-    for name in ("log", "_log"):
-        inner = getattr(obj, name, None)
-        if inner is not None and is_log(inner):
-            return inner
-    return obj if is_log(obj) else None
+def log_of(obj: Any) -> LogLike | None:
+    """The log itself, or the log behind a reconstruction (None when there is none)."""
+    if isinstance(obj, LogLike):
+        return obj
+    if isinstance(obj, ReconstructionLike) and isinstance(obj.log, LogLike):
+        return obj.log
+    return None
 
 
 def records_of(obj: Any) -> pd.DataFrame:
@@ -208,7 +194,7 @@ def decoded_value(obj: Any, pos: int) -> Any:
     if log is None:
         raise InspectError("this object carries no log to decode values from; pass the ActionStateLog")
     pos = int(pos)
-    raw = getattr(log, "raw", None)
+    raw = log.raw
     data = raw.value[pos] if raw is not None and 0 <= pos < len(raw.value) else None
     try:
         state = log.value(pos)

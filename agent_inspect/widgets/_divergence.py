@@ -9,7 +9,9 @@ import ipywidgets as w
 import pandas as pd
 
 from agent_inspect._html import escape, frame_html
+from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
+from agent_inspect.widgets._style import view_style
 from agent_inspect.widgets._timeline import _positions
 
 __all__ = ["DivergenceView"]
@@ -30,8 +32,7 @@ class DivergenceView(w.VBox):
         super().__init__()
         self.add_class("ai-divergence")
         self._result = result
-        frame = getattr(result, "divergences", None)
-        self.divergences = frame if isinstance(frame, pd.DataFrame) else pd.DataFrame()
+        self.divergences = result.divergences if isinstance(result, ReconstructionLike) else pd.DataFrame()
         self._key_col = first_column(self.divergences, "business_key", "key")
         if key is not None and self._key_col is not None:
             keep = (self.divergences[self._key_col] == key).fillna(False).to_numpy(dtype=bool)
@@ -48,7 +49,7 @@ class DivergenceView(w.VBox):
         self.removals = w.HTML()
         self.removals.add_class("ai-removals")
         self.selector.observe(lambda _: self._show(), names="value")
-        self.children = [self.selector, self.explanation, self.sides, self.diff, self.removals]
+        self.children = [self.selector, self.explanation, self.sides, self.diff, self.removals, view_style()]
         self._show()
 
     def show(self, index: int) -> None:
@@ -83,8 +84,10 @@ class DivergenceView(w.VBox):
         self.removals.value = self._removals_html(row.get("divergence_id", row.get("id")))
 
     def _removals_html(self, ident: Any) -> str:
-        evictions = getattr(self._result, "evictions", None)
-        if ident is None or not isinstance(evictions, pd.DataFrame) or "divergence_id" not in evictions.columns:
+        if ident is None or not isinstance(self._result, ReconstructionLike):
+            return ""
+        evictions = self._result.evictions
+        if "divergence_id" not in evictions.columns:
             return ""
         mine = evictions[(evictions["divergence_id"] == ident).fillna(False).to_numpy(dtype=bool)]
         cols = [c for c in ("op", "step", "seq", "removed", "positions", "reason") if c in mine.columns]
@@ -109,12 +112,12 @@ class DivergenceView(w.VBox):
                         shown = f"<code>{text}</code>" if name in ("state_key", "task_event_id") else text
                         meta.append(f"<div><span class='ai-label'>{escape(name)}</span> {shown}</div>")
             event = _task_event(decoded_value(self._result, pos))
-            cells.append(f'<div class="ai-side" style="flex:1;min-width:0;overflow:auto">'
+            cells.append(f'<div class="ai-side">'
                          f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"
                          f'<pre class="ai-value">{escape(pretty_json(event))}</pre></div>')
         more = len(positions) - len(shown)
         tail = message_html(f"… and {more} more records: {positions[len(shown):]}") if more > 0 else ""
-        return f'<div class="ai-side-by-side" style="display:flex;gap:12px">{"".join(cells)}</div>{tail}'
+        return f'<div class="ai-side-by-side">{"".join(cells)}</div>{tail}'
 
 
 def _na(value: Any) -> bool:

@@ -11,23 +11,28 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import frame_html
-from agent_inspect.widgets._browser import LogBrowser
-from agent_inspect.widgets._common import (
-    first_column,
-    is_executor,
-    is_log,
-    is_reconstruction,
-    message_html,
-    records_of,
+from agent_inspect._types import (
+    ExecutorLike,
+    LogLike,
+    PredictionLike,
+    ReconstructionLike,
+    VerificationLike,
+    is_rule_comparison,
 )
+from agent_inspect.diff import Diff, Explanation
+from agent_inspect.widgets._browser import LogBrowser
+from agent_inspect.widgets._common import first_column, message_html, records_of
 from agent_inspect.widgets._compare import RuleComparison
+from agent_inspect.widgets._diff import DiffView
 from agent_inspect.widgets._divergence import DivergenceView
+from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._stepper import ReplayStepper
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
+from agent_inspect.widgets._verification import VerificationView
 
-__all__ = ["inspect", "ResultInspector"]
+__all__ = ["inspect", "view_for", "ResultInspector"]
 
 _MAX_KEYS = 200
 
@@ -42,7 +47,7 @@ class ResultInspector(w.VBox):
 
     TABS = ("Records", "Timeline", "Divergences", "Graph", "Sub-agents", "Lints")
 
-    def __init__(self, result: Any) -> None:
+    def __init__(self, result: ReconstructionLike) -> None:
         super().__init__()
         self.add_class("ai-inspector")
         self.result = result
@@ -99,9 +104,9 @@ def _lints_view(result: Any) -> w.Widget:
     return view
 
 
-def _first_divergent_round(result: Any, key: Any) -> int | None:
-    divergences = getattr(result, "divergences", None)
-    if not isinstance(divergences, pd.DataFrame) or divergences.empty or "seq" not in divergences.columns:
+def _first_divergent_round(result: ReconstructionLike, key: Any) -> int | None:
+    divergences = result.divergences
+    if divergences.empty or "seq" not in divergences.columns:
         return None
     key_col = first_column(divergences, "business_key", "key")
     if key_col is None:
@@ -124,6 +129,29 @@ def _ranked_keys(result: Any) -> list[Any]:
     return [k for k in keys if k is not None]
 
 
+def view_for(obj: Any) -> type[w.Widget] | None:
+    """The view class :func:`inspect` shows ``obj`` in, or None (first matching protocol wins)."""
+    if isinstance(obj, Diff):
+        return DiffView
+    if isinstance(obj, Explanation):
+        return ExplainView
+    if isinstance(obj, ExecutorLike):
+        return ReplayStepper
+    if isinstance(obj, VerificationLike):
+        return VerificationView
+    if isinstance(obj, ReconstructionLike):
+        return ResultInspector
+    if isinstance(obj, PredictionLike):
+        return PredictionView
+    if isinstance(obj, LogLike):
+        return LogBrowser
+    if isinstance(obj, nx.Graph):
+        return GraphView
+    if is_rule_comparison(obj):
+        return RuleComparison
+    return None
+
+
 def inspect(obj: Any, **options: Any) -> w.Widget:
     """Show ``obj`` in the widget that fits it and return that widget.
 
@@ -133,26 +161,15 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - a prediction (``result.predict(...)``) → :class:`PredictionView`;
     - a verification (``ai.verify(...)``) → :class:`VerificationView`;
     - the DataFrame of ``ai.cases.compare(...)`` → :class:`RuleComparison`;
-    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`.
+    - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`;
+    - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`.
 
     Keyword options go to that widget's constructor.
     """
-    if is_executor(obj):
-        return ReplayStepper(obj, **options)
-    if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and hasattr(obj, "summary_text") \
-            and isinstance(getattr(obj, "totals", None), pd.DataFrame):
-        from agent_inspect.widgets._verification import VerificationView
-
-        return VerificationView(obj, **options)
-    if is_reconstruction(obj):
-        return ResultInspector(obj, **options)
-    if isinstance(getattr(obj, "tasks", None), pd.DataFrame) and isinstance(getattr(obj, "ledger", None), pd.DataFrame):
-        return PredictionView(obj, **options)
-    if is_log(obj):
-        return LogBrowser(obj, **options)
-    if isinstance(obj, nx.Graph):
+    view = view_for(obj)
+    if view is GraphView:
         return GraphView(None, graph=obj, **options)
-    if isinstance(obj, pd.DataFrame) and {"rule"} <= set(obj.columns):
-        return RuleComparison(obj, **options)
+    if view is not None:
+        return view(obj, **options)
     raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
                     "reconstruction, a prediction, a ReplayExecutor or the frame of ai.cases.compare(...)")

@@ -9,7 +9,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._types import PredictionLike
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+from agent_inspect.widgets._style import view_style
 
 __all__ = ["PredictionView"]
 
@@ -26,18 +28,14 @@ class PredictionView(w.VBox):
     dispatch order, filterable by key.
     """
 
-    def __init__(self, prediction: Any, *, max_rows: int = 200) -> None:
+    def __init__(self, prediction: PredictionLike, *, max_rows: int = 200) -> None:
         super().__init__()
         self.add_class("ai-prediction")
         self.prediction = prediction
         self.max_rows = int(max_rows)
-        tasks = getattr(prediction, "tasks", None)
-        ledger = getattr(prediction, "ledger", None)
-        self.tasks = tasks if isinstance(tasks, pd.DataFrame) else pd.DataFrame()
-        self.ledger = ledger if isinstance(ledger, pd.DataFrame) else pd.DataFrame()
-        rule = getattr(prediction, "rule", "")
-        crashed = bool(getattr(prediction, "crashed", False))
-        self.summary = w.HTML(self._summary_html(rule, crashed))
+        self.tasks = prediction.tasks
+        self.ledger = prediction.ledger
+        self.summary = w.HTML(self._summary_html(prediction.rule, bool(prediction.crashed)))
         self.summary.add_class("ai-prediction-summary")
         self.outcomes = go.FigureWidget(layout=go.Layout(
             height=260, barmode="stack", margin=dict(l=50, r=10, t=30, b=60),
@@ -56,7 +54,7 @@ class PredictionView(w.VBox):
         self._draw_outcomes()
         self._draw_ledger()
         self._show_tasks()
-        self.children = [self.summary, self.outcomes, self.ledger_figure, self.key_filter, self.table]
+        self.children = [self.summary, self.outcomes, self.ledger_figure, self.key_filter, self.table, view_style()]
 
     def _summary_html(self, rule: Any, crashed: bool) -> str:
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
@@ -100,6 +98,6 @@ class PredictionView(w.VBox):
         if self.key_filter.value != "(any)" and "key" in tasks.columns:
             tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
         cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
-        self.table.value = (f'<div class="ai-scroll" style="max-height:420px;overflow:auto">'
+        self.table.value = (f'<div class="ai-scroll-tall">'
                             f'{frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order")}'
                             "</div>") if len(tasks) else message_html("no task")

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._types import ExecutorState
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -22,6 +23,7 @@ from agent_inspect.widgets._common import (
     pretty_json,
     to_builtins,
 )
+from agent_inspect.widgets._style import view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -42,7 +44,7 @@ class ReplayStepper(w.VBox):
     simulated store entries of the current step's key and the simulated memory.
     """
 
-    def __init__(self, executor: Any, *, height: int = 300) -> None:
+    def __init__(self, executor: ExecutorState, *, height: int = 300) -> None:
         super().__init__()
         self.add_class("ai-stepper")
         self.executor = executor
@@ -85,6 +87,7 @@ class ReplayStepper(w.VBox):
             w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button]),
             w.HBox([self.break_kind, self.break_key, self.break_seq, self.break_button, self.clear_button]),
             self.breakpoints, self.status, self.counters, self.detail, self.figure, self.store, self.memory,
+            view_style(),
         ]
         self.refresh()
 
@@ -132,20 +135,19 @@ class ReplayStepper(w.VBox):
     def refresh(self) -> None:
         """Redraw counters, current step, timeline and memory from the executor's current state."""
         steps = self._steps()
-        self.counters.value = _counters_html(getattr(self.executor, "counters", None), len(steps))
+        self.counters.value = _counters_html(self.executor.counters, len(steps))
         if steps.empty:
             self.detail.value = message_html("no step yet: press Step")
         else:
             last = steps.iloc[-1]
             self.detail.value = _step_html(last.get("index", len(steps)), last)
         self._draw(steps)
-        self.memory.value = _memory_html(getattr(self.executor, "memory", None))
+        self.memory.value = _memory_html(self.executor.memory)
         # Reading the executor's store before its first step would start the replay.
-        self.store.value = "" if steps.empty else _store_html(getattr(self.executor, "cache", None),
-                                                              steps.iloc[-1].get("key"))
-        self.breakpoints.value = _breakpoints_html(getattr(self.executor, "breakpoints", ()))
-        finished = bool(getattr(self.executor, "done", getattr(self.executor, "finished", False)))
-        failure = getattr(self.executor, "failure", None)
+        self.store.value = "" if steps.empty else _store_html(self.executor.cache, steps.iloc[-1].get("key"))
+        self.breakpoints.value = _breakpoints_html(self.executor.breakpoints)
+        finished = bool(self.executor.done)
+        failure = self.executor.failure
         if self._error:
             self.status.value = message_html(self._error, level="warning")
         elif failure:
@@ -168,9 +170,7 @@ class ReplayStepper(w.VBox):
         self.refresh()
 
     def _steps(self) -> pd.DataFrame:
-        steps = getattr(self.executor, "steps", None)
-        if callable(steps):
-            steps = steps()
+        steps = self.executor.steps
         return steps if isinstance(steps, pd.DataFrame) else pd.DataFrame()
 
     def _draw(self, steps: pd.DataFrame) -> None:
@@ -249,9 +249,9 @@ def _counters_html(counters: Any, steps: int) -> str:
     elif counters is not None:
         items += [(k, getattr(counters, k)) for k in dir(counters)
                   if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
-    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" style="white-space:nowrap">'
+    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}">'
                     f'<b>{escape(v)}</b> {escape(k.replace("_", " "))}</span>' for k, v in items)
-    return f'<div class="ai-counter-row" style="display:flex;flex-wrap:wrap;gap:4px 14px">{cells}</div>'
+    return f'<div class="ai-counter-row">{cells}</div>'
 
 
 def _step_html(index: int, row: pd.Series) -> str:

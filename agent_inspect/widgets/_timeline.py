@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
+from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -171,9 +172,9 @@ class KeyTimeline(w.VBox):
         return shapes
 
     def _divergence_traces(self, frame: pd.DataFrame) -> list[go.Scattergl]:
-        divergences = getattr(self._source, "divergences", None)
-        if not isinstance(divergences, pd.DataFrame) or divergences.empty:
+        if not isinstance(self._source, ReconstructionLike) or self._source.divergences.empty:
             return []
+        divergences = self._source.divergences
         key_col = first_column(divergences, "business_key", "key")
         if key_col is None:
             return []

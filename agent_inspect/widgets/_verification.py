@@ -10,7 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._types import VerificationLike
 from agent_inspect.widgets._common import hover, message_html
+from agent_inspect.widgets._style import view_style
 
 __all__ = ["VerificationView"]
 
@@ -32,12 +34,11 @@ class VerificationView(w.VBox):
     joined to.
     """
 
-    def __init__(self, verification: Any, *, max_rows: int = 400) -> None:
+    def __init__(self, verification: VerificationLike, *, max_rows: int = 400) -> None:
         super().__init__()
         self.add_class("ai-verification")
         self.verification = verification
-        tasks = getattr(verification, "tasks", None)
-        self.tasks = tasks.reset_index(drop=True) if isinstance(tasks, pd.DataFrame) else pd.DataFrame()
+        self.tasks = verification.tasks.reset_index(drop=True)
         self.max_rows = int(max_rows)
         self.summary = w.HTML(self._summary_html())
         self.summary.add_class("ai-verification-summary")
@@ -58,18 +59,18 @@ class VerificationView(w.VBox):
         self._fill_rows()
         self.only_disagree.observe(lambda _: self._fill_rows(), names="value")
         self.rows.observe(self._on_pick, names="value")
-        self.children = [self.summary, self.figure, self.only_disagree, self.rows, self.detail]
+        self.children = [self.summary, self.figure, self.only_disagree, self.rows, self.detail, view_style()]
 
     # -- drawing ----------------------------------------------------------------------------------
     def _summary_html(self) -> str:
         v = self.verification
         if self.tasks.empty:
             return message_html("nothing to check: no predicted task and no traced action execution")
-        agree = bool(getattr(v, "agree", False))
-        text = v.summary_text() if hasattr(v, "summary_text") else ""
-        mark = (f'<b style="color:{_AGREE}">agrees</b>' if agree else f'<b style="color:{_DISAGREE}">disagrees</b>')
-        notes = "".join(f"<li>{escape(n)}</li>" for n in getattr(v, "notes", ()))
-        best = v.best() if hasattr(v, "best") else None
+        agree = bool(v.agree)
+        text = v.summary_text()
+        mark = '<b class="ai-agree">agrees</b>' if agree else '<b class="ai-disagree">disagrees</b>'
+        notes = "".join(f"<li>{escape(n)}</li>" for n in v.notes)
+        best = v.best()
         rank = ""
         if not agree and best:
             rank = f" Best explained by <code>{escape(best.get('name'))}</code> ({int(best.get('disagree', 0))} " \

@@ -55,6 +55,11 @@ CELLS = [
     "write_trace(recs, 'probe.trace.log')\n"
     "verification = ai.verify(log, 'probe.trace.log', rule='original')\n"
     "view = ai.inspect(verification)\nview.select(len(verification.tasks) - 1)\nview",
+    # a diff of two rules and an explanation, as objects (their _repr_html_) and as views
+    "rules_diff = ai.diff(ai.diff.select(log, rule='original'), ai.diff.select(log, rule='fixed'))\nrules_diff",
+    "ai.inspect(rules_diff)",
+    "why = ai.explain(ai.recovery.predict(log, rule='original'), task=0, log=log)\nwhy",
+    "ai.inspect(why, log=log)",
 ]
 
 # Screen positions of up to 12 points of every figure, spread over its traces, for hovering.
@@ -103,7 +108,8 @@ def test_probes_never_run_in_jupyterlab(lab_page, lab_root: Path, probe_file: Pa
     ran = time.monotonic() - t0
     page = lab_page.page
     for css in (".ai-inspector .ai-log-browser", ".ai-timeline", ".ai-divergence", ".ai-graph", ".ai-subagent-tree",
-                ".ai-stepper", ".ai-rule-compare", ".ai-verification .ai-verification-detail table"):
+                ".ai-stepper", ".ai-rule-compare", ".ai-verification .ai-verification-detail table",
+                ".ai-diff", ".ai-explain"):
         page.locator(css).first.wait_for()
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 4")
     t0 = time.monotonic()
@@ -143,7 +149,9 @@ def test_probes_never_run_in_static_views_or_the_report(plain_page, tmp_path: Pa
     views = {"log": log, "original": result, "fixed": fixed, "prediction": ai.recovery.predict(log, rule="original"),
              "executor": executor, "replay safety": executor.report(), "divergences": fixed.divergences,
              "lints": fixed.lints, "steps": executor.steps, "rule check": ai.checker.check(ProbeRule(), n=3),
-             "trace": ai.load_trace(trace), "verification": ai.verify(log, trace, rule="original")}
+             "trace": ai.load_trace(trace), "verification": ai.verify(log, trace, rule="original"),
+             "diff": ai.diff(ai.diff.select(log, rule="original"), ai.diff.select(log, rule="fixed")),
+             "explanation": ai.explain(ai.recovery.predict(log, rule="original"), task=0, log=log)}
     parts = []
     for name, obj in views.items():
         fragment = obj._repr_html_()

@@ -38,8 +38,7 @@ def _run(ex: ReplayExecutor) -> list[tuple[str, str | None]]:
 
 def test_options_and_keywords_build_the_same_executor():
     agent, plan = _agent(), {"inputs": [("k", "a"), ("k", "b")]}
-    by_keywords = ReplayExecutor(rule="fixed", agent=agent, plan=plan, key_format="K1.5", seed=3,
-                                 policies={"calls": "execute"})
+    by_keywords = ReplayExecutor(rule="fixed", agent=agent, plan=plan, key_format="K1.5", seed=3, policies={"calls": "execute"})
     opts = ExecutorOptions(agent=agent, plan=plan, key_format="K1.5", seed=3, policies={"calls": "execute"})
     by_options = ReplayExecutor(rule="fixed", options=opts)
     assert _run(by_keywords) == _run(by_options)

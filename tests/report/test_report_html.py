@@ -24,7 +24,7 @@ def test_report_of_a_log_is_self_contained_and_escaped(probe_log, tmp_path: Path
     path = write_report(probe_log, tmp_path / "report.html", rule=rule)
     html = path.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
-    for anchor in ("summary", "divergences", "timelines", "ledger", "lints", "errors"):
+    for anchor in ("summary", "divergences", "timelines", "ledger", "why", "lints", "errors"):
         assert f'<section id="{anchor}">' in html
     # plotly.js is inlined (the offline bundle), never fetched
     assert "plotly.js" in html and len(html) > 3_000_000

@@ -109,3 +109,16 @@ def probe_history(key_format: str = "K1.5") -> Journal:
     round_(j, k1, 0, {"input": f"B {IMG}"})
     round_(j, k1, 1, {"input": "B2"})
     return j
+
+
+def probe_case(directory: Any, case_id: str = "G01", key: str = f"k{IMG}") -> Any:
+    """Case ``case_id`` of ``cases/`` built with a script probe as its key label ``k`` (written to ``directory``)."""
+    from pathlib import Path
+
+    from agent_inspect.cases import build_case, load_cases
+
+    cases = Path(__file__).resolve().parents[2] / "cases"
+    text = (cases / f"{case_id}.toml").read_text().replace('key = "k"', f'key = "{key}"').replace('"k:', f'"{key}:')
+    path = Path(directory) / f"{case_id}-probe.toml"
+    path.write_text(text)
+    return build_case(load_cases([path])[0])

@@ -11,7 +11,8 @@ from agent_inspect.widgets import GraphView, KeyTimeline, LogBrowser, ResultInsp
 def test_public_names():
     assert sorted(widgets.__all__) == sorted([
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
-        "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView"])
+        "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
+        "ExplainView"])
     assert ai.inspect is widgets.inspect
 
 

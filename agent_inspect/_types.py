@@ -1,0 +1,114 @@
+"""Protocols for what the views and the report read of results: the typed seams of the top layers.
+
+``ai.inspect`` and the report dispatch with ``isinstance`` on the ``runtime_checkable`` ones. On
+Python 3.11 such a check reads every member with ``getattr``, so those list only members that are
+cheap to read; the executor's ``counters``, ``memory`` and ``cache`` (reading ``cache`` starts the
+replay) are in :class:`ExecutorState`, which is for annotations only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+
+if TYPE_CHECKING:
+    import networkx as nx
+    import pandas as pd
+
+__all__ = [
+    "LogLike",
+    "ReconstructionLike",
+    "PredictionLike",
+    "ExecutorLike",
+    "ExecutorState",
+    "VerificationLike",
+    "is_rule_comparison",
+]
+
+
+@runtime_checkable
+class LogLike(Protocol):
+    """An action-state log: the record frame (index = position), its raw bytes, its source, decoded values."""
+
+    records: pd.DataFrame
+    raw: Any
+    source: Any
+
+    def value(self, pos: int) -> Any: ...
+
+
+@runtime_checkable
+class ReconstructionLike(Protocol):
+    """A reconstruction: records with statuses, divergences, cache events and the log it came from."""
+
+    records: pd.DataFrame
+    divergences: pd.DataFrame
+    evictions: pd.DataFrame
+    log: Any
+
+    def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
+
+    def subagent_tree(self, key: str, seq: int, **options: Any) -> nx.DiGraph: ...
+
+
+@runtime_checkable
+class PredictionLike(Protocol):
+    """A static prediction: tasks in dispatch order and the re-execution ledger."""
+
+    rule: str
+    tasks: pd.DataFrame
+    ledger: pd.DataFrame
+    crashed: bool
+
+    def ledger_totals(self) -> pd.DataFrame: ...
+
+
+@runtime_checkable
+class ExecutorLike(Protocol):
+    """A replay executor driven like a debugger."""
+
+    steps: pd.DataFrame
+    breakpoints: list[Any]
+
+    def step(self) -> Any: ...
+
+    def back(self) -> Any: ...
+
+    def run(self) -> Any: ...
+
+    def reset(self) -> None: ...
+
+    def add_breakpoint(self, **where: Any) -> Any: ...
+
+
+class ExecutorState(ExecutorLike, Protocol):
+    """What the stepper reads of an executor besides its controls (annotations only: see the module doc)."""
+
+    counters: Any
+    memory: Mapping[str, Any]
+    cache: pd.DataFrame
+    done: bool
+    failure: str | None
+
+
+@runtime_checkable
+class VerificationLike(Protocol):
+    """A recovery checked against the job's Trace Log: predicted and observed tasks, totals and calls."""
+
+    tasks: pd.DataFrame
+    totals: pd.DataFrame
+    calls: pd.DataFrame
+    rule: str
+    notes: tuple[str, ...]
+    agree: bool
+
+    def summary_text(self) -> str: ...
+
+    def best(self) -> dict[str, Any] | None: ...
+
+
+def is_rule_comparison(obj: object) -> TypeGuard[pd.DataFrame]:
+    """True for the frame of ``ai.cases.compare(...)``: a DataFrame with a ``rule`` column."""
+    import pandas as pd  # here, so importing the protocols does not import pandas
+
+    return isinstance(obj, pd.DataFrame) and "rule" in obj.columns

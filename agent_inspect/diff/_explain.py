@@ -1,0 +1,399 @@
+""""Why did this run?": the chain of store decisions behind one task's reuse, resume or rerun.
+
+The chain reads from the effect back to its cause: the task's outcome, the lookup, the record the
+rebuild did or did not load, and last the decisive step — the eviction, invalidation, removal,
+tombstone or prune that took the record out of the cache, the rebuild window that never held it,
+or a miss (no record of that state key was ever written; the nearest record's differing state-key
+fields are named). Everything comes from a prediction's recorded cache events and the log's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Text
+from agent_inspect.diff._sides import SelectorError, _is_log, _is_prediction, _is_reconstruction, parse_selector
+
+__all__ = ["Explanation", "ExplainStep", "explain", "CAUSE_KINDS"]
+
+#: Kinds of the decisive (last) step of a RERUN's chain.
+CAUSE_KINDS = ("evict", "invalidate", "remove", "tombstone", "prune", "window", "miss", "undecodable", "fail")
+_OP_KIND = {"evict": "evict", "cross-key": "evict", "invalidate": "invalidate", "remove": "remove",
+            "delete": "tombstone", "prune": "prune"}
+EMPTY_DIGEST = '""'
+_STATE_KEY_FIELDS = (("seq", "seq (a different round)"), ("event_uuid", "event UUID (the task event's attributes)"),
+                     ("action_uuid", "action UUID (the action's identity or code)"), ("key_format", "key format"),
+                     ("business_key", "business key"))
+
+
+@dataclass(frozen=True)
+class ExplainStep:
+    """One step of the chain: ``kind`` (outcome, lookup, record, rebuild, calls, or a cause of
+    :data:`CAUSE_KINDS`), a one-line ``title``, a ``detail`` sentence and the log ``positions`` it links to.
+    ``rule_step`` is the rule hook that acted (rebuild / lookup / prune), ``divergence`` the kind of
+    divergence recorded with it, ``event`` the index of the cache event, ``bound`` the seq bound of an
+    eviction (seq > bound) or invalidation (seq >= bound)."""
+
+    kind: str
+    title: str
+    detail: str = ""
+    positions: tuple[int, ...] = ()
+    rule_step: str | None = None
+    divergence: str | None = None
+    event: int | None = None
+    business_key: str | None = None
+    bound: int | None = None
+    trigger: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Explanation(HtmlRepr):
+    """Why one task was reused, resumed or rerun: ``steps`` from the effect back to the cause
+    (``cause`` is the last), what the cause cost downstream (``cost``: action bodies and durable calls
+    that ran again because of it) and what other rules would have done (``alternatives``)."""
+
+    key: str
+    seq: int
+    action: str
+    outcome: str
+    reason: str
+    state_key: str
+    rule: str
+    steps: tuple[ExplainStep, ...]
+    cost: dict[str, int] = field(default_factory=dict)
+    alternatives: dict[str, str] = field(default_factory=dict)
+    task: int | None = None
+
+    @property
+    def cause(self) -> ExplainStep:
+        """The decisive step (the last of the chain)."""
+        return self.steps[-1]
+
+    def story(self) -> str:
+        """The chain as plain text, one step a line."""
+        lines = []
+        for n, s in enumerate(self.steps):
+            at = f" [records {', '.join(map(str, s.positions))}]" if s.positions else ""
+            lines.append(("" if n == 0 else "  ← ") + s.title + at + (f": {s.detail}" if s.detail else ""))
+        if self.cost:
+            lines.append(f"cost of this decision downstream: {self.cost.get('bodies', 0)} action bodies, "
+                         f"{self.cost.get('calls', 0)} durable calls run again")
+        for rule, outcome in self.alternatives.items():
+            lines.append(f"under rule {rule}: {outcome}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.story()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json``."""
+        return {"key": self.key, "seq": self.seq, "action": self.action, "outcome": self.outcome,
+                "reason": self.reason, "state_key": self.state_key, "rule": self.rule,
+                "steps": [s.to_dict() for s in self.steps], "cause": self.cause.kind, "cost": dict(self.cost),
+                "alternatives": dict(self.alternatives)}
+
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong("Why"), f" {self.key}@{self.seq} {self.action} → {self.outcome} (rule ", Code(self.rule), ")")
+        yield Bullets([s.title + (f" — {s.detail}" if s.detail else "")
+                       + (f" (records {', '.join(map(str, s.positions))})" if s.positions else "") for s in self.steps])
+
+
+# -- resolving what to explain -------------------------------------------------------------------------
+
+
+def _prediction_of(obj: Any, rule: Any, markers: Any, plan: Any, agent: Any, log: Any,
+                   runtime: str | None) -> tuple[Any, Any, Any, Any]:
+    """(prediction, log, markers, predict options) for ``obj``."""
+    from agent_inspect import recovery
+
+    if isinstance(obj, str):
+        sel = parse_selector(obj)
+        from agent_inspect.log import load
+
+        obj = load(sel.source)
+        if sel.key is not None:
+            obj = obj.for_key(sel.key)
+        rule = rule if rule is not None else sel.rule
+        runtime = runtime if runtime is not None else sel.runtime
+    if _is_prediction(obj):
+        if rule is not None:
+            raise SelectorError("a prediction is already under one rule; explain its log to choose another rule")
+        return obj, log, markers, None
+    if _is_reconstruction(obj):
+        log, rule = obj.log, (obj.rule if rule is None else rule)
+        markers = obj.markers if markers is None else markers
+    elif _is_log(obj):
+        log = obj
+    else:
+        raise SelectorError(f"cannot explain a {type(obj).__name__}; pass a log, a reconstruction, a prediction "
+                            "(with log=) or a source")
+    options: dict[str, Any] = {"rule": "fixed" if rule is None else rule, "markers": markers}
+    if runtime is not None:
+        import inspect as _inspect
+
+        if "runtime" not in _inspect.signature(recovery.predict).parameters:
+            raise SelectorError(f"runtime {runtime!r}: this build's recovery.predict has no runtime= option")
+        options["runtime"] = runtime
+    return recovery.predict(log, plan, agent, **options), log, markers, (plan, agent, options)
+
+
+def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
+    dispatched = tasks["outcome"] != "NOT-DISPATCHED"
+    mask = dispatched.to_numpy(dtype=bool).copy()
+    if key is not None:
+        mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
+    if seq is not None:
+        mask &= (tasks["seq"] == int(seq)).fillna(False).to_numpy(dtype=bool)
+    if action is not None:
+        mask &= (tasks["action"].astype(str) == str(action)).to_numpy()
+    if event is not None:
+        mask &= ((tasks["event_id"].astype(str) == str(event)) | (tasks["event_type"].astype(str) == str(event))
+                 | (tasks["input"].astype(str) == str(event))).to_numpy()
+    hits = np.flatnonzero(mask)
+    if len(hits) <= occurrence:
+        here = tasks[dispatched & (tasks["seq"] == seq)] if seq is not None else tasks[dispatched]
+        have = sorted({f"{k}@{s} {a}" for k, s, a in zip(here["key"], here["seq"], here["action"])})[:20]
+        raise SelectorError(f"no dispatched task {key}@{seq} {action}" + (f" ({event})" if event else "")
+                            + f"; tasks there: {', '.join(have) or 'none'}")
+    return int(hits[occurrence])
+
+
+def explain(obj: Any, key: Any = None, seq: Any = None, action: Any = None, *, task: int | None = None,
+            event: str | None = None, occurrence: int = 0, rule: Any = None, markers: Any = None,
+            plan: Any = None, agent: Any = None, log: Any = None, also: Sequence[Any] = (),
+            runtime: str | None = None) -> Explanation:
+    """Why task (``key``, ``seq``, ``action``) was reused, resumed or rerun, as a chain of store decisions.
+
+    ``obj`` is a log or source (predicted under ``rule``, default ``"fixed"``, with ``markers``:
+    None = the whole loaded log), a reconstruction (its rule and markers) or a prediction (pass
+    ``log=`` and ``markers=`` it was made with, so the chain can name the records and the window).
+    ``task`` picks a row of ``prediction.tasks`` directly; ``event`` narrows by event id, type or the
+    replay input's label; ``occurrence`` picks among several matches. ``also`` names other rules to
+    report the same task's outcome under ("what would the fixed rule have done here?").
+    """
+    pred, log, markers, again = _prediction_of(obj, rule, markers, plan, agent, log, runtime)
+    tasks = pred.tasks
+    i = task if task is not None else _task_index(tasks, key, seq, action, event, occurrence)
+    row = tasks.iloc[i]
+    steps = _chain(pred, tasks, i, log, markers)
+    alternatives: dict[str, str] = {}
+    if also:
+        if again is None:
+            raise SelectorError("also= needs a log or a reconstruction to predict under other rules")
+        from agent_inspect import recovery
+
+        for other in also:
+            alt = recovery.predict(log, again[0], again[1], **{**again[2], "rule": other})
+            alternatives[str(getattr(alt, "rule", other))] = _same_task_outcome(alt.tasks, tasks, i)
+    return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
+                       outcome=str(row["outcome"]), reason=str(row["reason"]), state_key=str(row["state_key"]),
+                       rule=str(pred.rule), steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
+                       alternatives=alternatives, task=i)
+
+
+def _same_task_outcome(other: pd.DataFrame, tasks: pd.DataFrame, i: int) -> str:
+    row = tasks.iloc[i]
+    same = ((other["state_key"] == row["state_key"]) & (other["outcome"] != "NOT-DISPATCHED")).to_numpy(dtype=bool)
+    n = int(((tasks["state_key"] == row["state_key"]).to_numpy(dtype=bool)[:i]).sum())
+    hits = np.flatnonzero(same)
+    if len(hits) <= n:
+        return "not dispatched"
+    return str(other.iloc[int(hits[n])]["outcome"])
+
+
+# -- the chain --------------------------------------------------------------------------------------------
+
+
+def _label(tasks: pd.DataFrame, j: int) -> str:
+    r = tasks.iloc[j]
+    return f"{r['key']}:{r['input']}.{r['action']}@{r['seq']}"
+
+
+def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> list[ExplainStep]:
+    row = tasks.iloc[i]
+    outcome, sk = str(row["outcome"]), row["state_key"]
+    steps = [ExplainStep("outcome", f"{_label(tasks, i)}: {outcome}", str(row["reason"]))]
+    entry_pos = None if pd.isna(row["entry_pos"]) else int(row["entry_pos"])
+    if outcome == "FAIL":
+        fail = next((d for d in reversed(pred.divergences) if d.kind in ("restore-failure", "parser-crash")), None)
+        steps.append(ExplainStep("fail", "the lookup fails upstream (the job restarts)", str(row["reason"]),
+                                 positions=tuple(fail.positions) if fail else (),
+                                 divergence=fail.kind if fail else None))
+        return steps
+    if outcome in ("REUSE", "RESUME"):
+        found = f"record {entry_pos}" if entry_pos is not None else "a record written earlier in this replay"
+        state = "completed" if outcome == "REUSE" else "incomplete"
+        steps.append(ExplainStep("lookup", f"lookup hit: {found} ({state})", f"state key {sk}",
+                                 positions=(entry_pos,) if entry_pos is not None else ()))
+        if entry_pos is not None:
+            steps.append(ExplainStep("rebuild", f"the rebuild loaded record {entry_pos}",
+                                     "it lies in the rebuild window and nothing removed it before this lookup",
+                                     positions=(entry_pos,), rule_step="rebuild"))
+        if outcome == "RESUME":
+            steps.append(_calls_step(row, log, entry_pos))
+        return steps
+    steps.append(ExplainStep("lookup", "lookup missed: the state key is not cached", f"state key {sk}",
+                             rule_step="lookup"))
+    removal = _last_removal(pred.events, tasks, i, sk)
+    records = _records_of(log, sk)
+    if removal is not None:
+        gone = next(e for e in removal.removed if e.state_key == sk)
+        if gone.pos is not None:
+            steps.append(ExplainStep("rebuild", f"the rebuild loaded record {gone.pos}",
+                                     "last write of this state key in the rebuild window", positions=(gone.pos,),
+                                     rule_step="rebuild"))
+        else:
+            steps.append(ExplainStep("record", "an earlier task of this replay wrote the state key",
+                                     "a replay write (no log position)"))
+        steps.append(_removal_step(removal, pred.divergences, tasks))
+        return steps
+    if log is None:
+        steps.append(ExplainStep("miss", "no record of this state key was cached",
+                                 "pass log= to see whether one was written and where"))
+        return steps
+    if not len(records):
+        steps.append(_miss_step(log, row))
+        return steps
+    window = _window(log, markers)
+    inside = [p for p in records if window[log.records.index.get_loc(p)]]
+    if not inside:
+        steps.append(ExplainStep("window", f"record(s) {', '.join(map(str, records))} lie before the recovery "
+                                 "markers", "the rebuild did not load them (spec §6.5, §8.4: records before the "
+                                 "marker are never reloaded)", positions=tuple(records), rule_step="rebuild"))
+        return steps
+    recs = log.records.loc[inside]
+    last = inside[-1]
+    if "tombstone" in recs and bool(recs["tombstone"].fillna(False).iloc[-1]):
+        steps.append(ExplainStep("tombstone", f"record {last} is a tombstone of this state key",
+                                 "the rebuild deleted the key (spec §6.5 step 4, §6.6)", positions=(last,),
+                                 rule_step="rebuild"))
+        return steps
+    if "error" in recs and recs["error"].notna().all():
+        steps.append(ExplainStep("undecodable", f"record(s) {', '.join(map(str, inside))} did not decode",
+                                 "the rebuild skipped them", positions=tuple(inside), rule_step="rebuild"))
+        return steps
+    steps.append(ExplainStep("miss", "the window's record of this state key was not cached at this lookup",
+                             "no recorded removal explains it", positions=tuple(inside)))
+    return steps
+
+
+def _last_removal(events: Sequence[Any], tasks: pd.DataFrame, i: int, sk: str) -> Any:
+    """The last cache event before task ``i``'s decision that removed ``sk``."""
+    later = [ev.index for ops in tasks["cache_ops"].iloc[i + 1:] for ev in ops]
+    bound = min(later) if later else len(events)
+    found = None
+    for ev in events[:bound]:
+        if any(e.state_key == sk for e in ev.removed):
+            found = ev
+    return found
+
+
+def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame) -> ExplainStep:
+    kind = _OP_KIND.get(ev.op, "remove")
+    if kind == "remove" and ev.seq is not None and all(e.seq > ev.seq for e in ev.removed):
+        kind = "evict"      # a flavour that evicts seq > s entry by entry (snapshot Fluss, spec §8.2)
+    div = divergences[ev.divergence_id] if ev.divergence_id is not None and ev.divergence_id < len(divergences) \
+        else None
+    rel = {"evict": ">", "invalidate": ">=", "prune": "<="}.get(kind, "")
+    scope = "every key" if ev.op == "cross-key" else str(ev.business_key)
+    title = (f"{kind} {scope}{rel}{ev.seq}" if rel else f"{ev.op} of the state key") + f" at the {ev.step}"
+    if div is not None:
+        title += f" ({div.kind})"
+    trigger = None
+    for j, ops in enumerate(tasks["cache_ops"]):
+        if any(o.index == ev.index for o in ops):
+            trigger = _label(tasks, j)
+            break
+    detail = ev.reason + (f"; made by the lookup of {trigger}" if trigger else "")
+    if ev.step == "rebuild" and ev.trigger_pos is not None:
+        detail += f"; while the rebuild applied record {ev.trigger_pos}"
+    positions = tuple(dict.fromkeys([*(div.positions if div is not None else ()), *ev.positions]))
+    return ExplainStep(kind, title, detail, positions=positions, rule_step=ev.step,
+                       divergence=div.kind if div is not None else None, event=ev.index,
+                       business_key=ev.business_key, bound=ev.seq, trigger=trigger)
+
+
+def _records_of(log: Any, sk: Any) -> list[int]:
+    if log is None or sk is None:
+        return []
+    col = log.records["state_key"]
+    return [int(p) for p in log.records.index[(col == sk).fillna(False).to_numpy(dtype=bool)]]
+
+
+def _window(log: Any, markers: Any) -> np.ndarray:
+    from agent_inspect.recovery import whole_log_markers, window_mask
+
+    source = getattr(log, "source", None)
+    return window_mask(log.records, whole_log_markers(log) if markers is None else markers,
+                       start_offsets=getattr(source, "start_offsets", None), source=source)
+
+
+def _miss_step(log: Any, row: pd.Series) -> ExplainStep:
+    """No record of the state key exists: name the nearest record and the state-key fields that differ."""
+    r = log.records
+    same_key = (r["business_key"].astype(str) == str(row["business_key"])).to_numpy(dtype=bool)
+    cand = r[same_key & r["state_key"].notna().to_numpy(dtype=bool)]
+    want = {"seq": int(row["seq"]), "event_uuid": row["fingerprint"], "business_key": row["business_key"]}
+    if cand.empty:
+        return ExplainStep("miss", "no record of this state key was ever written",
+                           f"business key {row['business_key']} has no record in the log")
+    score = ((cand["seq"] == want["seq"]).fillna(False).astype(int) * 4
+             + (cand["event_uuid"] == want["event_uuid"]).fillna(False).astype(int) * 2
+             + (cand["task_event_type"] == row["event_type"]).fillna(False).astype(int))
+    best = cand.loc[score[score == score.max()].index]
+    pos = int(best.index[-1])
+    near = best.iloc[-1]
+    from agent_inspect.codec import parse_state_key
+
+    try:
+        parsed = parse_state_key(str(row["state_key"]))
+        want.update(action_uuid=parsed.action_uuid, key_format=parsed.format)
+    except Exception:  # noqa: BLE001 - an unparsable task key simply names fewer fields
+        pass
+    differ = [label for name, label in _STATE_KEY_FIELDS
+              if name in want and name in near and str(near[name]) != str(want[name])]
+    return ExplainStep("miss", "no record of this state key was ever written",
+                       f"the nearest record {pos} differs in: {', '.join(differ) or 'nothing named (same fields)'}",
+                       positions=(pos,))
+
+
+def _calls_step(row: pd.Series, log: Any, entry_pos: int | None) -> ExplainStep:
+    value = log.value(entry_pos) if log is not None and entry_pos is not None else None
+    slots = list(getattr(value, "call_results", ()) or ())
+    replayed = int(row["calls_replayed"]) if not pd.isna(row["calls_replayed"]) else 0
+    executed = int(row["calls_executed"]) if not pd.isna(row["calls_executed"]) else 0
+    described = [f"slot {n} {s.function_id}/{s.args_digest or EMPTY_DIGEST} {s.status or 'no status'}"
+                 for n, s in enumerate(slots)]
+    if replayed >= len(slots):
+        why = "past the end of the journal: the next calls executed and were recorded"
+    else:
+        nxt = slots[replayed]
+        why = (f"slot {replayed} is PENDING: a completion-only call runs again, a reconcilable one runs its "
+               "reconciler" if nxt.status == "PENDING" else
+               f"slot {replayed} did not match the body's call (function id or args digest, by position): the "
+               "journal is cut there and the call runs again (spec §9.4)")
+    return ExplainStep("calls", f"durable calls: {replayed} served from the journal, {executed} executed",
+                       "; ".join(described) + ("; " if described else "") + why,
+                       positions=(entry_pos,) if entry_pos is not None else ())
+
+
+def _cost(tasks: pd.DataFrame, i: int, cause: ExplainStep, events: Sequence[Any]) -> dict[str, int]:
+    """Bodies and durable calls that ran again because of the cause: for a cache event, every task whose
+    record it removed; otherwise the task itself."""
+    if cause.event is None:
+        row = tasks.iloc[i]
+        ran = bool(row["body_ran"])
+        return {"tasks": 1, "bodies": int(ran),
+                "calls": int(row["calls_executed"]) if ran and not pd.isna(row["calls_executed"]) else 0}
+    removed = {e.state_key for e in events[cause.event].removed}
+    hit = tasks[tasks["state_key"].isin(removed) & tasks["outcome"].isin(["RERUN", "RESUME"])]
+    calls = hit.loc[hit["body_ran"], "calls_executed"].fillna(0)
+    return {"tasks": int(len(hit)), "bodies": int(hit["body_ran"].sum()), "calls": int(calls.sum())}

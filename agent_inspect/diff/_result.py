@@ -1,0 +1,244 @@
+"""``diff(a, b)`` and its result: aligned pairs, per-key first divergence, a round-level graph diff."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from agent_inspect._bulk import gc_paused
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect.diff._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
+from agent_inspect.diff._sides import SelectorError, Side, as_side
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from agent_inspect.diff._explain import Explanation
+
+__all__ = ["Diff", "diff", "FIRST_COLUMNS"]
+
+FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected", "actual", "why", "pos_a", "pos_b")
+
+
+@dataclass(frozen=True, eq=False)
+class Diff(HtmlRepr):
+    """Two sides aligned per business key, round (seq) and action execution.
+
+    ``pairs``: one row per aligned pair (:data:`~agent_inspect.diff.PAIR_COLUMNS`): ``status`` is
+    ``same``, ``changed``, ``only in a`` or ``only in b``; ``match`` says how the pair was aligned;
+    ``changes`` holds the field-level differences (:class:`~agent_inspect.diff.FieldChange`).
+    ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
+    where / why it matters to the store. A diff is ``empty`` when every pair is ``same``.
+    """
+
+    a: Side
+    b: Side
+    pairs: pd.DataFrame = field(repr=False)
+
+    @property
+    def differences(self) -> pd.DataFrame:
+        """The pairs that are not ``same``."""
+        return self.pairs[self.pairs["status"] != "same"]
+
+    @property
+    def empty(self) -> bool:
+        """True when the sides agree on every execution."""
+        return bool((self.pairs["status"] == "same").all())
+
+    def __len__(self) -> int:
+        return int((self.pairs["status"] != "same").sum())
+
+    def counts(self) -> dict[str, int]:
+        """Pairs per status."""
+        vc = self.pairs["status"].value_counts()
+        return {s: int(vc.get(s, 0)) for s in STATUSES}
+
+    def keys(self) -> list[str]:
+        """Business keys with at least one difference, in key order."""
+        return sorted({str(k) for k in self.differences["business_key"].dropna()})
+
+    def for_key(self, key: str) -> pd.DataFrame:
+        """The pairs of one business key."""
+        return self.pairs[self.pairs["business_key"].astype(str) == str(key)]
+
+    @cached_property
+    def first_divergences(self) -> pd.DataFrame:
+        """Per business key, the first pair that differs (columns :data:`FIRST_COLUMNS`)."""
+        diffs = self.differences
+        rows = [first_divergence_row(row) for _, row in diffs.groupby(diffs["business_key"].astype(str),
+                                                                        sort=True).head(1).iterrows()]
+        return pd.DataFrame(rows, columns=list(FIRST_COLUMNS))
+
+    def first_divergence(self, key: str) -> dict[str, Any] | None:
+        """The first divergence of ``key`` as a dict (None when the key's pairs are all the same)."""
+        f = self.first_divergences
+        hit = f[f["business_key"].astype(str) == str(key)]
+        return None if hit.empty else hit.iloc[0].to_dict()
+
+    def swapped(self) -> Diff:
+        """The same diff with the sides exchanged."""
+        return diff(self.b, self.a)
+
+    def graph(self, key: str, seq: int) -> nx.DiGraph:
+        """The round (key, seq) as one graph of both sides: a node per aligned pair with ``status``
+        (same / changed / only in a / only in b), an edge from the execution that emitted a task's
+        event to the task (on either side)."""
+        import networkx as nx
+
+        rows = self.pairs[(self.pairs["business_key"].astype(str) == str(key)) & (self.pairs["seq"] == seq)]
+        g = nx.DiGraph(key=str(key), seq=int(seq))
+        owner: dict[tuple[str, Any], int] = {}
+        for n, r in rows.iterrows():
+            label = r["action_b"] if r["action_a"] is None else r["action_a"]
+            g.add_node(int(n), status=str(r["status"]), action=str(label), event_type=str(r["event_type"]),
+                       pos_a=_opt(r["pos_a"]), pos_b=_opt(r["pos_b"]), changes=len(r["changes"]))
+            for side, s in (("a", self.a), ("b", self.b)):
+                idx = _opt(r[side])
+                if idx is not None and "task_event_id" in s.units:
+                    owner[(side, s.units.at[idx, "task_event_id"])] = int(n)
+        for n, r in rows.iterrows():
+            for side, s in (("a", self.a), ("b", self.b)):
+                idx = _opt(r[side])
+                if idx is None or "upstream_event_id" not in s.units:
+                    continue
+                parent = owner.get((side, s.units.at[idx, "upstream_event_id"]))
+                if parent is not None and parent != n:
+                    g.add_edge(parent, int(n))
+        return g
+
+    def explain(self, key: str, seq: int, action: str, *, side: str = "b", **options: Any) -> Explanation:
+        """Why the task (key, seq, action) was reused, resumed or rerun on one side (default b)
+        (:func:`agent_inspect.diff.explain` on that side's source)."""
+        from agent_inspect.diff._explain import explain
+
+        s = {"a": self.a, "b": self.b}.get(side)
+        if s is None:
+            raise SelectorError(f"side {side!r}: use 'a' or 'b'")
+        if s.kind == "prediction" and s.log is not None:
+            options.setdefault("log", s.log)
+        return explain(s.source if s.source is not None else s.log, key, seq, action, **options)
+
+    def to_dict(self, *, key: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Plain data for ``--json``: sides, counts, first divergences and the differing pairs."""
+        pairs = self.differences if key is None else self.differences[
+            self.differences["business_key"].astype(str) == str(key)]
+        firsts = self.first_divergences if key is None else self.first_divergences[
+            self.first_divergences["business_key"].astype(str) == str(key)]
+        if limit is not None:
+            pairs = pairs.head(limit)
+        return {
+            "a": self.a.label, "b": self.b.label, "counts": self.counts(), "empty": self.empty,
+            "first_divergences": [_plain(r) for r in firsts.to_dict("records")],
+            "pairs": [{**_plain({k: v for k, v in r.items() if k != "changes"}),
+                       "changes": [c.to_dict() for c in r["changes"]]} for r in pairs.to_dict("records")],
+        }
+
+    def __repr__(self) -> str:
+        c = self.counts()
+        return (f"Diff(a={self.a.label!r}, b={self.b.label!r}, same={c['same']}, changed={c['changed']}, "
+                f"only_in_a={c['only in a']}, only_in_b={c['only in b']})")
+
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        c = self.counts()
+        yield Text(Strong("Diff"), " a = ", Code(self.a.label), ", b = ", Code(self.b.label), ": ",
+                   ", ".join(f"{k} {v}" for k, v in c.items()))
+        if self.empty:
+            yield Text("The sides agree on every action execution.")
+        else:
+            yield Table(self.first_divergences, caption="first divergence per key", max_rows=50)
+
+
+def _opt(v: Any) -> Any:
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else int(v)
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            out[k] = None
+        elif hasattr(v, "item"):
+            out[k] = v.item()
+        else:
+            out[k] = v if isinstance(v, (str, int, float, bool, list, dict)) else str(v)
+    return out
+
+
+def _why(row: pd.Series) -> tuple[str, str]:
+    """(where, why it matters to the store) for one differing pair."""
+    status, changes = str(row["status"]), row["changes"]
+    if status == "only in a":
+        return "execution", ("b never executed this action at this round: a recovery of b has no record of it to "
+                             "reuse, and a recovery of a reuses one that b would not produce")
+    if status == "only in b":
+        return "execution", ("a never executed this action at this round: a recovery of a has no record of it to "
+                             "reuse, and a recovery of b reuses one that a would not produce")
+    first = changes[0]
+    areas = {c.area for c in changes}
+    if "identity" in areas:
+        ident = next(c for c in changes if c.area == "identity")
+        if ident.path.endswith("event_uuid"):
+            return ident.path, ("a different event UUID (the task event's attributes differ) means a different "
+                                "state key: the lookup misses the other side's record, so nothing is reused, and the "
+                                "miss evicts the key's later rounds (spec §8.2, §10.3)")
+        return ident.path, ("a different action UUID (the action's identity or code changed, spec §4.4) means a "
+                            "different state key: no reuse, the action runs again")
+    if "outcome" in areas:
+        oc = next(c for c in changes if c.area == "outcome")
+        return oc.path, f"the recovery decides differently for this task: {oc.a} against {oc.b}"
+    if "calls" in areas:
+        c = next(c for c in changes if c.area == "calls")
+        return c.path, ("the durable-call journal differs at this slot: on resume calls match by position "
+                        "(function id and args digest), so a mismatch cuts the journal there and the call and all "
+                        "later ones run again (spec §9.4)")
+    if "completion" in areas:
+        return "completed", ("a completed record is reused, an incomplete one resumes its body (spec §9.3)")
+    return first.path, ("same state key, different content: a recovery that finds one side's record reuses its "
+                        "outputs and memory updates in place of the other's (ids are kept on reuse, spec §9.3)")
+
+
+def first_divergence_row(row: pd.Series) -> dict[str, Any]:
+    """The first-divergence row (:data:`FIRST_COLUMNS`) of one differing pair."""
+    where, why = _why(row)
+    changes = row["changes"]
+    hit = next((c for c in changes if c.path == where), changes[0] if changes else None)
+    action = row["action_a"] if row["action_a"] is not None else row["action_b"]
+    if hit is not None:
+        expected, actual = hit.a, hit.b
+    else:
+        expected = "executed" if row["status"] == "only in a" else "<absent>"
+        actual = "executed" if row["status"] == "only in b" else "<absent>"
+    return {"business_key": row["business_key"], "seq": row["seq"], "action": action, "status": str(row["status"]),
+            "where": where, "expected": expected, "actual": actual, "why": why,
+            "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
+
+
+def diff(a: Any, b: Any, *, key: str | None = None, log_a: Any = None, log_b: Any = None) -> Diff:
+    """Diff anything against anything: logs, attempts, reconstructions or predictions under rules,
+    replay executors, or selector strings (``"prod.jsonl@attempt=2"``, see
+    :func:`agent_inspect.diff.parse_selector`).
+
+    ``key`` keeps one business key. ``log_a`` / ``log_b`` give a prediction's records (for values).
+    Pairs are aligned per business key, round and action execution (:func:`agent_inspect.diff.align`
+    documents the passes); changed pairs carry field-level changes; ids that every attempt draws anew
+    are not compared.
+    """
+    with gc_paused():
+        sa, sb = as_side(a, log=log_a), as_side(b, log=log_b)
+        if sa.label == sb.label and a is not b:
+            sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")
+        if key is not None:
+            sa, sb = _only_key(sa, key), _only_key(sb, key)
+        matched = align(sa.units, sb.units)
+        pairs = compare_pairs(sa, sb, matched)
+    return Diff(sa, sb, pairs[list(PAIR_COLUMNS)])
+
+
+def _only_key(side: Side, key: str) -> Side:
+    bk = side.units["business_key"].astype(str)
+    units = side.units[(bk == str(key)).to_numpy()]
+    return Side(side.label, side.kind, units, side.log, side.rule, side.runtime, side.source)

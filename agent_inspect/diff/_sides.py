@@ -1,0 +1,378 @@
+"""The two sides of a diff: what may be diffed, the selector syntax, and one row per action execution.
+
+A side is plain data: ``units`` (one row per action execution, the unit the diff aligns) and the
+object the rows came from (a log for values and record links, a reconstruction, a prediction).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agent_inspect._errors import InspectError
+
+__all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
+           "UNIT_COLUMNS"]
+
+#: The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`).
+SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "runtime")
+
+#: Columns of ``Side.units`` (one row per action execution).
+UNIT_COLUMNS = ("business_key", "seq", "state_key", "action", "action_uuid", "event_type", "event_uuid",
+                "task_event_id", "upstream_event_id", "completed", "outcome", "status", "pos", "attempt", "calls_executed", "order")
+
+
+class SelectorError(InspectError):
+    """A diff side or selector could not be understood (unknown selector, bad value, unsupported object)."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A parsed side selector: ``source`` plus what to take from it.
+
+    ``mode`` is "log" (the records as written), "predict" (what a recovery under ``rule`` does with
+    each task) or "reconstruct" (the status of each record under ``rule``). ``attempt`` keeps one
+    attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers
+    (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
+    accept it.
+    """
+
+    source: str
+    mode: str = "log"
+    rule: str | None = None
+    attempt: int | None = None
+    key: str | None = None
+    markers: str | None = None
+    runtime: str | None = None
+
+    @property
+    def label(self) -> str:
+        parts = [self.source]
+        if self.mode != "log":
+            parts.append(f"{self.mode}={self.rule}")
+        for name in ("attempt", "key", "markers", "runtime"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={getattr(self, name)}")
+        return "@".join(parts)
+
+
+_SEGMENT = re.compile(r"^([a-z][a-z_-]*)(?:=(.+))?$")
+
+
+def parse_selector(text: str) -> Selector:
+    """Parse ``SOURCE[@selector]…``.
+
+    Selectors, each after an ``@``: ``rule=NAME`` or ``predict=NAME`` (the prediction under that rule:
+    which tasks a recovery reuses, resumes or reruns), ``reconstruct=NAME`` (each record's status under
+    that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``), ``attempt=N`` (attempt N of
+    each business key, 1-based), ``key=K`` (one business key), ``markers=FILE`` (a JSON list of
+    ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it).
+    Examples: ``prod.jsonl@attempt=2@key=order-7``, ``kafka://b:9092/topic@original``,
+    ``prod.jsonl@reconstruct=fixed@markers=prod.markers.json``.
+    """
+    from agent_inspect.rules import RULES
+
+    if not isinstance(text, str) or not text.strip():
+        raise SelectorError("empty diff side; pass a source such as log.jsonl or log.jsonl@attempt=2")
+    parts = text.split("@")
+    # segments after the source, read from the right; a segment that is no selector belongs to the source
+    found: list[tuple[str, str | None]] = []
+    while len(parts) > 1:
+        m = _SEGMENT.match(parts[-1])
+        if m is None:
+            break
+        name, value = m.group(1), m.group(2)
+        if value is None and name.partition(":")[0] not in RULES:
+            if name in SELECTORS:
+                raise SelectorError(f"selector @{name} needs a value: @{name}=…")
+            break
+        if value is not None and name not in SELECTORS:
+            raise SelectorError(f"unknown selector @{name}=…; use one of "
+                                + ", ".join(f"@{s}=" for s in SELECTORS) + " or a rule name like @fixed")
+        found.append((name, value))
+        parts.pop()
+    source = "@".join(parts)
+    if not source:
+        raise SelectorError(f"{text!r} names no source before its selectors")
+    fields: dict[str, Any] = {"source": source}
+    for name, value in reversed(found):
+        if value is None:
+            name, value = "predict", name
+        if name in ("rule", "predict", "reconstruct"):
+            if "rule" in fields:
+                raise SelectorError(f"{text!r}: give one rule selector, not several")
+            fields["mode"] = "reconstruct" if name == "reconstruct" else "predict"
+            fields["rule"] = value
+        elif name == "attempt":
+            try:
+                fields["attempt"] = int(str(value))
+            except ValueError:
+                raise SelectorError(f"@attempt={value}: the attempt is a number (1 is the first)") from None
+            if fields["attempt"] < 1:
+                raise SelectorError(f"@attempt={value}: attempts are numbered from 1")
+        else:
+            fields[name] = value
+    return Selector(**fields)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a diff: ``units`` (one row per action execution, columns :data:`UNIT_COLUMNS`),
+    the ``log`` its records come from (values and record links), and what it is (``kind``: "log",
+    "attempt", "prediction", "reconstruction", "executor")."""
+
+    label: str
+    kind: str
+    units: pd.DataFrame
+    log: Any = field(default=None, repr=False)
+    rule: str | None = None
+    runtime: str | None = None
+    source: Any = field(default=None, repr=False, compare=False)
+
+    def value(self, pos: Any) -> Any:
+        """The decoded value of the record at ``pos`` (None without a log or a position)."""
+        if self.log is None or pos is None or pd.isna(pos):
+            return None
+        return self.log.value(int(pos))
+
+    def raw_value(self, pos: Any) -> bytes | None:
+        """The record's value bytes exactly as written (None for a tombstone or without a log)."""
+        raw = getattr(self.log, "raw", None)
+        if raw is None or pos is None or pd.isna(pos):
+            return None
+        v = raw.value[int(pos)]
+        return bytes(v) if v is not None else None
+
+
+def _is_log(obj: Any) -> bool:
+    return isinstance(getattr(obj, "records", None), pd.DataFrame) and callable(getattr(obj, "value", None)) \
+        and not hasattr(obj, "rule")
+
+
+def _is_prediction(obj: Any) -> bool:
+    return isinstance(getattr(obj, "tasks", None), pd.DataFrame) and isinstance(getattr(obj, "ledger", None),
+                                                                                 pd.DataFrame)
+
+
+def _is_reconstruction(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("log", "rule", "markers", "session", "divergences", "records"))
+
+
+def _is_executor(obj: Any) -> bool:
+    return all(callable(getattr(obj, a, None)) for a in ("step", "back", "run", "to_log")) and hasattr(obj, "journal")
+
+
+def _log_units(records: pd.DataFrame, ann: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per action execution: its last record (the execution's final state)."""
+    from agent_inspect.history import annotate
+
+    if ann is None:
+        ann = annotate(records)
+    execution = ann["execution"].to_numpy()
+    keep = execution >= 0
+    if not keep.any():
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in UNIT_COLUMNS})
+    ex = pd.Series(execution[keep], index=records.index[keep])
+    last = ex.groupby(ex.to_numpy(), sort=False).tail(1).index
+    last = records.index[np.isin(records.index, last)]
+    rows = records.loc[last]
+    units = pd.DataFrame({
+        "business_key": rows["business_key"].astype(object).to_numpy(),
+        "seq": rows["seq"].astype("Int64").to_numpy(),
+        "state_key": rows["state_key"].astype(object).to_numpy(),
+        "action": rows["action_uuid"].astype(object).to_numpy(),
+        "action_uuid": rows["action_uuid"].astype(object).to_numpy(),
+        "event_type": rows["task_event_type"].astype(object).to_numpy(),
+        "event_uuid": rows["event_uuid"].astype(object).to_numpy(),
+        "task_event_id": rows["task_event_id"].astype(object).to_numpy(),
+        "upstream_event_id": rows["upstream_event_id"].astype(object).to_numpy(),
+        "completed": rows["completed"].astype("boolean").to_numpy(),
+        "outcome": rows["outcome"].astype(object).to_numpy() if "outcome" in rows else None,
+        "status": rows["status"].astype(object).to_numpy() if "status" in rows else None,
+        "pos": pd.array(rows.index.to_numpy(), dtype="Int64"),
+        "attempt": ann.loc[last, "attempt"].astype("Int64").to_numpy(),
+        "calls_executed": pd.array([pd.NA] * len(rows), dtype="Int64"),
+    })
+    units["order"] = np.arange(len(units))
+    return units
+
+
+def _select_rows(records: pd.DataFrame, ann: pd.DataFrame, *, key: str | None, attempt: int | None) -> np.ndarray:
+    mask = np.ones(len(records), dtype=bool)
+    if key is not None:
+        bk = records["business_key"].astype(object)
+        mask &= ((bk == key) | (records.get("key_text", bk).astype(object) == key)).fillna(False).to_numpy(bool)
+        if not mask.any():
+            raise SelectorError(f"business key {key!r} is not in the log; agent-inspect summary lists its keys")
+    if attempt is not None:
+        att = ann["attempt"].astype("Int64")
+        mask &= (att == attempt).fillna(False).to_numpy(dtype=bool)
+        if not mask.any():
+            have = sorted({int(a) for a in att.dropna().unique()})
+            raise SelectorError(f"no attempt {attempt} in the selected records; attempts present: {have}")
+    return mask
+
+
+def attempt(log: Any, key: str | None, n: int) -> Side:
+    """Attempt ``n`` (1-based, as :func:`agent_inspect.history.annotate` numbers them) of business key
+    ``key`` (None: of every key) as a diff side."""
+    return select(log, attempt=n, key=key)
+
+
+def select(source: Any, *, rule: Any = None, mode: str | None = None, attempt: int | None = None,
+           key: str | None = None, markers: Any = None, runtime: str | None = None,
+           label: str | None = None) -> Side:
+    """A diff side from a log (or a source to load, or a selector string) and what to take from it.
+
+    ``rule`` with ``mode="predict"`` (the default when a rule is given) diffs what a recovery does per
+    task; ``mode="reconstruct"`` each record's status. ``attempt``/``key`` narrow the records;
+    ``markers`` is the rebuild window (None: the whole loaded log); ``runtime`` is passed to recovery
+    functions that accept a ``runtime=`` (else a :class:`SelectorError`).
+    """
+    if isinstance(source, str):
+        sel = parse_selector(source)
+        overrides = {k: v for k, v in (("attempt", attempt), ("key", key), ("runtime", runtime)) if v is not None}
+        if rule is not None:
+            overrides.update(rule=rule, mode=mode or "predict")
+        sel = Selector(**{**sel.__dict__, **overrides})
+        return _from_selector(sel, markers=markers, label=label)
+    if mode is None:
+        mode = "predict" if rule is not None else "log"
+    if mode not in ("log", "predict", "reconstruct"):
+        raise SelectorError(f"mode {mode!r}: use 'log', 'predict' or 'reconstruct'")
+    log = source.log if _is_reconstruction(source) else source
+    if not _is_log(log):
+        raise SelectorError(f"cannot select from a {type(source).__name__}; pass an ActionStateLog or a source")
+    name = label or _default_label(log)
+    if key is not None or attempt is not None:
+        from agent_inspect.history import annotate
+
+        records = log.records
+        ann = annotate(records)
+        mask = _select_rows(records, ann, key=key, attempt=attempt)
+        sub = records[mask]
+        tag = "".join(f"@{n}={v}" for n, v in (("key", key), ("attempt", attempt)) if v is not None)
+        if mode == "log":
+            return Side(f"{name}{tag}", "attempt" if attempt is not None else "log",
+                        _log_units(sub, ann.loc[sub.index]), log=log, source=source)
+        log = log.for_key(key) if key is not None and attempt is None else log
+        if attempt is not None:
+            raise SelectorError("@attempt selects records as written; diff an attempt without a rule selector")
+    if mode == "log":
+        return as_side(log, label=name)
+    return _recovery_side(log, mode, rule, markers=markers, runtime=runtime, label=f"{name}@{mode}={_rule_name(rule)}")
+
+
+def _rule_name(rule: Any) -> str:
+    return rule if isinstance(rule, str) else str(getattr(rule, "name", rule))
+
+
+def _default_label(log: Any) -> str:
+    src = getattr(log, "source", None)
+    loc = getattr(src, "location", None)
+    return str(loc) if loc else type(log).__name__
+
+
+def _recovery_side(log: Any, mode: str, rule: Any, *, markers: Any, runtime: str | None, label: str) -> Side:
+    from agent_inspect import recovery
+
+    fn = recovery.predict if mode == "predict" else recovery.reconstruct
+    options: dict[str, Any] = {"rule": rule if rule is not None else "fixed", "markers": markers}
+    if runtime is not None:
+        import inspect as _inspect
+
+        if "runtime" not in _inspect.signature(fn).parameters:
+            raise SelectorError(f"@runtime={runtime}: this build's recovery.{fn.__name__} has no runtime= option")
+        options["runtime"] = runtime
+    result = fn(log, **options)
+    if mode == "predict":
+        side = _prediction_side(result, label=label, log=log)
+    else:
+        side = _reconstruction_side(result, label=label)
+    return Side(side.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=runtime, source=result)
+
+
+def _from_selector(sel: Selector, *, markers: Any = None, label: str | None = None) -> Side:
+    from agent_inspect.log import load
+
+    log = load(sel.source)
+    if sel.markers is not None:
+        try:
+            with open(sel.markers, encoding="utf-8") as fh:
+                markers = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SelectorError(f"@markers={sel.markers}: cannot read the markers file ({exc})") from None
+        if isinstance(markers, dict) and "markers" in markers:   # the sample logs' markers files
+            markers = markers["markers"]
+    side = select(log, rule=sel.rule, mode=sel.mode, attempt=sel.attempt, key=sel.key, markers=markers,
+                  runtime=sel.runtime, label=sel.source)
+    return Side(label or sel.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=sel.runtime,
+                source=side.source)
+
+
+def _prediction_side(pred: Any, *, label: str, log: Any = None) -> Side:
+    t = pred.tasks
+    units = pd.DataFrame({
+        "business_key": t["business_key"].astype(object).to_numpy(),
+        "seq": t["seq"].astype("Int64").to_numpy(),
+        "state_key": t["state_key"].astype(object).to_numpy(),
+        "action": t["action"].astype(object).to_numpy(),
+        "action_uuid": None,
+        "event_type": t["event_type"].astype(object).to_numpy(),
+        "event_uuid": t["fingerprint"].astype(object).to_numpy(),
+        "task_event_id": t["event_id"].astype(object).to_numpy(),
+        "completed": pd.array([pd.NA] * len(t), dtype="boolean"),
+        "outcome": t["outcome"].astype(object).to_numpy(),
+        "status": None,
+        "pos": t["entry_pos"].astype("Int64").to_numpy(),
+        "attempt": pd.array([pd.NA] * len(t), dtype="Int64"),
+        "calls_executed": t["calls_executed"].astype("Int64").to_numpy(),
+    })
+    units["order"] = np.arange(len(units))
+    return Side(label, "prediction", units, log=log, rule=str(getattr(pred, "rule", None)), source=pred)
+
+
+def _reconstruction_side(recon: Any, *, label: str) -> Side:
+    units = _log_units(recon.records, recon.history.records if hasattr(recon.history, "records") else None)
+    return Side(label, "reconstruction", units, log=recon.log, rule=str(getattr(recon.rule, "name", recon.rule)),
+                source=recon)
+
+
+def as_side(obj: Any, *, label: str | None = None, log: Any = None) -> Side:
+    """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
+    prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote)."""
+    if isinstance(obj, Side):
+        return obj if label is None else Side(label, obj.kind, obj.units, obj.log, obj.rule, obj.runtime, obj.source)
+    if isinstance(obj, str):
+        return select(obj, label=label)
+    if _is_reconstruction(obj):
+        return _reconstruction_side(obj, label=label or f"{_default_label(obj.log)}@reconstruct={obj.rule.name}")
+    if _is_prediction(obj):
+        return _prediction_side(obj, label=label or f"prediction@{obj.rule}", log=log)
+    if _is_executor(obj):
+        return _executor_side(obj, label=label or "executor run")
+    if _is_log(obj):
+        return Side(label or _default_label(obj), "log", _log_units(obj.records), log=obj, source=obj)
+    raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
+                        "(log.jsonl@attempt=2), ai.diff.attempt(log, key, n), a reconstruction, a prediction "
+                        "or a ReplayExecutor")
+
+
+def _executor_side(ex: Any, *, label: str) -> Side:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.raw import SourceInfo
+
+    journal = ex.journal
+    parts = sorted({int(p) for p in journal.partition})
+    info = SourceInfo(kind="file", location=label, topic=None,
+                      start_offsets={p: min(o for q, o in zip(journal.partition, journal.offset) if q == p)
+                                     for p in parts},
+                      end_offsets={p: 1 + max(o for q, o in zip(journal.partition, journal.offset) if q == p)
+                                   for p in parts})
+    log = ActionStateLog.from_raw(journal, info)
+    return Side(label, "executor", _log_units(log.records), log=log, source=ex)

@@ -1,0 +1,58 @@
+"""``agent-inspect diff`` and ``agent-inspect explain``: text, JSON, selectors, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_inspect.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
+N04 = str(SAMPLES / "N04.jsonl")
+G01 = str(SAMPLES / "G01.jsonl")
+G01_MARKERS = str(SAMPLES / "G01.markers.json")
+
+
+def test_diff_rules_text_and_json(capsys):
+    assert main(["diff", f"{N04}@original", f"{N04}@fixed"]) == 0
+    out = capsys.readouterr().out
+    assert "first divergence per key" in out and "expected (a): \"RERUN\"" in out and "outcome" in out
+    assert main(["diff", f"{N04}@original", f"{N04}@fixed", "--key", "k", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["counts"]["changed"] == 2 and not data["empty"]
+    assert data["first_divergences"][0]["seq"] == 6
+    assert {c["path"] for p in data["pairs"] for c in p["changes"]} >= {"outcome"}
+
+
+def test_diff_of_copies_is_empty(capsys):
+    assert main(["diff", N04, str(SAMPLES / "N04.parquet"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["empty"] is True
+    assert main(["diff", N04, str(SAMPLES / "N04.kcat.jsonl")]) == 0
+    assert "no difference" in capsys.readouterr().out
+
+
+def test_explain_text_and_json(capsys):
+    args = ["explain", G01, "--markers", G01_MARKERS, "--key", "k", "--seq", "6", "--action", "IA",
+            "--rule", "original", "--also", "fixed"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("k:C.IA@6: RERUN")
+    assert "evict k>5 at the lookup (count>1)" in out and "under rule fixed: REUSE" in out
+    assert main([*args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cause"] == "evict" and data["steps"][-1]["positions"]
+    assert data["alternatives"] == {"fixed": "REUSE"}
+
+
+@pytest.mark.parametrize("argv", [
+    ["diff", f"{N04}@colour=red", N04],
+    ["diff", f"{N04}@attempt=7", N04],
+    ["explain", N04, "--key", "k", "--seq", "99", "--action", "IA"],
+    ["explain", N04, "--key", "k", "--seq", "5", "--action", "IA", "--markers", "/nonexistent.json"],
+])
+def test_bad_input_is_one_line_exit_2(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("agent-inspect:") and "\n" not in err and "Traceback" not in err
