@@ -54,13 +54,15 @@ _LAZY: dict[str, str] = {
     "verify": "agent_inspect.trace",
     # diff and "why did this run?"
     "explain": "agent_inspect.diff",
+    # fleet scan (ai.scan itself is the subpackage, callable: ai.scan(source, ...))
+    "ScanResult": "agent_inspect.scan",
     # views
     "inspect": "agent_inspect.widgets",
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "trace", "diff", "samples", "widgets", "report",
+    "checker", "trace", "diff", "scan", "samples", "widgets", "report",
 )
 
 __all__ = [
@@ -74,6 +76,8 @@ __all__ = [
     "load_trace", "TraceLog", "verify",
     # diff (ai.diff is the callable subpackage) and "why did this run?"
     "explain",
+    # fleet scan (the subpackage scan is callable)
+    "ScanResult",
     # views
     "inspect", "write_report",
     # subpackages

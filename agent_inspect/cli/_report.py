@@ -18,7 +18,8 @@ def register(subparsers: Any) -> None:
         "report", help="write a self-contained HTML report (opens offline, no kernel)",
         description="Reconstruct SOURCE under a rule and write one self-contained HTML file with the summary, "
                     "divergences, timelines of the most affected keys, the ledger and the lints.")
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table or a file path")
+    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a file path, or a "
+                                       "fleet scan's output directory (agent-inspect scan -o DIR)")
     parser.add_argument("-o", "--output", required=True, type=Path, help="the HTML file to write")
     parser.add_argument("--rule", default="fixed", help="divergence rule (default: fixed)")
     parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps, '
@@ -78,6 +79,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
     markers = parse_markers(args.markers)
+    if Path(args.source).is_dir() and (Path(args.source) / "_scan.json").is_file():
+        path = write_report(Path(args.source), args.output, title=args.title)  # a fleet scan's directory
+        if args.json:
+            json.dump({"path": str(path), "bytes": path.stat().st_size, "scan": args.source}, sys.stdout)
+            sys.stdout.write("\n")
+        else:
+            print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")
+        return 0
     log = load(args.source)
     verification = None
     if args.trace:

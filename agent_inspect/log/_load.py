@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
+from agent_inspect.log._assemble import build_log
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.log._parallel import Workers, estimate_file_records, plan_workers
-from agent_inspect.raw import RawBatch, SourceInfo
-from agent_inspect.sources import ConnectionFactory, business_key_rows, open_kafka, read_file, read_fluss, take
+from agent_inspect.raw import SourceInfo
+from agent_inspect.sources import (
+    ConnectionFactory,
+    business_key_rows,
+    check_timeout,
+    open_kafka,
+    read_file,
+    read_fluss,
+    split_source_url,
+    take,
+)
 
 __all__ = ["load", "load_file", "load_fluss", "load_kafka", "build_log"]
 
@@ -25,7 +34,7 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
     text = os.fspath(source)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme in ("kafka", "fluss"):
-        servers, name = _split_url(text, scheme)
+        servers, name = split_source_url(text, scheme)
         if scheme == "kafka":
             return load_kafka(servers, name, **options)
         return load_fluss(servers, name, **options)
@@ -35,52 +44,6 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
     if scheme == "file":
         text = unquote(urlsplit(text).path)
     return load_file(text, **options)
-
-
-def _split_url(url: str, scheme: str) -> tuple[str, str]:
-    what = "topic" if scheme == "kafka" else "database.table"
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:  # e.g. an unclosed IPv6 bracket; the URL may hold credentials: not echoed
-        raise SourceError(f"{scheme} URL does not parse ({exc}); it must look like {scheme}://host:port/{what}") \
-            from None
-    servers = parts.netloc.rsplit("@", 1)[-1]  # never keep credentials in a URL
-    name = unquote(parts.path.lstrip("/"))
-    if parts.query:
-        raise SourceError(f"{scheme}:// URLs take no query; pass client settings as config={{…}}")
-    if not servers or not name or "/" in name:
-        shown = f"{scheme}://{servers}/{parts.path.lstrip('/')}"  # without any credentials
-        raise SourceError(f"{scheme} URL {shown!r} must look like {scheme}://host:port/{what}")
-    for server in servers.split(","):
-        _check_port(server, scheme)
-    return servers, name
-
-
-def _check_port(server: str, scheme: str) -> None:
-    """``host``, ``host:port`` or ``[v6]:port`` with a port from 1 to 65535 (clients would take any text)."""
-    if server.startswith("["):
-        host, _, rest = server.partition("]")
-        port = rest[1:] if rest.startswith(":") else None
-        bad_host = not rest.startswith(":") and rest != ""
-    else:
-        host, sep, port_text = server.rpartition(":")
-        host, port = (host, port_text) if sep else (server, None)
-        bad_host = ":" in host  # a bare IPv6 address
-    if not host or bad_host:
-        raise SourceError(f"{scheme} URL server {server!r} must be host:port (IPv6 in brackets: [::1]:port)")
-    if port is None:
-        return
-    if not port.isdigit():
-        raise SourceError(f"{scheme} URL server {server!r}: port {port!r} is not a number")
-    if not 1 <= int(port) <= 65535:
-        raise SourceError(f"{scheme} URL server {server!r}: port {int(port)} is outside 1..65535")
-
-
-def _check_timeout(timeout: float) -> None:
-    # librdkafka takes 0 or less as "wait forever": a silent peer would hang the load
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
-            math.isfinite(timeout) and timeout > 0):
-        raise SourceError(f"timeout must be a positive, finite number of seconds, not {timeout!r}")
 
 
 def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None,
@@ -100,7 +63,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     - ``workers``: processes that read and build partition groups in parallel (the same log); 1 = one
       process, None = the idle cores for reads of 50k records or more.
     """
-    _check_timeout(timeout)
+    check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
     batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
                                business_keys=business_keys, config=config, progress=progress,
@@ -128,7 +91,7 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
     ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`
     (``workers`` builds the log of the read records in parallel).
     """
-    _check_timeout(timeout)
+    check_timeout(timeout)
     plan_workers(workers, 0)
     batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
                              business_keys=business_keys, config=config, progress=progress, timeout=timeout,
@@ -143,11 +106,17 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
     """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
 
     ``file_format`` ("kcat-jsonl", "jsonl", "parquet") is detected when omitted; gzip is detected too.
+    A directory written by a fleet scan (``ai.scan(..., output=DIR)``) is reopened from its Parquet parts,
+    only the partitions of ``business_keys`` when given.
     A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
     ``progress`` shows a records bar while JSONL lines are read (off by default: files read quickly).
     ``workers``: processes that build partition groups in parallel (the same log; for files whose
     records carry partitions); 1 = one process, None = the idle cores for files of 50k records or more.
     """
+    from agent_inspect.log._window import is_dataset, load_dataset
+
+    if is_dataset(path):  # a fleet scan's output directory (hive-partitioned Parquet parts)
+        return load_dataset(path, business_keys=business_keys)
     n = plan_workers(workers, estimate_file_records(path) if workers is None else 0)
     with Workers(n) as pool:  # started now: workers import while the file is read
         return _load_file(path, file_format=file_format, business_keys=business_keys, progress=progress,
@@ -170,49 +139,3 @@ def _load_file(path: str | os.PathLike[str], *, file_format: str | None, busines
     return build_log([batch], info, line_errors=errors, pool=pool)
 
 
-def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
-              line_errors: Mapping[int, str] | None = None, pool: Workers | None = None) -> ActionStateLog:
-    """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column.
-
-    ``line_errors`` (row index → reason) needs a single batch.
-    """
-    build = ActionStateLog.from_raw if pool is None else pool.build  # the pool builds partition groups apart
-    if not line_errors:
-        return build(batches, source)
-    (batch,) = list(batches)
-    batch, line_errors = _in_physical_order(batch, line_errors)
-    log = build([batch], source)
-    _attach_line_errors(log, line_errors)
-    return log
-
-
-def _in_physical_order(batch: RawBatch, line_errors: Mapping[int, str]) -> tuple[RawBatch, Mapping[int, str]]:
-    # Sorted here, stably by (partition, offset) like the log builder, so the builder keeps the order
-    # and row indexes are positions: an error finds its row even when positions repeat.
-    import numpy as np
-
-    part = np.asarray(batch.partition, dtype=np.int64)
-    off = np.asarray(batch.offset, dtype=np.int64)
-    order = np.lexsort((off, part))
-    if bool(np.all(order[1:] > order[:-1])):
-        return batch, line_errors
-    moved_to = np.empty_like(order)
-    moved_to[order] = np.arange(len(order))
-    idx = order.tolist()
-
-    def pick(col: list[Any]) -> list[Any]:
-        return [col[i] for i in idx]
-
-    out = RawBatch(pick(batch.partition), pick(batch.offset), pick(batch.timestamp_ms), pick(batch.key),
-                   pick(batch.value), None if batch.agent_key is None else pick(batch.agent_key))
-    return out, {int(moved_to[row]): reason for row, reason in line_errors.items()}
-
-
-def _attach_line_errors(log: Any, line_errors: Mapping[int, str]) -> None:
-    import pandas as pd
-
-    records = log.records
-    errors = records["error"].to_numpy(dtype=object, na_value=None).copy()
-    for pos, reason in line_errors.items():
-        errors[pos] = reason
-    records["error"] = pd.array(errors, dtype=records["error"].dtype)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -19,21 +17,12 @@ from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
 from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.recovery import predict, reconstruct
+from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._why import why_html
 
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
 _REMOVED = ("evicted", "invalidated")
-
-
-@dataclass(frozen=True)
-class _Section:
-    """One titled part of the report: escaped HTML body plus the scripts it needs (figures)."""
-
-    anchor: str
-    title: str
-    body: str
-    scripts: tuple[str, ...] = field(default=())
 
 
 def write_report(
@@ -50,7 +39,9 @@ def write_report(
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
 
     ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``) or
-    the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own).
+    the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own),
+    or a fleet scan (``ai.scan(...)`` or the directory it wrote with ``output=``): then the report holds
+    the scan's totals per rule, the most-at-risk keys, histograms, the windows read and the failures.
     The report holds the summary, the divergences, timelines of the ``max_keys`` most affected keys,
     the re-execution ledger, the lints and the decode errors; given ``verification`` (``ai.verify(...)``
     of this recovery against the job's Trace Log), also "Checked against the trace". Everything from the
@@ -74,6 +65,16 @@ def render_report(
     verification: Any = None,
 ) -> str:
     """The report of :func:`write_report` as an HTML string."""
+    from agent_inspect.report._scan import is_scan, scan_sections
+
+    if isinstance(log_or_result, (str, Path)) and Path(log_or_result).is_dir():
+        from agent_inspect.scan import ScanResult  # a fleet scan's output directory
+
+        log_or_result = ScanResult.open(log_or_result)
+    if is_scan(log_or_result):
+        heading = title or f"agent_inspect fleet scan: {log_or_result.source}"
+        return _page(heading, scan_sections(log_or_result, max_rows=max_rows),
+                     rule_name=", ".join(log_or_result.rules))
     log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
     rule_name = _rule_name(result, rule)
     prediction = prediction_of(result)
@@ -289,25 +290,6 @@ def ledger_totals(prediction: Any, result: Any) -> dict[str, int]:
     if "status" not in records.columns:
         return {}
     return {s: int((records["status"] == s).sum()) for s in _REMOVED}
-
-
-def _static_figure(widget_figure: Any) -> Any:
-    """A plain ``go.Figure`` copy with WebGL traces as SVG (renders without a GPU, anywhere)."""
-    import plotly.graph_objects as go  # present: the caller imported the widgets
-
-    spec = widget_figure.to_dict()
-    for trace in spec.get("data", []):
-        if trace.get("type") == "scattergl":
-            trace["type"] = "scatter"
-    return go.Figure(spec)
-
-
-_SCRIPT = re.compile(r"<script[^>]*>(.*?)</script>", re.S)
-
-
-def _split_scripts(fragment: str) -> tuple[str, list[str]]:
-    """Move inline ``<script>`` bodies out of a plotly div so the page's CSP can hash them."""
-    return _SCRIPT.sub("", fragment), _SCRIPT.findall(fragment)
 
 
 def _short(value: Any) -> Any:

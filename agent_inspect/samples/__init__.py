@@ -24,10 +24,13 @@ from agent_inspect.samples._catalog import (
     scenario,
     write_samples,
 )
+from agent_inspect.samples._fleet import fleet_batches, fleet_records, write_fleet
 from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, run_recovery, sample_trace
 from agent_inspect.samples._write import write_kcat_jsonl
 
 __all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path", "sample_dir",
            "write_samples", "write_kcat_jsonl",
            # each sample's Trace Log (and the deliberately inconsistent variants)
-           "TRACE_RULE", "INCONSISTENT", "run_recovery", "sample_trace"]
+           "TRACE_RULE", "INCONSISTENT", "run_recovery", "sample_trace",
+           # a fleet-sized multi-partition topic at any size (fleet scans, benchmarks)
+           "fleet_records", "fleet_batches", "write_fleet"]

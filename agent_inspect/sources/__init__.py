@@ -15,17 +15,21 @@ from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
 from agent_inspect.sources._fluss import ConnectionFactory, read_fluss
 from agent_inspect.sources._kafka import open_kafka, read_partitions
-from agent_inspect.sources._keys import business_key_rows, take
-from agent_inspect.sources._offsets import ReadPlan
+from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
+from agent_inspect.sources._offsets import ReadPlan, merge_markers
+from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._trace import TraceFile, TraceItem, read_trace_files, trace_files, write_trace
+from agent_inspect.sources._urls import check_port, check_timeout, split_source_url
 
 __all__ = [
     # raw columns
     "RawBatch", "SourceInfo",
     # readers
     "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan",
-    "business_key_rows", "take", "progress_bar",
+    "read_parquet_partition", "business_key_rows", "candidate_partitions", "take", "merge_markers", "progress_bar",
+    # addresses
+    "split_source_url", "check_port", "check_timeout",
     # writers
     "write_parquet", "write_jsonl",
     # Trace Log files (read by agent_inspect.trace)

@@ -21,7 +21,7 @@ from agent_inspect.sources._filecommon import (
     _replacing,
 )
 
-__all__ = ["write_parquet"]
+__all__ = ["write_parquet", "read_parquet_partition"]
 
 def _schema() -> Any:
     import pyarrow as pa
@@ -78,12 +78,12 @@ def write_parquet(log: Any, path: str | os.PathLike[str]) -> Path:
         pq.write_table(table, tmp, compression="zstd")
     return out
 
-def _read_parquet(path: Path) -> FileRead:
+def _read_parquet(path: Path, *, partition: int | None = None) -> FileRead:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
-        table = pq.read_table(path)
+    try:  # ``partition``: only that partition's rows (a fleet scan's share of the file)
+        table = pq.read_table(path, filters=None if partition is None else [("partition", "=", partition)])
     except (pa.ArrowException, OSError) as exc:
         raise SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
                           f"re-export it with ActionStateLog.to_parquet") from None
@@ -171,3 +171,8 @@ def _parquet_positions(part: Any, off: Any, malformed: Any) -> dict[int, str]:
                 problem = str(exc)
         errors[i] = f"row {i + 1}: {problem}"
     return errors
+
+
+def read_parquet_partition(path: Path, partition: int) -> FileRead:
+    """One partition's rows of a Parquet dump (a fleet scan's share of a multi-partition file)."""
+    return _read_parquet(path, partition=partition)

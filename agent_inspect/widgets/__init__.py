@@ -3,7 +3,7 @@
 ``inspect(obj)`` picks the right one and returns it (the last expression of a cell displays it).
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
-``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``. Views only display results computed elsewhere; every
+``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``. Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
 ``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``).
 """
@@ -18,6 +18,7 @@ from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
+from agent_inspect.widgets._scan import FleetScanView
 from agent_inspect.widgets._stepper import ReplayStepper
 from agent_inspect.widgets._timeline import KeyTimeline
 from agent_inspect.widgets._verification import VerificationView
@@ -36,4 +37,5 @@ __all__ = [
     "VerificationView",
     "DiffView",
     "ExplainView",
+    "FleetScanView",
 ]

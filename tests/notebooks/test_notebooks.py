@@ -18,7 +18,8 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 def test_the_notebooks_exist() -> None:
     names = [p.name for p in NOTEBOOKS]
     assert names == ["01_production_recovery.ipynb", "02_action_graphs.ipynb", "03_divergence_rules.ipynb",
-                     "04_verify_against_trace.ipynb", "06_diff_and_explain.ipynb"]
+                     "04_verify_against_trace.ipynb", "05_fleet_scan.ipynb",
+                     "06_diff_and_explain.ipynb"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

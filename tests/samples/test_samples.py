@@ -314,7 +314,8 @@ def test_kcat_writer_round_trips_through_the_loader(rows: list, tmp_path_factory
 def test_public_names_and_light_import() -> None:
     assert set(samples.__all__) == {"SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path",
                                     "sample_dir", "write_samples", "write_kcat_jsonl", "TRACE_RULE", "INCONSISTENT",
-                                    "run_recovery", "sample_trace"}
+                                    "run_recovery", "sample_trace",
+                                    "fleet_records", "fleet_batches", "write_fleet"}
     assert {"N04", "G01", "S01", "P01", "production"} <= set(samples.SAMPLES)
     code = "import sys, agent_inspect.samples; print(sorted(m for m in ('pandas', 'pyarrow', 'greenlet') " \
            "if m in sys.modules))"

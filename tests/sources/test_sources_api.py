@@ -11,7 +11,9 @@ import agent_inspect.sources as sources
 def test_public_names() -> None:
     assert sorted(sources.__all__) == sorted(
         ["write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
-         "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan", "business_key_rows", "take",
+         "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan", "read_parquet_partition",
+         "business_key_rows", "candidate_partitions", "take", "merge_markers", "split_source_url", "check_port",
+         "check_timeout",
          "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem"])
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
         assert getattr(ai, name) is getattr(ai.log, name)
@@ -29,7 +31,7 @@ def test_bad_urls_are_source_errors(url: str, message: str) -> None:
 
 
 def test_url_credentials_never_reach_the_source_info() -> None:
-    from agent_inspect.log._load import _split_url
+    from agent_inspect.sources import split_source_url as _split_url
 
     assert _split_url("kafka://user:secret@h1:9092,h2:9092/orders", "kafka") == ("h1:9092,h2:9092", "orders")
 

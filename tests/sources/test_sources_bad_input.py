@@ -222,7 +222,7 @@ def test_bad_ports_and_unparsable_urls_are_source_errors(url: str, message: str)
 
 
 def test_good_server_lists_pass_the_url_check() -> None:
-    from agent_inspect.log._load import _split_url
+    from agent_inspect.sources import split_source_url as _split_url
 
     assert _split_url("kafka://[::1]:9092,h2/t", "kafka") == ("[::1]:9092,h2", "t")
     assert _split_url("fluss://h:65535/db.t", "fluss") == ("h:65535", "db.t")

@@ -1,0 +1,94 @@
+"""``agent-inspect scan SOURCE [--markers …] [--rules …] [--scheduler ADDR] [--workers N] [-o DIR] [--json]``.
+
+A fleet scan: every partition of a topic (or every dump of a directory) on Dask, one task per
+partition; prints the most-at-risk keys. Ctrl-C cancels the tasks and exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "scan", help="scan a whole topic or dump partition-parallel on Dask: which keys a restore would hurt",
+        description="Plan one task per Kafka partition (or per partition of each dump), run them on a Dask "
+                    "LocalCluster or an existing scheduler, and report per key what a restore would re-run under "
+                    "each rule. Records are read by the workers, never by this process.")
+    parser.add_argument("source", help="kafka://host:port/topic, a dump file, or a directory of dumps")
+    parser.add_argument("--markers", help='recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map) or '
+                                          "@FILE (a markers .json file; default: every record read)")
+    parser.add_argument("--rules", default="original,fixed", help="comma-separated rule names (default: "
+                                                                  "original,fixed)")
+    parser.add_argument("--runtime", default="auto", help="auto, 0.3, 0.4 or main (default: auto)")
+    parser.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler address (tcp://host:8786); "
+                                                            "default: a LocalCluster on this machine")
+    parser.add_argument("--workers", type=int, metavar="N", help="LocalCluster worker processes (default: cores)")
+    parser.add_argument("-o", "--output", metavar="DIR", help="write the records as hive-partitioned Parquet and "
+                                                              "the result frames to DIR (reopen with ai.load(DIR))")
+    parser.add_argument("--top", type=int, default=20, help="keys shown in the at-risk table (default: 20)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.set_defaults(func=_run)
+
+
+def _markers(text: str | None) -> Any:
+    from agent_inspect.cli._report import parse_markers
+
+    if text is not None and not text.startswith("@") and not text.lstrip().startswith(("[", "{")) \
+            and Path(text).is_file():
+        text = "@" + text  # a path works with or without the @ other commands use
+    return parse_markers(text)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from agent_inspect._errors import InspectError
+    from agent_inspect.scan import scan
+
+    if args.workers is not None and args.workers < 1:
+        raise InspectError("--workers must be 1 or more")
+    if args.workers is not None and args.scheduler:
+        raise InspectError("--workers sizes the local cluster; with --scheduler the cluster has its own workers")
+    rules = tuple(r.strip() for r in args.rules.split(",") if r.strip())
+
+    def started(link: str | None) -> None:
+        if link:
+            print(f"agent-inspect: Dask dashboard at {link}", file=sys.stderr)
+
+    # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+    try:
+        result = scan(args.source, markers=_markers(args.markers), rules=rules, runtime=args.runtime,
+                      client=args.scheduler, output=args.output, workers=args.workers,
+                      progress=not args.no_progress, on_start=started)
+    except KeyboardInterrupt:
+        print("agent-inspect: scan cancelled (tasks cancelled, cluster closed)", file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
+        return 0
+    s = result.summary()
+    print(f"{'source':<18}{s['source']}")
+    for name in ("windows", "failed", "records", "keys", "errors", "exposed_1301", "lint_flagged"):
+        print(f"{name:<18}{s[name]}")
+    for rule in result.rules:
+        r = s[rule]
+        print(f"{rule:<18}{r['rerun'] + r['resumed']} bodies re-run, {r['calls']} durable calls re-executed, "
+              f"{r['evictions']} evictions, {r['stale_reuse_risk']} reuses at risk, {r['crashed_keys']} keys crash")
+    if result.output:
+        print(f"{'output':<18}{result.output}")
+    top = result.at_risk(args.top)
+    if len(top):
+        print("\nmost at risk:")
+        print(top.to_string(index=False))
+    if len(result.failures):
+        print("\nfailed windows:")
+        print(result.failures[["window", "reason"]].to_string(index=False))
+    return 0

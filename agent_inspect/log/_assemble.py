@@ -1,0 +1,60 @@
+"""Raw batches to a log, with the reasons of malformed file lines put into the ``error`` column."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agent_inspect.log._log import ActionStateLog
+from agent_inspect.log._parallel import Workers
+from agent_inspect.raw import RawBatch, SourceInfo
+
+__all__ = ["build_log"]
+
+
+def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
+              line_errors: Mapping[int, str] | None = None, pool: Workers | None = None) -> ActionStateLog:
+    """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column.
+
+    ``line_errors`` (row index → reason) needs a single batch.
+    """
+    build = ActionStateLog.from_raw if pool is None else pool.build  # the pool builds partition groups apart
+    if not line_errors:
+        return build(batches, source)
+    (batch,) = list(batches)
+    batch, line_errors = _in_physical_order(batch, line_errors)
+    log = build([batch], source)
+    _attach_line_errors(log, line_errors)
+    return log
+
+
+def _in_physical_order(batch: RawBatch, line_errors: Mapping[int, str]) -> tuple[RawBatch, Mapping[int, str]]:
+    # Sorted here, stably by (partition, offset) like the log builder, so the builder keeps the order
+    # and row indexes are positions: an error finds its row even when positions repeat.
+    import numpy as np
+
+    part = np.asarray(batch.partition, dtype=np.int64)
+    off = np.asarray(batch.offset, dtype=np.int64)
+    order = np.lexsort((off, part))
+    if bool(np.all(order[1:] > order[:-1])):
+        return batch, line_errors
+    moved_to = np.empty_like(order)
+    moved_to[order] = np.arange(len(order))
+    idx = order.tolist()
+
+    def pick(col: list[Any]) -> list[Any]:
+        return [col[i] for i in idx]
+
+    out = RawBatch(pick(batch.partition), pick(batch.offset), pick(batch.timestamp_ms), pick(batch.key),
+                   pick(batch.value), None if batch.agent_key is None else pick(batch.agent_key))
+    return out, {int(moved_to[row]): reason for row, reason in line_errors.items()}
+
+
+def _attach_line_errors(log: Any, line_errors: Mapping[int, str]) -> None:
+    import pandas as pd
+
+    records = log.records
+    errors = records["error"].to_numpy(dtype=object, na_value=None).copy()
+    for pos, reason in line_errors.items():
+        errors[pos] = reason
+    records["error"] = pd.array(errors, dtype=records["error"].dtype)

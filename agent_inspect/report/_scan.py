@@ -1,0 +1,64 @@
+"""The static report of a fleet scan: totals per rule, the most-at-risk keys, histograms, windows, failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_inspect._html import escape, frame_html
+
+__all__ = ["is_scan", "scan_sections"]
+
+
+def is_scan(obj: Any) -> bool:
+    """A :class:`~agent_inspect.scan.ScanResult` (or anything shaped like one)."""
+    import pandas as pd
+
+    return all(isinstance(getattr(obj, a, None), pd.DataFrame) for a in ("keys", "partitions", "failures"))
+
+
+def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
+    """The report's sections for a scan (the page itself is built like every report)."""
+    from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
+
+    s = result.summary()
+    facts = [("source", s["source"]), ("windows", s["windows"]), ("failed windows", s["failed"]),
+             ("records", s["records"]), ("business keys", s["keys"]), ("bad records", s["errors"]),
+             ("keys exposed to #1301", s["exposed_1301"]), ("keys with lint flags", s["lint_flagged"]),
+             ("rules", ", ".join(result.rules)), ("runtime", result.runtime),
+             ("rules run fleet-wide", ", ".join(getattr(result, "fleet_wide", ())) or None),
+             ("Parquet output", result.output), ("seconds", result.seconds)]
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
+    per_rule = "".join(
+        f"<tr><th>{escape(r)}</th>" + "".join(f"<td>{int(s[r][c]):,}</td>" for c in
+                                               ("reused", "resumed", "rerun", "evictions", "calls",
+                                                "stale_reuse_risk", "crashed_keys")) + "</tr>"
+        for r in result.rules)
+    head = "".join(f"<th>{escape(c)}</th>" for c in ("rule", "reused", "resumed", "re-run", "evictions",
+                                                       "durable calls re-executed", "reuses at risk", "keys crash"))
+    body = (f'<table class="agent-inspect facts">{rows}</table>'
+            f'<table class="agent-inspect"><thead><tr>{head}</tr></thead><tbody>{per_rule}</tbody></table>')
+    sections = [_Section("summary", "Fleet scan summary", body)]
+    sections.append(_Section("at-risk", "Most at risk",
+                             "".join(frame_html(result.at_risk(max_rows, rule=r), max_rows=max_rows,
+                                                caption=f"ranked under {r}") for r in result.rules)))
+    try:
+        import plotly.io as pio
+
+        from agent_inspect.widgets import FleetScanView
+    except ImportError:
+        figure_html, scripts = "<p>(histograms need the views extra)</p>", []
+    else:
+        fig = _static_figure(FleetScanView(result).figure)
+        figure_html, scripts = _split_scripts(pio.to_html(fig, include_plotlyjs=False, full_html=False,
+                                                          div_id="scan-histograms",
+                                                          config={"displaylogo": False, "responsive": True}))
+    sections.append(_Section("histograms", "History sizes and re-executed calls", figure_html, tuple(scripts)))
+    parts = result.partitions.drop(columns=[c for c in ("output", "fleet_wide_rules") if c in result.partitions])
+    sections.append(_Section("windows", "Windows read", frame_html(parts, max_rows=max_rows)))
+    errors = (frame_html(result.errors, max_rows=max_rows, caption="a sample of bad records per window")
+              if len(result.errors) else "<p>No bad records.</p>")
+    sections.append(_Section("errors", "Bad records", errors))
+    failures = (frame_html(result.failures, max_rows=max_rows) if len(result.failures)
+                else "<p>Every window was scanned.</p>")
+    sections.append(_Section("failures", "Failed windows", failures))
+    return sections

@@ -1,0 +1,44 @@
+"""Fleet scan: a whole action-state topic (or dump), partition-parallel on Dask distributed.
+
+A business key's records live in one partition, so every per-key analysis is partition-local: a scan
+plans one task per partition (or file), and each task reads its own window straight from the source,
+decodes it, reconstructs and predicts every key under each rule, and returns small frames. A
+``LocalCluster`` is the default; a scheduler address or an existing ``distributed.Client`` takes the
+same scan to a cluster::
+
+    import agent_inspect as ai
+    result = ai.scan("kafka://broker:9092/action-state", markers=[{0: 120, 1: 98}], output="scan-out/")
+    result.at_risk(20)                                   # keys a restore would hurt most
+    result.failures                                      # windows that failed after retries
+    ai.load("scan-out/", business_keys=["order-7"])      # one key again, without reading Kafka
+
+:func:`scan_window` is the per-window task, a plain function that any engine can call.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+from agent_inspect.scan._result import ScanResult
+from agent_inspect.scan._run import RUNTIMES, ScanPlan, plan_scan, scan
+from agent_inspect.scan._task import KEY_COLUMNS, RULE_COLUMNS, ScanOptions, WindowResult, key_frame, scan_window
+
+__all__ = [
+    # running a scan
+    "scan", "plan_scan", "ScanPlan", "RUNTIMES",
+    # its result
+    "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS",
+    # the per-window task (engine-neutral)
+    "scan_window", "key_frame", "ScanOptions", "WindowResult",
+]
+
+
+class _CallableModule(types.ModuleType):
+    """``ai.scan(...)`` calls :func:`scan`; ``ai.scan.ScanResult`` etc. stay reachable (the name is both)."""
+
+    def __call__(self, *args: object, **kwargs: object) -> ScanResult:
+        return scan(*args, **kwargs)  # type: ignore[arg-type]
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,173 @@
+"""The result of a fleet scan: per-key and per-partition frames, bad records, failed partitions."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["ScanResult", "RESULT_FILES"]
+
+#: Files a scan writes beside its Parquet parts (``output=DIR``), read back by :meth:`ScanResult.open`.
+RESULT_FILES = {"keys": "_scan_keys.parquet", "partitions": "_scan_partitions.parquet",
+                "errors": "_scan_errors.parquet", "failures": "_scan_failures.parquet", "meta": "_scan.json"}
+_FAILURE_COLUMNS = ["window", "partition", "path", "start", "end", "reason"]
+
+
+@dataclass(frozen=True, eq=False)
+class ScanResult:
+    """A fleet scan: what a restore would do to every business key of a topic or dump.
+
+    - ``keys``: one row per business key — partition, records, rounds, attempts, history bytes, bad
+      records, ``exposed_1301`` (the log holds conflicting roots at one round: issue #1301), lint flags,
+      runtime evidence (key/value formats seen); then per rule ``<rule>_reused`` / ``_resumed`` /
+      ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again) and
+      ``_calls_by_function`` (JSON), ``_stale_reuse_risk`` (reuses at or after a round with
+      conflicting roots) and ``_crashed``.
+    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker).
+    - ``errors``: a sample of bad records per window, with their positions (counts are in ``partitions``).
+    - ``failures``: windows whose task failed after retries, with the reason; the rest completed.
+    - ``fleet_wide``: rules whose analysis spans partitions on this source (the snapshot Kafka store with
+      K1 keys under the original rule: every subtask loads every key and its eviction ignores the key);
+      their columns come from one task that read every window.
+    """
+
+    keys: pd.DataFrame
+    partitions: pd.DataFrame
+    errors: pd.DataFrame
+    failures: pd.DataFrame
+    source: str
+    rules: tuple[str, ...]
+    markers: Mapping[int, int] | None = None
+    runtime: str = "auto"
+    output: str | None = None
+    dashboard: str | None = None
+    seconds: float | None = None
+    fleet_wide: tuple[str, ...] = ()
+    spec: Any = field(default=None, repr=False)
+
+    @property
+    def complete(self) -> bool:
+        """True when every planned window was scanned."""
+        return self.failures.empty
+
+    def at_risk(self, n: int | None = 20, rule: str | None = None) -> pd.DataFrame:
+        """Keys ranked by risk under ``rule`` (default: the first rule scanned, usually "original"):
+        stale-reuse risk, then crashes, durable calls executed again, bodies re-run, history size."""
+        rule = rule or self.rules[0]
+        if rule not in self.rules:
+            raise ValueError(f"rule {rule!r} was not scanned; scanned: {', '.join(self.rules)}")
+        k = self.keys
+        score = pd.DataFrame({
+            "risk": k[f"{rule}_stale_reuse_risk"], "crashed": k[f"{rule}_crashed"].astype(int),
+            "calls": k[f"{rule}_calls"], "rerun": k[f"{rule}_rerun"] + k[f"{rule}_resumed"],
+            "bytes": k["history_bytes"]})
+        order = score.sort_values(["risk", "crashed", "calls", "rerun", "bytes"], ascending=False, kind="stable").index
+        cols = ["business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301", "lint_flags",
+                *[f"{r}_{c}" for r in self.rules for c in ("stale_reuse_risk", "rerun", "calls", "evictions")]]
+        ranked = k.loc[order, cols].reset_index(drop=True)
+        return ranked if n is None else ranked.head(n)
+
+    def summary(self) -> dict[str, Any]:
+        """Totals: windows, records, keys, bad records, failures, and per rule re-runs and calls."""
+        k = self.keys
+        out: dict[str, Any] = {
+            "source": self.source, "windows": len(self.partitions) + len(self.failures),
+            "failed": len(self.failures), "records": int(self.partitions["records"].sum()) if len(self.partitions) else 0,
+            "keys": len(k), "errors": int(self.partitions["errors"].sum()) if len(self.partitions) else 0,
+            "exposed_1301": int(k["exposed_1301"].sum()) if len(k) else 0,
+            "lint_flagged": int((k["lint_flags"] != "").sum()) if len(k) else 0,
+        }
+        for r in self.rules:
+            out[r] = {c: int(k[f"{r}_{c}"].sum()) if len(k) else 0
+                      for c in ("reused", "resumed", "rerun", "evictions", "calls", "stale_reuse_risk")}
+            out[r]["crashed_keys"] = int(k[f"{r}_crashed"].sum()) if len(k) else 0
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary, the at-risk ranking and the failures as JSON-ready data (the CLI's ``--json``)."""
+        return {"summary": self.summary(),
+                "at_risk": json.loads(self.at_risk(20).to_json(orient="records")),
+                "failures": json.loads(self.failures.to_json(orient="records")),
+                "output": self.output, "dashboard": self.dashboard}
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write the frames and the scan's settings beside its Parquet parts (done by ``output=``)."""
+        root = Path(directory)
+        root.mkdir(parents=True, exist_ok=True)
+        for name in ("keys", "partitions", "errors", "failures"):
+            frame = getattr(self, name).copy()
+            if "output" in frame.columns:
+                frame["output"] = frame["output"].map(lambda v: json.dumps(list(v)) if v is not None else "[]")
+            frame.to_parquet(root / RESULT_FILES[name], index=False)
+        meta = {"source": self.source, "rules": list(self.rules), "runtime": self.runtime,
+                "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
+                "seconds": self.seconds, "fleet_wide": list(self.fleet_wide)}
+        (root / RESULT_FILES["meta"]).write_text(json.dumps(meta, sort_keys=True))
+        return root
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> ScanResult:
+        """Reopen a scan saved with ``output=DIR`` (its frames; the records stay in the Parquet parts)."""
+        from agent_inspect._errors import SourceError
+
+        root = Path(directory)
+        if not (root / RESULT_FILES["meta"]).is_file():
+            raise SourceError(f"{str(root)!r} is not a scan directory (no {RESULT_FILES['meta']}); "
+                              f"write one with ai.scan(source, output=DIR)")
+        meta = json.loads((root / RESULT_FILES["meta"]).read_text())
+        frames = {n: pd.read_parquet(root / RESULT_FILES[n]) for n in ("keys", "partitions", "errors", "failures")}
+        if "output" in frames["partitions"].columns:
+            frames["partitions"]["output"] = frames["partitions"]["output"].map(json.loads)
+        markers = meta.get("markers")
+        return cls(keys=frames["keys"], partitions=frames["partitions"], errors=frames["errors"],
+                   failures=frames["failures"], source=meta["source"], rules=tuple(meta["rules"]),
+                   markers=None if markers is None else {int(p): int(o) for p, o in markers.items()},
+                   runtime=meta.get("runtime", "auto"), output=str(root), seconds=meta.get("seconds"),
+                   fleet_wide=tuple(meta.get("fleet_wide", ())))
+
+    def load_key(self, business_key: str) -> Any:
+        """The log of one business key: from the scan's Parquet output when there is one, else from the source."""
+        from agent_inspect.log import load
+
+        if self.output is not None:
+            return load(self.output, business_keys=[business_key])
+        if self.source.startswith("kafka://"):
+            spec = self.spec  # the client settings the scan used (SASL/SSL…), when this result still has them
+            options: dict[str, Any] = {"progress": False}
+            if spec is not None:
+                options.update(config=dict(spec.config), timeout=spec.timeout)
+            return load(self.source, business_keys=[business_key], **options)
+        return load(self.source, business_keys=[business_key])
+
+    def reconstruct(self, business_key: str, rule: str | None = None) -> Any:
+        """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
+        from agent_inspect.recovery import reconstruct
+
+        return reconstruct(self.load_key(business_key), rule=rule or self.rules[-1], markers=self.markers)
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (f"ScanResult({s['source']!r}: {s['windows']} windows, {s['records']} records, {s['keys']} keys, "
+                f"{s['errors']} bad records, {s['failed']} failed)")
+
+    def _repr_html_(self) -> str:
+        from agent_inspect._html import escape, frame_html
+
+        s = self.summary()
+        per_rule = "; ".join(
+            f"<code>{escape(r)}</code>: {s[r]['rerun'] + s[r]['resumed']} bodies re-run, {s[r]['calls']} durable "
+            f"calls re-executed, {s[r]['stale_reuse_risk']} reuses at risk" for r in self.rules)
+        fail = (f" <b>{s['failed']} window(s) failed</b>." if s["failed"] else "")
+        html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code>: "
+                f"{s['windows']} windows, {s['records']} records, {s['keys']} keys, {s['errors']} bad records, "
+                f"{s['exposed_1301']} keys exposed to #1301.{fail}</p><p>{per_rule}</p>"
+                + frame_html(self.at_risk(10), caption="most at risk"))
+        if s["failed"]:
+            html += frame_html(self.failures[_FAILURE_COLUMNS], caption="failed windows")
+        return html + "</div>"

@@ -1,0 +1,285 @@
+"""Run a fleet scan on Dask distributed: one task per window, results are small frames."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+import uuid
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect._errors import InspectError, SourceError
+from agent_inspect.scan._result import _FAILURE_COLUMNS, ScanResult
+from agent_inspect.scan._task import KEY_COLUMNS, RULE_COLUMNS, ScanOptions, scan_fleet, scan_window
+
+__all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
+
+#: Runtime names ``ai.scan`` accepts (passed to ``predict`` when it takes ``runtime=``; recorded either way).
+RUNTIMES = ("auto", "0.3", "0.4", "main")
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """The windows of a source a scan will read (planned from metadata and offsets only)."""
+
+    source: str
+    spec: Any
+    windows: tuple[Any, ...]
+    markers: Mapping[int, int] | None = None
+
+    @property
+    def records_planned(self) -> int | None:
+        """Records to read, when the source says so before reading (Kafka)."""
+        sizes = [w.records_planned for w in self.windows]
+        return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
+
+
+def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Mapping[str, Any] | None = None,
+              timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None) -> ScanPlan:
+    """Plan a scan of ``source`` (``kafka://host:port/topic``, a dump file or a directory of dumps).
+
+    One window per Kafka partition (only the markers' partitions, from their merged offsets, when
+    ``markers`` are given), per partition of a Parquet dump, per JSONL dump, per partition of a scan's
+    output directory. No records are read here.
+    """
+    from agent_inspect.log import plan_windows
+
+    spec, windows = plan_windows(source, markers=markers, config=config, timeout=timeout,
+                                 allow_data_loss=allow_data_loss, file_format=file_format)
+    merged = None
+    if markers is not None:
+        from agent_inspect.recovery import normalize_markers
+
+        merged = normalize_markers(markers)
+    text = os.fspath(source)
+    return ScanPlan(source=spec.location if "://" in text else text, spec=spec,
+                    windows=tuple(windows), markers=merged)
+
+
+def _dashboard_link(client: Any) -> str | None:
+    try:
+        return client.dashboard_link or None
+    except Exception:  # noqa: BLE001 - no dashboard (bokeh missing, or turned off)
+        return None
+
+
+def _rule_name(rule: Any) -> str:
+    if isinstance(rule, str):
+        return rule
+    name = getattr(rule, "name", None)
+    if not isinstance(name, str):
+        raise InspectError(f"rules must be rule names or DivergenceRule objects with a name, not {rule!r}")
+    return name
+
+
+@contextlib.contextmanager
+def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple[Any, bool]]:
+    """The Dask client to use: the caller's, one connected to a scheduler address, or a LocalCluster's."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:  # pragma: no cover - the scan extra is part of `all`
+        raise InspectError("ai.scan needs Dask distributed: pip install 'agent_inspect[scan]'") from None
+    if client is not None and not isinstance(client, str):
+        yield client, False
+        return
+    if isinstance(client, str):
+        try:
+            made = Client(client, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise SourceError(f"no Dask scheduler answered at {client} ({exc}); start one with "
+                              f"`dask scheduler` or pass client=None for a local cluster") from None
+        try:
+            yield made, True
+        finally:
+            made.close()
+        return
+    n = workers or max(1, os.cpu_count() or 1)
+    # everything on 127.0.0.1, ports chosen free (a bare ":0" would listen on every interface); without the
+    # dashboard the scheduler still serves its health routes, so it gets a free local port too
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address="127.0.0.1:0" if dashboard else None,
+                           scheduler_kwargs=None if dashboard else {"dashboard_address": "127.0.0.1:0"},
+                           silence_logs=logging.CRITICAL)  # task errors come back as results, not log lines
+    try:
+        made = Client(cluster)
+        try:
+            yield made, True
+        finally:
+            made.close()
+    finally:
+        cluster.close()
+
+
+def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: Sequence[Any] = ("original", "fixed"),
+         runtime: str = "auto", client: Any = None, output: str | os.PathLike[str] | None = None, *,
+         workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
+         allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
+         dashboard: bool = True, on_progress: Any = None, on_start: Any = None) -> ScanResult:
+    """Scan a whole action-state topic (or dump) partition-parallel on Dask: what would a restore do to every key?
+
+    - ``source``: ``kafka://host:port/topic``, a dump file, a directory of dumps, a scan's output
+      directory, or a :class:`ScanPlan` from :func:`plan_scan`.
+    - ``markers``: recovery markers (as ``ai.load``/``ai.reconstruct`` take them); None = every record
+      read is the rebuild window.
+    - ``rules``: rule names (or rule objects) to predict under; columns are prefixed by their names.
+    - ``runtime``: one of :data:`RUNTIMES`; passed to ``predict`` when it accepts ``runtime=``.
+    - ``client``: None starts a ``LocalCluster`` (``workers`` processes, default one per core) and closes
+      it afterwards; a scheduler address (``"tcp://host:8786"``) or a ``distributed.Client`` runs the scan
+      on that cluster. Workers read their windows from the source themselves: records never pass
+      through this process.
+    - ``output``: a directory; each task also writes its records there as Parquet, hive-partitioned
+      (``partition=N/``), and the result frames are saved beside them, so ``ai.load(DIR,
+      business_keys=[...])`` and :meth:`ScanResult.open` reopen them without reading the source again.
+    - ``retries``: re-runs of a task that raised; a window that still fails is listed in ``.failures``
+      and the rest of the scan completes. A task whose worker died is rescheduled by Dask.
+    - ``progress``: a tqdm bar of windows done and records read; ``on_progress(done, total, records)``
+      is called after each window, ``on_start(dashboard_link_or_None)`` once the cluster is up.
+    - ``dashboard``: serve Dask's dashboard for a LocalCluster (on a free port; the link is in ``.dashboard``).
+    """
+    if runtime not in RUNTIMES:
+        raise InspectError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    names = tuple(_rule_name(r) for r in rules)
+    if not names or len(set(names)) != len(names):
+        raise InspectError(f"rules must be one or more distinct rules, got {list(names)}")
+    from agent_inspect.recovery import normalize_markers
+    from agent_inspect.rules import resolve_rule
+
+    for r in rules:
+        if isinstance(r, str):
+            resolve_rule(r)  # an unknown name fails here, not in every task
+    plan = source if isinstance(source, ScanPlan) else plan_scan(
+        source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format)
+    merged = plan.markers if isinstance(source, ScanPlan) and markers is None else (
+        normalize_markers(markers) if markers is not None else None)
+    out_dir = None if output is None else os.path.abspath(os.fspath(output))
+    if out_dir is not None:
+        from agent_inspect.log import write_dataset_meta
+
+        write_dataset_meta(out_dir, plan.spec, source=plan.source)
+    options = ScanOptions(rules=tuple(rules), markers=merged, runtime=runtime, output=out_dir)  # type: ignore[arg-type]
+    started = time.perf_counter()
+    with _client(client, workers, dashboard) as (dask_client, _own):
+        link = _dashboard_link(dask_client) if dashboard else None
+        if on_start is not None:
+            on_start(link)
+        done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
+        fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
+    result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
+    if fleet is not None:
+        result = _with_fleet_columns(result, fleet)
+    if out_dir is not None:
+        result.save(out_dir)
+    return result
+
+
+def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, progress: bool,
+         on_progress: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+    from distributed import as_completed
+
+    from agent_inspect.log import SourceSpec  # noqa: F401 - the spec's class must import on workers too
+
+    token = uuid.uuid4().hex[:8]
+    spec = plan.spec
+    futures = {client.submit(scan_window, spec, w, options, key=f"agent-inspect-scan-{token}-{i}",
+                             retries=retries, pure=False): w for i, w in enumerate(plan.windows)}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(futures), desc="scan", unit="window", dynamic_ncols=True)
+    done: list[Any] = []
+    failed: list[dict[str, Any]] = []
+    records = 0
+    try:
+        for fut in as_completed(list(futures)):
+            window = futures[fut]
+            if fut.status == "finished":
+                try:
+                    res = fut.result()
+                except Exception as exc:  # noqa: BLE001 - lost between finishing and fetching
+                    failed.append(_failure(window, exc))
+                else:
+                    done.append(res)
+                    records += int(res.partition["records"])
+            else:
+                failed.append(_failure(window, fut.exception()))
+            fut.release()
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(records=records, failed=len(failed))
+            if on_progress is not None:
+                on_progress(len(done) + len(failed), len(futures), records)
+    except BaseException:
+        # Ctrl-C (or any error here): cancel what is still queued or running, then let it propagate
+        client.cancel(list(futures), force=True)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return done, failed
+
+
+def _fleet_wide(client: Any, plan: ScanPlan, options: ScanOptions, done: list[Any], failed: list[dict[str, Any]], *,
+                retries: int) -> pd.DataFrame | None:
+    """Rules whose analysis spans partitions (snapshot Kafka K1, original rule) run once more, as one task
+    reading every window (on a worker: the records still do not come here)."""
+    wide = sorted({r for res in done for r in res.partition.get("fleet_wide_rules", ())})
+    if not wide or failed:
+        return None  # with a failed window a fleet-wide answer would be wrong: the per-window one is kept
+    rules = tuple(r for r in options.rules if _rule_name(r) in wide)
+    fleet_options = ScanOptions(rules=rules, markers=options.markers, runtime=options.runtime, output=None)
+    fut = client.submit(scan_fleet, plan.spec, list(plan.windows), fleet_options, retries=retries, pure=False,
+                        key=f"agent-inspect-scan-fleet-{uuid.uuid4().hex[:8]}")
+    try:
+        return fut.result()
+    except BaseException:
+        client.cancel([fut], force=True)
+        raise
+
+
+def _with_fleet_columns(result: ScanResult, fleet: pd.DataFrame) -> ScanResult:
+    from dataclasses import replace
+
+    keys = result.keys.set_index("business_key")
+    wide = fleet.set_index("business_key")
+    cols = [c for c in wide.columns if c not in KEY_COLUMNS]
+    for c in cols:
+        keys[c] = wide[c].reindex(keys.index).to_numpy()
+    return replace(result, keys=keys.reset_index(), fleet_wide=tuple(sorted({c.rsplit("_", 1)[0] for c in cols
+                                                                              if c.endswith("_reused")})))
+
+
+def _failure(window: Any, exc: BaseException | None) -> dict[str, Any]:
+    reason = "cancelled" if exc is None else f"{type(exc).__name__}: {exc}"
+    return {"window": window.name, "partition": window.partition, "path": window.path, "start": window.start,
+            "end": window.end, "reason": reason}
+
+
+def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rules: tuple[str, ...],
+              markers: Mapping[int, int] | None, runtime: str, output: str | None, link: str | None,
+              seconds: float) -> ScanResult:
+    cols = KEY_COLUMNS + [f"{r}_{c}" for r in rules for c in RULE_COLUMNS]
+    frames = [r.keys for r in done if len(r.keys)]
+    keys = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+    keys = keys.sort_values(["partition", "business_key"], kind="stable").reset_index(drop=True)
+    dup = keys["business_key"].duplicated(keep=False)
+    if dup.any():
+        warnings.warn(f"{int(dup.sum())} rows of {keys.loc[dup, 'business_key'].nunique()} business keys come from "
+                      f"more than one window (a key's records split across files?); their rows are per window",
+                      stacklevel=3)
+    parts = pd.DataFrame([r.partition for r in done])
+    if len(parts):
+        parts = parts.sort_values(["partition", "window"], kind="stable", na_position="last").reset_index(drop=True)
+    errs = [r.errors for r in done if len(r.errors)]
+    errors = pd.concat(errs, ignore_index=True) if errs else pd.DataFrame(columns=["partition", "offset", "state_key",
+                                                                                     "error"])
+    failures = pd.DataFrame(failed, columns=_FAILURE_COLUMNS)
+    return ScanResult(keys=keys, partitions=parts, errors=errors, failures=failures, source=plan.source, rules=rules,
+                      markers=markers, runtime=runtime, output=output, dashboard=link, seconds=round(seconds, 3),
+                      spec=plan.spec)

@@ -1,0 +1,258 @@
+"""The per-partition task of a fleet scan: a plain function of (source spec, window, options).
+
+It reads its window straight from the source, decodes it, reconstructs and predicts every key under
+each rule, optionally writes the records as Parquet, and returns small frames. Nothing in it knows
+about Dask: any engine (or a plain loop) can call :func:`scan_window`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import socket
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "KEY_COLUMNS",
+           "RULE_COLUMNS"]
+
+#: Per-key columns independent of the rule.
+KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
+               "exposed_1301", "lint_flags", "runtime_evidence"]
+#: Per-key columns repeated for every rule, named ``<rule>_<column>``.
+RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_by_function",
+                "stale_reuse_risk", "crashed"]
+_ERROR_SAMPLE = 20
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """What every task does, the same for all windows (plain data: it travels to workers)."""
+
+    rules: tuple[Any, ...] = ("original", "fixed")   # names or DivergenceRule objects
+    markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window
+    runtime: str = "auto"
+    output: str | None = None                  # directory for the records as hive-partitioned Parquet
+
+
+@dataclass(frozen=True)
+class WindowResult:
+    """What one task hands back: per-key rows, one partition row, a sample of bad records."""
+
+    keys: pd.DataFrame
+    partition: dict[str, Any]
+    errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
+    """Read, decode, reconstruct and predict one window (a partition, or a file) under every rule."""
+    from agent_inspect._bulk import gc_paused
+    from agent_inspect.log import read_window, write_window
+
+    t0 = time.perf_counter()
+    log = read_window(spec, window)
+    t_read = time.perf_counter() - t0
+    written: list[str] = []
+    if options.output:
+        written = [str(p) for p in write_window(log, options.output, window)]
+    with gc_paused():
+        keys = key_frame(log, rules=options.rules, markers=options.markers, runtime=options.runtime)
+    records = log.records
+    errors = log.errors
+    sample = pd.DataFrame({
+        "partition": errors["partition"].astype("Int64").to_numpy()[:_ERROR_SAMPLE],
+        "offset": errors["offset"].astype("Int64").to_numpy()[:_ERROR_SAMPLE],
+        "state_key": errors["state_key"].astype(object).map(lambda s: None if s is None or s is pd.NA
+                                                             else str(s)[:200]).to_numpy()[:_ERROR_SAMPLE],
+        "error": errors["error"].astype(object).map(str).to_numpy()[:_ERROR_SAMPLE],
+    }) if len(errors) else pd.DataFrame(columns=["partition", "offset", "state_key", "error"])
+    row = {
+        "fleet_wide_rules": fleet_wide_rules(log, options.rules),
+        "window": window.name, "partition": window.partition, "path": window.path,
+        "start": window.start, "end": window.end,
+        "records": len(records), "keys": len(keys), "errors": len(errors),
+        "bytes": int(pd.to_numeric(records["payload_bytes"], errors="coerce").fillna(0).sum()) if len(records) else 0,
+        "read_seconds": round(t_read, 4), "seconds": round(time.perf_counter() - t0, 4),
+        "worker": f"{socket.gethostname()}:{os.getpid()}", "output": written,
+    }
+    return WindowResult(keys=keys, partition=row, errors=sample)
+
+
+def fleet_wide_rules(log: Any, rules: Sequence[Any]) -> list[str]:
+    """Names of the rules whose analysis of ``log`` is not partition-local.
+
+    The snapshot Kafka store (K1 keys) loads every partition into every subtask and the original rule's
+    eviction there ignores the key (spec §8.2, the #628 review): one key's miss evicts every key's later
+    rounds, in every partition. Such a rule must see the whole fleet at once.
+    """
+    from agent_inspect.rules import OriginalRule, resolve_rule
+    from agent_inspect.store import RecoverySession
+
+    formats = set(log.records["key_format"].astype(object).dropna().astype(str))
+    if "K1" not in formats:
+        return []
+    agent_key = getattr(log.raw, "agent_key", None)
+    kind = getattr(log.source, "kind", None)
+    fluss = kind == "fluss" or (kind != "kafka" and agent_key is not None and any(a is not None for a in agent_key))
+    out = []
+    for rule in rules:
+        obj = resolve_rule(rule)
+        if isinstance(obj, OriginalRule):
+            session = RecoverySession(obj, source_kind="fluss" if fluss else "kafka")
+            if obj.flavour_for(session, "K1") == "kafka-k1":
+                out.append(_name(rule))
+    return out
+
+
+def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.DataFrame:
+    """Read every window into one log and compute the per-key frame under ``options.rules`` (the fleet-wide rules)."""
+    from agent_inspect._bulk import gc_paused
+    from agent_inspect.log import ActionStateLog, read_window
+    from agent_inspect.raw import SourceInfo
+
+    logs = [read_window(spec, w) for w in windows]
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    for lg in logs:
+        for p, o in lg.source.start_offsets.items():
+            start[p] = min(start.get(p, o), o)
+        for p, o in lg.source.end_offsets.items():
+            end[p] = max(end.get(p, o), o)
+    first = logs[0].source if logs else SourceInfo(kind=spec.kind, location=spec.location)
+    info = SourceInfo(kind=first.kind, location=spec.location, topic=first.topic, start_offsets=dict(sorted(start.items())),
+                      end_offsets=dict(sorted(end.items())), file_format=first.file_format, options=dict(first.options))
+    whole = ActionStateLog.from_raw([lg.raw for lg in logs], info)
+    errors = [lg.records["error"] for lg in logs]
+    if any(e.notna().any() for e in errors):  # reasons of malformed file lines are not in the raw bytes
+        import numpy as np
+
+        whole.records["error"] = pd.array(np.concatenate([e.astype(object).to_numpy() for e in errors]),
+                                          dtype=whole.records["error"].dtype)
+    del logs
+    with gc_paused():
+        return key_frame(whole, rules=options.rules, markers=options.markers, runtime=options.runtime)
+
+
+def _predict_accepts_runtime() -> bool:
+    from agent_inspect.recovery import predict
+
+    return "runtime" in inspect.signature(predict).parameters
+
+
+def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
+              runtime: str = "auto") -> pd.DataFrame:
+    """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
+
+    Columns :data:`KEY_COLUMNS`, then ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS`. ``markers`` select
+    the rebuild window as in :func:`agent_inspect.recovery.predict` (None: the whole log).
+    """
+    from agent_inspect.recovery import ReplayPlan, lint, predict, reconstruct
+
+    records = log.records
+    bk = records["business_key"].astype(object)
+    has_key = bk.notna()
+    rec = records.loc[has_key]
+    keys = pd.Index(sorted(set(bk[has_key].astype(str))), name="business_key")
+    out = pd.DataFrame(index=keys)
+    grouped = rec.groupby(bk[has_key].astype(str), observed=True, sort=True)
+    out["partition"] = grouped["partition"].min().reindex(keys).astype("Int64")
+    out["records"] = grouped.size().reindex(keys, fill_value=0).astype("int64")
+    out["rounds"] = grouped["seq"].nunique().reindex(keys, fill_value=0).astype("int64")
+    key_bytes = rec["state_key"].astype(object).map(lambda s: 0 if s is None or s is pd.NA else len(str(s)))
+    size = pd.to_numeric(rec["payload_bytes"], errors="coerce").fillna(0) + key_bytes
+    out["history_bytes"] = size.groupby(bk[has_key].astype(str)).sum().reindex(keys, fill_value=0).astype("int64")
+    err = rec["error"].notna()
+    out["errors"] = err.groupby(bk[has_key].astype(str)).sum().reindex(keys, fill_value=0).astype("int64")
+    roots = rec[rec["is_root"].fillna(False).astype(bool)]
+    # #1301 exposure: conflicting roots (different input fingerprints) at one (key, seq). A reuse is at
+    # risk when it serves, at or after that seq, a record written before the key's latest conflicting root:
+    # that record belongs to the branch the conflict replaced.
+    conflict: dict[str, tuple[int, int]] = {}   # key -> (lowest conflicting seq, position of the latest such root)
+    if len(roots):
+        by_round = roots.groupby([roots["business_key"].astype(str), roots["seq"]], observed=True)
+        n = by_round["event_uuid"].nunique()
+        last = by_round.apply(lambda g: int(g.index.max()), include_groups=False)
+        for (k, s), c in n.items():
+            if c > 1:
+                lo, pos = conflict.get(k, (int(s), -1))
+                conflict[k] = (min(lo, int(s)), max(pos, int(last[(k, s)])))
+    conflict_seq = conflict
+    out["exposed_1301"] = [k in conflict_seq for k in keys]
+    lints = lint(log)
+    flags: dict[str, set[str]] = defaultdict(set)
+    for k, name in zip(lints["business_key"].astype(object), lints["lint"].astype(object)):
+        if k is not None and k is not pd.NA:
+            flags[str(k)].add(str(name))
+    out["lint_flags"] = [",".join(sorted(flags.get(k, ()))) for k in keys]
+    fmt = rec["key_format"].astype(object).fillna("?").astype(str) + "/" + \
+        rec["value_format"].astype(object).fillna("?").astype(str)
+    evidence = fmt.groupby(bk[has_key].astype(str)).agg(lambda s: ",".join(sorted(set(s))))
+    out["runtime_evidence"] = evidence.reindex(keys).fillna("").astype(str)
+
+    plan = ReplayPlan.from_log(log, markers=markers)
+    to_business = {k: i.business_key for k, i in plan.keys.items()}
+    extra = {"runtime": runtime} if _predict_accepts_runtime() else {}
+    attempts: pd.Series | None = None
+    for rule in rules:
+        recon = reconstruct(log, rule=rule, markers=markers)
+        if attempts is None:
+            a = pd.to_numeric(recon.records["attempt"], errors="coerce")
+            attempts = a.groupby(bk.astype(object)).max().fillna(0)
+        pred = predict(recon, plan, **extra)
+        cols = _rule_columns(pred, keys, to_business, conflict_seq)
+        for c in RULE_COLUMNS:
+            out[f"{_name(rule)}_{c}"] = cols[c]
+    att = attempts if attempts is not None else pd.Series(dtype="float64")
+    att.index = att.index.map(str)
+    out["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
+    out = out.reset_index()
+    return out[KEY_COLUMNS + [f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS]]
+
+
+def _name(rule: Any) -> str:
+    return rule if isinstance(rule, str) else str(rule.name)
+
+
+def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
+                  conflict_seq: Mapping[str, tuple[int, int]]) -> dict[str, list[Any]]:
+    tasks = pred.tasks
+    by_key: dict[str, Counter[str]] = defaultdict(Counter)
+    risk: Counter[str] = Counter()
+    if len(tasks):
+        names = [to_business.get(str(k), str(k)) for k in tasks["key"].astype(object)]
+        for k, outcome, seq, pos in zip(names, tasks["outcome"].astype(object), tasks["seq"].astype(object),
+                                        tasks["entry_pos"].astype(object)):
+            by_key[k][str(outcome)] += 1
+            if outcome in ("REUSE", "RESUME") and k in conflict_seq and not pd.isna(seq) and not pd.isna(pos) \
+                    and int(seq) >= conflict_seq[k][0] and int(pos) < conflict_seq[k][1]:
+                risk[k] += 1
+    removed: Counter[str] = Counter()
+    for e in pred.events:
+        if e.op not in ("delete", "supersede"):
+            for entry in e.removed:
+                removed[to_business.get(entry.business_key, entry.business_key)] += 1
+    calls: dict[str, Counter[str]] = defaultdict(Counter)
+    ledger = pred.ledger[pred.ledger["kind"] == "call"]
+    for k, name, count in zip(ledger["key"].astype(object), ledger["name"].astype(object), ledger["count"]):
+        calls[to_business.get(str(k), str(k))][str(name)] += int(count)
+    crashed_keys = set()
+    if pred.crashed and len(tasks):
+        fails = tasks[tasks["outcome"].astype(object) == "FAIL"]["key"].astype(object)
+        crashed_keys = {to_business.get(str(k), str(k)) for k in fails}
+    return {
+        "reused": [by_key[k]["REUSE"] for k in keys],
+        "resumed": [by_key[k]["RESUME"] for k in keys],
+        "rerun": [by_key[k]["RERUN"] for k in keys],
+        "failed": [by_key[k]["FAIL"] for k in keys],
+        "evictions": [removed[k] for k in keys],
+        "calls": [sum(calls[k].values()) for k in keys],
+        "calls_by_function": [json.dumps(dict(sorted(calls[k].items()))) if calls[k] else "" for k in keys],
+        "stale_reuse_risk": [risk[k] for k in keys],
+        "crashed": [k in crashed_keys for k in keys],
+    }

@@ -1,0 +1,54 @@
+"""Source addresses: ``kafka://host:port/topic`` and ``fluss://host:port/db.table`` URLs, ports and timeouts."""
+
+from __future__ import annotations
+
+import math
+from urllib.parse import unquote, urlsplit
+
+from agent_inspect._errors import SourceError
+
+__all__ = ["split_source_url", "check_port", "check_timeout"]
+
+
+def split_source_url(url: str, scheme: str) -> tuple[str, str]:
+    what = "topic" if scheme == "kafka" else "database.table"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket; the URL may hold credentials: not echoed
+        raise SourceError(f"{scheme} URL does not parse ({exc}); it must look like {scheme}://host:port/{what}") \
+            from None
+    servers = parts.netloc.rsplit("@", 1)[-1]  # never keep credentials in a URL
+    name = unquote(parts.path.lstrip("/"))
+    if parts.query:
+        raise SourceError(f"{scheme}:// URLs take no query; pass client settings as config={{…}}")
+    if not servers or not name or "/" in name:
+        shown = f"{scheme}://{servers}/{parts.path.lstrip('/')}"  # without any credentials
+        raise SourceError(f"{scheme} URL {shown!r} must look like {scheme}://host:port/{what}")
+    for server in servers.split(","):
+        check_port(server, scheme)
+    return servers, name
+
+def check_port(server: str, scheme: str) -> None:
+    """``host``, ``host:port`` or ``[v6]:port`` with a port from 1 to 65535 (clients would take any text)."""
+    if server.startswith("["):
+        host, _, rest = server.partition("]")
+        port = rest[1:] if rest.startswith(":") else None
+        bad_host = not rest.startswith(":") and rest != ""
+    else:
+        host, sep, port_text = server.rpartition(":")
+        host, port = (host, port_text) if sep else (server, None)
+        bad_host = ":" in host  # a bare IPv6 address
+    if not host or bad_host:
+        raise SourceError(f"{scheme} URL server {server!r} must be host:port (IPv6 in brackets: [::1]:port)")
+    if port is None:
+        return
+    if not port.isdigit():
+        raise SourceError(f"{scheme} URL server {server!r}: port {port!r} is not a number")
+    if not 1 <= int(port) <= 65535:
+        raise SourceError(f"{scheme} URL server {server!r}: port {int(port)} is outside 1..65535")
+
+def check_timeout(timeout: float) -> None:
+    # librdkafka takes 0 or less as "wait forever": a silent peer would hang the load
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+            math.isfinite(timeout) and timeout > 0):
+        raise SourceError(f"timeout must be a positive, finite number of seconds, not {timeout!r}")

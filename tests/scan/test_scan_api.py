@@ -1,0 +1,83 @@
+"""The public surface of agent_inspect.scan, the per-window task as a plain function, and the result's views."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+import agent_inspect as ai
+import agent_inspect.scan as scan_pkg
+from agent_inspect.rules import FixedRule
+
+
+def test_public_names() -> None:
+    assert sorted(scan_pkg.__all__) == sorted([
+        "scan", "plan_scan", "ScanPlan", "RUNTIMES", "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "scan_window",
+        "key_frame", "ScanOptions", "WindowResult"])
+    assert callable(ai.scan) and ai.scan.ScanResult is ai.ScanResult is scan_pkg.ScanResult
+    assert "scan" in ai.__all__ and "ScanResult" in ai.__all__
+
+
+def test_the_task_is_a_plain_function_any_engine_can_call() -> None:
+    """No Dask here: plan, then call the task per window in a loop; the keys equal a Dask scan's."""
+    plan = ai.scan.plan_scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"))
+    options = ai.scan.ScanOptions(markers=plan.markers)
+    frames = [ai.scan.scan_window(plan.spec, w, options).keys for w in plan.windows]
+    keys = pd.concat(frames, ignore_index=True).sort_values("business_key").reset_index(drop=True)
+    assert list(keys.columns) == ai.scan.KEY_COLUMNS + [f"{r}_{c}" for r in ("original", "fixed")
+                                                        for c in ai.scan.RULE_COLUMNS]
+    assert len(keys) == 40 and keys["business_key"].is_unique
+
+
+def test_rule_objects_runtime_and_ranking(dask_client: Any) -> None:
+    result = ai.scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"),
+                     rules=("original", FixedRule()), runtime="0.4", client=dask_client)
+    assert result.runtime == "0.4" and result.rules == ("original", "fixed")
+    ranked = result.at_risk(None, rule="original")
+    assert len(ranked) == 40
+    key = ranked.iloc[0]
+    # ranked by risk, then durable calls, then re-runs: nothing below the top beats it on the first criteria
+    assert (ranked["original_stale_reuse_risk"] <= key["original_stale_reuse_risk"]).all()
+    with pytest.raises(ValueError, match="was not scanned"):
+        result.at_risk(rule="naive")
+    s = result.summary()
+    assert s["records"] == 2989 and s["keys"] == 40
+    assert s["original"]["rerun"] == int(result.keys["original_rerun"].sum())
+
+
+def test_bad_arguments_fail_before_any_task() -> None:
+    path = ai.samples.path("G01", "parquet")
+    with pytest.raises(ai.InspectError, match="runtime must be one of"):
+        ai.scan(path, runtime="0.9")
+    with pytest.raises(ai.InspectError, match="distinct rules"):
+        ai.scan(path, rules=("fixed", "fixed"))
+    with pytest.raises(ai.InspectError):
+        ai.scan(path, rules=("no-such-rule",))
+    with pytest.raises(ai.SourceError, match="export it"):
+        ai.scan("fluss://localhost:9123/db.t")
+    with pytest.raises(ai.SourceError, match="no Dask scheduler answered"):
+        ai.scan(path, client="tcp://127.0.0.1:9")
+
+
+def test_html_escapes_record_strings() -> None:
+    evil = "<img src=x onerror=alert(1)>"
+    cols = ai.scan.KEY_COLUMNS + [f"fixed_{c}" for c in ai.scan.RULE_COLUMNS]
+    row = {c: 0 for c in cols}
+    row.update(business_key=evil, lint_flags=evil, runtime_evidence=evil, exposed_1301=True, fixed_crashed=False,
+               fixed_calls_by_function='{"<b>": 1}')
+    keys = pd.DataFrame([row], columns=cols)
+    parts = pd.DataFrame([{"window": evil, "partition": 0, "records": 1, "errors": 0}])
+    failures = pd.DataFrame([{"window": evil, "partition": 1, "path": evil, "start": None, "end": None,
+                              "reason": evil}])
+    result = ai.ScanResult(keys=keys, partitions=parts, errors=pd.DataFrame(), failures=failures, source=evil,
+                           rules=("fixed",))
+    html = result._repr_html_()
+    assert "<img" not in html and "&lt;img" in html
+
+
+def test_open_refuses_a_directory_that_is_not_a_scan(tmp_path: Path) -> None:
+    with pytest.raises(ai.SourceError, match="not a scan directory"):
+        ai.ScanResult.open(tmp_path)

@@ -1,0 +1,93 @@
+"""``agent-inspect scan``: JSON and text output, a scheduler address, bad usage, and Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.cli import main
+
+
+def test_json_on_an_existing_scheduler(dask_cluster: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    markers = ai.samples.path("production", "markers")
+    code = main(["scan", str(ai.samples.path("production", "parquet")), "--markers", str(markers),
+                 "--scheduler", dask_cluster.scheduler_address, "--json", "--no-progress", "-o", str(tmp_path / "o")])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    data = json.loads(out.out)
+    assert data["summary"]["keys"] == 40 and data["summary"]["windows"] == 4 and data["failures"] == []
+    expected = ai.scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"),
+                       client=dask_cluster.scheduler_address)
+    assert data["summary"] == json.loads(json.dumps(expected.summary()))
+    assert [r["business_key"] for r in data["at_risk"]] == list(expected.at_risk(20)["business_key"])
+    assert (tmp_path / "o" / "_scan_keys.parquet").is_file()
+
+
+def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["scan", str(ai.samples.path("G01", "parquet")), "--workers", "1", "--rules", "fixed", "--top", "3"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "fixed" in out.out and "most at risk:" in out.out and "original" not in out.out
+    assert "scan:" in out.err  # the progress bar
+    assert "Dask dashboard at http://127.0.0.1:" in out.err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--workers", "0"], "--workers must be 1 or more"),
+    (["--markers", "{nope"], "--markers is not valid JSON"),
+    (["--rules", "nonsense"], "nonsense"),
+    (["--runtime", "9.9"], "runtime must be one of"),
+])
+def test_bad_usage_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["scan", str(ai.samples.path("G01", "parquet")), "--no-progress", *argv])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_missing_source_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["scan", str(tmp_path / "nope.parquet")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_and_leaves_no_process(tmp_path: Path) -> None:
+    fleet = ai.samples.write_fleet(tmp_path / "fleet.parquet", 3000, partitions=8, seed=2)
+    # as from a terminal: a shell's background job (a test run under `cmd &`) would inherit SIGINT ignored
+    proc = subprocess.Popen([sys.executable, "-m", "agent_inspect", "scan", str(fleet), "--workers", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    err = bytearray()
+    fd = proc.stderr.fileno()  # type: ignore[union-attr]
+    reader = threading.Thread(target=lambda: [err.extend(c) for c in iter(lambda: os.read(fd, 4096), b"")],
+                              daemon=True)
+    reader.start()
+    try:
+        me = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and b"scan:" not in err:  # the tasks are submitted: a user presses Ctrl-C
+            time.sleep(0.1)
+        assert b"scan:" in err, err.decode(errors="replace")
+        children = me.children(recursive=True)
+        assert len(children) >= 2, "the local cluster's workers are not running"
+        os.kill(proc.pid, signal.SIGINT)
+        proc.wait(timeout=120)
+        reader.join(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = err.decode(errors="replace")
+    assert proc.returncode == 130, text
+    assert "scan cancelled" in text and "Traceback" not in text
+    assert "8/8" not in text  # cancelled before every window was done
+    gone, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, f"left running: {alive}"
