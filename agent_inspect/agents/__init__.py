@@ -18,6 +18,7 @@ from agent_inspect.agents._declarative import (
     Emit,
     SetMemory,
     Step,
+    SubagentBatch,
     SubagentCall,
 )
 from agent_inspect.agents._flink import FlinkAgentAdapter, is_flink_agent
@@ -43,7 +44,7 @@ __all__ = [
     # agents
     "DeclarativeAgent", "AsRecordedAgent",
     # declarative steps
-    "Behaviour", "Step", "Emit", "Call", "SubagentCall", "SetMemory", "DeclaredCallError",
+    "Behaviour", "Step", "Emit", "Call", "SubagentCall", "SubagentBatch", "SetMemory", "DeclaredCallError",
     # flink-agents adapter (optional dependency, imported when used)
     "FlinkAgentAdapter", "is_flink_agent",
 ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionContext, ActionDecl, AgentEvent, BaseAgent
 
-__all__ = ["Emit", "Call", "SubagentCall", "SetMemory", "Step", "Behaviour", "DeclarativeAgent",
+__all__ = ["Emit", "Call", "SubagentCall", "SubagentBatch", "SetMemory", "Step", "Behaviour", "DeclarativeAgent",
            "DeclaredCallError"]
 
 
@@ -33,6 +33,7 @@ class Call:
     reconciler: str | None = None     # None: completion-only; "succeeds" | "raises": reconcilable
     result: Any = None
     raises: str | None = None
+    catch: bool = False               # the body catches the call's failure and goes on (a try/except, a fallback)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,14 @@ class SubagentCall:
 
 
 @dataclass(frozen=True)
+class SubagentBatch:
+    """Several sub-agent calls made together: post-0.4 main reserves their PENDING caller slots in one
+    write (``reservePendingBatch``, addendum §1.1), then runs them in order."""
+
+    calls: tuple[SubagentCall, ...]
+
+
+@dataclass(frozen=True)
 class SetMemory:
     """Write ``value`` at ``path`` into ``memory`` ("short_term" or "sensory")."""
 
@@ -55,7 +64,7 @@ class SetMemory:
     memory: str = "short_term"
 
 
-Step = Emit | Call | SubagentCall | SetMemory
+Step = Emit | Call | SubagentCall | SubagentBatch | SetMemory
 
 
 @dataclass(frozen=True)
@@ -115,14 +124,26 @@ class DeclarativeAgent(BaseAgent):
                 ctx.send_event(step.type, dict(step.attributes))
             elif isinstance(step, Call):
                 fn = _declared_call(step)
-                if step.reconciler is None:
-                    ctx.durable_execute(step.function_id, step.args_digest, fn)
-                else:
-                    ctx.durable_execute_reconcilable(step.function_id, step.args_digest, fn,
-                                                     _reconciler(step))
+                try:
+                    if step.reconciler is None:
+                        ctx.durable_execute(step.function_id, step.args_digest, fn)
+                    else:
+                        ctx.durable_execute_reconcilable(step.function_id, step.args_digest, fn,
+                                                         _reconciler(step))
+                except Exception:
+                    if not step.catch:
+                        raise
             elif isinstance(step, SubagentCall):
                 ctx.call_subagent(step.scope, step.type, dict(step.attributes),
                                   session_id=step.session_id, call_id=step.call_id)
+            elif isinstance(step, SubagentBatch):
+                batch = getattr(ctx, "call_subagents", None)
+                calls = [(c.scope, c.type, dict(c.attributes), c.session_id, c.call_id) for c in step.calls]
+                if batch is not None:
+                    batch(calls)
+                else:   # a context without batches makes the calls one by one
+                    for scope, etype, attrs, session, call_id in calls:
+                        ctx.call_subagent(scope, etype, attrs, session_id=session, call_id=call_id)
             elif isinstance(step, SetMemory):
                 view = ctx.sensory if step.memory == "sensory" else ctx.short_term
                 view.set(step.path, step.value)

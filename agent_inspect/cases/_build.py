@@ -153,7 +153,9 @@ def build_case(case: Case) -> BuiltCase:
     window: dict[int, int] = {}
     # unlabelled child events take the id of an earlier matching output of their round, as upstream writes them
     unclaimed: dict[tuple[str, int], list[tuple[str, bytes, str]]] = {}
-    for ln in case.log:
+    job = _Writer(case, batch, offsets, line_of)
+    for count, ln in enumerate(case.log):
+        job.checkpoints_after(count)
         ident = idents[ln.key]
         decl = writer.action(ln.action)
         if ln.action_label and decl.java and setup.key_format != "K2":
@@ -178,15 +180,14 @@ def build_case(case: Case) -> BuiltCase:
         state_key = ident.state_key(ln.seq, fingerprint, action_uuid)
         partition = codec.kafka_partition(state_key, setup.partitions) if setup.partitions > 1 else 0
         for value in _writes(ln, task_event, event_id, setup, decl.name):
-            off = offsets.get(partition, 0)
-            offsets[partition] = off + 1
+            off = job.append(partition, state_key, value, ident.business_key, ln)
             if ln.n >= setup.window_start and partition not in window:
                 window[partition] = off
-            batch.append(partition, off, _T0_MS + 1000 * len(batch), state_key.encode(), value,
-                         ident.business_key if setup.source == "fluss" else None)
-            line_of.append((partition, off, ln.n))
+    job.checkpoints_after(len(case.log))
     ends = dict(offsets)
     markers = ({p: window.get(p, ends[p]) for p in ends},) if ends else ()
+    if setup.restore is not None:
+        markers = (job.markers[setup.restore],)
     # sources hand records over in physical order per partition: partitions ascending, then offset
     order = sorted(range(len(batch)), key=lambda i: (batch.partition[i], batch.offset[i]))
     sorted_batch = RawBatch(agent_key=[] if batch.agent_key is not None else None)
@@ -208,6 +209,76 @@ def build_case(case: Case) -> BuiltCase:
         by_bk.setdefault(ident.business_key, []).append(label)
     return BuiltCase(case=case, log=log, markers=markers, plan=plan, agent=agent, id_labels=labels,
                      line_of_pos=line_of_pos, key_of_business_key={k: tuple(v) for k, v in by_bk.items()})
+
+
+class _Writer:
+    """The writing job's side of a case log: appends records, keeps the writer's cache (last write wins per
+    state key) and runs the case's checkpoint and restore lines (0.4+ refresh rows, Kafka marker option)."""
+
+    def __init__(self, case: Case, batch: Any, offsets: dict[int, int], line_of: list[tuple[int, int, int]]) -> None:
+        from agent_inspect.store import runtime_model
+
+        self.case, self.batch, self.offsets, self.line_of = case, batch, offsets, line_of
+        setup = case.setup
+        model = runtime_model(setup.runtime, kafka_pending=setup.kafka_pending)
+        self.refresh = model.refresh_rows(setup.source)
+        self.moved_back = model.keeps_pending and not self.refresh
+        # state key -> (key label, seq, partition, offset, value, business key, line n)
+        self.cache: dict[str, tuple[str, int, int, int, bytes, str, int]] = {}
+        self.written: list[tuple[str, str, int, int, int, bytes | None, str, int]] = []
+        self.pruned: dict[str, int] = {}
+        self.markers: dict[str, dict[int, int]] = {}
+        self._by_after: dict[int, list[Any]] = {}
+        for c in case.checkpoints:
+            self._by_after.setdefault(c.after, []).append(c)
+
+    def append(self, partition: int, state_key: str, value: bytes | None, business_key: str, ln: Any,
+               *, key: str | None = None, seq: int | None = None) -> int:
+        off = self.offsets.get(partition, 0)
+        self.offsets[partition] = off + 1
+        self.batch.append(partition, off, _T0_MS + 1000 * len(self.batch), state_key.encode(), value,
+                          business_key if self.case.setup.source == "fluss" else None)
+        n = ln if isinstance(ln, int) else ln.n
+        self.line_of.append((partition, off, n))
+        key = key if key is not None else ln.key
+        seq = seq if seq is not None else ln.seq
+        self.written.append((state_key, key, seq, partition, off, value, business_key, n))
+        if value is None:
+            self.cache.pop(state_key, None)
+        else:
+            self.cache[state_key] = (key, seq, partition, off, value, business_key, n)
+        return off
+
+    def checkpoints_after(self, count: int) -> None:
+        for c in self._by_after.get(count, ()):
+            if c.restore:
+                self._restore(self.markers[c.name])
+            else:
+                self._checkpoint(c)
+
+    def _checkpoint(self, c: Any) -> None:
+        marker = {p: self.offsets.get(p, 0) for p in range(self.case.setup.partitions)}
+        retained = [(sk, v) for sk, v in self.cache.items() if v[1] > self.pruned.get(v[0], -1)]
+        for sk, (key, seq, partition, off, value, bk, n) in retained:
+            if self.refresh:          # re-append every retained state after the marker (addendum §2.2)
+                self.append(partition, sk, value, bk, n, key=key, seq=seq)
+            elif self.moved_back:     # Kafka, kafka_pending = "marker": the marker moves back to it
+                marker[partition] = min(marker[partition], off)
+        self.markers[c.name] = marker
+        for key, s in c.completed.items():   # notifyCheckpointComplete prunes up to lastCompleted
+            self.pruned[key] = s
+            for sk in [sk for sk, v in self.cache.items() if v[0] == key and v[1] <= s]:
+                del self.cache[sk]
+
+    def _restore(self, marker: Mapping[int, int]) -> None:
+        self.cache.clear()
+        self.pruned.clear()
+        for sk, key, seq, partition, off, value, bk, n in self.written:
+            if partition in marker and off >= marker[partition]:
+                if value is None:
+                    self.cache.pop(sk, None)
+                else:
+                    self.cache[sk] = (key, seq, partition, off, value, bk, n)
 
 
 def _plan(case: Case, idents: Mapping[str, KeyIdentity], labels: dict[str, str], ns: str) -> ReplayPlan:
@@ -265,20 +336,34 @@ def _writes(ln: LogLine, task_event: codec.Event, event_id: Callable[[EventRef, 
     fmt = setup.value_format
     if fmt == "V3" and (task_event.type == SUBAGENT_EVENT or any(o.type == SUBAGENT_EVENT for o in ln.outputs)):
         fmt = "V3+"
-    lineage = fmt in ("V3", "V3+")
-    out: list[bytes | None] = [codec.encode_action_state(codec.ActionState(task_event=task_event), value_format=fmt)]
+    v4 = fmt == "V4"
+    if ln.results and not v4:
+        raise CaseFileError(f"log line {ln.n}: results (subagentResultEvents) need [setup] value_format = \"V4\"")
+    if v4 and "V4" not in codec.VALUE_FORMATS:
+        fmt = "V3+"           # the codec writes V4 through the tolerant path until it knows the format
+    lineage = fmt in ("V3", "V3+", "V4")
+
+    def encode(state: codec.ActionState, results: tuple[codec.Event, ...] = ()) -> bytes:
+        if v4:   # V4 writers put the property into every record, [] included (addendum §1.2)
+            from agent_inspect.recovery import with_subagent_result_events
+
+            state = with_subagent_result_events(state, results)
+        return codec.encode_action_state(state, value_format=fmt)
+
+    out: list[bytes | None] = [encode(codec.ActionState(task_event=task_event))]
     calls: list[codec.CallResult] = []
     for c in ln.calls:
         calls.append(call_result(c, where=f"log line {ln.n}"))
-        out.append(codec.encode_action_state(codec.ActionState(task_event=task_event, call_results=tuple(calls)),
-                                             value_format=fmt))
+        out.append(encode(codec.ActionState(task_event=task_event, call_results=tuple(calls))))
     if ln.status == "C":
         outputs = tuple(_event(o, event_id(o, f"L{ln.n}.out{i}"), setup.pipeline,
                                upstream=task_event.id if lineage else None,
                                upstream_action=action if lineage else None)
                         for i, o in enumerate(ln.outputs, start=1))
-        out.append(codec.encode_action_state(codec.ActionState(task_event=task_event, output_events=outputs,
-                                                               completed=True), value_format=fmt))
+        # result events carry no lineage and are OutputEvents, for Python children too (addendum §1.1)
+        results = tuple(codec.Event.new(r.type, dict(r.attributes), id=event_id(r, f"L{ln.n}.res{i}"),
+                                        event_class=_OUTPUT_CLASS) for i, r in enumerate(ln.results, start=1))
+        out.append(encode(codec.ActionState(task_event=task_event, output_events=outputs, completed=True), results))
     elif ln.status == "I" and ln.calls:
         raise CaseFileError(f"log line {ln.n}: status I means no calls; use P for an incomplete record with calls")
     return out

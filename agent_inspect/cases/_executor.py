@@ -31,4 +31,6 @@ def executor_for(case: str | Path | Case | BuiltCase, *, rule: Any = None, **opt
     options.setdefault("agent", built.agent)
     options.setdefault("plan", built.plan)
     options.setdefault("markers", list(built.markers))
+    options.setdefault("runtime", built.case.setup.runtime)
+    options.setdefault("kafka_pending", built.case.setup.kafka_pending)
     return ReplayExecutor(built.log, rule=rule, **options)

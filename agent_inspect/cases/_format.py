@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import CaseFileError
-from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentCall
+from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentBatch, SubagentCall
 from agent_inspect.cases._notation import EventRef, parse_event, parse_expectation
 from agent_inspect.cases._spec import (
     CALL_STATUSES,
@@ -21,12 +21,14 @@ from agent_inspect.cases._spec import (
     CallSpec,
     Case,
     CaseSetup,
+    CheckpointLine,
     KeySpec,
     LogLine,
     PendingSpec,
     ReplaySpec,
     StaleMark,
 )
+from agent_inspect.store import KAFKA_PENDING, RUNTIME_NAMES
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
            "AgentSpec", "load_cases", "parse_case"]
@@ -68,9 +70,9 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
         raise CaseFileError(f"{where}: missing 'id'") from None
     where = f"{where} ({case_id})"
     _known(data, {"id", "name", "category", "summary", "note", "setup", "keys", "log", "replay", "pending",
-                  "agent", "replay_agent", "expect", "expect_calls", "variants", "call_case"}, where)
+                  "agent", "replay_agent", "expect", "expect_calls", "expect_results", "variants", "call_case"}, where)
     setup = _setup(data.get("setup", {}), CaseSetup(), where)
-    log = tuple(_line(i, raw, where) for i, raw in enumerate(data.get("log", []), start=1))
+    log, checkpoints = _log(data.get("log", []), where)
     replay = tuple(_replay(r, where) for r in data.get("replay", []))
     pending = tuple(_pending(p, where) for p in data.get("pending", []))
     actions, behaviours, begin = _agent(data.get("agent", {}), where)
@@ -85,14 +87,15 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
                 setup=setup, keys=keys, log=log, replay=replay, pending=pending, actions=actions,
                 behaviours=behaviours, begin=begin, expect=expect,
                 expect_calls=_expect_calls(data.get("expect_calls", {}), where),
+                expect_results=_expect_results(data.get("expect_results", {}), where),
                 call_case=_call_case(data["call_case"], where) if "call_case" in data else None,
                 replay_agent=replay_agent, summary=str(data.get("summary", "")), note=str(data.get("note", "")),
-                path=path)
+                path=path, checkpoints=checkpoints)
     _check_lines(base, where)
     out = [base]
     for v in data.get("variants", []):
-        _known(v, {"name", "setup", "expect", "expect_calls", "note", "keys", "call_case", "replay_agent"},
-               f"{where} variant")
+        _known(v, {"name", "setup", "expect", "expect_calls", "expect_results", "note", "keys", "call_case",
+                   "replay_agent"}, f"{where} variant")
         name = str(v.get("name") or "")
         if not name:
             raise CaseFileError(f"{where}: every [[variants]] entry needs a 'name'")
@@ -101,13 +104,16 @@ def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case
                         for rule, text in v.get("expect", {}).items()})
         vcalls = dict(base.expect_calls)
         vcalls.update(_expect_calls(v.get("expect_calls", {}), where))
+        vresults = dict(base.expect_results)
+        vresults.update(_expect_results(v.get("expect_results", {}), where))
         vkeys = _keys({**data.get("keys", {}), **v.get("keys", {})}, used, where) if "keys" in v else keys
         vcall = base.call_case
         if "call_case" in v:
             vcall = _call_case({**data.get("call_case", {}), **v["call_case"]}, f"{where} {name}")
         vagent = _replay_agent(v["replay_agent"], f"{where} {name}") if "replay_agent" in v else replay_agent
         variant = replace(base, id=f"{case_id}/{name}", variant=name, setup=_setup(v.get("setup", {}), setup, where),
-                          keys=vkeys, expect=vexpect, expect_calls=vcalls, call_case=vcall, replay_agent=vagent,
+                          keys=vkeys, expect=vexpect, expect_calls=vcalls, expect_results=vresults,
+                          call_case=vcall, replay_agent=vagent,
                           note=str(v.get("note", base.note)))
         _check_lines(variant, f"{where} variant {name}")
         out.append(variant)
@@ -136,6 +142,10 @@ def _setup(raw: Mapping[str, Any], base: CaseSetup, where: str) -> CaseSetup:
         raise CaseFileError(f"{where}: source {s.source!r} is not one of {', '.join(SOURCES)}")
     if s.pipeline not in ("java", "python"):
         raise CaseFileError(f"{where}: pipeline must be 'java' or 'python'")
+    if s.runtime not in RUNTIME_NAMES:
+        raise CaseFileError(f"{where}: runtime {s.runtime!r} is not one of {', '.join(RUNTIME_NAMES)}")
+    if s.kafka_pending not in KAFKA_PENDING:
+        raise CaseFileError(f"{where}: kafka_pending {s.kafka_pending!r} is not one of {', '.join(KAFKA_PENDING)}")
     return s
 
 
@@ -149,11 +159,40 @@ def _keys(raw: Mapping[str, Any], used: Sequence[str], where: str) -> dict[str, 
     return out
 
 
+def _log(raw: Any, where: str) -> tuple[tuple[LogLine, ...], tuple[CheckpointLine, ...]]:
+    lines: list[LogLine] = []
+    checkpoints: list[CheckpointLine] = []
+    for i, item in enumerate(raw, start=1):
+        if isinstance(item, Mapping) and ("checkpoint" in item or "restore" in item):
+            w = f"{where} log entry {i}"
+            _known(item, {"checkpoint", "restore", "completed"}, w)
+            restore = "restore" in item
+            if restore and ("checkpoint" in item or "completed" in item):
+                raise CaseFileError(f"{w}: a restore line is {{ restore = \"C1\" }} alone")
+            completed = item.get("completed", {})
+            if not isinstance(completed, Mapping):
+                raise CaseFileError(f"{w}: completed maps key labels to lastCompletedSequenceNumber")
+            checkpoints.append(CheckpointLine(n=i, name=str(item["restore" if restore else "checkpoint"]),
+                                              after=len(lines), restore=restore,
+                                              completed={str(k): int(v) for k, v in completed.items()}))
+            continue
+        lines.append(_line(len(lines) + 1, item, where))
+    names = [c.name for c in checkpoints if not c.restore]
+    if len(set(names)) != len(names):
+        raise CaseFileError(f"{where}: checkpoint names must be unique ({', '.join(names)})")
+    seen: set[str] = set()
+    for c in checkpoints:
+        if c.restore and c.name not in seen:
+            raise CaseFileError(f"{where}: restore {c.name!r} names no earlier checkpoint line")
+        seen.add(c.name)
+    return tuple(lines), tuple(checkpoints)
+
+
 def _line(i: int, raw: Any, where: str) -> LogLine:
     w = f"{where} log line {i}"
     if not isinstance(raw, Mapping):
         raise CaseFileError(f"{w}: each log line is an inline table {{ att=, key=, seq=, action=, event=, status= }}")
-    _known(raw, {"n", "att", "key", "seq", "action", "event", "status", "out", "calls", "stale"}, w)
+    _known(raw, {"n", "att", "key", "seq", "action", "event", "status", "out", "calls", "stale", "results"}, w)
     for f in ("key", "seq", "action", "event", "status"):
         if f not in raw:
             raise CaseFileError(f"{w}: missing '{f}'")
@@ -164,7 +203,8 @@ def _line(i: int, raw: Any, where: str) -> LogLine:
     return LogLine(n=int(raw.get("n", i)), attempt=int(raw.get("att", 1)), key=str(raw["key"]), seq=int(raw["seq"]),
                    action=action, action_label=label or None, event=parse_event(raw["event"], where=w),
                    status=status, outputs=tuple(parse_event(e, where=w) for e in raw.get("out", [])),
-                   calls=tuple(_call_spec(c, w) for c in raw.get("calls", [])), stale=_stale(raw.get("stale"), w))
+                   calls=tuple(_call_spec(c, w) for c in raw.get("calls", [])), stale=_stale(raw.get("stale"), w),
+                   results=tuple(parse_event(e, where=w) for e in raw.get("results", [])))
 
 
 def _stale(raw: Any, where: str) -> StaleMark | None:
@@ -272,6 +312,7 @@ def _agent_from_log(log: Sequence[LogLine]) -> tuple[tuple[ActionDecl, ...], dic
         if ln.status == "C":
             emits = [Emit(o.attributes["delegateType"], o.attributes.get("delegateAttributes") or {})
                      if o.type == "InternalSubagentCallEvent" else Emit(o.type, o.attributes) for o in ln.outputs]
+            emits += [Emit(r.type, r.attributes) for r in ln.results]
         steps[ident] = (trigger, calls, emits)
     # a bootstrap that no recorded call explains belongs to its round's first root: that caller had not
     # recorded the call yet when the log ends (S01, S03)
@@ -311,15 +352,22 @@ def _step(raw: Any, where: str) -> Step:
         ev = parse_event(raw["emit"], where=where)
         return Emit(ev.type, ev.attributes)
     if "call" in raw:
-        _known(raw, {"call", "args", "reconciler", "result", "raises"}, where)
+        _known(raw, {"call", "args", "reconciler", "result", "raises", "catch"}, where)
         rec = raw.get("reconciler")
         if rec not in (None, "succeeds", "raises"):
             raise CaseFileError(f"{where}: reconciler must be \"succeeds\" or \"raises\"")
-        return Call(str(raw["call"]), str(raw.get("args", "")), rec, raw.get("result"), raw.get("raises"))
+        return Call(str(raw["call"]), str(raw.get("args", "")), rec, raw.get("result"), raw.get("raises"),
+                    bool(raw.get("catch", False)))
     if "subagent" in raw:
         _known(raw, {"subagent", "session", "call_id", "event"}, where)
         ev = parse_event(raw.get("event", "Ev(_input_event)"), where=where)
         return SubagentCall(str(raw["subagent"]), str(raw["session"]), str(raw["call_id"]), ev.type, ev.attributes)
+    if "batch" in raw:
+        _known(raw, {"batch"}, where)
+        calls = [_step(c, f"{where} batch") for c in raw["batch"]]
+        if not calls or not all(isinstance(c, SubagentCall) for c in calls):
+            raise CaseFileError(f"{where}: a batch is a list of {{ subagent = ... }} calls")
+        return SubagentBatch(tuple(c for c in calls if isinstance(c, SubagentCall)))
     if "set" in raw:
         _known(raw, {"set", "value", "memory"}, where)
         return SetMemory(str(raw["set"]), raw.get("value"), str(raw.get("memory", "short_term")))
@@ -332,6 +380,22 @@ def _expect_calls(raw: Mapping[str, Any], where: str) -> dict[str, dict[str, int
         if not isinstance(table, Mapping):
             raise CaseFileError(f"{where}: expect_calls.{rule} maps function ids to call counts")
         out[rule] = {str(k): int(v) for k, v in table.items()}
+    return out
+
+
+def _expect_results(raw: Mapping[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for rule, table in raw.items():
+        if not isinstance(table, Mapping):
+            raise CaseFileError(f"{where}: expect_results.{rule} maps sub-agent call ids to result labels")
+        out[rule] = {}
+        for fid, want in table.items():
+            if want == "journal":
+                out[rule][str(fid)] = "journal"
+            elif isinstance(want, list):
+                out[rule][str(fid)] = tuple(str(x).lstrip("#") for x in want)
+            else:
+                raise CaseFileError(f"{where}: expect_results.{rule}.{fid} is a list of event labels or \"journal\"")
     return out
 
 
@@ -370,7 +434,12 @@ def _call_case(raw: Mapping[str, Any], where: str) -> CallCase:
 
 def _check_lines(case: Case, where: str) -> None:
     names = {a.name for a in case.actions}
+    restore = case.setup.restore
+    if restore is not None and restore not in {c.name for c in case.checkpoints if not c.restore}:
+        raise CaseFileError(f"{where}: [setup] restore = {restore!r} names no checkpoint line of the log")
     for ln in case.log:
+        if ln.results and ln.status != "C":
+            raise CaseFileError(f"{where}: log line {ln.n} has results, which only a completed (C) record holds")
         if case.actions and ln.action not in names:
             raise CaseFileError(f"{where}: log line {ln.n} uses action {ln.action!r} that the agent does not declare")
         if ln.status == "TOMB" and case.setup.source == "fluss":

@@ -76,7 +76,8 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
     if built is None:
         built = build_case(case)
     ids = built.id_factory()
-    prediction = predict(built.log, built.plan, built.agent, rule=rule_obj, markers=built.markers, new_id=ids)
+    prediction = predict(built.log, built.plan, built.agent, rule=rule_obj, markers=built.markers, new_id=ids,
+                         runtime=case.setup.runtime, kafka_pending=case.setup.kafka_pending)
     labels = {**built.id_labels, **ids.labels}
     lines = {ln.n: ln for ln in case.log}
     rows = []
@@ -116,6 +117,13 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
         got = sum(calls.values()) if fn == "*" else calls.get(fn, 0)
         if got != count:
             mismatches.append(f"expected {count} executed call(s) of {fn}, predicted {got}")
+    for fid, want in case.expect_results.get(rule_name, {}).items():
+        got_ids = prediction.subagent_results.get(fid)
+        got_r = got_ids if got_ids is None or isinstance(got_ids, str) else \
+            tuple(labels.get(i, i) for i in got_ids)
+        if got_r != want:
+            mismatches.append(f"sub-agent call {fid}: expected the caller to get {_results_text(want)}, "
+                              f"predicted {_results_text(got_r)}")
     passed = not mismatches if expectation is not None else not stale_items
     evictions = sum(len(e.removed) for e in prediction.events if e.op not in ("delete", "supersede"))
     return CaseResult(case_id=case.id, name=case.name, category=case.category, rule=rule_name, passed=passed,
@@ -125,6 +133,14 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
                       predicted=predicted + (("✗crash",) if prediction.crashed else ()),
                       mismatches=tuple(mismatches), stale=stale_items, crashed=prediction.crashed,
                       reruns=prediction.reruns(), evictions=evictions, calls=calls, prediction=prediction)
+
+
+def _results_text(value: Any) -> str:
+    if value is None:
+        return "no call"
+    if isinstance(value, str):
+        return "its journal (a terminal slot replayed)"
+    return "[" + ", ".join(f"#{v}" for v in value) + "]"
 
 
 def _notation(row: Any, label: str | None, stale: bool, names: dict[str, str]) -> str:

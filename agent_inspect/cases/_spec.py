@@ -9,7 +9,7 @@ from typing import Any
 from agent_inspect.agents import ActionDecl, AgentEvent, Behaviour, Call, DeclarativeAgent
 from agent_inspect.cases._notation import EventRef, Expectation
 
-__all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "StaleMark", "PendingSpec", "ReplaySpec", "CallCase", "AgentSpec"]
+__all__ = ["Case", "CaseSetup", "CheckpointLine", "KeySpec", "LogLine", "CallSpec", "StaleMark", "PendingSpec", "ReplaySpec", "CallCase", "AgentSpec"]
 
 KEY_FORMATS = ("K1", "K1.5", "K1.6", "K2")
 SOURCES = ("kafka", "fluss")
@@ -30,6 +30,9 @@ class CaseSetup:
     window_start: int = 1           # first log line inside the rebuild window (the marker position)
     max_parallelism: int = 128
     partitions: int = 1
+    runtime: str = "0.3"            # the upstream runtime that wrote the log and runs the recovery (0.3/0.4/main)
+    kafka_pending: str = "refresh"  # 0.4+ Kafka: pending states kept by refresh rows or by a moved-back marker
+    restore: str | None = None      # the checkpoint line whose marker is the rebuild window (else window_start)
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,24 @@ class LogLine:
     calls: tuple[CallSpec, ...] = ()
     action_label: str | None = None          # "IA@u1": an explicit (attempt-local) action UUID label
     stale: StaleMark | None = None
+    results: tuple[EventRef, ...] = ()       # a child's subagentResultEvents (V4, main; addendum §1.1)
+
+
+@dataclass(frozen=True)
+class CheckpointLine:
+    """A checkpoint (or a restore) between log lines: ``after`` log lines precede it.
+
+    A checkpoint takes the marker (the end offsets); a 0.4+ writer then re-appends every retained
+    state (refresh rows) or, Kafka with ``kafka_pending = "marker"``, moves the marker back to the
+    oldest retained state; ``completed`` (``lastCompletedSequenceNumber`` per key) prunes the writer's
+    cache when it completes. A restore rebuilds the writer's cache from that checkpoint's marker.
+    """
+
+    n: int
+    name: str
+    after: int
+    restore: bool = False
+    completed: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -146,8 +167,11 @@ class Case:
     begin: tuple[tuple[EventRef, EventRef], ...]
     expect: Mapping[str, Expectation]
     expect_calls: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: per rule, per sub-agent call id: the result event labels its caller gets, or "journal"
+    expect_results: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     call_case: CallCase | None = None
     replay_agent: AgentSpec | None = None    # new code after the restore (L01); None: the log's agent
+    checkpoints: tuple[CheckpointLine, ...] = ()   # checkpoints and restores between log lines
     summary: str = ""
     note: str = ""
     variant: str | None = None

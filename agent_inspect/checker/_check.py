@@ -43,10 +43,12 @@ from agent_inspect.checker._judge import (
     _history_subject,
     resolve_check_rule,
 )
+from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
 from agent_inspect.checker._report import CheckReport, Counterexample
 from agent_inspect.checker._shrink import _assemble, _history_lines, _judge_case, _shrink
 
-__all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS", "history_seeds"]
+__all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS", "history_seeds",
+           "KNOWN_LIMITS", "known_limit"]
 
 def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
           options: HistoryOptions | Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None,
@@ -90,20 +92,27 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
             continue
         case_id = f"CHK-{kind}-{h.seed}"
         summary = f"rules.check counterexample: {kind} under {name} (history seed {h.seed})"
+        # the full, unminimized history is kept beside the minimal one (spec §10.3, issue #12 item 10)
+        lines, pending, replay = _history_lines(h)
+        full = _assemble({"id": f"{case_id}-full", "name": f"rules-check-{kind}-full",
+                          "summary": summary + " (full history, not minimized)",
+                          "setup": {"key_format": h.options.key_format, "pipeline": "python",
+                                    "tombstones": h.tombstones}, "agent": dict(h.agent_spec)},
+                         lines, replay, pending, h.plan.restored_seq)
+        full_ev = _judge_case(full, rule_obj) or _Eval()
         if minimize:
             data, ev = _shrink(kind, h, rule_obj, case_id, summary)
         else:
-            lines, pending, replay = _history_lines(h)
-            data = _assemble({"id": case_id, "name": f"rules-check-{kind}", "summary": summary,
-                              "setup": {"key_format": h.options.key_format, "pipeline": "python",
-                                        "tombstones": h.tombstones}, "agent": dict(h.agent_spec)},
-                             lines, replay, pending, h.plan.restored_seq)
-            ev = _judge_case(data, rule_obj) or _Eval()
+            data, ev = {**full, "id": case_id, "name": f"rules-check-{kind}", "summary": summary}, full_ev
         items = ev.stale if kind == "stale-reuse" else ev.avoidable if kind == "avoidable-rerun" else \
             [ev.error] if ev.error else []
-        data = {**data, "note": f"history: {h.describe()}"}
+        limit = known_limit(h, _evaluate(_history_subject(h), rule_obj), kind)
+        note = f"history: {h.describe()}" + (f"; spec §10.3 known limit: {limit}" if limit else "")
+        data = {**data, "note": note}
+        full = {**full, "note": note}
         cexs.append(Counterexample(kind=kind, rule=name, history_seed=h.seed, history=h.describe(),
-                                   items=tuple(str(i) for i in items), data=data, rule_object=rule_obj))
+                                   items=tuple(str(i) for i in items), data=data, rule_object=rule_obj,
+                                   full_data=full, known_limit=limit))
     return CheckReport(rule=name, n=len(todo), seed=seed, options=opts, frame=frame, counterexamples=tuple(cexs))
 
 

@@ -27,6 +27,8 @@ class Counterexample:
 
     ``items`` are the failing tasks of the minimized case; ``case`` is the parsed case,
     :meth:`to_toml` / :meth:`save` write it, :meth:`executor` opens it in the replay stepper.
+    ``full_data`` is the full, unminimized history as a case (``full_case``; saved beside the minimal
+    one); ``known_limit`` names the spec §10.3 known limit the history falls in, or None (a rule defect).
     """
 
     kind: str
@@ -36,6 +38,13 @@ class Counterexample:
     items: tuple[str, ...]
     data: Mapping[str, Any] = field(repr=False)
     rule_object: Any = field(default=None, repr=False, compare=False)
+    full_data: Mapping[str, Any] | None = field(default=None, repr=False)
+    known_limit: str | None = None
+
+    @property
+    def full_case(self) -> Any:
+        """The full, unminimized history as a case (None when not kept)."""
+        return _parse(self.full_data) if self.full_data is not None else None
 
     @property
     def case(self) -> Any:
@@ -64,13 +73,18 @@ class Counterexample:
 
     def save(self, path: str | Path) -> Path:
         """Write the case file: ``path`` ending in ``.toml``, or a directory (created if needed) that gets
-        ``<case id>.toml``. Returns the path written."""
+        ``<case id>.toml``; the full history goes beside it as ``<name>-full.toml``. Returns the path written."""
+        import tomli_w
+
         path = Path(path)
         if path.suffix != ".toml":
             path.mkdir(parents=True, exist_ok=True)
             path = path / f"{self.data['id']}.toml"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(self.to_toml(), encoding="utf-8")
+        if self.full_data is not None:
+            path.with_name(f"{path.stem}-full.toml").write_text(tomli_w.dumps(_toml_ready(self.full_data)),
+                                                                encoding="utf-8")
         return path
 
     def executor(self, **options: Any) -> Any:
@@ -79,9 +93,12 @@ class Counterexample:
         return executor_for(self.case, rule=rule, **options)
 
     def to_dict(self) -> dict[str, Any]:
+        import tomli_w
+
         return {"kind": self.kind, "rule": self.rule, "history_seed": self.history_seed, "history": self.history,
                 "items": list(self.items), "records": self.records, "attempts": self.attempts,
-                "rounds": self.rounds, "case": self.to_toml()}
+                "rounds": self.rounds, "case": self.to_toml(), "known_limit": self.known_limit,
+                "full_case": tomli_w.dumps(_toml_ready(self.full_data)) if self.full_data is not None else None}
 
 
 def _toml_ready(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -81,7 +81,8 @@ def _check(args: argparse.Namespace) -> int:
         print(("PASS " if report.passed else "FAIL ") + report.summary())
         for i, c in enumerate(report.counterexamples):
             print(f"\n{c.kind}: history seed {c.history_seed}; minimized to {c.attempts} attempt(s), "
-                  f"{c.rounds} round(s), {c.records} record(s)")
+                  f"{c.rounds} round(s), {c.records} record(s); "
+                  + (f"spec §10.3 known limit: {c.known_limit}" if c.known_limit else "not a known limit"))
             for item in c.items:
                 print(f"    - {item}")
             if saved:

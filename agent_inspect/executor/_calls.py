@@ -181,6 +181,26 @@ class LiveCallJournal:
             return self._reconcilable(function_id, args_digest, call, reconciler)
         return self._completion_only(function_id, args_digest, call)
 
+    def reserve(self, function_ids: Sequence[str]) -> None:
+        """Reserve PENDING caller slots for sub-agent calls about to be made from the current index on,
+        in one write (``reservePendingBatch``, addendum §1.1); slots already there with the same identity
+        stay, a mismatch cuts the journal there (§9.4)."""
+        added = False
+        for k, fid in enumerate(function_ids):
+            j = self.index + k
+            slot = self.results[j] if j < len(self.results) else None
+            if slot is not None and slot.identity == (fid, ""):
+                continue
+            if slot is not None:
+                self._warn_mismatch(j, slot, fid, "")
+                del self.results[j:]
+            self.results.append(CallSlot(fid, "", "PENDING"))
+            self._report(CallEvent(j, fid, "", "pending", status="PENDING",
+                                   results_before=len(self.results) - 1, results_after=len(self.results)))
+            added = True
+        if added:
+            self._persist(tuple(self.results))
+
     # -- completion-only (§9.4 first list) ----------------------------------------------------
 
     def _completion_only(self, fid: str, digest: str, call: Callable[[], Any]) -> Any:

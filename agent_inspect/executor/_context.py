@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import LiveCallJournal, python_args_digest, python_function_id
 from agent_inspect.executor._events import wrap_subagent
 from agent_inspect.executor._memory import Memory
@@ -14,6 +14,7 @@ from agent_inspect.executor._memory import Memory
 if TYPE_CHECKING:
     from agent_inspect.executor._events import IdSource
     from agent_inspect.executor._statekeys import KeyMaker
+    from agent_inspect.store import RuntimeModel
 
 __all__ = ["ReplayContext", "RecordingMemory", "Runtime"]
 
@@ -26,6 +27,9 @@ class Runtime(Protocol):
 
     @property
     def keys(self) -> KeyMaker: ...
+
+    @property
+    def model(self) -> RuntimeModel: ...
 
     def subagent_runner(self, ctx: ReplayContext, scope: str, session_id: str, call_id: str,
                         event_type: str, attributes: Mapping[str, object]) -> Callable[[], list[dict[str, object]]]: ...
@@ -84,6 +88,8 @@ class ReplayContext:
         self.event = event
         self.calls = calls
         self.outputs: list[AgentEvent] = []
+        #: a child's result events (main: ``subagentResultEvents``, never in ``outputs``; addendum §1.1)
+        self.results: list[AgentEvent] = []
         self.short_term_updates: list[tuple[str, Any]] = []
         self.sensory_updates: list[tuple[str, Any]] = []
         self._stm = RecordingMemory(short_term, self.short_term_updates)
@@ -106,6 +112,9 @@ class ReplayContext:
         """Emit an event with a fresh id; inside a sub-agent call it is re-wrapped for the same call."""
         attrs = dict(attributes or {})
         new_id = self._runtime.ids.new()
+        if self._subcall is not None and type == OUTPUT_EVENT and self._runtime.model.subagent_results:
+            self.results.append(AgentEvent(OUTPUT_EVENT, attrs, new_id))     # no lineage (addendum §1.1)
+            return
         if self._subcall is not None and type != SUBAGENT_EVENT:
             scope, session, call = self._subcall
             ev = wrap_subagent(scope, session, call, type, attrs, event_id=new_id,
@@ -167,7 +176,18 @@ class ReplayContext:
             session_id, call_id = self._allocate_ids(scope)
         fid = f"{session_id}#{call_id}"
         run = self._runtime.subagent_runner(self, scope, session_id, call_id, event_type, attrs)
+        if self._runtime.model.pending_slots:
+            # main: a PENDING caller slot is reserved first; a PENDING slot re-submits the call (addendum §1.1)
+            return self.calls.call(fid, "", run, reconciler=run)
         return self.calls.call(fid, "", run)
+
+    def call_subagents(self, calls: Sequence[tuple[str, str, Mapping[str, Any], str, str]]) -> list[Any]:
+        """A batch of sub-agent calls ``(scope, event type, attributes, session id, call id)``: on main their
+        PENDING caller slots are reserved in one write first (``reservePendingBatch``, addendum §1.1)."""
+        if self._runtime.model.pending_slots:
+            self.calls.reserve([f"{session}#{call_id}" for _, _, _, session, call_id in calls])
+        return [self.call_subagent(scope, etype, attrs, session_id=session, call_id=call_id)
+                for scope, etype, attrs, session, call_id in calls]
 
     def _allocate_ids(self, scope: str) -> tuple[str, str]:
         if self._allocator is None:

@@ -47,7 +47,12 @@ class Engine:
                  attempt: int, seed: int, memory_decoder: Callable[[Any], Any] | None,
                  memory: Mapping[str, Mapping[str, Any]], sensory: Mapping[str, Mapping[str, Any]],
                  source_kind: str | None, expected_fingerprint: str | None, max_parallelism: int | None,
-                 call_matching: str = "position") -> None:
+                 call_matching: str = "position", runtime: object = "0.3",
+                 kafka_pending: str | None = None) -> None:
+        from agent_inspect.store import runtime_model
+
+        #: the upstream runtime's recovery behaviours (issue #12; :func:`agent_inspect.store.runtime_model`)
+        self.model = runtime_model(runtime, kafka_pending=kafka_pending)
         self.log = log
         self.agent = agent
         self.rule = rule
@@ -165,7 +170,7 @@ class Engine:
             self.base_session = rebuild_session(self.log, self.rule, self.markers,
                                                 source_kind=self.source_kind,
                                                 expected_fingerprint=self.expected_fingerprint,
-                                                max_parallelism=self.max_parallelism)
+                                                max_parallelism=self.max_parallelism, runtime=self.model)
         session = self.base_session.copy()
         self.run.session = session
         rebuild_events = [e for e in session.events if e.step == "rebuild"]
@@ -181,22 +186,19 @@ class Engine:
             self._cache_event_step(ev, during="rebuild")
 
     def _not_dispatched(self) -> None:
-        """One step per cached record of a replayed round that no task looked up (as ``predict``)."""
-        store = self.session.store
+        """One step per cached record of a replayed round that no task looked up (as ``predict``), each
+        decided when its round ended (§11.4.5), so a later eviction cannot hide it (issue #12 item 10)."""
         names: dict[str, str] | None = None
-        for key, seq in self.run.rounds:
-            for entry in sorted(store.entries_at(key, seq), key=lambda e: (e.pos is None, e.pos or 0)):
-                if entry.state_key in self.run.looked_up:
-                    continue
-                if names is None:
-                    names = self.action_names()
-                self._emit(StepKind.NOT_DISPATCHED, key=key, seq=seq,
-                           action=names.get(entry.action_uuid, entry.action_uuid[:8]),
-                           event_type=entry.task_event_type, event_id=entry.task_event_id,
-                           fingerprint=entry.event_uuid, state_key=entry.state_key,
-                           outcome=StepOutcome.NOT_DISPATCHED,
-                           reason="cached record of a replayed round that no task looked up",
-                           detail={"pos": entry.pos})
+        for key, seq, entry in self.run.not_dispatched:
+            if names is None:
+                names = self.action_names()
+            self._emit(StepKind.NOT_DISPATCHED, key=key, seq=seq,
+                       action=names.get(entry.action_uuid, entry.action_uuid[:8]),
+                       event_type=entry.task_event_type, event_id=entry.task_event_id,
+                       fingerprint=entry.event_uuid, state_key=entry.state_key,
+                       outcome=StepOutcome.NOT_DISPATCHED,
+                       reason="cached record of a replayed round that no task looked up",
+                       detail={"pos": entry.pos})
 
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
                           action: str | None = None) -> None:
@@ -225,8 +227,14 @@ class Engine:
             self.run.rounds[(key, seq)] = None
         self.run.seq_of[key] = seq
         self.run.active = (key, seq, queue)
+        self.run.round_input = input_event.fingerprint if input_event is not None else None
         self._dispatch(key, seq, queue, collector=None)
         self.run.active = self.run.current = None
+        if (key, seq) in self.run.rounds:
+            self.run.not_dispatched.extend(
+                (key, seq, e) for e in sorted(self.session.store.entries_at(key, seq),
+                                              key=lambda e: (e.pos is None, e.pos or 0))
+                if e.state_key not in self.run.looked_up)
         _, sensory = self.memory_of(key)
         cleared = len(sensory)
         sensory.clear()
@@ -243,6 +251,8 @@ class Engine:
                 self.run.current = (decl, ev)
             n_steps = len(self.run.steps)
             outs = self._task(key, seq, decl, ev, restored=restored)
+            if collector is not None:     # main: a child's result events answer its call (addendum §1.1)
+                collector.extend(dict(r.attributes) for r in self.run.last_results)
             reused = any(s.kind is StepKind.REUSE for s in self.run.steps[n_steps:])
             for out in outs:
                 self._route(key, seq, out, queue, collector, reused=reused)
@@ -270,6 +280,7 @@ class Engine:
         from agent_inspect.store import Outcome, Task
 
         task_no = self._next_task()
+        self.run.last_results = []
         name = action_name(decl)
         common: dict[str, Any] = dict(key=key, seq=seq, action=name, event_type=event.type, event_id=event.id,
                                       scope=event.scope, task=task_no)
@@ -286,7 +297,7 @@ class Engine:
         self.run.looked_up.add(sk)
         t = Task(business_key=key, seq=seq, state_key=sk, event_uuid=fp, action_uuid=auuid, event_id=event.id,
                  event_type=event.type, is_root=event.is_root, key_format=self.keys.format,
-                 key_text=self.keys.key_text(key), action=name)
+                 key_text=self.keys.key_text(key), action=name, round_input=self.run.round_input)
         common.update(fingerprint=fp, state_key=sk)
         decision = self._lookup(t, task_no, name, during="lookup")
         policy = self.calls.policies.for_action(name)
@@ -338,6 +349,12 @@ class Engine:
         for path, value in record.sensory:
             sensory.set(path, value)
         outs = [_rebind(o, event.id, decl.name) for o in record.outputs]
+        if self.model.subagent_results and event.type == SUBAGENT_EVENT:
+            # main: a reused child answers with its result events; its forwarded envelopes stay unsent
+            self.run.last_results = [_rebind(r, event.id, decl.name) for r in record.results]
+            outs = []
+        elif self.model.no_rebootstrap and event.type != SUBAGENT_EVENT and decl.scope is None:
+            outs = [o for o in outs if o.type != SUBAGENT_EVENT]   # a root caller's stored bootstrap
         paths = [p for p, _ in record.short_term] + [p for p, _ in record.sensory]
         self._emit(StepKind.REUSE, **common, outcome=StepOutcome.REUSE, reason="completed record: body skipped, "
                    "memory updates applied, outputs re-emitted",
@@ -379,7 +396,9 @@ class Engine:
             raise JobFailed(f"action {decl.name} at ({t.business_key}, {t.seq}) raised {exc!r}", exc) from None
         self._lookup(t, task_no, decl.name, during="get at completion")
         done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
-                          sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True)
+                          sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True,
+                          results=tuple(ctx.results))
+        self.run.last_results = list(ctx.results)
         paths = [p for p, _ in done.short_term] + [p for p, _ in done.sensory]
         self._persist(t, done, StepOutcome.COMPLETED, common,
                       extra=f"; memory set {paths}; outputs {[o.type for o in done.outputs]}")

@@ -57,7 +57,8 @@ class ExecutorOptions:
 
     Production mode (the journal of writes):
 
-    - ``value_format``: the ActionState value format of journal records (default ``"V3"``).
+    - ``value_format``: the ActionState value format of journal records (default ``"V3"``; ``"V4"``
+      under ``runtime="main"``, which writes ``subagentResultEvents``).
     - ``num_partitions``: partitions of the journal (default: the log's, else 1).
     - ``clock``: journal timestamps; a base time stamps each record base + its PERSIST step index
       in milliseconds, a callable ``clock(i, step)`` gets the journal index and the writing step;
@@ -65,7 +66,12 @@ class ExecutorOptions:
     - ``prune_tombstones``: Kafka's ``kafkaActionStateTombstoneEnabled`` (#885, §6.6): completing a
       checkpoint journals a tombstone per pruned state key.
     - ``runtime``: which upstream runtime wrote the log ("0.3", "0.4", "main"; default "auto", inferred
-      from the records); with no rule given, the rule that runtime ships is used.
+      from the records); with no rule given, the rule that runtime ships is used. It also selects that
+      runtime's recovery behaviours (issue #12; :func:`agent_inspect.store.runtime_model`): 0.4+ reads
+      checkpoint-time refresh rows (pending states kept across checkpoints); main runs sub-agents as
+      addendum §1.1 says (PENDING caller slots, result events, no re-bootstrap of a completed root caller).
+    - ``kafka_pending``: 0.4+ Kafka keeps pending states by ``"refresh"`` rows (default) or a moved-back
+      ``"marker"`` (addendum §2.3 leaves it open).
     - ``call_matching``: how a durable call is matched with the recorded slot at its position
       ("position": function id and args digest, the default; "function-id": the #1016 variant).
     """
@@ -92,6 +98,7 @@ class ExecutorOptions:
     prune_tombstones: bool = False
     runtime: str = "auto"
     call_matching: str = "position"
+    kafka_pending: str | None = None
 
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied, leaving options whose new value is the default untouched."""

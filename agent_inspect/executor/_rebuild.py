@@ -10,15 +10,16 @@ __all__ = ["rebuild_session"]
 
 def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | None, *,
                     source_kind: str | None = None, expected_fingerprint: str | None = None,
-                    max_parallelism: int | None = None) -> Any:
+                    max_parallelism: int | None = None, runtime: Any = "0.3") -> Any:
     """A :class:`~agent_inspect.recovery.RecoverySession` rebuilt from ``log`` (empty without a log).
 
     ``markers=None`` with a log rebuilds from the whole loaded log (as if the marker were at its
     start, like ``predict``); ``markers=[]`` is an explicit fresh start (empty cache).
     ``source_kind`` ("kafka" / "fluss") picks the original rule's snapshot flavour; default: the log's.
-    ``expected_fingerprint`` / ``max_parallelism`` are the K2 restore checks (spec §6.5).
+    ``expected_fingerprint`` / ``max_parallelism`` are the K2 restore checks (spec §6.5). ``runtime``
+    (a name or a ``RuntimeModel``): from 0.4 on, checkpoint-time refresh rows are applied as such.
     """
-    from agent_inspect.recovery import rebuild, source_kind_of
+    from agent_inspect.recovery import rebuild, refresh_positions, source_kind_of
     from agent_inspect.rules import resolve_rule
     from agent_inspect.store import RecoverySession
 
@@ -27,4 +28,4 @@ def rebuild_session(log: Any, rule: Any, markers: Sequence[Mapping[int, int]] | 
     if log is None:
         return session
     return rebuild(log, session.rule, markers, session=session, expected_fingerprint=expected_fingerprint,
-                   max_parallelism=max_parallelism)
+                   max_parallelism=max_parallelism, refresh=refresh_positions(log, runtime))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import CallSlot
 from agent_inspect.executor._events import event_from_record
+from agent_inspect.history import subagent_result_events
 
 if TYPE_CHECKING:
     from agent_inspect.codec import ActionState
@@ -41,6 +42,7 @@ class RecordView:
     outputs: tuple[AgentEvent, ...] = ()
     calls: tuple[CallSlot, ...] = ()
     completed: bool = False
+    results: tuple[AgentEvent, ...] = ()      # a sub-agent child's subagentResultEvents (V4, addendum §1.1)
 
     @classmethod
     def from_state(cls, state: ActionState, *, memory_decoder: Callable[[OpaqueMemoryValue], Any] | None = None
@@ -62,13 +64,14 @@ class RecordView:
             outputs=tuple(event_from_record(e) for e in state.output_events),
             calls=tuple(CallSlot.from_record(c) for c in state.call_results),
             completed=bool(state.completed),
+            results=tuple(event_from_record(e) for e in subagent_result_events(state)),
         )
 
     def to_state(self, *, value_format: str = "V3") -> ActionState:
         """The codec ``ActionState`` to encode with ``encode_action_state``."""
         from agent_inspect.codec import ActionState, CallResult
 
-        return ActionState(
+        state = ActionState(
             task_event=_to_event(self.task_event) if self.task_event is not None else None,
             sensory_memory_updates=tuple(_to_update(p, v, value_format) for p, v in self.sensory),
             short_term_memory_updates=tuple(_to_update(p, v, value_format) for p, v in self.short_term),
@@ -80,6 +83,11 @@ class RecordView:
                 for c in self.calls),
             completed=self.completed,
         )
+        if self.results:
+            from agent_inspect.recovery import with_subagent_result_events
+
+            state = with_subagent_result_events(state, (_to_event(e) for e in self.results))
+        return state
 
 
 def _memory(update: Any, decoder: Callable[[OpaqueMemoryValue], Any] | None) -> tuple[str, Any]:

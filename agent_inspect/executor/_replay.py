@@ -56,7 +56,7 @@ class ReplayExecutor(HtmlRepr):
     ``policies``, ``memory``, ``sensory``, ``memory_decoder``, ``restore``, ``key_format``,
     ``max_parallelism``, ``expected_fingerprint``, ``source_kind``, ``attempt``, ``seed``,
     ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``,
-    ``runtime``, ``call_matching``.
+    ``runtime``, ``call_matching``, ``kafka_pending``.
 
     The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`),
     memory is copy-on-write, and no source client is ever used. Bodies must have side effects only
@@ -86,14 +86,16 @@ class ReplayExecutor(HtmlRepr):
                  attempt: int | None = None, seed: int | None = None,
                  memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
                  source_kind: str | None = None, clock: Clock | None = None,
-                 prune_tombstones: bool = False, runtime: str = "auto", call_matching: str = "position") -> None:
+                 prune_tombstones: bool = False, runtime: str = "auto", call_matching: str = "position",
+                 kafka_pending: str | None = None) -> None:
         opts = (options or ExecutorOptions()).updated(
             agent=agent, plan=plan, markers=markers, policies=policies, key_format=key_format,
             value_format=value_format, num_partitions=num_partitions, max_parallelism=max_parallelism,
             expected_fingerprint=expected_fingerprint, memory=memory, sensory=sensory,
             breakpoints=tuple(breakpoints), fail_after=fail_after, attempt=attempt, seed=seed,
             memory_decoder=memory_decoder, restore=restore, source_kind=source_kind, clock=clock,
-            prune_tombstones=prune_tombstones, runtime=runtime, call_matching=call_matching)
+            prune_tombstones=prune_tombstones, runtime=runtime, call_matching=call_matching,
+            kafka_pending=kafka_pending)
         self.options = opts
         base = _as_log(log)
         agent = opts.agent
@@ -136,11 +138,12 @@ class ReplayExecutor(HtmlRepr):
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
             source_kind=opts.source_kind, expected_fingerprint=opts.expected_fingerprint,
-            max_parallelism=opts.max_parallelism, call_matching=opts.call_matching)
+            max_parallelism=opts.max_parallelism, call_matching=opts.call_matching, runtime=self.runtime,
+            kafka_pending=opts.kafka_pending)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
         self._production = Production(
-            engine, self._debugger, value_format=opts.value_format, num_partitions=opts.num_partitions,
+            engine, self._debugger, value_format=_journal_format(opts.value_format, engine.model.subagent_results), num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
             restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
 
@@ -311,6 +314,12 @@ class ReplayExecutor(HtmlRepr):
         if cur is not None:
             yield Text("current: ", cur.kind.value, " ", cur.key, " seq ", cur.seq, " ", cur.action, " → ", cur.outcome)
         yield Table(self.steps.tail(20), caption="last steps")
+
+
+def _journal_format(value_format: str, main: bool) -> str:
+    """The journal's value format: main writes V4 (``subagentResultEvents`` in every record), so the
+    default V3 becomes V4 under a runtime with sub-agent result events; an explicit choice stays."""
+    return "V4" if main and value_format == "V3" else value_format
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:

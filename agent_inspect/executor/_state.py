@@ -14,7 +14,7 @@ from agent_inspect.executor._record import RecordView
 from agent_inspect.executor._steps import Step
 
 if TYPE_CHECKING:
-    from agent_inspect.store import RecoverySession, Task
+    from agent_inspect.store import Entry, RecoverySession, Task
 
 __all__ = ["Counters", "MemoryState", "Checkpoint", "JobFailed", "RunState", "TaskQueue", "Write"]
 
@@ -106,5 +106,9 @@ class RunState:
     inputs_started: int = 0
     active: tuple[str, int, TaskQueue] | None = None               # top-level round: key, seq, queue
     rounds: dict[tuple[str, int], None] = field(default_factory=dict)   # replayed (key, seq), in order
+    # cached records of each replayed round no task looked up, decided when the round ends (§11.4.5)
+    not_dispatched: list[tuple[str, int, Entry]] = field(default_factory=list)
+    round_input: str | None = None          # fingerprint of the input that started the current round
+    last_results: list[AgentEvent] = field(default_factory=list)   # sub-agent result events of the last task
     looked_up: set[str] = field(default_factory=set)                    # state keys some task looked up
     current: tuple[ActionDecl | str, AgentEvent] | None = None     # its task being processed

@@ -17,6 +17,7 @@ from agent_inspect.history._executions import (
 )
 from agent_inspect.history._graph import EVICTED_STATUSES, NOT_IN_LOG, action_graph, graph_edges, graph_nodes
 from agent_inspect.history._layout import layered_layout
+from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
 
 __all__ = [
@@ -25,4 +26,6 @@ __all__ = [
     # action graphs and sub-agent call trees
     "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout",
     "NOT_IN_LOG", "EVICTED_STATUSES", "CALL_STATUSES", "ATTRIBUTIONS",
+    # V4 sub-agent result events of a record
+    "subagent_result_events",
 ]

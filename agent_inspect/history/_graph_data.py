@@ -257,6 +257,12 @@ def load_key(
             continue
         if sk is None and row.get("seq") is None:
             continue  # an undecodable key belongs to no business key's graph
+        if row.get("status") == "refresh":
+            # a checkpoint-time re-append (0.4+): not an execution; noted on the state key's execution
+            prev = last_of_key.get(sk)
+            if prev is not None:
+                prev.extra.setdefault("refresh_positions", []).append(row["pos"])
+            continue
         # K0 keys carry no seq, so the annotation leaves them out (-1): one execution per state key.
         execution = row.get("execution")
         gid = (sk, row.get("attempt"), None if execution is None or execution < 0 else execution)
@@ -324,6 +330,10 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
             ex.outputs = tuple(
                 replace(o, event_type=t) if t is not None else o for o, t in zip(ex.outputs, types)
             )
+    if last.get("completed") and last.get("task_event_type") == _INTERNAL_SUBAGENT:
+        from agent_inspect.history._results import subagent_result_events
+
+        ex.extra["results"] = len(subagent_result_events(value(last["pos"])))   # V4 (addendum §1.1)
     for row in reversed(ex.rows):
         if row.get("call_count"):
             ex.call_functions = _call_functions(value(row["pos"]))

@@ -17,6 +17,7 @@ from agent_inspect.history._graph_data import (
     load_key,
     task_event,
 )
+from agent_inspect.history._results import subagent_result_events
 
 __all__ = ["subagent_tree", "CALL_STATUSES", "ATTRIBUTIONS"]
 
@@ -301,10 +302,32 @@ def subagent_tree(
                 parent = c.parent if c.parent is not None else cnode
                 tree.add_edge(parent, c.ex.node, kind="forwards" if c.parent else "delegates",
                               linked=c.parent is not None or c.role == "bootstrap")
+            _add_results(tree, data, cnode, calls, latest)
 
     _levels_and_marks(tree)
     tree.graph["attributions"] = {s.session_id: s.attribution for s in sessions.values()}
     return tree
+
+
+def _add_results(tree: nx.DiGraph, data: KeyData, cnode: str, calls: list[_Child],
+                 latest: Mapping[Any, Execution]) -> None:
+    """The call's result events (V4 ``subagentResultEvents`` of its children's latest records, addendum
+    §1.1) as ``result`` nodes under the call they answer, each naming the child that produced it."""
+    for c in calls:
+        ex = latest.get(c.ex.state_key, c.ex)
+        state = data.value(ex.positions[-1]) if ex.positions else None
+        for i, ev in enumerate(subagent_result_events(state)):
+            node = f"result:{ev.id or f'{ex.node}/{i}'}"
+            if node in tree:
+                continue
+            try:
+                attrs = event_attributes(ev)
+            except Exception:  # noqa: BLE001 - undecodable attributes: the node is still shown
+                attrs = None
+            tree.add_node(node, kind="result", label=f"result · {ev.type}", event_id=ev.id, event_type=ev.type,
+                          attributes=attrs, produced_by=ex.node, call=cnode, status=None,
+                          order=float(ex.positions[-1]) + 0.1 * (i + 1))
+            tree.add_edge(cnode, node, kind="answers")
 
 
 def _ordinal_label(what: str, ident: str, scope: str | None) -> str:
@@ -329,7 +352,7 @@ def _call_status(session: _Session, call_id: str, calls: list[_Child], latest: M
         return "in-flight"
     answered = any(
         out.delegate_type == "_output_event" for ex in newest.values() for out in ex.outputs
-    )
+    ) or any(ex.extra.get("results") for ex in newest.values())
     return "done" if answered else "in-flight"
 
 
@@ -359,7 +382,7 @@ def _levels_and_marks(tree: nx.DiGraph) -> None:
             d["level"] = parent_level if parent_level is not None else 0
         elif d.get("level") is None:
             d["level"] = 0
-    structural = {"session", "call", "unattributed", "round"}
+    structural = {"session", "call", "unattributed", "round", "result"}
     below: dict[Any, set[str]] = {}  # rule statuses of the executions in each subtree, children first
     for node in reversed(order):
         d = tree.nodes[node]

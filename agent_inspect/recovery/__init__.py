@@ -30,6 +30,7 @@ from agent_inspect.recovery._rebuild import (
     window_mask,
 )
 from agent_inspect.recovery._reconstruct import STATUSES, Reconstruction, reconstruct
+from agent_inspect.recovery._refresh import refresh_positions, subagent_result_events, with_subagent_result_events
 
 __all__ = [
     # reconstruction
@@ -42,6 +43,8 @@ __all__ = [
     "agent_event", "SymbolicCallJournal",
     # driving a plan through a rebuilt session
     "simulate", "Simulation",
+    # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)
+    "refresh_positions", "subagent_result_events", "with_subagent_result_events",
 ]
 
 __getattr__ = renamed(__name__, {"CallJournal": "SymbolicCallJournal"}, moved(__name__, dict.fromkeys(

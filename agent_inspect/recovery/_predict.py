@@ -33,15 +33,27 @@ from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
 from agent_inspect.recovery._rebuild import Markers, rebuild
-from agent_inspect.store import CacheEvent, Divergence, Entry, LookupDecision, Outcome, RecoverySession, Task
+from agent_inspect.store import (
+    CacheEvent,
+    Divergence,
+    Entry,
+    LookupDecision,
+    Outcome,
+    RecoverySession,
+    RuntimeModel,
+    Task,
+    runtime_model,
+)
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery._reconstruct import Reconstruction
 
-__all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED"]
+__all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED",
+           "reused_events"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
+_OUTPUT_CLASS = "org.apache.flink.agents.api.OutputEvent"
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
                  "calls_replayed", "cache_ops"]
@@ -98,6 +110,7 @@ class SymbolicCallJournal:
         self.index = 0
         self.warnings: list[str] = []
         self.writes = 0
+        self._reserved: set[int] = set()     # slots this execution reserved (a fresh call, not a re-submit)
 
     def call(self, function_id: str, args_digest: str, run: Callable[[], Any] | None = None, *,
              reconciler: Callable[[], Any] | None = None) -> CallOutcome:
@@ -131,6 +144,45 @@ class SymbolicCallJournal:
         new.status = _invoke(run)
         self.writes += 1
         return CallOutcome(function_id, args_digest, "execute", i, cut, new.status)
+
+    def subagent(self, function_id: str, run: Callable[[], Any] | None) -> CallOutcome:
+        """An internal sub-agent call as post-0.4 main makes it (addendum §1.1): it reserves a PENDING
+        caller slot first; a terminal slot replays (the child is not dispatched); a PENDING slot re-submits
+        the call with the same ids (outcome ``resubmit``: the child is dispatched again and reconciles
+        against its own record); no slot reserves one, runs and finalizes."""
+        i = self.index
+        cut = self.reserve([function_id])
+        self.index += 1
+        slot = self.results[i]
+        if slot.status != "PENDING":
+            return CallOutcome(function_id, "", "reraise" if slot.status == "FAILED" else "hit", i,
+                               status=slot.status)
+        slot.status = _invoke(run)
+        self.writes += 1
+        if i in self._reserved:
+            return CallOutcome(function_id, "", "execute", i, cut, slot.status)
+        return CallOutcome(function_id, "", "resubmit", i, status=slot.status)
+
+    def reserve(self, function_ids: Sequence[str]) -> int | None:
+        """Reserve PENDING caller slots for sub-agent calls about to be made from the current index on, in
+        one write (``reservePendingBatch``): slots already there with the same identity stay; a mismatch
+        cuts the journal there (§9.4). Returns the index cut at, if any."""
+        cut = None
+        added = False
+        for k, fid in enumerate(function_ids):
+            j = self.index + k
+            slot = self.results[j] if j < len(self.results) else None
+            if slot is not None and slot.function_id == fid and slot.args_digest == "":
+                continue
+            if slot is not None:
+                cut = self._truncate(j, slot, fid, "") if cut is None else cut
+                del self.results[j:]
+            self.results.append(_Slot(fid, "", "PENDING"))
+            self._reserved.add(j)
+            added = True
+        if added:
+            self.writes += 1
+        return cut
 
     def _truncate(self, i: int, slot: _Slot | None, function_id: str, args_digest: str) -> int | None:
         if slot is None:
@@ -191,6 +243,9 @@ class Prediction(HtmlRepr):
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
     runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
+    #: per sub-agent call (``<sessionId>#<callId>``): the ids of the result events its caller got
+    #: (a reused child's stored ones, or fresh ones of a rerun), or "journal" (a terminal slot replayed)
+    subagent_results: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict, compare=False)
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
         """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""
@@ -275,6 +330,8 @@ class _Context:
         self.key, self.seq, self.action, self.event = rnd.key, rnd.seq, decl.name, event
         self.business_key = rnd.ident.business_key
         self.outputs: list[AgentEvent] = []
+        #: a child's result events (post-0.4 main: ``subagentResultEvents``, never in ``outputs``)
+        self.results: list[AgentEvent] = []
         self.executed = 0
         self.replayed = 0
         self._allocator: SubagentIdAllocator | None = None
@@ -283,12 +340,24 @@ class _Context:
     def short_term(self) -> _Memory:
         return _Memory(self._sim.short_term.setdefault(self.key, {}))
 
+    def call_subagents(self, calls: Sequence[tuple[str, str, Mapping[str, Any], str, str]]) -> list[Any]:
+        """A batch of sub-agent calls ``(scope, event type, attributes, session id, call id)``: under a
+        runtime with ``pending_slots`` their PENDING caller slots are reserved in one write first."""
+        if self._sim.model.pending_slots:
+            self._journal.reserve([f"{session}#{call_id}" for _, _, _, session, call_id in calls])
+        return [self.call_subagent(scope, etype, attrs, session_id=session, call_id=call_id)
+                for scope, etype, attrs, session, call_id in calls]
+
     @property
     def sensory(self) -> _Memory:
         return _Memory(self._sim.sensory.setdefault(self.key, {}))
 
     def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
         attrs = dict(attributes or {})
+        if self._call is not None and type == OUTPUT_EVENT and self._sim.model.subagent_results:
+            # main: an output-typed event of a child is a result event, without lineage (addendum §1.1)
+            self.results.append(AgentEvent(OUTPUT_EVENT, attrs, self._sim.new_id()))
+            return
         if self._call is not None:
             # a child's sendEvent is re-wrapped for the same scope, session and call (§11.1 "forward")
             attrs = {"targetScope": self._call.scope, "sessionId": self._call.session_id,
@@ -298,9 +367,12 @@ class _Context:
                                        upstream_action=self.action))
 
     def _durable(self, function_id: str, args_digest: str, run: Callable[[], Any] | None,
-                 reconciler: Callable[[], Any] | None) -> CallOutcome:
-        outcome = self._journal.call(function_id, args_digest, run, reconciler=reconciler)
-        kind = {"execute": "call", "reconcile": "reconciler"}.get(outcome.outcome, "replayed")
+                 reconciler: Callable[[], Any] | None, *, subagent: bool = False) -> CallOutcome:
+        if subagent and self._sim.model.pending_slots:
+            outcome = self._journal.subagent(function_id, run)
+        else:
+            outcome = self._journal.call(function_id, args_digest, run, reconciler=reconciler)
+        kind = {"execute": "call", "reconcile": "reconciler", "resubmit": "resubmit"}.get(outcome.outcome, "replayed")
         self._sim.ledger[(self._round.key, kind, function_id)] += 1
         if kind == "replayed":
             self.replayed += 1
@@ -335,8 +407,13 @@ class _Context:
                               self._sim.new_id(), upstream_event_id=self.event.id, upstream_action=self.action)
             collected.extend(self._sim.run_child(self._round, boot, self._task_index, _Call(scope, session_id, call_id)))
 
-        self._durable(f"{session_id}#{call_id}", "", run, None)
-        return [dict(e.attributes.get("delegateAttributes") or {}) for e in collected]
+        fid = f"{session_id}#{call_id}"
+        outcome = self._durable(fid, "", run, None, subagent=True)
+        # what the caller got: the child's result events (ids), or its own journal when the call was not made
+        self._sim.subagent_results[fid] = tuple(e.id or "" for e in collected) \
+            if outcome.outcome in ("execute", "resubmit") else "journal"
+        return [dict(e.attributes.get("delegateAttributes") or {}) if e.type == SUBAGENT_EVENT
+                else dict(e.attributes) for e in collected]
 
 
 @dataclass
@@ -345,6 +422,7 @@ class _Round:
     seq: int
     ident: KeyIdentity
     input: str
+    input_fingerprint: str | None = None    # of the input that started the round (None: restored tasks)
 
 
 class Simulation:
@@ -355,10 +433,16 @@ class Simulation:
     """
 
     def __init__(self, log: Any, plan: ReplayPlan, agent: Agent, session: RecoverySession,
-                 new_id: Callable[[], str], *, call_matching: str = "position") -> None:
+                 new_id: Callable[[], str], *, call_matching: str = "position", runtime: Any = "0.3") -> None:
         self.log, self.plan, self.agent, self.session, self.new_id = log, plan, agent, session, new_id
         self.call_matching = call_matching
         call_matcher(call_matching)  # an unknown mode fails before anything runs
+        #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
+        self.model = runtime_model(runtime)
+        #: NOT-DISPATCHED rows, decided per round when the round ends (§11.4.5)
+        self.nd_rows: list[dict[str, Any]] = []
+        #: per sub-agent call (``<sessionId>#<callId>``): the result event ids the caller got, or "journal"
+        self.subagent_results: dict[str, tuple[str, ...] | str] = {}
         self.rows: list[dict[str, Any]] = []
         self.ledger: Counter[tuple[str, str, str]] = Counter()
         self.short_term: dict[str, dict[str, Any]] = {}
@@ -402,7 +486,7 @@ class Simulation:
             for inp in self.plan.inputs:
                 seq = seqs.get(inp.key, -1) + 1
                 seqs[inp.key] = seq
-                rnd = _Round(inp.key, seq, self.ident(inp.key), inp.display)
+                rnd = _Round(inp.key, seq, self.ident(inp.key), inp.display, inp.event.fingerprint)
                 self.rounds[(rnd.ident.business_key, seq)] = rnd.input
                 initial: list[tuple[ActionDecl, AgentEvent, int | None]] = []
                 if self.plan.begin_event:
@@ -427,21 +511,25 @@ class Simulation:
         queue = deque(initial)
         while queue:
             decl, event, parent = queue.popleft()
-            index, outputs = self.task(rnd, decl, event, parent, None)
+            index, outputs, _ = self.task(rnd, decl, event, parent, None)
             for out in outputs:
                 if out.type == OUTPUT_EVENT:
                     continue   # goes downstream (again, for reused actions; the sink decides)
                 queue.extend((d, out, index) for d in self.agent.listeners(out))
-        # round complete: sensory memory is cleared (§9.3 step 5)
+        # round complete: sensory memory is cleared (§9.3 step 5); what no task of it looked up is
+        # NOT-DISPATCHED, decided now (§11.4.5), so a later eviction cannot hide it (issue #12 item 10)
         self.sensory.pop(rnd.key, None)
+        self.nd_rows.extend(self._not_dispatched_at(rnd.ident.business_key, rnd.seq, rnd.input))
 
     def run_child(self, rnd: _Round, boot: AgentEvent, parent: int, call: _Call) -> list[AgentEvent]:
-        """Dispatch a sub-agent call's child graph at the caller's key and seq until it quiesces."""
+        """Dispatch a sub-agent call's child graph at the caller's key and seq until it quiesces; the
+        call's result events (0.3: delegate ``_output_event`` envelopes; main: ``subagentResultEvents``)."""
         collected: list[AgentEvent] = []
         queue = deque((d, boot, parent) for d in self.agent.listeners(boot))
         while queue:
             decl, event, par = queue.popleft()
-            index, outputs = self.task(rnd, decl, event, par, call)
+            index, outputs, results = self.task(rnd, decl, event, par, call)
+            collected.extend(results)
             for out in outputs:
                 if out.type == SUBAGENT_EVENT and out.attributes.get("delegateType") == OUTPUT_EVENT:
                     collected.append(out)
@@ -451,14 +539,15 @@ class Simulation:
 
     # one task (§9.3) ----------------------------------------------------------------------------
     def task(self, rnd: _Round, decl: ActionDecl, event: AgentEvent, parent: int | None,
-             call: _Call | None) -> tuple[int, list[AgentEvent]]:
+             call: _Call | None) -> tuple[int, list[AgentEvent], list[AgentEvent]]:
         ident = rnd.ident
         fingerprint = event.fingerprint
         action_uuid = self.action_uuid(decl, ident)
         sk = ident.state_key(rnd.seq, fingerprint, action_uuid)
         task = Task(business_key=ident.business_key, seq=rnd.seq, state_key=sk, event_uuid=fingerprint,
                     action_uuid=action_uuid, event_id=event.id, event_type=event.type, is_root=event.is_root,
-                    key_format=ident.key_format, key_text=ident.key_text, action=decl.name)
+                    key_format=ident.key_format, key_text=ident.key_text, action=decl.name,
+                    round_input=rnd.input_fingerprint)
         self.looked_up.add(sk)
         index = len(self.rows)
         row = {"key": rnd.key, "business_key": ident.business_key, "seq": rnd.seq, "input": rnd.input,
@@ -471,7 +560,7 @@ class Simulation:
         row.update(outcome=str(decision.outcome), reason=decision.reason,
                    entry_pos=decision.entry.pos if decision.entry is not None else None)
         if decision.outcome is Outcome.REUSE and decision.entry is not None:  # a REUSE always names its entry
-            return index, self._reuse(decision.entry, event, decl, rnd)
+            return (index, *self._reuse(decision.entry, event, decl, rnd))
         recorded: Sequence[Any] = ()
         if decision.outcome is Outcome.RERUN:
             if self._get(task, row).entry is None:
@@ -488,8 +577,8 @@ class Simulation:
         self.warnings.extend(journal.warnings)
         row["calls_executed"], row["calls_replayed"] = ctx.executed, ctx.replayed
         self._get(task, row)
-        self.session.write(self._entry(task, event, completed=True, outputs=ctx.outputs))
-        return index, ctx.outputs
+        self.session.write(self._entry(task, event, completed=True, outputs=ctx.outputs, results=ctx.results))
+        return index, ctx.outputs, ctx.results
 
     def _get(self, task: Task, row: dict[str, Any]) -> LookupDecision:
         decision = self.session.lookup(task)
@@ -508,29 +597,32 @@ class Simulation:
             return self.log.value(entry.pos)
         return None
 
-    def _reuse(self, entry: Entry, event: AgentEvent, decl: ActionDecl, rnd: _Round) -> list[AgentEvent]:
+    def _reuse(self, entry: Entry, event: AgentEvent, decl: ActionDecl,
+               rnd: _Round) -> tuple[list[AgentEvent], list[AgentEvent]]:
         value = self._value(entry)
         if value is None:
-            return []
+            return [], []
         stm = self.short_term.setdefault(rnd.key, {})
         for mu in value.short_term_memory_updates:     # short-term first, then sensory (§9.3 step 2)
             stm[mu.path] = mu.value
         sensory = self.sensory.setdefault(rnd.key, {})
         for mu in value.sensory_memory_updates:
             sensory[mu.path] = mu.value
-        # stored ids are kept; the lineage is re-bound to this task
-        return [replace(agent_event(e), upstream_event_id=event.id, upstream_action=decl.name)
-                for e in value.output_events]
+        return reused_events(value, event, decl, self.model)
 
     def _entry(self, task: Task, event: AgentEvent, *, completed: bool,
-               outputs: Sequence[AgentEvent] = ()) -> Entry:
+               outputs: Sequence[AgentEvent] = (), results: Sequence[AgentEvent] = ()) -> Entry:
         from agent_inspect import codec
+        from agent_inspect.recovery._refresh import with_subagent_result_events
 
         task_event = codec.Event.new(event.type, dict(event.attributes), id=event.id,
                                      event_class=event.event_class or codec.GENERIC_EVENT)
         outs = tuple(codec.Event.new(o.type, dict(o.attributes), id=o.id, upstream_event_id=o.upstream_event_id,
                                      upstream_action_name=o.upstream_action) for o in outputs)
         value = codec.ActionState(task_event=task_event, output_events=outs, completed=completed)
+        if results:
+            value = with_subagent_result_events(value, (codec.Event.new(
+                r.type, dict(r.attributes), id=r.id, event_class=_OUTPUT_CLASS) for r in results))
         return Entry(state_key=task.state_key, business_key=task.business_key, seq=task.seq,
                      event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
                      key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=event.id,
@@ -539,22 +631,25 @@ class Simulation:
 
     # not dispatched ---------------------------------------------------------------------------------
     def not_dispatched(self) -> list[dict[str, Any]]:
+        """Cached records of replayed rounds that no task looked up, each decided when its round ended."""
+        return list(self.nd_rows)
+
+    def _not_dispatched_at(self, bk: str, seq: int, label: str) -> list[dict[str, Any]]:
         names: dict[str, str] = {}
         plan_key = {i.business_key: k for k, i in reversed(list(self._idents.items()))}
         rows = []
-        for (bk, seq), label in self.rounds.items():
-            for entry in sorted(self.session.store.entries_at(bk, seq), key=lambda e: (e.pos is None, e.pos or 0)):
-                if entry.state_key in self.looked_up:
-                    continue
-                if not names:
-                    names = self._action_names()
-                rows.append({"key": plan_key.get(bk, bk), "business_key": bk, "seq": seq, "input": label,
-                             "action": names.get(entry.action_uuid, entry.action_uuid[:8]),
-                             "event_id": entry.task_event_id, "event_type": entry.task_event_type,
-                             "fingerprint": entry.event_uuid, "outcome": NOT_DISPATCHED,
-                             "reason": "cached record of a replayed round that no task looked up",
-                             "state_key": entry.state_key, "entry_pos": entry.pos, "parent": None, "scope": None,
-                             "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []})
+        for entry in sorted(self.session.store.entries_at(bk, seq), key=lambda e: (e.pos is None, e.pos or 0)):
+            if entry.state_key in self.looked_up:
+                continue
+            if not names:
+                names = self._action_names()
+            rows.append({"key": plan_key.get(bk, bk), "business_key": bk, "seq": seq, "input": label,
+                         "action": names.get(entry.action_uuid, entry.action_uuid[:8]),
+                         "event_id": entry.task_event_id, "event_type": entry.task_event_type,
+                         "fingerprint": entry.event_uuid, "outcome": NOT_DISPATCHED,
+                         "reason": "cached record of a replayed round that no task looked up",
+                         "state_key": entry.state_key, "entry_pos": entry.pos, "parent": None, "scope": None,
+                         "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []})
         return rows
 
     def _action_names(self) -> dict[str, str]:
@@ -566,11 +661,33 @@ class Simulation:
         return names
 
 
+def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
+                  model: RuntimeModel) -> tuple[list[AgentEvent], list[AgentEvent]]:
+    """What a REUSE of a completed record sends: ``(outputs to route, sub-agent result events)``.
+
+    Stored ids are kept and the lineage is re-bound to the current task (spec §9.3). Under a runtime with
+    ``subagent_results`` (main, addendum §1.1) a reused *child* sends its ``subagentResultEvents`` as
+    the call's result and none of its forwarded envelopes; with ``no_rebootstrap`` a reused root
+    caller does not send its stored bootstrap envelopes again.
+    """
+    from agent_inspect.recovery._refresh import subagent_result_events
+
+    def rebound(e: Any) -> AgentEvent:
+        return replace(agent_event(e), upstream_event_id=event.id, upstream_action=decl.name)
+
+    if model.subagent_results and event.type == SUBAGENT_EVENT:
+        return [], [rebound(e) for e in subagent_result_events(value)]
+    outputs = [rebound(e) for e in value.output_events]
+    if model.no_rebootstrap and event.type != SUBAGENT_EVENT and decl.scope is None:
+        outputs = [o for o in outputs if o.type != SUBAGENT_EVENT]
+    return outputs, []
+
+
 def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
             *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
             new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
             max_parallelism: int | None = None, runtime: str | RuntimeInfo = "auto",
-            call_matching: str = "position") -> Prediction:
+            call_matching: str = "position", kafka_pending: str | None = None) -> Prediction:
     """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
 
     ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
@@ -584,6 +701,11 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other than
     ``expected_fingerprint`` (default: the window's most common) or a key group outside
     ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
+    The runtime (given or inferred) also selects that runtime's recovery behaviours
+    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows bring the pending
+    states of rounds in flight at the restored checkpoint back (RESUME with the recorded call results;
+    ``kafka_pending`` picks the Kafka mechanism); on main, sub-agent calls reserve PENDING caller slots,
+    a reused child replays its ``subagentResultEvents``, and a reused root caller sends no bootstrap.
     """
     if _is_reconstruction(log):
         recon = cast("Reconstruction", log)
@@ -606,9 +728,13 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
 
             agent = AsRecordedAgent(source)
         if session is None:
+            from agent_inspect.recovery._refresh import refresh_positions
+
             session = rebuild(source, rule, markers, expected_fingerprint=expected_fingerprint,
-                              max_parallelism=max_parallelism)
-    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching)
+                              max_parallelism=max_parallelism,
+                              refresh=refresh_positions(source, info, kafka_pending=kafka_pending))
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching,
+                     runtime=runtime_model(info, kafka_pending=kafka_pending))
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
@@ -622,7 +748,8 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
-                      warnings=tuple(sim.warnings), session=session, runtime=info)
+                      warnings=tuple(sim.warnings), session=session, runtime=info,
+                      subagent_results=dict(sim.subagent_results))
 
 
 def _is_reconstruction(obj: Any) -> bool:
@@ -630,10 +757,13 @@ def _is_reconstruction(obj: Any) -> bool:
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
-             new_id: Callable[[], str] | None = None, call_matching: str = "position") -> Simulation:
+             new_id: Callable[[], str] | None = None, call_matching: str = "position",
+             runtime: Any = "0.3") -> Simulation:
     """Drive ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) and return
     the :class:`Simulation` (``rows``, ``ledger``, ``crashed``). ``predict`` is this plus the rebuild and frames.
+    ``runtime`` selects the upstream runtime's behaviours (:func:`agent_inspect.store.runtime_model`).
     """
-    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching)
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching,
+                     runtime=runtime)
     sim.crashed = sim.run()
     return sim

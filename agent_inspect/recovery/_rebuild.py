@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -177,10 +177,13 @@ def source_kind_of(log: Any) -> str | None:
 
 
 def rebuild_records(session: RecoverySession,
-                    entries: Iterable[tuple[int, Entry | Undecodable | None, str | None]]) -> RecoverySession:
+                    entries: Iterable[tuple[int, Entry | Undecodable | None, str | None]], *,
+                    refresh: Collection[int] = ()) -> RecoverySession:
     """Feed ``(pos, entry, state_key)`` rows (log order) into ``session``: tombstones delete, the
     rule's rebuild hook runs per record, last write wins; an :class:`Undecodable` record is skipped
-    and reported. Partition-local: call it per partition."""
+    and reported. Positions in ``refresh`` are checkpoint-time refresh rows (0.4+, addendum §2):
+    collapsed into the cached entry, or bringing back a state whose first write lies before the
+    window, never a rule step. Partition-local: call it per partition."""
     for pos, entry, sk in entries:
         if isinstance(entry, Undecodable):
             session.undecodable(sk, entry.error, pos=pos, business_key=entry.business_key, seq=entry.seq)
@@ -188,6 +191,9 @@ def rebuild_records(session: RecoverySession,
         if entry is None:
             if sk is not None:
                 session.delete(sk, pos=pos)
+            continue
+        if pos in refresh:
+            session.refresh_entry(entry)
             continue
         session.rebuild_entry(entry)
     return session
@@ -255,7 +261,8 @@ def whole_log_markers(log: ActionStateLog | pd.DataFrame) -> list[dict[int, int]
 
 def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fixed", markers: Markers = None, *,
             session: RecoverySession | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, attempts: Sequence[Any] | None = None) -> RecoverySession:
+            max_parallelism: int | None = None, attempts: Sequence[Any] | None = None,
+            refresh: Collection[int] = ()) -> RecoverySession:
     """Rebuild the cache the way a restore does and return the driven :class:`RecoverySession`.
 
     ``markers`` is the list of recovery markers (``{partition: offset}`` maps, one per subtask):
@@ -268,7 +275,8 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
     decoder's own check) or a serializer fingerprint other than ``expected_fingerprint`` (default:
     the window's most common) fails the restore, as upstream does: a "restore-failure" divergence,
     and every lookup FAILs (rule attribute ``restore_checks=False`` turns this off). ``attempts``
-    (one per record) tags the rebuilt entries.
+    (one per record) tags the rebuilt entries. ``refresh``: positions of checkpoint-time refresh
+    rows (:func:`~agent_inspect.recovery.refresh_positions`; 0.4+ runtimes), applied without rule steps.
     """
     if markers is None:
         markers = whole_log_markers(log)
@@ -287,7 +295,7 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
                 found.setdefault(pos, (pos, msg, bk))
             failures = [found[p] for p in sorted(found)]
         session.fail_restore(failures)
-    rebuild_records(session, iter_entries(records, mask, attempts=attempts, undecodable=True))
+    rebuild_records(session, iter_entries(records, mask, attempts=attempts, undecodable=True), refresh=refresh)
     return session
 
 

@@ -38,6 +38,7 @@ STATUSES = (
     "outside",      # not read by the rebuild: before the markers, or a partition no marker names
     "tombstone",    # the tombstone record itself
     "error",        # the key or value did not decode; upstream could not use it either
+    "refresh",      # a checkpoint-time re-append of a retained state, byte-identical (0.4+, addendum §2)
 )
 
 _OP_STATUS = {"invalidate": "invalidated", "evict": "evicted", "cross-key": "evicted", "remove": "evicted",
@@ -142,7 +143,8 @@ class Reconstruction(HtmlRepr):
 
 
 def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,
-                expected_fingerprint: str | None = None, runtime: str | RuntimeInfo = "auto") -> Reconstruction:
+                expected_fingerprint: str | None = None, runtime: str | RuntimeInfo = "auto",
+                kafka_pending: str | None = None) -> Reconstruction:
     """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
     records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
     Kafka cross-key eviction, which spans whatever it is given).
@@ -163,7 +165,11 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
 
     ``runtime`` ("0.3", "0.4", "main"; default "auto": inferred from the records, see
     :func:`agent_inspect.log.infer_runtime`) is the upstream runtime the log is read as; ``rule=None``
-    takes the rule that runtime ships (the original rule for all three; "fixed" is a what-if).
+    takes the rule that runtime ships (the original rule for all three; "fixed" is a what-if). It also
+    selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on,
+    checkpoint-time refresh rows (a state key re-appended with byte-identical bytes, addendum §2) get the
+    status ``refresh``, are left out of attempts, executions and durable calls, and are never a rule step
+    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker").
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
@@ -171,21 +177,31 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
     info = resolve_runtime(runtime, log)
     with gc_paused():  # millions of small acyclic objects
         return _reconstruct(log, info.default_rule if rule is None else rule, markers, replay, expected_fingerprint,
-                            info)
+                            info, kafka_pending)
 
 
 def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
-                 expected_fingerprint: str | None, runtime: RuntimeInfo | None = None) -> Reconstruction:
+                 expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
+                 kafka_pending: str | None = None) -> Reconstruction:
     from agent_inspect.history import build_history
+    from agent_inspect.recovery._refresh import refresh_positions
 
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
     rule_obj = resolve_rule(rule)
-    history = build_history(records)
-    ann = history.records
+    refresh = refresh_positions(log, runtime, kafka_pending=kafka_pending)
+    if refresh:
+        # refresh rows are not attempts or executions: the history is read without them
+        history = build_history(records.drop(index=sorted(refresh)))
+        ann = history.records.reindex(records.index)
+        ann["execution"] = ann["execution"].fillna(-1).astype("int64")
+    else:
+        history = build_history(records)
+        ann = history.records
     attempts = ann["attempt"].astype(object).tolist()
-    session = rebuild(log, rule_obj, markers, expected_fingerprint=expected_fingerprint, attempts=attempts)
+    session = rebuild(log, rule_obj, markers, expected_fingerprint=expected_fingerprint, attempts=attempts,
+                      refresh=refresh)
     source = getattr(log, "source", None)
     in_window = window_mask(records, whole_log_markers(log) if markers is None else markers,
                             start_offsets=getattr(source, "start_offsets", None), source=source)
@@ -193,7 +209,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
         _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None))
-    frame = _statuses(records, ann, in_window, session, outcomes)
+    frame = _statuses(records, ann, in_window, session, outcomes, refresh)
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
@@ -312,7 +328,7 @@ def _replay_entry(task: Task, *, completed: bool) -> Entry:
 
 
 def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,
-              outcomes: dict[int, tuple[str, str]]) -> pd.DataFrame:
+              outcomes: dict[int, tuple[str, str]], refresh: frozenset[int] = frozenset()) -> pd.DataFrame:
     n = len(records)
     index = records.index.tolist()
     where = {p: i for i, p in enumerate(index)}
@@ -351,6 +367,15 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     status[~in_window] = "outside"
     for i in np.flatnonzero(~in_window).tolist():
         reason[i] = "before the recovery markers (not read by the rebuild)"
+    if refresh:
+        brought = set(session.refreshed)
+        for p in sorted(refresh):
+            i = where[p]
+            brings = in_window[i] and p in brought
+            status[i], div_id[i] = "refresh", -1
+            reason[i] = ("checkpoint-time refresh of a retained state (byte-identical to the earlier write of its "
+                         "state key); " + ("it brings the pending state back into the rebuild window"
+                                           if brings else "collapsed into the earlier write"))
     status[tomb & in_window] = "tombstone"
     bad = (errors | seqs) & ~tomb
     status[bad] = "error"

@@ -23,6 +23,8 @@ __all__ = [
     "BranchAwareRule", "RULES", "FLAVOURS",
 ]
 
+#: The begin event's type (``agent-run.begin-event``, spec §9.3); its task is queued before the round's roots.
+BEGIN_EVENT = "_agent_run_begin_event"
 #: Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen.
 FLAVOURS = ("kafka-k1", "fluss-k1", "segment")
 
@@ -305,6 +307,15 @@ class BranchState(RuleState):
         return new
 
 
+def _begin_before_root(entry: Entry, s: int, current: _Node | None) -> bool:
+    """A begin record of round ``s`` written before its round's root: on this branch when its tag is the
+    path below ``s`` (its task is queued before the root, spec §9.3; issue #12 item 10)."""
+    if entry.seq != s or entry.task_event_type != BEGIN_EVENT:
+        return False
+    tag = _upto(entry.branch, s, True)
+    return (tag is None or tag.seq < s) and _upto(entry.branch, s, False) is _upto(current, s, False)
+
+
 class BranchAwareRule(FixedRule):
     """The branch-aware variant of spec §10.3 "Known limits": rebuild tags each record with the
     branch (the path of roots seen before it for its key); a replay keeps only the records of the
@@ -342,7 +353,8 @@ class BranchAwareRule(FixedRule):
         if task.is_root:
             current = state.node(_upto(current, s, False), s, task.event_uuid)
             state.replay_path[k] = current
-            stale = [e for e in store.entries_from(k, s) if _upto(e.branch, s, True) is not current]
+            stale = [e for e in store.entries_from(k, s) if _upto(e.branch, s, True) is not current
+                     and not _begin_before_root(e, s, current)]
             if stale:
                 session.remove_entries(stale, business_key=k, seq=s, kind="branch-change",
                                        positions=_positions(stale),
@@ -350,14 +362,31 @@ class BranchAwareRule(FixedRule):
                                                     f"{len(stale)} record(s) of rounds >= {s} from other branches"))
         else:
             entry = store.get(task.state_key)
-            if entry is not None and _upto(entry.branch, s, True) is not _upto(current, s, True):
+            if entry is not None and not self._same_branch(state, entry, task, current):
                 session.remove(task.state_key, kind="branch-change", positions=_positions([entry]),
                                explanation=f"lookup: the record at ({k}, {s}) belongs to another branch")
         return super().lookup(session, task)
 
+    @staticmethod
+    def _same_branch(state: BranchState, entry: Entry, task: Task, current: _Node | None) -> bool:
+        s = task.seq
+        if task.event_type == BEGIN_EVENT and task.round_input is not None:
+            # A begin-event task is queued before its round's root (spec §9.3): compare it as if that
+            # root had already joined the replay's path, else a begin record tagged with the root at its
+            # own seq misses and the miss evicts every later round (issue #12 item 10).
+            current = state.node(_upto(current, s, False), s, task.round_input)
+            tag = _upto(entry.branch, s, True)
+            if tag is None or tag.seq < s:
+                return _upto(tag, s, False) is _upto(current, s, False)   # written before its round's root
+        return _upto(entry.branch, s, True) is _upto(current, s, True)
+
     def on_write(self, session: RecoverySession, entry: Entry) -> Entry:
         state: BranchState = session.state  # type: ignore[assignment]
         return replace(entry, branch=_upto(state.replay_path.get(entry.business_key), entry.seq, True))
+
+    def on_refresh(self, session: RecoverySession, entry: Entry) -> Entry:
+        state: BranchState = session.state  # type: ignore[assignment]
+        return replace(entry, branch=_upto(state.log_path.get(entry.business_key), entry.seq, True))
 
 
 RULES: Mapping[str, Callable[..., DivergenceRule]] = MappingProxyType({

@@ -65,8 +65,9 @@ SHOWS: Mapping[str, str] = {
                  "same ids: the children are reused.",
     "subagents_v4": "Every record carries `subagentResultEvents` (V4, `[]` in initial and call writes); the "
                     "child CA's completion holds its answer there, without lineage, and not in `outputEvents`. "
-                    "`agent-inspect summary` reports runtime `main` from them. Recovery of a reused child from "
-                    "its result events (addendum §1.1) is not modelled yet: read this sample for its format.",
+                    "`agent-inspect summary` reports runtime `main` from them, and its recovery runs as main does "
+                    "(addendum §1.1): a re-run child's output goes to its call as a result event, not as a "
+                    "forwarded envelope, and a reused child would answer from its stored result events.",
     "production": "A customer-support agent (`triage` + `audit` roots, ReAct-style `chat` ↔ `tool_call`, "
                   "compare questions fanning out, refund drafts reviewed by sub-agent `reviewer`; durable "
                   "calls `support_agent.vector_store.query`, `support_agent.chat_model.chat` with retries on "

@@ -20,6 +20,7 @@ from agent_inspect.store._model import (
     Task,
 )
 from agent_inspect.store._rule import DivergenceRule, RuleState
+from agent_inspect.store._runtime import KAFKA_PENDING, RUNTIME_NAMES, RuntimeModel, runtime_model
 from agent_inspect.store._session import RecoverySession
 from agent_inspect.store._store import Store, strict_k1_seq
 
@@ -29,4 +30,6 @@ __all__ = [
     "DIVERGENCE_KINDS", "strict_k1_seq",
     # the rule protocol and the session that drives the cache under one rule
     "DivergenceRule", "RuleState", "RecoverySession",
+    # which upstream runtime's recovery behaviours the model runs (issue #12 items 3, 4)
+    "RuntimeModel", "runtime_model", "RUNTIME_NAMES", "KAFKA_PENDING",
 ]

@@ -78,7 +78,9 @@ class Task:
 
     ``event_uuid`` is the fingerprint of the event's attributes; ``state_key`` the key the operator
     computes for it. ``key_text`` is needed by the K1 snapshot flavours (prefix matching).
-    ``action`` is the action name when known (display only).
+    ``action`` is the action name when known (display only). ``round_input`` is the fingerprint of
+    the input that started the task's round, when the driver knows it (the branch-aware rule compares a
+    begin-event task, queued before the round's root, as if that root had already joined its path).
     """
 
     business_key: str
@@ -92,6 +94,7 @@ class Task:
     key_format: str = "K1.5"
     key_text: str | None = None
     action: str | None = None
+    round_input: str | None = None
 
     @classmethod
     def for_entry(cls, entry: Entry, *, event_id: str | None = None, action: str | None = None) -> Task:

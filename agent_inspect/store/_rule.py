@@ -52,6 +52,8 @@ class DivergenceRule:
     - ``on_reuse(session, task, entry)``: after a REUSE; by default adds the reused record's output
       event ids to Evidence(k).
     - ``on_write(session, entry) -> Entry``: before a replay write lands (default: unchanged).
+    - ``on_refresh(session, entry) -> Entry``: before a checkpoint-time refresh row (0.4+) brings a
+      state back whose first write lies before the window (default: unchanged; never a rule step).
     - ``prune(session, business_key, seq, key_text) -> PruneResult``: checkpoint-complete pruning
       (default: exact range, seq ≤ s).
 
@@ -112,6 +114,10 @@ class DivergenceRule:
 
     def on_write(self, session: RecoverySession, entry: Entry) -> Entry:
         """Before a replay write lands. Default: unchanged."""
+        return entry
+
+    def on_refresh(self, session: RecoverySession, entry: Entry) -> Entry:
+        """Before a refresh row brings a retained state back (addendum §2.2). Default: unchanged."""
         return entry
 
     def prune(self, session: RecoverySession, business_key: str, seq: int, key_text: str | None) -> PruneResult:

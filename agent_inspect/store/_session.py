@@ -58,6 +58,8 @@ class RecoverySession:
         self.divergences: list[Divergence] = []
         self.step = "lookup"
         self.trigger_pos: int | None = None
+        #: positions of refresh rows that brought a state back into the cache (not collapsed)
+        self.refreshed: list[int] = []
 
     # -- what rules call ---------------------------------------------------------------------
     def evidence(self, business_key: str) -> set[str]:
@@ -135,6 +137,21 @@ class RecoverySession:
         landed = self.rule.rebuild(self, entry)
         if landed is not None:
             self.store.put(landed)
+        return landed
+
+    def refresh_entry(self, entry: Entry) -> Entry | None:
+        """Apply a checkpoint-time refresh row (0.4+, addendum §2.2): the byte-identical re-append of a
+        retained state. It collapses into the cached entry of its state key when there is one; otherwise
+        (its first write lies before the window) it brings the state back. Never a rule step: it is no
+        new evidence, so no conflict, regression or branch is read from it (the cached entry keeps
+        whatever branch its rebuilt predecessor had; a state brought back takes the key's current path)."""
+        self.step, self.trigger_pos = "rebuild", entry.pos
+        if entry.state_key in self.store:
+            return None
+        landed = self.rule.on_refresh(self, entry)
+        self.store.put(landed)
+        if entry.pos is not None:
+            self.refreshed.append(entry.pos)
         return landed
 
     def delete(self, state_key: str, *, pos: int | None = None) -> Entry | None:
@@ -223,6 +240,7 @@ class RecoverySession:
         new.events = list(self.events)
         new.divergences = list(self.divergences)
         new.step, new.trigger_pos = self.step, self.trigger_pos
+        new.refreshed = list(self.refreshed)
         return new
 
     def __repr__(self) -> str:

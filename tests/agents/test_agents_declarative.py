@@ -139,3 +139,11 @@ def test_begin_events_per_input():
                              begin=[(AgentEvent("_input_event", {"input": "A"}), begin)])
     assert agent.begin_event(AgentEvent("_input_event", {"input": "A"}, "x")) == begin
     assert agent.begin_event(AgentEvent("_input_event", {"input": "B"})) is None
+
+
+def test_a_caught_declared_failure_lets_the_body_go_on():
+    agent = DeclarativeAgent([ActionDecl("A", ("_input_event",))], {"A": [Behaviour((
+        Call("chat:r:primary", raises="timeout", catch=True), Call("chat:r:fallback"), Emit("W", {"x": "a"})))]})
+    ctx = Recorder(AgentEvent("_input_event", {}))
+    agent.run_action("A", ctx)
+    assert ("emit", "W", {"x": "a"}) in ctx.log

@@ -241,3 +241,19 @@ def test_k1_histories_check_the_snapshot_flavours():
         report = check(name, n=5, seed=3, key_format="K1", minimize=False)
         assert report.errors == 0 and report.frame["tasks"].sum() > 0
     assert generate_history(3, key_format="K1").log.records["key_format"].eq("K1").all()
+
+
+def test_counterexamples_keep_the_full_history_and_name_their_known_limit(tmp_path):
+    # found by ai.checker.check("fixed", n=300, seed=3, savepoints=0.8): a savepoint of an older checkpoint
+    # taken mid-round (spec §10.3 "older checkpoint restored mid-round", issue #12 item 10)
+    from agent_inspect.checker import KNOWN_LIMITS, check
+
+    report = check("fixed", seeds=[56174547270091], savepoints=0.8)
+    cex = report.counterexample("stale-reuse")
+    assert cex is not None and cex.known_limit == KNOWN_LIMITS[0] == "older checkpoint restored mid-round"
+    assert cex.full_data is not None and len(cex.full_data["log"]) >= len(cex.data["log"])
+    assert cex.full_case.id.endswith("-full") and "known limit" in cex.data["note"]
+    saved = cex.save(tmp_path)
+    assert saved.exists() and (tmp_path / f"{saved.stem}-full.toml").exists()
+    d = cex.to_dict()
+    assert d["known_limit"] == KNOWN_LIMITS[0] and d["full_case"].startswith("id = ")

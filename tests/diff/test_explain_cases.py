@@ -2,7 +2,8 @@
 
 The implied cause is read from the case file itself, not from the store's events: the case lines
 whose records carry the task's state key say whether a record was ever written (no → a miss), whether
-any lay in the rebuild window (`window_start`; none → the window), whether the last one in the window
+any lay in the rebuild window (`window_start`, or the marker of the checkpoint `[setup] restore` names; none →
+the window), whether the last one in the window
 is a tombstone; otherwise the record was loaded and something removed it — and when an earlier item of
 the case's expectation names an eviction or invalidation covering the task's round, made at a lookup,
 it is that one (same kind, same bound). A record whose last write in the window is a tombstone was
@@ -32,7 +33,13 @@ def _implied(case, built, pred, i, expectation):
     by_n = {ln.n: ln for ln in case.log}
     if not lines:
         return {"miss"}, None
-    inside = [n for n in lines if n >= case.setup.window_start]
+    if case.setup.restore is not None:
+        # the window is a checkpoint line's marker (issue #12): read it from the markers, refresh rows included
+        mask = ai.recovery.window_mask(records, list(built.markers))
+        at = {p: i for i, p in enumerate(records.index)}
+        inside = sorted({built.line_of_pos[p] for p in positions if mask[at[p]]})
+    else:
+        inside = [n for n in lines if n >= case.setup.window_start]
     if not inside:
         return {"window"}, None
     if by_n[inside[-1]].status == "TOMB":

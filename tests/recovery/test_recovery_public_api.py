@@ -8,16 +8,18 @@ import agent_inspect as ai
 from agent_inspect import cases, checker, history, recovery, rules, store
 
 STORE = {"Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
-         "DIVERGENCE_KINDS", "RecoverySession", "DivergenceRule", "RuleState"}
+         "DIVERGENCE_KINDS", "RecoverySession", "DivergenceRule", "RuleState", "RuntimeModel", "runtime_model",
+         "RUNTIME_NAMES", "KAFKA_PENDING"}
 RECOVERY = {"rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "reconstruct",
-            "Reconstruction", "STATUSES", "lint", "LINTS", "predict", "Prediction", "simulate", "ReplayPlan"}
+            "Reconstruction", "STATUSES", "lint", "LINTS", "predict", "Prediction", "simulate", "ReplayPlan",
+            "refresh_positions", "subagent_result_events", "with_subagent_result_events"}
 CASES = {"Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare", "executor_for"}
 CHECKER = {"check", "CheckReport", "Counterexample", "HistoryOptions", "History", "generate_history",
-           "RuleCheckError"}
+           "RuleCheckError", "KNOWN_LIMITS", "known_limit"}
 RULES = {"DivergenceRule", "RuleState", "RULES", "FLAVOURS", "resolve_rule", "get_rule", "OriginalRule", "NaiveRule", "FixedRule",
          "LookupOnlyRule", "FixedRoundRegressionRule", "BranchAwareRule"}
 HISTORY = {"History", "build_history", "annotate", "executions", "attempts", "rounds", "lineage", "ATTEMPT_REASONS",
-           "action_graph", "subagent_tree"}
+           "action_graph", "subagent_tree", "subagent_result_events"}
 
 
 def test_public_names_are_exported_and_resolve() -> None:

@@ -1,0 +1,47 @@
+"""Which spec §10.3 known limit a counterexample falls in, read from its full (unminimized) history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["KNOWN_LIMITS", "known_limit"]
+
+#: The spec §10.3 known limits a counterexample can be attributed to (checked in this order).
+KNOWN_LIMITS = (
+    "older checkpoint restored mid-round",   # a savepoint of an older checkpoint with restored in-flight tasks
+    "tombstoned conflicting root",           # pruning tombstones removed the root a returning branch would hit
+    "tainted records",                       # production itself made a stale reuse; later records are tainted
+)
+
+
+def _latest_checkpoint(h: Any) -> int:
+    """The failed job's latest checkpoint: the last attempt's newest one, else the one it restored."""
+    last = h.attempts[-1] if h.attempts else None
+    if last is None:
+        return 0
+    own = [i for i, c in enumerate(h.checkpoints) if c.attempt == last.number]
+    if own:
+        return max(own)
+    return last.restored or 0
+
+
+def known_limit(h: Any, ev: Any = None, kind: str = "stale-reuse") -> str | None:
+    """The §10.3 known limit a ``kind`` failure of history ``h`` falls in (None: none, a rule defect).
+    Only stale reuses are attributed (the limits are about unsafe reuse; reruns and errors get None).
+
+    - *older checkpoint restored mid-round*: the recovery restores a checkpoint older than the failed
+      job's latest (a savepoint, possibly of another attempt's lineage) that was taken while a round
+      was in flight (it restores pending tasks);
+    - *tombstoned conflicting root*: pruning tombstones are in the log;
+    - *tainted records*: the judged reuses include records an attempt wrote after its own stale reuse.
+    """
+    if kind != "stale-reuse":
+        return None
+    pending = bool(getattr(h.plan, "pending", ()))
+    if pending and h.restored < _latest_checkpoint(h):
+        return KNOWN_LIMITS[0]
+    if h.tombstones and any(e.status == "TOMB" for e in h.executions):
+        return KNOWN_LIMITS[1]
+    if ev is not None and getattr(ev, "tainted", None):
+        return KNOWN_LIMITS[2]
+    return None

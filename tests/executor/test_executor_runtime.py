@@ -1,0 +1,94 @@
+"""The replay executor under the upstream runtimes (issue #12 items 3, 4, 10): the same behaviours as the
+predictor, step by step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_inspect.cases import build_case, executor_for, load_cases
+from agent_inspect.executor import ReplayExecutor, StepKind
+
+# every case file of the repository by id ("S09", "S09/0.3", …)
+BY_ID = {c.id: c for c in load_cases(Path(__file__).resolve().parents[2] / "cases")}
+
+
+def _lookups(ex: ReplayExecutor) -> list[tuple[str, str]]:
+    return [(s.action, s.outcome) for s in ex.step_list if s.kind in (StepKind.LOOKUP, StepKind.NOT_DISPATCHED)]
+
+
+def _calls(ex: ReplayExecutor) -> list[tuple[str, str]]:
+    return [(s.function_id, s.outcome) for s in ex.step_list if s.call_index is not None]
+
+
+def test_pending_caller_slot_is_resubmitted_under_main():
+    ex = executor_for(BY_ID["S09"], rule="fixed")
+    ex.run()
+    assert _lookups(ex) == [("P", "RESUME"), ("CA", "REUSE")]
+    assert ("s0#s0-1", "reconcile") in _calls(ex)          # the PENDING slot re-submits the call
+    old = executor_for(BY_ID["S09/0.3"], rule="fixed")
+    old.run()
+    assert _lookups(old) == [("P", "RESUME"), ("CA", "NOT-DISPATCHED")]
+    assert ("s0#s0-1", "pending-hit") in _calls(old)
+
+
+def test_fresh_internal_call_reserves_a_pending_slot_first():
+    ex = executor_for(BY_ID["S08"], rule="fixed")       # the caller has no slot yet: it reserves one
+    ex.run()
+    steps = ex.step_list
+    pending = next(i for i, s in enumerate(steps) if s.function_id == "s0#s0-1" and s.outcome == "pending")
+    child = next(i for i, s in enumerate(steps) if s.kind is StepKind.LOOKUP and s.action == "CA")
+    done = next(i for i, s in enumerate(steps) if s.function_id == "s0#s0-1" and s.outcome == "execute")
+    assert pending < child < done
+    old = executor_for(BY_ID["S08/0.3"], rule="fixed")
+    old.run()
+    assert ("s0#s0-1", "pending") not in _calls(old)
+
+
+def test_reused_child_answers_with_its_result_events():
+    ex = executor_for(BY_ID["S08"], rule="fixed")
+    ex.run()
+    assert _lookups(ex) == [("P", "RESUME"), ("CA", "REUSE"), ("CA2", "NOT-DISPATCHED")]
+    reuse = next(s for s in ex.step_list if s.kind is StepKind.REUSE and s.action == "CA")
+    assert reuse.detail["outputs"] == ()              # the forwarded CE envelope is not sent again
+    # the caller's call result (journaled before P completes) is the stored result event's payload
+    from agent_inspect.codec import unpickle_payload
+
+    log = ex.to_log()
+    results = [c for p in log.records.index for c in (log.value(int(p)).call_results or ())
+               if c.function_id == "s0#s0-1" and c.status == "SUCCEEDED"]
+    assert [unpickle_payload(c.result_payload, i_trust_this_payload=True) for c in results] == [[{"output": "LGTM"}]]
+
+
+def test_refresh_rows_bring_the_pending_state_back():
+    ex = executor_for(BY_ID["N15"], rule="original")
+    ex.run()
+    assert _lookups(ex)[0] == ("WA", "RESUME")
+    assert ("multiply", "hit") in _calls(ex) and ("multiply", "execute") not in _calls(ex)
+    old = executor_for(BY_ID["N15/0.3"], rule="original")
+    old.run()
+    assert _lookups(old)[0] == ("WA", "RERUN") and ("multiply", "execute") in _calls(old)
+
+
+def test_result_events_survive_the_executor_journal():
+    ex = executor_for(BY_ID["S10"], rule="fixed")
+    ex.run()
+    log = ex.to_log()
+    from agent_inspect.history import subagent_result_events
+
+    child = [p for p in log.records.index if log.records.at[p, "task_event_type"] == "InternalSubagentCallEvent"
+             and log.records.at[p, "completed"]]
+    assert child and [e.attrs() for e in subagent_result_events(log.value(int(child[-1])))] == [{"output": "LGTM"}]
+
+
+def test_not_dispatched_is_decided_when_the_round_ends():
+    built = build_case(BY_ID["N17"])
+    ex = ReplayExecutor(built.log, agent=built.agent, plan=built.plan, markers=list(built.markers), rule="original")
+    ex.run()
+    nd = [(s.action, s.seq) for s in ex.step_list if s.kind is StepKind.NOT_DISPATCHED]
+    assert nd == [("CA", 7)]
+
+
+def test_branch_aware_begin_task_after_its_round_root():
+    ex = executor_for(BY_ID["N16"], rule="branch-aware")
+    ex.run()
+    assert [o for _, o in _lookups(ex)] == ["REUSE"] * 4

@@ -1,0 +1,210 @@
+"""Issue #12 items 3, 4 and 10 in the store model and the predictor: runtime behaviours, refresh rows,
+sub-agent result replay, PENDING caller slots, NOT-DISPATCHED per round, branch-aware begin tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect._errors import RecoveryError
+from agent_inspect.cases import build_case, load_cases, run_case
+from agent_inspect.recovery import predict, refresh_positions
+from agent_inspect.store import runtime_model
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+
+
+def _case(case_id: str, variant: str | None = None):
+    for c in load_cases(CASES / f"{case_id.split('/')[0]}.toml"):
+        if c.variant == variant:
+            return c
+    raise AssertionError(case_id)
+
+
+def test_runtime_table():
+    assert runtime_model() == runtime_model("0.3") == runtime_model("auto")
+    m3, m4, mm = runtime_model("0.3"), runtime_model("0.4"), runtime_model("main")
+    assert not (m3.subagent_results or m3.pending_slots or m3.no_rebootstrap or m3.keeps_pending)
+    assert m4.keeps_pending and not (m4.subagent_results or m4.pending_slots or m4.no_rebootstrap)
+    assert mm.keeps_pending and mm.subagent_results and mm.pending_slots and mm.no_rebootstrap
+    assert m4.refresh_rows("kafka") and m4.refresh_rows("fluss") and not m3.refresh_rows("fluss")
+    marker = runtime_model("0.4", kafka_pending="marker")
+    assert not marker.refresh_rows("kafka") and marker.refresh_rows("fluss")
+
+    class Info:           # an inferred-runtime object (anything with a name)
+        name = "main"
+
+    assert runtime_model(Info()).subagent_results
+    with pytest.raises(RecoveryError, match="unknown runtime"):
+        runtime_model("0.5")
+    with pytest.raises(RecoveryError, match="kafka_pending"):
+        runtime_model("0.4", kafka_pending="rewind")
+
+
+# -- item 4: pending states kept across checkpoints ------------------------------------------------------
+
+def test_refresh_rows_found_only_where_the_runtime_writes_them():
+    built = build_case(_case("N15"))                     # Fluss, 0.4: two checkpoints, two retained states
+    log = built.log
+    assert len(refresh_positions(log, "0.4")) == 4
+    assert refresh_positions(log, "0.3") == frozenset()
+    assert len(refresh_positions(log, "0.4", kafka_pending="marker")) == 4   # Fluss has no marker option
+    kafka = build_case(_case("N14", "0.4-kafka-marker")).log
+    assert refresh_positions(kafka, "0.4", kafka_pending="marker") == frozenset()
+
+
+def test_a_row_whose_bytes_differ_is_never_a_refresh():
+    built = build_case(_case("N15"))
+    log = built.log
+    refresh = sorted(refresh_positions(log, "0.4"))
+    # change one byte of a refresh row's value: it is a new write now, not a refresh
+    pos = refresh[-1]
+    value = log.raw.value[pos]
+    log.raw.value[pos] = value.replace(b'"completed":false', b'"completed":false ')
+    assert pos not in refresh_positions(log, "0.4")
+    log.raw.value[pos] = value
+    assert pos in refresh_positions(log, "0.4")
+
+
+def test_reconstruct_shows_refresh_rows_never_as_attempts_calls_or_divergences():
+    built = build_case(_case("N15"))
+    r04 = ai.reconstruct(built.log, "fixed+round-regression", list(built.markers), runtime="0.4")
+    rows = r04.records
+    refresh = rows[rows["status"] == "refresh"]
+    assert len(refresh) == 4 and refresh["attempt"].isna().all() and (refresh["execution"] == -1).all()
+    assert refresh["reason"].str.contains("brings the pending state back").sum() == 2
+    assert r04.divergences.empty
+    assert set(r04.history.attempts["attempt"]) == {1}
+    # read as 0.3, the same rows look like two more attempts
+    r03 = ai.reconstruct(built.log, "fixed", list(built.markers), runtime="0.3")
+    assert "refresh" not in set(r03.records["status"]) and set(r03.records["attempt"].dropna()) == {1, 2, 3}
+
+
+@pytest.mark.parametrize("variant,outcome,calls", [(None, "RERUN", 1), ("0.4", "RESUME", 0), ("main", "RESUME", 0),
+                                                   ("0.4-kafka-marker", "RESUME", 0), ("0.4-fluss", "RESUME", 0)])
+def test_checkpoint_mid_action_resumes_from_0_4_on(variant, outcome, calls):
+    case = _case("N14", variant)
+    built = build_case(case)
+    pred = predict(built.log, built.plan, built.agent, rule="original", markers=built.markers,
+                   runtime=case.setup.runtime, kafka_pending=case.setup.kafka_pending)
+    assert pred.tasks["outcome"].iloc[0] == outcome
+    assert pred.calls_executed().get("multiply", 0) == calls
+
+
+def test_kafka_marker_option_moves_the_marker_back():
+    refresh = build_case(_case("N14", "0.4"))
+    moved = build_case(_case("N14", "0.4-kafka-marker"))
+    plain = build_case(_case("N14"))
+    assert plain.markers[0][0] == 4                     # after IA's two writes and WA's two
+    assert refresh.markers[0][0] == 4 and len(refresh.log) == 6    # two refresh rows after the marker
+    assert moved.markers[0][0] == 1 and len(moved.log) == 4        # back to IA's completed record
+
+
+# -- item 3: sub-agents as main runs them --------------------------------------------------------------
+
+def test_reused_child_replays_result_events_with_current_lineage():
+    case = _case("S08")
+    built = build_case(case)
+    ids = built.id_factory()
+    pred = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, new_id=ids,
+                   runtime="main")
+    labels = {**built.id_labels, **ids.labels}
+    got = pred.subagent_results["s0#s0-1"]
+    assert [labels[i] for i in got] == ["r1"]
+    # the reused child's forwarded envelope is not sent again
+    assert list(pred.tasks["outcome"]) == ["RESUME", "REUSE", "NOT-DISPATCHED"]
+    again = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, runtime="0.3")
+    assert again.subagent_results["s0#s0-1"] == () and list(again.tasks["outcome"]) == ["RESUME", "REUSE", "REUSE"]
+
+
+def test_reused_result_events_are_rebound_to_the_current_trigger():
+    from agent_inspect.agents import ActionDecl, AgentEvent
+    from agent_inspect.recovery._predict import reused_events
+
+    built = build_case(_case("S08"))
+    child = built.log.records[built.log.records["completed"] & (built.log.records["seq"] == 5)].index[0]
+    value = built.log.value(int(child))
+    trigger = AgentEvent("InternalSubagentCallEvent", {"sessionId": "s0"}, "boot-2")
+    outs, results = reused_events(value, trigger, ActionDecl("CA", ("_input_event",), scope="child"),
+                                  runtime_model("main"))
+    assert outs == [] and [(r.type, r.upstream_event_id, r.upstream_action) for r in results] == \
+        [("_output_event", "boot-2", "CA")]
+
+
+def test_pending_caller_slot_resubmits_under_main_only():
+    built = build_case(_case("S09"))
+    main = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, runtime="main")
+    old = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, runtime="0.3")
+    assert set(main.ledger["kind"]) >= {"resubmit"} and main.calls_executed().get("s0#s0-1", 0) == 0
+    assert list(main.tasks["outcome"]) == ["RESUME", "REUSE"]
+    assert list(old.tasks["outcome"]) == ["RESUME", "NOT-DISPATCHED"] and old.subagent_results["s0#s0-1"] == "journal"
+
+
+def test_internal_calls_reserve_a_pending_slot_before_the_child_runs():
+    from agent_inspect.recovery import SymbolicCallJournal
+
+    journal = SymbolicCallJournal()
+    seen = []
+
+    def run():
+        seen.append([(s.function_id, s.status) for s in journal.results])
+
+    out = journal.subagent("s0#s0-1", run)
+    assert seen == [[("s0#s0-1", "PENDING")]] and out.outcome == "execute"
+    assert [(s.status) for s in journal.results] == ["SUCCEEDED"] and journal.writes == 2
+
+
+def test_completed_root_caller_is_not_rebootstrapped_under_main():
+    for variant, outcomes in ((None, ["REUSE", "NOT-DISPATCHED"]), ("0.3", ["REUSE", "REUSE"])):
+        case = _case("S11", variant)
+        res = run_case(case, "fixed")
+        assert res.passed, res.mismatches
+        assert list(res.prediction.tasks["outcome"]) == outcomes
+
+
+def test_subagent_tree_shows_result_events_under_their_call():
+    built = build_case(_case("S08"))
+    tree = ai.reconstruct(built.log, "fixed", list(built.markers), runtime="main").subagent_tree("k", 5)
+    results = [n for n, d in tree.nodes(data=True) if d["kind"] == "result"]
+    assert len(results) == 1
+    (call,) = tree.predecessors(results[0])
+    assert tree.nodes[call]["kind"] == "call" and tree.nodes[call]["call_status"] == "done"
+    assert tree.nodes[results[0]]["attributes"] == {"output": "LGTM"}
+    assert tree.edges[call, results[0]]["kind"] == "answers"
+
+
+# -- item 10 --------------------------------------------------------------------------------------------
+
+def test_not_dispatched_is_decided_when_the_round_ends():
+    # k2's round 7 ends with CA not dispatched (its caller was reused); k's count > 1 at seq 5 then makes the
+    # snapshot Kafka store evict every key's entries above 5, k2's CA included: it must still be listed
+    built = build_case(_case("N17"))
+    pred = predict(built.log, built.plan, built.agent, rule="original", markers=built.markers)
+    assert any(e.op == "cross-key" for e in pred.events)
+    nd = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
+    assert list(nd["action"]) == ["CA"] and list(nd["seq"]) == [7]
+
+
+def test_branch_aware_compares_a_begin_task_after_its_round_root_joined():
+    res = run_case(_case("N16"), "branch-aware")
+    assert res.passed, (res.predicted, res.mismatches)
+    assert res.evictions == 0
+
+
+def test_a_batch_reserves_its_pending_slots_in_one_write():
+    from agent_inspect.recovery import SymbolicCallJournal
+
+    journal = SymbolicCallJournal()
+    fids = [f"s0#s0-{n}" for n in range(1, 5)]
+    journal.reserve(fids)
+    assert journal.writes == 1 and [s.status for s in journal.results] == ["PENDING"] * 4
+    outs = [journal.subagent(f, None) for f in fids[:1]]          # the job dies after the first call
+    assert [o.outcome for o in outs] == ["execute"]
+    assert [s.status for s in journal.results] == ["SUCCEEDED", "PENDING", "PENDING", "PENDING"]
+    # replayed from that journal: the terminal slot replays, the PENDING ones re-submit
+    again = SymbolicCallJournal(journal.results)
+    again.reserve(fids)
+    assert again.writes == 0
+    assert [again.subagent(f, None).outcome for f in fids] == ["hit", "resubmit", "resubmit", "resubmit"]
