@@ -112,3 +112,10 @@ def is_rule_comparison(obj: object) -> TypeGuard[pd.DataFrame]:
     import pandas as pd  # here, so importing the protocols does not import pandas
 
     return isinstance(obj, pd.DataFrame) and "rule" in obj.columns
+
+
+class RuntimeLike(Protocol):
+    """Anything naming an upstream runtime ("0.3", "0.4", "main"): ``log.RuntimeInfo``, ``store.RuntimeModel``."""
+
+    @property
+    def name(self) -> str: ...

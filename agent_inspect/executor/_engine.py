@@ -3,6 +3,9 @@
 The engine runs inside a greenlet and hands each :class:`Step` back to its driver as it happens, so
 the debugger can pause between any two store decisions. It never writes to a source: writes go to
 the run's overlay, which production mode reads as a journal.
+
+Why it is long: one task's §9.3 sequence (lookup, initial write, body, call records, completion) reads
+top to bottom here; splitting it would scatter one operator step over modules.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Step, StepKind, StepOutcome
 
 if TYPE_CHECKING:
+    from agent_inspect._types import RuntimeLike
     from agent_inspect.log import ActionStateLog
     from agent_inspect.store import CacheEvent, Entry, LookupDecision, RecoverySession, Task
 
@@ -47,7 +51,7 @@ class Engine:
                  attempt: int, seed: int, memory_decoder: Callable[[Any], Any] | None,
                  memory: Mapping[str, Mapping[str, Any]], sensory: Mapping[str, Mapping[str, Any]],
                  source_kind: str | None, expected_fingerprint: str | None, max_parallelism: int | None,
-                 call_matching: str = "position", runtime: object = "0.3",
+                 call_matching: str = "position", runtime: str | RuntimeLike = "0.3",
                  kafka_pending: str | None = None) -> None:
         from agent_inspect.store import runtime_model
 

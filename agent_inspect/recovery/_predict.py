@@ -13,29 +13,25 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.agents import (
     OUTPUT_EVENT,
     SUBAGENT_EVENT,
     ActionDecl,
     Agent,
     AgentEvent,
-    SubagentIdAllocator,
 )
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
 from agent_inspect.recovery._rebuild import Markers, rebuild
 from agent_inspect.store import (
-    CacheEvent,
-    Divergence,
     Entry,
     LookupDecision,
     Outcome,
@@ -46,8 +42,13 @@ from agent_inspect.store import (
 )
 
 if TYPE_CHECKING:
+    from agent_inspect._types import RuntimeLike
     from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery._reconstruct import Reconstruction
+
+from agent_inspect.recovery._body import _Call, _Context, _Round
+from agent_inspect.recovery._journal import CallOutcome, SymbolicCallJournal, _Crash
+from agent_inspect.recovery._prediction import Prediction
 
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED",
            "reused_events"]
@@ -59,370 +60,7 @@ _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "e
                  "calls_replayed", "cache_ops"]
 
 
-class _Crash(Exception):
-    """A lookup FAILed: upstream the task throws and the job restarts in a loop."""
-
-
-# -- durable calls (§9.4) ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CallOutcome:
-    """What one durable call did on replay: ``hit`` / ``reraise`` (served from the journal),
-    ``execute`` (ran for real) or ``reconcile`` (a PENDING slot's reconciler ran)."""
-
-    function_id: str
-    args_digest: str
-    outcome: str
-    index: int
-    truncated_to: int | None = None
-    status: str | None = None
-
-
-@dataclass
-class _Slot:
-    function_id: str
-    args_digest: str
-    status: str
-    result_payload: str | None = None
-    exception_payload: str | None = None
-
-
-class SymbolicCallJournal:
-    """Position-matched durable-call replay of one action execution (spec §9.4), modelled symbolically.
-
-    It decides only *which* calls are served, executed or reconciled and tracks statuses: bodies get
-    no values and recorded failures are not raised. It is the predictor's, independent of the
-    executor's live journal (:class:`~agent_inspect.executor.LiveCallJournal`) so the two cross-check.
-
-    ``call_matching`` (``codec.CALL_MATCHING``) compares a call with the slot at its position by
-    functionId and argsDigest ("position", the default) or by functionId only ("function-id", #1016).
-
-    ``recorded`` is the record's call results (any objects with ``function_id``, ``args_digest``,
-    ``effective_status`` or ``status``, and the payloads). :meth:`call` returns a
-    :class:`CallOutcome`; ``results`` is the journal as the next write would persist it.
-    """
-
-    def __init__(self, recorded: Sequence[Any] = (), *, call_matching: str = "position") -> None:
-        self._same = call_matcher(call_matching)
-        self.results: list[_Slot] = [
-            _Slot(r.function_id, getattr(r, "args_digest", None) or "", _status(r), getattr(r, "result_payload", None),
-                  getattr(r, "exception_payload", None)) for r in recorded]
-        self.index = 0
-        self.warnings: list[str] = []
-        self.writes = 0
-        self._reserved: set[int] = set()     # slots this execution reserved (a fresh call, not a re-submit)
-
-    def call(self, function_id: str, args_digest: str, run: Callable[[], Any] | None = None, *,
-             reconciler: Callable[[], Any] | None = None) -> CallOutcome:
-        """Make one call; ``run``/``reconciler`` are invoked only when the spec says they run."""
-        i = self.index
-        self.index += 1
-        slot = self.results[i] if i < len(self.results) else None
-        same = slot is not None and self._same(slot.function_id, slot.args_digest, function_id, args_digest)
-        if reconciler is None:
-            if same and slot is not None:
-                return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
-                                   status=slot.status)
-            cut = self._truncate(i, slot, function_id, args_digest)
-            status = _invoke(run)
-            self.results.append(_Slot(function_id, args_digest, status))
-            self.writes += 1
-            return CallOutcome(function_id, args_digest, "execute", i, cut, status)
-        if same and slot is not None and slot.status == "PENDING":
-            slot.status = _invoke(reconciler)
-            self.writes += 1
-            return CallOutcome(function_id, args_digest, "reconcile", i, status=slot.status)
-        if same and slot is not None:
-            return CallOutcome(function_id, args_digest, "reraise" if slot.status == "FAILED" else "hit", i,
-                               status=slot.status)
-        cut = self._truncate(i, slot, function_id, args_digest)
-        if cut is not None:
-            self.writes += 1          # the reconcile path persists the truncated list at once
-        new = _Slot(function_id, args_digest, "PENDING")
-        self.results.append(new)
-        self.writes += 1
-        new.status = _invoke(run)
-        self.writes += 1
-        return CallOutcome(function_id, args_digest, "execute", i, cut, new.status)
-
-    def subagent(self, function_id: str, run: Callable[[], Any] | None) -> CallOutcome:
-        """An internal sub-agent call as post-0.4 main makes it (addendum §1.1): it reserves a PENDING
-        caller slot first; a terminal slot replays (the child is not dispatched); a PENDING slot re-submits
-        the call with the same ids (outcome ``resubmit``: the child is dispatched again and reconciles
-        against its own record); no slot reserves one, runs and finalizes."""
-        i = self.index
-        cut = self.reserve([function_id])
-        self.index += 1
-        slot = self.results[i]
-        if slot.status != "PENDING":
-            return CallOutcome(function_id, "", "reraise" if slot.status == "FAILED" else "hit", i,
-                               status=slot.status)
-        slot.status = _invoke(run)
-        self.writes += 1
-        if i in self._reserved:
-            return CallOutcome(function_id, "", "execute", i, cut, slot.status)
-        return CallOutcome(function_id, "", "resubmit", i, status=slot.status)
-
-    def reserve(self, function_ids: Sequence[str]) -> int | None:
-        """Reserve PENDING caller slots for sub-agent calls about to be made from the current index on, in
-        one write (``reservePendingBatch``): slots already there with the same identity stay; a mismatch
-        cuts the journal there (§9.4). Returns the index cut at, if any."""
-        cut = None
-        added = False
-        for k, fid in enumerate(function_ids):
-            j = self.index + k
-            slot = self.results[j] if j < len(self.results) else None
-            if slot is not None and slot.function_id == fid and slot.args_digest == "":
-                continue
-            if slot is not None:
-                cut = self._truncate(j, slot, fid, "") if cut is None else cut
-                del self.results[j:]
-            self.results.append(_Slot(fid, "", "PENDING"))
-            self._reserved.add(j)
-            added = True
-        if added:
-            self.writes += 1
-        return cut
-
-    def _truncate(self, i: int, slot: _Slot | None, function_id: str, args_digest: str) -> int | None:
-        if slot is None:
-            return None
-        self.warnings.append(
-            f"Non-deterministic call detected at index {i}: expected functionId={slot.function_id}, "
-            f"argsDigest={slot.args_digest}, but got functionId={function_id}, argsDigest={args_digest}. "
-            "Clearing subsequent results.")
-        del self.results[i:]
-        return i
-
-
-def _status(r: Any) -> str:
-    eff = getattr(r, "effective_status", None)
-    if eff is not None:
-        return str(eff)
-    status = getattr(r, "status", None)
-    if status is not None:
-        return str(status)
-    return "SUCCEEDED" if getattr(r, "exception_payload", None) is None else "FAILED"
-
-
-def _invoke(fn: Callable[[], Any] | None) -> str:
-    if fn is None:
-        return "SUCCEEDED"
-    try:
-        fn()
-    except _Crash:
-        raise    # a lookup inside a sub-agent call failed: the job fails, not the call
-    except Exception:  # a failed call is journaled as FAILED, which is what the body sees
-        return "FAILED"
-    return "SUCCEEDED"
-
-
-# -- the result ---------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Prediction(HtmlRepr):
-    """What a recovery would do, per task, under one rule.
-
-    ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
-    followed by NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up.
-    ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
-    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count`` and the ``router`` a
-    model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
-    "body" (an action body that runs again), "call" (a durable call executed for real, by function
-    id), "replayed" (a call served from the journal), "reconciler".
-    ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
-    """
-
-    rule: str
-    tasks: pd.DataFrame
-    events: tuple[CacheEvent, ...]
-    divergences: tuple[Divergence, ...]
-    ledger: pd.DataFrame
-    crashed: bool = False
-    warnings: tuple[str, ...] = ()
-    session: RecoverySession | None = field(default=None, repr=False, compare=False)
-    #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
-    runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
-    #: per sub-agent call (``<sessionId>#<callId>``): the ids of the result events its caller got
-    #: (a reused child's stored ones, or fresh ones of a rerun), or "journal" (a terminal slot replayed)
-    subagent_results: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict, compare=False)
-
-    def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
-        """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""
-        out = []
-        for row in self.tasks.itertuples(index=False):
-            eid = (labels or {}).get(row.event_id) if row.event_id else None
-            out.append(f"{row.key}:{row.input}.{row.action}" + (f"#{eid}" if eid else "") + f"={row.outcome}")
-        return out
-
-    @property
-    def evictions(self) -> pd.DataFrame:
-        """Every cache removal, one row each: op, step (rebuild / lookup), key, seq, removed count and
-        log positions (replay writes have none), reason, divergence id."""
-        return pd.DataFrame(
-            [{"op": e.op, "step": e.step, "business_key": e.business_key, "seq": e.seq, "removed": len(e.removed),
-              "positions": e.positions, "reason": e.reason, "divergence_id": e.divergence_id} for e in self.events],
-            columns=["op", "step", "business_key", "seq", "removed", "positions", "reason", "divergence_id"])
-
-    def reruns(self) -> int:
-        """Number of action bodies that would run again (RESUME + RERUN)."""
-        return int(self.tasks["body_ran"].sum()) if len(self.tasks) else 0
-
-    def calls_executed(self) -> Counter[str]:
-        """Durable calls a recovery would execute again, by function id (all keys)."""
-        rows = self.ledger[self.ledger["kind"] == "call"]
-        return Counter({str(n): int(c) for n, c in rows.groupby("name", observed=True)["count"].sum().items()})
-
-    def ledger_totals(self) -> pd.DataFrame:
-        """The ledger summed over keys: one row per (kind, name), with its ``router``."""
-        if self.ledger.empty:
-            return self.ledger.drop(columns=["key"])
-        return self.ledger.groupby(["kind", "name"], as_index=False, observed=True, dropna=False).agg(
-            router=("router", "first"), count=("count", "sum"))
-
-    def by_router(self) -> pd.DataFrame:
-        """Model-routing calls grouped under their router: one row per (router, kind, name), summed over keys."""
-        rows = self.ledger[self.ledger["router"].notna()] if "router" in self.ledger else self.ledger.iloc[:0]
-        if rows.empty:
-            return pd.DataFrame(columns=["router", "kind", "name", "count"])
-        return rows.groupby(["router", "kind", "name"], as_index=False, observed=True, sort=True)["count"].sum()
-
-    def _html_parts(self) -> Iterable[HtmlPart]:
-        counts = self.tasks["outcome"].value_counts().to_dict() if len(self.tasks) else {}
-        yield Text(Strong("Prediction"), " under rule ", Code(self.rule), ": ",
-                   ", ".join(f"{k} {int(v)}" for k, v in counts.items()),
-                   *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
-        cols = ["key", "seq", "input", "action", "outcome", "reason"]
-        yield Table(self.tasks[cols], max_rows=50)
-        yield Table(self.ledger_totals(), caption="ledger")
-
-
 # -- the simulation -------------------------------------------------------------------------------------
-
-
-class _Memory:
-    """Per-key memory view; values are opaque (Kryo payloads stay undecoded)."""
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def get(self, path: str, default: Any = None) -> Any:
-        return self._data.get(path, default)
-
-    def set(self, path: str, value: Any) -> None:
-        self._data[path] = value
-
-
-@dataclass
-class _Call:
-    scope: str
-    session_id: str
-    call_id: str
-
-
-class _Context:
-    """The :class:`~agent_inspect.agents.ActionContext` a body runs against during prediction."""
-
-    def __init__(self, sim: Simulation, rnd: _Round, decl: ActionDecl, event: AgentEvent, journal: SymbolicCallJournal,
-                 task_index: int, call: _Call | None) -> None:
-        self._sim, self._round, self._decl, self._journal = sim, rnd, decl, journal
-        self._task_index, self._call = task_index, call
-        self.key, self.seq, self.action, self.event = rnd.key, rnd.seq, decl.name, event
-        self.business_key = rnd.ident.business_key
-        self.outputs: list[AgentEvent] = []
-        #: a child's result events (post-0.4 main: ``subagentResultEvents``, never in ``outputs``)
-        self.results: list[AgentEvent] = []
-        self.executed = 0
-        self.replayed = 0
-        self._allocator: SubagentIdAllocator | None = None
-
-    @property
-    def short_term(self) -> _Memory:
-        return _Memory(self._sim.short_term.setdefault(self.key, {}))
-
-    def call_subagents(self, calls: Sequence[tuple[str, str, Mapping[str, Any], str, str]]) -> list[Any]:
-        """A batch of sub-agent calls ``(scope, event type, attributes, session id, call id)``: under a
-        runtime with ``pending_slots`` their PENDING caller slots are reserved in one write first."""
-        if self._sim.model.pending_slots:
-            self._journal.reserve([f"{session}#{call_id}" for _, _, _, session, call_id in calls])
-        return [self.call_subagent(scope, etype, attrs, session_id=session, call_id=call_id)
-                for scope, etype, attrs, session, call_id in calls]
-
-    @property
-    def sensory(self) -> _Memory:
-        return _Memory(self._sim.sensory.setdefault(self.key, {}))
-
-    def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
-        attrs = dict(attributes or {})
-        if self._call is not None and type == OUTPUT_EVENT and self._sim.model.subagent_results:
-            # main: an output-typed event of a child is a result event, without lineage (addendum §1.1)
-            self.results.append(AgentEvent(OUTPUT_EVENT, attrs, self._sim.new_id()))
-            return
-        if self._call is not None:
-            # a child's sendEvent is re-wrapped for the same scope, session and call (§11.1 "forward")
-            attrs = {"targetScope": self._call.scope, "sessionId": self._call.session_id,
-                     "callId": self._call.call_id, "delegateType": type, "delegateAttributes": attrs}
-            type = SUBAGENT_EVENT
-        self.outputs.append(AgentEvent(type, attrs, self._sim.new_id(), upstream_event_id=self.event.id,
-                                       upstream_action=self.action))
-
-    def _durable(self, function_id: str, args_digest: str, run: Callable[[], Any] | None,
-                 reconciler: Callable[[], Any] | None, *, subagent: bool = False) -> CallOutcome:
-        if subagent and self._sim.model.pending_slots:
-            outcome = self._journal.subagent(function_id, run)
-        else:
-            outcome = self._journal.call(function_id, args_digest, run, reconciler=reconciler)
-        kind = {"execute": "call", "reconcile": "reconciler", "resubmit": "resubmit"}.get(outcome.outcome, "replayed")
-        self._sim.ledger[(self._round.key, kind, function_id)] += 1
-        if kind == "replayed":
-            self.replayed += 1
-        else:
-            self.executed += 1
-        return outcome
-
-    def durable_execute(self, function_id: str, args_digest: str, call: Callable[[], Any]) -> Any:
-        self._durable(function_id, args_digest, call, None)
-        return None
-
-    def durable_execute_reconcilable(self, function_id: str, args_digest: str, call: Callable[[], Any],
-                                     reconciler: Callable[[], Any]) -> Any:
-        self._durable(function_id, args_digest, call, reconciler)
-        return None
-
-    def call_subagent(self, scope: str, event_type: str, attributes: Mapping[str, Any], *,
-                      session_id: str | None = None, call_id: str | None = None) -> Any:
-        if session_id is None or call_id is None:
-            if self._allocator is None:
-                ident = self._round.ident
-                self._allocator = SubagentIdAllocator(
-                    key_text=ident.key_text or ident.business_key, seq=self.seq, action=self.action,
-                    event_type=self.event.type, event_attributes=self.event.attributes)
-            session_id, call_id = self._allocator.allocate(scope)
-        collected: list[AgentEvent] = []
-
-        def run() -> None:
-            # the bootstrap is regenerated with a fresh id and identical attributes (§11.4 point 2)
-            boot = AgentEvent(SUBAGENT_EVENT, {"targetScope": scope, "sessionId": session_id, "callId": call_id,
-                                               "delegateType": event_type, "delegateAttributes": dict(attributes)},
-                              self._sim.new_id(), upstream_event_id=self.event.id, upstream_action=self.action)
-            collected.extend(self._sim.run_child(self._round, boot, self._task_index, _Call(scope, session_id, call_id)))
-
-        fid = f"{session_id}#{call_id}"
-        outcome = self._durable(fid, "", run, None, subagent=True)
-        # what the caller got: the child's result events (ids), or its own journal when the call was not made
-        self._sim.subagent_results[fid] = tuple(e.id or "" for e in collected) \
-            if outcome.outcome in ("execute", "resubmit") else "journal"
-        return [dict(e.attributes.get("delegateAttributes") or {}) if e.type == SUBAGENT_EVENT
-                else dict(e.attributes) for e in collected]
-
-
-@dataclass
-class _Round:
-    key: str
-    seq: int
-    ident: KeyIdentity
-    input: str
-    input_fingerprint: str | None = None    # of the input that started the round (None: restored tasks)
 
 
 class Simulation:
@@ -758,7 +396,7 @@ def _is_reconstruction(obj: Any) -> bool:
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
-             runtime: Any = "0.3") -> Simulation:
+             runtime: str | RuntimeLike = "0.3") -> Simulation:
     """Drive ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) and return
     the :class:`Simulation` (``rows``, ``ledger``, ``crashed``). ``predict`` is this plus the rebuild and frames.
     ``runtime`` selects the upstream runtime's behaviours (:func:`agent_inspect.store.runtime_model`).

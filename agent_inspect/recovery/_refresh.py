@@ -9,6 +9,13 @@ partition (a tombstone in between ends the chain). A row whose bytes differ is n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from agent_inspect._types import LogLike, RuntimeLike
+
 from typing import Any
 
 from agent_inspect.history import subagent_result_events
@@ -18,7 +25,7 @@ from agent_inspect.store import runtime_model
 __all__ = ["refresh_positions", "subagent_result_events"]
 
 
-def refresh_positions(log: Any, runtime: Any = None, *, kafka_pending: str | None = None) -> frozenset[int]:
+def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
     """Positions of the refresh rows of ``log`` when ``runtime`` writes them (``0.4`` and ``main``;
     for Kafka only with ``kafka_pending="refresh"``, the default — see :mod:`agent_inspect.store`'s
     runtime table); empty for ``0.3`` or without the raw bytes (a records frame alone)."""

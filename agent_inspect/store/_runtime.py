@@ -27,8 +27,12 @@ release. ``0.3`` is the model the spec was written from, the default everywhere.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_inspect._types import RuntimeLike
+
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["RUNTIME_NAMES", "KAFKA_PENDING", "RuntimeModel", "runtime_model"]
 
@@ -56,7 +60,7 @@ class RuntimeModel:
         return source_kind == "fluss" or self.kafka_pending == "refresh"
 
 
-def runtime_model(runtime: Any = None, *, kafka_pending: str | None = None) -> RuntimeModel:
+def runtime_model(runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> RuntimeModel:
     """The :class:`RuntimeModel` of ``runtime``: a name ("0.3", "0.4", "main"), an object with a
     ``name`` (the log's inferred runtime), a ``RuntimeModel`` (returned as is unless
     ``kafka_pending`` is given), or None / "auto" without a log to infer from ("0.3", today's model)."""
