@@ -31,7 +31,6 @@ from agent_inspect.widgets._verification import VerificationView
 __all__ = ["inspect", "view_for", "ResultInspector"]
 
 
-
 def view_for(obj: Any) -> type[w.Widget] | None:
     """The view class :func:`inspect` shows ``obj`` in, or None (first matching protocol wins)."""
     if isinstance(obj, Diff):
