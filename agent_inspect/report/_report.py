@@ -138,7 +138,7 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
         ("rule", rule_name),
     ]
     summary = log.summary() if callable(getattr(log, "summary", None)) else {}
-    facts += [(str(k), _short(v)) for k, v in summary.items() if k != "source"]
+    facts += [(str(k), _runtime_text(v) if k == "runtime" else _short(v)) for k, v in summary.items() if k != "source"]
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
     body = f'<table class="agent-inspect facts">{rows}</table>'
     records = result.records
@@ -150,6 +150,14 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
     n_div = len(result.divergences) if isinstance(result.divergences, pd.DataFrame) else 0
     body += f'<p class="headline">{n_div:,} divergence{"s" if n_div != 1 else ""} found.</p>'
     return _Section("summary", "Summary", body)
+
+
+def _runtime_text(runtime: Any) -> Any:
+    """Which runtime wrote the log, and why we think so (issue #12: the report says which model it used)."""
+    if not isinstance(runtime, dict):
+        return _short(runtime)
+    how = "inferred" if runtime.get("inferred") else "given"
+    return f"{runtime.get('name')} ({how}: {runtime.get('evidence')}; default rule {runtime.get('default_rule')})"
 
 
 def _divergence_section(result: Any, *, max_rows: int) -> _Section:

@@ -20,7 +20,8 @@ from agent_inspect.codec import (
 from agent_inspect.executor import CallJournal as ExecutorJournal
 from agent_inspect.executor import CallSlot, ReplayExecutor
 from agent_inspect.executor._plan import as_plan
-from agent_inspect.recovery import CallJournal, predict
+from agent_inspect.recovery import SymbolicCallJournal as CallJournal
+from agent_inspect.recovery import predict
 
 FID = "shop_agent.tools.lookup::0123456789abcdef"  # the #1016 Python id: <module>.<qualname>::<16-hex digest>
 

@@ -59,3 +59,11 @@ def test_report_without_the_views_extra_says_what_to_install(probe_log, monkeypa
     with pytest.raises(ai.InspectError, match=r"agent_inspect\[views\].*max_keys=0"):
         render_report(probe_log, rule="original")
     assert "<!DOCTYPE html>" in render_report(probe_log, rule="original", max_keys=0)
+
+
+def test_the_report_says_which_runtime_wrote_the_log(tmp_path) -> None:
+    import agent_inspect as ai
+
+    html = ai.report.render_report(ai.load("sample_logs/subagents_v4.jsonl"), rule="original")
+    assert "main (inferred: 10 record(s) carry subagentResultEvents (V4)" in html
+    assert "default rule original" in html
