@@ -18,6 +18,7 @@ from agent_inspect.codec import (
     python_action_uuid,
 )
 from agent_inspect.codec.bulk import task_event_attributes
+from agent_inspect.log._build import _masked_int
 
 if TYPE_CHECKING:
     from agent_inspect.log._log import ActionStateLog
@@ -116,8 +117,3 @@ def verify_identity(log: ActionStateLog, *, num_partitions: int | None = None, m
         "action_name": pd.Categorical(names),
         "action_uuid_ok": pd.array(action_ok, dtype="boolean"),
     }, index=pd.RangeIndex(n))
-
-
-def _masked_int(col: list[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
-    values = np.asarray(col, dtype=dtype)
-    return pd.arrays.IntegerArray(values, values < 0)

@@ -278,6 +278,16 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
     (one per record) tags the rebuilt entries. ``refresh``: positions of checkpoint-time refresh
     rows (:func:`~agent_inspect.recovery.refresh_positions`; 0.4+ runtimes), applied without rule steps.
     """
+    return rebuild_in_window(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint,
+                             max_parallelism=max_parallelism, attempts=attempts, refresh=refresh)[0]
+
+
+def rebuild_in_window(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fixed",
+                      markers: Markers = None, *, session: RecoverySession | None = None,
+                      expected_fingerprint: str | None = None, max_parallelism: int | None = None,
+                      attempts: Sequence[Any] | None = None,
+                      refresh: Collection[int] = ()) -> tuple[RecoverySession, np.ndarray]:
+    """:func:`rebuild`, also returning the window it read (one bool per row), for callers that need both."""
     if markers is None:
         markers = whole_log_markers(log)
     if session is None:
@@ -286,7 +296,7 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
     source = getattr(log, "source", None)
     mask = window_mask(records, markers, start_offsets=getattr(source, "start_offsets", None), source=source)
     if not mask.any():
-        return session
+        return session, mask
     if getattr(session.rule, "restore_checks", True):
         failures = restore_failures(records, mask, expected_fingerprint=expected_fingerprint)
         if max_parallelism is not None:
@@ -296,7 +306,7 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
             failures = [found[p] for p in sorted(found)]
         session.fail_restore(failures)
     rebuild_records(session, iter_entries(records, mask, attempts=attempts, undecodable=True), refresh=refresh)
-    return session
+    return session, mask
 
 
 def _key_group_failures(records: pd.DataFrame, mask: Any, max_parallelism: int) -> list[tuple[int, str, str | None]]:

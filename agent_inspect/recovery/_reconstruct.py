@@ -15,7 +15,7 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.log import resolve_runtime
-from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, whole_log_markers, window_mask
+from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import Entry, Outcome, RecoverySession, Task
 
@@ -200,11 +200,8 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
         history = build_history(records)
         ann = history.records
     attempts = ann["attempt"].astype(object).tolist()
-    session = rebuild(log, rule_obj, markers, expected_fingerprint=expected_fingerprint, attempts=attempts,
-                      refresh=refresh)
-    source = getattr(log, "source", None)
-    in_window = window_mask(records, whole_log_markers(log) if markers is None else markers,
-                            start_offsets=getattr(source, "start_offsets", None), source=source)
+    session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
+                                           attempts=attempts, refresh=refresh)
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
