@@ -18,6 +18,7 @@ def test_inspect_error_is_one_line_with_the_full_traceback_kept(shell, capsys, t
     import agent_inspect._ipython as display
 
     shell.custom_exceptions = ()
+    shell._agent_inspect_errors = False  # importing agent_inspect may have installed it already
     assert display.install() is True
     assert display.install() is False  # once per shell
     shell.run_cell(f"import agent_inspect as ai\nai.load({str(tmp_path / 'missing.jsonl')!r})")
