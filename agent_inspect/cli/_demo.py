@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._jsonable import jsonable
 
 __all__ = ["register"]
 
@@ -122,7 +123,7 @@ def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("origin
     from agent_inspect.recovery import reconstruct
     from agent_inspect.report import ledger_totals, prediction_of
 
-    out: dict[str, Any] = {"source": str(getattr(log.source, "location", "")), "summary": _plain(log.summary())}
+    out: dict[str, Any] = {"source": str(getattr(log.source, "location", "")), "summary": jsonable(log.summary())}
     for rule in rules:
         result = reconstruct(log, rule=rule, markers=markers)
         records = result.records
@@ -187,13 +188,3 @@ def _ledger_rows(ledgers: list[dict[str, int]]) -> list[tuple[str, list[int]]]:
         for name, counts in sorted(groups.pop(kind, {}).items()):
             rows.append((f"{titles.get(kind, kind)} {name}".rstrip()[:56], counts))
     return rows
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item"):
-        return value.item()
-    return value

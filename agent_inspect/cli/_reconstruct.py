@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._jsonable import jsonable, jsonable_rows
 
 __all__ = ["register"]
 
@@ -45,32 +45,11 @@ def _markers(text: str | None) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item"):
-        return _plain(value.item())
-    try:
-        import pandas as pd
-
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value)
-
-
 def _records(frame: Any) -> list[dict[str, Any]]:
     cols = ["partition", "offset", "business_key", "seq", "state_key", "completed", "divergence_id", "reason"]
     out = []
     for pos, row in zip(frame.index.tolist(), frame[cols].itertuples(index=False, name=None)):
-        out.append({"pos": pos, **{c: _plain(v) for c, v in zip(cols, row)}})
+        out.append({"pos": pos, **{c: jsonable(v) for c, v in zip(cols, row)}})
     return out
 
 
@@ -83,14 +62,11 @@ def analyse(log: Any, *, rule: str | None, markers: Any, ledger: bool = True,
     recs = result.records
     evicted = recs[recs["status"] == "evicted"]
     invalidated = recs[recs["status"] == "invalidated"]
-    divergences = [
-        {c: _plain(v) for c, v in zip(result.divergences.columns, row)}
-        for row in result.divergences.itertuples(index=False, name=None)
-    ]
+    divergences = jsonable_rows(result.divergences)
     report: dict[str, Any] = {
         "rule": result.rule.name,
         "runtime": result.runtime.as_dict(),
-        "markers": _plain(result.markers),
+        "markers": jsonable(result.markers),
         "records": len(recs),
         "status": result.summary()["status"],
         "outcomes": result.summary()["outcomes"],
@@ -118,8 +94,7 @@ def _ledger(log: Any, rule: str, markers: Any,
     except InspectError as exc:
         return None, str(exc)
     totals = prediction.ledger_totals()
-    return [{c: _plain(v) for c, v in zip(totals.columns, row)}
-            for row in totals.itertuples(index=False, name=None)], None
+    return jsonable_rows(totals), None
 
 
 def _run(args: argparse.Namespace) -> int:

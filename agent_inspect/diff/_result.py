@@ -11,6 +11,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._jsonable import jsonable
 from agent_inspect.diff._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
 from agent_inspect.diff._sides import SelectorError, Side, as_side
 
@@ -132,8 +133,8 @@ class Diff(HtmlRepr):
             pairs = pairs.head(limit)
         return {
             "a": self.a.label, "b": self.b.label, "counts": self.counts(), "empty": self.empty,
-            "first_divergences": [_plain(r) for r in firsts.to_dict("records")],
-            "pairs": [{**_plain({k: v for k, v in r.items() if k != "changes"}),
+            "first_divergences": [jsonable(r) for r in firsts.to_dict("records")],
+            "pairs": [{**jsonable({k: v for k, v in r.items() if k != "changes"}),
                        "changes": [c.to_dict() for c in r["changes"]]} for r in pairs.to_dict("records")],
         }
 
@@ -154,18 +155,6 @@ class Diff(HtmlRepr):
 
 def _opt(v: Any) -> Any:
     return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else int(v)
-
-
-def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in row.items():
-        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
-            out[k] = None
-        elif hasattr(v, "item"):
-            out[k] = v.item()
-        else:
-            out[k] = v if isinstance(v, (str, int, float, bool, list, dict)) else str(v)
-    return out
 
 
 def _why(row: pd.Series) -> tuple[str, str]:

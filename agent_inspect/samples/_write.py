@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_inspect._jsonable import jsonable
+
 __all__ = ["write_kcat_jsonl", "write_markers", "FILE_SUFFIXES"]
 
 #: file format -> file name suffix of a sample
@@ -43,13 +45,5 @@ def write_kcat_jsonl(log: Any, path: str | os.PathLike[str], *, topic: str | Non
 def write_markers(info: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write a sample's markers file (JSON; partitions as string keys, as JSON requires)."""
     out = Path(path)
-    out.write_text(json.dumps(_jsonable(info), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(jsonable(info), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    return obj

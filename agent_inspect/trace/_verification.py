@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from agent_inspect._html import Em, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._jsonable import jsonable, jsonable_rows
 
 __all__ = ["Verification"]
 
@@ -77,12 +78,12 @@ class Verification(HtmlRepr):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
         return {
-            "agree": self.agree, "rule": self.rule, "runtime": self.runtime, "markers": _plain(self.markers),
+            "agree": self.agree, "rule": self.rule, "runtime": self.runtime, "markers": jsonable(self.markers),
             "summary": self.summary_text(), "causes": self.causes(), "notes": list(self.notes),
-            "totals": _records(self.totals), "calls": _records(self.calls),
-            "ranking": _records(self.ranking) if self.ranking is not None else None,
-            "best": _plain(self.best()),
-            "tasks": _records(self.tasks.drop(columns=["first"])),
+            "totals": jsonable_rows(self.totals), "calls": jsonable_rows(self.calls),
+            "ranking": jsonable_rows(self.ranking) if self.ranking is not None else None,
+            "best": jsonable(self.best()),
+            "tasks": jsonable_rows(self.tasks.drop(columns=["first"])),
         }
 
     def _html_parts(self) -> Iterable[HtmlPart]:
@@ -95,34 +96,5 @@ class Verification(HtmlRepr):
             yield Table(self.ranking, caption="rules and runtimes ranked by agreement")
         cols = ["key", "seq", "action", "predicted", "observed", "agree", "join", "cause", "explanation"]
         yield Table(self.tasks[cols], max_rows=60, caption="tasks")
-
-
-def _plain(value: Any) -> Any:
-    import math
-
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    if hasattr(value, "item"):
-        return _plain(value.item())
-    try:
-        if pd.isna(value):
-            return None
-    except (TypeError, ValueError):
-        pass
-    return str(value)
-
-
-def _records(frame: pd.DataFrame | None) -> list[dict[str, Any]]:
-    if frame is None:
-        return []
-    return [{str(c): _plain(v) for c, v in zip(frame.columns, row)} for row in frame.itertuples(index=False)]
 
 

@@ -56,3 +56,11 @@ def test_moved_loaders_and_from_case_warn(tmp_path) -> None:
 def test_unknown_names_are_attribute_errors() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         rules.nope  # noqa: B018
+
+
+@pytest.mark.parametrize(("module", "name"), [(recovery, "Store"), (recovery, "CallJournal"), (rules, "check")])
+def test_deprecation_warnings_point_at_the_callers_line(module, name) -> None:
+    # Names served through renamed()'s fallback to moved() must still blame this file, not _deprecated.py.
+    with pytest.warns(DeprecationWarning) as caught:
+        getattr(module, name)
+    assert [w.filename for w in caught] == [__file__]
