@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import message_html
+from agent_inspect.widgets._plot import Plot
 
 __all__ = ["FleetScanView"]
 
@@ -42,7 +43,7 @@ class FleetScanView(w.VBox):
         self._page = 0
         self.summary = w.HTML(self._summary_html())
         self.summary.add_class("ai-scan-summary")
-        self.figure = go.FigureWidget(make_subplots(rows=1, cols=2, subplot_titles=(
+        self.figure = Plot(make_subplots(rows=1, cols=2, subplot_titles=(
             "history size per key (bytes)", "durable calls re-executed per key")))
         self.figure.update_layout(height=260, margin=dict(l=40, r=10, t=40, b=30), showlegend=False)
         self.figure.add_class("ai-scan-histograms")

@@ -23,6 +23,7 @@ from agent_inspect.widgets._common import (
     pretty_json,
     to_builtins,
 )
+from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["ReplayStepper"]
@@ -67,7 +68,7 @@ class ReplayStepper(w.VBox):
         self.detail.add_class("ai-step-detail")
         self.memory = w.HTML()
         self.memory.add_class("ai-memory")
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = Plot(layout=go.Layout(
             height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
             xaxis=dict(title="step"), yaxis=dict(title="seq"), legend=dict(orientation="h", y=1.1)))
         self.figure.add_class("ai-stepper-timeline")

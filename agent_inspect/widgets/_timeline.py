@@ -23,6 +23,7 @@ from agent_inspect.widgets._common import (
     records_of,
     value_html,
 )
+from agent_inspect.widgets._plot import Plot
 
 __all__ = ["KeyTimeline", "most_affected_key"]
 
@@ -77,7 +78,7 @@ class KeyTimeline(w.VBox):
                             f"{len(selected):,} records</div>")
         self.detail = w.HTML(message_html("click a point to see its decoded value"))
         self.detail.add_class("ai-detail")
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = Plot(layout=go.Layout(
             height=height, margin=dict(l=50, r=10, t=30, b=40), hovermode="closest",
             xaxis=dict(title="log position"), yaxis=dict(title="seq"),
             legend=dict(orientation="h", y=1.02, yanchor="bottom")))
