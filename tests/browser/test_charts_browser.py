@@ -189,7 +189,8 @@ def test_key_timeline_markers_hover_click_and_legend(lab_page, lab_root: Path, a
     # click an evicted (or invalidated) record: its status and reason come with the JSON
     removed = next(t["name"] for t in chart["traces"] if t["name"] in ("evicted", "invalidated"))
     point = page.evaluate(_POINT_JS, [removed, 0])
-    page.mouse.move(point["x"] + 30, point["y"] + 30)
+    page.mouse.move(point["x"], point["y"])
+    page.wait_for_timeout(300)  # plotly picks the clicked point from the hover under the mouse
     page.mouse.click(point["x"], point["y"])
     detail = page.locator(".ai-timeline .ai-detail")
     detail.filter(has_text=f"status: {removed}").wait_for(timeout=10_000)
