@@ -186,13 +186,13 @@ def _timeline_section(result: Any, *, max_keys: int) -> _Section:
     try:
         import plotly.io as pio
 
-        from agent_inspect.widgets import KeyTimeline
+        from agent_inspect.widgets import timeline_figure
     except ImportError as exc:
         raise InspectError(f"the report's timelines need the views extra ({exc.name} is missing): "
                            "pip install 'agent_inspect[views]', or pass max_keys=0 (--keys 0)") from None
     parts, scripts = [], []
     for n, (key, removed) in enumerate(keys):
-        figure = _static_figure(KeyTimeline(result, key).figure)
+        figure = _static_figure(timeline_figure(result, key))
         div = pio.to_html(figure, include_plotlyjs=False, full_html=False, div_id=f"timeline-{n}",
                           config={"displaylogo": False, "responsive": True})
         div, found = _split_scripts(div)

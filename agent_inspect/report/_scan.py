@@ -44,11 +44,11 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     try:
         import plotly.io as pio
 
-        from agent_inspect.widgets import FleetScanView
+        from agent_inspect.widgets import scan_histograms
     except ImportError:
         figure_html, scripts = "<p>(histograms need the views extra)</p>", []
     else:
-        fig = _static_figure(FleetScanView(result).figure)
+        fig = _static_figure(scan_histograms(result, result.rules[0]))
         figure_html, scripts = _split_scripts(pio.to_html(fig, include_plotlyjs=False, full_html=False,
                                                           div_id="scan-histograms",
                                                           config={"displaylogo": False, "responsive": True}))

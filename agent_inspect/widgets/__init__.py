@@ -5,7 +5,9 @@ Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
 ``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``. Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
-``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``).
+``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``). Every chart is
+one ``_plot.Plot`` (plotly.js sent once per page); ``timeline_figure`` and ``scan_histograms`` build the
+same charts as plain figures, without a widget (the static report).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
-from agent_inspect.widgets._scan import FleetScanView
+from agent_inspect.widgets._scan import FleetScanView, scan_histograms
 from agent_inspect.widgets._stepper import ReplayStepper
-from agent_inspect.widgets._timeline import KeyTimeline
+from agent_inspect.widgets._timeline import KeyTimeline, timeline_figure
 from agent_inspect.widgets._verification import VerificationView
 
 __all__ = [
@@ -38,4 +40,6 @@ __all__ = [
     "DiffView",
     "ExplainView",
     "FleetScanView",
+    "timeline_figure",
+    "scan_histograms",
 ]

@@ -20,6 +20,7 @@ from agent_inspect.widgets._common import (
     records_of,
     value_html,
 )
+from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["LogBrowser"]
@@ -78,7 +79,7 @@ class LogBrowser(w.VBox):
         self.show_button = w.Button(description="Show")
         self.detail = w.HTML()
         self.detail.add_class("ai-detail")
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = Plot(layout=go.Layout(
             height=260, barmode="stack", margin=dict(l=40, r=10, t=30, b=80),
             title=dict(text="records by event type", font=dict(size=13)), showlegend=True))
         self.figure.add_class("ai-counts")

@@ -154,10 +154,16 @@ def value_html(title: str, value: Any) -> str:
 
 
 def integer_axis(values: Any) -> dict[str, Any]:
-    """Axis settings for integer data (positions, seqs, steps): no fractional ticks on short ranges."""
+    """Axis settings for integer data (positions, seqs, steps): no fractional ticks on short ranges.
+
+    Wide ranges reset ``dtick`` and ask for automatic ticks and range, so an axis that once showed a few
+    values (one tick per value) follows the data when it grows instead of keeping a tick per value.
+    """
     arr = pd.to_numeric(pd.Series(values, dtype="float64"), errors="coerce").dropna()
     span = float(arr.max() - arr.min()) if len(arr) else 0.0
-    return {"tickformat": "d", "dtick": 1} if span <= 12 else {"tickformat": "d"}
+    if span <= 12:
+        return {"tickformat": "d", "dtick": 1, "tickmode": "linear", "autorange": True}
+    return {"tickformat": "d", "dtick": None, "tick0": None, "tickmode": "auto", "nticks": 12, "autorange": True}
 
 
 def message_html(text: str, *, level: str = "info") -> str:

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import frame_html, plotly_text
 from agent_inspect.widgets._common import first_column, hover, message_html
+from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["RuleComparison"]
@@ -44,7 +45,7 @@ class RuleComparison(w.VBox):
                             f"{frame_html(frame, max_rows=1000)}</div>")
         self.table.add_class("ai-table")
         self._height = int(height)
-        self.figure = go.FigureWidget(layout=go.Layout(height=height, margin=dict(l=160, r=10, t=60, b=60)))
+        self.figure = Plot(layout=go.Layout(height=height, margin=dict(l=160, r=10, t=60, b=60)))
         self.figure.add_class("ai-rule-heatmap")
         self.children = [self.metric, self.figure, self.table, view_style()]
         self._draw()

@@ -14,6 +14,7 @@ from agent_inspect._html import escape, plotly_text
 from agent_inspect.history import layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
+from agent_inspect.widgets._plot import Plot
 
 __all__ = ["DiffView", "DIFF_COLOURS"]
 
@@ -45,14 +46,14 @@ class DiffView(w.VBox):
         self.key_picker = w.Dropdown(description="Key", options=keys, layout=w.Layout(width="420px"),
                                      value=str(key) if key is not None and str(key) in keys else (keys[0] if keys else None))
         self.seq_picker = w.Dropdown(description="Round", options=[], layout=w.Layout(width="200px"))
-        self.timeline = go.FigureWidget(layout=go.Layout(
+        self.timeline = Plot(layout=go.Layout(
             height=220, margin=dict(l=60, r=10, t=30, b=40), showlegend=True, hovermode="closest",
             yaxis=dict(tickvals=[2, 1, 0], ticktext=["a", "diff", "b"], range=[-0.6, 2.6]),
             xaxis=dict(title="action executions, in round order"), title=dict(text="aligned timelines",
                                                                                 font=dict(size=13))))
         self.timeline_box = w.VBox([self.timeline])
         self.timeline_box.add_class("ai-diff-timeline")
-        self.graph_figure = go.FigureWidget(layout=go.Layout(
+        self.graph_figure = Plot(layout=go.Layout(
             height=320, margin=dict(l=10, r=10, t=30, b=10), showlegend=True, hovermode="closest",
             xaxis=dict(visible=False), yaxis=dict(visible=False), title=dict(text="round graph diff",
                                                                               font=dict(size=13))))

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, plotly_text
 from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
+from agent_inspect.widgets._plot import Plot
 
 __all__ = ["GraphView", "SubagentTreeView"]
 
@@ -55,7 +56,7 @@ class GraphView(w.VBox):
         self.title = w.HTML()
         self.detail = w.HTML()
         self.detail.add_class("ai-detail")
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = Plot(layout=go.Layout(
             height=height, margin=dict(l=10, r=10, t=20, b=10), hovermode="closest", showlegend=True,
             xaxis=dict(visible=False), yaxis=dict(visible=False),
             legend=dict(orientation="h", y=1.06)))

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import PredictionLike
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["PredictionView"]
@@ -37,12 +38,12 @@ class PredictionView(w.VBox):
         self.ledger = prediction.ledger
         self.summary = w.HTML(self._summary_html(prediction.rule, bool(prediction.crashed)))
         self.summary.add_class("ai-prediction-summary")
-        self.outcomes = go.FigureWidget(layout=go.Layout(
+        self.outcomes = Plot(layout=go.Layout(
             height=260, barmode="stack", margin=dict(l=50, r=10, t=30, b=60),
             yaxis=dict(tickformat="d"), showlegend=True,
             title=dict(text="task outcomes per key", font=dict(size=13))))
         self.outcomes.add_class("ai-outcomes")
-        self.ledger_figure = go.FigureWidget(layout=go.Layout(
+        self.ledger_figure = Plot(layout=go.Layout(
             height=260, barmode="group", margin=dict(l=160, r=10, t=30, b=40), showlegend=True,
             xaxis=dict(tickformat="d"), title=dict(text="re-execution ledger", font=dict(size=13))))
         self.ledger_figure.add_class("ai-ledger")

@@ -12,8 +12,9 @@ from plotly.subplots import make_subplots
 
 from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import message_html
+from agent_inspect.widgets._plot import Plot
 
-__all__ = ["FleetScanView"]
+__all__ = ["FleetScanView", "scan_histograms"]
 
 _NUMERIC = ("stale_reuse_risk", "rerun", "calls", "evictions")
 
@@ -42,9 +43,7 @@ class FleetScanView(w.VBox):
         self._page = 0
         self.summary = w.HTML(self._summary_html())
         self.summary.add_class("ai-scan-summary")
-        self.figure = go.FigureWidget(make_subplots(rows=1, cols=2, subplot_titles=(
-            "history size per key (bytes)", "durable calls re-executed per key")))
-        self.figure.update_layout(height=260, margin=dict(l=40, r=10, t=40, b=30), showlegend=False)
+        self.figure = Plot(scan_histograms(result, self.rule.value))
         self.figure.add_class("ai-scan-histograms")
         self.table = w.GridBox(layout=w.Layout(grid_gap="2px 10px", overflow="auto", max_width="100%"))
         self.table.add_class("ai-scan-table")
@@ -130,15 +129,7 @@ class FleetScanView(w.VBox):
         self._draw_table()
 
     def _draw_histograms(self) -> None:
-        k = self.result.keys
-        calls = k[f"{self.rule.value}_calls"] if len(k) else pd.Series(dtype="int64")
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_trace(go.Histogram(x=k["history_bytes"].to_numpy() if len(k) else [], nbinsx=30,
-                                               name="history bytes", hovertemplate="%{x}: %{y} keys<extra></extra>"),
-                                  row=1, col=1)
-            self.figure.add_trace(go.Histogram(x=calls.to_numpy(), nbinsx=30, name="calls re-executed",
-                                               hovertemplate="%{x}: %{y} keys<extra></extra>"), row=1, col=2)
+        self.figure.data = scan_histograms(self.result, self.rule.value).data
 
     def _draw_table(self) -> None:
         rows = self.rows()
@@ -177,3 +168,18 @@ def _cell(value: Any) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else ""
     return str(value)
+
+
+def scan_histograms(result: Any, rule: str) -> go.Figure:
+    """History size and re-executed calls per key under ``rule``, as a plain figure (the report's; no widget)."""
+    figure = make_subplots(rows=1, cols=2, subplot_titles=(
+        "history size per key (bytes)", "durable calls re-executed per key"))
+    figure.update_layout(height=260, margin=dict(l=40, r=10, t=40, b=30), showlegend=False)
+    k = result.keys
+    calls = k[f"{rule}_calls"] if len(k) else pd.Series(dtype="int64")
+    figure.add_trace(go.Histogram(x=k["history_bytes"].to_numpy() if len(k) else [], nbinsx=30,
+                                  name="history bytes", hovertemplate="%{x}: %{y} keys<extra></extra>"),
+                     row=1, col=1)
+    figure.add_trace(go.Histogram(x=calls.to_numpy(), nbinsx=30, name="calls re-executed",
+                                  hovertemplate="%{x}: %{y} keys<extra></extra>"), row=1, col=2)
+    return figure

@@ -23,6 +23,7 @@ from agent_inspect.widgets._common import (
     pretty_json,
     to_builtins,
 )
+from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["ReplayStepper"]
@@ -67,10 +68,12 @@ class ReplayStepper(w.VBox):
         self.detail.add_class("ai-step-detail")
         self.memory = w.HTML()
         self.memory.add_class("ai-memory")
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = Plot(layout=go.Layout(
             height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
             xaxis=dict(title="step"), yaxis=dict(title="seq"), legend=dict(orientation="h", y=1.1)))
         self.figure.add_class("ai-stepper-timeline")
+        self._drawn: tuple[pd.DataFrame, np.ndarray] = (pd.DataFrame(), np.zeros(0))
+        self.figure.on_hover(self._hover)
         self.store = w.HTML()
         self.store.add_class("ai-store")
         self.break_kind = w.Dropdown(description="Break at", options=_step_kinds(),
@@ -180,24 +183,33 @@ class ReplayStepper(w.VBox):
             else np.zeros(len(steps))
         x = steps["index"].to_numpy() if "index" in steps.columns else np.arange(1, len(steps) + 1)
         kinds = steps[kind_col].astype("string").fillna("?") if kind_col else pd.Series("step", index=steps.index)
-        texts = np.array([f"step {i}" for i in x], dtype=object) + frame_hover(
-            steps, [(f, f) for f in _HOVER_FIELDS])
+        # hover text is built for the one step under the mouse (_hover); WebGL once there are many steps
+        self._drawn = (steps, x)
+        rows = np.arange(len(steps))
+        scatter = go.Scattergl if len(steps) > 1000 else go.Scatter
         traces = []
         for kind in dict.fromkeys(kinds.tolist()):
             sel = (kinds == kind).to_numpy(dtype=bool)
-            traces.append(go.Scatter(x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind),
-                                     marker=dict(size=9, color=colour_for(kind, KIND_COLOURS)),
-                                     hovertext=texts[sel], hoverinfo="text"))
+            traces.append(scatter(x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind), customdata=rows[sel],
+                                  marker=dict(size=9, color=colour_for(kind, KIND_COLOURS)), hoverinfo="text"))
         if len(steps):
-            traces.append(go.Scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current",
-                                     marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color="#000", width=2)),
-                                     hoverinfo="skip"))
+            traces.append(scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current",
+                                  marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color="#000", width=2)),
+                                  hoverinfo="skip"))
         with self.figure.batch_update():
             self.figure.data = []
             for trace in traces:
                 self.figure.add_trace(trace)
             self.figure.layout.xaxis.update(integer_axis(x))
             self.figure.layout.yaxis.update(integer_axis(seq))
+
+    def _hover(self, index: int, point: object) -> str | None:
+        steps, x = self._drawn
+        customdata = self.figure.data[index].customdata
+        if customdata is None or not isinstance(point, int) or point >= len(customdata):
+            return None
+        row = int(customdata[point])
+        return f"step {x[row]}" + str(frame_hover(steps.iloc[[row]], [(f, f) for f in _HOVER_FIELDS])[0])
 
 
 def _step_kinds() -> list[str]:

@@ -23,8 +23,9 @@ from agent_inspect.widgets._common import (
     records_of,
     value_html,
 )
+from agent_inspect.widgets._plot import Plot
 
-__all__ = ["KeyTimeline", "most_affected_key"]
+__all__ = ["KeyTimeline", "LOD_POINTS", "most_affected_key", "timeline_figure"]
 
 _STATUS_ORDER = ("live", "superseded", "pruned", "evicted", "invalidated")
 _REMOVED = ("evicted", "invalidated")
@@ -48,18 +49,131 @@ def most_affected_key(source: Any) -> Any:
     return keys.value_counts(sort=True).index[0]
 
 
+# Above this many records in view the kernel draws counts per status per bin; zooming in fetches the records.
+LOD_POINTS = 4000
+_X_BINS = 300
+_Y_BINS = 80
+# Drawing order: later traces sit on top, so live records cover superseded ones and divergences cover both.
+_DRAW_ORDER = ("superseded", "pruned", "evicted", "invalidated")
+_LAYOUT = dict(margin=dict(l=50, r=10, t=64, b=40), hovermode="closest", uirevision="timeline",
+               xaxis=dict(title="log position"), yaxis=dict(title="seq"),
+               # top left, clear of plotly's toolbar (top right)
+               legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
+
+
 class KeyTimeline(w.VBox):
     """Every record of one business key: x = log position, y = seq, colour = status.
 
     Attempts are separated by dashed lines, the records a recovery evicted or invalidated are drawn
-    inside a shaded band per divergence, and divergence points are ringed with an open ◇. Click a point
-    to see the record's decoded value below the chart.
+    inside a shaded band per divergence, and divergence points are marked with a ✕ drawn on top; its
+    hover shows the divergence's explanation. Click a point to see the record's status, reason and
+    decoded value below the chart. Above :data:`LOD_POINTS` records in view the chart shows counts
+    per status per bin; zoom in and the kernel sends the records of the zoomed range.
     """
 
     def __init__(self, source: Any, key: Any = None, *, height: int = 380) -> None:
         super().__init__()
         self.add_class("ai-timeline")
         self._source = source
+        self._data = _TimelineData(source, key)
+        self.key = self._data.key
+        self.records = self._data.frame
+        self.selected_pos: int | None = None
+        self.title = w.HTML(f'<div class="ai-title">timeline of key <code>{escape(self.key)}</code> · '
+                            f"{len(self.records):,} records</div>")
+        self.detail = w.HTML(message_html("click a point to see its decoded value"))
+        self.detail.add_class("ai-detail")
+        self.figure = Plot(self._data.figure(height=height, hover=False))
+        self.figure.add_class("ai-timeline-figure")
+        self._bins: dict[int, list[str]] = {}
+        self._x_range: tuple[float, float] | None = None
+        self._y_range: tuple[float, float] | None = None
+        self._show()
+        self.figure.on_hover(self._hover)
+        self.figure.on_relayout(self._zoom)
+        self.children = [self.title, self.figure, self.detail]
+
+    @property
+    def binned(self) -> bool:
+        """Whether the chart shows counts per bin (too many records in view) rather than the records."""
+        return bool(self._bins)
+
+    def select(self, pos: int) -> None:
+        """Show the status, reason and decoded value of the record at log position ``pos`` (as a click would)."""
+        pos = int(pos)
+        self.selected_pos = pos
+        row = self.records.loc[pos] if pos in self.records.index else None
+        state_key = "" if row is None else row.get("state_key", "")
+        facts = [] if row is None else [f"{label}: {row.get(col)}" for label, col in
+                                        (("status", "status"), ("reason", "reason"), ("divergence", "divergence_id"))
+                                        if col in self.records.columns and not _missing(row.get(col))]
+        title = " · ".join([f"record {pos}: {state_key}", *facts])
+        self.detail.value = value_html(title, decoded_value(self._source, pos))
+
+    def show_range(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None = None) -> None:
+        """Draw the records in this range of log positions (and seqs); None: all of them."""
+        self._x_range, self._y_range = x_range, y_range
+        self._show()
+
+    # -- drawing ----------------------------------------------------------------------------------
+
+    def _show(self) -> None:
+        traces, self._bins = self._data.traces(self._x_range, self._y_range, hover=False)
+        with self.figure.batch_update():
+            self.figure.data = traces
+        for n, trace in enumerate(self.figure.data):
+            trace.on_click(lambda t, p, _s=None, n=n: self._on_click(n, t, p))
+
+    def _on_click(self, index: int, trace: Any, points: Any) -> None:
+        indices = list(getattr(points, "point_inds", []) or [])
+        if not indices:
+            return
+        if index in self._bins:
+            self.detail.value = message_html(self._bins[index][indices[0]].replace("<br>", " · ") +
+                                             " — zoom in to see these records")
+        elif trace.customdata is not None:
+            self.select(int(np.asarray(trace.customdata)[indices[0]]))
+
+    def _hover(self, index: int, point: Any) -> str | None:
+        if not 0 <= index < len(self.figure.data) or not isinstance(point, int):
+            return None
+        if index in self._bins:
+            return self._bins[index][point]
+        trace = self.figure.data[index]
+        if trace.customdata is None or point >= len(trace.customdata):
+            return None
+        return self._data.hover(int(trace.customdata[point]))
+
+    def _zoom(self, event: dict[str, Any]) -> None:
+        x_range = _range(event, "xaxis", self._x_range)
+        y_range = _range(event, "yaxis", self._y_range)
+        if (x_range, y_range) != (self._x_range, self._y_range):
+            self.show_range(x_range, y_range)
+
+
+def timeline_figure(source: Any, key: Any = None, *, height: int = 380) -> go.Figure:
+    """The key timeline as a plain figure with its hover text inside (the static report's; no widget)."""
+    data = _TimelineData(source, key)
+    figure = data.figure(height=height, hover=True)
+    figure.add_traces(data.traces(None, None, hover=True)[0])
+    return figure
+
+
+def _range(event: dict[str, Any], axis: str, current: tuple[float, float] | None) -> tuple[float, float] | None:
+    if event.get(f"{axis}.autorange"):
+        return None
+    low, high = event.get(f"{axis}.range[0]"), event.get(f"{axis}.range[1]")
+    if low is None and isinstance(event.get(f"{axis}.range"), list) and len(event[f"{axis}.range"]) == 2:
+        low, high = event[f"{axis}.range"]
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        return (float(min(low, high)), float(max(low, high)))
+    return current
+
+
+class _TimelineData:
+    """One key's records as arrays, and the traces of any range of them (records, or counts per bin)."""
+
+    def __init__(self, source: Any, key: Any) -> None:
         frame = records_of(source)
         if key is None:
             key = most_affected_key(source)
@@ -69,138 +183,173 @@ class KeyTimeline(w.VBox):
             selected = frame.iloc[0:0]
         if selected.empty:
             raise InspectError(f"business key {key!r} has no records here; pick one of log.keys()")
+        self.source = source
         self.key = key
-        self.records = selected
-        self.selected_pos: int | None = None
-
-        self.title = w.HTML(f'<div class="ai-title">timeline of key <code>{escape(key)}</code> · '
-                            f"{len(selected):,} records</div>")
-        self.detail = w.HTML(message_html("click a point to see its decoded value"))
-        self.detail.add_class("ai-detail")
-        self.figure = go.FigureWidget(layout=go.Layout(
-            height=height, margin=dict(l=50, r=10, t=30, b=40), hovermode="closest",
-            xaxis=dict(title="log position"), yaxis=dict(title="seq"),
-            legend=dict(orientation="h", y=1.02, yanchor="bottom")))
-        self.figure.add_class("ai-timeline-figure")
-        self._draw()
-        self.children = [self.title, self.figure, self.detail]
-
-    def select(self, pos: int) -> None:
-        """Show the decoded value of the record at log position ``pos`` (as a click would)."""
-        pos = int(pos)
-        self.selected_pos = pos
-        row = self.records.loc[pos] if pos in self.records.index else None
-        state_key = "" if row is None else row.get("state_key", "")
-        self.detail.value = value_html(f"record {pos}: {state_key}", decoded_value(self._source, pos))
-
-    # -- drawing ----------------------------------------------------------------------------------
-
-    def _draw(self) -> None:
-        frame = self.records
-        status_col = first_column(frame, "status")
-        statuses = frame[status_col].astype("string").fillna("unknown") if status_col else \
-            pd.Series("record", index=frame.index, dtype="string")
-        text = _hover_texts(frame)
+        self.frame = selected
+        status_col = first_column(selected, "status")
+        statuses = selected[status_col].astype("string").fillna("unknown") if status_col else \
+            pd.Series("record", index=selected.index, dtype="string")
+        self.statuses = statuses.to_numpy(dtype=object)
         # K0 keys and undecodable records carry no seq: they sit on the line y = -1.
-        seq = frame["seq"].astype("Float64").to_numpy(dtype=float, na_value=-1.0) if "seq" in frame.columns \
-            else np.full(len(frame), -1.0)
-        if (seq < 0).any():
-            self.figure.layout.yaxis.title.text = "seq (−1: none)"
-        pos = frame.index.to_numpy()
-        names = [s for s in _STATUS_ORDER if (statuses == s).any()]
-        names += sorted(set(statuses.unique()) - set(names))
-        traces = []
-        for name in names:
-            sel = (statuses == name).to_numpy(dtype=bool)
+        self.seq = selected["seq"].astype("Float64").to_numpy(dtype=float, na_value=-1.0) \
+            if "seq" in selected.columns else np.full(len(selected), -1.0)
+        self.pos = selected.index.to_numpy(dtype=np.int64)
+        present = set(statuses.unique())
+        names = [s for s in _STATUS_ORDER if s in present] + sorted(present - set(_STATUS_ORDER))
+        self.legend = {name: n for n, name in enumerate(names)}
+        self.names = sorted(names, key=lambda s: (s == "live", s not in _DRAW_ORDER,
+                                                  _DRAW_ORDER.index(s) if s in _DRAW_ORDER else 0))
+        self.divergences = _divergences_of(source, key, selected)
+
+    def figure(self, *, height: int, hover: bool) -> go.Figure:
+        figure = go.Figure(layout=go.Layout(height=height, **_LAYOUT))
+        if (self.seq < 0).any():
+            figure.layout.yaxis.title.text = "seq (−1: none)"
+        figure.layout.shapes = _attempt_shapes(self.frame) + _band_shapes(self.frame, self.statuses, self.seq)
+        figure.layout.annotations = _attempt_labels(self.frame)
+        figure.layout.xaxis.update(integer_axis(self.pos))
+        figure.layout.yaxis.update(integer_axis(self.seq))
+        return figure
+
+    def hover(self, pos: int) -> str:
+        """Escaped hover text of one record, led by the explanation of a divergence at that position."""
+        text = str(_hover_texts(self.frame.loc[[pos]])[0])
+        marks = [t for p, _, t in self.divergences if p == pos]
+        return "<br>".join([*marks, text])
+
+    def traces(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None,
+               *, hover: bool) -> tuple[list[Any], dict[int, list[str]]]:
+        """The traces for a range (records, or counts per status per bin) and each binned trace's hover."""
+        keep = np.ones(len(self.pos), dtype=bool)
+        if x_range is not None:
+            keep &= (self.pos >= x_range[0]) & (self.pos <= x_range[1])
+        if y_range is not None:
+            keep &= (self.seq >= y_range[0]) & (self.seq <= y_range[1])
+        binned = int(keep.sum()) > LOD_POINTS
+        traces: list[Any] = []
+        bins: dict[int, list[str]] = {}
+        for name in self.names:
+            sel = keep & (self.statuses == name)
+            if not sel.any():
+                continue
+            style = dict(name=plotly_text(name), legendrank=100 + self.legend[name], mode="markers")
+            if binned:
+                x, y, size, texts = _bin(self.pos[sel], self.seq[sel], name, x_range, y_range)
+                bins[len(traces)] = texts
+                traces.append(go.Scattergl(x=x, y=y, customdata=np.arange(len(x)), **style,
+                                           marker=dict(color=colour_for(name), size=size, line=dict(width=0)),
+                                           hovertext=texts if hover else None, hoverinfo="text"))
+            else:
+                pos = self.pos[sel]
+                texts = _hover_texts(self.frame.loc[pos]) if hover else None
+                traces.append(go.Scattergl(x=pos, y=self.seq[sel], customdata=pos, **style,
+                                           marker=dict(color=colour_for(name), size=7, line=dict(width=0)),
+                                           hovertext=texts, hoverinfo="text"))
+        marks = [(p, s, t) for p, s, t in self.divergences
+                 if (x_range is None or x_range[0] <= p <= x_range[1])]
+        if marks:
             traces.append(go.Scattergl(
-                x=pos[sel], y=seq[sel], mode="markers", name=plotly_text(name), customdata=pos[sel],
-                marker=dict(color=colour_for(name), size=7, line=dict(width=0)),
-                hovertext=text[sel], hoverinfo="text"))
-        traces.extend(self._divergence_traces(frame))
-        with self.figure.batch_update():
-            for trace in traces:
-                self.figure.add_trace(trace)
-            self.figure.layout.shapes = self._attempt_shapes(frame) + self._band_shapes(frame, statuses, seq)
-            self.figure.layout.xaxis.update(integer_axis(pos))
-            self.figure.layout.yaxis.update(integer_axis(seq))
-            self.figure.layout.annotations = self._attempt_labels(frame)
-        for trace in self.figure.data:
-            trace.on_click(self._on_click)
+                x=[p for p, _, _ in marks], y=[s for _, s, _ in marks], mode="markers", name="divergence",
+                customdata=[p for p, _, _ in marks], legendrank=200,
+                marker=dict(symbol="x", size=12, color="#000", line=dict(width=1, color="#fff")),
+                hovertext=[self.hover(p) for p, _, _ in marks] if hover else None, hoverinfo="text"))
+        return traces, bins
 
-    def _on_click(self, trace: Any, points: Any, _state: Any = None) -> None:
-        indices = list(getattr(points, "point_inds", []) or [])
-        if indices and trace.customdata is not None:
-            self.select(int(np.asarray(trace.customdata)[indices[0]]))
 
-    @staticmethod
-    def _attempt_starts(frame: pd.DataFrame) -> list[tuple[int, Any]]:
-        if "attempt" not in frame.columns or frame.empty:
-            return []
-        attempt = frame["attempt"]
-        changed = (attempt != attempt.shift()).fillna(True).to_numpy(dtype=bool, copy=True)
-        changed[0] = False
-        return [(int(p), a) for p, a in zip(frame.index[changed], attempt[changed])]
+def _bin(pos: np.ndarray, seq: np.ndarray, name: str, x_range: tuple[float, float] | None,
+         y_range: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """One marker per non-empty (position bin, seq bin): at the records' mean, sized by their count."""
+    x0, x1 = x_range if x_range is not None else (float(pos.min()), float(pos.max()))
+    y0, y1 = y_range if y_range is not None else (float(seq.min()), float(seq.max()))
+    xb = np.clip(((pos - x0) / max(x1 - x0, 1.0) * _X_BINS).astype(np.int64), 0, _X_BINS)
+    yb = np.clip(((seq - y0) / max(y1 - y0, 1.0) * _Y_BINS).astype(np.int64), 0, _Y_BINS) \
+        if y1 - y0 > _Y_BINS else (seq - y0).astype(np.int64)
+    code = xb * (_Y_BINS + 2 + int(max(y1 - y0, 0))) + yb
+    order = np.argsort(code, kind="stable")
+    code, p, s = code[order], pos[order], seq[order]
+    starts = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+    count = np.diff(np.r_[starts, len(code)])
+    x = np.add.reduceat(p.astype(float), starts) / count
+    y = np.add.reduceat(s, starts) / count
+    p_lo, p_hi = np.minimum.reduceat(p, starts), np.maximum.reduceat(p, starts)
+    s_lo, s_hi = np.minimum.reduceat(s, starts), np.maximum.reduceat(s, starts)
+    size = np.minimum(4.0 + 2.0 * np.log2(count), 16.0)
+    label = plotly_text(name)
+    texts = [f"{c:,} {label} records<br>pos {a}–{b} · seq {int(c0)}–{int(c1)}"
+             for c, a, b, c0, c1 in zip(count.tolist(), p_lo.tolist(), p_hi.tolist(), s_lo.tolist(), s_hi.tolist())]
+    return x, y, size, texts
 
-    def _attempt_shapes(self, frame: pd.DataFrame) -> list[dict]:
-        return [dict(type="line", xref="x", yref="paper", x0=p - 0.5, x1=p - 0.5, y0=0, y1=1,
-                     line=dict(color="#555", width=1, dash="dash"), layer="below")
-                for p, _ in self._attempt_starts(frame)]
 
-    def _attempt_labels(self, frame: pd.DataFrame) -> list[dict]:
-        # inside the plot's top edge, so the labels never collide with the legend above it
-        return [dict(x=p - 0.5, y=1, xref="x", yref="paper", yanchor="top", xanchor="left", showarrow=False,
-                     text=f"attempt {escape(a)}", font=dict(size=10, color="#555"),
-                     bgcolor="rgba(255,255,255,0.7)")
-                for p, a in self._attempt_starts(frame)]
+def _attempt_starts(frame: pd.DataFrame) -> list[tuple[int, Any]]:
+    if "attempt" not in frame.columns or frame.empty:
+        return []
+    attempt = frame["attempt"]
+    changed = (attempt != attempt.shift()).fillna(True).to_numpy(dtype=bool, copy=True)
+    changed[0] = False
+    return [(int(p), a) for p, a in zip(frame.index[changed], attempt[changed])]
 
-    @staticmethod
-    def _band_shapes(frame: pd.DataFrame, statuses: pd.Series, seq: np.ndarray) -> list[dict]:
-        removed = statuses.isin(_REMOVED).to_numpy(dtype=bool)
-        if not removed.any():
-            return []
-        group = frame["divergence_id"].astype("string").fillna("") if "divergence_id" in frame.columns \
-            else pd.Series("", index=frame.index, dtype="string")
-        shapes = []
-        part = pd.DataFrame({"pos": frame.index[removed], "seq": seq[removed],
-                             "group": group.to_numpy()[removed], "status": statuses.to_numpy()[removed]})
-        for (_, status), rows in part.groupby(["group", "status"], sort=True):
-            shapes.append(dict(
-                type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
-                x0=float(rows["pos"].min()) - 0.5, x1=float(rows["pos"].max()) + 0.5,
-                y0=float(rows["seq"].min()) - 0.4, y1=float(rows["seq"].max()) + 0.4,
-                fillcolor=colour_for(status), opacity=0.13, name=f"{status} suffix"))
-        return shapes
 
-    def _divergence_traces(self, frame: pd.DataFrame) -> list[go.Scattergl]:
-        if not isinstance(self._source, ReconstructionLike) or self._source.divergences.empty:
-            return []
-        divergences = self._source.divergences
-        key_col = first_column(divergences, "business_key", "key")
-        if key_col is None:
-            return []
-        mine = divergences[(divergences[key_col] == self.key).fillna(False).to_numpy(dtype=bool)]
-        xs: list[int] = []
-        ys: list[float] = []
-        texts: list[str] = []
-        pos_col = first_column(mine, "positions", "pos", "position")
-        for _, row in mine.iterrows():
-            positions = _positions(row.get(pos_col)) if pos_col else []
-            seq = row.get("seq")
-            explanation = row.get("explanation", "")
-            for p in positions or []:
-                if p not in frame.index:
-                    continue
-                xs.append(int(p))
-                s = frame.at[p, "seq"] if "seq" in frame.columns else seq
-                ys.append(-1.0 if pd.isna(s) else float(s))
-                texts.append(hover([("divergence", row.get("divergence_id", row.get("id", row.name))),
-                                    ("kind", row.get("kind")), ("seq", seq), ("record", p),
-                                    ("explanation", explanation)]))
-        if not xs:
-            return []
-        return [go.Scattergl(x=xs, y=ys, mode="markers", name="divergence", customdata=xs,
-                             marker=dict(symbol="diamond-open", size=15, color="#000", line=dict(width=2)),
-                             hovertext=texts, hoverinfo="text")]
+def _attempt_shapes(frame: pd.DataFrame) -> list[dict]:
+    return [dict(type="line", xref="x", yref="paper", x0=p - 0.5, x1=p - 0.5, y0=0, y1=1,
+                 line=dict(color="#555", width=1, dash="dash"), layer="below")
+            for p, _ in _attempt_starts(frame)]
+
+
+def _attempt_labels(frame: pd.DataFrame) -> list[dict]:
+    # inside the plot's top edge, so the labels never collide with the legend above it
+    return [dict(x=p - 0.5, y=1, xref="x", yref="paper", yanchor="top", xanchor="left", showarrow=False,
+                 text=f"attempt {escape(a)}", font=dict(size=10, color="#555"),
+                 bgcolor="rgba(255,255,255,0.7)")
+            for p, a in _attempt_starts(frame)]
+
+
+def _band_shapes(frame: pd.DataFrame, statuses: np.ndarray, seq: np.ndarray) -> list[dict]:
+    removed = np.isin(statuses, _REMOVED)
+    if not removed.any():
+        return []
+    group = frame["divergence_id"].astype("string").fillna("") if "divergence_id" in frame.columns \
+        else pd.Series("", index=frame.index, dtype="string")
+    shapes = []
+    part = pd.DataFrame({"pos": frame.index[removed], "seq": seq[removed],
+                         "group": group.to_numpy()[removed], "status": statuses[removed]})
+    for (_, status), rows in part.groupby(["group", "status"], sort=True):
+        shapes.append(dict(
+            type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
+            x0=float(rows["pos"].min()) - 0.5, x1=float(rows["pos"].max()) + 0.5,
+            y0=float(rows["seq"].min()) - 0.4, y1=float(rows["seq"].max()) + 0.4,
+            fillcolor=colour_for(status), opacity=0.13, name=f"{status} suffix"))
+    return shapes
+
+
+def _divergences_of(source: Any, key: Any, frame: pd.DataFrame) -> list[tuple[int, float, str]]:
+    """(position, seq, escaped hover) of every divergence point of this key."""
+    if not isinstance(source, ReconstructionLike) or source.divergences.empty:
+        return []
+    divergences = source.divergences
+    key_col = first_column(divergences, "business_key", "key")
+    if key_col is None:
+        return []
+    mine = divergences[(divergences[key_col] == key).fillna(False).to_numpy(dtype=bool)]
+    pos_col = first_column(mine, "positions", "pos", "position")
+    out: list[tuple[int, float, str]] = []
+    for _, row in mine.iterrows():
+        seq = row.get("seq")
+        for p in (_positions(row.get(pos_col)) if pos_col else []):
+            if p not in frame.index:
+                continue
+            s = frame.at[p, "seq"] if "seq" in frame.columns else seq
+            out.append((int(p), -1.0 if pd.isna(s) else float(s),
+                        hover([("divergence ✕", row.get("divergence_id", row.get("id", row.name))),
+                               ("kind", row.get("kind")), ("seq", seq), ("record", p),
+                               ("explanation", row.get("explanation", ""))])))
+    return out
+
+
+def _missing(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _positions(value: Any) -> list[int]:

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
 from agent_inspect.widgets._common import hover, message_html
+from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["VerificationView"]
@@ -42,7 +43,7 @@ class VerificationView(w.VBox):
         self.max_rows = int(max_rows)
         self.summary = w.HTML(self._summary_html())
         self.summary.add_class("ai-verification-summary")
-        self.figure = go.FigureWidget(layout=go.Layout(
+        self.figure = Plot(layout=go.Layout(
             height=max(220, 60 + 46 * max(1, self.tasks["key"].nunique() if len(self.tasks) else 1)),
             margin=dict(l=110, r=10, t=30, b=40), showlegend=True, hovermode="closest",
             xaxis=dict(title="task (dispatch order within the key)", tickformat="d"),

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import ipywidgets as w
-import plotly.graph_objects as go
+
+from agent_inspect.widgets._plot import Plot
 
 
 def walk(widget: Any) -> Iterator[Any]:
@@ -22,12 +23,12 @@ def html_strings(widget: Any) -> list[str]:
     for node in walk(widget):
         if isinstance(node, (w.HTML, w.HTMLMath)):
             out.append(node.value)
-        if isinstance(node, go.FigureWidget):
+        if isinstance(node, Plot):
             out.extend(figure_strings(node))
     return out
 
 
-def figure_strings(figure: go.FigureWidget) -> list[str]:
+def figure_strings(figure: Plot) -> list[str]:
     fig = figure.to_dict()
     out: list[str] = []
 
@@ -48,12 +49,6 @@ def figure_strings(figure: go.FigureWidget) -> list[str]:
     return out
 
 
-def click(figure: go.FigureWidget, trace_index: int, point_index: int) -> None:
-    """Send the message the browser sends when a point is clicked."""
-    trace = figure.data[trace_index]
-    figure._js2py_pointsCallback = {
-        "event_type": "plotly_click",
-        "points": {"trace_indexes": [trace_index], "point_indexes": [point_index],
-                   "xs": [trace.x[point_index]], "ys": [trace.y[point_index]]},
-        "device_state": {"button": 0, "buttons": 1},
-    }
+def click(figure: Plot, trace_index: int, point_index: int) -> None:
+    """Send the message the browser sends when a point is clicked (static/plot.js)."""
+    figure._on_message(figure, {"type": "click", "trace": trace_index, "points": [point_index]}, [])

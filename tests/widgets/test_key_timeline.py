@@ -86,3 +86,46 @@ def test_k0_records_without_seq_stay_visible():
     timeline = KeyTimeline(log, "user-1")
     assert list(timeline.figure.data[0].y) == [-1.0] * len(log.records)
     assert "none" in timeline.figure.layout.yaxis.title.text
+
+
+def test_divergence_marks_on_top_with_their_explanation_and_live_above_superseded(probe_result):
+    timeline = KeyTimeline(probe_result, f"user-{IMG}")
+    names = [t.name for t in timeline.figure.data]
+    assert names[-1] == "divergence" and timeline.figure.data[-1].marker.symbol == "x"  # the ✕ of the text
+    if "live" in names and "superseded" in names:
+        assert names.index("live") > names.index("superseded")
+    hovered = timeline.figure._hover_text(len(names) - 1, 0)
+    assert "explanation" in hovered
+    # the record under the mark shows the explanation too, whichever trace the mouse picks
+    pos = int(timeline.figure.data[-1].customdata[0])
+    under = next((i, list(t.customdata).index(pos)) for i, t in enumerate(timeline.figure.data[:-1])
+                 if pos in list(t.customdata))
+    assert "explanation" in timeline.figure._hover_text(*under)
+
+
+def test_click_on_a_removed_record_shows_status_and_reason(probe_result):
+    timeline = KeyTimeline(probe_result, f"user-{IMG}")
+    index = next(i for i, t in enumerate(timeline.figure.data) if t.name in ("evicted", "invalidated"))
+    click(timeline.figure, index, 0)
+    row = timeline.records.loc[timeline.selected_pos]
+    assert f"status: {row['status']}" in timeline.detail.value
+    assert f"reason: {html.escape(str(row['reason']), quote=True)}" in timeline.detail.value
+
+
+def test_many_records_are_binned_and_a_zoom_fetches_them(probe_result, monkeypatch):
+    import agent_inspect.widgets._timeline as tl
+
+    key = f"user-{IMG}"
+    n = int((probe_result.records["business_key"] == key).sum())
+    monkeypatch.setattr(tl, "LOD_POINTS", 5)
+    timeline = KeyTimeline(probe_result, key)
+    assert timeline.binned
+    counts = [c for i, lines in timeline._bins.items() for c in lines]
+    assert sum(int(text.split(" ", 1)[0].replace(",", "")) for text in counts) == n  # every record in one bin
+    assert "records" in timeline.figure._hover_text(0, 0)
+    low, high = sorted(timeline.records.index)[:2]
+    timeline._zoom({"xaxis.range[0]": low - 0.5, "xaxis.range[1]": high + 0.5})
+    assert not timeline.binned
+    assert _points(timeline) == {low, high}
+    timeline._zoom({"xaxis.autorange": True})
+    assert timeline.binned

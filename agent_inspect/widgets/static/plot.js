@@ -1,0 +1,144 @@
+// One chart of the agent_inspect views (widgets/_plot.py is the kernel side).
+// plotly.js is fetched from the kernel once per page and shared by every chart through one promise;
+// each chart's state holds only its figure, numeric arrays as binary buffers. Hover text comes from the
+// kernel for the point under the mouse and is shown with textContent (never parsed as HTML).
+const SHARED = "__agentInspectPlotly";
+
+function loadPlotly(model) {
+  let promise = globalThis[SHARED];
+  if (promise) return promise;
+  promise = new Promise((resolve, reject) => {
+    const onMessage = async (msg, buffers) => {
+      if (!msg || msg.type !== "plotly-bundle") return;
+      model.off("msg:custom", onMessage);
+      try {
+        const stream = new Blob([buffers[0]]).stream().pipeThrough(new DecompressionStream("gzip"));
+        const source = await new Response(stream).text();
+        const module = { exports: {} };
+        new Function("module", "exports", source)(module, module.exports);
+        resolve(module.exports);
+      } catch (error) {
+        reject(error);
+      }
+    };
+    model.on("msg:custom", onMessage);
+    model.send({ type: "plotly-bundle" });
+  });
+  promise.catch(() => { if (globalThis[SHARED] === promise) delete globalThis[SHARED]; });
+  globalThis[SHARED] = promise;
+  return promise;
+}
+
+const TYPED = {
+  float64: Float64Array, float32: Float32Array, int32: Int32Array, uint32: Uint32Array,
+  int16: Int16Array, uint16: Uint16Array, int8: Int8Array, uint8: Uint8Array,
+};
+
+function typedArray(ref, buffers) {
+  const view = buffers[ref.__ai_array__];
+  const Type = TYPED[ref.dtype] || Float64Array;
+  let bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  if (view.byteOffset % Type.BYTES_PER_ELEMENT) bytes = bytes.slice();
+  const flat = new Type(bytes.buffer, bytes.byteOffset, bytes.byteLength / Type.BYTES_PER_ELEMENT);
+  const shape = ref.shape || [flat.length];
+  if (shape.length < 2) return flat;
+  const width = shape[shape.length - 1];
+  const rows = [];
+  for (let i = 0; i < flat.length; i += width) rows.push(flat.subarray(i, i + width));
+  return rows;
+}
+
+function unlift(value, buffers) {
+  if (Array.isArray(value)) return value.map((v) => unlift(v, buffers));
+  if (value && typeof value === "object") {
+    if (typeof value.__ai_array__ === "number") return typedArray(value, buffers);
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = unlift(v, buffers);
+    return out;
+  }
+  return value;
+}
+
+function figure(model) {
+  const spec = model.get("_spec") || {};
+  const buffers = model.get("_arrays") || [];
+  const layout = unlift(spec.layout || {}, buffers);
+  delete layout.width;
+  return { data: unlift(spec.data || [], buffers), layout, hover: new Set(spec.hover || []) };
+}
+
+const CONFIG = { displaylogo: false, responsive: true, displayModeBar: "hover" };
+
+async function render({ model, el }) {
+  el.classList.add("ai-plot");
+  const gd = document.createElement("div");
+  gd.className = "ai-plot-area";
+  const tip = document.createElement("div");
+  tip.className = "ai-plot-tip";
+  tip.hidden = true;
+  el.append(gd, tip);
+  let hoverSet = new Set();
+  let hoverId = 0;
+  let alive = true;
+
+  const Plotly = await loadPlotly(model);
+  if (!alive) return;
+  const draw = () => {
+    const fig = figure(model);
+    hoverSet = fig.hover;
+    el.dataset.drawn = "0";
+    return Plotly.react(gd, fig.data, fig.layout, CONFIG).then(() => { el.dataset.drawn = "1"; });
+  };
+  let pending = Promise.resolve();
+  const redraw = () => { pending = pending.then(draw, draw); };
+  const onMessage = (msg) => {
+    if (!msg || msg.type !== "hover" || msg.id !== hoverId) return;
+    tip.replaceChildren(...(msg.lines || []).map((line) => {
+      const div = document.createElement("div");
+      div.textContent = line;
+      return div;
+    }));
+    tip.hidden = !(msg.lines && msg.lines.length);
+  };
+  model.on("change:_spec", redraw);
+  model.on("msg:custom", onMessage);
+  redraw();
+  await pending;
+
+  gd.on("plotly_click", (ev) => {
+    const first = ev && ev.points && ev.points[0];
+    if (!first) return;
+    const points = ev.points.filter((p) => p.curveNumber === first.curveNumber).map((p) => p.pointNumber);
+    model.send({ type: "click", trace: first.curveNumber, points });
+  });
+  gd.on("plotly_hover", (ev) => {
+    const p = ev && ev.points && ev.points[0];
+    if (!p || !hoverSet.has(p.curveNumber)) return;
+    const box = el.getBoundingClientRect();
+    const mouse = ev.event || {};
+    const x = (mouse.clientX ?? box.left) - box.left + 14;
+    const y = (mouse.clientY ?? box.top) - box.top + 14;
+    tip.style.left = `${Math.min(Math.max(0, x), Math.max(0, box.width - 320))}px`;
+    tip.style.top = `${Math.max(0, y)}px`;
+    hoverId += 1;
+    model.send({ type: "hover", id: hoverId, trace: p.curveNumber, point: p.pointNumber });
+  });
+  gd.on("plotly_unhover", () => { hoverId += 1; tip.hidden = true; });
+  gd.on("plotly_relayout", (ev) => {
+    if (ev && Object.keys(ev).some((k) => k.startsWith("xaxis") || k.startsWith("yaxis"))) {
+      model.send({ type: "relayout", event: ev });
+    }
+  });
+  const resize = new ResizeObserver(() => { if (gd._fullLayout) Plotly.Plots.resize(gd); });
+  resize.observe(el);
+
+  return () => {
+    alive = false;
+    resize.disconnect();
+    model.off("change:_spec", redraw);
+    model.off("msg:custom", onMessage);
+    Plotly.purge(gd);
+  };
+}
+
+export default { render };
