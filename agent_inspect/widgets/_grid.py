@@ -86,9 +86,16 @@ def sort_order(frame: pd.DataFrame, column: str, *, descending: bool = False,
         raise ValueError(f"no column {column!r}")
     if len(rows) != len(frame):
         series = series.iloc[rows]
+    if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
+        values = series.to_numpy(dtype="float64", na_value=np.nan)
+        key = -values if descending else values
+        return rows[np.argsort(key, kind="stable")]  # NaN sorts last either way
     if isinstance(series.dtype, pd.CategoricalDtype):
         series = series.astype(object)
-    codes, _ = pd.factorize(series, sort=True, use_na_sentinel=True)
+    try:
+        codes, _ = pd.factorize(series, sort=True, use_na_sentinel=True)
+    except TypeError:  # unhashable or mutually unorderable values (lists, mixed types): sort by their text
+        codes, _ = pd.factorize(series.map(cell_text, na_action="ignore"), sort=True, use_na_sentinel=True)
     codes = codes.astype(np.int64)
     missing = codes < 0
     key = -codes if descending else codes
