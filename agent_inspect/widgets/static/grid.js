@@ -67,10 +67,14 @@ export default {
         box.placeholder = "filter";
         box.dataset.column = column;
         box.value = active[column] || "";
-        box.addEventListener("change", () => {
-          model.set("filters", { ...(model.get("filters") || {}), [column]: box.value });
+        const apply = () => {
+          const now = model.get("filters") || {};
+          if ((now[column] || "") === box.value) return;
+          model.set("filters", { ...now, [column]: box.value });
           model.save_changes();
-        });
+        };
+        box.addEventListener("change", apply);
+        box.addEventListener("keydown", (event) => { if (event.key === "Enter") apply(); });
         filters.appendChild(box);
       }
       for (const row of [head, filters]) row.style.gridTemplateColumns = template();
