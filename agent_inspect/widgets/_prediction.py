@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import PredictionLike
-from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._style import view_style
 
