@@ -5,7 +5,8 @@ Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
 ``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``. Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
-``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``).
+``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``). Tables are
+``DataGrid`` (``ai-grid``): rows, sort and filter stay in the kernel, the browser draws the window in view.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agent_inspect.widgets._diff import DiffView
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
+from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._scan import FleetScanView
@@ -38,4 +40,5 @@ __all__ = [
     "DiffView",
     "ExplainView",
     "FleetScanView",
+    "DataGrid",
 ]

@@ -15,7 +15,7 @@ CELLS = [
     "import agent_inspect as ai\nimport pandas as pd\n"
     "log = ai.load('sample_logs/production.jsonl')\n"
     "browser = ai.inspect(log)\nbrowser",
-    "from agent_inspect.widgets._grid import DataGrid\n"
+    "from agent_inspect.widgets import DataGrid\n"
     f"probe = pd.DataFrame({{'n': range(5000), 'text': [{PROBE!r} + str(i) for i in range(5000)]}})\n"
     "grid = DataGrid(probe, height=240)\ngrid",
 ]

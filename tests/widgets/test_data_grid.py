@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_inspect.widgets._grid import DataGrid, cell_text, filter_mask, sort_order, window_cells
+from agent_inspect.widgets import DataGrid
+from agent_inspect.widgets._grid import cell_text, filter_mask, sort_order, window_cells
 
 
 def _frame(n: int = 1000) -> pd.DataFrame:
