@@ -7,7 +7,8 @@ Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
 ``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``). Every chart is
 one ``_plot.Plot`` (plotly.js sent once per page); ``timeline_figure`` and ``scan_histograms`` build the
-same charts as plain figures, without a widget (the static report).
+same charts as plain figures, without a widget (the static report). Tables are
+``DataGrid`` (``ai-grid``): rows, sort and filter stay in the kernel, the browser draws the window in view.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from agent_inspect.widgets._diff import DiffView
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
+from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._scan import FleetScanView, scan_histograms
@@ -42,4 +44,5 @@ __all__ = [
     "FleetScanView",
     "timeline_figure",
     "scan_histograms",
+    "DataGrid",
 ]

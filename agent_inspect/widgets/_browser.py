@@ -1,8 +1,7 @@
-"""Log browser: filter the record table, page through it, see aggregated counts and one decoded record."""
+"""Log browser: filter the record table, scroll it in a kernel-side grid, see aggregated counts and one decoded record."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import ipywidgets as w
@@ -10,16 +9,18 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import frame_html, plotly_text
+from agent_inspect._html import plotly_text
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
     first_column,
     hover,
+    log_of,
     message_html,
     records_of,
     value_html,
 )
+from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
@@ -37,24 +38,24 @@ _MAX_OPTIONS = 500
 
 
 class LogBrowser(w.VBox):
-    """Filterable, paged view of a log's (or a reconstruction's) records with a counts chart.
+    """Filterable view of a log's (or a reconstruction's) records in a virtualized grid, with a counts chart.
 
-    Only one page of rows is ever rendered and the chart shows aggregated counts, so a log of a
-    million records stays responsive. Filters: business key, seq (``5`` or ``3-7``), status, event
-    type and decode errors; clicking a bar of the chart filters by its event type. Enter a log
-    position (the table's first column) under "Record" to see that record's decoded value.
+    The records stay in the kernel: the grid (:class:`~agent_inspect.widgets._grid.DataGrid`) ships
+    only the rows in view, sorts and filters in Python, and the chart shows aggregated counts, so a
+    log of a million records stays responsive. Filters: business key, seq (``5`` or ``3-7``),
+    status, event type and decode errors, plus the grid's own column filters; clicking a bar of the
+    chart filters by its event type. Click a row (or enter a log position under "Record") to see
+    that record's decoded value.
     """
 
-    def __init__(self, source: Any, *, page_size: int = 50, columns: tuple[str, ...] | None = None) -> None:
+    def __init__(self, source: Any, *, height: int = 360, columns: tuple[str, ...] | None = None) -> None:
         super().__init__()
         self.add_class("ai-log-browser")
         self._source = source
         self._frame = records_of(source)
-        self.page_size = int(page_size)
         self._columns = [c for c in (columns or _TABLE_COLUMNS) if c in self._frame.columns]
         self._mask: np.ndarray | None = None
         self._rows: np.ndarray | None = None
-        self._page = 0
         self._muted = False
 
         self.key_filter = w.Combobox(description="Key", placeholder="business key (exact)",
@@ -68,13 +69,11 @@ class LogBrowser(w.VBox):
                                        layout=w.Layout(width="300px"))
         self.error_filter = w.Dropdown(description="Errors", options=[ANY, ERRORS_ONLY, NO_ERRORS],
                                        layout=w.Layout(width="200px"))
-        self.prev_button = w.Button(description="Prev", icon="chevron-left")
-        self.next_button = w.Button(description="Next", icon="chevron-right")
-        self.page_label = w.HTML()
-        self.page_label.add_class("ai-page-label")
         self.notice = w.HTML()
-        self.table = w.HTML()
-        self.table.add_class("ai-table")
+        self.grid = DataGrid(self._frame, columns=self._columns, index="position",
+                             height=height, empty_text=self._empty_text())
+        self.grid.add_class("ai-log-grid")
+        self.grid.on_select(lambda label, _row: self.show_record(int(label)))
         self.record_pos = w.IntText(description="Record", value=0, layout=w.Layout(width="200px"))
         self.show_button = w.Button(description="Show")
         self.detail = w.HTML()
@@ -87,8 +86,6 @@ class LogBrowser(w.VBox):
         for control in (self.key_filter, self.seq_filter, self.status_filter, self.event_filter,
                         self.error_filter):
             control.observe(self._on_filter, names="value")
-        self.prev_button.on_click(lambda _: self.show_page(self._page - 1))
-        self.next_button.on_click(lambda _: self.show_page(self._page + 1))
         self.show_button.on_click(lambda _: self.show_record(self.record_pos.value))
 
         self.children = [
@@ -96,8 +93,7 @@ class LogBrowser(w.VBox):
             w.HBox([self.event_filter, self.error_filter]),
             self.notice,
             self.figure,
-            w.HBox([self.prev_button, self.next_button, self.page_label]),
-            self.table,
+            self.grid,
             w.HBox([self.record_pos, self.show_button]),
             self.detail,
             view_style(),
@@ -112,12 +108,16 @@ class LogBrowser(w.VBox):
         return self._frame if self._mask is None else self._frame[self._mask]
 
     @property
-    def page_rows(self) -> pd.DataFrame:
-        """The rows currently rendered in the table."""
-        start = self._page * self.page_size
-        if self._mask is None:
-            return self._frame.iloc[start:start + self.page_size]
-        return self._frame.iloc[self._rows[start:start + self.page_size]]
+    def window_rows(self) -> pd.DataFrame:
+        """The rows the grid currently sends to the browser (its scroll window)."""
+        return self.grid.window_frame()
+
+    def active_filters(self) -> list[tuple[str, str]]:
+        """The filters that are set, as (name, value) pairs in the order of the controls."""
+        values = [("key", self.key_filter.value.strip()), ("seq", self.seq_filter.value.strip()),
+                  ("status", self.status_filter.value), ("event type", self.event_filter.value),
+                  ("errors", self.error_filter.value)]
+        return [(name, value) for name, value in values if value and value != ANY]
 
     def set_filters(self, *, key: str | None = None, seq: str | int | None = None, status: str | None = None,
                     event_type: str | None = None, errors: str | None = None) -> None:
@@ -139,32 +139,18 @@ class LogBrowser(w.VBox):
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-apply the filters, redraw the counts chart and show the first page."""
+        """Re-apply the filters, redraw the counts chart and scroll the grid back to the top."""
         try:
             self._mask = self._compute_mask()
             self._rows = None if self._mask is None else np.flatnonzero(self._mask)
         except ValueError as exc:
             self.notice.value = message_html(str(exc), level="warning")
             return
-        self.notice.value = ""
+        self.grid.empty_text = self._empty_text()
+        self.notice.value = "" if len(self.filtered) else message_html(self.grid.empty_text)
         self._draw_counts()
-        self.show_page(0)
-
-    def show_page(self, page: int) -> None:
-        """Render page ``page`` (0-based, clamped) of the filtered rows."""
-        total = len(self._frame) if self._rows is None else len(self._rows)
-        pages = max(1, math.ceil(total / self.page_size))
-        self._page = min(max(0, int(page)), pages - 1)
-        rows = self.page_rows
-        shown = rows[self._columns] if self._columns else rows
-        first = self._page * self.page_size
-        self.table.value = (f'<div class="ai-scroll">'
-                            f"{frame_html(shown, max_rows=self.page_size)}</div>") if len(rows) else message_html(
-            "no record matches these filters")
-        self.page_label.value = (f'<span class="ai-page">rows {first + min(1, len(rows))}–{first + len(rows)} '
-                                 f"of {total:,} · page {self._page + 1}/{pages}</span>")
-        self.prev_button.disabled = self._page == 0
-        self.next_button.disabled = self._page >= pages - 1
+        self.grid.scroll_to(0)
+        self.grid.set_rows(self._rows)
 
     def show_record(self, pos: int) -> None:
         """Show the decoded value of the record at log position ``pos``."""
@@ -178,6 +164,17 @@ class LogBrowser(w.VBox):
         self.detail.value = value_html(title, decoded_value(self._source, pos))
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _empty_text(self) -> str:
+        """Why the table is empty: the source holds no record, or which filters match none."""
+        if not len(self._frame):
+            log = log_of(self._source)
+            where = getattr(getattr(log, "source", None), "location", None) if log is not None else None
+            return f"{where} is empty: it holds no record" if where else "this log is empty: it holds no record"
+        filters = self.active_filters()
+        if not filters:
+            return "no record"
+        return "no record matches these filters: " + ", ".join(f"{name} = {value}" for name, value in filters)
 
     def _choices(self, column: str) -> list[str]:
         if column not in self._frame.columns:

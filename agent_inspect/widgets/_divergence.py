@@ -11,6 +11,7 @@ import pandas as pd
 from agent_inspect._html import escape, frame_html
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
+from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._style import view_style
 from agent_inspect.widgets._timeline import _positions
 
@@ -18,14 +19,17 @@ __all__ = ["DivergenceView"]
 
 # More than this many records side by side would be unreadable; the rest are listed by position.
 _MAX_SIDES = 4
+_TABLE_COLUMNS = ("id", "divergence_id", "business_key", "key", "seq", "kind", "step", "removed", "positions",
+                  "explanation")
 
 
 class DivergenceView(w.VBox):
     """Pick one divergence of a reconstruction and see why it happened.
 
-    Shows the rule's one-line explanation, the records in conflict side by side (their trigger
-    events, decoded), the attribute diff the reconstruction computed and the cache removals
-    (evictions, invalidations) the divergence caused.
+    Shows every divergence in a grid (sorted and filtered in the kernel; click a row to pick it),
+    the rule's one-line explanation, the records in conflict side by side (their trigger events,
+    decoded), the attribute diff the reconstruction computed and the cache removals (evictions,
+    invalidations) the divergence caused.
     """
 
     def __init__(self, result: Any, *, key: Any = None) -> None:
@@ -48,8 +52,13 @@ class DivergenceView(w.VBox):
         self.diff.add_class("ai-diff")
         self.removals = w.HTML()
         self.removals.add_class("ai-removals")
+        self.table = DataGrid(self.divergences, columns=[c for c in _TABLE_COLUMNS if c in self.divergences.columns],
+                              height=min(240, 48 + 24 * max(1, len(self.divergences))),
+                              empty_text="no divergence: this recovery evicted or invalidated nothing")
+        self.table.add_class("ai-divergence-table")
+        self.table.on_select(lambda _label, _row: self.show(self.table.selected))
         self.selector.observe(lambda _: self._show(), names="value")
-        self.children = [self.selector, self.explanation, self.sides, self.diff, self.removals, view_style()]
+        self.children = [self.table, self.selector, self.explanation, self.sides, self.diff, self.removals, view_style()]
         self._show()
 
     def show(self, index: int) -> None:
@@ -74,6 +83,7 @@ class DivergenceView(w.VBox):
             self.removals.value = ""
             return
         row = self.divergences.iloc[int(self.selector.value)]
+        self.table.selected = int(self.selector.value)
         self.explanation.value = (f'<div class="ai-explanation-text"><b>{escape(row.get("kind", ""))}</b> '
                                   f'at seq {escape(row.get("seq", "?"))}: {escape(row.get("explanation", ""))}</div>')
         pos_col = first_column(self.divergences, "positions", "root_positions", "pos")

@@ -8,9 +8,10 @@ import ipywidgets as w
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import PredictionLike
-from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover
+from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
 
@@ -25,15 +26,14 @@ class PredictionView(w.VBox):
     """A prediction (``result.predict(...)`` / ``ai.recovery.predict(...)``): outcomes, ledger, tasks.
 
     Top: task outcomes per key. Middle: the re-execution ledger (bodies that run again, durable
-    calls executed for real or served from the journal, by function id). Bottom: the tasks in
-    dispatch order, filterable by key.
+    calls executed for real or served from the journal, by function id) and its rows in a grid.
+    Bottom: the tasks in dispatch order in a grid (sorted and filtered in the kernel), filterable by key.
     """
 
-    def __init__(self, prediction: PredictionLike, *, max_rows: int = 200) -> None:
+    def __init__(self, prediction: PredictionLike) -> None:
         super().__init__()
         self.add_class("ai-prediction")
         self.prediction = prediction
-        self.max_rows = int(max_rows)
         self.tasks = prediction.tasks
         self.ledger = prediction.ledger
         self.summary = w.HTML(self._summary_html(prediction.rule, bool(prediction.crashed)))
@@ -50,12 +50,17 @@ class PredictionView(w.VBox):
         keys = sorted(map(str, self.tasks["key"].dropna().unique())) if "key" in self.tasks.columns else []
         self.key_filter = w.Dropdown(description="Key", options=["(any)", *keys], layout=w.Layout(width="360px"))
         self.key_filter.observe(lambda _: self._show_tasks(), names="value")
-        self.table = w.HTML()
-        self.table.add_class("ai-table")
+        self.table = DataGrid(self.tasks, columns=[c for c in _TASK_COLUMNS if c in self.tasks.columns] or None,
+                              height=min(360, 48 + 24 * max(1, len(self.tasks))), empty_text="no task")
+        self.table.add_class("ai-prediction-tasks")
+        self.ledger_table = DataGrid(self.ledger, height=min(240, 48 + 24 * max(1, len(self.ledger))),
+                                     empty_text="the ledger is empty: nothing runs again")
+        self.ledger_table.add_class("ai-ledger-table")
         self._draw_outcomes()
         self._draw_ledger()
         self._show_tasks()
-        self.children = [self.summary, self.outcomes, self.ledger_figure, self.key_filter, self.table, view_style()]
+        self.children = [self.summary, self.outcomes, self.ledger_figure, self.ledger_table,
+                         w.HTML("<b>tasks in dispatch order</b>"), self.key_filter, self.table, view_style()]
 
     def _summary_html(self, rule: Any, crashed: bool) -> str:
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
@@ -95,10 +100,10 @@ class PredictionView(w.VBox):
                                for n, c in zip(names, part.to_numpy())]))
 
     def _show_tasks(self) -> None:
-        tasks = self.tasks
-        if self.key_filter.value != "(any)" and "key" in tasks.columns:
-            tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
-        cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
-        self.table.value = (f'<div class="ai-scroll-tall">'
-                            f'{frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order")}'
-                            "</div>") if len(tasks) else message_html("no task")
+        if self.key_filter.value != "(any)" and "key" in self.tasks.columns:
+            keep = (self.tasks["key"].astype(str) == self.key_filter.value).to_numpy(dtype=bool)
+            self.table.empty_text = f"no task of key {self.key_filter.value}"
+            self.table.set_rows(keep.nonzero()[0])
+        else:
+            self.table.empty_text = "no task"
+            self.table.set_rows(None)

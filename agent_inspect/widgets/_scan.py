@@ -1,17 +1,17 @@
-"""Fleet scan view: a sortable at-risk table, histograms of history sizes and re-executed calls, one key on click."""
+"""Fleet scan view: an at-risk grid sorted in the kernel, histograms of history sizes and re-executed calls, one key on click."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import ipywidgets as w
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import message_html
+from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
 
 __all__ = ["FleetScanView", "scan_histograms"]
@@ -24,41 +24,36 @@ class FleetScanView(w.VBox):
 
     - a summary line and, when some windows failed, their reasons;
     - histograms of per-key history size and durable calls re-executed under the chosen rule;
-    - the at-risk table: click a column header to sort by it (again to reverse), page with the arrows;
-    - click a key to open its reconstruction below (from the scan's Parquet output when it has one,
-      else from the source), in the usual inspector.
+    - the at-risk table in a grid whose rows stay in the kernel: click a column header to sort by it
+      (again to reverse), type in a filter box to filter, scroll for more;
+    - click a row to open its key's reconstruction below (from the scan's Parquet output when it has
+      one, else from the source), in the usual inspector.
     """
 
-    def __init__(self, result: Any, *, rule: str | None = None, page_size: int = 15) -> None:
+    def __init__(self, result: Any, *, rule: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-scan")
         self.result = result
-        self.page_size = int(page_size)
         rules = list(result.rules)
         self.rule = w.Dropdown(description="Rule", options=rules, value=rule or rules[0],
                                layout=w.Layout(width="260px"))
         self.rule.observe(lambda _: self._rule_changed(), names="value")
         self.sort_column = f"{self.rule.value}_stale_reuse_risk"
         self.descending = True
-        self._page = 0
         self.summary = w.HTML(self._summary_html())
         self.summary.add_class("ai-scan-summary")
         self.figure = Plot(scan_histograms(result, self.rule.value))
         self.figure.add_class("ai-scan-histograms")
-        self.table = w.GridBox(layout=w.Layout(grid_gap="2px 10px", overflow="auto", max_width="100%"))
+        self.table = DataGrid(result.keys, columns=self.columns, sort=(self.sort_column, True), height=380,
+                              empty_text="the scan found no key")
         self.table.add_class("ai-scan-table")
-        self.prev = w.Button(description="◀", layout=w.Layout(width="44px"))
-        self.next = w.Button(description="▶", layout=w.Layout(width="44px"))
-        self.page_label = w.HTML()
-        self.prev.on_click(lambda _: self._turn(-1))
-        self.next.on_click(lambda _: self._turn(1))
+        self.table.observe(self._sorted, names="sort")
+        self.table.on_select(lambda _label, row: self.open_key(str(row["business_key"])))
         self.detail = w.VBox()
         self.detail.add_class("ai-scan-detail")
         self.selected: str | None = None
-        self.children = [self.summary, self.rule, self.figure, self.table,
-                         w.HBox([self.prev, self.page_label, self.next]), self.detail]
+        self.children = [self.summary, self.rule, self.figure, self.table, self.detail]
         self._draw_histograms()
-        self._draw_table()
 
     # -- what is shown --------------------------------------------------------------------------------------
 
@@ -70,16 +65,11 @@ class FleetScanView(w.VBox):
                 *[f"{r}_{c}" for c in _NUMERIC]]
 
     def rows(self) -> pd.DataFrame:
-        """The whole table in its current order (the page shows a slice of it)."""
+        """The whole table in its current order, filtered by the grid's column filters (the grid shows a window of it)."""
         k = self.result.keys
         if k.empty:
             return k.reindex(columns=self.columns)
-        order = k[self.sort_column].to_numpy()
-        idx = np.argsort(-order if self.descending and np.issubdtype(order.dtype, np.number) else order,
-                         kind="stable")
-        if self.descending and not np.issubdtype(order.dtype, np.number):
-            idx = idx[::-1]
-        return k.iloc[idx][self.columns].reset_index(drop=True)
+        return self.table.shown[self.columns].reset_index(drop=True)
 
     def sort_by(self, column: str, descending: bool | None = None) -> None:
         """Sort the table by ``column``; without ``descending`` a second sort on the same column reverses it."""
@@ -87,8 +77,7 @@ class FleetScanView(w.VBox):
             raise ValueError(f"no column {column!r} in the scan table; columns: {', '.join(self.columns)}")
         if descending is None:
             descending = not self.descending if column == self.sort_column else True
-        self.sort_column, self.descending, self._page = column, descending, 0
-        self._draw_table()
+        self.table.sort_by(column, descending)
 
     def open_key(self, business_key: str) -> Any:
         """Open ``business_key``'s reconstruction under the current rule below the table; returns its inspector."""
@@ -124,50 +113,16 @@ class FleetScanView(w.VBox):
         old = [r for r in self.result.rules if self.sort_column.startswith(f"{r}_")]
         if old:  # the same measure under the newly chosen rule
             self.sort_column = f"{self.rule.value}_{self.sort_column[len(old[0]) + 1:]}"
-        self._page = 0
         self._draw_histograms()
-        self._draw_table()
+        self.table.set_frame(self.result.keys, columns=self.columns)
+        self.table.sort_by(self.sort_column, self.descending)
+
+    def _sorted(self, change: dict) -> None:
+        if change["new"]:
+            self.sort_column, self.descending = str(change["new"][0]), bool(change["new"][1])
 
     def _draw_histograms(self) -> None:
         self.figure.data = scan_histograms(self.result, self.rule.value).data
-
-    def _draw_table(self) -> None:
-        rows = self.rows()
-        pages = max(1, -(-len(rows) // self.page_size))
-        self._page = min(self._page, pages - 1)
-        page = rows.iloc[self._page * self.page_size:(self._page + 1) * self.page_size]
-        cells: list[w.Widget] = []
-        for col in self.columns:
-            arrow = (" ▼" if self.descending else " ▲") if col == self.sort_column else ""
-            b = w.Button(description=col + arrow, tooltip=f"sort by {col}", layout=w.Layout(width="max-content"))
-            b.add_class("ai-scan-sort")
-            b.on_click(lambda _, c=col: self.sort_by(c))
-            cells.append(b)
-        for row in page.itertuples(index=False):
-            for col, value in zip(self.columns, row):
-                if col == "business_key":
-                    b = w.Button(description=str(value), tooltip=f"open {value}",
-                                 layout=w.Layout(width="max-content"))
-                    b.add_class("ai-scan-key-button")
-                    b.on_click(lambda _, k=str(value): self.open_key(k))
-                    cells.append(b)
-                else:
-                    cells.append(w.HTML(f"<span class='ai-scan-cell'>{escape(_cell(value))}</span>"))
-        self.table.layout.grid_template_columns = f"repeat({len(self.columns)}, auto)"
-        self.table.children = cells
-        self.page_label.value = f"page {self._page + 1} of {pages} · {len(rows)} keys"
-
-    def _turn(self, step: int) -> None:
-        self._page = max(0, self._page + step)
-        self._draw_table()
-
-
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-        return ""
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else ""
-    return str(value)
 
 
 def scan_histograms(result: Any, rule: str) -> go.Figure:

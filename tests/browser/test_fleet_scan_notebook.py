@@ -11,14 +11,10 @@ pytestmark = pytest.mark.browser
 NOTEBOOK = "notebooks/05_fleet_scan.ipynb"
 
 
-def _keys(page) -> list[str]:
-    return page.locator(".ai-scan .ai-scan-key-button").all_inner_texts()
-
-
-def _column(page, index: int, ncols: int) -> list[str]:
-    """The cells of column ``index`` on the current page (the grid holds headers, then rows of cells)."""
-    cells = page.locator(".ai-scan .ai-scan-table > *").all_inner_texts()
-    return [c.strip() for c in cells[ncols + index::ncols]]
+def _column(page, index: int) -> list[str]:
+    """The cells of column ``index`` in the rows the grid has drawn."""
+    return page.evaluate("(i) => [...document.querySelectorAll('.ai-scan .ai-scan-table .ai-grid-row')]"
+                         ".map(r => r.children[i].textContent)", index)
 
 
 def test_fleet_scan_notebook(lab_page, artifacts: Path) -> None:
@@ -32,22 +28,26 @@ def test_fleet_scan_notebook(lab_page, artifacts: Path) -> None:
     page.wait_for_function("() => document.querySelectorAll('.ai-scan .js-plotly-plot').length === 1")
     assert "history size per key" in scan.locator(".ai-scan-histograms").inner_text()
 
-    headers = scan.locator(".ai-scan-sort")
+    headers = scan.locator(".ai-scan-table .ai-grid-header")
     names = [h.split(" ")[0] for h in headers.all_inner_texts()]
     col = names.index("history_bytes")
-    headers.nth(col).click()  # sort by history size, largest first
-    page.wait_for_function("(i) => document.querySelectorAll('.ai-scan .ai-scan-sort')[i].innerText.includes('▼')",
+    headers.nth(col).click()  # sort by history size in the kernel, smallest first
+    page.wait_for_function("(i) => document.querySelectorAll('.ai-scan .ai-grid-header')[i].innerText.includes('▲')",
                            arg=col)
-    sizes = [int(v) for v in _column(page, col, len(names))]
-    assert sizes == sorted(sizes, reverse=True) and len(sizes) == 15
-    headers.nth(col).click()  # again: smallest first
-    page.wait_for_function("(i) => document.querySelectorAll('.ai-scan .ai-scan-sort')[i].innerText.includes('▲')",
+    page.wait_for_function("(i) => { const v = [...document.querySelectorAll('.ai-scan .ai-grid-row')]"
+                           ".map(r => Number(r.children[i].textContent)); "
+                           "return v.length > 1 && v.every((x, j) => j === 0 || v[j - 1] <= x); }", arg=col)
+    headers.nth(col).click()  # again: largest first
+    page.wait_for_function("(i) => document.querySelectorAll('.ai-scan .ai-grid-header')[i].innerText.includes('▼')",
                            arg=col)
-    sizes = [int(v) for v in _column(page, col, len(names))]
-    assert sizes == sorted(sizes)
+    page.wait_for_function("(i) => { const v = [...document.querySelectorAll('.ai-scan .ai-grid-row')]"
+                           ".map(r => Number(r.children[i].textContent)); "
+                           "return v.length > 1 && v.every((x, j) => j === 0 || v[j - 1] >= x); }", arg=col)
+    sizes = [int(v) for v in _column(page, col)]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) > 1
 
-    key = _keys(page)[0]
-    scan.locator(".ai-scan-key-button").first.click()  # opens the key's reconstruction from the Parquet output
+    key = _column(page, names.index("business_key"))[0]
+    scan.locator(".ai-scan-table .ai-grid-row").first.click()  # opens the key's reconstruction from the Parquet output
     detail = scan.locator(".ai-scan-detail")
     detail.locator(".ai-inspector").wait_for(timeout=60_000)
     assert key in detail.locator(".ai-scan-key").inner_text()

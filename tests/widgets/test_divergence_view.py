@@ -41,3 +41,16 @@ def test_filtered_to_a_key_and_empty(probe_result, probe_log):
     other = f"acct-{SCRIPT}"
     assert "no divergence" in DivergenceView(probe_result, key=other).explanation.value
     assert "no divergence" in DivergenceView(ai.reconstruct(probe_log, rule="naive")).explanation.value
+
+
+def test_the_divergence_grid_lists_them_and_a_click_picks_one(probe_log):
+    result = ai.reconstruct(probe_log, rule="original")
+    view = DivergenceView(result)
+    assert view.table.total == len(result.divergences) >= 2
+    view.table.sort_by("seq", descending=True)  # sorted in the kernel; the click reports the frame row
+    first_shown = int(view.table.window["ids"][0])
+    view.table._on_message(view.table, {"type": "select", "row": first_shown}, [])  # what grid.js sends
+    assert view.selector.value == first_shown
+    row = result.divergences.iloc[first_shown]
+    assert html.escape(row["explanation"]) in view.explanation.value
+    assert view.table.selected == first_shown

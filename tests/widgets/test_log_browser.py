@@ -9,14 +9,14 @@ from agent_inspect.widgets import LogBrowser
 
 
 def test_key_filter_shows_only_that_keys_rows(probe_log):
-    browser = LogBrowser(probe_log, page_size=500)
+    browser = LogBrowser(probe_log)
     key = f"user-{IMG}"
     browser.key_filter.value = key
     expected = probe_log.records[probe_log.records["business_key"] == key]
     assert list(browser.filtered.index) == list(expected.index)
-    assert set(browser.page_rows["business_key"]) == {key}
-    assert browser.table.value.count("<tr>") == len(expected) + 1  # + header row
-    assert f"of {len(expected):,}" in browser.page_label.value
+    assert set(browser.window_rows["business_key"]) == {key}
+    assert browser.grid.total == len(expected)
+    assert [int(c[0]) for c in browser.grid.window["cells"]] == list(expected.index)  # the position column
 
 
 def test_seq_event_and_clear_filters(probe_log):
@@ -60,16 +60,44 @@ def test_error_filter_finds_the_undecodable_record():
     assert len(browser.filtered) == len(log.records) - 1
 
 
-def test_paging_with_buttons(probe_log):
-    browser = LogBrowser(probe_log, page_size=7)
-    first = list(browser.page_rows.index)
-    assert first == list(probe_log.records.index[:7])
-    assert browser.prev_button.disabled
-    browser.next_button.click()
-    assert list(browser.page_rows.index) == list(probe_log.records.index[7:14])
-    browser.show_page(10**6)  # clamps to the last page
-    assert browser.next_button.disabled
-    assert list(browser.page_rows.index)[-1] == probe_log.records.index[-1]
+def test_scrolling_the_grid_moves_its_window(probe_log):
+    browser = LogBrowser(probe_log)
+    browser.grid.viewport = [0, 7]
+    assert list(browser.window_rows.index) == list(probe_log.records.index[:7])
+    browser.grid.scroll_to(7)
+    assert list(browser.window_rows.index) == list(probe_log.records.index[7:14])
+    assert browser.grid.window["ids"] == list(range(7, 14))
+    browser.grid.scroll_to(10**6)  # clamps to the last row
+    assert list(browser.window_rows.index) == [probe_log.records.index[-1]]
+
+
+def test_clicking_a_row_shows_its_decoded_value(probe_log):
+    browser = LogBrowser(probe_log)
+    pos = int(probe_log.records.index[probe_log.records["task_event_type"] == "_input_event"][0])
+    row = int(probe_log.records.index.get_loc(pos))
+    browser.grid._on_message(browser.grid, {"type": "select", "row": row}, [])  # what grid.js sends on a click
+    assert browser.grid.selected == row
+    assert f"record {pos}" in browser.detail.value
+    assert "_input_event" in browser.detail.value
+    assert browser.record_pos.value == pos
+
+
+def test_an_empty_log_says_it_is_empty():
+    log = Journal().log()
+    browser = LogBrowser(log)
+    assert len(log.records) == 0
+    assert "is empty" in browser.notice.value
+    assert "no record matches" not in browser.notice.value
+    assert browser.grid.message == browser.grid.empty_text
+
+
+def test_no_match_names_the_filters_that_are_set(probe_log):
+    browser = LogBrowser(probe_log)
+    assert browser.notice.value == ""
+    browser.set_filters(key="no such key", seq="3-4")
+    assert "no record matches these filters: key = no such key, seq = 3-4" in browser.notice.value
+    assert "status" not in browser.notice.value
+    assert browser.grid.total == 0
 
 
 def test_counts_figure_follows_the_filter(probe_log):
@@ -79,7 +107,7 @@ def test_counts_figure_follows_the_filter(probe_log):
     assert sum(sum(t.y) for t in browser.figure.data) == len(browser.filtered) > 0
     browser.set_filters(key="no such key")
     assert browser.figure.data == ()
-    assert "no record matches" in browser.table.value
+    assert "no record matches" in browser.notice.value
 
 
 def test_show_record_decodes_the_value(probe_log):
@@ -93,14 +121,16 @@ def test_show_record_decodes_the_value(probe_log):
     assert "no record at position" in browser.detail.value
 
 
-def test_large_log_renders_one_page_only():
+def test_large_log_ships_one_window_only():
     journal = Journal()
     for seq in range(120):
         round_(journal, f"k{seq % 7}", seq // 7, {"input": seq})
     log = journal.log()
-    browser = LogBrowser(log, page_size=25)
+    browser = LogBrowser(log)
+    browser.grid.viewport = [0, 25]
     assert len(log.records) > 25 * 10
-    assert browser.table.value.count("<tr>") == 26
+    assert len(browser.grid.window["cells"]) == 25
+    assert browser.grid.total == len(log.records)
     assert isinstance(browser.filtered, pd.DataFrame)
 
 

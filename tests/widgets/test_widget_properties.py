@@ -15,7 +15,8 @@ LOG = probe_history().log()
 RECORDS = LOG.records
 KEYS = [None, *RECORDS["business_key"].cat.categories]
 TYPES = [None, *RECORDS["task_event_type"].cat.categories]
-BROWSER = LogBrowser(LOG, page_size=5)  # one browser: each example changes the filters of the last
+BROWSER = LogBrowser(LOG)
+BROWSER.grid.viewport = [0, 5]  # one browser: each example changes the filters of the last
 
 
 @settings(deadline=None, max_examples=60)
@@ -41,5 +42,5 @@ def test_browser_filter_matches_a_pandas_query(key, low, width, event, use_seq):
     if event is not None:
         expected = expected[expected["task_event_type"] == event]
     assert list(browser.filtered.index) == list(expected.index)
-    assert list(browser.page_rows.index) == list(expected.index[:5])
+    assert list(browser.window_rows.index) == list(expected.index[:5])
     assert sum(sum(t.y) for t in browser.figure.data) == len(expected)

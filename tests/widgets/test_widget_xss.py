@@ -27,7 +27,7 @@ def _assert_no_raw_probe(strings: list[str]) -> None:
 
 
 def test_log_browser(probe_log):
-    browser = LogBrowser(probe_log, page_size=1000)
+    browser = LogBrowser(probe_log)
     strings = html_strings(browser)
     for pos in probe_log.records.index:
         browser.show_record(int(pos))
