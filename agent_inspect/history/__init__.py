@@ -5,7 +5,13 @@ Pure functions over an ``ActionStateLog`` (or its ``records`` frame, e.g. one pa
 
 from __future__ import annotations
 
-from agent_inspect.history._compact import REMOVED_STATUSES, compact_history, matching_positions, record_kinds
+from agent_inspect.history._compact import (
+    REMOVED_STATUSES,
+    SearchIndex,
+    compact_history,
+    matching_positions,
+    record_kinds,
+)
 from agent_inspect.history._executions import (
     ATTEMPT_REASONS,
     History,
@@ -28,7 +34,7 @@ __all__ = [
     "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout",
     "NOT_IN_LOG", "EVICTED_STATUSES", "CALL_STATUSES", "ATTRIBUTIONS",
     # the compact per-key history (one line per execution) and its search
-    "compact_history", "record_kinds", "matching_positions", "REMOVED_STATUSES",
+    "compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES",
     # V4 sub-agent result events of a record
     "subagent_result_events",
 ]

@@ -18,7 +18,7 @@ import traitlets as t
 
 from agent_inspect._errors import InspectError
 from agent_inspect._types import ReconstructionLike
-from agent_inspect.history import compact_history, matching_positions, record_kinds
+from agent_inspect.history import SearchIndex, compact_history, record_kinds
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
 
 __all__ = ["KeyHistory", "reopen_snippet"]
@@ -67,6 +67,7 @@ class KeyHistory(anywidget.AnyWidget):
         self._line_of = {p: line for line, ps in zip(self.lines["line"], self.lines["positions"]) for p in ps}
         self._kinds = dict(zip(mine.index.tolist(), record_kinds(mine).tolist()))
         self._matches: set[int] = set()
+        self._index: SearchIndex | None = None  # built on the first search
         self.visible = self.lines
         rule = getattr(getattr(result, "rule", None), "name", None)
         self.header = _header(key, rule, mine, self.lines)
@@ -169,10 +170,12 @@ class KeyHistory(anywidget.AnyWidget):
     def _filter(self) -> None:
         text = self.query.strip()
         if text:
-            log = log_of(self.result)
-            values = [None] * len(self.records) if log is None or log.raw is None else \
-                [log.raw.value[p] for p in self.records.index]
-            hits = matching_positions(self.records, values, text)
+            if self._index is None:
+                log = log_of(self.result)
+                values = [None] * len(self.records) if log is None or log.raw is None else \
+                    [log.raw.value[p] for p in self.records.index]
+                self._index = SearchIndex(self.records, values)
+            hits = self._index.find(text)
             self._matches = set(hits.tolist())
             keep = sorted({self._line_of[p] for p in self._matches})
             self.visible = self.lines.iloc[keep]
