@@ -22,8 +22,8 @@ from agent_inspect.history._executions import (
     lineage,
     rounds,
 )
-from agent_inspect.history._groups import attempt_group, graph_groups, group_graph, round_group
 from agent_inspect.history._graph import EVICTED_STATUSES, NOT_IN_LOG, action_graph, graph_edges, graph_nodes
+from agent_inspect.history._groups import attempt_group, graph_groups, group_graph, round_group
 from agent_inspect.history._layout import layered_layout
 from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree

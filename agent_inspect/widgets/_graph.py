@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from agent_inspect._html import escape, plotly_text
-from agent_inspect.history import group_graph, graph_groups
+from agent_inspect.history import graph_groups, group_graph
 from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
 
 __all__ = ["GraphView", "SubagentTreeView"]
