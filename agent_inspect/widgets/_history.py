@@ -72,7 +72,7 @@ class KeyHistory(anywidget.AnyWidget):
         rule = getattr(getattr(result, "rule", None), "name", None)
         self.header = _header(key, rule, mine, self.lines)
         self.on_msg(self._on_msg)
-        self.observe(lambda _: self._filter(), names="query")
+        self.observe(lambda _: self._filtered(), names="query")
         self._filter()
         if record is not None:
             self.focus(record)
@@ -167,6 +167,10 @@ class KeyHistory(anywidget.AnyWidget):
         self.goto_page(index // self.page_size)
         self.focus_line = line
 
+    def _filtered(self) -> None:
+        with self.hold_sync():
+            self._filter()
+
     def _filter(self) -> None:
         text = self.query.strip()
         if text:
@@ -206,6 +210,10 @@ class KeyHistory(anywidget.AnyWidget):
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if not isinstance(content, dict):
             return
+        with self.hold_sync():  # one state message per request, whatever it changed
+            self._handle(content)
+
+    def _handle(self, content: dict[str, Any]) -> None:
         action = content.get("action")
         try:
             if action == "expand":

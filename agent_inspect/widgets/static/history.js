@@ -177,14 +177,25 @@ function render({ model, el }) {
     if (search.value !== model.get("query") && document.activeElement !== search) search.value = model.get("query");
   }
 
+  // Several traits change per kernel reply (rows, details, focus…): draw the list once per frame.
+  let pending = false;
+  function scheduleRows() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      drawRows();
+    });
+  }
+
   drawHead();
   drawRows();
   drawInfo();
   model.on("change:header", drawHead);
-  model.on("change:rows", drawRows);
-  model.on("change:details", drawRows);
-  model.on("change:focus_line", drawRows);
-  model.on("change:focus_record", drawRows);
+  model.on("change:rows", scheduleRows);
+  model.on("change:details", scheduleRows);
+  model.on("change:focus_line", scheduleRows);
+  model.on("change:focus_record", scheduleRows);
   model.on("change:search_info", drawInfo);
   model.on("change:notice", drawInfo);
   model.on("change:query", drawInfo);
