@@ -1,7 +1,8 @@
-"""Level of detail for big action graphs: nodes folded into attempt and round groups.
+"""Level of detail for big action graphs: nodes folded into attempt, round-range and round groups.
 
-A key with thousands of rounds draws as one node per attempt; expanding an attempt shows its rounds,
-expanding a round shows its events and actions. Edges between folded nodes become one edge per pair
+A key with thousands of rounds draws as one node per attempt; expanding an attempt shows its rounds
+(in at most ``MAX_CHILDREN`` ranges of consecutive rounds when it has more), expanding a round shows
+its events and actions. Edges between folded nodes become one edge per pair
 of groups, with a ``count``. Pure function over a networkx graph.
 """
 
@@ -13,7 +14,10 @@ from typing import Any
 
 import networkx as nx
 
-__all__ = ["group_graph", "graph_groups", "attempt_group", "round_group"]
+__all__ = ["group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN"]
+
+#: An attempt with more rounds than this shows them in this many ranges of consecutive rounds.
+MAX_CHILDREN = 40
 
 # The most telling status of a group's members first.
 _SEVERITY = ("evicted", "invalidated", "not-in-log", "pruned", "in-flight", "superseded", "live")
@@ -24,20 +28,41 @@ def attempt_group(attempt: Any) -> tuple[str, Any]:
     return ("attempt", attempt)
 
 
+def range_group(attempt: Any, first: Any, last: Any) -> tuple[str, Any, Any, Any]:
+    """The id of the group node of the rounds ``first``..``last`` of one attempt."""
+    return ("rounds", attempt, first, last)
+
+
 def round_group(attempt: Any, seq: Any) -> tuple[str, Any, Any]:
     """The id of the group node of one round (``seq``) of one attempt."""
     return ("round", attempt, seq)
 
 
-def graph_groups(graph: nx.DiGraph) -> dict[Hashable, tuple[tuple[str, Any], tuple[str, Any, Any]]]:
-    """Node → (its attempt group, its round group); nodes without a seq stay out of every group."""
-    out: dict[Hashable, tuple[tuple[str, Any], tuple[str, Any, Any]]] = {}
+def graph_groups(graph: nx.DiGraph) -> dict[Hashable, tuple[Hashable, Hashable | None, Hashable]]:
+    """Node → (its attempt group, its round-range group or None, its round group); nodes without a seq
+    stay out of every group."""
+    seqs: dict[Any, set[Any]] = {}
+    for _, attrs in graph.nodes(data=True):
+        if attrs.get("seq") is not None:
+            seqs.setdefault(attrs.get("attempt"), set()).add(attrs["seq"])
+    chunk_of: dict[tuple[Any, Any], Hashable] = {}
+    for attempt, values in seqs.items():
+        ordered = sorted(values, key=lambda v: (str(type(v)), v))
+        if len(ordered) <= MAX_CHILDREN:
+            continue
+        size = -(-len(ordered) // MAX_CHILDREN)
+        for i in range(0, len(ordered), size):
+            part = ordered[i:i + size]
+            group = range_group(attempt, part[0], part[-1])
+            for seq in part:
+                chunk_of[(attempt, seq)] = group
+    out: dict[Hashable, tuple[Hashable, Hashable | None, Hashable]] = {}
     for node, attrs in graph.nodes(data=True):
         seq = attrs.get("seq")
         if seq is None:
             continue
         attempt = attrs.get("attempt")
-        out[node] = (attempt_group(attempt), round_group(attempt, seq))
+        out[node] = (attempt_group(attempt), chunk_of.get((attempt, seq)), round_group(attempt, seq))
     return out
 
 
@@ -51,15 +76,17 @@ def group_graph(graph: nx.DiGraph, expanded: Collection[Hashable] = ()) -> nx.Di
     layout); an edge between two groups carries ``count``, the edges it stands for.
     """
     groups = graph_groups(graph)
-    single = len({a for a, _ in groups.values()}) <= 1
+    single = len({a for a, _, _ in groups.values()}) <= 1
     expanded = set(expanded)
 
     def rep(node: Hashable) -> Hashable:
         if node not in groups:
             return node
-        attempt, rnd = groups[node]
+        attempt, chunk, rnd = groups[node]
         if not single and attempt not in expanded:
             return attempt
+        if chunk is not None and chunk not in expanded:
+            return chunk
         return node if rnd in expanded else rnd
 
     out = nx.DiGraph(**graph.graph)
@@ -95,9 +122,13 @@ def _group_attributes(graph: nx.DiGraph, group: Hashable, nodes: list[Hashable])
     divergences = sorted({d for a in attrs for d in (a.get("divergences") or ())}, key=str)
     orders = [a["order"] for a in attrs if isinstance(a.get("order"), (int, float))]
     attempt = group[1] if isinstance(group, tuple) and len(group) > 1 else None
+    of = "" if attempt is None else f" · attempt {attempt}"
     if kind == "round":
         seq = group[2]
-        label = f"seq {seq}" + ("" if attempt is None else f" · attempt {attempt}") + f" · {actions} actions"
+        label = f"seq {seq}{of} · {actions} actions"
+    elif kind == "rounds":
+        seq = None
+        label = f"seq {group[2]}–{group[3]}{of} · {len(rounds)} rounds · {actions} actions"
     else:
         seq = None
         label = f"attempt {attempt} · {len(rounds)} rounds · {actions} actions"

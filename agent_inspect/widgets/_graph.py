@@ -19,6 +19,7 @@ __all__ = ["GraphView", "SubagentTreeView"]
 _SYMBOLS = {
     "event": "circle", "action": "square", "execution": "square", "caller": "diamond", "session": "triangle-up",
     "call": "star", "child": "square", "unattributed": "x", "round": "hexagon", "attempt": "octagon",
+    "rounds": "hexagon2",
 }
 _KIND_ATTRS = ("kind", "type", "node_type")
 _LABEL_ATTRS = ("label", "name", "action", "event_type", "task_event_type")
@@ -46,7 +47,8 @@ class GraphView(w.VBox):
     red), symbol = node kind (event ●, action ■, sub-agent caller ◆, session ▲, call ★); edges end in
     arrowheads. The "Round" picker searches the key's rounds as you type; click a node to see its
     attributes and its record's decoded value. All rounds of a big key (over 80 nodes) are folded into
-    one node per attempt (⯃) and per round (⬢), labelled, collapsed: click a group to expand it,
+    one node per attempt (⯃), per range of rounds when an attempt has over 40, and per round (⬢),
+    labelled, collapsed: click a group to expand it,
     "collapse all" folds them again. ``graph`` is the whole graph, ``shown`` what is drawn.
     """
 
@@ -118,7 +120,7 @@ class GraphView(w.VBox):
         self._seq = seq
         self.graph = graph if graph is not None else self._build(self._source, self.key, seq, self._attempt)
         self.grouped = seq is None and graph is None and self.graph.number_of_nodes() > _MAX_LABELS and \
-            len({r for _, r in graph_groups(self.graph).values()}) > 1
+            len({g[-1] for g in graph_groups(self.graph).values()}) > 1
         self._redraw()
 
     def _redraw(self) -> None:
@@ -261,9 +263,17 @@ def _round_text(seq: int | None) -> str:
 
 
 def _inside(group: Any, outer: Any) -> bool:
-    """Whether round group ``group`` lies in attempt group ``outer``."""
-    return isinstance(group, tuple) and isinstance(outer, tuple) and group[0] == "round" and \
-        outer[0] == "attempt" and group[1] == outer[1]
+    """Whether group ``group`` lies in group ``outer`` (a range or round in an attempt, a round in a range)."""
+    if not (isinstance(group, tuple) and isinstance(outer, tuple)) or group[1] != outer[1]:
+        return False
+    if outer[0] == "attempt":
+        return group[0] in ("rounds", "round")
+    if outer[0] == "rounds" and group[0] == "round":
+        try:
+            return bool(outer[2] <= group[2] <= outer[3])
+        except TypeError:
+            return False
+    return False
 
 
 def _first_subagent_round(source: Any, key: Any) -> int | None:

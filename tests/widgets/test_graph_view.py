@@ -167,3 +167,28 @@ def test_attempts_fold_above_rounds_and_edges_have_arrowheads():
         ax, ay = edges.x[3 * i + 1], edges.y[3 * i + 1]
         assert min(x0, x1) - 1e-9 <= ax <= max(x0, x1) + 1e-9 and min(y0, y1) - 1e-9 <= ay <= max(y0, y1) + 1e-9
         assert 0 < ((ax - x1) ** 2 + (ay - y1) ** 2) ** 0.5 <= 0.18 + 1e-9
+
+
+def test_many_rounds_fold_into_ranges_first():
+    from agent_inspect.history import MAX_CHILDREN, group_graph
+
+    result = _big_result(90)
+    view = GraphView(result, "big")
+    top = dict(view.shown.nodes(data=True))
+    assert 1 < len(top) <= MAX_CHILDREN and all(d["kind"] == "rounds" for d in top.values())
+    assert sum(d["rounds"] for d in top.values()) == 90
+    first = min(top, key=lambda g: g[2])
+    assert top[first]["label"].startswith(f"seq 0–{first[3]} · attempt 1 · {first[3] + 1} rounds")
+    view.expand(first)
+    inside = [n for n, d in view.shown.nodes(data=True) if d["kind"] == "round"]
+    assert len(inside) == first[3] + 1
+    view.expand(("round", 1, 0))
+    assert any(d.get("kind") == "action" for _, d in view.shown.nodes(data=True))
+    view.collapse(first)  # folds the rounds inside it too
+    assert dict(view.shown.nodes(data=True)).keys() == top.keys() and view.expanded == set()
+    # rounds share no edge here, so the folded graph has none; fully open, it is the whole graph again
+    whole = view.graph
+    folded = group_graph(whole)
+    assert sum(d["count"] for *_, d in folded.edges(data=True)) <= whole.number_of_edges()
+    opened = group_graph(whole, set(folded.nodes) | {("round", 1, s) for s in range(90)})
+    assert set(opened.nodes) == set(whole.nodes) and set(opened.edges) == set(whole.edges)
