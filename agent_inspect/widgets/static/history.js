@@ -123,12 +123,14 @@ function render({ model, el }) {
     }
   }
 
+  // line number -> { wrap, line, box, detail }: the drawn page, so a reply that only opens a line or
+  // moves the focus touches that line, not the whole page.
+  const items = new Map();
+
   function drawRows() {
     const rows = model.get("rows") || [];
-    const details = model.get("details") || {};
-    const focus = model.get("focus_line");
-    list.replaceChildren();
-    let focused = null;
+    items.clear();
+    const frag = document.createDocumentFragment();
     for (const r of rows) {
       const wrap = node("div", "ai-h-item");
       wrap.dataset.line = String(r.line);
@@ -136,8 +138,6 @@ function render({ model, el }) {
       if (r.divergences.length) line.classList.add("ai-h-diverged");
       if (r.rerun) line.classList.add("ai-h-rerun");
       if (r.matches) line.classList.add("ai-h-match");
-      if (r.line === focus) { line.classList.add("ai-h-focused"); focused = wrap; }
-      const open = details[String(r.line)] !== undefined;
       const time = node("span", "ai-h-time", r.time);
       time.title = r.date;
       line.append(
@@ -153,21 +153,50 @@ function render({ model, el }) {
       line.append(st, oc, marks);
       if (r.reason) line.title = r.reason;
       line.addEventListener("click", () => {
+        const open = (model.get("details") || {})[String(r.line)] !== undefined;
         model.send({ action: open ? "collapse" : "expand", line: r.line });
       });
       wrap.appendChild(line);
-      if (open) {
-        const box = node("div", "ai-h-records");
-        drawRecords(box, details[String(r.line)]);
-        wrap.appendChild(box);
-      }
-      list.appendChild(wrap);
+      frag.appendChild(wrap);
+      items.set(r.line, { wrap, line, box: null, detail: undefined });
     }
+    list.replaceChildren(frag);
     pageInfo.textContent = `page ${model.get("page") + 1} of ${model.get("page_count")} · ${model.get("total").toLocaleString()} lines`;
     prev.disabled = model.get("page") <= 0;
     next.disabled = model.get("page") >= model.get("page_count") - 1;
-    const rec = list.querySelector(".ai-h-focused-record");
-    const target = rec || focused;
+  }
+
+  function drawDetails() {
+    const details = model.get("details") || {};
+    for (const [lineNo, item] of items) {
+      const detail = details[String(lineNo)];
+      if (detail === item.detail) continue;
+      item.detail = detail;
+      if (item.box) item.box.remove();
+      item.box = null;
+      if (detail !== undefined) {
+        item.box = node("div", "ai-h-records");
+        drawRecords(item.box, detail);
+        item.wrap.appendChild(item.box);
+      }
+    }
+  }
+
+  function drawFocus() {
+    const focus = model.get("focus_line");
+    const pos = String(model.get("focus_record"));
+    let target = null;
+    for (const [lineNo, item] of items) {
+      const on = lineNo === focus;
+      item.line.classList.toggle("ai-h-focused", on);
+      if (on) target = item.wrap;
+      if (!item.box) continue;
+      for (const rec of item.box.children) {
+        const hit = rec.dataset.pos === pos;
+        rec.classList.toggle("ai-h-focused-record", hit);
+        if (hit) target = rec;
+      }
+    }
     if (target && target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
   }
 
@@ -177,25 +206,33 @@ function render({ model, el }) {
     if (search.value !== model.get("query") && document.activeElement !== search) search.value = model.get("query");
   }
 
-  // Several traits change per kernel reply (rows, details, focus…): draw the list once per frame.
+  // Several traits change per kernel reply (rows, details, focus…): draw what changed once per frame.
+  const dirty = { rows: false, details: false, focus: false };
   let pending = false;
-  function scheduleRows() {
+  function schedule(what) {
+    dirty[what] = true;
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => {
       pending = false;
-      drawRows();
+      const rows = dirty.rows;
+      if (rows) drawRows();
+      if (rows || dirty.details) drawDetails();
+      if (rows || dirty.details || dirty.focus) drawFocus();
+      dirty.rows = dirty.details = dirty.focus = false;
     });
   }
 
   drawHead();
   drawRows();
+  drawDetails();
+  drawFocus();
   drawInfo();
   model.on("change:header", drawHead);
-  model.on("change:rows", scheduleRows);
-  model.on("change:details", scheduleRows);
-  model.on("change:focus_line", scheduleRows);
-  model.on("change:focus_record", scheduleRows);
+  model.on("change:rows", () => schedule("rows"));
+  model.on("change:details", () => schedule("details"));
+  model.on("change:focus_line", () => schedule("focus"));
+  model.on("change:focus_record", () => schedule("focus"));
   model.on("change:search_info", drawInfo);
   model.on("change:notice", drawInfo);
   model.on("change:query", drawInfo);
