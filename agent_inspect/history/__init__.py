@@ -5,6 +5,13 @@ Pure functions over an ``ActionStateLog`` (or its ``records`` frame, e.g. one pa
 
 from __future__ import annotations
 
+from agent_inspect.history._compact import (
+    REMOVED_STATUSES,
+    SearchIndex,
+    compact_history,
+    matching_positions,
+    record_kinds,
+)
 from agent_inspect.history._executions import (
     ATTEMPT_REASONS,
     History,
@@ -16,6 +23,14 @@ from agent_inspect.history._executions import (
     rounds,
 )
 from agent_inspect.history._graph import EVICTED_STATUSES, NOT_IN_LOG, action_graph, graph_edges, graph_nodes
+from agent_inspect.history._groups import (
+    MAX_CHILDREN,
+    attempt_group,
+    graph_groups,
+    group_graph,
+    range_group,
+    round_group,
+)
 from agent_inspect.history._layout import layered_layout
 from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
@@ -26,6 +41,10 @@ __all__ = [
     # action graphs and sub-agent call trees
     "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout",
     "NOT_IN_LOG", "EVICTED_STATUSES", "CALL_STATUSES", "ATTRIBUTIONS",
+    # level of detail: graphs folded into attempt and round groups
+    "group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
+    # the compact per-key history (one line per execution) and its search
+    "compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES",
     # V4 sub-agent result events of a record
     "subagent_result_events",
 ]

@@ -3,7 +3,7 @@
 ``inspect(obj)`` picks the right one and returns it (the last expression of a cell displays it).
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
-``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``. Views only display results computed elsewhere; every
+``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``, ``ai-history`` (an anywidget: the compact per-key history). Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
 ``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``). Every chart is
 one ``_plot.Plot`` (plotly.js sent once per page); ``timeline_figure`` and ``scan_histograms`` build the
@@ -20,6 +20,7 @@ from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._grid import DataGrid
+from agent_inspect.widgets._history import KeyHistory
 from agent_inspect.widgets._inspect import ResultInspector, inspect
 from agent_inspect.widgets._prediction import PredictionView
 from agent_inspect.widgets._scan import FleetScanView, scan_histograms
@@ -31,6 +32,7 @@ __all__ = [
     "inspect",
     "LogBrowser",
     "KeyTimeline",
+    "KeyHistory",
     "DivergenceView",
     "GraphView",
     "SubagentTreeView",

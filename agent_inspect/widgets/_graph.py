@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from agent_inspect._html import escape, plotly_text
+from agent_inspect.history import graph_groups, group_graph
 from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
 from agent_inspect.widgets._plot import Plot
 
@@ -18,7 +19,8 @@ __all__ = ["GraphView", "SubagentTreeView"]
 
 _SYMBOLS = {
     "event": "circle", "action": "square", "execution": "square", "caller": "diamond", "session": "triangle-up",
-    "call": "star", "child": "square", "unattributed": "x", "round": "hexagon",
+    "call": "star", "child": "square", "unattributed": "x", "round": "hexagon", "attempt": "octagon",
+    "rounds": "hexagon2",
 }
 _KIND_ATTRS = ("kind", "type", "node_type")
 _LABEL_ATTRS = ("label", "name", "action", "event_type", "task_event_type")
@@ -29,17 +31,26 @@ _HOVER_ATTRS = (
     "label", "kind", "status", "reason", "seq", "attempt", "state_key", "positions", "completed",
     "call_status", "function_id",
 )
-# Above this many nodes, labels are left to hover text to keep the figure readable and light.
+# Above this many nodes, labels are left to hover text to keep the figure readable and light; a graph of
+# all rounds that big is folded into attempt and round groups instead (expand a group to see inside).
 _MAX_LABELS = 80
+# Arrowheads (SVG markers turned along their edge) up to this many edges.
+_MAX_ARROWS = 2000
+_ALL_ROUNDS = "all rounds"
+# Folded graphs keep their labels up to this many drawn nodes.
+_MAX_GROUP_LABELS = 400
 
 
 class GraphView(w.VBox):
     """A business key's action graph (one round, or all of them): events and action executions in layers.
 
     Node colour = status under the rule (evicted and invalidated nodes stay visible, outlined in
-    red), symbol = node kind (event ●, action ■, sub-agent caller ◆, session ▲, call ★). The
-    "Round" picker switches between the key's rounds; click a node to see its attributes and its
-    record's decoded value.
+    red), symbol = node kind (event ●, action ■, sub-agent caller ◆, session ▲, call ★); edges end in
+    arrowheads. The "Round" picker searches the key's rounds as you type; click a node to see its
+    attributes and its record's decoded value. All rounds of a big key (over 80 nodes) are folded into
+    one node per attempt (⯃), per range of rounds when an attempt has over 40, and per round (⬢),
+    labelled, collapsed: click a group to expand it,
+    "collapse all" folds them again. ``graph`` is the whole graph, ``shown`` what is drawn.
     """
 
     _css = "ai-graph"
@@ -53,6 +64,7 @@ class GraphView(w.VBox):
         self._attempt = attempt
         self.key = key
         self.selected_node: Any = None
+        self.expanded: set[Any] = set()
         self.title = w.HTML()
         self.detail = w.HTML()
         self.detail.add_class("ai-detail")
@@ -62,12 +74,17 @@ class GraphView(w.VBox):
             legend=dict(orientation="h", y=1.06)))
         self.figure.add_class(f"{self._css}-figure")
         rounds = _rounds(source, key) if graph is None else []
-        self.round_picker = w.Dropdown(description="Round", options=self._round_options(rounds),
-                                       value=seq if seq in rounds else None, layout=w.Layout(width="220px"))
+        self._round_of = dict(self._round_options(rounds))
+        # A searching picker: type a seq, pick from the matches (no drop-down of every round).
+        self.round_picker = w.Combobox(description="Round", options=list(self._round_of), ensure_option=True,
+                                       placeholder="type a seq…", value=_round_text(seq) if _round_text(seq) in self._round_of else "",
+                                       layout=w.Layout(width="220px"))
         self.round_picker.layout.display = None if rounds else "none"
+        self.collapse_button = w.Button(description="collapse all", layout=w.Layout(width="110px", display="none"))
+        self.collapse_button.on_click(lambda _: self.collapse_all())
         self._show(seq, graph)
-        self.round_picker.observe(lambda change: self._show(change["new"]), names="value")
-        self.children = [w.HBox([self.round_picker, self.title]), self.figure, self.detail]
+        self.round_picker.observe(lambda change: self._picked(change["new"]), names="value")
+        self.children = [w.HBox([self.round_picker, self.collapse_button, self.title]), self.figure, self.detail]
 
     @property
     def seq(self) -> int | None:
@@ -75,18 +92,51 @@ class GraphView(w.VBox):
         return self._seq
 
     def _round_options(self, rounds: list[int]) -> list[tuple[str, int | None]]:
-        return [("all rounds", None)] + [(f"seq {s}", s) for s in rounds]
+        return [(_ALL_ROUNDS, None)] + [(_round_text(s), s) for s in rounds]
+
+    def show_round(self, seq: int | None) -> None:
+        """Show round ``seq`` (None: every round), as picking it would."""
+        self.round_picker.value = _round_text(seq) if seq is not None else _ALL_ROUNDS
+
+    def expand(self, group: Any) -> None:
+        """Unfold an attempt or round group node of the drawn graph."""
+        self.expanded.add(group)
+        self._redraw()
+
+    def collapse(self, group: Any) -> None:
+        """Fold an expanded group again (and the groups inside it)."""
+        self.expanded = {g for g in self.expanded if g != group and not _inside(g, group)}
+        self._redraw()
+
+    def collapse_all(self) -> None:
+        self.expanded = set()
+        self._redraw()
+
+    def _picked(self, text: str) -> None:
+        if text in self._round_of and self._round_of[text] != self._seq:
+            self.expanded = set()
+            self._show(self._round_of[text])
 
     def _show(self, seq: int | None, graph: nx.DiGraph | None = None) -> None:
         self._seq = seq
         self.graph = graph if graph is not None else self._build(self._source, self.key, seq, self._attempt)
-        self.positions = _layout(self.graph)
+        self.grouped = seq is None and graph is None and self.graph.number_of_nodes() > _MAX_LABELS and \
+            len({g[-1] for g in graph_groups(self.graph).values()}) > 1
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self.shown = group_graph(self.graph, self.expanded) if self.grouped else self.graph
+        self.collapse_button.layout.display = None if self.grouped else "none"
+        self.positions = _layout(self.shown)
         self.selected_node = None
+        seq = self._seq
         key, what = self.key, escape(self._what)
         where = "" if key is None else f" of key <code>{escape(key)}</code>" + (
             "" if seq is None else f", seq {escape(seq)}")
+        folded = "" if self.shown is self.graph else \
+            f" · drawn as {self.shown.number_of_nodes():,} (click a group to expand it)"
         self.title.value = (f'<div class="ai-title">{what}{where} · {self.graph.number_of_nodes():,} nodes, '
-                            f"{self.graph.number_of_edges():,} edges</div>")
+                            f"{self.graph.number_of_edges():,} edges{folded}</div>")
         self.detail.value = message_html("click a node to see its attributes")
         with self.figure.batch_update():
             self.figure.data = []
@@ -98,9 +148,17 @@ class GraphView(w.VBox):
         return source.graph(key, seq, attempt=attempt)
 
     def select(self, node: Any) -> None:
-        """Show the attributes of ``node`` and the decoded value of its (first) record."""
+        """Show the attributes of ``node`` and the decoded value of its (first) record; a group node
+        is expanded instead (``collapse_all`` folds it again)."""
+        if self.grouped and self.shown.nodes[node].get("group"):
+            group = dict(self.shown.nodes[node])
+            self.expand(node)
+            self.selected_node = node
+            self.detail.value = value_html(f"expanded {group['label']}",
+                                           {str(k): _jsonable(v) for k, v in group.items()})
+            return
         self.selected_node = node
-        attrs = dict(self.graph.nodes[node])
+        attrs = dict(self.shown.nodes[node])
         parts = [value_html(f"node {node}", {str(k): _jsonable(v) for k, v in attrs.items()})]
         pos = _first_position(attrs)
         if pos is not None and log_of(self._source) is not None:
@@ -110,7 +168,7 @@ class GraphView(w.VBox):
     # -- drawing ----------------------------------------------------------------------------------
 
     def _draw(self) -> None:
-        g, xy = self.graph, self.positions
+        g, xy = self.shown, self.positions
         self._nodes = list(g.nodes)
         index = {n: i for i, n in enumerate(self._nodes)}
         # One line trace for all edges, NaN-separated; numpy arrays keep plotly's validation cheap.
@@ -119,11 +177,10 @@ class GraphView(w.VBox):
         for i, (u, v) in enumerate(g.edges):
             ex[3 * i], ey[3 * i] = xy[u]
             ex[3 * i + 1], ey[3 * i + 1] = xy[v]
-        show_labels = len(self._nodes) <= _MAX_LABELS
+        show_labels = len(self._nodes) <= (_MAX_GROUP_LABELS if self.grouped else _MAX_LABELS)
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
-        traces: list[Any] = [scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
-                                     line=dict(color="#999", width=1))]
+        traces: list[Any] = [_edges_trace(scatter, ex, ey)]
         groups: dict[tuple[str, str], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
@@ -180,6 +237,44 @@ class SubagentTreeView(GraphView):
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
         return source.subagent_tree(key, seq)
+
+
+def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
+    """One trace for every edge (NaN-separated); SVG edges end in an arrowhead just short of their target."""
+    line = dict(color="#999", width=1)
+    n = len(ex) // 3
+    if scatter is not go.Scatter or n == 0 or n > _MAX_ARROWS:
+        return scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip", line=line)
+    dx, dy = ex[1::3] - ex[0::3], ey[1::3] - ey[0::3]
+    length = np.hypot(dx, dy)
+    length[length == 0] = 1.0
+    back = np.minimum(0.18, 0.4 * length)  # stop before the target's marker
+    ex, ey = ex.copy(), ey.copy()
+    ex[1::3] -= dx / length * back
+    ey[1::3] -= dy / length * back
+    size = np.zeros(len(ex))
+    size[1::3] = 9
+    # "previous": each arrowhead turns along the segment from its edge's source
+    return go.Scatter(x=ex, y=ey, mode="lines+markers", name="edges", hoverinfo="skip", line=line,
+                      marker=dict(symbol="arrow", angleref="previous", size=size, color="#777"))
+
+
+def _round_text(seq: int | None) -> str:
+    return _ALL_ROUNDS if seq is None else f"seq {seq}"
+
+
+def _inside(group: Any, outer: Any) -> bool:
+    """Whether group ``group`` lies in group ``outer`` (a range or round in an attempt, a round in a range)."""
+    if not (isinstance(group, tuple) and isinstance(outer, tuple)) or group[1] != outer[1]:
+        return False
+    if outer[0] == "attempt":
+        return group[0] in ("rounds", "round")
+    if outer[0] == "rounds" and group[0] == "round":
+        try:
+            return bool(outer[2] <= group[2] <= outer[3])
+        except TypeError:
+            return False
+    return False
 
 
 def _first_subagent_round(source: Any, key: Any) -> int | None:

@@ -17,6 +17,7 @@ from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import first_column, message_html, records_of
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
+from agent_inspect.widgets._history import KeyHistory
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
 
 __all__ = ["ResultInspector"]
@@ -25,20 +26,23 @@ _MAX_KEYS = 200  # keys offered in the key picker
 
 
 class ResultInspector(w.VBox):
-    """A reconstruction in tabs: Records, Timeline, Divergences, Graph, Sub-agents, Lints.
+    """A reconstruction in tabs: Records, History, Timeline, Divergences, Graph, Sub-agents, Lints.
 
     The key picker lists the keys with the most evicted or invalidated records first and drives
-    the Timeline, Divergences, Graph and Sub-agents tabs. The graph opens on the key's first
+    the History, Timeline, Divergences, Graph and Sub-agents tabs. Picking a key (or passing ``key=``)
+    shows its History, the compact one-line-per-execution view. The graph opens on the key's first
     divergent round. Tabs are built when first opened or when the key changes.
     """
 
-    TABS = ("Records", "Timeline", "Divergences", "Graph", "Sub-agents", "Lints")
+    TABS = ("Records", "History", "Timeline", "Divergences", "Graph", "Sub-agents", "Lints")
 
-    def __init__(self, result: ReconstructionLike) -> None:
+    def __init__(self, result: ReconstructionLike, key: Any = None) -> None:
         super().__init__()
         self.add_class("ai-inspector")
         self.result = result
         keys = _ranked_keys(result)
+        if key is not None:
+            keys = [key, *[k for k in keys if k != key]]
         self.key_picker = w.Dropdown(description="Key", options=keys, value=keys[0] if keys else None,
                                      layout=w.Layout(width="420px"))
         self.tabs = w.Tab(children=[w.VBox() for _ in self.TABS], titles=self.TABS)
@@ -47,7 +51,10 @@ class ResultInspector(w.VBox):
         self.key_picker.observe(lambda _: self._key_changed(), names="value")
         self.tabs.observe(lambda _: self._ensure(self.TABS[self.tabs.selected_index or 0]), names="selected_index")
         self.children = [self.key_picker, self.tabs]
-        self._ensure("Records")
+        if key is not None:
+            self.view("History")
+        else:
+            self._ensure("Records")
 
     def view(self, tab: str) -> w.Widget:
         """The widget in tab ``tab`` (built now if needed); also selects that tab."""
@@ -55,10 +62,13 @@ class ResultInspector(w.VBox):
         return self._ensure(tab)
 
     def _key_changed(self) -> None:
-        for tab in ("Timeline", "Divergences", "Graph", "Sub-agents"):
+        for tab in ("History", "Timeline", "Divergences", "Graph", "Sub-agents"):
             self._built.pop(tab, None)
             self.tabs.children[self.TABS.index(tab)].children = []
-        self._ensure(self.TABS[self.tabs.selected_index or 0])
+        if self.tabs.selected_index in (None, 0):
+            self.view("History")   # the default view of one key
+        else:
+            self._ensure(self.TABS[self.tabs.selected_index])
 
     def _ensure(self, tab: str) -> w.Widget:
         if tab in self._built:
@@ -66,6 +76,7 @@ class ResultInspector(w.VBox):
         key = self.key_picker.value
         makers: dict[str, Callable[[], w.Widget]] = {
             "Records": lambda: LogBrowser(self.result),
+            "History": lambda: KeyHistory(self.result, key),
             "Timeline": lambda: KeyTimeline(self.result, key),
             "Divergences": lambda: DivergenceView(self.result, key=key),
             "Graph": lambda: GraphView(self.result, key, _first_divergent_round(self.result, key)),

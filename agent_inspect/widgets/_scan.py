@@ -93,7 +93,7 @@ class FleetScanView(w.VBox):
             return None
         title = w.HTML(f"<h4 class='ai-scan-key'>{escape(business_key)} under <code>{escape(self.rule.value)}</code>"
                        f" <small>(from {escape(where)})</small></h4>")
-        inspector = ResultInspector(recon)
+        inspector = ResultInspector(recon, key=business_key)
         self.detail.children = [title, inspector]
         return inspector
 

@@ -73,9 +73,12 @@ def test_subagent_tree_shows_caller_session_call_and_child(subagent_result):
 
 def test_round_picker_switches_rounds(probe_result):
     view = GraphView(probe_result, KEY)
-    assert view.seq is None and [v for _, v in view.round_picker.options] == [None, 0, 1]
+    assert view.seq is None and list(view.round_picker.options) == ["all rounds", "seq 0", "seq 1"]
+    assert view.round_picker.value == "all rounds" and view.round_picker.ensure_option
     everything = view.graph.number_of_nodes()
-    view.round_picker.value = 1
+    view.round_picker.value = "seq"  # typing: nothing changes until a round is picked
+    assert view.seq is None
+    view.round_picker.value = "seq 1"
     assert view.seq == 1 and 0 < view.graph.number_of_nodes() < everything
     assert {d.get("seq") for _, d in view.graph.nodes(data=True) if d["kind"] == "action"} == {1}
     drawn = sum(len(t.customdata) for t in _node_traces(view))
@@ -83,18 +86,109 @@ def test_round_picker_switches_rounds(probe_result):
     assert "seq 1" in view.title.value
 
 
+def _big_result(rounds: int = 30, restore_at: int | None = None):
+    from _widget_logs import Journal, round_
+
+    journal = Journal()
+    for seq in range(rounds):
+        round_(journal, "big", seq, {"input": seq})
+    if restore_at is not None:  # a restore that re-runs the later rounds with other inputs: a 2nd attempt
+        for seq in range(restore_at, rounds):
+            round_(journal, "big", seq, {"input": f"again {seq}"})
+    return ai.reconstruct(journal.log(), rule="fixed")
+
+
 def test_labelled_graphs_are_svg_and_large_ones_webgl(probe_result):
     # WebGL text would show "&lt;" literally, so only unlabelled (large) graphs use scattergl.
     small = GraphView(probe_result, KEY, seq=0)
     assert {t.type for t in small.figure.data} == {"scatter"}
     assert all(t.text is not None for t in _node_traces(small))
-    from _widget_logs import Journal, round_
-
-    journal = Journal()
-    for seq in range(30):
-        round_(journal, "big", seq, {"input": seq})
-    big_result = ai.reconstruct(journal.log(), rule="fixed")
-    big = GraphView(big_result, "big")
-    assert big.graph.number_of_nodes() > 80
+    grouped = GraphView(_big_result(), "big")
+    assert grouped.graph.number_of_nodes() > 80
+    grouped.expanded = {("round", 1, s) for s in range(30)}  # every round open: the whole graph, still labelled
+    grouped._redraw()
+    assert grouped.shown.number_of_nodes() == grouped.graph.number_of_nodes()
+    assert {t.type for t in grouped.figure.data} == {"scatter"} and all(t.text is not None for t in _node_traces(grouped))
+    big = ai.inspect(grouped.graph)  # a graph passed in is drawn as it is: unlabelled WebGL
     assert {t.type for t in big.figure.data} == {"scattergl"}
     assert all(t.text is None for t in _node_traces(big))
+
+
+def test_big_graphs_fold_into_labelled_round_groups(probe_result):
+    result = _big_result()
+    view = GraphView(result, "big")
+    whole = view.graph
+    assert view.grouped and whole.number_of_nodes() > 80
+    # one attempt: one labelled group per round, collapsed
+    assert view.shown.number_of_nodes() == 30
+    assert all(d["kind"] == "round" and d["group"] for _, d in view.shown.nodes(data=True))
+    labels = [x for t in _node_traces(view) for x in t.text]
+    assert len(labels) == 30 and any("seq 7" in x and "actions" in x for x in labels)
+    assert {t.type for t in view.figure.data} == {"scatter"}
+    assert "drawn as 30" in view.title.value
+    # click a group: its actions appear, every other round stays folded
+    index = view._nodes.index(("round", 1, 7))
+    trace = next(i for i, t in enumerate(view.figure.data) if t.customdata is not None and index in t.customdata)
+    click(view.figure, trace, list(view.figure.data[trace].customdata).index(index))
+    inside = [n for n in whole if whole.nodes[n].get("seq") == 7]
+    assert ("round", 1, 7) not in view.shown and all(n in view.shown for n in inside)
+    assert view.shown.number_of_nodes() == 29 + len(inside)
+    assert sum(d["count"] for *_, d in view.shown.edges(data=True) if "count" in d) >= 0
+    view.collapse_all()
+    assert view.shown.number_of_nodes() == 30
+    # a single round is drawn whole, unfolded
+    view.show_round(7)
+    assert not view.grouped and view.shown is view.graph
+
+
+def test_attempts_fold_above_rounds_and_edges_have_arrowheads():
+    result = _big_result(30, restore_at=20)
+    view = GraphView(result, "big")
+    top = dict(view.shown.nodes(data=True))
+    assert set(top) == {("attempt", 1), ("attempt", 2)}
+    assert top[("attempt", 2)]["rounds"] == 10 and "attempt 2 · 10 rounds" in top[("attempt", 2)]["label"]
+    assert top[("attempt", 1)]["status"] == "invalidated"  # the most telling status of its actions
+    view.expand(("attempt", 2))
+    kinds = sorted(d["kind"] for _, d in view.shown.nodes(data=True))
+    assert kinds == ["attempt"] + ["round"] * 10
+    view.expand(("round", 2, 25))
+    assert any(d.get("kind") == "action" and d.get("seq") == 25 for _, d in view.shown.nodes(data=True))
+    view.collapse(("attempt", 2))
+    assert view.shown.number_of_nodes() == 2 and view.expanded == set()
+    # edges: one SVG trace whose every second point carries an arrowhead turned along its edge
+    small = GraphView(result, "big", seq=0)
+    edges = small.figure.data[0]
+    assert edges.name == "edges" and edges.mode == "lines+markers"
+    assert edges.marker.symbol == "arrow" and edges.marker.angleref == "previous"
+    sizes = list(edges.marker.size)
+    assert sizes[1::3] == [9] * small.graph.number_of_edges() and not any(sizes[0::3])
+    for i, (u, v) in enumerate(small.graph.edges):  # the arrow sits between source and target, near the target
+        (x0, y0), (x1, y1) = small.positions[u], small.positions[v]
+        ax, ay = edges.x[3 * i + 1], edges.y[3 * i + 1]
+        assert min(x0, x1) - 1e-9 <= ax <= max(x0, x1) + 1e-9 and min(y0, y1) - 1e-9 <= ay <= max(y0, y1) + 1e-9
+        assert 0 < ((ax - x1) ** 2 + (ay - y1) ** 2) ** 0.5 <= 0.18 + 1e-9
+
+
+def test_many_rounds_fold_into_ranges_first():
+    from agent_inspect.history import MAX_CHILDREN, group_graph
+
+    result = _big_result(90)
+    view = GraphView(result, "big")
+    top = dict(view.shown.nodes(data=True))
+    assert 1 < len(top) <= MAX_CHILDREN and all(d["kind"] == "rounds" for d in top.values())
+    assert sum(d["rounds"] for d in top.values()) == 90
+    first = min(top, key=lambda g: g[2])
+    assert top[first]["label"].startswith(f"seq 0–{first[3]} · attempt 1 · {first[3] + 1} rounds")
+    view.expand(first)
+    inside = [n for n, d in view.shown.nodes(data=True) if d["kind"] == "round"]
+    assert len(inside) == first[3] + 1
+    view.expand(("round", 1, 0))
+    assert any(d.get("kind") == "action" for _, d in view.shown.nodes(data=True))
+    view.collapse(first)  # folds the rounds inside it too
+    assert dict(view.shown.nodes(data=True)).keys() == top.keys() and view.expanded == set()
+    # rounds share no edge here, so the folded graph has none; fully open, it is the whole graph again
+    whole = view.graph
+    folded = group_graph(whole)
+    assert sum(d["count"] for *_, d in folded.edges(data=True)) <= whole.number_of_edges()
+    opened = group_graph(whole, set(folded.nodes) | {("round", 1, s) for s in range(90)})
+    assert set(opened.nodes) == set(whole.nodes) and set(opened.edges) == set(whole.edges)

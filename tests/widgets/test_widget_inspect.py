@@ -12,7 +12,7 @@ def test_public_names():
     assert sorted(widgets.__all__) == sorted([
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
         "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
-        "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms"])
+        "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory"])
     assert ai.inspect is widgets.inspect
 
 
