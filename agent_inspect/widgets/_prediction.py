@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import PredictionLike
+from agent_inspect.recovery import tasks_by_impact
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
 from agent_inspect.widgets._style import view_style
 
@@ -24,8 +25,8 @@ class PredictionView(w.VBox):
     """A prediction (``result.predict(...)`` / ``ai.recovery.predict(...)``): outcomes, ledger, tasks.
 
     Top: task outcomes per key. Middle: the re-execution ledger (bodies that run again, durable
-    calls executed for real or served from the journal, by function id). Bottom: the tasks in
-    dispatch order, filterable by key.
+    calls executed for real or served from the journal, by function id). Bottom: the tasks, re-runs and
+    evictions first (dispatch order within each), filterable by key.
     """
 
     def __init__(self, prediction: PredictionLike, *, max_rows: int = 200) -> None:
@@ -98,6 +99,7 @@ class PredictionView(w.VBox):
         if self.key_filter.value != "(any)" and "key" in tasks.columns:
             tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
         cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
+        caption = "tasks, re-runs and evictions first (first column: dispatch order)"
         self.table.value = (f'<div class="ai-scroll-tall">'
-                            f'{frame_html(tasks[cols], max_rows=self.max_rows, caption="tasks in dispatch order")}'
+                            f'{frame_html(tasks_by_impact(tasks)[cols], max_rows=self.max_rows, caption=caption)}'
                             "</div>") if len(tasks) else message_html("no task")
