@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-__all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text"]
+__all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text", "rule_label"]
 
 
 class SummaryFact(NamedTuple):
@@ -66,6 +66,15 @@ def runtime_text(runtime: Any) -> str:
         runtime = as_dict()
     how = "inferred" if runtime.get("inferred") else "given"
     return f"{runtime.get('name')} ({how}: {runtime.get('evidence')}; default rule {runtime.get('default_rule')})"
+
+
+def rule_label(rule: str, runtime: Any) -> str:
+    """``rule``, or ``"fixed (what-if: runtime 0.4 ships original)"`` when ``runtime`` (a ``RuntimeInfo``, or None:
+    no label) ships another rule; a flavour (``original:segment``) counts as the rule it refines."""
+    shipped = getattr(runtime, "default_rule", None)
+    if shipped is None or rule == shipped or rule.startswith(f"{shipped}:"):
+        return rule
+    return f"{rule} (what-if: runtime {getattr(runtime, 'name', '?')} ships {shipped})"
 
 
 def summary_facts(summary: Mapping[str, Any]) -> list[SummaryFact]:

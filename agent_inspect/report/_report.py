@@ -16,7 +16,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
 from agent_inspect._types import LogLike, ReconstructionLike
-from agent_inspect.log import resolve_runtime, summary_facts
+from agent_inspect.log import resolve_runtime, rule_label, summary_facts
 from agent_inspect.recovery import predict, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._why import why_html
@@ -127,11 +127,7 @@ def _rule_name(result: Any, rule: Any) -> str:
 
 def _rule_label(name: str, result: Any, log: Any) -> str:
     """``name``, or ``"<name> (what-if: runtime <r> ships <rule>)"`` when the runtime ships another rule."""
-    runtime = getattr(result, "runtime", None) or resolve_runtime("auto", log)
-    shipped = runtime.default_rule
-    if name == shipped or name.startswith(f"{shipped}:"):
-        return name
-    return f"{name} (what-if: runtime {runtime.name} ships {shipped})"
+    return rule_label(name, getattr(result, "runtime", None) or resolve_runtime("auto", log))
 
 
 def _location(log: Any) -> str:

@@ -10,8 +10,9 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import PredictionLike
+from agent_inspect.log import rule_label
 from agent_inspect.recovery import tasks_by_impact
-from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, message_html, runtime_html
 from agent_inspect.widgets._style import view_style
 
 __all__ = ["PredictionView"]
@@ -61,7 +62,9 @@ class PredictionView(w.VBox):
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
         parts = ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
         crash = " — <b>the job crashes on this recovery (restart loop)</b>" if crashed else ""
-        return f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'
+        rule = rule_label(str(rule), getattr(self.prediction, "runtime", None))
+        return (f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'
+                + runtime_html(self.prediction))
 
     def _draw_outcomes(self) -> None:
         if not {"key", "outcome"} <= set(self.tasks.columns) or self.tasks.empty:
