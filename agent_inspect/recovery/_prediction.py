@@ -50,7 +50,8 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
     elif outcome == "RERUN" and gone:
         base = f"no cached record for this task: {gone}"
     elif outcome == "RERUN" and not removed:
-        base = "no cached record for this task" + (f" ({note})" if note and "miss" not in note else "")
+        trivial = not note or "miss" in note or note.startswith("no cached record")
+        base = "no cached record for this task" + ("" if trivial else f" ({note})")
     else:
         return f"{note}; {evicted}" if removed else (note or None)
     return f"{base}; {evicted} ({note})" if removed else base
