@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from agent_inspect.log._runtime import RuntimeInfo
+
 __all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text", "rule_label"]
 
 
@@ -57,33 +59,33 @@ def plain_text(v: Any, empty: str = "—") -> str:
     return str(v)
 
 
-def runtime_text(runtime: Any) -> str:
+def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
     """``"0.4 (inferred: <evidence>; default rule original)"`` from a ``RuntimeInfo`` or its ``as_dict()``."""
     if not isinstance(runtime, Mapping):
-        as_dict = getattr(runtime, "as_dict", None)
-        if not callable(as_dict):
-            return plain_text(runtime)
-        runtime = as_dict()
+        runtime = runtime.as_dict()
     how = "inferred" if runtime.get("inferred") else "given"
     return f"{runtime.get('name')} ({how}: {runtime.get('evidence')}; default rule {runtime.get('default_rule')})"
 
 
-def rule_label(rule: str, runtime: Any) -> str:
+def rule_label(rule: str, runtime: RuntimeInfo | None) -> str:
     """``rule``, or ``"fixed (what-if: runtime 0.4 ships original)"`` when ``runtime`` (a ``RuntimeInfo``, or None:
     no label) ships another rule; a flavour (``original:segment``) counts as the rule it refines."""
-    shipped = getattr(runtime, "default_rule", None)
-    if shipped is None or rule == shipped or rule.startswith(f"{shipped}:"):
+    if runtime is None:
         return rule
-    return f"{rule} (what-if: runtime {getattr(runtime, 'name', '?')} ships {shipped})"
+    shipped = runtime.default_rule
+    if rule == shipped or rule.startswith(f"{shipped}:"):
+        return rule
+    return f"{rule} (what-if: runtime {runtime.name} ships {shipped})"
 
 
-def summary_facts(summary: Mapping[str, Any]) -> list[SummaryFact]:
+def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:
     """The fields of ``summary`` (``ActionStateLog.summary()``) in order, labelled; ``source`` is left out."""
     out = []
     for name, value in summary.items():
         if name == "source":
             continue
         label, explanation = SUMMARY_LABELS.get(name, (name.replace("_", " "), ""))
-        text = runtime_text(value) if name == "runtime" else plain_text(value)
+        is_runtime = name == "runtime" and isinstance(value, (Mapping, RuntimeInfo))
+        text = runtime_text(value) if is_runtime else plain_text(value)  # type: ignore[arg-type]
         out.append(SummaryFact(name, label, text, explanation))
     return out
