@@ -62,6 +62,8 @@ def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) ->
 
 
 def _cell(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, (list, tuple, dict)) for v in value):
+        return ", ".join(map(str, value))  # log positions (995,) read as 995, not as a Python tuple
     try:
         import pandas as pd
 

@@ -90,6 +90,8 @@ class ExecutorState(ExecutorLike, Protocol):
     done: bool
     failure: str | None
 
+    def counters_for(self, key: str | None) -> Any: ...
+
 
 @runtime_checkable
 class VerificationLike(Protocol):

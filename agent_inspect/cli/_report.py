@@ -21,7 +21,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a file path, or a "
                                        "fleet scan's output directory (agent-inspect scan -o DIR)")
     parser.add_argument("-o", "--output", required=True, type=Path, help="the HTML file to write")
-    parser.add_argument("--rule", default="fixed", help="divergence rule (default: fixed)")
+    parser.add_argument("--rule", default=None,
+                        help="divergence rule (default: the rule the runtime ships, original; any other, e.g. "
+                             "fixed, is labelled a what-if)")
+    parser.add_argument("--runtime", default="auto", choices=["auto", "0.3", "0.4", "main"],
+                        help="the upstream runtime that wrote the log (default auto: inferred from the records)")
     parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps, '
                                           "or @FILE (e.g. @sample_logs/production.markers.json)")
     parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob): adds "
@@ -94,10 +98,15 @@ def _run(args: argparse.Namespace) -> int:
 
         verification = verify(log, args.trace, rule=args.trace_rule, markers=markers,
                               restore=restore_of(args.markers))
-    path = write_report(log, args.output, rule=args.rule, markers=markers,
+    path = write_report(log, args.output, rule=args.rule, markers=markers, runtime=args.runtime,
                         title=args.title, max_keys=args.keys, verification=verification)
     if args.json:
-        out = {"path": str(path), "bytes": path.stat().st_size, "rule": args.rule}
+        from agent_inspect.log import resolve_runtime
+
+        runtime = resolve_runtime(args.runtime, log)
+        rule = args.rule or runtime.default_rule
+        out = {"path": str(path), "bytes": path.stat().st_size, "rule": rule, "runtime": runtime.as_dict(),
+               "what_if": rule.split(":")[0] != runtime.default_rule}
         if verification is not None:
             out["trace_agree"] = verification.agree
         json.dump(out, sys.stdout)

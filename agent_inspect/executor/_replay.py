@@ -257,6 +257,12 @@ class ReplayExecutor(HtmlRepr):
         """Counts of what ran, derived from the steps."""
         return counters_of(self._engine.run.steps)
 
+    def counters_for(self, key: str | None) -> Counters:
+        """:attr:`counters` of the steps at business key ``key`` only (None: every step). An eviction counts
+        at the key whose lookup made it, even when it removed other keys' records (snapshot Kafka K1)."""
+        steps = self._engine.run.steps
+        return counters_of(steps if key is None else [s for s in steps if s.key == key])
+
     def report(self) -> ReplaySafetyReport:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
         return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,

@@ -15,6 +15,7 @@ from agent_inspect._html import Code, Facts, HtmlPart, HtmlRepr, Strong, Table, 
 from agent_inspect.codec import ActionState, decode_action_state
 from agent_inspect.codec.bulk import release_shared_strings
 from agent_inspect.log._build import COLUMNS, build_records
+from agent_inspect.log._facts import plain_text, summary_facts
 from agent_inspect.log._identity import verify_identity
 from agent_inspect.log._runtime import RuntimeInfo, infer_runtime
 from agent_inspect.raw import RawBatch, SourceInfo
@@ -123,10 +124,14 @@ class ActionStateLog(HtmlRepr):
         """Counts for a first look: records, errors, keys, partitions, key/value formats, completed, tombstones.
 
         ``value_formats_by_lineage_rule`` counts the records the lineage rule took V3 away from (output
-        events, none with lineage); ``runtime`` is :meth:`runtime` as a dict (name, evidence, default rule).
+        events, none with lineage); ``flagged_keys`` counts the business keys (``flagged_records`` the records)
+        whose state keys trip a parser hazard, ``key_flags`` the records per hazard; ``runtime`` is
+        :meth:`runtime` as a dict (name, evidence, default rule). :func:`agent_inspect.log.summary_facts` labels
+        each field in words.
         """
         r = self.records
         inferred = r["value_format_inferred"]
+        flagged = (r["key_flags"].map(len) > 0).to_numpy(dtype=bool)
         return {
             "source": {"kind": self.source.kind, "location": self.source.location, "topic": self.source.topic},
             "records": int(len(r)),
@@ -141,7 +146,9 @@ class ActionStateLog(HtmlRepr):
             "tombstones": int(r["tombstone"].sum()),
             "executions": int(r.loc[~r["tombstone"], "state_key"].nunique()),
             "root_records": int(r["is_root"].fillna(False).sum()),
-            "flagged_keys": int((r["key_flags"].map(len) > 0).sum()),
+            "flagged_keys": int(r.loc[flagged, "business_key"].nunique()),
+            "flagged_records": int(flagged.sum()),
+            "key_flags": _counts(pd.Series([f for fl in r.loc[flagged, "key_flags"] for f in fl], dtype=object)),
             "runtime": self.runtime().as_dict(),
         }
 
@@ -156,7 +163,7 @@ class ActionStateLog(HtmlRepr):
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("ActionStateLog"), " from ", self.source.kind, " ", Code(self.source.location))
-        yield Facts((k, plain_text(v)) for k, v in self.summary().items() if k != "source")
+        yield Facts((f.label, f.text) for f in summary_facts(self.summary()))
         cols = ["partition", "offset", "business_key", "seq", "key_format", "value_format", "completed",
                 "task_event_type", "output_event_count", "call_count", "error"]
         yield Table(self.records[cols], caption="records", max_rows=10)
@@ -164,13 +171,3 @@ class ActionStateLog(HtmlRepr):
 
 def _counts(col: pd.Series) -> dict[str, int]:
     return {str(k): int(v) for k, v in col.value_counts(dropna=True).items() if v}
-
-
-def plain_text(v: Any, empty: str = "—") -> str:
-    """A summary value as text (shared by the HTML view and the CLI's ``summary``)."""
-    if isinstance(v, dict):
-        return ", ".join(f"{k}: {n}" for k, n in v.items()) or empty
-    if isinstance(v, list):
-        return ", ".join(map(str, v)) or empty
-    return str(v)
-

@@ -19,6 +19,7 @@ from agent_inspect.recovery._predict import (
     predict,
     simulate,
 )
+from agent_inspect.recovery._prediction import IMPACT_ORDER, tasks_by_impact
 from agent_inspect.recovery._rebuild import (
     Markers,
     iter_entries,
@@ -40,7 +41,7 @@ __all__ = [
     "whole_log_markers",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
-    "agent_event", "SymbolicCallJournal",
+    "agent_event", "SymbolicCallJournal", "tasks_by_impact", "IMPACT_ORDER",
     # driving a plan through a rebuilt session
     "simulate", "Simulation",
     # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 from agent_inspect.recovery._body import _Call, _Context, _Round
 from agent_inspect.recovery._journal import CallOutcome, SymbolicCallJournal, _Crash
-from agent_inspect.recovery._prediction import Prediction
+from agent_inspect.recovery._prediction import Prediction, reader_reasons, removed_by
 
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "SymbolicCallJournal", "CallOutcome", "NOT_DISPATCHED",
            "reused_events"]
@@ -57,7 +57,7 @@ NOT_DISPATCHED = "NOT-DISPATCHED"
 _OUTPUT_CLASS = "org.apache.flink.agents.api.OutputEvent"
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
-                 "calls_replayed", "cache_ops"]
+                 "calls_replayed", "cache_ops", "removed", "rule_note"]
 
 
 # -- the simulation -------------------------------------------------------------------------------------
@@ -380,6 +380,9 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         tasks[col] = tasks[col].astype("Int64")
     tasks["body_ran"] = tasks["body_ran"].astype(bool)
     tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]
+    tasks["removed"] = [removed_by(ops) for ops in tasks["cache_ops"]]
+    tasks["rule_note"] = tasks["reason"]   # the rule's own words, kept for tools and tests
+    tasks["reason"] = reader_reasons(rows, session.events)
     ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "router": None if kind == "body" else call_router(name),
                             "count": n} for (k, kind, name), n in sim.ledger.items()],
                           columns=["key", "kind", "name", "router", "count"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -20,7 +20,63 @@ if TYPE_CHECKING:
     from agent_inspect.log import RuntimeInfo
 
 
-__all__ = ["Prediction"]
+__all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "tasks_by_impact", "IMPACT_ORDER"]
+
+#: How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact`
+#: (a lookup that removed cached records ranks as an eviction, whatever it decided for its own task).
+IMPACT_ORDER = ("FAIL", "RERUN", "RESUME", "evicted", "NOT-DISPATCHED", "REUSE")
+#: cache ops that take records away from a later lookup ("supersede" is a rewrite of the same state key)
+_REMOVING_OPS = frozenset({"evict", "invalidate", "remove", "cross-key", "delete"})
+
+
+def removed_by(ops: Iterable[CacheEvent]) -> int:
+    """How many cached records the cache events ``ops`` of one task removed (rewrites of its own key not counted)."""
+    return sum(len(e.removed) for e in ops if e.op in _REMOVING_OPS)
+
+
+def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | None = None) -> str | None:
+    """The reason a reader sees: only where a decision removed or re-ran something.
+
+    A REUSE that removed nothing has no reason (the rule's own words, e.g. "5 cached records at (k, 1) > 1",
+    stay in ``rule_note``); a REUSE whose lookup evicted records says so; a RERUN says its record is missing and,
+    given ``gone``, what removed it; every other outcome keeps the rule's words. Each adds what its lookups removed.
+    """
+    note = rule_note or ""
+    evicted = f"its lookup removed {removed} cached record{'s' if removed != 1 else ''}" if removed else ""
+    if outcome == "REUSE":
+        return f"reused, but {evicted} ({note})" if removed else None
+    if outcome == "RESUME":
+        base = "the cached record is incomplete: the body runs again with its recorded call results"
+    elif outcome == "RERUN" and gone:
+        base = f"no cached record for this task: {gone}"
+    elif outcome == "RERUN" and not removed:
+        trivial = not note or "miss" in note or note.startswith("no cached record")
+        base = "no cached record for this task" + ("" if trivial else f" ({note})")
+    else:
+        return f"{note}; {evicted}" if removed else (note or None)
+    return f"{base}; {evicted} ({note})" if removed else base
+
+
+def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEvent]) -> list[str | None]:
+    """:func:`user_reason` for every task row (dispatch order), naming what removed a re-run task's record:
+    the rebuild (``events`` with step "rebuild") or the lookup of an earlier task."""
+    gone: dict[str, str] = {}
+    for ev in events:
+        if ev.step == "rebuild" and ev.op in _REMOVING_OPS:
+            for e in ev.removed:
+                gone[e.state_key] = f"the rebuild removed it ({ev.reason})"
+    out = []
+    for i, row in enumerate(rows):
+        ops = row.get("cache_ops") or ()
+        removed = removed_by(ops)
+        out.append(user_reason(str(row.get("outcome")), row.get("reason"), removed, gone.get(str(row.get("state_key")))))
+        for ev in ops:
+            if ev.op in _REMOVING_OPS:
+                by = (f"the lookup of task {i} ({row.get('key')}, seq {row.get('seq')}, {row.get('action')}) "
+                      f"evicted it")
+                for e in ev.removed:
+                    gone.setdefault(e.state_key, by)
+    return out
 
 
 # -- the result ---------------------------------------------------------------------------------------
@@ -30,7 +86,10 @@ class Prediction(HtmlRepr):
     """What a recovery would do, per task, under one rule.
 
     ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
-    followed by NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up.
+    followed by NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up. ``reason``
+    is for readers (empty on a REUSE that removed nothing), ``rule_note`` the rule's own words for every task,
+    ``removed`` how many cached records the task's lookups removed; :meth:`by_impact` puts re-runs and
+    evictions first.
     ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
     ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count`` and the ``router`` a
     model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
@@ -70,6 +129,11 @@ class Prediction(HtmlRepr):
               "positions": e.positions, "reason": e.reason, "divergence_id": e.divergence_id} for e in self.events],
             columns=["op", "step", "business_key", "seq", "removed", "positions", "reason", "divergence_id"])
 
+    def by_impact(self) -> pd.DataFrame:
+        """``tasks`` with re-runs and evictions first (:data:`IMPACT_ORDER`), dispatch order within each group;
+        the index keeps each task's dispatch position."""
+        return tasks_by_impact(self.tasks)
+
     def reruns(self) -> int:
         """Number of action bodies that would run again (RESUME + RERUN)."""
         return int(self.tasks["body_ran"].sum()) if len(self.tasks) else 0
@@ -99,7 +163,18 @@ class Prediction(HtmlRepr):
                    ", ".join(f"{k} {int(v)}" for k, v in counts.items()),
                    *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
         cols = ["key", "seq", "input", "action", "outcome", "reason"]
-        yield Table(self.tasks[cols], max_rows=50)
+        yield Table(self.by_impact()[cols], max_rows=50, caption="tasks, re-runs and evictions first "
+                                                                "(first column: dispatch order)")
         yield Table(self.ledger_totals(), caption="ledger")
 
 
+def tasks_by_impact(tasks: pd.DataFrame) -> pd.DataFrame:
+    """A tasks frame (``Prediction.tasks``, or a slice of it) ordered by :data:`IMPACT_ORDER`, stable."""
+    if tasks.empty or "outcome" not in tasks.columns:
+        return tasks
+    rank = {name: i for i, name in enumerate(IMPACT_ORDER)}
+    outcome = tasks["outcome"].astype(str)
+    if "removed" in tasks.columns:
+        outcome = outcome.where(~((outcome == "REUSE") & (tasks["removed"].fillna(0) > 0)), "evicted")
+    order = outcome.map(lambda o: rank.get(o, len(IMPACT_ORDER) - 1)).to_numpy()
+    return tasks.iloc[order.argsort(kind="stable")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -16,7 +16,8 @@ import pandas as pd
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
 from agent_inspect._types import LogLike, ReconstructionLike
-from agent_inspect.recovery import predict, reconstruct
+from agent_inspect.log import resolve_runtime, rule_label, summary_facts
+from agent_inspect.recovery import predict, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._why import why_html
 
@@ -29,16 +30,19 @@ def write_report(
     log_or_result: Any,
     path: str | Path,
     *,
-    rule: str | Any = "fixed",
+    rule: str | Any = None,
     markers: Any = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
     verification: Any = None,
+    runtime: str = "auto",
 ) -> Path:
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
 
-    ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``) or
+    ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``; ``rule=None``
+    takes the rule the ``runtime`` that wrote the log ships — "auto" infers it; the original rule for 0.3, 0.4
+    and main — and any other rule is labelled a what-if) or
     the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own),
     or a fleet scan (``ai.scan(...)`` or the directory it wrote with ``output=``): then the report holds
     the scan's totals per rule, the most-at-risk keys, histograms, the windows read and the failures.
@@ -48,7 +52,7 @@ def write_report(
     records and the trace is escaped.
     """
     html = render_report(log_or_result, rule=rule, markers=markers, title=title,
-                         max_keys=max_keys, max_rows=max_rows, verification=verification)
+                         max_keys=max_keys, max_rows=max_rows, verification=verification, runtime=runtime)
     target = Path(path)
     target.write_text(html, encoding="utf-8")
     return target
@@ -57,12 +61,13 @@ def write_report(
 def render_report(
     log_or_result: Any,
     *,
-    rule: str | Any = "fixed",
+    rule: str | Any = None,
     markers: Any = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
     verification: Any = None,
+    runtime: str = "auto",
 ) -> str:
     """The report of :func:`write_report` as an HTML string."""
     from agent_inspect.report._scan import is_scan, scan_sections
@@ -75,8 +80,8 @@ def render_report(
         heading = title or f"agent_inspect fleet scan: {log_or_result.source}"
         return _page(heading, scan_sections(log_or_result, max_rows=max_rows),
                      rule_name=", ".join(log_or_result.rules))
-    log, result = _log_and_result(log_or_result, rule=rule, markers=markers)
-    rule_name = _rule_name(result, rule)
+    log, result = _log_and_result(log_or_result, rule=rule, markers=markers, runtime=runtime)
+    rule_name = _rule_label(_rule_name(result, rule), result, log)
     prediction = prediction_of(result)
     sections = [
         _summary_section(log, result, rule_name),
@@ -96,13 +101,13 @@ def render_report(
 # -- inputs -------------------------------------------------------------------------------------------
 
 
-def _log_and_result(obj: Any, *, rule: Any, markers: Any) -> tuple[LogLike, ReconstructionLike]:
+def _log_and_result(obj: Any, *, rule: Any, markers: Any, runtime: str = "auto") -> tuple[LogLike, ReconstructionLike]:
     if isinstance(obj, ReconstructionLike):
         if obj.log is None:
             raise InspectError("this reconstruction result carries no .log; pass the ActionStateLog instead")
         return obj.log, obj
     if isinstance(obj, LogLike):
-        return obj, reconstruct(obj, rule=rule, markers=markers)
+        return obj, reconstruct(obj, rule=rule, markers=markers, runtime=runtime)
     raise InspectError(f"cannot report on a {type(obj).__name__}; pass an ActionStateLog or an "
                        "ai.reconstruct(...) result")
 
@@ -118,6 +123,11 @@ def _rule_name(result: Any, rule: Any) -> str:
             return name
         return type(candidate).__name__
     return "?"
+
+
+def _rule_label(name: str, result: Any, log: Any) -> str:
+    """``name``, or ``"<name> (what-if: runtime <r> ships <rule>)"`` when the runtime ships another rule."""
+    return rule_label(name, getattr(result, "runtime", None) or resolve_runtime("auto", log))
 
 
 def _location(log: Any) -> str:
@@ -138,8 +148,12 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
         ("rule", rule_name),
     ]
     summary = log.summary() if callable(getattr(log, "summary", None)) else {}
-    facts += [(str(k), _runtime_text(v) if k == "runtime" else _short(v)) for k, v in summary.items() if k != "source"]
+    runtime = getattr(result, "runtime", None)
+    if runtime is not None:  # the runtime the reconstruction used (given or inferred), not only the log's guess
+        summary = {**summary, "runtime": runtime}
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
+    rows += "".join(f'<tr data-name="{escape(f.name)}"><th title="{escape(f.explanation)}">{escape(f.label)}</th>'
+                    f"<td>{escape(f.text)}</td></tr>" for f in summary_facts(summary))
     body = f'<table class="agent-inspect facts">{rows}</table>'
     records = result.records
     if "status" in records.columns:
@@ -150,14 +164,6 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
     n_div = len(result.divergences) if isinstance(result.divergences, pd.DataFrame) else 0
     body += f'<p class="headline">{n_div:,} divergence{"s" if n_div != 1 else ""} found.</p>'
     return _Section("summary", "Summary", body)
-
-
-def _runtime_text(runtime: Any) -> Any:
-    """Which runtime wrote the log, and why we think so (issue #12: the report says which model it used)."""
-    if not isinstance(runtime, dict):
-        return _short(runtime)
-    how = "inferred" if runtime.get("inferred") else "given"
-    return f"{runtime.get('name')} ({how}: {runtime.get('evidence')}; default rule {runtime.get('default_rule')})"
 
 
 def _divergence_section(result: Any, *, max_rows: int) -> _Section:
@@ -220,7 +226,8 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
         body += frame_html(prediction.ledger, max_rows=max_rows, caption="per key")
     cols = [c for c in ("key", "seq", "input", "action", "outcome", "reason") if c in tasks.columns]
     if len(tasks):
-        body += frame_html(tasks[cols], max_rows=max_rows, caption="tasks in dispatch order")
+        body += frame_html(tasks_by_impact(tasks)[cols], max_rows=max_rows,
+                           caption="tasks, re-runs and evictions first (first column: dispatch order)")
     return _Section("ledger", title, body)
 
 
@@ -276,7 +283,8 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
         return []
     removed = records["status"].isin(_REMOVED).to_numpy(dtype=bool)
     counts = records["business_key"][removed].value_counts(sort=True)
-    return [(k, int(n)) for k, n in counts.head(limit).items()]
+    # a categorical key column counts every category, the unaffected ones as 0: those are not affected
+    return [(k, int(n)) for k, n in counts[counts > 0].head(limit).items()]
 
 
 def prediction_of(result: Any) -> Any:
@@ -298,14 +306,6 @@ def ledger_totals(prediction: Any, result: Any) -> dict[str, int]:
     if "status" not in records.columns:
         return {}
     return {s: int((records["status"] == s).sum()) for s in _REMOVED}
-
-
-def _short(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}: {v}" for k, v in value.items())
-    if isinstance(value, (list, tuple, set)):
-        return ", ".join(map(str, value))
-    return value
 
 
 def _isna(value: Any) -> bool:

@@ -18,6 +18,7 @@ from agent_inspect.widgets._common import (
     log_of,
     message_html,
     records_of,
+    runtime_html,
     value_html,
 )
 from agent_inspect.widgets._grid import DataGrid
@@ -82,6 +83,7 @@ class LogBrowser(w.VBox):
             height=260, barmode="stack", margin=dict(l=40, r=10, t=30, b=80),
             title=dict(text="records by event type", font=dict(size=13)), showlegend=True))
         self.figure.add_class("ai-counts")
+        self.runtime = w.HTML(runtime_html(source))   # which runtime wrote these records, and why we think so
 
         for control in (self.key_filter, self.seq_filter, self.status_filter, self.event_filter,
                         self.error_filter):
@@ -89,6 +91,7 @@ class LogBrowser(w.VBox):
         self.show_button.on_click(lambda _: self.show_record(self.record_pos.value))
 
         self.children = [
+            self.runtime,
             w.HBox([self.key_filter, self.seq_filter, self.status_filter]),
             w.HBox([self.event_filter, self.error_filter]),
             self.notice,

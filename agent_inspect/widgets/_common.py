@@ -171,6 +171,35 @@ def message_html(text: str, *, level: str = "info") -> str:
     return f'<div class="ai-message ai-{escape(level)}">{escape(text)}</div>'
 
 
+def runtime_html(obj: Any, *, rule: Any = None) -> str:
+    """Which upstream runtime wrote the records of ``obj`` (a log, reconstruction or prediction) and the evidence,
+    plus how many records the 0.4 lineage rule pinned; "" when ``obj`` holds neither (issue #12 item 7).
+    Given ``rule`` (a name or rule object), also the rule, labelled a what-if when the runtime ships another."""
+    from agent_inspect.log import SUMMARY_LABELS, infer_runtime, rule_label, runtime_text
+
+    runtime = getattr(obj, "runtime", None)
+    if callable(runtime):            # ActionStateLog.runtime() infers it
+        runtime = runtime()
+    log = log_of(obj)
+    if runtime is None and log is not None:
+        runtime = infer_runtime(log)
+    if runtime is None:
+        return ""
+    label, explanation = SUMMARY_LABELS["runtime"]
+    parts = [f'<span class="ai-runtime-name" title="{escape(explanation)}"><b>{escape(label)}</b>: '
+             f"{escape(runtime_text(runtime))}</span>"]
+    if rule is not None:
+        name = rule if isinstance(rule, str) else str(getattr(rule, "name", type(rule).__name__))
+        parts.insert(0, f'<span class="ai-rule"><b>rule</b>: {escape(rule_label(name, runtime))}</span>')
+    records = log.records if log is not None else None
+    if isinstance(records, pd.DataFrame) and "value_format_lineage_rule" in records.columns:
+        pinned = int(records["value_format_lineage_rule"].fillna(False).astype(bool).sum())
+        label, explanation = SUMMARY_LABELS["value_formats_by_lineage_rule"]
+        parts.append(f'<span class="ai-lineage-rule" data-count="{pinned}" title="{escape(explanation)}">'
+                     f"<b>{pinned:,}</b> {escape(label)}</span>")
+    return f'<div class="ai-runtime">{" · ".join(parts)}</div>'
+
+
 def log_of(obj: Any) -> LogLike | None:
     """The log itself, or the log behind a reconstruction (None when there is none)."""
     if isinstance(obj, LogLike):

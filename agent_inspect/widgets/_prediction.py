@@ -10,7 +10,9 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import PredictionLike
-from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover
+from agent_inspect.log import rule_label
+from agent_inspect.recovery import tasks_by_impact
+from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, runtime_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
@@ -27,14 +29,15 @@ class PredictionView(w.VBox):
 
     Top: task outcomes per key. Middle: the re-execution ledger (bodies that run again, durable
     calls executed for real or served from the journal, by function id) and its rows in a grid.
-    Bottom: the tasks in dispatch order in a grid (sorted and filtered in the kernel), filterable by key.
+    Bottom: the tasks in a grid (sorted and filtered in the kernel), re-runs and evictions first (dispatch
+    order within each), filterable by key.
     """
 
     def __init__(self, prediction: PredictionLike) -> None:
         super().__init__()
         self.add_class("ai-prediction")
         self.prediction = prediction
-        self.tasks = prediction.tasks
+        self.tasks = tasks_by_impact(prediction.tasks)
         self.ledger = prediction.ledger
         self.summary = w.HTML(self._summary_html(prediction.rule, bool(prediction.crashed)))
         self.summary.add_class("ai-prediction-summary")
@@ -60,13 +63,15 @@ class PredictionView(w.VBox):
         self._draw_ledger()
         self._show_tasks()
         self.children = [self.summary, self.outcomes, self.ledger_figure, self.ledger_table,
-                         w.HTML("<b>tasks in dispatch order</b>"), self.key_filter, self.table, view_style()]
+                         w.HTML("<b>tasks, re-runs and evictions first</b>"), self.key_filter, self.table, view_style()]
 
     def _summary_html(self, rule: Any, crashed: bool) -> str:
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
         parts = ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
         crash = " — <b>the job crashes on this recovery (restart loop)</b>" if crashed else ""
-        return f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'
+        rule = rule_label(str(rule), getattr(self.prediction, "runtime", None))
+        return (f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'
+                + runtime_html(self.prediction))
 
     def _draw_outcomes(self) -> None:
         if not {"key", "outcome"} <= set(self.tasks.columns) or self.tasks.empty:

@@ -14,7 +14,7 @@ from agent_inspect._types import (
     ReconstructionLike,
 )
 from agent_inspect.widgets._browser import LogBrowser
-from agent_inspect.widgets._common import first_column, message_html, records_of
+from agent_inspect.widgets._common import first_column, message_html, records_of, runtime_html
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._history import KeyHistory
@@ -50,7 +50,8 @@ class ResultInspector(w.VBox):
         self._built: dict[str, w.Widget] = {}
         self.key_picker.observe(lambda _: self._key_changed(), names="value")
         self.tabs.observe(lambda _: self._ensure(self.TABS[self.tabs.selected_index or 0]), names="selected_index")
-        self.children = [self.key_picker, self.tabs]
+        self.runtime = w.HTML(runtime_html(result, rule=getattr(result, "rule", None)))   # the runtime the reconstruction read the log as, and why
+        self.children = [self.runtime, self.key_picker, self.tabs]
         if key is not None:
             self.view("History")
         else:

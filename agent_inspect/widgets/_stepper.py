@@ -21,6 +21,7 @@ from agent_inspect.widgets._common import (
     integer_axis,
     message_html,
     pretty_json,
+    runtime_html,
     to_builtins,
 )
 from agent_inspect.widgets._plot import Plot
@@ -30,6 +31,33 @@ __all__ = ["ReplayStepper"]
 
 _DETAIL_SKIP = ("store_before", "memory_before")
 _ANY = "(any step)"
+_ALL_KEYS = "(all keys)"
+#: each counter of the executor (``Counters``) in words: (label, what it counts — the tooltip)
+COUNTER_WORDS: dict[str, tuple[str, str]] = {
+    "steps": ("steps", "steps of the replay so far: rebuild, lookups, evictions, bodies, durable calls, writes"),
+    "tasks": ("tasks looked up", "action tasks whose cached record the replay looked up (one per dispatched task)"),
+    "reused": ("tasks reused", "tasks served from a completed cached record: the body does not run, its stored "
+               "outputs are sent again"),
+    "resumed": ("tasks resumed", "tasks whose cached record was incomplete: the body runs again and gets the "
+                "recorded durable-call results"),
+    "rerun": ("tasks re-run", "tasks with no usable cached record: the body runs again from the start"),
+    "bodies_executed": ("action bodies run", "action bodies that ran again (tasks resumed + tasks re-run)"),
+    "shadow_runs": ("bodies run to compare", "bodies the 'diff' replay policy ran beside the recorded result to "
+                    "compare the two; they change nothing"),
+    "calls_executed": ("durable calls made", "LLM / tool calls that really ran again (not served from a record)"),
+    "calls_served": ("durable calls answered from records", "calls answered with the result (or error) a "
+                     "record holds, without running them"),
+    "calls_reconciled": ("pending calls reconciled", "calls left PENDING by the crash whose reconciler ran to "
+                         "find out what happened"),
+    "calls_stubbed": ("calls answered by a stub", "calls the replay's call policy answered with a stub value "
+                      "instead of running them"),
+    "calls_denied": ("calls refused", "calls the replay's call policy refused: the simulated job fails there"),
+    "writes": ("records written", "action-state records the replay wrote (initial, call results, completed)"),
+    "entries_evicted": ("cached records evicted", "cached records removed for later rounds (seq > s) by a "
+                        "divergence"),
+    "entries_invalidated": ("cached records invalidated", "cached records removed from the diverging round on "
+                            "(seq >= s)"),
+}
 _STORE_ROWS = 30
 # Hover shows at most these step fields, in this order, when present.
 _HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "event_id", "outcome", "reason",
@@ -39,9 +67,10 @@ _HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "
 class ReplayStepper(w.VBox):
     """Buttons Step / Back / Run to breakpoint / Reset over a replay executor.
 
-    Below the buttons: a breakpoint editor ("Add breakpoint": step kind, key, seq), the executor's
-    counters (bodies executed, durable calls executed vs served from records, …), the current
-    step's detail, a live timeline of all steps so far (x = step, y = seq, colour = step kind), the
+    Beside the buttons, "Show key" narrows the counters, current step, timeline and store to one business key.
+    Below the buttons: a breakpoint editor ("Add breakpoint": step kind, key, seq), the runtime the log is
+    read as, the executor's counters (:data:`COUNTER_WORDS`: each named after what it counts, with a tooltip),
+    the current step's detail, a live timeline of all steps so far (x = step, y = seq, colour = step kind), the
     simulated store entries of the current step's key and the simulated memory.
     """
 
@@ -86,8 +115,15 @@ class ReplayStepper(w.VBox):
         self.clear_button.on_click(lambda _: self.clear_breakpoints())
         self.breakpoints = w.HTML()
         self.breakpoints.add_class("ai-breakpoints")
+        # per-key filter: counters, current step, timeline and store of one business key
+        self.key_filter = w.Dropdown(description="Show key", options=[_ALL_KEYS], value=_ALL_KEYS,
+                                     layout=w.Layout(width="280px"))
+        self.key_filter.add_class("ai-stepper-key")
+        self._syncing = False
+        self.key_filter.observe(lambda _: None if self._syncing else self.refresh(), names="value")
+        self.runtime = runtime_html(executor)
         self.children = [
-            w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button]),
+            w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button, self.key_filter]),
             w.HBox([self.break_kind, self.break_key, self.break_seq, self.break_button, self.clear_button]),
             self.breakpoints, self.status, self.counters, self.detail, self.figure, self.store, self.memory,
             view_style(),
@@ -137,17 +173,22 @@ class ReplayStepper(w.VBox):
 
     def refresh(self) -> None:
         """Redraw counters, current step, timeline and memory from the executor's current state."""
-        steps = self._steps()
-        self.counters.value = _counters_html(self.executor.counters, len(steps))
+        all_steps = self._steps()
+        key = self._key_options(all_steps)
+        steps = all_steps if key is None or "key" not in all_steps.columns else \
+            all_steps[(all_steps["key"] == key).fillna(False).to_numpy(dtype=bool)]
+        counters = self.executor.counters if key is None else self.executor.counters_for(key)
+        self.counters.value = self.runtime + _counters_html(counters, len(steps))
         if steps.empty:
-            self.detail.value = message_html("no step yet: press Step")
+            self.detail.value = message_html("no step yet: press Step" if all_steps.empty
+                                             else f"no step at key {key} yet")
         else:
             last = steps.iloc[-1]
             self.detail.value = _step_html(last.get("index", len(steps)), last)
         self._draw(steps)
         self.memory.value = _memory_html(self.executor.memory)
         # Reading the executor's store before its first step would start the replay.
-        self.store.value = "" if steps.empty else _store_html(self.executor.cache, steps.iloc[-1].get("key"))
+        self.store.value = "" if steps.empty else _store_html(self.executor.cache, key or steps.iloc[-1].get("key"))
         self.breakpoints.value = _breakpoints_html(self.executor.breakpoints)
         finished = bool(self.executor.done)
         failure = self.executor.failure
@@ -160,7 +201,7 @@ class ReplayStepper(w.VBox):
         else:
             self.status.value = ""
         self.step_button.disabled = self.run_button.disabled = finished
-        self.back_button.disabled = steps.empty
+        self.back_button.disabled = all_steps.empty
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -171,6 +212,20 @@ class ReplayStepper(w.VBox):
         except InspectError as exc:
             self._error = str(exc)
         self.refresh()
+
+    def _key_options(self, steps: pd.DataFrame) -> str | None:
+        """Offer the business keys the replay has reached; the chosen one (None: all keys)."""
+        keys = sorted(map(str, steps["key"].dropna().unique())) if "key" in steps.columns and len(steps) else []
+        chosen = self.key_filter.value
+        options = [_ALL_KEYS, *keys, *([chosen] if chosen not in (_ALL_KEYS, *keys) else [])]
+        if list(self.key_filter.options) != options:
+            self._syncing = True
+            try:
+                self.key_filter.options = options
+                self.key_filter.value = chosen
+            finally:
+                self._syncing = False
+        return None if chosen == _ALL_KEYS else str(chosen)
 
     def _steps(self) -> pd.DataFrame:
         steps = self.executor.steps
@@ -261,8 +316,9 @@ def _counters_html(counters: Any, steps: int) -> str:
     elif counters is not None:
         items += [(k, getattr(counters, k)) for k in dir(counters)
                   if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
-    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}">'
-                    f'<b>{escape(v)}</b> {escape(k.replace("_", " "))}</span>' for k, v in items)
+    words = {k: COUNTER_WORDS.get(k, (k.replace("_", " "), "")) for k, _ in items}
+    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" title="{escape(words[k][1])}">'
+                    f'<b>{escape(v)}</b> {escape(words[k][0])}</span>' for k, v in items)
     return f'<div class="ai-counter-row">{cells}</div>'
 
 

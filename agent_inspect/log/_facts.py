@@ -1,0 +1,91 @@
+"""A log's summary in words a user reads: one label and one explanation per ``ActionStateLog.summary()`` field.
+
+Pure: a summary dict in, ``(name, label, text, explanation)`` rows out. The report, the log's HTML view and
+the widgets all read the summary through :func:`summary_facts`, so a field is named the same everywhere; the
+JSON of ``agent-inspect summary --json`` keeps the machine names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from agent_inspect.log._runtime import RuntimeInfo
+
+__all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text", "rule_label"]
+
+
+class SummaryFact(NamedTuple):
+    """One summary field: its machine ``name``, a ``label`` in words, its value as ``text``, an ``explanation``."""
+
+    name: str
+    label: str
+    text: str
+    explanation: str
+
+
+#: machine name -> (label, explanation); fields not listed here keep their name as label
+SUMMARY_LABELS: dict[str, tuple[str, str]] = {
+    "records": ("records", "records read from the source, tombstones and undecodable ones included"),
+    "errors": ("records that do not decode", "rows whose key or value could not be decoded (see log.errors)"),
+    "business_keys": ("business keys", "distinct business keys (the job's keyBy values)"),
+    "partitions": ("partitions", "Kafka partitions (or Fluss buckets) the records came from"),
+    "key_formats": ("state-key formats", "records per state-key layout (K0 … K2)"),
+    "value_formats": ("value formats", "records per ActionState JSON version (V0 … V4)"),
+    "value_formats_inferred": ("value formats guessed", "records whose JSON does not pin one version: the "
+                               "format shown is the most likely one"),
+    "value_formats_by_lineage_rule": ("records pinned by the 0.4 lineage rule", "records with output events "
+                                      "none of which carries upstreamEventId: 0.4 binds it to every output event, "
+                                      "so they cannot be V3 (read as V2a/V2b)"),
+    "completed": ("completed records", "records with completed=true (the action finished)"),
+    "tombstones": ("tombstones", "deletions (records without a value)"),
+    "executions": ("action executions", "distinct state keys written (one per action execution)"),
+    "root_records": ("records of root events", "records whose task event is the round's input"),
+    "flagged_keys": ("business keys with key hazards", "business keys with at least one state key that trips "
+                     "a known parser hazard (e.g. '_' in the key text)"),
+    "flagged_records": ("records with key hazards", "records whose state key trips a known parser hazard"),
+    "key_flags": ("key hazards", "records per hazard found in the state keys"),
+    "runtime": ("runtime that wrote the log", "the upstream Flink Agents runtime these records come from, "
+                "and the evidence for it (override with runtime=)"),
+}
+
+
+def plain_text(v: Any, empty: str = "—") -> str:
+    """A summary value as text (shared by the HTML view and the CLI's ``summary``)."""
+    if isinstance(v, Mapping):
+        return ", ".join(f"{k}: {n}" for k, n in v.items()) or empty
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v)) or empty
+    return str(v)
+
+
+def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
+    """``"0.4 (inferred: <evidence>; default rule original)"`` from a ``RuntimeInfo`` or its ``as_dict()``."""
+    if not isinstance(runtime, Mapping):
+        runtime = runtime.as_dict()
+    how = "inferred" if runtime.get("inferred") else "given"
+    return f"{runtime.get('name')} ({how}: {runtime.get('evidence')}; default rule {runtime.get('default_rule')})"
+
+
+def rule_label(rule: str, runtime: RuntimeInfo | None) -> str:
+    """``rule``, or ``"fixed (what-if: runtime 0.4 ships original)"`` when ``runtime`` (a ``RuntimeInfo``, or None:
+    no label) ships another rule; a flavour (``original:segment``) counts as the rule it refines."""
+    if runtime is None:
+        return rule
+    shipped = runtime.default_rule
+    if rule == shipped or rule.startswith(f"{shipped}:"):
+        return rule
+    return f"{rule} (what-if: runtime {runtime.name} ships {shipped})"
+
+
+def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:
+    """The fields of ``summary`` (``ActionStateLog.summary()``) in order, labelled; ``source`` is left out."""
+    out = []
+    for name, value in summary.items():
+        if name == "source":
+            continue
+        label, explanation = SUMMARY_LABELS.get(name, (name.replace("_", " "), ""))
+        is_runtime = name == "runtime" and isinstance(value, (Mapping, RuntimeInfo))
+        text = runtime_text(value) if is_runtime else plain_text(value)  # type: ignore[arg-type]
+        out.append(SummaryFact(name, label, text, explanation))
+    return out

@@ -1,0 +1,87 @@
+"""Prediction rows in words a user reads (issue #16 item 7): reasons only where a decision removed or re-ran
+something, the rule's own words kept in ``rule_note``, and re-runs and evictions first."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.recovery import IMPACT_ORDER, predict, tasks_by_impact
+from agent_inspect.recovery._prediction import user_reason
+
+
+@pytest.fixture(scope="module")
+def production():
+    log = ai.load(ai.samples.path("production"))
+    return predict(log, markers=ai.samples.markers("production"))
+
+
+def test_reused_tasks_that_removed_nothing_carry_no_reason(production) -> None:
+    tasks = production.tasks
+    assert production.rule == "original"           # what runtime 0.4 ships
+    quiet = tasks[(tasks["outcome"] == "REUSE") & (tasks["removed"] == 0)]
+    assert len(quiet) > 100 and quiet["reason"].isna().all()
+    # the rule's words stay available for tools: the count > 1 that used to read like a divergence
+    assert quiet["rule_note"].str.contains(r"cached records at \(.+\) > 1").any()
+    assert tasks["rule_note"].notna().all()
+
+
+def test_a_reused_task_whose_lookup_evicted_records_says_how_many(production) -> None:
+    tasks = production.tasks
+    evicting = tasks[(tasks["outcome"] == "REUSE") & (tasks["removed"] > 0)]
+    assert len(evicting) > 0
+    for row in evicting.itertuples():
+        removed = sum(len(e.removed) for e in row.cache_ops if e.op == "evict")
+        assert row.removed == removed > 0
+        assert row.reason.startswith(f"reused, but its lookup removed {removed} cached record")
+        assert row.rule_note in row.reason
+
+
+def test_a_rerun_names_the_lookup_that_evicted_its_record(production) -> None:
+    tasks = production.tasks
+    reruns = tasks[tasks["outcome"] == "RERUN"]
+    named = reruns[reruns["reason"].str.contains("evicted it", na=False)]
+    assert len(named) > 0.9 * len(reruns)
+    for i, row in named.head(40).iterrows():
+        j = int(row["reason"].split("the lookup of task ")[1].split(" ")[0])
+        assert j < i, "the evicting lookup comes earlier in dispatch order"
+        evictor = tasks.loc[j]
+        removed = {e.state_key for ev in evictor["cache_ops"] for e in ev.removed}
+        assert row["state_key"] in removed
+        assert f"({evictor['key']}, seq {evictor['seq']}, {evictor['action']})" in row["reason"]
+
+
+def test_tasks_by_impact_puts_reruns_and_evictions_first(production) -> None:
+    tasks = production.tasks
+    ordered = production.by_impact()
+    assert sorted(ordered.index) == list(tasks.index)      # the same rows; the index is the dispatch position
+    assert ordered["outcome"].iloc[0] == "RERUN" and tasks["outcome"].iloc[0] == "REUSE"
+    group = ordered["outcome"].where(~((ordered["outcome"] == "REUSE") & (ordered["removed"] > 0)), "evicted")
+    ranks = [IMPACT_ORDER.index(g) for g in group]
+    assert ranks == sorted(ranks)
+    # dispatch order within each group
+    for _, part in ordered.groupby(group, sort=False):
+        assert list(part.index) == sorted(part.index)
+    # the evicting REUSE rows come before the quiet ones, all of them within the first 50 of 640 a report shows
+    first = ordered.head(int((tasks["outcome"] != "REUSE").sum() + (tasks["removed"] > 0).sum()))
+    assert (first["outcome"] != "REUSE").sum() + (first["removed"] > 0).sum() == len(first)
+    key_slice = tasks[tasks["key"] == tasks["key"].iloc[0]]
+    assert tasks_by_impact(key_slice)["outcome"].iloc[0] != "REUSE"
+
+
+@pytest.mark.parametrize(("outcome", "note", "removed", "gone", "expected"), [
+    ("REUSE", "original rule: 5 cached records at (k, 1) > 1", 0, None, None),
+    ("REUSE", "original rule: 5 cached records at (k, 1) > 1", 3, None,
+     "reused, but its lookup removed 3 cached records (original rule: 5 cached records at (k, 1) > 1)"),
+    ("RERUN", "original rule: miss at (k, 2)", 0, None, "no cached record for this task"),
+    ("RERUN", "no cached record", 0, None, "no cached record for this task"),
+    ("RERUN", "no cached record", 0, "the rebuild removed it (x)", "no cached record for this task: the rebuild "
+                                                                  "removed it (x)"),
+    ("RESUME", "incomplete record cached", 0, None,
+     "the cached record is incomplete: the body runs again with its recorded call results"),
+    ("FAIL", "the strict parser throws", 0, None, "the strict parser throws"),
+    ("NOT-DISPATCHED", "cached record of a replayed round that no task looked up", 0, None,
+     "cached record of a replayed round that no task looked up"),
+])
+def test_user_reason(outcome: str, note: str, removed: int, gone: str | None, expected: str | None) -> None:
+    assert user_reason(outcome, note, removed, gone) == expected

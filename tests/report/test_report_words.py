@@ -1,0 +1,91 @@
+"""The report in words a user reads (issues #16 item 7, #12 item 7): the runtime's rule by default and any
+other rule labelled a what-if, labelled summary facts, re-runs first, no empty or Python-shaped values."""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.cli import main
+from agent_inspect.report import render_report
+from agent_inspect.report._report import affected_keys
+
+
+def _text(page: str) -> str:
+    page = re.sub(r"<script>.*?</script>", "", page, flags=re.S)
+    return htmllib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+@pytest.fixture(scope="module")
+def production_page() -> str:
+    """The production sample under the fixed rule: one key loses records, 9 of 640 tasks re-run (issue #16)."""
+    log = ai.load(ai.samples.path("production"))
+    return render_report(log, rule="fixed", markers=ai.samples.markers("production"), max_keys=3)
+
+
+def test_the_default_is_the_rule_the_runtime_ships(probe_log) -> None:
+    text = _text(render_report(probe_log, max_keys=0))
+    shipped = probe_log.runtime()
+    assert "rule original ·" in text and "what-if" not in text
+    assert f"runtime that wrote the log {shipped.name} (inferred: {shipped.evidence}; default rule original)" in text
+
+
+def test_the_production_sample_under_fixed_is_a_what_if(production_page: str) -> None:
+    text = _text(production_page)
+    assert "rule fixed (what-if: runtime 0.4 ships original) ·" in text
+    assert "runtime that wrote the log 0.4 (inferred: all 1045 record(s) with output events carry lineage" in text
+
+
+def test_another_rule_is_labelled_a_what_if(probe_log) -> None:
+    text = _text(render_report(probe_log, rule="fixed", max_keys=0))
+    shipped = probe_log.runtime()
+    assert f"rule fixed (what-if: runtime {shipped.name} ships original)" in text
+    assert "what-if" not in _text(render_report(probe_log, rule="original:segment", max_keys=0))
+
+
+def test_summary_facts_have_labels_and_count_keys_not_records(production_page: str) -> None:
+    text = _text(production_page)
+    # 274 records of 4 keys have '_' in their key text: the count is of keys, with the records beside it
+    assert "business keys with key hazards 4 " in text and "records with key hazards 274 " in text
+    assert "flagged_keys" not in text
+    assert "records pinned by the 0.4 lineage rule 0 " in text
+    assert re.search(r'<th title="[^"]*none of which carries upstreamEventId[^"]*">records pinned by the 0\.4 '
+                     r"lineage rule</th>", production_page)
+
+
+def test_no_key_with_nothing_evicted_and_no_python_tuples(production_page: str) -> None:
+    text = _text(production_page)
+    assert re.findall(r"· (\d+) records evicted or invalidated", text) == ["9"]
+    assert not re.search(r"\(\d+,\)", text), "log positions print as numbers, not as a Python tuple"
+    assert "identity-mismatch lookup 995 " in text
+
+
+def test_ledger_tasks_show_reruns_first(production_page: str) -> None:
+    table = production_page.split("tasks, re-runs and evictions first (first column: dispatch order)")[1]
+    outcomes = re.findall(r"<td>(REUSE|RERUN|RESUME|FAIL|NOT-DISPATCHED)</td>", table.split("</table>")[0])
+    # 640 tasks, 9 of them re-runs: the report's first 50 rows start with all nine (they used to be buried)
+    assert len(outcomes) == 50 and outcomes[:9] == ["RERUN"] * 9 and "RERUN" not in outcomes[9:]
+    assert "tasks in dispatch order" not in production_page
+
+
+def test_affected_keys_leave_out_keys_with_nothing_removed() -> None:
+    records = pd.DataFrame({"business_key": pd.Categorical(["a", "a", "b", "c"]),
+                            "status": ["evicted", "live", "live", "invalidated"]})
+    assert affected_keys(records, limit=3) == [("a", 1), ("c", 1)]
+
+
+def test_report_command_defaults_to_the_runtimes_rule(probe_path: Path, tmp_path: Path, capsys) -> None:
+    assert main(["report", str(probe_path), "-o", str(tmp_path / "a.html"), "--keys", "0", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["rule"], info["what_if"], info["runtime"]["default_rule"]) == ("original", False, "original")
+    assert main(["report", str(probe_path), "-o", str(tmp_path / "b.html"), "--keys", "0", "--rule", "fixed",
+                 "--runtime", "main", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["rule"], info["what_if"], info["runtime"]["name"]) == ("fixed", True, "main")
+    assert "rule fixed (what-if: runtime main ships original)" in _text((tmp_path / "b.html").read_text())

@@ -1,0 +1,53 @@
+"""The log's summary in words (issues #16 item 7 and #12 item 7): keys counted as keys, every field labelled,
+the runtime with its evidence and the 0.4 lineage-rule count in the log's HTML view."""
+
+from __future__ import annotations
+
+import html
+
+import agent_inspect as ai
+from agent_inspect.log import SUMMARY_LABELS, rule_label, runtime_text, summary_facts
+from tests.test_log_v4 import TASK, _completed, _key, _log
+
+
+def test_flagged_keys_counts_business_keys() -> None:
+    log = ai.load(ai.samples.path("production"))
+    s = log.summary()
+    r = log.records
+    flagged = r[r["key_flags"].map(len) > 0]
+    assert s["business_keys"] == 40 and s["flagged_keys"] == flagged["business_key"].nunique() == 4
+    assert s["flagged_records"] == len(flagged) == 274
+    assert s["key_flags"] == {"key-text-contains-separator": 274}
+    assert s["flagged_keys"] <= s["business_keys"]
+
+
+def test_every_summary_field_has_a_label_and_an_explanation() -> None:
+    s = ai.load(ai.samples.path("subagents_v4")).summary()
+    facts = summary_facts(s)
+    assert [f.name for f in facts] == [k for k in s if k != "source"]
+    for f in facts:
+        assert f.name in SUMMARY_LABELS and f.explanation, f.name
+        assert "_" not in f.label, f.label
+    runtime = next(f for f in facts if f.name == "runtime")
+    assert runtime.text == runtime_text(s["runtime"]) and runtime.text.startswith("main (inferred: ")
+
+
+def test_the_log_view_shows_the_runtime_and_the_lineage_rule_count() -> None:
+    from agent_inspect.codec import ActionState, encode_action_state
+
+    initial = encode_action_state(ActionState(task_event=TASK), value_format="V3")
+    log = _log([(_key(1), initial), (_key(1), _completed(lineage=False)),
+                (_key(2, "j"), initial), (_key(2, "j"), _completed(lineage=True))])
+    page = log._repr_html_()
+    assert "<th>records pinned by the 0.4 lineage rule</th><td>1</td>" in page
+    evidence = html.escape(log.runtime().evidence)
+    assert f"<th>runtime that wrote the log</th><td>0.3 (inferred: {evidence}; default rule original)</td>" in page
+    assert "value_formats_by_lineage_rule" not in page
+
+
+def test_rule_label_marks_what_ifs() -> None:
+    runtime = ai.load(ai.samples.path("production")).runtime()
+    assert rule_label("original", runtime) == "original"
+    assert rule_label("original:kafka-k1", runtime) == "original:kafka-k1"
+    assert rule_label("fixed", runtime) == "fixed (what-if: runtime 0.4 ships original)"
+    assert rule_label("fixed", None) == "fixed"

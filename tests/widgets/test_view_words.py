@@ -1,0 +1,104 @@
+"""Views in words a user reads (issue #16 item 7, issue #12 item 7): stepper counters named after what they
+count with a tooltip each, a per-key stepper filter, the runtime and its evidence in every view of a log,
+re-runs first in the prediction table, and a rule other than the runtime's labelled a what-if."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from _widget_agents import IMG, recovery_executor
+
+import agent_inspect as ai
+from agent_inspect.executor import Counters
+from agent_inspect.recovery import predict
+from agent_inspect.widgets import LogBrowser, PredictionView, ReplayStepper, ResultInspector
+from agent_inspect.widgets._stepper import COUNTER_WORDS
+
+_COUNTER = re.compile(r'<span class="ai-counter" data-name="([^"]+)" title="([^"]+)"><b>(\d+)</b> ([^<]+)</span>')
+
+
+def _counters(stepper: ReplayStepper) -> dict[str, tuple[str, int, str]]:
+    return {name: (label, int(n), html.unescape(title))
+            for name, title, n, label in _COUNTER.findall(stepper.counters.value)}
+
+
+def _plotted(stepper: ReplayStepper) -> list[int]:
+    return sorted(int(x) for t in stepper.figure.data if t.name != "current" for x in t.x)
+
+
+def test_every_stepper_counter_is_named_after_what_it_counts_with_a_tooltip() -> None:
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    stepper.run()
+    shown = _counters(stepper)
+    assert set(shown) == {"steps", *Counters.__dataclass_fields__}      # 15 counters, none left out
+    for name, (label, n, title) in shown.items():
+        assert (label, title) == (html.unescape(COUNTER_WORDS[name][0]), COUNTER_WORDS[name][1])
+        assert len(title) > 20 and name == "steps" or n == getattr(ex.counters, name)
+    labels = " ".join(label for label, _, _ in shown.values())
+    for jargon in ("shadow runs", "calls stubbed", "calls served", "bodies executed", "entries evicted"):
+        assert jargon not in labels
+    assert shown["rerun"][0] == "tasks re-run" and shown["calls_served"][0] == "durable calls answered from records"
+
+
+def test_the_stepper_filters_by_key() -> None:
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    assert list(stepper.key_filter.options) == ["(all keys)"]
+    stepper.run()
+    steps = ex.steps
+    keys = sorted(map(str, steps["key"].dropna().unique()))
+    assert keys == sorted([f"k{IMG}", "other"]) and list(stepper.key_filter.options) == ["(all keys)", *keys]
+    everything = _counters(stepper)
+    per_key_tasks = 0
+    for key in keys:
+        stepper.key_filter.value = key
+        mine = steps[steps["key"] == key]
+        assert _plotted(stepper) == sorted(int(i) for i in mine["index"])
+        shown = _counters(stepper)
+        assert shown["steps"][1] == len(mine)
+        assert all(shown[n][1] == getattr(ex.counters_for(key), n) for n in Counters.__dataclass_fields__)
+        per_key_tasks += shown["tasks"][1]
+        assert f"<caption>step {int(mine['index'].iloc[-1])}</caption>" in stepper.detail.value
+        assert html.escape(f"key {key}") in stepper.store.value
+    assert per_key_tasks == everything["tasks"][1] > 0          # every task happens at one key
+    stepper.key_filter.value = "(all keys)"
+    assert _plotted(stepper) == sorted(int(i) for i in steps["index"])
+    stepper.key_filter.value = "other"
+    stepper.reset()                                         # the chosen key survives a reset, with no step yet
+    assert stepper.key_filter.value == "other"
+    assert "press Step" in stepper.detail.value
+    stepper.step()                                          # the rebuild: a step, but not at key "other"
+    assert "no step at key other yet" in stepper.detail.value and _counters(stepper)["steps"][1] == 0
+    assert list(stepper.key_filter.options) == ["(all keys)", "other"]
+
+
+def test_the_runtime_and_its_evidence_in_every_view_of_a_log() -> None:
+    log = ai.load(ai.samples.path("subagents_v4"))
+    runtime = log.runtime()
+    evidence = html.escape(f"main (inferred: {runtime.evidence}; default rule original)")
+    browser = LogBrowser(log)
+    assert evidence in browser.runtime.value
+    assert re.search(r'<span class="ai-lineage-rule" data-count="0" title="[^"]+"><b>0</b> records pinned by the '
+                     r"0\.4 lineage rule</span>", browser.runtime.value)
+    inspector = ResultInspector(ai.reconstruct(log))
+    assert evidence in inspector.runtime.value and "<b>rule</b>: original</span>" in inspector.runtime.value
+    what_if = ResultInspector(ai.reconstruct(log, rule="fixed"))
+    assert "<b>rule</b>: fixed (what-if: runtime main ships original)</span>" in what_if.runtime.value
+    view = PredictionView(predict(log, rule="fixed"))
+    assert evidence in view.summary.value and "fixed (what-if: runtime main ships original)" in view.summary.value
+    executor = ai.ReplayExecutor(log) if hasattr(ai, "ReplayExecutor") else None
+    if executor is not None:
+        assert evidence in ReplayStepper(executor).counters.value
+
+
+def test_the_prediction_table_shows_reruns_first() -> None:
+    log = ai.load(ai.samples.path("production"))
+    prediction = predict(log, rule="fixed", markers=ai.samples.markers("production"))
+    view = PredictionView(prediction, max_rows=20)
+    assert "tasks, re-runs and evictions first" in view.table.value
+    outcomes = re.findall(r"<td>(REUSE|RERUN|RESUME|FAIL|NOT-DISPATCHED)</td>", view.table.value)
+    reruns = int((prediction.tasks["outcome"] == "RERUN").sum())
+    assert 0 < reruns < 20 and outcomes[:reruns] == ["RERUN"] * reruns
+    assert prediction.tasks["outcome"].iloc[:20].tolist().count("RERUN") < reruns   # buried in dispatch order
