@@ -10,18 +10,32 @@ record-derived string is HTML-escaped, plotly hover text, labels and legends inc
 
 from __future__ import annotations
 
-from agent_inspect.widgets._browser import LogBrowser
-from agent_inspect.widgets._compare import RuleComparison
-from agent_inspect.widgets._diff import DiffView
-from agent_inspect.widgets._divergence import DivergenceView
-from agent_inspect.widgets._explain import ExplainView
-from agent_inspect.widgets._graph import GraphView, SubagentTreeView
-from agent_inspect.widgets._inspect import ResultInspector, inspect
-from agent_inspect.widgets._prediction import PredictionView
-from agent_inspect.widgets._scan import FleetScanView
-from agent_inspect.widgets._stepper import ReplayStepper
-from agent_inspect.widgets._timeline import KeyTimeline
-from agent_inspect.widgets._verification import VerificationView
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.widgets._browser import LogBrowser
+    from agent_inspect.widgets._compare import RuleComparison
+    from agent_inspect.widgets._diff import DiffView
+    from agent_inspect.widgets._divergence import DivergenceView
+    from agent_inspect.widgets._explain import ExplainView
+    from agent_inspect.widgets._graph import GraphView, SubagentTreeView
+    from agent_inspect.widgets._inspect import inspect
+    from agent_inspect.widgets._prediction import PredictionView
+    from agent_inspect.widgets._result import ResultInspector
+    from agent_inspect.widgets._scan import FleetScanView
+    from agent_inspect.widgets._stepper import ReplayStepper
+    from agent_inspect.widgets._timeline import KeyTimeline
+    from agent_inspect.widgets._verification import VerificationView
+
+# Each view is imported on first use (PEP 562): a log browser does not pay for networkx, dask or the
+# other views' imports.
+_LAZY: dict[str, str] = {
+    "inspect": "_inspect", "LogBrowser": "_browser", "KeyTimeline": "_timeline", "DivergenceView": "_divergence",
+    "GraphView": "_graph", "SubagentTreeView": "_graph", "ReplayStepper": "_stepper", "RuleComparison": "_compare",
+    "ResultInspector": "_result", "PredictionView": "_prediction", "VerificationView": "_verification",
+    "DiffView": "_diff", "ExplainView": "_explain", "FleetScanView": "_scan",
+}
 
 __all__ = [
     "inspect",
@@ -39,3 +53,16 @@ __all__ = [
     "ExplainView",
     "FleetScanView",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | set(globals()))
