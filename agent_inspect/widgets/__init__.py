@@ -3,7 +3,8 @@
 ``inspect(obj)`` picks the right one and returns it (the last expression of a cell displays it).
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
-``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``. Views only display results computed elsewhere; every
+``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``,
+``ai-live-tail`` (``tail(source)`` follows a Kafka topic live). Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
 ``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``).
 """
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from agent_inspect.widgets._result import ResultInspector
     from agent_inspect.widgets._scan import FleetScanView
     from agent_inspect.widgets._stepper import ReplayStepper
+    from agent_inspect.widgets._tail import LiveDivergences, LiveKeyTimeline, LiveTail, tail
     from agent_inspect.widgets._timeline import KeyTimeline
     from agent_inspect.widgets._verification import VerificationView
 
@@ -35,6 +37,7 @@ _LAZY: dict[str, str] = {
     "GraphView": "_graph", "SubagentTreeView": "_graph", "ReplayStepper": "_stepper", "RuleComparison": "_compare",
     "ResultInspector": "_result", "PredictionView": "_prediction", "VerificationView": "_verification",
     "DiffView": "_diff", "ExplainView": "_explain", "FleetScanView": "_scan",
+    "tail": "_tail", "LiveTail": "_tail", "LiveKeyTimeline": "_tail", "LiveDivergences": "_tail",
 }
 
 __all__ = [
@@ -52,6 +55,10 @@ __all__ = [
     "DiffView",
     "ExplainView",
     "FleetScanView",
+    "tail",
+    "LiveTail",
+    "LiveKeyTimeline",
+    "LiveDivergences",
 ]
 
 

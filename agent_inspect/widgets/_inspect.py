@@ -39,6 +39,7 @@ _BY_CLASS = (
     (("agent_inspect.diff", "Diff"), ("_diff", "DiffView")),
     (("agent_inspect.diff", "Explanation"), ("_explain", "ExplainView")),
     (("agent_inspect.scan", "ScanResult"), ("_scan", "FleetScanView")),
+    (("agent_inspect.log", "LiveLog"), ("_tail", "LiveTail")),
 )
 
 
@@ -87,6 +88,7 @@ def inspect(obj: Any, **options: Any) -> w.Widget:
     - the DataFrame of ``ai.cases.compare(...)`` → :class:`RuleComparison`;
     - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`;
     - a fleet scan (``ai.scan(...)``) → :class:`FleetScanView`;
+    - a live log (``ai.log.follow(...)``) → :class:`LiveTail`;
     - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`.
 
     Keyword options go to that widget's constructor.
