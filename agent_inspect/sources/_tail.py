@@ -60,7 +60,12 @@ class KafkaTail:
         with self._lock:
             if self._closed:
                 raise SourceError(f"the tail of topic {self._topic!r} is closed")
-            messages = self._consumer.consume(max(1, max_records), max(0.0, timeout))
+            # consume(n, t) waits all of t unless n arrive: poll() returns with the first record, and
+            # consume(…, 0) then takes what is already fetched, so a record shows without waiting out t.
+            first = self._consumer.poll(max(0.0, timeout))
+            messages = [] if first is None else [first]
+            if first is not None and max_records > 1:
+                messages += self._consumer.consume(max_records - 1, 0)
         batch = RawBatch()
         for m in messages:
             err = m.error()
