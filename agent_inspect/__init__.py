@@ -58,6 +58,7 @@ _LAZY: dict[str, str] = {
     "ScanResult": "agent_inspect.scan",
     # views
     "inspect": "agent_inspect.widgets",
+    "tail": "agent_inspect.widgets",
     "write_report": "agent_inspect.report",
 }
 _SUBMODULES = (
@@ -78,8 +79,8 @@ __all__ = [
     "explain",
     # fleet scan (the subpackage scan is callable)
     "ScanResult",
-    # views
-    "inspect", "write_report",
+    # views (tail: follow a Kafka topic live)
+    "inspect", "tail", "write_report",
     # subpackages
     *_SUBMODULES,
     # errors

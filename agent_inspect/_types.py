@@ -22,6 +22,7 @@ __all__ = [
     "ExecutorLike",
     "ExecutorState",
     "VerificationLike",
+    "LogViewer",
     "is_rule_comparison",
 ]
 
@@ -121,3 +122,15 @@ class RuntimeLike(Protocol):
 
     @property
     def name(self) -> str: ...
+
+
+@runtime_checkable
+class LogViewer(Protocol):
+    """A view that can take a newer log in place (the live tail hands each new window to its views this way).
+
+    ``rule`` is the rule the tail reconstructs under (None: the log's runtime default); a view that shows
+    statuses reconstructs with it, one that shows records only may ignore it.
+    """
+
+    def show_log(self, log: LogLike, rule: Any = None) -> None: ...
+

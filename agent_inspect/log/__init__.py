@@ -15,6 +15,7 @@ from __future__ import annotations
 from agent_inspect.log._assemble import build_log
 from agent_inspect.log._build import COLUMNS
 from agent_inspect.log._facts import SUMMARY_LABELS, SummaryFact, plain_text, rule_label, runtime_text, summary_facts
+from agent_inspect.log._live import Follower, LiveLog, TailWindow, follow
 from agent_inspect.log._load import load, load_file, load_fluss, load_kafka
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.log._runtime import RUNTIMES, RuntimeInfo, default_rule, infer_runtime, resolve_runtime
@@ -34,4 +35,6 @@ __all__ = ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "loa
            "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule",
            # windows of a source (one per partition) for a fleet scan, and the scan's reopenable Parquet output
            "SourceSpec", "Window", "plan_windows", "read_window", "write_window", "write_dataset_meta", "load_dataset",
-           "is_dataset"]
+           "is_dataset",
+           # following a topic live (ai.tail): the growing log of a window, with listeners
+           "LiveLog", "follow", "Follower", "TailWindow"]

@@ -19,6 +19,7 @@ from agent_inspect.sources._keys import business_key_rows, candidate_partitions,
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
+from agent_inspect.sources._tail import KafkaTail, open_kafka_tail
 from agent_inspect.sources._trace import TraceFile, TraceItem, read_trace_files, trace_files, write_trace
 from agent_inspect.sources._urls import check_port, check_timeout, split_source_url
 
@@ -28,6 +29,8 @@ __all__ = [
     # readers
     "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan",
     "read_parquet_partition", "business_key_rows", "candidate_partitions", "take", "merge_markers", "progress_bar",
+    # following a topic as it grows (ai.tail)
+    "open_kafka_tail", "KafkaTail",
     # addresses
     "split_source_url", "check_port", "check_timeout",
     # writers

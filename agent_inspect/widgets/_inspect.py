@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
-import networkx as nx
 
 from agent_inspect._types import (
     ExecutorLike,
@@ -16,46 +17,66 @@ from agent_inspect._types import (
     VerificationLike,
     is_rule_comparison,
 )
-from agent_inspect.diff import Diff, Explanation
-from agent_inspect.scan import ScanResult
-from agent_inspect.widgets._browser import LogBrowser
-from agent_inspect.widgets._compare import RuleComparison
-from agent_inspect.widgets._diff import DiffView
-from agent_inspect.widgets._explain import ExplainView
-from agent_inspect.widgets._graph import GraphView
-from agent_inspect.widgets._history import KeyHistory
-from agent_inspect.widgets._prediction import PredictionView
-from agent_inspect.widgets._result import ResultInspector
-from agent_inspect.widgets._scan import FleetScanView
-from agent_inspect.widgets._stepper import ReplayStepper
-from agent_inspect.widgets._verification import VerificationView
 
-__all__ = ["inspect", "view_for", "ResultInspector"]
+if TYPE_CHECKING:
+    from agent_inspect.widgets._graph import GraphView
+    from agent_inspect.widgets._history import KeyHistory
+
+__all__ = ["inspect", "view_for"]
+
+
+def _loaded(module: str, name: str) -> type | None:
+    """``module.name`` if ``module`` is imported already: an object of that class cannot exist otherwise."""
+    found = sys.modules.get(module)
+    return getattr(found, name, None) if found is not None else None
+
+
+def _view(module: str, name: str) -> type[w.Widget]:
+    view: type[w.Widget] = getattr(importlib.import_module(f"agent_inspect.widgets.{module}"), name)
+    return view
+
+
+# (module of the result type, its class) → view; checked before the protocols, which these also match
+_BY_CLASS = (
+    (("agent_inspect.diff", "Diff"), ("_diff", "DiffView")),
+    (("agent_inspect.diff", "Explanation"), ("_explain", "ExplainView")),
+    (("agent_inspect.scan", "ScanResult"), ("_scan", "FleetScanView")),
+    (("agent_inspect.log", "LiveLog"), ("_tail", "LiveTail")),
+)
 
 
 def view_for(obj: Any) -> type[w.Widget] | None:
-    """The view class :func:`inspect` shows ``obj`` in, or None (first matching protocol wins)."""
-    if isinstance(obj, Diff):
-        return DiffView
-    if isinstance(obj, Explanation):
-        return ExplainView
-    if isinstance(obj, ScanResult):
-        return FleetScanView
+    """The view class :func:`inspect` shows ``obj`` in, or None (first matching protocol wins).
+
+    Only the chosen view is imported (start-up: a log browser does not import networkx or plotly's
+    subplots).
+    """
+    for (module, name), (view_module, view) in _BY_CLASS:
+        cls = _loaded(module, name)
+        if cls is not None and isinstance(obj, cls):
+            return _view(view_module, view)
     if isinstance(obj, ExecutorLike):
-        return ReplayStepper
+        return _view("_stepper", "ReplayStepper")
     if isinstance(obj, VerificationLike):
-        return VerificationView
+        return _view("_verification", "VerificationView")
     if isinstance(obj, ReconstructionLike):
-        return ResultInspector
+        return _view("_result", "ResultInspector")
     if isinstance(obj, PredictionLike):
-        return PredictionView
+        return _view("_prediction", "PredictionView")
     if isinstance(obj, LogLike):
-        return LogBrowser
-    if isinstance(obj, nx.Graph):
-        return GraphView
+        return _view("_browser", "LogBrowser")
+    graph = _loaded("networkx", "Graph")
+    if graph is not None and isinstance(obj, graph):
+        return _graph_view()
     if is_rule_comparison(obj):
-        return RuleComparison
+        return _view("_compare", "RuleComparison")
     return None
+
+
+def _graph_view() -> type[GraphView]:
+    from agent_inspect.widgets._graph import GraphView
+
+    return GraphView
 
 
 def inspect(obj: Any, *, business_key: Any = None, record: int | tuple[int, int] | None = None,
@@ -70,6 +91,7 @@ def inspect(obj: Any, *, business_key: Any = None, record: int | tuple[int, int]
     - the DataFrame of ``ai.cases.compare(...)`` → :class:`RuleComparison`;
     - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`;
     - a fleet scan (``ai.scan(...)``) → :class:`FleetScanView`;
+    - a live log (``ai.log.follow(...)``) → :class:`LiveTail`;
     - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`.
 
     With ``business_key=`` the view is that key's compact history (:class:`KeyHistory`), reconstructed
@@ -80,8 +102,8 @@ def inspect(obj: Any, *, business_key: Any = None, record: int | tuple[int, int]
     if business_key is not None:
         return _key_history(obj, business_key, record=record, rule=rule, **options)
     view = view_for(obj)
-    if view is GraphView:
-        return GraphView(None, graph=obj, **options)
+    if view is not None and view is _loaded("agent_inspect.widgets._graph", "GraphView"):
+        return view(None, graph=obj, **options)
     if view is not None:
         return view(obj, **options)
     raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
@@ -103,4 +125,5 @@ def _key_history(obj: Any, key: Any, *, record: int | tuple[int, int] | None, ru
     else:
         raise TypeError(f"inspect(business_key=...) needs a log, a reconstruction or a source, "
                         f"not a {type(obj).__name__}")
-    return KeyHistory(obj, key, record=record, **options)
+    history: KeyHistory = _view("_history", "KeyHistory")(obj, key, record=record, **options)
+    return history

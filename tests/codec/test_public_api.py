@@ -32,7 +32,8 @@ def test_log_module_surface():
     assert set(log.__all__) == {"ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file",
                                 "build_log", "plain_text", "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime",
                                 "default_rule", "SourceSpec", "Window", "plan_windows", "read_window", "write_window",
-                                "write_dataset_meta", "load_dataset", "is_dataset",
-                                "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS", "rule_label"}
+                                "write_dataset_meta", "load_dataset", "is_dataset", "LiveLog", "follow", "Follower",
+                                "TailWindow", "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS",
+                                "rule_label"}
     assert agent_inspect.ActionStateLog is log.ActionStateLog
     assert agent_inspect.load is log.load and agent_inspect.load_kafka is log.load_kafka

@@ -12,7 +12,8 @@ def test_public_names():
     assert sorted(widgets.__all__) == sorted([
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
         "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
-        "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory"])
+        "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory",
+        "tail", "LiveTail", "LiveKeyTimeline", "LiveDivergences"])
     assert ai.inspect is widgets.inspect
 
 

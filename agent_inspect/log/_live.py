@@ -1,0 +1,299 @@
+"""``LiveLog``: a log that grows while a source is followed, within a window, telling its listeners.
+
+A daemon thread polls a follower (:class:`Follower`: ``poll()`` hands out what arrived, bounded; ``close()``)
+and keeps the records of the window: the newest ``last`` records, or those written since a time (a fixed
+one, or a sliding ``timedelta`` before now). After each poll that brought records (and at most once per
+``refresh`` seconds) it decodes the window with the same builder as ``ai.load`` — bad records become
+rows with an ``error`` — and calls each listener with the new :class:`ActionStateLog`. ``pause()`` stops
+polling (the consumer stays open), ``resume()`` goes on where it stopped, ``stop()`` ends the thread and
+closes the follower.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal, Protocol
+
+from agent_inspect._errors import InspectError, SourceError
+from agent_inspect.log._log import ActionStateLog
+from agent_inspect.raw import RawBatch, SourceInfo
+
+__all__ = ["Follower", "LiveLog", "Listener", "TailWindow", "follow", "window_bounds"]
+
+State = Literal["live", "paused", "stopped", "failed"]
+Listener = Callable[["ActionStateLog"], None]
+TailWindow = int | dt.timedelta | dt.datetime | str
+_Row = tuple[int, int, "int | None", "bytes | None", "bytes | None"]
+
+
+class Follower(Protocol):
+    """What :class:`LiveLog` reads from: a source that hands out new records, bounded per call."""
+
+    info: SourceInfo
+
+    def poll(self) -> RawBatch: ...
+
+    def close(self) -> None: ...
+
+
+def window_bounds(window: TailWindow | None) -> tuple[int | None, dt.timedelta | None, dt.datetime | None]:
+    """``window`` as (last N records, sliding span, fixed start); exactly one is set, or none for ``None``.
+
+    An ``int`` keeps the newest N records; a ``timedelta`` (or text such as ``"15min"``, ``"2h"``) the
+    records of that span before now; a ``datetime`` (naive = UTC) those written since then.
+    """
+    if window is None:
+        return None, None, None
+    if isinstance(window, bool):
+        raise InspectError(f"window must be a record count, a duration or a start time, not {window!r}")
+    if isinstance(window, int):
+        if window < 1:
+            raise InspectError(f"window must keep at least one record, not {window}")
+        return window, None, None
+    if isinstance(window, str):
+        import pandas as pd
+
+        try:
+            span = pd.Timedelta(window).to_pytimedelta()
+        except ValueError:
+            raise InspectError(f"window {window!r} is not a duration such as '15min' or '2h'") from None
+        window = span
+    if isinstance(window, dt.timedelta):
+        if window <= dt.timedelta(0):
+            raise InspectError(f"window must be a positive duration, not {window}")
+        return None, window, None
+    if isinstance(window, dt.datetime):
+        return None, None, window if window.tzinfo else window.replace(tzinfo=dt.UTC)
+    raise InspectError(f"window must be a record count, a duration or a start time, not {type(window).__name__}")
+
+
+def _ms(moment: dt.datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+class LiveLog:
+    """A growing log: ``log`` (the window, decoded), ``state``, ``count``, ``updated``; listeners get each new log."""
+
+    def __init__(self, follower: Follower, *, window: TailWindow | None = 1000, refresh: float = 0.5,
+                 start: bool = True) -> None:
+        self._follower = follower
+        self._last, self._span, self._since = window_bounds(window)
+        if self._last is None and self._span is None and self._since is None:
+            self._last = 1000
+        self.refresh = float(refresh)
+        self.source: SourceInfo = follower.info
+        self._rows: list[_Row] = []
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._running = threading.Event()  # set = polling, clear = paused
+        self._running.set()
+        self._thread: threading.Thread | None = None
+        self._dirty = True
+        #: records received since the start (including those the window dropped since)
+        self.count = 0
+        #: when the last decoded log was published (UTC), None before the first
+        self.updated: dt.datetime | None = None
+        #: the error that ended the thread, if one did
+        self.error: BaseException | None = None
+        self.log: ActionStateLog = self._build()
+        if start:
+            self.start()
+
+    # -- control -----------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        if self.error is not None:
+            return "failed"
+        if self._stop.is_set():
+            return "stopped"
+        return "live" if self._running.is_set() else "paused"
+
+    @property
+    def window(self) -> dict[str, int | dt.timedelta | dt.datetime | None]:
+        """The window as set: ``{"last": N}``, ``{"span": timedelta}`` or ``{"since": datetime}``."""
+        if self._last is not None:
+            return {"last": self._last}
+        return {"span": self._span} if self._span is not None else {"since": self._since}
+
+    def start(self) -> None:
+        """Start polling in a daemon thread (``LiveLog(..., start=False)`` waits for this)."""
+        if self._thread is not None:
+            return
+        if self._stop.is_set():
+            raise InspectError("this live log is stopped; follow the source again")
+        self._thread = threading.Thread(target=self._run, name=f"agent-inspect tail {self.source.location}",
+                                        daemon=True)
+        self._thread.start()
+
+    def pause(self) -> None:
+        """Stop polling (no update until :meth:`resume`); the consumer stays open at its position."""
+        if not self._stop.is_set():
+            self._running.clear()
+            self._notify_state()
+
+    def resume(self) -> None:
+        """Poll again from where the pause left off."""
+        if not self._stop.is_set():
+            self._running.set()
+            self._notify_state()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop polling for good and close the consumer (waits up to ``timeout`` s for the thread)."""
+        self._stop.set()
+        self._running.set()  # wakes a paused thread so that it can end
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        if thread is None or not thread.is_alive():
+            self._close()
+        self._notify_state()
+
+    @property
+    def alive(self) -> bool:
+        """The polling thread is running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(log)`` with each new log (from the polling thread)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def poll_once(self) -> int:
+        """One poll of the follower, applied to the window; returns the records it brought.
+
+        The polling thread calls this; without a thread (``start=False``) a caller drives it.
+        """
+        batch = self._follower.poll()
+        n = len(batch)
+        if n:
+            self._add(batch)
+        return n
+
+    def publish(self) -> ActionStateLog:
+        """Decode the window now and tell the listeners (the thread does this after new records)."""
+        log = self._build()
+        with self._lock:
+            self.log = log
+            self._dirty = False
+            self.updated = dt.datetime.now(dt.UTC)
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(log)
+            except Exception:  # noqa: BLE001 - a broken view must not stop the tail
+                import logging
+
+                logging.getLogger("agent_inspect.log.live").exception("a live-log listener failed")
+        return log
+
+    # -- the window --------------------------------------------------------------------------------
+
+    def _add(self, batch: RawBatch) -> None:
+        rows = list(zip(batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value))
+        with self._lock:
+            self.count += len(rows)
+            self._rows.extend(rows)
+            self._rows = self._trimmed(self._rows)
+            self._dirty = True
+
+    def _trimmed(self, rows: list[_Row]) -> list[_Row]:
+        if self._last is not None:
+            if len(rows) <= self._last:
+                return rows
+            # newest by record time (arrival order among equal or missing times)
+            order = sorted(range(len(rows)), key=lambda i: (rows[i][2] is not None, rows[i][2] or 0, i))
+            keep = set(order[-self._last:])
+            return [r for i, r in enumerate(rows) if i in keep]
+        start = self._since if self._since is not None else dt.datetime.now(dt.UTC) - (
+            self._span or dt.timedelta(0))
+        floor = _ms(start)
+        return [r for r in rows if r[2] is None or r[2] >= floor]
+
+    def _build(self) -> ActionStateLog:
+        with self._lock:
+            rows = list(self._rows) if self._span is None else self._trimmed(self._rows)
+        batch = RawBatch([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+                         [r[4] for r in rows])
+        return ActionStateLog.from_raw([batch], self.source)
+
+    # -- the thread --------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        last_publish = 0.0
+        try:
+            while not self._stop.is_set():
+                if not self._running.is_set():
+                    self._running.wait(0.5)
+                    continue
+                self.poll_once()
+                if self._dirty and not self._stop.is_set() and time.monotonic() - last_publish >= self.refresh:
+                    self.publish()
+                    last_publish = time.monotonic()
+        except BaseException as exc:  # noqa: BLE001 - kept for the view; the thread ends
+            self.error = exc
+            self._stop.set()
+        finally:
+            self._close()
+        if self.error is not None:
+            self._notify_state()
+
+    def _notify_state(self) -> None:
+        """Call the listeners with the current log: the state changed (paused, resumed, stopped, failed)."""
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(self.log)
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _close(self) -> None:
+        try:
+            self._follower.close()
+        except (SourceError, RuntimeError):
+            pass
+
+    def __repr__(self) -> str:
+        return (f"<LiveLog {self.state}: {len(self.log)} records in the window, {self.count} received, "
+                f"from {self.source.location!r}>")
+
+
+def follow(source: str, *, business_keys: Iterable[str] | None = None, window: TailWindow | None = 1000,
+           config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 0.5) -> LiveLog:
+    """Follow ``kafka://host:port/topic`` live: a started :class:`LiveLog` over the given window.
+
+    The window decides where reading starts: the last N records of each partition read (the
+    partitions ``business_keys`` hash to, when given), or the first record at or after the window's
+    start time. Reads are read-only like ``ai.load``: assign + explicit offsets, no commits, no group.
+    """
+    from agent_inspect.sources import check_timeout, open_kafka_tail, split_source_url
+
+    text = str(source)
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme != "kafka":
+        what = f"{scheme}:// sources" if scheme else "files"
+        raise SourceError(f"tail follows Kafka topics only (kafka://host:port/topic); {what} cannot be followed. "
+                          "Load a snapshot with ai.load(...) instead")
+    check_timeout(timeout)
+    last, span, since = window_bounds(window)
+    if last is None and span is None and since is None:
+        last = 1000
+    start = since if since is not None else (dt.datetime.now(dt.UTC) - span if span is not None else None)
+    servers, topic = split_source_url(text, "kafka")
+    follower = open_kafka_tail(servers, topic, last=last, since_ms=None if start is None else _ms(start),
+                               business_keys=business_keys, config=config, timeout=timeout)
+    try:
+        return LiveLog(follower, window=window if window is not None else last, refresh=refresh)
+    except BaseException:
+        follower.close()
+        raise

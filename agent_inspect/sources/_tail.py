@@ -1,0 +1,165 @@
+"""Follow an action-state topic as it grows: assign + explicit offsets, bounded polls, read-only.
+
+A :class:`KafkaTail` starts at the last ``last`` records of each partition (or at the first record
+written at or after ``since_ms``) and hands out whatever arrived since the previous :meth:`KafkaTail.poll`,
+at most ``max_records`` per call and after waiting at most ``timeout`` seconds. Like the loader it
+never subscribes and never commits, so the broker keeps no consumer group for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agent_inspect._errors import SourceError
+from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources._kafka import (
+    _DEFAULTS,
+    _FORCED,
+    _LOG,
+    _SECRET_HINTS,
+    _client,
+    _consumer_only,
+    _partitions,
+    _watermarks,
+)
+from agent_inspect.sources._keys import business_key_filter, candidate_partitions
+
+__all__ = ["KafkaTail", "open_kafka_tail"]
+
+MAX_POLL_RECORDS = 2_000  # one poll hands out at most this many records…
+POLL_TIMEOUT = 0.2  # …after waiting at most this long (seconds) for the first of them
+
+
+class KafkaTail:
+    """A read-only follower of one topic; :meth:`poll` from one thread, :meth:`close` from any."""
+
+    def __init__(self, consumer: Any, topic: str, starts: Mapping[int, int], info: SourceInfo,
+                 keys: list[str] | None, errors: list[str]) -> None:
+        self._consumer = consumer
+        self._topic = topic
+        self._keep = business_key_filter(keys) if keys is not None else None
+        self._errors = errors
+        self._lock = threading.Lock()  # poll and close never run at once: librdkafka forbids it
+        self._closed = False
+        self.info = info
+        #: the next offset to read in each partition
+        self.positions: dict[int, int] = dict(starts)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def poll(self, *, max_records: int = MAX_POLL_RECORDS, timeout: float = POLL_TIMEOUT) -> RawBatch:
+        """The records that arrived since the last poll (at most ``max_records``; empty after ``timeout``)."""
+        from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
+
+        with self._lock:
+            if self._closed:
+                raise SourceError(f"the tail of topic {self._topic!r} is closed")
+            # consume(n, t) waits all of t unless n arrive: poll() returns with the first record, and
+            # consume(…, 0) then takes what is already fetched, so a record shows without waiting out t.
+            first = self._consumer.poll(max(0.0, timeout))
+            messages = [] if first is None else [first]
+            if first is not None and max_records > 1:
+                messages += self._consumer.consume(max_records - 1, 0)
+        batch = RawBatch()
+        for m in messages:
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF or err.retriable():
+                    continue
+                if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT):
+                    continue  # librdkafka reconnects; the follower keeps polling
+                raise SourceError(f"following topic {self._topic!r} failed: {err.str()}")
+            kind, ts = m.timestamp()
+            batch.append(m.partition(), m.offset(), None if kind == TIMESTAMP_NOT_AVAILABLE else ts,
+                         m.key(), m.value())
+            self.positions[m.partition()] = m.offset() + 1
+        return self._keep(batch) if self._keep is not None and len(batch) else batch
+
+    def close(self) -> None:
+        """Close the consumer (idempotent). Nothing was committed, so no group remains."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._consumer.close()
+
+
+def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = None, since_ms: int | None = None,
+                    business_keys: Iterable[str] | None = None, config: Mapping[str, Any] | None = None,
+                    timeout: float = 10.0) -> KafkaTail:
+    """Start following ``topic``: from the last ``last`` records of each partition, or from ``since_ms``.
+
+    With neither, only records written from now on arrive. ``business_keys`` reads only the partitions
+    those keys hash to and keeps only their records. ``config`` passes librdkafka settings through;
+    commits and topic auto-creation stay off.
+    """
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    if last is not None and since_ms is not None:
+        raise SourceError("pass either last= or since_ms=, not both")
+    if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+        raise SourceError(f"last must be a number of records ≥ 0, not {last!r}")
+    user = dict(config or {})
+    if bootstrap:
+        user["bootstrap.servers"] = bootstrap
+    if not user.get("bootstrap.servers"):
+        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic "
+                          "or config={'bootstrap.servers': …}")
+    errors: list[str] = []
+    client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
+    admin = _client(AdminClient, {k: v for k, v in client.items() if not _consumer_only(k)})
+    partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])
+    keys = list(business_keys) if business_keys is not None else None
+    if keys is not None:
+        partitions = sorted(candidate_partitions(keys, len(partitions)))
+    earliest, latest = _watermarks(admin, topic, partitions, timeout, errors, user["bootstrap.servers"])
+    if since_ms is not None:
+        starts = _offsets_since(admin, topic, partitions, since_ms, earliest, latest, timeout)
+    else:
+        back = last or 0
+        starts = {p: max(earliest[p], latest[p] - back) for p in partitions}
+    public = {k: v for k, v in user.items() if isinstance(v, (str, int, float, bool))
+              and not any(h in k.lower() for h in _SECRET_HINTS) and k != "bootstrap.servers"}
+    options: dict[str, Any] = {"follow": True, "config": public}
+    if keys is not None:
+        options["business_keys"] = keys
+    info = SourceInfo(kind="kafka", location=f"kafka://{user['bootstrap.servers']}/{topic}", topic=topic,
+                      start_offsets=dict(starts), end_offsets=dict(latest), options=options)
+    conf = {**client, **_FORCED, "enable.partition.eof": False}
+    # Needed by the client, never joined: assign() takes no group membership and nothing is committed.
+    conf.setdefault("group.id", f"agent-inspect-tail-{uuid.uuid4()}")
+    consumer = _client(_consumer_class(), conf)
+    consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
+    return KafkaTail(consumer, topic, starts, info, keys, errors)
+
+
+def _consumer_class() -> Any:
+    from confluent_kafka import Consumer
+
+    return Consumer
+
+
+def _offsets_since(admin: Any, topic: str, partitions: list[int], since_ms: int, earliest: Mapping[int, int],
+                   latest: Mapping[int, int], timeout: float) -> dict[int, int]:
+    """Each partition's first offset whose timestamp is at or after ``since_ms`` (its end when none is)."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    futures = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.for_timestamp(int(since_ms))
+                                  for p in partitions}, request_timeout=timeout)
+    out: dict[int, int] = {}
+    deadline = time.monotonic() + timeout
+    for tp, fut in futures.items():
+        try:
+            offset = fut.result(max(0.05, deadline - time.monotonic())).offset
+        except (KafkaException, TimeoutError) as exc:
+            raise SourceError(f"could not find the offsets of topic {topic!r} since {since_ms} ms: {exc}") from None
+        p = tp.partition
+        out[p] = latest[p] if offset < 0 else min(max(offset, earliest[p]), latest[p])
+    return out

@@ -1,0 +1,199 @@
+"""Live tail (incident mode): a followed topic's window, with its state, controls and views updating in place.
+
+``tail(source, business_keys=…, window=…)`` follows a Kafka topic (:func:`agent_inspect.log.follow`)
+and returns a :class:`LiveTail`: a "live" / "paused" / "stopped" badge, Pause/Resume and Stop buttons,
+the record counter and the time of the last update, then the views. Each view is a
+:class:`~agent_inspect._types.LogViewer`: it takes every new window with ``show_log(log, rule)``. By
+default these are the key timeline and the divergences of the followed key.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import ipywidgets as w
+
+from agent_inspect._errors import InspectError
+from agent_inspect._html import escape
+from agent_inspect._types import LogLike, LogViewer
+from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
+from agent_inspect.widgets._common import message_html
+from agent_inspect.widgets._style import view_style
+
+__all__ = ["LiveTail", "LiveKeyTimeline", "LiveDivergences", "tail"]
+
+_STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "stopped": "■ stopped", "failed": "✕ stopped by an error"}
+
+
+def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None,
+         window: TailWindow | None = 1000, key: str | None = None, rule: Any = None,
+         config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0) -> LiveTail:
+    """Follow ``kafka://host:port/topic`` live and show it (incident mode); ``.stop()`` ends it.
+
+    - ``business_keys``: read only the partitions these keys hash to and keep only their records.
+    - ``window``: what stays on screen: the newest N records (an int, default 1000), a span before
+      now (``timedelta`` or text such as ``"15min"``) or everything since a ``datetime``. Reading
+      starts at the window too: the last N records of each partition read, or the window's start time.
+    - ``key``: the business key the timeline and divergences show (default: the first of
+      ``business_keys``, else the key most affected in the first window).
+    - ``rule``: the rule the views reconstruct under (default: the log's runtime default).
+    - ``refresh``: the least time in seconds between two updates of the views.
+
+    Reads are read-only like ``ai.load``: assign + explicit offsets, bounded polls, no commits, no
+    consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`.
+    """
+    keys = list(business_keys) if business_keys is not None else None
+    live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,
+                  refresh=refresh)
+    try:
+        return LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule)
+    except BaseException:
+        live.stop()
+        raise
+
+
+@functools.lru_cache(maxsize=2)
+def _reconstruction(log: ActionStateLog, rule: Any) -> Any:
+    """The reconstruction of one window, shared by the views that show it."""
+    from agent_inspect.recovery import reconstruct
+
+    return reconstruct(log, rule=rule)
+
+
+class LiveKeyTimeline(w.VBox):
+    """The key timeline of the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
+
+    def __init__(self, key: str | None = None) -> None:
+        super().__init__()
+        self.add_class("ai-live-timeline")
+        self.key = key
+        self.timeline: w.Widget | None = None
+        self.message = w.HTML(message_html("waiting for records…"))
+        self.children = [self.message]
+
+    def show_log(self, log: LogLike, rule: Any = None) -> None:
+        from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
+
+        if not len(log.records):
+            return
+        result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
+        if self.key is None:
+            self.key = most_affected_key(result)
+        try:
+            timeline = KeyTimeline(result, self.key)
+        except InspectError:
+            self.message.value = message_html(f"no record of key {self.key} in the window yet")
+            self.children = [self.message]
+            return
+        old, self.timeline = self.timeline, timeline
+        self.children = [timeline]
+        if old is not None:
+            old.close()
+
+
+class LiveDivergences(w.VBox):
+    """The divergences of the followed key in the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
+
+    def __init__(self, key: str | None = None) -> None:
+        super().__init__()
+        self.add_class("ai-live-divergences")
+        self.key = key
+        self.view: w.Widget | None = None
+        self.count = 0
+        self.title = w.HTML()
+        self.children = [self.title]
+
+    def show_log(self, log: LogLike, rule: Any = None) -> None:
+        from agent_inspect.widgets._divergence import DivergenceView
+        from agent_inspect.widgets._timeline import most_affected_key
+
+        if not len(log.records):
+            return
+        result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
+        key = self.key if self.key is not None else most_affected_key(result)
+        view = DivergenceView(result, key=key)
+        self.count = len(view.divergences)
+        self.title.value = (f'<div class="ai-title">{self.count:,} divergences of key <code>{escape(key)}</code> '
+                            f"in the window</div>")
+        old, self.view = self.view, view
+        self.children = [self.title, view]
+        if old is not None:
+            old.close()
+
+
+class LiveTail(w.VBox):
+    """A followed topic: state badge, Pause/Resume and Stop, record counter, last update, then the views.
+
+    ``views`` are :class:`~agent_inspect._types.LogViewer` widgets; each new window goes to every
+    one of them. Pausing stops polling (the views keep the last window); Stop (or :meth:`stop`, or
+    closing the widget) ends the polling thread and closes the consumer.
+    """
+
+    def __init__(self, live: LiveLog, *, key: str | None = None, rule: Any = None,
+                 views: Sequence[LogViewer] | None = None) -> None:
+        super().__init__()
+        self.add_class("ai-live-tail")
+        self.live = live
+        self.rule = rule
+        self.state = w.HTML()
+        self.state.add_class("ai-live-state")
+        self.counter = w.HTML()
+        self.counter.add_class("ai-live-counter")
+        self.pause_button = w.Button(description="Pause", icon="pause", tooltip="stop polling; resume later")
+        self.pause_button.add_class("ai-live-pause")
+        self.stop_button = w.Button(description="Stop", icon="stop", tooltip="stop following and close the consumer")
+        self.stop_button.add_class("ai-live-stop")
+        self.pause_button.on_click(lambda _: self.resume() if self.live.state == "paused" else self.pause())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.views: list[LogViewer] = list(views) if views is not None else [LiveKeyTimeline(key), LiveDivergences(key)]
+        for view in self.views:
+            if not isinstance(view, LogViewer):
+                raise InspectError(f"a live view needs show_log(log, rule); {type(view).__name__} has none")
+        header = w.HBox([self.state, self.counter, self.pause_button, self.stop_button])
+        header.add_class("ai-live-header")
+        self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style()]
+        self._shown: Any = None
+        self._on_log(live.log)
+        live.add_listener(self._on_log)
+
+    @property
+    def log(self) -> ActionStateLog:
+        """The newest window, decoded."""
+        return self.live.log
+
+    def pause(self) -> None:
+        """Stop polling; the views keep the last window until :meth:`resume`."""
+        self.live.pause()
+
+    def resume(self) -> None:
+        self.live.resume()
+
+    def stop(self) -> None:
+        """Stop following for good: the polling thread ends and the consumer closes."""
+        self.live.stop()
+
+    def close(self) -> None:
+        self.live.remove_listener(self._on_log)
+        self.live.stop()
+        super().close()
+
+    def _on_log(self, log: ActionStateLog) -> None:
+        live = self.live
+        state = live.state
+        text = _STATE_TEXT[state]
+        if state == "failed":
+            text += f": {escape(live.error)}"
+        self.state.value = f'<span class="ai-live-badge ai-live-{state}">{text}</span>'
+        updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
+        self.counter.value = (f'<span class="ai-counter">{len(log):,} records in the window · '
+                              f"{live.count:,} received · last update {updated}</span>")
+        self.pause_button.description, self.pause_button.icon = (
+            ("Resume", "play") if state == "paused" else ("Pause", "pause"))
+        self.pause_button.disabled = self.stop_button.disabled = state in ("stopped", "failed")
+        if log is not self._shown:
+            self._shown = log
+            for view in self.views:
+                view.show_log(log, self.rule)

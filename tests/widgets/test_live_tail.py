@@ -1,0 +1,113 @@
+"""``ai.tail``: the live view of a followed topic, against the session's tansu broker while a producer writes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.widgets import KeyTimeline, LiveKeyTimeline, LiveTail
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.sources._records import make_records  # noqa: E402
+from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream  # noqa: E402
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 2
+
+
+def _wait(condition: Callable[[], bool], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the live view did not get there in time"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def views() -> Iterator[list[LiveTail]]:
+    made: list[LiveTail] = []
+    yield made
+    for view in made:
+        view.close()
+
+
+def _timeline_records(view: LiveTail) -> int:
+    pane = view.views[0]
+    assert isinstance(pane, LiveKeyTimeline)
+    return len(pane.timeline.records) if isinstance(pane.timeline, KeyTimeline) else 0
+
+
+def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    records = make_records(3, 6, prefix="live")  # 12 records per key
+    groups = consumer_groups(kafka_bootstrap)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", business_keys=["live-1"], window=100, refresh=0.05)
+    views.append(view)
+    assert isinstance(view, LiveTail)
+    assert "live" in view.state.value and "Pause" == view.pause_button.description
+    assert "waiting for records" in view.views[0].message.value  # type: ignore[attr-defined]
+    header = view.children[0]
+
+    produce_like_upstream(kafka_bootstrap, topic, records[:18], num_partitions=PARTITIONS)  # keys live-0, live-1
+    _wait(lambda: _timeline_records(view) == 6)
+    first_timeline = view.views[0].timeline  # type: ignore[attr-defined]
+    assert "6 records in the window" in view.counter.value and "last update" in view.counter.value
+    produce_like_upstream(kafka_bootstrap, topic, records[18:24], num_partitions=PARTITIONS)
+    _wait(lambda: _timeline_records(view) == 12)
+    assert view.views[0].timeline is not first_timeline  # type: ignore[attr-defined]
+    assert view.children[0] is header and list(view.children[1:3]) == view.views  # updated in place
+    assert "divergences of key <code>live-1</code>" in view.views[1].title.value  # type: ignore[attr-defined]
+
+    view.pause_button.click()
+    assert "paused" in view.state.value and view.pause_button.description == "Resume"
+    time.sleep(0.5)
+    shown = view.views[0].timeline  # type: ignore[attr-defined]
+    produce_like_upstream(kafka_bootstrap, topic, make_records(3, 8, prefix="live")[24:],  # 8 more of live-1
+                          num_partitions=PARTITIONS)
+    time.sleep(1.5)
+    assert view.views[0].timeline is shown and _timeline_records(view) == 12  # type: ignore[attr-defined]
+    view.pause_button.click()
+    assert "live" in view.state.value
+    _wait(lambda: _timeline_records(view) == 20)
+
+    view.stop_button.click()
+    assert "stopped" in view.state.value
+    assert view.pause_button.disabled and view.stop_button.disabled
+    assert not view.live.alive
+    assert consumer_groups(kafka_bootstrap) == groups
+
+
+def test_inspect_of_a_live_log_is_the_live_view(kafka_bootstrap: str, views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    live = ai.log.follow(f"kafka://{kafka_bootstrap}/{topic}", window=10)
+    view = ai.inspect(live)
+    views.append(view)
+    assert isinstance(view, LiveTail) and view.live is live
+    view.close()  # closing the widget stops following
+    assert live.state == "stopped" and not live.alive
+
+
+def test_tail_of_a_file_says_it_needs_kafka() -> None:
+    with pytest.raises(ai.SourceError, match="tail follows Kafka topics only"):
+        ai.tail("sample_logs/production.jsonl")
+
+
+def test_a_failure_shows_escaped_in_the_badge(kafka_bootstrap: str, views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=10)
+    views.append(view)
+
+    def broken() -> Any:
+        raise ai.SourceError("<img src=x onerror=alert(1)> broker said no")
+
+    view.live._follower.poll = broken  # type: ignore[attr-defined, method-assign]
+    _wait(lambda: view.live.state == "failed")
+    _wait(lambda: "stopped by an error" in view.state.value)
+    assert "<img" not in view.state.value and "&lt;img src=x" in view.state.value
+    assert view.pause_button.disabled
