@@ -141,11 +141,11 @@ class Job:
                 if ex.failure:
                     ended = "failed"
                 break
+            if checkpoint_when is not None and checkpoint_when(s):    # before stop: a job may die right after
+                self._checkpoint(ex, attempt, start)
             if stop is not None and stop(s):
                 ended = "failed"
                 break
-            if checkpoint_when is not None and checkpoint_when(s):
-                self._checkpoint(ex, attempt, start)
             if s.kind is StepKind.ROUND_COMPLETE and s.event_id is not None:
                 rounds += 1
                 if checkpoint_every and rounds % checkpoint_every == 0:
