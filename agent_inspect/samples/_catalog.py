@@ -93,7 +93,7 @@ SHOWS: Mapping[str, str] = {
                      "`chat:support-router:gpt-mini`, then `judge:support-router`, all with an empty `argsDigest`. "
                      "Every checkpoint re-appends each retained state byte-identical after its marker (refresh "
                      "rows, #1158/#1175): `reconstruct` shows them as `refresh`, never as attempts. The restore "
-                     "shown is of a checkpoint taken in the middle of a routed chat action (the fallback had "
+                     "shown is of a checkpoint taken in the middle of the last input's routed chat action (the fallback had "
                      "answered, the judge had not run; the job died right after it): its refresh rows bring the "
                      "pending state back, so the action RESUMEs with the route, the failed primary and the "
                      "fallback served from the record (zero repeated calls) and only the judge runs. Under `0.3` "
