@@ -148,7 +148,8 @@ class Production:
         journal = self.journal()
         last: dict[str, tuple[int, int]] = {}
         for p, off, key in zip(journal.partition, journal.offset, journal.key, strict=True):
-            last[key.decode("utf-8")] = (int(p), int(off))
+            if key is not None:
+                last[key.decode("utf-8")] = (int(p), int(off))
         recs = e.log.records if e.log is not None else None
         moved = dict(marker)
         for entry in retained:
