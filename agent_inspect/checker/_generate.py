@@ -255,7 +255,7 @@ class _Generator:
         ex = ReplayExecutor(self.log, agent=agent, plan={"inputs": list(inputs)},
                             restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,
                             seed=rng.getrandbits(62), key_format=o.key_format, num_partitions=1,
-                            markers=None if ck is not None else [])
+                            markers=None if ck is not None else [], runtime="0.3")   # one write per PERSIST step
         persists: list[tuple[int, Any, bool]] = []         # (step index, step, key tainted at the write)
         taken: list[tuple[int, int, list[str], Any, frozenset[str]]] = []
 

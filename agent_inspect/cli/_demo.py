@@ -146,6 +146,8 @@ def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> 
     log = load(source)
     data = analysis(log, markers=parsed)
     data["markers"] = parsed
+    if sample is None:            # the 0.4+ sample beside the production one
+        data["beside"] = {_V4_SAMPLE: v4_analysis()}
     if as_json:
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -166,9 +168,70 @@ def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> 
         print(f"  {'':<56}" + "".join(f"{r:>10}" for r in rules))
         for label, counts in rows:
             print(f"  {label:<56}" + "".join(f"{c:>10}" for c in counts))
+    if "beside" in data:
+        _print_v4(data["beside"][_V4_SAMPLE])
     print("\nOpen the notebooks with `agent-inspect demo` or write a report with "
           "`agent-inspect report SOURCE -o report.html`.")
     return 0
+
+
+# -- the 0.4+ sample beside it ------------------------------------------------------------------------
+
+_V4_SAMPLE = "production_v4"
+
+
+def v4_analysis() -> dict[str, Any]:
+    """The 0.4+ production sample: summary (V4, runtime and evidence), what its records are under the original
+    rule (refresh rows included), and its restore of a mid-action checkpoint: each task and its durable calls."""
+    from agent_inspect import samples
+    from agent_inspect.log import load
+    from agent_inspect.recovery import predict, reconstruct
+
+    log = load(samples.path(_V4_SAMPLE))
+    markers = samples.markers(_V4_SAMPLE)
+    info = json.loads(samples.path(_V4_SAMPLE, "markers").read_text(encoding="utf-8"))
+    summary = _plain(log.summary())
+    statuses = reconstruct(log, rule="original", markers=markers).records["status"].astype("string").value_counts()
+    pred = predict(log, _restore_plan(info["restore"]), rule="original", markers=markers)
+    tasks = [{"action": str(t.action), "outcome": str(t.outcome)} for t in pred.tasks.itertuples()]
+    totals = pred.ledger_totals()
+    calls = {f"{k}:{n}": int(c) for k, n, c in zip(totals["kind"], totals["name"], totals["count"]) if k != "body"}
+    return {"source": str(samples.path(_V4_SAMPLE)), "value_formats": summary.get("value_formats"),
+            "runtime": summary.get("runtime"), "records": summary.get("records"),
+            "statuses": {str(k): int(v) for k, v in statuses.items() if v},
+            "restore": {"checkpoint": info["restore"]["checkpoint"], "tasks": tasks, "calls": calls}}
+
+
+def _restore_plan(restore: dict[str, Any]) -> Any:
+    """The replay plan of a sample's markers file ``restore`` entry (restored seqNums, in-flight tasks, inputs)."""
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
+
+    pending = tuple(PendingTask(str(k), int(s), str(a), AgentEvent(str(e["type"]), dict(e["attributes"]), e.get("id")))
+                    for k, s, a, e in restore.get("pending") or ())
+    inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", {"input": v})) for k, v in restore.get("replay") or ())
+    return ReplayPlan(inputs=inputs, restored_seq={str(k): int(v) for k, v in restore["restored_seq"].items()},
+                      pending=pending)
+
+
+def _print_v4(v4: dict[str, Any]) -> None:
+    runtime = v4.get("runtime") or {}
+    print(f"\n== beside it, the 0.4+ sample: {v4['source']}")
+    print(f"  {'records':<16} {v4['records']}")
+    print(f"  {'value_formats':<16} {v4['value_formats']}")
+    print(f"  {'runtime':<16} {runtime.get('name')} ({runtime.get('evidence')})")
+    print("  records under rule 'original': " + ", ".join(f"{k} {n}" for k, n in sorted(v4["statuses"].items())))
+    restore = v4["restore"]
+    print(f"\n== its restore of checkpoint {restore['checkpoint']}, taken mid-action (refresh rows bring the "
+          "pending state back)")
+    for t in restore["tasks"]:
+        print(f"  {t['action']:<16} {t['outcome']}")
+    if not any(item.startswith("call:") for item in restore["calls"]):
+        print(f"  {'durable call run again':<24} {'none':<36}")
+    for item, count in sorted(restore["calls"].items()):
+        kind, _, name = item.partition(":")
+        label = {"replayed": "served from the journal", "call": "durable call run again"}.get(kind, kind)
+        print(f"  {label:<24} {name:<36} {count:>4}")
 
 
 def _ledger_rows(ledgers: list[dict[str, int]]) -> list[tuple[str, list[int]]]:

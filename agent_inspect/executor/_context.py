@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent
 from agent_inspect.executor._calls import LiveCallJournal, python_args_digest, python_function_id
-from agent_inspect.executor._events import wrap_subagent
+from agent_inspect.executor._events import OUTPUT_EVENT_CLASS, wrap_subagent
 from agent_inspect.executor._memory import Memory
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class ReplayContext:
         attrs = dict(attributes or {})
         new_id = self._runtime.ids.new()
         if self._subcall is not None and type == OUTPUT_EVENT and self._runtime.model.subagent_results:
-            self.results.append(AgentEvent(OUTPUT_EVENT, attrs, new_id))     # no lineage (addendum §1.1)
+            self.results.append(AgentEvent(OUTPUT_EVENT, attrs, new_id, OUTPUT_EVENT_CLASS))   # no lineage (§1.1)
             return
         if self._subcall is not None and type != SUBAGENT_EVENT:
             scope, session, call = self._subcall

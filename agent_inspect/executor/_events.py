@@ -9,9 +9,11 @@ from typing import Any
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 
-__all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS"]
+__all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
 
 SUBAGENT_EVENT_CLASS = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
+#: the class a sub-agent result event is stored with, Python children too (addendum §1.1 [I])
+OUTPUT_EVENT_CLASS = "org.apache.flink.agents.api.OutputEvent"
 
 
 class IdSource:

@@ -42,6 +42,8 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any
                   timestamps: Sequence[int | None] | None = None) -> Any:
     """A ``RawBatch`` of ``writes`` (state key, task, record view; task and view None for a tombstone) in write order.
 
+    A refresh row's view is the bytes it repeats and its task the cached entry (same key fields).
+
     ``timestamps`` (epoch ms, one per write) stamps the records; without it they have none.
 
     Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end.
@@ -63,7 +65,9 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any
         if view is None:  # a prune's tombstone (Kafka only)
             batch.append(p, off, ts, sk.encode("utf-8"), None, None)
             continue
-        value = encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
+        # a checkpoint-time refresh row (0.4+) is the retained state's bytes again, unchanged
+        value = view if isinstance(view, bytes) else \
+            encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
         agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
             else None
         batch.append(p, off, ts, sk.encode("utf-8"), value, agent_key)

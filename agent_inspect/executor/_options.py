@@ -68,7 +68,8 @@ class ExecutorOptions:
     - ``runtime``: which upstream runtime wrote the log ("0.3", "0.4", "main"; default "auto", inferred
       from the records); with no rule given, the rule that runtime ships is used. It also selects that
       runtime's recovery behaviours (issue #12; :func:`agent_inspect.store.runtime_model`): 0.4+ reads
-      checkpoint-time refresh rows (pending states kept across checkpoints); main runs sub-agents as
+      checkpoint-time refresh rows (pending states kept across checkpoints) and, in production mode,
+      writes them at each checkpoint (after its marker; "0.3" writes none); main runs sub-agents as
       addendum §1.1 says (PENDING caller slots, result events, no re-bootstrap of a completed root caller).
     - ``kafka_pending``: 0.4+ Kafka keeps pending states by ``"refresh"`` rows (default) or a moved-back
       ``"marker"`` (addendum §2.3 leaves it open).

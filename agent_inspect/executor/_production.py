@@ -16,6 +16,7 @@ from agent_inspect.executor._steps import Step, StepKind, StepOutcome
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.raw import RawBatch
+    from agent_inspect.store import Entry
 
 __all__ = ["Production"]
 
@@ -75,6 +76,7 @@ class Production:
         e, run = self.engine, self.engine.run
         start = len(run.steps)
         marker = end_offsets(self.journal(), log=e.log, num_partitions=self.partitions())
+        marker = self._keep_pending(marker)
         snapshot = {**self.restored_last_completed, **run.last_completed}
         pending: list[tuple[str, int, str, AgentEvent]] = []
         if run.active is not None:
@@ -95,6 +97,69 @@ class Production:
         self.debugger.note(DriverAction(at=start, added=len(run.steps) - start,
                                         redo=lambda: self.checkpoint(complete=complete)))
         return marker
+
+    def _keep_pending(self, marker: dict[int, int]) -> dict[int, int]:
+        """0.4+ keeps every retained (not yet pruned) state across the checkpoint (#1158, #1175; addendum §2).
+
+        With refresh rows (Fluss; Kafka under ``kafka_pending="refresh"``) each retained state is
+        re-appended byte-identical after the marker, one PERSIST step ``refresh`` each; under
+        ``kafka_pending="marker"`` the marker moves back to the oldest retained write instead. 0.3
+        does neither: a restore reloads nothing written before the marker (spec §8.4)."""
+        e, run = self.engine, self.engine.run
+        model = e.model
+        if not model.keeps_pending:
+            return marker
+        retained = e.session.store.entries()
+        if not model.refresh_rows(self.source_kind):
+            return self._moved_back(marker, retained)
+        for entry in retained:
+            value = self._bytes_of(entry)
+            if value is None:
+                continue
+            step = len(run.steps)
+            run.writes.append((entry.state_key, entry, value))
+            run.write_steps.append(step)
+            e.record(Step(step, StepKind.PERSIST, key=entry.business_key, seq=entry.seq,
+                          event_type=entry.task_event_type, event_id=entry.task_event_id,
+                          state_key=entry.state_key, outcome=StepOutcome.REFRESH,
+                          reason="checkpoint-time refresh of a retained state: re-appended byte-identical after "
+                                 "the marker, so restoring this checkpoint brings it back (addendum §2.2)",
+                          change=f"put {entry.state_key} (unchanged)",
+                          detail={"journal_index": len(run.writes) - 1, "marker": dict(marker),
+                                  "completed": entry.completed}))
+        return marker
+
+    def _bytes_of(self, entry: Entry) -> bytes | None:
+        """The value a retained entry was last written with: the logged bytes, or the journal's encoding."""
+        from agent_inspect.codec import encode_action_state
+
+        e = self.engine
+        if entry.pos is not None:
+            return None if e.log is None else e.log.raw.value[entry.pos]
+        view = e.run.overlay.get(entry.state_key)
+        if view is None:
+            return None
+        return encode_action_state(view.to_state(value_format=self.value_format), value_format=self.value_format)
+
+    def _moved_back(self, marker: dict[int, int], retained: list[Entry]) -> dict[int, int]:
+        """Kafka under ``kafka_pending="marker"``: the marker per partition moves back to the oldest write of
+        a retained state, so the rebuild reads it again (no refresh rows)."""
+        e = self.engine
+        journal = self.journal()
+        last: dict[str, tuple[int, int]] = {}
+        for p, off, key in zip(journal.partition, journal.offset, journal.key, strict=True):
+            if key is not None:
+                last[key.decode("utf-8")] = (int(p), int(off))
+        recs = e.log.records if e.log is not None else None
+        moved = dict(marker)
+        for entry in retained:
+            if entry.pos is not None and recs is not None:
+                at: tuple[int, int] | None = (int(recs.at[entry.pos, "partition"]), int(recs.at[entry.pos, "offset"]))
+            else:
+                at = last.get(entry.state_key)
+            if at is not None:
+                moved[at[0]] = min(moved.get(at[0], at[1]), at[1])
+        return moved
 
     def _complete(self, snapshot: Mapping[str, int], marker: Mapping[int, int]) -> None:
         e, run = self.engine, self.engine.run

@@ -296,7 +296,10 @@ class ReplayExecutor(HtmlRepr):
         parser, §8.3) fails the simulated job. The full state (seqNums, in-flight tasks, memory)
         is kept in :attr:`checkpoints` for ``ReplayExecutor(..., restore=checkpoint)``; a task whose
         lookup step has run counts as in flight (upstream checkpoints fall between mailbox actions,
-        so take them at task boundaries, e.g. at a LOOKUP or ROUND_COMPLETE step).
+        so take them at task boundaries, e.g. at a LOOKUP or ROUND_COMPLETE step; a 0.4+ job may also take
+        one mid-action, right after a call result is persisted). Under a 0.4+ runtime the checkpoint keeps
+        every retained state: it journals a byte-identical refresh row of each after the marker (a PERSIST
+        step ``refresh`` each), or, Kafka with ``kafka_pending="marker"``, moves the marker back to them.
         """
         return self._production.checkpoint(complete=complete)
 

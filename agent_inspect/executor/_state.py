@@ -20,8 +20,9 @@ __all__ = ["Counters", "MemoryState", "Checkpoint", "JobFailed", "RunState", "Ta
 
 TaskQueue = deque[tuple[ActionDecl | str, AgentEvent, bool]]
 """A round's FIFO of (action, event, restored)."""
-Write = tuple[str, "Task | None", "RecordView | None"]
-"""One journal write: (state key, task, value); a tombstone has neither task nor value."""
+Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
+"""One journal write: (state key, task, value); a tombstone has neither task nor value; a checkpoint-time
+refresh row (0.4+) has the cached entry and the exact bytes it repeats."""
 
 
 @dataclass(frozen=True)

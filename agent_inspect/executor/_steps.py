@@ -73,6 +73,7 @@ class StepOutcome(enum.StrEnum):
     COMPLETED = "completed"
     COMPLETE = "complete"
     PRUNED = "pruned"
+    REFRESH = "refresh"             # 0.4+: a retained state re-appended at checkpoint time (addendum §2.2)
 
 
 SERVED_CALLS = frozenset({StepOutcome.HIT, StepOutcome.HIT_FAILED, StepOutcome.PENDING_HIT,

@@ -205,7 +205,12 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
-        _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None))
+        from agent_inspect.recovery._children import ChildDispatch
+        from agent_inspect.store import runtime_model
+
+        children = ChildDispatch(runtime_model(runtime, kafka_pending=kafka_pending), records,
+                                 getattr(log, "value", None))
+        _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None), children)
     frame = _statuses(records, ann, in_window, session, outcomes, refresh)
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
@@ -215,7 +220,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
-                      outcomes: dict[int, tuple[str, str]], value: Any = None) -> None:
+                      outcomes: dict[int, tuple[str, str]], value: Any = None, children: Any = None) -> None:
     # Dispatch order within a round is the order in which each state key was first written: a
     # parent re-executed in a later attempt still comes before the child it triggered.
     first_write: dict[str, int] = {}
@@ -243,11 +248,21 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
     for _, _key, _seq, entries in order:
         reused: list[Entry] = []
         reused_ids: set[str] = set()
+        if children is not None:
+            children.start_round()
         for entry in entries:
+            skip = children.skip(entry) if children is not None else None
+            if skip is not None:      # a child task nothing sends again under this runtime (addendum §1.1)
+                if entry.pos is not None:
+                    outcomes[entry.pos] = ("NOT-DISPATCHED", skip)
+                children.done(entry, None)
+                continue
             task = Task.for_entry(entry, event_id=_event_id(entry, reused, reused_ids, value, emitted))
             outcome, reason = _dispatch(session, task, entry.pos)
             if entry.pos is not None:
                 outcomes[entry.pos] = (outcome.value, reason)
+            if children is not None:
+                children.done(entry, outcome.value)
             if outcome is Outcome.FAIL:
                 return
             if outcome is Outcome.REUSE and entry.output_event_ids:
@@ -390,7 +405,8 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     frame["reason"] = pd.Series(reason, index=records.index, dtype="object")
     frame["divergence_id"] = pd.arrays.IntegerArray(div_id, div_id < 0)
     out = [outcomes.get(p) for p in index]
-    frame["outcome"] = pd.Categorical([o[0] if o else None for o in out], categories=[o.value for o in Outcome])
+    frame["outcome"] = pd.Categorical([o[0] if o else None for o in out],
+                                      categories=[o.value for o in Outcome] + ["NOT-DISPATCHED"])
     frame["outcome_reason"] = pd.Series([o[1] if o else None for o in out], index=records.index, dtype="object")
     frame["attempt"] = ann["attempt"].array
     frame["execution"] = ann["execution"].to_numpy()

@@ -17,6 +17,8 @@ __all__ = ["SAMPLES", "SHOWS", "FORMATS", "Sample", "scenario", "generate", "mar
 _PRODUCTION = ("production", "production_k1")
 #: samples written as a post-0.4 runtime writes them (V4 values, K2 keys): name -> the scenario they retell
 _V4 = {"subagents_v4": "S05"}
+#: the production-like sample whose operator is post-0.4 main (V4, refresh rows, routing; K2 keys)
+_PRODUCTION_V4 = "production_v4"
 
 #: sample name -> what it shows (one line)
 SAMPLES: Mapping[str, str] = {
@@ -32,6 +34,8 @@ SAMPLES: Mapping[str, str] = {
     "subagents_v4": "S05's sub-agent calls as post-0.4 main writes them: V4 values (subagentResultEvents), K2 keys",
     "production": "support agent, 40 keys, 4 attempts under the original rule, a branch change (K1.5 keys)",
     "production_k1": "the production story, smaller (14 keys), with K1 keys (no '_' in key texts)",
+    "production_v4": "the support agent as post-0.4 main runs it: V4 values, routed chat with a fallback, a "
+                     "mid-action checkpoint restored from its refresh rows (K2 keys)",
 }
 
 #: sample name -> what to look for (README text)
@@ -81,6 +85,20 @@ SHOWS: Mapping[str, str] = {
                   "Some key texts contain `_` (harmless under K1.5).",
     "production_k1": "Under K1 the snapshot's Kafka store evicts across keys (case N09), so `original` "
                      "shows `cross-key` evictions too.",
+    "production_v4": "The production support agent with post-0.4 main as the operator (`runtime=\"main\"`): every "
+                     "record is V4 (`subagentResultEvents`; the reviewer child's completions carry its answer "
+                     "there, without lineage), sub-agent calls reserve a PENDING caller slot first, and the first "
+                     "chat turn of a question is routed (addendum §4): `route:support-router`, then "
+                     "`chat:support-router:gpt-large` (FAILED on a timeout for some prompts) and the fallback "
+                     "`chat:support-router:gpt-mini`, then `judge:support-router`, all with an empty `argsDigest`. "
+                     "Every checkpoint re-appends each retained state byte-identical after its marker (refresh "
+                     "rows, #1158/#1175): `reconstruct` shows them as `refresh`, never as attempts. The restore "
+                     "shown is of a checkpoint taken in the middle of the last input's routed chat action (the fallback had "
+                     "answered, the judge had not run; the job died right after it): its refresh rows bring the "
+                     "pending state back, so the action RESUMEs with the route, the failed primary and the "
+                     "fallback served from the record (zero repeated calls) and only the judge runs. Under `0.3` "
+                     "(`--runtime 0.3`) the rebuild reads nothing before the marker and the action re-runs every "
+                     "call. `agent-inspect summary` reports runtime `main` from the V4 records.",
 }
 
 #: file formats of every sample (``path(name, fmt)``)
@@ -142,14 +160,15 @@ class Sample:
         }
 
 
-def _factory(name: str, *, key_format: str, num_partitions: int, value_format: str = "V3") -> Any:
+def _factory(name: str, *, key_format: str, num_partitions: int, value_format: str = "V3",
+             runtime: str = "0.3") -> Any:
     """``Job(agent, source, **overrides)`` with this sample's seed and defaults."""
     from functools import partial
 
     from agent_inspect.samples._driver import Job
 
     return partial(Job, key_format=key_format, seed=zlib.crc32(name.encode()), num_partitions=num_partitions,
-                   value_format=value_format)
+                   value_format=value_format, runtime=runtime)
 
 
 def scenario(name: str) -> Sample:
@@ -162,6 +181,11 @@ def scenario(name: str) -> Sample:
         make = _factory(name, key_format=KEY_FORMATS[name], num_partitions=4)
         job = production_story(make, k1=name == "production_k1")
         restore, case = job.attempts[-1].restored_from, None
+    elif name == _PRODUCTION_V4:
+        from agent_inspect.samples._production_v4 import production_v4_story
+
+        job, restore = production_v4_story(_factory(name, key_format="K2", num_partitions=4, runtime="main"))
+        case = None
     elif name in _V4:
         from agent_inspect.samples._small import SCENARIOS
 

@@ -56,12 +56,16 @@ class Job:
     ``source`` is the ordered input stream ``[(key, input value), ...]``; an attempt replays it from
     its restore position (it may be edited between attempts to model a changed source order).
     ``operator_rule`` is the store's lookup rule during a fresh start (restores name their own).
+    ``runtime`` is the upstream runtime the operator is ("0.3": the spec's model, nothing kept across a
+    checkpoint; "0.4"/"main": retained states are re-appended at every checkpoint, and main writes V4).
     """
 
     def __init__(self, agent: Any, source: Sequence[tuple[str, Any]], *, key_format: str, seed: int,
                  num_partitions: int = 1, value_format: str = "V3",
-                 restored_seq: Mapping[str, int] | None = None, operator_rule: str = "original") -> None:
+                 restored_seq: Mapping[str, int] | None = None, operator_rule: str = "original",
+                 runtime: str = "0.3") -> None:
         self.agent = agent
+        self.runtime = runtime
         self.operator_rule = operator_rule
         self.source: list[tuple[str, Any]] = list(source)
         self.key_format = key_format
@@ -124,7 +128,8 @@ class Job:
                             memory=stm, sensory=sensory, key_format=self.key_format,
                             value_format=self.value_format, num_partitions=self.num_partitions,
                             seed=self._seed * 1000 + attempt, attempt=attempt,
-                            policies=Policies(trust_payloads=True), memory_decoder=json_envelope_decoder)
+                            policies=Policies(trust_payloads=True), memory_decoder=json_envelope_decoder,
+                            runtime=self.runtime)
         ex.step()                                                   # the rebuild
         if checkpoint_at_start or (checkpoint_at_start is None and restore is None):
             self._checkpoint(ex, attempt, start)
@@ -136,11 +141,11 @@ class Job:
                 if ex.failure:
                     ended = "failed"
                 break
+            if checkpoint_when is not None and checkpoint_when(s):    # before stop: a job may die right after
+                self._checkpoint(ex, attempt, start)
             if stop is not None and stop(s):
                 ended = "failed"
                 break
-            if checkpoint_when is not None and checkpoint_when(s):
-                self._checkpoint(ex, attempt, start)
             if s.kind is StepKind.ROUND_COMPLETE and s.event_id is not None:
                 rounds += 1
                 if checkpoint_every and rounds % checkpoint_every == 0:

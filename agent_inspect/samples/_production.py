@@ -28,7 +28,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["support_agent", "production_story", "KEY_FORMATS"]
+__all__ = ["support_agent", "production_story", "interleaved_source", "KEY_FORMATS"]
 
 KEY_FORMATS = {"production": "K1.5", "production_k1": "K1"}
 _MODULE = "support_agent"
@@ -91,8 +91,10 @@ def _chat_with_retries(ctx: Any, world: _World, prompt: str, fid: str) -> dict[s
     raise RuntimeError(f"chat failed three times: {last}")
 
 
-def support_agent(world: _World) -> Any:
-    """The support agent of the production sample, calling ``world`` for every external service."""
+def support_agent(world: _World, answer: Callable[[Any, Any, str, Any], dict[str, Any]] | None = None) -> Any:
+    """The support agent of the production sample, calling ``world`` for every external service.
+
+    ``answer(ctx, world, prompt, event)`` answers a chat turn (default: the chat model with retries)."""
     from agent_inspect.agents import PythonAgent
 
     agent = PythonAgent()
@@ -128,7 +130,8 @@ def support_agent(world: _World) -> Any:
         prompt = f"user: {q}; context: {context}"
         if event.type == "ToolResult":
             prompt += f"; observation: {a['result']['tool']}={a['result']['status']}"
-        reply = _chat_with_retries(ctx, world, prompt, f"{_MODULE}.chat_model.chat")
+        reply = answer(ctx, world, prompt, event) if answer is not None else \
+            _chat_with_retries(ctx, world, prompt, f"{_MODULE}.chat_model.chat")
         if reply["action"] == "tool" and step < 2:
             ctx.send_event("ToolRequest", {"tool": reply["tool"], "arg": reply["arg"], "question": q,
                                            "step": step + 1})
@@ -189,19 +192,24 @@ def _questions(key: str, rng: random.Random) -> list[str]:
     return out
 
 
+def interleaved_source(keys: list[str], rng: random.Random) -> list[tuple[str, str]]:
+    """The job's input stream: a few questions per key, keys interleaved like a real stream."""
+    per_key = {k: _questions(k, rng) for k in keys}
+    source: list[tuple[str, str]] = []
+    cursors = dict.fromkeys(keys, 0)
+    while any(cursors[k] < len(per_key[k]) for k in keys):
+        k = rng.choice([k for k in keys if cursors[k] < len(per_key[k])])
+        source.append((k, per_key[k][cursors[k]]))
+        cursors[k] += 1
+    return source
+
+
 def production_story(job_factory: Callable[..., Any], *, k1: bool) -> Any:
     """Run the production job: four attempts, three recoveries under the upstream rule."""
     from agent_inspect.executor import StepKind
 
     rng = random.Random(1301)
-    keys = _keys(k1)
-    per_key = {k: _questions(k, rng) for k in keys}
-    source: list[tuple[str, str]] = []
-    cursors = dict.fromkeys(keys, 0)
-    while any(cursors[k] < len(per_key[k]) for k in keys):      # interleave keys like a real stream
-        k = rng.choice([k for k in keys if cursors[k] < len(per_key[k])])
-        source.append((k, per_key[k][cursors[k]]))
-        cursors[k] += 1
+    source = interleaved_source(_keys(k1), rng)
     world = _World()
     job = job_factory(support_agent(world), source)
     n = len(source)

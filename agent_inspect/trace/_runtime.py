@@ -23,14 +23,17 @@ def call_entity(function_id: str | None) -> str | None:
 
     Model and tool calls of the framework are traced; a plain user ``durable_execute`` writes no
     record (addendum §3.3). The toolkit's agents name calls by function id, so the kind is read from
-    it: a sub-agent call id (``…#…``), a ``chat_model`` / ``llm`` segment, a ``tools`` / ``tool``
-    segment. Pass your own classifier where your ids differ.
+    it: a sub-agent call id (``…#…``), a routed model call (``chat:<router>:<candidate>``,
+    ``judge:<router>``; the ``route:`` decision is no model call), a ``chat_model`` / ``llm`` segment, a
+    ``tools`` / ``tool`` segment. Pass your own classifier where your ids differ.
     """
     if not function_id:
         return None
     fid = str(function_id)
     if "#" in fid:
         return "subagent"
+    if fid.startswith(("chat:", "judge:")):        # model routing: candidate attempts and the judge (addendum §4)
+        return "llm"
     parts = [p.lower() for p in fid.replace("/", ".").split(".")]
     if any("chat_model" in p or "llm" in p for p in parts):
         return "llm"
@@ -173,7 +176,7 @@ def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Seque
                           entity_name=s.function_id, execution_id=cid, parent_execution_id=eid)
             problem = {"llm": "model_call_failed", "tool": "tool_call_failed"}.get(entity) if end == "failed" else None
             failure = {"errorType": "RecordedCallError", "errorMessage": "the call failed"} if end == "failed" else {}
-            if s.outcome in ("hit", "reraise"):          # served from the CallResult (§3.3)
+            if s.outcome in ("hit", "reraise", "hit-failed"):    # served from the CallResult (§3.3)
                 if entity == "tool":
                     emit(_record(clock.tick(), detail, **common, status="created"))
                     emit(_record(clock.now(), detail, **common, status=end, problem_category=problem,

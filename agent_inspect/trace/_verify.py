@@ -143,7 +143,10 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
 
     good = trace.good
     inputs = good[(good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")]
-    if inputs.empty or inputs["truncated"].any():
+    # a restore that replays no input (its in-flight tasks only, e.g. a checkpoint taken mid-action at the
+    # source's last input): the trace rightly shows none, and the plan is the restore's alone
+    pending_only = inputs.empty and restore is not None and "replay" in restore and not restore["replay"]
+    if (inputs.empty and not pending_only) or inputs["truncated"].any():
         return None
     if any(not isinstance(a, dict) or not a for a in inputs["attributes"]):
         return None
@@ -164,7 +167,7 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
         pending = _restored_tasks(trace, log)
     plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
                         for k, a in zip(inputs["business_key"].astype(object), inputs["attributes"]))
-    if base is not None:
+    if base is not None and not pending_only:
         # a key the restore replays but the trace never mentions: predict it from the log's window, so it
         # shows up as missing from the trace instead of silently agreeing
         traced = set(map(str, good["business_key"].dropna()))

@@ -356,7 +356,9 @@ def test_journal_follows_the_record_lifecycle_for_reconcilable_calls():
 
 def test_checkpoint_prunes_finished_rounds_and_fail_after_stops_the_job():
     agent = cascade_agent()
-    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, key_format="K1.5", fail_after=20)
+    # the spec's model (0.3): nothing is kept across the checkpoint (0.4+ refresh rows: test_executor_refresh)
+    ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, key_format="K1.5", fail_after=20,
+                        runtime="0.3")
     ex.run(until=Breakpoint(kind="round-complete"))
     assert len(ex.store) == 2
     marker = ex.checkpoint()

@@ -1,0 +1,29 @@
+"""``agent-inspect demo --cli`` shows the 0.4+ sample beside the production one (issue #12 item 9)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_inspect.cli import main
+
+
+def test_demo_cli_shows_the_v4_sample_beside_the_production_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--cli", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"].endswith("production.jsonl")                      # the production sample, as before
+    v4 = data["beside"]["production_v4"]
+    assert v4["value_formats"] == {"V4": v4["records"]} and v4["runtime"]["name"] == "main"
+    assert v4["statuses"]["refresh"] > 0
+    restore = v4["restore"]
+    assert restore["tasks"][0] == {"action": "chat", "outcome": "RESUME"}
+    assert not [c for c in restore["calls"] if c.startswith("call:")]      # zero repeated calls
+    assert restore["calls"]["replayed:route:support-router"] == 1
+    assert restore["calls"]["replayed:chat:support-router:gpt-large"] == 1   # the failed primary, re-raised
+
+    assert main(["demo", "--cli"]) == 0
+    text = capsys.readouterr().out
+    assert text.index("reconstruct under rule 'fixed'") < text.index("the 0.4+ sample")
+    assert "runtime          main" in text and "chat             RESUME" in text
+    assert "durable call run again   none" in text
