@@ -8,11 +8,17 @@ of N records to P partitions, then measures
   reconstruct, predict and lints under ``original`` and ``fixed``) in this one process, against
   ``ai.scan`` of the same topic on a LocalCluster with as many worker processes as cores
   (ratio = single s / scan s; target >= 0.9). Also reported for 1 and 2 workers.
-- ``client_rss``: the peak RSS growth of this (the client) process during a scan of the large topic,
-  divided by that during a scan of the small one (sampled every 10 ms; target <= 1.5: the client holds
-  per-key rows, never records).
+- ``client_rss``: the peak RSS growth of the client process during a scan of the large topic, divided by
+  that during a scan of the small one (target <= 1.5: the client holds per-key rows, never records). The
+  large topic has the small one's business keys with ten times the rounds each (the same key population,
+  ten times the records): what the target means. Each scan's client is a fresh process connected to the
+  cluster by address (so the scheduler's memory and the heap left by earlier steps are not counted),
+  its RSS sampled every 10 ms from just before ``ai.scan`` to its end.
+- ``client_rss_keys``: the same at ten times the keys (and records) of the small topic, with the client's
+  growth per business key (``bytes_per_key``): the client holds O(keys), so this ratio is about 10.
 - ``per_record_cost``: the scan's seconds per record on the large topic against the small one (target <= 1.3);
-  ``cpu_ratio`` is the same from the workers' CPU seconds (steady on a busy machine).
+  ``cpu_ratio`` is the same from the workers' CPU seconds (steady on a busy machine); ``keys10x`` the
+  same figures for the topic with ten times the keys.
 
     .venv/bin/python benchmarks/scan.py                                   # 200k and 2M records (many minutes)
     .venv/bin/python benchmarks/scan.py --small 20000 --large 200000      # quick run
@@ -26,7 +32,9 @@ import argparse
 import gc
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import pandas as pd  # noqa: E402
 import psutil  # noqa: E402 - a dependency of dask distributed
 from load import produce  # noqa: E402 - bulk writes with a single-record last batch per partition (tansu)
 
@@ -45,10 +54,9 @@ from tests.support.tansu import create_topic, start_tansu  # noqa: E402
 TARGETS = {"scan_vs_single": (0.9, "higher"), "client_rss": (1.5, "lower"), "per_record_cost": (1.3, "lower")}
 
 
-def fleet(n: int, seed: int) -> list[tuple[str, bytes]]:
-    keys = max(1, n // 18)
-    out = list(ai.samples.fleet_records(keys + keys // 50 + 1, rounds=3, branch_every=10, seed=seed))
-    return out[:n]
+def fleet(keys: int, rounds: int, seed: int) -> list[tuple[str, bytes]]:
+    """``keys`` business keys of ``rounds`` rounds (6 records a round; a second root on every 10th key)."""
+    return list(ai.samples.fleet_records(keys, rounds=rounds, branch_every=10, seed=seed))
 
 
 class PeakRss:
@@ -90,19 +98,46 @@ def cluster_cpu(client: object) -> float:
     return sum(client.run(_worker_cpu).values())  # type: ignore[attr-defined]
 
 
-def timed_scan(url: str, client: object) -> tuple[float, int, object]:
-    with PeakRss() as rss:
+def measure_client(address: str, url: str, keys_out: str) -> dict[str, float]:
+    """In a fresh client process: connect to ``address``, then scan ``url`` and measure this process."""
+    from distributed import Client
+
+    with Client(address, timeout="30s") as client:
+        # the modules ai.scan imports on first use (planning, rules, the recovery model) are loaded before the
+        # measurement starts: what is measured is what the scan holds, not the code it imports
+        import agent_inspect.recovery  # noqa: F401
+        import agent_inspect.rules  # noqa: F401
+
+        ai.scan.plan_scan(url)
+        gc.collect()
         cpu0 = cluster_cpu(client)
-        t0 = time.perf_counter()
-        result = ai.scan(url, client=client)
-        seconds = time.perf_counter() - t0
+        with PeakRss() as rss:
+            t0 = time.perf_counter()
+            result = ai.scan(url, client=client)
+            seconds = time.perf_counter() - t0
         cpu = cluster_cpu(client) - cpu0
-    assert result.complete, result.failures
-    CPU[id(result)] = cpu
-    return seconds, rss.growth, result
+        assert result.complete, result.failures
+        result.keys.to_parquet(keys_out)
+        return {"seconds": seconds, "growth": rss.growth, "worker_cpu": cpu, "keys": len(result.keys),
+                "records": int(result.partitions["records"].sum()),
+                "frame_bytes": int(result.keys.memory_usage(deep=True).sum())}
 
 
-CPU: dict[int, float] = {}  # worker CPU seconds of each scan result
+def timed_scan(url: str, client: object) -> tuple[dict[str, float], pd.DataFrame]:
+    """Scan ``url`` from a new client process on ``client``'s cluster: its figures (see :func:`measure_client`)
+    and the scan's per-key frame."""
+    address = client.scheduler.address  # type: ignore[attr-defined]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
+        keys_out = os.path.join(tmp, "keys.parquet")
+        out = subprocess.run([sys.executable, __file__, "--client-of", address, url, keys_out], capture_output=True,
+                             text=True, env=env, check=False, timeout=4 * 3600)
+        if out.returncode:
+            raise RuntimeError(f"client process failed: {out.stderr[-2000:]}")
+        return dict(json.loads(out.stdout.strip().splitlines()[-1])), pd.read_parquet(keys_out)
+
+
+CPU: dict[int, float] = {}  # CPU seconds of the single-process run
 
 
 def single(bootstrap: str, topic: str) -> tuple[float, object]:
@@ -120,68 +155,94 @@ def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", type=int, default=200_000)
-    parser.add_argument("--large", type=int, default=2_000_000)
+    parser.add_argument("--small", type=int, default=200_000, help="records of the small topic (about)")
+    parser.add_argument("--large", type=int, default=2_000_000, help="records of the large topics (about)")
     parser.add_argument("--partitions", type=int, default=16)
+    parser.add_argument("--no-keys10x", action="store_true",
+                        help="skip the topic of ten times the keys (client_rss_keys; measure it in a smaller run)")
+    parser.add_argument("--client-of", nargs=3, metavar=("SCHEDULER", "URL", "KEYS_OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.client_of:  # the measured client process of timed_scan
+        print(json.dumps(measure_client(*args.client_of)))
+        return 0
     cores = os.cpu_count() or 1
-    results = []
+    keys = max(1, args.small // 18)                   # 3 rounds of 6 records a key
+    rounds = max(3, round(args.large / (keys * 6)))    # the same keys, ten times the rounds
+    shapes = {"small": (keys, 3), "large": (keys, rounds), "keys10x": (keys * rounds // 3, 3)}
+    if args.no_keys10x:
+        del shapes["keys10x"]
     broker = start_tansu(log_path=Path("/tmp") / f"tansu-scan-bench-{os.getpid()}.log")
     try:
-        topics = {}
-        for n in (args.small, args.large):
+        topics, sizes = {}, {}
+        for name, (k, r) in shapes.items():
             t0 = time.perf_counter()
-            records = fleet(n, seed=n)
+            records = fleet(k, r, seed=k * r)
+            sizes[name] = len(records)
             topic = create_topic(broker.bootstrap, args.partitions)
             produce(broker.bootstrap, topic, records, args.partitions)
             del records
             gc.collect()
-            topics[n] = topic
-            print(f"topic of {n:,} records over {args.partitions} partitions written in "
-                  f"{time.perf_counter() - t0:.0f}s", flush=True)
+            topics[name] = topic
+            print(f"topic {name}: {sizes[name]:,} records of {k:,} keys ({r} rounds) over {args.partitions} "
+                  f"partitions, written in {time.perf_counter() - t0:.0f}s", flush=True)
         url = {n: f"kafka://{broker.bootstrap}/{t}" for n, t in topics.items()}
 
-        single_s, single_keys = single(broker.bootstrap, topics[args.small])
-        print(f"single process, {args.small:,} records: {single_s:.1f}s", flush=True)
-        by_workers = {}
+        single_s, single_keys = single(broker.bootstrap, topics["small"])
+        print(f"single process, {sizes['small']:,} records: {single_s:.1f}s", flush=True)
+        by_workers: dict[int, dict[str, float]] = {}
+        runs: dict[str, dict[str, float]] = {}
         for workers in sorted({1, 2, cores}):
             with LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
-                              scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40) as cluster, Client(cluster) as client:
+                              scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40) as cluster, \
+                    Client(cluster) as client:
                 client.wait_for_workers(workers)
-                s, growth, result = timed_scan(url[args.small], client)
-                by_workers[workers] = (s, growth, result)
-                print(f"scan, {workers} worker(s), {args.small:,} records: {s:.1f}s (client RSS +{growth / 2**20:.0f} MiB)",
-                      flush=True)
-                if workers == cores:
-                    got = result.keys.set_index("business_key").sort_index()
-                    want = single_keys.set_index("business_key").sort_index()
-                    identical = bool(got[want.columns].astype(str).equals(want.astype(str)))
-                    print(f"per-key frames of scan and single process identical: {identical}", flush=True)
-                    large_s, large_growth, large = timed_scan(url[args.large], client)
-                    large_cpu, small_cpu = CPU[id(large)], CPU[id(result)]
-                    print(f"scan, {workers} worker(s), {args.large:,} records: {large_s:.1f}s "
-                          f"(client RSS +{large_growth / 2**20:.0f} MiB)", flush=True)
-                    assert int(large.partitions["records"].sum()) == args.large
-        small_s, small_growth, _ = by_workers[cores]
-        results.append({"name": "scan_vs_single", "ratio": round(single_s / small_s, 3),
-                        "target": TARGETS["scan_vs_single"][0], "better": "higher", "records": args.small,
-                        "workers": cores, "single_s": round(single_s, 2), "scan_s": round(small_s, 2),
-                        "single_cpu_s": round(CPU[0], 2), "scan_worker_cpu_s": round(small_cpu, 2),
-                        "identical_keys": identical,
-                        "by_workers": {str(w): round(single_s / s, 3) for w, (s, _, _) in by_workers.items()}})
-        results.append({"name": "client_rss", "ratio": round(large_growth / max(small_growth, 1), 3),
-                        "target": TARGETS["client_rss"][0], "better": "lower",
-                        "small_mib": round(small_growth / 2**20, 1), "large_mib": round(large_growth / 2**20, 1),
-                        "records": [args.small, args.large]})
-        results.append({"name": "per_record_cost",
-                        "ratio": round((large_s / args.large) / (small_s / args.small), 3),
-                        "target": TARGETS["per_record_cost"][0], "better": "lower",
-                        "cpu_ratio": round((large_cpu / args.large) / (small_cpu / args.small), 3),
-                        "small_us_per_record": round(small_s / args.small * 1e6, 1),
-                        "large_us_per_record": round(large_s / args.large * 1e6, 1),
-                        "records": [args.small, args.large], "workers": cores})
+                run, got = timed_scan(url["small"], client)
+                by_workers[workers] = run
+                print(f"scan, {workers} worker(s), {sizes['small']:,} records: {run['seconds']:.1f}s "
+                      f"(client RSS +{run['growth'] / 2**20:.1f} MiB)", flush=True)
+                if workers != cores:
+                    continue
+                runs["small"] = run
+                got = got.set_index("business_key").sort_index()
+                want = single_keys.set_index("business_key").sort_index()
+                identical = bool(got[want.columns].astype(str).equals(want.astype(str)))
+                print(f"per-key frames of scan and single process identical: {identical}", flush=True)
+                for name in [n for n in ("large", "keys10x") if n in shapes]:
+                    runs[name], _ = timed_scan(url[name], client)
+                    r = runs[name]
+                    print(f"scan {name}, {workers} worker(s), {r['records']:,} records of {r['keys']:,} keys: "
+                          f"{r['seconds']:.1f}s (client RSS +{r['growth'] / 2**20:.1f} MiB)", flush=True)
+                    assert r["records"] == sizes[name]
     finally:
         broker.stop()
+    small = runs["small"]
+    results = [{"name": "scan_vs_single", "ratio": round(single_s / small["seconds"], 3),
+                "target": TARGETS["scan_vs_single"][0], "better": "higher", "records": sizes["small"],
+                "workers": cores, "single_s": round(single_s, 2), "scan_s": round(small["seconds"], 2),
+                "single_cpu_s": round(CPU[0], 2), "scan_worker_cpu_s": round(small["worker_cpu"], 2),
+                "identical_keys": identical,
+                "by_workers": {str(w): round(single_s / r["seconds"], 3) for w, r in by_workers.items()}}]
+
+    def rss(name: str, big: dict[str, float]) -> dict[str, object]:
+        return {"name": name, "ratio": round(big["growth"] / max(small["growth"], 1), 3),
+                "small_mib": round(small["growth"] / 2**20, 1), "large_mib": round(big["growth"] / 2**20, 1),
+                "records": [small["records"], big["records"]], "keys": [small["keys"], big["keys"]],
+                "bytes_per_key": [round(small["growth"] / small["keys"]), round(big["growth"] / big["keys"])],
+                "frame_bytes_per_key": round(big["frame_bytes"] / big["keys"])}
+
+    def cost(big: dict[str, float]) -> dict[str, object]:
+        return {"ratio": round((big["seconds"] / big["records"]) / (small["seconds"] / small["records"]), 3),
+                "cpu_ratio": round((big["worker_cpu"] / big["records"]) / (small["worker_cpu"] / small["records"]), 3),
+                "small_us_per_record": round(small["seconds"] / small["records"] * 1e6, 1),
+                "large_us_per_record": round(big["seconds"] / big["records"] * 1e6, 1),
+                "records": [small["records"], big["records"]]}
+
+    results.append({**rss("client_rss", runs["large"]), "target": TARGETS["client_rss"][0], "better": "lower"})
+    if "keys10x" in runs:
+        results.append({**rss("client_rss_keys", runs["keys10x"]), "target": None, "better": "lower"})
+    results.append({"name": "per_record_cost", **cost(runs["large"]), "target": TARGETS["per_record_cost"][0],
+                    "better": "lower", "workers": cores,
+                    **({"keys10x": cost(runs["keys10x"])} if "keys10x" in runs else {})})
     print(json.dumps(results))
     return 0
 

@@ -26,7 +26,9 @@ from agent_inspect.sources import (
     check_timeout,
     merge_markers,
     open_kafka,
+    plan_fluss,
     read_file,
+    read_fluss_bucket,
     read_parquet_partition,
     read_partitions,
     split_source_url,
@@ -48,7 +50,7 @@ class SourceSpec:
     ``config`` holds the client settings (it may hold credentials: never shown in ``repr``).
     """
 
-    kind: str                                  # "kafka" | "file"
+    kind: str                                  # "kafka" | "fluss" | "file"
     location: str                              # URL or path, without credentials
     topic: str | None = None
     bootstrap: str | None = None
@@ -56,17 +58,21 @@ class SourceSpec:
     timeout: float = 10.0
     num_partitions: int | None = None          # of the topic (None for files)
     options: Mapping[str, object] = field(default_factory=dict)  # non-secret, as SourceInfo.options
+    connection_factory: Any = field(default=None, repr=False, compare=False)  # Fluss: replaces the pyfluss connect
 
 
 @dataclass(frozen=True)
 class Window:
-    """One task's share: a Kafka partition's offsets ``[start, end)``, or a file (one partition of it, or all)."""
+    """One task's share: a Kafka partition's (or Fluss bucket's) offsets ``[start, end)``, or a file (one
+    partition of it, or all, or one row group of a Parquet dump: ``row_group``)."""
 
     partition: int | None
     start: int | None = None
     end: int | None = None
     path: str | None = None
     file_format: str | None = None
+    row_group: int | None = None
+    keys: tuple[str, ...] | None = None        # only these business keys' records (keys split across row groups)
 
     @property
     def records_planned(self) -> int | None:
@@ -79,18 +85,24 @@ class Window:
         if self.path is None:
             return f"p{self.partition}@{self.start}-{self.end}"
         base = os.path.basename(self.path)
+        if self.row_group is not None:
+            return f"{base}#rg{self.row_group}"
         return base if self.partition is None else f"{base}#p{self.partition}"
 
 
 def plan_windows(source: str | os.PathLike[str], *, markers: object = None, config: Mapping[str, object] | None = None,
-                 timeout: float = 10.0, allow_data_loss: bool = False,
-                 file_format: str | None = None) -> tuple[SourceSpec, list[Window]]:
-    """Plan one window per partition of ``kafka://host:port/topic``, or per partition of each file of a path.
+                 timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
+                 connection_factory: Any = None) -> tuple[SourceSpec, list[Window]]:
+    """Plan one window per partition of ``kafka://host:port/topic``, per bucket of ``fluss://host:port/db.table``,
+    or per partition (or row group) of each file of a path.
 
-    Kafka: metadata and offsets only (end offsets captured now), ``markers`` as :func:`load_kafka`
-    takes them (only their partitions, from their merged offsets). Files: a Parquet file gives one
-    window per partition (only its ``partition`` column is read here); a JSONL file one window; a
-    directory one window per file below it (a scan's output directory is read as its parts).
+    Kafka and Fluss: metadata and offsets only (end offsets captured now), ``markers`` as :func:`load_kafka`
+    / :func:`load_fluss` take them (Kafka: only their partitions; Fluss: they name every bucket), read from
+    their merged offsets; ``connection_factory`` as :func:`load_fluss` takes it (it travels to the workers).
+    Files: a Parquet file gives one window per partition, or per row group when it has more row groups
+    than partitions and each row group holds whole partitions (only its ``partition`` column and
+    footer are read here); a JSONL file one window; a directory one window per file below it (a scan's
+    output directory is read as its parts).
     """
     text = os.fspath(source)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
@@ -101,8 +113,14 @@ def plan_windows(source: str | os.PathLike[str], *, markers: object = None, conf
         return _plan_kafka(servers, topic, markers=markers, config=config, timeout=timeout,
                            allow_data_loss=allow_data_loss)
     if scheme == "fluss":
-        raise SourceError("a fleet scan reads Kafka topics and dump files; for a Fluss table, export it "
-                          "(ai.load(...).to_parquet) and scan the file")
+        check_timeout(timeout)
+        servers, table = split_source_url(text, "fluss")
+        info = plan_fluss(servers, table, markers=markers, config=config, timeout=timeout,
+                          allow_data_loss=allow_data_loss, connection_factory=connection_factory)
+        spec = SourceSpec(kind="fluss", location=info.location, topic=table, bootstrap=servers,
+                          config=dict(config or {}), timeout=timeout, num_partitions=None,
+                          options=dict(info.options), connection_factory=connection_factory)
+        return spec, [Window(b, info.start_offsets[b], info.end_offsets[b]) for b in sorted(info.start_offsets)]
     if scheme and scheme != "file":
         raise SourceError(f"unknown source scheme {scheme!r}; use kafka://host:port/topic or a path")
     if scheme == "file":
@@ -159,7 +177,12 @@ def _plan_files(path: Path, *, file_format: str | None,
     for f in files:
         parts = _parquet_partitions(f) if (file_format in (None, "parquet") and _is_parquet(f)) else None
         fmt = "parquet" if parts is not None else file_format
-        if parts is None or len(parts) <= 1:
+        groups = _row_group_partitions(f) if parts is not None else []
+        if parts is not None and len(groups) > max(1, len(parts)):
+            # more row groups than partitions: one window per row group (keys that straddle row groups
+            # are analysed again together by the scan, see agent_inspect.scan)
+            windows.extend(Window(p, path=str(f), file_format="parquet", row_group=i) for i, p in enumerate(groups))
+        elif parts is None or len(parts) <= 1:
             windows.append(Window(parts[0] if parts else None, path=str(f), file_format=fmt))
         else:
             windows.extend(Window(p, path=str(f), file_format="parquet") for p in parts)
@@ -193,6 +216,20 @@ def _parquet_partitions(path: Path) -> list[int] | None:
     return sorted(int(p) for p in pc.unique(col).to_pylist())
 
 
+def _row_group_partitions(path: Path) -> list[int | None]:
+    """Per row group of a Parquet dump, its partition when the footer's statistics say it holds one, else None."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    col = meta.schema.names.index("partition")
+    out: list[int | None] = []
+    for i in range(meta.num_row_groups):
+        stats = meta.row_group(i).column(col).statistics
+        same = stats is not None and stats.has_min_max and stats.min == stats.max
+        out.append(int(stats.min) if same else None)  # type: ignore[union-attr]
+    return out
+
+
 def _dataset_meta(directory: Path) -> dict[str, Any]:
     meta = directory / DATASET_FILE
     if not meta.is_file():
@@ -224,15 +261,31 @@ def read_window(spec: SourceSpec, window: Window) -> ActionStateLog:
                           start_offsets={window.partition: window.start}, end_offsets={window.partition: window.end},
                           options=dict(spec.options))
         return build_log(batches, info)
+    if spec.kind == "fluss":
+        if window.start is None or window.end is None or window.partition is None or spec.topic is None:
+            raise SourceError(f"a Fluss window needs a bucket and an offset range, got {window!r}")
+        batch = read_fluss_bucket(spec.bootstrap, spec.topic, window.partition, window.start, window.end,
+                                  config=spec.config, timeout=spec.timeout, connection_factory=spec.connection_factory)
+        info = SourceInfo(kind="fluss", location=spec.location, topic=spec.topic,
+                          start_offsets={window.partition: window.start}, end_offsets={window.partition: window.end},
+                          options=dict(spec.options))
+        return build_log([batch], info)
     if window.path is None:
         raise SourceError(f"a file window needs a path, got {window!r}")
     if window.file_format == "dataset":
         return _read_parts(Path(window.path).parent, [window.partition], keys=None)
-    if window.partition is not None and window.file_format == "parquet":
+    if window.row_group is not None:
+        read = read_parquet_partition(Path(window.path), row_group=window.row_group)
+    elif window.partition is not None and window.file_format == "parquet":
         read = read_parquet_partition(Path(window.path), window.partition)
     else:
         read = read_file(window.path, file_format=window.file_format)
-    return build_log([read.batch], read.source, line_errors=read.line_errors)
+    batch, errors = read.batch, read.line_errors
+    if window.keys is not None:
+        idx = business_key_rows(list(window.keys))(batch)
+        batch = take(batch, idx)
+        errors = {new: errors[old] for new, old in enumerate(idx) if old in errors}
+    return build_log([batch], read.source, line_errors=errors)
 
 
 def _part_name(window: Window) -> str:
@@ -241,7 +294,8 @@ def _part_name(window: Window) -> str:
     import hashlib
 
     stem = os.path.basename(window.path).split(".")[0]  # the same name on a retry: a rerun task replaces its part
-    return f"part-{stem}-{hashlib.sha1(window.path.encode()).hexdigest()[:10]}.parquet"
+    group = "" if window.row_group is None else f"-rg{window.row_group:06d}"
+    return f"part-{stem}-{hashlib.sha1(window.path.encode()).hexdigest()[:10]}{group}.parquet"
 
 
 def write_window(log: ActionStateLog, directory: str | os.PathLike[str], window: Window) -> list[Path]:

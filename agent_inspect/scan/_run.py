@@ -16,7 +16,14 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect.scan._result import _FAILURE_COLUMNS, ScanResult
-from agent_inspect.scan._task import KEY_COLUMNS, RULE_COLUMNS, ScanOptions, scan_fleet, scan_window
+from agent_inspect.scan._task import (
+    KEY_COLUMNS,
+    RULE_COLUMNS,
+    ScanOptions,
+    concat_keys,
+    scan_fleet,
+    scan_window,
+)
 
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
 
@@ -41,17 +48,21 @@ class ScanPlan:
 
 
 def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Mapping[str, Any] | None = None,
-              timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None) -> ScanPlan:
-    """Plan a scan of ``source`` (``kafka://host:port/topic``, a dump file or a directory of dumps).
+              timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
+              connection_factory: Any = None) -> ScanPlan:
+    """Plan a scan of ``source`` (``kafka://host:port/topic``, ``fluss://host:port/db.table``, a dump file or a
+    directory of dumps).
 
     One window per Kafka partition (only the markers' partitions, from their merged offsets, when
-    ``markers`` are given), per partition of a Parquet dump, per JSONL dump, per partition of a scan's
-    output directory. No records are read here.
+    ``markers`` are given), per Fluss bucket, per partition of a Parquet dump (per row group when the file
+    has more row groups than partitions), per JSONL dump, per partition of a scan's output directory. No
+    records are read here. ``connection_factory``: as :func:`agent_inspect.load_fluss` takes it.
     """
     from agent_inspect.log import plan_windows
 
     spec, windows = plan_windows(source, markers=markers, config=config, timeout=timeout,
-                                 allow_data_loss=allow_data_loss, file_format=file_format)
+                                 allow_data_loss=allow_data_loss, file_format=file_format,
+                                 connection_factory=connection_factory)
     merged = None
     if markers is not None:
         from agent_inspect.recovery import normalize_markers
@@ -120,11 +131,13 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
          runtime: str = "auto", client: Any = None, output: str | os.PathLike[str] | None = None, *,
          workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
          allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
-         dashboard: bool = True, on_progress: Any = None, on_start: Any = None) -> ScanResult:
+         dashboard: bool = True, on_progress: Any = None, on_start: Any = None,
+         connection_factory: Any = None) -> ScanResult:
     """Scan a whole action-state topic (or dump) partition-parallel on Dask: what would a restore do to every key?
 
-    - ``source``: ``kafka://host:port/topic``, a dump file, a directory of dumps, a scan's output
-      directory, or a :class:`ScanPlan` from :func:`plan_scan`.
+    - ``source``: ``kafka://host:port/topic``, ``fluss://host:port/db.table`` (one task per bucket), a dump
+      file (a big Parquet file: one task per row group), a directory of dumps, a scan's output directory,
+      or a :class:`ScanPlan` from :func:`plan_scan`.
     - ``markers``: recovery markers (as ``ai.load``/``ai.reconstruct`` take them); None = every record
       read is the rebuild window.
     - ``rules``: rule names (or rule objects) to predict under; columns are prefixed by their names.
@@ -141,6 +154,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
     - ``progress``: a tqdm bar of windows done and records read; ``on_progress(done, total, records)``
       is called after each window, ``on_start(dashboard_link_or_None)`` once the cluster is up.
     - ``dashboard``: serve Dask's dashboard for a LocalCluster (on a free port; the link is in ``.dashboard``).
+    - ``connection_factory``: Fluss only, replaces ``fluss.FlussConnection.create`` as in
+      :func:`agent_inspect.load_fluss`; it is pickled to the workers.
     """
     if runtime not in RUNTIMES:
         raise InspectError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
@@ -154,7 +169,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
         if isinstance(r, str):
             resolve_rule(r)  # an unknown name fails here, not in every task
     plan = source if isinstance(source, ScanPlan) else plan_scan(
-        source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format)
+        source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
+        connection_factory=connection_factory)
     merged = plan.markers if isinstance(source, ScanPlan) and markers is None else (
         normalize_markers(markers) if markers is not None else None)
     out_dir = None if output is None else os.path.abspath(os.fspath(output))
@@ -169,6 +185,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
         if on_start is not None:
             on_start(link)
         done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
+        done = _rejoin_split_keys(dask_client, plan, options, done, failed, retries=retries)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
     result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
     if fleet is not None:
@@ -225,6 +242,54 @@ def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, pro
     return done, failed
 
 
+def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: list[Any],
+                       failed: list[dict[str, Any]], *, retries: int) -> list[Any]:
+    """Keys whose records straddle row groups of one Parquet file were analysed in pieces: analyse each such
+    key again from all its records (one task per file reading only those keys) and keep that row instead."""
+    from collections import Counter, defaultdict
+    from dataclasses import replace
+
+    from agent_inspect.log import Window
+
+    by_path: dict[str, list[int]] = defaultdict(list)
+    for i, res in enumerate(done):
+        if res.partition.get("row_group") is not None:
+            by_path[str(res.partition["path"])].append(i)
+    split: dict[str, list[str]] = {}
+    for path, idx in by_path.items():
+        seen = Counter(k for i in idx for k in done[i].keys["business_key"].astype(str))
+        keys = sorted(k for k, c in seen.items() if c > 1)
+        if keys:
+            split[path] = keys
+    if not split:
+        return done
+    again = replace(options, output=None)  # the records were written by the row-group tasks
+    token = uuid.uuid4().hex[:8]
+    futures = {client.submit(scan_window, plan.spec, Window(None, path=path, file_format="parquet", keys=tuple(keys)),
+                             again, key=f"agent-inspect-scan-rejoin-{token}-{n}", retries=retries, pure=False): path
+               for n, (path, keys) in enumerate(sorted(split.items()))}
+    out = list(done)
+    try:
+        for fut, path in futures.items():
+            try:
+                whole = fut.result()
+            except Exception as exc:  # noqa: BLE001 - reported like a failed window; the pieces stay
+                failed.append({**_failure(Window(None, path=path, file_format="parquet"), exc),
+                               "window": f"{os.path.basename(path)}#rejoin"})
+                continue
+            drop = set(split[path])
+            idx = by_path[path]
+            for i in idx:
+                keys = out[i].keys
+                out[i] = replace(out[i], keys=keys[~keys["business_key"].astype(str).isin(drop)].reset_index(drop=True))
+            first = idx[0]
+            out[first] = replace(out[first], keys=concat_keys([out[first].keys, whole.keys]))
+    except BaseException:
+        client.cancel(list(futures), force=True)
+        raise
+    return out
+
+
 def _fleet_wide(client: Any, plan: ScanPlan, options: ScanOptions, done: list[Any], failed: list[dict[str, Any]], *,
                 retries: int) -> pd.DataFrame | None:
     """Rules whose analysis spans partitions (snapshot Kafka K1, original rule) run once more, as one task
@@ -261,13 +326,31 @@ def _failure(window: Any, exc: BaseException | None) -> dict[str, Any]:
             "end": window.end, "reason": reason}
 
 
+def _in_key_order(keys: pd.DataFrame) -> bool:
+    """True when ``keys`` is sorted by (partition, business_key) already."""
+    if len(keys) < 2:
+        return True
+    import numpy as np
+
+    part = keys["partition"].astype("Float64").fillna(np.inf).to_numpy(dtype="float64")
+    names = keys["business_key"].astype(str).reset_index(drop=True)
+    same = part[1:] == part[:-1]
+    rising = (names.iloc[1:].reset_index(drop=True) > names.iloc[:-1]).to_numpy(dtype=bool)
+    return bool((part[1:] >= part[:-1]).all() and rising[same].all())
+
+
 def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rules: tuple[str, ...],
               markers: Mapping[int, int] | None, runtime: str, output: str | None, link: str | None,
               seconds: float) -> ScanResult:
     cols = KEY_COLUMNS + [f"{r}_{c}" for r in rules for c in RULE_COLUMNS]
-    frames = [r.keys for r in done if len(r.keys)]
-    keys = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
-    keys = keys.sort_values(["partition", "business_key"], kind="stable").reset_index(drop=True)
+    # windows in partition order, each frame sorted by key: the concatenation is usually in order already,
+    # and then it is not copied again by a sort (the client holds one compact row per key, nothing more)
+    ordered = sorted(done, key=lambda r: (r.partition["partition"] is None, r.partition["partition"] or 0,
+                                          str(r.partition["window"])))
+    frames = [r.keys for r in ordered if len(r.keys)]
+    keys = concat_keys(frames) if frames else pd.DataFrame(columns=cols)
+    if not _in_key_order(keys):
+        keys = keys.sort_values(["partition", "business_key"], kind="stable").reset_index(drop=True)
     dup = keys["business_key"].duplicated(keep=False)
     if dup.any():
         warnings.warn(f"{int(dup.sum())} rows of {keys.loc[dup, 'business_key'].nunique()} business keys come from "

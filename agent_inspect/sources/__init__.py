@@ -13,7 +13,7 @@ from __future__ import annotations
 from agent_inspect._deprecated import moved
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
-from agent_inspect.sources._fluss import ConnectionFactory, read_fluss
+from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
 from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
@@ -27,7 +27,8 @@ __all__ = [
     # raw columns
     "RawBatch", "SourceInfo",
     # readers
-    "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "ConnectionFactory", "ReadPlan",
+    "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "plan_fluss", "read_fluss_bucket", "ConnectionFactory",
+    "ReadPlan",
     "read_parquet_partition", "business_key_rows", "candidate_partitions", "take", "merge_markers", "progress_bar",
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",

@@ -19,7 +19,7 @@ from agent_inspect.sources._keys import business_key_filter
 from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
 
-__all__ = ["ConnectionFactory", "read_fluss"]
+__all__ = ["ConnectionFactory", "read_fluss", "plan_fluss", "read_fluss_bucket"]
 
 ConnectionFactory = Callable[[dict[str, str]], Awaitable[Any]]
 """Builds a connection from pyfluss config properties, like ``fluss.FlussConnection.create(fluss.Config(p))``."""
@@ -39,13 +39,8 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
     """Read ``db.table`` per bucket from its start (marker, offset or earliest) to the latest offset taken first."""
     if markers is not None and start_offsets is not None:
         raise SourceError("pass either markers or start_offsets, not both")
-    db, dot, name = table.partition(".")
-    if not dot or not db or not name:
-        raise SourceError(f"Fluss table {table!r} must be written 'database.table'")
-    props = {str(k): str(v) for k, v in (config or {}).items()}
-    if bootstrap:
-        props["bootstrap.servers"] = bootstrap
-    props.setdefault("bootstrap.servers", "localhost:9123")
+    db, name = _split_table(table)
+    props = _props(bootstrap, config)
     fluss = _client()
     factory = connection_factory or _default_factory(fluss)
     keys = list(business_keys) if business_keys is not None else None
@@ -55,6 +50,91 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
                            keys=keys, progress=progress, timeout=timeout, allow_data_loss=allow_data_loss)
 
     return _run(main)
+
+
+def plan_fluss(bootstrap: str | None, table: str, *, markers: Any = None, config: Mapping[str, Any] | None = None,
+               timeout: float = 10.0, allow_data_loss: bool = False,
+               connection_factory: ConnectionFactory | None = None) -> SourceInfo:
+    """The buckets of ``db.table`` and the offsets a read would take (marker or earliest, to latest); no records.
+
+    Each bucket's ``[start_offsets[b], end_offsets[b])`` can then be read on its own with
+    :func:`read_fluss_bucket` (one task per bucket of a fleet scan).
+    """
+    db, name = _split_table(table)
+    props = _props(bootstrap, config)
+    fluss = _client()
+    factory = connection_factory or _default_factory(fluss)
+    merged = merge_markers(markers) if markers is not None else None
+
+    async def main() -> SourceInfo:
+        where = props["bootstrap.servers"]
+        conn = await _call(factory(props), timeout=timeout, what="connecting", where=where)
+        try:
+            path, tbl, buckets = await _open_table(fluss, conn, db, name, timeout=timeout, where=where)
+            del tbl
+            earliest, latest = await _offsets(fluss, conn, path, buckets, timeout=timeout, where=where)
+        finally:
+            await _close(conn, timeout)
+        plan = plan_reads(partitions=buckets, earliest=earliest, latest=latest, markers=merged,
+                          require_same_set=True, allow_data_loss=allow_data_loss, what="bucket",
+                          where=f"table {db}.{name}")
+        options = read_options(plan, markers=merged, start_offsets=None, business_keys=None, config=_public(props))
+        return SourceInfo(kind="fluss", location=f"fluss://{where}/{db}.{name}", topic=f"{db}.{name}",
+                          start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
+
+    return _run(main)
+
+
+def read_fluss_bucket(bootstrap: str | None, table: str, bucket: int, start: int, end: int, *,
+                      config: Mapping[str, Any] | None = None, timeout: float = 10.0,
+                      connection_factory: ConnectionFactory | None = None) -> RawBatch:
+    """Read offsets ``[start, end)`` of one bucket of ``db.table`` (a window planned by :func:`plan_fluss`)."""
+    db, name = _split_table(table)
+    props = _props(bootstrap, config)
+    fluss = _client()
+    factory = connection_factory or _default_factory(fluss)
+
+    async def main() -> RawBatch:
+        where = props["bootstrap.servers"]
+        out = {bucket: RawBatch(agent_key=[])}
+        if start >= end:
+            return out[bucket]
+        conn = await _call(factory(props), timeout=timeout, what="connecting", where=where)
+        try:
+            _path, tbl, buckets = await _open_table(fluss, conn, db, name, timeout=timeout, where=where)
+            if bucket not in buckets:
+                raise SourceError(f"table {db}.{name} has no bucket {bucket} (buckets 0-{len(buckets) - 1}); "
+                                  f"was it recreated since the scan was planned?")
+            scanner = await _call(tbl.new_scan().create_log_scanner(), timeout=timeout,
+                                  what="creating a log scanner", where=where)
+            scanner.subscribe_buckets({bucket: start})
+            await _drain(scanner, out, {bucket: end}, {bucket}, timeout=timeout, where=where,
+                         desc=f"fluss {db}.{name}#{bucket}", total=end - start, progress=False)
+        finally:
+            await _close(conn, timeout)
+        return out[bucket]
+
+    return _run(main)
+
+
+def _split_table(table: str) -> tuple[str, str]:
+    db, dot, name = table.partition(".")
+    if not dot or not db or not name:
+        raise SourceError(f"Fluss table {table!r} must be written 'database.table'")
+    return db, name
+
+
+def _props(bootstrap: str | None, config: Mapping[str, Any] | None) -> dict[str, str]:
+    props = {str(k): str(v) for k, v in (config or {}).items()}
+    if bootstrap:
+        props["bootstrap.servers"] = bootstrap
+    props.setdefault("bootstrap.servers", "localhost:9123")
+    return props
+
+
+def _public(props: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in props.items()
+            if k != "bootstrap.servers" and not any(h in k.lower() for h in _SECRET_HINTS)}
 
 
 def _client() -> Any:
@@ -114,30 +194,49 @@ async def _call(awaitable: Awaitable[_T], *, timeout: float, what: str, where: s
         raise SourceError(f"Fluss failed while {what}: {_message(exc)}") from None
 
 
+async def _open_table(fluss: Any, conn: Any, db: str, name: str, *, timeout: float,
+                      where: str) -> tuple[Any, Any, list[int]]:
+    """The table's path, handle and buckets, after checking it is an unpartitioned action-state log table."""
+    path = fluss.TablePath(db, name)
+    table = await _call(conn.get_table(path), timeout=timeout, what=f"opening table {db}.{name}", where=where)
+    info = table.get_table_info()
+    if table.has_primary_key():
+        raise SourceError(f"{db}.{name} is a primary-key table; the action-state store writes a log table")
+    if getattr(info, "get_partition_keys", list)():
+        raise SourceError(f"{db}.{name} is a partitioned table; the action-state store writes an "
+                          f"unpartitioned log table")
+    columns = set(table.arrow_schema.names)
+    if not {"state_key", "state_payload"} <= columns:
+        raise SourceError(f"{db}.{name} has columns {sorted(columns)}, not state_key/state_payload; "
+                          f"is this an action-state table?")
+    return path, table, list(range(info.num_buckets))
+
+
+async def _offsets(fluss: Any, conn: Any, path: Any, buckets: list[int], *, timeout: float,
+                   where: str) -> tuple[Mapping[int, int], Mapping[int, int]]:
+    admin = conn.get_admin()
+    earliest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.earliest()),
+                           timeout=timeout, what="listing earliest offsets", where=where)
+    latest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.latest()),
+                         timeout=timeout, what="listing latest offsets", where=where)
+    return earliest, latest
+
+
+async def _close(conn: Any, timeout: float) -> None:
+    try:
+        await asyncio.wait_for(conn.close(), timeout)
+    except Exception:  # noqa: BLE001,S110 - closing a broken connection must not hide the real error
+        pass
+
+
 async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], db: str, name: str, *,
                 markers: Any, start_offsets: Mapping[int, int] | None, keys: list[str] | None,
                 progress: bool, timeout: float, allow_data_loss: bool) -> tuple[RawBatch, SourceInfo]:
     where = props["bootstrap.servers"]
     conn = await _call(factory(props), timeout=timeout, what="connecting", where=where)
     try:
-        path = fluss.TablePath(db, name)
-        table = await _call(conn.get_table(path), timeout=timeout, what=f"opening table {db}.{name}", where=where)
-        info = table.get_table_info()
-        if table.has_primary_key():
-            raise SourceError(f"{db}.{name} is a primary-key table; the action-state store writes a log table")
-        if getattr(info, "get_partition_keys", list)():
-            raise SourceError(f"{db}.{name} is a partitioned table; the action-state store writes an "
-                              f"unpartitioned log table")
-        columns = set(table.arrow_schema.names)
-        if not {"state_key", "state_payload"} <= columns:
-            raise SourceError(f"{db}.{name} has columns {sorted(columns)}, not state_key/state_payload; "
-                              f"is this an action-state table?")
-        buckets = list(range(info.num_buckets))
-        admin = conn.get_admin()
-        earliest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.earliest()),
-                               timeout=timeout, what="listing earliest offsets", where=where)
-        latest = await _call(admin.list_offsets(path, bucket_ids=buckets, offset_spec=fluss.OffsetSpec.latest()),
-                             timeout=timeout, what="listing latest offsets", where=where)
+        path, table, buckets = await _open_table(fluss, conn, db, name, timeout=timeout, where=where)
+        earliest, latest = await _offsets(fluss, conn, path, buckets, timeout=timeout, where=where)
         merged = merge_markers(markers) if markers is not None else None
         starts = merge_markers(start_offsets) if start_offsets is not None else None
         plan = plan_reads(partitions=buckets, earliest=earliest, latest=latest, markers=merged,
@@ -152,16 +251,11 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
             await _drain(scanner, by_bucket, plan.end, remaining, timeout=timeout, where=where,
                          desc=f"fluss {db}.{name}", total=plan.total, progress=progress)
     finally:
-        try:
-            await asyncio.wait_for(conn.close(), timeout)
-        except Exception:  # noqa: BLE001,S110 - closing a broken connection must not hide the real error
-            pass
+        await _close(conn, timeout)
     batch = _in_bucket_order(by_bucket)
     if keys is not None:
         batch = business_key_filter(keys)(batch)
-    public = {k: v for k, v in props.items()
-              if k != "bootstrap.servers" and not any(h in k.lower() for h in _SECRET_HINTS)}
-    options = read_options(plan, markers=merged, start_offsets=starts, business_keys=keys, config=public)
+    options = read_options(plan, markers=merged, start_offsets=starts, business_keys=keys, config=_public(props))
     source = SourceInfo(kind="fluss", location=f"fluss://{where}/{db}.{name}", topic=f"{db}.{name}",
                         start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     return batch, source

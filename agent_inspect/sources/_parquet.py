@@ -78,12 +78,19 @@ def write_parquet(log: Any, path: str | os.PathLike[str]) -> Path:
         pq.write_table(table, tmp, compression="zstd")
     return out
 
-def _read_parquet(path: Path, *, partition: int | None = None) -> FileRead:
+def _read_parquet(path: Path, *, partition: int | None = None, row_group: int | None = None) -> FileRead:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:  # ``partition``: only that partition's rows (a fleet scan's share of the file)
-        table = pq.read_table(path, filters=None if partition is None else [("partition", "=", partition)])
+    base = 0  # rows before the row group read: row numbers of malformed rows stay those of the whole file
+    try:  # ``partition`` / ``row_group``: only those rows (a fleet scan's share of the file)
+        if row_group is not None:
+            pf = pq.ParquetFile(path)
+            base = sum(pf.metadata.row_group(i).num_rows for i in range(row_group))
+            table = pf.read_row_group(row_group)
+            table = table.replace_schema_metadata(pf.schema_arrow.metadata)
+        else:
+            table = pq.read_table(path, filters=None if partition is None else [("partition", "=", partition)])
     except (pa.ArrowException, OSError) as exc:
         raise SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
                           f"re-export it with ActionStateLog.to_parquet") from None
@@ -93,7 +100,7 @@ def _read_parquet(path: Path, *, partition: int | None = None) -> FileRead:
                           f"agent_inspect (use ActionStateLog.to_parquet)")
     cols = {f.name: _parquet_column(table, f.name, f.type, path) for f in _schema() if f.name in table.column_names}
     part, off = cols["partition"], cols["offset"]
-    errors = _parquet_positions(part, off, cols.get("malformed"))
+    errors = _parquet_positions(part, off, cols.get("malformed"), base=base)
     agent = cols.get("agent_key")
     batch = RawBatch(partition=part.to_pylist(), offset=off.to_pylist(), timestamp_ms=cols["timestamp_ms"].to_pylist(),
                      key=cols["key"].to_pylist(), value=cols["value"].to_pylist(),
@@ -104,7 +111,7 @@ def _read_parquet(path: Path, *, partition: int | None = None) -> FileRead:
         kept = (malformed is not None and malformed[i].is_valid and p is not None and o is not None
                 and NO_PARTITION <= p < _PARTITION_END and o >= 0)  # an exported error row keeps its place
         if not kept:  # like a malformed line of a positioned file: a partition of its own, the row number
-            batch.partition[i], batch.offset[i] = NO_PARTITION, i + 1
+            batch.partition[i], batch.offset[i] = NO_PARTITION, base + i + 1
     meta = (table.schema.metadata or {}).get(SOURCE_METADATA_KEY)
     origin: dict[str, Any] = {}
     if meta is not None:
@@ -146,8 +153,9 @@ def _parquet_column(table: Any, name: str, target: Any, path: Path) -> Any:
         raise SourceError(f"column {name!r} of {str(path)!r} is {t}, which does not convert to {target} without "
                           f"loss; re-export the file with ActionStateLog.to_parquet") from None
 
-def _parquet_positions(part: Any, off: Any, malformed: Any) -> dict[int, str]:
-    """Row index -> reason for rows with a null or out-of-range position, and for exported error rows."""
+def _parquet_positions(part: Any, off: Any, malformed: Any, *, base: int = 0) -> dict[int, str]:
+    """Row index -> reason for rows with a null or out-of-range position, and for exported error rows
+    (``base``: rows of the file before these, for the row numbers in the reasons)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -169,10 +177,10 @@ def _parquet_positions(part: Any, off: Any, malformed: Any) -> dict[int, str]:
                 _check_position(p, o, None, "timestamp_ms")
             except ValueError as exc:
                 problem = str(exc)
-        errors[i] = f"row {i + 1}: {problem}"
+        errors[i] = f"row {base + i + 1}: {problem}"
     return errors
 
 
-def read_parquet_partition(path: Path, partition: int) -> FileRead:
-    """One partition's rows of a Parquet dump (a fleet scan's share of a multi-partition file)."""
-    return _read_parquet(path, partition=partition)
+def read_parquet_partition(path: Path, partition: int | None = None, *, row_group: int | None = None) -> FileRead:
+    """One partition's rows, or one row group, of a Parquet dump (a fleet scan's share of a big file)."""
+    return _read_parquet(path, partition=partition, row_group=row_group)

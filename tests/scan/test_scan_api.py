@@ -11,6 +11,7 @@ import pytest
 import agent_inspect as ai
 import agent_inspect.scan as scan_pkg
 from agent_inspect.rules import FixedRule
+from tests.sources._fake_fluss import Behaviour, factory
 
 
 def test_public_names() -> None:
@@ -56,8 +57,8 @@ def test_bad_arguments_fail_before_any_task() -> None:
         ai.scan(path, rules=("fixed", "fixed"))
     with pytest.raises(ai.InspectError):
         ai.scan(path, rules=("no-such-rule",))
-    with pytest.raises(ai.SourceError, match="export it"):
-        ai.scan("fluss://localhost:9123/db.t")
+    with pytest.raises(ai.BrokerUnreachable, match="unreachable while connecting"):
+        ai.scan("fluss://localhost:9123/db.t", connection_factory=factory({}, Behaviour(refuse=True)))
     with pytest.raises(ai.SourceError, match="no Dask scheduler answered"):
         ai.scan(path, client="tcp://127.0.0.1:9")
 
