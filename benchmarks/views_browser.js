@@ -59,6 +59,8 @@
   const bench = {
     result: null,
     state: index => state(outputRoot(index)),
+    drawn: (root, need) => drawn(root, need),  // the rules above, on any element (tests hold them)
+    value: root => valueOf(root),
 
     // Append a code cell with `code`, make it the only selected cell; returns its index.
     addCell(code) {

@@ -111,6 +111,11 @@ class Notebook:
         found = re.search(r"__BENCH__ (\{.*\})", out["text"])
         return json.loads(found.group(1)) if found else {"index": index}
 
+    def kernel_cpu(self) -> float:
+        """The kernel's CPU seconds so far (``time.process_time``: all its threads), read by a small cell."""
+        return float(self.setup("import time as _bench_time\n"
+                                "print('__BENCH__ {\"cpu\": %.6f}' % _bench_time.process_time())")["cpu"])
+
     def timed_cell(self, code: str, *, items: int, rows: bool) -> tuple[dict[str, Any], int]:
         """Run ``code`` in a new cell; time from sending it to its output drawn (``items``, ``rows``)."""
         index = self.page.evaluate("(code) => window.__aiBench.addCell(code)", code)
@@ -155,6 +160,7 @@ def _figure(name: str, result: dict[str, Any], timeout: float, **extra: Any) -> 
         out["kernel_s"] = round(result["kernel_ms"] / 1000, 3)
     if timed_out:
         out["timed_out"] = True
+        print(f"{name}: gave up; what the DOM showed: {result.get('state', 'the page did not answer')}", flush=True)
     out.update(extra)
     print(f"{name}: {'>= ' if timed_out else ''}{seconds:.3f} s (target {target} s) {extra or ''}", flush=True)
     return out
@@ -166,9 +172,11 @@ def measure_scratch(browser: Any, lab: Lab, args: argparse.Namespace, wanted: se
     nb = Notebook(browser, lab, "bench.ipynb", timeout=args.timeout)
     try:
         if "first_widget" in wanted:
+            cpu = nb.kernel_cpu()  # imports nothing of ours: the kernel stays fresh for the next cell
             r, _ = nb.timed_cell('import agent_inspect as ai\nai.inspect(ai.load(ai.samples.path("production")))',
                                  items=1, rows=True)
-            results.append(_figure("first_widget", r, args.timeout, sample="production"))
+            results.append(_figure("first_widget", r, args.timeout, sample="production",
+                                   kernel_cpu_s=round(nb.kernel_cpu() - cpu, 3)))
         nb.setup(f"import json, sys\nimport agent_inspect as ai\nsys.path.insert(0, {str(BENCH)!r})\n"
                  "from views import build_log")
         if wanted & {"timeline_100k", "click_to_value"}:
@@ -177,21 +185,27 @@ def measure_scratch(browser: Any, lab: Lab, args: argparse.Namespace, wanted: se
                             'key_result = ai.reconstruct(key_log, rule="fixed")\n'
                             'print("__BENCH__", json.dumps({"records": len(key_log.records)}))')
             n = info["records"]
+            cpu = nb.kernel_cpu()
             r, index = nb.timed_cell('ai.widgets.KeyTimeline(key_result, "user-0")', items=n, rows=False)
+            cpu = nb.kernel_cpu() - cpu
             if "timeline_100k" in wanted:
-                results.append(_figure("timeline_100k", r, args.timeout, records=n))
+                results.append(_figure("timeline_100k", r, args.timeout, records=n, kernel_cpu_s=round(cpu, 3)))
             if "click_to_value" in wanted and not r.get("timeout"):
                 point = nb.page.evaluate("(i) => window.__aiBench.pointIn(i)", index)
                 if point is None:
                     raise RuntimeError("no clickable point on the timeline (plotly or [data-ai-point])")
-                results.append(_figure("click_to_value", nb.timed_click(index, point, kind="value"), args.timeout,
-                                       records=n))
+                cpu = nb.kernel_cpu()
+                r = nb.timed_click(index, point, kind="value")
+                results.append(_figure("click_to_value", r, args.timeout, records=n,
+                                       kernel_cpu_s=round(nb.kernel_cpu() - cpu, 3)))
             nb.setup("del key_log, key_result")
         if "inspect_1m" in wanted:
             info = nb.setup(f"big = build_log(max(1, {args.log_records} // 400), 100)\n"
                             'print("__BENCH__", json.dumps({"records": len(big.records)}))')
+            cpu = nb.kernel_cpu()
             r, _ = nb.timed_cell("ai.inspect(big)", items=1, rows=True)
-            results.append(_figure("inspect_1m", r, args.timeout, records=info["records"]))
+            results.append(_figure("inspect_1m", r, args.timeout, records=info["records"],
+                                   kernel_cpu_s=round(nb.kernel_cpu() - cpu, 3)))
             nb.setup("del big")
         if "stepper_3k_run_to_end" in wanted:
             results.append(_stepper(nb, args))
@@ -213,8 +227,12 @@ def _stepper(nb: Notebook, args: argparse.Namespace) -> dict[str, Any]:
     index = nb.setup("ai.inspect(executor())")["index"]
     nb.page.wait_for_function("(i) => window.__aiBench.buttonIn(i, '^Run') !== null", arg=index)
     button = nb.page.evaluate("(i) => window.__aiBench.buttonIn(i, '^Run')", index)
+    cpu = nb.kernel_cpu()
     r = nb.timed_click(index, button, kind="drawn", items=steps)
-    return _figure("stepper_3k_run_to_end", r, args.timeout, steps=steps, sample=name)
+    extra: dict[str, Any] = {"steps": steps, "sample": name}
+    if not r.get("frozen"):
+        extra["kernel_cpu_s"] = round(nb.kernel_cpu() - cpu, 3)
+    return _figure("stepper_3k_run_to_end", r, args.timeout, **extra)
 
 
 _PLOTS_DRAWN = ("() => [...document.querySelectorAll('.jp-Notebook .js-plotly-plot')].every(gd => "
