@@ -190,7 +190,7 @@ def v4_analysis() -> dict[str, Any]:
     log = load(samples.path(_V4_SAMPLE))
     markers = samples.markers(_V4_SAMPLE)
     info = json.loads(samples.path(_V4_SAMPLE, "markers").read_text(encoding="utf-8"))
-    summary = _plain(log.summary())
+    summary = jsonable(log.summary())
     statuses = reconstruct(log, rule="original", markers=markers).records["status"].astype("string").value_counts()
     pred = predict(log, _restore_plan(info["restore"]), rule="original", markers=markers)
     tasks = [{"action": str(t.action), "outcome": str(t.outcome)} for t in pred.tasks.itertuples()]
