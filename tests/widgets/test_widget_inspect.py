@@ -12,7 +12,7 @@ def test_public_names():
     assert sorted(widgets.__all__) == sorted([
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
         "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
-        "ExplainView", "FleetScanView"])
+        "ExplainView", "FleetScanView", "DataGrid"])
     assert ai.inspect is widgets.inspect
 
 
