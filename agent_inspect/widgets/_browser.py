@@ -150,7 +150,8 @@ class LogBrowser(w.VBox):
             self.notice.value = message_html(str(exc), level="warning")
             return
         self.grid.empty_text = self._empty_text()
-        self.notice.value = "" if len(self.filtered) else message_html(self.grid.empty_text)
+        shown = len(self._frame) if self._rows is None else len(self._rows)  # not len(self.filtered): no copy
+        self.notice.value = "" if shown else message_html(self.grid.empty_text)
         self._draw_counts()
         self.grid.scroll_to(0)
         self.grid.set_rows(self._rows)

@@ -53,7 +53,7 @@ class DivergenceView(w.VBox):
         self.removals = w.HTML()
         self.removals.add_class("ai-removals")
         self.table = DataGrid(self.divergences, columns=[c for c in _TABLE_COLUMNS if c in self.divergences.columns],
-                              height=min(240, 48 + 24 * max(1, len(self.divergences))),
+                              height=240,
                               empty_text="no divergence: this recovery evicted or invalidated nothing")
         self.table.add_class("ai-divergence-table")
         self.table.on_select(lambda _label, _row: self.show(self.table.selected))

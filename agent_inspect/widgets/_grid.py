@@ -151,7 +151,7 @@ class DataGrid(anywidget.AnyWidget):
     selected = t.Int(-1).tag(sync=True)                     # position (iloc) in the frame, -1 for none
     empty_text = t.Unicode("no row")                        # shown when there is no row and no column filter
     message = t.Unicode("").tag(sync=True)                  # shown instead of rows when none is left
-    height = t.Int(360).tag(sync=True)
+    height = t.Int(360).tag(sync=True)                      # the most pixels the rows take; fewer rows take less
     error = t.Unicode("").tag(sync=True)
 
     def __init__(self, frame: pd.DataFrame, *, columns: Sequence[str] | None = None, height: int = 360,

@@ -54,9 +54,9 @@ class PredictionView(w.VBox):
         self.key_filter = w.Dropdown(description="Key", options=["(any)", *keys], layout=w.Layout(width="360px"))
         self.key_filter.observe(lambda _: self._show_tasks(), names="value")
         self.table = DataGrid(self.tasks, columns=[c for c in _TASK_COLUMNS if c in self.tasks.columns] or None,
-                              height=min(360, 48 + 24 * max(1, len(self.tasks))), empty_text="no task")
+                              height=360, empty_text="no task")
         self.table.add_class("ai-prediction-tasks")
-        self.ledger_table = DataGrid(self.ledger, height=min(240, 48 + 24 * max(1, len(self.ledger))),
+        self.ledger_table = DataGrid(self.ledger, height=240,
                                      empty_text="the ledger is empty: nothing runs again")
         self.ledger_table.add_class("ai-ledger-table")
         self._draw_outcomes()

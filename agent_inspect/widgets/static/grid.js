@@ -125,7 +125,7 @@ export default {
       model.save_changes();
     }
 
-    scroller.style.height = `${model.get("height")}px`;
+    scroller.style.maxHeight = `${model.get("height")}px`;  // shorter when the rows are fewer
     scroller.addEventListener("scroll", () => {
       // keep the header aligned with horizontally scrolled rows
       head.style.transform = filters.style.transform = `translateX(${-scroller.scrollLeft}px)`;
