@@ -42,6 +42,7 @@ async (src) => {
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--key-records", type=int, default=20_000)
+    parser.add_argument("--page-size", type=int, default=100, help="lines per page")
     args = parser.parse_args(argv)
     rounds = max(2, args.key_records // 4 * 2 // 3)
     setup = (f"import sys; sys.path.insert(0, {str(REPO / 'benchmarks')!r})\n"
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                                 if m["name"] == "TaskDuration")
 
                 b0 = busy()
-                page.evaluate(_RUN_NEW_CELL, "ai.inspect(result, business_key='user-0')")
+                page.evaluate(_RUN_NEW_CELL, f"ai.inspect(result, business_key='user-0', page_size={args.page_size})")
                 page.wait_for_function("() => document.querySelectorAll('.ai-history .ai-h-item').length > 0")
                 results.append(("history_20k_drawn", page.evaluate("() => (performance.now() - window.__t0) / 1000"), 1.0))
                 main_thread.append(("history_20k_drawn", busy() - b0))

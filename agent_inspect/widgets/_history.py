@@ -23,7 +23,7 @@ from agent_inspect.widgets._common import decoded_value, first_column, log_of, p
 
 __all__ = ["KeyHistory", "reopen_snippet"]
 
-PAGE_SIZE = 200
+PAGE_SIZE = 100
 _STATIC = Path(__file__).parent / "static"
 
 

@@ -60,7 +60,7 @@ function render({ model, el }) {
   const notice = node("div", "ai-h-notice");
   bar.append(search, firstDiv, nextRerun, prev, pageInfo, next);
   const cols = node("div", "ai-h-line ai-h-cols");
-  for (const c of ["time", "duration", "seq", "attempt", "action", "triggered by", "records", "status", "outcome", ""]) {
+  for (const c of ["time (UTC)", "duration", "seq", "attempt", "action", "triggered by", "records", "status", "outcome", ""]) {
     cols.appendChild(node("span", null, c));
   }
   const list = node("div", "ai-h-list");
