@@ -70,7 +70,7 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
         "(n) => +document.querySelector(\".ai-stepper .ai-counter[data-name='steps'] b\").textContent < n",
         arg=total_steps)
     assert 0 < _counter(stepper, "tasks") < total_tasks
-    assert "key user-0001" in stepper.locator(".ai-store caption").inner_text()
+    stepper.locator(".ai-store caption", has_text="key user-0001").wait_for()   # each widget syncs on its own
     stepper.screenshot(path=str(artifacts / "words-stepper-key.png"))
     select.select_option(index=0)                                       # back to all keys
     page.wait_for_function(
