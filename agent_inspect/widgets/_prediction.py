@@ -103,6 +103,7 @@ class PredictionView(w.VBox):
             tasks = tasks[tasks["key"].astype(str) == self.key_filter.value]
         cols = [c for c in _TASK_COLUMNS if c in tasks.columns] or list(tasks.columns)
         caption = "tasks, re-runs and evictions first (first column: dispatch order)"
+        tasks = tasks_by_impact(tasks[list(dict.fromkeys([*cols, *(c for c in ("removed",) if c in tasks.columns)]))])
         self.table.value = (f'<div class="ai-scroll-tall">'
-                            f'{frame_html(tasks_by_impact(tasks)[cols], max_rows=self.max_rows, caption=caption)}'
+                            f'{frame_html(tasks[cols], max_rows=self.max_rows, caption=caption)}'
                             "</div>") if len(tasks) else message_html("no task")

@@ -65,6 +65,7 @@ def test_tasks_by_impact_puts_reruns_and_evictions_first(production) -> None:
     # the evicting REUSE rows come before the quiet ones, all of them within the first 50 of 640 a report shows
     first = ordered.head(int((tasks["outcome"] != "REUSE").sum() + (tasks["removed"] > 0).sum()))
     assert (first["outcome"] != "REUSE").sum() + (first["removed"] > 0).sum() == len(first)
+    assert list(tasks_by_impact(tasks, 12).index) == list(ordered.index[:12])
     key_slice = tasks[tasks["key"] == tasks["key"].iloc[0]]
     assert tasks_by_impact(key_slice)["outcome"].iloc[0] != "REUSE"
 
