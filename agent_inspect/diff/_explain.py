@@ -194,7 +194,7 @@ def explain(obj: Any, key: Any = None, seq: Any = None, action: Any = None, *, t
             alt = recovery.predict(log, again[0], again[1], **{**again[2], "rule": other})
             alternatives[str(getattr(alt, "rule", other))] = _same_task_outcome(alt.tasks, tasks, i)
     return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
-                       outcome=str(row["outcome"]), reason=str(row["reason"]), state_key=str(row["state_key"]),
+                       outcome=str(row["outcome"]), reason=_reason(row), state_key=str(row["state_key"]),
                        rule=str(pred.rule), steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
                        alternatives=alternatives, task=i)
 
@@ -212,6 +212,15 @@ def _same_task_outcome(other: pd.DataFrame, tasks: pd.DataFrame, i: int) -> str:
 # -- the chain --------------------------------------------------------------------------------------------
 
 
+def _reason(row: pd.Series) -> str:
+    """The task's reason for readers, or the rule's own words where there is none (a REUSE that removed nothing)."""
+    for col in ("reason", "rule_note"):
+        value = row.get(col)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def _label(tasks: pd.DataFrame, j: int) -> str:
     r = tasks.iloc[j]
     return f"{r['key']}:{r['input']}.{r['action']}@{r['seq']}"
@@ -220,11 +229,11 @@ def _label(tasks: pd.DataFrame, j: int) -> str:
 def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> list[ExplainStep]:
     row = tasks.iloc[i]
     outcome, sk = str(row["outcome"]), row["state_key"]
-    steps = [ExplainStep("outcome", f"{_label(tasks, i)}: {outcome}", str(row["reason"]))]
+    steps = [ExplainStep("outcome", f"{_label(tasks, i)}: {outcome}", _reason(row))]
     entry_pos = None if pd.isna(row["entry_pos"]) else int(row["entry_pos"])
     if outcome == "FAIL":
         fail = next((d for d in reversed(pred.divergences) if d.kind in ("restore-failure", "parser-crash")), None)
-        steps.append(ExplainStep("fail", "the lookup fails upstream (the job restarts)", str(row["reason"]),
+        steps.append(ExplainStep("fail", "the lookup fails upstream (the job restarts)", _reason(row),
                                  positions=tuple(fail.positions) if fail else (),
                                  divergence=fail.kind if fail else None))
         return steps

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
@@ -168,13 +169,15 @@ class Prediction(HtmlRepr):
         yield Table(self.ledger_totals(), caption="ledger")
 
 
-def tasks_by_impact(tasks: pd.DataFrame) -> pd.DataFrame:
-    """A tasks frame (``Prediction.tasks``, or a slice of it) ordered by :data:`IMPACT_ORDER`, stable."""
+def tasks_by_impact(tasks: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """A tasks frame (``Prediction.tasks``, or a slice of it) ordered by :data:`IMPACT_ORDER`, stable; only the
+    first ``limit`` rows when given (a view showing 50 rows of a million does not reorder them all)."""
     if tasks.empty or "outcome" not in tasks.columns:
-        return tasks
-    rank = {name: i for i, name in enumerate(IMPACT_ORDER)}
-    outcome = tasks["outcome"].astype(str)
+        return tasks if limit is None else tasks.head(limit)
+    codes = pd.Categorical(tasks["outcome"].astype(str), categories=IMPACT_ORDER).codes.astype(np.int64)
+    codes[codes < 0] = len(IMPACT_ORDER) - 1
     if "removed" in tasks.columns:
-        outcome = outcome.where(~((outcome == "REUSE") & (tasks["removed"].fillna(0) > 0)), "evicted")
-    order = outcome.map(lambda o: rank.get(o, len(IMPACT_ORDER) - 1)).to_numpy()
-    return tasks.iloc[order.argsort(kind="stable")]
+        evicting = (codes == IMPACT_ORDER.index("REUSE")) & (tasks["removed"].fillna(0).to_numpy() > 0)
+        codes[evicting] = IMPACT_ORDER.index("evicted")
+    order = codes.argsort(kind="stable")
+    return tasks.iloc[order if limit is None else order[:limit]]

@@ -226,7 +226,8 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
         body += frame_html(prediction.ledger, max_rows=max_rows, caption="per key")
     cols = [c for c in ("key", "seq", "input", "action", "outcome", "reason") if c in tasks.columns]
     if len(tasks):
-        body += frame_html(tasks_by_impact(tasks)[cols], max_rows=max_rows,
+        impact = [c for c in ("outcome", "removed") if c in tasks.columns]   # sort on few columns: cheap
+        body += frame_html(tasks_by_impact(tasks[list(dict.fromkeys(cols + impact))])[cols], max_rows=max_rows,
                            caption="tasks, re-runs and evictions first (first column: dispatch order)")
     return _Section("ledger", title, body)
 

@@ -65,6 +65,7 @@ def test_tasks_by_impact_puts_reruns_and_evictions_first(production) -> None:
     # the evicting REUSE rows come before the quiet ones, all of them within the first 50 of 640 a report shows
     first = ordered.head(int((tasks["outcome"] != "REUSE").sum() + (tasks["removed"] > 0).sum()))
     assert (first["outcome"] != "REUSE").sum() + (first["removed"] > 0).sum() == len(first)
+    assert list(tasks_by_impact(tasks, 12).index) == list(ordered.index[:12])
     key_slice = tasks[tasks["key"] == tasks["key"].iloc[0]]
     assert tasks_by_impact(key_slice)["outcome"].iloc[0] != "REUSE"
 
@@ -85,3 +86,13 @@ def test_tasks_by_impact_puts_reruns_and_evictions_first(production) -> None:
 ])
 def test_user_reason(outcome: str, note: str, removed: int, gone: str | None, expected: str | None) -> None:
     assert user_reason(outcome, note, removed, gone) == expected
+
+
+def test_explain_of_a_quiet_reuse_gives_the_rules_words_not_none(production) -> None:
+    tasks = production.tasks
+    quiet = tasks[(tasks["outcome"] == "REUSE") & (tasks["removed"] == 0)].iloc[0]
+    log = ai.load(ai.samples.path("production"))
+    e = ai.explain(log, quiet["key"], int(quiet["seq"]), quiet["action"], markers=ai.samples.markers("production"))
+    # explain's own prediction words the rule's decision, whatever its window; never the text "None"
+    assert e.outcome == "REUSE" and e.reason and e.reason not in ("None", "nan") and "record" in e.reason
+    assert e.steps[0].detail == e.reason

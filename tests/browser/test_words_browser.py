@@ -1,0 +1,79 @@
+"""In JupyterLab + chromium, as a person reads them (issue #16 item 7, issue #12 item 7): the stepper's counters
+say what they count and explain themselves on hover, "Show key" narrows the stepper to one key, and the
+views of a log say which runtime wrote it and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+pytestmark = pytest.mark.browser
+
+KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+CELLS = [
+    "import agent_inspect as ai\n"
+    "from agent_inspect.agents import AsRecordedAgent\n"
+    "log = ai.load('sample_logs/production.jsonl')\n"
+    "MARKERS = ai.samples.markers('production')\n"
+    "ai.inspect(log)",
+    "executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), markers=MARKERS)\n"
+    "executor.run()  # to the end in the kernel: drawing 3,000 steps one click at a time is issue #16's freeze\n"
+    "stepper = ai.inspect(executor)\n"
+    "stepper",
+]
+
+
+def _counter(stepper, name: str) -> int:
+    return int(stepper.locator(f".ai-counter[data-name='{name}'] b").inner_text())
+
+
+def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, artifacts: Path) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS], metadata=KERNEL)
+    nbformat.write(nb, lab_root / "words.ipynb")
+    lab_page.open("words.ipynb")
+    lab_page.run_all()
+    page = lab_page.page
+
+    # the log browser says which runtime wrote the log, why, and what the lineage rule pinned
+    runtime = page.locator(".ai-log-browser .ai-runtime").first
+    runtime.wait_for()
+    assert "runtime that wrote the log: 0.4 (inferred: all 1045 record(s) with output events carry lineage" \
+        in runtime.inner_text()
+    assert "0 records pinned by the 0.4 lineage rule" in runtime.inner_text()
+    assert "none of which carries upstreamEventId" in runtime.locator(".ai-lineage-rule").get_attribute("title")
+
+    stepper = page.locator(".ai-stepper").first
+    stepper.scroll_into_view_if_needed()
+    stepper.locator(".ai-stepper-status", has_text="finished").wait_for()
+
+    # every counter: a label in words and a tooltip (the title attribute the browser shows on hover)
+    counters = stepper.locator(".ai-counter")
+    assert counters.count() == 15
+    for i in range(counters.count()):
+        title = counters.nth(i).get_attribute("title")
+        assert title and len(title) > 20, counters.nth(i).inner_text()
+    text = stepper.locator(".ai-counter-row").inner_text()
+    assert "tasks re-run" in text and "durable calls answered from records" in text
+    assert "shadow runs" not in text and "calls stubbed" not in text
+    assert "runtime that wrote the log: 0.4" in stepper.locator(".ai-runtime").inner_text()
+    total_steps, total_tasks = _counter(stepper, "steps"), _counter(stepper, "tasks")
+    assert total_tasks > 600
+
+    # "Show key": the counters, the step and the store narrow to one business key
+    select = stepper.locator(".ai-stepper-key select")
+    options = [o.replace("\xa0", " ") for o in select.locator("option").all_inner_texts()]  # ipywidgets: nbsp
+    assert options[0] == "(all keys)" and "user-0001" in options and len(options) > 30  # keys the replay reached
+    select.select_option("user-0001")
+    page.wait_for_function(
+        "(n) => +document.querySelector(\".ai-stepper .ai-counter[data-name='steps'] b\").textContent < n",
+        arg=total_steps)
+    assert 0 < _counter(stepper, "tasks") < total_tasks
+    stepper.locator(".ai-store caption", has_text="key user-0001").wait_for()   # each widget syncs on its own
+    stepper.screenshot(path=str(artifacts / "words-stepper-key.png"))
+    select.select_option(index=0)                                       # back to all keys
+    page.wait_for_function(
+        "(n) => +document.querySelector(\".ai-stepper .ai-counter[data-name='steps'] b\").textContent === n",
+        arg=total_steps)
+    assert lab_page.dialogs == [] and lab_page.xss_hits() == []
