@@ -5,8 +5,8 @@ and keeps the records of the window: the newest ``last`` records, or those writt
 one, or a sliding ``timedelta`` before now). After each poll that brought records (and at most once per
 ``refresh`` seconds) it decodes the window with the same builder as ``ai.load`` — bad records become
 rows with an ``error`` — and calls each listener with the new :class:`ActionStateLog`. ``pause()`` stops
-polling (the consumer stays open), ``resume()`` goes on where it stopped, ``stop()`` ends the thread and
-closes the follower.
+polling and publishing (the consumer stays open; records a poll under way brought wait), ``resume()``
+goes on where it stopped, ``stop()`` ends the thread and closes the follower.
 """
 
 from __future__ import annotations
@@ -236,7 +236,9 @@ class LiveLog:
                     self._running.wait(0.5)
                     continue
                 self.poll_once()
-                if self._dirty and not self._stop.is_set() and time.monotonic() - last_publish >= self.refresh:
+                # a poll under way when pause() came may still bring records: they wait for resume()
+                if self._dirty and self._running.is_set() and not self._stop.is_set() and \
+                        time.monotonic() - last_publish >= self.refresh:
                     self.publish()
                     last_publish = time.monotonic()
         except BaseException as exc:  # noqa: BLE001 - kept for the view; the thread ends

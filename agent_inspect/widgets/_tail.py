@@ -116,7 +116,8 @@ class LiveDivergences(w.VBox):
         key = self.key if self.key is not None else most_affected_key(result)
         view = DivergenceView(result, key=key)
         self.count = len(view.divergences)
-        self.title.value = (f'<div class="ai-title">{self.count:,} divergences of key <code>{escape(key)}</code> '
+        noun = "divergence" if self.count == 1 else "divergences"
+        self.title.value = (f'<div class="ai-title">{self.count:,} {noun} of key <code>{escape(key)}</code> '
                             f"in the window</div>")
         old, self.view = self.view, view
         self.children = [self.title, view]
@@ -187,9 +188,6 @@ class LiveTail(w.VBox):
         if state == "failed":
             text += f": {escape(live.error)}"
         self.state.value = f'<span class="ai-live-badge ai-live-{state}">{text}</span>'
-        updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
-        self.counter.value = (f'<span class="ai-counter">{len(log):,} records in the window · '
-                              f"{live.count:,} received · last update {updated}</span>")
         self.pause_button.description, self.pause_button.icon = (
             ("Resume", "play") if state == "paused" else ("Pause", "pause"))
         self.pause_button.disabled = self.stop_button.disabled = state in ("stopped", "failed")
@@ -197,3 +195,7 @@ class LiveTail(w.VBox):
             self._shown = log
             for view in self.views:
                 view.show_log(log, self.rule)
+        # after the views: the counter describes what they show
+        updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
+        self.counter.value = (f'<span class="ai-counter">{len(log):,} records in the window · '
+                              f"{live.count:,} received · last update {updated}</span>")

@@ -62,7 +62,7 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     _wait(lambda: _timeline_records(view) == 12)
     assert view.views[0].timeline is not first_timeline  # type: ignore[attr-defined]
     assert view.children[0] is header and list(view.children[1:3]) == view.views  # updated in place
-    assert "divergences of key <code>live-1</code>" in view.views[1].title.value  # type: ignore[attr-defined]
+    assert "of key <code>live-1</code> in the window" in view.views[1].title.value  # type: ignore[attr-defined]
 
     view.pause_button.click()
     assert "paused" in view.state.value and view.pause_button.description == "Resume"
