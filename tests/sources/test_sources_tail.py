@@ -129,6 +129,9 @@ def test_a_time_window_starts_at_its_time_and_keeps_only_newer_records(kafka_boo
     _wait(lambda: len(live.log) == 8)
     time.sleep(0.5)
     assert len(live.log) == 8 and min(_ts(live.log)) >= now
+    # tansu answers ListOffsets by timestamp with the earliest offset, so here the old records are fetched
+    # too (Kafka starts at the window's start time); either way the window keeps only the fresh ones
+    assert live.count in (8, 16)
     since = follow(f"kafka://{kafka_bootstrap}/{topic}", window=dt.datetime.fromtimestamp(now / 1000 - 7200,
                                                                                            dt.UTC))
     stopped.append(since)
