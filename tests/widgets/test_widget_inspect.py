@@ -12,8 +12,9 @@ def test_public_names():
     assert sorted(widgets.__all__) == sorted([
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
         "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
-        "ExplainView", "FleetScanView"])
+        "ExplainView", "FleetScanView", "tail", "LiveTail", "LiveKeyTimeline", "LiveDivergences"])
     assert ai.inspect is widgets.inspect
+    assert ai.tail is widgets.tail
 
 
 def test_a_log_gets_the_browser(probe_log):
