@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -157,6 +158,7 @@ class LiveTail(w.VBox):
         header.add_class("ai-live-header")
         self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style()]
         self._shown: Any = None
+        self._drawing = threading.Lock()  # the polling thread and a button click may both redraw
         self._on_log(live.log)
         live.add_listener(self._on_log)
 
@@ -182,6 +184,10 @@ class LiveTail(w.VBox):
         super().close()
 
     def _on_log(self, log: ActionStateLog) -> None:
+        with self._drawing:
+            self._draw(log)
+
+    def _draw(self, log: ActionStateLog) -> None:
         live = self.live
         state = live.state
         text = _STATE_TEXT[state]

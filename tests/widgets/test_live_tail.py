@@ -55,11 +55,12 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     header = view.children[0]
 
     produce_like_upstream(kafka_bootstrap, topic, records[:18], num_partitions=PARTITIONS)  # keys live-0, live-1
-    _wait(lambda: _timeline_records(view) == 6)
+    _wait(lambda: "6 records in the window" in view.counter.value)  # set after the views: they show it already
+    assert _timeline_records(view) == 6 and "last update" in view.counter.value
     first_timeline = view.views[0].timeline  # type: ignore[attr-defined]
-    assert "6 records in the window" in view.counter.value and "last update" in view.counter.value
     produce_like_upstream(kafka_bootstrap, topic, records[18:24], num_partitions=PARTITIONS)
-    _wait(lambda: _timeline_records(view) == 12)
+    _wait(lambda: "12 records in the window" in view.counter.value)
+    assert _timeline_records(view) == 12
     assert view.views[0].timeline is not first_timeline  # type: ignore[attr-defined]
     assert view.children[0] is header and list(view.children[1:3]) == view.views  # updated in place
     assert "of key <code>live-1</code> in the window" in view.views[1].title.value  # type: ignore[attr-defined]
