@@ -114,7 +114,9 @@ class LiveDivergences(w.VBox):
         if not len(log.records):
             return
         result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
-        key = self.key if self.key is not None else most_affected_key(result)
+        if self.key is None:  # chosen once, like the timeline's: the panes keep showing the same key
+            self.key = most_affected_key(result)
+        key = self.key
         view = DivergenceView(result, key=key)
         self.count = len(view.divergences)
         noun = "divergence" if self.count == 1 else "divergences"

@@ -112,3 +112,17 @@ def test_a_failure_shows_escaped_in_the_badge(kafka_bootstrap: str, views: list[
     _wait(lambda: "stopped by an error" in view.state.value)
     assert "<img" not in view.state.value and "&lt;img src=x" in view.state.value
     assert view.pause_button.disabled
+
+
+def test_without_a_key_both_panes_keep_the_first_window_s_most_affected_key(kafka_bootstrap: str,
+                                                                           views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=200, refresh=0.05)
+    views.append(view)
+    produce_like_upstream(kafka_bootstrap, topic, make_records(1, 3, prefix="first"), num_partitions=PARTITIONS)
+    _wait(lambda: "6 records in the window" in view.counter.value)
+    produce_like_upstream(kafka_bootstrap, topic, make_records(1, 9, prefix="second"), num_partitions=PARTITIONS)
+    _wait(lambda: "24 records in the window" in view.counter.value)
+    timeline, divergences = view.views
+    assert timeline.key == divergences.key == "first-0"  # type: ignore[attr-defined]
+    assert "first-0" in timeline.timeline.title.value  # type: ignore[attr-defined]
