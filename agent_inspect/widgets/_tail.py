@@ -44,16 +44,28 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
     - ``refresh``: the least time in seconds between two updates of the views.
 
     Reads are read-only like ``ai.load``: assign + explicit offsets, bounded polls, no commits, no
-    consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`.
+    consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`. A new tail of
+    the same topic and keys (the cell run again) stops the previous one.
     """
     keys = list(business_keys) if business_keys is not None else None
     live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,
                   refresh=refresh)
     try:
-        return LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule)
+        view = LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule)
     except BaseException:
         live.stop()
         raise
+    # Running the cell again replaces its tail: the previous one of the same topic and keys stops, so
+    # re-runs do not pile up polling threads the notebook no longer shows.
+    same = (live.source.location, tuple(keys or ()))
+    previous = _TAILS.get(same)
+    if previous is not None:
+        previous.stop()
+    _TAILS[same] = live
+    return view
+
+
+_TAILS: dict[tuple[str, tuple[str, ...]], LiveLog] = {}
 
 
 @functools.lru_cache(maxsize=2)

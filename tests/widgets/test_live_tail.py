@@ -126,3 +126,16 @@ def test_without_a_key_both_panes_keep_the_first_window_s_most_affected_key(kafk
     timeline, divergences = view.views
     assert timeline.key == divergences.key == "first-0"  # type: ignore[attr-defined]
     assert "first-0" in timeline.timeline.title.value  # type: ignore[attr-defined]
+
+
+def test_running_the_cell_again_stops_the_previous_tail(kafka_bootstrap: str, views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    url = f"kafka://{kafka_bootstrap}/{topic}"
+    first = ai.tail(url, business_keys=["k-1"], window=10)
+    views.append(first)
+    other_keys = ai.tail(url, business_keys=["k-2"], window=10)
+    views.append(other_keys)
+    again = ai.tail(url, business_keys=["k-1"], window=10)
+    views.append(again)
+    assert first.live.state == "stopped" and not first.live.alive and "stopped" in first.state.value
+    assert other_keys.live.state == "live" and again.live.state == "live"
