@@ -5,8 +5,8 @@ and keeps the records of the window: the newest ``last`` records, or those writt
 one, or a sliding ``timedelta`` before now). After each poll that brought records (and at most once per
 ``refresh`` seconds) it decodes the window with the same builder as ``ai.load`` — bad records become
 rows with an ``error`` — and calls each listener with the new :class:`ActionStateLog`. ``pause()`` stops
-polling (the consumer stays open), ``resume()`` goes on where it stopped, ``stop()`` ends the thread and
-closes the follower.
+polling and publishing (the consumer stays open; records a poll under way brought wait), ``resume()``
+goes on where it stopped, ``stop()`` ends the thread and closes the follower.
 """
 
 from __future__ import annotations
@@ -68,6 +68,10 @@ def window_bounds(window: TailWindow | None) -> tuple[int | None, dt.timedelta |
     if isinstance(window, dt.datetime):
         return None, None, window if window.tzinfo else window.replace(tzinfo=dt.UTC)
     raise InspectError(f"window must be a record count, a duration or a start time, not {type(window).__name__}")
+
+
+def _time_key(row: _Row) -> tuple[bool, int]:
+    return row[2] is not None, row[2] or 0
 
 
 def _ms(moment: dt.datetime) -> int:
@@ -202,18 +206,19 @@ class LiveLog:
         rows = list(zip(batch.partition, batch.offset, batch.timestamp_ms, batch.key, batch.value))
         with self._lock:
             self.count += len(rows)
+            newest = _time_key(self._rows[-1]) if self._rows else (False, 0)
             self._rows.extend(rows)
+            # kept in record-time order (stable: arrival order among equal times; no time counts as oldest),
+            # which is usually arrival order already: then no sort
+            if any(_time_key(r) < newest for r in rows) or any(
+                    _time_key(b) < _time_key(a) for a, b in zip(rows, rows[1:])):
+                self._rows.sort(key=_time_key)
             self._rows = self._trimmed(self._rows)
             self._dirty = True
 
     def _trimmed(self, rows: list[_Row]) -> list[_Row]:
         if self._last is not None:
-            if len(rows) <= self._last:
-                return rows
-            # newest by record time (arrival order among equal or missing times)
-            order = sorted(range(len(rows)), key=lambda i: (rows[i][2] is not None, rows[i][2] or 0, i))
-            keep = set(order[-self._last:])
-            return [r for i, r in enumerate(rows) if i in keep]
+            return rows if len(rows) <= self._last else rows[-self._last:]
         start = self._since if self._since is not None else dt.datetime.now(dt.UTC) - (
             self._span or dt.timedelta(0))
         floor = _ms(start)
@@ -236,7 +241,9 @@ class LiveLog:
                     self._running.wait(0.5)
                     continue
                 self.poll_once()
-                if self._dirty and not self._stop.is_set() and time.monotonic() - last_publish >= self.refresh:
+                # a poll under way when pause() came may still bring records: they wait for resume()
+                if self._dirty and self._running.is_set() and not self._stop.is_set() and \
+                        time.monotonic() - last_publish >= self.refresh:
                     self.publish()
                     last_publish = time.monotonic()
         except BaseException as exc:  # noqa: BLE001 - kept for the view; the thread ends

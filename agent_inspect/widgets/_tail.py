@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -43,16 +44,28 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
     - ``refresh``: the least time in seconds between two updates of the views.
 
     Reads are read-only like ``ai.load``: assign + explicit offsets, bounded polls, no commits, no
-    consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`.
+    consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`. A new tail of
+    the same topic and keys (the cell run again) stops the previous one.
     """
     keys = list(business_keys) if business_keys is not None else None
     live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,
                   refresh=refresh)
     try:
-        return LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule)
+        view = LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule)
     except BaseException:
         live.stop()
         raise
+    # Running the cell again replaces its tail: the previous one of the same topic and keys stops, so
+    # re-runs do not pile up polling threads the notebook no longer shows.
+    same = (live.source.location, tuple(keys or ()))
+    previous = _TAILS.get(same)
+    if previous is not None:
+        previous.stop()
+    _TAILS[same] = live
+    return view
+
+
+_TAILS: dict[tuple[str, tuple[str, ...]], LiveLog] = {}
 
 
 @functools.lru_cache(maxsize=2)
@@ -113,10 +126,13 @@ class LiveDivergences(w.VBox):
         if not len(log.records):
             return
         result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
-        key = self.key if self.key is not None else most_affected_key(result)
+        if self.key is None:  # chosen once, like the timeline's: the panes keep showing the same key
+            self.key = most_affected_key(result)
+        key = self.key
         view = DivergenceView(result, key=key)
         self.count = len(view.divergences)
-        self.title.value = (f'<div class="ai-title">{self.count:,} divergences of key <code>{escape(key)}</code> '
+        noun = "divergence" if self.count == 1 else "divergences"
+        self.title.value = (f'<div class="ai-title">{self.count:,} {noun} of key <code>{escape(key)}</code> '
                             f"in the window</div>")
         old, self.view = self.view, view
         self.children = [self.title, view]
@@ -156,6 +172,7 @@ class LiveTail(w.VBox):
         header.add_class("ai-live-header")
         self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style()]
         self._shown: Any = None
+        self._drawing = threading.Lock()  # the polling thread and a button click may both redraw
         self._on_log(live.log)
         live.add_listener(self._on_log)
 
@@ -181,15 +198,16 @@ class LiveTail(w.VBox):
         super().close()
 
     def _on_log(self, log: ActionStateLog) -> None:
+        with self._drawing:
+            self._draw(log)
+
+    def _draw(self, log: ActionStateLog) -> None:
         live = self.live
         state = live.state
         text = _STATE_TEXT[state]
         if state == "failed":
             text += f": {escape(live.error)}"
         self.state.value = f'<span class="ai-live-badge ai-live-{state}">{text}</span>'
-        updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
-        self.counter.value = (f'<span class="ai-counter">{len(log):,} records in the window · '
-                              f"{live.count:,} received · last update {updated}</span>")
         self.pause_button.description, self.pause_button.icon = (
             ("Resume", "play") if state == "paused" else ("Pause", "pause"))
         self.pause_button.disabled = self.stop_button.disabled = state in ("stopped", "failed")
@@ -197,3 +215,7 @@ class LiveTail(w.VBox):
             self._shown = log
             for view in self.views:
                 view.show_log(log, self.rule)
+        # after the views: the counter describes what they show
+        updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
+        self.counter.value = (f'<span class="ai-counter">{len(log):,} records in the window · '
+                              f"{live.count:,} received · last update {updated}</span>")

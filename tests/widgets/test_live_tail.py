@@ -55,14 +55,15 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     header = view.children[0]
 
     produce_like_upstream(kafka_bootstrap, topic, records[:18], num_partitions=PARTITIONS)  # keys live-0, live-1
-    _wait(lambda: _timeline_records(view) == 6)
+    _wait(lambda: "6 records in the window" in view.counter.value)  # set after the views: they show it already
+    assert _timeline_records(view) == 6 and "last update" in view.counter.value
     first_timeline = view.views[0].timeline  # type: ignore[attr-defined]
-    assert "6 records in the window" in view.counter.value and "last update" in view.counter.value
     produce_like_upstream(kafka_bootstrap, topic, records[18:24], num_partitions=PARTITIONS)
-    _wait(lambda: _timeline_records(view) == 12)
+    _wait(lambda: "12 records in the window" in view.counter.value)
+    assert _timeline_records(view) == 12
     assert view.views[0].timeline is not first_timeline  # type: ignore[attr-defined]
     assert view.children[0] is header and list(view.children[1:3]) == view.views  # updated in place
-    assert "divergences of key <code>live-1</code>" in view.views[1].title.value  # type: ignore[attr-defined]
+    assert "of key <code>live-1</code> in the window" in view.views[1].title.value  # type: ignore[attr-defined]
 
     view.pause_button.click()
     assert "paused" in view.state.value and view.pause_button.description == "Resume"
@@ -111,3 +112,30 @@ def test_a_failure_shows_escaped_in_the_badge(kafka_bootstrap: str, views: list[
     _wait(lambda: "stopped by an error" in view.state.value)
     assert "<img" not in view.state.value and "&lt;img src=x" in view.state.value
     assert view.pause_button.disabled
+
+
+def test_without_a_key_both_panes_keep_the_first_window_s_most_affected_key(kafka_bootstrap: str,
+                                                                           views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=200, refresh=0.05)
+    views.append(view)
+    produce_like_upstream(kafka_bootstrap, topic, make_records(1, 3, prefix="first"), num_partitions=PARTITIONS)
+    _wait(lambda: "6 records in the window" in view.counter.value)
+    produce_like_upstream(kafka_bootstrap, topic, make_records(1, 9, prefix="second"), num_partitions=PARTITIONS)
+    _wait(lambda: "24 records in the window" in view.counter.value)
+    timeline, divergences = view.views
+    assert timeline.key == divergences.key == "first-0"  # type: ignore[attr-defined]
+    assert "first-0" in timeline.timeline.title.value  # type: ignore[attr-defined]
+
+
+def test_running_the_cell_again_stops_the_previous_tail(kafka_bootstrap: str, views: list[LiveTail]) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    url = f"kafka://{kafka_bootstrap}/{topic}"
+    first = ai.tail(url, business_keys=["k-1"], window=10)
+    views.append(first)
+    other_keys = ai.tail(url, business_keys=["k-2"], window=10)
+    views.append(other_keys)
+    again = ai.tail(url, business_keys=["k-1"], window=10)
+    views.append(again)
+    assert first.live.state == "stopped" and not first.live.alive and "stopped" in first.state.value
+    assert other_keys.live.state == "live" and again.live.state == "live"

@@ -13,8 +13,11 @@ from _widget_view import walk
 
 import agent_inspect as ai
 from agent_inspect import samples
+from agent_inspect.log import LiveLog
+from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.widgets import (
     DivergenceView,
+    LiveTail,
     LogBrowser,
     PredictionView,
     ReplayStepper,
@@ -33,10 +36,23 @@ def _views(probe_log, probe_result) -> list[w.Widget]:
     stepper.run()
     browser = LogBrowser(probe_log)
     browser.show_record(int(probe_log.records.index[0]))
-    return [browser, DivergenceView(probe_result), PredictionView(ai.recovery.predict(probe_log, rule="fixed")),
+    live = LiveTail(LiveLog(_Idle(), start=False))
+    return [browser, live, DivergenceView(probe_result), PredictionView(ai.recovery.predict(probe_log, rule="fixed")),
             RuleComparison(ai.cases.compare(probe_log, ["fixed", "original"])), stepper,
             VerificationView(_verification(LOGS / "N04.fixed-rule.trace.log")),
             VerificationView(_verification(LOGS / "N04.trace.log"))]
+
+
+class _Idle:
+    """A follower that never has new records (a live view without a broker)."""
+
+    info = SourceInfo(kind="kafka", location="kafka://idle/topic", topic="topic")
+
+    def poll(self) -> RawBatch:
+        return RawBatch()
+
+    def close(self) -> None:
+        pass
 
 
 def _verification(trace: Path):
@@ -53,7 +69,7 @@ def test_no_view_writes_inline_css_and_every_class_it_styles_is_in_the_file(prob
                 classes |= {c for attr in re.findall(r'class="([^"]*)"', node.value) for c in attr.split()}
     styled = set(re.findall(r"\.(ai-[a-z-]+)\s*\{", CSS))
     assert {"ai-scroll-tall", "ai-counter-row", "ai-counter", "ai-side-by-side", "ai-side", "ai-agree",
-            "ai-disagree"} == styled
+            "ai-disagree", "ai-live-badge"} == styled
     assert styled <= classes
 
 

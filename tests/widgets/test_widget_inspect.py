@@ -15,6 +15,7 @@ def test_public_names():
         "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory",
         "tail", "LiveTail", "LiveKeyTimeline", "LiveDivergences"])
     assert ai.inspect is widgets.inspect
+    assert ai.tail is widgets.tail
 
 
 def test_a_log_gets_the_browser(probe_log):
