@@ -22,19 +22,20 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from agent_inspect.samples._production import _World, interleaved_source, support_agent
+from agent_inspect.samples._production import (
+    _MODULE,
+    _chat_with_retries,
+    _h,
+    _World,
+    interleaved_source,
+    support_agent,
+)
 
 __all__ = ["ROUTER", "CANDIDATES", "routed_chat", "production_v4_story"]
 
 ROUTER = "support-router"
 #: candidates in fallback order: the primary model, then the fallback
 CANDIDATES = ("gpt-large", "gpt-mini")
-
-
-def _h(*parts: Any) -> int:
-    import hashlib
-
-    return int.from_bytes(hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()[:8], "big")
 
 
 class _RoutedWorld(_World):
@@ -63,8 +64,6 @@ class _RoutedWorld(_World):
 def routed_chat(ctx: Any, world: Any, prompt: str, event: Any) -> dict[str, Any]:
     """One chat turn: the first turn of a question is routed (route, candidates in fallback order, judge);
     a tool-result turn calls the chat model directly, as in the 0.3 sample."""
-    from agent_inspect.samples._production import _MODULE, _chat_with_retries
-
     if event.type != "ChatRequest":
         return _chat_with_retries(ctx, world, prompt, f"{_MODULE}.chat_model.chat")
     decision = ctx.durable_execute(f"route:{ROUTER}", "", lambda: world.route(prompt))
