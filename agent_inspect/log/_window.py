@@ -248,18 +248,22 @@ class _Uncounted:
         pass
 
 
-def read_window(spec: SourceSpec, window: Window) -> ActionStateLog:
-    """Read and decode one window into its own log (positions are the window's records only)."""
+def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None = None) -> ActionStateLog:
+    """Read and decode one window into its own log (positions are the window's records only).
+
+    ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
+    """
 
     if spec.kind == "kafka":
         if window.start is None or window.end is None or window.partition is None or spec.topic is None:
             raise SourceError(f"a Kafka window needs a partition and an offset range, got {window!r}")
         user = {**dict(spec.config), "bootstrap.servers": spec.bootstrap}
         plan = ReadPlan(start={window.partition: window.start}, end={window.partition: window.end})
-        batches = read_partitions(user, spec.topic, plan, keys=None, timeout=spec.timeout, bar=_Uncounted())
-        info = SourceInfo(kind="kafka", location=spec.location, topic=spec.topic,
-                          start_offsets={window.partition: window.start}, end_offsets={window.partition: window.end},
-                          options=dict(spec.options))
+        keys = None if window.keys is None else list(window.keys)
+        batches = read_partitions(user, spec.topic, plan, keys=keys, timeout=spec.timeout, bar=_Uncounted())
+        info = source or SourceInfo(kind="kafka", location=spec.location, topic=spec.topic,
+                                    start_offsets={window.partition: window.start},
+                                    end_offsets={window.partition: window.end}, options=dict(spec.options))
         return build_log(batches, info)
     if spec.kind == "fluss":
         if window.start is None or window.end is None or window.partition is None or spec.topic is None:
