@@ -226,7 +226,7 @@ def _row_group_partitions(path: Path) -> list[int | None]:
     for i in range(meta.num_row_groups):
         stats = meta.row_group(i).column(col).statistics
         same = stats is not None and stats.has_min_max and stats.min == stats.max
-        out.append(int(stats.min) if same else None)  # type: ignore[union-attr]
+        out.append(int(stats.min) if same else None)
     return out
 
 
