@@ -30,6 +30,7 @@ from agent_inspect.sources import progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
+    from distributed import Client
 
 __all__ = ["MIN_RECORDS", "Workers", "estimate_file_records", "plan_workers"]
 
@@ -133,7 +134,7 @@ class Workers:
     (its queued and running tasks are cancelled first).
     """
 
-    def __init__(self, processes: int, *, client: Any = None) -> None:
+    def __init__(self, processes: int, *, client: Client | None = None) -> None:
         self.processes = processes
         self._given = client
         self._client: Any = None
@@ -162,7 +163,7 @@ class Workers:
                 cluster.close()
             self.closed = True
 
-    def dask(self) -> Any:
+    def dask(self) -> Client:
         """The ``distributed.Client`` of this load (a LocalCluster's, started now, unless one was given)."""
         if self._given is not None:
             return self._given

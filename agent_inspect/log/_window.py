@@ -20,6 +20,7 @@ from agent_inspect.log._assemble import build_log
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
+    ConnectionFactory,
     ReadPlan,
     business_key_rows,
     candidate_partitions,
@@ -58,7 +59,7 @@ class SourceSpec:
     timeout: float = 10.0
     num_partitions: int | None = None          # of the topic (None for files)
     options: Mapping[str, object] = field(default_factory=dict)  # non-secret, as SourceInfo.options
-    connection_factory: Any = field(default=None, repr=False, compare=False)  # Fluss: replaces the pyfluss connect
+    connection_factory: ConnectionFactory | None = field(default=None, repr=False, compare=False)  # Fluss: pyfluss connect
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Window:
 
 def plan_windows(source: str | os.PathLike[str], *, markers: object = None, config: Mapping[str, object] | None = None,
                  timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
-                 connection_factory: Any = None) -> tuple[SourceSpec, list[Window]]:
+                 connection_factory: ConnectionFactory | None = None) -> tuple[SourceSpec, list[Window]]:
     """Plan one window per partition of ``kafka://host:port/topic``, per bucket of ``fluss://host:port/db.table``,
     or per partition (or row group) of each file of a path.
 
