@@ -55,16 +55,22 @@ def _load() -> float:
         return 0.0
 
 
+def _have_dask() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("distributed") is not None
+
+
 def plan_workers(workers: int | None, estimated_records: int) -> int:
     """How many processes (the caller's included) a load uses.
 
     ``workers=None`` uses the idle cores (usable cores minus the 1-minute load average, at most 8)
-    when the load holds at least :data:`MIN_RECORDS` records, else 1: on a busy machine a worker only
-    competes with the caller. An int is taken as given (1 = never parallel).
+    when the load holds at least :data:`MIN_RECORDS` records and Dask distributed is installed, else 1:
+    on a busy machine a worker only competes with the caller. An int is taken as given (1 = never parallel).
     """
     if workers is None:
         cores = _cores()
-        if cores < 2 or estimated_records < MIN_RECORDS:
+        if cores < 2 or estimated_records < MIN_RECORDS or not _have_dask():
             return 1
         return max(1, min(cores, _MAX_AUTO, int(cores - _load() + 0.5)))
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
