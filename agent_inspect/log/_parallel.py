@@ -62,7 +62,7 @@ def _have_dask() -> bool:
 
 
 def plan_workers(workers: int | None, estimated_records: int) -> int:
-    """How many processes (the caller's included) a load uses.
+    """How many processes a load uses: 1 = the caller alone, N > 1 = N Dask worker processes.
 
     ``workers=None`` uses the idle cores (usable cores minus the 1-minute load average, at most 8)
     when the load holds at least :data:`MIN_RECORDS` records and Dask distributed is installed, else 1:
