@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect.log._log import ActionStateLog
-from agent_inspect.log._parallel import Workers
 from agent_inspect.raw import RawBatch, SourceInfo
+
+if TYPE_CHECKING:
+    from agent_inspect.log._parallel import Workers
 
 __all__ = ["build_log"]
 

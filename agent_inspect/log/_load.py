@@ -60,8 +60,9 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
       :class:`~agent_inspect.DataLossError` when a start offset is no longer retained.
-    - ``workers``: processes that read and build partition groups in parallel (the same log); 1 = one
-      process, None = the idle cores for reads of 50k records or more.
+    - ``workers``: Dask worker processes (a ``LocalCluster`` on 127.0.0.1 for this load) that read and build
+      one partition each in parallel (the same log); 1 = this process only, None = the idle cores for reads
+      of 50k records or more.
     """
     check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
@@ -70,7 +71,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
                                timeout=timeout, allow_data_loss=allow_data_loss)
     n = plan_workers(workers, sum(info.end_offsets[p] - info.start_offsets[p] for p in info.start_offsets))
     user = {**(config or {}), **({"bootstrap.servers": bootstrap_servers} if bootstrap_servers else {})}
-    # workers get the config by pipe: callbacks (oauth_cb…) cannot travel, so such loads stay in one process
+    # workers get the config pickled: callbacks (oauth_cb…) cannot travel, so such loads stay in one process
     if n > 1 and all(v is None or isinstance(v, (str, int, float, bool)) for v in user.values()):
         with Workers(n) as pool:
             return pool.load_kafka(user, topic, info, keys=info.options.get("business_keys"), timeout=timeout,
@@ -110,8 +111,9 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
     only the partitions of ``business_keys`` when given.
     A malformed line becomes a row (offset = its line number) whose ``error`` says what was wrong.
     ``progress`` shows a records bar while JSONL lines are read (off by default: files read quickly).
-    ``workers``: processes that build partition groups in parallel (the same log; for files whose
-    records carry partitions); 1 = one process, None = the idle cores for files of 50k records or more.
+    ``workers``: Dask worker processes (a ``LocalCluster`` for this load) that build partition groups in
+    parallel (the same log; for files whose records carry partitions); 1 = one process, None = the idle
+    cores for files of 50k records or more.
     """
     from agent_inspect.log._window import is_dataset, load_dataset
 

@@ -1,49 +1,44 @@
-"""Parallel loads: worker processes build the log per partition group; the parent concatenates.
+"""Parallel loads on Dask distributed: partition groups are read (Kafka) or built apart; the caller concatenates.
 
 Every inference of the log builder is partition-local (key layouts by partition majority, value
 formats from the business key, then the partition) and the upstream partitioner keeps a business key
 in one partition, so groups of whole partitions built apart give exactly the single-process log. When
 a business key does span groups and a value format was inferred from it, the log is built again in
-one piece, so results never differ. Workers are fresh interpreters started with ``subprocess`` (forking
-a process that runs librdkafka threads is unsafe, and a user's unguarded ``__main__`` is never
-re-imported), fed over pipes, and killed when the load ends, fails or is interrupted. Work is handed
-out one partition group at a time, so the parent starts at once and a slow-starting worker takes less.
+one piece, so results never differ.
 
-Why it is long: the parent's side and the worker's side of one pipe protocol live together, so the
-message shapes are read in one place.
+The work runs on Dask distributed, like a fleet scan (``agent_inspect.scan``), never on a pool of our
+own: ``workers=N`` starts a ``LocalCluster`` of N worker processes on 127.0.0.1 for the load and closes
+it afterwards (or uses a ``distributed.Client`` given to :class:`Workers`). A Kafka load reads each
+partition on a worker through the scan's windows (:func:`~agent_inspect.log.read_window`); records
+already read (files, Fluss) are built per partition group on the workers.
 """
 
 from __future__ import annotations
 
 import gzip
+import logging
 import os
-import subprocess
-import sys
-import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from agent_inspect import _errors
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect.log._build import concat_batches, physical_order
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
-from agent_inspect.sources import ReadPlan, progress_bar, read_partitions
+from agent_inspect.sources import progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
+    from distributed import Client
 
 __all__ = ["MIN_RECORDS", "Workers", "estimate_file_records", "plan_workers"]
 
-#: Below this many (estimated) records ``workers=None`` loads in one process: starting a worker
-#: interpreter (pandas, pyarrow…) costs about a second.
+#: Below this many (estimated) records ``workers=None`` loads in one process: starting a local Dask
+#: cluster (worker interpreters importing pandas, pyarrow…) costs a few seconds.
 MIN_RECORDS = 50_000
 _MAX_AUTO = 8
-_TASKS_PER_PROCESS = 4  # partition groups per process: small enough to balance a late-starting worker
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_BOOT = "from agent_inspect.log._parallel import _serve; _serve()"
+_TASKS_PER_PROCESS = 4  # partition groups per process when building records already read
 
 
 def _cores() -> int:
@@ -60,16 +55,22 @@ def _load() -> float:
         return 0.0
 
 
+def _have_dask() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("distributed") is not None
+
+
 def plan_workers(workers: int | None, estimated_records: int) -> int:
-    """How many processes (the caller's included) a load uses.
+    """How many processes a load uses: 1 = the caller alone, N > 1 = N Dask worker processes.
 
     ``workers=None`` uses the idle cores (usable cores minus the 1-minute load average, at most 8)
-    when the load holds at least :data:`MIN_RECORDS` records, else 1: on a busy machine a worker only
-    competes with the caller. An int is taken as given (1 = never parallel).
+    when the load holds at least :data:`MIN_RECORDS` records and Dask distributed is installed, else 1:
+    on a busy machine a worker only competes with the caller. An int is taken as given (1 = never parallel).
     """
     if workers is None:
         cores = _cores()
-        if cores < 2 or estimated_records < MIN_RECORDS:
+        if cores < 2 or estimated_records < MIN_RECORDS or not _have_dask():
             return 1
         return max(1, min(cores, _MAX_AUTO, int(cores - _load() + 0.5)))
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -101,39 +102,17 @@ def estimate_file_records(path: str | os.PathLike[str]) -> int:
 
 # ---------------------------------------------------------------------------------------------- tasks
 
-@dataclass(frozen=True)
-class _KafkaShare:
-    """Read these partitions' ranges with a consumer of its own, then build their part of the log."""
-
-    user: Mapping[str, Any]
-    topic: str
-    start: Mapping[int, int]
-    end: Mapping[int, int]
-    keys: list[str] | None
-    timeout: float
-    source: SourceInfo
+def _build_records(raw: RawBatch, source: SourceInfo) -> pd.DataFrame:
+    """A worker's share of a build: the records of whole partitions already read."""
+    return ActionStateLog.from_raw(raw, source).records
 
 
-@dataclass(frozen=True)
-class _BuildShare:
-    """Build the part of the log of records already read (whole partitions, physical order)."""
+def _read_part(spec: Any, window: Any, source: SourceInfo) -> tuple[pd.DataFrame, RawBatch]:
+    """A worker's share of a Kafka load: one partition's window, read and built there."""
+    from agent_inspect.log._window import read_window
 
-    raw: RawBatch
-    source: SourceInfo
-
-
-_Part = tuple["pd.DataFrame", "RawBatch | None"]
-
-
-def _execute(task: Any, bar: Any) -> _Part:
-    """One task, the same in the parent and in a worker: the part's records (and raw, when read here)."""
-    if isinstance(task, _KafkaShare):
-        plan = ReadPlan(start=dict(task.start), end=dict(task.end))
-        batches = list(read_partitions(task.user, task.topic, plan, keys=task.keys, timeout=task.timeout, bar=bar))
-        log = ActionStateLog.from_raw(batches, task.source)
-        return log.records, log.raw
-    log = ActionStateLog.from_raw(task.raw, task.source)
-    return log.records, None
+    log = read_window(spec, window, source=source)
+    return log.records, log.raw
 
 
 def _groups(sizes: Sequence[tuple[Any, int]], count: int) -> list[list[Any]]:
@@ -153,67 +132,25 @@ def _groups(sizes: Sequence[tuple[Any, int]], count: int) -> list[list[Any]]:
 
 # ---------------------------------------------------------------------------------------------- workers
 
-class _Worker:
-    """One worker interpreter and its two pipes."""
-
-    def __init__(self) -> None:
-        path = os.environ.get("PYTHONPATH")
-        env = {**os.environ, "PYTHONPATH": _ROOT + (os.pathsep + path if path else "")}
-        self.proc = subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env, close_fds=True)
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.tx = Connection(os.dup(self.proc.stdin.fileno()), readable=False)
-        self.rx = Connection(os.dup(self.proc.stdout.fileno()), writable=False)
-        self.proc.stdin.close()
-        self.proc.stdout.close()
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        for conn in (self.tx, self.rx):
-            try:
-                conn.close()
-            except OSError:
-                pass
-
-
-class _SharedBar:
-    """A progress bar several threads update (the parent's reads and the workers' counts)."""
-
-    def __init__(self, bar: Any) -> None:
-        self._bar = bar
-        self._lock = threading.Lock()
-
-    def update(self, n: int) -> None:
-        with self._lock:
-            self._bar.update(n)
-
-    def close(self) -> None:
-        pass  # the owner closes the real bar once
-
-
 class Workers:
-    """A context-managed set of worker processes for one load; started on entry, killed on exit.
+    """The Dask cluster of one load: ``processes`` local worker processes, or the ``client`` given.
 
-    ``Workers(processes)`` starts ``processes - 1`` workers (the caller is the first process), so
-    they import while the caller plans or reads. ``wait=True`` makes the caller wait until every
-    worker has taken a task (tests use it so that the worker path always runs).
+    With one process and no client, everything runs in the caller. The local cluster starts on first
+    use (127.0.0.1, no dashboard) and is closed on exit, also when the load fails or is interrupted
+    (its queued and running tasks are cancelled first).
     """
 
-    def __init__(self, processes: int, *, wait: bool = False) -> None:
-        self._wait = wait
-        self._workers: list[_Worker] = []
-        if os.name != "posix":  # the pipes are POSIX file descriptors; elsewhere the caller does all
-            return
-        try:
-            for _ in range(max(0, processes - 1)):
-                self._workers.append(_Worker())
-        except OSError:
-            pass  # no interpreter to start (embedded Python…): the caller does the work alone
-        except BaseException:
-            self.close()
-            raise
+    def __init__(self, processes: int, *, client: Client | None = None) -> None:
+        self.processes = processes
+        self._given = client
+        self._client: Any = None
+        self._cluster: Any = None
+        self.closed = False
+
+    @property
+    def parallel(self) -> bool:
+        """True when the work goes to Dask workers."""
+        return self._given is not None or self.processes > 1
 
     def __enter__(self) -> Workers:
         return self
@@ -222,145 +159,101 @@ class Workers:
         self.close()
 
     def close(self) -> None:
-        """Kill every worker still running and reap it (idempotent)."""
-        for w in self._workers:
-            w.kill()
+        """Close the local cluster this load started (idempotent; a given client stays open)."""
+        client, cluster, self._client, self._cluster = self._client, self._cluster, None, None
+        try:
+            if client is not None:
+                client.close()
+        finally:
+            if cluster is not None:
+                cluster.close()
+            self.closed = True
+
+    def dask(self) -> Client:
+        """The ``distributed.Client`` of this load (a LocalCluster's, started now, unless one was given)."""
+        if self._given is not None:
+            return self._given
+        if self._client is None:
+            try:
+                from distributed import Client, LocalCluster
+            except ImportError:  # pragma: no cover - the scan extra is part of `all`
+                raise InspectError("workers= needs Dask distributed: pip install 'agent_inspect[scan]', "
+                                   "or load with workers=1") from None
+            self._cluster = LocalCluster(n_workers=self.processes, threads_per_worker=1, processes=True,
+                                         host="127.0.0.1", dashboard_address=None,
+                                         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                                         silence_logs=logging.CRITICAL)
+            self._client = Client(self._cluster)
+        return self._client
 
     # ------------------------------------------------------------------------------------------ loads
 
     def load_kafka(self, user: Mapping[str, Any], topic: str, source: SourceInfo, *, keys: list[str] | None,
                    timeout: float, progress: bool) -> ActionStateLog:
-        """Read and build the topic's planned ranges (``source`` start/end offsets) per partition group."""
-        sizes = [(p, source.end_offsets[p] - source.start_offsets[p]) for p in sorted(source.start_offsets)
-                 if source.end_offsets[p] > source.start_offsets[p]]
-        groups = _groups(sizes, _TASKS_PER_PROCESS * (len(self._workers) + 1))
-        tasks = [_KafkaShare(user=dict(user), topic=topic, start={p: source.start_offsets[p] for p in g},
-                             end={p: source.end_offsets[p] for p in g}, keys=keys, timeout=timeout, source=source)
-                 for g in groups if g]
-        bar = progress_bar(total=sum(n for _, n in sizes), desc=f"kafka {topic}", enabled=progress)
+        """Read and build the topic's planned ranges (``source`` start/end offsets), one task per partition."""
+        from agent_inspect.log._window import SourceSpec, Window
+
+        spec = SourceSpec(kind="kafka", location=source.location, topic=topic,
+                          bootstrap=str(user.get("bootstrap.servers")),
+                          config={k: v for k, v in user.items() if k != "bootstrap.servers"}, timeout=timeout,
+                          options=dict(source.options))
+        windows = [Window(p, source.start_offsets[p], source.end_offsets[p],
+                          keys=None if keys is None else tuple(keys))
+                   for p in sorted(source.start_offsets) if source.end_offsets[p] > source.start_offsets[p]]
+        total = sum(w.records_planned or 0 for w in windows)
+        bar = progress_bar(total=total, desc=f"kafka {topic}", enabled=progress)
         try:
-            parts = self._run(tasks, _SharedBar(bar))
+            parts = self._run([(_read_part, (spec, w, source), w.records_planned or 0) for w in windows], bar)
         finally:
             bar.close()
-        return _assemble([(records, raw) for records, raw in parts if raw is not None], source)
+        return _assemble(list(parts), source)
 
     def build(self, batches: RawBatch | Iterable[RawBatch], source: SourceInfo) -> ActionStateLog:
-        """``ActionStateLog.from_raw`` of records already read, per partition group in parallel."""
-
-        if not self._workers:
+        """``ActionStateLog.from_raw`` of records already read, per partition group on the workers."""
+        if not self.parallel:
             return ActionStateLog.from_raw(batches, source)
         raw = physical_order(concat_batches(batches))
         bounds = _partition_bounds(raw.partition)
-        groups = _groups([(b, b[1] - b[0]) for b in bounds], _TASKS_PER_PROCESS * (len(self._workers) + 1))
+        groups = _groups([(b, b[1] - b[0]) for b in bounds], _TASKS_PER_PROCESS * max(2, self.processes))
         slices = [(g[0][0], g[-1][1]) for g in groups if g]
         if len(slices) < 2:
             return ActionStateLog.from_raw(raw, source)
         shares = [_slice(raw, a, b) for a, b in slices]
-        parts = self._run([_BuildShare(raw=s, source=source) for s in shares], None)
-        return _assemble([(records, share) for (records, _), share in zip(parts, shares)], source)
+        client = self.dask()
+        scattered = client.scatter(shares)  # records go to the workers as data, not inside the task graph
+        frames = self._run([(_build_records, (s, source), 0) for s in scattered], None)
+        return _assemble(list(zip(frames, shares)), source)
 
     # ------------------------------------------------------------------------------------------ scheduling
 
-    def _run(self, tasks: Sequence[Any], bar: Any) -> list[_Part]:
-        """Run ``tasks`` on the caller and the workers, one at a time each, in the order given."""
-        results: list[_Part | None] = [None] * len(tasks)
-        pending = list(range(len(tasks)))
-        lock = threading.Lock()
-        busy = [False] * len(self._workers)
-        started = [threading.Event() for _ in self._workers]
-        state: dict[str, Any] = {"closed": False, "error": None}
+    def _run(self, tasks: Sequence[tuple[Any, tuple[Any, ...], int]], bar: Any) -> list[Any]:
+        """Run ``(function, args, records)`` tasks on Dask; results in task order. Cancelled on any error."""
+        from distributed import as_completed
 
-        def take(w: int | None) -> int | None:
-            with lock:
-                if state["closed"] or state["error"] is not None or not pending:
-                    return None
-                if w is not None:
-                    busy[w] = True
-                return pending.pop(0)
-
-        def fail(exc: BaseException) -> None:
-            with lock:
-                if state["error"] is None:
-                    state["error"] = exc
-
-        def pump(w: int, worker: _Worker) -> None:
-            try:
-                try:
-                    _expect_ready(worker.rx.recv())
-                except (InspectError, EOFError, OSError):
-                    return  # a worker that never started only means less parallelism
-                while (i := take(w)) is not None:
-                    started[w].set()
-                    worker.tx.send(("task", i, tasks[i]))
-                    while True:
-                        msg = worker.rx.recv()
-                        if msg[0] == "progress" and bar is not None:
-                            bar.update(msg[1])
-                        elif msg[0] == "part":
-                            results[i] = (msg[2], msg[3])
-                            break
-                        elif msg[0] == "error":
-                            raise _worker_error(msg[1], msg[2])
-                    with lock:
-                        busy[w] = False
-                worker.tx.send(("stop",))
-            except InspectError as exc:
-                fail(exc)
-            except (EOFError, OSError):
-                with lock:
-                    lost = busy[w]
-                if lost:  # killed while idle is the normal end; while working it is a failure
-                    try:
-                        code = worker.proc.wait(5)  # the pipe closes a moment before the exit status is known
-                    except subprocess.TimeoutExpired:
-                        code = None
-                    fail(SourceError(f"a load worker process exited unexpectedly (exit code {code}); "
-                                     f"retry, or load with workers=1"))
-            except BaseException as exc:  # noqa: BLE001 - e.g. a part that does not unpickle
-                fail(SourceError(f"a load worker's answer could not be read ({type(exc).__name__}); "
-                                 f"retry, or load with workers=1"))
-            finally:
-                started[w].set()
-
-        threads = [threading.Thread(target=pump, args=(w, worker), daemon=True, name=f"agent-inspect-load-{w}")
-                   for w, worker in enumerate(self._workers)]
-        for t in threads:
-            t.start()
+        client = self.dask()
+        token = uuid.uuid4().hex[:8]
+        futures = [client.submit(fn, *args, key=f"agent-inspect-load-{token}-{i}", pure=False)
+                   for i, (fn, args, _) in enumerate(tasks)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[Any] = [None] * len(futures)
         try:
-            if self._wait:
-                for event in started:
-                    event.wait()
-            while (i := take(None)) is not None:
-                results[i] = _execute(tasks[i], bar)
-            with lock:
-                state["closed"] = True
-                idle = [w for w in range(len(self._workers)) if not busy[w]]
-            for w in idle:
-                self._workers[w].kill()
-            for t in threads:
-                t.join()
-        finally:
-            with lock:
-                state["closed"] = True
-            self.close()
-            for t in threads:
-                t.join()
-        if state["error"] is not None:
-            raise state["error"]
-        assert all(r is not None for r in results)
-        return results  # type: ignore[return-value]
-
-
-def _expect_ready(msg: Any) -> None:
-    if msg[0] == "error":
-        raise _worker_error(msg[1], msg[2])
-
-
-def _worker_error(name: str, message: str) -> InspectError:
-    cls = getattr(_errors, name, None)
-    if isinstance(cls, type) and issubclass(cls, InspectError):
-        return cls(message)
-    return SourceError(f"a load worker failed ({message}); retry, or load with workers=1")
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                try:
+                    results[i] = fut.result()
+                except InspectError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one line, like every load error
+                    first = str(exc).splitlines()[0] if str(exc) else ""
+                    raise SourceError(f"a load task failed on Dask ({type(exc).__name__}: {first}); retry, "
+                                      f"or load with workers=1") from None
+                fut.release()
+                if bar is not None:
+                    bar.update(tasks[i][2])
+        except BaseException:
+            client.cancel(futures, force=True)  # Ctrl-C or a failed share: nothing keeps running
+            raise
+        return results
 
 
 def _partition_bounds(partitions: list[int]) -> list[tuple[int, int]]:
@@ -466,49 +359,3 @@ def _union_categorical(cols: list[pd.Series]) -> pd.Categorical:
         codes[-1][own < 0] = -1
     return pd.Categorical.from_codes(np.concatenate(codes) if codes else np.empty(0, np.int64),
                                      dtype=pd.CategoricalDtype(categories, ordered=False))
-
-
-# ---------------------------------------------------------------------------------------------- worker side
-
-class _Progress:
-    """The worker's bar: counts go to the parent, which shows one bar for the whole load."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._conn = conn
-
-    def update(self, n: int) -> None:
-        self._conn.send(("progress", n))
-
-    def close(self) -> None:
-        pass
-
-
-def _serve() -> None:
-    """Worker main loop: take tasks from stdin, send parts (or one error) to stdout, until told to stop."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it kills workers on interrupt
-    rx = Connection(os.dup(0), writable=False)
-    tx = Connection(os.dup(1), readable=False)
-    os.dup2(2, 1)  # a stray print must not corrupt the channel
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    try:
-        import agent_inspect.log  # noqa: F401 - pay the import before taking work
-
-        tx.send(("ready",))
-        bar = _Progress(tx)
-        while True:
-            msg = rx.recv()
-            if msg[0] != "task":
-                return
-            _, index, task = msg
-            records, raw = _execute(task, bar)
-            tx.send(("part", index, records, raw))
-    except (EOFError, BrokenPipeError):
-        return  # the parent is gone or done with us
-    except InspectError as exc:
-        tx.send(("error", type(exc).__name__, str(exc)))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        tx.send(("error", "", f"{type(exc).__name__}: {first}"))

@@ -20,6 +20,7 @@ from agent_inspect.log._assemble import build_log
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
+    ConnectionFactory,
     ReadPlan,
     business_key_rows,
     candidate_partitions,
@@ -58,7 +59,7 @@ class SourceSpec:
     timeout: float = 10.0
     num_partitions: int | None = None          # of the topic (None for files)
     options: Mapping[str, object] = field(default_factory=dict)  # non-secret, as SourceInfo.options
-    connection_factory: Any = field(default=None, repr=False, compare=False)  # Fluss: replaces the pyfluss connect
+    connection_factory: ConnectionFactory | None = field(default=None, repr=False, compare=False)  # Fluss: pyfluss connect
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Window:
 
 def plan_windows(source: str | os.PathLike[str], *, markers: object = None, config: Mapping[str, object] | None = None,
                  timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
-                 connection_factory: Any = None) -> tuple[SourceSpec, list[Window]]:
+                 connection_factory: ConnectionFactory | None = None) -> tuple[SourceSpec, list[Window]]:
     """Plan one window per partition of ``kafka://host:port/topic``, per bucket of ``fluss://host:port/db.table``,
     or per partition (or row group) of each file of a path.
 
@@ -248,18 +249,22 @@ class _Uncounted:
         pass
 
 
-def read_window(spec: SourceSpec, window: Window) -> ActionStateLog:
-    """Read and decode one window into its own log (positions are the window's records only)."""
+def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None = None) -> ActionStateLog:
+    """Read and decode one window into its own log (positions are the window's records only).
+
+    ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
+    """
 
     if spec.kind == "kafka":
         if window.start is None or window.end is None or window.partition is None or spec.topic is None:
             raise SourceError(f"a Kafka window needs a partition and an offset range, got {window!r}")
         user = {**dict(spec.config), "bootstrap.servers": spec.bootstrap}
         plan = ReadPlan(start={window.partition: window.start}, end={window.partition: window.end})
-        batches = read_partitions(user, spec.topic, plan, keys=None, timeout=spec.timeout, bar=_Uncounted())
-        info = SourceInfo(kind="kafka", location=spec.location, topic=spec.topic,
-                          start_offsets={window.partition: window.start}, end_offsets={window.partition: window.end},
-                          options=dict(spec.options))
+        keys = None if window.keys is None else list(window.keys)
+        batches = read_partitions(user, spec.topic, plan, keys=keys, timeout=spec.timeout, bar=_Uncounted())
+        info = source or SourceInfo(kind="kafka", location=spec.location, topic=spec.topic,
+                                    start_offsets={window.partition: window.start},
+                                    end_offsets={window.partition: window.end}, options=dict(spec.options))
         return build_log(batches, info)
     if spec.kind == "fluss":
         if window.start is None or window.end is None or window.partition is None or spec.topic is None:

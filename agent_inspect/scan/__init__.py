@@ -1,10 +1,10 @@
 """Fleet scan: a whole action-state topic (or dump), partition-parallel on Dask distributed.
 
 A business key's records live in one partition, so every per-key analysis is partition-local: a scan
-plans one task per partition (or file), and each task reads its own window straight from the source,
-decodes it, reconstructs and predicts every key under each rule, and returns small frames. A
-``LocalCluster`` is the default; a scheduler address or an existing ``distributed.Client`` takes the
-same scan to a cluster::
+plans one task per partition (Kafka), bucket (Fluss), row group or partition (Parquet) or file, and each
+task reads its own window straight from the source, decodes it, reconstructs and predicts every key
+under each rule, and returns small frames. A ``LocalCluster`` is the default; a scheduler address or an
+existing ``distributed.Client`` takes the same scan to a cluster::
 
     import agent_inspect as ai
     result = ai.scan("kafka://broker:9092/action-state", markers=[{0: 120, 1: 98}], output="scan-out/")

@@ -61,8 +61,13 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
     written: list[str] = []
     if options.output:
         written = [str(p) for p in write_window(log, options.output, window)]
+    markers = options.markers
+    if markers is not None and getattr(spec, "kind", None) == "fluss" and window.partition in markers:
+        # a Fluss restore's checks (the markers name every bucket) were made when the scan was planned; this
+        # window's log holds one bucket, so it is given that bucket's marker only
+        markers = {window.partition: markers[window.partition]}
     with gc_paused():
-        keys = key_frame(log, rules=options.rules, markers=options.markers, runtime=options.runtime)
+        keys = key_frame(log, rules=options.rules, markers=markers, runtime=options.runtime)
     records = log.records
     errors = log.errors
     sample = pd.DataFrame({
@@ -250,13 +255,13 @@ def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate per-key frames keeping categoricals categorical (their categories united) and int32 int32."""
     from pandas.api.types import union_categoricals
 
-    if len(frames) == 1:
-        return frames[0].reset_index(drop=True)
     out = {}
     for name in frames[0].columns:
         cols = [f[name] for f in frames]
         if all(isinstance(c.dtype, pd.CategoricalDtype) for c in cols):
-            out[name] = pd.Series(union_categoricals(cols), name=name)
+            # categories sorted and only those used: the same dtype whichever windows the rows came from
+            united = union_categoricals(cols, sort_categories=True).remove_unused_categories()
+            out[name] = pd.Series(united, name=name)
         else:
             out[name] = pd.concat(cols, ignore_index=True)
     return pd.DataFrame(out)

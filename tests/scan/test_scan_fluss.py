@@ -47,7 +47,7 @@ def test_per_bucket_scan_equals_single_process(markers: Any, dask_client: Any) -
     assert list(parts["start"]) == [starts[b] for b in range(BUCKETS)]
     assert list(parts["end"]) == [table.latest(b) for b in range(BUCKETS)]
     # the same log read by the single-process loader: identical per-key outcomes
-    log = ai.load(URL, connection_factory=make, progress=False)
+    log = ai.load(URL, markers=markers, connection_factory=make, progress=False)
     assert int(parts["records"].sum()) == len(log)
     expected = reference(log, markers)
     got = compared(result)

@@ -50,3 +50,22 @@ def test_row_group_windows_equal_per_file(tmp_path: Path, dask_client: Any) -> N
     assert sorted(zip(again.raw.partition, again.raw.offset)) == sorted(zip(log.raw.partition, log.raw.offset))
     key = str(log.records["business_key"].iloc[256])
     assert ai.load(out, business_keys=[key]).raw.value == log.for_key(key).raw.value
+
+
+def test_a_row_group_read_names_bad_rows_by_their_row_in_the_file(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from agent_inspect.sources import read_file, read_parquet_partition
+
+    whole, _ = _files(tmp_path)
+    table = pq.read_table(whole)
+    offsets = table.column("offset").to_pylist()
+    offsets[300] = -1  # a position no log has: reported as "row 301"
+    bad = table.set_column(table.schema.get_field_index("offset"), "offset", pa.array(offsets, pa.int64()))
+    path = tmp_path / "bad.parquet"
+    pq.write_table(bad, path, row_group_size=257)
+    whole_read = read_file(path)
+    group = read_parquet_partition(path, row_group=1)
+    assert len(group.batch) == 257 and whole_read.line_errors[300].startswith("row 301:")
+    assert group.line_errors == {300 - 257: whole_read.line_errors[300]}
+    assert group.batch.offset[300 - 257] == whole_read.batch.offset[300] == 301

@@ -1,9 +1,11 @@
-"""Parallel loads build exactly the single-process log (records, dtypes, categories, raw, errors, values)."""
+"""Parallel loads (on Dask distributed) build exactly the single-process log (records, dtypes, categories, raw,
+errors, values)."""
 
 from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -59,13 +61,27 @@ def test_file_loads_agree_across_worker_counts(path: Path) -> None:
     assert_same_log(ai.load_file(path, workers=1), ai.load_file(path, workers=2))
 
 
-def test_worker_processes_build_the_same_log() -> None:
-    # wait=True: the caller waits until the worker has taken a task, so parts cross the pipe
+@pytest.fixture(scope="module")
+def dask_client() -> Any:
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=40) as cluster, \
+            Client(cluster) as client:
+        client.wait_for_workers(2, timeout=60)
+        yield client
+
+
+def test_worker_processes_build_the_same_log(dask_client: Any) -> None:
+    from distributed import get_task_stream
+
     for name in ("production.jsonl", "production_k1.kcat.jsonl"):
         read = read_file(SAMPLES / name)
         single = ActionStateLog.from_raw([read.batch], read.source)
-        with Workers(2, wait=True) as pool:
+        with get_task_stream(client=dask_client) as stream, Workers(2, client=dask_client) as pool:
             assert_same_log(single, pool.build([read.batch], read.source))
+        assert sum(str(t["key"]).startswith("agent-inspect-load-") for t in stream.data) >= 2  # parts built there
+        assert pool._given is dask_client and dask_client.status == "running"  # a given client stays open
 
 
 def _reshuffled(seed: int, parts: int) -> RawBatch:
@@ -148,7 +164,7 @@ def shuffled_topic(kafka_bootstrap: str) -> str:
 
 @pytest.mark.parametrize("which", ["production_topic", "shuffled_topic"])
 def test_kafka_loads_agree_across_worker_counts(kafka_bootstrap: str, which: str, request: pytest.FixtureRequest,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                monkeypatch: pytest.MonkeyPatch, dask_client: Any) -> None:
     from agent_inspect.log import _parallel
 
     topic = request.getfixturevalue(which)
@@ -169,7 +185,7 @@ def test_kafka_loads_agree_across_worker_counts(kafka_bootstrap: str, which: str
     bars: list[Bar] = []
     monkeypatch.setattr(_parallel, "progress_bar", lambda **o: bars.append(Bar(**o)) or bars[-1])
     _, info = open_kafka(kafka_bootstrap, topic, progress=False)
-    with Workers(3, wait=True) as pool:
+    with Workers(2, client=dask_client) as pool:
         log = pool.load_kafka({"bootstrap.servers": kafka_bootstrap}, topic, info, keys=None, timeout=10,
                               progress=True)
     assert_same_log(single, log)
@@ -177,28 +193,28 @@ def test_kafka_loads_agree_across_worker_counts(kafka_bootstrap: str, which: str
     assert bar.total == bar.count == len(log) and bar.closed
 
 
-def test_kafka_business_key_filter_in_workers(kafka_bootstrap: str, production_topic: str) -> None:
+def test_kafka_business_key_filter_in_workers(kafka_bootstrap: str, production_topic: str, dask_client: Any) -> None:
     keys = ai.load_kafka(kafka_bootstrap, production_topic, progress=False, workers=1).keys()[:3]
     single = ai.load_kafka(kafka_bootstrap, production_topic, progress=False, workers=1, business_keys=keys)
     _, info = open_kafka(kafka_bootstrap, production_topic, progress=False, business_keys=keys)
-    with Workers(2, wait=True) as pool:
+    with Workers(2, client=dask_client) as pool:
         log = pool.load_kafka({"bootstrap.servers": kafka_bootstrap}, production_topic, info, keys=keys,
                               timeout=10, progress=False)
     assert_same_log(single, log)
     assert set(log.keys()) == set(keys)
 
 
-def test_worker_errors_are_the_same_one_line_errors_and_leave_no_process(kafka_bootstrap: str,
-                                                                           production_topic: str) -> None:
+def test_worker_errors_are_the_same_one_line_errors_and_close_the_cluster(kafka_bootstrap: str,
+                                                                          production_topic: str) -> None:
     _, info = open_kafka(kafka_bootstrap, production_topic, progress=False)
-    closed = f"127.0.0.1:{free_port()}"  # every share, the worker's too, times out on a closed port
-    pool = Workers(2, wait=True)
+    closed = f"127.0.0.1:{free_port()}"  # every share times out on a closed port, on the workers
+    pool = Workers(2)
     with pool, pytest.raises(BrokerUnreachable) as caught:
         pool.load_kafka({"bootstrap.servers": closed}, production_topic, info, keys=None, timeout=1,
                         progress=False)
     message = str(caught.value)
     assert "\n" not in message and ("did not answer" in message or "stopped answering" in message)
-    assert all(w.proc.poll() is not None for w in pool._workers)
+    assert pool.closed and pool._cluster is None and pool._client is None
 
 
 def test_bad_workers_option_fails_before_io() -> None:
@@ -208,39 +224,42 @@ def test_bad_workers_option_fails_before_io() -> None:
         ai.load_file(SAMPLES / "production.jsonl", workers=0)
 
 
-def test_a_worker_that_never_starts_only_costs_parallelism(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupt_cancels_the_tasks_and_closes_the_local_cluster(kafka_bootstrap: str, production_topic: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_inspect.log import _parallel
 
-    monkeypatch.setattr(_parallel, "_BOOT", "raise SystemExit(3)")
-    read = read_file(SAMPLES / "production.jsonl")
-    with Workers(2, wait=True) as pool:
-        log = pool.build([read.batch], read.source)
-    assert_same_log(ActionStateLog.from_raw([read.batch], read.source), log)
+    class Interrupting:
+        def update(self, n: int) -> None:
+            raise KeyboardInterrupt  # Ctrl-C as the first part comes back
 
+        def close(self) -> None:
+            pass
 
-def test_a_worker_dying_mid_task_is_a_one_line_source_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.log import _parallel
-
-    die = ("import os, sys; from multiprocessing.connection import Connection; "
-           "Connection(os.dup(1), readable=False).send(('ready',)); sys.stdin.buffer.read(1); os._exit(9)")
-    monkeypatch.setattr(_parallel, "_BOOT", die)
-    read = read_file(SAMPLES / "production.jsonl")
-    pool = Workers(2, wait=True)
-    with pool, pytest.raises(SourceError, match=r"exited unexpectedly \(exit code 9\)") as caught:
-        pool.build([read.batch], read.source)
-    assert "\n" not in str(caught.value)
-    assert all(w.proc.poll() is not None for w in pool._workers)
-
-
-def test_an_interrupt_kills_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_inspect.log import _parallel
-
-    def interrupted(task: object, bar: object) -> None:  # the caller's share; workers run the real one
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(_parallel, "_execute", interrupted)
-    read = read_file(SAMPLES / "production.jsonl")
-    pool = Workers(2, wait=True)
+    monkeypatch.setattr(_parallel, "progress_bar", lambda **o: Interrupting())
+    _, info = open_kafka(kafka_bootstrap, production_topic, progress=False)
+    pool = Workers(2)
+    cluster = None
     with pool, pytest.raises(KeyboardInterrupt):
-        pool.build([read.batch], read.source)
-    assert pool._workers and all(w.proc.poll() is not None for w in pool._workers)
+        pool.dask()
+        cluster = pool._cluster
+        pool.load_kafka({"bootstrap.servers": kafka_bootstrap}, production_topic, info, keys=None, timeout=10,
+                        progress=True)
+    assert cluster is not None and cluster.status.name == "closed" and pool.closed
+
+
+def test_load_with_workers_starts_and_closes_its_own_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    import distributed
+
+    started: list[Any] = []
+    real = distributed.LocalCluster
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(distributed, "LocalCluster", spy)
+    path = SAMPLES / "production.jsonl"
+    assert_same_log(ai.load_file(path, workers=1), ai.load_file(path, workers=2))
+    (cluster,) = started
+    assert cluster.status.name == "closed"
+    assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
