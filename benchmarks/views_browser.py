@@ -87,6 +87,7 @@ class Notebook:
         self.lab = lab
         self.ws_bytes = {"sent": 0, "received": 0}
         self.counting = False
+        self.frozen = False
         self.last_frame = time.monotonic()
         self.page.on("websocket", self._on_websocket)
         self.page.goto(lab.url(notebook))
@@ -137,15 +138,21 @@ class Notebook:
             self.page.wait_for_function("() => window.__aiBench.result !== null", timeout=(self.timeout + 30) * 1000,
                                         polling=100)
         except PlaywrightTimeout:
+            self.frozen = True
             return {"timeout": True, "frozen": True}
         result = self.page.evaluate("() => window.__aiBench.result")
+        if result.get("timeout") and os.environ.get("VIEWS_BROWSER_KEEP"):
+            shot = Path(os.environ["VIEWS_BROWSER_KEEP"]) / f"timeout-{int(time.time())}.png"
+            self.page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}", flush=True)
         if result.get("errors"):
             raise RuntimeError(f"timed cell failed: {result['errors']}")
         return result
 
     def close(self) -> None:
-        try:  # stop this page's kernel now rather than when the server goes
-            self.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+        try:  # stop this page's kernel now rather than when the server goes (a frozen page would not answer)
+            if not self.frozen:
+                self.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
         except Exception:  # a frozen or closed page: the server stops its kernels when it stops
             pass
         self.context.close()
@@ -160,7 +167,8 @@ def _figure(name: str, result: dict[str, Any], timeout: float, **extra: Any) -> 
         out["kernel_s"] = round(result["kernel_ms"] / 1000, 3)
     if timed_out:
         out["timed_out"] = True
-        print(f"{name}: gave up; what the DOM showed: {result.get('state', 'the page did not answer')}", flush=True)
+        out["dom"] = result.get("state", "the page did not answer")  # e.g. plots [0]: a chart left as empty axes
+        print(f"{name}: gave up; what the DOM showed: {out['dom']}", flush=True)
     out.update(extra)
     print(f"{name}: {'>= ' if timed_out else ''}{seconds:.3f} s (target {target} s) {extra or ''}", flush=True)
     return out
