@@ -96,9 +96,9 @@ def test_the_runtime_and_its_evidence_in_every_view_of_a_log() -> None:
 def test_the_prediction_table_shows_reruns_first() -> None:
     log = ai.load(ai.samples.path("production"))
     prediction = predict(log, rule="fixed", markers=ai.samples.markers("production"))
-    view = PredictionView(prediction, max_rows=20)
-    assert "tasks, re-runs and evictions first" in view.table.value
-    outcomes = re.findall(r"<td>(REUSE|RERUN|RESUME|FAIL|NOT-DISPATCHED)</td>", view.table.value)
+    view = PredictionView(prediction)
+    assert any("tasks, re-runs and evictions first" in getattr(c, "value", "") for c in view.children)
+    outcomes = view.table.shown["outcome"].astype(str).tolist()
     reruns = int((prediction.tasks["outcome"] == "RERUN").sum())
     assert 0 < reruns < 20 and outcomes[:reruns] == ["RERUN"] * reruns
     assert prediction.tasks["outcome"].iloc[:20].tolist().count("RERUN") < reruns   # buried in dispatch order
