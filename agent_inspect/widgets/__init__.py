@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from agent_inspect.widgets._result import ResultInspector
     from agent_inspect.widgets._scan import FleetScanView, scan_histograms
     from agent_inspect.widgets._stepper import ReplayStepper
-    from agent_inspect.widgets._tail import LiveDivergences, LiveKeyTimeline, LiveTail, tail
+    from agent_inspect.widgets._tail import LiveDivergences, LiveKeyHistory, LiveKeyTimeline, LiveTail, tail
     from agent_inspect.widgets._timeline import KeyTimeline, timeline_figure
     from agent_inspect.widgets._verification import VerificationView
 
@@ -44,7 +44,7 @@ _LAZY: dict[str, str] = {
     "ResultInspector": "_result", "PredictionView": "_prediction", "VerificationView": "_verification",
     "DiffView": "_diff", "ExplainView": "_explain", "FleetScanView": "_scan",
     "timeline_figure": "_timeline", "scan_histograms": "_scan", "DataGrid": "_grid", "KeyHistory": "_history",
-    "tail": "_tail", "LiveTail": "_tail", "LiveKeyTimeline": "_tail", "LiveDivergences": "_tail",
+    "tail": "_tail", "LiveTail": "_tail", "LiveKeyTimeline": "_tail", "LiveKeyHistory": "_tail", "LiveDivergences": "_tail",
 }
 
 __all__ = [
@@ -69,6 +69,7 @@ __all__ = [
     "tail",
     "LiveTail",
     "LiveKeyTimeline",
+    "LiveKeyHistory",
     "LiveDivergences",
 ]
 

@@ -56,26 +56,28 @@ class KeyHistory(anywidget.AnyWidget):
                  page_size: int = PAGE_SIZE) -> None:
         super().__init__(page_size=page_size)
         self.add_class("ai-history")
-        frame = records_of(result)
-        mine = frame[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool)] \
-            if "business_key" in frame.columns else frame.iloc[0:0]
-        if mine.empty:
-            raise InspectError(f"business key {key!r} has no records here; pick one of log.keys()")
-        self.result, self.key, self.records = result, key, mine
-        divergences = getattr(result, "divergences", None)
-        self.lines = compact_history(mine, divergences if isinstance(divergences, pd.DataFrame) else None)
-        self._line_of = {p: line for line, ps in zip(self.lines["line"], self.lines["positions"]) for p in ps}
-        self._kinds = dict(zip(mine.index.tolist(), record_kinds(mine).tolist()))
+        self.key = key
         self._matches: set[int] = set()
-        self._index: SearchIndex | None = None  # built on the first search
-        self.visible = self.lines
-        rule = getattr(getattr(result, "rule", None), "name", None)
-        self.header = _header(key, rule, mine, self.lines)
+        self._take(result)
         self.on_msg(self._on_msg)
         self.observe(lambda _: self._filtered(), names="query")
         self._filter()
         if record is not None:
             self.focus(record)
+
+    def show_result(self, result: ReconstructionLike) -> None:
+        """Show a newer reconstruction of the same key in place (the live tail's windows).
+
+        The page, the search and the opened lines stay where they were, as far as they still exist.
+        """
+        opened, page = [int(k) for k in self.details], self.page
+        with self.hold_sync():
+            self._take(result)
+            self._filter()
+            self.goto_page(page)
+            for line in opened:
+                if line < len(self.lines):
+                    self.expand(line)
 
     # -- what the buttons do ----------------------------------------------------------------------
 
@@ -135,6 +137,23 @@ class KeyHistory(anywidget.AnyWidget):
         return reopen_snippet(self.result, self.key, int(pos))
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _take(self, result: ReconstructionLike) -> None:
+        key = self.key
+        frame = records_of(result)
+        mine = frame[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool)] \
+            if "business_key" in frame.columns else frame.iloc[0:0]
+        if mine.empty:
+            raise InspectError(f"business key {key!r} has no records here; pick one of log.keys()")
+        self.result, self.records = result, mine
+        divergences = getattr(result, "divergences", None)
+        self.lines = compact_history(mine, divergences if isinstance(divergences, pd.DataFrame) else None)
+        self._line_of = {p: line for line, ps in zip(self.lines["line"], self.lines["positions"]) for p in ps}
+        self._kinds = dict(zip(mine.index.tolist(), record_kinds(mine).tolist()))
+        self._index: SearchIndex | None = None  # built on the first search
+        self.visible = self.lines
+        rule = getattr(getattr(result, "rule", None), "name", None)
+        self.header = _header(key, rule, mine, self.lines)
 
     def _position(self, record: int | tuple[int, int]) -> int:
         if isinstance(record, (tuple, list)):

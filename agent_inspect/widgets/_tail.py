@@ -24,7 +24,7 @@ from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
 from agent_inspect.widgets._common import message_html
 from agent_inspect.widgets._style import view_style
 
-__all__ = ["LiveTail", "LiveKeyTimeline", "LiveDivergences", "tail"]
+__all__ = ["LiveTail", "LiveKeyHistory", "LiveKeyTimeline", "LiveDivergences", "tail"]
 
 _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "stopped": "■ stopped", "failed": "✕ stopped by an error"}
 
@@ -107,6 +107,39 @@ class LiveKeyTimeline(w.VBox):
             old.close()
 
 
+class LiveKeyHistory(w.VBox):
+    """The compact history of the followed key in the newest window, updated in place (a
+    :class:`~agent_inspect._types.LogViewer`): the page, the search and the opened lines survive an update."""
+
+    def __init__(self, key: str | None = None) -> None:
+        super().__init__()
+        self.add_class("ai-live-history")
+        self.key = key
+        self.history: Any = None
+        self.message = w.HTML(message_html("waiting for records…"))
+        self.children = [self.message]
+
+    def show_log(self, log: LogLike, rule: Any = None) -> None:
+        from agent_inspect.widgets._history import KeyHistory
+        from agent_inspect.widgets._timeline import most_affected_key
+
+        if not len(log.records):
+            return
+        result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
+        if self.key is None:
+            self.key = most_affected_key(result)
+        try:
+            if self.history is None:
+                self.history = KeyHistory(result, self.key)
+            else:
+                self.history.show_result(result)
+        except InspectError:
+            self.message.value = message_html(f"no record of key {self.key} in the window yet")
+            self.children = [self.message]
+            return
+        self.children = [self.history]
+
+
 class LiveDivergences(w.VBox):
     """The divergences of the followed key in the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
 
@@ -164,7 +197,7 @@ class LiveTail(w.VBox):
         self.stop_button.add_class("ai-live-stop")
         self.pause_button.on_click(lambda _: self.resume() if self.live.state == "paused" else self.pause())
         self.stop_button.on_click(lambda _: self.stop())
-        self.views: list[LogViewer] = list(views) if views is not None else [LiveKeyTimeline(key), LiveDivergences(key)]
+        self.views: list[LogViewer] = list(views) if views is not None else [LiveKeyTimeline(key), LiveDivergences(key), LiveKeyHistory(key)]
         for view in self.views:
             if not isinstance(view, LogViewer):
                 raise InspectError(f"a live view needs show_log(log, rule); {type(view).__name__} has none")

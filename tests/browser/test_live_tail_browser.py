@@ -55,6 +55,7 @@ def test_the_live_view_updates_pauses_and_stops_in_the_browser(lab_page, lab_roo
     produce_like_upstream(kafka_bootstrap, topic, records[18:], num_partitions=PARTITIONS)  # 6 more of lab-1
     _wait_text(page, ".ai-live-tail .ai-timeline .ai-title", "12 records")
     _wait_text(page, ".ai-live-counter", "12 records in the window", 10)
+    page.locator(".ai-live-tail .ai-history").first.wait_for()  # the key's compact history, updated in place
     assert page.locator(".ai-live-tail").count() == 1  # updated in place, not a new output
 
     page.locator(".ai-live-pause button, button.ai-live-pause").first.click()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import agent_inspect as ai
-from agent_inspect.widgets import KeyTimeline, LiveKeyTimeline, LiveTail
+from agent_inspect.widgets import KeyHistory, KeyTimeline, LiveKeyHistory, LiveKeyTimeline, LiveTail
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.sources._records import make_records  # noqa: E402
@@ -58,11 +58,18 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     _wait(lambda: "6 records in the window" in view.counter.value)  # set after the views: they show it already
     assert _timeline_records(view) == 6 and "last update" in view.counter.value
     first_timeline = view.views[0].timeline  # type: ignore[attr-defined]
+    history = view.views[2]
+    assert isinstance(history, LiveKeyHistory) and isinstance(history.history, KeyHistory)
+    first_history = history.history
+    assert first_history.total == 3  # 6 records of live-1 fold into one line per action execution
+    first_history.expand(0)
     produce_like_upstream(kafka_bootstrap, topic, records[18:24], num_partitions=PARTITIONS)
     _wait(lambda: "12 records in the window" in view.counter.value)
     assert _timeline_records(view) == 12
     assert view.views[0].timeline is not first_timeline  # type: ignore[attr-defined]
-    assert view.children[0] is header and list(view.children[1:3]) == view.views  # updated in place
+    assert view.children[0] is header and list(view.children[1:4]) == view.views  # updated in place
+    assert history.history is first_history and first_history.total == 6  # the same history widget, grown
+    assert "0" in first_history.details  # the line the user opened stays open
     assert "of key <code>live-1</code> in the window" in view.views[1].title.value  # type: ignore[attr-defined]
 
     view.pause_button.click()
@@ -114,7 +121,7 @@ def test_a_failure_shows_escaped_in_the_badge(kafka_bootstrap: str, views: list[
     assert view.pause_button.disabled
 
 
-def test_without_a_key_both_panes_keep_the_first_window_s_most_affected_key(kafka_bootstrap: str,
+def test_without_a_key_the_panes_keep_the_first_window_s_most_affected_key(kafka_bootstrap: str,
                                                                            views: list[LiveTail]) -> None:
     topic = create_topic(kafka_bootstrap, PARTITIONS)
     view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=200, refresh=0.05)
@@ -123,8 +130,8 @@ def test_without_a_key_both_panes_keep_the_first_window_s_most_affected_key(kafk
     _wait(lambda: "6 records in the window" in view.counter.value)
     produce_like_upstream(kafka_bootstrap, topic, make_records(1, 9, prefix="second"), num_partitions=PARTITIONS)
     _wait(lambda: "24 records in the window" in view.counter.value)
-    timeline, divergences = view.views
-    assert timeline.key == divergences.key == "first-0"  # type: ignore[attr-defined]
+    timeline, divergences, history = view.views
+    assert timeline.key == divergences.key == history.key == "first-0"  # type: ignore[attr-defined]
     assert "first-0" in timeline.timeline.title.value  # type: ignore[attr-defined]
 
 
