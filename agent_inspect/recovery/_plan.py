@@ -12,8 +12,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
-    from agent_inspect._types import RuntimeLike
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery._refresh import RetainedRounds
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
@@ -89,7 +88,7 @@ class ReplayPlan:
 
     @classmethod
     def from_log(cls, log: ActionStateLog, *, business_keys: Any = None, markers: Any = None,
-                 runtime: str | RuntimeLike = "auto", kafka_pending: str | None = None,
+                 runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
                  refresh: Collection[int] | None = None) -> ReplayPlan:
         """Infer the plan from the log's own later attempt.
 
@@ -153,7 +152,7 @@ class ReplayPlan:
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
 
 
-def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeLike, kafka_pending: str | None,
+def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,
               refresh: Collection[int] | None) -> RetainedRounds:
     """The rounds ``window`` (the log's records after the markers) holds only through refresh rows."""
     from agent_inspect.recovery._refresh import RetainedRounds, refresh_positions, retained_rounds

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
-    from agent_inspect.recovery._refresh import RetainedRounds
     from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery._refresh import RetainedRounds
     from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
