@@ -60,7 +60,8 @@ class RetainedRounds:
 
     A round is *retained* when its states first appear in the rebuild window as refresh rows and no input
     of it arrives after the marker (its input was consumed before the checkpoint). ``finished``: retained
-    rounds whose every state was complete at the checkpoint (done, not yet pruned): nothing replays them.
+    rounds whose every state was complete at the checkpoint (done, not yet pruned) and whose only records
+    after the marker are refresh rows: nothing replays them.
     ``pending``: per in-flight retained round, the positions of the refresh rows holding its incomplete
     states (the tasks the restore re-submits, RESUME). ``settled``: state keys of in-flight rounds that were
     complete at the checkpoint (their tasks are not sent again).
@@ -81,7 +82,9 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
     rebuild window. A state key's *first* record in the window is its state at the restored checkpoint
     when it is a refresh row (the checkpoint re-appended it, byte-identical to its latest earlier value).
     A round with a root whose first in-window record is not a refresh row got a new input after the
-    marker and is not retained. Empty without refresh rows (0.3, or a records frame without bytes).
+    marker is not retained; a round complete at the checkpoint but written again after it (a row whose bytes
+    differ is a write, never a refresh) is left to the as-logged reading. Empty without refresh rows (0.3,
+    or a records frame without bytes).
     """
     if not refresh:
         return RetainedRounds()
@@ -95,14 +98,17 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
     first: set[str] = set()
     at_checkpoint: dict[tuple[str, int], list[tuple[int, str, bool]]] = {}
     new_input: set[tuple[str, int]] = set()
+    written: set[tuple[str, int]] = set()     # rounds with a write after the marker that is no refresh row
     completed = sub["completed"].fillna(False).to_numpy(dtype=bool).tolist()
     roots = sub["is_root"].fillna(False).to_numpy(dtype=bool).tolist()
     for pos, sk, bk, seq, done, root in zip(sub.index.tolist(), sub["state_key"].astype(object), sub["business_key"],
                                             sub["seq"], completed, roots):
+        rnd = (str(bk), int(seq))
+        if int(pos) not in refresh:
+            written.add(rnd)
         if sk in first:
             continue
         first.add(sk)
-        rnd = (str(bk), int(seq))
         if int(pos) in refresh:
             at_checkpoint.setdefault(rnd, []).append((int(pos), str(sk), done))
         elif root:
@@ -117,7 +123,7 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
         if open_:
             pending[rnd] = open_
             settled.update(sk for _, sk, done in states if done)
-        else:
+        elif rnd not in written:
             finished.add(rnd)
     return RetainedRounds(frozenset(finished), pending, frozenset(settled))
 
