@@ -170,7 +170,9 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
     selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on,
     checkpoint-time refresh rows (a state key re-appended with byte-identical bytes, addendum §2) get the
     status ``refresh``, are left out of attempts, executions and durable calls, and are never a rule step
-    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker").
+    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker"). They are never new work:
+    a round held only by refresh rows of states complete at the checkpoint is not dispatched; in one in flight
+    there, only its incomplete states are (the rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
@@ -185,7 +187,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
                  expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
                  kafka_pending: str | None = None) -> Reconstruction:
     from agent_inspect.history import build_history
-    from agent_inspect.recovery._refresh import refresh_positions
+    from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
@@ -203,8 +205,6 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     attempts = ann["attempt"].astype(object).tolist()
     session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
                                            attempts=attempts, refresh=refresh)
-    from agent_inspect.recovery._refresh import retained_rounds
-
     retained = retained_rounds(records, refresh, in_window)
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
@@ -251,8 +251,7 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
         streams.append(rounds)
     order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
     emitted: dict[int, list[tuple[str | None, str | None, str | None]]] = {}
-    finished = retained.finished if retained is not None else frozenset()
-    settled = retained.settled if retained is not None else frozenset()
+    finished, settled = (retained.finished, retained.settled) if retained is not None else ((), ())
     for _, _key, _seq, entries in order:
         if (_key, _seq) in finished:
             continue   # finished before the checkpoint, only refreshed since: no input replays it (addendum §2.2)
@@ -261,8 +260,7 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
         if children is not None:
             children.start_round()
         for entry in entries:
-            if entry.state_key in settled:
-                # complete at the restored checkpoint: the restore re-submits only the in-flight tasks
+            if entry.state_key in settled:   # complete at the restored checkpoint: not re-submitted
                 if entry.pos is not None:
                     outcomes[entry.pos] = ("NOT-DISPATCHED", "complete at the restored checkpoint; the restore "
                                            "re-submits only its round's in-flight tasks")
