@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +12,8 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
+    from agent_inspect.recovery._refresh import RetainedRounds
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
 
@@ -86,7 +87,9 @@ class ReplayPlan:
         return int(self.restored_seq.get(key, -1))
 
     @classmethod
-    def from_log(cls, log: ActionStateLog, *, business_keys: Any = None, markers: Any = None) -> ReplayPlan:
+    def from_log(cls, log: ActionStateLog, *, business_keys: Any = None, markers: Any = None,
+                 runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
+                 refresh: Collection[int] | None = None) -> ReplayPlan:
         """Infer the plan from the log's own later attempt.
 
         Per business key: the rounds in the replay window, each replayed with the input of the root
@@ -95,6 +98,13 @@ class ReplayPlan:
         ``markers`` bound the window as a restore does (spec §8.4, §9.5): only roots at or after
         the merged marker offset of their partition; inputs before it were committed by the
         checkpoint and are not replayed. None (or ``[]``) takes the whole log.
+
+        From 0.4 on (``runtime``, default inferred from the log; ``refresh``: the refresh-row positions,
+        default :func:`~agent_inspect.recovery.refresh_positions`), refresh rows are never new work: a
+        round the window holds only through refresh rows had its input consumed before the checkpoint.
+        If all its states were complete there it is not replayed (finished, not yet pruned); otherwise its
+        incomplete states become ``pending`` tasks with their original events (RESUME). Either way the
+        key's restored seq is at least that round's seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -105,9 +115,15 @@ class ReplayPlan:
         if start is not None:
             lo = recs["partition"].map(start)
             recs = recs[lo.notna() & (recs["offset"] >= lo.fillna(0))]
+        retained = _retained(log, recs, runtime, kafka_pending, refresh)
         roots = recs[recs["is_root"].fillna(False).astype(bool) & ~recs["tombstone"].fillna(False).astype(bool)
                      & recs["error"].isna()]
+        if retained:
+            held = {*retained.finished, *retained.pending}
+            roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
         if roots.empty:
+            if retained:
+                return _retained_plan(log, retained, {})
             if start is not None:
                 return cls(inputs=(), restored_seq={}, keys={})   # nothing arrived after the checkpoint
             raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
@@ -130,8 +146,58 @@ class ReplayPlan:
             taken[bk] = i + 1
             inputs_list.append(ReplayInput(bk, _event_of(log, per_key[bk][i]).with_id(None)))
         inputs = tuple(inputs_list)
+        if retained:
+            return _retained_plan(log, retained, restored, inputs)
         keys = identities_from_log(log)
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
+
+
+def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,
+              refresh: Collection[int] | None) -> RetainedRounds:
+    """The rounds ``window`` (the log's records after the markers) holds only through refresh rows."""
+    from agent_inspect.recovery._refresh import RetainedRounds, refresh_positions, retained_rounds
+
+    if refresh is None:
+        if getattr(log, "raw", None) is None:
+            return RetainedRounds()
+        from agent_inspect.log import resolve_runtime
+
+        refresh = refresh_positions(log, resolve_runtime(runtime, log), kafka_pending=kafka_pending)
+    if not refresh:
+        return RetainedRounds()
+    records = log.records
+    return retained_rounds(records, refresh, records.index.isin(window.index))
+
+
+def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
+                   inputs: tuple[ReplayInput, ...] = ()) -> ReplayPlan:
+    """The plan with the retained rounds: restored seqs raised to them, their incomplete states pending."""
+    restored = dict(restored)
+    for bk, seq in (*retained.finished, *retained.pending):
+        restored[bk] = max(restored.get(bk, -1), seq)
+    pending = []
+    if retained.pending:
+        names = _action_names(log)
+        recs = log.records
+        for (bk, seq), positions in retained.pending.items():
+            for pos in positions:
+                event = _event_of(log, pos)
+                name = names.get(str(recs.at[pos, "action_uuid"]))
+                if name is None:
+                    raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
+                pending.append(PendingTask(bk, seq, name, event))
+    keys = identities_from_log(log)
+    return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
+                      keys={k: keys[k] for k in restored if k in keys})
+
+
+def _action_names(log: ActionStateLog) -> dict[str, str]:
+    """Action UUID -> the action name :class:`~agent_inspect.agents.AsRecordedAgent` gives it."""
+    from agent_inspect.agents import AsRecordedAgent
+
+    agent = AsRecordedAgent(log)
+    fmt = str(log.records["key_format"].dropna().iloc[0]) if log.records["key_format"].notna().any() else "K1.5"
+    return {agent.action_uuid(d.name, fmt): d.name for d in agent.actions}
 
 
 def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:

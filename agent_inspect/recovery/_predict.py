@@ -360,7 +360,7 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
             raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
         source = cast("ActionStateLog", log)
         if plan is None:
-            plan = ReplayPlan.from_log(source, markers=markers)
+            plan = ReplayPlan.from_log(source, markers=markers, runtime=info, kafka_pending=kafka_pending)
         if agent is None:
             from agent_inspect.agents import AsRecordedAgent
 

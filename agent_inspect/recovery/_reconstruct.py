@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from agent_inspect.history import History
     from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery._refresh import RetainedRounds
     from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
@@ -169,7 +170,9 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
     selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on,
     checkpoint-time refresh rows (a state key re-appended with byte-identical bytes, addendum §2) get the
     status ``refresh``, are left out of attempts, executions and durable calls, and are never a rule step
-    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker").
+    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker"). They are never new work:
+    a round held only by refresh rows of states complete at the checkpoint is not dispatched; in one in flight
+    there, only its incomplete states are (the rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
@@ -184,7 +187,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
                  expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
                  kafka_pending: str | None = None) -> Reconstruction:
     from agent_inspect.history import build_history
-    from agent_inspect.recovery._refresh import refresh_positions
+    from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
@@ -202,6 +205,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     attempts = ann["attempt"].astype(object).tolist()
     session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
                                            attempts=attempts, refresh=refresh)
+    retained = retained_rounds(records, refresh, in_window)
     outcomes: dict[int, tuple[str, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
@@ -210,8 +214,9 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
 
         children = ChildDispatch(runtime_model(runtime, kafka_pending=kafka_pending), records,
                                  getattr(log, "value", None))
-        _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None), children)
-    frame = _statuses(records, ann, in_window, session, outcomes, refresh)
+        _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None), children, retained)
+    idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
+    frame = _statuses(records, ann, in_window, session, outcomes, refresh, frozenset(p for p in idle if p is not None))
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
@@ -220,7 +225,8 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
-                      outcomes: dict[int, tuple[str, str]], value: Any = None, children: Any = None) -> None:
+                      outcomes: dict[int, tuple[str, str]], value: Any = None, children: Any = None,
+                      retained: RetainedRounds | None = None) -> None:
     # Dispatch order within a round is the order in which each state key was first written: a
     # parent re-executed in a later attempt still comes before the child it triggered.
     first_write: dict[str, int] = {}
@@ -245,12 +251,20 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
         streams.append(rounds)
     order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
     emitted: dict[int, list[tuple[str | None, str | None, str | None]]] = {}
+    finished, settled = (retained.finished, retained.settled) if retained is not None else ((), ())
     for _, _key, _seq, entries in order:
+        if (_key, _seq) in finished:
+            continue   # finished before the checkpoint, only refreshed since: no input replays it (addendum §2.2)
         reused: list[Entry] = []
         reused_ids: set[str] = set()
         if children is not None:
             children.start_round()
         for entry in entries:
+            if entry.state_key in settled:   # complete at the restored checkpoint: not re-submitted
+                if entry.pos is not None:
+                    outcomes[entry.pos] = ("NOT-DISPATCHED", "complete at the restored checkpoint; the restore "
+                                           "re-submits only its round's in-flight tasks")
+                continue
             skip = children.skip(entry) if children is not None else None
             if skip is not None:      # a child task nothing sends again under this runtime (addendum §1.1)
                 if entry.pos is not None:
@@ -340,7 +354,8 @@ def _replay_entry(task: Task, *, completed: bool) -> Entry:
 
 
 def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,
-              outcomes: dict[int, tuple[str, str]], refresh: frozenset[int] = frozenset()) -> pd.DataFrame:
+              outcomes: dict[int, tuple[str, str]], refresh: frozenset[int] = frozenset(),
+              idle: frozenset[int] = frozenset()) -> pd.DataFrame:
     n = len(records)
     index = records.index.tolist()
     where = {p: i for i, p in enumerate(index)}
@@ -387,7 +402,8 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
             status[i], div_id[i] = "refresh", -1
             reason[i] = ("checkpoint-time refresh of a retained state (byte-identical to the earlier write of its "
                          "state key); " + ("it brings the pending state back into the rebuild window"
-                                           if brings else "collapsed into the earlier write"))
+                                           if brings else "collapsed into the earlier write")
+                         + ("; its round finished before the checkpoint, so nothing replays it" if p in idle else ""))
     status[tomb & in_window] = "tombstone"
     bad = (errors | seqs) & ~tomb
     status[bad] = "error"

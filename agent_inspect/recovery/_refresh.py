@@ -9,9 +9,12 @@ partition (a tombstone in between ends the chain). A row whose bytes differ is n
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from agent_inspect._types import LogLike, RuntimeLike
@@ -22,7 +25,7 @@ from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._rebuild import source_kind_of
 from agent_inspect.store import runtime_model
 
-__all__ = ["refresh_positions", "subagent_result_events"]
+__all__ = ["refresh_positions", "subagent_result_events", "RetainedRounds", "retained_rounds"]
 
 
 def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
@@ -49,6 +52,80 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
             found.append(int(pos))
         latest[slot] = value
     return frozenset(found)
+
+
+@dataclass(frozen=True)
+class RetainedRounds:
+    """The rounds a restore brings back through refresh rows alone, as the restored checkpoint held them.
+
+    A round is *retained* when its states first appear in the rebuild window as refresh rows and no input
+    of it arrives after the marker (its input was consumed before the checkpoint). ``finished``: retained
+    rounds whose every state was complete at the checkpoint (done, not yet pruned) and whose only records
+    after the marker are refresh rows: nothing replays them.
+    ``pending``: per in-flight retained round, the positions of the refresh rows holding its incomplete
+    states (the tasks the restore re-submits, RESUME). ``settled``: state keys of in-flight rounds that were
+    complete at the checkpoint (their tasks are not sent again).
+    """
+
+    finished: frozenset[tuple[str, int]] = frozenset()
+    pending: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    settled: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.finished or self.pending)
+
+
+def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.ndarray | pd.Series) -> RetainedRounds:
+    """Classify the rounds of ``records`` whose states the window holds only through refresh rows.
+
+    ``refresh``: positions of refresh rows (:func:`refresh_positions`); ``window``: one bool per row, the
+    rebuild window. A state key's *first* record in the window is its state at the restored checkpoint
+    when it is a refresh row (the checkpoint re-appended it, byte-identical to its latest earlier value).
+    A round with a root whose first in-window record is not a refresh row got a new input after the
+    marker is not retained; a round complete at the checkpoint but written again after it (a row whose bytes
+    differ is a write, never a refresh) is left to the as-logged reading. Empty without refresh rows (0.3,
+    or a records frame without bytes).
+    """
+    if not refresh:
+        return RetainedRounds()
+    import numpy as np
+
+    mask = np.asarray(window, dtype=bool)
+    ok = mask & records["error"].isna().to_numpy() & records["seq"].notna().to_numpy()
+    if "tombstone" in records:
+        ok &= ~records["tombstone"].fillna(False).to_numpy(dtype=bool)
+    sub = records[ok]
+    first: set[str] = set()
+    at_checkpoint: dict[tuple[str, int], list[tuple[int, str, bool]]] = {}
+    new_input: set[tuple[str, int]] = set()
+    written: set[tuple[str, int]] = set()     # rounds with a write after the marker that is no refresh row
+    completed = sub["completed"].fillna(False).to_numpy(dtype=bool).tolist()
+    roots = sub["is_root"].fillna(False).to_numpy(dtype=bool).tolist()
+    for pos, sk, bk, seq, done, root in zip(sub.index.tolist(), sub["state_key"].astype(object), sub["business_key"],
+                                            sub["seq"], completed, roots):
+        rnd = (str(bk), int(seq))
+        if int(pos) not in refresh:
+            written.add(rnd)
+        if sk in first:
+            continue
+        first.add(sk)
+        if int(pos) in refresh:
+            at_checkpoint.setdefault(rnd, []).append((int(pos), str(sk), done))
+        elif root:
+            new_input.add(rnd)
+    finished: set[tuple[str, int]] = set()
+    pending: dict[tuple[str, int], tuple[int, ...]] = {}
+    settled: set[str] = set()
+    for rnd, states in at_checkpoint.items():
+        if rnd in new_input:
+            continue
+        open_ = tuple(p for p, _, done in states if not done)
+        if open_:
+            pending[rnd] = open_
+            settled.update(sk for _, sk, done in states if done)
+        elif rnd not in written:
+            finished.add(rnd)
+    return RetainedRounds(frozenset(finished), pending, frozenset(settled))
 
 
 def with_subagent_result_events(state: Any, events: Any) -> Any:

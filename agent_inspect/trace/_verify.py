@@ -136,21 +136,22 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
     entry: ``restored_seq``, ``pending``) or else from the log's window (``ReplayPlan.from_log``) and the
     trace: a task whose trigger event this trace never emitted, and which is no input, was restored
     from the checkpoint (``actionTasks``); its event is the stored output of the record that sent it.
-    Returns None when an input's attributes are truncated or missing (then the log's plan is used).
+    When the trace shows none, the log window's pending tasks (in-flight rounds brought back by 0.4+
+    refresh rows) are used. Returns None when an input's attributes are truncated, or when the trace
+    shows no input where the log's window replays some (then the log's plan is used).
     """
     from agent_inspect.agents import AgentEvent
     from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
 
     good = trace.good
     inputs = good[(good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")]
-    # a restore that replays no input (its in-flight tasks only, e.g. a checkpoint taken mid-action at the
-    # source's last input): the trace rightly shows none, and the plan is the restore's alone
-    pending_only = inputs.empty and restore is not None and "replay" in restore and not restore["replay"]
-    if (inputs.empty and not pending_only) or inputs["truncated"].any():
-        return None
-    if any(not isinstance(a, dict) or not a for a in inputs["attributes"]):
+    if inputs["truncated"].any() or any(not isinstance(a, dict) or not a for a in inputs["attributes"]):
         return None
     base = ReplayPlan.from_log(log, markers=markers) if log is not None else None
+    # no input in the trace is right only when the log's window replays none either (a restore that only
+    # resumes in-flight tasks, e.g. a checkpoint taken mid-action at the source's last input)
+    if inputs.empty and (base is None or base.inputs):
+        return None
     restored = dict(base.restored_seq) if base is not None else {}
     pending: tuple[Any, ...] = ()
     if restore:
@@ -164,10 +165,10 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
                                                                        ev.get("id"))))
         pending = tuple(pend)
     elif log is not None:
-        pending = _restored_tasks(trace, log)
+        pending = _restored_tasks(trace, log) or (base.pending if base is not None else ())
     plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
                         for k, a in zip(inputs["business_key"].astype(object), inputs["attributes"]))
-    if base is not None and not pending_only:
+    if base is not None:
         # a key the restore replays but the trace never mentions: predict it from the log's window, so it
         # shows up as missing from the trace instead of silently agreeing
         traced = set(map(str, good["business_key"].dropna()))

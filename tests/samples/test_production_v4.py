@@ -14,7 +14,7 @@ from agent_inspect import codec, samples
 from agent_inspect.cli import main
 from agent_inspect.executor import StepKind
 from agent_inspect.executor._plan import as_plan
-from agent_inspect.recovery import predict, refresh_positions
+from agent_inspect.recovery import ReplayPlan, predict, refresh_positions
 from agent_inspect.samples._production_v4 import CANDIDATES, ROUTER
 from agent_inspect.trace import verify
 
@@ -142,3 +142,38 @@ def test_the_committed_trace_agrees_with_the_prediction(committed) -> None:
     assert v.agree, v.disagreements[["key", "action", "predicted", "observed", "cause"]].to_string()
     t = v.totals.set_index("outcome")
     assert t.loc["RESUME", "predicted"] == t.loc["RESUME", "observed"] == 1
+
+
+def test_reconstruct_predict_and_the_executor_agree_on_the_inferred_plan(sample: samples.Sample, committed) -> None:
+    """Refresh rows of finished-but-not-pruned rounds are no rounds to replay: the plan inferred from the
+    log is the restore's own (no input, the one in-flight chat pending), and all three models RESUME it."""
+    markers = samples.markers(NAME)
+    restore = json.loads(samples.path(NAME, "markers").read_text(encoding="utf-8"))["restore"]
+    plan = ReplayPlan.from_log(committed, markers=markers)
+    assert plan.inputs == ()
+    assert {k: v for k, v in restore["restored_seq"].items() if k in plan.restored_seq} == dict(plan.restored_seq)
+    assert [[p.key, p.seq, p.action, p.event.id] for p in plan.pending] == [
+        [k, s, a, e["id"]] for k, s, a, e in restore["pending"]]
+    ex = sample.executor(rule="original")
+    ex.run()
+    pred = predict(committed, markers=markers)
+    recon = ai.reconstruct(committed, markers=markers)
+    r = recon.records[recon.records["outcome"].notna()]
+    looked = _lookups(ex)
+    assert looked == [(5, "chat", "RESUME")]
+    tasks = pred.tasks[pred.tasks["outcome"] != "NOT-DISPATCHED"]
+    assert [(int(s), a, o) for s, a, o in zip(tasks["seq"], tasks["action"], tasks["outcome"])] == looked
+    assert sorted(map(str, r["outcome"])) == ["NOT-DISPATCHED", "NOT-DISPATCHED", "RESUME"]
+    nd = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
+    assert sorted(nd["entry_pos"].dropna().astype(int)) == sorted(r.index[r["outcome"] == "NOT-DISPATCHED"])
+    assert recon.summary()["outcomes"].get("RERUN", 0) == 0 and recon.summary()["outcomes"].get("REUSE", 0) == 0
+    executed = [s.function_id for s in ex.step_list if s.call_index is not None and str(s.outcome) == "execute"]
+    assert executed == [f"judge:{ROUTER}"]           # the one call not recorded before the checkpoint; none repeated
+
+
+def test_verify_needs_no_restore_plan(committed) -> None:
+    v = verify(committed, samples.path(NAME, "trace"), markers=samples.markers(NAME))
+    assert v.agree, v.disagreements[["key", "action", "predicted", "observed", "cause"]].to_string()
+    t = v.totals.set_index("outcome")
+    assert t.loc["RESUME", "predicted"] == t.loc["RESUME", "observed"] == 1
+    assert "RERUN" not in t.index
