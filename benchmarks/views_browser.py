@@ -14,9 +14,11 @@ The "Must show" table of issue #16. Starts JupyterLab on 127.0.0.1 (throw-away H
 
 Each object of the last line has ``ratio`` = target / measured (≥ 1 meets the target). Times are taken in the
 page (``performance.now()``): from the moment the cell is sent to run (or the mousedown) to the first animation
-frame at which the DOM shows the view drawn. ``kernel_s`` is when the kernel's reply reached the page (the rest
-is the browser's). A measurement that does not finish within ``--timeout`` seconds reports the timeout as its
-figure (``"timed_out": true``; the ratio is then an upper bound).
+frame at which the DOM shows the view drawn. ``kernel_s`` is when the page handled the kernel's reply (late when
+the page is busy) and ``kernel_cpu_s`` the kernel's CPU seconds for the step (steadier than wall time on a shared
+machine). A measurement that does not finish within ``--timeout`` seconds reports the timeout as its figure
+(``"timed_out": true``, the ratio then an upper bound) and ``dom``, what the DOM showed; a frozen page says so.
+``VIEWS_BROWSER_KEEP=DIR`` keeps the scratch directory and screenshots each timeout into ``DIR``.
 
 "Drawn" is read from the DOM only (the marker convention, also for views that are not plotly):
 - an element with ``data-ai-drawn="<n>"`` has drawn its data; ``n`` is the number of data items it represents
