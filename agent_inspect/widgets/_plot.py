@@ -82,6 +82,9 @@ class Plot(anywidget.AnyWidget):
     _css = _STATIC / "plot.css"
     _spec = traitlets.Dict().tag(sync=True)
     _arrays = traitlets.List().tag(sync=True)
+    #: How many data items the chart stands for (records even when binned, steps…); -1: its points.
+    #: The page shows it as ``data-ai-drawn`` once drawn (benchmarks/views_browser.py reads it).
+    items = traitlets.Int(-1).tag(sync=True)
 
     def __init__(self, figure: Any = None, *, layout: Any = None) -> None:
         super().__init__()

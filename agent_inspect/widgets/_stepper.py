@@ -251,6 +251,7 @@ class ReplayStepper(w.VBox):
             traces.append(scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current",
                                   marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color="#000", width=2)),
                                   hoverinfo="skip"))
+        self.figure.items = len(steps)
         with self.figure.batch_update():
             self.figure.data = []
             for trace in traces:

@@ -119,6 +119,7 @@ class KeyTimeline(w.VBox):
 
     def _show(self) -> None:
         traces, self._bins = self._data.traces(self._x_range, self._y_range, hover=False)
+        self.figure.items = self._data.count(self._x_range, self._y_range)  # records, even when binned
         with self.figure.batch_update():
             self.figure.data = traces
         for n, trace in enumerate(self.figure.data):
@@ -217,14 +218,22 @@ class _TimelineData:
         marks = [t for p, _, t in self.divergences if p == pos]
         return "<br>".join([*marks, text])
 
-    def traces(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None,
-               *, hover: bool) -> tuple[list[Any], dict[int, list[str]]]:
-        """The traces for a range (records, or counts per status per bin) and each binned trace's hover."""
+    def count(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None) -> int:
+        """How many records lie in the range."""
+        return int(self._keep(x_range, y_range).sum())
+
+    def _keep(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None) -> np.ndarray:
         keep = np.ones(len(self.pos), dtype=bool)
         if x_range is not None:
             keep &= (self.pos >= x_range[0]) & (self.pos <= x_range[1])
         if y_range is not None:
             keep &= (self.seq >= y_range[0]) & (self.seq <= y_range[1])
+        return keep
+
+    def traces(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None,
+               *, hover: bool) -> tuple[list[Any], dict[int, list[str]]]:
+        """The traces for a range (records, or counts per status per bin) and each binned trace's hover."""
+        keep = self._keep(x_range, y_range)
         binned = int(keep.sum()) > LOD_POINTS
         traces: list[Any] = []
         bins: dict[int, list[str]] = {}

@@ -109,6 +109,7 @@ export default {
         });
         body.appendChild(row);
       });
+      el.dataset.aiDrawn = String(total);  // drawn: the rows in view of `total` (benchmarks/views_browser.py)
     }
 
     function askWindow() {

@@ -217,6 +217,7 @@ function render({ model, el }) {
       pending = false;
       const rows = dirty.rows;
       if (rows) drawRows();
+      el.dataset.aiDrawn = String(model.get("total"));  // drawn: this page of `total` lines
       if (rows || dirty.details) drawDetails();
       if (rows || dirty.details || dirty.focus) drawFocus();
       dirty.rows = dirty.details = dirty.focus = false;
@@ -228,6 +229,7 @@ function render({ model, el }) {
   drawDetails();
   drawFocus();
   drawInfo();
+  el.dataset.aiDrawn = String(model.get("total"));
   model.on("change:header", drawHead);
   model.on("change:rows", () => schedule("rows"));
   model.on("change:details", () => schedule("details"));

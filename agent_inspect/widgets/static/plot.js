@@ -69,6 +69,13 @@ function figure(model) {
 
 const CONFIG = { displaylogo: false, responsive: true, displayModeBar: "hover" };
 
+// The points a figure draws (the "drawn" count when the kernel does not say what the chart stands for).
+function pointCount(data) {
+  let n = 0;
+  for (const t of data || []) n += Math.max((t.x || []).length, (t.y || []).length, (t.values || []).length);
+  return n;
+}
+
 async function render({ model, el }) {
   el.classList.add("ai-plot");
   const gd = document.createElement("div");
@@ -87,7 +94,12 @@ async function render({ model, el }) {
     const fig = figure(model);
     hoverSet = fig.hover;
     el.dataset.drawn = "0";
-    return Plotly.react(gd, fig.data, fig.layout, CONFIG).then(() => { el.dataset.drawn = "1"; });
+    el.dataset.aiDrawn = "false";
+    return Plotly.react(gd, fig.data, fig.layout, CONFIG).then(() => {
+      el.dataset.drawn = "1";
+      const items = model.get("items");
+      el.dataset.aiDrawn = String(items >= 0 ? items : pointCount(fig.data));
+    });
   };
   let pending = Promise.resolve();
   const redraw = () => { pending = pending.then(draw, draw); };
