@@ -129,11 +129,13 @@ class KeyTimeline(w.VBox):
         indices = list(getattr(points, "point_inds", []) or [])
         if not indices:
             return
+        if trace.customdata is None:
+            return
+        self.select(int(np.asarray(trace.customdata)[indices[0]]))  # a bin: its first record
         if index in self._bins:
-            self.detail.value = message_html(self._bins[index][indices[0]].replace("<br>", " · ") +
-                                             " — zoom in to see these records")
-        elif trace.customdata is not None:
-            self.select(int(np.asarray(trace.customdata)[indices[0]]))
+            self.detail.value = (message_html(self._bins[index][indices[0]].replace("<br>", " · ") +
+                                              " — its first record below; zoom in to see each")
+                                 + self.detail.value)
 
     def _hover(self, index: int, point: Any) -> str | None:
         if not 0 <= index < len(self.figure.data) or not isinstance(point, int):
@@ -243,9 +245,9 @@ class _TimelineData:
                 continue
             style = dict(name=plotly_text(name), legendrank=100 + self.legend[name], mode="markers")
             if binned:
-                x, y, size, texts = _bin(self.pos[sel], self.seq[sel], name, x_range, y_range)
+                x, y, size, texts, first = _bin(self.pos[sel], self.seq[sel], name, x_range, y_range)
                 bins[len(traces)] = texts
-                traces.append(go.Scattergl(x=x, y=y, customdata=np.arange(len(x)), **style,
+                traces.append(go.Scattergl(x=x, y=y, customdata=first, **style,
                                            marker=dict(color=colour_for(name), size=size, line=dict(width=0)),
                                            hovertext=texts if hover else None, hoverinfo="text"))
             else:
@@ -266,8 +268,11 @@ class _TimelineData:
 
 
 def _bin(pos: np.ndarray, seq: np.ndarray, name: str, x_range: tuple[float, float] | None,
-         y_range: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-    """One marker per non-empty (position bin, seq bin): at the records' mean, sized by their count."""
+         y_range: tuple[float, float] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """One marker per non-empty (position bin, seq bin): at the records' mean, sized by their count.
+
+    Also each bin's hover text and its first record's log position (what a click on the bin shows).
+    """
     x0, x1 = x_range if x_range is not None else (float(pos.min()), float(pos.max()))
     y0, y1 = y_range if y_range is not None else (float(seq.min()), float(seq.max()))
     xb = np.clip(((pos - x0) / max(x1 - x0, 1.0) * _X_BINS).astype(np.int64), 0, _X_BINS)
@@ -286,7 +291,7 @@ def _bin(pos: np.ndarray, seq: np.ndarray, name: str, x_range: tuple[float, floa
     label = plotly_text(name)
     texts = [f"{c:,} {label} records<br>pos {a}–{b} · seq {int(c0)}–{int(c1)}"
              for c, a, b, c0, c1 in zip(count.tolist(), p_lo.tolist(), p_hi.tolist(), s_lo.tolist(), s_hi.tolist())]
-    return x, y, size, texts
+    return x, y, size, texts, p_lo
 
 
 def _attempt_starts(frame: pd.DataFrame) -> list[tuple[int, Any]]:

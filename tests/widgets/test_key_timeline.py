@@ -129,3 +129,17 @@ def test_many_records_are_binned_and_a_zoom_fetches_them(probe_result, monkeypat
     assert _points(timeline) == {low, high}
     timeline._zoom({"xaxis.autorange": True})
     assert timeline.binned
+
+
+def test_a_click_on_a_bin_shows_its_first_record_and_what_the_bin_holds(probe_result, monkeypatch):
+    import agent_inspect.widgets._timeline as tl
+
+    key = f"user-{IMG}"
+    monkeypatch.setattr(tl, "LOD_POINTS", 5)
+    timeline = KeyTimeline(probe_result, key)
+    assert timeline.binned and timeline.figure.items == int((probe_result.records["business_key"] == key).sum())
+    index = next(iter(timeline._bins))
+    first = int(timeline.figure.data[index].customdata[0])
+    click(timeline.figure, index, 0)
+    assert timeline.selected_pos == first and first in timeline.records.index
+    assert f"record {first}:" in timeline.detail.value and "zoom in to see each" in timeline.detail.value
