@@ -201,10 +201,10 @@ def measure_scratch(browser: Any, lab: Lab, args: argparse.Namespace, wanted: se
             if "timeline_100k" in wanted:
                 results.append(_figure("timeline_100k", r, args.timeout, records=n, kernel_cpu_s=round(cpu, 3)))
             if "click_to_value" in wanted and not r.get("timeout"):
+                cpu = nb.kernel_cpu()  # first: running a cell scrolls the notebook, which would move the point
                 point = nb.page.evaluate("(i) => window.__aiBench.pointIn(i)", index)
                 if point is None:
                     raise RuntimeError("no clickable point on the timeline (plotly or [data-ai-point])")
-                cpu = nb.kernel_cpu()
                 r = nb.timed_click(index, point, kind="value")
                 results.append(_figure("click_to_value", r, args.timeout, records=n,
                                        kernel_cpu_s=round(nb.kernel_cpu() - cpu, 3)))
@@ -236,8 +236,8 @@ def _stepper(nb: Notebook, args: argparse.Namespace) -> dict[str, Any]:
     steps = info["steps"]
     index = nb.setup("ai.inspect(executor())")["index"]
     nb.page.wait_for_function("(i) => window.__aiBench.buttonIn(i, '^Run') !== null", arg=index)
+    cpu = nb.kernel_cpu()  # first: running a cell scrolls the notebook, which would move the button
     button = nb.page.evaluate("(i) => window.__aiBench.buttonIn(i, '^Run')", index)
-    cpu = nb.kernel_cpu()
     r = nb.timed_click(index, button, kind="drawn", items=steps)
     extra: dict[str, Any] = {"steps": steps, "sample": name}
     if not r.get("frozen"):
