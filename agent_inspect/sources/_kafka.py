@@ -22,7 +22,7 @@ from agent_inspect.sources._offsets import (
 )
 from agent_inspect.sources._progress import progress_bar
 
-__all__ = ["open_kafka", "read_partitions"]
+__all__ = ["open_kafka", "read_partitions", "client_config"]
 
 _LOG = logging.getLogger("agent_inspect.sources.kafka")
 _LOG.addHandler(logging.NullHandler())  # librdkafka chatter goes here, never to stderr unless the user asks
@@ -48,14 +48,7 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
 
     if markers is not None and start_offsets is not None:
         raise SourceError("pass either markers or start_offsets, not both")
-    user = dict(config or {})
-    if bootstrap:
-        user["bootstrap.servers"] = bootstrap
-    if not user.get("bootstrap.servers"):
-        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic "
-                          "or config={'bootstrap.servers': …}")
-    errors: list[str] = []
-    client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
+    user, client, errors = client_config(bootstrap, config)
     where = f"topic {topic!r}"
 
     admin = _client(AdminClient, {k: v for k, v in client.items() if not _consumer_only(k)})
@@ -81,6 +74,20 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
     consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
     batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors)
     return batches, info
+
+
+def client_config(bootstrap: str | None, config: Mapping[str, Any] | None
+                  ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """(the user's settings, the client's full config, the list its error callback fills)."""
+    user = dict(config or {})
+    if bootstrap:
+        user["bootstrap.servers"] = bootstrap
+    if not user.get("bootstrap.servers"):
+        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic "
+                          "or config={'bootstrap.servers': …}")
+    errors: list[str] = []
+    client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
+    return user, client, errors
 
 
 def _client(make: Any, conf: dict[str, Any]) -> Any:

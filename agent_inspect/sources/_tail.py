@@ -17,14 +17,13 @@ from typing import Any
 from agent_inspect._errors import SourceError
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._kafka import (
-    _DEFAULTS,
     _FORCED,
-    _LOG,
     _SECRET_HINTS,
     _client,
     _consumer_only,
     _partitions,
     _watermarks,
+    client_config,
 )
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
 
@@ -105,14 +104,7 @@ def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = Non
         raise SourceError("pass either last= or since_ms=, not both")
     if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
         raise SourceError(f"last must be a number of records ≥ 0, not {last!r}")
-    user = dict(config or {})
-    if bootstrap:
-        user["bootstrap.servers"] = bootstrap
-    if not user.get("bootstrap.servers"):
-        raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic "
-                          "or config={'bootstrap.servers': …}")
-    errors: list[str] = []
-    client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
+    user, client, errors = client_config(bootstrap, config)
     admin = _client(AdminClient, {k: v for k, v in client.items() if not _consumer_only(k)})
     partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])
     keys = list(business_keys) if business_keys is not None else None

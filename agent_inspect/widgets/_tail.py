@@ -76,6 +76,21 @@ def _reconstruction(log: ActionStateLog, rule: Any) -> Any:
     return reconstruct(log, rule=rule)
 
 
+def _window(pane: Any, log: LogLike, rule: Any) -> Any:
+    """The window's reconstruction for ``pane`` (None while it is empty); fixes the pane's key on first use.
+
+    Without a key the panes follow the first window's most affected key and keep it.
+    """
+    from agent_inspect.widgets._timeline import most_affected_key
+
+    if not len(log.records):
+        return None
+    result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
+    if pane.key is None:
+        pane.key = most_affected_key(result)
+    return result
+
+
 class LiveKeyTimeline(w.VBox):
     """The key timeline of the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
 
@@ -88,13 +103,11 @@ class LiveKeyTimeline(w.VBox):
         self.children = [self.message]
 
     def show_log(self, log: LogLike, rule: Any = None) -> None:
-        from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
+        from agent_inspect.widgets._timeline import KeyTimeline
 
-        if not len(log.records):
+        result = _window(self, log, rule)
+        if result is None:
             return
-        result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
-        if self.key is None:
-            self.key = most_affected_key(result)
         try:
             timeline = KeyTimeline(result, self.key)
         except InspectError:
@@ -121,13 +134,10 @@ class LiveKeyHistory(w.VBox):
 
     def show_log(self, log: LogLike, rule: Any = None) -> None:
         from agent_inspect.widgets._history import KeyHistory
-        from agent_inspect.widgets._timeline import most_affected_key
 
-        if not len(log.records):
+        result = _window(self, log, rule)
+        if result is None:
             return
-        result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
-        if self.key is None:
-            self.key = most_affected_key(result)
         try:
             if self.history is None:
                 self.history = KeyHistory(result, self.key)
@@ -154,13 +164,10 @@ class LiveDivergences(w.VBox):
 
     def show_log(self, log: LogLike, rule: Any = None) -> None:
         from agent_inspect.widgets._divergence import DivergenceView
-        from agent_inspect.widgets._timeline import most_affected_key
 
-        if not len(log.records):
+        result = _window(self, log, rule)
+        if result is None:
             return
-        result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
-        if self.key is None:  # chosen once, like the timeline's: the panes keep showing the same key
-            self.key = most_affected_key(result)
         key = self.key
         view = DivergenceView(result, key=key)
         self.count = len(view.divergences)
