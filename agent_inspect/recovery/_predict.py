@@ -89,6 +89,8 @@ class Simulation:
         self.rounds: dict[tuple[str, int], str] = {}
         self.warnings: list[str] = []
         self._idents: dict[str, KeyIdentity] = dict(plan.keys)
+        self._named_for = -1
+        self._named: tuple[dict[str, str], dict[str, str]] = ({}, {})
         self.crashed = False
 
     # identity -----------------------------------------------------------------------------------
@@ -273,14 +275,11 @@ class Simulation:
         return list(self.nd_rows)
 
     def _not_dispatched_at(self, bk: str, seq: int, label: str) -> list[dict[str, Any]]:
-        names: dict[str, str] = {}
-        plan_key = {i.business_key: k for k, i in reversed(list(self._idents.items()))}
-        rows = []
+        rows: list[dict[str, Any]] = []
         for entry in sorted(self.session.store.entries_at(bk, seq), key=lambda e: (e.pos is None, e.pos or 0)):
             if entry.state_key in self.looked_up:
                 continue
-            if not names:
-                names = self._action_names()
+            names, plan_key = self._naming()
             rows.append({"key": plan_key.get(bk, bk), "business_key": bk, "seq": seq, "input": label,
                          "action": names.get(entry.action_uuid, entry.action_uuid[:8]),
                          "event_id": entry.task_event_id, "event_type": entry.task_event_type,
@@ -289,6 +288,17 @@ class Simulation:
                          "state_key": entry.state_key, "entry_pos": entry.pos, "parent": None, "scope": None,
                          "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []})
         return rows
+
+    def _naming(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(action uuid → name, business key → plan key), rebuilt only when a key identity was added.
+
+        Once per round these would cost O(keys) each: quadratic over a fleet (a scan window of 11k keys).
+        """
+        if self._named_for != len(self._idents):
+            self._named = (self._action_names(),
+                           {i.business_key: k for k, i in reversed(list(self._idents.items()))})
+            self._named_for = len(self._idents)
+        return self._named
 
     def _action_names(self) -> dict[str, str]:
         names = {}
