@@ -91,16 +91,27 @@ def _window(pane: Any, log: LogLike, rule: Any) -> Any:
     return result
 
 
-class LiveKeyTimeline(w.VBox):
+class _KeyPane(w.VBox):
+    """A live pane of one key: "waiting for records…" until the first window, a notice while the key is absent."""
+
+    def __init__(self, key: str | None, css: str) -> None:
+        super().__init__()
+        self.add_class(css)
+        self.key = key
+        self.message = w.HTML(message_html("waiting for records…"))
+        self.children = [self.message]
+
+    def _key_absent(self) -> None:
+        self.message.value = message_html(f"no record of key {self.key} in the window yet")
+        self.children = [self.message]
+
+
+class LiveKeyTimeline(_KeyPane):
     """The key timeline of the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
 
     def __init__(self, key: str | None = None) -> None:
-        super().__init__()
-        self.add_class("ai-live-timeline")
-        self.key = key
+        super().__init__(key, "ai-live-timeline")
         self.timeline: w.Widget | None = None
-        self.message = w.HTML(message_html("waiting for records…"))
-        self.children = [self.message]
 
     def show_log(self, log: LogLike, rule: Any = None) -> None:
         from agent_inspect.widgets._timeline import KeyTimeline
@@ -111,8 +122,7 @@ class LiveKeyTimeline(w.VBox):
         try:
             timeline = KeyTimeline(result, self.key)
         except InspectError:
-            self.message.value = message_html(f"no record of key {self.key} in the window yet")
-            self.children = [self.message]
+            self._key_absent()
             return
         old, self.timeline = self.timeline, timeline
         self.children = [timeline]
@@ -120,17 +130,13 @@ class LiveKeyTimeline(w.VBox):
             old.close()
 
 
-class LiveKeyHistory(w.VBox):
+class LiveKeyHistory(_KeyPane):
     """The compact history of the followed key in the newest window, updated in place (a
     :class:`~agent_inspect._types.LogViewer`): the page, the search and the opened lines survive an update."""
 
     def __init__(self, key: str | None = None) -> None:
-        super().__init__()
-        self.add_class("ai-live-history")
-        self.key = key
+        super().__init__(key, "ai-live-history")
         self.history: Any = None
-        self.message = w.HTML(message_html("waiting for records…"))
-        self.children = [self.message]
 
     def show_log(self, log: LogLike, rule: Any = None) -> None:
         from agent_inspect.widgets._history import KeyHistory
@@ -144,8 +150,7 @@ class LiveKeyHistory(w.VBox):
             else:
                 self.history.show_result(result)
         except InspectError:
-            self.message.value = message_html(f"no record of key {self.key} in the window yet")
-            self.children = [self.message]
+            self._key_absent()
             return
         self.children = [self.history]
 
