@@ -13,37 +13,11 @@ from typing import Any
 
 import pytest
 
-from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import Breakpoint, Policies, ReplayExecutor, StepKind
 from agent_inspect.recovery import ReplayPlan, predict, reconstruct, refresh_positions
 from agent_inspect.recovery._refresh import retained_rounds
-
-CALLS: list[str] = []
-
-
-def multiply(x: int) -> int:
-    CALLS.append(f"multiply({x})")
-    return 6 * x
-
-
-def add(x: int) -> int:
-    CALLS.append(f"add({x})")
-    return x + 1
-
-
-def _agent() -> PythonAgent:
-    agent = PythonAgent()
-
-    @agent.action("IA", listens=["_input_event"])
-    def ia(event, ctx):
-        ctx.send_event("WorkEvent", {"x": int(event.attributes["input"])})
-
-    @agent.action("WA", listens=["WorkEvent"])
-    def wa(event, ctx):
-        y = ctx.durable_execute(multiply, event.attributes["x"])
-        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, y)})
-
-    return agent
+from tests.support.two_call_agent import CALLS
+from tests.support.two_call_agent import two_call_agent as _agent
 
 
 @pytest.fixture(scope="module")
