@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import ipywidgets as w
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -37,7 +38,10 @@ class PredictionView(w.VBox):
         super().__init__()
         self.add_class("ai-prediction")
         self.prediction = prediction
-        self.tasks = tasks_by_impact(prediction.tasks)
+        self.tasks = prediction.tasks
+        # the grid shows the tasks by impact; the order comes from the two columns it needs, not a copy of the frame
+        slim = self.tasks[[c for c in ("outcome", "removed") if c in self.tasks.columns]].reset_index(drop=True)
+        self._by_impact = tasks_by_impact(slim).index.to_numpy(dtype=np.int64)
         self.ledger = prediction.ledger
         self.summary = w.HTML(self._summary_html(prediction.rule, bool(prediction.crashed)))
         self.summary.add_class("ai-prediction-summary")
@@ -108,7 +112,7 @@ class PredictionView(w.VBox):
         if self.key_filter.value != "(any)" and "key" in self.tasks.columns:
             keep = (self.tasks["key"].astype(str) == self.key_filter.value).to_numpy(dtype=bool)
             self.table.empty_text = f"no task of key {self.key_filter.value}"
-            self.table.set_rows(keep.nonzero()[0])
+            self.table.set_rows(self._by_impact[keep[self._by_impact]])
         else:
             self.table.empty_text = "no task"
-            self.table.set_rows(None)
+            self.table.set_rows(self._by_impact)
