@@ -220,9 +220,13 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     return compact_keys(out[KEY_COLUMNS + [f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS]])
 
 
-#: Per-key text columns whose values repeat across keys (flags, format pairs): categoricals, as are the
-#: ``<rule>_calls_by_function`` columns.
+#: Per-key text columns whose values usually repeat across keys (flags, format pairs), as do the
+#: ``<rule>_calls_by_function`` columns: categoricals when they do repeat.
 _CATEGORICAL = ("lint_flags", "runtime_evidence")
+#: A text column is categorical only when it has at most this many distinct values per row: a key's calls by
+#: function are unique per key once keys run many rounds, and a categorical of unique strings costs more than
+#: the strings (its categories are the strings, and uniting them across windows goes through Python objects).
+_REPEATS = 0.5
 #: Per-key counts held as 32-bit integers (a key's history bytes stay 64-bit).
 _WIDE = ("history_bytes",)
 
@@ -239,8 +243,8 @@ def compact_keys(frame: pd.DataFrame) -> pd.DataFrame:
     small = np.iinfo(np.int32)
     for name in frame.columns:
         col = frame[name]
-        if name in _CATEGORICAL or name.endswith("_calls_by_function"):
-            out[name] = col.astype("category")
+        if _is_text(name):
+            out[name] = _text_column(col)
         elif name == "partition":
             out[name] = col.astype("Int32")
         elif col.dtype == np.int64 and name not in _WIDE and (
@@ -252,19 +256,37 @@ def compact_keys(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate per-key frames keeping categoricals categorical (their categories united) and int32 int32."""
+    """Concatenate per-key frames keeping counts int32; a text column ends categorical (categories united) or
+    plain strings by its values in the whole frame, as :func:`compact_keys` of the whole would choose."""
     from pandas.api.types import union_categoricals
 
     out = {}
     for name in frames[0].columns:
         cols = [f[name] for f in frames]
-        if all(isinstance(c.dtype, pd.CategoricalDtype) for c in cols):
+        categorical = [isinstance(c.dtype, pd.CategoricalDtype) for c in cols]
+        if all(categorical):
             # categories sorted and only those used: the same dtype whichever windows the rows came from
             united = union_categoricals(cols, sort_categories=True).remove_unused_categories()
             out[name] = pd.Series(united, name=name)
         else:
+            if any(categorical):
+                cols = [c.astype("str") if cat else c for c, cat in zip(cols, categorical)]
             out[name] = pd.concat(cols, ignore_index=True)
+        if _is_text(name):  # categorical or not as if the key frame had been computed in one piece
+            out[name] = _text_column(out[name])
     return pd.DataFrame(out)
+
+
+def _is_text(name: str) -> bool:
+    return name in _CATEGORICAL or name.endswith("_calls_by_function")
+
+
+def _text_column(col: pd.Series) -> pd.Series:
+    """``col`` as a categorical when its values repeat (see :data:`_REPEATS`), else as plain strings."""
+    distinct = len(col.cat.categories) if isinstance(col.dtype, pd.CategoricalDtype) else col.nunique(dropna=False)
+    if distinct <= max(1, _REPEATS * len(col)):
+        return col if isinstance(col.dtype, pd.CategoricalDtype) else col.astype("category")
+    return col.astype("str")
 
 
 def _name(rule: Any) -> str:
