@@ -99,7 +99,8 @@ class RemovalCauses:
 #: why a cache event removed records, per divergence kind, in a reader's words
 _REMOVAL_WHY = {
     "root-conflict": "two different inputs were recorded for this round",
-    "count>1": "the lookup found more than one cached record for its round (the original rule's count check)",
+    "count>1": "the lookup found more than one cached record for its round, which the original rule reads as "
+               "a divergence",
     "miss-eviction": "a lookup found no cached record, so the rule treats the later rounds as stale",
     "identity-mismatch": "the replayed event is not the one the cached record was written for",
     "round-regression": "a record of this round was written after records of later rounds",
@@ -113,15 +114,16 @@ _REMOVAL_WHAT = {"evict": "of {key}'s rounds after {seq}", "invalidate": "of {ke
 
 
 def removal_reason(event: CacheEvent, kind: str | None = None) -> str:
-    """A cache event in a reader's words: how many cached records went, which, and why (``kind``: its
-    divergence's kind); the rule's own words stay in ``event.reason``."""
+    """A cache event in a reader's words: how many cached records went, which, why (``kind``: its divergence's
+    kind) and what that costs; the rule's own words stay in ``event.reason``."""
     n = len(event.removed)
     what = _REMOVAL_WHAT.get(event.op, f"({event.op})").format(key=event.business_key, seq=event.seq)
-    text = f"{n} cached record{'s' if n != 1 else ''} {what} removed"
-    if event.op in _REMOVING_OPS and event.op != "delete":
-        text += ": their tasks run again if the replay reaches them"
     why = _REMOVAL_WHY.get(kind or "")
-    return f"{text} ({why})" if why else text
+    text = f"{n} cached record{'s' if n != 1 else ''} {what} removed" + (f": {why}" if why else "")
+    if event.op in _REMOVING_OPS and event.op != "delete":
+        text += "; their tasks run again if the replay reaches them" if n != 1 else \
+            "; its task runs again if the replay reaches it"
+    return text
 
 
 # -- the result ---------------------------------------------------------------------------------------
