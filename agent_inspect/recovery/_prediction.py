@@ -108,7 +108,7 @@ _REMOVAL_WHY = {
     "cross-key": "a divergence of one key evicts every key's later rounds in this store",
 }
 _REMOVAL_WHAT = {"evict": "of {key}'s rounds after {seq}", "invalidate": "of {key} from round {seq} on",
-                 "cross-key": "of every key's rounds after {seq}", "remove": "found by the lookup",
+                 "cross-key": "of every key's rounds after {seq}", "remove": "(the one the lookup found)",
                  "prune": "of {key}'s rounds up to {seq}", "delete": "deleted by a tombstone",
                  "supersede": "replaced by a later write of the same state key"}
 
