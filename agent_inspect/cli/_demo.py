@@ -140,6 +140,7 @@ def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("origin
 
 
 def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> int:
+    from agent_inspect.cli._summary import summary_text
     from agent_inspect.log import load
 
     source, parsed = _sample(sample, markers)
@@ -153,8 +154,7 @@ def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> 
         sys.stdout.write("\n")
         return 0
     print(f"== {data['source']}" + (f" restored from markers {data['markers']}" if data["markers"] else ""))
-    for k, v in data["summary"].items():
-        print(f"  {k:<16} {v}")
+    print(summary_text(data["summary"], explain=False, indent="  "))
     rules = ("original", "fixed")
     for rule in rules:
         part = data[rule]

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["register", "summary_text"]
 
 
 def register(subparsers: Any) -> None:
@@ -38,19 +43,35 @@ def load_source(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.log import plain_text as _plain
-
     summary = load_source(args).summary()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
         return 0
-    src = summary.pop("source", {})
-    print(f"{'source':<30} {src.get('kind')} {src.get('location')}"
-          + (f" (topic {src['topic']})" if src.get("topic") else ""))
-    runtime = summary.pop("runtime", None)
-    for name, value in summary.items():
-        print(f"{name:<30} {_plain(value, empty='-')}")
-    if runtime is not None:
-        print(f"{'runtime':<30} {runtime['name']} ({'inferred' if runtime['inferred'] else 'given'}: "
-              f"{runtime['evidence']}; default rule {runtime['default_rule']})")
+    print(summary_text(summary, dim=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     return 0
+
+
+def summary_text(summary: Mapping[str, Any], *, explain: bool = True, indent: str = "",
+                 width: int | None = None, dim: bool = False) -> str:
+    """``ActionStateLog.summary()`` as aligned terminal lines: each field's label and value (the words of
+    :func:`agent_inspect.log.summary_facts`, as in the views and the report), with its explanation beneath
+    (indented; faint when ``dim``) unless ``explain`` is False. Lines wrap at ``width`` (default: the
+    terminal's, at most 100 columns)."""
+    from agent_inspect.log import summary_facts
+
+    width = width or min(shutil.get_terminal_size((100, 24)).columns, 100)
+    src = summary.get("source")
+    rows = [("source", f"{src.get('kind')} {src.get('location')}" + (f" (topic {src['topic']})" if src.get("topic")
+                                                                     else ""), "")] if isinstance(src, Mapping) else []
+    rows += [(f.label, f.text, f.explanation) for f in summary_facts(summary)]
+    column = len(indent) + max(len(label) for label, _, _ in rows) + 2
+    width = max(width, column + 30)
+    hang = " " * column
+    lines = []
+    for label, text, explanation in rows:
+        lines += textwrap.wrap(text, width, initial_indent=f"{indent}{label}".ljust(column), subsequent_indent=hang,
+                               break_on_hyphens=False) or [f"{indent}{label}"]
+        if explain and explanation:
+            lines += [f"{hang}  \x1b[2m{line}\x1b[0m" if dim else f"{hang}  {line}"
+                      for line in textwrap.wrap(explanation, width - column - 2, break_on_hyphens=False)]
+    return "\n".join(lines)

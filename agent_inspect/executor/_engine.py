@@ -31,6 +31,7 @@ from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import JobFailed, MemoryState, RunState, TaskQueue
 from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Step, StepKind, StepOutcome
+from agent_inspect.recovery import RemovalCauses, removal_reason
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuntimeLike
@@ -178,6 +179,7 @@ class Engine:
         session = self.base_session.copy()
         self.run.session = session
         rebuild_events = [e for e in session.events if e.step == "rebuild"]
+        self.run.causes = RemovalCauses(rebuild_events)
         failed = session.restore_failure
         self._emit(StepKind.REBUILD, outcome=StepOutcome.RESTORE_FAILED if failed else StepOutcome.REBUILT,
                    reason=(f"upstream fails this restore: {failed}" if failed else
@@ -207,8 +209,9 @@ class Engine:
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
                           action: str | None = None) -> None:
         kind = StepKind.INVALIDATION if ev.op == "invalidate" else StepKind.EVICTION
+        divergence = self.session.divergences[ev.divergence_id].kind if ev.divergence_id is not None else None
         self._emit(kind, key=ev.business_key, seq=ev.seq, action=action, outcome=ev.op,
-                   reason=ev.reason, change=removed_text(ev.removed), task=task,
+                   reason=removal_reason(ev, divergence), rule_note=ev.reason, change=removed_text(ev.removed), task=task,
                    detail={"removed": len(ev.removed), "during": during, "divergence_id": ev.divergence_id,
                            "state_keys": tuple(e.state_key for e in ev.removed),
                            "positions": ev.positions})
@@ -303,18 +306,21 @@ class Engine:
                  event_type=event.type, is_root=event.is_root, key_format=self.keys.format,
                  key_text=self.keys.key_text(key), action=name, round_input=self.run.round_input)
         common.update(fingerprint=fp, state_key=sk)
-        decision = self._lookup(t, task_no, name, during="lookup")
+        decision, reason = self._lookup(t, task_no, name, during="lookup")
         policy = self.calls.policies.for_action(name)
         detail = {"restored": restored, "policy": policy.value, "rule_outcome": decision.outcome.value,
                   "stale_logic": False}
         if decision.outcome is Outcome.FAIL:
-            self._emit(StepKind.LOOKUP, **common, outcome=StepOutcome.FAIL, reason=decision.reason, detail=detail)
+            self._emit(StepKind.LOOKUP, **common, outcome=StepOutcome.FAIL, reason=reason, rule_note=decision.reason,
+                       detail=detail)
             raise JobFailed(f"lookup of {name} at ({key}, {seq}) failed: {decision.reason}")
         record = self._read(decision.entry) if decision.entry is not None else None
         outcome = StepOutcome(decision.outcome.value)
         forced = policy is ActionPolicy.FORCE_RERUN and outcome is not StepOutcome.RERUN
-        self._emit(StepKind.LOOKUP, **common, outcome=StepOutcome.RERUN if forced else outcome,
-                   reason=decision.reason + (" (policy force-rerun)" if forced else ""), detail=detail)
+        if forced:
+            reason = f"run again by the force-rerun policy (the rule decided {outcome}{f': {reason}' if reason else ''})"
+        self._emit(StepKind.LOOKUP, **common, outcome=StepOutcome.RERUN if forced else outcome, reason=reason,
+                   rule_note=decision.reason, detail=detail)
         if outcome is StepOutcome.REUSE and not forced and record is not None:
             outs = self._reuse(t, action, event, record, common)
             if policy is ActionPolicy.DIFF:
@@ -323,11 +329,14 @@ class Engine:
         return self._execute(t, action, event, None if forced else record, common,
                              served_from=record if forced else None)
 
-    def _lookup(self, t: Task, task_no: int, name: str, *, during: str) -> LookupDecision:
+    def _lookup(self, t: Task, task_no: int, name: str, *, during: str) -> tuple[LookupDecision, str | None]:
+        """The rule's decision, and its reason for readers (named before this lookup's removals are)."""
         decision = self.session.lookup(t)
         for ev in decision.events:
             self._cache_event_step(ev, during=during, task=task_no, action=name)
-        return decision
+        reason = self.run.causes.reason(decision.outcome.value, decision.reason, t.state_key, decision.events)
+        self.run.causes.removed(decision.events, f"the lookup of task {task_no} ({t.business_key}, seq {t.seq}, {name})")
+        return decision, reason
 
     def _read(self, entry: Entry) -> RecordView:
         if entry.pos is None:

@@ -12,6 +12,7 @@ from agent_inspect.executor._events import IdSource
 from agent_inspect.executor._memory import Memory
 from agent_inspect.executor._record import RecordView
 from agent_inspect.executor._steps import Step
+from agent_inspect.recovery import RemovalCauses
 
 if TYPE_CHECKING:
     from agent_inspect.store import Entry, RecoverySession, Task
@@ -113,3 +114,4 @@ class RunState:
     last_results: list[AgentEvent] = field(default_factory=list)   # sub-agent result events of the last task
     looked_up: set[str] = field(default_factory=set)                    # state keys some task looked up
     current: tuple[ActionDecl | str, AgentEvent] | None = None     # its task being processed
+    causes: RemovalCauses = field(default_factory=RemovalCauses)   # what removed each cached record, in words

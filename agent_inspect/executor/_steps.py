@@ -87,6 +87,10 @@ SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED})
 class Step:
     """One step: where (key, seq, action, event), what (kind, outcome), why (reason), and the change.
 
+    ``reason`` is for readers: a lookup has one only where its decision removed or re-ran something
+    (:func:`agent_inspect.recovery.user_reason`, as ``predict``'s tasks); ``rule_note`` keeps the rule's own
+    words for lookups and the cache events they caused (None on steps the rule did not decide).
+
     ``change`` says what the step did to the simulated store or memory (state keys removed or written,
     memory paths set, outputs emitted); ``detail`` holds structured extras (call identity, outputs, …).
     """
@@ -101,6 +105,7 @@ class Step:
     fingerprint: str | None = None
     outcome: str | None = None
     reason: str | None = None
+    rule_note: str | None = None
     change: str | None = None
     state_key: str | None = None
     call_index: int | None = None

@@ -48,7 +48,7 @@ _COLUMNS = (
     "upstream_event_id",
     "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
-    "status", "reason", "divergence_id", "outcome", "outcome_reason", "attempt", "execution", "error",
+    "status", "reason", "divergence_id", "outcome", "outcome_reason", "rule_note", "attempt", "execution", "error",
 )
 
 
@@ -320,7 +320,7 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
         ex.divergence_id = last.get("divergence_id")
         looked_up = next((r for r in reversed(ex.rows) if r.get("outcome") is not None), None)
         if looked_up is not None:
-            ex.extra["outcome"] = (looked_up["outcome"], looked_up.get("outcome_reason"))
+            ex.extra["outcome"] = (looked_up["outcome"], looked_up.get("outcome_reason"), looked_up.get("rule_note"))
     # outputs are written only on completion; V0 (0.1) records have no completed flag at all
     if last.get("output_event_count"):
         ex.outputs = _outputs(value(last["pos"]))

@@ -19,7 +19,13 @@ from agent_inspect.recovery._predict import (
     predict,
     simulate,
 )
-from agent_inspect.recovery._prediction import IMPACT_ORDER, tasks_by_impact
+from agent_inspect.recovery._prediction import (
+    IMPACT_ORDER,
+    RemovalCauses,
+    removal_reason,
+    tasks_by_impact,
+    user_reason,
+)
 from agent_inspect.recovery._rebuild import (
     Markers,
     iter_entries,
@@ -42,6 +48,8 @@ __all__ = [
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
     "agent_event", "SymbolicCallJournal", "tasks_by_impact", "IMPACT_ORDER",
+    # reasons in a reader's words (the rule's own stay in ``rule_note``)
+    "user_reason", "RemovalCauses", "removal_reason",
     # driving a plan through a rebuilt session
     "simulate", "Simulation",
     # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from agent_inspect.log import RuntimeInfo
 
 
-__all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "tasks_by_impact", "IMPACT_ORDER"]
+__all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",
+           "tasks_by_impact", "IMPACT_ORDER"]
 
 #: How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact`
 #: (a lookup that removed cached records ranks as an eviction, whatever it decided for its own task).
@@ -61,23 +62,68 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
 def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEvent]) -> list[str | None]:
     """:func:`user_reason` for every task row (dispatch order), naming what removed a re-run task's record:
     the rebuild (``events`` with step "rebuild") or the lookup of an earlier task."""
-    gone: dict[str, str] = {}
-    for ev in events:
-        if ev.step == "rebuild" and ev.op in _REMOVING_OPS:
-            for e in ev.removed:
-                gone[e.state_key] = f"the rebuild removed it ({ev.reason})"
+    causes = RemovalCauses(events)
     out = []
     for i, row in enumerate(rows):
         ops = row.get("cache_ops") or ()
-        removed = removed_by(ops)
-        out.append(user_reason(str(row.get("outcome")), row.get("reason"), removed, gone.get(str(row.get("state_key")))))
+        out.append(causes.reason(str(row.get("outcome")), row.get("reason"), str(row.get("state_key")), ops))
+        causes.removed(ops, f"the lookup of task {i} ({row.get('key')}, seq {row.get('seq')}, {row.get('action')})")
+    return out
+
+
+class RemovalCauses:
+    """What removed each cached record, in words, for the reasons of later tasks (predict, reconstruct's
+    as-logged replay and the replay executor share it): the rebuild (the step "rebuild" of ``events``), or
+    the lookup of an earlier task (:meth:`removed`, in dispatch order)."""
+
+    def __init__(self, events: Iterable[CacheEvent] = ()) -> None:
+        self._gone: dict[str, str] = {}
+        for ev in events:
+            if ev.step == "rebuild" and ev.op in _REMOVING_OPS:
+                for e in ev.removed:
+                    self._gone[e.state_key] = f"the rebuild removed it ({ev.reason})"
+
+    def reason(self, outcome: str, rule_note: str | None, state_key: str, ops: Iterable[CacheEvent]) -> str | None:
+        """:func:`user_reason` of a task whose lookups caused the cache events ``ops`` (call before
+        :meth:`removed` of the same task)."""
+        return user_reason(outcome, rule_note, removed_by(ops), self._gone.get(state_key))
+
+    def removed(self, ops: Iterable[CacheEvent], lookup: str) -> None:
+        """The cache events ``ops`` of the task ``lookup`` names ("the lookup of task 3 (…)") removed records."""
         for ev in ops:
             if ev.op in _REMOVING_OPS:
-                by = (f"the lookup of task {i} ({row.get('key')}, seq {row.get('seq')}, {row.get('action')}) "
-                      f"evicted it")
                 for e in ev.removed:
-                    gone.setdefault(e.state_key, by)
-    return out
+                    self._gone.setdefault(e.state_key, f"{lookup} evicted it")
+
+
+#: why a cache event removed records, per divergence kind, in a reader's words
+_REMOVAL_WHY = {
+    "root-conflict": "two different inputs were recorded for this round",
+    "count>1": "the lookup found more than one cached record for its round, which the original rule reads as "
+               "a divergence",
+    "miss-eviction": "a lookup found no cached record, so the rule treats the later rounds as stale",
+    "identity-mismatch": "the replayed event is not the one the cached record was written for",
+    "round-regression": "a record of this round was written after records of later rounds",
+    "branch-change": "the records belong to another branch of this round",
+    "cross-key": "a divergence of one key evicts every key's later rounds in this store",
+}
+_REMOVAL_WHAT = {"evict": "of {key}'s rounds after {seq}", "invalidate": "of {key} from round {seq} on",
+                 "cross-key": "of every key's rounds after {seq}", "remove": "(the one the lookup found)",
+                 "prune": "of {key}'s rounds up to {seq}", "delete": "deleted by a tombstone",
+                 "supersede": "replaced by a later write of the same state key"}
+
+
+def removal_reason(event: CacheEvent, kind: str | None = None) -> str:
+    """A cache event in a reader's words: how many cached records went, which, why (``kind``: its divergence's
+    kind) and what that costs; the rule's own words stay in ``event.reason``."""
+    n = len(event.removed)
+    what = _REMOVAL_WHAT.get(event.op, f"({event.op})").format(key=event.business_key, seq=event.seq)
+    why = _REMOVAL_WHY.get(kind or "")
+    text = f"{n} cached record{'s' if n != 1 else ''} {what} removed" + (f": {why}" if why else "")
+    if event.op in _REMOVING_OPS and event.op != "delete":
+        text += "; their tasks run again if the replay reaches them" if n != 1 else \
+            "; its task runs again if the replay reaches it"
+    return text
 
 
 # -- the result ---------------------------------------------------------------------------------------

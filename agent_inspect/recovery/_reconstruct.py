@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -15,9 +15,12 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.log import resolve_runtime
+from agent_inspect.recovery._attribute_diff import attribute_diff
+from agent_inspect.recovery._children import ChildDispatch
+from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.rules import resolve_rule
-from agent_inspect.store import Entry, Outcome, RecoverySession, Task
+from agent_inspect.store import Entry, Outcome, RecoverySession, Task, runtime_model
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -53,9 +56,10 @@ class Reconstruction(HtmlRepr):
 
     ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason``, ``divergence_id``,
     ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the as-logged replay, None
-    when not looked up), ``attempt`` and ``execution``. ``divergences``: one row per divergence
-    (key, seq, kind, step, positions, explanation, removed, attribute diff of conflicting roots).
-    ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason).
+    when not looked up), ``outcome_reason`` (for readers, like ``predict``'s ``reason``: only where a lookup
+    removed or re-ran something), ``rule_note`` (the rule's own words), ``attempt`` and ``execution``.
+    ``divergences``: one row per divergence (key, seq, kind, step, positions, explanation, removed, attribute
+    diff of conflicting roots). ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason).
     """
 
     log: Any
@@ -206,12 +210,9 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
                                            attempts=attempts, refresh=refresh)
     retained = retained_rounds(records, refresh, in_window)
-    outcomes: dict[int, tuple[str, str]] = {}
+    outcomes: dict[int, tuple[str, str | None, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
-        from agent_inspect.recovery._children import ChildDispatch
-        from agent_inspect.store import runtime_model
-
         children = ChildDispatch(runtime_model(runtime, kafka_pending=kafka_pending), records,
                                  getattr(log, "value", None))
         _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None), children, retained)
@@ -225,7 +226,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
-                      outcomes: dict[int, tuple[str, str]], value: Any = None, children: Any = None,
+                      outcomes: dict[int, tuple[str, str | None, str]], value: Any = None, children: Any = None,
                       retained: RetainedRounds | None = None) -> None:
     # Dispatch order within a round is the order in which each state key was first written: a
     # parent re-executed in a later attempt still comes before the child it triggered.
@@ -250,6 +251,7 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
             rounds.append((tasks[0][0], key, seq, [e for _, e in tasks]))
         streams.append(rounds)
     order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
+    causes = RemovalCauses(session.events)   # what removed a record a later task re-runs, in words
     emitted: dict[int, list[tuple[str | None, str | None, str | None]]] = {}
     finished, settled = (retained.finished, retained.settled) if retained is not None else ((), ())
     for _, _key, _seq, entries in order:
@@ -262,19 +264,22 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
         for entry in entries:
             if entry.state_key in settled:   # complete at the restored checkpoint: not re-submitted
                 if entry.pos is not None:
-                    outcomes[entry.pos] = ("NOT-DISPATCHED", "complete at the restored checkpoint; the restore "
-                                           "re-submits only its round's in-flight tasks")
+                    why = "complete at the restored checkpoint; the restore re-submits only its round's in-flight tasks"
+                    outcomes[entry.pos] = ("NOT-DISPATCHED", why, why)
                 continue
             skip = children.skip(entry) if children is not None else None
             if skip is not None:      # a child task nothing sends again under this runtime (addendum §1.1)
                 if entry.pos is not None:
-                    outcomes[entry.pos] = ("NOT-DISPATCHED", skip)
+                    outcomes[entry.pos] = ("NOT-DISPATCHED", skip, skip)
                 children.done(entry, None)
                 continue
             task = Task.for_entry(entry, event_id=_event_id(entry, reused, reused_ids, value, emitted))
-            outcome, reason = _dispatch(session, task, entry.pos)
+            n_events = len(session.events)
+            outcome, note = _dispatch(session, task, entry.pos)
+            ops = session.events[n_events:]          # what this task's lookups removed
             if entry.pos is not None:
-                outcomes[entry.pos] = (outcome.value, reason)
+                outcomes[entry.pos] = (outcome.value, causes.reason(outcome.value, note, entry.state_key, ops), note)
+            causes.removed(ops, f"the replayed lookup of record {entry.pos} ({_key}, seq {_seq})")
             if children is not None:
                 children.done(entry, outcome.value)
             if outcome is Outcome.FAIL:
@@ -354,7 +359,7 @@ def _replay_entry(task: Task, *, completed: bool) -> Entry:
 
 
 def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,
-              outcomes: dict[int, tuple[str, str]], refresh: frozenset[int] = frozenset(),
+              outcomes: dict[int, tuple[str, str | None, str]], refresh: frozenset[int] = frozenset(),
               idle: frozenset[int] = frozenset()) -> pd.DataFrame:
     n = len(records)
     index = records.index.tolist()
@@ -387,7 +392,7 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
         at = where.get(entry.pos) if entry.pos is not None else None
         if at is not None:
             status[at], reason[at], div_id[at] = "live", "cached when the recovery has run", -1
-    for p, (outcome, _) in outcomes.items():
+    for p, (outcome, *_) in outcomes.items():
         i = where[p]
         if outcome in ("REUSE", "RESUME") and status[i] == "superseded" and reason[i] is None:
             status[i], reason[i] = "live", f"{outcome.lower()}d by the recovery"
@@ -423,7 +428,8 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     out = [outcomes.get(p) for p in index]
     frame["outcome"] = pd.Categorical([o[0] if o else None for o in out],
                                       categories=[o.value for o in Outcome] + ["NOT-DISPATCHED"])
-    frame["outcome_reason"] = pd.Series([o[1] if o else None for o in out], index=records.index, dtype="object")
+    for i, column in ((1, "outcome_reason"), (2, "rule_note")):
+        frame[column] = pd.Series([o[i] if o else None for o in out], index=records.index, dtype="object")
     frame["attempt"] = ann["attempt"].array
     frame["execution"] = ann["execution"].to_numpy()
     return frame
@@ -451,7 +457,7 @@ def _divergence_frame(session: RecoverySession, log: Any) -> pd.DataFrame:
     value = getattr(log, "value", None)
     rows = []
     for d in session.divergences:
-        diff = _attribute_diff(value, d.positions) if d.kind in _INVALIDATING and value is not None else None
+        diff = attribute_diff(value, d.positions) if d.kind in _INVALIDATING and value is not None else None
         rows.append({"id": d.id, "business_key": d.business_key, "seq": d.seq, "kind": d.kind, "step": d.step,
                      "positions": d.positions, "trigger_pos": d.trigger_pos, "removed": removed.get(d.id, 0),
                      "attribute_diff": diff, "explanation": d.explanation})
@@ -460,41 +466,3 @@ def _divergence_frame(session: RecoverySession, log: Any) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=cols)
     frame["trigger_pos"] = frame["trigger_pos"].astype("Int64")
     return frame.set_index("id", drop=False).rename_axis(None)
-
-
-def _attributes(value: Any, pos: int) -> Any:
-    try:
-        state = value(pos)
-    except Exception:  # noqa: BLE001 - an undecodable record just has no diff
-        return None
-    event = getattr(state, "task_event", None)
-    if event is None:
-        return None
-    attrs = getattr(event, "attrs", None)
-    return attrs() if callable(attrs) else getattr(event, "attributes", None)
-
-
-def _attribute_diff(value: Any, positions: tuple[int, ...]) -> dict[str, tuple[Any, Any]] | None:
-    """Flattened differences between the taskEvent attributes of the first and last conflicting roots."""
-    if len(positions) < 2:
-        return None
-    a, b = _attributes(value, positions[0]), _attributes(value, positions[-1])
-    if a is None or b is None:
-        return None
-    out: dict[str, tuple[Any, Any]] = {}
-    _diff(a, b, "", out)
-    return out
-
-
-_MISSING = "<absent>"
-
-
-def _diff(a: Any, b: Any, path: str, out: dict[str, tuple[Any, Any]]) -> None:
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        for k in sorted(set(a) | set(b), key=str):
-            _diff(a.get(k, _MISSING), b.get(k, _MISSING), f"{path}.{k}" if path else str(k), out)
-    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b)):
-            _diff(x, y, f"{path}[{i}]", out)
-    elif a != b or type(a) is not type(b):
-        out[path or "."] = (a, b)

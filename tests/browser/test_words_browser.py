@@ -1,6 +1,6 @@
 """In JupyterLab + chromium, as a person reads them (issue #16 item 7, issue #12 item 7): the stepper's counters
-say what they count and explain themselves on hover, "Show key" narrows the stepper to one key, and the
-views of a log say which runtime wrote it and why."""
+say what they count and explain themselves on hover, "Show key" narrows the stepper to one key, a step's reason
+is the reader's with the rule's words beside it, and the views of a log say which runtime wrote it and why."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ CELLS = [
     "executor.run()  # to the end in the kernel: drawing 3,000 steps one click at a time is issue #16's freeze\n"
     "stepper = ai.inspect(executor)\n"
     "stepper",
+    "rerun = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), markers=MARKERS)\n"
+    "rerun.add_breakpoint(kind='lookup', outcome='RERUN')\n"
+    "rerun.run()  # stops at the first re-run task\n"
+    "ai.inspect(rerun)",
 ]
 
 
@@ -76,4 +80,15 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
     page.wait_for_function(
         "(n) => +document.querySelector(\".ai-stepper .ai-counter[data-name='steps'] b\").textContent === n",
         arg=total_steps)
+    assert lab_page.dialogs == [] and lab_page.xss_hits() == []
+
+    # a re-run lookup: the reason in a reader's words, the rule's own words beside it as rule_note
+    detail = page.locator(".ai-stepper").nth(1).locator(".ai-step-detail")
+    detail.scroll_into_view_if_needed()
+    reason = detail.locator("tr", has=page.locator("th", has_text="reason")).first.locator("td")
+    reason.wait_for()
+    assert reason.inner_text().startswith("no cached record for this task: the lookup of task ")
+    note = detail.locator("tr", has=page.locator("th", has_text="rule_note")).locator("td")
+    assert note.inner_text().startswith("original rule: miss at (")
+    assert "> 1" not in reason.inner_text()
     assert lab_page.dialogs == [] and lab_page.xss_hits() == []

@@ -20,7 +20,7 @@ from agent_inspect.codec import (
     format_state_key,
     name_action_uuid,
 )
-from agent_inspect.log import ActionStateLog, load_file
+from agent_inspect.log import ActionStateLog, load_file, summary_facts
 from agent_inspect.sources import RawBatch, SourceInfo, write_jsonl
 
 ACT = name_action_uuid("act")
@@ -68,11 +68,50 @@ def test_summary_json(dump: Path, capsys: pytest.CaptureFixture[str]) -> None:
 def test_summary_text_and_key_filter(dump: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "summary", str(dump))
     assert code == 0
-    lines = dict(line.split(None, 1) for line in out.strip().splitlines())
-    assert lines["records"] == "11" and lines["key_formats"] == "K1: 10"
+    values = _values(out)
+    assert values["records"] == "11" and values["state-key formats"] == "K1: 10"
+    assert values["records that do not decode"] == "1" and values["key hazards"] == "—"
     code, out, _ = run(capsys, "summary", str(dump), "--key", "user-2", "--json")
     s = json.loads(out)  # records whose key does not parse cannot be attributed, so they stay
     assert code == 0 and (s["records"], s["errors"], s["business_keys"]) == (4, 1, 1)
+
+
+def _values(text: str) -> dict[str, str]:
+    """label -> value of ``summary`` text: a label starts at column 0, its value at the shared column (wrapped
+    values go on at that column; explanations are indented further)."""
+    lines = text.rstrip("\n").splitlines()
+    column = len(lines[0]) - len(lines[0][6:].lstrip())      # the first line is "source  <kind> <location>"
+    values: dict[str, str] = {}
+    for line in lines:
+        if not line.startswith(" "):
+            label = line[:column].strip()
+            values[label] = line[column:]
+        elif not line.startswith(" " * (column + 1)):
+            values[label] += " " + line.strip()
+    return values
+
+
+@pytest.mark.parametrize("sample", ["production", "production_v4"])
+def test_summary_text_names_every_field_as_the_views_do(sample: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal summary uses the views' and report's labels and explanations, never the machine names."""
+    path = Path(__file__).resolve().parents[2] / "sample_logs" / f"{sample}.jsonl"
+    code, out, err = run(capsys, "summary", str(path))
+    assert code == 0 and err == ""
+    facts = summary_facts(load_file(path).summary())
+    values = _values(out)
+    assert list(values) == ["source"] + [f.label for f in facts]
+    lines = out.splitlines()
+    for f in facts:
+        assert values[f.label] == f.text
+        at = next(i for i, line in enumerate(lines) if line.startswith(f.label + " "))
+        below = " ".join(line.strip() for line in lines[at + 1:] if line.startswith(" ") or not line)
+        assert below.replace(" ", "").find(f.explanation.replace(" ", "")) >= 0, f.name
+    for name in ("value_formats_by_lineage_rule", "key_flags", "flagged_records", "flagged_keys", "key_formats",
+                 "root_records", "value_formats_inferred"):
+        assert name not in out
+    assert all(len(line) <= 100 for line in lines)
+    code, out, _ = run(capsys, "summary", str(path), "--json")   # --json keeps the machine names
+    assert set(json.loads(out)) == {"source", *(f.name for f in facts)}
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
@@ -131,6 +170,11 @@ def test_summary_and_export_from_kafka(kafka_bootstrap: str, tmp_path: Path,
     s = json.loads(out)
     assert s["records"] == 9 and s["errors"] == 0 and s["business_keys"] == 3
     assert s["source"]["kind"] == "kafka" and s["completed"] == 3
+    code, out, err = run(capsys, "summary", url)
+    assert code == 0, err
+    values = _values(out)
+    assert values["source"] == f"kafka {url} (topic {topic})"
+    assert values["records"] == "9" and values["completed records"] == "3" and values["business keys"] == "3"
     target = tmp_path / "topic.parquet"
     code, out, err = run(capsys, "export", url, "-o", str(target))
     assert code == 0, err

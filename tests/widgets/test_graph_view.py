@@ -192,3 +192,19 @@ def test_many_rounds_fold_into_ranges_first():
     assert sum(d["count"] for *_, d in folded.edges(data=True)) <= whole.number_of_edges()
     opened = group_graph(whole, set(folded.nodes) | {("round", 1, s) for s in range(90)})
     assert set(opened.nodes) == set(whole.nodes) and set(opened.edges) == set(whole.edges)
+
+
+def test_a_clicked_action_shows_the_readers_reason_and_the_rules_words():
+    """The graph reads reconstruct's outcome: ``outcome_reason`` in a reader's words, ``rule_note`` the rule's."""
+    result = ai.reconstruct(ai.load(ai.samples.path("production")), rule="original",
+                            markers=ai.samples.markers("production"))
+    records = result.records
+    rerun = records[records["outcome_reason"].str.contains("evicted it", na=False)].iloc[0]
+    view = GraphView(result, rerun["business_key"], seq=int(rerun["seq"]))
+    node = next(n for n, a in view.graph.nodes(data=True) if a.get("outcome_reason") == rerun["outcome_reason"])
+    click(view.figure, *next((i, j) for i, t in enumerate(view.figure.data) if t.customdata is not None
+                             for j, n in enumerate(t.customdata) if view._nodes[n] == node))
+    assert view.selected_node == node
+    detail = html.unescape(view.detail.value)
+    assert f'"outcome_reason": "{rerun["outcome_reason"]}"' in detail
+    assert f'"rule_note": "{rerun["rule_note"]}"' in detail and "miss at" in rerun["rule_note"]

@@ -145,3 +145,17 @@ def test_unknown_key_or_record_says_so(fixed):
         view.focus(other)
     view._on_msg(view, {"action": "expand", "line": 10_000}, [])
     assert view.notice  # a bad message from the page is shown, not raised into the kernel log
+
+
+def test_search_finds_the_rules_words_kept_in_rule_note(log):
+    """The lines' outcomes read in a reader's words; the rule's own ("miss at (k, s)") stay searchable."""
+    original = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
+    records = original.records
+    missed = records[records["rule_note"].str.contains("miss at", na=False)]
+    assert len(missed) and not records["reason"].str.contains("miss at", na=False).any()
+    assert not missed["outcome_reason"].str.contains("miss at", na=False).any()
+    key = missed["business_key"].iloc[0]
+    view = KeyHistory(original, key)
+    view.search("miss at (")
+    mine = missed[missed["business_key"] == key]
+    assert sorted(view._matches) == sorted(mine.index)

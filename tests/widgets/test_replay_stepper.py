@@ -89,3 +89,28 @@ def test_breakpoint_editor_and_store_view():
     assert "not a number" in stepper.status.value and len(ex.breakpoints) == 1
     stepper.clear_button.click()
     assert ex.breakpoints == [] and "no breakpoint" in stepper.breakpoints.value
+
+
+def test_the_current_step_shows_the_readers_reason_and_keeps_the_rules_words():
+    """A lookup's reason is the reader's (only where it removed or re-ran something); ``rule_note`` keeps the
+    rule's words; both escaped (the key and action names carry script probes)."""
+    from agent_inspect._html import escape
+
+    ex = recovery_executor("original")
+    stepper = ReplayStepper(ex)
+    ex.add_breakpoint(kind="lookup", outcome="RERUN")
+    stepper.run_button.click()
+    rerun = ex.current
+    assert rerun.reason.startswith("no cached record for this task: the lookup of task ")
+    assert f"<th>reason</th><td>{escape(rerun.reason)}</td>" in stepper.detail.value
+    assert f"<th>rule_note</th><td>{escape(rerun.rule_note)}</td>" in stepper.detail.value
+    assert "<script>" not in stepper.detail.value and "<img" not in stepper.detail.value
+    quiet = next(s for s in ex.step_list if str(s.kind) == "lookup" and s.outcome == "REUSE" and s.reason is None)
+    stepper.reset_button.click()
+    ex.breakpoints.clear()
+    ex.add_breakpoint(when=lambda s: s.index == quiet.index)
+    stepper.run_button.click()
+    assert ex.current.index == quiet.index
+    assert "<th>reason</th>" not in stepper.detail.value and "<th>rule_note</th>" in stepper.detail.value
+    eviction = next(s for s in ex.step_list if str(s.kind) == "eviction")
+    assert eviction.reason.startswith("2 cached records of ") and " > 1" not in eviction.reason

@@ -1,0 +1,96 @@
+"""The replay executor's steps in words a user reads, as ``predict``'s tasks: a lookup has a reason only where its
+decision removed or re-ran something, an eviction says what went and why, the rule's words stay in ``rule_note``."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.executor import Policies, ReplayExecutor, Step, StepKind
+from agent_inspect.recovery import Prediction, predict
+from tests.executor.test_executor_replay import cascade_agent, first_attempt
+
+_REMOVALS = (StepKind.EVICTION, StepKind.INVALIDATION)
+
+
+@pytest.fixture(scope="module", params=["original", "fixed"])
+def production(request: pytest.FixtureRequest) -> tuple[tuple[Step, ...], Prediction]:
+    log = ai.load(ai.samples.path("production"))
+    markers = ai.samples.markers("production")
+    ex = ReplayExecutor(log, markers=markers, rule=request.param)
+    ex.run()
+    return ex.step_list, predict(log, markers=markers, rule=request.param)
+
+
+def test_lookups_give_the_reasons_predict_gives(production: tuple[tuple[Step, ...], Prediction]) -> None:
+    steps, prediction = production
+    lookups = [s for s in steps if s.kind is StepKind.LOOKUP]
+    tasks = prediction.tasks[prediction.tasks["outcome"] != "NOT-DISPATCHED"]
+    assert len(lookups) == len(tasks) > 600
+    assert [str(s.outcome) for s in lookups] == tasks["outcome"].tolist()
+    assert [s.reason for s in lookups] == [r if isinstance(r, str) else None for r in tasks["reason"]]
+    assert [s.rule_note for s in lookups] == tasks["rule_note"].tolist()
+    assert all(s.rule_note for s in lookups)
+
+
+def test_a_quiet_reuse_has_no_reason_and_keeps_the_rules_words(production: tuple[tuple[Step, ...], Prediction]) -> None:
+    steps, prediction = production
+    removing = {s.task for s in steps if s.kind in _REMOVALS}
+    quiet = [s for s in steps if s.kind is StepKind.LOOKUP and s.outcome == "REUSE" and s.task not in removing]
+    assert len(quiet) > 100 and all(s.reason is None for s in quiet)
+    if prediction.rule == "original":      # the count > 1 that used to read like a divergence
+        assert all(" > 1" in (s.rule_note or "") for s in quiet)
+
+
+def test_a_rerun_names_the_earlier_lookup_that_evicted_its_record(production: tuple[tuple[Step, ...], Prediction]) -> None:
+    steps, _ = production
+    named = [s for s in steps if s.kind is StepKind.LOOKUP and s.outcome == "RERUN" and "evicted it" in (s.reason or "")]
+    assert named
+    for step in named:
+        assert step.reason is not None and step.reason.startswith("no cached record for this task: the lookup of task ")
+        task = int(step.reason.split("the lookup of task ")[1].split(" ")[0])
+        assert task < (step.task or 0)
+        evicted = {sk for s in steps if s.kind in _REMOVALS and s.task == task for sk in s.detail["state_keys"]}
+        assert step.state_key in evicted
+        evictor = next(s for s in steps if s.kind is StepKind.LOOKUP and s.task == task)
+        assert f"({evictor.key}, seq {evictor.seq}, {evictor.action})" in step.reason
+
+
+def test_an_eviction_says_what_went_and_why_in_words(production: tuple[tuple[Step, ...], Prediction]) -> None:
+    steps, prediction = production
+    removals = [s for s in steps if s.kind in _REMOVALS]
+    assert removals
+    for s in removals:
+        n = s.detail["removed"]
+        assert s.reason is not None and s.reason.startswith(f"{n} cached record{'s' if n != 1 else ''} ")
+        assert "->" not in s.reason and " > 1" not in s.reason          # the rule's notation stays in rule_note
+        assert s.rule_note and "->" in s.rule_note
+        assert ("tasks run again" if n != 1 else "its task runs again") in s.reason
+    if prediction.rule == "original":
+        assert any("more than one cached record for its round" in s.reason for s in removals if s.reason)
+    else:
+        assert any("not the one the cached record was written for" in s.reason for s in removals if s.reason)
+
+
+def test_the_steps_frame_has_the_rule_note_column() -> None:
+    agent = cascade_agent()
+    ex1, marker = first_attempt(agent, [("k", "a"), ("k", "b")])
+    ex = ReplayExecutor(ex1.to_log(), agent=agent, plan={"inputs": [("k", "a"), ("k", "b")]}, markers=[marker],
+                        rule="original")
+    ex.run()
+    frame = ex.steps
+    assert list(frame.columns).index("rule_note") == list(frame.columns).index("reason") + 1
+    lookups = frame[frame["kind"] == "lookup"]
+    assert lookups["rule_note"].notna().all()
+    assert frame.loc[frame["kind"] == "persist", "rule_note"].isna().all()
+
+
+def test_a_forced_rerun_says_the_policy_ran_it_and_what_the_rule_decided() -> None:
+    agent = cascade_agent()
+    ex1, marker = first_attempt(agent, [("k", "a")])
+    ex = ReplayExecutor(ex1.to_log(), agent=agent, plan={"inputs": [("k", "a")]}, markers=[marker], rule="fixed",
+                        policies=Policies(actions={"IA": "force-rerun"}))
+    ex.run()
+    forced = next(s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.action == "IA")
+    assert forced.outcome == "RERUN" and forced.rule_note
+    assert forced.reason == "run again by the force-rerun policy (the rule decided REUSE)"
