@@ -22,6 +22,7 @@ def register(subparsers: Any) -> None:
                     "runtime wrote it (0.3, 0.4 or main, inferred from the records, with the evidence).")
     add_source_arguments(parser)
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--explain", action="store_true", help="say under each field what it counts")
     parser.set_defaults(func=_run)
 
 
@@ -47,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
         return 0
-    print(summary_text(summary, dim=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+    print(summary_text(summary, explain=args.explain, dim=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     return 0
 
 

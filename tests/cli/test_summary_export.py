@@ -98,6 +98,10 @@ def test_summary_text_names_every_field_as_the_views_do(sample: str, capsys: pyt
     code, out, err = run(capsys, "summary", str(path))
     assert code == 0 and err == ""
     facts = summary_facts(load_file(path).summary())
+    assert _values(out) == {"source": f"file {path}", **{f.label: f.text for f in facts}}
+    assert not any(f.explanation in out for f in facts if f.explanation)   # explanations on request only
+    code, out, err = run(capsys, "summary", str(path), "--explain")
+    assert code == 0 and err == ""
     values = _values(out)
     assert list(values) == ["source"] + [f.label for f in facts]
     lines = out.splitlines()
