@@ -64,6 +64,7 @@ def test_saved_widget_state_draws_the_charts_without_their_kernel(lab_page, lab_
     assert {c["state"]["_library"] for c in charts} == {f"IPY_MODEL_{library}"}
 
     lab_page.shutdown_kernel()
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.sessionContext.session")  # gone for good
     lab_page.open("saved_state.ipynb")  # the page afresh: no plotly.js loaded, a new kernel
     assert lab_page.execute("import sys\nassert 'agent_inspect' not in sys.modules") == "ok"  # it made nothing
     page.wait_for_function(f"() => document.querySelectorAll(\"{DRAWN}\").length >= 2", timeout=60_000)
