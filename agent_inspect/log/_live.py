@@ -7,6 +7,11 @@ one, or a sliding ``timedelta`` before now). After each poll that brought record
 rows with an ``error`` — and calls each listener with the new :class:`ActionStateLog`. ``pause()`` stops
 polling and publishing (the consumer stays open; records a poll under way brought wait), ``resume()``
 goes on where it stopped, ``stop()`` ends the thread and closes the follower.
+
+A live log that is no longer needed stops by itself: the thread holds it only through a weak reference,
+so once nothing else refers to it the thread closes the follower and ends. A viewer that may vanish
+without saying so (a notebook output) keeps it polling with :meth:`LiveLog.lease`: when a lease runs out
+the log idles (the follower's consumer closes) until the next lease, then reads on where it stopped.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, Protocol
 
@@ -23,7 +29,7 @@ from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["Follower", "LiveLog", "Listener", "TailWindow", "follow", "window_bounds"]
 
-State = Literal["live", "paused", "stopped", "failed"]
+State = Literal["live", "paused", "idle", "stopped", "failed"]
 Listener = Callable[["ActionStateLog"], None]
 TailWindow = int | dt.timedelta | dt.datetime | str
 _Row = tuple[int, int, "int | None", "bytes | None", "bytes | None"]
@@ -37,6 +43,9 @@ class Follower(Protocol):
     def poll(self) -> RawBatch: ...
 
     def close(self) -> None: ...
+
+    # Optional: ``suspend()`` lets go of the connection while the log idles; the next ``poll()`` reopens it
+    # where reading stopped. Followers without it stay connected while idle.
 
 
 def window_bounds(window: TailWindow | None) -> tuple[int | None, dt.timedelta | None, dt.datetime | None]:
@@ -103,6 +112,8 @@ class LiveLog:
         self.updated: dt.datetime | None = None
         #: the error that ended the thread, if one did
         self.error: BaseException | None = None
+        self._lease_until: float | None = None  # monotonic time; None: no lease needed
+        self._suspended = False
         self.log: ActionStateLog = self._build()
         if start:
             self.start()
@@ -115,7 +126,9 @@ class LiveLog:
             return "failed"
         if self._stop.is_set():
             return "stopped"
-        return "live" if self._running.is_set() else "paused"
+        if not self._running.is_set():
+            return "paused"
+        return "idle" if self._lease_expired() else "live"
 
     @property
     def window(self) -> dict[str, int | dt.timedelta | dt.datetime | None]:
@@ -130,8 +143,10 @@ class LiveLog:
             return
         if self._stop.is_set():
             raise InspectError("this live log is stopped; follow the source again")
-        self._thread = threading.Thread(target=self._run, name=f"agent-inspect tail {self.source.location}",
-                                        daemon=True)
+        # The thread gets a weak reference only: a live log nobody refers to any more is collected, and its
+        # thread then closes the follower and ends instead of polling until the interpreter exits.
+        self._thread = threading.Thread(target=_follow, args=(weakref.ref(self), self._follower, self._stop),
+                                        name=f"agent-inspect tail {self.source.location}", daemon=True)
         self._thread.start()
 
     def pause(self) -> None:
@@ -156,6 +171,21 @@ class LiveLog:
         if thread is None or not thread.is_alive():
             self._close()
         self._notify_state()
+
+    def lease(self, seconds: float) -> None:
+        """Keep polling for ``seconds`` more; without a new lease by then the log idles until the next one.
+
+        A log never leased polls until it is stopped. While idle it polls nothing and the follower lets
+        go of its connection; the next lease reads on from where it stopped (nothing is skipped).
+        """
+        idle = self._lease_expired()
+        self._lease_until = time.monotonic() + max(0.0, float(seconds))
+        if idle and not self._stop.is_set():
+            self._notify_state()
+
+    def _lease_expired(self) -> bool:
+        until = self._lease_until
+        return until is not None and time.monotonic() >= until
 
     @property
     def alive(self) -> bool:
@@ -233,26 +263,30 @@ class LiveLog:
 
     # -- the thread --------------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        last_publish = 0.0
-        try:
-            while not self._stop.is_set():
-                if not self._running.is_set():
-                    self._running.wait(0.5)
-                    continue
-                self.poll_once()
-                # a poll under way when pause() came may still bring records: they wait for resume()
-                if self._dirty and self._running.is_set() and not self._stop.is_set() and \
-                        time.monotonic() - last_publish >= self.refresh:
-                    self.publish()
-                    last_publish = time.monotonic()
-        except BaseException as exc:  # noqa: BLE001 - kept for the view; the thread ends
-            self.error = exc
-            self._stop.set()
-        finally:
-            self._close()
-        if self.error is not None:
+    def _step(self, last_publish: float) -> float:
+        """One turn of the polling thread; returns when it last published."""
+        if not self._running.is_set():
+            self._running.wait(0.5)
+            return last_publish
+        if self._lease_expired():
+            if not self._suspended:
+                self._suspended = True
+                suspend = getattr(self._follower, "suspend", None)  # optional in the Follower protocol
+                if suspend is not None:
+                    suspend()
+                self._notify_state()
+            self._stop.wait(0.25)
+            return last_publish
+        if self._suspended:
+            self._suspended = False
             self._notify_state()
+        self.poll_once()
+        # a poll under way when pause() came may still bring records: they wait for resume()
+        if self._dirty and self._running.is_set() and not self._stop.is_set() and \
+                time.monotonic() - last_publish >= self.refresh:
+            self.publish()
+            last_publish = time.monotonic()
+        return last_publish
 
     def _notify_state(self) -> None:
         """Call the listeners with the current log: the state changed (paused, resumed, stopped, failed)."""
@@ -273,6 +307,28 @@ class LiveLog:
     def __repr__(self) -> str:
         return (f"<LiveLog {self.state}: {len(self.log)} records in the window, {self.count} received, "
                 f"from {self.source.location!r}>")
+
+
+def _follow(ref: weakref.ref[LiveLog], follower: Follower, stop: threading.Event) -> None:
+    """The polling thread: turns of the live log while it exists and is not stopped; then the follower closes."""
+    last_publish = 0.0
+    try:
+        while not stop.is_set():
+            live = ref()
+            if live is None:
+                break
+            try:
+                last_publish = live._step(last_publish)
+            except BaseException as exc:  # noqa: BLE001 - kept for the view; the thread ends
+                live.error = exc
+                stop.set()
+                live._notify_state()
+            del live  # between turns only the weak reference remains
+    finally:
+        try:
+            follower.close()
+        except (SourceError, RuntimeError):
+            pass
 
 
 def follow(source: str, *, business_keys: Iterable[str] | None = None, window: TailWindow | None = 1000,

@@ -3,7 +3,9 @@
 A :class:`KafkaTail` starts at the last ``last`` records of each partition (or at the first record
 written at or after ``since_ms``) and hands out whatever arrived since the previous :meth:`KafkaTail.poll`,
 at most ``max_records`` per call and after waiting at most ``timeout`` seconds. Like the loader it
-never subscribes and never commits, so the broker keeps no consumer group for it.
+never subscribes and never commits, so the broker keeps no consumer group for it. :meth:`KafkaTail.suspend`
+closes the consumer for a while (no connection, no background fetching); the next poll opens a new one
+at the positions reached.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ class KafkaTail:
     """A read-only follower of one topic; :meth:`poll` from one thread, :meth:`close` from any."""
 
     def __init__(self, consumer: Any, topic: str, starts: Mapping[int, int], info: SourceInfo,
-                 keys: list[str] | None, errors: list[str]) -> None:
-        self._consumer = consumer
+                 keys: list[str] | None, errors: list[str], conf: Mapping[str, Any] | None = None) -> None:
+        self._consumer: Any = consumer  # None while suspended
+        self._conf = dict(conf) if conf is not None else None  # to reopen after suspend()
         self._topic = topic
         self._keep = business_key_filter(keys) if keys is not None else None
         self._errors = errors
@@ -52,6 +55,11 @@ class KafkaTail:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def suspended(self) -> bool:
+        """The consumer is closed until the next :meth:`poll` (see :meth:`suspend`)."""
+        return self._consumer is None and not self._closed
+
     def poll(self, *, max_records: int = MAX_POLL_RECORDS, timeout: float = POLL_TIMEOUT) -> RawBatch:
         """The records that arrived since the last poll (at most ``max_records``; empty after ``timeout``)."""
         from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
@@ -59,6 +67,8 @@ class KafkaTail:
         with self._lock:
             if self._closed:
                 raise SourceError(f"the tail of topic {self._topic!r} is closed")
+            if self._consumer is None:
+                self._consumer = _assigned(self._topic, self.positions, self._conf or {})
             # consume(n, t) waits all of t unless n arrive: poll() returns with the first record, and
             # consume(…, 0) then takes what is already fetched, so a record shows without waiting out t.
             first = self._consumer.poll(max(0.0, timeout))
@@ -80,12 +90,23 @@ class KafkaTail:
             self.positions[m.partition()] = m.offset() + 1
         return self._keep(batch) if self._keep is not None and len(batch) else batch
 
+    def suspend(self) -> None:
+        """Close the consumer until the next :meth:`poll`, which reopens it at :attr:`positions`."""
+        with self._lock:
+            if self._conf is None:
+                return  # made without its configuration: it cannot reopen, so it stays open
+            consumer, self._consumer = self._consumer, None
+            if consumer is not None:
+                consumer.close()
+
     def close(self) -> None:
         """Close the consumer (idempotent). Nothing was committed, so no group remains."""
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._consumer.close()
+                consumer, self._consumer = self._consumer, None
+                if consumer is not None:
+                    consumer.close()
 
 
 def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = None, since_ms: int | None = None,
@@ -97,7 +118,6 @@ def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = Non
     those keys hash to and keeps only their records. ``config`` passes librdkafka settings through;
     commits and topic auto-creation stay off.
     """
-    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
     if last is not None and since_ms is not None:
@@ -126,9 +146,16 @@ def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = Non
     conf = {**client, **_FORCED, "enable.partition.eof": False}
     # Needed by the client, never joined: assign() takes no group membership and nothing is committed.
     conf.setdefault("group.id", f"agent-inspect-tail-{uuid.uuid4()}")
-    consumer = _client(_consumer_class(), conf)
-    consumer.assign([TopicPartition(topic, p, starts[p]) for p in partitions])
-    return KafkaTail(consumer, topic, starts, info, keys, errors)
+    return KafkaTail(_assigned(topic, starts, conf), topic, starts, info, keys, errors, conf)
+
+
+def _assigned(topic: str, positions: Mapping[int, int], conf: Mapping[str, Any]) -> Any:
+    """A consumer assigned to ``topic`` at ``positions`` (partition → next offset)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _client(_consumer_class(), dict(conf))
+    consumer.assign([TopicPartition(topic, p, o) for p, o in positions.items()])
+    return consumer
 
 
 def _consumer_class() -> Any:

@@ -8,7 +8,7 @@ Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``
 Kafka topic live). Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
 ``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``). Every chart is
-one ``_plot.Plot`` (plotly.js sent once per page); ``timeline_figure`` and ``scan_histograms`` build the
+one ``_plot.Plot`` (plotly.js sent once per kernel, one shared model); ``timeline_figure`` and ``scan_histograms`` build the
 same charts as plain figures, without a widget (the static report). Tables are
 ``DataGrid`` (``ai-grid``): rows, sort and filter stay in the kernel, the browser draws the window in view.
 """

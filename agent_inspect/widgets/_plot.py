@@ -8,10 +8,12 @@ What travels (``static/plot.js`` is the front end):
 
 - the figure as JSON with every numeric array lifted out into a binary buffer (a typed array in the browser);
   hover text never travels with the figure: the browser asks for one point's text when the mouse is on it;
-- plotly.js itself only once per page: the first chart on a page asks the kernel with a custom message, the
-  kernel answers with the installed plotly package's own bundle, gzipped, and every chart on the page awaits
-  that one promise (``globalThis.__agentInspectPlotly``). Widget state therefore stays small, and a page
-  reopened while the kernel runs draws its charts again from their state.
+- plotly.js itself only once per kernel: the installed plotly package's own bundle, gzipped, is the state of
+  one shared model (:func:`plotly_library`) that every chart refers to. The page gets it once with that model,
+  the first chart on a page loads it and every chart awaits that one promise (``globalThis.__agentInspectPlotly``).
+  A chart's own state therefore stays small; a page reopened while the kernel runs draws its charts again from
+  their state, and a notebook saved with its widget state ("Save Widget State Automatically") holds plotly.js
+  once and draws its charts without the kernel that made them.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import ipywidgets as w
 import numpy as np
 import plotly.graph_objects as go
 import traitlets
 from plotly.callbacks import Points
 from plotly.io.json import to_json_plotly
 
-__all__ = ["Plot", "plotly_bundle", "hover_lines"]
+__all__ = ["Plot", "plotly_bundle", "plotly_library", "hover_lines"]
 
 _STATIC = Path(__file__).parent / "static"
 _BUNDLE = Path(go.__file__).resolve().parents[1] / "package_data" / "plotly.min.js"
@@ -48,8 +51,30 @@ RelayoutCallback = Callable[[dict[str, Any]], None]
 
 @lru_cache(maxsize=1)
 def plotly_bundle() -> bytes:
-    """The installed plotly package's ``plotly.min.js``, gzipped (sent once per page, on request)."""
+    """The installed plotly package's ``plotly.min.js``, gzipped (the state of :func:`plotly_library`)."""
     return gzip.compress(_BUNDLE.read_bytes(), compresslevel=6, mtime=0)
+
+
+class _PlotlyLibrary(anywidget.AnyWidget):
+    """Never shown; its state is plotly.js, gzipped, and the charts load it from there.
+
+    An anywidget rather than a plain ``Widget``: the front end's plain model copies its state through JSON
+    when the widget state is saved, which turns the bundle into ``{}``; anywidget's keeps binary values.
+    """
+
+    _esm = "export default {};"
+    bundle = traitlets.Bytes().tag(sync=True)
+
+
+_shared: dict[str, _PlotlyLibrary] = {}
+
+
+def plotly_library() -> _PlotlyLibrary:
+    """The one live model holding plotly.js that every :class:`Plot` refers to (a new one after ``close_all()``)."""
+    library = _shared.get("plotly")
+    if library is None or library.comm is None:
+        library = _shared["plotly"] = _PlotlyLibrary(bundle=plotly_bundle())
+    return library
 
 
 def hover_lines(text: Any) -> list[str]:
@@ -82,12 +107,13 @@ class Plot(anywidget.AnyWidget):
     _css = _STATIC / "plot.css"
     _spec = traitlets.Dict().tag(sync=True)
     _arrays = traitlets.List().tag(sync=True)
+    _library = traitlets.Instance(_PlotlyLibrary, allow_none=True).tag(sync=True, **w.widget_serialization)
     #: How many data items the chart stands for (records even when binned, steps…); -1: its points.
     #: The page shows it as ``data-ai-drawn`` once drawn (benchmarks/views_browser.py reads it).
     items = traitlets.Int(-1).tag(sync=True)
 
     def __init__(self, figure: Any = None, *, layout: Any = None) -> None:
-        super().__init__()
+        super().__init__(_library=plotly_library())
         self._hold = 0
         self._dirty = False
         self._hover: HoverProvider | None = None
@@ -189,9 +215,7 @@ class Plot(anywidget.AnyWidget):
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
-        if kind == "plotly-bundle":
-            self.send({"type": "plotly-bundle"}, [plotly_bundle()])
-        elif kind == "hover":
+        if kind == "hover":
             text = self._hover_text(int(content.get("trace", -1)), content.get("point"))
             self.send({"type": "hover", "id": content.get("id"), "lines": hover_lines(text)})
         elif kind == "click":

@@ -5,6 +5,10 @@ and returns a :class:`LiveTail`: a "live" / "paused" / "stopped" badge, Pause/Re
 the record counter and the time of the last update, then the views. Each view is a
 :class:`~agent_inspect._types.LogViewer`: it takes every new window with ``show_log(log, rule)``. By
 default these are the key timeline and the divergences of the followed key.
+
+A tail stops by itself when nobody can see it: closing the widget (or its comm closed by the front end)
+stops it, and a tail whose output no page shows for :attr:`LiveTail.grace` seconds idles (its consumer
+closes) until a view appears again — each view on a page sends a heartbeat (``static/presence.js``).
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import anywidget
 import ipywidgets as w
+import traitlets
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape
@@ -26,7 +34,8 @@ from agent_inspect.widgets._style import view_style
 
 __all__ = ["LiveTail", "LiveKeyHistory", "LiveKeyTimeline", "LiveDivergences", "tail"]
 
-_STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "stopped": "■ stopped", "failed": "✕ stopped by an error"}
+_STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle: no view was open", "stopped": "■ stopped",
+               "failed": "✕ stopped by an error"}
 
 
 def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None,
@@ -65,7 +74,8 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
     return view
 
 
-_TAILS: dict[tuple[str, tuple[str, ...]], LiveLog] = {}
+# weak: a tail the notebook no longer refers to must be free to go (and stop)
+_TAILS: weakref.WeakValueDictionary[tuple[str, tuple[str, ...]], LiveLog] = weakref.WeakValueDictionary()
 
 
 @functools.lru_cache(maxsize=2)
@@ -185,13 +195,41 @@ class LiveDivergences(w.VBox):
             old.close()
 
 
+class _ViewPresence(anywidget.AnyWidget):
+    """Hidden; each of its views on a page sends ``{"type": "seen"}`` every ``heartbeat`` seconds."""
+
+    _esm = Path(__file__).parent / "static" / "presence.js"
+    heartbeat = traitlets.Float(10.0).tag(sync=True)
+
+    def __init__(self, live: LiveLog, heartbeat: float, grace: float) -> None:
+        super().__init__(heartbeat=heartbeat, layout=w.Layout(display="none"))
+        ref = weakref.ref(live)  # the widget registry keeps this widget: it must not keep the log
+
+        def seen(_widget: Any, content: Any, _buffers: Any) -> None:
+            target = ref()
+            if target is not None and isinstance(content, dict) and content.get("type") == "seen":
+                target.lease(grace)
+
+        self.on_msg(seen)
+
+
 class LiveTail(w.VBox):
     """A followed topic: state badge, Pause/Resume and Stop, record counter, last update, then the views.
 
     ``views`` are :class:`~agent_inspect._types.LogViewer` widgets; each new window goes to every
     one of them. Pausing stops polling (the views keep the last window); Stop (or :meth:`stop`, or
     closing the widget) ends the polling thread and closes the consumer.
+
+    Polling goes on only while a page shows the tail: with no view for ``grace`` seconds it idles (the
+    consumer closes; the badge says "idle") and it reads on from where it stopped as soon as a view
+    appears. Views send a heartbeat every ``heartbeat`` seconds; ``grace`` outlasts a background tab's
+    throttled timers (about once a minute in chromium).
     """
+
+    #: seconds without any view on a page before polling idles
+    grace: float = 75.0
+    #: seconds between two heartbeats of a view
+    heartbeat: float = 10.0
 
     def __init__(self, live: LiveLog, *, key: str | None = None, rule: Any = None,
                  views: Sequence[LogViewer] | None = None) -> None:
@@ -213,13 +251,18 @@ class LiveTail(w.VBox):
         for view in self.views:
             if not isinstance(view, LogViewer):
                 raise InspectError(f"a live view needs show_log(log, rule); {type(view).__name__} has none")
-        header = w.HBox([self.state, self.counter, self.pause_button, self.stop_button])
+        self._header = header = w.HBox([self.state, self.counter, self.pause_button, self.stop_button])
         header.add_class("ai-live-header")
-        self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style()]
+        self._presence = _ViewPresence(live, self.heartbeat, self.grace)
+        self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style(), self._presence]
         self._shown: Any = None
         self._drawing = threading.Lock()  # the polling thread and a button click may both redraw
         self._on_log(live.log)
         live.add_listener(self._on_log)
+        live.lease(self.grace)  # time for the first view to show up
+        if self.comm is not None:  # the front end closing the widget's comm stops the tail too
+            ref = weakref.ref(self)
+            self.comm.on_close(lambda _msg: (tail := ref()) is not None and tail.close())
 
     @property
     def log(self) -> ActionStateLog:
@@ -240,6 +283,9 @@ class LiveTail(w.VBox):
     def close(self) -> None:
         self.live.remove_listener(self._on_log)
         self.live.stop()
+        # the buttons' callbacks refer to this view: once closed they no longer keep it (and its log) alive
+        for part in (self.pause_button, self.stop_button, self.state, self.counter, self._header, self._presence):
+            part.close()
         super().close()
 
     def _on_log(self, log: ActionStateLog) -> None:

@@ -112,6 +112,12 @@ class LabPage:
         errors = self.errors_in_outputs()
         assert not errors, f"a cell raised: {errors[0][:2000]}"
 
+    def execute(self, code: str) -> str:
+        """Run ``code`` in the notebook's kernel as a cell would (not shown in the notebook); its status."""
+        return self.page.evaluate(
+            "async (code) => { const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel; "
+            "return (await kernel.requestExecute({code}).done).content.status; }", code)
+
     def errors_in_outputs(self) -> list[str]:
         """``ename: evalue`` and traceback of every error output of the current notebook."""
         return self.page.evaluate(

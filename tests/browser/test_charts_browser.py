@@ -31,15 +31,6 @@ STEPPER = ("executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), rule='
            "stepper = ai.inspect(executor)\nstepper")
 TIMELINE = "timeline = ai.widgets.KeyTimeline(original, key)\ntimeline"
 
-# Kernel code run from the page, as a person would run a cell (waits until it is done).
-_EXEC_JS = """
-async (code) => {
-  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
-  const reply = await kernel.requestExecute({code}).done;
-  return reply.content.status;
-}
-"""
-
 # What one chart drew: points per trace, ticks, tick label boxes, axis range.
 _CHART_JS = """
 (sel) => {
@@ -94,7 +85,7 @@ def test_stepper_axis_follows_the_steps(lab_page, lab_root: Path, artifacts: Pat
     sel = ".ai-stepper"
     for code, steps in (("for _ in range(5): executor.step()\nstepper.refresh()", 5),
                         ("for _ in range(35): executor.step()\nstepper.refresh()", 40)):
-        assert page.evaluate(_EXEC_JS, code) == "ok"
+        assert lab_page.execute(code) == "ok"
         chart = _wait_points(page, sel, steps, skip=("current",))
         # a few readable ticks inside the data's range, never one per step
         assert 2 <= chart["ticks"] <= 12 and chart["overlaps"] == 0, chart["ticks"]

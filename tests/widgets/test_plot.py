@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from agent_inspect.widgets._plot import Plot, hover_lines
+from agent_inspect.widgets._plot import Plot, hover_lines, plotly_library
 
 
 def _sent(plot: Plot) -> list[tuple[dict, list]]:
@@ -43,13 +43,22 @@ def test_batch_update_sends_once():
     assert "dtick" not in plot._spec["layout"]["xaxis"]
 
 
-def test_bundle_hover_and_click_messages():
+def test_every_chart_refers_to_one_model_holding_plotly_js():
+    first, second = Plot(), Plot(layout=go.Layout(height=100))
+    library = plotly_library()
+    assert first._library is second._library is library
+    assert b"plotly.js v" in gzip.decompress(library.bundle)[:400]
+    # a chart's state names the model (saved with the widget state once per notebook), never the bundle
+    assert first.get_state()["_library"] == f"IPY_MODEL_{library.model_id}"
+    library.close()  # as after Widget.close_all(): the next chart gets a new, live one
+    renewed = Plot()._library
+    assert renewed is plotly_library() and renewed is not library and renewed.comm is not None
+
+
+def test_hover_and_click_messages():
     plot = Plot(make_subplots(rows=1, cols=2))
     plot.add_trace(go.Scatter(x=[1, 2], y=[3, 4], hovertext=["a &lt;b&gt;<br>c", "d"]), row=1, col=2)
     sent = _sent(plot)
-    plot._on_message(plot, {"type": "plotly-bundle"}, [])
-    content, buffers = sent[-1]
-    assert content == {"type": "plotly-bundle"} and b"plotly.js v" in gzip.decompress(bytes(buffers[0]))[:400]
     plot._on_message(plot, {"type": "hover", "id": 7, "trace": 0, "point": 0}, [])
     assert sent[-1][0] == {"type": "hover", "id": 7, "lines": ["a <b>", "c"]}
     clicked = []

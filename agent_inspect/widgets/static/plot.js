@@ -1,29 +1,30 @@
 // One chart of the agent_inspect views (widgets/_plot.py is the kernel side).
-// plotly.js is fetched from the kernel once per page and shared by every chart through one promise;
-// each chart's state holds only its figure, numeric arrays as binary buffers. Hover text comes from the
+// plotly.js (gzipped) is the state of one shared model per kernel that every chart refers to (`_library`): it
+// reaches the page once, with that model, and is saved once with the widget state, so a saved notebook draws
+// its charts without the kernel that made them. The first chart on a page loads it; every chart awaits that one
+// promise. Each chart's state holds only its figure, numeric arrays as binary buffers. Hover text comes from the
 // kernel for the point under the mouse and is shown with textContent (never parsed as HTML).
 const SHARED = "__agentInspectPlotly";
+const REF = "IPY_MODEL_";
+
+async function library(model) {
+  const ref = model.get("_library");
+  if (ref && typeof ref === "object") return ref; // already a model
+  if (typeof ref !== "string" || !ref.startsWith(REF)) throw new Error("this chart names no plotly.js model");
+  return model.widget_manager.get_model(ref.slice(REF.length));
+}
 
 function loadPlotly(model) {
   let promise = globalThis[SHARED];
   if (promise) return promise;
-  promise = new Promise((resolve, reject) => {
-    const onMessage = async (msg, buffers) => {
-      if (!msg || msg.type !== "plotly-bundle") return;
-      model.off("msg:custom", onMessage);
-      try {
-        const stream = new Blob([buffers[0]]).stream().pipeThrough(new DecompressionStream("gzip"));
-        const source = await new Response(stream).text();
-        const module = { exports: {} };
-        new Function("module", "exports", source)(module, module.exports);
-        resolve(module.exports);
-      } catch (error) {
-        reject(error);
-      }
-    };
-    model.on("msg:custom", onMessage);
-    model.send({ type: "plotly-bundle" });
-  });
+  promise = (async () => {
+    const bundle = (await library(model)).get("bundle");
+    const stream = new Blob([bundle]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const source = await new Response(stream).text();
+    const module = { exports: {} };
+    new Function("module", "exports", source)(module, module.exports);
+    return module.exports;
+  })();
   promise.catch(() => { if (globalThis[SHARED] === promise) delete globalThis[SHARED]; });
   globalThis[SHARED] = promise;
   return promise;
@@ -88,7 +89,14 @@ async function render({ model, el }) {
   let hoverId = 0;
   let alive = true;
 
-  const Plotly = await loadPlotly(model);
+  let Plotly;
+  try {
+    Plotly = await loadPlotly(model);
+  } catch (error) {
+    gd.textContent = `the chart cannot be drawn: plotly.js did not load (${error})`;
+    el.dataset.aiError = String(error && error.stack || error);
+    return () => { alive = false; };
+  }
   if (!alive) return;
   const draw = () => {
     const fig = figure(model);

@@ -1,0 +1,87 @@
+"""``ai.tail`` stops by itself: no view on any page for a while (it idles), its comm closed, its object collected."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.widgets import LiveTail
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.sources._records import make_records  # noqa: E402
+from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream  # noqa: E402
+
+pytestmark = pytest.mark.kafka
+
+PARTITIONS = 2
+
+
+def _wait(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the live view did not get there in time"
+        time.sleep(0.05)
+
+
+def _heartbeat(view: LiveTail) -> None:
+    """What ``static/presence.js`` sends from each view on a page."""
+    view._presence._handle_custom_msg({"type": "seen"}, [])
+
+
+def test_a_tail_no_page_shows_idles_and_a_view_brings_it_back(kafka_bootstrap: str,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(LiveTail, "grace", 0.5)
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    records = make_records(2, 3, prefix="seen")  # 6 records per key
+    groups = consumer_groups(kafka_bootstrap)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", business_keys=["seen-1"], window=100, refresh=0.05)
+    try:
+        follower = view.live._follower
+        for _ in range(8):  # a page showing it keeps it polling past its grace
+            _heartbeat(view)
+            time.sleep(0.1)
+        assert view.live.state == "live" and not follower.suspended  # type: ignore[attr-defined]
+
+        _wait(lambda: view.live.state == "idle")  # no heartbeat for `grace` seconds
+        _wait(lambda: follower.suspended)  # type: ignore[attr-defined]
+        _wait(lambda: "idle" in view.state.value)
+        produce_like_upstream(kafka_bootstrap, topic, records, num_partitions=PARTITIONS)
+        time.sleep(1.0)
+        assert view.live.count == 0  # nothing read while nobody looks
+
+        # a view appears again (the notebook reopened) and keeps beating
+        _wait(lambda: _heartbeat(view) is None and "6 records in the window" in view.counter.value)
+        _heartbeat(view)
+        assert "live" in view.state.value and not follower.suspended  # type: ignore[attr-defined]
+    finally:
+        view.close()
+    assert follower.closed and consumer_groups(kafka_bootstrap) == groups  # type: ignore[attr-defined]
+
+
+def test_the_front_end_closing_the_comm_stops_the_tail(kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=10)
+    live = view.live
+    assert view.comm is not None
+    view.comm.handle_close({"content": {"comm_id": view.comm.comm_id, "data": {}}})  # a comm_close from the page
+    assert live.state == "stopped" and not live.alive and live._follower.closed  # type: ignore[attr-defined]
+    assert view.comm is None and view._presence.comm is None
+
+
+def test_a_closed_tail_is_collected_with_its_live_log(kafka_bootstrap: str) -> None:
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=10)
+    live_ref, view_ref = weakref.ref(view.live), weakref.ref(view)
+    thread = view.live._thread
+    view.close()
+    del view
+    gc.collect()
+    assert view_ref() is None and live_ref() is None  # no callback or registry keeps either alive
+    assert thread is not None and not thread.is_alive()
