@@ -56,10 +56,10 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
 
 class Queued(NamedTuple):
     """A task the restored checkpoint holds queued with no state yet: the listener ``action_uuid`` of output
-    event ``index`` of the state recorded at ``pos`` (routed when that state completed, not started)."""
+    event number ``output`` of the state recorded at ``pos`` (routed when that state completed, not started)."""
 
     pos: int
-    index: int
+    output: int
     action_uuid: str
 
 
@@ -218,7 +218,7 @@ def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str |
 
 def queued_event(value: Callable[[int], Any], task: Queued) -> Any:
     """The event a queued task was routed with (``agent_inspect.codec.Event``, its original id kept)."""
-    return value(task.pos).output_events[task.index]
+    return value(task.pos).output_events[task.output]
 
 
 def with_subagent_result_events(state: Any, events: Any) -> Any:
