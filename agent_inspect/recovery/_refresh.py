@@ -167,26 +167,25 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
     emitted = [(rnd, pos) for rnd, states in at_checkpoint.items() for pos, _, done in states if done]
     if not emitted:
         return {}
-    rows = records.loc[[pos for _, pos in emitted], ["output_event_types", "output_event_ids"]]
+    rows = records[["output_event_types", "output_event_ids"]].loc[[pos for _, pos in emitted]]
     types = {str(t) for ts in rows["output_event_types"] for t in (ts or ())} - {OUTPUT_EVENT, SUBAGENT_EVENT}
     if not types:
         return {}
-    triggered = records.loc[records["task_event_type"].isin(types) & records["error"].isna(),
-                            ["task_event_type", "action_uuid"]].drop_duplicates()
+    ok = records["error"].isna().to_numpy()
+    triggered = records[["task_event_type", "action_uuid"]][ok & records["task_event_type"].isin(types).to_numpy()]
     listeners: dict[str, list[str]] = {}
-    for etype, au in zip(triggered["task_event_type"].astype(str), triggered["action_uuid"].astype(str)):
+    for etype, au in zip(*(triggered.drop_duplicates()[c].astype(str) for c in ("task_event_type", "action_uuid"))):
         listeners.setdefault(etype, []).append(au)
-    import pandas as pd
-
     # a listener with any record of the round was no queued task without a state (one written after the marker
     # makes the round one left to the as-logged reading)
-    rounds = pd.MultiIndex.from_arrays([records["business_key"].astype(str), records["seq"]])
-    mine = records.loc[rounds.isin(list(at_checkpoint)) & records["error"].isna() & records["seq"].notna(),
-                       ["business_key", "seq", "event_uuid", "task_event_id", "action_uuid"]]
+    near = ok & records["seq"].isin({s for _, s in at_checkpoint}).to_numpy(dtype=bool, na_value=False) \
+        & records["business_key"].isin({b for b, _ in at_checkpoint}).to_numpy()
+    mine = records[["business_key", "seq", "event_uuid", "task_event_id", "action_uuid"]][near]
     started: dict[tuple[str, int], set[tuple[str, str]]] = {}
     for bk, seq, fp, eid, au in zip(mine["business_key"].astype(str), mine["seq"], mine["event_uuid"].astype(str),
                                     mine["task_event_id"].astype(str), mine["action_uuid"].astype(str)):
-        started.setdefault((bk, int(seq)), set()).update(((fp, au), (eid, au)))
+        if (bk, int(seq)) in at_checkpoint:
+            started.setdefault((bk, int(seq)), set()).update(((fp, au), (eid, au)))
     out: dict[tuple[str, int], list[Queued]] = {}
     for (rnd, pos), etypes, eids in zip(emitted, rows["output_event_types"], rows["output_event_ids"]):
         fps = {i: fp for i, (_, fp, _) in enumerate(output_identities(value, pos))} if value is not None else {}
