@@ -56,7 +56,8 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
 
 class Queued(NamedTuple):
     """A task the restored checkpoint holds queued with no state yet: the listener ``action_uuid`` of output
-    event number ``output`` of the state recorded at ``pos`` (routed when that state completed, not started)."""
+    event number ``output`` of the state recorded at ``pos`` (routed when that state completed, not started),
+    or with ``output`` -1 of that state's own trigger (a round's input, queued for another root action)."""
 
     pos: int
     output: int
@@ -148,27 +149,39 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
             value: Callable[[int], Any] | None) -> dict[tuple[str, int], tuple[Queued, ...]]:
     """Per retained round, the tasks queued at the checkpoint with no state yet.
 
-    The operator routes a task's output events when the task completes, in the same mailbox action: one task
-    per action of the agent plan triggered by the event's type, appended to the key's ``actionTasks`` (spec
-    §9.3 step 4; upstream ``EventRouter.getActionsTriggeredBy`` is by type only). A task writes its first state
-    when it is dequeued, and checkpoints fall between mailbox actions, so an output of a state complete at the
-    checkpoint whose listener has no record in the round (same fingerprint and action, or same event id) was
-    still queued: the restore re-submits it with its original event (§9.5 step 2). The listeners of a type are the
-    actions the log shows triggered by it. Output events (downstream) and sub-agent envelopes (child tasks are
-    dropped on restore and re-sent by their resumed root caller, §11.4) queue nothing here.
+    The operator queues one task per action of the agent plan triggered by an event's type (upstream
+    ``EventRouter.getActionsTriggeredBy`` is by type only) in the key's ``actionTasks``: for the input when it
+    arrives, and for a task's outputs when the task completes, in the same mailbox action (spec §9.3 step 4). A
+    task writes its first state when it is dequeued, and checkpoints fall between mailbox actions, so an input
+    or an output of a state complete at the checkpoint whose listener has no record in the round (same
+    fingerprint and action, or same event id) was still queued: the restore re-submits it with its original
+    event (§9.5 step 2). The listeners of a type are the actions the log shows triggered by it. Output events
+    (downstream) and sub-agent envelopes (child tasks are dropped on restore and re-sent by their resumed
+    root caller, §11.4) queue nothing here.
     """
     # [Q] from a log alone: an action that never ran anywhere in the log is not known to listen, and a Java
     # action under K1–K1.6 (a new hash-based action UUID per JVM, spec §4.4) shows up as one listener per
     # attempt, so a queued task may be missed or one too many inferred; runtime-made events (memory
-    # observations) are in no state's outputs. The order of queued tasks relative to a suspended task
-    # re-queued behind them is not in the log either: incomplete states go first, as the checkpoint's
-    # current task. A queued task whose state key holds a complete state from an earlier attempt reads as
-    # settled (NOT-DISPATCHED) where the runtime would REUSE it.
-    emitted = [(rnd, pos) for rnd, states in at_checkpoint.items() for pos, _, done in states if done]
-    if not emitted:
-        return {}
-    rows = records[["output_event_types", "output_event_ids"]].loc[[pos for _, pos in emitted]]
-    types = {str(t) for ts in rows["output_event_types"] for t in (ts or ())} - {OUTPUT_EVENT, SUBAGENT_EVENT}
+    # observations, an agent-run begin event whose root has no state yet) are in no state. The order of queued
+    # tasks relative to a suspended task re-queued behind them is not in the log either: incomplete states go
+    # first, as the checkpoint's current task. A queued task whose state key holds a complete state from an
+    # earlier attempt reads as settled (NOT-DISPATCHED) where the runtime would REUSE it.
+    cols = ["is_root", "task_event_type", "task_event_id", "event_uuid", "output_event_types", "output_event_ids"]
+    rows = records[cols].loc[[pos for states in at_checkpoint.values() for pos, _, _ in states]]
+    rows["is_root"] = rows["is_root"].fillna(False)
+    row = dict(zip(rows.index.tolist(), zip(*(rows[c] for c in cols))))
+    sent: dict[tuple[str, int], list[tuple[int, int, str, str, str | None]]] = {}
+    for rnd, states in at_checkpoint.items():
+        events = sent.setdefault(rnd, [])
+        for pos, _, done in states:
+            root, etype, eid, fp, types, ids = row[pos]
+            if root and not any(o < 0 for _, o, *_ in events):
+                events.append((pos, -1, str(etype), str(eid), str(fp)))       # the input, sent to every root
+            if done and types:
+                fps = [fp for _, fp, _ in output_identities(value, pos)] if value is not None else []
+                events += [(pos, i, str(t), str(x), fps[i] if i < len(fps) else None)
+                           for i, (t, x) in enumerate(zip(types, ids or ()))]
+    types = {etype for events in sent.values() for _, _, etype, _, _ in events} - {OUTPUT_EVENT, SUBAGENT_EVENT}
     if not types:
         return {}
     ok = records["error"].isna().to_numpy()
@@ -181,19 +194,15 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
     near = ok & records["seq"].isin({s for _, s in at_checkpoint}).to_numpy(dtype=bool, na_value=False) \
         & records["business_key"].isin({b for b, _ in at_checkpoint}).to_numpy()
     mine = records[["business_key", "seq", "event_uuid", "task_event_id", "action_uuid"]][near]
-    started: dict[tuple[str, int], set[tuple[str, str]]] = {}
+    started: dict[tuple[str, int], set[tuple[str | None, str]]] = {}
     for bk, seq, fp, eid, au in zip(mine["business_key"].astype(str), mine["seq"], mine["event_uuid"].astype(str),
                                     mine["task_event_id"].astype(str), mine["action_uuid"].astype(str)):
         if (bk, int(seq)) in at_checkpoint:
             started.setdefault((bk, int(seq)), set()).update(((fp, au), (eid, au)))
-    out: dict[tuple[str, int], list[Queued]] = {}
-    for (rnd, pos), etypes, eids in zip(emitted, rows["output_event_types"], rows["output_event_ids"]):
-        fps = {i: fp for i, (_, fp, _) in enumerate(output_identities(value, pos))} if value is not None else {}
-        for i, (etype, eid) in enumerate(zip(etypes or (), eids or ())):
-            for au in listeners.get(str(etype), ()):
-                if (str(eid), au) not in started.get(rnd, ()) and (fps.get(i), au) not in started.get(rnd, ()):
-                    out.setdefault(rnd, []).append(Queued(pos, i, au))
-    return {rnd: tuple(q) for rnd, q in out.items()}
+    out = {rnd: tuple(Queued(pos, i, au) for pos, i, etype, eid, fp in events for au in listeners.get(etype, ())
+                      if (eid, au) not in started.get(rnd, ()) and (fp, au) not in started.get(rnd, ()))
+           for rnd, events in sent.items()}
+    return {rnd: q for rnd, q in out.items() if q}
 
 
 def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str | None, str | None, str | None]]:
@@ -217,7 +226,8 @@ def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str |
 
 def queued_event(value: Callable[[int], Any], task: Queued) -> Any:
     """The event a queued task was routed with (``agent_inspect.codec.Event``, its original id kept)."""
-    return value(task.pos).output_events[task.output]
+    state = value(task.pos)
+    return state.task_event if task.output < 0 else state.output_events[task.output]
 
 
 def with_subagent_result_events(state: Any, events: Any) -> Any:

@@ -7,7 +7,8 @@ retained_rounds, ReplayPlan.from_log, reconstruct, predict and the executor agre
 
 The job: the two-call agent, two inputs on one key; a checkpoint is taken when round 1's IA has completed and
 its WA has been dequeued but has written nothing (the executor's LOOKUP step: no state yet). A second job adds
-WB, a second listener of WorkEvent, and takes the checkpoint mid-WA: WA RESUMEs, WB (queued) runs.
+WB, a second listener of WorkEvent, and takes the checkpoint mid-WA: WA RESUMEs, WB (queued) runs. A third adds
+IB, a second root action, and takes the checkpoint as IB is dequeued: IB (the input, queued for it) and WA run.
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def fan_out() -> dict[str, Any]:
         ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
 
     return _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
+
+
+@pytest.fixture(scope="module")
+def two_roots() -> dict[str, Any]:
+    """Round 1: IA complete; IB (queued with the input) dequeued, no record; WA (queued by IA's output)."""
+    agent = two_call_agent()
+
+    @agent.action("IB", listens=["_input_event"])
+    def ib(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, int(event.attributes["input"]))})
+
+    return _job(agent, Breakpoint(kind="lookup", seq=1, action="IB"))
 
 
 def _restore(job: dict[str, Any], **how: Any) -> tuple[list[tuple[int, str, str]], list[str], Any]:
@@ -139,3 +152,21 @@ def test_a_queued_listener_beside_an_in_flight_one_runs_after_it(fan_out) -> Non
     assert sorted(zip(done["seq"].astype(int), done["outcome"].astype(str))) == [(1, "NOT-DISPATCHED"),
                                                                                   (1, "RESUME")]
     assert {e.state_key for e in r.store.entries() if e.seq == 1} >= _written_at(again, 1)
+
+
+def test_a_second_root_queued_with_the_input_runs_before_the_first_roots_child(two_roots) -> None:
+    log, marker = two_roots["log"], two_roots["marker"]
+    held = two_roots["ex"].checkpoints[-1].pending
+    assert [(a, e.type) for _, _, a, e in held] == [("IB", "_input_event"), ("WA", "WorkEvent")]
+    plan = ReplayPlan.from_log(log, markers=[marker])
+    assert plan.inputs == ()                                          # the input is not replayed by the source
+    assert [(p.seq, p.action, p.event.id) for p in plan.pending] == [(1, a, e.id) for _, _, a, e in held]
+
+    looked, calls, _ = _restore(two_roots, restore=two_roots["ex"].checkpoints[-1])
+    assert looked == [(1, "IB", "RERUN"), (1, "WA", "RERUN"), (1, "IA", "NOT-DISPATCHED")]
+    assert calls == ["add(2)", "multiply(2)", "add(12)"]
+    assert _restore(two_roots, markers=[marker])[:2] == (looked, calls)
+    assert _predicted(predict(log, markers=[marker])) == looked
+    r = reconstruct(log, markers=[marker])
+    assert list(r.records.loc[r.records["outcome"].notna(), "outcome"].astype(str)) == ["NOT-DISPATCHED"]
+    assert len([e for e in r.store.entries() if e.seq == 1 and e.pos is None]) == 2     # IB and WA ran
