@@ -192,7 +192,7 @@ def v4_analysis() -> dict[str, Any]:
     info = json.loads(samples.path(_V4_SAMPLE, "markers").read_text(encoding="utf-8"))
     summary = jsonable(log.summary())
     statuses = reconstruct(log, rule="original", markers=markers).records["status"].astype("string").value_counts()
-    pred = predict(log, _restore_plan(info["restore"]), rule="original", markers=markers)
+    pred = predict(log, rule="original", markers=markers)     # the plan inferred from the log (refresh rows)
     tasks = [{"action": str(t.action), "outcome": str(t.outcome)} for t in pred.tasks.itertuples()]
     totals = pred.ledger_totals()
     calls = {f"{k}:{n}": int(c) for k, n, c in zip(totals["kind"], totals["name"], totals["count"]) if k != "body"}
@@ -200,18 +200,6 @@ def v4_analysis() -> dict[str, Any]:
             "runtime": summary.get("runtime"), "records": summary.get("records"),
             "statuses": {str(k): int(v) for k, v in statuses.items() if v},
             "restore": {"checkpoint": info["restore"]["checkpoint"], "tasks": tasks, "calls": calls}}
-
-
-def _restore_plan(restore: dict[str, Any]) -> Any:
-    """The replay plan of a sample's markers file ``restore`` entry (restored seqNums, in-flight tasks, inputs)."""
-    from agent_inspect.agents import AgentEvent
-    from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
-
-    pending = tuple(PendingTask(str(k), int(s), str(a), AgentEvent(str(e["type"]), dict(e["attributes"]), e.get("id")))
-                    for k, s, a, e in restore.get("pending") or ())
-    inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", {"input": v})) for k, v in restore.get("replay") or ())
-    return ReplayPlan(inputs=inputs, restored_seq={str(k): int(v) for k, v in restore["restored_seq"].items()},
-                      pending=pending)
 
 
 def _print_v4(v4: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from agent_inspect.agents import INPUT_EVENT, AgentEvent
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery._refresh import RetainedRounds
+    from agent_inspect.store import Entry, Task
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
 
@@ -102,9 +103,10 @@ class ReplayPlan:
         From 0.4 on (``runtime``, default inferred from the log; ``refresh``: the refresh-row positions,
         default :func:`~agent_inspect.recovery.refresh_positions`), refresh rows are never new work: a
         round the window holds only through refresh rows had its input consumed before the checkpoint.
-        If all its states were complete there it is not replayed (finished, not yet pruned); otherwise its
-        incomplete states become ``pending`` tasks with their original events (RESUME). Either way the
-        key's restored seq is at least that round's seq.
+        If all its states were complete there and none of their output events still had a listener without
+        a state (a task queued, not started) it is not replayed (finished, not yet pruned); otherwise its
+        incomplete states, then its queued tasks, become ``pending`` tasks with their original events (RESUME
+        the former, run the latter). Either way the key's restored seq is at least that round's seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -166,12 +168,15 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
     if not refresh:
         return RetainedRounds()
     records = log.records
-    return retained_rounds(records, refresh, records.index.isin(window.index))
+    return retained_rounds(records, refresh, records.index.isin(window.index), getattr(log, "value", None))
 
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = ()) -> ReplayPlan:
-    """The plan with the retained rounds: restored seqs raised to them, their incomplete states pending."""
+    """The plan with the retained rounds: restored seqs raised to them, their incomplete states then their
+    queued tasks pending."""
+    from agent_inspect.recovery._refresh import queued_event
+
     restored = dict(restored)
     for bk, seq in (*retained.finished, *retained.pending):
         restored[bk] = max(restored.get(bk, -1), seq)
@@ -180,15 +185,43 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
         names = _action_names(log)
         recs = log.records
         for (bk, seq), positions in retained.pending.items():
-            for pos in positions:
-                event = _event_of(log, pos)
-                name = names.get(str(recs.at[pos, "action_uuid"]))
+            started = [(pos, str(recs.at[pos, "action_uuid"]), _event_of(log, pos)) for pos in positions]
+            queued = [(q.pos, q.action_uuid, agent_event(queued_event(log.value, q)))
+                      for q in retained.queued.get((bk, seq), ())]
+            for pos, action_uuid, event in (*started, *queued):
+                name = names.get(action_uuid)
                 if name is None:
                     raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
                 pending.append(PendingTask(bk, seq, name, event))
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
                       keys={k: keys[k] for k in restored if k in keys})
+
+
+def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[Task]:
+    """The store tasks of the tasks the restored checkpoint held queued in the round of ``entries`` (its cached
+    entries), as the restore re-submits them (spec §9.5 step 2): those whose state key none of them has."""
+    from agent_inspect.codec import event_uuid
+    from agent_inspect.recovery._refresh import queued_event
+    from agent_inspect.store import Task
+
+    head = entries[0] if entries else None
+    todo = retained.queued.get((head.business_key, head.seq), ()) if head and retained and value is not None else ()
+    if head is None or not todo:
+        return []
+    ident = key_identity(head.business_key, head.state_key)
+    seen = {e.state_key for e in entries}
+    tasks = []
+    for q in todo:
+        ev = queued_event(value, q)
+        fp = event_uuid(ev.attrs())
+        sk = ident.state_key(head.seq, fp, q.action_uuid)
+        if sk not in seen:
+            seen.add(sk)
+            tasks.append(Task(business_key=head.business_key, seq=head.seq, state_key=sk, event_uuid=fp,
+                              action_uuid=q.action_uuid, event_id=ev.id, event_type=ev.type,
+                              key_format=head.key_format, key_text=head.key_text))
+    return tasks
 
 
 def _action_names(log: ActionStateLog) -> dict[str, str]:
@@ -216,20 +249,22 @@ def agent_event(ev: Any) -> AgentEvent:
                       upstream_action=ev.upstream_action_name)
 
 
-def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
-    """The key segments of every business key of ``log`` (from its last readable record), in one pass."""
+def key_identity(business_key: str, state_key: str) -> KeyIdentity:
+    """The :class:`KeyIdentity` of ``business_key`` as one of its state keys shows it."""
     from agent_inspect.codec import parse_state_key
 
+    parsed = parse_state_key(state_key)
+    return KeyIdentity(business_key=business_key, key_format=parsed.format, key_text=parsed.key_text,
+                       key_group=parsed.key_group, key_digest=parsed.key_digest,
+                       serializer_fingerprint=parsed.serializer_fingerprint)
+
+
+def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
+    """The key segments of every business key of ``log`` (from its last readable record), in one pass."""
     recs = log.records
     last = recs[recs["error"].isna() & recs["business_key"].notna()].groupby(
         "business_key", observed=True, sort=False).tail(1)
-    out = {}
-    for bk, sk in zip(last["business_key"], last["state_key"]):
-        parsed = parse_state_key(str(sk))
-        out[str(bk)] = KeyIdentity(business_key=str(bk), key_format=parsed.format, key_text=parsed.key_text,
-                                   key_group=parsed.key_group, key_digest=parsed.key_digest,
-                                   serializer_fingerprint=parsed.serializer_fingerprint)
-    return out
+    return {str(bk): key_identity(str(bk), str(sk)) for bk, sk in zip(last["business_key"], last["state_key"])}
 
 
 def identity_from_log(log: ActionStateLog, business_key: str) -> KeyIdentity:
@@ -238,10 +273,4 @@ def identity_from_log(log: ActionStateLog, business_key: str) -> KeyIdentity:
     rows = recs[(recs["business_key"] == business_key) & recs["error"].isna()]
     if rows.empty:
         raise RecoveryError(f"business key {business_key!r} has no readable records in the log")
-    row = rows.iloc[-1]
-    from agent_inspect.codec import parse_state_key
-
-    parsed = parse_state_key(str(row["state_key"]))
-    return KeyIdentity(business_key=business_key, key_format=parsed.format, key_text=parsed.key_text,
-                       key_group=parsed.key_group, key_digest=parsed.key_digest,
-                       serializer_fingerprint=parsed.serializer_fingerprint)
+    return key_identity(business_key, str(rows.iloc[-1]["state_key"]))

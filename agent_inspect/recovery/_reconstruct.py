@@ -17,8 +17,10 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._children import ChildDispatch
+from agent_inspect.recovery._plan import queued_tasks
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
+from agent_inspect.recovery._refresh import output_identities
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import Entry, Outcome, RecoverySession, Task, runtime_model
 
@@ -176,7 +178,7 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
     status ``refresh``, are left out of attempts, executions and durable calls, and are never a rule step
     (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker"). They are never new work:
     a round held only by refresh rows of states complete at the checkpoint is not dispatched; in one in flight
-    there, only its incomplete states are (the rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
+    there, only its incomplete states and queued tasks are (the rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
@@ -209,7 +211,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     attempts = ann["attempt"].astype(object).tolist()
     session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
                                            attempts=attempts, refresh=refresh)
-    retained = retained_rounds(records, refresh, in_window)
+    retained = retained_rounds(records, refresh, in_window, getattr(log, "value", None))
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
@@ -287,6 +289,11 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
             if outcome is Outcome.REUSE and entry.output_event_ids:
                 reused.append(entry)
                 reused_ids.update(entry.output_event_ids)
+        for task in queued_tasks(retained, value, entries):   # queued at the checkpoint, no record yet
+            n_events = len(session.events)
+            if _dispatch(session, task, None)[0] is Outcome.FAIL:
+                return
+            causes.removed(session.events[n_events:], f"the replayed lookup of a queued task ({_key}, seq {_seq})")
 
 
 def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: Any,
@@ -307,28 +314,11 @@ def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: An
             continue
         outs = emitted.get(parent.pos)
         if outs is None:
-            outs = emitted[parent.pos] = _outputs(value, parent.pos)
+            outs = emitted[parent.pos] = output_identities(value, parent.pos)
         for etype, fp, eid in outs:
             if etype == entry.task_event_type and fp == entry.event_uuid and eid is not None:
                 return eid
     return fresh
-
-
-def _outputs(value: Any, pos: int) -> list[tuple[str | None, str | None, str | None]]:
-    from agent_inspect.codec import event_uuid
-
-    try:
-        state = value(pos)
-    except Exception:  # noqa: BLE001 - an undecodable parent simply emits nothing we can match
-        return []
-    out = []
-    for ev in getattr(state, "output_events", ()) or ():
-        try:
-            fp = event_uuid(ev.attrs())
-        except Exception:  # noqa: BLE001 - same: no match possible
-            fp = None
-        out.append((ev.type, fp, ev.id))
-    return out
 
 
 def _dispatch(session: RecoverySession, task: Task, pos: int | None) -> tuple[Outcome, str]:

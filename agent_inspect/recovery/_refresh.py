@@ -9,9 +9,9 @@ partition (a tombstone in between ends the chain). A row whose bytes differ is n
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,13 +19,13 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike, RuntimeLike
 
-from typing import Any
-
+from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._rebuild import source_kind_of
 from agent_inspect.store import runtime_model
 
-__all__ = ["refresh_positions", "subagent_result_events", "RetainedRounds", "retained_rounds"]
+__all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRounds", "retained_rounds", "queued_event",
+           "output_identities"]
 
 
 def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
@@ -54,28 +54,42 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
     return frozenset(found)
 
 
+class Queued(NamedTuple):
+    """A task the restored checkpoint holds queued with no state yet: the listener ``action_uuid`` of output
+    event number ``output`` of the state recorded at ``pos`` (routed when that state completed, not started),
+    or with ``output`` -1 of that state's own trigger (a round's input, queued for another root action)."""
+
+    pos: int
+    output: int
+    action_uuid: str
+
+
 @dataclass(frozen=True)
 class RetainedRounds:
     """The rounds a restore brings back through refresh rows alone, as the restored checkpoint held them.
 
     A round is *retained* when its states first appear in the rebuild window as refresh rows and no input
     of it arrives after the marker (its input was consumed before the checkpoint). ``finished``: retained
-    rounds whose every state was complete at the checkpoint (done, not yet pruned) and whose only records
-    after the marker are refresh rows: nothing replays them.
+    rounds whose every state was complete at the checkpoint (done, not yet pruned), with no task still queued,
+    and whose only records after the marker are refresh rows: nothing replays them.
     ``pending``: per in-flight retained round, the positions of the refresh rows holding its incomplete
-    states (the tasks the restore re-submits, RESUME). ``settled``: state keys of in-flight rounds that were
+    states (the tasks the restore re-submits, RESUME); empty when only queued tasks keep it in flight.
+    ``queued``: per in-flight retained round, its tasks queued without a state (:class:`Queued`), re-submitted
+    with their original events after the incomplete ones. ``settled``: state keys of in-flight rounds that were
     complete at the checkpoint (their tasks are not sent again).
     """
 
     finished: frozenset[tuple[str, int]] = frozenset()
     pending: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     settled: frozenset[str] = frozenset()
+    queued: Mapping[tuple[str, int], tuple[Queued, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.finished or self.pending)
 
 
-def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.ndarray | pd.Series) -> RetainedRounds:
+def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.ndarray | pd.Series,
+                    value: Callable[[int], Any] | None = None) -> RetainedRounds:
     """Classify the rounds of ``records`` whose states the window holds only through refresh rows.
 
     ``refresh``: positions of refresh rows (:func:`refresh_positions`); ``window``: one bool per row, the
@@ -83,7 +97,9 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
     when it is a refresh row (the checkpoint re-appended it, byte-identical to its latest earlier value).
     A round with a root whose first in-window record is not a refresh row got a new input after the
     marker is not retained; a round complete at the checkpoint but written again after it (a row whose bytes
-    differ is a write, never a refresh) is left to the as-logged reading. Empty without refresh rows (0.3,
+    differ is a write, never a refresh) is left to the as-logged reading, unless a task of it was still
+    queued there (:func:`_queued`). ``value`` (``log.value``) decodes output events to match queued tasks by
+    fingerprint as the store does; without it they are matched by event id. Empty without refresh rows (0.3,
     or a records frame without bytes).
     """
     if not refresh:
@@ -113,19 +129,105 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
             at_checkpoint.setdefault(rnd, []).append((int(pos), str(sk), done))
         elif root:
             new_input.add(rnd)
+    for rnd in new_input:
+        at_checkpoint.pop(rnd, None)
+    queued = _queued(records, at_checkpoint, value)
     finished: set[tuple[str, int]] = set()
     pending: dict[tuple[str, int], tuple[int, ...]] = {}
     settled: set[str] = set()
     for rnd, states in at_checkpoint.items():
-        if rnd in new_input:
-            continue
         open_ = tuple(p for p, _, done in states if not done)
-        if open_:
+        if open_ or rnd in queued:
             pending[rnd] = open_
             settled.update(sk for _, sk, done in states if done)
         elif rnd not in written:
             finished.add(rnd)
-    return RetainedRounds(frozenset(finished), pending, frozenset(settled))
+    return RetainedRounds(frozenset(finished), pending, frozenset(settled), queued)
+
+
+def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[tuple[int, str, bool]]],
+            value: Callable[[int], Any] | None) -> dict[tuple[str, int], tuple[Queued, ...]]:
+    """Per retained round, the tasks queued at the checkpoint with no state yet.
+
+    The operator queues one task per action of the agent plan triggered by an event's type (upstream
+    ``EventRouter.getActionsTriggeredBy`` is by type only) in the key's ``actionTasks``: for the input when it
+    arrives, and for a task's outputs when the task completes, in the same mailbox action (spec §9.3 step 4). A
+    task writes its first state when it is dequeued, and checkpoints fall between mailbox actions, so an input
+    or an output of a state complete at the checkpoint whose listener has no record in the round (same
+    fingerprint and action, or same event id) was still queued: the restore re-submits it with its original
+    event (§9.5 step 2). The listeners of a type are the actions the log shows triggered by it. Output events
+    (downstream) and sub-agent envelopes (child tasks are dropped on restore and re-sent by their resumed
+    root caller, §11.4) queue nothing here.
+    """
+    # [Q] from a log alone: an action that never ran anywhere in the log is not known to listen, and a Java
+    # action under K1–K1.6 (a new hash-based action UUID per JVM, spec §4.4) shows up as one listener per
+    # attempt, so a queued task may be missed or one too many inferred; runtime-made events (memory
+    # observations, an agent-run begin event whose root has no state yet) are in no state. The order of queued
+    # tasks relative to a suspended task re-queued behind them is not in the log either: incomplete states go
+    # first, as the checkpoint's current task. A queued task whose state key holds a complete state from an
+    # earlier attempt reads as settled (NOT-DISPATCHED) where the runtime would REUSE it.
+    cols = ["is_root", "task_event_type", "task_event_id", "event_uuid", "output_event_types", "output_event_ids"]
+    rows = records[cols].loc[[pos for states in at_checkpoint.values() for pos, _, _ in states]]
+    rows["is_root"] = rows["is_root"].fillna(False)
+    row = dict(zip(rows.index.tolist(), zip(*(rows[c] for c in cols))))
+    sent: dict[tuple[str, int], list[tuple[int, int, str, str, str | None]]] = {}
+    for rnd, states in at_checkpoint.items():
+        events = sent.setdefault(rnd, [])
+        for pos, _, done in states:
+            root, etype, eid, fp, types, ids = row[pos]
+            if root and not any(o < 0 for _, o, *_ in events):
+                events.append((pos, -1, str(etype), str(eid), str(fp)))       # the input, sent to every root
+            if done and types:
+                fps = [fp for _, fp, _ in output_identities(value, pos)] if value is not None else []
+                events += [(pos, i, str(t), str(x), fps[i] if i < len(fps) else None)
+                           for i, (t, x) in enumerate(zip(types, ids or ()))]
+    types = {etype for events in sent.values() for _, _, etype, _, _ in events} - {OUTPUT_EVENT, SUBAGENT_EVENT}
+    if not types:
+        return {}
+    ok = records["error"].isna().to_numpy()
+    triggered = records[["task_event_type", "action_uuid"]][ok & records["task_event_type"].isin(types).to_numpy()]
+    listeners: dict[str, list[str]] = {}
+    for etype, au in zip(*(triggered.drop_duplicates()[c].astype(str) for c in ("task_event_type", "action_uuid"))):
+        listeners.setdefault(etype, []).append(au)
+    # a listener with any record of the round was no queued task without a state (one written after the marker
+    # makes the round one left to the as-logged reading)
+    near = ok & records["seq"].isin({s for _, s in at_checkpoint}).to_numpy(dtype=bool, na_value=False) \
+        & records["business_key"].isin({b for b, _ in at_checkpoint}).to_numpy()
+    mine = records[["business_key", "seq", "event_uuid", "task_event_id", "action_uuid"]][near]
+    started: dict[tuple[str, int], set[tuple[str | None, str]]] = {}
+    for bk, seq, fp, eid, au in zip(mine["business_key"].astype(str), mine["seq"], mine["event_uuid"].astype(str),
+                                    mine["task_event_id"].astype(str), mine["action_uuid"].astype(str)):
+        if (bk, int(seq)) in at_checkpoint:
+            started.setdefault((bk, int(seq)), set()).update(((fp, au), (eid, au)))
+    out = {rnd: tuple(Queued(pos, i, au) for pos, i, etype, eid, fp in events for au in listeners.get(etype, ())
+                      if (eid, au) not in started.get(rnd, ()) and (fp, au) not in started.get(rnd, ()))
+           for rnd, events in sent.items()}
+    return {rnd: q for rnd, q in out.items() if q}
+
+
+def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str | None, str | None, str | None]]:
+    """(type, fingerprint, id) of each output event of the state recorded at ``pos`` (empty when it does not
+    decode; a fingerprint None when its attributes do not)."""
+    from agent_inspect.codec import event_uuid
+
+    try:
+        state = value(pos)
+    except Exception:  # noqa: BLE001 - an undecodable state simply emits nothing to match
+        return []
+    out = []
+    for ev in getattr(state, "output_events", ()) or ():
+        try:
+            fp = event_uuid(ev.attrs())
+        except Exception:  # noqa: BLE001 - same: no match by fingerprint
+            fp = None
+        out.append((ev.type, fp, ev.id))
+    return out
+
+
+def queued_event(value: Callable[[int], Any], task: Queued) -> Any:
+    """The event a queued task was routed with (``agent_inspect.codec.Event``, its original id kept)."""
+    state = value(task.pos)
+    return state.task_event if task.output < 0 else state.output_events[task.output]
 
 
 def with_subagent_result_events(state: Any, events: Any) -> Any:
