@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,6 +15,7 @@ from agent_inspect.log._live import window_bounds
 from agent_inspect.raw import RawBatch
 from tests.sources._records import make_records
 from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -22,11 +23,6 @@ PARTITIONS = 3
 T0 = 1_700_000_000_000
 
 
-def _wait(condition: Callable[[], bool], seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the live log did not get there in time"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -53,14 +49,14 @@ def test_records_appear_while_a_producer_writes_and_the_window_holds(kafka_boots
     stopped.append(live)
     sizes: list[int] = []
     live.add_listener(lambda log: sizes.append(len(log)))
-    _wait(lambda: live.count == 12 and len(live.log) == 12)  # the backlog: at most 25 per partition
+    wait_until(lambda: live.count == 12 and len(live.log) == 12)  # the backlog: at most 25 per partition
 
     writer = threading.Thread(target=_produce, args=(kafka_bootstrap, topic, records[12:], T0 + 12), daemon=True)
     writer.start()
-    _wait(lambda: len(live.log) == 25 and live.count > 12)  # updates arrive while the producer still writes
+    wait_until(lambda: len(live.log) == 25 and live.count > 12)  # updates arrive while the producer still writes
     writer.join(60)
-    _wait(lambda: live.count == 60)
-    _wait(lambda: sorted(_ts(live.log)) == list(range(T0 + 35, T0 + 60)))  # the newest 25
+    wait_until(lambda: live.count == 60)
+    wait_until(lambda: sorted(_ts(live.log)) == list(range(T0 + 35, T0 + 60)))  # the newest 25
     assert max(sizes) == 25 and len(sizes) >= 2
     assert live.state == "live" and live.updated is not None
 
@@ -88,7 +84,7 @@ def test_pause_stops_updates_and_resume_catches_up(kafka_bootstrap: str, stopped
     live = follow(f"kafka://{kafka_bootstrap}/{topic}", window=100, refresh=0.05)
     stopped.append(live)
     _produce(kafka_bootstrap, topic, records[:8], T0)
-    _wait(lambda: len(live.log) == 8)
+    wait_until(lambda: len(live.log) == 8)
 
     live.pause()
     assert live.state == "paused"
@@ -103,7 +99,7 @@ def test_pause_stops_updates_and_resume_catches_up(kafka_bootstrap: str, stopped
 
     live.resume()
     assert live.state == "live"
-    _wait(lambda: len(live.log) == 24)
+    wait_until(lambda: len(live.log) == 24)
     assert live.count == 24
 
 
@@ -113,7 +109,7 @@ def test_business_keys_keep_only_their_records(kafka_bootstrap: str, stopped: li
     _produce(kafka_bootstrap, topic, records, T0)
     live = follow(f"kafka://{kafka_bootstrap}/{topic}", business_keys=["keys-2"], window=100, refresh=0.05)
     stopped.append(live)
-    _wait(lambda: len(live.log) == 4)
+    wait_until(lambda: len(live.log) == 4)
     time.sleep(0.5)
     assert set(live.log.records["business_key"]) == {"keys-2"} and len(live.log) == 4
 
@@ -127,7 +123,7 @@ def test_a_time_window_starts_at_its_time_and_keeps_only_newer_records(kafka_boo
                           timestamps=[now - 3 * 3_600_000 + i for i in range(8)] + [now + i for i in range(8)])
     live = follow(f"kafka://{kafka_bootstrap}/{topic}", window="1h", refresh=0.05)
     stopped.append(live)
-    _wait(lambda: len(live.log) == 8)
+    wait_until(lambda: len(live.log) == 8)
     time.sleep(0.5)
     assert len(live.log) == 8 and min(_ts(live.log)) >= now
     # tansu answers ListOffsets by timestamp with the earliest offset, so here the old records are fetched
@@ -136,7 +132,7 @@ def test_a_time_window_starts_at_its_time_and_keeps_only_newer_records(kafka_boo
     since = follow(f"kafka://{kafka_bootstrap}/{topic}", window=dt.datetime.fromtimestamp(now / 1000 - 7200,
                                                                                            dt.UTC))
     stopped.append(since)
-    _wait(lambda: len(since.log) == 8)
+    wait_until(lambda: len(since.log) == 8)
 
 
 def test_bad_records_stay_as_error_rows(kafka_bootstrap: str, stopped: list[LiveLog]) -> None:
@@ -146,7 +142,7 @@ def test_bad_records_stay_as_error_rows(kafka_bootstrap: str, stopped: list[Live
     stopped.append(live)
     produce_like_upstream(kafka_bootstrap, topic, [*good, (good[0][0], b"not json"), ("not-a-state-key", b"{}")],
                           num_partitions=PARTITIONS, partitioner=lambda key, n: 0)
-    _wait(lambda: len(live.log) == 4)
+    wait_until(lambda: len(live.log) == 4)
     assert len(live.log.errors) == 2
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +16,13 @@ from agent_inspect.widgets import KeyHistory, KeyTimeline, LiveKeyHistory, LiveK
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.sources._records import make_records  # noqa: E402
 from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream  # noqa: E402
+from tests.support.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 2
 
 
-def _wait(condition: Callable[[], bool], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the live view did not get there in time"
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -55,7 +51,7 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     header = view.children[0]
 
     produce_like_upstream(kafka_bootstrap, topic, records[:18], num_partitions=PARTITIONS)  # keys live-0, live-1
-    _wait(lambda: "6 records in the window" in view.counter.value)  # set after the views: they show it already
+    wait_until(lambda: "6 records in the window" in view.counter.value)  # set after the views: they show it already
     assert _timeline_records(view) == 6 and "last update" in view.counter.value
     first_timeline = view.views[0].timeline  # type: ignore[attr-defined]
     history = view.views[2]
@@ -64,7 +60,7 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     assert first_history.total == 3  # 6 records of live-1 fold into one line per action execution
     first_history.expand(0)
     produce_like_upstream(kafka_bootstrap, topic, records[18:24], num_partitions=PARTITIONS)
-    _wait(lambda: "12 records in the window" in view.counter.value)
+    wait_until(lambda: "12 records in the window" in view.counter.value)
     assert _timeline_records(view) == 12
     assert view.views[0].timeline is not first_timeline  # type: ignore[attr-defined]
     assert view.children[0] is header and list(view.children[1:4]) == view.views  # updated in place
@@ -82,7 +78,7 @@ def test_the_view_updates_in_place_pauses_and_stops(kafka_bootstrap: str, views:
     assert view.views[0].timeline is shown and _timeline_records(view) == 12  # type: ignore[attr-defined]
     view.pause_button.click()
     assert "live" in view.state.value
-    _wait(lambda: _timeline_records(view) == 20)
+    wait_until(lambda: _timeline_records(view) == 20)
 
     view.stop_button.click()
     assert "stopped" in view.state.value
@@ -115,8 +111,8 @@ def test_a_failure_shows_escaped_in_the_badge(kafka_bootstrap: str, views: list[
         raise ai.SourceError("<img src=x onerror=alert(1)> broker said no")
 
     view.live._follower.poll = broken  # type: ignore[attr-defined, method-assign]
-    _wait(lambda: view.live.state == "failed")
-    _wait(lambda: "stopped by an error" in view.state.value)
+    wait_until(lambda: view.live.state == "failed")
+    wait_until(lambda: "stopped by an error" in view.state.value)
     assert "<img" not in view.state.value and "&lt;img src=x" in view.state.value
     assert view.pause_button.disabled
 
@@ -127,9 +123,9 @@ def test_without_a_key_the_panes_keep_the_first_window_s_most_affected_key(kafka
     view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=200, refresh=0.05)
     views.append(view)
     produce_like_upstream(kafka_bootstrap, topic, make_records(1, 3, prefix="first"), num_partitions=PARTITIONS)
-    _wait(lambda: "6 records in the window" in view.counter.value)
+    wait_until(lambda: "6 records in the window" in view.counter.value)
     produce_like_upstream(kafka_bootstrap, topic, make_records(1, 9, prefix="second"), num_partitions=PARTITIONS)
-    _wait(lambda: "24 records in the window" in view.counter.value)
+    wait_until(lambda: "24 records in the window" in view.counter.value)
     timeline, divergences, history = view.views
     assert timeline.key == divergences.key == history.key == "first-0"  # type: ignore[attr-defined]
     assert "first-0" in timeline.timeline.title.value  # type: ignore[attr-defined]

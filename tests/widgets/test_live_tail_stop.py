@@ -6,7 +6,6 @@ import gc
 import sys
 import time
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,13 @@ from agent_inspect.widgets import LiveTail
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.sources._records import make_records  # noqa: E402
 from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream  # noqa: E402
+from tests.support.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 
 PARTITIONS = 2
 
 
-def _wait(condition: Callable[[], bool], seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the live view did not get there in time"
-        time.sleep(0.05)
 
 
 def _heartbeat(view: LiveTail) -> None:
@@ -49,15 +44,15 @@ def test_a_tail_no_page_shows_idles_and_a_view_brings_it_back(kafka_bootstrap: s
             time.sleep(0.1)
         assert view.live.state == "live" and not follower.suspended  # type: ignore[attr-defined]
 
-        _wait(lambda: view.live.state == "idle")  # no heartbeat for `grace` seconds
-        _wait(lambda: follower.suspended)  # type: ignore[attr-defined]
-        _wait(lambda: "idle" in view.state.value)
+        wait_until(lambda: view.live.state == "idle")  # no heartbeat for `grace` seconds
+        wait_until(lambda: follower.suspended)  # type: ignore[attr-defined]
+        wait_until(lambda: "idle" in view.state.value)
         produce_like_upstream(kafka_bootstrap, topic, records, num_partitions=PARTITIONS)
         time.sleep(1.0)
         assert view.live.count == 0  # nothing read while nobody looks
 
         # a view appears again (the notebook reopened) and keeps beating
-        _wait(lambda: _heartbeat(view) is None and "6 records in the window" in view.counter.value)
+        wait_until(lambda: _heartbeat(view) is None and "6 records in the window" in view.counter.value)
         _heartbeat(view)
         assert "live" in view.state.value and not follower.suspended  # type: ignore[attr-defined]
     finally:
