@@ -378,11 +378,13 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     for event in session.events:
         kind = divergences[event.divergence_id].kind if event.divergence_id is not None else None
         st = "invalidated" if kind in _INVALIDATING else _OP_STATUS.get(event.op, "evicted")
+        words = None      # the same for every record of the event: worded once
         for entry in event.removed:
             at = where.get(entry.pos) if entry.pos is not None else None
             if at is None:
                 continue
-            status[at], reason[at], note[at] = st, causes.status_reason(event, kind), event.reason
+            words = words or causes.status_reason(event, kind)
+            status[at], reason[at], note[at] = st, words, event.reason
             div_id[at] = -1 if event.divergence_id is None else event.divergence_id
     for entry in session.store.entries():
         at = where.get(entry.pos) if entry.pos is not None else None
