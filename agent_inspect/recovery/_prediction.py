@@ -136,9 +136,10 @@ def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | N
     if cause is not None:
         if n > 1:
             text = f"{cause} removed it and {n - 1} other cached record{'s' if n != 2 else ''} {what}"
-        else:
-            text = f"{cause} removed it" + (f", the one cached record {what}" if what.startswith("of ") else
-                                            f" {what if what.startswith('(') else f'({what})'}")
+        elif what.startswith("of "):
+            text = f"{cause} removed it, the one cached record {what}"
+        else:   # "(the one the lookup found)", "deleted by a tombstone"
+            text = f"{cause} removed it " + (what if what.startswith("(") else f"({what})")
         text += f": {why}" if why else ""
         return text + ("; its task runs again if the replay reaches it" if costs else "")
     text = f"{n} cached record{'s' if n != 1 else ''} {what} removed" + (f": {why}" if why else "")
