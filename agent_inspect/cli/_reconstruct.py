@@ -46,7 +46,8 @@ def _markers(text: str | None) -> Any:
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
-    cols = ["partition", "offset", "business_key", "seq", "state_key", "completed", "divergence_id", "reason"]
+    cols = ["partition", "offset", "business_key", "seq", "state_key", "completed", "divergence_id", "reason",
+            "status_rule_note"]
     out = []
     for pos, row in zip(frame.index.tolist(), frame[cols].itertuples(index=False, name=None)):
         out.append({"pos": pos, **{c: jsonable(v) for c, v in zip(cols, row)}})

@@ -25,8 +25,9 @@ _LINE_COLUMNS = ("line", "execution", "seq", "attempt", "action", "action_uuid",
                  "completed", "status", "statuses", "outcome", "reason", "divergences", "diverged", "rerun")
 # Record columns whose text a search looks at, besides the record's value.
 _SEARCH_COLUMNS = ("state_key", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action",
-                   "event_uuid", "action_uuid", "status", "reason", "outcome", "outcome_reason", "rule_note",
-                   "error", "subagent_session_id", "subagent_call_id", "output_event_types", "output_event_ids")
+                   "event_uuid", "action_uuid", "status", "reason", "status_rule_note", "outcome", "outcome_reason",
+                   "rule_note", "error", "subagent_session_id", "subagent_call_id", "output_event_types",
+                   "output_event_ids")
 
 
 def _col(frame: pd.DataFrame, name: str, default: object = None) -> pd.Series:

@@ -36,6 +36,7 @@ def action_attributes(ex: Execution) -> dict[str, Any]:
         "order": float(ex.positions[0]),
         "status": ex.status,
         "reason": ex.reason,
+        "status_rule_note": ex.extra.get("status_rule_note"),
         "divergence_id": ex.divergence_id,
         "outcome": ex.extra.get("outcome", (None, None, None))[0],
         "outcome_reason": ex.extra.get("outcome", (None, None, None))[1],

@@ -48,7 +48,8 @@ _COLUMNS = (
     "upstream_event_id",
     "upstream_action", "is_root", "output_event_count", "call_count", "calls_pending", "calls_succeeded",
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "key_format", "value_format",
-    "status", "reason", "divergence_id", "outcome", "outcome_reason", "rule_note", "attempt", "execution", "error",
+    "status", "reason", "status_rule_note", "divergence_id", "outcome", "outcome_reason", "rule_note", "attempt",
+    "execution", "error",
 )
 
 
@@ -317,6 +318,7 @@ def _describe(ex: Execution, value: Callable[[int], Any], has_status: bool, name
     if has_status:
         ex.status = last.get("status") or UNKNOWN
         ex.reason = last.get("reason")
+        ex.extra["status_rule_note"] = last.get("status_rule_note")
         ex.divergence_id = last.get("divergence_id")
         looked_up = next((r for r in reversed(ex.rows) if r.get("outcome") is not None), None)
         if looked_up is not None:

@@ -78,6 +78,7 @@ class RemovalCauses:
 
     def __init__(self, events: Iterable[CacheEvent] = ()) -> None:
         self._gone: dict[str, str] = {}
+        self._made_by: dict[int, str] = {}   # cache event index -> the lookup whose decision caused it
         for ev in events:
             if ev.step == "rebuild" and ev.op in _REMOVING_OPS:
                 for e in ev.removed:
@@ -91,9 +92,20 @@ class RemovalCauses:
     def removed(self, ops: Iterable[CacheEvent], lookup: str) -> None:
         """The cache events ``ops`` of the task ``lookup`` names ("the lookup of task 3 (…)") removed records."""
         for ev in ops:
+            self._made_by[ev.index] = lookup
             if ev.op in _REMOVING_OPS:
                 for e in ev.removed:
                     self._gone.setdefault(e.state_key, f"{lookup} evicted it")
+
+    def status_reason(self, event: CacheEvent, kind: str | None = None) -> str:
+        """Why a record ``event`` removed has its status, for readers (:func:`removal_reason` of that one record):
+        what removed it — the rebuild, or the lookup :meth:`removed` named — with which others, why, and what it
+        costs. ``kind``: the kind of the event's divergence."""
+        cause = self._made_by.get(event.index)
+        if cause is None:
+            at = f" (reading record {event.trigger_pos})" if event.trigger_pos is not None else ""
+            cause = {"rebuild": f"the rebuild{at}", "prune": "a checkpoint's prune"}.get(event.step, "a replayed lookup")
+        return removal_reason(event, kind, cause=cause)
 
 
 #: why a cache event removed records, per divergence kind, in a reader's words
@@ -113,14 +125,25 @@ _REMOVAL_WHAT = {"evict": "of {key}'s rounds after {seq}", "invalidate": "of {ke
                  "supersede": "replaced by a later write of the same state key"}
 
 
-def removal_reason(event: CacheEvent, kind: str | None = None) -> str:
+def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | None = None) -> str:
     """A cache event in a reader's words: how many cached records went, which, why (``kind``: its divergence's
-    kind) and what that costs; the rule's own words stay in ``event.reason``."""
+    kind) and what that costs; the rule's own words stay in ``event.reason``. Given ``cause`` (what made the
+    event: "the rebuild", "the replayed lookup of record 7 (k, seq 1)"), the words of one record it removed."""
     n = len(event.removed)
     what = _REMOVAL_WHAT.get(event.op, f"({event.op})").format(key=event.business_key, seq=event.seq)
     why = _REMOVAL_WHY.get(kind or "")
+    costs = event.op in _REMOVING_OPS and event.op != "delete"
+    if cause is not None:
+        if n > 1:
+            text = f"{cause} removed it and {n - 1} other cached record{'s' if n != 2 else ''} {what}"
+        elif what.startswith("of "):
+            text = f"{cause} removed it, the one cached record {what}"
+        else:   # "(the one the lookup found)", "deleted by a tombstone"
+            text = f"{cause} removed it " + (what if what.startswith("(") else f"({what})")
+        text += f": {why}" if why else ""
+        return text + ("; its task runs again if the replay reaches it" if costs else "")
     text = f"{n} cached record{'s' if n != 1 else ''} {what} removed" + (f": {why}" if why else "")
-    if event.op in _REMOVING_OPS and event.op != "delete":
+    if costs:
         text += "; their tasks run again if the replay reaches them" if n != 1 else \
             "; its task runs again if the replay reaches it"
     return text

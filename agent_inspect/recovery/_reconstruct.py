@@ -56,8 +56,10 @@ _INVALIDATING = {"root-conflict", "branch-change"}
 class Reconstruction(HtmlRepr):
     """What recovery under ``rule`` does with every record of ``log`` (see :func:`reconstruct`).
 
-    ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason``, ``divergence_id``,
-    ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the as-logged replay, None
+    ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason`` (for readers: for an evicted
+    or invalidated record, what removed it — the rebuild or which replayed lookup —, why, and that its task runs
+    again if the replay reaches it), ``status_rule_note`` (the rule's own words behind such a status),
+    ``divergence_id``, ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the as-logged replay, None
     when not looked up), ``outcome_reason`` (for readers, like ``predict``'s ``reason``: only where a lookup
     removed or re-ran something), ``rule_note`` (the rule's own words), ``attempt`` and ``execution``.
     ``divergences``: one row per divergence (key, seq, kind, step, positions, explanation, removed, attribute
@@ -213,13 +215,16 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
                                            attempts=attempts, refresh=refresh)
     retained = retained_rounds(records, refresh, in_window, getattr(log, "value", None))
     outcomes: dict[int, tuple[str, str | None, str]] = {}
+    causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
         children = ChildDispatch(runtime_model(runtime, kafka_pending=kafka_pending), records,
                                  getattr(log, "value", None))
-        _replay_as_logged(session, keys, records.index, outcomes, getattr(log, "value", None), children, retained)
+        _replay_as_logged(session, keys, records.index, outcomes, causes, getattr(log, "value", None), children,
+                          retained)
     idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
-    frame = _statuses(records, ann, in_window, session, outcomes, refresh, frozenset(p for p in idle if p is not None))
+    frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
+                      frozenset(p for p in idle if p is not None))
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
@@ -228,8 +233,8 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
-                      outcomes: dict[int, tuple[str, str | None, str]], value: Any = None, children: Any = None,
-                      retained: RetainedRounds | None = None) -> None:
+                      outcomes: dict[int, tuple[str, str | None, str]], causes: RemovalCauses, value: Any = None,
+                      children: Any = None, retained: RetainedRounds | None = None) -> None:
     # Dispatch order within a round is the order in which each state key was first written: a
     # parent re-executed in a later attempt still comes before the child it triggered.
     first_write: dict[str, int] = {}
@@ -253,7 +258,6 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
             rounds.append((tasks[0][0], key, seq, [e for _, e in tasks]))
         streams.append(rounds)
     order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
-    causes = RemovalCauses(session.events)   # what removed a record a later task re-runs, in words
     emitted: dict[int, list[tuple[str | None, str | None, str | None]]] = {}
     finished, settled = (retained.finished, retained.settled) if retained is not None else ((), ())
     for _, _key, _seq, entries in order:
@@ -349,13 +353,14 @@ def _replay_entry(task: Task, *, completed: bool) -> Entry:
 
 
 def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,
-              outcomes: dict[int, tuple[str, str | None, str]], refresh: frozenset[int] = frozenset(),
-              idle: frozenset[int] = frozenset()) -> pd.DataFrame:
+              outcomes: dict[int, tuple[str, str | None, str]], causes: RemovalCauses,
+              refresh: frozenset[int] = frozenset(), idle: frozenset[int] = frozenset()) -> pd.DataFrame:
     n = len(records)
     index = records.index.tolist()
     where = {p: i for i, p in enumerate(index)}
     status = np.full(n, "superseded", dtype=object)
     reason: list[Any] = [None] * n
+    note: list[Any] = [None] * n      # the rule's own words where a cache event of the rule set the status
     div_id = np.full(n, -1, dtype="int64")
     state_keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * n
     seqs = records["seq"].isna().to_numpy() if "seq" in records else np.ones(n, dtype=bool)
@@ -372,29 +377,31 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     for event in session.events:
         kind = divergences[event.divergence_id].kind if event.divergence_id is not None else None
         st = "invalidated" if kind in _INVALIDATING else _OP_STATUS.get(event.op, "evicted")
+        words = None      # the same for every record of the event: worded once
         for entry in event.removed:
             at = where.get(entry.pos) if entry.pos is not None else None
             if at is None:
                 continue
-            status[at], reason[at] = st, event.reason
+            words = words or causes.status_reason(event, kind)
+            status[at], reason[at], note[at] = st, words, event.reason
             div_id[at] = -1 if event.divergence_id is None else event.divergence_id
     for entry in session.store.entries():
         at = where.get(entry.pos) if entry.pos is not None else None
         if at is not None:
-            status[at], reason[at], div_id[at] = "live", "cached when the recovery has run", -1
+            status[at], reason[at], note[at], div_id[at] = "live", "cached when the recovery has run", None, -1
     for p, (outcome, *_) in outcomes.items():
         i = where[p]
         if outcome in ("REUSE", "RESUME") and status[i] == "superseded" and reason[i] is None:
             status[i], reason[i] = "live", f"{outcome.lower()}d by the recovery"
     status[~in_window] = "outside"
     for i in np.flatnonzero(~in_window).tolist():
-        reason[i] = "before the recovery markers (not read by the rebuild)"
+        reason[i], note[i] = "before the recovery markers (not read by the rebuild)", None
     if refresh:
         brought = set(session.refreshed)
         for p in sorted(refresh):
             i = where[p]
             brings = in_window[i] and p in brought
-            status[i], div_id[i] = "refresh", -1
+            status[i], note[i], div_id[i] = "refresh", None, -1
             reason[i] = ("checkpoint-time refresh of a retained state (byte-identical to the earlier write of its "
                          "state key); " + ("it brings the pending state back into the rebuild window"
                                            if brings else "collapsed into the earlier write")
@@ -403,6 +410,7 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     bad = (errors | seqs) & ~tomb
     status[bad] = "error"
     for i in np.flatnonzero(bad).tolist():
+        note[i] = None
         reason[i] = ("the record did not decode; see log.errors" if errors[i] else
                      "the key has no seqNum (K0): no recovery lookup can address it")
     for d in session.divergences:
@@ -414,6 +422,7 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     frame = records.copy()
     frame["status"] = pd.Categorical(status, categories=list(STATUSES))
     frame["reason"] = pd.Series(reason, index=records.index, dtype="object")
+    frame["status_rule_note"] = pd.Series(note, index=records.index, dtype="object")
     frame["divergence_id"] = pd.arrays.IntegerArray(div_id, div_id < 0)
     out = [outcomes.get(p) for p in index]
     frame["outcome"] = pd.Categorical([o[0] if o else None for o in out],

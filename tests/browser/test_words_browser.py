@@ -1,6 +1,7 @@
 """In JupyterLab + chromium, as a person reads them (issue #16 item 7, issue #12 item 7): the stepper's counters
 say what they count and explain themselves on hover, "Show key" narrows the stepper to one key, a step's reason
-is the reader's with the rule's words beside it, and the views of a log say which runtime wrote it and why."""
+is the reader's with the rule's words beside it, the views of a log say which runtime wrote it and why, and
+the key history says what removed an evicted record."""
 
 from __future__ import annotations
 
@@ -91,4 +92,43 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
     note = detail.locator("tr", has=page.locator("th", has_text="rule_note")).locator("td")
     assert note.inner_text().startswith("original rule: miss at (")
     assert "> 1" not in reason.inner_text()
+    assert lab_page.dialogs == [] and lab_page.xss_hits() == []
+
+
+REMOVED_CELL = (
+    "import agent_inspect as ai\n"
+    "original = ai.reconstruct(ai.load('sample_logs/production.jsonl'), rule='original',\n"
+    "                          markers=ai.samples.markers('production'))\n"
+    "gone = original.records[original.records['status'] == 'evicted'].iloc[[-1]]\n"
+    "ai.inspect(original, business_key=gone['business_key'].iloc[0], record=int(gone.index[0]))"
+)
+
+
+def test_an_evicted_records_reason_in_the_key_history(lab_page, lab_root: Path, artifacts: Path) -> None:
+    """The key history opened on an evicted record shows what removed it in a reader's words; a search for the
+    rule's own words (kept in ``status_rule_note``) still finds it."""
+    import agent_inspect as ai
+
+    original = ai.reconstruct(ai.load(ai.samples.path("production")), rule="original",
+                              markers=ai.samples.markers("production"))
+    gone = original.records[original.records["status"] == "evicted"].iloc[-1]
+    pos = int(gone.name)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(REMOVED_CELL)], metadata=KERNEL)
+    nbformat.write(nb, lab_root / "removed.ipynb")
+    lab_page.open("removed.ipynb")
+    lab_page.run_all()
+    view = lab_page.page.locator(".ai-history").first
+    record = view.locator(f".ai-h-focused-record[data-pos='{pos}']")
+    record.wait_for()
+    shown = record.locator(".ai-h-reason").inner_text()
+    assert shown == gone["reason"] and shown.startswith("the replayed lookup of record ")
+    assert shown.endswith("its task runs again if the replay reaches it") and "->" not in shown
+    line = view.locator(".ai-h-item:has(.ai-h-focused) .ai-h-line")
+    assert "->" not in (line.get_attribute("title") or "")
+    search = view.locator(".ai-h-search")
+    search.fill(gone["status_rule_note"])
+    search.press("Enter")
+    view.locator(".ai-h-search-info", has_text="contain").wait_for()
+    assert view.locator(".ai-h-item .ai-h-line.ai-h-match").count() >= 1
+    view.screenshot(path=str(artifacts / "words-evicted-record.png"))
     assert lab_page.dialogs == [] and lab_page.xss_hits() == []

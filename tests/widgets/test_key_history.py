@@ -159,3 +159,27 @@ def test_search_finds_the_rules_words_kept_in_rule_note(log):
     view.search("miss at (")
     mine = missed[missed["business_key"] == key]
     assert sorted(view._matches) == sorted(mine.index)
+
+
+def test_removed_lines_read_in_a_readers_words_and_search_finds_the_rules(log):
+    """An evicted line says which replayed lookup removed its record and what that costs; the rule's own words
+    ("… > 1 -> evicted …", kept in ``status_rule_note``) are no line's reason but a search still finds them."""
+    original = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
+    records = original.records
+    evicted = records[records["status"] == "evicted"]
+    key = evicted["business_key"].iloc[0]
+    mine = records[records["business_key"] == key]
+    view = KeyHistory(original, key, page_size=1000)
+    gone = [r for r in view.rows if r["status"] == "evicted"]
+    assert gone and not any("->" in (r["reason"] or "") for r in view.rows)
+    for row in gone:
+        assert row["reason"].startswith("the replayed lookup of record ")
+        assert row["reason"].endswith("; its task runs again if the replay reaches it")
+    detail = view.expand(gone[0]["line"])
+    shown = [r for r in detail["records"] if r["status"] == "evicted"]
+    assert shown and all(r["reason"] == records.at[r["pos"], "reason"] for r in shown)
+    note = mine.loc[mine["status"] == "evicted", "status_rule_note"].iloc[0]
+    assert "-> evicted" in note and not mine["reason"].str.contains(note, regex=False, na=False).any()
+    view.search(note)
+    assert set(mine.index[mine["status_rule_note"] == note]) <= view._matches
+    assert {view._line_of[p] for p in view._matches} >= {r["line"] for r in gone}
