@@ -73,7 +73,8 @@ class ReplayPlan:
     ``restored_seq[key] + 1``. ``pending`` tasks run before any input of their key. ``keys`` maps a
     plan key to its :class:`KeyIdentity` (default: the key is the log's business key, with segments
     taken from its records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is
-    the replay's attempt number (Java hash-based action UUIDs change per attempt).
+    the replay's attempt number (Java hash-based action UUIDs change per attempt). ``notes``: what
+    :meth:`from_log` could not tell from the log and how it read it anyway (one sentence each).
     """
 
     inputs: tuple[ReplayInput, ...] = ()
@@ -82,6 +83,7 @@ class ReplayPlan:
     keys: Mapping[str, KeyIdentity] = field(default_factory=dict)
     begin_event: bool = False
     attempt: int = 1_000_000
+    notes: tuple[str, ...] = ()
 
     def seq_of(self, key: str) -> int:
         """The restored seqNum of ``key`` (-1 when unknown: the key's first input gets seq 0)."""
@@ -195,7 +197,7 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
                 pending.append(PendingTask(bk, seq, name, event))
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
-                      keys={k: keys[k] for k in restored if k in keys})
+                      keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes)
 
 
 def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[Task]:

@@ -213,6 +213,8 @@ class Prediction(HtmlRepr):
         yield Table(self.by_impact()[cols], max_rows=50, caption="tasks, re-runs and evictions first "
                                                                 "(first column: dispatch order)")
         yield Table(self.ledger_totals(), caption="ledger")
+        for note in self.warnings:
+            yield Text(Strong("Note: "), note)
 
 
 def tasks_by_impact(tasks: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
