@@ -107,8 +107,8 @@ class ReplayPlan:
         round the window holds only through refresh rows had its input consumed before the checkpoint.
         If all its states were complete there and none of their output events still had a listener without
         a state (a task queued, not started) it is not replayed (finished, not yet pruned); otherwise its
-        incomplete states, then its queued tasks, become ``pending`` tasks with their original events (RESUME
-        the former, run the latter). Either way the key's restored seq is at least that round's seq.
+        queued tasks, then its incomplete states (a suspended task is re-queued behind the tasks queued before it),
+        become ``pending`` tasks with their original events (run the former, RESUME the latter). Either way the key's restored seq is at least that round's seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -175,8 +175,8 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = ()) -> ReplayPlan:
-    """The plan with the retained rounds: restored seqs raised to them, their incomplete states then their
-    queued tasks pending."""
+    """The plan with the retained rounds: restored seqs raised to them, their queued tasks then their incomplete
+    states pending."""
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
@@ -190,7 +190,7 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
             started = [(pos, str(recs.at[pos, "action_uuid"]), _event_of(log, pos)) for pos in positions]
             queued = [(q.pos, q.action_uuid, agent_event(queued_event(log.value, q)))
                       for q in retained.queued.get((bk, seq), ())]
-            for pos, action_uuid, event in (*started, *queued):
+            for pos, action_uuid, event in (*queued, *started):   # a suspended task is re-queued last
                 name = names.get(action_uuid)
                 if name is None:
                     raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")

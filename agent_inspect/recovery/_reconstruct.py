@@ -263,6 +263,12 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
         reused_ids: set[str] = set()
         if children is not None:
             children.start_round()
+        # queued at the checkpoint with no record yet: ahead of a suspended task, which is re-queued behind them
+        for task in queued_tasks(retained, value, entries):
+            n_events = len(session.events)
+            if _dispatch(session, task, None)[0] is Outcome.FAIL:
+                return
+            causes.removed(session.events[n_events:], f"the replayed lookup of a queued task ({_key}, seq {_seq})")
         for entry in entries:
             if entry.state_key in settled:   # complete at the restored checkpoint: not re-submitted
                 if entry.pos is not None:
@@ -289,11 +295,6 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
             if outcome is Outcome.REUSE and entry.output_event_ids:
                 reused.append(entry)
                 reused_ids.update(entry.output_event_ids)
-        for task in queued_tasks(retained, value, entries):   # queued at the checkpoint, no record yet
-            n_events = len(session.events)
-            if _dispatch(session, task, None)[0] is Outcome.FAIL:
-                return
-            causes.removed(session.events[n_events:], f"the replayed lookup of a queued task ({_key}, seq {_seq})")
 
 
 def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: Any,

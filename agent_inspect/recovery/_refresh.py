@@ -151,12 +151,33 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
                         "an earlier restore its task may not have run again before the checkpoint (a reuse writes "
                         "nothing, so the log cannot show it): then it was still queued there, or its input not yet "
                         "replayed, and the restore REUSEs it, sending its outputs again (spec §9.3 step 2, §9.5)")
-    order = sorted(rnd for rnd, open_ in pending.items() if open_ and rnd in queued)
+    order = sorted(rnd for rnd, open_ in pending.items() if open_ and _routed_after(records, refresh, open_, queued.get(rnd)))
     if order:
-        notes.append(f"{_listed(order)}: the incomplete state is resumed before the queued tasks, as the checkpoint's "
-                     "current task; upstream re-queues a suspended task behind the tasks queued before it "
-                     "(actionTasks is FIFO), so the restore may run those first (the log does not hold the order)")
+        notes.append(f"{_listed(order)}: a queued task was routed after an incomplete task had started; a suspended "
+                     "task is re-queued behind the tasks queued before it (actionTasks is FIFO), but the log does not "
+                     "show when it last suspended, so the restore order of the two is read as queued first")
     return RetainedRounds(frozenset(finished), pending, frozenset(settled), queued, tuple(notes))
+
+
+def _routed_after(records: pd.DataFrame, refresh: Collection[int], open_: tuple[int, ...],
+                  queued: tuple[Queued, ...] | None) -> bool:
+    """Whether a task of ``queued`` was routed by a completion written after the first write of a state of ``open_``
+    (refresh rows at ``open_`` and at each :attr:`Queued.pos`)."""
+    if not queued:
+        return False
+    keys = records["state_key"].astype(object)
+    writes = records.index[~records.index.isin(list(refresh))]
+
+    def first(pos: int) -> int:
+        mine = writes[(keys.loc[writes] == keys.at[pos]).to_numpy()]
+        return int(mine.min()) if len(mine) else pos
+
+    def routed(q: Queued) -> int:
+        mine = writes[(keys.loc[writes] == keys.at[q.pos]).to_numpy() & (writes < q.pos)]
+        return int(mine.max()) if len(mine) else -1
+
+    started = min(first(p) for p in open_)
+    return any(q.output >= 0 and routed(q) > started for q in queued)
 
 
 def _listed(rounds: Collection[tuple[str, int]], most: int = 3) -> str:
