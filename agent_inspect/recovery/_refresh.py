@@ -252,16 +252,27 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
                                     mine["task_event_id"].astype(str), mine["action_uuid"].astype(str)):
         if (bk, int(seq)) in at_checkpoint:
             started.setdefault((bk, int(seq)), set()).update(((fp, au), (eid, au)))
-    out = {rnd: tuple(Queued(pos, i, au) for pos, i, etype, eid, fp in events for au in listeners.get(etype, ())
-                      if (eid, au) not in started.get(rnd, ()) and (fp, au) not in started.get(rnd, ()))
-           for rnd, events in sent.items()}
-    out = {rnd: q for rnd, q in out.items() if q}
+    # every listener of a type gets a task for every event of it, so listeners of one type that never ran in one
+    # round are one action under several UUIDs (a Java action's hash-based UUID changes per JVM under K1–K1.6,
+    # spec §4.4): one of them with a record answers for all, and a task still queued is inferred once, under the
+    # UUID the log shows last
+    one = {etype: str(rows["action_uuid"].iloc[-1]) for etype, uuids in listeners.items() if len(uuids) > 1
+           and _never_together(rows := triggered[(triggered["task_event_type"] == etype).to_numpy()])}
+    out: dict[tuple[str, int], tuple[Queued, ...]] = {}
+    for rnd, events in sent.items():
+        seen = started.get(rnd, set())
+        tasks = []
+        for pos, i, etype, eid, fp in events:
+            missing = [au for au in listeners.get(etype, ()) if (eid, au) not in seen and (fp, au) not in seen]
+            if etype in one:
+                missing = [one[etype]] if len(missing) == len(listeners[etype]) else []
+            tasks += [Queued(pos, i, au) for au in missing]
+        if tasks:
+            out[rnd] = tuple(tasks)
     inferred = {q.action_uuid for qs in out.values() for q in qs}
-    for etype, uuids in sorted(listeners.items()):
-        if len(uuids) > 1 and inferred & set(uuids) and _never_together(triggered[triggered["task_event_type"] == etype]):
-            notes.append(f"the actions {', '.join(sorted(uuids))} that ran for {etype!r} never ran in one round: they "
-                         "may be one Java action whose hash-based action UUID changed with the attempt (K1–K1.6, spec "
-                         "§4.4), so a queued task inferred for one of them may be one too many")
+    notes += [f"the actions {', '.join(sorted(listeners[etype]))} that ran for {etype!r} never ran in one round: read "
+              "as one Java action whose hash-based action UUID changed with the attempt (K1–K1.6, spec §4.4), so its "
+              f"queued task is inferred once, as {au}" for etype, au in sorted(one.items()) if au in inferred]
     return out, notes
 
 
