@@ -107,8 +107,9 @@ class ReplayPlan:
         round the window holds only through refresh rows had its input consumed before the checkpoint.
         If all its states were complete there and none of their output events still had a listener without
         a state (a task queued, not started) it is not replayed (finished, not yet pruned); otherwise its
-        queued tasks, then its incomplete states (a suspended task is re-queued behind the tasks queued before it),
-        become ``pending`` tasks with their original events (run the former, RESUME the latter). Either way the key's restored seq is at least that round's seq.
+        queued tasks and incomplete states become ``pending`` tasks with their original events (run the former,
+        RESUME the latter), in the order the restore re-submits them (a suspended task is re-queued behind the
+        tasks queued before it). Either way the key's restored seq is at least that round's seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -175,8 +176,8 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = ()) -> ReplayPlan:
-    """The plan with the retained rounds: restored seqs raised to them, their queued tasks then their incomplete
-    states pending."""
+    """The plan with the retained rounds: restored seqs raised to them, their queued tasks and incomplete states
+    pending in the order the restore re-submits them."""
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
@@ -187,10 +188,10 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
         names = _action_names(log)
         recs = log.records
         for (bk, seq), positions in retained.pending.items():
-            started = [(pos, str(recs.at[pos, "action_uuid"]), _event_of(log, pos)) for pos in positions]
-            queued = [(q.pos, q.action_uuid, agent_event(queued_event(log.value, q)))
-                      for q in retained.queued.get((bk, seq), ())]
-            for pos, action_uuid, event in (*queued, *started):   # a suspended task is re-queued last
+            tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
+                     else (t.pos, t.action_uuid, agent_event(queued_event(log.value, t)))
+                     for t in retained.order.get((bk, seq), positions)]
+            for pos, action_uuid, event in tasks:
                 name = names.get(action_uuid)
                 if name is None:
                     raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")

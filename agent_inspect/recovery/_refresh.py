@@ -25,7 +25,7 @@ from agent_inspect.recovery._rebuild import source_kind_of
 from agent_inspect.store import runtime_model
 
 __all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRounds", "retained_rounds", "queued_event",
-           "output_identities"]
+           "output_identities", "resubmit_order"]
 
 
 def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
@@ -75,10 +75,11 @@ class RetainedRounds:
     ``pending``: per in-flight retained round, the positions of the refresh rows holding its incomplete
     states (the tasks the restore re-submits, RESUME); empty when only queued tasks keep it in flight.
     ``queued``: per in-flight retained round, its tasks queued without a state (:class:`Queued`), re-submitted
-    with their original events after the incomplete ones. ``settled``: state keys of in-flight rounds that were
-    complete at the checkpoint (their tasks are not sent again). ``notes``: what the log cannot tell about these
-    rounds and how they were read anyway, one sentence each (:meth:`ReplayPlan.from_log` and :func:`predict`
-    pass them on).
+    with their original events. ``settled``: state keys of in-flight rounds that were complete at the checkpoint
+    (their tasks are not sent again). ``notes``: what the log cannot tell about these rounds and how they were
+    read anyway, one sentence each (:meth:`ReplayPlan.from_log` and :func:`predict` pass them on). ``order``: per
+    in-flight retained round, its incomplete states (positions) and :class:`Queued` tasks in the order the
+    restore re-submits them (:func:`resubmit_order`).
     """
 
     finished: frozenset[tuple[str, int]] = frozenset()
@@ -86,6 +87,7 @@ class RetainedRounds:
     settled: frozenset[str] = frozenset()
     queued: Mapping[tuple[str, int], tuple[Queued, ...]] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    order: Mapping[tuple[str, int], tuple[int | Queued, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.finished or self.pending)
@@ -151,33 +153,39 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
                         "an earlier restore its task may not have run again before the checkpoint (a reuse writes "
                         "nothing, so the log cannot show it): then it was still queued there, or its input not yet "
                         "replayed, and the restore REUSEs it, sending its outputs again (spec §9.3 step 2, §9.5)")
-    order = sorted(rnd for rnd, open_ in pending.items() if open_ and _routed_after(records, refresh, open_, queued.get(rnd)))
-    if order:
-        notes.append(f"{_listed(order)}: a queued task was routed after an incomplete task had started; a suspended "
+    order = {rnd: resubmit_order(records, refresh, open_, queued.get(rnd, ())) for rnd, open_ in pending.items()}
+    unsure = sorted(rnd for rnd, (_, guessed) in order.items() if guessed)
+    if unsure:
+        notes.append(f"{_listed(unsure)}: a queued task was routed while an incomplete task had started; a suspended "
                      "task is re-queued behind the tasks queued before it (actionTasks is FIFO), but the log does not "
-                     "show when it last suspended, so the restore order of the two is read as queued first")
-    return RetainedRounds(frozenset(finished), pending, frozenset(settled), queued, tuple(notes))
+                     "show when it last suspended: read as at its last write")
+    return RetainedRounds(frozenset(finished), pending, frozenset(settled), queued, tuple(notes),
+                          {rnd: tasks for rnd, (tasks, _) in order.items()})
 
 
-def _routed_after(records: pd.DataFrame, refresh: Collection[int], open_: tuple[int, ...],
-                  queued: tuple[Queued, ...] | None) -> bool:
-    """Whether a task of ``queued`` was routed by a completion written after the first write of a state of ``open_``
-    (refresh rows at ``open_`` and at each :attr:`Queued.pos`)."""
-    if not queued:
-        return False
+def resubmit_order(records: pd.DataFrame, refresh: Collection[int], open_: tuple[int, ...],
+                   queued: tuple[Queued, ...]) -> tuple[tuple[int | Queued, ...], bool]:
+    """The tasks of an in-flight round in the order the restore re-submits them, and whether that order is a guess.
+
+    ``actionTasks`` is FIFO: a task is appended when its trigger arrives (the input) or completes (an output), and a
+    suspended task is appended again behind them (upstream ``addActionTask``). So each task sorts by when it was last
+    queued: a queued one by its trigger's completion write, an incomplete one (``open_``, refresh-row positions) by
+    its own last write before the checkpoint. That is a guess when a task was routed between an incomplete one's
+    first and last write (it may have suspended later without writing)."""
     keys = records["state_key"].astype(object)
     writes = records.index[~records.index.isin(list(refresh))]
 
-    def first(pos: int) -> int:
-        mine = writes[(keys.loc[writes] == keys.at[pos]).to_numpy()]
-        return int(mine.min()) if len(mine) else pos
+    def written(pos: int) -> pd.Index:
+        return writes[(keys.loc[writes] == keys.at[pos]).to_numpy() & (writes < pos)]
 
     def routed(q: Queued) -> int:
-        mine = writes[(keys.loc[writes] == keys.at[q.pos]).to_numpy() & (writes < q.pos)]
-        return int(mine.max()) if len(mine) else -1
+        mine = written(q.pos)
+        return int(mine.max()) if q.output >= 0 and len(mine) else -1
 
-    started = min(first(p) for p in open_)
-    return any(q.output >= 0 and routed(q) > started for q in queued)
+    spans = {p: (int(w.min()), int(w.max())) if len(w := written(p)) else (p, p) for p in open_}
+    timed: list[tuple[int, int | Queued]] = [(spans[p][1], p) for p in open_] + [(routed(q), q) for q in queued]
+    guessed = any(lo < routed(q) < hi for lo, hi in spans.values() for q in queued)
+    return tuple(t for _, t in sorted(timed, key=lambda x: x[0])), guessed
 
 
 def _listed(rounds: Collection[tuple[str, int]], most: int = 3) -> str:

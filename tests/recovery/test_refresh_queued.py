@@ -174,3 +174,34 @@ def test_a_second_root_queued_with_the_input_runs_before_the_first_roots_child(t
     r = reconstruct(log, markers=[marker])
     assert list(r.records.loc[r.records["outcome"].notna(), "outcome"].astype(str)) == ["NOT-DISPATCHED"]
     assert len([e for e in r.store.entries() if e.seq == 1 and e.pos is None]) == 2     # IB and WA ran
+
+
+def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> None:
+    """Restored mid-WA, WB runs first and routes XA behind WA's continuation: at the next checkpoint the queue is
+    WA, XA. The plan orders each task by when it was last queued (WA: its last write; XA: WB's completion)."""
+    agent = two_call_agent()
+
+    @agent.action("WB", listens=["WorkEvent"])
+    def wb(event, ctx):
+        ctx.send_event("XEvent", {"x": event.attributes["x"]})
+
+    @agent.action("XA", listens=["XEvent"])
+    def xa(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
+
+    first = _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
+    assert [a for _, _, a, _ in first["ex"].checkpoints[-1].pending] == ["WB", "WA"]
+    restored = ReplayExecutor(first["log"], agent=agent, rule="original", runtime="main", seed=8,
+                              policies=Policies(trust_payloads=True), restore=first["ex"].checkpoints[-1])
+    restored.run(until=Breakpoint(kind="lookup", seq=1, action="WA"))     # WB ran and queued XA behind WA
+    job = {"agent": agent, "ex": restored, "marker": restored.checkpoint(), "log": restored.to_log()}
+    held = restored.checkpoints[-1].pending
+    assert [a for _, _, a, _ in held] == ["WA", "XA"]
+    plan = ReplayPlan.from_log(job["log"], markers=[job["marker"]])
+    assert [(p.action, p.event.id) for p in plan.pending] == [(a, e.id) for _, _, a, e in held]
+    assert not [n for n in plan.notes if "last suspended" in n]          # XA was routed after WA's last write
+
+    looked, calls, _ = _restore(job, restore=restored.checkpoints[-1])
+    assert looked == [(1, "WA", "RESUME"), (1, "XA", "RERUN"), (1, "IA", "NOT-DISPATCHED"), (1, "WB", "NOT-DISPATCHED")]
+    assert _restore(job, markers=[job["marker"]])[:2] == (looked, calls)
+    assert _predicted(predict(job["log"], markers=[job["marker"]])) == looked
