@@ -13,7 +13,7 @@ from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
-    from agent_inspect.recovery._refresh import RetainedRounds
+    from agent_inspect.recovery._refresh import Queued, RetainedRounds
     from agent_inspect.store import Entry, Task
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
@@ -201,9 +201,10 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
                       keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes)
 
 
-def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[Task]:
+def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[tuple[Queued, Task]]:
     """The store tasks of the tasks the restored checkpoint held queued in the round of ``entries`` (its cached
-    entries), as the restore re-submits them (spec §9.5 step 2): those whose state key none of them has."""
+    entries), as the restore re-submits them (spec §9.5 step 2): those whose state key none of them has, each
+    beside the :class:`~agent_inspect.recovery._refresh.Queued` it comes from."""
     from agent_inspect.codec import event_uuid
     from agent_inspect.recovery._refresh import queued_event
     from agent_inspect.store import Task
@@ -221,9 +222,9 @@ def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entr
         sk = ident.state_key(head.seq, fp, q.action_uuid)
         if sk not in seen:
             seen.add(sk)
-            tasks.append(Task(business_key=head.business_key, seq=head.seq, state_key=sk, event_uuid=fp,
-                              action_uuid=q.action_uuid, event_id=ev.id, event_type=ev.type,
-                              key_format=head.key_format, key_text=head.key_text))
+            tasks.append((q, Task(business_key=head.business_key, seq=head.seq, state_key=sk, event_uuid=fp,
+                                  action_uuid=q.action_uuid, event_id=ev.id, event_type=ev.type,
+                                  key_format=head.key_format, key_text=head.key_text)))
     return tasks
 
 

@@ -201,7 +201,11 @@ def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> Non
     assert [(p.action, p.event.id) for p in plan.pending] == [(a, e.id) for _, _, a, e in held]
     assert not [n for n in plan.notes if "last suspended" in n]          # XA was routed after WA's last write
 
-    looked, calls, _ = _restore(job, restore=restored.checkpoints[-1])
+    looked, calls, again = _restore(job, restore=restored.checkpoints[-1])
     assert looked == [(1, "WA", "RESUME"), (1, "XA", "RERUN"), (1, "IA", "NOT-DISPATCHED"), (1, "WB", "NOT-DISPATCHED")]
     assert _restore(job, markers=[job["marker"]])[:2] == (looked, calls)
     assert _predicted(predict(job["log"], markers=[job["marker"]])) == looked
+    r = reconstruct(job["log"], markers=[job["marker"]])
+    done = r.records[r.records["outcome"].notna()]
+    assert sorted(done["outcome"].astype(str)) == ["NOT-DISPATCHED", "NOT-DISPATCHED", "RESUME"]
+    assert {e.state_key for e in r.store.entries() if e.seq == 1 and e.pos is None} == _written_at(again, 1)
