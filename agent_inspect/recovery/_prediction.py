@@ -143,6 +143,8 @@ class Prediction(HtmlRepr):
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
     id), "replayed" (a call served from the journal), "reconciler".
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
+    ``warnings``: what the plan inferred from the log could not tell (:attr:`ReplayPlan.notes`), then what the
+    replay dropped or could not match, one sentence each.
     """
 
     rule: str
