@@ -25,7 +25,7 @@ from agent_inspect.recovery._rebuild import source_kind_of
 from agent_inspect.store import runtime_model
 
 __all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRounds", "retained_rounds", "queued_event",
-           "output_identities", "resubmit_order"]
+           "output_identities"]
 
 
 def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
@@ -79,7 +79,7 @@ class RetainedRounds:
     (their tasks are not sent again). ``notes``: what the log cannot tell about these rounds and how they were
     read anyway, one sentence each (:meth:`ReplayPlan.from_log` and :func:`predict` pass them on). ``order``: per
     in-flight retained round, its incomplete states (positions) and :class:`Queued` tasks in the order the
-    restore re-submits them (:func:`resubmit_order`).
+    restore re-submits them.
     """
 
     finished: frozenset[tuple[str, int]] = frozenset()
@@ -147,13 +147,15 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
             settled.update(sk for _, sk, done in states if done)
         elif rnd not in written:
             finished.add(rnd)
-    done = sorted(rnd for rnd, states in at_checkpoint.items() if any(d for _, _, d in states))
+    done = sorted(rnd for rnd in (*finished, *pending) if any(d for _, _, d in at_checkpoint[rnd]))
     if done:
         notes.insert(0, f"{_listed(done)}: a state complete at the checkpoint is read as not sent again; but after "
                         "an earlier restore its task may not have run again before the checkpoint (a reuse writes "
                         "nothing, so the log cannot show it): then it was still queued there, or its input not yet "
                         "replayed, and the restore REUSEs it, sending its outputs again (spec §9.3 step 2, §9.5)")
-    order = {rnd: resubmit_order(records, refresh, open_, queued.get(rnd, ())) for rnd, open_ in pending.items()}
+    writes = _writes_of(records, refresh, [p for rnd, open_ in pending.items()
+                                           for p in (*open_, *(q.pos for q in queued.get(rnd, ())))])
+    order = {rnd: _resubmit_order(open_, queued.get(rnd, ()), writes) for rnd, open_ in pending.items()}
     unsure = sorted(rnd for rnd, (_, guessed) in order.items() if guessed)
     if unsure:
         notes.append(f"{_listed(unsure)}: a queued task was routed while an incomplete task had started; a suspended "
@@ -163,26 +165,33 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
                           {rnd: tasks for rnd, (tasks, _) in order.items()})
 
 
-def resubmit_order(records: pd.DataFrame, refresh: Collection[int], open_: tuple[int, ...],
-                   queued: tuple[Queued, ...]) -> tuple[tuple[int | Queued, ...], bool]:
+def _writes_of(records: pd.DataFrame, refresh: Collection[int], positions: list[int]) -> dict[int, list[int]]:
+    """Per position in ``positions``: the positions of the writes (no refresh rows) of its state key before it."""
+    if not positions:
+        return {}
+    keys = records["state_key"].astype(object)
+    wanted = set(keys.loc[positions])
+    rows = keys[keys.isin(wanted).to_numpy() & ~records.index.isin(list(refresh))]
+    by_key: dict[object, list[int]] = {}
+    for pos, sk in zip(rows.index.tolist(), rows.tolist()):
+        by_key.setdefault(sk, []).append(int(pos))
+    return {p: [w for w in by_key.get(keys.at[p], ()) if w < p] for p in positions}
+
+
+def _resubmit_order(open_: tuple[int, ...], queued: tuple[Queued, ...],
+                    writes: Mapping[int, list[int]]) -> tuple[tuple[int | Queued, ...], bool]:
     """The tasks of an in-flight round in the order the restore re-submits them, and whether that order is a guess.
 
     ``actionTasks`` is FIFO: a task is appended when its trigger arrives (the input) or completes (an output), and a
     suspended task is appended again behind them (upstream ``addActionTask``). So each task sorts by when it was last
     queued: a queued one by its trigger's completion write, an incomplete one (``open_``, refresh-row positions) by
-    its own last write before the checkpoint. That is a guess when a task was routed between an incomplete one's
-    first and last write (it may have suspended later without writing)."""
-    keys = records["state_key"].astype(object)
-    writes = records.index[~records.index.isin(list(refresh))]
-
-    def written(pos: int) -> pd.Index:
-        return writes[(keys.loc[writes] == keys.at[pos]).to_numpy() & (writes < pos)]
-
+    its own last write before the checkpoint (``writes``: :func:`_writes_of`). That is a guess when a task was routed
+    between an incomplete one's first and last write (it may have suspended later without writing)."""
     def routed(q: Queued) -> int:
-        mine = written(q.pos)
-        return int(mine.max()) if q.output >= 0 and len(mine) else -1
+        mine = writes.get(q.pos, [])
+        return max(mine) if q.output >= 0 and mine else -1
 
-    spans = {p: (int(w.min()), int(w.max())) if len(w := written(p)) else (p, p) for p in open_}
+    spans = {p: (min(w), max(w)) if (w := writes.get(p)) else (p, p) for p in open_}
     timed: list[tuple[int, int | Queued]] = [(spans[p][1], p) for p in open_] + [(routed(q), q) for q in queued]
     guessed = any(lo < routed(q) < hi for lo, hi in spans.values() for q in queued)
     return tuple(t for _, t in sorted(timed, key=lambda x: x[0])), guessed
