@@ -221,15 +221,14 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
     """
     # What the log cannot tell is said in the notes rather than guessed silently. Facts (apache/flink-agents
     # @8ad3a32b, runtime/.../operator/ActionExecutionOperator.java): a re-submitted task whose state is complete
-    # is reused — outputs routed again, nothing written (processActionTaskForKey, "already completed" branch) —
-    # so a task still queued behind a reused trigger leaves the same log as one that ran before the checkpoint;
-    # a suspended task is re-queued with addActionTask at the tail of actionTasks, polled FIFO
-    # (utils/StateUtil.pollFromListState), behind the tasks queued before it suspended. From a log alone an
-    # action that never ran is not known to listen, and a Java action under K1–K1.6 (a hash-based action UUID
-    # per JVM, spec §4.4) can show up as one listener per attempt. Runtime-made events are in no state: an
-    # AgentRunBeginEvent's tasks are queued before the input's own (processEvent emits it, then queues the
-    # input's actions), so they are dequeued, and write a state, before any root does; memory observations
-    # are not followed here.
+    # is reused — outputs routed again, nothing written (L434-456) — so a task still queued behind a reused
+    # trigger leaves the same log as one that ran before the checkpoint; a suspended task is re-queued at the
+    # tail of actionTasks (L551), polled FIFO (utils/StateUtil.java L76), behind the tasks queued before it
+    # suspended (_resubmit_order). From a log alone an action that never ran is not known to listen; a Java
+    # action under K1–K1.6 (a hash-based action UUID per JVM, spec §4.4) shows up as one listener per attempt,
+    # whose UUIDs never meet in a round since every listener of a type gets a task per event (L314-319).
+    # Runtime-made events are in no state: an AgentRunBeginEvent is routed before the input's own actions are
+    # queued (L310), so its tasks write a state before any root does; memory observations are not followed here.
     cols = ["is_root", "task_event_type", "task_event_id", "event_uuid", "output_event_types", "output_event_ids"]
     rows = records[cols].loc[[pos for states in at_checkpoint.values() for pos, _, _ in states]]
     rows["is_root"] = rows["is_root"].fillna(False)
