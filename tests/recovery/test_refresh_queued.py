@@ -209,3 +209,32 @@ def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> Non
     done = r.records[r.records["outcome"].notna()]
     assert sorted(done["outcome"].astype(str)) == ["NOT-DISPATCHED", "NOT-DISPATCHED", "RESUME"]
     assert {e.state_key for e in r.store.entries() if e.seq == 1 and e.pos is None} == _written_at(again, 1)
+
+
+def test_a_task_routed_while_the_suspended_one_was_between_writes_is_noted() -> None:
+    """As above, but the next checkpoint falls after WA wrote again (its second call): WA's continuation is now behind
+    XA. The log does not show when WA last suspended, so the plan orders by its last write and says so."""
+    agent = two_call_agent()
+
+    @agent.action("WB", listens=["WorkEvent"])
+    def wb(event, ctx):
+        ctx.send_event("XEvent", {"x": event.attributes["x"]})
+
+    @agent.action("XA", listens=["XEvent"])
+    def xa(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
+
+    first = _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
+    restored = ReplayExecutor(first["log"], agent=agent, rule="original", runtime="main", seed=8,
+                              policies=Policies(trust_payloads=True), restore=first["ex"].checkpoints[-1])
+    restored.run(until=Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (2)"))
+    job = {"agent": agent, "ex": restored, "marker": restored.checkpoint(), "log": restored.to_log()}
+    held = restored.checkpoints[-1].pending
+    assert [a for _, _, a, _ in held] == ["XA", "WA"]
+    plan = ReplayPlan.from_log(job["log"], markers=[job["marker"]])
+    assert [(p.action, p.event.id) for p in plan.pending] == [(a, e.id) for _, _, a, e in held]
+    [note] = [n for n in plan.notes if "last suspended" in n]
+    assert note.startswith("round (k, 1): a queued task was routed while an incomplete task had started")
+    looked, calls, _ = _restore(job, restore=restored.checkpoints[-1])
+    assert looked[:2] == [(1, "XA", "RERUN"), (1, "WA", "RESUME")]
+    assert _restore(job, markers=[job["marker"]])[:2] == (looked, calls)
