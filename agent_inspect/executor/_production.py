@@ -81,7 +81,12 @@ class Production:
         pending: list[tuple[str, int, str, AgentEvent]] = []
         if run.active is not None:
             key, seq, queue = run.active
-            todo = ([run.current] if run.current is not None else []) + [(d, ev) for d, ev, _ in queue]
+            current = [run.current] if run.current is not None else []
+            queued = [(d, ev) for d, ev, _ in queue]
+            # a task that has written is mid-body: upstream it suspended and was re-queued behind the tasks
+            # queued before it (addActionTask appends to the FIFO actionTasks); one that has only been looked up
+            # is still at the head (the lookup and the first write are one mailbox action)
+            todo = queued + current if current and _has_written(run.steps) else current + queued
             pending = [(key, seq, action_name(d), ev) for d, ev in todo]
         # the operator's whole keyed state: keys without a round in this attempt keep what was restored
         seqs = {e.business_key(k): int(v) for k, v in e.plan.plan.restored_seq.items()}
@@ -183,3 +188,12 @@ class Production:
 
     def to_log(self) -> ActionStateLog:
         return combined_log(self.engine.log, self.journal(), num_partitions=self.partitions())
+
+
+def _has_written(steps: list[Step]) -> bool:
+    """Whether the task of the last LOOKUP step has persisted a state since."""
+    for i in range(len(steps) - 1, -1, -1):
+        if steps[i].kind is StepKind.LOOKUP:
+            task = steps[i].task
+            return any(s.kind is StepKind.PERSIST and s.task == task for s in steps[i + 1:])
+    return False

@@ -13,7 +13,7 @@ from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
-    from agent_inspect.recovery._refresh import RetainedRounds
+    from agent_inspect.recovery._refresh import Queued, RetainedRounds
     from agent_inspect.store import Entry, Task
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
@@ -73,7 +73,8 @@ class ReplayPlan:
     ``restored_seq[key] + 1``. ``pending`` tasks run before any input of their key. ``keys`` maps a
     plan key to its :class:`KeyIdentity` (default: the key is the log's business key, with segments
     taken from its records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is
-    the replay's attempt number (Java hash-based action UUIDs change per attempt).
+    the replay's attempt number (Java hash-based action UUIDs change per attempt). ``notes``: what
+    :meth:`from_log` could not tell from the log and how it read it anyway (one sentence each).
     """
 
     inputs: tuple[ReplayInput, ...] = ()
@@ -82,6 +83,7 @@ class ReplayPlan:
     keys: Mapping[str, KeyIdentity] = field(default_factory=dict)
     begin_event: bool = False
     attempt: int = 1_000_000
+    notes: tuple[str, ...] = ()
 
     def seq_of(self, key: str) -> int:
         """The restored seqNum of ``key`` (-1 when unknown: the key's first input gets seq 0)."""
@@ -105,8 +107,9 @@ class ReplayPlan:
         round the window holds only through refresh rows had its input consumed before the checkpoint.
         If all its states were complete there and none of their output events still had a listener without
         a state (a task queued, not started) it is not replayed (finished, not yet pruned); otherwise its
-        incomplete states, then its queued tasks, become ``pending`` tasks with their original events (RESUME
-        the former, run the latter). Either way the key's restored seq is at least that round's seq.
+        queued tasks and incomplete states become ``pending`` tasks with their original events (run the former,
+        RESUME the latter), in the order the restore re-submits them (a suspended task is re-queued behind the
+        tasks queued before it). Either way the key's restored seq is at least that round's seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -173,8 +176,8 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = ()) -> ReplayPlan:
-    """The plan with the retained rounds: restored seqs raised to them, their incomplete states then their
-    queued tasks pending."""
+    """The plan with the retained rounds: restored seqs raised to them, their queued tasks and incomplete states
+    pending in the order the restore re-submits them."""
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
@@ -185,22 +188,23 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
         names = _action_names(log)
         recs = log.records
         for (bk, seq), positions in retained.pending.items():
-            started = [(pos, str(recs.at[pos, "action_uuid"]), _event_of(log, pos)) for pos in positions]
-            queued = [(q.pos, q.action_uuid, agent_event(queued_event(log.value, q)))
-                      for q in retained.queued.get((bk, seq), ())]
-            for pos, action_uuid, event in (*started, *queued):
+            tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
+                     else (t.pos, t.action_uuid, agent_event(queued_event(log.value, t)))
+                     for t in retained.order.get((bk, seq), positions)]
+            for pos, action_uuid, event in tasks:
                 name = names.get(action_uuid)
                 if name is None:
                     raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
                 pending.append(PendingTask(bk, seq, name, event))
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
-                      keys={k: keys[k] for k in restored if k in keys})
+                      keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes)
 
 
-def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[Task]:
+def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[tuple[Queued, Task]]:
     """The store tasks of the tasks the restored checkpoint held queued in the round of ``entries`` (its cached
-    entries), as the restore re-submits them (spec §9.5 step 2): those whose state key none of them has."""
+    entries), as the restore re-submits them (spec §9.5 step 2): those whose state key none of them has, each
+    beside the :class:`~agent_inspect.recovery._refresh.Queued` it comes from."""
     from agent_inspect.codec import event_uuid
     from agent_inspect.recovery._refresh import queued_event
     from agent_inspect.store import Task
@@ -218,9 +222,9 @@ def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entr
         sk = ident.state_key(head.seq, fp, q.action_uuid)
         if sk not in seen:
             seen.add(sk)
-            tasks.append(Task(business_key=head.business_key, seq=head.seq, state_key=sk, event_uuid=fp,
-                              action_uuid=q.action_uuid, event_id=ev.id, event_type=ev.type,
-                              key_format=head.key_format, key_text=head.key_text))
+            tasks.append((q, Task(business_key=head.business_key, seq=head.seq, state_key=sk, event_uuid=fp,
+                                  action_uuid=q.action_uuid, event_id=ev.id, event_type=ev.type,
+                                  key_format=head.key_format, key_text=head.key_text)))
     return tasks
 
 

@@ -166,6 +166,8 @@ class Prediction(HtmlRepr):
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
     id), "replayed" (a call served from the journal), "reconciler".
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
+    ``warnings``: what the plan inferred from the log could not tell (:attr:`ReplayPlan.notes`), then what the
+    replay dropped or could not match, one sentence each.
     """
 
     rule: str
@@ -236,6 +238,8 @@ class Prediction(HtmlRepr):
         yield Table(self.by_impact()[cols], max_rows=50, caption="tasks, re-runs and evictions first "
                                                                 "(first column: dispatch order)")
         yield Table(self.ledger_totals(), caption="ledger")
+        for note in self.warnings:
+            yield Text(Strong("Note: "), note)
 
 
 def tasks_by_impact(tasks: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:

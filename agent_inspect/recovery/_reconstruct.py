@@ -267,7 +267,18 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
         reused_ids: set[str] = set()
         if children is not None:
             children.start_round()
-        for entry in entries:
+        # an in-flight round's queued tasks (no record yet) and incomplete states, in the order the restore re-submits
+        rank: dict[object, int] = {t: i for i, t in enumerate(retained.order.get((_key, _seq), ()))} if retained else {}
+        work: list[tuple[int, Entry | Task]] = [(rank.get(e.pos, len(rank)), e) for e in entries]
+        work += [(rank.get(q, -1), task) for q, task in queued_tasks(retained, value, entries)]
+        for _, item in sorted(work, key=lambda w: w[0]):
+            if isinstance(item, Task):
+                n_events = len(session.events)
+                if _dispatch(session, item, None)[0] is Outcome.FAIL:
+                    return
+                causes.removed(session.events[n_events:], f"the replayed lookup of a queued task ({_key}, seq {_seq})")
+                continue
+            entry = item
             if entry.state_key in settled:   # complete at the restored checkpoint: not re-submitted
                 if entry.pos is not None:
                     why = "complete at the restored checkpoint; the restore re-submits only its round's in-flight tasks"
@@ -293,11 +304,6 @@ def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd
             if outcome is Outcome.REUSE and entry.output_event_ids:
                 reused.append(entry)
                 reused_ids.update(entry.output_event_ids)
-        for task in queued_tasks(retained, value, entries):   # queued at the checkpoint, no record yet
-            n_events = len(session.events)
-            if _dispatch(session, task, None)[0] is Outcome.FAIL:
-                return
-            causes.removed(session.events[n_events:], f"the replayed lookup of a queued task ({_key}, seq {_seq})")
 
 
 def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: Any,

@@ -75,14 +75,19 @@ class RetainedRounds:
     ``pending``: per in-flight retained round, the positions of the refresh rows holding its incomplete
     states (the tasks the restore re-submits, RESUME); empty when only queued tasks keep it in flight.
     ``queued``: per in-flight retained round, its tasks queued without a state (:class:`Queued`), re-submitted
-    with their original events after the incomplete ones. ``settled``: state keys of in-flight rounds that were
-    complete at the checkpoint (their tasks are not sent again).
+    with their original events. ``settled``: state keys of in-flight rounds that were complete at the checkpoint
+    (their tasks are not sent again). ``notes``: what the log cannot tell about these rounds and how they were
+    read anyway, one sentence each (:meth:`ReplayPlan.from_log` and :func:`predict` pass them on). ``order``: per
+    in-flight retained round, its incomplete states (positions) and :class:`Queued` tasks in the order the
+    restore re-submits them.
     """
 
     finished: frozenset[tuple[str, int]] = frozenset()
     pending: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
     settled: frozenset[str] = frozenset()
     queued: Mapping[tuple[str, int], tuple[Queued, ...]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    order: Mapping[tuple[str, int], tuple[int | Queued, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.finished or self.pending)
@@ -131,7 +136,7 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
             new_input.add(rnd)
     for rnd in new_input:
         at_checkpoint.pop(rnd, None)
-    queued = _queued(records, at_checkpoint, value)
+    queued, notes = _queued(records, at_checkpoint, value)
     finished: set[tuple[str, int]] = set()
     pending: dict[tuple[str, int], tuple[int, ...]] = {}
     settled: set[str] = set()
@@ -142,12 +147,67 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
             settled.update(sk for _, sk, done in states if done)
         elif rnd not in written:
             finished.add(rnd)
-    return RetainedRounds(frozenset(finished), pending, frozenset(settled), queued)
+    done = sorted(rnd for rnd in (*finished, *pending) if any(d for _, _, d in at_checkpoint[rnd]))
+    if done:
+        notes.insert(0, f"{_listed(done)}: a state complete at the checkpoint is read as not sent again; but after "
+                        "an earlier restore its task may not have run again before the checkpoint (a reuse writes "
+                        "nothing, so the log cannot show it): then it was still queued there, or its input not yet "
+                        "replayed, and the restore REUSEs it, sending its outputs again (spec §9.3 step 2, §9.5)")
+    writes = _writes_of(records, refresh, [p for rnd, open_ in pending.items()
+                                           for p in (*open_, *(q.pos for q in queued.get(rnd, ())))])
+    order = {rnd: _resubmit_order(open_, queued.get(rnd, ()), writes) for rnd, open_ in pending.items()}
+    unsure = sorted(rnd for rnd, (_, guessed) in order.items() if guessed)
+    if unsure:
+        notes.append(f"{_listed(unsure)}: a queued task was routed while an incomplete task had started; a suspended "
+                     "task is re-queued behind the tasks queued before it (actionTasks is FIFO), but the log does not "
+                     "show when it last suspended: read as at its last write")
+    return RetainedRounds(frozenset(finished), pending, frozenset(settled), queued, tuple(notes),
+                          {rnd: tasks for rnd, (tasks, _) in order.items()})
+
+
+def _writes_of(records: pd.DataFrame, refresh: Collection[int], positions: list[int]) -> dict[int, list[int]]:
+    """Per position in ``positions``: the positions of the writes (no refresh rows) of its state key before it."""
+    if not positions:
+        return {}
+    keys = records["state_key"].astype(object)
+    wanted = set(keys.loc[positions])
+    rows = keys[keys.isin(wanted).to_numpy() & ~records.index.isin(list(refresh))]
+    by_key: dict[object, list[int]] = {}
+    for pos, sk in zip(rows.index.tolist(), rows.tolist()):
+        by_key.setdefault(sk, []).append(int(pos))
+    return {p: [w for w in by_key.get(keys.at[p], ()) if w < p] for p in positions}
+
+
+def _resubmit_order(open_: tuple[int, ...], queued: tuple[Queued, ...],
+                    writes: Mapping[int, list[int]]) -> tuple[tuple[int | Queued, ...], bool]:
+    """The tasks of an in-flight round in the order the restore re-submits them, and whether that order is a guess.
+
+    ``actionTasks`` is FIFO: a task is appended when its trigger arrives (the input) or completes (an output), and a
+    suspended task is appended again behind them (upstream ``addActionTask``). So each task sorts by when it was last
+    queued: a queued one by its trigger's completion write, an incomplete one (``open_``, refresh-row positions) by
+    its own last write before the checkpoint (``writes``: :func:`_writes_of`). That is a guess when a task was routed
+    between an incomplete one's first and last write (it may have suspended later without writing)."""
+    def routed(q: Queued) -> int:
+        mine = writes.get(q.pos, [])
+        return max(mine) if q.output >= 0 and mine else -1
+
+    spans = {p: (min(w), max(w)) if (w := writes.get(p)) else (p, p) for p in open_}
+    timed: list[tuple[int, int | Queued]] = [(spans[p][1], p) for p in open_] + [(routed(q), q) for q in queued]
+    guessed = any(lo < routed(q) < hi for lo, hi in spans.values() for q in queued)
+    return tuple(t for _, t in sorted(timed, key=lambda x: x[0])), guessed
+
+
+def _listed(rounds: Collection[tuple[str, int]], most: int = 3) -> str:
+    """``round (k, 1)`` / ``rounds (k, 1), (k, 2) and 3 more``."""
+    shown = ", ".join(f"({bk}, {seq})" for bk, seq in list(rounds)[:most])
+    more = f" and {len(rounds) - most} more" if len(rounds) > most else ""
+    return f"round{'s' if len(rounds) > 1 else ''} {shown}{more}"
 
 
 def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[tuple[int, str, bool]]],
-            value: Callable[[int], Any] | None) -> dict[tuple[str, int], tuple[Queued, ...]]:
-    """Per retained round, the tasks queued at the checkpoint with no state yet.
+            value: Callable[[int], Any] | None) -> tuple[dict[tuple[str, int], tuple[Queued, ...]], list[str]]:
+    """Per retained round, the tasks queued at the checkpoint with no state yet; and notes on what the log
+    cannot tell about them.
 
     The operator queues one task per action of the agent plan triggered by an event's type (upstream
     ``EventRouter.getActionsTriggeredBy`` is by type only) in the key's ``actionTasks``: for the input when it
@@ -159,13 +219,16 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
     (downstream) and sub-agent envelopes (child tasks are dropped on restore and re-sent by their resumed
     root caller, §11.4) queue nothing here.
     """
-    # [Q] from a log alone: an action that never ran anywhere in the log is not known to listen, and a Java
-    # action under K1–K1.6 (a new hash-based action UUID per JVM, spec §4.4) shows up as one listener per
-    # attempt, so a queued task may be missed or one too many inferred; runtime-made events (memory
-    # observations, an agent-run begin event whose root has no state yet) are in no state. The order of queued
-    # tasks relative to a suspended task re-queued behind them is not in the log either: incomplete states go
-    # first, as the checkpoint's current task. A queued task whose state key holds a complete state from an
-    # earlier attempt reads as settled (NOT-DISPATCHED) where the runtime would REUSE it.
+    # What the log cannot tell is said in the notes rather than guessed silently. Facts (apache/flink-agents
+    # @8ad3a32b, runtime/.../operator/ActionExecutionOperator.java): a re-submitted task whose state is complete
+    # is reused — outputs routed again, nothing written (L434-456) — so a task still queued behind a reused
+    # trigger leaves the same log as one that ran before the checkpoint; a suspended task is re-queued at the
+    # tail of actionTasks (L551), polled FIFO (utils/StateUtil.java L76), behind the tasks queued before it
+    # suspended (_resubmit_order). From a log alone an action that never ran is not known to listen; a Java
+    # action under K1–K1.6 (a hash-based action UUID per JVM, spec §4.4) shows up as one listener per attempt,
+    # whose UUIDs never meet in a round since every listener of a type gets a task per event (L314-319).
+    # Runtime-made events are in no state: an AgentRunBeginEvent is routed before the input's own actions are
+    # queued (L310), so its tasks write a state before any root does; memory observations are not followed here.
     cols = ["is_root", "task_event_type", "task_event_id", "event_uuid", "output_event_types", "output_event_ids"]
     rows = records[cols].loc[[pos for states in at_checkpoint.values() for pos, _, _ in states]]
     rows["is_root"] = rows["is_root"].fillna(False)
@@ -183,12 +246,18 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
                            for i, (t, x) in enumerate(zip(types, ids or ()))]
     types = {etype for events in sent.values() for _, _, etype, _, _ in events} - {OUTPUT_EVENT, SUBAGENT_EVENT}
     if not types:
-        return {}
+        return {}, []
     ok = records["error"].isna().to_numpy()
-    triggered = records[["task_event_type", "action_uuid"]][ok & records["task_event_type"].isin(types).to_numpy()]
+    triggered = records[["task_event_type", "action_uuid", "business_key", "seq"]][
+        ok & records["task_event_type"].isin(types).to_numpy()]
     listeners: dict[str, list[str]] = {}
-    for etype, au in zip(*(triggered.drop_duplicates()[c].astype(str) for c in ("task_event_type", "action_uuid"))):
+    for etype, au in zip(*(triggered[["task_event_type", "action_uuid"]].drop_duplicates()[c].astype(str)
+                           for c in ("task_event_type", "action_uuid"))):
         listeners.setdefault(etype, []).append(au)
+    notes = [f"no action in the log ran for {etype!r} (emitted in {_listed(rnds)}): a listener that never ran is "
+             "not known, so a task of it queued at the checkpoint is not inferred (pass a ReplayPlan)"
+             for etype in sorted(types - set(listeners))
+             if (rnds := sorted(r for r, evs in sent.items() if any(e[2] == etype for e in evs)))]
     # a listener with any record of the round was no queued task without a state (one written after the marker
     # makes the round one left to the as-logged reading)
     near = ok & records["seq"].isin({s for _, s in at_checkpoint}).to_numpy(dtype=bool, na_value=False) \
@@ -199,10 +268,35 @@ def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[
                                     mine["task_event_id"].astype(str), mine["action_uuid"].astype(str)):
         if (bk, int(seq)) in at_checkpoint:
             started.setdefault((bk, int(seq)), set()).update(((fp, au), (eid, au)))
-    out = {rnd: tuple(Queued(pos, i, au) for pos, i, etype, eid, fp in events for au in listeners.get(etype, ())
-                      if (eid, au) not in started.get(rnd, ()) and (fp, au) not in started.get(rnd, ()))
-           for rnd, events in sent.items()}
-    return {rnd: q for rnd, q in out.items() if q}
+    # every listener of a type gets a task for every event of it, so listeners of one type that never ran in one
+    # round are one action under several UUIDs (a Java action's hash-based UUID changes per JVM under K1–K1.6,
+    # spec §4.4): one of them with a record answers for all, and a task still queued is inferred once, under the
+    # UUID the log shows last
+    one = {etype: str(rows["action_uuid"].iloc[-1]) for etype, uuids in listeners.items() if len(uuids) > 1
+           and _never_together(rows := triggered[(triggered["task_event_type"] == etype).to_numpy()])}
+    out: dict[tuple[str, int], tuple[Queued, ...]] = {}
+    for rnd, events in sent.items():
+        seen = started.get(rnd, set())
+        tasks = []
+        for pos, i, etype, eid, fp in events:
+            missing = [au for au in listeners.get(etype, ()) if (eid, au) not in seen and (fp, au) not in seen]
+            if etype in one:
+                missing = [one[etype]] if len(missing) == len(listeners[etype]) else []
+            tasks += [Queued(pos, i, au) for au in missing]
+        if tasks:
+            out[rnd] = tuple(tasks)
+    inferred = {q.action_uuid for qs in out.values() for q in qs}
+    notes += [f"the actions {', '.join(sorted(listeners[etype]))} that ran for {etype!r} never ran in one round: read "
+              "as one Java action whose hash-based action UUID changed with the attempt (K1–K1.6, spec §4.4), so its "
+              f"queued task is inferred once, as {au}" for etype, au in sorted(one.items()) if au in inferred]
+    return out, notes
+
+
+def _never_together(rows: pd.DataFrame) -> bool:
+    """True when no (business key, seq) of ``rows`` has records of two of their action UUIDs."""
+    per_round = rows.drop_duplicates(["business_key", "seq", "action_uuid"]).groupby(
+        ["business_key", "seq"], observed=True, sort=False)["action_uuid"].size()
+    return bool((per_round <= 1).all())
 
 
 def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str | None, str | None, str | None]]:

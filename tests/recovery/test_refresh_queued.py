@@ -7,7 +7,7 @@ retained_rounds, ReplayPlan.from_log, reconstruct, predict and the executor agre
 
 The job: the two-call agent, two inputs on one key; a checkpoint is taken when round 1's IA has completed and
 its WA has been dequeued but has written nothing (the executor's LOOKUP step: no state yet). A second job adds
-WB, a second listener of WorkEvent, and takes the checkpoint mid-WA: WA RESUMEs, WB (queued) runs. A third adds
+WB, a second listener of WorkEvent, and takes the checkpoint mid-WA: WB (queued) runs, then WA RESUMEs. A third adds
 IB, a second root action, and takes the checkpoint as IB is dequeued: IB (the input, queued for it) and WA run.
 """
 
@@ -135,16 +135,18 @@ def test_reconstruct_predict_and_the_executor_run_the_queued_task(queued) -> Non
     assert written == _written_at(again, 1) and all(e.completed for e in r.store.entries() if e.seq == 1)
 
 
-def test_a_queued_listener_beside_an_in_flight_one_runs_after_it(fan_out) -> None:
+def test_a_queued_listener_runs_before_the_suspended_one_beside_it(fan_out) -> None:
+    """Upstream re-queues a suspended task at the tail of the FIFO ``actionTasks`` (addActionTask), behind WB, which
+    IA's completion queued before WA was dequeued: the restore runs WB, then resumes WA."""
     log, marker = fan_out["log"], fan_out["marker"]
     held = fan_out["ex"].checkpoints[-1].pending
-    assert [(a, e.type) for _, _, a, e in held] == [("WA", "WorkEvent"), ("WB", "WorkEvent")]
+    assert [(a, e.type) for _, _, a, e in held] == [("WB", "WorkEvent"), ("WA", "WorkEvent")]
     plan = ReplayPlan.from_log(log, markers=[marker])
     assert [(p.seq, p.action, p.event.id) for p in plan.pending] == [(1, a, e.id) for _, _, a, e in held]
 
     looked, calls, again = _restore(fan_out, restore=fan_out["ex"].checkpoints[-1])
-    assert looked == [(1, "WA", "RESUME"), (1, "WB", "RERUN"), (1, "IA", "NOT-DISPATCHED")]
-    assert calls == ["add(12)", "add(2)"]                             # multiply(2) is served from WA's record
+    assert looked == [(1, "WB", "RERUN"), (1, "WA", "RESUME"), (1, "IA", "NOT-DISPATCHED")]
+    assert calls == ["add(2)", "add(12)"]                             # multiply(2) is served from WA's record
     assert _restore(fan_out, markers=[marker])[:2] == (looked, calls)
     assert _predicted(predict(log, markers=[marker])) == looked
     r = reconstruct(log, markers=[marker])
@@ -152,6 +154,8 @@ def test_a_queued_listener_beside_an_in_flight_one_runs_after_it(fan_out) -> Non
     assert sorted(zip(done["seq"].astype(int), done["outcome"].astype(str))) == [(1, "NOT-DISPATCHED"),
                                                                                   (1, "RESUME")]
     assert {e.state_key for e in r.store.entries() if e.seq == 1} >= _written_at(again, 1)
+    # WB was routed (IA completed) before WA started: the order is known, nothing to note about it
+    assert not [n for n in plan.notes if "routed after" in n]
 
 
 def test_a_second_root_queued_with_the_input_runs_before_the_first_roots_child(two_roots) -> None:
@@ -170,3 +174,67 @@ def test_a_second_root_queued_with_the_input_runs_before_the_first_roots_child(t
     r = reconstruct(log, markers=[marker])
     assert list(r.records.loc[r.records["outcome"].notna(), "outcome"].astype(str)) == ["NOT-DISPATCHED"]
     assert len([e for e in r.store.entries() if e.seq == 1 and e.pos is None]) == 2     # IB and WA ran
+
+
+def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> None:
+    """Restored mid-WA, WB runs first and routes XA behind WA's continuation: at the next checkpoint the queue is
+    WA, XA. The plan orders each task by when it was last queued (WA: its last write; XA: WB's completion)."""
+    agent = two_call_agent()
+
+    @agent.action("WB", listens=["WorkEvent"])
+    def wb(event, ctx):
+        ctx.send_event("XEvent", {"x": event.attributes["x"]})
+
+    @agent.action("XA", listens=["XEvent"])
+    def xa(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
+
+    first = _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
+    assert [a for _, _, a, _ in first["ex"].checkpoints[-1].pending] == ["WB", "WA"]
+    restored = ReplayExecutor(first["log"], agent=agent, rule="original", runtime="main", seed=8,
+                              policies=Policies(trust_payloads=True), restore=first["ex"].checkpoints[-1])
+    restored.run(until=Breakpoint(kind="lookup", seq=1, action="WA"))     # WB ran and queued XA behind WA
+    job = {"agent": agent, "ex": restored, "marker": restored.checkpoint(), "log": restored.to_log()}
+    held = restored.checkpoints[-1].pending
+    assert [a for _, _, a, _ in held] == ["WA", "XA"]
+    plan = ReplayPlan.from_log(job["log"], markers=[job["marker"]])
+    assert [(p.action, p.event.id) for p in plan.pending] == [(a, e.id) for _, _, a, e in held]
+    assert not [n for n in plan.notes if "last suspended" in n]          # XA was routed after WA's last write
+
+    looked, calls, again = _restore(job, restore=restored.checkpoints[-1])
+    assert looked == [(1, "WA", "RESUME"), (1, "XA", "RERUN"), (1, "IA", "NOT-DISPATCHED"), (1, "WB", "NOT-DISPATCHED")]
+    assert _restore(job, markers=[job["marker"]])[:2] == (looked, calls)
+    assert _predicted(predict(job["log"], markers=[job["marker"]])) == looked
+    r = reconstruct(job["log"], markers=[job["marker"]])
+    done = r.records[r.records["outcome"].notna()]
+    assert sorted(done["outcome"].astype(str)) == ["NOT-DISPATCHED", "NOT-DISPATCHED", "RESUME"]
+    assert {e.state_key for e in r.store.entries() if e.seq == 1 and e.pos is None} == _written_at(again, 1)
+
+
+def test_a_task_routed_while_the_suspended_one_was_between_writes_is_noted() -> None:
+    """As above, but the next checkpoint falls after WA wrote again (its second call): WA's continuation is now behind
+    XA. The log does not show when WA last suspended, so the plan orders by its last write and says so."""
+    agent = two_call_agent()
+
+    @agent.action("WB", listens=["WorkEvent"])
+    def wb(event, ctx):
+        ctx.send_event("XEvent", {"x": event.attributes["x"]})
+
+    @agent.action("XA", listens=["XEvent"])
+    def xa(event, ctx):
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
+
+    first = _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
+    restored = ReplayExecutor(first["log"], agent=agent, rule="original", runtime="main", seed=8,
+                              policies=Policies(trust_payloads=True), restore=first["ex"].checkpoints[-1])
+    restored.run(until=Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (2)"))
+    job = {"agent": agent, "ex": restored, "marker": restored.checkpoint(), "log": restored.to_log()}
+    held = restored.checkpoints[-1].pending
+    assert [a for _, _, a, _ in held] == ["XA", "WA"]
+    plan = ReplayPlan.from_log(job["log"], markers=[job["marker"]])
+    assert [(p.action, p.event.id) for p in plan.pending] == [(a, e.id) for _, _, a, e in held]
+    [note] = [n for n in plan.notes if "last suspended" in n]
+    assert note.startswith("round (k, 1): a queued task was routed while an incomplete task had started")
+    looked, calls, _ = _restore(job, restore=restored.checkpoints[-1])
+    assert looked[:2] == [(1, "XA", "RERUN"), (1, "WA", "RESUME")]
+    assert _restore(job, markers=[job["marker"]])[:2] == (looked, calls)
