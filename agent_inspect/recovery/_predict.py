@@ -399,7 +399,7 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
-                      warnings=(*plan.notes, *sim.warnings), session=session, runtime=info,
+                      warnings=tuple(sim.warnings), notes=plan.notes, session=session, runtime=info,
                       subagent_results=dict(sim.subagent_results))
 
 

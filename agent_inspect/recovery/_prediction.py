@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.store import (
     CacheEvent,
     Divergence,
@@ -166,8 +166,9 @@ class Prediction(HtmlRepr):
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
     id), "replayed" (a call served from the journal), "reconciler".
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
-    ``warnings``: what the plan inferred from the log could not tell (:attr:`ReplayPlan.notes`), then what the
-    replay dropped or could not match, one sentence each.
+    ``warnings``: what the replay dropped or could not match, one sentence each.
+    ``notes``: what the plan inferred from the log could not tell and how it read it anyway
+    (:attr:`ReplayPlan.notes`): the limits of this prediction, not findings about the job.
     """
 
     rule: str
@@ -177,6 +178,7 @@ class Prediction(HtmlRepr):
     ledger: pd.DataFrame
     crashed: bool = False
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     session: RecoverySession | None = field(default=None, repr=False, compare=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
     runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
@@ -238,8 +240,11 @@ class Prediction(HtmlRepr):
         yield Table(self.by_impact()[cols], max_rows=50, caption="tasks, re-runs and evictions first "
                                                                 "(first column: dispatch order)")
         yield Table(self.ledger_totals(), caption="ledger")
-        for note in self.warnings:
-            yield Text(Strong("Note: "), note)
+        for warning in self.warnings:
+            yield Text(Strong("Warning: "), warning)
+        if self.notes:
+            yield Details(f"what the log cannot tell ({len(self.notes)} note{'s' if len(self.notes) != 1 else ''})",
+                          "\n\n".join(self.notes))
 
 
 def tasks_by_impact(tasks: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
