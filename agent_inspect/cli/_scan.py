@@ -82,6 +82,10 @@ def _run(args: argparse.Namespace) -> int:
         r = s[rule]
         print(f"{rule:<18}{r['rerun'] + r['resumed']} bodies re-run, {r['calls']} durable calls re-executed, "
               f"{r['evictions']} evictions, {r['stale_reuse_risk']} reuses at risk, {r['crashed_keys']} keys crash")
+        if r["calls_by_function"]:
+            top_calls = list(r["calls_by_function"].items())
+            more = f", and {len(top_calls) - 5} more functions" if len(top_calls) > 5 else ""
+            print(f"{'':<18}by function: " + ", ".join(f"{f} {n}" for f, n in top_calls[:5]) + more)
     if result.output:
         print(f"{'output':<18}{result.output}")
     top = result.at_risk(args.top)

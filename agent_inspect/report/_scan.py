@@ -37,6 +37,12 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                                                        "durable calls re-executed", "reuses at risk", "keys crash"))
     body = (f'<table class="agent-inspect facts">{rows}</table>'
             f'<table class="agent-inspect"><thead><tr>{head}</tr></thead><tbody>{per_rule}</tbody></table>')
+    calls = [(r, f, n) for r in result.rules for f, n in s[r]["calls_by_function"].items()]
+    if calls:
+        body += ('<table class="agent-inspect"><caption>durable calls re-executed, by function id</caption><thead>'
+                 "<tr><th>rule</th><th>function id</th><th>calls</th></tr></thead><tbody>"
+                 + "".join(f"<tr><td>{escape(r)}</td><td><code>{escape(f)}</code></td><td>{n:,}</td></tr>"
+                           for r, f, n in calls) + "</tbody></table>")
     sections = [_Section("summary", "Fleet scan summary", body)]
     sections.append(_Section("at-risk", "Most at risk",
                              "".join(frame_html(result.at_risk(max_rows, rule=r), max_rows=max_rows,

@@ -22,15 +22,24 @@ import types
 
 from agent_inspect.scan._result import ScanResult
 from agent_inspect.scan._run import RUNTIMES, ScanPlan, plan_scan, scan
-from agent_inspect.scan._task import KEY_COLUMNS, RULE_COLUMNS, ScanOptions, WindowResult, key_frame, scan_window
+from agent_inspect.scan._task import (
+    CALLS_PREFIX,
+    KEY_COLUMNS,
+    RULE_COLUMNS,
+    ScanOptions,
+    WindowResult,
+    concat_keys,
+    key_frame,
+    scan_window,
+)
 
 __all__ = [
     # running a scan
     "scan", "plan_scan", "ScanPlan", "RUNTIMES",
     # its result
-    "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS",
+    "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX",
     # the per-window task (engine-neutral)
-    "scan_window", "key_frame", "ScanOptions", "WindowResult",
+    "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult",
 ]
 
 

@@ -26,9 +26,10 @@ class ScanResult:
     - ``keys``: one row per business key — partition, records, rounds, attempts, history bytes, bad
       records, ``exposed_1301`` (the log holds conflicting roots at one round: issue #1301), lint flags,
       runtime evidence (key/value formats seen); then per rule ``<rule>_reused`` / ``_resumed`` /
-      ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again) and
-      ``_calls_by_function`` (JSON), ``_stale_reuse_risk`` (reuses at or after a round with
-      conflicting roots) and ``_crashed``.
+      ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again),
+      ``_stale_reuse_risk`` (reuses at or after a round with conflicting roots) and ``_crashed``, then one
+      ``<rule>_calls:<function id>`` count per function the rule executes again anywhere (0 where a key does
+      not): :meth:`calls_by_function` sums them over the fleet.
     - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker).
     - ``errors``: a sample of bad records per window, with their positions (counts are in ``partitions``).
     - ``failures``: windows whose task failed after retries, with the reason; the rest completed.
@@ -73,8 +74,21 @@ class ScanResult:
         ranked = k.loc[order, cols].reset_index(drop=True)
         return ranked if n is None else ranked.head(n)
 
+    def calls_by_function(self, rule: str | None = None) -> pd.Series:
+        """Durable calls ``rule`` (default: the first rule scanned) would execute again, per function id, summed over
+        every key, most first."""
+        rule = rule or self.rules[0]
+        if rule not in self.rules:
+            raise ValueError(f"rule {rule!r} was not scanned; scanned: {', '.join(self.rules)}")
+        prefix = f"{rule}_calls:"
+        cols = [c for c in self.keys.columns if c.startswith(prefix)]
+        totals = self.keys[cols].sum().astype("int64") if cols else pd.Series(dtype="int64")
+        totals.index = [c[len(prefix):] for c in cols]
+        return totals.rename_axis("function").rename("calls").sort_values(ascending=False, kind="stable")
+
     def summary(self) -> dict[str, Any]:
-        """Totals: windows, records, keys, bad records, failures, and per rule re-runs and calls."""
+        """Totals: windows, records, keys, bad records, failures, and per rule re-runs and calls (also per
+        function id)."""
         k = self.keys
         out: dict[str, Any] = {
             "source": self.source, "windows": len(self.partitions) + len(self.failures),
@@ -87,6 +101,7 @@ class ScanResult:
             out[r] = {c: int(k[f"{r}_{c}"].sum()) if len(k) else 0
                       for c in ("reused", "resumed", "rerun", "evictions", "calls", "stale_reuse_risk")}
             out[r]["crashed_keys"] = int(k[f"{r}_crashed"].sum()) if len(k) else 0
+            out[r]["calls_by_function"] = {str(f): int(n) for f, n in self.calls_by_function(r).items()}
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,9 +17,11 @@ import pandas as pd
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect.scan._result import _FAILURE_COLUMNS, ScanResult
 from agent_inspect.scan._task import (
+    CALLS_PREFIX,
     KEY_COLUMNS,
     RULE_COLUMNS,
     ScanOptions,
+    column_order,
     concat_keys,
     scan_fleet,
     scan_window,
@@ -313,11 +315,14 @@ def _with_fleet_columns(result: ScanResult, fleet: pd.DataFrame) -> ScanResult:
 
     keys = result.keys.set_index("business_key")
     wide = fleet.set_index("business_key")
-    cols = [c for c in wide.columns if c not in KEY_COLUMNS]
-    for c in cols:
-        keys[c] = wide[c].reindex(keys.index).to_numpy()
-    return replace(result, keys=keys.reset_index(), fleet_wide=tuple(sorted({c.rsplit("_", 1)[0] for c in cols
-                                                                              if c.endswith("_reused")})))
+    rules = sorted({c[:-len("_reused")] for c in wide.columns if c.endswith("_reused")})
+    # the fleet-wide rules' columns, their per-function counts included, replace the per-window ones
+    keys = keys.drop(columns=[c for c in keys.columns if any(c.startswith(f"{r}{CALLS_PREFIX}") for r in rules)])
+    for c in [c for c in wide.columns if c not in KEY_COLUMNS]:
+        col = wide[c].reindex(keys.index)
+        keys[c] = col.fillna(0).astype("int32").to_numpy() if CALLS_PREFIX in c else col.to_numpy()
+    keys = keys.reset_index()
+    return replace(result, keys=keys[column_order(keys.columns, result.rules)], fleet_wide=tuple(rules))
 
 
 def _failure(window: Any, exc: BaseException | None) -> dict[str, Any]:
@@ -342,13 +347,17 @@ def _in_key_order(keys: pd.DataFrame) -> bool:
 def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rules: tuple[str, ...],
               markers: Mapping[int, int] | None, runtime: str, output: str | None, link: str | None,
               seconds: float) -> ScanResult:
-    cols = KEY_COLUMNS + [f"{r}_{c}" for r in rules for c in RULE_COLUMNS]
+    cols = KEY_COLUMNS + [f"{r}_{c}" for r in rules for c in RULE_COLUMNS]   # when no window had a key
     # windows in partition order, each frame sorted by key: the concatenation is usually in order already,
     # and then it is not copied again by a sort (the client holds one compact row per key, nothing more)
     ordered = sorted(done, key=lambda r: (r.partition["partition"] is None, r.partition["partition"] or 0,
                                           str(r.partition["window"])))
     frames = [r.keys for r in ordered if len(r.keys)]
     keys = concat_keys(frames) if frames else pd.DataFrame(columns=cols)
+    # a function listed only by rows a rejoin replaced is called by no key of the result
+    unused = [c for c in keys.columns if CALLS_PREFIX in c and not keys[c].any()]
+    if unused:
+        keys = keys.drop(columns=unused)
     if not _in_key_order(keys):
         keys = keys.sort_values(["partition", "business_key"], kind="stable").reset_index(drop=True)
     dup = keys["business_key"].duplicated(keep=False)

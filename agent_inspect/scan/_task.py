@@ -8,7 +8,6 @@ about Dask: any engine (or a plain loop) can call :func:`scan_window`.
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import socket
 import time
@@ -17,17 +16,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
-           "concat_keys", "KEY_COLUMNS", "RULE_COLUMNS"]
+           "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
 
 #: Per-key columns independent of the rule.
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
                "exposed_1301", "lint_flags", "runtime_evidence"]
 #: Per-key columns repeated for every rule, named ``<rule>_<column>``.
-RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_by_function",
-                "stale_reuse_risk", "crashed"]
+RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk", "crashed"]
+#: Then per rule one int32 column per function id whose durable calls that rule executes again for some key:
+#: ``<rule>_calls:<function id>`` (a count per key, 0 where none), sorted by function id. The same width per key
+#: however long its history: the client holds counts, never the calls.
+CALLS_PREFIX = "_calls:"
 _ERROR_SAMPLE = 20
 
 
@@ -135,7 +138,6 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
     whole = ActionStateLog.from_raw([lg.raw for lg in logs], info)
     errors = [lg.records["error"] for lg in logs]
     if any(e.notna().any() for e in errors):  # reasons of malformed file lines are not in the raw bytes
-        import numpy as np
 
         whole.records["error"] = pd.array(np.concatenate([e.astype(object).to_numpy() for e in errors]),
                                           dtype=whole.records["error"].dtype)
@@ -154,8 +156,9 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
               runtime: str = "auto") -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
 
-    Columns :data:`KEY_COLUMNS`, then ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS`. ``markers`` select
-    the rebuild window as in :func:`agent_inspect.recovery.predict` (None: the whole log).
+    Columns :data:`KEY_COLUMNS`, then per rule ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS` followed by its
+    ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
+    :func:`agent_inspect.recovery.predict` (None: the whole log).
     """
     from agent_inspect.recovery import ReplayPlan, lint, predict, reconstruct
 
@@ -210,22 +213,35 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
             a = pd.to_numeric(recon.records["attempt"], errors="coerce")
             attempts = a.groupby(bk.astype(object)).max().fillna(0)
         pred = predict(recon, plan, **extra)
-        cols = _rule_columns(pred, keys, to_business, conflict_seq)
+        cols, by_function = _rule_columns(pred, keys, to_business, conflict_seq)
         for c in RULE_COLUMNS:
             out[f"{_name(rule)}_{c}"] = cols[c]
+        for function, counts in sorted(by_function.items()):
+            out[f"{_name(rule)}{CALLS_PREFIX}{function}"] = np.asarray(counts, dtype="int32")
     att = attempts if attempts is not None else pd.Series(dtype="float64")
     att.index = att.index.map(str)
     out["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
     out = out.reset_index()
-    return compact_keys(out[KEY_COLUMNS + [f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS]])
+    return compact_keys(out[column_order(out.columns, [_name(r) for r in rules])])
 
 
-#: Per-key text columns whose values usually repeat across keys (flags, format pairs), as do the
-#: ``<rule>_calls_by_function`` columns: categoricals when they do repeat.
+def column_order(columns: Sequence[str], rules: Sequence[str]) -> list[str]:
+    """The per-key frame's columns in order: :data:`KEY_COLUMNS`, then per rule its :data:`RULE_COLUMNS` and its
+    per-function call counts sorted by function id (any other column after them, in the order given)."""
+    present = set(columns)
+    out = [c for c in KEY_COLUMNS if c in present]
+    for rule in rules:
+        out += [f"{rule}_{c}" for c in RULE_COLUMNS if f"{rule}_{c}" in present]
+        out += sorted(c for c in present if c.startswith(f"{rule}{CALLS_PREFIX}"))
+    placed = set(out)
+    return out + [c for c in columns if c not in placed]
+
+
+#: Per-key text columns whose values usually repeat across keys (flags, format pairs): categoricals when they do.
 _CATEGORICAL = ("lint_flags", "runtime_evidence")
-#: A text column is categorical only when it has at most this many distinct values per row: a key's calls by
-#: function are unique per key once keys run many rounds, and a categorical of unique strings costs more than
-#: the strings (its categories are the strings, and uniting them across windows goes through Python objects).
+#: A text column is categorical only when it has at most this many distinct values per row (a categorical of
+#: unique strings costs more than the strings, and uniting its categories across windows goes through Python
+#: objects).
 _REPEATS = 0.5
 #: Per-key counts held as 32-bit integers (a key's history bytes stay 64-bit).
 _WIDE = ("history_bytes",)
@@ -234,11 +250,9 @@ _WIDE = ("history_bytes",)
 def compact_keys(frame: pd.DataFrame) -> pd.DataFrame:
     """The per-key frame in compact dtypes: repeated texts as categoricals, counts as int32, partition Int32.
 
-    A scan's client holds one such row per business key (about 100 B for two rules, against 260 B with
-    64-bit counts and one string per cell); the values are unchanged.
+    A scan's client holds one such row per business key (about 100 B for two rules plus 4 B per function
+    column, against 260 B with 64-bit counts and one string per cell); the values are unchanged.
     """
-    import numpy as np
-
     out = {}
     small = np.iinfo(np.int32)
     for name in frame.columns:
@@ -257,12 +271,17 @@ def compact_keys(frame: pd.DataFrame) -> pd.DataFrame:
 
 def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate per-key frames keeping counts int32; a text column ends categorical (categories united) or
-    plain strings by its values in the whole frame, as :func:`compact_keys` of the whole would choose."""
+    plain strings by its values in the whole frame, as :func:`compact_keys` of the whole would choose. A
+    function's call counts missing from a frame (no key of it calls that function) are zeros there; columns in
+    :func:`column_order`. What an engine other than Dask uses to unite :func:`scan_window` results."""
     from pandas.api.types import union_categoricals
 
+    first = list(frames[0].columns)
+    rules = [c[:-len("_reused")] for c in first if c.endswith("_reused")]
+    names = column_order(first + sorted({c for f in frames[1:] for c in f.columns} - set(first)), rules)
     out = {}
-    for name in frames[0].columns:
-        cols = [f[name] for f in frames]
+    for name in names:
+        cols = [f[name] if name in f.columns else pd.Series(np.zeros(len(f), dtype="int32")) for f in frames]
         categorical = [isinstance(c.dtype, pd.CategoricalDtype) for c in cols]
         if all(categorical):
             # categories sorted and only those used: the same dtype whichever windows the rows came from
@@ -278,7 +297,7 @@ def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _is_text(name: str) -> bool:
-    return name in _CATEGORICAL or name.endswith("_calls_by_function")
+    return name in _CATEGORICAL
 
 
 def _text_column(col: pd.Series) -> pd.Series:
@@ -294,7 +313,8 @@ def _name(rule: Any) -> str:
 
 
 def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
-                  conflict_seq: Mapping[str, tuple[int, int]]) -> dict[str, list[Any]]:
+                  conflict_seq: Mapping[str, tuple[int, int]]) -> tuple[dict[str, list[Any]], dict[str, list[int]]]:
+    """Per key, the rule's :data:`RULE_COLUMNS`; and per function id, its durable calls executed again per key."""
     tasks = pred.tasks
     by_key: dict[str, Counter[str]] = defaultdict(Counter)
     risk: Counter[str] = Counter()
@@ -319,6 +339,8 @@ def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
     if pred.crashed and len(tasks):
         fails = tasks[tasks["outcome"].astype(object) == "FAIL"]["key"].astype(object)
         crashed_keys = {to_business.get(str(k), str(k)) for k in fails}
+    functions = sorted({f for c in calls.values() for f in c})
+    by_function = {f: [calls[k][f] if k in calls else 0 for k in keys] for f in functions}
     return {
         "reused": [by_key[k]["REUSE"] for k in keys],
         "resumed": [by_key[k]["RESUME"] for k in keys],
@@ -326,7 +348,6 @@ def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
         "failed": [by_key[k]["FAIL"] for k in keys],
         "evictions": [removed[k] for k in keys],
         "calls": [sum(calls[k].values()) for k in keys],
-        "calls_by_function": [json.dumps(dict(sorted(calls[k].items()))) if calls[k] else "" for k in keys],
         "stale_reuse_risk": [risk[k] for k in keys],
         "crashed": [k in crashed_keys for k in keys],
-    }
+    }, by_function

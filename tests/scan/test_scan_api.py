@@ -16,8 +16,8 @@ from tests.sources._fake_fluss import Behaviour, factory
 
 def test_public_names() -> None:
     assert sorted(scan_pkg.__all__) == sorted([
-        "scan", "plan_scan", "ScanPlan", "RUNTIMES", "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "scan_window",
-        "key_frame", "ScanOptions", "WindowResult"])
+        "scan", "plan_scan", "ScanPlan", "RUNTIMES", "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX",
+        "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult"])
     assert callable(ai.scan) and ai.scan.ScanResult is ai.ScanResult is scan_pkg.ScanResult
     assert "scan" in ai.__all__ and "ScanResult" in ai.__all__
 
@@ -27,9 +27,12 @@ def test_the_task_is_a_plain_function_any_engine_can_call() -> None:
     plan = ai.scan.plan_scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"))
     options = ai.scan.ScanOptions(markers=plan.markers)
     frames = [ai.scan.scan_window(plan.spec, w, options).keys for w in plan.windows]
-    keys = pd.concat(frames, ignore_index=True).sort_values("business_key").reset_index(drop=True)
-    assert list(keys.columns) == ai.scan.KEY_COLUMNS + [f"{r}_{c}" for r in ("original", "fixed")
-                                                        for c in ai.scan.RULE_COLUMNS]
+    keys = ai.scan.concat_keys(frames).sort_values("business_key").reset_index(drop=True)
+    want: list[str] = list(ai.scan.KEY_COLUMNS)
+    for r in ("original", "fixed"):   # each rule's counts, then its calls per function id, sorted
+        want += [f"{r}_{c}" for c in ai.scan.RULE_COLUMNS]
+        want += sorted(c for c in keys.columns if c.startswith(f"{r}{ai.scan.CALLS_PREFIX}"))
+    assert list(keys.columns) == want and any(ai.scan.CALLS_PREFIX in c for c in want)
     assert len(keys) == 40 and keys["business_key"].is_unique
 
 
@@ -67,9 +70,9 @@ def test_html_escapes_record_strings() -> None:
     evil = "<img src=x onerror=alert(1)>"
     cols = ai.scan.KEY_COLUMNS + [f"fixed_{c}" for c in ai.scan.RULE_COLUMNS]
     row = {c: 0 for c in cols}
-    row.update(business_key=evil, lint_flags=evil, runtime_evidence=evil, exposed_1301=True, fixed_crashed=False,
-               fixed_calls_by_function='{"<b>": 1}')
-    keys = pd.DataFrame([row], columns=cols)
+    row.update(business_key=evil, lint_flags=evil, runtime_evidence=evil, exposed_1301=True, fixed_crashed=False)
+    row[f"fixed{ai.scan.CALLS_PREFIX}{evil}"] = 1     # a function id is payload text too
+    keys = pd.DataFrame([row], columns=[*cols, f"fixed{ai.scan.CALLS_PREFIX}{evil}"])
     parts = pd.DataFrame([{"window": evil, "partition": 0, "records": 1, "errors": 0}])
     failures = pd.DataFrame([{"window": evil, "partition": 1, "path": evil, "start": None, "end": None,
                               "reason": evil}])
@@ -77,6 +80,11 @@ def test_html_escapes_record_strings() -> None:
                            rules=("fixed",))
     html = result._repr_html_()
     assert "<img" not in html and "&lt;img" in html
+    assert result.calls_by_function().to_dict() == {evil: 1}
+    from agent_inspect.report._scan import scan_sections
+
+    page = "".join(section.body for section in scan_sections(result, max_rows=20))
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
 
 
 def test_open_refuses_a_directory_that_is_not_a_scan(tmp_path: Path) -> None:

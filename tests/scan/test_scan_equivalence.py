@@ -10,6 +10,7 @@ import pytest
 from _scan_reference import RULES, compared, reference
 
 import agent_inspect as ai
+from agent_inspect.recovery import predict
 
 
 @pytest.mark.parametrize("name", sorted(ai.samples.SAMPLES))
@@ -22,6 +23,10 @@ def test_scan_equals_single_process_on_every_sample(name: str, dask_client: Any)
     expected = reference(log, markers)
     got = compared(result)
     pd.testing.assert_frame_equal(got, expected[got.columns].astype("int64"))
+    assert {c for c in got.columns if "_calls:" in c} == {c for c in expected.columns if "_calls:" in c}
+    for rule in RULES:   # the fleet's totals per function id are the ledger's
+        want = predict(log, rule=rule, markers=markers).calls_executed()
+        assert result.calls_by_function(rule).to_dict() == {f: n for f, n in want.items() if n}
     assert result.keys["business_key"].is_unique
     assert int(result.partitions["records"].sum()) == len(log)
     assert sorted(result.partitions["partition"]) == sorted(set(log.records["partition"].astype(int)))
