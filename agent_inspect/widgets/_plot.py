@@ -64,6 +64,8 @@ class _PlotlyLibrary(anywidget.AnyWidget):
 
     _esm = "export default {};"
     bundle = traitlets.Bytes().tag(sync=True)
+    #: one instance serves every chart: :func:`~agent_inspect.widgets._style.close_view` leaves it open
+    shared = True
 
 
 _shared: dict[str, _PlotlyLibrary] = {}

@@ -13,6 +13,7 @@ from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import message_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
+from agent_inspect.widgets._style import close_view
 
 __all__ = ["FleetScanView", "scan_histograms"]
 
@@ -85,17 +86,23 @@ class FleetScanView(w.VBox):
 
         self.selected = business_key
         where = "the scan's Parquet output" if self.result.output else "the source"
-        self.detail.children = [w.HTML(message_html(f"Loading {business_key} from {where}…"))]
+        self._show_detail(w.HTML(message_html(f"Loading {business_key} from {where}…")))
         try:
             recon = self.result.reconstruct(business_key, rule=self.rule.value)
         except Exception as exc:  # noqa: BLE001 - shown to the user, the table stays usable
-            self.detail.children = [w.HTML(message_html(f"Could not open {business_key}: {exc}", level="error"))]
+            self._show_detail(w.HTML(message_html(f"Could not open {business_key}: {exc}", level="error")))
             return None
         title = w.HTML(f"<h4 class='ai-scan-key'>{escape(business_key)} under <code>{escape(self.rule.value)}</code>"
                        f" <small>(from {escape(where)})</small></h4>")
         inspector = ResultInspector(recon, key=business_key)
-        self.detail.children = [title, inspector]
+        self._show_detail(title, inspector)
         return inspector
+
+    def _show_detail(self, *parts: w.Widget) -> None:
+        """Show ``parts`` below the table, closing the key opened before (its inspector holds that key's log)."""
+        old, self.detail.children = self.detail.children, parts
+        for part in old:
+            close_view(part)
 
     # -- drawing ---------------------------------------------------------------------------------------------
 

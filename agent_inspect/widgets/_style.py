@@ -7,7 +7,7 @@ from pathlib import Path
 import anywidget
 import ipywidgets as w
 
-__all__ = ["ViewStyle", "view_style"]
+__all__ = ["ViewStyle", "view_style", "close_view"]
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -17,6 +17,8 @@ class ViewStyle(anywidget.AnyWidget):
 
     _esm = _STATIC / "views.js"
     _css = _STATIC / "views.css"
+    #: one instance serves every view: :func:`close_view` leaves it open
+    shared = True
 
     def __init__(self) -> None:
         super().__init__(layout=w.Layout(display="none"))
@@ -31,3 +33,22 @@ def view_style() -> ViewStyle:
     if style is None or style.comm is None:
         style = _shared["style"] = ViewStyle()
     return style
+
+
+def close_view(view: w.Widget) -> None:
+    """Close ``view`` and every widget model under it (children, layouts, styles), leaving shared ones open.
+
+    ``Widget.close()`` closes one model: a view rebuilt on every refresh (the live panes) would otherwise leave its
+    old children, their layouts and their data registered in the kernel for as long as it runs.
+    """
+    stack, seen = [view], set()
+    while stack:
+        widget = stack.pop()
+        if id(widget) in seen or getattr(widget, "shared", False) is True:
+            continue
+        seen.add(id(widget))
+        for name in ("children", "layout", "style"):
+            value = getattr(widget, name, None) if widget.has_trait(name) else None
+            parts = value if isinstance(value, (tuple, list)) else (value,)
+            stack.extend(part for part in parts if isinstance(part, w.Widget))
+        widget.close()

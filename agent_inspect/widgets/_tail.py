@@ -30,7 +30,7 @@ from agent_inspect._html import escape
 from agent_inspect._types import LogLike, LogViewer
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
 from agent_inspect.widgets._common import message_html
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import close_view, view_style
 
 __all__ = ["LiveTail", "LiveKeyHistory", "LiveKeyTimeline", "LiveDivergences", "tail"]
 
@@ -137,7 +137,7 @@ class LiveKeyTimeline(_KeyPane):
         old, self.timeline = self.timeline, timeline
         self.children = [timeline]
         if old is not None:
-            old.close()
+            close_view(old)
 
 
 class LiveKeyHistory(_KeyPane):
@@ -192,7 +192,7 @@ class LiveDivergences(w.VBox):
         old, self.view = self.view, view
         self.children = [self.title, view]
         if old is not None:
-            old.close()
+            close_view(old)
 
 
 class _ViewPresence(anywidget.AnyWidget):
@@ -283,9 +283,10 @@ class LiveTail(w.VBox):
     def close(self) -> None:
         self.live.remove_listener(self._on_log)
         self.live.stop()
-        # the buttons' callbacks refer to this view: once closed they no longer keep it (and its log) alive
-        for part in (self.pause_button, self.stop_button, self.state, self.counter, self._header, self._presence):
-            part.close()
+        # the buttons' callbacks refer to this view: once closed they no longer keep it (and its log) alive; the
+        # views under it hold the last window in their charts and tables
+        for part in (*self.children, self.layout):
+            close_view(part)
         super().close()
 
     def _on_log(self, log: ActionStateLog) -> None:

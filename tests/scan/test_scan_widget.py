@@ -65,6 +65,14 @@ def test_clicking_a_key_opens_its_reconstruction_from_the_output(saved: Path) ->
     pd.testing.assert_series_equal(recs["status"].reset_index(drop=True).astype(str),
                                    expected.records["status"].reset_index(drop=True).astype(str), check_names=False)
     assert "Parquet output" in view.detail.children[0].value
+    from ipywidgets.widgets.widget import _instances
+
+    models = len(_instances)
+    for other in _keys(view)[1:4]:    # opening other keys closes the one opened before: no model is left behind
+        view.open_key(other)
+        view.open_key(key)
+        assert len(_instances) == models
+    assert inspector.comm is None and view.detail.children[-1] is not inspector
 
 
 def test_escapes_and_failures(saved: Path, tmp_path: Path) -> None:
