@@ -176,9 +176,8 @@ def test_a_second_root_queued_with_the_input_runs_before_the_first_roots_child(t
     assert len([e for e in r.store.entries() if e.seq == 1 and e.pos is None]) == 2     # IB and WA ran
 
 
-def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> None:
-    """Restored mid-WA, WB runs first and routes XA behind WA's continuation: at the next checkpoint the queue is
-    WA, XA. The plan orders each task by when it was last queued (WA: its last write; XA: WB's completion)."""
+def _routing_agent() -> Any:
+    """The two-call agent plus WB (also on WorkEvent), which routes XEvent to XA (one durable call)."""
     agent = two_call_agent()
 
     @agent.action("WB", listens=["WorkEvent"])
@@ -189,6 +188,13 @@ def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> Non
     def xa(event, ctx):
         ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
 
+    return agent
+
+
+def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> None:
+    """Restored mid-WA, WB runs first and routes XA behind WA's continuation: at the next checkpoint the queue is
+    WA, XA. The plan orders each task by when it was last queued (WA: its last write; XA: WB's completion)."""
+    agent = _routing_agent()
     first = _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
     assert [a for _, _, a, _ in first["ex"].checkpoints[-1].pending] == ["WB", "WA"]
     restored = ReplayExecutor(first["log"], agent=agent, rule="original", runtime="main", seed=8,
@@ -214,16 +220,7 @@ def test_a_task_routed_after_the_suspended_one_was_queued_runs_after_it() -> Non
 def test_a_task_routed_while_the_suspended_one_was_between_writes_is_noted() -> None:
     """As above, but the next checkpoint falls after WA wrote again (its second call): WA's continuation is now behind
     XA. The log does not show when WA last suspended, so the plan orders by its last write and says so."""
-    agent = two_call_agent()
-
-    @agent.action("WB", listens=["WorkEvent"])
-    def wb(event, ctx):
-        ctx.send_event("XEvent", {"x": event.attributes["x"]})
-
-    @agent.action("XA", listens=["XEvent"])
-    def xa(event, ctx):
-        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
-
+    agent = _routing_agent()
     first = _job(agent, Breakpoint(kind="persist", seq=1, action="WA", outcome="call results (1)"))
     restored = ReplayExecutor(first["log"], agent=agent, rule="original", runtime="main", seed=8,
                               policies=Policies(trust_payloads=True), restore=first["ex"].checkpoints[-1])
