@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect.scan._task import CALLS_PREFIX
+
 __all__ = ["ScanResult", "RESULT_FILES"]
 
 #: Files a scan writes beside its Parquet parts (``output=DIR``), read back by :meth:`ScanResult.open`.
@@ -80,7 +82,7 @@ class ScanResult:
         rule = rule or self.rules[0]
         if rule not in self.rules:
             raise ValueError(f"rule {rule!r} was not scanned; scanned: {', '.join(self.rules)}")
-        prefix = f"{rule}_calls:"
+        prefix = f"{rule}{CALLS_PREFIX}"
         cols = [c for c in self.keys.columns if c.startswith(prefix)]
         totals = self.keys[cols].sum().astype("int64") if cols else pd.Series(dtype="int64")
         totals.index = [c[len(prefix):] for c in cols]

@@ -138,7 +138,6 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
     whole = ActionStateLog.from_raw([lg.raw for lg in logs], info)
     errors = [lg.records["error"] for lg in logs]
     if any(e.notna().any() for e in errors):  # reasons of malformed file lines are not in the raw bytes
-
         whole.records["error"] = pd.array(np.concatenate([e.astype(object).to_numpy() for e in errors]),
                                           dtype=whole.records["error"].dtype)
     del logs
@@ -257,7 +256,7 @@ def compact_keys(frame: pd.DataFrame) -> pd.DataFrame:
     small = np.iinfo(np.int32)
     for name in frame.columns:
         col = frame[name]
-        if _is_text(name):
+        if name in _CATEGORICAL:
             out[name] = _text_column(col)
         elif name == "partition":
             out[name] = col.astype("Int32")
@@ -291,13 +290,9 @@ def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
             if any(categorical):
                 cols = [c.astype("str") if cat else c for c, cat in zip(cols, categorical)]
             out[name] = pd.concat(cols, ignore_index=True)
-        if _is_text(name):  # categorical or not as if the key frame had been computed in one piece
+        if name in _CATEGORICAL:  # categorical or not as if the key frame had been computed in one piece
             out[name] = _text_column(out[name])
     return pd.DataFrame(out)
-
-
-def _is_text(name: str) -> bool:
-    return name in _CATEGORICAL
 
 
 def _text_column(col: pd.Series) -> pd.Series:

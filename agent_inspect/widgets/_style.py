@@ -7,7 +7,7 @@ from pathlib import Path
 import anywidget
 import ipywidgets as w
 
-__all__ = ["ViewStyle", "view_style", "close_view"]
+__all__ = ["ViewStyle", "view_style", "close_view", "widgets_under"]
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -35,20 +35,28 @@ def view_style() -> ViewStyle:
     return style
 
 
-def close_view(view: w.Widget) -> None:
-    """Close ``view`` and every widget model under it (children, layouts, styles), leaving shared ones open.
-
-    ``Widget.close()`` closes one model: a view rebuilt on every refresh (the live panes) would otherwise leave its
-    old children, their layouts and their data registered in the kernel for as long as it runs.
-    """
-    stack, seen = [view], set()
+def widgets_under(view: w.Widget) -> list[w.Widget]:
+    """``view`` and every widget model under it (children, layouts, styles), shared ones (``shared = True``) left
+    out with what is under them."""
+    stack, seen, out = [view], set(), []
     while stack:
         widget = stack.pop()
         if id(widget) in seen or getattr(widget, "shared", False) is True:
             continue
         seen.add(id(widget))
+        out.append(widget)
         for name in ("children", "layout", "style"):
             value = getattr(widget, name, None) if widget.has_trait(name) else None
             parts = value if isinstance(value, (tuple, list)) else (value,)
             stack.extend(part for part in parts if isinstance(part, w.Widget))
+    return out
+
+
+def close_view(view: w.Widget) -> None:
+    """Close ``view`` and every widget model under it (:func:`widgets_under`), leaving shared ones open.
+
+    ``Widget.close()`` closes one model: a view rebuilt on every refresh (the live panes) would otherwise leave its
+    old children, their layouts and their data registered in the kernel for as long as it runs.
+    """
+    for widget in widgets_under(view):
         widget.close()

@@ -7,14 +7,13 @@ import sys
 import time
 import weakref
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ipywidgets.widgets.widget import _instances
 
 import agent_inspect as ai
 from agent_inspect.widgets import LiveTail
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import view_style, widgets_under
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.sources._records import make_records  # noqa: E402
@@ -26,20 +25,6 @@ pytestmark = pytest.mark.kafka
 PARTITIONS = 2
 
 
-
-
-def _models_under(view: Any) -> set[str]:
-    """The model ids of ``view`` and every widget under it (children, layouts, styles)."""
-    out, stack = set(), [view]
-    while stack:
-        widget = stack.pop()
-        out.add(widget.model_id)
-        if getattr(widget, "shared", False) is True:   # the one stylesheet of every view: its own parts stay
-            continue
-        for name in ("children", "layout", "style"):
-            value = getattr(widget, name, None) if widget.has_trait(name) else None
-            stack.extend(v for v in (value if isinstance(value, (tuple, list)) else (value,)) if hasattr(v, "model_id"))
-    return out
 
 
 def _heartbeat(view: LiveTail) -> None:
@@ -92,12 +77,12 @@ def test_a_closed_tail_is_collected_with_its_live_log(kafka_bootstrap: str) -> N
     view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=10)
     live_ref, view_ref = weakref.ref(view.live), weakref.ref(view)
     thread = view.live._thread
-    under = _models_under(view)
-    style = view_style().model_id
-    assert style in under and len(under) > 10
+    under = {widget.model_id for widget in widgets_under(view)}
+    style = view_style()
+    assert style in view.children and style.model_id not in under and len(under) > 10
     view.close()
-    assert style in _instances                                       # the shared stylesheet stays for other views
-    assert not (under - {style}) & set(_instances)                   # the panes, buttons, layouts: all closed
+    assert style.model_id in _instances                              # the shared stylesheet stays for other views
+    assert not under & set(_instances)                               # the panes, buttons, layouts: all closed
     del view
     gc.collect()
     assert view_ref() is None and live_ref() is None  # no callback or registry keeps either alive
