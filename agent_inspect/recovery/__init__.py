@@ -38,8 +38,11 @@ from agent_inspect.recovery._rebuild import (
 )
 from agent_inspect.recovery._reconstruct import STATUSES, Reconstruction, reconstruct
 from agent_inspect.recovery._refresh import refresh_positions, subagent_result_events, with_subagent_result_events
+from agent_inspect.recovery._settings import SETTING_NAMES, STORE_FLAVOURS, CallMatching, Recovery
 
 __all__ = [
+    # the settings every verb resolves once
+    "Recovery", "SETTING_NAMES", "STORE_FLAVOURS", "CallMatching",
     # reconstruction
     "reconstruct", "Reconstruction", "STATUSES", "lint", "LINTS",
     # rebuilding a session from a log

@@ -22,7 +22,7 @@ from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.recovery._refresh import output_identities
 from agent_inspect.rules import resolve_rule
-from agent_inspect.store import Entry, Outcome, RecoverySession, Task, runtime_model
+from agent_inspect.store import Entry, Outcome, RecordStatus, RecoverySession, Task, runtime_model
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -35,17 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
 
 #: Record statuses in ``Reconstruction.records["status"]``.
-STATUSES = (
-    "live",         # cached when the recovery has run: a lookup of its task finds it
-    "evicted",      # removed by an eviction (miss, count > 1, identity mismatch, round regression, cross-key)
-    "invalidated",  # removed by a root conflict (or dropped as another branch's record)
-    "superseded",   # a later write to the same state key replaced it (last write wins)
-    "pruned",       # deleted by a tombstone (or a prune)
-    "outside",      # not read by the rebuild: before the markers, or a partition no marker names
-    "tombstone",    # the tombstone record itself
-    "error",        # the key or value did not decode; upstream could not use it either
-    "refresh",      # a checkpoint-time re-append of a retained state, byte-identical (0.4+, addendum §2)
-)
+STATUSES = tuple(status.value for status in RecordStatus)
 
 _OP_STATUS = {"invalidate": "invalidated", "evict": "evicted", "cross-key": "evicted", "remove": "evicted",
               "delete": "pruned", "prune": "pruned"}
@@ -432,7 +422,7 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     frame["divergence_id"] = pd.arrays.IntegerArray(div_id, div_id < 0)
     out = [outcomes.get(p) for p in index]
     frame["outcome"] = pd.Categorical([o[0] if o else None for o in out],
-                                      categories=[o.value for o in Outcome] + ["NOT-DISPATCHED"])
+                                      categories=[o.value for o in Outcome])
     for i, column in ((1, "outcome_reason"), (2, "rule_note")):
         frame[column] = pd.Series([o[i] if o else None for o in out], index=records.index, dtype="object")
     frame["attempt"] = ann["attempt"].array

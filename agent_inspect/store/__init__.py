@@ -17,6 +17,7 @@ from agent_inspect.store._model import (
     LookupDecision,
     Outcome,
     PruneResult,
+    RecordStatus,
     Task,
 )
 from agent_inspect.store._rule import DivergenceRule, RuleState
@@ -26,7 +27,7 @@ from agent_inspect.store._store import Store, strict_k1_seq
 
 __all__ = [
     # the cache and its records
-    "Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
+    "Store", "Entry", "Task", "Outcome", "RecordStatus", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
     "DIVERGENCE_KINDS", "strict_k1_seq",
     # the rule protocol and the session that drives the cache under one rule
     "DivergenceRule", "RuleState", "RecoverySession",

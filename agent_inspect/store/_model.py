@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "Entry", "Task", "Outcome", "CacheEvent", "Divergence", "LookupDecision", "PruneResult",
+    "Entry", "Task", "Outcome", "RecordStatus", "CacheEvent", "Divergence", "LookupDecision", "PruneResult",
     "DIVERGENCE_KINDS",
 ]
 
@@ -33,6 +33,22 @@ class Outcome(enum.StrEnum):
     RESUME = "RESUME"
     RERUN = "RERUN"
     FAIL = "FAIL"
+    #: a cached record of a replayed round that no task looked up (spec §11.4.5)
+    NOT_DISPATCHED = "NOT-DISPATCHED"
+
+
+class RecordStatus(enum.StrEnum):
+    """What a restore did with one record (``Reconstruction.records["status"]``)."""
+
+    LIVE = "live"                # cached when the recovery has run: a lookup of its task finds it
+    EVICTED = "evicted"          # removed by an eviction (miss, count > 1, identity mismatch, round regression, cross-key)
+    INVALIDATED = "invalidated"  # removed by a root conflict (or dropped as another branch's record)
+    SUPERSEDED = "superseded"    # a later write to the same state key replaced it (last write wins)
+    PRUNED = "pruned"            # deleted by a tombstone (or a prune)
+    OUTSIDE = "outside"          # not read by the rebuild: before the markers, or a partition no marker names
+    TOMBSTONE = "tombstone"      # the tombstone record itself
+    ERROR = "error"              # the key or value did not decode; upstream could not use it either
+    REFRESH = "refresh"          # a checkpoint-time re-append of a retained state, byte-identical (0.4+, addendum §2)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,211 @@
+"""One resolved set of recovery settings: the rule, markers, runtime and restore every verb uses.
+
+``Recovery.for_log(log, **overrides)`` resolves them once; every verb takes ``recovery=`` (or the same
+overrides) and reads the same object, so ``predict``, ``reconstruct``, ``explain``, ``verify``, ``scan``,
+the executor, the views and the report answer one question the same way. The default rule is the one the
+log's runtime ships; any other rule is a what-if, and says so (:attr:`Recovery.what_if`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from agent_inspect._errors import RecoveryError
+from agent_inspect.log import RuntimeInfo, resolve_runtime
+from agent_inspect.recovery._rebuild import Markers, normalize_markers
+from agent_inspect.rules import FLAVOURS, resolve_rule
+from agent_inspect.store import DivergenceRule, RuntimeModel, runtime_model
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery._plan import ReplayPlan
+
+__all__ = ["Recovery", "CallMatching", "STORE_FLAVOURS", "SETTING_NAMES"]
+
+CallMatching = Literal["position", "function-id"]
+#: Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or segment).
+STORE_FLAVOURS = ("auto", *FLAVOURS)
+#: The overrides every verb accepts (``recovery=`` aside), with the same names and meanings everywhere.
+SETTING_NAMES = ("rule", "markers", "runtime", "store_flavour", "kafka_pending", "plan", "agent", "call_matching",
+                 "expected_fingerprint", "max_parallelism")
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """How a restore runs: resolved once, read by every verb.
+
+    - ``rule``: the divergence rule (an instance). Default: the rule ``runtime`` ships (``original``);
+      any other is a what-if (:attr:`what_if`).
+    - ``markers``: the restore's recovery markers (``{partition: offset}`` maps); None rebuilds from the
+      whole loaded log, ``[]`` is a fresh start.
+    - ``runtime``: the upstream version that wrote the log ("0.3", "0.4", "main"), given or inferred, with
+      its evidence; ``model`` its recovery behaviours (:func:`agent_inspect.store.runtime_model`, with
+      ``kafka_pending``).
+    - ``store_flavour``: the original rule's store flavour ("auto", "kafka-k1", "fluss-k1", "segment").
+    - ``plan`` / ``agent``: the replay plan and agent; None means "from the log" (its own later attempt,
+      its as-recorded agent).
+    - ``call_matching``, ``expected_fingerprint``, ``max_parallelism``: how replayed durable calls meet
+      their slots, and the K2 restore checks (spec §6.5).
+    - ``provenance``: where each setting came from, in words; ``given``: the settings passed explicitly.
+    """
+
+    rule: DivergenceRule
+    markers: Markers
+    runtime: RuntimeInfo
+    model: RuntimeModel
+    store_flavour: str = "auto"
+    plan: ReplayPlan | None = None
+    agent: Any = None
+    call_matching: CallMatching = "position"
+    expected_fingerprint: str | None = None
+    max_parallelism: int | None = None
+    provenance: Mapping[str, str] = field(default_factory=dict, compare=False)
+    given: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def for_log(cls, log: Any = None, *, rule: Any = None, markers: Any = None, runtime: Any = None,
+                store_flavour: str | None = None, kafka_pending: str | None = None, plan: ReplayPlan | None = None,
+                agent: Any = None, call_matching: CallMatching | None = None,
+                expected_fingerprint: str | None = None, max_parallelism: int | None = None) -> Recovery:
+        """Resolve the settings for ``log`` (an ``ActionStateLog``, a records frame, or None).
+
+        Every argument left None takes its default: the runtime inferred from ``log``, the rule it ships,
+        the whole loaded log as the rebuild window, the plan and agent the log implies.
+        """
+        info = resolve_runtime("auto" if runtime is None else runtime, log)
+        provenance = {"runtime": _runtime_words(info)}
+        flavour = "auto" if store_flavour is None else store_flavour
+        if flavour not in STORE_FLAVOURS:
+            raise RecoveryError(f"unknown store flavour {flavour!r}; use one of {', '.join(STORE_FLAVOURS)}")
+        resolved_rule = _resolve_rule(rule, info, flavour)
+        shipped = info.default_rule
+        if rule is None:
+            provenance["rule"] = f"{resolved_rule.name}: the rule {info.name} ships"
+        elif resolved_rule.name == shipped:
+            provenance["rule"] = f"{resolved_rule.name}: given (the rule {info.name} ships)"
+        else:
+            provenance["rule"] = f"{resolved_rule.name}: given, a what-if ({info.name} ships {shipped})"
+        provenance["store_flavour"] = "from the log's source" if flavour == "auto" else "given"
+        marker_list, provenance["markers"] = _markers(markers)
+        model = runtime_model(info, kafka_pending=kafka_pending)
+        provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
+                               f"the recovery behaviours of {info.name}")
+        provenance["plan"] = "given" if plan is not None else "from the log's own later attempt"
+        provenance["agent"] = "given" if agent is not None else "as recorded in the log"
+        matching: CallMatching = "position" if call_matching is None else call_matching
+        if matching not in ("position", "function-id"):
+            raise RecoveryError(f"unknown call_matching {matching!r}; use 'position' or 'function-id'")
+        given = {name: value for name, value in (
+            ("rule", rule), ("markers", markers), ("runtime", runtime), ("store_flavour", store_flavour),
+            ("kafka_pending", kafka_pending), ("plan", plan), ("agent", agent), ("call_matching", call_matching),
+            ("expected_fingerprint", expected_fingerprint), ("max_parallelism", max_parallelism)) if value is not None}
+        return cls(rule=resolved_rule, markers=marker_list, runtime=info, model=model, store_flavour=flavour,
+                   plan=plan, agent=agent, call_matching=matching, expected_fingerprint=expected_fingerprint,
+                   max_parallelism=max_parallelism, provenance=provenance, given=given)
+
+    @classmethod
+    def resolve(cls, log: Any = None, recovery: Recovery | None = None, **overrides: Any) -> Recovery:
+        """What every verb does first: ``recovery`` with ``overrides`` applied, or settings for ``log``.
+
+        Overrides that are None are not given. An override of ``rule`` or ``runtime`` re-resolves what
+        depends on it (the default rule follows the runtime).
+        """
+        unknown = set(overrides) - set(SETTING_NAMES)
+        if unknown:
+            raise RecoveryError(f"unknown recovery setting(s) {', '.join(sorted(unknown))}; "
+                                f"use {', '.join(SETTING_NAMES)}")
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if recovery is None:
+            return cls.for_log(log, **given)
+        return recovery.replace(log, **given) if given else recovery
+
+    def replace(self, log: Any = None, **overrides: Any) -> Recovery:
+        """A copy with ``overrides`` (the :data:`SETTING_NAMES`) applied, re-resolved against ``log``.
+
+        Settings that were given stay given; defaults are resolved again (without a ``log``, the runtime
+        stays the one already resolved).
+        """
+        merged = {**self.given, **overrides}
+        if log is None and merged.get("runtime") is None:
+            merged["runtime"] = self.runtime
+        return Recovery.for_log(log, **merged)
+
+    @property
+    def what_if(self) -> bool:
+        """True when the rule is not the one the runtime ships: the answer is hypothetical."""
+        return self.rule.name != self.runtime.default_rule
+
+    @property
+    def rule_label(self) -> str:
+        """The rule's name, marked as a what-if when it is one (for results, views and reports)."""
+        return f"{self.rule.name} (what-if; {self.runtime.name} ships {self.runtime.default_rule})" if self.what_if \
+            else self.rule.name
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready settings with their provenance (CLI ``--json``, reports, copied links)."""
+        return {"rule": self.rule.name, "what_if": self.what_if, "markers": _jsonable_markers(self.markers),
+                "runtime": self.runtime.name, "runtime_inferred": self.runtime.inferred,
+                "store_flavour": self.store_flavour, "kafka_pending": self.model.kafka_pending,
+                "call_matching": self.call_matching, "expected_fingerprint": self.expected_fingerprint,
+                "max_parallelism": self.max_parallelism, "plan": "given" if self.plan is not None else "from the log",
+                "agent": "given" if self.agent is not None else "as recorded",
+                "provenance": dict(self.provenance)}
+
+    def describe(self) -> str:
+        """One line per setting: its value and where it came from."""
+        return "\n".join(f"{name}: {words}" for name, words in self.provenance.items())
+
+    def __repr__(self) -> str:
+        return (f"Recovery(rule={self.rule_label!r}, runtime={self.runtime.name!r}, "
+                f"markers={_markers_words(self.markers)}, store_flavour={self.store_flavour!r})")
+
+
+def _resolve_rule(rule: Any, info: RuntimeInfo, flavour: str) -> DivergenceRule:
+    if rule is None:
+        rule = info.default_rule
+    if flavour != "auto":
+        name = rule if isinstance(rule, str) else getattr(rule, "name", None)
+        if name not in ("original", f"original:{flavour}") and not (isinstance(name, str)
+                                                                     and name.startswith("original:")):
+            raise RecoveryError(f"store_flavour={flavour!r} applies to the original rule only, not {name!r}")
+        if isinstance(rule, str):
+            rule = f"original:{flavour}"
+    return resolve_rule(rule)
+
+
+def _markers(markers: Any) -> tuple[Markers, str]:
+    if markers is None:
+        return None, "none given: the whole loaded log is the rebuild window"
+    as_markers = getattr(markers, "as_markers", None)  # a read checkpoint (ai.checkpoint) or anything like it
+    if callable(as_markers):
+        words = str(getattr(markers, "provenance", None) or f"from {type(markers).__name__}")
+        markers = as_markers()
+        normalize_markers(markers)   # raises on malformed markers, here rather than mid-verb
+        return markers, words
+    if isinstance(markers, Mapping):
+        markers = [markers]
+    if not isinstance(markers, Sequence) or isinstance(markers, str | bytes):
+        raise RecoveryError(f"markers must be a list of {{partition: offset}} maps, got {type(markers).__name__}")
+    listed = [dict(m) if isinstance(m, Mapping) else m for m in markers]
+    normalize_markers(listed)
+    return listed, "given" if listed else "given: an empty list, a fresh start (nothing is rebuilt)"
+
+
+def _runtime_words(info: RuntimeInfo) -> str:
+    return f"{info.name}: {'inferred' if info.inferred else 'given'} ({info.evidence})"
+
+
+def _jsonable_markers(markers: Markers) -> object:
+    if markers is None:
+        return None
+    if isinstance(markers, Mapping):
+        markers = [markers]
+    return [{str(k): v for k, v in dict(m).items()} for m in markers]
+
+
+def _markers_words(markers: Markers) -> str:
+    if markers is None:
+        return "whole log"
+    merged = normalize_markers(markers)
+    return "fresh start" if merged is None else "{" + ", ".join(f"{p}: {o}" for p, o in sorted(merged.items())) + "}"

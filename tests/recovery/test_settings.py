@@ -1,0 +1,69 @@
+"""The one settings object: resolved once, with provenance; a what-if says so."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect import RecoveryError
+from agent_inspect.store import Outcome, RecordStatus
+
+
+@pytest.fixture(scope="module")
+def log() -> ai.ActionStateLog:
+    return ai.load("sample_logs/production.jsonl")
+
+
+def test_defaults_follow_the_runtime(log: ai.ActionStateLog) -> None:
+    r = ai.Recovery.for_log(log)
+    assert r.runtime.name == "0.4" and r.runtime.inferred
+    assert r.rule.name == r.runtime.default_rule == "original"
+    assert not r.what_if
+    assert r.markers is None and "whole loaded log" in r.provenance["markers"]
+    assert r.provenance["rule"] == "original: the rule 0.4 ships"
+
+
+def test_a_what_if_is_labelled(log: ai.ActionStateLog) -> None:
+    r = ai.Recovery.for_log(log, rule="fixed", markers=ai.samples.markers("production"))
+    assert r.what_if
+    assert r.rule_label == "fixed (what-if; 0.4 ships original)"
+    assert "what-if" in r.provenance["rule"]
+    assert r.as_dict()["what_if"] is True
+
+
+def test_replace_keeps_what_was_given(log: ai.ActionStateLog) -> None:
+    m = ai.samples.markers("production")
+    r = ai.Recovery.for_log(log, markers=m, rule="fixed")
+    again = ai.Recovery.resolve(log, r, max_parallelism=128)
+    assert again.rule.name == "fixed" and again.markers == r.markers and again.max_parallelism == 128
+    assert ai.Recovery.resolve(log, r) is r
+    back = r.replace(rule="original")
+    assert not back.what_if and back.markers == r.markers and back.runtime == r.runtime
+    given_runtime = ai.Recovery.for_log(log, runtime="main")
+    assert given_runtime.runtime.name == "main" and not given_runtime.runtime.inferred
+    assert given_runtime.model.subagent_results
+
+
+def test_store_flavour_is_the_original_rules(log: ai.ActionStateLog) -> None:
+    r = ai.Recovery.for_log(log, store_flavour="segment")
+    assert r.rule.name == "original" and getattr(r.rule, "flavour", None) == "segment" and not r.what_if
+    with pytest.raises(RecoveryError, match="original rule only"):
+        ai.Recovery.for_log(log, rule="fixed", store_flavour="kafka-k1")
+    with pytest.raises(RecoveryError, match="unknown store flavour"):
+        ai.Recovery.for_log(log, store_flavour="0.4")
+
+
+def test_bad_settings_fail_with_one_line(log: ai.ActionStateLog) -> None:
+    with pytest.raises(RecoveryError, match="unknown recovery setting"):
+        ai.Recovery.resolve(log, None, rules="fixed")
+    with pytest.raises(RecoveryError, match="markers must be"):
+        ai.Recovery.for_log(log, markers="0:12")
+    with pytest.raises(RecoveryError, match="call_matching"):
+        ai.Recovery.for_log(log, call_matching="fuzzy")  # type: ignore[arg-type]
+
+
+def test_fresh_start_and_vocabulary(log: ai.ActionStateLog) -> None:
+    r = ai.Recovery.for_log(log, markers=[])
+    assert r.markers == [] and "fresh start" in r.provenance["markers"] and "fresh start" in repr(r)
+    assert Outcome.NOT_DISPATCHED == "NOT-DISPATCHED" and RecordStatus.EVICTED == "evicted"
+    assert ai.recovery.STATUSES == tuple(s.value for s in RecordStatus)
