@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect.log import RuntimeInfo, resolve_runtime
@@ -19,11 +19,28 @@ from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RuntimeModel, runtime_model
 
 if TYPE_CHECKING:
+    import pandas as pd
+
+    from agent_inspect._types import LogLike
     from agent_inspect.recovery._plan import ReplayPlan
 
-__all__ = ["Recovery", "CallMatching", "STORE_FLAVOURS", "SETTING_NAMES"]
+__all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "MarkerSource", "STORE_FLAVOURS",
+           "SETTING_NAMES"]
 
 CallMatching = Literal["position", "function-id"]
+#: What a rule may be given as: a built-in name, ``"original:<flavour>"``, ``"module:Class"``, a class or an instance.
+RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
+
+
+@runtime_checkable
+class MarkerSource(Protocol):
+    """Anything that holds a restore's markers (a read checkpoint): ``as_markers()`` gives the maps."""
+
+    def as_markers(self) -> list[dict[int, int]]: ...
+
+
+#: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
+MarkersLike: TypeAlias = "Markers | MarkerSource"
 #: Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or segment).
 STORE_FLAVOURS = ("auto", *FLAVOURS)
 #: The overrides every verb accepts (``recovery=`` aside), with the same names and meanings everywhere.
@@ -56,17 +73,18 @@ class Recovery:
     model: RuntimeModel
     store_flavour: str = "auto"
     plan: ReplayPlan | None = None
-    agent: Any = None
+    agent: object | None = None
     call_matching: CallMatching = "position"
     expected_fingerprint: str | None = None
     max_parallelism: int | None = None
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False)
-    given: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    given: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def for_log(cls, log: Any = None, *, rule: Any = None, markers: Any = None, runtime: Any = None,
+    def for_log(cls, log: LogLike | pd.DataFrame | None = None, *, rule: RuleLike | None = None,
+                markers: MarkersLike = None, runtime: str | RuntimeInfo | None = None,
                 store_flavour: str | None = None, kafka_pending: str | None = None, plan: ReplayPlan | None = None,
-                agent: Any = None, call_matching: CallMatching | None = None,
+                agent: object | None = None, call_matching: CallMatching | None = None,
                 expected_fingerprint: str | None = None, max_parallelism: int | None = None) -> Recovery:
         """Resolve the settings for ``log`` (an ``ActionStateLog``, a records frame, or None).
 
@@ -105,7 +123,8 @@ class Recovery:
                    max_parallelism=max_parallelism, provenance=provenance, given=given)
 
     @classmethod
-    def resolve(cls, log: Any = None, recovery: Recovery | None = None, **overrides: Any) -> Recovery:
+    def resolve(cls, log: LogLike | pd.DataFrame | None = None, recovery: Recovery | None = None,
+                **overrides: object) -> Recovery:
         """What every verb does first: ``recovery`` with ``overrides`` applied, or settings for ``log``.
 
         Overrides that are None are not given. An override of ``rule`` or ``runtime`` re-resolves what
@@ -115,18 +134,18 @@ class Recovery:
         if unknown:
             raise RecoveryError(f"unknown recovery setting(s) {', '.join(sorted(unknown))}; "
                                 f"use {', '.join(SETTING_NAMES)}")
-        given = {k: v for k, v in overrides.items() if v is not None}
+        given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}  # checked by for_log
         if recovery is None:
             return cls.for_log(log, **given)
         return recovery.replace(log, **given) if given else recovery
 
-    def replace(self, log: Any = None, **overrides: Any) -> Recovery:
+    def replace(self, log: LogLike | pd.DataFrame | None = None, **overrides: object) -> Recovery:
         """A copy with ``overrides`` (the :data:`SETTING_NAMES`) applied, re-resolved against ``log``.
 
         Settings that were given stay given; defaults are resolved again (without a ``log``, the runtime
         stays the one already resolved).
         """
-        merged = {**self.given, **overrides}
+        merged: dict[str, Any] = {**self.given, **overrides}  # checked by for_log
         if log is None and merged.get("runtime") is None:
             merged["runtime"] = self.runtime
         return Recovery.for_log(log, **merged)
@@ -174,15 +193,14 @@ def _resolve_rule(rule: Any, info: RuntimeInfo, flavour: str) -> DivergenceRule:
     return resolve_rule(rule)
 
 
-def _markers(markers: Any) -> tuple[Markers, str]:
+def _markers(markers: object) -> tuple[Markers, str]:
     if markers is None:
         return None, "none given: the whole loaded log is the rebuild window"
-    as_markers = getattr(markers, "as_markers", None)  # a read checkpoint (ai.checkpoint) or anything like it
-    if callable(as_markers):
+    if isinstance(markers, MarkerSource):   # a read checkpoint (ai.checkpoint) or anything like it
         words = str(getattr(markers, "provenance", None) or f"from {type(markers).__name__}")
-        markers = as_markers()
-        normalize_markers(markers)   # raises on malformed markers, here rather than mid-verb
-        return markers, words
+        maps = markers.as_markers()
+        normalize_markers(maps)   # raises on malformed markers, here rather than mid-verb
+        return maps, words
     if isinstance(markers, Mapping):
         markers = [markers]
     if not isinstance(markers, Sequence) or isinstance(markers, str | bytes):
