@@ -46,6 +46,7 @@ _LAZY: dict[str, str] = {
     "reconstruct": "agent_inspect.recovery",
     "Reconstruction": "agent_inspect.recovery",
     "ReplayPlan": "agent_inspect.recovery",
+    "infer_markers": "agent_inspect.recovery",
     # replay executor
     "ReplayExecutor": "agent_inspect.executor",
     # checked against the job's Trace Log
@@ -70,7 +71,7 @@ __all__ = [
     # loading
     "load", "load_kafka", "load_fluss", "load_file", "ActionStateLog",
     # recovery model
-    "reconstruct", "Reconstruction", "ReplayPlan",
+    "reconstruct", "Reconstruction", "ReplayPlan", "infer_markers",
     # replay executor
     "ReplayExecutor",
     # checked against the job's Trace Log
