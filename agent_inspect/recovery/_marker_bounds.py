@@ -17,7 +17,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
 
-__all__ = ["Restart", "Bounds", "Timeline", "TraceFrame", "restarts", "restore_bounds", "refresh_checkpoints",
+__all__ = ["Restart", "Bounds", "Timeline", "TraceFrame", "TraceFacts", "restarts", "restore_bounds", "refresh_checkpoints",
            "trace_bounds", "trace_notes", "spans", "settle"]
 
 
@@ -26,6 +26,8 @@ class TraceFrame(Protocol):
 
     @property
     def good(self) -> pd.DataFrame: ...
+
+    def executions(self) -> pd.DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,22 @@ def refresh_checkpoints(log: ActionStateLog, line: Timeline) -> tuple[list[tuple
 
 # -- the trace ------------------------------------------------------------------------------------------------
 
-def trace_bounds(log: ActionStateLog, trace: TraceFrame, line: Timeline, before: np.ndarray, span: np.ndarray) -> Bounds:
+@dataclass(frozen=True)
+class TraceFacts:
+    """What a trace says about its restore, read once: ``inputs`` (business key, input fingerprint) in order;
+    ``reused`` and ``restored``: trigger event id -> business key of the tasks it shows reused, or restored
+    from the checkpoint (their trigger event was never emitted)."""
+
+    inputs: list[tuple[str, str]]
+    reused: dict[str, str]
+    restored: dict[str, str]
+
+    @classmethod
+    def of(cls, trace: TraceFrame) -> TraceFacts:
+        return cls(_trace_inputs(trace), _trace_reused(trace), _trace_restored(trace))
+
+
+def trace_bounds(log: ActionStateLog, trace: TraceFacts, line: Timeline, before: np.ndarray, span: np.ndarray) -> Bounds:
     """Bounds from a Trace Log of the restore: every ``_input_event`` it shows was replayed from the source
     (its round started after the checkpoint); every task whose trigger event the trace never emitted was
     restored from the checkpoint (its round was in flight). Rounds are matched by key and input fingerprint
@@ -279,7 +296,7 @@ def trace_bounds(log: ActionStateLog, trace: TraceFrame, line: Timeline, before:
     for i in np.flatnonzero(roots).tolist():
         logged.setdefault(str(bk_col[i]), {}).setdefault(int(seq_col[i]), set()).add(str(fp_col[i]))
     traced: dict[str, list[str]] = {}
-    for bk, fp in _trace_inputs(trace):
+    for bk, fp in trace.inputs:
         traced.setdefault(bk, []).append(fp)
     for bk, fps in traced.items():
         seq = _first_replayed(logged.get(bk, {}), fps)
@@ -289,14 +306,26 @@ def trace_bounds(log: ActionStateLog, trace: TraceFrame, line: Timeline, before:
         bounds.upper.append((int(line.ms[at]), f"the trace shows the input of round ({bk}, {seq}) replayed, so the "
                                                f"round started after the checkpoint (its first record: "
                                                f"{line.where(at)})"))
-    restored = _trace_restored(trace)
+    # a task the trace shows reused found its completed state in the window (spec §9.3 step 2)
+    reused = trace.reused
+    if reused:
+        ids = records["task_event_id"].astype(object).to_numpy()
+        done = records["completed"].fillna(False).to_numpy(dtype=bool)
+        latest: dict[str, int] = {}
+        for i in np.flatnonzero(before & done).tolist():
+            if reused.get(str(ids[i])) == str(bk_col[i]):
+                latest[str(ids[i])] = i
+        for i in latest.values():
+            bounds.upper.append((int(line.ms[i]), f"the trace shows the task of event {str(ids[i])[:8]}… reused, so its "
+                                                  f"completed state ({line.where(i)}) was in the window"))
+    restored = trace.restored
     if restored:
         ids = records["task_event_id"].astype(object).to_numpy()
         for i in np.flatnonzero(span & records["seq"].notna().to_numpy()).tolist():
             if restored.get(str(ids[i])) == str(bk_col[i]):
                 key = (str(bk_col[i]), int(seq_col[i]))
                 at = first.get(key, i)
-                bounds.lower.append((int(line.ms[at]), f"the trace shows a task of round {key[0], key[1]} restored "
+                bounds.lower.append((int(line.ms[at]), f"the trace shows a task of round ({key[0]}, {key[1]}) restored "
                                                        "from the checkpoint (its trigger event was never emitted), so "
                                                        f"the round was in flight (its first record: {line.where(at)})"))
     return bounds
@@ -334,6 +363,15 @@ def _trace_inputs(trace: TraceFrame) -> list[tuple[str, str]]:
     return out
 
 
+def _trace_reused(trace: TraceFrame) -> dict[str, str]:
+    """Trigger event id -> business key of the action executions the trace shows reused."""
+    execs = trace.executions()
+    if not len(execs):
+        return {}
+    rows = execs[(execs["observed"] == "REUSE") & execs["trigger_event_id"].notna()]
+    return {str(t): str(k) for t, k in zip(rows["trigger_event_id"], rows["business_key"].astype(object))}
+
+
 def _trace_restored(trace: TraceFrame) -> dict[str, str]:
     """Trigger event id -> business key of the traced tasks whose trigger the trace never emitted (restored)."""
     good = trace.good
@@ -343,7 +381,7 @@ def _trace_restored(trace: TraceFrame) -> dict[str, str]:
             if str(t) not in emitted}
 
 
-def trace_notes(log: ActionStateLog, trace: TraceFrame) -> list[str]:
+def trace_notes(log: ActionStateLog, trace: TraceFrame, facts: TraceFacts) -> list[str]:
     """What of the trace could not be matched to the log, one sentence each."""
     good = getattr(trace, "good", None)
     if good is None or not len(good):
@@ -355,7 +393,7 @@ def trace_notes(log: ActionStateLog, trace: TraceFrame) -> list[str]:
         notes.append(f"{cut} traced input(s) are truncated (trace-log detail STANDARD): not matched to the log")
     records = log.records
     have = set(zip(records["business_key"].astype(str), records["event_uuid"].astype(str)))
-    mine = _trace_inputs(trace)
+    mine = facts.inputs
     unmatched = sum(1 for x in mine if x not in have)
     if mine and unmatched == len(mine):
         notes.append("no traced input matches a round of the log: the trace may be of another job")

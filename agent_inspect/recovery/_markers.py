@@ -25,6 +25,7 @@ import pandas as pd
 from agent_inspect.recovery._marker_bounds import (
     Bounds,
     Timeline,
+    TraceFacts,
     TraceFrame,
     refresh_checkpoints,
     restarts,
@@ -115,15 +116,16 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
 
     # the checkpoint the trace's restore restored: the log's last restore, or else the next one
     if trace is not None and line.ok:
-        tnotes = trace_notes(log, trace)
+        facts = TraceFacts.of(trace)
+        tnotes = trace_notes(log, trace, facts)
         target = last
         upto = line.ms < last.at if last is not None else np.ones(len(records), dtype=bool)
-        b, t, skipped = settle(lambda span: trace_bounds(log, trace, line, upto, span),
+        b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, upto, span),
                                 spans(line, cuts, last.at if last is not None else None), line)
         if target is not None and t is None:
             target = None
             everything = np.ones(len(records), dtype=bool)
-            b, t, skipped = settle(lambda span: trace_bounds(log, trace, line, everything, span),
+            b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, everything, span),
                                     spans(line, cuts, None), line)
         if t is not None:
             conflicts = b.conflicts()
