@@ -349,7 +349,8 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
                 continue
             others[name] = cmp
             rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
-                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": "given"})
+                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": "given",
+                         "marker_values": None})
         if infer and plan_given is None:
             rows += _rank_markers(log, trace, execs, agent, markers, cands, notes)
         if rows:
