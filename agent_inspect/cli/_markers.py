@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
-    from agent_inspect.recovery._markers import CONFIDENCE_MEANS
+    from agent_inspect.recovery import CONFIDENCE_MEANS
     from agent_inspect.trace import load_trace
 
     log = load(args.source)
