@@ -7,9 +7,9 @@ Trace Log shows replayed or restored, bound the checkpoint's instant from above 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
@@ -37,7 +37,6 @@ class Restart:
     number: int
     at: int                       # ms: first write of the restarted job
     pause_ms: int
-    first: dict[int, int]         # partition -> first offset at or after ``at``
     shown_by: tuple[int, ...]     # positions of per-key attempt starts voting for it
 
 
@@ -148,68 +147,72 @@ def restarts(records: pd.DataFrame, line: Timeline, refresh: Iterable[int] = ())
         votes.setdefault(at, []).append(int(i))
         pause[at] = int(gaps[k])
     if votes:
-        shortest = min(pause.values())
-        for k in np.flatnonzero(gaps >= max(shortest // 2, 1)).tolist():
+        # a pause as long as a restart, and far longer than the job's usual pause between writes
+        least = max(min(pause.values()) // 2, 10 * int(np.median(gaps)) if len(gaps) else 0, 1)
+        for k in np.flatnonzero(gaps >= least).tolist():
             at = int(sorted_ms[k + 1])
             if at not in votes:
                 votes[at] = []
                 pause[at] = int(gaps[k])
-    return [Restart(n + 1, at, pause[at], line.markers_at(at), tuple(votes[at]))
-            for n, at in enumerate(sorted(votes))]
+    return [Restart(n + 1, at, pause[at], tuple(votes[at])) for n, at in enumerate(sorted(votes))]
 
 
 # -- bounds from what a restore did -----------------------------------------------------------------------------
 
-def _rounds(records: pd.DataFrame, mask: np.ndarray) -> pd.DataFrame:
-    """Per (business key, seq) among the rows in ``mask``: first position, roots' event ids and fingerprints."""
-    sub = records[mask & records["seq"].notna().to_numpy() & records["business_key"].notna().to_numpy()]
-    if not len(sub):
-        return pd.DataFrame(columns=["first", "root_ids", "root_fps"])
-    pos = pd.Series(np.flatnonzero(mask & records["seq"].notna().to_numpy()
-                                   & records["business_key"].notna().to_numpy()), index=sub.index)
-    roots = sub["is_root"].fillna(False).to_numpy(dtype=bool)
-    frame = pd.DataFrame({"bk": sub["business_key"].astype(str).to_numpy(), "seq": sub["seq"].astype("int64").to_numpy(),
-                          "pos": pos.to_numpy(), "root_id": np.where(roots, sub["task_event_id"].astype(object), None),
-                          "root_fp": np.where(roots, sub["event_uuid"].astype(object), None)})
-    g = frame.groupby(["bk", "seq"], sort=False)
-    return pd.DataFrame({"first": g["pos"].min(),
-                         "root_ids": g["root_id"].agg(lambda s: frozenset(x for x in s if isinstance(x, str))),
-                         "root_fps": g["root_fp"].agg(lambda s: frozenset(x for x in s if isinstance(x, str)))})
+class _Round(NamedTuple):
+    first: int                  # position of its first record
+    root_ids: frozenset[str]    # event ids of its root records' trigger (the input)
+
+
+def _rounds(records: pd.DataFrame, mask: np.ndarray) -> dict[tuple[str, int], _Round]:
+    """Per (business key, seq) among the rows in ``mask``: first position and the input's event ids."""
+    bk = records["business_key"].astype(object).to_numpy()
+    seq = records["seq"].to_numpy(dtype="float64", na_value=np.nan)
+    root = records["is_root"].fillna(False).to_numpy(dtype=bool)
+    ids = records["task_event_id"].astype(object).to_numpy()
+    first: dict[tuple[str, int], int] = {}
+    roots: dict[tuple[str, int], set[str]] = {}
+    for i in np.flatnonzero(mask).tolist():
+        if not isinstance(bk[i], str) or seq[i] != seq[i]:
+            continue
+        key = (bk[i], int(seq[i]))
+        first.setdefault(key, i)
+        if root[i] and isinstance(ids[i], str):
+            roots.setdefault(key, set()).add(ids[i])
+    return {key: _Round(pos, frozenset(roots.get(key, ()))) for key, pos in first.items()}
 
 
 def restore_bounds(records: pd.DataFrame, line: Timeline, before: np.ndarray, after: np.ndarray,
-                    span: np.ndarray) -> Bounds:
+                   span: np.ndarray) -> Bounds:
     """Bounds on the checkpoint a restore restored, from what it wrote (``after``) against the log before it.
 
     ``span``: the rows of the attempt the checkpoint was presumably taken in (between the previous restart and
-    this one). A round the restore started again from an input with a new event id ran after the checkpoint
-    (T <= its first record in ``span``); a round whose root it re-wrote with the old event id was in flight
-    (T > its first record); a state it resumed (first write not an initial record) was in the window
-    (T <= its last write before the restore).
+    this one). A round the restore started from an input with a new event id had not begun at the checkpoint,
+    nor had any later round of its key (T <= the first record in ``span`` of the first such round); a round whose
+    input it re-submitted with the old event id was in flight (T > its first record); a state it resumed (first
+    write not an initial record) was in the window (T <= its last write before the restore).
     """
     bounds = Bounds()
     old = _rounds(records, span)
-    new = _rounds(records, after)
     old_by_key: dict[str, list[tuple[int, int]]] = {}
-    for (bk, seq), first in zip(old.index, old["first"]):
-        old_by_key.setdefault(bk, []).append((int(seq), int(first)))
-    for (bk, seq), row in new.iterrows():
-        if not row["root_ids"] or bk not in old_by_key:
+    for (bk, seq), r in old.items():
+        old_by_key.setdefault(bk, []).append((seq, r.first))
+    for (bk, seq), row in _rounds(records, after).items():
+        if not row.root_ids or bk not in old_by_key:
             continue
-        mine = old.loc[(bk, seq)] if (bk, seq) in old.index else None
-        if mine is not None and row["root_ids"] & mine["root_ids"]:
-            first = int(mine["first"])
-            bounds.lower.append((int(line.ms[first]), f"round ({bk}, {seq}) was in flight: the restore re-submitted "
-                                                      f"its input with the old event id (its first record before "
-                                                      f"the restore: {line.where(first)})"))
+        mine = old.get((bk, seq))
+        if mine is not None and row.root_ids & mine.root_ids:
+            bounds.lower.append((int(line.ms[mine.first]), f"round ({bk}, {seq}) was in flight: the restore "
+                                                            "re-submitted its input with the old event id (its first "
+                                                            f"record before the restore: {line.where(mine.first)})"))
             continue
         later = [(f, s2) for s2, f in old_by_key[bk] if s2 >= seq]
         if later:
             first, s2 = min(later)
             bounds.upper.append((int(line.ms[first]), f"the restore started round ({bk}, {seq}) from an input with a "
-                                                      f"new event id (at {line.where(int(row['first']))}), so the key "
-                                                      f"had not reached round {seq} at the checkpoint: round ({bk}, "
-                                                      f"{s2}) began after it (at {line.where(first)})"))
+                                                      f"new event id (at {line.where(row.first)}), so the key had not "
+                                                      f"reached round {seq} at the checkpoint: round ({bk}, {s2}) "
+                                                      f"began after it (at {line.where(first)})"))
     # states the restore resumed were in its rebuild window
     sk = records["state_key"].astype(object).to_numpy()
     done = records["completed"].fillna(False).to_numpy(dtype=bool)
@@ -414,22 +417,20 @@ def _round_first(records: pd.DataFrame, mask: np.ndarray) -> dict[tuple[str, int
     return out
 
 
-def spans(line: Timeline, cuts: Sequence[int], upto: int | None) -> list[np.ndarray]:
+def spans(line: Timeline, cuts: Sequence[int], upto: int | None) -> Iterator[np.ndarray]:
     """The rows of each attempt before instant ``upto`` (None: the whole log), latest first; ``cuts`` are restarts."""
     edges = [c for c in cuts if upto is None or c < upto]
     bounds = [None, *edges, upto]
-    spans = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in reversed(list(zip(bounds[:-1], bounds[1:]))):
         m = np.ones(len(line.ms), dtype=bool)
         if lo is not None:
             m &= line.ms >= lo
         if hi is not None:
             m &= line.ms < hi
-        spans.append(m)
-    return spans[::-1]
+        yield m
 
 
-def settle(bounds_of: Callable[[np.ndarray], Bounds], spans: Sequence[np.ndarray], line: Timeline) -> tuple[Bounds, int | None, int]:
+def settle(bounds_of: Callable[[np.ndarray], Bounds], spans: Iterable[np.ndarray], line: Timeline) -> tuple[Bounds, int | None, int]:
     """The bounds from the latest attempt that places the checkpoint inside it: a restore that ran an attempt again
     from its very first record restored the same checkpoint as that attempt did (or an older one), so the older
     attempt is read instead. Returns the bounds, their instant and how many attempts were skipped so."""

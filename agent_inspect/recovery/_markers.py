@@ -148,6 +148,7 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
 
     # the last restore in the log
     if last is not None:
+        first = line.markers_at(last.at)
         before = line.ms < last.at
         b, t, skipped = settle(lambda span: restore_bounds(records, line, before, ~before, span),
                                 spans(line, cuts, last.at), line)
@@ -167,8 +168,8 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
                 f"{start}: {_evidence(b, skipped)}; rounds it reused wrote nothing, so the checkpoint may lie earlier",
                 0.5 if not conflicts else 0.3, last.number, tuple(f"conflicting: {c}" for c in conflicts)))
         candidates.append(MarkerCandidate(
-            [dict(last.first)], "attempt boundary",
-            f"{start}: its first writes ({_places(last.first)}); right when the restored checkpoint came just before "
+            [first], "attempt boundary",
+            f"{start}: its first writes ({_places(first)}); right when the restored checkpoint came just before "
             "the failure and the failed attempt wrote nothing after it", 0.3, last.number))
 
     # fallbacks
