@@ -59,7 +59,8 @@ class Timeline:
     """The log's records in write order (timestamps), with per-partition offsets to turn an instant into markers."""
 
     def __init__(self, records: pd.DataFrame, partitions: Iterable[int], ends: Mapping[int, int]) -> None:
-        ms, valid = _to_ms(records["timestamp"]) if "timestamp" in records else (np.zeros(len(records), "int64"), False)
+        ms, valid = _to_ms(records["timestamp"], records["partition"]) if "timestamp" in records else \
+            (np.zeros(len(records), "int64"), False)
         self.ok = valid and len(np.unique(ms)) > 1
         self.ms = ms
         self.part = records["partition"].to_numpy(dtype="int64")
@@ -85,14 +86,19 @@ class Timeline:
         return f"partition {int(self.part[pos])} offset {int(self.off[pos])}"
 
 
-def _to_ms(ts: pd.Series) -> tuple[np.ndarray, bool]:
-    """Milliseconds since the epoch, and whether every record has a timestamp."""
+def _to_ms(ts: pd.Series, partition: pd.Series) -> tuple[np.ndarray, bool]:
+    """Milliseconds since the epoch, and whether they can order the writes: a record without a timestamp takes its
+    partition predecessor's (or successor's); more than one in ten without one cannot."""
     try:
         stamps = pd.to_datetime(ts, utc=True)
     except (TypeError, ValueError):
         return np.zeros(len(ts), dtype="int64"), False
-    if stamps.isna().any():
+    missing = int(stamps.isna().sum())
+    if missing * 10 > len(stamps) or missing == len(stamps):
         return np.zeros(len(ts), dtype="int64"), False
+    if missing:
+        by_part = stamps.groupby(partition.to_numpy(), sort=False)
+        stamps = by_part.ffill().fillna(by_part.bfill())
     return stamps.dt.tz_convert(None).to_numpy().astype("datetime64[ms]").astype("int64"), True
 
 

@@ -111,3 +111,13 @@ def test_without_timestamps_only_the_fallbacks_are_offered() -> None:
     cands = infer_markers(log)
     assert [c.source for c in cands] == ["whole log", "fresh start"]
     assert any("timestamps" in n for n in cands[0].notes)
+
+
+def test_a_few_records_without_a_timestamp_take_their_neighbours() -> None:
+    log = ai.load(ai.samples.path("production"))
+    expected = infer_markers(log)[0]
+    stamps = log.records["timestamp"].copy()
+    stamps.iloc[::50] = None                                   # 60 of 2989
+    log.records = log.records.assign(timestamp=stamps)
+    best = infer_markers(log)[0]
+    assert (best.source, best.markers) == (expected.source, expected.markers)
