@@ -127,10 +127,22 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
             everything = np.ones(len(records), dtype=bool)
             b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, everything, span),
                                     spans(line, cuts, None), line)
-        if t is not None:
+        which = f"restore {target.number} (attempt {target.number + 1})" if target is not None else \
+            "the restore after the log's last record"
+        floor = max((lo for lo, _ in b.lower), default=None)
+        fit = [c for c in checkpoints if floor is not None and c[0] > floor
+               and (target is None or c[0] < target.at)] if t is None else []
+        if fit:
+            # a restore that replays no input: the trace shows only tasks restored in flight, the refresh rows
+            # show which checkpoints came after they started
+            ct, pos, rows = fit[-1]
+            candidates.append(MarkerCandidate(
+                [line.markers_at(ct)], "trace",
+                f"{which}: the trace shows no input replayed; {max(b.lower)[1]}; the latest checkpoint after that: "
+                f"{rows} refresh row(s) from {line.where(pos)}", 0.8,
+                target.number if target is not None else None, tuple(tnotes)))
+        elif t is not None:
             conflicts = b.conflicts()
-            which = f"restore {target.number} (attempt {target.number + 1})" if target is not None else \
-                "the restore after the log's last record"
             candidates.append(MarkerCandidate(
                 [line.markers_at(t)], "trace", f"{which}: " + _evidence(b, skipped), 0.9 if not conflicts else 0.5,
                 target.number if target is not None else None,

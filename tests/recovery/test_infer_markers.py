@@ -121,3 +121,13 @@ def test_a_few_records_without_a_timestamp_take_their_neighbours() -> None:
     log.records = log.records.assign(timestamp=stamps)
     best = infer_markers(log)[0]
     assert (best.source, best.markers) == (expected.source, expected.markers)
+
+
+def test_a_trace_that_replays_no_input_takes_the_checkpoint_after_its_restored_round() -> None:
+    """production_v4's restore resumes a chat checkpointed mid-action and replays no input: the trace shows only the
+    restored task; the refresh rows show the checkpoints, the latest after that round began is the one."""
+    log = ai.load(ai.samples.path("production_v4"))
+    best = infer_markers(log, ai.load_trace(ai.samples.path("production_v4", "trace")))[0]
+    assert best.source == "trace" and best.confidence == 0.8
+    assert best.markers == ai.samples.markers("production_v4")
+    assert "no input replayed" in best.evidence and "refresh row" in best.evidence
