@@ -24,6 +24,7 @@ import pandas as pd
 
 from agent_inspect.recovery._marker_bounds import (
     Bounds,
+    Restart,
     Timeline,
     TraceFacts,
     TraceFrame,
@@ -63,8 +64,9 @@ class MarkerCandidate:
     ``markers``: the list of ``{partition: offset}`` maps every verb accepts (``markers=``). ``source``: one of
     :data:`MARKER_SOURCES`. ``evidence``: what in the log or trace points here, in plain words with positions
     (partition and offset). ``confidence``: a number in [0, 1] (see :data:`CONFIDENCE_MEANS`). ``restore``:
-    which restore of the log it describes (1 = the first restart seen), or None for the next restore (of the
-    log's latest checkpoint) or a window that is no restore of the log.
+    which restore of the log it describes (1 = the first restart seen, the job's attempt 2), or None for the next
+    restore (of the log's latest checkpoint) or a window that is no restore of the log. ``notes``: what could not
+    be read or does not fit, one sentence each.
     """
 
     markers: list[dict[int, int]]
@@ -80,8 +82,6 @@ class MarkerCandidate:
                 "confidence": round(float(self.confidence), 3), "restore": self.restore,
                 "evidence": self.evidence, "notes": list(self.notes)}
 
-
-# -- inference --------------------------------------------------------------------------------------------------
 
 def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[MarkerCandidate]:
     """Candidate recovery markers for a restore of ``log``, best first, each with its evidence and confidence.
@@ -110,82 +110,24 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
                      "partitions: only the whole log and a fresh start are offered")
     checkpoints, refresh = refresh_checkpoints(log, line) if hasattr(log, "raw") else ([], frozenset())
     found = restarts(records, line, refresh)
-
     cuts = [r.at for r in found]
     last = found[-1] if found else None
-
-    # the checkpoint the trace's restore restored: the log's last restore, or else the next one
     if trace is not None and line.ok:
-        facts = TraceFacts.of(trace)
-        tnotes = trace_notes(log, trace, facts)
-        target = last
-        upto = line.ms < last.at if last is not None else np.ones(len(records), dtype=bool)
-        b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, upto, span),
-                                spans(line, cuts, last.at if last is not None else None), line)
-        if target is not None and t is None:
-            target = None
-            everything = np.ones(len(records), dtype=bool)
-            b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, everything, span),
-                                    spans(line, cuts, None), line)
-        which = f"restore {target.number} (attempt {target.number + 1})" if target is not None else \
-            "the restore after the log's last record"
-        floor = max((lo for lo, _ in b.lower), default=None)
-        fit = [c for c in checkpoints if floor is not None and c[0] > floor
-               and (target is None or c[0] < target.at)] if t is None else []
-        if fit:
-            # a restore that replays no input: the trace shows only tasks restored in flight, the refresh rows
-            # show which checkpoints came after they started
-            ct, pos, rows = fit[-1]
-            candidates.append(MarkerCandidate(
-                [line.markers_at(ct)], "trace",
-                f"{which}: the trace shows no input replayed; {max(b.lower)[1]}; the latest checkpoint after that: "
-                f"{rows} refresh row(s) from {line.where(pos)}", 0.8,
-                target.number if target is not None else None, tuple(tnotes)))
-        elif t is not None:
-            conflicts = b.conflicts()
-            candidates.append(MarkerCandidate(
-                [line.markers_at(t)], "trace", f"{which}: " + _evidence(b, skipped), 0.9 if not conflicts else 0.5,
-                target.number if target is not None else None,
-                tuple(tnotes) + tuple(f"conflicting: {c}" for c in conflicts)))
-        else:
+        traced, tnotes = _from_trace(log, trace, line, last, cuts, checkpoints)
+        candidates += traced
+        if not traced:
             notes += tnotes or ["the trace shows no replayed input or restored task of this log"]
-
-    # checkpoints the refresh rows show: the latest is what the next restore restores
     if checkpoints:
         ct, pos, rows = checkpoints[-1]
         candidates.append(MarkerCandidate(
             [line.markers_at(ct)], "refresh rows at a checkpoint",
             f"the latest checkpoint the log shows: {rows} refresh row(s) from {line.where(pos)} re-append the states "
             "it retained (addendum §2.2); the next restore restores it", 0.7, None))
-
-    # the last restore in the log
     if last is not None:
-        first = line.markers_at(last.at)
-        before = line.ms < last.at
-        b, t, skipped = settle(lambda span: restore_bounds(records, line, before, ~before, span),
-                                spans(line, cuts, last.at), line)
-        start = (f"restore {last.number} (attempt {last.number + 1}: writes resume after a {last.pause_ms / 1000:.1f} s "
-                 f"pause)")
-        fit = [c for c in checkpoints if c[0] < last.at and (t is None or c[0] <= t)]
-        if fit:
-            ct, pos, rows = fit[-1]
-            candidates.append(MarkerCandidate(
-                [line.markers_at(ct)], "refresh rows at a checkpoint",
-                f"{start}: the latest checkpoint before it that fits what it ran again: {rows} refresh row(s) from "
-                f"{line.where(pos)}", 0.7 if t is not None else 0.6, last.number))
-        if t is not None:
-            conflicts = b.conflicts()
-            candidates.append(MarkerCandidate(
-                [line.markers_at(t)], "first record a restore re-wrote",
-                f"{start}: {_evidence(b, skipped)}; rounds it reused wrote nothing, so the checkpoint may lie earlier",
-                0.5 if not conflicts else 0.3, last.number, tuple(f"conflicting: {c}" for c in conflicts)))
-        candidates.append(MarkerCandidate(
-            [first], "attempt boundary",
-            f"{start}: its first writes ({_places(first)}); right when the restored checkpoint came just before "
-            "the failure and the failed attempt wrote nothing after it", 0.3, last.number))
+        candidates += _from_restore(records, line, last, cuts, checkpoints)
 
     # fallbacks
-    no_restore = not found and not checkpoints
+    no_restore = line.ok and not found and not checkpoints
     candidates.append(MarkerCandidate(
         whole, "whole log",
         ("no restart and no checkpoint in the log: a restore of the checkpoint before its first record re-reads it "
@@ -194,6 +136,71 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     candidates.append(MarkerCandidate([], "fresh start", "no checkpoint restored: the cache starts empty (markers=[])",
                                       0.05))
     return _ranked(candidates)
+
+
+def _from_trace(log: ActionStateLog, trace: TraceFrame, line: Timeline, last: Restart | None, cuts: list[int],
+                checkpoints: list[tuple[int, int, int]]) -> tuple[list[MarkerCandidate], list[str]]:
+    """The checkpoint the trace's restore restored: the log's last restore, or else the restore after the log."""
+    facts = TraceFacts.of(trace)
+    tnotes = trace_notes(log, trace, facts)
+    target = last
+    upto = line.ms < last.at if last is not None else np.ones(len(line.ms), dtype=bool)
+    b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, upto, span),
+                           spans(line, cuts, last.at if last is not None else None), line)
+    if target is not None and t is None:
+        target = None
+        everything = np.ones(len(line.ms), dtype=bool)
+        b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, everything, span),
+                               spans(line, cuts, None), line)
+    which = f"restore {target.number} (attempt {target.number + 1})" if target is not None else \
+        "the restore after the log's last record"
+    number = target.number if target is not None else None
+    floor = max((lo for lo, _ in b.lower), default=None)
+    fit = [c for c in checkpoints if floor is not None and c[0] > floor
+           and (target is None or c[0] < target.at)] if t is None else []
+    if fit:
+        # a restore that replays no input: the trace shows only tasks restored in flight, the refresh rows show
+        # which checkpoints came after their round began
+        ct, pos, rows = fit[-1]
+        return [MarkerCandidate(
+            [line.markers_at(ct)], "trace",
+            f"{which}: the trace shows no input replayed; {max(b.lower)[1]}; the latest checkpoint after that: "
+            f"{rows} refresh row(s) from {line.where(pos)}", 0.8, number, tuple(tnotes))], tnotes
+    if t is None:
+        return [], tnotes
+    conflicts = b.conflicts()
+    return [MarkerCandidate([line.markers_at(t)], "trace", f"{which}: " + _evidence(b, skipped),
+                            0.9 if not conflicts else 0.5, number,
+                            tuple(tnotes) + tuple(f"conflicting: {c}" for c in conflicts))], tnotes
+
+
+def _from_restore(records: pd.DataFrame, line: Timeline, last: Restart, cuts: list[int],
+                  checkpoints: list[tuple[int, int, int]]) -> list[MarkerCandidate]:
+    """The checkpoint the log's last restore restored, as what it wrote bounds it; and where its writes begin."""
+    out = []
+    first = line.markers_at(last.at)
+    before = line.ms < last.at
+    b, t, skipped = settle(lambda span: restore_bounds(records, line, before, ~before, span),
+                           spans(line, cuts, last.at), line)
+    start = f"restore {last.number} (attempt {last.number + 1}: writes resume after a {last.pause_ms / 1000:.1f} s pause)"
+    fit = [c for c in checkpoints if c[0] < last.at and (t is None or c[0] <= t)]
+    if fit:
+        ct, pos, rows = fit[-1]
+        out.append(MarkerCandidate(
+            [line.markers_at(ct)], "refresh rows at a checkpoint",
+            f"{start}: the latest checkpoint before it that fits what it ran again: {rows} refresh row(s) from "
+            f"{line.where(pos)}", 0.7 if t is not None else 0.6, last.number))
+    if t is not None:
+        conflicts = b.conflicts()
+        out.append(MarkerCandidate(
+            [line.markers_at(t)], "first record a restore re-wrote",
+            f"{start}: {_evidence(b, skipped)}; rounds it reused wrote nothing, so the checkpoint may lie earlier",
+            0.5 if not conflicts else 0.3, last.number, tuple(f"conflicting: {c}" for c in conflicts)))
+    out.append(MarkerCandidate(
+        [first], "attempt boundary",
+        f"{start}: its first writes ({_places(first)}); right when the restored checkpoint came just before "
+        "the failure and the failed attempt wrote nothing after it", 0.3, last.number))
+    return out
 
 
 def _evidence(bounds: Bounds, skipped: int) -> str:
