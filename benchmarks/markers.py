@@ -18,10 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import agent_inspect as ai
+from agent_inspect.codec import kafka_partition
 from agent_inspect.log import ActionStateLog
 from agent_inspect.samples import fleet_records
 from agent_inspect.sources import RawBatch, SourceInfo
-from agent_inspect.codec import kafka_partition
 
 
 def best(f: Callable[[], Any], repeat: int) -> float:
