@@ -76,6 +76,15 @@ class MarkerCandidate:
     restore: int | None = None
     notes: tuple[str, ...] = field(default=())
 
+    def as_markers(self) -> list[dict[int, int]]:
+        """The ``{partition: offset}`` maps (a marker source, like a read checkpoint)."""
+        return [dict(m) for m in self.markers]
+
+    @property
+    def provenance(self) -> str:
+        """Where these markers come from, in a few words."""
+        return f"inferred from the {self.source} (confidence {self.confidence:.2f})"
+
     def to_dict(self) -> dict[str, object]:
         """Plain JSON-ready data (partition keys as strings, as in a markers file)."""
         return {"source": self.source, "markers": [{str(p): int(o) for p, o in m.items()} for m in self.markers],
