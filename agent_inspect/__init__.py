@@ -47,6 +47,7 @@ _LAZY: dict[str, str] = {
     "Reconstruction": "agent_inspect.recovery",
     "ReplayPlan": "agent_inspect.recovery",
     "Recovery": "agent_inspect.recovery",
+    "infer_markers": "agent_inspect.recovery",
     # replay executor
     "ReplayExecutor": "agent_inspect.executor",
     # checked against the job's Trace Log
@@ -71,7 +72,7 @@ __all__ = [
     # loading
     "load", "load_kafka", "load_fluss", "load_file", "ActionStateLog",
     # recovery model
-    "reconstruct", "Reconstruction", "ReplayPlan", "Recovery",
+    "reconstruct", "Reconstruction", "ReplayPlan", "Recovery", "infer_markers",
     # replay executor
     "ReplayExecutor",
     # checked against the job's Trace Log

@@ -33,7 +33,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--runtime", default="auto", choices=RUNTIMES,
                         help="upstream store flavour (default: auto, from the key format and source)")
     parser.add_argument("--job", help="the job to check when the trace mixes several")
-    parser.add_argument("--infer", action="store_true", help="rank every built-in rule and runtime by agreement")
+    parser.add_argument("--infer", action="store_true",
+                        help="rank every built-in rule and runtime, and the inferred markers, by agreement")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 
@@ -62,7 +63,9 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed {row.observed} "
                   f"[{row.cause}] {row.explanation}")
         if result.ranking is not None:
-            print("rules and runtimes by agreement:")
+            print("rules, runtimes and markers by agreement:" if args.infer else "rules and runtimes by agreement:")
             for r in result.ranking.head(5).itertuples(index=False):
-                print(f"  {r.name}: {r.agree} agree, {r.disagree} disagree")
+                whose = "" if getattr(r, "markers", "given") == "given" else \
+                    f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
+                print(f"  {r.name}{whose}: {r.agree} agree, {r.disagree} disagree")
     return 0 if result.agree else 1

@@ -13,7 +13,8 @@ from agent_inspect._errors import InspectError
 from agent_inspect.trace._runtime import call_entity
 from agent_inspect.trace._verification import Verification
 
-__all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace"]
+__all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
+           "MARKER_CANDIDATES"]
 
 #: ``runtime=``: "auto" (the store flavour follows the key format and source, as upstream) or one
 #: upstream store flavour of the original rule (spec §8.2). Later runtimes are added here.
@@ -276,7 +277,8 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     seqNums and in-flight tasks, else the log's window. ``runtime``: "auto" or an upstream store
     flavour (:data:`RUNTIMES`; applies to the ``original`` rule). ``job``: which job of a trace
     that mixes several. ``infer=True`` ranks every candidate rule and runtime by agreement (done
-    anyway when something disagrees, to explain it).
+    anyway when something disagrees, to explain it), and with no ``plan`` the inferred marker candidates
+    (``recovery.infer_markers``) × rules × runtimes too: ``ranking["markers"]`` says whose markers a row used.
     """
     from agent_inspect.recovery import predict
     from agent_inspect.trace._model import TraceLog, load_trace
@@ -311,6 +313,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     if runtime != "auto" and rule_eff == rule:
         notes.append(f"runtime {runtime} is recorded but changes nothing here: store flavours apply to the "
                      f"original rule, not {_rule_name(rule)}")
+    plan_given = plan
     if plan is None and log is not None:
         plan = plan_from_trace(trace, log, markers=markers, restore=restore)
         if plan is None:
@@ -346,7 +349,10 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
                 continue
             others[name] = cmp
             rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
-                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp)})
+                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": "given",
+                         "marker_values": None})
+        if infer and plan_given is None:
+            rows += _rank_markers(log, trace, execs, agent, markers, cands, notes)
         if rows:
             # ties: the runtime inferred from the key format and source ("auto") first, then candidate order
             ranking = pd.DataFrame(rows)
@@ -373,6 +379,39 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
                         rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
                         notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
+
+
+#: how many inferred marker candidates (of confidence 0.3 or more) ``verify(infer=True)`` ranks beside the given ones
+MARKER_CANDIDATES = 3
+
+
+def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, agent: Any, markers: Any,
+                  cands: Sequence[tuple[str, str]], notes: list[str]) -> list[dict[str, Any]]:
+    """Ranking rows for the inferred marker candidates (``recovery.infer_markers``) × rules × runtimes.
+
+    Each candidate's replay plan is the trace's, read against that candidate's window (:func:`plan_from_trace`).
+    Rows carry the candidate's source in ``markers`` and its markers in ``marker_values``; the given markers'
+    rows are ``markers="given"``.
+    """
+    from agent_inspect.recovery import infer_markers, normalize_markers, predict
+
+    given = normalize_markers(markers) if markers is not None else None
+    rows: list[dict[str, Any]] = []
+    for cand in [c for c in infer_markers(log, trace) if c.confidence >= 0.3][:MARKER_CANDIDATES]:
+        if markers is not None and normalize_markers(cand.markers) == given:
+            continue
+        plan = plan_from_trace(trace, log, markers=cand.markers)
+        for r, rt in cands:
+            name = _rule_name(_effective_rule(r, rt))
+            try:
+                cmp = compare(predict(log, plan, agent, rule=_effective_rule(r, rt), markers=cand.markers).tasks, execs)
+            except InspectError as exc:
+                notes.append(f"candidate {name} with markers from the {cand.source} could not be predicted: {exc}")
+                continue
+            rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
+                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": cand.source,
+                         "marker_values": cand.to_dict()["markers"]})
+    return rows
 
 
 def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, pd.DataFrame],
