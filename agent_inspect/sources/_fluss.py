@@ -225,7 +225,7 @@ async def _offsets(fluss: Any, conn: Any, path: Any, buckets: list[int], *, time
 async def _close(conn: Any, timeout: float) -> None:
     try:
         await asyncio.wait_for(conn.close(), timeout)
-    except Exception:  # noqa: BLE001,S110 - closing a broken connection must not hide the real error
+    except Exception:  # noqa: BLE001 - closing a broken connection must not hide the real error
         pass
 
 
