@@ -181,6 +181,7 @@ def scenario(name: str) -> Sample:
         make = _factory(name, key_format=KEY_FORMATS[name], num_partitions=4)
         job = production_story(make, k1=name == "production_k1")
         restore, case = job.attempts[-1].restored_from, None
+        assert restore is not None    # the story ends with a restored attempt
     elif name == _PRODUCTION_V4:
         from agent_inspect.samples._production_v4 import production_v4_story
 
