@@ -42,10 +42,18 @@ class LogLike(Protocol):
 class ReconstructionLike(Protocol):
     """A reconstruction: records with statuses, divergences, cache events and the log it came from."""
 
-    records: pd.DataFrame
-    divergences: pd.DataFrame
-    evictions: pd.DataFrame
-    log: Any
+    # read-only: a frozen dataclass (Reconstruction) matches
+    @property
+    def records(self) -> pd.DataFrame: ...
+
+    @property
+    def divergences(self) -> pd.DataFrame: ...
+
+    @property
+    def evictions(self) -> pd.DataFrame: ...
+
+    @property
+    def log(self) -> Any: ...
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
 

@@ -325,7 +325,8 @@ def _css() -> str:
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs()
+    js: str = get_plotlyjs()
+    return js
 
 
 def _sha256(text: str) -> str:
