@@ -57,7 +57,7 @@ class ScanResult:
     @property
     def complete(self) -> bool:
         """True when every planned window was scanned."""
-        return self.failures.empty
+        return bool(self.failures.empty)
 
     def at_risk(self, n: int | None = 20, rule: str | None = None) -> pd.DataFrame:
         """Keys ranked by risk under ``rule`` (default: the first rule scanned, usually "original"):
