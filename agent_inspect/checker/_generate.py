@@ -277,6 +277,7 @@ class _Generator:
             if s.kind is StepKind.PERSIST:
                 persists.append((s.index, s, s.key in tainted))
             elif s.kind is StepKind.LOOKUP and s.outcome in ("REUSE", "RESUME"):
+                assert s.state_key is not None and s.key is not None and s.seq is not None  # a lookup names its task
                 entry = ex.store.get(s.state_key)
                 if entry is not None and entry.pos is not None:
                     w = self.writes[entry.pos]
