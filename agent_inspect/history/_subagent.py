@@ -117,10 +117,12 @@ class _Digests:
 
             table = self._by_agent[agent] = {}
             for ex in self._candidates:
+                seq, action = ex.seq, ex.action_name
+                if seq is None or action is None:    # candidates have both (see __init__)
+                    continue
                 for etype, attrs in _trigger_variants(self._data, ex):
                     try:
-                        value = subagent_namespace_digest(
-                            self._key_text, ex.seq, ex.action_name, etype, attrs, agent)
+                        value = subagent_namespace_digest(self._key_text, seq, action, etype, attrs, agent)
                     except Exception:  # noqa: BLE001 - attributes the codec cannot canonicalize: no match
                         continue
                     table.setdefault(value, []).append(ex)
