@@ -152,7 +152,8 @@ def _default_factory(fluss: Any) -> ConnectionFactory:
         except Exception as exc:  # noqa: BLE001 - pyfluss raises its own FlussError for bad keys
             raise SourceError(f"bad Fluss client config: {_message(exc)}; keys are Java-style, "
                               f"e.g. 'security.protocol'") from None
-        return fluss.FlussConnection.create(cfg)
+        connecting: Awaitable[Any] = fluss.FlussConnection.create(cfg)
+        return connecting
 
     return create
 

@@ -36,7 +36,7 @@ def _source_json(source: SourceInfo) -> bytes:
     return json.dumps(dataclasses.asdict(source), default=str, sort_keys=True).encode("utf-8")
 
 def _source_from_json(data: bytes) -> dict[str, Any]:
-    obj = json.loads(data)
+    obj: dict[str, Any] = json.loads(data)
     for name in ("start_offsets", "end_offsets"):
         obj[name] = {int(k): int(v) for k, v in (obj.get(name) or {}).items()}
     options = obj.get("options") or {}
