@@ -273,7 +273,8 @@ def _equals(series: pd.Series, value: str) -> np.ndarray:
         result = series == value
     else:
         result = series.astype("string") == value
-    return result.fillna(False).to_numpy(dtype=bool)
+    matched: np.ndarray = result.fillna(False).to_numpy(dtype=bool)
+    return matched
 
 
 def _parse_seq(text: str) -> tuple[int, int]:

@@ -252,10 +252,10 @@ class _TimelineData:
                                            hovertext=texts if hover else None, hoverinfo="text"))
             else:
                 pos = self.pos[sel]
-                texts = _hover_texts(self.frame.loc[pos]) if hover else None
+                record_texts = _hover_texts(self.frame.loc[pos]) if hover else None
                 traces.append(go.Scattergl(x=pos, y=self.seq[sel], customdata=pos, **style,
                                            marker=dict(color=colour_for(name), size=7, line=dict(width=0)),
-                                           hovertext=texts, hoverinfo="text"))
+                                           hovertext=record_texts, hoverinfo="text"))
         marks = [(p, s, t) for p, s, t in self.divergences
                  if (x_range is None or x_range[0] <= p <= x_range[1])]
         if marks:
@@ -382,4 +382,5 @@ def _hover_texts(frame: pd.DataFrame) -> np.ndarray:
     first = np.array([f"pos {p}" for p in frame.index], dtype=object)
     if "seq" in frame.columns:
         first = first + frame_hover(frame, [("seq", "seq")], sep=" · ")
-    return first + frame_hover(frame, list(_HOVER_COLUMNS))
+    texts: np.ndarray = first + frame_hover(frame, list(_HOVER_COLUMNS))
+    return texts
