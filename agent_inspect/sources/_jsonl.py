@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import msgspec
 
+from agent_inspect._types import LogLike
 from agent_inspect.raw import RawBatch
 from agent_inspect.sources._filecommon import (
     _INT64_END,
@@ -421,7 +422,7 @@ def _inline_json(value: bytes) -> bool:
         return False
     return True
 
-def write_jsonl(log: Any, path: str | os.PathLike[str]) -> Path:
+def write_jsonl(log: LogLike, path: str | os.PathLike[str]) -> Path:
     """Write a log's raw records as plain JSONL: one ``{"partition", "offset", "timestamp", "key", "value"}`` per line.
 
     ``value`` is the stored JSON text inlined (exact bytes), a JSON string when the bytes are not
