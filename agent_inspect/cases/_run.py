@@ -14,7 +14,7 @@ from agent_inspect._errors import CaseFileError
 from agent_inspect.cases._build import BuiltCase, build_case, call_result, encode_payload
 from agent_inspect.cases._format import Case
 from agent_inspect.cases._notation import CacheOp, ExpectedItem
-from agent_inspect.recovery import NOT_DISPATCHED, SymbolicCallJournal, predict
+from agent_inspect.recovery import NOT_DISPATCHED, Prediction, SymbolicCallJournal, predict
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import CacheEvent
 
@@ -51,7 +51,7 @@ class CaseResult:
     reruns: int = 0
     evictions: int = 0
     calls: Mapping[str, int] = field(default_factory=dict)
-    prediction: Any = field(default=None, repr=False, compare=False)
+    prediction: Prediction | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json`` output."""
@@ -62,7 +62,7 @@ class CaseResult:
                 "calls": dict(self.calls)}
 
 
-def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResult:
+def run_case(case: Case, rule: Any = "fixed", *, built: BuiltCase | None = None) -> CaseResult:
     """Build ``case`` into a real log, predict its recovery under ``rule`` and check the expectation.
 
     ``rule`` is a rule name (its expectation is looked up by that name) or a
@@ -86,7 +86,8 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
         label = labels.get(r.event_id) if r.event_id else None
         stale = False
         if r.outcome in ("REUSE", "RESUME") and pd.notna(r.entry_pos):
-            ln = lines.get(built.line_of_pos.get(int(r.entry_pos)))
+            line_no = built.line_of_pos.get(int(r.entry_pos))
+            ln = lines.get(line_no) if line_no is not None else None
             stale = bool(ln is not None and ln.stale is not None and ln.stale.applies(r.key, label))
         rows.append((r, label, stale))
     names = {bk: labels_[0] for bk, labels_ in built.key_of_business_key.items()}
