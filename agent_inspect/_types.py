@@ -9,7 +9,7 @@ replay) are in :class:`ExecutorState`, which is for annotations only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -23,6 +23,7 @@ __all__ = [
     "ExecutorState",
     "VerificationLike",
     "LogViewer",
+    "RecordSource",
     "is_rule_comparison",
 ]
 
@@ -142,3 +143,6 @@ class LogViewer(Protocol):
 
     def show_log(self, log: LogLike, rule: Any = None) -> None: ...
 
+
+#: What reads records takes: a log, a reconstruction, or their record frame (index = log position).
+RecordSource: TypeAlias = "LogLike | ReconstructionLike | pd.DataFrame"

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from agent_inspect._types import LogLike, ReconstructionLike
-
-#: What the history functions read records from: a log, a reconstruction, or their record frame.
-RecordSource: TypeAlias = "LogLike | ReconstructionLike | pd.DataFrame"
+from agent_inspect._types import RecordSource
 
 __all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
            "ATTEMPT_REASONS"]

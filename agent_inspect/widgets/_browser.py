@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._html import plotly_text
+from agent_inspect._types import RecordSource
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -49,7 +50,7 @@ class LogBrowser(w.VBox):
     that record's decoded value.
     """
 
-    def __init__(self, source: Any, *, height: int = 360, columns: tuple[str, ...] | None = None) -> None:
+    def __init__(self, source: RecordSource, *, height: int = 360, columns: tuple[str, ...] | None = None) -> None:
         super().__init__()
         self.add_class("ai-log-browser")
         self._source = source

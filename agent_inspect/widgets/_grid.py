@@ -163,7 +163,7 @@ class DataGrid(anywidget.AnyWidget):
         self._frame = frame
         self._base: np.ndarray | None = None
         self._order: np.ndarray = np.arange(len(frame))
-        self._callbacks: list[Callable[[Any, pd.Series], None]] = []
+        self._callbacks: list[Callable[[Any, pd.Series], object]] = []
         self._muted = True
         self.columns = self._shown_columns(columns)
         self.height = int(height)
@@ -240,7 +240,7 @@ class DataGrid(anywidget.AnyWidget):
         for callback in self._callbacks:
             callback(label, row)
 
-    def on_select(self, callback: Callable[[Any, pd.Series], None]) -> None:
+    def on_select(self, callback: Callable[[Any, pd.Series], object]) -> None:
         """Call ``callback(label, row)`` when a row is clicked."""
         self._callbacks.append(callback)
 
