@@ -8,6 +8,7 @@ from typing import Any
 
 import networkx as nx
 
+from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.history._graph import EVICTED_STATUSES, action_attributes
 from agent_inspect.history._graph_data import (
     Execution,
@@ -186,8 +187,8 @@ def _common_status(statuses: Iterable[str]) -> str:
 
 
 def subagent_tree(
-    source: Any,
-    key: Any,
+    source: LogLike | ReconstructionLike,
+    key: str,
     seq: int,
     *,
     action_names: Mapping[str, str] | Iterable[str] | None = None,

@@ -34,7 +34,7 @@ class DiffView(w.VBox):
     mark selects its pair; "Explain" (``.ai-diff-explain-button``) shows why side b reused or reran it.
     """
 
-    def __init__(self, diff: Diff, *, key: Any = None) -> None:
+    def __init__(self, diff: Diff, *, key: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-diff")
         self.diff = diff

@@ -32,7 +32,7 @@ class DivergenceView(w.VBox):
     invalidations) the divergence caused.
     """
 
-    def __init__(self, result: Any, *, key: Any = None) -> None:
+    def __init__(self, result: Any, *, key: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-divergence")
         self._result = result

@@ -56,7 +56,7 @@ class GraphView(w.VBox):
     _css = "ai-graph"
     _what = "action graph"
 
-    def __init__(self, source: Any, key: Any = None, seq: int | None = None, *, attempt: int | None = None,
+    def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
                  graph: nx.DiGraph | None = None, height: int = 460) -> None:
         super().__init__()
         self.add_class(self._css)
@@ -226,7 +226,7 @@ class SubagentTreeView(GraphView):
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
 
-    def __init__(self, source: Any, key: Any = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
+    def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
         if graph is None and seq is None:
             seq = _first_subagent_round(source, key)

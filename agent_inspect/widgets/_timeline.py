@@ -71,7 +71,7 @@ class KeyTimeline(w.VBox):
     per status per bin; zoom in and the kernel sends the records of the zoomed range.
     """
 
-    def __init__(self, source: RecordSource, key: Any = None, *, height: int = 380) -> None:
+    def __init__(self, source: RecordSource, key: str | None = None, *, height: int = 380) -> None:
         super().__init__()
         self.add_class("ai-timeline")
         self._source = source
@@ -154,7 +154,7 @@ class KeyTimeline(w.VBox):
             self.show_range(x_range, y_range)
 
 
-def timeline_figure(source: RecordSource, key: Any = None, *, height: int = 380) -> go.Figure:
+def timeline_figure(source: RecordSource, key: str | None = None, *, height: int = 380) -> go.Figure:
     """The key timeline as a plain figure with its hover text inside (the static report's; no widget)."""
     data = _TimelineData(source, key)
     figure = data.figure(height=height, hover=True)
@@ -176,7 +176,7 @@ def _range(event: dict[str, Any], axis: str, current: tuple[float, float] | None
 class _TimelineData:
     """One key's records as arrays, and the traces of any range of them (records, or counts per bin)."""
 
-    def __init__(self, source: RecordSource, key: Any) -> None:
+    def __init__(self, source: RecordSource, key: str | None) -> None:
         frame = records_of(source)
         if key is None:
             key = most_affected_key(source)
