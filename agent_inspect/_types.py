@@ -9,7 +9,7 @@ replay) are in :class:`ExecutorState`, which is for annotations only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -23,6 +23,7 @@ __all__ = [
     "ExecutorState",
     "VerificationLike",
     "LogViewer",
+    "RecordSource",
     "is_rule_comparison",
 ]
 
@@ -42,10 +43,18 @@ class LogLike(Protocol):
 class ReconstructionLike(Protocol):
     """A reconstruction: records with statuses, divergences, cache events and the log it came from."""
 
-    records: pd.DataFrame
-    divergences: pd.DataFrame
-    evictions: pd.DataFrame
-    log: Any
+    # read-only: a frozen dataclass (Reconstruction) matches
+    @property
+    def records(self) -> pd.DataFrame: ...
+
+    @property
+    def divergences(self) -> pd.DataFrame: ...
+
+    @property
+    def evictions(self) -> pd.DataFrame: ...
+
+    @property
+    def log(self) -> Any: ...
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
 
@@ -134,3 +143,6 @@ class LogViewer(Protocol):
 
     def show_log(self, log: LogLike, rule: Any = None) -> None: ...
 
+
+#: What reads records takes: a log, a reconstruction, or their record frame (index = log position).
+RecordSource: TypeAlias = "LogLike | ReconstructionLike | pd.DataFrame"

@@ -28,15 +28,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import agent_inspect as ai  # noqa: E402
-import agent_inspect.diff  # noqa: E402,F401 - import cost is not diff throughput
-import agent_inspect.log  # noqa: E402,F401
+import agent_inspect.diff  # noqa: E402 - import cost is not diff throughput
+import agent_inspect.log  # noqa: E402
 from agent_inspect.codec import (  # noqa: E402
     ActionState,
     CallResult,
     Event,
     MemoryUpdate,
     decode_action_state,
-    encode_action_state,  # noqa: E402
+    encode_action_state,
 )
 from agent_inspect.log import ActionStateLog  # noqa: E402
 from agent_inspect.raw import RawBatch, SourceInfo  # noqa: E402

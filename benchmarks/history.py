@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from views import build_log  # noqa: E402 - the shared synthetic log of the view benchmarks
+from views import build_log  # the shared synthetic log of the view benchmarks
 
 
 def _time(fn: Any) -> tuple[float, Any]:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))  # tests.support.tansu starts and stops the broker
 import msgspec  # noqa: E402
 
 import agent_inspect as ai  # noqa: E402
-import agent_inspect.log  # noqa: E402,F401 - import cost (pandas…) is not load throughput: pay it before timing
+import agent_inspect.log  # noqa: E402 - import cost (pandas…) is not load throughput: pay it before timing
 from agent_inspect.codec import (  # noqa: E402
     ActionState,
     CallResult,

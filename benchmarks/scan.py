@@ -105,7 +105,7 @@ def measure_client(address: str, url: str, keys_out: str) -> dict[str, float]:
     with Client(address, timeout="30s") as client:
         # the modules ai.scan imports on first use (planning, rules, the recovery model) are loaded before the
         # measurement starts: what is measured is what the scan holds, not the code it imports
-        import agent_inspect.recovery  # noqa: F401
+        import agent_inspect.recovery
         import agent_inspect.rules  # noqa: F401
 
         ai.scan.plan_scan(url)

@@ -155,7 +155,7 @@ class Notebook:
         try:  # stop this page's kernel now rather than when the server goes (a frozen page would not answer)
             if not self.frozen:
                 self.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
-        except Exception:  # a frozen or closed page: the server stops its kernels when it stops
+        except Exception:  # noqa: BLE001 - a frozen or closed page: the server stops its kernels when it stops
             pass
         self.context.close()
 

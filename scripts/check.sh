@@ -6,5 +6,5 @@ echo "== import contracts (.importlinter)"
 .venv/bin/lint-imports
 echo "== ruff"
 .venv/bin/ruff check agent_inspect tests benchmarks
-echo "== mypy (core packages, see [tool.mypy] in pyproject.toml)"
+echo "== mypy (every package, see [tool.mypy] in pyproject.toml)"
 .venv/bin/mypy

@@ -49,7 +49,7 @@ __all__ = [
     "FlinkAgentAdapter", "is_flink_agent",
 ]
 
-from agent_inspect.agents._python import PythonAgent  # noqa: E402  (appended by the executor)
+from agent_inspect.agents._python import PythonAgent  # appended by the executor
 
 __all__ += ["PythonAgent"]
 

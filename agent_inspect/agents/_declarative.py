@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,7 +149,7 @@ class DeclarativeAgent(BaseAgent):
                 view.set(step.path, step.value)
 
 
-def _declared_call(step: Call):
+def _declared_call(step: Call) -> Callable[[], Any]:
     def call() -> Any:
         if step.raises:
             raise DeclaredCallError(f"{step.raises}: declared failure of {step.function_id}")
@@ -157,7 +157,7 @@ def _declared_call(step: Call):
     return call
 
 
-def _reconciler(step: Call):
+def _reconciler(step: Call) -> Callable[[], Any]:
     def reconcile() -> Any:
         if step.reconciler == "raises":
             raise DeclaredCallError(f"reconciler of {step.function_id} failed")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionDecl, AgentEvent, BaseAgent, finish_inline
@@ -85,11 +85,11 @@ def _trigger_names(raw: Iterable[Any]) -> list[str]:
 
 def _callable_of(func: Any) -> Callable[..., Any]:
     if callable(func) and not hasattr(func, "qualname"):
-        return func
+        return cast("Callable[..., Any]", func)
     for attr in ("func", "_func", "callable"):
         fn = getattr(func, attr, None)
         if callable(fn):
-            return fn
+            return cast("Callable[..., Any]", fn)
     module, qualname = getattr(func, "module", None), getattr(func, "qualname", None)
     if module and qualname:
         import importlib
@@ -97,12 +97,12 @@ def _callable_of(func: Any) -> Callable[..., Any]:
         obj: Any = importlib.import_module(module)
         for part in qualname.split("."):
             obj = getattr(obj, part)
-        return obj
+        return cast("Callable[..., Any]", obj)
     raise ReplayError(f"cannot run action function {func!r}; pass a Python callable")
 
 
 def _to_flink_event(event: AgentEvent) -> Any:
-    from flink_agents.api.events import event as fa_event  # type: ignore[import-not-found]
+    from flink_agents.api.events import event as fa_event
 
     etype, attrs = event.type, dict(event.attributes)
     if event.type == SUBAGENT_EVENT:

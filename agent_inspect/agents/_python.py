@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents._protocol import (
@@ -42,9 +42,18 @@ class PythonAgent(BaseAgent):
         super().__init__(tuple(actions))
         self._bodies: dict[str, Body] = {}
 
+    @overload
+    def action(self, name: str, *, listens: None = None, scope: str | None = None,
+               module: str | None = None, qualname: str | None = None, java: bool = False) -> ActionDecl: ...
+
+    @overload
+    def action(self, name: str, *, listens: Iterable[str], scope: str | None = None,
+               module: str | None = None, qualname: str | None = None,
+               java: bool = False) -> Callable[[Body], Body]: ...
+
     def action(self, name: str, *, listens: Iterable[str] | None = None, scope: str | None = None,
                module: str | None = None, qualname: str | None = None,
-               java: bool = False) -> Any:
+               java: bool = False) -> ActionDecl | Callable[[Body], Body]:
         """Decorator declaring ``name`` as an action listening to the event types ``listens``.
 
         Without ``listens`` it returns the declared :class:`ActionDecl` of ``name`` (the base lookup).

@@ -142,6 +142,6 @@ class AsRecordedAgent(BaseAgent):
 def _attrs(ev: Any) -> dict[str, Any]:
     try:
         attrs = ev.attrs()
-    except Exception:  # undecodable attributes: treat as empty rather than fail the replay
+    except Exception:  # noqa: BLE001 - undecodable attributes: treat as empty rather than fail the replay
         return {}
     return attrs if isinstance(attrs, dict) else {}

@@ -54,7 +54,7 @@ class BuiltCase:
     """A case as real data: the log, the recovery markers, the replay plan and the agent."""
 
     case: Case
-    log: Any
+    log: ActionStateLog
     markers: tuple[Mapping[int, int], ...]
     plan: ReplayPlan
     agent: DeclarativeAgent

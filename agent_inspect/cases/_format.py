@@ -228,10 +228,10 @@ def _call_spec(raw: Any, where: str) -> CallSpec:
     if not isinstance(raw, Mapping):
         raise CaseFileError(f"{where}: a call is \"fn/digest STATUS\" or {{ fn=, args=, status= }}")
     _known(raw, {"fn", "args", "status", "result", "exception"}, f"{where} call")
-    status = raw.get("status")
-    if status is not None and status not in CALL_STATUSES:
-        raise CaseFileError(f"{where}: call status {status!r} is not one of {', '.join(CALL_STATUSES)}")
-    return CallSpec(function_id=str(raw["fn"]), args_digest=str(raw.get("args", "")), status=status,
+    call_status = raw.get("status")
+    if call_status is not None and call_status not in CALL_STATUSES:
+        raise CaseFileError(f"{where}: call status {call_status!r} is not one of {', '.join(CALL_STATUSES)}")
+    return CallSpec(function_id=str(raw["fn"]), args_digest=str(raw.get("args", "")), status=call_status,
                     result=raw.get("result"), exception=raw.get("exception"))
 
 
@@ -253,7 +253,8 @@ def _pending(raw: Any, where: str) -> PendingSpec:
                        parse_event(raw["event"], where=f"{where} pending"))
 
 
-def _agent(raw: Mapping[str, Any], where: str):
+def _agent(raw: Mapping[str, Any], where: str) -> tuple[
+        tuple[ActionDecl, ...], dict[str, tuple[Behaviour, ...]], tuple[tuple[EventRef, EventRef], ...]]:
     _known(raw, {"actions", "on", "begin"}, f"{where} [agent]")
     actions = []
     for a in raw.get("actions", []):

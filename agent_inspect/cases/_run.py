@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,11 +11,12 @@ import pandas as pd
 
 from agent_inspect import codec
 from agent_inspect._errors import CaseFileError
-from agent_inspect.cases._build import build_case, call_result, encode_payload
+from agent_inspect.cases._build import BuiltCase, build_case, call_result, encode_payload
 from agent_inspect.cases._format import Case
-from agent_inspect.cases._notation import ExpectedItem
-from agent_inspect.recovery import NOT_DISPATCHED, SymbolicCallJournal, predict
+from agent_inspect.cases._notation import CacheOp, ExpectedItem
+from agent_inspect.recovery import NOT_DISPATCHED, Prediction, SymbolicCallJournal, predict
 from agent_inspect.rules import resolve_rule
+from agent_inspect.store import CacheEvent
 
 __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
 
@@ -50,7 +51,7 @@ class CaseResult:
     reruns: int = 0
     evictions: int = 0
     calls: Mapping[str, int] = field(default_factory=dict)
-    prediction: Any = field(default=None, repr=False, compare=False)
+    prediction: Prediction | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json`` output."""
@@ -61,7 +62,7 @@ class CaseResult:
                 "calls": dict(self.calls)}
 
 
-def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResult:
+def run_case(case: Case, rule: Any = "fixed", *, built: BuiltCase | None = None) -> CaseResult:
     """Build ``case`` into a real log, predict its recovery under ``rule`` and check the expectation.
 
     ``rule`` is a rule name (its expectation is looked up by that name) or a
@@ -85,7 +86,8 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
         label = labels.get(r.event_id) if r.event_id else None
         stale = False
         if r.outcome in ("REUSE", "RESUME") and pd.notna(r.entry_pos):
-            ln = lines.get(built.line_of_pos.get(int(r.entry_pos)))
+            line_no = built.line_of_pos.get(int(r.entry_pos))
+            ln = lines.get(line_no) if line_no is not None else None
             stale = bool(ln is not None and ln.stale is not None and ln.stale.applies(r.key, label))
         rows.append((r, label, stale))
     names = {bk: labels_[0] for bk, labels_ in built.key_of_business_key.items()}
@@ -114,9 +116,9 @@ def run_case(case: Case, rule: Any = "fixed", *, built: Any = None) -> CaseResul
                 mismatches.append(f"expected {exp} (a cached record no task looks up); not predicted")
     calls = {str(k): int(v) for k, v in prediction.calls_executed().items()}
     for fn, count in case.expect_calls.get(rule_name, {}).items():
-        got = sum(calls.values()) if fn == "*" else calls.get(fn, 0)
-        if got != count:
-            mismatches.append(f"expected {count} executed call(s) of {fn}, predicted {got}")
+        executed = sum(calls.values()) if fn == "*" else calls.get(fn, 0)
+        if executed != count:
+            mismatches.append(f"expected {count} executed call(s) of {fn}, predicted {executed}")
     for fid, want in case.expect_results.get(rule_name, {}).items():
         got_ids = prediction.subagent_results.get(fid)
         got_r = got_ids if got_ids is None or isinstance(got_ids, str) else \
@@ -180,14 +182,17 @@ def _mismatch(exp: ExpectedItem, row: Any, label: str | None, stale: bool, built
     return ""
 
 
-def _op_matches(op: Any, event: Any, built: Any) -> bool:
+def _op_matches(op: CacheOp, event: CacheEvent, built: BuiltCase) -> bool:
     if op.key is None:
         return event.op == "cross-key" and event.seq == op.bound
     # the snapshot Fluss flavour evicts by removing the parsable entries it scanned
     kinds = ("evict", "remove") if op.kind == "evict" else (op.kind,)
     if event.op not in kinds or event.seq != op.bound:
         return False
-    return op.key in built.key_of_business_key.get(event.business_key, (event.business_key,))
+    bk = event.business_key
+    if bk is None:
+        return False    # op.key is set here, and an event without a business key names no key
+    return op.key in built.key_of_business_key.get(bk, (bk,))
 
 
 # -- call-level cases ------------------------------------------------------------------------------
@@ -261,7 +266,7 @@ def run_call_case(case: Case) -> CaseResult:
                       reruns=0, evictions=0, calls=executed)
 
 
-def _declared(raises: Any):
+def _declared(raises: Any) -> Callable[[], None]:
     def run() -> None:
         if raises:
             raise RuntimeError(f"declared failure: {raises}")

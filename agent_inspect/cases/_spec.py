@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agent_inspect.agents import ActionDecl, AgentEvent, Behaviour, Call, DeclarativeAgent
 from agent_inspect.cases._notation import EventRef, Expectation
@@ -14,7 +14,8 @@ __all__ = ["Case", "CaseSetup", "CheckpointLine", "KeySpec", "LogLine", "CallSpe
 KEY_FORMATS = ("K1", "K1.5", "K1.6", "K2")
 SOURCES = ("kafka", "fluss")
 STATUSES = ("C", "I", "P", "TOMB")
-CALL_STATUSES = ("SUCCEEDED", "FAILED", "PENDING")
+CallStatus = Literal["SUCCEEDED", "FAILED", "PENDING"]
+CALL_STATUSES: tuple[CallStatus, ...] = ("SUCCEEDED", "FAILED", "PENDING")
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class CallSpec:
 
     function_id: str
     args_digest: str = ""
-    status: str | None = "SUCCEEDED"
+    status: CallStatus | None = "SUCCEEDED"
     result: Mapping[str, Any] | None = None
     exception: Mapping[str, Any] | None = None
 
@@ -110,9 +111,9 @@ class ReplaySpec:
 
     @property
     def label(self) -> str:
-        a = self.event.attributes
-        if self.event.type == "_input_event" and isinstance(a.get("input"), str):
-            return a["input"]
+        text = self.event.attributes.get("input")
+        if self.event.type == "_input_event" and isinstance(text, str):
+            return text
         return self.event.id_label or self.event.type
 
 
@@ -182,13 +183,13 @@ class Case:
         """The rules this case has expectations for."""
         return tuple(self.expect)
 
-    def agent(self):
+    def agent(self) -> DeclarativeAgent:
         """The :class:`~agent_inspect.agents.DeclarativeAgent` the restored job runs (``[replay_agent]``
         when the code changed since the log was written, else ``[agent]``)."""
         spec = self.replay_agent or AgentSpec(self.actions, self.behaviours, self.begin)
         return _declarative(spec)
 
-    def log_agent(self):
+    def log_agent(self) -> DeclarativeAgent:
         """The agent that wrote the log (``[agent]``): its action UUIDs are the log's."""
         return _declarative(AgentSpec(self.actions, self.behaviours, self.begin))
 
@@ -196,7 +197,7 @@ class Case:
         return f"Case({self.id!r}, {self.name!r}, rules={list(self.rules)})"
 
 
-def _declarative(spec: AgentSpec):
+def _declarative(spec: AgentSpec) -> DeclarativeAgent:
     begin = [(AgentEvent(t.type, dict(t.attributes)), AgentEvent(e.type, dict(e.attributes)))
              for t, e in spec.begin]
     return DeclarativeAgent(spec.actions, spec.behaviours, begin=begin)

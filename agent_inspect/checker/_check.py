@@ -87,30 +87,30 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
     frame = pd.DataFrame(rows, columns=_FRAME_COLUMNS)
     cexs = []
     for kind in FAILURE_KINDS:
-        h = first_of.get(kind)
-        if h is None:
+        first = first_of.get(kind)
+        if first is None:
             continue
-        case_id = f"CHK-{kind}-{h.seed}"
-        summary = f"rules.check counterexample: {kind} under {name} (history seed {h.seed})"
+        case_id = f"CHK-{kind}-{first.seed}"
+        summary = f"rules.check counterexample: {kind} under {name} (history seed {first.seed})"
         # the full, unminimized history is kept beside the minimal one (spec §10.3, issue #12 item 10)
-        lines, pending, replay = _history_lines(h)
+        lines, pending, replay = _history_lines(first)
         full = _assemble({"id": f"{case_id}-full", "name": f"rules-check-{kind}-full",
                           "summary": summary + " (full history, not minimized)",
-                          "setup": {"key_format": h.options.key_format, "pipeline": "python",
-                                    "tombstones": h.tombstones}, "agent": dict(h.agent_spec)},
-                         lines, replay, pending, h.plan.restored_seq)
+                          "setup": {"key_format": first.options.key_format, "pipeline": "python",
+                                    "tombstones": first.tombstones}, "agent": dict(first.agent_spec)},
+                         lines, replay, pending, first.plan.restored_seq)
         full_ev = _judge_case(full, rule_obj) or _Eval()
         if minimize:
-            data, ev = _shrink(kind, h, rule_obj, case_id, summary)
+            data, ev = _shrink(kind, first, rule_obj, case_id, summary)
         else:
             data, ev = {**full, "id": case_id, "name": f"rules-check-{kind}", "summary": summary}, full_ev
         items = ev.stale if kind == "stale-reuse" else ev.avoidable if kind == "avoidable-rerun" else \
             [ev.error] if ev.error else []
-        limit = known_limit(h, _evaluate(_history_subject(h), rule_obj), kind)
-        note = f"history: {h.describe()}" + (f"; spec §10.3 known limit: {limit}" if limit else "")
+        limit = known_limit(first, _evaluate(_history_subject(first), rule_obj), kind)
+        note = f"history: {first.describe()}" + (f"; spec §10.3 known limit: {limit}" if limit else "")
         data = {**data, "note": note}
         full = {**full, "note": note}
-        cexs.append(Counterexample(kind=kind, rule=name, history_seed=h.seed, history=h.describe(),
+        cexs.append(Counterexample(kind=kind, rule=name, history_seed=first.seed, history=first.describe(),
                                    items=tuple(str(i) for i in items), data=data, rule_object=rule_obj,
                                    full_data=full, known_limit=limit))
     return CheckReport(rule=name, n=len(todo), seed=seed, options=opts, frame=frame, counterexamples=tuple(cexs))

@@ -21,7 +21,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.agents import INPUT_EVENT, AgentEvent, DeclarativeAgent
 from agent_inspect.cases import parse_case
 from agent_inspect.checker._history import (
     _VALUES,
@@ -111,7 +111,7 @@ def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
     return {"actions": actions, "on": on}
 
 
-def agent_from_spec(spec: Mapping[str, Any]) -> Any:
+def agent_from_spec(spec: Mapping[str, Any]) -> DeclarativeAgent:
     """The :class:`~agent_inspect.agents.DeclarativeAgent` of a case-file ``[agent]`` mapping."""
     (case,) = parse_case({"id": "generated", "replay": [], "log": [], "agent": dict(spec)})
     return case.agent()
@@ -277,6 +277,7 @@ class _Generator:
             if s.kind is StepKind.PERSIST:
                 persists.append((s.index, s, s.key in tainted))
             elif s.kind is StepKind.LOOKUP and s.outcome in ("REUSE", "RESUME"):
+                assert s.state_key is not None and s.key is not None and s.seq is not None  # a lookup names its task
                 entry = ex.store.get(s.state_key)
                 if entry is not None and entry.pos is not None:
                     w = self.writes[entry.pos]

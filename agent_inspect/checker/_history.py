@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 from agent_inspect.rules import resolve_rule
+
+if TYPE_CHECKING:
+    from agent_inspect.agents import DeclarativeAgent
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import ReplayPlan
 
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "RuleCheckError", "event_notation"]
 
@@ -164,8 +169,8 @@ class History:
     seed: int
     options: HistoryOptions
     agent_spec: Mapping[str, Any]
-    agent: Any
-    log: Any
+    agent: DeclarativeAgent
+    log: ActionStateLog
     attempts: tuple[Attempt, ...]
     checkpoints: tuple[_Checkpoint, ...]
     executions: tuple[Execution, ...]
@@ -173,7 +178,7 @@ class History:
     recovery_inputs: tuple[tuple[str, str], ...]
     recovery_branch_change: str | None
     markers: tuple[Mapping[int, int], ...]
-    plan: Any
+    plan: ReplayPlan
     paths: Mapping[str, tuple[str, ...]]
     tombstones: bool
     branch_ok: tuple[bool, ...] = field(repr=False)

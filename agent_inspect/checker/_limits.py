@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_inspect.checker._history import History
+    from agent_inspect.checker._judge import _Eval
 
 __all__ = ["KNOWN_LIMITS", "known_limit"]
 
@@ -14,7 +18,7 @@ KNOWN_LIMITS = (
 )
 
 
-def _latest_checkpoint(h: Any) -> int:
+def _latest_checkpoint(h: History) -> int:
     """The failed job's latest checkpoint: the last attempt's newest one, else the one it restored."""
     last = h.attempts[-1] if h.attempts else None
     if last is None:
@@ -25,7 +29,7 @@ def _latest_checkpoint(h: Any) -> int:
     return last.restored or 0
 
 
-def known_limit(h: Any, ev: Any = None, kind: str = "stale-reuse") -> str | None:
+def known_limit(h: History, ev: _Eval | None = None, kind: str = "stale-reuse") -> str | None:
     """The §10.3 known limit a ``kind`` failure of history ``h`` falls in (None: none, a rule defect).
     Only stale reuses are attributed (the limits are about unsafe reuse; reruns and errors get None).
 

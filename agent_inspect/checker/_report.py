@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -15,6 +15,10 @@ from agent_inspect.checker._generate import (
     HistoryOptions,
 )
 from agent_inspect.checker._shrink import _parse
+
+if TYPE_CHECKING:
+    from agent_inspect.executor import ReplayExecutor
+    from agent_inspect.rules import DivergenceRule
 
 __all__ = ["CheckReport", "Counterexample"]
 
@@ -37,7 +41,7 @@ class Counterexample:
     history: str
     items: tuple[str, ...]
     data: Mapping[str, Any] = field(repr=False)
-    rule_object: Any = field(default=None, repr=False, compare=False)
+    rule_object: DivergenceRule | None = field(default=None, repr=False, compare=False)
     full_data: Mapping[str, Any] | None = field(default=None, repr=False)
     known_limit: str | None = None
 
@@ -87,7 +91,7 @@ class Counterexample:
                                                                 encoding="utf-8")
         return path
 
-    def executor(self, **options: Any) -> Any:
+    def executor(self, **options: Any) -> ReplayExecutor:
         """A :class:`~agent_inspect.executor.ReplayExecutor` over the counterexample under the checked rule."""
         rule = self.rule_object if self.rule_object is not None else self.rule
         return executor_for(self.case, rule=rule, **options)

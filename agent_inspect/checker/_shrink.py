@@ -93,13 +93,13 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
             "summary": summary,
             "setup": {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones},
             "agent": dict(h.agent_spec)}
-    error_type = None
+    error_type: str | None = None
 
     def fails(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> _Eval | None:
         ev = _judge_case(_assemble(base, ls, rp, pd_, restored), rule)
         if ev is None or not ev.fails(kind):
             return None
-        if kind == "error" and error_type is not None and not ev.error.startswith(error_type):
+        if kind == "error" and error_type is not None and not (ev.error or "").startswith(error_type):
             return None
         return ev
 
@@ -108,9 +108,9 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
         # the collapsed case does not reproduce the failure; report the full history as it is
         return _assemble(base, lines, replay, pending, restored), _Eval()
     if kind == "error":
-        error_type = result.error.split(":", 1)[0]
+        error_type = (result.error or "").split(":", 1)[0]
 
-    def attempt(ls: list[_Line], rp: list[str], pd_: list[Mapping[str, Any]]) -> bool:
+    def attempt(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> bool:
         nonlocal result
         ev = fails(ls, rp, pd_)
         if ev is not None:
@@ -122,30 +122,30 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
     if len(window) < len(lines) and attempt(window, replay, pending):
         lines = window
     for att in sorted({ln.data["att"] for ln in lines}):
-        trial = [ln for ln in lines if ln.data["att"] != att]
-        if trial and attempt(trial, replay, pending):
-            lines = trial
+        fewer = [ln for ln in lines if ln.data["att"] != att]
+        if fewer and attempt(fewer, replay, pending):
+            lines = fewer
     changed = True
     while changed:                                 # fewest rounds: drop each key's last input
         changed = False
         for key in sorted({r.split(":", 1)[0] for r in replay}):
             last = max(i for i, r in enumerate(replay) if r.split(":", 1)[0] == key)
-            trial = replay[:last] + replay[last + 1:]
-            if attempt(lines, trial, pending):
-                replay, changed = trial, True
+            shorter = replay[:last] + replay[last + 1:]
+            if attempt(lines, shorter, pending):
+                replay, changed = shorter, True
     for p in list(pending):
-        trial = [q for q in pending if q is not p]
-        if attempt(lines, replay, trial):
-            pending = trial
+        fewer_pending = [q for q in pending if q is not p]
+        if attempt(lines, replay, fewer_pending):
+            pending = fewer_pending
     for group in sorted({(ln.data["key"], ln.data["seq"]) for ln in lines}):
-        trial = [ln for ln in lines if (ln.data["key"], ln.data["seq"]) != group]
-        if trial and attempt(trial, replay, pending):
-            lines = trial
+        fewer = [ln for ln in lines if (ln.data["key"], ln.data["seq"]) != group]
+        if fewer and attempt(fewer, replay, pending):
+            lines = fewer
     changed = True
     while changed:                                 # fewest records: until every single removal fixes it
         changed = False
         for i in range(len(lines) - 1, -1, -1):
-            trial = lines[:i] + lines[i + 1:]
-            if attempt(trial, replay, pending):
-                lines, changed = trial, True
+            fewer = lines[:i] + lines[i + 1:]
+            if attempt(fewer, replay, pending):
+                lines, changed = fewer, True
     return _assemble(base, lines, replay, pending, restored), result

@@ -13,6 +13,7 @@ import importlib
 import pkgutil
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from agent_inspect._errors import InspectError
 
@@ -20,7 +21,7 @@ __all__ = ["main", "build_parser"]
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         print(f"agent-inspect: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 

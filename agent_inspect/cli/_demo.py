@@ -69,7 +69,8 @@ def _free_port(preferred: int = 8888) -> int:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return s.getsockname()[1]
+            bound: int = s.getsockname()[1]
+            return bound
     raise InspectError("no free TCP port on 127.0.0.1; pass --port")
 
 

@@ -66,7 +66,7 @@ def analyse(log: Any, *, rule: str | None, markers: Any, ledger: bool = True,
     divergences = jsonable_rows(result.divergences)
     report: dict[str, Any] = {
         "rule": result.rule.name,
-        "runtime": result.runtime.as_dict(),
+        "runtime": result.runtime.as_dict() if result.runtime is not None else None,
         "markers": jsonable(result.markers),
         "records": len(recs),
         "status": result.summary()["status"],

@@ -52,7 +52,7 @@ def parse_markers(text: str | None) -> Any:
             raise InspectError(f"--markers file {text[1:]!r} cannot be read ({exc.strerror}); check the path") from None
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '{{\"0\": 120}}' or @file") from None
     if isinstance(value, dict) and "markers" in value:
         value = value["markers"]

@@ -10,12 +10,12 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["FieldChange", "state_changes", "ABSENT"]
 
 #: Shown for a field one side does not have.
-ABSENT = "<absent>"
+ABSENT: Final = "<absent>"
 _SHOW = 160
 
 

@@ -9,6 +9,7 @@ the reconstruction under its rule. Pure functions over plain frames and byte str
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -161,11 +162,11 @@ def _line_divergences(frame: pd.DataFrame, codes: np.ndarray, n: int,
     return [tuple(sorted(found.get(i, ()), key=str)) for i in range(n)]
 
 
-def _int(value: object) -> int | None:
+def _int(value: Any) -> int | None:
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return None
     try:
-        return int(value)  # type: ignore[call-overload]
+        return int(value)
     except (TypeError, ValueError):
         return None
 
@@ -197,7 +198,7 @@ class SearchIndex:
     """
 
     def __init__(self, records: pd.DataFrame, values: Sequence[bytes | None]) -> None:
-        self.positions = records.index.to_numpy(dtype="int64")
+        self.positions: np.ndarray = records.index.to_numpy(dtype="int64")
         self._columns: list[tuple[np.ndarray, list[str]]] = []
         for name in _SEARCH_COLUMNS:
             if name not in records.columns:

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._types import RecordSource
+
 __all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
            "ATTEMPT_REASONS"]
 
@@ -25,8 +27,8 @@ _COLUMNS = ("business_key", "seq", "state_key", "action_uuid", "event_uuid", "is
             "upstream_event_id", "output_event_ids")
 
 
-def _frame(log: Any) -> pd.DataFrame:
-    return log.records if hasattr(log, "records") else log
+def _frame(log: RecordSource) -> pd.DataFrame:
+    return log if isinstance(log, pd.DataFrame) else log.records
 
 
 def _lists(records: pd.DataFrame) -> dict[str, list[Any]]:
@@ -43,7 +45,7 @@ def _lists(records: pd.DataFrame) -> dict[str, list[Any]]:
     return out
 
 
-def annotate(log: Any) -> pd.DataFrame:
+def annotate(log: RecordSource) -> pd.DataFrame:
     """Per record (same index as ``log.records``): ``execution`` (-1 for tombstones and undecodable
     keys), ``attempt`` (1-based, per business key; NA when the key did not parse) and
     ``attempt_start`` (the reason a new attempt begins at this record, else None).
@@ -127,7 +129,7 @@ class History:
     lineage: pd.DataFrame
 
 
-def build_history(log: Any, *, annotated: pd.DataFrame | None = None) -> History:
+def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None) -> History:
     """Executions, attempts, rounds and lineage of every business key of ``log`` (or a records frame)."""
     records = _frame(log)
     ann = annotate(records) if annotated is None else annotated
@@ -272,21 +274,21 @@ def _latest_before(candidates: Sequence[tuple[int, int]] | None, pos: int) -> li
     return [max(before, key=lambda c: c[1])] if before else [min(candidates, key=lambda c: c[1])]
 
 
-def executions(log: Any) -> pd.DataFrame:
+def executions(log: RecordSource) -> pd.DataFrame:
     """One row per action execution (the writes of one state key in one attempt), in log order."""
     return _executions(_frame(log), annotate(log))
 
 
-def attempts(log: Any) -> pd.DataFrame:
+def attempts(log: RecordSource) -> pd.DataFrame:
     """One row per (business key, attempt) with where it starts and why (spec §15.5)."""
     return _attempts(_frame(log), annotate(log))
 
 
-def rounds(log: Any) -> pd.DataFrame:
+def rounds(log: RecordSource) -> pd.DataFrame:
     """One row per (business key, seq, attempt): records, executions, root fingerprints, completions."""
     return _rounds(_frame(log), annotate(log))
 
 
-def lineage(log: Any) -> pd.DataFrame:
+def lineage(log: RecordSource) -> pd.DataFrame:
     """Parent → child execution edges from output event ids and ``upstreamEventId`` (same key and seq)."""
     return _lineage(_frame(log), annotate(log))

@@ -8,6 +8,7 @@ from typing import Any
 import networkx as nx
 import pandas as pd
 
+from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.history._graph_data import UNKNOWN, Execution, KeyData, load_key
 
 __all__ = ["action_graph", "graph_nodes", "graph_edges", "NOT_IN_LOG", "EVICTED_STATUSES"]
@@ -227,8 +228,8 @@ def _mark_orphans(g: nx.DiGraph) -> None:
 
 
 def action_graph(
-    source: Any,
-    key: Any,
+    source: LogLike | ReconstructionLike,
+    key: str,
     seq: int | None = None,
     attempt: int | None = None,
     *,

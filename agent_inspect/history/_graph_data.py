@@ -55,7 +55,7 @@ _COLUMNS = (
 
 def _plain_column(column: pd.Series) -> list[Any]:
     """A column as Python values with ``None`` for missing cells (whatever the dtype)."""
-    values = column.astype(object).tolist()
+    values: list[Any] = column.astype(object).tolist()
     if column.hasnans:
         missing = column.isna().tolist()
         values = [None if m else v for v, m in zip(values, missing)]
@@ -187,7 +187,8 @@ def _outputs(state: Any) -> tuple[OutputRef, ...]:
 
 def _delegate_type(event: Any) -> str | None:
     if event.delegate is not None:
-        return first_attr(event.delegate, "type", "event_type")
+        delegate_type: str | None = first_attr(event.delegate, "type", "event_type")
+        return delegate_type
     if event.type == _INTERNAL_SUBAGENT:
         value = event_attributes(event).get("delegateType")
         return value if isinstance(value, str) else None
@@ -364,11 +365,12 @@ def _share_names(
             break
         last = other.last
         uuid = last.get("action_uuid")
-        if uuid in missing and last.get("output_event_count"):
+        if uuid is not None and uuid in missing and last.get("output_event_count"):
             named = {o.upstream_action for o in _outputs(value(last["pos"])) if o.upstream_action}
             if len(named) == 1:
                 names[uuid] = named.pop()
                 missing.discard(uuid)
     for ex in executions:
         if ex.action_name is None:
-            ex.action_name = names.get(ex.last.get("action_uuid"))
+            uuid = ex.last.get("action_uuid")
+            ex.action_name = names.get(uuid) if uuid is not None else None

@@ -113,6 +113,7 @@ def group_graph(graph: nx.DiGraph, expanded: Collection[Hashable] = ()) -> nx.Di
 
 def _group_attributes(graph: nx.DiGraph, group: Hashable, nodes: list[Hashable]) -> dict[str, Any]:
     attrs = [graph.nodes[n] for n in nodes]
+    parts: tuple[Any, ...] = group if isinstance(group, tuple) else (group,)
     kind = group[0] if isinstance(group, tuple) else "group"
     statuses = Counter(str(a.get("status") or "live") for a in attrs if a.get("kind") == "action")
     status = next((s for s in _SEVERITY if statuses.get(s)), None) or (statuses.most_common(1)[0][0]
@@ -124,11 +125,11 @@ def _group_attributes(graph: nx.DiGraph, group: Hashable, nodes: list[Hashable])
     attempt = group[1] if isinstance(group, tuple) and len(group) > 1 else None
     of = "" if attempt is None else f" · attempt {attempt}"
     if kind == "round":
-        seq = group[2]
+        seq = parts[2]
         label = f"seq {seq}{of} · {actions} actions"
     elif kind == "rounds":
         seq = None
-        label = f"seq {group[2]}–{group[3]}{of} · {len(rounds)} rounds · {actions} actions"
+        label = f"seq {parts[2]}–{parts[3]}{of} · {len(rounds)} rounds · {actions} actions"
     else:
         seq = None
         label = f"attempt {attempt} · {len(rounds)} rounds · {actions} actions"

@@ -8,6 +8,7 @@ from typing import Any
 
 import networkx as nx
 
+from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.history._graph import EVICTED_STATUSES, action_attributes
 from agent_inspect.history._graph_data import (
     Execution,
@@ -117,10 +118,12 @@ class _Digests:
 
             table = self._by_agent[agent] = {}
             for ex in self._candidates:
+                seq, action = ex.seq, ex.action_name
+                if seq is None or action is None:    # candidates have both (see __init__)
+                    continue
                 for etype, attrs in _trigger_variants(self._data, ex):
                     try:
-                        value = subagent_namespace_digest(
-                            self._key_text, ex.seq, ex.action_name, etype, attrs, agent)
+                        value = subagent_namespace_digest(self._key_text, seq, action, etype, attrs, agent)
                     except Exception:  # noqa: BLE001 - attributes the codec cannot canonicalize: no match
                         continue
                     table.setdefault(value, []).append(ex)
@@ -184,8 +187,8 @@ def _common_status(statuses: Iterable[str]) -> str:
 
 
 def subagent_tree(
-    source: Any,
-    key: Any,
+    source: LogLike | ReconstructionLike,
+    key: str,
     seq: int,
     *,
     action_names: Mapping[str, str] | Iterable[str] | None = None,

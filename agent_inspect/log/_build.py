@@ -393,6 +393,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
 
 def _codes(values: Sequence[Any]) -> np.ndarray:
     """Dense int codes of a column (None / NaN one code of its own)."""
+    codes: np.ndarray
     codes, _ = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values,
                             use_na_sentinel=False)
     return codes

@@ -224,7 +224,7 @@ class LiveLog:
         for listener in listeners:
             try:
                 listener(log)
-            except Exception:  # noqa: BLE001 - a broken view must not stop the tail
+            except Exception:  # a broken view must not stop the tail
                 import logging
 
                 logging.getLogger("agent_inspect.log.live").exception("a live-log listener failed")

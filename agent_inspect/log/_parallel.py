@@ -30,7 +30,7 @@ from agent_inspect.sources import progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
-    from distributed import Client
+    from distributed import Client, LocalCluster
 
 __all__ = ["MIN_RECORDS", "Workers", "estimate_file_records", "plan_workers"]
 
@@ -143,8 +143,8 @@ class Workers:
     def __init__(self, processes: int, *, client: Client | None = None) -> None:
         self.processes = processes
         self._given = client
-        self._client: Any = None
-        self._cluster: Any = None
+        self._client: Client | None = None
+        self._cluster: LocalCluster | None = None
         self.closed = False
 
     @property

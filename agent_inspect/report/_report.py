@@ -17,7 +17,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
 from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
-from agent_inspect.recovery import predict, reconstruct, tasks_by_impact
+from agent_inspect.recovery import Prediction, predict, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._why import why_html
 
@@ -288,7 +288,7 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
     return [(k, int(n)) for k, n in counts[counts > 0].head(limit).items()]
 
 
-def prediction_of(result: Any) -> Any:
+def prediction_of(result: Any) -> Prediction | None:
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None."""
     try:
         return predict(result.log, rule=result.rule, markers=result.markers)
@@ -296,7 +296,7 @@ def prediction_of(result: Any) -> Any:
         return None
 
 
-def ledger_totals(prediction: Any, result: Any) -> dict[str, int]:
+def ledger_totals(prediction: Prediction | None, result: ReconstructionLike) -> dict[str, int]:
     """Ledger totals as ``{"<kind>:<name>": count}`` plus reruns (without a prediction: removed records)."""
     if prediction is not None:
         totals = prediction.ledger_totals()
@@ -325,7 +325,8 @@ def _css() -> str:
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs()
+    js: str = get_plotlyjs()
+    return js
 
 
 def _sha256(text: str) -> str:

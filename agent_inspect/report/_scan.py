@@ -47,6 +47,7 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     sections.append(_Section("at-risk", "Most at risk",
                              "".join(frame_html(result.at_risk(max_rows, rule=r), max_rows=max_rows,
                                                 caption=f"ranked under {r}") for r in result.rules)))
+    scripts: list[str]
     try:
         import plotly.io as pio
 

@@ -7,9 +7,15 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
+
+if TYPE_CHECKING:
+    from agent_inspect.agents import Agent
+    from agent_inspect.executor import ReplayExecutor
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.samples._driver import AttemptInfo, CheckpointInfo
 
 __all__ = ["SAMPLES", "SHOWS", "FORMATS", "Sample", "scenario", "generate", "markers", "path", "write_samples",
            "sample_dir"]
@@ -117,18 +123,18 @@ class Sample:
     name: str
     description: str
     case: str | None
-    log: Any
+    log: ActionStateLog
     markers: tuple[Mapping[int, int], ...]
     plan: Mapping[str, Any]
     memory: Mapping[str, Mapping[str, Any]]
     restored_from: int
-    checkpoints: tuple[Any, ...]
-    attempts: tuple[Any, ...]
-    agent: Any
+    checkpoints: tuple[CheckpointInfo, ...]
+    attempts: tuple[AttemptInfo, ...]
+    agent: Agent
     key_format: str
     num_partitions: int
 
-    def executor(self, rule: Any = "fixed", **options: Any) -> Any:
+    def executor(self, rule: Any = "fixed", **options: Any) -> ReplayExecutor:
         """A :class:`~agent_inspect.ReplayExecutor` of the restore this sample shows, with its agent.
 
         The payloads are the generator's own, so they are trusted (unpickled) and memory envelopes
@@ -181,6 +187,7 @@ def scenario(name: str) -> Sample:
         make = _factory(name, key_format=KEY_FORMATS[name], num_partitions=4)
         job = production_story(make, k1=name == "production_k1")
         restore, case = job.attempts[-1].restored_from, None
+        assert restore is not None    # the story ends with a restored attempt
     elif name == _PRODUCTION_V4:
         from agent_inspect.samples._production_v4 import production_v4_story
 
@@ -214,7 +221,7 @@ def scenario(name: str) -> Sample:
         num_partitions=job.num_partitions)
 
 
-def generate(name: str) -> Any:
+def generate(name: str) -> ActionStateLog:
     """The log of sample ``name`` as an :class:`~agent_inspect.log.ActionStateLog` (deterministic)."""
     return scenario(name).log
 

@@ -14,7 +14,10 @@ import random
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.raw import RawBatch
 
 from agent_inspect.codec import (
     ActionState,
@@ -77,7 +80,7 @@ def _round(rng: random.Random, text: str, seq: int, new_id: Any, words: int,
         task = out
 
 
-def fleet_batches(keys: int = 200, *, partitions: int = 8, **options: Any) -> dict[int, Any]:
+def fleet_batches(keys: int = 200, *, partitions: int = 8, **options: Any) -> dict[int, RawBatch]:
     """The records placed by the upstream partitioner: ``{partition: RawBatch}`` with offsets from 0."""
     from agent_inspect.sources import RawBatch
 

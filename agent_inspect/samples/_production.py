@@ -26,7 +26,11 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.agents import PythonAgent
+    from agent_inspect.samples._driver import Job
 
 __all__ = ["support_agent", "production_story", "interleaved_source", "KEY_FORMATS"]
 
@@ -85,13 +89,14 @@ def _chat_with_retries(ctx: Any, world: _World, prompt: str, fid: str) -> dict[s
     last: BaseException | None = None
     for _ in range(3):
         try:
-            return _call(ctx, fid, world.chat, prompt)
+            answer: dict[str, Any] = _call(ctx, fid, world.chat, prompt)
+            return answer
         except Exception as exc:  # noqa: BLE001 - a recorded timeout comes back as the executor's error type
             last = exc
     raise RuntimeError(f"chat failed three times: {last}")
 
 
-def support_agent(world: _World, answer: Callable[[Any, Any, str, Any], dict[str, Any]] | None = None) -> Any:
+def support_agent(world: _World, answer: Callable[[Any, Any, str, Any], dict[str, Any]] | None = None) -> PythonAgent:
     """The support agent of the production sample, calling ``world`` for every external service.
 
     ``answer(ctx, world, prompt, event)`` answers a chat turn (default: the chat model with retries)."""
@@ -204,7 +209,7 @@ def interleaved_source(keys: list[str], rng: random.Random) -> list[tuple[str, s
     return source
 
 
-def production_story(job_factory: Callable[..., Any], *, k1: bool) -> Any:
+def production_story(job_factory: Callable[..., Job], *, k1: bool) -> Job:
     """Run the production job: four attempts, three recoveries under the upstream rule."""
     from agent_inspect.executor import StepKind
 
@@ -235,6 +240,7 @@ def production_story(job_factory: Callable[..., Any], *, k1: bool) -> Any:
     # restarted by hand from the checkpoint attempt 2 restored (retained), and the source is re-read
     # in a different order: one key's next two inputs swap places (a genuine branch change)
     again = job.attempts[-1].restored_from
+    assert again is not None    # attempt 2 restored a checkpoint
     pos = job.checkpoints[again - 1].source_position
     moved = source[pos][0]
     i, j = [i for i in range(pos, n) if source[i][0] == moved][:2]

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.samples._driver import Job
 
 from agent_inspect.samples._production import (
     _MODULE,
@@ -103,7 +106,7 @@ def _persisted_calls(step: Any) -> bool:
     return step.kind is StepKind.PERSIST and (step.outcome or "").startswith("call results")
 
 
-def production_v4_story(job_factory: Callable[..., Any]) -> tuple[Any, int]:
+def production_v4_story(job_factory: Callable[..., Job]) -> tuple[Job, int]:
     """Run the 0.4+ production job (two attempts, one recovery under the upstream rule); returns the job and
     the mid-action checkpoint, whose restore the sample shows."""
     rng = random.Random(1175)

@@ -9,7 +9,11 @@ must catch and name.
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.executor import ReplayExecutor
+    from agent_inspect.samples._catalog import Sample
 
 __all__ = ["TRACE_RULE", "INCONSISTENT", "sample_trace", "run_recovery", "inconsistent_suffix"]
 
@@ -24,7 +28,7 @@ def inconsistent_suffix(rule: str) -> str:
     return f".{rule}-rule.trace.log"
 
 
-def run_recovery(sample: Any, rule: str = TRACE_RULE) -> tuple[Any, list[dict[str, Any]]]:
+def run_recovery(sample: Sample, rule: str = TRACE_RULE) -> tuple[ReplayExecutor, list[dict[str, Any]]]:
     """Run ``sample``'s restore with the executor under ``rule``; returns the executor (``.to_log()`` is the
     topic after the recovery) and the Trace Log records the runtime writes meanwhile. Deterministic."""
     from agent_inspect.trace import trace_from_executor
@@ -38,6 +42,6 @@ def run_recovery(sample: Any, rule: str = TRACE_RULE) -> tuple[Any, list[dict[st
     return ex, trace_from_executor(ex, agent_name=f"{sample.name}-agent", inputs=inputs, start_ms=start, seed=seed)
 
 
-def sample_trace(sample: Any, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
+def sample_trace(sample: Sample, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
     """The Trace Log records of ``sample``'s restore, run by the executor under ``rule``."""
     return run_recovery(sample, rule)[1]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._jsonable import jsonable
+from agent_inspect._types import LogLike
 
 __all__ = ["write_kcat_jsonl", "write_markers", "FILE_SUFFIXES"]
 
@@ -17,7 +18,7 @@ FILE_SUFFIXES = {"jsonl": ".jsonl", "kcat": ".kcat.jsonl", "parquet": ".parquet"
                  "trace": ".trace.log"}
 
 
-def write_kcat_jsonl(log: Any, path: str | os.PathLike[str], *, topic: str | None = None,
+def write_kcat_jsonl(log: LogLike, path: str | os.PathLike[str], *, topic: str | None = None,
                      broker: int = 1) -> Path:
     """Write a log's raw records as ``kcat -C -J`` prints them: one envelope per line.
 

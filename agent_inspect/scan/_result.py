@@ -7,11 +7,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect.scan._task import CALLS_PREFIX
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import Reconstruction
 
 __all__ = ["ScanResult", "RESULT_FILES"]
 
@@ -57,7 +61,7 @@ class ScanResult:
     @property
     def complete(self) -> bool:
         """True when every planned window was scanned."""
-        return self.failures.empty
+        return bool(self.failures.empty)
 
     def at_risk(self, n: int | None = 20, rule: str | None = None) -> pd.DataFrame:
         """Keys ranked by risk under ``rule`` (default: the first rule scanned, usually "original"):
@@ -148,7 +152,7 @@ class ScanResult:
                    runtime=meta.get("runtime", "auto"), output=str(root), seconds=meta.get("seconds"),
                    fleet_wide=tuple(meta.get("fleet_wide", ())))
 
-    def load_key(self, business_key: str) -> Any:
+    def load_key(self, business_key: str) -> ActionStateLog:
         """The log of one business key: from the scan's Parquet output when there is one, else from the source."""
         from agent_inspect.log import load
 
@@ -162,7 +166,7 @@ class ScanResult:
             return load(self.source, business_keys=[business_key], **options)
         return load(self.source, business_keys=[business_key])
 
-    def reconstruct(self, business_key: str, rule: str | None = None) -> Any:
+    def reconstruct(self, business_key: str, rule: str | None = None) -> Reconstruction:
         """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
         from agent_inspect.recovery import reconstruct
 

@@ -46,7 +46,7 @@ class ScanPlan:
     def records_planned(self) -> int | None:
         """Records to read, when the source says so before reading (Kafka)."""
         sizes = [w.records_planned for w in self.windows]
-        return None if any(s is None for s in sizes) else sum(sizes)  # type: ignore[misc]
+        return None if any(s is None for s in sizes) else sum(sizes)
 
 
 def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Mapping[str, Any] | None = None,
@@ -180,7 +180,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
         from agent_inspect.log import write_dataset_meta
 
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
-    options = ScanOptions(rules=tuple(rules), markers=merged, runtime=runtime, output=out_dir)  # type: ignore[arg-type]
+    options = ScanOptions(rules=tuple(rules), markers=merged, runtime=runtime, output=out_dir)
     started = time.perf_counter()
     with _client(client, workers, dashboard) as (dask_client, _own):
         link = _dashboard_link(dask_client) if dashboard else None

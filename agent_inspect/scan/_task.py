@@ -204,7 +204,7 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
 
     plan = ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
-    extra = {"runtime": runtime} if _predict_accepts_runtime() else {}
+    extra: dict[str, Any] = {"runtime": runtime} if _predict_accepts_runtime() else {}
     attempts: pd.Series | None = None
     for rule in rules:
         recon = reconstruct(log, rule=rule, markers=markers)

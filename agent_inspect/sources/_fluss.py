@@ -152,7 +152,8 @@ def _default_factory(fluss: Any) -> ConnectionFactory:
         except Exception as exc:  # noqa: BLE001 - pyfluss raises its own FlussError for bad keys
             raise SourceError(f"bad Fluss client config: {_message(exc)}; keys are Java-style, "
                               f"e.g. 'security.protocol'") from None
-        return fluss.FlussConnection.create(cfg)
+        connecting: Awaitable[Any] = fluss.FlussConnection.create(cfg)
+        return connecting
 
     return create
 
@@ -225,7 +226,7 @@ async def _offsets(fluss: Any, conn: Any, path: Any, buckets: list[int], *, time
 async def _close(conn: Any, timeout: float) -> None:
     try:
         await asyncio.wait_for(conn.close(), timeout)
-    except Exception:  # noqa: BLE001,S110 - closing a broken connection must not hide the real error
+    except Exception:  # noqa: BLE001 - closing a broken connection must not hide the real error
         pass
 
 

@@ -11,10 +11,11 @@ from datetime import UTC, datetime
 from itertools import repeat
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
+from agent_inspect._types import LogLike
 from agent_inspect.raw import RawBatch
 from agent_inspect.sources._filecommon import (
     _INT64_END,
@@ -221,9 +222,9 @@ def _plain_columns(records: list[_Plain], first_line: int) -> RawBatch | None:
     if not n or any(list(map(get, records)).count(None) != n for get in _RARE):
         return None
     try:
-        keys: list[bytes | None] = list(map(_KEY, records))
-        keys = ([None if k is None else k.encode("utf-8") for k in keys] if None in keys
-                else list(map(str.encode, keys)))  # type: ignore[arg-type]
+        texts: list[str | None] = list(map(_KEY, records))
+        keys: list[bytes | None] = ([None if k is None else k.encode("utf-8") for k in texts] if None in texts
+                                    else list(map(str.encode, cast("list[str]", texts))))
         values: list[bytes | None] = list(map(bytes, map(_VALUE, records)))
         if bytes(map(_FIRST, values)).count(b"{") != n:  # type: ignore[arg-type] # b"" (no value) raises
             return None
@@ -263,10 +264,9 @@ def _read_plain_lines(data: bytes, location: str, records: list[_Plain] | None) 
                 raise failure  # type: ignore[misc]
             k = rec.key
             key = k.encode("utf-8") if k is not None and rec.key_base64 is None else _plain_key(rec)
-            value = bytes(rec.value)
+            inline = bytes(rec.value)
             # the common inline object needs no work; a line without "value" goes the slow way too
-            if value[:1] != b"{" or rec.value_base64 is not None:
-                value = _plain_value(rec, value)
+            value = inline if inline[:1] == b"{" and rec.value_base64 is None else _plain_value(rec, inline)
             ts = rec.timestamp
             if ts is not None and not isinstance(ts, int):
                 ts = _timestamp(ts)
@@ -422,7 +422,7 @@ def _inline_json(value: bytes) -> bool:
         return False
     return True
 
-def write_jsonl(log: Any, path: str | os.PathLike[str]) -> Path:
+def write_jsonl(log: LogLike, path: str | os.PathLike[str]) -> Path:
     """Write a log's raw records as plain JSONL: one ``{"partition", "offset", "timestamp", "key", "value"}`` per line.
 
     ``value`` is the stored JSON text inlined (exact bytes), a JSON string when the bytes are not
@@ -436,7 +436,8 @@ def write_jsonl(log: Any, path: str | os.PathLike[str]) -> Path:
     out = Path(path)
     with _replacing(out) as tmp, open(tmp, "wb") as fh:
         for i in range(len(raw)):
-            head = {"partition": raw.partition[i], "offset": raw.offset[i], "timestamp": raw.timestamp_ms[i]}
+            head: dict[str, Any] = {"partition": raw.partition[i], "offset": raw.offset[i],
+                                    "timestamp": raw.timestamp_ms[i]}
             if agent is not None and agent[i] is not None:
                 head["agent_key"] = agent[i]
             if malformed is not None and malformed[i] is not None:

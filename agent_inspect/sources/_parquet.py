@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import SourceError
+from agent_inspect._types import LogLike
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._filecommon import (
     _PARTITION_END,
@@ -36,7 +37,7 @@ def _source_json(source: SourceInfo) -> bytes:
     return json.dumps(dataclasses.asdict(source), default=str, sort_keys=True).encode("utf-8")
 
 def _source_from_json(data: bytes) -> dict[str, Any]:
-    obj = json.loads(data)
+    obj: dict[str, Any] = json.loads(data)
     for name in ("start_offsets", "end_offsets"):
         obj[name] = {int(k): int(v) for k, v in (obj.get(name) or {}).items()}
     options = obj.get("options") or {}
@@ -46,7 +47,7 @@ def _source_from_json(data: bytes) -> dict[str, Any]:
     obj["options"] = options
     return obj
 
-def write_parquet(log: Any, path: str | os.PathLike[str]) -> Path:
+def write_parquet(log: LogLike, path: str | os.PathLike[str]) -> Path:
     """Write a log's raw records (exact key/value bytes) and source metadata to a Parquet file.
 
     Columns: partition int32, offset int64, timestamp_ms int64, key binary, value binary (null =

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from agent_inspect._errors import SourceError
 
@@ -64,7 +64,7 @@ def trace_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     if isinstance(source, (list, tuple)):
         found = [f for s in source for f in trace_files(s)]
         return sorted(dict.fromkeys(found), key=lambda f: f.path)
-    text = os.fspath(source)
+    text = os.fspath(cast("str | os.PathLike[str]", source))    # lists and tuples returned above
     p = Path(text)
     if p.is_dir():
         paths = sorted({*p.glob("traces-*.log"), *p.glob("*.trace-log.log"), *p.glob("*.trace.log")})

@@ -131,7 +131,8 @@ class Store:
     def count_prefix(self, prefix: str) -> int:
         """Number of cached state keys starting with ``prefix`` (snapshot K1 matching, spec §8.2)."""
         srt = self._sorted_keys()
-        return srt.bisect_left(prefix + "\U0010ffff") - srt.bisect_left(prefix)
+        count: int = srt.bisect_left(prefix + "\U0010ffff") - srt.bisect_left(prefix)
+        return count
 
     def keys_with_prefix(self, prefix: str) -> list[str]:
         """Cached state keys starting with ``prefix``, sorted."""

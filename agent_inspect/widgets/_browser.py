@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._html import plotly_text
+from agent_inspect._types import RecordSource
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -49,7 +50,7 @@ class LogBrowser(w.VBox):
     that record's decoded value.
     """
 
-    def __init__(self, source: Any, *, height: int = 360, columns: tuple[str, ...] | None = None) -> None:
+    def __init__(self, source: RecordSource, *, height: int = 360, columns: tuple[str, ...] | None = None) -> None:
         super().__init__()
         self.add_class("ai-log-browser")
         self._source = source
@@ -273,7 +274,8 @@ def _equals(series: pd.Series, value: str) -> np.ndarray:
         result = series == value
     else:
         result = series.astype("string") == value
-    return result.fillna(False).to_numpy(dtype=bool)
+    matched: np.ndarray = result.fillna(False).to_numpy(dtype=bool)
+    return matched
 
 
 def _parse_seq(text: str) -> tuple[int, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import numpy as np
@@ -15,6 +15,9 @@ from agent_inspect.history import layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._plot import Plot
+
+if TYPE_CHECKING:
+    from agent_inspect.diff import Diff
 
 __all__ = ["DiffView", "DIFF_COLOURS"]
 
@@ -31,7 +34,7 @@ class DiffView(w.VBox):
     mark selects its pair; "Explain" (``.ai-diff-explain-button``) shows why side b reused or reran it.
     """
 
-    def __init__(self, diff: Any, *, key: Any = None) -> None:
+    def __init__(self, diff: Diff, *, key: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-diff")
         self.diff = diff

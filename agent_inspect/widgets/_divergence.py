@@ -32,7 +32,7 @@ class DivergenceView(w.VBox):
     invalidations) the divergence caused.
     """
 
-    def __init__(self, result: Any, *, key: Any = None) -> None:
+    def __init__(self, result: Any, *, key: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-divergence")
         self._result = result
@@ -119,8 +119,8 @@ class DivergenceView(w.VBox):
                 for name in ("state_key", "task_event_id", "attempt", "status", "reason"):
                     if name in rec.index and not _na(rec[name]):
                         text = escape(rec[name])
-                        shown = f"<code>{text}</code>" if name in ("state_key", "task_event_id") else text
-                        meta.append(f"<div><span class='ai-label'>{escape(name)}</span> {shown}</div>")
+                        cell = f"<code>{text}</code>" if name in ("state_key", "task_event_id") else text
+                        meta.append(f"<div><span class='ai-label'>{escape(name)}</span> {cell}</div>")
             event = _task_event(decoded_value(self._result, pos))
             cells.append(f'<div class="ai-side">'
                          f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
+
+if TYPE_CHECKING:
+    from agent_inspect._types import LogLike
+    from agent_inspect.diff import Explanation
 
 __all__ = ["ExplainView"]
 
@@ -23,7 +27,7 @@ class ExplainView(w.VBox):
     other rules' outcomes, and a button per linked record (``.ai-explain-record``) that opens the record
     in a log browser below (``log=``: the log the explanation's positions refer to)."""
 
-    def __init__(self, explanation: Any, *, log: Any = None) -> None:
+    def __init__(self, explanation: Explanation, *, log: LogLike | None = None) -> None:
         super().__init__()
         self.add_class("ai-explain")
         self.explanation = explanation

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from agent_inspect._html import escape, plotly_text
-from agent_inspect.history import graph_groups, group_graph
+from agent_inspect.history import graph_groups, group_graph, layered_layout
 from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
 from agent_inspect.widgets._plot import Plot
 
@@ -56,7 +56,7 @@ class GraphView(w.VBox):
     _css = "ai-graph"
     _what = "action graph"
 
-    def __init__(self, source: Any, key: Any = None, seq: int | None = None, *, attempt: int | None = None,
+    def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
                  graph: nx.DiGraph | None = None, height: int = 460) -> None:
         super().__init__()
         self.add_class(self._css)
@@ -226,7 +226,7 @@ class SubagentTreeView(GraphView):
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
 
-    def __init__(self, source: Any, key: Any = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
+    def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
         if graph is None and seq is None:
             seq = _first_subagent_round(source, key)
@@ -283,7 +283,7 @@ def _first_subagent_round(source: Any, key: Any) -> int | None:
     rounds = _rounds(source, key)
     if not rounds:
         return None
-    if "subagent_session_id" in frame.columns:
+    if frame is not None and "subagent_session_id" in frame.columns:    # not None: it has rounds
         mine = frame[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool)]
         sub = mine.loc[mine["subagent_session_id"].notna(), "seq"].dropna()
         if len(sub):
@@ -365,13 +365,4 @@ def _layout(graph: nx.DiGraph) -> dict[Any, tuple[float, float]]:
     """Positions from the history layer's deterministic layered layout."""
     if graph.number_of_nodes() == 0:
         return {}
-    try:
-        from agent_inspect.history import layered_layout
-    except ImportError:
-        layered_layout = None
-    if layered_layout is not None:
-        return {n: (float(x), float(y)) for n, (x, y) in layered_layout(graph).items()}
-    # Until the history layer ships its layout: topological layers, nodes ordered by name.
-    layers = list(nx.topological_generations(graph)) if nx.is_directed_acyclic_graph(graph) else [list(graph)]
-    return {n: (float(i), -float(layer)) for layer, nodes in enumerate(layers)
-            for i, n in enumerate(sorted(nodes, key=str))}
+    return {n: (float(x), float(y)) for n, (x, y) in layered_layout(graph).items()}

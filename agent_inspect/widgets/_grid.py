@@ -17,6 +17,7 @@ from typing import Any
 
 import anywidget
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import traitlets as t
 
@@ -57,7 +58,7 @@ def filter_mask(frame: pd.DataFrame, filters: Mapping[str, str], *, index: str |
 
 def _column_hits(series: pd.Series, text: str) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
-        values = series.to_numpy(dtype="float64", na_value=np.nan)
+        values: npt.NDArray[np.float64] = series.to_numpy(dtype="float64", na_value=np.nan)
         ranged = _RANGE.match(text)
         if ranged:
             low, high = sorted((float(ranged.group(1)), float(ranged.group(2))))
@@ -66,11 +67,12 @@ def _column_hits(series: pd.Series, text: str) -> np.ndarray:
         if compared:
             op, number = compared.group(1), float(compared.group(2))
             return {"<": values < number, ">": values > number, "<=": values <= number, ">=": values >= number,
-                    "=": values == number, "!=": values != number}[op]
+                    "=": np.equal(values, number), "!=": np.not_equal(values, number)}[op]
         try:
-            return values == float(text)
+            return np.equal(values, float(text))
         except ValueError:
             pass
+    codes: npt.NDArray[np.intp]
     codes, uniques = pd.factorize(series, use_na_sentinel=True)
     needle = text.casefold()
     table = np.array([needle in cell_text(u).casefold() for u in uniques] + [False], dtype=bool)
@@ -144,7 +146,7 @@ class DataGrid(anywidget.AnyWidget):
     _css = _STATIC / "grid.css"
     columns = t.List(t.Unicode()).tag(sync=True)
     total = t.Int(0).tag(sync=True)
-    sort = t.List(default_value=[]).tag(sync=True)          # [column, descending] or []
+    sort: t.List[Any] = t.List(default_value=[]).tag(sync=True)   # [column, descending] or []
     filters = t.Dict(default_value={}).tag(sync=True)       # column -> text
     viewport = t.List(t.Int(), default_value=[0, _FIRST_WINDOW]).tag(sync=True)   # [start, count]
     window = t.Dict(default_value={}).tag(sync=True)        # {"start", "cells", "ids"}
@@ -161,7 +163,7 @@ class DataGrid(anywidget.AnyWidget):
         self._frame = frame
         self._base: np.ndarray | None = None
         self._order: np.ndarray = np.arange(len(frame))
-        self._callbacks: list[Callable[[Any, pd.Series], None]] = []
+        self._callbacks: list[Callable[[Any, pd.Series], object]] = []
         self._muted = True
         self.columns = self._shown_columns(columns)
         self.height = int(height)
@@ -238,7 +240,7 @@ class DataGrid(anywidget.AnyWidget):
         for callback in self._callbacks:
             callback(label, row)
 
-    def on_select(self, callback: Callable[[Any, pd.Series], None]) -> None:
+    def on_select(self, callback: Callable[[Any, pd.Series], object]) -> None:
         """Call ``callback(label, row)`` when a row is clicked."""
         self._callbacks.append(callback)
 

@@ -40,7 +40,7 @@ class KeyHistory(anywidget.AnyWidget):
     _css = _STATIC / "history.css"
 
     header = t.Dict().tag(sync=True)
-    rows = t.List().tag(sync=True)
+    rows: t.List[dict[str, Any]] = t.List().tag(sync=True)
     page = t.Int(0).tag(sync=True)
     page_count = t.Int(1).tag(sync=True)
     page_size = t.Int(PAGE_SIZE).tag(sync=True)
@@ -120,7 +120,7 @@ class KeyHistory(anywidget.AnyWidget):
     def focus(self, record: int | tuple[int, int]) -> int:
         """Open the line of record ``record`` (position or ``(partition, offset)``), expanded, and highlight it."""
         pos = self._position(record)
-        line = self._line_of[pos]
+        line: int = self._line_of[pos]
         if line not in set(self.visible["line"].tolist()):
             self.query = ""
         self._show_line(line)
@@ -305,7 +305,8 @@ def _time(value: Any) -> str:
     if value is None or pd.isna(value):
         return ""
     ts = pd.Timestamp(value)
-    return ts.strftime("%H:%M:%S.") + f"{ts.microsecond // 1000:03d}"
+    clock: str = ts.strftime("%H:%M:%S.")
+    return clock + f"{ts.microsecond // 1000:03d}"
 
 
 def _date(value: Any) -> str:

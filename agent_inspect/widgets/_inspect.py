@@ -118,7 +118,7 @@ def _key_history(obj: Any, key: Any, *, record: int | tuple[int, int] | None, ru
     if isinstance(obj, (str, os.PathLike)):
         obj = load(obj)
     if isinstance(obj, ReconstructionLike):
-        if rule is not None and getattr(obj.rule, "name", None) != rule and isinstance(obj.log, LogLike):
+        if rule is not None and getattr(getattr(obj, "rule", None), "name", None) != rule and isinstance(obj.log, LogLike):
             obj = reconstruct(obj.log, rule=rule)
     elif isinstance(obj, LogLike):
         obj = reconstruct(obj) if rule is None else reconstruct(obj, rule=rule)

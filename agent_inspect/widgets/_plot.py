@@ -108,7 +108,7 @@ class Plot(anywidget.AnyWidget):
     _esm = _STATIC / "plot.js"
     _css = _STATIC / "plot.css"
     _spec = traitlets.Dict().tag(sync=True)
-    _arrays = traitlets.List().tag(sync=True)
+    _arrays: traitlets.List[memoryview] = traitlets.List().tag(sync=True)
     _library = traitlets.Instance(_PlotlyLibrary, allow_none=True).tag(sync=True, **w.widget_serialization)
     #: How many data items the chart stands for (records even when binned, steps…); -1: its points.
     #: The page shows it as ``data-ai-drawn`` once drawn (benchmarks/views_browser.py reads it).
@@ -126,7 +126,7 @@ class Plot(anywidget.AnyWidget):
 
     # -- the FigureWidget-like API ------------------------------------------------------------------
 
-    @property  # type: ignore[override]
+    @property
     def layout(self) -> Any:
         """The plotly layout (``go.Layout``); changing it redraws the chart."""
         return self.figure.layout
@@ -139,7 +139,8 @@ class Plot(anywidget.AnyWidget):
     @property
     def data(self) -> tuple[Any, ...]:
         """The traces; assign a list to replace them."""
-        return self.figure.data
+        traces: tuple[Any, ...] = self.figure.data
+        return traces
 
     @data.setter
     def data(self, traces: Any) -> None:
@@ -164,7 +165,8 @@ class Plot(anywidget.AnyWidget):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return self.figure.to_dict()
+        spec: dict[str, Any] = self.figure.to_dict()
+        return spec
 
     @contextmanager
     def batch_update(self) -> Iterator[None]:
@@ -262,7 +264,7 @@ def _lift(value: Any, arrays: list[memoryview]) -> Any:
             value = value.astype(np.float64)
         if value.dtype.kind in "iuf" and value.size:
             data = np.ascontiguousarray(value)
-            arrays.append(memoryview(data.reshape(-1).view(np.uint8)))
+            arrays.append(data.reshape(-1).view(np.uint8).data)
             return {"__ai_array__": len(arrays) - 1, "dtype": data.dtype.name, "shape": list(data.shape)}
         return [_lift(v, arrays) for v in value.tolist()]
     return value

@@ -36,7 +36,7 @@ class ResultInspector(w.VBox):
 
     TABS = ("Records", "History", "Timeline", "Divergences", "Graph", "Sub-agents", "Lints")
 
-    def __init__(self, result: ReconstructionLike, key: Any = None) -> None:
+    def __init__(self, result: ReconstructionLike, key: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-inspector")
         self.result = result

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import ipywidgets as w
 import pandas as pd
@@ -14,6 +14,10 @@ from agent_inspect.widgets._common import message_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import close_view
+
+if TYPE_CHECKING:
+    from agent_inspect.scan import ScanResult
+    from agent_inspect.widgets._result import ResultInspector
 
 __all__ = ["FleetScanView", "scan_histograms"]
 
@@ -31,7 +35,7 @@ class FleetScanView(w.VBox):
       one, else from the source), in the usual inspector.
     """
 
-    def __init__(self, result: Any, *, rule: str | None = None) -> None:
+    def __init__(self, result: ScanResult, *, rule: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-scan")
         self.result = result
@@ -80,8 +84,9 @@ class FleetScanView(w.VBox):
             descending = not self.descending if column == self.sort_column else True
         self.table.sort_by(column, descending)
 
-    def open_key(self, business_key: str) -> Any:
-        """Open ``business_key``'s reconstruction under the current rule below the table; returns its inspector."""
+    def open_key(self, business_key: str) -> ResultInspector | None:
+        """Open ``business_key``'s reconstruction under the current rule below the table; returns its inspector
+        (None when the key cannot be opened; the reason is shown instead)."""
         from agent_inspect.widgets._result import ResultInspector
 
         self.selected = business_key
@@ -132,7 +137,7 @@ class FleetScanView(w.VBox):
         self.figure.data = scan_histograms(self.result, self.rule.value).data
 
 
-def scan_histograms(result: Any, rule: str) -> go.Figure:
+def scan_histograms(result: ScanResult, rule: str) -> go.Figure:
     """History size and re-executed calls per key under ``rule``, as a plain figure (the report's; no widget)."""
     figure = make_subplots(rows=1, cols=2, subplot_titles=(
         "history size per key (bytes)", "durable calls re-executed per key"))

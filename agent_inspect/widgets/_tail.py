@@ -262,7 +262,12 @@ class LiveTail(w.VBox):
         live.lease(self.grace)  # time for the first view to show up
         if self.comm is not None:  # the front end closing the widget's comm stops the tail too
             ref = weakref.ref(self)
-            self.comm.on_close(lambda _msg: (tail := ref()) is not None and tail.close())
+
+            def close_tail(_msg: Any) -> None:
+                tail = ref()
+                if tail is not None:
+                    tail.close()
+            self.comm.on_close(close_tail)
 
     @property
     def log(self) -> ActionStateLog:

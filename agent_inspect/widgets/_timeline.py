@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
-from agent_inspect._types import ReconstructionLike
+from agent_inspect._types import ReconstructionLike, RecordSource
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -71,7 +71,7 @@ class KeyTimeline(w.VBox):
     per status per bin; zoom in and the kernel sends the records of the zoomed range.
     """
 
-    def __init__(self, source: Any, key: Any = None, *, height: int = 380) -> None:
+    def __init__(self, source: RecordSource, key: str | None = None, *, height: int = 380) -> None:
         super().__init__()
         self.add_class("ai-timeline")
         self._source = source
@@ -154,7 +154,7 @@ class KeyTimeline(w.VBox):
             self.show_range(x_range, y_range)
 
 
-def timeline_figure(source: Any, key: Any = None, *, height: int = 380) -> go.Figure:
+def timeline_figure(source: RecordSource, key: str | None = None, *, height: int = 380) -> go.Figure:
     """The key timeline as a plain figure with its hover text inside (the static report's; no widget)."""
     data = _TimelineData(source, key)
     figure = data.figure(height=height, hover=True)
@@ -176,7 +176,7 @@ def _range(event: dict[str, Any], axis: str, current: tuple[float, float] | None
 class _TimelineData:
     """One key's records as arrays, and the traces of any range of them (records, or counts per bin)."""
 
-    def __init__(self, source: Any, key: Any) -> None:
+    def __init__(self, source: RecordSource, key: str | None) -> None:
         frame = records_of(source)
         if key is None:
             key = most_affected_key(source)
@@ -252,10 +252,10 @@ class _TimelineData:
                                            hovertext=texts if hover else None, hoverinfo="text"))
             else:
                 pos = self.pos[sel]
-                texts = _hover_texts(self.frame.loc[pos]) if hover else None
+                record_texts = _hover_texts(self.frame.loc[pos]) if hover else None
                 traces.append(go.Scattergl(x=pos, y=self.seq[sel], customdata=pos, **style,
                                            marker=dict(color=colour_for(name), size=7, line=dict(width=0)),
-                                           hovertext=texts, hoverinfo="text"))
+                                           hovertext=record_texts, hoverinfo="text"))
         marks = [(p, s, t) for p, s, t in self.divergences
                  if (x_range is None or x_range[0] <= p <= x_range[1])]
         if marks:
@@ -382,4 +382,5 @@ def _hover_texts(frame: pd.DataFrame) -> np.ndarray:
     first = np.array([f"pos {p}" for p in frame.index], dtype=object)
     if "seq" in frame.columns:
         first = first + frame_hover(frame, [("seq", "seq")], sep=" · ")
-    return first + frame_hover(frame, list(_HOVER_COLUMNS))
+    texts: np.ndarray = first + frame_hover(frame, list(_HOVER_COLUMNS))
+    return texts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -81,7 +82,8 @@ class VerificationView(w.VBox):
 
     def _positions(self) -> np.ndarray:
         """Each task's place within its key (dispatch order; traced-only executions after the key's tasks)."""
-        return self.tasks.groupby("key", sort=False).cumcount().to_numpy()
+        positions: np.ndarray = self.tasks.groupby("key", sort=False).cumcount().to_numpy()
+        return positions
 
     def _draw(self) -> None:
         if self.tasks.empty:
@@ -121,7 +123,7 @@ class VerificationView(w.VBox):
         return f"{tick} {r['key']}{seq} {r['action']}: predicted {pred}, observed {r['observed']}"
 
     def _fill_rows(self) -> None:
-        idx = range(len(self.tasks))
+        idx: Sequence[int] = range(len(self.tasks))
         if self.only_disagree.value:
             idx = [i for i in idx if not bool(self.tasks.iloc[i]["agree"])]
         self.rows.options = [(self._label(i), i) for i in list(idx)[: self.max_rows]]

@@ -149,7 +149,7 @@ def lab_page(browser: object, lab: JupyterLab) -> Iterator[LabPage]:
     finally:
         try:
             wrapper.shutdown_kernel()
-        except Exception:  # the page may already be gone; the server stops the kernel anyway
+        except Exception:  # noqa: BLE001 - the page may already be gone; the server stops the kernel anyway
             pass
         context.close()
 

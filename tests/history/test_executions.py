@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "recovery"))
-from recovery_logs import LogBuilder, inp, work  # noqa: E402
+from recovery_logs import LogBuilder, inp, work
 
-from agent_inspect.history import annotate, attempts, build_history, executions, lineage, rounds  # noqa: E402
+from agent_inspect.history import annotate, attempts, build_history, executions, lineage, rounds
 
 
 def test_executions_group_the_writes_of_one_state_key() -> None:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recovery_logs import LogBuilder, inp, work  # noqa: E402
+from recovery_logs import LogBuilder, inp, work
 
-from agent_inspect.cli import main  # noqa: E402
-from agent_inspect.sources import write_jsonl  # noqa: E402
+from agent_inspect.cli import main
+from agent_inspect.sources import write_jsonl
 
 
 def _n04_file(tmp_path: Path) -> Path:

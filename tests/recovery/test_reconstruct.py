@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recovery_logs import LogBuilder, inp, work  # noqa: E402
+from recovery_logs import LogBuilder, inp, work
 
-import agent_inspect as ai  # noqa: E402
-from agent_inspect.recovery import STATUSES, Reconstruction, lint, reconstruct  # noqa: E402
+import agent_inspect as ai
+from agent_inspect.recovery import STATUSES, Reconstruction, lint, reconstruct
 
 
 def n04(fmt: str = "K1.5", kind: str = "kafka") -> LogBuilder:

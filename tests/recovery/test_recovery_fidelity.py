@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from recovery_logs import LogBuilder, inp, work  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from recovery_logs import LogBuilder, inp, work
 
 from agent_inspect.cases import compare
-from agent_inspect.executor import ReplayExecutor, StepKind  # noqa: E402
-from agent_inspect.recovery import ReplayPlan, predict, reconstruct  # noqa: E402
+from agent_inspect.executor import ReplayExecutor, StepKind
+from agent_inspect.recovery import ReplayPlan, predict, reconstruct
 
 
 def n04() -> LogBuilder:

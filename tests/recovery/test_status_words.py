@@ -17,7 +17,7 @@ from agent_inspect.recovery import Reconstruction, RemovalCauses, reconstruct, r
 from agent_inspect.store import CacheEvent, Entry
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recovery_logs import LogBuilder, inp, work  # noqa: E402
+from recovery_logs import LogBuilder, inp, work
 
 _REMOVED = ("evicted", "invalidated")
 _COST = "; its task runs again if the replay reaches it"

@@ -42,7 +42,7 @@ def _uuid(label: str) -> str:
 
 def write_probe_log(path: Path, probes: dict[str, str] | None = None) -> Path:
     """Write the probe log as plain JSONL at ``path`` and return it (``probes`` override :data:`PROBES`)."""
-    PROBES = {**globals()["PROBES"], **(probes or {})}  # noqa: N806 - same names as the module's probes
+    PROBES = {**globals()["PROBES"], **(probes or {})}  # same names as the module's probes
     key = PROBES["key"]
     group = codec.key_group(codec.java_string_hash(key))
     work_type = PROBES["event_type"]

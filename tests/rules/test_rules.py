@@ -345,7 +345,7 @@ def test_the_docstring_example_rule_runs() -> None:
     ns["log"] = None
     ns_ai = type("AI", (), {"reconstruct": staticmethod(lambda log, rule: calls.append(rule))})
     ns["ai"] = ns_ai
-    exec(code, ns)                                   # noqa: S102 - our own docstring
+    exec(code, ns)  # our own docstring
     rule = calls[0]
     assert rule.name == "roots-only"
     assert run(rule, G01, G01_T)[0] == [RR, RR]      # root conflicts caught

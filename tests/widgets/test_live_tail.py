@@ -14,9 +14,9 @@ import agent_inspect as ai
 from agent_inspect.widgets import KeyHistory, KeyTimeline, LiveKeyHistory, LiveKeyTimeline, LiveTail
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.sources._records import make_records  # noqa: E402
-from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream  # noqa: E402
-from tests.support.waiting import wait_until  # noqa: E402
+from tests.sources._records import make_records
+from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 

@@ -16,9 +16,9 @@ from agent_inspect.widgets import LiveTail
 from agent_inspect.widgets._style import view_style, widgets_under
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.sources._records import make_records  # noqa: E402
-from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream  # noqa: E402
-from tests.support.waiting import wait_until  # noqa: E402
+from tests.sources._records import make_records
+from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.kafka
 
