@@ -51,7 +51,18 @@ from agent_inspect.codec._keys import (
     parse_state_key,
     resolve_state_keys,
 )
-from agent_inspect.codec._markers import merge_markers
+from agent_inspect.codec._flink_metadata import (
+    CheckpointMetadata,
+    KeyedStateHandle,
+    OperatorState,
+    OperatorStateHandle,
+    StreamHandle,
+    SubtaskState,
+    parse_metadata,
+)
+from agent_inspect.codec._flink_state import KeyedState, StateInfo, read_keyed_state
+from agent_inspect.codec._kryo import KRYO2, KRYO5, read_kryo_object
+from agent_inspect.codec._markers import MarkerSource, marker_list, merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
     PYTHON_EVENT,
@@ -81,5 +92,9 @@ __all__ = [
     # durable-call identity
     "CALL_MATCHING", "call_matcher", "call_router",
     # recovery markers
-    "merge_markers",
+    "merge_markers", "marker_list", "MarkerSource",
+    # Flink checkpoints (ai.checkpoint reads them)
+    "parse_metadata", "CheckpointMetadata", "OperatorState", "SubtaskState", "OperatorStateHandle",
+    "KeyedStateHandle", "StreamHandle", "read_keyed_state", "KeyedState", "StateInfo",
+    "read_kryo_object", "KRYO2", "KRYO5",
 ]
