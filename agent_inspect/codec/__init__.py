@@ -22,6 +22,16 @@ from agent_inspect.codec._calls import CALL_MATCHING, call_matcher, call_router
 from agent_inspect.codec._encode import (
     encode_action_state,
 )
+from agent_inspect.codec._flink_metadata import (
+    CheckpointMetadata,
+    KeyedStateHandle,
+    OperatorState,
+    OperatorStateHandle,
+    StreamHandle,
+    SubtaskState,
+    parse_metadata,
+)
+from agent_inspect.codec._flink_state import KeyedState, StateInfo, read_keyed_state
 from agent_inspect.codec._formats import (
     detect_value_format,
 )
@@ -51,16 +61,6 @@ from agent_inspect.codec._keys import (
     parse_state_key,
     resolve_state_keys,
 )
-from agent_inspect.codec._flink_metadata import (
-    CheckpointMetadata,
-    KeyedStateHandle,
-    OperatorState,
-    OperatorStateHandle,
-    StreamHandle,
-    SubtaskState,
-    parse_metadata,
-)
-from agent_inspect.codec._flink_state import KeyedState, StateInfo, read_keyed_state
 from agent_inspect.codec._kryo import KRYO2, KRYO5, read_kryo_object
 from agent_inspect.codec._markers import MarkerSource, marker_list, merge_markers
 from agent_inspect.codec._values import (

@@ -163,6 +163,10 @@ def parse_metadata(data: bytes) -> CheckpointMetadata:
     properties = data[r.pos:]
     savepoint = None
     if version >= 4:
+        if not properties.startswith(b"\xac\xed\x00\x05"):
+            raise CheckpointFormatError(f"_metadata is truncated or corrupt: version {version} ends with the "
+                                        f"Java-serialized checkpoint properties, found "
+                                        f"{properties[:8].hex() or 'nothing'} at byte {r.pos}")
         savepoint = b"SavepointType" in properties
     return CheckpointMetadata(version, checkpoint_id, operators, savepoint, properties)
 

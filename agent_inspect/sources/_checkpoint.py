@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +85,7 @@ def _local(directory: Path, metadata: Path) -> CheckpointFiles:
         mtime = metadata.stat().st_mtime
     except OSError as exc:
         raise SourceError(f"cannot read {metadata}: {exc}") from None
-    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=timezone.utc))
+    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=UTC))
 
 
 def _chk_dirs_local(base: Path) -> list[Path]:
@@ -152,7 +152,7 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
     modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
     when: datetime | None = None
     if isinstance(modified, datetime):
-        when = modified if modified.tzinfo else modified.replace(tzinfo=timezone.utc)
+        when = modified if modified.tzinfo else modified.replace(tzinfo=UTC)
     elif isinstance(modified, (int, float)):
-        when = datetime.fromtimestamp(float(modified), tz=timezone.utc)
+        when = datetime.fromtimestamp(float(modified), tz=UTC)
     return CheckpointFiles(unstrip(directory), data, when, fs)

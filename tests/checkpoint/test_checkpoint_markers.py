@@ -1,0 +1,78 @@
+"""A read checkpoint is accepted as ``markers=`` by every verb and by ``--checkpoint`` on the command line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.recovery import predict, reconstruct
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+PRODUCTION = FIXTURES / "production"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def log() -> ai.ActionStateLog:
+    return ai.load(ai.samples.path("production"))
+
+
+@pytest.fixture(scope="module")
+def ckpt() -> ai.checkpoint.Checkpoint:
+    return ai.checkpoint.read(PRODUCTION / "checkpoints")
+
+
+def ids() -> object:
+    counter = itertools.count()
+    return lambda: f"id-{next(counter)}"
+
+
+def test_the_sample_checkpoint_holds_the_sample_markers(ckpt: ai.checkpoint.Checkpoint) -> None:
+    assert ckpt.recovery_markers() == ai.samples.markers("production")
+    assert ckpt.merged == ai.samples.markers("production")[0]
+
+
+def test_predict_from_the_checkpoint_equals_predict_from_the_markers_file(
+        log: ai.ActionStateLog, ckpt: ai.checkpoint.Checkpoint) -> None:
+    from_file = predict(log, markers=ai.samples.markers("production"), new_id=ids())
+    from_ckpt = predict(log, markers=ckpt, new_id=ids())
+    pd.testing.assert_frame_equal(from_ckpt.tasks, from_file.tasks)
+    assert len(from_ckpt.tasks) > 0
+
+
+def test_reconstruct_replay_and_plan_take_the_checkpoint(log: ai.ActionStateLog,
+                                                        ckpt: ai.checkpoint.Checkpoint) -> None:
+    markers = ai.samples.markers("production")
+    a, b = reconstruct(log, markers=ckpt), reconstruct(log, markers=markers)
+    pd.testing.assert_frame_equal(a.records, b.records)
+    assert a.markers == b.markers
+    plan = ckpt.replay_plan(log)
+    assert plan.inputs == ai.ReplayPlan.from_log(log, markers=markers).inputs
+    ex = ai.ReplayExecutor(log, markers=ckpt)
+    assert ex is not None
+
+
+def test_the_cli_checkpoint_option_equals_the_markers_file() -> None:
+    source = str(ai.samples.path("production"))
+    markers_file = str(ai.samples.path("production", "markers"))
+
+    def run(*args: str) -> dict[str, object]:
+        out = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--json", "--no-ledger",
+                              *args], capture_output=True, text=True, cwd=ROOT, check=True)
+        return json.loads(out.stdout)
+
+    assert run("--checkpoint", str(PRODUCTION / "checkpoints")) == run("--markers", "@" + markers_file)
+    bad = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--checkpoint",
+                          str(FIXTURES / "flink2-other-job" / "savepoint")], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2
+    assert "no 'recoveryMarker' operator state" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    both = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--checkpoint", "x",
+                           "--markers", "{}"], capture_output=True, text=True, cwd=ROOT)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
