@@ -110,6 +110,16 @@ class Checkpoint:
         notes = (*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s lastCompletedSequenceNumber")
         return replace(plan, restored_seq=restored, notes=notes)
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the checkpoint's identity, markers (partition keys as text), keyed restore and what was not read."""
+        from dataclasses import asdict
+
+        from agent_inspect._jsonable import jsonable
+
+        out: dict[str, Any] = jsonable({k: v for k, v in asdict(self).items() if k != "keyed"})
+        out["keyed"] = None if self.keyed is None else jsonable(asdict(self.keyed))
+        return out
+
     def __repr__(self) -> str:
         kind = {True: "savepoint", False: "checkpoint", None: "checkpoint"}[self.savepoint]
         return (f"<Checkpoint {self.checkpoint_id} ({kind}, Flink {self.flink_version}) of {self.operator}: "
