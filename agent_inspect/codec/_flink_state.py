@@ -8,7 +8,9 @@ then one block per key group, at offsets the ``_metadata`` names) comes in two l
   namespace, map user key) and a length-prefixed value, so every value is found; ``Long`` values and
   ``String`` map keys are decoded, Kryo objects are kept undecoded.
 - ``"full"`` (hashmap backend checkpoints): per state ``count`` entries of namespace, key and value with no
-  lengths, so a key group is read up to its first non-empty state whose values are Kryo objects.
+  lengths, so a key group is read up to its first non-empty state whose values are Kryo objects; the
+  ``Long`` value states after it are then found by searching, accepted only when every key hashes to the
+  key group.
 
 The state names and their value serializers come from the proxy's state meta infos, found by their layout
 (name, backend type, options, serializer keys), since the serializer snapshots between them have no lengths.
@@ -90,8 +92,9 @@ def state_infos(data: bytes, end: int) -> tuple[str, list[StateInfo]]:
     version = r.i32()
     if not 1 <= version <= 20:
         raise CheckpointFormatError(f"keyed state: unknown serialization proxy version {version}")
-    if version >= 3:
-        r.u8()                                         # key-group compression flag
+    if version >= 3 and r.u8():
+        raise CheckpointFormatError("keyed state is snappy-compressed (execution.checkpointing.snapshot-compression):"
+                                    " not read")
     if version >= 6:
         r.i32()
     key_serializer = r.utf()
@@ -140,6 +143,8 @@ def read_keyed_state(data: bytes, layout: str, key_groups: tuple[int, int], offs
         state.values[info.name] = {}
     groups = range(key_groups[0], key_groups[1] + 1)
     prefix = 1 if max_parallelism <= 128 else 2
+    if layout == "full" and _unified_layout(data, groups, offsets):
+        layout = "savepoint"                           # a RocksDB full checkpoint: the canonical layout
     if layout == "savepoint":
         for group, offset in zip(groups, offsets):
             if offset > 0:
@@ -155,6 +160,15 @@ def read_keyed_state(data: bytes, layout: str, key_groups: tuple[int, int], offs
                                   "heap-backend checkpoint, so these states are not read (the Long value states are "
                                   "found by their key group; a savepoint has everything)")
     return state
+
+
+def _unified_layout(data: bytes, groups: range, offsets: tuple[int, ...]) -> bool:
+    """Whether full-snapshot key groups use the canonical layout: a heap block starts with its key group as an int,
+    a canonical one with a 2-byte state id and the high half of a key length (so an int of ``id << 16``)."""
+    for group, offset in zip(groups, offsets):
+        if group and offset and offset + 4 <= len(data):
+            return int(struct.unpack(">i", data[offset:offset + 4])[0]) != group
+    return False
 
 
 def _value(info: StateInfo | None, raw: bytes) -> Any:

@@ -193,3 +193,18 @@ def test_many_subtasks_read_in_order() -> None:
         ckpt = ai.checkpoint.read(d)
     assert [dict(m) for m in ckpt.markers] == markers
     assert ckpt.parallelism == 1000 and ckpt.keyed is None and ckpt.checkpoint_id == 7
+
+
+def test_a_full_snapshot_in_the_canonical_layout_is_recognised() -> None:
+    # RocksDB full checkpoints write key groups in the canonical (savepoint) layout under a plain key-groups handle
+    from agent_inspect.codec import read_keyed_state
+
+    meta = parse_metadata((FIXTURES / "flink2-p4-file" / "savepoint" / "_metadata").read_bytes())
+    op = next(o for o in meta.operators if o.uid == "agent-operator")
+    for subtask in op.subtasks:
+        handle = subtask.managed_keyed
+        assert handle is not None and handle.stream is not None and handle.stream.path is not None
+        data = (FIXTURES / "flink2-p4-file" / "savepoint" / handle.stream.path).read_bytes()
+        as_full = read_keyed_state(data, "full", handle.key_groups, handle.offsets, op.max_parallelism)
+        as_savepoint = read_keyed_state(data, "savepoint", handle.key_groups, handle.offsets, op.max_parallelism)
+        assert as_full.values == as_savepoint.values and as_full.unread == set()
