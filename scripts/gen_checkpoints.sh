@@ -25,7 +25,10 @@ fi
 
 opens="--add-opens java.base/java.util=ALL-UNNAMED --add-opens java.base/java.lang=ALL-UNNAMED"
 gen="$here/tests/fixtures/checkpoints/gen/CheckpointGen.java"
-markers="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['markers']))" "$here/sample_logs/production.markers.json")"
+sample="$here/sample_logs/production.markers.json"
+markers="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['markers']))" "$sample")"
+seqs="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['restore']['restored_seq']))" "$sample")"
+pending="$("$py" -c "import json,sys; print(','.join(sorted({p[0] for p in json.load(open(sys.argv[1]))['restore']['pending']})))" "$sample")"
 
 run() {   # run VERSION_LIB NAME PARALLELISM inline|file [extra args]
   local lib="$1" name="$2"; shift 2
@@ -46,5 +49,5 @@ run "$FLINK2_LIB" flink2-p4-file 4 file
 run "$FLINK120_LIB" flink120-p1-file 1 file
 run "$FLINK120_LIB" flink120-p4-inline 4 inline
 run "$FLINK2_LIB" flink2-other-job 1 inline --other-job
-run "$FLINK2_LIB" production 1 inline --markers "$markers" --keys 40
+run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending "$pending"
 echo "checkpoints written to $out"

@@ -5,7 +5,7 @@
     ckpt = ai.checkpoint.read("s3://bucket/checkpoints/<job-id>")   # latest completed chk-N; or a chk-N dir,
     ckpt.markers, ckpt.merged, ckpt.checkpoint_id                   # a savepoint dir, a _metadata file
     ai.predict(log, markers=ckpt)                                   # every verb takes it as markers=
-    ckpt.keyed.restored_seq                                         # lastCompletedSequenceNumber per key
+    ckpt.keyed.message_seq                                          # messageSequenceNumber per key
     ckpt.not_read                                                   # what the checkpoint holds that was not read
 
 Reads Flink's ``_metadata`` itself (Flink 1.20 and 2.x), the ``recoveryMarker`` union list state (Kryo

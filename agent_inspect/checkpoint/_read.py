@@ -29,7 +29,7 @@ __all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
 
 #: The operator union list state the agent operator keeps its recovery marker in (addendum §6).
 MARKER_STATE = "recoveryMarker"
-_SEQ = "lastCompletedSequenceNumber"
+_LAST_COMPLETED = "lastCompletedSequenceNumber"
 _MESSAGE_SEQ = "messageSequenceNumber"
 
 
@@ -37,15 +37,17 @@ _MESSAGE_SEQ = "messageSequenceNumber"
 class KeyedRestore:
     """The agent operator's keyed state, per business key, as far as it was read.
 
-    ``restored_seq``: ``lastCompletedSequenceNumber``; ``message_seq``: ``messageSequenceNumber``;
+    ``message_seq``: ``messageSequenceNumber``, the seqNum of the key's last input (the next input gets one
+    more: a :class:`ReplayPlan`'s ``restored_seq``); ``last_completed``: ``lastCompletedSequenceNumber``, the
+    last round that finished (what the store prunes up to);
     ``pending_tasks`` / ``pending_inputs``: the keys whose ``actionTasks`` / ``pendingInputEvents`` list is
     not empty (the ``ActionTask`` and ``Event`` objects are Kryo-serialized and not decoded);
     ``short_term`` / ``sensory``: the memory keys held per business key. ``unread``: the states not (fully)
     read, whose fields above are then partial (see :attr:`Checkpoint.not_read`).
     """
 
-    restored_seq: Mapping[str, int] = field(default_factory=dict)
     message_seq: Mapping[str, int] = field(default_factory=dict)
+    last_completed: Mapping[str, int] = field(default_factory=dict)
     pending_tasks: tuple[str, ...] = ()
     pending_inputs: tuple[str, ...] = ()
     short_term: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -93,21 +95,19 @@ class Checkpoint:
         """The replay plan of restoring this checkpoint over ``log``.
 
         Inputs come from the log (:meth:`ReplayPlan.from_log` with these markers); the restored seqNum of each
-        key is the checkpoint's ``lastCompletedSequenceNumber`` where it was read. Pending tasks stay as the
-        log shows them: the checkpoint's ``ActionTask`` objects are not decoded.
+        key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds,
+        also those without replayed input). Pending tasks stay as the log shows them: the checkpoint's
+        ``ActionTask`` objects are not decoded; ``keyed.pending_tasks`` names the keys that have some.
         """
         from dataclasses import replace
 
         from agent_inspect.recovery import ReplayPlan
 
         plan = ReplayPlan.from_log(log, markers=self.recovery_markers(), **kwargs)
-        if self.keyed is None or not self.keyed.restored_seq:
+        if self.keyed is None or not self.keyed.message_seq:
             return plan
-        restored = dict(plan.restored_seq)
-        for key in restored:
-            if key in self.keyed.restored_seq:
-                restored[key] = int(self.keyed.restored_seq[key])
-        notes = (*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s lastCompletedSequenceNumber")
+        restored = {**plan.restored_seq, **{k: int(v) for k, v in self.keyed.message_seq.items()}}
+        notes = (*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
         return replace(plan, restored_seq=restored, notes=notes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,7 +251,7 @@ def _keyed(operator: OperatorState, files: CheckpointFiles) -> tuple[KeyedRestor
     def maps(name: str) -> dict[str, tuple[str, ...]]:
         return {k: tuple(v) for k, v in sorted(merged.get(name, {}).items()) if isinstance(v, list)}
 
-    restore = KeyedRestore(restored_seq=longs(_SEQ), message_seq=longs(_MESSAGE_SEQ),
+    restore = KeyedRestore(message_seq=longs(_MESSAGE_SEQ), last_completed=longs(_LAST_COMPLETED),
                            pending_tasks=non_empty("actionTasks"), pending_inputs=non_empty("pendingInputEvents"),
                            short_term=maps("shortTermMemory"), sensory=maps("sensoryMemory"), unread=tuple(unread))
     return restore, not_read

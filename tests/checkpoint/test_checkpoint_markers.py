@@ -76,3 +76,17 @@ def test_the_cli_checkpoint_option_equals_the_markers_file() -> None:
     both = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--checkpoint", "x",
                            "--markers", "{}"], capture_output=True, text=True, cwd=ROOT)
     assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_the_keyed_restore_is_the_samples_restore(log: ai.ActionStateLog) -> None:
+    restore = json.loads(ai.samples.path("production", "markers").read_text())["restore"]
+    ckpt = ai.checkpoint.read(PRODUCTION / "savepoint")          # a savepoint: the pending task lists are read too
+    assert ckpt.keyed is not None
+    assert dict(ckpt.keyed.message_seq) == restore["restored_seq"]
+    assert ckpt.keyed.pending_tasks == tuple(sorted({p[0] for p in restore["pending"]}))
+    plan = ckpt.replay_plan(log)
+    assert {k: plan.restored_seq[k] for k in restore["restored_seq"]} == restore["restored_seq"]
+    inferred = ai.ReplayPlan.from_log(log, markers=ckpt)
+    assert {k: v for k, v in plan.restored_seq.items() if k in inferred.restored_seq} == \
+        {k: restore["restored_seq"].get(k, v) for k, v in inferred.restored_seq.items()}
+

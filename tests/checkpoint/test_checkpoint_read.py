@@ -53,7 +53,7 @@ def test_the_savepoint_keyed_state_is_what_the_job_wrote(run: str) -> None:
     keyed = ai.checkpoint.read(FIXTURES / run / "savepoint").keyed
     assert keyed is not None and keyed.unread == ()
     per_key = wrote["keyed"]
-    assert dict(keyed.restored_seq) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
+    assert dict(keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
                                         if "lastCompletedSequenceNumber" in v}
     assert dict(keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
     assert keyed.pending_tasks == tuple(sorted(k for k, v in per_key.items() if v["actionTasks"]))
@@ -68,7 +68,7 @@ def test_a_heap_checkpoint_gives_the_seqnums_and_names_the_kryo_states_it_did_no
     ckpt = ai.checkpoint.read(FIXTURES / run / wrote["checkpoint"]["path"])
     assert ckpt.keyed is not None
     per_key = wrote["keyed"]
-    assert dict(ckpt.keyed.restored_seq) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
+    assert dict(ckpt.keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
                                              if "lastCompletedSequenceNumber" in v}
     assert dict(ckpt.keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
     assert set(ckpt.keyed.unread) <= {"actionTasks", "pendingInputEvents", "sensoryMemory", "shortTermMemory"}
