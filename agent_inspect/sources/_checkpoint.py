@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,7 +96,7 @@ def _chk_dirs_local(base: Path) -> list[Path]:
     return found
 
 
-def _pick(dirs: list[tuple[str, str]], completed: Any, checkpoint: int | None, where: str) -> str:
+def _pick(dirs: list[tuple[str, str]], completed: Callable[[str], bool], checkpoint: int | None, where: str) -> str:
     numbered = sorted(((int(m.group(1)), path) for name, path in dirs if (m := _CHK.match(name))), reverse=True)
     if checkpoint is not None:
         for number, path in numbered:
