@@ -5,6 +5,7 @@
 #   FLINK120_LIB directory with flink-dist-1.20.*.jar (the 1.20.x sdist's deps/lib/)
 # Without them it downloads both with `pip download --no-deps` into $SCRATCH (default: a temp dir).
 # Usage: scripts/gen_checkpoints.sh [OUT_DIR]   (default tests/fixtures/checkpoints)
+#        GEN_ONLY="flink2-p1-inline flink120-p1-file" limits the runs to those names.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$here/tests/fixtures/checkpoints}"
@@ -32,6 +33,7 @@ pending="$("$py" -c "import json,sys; print(','.join(sorted({p[0] for p in json.
 
 run() {   # run VERSION_LIB NAME PARALLELISM inline|file [extra args]
   local lib="$1" name="$2"; shift 2
+  if [ -n "${GEN_ONLY:-}" ] && [[ " $GEN_ONLY " != *" $name "* ]]; then return 0; fi
   local classes="$scratch/classes-$(basename "$(dirname "$lib")")-$(basename "$lib")"
   if [ ! -d "$classes" ]; then
     mkdir -p "$classes"
