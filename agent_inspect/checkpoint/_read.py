@@ -9,21 +9,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import CheckpointFormatError
-from agent_inspect.codec import (
-    KRYO2,
-    KRYO5,
-    CheckpointMetadata,
-    KeyedState,
-    OperatorState,
-    parse_metadata,
-    read_keyed_state,
-    read_kryo_object,
-)
-from agent_inspect.sources import CheckpointFiles, open_checkpoint
+from agent_inspect.codec import KRYO2, KRYO5, parse_metadata, read_keyed_state, read_kryo_object
+from agent_inspect.sources import open_checkpoint
 
 if TYPE_CHECKING:
+    from agent_inspect.codec._flink_metadata import CheckpointMetadata, OperatorState
+    from agent_inspect.codec._flink_state import KeyedState
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import ReplayPlan
+    from agent_inspect.sources import CheckpointFiles
 
 __all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
 

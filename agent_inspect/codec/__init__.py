@@ -22,16 +22,8 @@ from agent_inspect.codec._calls import CALL_MATCHING, call_matcher, call_router
 from agent_inspect.codec._encode import (
     encode_action_state,
 )
-from agent_inspect.codec._flink_metadata import (
-    CheckpointMetadata,
-    KeyedStateHandle,
-    OperatorState,
-    OperatorStateHandle,
-    StreamHandle,
-    SubtaskState,
-    parse_metadata,
-)
-from agent_inspect.codec._flink_state import KeyedState, StateInfo, read_keyed_state
+from agent_inspect.codec._flink_metadata import parse_metadata
+from agent_inspect.codec._flink_state import read_keyed_state
 from agent_inspect.codec._formats import (
     detect_value_format,
 )
@@ -94,7 +86,5 @@ __all__ = [
     # recovery markers
     "merge_markers", "marker_list", "MarkerSource",
     # Flink checkpoints (ai.checkpoint reads them)
-    "parse_metadata", "CheckpointMetadata", "OperatorState", "SubtaskState", "OperatorStateHandle",
-    "KeyedStateHandle", "StreamHandle", "read_keyed_state", "KeyedState", "StateInfo",
-    "read_kryo_object", "KRYO2", "KRYO5",
+    "parse_metadata", "read_keyed_state", "read_kryo_object", "KRYO2", "KRYO5",
 ]
