@@ -164,7 +164,7 @@ class _Kryo:
         return out
 
 
-def read_kryo_object(data: bytes, pos: int, generation: int) -> tuple[Any, int]:
+def read_kryo_object(data: bytes, pos: int, generation: int) -> tuple[object, int]:
     """Read one ``writeClassAndObject`` at ``pos``: the value and the position after it.
 
     Undecodable input raises :class:`CheckpointFormatError` naming the byte and what was found.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from agent_inspect._errors import InspectError
 
-__all__ = ["merge_markers", "marker_list", "MarkerSource"]
+__all__ = ["merge_markers", "marker_list", "MarkerSource", "MarkerMaps"]
+
+#: Markers as plain data: one ``{partition: offset}`` map, or one per subtask.
+MarkerMaps = Mapping[int, int] | Sequence[Mapping[int, int]]
 
 
 @runtime_checkable
@@ -19,7 +22,7 @@ class MarkerSource(Protocol):
         ...
 
 
-def marker_list(markers: Any) -> Any:
+def marker_list(markers: MarkerMaps | MarkerSource | None) -> MarkerMaps | None:
     """Markers as the verbs take them: a :class:`MarkerSource` (a read checkpoint) becomes its list of
     per-subtask maps; one map, a list of maps and None pass through unchanged."""
     if isinstance(markers, MarkerSource):
