@@ -90,3 +90,15 @@ def test_the_keyed_restore_is_the_samples_restore(log: ai.ActionStateLog) -> Non
     assert {k: v for k, v in plan.restored_seq.items() if k in inferred.restored_seq} == \
         {k: restore["restored_seq"].get(k, v) for k, v in inferred.restored_seq.items()}
 
+
+
+def test_report_and_verify_restore_from_the_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_inspect.cli import main
+
+    source = str(ai.samples.path("production"))
+    trace = str(ai.samples.path("production", "trace"))
+    assert main(["report", source, "--checkpoint", str(PRODUCTION / "savepoint"), "-o", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").stat().st_size > 0
+    capsys.readouterr()
+    assert main(["verify", source, "--trace", trace, "--checkpoint", str(PRODUCTION / "checkpoints"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["agree"] is True
