@@ -27,18 +27,27 @@ class CheckpointFiles:
     _fs: Any = None                     # an fsspec filesystem, or None for local paths
 
     def read_state_file(self, path: str, *, relative: bool = False) -> bytes:
-        """The bytes of a state file a handle names; a file that moved with its checkpoint is found beside
-        ``_metadata`` (Flink writes absolute paths for checkpoints, relative ones for savepoints)."""
-        candidates = [self._join(path)] if relative else [_strip_file_scheme(path) if self._fs is None else path,
-                                                           self._join(path.rstrip("/").rsplit("/", 1)[-1])]
+        """The bytes of a state file a handle names.
+
+        Flink writes absolute paths for checkpoints (``s3a://…``, ``file:/…``, maybe of another machine) and
+        relative ones for savepoints; a full checkpoint's files sit beside its ``_metadata``, so that is looked
+        at first, then the path as written.
+        """
+        if relative:
+            candidates = [self._join(path)]
+        else:
+            written = _strip_file_scheme(path) if self._fs is None else path
+            candidates = [self._join(path.rstrip("/").rsplit("/", 1)[-1]), written]
+        problems = []
         for candidate in candidates:
             try:
                 return self._read(candidate)
             except FileNotFoundError:
                 continue
-            except OSError as exc:
-                raise SourceError(f"cannot read state file {candidate}: {exc}") from None
-        raise SourceError(f"state file {path} is missing (also looked beside _metadata in {self.location})")
+            except (OSError, ValueError) as exc:
+                problems.append(f"{candidate}: {exc}")
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        raise SourceError(f"state file {path} is missing (also looked beside _metadata in {self.location}){detail}")
 
     def _join(self, name: str) -> str:
         return f"{self.location.rstrip('/')}/{name}" if self._fs is not None else str(Path(self.location) / name)
