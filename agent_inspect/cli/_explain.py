@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from agent_inspect.cli._markers import add_markers_options
+from agent_inspect.cli._markers_args import add_markers_options
 
 __all__ = ["register"]
 
@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._markers import markers_from_args, parse_markers
+    from agent_inspect.cli._markers_args import markers_from_args, parse_markers
     from agent_inspect.diff import explain, parse_selector
 
     sel = parse_selector(args.source)

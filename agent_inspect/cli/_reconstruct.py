@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._jsonable import jsonable, jsonable_rows
-from agent_inspect.cli._markers import add_markers_options, markers_from_args
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
 
 __all__ = ["register"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect.cli._markers import add_markers_options, markers_from_args, restore_of
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args, restore_of
 
 __all__ = ["register"]
 

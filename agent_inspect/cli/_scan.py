@@ -12,7 +12,7 @@ import logging
 import sys
 from typing import Any
 
-from agent_inspect.cli._markers import add_markers_options, markers_from_args
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
 
 __all__ = ["register"]
 

@@ -17,7 +17,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    from agent_inspect.cli._markers import add_markers_options
+    from agent_inspect.cli._markers_args import add_markers_options
     from agent_inspect.trace import RUNTIMES
 
     parser = subparsers.add_parser(
@@ -39,7 +39,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._markers import markers_from_args, restore_of
+    from agent_inspect.cli._markers_args import markers_from_args, restore_of
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 

@@ -1,4 +1,4 @@
-"""The one --markers / --checkpoint parser every subcommand shares (cli/_markers.py)."""
+"""The one --markers / --checkpoint parser every subcommand shares (cli/_markers_args.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect import InspectError
-from agent_inspect.cli._markers import add_markers_options, markers_from_args, parse_markers, restore_of
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args, parse_markers, restore_of
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "production" / "checkpoints"
 
