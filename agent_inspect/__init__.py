@@ -19,6 +19,7 @@ from typing import Any
 from agent_inspect._errors import (
     BrokerUnreachable,
     CaseFileError,
+    CheckpointFormatError,
     DataLossError,
     DecodeError,
     InspectError,
@@ -65,7 +66,7 @@ _LAZY: dict[str, str] = {
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "trace", "diff", "scan", "samples", "widgets", "report",
+    "checker", "checkpoint", "trace", "diff", "scan", "samples", "widgets", "report",
 )
 
 __all__ = [
@@ -88,6 +89,7 @@ __all__ = [
     # errors
     "InspectError", "SourceError", "BrokerUnreachable", "DataLossError", "UnknownPartitionError",
     "DecodeError", "KeyFormatError", "ValueFormatError", "RecoveryError", "CaseFileError", "ReplayError",
+    "CheckpointFormatError",
 ]
 
 

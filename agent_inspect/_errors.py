@@ -14,6 +14,7 @@ __all__ = [
     "RecoveryError",
     "CaseFileError",
     "ReplayError",
+    "CheckpointFormatError",
 ]
 
 
@@ -59,3 +60,7 @@ class CaseFileError(InspectError):
 
 class ReplayError(InspectError):
     """The replay executor was driven into an invalid state, or a policy denied a call."""
+
+
+class CheckpointFormatError(DecodeError):
+    """A Flink checkpoint or savepoint is corrupt, truncated, of an unknown version, or not an agent job's."""

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from agent_inspect.cli._markers_args import add_markers_options
+
 __all__ = ["register"]
 
 
@@ -21,8 +23,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--action", required=True, help="action name (or action UUID)")
     parser.add_argument("--event", help="narrow to an event id, event type or replay input label")
     parser.add_argument("--rule", default=None, help="divergence rule (default: fixed, or the source's @rule)")
-    parser.add_argument("--markers", help="recovery markers as JSON, or @FILE / FILE (e.g. a sample's "
-                                          "<name>.markers.json); default: the whole loaded log")
+    add_markers_options(parser)
     parser.add_argument("--also", action="append", default=[], metavar="RULE",
                         help="also report this task's outcome under RULE (repeatable)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -30,14 +31,13 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._report import parse_markers
+    from agent_inspect.cli._markers_args import markers_from_args, parse_markers
     from agent_inspect.diff import explain, parse_selector
 
     sel = parse_selector(args.source)
-    text = args.markers or (f"@{sel.markers}" if sel.markers else None)
-    if text and not text.lstrip().startswith(("@", "[", "{")):
-        text = f"@{text}"              # a plain path is a markers file
-    markers: Any = parse_markers(text)
+    markers: Any = markers_from_args(args)
+    if markers is None and sel.markers:
+        markers = parse_markers(f"@{sel.markers}")
     why = explain(args.source, args.key, args.seq, args.action, event=args.event, rule=args.rule,
                   markers=markers, also=args.also)
     if args.json:

@@ -1,4 +1,4 @@
-"""``agent-inspect markers SOURCE [--trace PATH] [--json]``: where a restore's recovery markers come from.
+"""``agent-inspect markers SOURCE [--checkpoint PATH] [--trace PATH] [--json]``: where a restore's recovery markers come from.
 
 Lists candidate markers best first, each with where it came from, its evidence and confidence. Every source of
 candidates is one entry of :data:`CANDIDATE_SOURCES`; a stronger source (a checkpoint read from disk) goes first.
@@ -22,9 +22,22 @@ def _inferred(args: argparse.Namespace, log: Any, trace: Any) -> list[Any]:
     return infer_markers(log, trace)
 
 
+def _checkpoint(args: argparse.Namespace, log: Any, trace: Any) -> list[Any]:
+    """The markers a Flink checkpoint holds (``--checkpoint``): what the restore read, not a guess."""
+    if not getattr(args, "checkpoint", None):
+        return []
+    from agent_inspect.checkpoint import read
+    from agent_inspect.recovery import MarkerCandidate
+
+    cp = read(args.checkpoint)
+    unread = [f"not read: {what}" for what in cp.not_read]
+    return [MarkerCandidate(markers=cp.recovery_markers(), source="checkpoint", evidence=cp.provenance,
+                            confidence=1.0, notes=tuple(unread))]
+
+
 #: Where candidates come from, in order: each takes the parsed arguments, the loaded log and trace (or None)
 #: and returns ``MarkerCandidate``s best first. The listing keeps this order, then each source's own.
-CANDIDATE_SOURCES: list[Callable[[argparse.Namespace, Any, Any], list[Any]]] = [_inferred]
+CANDIDATE_SOURCES: list[Callable[[argparse.Namespace, Any, Any], list[Any]]] = [_checkpoint, _inferred]
 
 
 def register(subparsers: Any) -> None:
@@ -35,6 +48,10 @@ def register(subparsers: Any) -> None:
                     "Log of the restore. Pass the chosen markers to any verb with --markers.")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
     parser.add_argument("--trace", help="the Trace Log of the restore: a trace file, a directory of them, or a glob")
+    parser.add_argument("--checkpoint", metavar="PATH",
+                        help="the job's Flink checkpoint or savepoint (chk-N directory, _metadata file, or a checkpoint "
+                             "directory for the latest completed one; local, file://, s3://, gs://, hdfs://): its "
+                             "markers come first, as read")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 

@@ -1,4 +1,4 @@
-"""``agent-inspect reconstruct SOURCE --rule R [--markers JSON] [--json]``: what a recovery does and why."""
+"""``agent-inspect reconstruct SOURCE --rule R [--markers JSON|--checkpoint PATH] [--json]``: what a recovery does and why."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._jsonable import jsonable, jsonable_rows
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
 
 __all__ = ["register"]
 
@@ -26,23 +27,10 @@ def register(subparsers: Any) -> None:
                              "original; fixed is a what-if)")
     parser.add_argument("--runtime", default="auto", choices=["auto", "0.3", "0.4", "main"],
                         help="the upstream runtime that wrote the log (default auto: inferred from the records)")
-    parser.add_argument("--markers", help='recovery markers as JSON: [{"0": 120, "1": 98}, ...] or one '
-                                          '{partition: offset} map (default: the whole loaded log)')
+    add_markers_options(parser)
     parser.add_argument("--no-ledger", action="store_true", help="skip the static prediction (ledger)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
-
-
-def _markers(text: str | None) -> Any:
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '[{{\"0\": 120}}]'") from None
-    if not isinstance(value, (list, dict)):
-        raise InspectError("--markers must be a JSON list of {partition: offset} objects or one such object")
-    return value
 
 
 def _records(frame: Any) -> list[dict[str, Any]]:
@@ -101,7 +89,7 @@ def _ledger(log: Any, rule: str, markers: Any,
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
 
-    markers = _markers(args.markers)
+    markers = markers_from_args(args)
     log = load(args.source)
     report = analyse(log, rule=args.rule, markers=markers, ledger=not args.no_ledger, runtime=args.runtime)
     if args.json:

@@ -1,4 +1,4 @@
-"""``agent-inspect report SOURCE [--rule R] [--markers JSON] [--trace PATH] -o report.html``."""
+"""``agent-inspect report SOURCE [--rule R] [--markers JSON|--checkpoint PATH] [--trace PATH] -o report.html``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args, restore_of
 
 __all__ = ["register"]
 
@@ -26,8 +27,7 @@ def register(subparsers: Any) -> None:
                              "fixed, is labelled a what-if)")
     parser.add_argument("--runtime", default="auto", choices=["auto", "0.3", "0.4", "main"],
                         help="the upstream runtime that wrote the log (default auto: inferred from the records)")
-    parser.add_argument("--markers", help='recovery markers as JSON, e.g. \'{"0": 120}\' or a list of maps, '
-                                          "or @FILE (e.g. @sample_logs/production.markers.json)")
+    add_markers_options(parser)
     parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob): adds "
                                         "'Checked against the trace'")
     parser.add_argument("--trace-rule", default="original",
@@ -38,51 +38,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-def parse_markers(text: str | None) -> Any:
-    """Markers given on the command line as JSON, or ``@file`` holding them (partition numbers may be strings).
-
-    A file may also be a sample's ``<name>.markers.json``: its ``"markers"`` entry is used.
-    """
-    if text is None:
-        return None
-    if text.startswith("@"):
-        try:
-            text = Path(text[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InspectError(f"--markers file {text[1:]!r} cannot be read ({exc.strerror}); check the path") from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '{{\"0\": 120}}' or @file") from None
-    if isinstance(value, dict) and "markers" in value:
-        value = value["markers"]
-
-    def fix(m: Any) -> Any:
-        if isinstance(m, dict) and all(isinstance(k, str) and k.lstrip("-").isdigit() for k in m):
-            return {int(k): v for k, v in m.items()}
-        return m
-
-    return [fix(m) for m in value] if isinstance(value, list) else fix(value)
-
-
-def restore_of(text: str | None) -> Any:
-    """A sample markers file's ``restore`` entry (restored seqNums, in-flight tasks), if ``--markers @file``."""
-    if not text or not text.startswith("@"):
-        return None
-    try:
-        data = json.loads(Path(text[1:]).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("restore") if isinstance(data, dict) else None
-
-
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
     from agent_inspect.report import write_report
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
-    markers = parse_markers(args.markers)
+    markers = markers_from_args(args)
     if Path(args.source).is_dir() and (Path(args.source) / "_scan.json").is_file():
         path = write_report(Path(args.source), args.output, title=args.title)  # a fleet scan's directory
         if args.json:

@@ -10,8 +10,9 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any
+
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
 
 __all__ = ["register"]
 
@@ -23,8 +24,7 @@ def register(subparsers: Any) -> None:
                     "LocalCluster or an existing scheduler, and report per key what a restore would re-run under "
                     "each rule. Records are read by the workers, never by this process.")
     parser.add_argument("source", help="kafka://host:port/topic, a dump file, or a directory of dumps")
-    parser.add_argument("--markers", help='recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map) or '
-                                          "@FILE (a markers .json file; default: every record read)")
+    add_markers_options(parser, default="default: every record read")
     parser.add_argument("--rules", default="original,fixed", help="comma-separated rule names (default: "
                                                                   "original,fixed)")
     parser.add_argument("--runtime", default="auto", help="auto, 0.3, 0.4 or main (default: auto)")
@@ -37,15 +37,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
-
-
-def _markers(text: str | None) -> Any:
-    from agent_inspect.cli._report import parse_markers
-
-    if text is not None and not text.startswith("@") and not text.lstrip().startswith(("[", "{")) \
-            and Path(text).is_file():
-        text = "@" + text  # a path works with or without the @ other commands use
-    return parse_markers(text)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -65,7 +56,7 @@ def _run(args: argparse.Namespace) -> int:
     # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
-        result = scan(args.source, markers=_markers(args.markers), rules=rules, runtime=args.runtime,
+        result = scan(args.source, markers=markers_from_args(args), rules=rules, runtime=args.runtime,
                       client=args.scheduler, output=args.output, workers=args.workers,
                       progress=not args.no_progress, on_start=started)
     except KeyboardInterrupt:

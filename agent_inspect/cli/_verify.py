@@ -17,6 +17,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    from agent_inspect.cli._markers_args import add_markers_options
     from agent_inspect.trace import RUNTIMES
 
     parser = subparsers.add_parser(
@@ -26,8 +27,7 @@ def register(subparsers: Any) -> None:
                     "truncated or missing trace).")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
     parser.add_argument("--trace", required=True, help="a trace file, a directory of trace files, or a glob")
-    parser.add_argument("--markers", help='the restore\'s markers as JSON ([{"0": 120}]) or @FILE (a sample '
-                                          "markers file also gives the restored seqNums and in-flight tasks)")
+    add_markers_options(parser, default="a sample markers file also gives the restored seqNums and in-flight tasks")
     parser.add_argument("--rule", default="original",
                         help="the rule the job ran (default: original, the rule released runtimes run)")
     parser.add_argument("--runtime", default="auto", choices=RUNTIMES,
@@ -40,11 +40,11 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._report import parse_markers, restore_of
+    from agent_inspect.cli._markers_args import markers_from_args, restore_of
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 
-    markers = parse_markers(args.markers)
+    markers = markers_from_args(args)
     log = load(args.source)
     trace = load_trace(args.trace)
     try:

@@ -22,6 +22,8 @@ from agent_inspect.codec._calls import CALL_MATCHING, call_matcher, call_router
 from agent_inspect.codec._encode import (
     encode_action_state,
 )
+from agent_inspect.codec._flink_metadata import parse_metadata
+from agent_inspect.codec._flink_state import read_keyed_state
 from agent_inspect.codec._formats import (
     detect_value_format,
 )
@@ -51,7 +53,8 @@ from agent_inspect.codec._keys import (
     parse_state_key,
     resolve_state_keys,
 )
-from agent_inspect.codec._markers import merge_markers
+from agent_inspect.codec._kryo import KRYO2, KRYO5, read_kryo_object
+from agent_inspect.codec._markers import MarkerSource, marker_list, merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
     PYTHON_EVENT,
@@ -81,5 +84,7 @@ __all__ = [
     # durable-call identity
     "CALL_MATCHING", "call_matcher", "call_router",
     # recovery markers
-    "merge_markers",
+    "merge_markers", "marker_list", "MarkerSource",
+    # Flink checkpoints (ai.checkpoint reads them)
+    "parse_metadata", "read_keyed_state", "read_kryo_object", "KRYO2", "KRYO5",
 ]

@@ -2,22 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from agent_inspect._errors import InspectError
 
-__all__ = ["merge_markers"]
+__all__ = ["merge_markers", "marker_list", "MarkerSource", "MarkerMaps"]
+
+#: Markers as plain data: one ``{partition: offset}`` map, or one per subtask.
+MarkerMaps = Mapping[int, int] | Sequence[Mapping[int, int]]
+
+
+@runtime_checkable
+class MarkerSource(Protocol):
+    """Anything that carries recovery markers, e.g. a :class:`agent_inspect.checkpoint.Checkpoint`."""
+
+    def recovery_markers(self) -> list[dict[int, int]]:
+        """One ``{partition: offset}`` map per subtask."""
+        ...
+
+
+def marker_list(markers: MarkerMaps | MarkerSource | None) -> MarkerMaps | None:
+    """Markers as the verbs take them: a :class:`MarkerSource` (a read checkpoint) becomes its list of
+    per-subtask maps; one map, a list of maps and None pass through unchanged."""
+    if isinstance(markers, MarkerSource):
+        return markers.recovery_markers()
+    return markers
 
 
 def merge_markers(markers: Any, *, topic: str | None = None,
                   error: type[InspectError] = InspectError) -> dict[int, int]:
     """Merge recovery markers by minimum offset per partition (spec §6.5 step 2, §7.4 step 2).
 
-    Accepts one marker or a list of them. A marker is a mapping partition → offset (keys may be
+    Accepts one marker, a list of them, or a :class:`MarkerSource` (a read checkpoint). A marker is a mapping partition → offset (keys may be
     strings, as in JSON), or the versioned Kafka form ``{"schemaVersion": 1, "topic": …, "offsets": {…}}``
     (#1101), whose topic must be ``topic`` when both are known. Malformed markers raise ``error``.
     """
+    markers = marker_list(markers)
     if isinstance(markers, Mapping):
         markers = [markers]
     merged: dict[int, int] = {}

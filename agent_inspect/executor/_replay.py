@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect.codec import marker_list as as_marker_list
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
@@ -119,6 +120,7 @@ class ReplayExecutor(HtmlRepr):
             memory = restore.short_term if memory is None else memory
             sensory = restore.sensory if sensory is None else sensory
             plan = _restore_plan(plan, restore)
+        markers = as_marker_list(markers)          # a read checkpoint gives its per-subtask markers
         if isinstance(markers, Mapping):
             markers = [markers]
         marker_list = None if markers is None else [dict(m) for m in markers]

@@ -44,6 +44,7 @@ __all__ = ["MarkerCandidate", "MARKER_SOURCES", "CONFIDENCE_MEANS", "infer_marke
 
 #: Where a candidate comes from, strongest evidence first.
 MARKER_SOURCES = (
+    "checkpoint",                        # read from the job's Flink checkpoint (agent-inspect markers --checkpoint)
     "trace",                             # the inputs a Trace Log shows replayed and the tasks it shows restored
     "refresh rows at a checkpoint",      # 0.4+/main re-append retained states at every checkpoint
     "first record a restore re-wrote",   # the rounds a restore in the log ran again, resumed or re-submitted
@@ -53,7 +54,8 @@ MARKER_SOURCES = (
 )
 
 #: What ``MarkerCandidate.confidence`` means.
-CONFIDENCE_MEANS = ("how likely this is the restore's window given the evidence: 0.9 the trace pins it, "
+CONFIDENCE_MEANS = ("how likely this is the restore's window given the evidence: 1.0 read from the checkpoint, "
+                    "0.9 the trace pins it, "
                     "0.7 a checkpoint the log shows, 0.5 bounded by what a restore did, 0.3 or less a guess")
 
 
@@ -76,7 +78,7 @@ class MarkerCandidate:
     restore: int | None = None
     notes: tuple[str, ...] = field(default=())
 
-    def as_markers(self) -> list[dict[int, int]]:
+    def recovery_markers(self) -> list[dict[int, int]]:
         """The ``{partition: offset}`` maps (a marker source, like a read checkpoint)."""
         return [dict(m) for m in self.markers]
 

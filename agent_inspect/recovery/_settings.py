@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect.codec import MarkerSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers
 from agent_inspect.rules import FLAVOURS, resolve_rule
@@ -24,19 +25,12 @@ if TYPE_CHECKING:
     from agent_inspect._types import LogLike
     from agent_inspect.recovery._plan import ReplayPlan
 
-__all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "MarkerSource", "STORE_FLAVOURS",
+__all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOURS",
            "SETTING_NAMES"]
 
 CallMatching = Literal["position", "function-id"]
 #: What a rule may be given as: a built-in name, ``"original:<flavour>"``, ``"module:Class"``, a class or an instance.
 RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
-
-
-@runtime_checkable
-class MarkerSource(Protocol):
-    """Anything that holds a restore's markers (a read checkpoint): ``as_markers()`` gives the maps."""
-
-    def as_markers(self) -> list[dict[int, int]]: ...
 
 
 #: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
@@ -198,7 +192,7 @@ def _markers(markers: object) -> tuple[Markers, str]:
         return None, "none given: the whole loaded log is the rebuild window"
     if isinstance(markers, MarkerSource):   # a read checkpoint (ai.checkpoint) or anything like it
         words = str(getattr(markers, "provenance", None) or f"from {type(markers).__name__}")
-        maps = markers.as_markers()
+        maps = markers.recovery_markers()
         normalize_markers(maps)   # raises on malformed markers, here rather than mid-verb
         return maps, words
     if isinstance(markers, Mapping):

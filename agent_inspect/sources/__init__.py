@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from agent_inspect._deprecated import moved
 from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.sources._checkpoint import CheckpointFiles, open_checkpoint
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
 from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
@@ -36,6 +37,8 @@ __all__ = [
     "split_source_url", "check_port", "check_timeout",
     # writers
     "write_parquet", "write_jsonl",
+    # Flink checkpoint files (read by agent_inspect.checkpoint)
+    "open_checkpoint", "CheckpointFiles",
     # Trace Log files (read by agent_inspect.trace)
     "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
 ]

@@ -55,3 +55,13 @@ def test_unreadable_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert err.startswith("agent-inspect:") and "\n" not in err
     assert main(["markers", str(LOGS / "N04.jsonl"), "--trace", str(tmp_path / "none")]) == 2
     assert "\n" not in capsys.readouterr().err.strip()
+
+
+def test_a_checkpoint_comes_first_as_read(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--checkpoint``: the markers the job's savepoint holds lead the list, with confidence 1 and where they were read."""
+    savepoint = "tests/fixtures/checkpoints/production/savepoint"
+    assert main(["markers", "sample_logs/production.jsonl", "--checkpoint", savepoint, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["candidates"][0]
+    assert first["source"] == "checkpoint" and first["confidence"] == 1.0
+    assert first["markers"] == [{"0": 248, "1": 245, "2": 215, "3": 444}]
+    assert "savepoint 3" in first["evidence"]

@@ -13,7 +13,8 @@ EXPECTED = {
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest", "merge_markers",
-    "CALL_MATCHING", "call_matcher", "call_router",
+    "CALL_MATCHING", "call_matcher", "call_router", "marker_list", "MarkerSource",
+    "parse_metadata", "read_keyed_state", "read_kryo_object", "KRYO2", "KRYO5",
 }
 
 

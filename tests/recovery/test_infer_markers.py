@@ -27,7 +27,7 @@ def _shape_ok(cands: list[MarkerCandidate]) -> None:
         assert c.source in MARKER_SOURCES and 0.0 <= c.confidence <= 1.0 and c.evidence
         assert all(isinstance(p, int) and isinstance(o, int) for m in c.markers for p, o in m.items())
         json.dumps(c.to_dict())
-        assert c.as_markers() == c.markers and c.source in c.provenance
+        assert c.recovery_markers() == c.markers and c.source in c.provenance
     assert len({json.dumps(c.to_dict()["markers"]) for c in cands}) == len(cands), "each window is listed once"
 
 

@@ -67,3 +67,12 @@ def test_fresh_start_and_vocabulary(log: ai.ActionStateLog) -> None:
     assert r.markers == [] and "fresh start" in r.provenance["markers"] and "fresh start" in repr(r)
     assert Outcome.NOT_DISPATCHED == "NOT-DISPATCHED" and RecordStatus.EVICTED == "evicted"
     assert ai.recovery.STATUSES == tuple(s.value for s in RecordStatus)
+
+
+def test_a_read_checkpoint_is_markers_with_provenance(log: ai.ActionStateLog) -> None:
+    cp = ai.checkpoint.read("tests/fixtures/checkpoints/production/savepoint")
+    r = ai.Recovery.for_log(log, markers=cp)
+    assert r.markers == [{0: 248, 1: 245, 2: 215, 3: 444}]
+    assert r.provenance["markers"].startswith("read from savepoint 3")
+    candidate = ai.infer_markers(log)[0]
+    assert ai.Recovery.for_log(log, markers=candidate).provenance["markers"].startswith("inferred from")

@@ -1,0 +1,19 @@
+"""Flink checkpoints and savepoints of a Flink Agents job: where the recovery markers come from.
+
+::
+
+    ckpt = ai.checkpoint.read("s3://bucket/checkpoints/<job-id>")   # latest completed chk-N; or a chk-N dir,
+    ckpt.markers, ckpt.merged, ckpt.checkpoint_id                   # a savepoint dir, a _metadata file
+    ai.predict(log, markers=ckpt)                                   # every verb takes it as markers=
+    ckpt.keyed.message_seq                                          # messageSequenceNumber per key
+    ckpt.not_read                                                   # what the checkpoint holds that was not read
+
+Reads Flink's ``_metadata`` itself (Flink 1.20 and 2.x), the ``recoveryMarker`` union list state (Kryo
+``HashMap<Integer, Long>``), and the agent operator's keyed state of hashmap-backend snapshots; no JVM.
+"""
+
+from __future__ import annotations
+
+from agent_inspect.checkpoint._read import MARKER_STATE, Checkpoint, KeyedRestore, read
+
+__all__ = ["read", "Checkpoint", "KeyedRestore", "MARKER_STATE"]

@@ -1,0 +1,257 @@
+"""``ai.checkpoint.read``: the recovery markers and the keyed restore of a Flink Agents job's checkpoint."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect._errors import CheckpointFormatError
+from agent_inspect.codec import KRYO2, KRYO5, parse_metadata, read_keyed_state, read_kryo_object
+from agent_inspect.sources import open_checkpoint
+
+if TYPE_CHECKING:
+    from agent_inspect.codec._flink_metadata import CheckpointMetadata, OperatorState
+    from agent_inspect.codec._flink_state import KeyedState
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import ReplayPlan
+    from agent_inspect.sources import CheckpointFiles
+
+__all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
+
+#: The operator union list state the agent operator keeps its recovery marker in (addendum §6).
+MARKER_STATE = "recoveryMarker"
+_LAST_COMPLETED = "lastCompletedSequenceNumber"
+_MESSAGE_SEQ = "messageSequenceNumber"
+
+
+@dataclass(frozen=True)
+class KeyedRestore:
+    """The agent operator's keyed state, per business key, as far as it was read.
+
+    ``message_seq``: ``messageSequenceNumber``, the seqNum of the key's last input (the next input gets one
+    more: a :class:`ReplayPlan`'s ``restored_seq``); ``last_completed``: ``lastCompletedSequenceNumber``, the
+    last round that finished (what the store prunes up to);
+    ``pending_tasks`` / ``pending_inputs``: the keys whose ``actionTasks`` / ``pendingInputEvents`` list is
+    not empty (the ``ActionTask`` and ``Event`` objects are Kryo-serialized and not decoded);
+    ``short_term`` / ``sensory``: the memory keys held per business key. ``unread``: the states not (fully)
+    read, whose fields above are then partial (see :attr:`Checkpoint.not_read`).
+    """
+
+    message_seq: Mapping[str, int] = field(default_factory=dict)
+    last_completed: Mapping[str, int] = field(default_factory=dict)
+    pending_tasks: tuple[str, ...] = ()
+    pending_inputs: tuple[str, ...] = ()
+    short_term: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sensory: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    unread: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A Flink checkpoint or savepoint of a Flink Agents job, as :func:`read` found it.
+
+    ``markers`` holds one ``{partition: offset}`` map per subtask (subtask order), as each subtask wrote its
+    ``recoveryMarker``; the restore merges them by minimum. Pass the checkpoint itself as ``markers=`` to any
+    verb. ``timestamp`` is when ``_metadata`` was written (the file's modification time: the file itself holds
+    none). ``keyed`` is None when no keyed state was read; ``not_read`` names, one sentence each, what the
+    checkpoint holds that was not read.
+    """
+
+    path: str
+    checkpoint_id: int
+    timestamp: datetime | None
+    flink_version: str
+    metadata_version: int
+    savepoint: bool | None
+    operator: str
+    parallelism: int
+    markers: tuple[Mapping[int, int], ...]
+    keyed: KeyedRestore | None = None
+    not_read: tuple[str, ...] = ()
+
+    def recovery_markers(self) -> list[dict[int, int]]:
+        """The markers as verbs take them: one map per subtask."""
+        return [dict(m) for m in self.markers]
+
+    @property
+    def merged(self) -> dict[int, int]:
+        """The rebuild's start offset per partition: the minimum over the subtasks' markers."""
+        out: dict[int, int] = {}
+        for marker in self.markers:
+            for p, o in marker.items():
+                out[p] = min(o, out.get(p, o))
+        return out
+
+    def replay_plan(self, log: ActionStateLog, **kwargs: Any) -> ReplayPlan:
+        """The replay plan of restoring this checkpoint over ``log``.
+
+        Inputs come from the log (:meth:`ReplayPlan.from_log` with these markers); the restored seqNum of each
+        key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds,
+        also those without replayed input). Pending tasks stay as the log shows them: the checkpoint's
+        ``ActionTask`` objects are not decoded; ``keyed.pending_tasks`` names the keys that have some.
+        """
+        from dataclasses import replace
+
+        from agent_inspect.recovery import ReplayPlan
+
+        plan = ReplayPlan.from_log(log, markers=self.recovery_markers(), **kwargs)
+        if self.keyed is None or not self.keyed.message_seq:
+            return plan
+        restored = {**plan.restored_seq, **{k: int(v) for k, v in self.keyed.message_seq.items()}}
+        notes = (*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
+        return replace(plan, restored_seq=restored, notes=notes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the checkpoint's identity, markers (partition keys as text), keyed restore and what was not read."""
+        from dataclasses import asdict
+
+        from agent_inspect._jsonable import jsonable
+
+        out: dict[str, Any] = jsonable({k: v for k, v in asdict(self).items() if k != "keyed"})
+        out["keyed"] = None if self.keyed is None else jsonable(asdict(self.keyed))
+        return out
+
+    @property
+    def provenance(self) -> str:
+        """Where these markers come from, in words (a ``Recovery``'s provenance of its markers)."""
+        kind = "savepoint" if self.savepoint else "checkpoint"
+        return f"read from {kind} {self.checkpoint_id} (Flink {self.flink_version}) at {self.path}"
+
+    def __repr__(self) -> str:
+        kind = {True: "savepoint", False: "checkpoint", None: "checkpoint"}[self.savepoint]
+        return (f"<Checkpoint {self.checkpoint_id} ({kind}, Flink {self.flink_version}) of {self.operator}: "
+                f"{len(self.markers)} subtask marker(s), merged {self.merged}>")
+
+
+def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, keyed: bool = True) -> Checkpoint:
+    """Read the recovery markers (and, with ``keyed``, the keyed restore) of a Flink Agents checkpoint.
+
+    ``path_or_url``: a ``_metadata`` file, a checkpoint (``chk-N``) or savepoint directory, or a checkpoint
+    base directory, where the latest completed ``chk-N`` is taken (or ``chk-{checkpoint}``); local paths,
+    ``file://`` and fsspec URLs (``s3://``, ``gs://``, ``hdfs://`` with their fsspec packages; the
+    ``checkpoint`` extra). Flink 1.20 and 2.x checkpoints and savepoints are read; a corrupt, truncated or
+    unknown-version ``_metadata``, or a job without a ``recoveryMarker`` state, raises
+    :class:`~agent_inspect.CheckpointFormatError` saying what was found.
+    """
+    files = open_checkpoint(path_or_url, checkpoint=checkpoint)
+    meta = parse_metadata(files.metadata)
+    generation = KRYO5 if meta.version >= 5 else KRYO2
+    operator = _agent_operator(meta, files.location)
+    markers, not_read = _markers(operator, files, generation)
+    keyed_restore = None
+    if keyed:
+        keyed_restore, keyed_not_read = _keyed(operator, files)
+        not_read += keyed_not_read
+    label = operator.uid or operator.name or operator.operator_id
+    return Checkpoint(path=files.location, checkpoint_id=meta.checkpoint_id, timestamp=files.modified,
+                      flink_version="2.x" if meta.version >= 5 else "1.x", metadata_version=meta.version,
+                      savepoint=meta.savepoint, operator=label, parallelism=operator.parallelism,
+                      markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read))
+
+
+def _agent_operator(meta: CheckpointMetadata, where: str) -> OperatorState:
+    holders = [op for op in meta.operators
+               if any(s.managed_operator is not None and MARKER_STATE in s.managed_operator.states
+                      for s in op.subtasks)]
+    if not holders:
+        seen = sorted({name for op in meta.operators for s in op.subtasks if s.managed_operator is not None
+                       for name in s.managed_operator.states})
+        raise CheckpointFormatError(
+            f"checkpoint {meta.checkpoint_id} at {where} has no {MARKER_STATE!r} operator state, so it is not a Flink "
+            f"Agents job's: {len(meta.operators)} operator(s) with operator states {seen or 'none'}")
+    if len(holders) > 1:
+        raise CheckpointFormatError(f"checkpoint {meta.checkpoint_id} at {where} has {len(holders)} operators with a "
+                                    f"{MARKER_STATE!r} state; this reader expects one agent operator")
+    return holders[0]
+
+
+def _markers(operator: OperatorState, files: CheckpointFiles,
+             generation: int) -> tuple[list[Mapping[int, int]], list[str]]:
+    markers: list[Mapping[int, int]] = []
+    not_read: list[str] = []
+    for subtask in sorted(operator.subtasks, key=lambda s: s.index):
+        handle = subtask.managed_operator
+        if handle is None or MARKER_STATE not in handle.states:
+            continue
+        mode, offsets = handle.states[MARKER_STATE]
+        if mode != "UNION":
+            raise CheckpointFormatError(f"subtask {subtask.index}'s {MARKER_STATE!r} state is {mode}, not the UNION "
+                                        "list state the agent operator declares")
+        if not offsets:
+            continue
+        stream = handle.stream
+        if stream is None:
+            raise CheckpointFormatError(f"subtask {subtask.index}'s {MARKER_STATE!r} state names no state bytes")
+        data = stream.data if stream.data is not None else files.read_state_file(stream.path or "",
+                                                                                relative=stream.relative)
+        for offset in offsets:
+            value = _kryo_either(data, offset, generation, subtask.index)
+            if not isinstance(value, Mapping):
+                raise CheckpointFormatError(f"subtask {subtask.index}'s {MARKER_STATE!r} element is a "
+                                            f"{type(value).__name__}, not the HashMap<Integer, Long> a marker is")
+            try:
+                markers.append({int(p): int(o) for p, o in value.items()})
+            except (TypeError, ValueError):
+                raise CheckpointFormatError(f"subtask {subtask.index}'s {MARKER_STATE!r} map holds non-integer "
+                                            f"entries: {value!r}"[:300]) from None
+    return markers, not_read
+
+
+def _kryo_either(data: bytes, offset: int, generation: int, subtask: int) -> Any:
+    """Read with the Kryo generation the Flink version ships, then the other one (a job migrated across)."""
+    try:
+        return read_kryo_object(data, offset, generation)[0]
+    except CheckpointFormatError as first:
+        other = KRYO2 if generation == KRYO5 else KRYO5
+        try:
+            return read_kryo_object(data, offset, other)[0]
+        except CheckpointFormatError:
+            raise CheckpointFormatError(f"subtask {subtask}'s {MARKER_STATE!r} element does not decode: {first}") \
+                from None
+
+
+def _keyed(operator: OperatorState, files: CheckpointFiles) -> tuple[KeyedRestore | None, list[str]]:
+    not_read: list[str] = []
+    states: list[KeyedState] = []
+    for subtask in sorted(operator.subtasks, key=lambda s: s.index):
+        handle = subtask.managed_keyed
+        if handle is None:
+            continue
+        if handle.kind not in ("full", "savepoint") or handle.stream is None:
+            not_read.append(f"subtask {subtask.index}'s keyed state is a {handle.kind} snapshot (RocksDB incremental "
+                            "or changelog): not read; restored seqNums, pending tasks and memory come from the log")
+            continue
+        stream = handle.stream
+        data = stream.data if stream.data is not None else files.read_state_file(stream.path or "",
+                                                                                relative=stream.relative)
+        try:
+            states.append(read_keyed_state(data, handle.kind, handle.key_groups, handle.offsets,
+                                           operator.max_parallelism))
+        except CheckpointFormatError as exc:
+            not_read.append(f"subtask {subtask.index}'s keyed state: {exc}")
+            continue
+        not_read.extend(f"subtask {subtask.index}: {why}" for why in states[-1].not_read)
+    if not states:
+        return None, not_read
+    merged: dict[str, dict[str, Any]] = {}
+    unread = sorted({name for state in states for name in state.unread})
+    for state in states:
+        for name, values in state.values.items():
+            merged.setdefault(name, {}).update(values)
+
+    def longs(name: str) -> dict[str, int]:
+        return {k: int(v) for k, v in sorted(merged.get(name, {}).items()) if isinstance(v, int)}
+
+    def non_empty(name: str) -> tuple[str, ...]:
+        return tuple(sorted(merged.get(name, {})))
+
+    def maps(name: str) -> dict[str, tuple[str, ...]]:
+        return {k: tuple(v) for k, v in sorted(merged.get(name, {}).items()) if isinstance(v, list)}
+
+    restore = KeyedRestore(message_seq=longs(_MESSAGE_SEQ), last_completed=longs(_LAST_COMPLETED),
+                           pending_tasks=non_empty("actionTasks"), pending_inputs=non_empty("pendingInputEvents"),
+                           short_term=maps("shortTermMemory"), sensory=maps("sensoryMemory"), unread=tuple(unread))
+    return restore, not_read

@@ -1,0 +1,168 @@
+"""Reading a Flink checkpoint's files, read-only: local paths, ``file://`` and fsspec URLs (s3://, gs://, hdfs://…)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent_inspect._errors import SourceError
+
+__all__ = ["CheckpointFiles", "open_checkpoint"]
+
+_CHK = re.compile(r"^chk-(\d+)$")
+
+
+@dataclass
+class CheckpointFiles:
+    """One checkpoint or savepoint directory: its ``_metadata`` and the state files it points to."""
+
+    location: str                       # the directory holding _metadata, as given (URL or path)
+    metadata: bytes
+    modified: datetime | None
+    _fs: Any = None                     # an fsspec filesystem, or None for local paths
+
+    def read_state_file(self, path: str, *, relative: bool = False) -> bytes:
+        """The bytes of a state file a handle names.
+
+        Flink writes absolute paths for checkpoints (``s3a://…``, ``file:/…``, maybe of another machine) and
+        relative ones for savepoints; a full checkpoint's files sit beside its ``_metadata``, so that is looked
+        at first, then the path as written.
+        """
+        if relative:
+            candidates = [self._join(path)]
+        else:
+            written = _strip_file_scheme(path) if self._fs is None else path
+            candidates = [self._join(path.rstrip("/").rsplit("/", 1)[-1]), written]
+        problems = []
+        for candidate in candidates:
+            try:
+                return self._read(candidate)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as exc:
+                problems.append(f"{candidate}: {exc}")
+        detail = f" ({'; '.join(problems)})" if problems else ""
+        raise SourceError(f"state file {path} is missing (also looked beside _metadata in {self.location}){detail}")
+
+    def _join(self, name: str) -> str:
+        return f"{self.location.rstrip('/')}/{name}" if self._fs is not None else str(Path(self.location) / name)
+
+    def _read(self, path: str) -> bytes:
+        if self._fs is None:
+            return Path(path).read_bytes()
+        data = self._fs.cat_file(path)
+        return bytes(data)
+
+
+def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None) -> CheckpointFiles:
+    """Locate and read ``_metadata`` under ``path_or_url``.
+
+    Accepts a ``_metadata`` file, a checkpoint or savepoint directory, or a checkpoint base directory
+    (``chk-N`` dirs directly or one job-id level down): there the latest completed ``chk-N`` (one holding
+    ``_metadata``) is taken, or ``chk-{checkpoint}`` when given.
+    """
+    text = os.fspath(path_or_url)
+    if "://" in text and not text.startswith("file://"):
+        return _open_fsspec(text, checkpoint)
+    local = Path(_strip_file_scheme(text))
+    if not local.exists():
+        raise SourceError(f"checkpoint path {text} does not exist")
+    if local.is_file():
+        return _local(local.parent, local)
+    if (local / "_metadata").is_file() and checkpoint is None:
+        return _local(local, local / "_metadata")
+    chk = _pick([(p.name, str(p)) for p in _chk_dirs_local(local)],
+                lambda d: (Path(d) / "_metadata").is_file(), checkpoint, text)
+    return _local(Path(chk), Path(chk) / "_metadata")
+
+
+def _strip_file_scheme(text: str) -> str:
+    if text.startswith("file://"):
+        return text[len("file://"):]
+    if text.startswith("file:/"):
+        return text[len("file:"):]
+    return text
+
+
+def _local(directory: Path, metadata: Path) -> CheckpointFiles:
+    try:
+        data = metadata.read_bytes()
+        mtime = metadata.stat().st_mtime
+    except OSError as exc:
+        raise SourceError(f"cannot read {metadata}: {exc}") from None
+    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=UTC))
+
+
+def _chk_dirs_local(base: Path) -> list[Path]:
+    found = [p for p in base.iterdir() if p.is_dir() and _CHK.match(p.name)]
+    if not found:                                     # <base>/<job-id>/chk-N
+        found = [c for p in base.iterdir() if p.is_dir() for c in p.iterdir() if c.is_dir() and _CHK.match(c.name)]
+    return found
+
+
+def _pick(dirs: list[tuple[str, str]], completed: Callable[[str], bool], checkpoint: int | None, where: str) -> str:
+    numbered = sorted(((int(m.group(1)), path) for name, path in dirs if (m := _CHK.match(name))), reverse=True)
+    if checkpoint is not None:
+        for number, path in numbered:
+            if number == checkpoint:
+                if not completed(path):
+                    raise SourceError(f"chk-{checkpoint} under {where} has no _metadata: it did not complete")
+                return path
+        raise SourceError(f"no chk-{checkpoint} under {where} (found: "
+                          f"{', '.join(f'chk-{n}' for n, _ in numbered) or 'none'})")
+    for _, path in numbered:
+        if completed(path):
+            return path
+    raise SourceError(f"no completed checkpoint under {where}: no _metadata file and no chk-N directory holding one")
+
+
+def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
+    try:
+        import fsspec
+    except ImportError:
+        raise SourceError(f"reading {url} needs fsspec: pip install 'agent_inspect[checkpoint]' "
+                          "(plus s3fs, gcsfs or the filesystem's fsspec package)") from None
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:
+        raise SourceError(f"cannot open {url}: {exc} (install the filesystem's fsspec package, e.g. s3fs, gcsfs)") \
+            from None
+    protocol = url.split("://", 1)[0]
+
+    def unstrip(path: str) -> str:
+        return path if "://" in path else f"{protocol}://{path}"
+
+    try:
+        if fs.isfile(root):
+            directory = root.rstrip("/").rsplit("/", 1)[0]
+            metadata_path = root
+        elif fs.isfile(f"{root.rstrip('/')}/_metadata") and checkpoint is None:
+            directory, metadata_path = root, f"{root.rstrip('/')}/_metadata"
+        elif fs.isdir(root):
+            entries = [e for e in fs.ls(root, detail=False)]
+            dirs = [(e.rstrip("/").rsplit("/", 1)[-1], e) for e in entries]
+            if not any(_CHK.match(n) for n, _ in dirs):
+                dirs = [(c.rstrip("/").rsplit("/", 1)[-1], c) for _, e in dirs if fs.isdir(e)
+                        for c in fs.ls(e, detail=False)]
+            directory = _pick(dirs, lambda d: fs.isfile(f"{d.rstrip('/')}/_metadata"), checkpoint, url)
+            metadata_path = f"{directory.rstrip('/')}/_metadata"
+        else:
+            raise SourceError(f"checkpoint path {url} does not exist")
+        data = bytes(fs.cat_file(metadata_path))
+        info = fs.info(metadata_path)
+    except SourceError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise SourceError(f"cannot read checkpoint at {url}: {exc}") from None
+    modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
+    when: datetime | None = None
+    if isinstance(modified, datetime):
+        when = modified if modified.tzinfo else modified.replace(tzinfo=UTC)
+    elif isinstance(modified, (int, float)):
+        when = datetime.fromtimestamp(float(modified), tz=UTC)
+    return CheckpointFiles(unstrip(directory), data, when, fs)

@@ -1,0 +1,104 @@
+"""A read checkpoint is accepted as ``markers=`` by every verb and by ``--checkpoint`` on the command line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.recovery import predict, reconstruct
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+PRODUCTION = FIXTURES / "production"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def log() -> ai.ActionStateLog:
+    return ai.load(ai.samples.path("production"))
+
+
+@pytest.fixture(scope="module")
+def ckpt() -> ai.checkpoint.Checkpoint:
+    return ai.checkpoint.read(PRODUCTION / "checkpoints")
+
+
+def ids() -> object:
+    counter = itertools.count()
+    return lambda: f"id-{next(counter)}"
+
+
+def test_the_sample_checkpoint_holds_the_sample_markers(ckpt: ai.checkpoint.Checkpoint) -> None:
+    assert ckpt.recovery_markers() == ai.samples.markers("production")
+    assert ckpt.merged == ai.samples.markers("production")[0]
+
+
+def test_predict_from_the_checkpoint_equals_predict_from_the_markers_file(
+        log: ai.ActionStateLog, ckpt: ai.checkpoint.Checkpoint) -> None:
+    from_file = predict(log, markers=ai.samples.markers("production"), new_id=ids())
+    from_ckpt = predict(log, markers=ckpt, new_id=ids())
+    pd.testing.assert_frame_equal(from_ckpt.tasks, from_file.tasks)
+    assert len(from_ckpt.tasks) > 0
+
+
+def test_reconstruct_replay_and_plan_take_the_checkpoint(log: ai.ActionStateLog,
+                                                        ckpt: ai.checkpoint.Checkpoint) -> None:
+    markers = ai.samples.markers("production")
+    a, b = reconstruct(log, markers=ckpt), reconstruct(log, markers=markers)
+    pd.testing.assert_frame_equal(a.records, b.records)
+    assert a.markers == b.markers
+    plan = ckpt.replay_plan(log)
+    assert plan.inputs == ai.ReplayPlan.from_log(log, markers=markers).inputs
+    ex = ai.ReplayExecutor(log, markers=ckpt)
+    assert ex is not None
+
+
+def test_the_cli_checkpoint_option_equals_the_markers_file() -> None:
+    source = str(ai.samples.path("production"))
+    markers_file = str(ai.samples.path("production", "markers"))
+
+    def run(*args: str) -> dict[str, object]:
+        out = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--json", "--no-ledger",
+                              *args], capture_output=True, text=True, cwd=ROOT, check=True)
+        return json.loads(out.stdout)
+
+    assert run("--checkpoint", str(PRODUCTION / "checkpoints")) == run("--markers", "@" + markers_file)
+    bad = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--checkpoint",
+                          str(FIXTURES / "flink2-other-job" / "savepoint")], capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2
+    assert "no 'recoveryMarker' operator state" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    both = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--checkpoint", "x",
+                           "--markers", "{}"], capture_output=True, text=True, cwd=ROOT)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_the_keyed_restore_is_the_samples_restore(log: ai.ActionStateLog) -> None:
+    restore = json.loads(ai.samples.path("production", "markers").read_text())["restore"]
+    ckpt = ai.checkpoint.read(PRODUCTION / "savepoint")          # a savepoint: the pending task lists are read too
+    assert ckpt.keyed is not None
+    assert dict(ckpt.keyed.message_seq) == restore["restored_seq"]
+    assert ckpt.keyed.pending_tasks == tuple(sorted({p[0] for p in restore["pending"]}))
+    plan = ckpt.replay_plan(log)
+    assert {k: plan.restored_seq[k] for k in restore["restored_seq"]} == restore["restored_seq"]
+    inferred = ai.ReplayPlan.from_log(log, markers=ckpt)
+    assert {k: v for k, v in plan.restored_seq.items() if k in inferred.restored_seq} == \
+        {k: restore["restored_seq"].get(k, v) for k, v in inferred.restored_seq.items()}
+
+
+
+def test_report_and_verify_restore_from_the_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from agent_inspect.cli import main
+
+    source = str(ai.samples.path("production"))
+    trace = str(ai.samples.path("production", "trace"))
+    assert main(["report", source, "--checkpoint", str(PRODUCTION / "savepoint"), "-o", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").stat().st_size > 0
+    capsys.readouterr()
+    assert main(["verify", source, "--trace", trace, "--checkpoint", str(PRODUCTION / "checkpoints"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["agree"] is True

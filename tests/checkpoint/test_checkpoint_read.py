@@ -1,0 +1,210 @@
+"""ai.checkpoint.read on real Flink 1.20 / 2.x checkpoints and savepoints (tests/fixtures/checkpoints/)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect import CheckpointFormatError, SourceError
+from agent_inspect.codec import KRYO2, KRYO5, parse_metadata, read_kryo_object
+from tests.support.flink_metadata import synthetic_metadata
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+RUNS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file())
+AGENT_RUNS = [r for r in RUNS if not json.loads((FIXTURES / r / "expected.json").read_text())["other_job"]]
+
+
+def expected(run: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / run / "expected.json").read_text())
+
+
+def int_keys(markers: list[dict[str, int]]) -> list[dict[int, int]]:
+    return [{int(p): o for p, o in m.items()} for m in markers]
+
+
+def test_the_fixtures_cover_both_flink_lines_both_placements_and_parallelisms() -> None:
+    wrote = {r: expected(r) for r in AGENT_RUNS}
+    versions = {ai.checkpoint.read(FIXTURES / r / "savepoint").flink_version for r in AGENT_RUNS}
+    assert versions == {"1.x", "2.x"}
+    assert {w["inline"] for w in wrote.values()} == {True, False}
+    assert {w["parallelism"] for w in wrote.values()} >= {1, 4}
+
+
+@pytest.mark.parametrize("run", AGENT_RUNS)
+@pytest.mark.parametrize("kind", ["checkpoint", "savepoint"])
+def test_markers_are_exactly_what_the_job_wrote(run: str, kind: str) -> None:
+    wrote = expected(run)[kind]
+    ckpt = ai.checkpoint.read(FIXTURES / run / wrote["path"])
+    assert ckpt.checkpoint_id == wrote["checkpoint_id"]
+    assert [dict(m) for m in ckpt.markers] == int_keys(wrote["markers"])
+    assert ckpt.savepoint is (kind == "savepoint")
+    assert ckpt.parallelism == expected(run)["parallelism"]
+    assert ckpt.timestamp is not None
+
+
+@pytest.mark.parametrize("run", AGENT_RUNS)
+def test_the_savepoint_keyed_state_is_what_the_job_wrote(run: str) -> None:
+    wrote = expected(run)
+    keyed = ai.checkpoint.read(FIXTURES / run / "savepoint").keyed
+    assert keyed is not None and keyed.unread == ()
+    per_key = wrote["keyed"]
+    assert dict(keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
+                                        if "lastCompletedSequenceNumber" in v}
+    assert dict(keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
+    assert keyed.pending_tasks == tuple(sorted(k for k, v in per_key.items() if v["actionTasks"]))
+    assert keyed.pending_inputs == tuple(sorted(k for k, v in per_key.items() if v["pendingInputEvents"]))
+    assert {k: list(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
+    assert {k: list(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
+
+
+@pytest.mark.parametrize("run", AGENT_RUNS)
+def test_a_heap_checkpoint_gives_the_seqnums_and_names_the_kryo_states_it_did_not_read(run: str) -> None:
+    wrote = expected(run)
+    ckpt = ai.checkpoint.read(FIXTURES / run / wrote["checkpoint"]["path"])
+    assert ckpt.keyed is not None
+    per_key = wrote["keyed"]
+    assert dict(ckpt.keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
+                                             if "lastCompletedSequenceNumber" in v}
+    assert dict(ckpt.keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
+    assert set(ckpt.keyed.unread) <= {"actionTasks", "pendingInputEvents", "sensoryMemory", "shortTermMemory"}
+    assert ckpt.keyed.unread, "the heap layout gives Kryo values no length"
+    assert any("not read" in why for why in ckpt.not_read)
+
+
+def test_both_kryo_generations_decode_the_marker_map() -> None:
+    for run, generation in (("flink120-p1-file", KRYO2), ("flink2-p1-inline", KRYO5)):
+        ckpt = ai.checkpoint.read(FIXTURES / run / "savepoint")
+        meta = parse_metadata((FIXTURES / run / "savepoint" / "_metadata").read_bytes())
+        assert meta.version == (4 if generation == KRYO2 else 6)
+        subtask = next(s for op in meta.operators for s in op.subtasks
+                       if s.managed_operator and "recoveryMarker" in s.managed_operator.states)
+        handle = subtask.managed_operator
+        assert handle is not None and handle.stream is not None
+        data = handle.stream.data
+        if data is None:
+            assert handle.stream.path is not None
+            data = (FIXTURES / run / "savepoint" / handle.stream.path).read_bytes()
+        offset = handle.states["recoveryMarker"][1][0]
+        assert read_kryo_object(data, offset, generation)[0] == dict(ckpt.markers[0])
+
+
+def test_a_checkpoint_directory_gives_the_latest_completed_or_the_named_checkpoint(tmp_path: Path) -> None:
+    run = "flink2-p4-file"
+    base = tmp_path / "checkpoints" / "0a82f79a1ad961ec0d7929439dc84fff"
+    chk = FIXTURES / run / expected(run)["checkpoint"]["path"]
+    shutil.copytree(chk, base / chk.name)
+    (base / "chk-999").mkdir()                                    # in progress: no _metadata
+    (base / "shared").mkdir()
+    ckpt = ai.checkpoint.read(tmp_path / "checkpoints")
+    assert ckpt.checkpoint_id == expected(run)["checkpoint"]["checkpoint_id"]
+    assert ai.checkpoint.read(base, checkpoint=int(chk.name[4:])).checkpoint_id == ckpt.checkpoint_id
+    with pytest.raises(SourceError, match="chk-999 .* did not complete"):
+        ai.checkpoint.read(base, checkpoint=999)
+    with pytest.raises(SourceError, match=r"no chk-5 under .*found: chk-999, chk-2"):
+        ai.checkpoint.read(base, checkpoint=5)
+    with pytest.raises(SourceError, match="does not exist"):
+        ai.checkpoint.read(tmp_path / "nowhere")
+
+
+def test_state_files_that_moved_with_the_checkpoint_are_found_beside_metadata(tmp_path: Path) -> None:
+    run = "flink120-p1-file"                                      # Flink wrote absolute paths of another machine
+    chk = FIXTURES / run / expected(run)["checkpoint"]["path"]
+    shutil.copytree(chk, tmp_path / "moved")
+    assert [dict(m) for m in ai.checkpoint.read(tmp_path / "moved").markers] == \
+        int_keys(expected(run)["checkpoint"]["markers"])
+    next(p for p in (tmp_path / "moved").iterdir() if p.name != "_metadata" and p.stat().st_size == 618).unlink()
+    with pytest.raises(SourceError, match="state file .* is missing"):
+        ai.checkpoint.read(tmp_path / "moved")
+
+
+def test_file_urls_and_fsspec_urls_read_the_same(tmp_path: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    run = "flink2-p4-file"
+    sp = FIXTURES / run / "savepoint"
+    local = ai.checkpoint.read(sp)
+    assert ai.checkpoint.read(sp.as_uri()).markers == local.markers
+    mem = fsspec.filesystem("memory")
+    for f in sp.iterdir():
+        mem.pipe_file(f"/ckpt-test/{run}/savepoint/{f.name}", f.read_bytes())
+    try:
+        remote = ai.checkpoint.read(f"memory://ckpt-test/{run}/savepoint")
+        assert remote.markers == local.markers and remote.keyed == local.keyed
+        assert remote.path.startswith("memory://")
+    finally:
+        mem.rm("/ckpt-test", recursive=True)
+    with pytest.raises(SourceError, match="nosuchfs"):
+        ai.checkpoint.read("nosuchfs://bucket/checkpoints")
+
+
+@pytest.mark.parametrize("cut", [3, 12, 40, 200, 700, "properties"])
+def test_a_truncated_metadata_says_so(tmp_path: Path, cut: int | str) -> None:
+    data = (FIXTURES / "flink2-p1-inline" / "savepoint" / "_metadata").read_bytes()
+    end = data.rfind(b"\xac\xed\x00\x05") if cut == "properties" else int(cut)
+    (tmp_path / "_metadata").write_bytes(data[:end])
+    with pytest.raises(CheckpointFormatError, match="truncated|corrupt"):
+        ai.checkpoint.read(tmp_path)
+
+
+def test_corrupt_metadata_names_what_was_found(tmp_path: Path) -> None:
+    data = bytearray((FIXTURES / "flink2-p1-inline" / "savepoint" / "_metadata").read_bytes())
+    (tmp_path / "_metadata").write_bytes(b"PK\x03\x04 not a checkpoint at all")
+    with pytest.raises(CheckpointFormatError, match="magic number 0x504b0304"):
+        ai.checkpoint.read(tmp_path)
+    damaged = bytearray(data)
+    damaged[20:24] = b"\x7f\xff\xff\xff"                          # the operator count
+    (tmp_path / "_metadata").write_bytes(bytes(damaged))
+    with pytest.raises(CheckpointFormatError, match="corrupt|truncated"):
+        ai.checkpoint.read(tmp_path)
+    marker_at = data.find(b"java.util.HashMa")                    # the Kryo class name of the marker
+    damaged = bytearray(data)
+    damaged[marker_at - 2] = 0x7F                                 # a class id Kryo never registered
+    (tmp_path / "_metadata").write_bytes(bytes(damaged))
+    with pytest.raises(CheckpointFormatError, match="recoveryMarker' element does not decode"):
+        ai.checkpoint.read(tmp_path)
+
+
+def test_an_unknown_metadata_version_is_named(tmp_path: Path) -> None:
+    data = bytearray((FIXTURES / "flink2-p1-inline" / "savepoint" / "_metadata").read_bytes())
+    data[4:8] = (99).to_bytes(4, "big")
+    (tmp_path / "_metadata").write_bytes(bytes(data))
+    with pytest.raises(CheckpointFormatError, match="unknown checkpoint metadata version 99"):
+        ai.checkpoint.read(tmp_path)
+
+
+def test_another_jobs_checkpoint_says_it_has_no_recovery_marker() -> None:
+    other = FIXTURES / "flink2-other-job"
+    with pytest.raises(CheckpointFormatError, match=r"no 'recoveryMarker' operator state.*\['SourceReaderState', "
+                                                    r"'offsets'\]"):
+        ai.checkpoint.read(other / "savepoint")
+
+
+def test_many_subtasks_read_in_order() -> None:
+    markers = [{i * 2: 1000 + i, i * 2 + 1: 2000 + i} for i in range(1000)]
+    meta = synthetic_metadata(markers)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "_metadata").write_bytes(meta)
+        ckpt = ai.checkpoint.read(d)
+    assert [dict(m) for m in ckpt.markers] == markers
+    assert ckpt.parallelism == 1000 and ckpt.keyed is None and ckpt.checkpoint_id == 7
+
+
+def test_a_full_snapshot_in_the_canonical_layout_is_recognised() -> None:
+    # RocksDB full checkpoints write key groups in the canonical (savepoint) layout under a plain key-groups handle
+    from agent_inspect.codec import read_keyed_state
+
+    meta = parse_metadata((FIXTURES / "flink2-p4-file" / "savepoint" / "_metadata").read_bytes())
+    op = next(o for o in meta.operators if o.uid == "agent-operator")
+    for subtask in op.subtasks:
+        handle = subtask.managed_keyed
+        assert handle is not None and handle.stream is not None and handle.stream.path is not None
+        data = (FIXTURES / "flink2-p4-file" / "savepoint" / handle.stream.path).read_bytes()
+        as_full = read_keyed_state(data, "full", handle.key_groups, handle.offsets, op.max_parallelism)
+        as_savepoint = read_keyed_state(data, "savepoint", handle.key_groups, handle.offsets, op.max_parallelism)
+        assert as_full.values == as_savepoint.values and as_full.unread == set()

@@ -1,0 +1,55 @@
+"""A synthetic Flink 2.x ``_metadata`` (format version 6) with an agent operator of many subtasks.
+
+Used where a real Flink run cannot give the shape (1,000 subtasks): the layout is the one the committed
+real checkpoints have (tests/fixtures/checkpoints/), inline ``recoveryMarker`` elements in Kryo 5.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+
+
+def _utf(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">H", len(raw)) + raw
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _zigzag(v: int) -> bytes:
+    return _varint((v << 1) ^ (v >> 63))
+
+
+def kryo5_hashmap(marker: Mapping[int, int]) -> bytes:
+    """``writeClassAndObject`` of a ``HashMap<Integer, Long>`` as Flink 2.x's Kryo 5 writes it."""
+    name = b"java.util.HashMap"
+    out = bytearray(b"\x01\x00" + name[:-1] + bytes([name[-1] | 0x80]) + b"\x01" + _varint(len(marker) + 1))
+    for p, o in marker.items():
+        out += b"\x02" + _zigzag(p) + b"\x09" + _zigzag(o)
+    return bytes(out)
+
+
+def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: int = 7) -> bytes:
+    """One agent operator (uid ``agent-operator``) whose subtask i wrote ``markers[i]`` inline."""
+    out = bytearray(struct.pack(">iiqi", 0x4960672D, 6, checkpoint_id, 0))
+    out += struct.pack(">i", 1)                                  # one operator
+    out += _utf("agent-operator") + _utf("agent-operator")
+    out += struct.pack(">qqii", 1, 2, len(markers), max(128, len(markers)))
+    out += b"\x00"                                               # no coordinator state
+    out += struct.pack(">i", len(markers))
+    for i, marker in enumerate(markers):
+        element = kryo5_hashmap(marker)
+        out += struct.pack(">ii", i, 1) + b"\x04" + struct.pack(">i", 1)
+        out += _utf("recoveryMarker") + b"\x01" + struct.pack(">iq", 1, 0)
+        out += b"\x01" + _utf(f"file:/chk-{checkpoint_id}/{i}") + struct.pack(">i", len(element)) + element
+        out += struct.pack(">i", 0) + b"\x00\x00" + struct.pack(">ii", 0, 0)
+    out += b"\xac\xed\x00\x05"                                   # where the Java-serialized properties begin
+    return bytes(out)
