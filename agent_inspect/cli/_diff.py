@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.diff import diff
+    from agent_inspect.diffing import diff
 
     d = diff(args.a, args.b, key=args.key)
     if args.json:

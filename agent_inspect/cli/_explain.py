@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._report import parse_markers
-    from agent_inspect.diff import explain, parse_selector
+    from agent_inspect.diffing import explain, parse_selector
 
     sel = parse_selector(args.source)
     text = args.markers or (f"@{sel.markers}" if sel.markers else None)

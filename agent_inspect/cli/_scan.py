@@ -50,7 +50,7 @@ def _markers(text: str | None) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
-    from agent_inspect.scan import scan
+    from agent_inspect.fleet import scan
 
     if args.workers is not None and args.workers < 1:
         raise InspectError("--workers must be 1 or more")

@@ -73,7 +73,7 @@ def render_report(
     from agent_inspect.report._scan import is_scan, scan_sections
 
     if isinstance(log_or_result, (str, Path)) and Path(log_or_result).is_dir():
-        from agent_inspect.scan import ScanResult  # a fleet scan's output directory
+        from agent_inspect.fleet import ScanResult  # a fleet scan's output directory
 
         log_or_result = ScanResult.open(log_or_result)
     if is_scan(log_or_result):

@@ -18,7 +18,7 @@ def why_html(prediction: Any, result: Any, *, max_actions: int = 5) -> str:
     reruns = tasks[tasks["outcome"].astype("string") == "RERUN"]
     if reruns.empty:
         return "<p>Nothing runs again: no task is predicted to rerun.</p>"
-    from agent_inspect.diff import explain
+    from agent_inspect.diffing import explain
 
     counts = reruns.groupby(reruns["action"].astype(str), sort=False).size().sort_values(ascending=False, kind="stable")
     parts = [f"<p>{len(reruns):,} task(s) rerun in this recovery; the chain of store decisions behind the first "

@@ -38,9 +38,9 @@ def _view(module: str, name: str) -> type[w.Widget]:
 
 # (module of the result type, its class) → view; checked before the protocols, which these also match
 _BY_CLASS = (
-    (("agent_inspect.diff", "Diff"), ("_diff", "DiffView")),
-    (("agent_inspect.diff", "Explanation"), ("_explain", "ExplainView")),
-    (("agent_inspect.scan", "ScanResult"), ("_scan", "FleetScanView")),
+    (("agent_inspect.diffing", "Diff"), ("_diff", "DiffView")),
+    (("agent_inspect.diffing", "Explanation"), ("_explain", "ExplainView")),
+    (("agent_inspect.fleet", "ScanResult"), ("_scan", "FleetScanView")),
     (("agent_inspect.log", "LiveLog"), ("_tail", "LiveTail")),
 )
 

@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
-from agent_inspect.scan._result import _FAILURE_COLUMNS, ScanResult
-from agent_inspect.scan._task import (
+from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult
+from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
     RULE_COLUMNS,

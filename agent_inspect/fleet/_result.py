@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from agent_inspect.scan._task import CALLS_PREFIX
+from agent_inspect.fleet._task import CALLS_PREFIX
 
 __all__ = ["ScanResult", "RESULT_FILES"]
 

@@ -46,7 +46,7 @@ def test_kafka_scan_equals_load_and_predict(kafka_bootstrap: str, fleet_topic: s
     again = ai.load(out, business_keys=[key])
     direct = ai.load_kafka(kafka_bootstrap, fleet_topic, business_keys=[key], progress=False)
     assert again.raw.value == direct.raw.value and list(again.records["offset"]) == list(direct.records["offset"])
-    assert ai.scan.ScanResult.open(out).reconstruct(key).records["business_key"].astype(str).eq(key).all()
+    assert ai.fleet.ScanResult.open(out).reconstruct(key).records["business_key"].astype(str).eq(key).all()
 
 
 def test_kafka_scan_with_markers_reads_only_their_windows(kafka_bootstrap: str, fleet_topic: str,
