@@ -59,7 +59,7 @@ def test_a_handler_the_user_had_keeps_its_exceptions(shell, capsys, tmp_path) ->
         seen.append(type(value).__name__)
 
     shell.set_custom_exc((ZeroDivisionError,), mine)
-    shell.run_cell(f"import agent_inspect as ai\nai.configure(errors='short')\n1 / 0\n")
+    shell.run_cell("import agent_inspect as ai\nai.configure(errors='short')\n1 / 0\n")
     shell.run_cell(f"ai.load({_missing(tmp_path)!r})")
     assert seen == ["ZeroDivisionError"] and _err_lines(capsys) == _short_line(tmp_path)
     shell.run_cell("ai.configure(errors='full')\n1 / 0")

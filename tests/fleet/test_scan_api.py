@@ -38,8 +38,10 @@ def test_the_task_is_a_plain_function_any_engine_can_call() -> None:
 
 def test_rule_objects_runtime_and_ranking(dask_client: Any) -> None:
     result = ai.scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"),
-                     rules=("original", FixedRule()), runtime="0.4", client=dask_client)
-    assert result.runtime == "0.4" and result.rules == ("original", "fixed")
+                     what_if=(FixedRule(),), runtime="0.4", client=dask_client)
+    assert result.runtime == "0.4" and result.rules == ("original", "fixed") and result.what_if == ("fixed",)
+    assert result.rule_label("fixed") == "fixed (what-if)" and result.rule_label("original") == "original"
+    assert result.summary()["fixed"]["what_if"] and not result.summary()["original"]["what_if"]
     ranked = result.at_risk(None, rule="original")
     assert len(ranked) == 40
     key = ranked.iloc[0]
@@ -56,10 +58,14 @@ def test_bad_arguments_fail_before_any_task() -> None:
     path = ai.samples.path("G01", "parquet")
     with pytest.raises(ai.InspectError, match="runtime must be one of"):
         ai.scan(path, runtime="0.9")
-    with pytest.raises(ai.InspectError, match="distinct rules"):
-        ai.scan(path, rules=("fixed", "fixed"))
+    with pytest.raises(ai.InspectError, match="distinct"):
+        ai.scan(path, what_if=("fixed", "fixed"))
     with pytest.raises(ai.InspectError):
-        ai.scan(path, rules=("no-such-rule",))
+        ai.scan(path, what_if=("no-such-rule",))
+    with pytest.raises(ai.InspectError):
+        ai.scan(path, rule="no-such-rule")
+    with pytest.raises(ai.InspectError, match="not agent"):
+        ai.scan(path, agent=object())
     with pytest.raises(ai.BrokerUnreachable, match="unreachable while connecting"):
         ai.scan("fluss://localhost:9123/db.t", connection_factory=factory({}, Behaviour(refuse=True)))
     with pytest.raises(ai.SourceError, match="no Dask scheduler answered"):

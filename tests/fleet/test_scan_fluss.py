@@ -10,9 +10,9 @@ import pytest
 from _scan_reference import compared, reference
 
 import agent_inspect as ai
+from agent_inspect.fleet import key_frame
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import SourceInfo
-from agent_inspect.fleet import key_frame
 from tests.sources._fake_fluss import FakeTable, factory
 
 BUCKETS = 3
