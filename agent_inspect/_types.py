@@ -66,6 +66,8 @@ class ReconstructionLike(Protocol):
     divergences: pd.DataFrame
     evictions: pd.DataFrame
     log: Any
+    rule: Any      # the DivergenceRule it ran under
+    markers: Any   # the recovery markers of its rebuild window
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
 
