@@ -316,7 +316,8 @@ def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: st
         overrides["runtime"] = sel.runtime
     side = select(log, recovery=recovery, mode=sel.mode, attempt=sel.attempt, key=sel.key, label=sel.source,
                   **overrides)
-    return Side(label or sel.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
+    name = label or (sel.label + (" (what-if)" if side.what_if else ""))
+    return Side(name, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
                 source=side.source, what_if=side.what_if)
 
 
