@@ -49,11 +49,16 @@ def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFix
     (["--markers", "{nope"], "--markers is not valid JSON"),
     (["--what-if", "nonsense"], "nonsense"),
     (["--rule", "nonsense"], "nonsense"),
-    (["--runtime", "9.9"], "invalid choice"),
 ])
 def test_bad_usage_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["scan", str(ai.samples.path("G01", "parquet")), "--no-progress", *argv])
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_a_setting_outside_its_choices_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["scan", str(ai.samples.path("G01", "parquet")), "--runtime", "9.9"])
+    assert exc.value.code == 2 and "invalid choice: '9.9'" in capsys.readouterr().err
 
 
 def test_missing_source_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
