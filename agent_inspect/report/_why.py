@@ -6,6 +6,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape
+from agent_inspect.store import Outcome
 
 __all__ = ["why_html"]
 
@@ -15,7 +16,7 @@ def why_html(prediction: Any, result: Any, *, max_actions: int = 5) -> str:
     if prediction is None:
         return "<p>No prediction: the recovery could not be predicted from this log.</p>"
     tasks = prediction.tasks
-    reruns = tasks[tasks["outcome"].astype("string") == "RERUN"]
+    reruns = tasks[tasks["outcome"].astype("string") == Outcome.RERUN]
     if reruns.empty:
         return "<p>Nothing runs again: no task is predicted to rerun.</p>"
     from agent_inspect.diffing import explain
