@@ -109,7 +109,7 @@ def _jupyterlab(args: argparse.Namespace) -> int:
 
 def _sample(explicit: str | None, markers: str | None) -> tuple[str, Any]:
     """The log to analyse and its markers: ``explicit`` (with ``--markers``) or the production sample."""
-    from agent_inspect.cli._markers import parse_markers
+    from agent_inspect.cli._markers_args import parse_markers
 
     if explicit:
         return explicit, parse_markers(markers)

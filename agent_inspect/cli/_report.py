@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect.cli._markers import restore_of
+from agent_inspect.cli._markers_args import restore_of
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
 
 __all__ = ["register"]

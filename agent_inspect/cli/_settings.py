@@ -1,6 +1,6 @@
 """The recovery settings every subcommand takes: one options group, the same names and defaults everywhere.
 
-``--rule --markers --runtime --store-flavour --kafka-pending --call-matching`` are the command-line form
+``--rule --markers|--checkpoint --runtime --store-flavour --kafka-pending --call-matching`` are the command-line form
 of :class:`agent_inspect.Recovery`'s overrides; left out, each takes the default ``Recovery.for_log``
 resolves (the rule the log's runtime ships, the runtime inferred from the records, the whole loaded log
 as the rebuild window).
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING, Any
+
+from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
 
 if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery
@@ -27,16 +29,14 @@ CALL_MATCHING_CHOICES = ("position", "function-id")
 
 def add_recovery_options(parser: argparse.ArgumentParser, *, markers: bool = True) -> argparse._ArgumentGroup:
     """Add the recovery settings group to ``parser`` (``markers=False`` when the command reads no markers)."""
+    if markers:
+        add_markers_options(parser)   # --markers JSON|@FILE|FILE or --checkpoint PATH
     group = parser.add_argument_group(
         "recovery settings", "how the restore runs; the same options and defaults for every command")
     group.add_argument("--rule", default=None,
                        help="divergence rule: original, naive, fixed, lookup-only, branch-aware, "
                             "fixed+round-regression, or module:Class (default: the rule the runtime ships, "
                             "original; any other is labelled a what-if)")
-    if markers:
-        group.add_argument("--markers", default=None,
-                           help='recovery markers as JSON ([{"0": 120, "1": 98}, …] or one map) or @FILE (e.g. a '
-                                "sample's <name>.markers.json); default: the whole loaded log is the rebuild window")
     group.add_argument("--runtime", default=None, choices=RUNTIME_CHOICES,
                        help="the upstream version that wrote the log (default auto: inferred from the records)")
     group.add_argument("--store-flavour", default=None, choices=STORE_FLAVOUR_CHOICES,
@@ -49,21 +49,14 @@ def add_recovery_options(parser: argparse.ArgumentParser, *, markers: bool = Tru
 
 
 def markers_text(args: argparse.Namespace) -> str | None:
-    """``--markers`` as given, a plain file path read as ``@FILE``."""
-    from pathlib import Path
-
+    """``--markers`` as given (None with ``--checkpoint`` or neither)."""
     text: str | None = getattr(args, "markers", None)
-    if text is not None and not text.startswith("@") and not text.lstrip().startswith(("[", "{")) \
-            and Path(text).is_file():
-        text = "@" + text
     return text
 
 
 def recovery_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings given on the command line, as ``Recovery`` overrides (those left out are absent)."""
-    from agent_inspect.cli._markers import parse_markers
-
-    given = {"rule": args.rule, "markers": parse_markers(markers_text(args)),
+    given = {"rule": args.rule, "markers": markers_from_args(args),
              "runtime": args.runtime, "store_flavour": args.store_flavour, "kafka_pending": args.kafka_pending,
              "call_matching": args.call_matching}
     return {name: value for name, value in given.items() if value is not None}

@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._markers import restore_of
+    from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 
