@@ -14,7 +14,7 @@ Public names are loaded lazily so ``import agent_inspect`` stays cheap.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Literal
 
 from agent_inspect._errors import (
     BrokerUnreachable,
@@ -30,11 +30,8 @@ from agent_inspect._errors import (
     UnknownPartitionError,
     ValueFormatError,
 )
-from agent_inspect._ipython import install as _install_error_display
 
-__version__ = "0.1.0"
-
-_install_error_display()  # in IPython/Jupyter: our errors print as one line (the traceback stays one %tb away)
+__version__ = "0.2.0"
 
 _LAZY: dict[str, str] = {
     # loading
@@ -45,6 +42,7 @@ _LAZY: dict[str, str] = {
     "ActionStateLog": "agent_inspect.log",
     # recovery model
     "reconstruct": "agent_inspect.recovery",
+    "predict": "agent_inspect.recovery",
     "Reconstruction": "agent_inspect.recovery",
     "ReplayPlan": "agent_inspect.recovery",
     "Recovery": "agent_inspect.recovery",
@@ -56,9 +54,11 @@ _LAZY: dict[str, str] = {
     "TraceLog": "agent_inspect.trace",
     "verify": "agent_inspect.trace",
     # diff and "why did this run?"
-    "explain": "agent_inspect.diff",
-    # fleet scan (ai.scan itself is the subpackage, callable: ai.scan(source, ...))
-    "ScanResult": "agent_inspect.scan",
+    "diff": "agent_inspect.diffing",
+    "explain": "agent_inspect.diffing",
+    # fleet scan
+    "scan": "agent_inspect.fleet",
+    "ScanResult": "agent_inspect.fleet",
     # views
     "inspect": "agent_inspect.widgets",
     "tail": "agent_inspect.widgets",
@@ -66,31 +66,66 @@ _LAZY: dict[str, str] = {
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "checkpoint", "trace", "diff", "scan", "samples", "widgets", "report",
+    "checker", "checkpoint", "trace", "diffing", "fleet", "samples", "widgets", "report",
 )
 
 __all__ = [
     # loading
     "load", "load_kafka", "load_fluss", "load_file", "ActionStateLog",
     # recovery model
-    "reconstruct", "Reconstruction", "ReplayPlan", "Recovery", "infer_markers",
+    "reconstruct", "predict", "Reconstruction", "ReplayPlan", "Recovery", "infer_markers",
     # replay executor
     "ReplayExecutor",
     # checked against the job's Trace Log
     "load_trace", "TraceLog", "verify",
-    # diff (ai.diff is the callable subpackage) and "why did this run?"
-    "explain",
-    # fleet scan (the subpackage scan is callable)
-    "ScanResult",
+    # diff and "why did this run?"
+    "diff", "explain",
+    # fleet scan
+    "scan", "ScanResult",
     # views (tail: follow a Kafka topic live)
     "inspect", "tail", "write_report",
     # subpackages
     *_SUBMODULES,
+    # settings for the session (also %load_ext agent_inspect)
+    "configure",
     # errors
     "InspectError", "SourceError", "BrokerUnreachable", "DataLossError", "UnknownPartitionError",
     "DecodeError", "KeyFormatError", "ValueFormatError", "RecoveryError", "CaseFileError", "ReplayError",
     "CheckpointFormatError",
 ]
+
+
+def configure(*, errors: Literal["short", "full"] | None = None) -> None:
+    """Session-wide display settings.
+
+    ``errors="short"``: in IPython/Jupyter our errors (:class:`InspectError`) print as one line with their
+    advice (``%tb`` shows the traceback); ``"full"``: IPython's traceback again. Same as
+    ``%load_ext agent_inspect`` / ``%unload_ext agent_inspect``; a handler you had set keeps its exceptions.
+    """
+    from agent_inspect import _ipython
+
+    if errors == "short":
+        if _ipython.running_shell() is None:
+            raise InspectError("errors='short' needs a running IPython or Jupyter shell")
+        _ipython.install()
+    elif errors == "full":
+        _ipython.uninstall()
+    elif errors is not None:
+        raise InspectError(f"unknown errors={errors!r}; use 'short' or 'full'")
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext agent_inspect``: our errors print as one line in this shell."""
+    from agent_inspect import _ipython
+
+    _ipython.install(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext agent_inspect``: IPython's tracebacks again."""
+    from agent_inspect import _ipython
+
+    _ipython.uninstall(ipython)
 
 
 def __getattr__(name: str) -> Any:

@@ -9,13 +9,14 @@ replay) are in :class:`ExecutorState`, which is for annotations only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
 __all__ = [
+    "RecoveryOverrides",
     "LogLike",
     "ReconstructionLike",
     "PredictionLike",
@@ -26,6 +27,25 @@ __all__ = [
     "RecordSource",
     "is_rule_comparison",
 ]
+
+
+class RecoveryOverrides(TypedDict, total=False):
+    """The settings every verb takes besides ``recovery=`` (``Recovery.SETTING_NAMES``), same names everywhere.
+
+    None, or left out, means the default: the one ``Recovery.for_log`` resolves (the rule the runtime ships,
+    the runtime inferred from the log, the whole loaded log as the rebuild window, …).
+    """
+
+    rule: Any                     # a rule name ("original", "fixed", "module:Class") or a DivergenceRule
+    markers: Any                  # {partition: offset} maps, or a read checkpoint; [] is a fresh start
+    runtime: Any                  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
+    store_flavour: str | None     # the original rule's store flavour: "auto", "kafka-k1", "fluss-k1", "segment"
+    kafka_pending: str | None
+    plan: Any                     # a ReplayPlan (default: the log's own later attempt)
+    agent: Any                    # an agent model (default: as recorded in the log)
+    call_matching: str | None     # "position" or "function-id"
+    expected_fingerprint: str | None
+    max_parallelism: int | None
 
 
 @runtime_checkable
@@ -55,6 +75,12 @@ class ReconstructionLike(Protocol):
 
     @property
     def log(self) -> Any: ...
+
+    @property
+    def rule(self) -> Any: ...     # the DivergenceRule it ran under
+
+    @property
+    def markers(self) -> Any: ...  # the recovery markers of its rebuild window
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
 

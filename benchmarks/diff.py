@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import agent_inspect as ai  # noqa: E402
-import agent_inspect.diff  # noqa: E402 - import cost is not diff throughput
+import agent_inspect.diffing  # noqa: E402 - import cost is not diff throughput
 import agent_inspect.log  # noqa: E402
 from agent_inspect.codec import (  # noqa: E402
     ActionState,

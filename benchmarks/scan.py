@@ -4,7 +4,7 @@ Starts a tansu broker on 127.0.0.1, writes a fleet topic (``ai.samples.fleet_rec
 of plan → call_tool (a durable call) → answer, a branch change on every 10th key; K1.5 keys, V3 values)
 of N records to P partitions, then measures
 
-- ``scan_vs_single``: ``ai.load_kafka`` + the scan's per-key analysis (``agent_inspect.scan.key_frame``:
+- ``scan_vs_single``: ``ai.load_kafka`` + the scan's per-key analysis (``agent_inspect.fleet.key_frame``:
   reconstruct, predict and lints under ``original`` and ``fixed``) in this one process, against
   ``ai.scan`` of the same topic on a LocalCluster with as many worker processes as cores
   (ratio = single s / scan s; target >= 0.9). Also reported for 1 and 2 workers.
@@ -48,7 +48,7 @@ import psutil  # noqa: E402 - a dependency of dask distributed
 from load import produce  # noqa: E402 - bulk writes with a single-record last batch per partition (tansu)
 
 import agent_inspect as ai  # noqa: E402
-from agent_inspect.scan import key_frame  # noqa: E402
+from agent_inspect.fleet import key_frame  # noqa: E402
 from tests.support.tansu import create_topic, start_tansu  # noqa: E402
 
 TARGETS = {"scan_vs_single": (0.9, "higher"), "client_rss": (1.5, "lower"), "per_record_cost": (1.3, "lower")}
@@ -108,7 +108,7 @@ def measure_client(address: str, url: str, keys_out: str) -> dict[str, float]:
         import agent_inspect.recovery
         import agent_inspect.rules  # noqa: F401
 
-        ai.scan.plan_scan(url)
+        ai.fleet.plan_scan(url)
         gc.collect()
         cpu0 = cluster_cpu(client)
         with PeakRss() as rss:

@@ -1,6 +1,8 @@
-"""In IPython, an InspectError prints as one line with its advice; other errors keep IPython's traceback."""
+"""In IPython, an InspectError prints as one line with its advice once asked for; other errors keep their handling."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -14,38 +16,70 @@ def shell():
     InteractiveShell.clear_instance()
 
 
-def test_inspect_error_is_one_line_with_the_full_traceback_kept(shell, capsys, tmp_path) -> None:
-    import agent_inspect._ipython as display
+def _missing(tmp_path) -> str:
+    return str(tmp_path / "missing.jsonl")
 
-    shell.custom_exceptions = ()
-    shell._agent_inspect_errors = False  # importing agent_inspect may have installed it already
-    assert display.install() is True
-    assert display.install() is False  # once per shell
-    shell.run_cell(f"import agent_inspect as ai\nai.load({str(tmp_path / 'missing.jsonl')!r})")
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert lines == [f"SourceError: cannot open '{tmp_path / 'missing.jsonl'}': No such file or directory; "
-                     "check the path  (%tb shows the full traceback)"]
-    import sys
 
+def _short_line(tmp_path) -> list[str]:
+    return [f"SourceError: cannot open '{_missing(tmp_path)}': No such file or directory; "
+            "check the path  (%tb shows the full traceback)"]
+
+
+def _err_lines(capsys) -> list[str]:
+    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+def test_import_leaves_the_shell_alone_and_load_ext_opts_in(shell, capsys, tmp_path) -> None:
+    shell.run_cell(f"import agent_inspect as ai\nai.load({_missing(tmp_path)!r})")
+    out = capsys.readouterr()
+    assert shell.custom_exceptions == () and "Traceback" in out.out + out.err
+    shell.run_cell("%load_ext agent_inspect")
+    shell.run_cell(f"ai.load({_missing(tmp_path)!r})")
+    assert _err_lines(capsys) == _short_line(tmp_path)
     assert type(sys.last_value).__name__ == "SourceError" and sys.last_traceback is not None
+    shell.run_cell("%unload_ext agent_inspect")
+    shell.run_cell(f"ai.load({_missing(tmp_path)!r})")
+    out = capsys.readouterr()
+    assert shell.custom_exceptions == () and "Traceback" in out.out + out.err
+
+
+def test_configure_errors_short_and_full(shell, capsys, tmp_path) -> None:
+    shell.run_cell(f"import agent_inspect as ai\nai.configure(errors='short')\nai.configure(errors='short')\n"
+                   f"ai.load({_missing(tmp_path)!r})")
+    assert _err_lines(capsys) == _short_line(tmp_path)
+    shell.run_cell(f"ai.configure(errors='full')\nai.load({_missing(tmp_path)!r})")
+    out = capsys.readouterr()
+    assert "Traceback" in out.out + out.err and shell.custom_exceptions == ()
+
+
+def test_a_handler_the_user_had_keeps_its_exceptions(shell, capsys, tmp_path) -> None:
+    seen: list[str] = []
+
+    def mine(self, etype, value, tb, tb_offset=None):
+        seen.append(type(value).__name__)
+
+    shell.set_custom_exc((ZeroDivisionError,), mine)
+    shell.run_cell("import agent_inspect as ai\nai.configure(errors='short')\n1 / 0\n")
+    shell.run_cell(f"ai.load({_missing(tmp_path)!r})")
+    assert seen == ["ZeroDivisionError"] and _err_lines(capsys) == _short_line(tmp_path)
+    shell.run_cell("ai.configure(errors='full')\n1 / 0")
+    assert seen == ["ZeroDivisionError"] * 2 and shell.custom_exceptions == (ZeroDivisionError,)
 
 
 def test_other_errors_keep_the_traceback(shell, capsys) -> None:
-    import agent_inspect._ipython as display
-
-    shell.custom_exceptions = ()
-    shell._agent_inspect_errors = False
-    display.install()
+    shell.run_cell("%load_ext agent_inspect\n")
     shell.run_cell("1 / 0")
     out = capsys.readouterr()
     assert "ZeroDivisionError" in out.out + out.err and "Traceback" in out.out + out.err
 
 
-def test_install_outside_ipython_is_a_no_op(monkeypatch) -> None:
-    import sys
-
+def test_outside_ipython(monkeypatch) -> None:
+    import agent_inspect as ai
     import agent_inspect._ipython as display
 
     monkeypatch.delitem(sys.modules, "IPython", raising=False)
-    assert display.install() is False
+    assert display.install() is False and display.uninstall() is False
+    with pytest.raises(ai.InspectError, match="needs a running IPython"):
+        ai.configure(errors="short")
+    with pytest.raises(ai.InspectError, match="unknown errors="):
+        ai.configure(errors="loud")  # type: ignore[arg-type]

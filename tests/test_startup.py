@@ -71,8 +71,8 @@ views = sorted(m for m in sys.modules if m.startswith("agent_inspect.widgets._")
 print(json.dumps(views), file=sys.stderr)
 assert "agent_inspect.widgets._graph" not in views, views
 assert "agent_inspect.widgets._scan" not in views, views
-assert "agent_inspect.diff" not in sys.modules
-assert "agent_inspect.scan" not in sys.modules
+assert "agent_inspect.diffing" not in sys.modules
+assert "agent_inspect.fleet" not in sys.modules
 """)
     assert "ipywidgets" in stages["inspect"]
     assert "networkx" not in stages["inspect"]

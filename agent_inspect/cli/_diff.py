@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
+
 __all__ = ["register"]
 
 _SELECTOR_HELP = ("a source (kafka://host:port/topic, fluss://host:port/db.table, or a dump file) with optional "
@@ -23,15 +25,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("a", help=_SELECTOR_HELP)
     parser.add_argument("b", help="the other side, same syntax")
     parser.add_argument("--key", help="only this business key")
+    add_recovery_options(parser).description = (
+        "for a side that runs a recovery (@predict, @reconstruct, @RULE) and sets none of its own")
     parser.add_argument("--limit", type=int, default=50, help="differing pairs to print (default 50)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.diff import diff
+    from agent_inspect.diffing import diff
 
-    d = diff(args.a, args.b, key=args.key)
+    d = diff(args.a, args.b, key=args.key, **recovery_overrides(args))
     if args.json:
         print(json.dumps(d.to_dict(key=args.key, limit=args.limit), ensure_ascii=False, default=str))
         return 0

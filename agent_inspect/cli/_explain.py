@@ -1,4 +1,4 @@
-"""``agent-inspect explain SOURCE --key K --seq S --action NAME [--rule R] [--json]``: why did this run?"""
+"""``agent-inspect explain SOURCE --key K --seq S --action NAME [recovery settings] [--json]``: why did this run?"""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from agent_inspect.cli._markers_args import add_markers_options
+from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
 
 __all__ = ["register"]
 
@@ -14,7 +14,7 @@ __all__ = ["register"]
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "explain", help="why a task is reused, resumed or rerun: the chain of store decisions behind it",
-        description="Predict the recovery of SOURCE under --rule and print the chain of store decisions behind "
+        description="Predict the recovery of SOURCE (under --rule; default the rule the runtime ships) and print the chain of store decisions behind "
                     "one task's outcome: the lookup, the record the rebuild did or did not load, and the eviction, "
                     "invalidation, tombstone, window or miss that caused a rerun; with what it cost downstream.")
     parser.add_argument("source", help="a source or dump file (selectors @key=, @markers=, @runtime= allowed)")
@@ -22,8 +22,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seq", required=True, type=int, help="the round's seqNum")
     parser.add_argument("--action", required=True, help="action name (or action UUID)")
     parser.add_argument("--event", help="narrow to an event id, event type or replay input label")
-    parser.add_argument("--rule", default=None, help="divergence rule (default: fixed, or the source's @rule)")
-    add_markers_options(parser)
+    add_recovery_options(parser)
     parser.add_argument("--also", action="append", default=[], metavar="RULE",
                         help="also report this task's outcome under RULE (repeatable)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -31,15 +30,21 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._markers_args import markers_from_args, parse_markers
-    from agent_inspect.diff import explain, parse_selector
+    from agent_inspect.diffing import explain, parse_selector
+    from agent_inspect.log import load
 
     sel = parse_selector(args.source)
-    markers: Any = markers_from_args(args)
-    if markers is None and sel.markers:
-        markers = parse_markers(f"@{sel.markers}")
-    why = explain(args.source, args.key, args.seq, args.action, event=args.event, rule=args.rule,
-                  markers=markers, also=args.also)
+    if args.markers is None and sel.markers:
+        args.markers = f"@{sel.markers}"
+    log = load(sel.source)
+    if sel.key is not None:
+        log = log.for_key(sel.key)
+    if sel.rule is not None and args.rule is None:
+        args.rule = sel.rule
+    if sel.runtime is not None and args.runtime is None:
+        args.runtime = sel.runtime
+    why = explain(log, args.key, args.seq, args.action, event=args.event, recovery=recovery_from_args(args, log),
+                  also=args.also)
     if args.json:
         print(json.dumps(why.to_dict(), ensure_ascii=False, default=str))
     else:

@@ -1,15 +1,19 @@
-"""``agent-inspect reconstruct SOURCE --rule R [--markers JSON|--checkpoint PATH] [--json]``: what a recovery does and why."""
+"""``agent-inspect reconstruct SOURCE [recovery settings] [--json]``: what a recovery does and why."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._jsonable import jsonable, jsonable_rows
-from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
+from agent_inspect._recovery_args import predict_arguments, reconstruct_arguments
+from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
 
 __all__ = ["register"]
 
@@ -21,13 +25,7 @@ def register(subparsers: Any) -> None:
                     "logged tasks, and report the divergences, the evicted and invalidated records and the "
                     "re-execution ledger.")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
-    parser.add_argument("--rule", default=None,
-                        help="original, naive, fixed, lookup-only, branch-aware, fixed+round-regression, "
-                             "or original:<kafka-k1|fluss-k1|segment> (default: the rule the runtime ships, "
-                             "original; fixed is a what-if)")
-    parser.add_argument("--runtime", default="auto", choices=["auto", "0.3", "0.4", "main"],
-                        help="the upstream runtime that wrote the log (default auto: inferred from the records)")
-    add_markers_options(parser)
+    add_recovery_options(parser)
     parser.add_argument("--no-ledger", action="store_true", help="skip the static prediction (ledger)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
@@ -42,18 +40,20 @@ def _records(frame: Any) -> list[dict[str, Any]]:
     return out
 
 
-def analyse(log: Any, *, rule: str | None, markers: Any, ledger: bool = True,
-            runtime: str = "auto") -> dict[str, Any]:
+def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, Any]:
     """The report the command prints, as plain JSON-able data."""
     from agent_inspect.recovery import reconstruct
 
-    result = reconstruct(log, rule=rule, markers=markers, runtime=runtime)
+    # after the engine's merge: reconstruct(log, recovery=recovery)
+    result = reconstruct(log, **reconstruct_arguments(recovery))
     recs = result.records
     evicted = recs[recs["status"] == "evicted"]
     invalidated = recs[recs["status"] == "invalidated"]
     divergences = jsonable_rows(result.divergences)
     report: dict[str, Any] = {
         "rule": result.rule.name,
+        "what_if": recovery.what_if,
+        "settings": recovery.as_dict(),
         "runtime": result.runtime.as_dict() if result.runtime is not None else None,
         "markers": jsonable(result.markers),
         "records": len(recs),
@@ -67,38 +67,33 @@ def analyse(log: Any, *, rule: str | None, markers: Any, ledger: bool = True,
         "ledger": None,
     }
     if ledger:
-        report["ledger"], report["ledger_error"] = _ledger(log, result.rule.name if rule is None else rule, markers,
-                                                           runtime)
+        report["ledger"], report["ledger_error"] = _ledger(log, recovery)
     return report
 
 
-def _ledger(log: Any, rule: str, markers: Any,
-            runtime: str = "auto") -> tuple[list[dict[str, Any]] | None, str | None]:
+def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, str | None]:
+    from agent_inspect.recovery import predict
+
     try:
-        from agent_inspect.recovery import predict
-    except ImportError:
-        return None, "the static prediction is not available in this build"
-    try:
-        prediction = predict(log, rule=rule, markers=markers, runtime=runtime)
+        prediction = predict(log, **predict_arguments(recovery))   # after the engine's merge: recovery=recovery
     except InspectError as exc:
         return None, str(exc)
-    totals = prediction.ledger_totals()
-    return jsonable_rows(totals), None
+    return jsonable_rows(prediction.ledger_totals()), None
 
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
 
-    markers = markers_from_args(args)
     log = load(args.source)
-    report = analyse(log, rule=args.rule, markers=markers, ledger=not args.no_ledger, runtime=args.runtime)
+    report = analyse(log, recovery=recovery_from_args(args, log), ledger=not args.no_ledger)
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
     rt = report["runtime"]
     print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
-    print(f"rule {report['rule']}: {report['records']} records, "
+    label = report["rule"] + (f" (what-if; {rt['name']} ships {rt['default_rule']})" if report["what_if"] else "")
+    print(f"rule {label}: {report['records']} records, "
           + ", ".join(f"{k} {v}" for k, v in report["status"].items() if v))
     for d in report["divergences"]:
         print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")

@@ -1,4 +1,4 @@
-"""``agent-inspect report SOURCE [--rule R] [--markers JSON|--checkpoint PATH] [--trace PATH] -o report.html``."""
+"""``agent-inspect report SOURCE [recovery settings] [--trace PATH] -o report.html``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect.cli._markers_args import add_markers_options, markers_from_args, restore_of
+from agent_inspect.cli._markers_args import restore_of
+from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
 
 __all__ = ["register"]
 
@@ -22,16 +23,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a file path, or a "
                                        "fleet scan's output directory (agent-inspect scan -o DIR)")
     parser.add_argument("-o", "--output", required=True, type=Path, help="the HTML file to write")
-    parser.add_argument("--rule", default=None,
-                        help="divergence rule (default: the rule the runtime ships, original; any other, e.g. "
-                             "fixed, is labelled a what-if)")
-    parser.add_argument("--runtime", default="auto", choices=["auto", "0.3", "0.4", "main"],
-                        help="the upstream runtime that wrote the log (default auto: inferred from the records)")
-    add_markers_options(parser)
+    add_recovery_options(parser)
     parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob): adds "
                                         "'Checked against the trace'")
-    parser.add_argument("--trace-rule", default="original",
-                        help="the rule the traced job ran, for that check (default: original)")
     parser.add_argument("--title", help="heading of the report")
     parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
     parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
@@ -44,7 +38,6 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
-    markers = markers_from_args(args)
     if Path(args.source).is_dir() and (Path(args.source) / "_scan.json").is_file():
         path = write_report(Path(args.source), args.output, title=args.title)  # a fleet scan's directory
         if args.json:
@@ -54,21 +47,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")
         return 0
     log = load(args.source)
+    recovery = recovery_from_args(args, log)
     verification = None
     if args.trace:
         from agent_inspect.trace import verify
 
-        verification = verify(log, args.trace, rule=args.trace_rule, markers=markers,
-                              restore=restore_of(args.markers))
-    path = write_report(log, args.output, rule=args.rule, markers=markers, runtime=args.runtime,
-                        title=args.title, max_keys=args.keys, verification=verification)
+        verification = verify(log, args.trace, recovery=recovery, restore=restore_of(markers_text(args)))
+    path = write_report(log, args.output, recovery=recovery, title=args.title, max_keys=args.keys,
+                        verification=verification)
     if args.json:
-        from agent_inspect.log import resolve_runtime
-
-        runtime = resolve_runtime(args.runtime, log)
-        rule = args.rule or runtime.default_rule
-        out = {"path": str(path), "bytes": path.stat().st_size, "rule": rule, "runtime": runtime.as_dict(),
-               "what_if": rule.split(":")[0] != runtime.default_rule}
+        out = {"path": str(path), "bytes": path.stat().st_size, "rule": recovery.rule.name,
+               "runtime": recovery.runtime.as_dict(), "what_if": recovery.what_if}
         if verification is not None:
             out["trace_agree"] = verification.agree
         json.dump(out, sys.stdout)

@@ -1,4 +1,4 @@
-"""``agent-inspect scan SOURCE [--markers …] [--rules …] [--scheduler ADDR] [--workers N] [-o DIR] [--json]``.
+"""``agent-inspect scan SOURCE [recovery settings] [--what-if RULES] [--scheduler ADDR] [--workers N] [-o DIR] [--json]``.
 
 A fleet scan: every partition of a topic (or every dump of a directory) on Dask, one task per
 partition; prints the most-at-risk keys. Ctrl-C cancels the tasks and exits 130.
@@ -12,7 +12,7 @@ import logging
 import sys
 from typing import Any
 
-from agent_inspect.cli._markers_args import add_markers_options, markers_from_args
+from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
 __all__ = ["register"]
 
@@ -24,10 +24,10 @@ def register(subparsers: Any) -> None:
                     "LocalCluster or an existing scheduler, and report per key what a restore would re-run under "
                     "each rule. Records are read by the workers, never by this process.")
     parser.add_argument("source", help="kafka://host:port/topic, a dump file, or a directory of dumps")
-    add_markers_options(parser, default="default: every record read")
-    parser.add_argument("--rules", default="original,fixed", help="comma-separated rule names (default: "
-                                                                  "original,fixed)")
-    parser.add_argument("--runtime", default="auto", help="auto, 0.3, 0.4 or main (default: auto)")
+    add_recovery_options(parser)
+    parser.add_argument("--what-if", default="fixed", metavar="RULES",
+                        help="comma-separated rules to predict every key under as well, labelled what-ifs "
+                             "(default: fixed; '' for none)")
     parser.add_argument("--scheduler", metavar="ADDR", help="a Dask scheduler address (tcp://host:8786); "
                                                             "default: a LocalCluster on this machine")
     parser.add_argument("--workers", type=int, metavar="N", help="LocalCluster worker processes (default: cores)")
@@ -41,13 +41,13 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
-    from agent_inspect.scan import scan
+    from agent_inspect.fleet import scan
 
     if args.workers is not None and args.workers < 1:
         raise InspectError("--workers must be 1 or more")
     if args.workers is not None and args.scheduler:
         raise InspectError("--workers sizes the local cluster; with --scheduler the cluster has its own workers")
-    rules = tuple(r.strip() for r in args.rules.split(",") if r.strip())
+    what_if = tuple(r.strip() for r in args.what_if.split(",") if r.strip())
 
     def started(link: str | None) -> None:
         if link:
@@ -56,8 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
-        result = scan(args.source, markers=markers_from_args(args), rules=rules, runtime=args.runtime,
-                      client=args.scheduler, output=args.output, workers=args.workers,
+        result = scan(args.source, what_if=what_if, **recovery_overrides(args), client=args.scheduler,
+                      output=args.output, workers=args.workers,
                       progress=not args.no_progress, on_start=started)
     except KeyboardInterrupt:
         print("agent-inspect: scan cancelled (tasks cancelled, cluster closed)", file=sys.stderr)
@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{name:<18}{s[name]}")
     for rule in result.rules:
         r = s[rule]
-        print(f"{rule:<18}{r['rerun'] + r['resumed']} bodies re-run, {r['calls']} durable calls re-executed, "
+        print(f"{result.rule_label(rule):<18}{r['rerun'] + r['resumed']} bodies re-run, {r['calls']} durable calls re-executed, "
               f"{r['evictions']} evictions, {r['stale_reuse_risk']} reuses at risk, {r['crashed_keys']} keys crash")
         if r["calls_by_function"]:
             top_calls = list(r["calls_by_function"].items())

@@ -1,4 +1,4 @@
-"""``agent-inspect verify SOURCE --trace PATH [--markers …] [--rule …] [--runtime …] [--json]``.
+"""``agent-inspect verify SOURCE --trace PATH [recovery settings] [--json]``.
 
 Checks the prediction of a recovery against the Trace Log of the recovered job; exit code 1 when any
 task disagrees (a release gate for a new rule), 2 on bad usage or unreadable input.
@@ -12,14 +12,12 @@ import sys
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
 
 __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    from agent_inspect.cli._markers_args import add_markers_options
-    from agent_inspect.trace import RUNTIMES
-
     parser = subparsers.add_parser(
         "verify", help="check a recovery's prediction against the job's Trace Log (exit 1 on disagreement)",
         description="Predict the recovery under a rule and compare every task with what the Trace Log shows the "
@@ -27,29 +25,23 @@ def register(subparsers: Any) -> None:
                     "truncated or missing trace).")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
     parser.add_argument("--trace", required=True, help="a trace file, a directory of trace files, or a glob")
-    add_markers_options(parser, default="a sample markers file also gives the restored seqNums and in-flight tasks")
-    parser.add_argument("--rule", default="original",
-                        help="the rule the job ran (default: original, the rule released runtimes run)")
-    parser.add_argument("--runtime", default="auto", choices=RUNTIMES,
-                        help="upstream store flavour (default: auto, from the key format and source)")
+    add_recovery_options(parser)   # a sample markers file (@FILE) also gives the restored seqNums and in-flight tasks
     parser.add_argument("--job", help="the job to check when the trace mixes several")
-    parser.add_argument("--infer", action="store_true",
-                        help="rank every built-in rule and runtime, and the inferred markers, by agreement")
+    parser.add_argument("--infer", action="store_true", help="rank every built-in rule and store flavour, and the inferred markers, by agreement")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._markers_args import markers_from_args, restore_of
+    from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 
-    markers = markers_from_args(args)
     log = load(args.source)
     trace = load_trace(args.trace)
     try:
-        result = verify(log, trace, rule=args.rule, markers=markers, runtime=args.runtime,
-                        restore=restore_of(args.markers), job=args.job, infer=args.infer)
+        result = verify(log, trace, recovery=recovery_from_args(args, log), restore=restore_of(markers_text(args)),
+                        job=args.job, infer=args.infer)
     except (ValueError, KeyError) as exc:
         raise InspectError(f"cannot verify: {exc}") from None
     if args.json:
@@ -63,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed {row.observed} "
                   f"[{row.cause}] {row.explanation}")
         if result.ranking is not None:
-            print("rules, runtimes and markers by agreement:" if args.infer else "rules and runtimes by agreement:")
+            print("rules, store flavours and markers by agreement:" if args.infer else "rules and store flavours by agreement:")
             for r in result.ranking.head(5).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"

@@ -8,7 +8,6 @@ is also available as a journal of raw records (production mode).
 
 from __future__ import annotations
 
-from agent_inspect._deprecated import renamed
 from agent_inspect.executor._calls import (
     CallEvent,
     CallSlot,
@@ -40,6 +39,3 @@ __all__ = [
     "ReplayContext", "LiveCallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
     "python_function_id", "python_args_digest", "Memory", "as_plan", "KeyMaker", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]
-
-# renamed: the executor's journal runs calls live; recovery.SymbolicCallJournal is the predictor's model
-__getattr__ = renamed(__name__, {"CallJournal": "LiveCallJournal"})

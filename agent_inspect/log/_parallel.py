@@ -6,7 +6,7 @@ in one partition, so groups of whole partitions built apart give exactly the sin
 a business key does span groups and a value format was inferred from it, the log is built again in
 one piece, so results never differ.
 
-The work runs on Dask distributed, like a fleet scan (``agent_inspect.scan``), never on a pool of our
+The work runs on Dask distributed, like a fleet scan (``agent_inspect.fleet``), never on a pool of our
 own: ``workers=N`` starts a ``LocalCluster`` of N worker processes on 127.0.0.1 for the load and closes
 it afterwards (or uses a ``distributed.Client`` given to :class:`Workers`). A Kafka load reads each
 partition on a worker through the scan's windows (:func:`~agent_inspect.log.read_window`); records

@@ -1,6 +1,6 @@
 """Windows of a source: plan one read per partition (or file), read one window, write and reopen its Parquet part.
 
-A fleet scan (``agent_inspect.scan``) runs one task per window on a distributed engine. The plan is
+A fleet scan (``agent_inspect.fleet``) runs one task per window on a distributed engine. The plan is
 made once, where the scan starts (metadata and offsets only, no records); each window is then read
 by whoever runs its task, straight from the source, read-only like the loaders (assign + explicit
 offsets, no commits, no consumer group left behind).
@@ -181,7 +181,7 @@ def _plan_files(path: Path, *, file_format: str | None,
         groups = _row_group_partitions(f) if parts is not None else []
         if parts is not None and len(groups) > max(1, len(parts)):
             # more row groups than partitions: one window per row group (keys that straddle row groups
-            # are analysed again together by the scan, see agent_inspect.scan)
+            # are analysed again together by the scan, see agent_inspect.fleet)
             windows.extend(Window(p, path=str(f), file_format="parquet", row_group=i) for i, p in enumerate(groups))
         elif parts is None or len(parts) <= 1:
             windows.append(Window(parts[0] if parts else None, path=str(f), file_format=fmt))

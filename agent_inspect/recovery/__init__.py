@@ -8,7 +8,6 @@ itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent
 
 from __future__ import annotations
 
-from agent_inspect._deprecated import moved, renamed
 from agent_inspect.recovery._lints import LINTS, lint
 from agent_inspect.recovery._markers import CONFIDENCE_MEANS, MARKER_SOURCES, MarkerCandidate, infer_markers
 from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
@@ -61,7 +60,3 @@ __all__ = [
     # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)
     "refresh_positions", "subagent_result_events", "with_subagent_result_events",
 ]
-
-__getattr__ = renamed(__name__, {"CallJournal": "SymbolicCallJournal"}, moved(__name__, dict.fromkeys(
-    ("Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
-     "DIVERGENCE_KINDS", "RecoverySession"), "agent_inspect.store")))

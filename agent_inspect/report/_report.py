@@ -9,15 +9,16 @@ from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
-from agent_inspect._types import LogLike, ReconstructionLike
+from agent_inspect._recovery_args import predict_arguments, reconstruct_arguments
+from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
-from agent_inspect.recovery import Prediction, predict, reconstruct, tasks_by_impact
+from agent_inspect.recovery import Prediction, Recovery, predict, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._why import why_html
 
@@ -27,62 +28,58 @@ _REMOVED = ("evicted", "invalidated")
 
 
 def write_report(
-    log_or_result: Any,
+    subject: Any,
     path: str | Path,
     *,
-    rule: str | Any = None,
-    markers: Any = None,
+    recovery: Recovery | None = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
     verification: Any = None,
-    runtime: str = "auto",
+    **overrides: Unpack[RecoveryOverrides],
 ) -> Path:
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
 
-    ``log_or_result`` is an ``ActionStateLog`` (reconstructed here under ``rule`` and ``markers``; ``rule=None``
-    takes the rule the ``runtime`` that wrote the log ships — "auto" infers it; the original rule for 0.3, 0.4
-    and main — and any other rule is labelled a what-if) or
-    the result of ``ai.reconstruct`` (then ``rule``/``markers`` are ignored: the result carries its own),
-    or a fleet scan (``ai.scan(...)`` or the directory it wrote with ``output=``): then the report holds
-    the scan's totals per rule, the most-at-risk keys, histograms, the windows read and the failures.
+    ``subject`` is an ``ActionStateLog`` (reconstructed here under ``recovery`` / the settings given as
+    keywords, as every verb takes them: by default the rule the log's runtime ships; any other rule is
+    labelled a what-if), the result of ``ai.reconstruct`` (it carries its own settings), or a fleet scan
+    (``ai.scan(...)`` or the directory it wrote with ``output=``): then the report holds the scan's totals
+    per rule, the most-at-risk keys, histograms, the windows read and the failures.
     The report holds the summary, the divergences, timelines of the ``max_keys`` most affected keys,
     the re-execution ledger, the lints and the decode errors; given ``verification`` (``ai.verify(...)``
     of this recovery against the job's Trace Log), also "Checked against the trace". Everything from the
     records and the trace is escaped.
     """
-    html = render_report(log_or_result, rule=rule, markers=markers, title=title,
-                         max_keys=max_keys, max_rows=max_rows, verification=verification, runtime=runtime)
+    html = render_report(subject, recovery=recovery, title=title, max_keys=max_keys, max_rows=max_rows,
+                         verification=verification, **overrides)
     target = Path(path)
     target.write_text(html, encoding="utf-8")
     return target
 
 
 def render_report(
-    log_or_result: Any,
+    subject: Any,
     *,
-    rule: str | Any = None,
-    markers: Any = None,
+    recovery: Recovery | None = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
     verification: Any = None,
-    runtime: str = "auto",
+    **overrides: Unpack[RecoveryOverrides],
 ) -> str:
     """The report of :func:`write_report` as an HTML string."""
     from agent_inspect.report._scan import is_scan, scan_sections
 
-    if isinstance(log_or_result, (str, Path)) and Path(log_or_result).is_dir():
-        from agent_inspect.scan import ScanResult  # a fleet scan's output directory
+    if isinstance(subject, (str, Path)) and Path(subject).is_dir():
+        from agent_inspect.fleet import ScanResult  # a fleet scan's output directory
 
-        log_or_result = ScanResult.open(log_or_result)
-    if is_scan(log_or_result):
-        heading = title or f"agent_inspect fleet scan: {log_or_result.source}"
-        return _page(heading, scan_sections(log_or_result, max_rows=max_rows),
-                     rule_name=", ".join(log_or_result.rules))
-    log, result = _log_and_result(log_or_result, rule=rule, markers=markers, runtime=runtime)
-    rule_name = _rule_label(_rule_name(result, rule), result, log)
-    prediction = prediction_of(result)
+        subject = ScanResult.open(subject)
+    if is_scan(subject):
+        heading = title or f"agent_inspect fleet scan: {subject.source}"
+        return _page(heading, scan_sections(subject, max_rows=max_rows), rule_name=", ".join(subject.rules))
+    log, result, settings = _log_and_result(subject, recovery, overrides)
+    rule_name = _rule_label(_rule_name(result, None), result, log)
+    prediction = prediction_of(result, settings)
     sections = [
         _summary_section(log, result, rule_name),
         _divergence_section(result, max_rows=max_rows),
@@ -101,13 +98,16 @@ def render_report(
 # -- inputs -------------------------------------------------------------------------------------------
 
 
-def _log_and_result(obj: Any, *, rule: Any, markers: Any, runtime: str = "auto") -> tuple[LogLike, ReconstructionLike]:
+def _log_and_result(obj: Any, recovery: Recovery | None,
+                    overrides: RecoveryOverrides) -> tuple[LogLike, ReconstructionLike, Recovery | None]:
     if isinstance(obj, ReconstructionLike):
         if obj.log is None:
             raise InspectError("this reconstruction result carries no .log; pass the ActionStateLog instead")
-        return obj.log, obj
+        return obj.log, obj, None
     if isinstance(obj, LogLike):
-        return obj, reconstruct(obj, rule=rule, markers=markers, runtime=runtime)
+        settings = Recovery.resolve(obj, recovery, **overrides)
+        # after the engine's merge: reconstruct(obj, recovery=settings)
+        return obj, reconstruct(obj, **reconstruct_arguments(settings)), settings
     raise InspectError(f"cannot report on a {type(obj).__name__}; pass an ActionStateLog or an "
                        "ai.reconstruct(...) result")
 
@@ -288,9 +288,14 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
     return [(k, int(n)) for k, n in counts[counts > 0].head(limit).items()]
 
 
-def prediction_of(result: Any) -> Prediction | None:
-    """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None."""
+def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction | None:
+    """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None.
+
+    ``recovery``: the settings ``result`` was reconstructed with (default: its rule and markers).
+    """
     try:
+        if recovery is not None:
+            return predict(result.log, **predict_arguments(recovery))   # after the engine's merge: recovery=
         return predict(result.log, rule=result.rule, markers=result.markers)
     except InspectError:
         return None

@@ -10,7 +10,7 @@ __all__ = ["is_scan", "scan_sections"]
 
 
 def is_scan(obj: Any) -> bool:
-    """A :class:`~agent_inspect.scan.ScanResult` (or anything shaped like one)."""
+    """A :class:`~agent_inspect.fleet.ScanResult` (or anything shaped like one)."""
     import pandas as pd
 
     return all(isinstance(getattr(obj, a, None), pd.DataFrame) for a in ("keys", "partitions", "failures"))

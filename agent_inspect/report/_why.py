@@ -6,6 +6,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape
+from agent_inspect.store import Outcome
 
 __all__ = ["why_html"]
 
@@ -15,10 +16,10 @@ def why_html(prediction: Any, result: Any, *, max_actions: int = 5) -> str:
     if prediction is None:
         return "<p>No prediction: the recovery could not be predicted from this log.</p>"
     tasks = prediction.tasks
-    reruns = tasks[tasks["outcome"].astype("string") == "RERUN"]
+    reruns = tasks[tasks["outcome"].astype("string") == Outcome.RERUN]
     if reruns.empty:
         return "<p>Nothing runs again: no task is predicted to rerun.</p>"
-    from agent_inspect.diff import explain
+    from agent_inspect.diffing import explain
 
     counts = reruns.groupby(reruns["action"].astype(str), sort=False).size().sort_values(ascending=False, kind="stable")
     parts = [f"<p>{len(reruns):,} task(s) rerun in this recovery; the chain of store decisions behind the first "

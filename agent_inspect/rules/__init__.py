@@ -8,7 +8,6 @@ randomized safety checker in :mod:`agent_inspect.checker`.
 
 from __future__ import annotations
 
-from agent_inspect._deprecated import moved
 from agent_inspect.rules._builtin import (
     FLAVOURS,
     RULES,
@@ -29,10 +28,3 @@ __all__ = [
     "RULES", "FLAVOURS", "resolve_rule", "get_rule",
     "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule", "BranchAwareRule",
 ]
-
-__getattr__ = moved(__name__, {
-    **dict.fromkeys(("Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare"),
-                    "agent_inspect.cases"),
-    **dict.fromkeys(("check", "CheckReport", "Counterexample", "HistoryOptions", "History", "generate_history",
-                     "RuleCheckError"), "agent_inspect.checker"),
-})

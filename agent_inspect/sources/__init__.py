@@ -10,7 +10,6 @@ records; writers export a log byte-exact. Every reader is read-only. Most users 
 
 from __future__ import annotations
 
-from agent_inspect._deprecated import moved
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._checkpoint import CheckpointFiles, open_checkpoint
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
@@ -42,5 +41,3 @@ __all__ = [
     # Trace Log files (read by agent_inspect.trace)
     "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
 ]
-
-__getattr__ = moved(__name__, dict.fromkeys(("load", "load_kafka", "load_fluss", "load_file"), "agent_inspect.log"))

@@ -31,7 +31,7 @@ from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noq
 from agent_inspect.trace._verify import (  # noqa: E402
     CANDIDATE_RULES,
     CAUSES,
-    RUNTIMES,
+    STORE_FLAVOURS,
     Verification,
     compare,
     plan_from_trace,
@@ -44,5 +44,5 @@ __all__ += [
     # writing what a runtime would (samples)
     "trace_from_executor", "call_entity",
     # verification
-    "verify", "Verification", "compare", "plan_from_trace", "RUNTIMES", "CANDIDATE_RULES", "CAUSES",
+    "verify", "Verification", "compare", "plan_from_trace", "STORE_FLAVOURS", "CANDIDATE_RULES", "CAUSES",
 ]

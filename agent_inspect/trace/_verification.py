@@ -24,7 +24,7 @@ class Verification(HtmlRepr):
     and observed outcome, ``agree``, how it was joined (``join``, ``confidence``), and for a
     disagreement the ``cause`` (one of :data:`CAUSES`) and an ``explanation``. ``totals``: per
     outcome, predicted against observed. ``calls``: durable llm/tool calls predicted to execute or be
-    replayed against those the trace shows. ``ranking``: candidate rule/runtime pairs by agreement
+    replayed against those the trace shows. ``ranking``: candidate rule/store-flavour pairs by agreement
     (when computed). ``agree`` is True when every task agrees (False when there is nothing to check:
     no predicted task and no traced execution).
     """
@@ -33,8 +33,12 @@ class Verification(HtmlRepr):
     totals: pd.DataFrame
     calls: pd.DataFrame
     rule: str
-    runtime: str
+    store_flavour: str
     markers: Any
+    #: the upstream version the prediction ran as ("0.3", "0.4", "main")
+    runtime: str | None = None
+    #: True when ``rule`` is not the one ``runtime`` ships (the job could not have run it as released)
+    what_if: bool = False
     ranking: pd.DataFrame | None = None
     notes: tuple[str, ...] = ()
     prediction: Any = field(default=None, repr=False, compare=False)
@@ -73,12 +77,18 @@ class Verification(HtmlRepr):
         hint = ""
         if best and best.get("disagree") == 0 and best.get("rule") != self.rule:
             hint = f"; the trace agrees fully under {best['rule']}"
-        return f"{bad} of {n} tasks disagree with the trace under rule {self.rule} ({causes}){hint}"
+        return f"{bad} of {n} tasks disagree with the trace under rule {self.rule_label} ({causes}){hint}"
+
+    @property
+    def rule_label(self) -> str:
+        """``rule``, marked as a what-if when the runtime ships another."""
+        return f"{self.rule} (what-if; {self.runtime} ships another rule)" if self.what_if else self.rule
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
         return {
-            "agree": self.agree, "rule": self.rule, "runtime": self.runtime, "markers": jsonable(self.markers),
+            "agree": self.agree, "rule": self.rule, "what_if": self.what_if,
+            "runtime": self.runtime, "store_flavour": self.store_flavour, "markers": jsonable(self.markers),
             "summary": self.summary_text(), "causes": self.causes(), "notes": list(self.notes),
             "totals": jsonable_rows(self.totals), "calls": jsonable_rows(self.calls),
             "ranking": jsonable_rows(self.ranking) if self.ranking is not None else None,

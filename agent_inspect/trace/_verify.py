@@ -5,20 +5,26 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._recovery_args import predict_arguments
+from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
+from agent_inspect.rules import FLAVOURS
 from agent_inspect.trace._runtime import call_entity
 from agent_inspect.trace._verification import Verification
 
-__all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
+
+__all__ = ["verify", "Verification", "STORE_FLAVOURS", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
            "MARKER_CANDIDATES"]
 
-#: ``runtime=``: "auto" (the store flavour follows the key format and source, as upstream) or one
-#: upstream store flavour of the original rule (spec §8.2). Later runtimes are added here.
-RUNTIMES = ("auto", "kafka-k1", "fluss-k1", "segment")
+#: ``store_flavour=``: "auto" (the flavour follows the key format and source, as upstream) or one upstream
+#: store flavour of the original rule (spec §8.2).
+STORE_FLAVOURS = ("auto", *FLAVOURS)
 #: the rules ranked when explaining a mismatch or inferring what the job ran
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
 #: ``cause`` values of a disagreement
@@ -262,29 +268,26 @@ def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | 
                         columns=["entity_type", "calls", "predicted", "observed", "agree"])
 
 
-def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, markers: Any = None,
-           runtime: str = "auto", plan: Any = None, agent: Any = None, restore: Mapping[str, Any] | None = None,
-           job: str | None = None, infer: bool = False, cached_latency_ms: float = 5.0,
-           call_kind: Callable[[str | None], str | None] = call_entity,
-           candidates: Sequence[str] = CANDIDATE_RULES) -> Verification:
+def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: Any = None,
+           restore: Mapping[str, Any] | None = None, job: str | None = None, infer: bool = False,
+           cached_latency_ms: float = 5.0, call_kind: Callable[[str | None], str | None] = call_entity,
+           candidates: Sequence[str] = CANDIDATE_RULES, **overrides: Unpack[RecoveryOverrides]) -> Verification:
     """Check a recovery's prediction against the Trace Log of the recovered job.
 
-    ``subject``: an ``ActionStateLog`` (predicted here under ``rule``, default ``"original"``, the
-    rule released runtimes run), a reconstruction (its log, rule and markers) or a ``Prediction``
-    (pass ``log=`` too to explain mismatches). ``trace``: a :class:`TraceLog` or a path.
-    ``markers``: the restore's recovery markers. ``plan``: the replay plan; by default the trace's
-    own ``_input_event`` records in order (:func:`plan_from_trace`) with ``restore``'s restored
-    seqNums and in-flight tasks, else the log's window. ``runtime``: "auto" or an upstream store
-    flavour (:data:`RUNTIMES`; applies to the ``original`` rule). ``job``: which job of a trace
-    that mixes several. ``infer=True`` ranks every candidate rule and runtime by agreement (done
+    ``subject``: an ``ActionStateLog`` (predicted here under ``recovery`` / the settings given as keywords,
+    as every verb takes them: by default the rule the log's runtime ships), a reconstruction (its log, rule
+    and markers) or a ``Prediction`` (pass ``log=`` too to explain mismatches). ``trace``: a
+    :class:`TraceLog` or a path. ``markers``: the restore's recovery markers. ``plan``: the replay plan; by
+    default the trace's own ``_input_event`` records in order (:func:`plan_from_trace`) with ``restore``'s
+    restored seqNums and in-flight tasks, else the log's window. ``store_flavour``: "auto" or an upstream
+    store flavour (:data:`STORE_FLAVOURS`; applies to the ``original`` rule). ``job``: which job of a trace
+    that mixes several. ``infer=True`` ranks every candidate rule and store flavour by agreement (done
     anyway when something disagrees, to explain it), and with no ``plan`` the inferred marker candidates
-    (``recovery.infer_markers``) × rules × runtimes too: ``ranking["markers"]`` says whose markers a row used.
+    (``recovery.infer_markers``) × rules × store flavours too: ``ranking["markers"]`` says whose markers a row used.
     """
-    from agent_inspect.recovery import predict
+    from agent_inspect.recovery import Recovery, predict
     from agent_inspect.trace._model import TraceLog, load_trace
 
-    if runtime not in RUNTIMES:
-        raise InspectError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
     if not isinstance(trace, TraceLog):
         trace = load_trace(trace)
     notes: list[str] = []
@@ -299,20 +302,20 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
         notes.append(f"{len(trace.errors)} trace record(s) could not be read (see trace.errors): the trace may be "
                      "incomplete")
     prediction = None
-    if hasattr(subject, "tasks") and hasattr(subject, "ledger"):
+    given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(subject, PredictionLike):
         prediction = subject
-        rule = getattr(subject, "rule", rule) if rule is None else rule
-    elif all(hasattr(subject, a) for a in ("log", "rule", "markers", "divergences")):
+        given.setdefault("rule", subject.rule)
+    elif isinstance(subject, ReconstructionLike):
         log = subject.log
-        rule = subject.rule if rule is None else rule
-        markers = subject.markers if markers is None else markers
+        given.setdefault("rule", subject.rule)
+        given.setdefault("markers", subject.markers)
+        given.setdefault("runtime", getattr(subject, "runtime", None))
     else:
         log = subject
-    rule = "original" if rule is None else rule
-    rule_eff = _effective_rule(rule, runtime)
-    if runtime != "auto" and rule_eff == rule:
-        notes.append(f"runtime {runtime} is recorded but changes nothing here: store flavours apply to the "
-                     f"original rule, not {_rule_name(rule)}")
+    settings = Recovery.resolve(log, recovery, **given)
+    rule, rule_eff, markers, plan = settings.rule, settings.rule, settings.markers, settings.plan
+    flavour, agent = settings.store_flavour, settings.agent
     plan_given = plan
     if plan is None and log is not None:
         plan = plan_from_trace(trace, log, markers=markers, restore=restore)
@@ -326,7 +329,8 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
         notes.append(summary["recovery_note"])
 
     def run(r: Any, m: Any) -> Any:
-        return predict(log, plan, agent, rule=r, markers=m)
+        # after the engine's merge: predict(log, recovery=settings.replace(log, rule=r, markers=m), plan=plan)
+        return predict(log, **{**predict_arguments(settings), "plan": plan, "rule": r, "markers": m})
 
     if prediction is None:
         prediction = run(rule_eff, markers)
@@ -338,7 +342,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
         for r in candidates:
             cands.append((r, "auto"))
             if r == "original":
-                cands += [("original", f) for f in RUNTIMES[1:]]
+                cands += [("original", f) for f in STORE_FLAVOURS[1:]]
         rows = []
         for r, rt in cands:
             name = _rule_name(_effective_rule(r, rt))
@@ -348,15 +352,15 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
                 notes.append(f"candidate {name} could not be predicted: {exc}")
                 continue
             others[name] = cmp
-            rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
+            rows.append({"rule": r, "store_flavour": rt, "name": name, "agree": int(cmp["agree"].sum()),
                          "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": "given",
                          "marker_values": None})
         if infer and plan_given is None:
-            rows += _rank_markers(log, trace, execs, agent, markers, cands, notes)
+            rows += _rank_markers(log, trace, execs, settings, markers, cands, notes)
         if rows:
             # ties: the runtime inferred from the key format and source ("auto") first, then candidate order
             ranking = pd.DataFrame(rows)
-            ranking["_pinned"] = ranking["runtime"] != "auto"
+            ranking["_pinned"] = ranking["store_flavour"] != "auto"
             ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
                                           kind="stable").drop(columns="_pinned").reset_index(drop=True)
         if markers is not None and not tasks["agree"].all():
@@ -377,7 +381,8 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
 
         joined = join(trace, log, call_kind=call_kind)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
-                        rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
+                        rule=_rule_name(rule_eff), store_flavour=flavour, runtime=settings.runtime.name,
+                        what_if=settings.what_if, markers=markers, ranking=ranking,
                         notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
 
 
@@ -385,9 +390,9 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
 MARKER_CANDIDATES = 3
 
 
-def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, agent: Any, markers: Any,
+def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery, markers: Any,
                   cands: Sequence[tuple[str, str]], notes: list[str]) -> list[dict[str, Any]]:
-    """Ranking rows for the inferred marker candidates (``recovery.infer_markers``) × rules × runtimes.
+    """Ranking rows for the inferred marker candidates (``recovery.infer_markers``) × rules × store flavours.
 
     Each candidate's replay plan is the trace's, read against that candidate's window (:func:`plan_from_trace`).
     Rows carry the candidate's source in ``markers`` and its markers in ``marker_values``; the given markers'
@@ -404,11 +409,13 @@ def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, agent: Any, markers
         for r, rt in cands:
             name = _rule_name(_effective_rule(r, rt))
             try:
-                cmp = compare(predict(log, plan, agent, rule=_effective_rule(r, rt), markers=cand.markers).tasks, execs)
+                # after the engine's merge: predict(log, recovery=settings.replace(log, rule=..., markers=...), plan=plan)
+                cmp = compare(predict(log, **{**predict_arguments(settings), "plan": plan,
+                                              "rule": _effective_rule(r, rt), "markers": cand.markers}).tasks, execs)
             except InspectError as exc:
                 notes.append(f"candidate {name} with markers from the {cand.source} could not be predicted: {exc}")
                 continue
-            rows.append({"rule": r, "runtime": rt, "name": name, "agree": int(cmp["agree"].sum()),
+            rows.append({"rule": r, "store_flavour": rt, "name": name, "agree": int(cmp["agree"].sum()),
                          "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": cand.source,
                          "marker_values": cand.to_dict()["markers"]})
     return rows

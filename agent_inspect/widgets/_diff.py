@@ -27,7 +27,7 @@ _MAX_ROWS = 200
 
 
 class DiffView(w.VBox):
-    """A :class:`~agent_inspect.diff.Diff`: per key, side a and side b as two aligned timelines with a
+    """A :class:`~agent_inspect.diffing.Diff`: per key, side a and side b as two aligned timelines with a
     changed/only-in band (``.ai-diff-timeline``), the selected round as one graph with nodes coloured
     same / changed / only in a / only in b (``.ai-diff-graph``), and the field diff of the pairs with the
     key's first divergence highlighted (``.ai-diff-fields``, row ``.ai-first-divergence``). Clicking a

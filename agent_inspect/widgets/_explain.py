@@ -22,7 +22,7 @@ _KIND_COLOURS = {**KIND_COLOURS, "outcome": "#1f77b4", "record": "#7f7f7f", "cal
 
 
 class ExplainView(w.VBox):
-    """An :class:`~agent_inspect.diff.Explanation`: the chain from the task's outcome back to its cause
+    """An :class:`~agent_inspect.diffing.Explanation`: the chain from the task's outcome back to its cause
     (``.ai-explain-step`` items, the cause last and marked ``.ai-explain-cause``), the cost downstream,
     other rules' outcomes, and a button per linked record (``.ai-explain-record``) that opens the record
     in a log browser below (``log=``: the log the explanation's positions refer to)."""

@@ -9,16 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+from agent_inspect._recovery_args import reconstruct_arguments
 from agent_inspect._types import (
     ExecutorLike,
     LogLike,
     PredictionLike,
     ReconstructionLike,
+    RecoveryOverrides,
     VerificationLike,
     is_rule_comparison,
 )
 
 if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
     from agent_inspect.widgets._graph import GraphView
     from agent_inspect.widgets._history import KeyHistory
 
@@ -38,9 +41,9 @@ def _view(module: str, name: str) -> type[w.Widget]:
 
 # (module of the result type, its class) → view; checked before the protocols, which these also match
 _BY_CLASS = (
-    (("agent_inspect.diff", "Diff"), ("_diff", "DiffView")),
-    (("agent_inspect.diff", "Explanation"), ("_explain", "ExplainView")),
-    (("agent_inspect.scan", "ScanResult"), ("_scan", "FleetScanView")),
+    (("agent_inspect.diffing", "Diff"), ("_diff", "DiffView")),
+    (("agent_inspect.diffing", "Explanation"), ("_explain", "ExplainView")),
+    (("agent_inspect.fleet", "ScanResult"), ("_scan", "FleetScanView")),
     (("agent_inspect.log", "LiveLog"), ("_tail", "LiveTail")),
 )
 
@@ -79,9 +82,9 @@ def _graph_view() -> type[GraphView]:
     return GraphView
 
 
-def inspect(obj: Any, *, business_key: Any = None, record: int | tuple[int, int] | None = None,
-            rule: Any = None, **options: Any) -> w.Widget:
-    """Show ``obj`` in the widget that fits it and return that widget.
+def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any = None,
+            record: int | tuple[int, int] | None = None, **options: Any) -> w.Widget:
+    """Show ``subject`` in the widget that fits it and return that widget.
 
     - an ``ActionStateLog`` → :class:`LogBrowser`;
     - a reconstruction result → :class:`ResultInspector` (records, timeline, divergences, graph);
@@ -94,13 +97,20 @@ def inspect(obj: Any, *, business_key: Any = None, record: int | tuple[int, int]
     - a live log (``ai.log.follow(...)``) → :class:`LiveTail`;
     - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`.
 
-    With ``business_key=`` the view is that key's compact history (:class:`KeyHistory`), reconstructed
-    under ``rule`` from a log, a reconstruction or a source (a path or ``kafka://…`` URL, loaded whole),
-    opened on ``record`` (a log position or a ``(partition, offset)`` pair) when given. This is what a
-    record's "copy link" snippet runs. Other keyword options go to the widget's constructor.
+    ``recovery`` and the settings every verb takes (``rule``, ``markers``, ``runtime``, … among the keyword
+    options) reconstruct a log first and show the result (a rule other than the runtime's is labelled a
+    what-if). With ``business_key=`` the view is that key's compact history (:class:`KeyHistory`),
+    reconstructed under those settings from a log, a reconstruction or a source (a path or ``kafka://…``
+    URL, loaded whole), opened on ``record`` (a log position or a ``(partition, offset)`` pair) when given.
+    This is what a record's "copy link" snippet runs. Other keyword options go to the widget's constructor.
     """
+    settings = {name: options.pop(name) for name in RecoveryOverrides.__optional_keys__ & set(options)}
+    settings = {name: value for name, value in settings.items() if value is not None}
     if business_key is not None:
-        return _key_history(obj, business_key, record=record, rule=rule, **options)
+        return _key_history(subject, business_key, record=record, recovery=recovery, settings=settings, **options)
+    obj = subject
+    if (recovery is not None or settings) and isinstance(obj, LogLike) and not isinstance(obj, ReconstructionLike):
+        obj = _reconstructed(obj, recovery, settings)
     view = view_for(obj)
     if view is not None and view is _loaded("agent_inspect.widgets._graph", "GraphView"):
         return view(None, graph=obj, **options)
@@ -110,18 +120,27 @@ def inspect(obj: Any, *, business_key: Any = None, record: int | tuple[int, int]
                     "reconstruction, a prediction, a ReplayExecutor, a fleet scan or the frame of ai.cases.compare(...)")
 
 
-def _key_history(obj: Any, key: Any, *, record: int | tuple[int, int] | None, rule: Any,
-                 **options: Any) -> KeyHistory:
+def _reconstructed(log: LogLike, recovery: Recovery | None, settings: dict[str, Any]) -> Any:
+    from agent_inspect.recovery import Recovery, reconstruct
+
+    # after the engine's merge: reconstruct(log, recovery=Recovery.resolve(log, recovery, **settings))
+    return reconstruct(log, **reconstruct_arguments(Recovery.resolve(log, recovery, **settings)))
+
+
+def _key_history(obj: Any, key: Any, *, record: int | tuple[int, int] | None, recovery: Recovery | None,
+                 settings: dict[str, Any], **options: Any) -> KeyHistory:
     from agent_inspect.log import load
-    from agent_inspect.recovery import reconstruct
 
     if isinstance(obj, (str, os.PathLike)):
         obj = load(obj)
     if isinstance(obj, ReconstructionLike):
-        if rule is not None and getattr(getattr(obj, "rule", None), "name", None) != rule and isinstance(obj.log, LogLike):
-            obj = reconstruct(obj.log, rule=rule)
+        rule = settings.get("rule")
+        changed = recovery is not None or set(settings) - {"rule"} or (
+            rule is not None and getattr(obj.rule, "name", None) != rule)
+        if changed and isinstance(obj.log, LogLike):
+            obj = _reconstructed(obj.log, recovery, settings)
     elif isinstance(obj, LogLike):
-        obj = reconstruct(obj) if rule is None else reconstruct(obj, rule=rule)
+        obj = _reconstructed(obj, recovery, settings)
     else:
         raise TypeError(f"inspect(business_key=...) needs a log, a reconstruction or a source, "
                         f"not a {type(obj).__name__}")

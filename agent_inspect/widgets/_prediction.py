@@ -13,6 +13,7 @@ from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import PredictionLike
 from agent_inspect.log import rule_label
 from agent_inspect.recovery import tasks_by_impact
+from agent_inspect.store import Outcome
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, runtime_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
@@ -20,7 +21,7 @@ from agent_inspect.widgets._style import view_style
 
 __all__ = ["PredictionView"]
 
-_OUTCOME_ORDER = ("REUSE", "RESUME", "RERUN", "FAIL", "NOT-DISPATCHED")
+_OUTCOME_ORDER = tuple(o.value for o in Outcome)
 _LEDGER_COLOURS = {"body": "#d62728", "call": "#ff7f0e", "replayed": "#2ca02c", "reconciler": "#9467bd"}
 _TASK_COLUMNS = ("key", "seq", "input", "action", "outcome", "reason")
 

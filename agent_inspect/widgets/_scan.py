@@ -25,7 +25,7 @@ _NUMERIC = ("stale_reuse_risk", "rerun", "calls", "evictions")
 
 
 class FleetScanView(w.VBox):
-    """Show a :class:`~agent_inspect.scan.ScanResult`.
+    """Show a :class:`~agent_inspect.fleet.ScanResult`.
 
     - a summary line and, when some windows failed, their reasons;
     - histograms of per-key history size and durable calls re-executed under the chosen rule;

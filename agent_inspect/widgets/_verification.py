@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
+from agent_inspect.store import Outcome
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
@@ -19,7 +20,8 @@ from agent_inspect.widgets._style import view_style
 __all__ = ["VerificationView"]
 
 _AGREE, _DISAGREE = "#2ca02c", "#d62728"
-_SYMBOLS = {"REUSE": "circle", "RESUME": "diamond", "RERUN": "square", "FAIL": "x", "NOT-DISPATCHED": "circle-open"}
+_SYMBOLS: dict[str, str] = {Outcome.REUSE: "circle", Outcome.RESUME: "diamond", Outcome.RERUN: "square", Outcome.FAIL: "x",
+            Outcome.NOT_DISPATCHED: "circle-open"}
 _TRACE_COLUMNS = ["line", "timestamp", "entity_type", "entity_name", "status", "execution_id", "parent_execution_id",
                   "event_id", "trigger_event_id", "producer_execution_id", "error_message"]
 _RECORD_COLUMNS = ["partition", "offset", "business_key", "seq", "task_event_type", "task_event_id", "completed",

@@ -56,7 +56,7 @@ CELLS = [
     "verification = ai.verify(log, 'probe.trace.log', rule='original')\n"
     "view = ai.inspect(verification)\nview.select(len(verification.tasks) - 1)\nview",
     # a diff of two rules and an explanation, as objects (their _repr_html_) and as views
-    "rules_diff = ai.diff(ai.diff.select(log, rule='original'), ai.diff.select(log, rule='fixed'))\nrules_diff",
+    "rules_diff = ai.diff(ai.diffing.select(log, rule='original'), ai.diffing.select(log, rule='fixed'))\nrules_diff",
     "ai.inspect(rules_diff)",
     "why = ai.explain(ai.recovery.predict(log, rule='original'), task=0, log=log)\nwhy",
     "ai.inspect(why, log=log)",
@@ -150,7 +150,7 @@ def test_probes_never_run_in_static_views_or_the_report(plain_page, tmp_path: Pa
              "executor": executor, "replay safety": executor.report(), "divergences": fixed.divergences,
              "lints": fixed.lints, "steps": executor.steps, "rule check": ai.checker.check(ProbeRule(), n=3),
              "trace": ai.load_trace(trace), "verification": ai.verify(log, trace, rule="original"),
-             "diff": ai.diff(ai.diff.select(log, rule="original"), ai.diff.select(log, rule="fixed")),
+             "diff": ai.diff(ai.diffing.select(log, rule="original"), ai.diffing.select(log, rule="fixed")),
              "explanation": ai.explain(ai.recovery.predict(log, rule="original"), task=0, log=log)}
     parts = []
     for name, obj in views.items():

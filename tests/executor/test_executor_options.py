@@ -1,10 +1,9 @@
-"""ExecutorOptions, the StepOutcome enum and the renamed call journals."""
+"""ExecutorOptions and the StepOutcome enum."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import warnings
 
 import pytest
 
@@ -12,12 +11,10 @@ from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import (
     Breakpoint,
     ExecutorOptions,
-    LiveCallJournal,
     ReplayExecutor,
     StepKind,
     StepOutcome,
 )
-from agent_inspect.recovery import SymbolicCallJournal
 
 
 def _agent() -> PythonAgent:
@@ -76,14 +73,3 @@ def test_step_outcomes_are_plain_text_in_frames():
     assert {type(v) for v in ex.steps["outcome"]} == {str}
     assert {type(v) for v in ex.report().frame["outcome"]} == {str}
     assert f"{StepOutcome.HIT}" == str(StepOutcome.HIT) == "hit"
-
-
-def test_call_journals_say_how_they_differ_and_old_names_warn():
-    import agent_inspect.executor as executor
-    import agent_inspect.recovery as recovery
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert executor.CallJournal is LiveCallJournal
-        assert recovery.CallJournal is SymbolicCallJournal
-    assert [w.category for w in caught] == [DeprecationWarning, DeprecationWarning]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import agent_inspect as ai
-from agent_inspect import cases, checker, history, recovery, rules, store
+from agent_inspect import cases, checker, executor, history, recovery, rules, sources, store
 
 STORE = {"Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
          "DIVERGENCE_KINDS", "RecoverySession", "DivergenceRule", "RuleState", "RuntimeModel", "runtime_model",
@@ -32,35 +32,18 @@ def test_public_names_are_exported_and_resolve() -> None:
     assert ai.reconstruct is recovery.reconstruct and ai.Reconstruction is recovery.Reconstruction
 
 
-@pytest.mark.parametrize(("old", "name", "new"), [
-    (recovery, "Store", store), (recovery, "RecoverySession", store), (rules, "compare", cases),
-    (rules, "load_cases", cases), (rules, "check", checker), (rules, "CheckReport", checker),
+@pytest.mark.parametrize(("module", "name"), [
+    (recovery, "Store"), (recovery, "RecoverySession"), (recovery, "CallJournal"), (rules, "compare"),
+    (rules, "load_cases"), (rules, "check"), (rules, "CheckReport"), (sources, "load"),
+    (executor, "CallJournal"),
 ])
-def test_moved_names_still_resolve_with_a_deprecation_warning(old, name, new) -> None:
-    with pytest.warns(DeprecationWarning, match=f"moved to {new.__name__}.{name}"):
-        assert getattr(old, name) is getattr(new, name)
-
-
-def test_moved_loaders_and_from_case_warn(tmp_path) -> None:
-    import agent_inspect.sources as sources
-    from agent_inspect import log
-
-    with pytest.warns(DeprecationWarning, match="agent_inspect.log.load"):
-        assert sources.load is log.load
-    case = __import__("pathlib").Path(__file__).parents[2] / "cases" / "N01.toml"
-    with pytest.warns(DeprecationWarning, match="executor_for"):
-        ex = ai.ReplayExecutor.from_case(case)
-    assert isinstance(ex, ai.ReplayExecutor)
+def test_no_deprecated_alias_remains(module, name) -> None:
+    # 0.1.0 was never released: names that moved live only where they are now (CHANGELOG.md says where)
+    with pytest.raises(AttributeError):
+        getattr(module, name)
 
 
 def test_unknown_names_are_attribute_errors() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         rules.nope  # noqa: B018
 
-
-@pytest.mark.parametrize(("module", "name"), [(recovery, "Store"), (recovery, "CallJournal"), (rules, "check")])
-def test_deprecation_warnings_point_at_the_callers_line(module, name) -> None:
-    # Names served through renamed()'s fallback to moved() must still blame this file, not _deprecated.py.
-    with pytest.warns(DeprecationWarning) as caught:
-        getattr(module, name)
-    assert [w.filename for w in caught] == [__file__]

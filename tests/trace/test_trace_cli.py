@@ -53,7 +53,8 @@ def test_verify_a_sample_exits_0_with_every_task_agreeing() -> None:
                "--markers", "@sample_logs/N04.markers.json", "--json")
     assert out.returncode == 0, out.stderr
     d = json.loads(out.stdout)
-    assert d["agree"] is True and d["rule"] == "original" and d["runtime"] == "auto"
+    assert d["agree"] is True and d["rule"] == "original" and d["store_flavour"] == "auto" and not d["what_if"]
+    assert d["runtime"] == "0.4"
     assert d["tasks"] and all(t["agree"] for t in d["tasks"])
     assert {t["observed"] for t in d["tasks"]} == {"REUSE", "RERUN"}
 

@@ -24,7 +24,7 @@ def test_public_names() -> None:
     from agent_inspect import trace
 
     assert {"load_trace", "TraceLog", "verify", "Verification", "join", "executions", "calls",
-            "trace_from_executor", "call_entity", "RUNTIMES", "CAUSES"} <= set(trace.__all__)
+            "trace_from_executor", "call_entity", "STORE_FLAVOURS", "CAUSES"} <= set(trace.__all__)
     for name in trace.__all__:
         assert getattr(trace, name) is not None
     assert ai.load_trace is trace.load_trace and ai.verify is trace.verify and ai.TraceLog is TraceLog

@@ -12,7 +12,7 @@ import pytest
 import agent_inspect as ai
 from agent_inspect import samples
 from agent_inspect.sources import write_trace
-from agent_inspect.trace import CAUSES, RUNTIMES, load_trace, verify
+from agent_inspect.trace import CAUSES, STORE_FLAVOURS, load_trace, verify
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "sample_logs"
@@ -77,7 +77,7 @@ def test_infer_ranks_rules_and_runtimes_even_when_everything_agrees() -> None:
     v = _verify("N04", infer=True)
     assert v.agree and v.ranking is not None
     assert {"original", "fixed"} <= set(v.ranking["rule"])
-    assert {"auto", "kafka-k1", "fluss-k1", "segment"} <= set(v.ranking["runtime"])
+    assert {"auto", "kafka-k1", "fluss-k1", "segment"} <= set(v.ranking["store_flavour"])
     top = v.ranking[v.ranking["disagree"] == 0]
     assert "original" in set(top["name"]) and "fixed" not in set(top["name"])
 
@@ -133,12 +133,12 @@ def test_markers_of_another_restore_are_named() -> None:
     assert "markers" in set(v.disagreements["cause"])
 
 
-def test_runtime_is_validated_and_recorded() -> None:
-    with pytest.raises(ai.InspectError, match="unknown runtime 'v9'"):
-        _verify("N04", runtime="v9")
-    v = _verify("N04", runtime="segment")
-    assert v.runtime == "segment" and v.rule == "original:segment" and v.agree
-    assert RUNTIMES[0] == "auto" and "wrong-runtime" in CAUSES
+def test_store_flavour_is_validated_and_recorded() -> None:
+    with pytest.raises(ai.InspectError, match="unknown store flavour 'v9'"):
+        _verify("N04", store_flavour="v9")
+    v = _verify("N04", store_flavour="segment")
+    assert v.store_flavour == "segment" and v.rule == "original:segment" and v.agree and not v.what_if
+    assert v.runtime == "0.4" and STORE_FLAVOURS[0] == "auto" and "wrong-runtime" in CAUSES
 
 
 def test_a_trace_mixing_jobs_needs_a_job(tmp_path: Path) -> None:
@@ -185,10 +185,11 @@ def test_restored_in_flight_tasks_are_read_from_the_trace_and_the_log() -> None:
     assert verify(log, LOGS / "production.trace.log", markers=samples.markers("production")).agree
 
 
-def test_runtime_on_another_rule_is_recorded_with_a_note() -> None:
-    v = _verify("N04", rule="fixed", runtime="kafka-k1")
-    assert v.runtime == "kafka-k1" and v.rule == "fixed"
-    assert any("changes nothing here" in n for n in v.notes)
+def test_a_store_flavour_of_another_rule_is_refused_and_a_what_if_is_labelled() -> None:
+    with pytest.raises(ai.InspectError, match="applies to the original rule only"):
+        _verify("N04", rule="fixed", store_flavour="kafka-k1")
+    v = _verify("N04", rule="fixed")
+    assert v.what_if and "what-if" in v.summary_text() and v.to_dict()["what_if"] is True
 
 
 def test_an_unreadable_or_empty_trace_is_named_not_a_crash(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def built(tmp_path_factory):
 def rules_diff(built):
     preds = [predict(built.log, built.plan, built.agent, rule=r, markers=list(built.markers), new_id=built.id_factory())
              for r in ("original", "fixed")]
-    return ai.diff(ai.diff.as_side(preds[0], log=built.log), ai.diff.as_side(preds[1], log=built.log))
+    return ai.diff(ai.diffing.as_side(preds[0], log=built.log), ai.diffing.as_side(preds[1], log=built.log))
 
 
 def _no_live_probe(widget):
@@ -66,7 +66,7 @@ def test_explain_view_story_and_record_links(built):
     pred = predict(built.log, built.plan, built.agent, rule="original", markers=list(built.markers),
                    new_id=built.id_factory())
     i = int((pred.tasks["outcome"] == "RERUN").to_numpy().nonzero()[0][0])
-    why = ai.diff.explain(pred, task=i, log=built.log, markers=list(built.markers))
+    why = ai.diffing.explain(pred, task=i, log=built.log, markers=list(built.markers))
     view = ai.inspect(why, log=built.log)
     assert isinstance(view, ExplainView) and "ai-explain" in view._dom_classes
     assert view.story.value.count("class='ai-explain-step") == len(why.steps)

@@ -7,7 +7,6 @@ about Dask: any engine (or a plain loop) can call :func:`scan_window`.
 
 from __future__ import annotations
 
-import inspect
 import os
 import socket
 import time
@@ -18,6 +17,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from agent_inspect.store import Outcome
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
            "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
@@ -145,12 +146,6 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
         return key_frame(whole, rules=options.rules, markers=options.markers, runtime=options.runtime)
 
 
-def _predict_accepts_runtime() -> bool:
-    from agent_inspect.recovery import predict
-
-    return "runtime" in inspect.signature(predict).parameters
-
-
 def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
               runtime: str = "auto") -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
@@ -204,14 +199,13 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
 
     plan = ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
-    extra: dict[str, Any] = {"runtime": runtime} if _predict_accepts_runtime() else {}
     attempts: pd.Series | None = None
     for rule in rules:
-        recon = reconstruct(log, rule=rule, markers=markers)
+        recon = reconstruct(log, rule=rule, markers=markers, runtime=runtime)
         if attempts is None:
             a = pd.to_numeric(recon.records["attempt"], errors="coerce")
             attempts = a.groupby(bk.astype(object)).max().fillna(0)
-        pred = predict(recon, plan, **extra)
+        pred = predict(recon, plan)
         cols, by_function = _rule_columns(pred, keys, to_business, conflict_seq)
         for c in RULE_COLUMNS:
             out[f"{_name(rule)}_{c}"] = cols[c]
@@ -318,8 +312,8 @@ def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
         for k, outcome, seq, pos in zip(names, tasks["outcome"].astype(object), tasks["seq"].astype(object),
                                         tasks["entry_pos"].astype(object)):
             by_key[k][str(outcome)] += 1
-            if outcome in ("REUSE", "RESUME") and k in conflict_seq and not pd.isna(seq) and not pd.isna(pos) \
-                    and int(seq) >= conflict_seq[k][0] and int(pos) < conflict_seq[k][1]:
+            if outcome in (Outcome.REUSE, Outcome.RESUME) and k in conflict_seq and not pd.isna(seq) \
+                    and not pd.isna(pos) and int(seq) >= conflict_seq[k][0] and int(pos) < conflict_seq[k][1]:
                 risk[k] += 1
     removed: Counter[str] = Counter()
     for e in pred.events:
@@ -332,15 +326,15 @@ def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
         calls[to_business.get(str(k), str(k))][str(name)] += int(count)
     crashed_keys = set()
     if pred.crashed and len(tasks):
-        fails = tasks[tasks["outcome"].astype(object) == "FAIL"]["key"].astype(object)
+        fails = tasks[tasks["outcome"].astype(object) == Outcome.FAIL]["key"].astype(object)
         crashed_keys = {to_business.get(str(k), str(k)) for k in fails}
     functions = sorted({f for c in calls.values() for f in c})
     by_function = {f: [calls[k][f] if k in calls else 0 for k in keys] for f in functions}
     return {
-        "reused": [by_key[k]["REUSE"] for k in keys],
-        "resumed": [by_key[k]["RESUME"] for k in keys],
-        "rerun": [by_key[k]["RERUN"] for k in keys],
-        "failed": [by_key[k]["FAIL"] for k in keys],
+        "reused": [by_key[k][Outcome.REUSE] for k in keys],
+        "resumed": [by_key[k][Outcome.RESUME] for k in keys],
+        "rerun": [by_key[k][Outcome.RERUN] for k in keys],
+        "failed": [by_key[k][Outcome.FAIL] for k in keys],
         "evictions": [removed[k] for k in keys],
         "calls": [sum(calls[k].values()) for k in keys],
         "stale_reuse_risk": [risk[k] for k in keys],

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from agent_inspect.scan._task import compact_keys, concat_keys
+from agent_inspect.fleet._task import compact_keys, concat_keys
 
 TEXT = "runtime_evidence"   # a per-key text column: categorical when its values repeat
 

@@ -68,7 +68,7 @@ def test_a_window_that_fails_for_good_is_in_failures(tmp_path: Path, dask_client
     good.parent.mkdir()
     shutil.copy(ai.samples.path("production", "parquet"), good)
     shutil.copy(ai.samples.path("G01", "parquet"), bad)
-    plan = ai.scan.plan_scan(good.parent)
+    plan = ai.fleet.plan_scan(good.parent)
     assert len(plan.windows) == 5  # production's 4 partitions + G01's one
     bad.write_bytes(bad.read_bytes()[:64])  # the dump is truncated after planning (retention, a bad copy…)
     result = ai.scan(plan, client=dask_client, retries=1)

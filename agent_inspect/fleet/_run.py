@@ -9,14 +9,15 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
-from agent_inspect.scan._result import _FAILURE_COLUMNS, ScanResult
-from agent_inspect.scan._task import (
+from agent_inspect._types import RecoveryOverrides
+from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult
+from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
     RULE_COLUMNS,
@@ -27,9 +28,12 @@ from agent_inspect.scan._task import (
     scan_window,
 )
 
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
+
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
 
-#: Runtime names ``ai.scan`` accepts (passed to ``predict`` when it takes ``runtime=``; recorded either way).
+#: Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records).
 RUNTIMES = ("auto", "0.3", "0.4", "main")
 
 
@@ -129,21 +133,22 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
         cluster.close()
 
 
-def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: Sequence[Any] = ("original", "fixed"),
-         runtime: str = "auto", client: Any = None, output: str | os.PathLike[str] | None = None, *,
+def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None = None,
+         what_if: Sequence[Any] = ("fixed",), client: Any = None, output: str | os.PathLike[str] | None = None,
          workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
          allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
          dashboard: bool = True, on_progress: Any = None, on_start: Any = None,
-         connection_factory: Any = None) -> ScanResult:
+         connection_factory: Any = None, **overrides: Unpack[RecoveryOverrides]) -> ScanResult:
     """Scan a whole action-state topic (or dump) partition-parallel on Dask: what would a restore do to every key?
 
     - ``source``: ``kafka://host:port/topic``, ``fluss://host:port/db.table`` (one task per bucket), a dump
       file (a big Parquet file: one task per row group), a directory of dumps, a scan's output directory,
       or a :class:`ScanPlan` from :func:`plan_scan`.
-    - ``markers``: recovery markers (as ``ai.load``/``ai.reconstruct`` take them); None = every record
-      read is the rebuild window.
-    - ``rules``: rule names (or rule objects) to predict under; columns are prefixed by their names.
-    - ``runtime``: one of :data:`RUNTIMES`; passed to ``predict`` when it accepts ``runtime=``.
+    - ``recovery`` / the settings as keywords (``rule``, ``markers``, ``runtime``, ``store_flavour``, as
+      every verb takes them): the restore every key is predicted under; by default the rule the runtime
+      ships, and every record read as the rebuild window.
+    - ``what_if``: other rules (names or rule objects) to predict every key under as well, labelled as
+      what-ifs (``ScanResult.what_if``). Columns are prefixed by the rules' names, the base rule first.
     - ``client``: None starts a ``LocalCluster`` (``workers`` processes, default one per core) and closes
       it afterwards; a scheduler address (``"tcp://host:8786"``) or a ``distributed.Client`` runs the scan
       on that cluster. Workers read their windows from the source themselves: records never pass
@@ -159,28 +164,46 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
     - ``connection_factory``: Fluss only, replaces ``fluss.FlussConnection.create`` as in
       :func:`agent_inspect.load_fluss`; it is pickled to the workers.
     """
-    if runtime not in RUNTIMES:
-        raise InspectError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
-    names = tuple(_rule_name(r) for r in rules)
-    if not names or len(set(names)) != len(names):
-        raise InspectError(f"rules must be one or more distinct rules, got {list(names)}")
-    from agent_inspect.recovery import normalize_markers
+    from agent_inspect.recovery import Recovery, normalize_markers
     from agent_inspect.rules import resolve_rule
 
+    carried = ("rule", "markers", "runtime", "store_flavour")
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if recovery is not None:
+        given = {**{k: v for k, v in recovery.given.items() if k in carried}, **given}
+        extra = sorted(set(recovery.given) - set(carried))
+    else:
+        extra = sorted(set(given) - set(carried))
+    if extra:
+        raise InspectError(f"ai.scan predicts every key from the log itself: it takes {', '.join(carried)}, "
+                           f"not {', '.join(extra)}")
+    runtime = given.get("runtime", "auto")
+    runtime = runtime if isinstance(runtime, str) else str(getattr(runtime, "name", runtime))
+    if runtime not in RUNTIMES:
+        raise InspectError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    if isinstance(source, ScanPlan) and given.get("markers") is None and source.markers is not None:
+        given["markers"] = dict(source.markers)
+    # resolved without the records (the workers read them): the runtime's own rule unless one is given
+    settings = Recovery.resolve(None, None, **{**given, "runtime": None if runtime == "auto" else runtime})
+    base: Any = settings.rule if settings.store_flavour != "auto" else given.get("rule", settings.rule.name)
+    rules = (base, *(r for r in what_if if _rule_name(r) != _rule_name(base)))
+    names = tuple(_rule_name(r) for r in rules)
+    if len(set(names)) != len(names):
+        raise InspectError(f"rules must be distinct, got {list(names)}")
     for r in rules:
         if isinstance(r, str):
             resolve_rule(r)  # an unknown name fails here, not in every task
+    markers = given.get("markers")
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)
-    merged = plan.markers if isinstance(source, ScanPlan) and markers is None else (
-        normalize_markers(markers) if markers is not None else None)
+    merged = normalize_markers(settings.markers) if settings.markers is not None else None
     out_dir = None if output is None else os.path.abspath(os.fspath(output))
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta
 
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
-    options = ScanOptions(rules=tuple(rules), markers=merged, runtime=runtime, output=out_dir)
+    options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir)
     started = time.perf_counter()
     with _client(client, workers, dashboard) as (dask_client, _own):
         link = _dashboard_link(dask_client) if dashboard else None
@@ -190,6 +213,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, markers: Any = None, rules: 
         done = _rejoin_split_keys(dask_client, plan, options, done, failed, retries=retries)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
     result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
+    result = replace(result, what_if=tuple(n for n in names if n.partition(":")[0] != settings.runtime.default_rule))
     if fleet is not None:
         result = _with_fleet_columns(result, fleet)
     if out_dir is not None:

@@ -46,7 +46,7 @@ def test_kafka_scan_equals_load_and_predict(kafka_bootstrap: str, fleet_topic: s
     again = ai.load(out, business_keys=[key])
     direct = ai.load_kafka(kafka_bootstrap, fleet_topic, business_keys=[key], progress=False)
     assert again.raw.value == direct.raw.value and list(again.records["offset"]) == list(direct.records["offset"])
-    assert ai.scan.ScanResult.open(out).reconstruct(key).records["business_key"].astype(str).eq(key).all()
+    assert ai.fleet.ScanResult.open(out).reconstruct(key).records["business_key"].astype(str).eq(key).all()
 
 
 def test_kafka_scan_with_markers_reads_only_their_windows(kafka_bootstrap: str, fleet_topic: str,
@@ -62,8 +62,8 @@ def test_kafka_scan_with_markers_reads_only_their_windows(kafka_bootstrap: str, 
 
 def test_scheduler_address_runs_the_same_scan(kafka_bootstrap: str, fleet_topic: str, dask_cluster: Any) -> None:
     url = f"kafka://{kafka_bootstrap}/{fleet_topic}"
-    result = ai.scan(url, client=dask_cluster.scheduler_address, rules=("fixed",))
-    assert result.complete and result.rules == ("fixed",)
+    result = ai.scan(url, client=dask_cluster.scheduler_address, rule="fixed", what_if=())
+    assert result.complete and result.rules == ("fixed",) and result.what_if == ("fixed",)
     assert "fixed_rerun" in result.keys.columns and result.summary()["fixed"]["calls"] == \
         sum(result.calls_by_function("fixed"))
     assert not any(c.startswith("original_") for c in result.keys.columns)

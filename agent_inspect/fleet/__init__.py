@@ -1,4 +1,4 @@
-"""Fleet scan: a whole action-state topic (or dump), partition-parallel on Dask distributed.
+"""Fleet scan (``ai.scan``): a whole action-state topic (or dump), partition-parallel on Dask distributed.
 
 A business key's records live in one partition, so every per-key analysis is partition-local: a scan
 plans one task per partition (Kafka), bucket (Fluss), row group or partition (Parquet) or file, and each
@@ -17,12 +17,9 @@ existing ``distributed.Client`` takes the same scan to a cluster::
 
 from __future__ import annotations
 
-import sys
-import types
-
-from agent_inspect.scan._result import ScanResult
-from agent_inspect.scan._run import RUNTIMES, ScanPlan, plan_scan, scan
-from agent_inspect.scan._task import (
+from agent_inspect.fleet._result import ScanResult
+from agent_inspect.fleet._run import RUNTIMES, ScanPlan, plan_scan, scan
+from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
     RULE_COLUMNS,
@@ -42,12 +39,3 @@ __all__ = [
     "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult",
 ]
 
-
-class _CallableModule(types.ModuleType):
-    """``ai.scan(...)`` calls :func:`scan`; ``ai.scan.ScanResult`` etc. stay reachable (the name is both)."""
-
-    def __call__(self, *args: object, **kwargs: object) -> ScanResult:
-        return scan(*args, **kwargs)  # type: ignore[arg-type]
-
-
-sys.modules[__name__].__class__ = _CallableModule

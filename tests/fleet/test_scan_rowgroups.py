@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 import agent_inspect as ai
+from agent_inspect.fleet import key_frame
 from agent_inspect.log import plan_windows
-from agent_inspect.scan import key_frame
 
 
 def _files(tmp_path: Path) -> tuple[Path, Path]:

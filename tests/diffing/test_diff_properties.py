@@ -25,7 +25,7 @@ def test_diff_over_random_histories(seed):
     for key in sorted(log.records["business_key"].dropna().astype(str).unique()):
         n = int(ann.loc[(log.records["business_key"] == key).to_numpy(bool), "attempt"].max())
         for x, y in ((1, n), (1, 2)) if n >= 2 else ():
-            a, b = ai.diff.attempt(log, key, x), ai.diff.attempt(log, key, y)
+            a, b = ai.diffing.attempt(log, key, x), ai.diffing.attempt(log, key, y)
             ab, ba = ai.diff(a, b), ai.diff(b, a)
             # symmetric, and every execution of each side is in exactly one pair
             assert plain(ab) == mirrored(ba)

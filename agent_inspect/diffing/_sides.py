@@ -9,12 +9,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._recovery_args import predict_arguments, reconstruct_arguments
+from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
 
 __all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
            "UNIT_COLUMNS"]
@@ -133,6 +138,8 @@ class Side:
     rule: str | None = None
     runtime: str | None = None
     source: Any = field(default=None, repr=False, compare=False)
+    #: True when the side's rule is not the one its runtime ships (a hypothetical recovery)
+    what_if: bool = False
 
     def value(self, pos: Any) -> Any:
         """The decoded value of the record at ``pos`` (None without a log or a position)."""
@@ -150,21 +157,11 @@ class Side:
 
 
 def _is_log(obj: Any) -> bool:
-    return isinstance(getattr(obj, "records", None), pd.DataFrame) and callable(getattr(obj, "value", None)) \
-        and not hasattr(obj, "rule")
-
-
-def _is_prediction(obj: Any) -> bool:
-    return isinstance(getattr(obj, "tasks", None), pd.DataFrame) and isinstance(getattr(obj, "ledger", None),
-                                                                                 pd.DataFrame)
-
-
-def _is_reconstruction(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("log", "rule", "markers", "session", "divergences", "records"))
+    return isinstance(obj, LogLike) and not isinstance(obj, ReconstructionLike | PredictionLike)
 
 
 def _is_executor(obj: Any) -> bool:
-    return all(callable(getattr(obj, a, None)) for a in ("step", "back", "run", "to_log")) and hasattr(obj, "journal")
+    return isinstance(obj, ExecutorLike) and callable(getattr(obj, "to_log", None)) and hasattr(obj, "journal")
 
 
 def _log_units(records: pd.DataFrame, ann: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -224,28 +221,32 @@ def attempt(log: Any, key: str | None, n: int) -> Side:
     return select(log, attempt=n, key=key)
 
 
-def select(source: Any, *, rule: Any = None, mode: str | None = None, attempt: int | None = None,
-           key: str | None = None, markers: Any = None, runtime: str | None = None,
-           label: str | None = None) -> Side:
+def select(source: Any, *, recovery: Recovery | None = None, mode: str | None = None, attempt: int | None = None,
+           key: str | None = None, label: str | None = None, **overrides: Unpack[RecoveryOverrides]) -> Side:
     """A diff side from a log (or a source to load, or a selector string) and what to take from it.
 
-    ``rule`` with ``mode="predict"`` (the default when a rule is given) diffs what a recovery does per
-    task; ``mode="reconstruct"`` each record's status. ``attempt``/``key`` narrow the records;
-    ``markers`` is the rebuild window (None: the whole loaded log); ``runtime`` is passed to recovery
-    functions that accept a ``runtime=`` (else a :class:`SelectorError`).
+    ``mode="predict"`` (the default when a rule or ``recovery`` is given) diffs what a recovery does per
+    task; ``mode="reconstruct"`` each record's status. The recovery is ``recovery`` with the settings
+    given as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes them; by default the rule
+    the log's runtime ships, with the whole loaded log as the rebuild window). ``attempt``/``key`` narrow
+    the records.
     """
+    rule = overrides.get("rule")
     if isinstance(source, str):
         sel = parse_selector(source)
-        overrides = {k: v for k, v in (("attempt", attempt), ("key", key), ("runtime", runtime)) if v is not None}
+        fields: dict[str, Any] = {k: v for k, v in (("attempt", attempt), ("key", key)) if v is not None}
+        if rule is not None or mode is not None:
+            fields["mode"] = mode or (sel.mode if sel.mode != "log" else "predict")
         if rule is not None:
-            overrides.update(rule=rule, mode=mode or "predict")
-        sel = Selector(**{**sel.__dict__, **overrides})
-        return _from_selector(sel, markers=markers, label=label)
+            fields["rule"] = _rule_name(rule)
+        if overrides.get("runtime") is not None:
+            fields["runtime"] = str(overrides["runtime"])
+        return _from_selector(Selector(**{**sel.__dict__, **fields}), recovery=recovery, label=label, **overrides)
     if mode is None:
-        mode = "predict" if rule is not None else "log"
+        mode = "predict" if rule is not None or recovery is not None else "log"
     if mode not in ("log", "predict", "reconstruct"):
         raise SelectorError(f"mode {mode!r}: use 'log', 'predict' or 'reconstruct'")
-    log = source.log if _is_reconstruction(source) else source
+    log = source.log if isinstance(source, ReconstructionLike) else source
     if not _is_log(log):
         raise SelectorError(f"cannot select from a {type(source).__name__}; pass an ActionStateLog or a source")
     name = label or _default_label(log)
@@ -265,7 +266,11 @@ def select(source: Any, *, rule: Any = None, mode: str | None = None, attempt: i
             raise SelectorError("@attempt selects records as written; diff an attempt without a rule selector")
     if mode == "log":
         return as_side(log, label=name)
-    return _recovery_side(log, mode, rule, markers=markers, runtime=runtime, label=f"{name}@{mode}={_rule_name(rule)}")
+    from agent_inspect.recovery import Recovery
+
+    settings = Recovery.resolve(log, recovery, **overrides)
+    return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule.name}"
+                          + (" (what-if)" if settings.what_if else ""))
 
 
 def _rule_name(rule: Any) -> str:
@@ -278,26 +283,20 @@ def _default_label(log: Any) -> str:
     return str(loc) if loc else type(log).__name__
 
 
-def _recovery_side(log: Any, mode: str, rule: Any, *, markers: Any, runtime: str | None, label: str) -> Side:
-    from agent_inspect import recovery
+def _recovery_side(log: Any, mode: str, settings: Recovery, *, label: str) -> Side:
+    from agent_inspect.recovery import predict, reconstruct
 
-    fn = recovery.predict if mode == "predict" else recovery.reconstruct
-    options: dict[str, Any] = {"rule": rule if rule is not None else "fixed", "markers": markers}
-    if runtime is not None:
-        import inspect as _inspect
-
-        if "runtime" not in _inspect.signature(fn).parameters:
-            raise SelectorError(f"@runtime={runtime}: this build's recovery.{fn.__name__} has no runtime= option")
-        options["runtime"] = runtime
-    result = fn(log, **options)
+    # after the engine's merge: predict(log, recovery=settings) / reconstruct(log, recovery=settings)
     if mode == "predict":
-        side = _prediction_side(result, label=label, log=log)
+        side = _prediction_side(predict(log, **predict_arguments(settings)), label=label, log=log)
     else:
-        side = _reconstruction_side(result, label=label)
-    return Side(side.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=runtime, source=result)
+        side = _reconstruction_side(reconstruct(log, **reconstruct_arguments(settings)), label=label)
+    return Side(side.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=settings.runtime.name,
+                source=side.source, what_if=settings.what_if)
 
 
-def _from_selector(sel: Selector, *, markers: Any = None, label: str | None = None) -> Side:
+def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: str | None = None,
+                   **overrides: Unpack[RecoveryOverrides]) -> Side:
     from agent_inspect.log import load
 
     log = load(sel.source)
@@ -309,10 +308,17 @@ def _from_selector(sel: Selector, *, markers: Any = None, label: str | None = No
             raise SelectorError(f"@markers={sel.markers}: cannot read the markers file ({exc})") from None
         if isinstance(markers, dict) and "markers" in markers:   # the sample logs' markers files
             markers = markers["markers"]
-    side = select(log, rule=sel.rule, mode=sel.mode, attempt=sel.attempt, key=sel.key, markers=markers,
-                  runtime=sel.runtime, label=sel.source)
-    return Side(label or sel.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=sel.runtime,
-                source=side.source)
+        overrides["markers"] = markers
+    # the selector's own settings win over those given to every side (a rule object keeps its identity)
+    if sel.rule is not None and _rule_name(overrides.get("rule")) != sel.rule:
+        overrides["rule"] = sel.rule
+    if sel.runtime is not None:
+        overrides["runtime"] = sel.runtime
+    side = select(log, recovery=recovery, mode=sel.mode, attempt=sel.attempt, key=sel.key, label=sel.source,
+                  **overrides)
+    name = label or (sel.label + (" (what-if)" if side.what_if else ""))
+    return Side(name, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
+                source=side.source, what_if=side.what_if)
 
 
 def _prediction_side(pred: Any, *, label: str, log: Any = None) -> Side:
@@ -343,23 +349,29 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
                 source=recon)
 
 
-def as_side(obj: Any, *, label: str | None = None, log: Any = None) -> Side:
+def as_side(obj: Any, *, label: str | None = None, log: Any = None, recovery: Recovery | None = None,
+            **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
-    prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote)."""
+    prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).
+    ``recovery`` and the settings as keywords apply to a selector string that runs a recovery."""
     if isinstance(obj, Side):
-        return obj if label is None else Side(label, obj.kind, obj.units, obj.log, obj.rule, obj.runtime, obj.source)
+        return obj if label is None else Side(label, obj.kind, obj.units, obj.log, obj.rule, obj.runtime, obj.source,
+                                              obj.what_if)
     if isinstance(obj, str):
-        return select(obj, label=label)
-    if _is_reconstruction(obj):
+        sel = parse_selector(obj)
+        if sel.mode == "log":
+            return select(obj, label=label)
+        return _from_selector(sel, recovery=recovery, label=label, **overrides)
+    if isinstance(obj, ReconstructionLike):
         return _reconstruction_side(obj, label=label or f"{_default_label(obj.log)}@reconstruct={obj.rule.name}")
-    if _is_prediction(obj):
+    if isinstance(obj, PredictionLike):
         return _prediction_side(obj, label=label or f"prediction@{obj.rule}", log=log)
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):
         return Side(label or _default_label(obj), "log", _log_units(obj.records), log=obj, source=obj)
     raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
-                        "(log.jsonl@attempt=2), ai.diff.attempt(log, key, n), a reconstruction, a prediction "
+                        "(log.jsonl@attempt=2), ai.diffing.attempt(log, key, n), a reconstruction, a prediction "
                         "or a ReplayExecutor")
 
 

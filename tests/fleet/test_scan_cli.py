@@ -35,10 +35,11 @@ def test_json_on_an_existing_scheduler(dask_cluster: Any, capsys: pytest.Capture
 
 
 def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["scan", str(ai.samples.path("G01", "parquet")), "--workers", "1", "--rules", "fixed", "--top", "3"])
+    code = main(["scan", str(ai.samples.path("G01", "parquet")), "--workers", "1", "--rule", "fixed", "--what-if", "",
+                 "--top", "3"])
     out = capsys.readouterr()
     assert code == 0, out.err
-    assert "fixed" in out.out and "most at risk:" in out.out and "original" not in out.out
+    assert "fixed (what-if)" in out.out and "most at risk:" in out.out and "original" not in out.out
     assert "scan:" in out.err  # the progress bar
     assert "Dask dashboard at http://127.0.0.1:" in out.err
 
@@ -46,12 +47,18 @@ def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFix
 @pytest.mark.parametrize("argv, message", [
     (["--workers", "0"], "--workers must be 1 or more"),
     (["--markers", "{nope"], "--markers is not valid JSON"),
-    (["--rules", "nonsense"], "nonsense"),
-    (["--runtime", "9.9"], "runtime must be one of"),
+    (["--what-if", "nonsense"], "nonsense"),
+    (["--rule", "nonsense"], "nonsense"),
 ])
 def test_bad_usage_exits_2(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["scan", str(ai.samples.path("G01", "parquet")), "--no-progress", *argv])
     assert code == 2 and message in capsys.readouterr().err
+
+
+def test_a_setting_outside_its_choices_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["scan", str(ai.samples.path("G01", "parquet")), "--runtime", "9.9"])
+    assert exc.value.code == 2 and "invalid choice: '9.9'" in capsys.readouterr().err
 
 
 def test_missing_source_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

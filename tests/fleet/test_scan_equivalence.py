@@ -51,7 +51,7 @@ def test_output_reopens_every_key_without_the_source(dask_client: Any, tmp_path:
         mine = whole.for_key(key)
         assert again.raw.key == mine.raw.key and again.raw.value == mine.raw.value
         assert list(again.records["offset"]) == list(mine.records["offset"])
-    reopened = ai.scan.ScanResult.open(out)
+    reopened = ai.fleet.ScanResult.open(out)
     pd.testing.assert_frame_equal(reopened.keys, result.keys)
     assert reopened.rules == RULES
     # a scan of the output directory reads its parts, one window per partition, with the same outcomes

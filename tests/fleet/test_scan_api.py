@@ -1,4 +1,4 @@
-"""The public surface of agent_inspect.scan, the per-window task as a plain function, and the result's views."""
+"""The public surface of agent_inspect.fleet, the per-window task as a plain function, and the result's views."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import agent_inspect as ai
-import agent_inspect.scan as scan_pkg
+import agent_inspect.fleet as scan_pkg
 from agent_inspect.rules import FixedRule
 from tests.sources._fake_fluss import Behaviour, factory
 
@@ -18,28 +18,30 @@ def test_public_names() -> None:
     assert sorted(scan_pkg.__all__) == sorted([
         "scan", "plan_scan", "ScanPlan", "RUNTIMES", "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX",
         "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult"])
-    assert callable(ai.scan) and ai.scan.ScanResult is ai.ScanResult is scan_pkg.ScanResult
+    assert ai.scan is scan_pkg.scan and ai.fleet.ScanResult is ai.ScanResult is scan_pkg.ScanResult
     assert "scan" in ai.__all__ and "ScanResult" in ai.__all__
 
 
 def test_the_task_is_a_plain_function_any_engine_can_call() -> None:
     """No Dask here: plan, then call the task per window in a loop; the keys equal a Dask scan's."""
-    plan = ai.scan.plan_scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"))
-    options = ai.scan.ScanOptions(markers=plan.markers)
-    frames = [ai.scan.scan_window(plan.spec, w, options).keys for w in plan.windows]
-    keys = ai.scan.concat_keys(frames).sort_values("business_key").reset_index(drop=True)
-    want: list[str] = list(ai.scan.KEY_COLUMNS)
+    plan = ai.fleet.plan_scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"))
+    options = ai.fleet.ScanOptions(markers=plan.markers)
+    frames = [ai.fleet.scan_window(plan.spec, w, options).keys for w in plan.windows]
+    keys = ai.fleet.concat_keys(frames).sort_values("business_key").reset_index(drop=True)
+    want: list[str] = list(ai.fleet.KEY_COLUMNS)
     for r in ("original", "fixed"):   # each rule's counts, then its calls per function id, sorted
-        want += [f"{r}_{c}" for c in ai.scan.RULE_COLUMNS]
-        want += sorted(c for c in keys.columns if c.startswith(f"{r}{ai.scan.CALLS_PREFIX}"))
-    assert list(keys.columns) == want and any(ai.scan.CALLS_PREFIX in c for c in want)
+        want += [f"{r}_{c}" for c in ai.fleet.RULE_COLUMNS]
+        want += sorted(c for c in keys.columns if c.startswith(f"{r}{ai.fleet.CALLS_PREFIX}"))
+    assert list(keys.columns) == want and any(ai.fleet.CALLS_PREFIX in c for c in want)
     assert len(keys) == 40 and keys["business_key"].is_unique
 
 
 def test_rule_objects_runtime_and_ranking(dask_client: Any) -> None:
     result = ai.scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"),
-                     rules=("original", FixedRule()), runtime="0.4", client=dask_client)
-    assert result.runtime == "0.4" and result.rules == ("original", "fixed")
+                     what_if=(FixedRule(),), runtime="0.4", client=dask_client)
+    assert result.runtime == "0.4" and result.rules == ("original", "fixed") and result.what_if == ("fixed",)
+    assert result.rule_label("fixed") == "fixed (what-if)" and result.rule_label("original") == "original"
+    assert result.summary()["fixed"]["what_if"] and not result.summary()["original"]["what_if"]
     ranked = result.at_risk(None, rule="original")
     assert len(ranked) == 40
     key = ranked.iloc[0]
@@ -56,10 +58,14 @@ def test_bad_arguments_fail_before_any_task() -> None:
     path = ai.samples.path("G01", "parquet")
     with pytest.raises(ai.InspectError, match="runtime must be one of"):
         ai.scan(path, runtime="0.9")
-    with pytest.raises(ai.InspectError, match="distinct rules"):
-        ai.scan(path, rules=("fixed", "fixed"))
+    with pytest.raises(ai.InspectError, match="distinct"):
+        ai.scan(path, what_if=("fixed", "fixed"))
     with pytest.raises(ai.InspectError):
-        ai.scan(path, rules=("no-such-rule",))
+        ai.scan(path, what_if=("no-such-rule",))
+    with pytest.raises(ai.InspectError):
+        ai.scan(path, rule="no-such-rule")
+    with pytest.raises(ai.InspectError, match="not agent"):
+        ai.scan(path, agent=object())
     with pytest.raises(ai.BrokerUnreachable, match="unreachable while connecting"):
         ai.scan("fluss://localhost:9123/db.t", connection_factory=factory({}, Behaviour(refuse=True)))
     with pytest.raises(ai.SourceError, match="no Dask scheduler answered"):
@@ -68,11 +74,11 @@ def test_bad_arguments_fail_before_any_task() -> None:
 
 def test_html_escapes_record_strings() -> None:
     evil = "<img src=x onerror=alert(1)>"
-    cols = ai.scan.KEY_COLUMNS + [f"fixed_{c}" for c in ai.scan.RULE_COLUMNS]
+    cols = ai.fleet.KEY_COLUMNS + [f"fixed_{c}" for c in ai.fleet.RULE_COLUMNS]
     row = {c: 0 for c in cols}
     row.update(business_key=evil, lint_flags=evil, runtime_evidence=evil, exposed_1301=True, fixed_crashed=False)
-    row[f"fixed{ai.scan.CALLS_PREFIX}{evil}"] = 1     # a function id is payload text too
-    keys = pd.DataFrame([row], columns=[*cols, f"fixed{ai.scan.CALLS_PREFIX}{evil}"])
+    row[f"fixed{ai.fleet.CALLS_PREFIX}{evil}"] = 1     # a function id is payload text too
+    keys = pd.DataFrame([row], columns=[*cols, f"fixed{ai.fleet.CALLS_PREFIX}{evil}"])
     parts = pd.DataFrame([{"window": evil, "partition": 0, "records": 1, "errors": 0}])
     failures = pd.DataFrame([{"window": evil, "partition": 1, "path": evil, "start": None, "end": None,
                               "reason": evil}])

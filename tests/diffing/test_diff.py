@@ -10,7 +10,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect import codec
-from agent_inspect.diff import FieldChange, SelectorError, parse_selector, state_changes
+from agent_inspect.diffing import FieldChange, SelectorError, parse_selector, state_changes
 from tests.support.diffs import mirrored, plain
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,10 +28,10 @@ def assert_symmetric(a, b):
 
 
 def test_public_names():
-    assert set(ai.diff.__all__) >= {"diff", "Diff", "explain", "Explanation", "attempt", "select", "parse_selector",
-                                    "SelectorError", "Side", "FieldChange"}
-    assert callable(ai.diff) and ai.diff.diff is not None
-    assert ai.explain is ai.diff.explain
+    assert set(ai.diffing.__all__) >= {"diff", "Diff", "explain", "Explanation", "attempt", "select", "parse_selector",
+                                       "SelectorError", "Side", "FieldChange"}
+    assert ai.diff is ai.diffing.diff
+    assert ai.explain is ai.diffing.explain
     assert issubclass(SelectorError, ai.InspectError)
 
 
@@ -56,7 +56,7 @@ def test_attempts_of_a_key_align_and_diff_symmetrically():
     keys = list(multi[multi >= 2].index[:4])
     assert keys
     for key in keys:
-        a1, a2 = ai.diff.attempt(log, key, 1), ai.diff.attempt(log, key, 2)
+        a1, a2 = ai.diffing.attempt(log, key, 1), ai.diffing.attempt(log, key, 2)
         d = assert_symmetric(a1, a2)
         c = d.counts()
         assert c["same"] + c["changed"] + c["only in a"] == len(a1.units)
@@ -71,7 +71,7 @@ def test_rule_against_rule_names_the_first_divergence():
     built = ai.cases.build_case(case)
     preds = [ai.recovery.predict(built.log, built.plan, built.agent, rule=r, markers=built.markers,
                                  new_id=built.id_factory()) for r in ("original", "fixed")]
-    d = assert_symmetric(ai.diff.as_side(preds[0], log=built.log), ai.diff.as_side(preds[1], log=built.log))
+    d = assert_symmetric(ai.diffing.as_side(preds[0], log=built.log), ai.diffing.as_side(preds[1], log=built.log))
     assert not d.empty
     first = d.first_divergence(built.log.records["business_key"].iloc[0])
     # N04: the original rule reruns B's round that the fixed rule reuses
@@ -179,11 +179,11 @@ def test_round_graph_colours_pairs():
 
     ann = annotate(log.records)
     key = str(log.records["business_key"][ann.index[ann["attempt"] == 2][0]])
-    d = ai.diff(ai.diff.attempt(log, key, 1), ai.diff.attempt(log, key, 2))
+    d = ai.diff(ai.diffing.attempt(log, key, 1), ai.diffing.attempt(log, key, 2))
     seq = int(d.pairs["seq"].iloc[-1])
     g = d.graph(key, seq)
     assert g.number_of_nodes() == int(((d.pairs["business_key"] == key) & (d.pairs["seq"] == seq)).sum())
-    assert {g.nodes[n]["status"] for n in g} <= set(ai.diff.STATUSES)
+    assert {g.nodes[n]["status"] for n in g} <= set(ai.diffing.STATUSES)
     assert g.number_of_edges() >= 1
     out = d.to_dict()
     json.dumps(out)

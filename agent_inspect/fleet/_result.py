@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from agent_inspect.scan._task import CALLS_PREFIX
+from agent_inspect.fleet._task import CALLS_PREFIX
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
@@ -57,6 +57,12 @@ class ScanResult:
     seconds: float | None = None
     fleet_wide: tuple[str, ...] = ()
     spec: Any = field(default=None, repr=False)
+    #: the scanned rules that are what-ifs (not the rule the runtime ships)
+    what_if: tuple[str, ...] = ()
+
+    def rule_label(self, rule: str) -> str:
+        """``rule``, marked as a what-if when it is one."""
+        return f"{rule} (what-if)" if rule in self.what_if else rule
 
     @property
     def complete(self) -> bool:
@@ -107,6 +113,7 @@ class ScanResult:
             out[r] = {c: int(k[f"{r}_{c}"].sum()) if len(k) else 0
                       for c in ("reused", "resumed", "rerun", "evictions", "calls", "stale_reuse_risk")}
             out[r]["crashed_keys"] = int(k[f"{r}_crashed"].sum()) if len(k) else 0
+            out[r]["what_if"] = r in self.what_if
             out[r]["calls_by_function"] = {str(f): int(n) for f, n in self.calls_by_function(r).items()}
         return out
 
@@ -126,7 +133,7 @@ class ScanResult:
             if "output" in frame.columns:
                 frame["output"] = frame["output"].map(lambda v: json.dumps(list(v)) if v is not None else "[]")
             frame.to_parquet(root / RESULT_FILES[name], index=False)
-        meta = {"source": self.source, "rules": list(self.rules), "runtime": self.runtime,
+        meta = {"source": self.source, "rules": list(self.rules), "what_if": list(self.what_if), "runtime": self.runtime,
                 "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
                 "seconds": self.seconds, "fleet_wide": list(self.fleet_wide)}
         (root / RESULT_FILES["meta"]).write_text(json.dumps(meta, sort_keys=True))
@@ -149,7 +156,7 @@ class ScanResult:
         return cls(keys=frames["keys"], partitions=frames["partitions"], errors=frames["errors"],
                    failures=frames["failures"], source=meta["source"], rules=tuple(meta["rules"]),
                    markers=None if markers is None else {int(p): int(o) for p, o in markers.items()},
-                   runtime=meta.get("runtime", "auto"), output=str(root), seconds=meta.get("seconds"),
+                   runtime=meta.get("runtime", "auto"), what_if=tuple(meta.get("what_if", ())), output=str(root), seconds=meta.get("seconds"),
                    fleet_wide=tuple(meta.get("fleet_wide", ())))
 
     def load_key(self, business_key: str) -> ActionStateLog:
@@ -170,7 +177,8 @@ class ScanResult:
         """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
         from agent_inspect.recovery import reconstruct
 
-        return reconstruct(self.load_key(business_key), rule=rule or self.rules[-1], markers=self.markers)
+        return reconstruct(self.load_key(business_key), rule=rule or self.rules[0], markers=self.markers,
+                           runtime=self.runtime)
 
     def __repr__(self) -> str:
         s = self.summary()
@@ -182,7 +190,7 @@ class ScanResult:
 
         s = self.summary()
         per_rule = "; ".join(
-            f"<code>{escape(r)}</code>: {s[r]['rerun'] + s[r]['resumed']} bodies re-run, {s[r]['calls']} durable "
+            f"<code>{escape(self.rule_label(r))}</code>: {s[r]['rerun'] + s[r]['resumed']} bodies re-run, {s[r]['calls']} durable "
             f"calls re-executed, {s[r]['stale_reuse_risk']} reuses at risk" for r in self.rules)
         fail = (f" <b>{s['failed']} window(s) failed</b>." if s["failed"] else "")
         html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code>: "

@@ -10,9 +10,9 @@ import pytest
 from _scan_reference import compared, reference
 
 import agent_inspect as ai
+from agent_inspect.fleet import key_frame
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import SourceInfo
-from agent_inspect.scan import key_frame
 from tests.sources._fake_fluss import FakeTable, factory
 
 BUCKETS = 3
@@ -61,4 +61,4 @@ def test_per_bucket_scan_equals_single_process(markers: Any, dask_client: Any) -
 def test_markers_must_name_every_bucket_before_any_task() -> None:
     make = factory({"flink_agents.states": _fleet_table()})
     with pytest.raises(ai.UnknownPartitionError, match="does not match the buckets"):
-        ai.scan.plan_scan(URL, markers={0: 0, 1: 5}, connection_factory=make)
+        ai.fleet.plan_scan(URL, markers={0: 0, 1: 5}, connection_factory=make)

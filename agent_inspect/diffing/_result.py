@@ -5,20 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable
-from agent_inspect.diff._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
-from agent_inspect.diff._sides import SelectorError, Side, as_side
+from agent_inspect._types import RecoveryOverrides
+from agent_inspect.diffing._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
+from agent_inspect.diffing._sides import SelectorError, Side, as_side
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from agent_inspect.diff._explain import Explanation
+    from agent_inspect.diffing._explain import Explanation
+    from agent_inspect.recovery import Recovery
 
 __all__ = ["Diff", "diff", "FIRST_COLUMNS"]
 
@@ -29,9 +31,9 @@ FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected",
 class Diff(HtmlRepr):
     """Two sides aligned per business key, round (seq) and action execution.
 
-    ``pairs``: one row per aligned pair (:data:`~agent_inspect.diff.PAIR_COLUMNS`): ``status`` is
+    ``pairs``: one row per aligned pair (:data:`~agent_inspect.diffing.PAIR_COLUMNS`): ``status`` is
     ``same``, ``changed``, ``only in a`` or ``only in b``; ``match`` says how the pair was aligned;
-    ``changes`` holds the field-level differences (:class:`~agent_inspect.diff.FieldChange`).
+    ``changes`` holds the field-level differences (:class:`~agent_inspect.diffing.FieldChange`).
     ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
     where / why it matters to the store. A diff is ``empty`` when every pair is ``same``.
     """
@@ -113,8 +115,8 @@ class Diff(HtmlRepr):
 
     def explain(self, key: str, seq: int, action: str, *, side: str = "b", **options: Any) -> Explanation:
         """Why the task (key, seq, action) was reused, resumed or rerun on one side (default b)
-        (:func:`agent_inspect.diff.explain` on that side's source)."""
-        from agent_inspect.diff._explain import explain
+        (:func:`agent_inspect.diffing.explain` on that side's source)."""
+        from agent_inspect.diffing._explain import explain
 
         s = {"a": self.a, "b": self.b}.get(side)
         if s is None:
@@ -206,18 +208,22 @@ def first_divergence_row(row: pd.Series) -> dict[str, Any]:
             "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
 
 
-def diff(a: Any, b: Any, *, key: str | None = None, log_a: Any = None, log_b: Any = None) -> Diff:
+def diff(a: Any, b: Any, *, recovery: Recovery | None = None, key: str | None = None, log_a: Any = None,
+         log_b: Any = None, **overrides: Unpack[RecoveryOverrides]) -> Diff:
     """Diff anything against anything: logs, attempts, reconstructions or predictions under rules,
     replay executors, or selector strings (``"prod.jsonl@attempt=2"``, see
-    :func:`agent_inspect.diff.parse_selector`).
+    :func:`agent_inspect.diffing.parse_selector`).
 
     ``key`` keeps one business key. ``log_a`` / ``log_b`` give a prediction's records (for values).
-    Pairs are aligned per business key, round and action execution (:func:`agent_inspect.diff.align`
-    documents the passes); changed pairs carry field-level changes; ids that every attempt draws anew
-    are not compared.
+    ``recovery`` and the settings as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes
+    them) apply to a selector string that runs a recovery (``@predict``, ``@reconstruct``) and sets none of
+    its own. Pairs are aligned per business key, round and action execution
+    (:func:`agent_inspect.diffing.align` documents the passes); changed pairs carry field-level changes;
+    ids that every attempt draws anew are not compared.
     """
+    settings: dict[str, Any] = {"recovery": recovery, **overrides}
     with gc_paused():
-        sa, sb = as_side(a, log=log_a), as_side(b, log=log_b)
+        sa, sb = as_side(a, log=log_a, **settings), as_side(b, log=log_b, **settings)
         if sa.label == sb.label and a is not b:
             sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")
         if key is not None:

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 import pandas as pd
 
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Text
-from agent_inspect.diff._sides import SelectorError, _is_log, _is_prediction, _is_reconstruction, parse_selector
+from agent_inspect._recovery_args import predict_arguments
+from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
+from agent_inspect.diffing._sides import SelectorError, parse_selector
+from agent_inspect.store import Outcome
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
 
 __all__ = ["Explanation", "ExplainStep", "explain", "CAUSE_KINDS"]
 
@@ -71,6 +77,18 @@ class Explanation(HtmlRepr):
     cost: dict[str, int] = field(default_factory=dict)
     alternatives: dict[str, str] = field(default_factory=dict)
     task: int | None = None
+    #: the rule the log's runtime ships (None: unknown, e.g. a prediction explained as given)
+    shipped_rule: str | None = None
+
+    @property
+    def what_if(self) -> bool:
+        """True when ``rule`` is not the one the runtime ships: the chain is hypothetical."""
+        return self.shipped_rule is not None and self.rule.partition(":")[0] != self.shipped_rule
+
+    @property
+    def rule_label(self) -> str:
+        """``rule``, marked as a what-if when it is one."""
+        return _rule_label(self.rule, self.shipped_rule)
 
     @property
     def cause(self) -> ExplainStep:
@@ -86,8 +104,10 @@ class Explanation(HtmlRepr):
         if self.cost:
             lines.append(f"cost of this decision downstream: {self.cost.get('bodies', 0)} action bodies, "
                          f"{self.cost.get('calls', 0)} durable calls run again")
+        if self.what_if:
+            lines.append(f"(rule {self.rule_label}: a what-if, not what the job does)")
         for rule, outcome in self.alternatives.items():
-            lines.append(f"under rule {rule}: {outcome}")
+            lines.append(f"under rule {_rule_label(rule, self.shipped_rule)}: {outcome}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -96,24 +116,31 @@ class Explanation(HtmlRepr):
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {"key": self.key, "seq": self.seq, "action": self.action, "outcome": self.outcome,
-                "reason": self.reason, "state_key": self.state_key, "rule": self.rule,
+                "reason": self.reason, "state_key": self.state_key, "rule": self.rule, "what_if": self.what_if,
                 "steps": [s.to_dict() for s in self.steps], "cause": self.cause.kind, "cost": dict(self.cost),
                 "alternatives": dict(self.alternatives)}
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong("Why"), f" {self.key}@{self.seq} {self.action} → {self.outcome} (rule ", Code(self.rule), ")")
+        yield Text(Strong("Why"), f" {self.key}@{self.seq} {self.action} → {self.outcome} (rule ", Code(self.rule_label), ")")
         yield Bullets([s.title + (f" — {s.detail}" if s.detail else "")
                        + (f" (records {', '.join(map(str, s.positions))})" if s.positions else "") for s in self.steps])
+
+
+def _rule_label(rule: str, shipped: str | None) -> str:
+    if shipped is None or rule.partition(":")[0] == shipped:
+        return rule
+    return f"{rule} (what-if; the runtime ships {shipped})"
 
 
 # -- resolving what to explain -------------------------------------------------------------------------
 
 
-def _prediction_of(obj: Any, rule: Any, markers: Any, plan: Any, agent: Any, log: Any,
-                   runtime: str | None) -> tuple[Any, Any, Any, Any]:
-    """(prediction, log, markers, predict options) for ``obj``."""
-    from agent_inspect import recovery
+def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverrides,
+                   log: Any) -> tuple[Any, Any, Any, Recovery | None]:
+    """(prediction, log, markers, the resolved settings: None for a prediction given as it is) for ``obj``."""
+    from agent_inspect.recovery import Recovery, predict
 
+    given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(obj, str):
         sel = parse_selector(obj)
         from agent_inspect.log import load
@@ -121,32 +148,30 @@ def _prediction_of(obj: Any, rule: Any, markers: Any, plan: Any, agent: Any, log
         obj = load(sel.source)
         if sel.key is not None:
             obj = obj.for_key(sel.key)
-        rule = rule if rule is not None else sel.rule
-        runtime = runtime if runtime is not None else sel.runtime
-    if _is_prediction(obj):
-        if rule is not None:
+        for name, value in (("rule", sel.rule), ("runtime", sel.runtime)):
+            if value is not None:
+                given.setdefault(name, value)
+    if isinstance(obj, PredictionLike):
+        if recovery is not None or given.get("rule") is not None:
             raise SelectorError("a prediction is already under one rule; explain its log to choose another rule")
-        return obj, log, markers, None
-    if _is_reconstruction(obj):
-        log, rule = obj.log, (obj.rule if rule is None else rule)
-        markers = obj.markers if markers is None else markers
-    elif _is_log(obj):
+        return obj, log, given.get("markers"), None
+    if isinstance(obj, ReconstructionLike):
+        log = obj.log
+        given.setdefault("rule", obj.rule)
+        given.setdefault("markers", obj.markers)
+        given.setdefault("runtime", getattr(obj, "runtime", None))
+    elif isinstance(obj, LogLike):
         log = obj
     else:
         raise SelectorError(f"cannot explain a {type(obj).__name__}; pass a log, a reconstruction, a prediction "
                             "(with log=) or a source")
-    options: dict[str, Any] = {"rule": "fixed" if rule is None else rule, "markers": markers}
-    if runtime is not None:
-        import inspect as _inspect
-
-        if "runtime" not in _inspect.signature(recovery.predict).parameters:
-            raise SelectorError(f"runtime {runtime!r}: this build's recovery.predict has no runtime= option")
-        options["runtime"] = runtime
-    return recovery.predict(log, plan, agent, **options), log, markers, (plan, agent, options)
+    settings = Recovery.resolve(log, recovery, **given)
+    # after the engine's merge: predict(log, recovery=settings)
+    return predict(log, **predict_arguments(settings)), log, settings.markers, settings
 
 
 def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
-    dispatched = tasks["outcome"] != "NOT-DISPATCHED"
+    dispatched = tasks["outcome"] != Outcome.NOT_DISPATCHED
     mask = dispatched.to_numpy(dtype=bool).copy()
     if key is not None:
         mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
@@ -166,42 +191,46 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
     return int(hits[occurrence])
 
 
-def explain(obj: Any, key: Any = None, seq: Any = None, action: Any = None, *, task: int | None = None,
-            event: str | None = None, occurrence: int = 0, rule: Any = None, markers: Any = None,
-            plan: Any = None, agent: Any = None, log: Any = None, also: Sequence[Any] = (),
-            runtime: str | None = None) -> Explanation:
+def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, *,
+            recovery: Recovery | None = None, task: int | None = None, event: str | None = None,
+            occurrence: int = 0, log: Any = None, also: Sequence[Any] = (),
+            **overrides: Unpack[RecoveryOverrides]) -> Explanation:
     """Why task (``key``, ``seq``, ``action``) was reused, resumed or rerun, as a chain of store decisions.
 
-    ``obj`` is a log or source (predicted under ``rule``, default ``"fixed"``, with ``markers``:
-    None = the whole loaded log), a reconstruction (its rule and markers) or a prediction (pass
-    ``log=`` and ``markers=`` it was made with, so the chain can name the records and the window).
-    ``task`` picks a row of ``prediction.tasks`` directly; ``event`` narrows by event id, type or the
-    replay input's label; ``occurrence`` picks among several matches. ``also`` names other rules to
-    report the same task's outcome under ("what would the fixed rule have done here?").
+    ``subject`` is a log or source (predicted under ``recovery`` / the settings given as keywords, the
+    same as every verb takes: by default the rule the log's runtime ships, with the whole loaded log as
+    the rebuild window), a reconstruction (its rule and markers) or a prediction (pass ``log=`` and
+    ``markers=`` it was made with, so the chain can name the records and the window). ``task`` picks a
+    row of ``prediction.tasks`` directly; ``event`` narrows by event id, type or the replay input's
+    label; ``occurrence`` picks among several matches. ``also`` names other rules to report the same
+    task's outcome under ("what would the fixed rule have done here?"), each labelled a what-if when
+    it is one.
     """
-    pred, log, markers, again = _prediction_of(obj, rule, markers, plan, agent, log, runtime)
+    pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks
     i = task if task is not None else _task_index(tasks, key, seq, action, event, occurrence)
     row = tasks.iloc[i]
     steps = _chain(pred, tasks, i, log, markers)
     alternatives: dict[str, str] = {}
     if also:
-        if again is None:
+        if settings is None:
             raise SelectorError("also= needs a log or a reconstruction to predict under other rules")
-        from agent_inspect import recovery
+        from agent_inspect.recovery import predict
 
         for other in also:
-            alt = recovery.predict(log, again[0], again[1], **{**again[2], "rule": other})
-            alternatives[str(getattr(alt, "rule", other))] = _same_task_outcome(alt.tasks, tasks, i)
+            alt_settings = settings.replace(log, rule=other)
+            alt = predict(log, **predict_arguments(alt_settings))
+            alternatives[alt_settings.rule.name] = _same_task_outcome(alt.tasks, tasks, i)
     return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
                        outcome=str(row["outcome"]), reason=_reason(row), state_key=str(row["state_key"]),
-                       rule=str(pred.rule), steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
+                       rule=str(pred.rule), shipped_rule=None if settings is None else settings.runtime.default_rule,
+                       steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
                        alternatives=alternatives, task=i)
 
 
 def _same_task_outcome(other: pd.DataFrame, tasks: pd.DataFrame, i: int) -> str:
     row = tasks.iloc[i]
-    same = ((other["state_key"] == row["state_key"]) & (other["outcome"] != "NOT-DISPATCHED")).to_numpy(dtype=bool)
+    same = ((other["state_key"] == row["state_key"]) & (other["outcome"] != Outcome.NOT_DISPATCHED)).to_numpy(dtype=bool)
     n = int(((tasks["state_key"] == row["state_key"]).to_numpy(dtype=bool)[:i]).sum())
     hits = np.flatnonzero(same)
     if len(hits) <= n:
@@ -231,22 +260,22 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
     outcome, sk = str(row["outcome"]), row["state_key"]
     steps = [ExplainStep("outcome", f"{_label(tasks, i)}: {outcome}", _reason(row))]
     entry_pos = None if pd.isna(row["entry_pos"]) else int(row["entry_pos"])
-    if outcome == "FAIL":
+    if outcome == Outcome.FAIL:
         fail = next((d for d in reversed(pred.divergences) if d.kind in ("restore-failure", "parser-crash")), None)
         steps.append(ExplainStep("fail", "the lookup fails upstream (the job restarts)", _reason(row),
                                  positions=tuple(fail.positions) if fail else (),
                                  divergence=fail.kind if fail else None))
         return steps
-    if outcome in ("REUSE", "RESUME"):
+    if outcome in (Outcome.REUSE, Outcome.RESUME):
         found = f"record {entry_pos}" if entry_pos is not None else "a record written earlier in this replay"
-        state = "completed" if outcome == "REUSE" else "incomplete"
+        state = "completed" if outcome == Outcome.REUSE else "incomplete"
         steps.append(ExplainStep("lookup", f"lookup hit: {found} ({state})", f"state key {sk}",
                                  positions=(entry_pos,) if entry_pos is not None else ()))
         if entry_pos is not None:
             steps.append(ExplainStep("rebuild", f"the rebuild loaded record {entry_pos}",
                                      "it lies in the rebuild window and nothing removed it before this lookup",
                                      positions=(entry_pos,), rule_step="rebuild"))
-        if outcome == "RESUME":
+        if outcome == Outcome.RESUME:
             steps.append(_calls_step(row, log, entry_pos))
         return steps
     steps.append(ExplainStep("lookup", "lookup missed: the state key is not cached", f"state key {sk}",
@@ -403,6 +432,6 @@ def _cost(tasks: pd.DataFrame, i: int, cause: ExplainStep, events: Sequence[Any]
         return {"tasks": 1, "bodies": int(ran),
                 "calls": int(row["calls_executed"]) if ran and not pd.isna(row["calls_executed"]) else 0}
     removed = {e.state_key for e in events[cause.event].removed}
-    hit = tasks[tasks["state_key"].isin(removed) & tasks["outcome"].isin(["RERUN", "RESUME"])]
+    hit = tasks[tasks["state_key"].isin(removed) & tasks["outcome"].isin([Outcome.RERUN.value, Outcome.RESUME.value])]
     calls = hit.loc[hit["body_ran"], "calls_executed"].fillna(0)
     return {"tasks": int(len(hit)), "bodies": int(hit["body_ran"].sum()), "calls": int(calls.sum())}

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agent_inspect.diff._fields import FieldChange, show, state_changes
-from agent_inspect.diff._sides import Side
+from agent_inspect.diffing._fields import FieldChange, show, state_changes
+from agent_inspect.diffing._sides import Side
 
 __all__ = ["align", "compare_pairs", "PASSES", "STATUSES", "PAIR_COLUMNS"]
 

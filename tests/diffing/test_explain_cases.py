@@ -65,7 +65,7 @@ def test_every_rerun_is_explained_by_the_cause_the_case_implies(case, rule):
     expectation = case.expect.get(rule) if result.passed and result.expected_given else None
     reruns = [i for i, o in enumerate(pred.tasks["outcome"]) if o == "RERUN"]
     for i in reruns:
-        why = ai.diff.explain(pred, task=i, log=built.log, markers=built.markers)
+        why = ai.diffing.explain(pred, task=i, log=built.log, markers=built.markers)
         cause = why.cause
         assert why.outcome == "RERUN" and why.steps[0].kind == "outcome"
         allowed, covering = _implied(case, built, pred, i, expectation)
@@ -90,5 +90,5 @@ def test_the_suite_sees_every_kind_of_cause():
         pred = run_case(case, rule, built=built).prediction
         for i, o in enumerate(pred.tasks["outcome"]):
             if o == "RERUN":
-                kinds.add(ai.diff.explain(pred, task=i, log=built.log, markers=built.markers).cause.kind)
+                kinds.add(ai.diffing.explain(pred, task=i, log=built.log, markers=built.markers).cause.kind)
     assert {"evict", "invalidate", "remove", "miss", "tombstone"} <= kinds
