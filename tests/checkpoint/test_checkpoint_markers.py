@@ -68,7 +68,11 @@ def test_the_cli_checkpoint_option_equals_the_markers_file() -> None:
                               *args], capture_output=True, text=True, cwd=ROOT, check=True)
         return json.loads(out.stdout)
 
-    assert run("--checkpoint", str(PRODUCTION / "checkpoints")) == run("--markers", "@" + markers_file)
+    from_checkpoint, from_file = run("--checkpoint", str(PRODUCTION / "checkpoints")), run("--markers", "@" + markers_file)
+    settings_cp, settings_file = from_checkpoint.pop("settings"), from_file.pop("settings")
+    assert from_checkpoint == from_file
+    assert settings_cp["markers"] == settings_file["markers"]  # type: ignore[index]
+    assert str(settings_cp["provenance"]["markers"]).startswith("read from checkpoint 4")  # type: ignore[index]
     bad = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", source, "--checkpoint",
                           str(FIXTURES / "flink2-other-job" / "savepoint")], capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2
