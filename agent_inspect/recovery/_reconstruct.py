@@ -184,7 +184,6 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
 def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
                  expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
                  kafka_pending: str | None = None) -> Reconstruction:
-    from agent_inspect.history import build_history
     from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 
     records = log.records if hasattr(log, "records") else log
@@ -192,14 +191,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
     rule_obj = resolve_rule(rule)
     refresh = refresh_positions(log, runtime, kafka_pending=kafka_pending)
-    if refresh:
-        # refresh rows are not attempts or executions: the history is read without them
-        history = build_history(records.drop(index=sorted(refresh)))
-        ann = history.records.reindex(records.index)
-        ann["execution"] = ann["execution"].fillna(-1).astype("int64")
-    else:
-        history = build_history(records)
-        ann = history.records
+    history, ann = _history(records, refresh)
     attempts = ann["attempt"].astype(object).tolist()
     session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
                                            attempts=attempts, refresh=refresh)
@@ -220,6 +212,33 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
         session=session, history=history, runtime=runtime,
     )
+
+
+def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, pd.DataFrame]:
+    """The history of ``records`` and its per-record annotations (attempt, execution) on the records' index.
+
+    Refresh rows are not attempts or executions: the history is read without them.
+    """
+    from agent_inspect.history import build_history
+
+    if not refresh:
+        history = build_history(records)
+        return history, history.records
+    history = build_history(records.drop(index=sorted(refresh)))
+    ann = history.records.reindex(records.index)
+    ann["execution"] = ann["execution"].fillna(-1).astype("int64")
+    return history, ann
+
+
+def record_attempts(log: Any, runtime: RuntimeInfo, kafka_pending: str | None = None) -> pd.Series:
+    """The ``attempt`` column :func:`reconstruct` gives ``log``'s records (NA for refresh rows), without a rebuild."""
+    from agent_inspect.history import annotate
+    from agent_inspect.recovery._refresh import refresh_positions
+
+    records = log.records if hasattr(log, "records") else log
+    refresh = refresh_positions(log, runtime, kafka_pending=kafka_pending)
+    kept = records.drop(index=sorted(refresh)) if refresh else records
+    return annotate(kept)["attempt"].reindex(records.index)
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,

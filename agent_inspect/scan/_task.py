@@ -7,7 +7,6 @@ about Dask: any engine (or a plain loop) can call :func:`scan_window`.
 
 from __future__ import annotations
 
-import inspect
 import os
 import socket
 import time
@@ -145,12 +144,6 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
         return key_frame(whole, rules=options.rules, markers=options.markers, runtime=options.runtime)
 
 
-def _predict_accepts_runtime() -> bool:
-    from agent_inspect.recovery import predict
-
-    return "runtime" in inspect.signature(predict).parameters
-
-
 def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
               runtime: str = "auto") -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
@@ -159,7 +152,10 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
     :func:`agent_inspect.recovery.predict` (None: the whole log).
     """
-    from agent_inspect.recovery import ReplayPlan, lint, predict, reconstruct
+    from agent_inspect.agents import AsRecordedAgent
+    from agent_inspect.log import resolve_runtime
+    from agent_inspect.recovery import ReplayPlan, lint, normalize_markers, predict
+    from agent_inspect.recovery._reconstruct import record_attempts
 
     records = log.records
     bk = records["business_key"].astype(object)
@@ -182,9 +178,10 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     # that record belongs to the branch the conflict replaced.
     conflict: dict[str, tuple[int, int]] = {}   # key -> (lowest conflicting seq, position of the latest such root)
     if len(roots):
+        roots = roots.assign(_pos=roots.index)
         by_round = roots.groupby([roots["business_key"].astype(str), roots["seq"]], observed=True)
         n = by_round["event_uuid"].nunique()
-        last = by_round.apply(lambda g: int(g.index.max()), include_groups=False)
+        last = by_round["_pos"].max()
         for (k, s), c in n.items():
             if c > 1:
                 lo, pos = conflict.get(k, (int(s), -1))
@@ -204,20 +201,19 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
 
     plan = ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
-    extra = {"runtime": runtime} if _predict_accepts_runtime() else {}
-    attempts: pd.Series | None = None
+    info = resolve_runtime(runtime, log)
+    window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
+    agent = AsRecordedAgent(log)          # stateless between predictions: one for every rule
+    a = pd.to_numeric(record_attempts(log, info), errors="coerce")
+    attempts: pd.Series = a.groupby(bk.astype(object)).max().fillna(0)
     for rule in rules:
-        recon = reconstruct(log, rule=rule, markers=markers)
-        if attempts is None:
-            a = pd.to_numeric(recon.records["attempt"], errors="coerce")
-            attempts = a.groupby(bk.astype(object)).max().fillna(0)
-        pred = predict(recon, plan, **extra)
+        pred = predict(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
         cols, by_function = _rule_columns(pred, keys, to_business, conflict_seq)
         for c in RULE_COLUMNS:
             out[f"{_name(rule)}_{c}"] = cols[c]
         for function, counts in sorted(by_function.items()):
             out[f"{_name(rule)}{CALLS_PREFIX}{function}"] = np.asarray(counts, dtype="int32")
-    att = attempts if attempts is not None else pd.Series(dtype="float64")
+    att = attempts
     att.index = att.index.map(str)
     out["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
     out = out.reset_index()
