@@ -137,12 +137,8 @@ def _prediction_of(obj: Any, rule: Any, markers: Any, plan: Any, agent: Any, log
                             "(with log=) or a source")
     options: dict[str, Any] = {"rule": "fixed" if rule is None else rule, "markers": markers}
     if runtime is not None:
-        import inspect as _inspect
-
-        if "runtime" not in _inspect.signature(recovery.predict).parameters:
-            raise SelectorError(f"runtime {runtime!r}: this build's recovery.predict has no runtime= option")
         options["runtime"] = runtime
-    return recovery.predict(log, plan, agent, **options), log, markers, (plan, agent, options)
+    return recovery.predict(log, plan=plan, agent=agent, **options), log, markers, (plan, agent, options)
 
 
 def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
@@ -191,7 +187,7 @@ def explain(obj: Any, key: Any = None, seq: Any = None, action: Any = None, *, t
         from agent_inspect import recovery
 
         for other in also:
-            alt = recovery.predict(log, again[0], again[1], **{**again[2], "rule": other})
+            alt = recovery.predict(log, plan=again[0], agent=again[1], **{**again[2], "rule": other})
             alternatives[str(getattr(alt, "rule", other))] = _same_task_outcome(alt.tasks, tasks, i)
     return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
                        outcome=str(row["outcome"]), reason=_reason(row), state_key=str(row["state_key"]),

@@ -28,9 +28,9 @@ from agent_inspect.agents import (
     AgentEvent,
 )
 from agent_inspect.codec import call_matcher, call_router
-from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
-from agent_inspect.recovery._rebuild import Markers, rebuild
+from agent_inspect.recovery._rebuild import rebuild
+from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import (
     Entry,
     LookupDecision,
@@ -43,7 +43,7 @@ from agent_inspect.store import (
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuntimeLike
-    from agent_inspect.log import ActionStateLog, RuntimeInfo
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
 from agent_inspect.recovery._body import _Call, _Context, _Round
@@ -331,46 +331,46 @@ def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
     return outputs, []
 
 
-def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
-            *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
-            new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, runtime: str | RuntimeInfo = "auto",
-            call_matching: str = "position", kafka_pending: str | None = None) -> Prediction:
-    """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
+def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recovery | None = None,
+            session: RecoverySession | None = None, new_id: Callable[[], str] | None = None,
+            **overrides: Any) -> Prediction:
+    """Predict what a recovery does with ``subject`` (the static path, spec §15.6).
 
-    ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
-    log, rule and markers are then used. ``rule`` defaults to the rule ``runtime`` ships ("0.3", "0.4",
-    "main"; default "auto", inferred from the log): the original rule for all three. ``markers`` select the
-    rebuild window: None takes the whole loaded log, ``[]`` is a fresh start. ``plan`` defaults to
-    :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
-    log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
-    from an already rebuilt store; ``new_id`` to make fresh event ids reproducible.
-    ``call_matching`` ("position" or "function-id", the #1016 variant) is how replayed durable calls meet
-    their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other than
-    ``expected_fingerprint`` (default: the window's most common) or a key group outside
+    ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose log and
+    settings are then used. The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name
+    (``rule``, ``markers``, ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``,
+    ``call_matching``, ``expected_fingerprint``, ``max_parallelism``), resolved once with
+    :meth:`Recovery.resolve`: the rule defaults to the one the log's runtime ships (the original rule for
+    0.3, 0.4 and main); ``markers`` select the rebuild window (None: the whole loaded log, ``[]``: a fresh
+    start); ``plan`` defaults to :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an
+    :class:`~agent_inspect.agents.AsRecordedAgent` of the log (a rerun regenerates the recorded children with
+    fresh ids). ``call_matching`` ("position" or "function-id", the #1016 variant) is how replayed durable calls
+    meet their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other
+    than ``expected_fingerprint`` (default: the window's most common) or a key group outside
     ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
-    The runtime (given or inferred) also selects that runtime's recovery behaviours
-    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows bring the pending
-    states of rounds in flight at the restored checkpoint back (RESUME with the recorded call results;
-    ``kafka_pending`` picks the Kafka mechanism); on main, sub-agent calls reserve PENDING caller slots,
-    a reused child replays its ``subagentResultEvents``, and a reused root caller sends no bootstrap.
+    The runtime also selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`):
+    from 0.4 on, checkpoint-time refresh rows bring the pending states of rounds in flight at the restored
+    checkpoint back (RESUME with the recorded call results; ``kafka_pending`` picks the Kafka mechanism); on
+    main, sub-agent calls reserve PENDING caller slots, a reused child replays its ``subagentResultEvents``,
+    and a reused root caller sends no bootstrap.
+
+    Pass ``session`` to continue from an already rebuilt store; ``new_id`` to make fresh event ids
+    reproducible. The result carries the settings (:attr:`Prediction.recovery`).
     """
-    if _is_reconstruction(log):
-        recon = cast("Reconstruction", log)
+    log: Any = subject
+    if _is_reconstruction(subject):
+        recon = cast("Reconstruction", subject)
         log = recon.log
-        rule = recon.rule if rule is None else rule
-        markers = recon.markers if markers is None else markers
-        recorded_runtime = getattr(recon, "runtime", None)
-        if runtime == "auto" and recorded_runtime is not None:
-            runtime = recorded_runtime
-    info = resolve_runtime(runtime, log)
-    rule = info.default_rule if rule is None else rule
+        recovery = recon.recovery if recovery is None else recovery
+    settings = Recovery.resolve(log, recovery, **overrides)
+    info, model = settings.runtime, settings.model
+    plan, agent = settings.plan, settings.agent
     if plan is None or agent is None or session is None:
         if log is None:
             raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
         source = cast("ActionStateLog", log)
         if plan is None:
-            plan = ReplayPlan.from_log(source, markers=markers, runtime=info, kafka_pending=kafka_pending)
+            plan = ReplayPlan.from_log(source, markers=settings.markers, runtime=info, kafka_pending=model.kafka_pending)
         if agent is None:
             from agent_inspect.agents import AsRecordedAgent
 
@@ -378,11 +378,11 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         if session is None:
             from agent_inspect.recovery._refresh import refresh_positions
 
-            session = rebuild(source, rule, markers, expected_fingerprint=expected_fingerprint,
-                              max_parallelism=max_parallelism,
-                              refresh=refresh_positions(source, info, kafka_pending=kafka_pending))
-    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching,
-                     runtime=runtime_model(info, kafka_pending=kafka_pending))
+            session = rebuild(source, settings.rule, settings.markers,
+                              expected_fingerprint=settings.expected_fingerprint,
+                              max_parallelism=settings.max_parallelism, refresh=refresh_positions(source, model))
+    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())),
+                     call_matching=settings.call_matching, runtime=model)
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
@@ -397,14 +397,14 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
                             "count": n} for (k, kind, name), n in sim.ledger.items()],
                           columns=["key", "kind", "name", "router", "count"])
     ledger["count"] = ledger["count"].astype("int64")
-    return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
+    return Prediction(rule=getattr(session.rule, "name", settings.rule.name), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
                       warnings=tuple(sim.warnings), notes=plan.notes, session=session, runtime=info,
-                      subagent_results=dict(sim.subagent_results))
+                      subagent_results=dict(sim.subagent_results), recovery=settings)
 
 
 def _is_reconstruction(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("log", "rule", "markers", "session", "divergences"))
+    return all(hasattr(obj, a) for a in ("log", "recovery", "session", "divergences"))
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,

@@ -14,20 +14,20 @@ import pandas as pd
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
-from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._children import ChildDispatch
 from agent_inspect.recovery._plan import queued_tasks
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.recovery._refresh import output_identities
-from agent_inspect.rules import resolve_rule
-from agent_inspect.store import Entry, Outcome, RecordStatus, RecoverySession, Task, runtime_model
+from agent_inspect.recovery._settings import Recovery
+from agent_inspect.store import Entry, Outcome, RecordStatus, RecoverySession, Task
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
+    from agent_inspect._types import RuntimeLike
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.recovery._refresh import RetainedRounds
     from agent_inspect.store import DivergenceRule
@@ -66,6 +66,13 @@ class Reconstruction(HtmlRepr):
     history: History = field(repr=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
     runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
+    #: the resolved settings the reconstruction ran under (rule, markers, runtime, restore checks)
+    recovery: Recovery | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rule_label(self) -> str:
+        """The rule's name, marked as a what-if when it is not the one the runtime ships."""
+        return self.recovery.rule_label if self.recovery is not None else self.rule.name
 
     @property
     def store(self) -> Any:
@@ -94,15 +101,12 @@ class Reconstruction(HtmlRepr):
 
         return subagent_tree(self, key, seq, **options)
 
-    def predict(self, plan: Any = None, agent: Any = None, **options: Any) -> Any:
-        """The static prediction of a replay under this rule and markers (:func:`agent_inspect.recovery.predict`).
-
-        ``options`` go to ``predict`` (e.g. ``expected_fingerprint=``, ``max_parallelism=``).
-        """
+    def predict(self, **overrides: Any) -> Any:
+        """The static prediction of a replay under this reconstruction's settings
+        (:func:`agent_inspect.recovery.predict`; ``overrides`` by setting name, e.g. ``plan=``, ``agent=``)."""
         from agent_inspect.recovery._predict import predict
 
-        options.setdefault("runtime", self.runtime if self.runtime is not None else "auto")
-        return predict(self.log, plan, agent, rule=self.rule, markers=self.markers, **options)
+        return predict(self, **overrides)
 
     @cached_property
     def lints(self) -> pd.DataFrame:
@@ -141,12 +145,15 @@ class Reconstruction(HtmlRepr):
         yield Table(self.divergences[cols], caption="divergences")
 
 
-def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,
-                expected_fingerprint: str | None = None, runtime: str | RuntimeInfo = "auto",
-                kafka_pending: str | None = None) -> Reconstruction:
-    """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
-    records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
-    Kafka cross-key eviction, which spans whatever it is given).
+def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool = True,
+                **overrides: Any) -> Reconstruction:
+    """Reconstruct what a restore does with ``subject`` (an ``ActionStateLog`` or a records frame — e.g.
+    one partition's rows: every step is partition-local, except the snapshot Kafka cross-key eviction,
+    which spans whatever it is given).
+
+    The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name (``rule``, ``markers``,
+    ``runtime``, ``store_flavour``, ``kafka_pending``, ``expected_fingerprint``, …), resolved once with
+    :meth:`Recovery.resolve`; the result carries them (:attr:`Reconstruction.recovery`).
 
     1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` (``{partition: offset}`` maps) select the
        window — minimum offset per partition, marker partitions only, to the end. ``markers=None``
@@ -175,33 +182,30 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
     """
-    info = resolve_runtime(runtime, log)
+    settings = Recovery.resolve(subject, recovery, **overrides)
     with gc_paused():  # millions of small acyclic objects
-        return _reconstruct(log, info.default_rule if rule is None else rule, markers, replay, expected_fingerprint,
-                            info, kafka_pending)
+        return _reconstruct(subject, settings, replay)
 
 
-def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
-                 expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
-                 kafka_pending: str | None = None) -> Reconstruction:
+def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
     from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
-    rule_obj = resolve_rule(rule)
-    refresh = refresh_positions(log, runtime, kafka_pending=kafka_pending)
+    rule_obj, markers, runtime, model = settings.rule, settings.markers, settings.runtime, settings.model
+    refresh = refresh_positions(log, model)
     history, ann = _history(records, refresh)
     attempts = ann["attempt"].astype(object).tolist()
-    session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
-                                           attempts=attempts, refresh=refresh)
+    session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=settings.expected_fingerprint,
+                                           max_parallelism=settings.max_parallelism, attempts=attempts,
+                                           refresh=refresh)
     retained = retained_rounds(records, refresh, in_window, getattr(log, "value", None))
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
-        children = ChildDispatch(runtime_model(runtime, kafka_pending=kafka_pending), records,
-                                 getattr(log, "value", None))
+        children = ChildDispatch(model, records, getattr(log, "value", None))
         _replay_as_logged(session, keys, records.index, outcomes, causes, getattr(log, "value", None), children,
                           retained)
     idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
@@ -210,7 +214,7 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
-        session=session, history=history, runtime=runtime,
+        session=session, history=history, runtime=runtime, recovery=settings,
     )
 
 
@@ -230,13 +234,13 @@ def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, p
     return history, ann
 
 
-def record_attempts(log: Any, runtime: RuntimeInfo, kafka_pending: str | None = None) -> pd.Series:
+def record_attempts(log: Any, runtime: RuntimeLike) -> pd.Series:
     """The ``attempt`` column :func:`reconstruct` gives ``log``'s records (NA for refresh rows), without a rebuild."""
     from agent_inspect.history import annotate
     from agent_inspect.recovery._refresh import refresh_positions
 
     records = log.records if hasattr(log, "records") else log
-    refresh = refresh_positions(log, runtime, kafka_pending=kafka_pending)
+    refresh = refresh_positions(log, runtime)
     kept = records.drop(index=sorted(refresh)) if refresh else records
     return annotate(kept)["attempt"].reindex(records.index)
 

@@ -323,7 +323,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
         notes.append(summary["recovery_note"])
 
     def run(r: Any, m: Any) -> Any:
-        return predict(log, plan, agent, rule=r, markers=m)
+        return predict(log, plan=plan, agent=agent, rule=r, markers=m)
 
     if prediction is None:
         prediction = run(rule_eff, markers)
