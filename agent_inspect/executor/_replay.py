@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
@@ -20,7 +20,7 @@ from agent_inspect.executor._inspect import (
 )
 from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions
 from agent_inspect.executor._plan import PlanLike, as_plan, plan_view
-from agent_inspect.executor._policy import Policies, as_policies
+from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
@@ -109,6 +109,8 @@ class ReplayExecutor(HtmlRepr):
             sensory = restore.sensory if sensory is None else sensory
             plan = _restore_plan(plan, restore)
         markers = self.recovery.markers
+        if isinstance(markers, Mapping):
+            markers = [markers]
         marker_list = None if markers is None else [dict(m) for m in markers]
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)

@@ -18,8 +18,8 @@ from agent_inspect.store import (
 )
 
 if TYPE_CHECKING:
-    from agent_inspect.recovery._settings import Recovery
     from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery._settings import Recovery
 
 
 __all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",

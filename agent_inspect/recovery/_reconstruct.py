@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
-    from agent_inspect._types import RuntimeLike
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.recovery._refresh import RetainedRounds
     from agent_inspect.store import DivergenceRule
@@ -232,17 +231,6 @@ def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, p
     ann = history.records.reindex(records.index)
     ann["execution"] = ann["execution"].fillna(-1).astype("int64")
     return history, ann
-
-
-def record_attempts(log: Any, runtime: RuntimeLike) -> pd.Series:
-    """The ``attempt`` column :func:`reconstruct` gives ``log``'s records (NA for refresh rows), without a rebuild."""
-    from agent_inspect.history import annotate
-    from agent_inspect.recovery._refresh import refresh_positions
-
-    records = log.records if hasattr(log, "records") else log
-    refresh = refresh_positions(log, runtime)
-    kept = records.drop(index=sorted(refresh)) if refresh else records
-    return annotate(kept)["attempt"].reindex(records.index)
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,

@@ -153,9 +153,9 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     :func:`agent_inspect.recovery.predict` (None: the whole log).
     """
     from agent_inspect.agents import AsRecordedAgent
+    from agent_inspect.history import annotate
     from agent_inspect.log import resolve_runtime
-    from agent_inspect.recovery import ReplayPlan, lint, normalize_markers, predict
-    from agent_inspect.recovery._reconstruct import record_attempts
+    from agent_inspect.recovery import ReplayPlan, lint, normalize_markers, predict, refresh_positions
 
     records = log.records
     bk = records["business_key"].astype(object)
@@ -204,7 +204,9 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     info = resolve_runtime(runtime, log)
     window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
     agent = AsRecordedAgent(log)          # stateless between predictions: one for every rule
-    a = pd.to_numeric(record_attempts(log, info), errors="coerce")
+    refresh = refresh_positions(log, info)    # not attempts: the history is read without them, as reconstruct does
+    a = pd.to_numeric(annotate(records.drop(index=sorted(refresh)) if refresh else records)["attempt"]
+                      .reindex(records.index), errors="coerce")
     attempts: pd.Series = a.groupby(bk.astype(object)).max().fillna(0)
     for rule in rules:
         pred = predict(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
