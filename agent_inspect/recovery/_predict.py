@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
@@ -321,7 +320,7 @@ def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
     from agent_inspect.recovery._refresh import subagent_result_events
 
     def rebound(e: Any) -> AgentEvent:
-        return replace(agent_event(e), upstream_event_id=event.id, upstream_action=decl.name)
+        return agent_event(e, upstream_event_id=event.id, upstream_action=decl.name)
 
     if model.subagent_results and event.type == SUBAGENT_EVENT:
         return [], [rebound(e) for e in subagent_result_events(value)]
