@@ -140,6 +140,7 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     from agent_inspect.codec import event_uuid
+    from agent_inspect.recovery._plan import fingerprint_of_raw
 
     live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
     if "value_format" in live:
@@ -153,8 +154,8 @@ def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]
         if event is None:
             continue
         try:
-            attrs = event.attrs() if hasattr(event, "attrs") else event.attributes
-            expected = event_uuid(attrs)
+            raw = event.attributes
+            expected = fingerprint_of_raw(bytes(raw)) if hasattr(event, "attrs") else event_uuid(raw)
         except Exception:  # noqa: BLE001 - unreadable attributes are a decode problem, not this lint's
             continue
         if expected != e:

@@ -258,12 +258,13 @@ def agent_event(ev: Any, **changes: Any) -> AgentEvent:
     out = AgentEvent(**fields)
     raw = getattr(ev, "attributes", None)
     if isinstance(attrs, dict) and isinstance(raw, bytes | Raw):
-        out.__dict__["fingerprint"] = _fingerprint_of_raw(bytes(raw))   # the cached_property's slot
+        out.__dict__["fingerprint"] = fingerprint_of_raw(bytes(raw))   # the cached_property's slot
     return out
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _fingerprint_of_raw(raw: bytes) -> str:
+def fingerprint_of_raw(raw: bytes) -> str:
+    """The event UUID of an event's stored attribute bytes, computed once per distinct bytes."""
     from agent_inspect.codec import event_uuid
 
     return event_uuid(raw)
