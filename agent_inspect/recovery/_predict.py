@@ -251,17 +251,8 @@ class Simulation:
 
     def _entry(self, task: Task, event: AgentEvent, *, completed: bool,
                outputs: Sequence[AgentEvent] = (), results: Sequence[AgentEvent] = ()) -> Entry:
-        from agent_inspect import codec
-        from agent_inspect.recovery._refresh import with_subagent_result_events
-
-        task_event = codec.Event.new(event.type, dict(event.attributes), id=event.id,
-                                     event_class=event.event_class or codec.GENERIC_EVENT)
-        outs = tuple(codec.Event.new(o.type, dict(o.attributes), id=o.id, upstream_event_id=o.upstream_event_id,
-                                     upstream_action_name=o.upstream_action) for o in outputs)
-        value = codec.ActionState(task_event=task_event, output_events=outs, completed=completed)
-        if results:
-            value = with_subagent_result_events(value, (codec.Event.new(
-                r.type, dict(r.attributes), id=r.id, event_class=_OUTPUT_CLASS) for r in results))
+        outputs, results = tuple(outputs), tuple(results)
+        value = _WrittenState(lambda: _written_state(event, outputs, results, completed))
         return Entry(state_key=task.state_key, business_key=task.business_key, seq=task.seq,
                      event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
                      key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=event.id,
@@ -306,6 +297,38 @@ class Simulation:
                 names[self.agent.action_uuid(d.name, ident, attempt=self.plan.attempt)] = d.name
                 names.setdefault(self.agent.action_uuid(d.name, ident, attempt=0), d.name)
         return names
+
+
+class _WrittenState:
+    """The value of a record this replay wrote, built as a codec ``ActionState`` only when something reads it
+    (a later reuse of the same state key; most written records are never read again)."""
+
+    __slots__ = ("_build", "_state")
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build: Callable[[], Any] | None = build
+        self._state: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._build is not None:
+            self._state, self._build = self._build(), None
+        return getattr(self._state, name)
+
+
+def _written_state(event: AgentEvent, outputs: Sequence[AgentEvent], results: Sequence[AgentEvent],
+                   completed: bool) -> Any:
+    from agent_inspect import codec
+    from agent_inspect.recovery._refresh import with_subagent_result_events
+
+    task_event = codec.Event.new(event.type, dict(event.attributes), id=event.id,
+                                 event_class=event.event_class or codec.GENERIC_EVENT)
+    outs = tuple(codec.Event.new(o.type, dict(o.attributes), id=o.id, upstream_event_id=o.upstream_event_id,
+                                 upstream_action_name=o.upstream_action) for o in outputs)
+    value = codec.ActionState(task_event=task_event, output_events=outs, completed=completed)
+    if results:
+        value = with_subagent_result_events(value, (codec.Event.new(
+            r.type, dict(r.attributes), id=r.id, event_class=_OUTPUT_CLASS) for r in results))
+    return value
 
 
 def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
