@@ -51,7 +51,7 @@ class ExecutorOptions:
     Production mode (the journal of writes):
 
     - ``value_format``: the ActionState value format of journal records (default ``"V3"``; ``"V4"``
-      under the runtime ``main``, which writes ``subagentResultEvents``; a value given stays).
+      under the runtime ``main``, which writes ``subagentResultEvents`` in every record, ``"V3"`` is written as V4).
     - ``num_partitions``: partitions of the journal (default: the log's, else 1).
     - ``clock``: journal timestamps; a base time stamps each record base + its PERSIST step index
       in milliseconds, a callable ``clock(i, step)`` gets the journal index and the writing step;
