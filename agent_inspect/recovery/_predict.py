@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from agent_inspect.recovery._reconstruct import Reconstruction
 
 from agent_inspect.recovery._body import _Call, _Context, _Round
+from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._journal import CallOutcome, SymbolicCallJournal, _Crash
 from agent_inspect.recovery._prediction import Prediction, reader_reasons, removed_by
 
@@ -195,16 +196,17 @@ class Simulation:
                "scope": call.scope if call else None, "body_ran": False, "calls_executed": 0,
                "calls_replayed": 0, "cache_ops": []}
         self.rows.append(row)
-        decision = self._get(task, row)
+        ops: list[Any] = []
+        row["cache_ops"] = ops
+        core = TaskLookups(self.session, task, lambda decision: ops.extend(decision.events))
+        decision = self._get(core, row)
         row.update(outcome=str(decision.outcome), reason=decision.reason,
                    entry_pos=decision.entry.pos if decision.entry is not None else None)
         if decision.outcome is Outcome.REUSE and decision.entry is not None:  # a REUSE always names its entry
             return (index, *self._reuse(decision.entry, event, decl, rnd))
         recorded: Sequence[Any] = ()
         if decision.outcome is Outcome.RERUN:
-            if self._get(task, row).entry is None:
-                self.session.write(self._entry(task, event, completed=False))
-            self._get(task, row)
+            self._step(row, core.start, lambda: self._entry(task, event, completed=False))
         else:
             value = self._value(decision.entry)
             recorded = value.call_results if value is not None else ()
@@ -215,17 +217,25 @@ class Simulation:
         self.agent.run_action(decl.name, ctx)
         self.warnings.extend(journal.warnings)
         row["calls_executed"], row["calls_replayed"] = ctx.executed, ctx.replayed
-        self._get(task, row)
-        self.session.write(self._entry(task, event, completed=True, outputs=ctx.outputs, results=ctx.results))
+        self._step(row, core.complete,
+                   self._entry(task, event, completed=True, outputs=ctx.outputs, results=ctx.results))
         return index, ctx.outputs, ctx.results
 
-    def _get(self, task: Task, row: dict[str, Any]) -> LookupDecision:
-        decision = self.session.lookup(task)
-        row["cache_ops"].extend(decision.events)
-        if decision.outcome is Outcome.FAIL:
-            row.update(outcome=str(Outcome.FAIL), reason=decision.reason, entry_pos=None)
-            raise _Crash
-        return decision
+    @staticmethod
+    def _get(core: TaskLookups, row: dict[str, Any]) -> LookupDecision:
+        try:
+            return core.get()
+        except TaskFailed as failed:
+            row.update(outcome=str(Outcome.FAIL), reason=failed.decision.reason, entry_pos=None)
+            raise _Crash from None
+
+    @staticmethod
+    def _step(row: dict[str, Any], step: Callable[[Any], None], arg: Any) -> None:
+        try:
+            step(arg)
+        except TaskFailed as failed:
+            row.update(outcome=str(Outcome.FAIL), reason=failed.decision.reason, entry_pos=None)
+            raise _Crash from None
 
     def _value(self, entry: Entry | None) -> Any:
         if entry is None:

@@ -16,6 +16,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._children import ChildDispatch
+from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._plan import queued_tasks
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
@@ -333,22 +334,18 @@ def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: An
 
 
 def _dispatch(session: RecoverySession, task: Task, pos: int | None) -> tuple[Outcome, str]:
-    """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun."""
-    first = session.lookup(task, pos=pos)
-    if first.outcome in (Outcome.REUSE, Outcome.FAIL):
-        return first.outcome, first.reason
-    if first.entry is None:
-        again = session.lookup(task)
-        if again.outcome is Outcome.FAIL:
-            return again.outcome, again.reason
-        if again.entry is None:
-            session.write(_replay_entry(task, completed=False))
-        if session.lookup(task).outcome is Outcome.FAIL:
-            return Outcome.FAIL, "lookup after the initial write failed"
-    final = session.lookup(task)
-    if final.outcome is Outcome.FAIL:
-        return Outcome.FAIL, final.reason
-    session.write(_replay_entry(task, completed=True))
+    """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun (no body)."""
+    core = TaskLookups(session, task)
+    try:
+        first = core.get(pos=pos)
+        if first.outcome is Outcome.REUSE:
+            return first.outcome, first.reason
+        if first.entry is None:
+            core.start(lambda: _replay_entry(task, completed=False))
+        core.complete(_replay_entry(task, completed=True))
+    except TaskFailed as failed:
+        reason = "lookup after the initial write failed" if failed.stage == "bind" else failed.decision.reason
+        return Outcome.FAIL, reason
     return first.outcome, first.reason
 
 
