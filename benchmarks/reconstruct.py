@@ -202,7 +202,7 @@ def main() -> int:
     per_record = {}
     for n in (small, large):
         frame = synthetic_records(n)
-        result, secs = timed(reconstruct, frame, "fixed")
+        result, secs = timed(reconstruct, frame, rule="fixed")
         per_record[n] = secs / len(frame)
         s = result.summary()
         print(f"reconstruct(fixed) {len(frame):>9,} records: {secs:7.2f}s = {per_record[n] * 1e6:6.2f} us/record; "
@@ -215,7 +215,7 @@ def main() -> int:
     _, ours_s = timed(indexed_recovery, entries, tasks)
     scan_s = scan_recovery_sampled(entries, tasks, args.sample)
     speedup = scan_s / ours_s
-    _, full_s = timed(reconstruct, frame, "original")
+    _, full_s = timed(reconstruct, frame, rule="original")
     print(f"original-rule recovery of {len(frame):,} records ({len(tasks):,} lookups): indexed store {ours_s:.2f}s, "
           f"upstream scan port ~{scan_s:,.0f}s (extrapolated from {args.sample} lookups) -> {speedup:,.0f}x; "
           f"full reconstruct(original) {full_s:.2f}s")

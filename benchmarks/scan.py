@@ -16,12 +16,16 @@ of N records to P partitions, then measures
   its RSS sampled every 10 ms from just before ``ai.scan`` to its end.
 - ``client_rss_keys``: the same at ten times the keys (and records) of the small topic, with the client's
   growth per business key (``bytes_per_key``): the client holds O(keys), so this ratio is about 10.
+- ``key_frame_vs_load``: ``agent_inspect.scan.key_frame`` of the 1,111-key fleet file (``ai.samples.write_fleet``)
+  against ``ai.load`` of that file, CPU seconds of this process (target <= 8; no broker needed:
+  ``--key-frame-only`` measures just this).
 - ``per_record_cost``: the scan's seconds per record on the large topic against the small one (target <= 1.3);
   ``cpu_ratio`` is the same from the workers' CPU seconds (steady on a busy machine); ``keys10x`` the
   same figures for the topic with ten times the keys.
 
     .venv/bin/python benchmarks/scan.py                                   # 200k and 2M records (many minutes)
     .venv/bin/python benchmarks/scan.py --small 20000 --large 200000      # quick run
+    .venv/bin/python benchmarks/scan.py --key-frame-only                  # key_frame_vs_load only (a minute)
 
 The last line is a JSON array: ``name``, ``ratio``, ``target``, ``better`` ("higher"/"lower") and the figures.
 """
@@ -51,7 +55,9 @@ import agent_inspect as ai  # noqa: E402
 from agent_inspect.fleet import key_frame  # noqa: E402
 from tests.support.tansu import create_topic, start_tansu  # noqa: E402
 
-TARGETS = {"scan_vs_single": (0.9, "higher"), "client_rss": (1.5, "lower"), "per_record_cost": (1.3, "lower")}
+TARGETS = {"scan_vs_single": (0.9, "higher"), "client_rss": (1.5, "lower"), "per_record_cost": (1.3, "lower"),
+           "key_frame_vs_load": (8.0, "lower")}
+FLEET_KEYS = 1111   # the fleet of issue 21's key_frame_vs_load
 
 
 def fleet(keys: int, rounds: int, seed: int) -> list[tuple[str, bytes]]:
@@ -151,6 +157,33 @@ def single(bootstrap: str, topic: str) -> tuple[float, object]:
     return seconds, keys
 
 
+def key_frame_vs_load(keys: int = FLEET_KEYS, repeat: int = 3) -> dict[str, object]:
+    """``key_frame`` of a ``keys``-key fleet file against ``ai.load`` of it: CPU seconds, the best of ``repeat``
+    loads and of two key frames (CPU time, so that a busy machine moves the ratio less)."""
+    import agent_inspect.recovery
+    import agent_inspect.rules  # noqa: F401
+
+    with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
+        path = ai.samples.write_fleet(os.path.join(tmp, "fleet.parquet"), keys)
+        loads = []
+        for _ in range(repeat):
+            gc.collect()
+            c0 = time.process_time()
+            log = ai.load(str(path))
+            loads.append(time.process_time() - c0)
+        frames = []
+        for _ in range(2):
+            gc.collect()
+            c0 = time.process_time()
+            frame = key_frame(log, rules=("original", "fixed"))
+            frames.append(time.process_time() - c0)
+    load_s, frame_s = min(loads), min(frames)
+    return {"name": "key_frame_vs_load", "ratio": round(frame_s / load_s, 2), "target": TARGETS["key_frame_vs_load"][0],
+            "better": "lower", "keys": len(frame), "records": len(log.records), "load_cpu_s": round(load_s, 3),
+            "key_frame_cpu_s": round(frame_s, 3),
+            "key_frame_us_per_record": round(frame_s / len(log.records) * 1e6, 1)}
+
+
 def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
@@ -160,10 +193,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--no-keys10x", action="store_true",
                         help="skip the topic of ten times the keys (client_rss_keys; measure it in a smaller run)")
+    parser.add_argument("--key-frame-only", action="store_true",
+                        help="measure only key_frame_vs_load (a fleet file, no broker, no cluster)")
     parser.add_argument("--client-of", nargs=3, metavar=("SCHEDULER", "URL", "KEYS_OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client_of:  # the measured client process of timed_scan
         print(json.dumps(measure_client(*args.client_of)))
+        return 0
+    frame_vs_load = key_frame_vs_load()
+    print(f"key_frame vs load, {frame_vs_load['records']:,} records of {frame_vs_load['keys']:,} keys: "
+          f"{frame_vs_load['ratio']}x", flush=True)
+    if args.key_frame_only:
+        print(json.dumps([frame_vs_load]))
         return 0
     cores = os.cpu_count() or 1
     keys = max(1, args.small // 18)                   # 3 rounds of 6 records a key
@@ -237,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                 "large_us_per_record": round(big["seconds"] / big["records"] * 1e6, 1),
                 "records": [small["records"], big["records"]]}
 
+    results.append(frame_vs_load)
     results.append({**rss("client_rss", runs["large"]), "target": TARGETS["client_rss"][0], "better": "lower"})
     if "keys10x" in runs:
         results.append({**rss("client_rss_keys", runs["keys10x"]), "target": None, "better": "lower"})

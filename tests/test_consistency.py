@@ -115,20 +115,19 @@ def dask_client() -> Iterator[Any]:
 def test_every_verb_reports_the_same_outcome(name: str, rule: str | None, dask_client: Any) -> None:
     log, markers = _log(name), ai.samples.markers(name)
     given = {} if rule is None else {"rule": rule}
-    # after the engine's merge: recovery = ai.Recovery.for_log(log, markers=markers, **given), and
-    # predict / reconstruct / ReplayExecutor take recovery=recovery
-    pred = ai.predict(log, markers=markers, **given)
+    recovery = ai.Recovery.for_log(log, markers=markers, **given)   # resolved once, read by every verb
+    pred = ai.predict(log, recovery=recovery)
     tasks = pred.tasks
     reference = _by_state_key(tasks)
     assert reference, "a sample with no dispatched task checks nothing"
     found: dict[str, dict[Label, tuple[str, str]]] = {}
 
-    recon = ai.reconstruct(log, markers=markers, **given)
+    recon = ai.reconstruct(log, recovery=recovery)
     replayed = recon.records[recon.records["outcome"].notna()]
     found["reconstruct"] = _disagreements(tasks, reference, _by_state_key(replayed))
     assert reference.keys() & _by_state_key(replayed).keys(), "reconstruct replays none of predict's tasks"
 
-    executor = ai.ReplayExecutor(log, markers=markers, **given)
+    executor = ai.ReplayExecutor(log, recovery=recovery)
     executor.run()
     assert executor.done   # to the end, as the job's operator (production mode); a crashed restore stops at its failure
     lookups = executor.steps[executor.steps["kind"] == "lookup"]
@@ -136,7 +135,7 @@ def test_every_verb_reports_the_same_outcome(name: str, rule: str | None, dask_c
     assert _by_state_key(lookups).keys() == reference.keys()
 
     if rule in VERIFY_RULES and (name not in LARGE or (rule is None and name in VERIFY_LARGE)):
-        verification = ai.verify(log, _trace(name), markers=markers, candidates=(), **given)
+        verification = ai.verify(log, _trace(name), recovery=recovery, candidates=())
         found["verify"] = _disagreements(tasks, reference, _by_state_key(verification.prediction.tasks))
 
     # explain resolves its own settings (one prediction per call): the first task that is not reused
@@ -146,7 +145,7 @@ def test_every_verb_reports_the_same_outcome(name: str, rule: str | None, dask_c
     key, seq, action = str(tasks["key"].iat[i]), int(tasks["seq"].iat[i]), str(tasks["action"].iat[i])
     same = (tasks["key"].astype(str) == key) & (tasks["seq"] == seq) & (tasks["action"].astype(str) == action) \
         & (tasks["outcome"] != Outcome.NOT_DISPATCHED)
-    why = ai.explain(log, key, seq, action, occurrence=int(same.iloc[:i].sum()), markers=markers, **given)
+    why = ai.explain(log, key, seq, action, occurrence=int(same.iloc[:i].sum()), recovery=recovery)
     assert why.state_key == str(tasks["state_key"].iat[i])
     found["explain"] = {} if why.outcome == outcomes[i] else {(key, seq, action, 0): (outcomes[i], why.outcome)}
     assert why.what_if == (rule is not None and rule.partition(":")[0] != log.runtime().default_rule)

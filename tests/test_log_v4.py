@@ -235,7 +235,7 @@ def test_runtime_sets_the_default_rule_everywhere() -> None:
     assert recon.rule.name.startswith("original") and recon.runtime.name == "0.4"
     assert recon.summary()["runtime"]["name"] == "0.4"
     assert ai.reconstruct(log, runtime="main").runtime.name == "main"
-    assert ai.reconstruct(log, "fixed").rule.name == "fixed"  # the what-if stays one argument away
+    assert ai.reconstruct(log, rule="fixed").rule.name == "fixed"  # the what-if stays one argument away
     pred = predict(log)
     assert pred.rule.startswith("original") and pred.runtime.name == "0.4"
     assert predict(recon).runtime is recon.runtime

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
@@ -52,9 +53,10 @@ class AgentEvent:
         """Roots are recognised by ``type`` (spec §10.3), never by ``@class``."""
         return self.type == INPUT_EVENT
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """The event UUID of the attributes (spec §4.3.1): the event segment of the state key."""
+        """The event UUID of the attributes (spec §4.3.1): the event segment of the state key (computed once
+        per event: the engine and an as-recorded body both ask for it)."""
         from agent_inspect.codec import event_uuid
 
         return event_uuid(dict(self.attributes))

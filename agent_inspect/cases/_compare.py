@@ -67,7 +67,7 @@ def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, age
     agent = agent if agent is not None else AsRecordedAgent(log)
     frames = []
     for rule in rules:
-        pred = predict(log, plan, agent, rule=rule, markers=markers)
+        pred = predict(log, plan=plan, agent=agent, rule=rule, markers=markers)
         tasks = pred.tasks
         keys = pd.Index(sorted(set(tasks["key"].astype(str)) | set(map(str, plan.restored_seq))), name="key")
         reruns = tasks.groupby("key", observed=True)["body_ran"].sum().reindex(keys, fill_value=0)

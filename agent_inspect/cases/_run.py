@@ -77,7 +77,7 @@ def run_case(case: Case, rule: Any = "fixed", *, built: BuiltCase | None = None)
     if built is None:
         built = build_case(case)
     ids = built.id_factory()
-    prediction = predict(built.log, built.plan, built.agent, rule=rule_obj, markers=built.markers, new_id=ids,
+    prediction = predict(built.log, plan=built.plan, agent=built.agent, rule=rule_obj, markers=built.markers, new_id=ids,
                          runtime=case.setup.runtime, kafka_pending=case.setup.kafka_pending)
     labels = {**built.id_labels, **ids.labels}
     lines = {ln.n: ln for ln in case.log}

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._jsonable import jsonable, jsonable_rows
-from agent_inspect._recovery_args import predict_arguments, reconstruct_arguments
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
 
 if TYPE_CHECKING:
@@ -43,9 +42,7 @@ def _records(frame: Any) -> list[dict[str, Any]]:
 def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, Any]:
     """The report the command prints, as plain JSON-able data."""
     from agent_inspect.recovery import reconstruct
-
-    # after the engine's merge: reconstruct(log, recovery=recovery)
-    result = reconstruct(log, **reconstruct_arguments(recovery))
+    result = reconstruct(log, recovery=recovery)
     recs = result.records
     evicted = recs[recs["status"] == "evicted"]
     invalidated = recs[recs["status"] == "invalidated"]
@@ -75,7 +72,7 @@ def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, 
     from agent_inspect.recovery import predict
 
     try:
-        prediction = predict(log, **predict_arguments(recovery))   # after the engine's merge: recovery=recovery
+        prediction = predict(log, recovery=recovery)
     except InspectError as exc:
         return None, str(exc)
     return jsonable_rows(prediction.ledger_totals()), None

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Text
-from agent_inspect._recovery_args import predict_arguments
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
 from agent_inspect.store import Outcome
@@ -166,8 +165,7 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
         raise SelectorError(f"cannot explain a {type(obj).__name__}; pass a log, a reconstruction, a prediction "
                             "(with log=) or a source")
     settings = Recovery.resolve(log, recovery, **given)
-    # after the engine's merge: predict(log, recovery=settings)
-    return predict(log, **predict_arguments(settings)), log, settings.markers, settings
+    return predict(log, recovery=settings), log, settings.markers, settings
 
 
 def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
@@ -219,7 +217,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
 
         for other in also:
             alt_settings = settings.replace(log, rule=other)
-            alt = predict(log, **predict_arguments(alt_settings))
+            alt = predict(log, recovery=alt_settings)
             alternatives[alt_settings.rule.name] = _same_task_outcome(alt.tasks, tasks, i)
     return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
                        outcome=str(row["outcome"]), reason=_reason(row), state_key=str(row["state_key"]),

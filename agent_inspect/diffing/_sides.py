@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._recovery_args import predict_arguments, reconstruct_arguments
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
@@ -285,12 +284,10 @@ def _default_label(log: Any) -> str:
 
 def _recovery_side(log: Any, mode: str, settings: Recovery, *, label: str) -> Side:
     from agent_inspect.recovery import predict, reconstruct
-
-    # after the engine's merge: predict(log, recovery=settings) / reconstruct(log, recovery=settings)
     if mode == "predict":
-        side = _prediction_side(predict(log, **predict_arguments(settings)), label=label, log=log)
+        side = _prediction_side(predict(log, recovery=settings), label=label, log=log)
     else:
-        side = _reconstruction_side(reconstruct(log, **reconstruct_arguments(settings)), label=label)
+        side = _reconstruction_side(reconstruct(log, recovery=settings), label=label)
     return Side(side.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=settings.runtime.name,
                 source=side.source, what_if=settings.what_if)
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
-from agent_inspect.codec import marker_list as as_marker_list
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
@@ -19,16 +18,16 @@ from agent_inspect.executor._inspect import (
     stale_records_frame,
     steps_frame,
 )
-from agent_inspect.executor._options import Clock, ExecutorOptions
+from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions
 from agent_inspect.executor._plan import PlanLike, as_plan, plan_view
-from agent_inspect.executor._policy import Policies, as_policies
+from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
 from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
-from agent_inspect.log import resolve_runtime
+from agent_inspect.recovery import SETTING_NAMES, Recovery
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -44,26 +43,28 @@ __all__ = ["ReplayExecutor"]
 class ReplayExecutor(HtmlRepr):
     """Step through a recovery (or a dry-run replay) one store decision at a time.
 
-    Build it from a loaded log (or a reconstruction result), a divergence ``rule`` and
-    :class:`ExecutorOptions` (or the same options as keywords; keywords win over ``options``)::
+    Build it from a loaded log (or a reconstruction result) with the recovery settings (``recovery=``, a
+    :class:`~agent_inspect.recovery.Recovery`, or its settings as keywords: ``rule``, ``markers``, ``runtime``,
+    ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``, ``call_matching``, ``expected_fingerprint``,
+    ``max_parallelism``) and the executor's own :class:`ExecutorOptions` (or the same options as keywords;
+    keywords win over ``options``, and a keyword given as None is not given)::
 
         ex = ai.ReplayExecutor(log, agent=agent, rule="fixed", markers=[{0: 120}])
-        ex = ai.ReplayExecutor(log, rule="fixed", options=ExecutorOptions(agent=agent, markers=[{0: 120}]))
+        ex = ai.ReplayExecutor(log, recovery=ai.recovery.Recovery.for_log(log, rule="fixed"), seed=3)
         ex.step(); ex.run(until=Breakpoint(kind="rerun")); ex.back()
         ex.steps            # one row per step
         ex.store, ex.memory, ex.counters
 
-    The options (each documented on :class:`ExecutorOptions`): ``agent``, ``plan``, ``markers``,
-    ``policies``, ``memory``, ``sensory``, ``memory_decoder``, ``restore``, ``key_format``,
-    ``max_parallelism``, ``expected_fingerprint``, ``source_kind``, ``attempt``, ``seed``,
-    ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``,
-    ``runtime``, ``call_matching``, ``kafka_pending``.
+    With no rule given the rule is the one the log's runtime ships (:attr:`recovery`). The options (each
+    documented on :class:`ExecutorOptions`): ``policies``, ``memory``, ``sensory``, ``memory_decoder``,
+    ``restore``, ``key_format``, ``source_kind``, ``attempt``, ``seed``, ``breakpoints``, ``fail_after``,
+    ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
 
     The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`),
     memory is copy-on-write, and no source client is ever used. Bodies must have side effects only
     through their context; ``back()`` re-runs from the start to the previous step, serving durable
     calls that already ran from memory so external functions are not called twice. A reconstruction
-    brings its rule and markers as defaults. Plan keys are Flink key texts or the log's business
+    brings its settings (:attr:`~agent_inspect.recovery.Reconstruction.recovery`) as defaults. Plan keys are Flink key texts or the log's business
     keys; steps, memory and the store use the log's business key (the digest under K1.6/K2).
 
     Production mode: with no log the executor is the *operator* of a fresh job. :attr:`journal`
@@ -73,33 +74,25 @@ class ReplayExecutor(HtmlRepr):
     ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
     """
 
-    def __init__(self, log: ActionStateLog | Reconstruction | None = None, *, rule: object = None,
-                 options: ExecutorOptions | None = None, agent: object | None = None,
-                 plan: PlanLike | None = None,
-                 markers: Sequence[Mapping[int, int]] | Mapping[int, int] | None = None,
-                 policies: Policies | Mapping[str, Any] | None = None,
-                 key_format: str | None = None, value_format: str = "V3",
-                 num_partitions: int | None = None, max_parallelism: int | None = None,
-                 expected_fingerprint: str | None = None,
-                 memory: Mapping[str, Mapping[str, Any]] | None = None,
-                 sensory: Mapping[str, Mapping[str, Any]] | None = None,
-                 breakpoints: Iterable[Breakpoint] = (), fail_after: int | None = None,
-                 attempt: int | None = None, seed: int | None = None,
-                 memory_decoder: Callable[[Any], Any] | None = None, restore: Checkpoint | None = None,
-                 source_kind: str | None = None, clock: Clock | None = None,
-                 prune_tombstones: bool = False, runtime: str = "auto", call_matching: str = "position",
-                 kafka_pending: str | None = None) -> None:
-        opts = (options or ExecutorOptions()).updated(
-            agent=agent, plan=plan, markers=markers, policies=policies, key_format=key_format,
-            value_format=value_format, num_partitions=num_partitions, max_parallelism=max_parallelism,
-            expected_fingerprint=expected_fingerprint, memory=memory, sensory=sensory,
-            breakpoints=tuple(breakpoints), fail_after=fail_after, attempt=attempt, seed=seed,
-            memory_decoder=memory_decoder, restore=restore, source_kind=source_kind, clock=clock,
-            prune_tombstones=prune_tombstones, runtime=runtime, call_matching=call_matching,
-            kafka_pending=kafka_pending)
+    def __init__(self, subject: ActionStateLog | Reconstruction | None = None, *, recovery: Recovery | None = None,
+                 options: ExecutorOptions | None = None, **overrides: Any) -> None:
+        settings = {k: overrides.pop(k) for k in SETTING_NAMES if k in overrides}
+        unknown = set(overrides) - set(OPTION_NAMES)
+        if unknown:
+            raise TypeError(f"ReplayExecutor got unknown option(s) {', '.join(sorted(unknown))}; the recovery "
+                            f"settings are {', '.join(SETTING_NAMES)}, the executor's {', '.join(OPTION_NAMES)}")
+        opts = (options or ExecutorOptions()).updated(**overrides)
         self.options = opts
-        base = _as_log(log)
-        agent = opts.agent
+        base = _as_log(subject)
+        if recovery is None and subject is not None and subject is not base:
+            recovery = getattr(subject, "recovery", None)    # a reconstruction: its settings by default
+        restore = opts.restore
+        if restore is not None and settings.get("markers") is None and (recovery is None
+                                                                      or "markers" not in recovery.given):
+            settings["markers"] = [restore.marker]
+        #: the resolved recovery settings (rule, markers, runtime, plan, agent, restore checks) this replay runs
+        self.recovery = Recovery.resolve(base, recovery, **settings)
+        agent = self.recovery.agent
         if agent is None:
             if base is None:
                 raise ReplayError("no agent and no log: pass agent=... (e.g. a PythonAgent) to run a fresh job")
@@ -107,25 +100,20 @@ class ReplayExecutor(HtmlRepr):
 
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
-        markers = opts.markers
-        if log is not None and log is not base:       # a reconstruction: its rule and markers by default
-            rule = getattr(log, "rule", None) if rule is None else rule
-            markers = getattr(log, "markers", None) if markers is None else markers
-        #: the upstream runtime the log is read as (``runtime=``: "0.3" / "0.4" / "main" / "auto"), and why
-        self.runtime = resolve_runtime(opts.runtime, base)
-        self._rule = self.runtime.default_rule if rule is None else rule  # what that runtime ships
-        restore, plan, memory, sensory = opts.restore, opts.plan, opts.memory, opts.sensory
+        #: the upstream runtime the log is read as, and why (``recovery.runtime``)
+        self.runtime = self.recovery.runtime
+        plan: Any = self.recovery.plan
+        memory, sensory = opts.memory, opts.sensory
         if restore is not None:
-            markers = [restore.marker] if markers is None else markers
             memory = restore.short_term if memory is None else memory
             sensory = restore.sensory if sensory is None else sensory
             plan = _restore_plan(plan, restore)
-        markers = as_marker_list(markers)          # a read checkpoint gives its per-subtask markers
+        markers = self.recovery.markers
         if isinstance(markers, Mapping):
             markers = [markers]
         marker_list = None if markers is None else [dict(m) for m in markers]
-        keys = KeyMaker(base, key_format=opts.key_format,
-                        max_parallelism=128 if opts.max_parallelism is None else opts.max_parallelism)
+        max_parallelism = self.recovery.max_parallelism
+        keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
         pv = plan_view(plan, base, markers=marker_list)
         keys.register(pv.plan.keys)
         from agent_inspect.recovery import source_kind_of
@@ -133,15 +121,14 @@ class ReplayExecutor(HtmlRepr):
         if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
-            log=base, agent=view, rule=self._rule, markers=marker_list, plan=pv, keys=keys,
+            log=base, agent=view, rule=self.recovery.rule, markers=marker_list, plan=pv, keys=keys,
             calls=CallServer(as_policies(opts.policies)),
             attempt=int(pv.plan.attempt if opts.attempt is None else opts.attempt),
             # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
-            source_kind=opts.source_kind, expected_fingerprint=opts.expected_fingerprint,
-            max_parallelism=opts.max_parallelism, call_matching=opts.call_matching, runtime=self.runtime,
-            kafka_pending=opts.kafka_pending)
+            source_kind=opts.source_kind, expected_fingerprint=self.recovery.expected_fingerprint,
+            max_parallelism=max_parallelism, call_matching=self.recovery.call_matching, runtime=self.recovery.model)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
         self._production = Production(
@@ -316,7 +303,7 @@ class ReplayExecutor(HtmlRepr):
 
     def __repr__(self) -> str:
         state = "failed" if self.failure else "done" if self.done else "paused"
-        return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self._rule!r})"
+        return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self.recovery.rule_label!r})"
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("ReplayExecutor"), f" — {len(self._engine.run.steps)} steps, {'done' if self.done else 'paused'}",

@@ -154,7 +154,10 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
     :func:`agent_inspect.recovery.predict` (None: the whole log).
     """
-    from agent_inspect.recovery import ReplayPlan, lint, predict, reconstruct
+    from agent_inspect.agents import AsRecordedAgent
+    from agent_inspect.history import annotate
+    from agent_inspect.log import resolve_runtime
+    from agent_inspect.recovery import ReplayPlan, lint, normalize_markers, predict, refresh_positions
 
     records = log.records
     bk = records["business_key"].astype(object)
@@ -177,9 +180,10 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     # that record belongs to the branch the conflict replaced.
     conflict: dict[str, tuple[int, int]] = {}   # key -> (lowest conflicting seq, position of the latest such root)
     if len(roots):
+        roots = roots.assign(_pos=roots.index)
         by_round = roots.groupby([roots["business_key"].astype(str), roots["seq"]], observed=True)
         n = by_round["event_uuid"].nunique()
-        last = by_round.apply(lambda g: int(g.index.max()), include_groups=False)
+        last = by_round["_pos"].max()
         for (k, s), c in n.items():
             if c > 1:
                 lo, pos = conflict.get(k, (int(s), -1))
@@ -199,19 +203,21 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
 
     plan = ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
-    attempts: pd.Series | None = None
+    info = resolve_runtime(runtime, log)
+    window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
+    agent = AsRecordedAgent(log)          # stateless between predictions: one for every rule
+    refresh = refresh_positions(log, info)    # not attempts: the history is read without them, as reconstruct does
+    a = pd.to_numeric(annotate(records.drop(index=sorted(refresh)) if refresh else records)["attempt"]
+                      .reindex(records.index), errors="coerce")
+    attempts: pd.Series = a.groupby(bk.astype(object)).max().fillna(0)
     for rule in rules:
-        recon = reconstruct(log, rule=rule, markers=markers, runtime=runtime)
-        if attempts is None:
-            a = pd.to_numeric(recon.records["attempt"], errors="coerce")
-            attempts = a.groupby(bk.astype(object)).max().fillna(0)
-        pred = predict(recon, plan)
+        pred = predict(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
         cols, by_function = _rule_columns(pred, keys, to_business, conflict_seq)
         for c in RULE_COLUMNS:
             out[f"{_name(rule)}_{c}"] = cols[c]
         for function, counts in sorted(by_function.items()):
             out[f"{_name(rule)}{CALLS_PREFIX}{function}"] = np.asarray(counts, dtype="int32")
-    att = attempts if attempts is not None else pd.Series(dtype="float64")
+    att = attempts
     att.index = att.index.map(str)
     out["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
     out = out.reset_index()

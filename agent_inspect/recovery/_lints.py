@@ -102,10 +102,12 @@ def _action_uuid(records: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
                           "key_format": records["key_format"].astype(object), "attempt": ann["attempt"],
                           "tombstone": records["tombstone"].fillna(False).astype(bool)})
     frame = frame[frame["attempt"].notna() & ~frame["tombstone"] & (frame["key_format"] != "K2")]
+    group = ["business_key", "seq", "event_uuid"]
+    # only an event seen in two attempts under two action UUIDs can be unstable: find those in one pass
+    counts = frame.groupby(group, sort=False)[["attempt", "action_uuid"]].transform("nunique")
+    frame = frame[(counts["attempt"] >= 2) & (counts["action_uuid"] >= 2)]
     rows = []
-    for (k, s, e), grp in frame.groupby(["business_key", "seq", "event_uuid"], sort=False):
-        if grp["attempt"].nunique() < 2 or grp["action_uuid"].nunique() < 2:
-            continue
+    for (k, s, e), grp in frame.groupby(group, sort=False):
         sets = {a: frozenset(g["action_uuid"]) for a, g in grp.groupby("attempt")}
         pairs = [(a, b) for a in sets for b in sets if a < b and not (sets[a] & sets[b])]
         if not pairs:
@@ -122,6 +124,8 @@ def _action_uuid(records: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     sub = recs[recs["key_format"].astype(object).isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()]
+    texts = sub["key_text"].astype(object)
+    sub = sub[sub["key_group"].groupby(texts, sort=False).transform("nunique") > 1]   # the candidates only
     rows = []
     for text, grp in sub.groupby(sub["key_text"].astype(object), sort=True):
         groups = sorted(set(grp["key_group"].astype(int)))
@@ -136,6 +140,7 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     from agent_inspect.codec import event_uuid
+    from agent_inspect.recovery._plan import fingerprint_of_raw
 
     live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
     if "value_format" in live:
@@ -149,8 +154,8 @@ def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]
         if event is None:
             continue
         try:
-            attrs = event.attrs() if hasattr(event, "attrs") else event.attributes
-            expected = event_uuid(attrs)
+            raw = event.attributes
+            expected = fingerprint_of_raw(bytes(raw)) if hasattr(event, "attrs") else event_uuid(raw)
         except Exception:  # noqa: BLE001 - unreadable attributes are a decode problem, not this lint's
             continue
         if expected != e:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from msgspec import Raw
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
@@ -245,12 +247,27 @@ def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
     return agent_event(ev)
 
 
-def agent_event(ev: Any) -> AgentEvent:
-    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``)."""
+def agent_event(ev: Any, **changes: Any) -> AgentEvent:
+    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``), with ``changes``
+    (e.g. a re-bound lineage). Its fingerprint is read from the record's attribute bytes, once per distinct
+    bytes (a record's events are replayed again under every rule and by every reuse)."""
     attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
-    return AgentEvent(type=str(ev.type), attributes=attrs if isinstance(attrs, dict) else {}, id=ev.id,
-                      event_class=ev.event_class, upstream_event_id=ev.upstream_event_id,
-                      upstream_action=ev.upstream_action_name)
+    fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
+                              "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,
+                              "upstream_action": ev.upstream_action_name, **changes}
+    out = AgentEvent(**fields)
+    raw = getattr(ev, "attributes", None)
+    if isinstance(attrs, dict) and isinstance(raw, bytes | Raw):
+        out.__dict__["fingerprint"] = fingerprint_of_raw(bytes(raw))   # the cached_property's slot
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def fingerprint_of_raw(raw: bytes) -> str:
+    """The event UUID of an event's stored attribute bytes, computed once per distinct bytes."""
+    from agent_inspect.codec import event_uuid
+
+    return event_uuid(raw)
 
 
 def key_identity(business_key: str, state_key: str) -> KeyIdentity:

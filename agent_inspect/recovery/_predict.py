@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
@@ -28,9 +27,9 @@ from agent_inspect.agents import (
     AgentEvent,
 )
 from agent_inspect.codec import call_matcher, call_router
-from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._plan import KeyIdentity, ReplayPlan, agent_event, identity_from_log
-from agent_inspect.recovery._rebuild import Markers, rebuild
+from agent_inspect.recovery._rebuild import rebuild
+from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import (
     Entry,
     LookupDecision,
@@ -43,10 +42,11 @@ from agent_inspect.store import (
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuntimeLike
-    from agent_inspect.log import ActionStateLog, RuntimeInfo
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
 from agent_inspect.recovery._body import _Call, _Context, _Round
+from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._journal import CallOutcome, SymbolicCallJournal, _Crash
 from agent_inspect.recovery._prediction import Prediction, reader_reasons, removed_by
 
@@ -196,16 +196,17 @@ class Simulation:
                "scope": call.scope if call else None, "body_ran": False, "calls_executed": 0,
                "calls_replayed": 0, "cache_ops": []}
         self.rows.append(row)
-        decision = self._get(task, row)
+        ops: list[Any] = []
+        row["cache_ops"] = ops
+        core = TaskLookups(self.session, task, lambda decision: ops.extend(decision.events))
+        decision = self._get(core, row)
         row.update(outcome=str(decision.outcome), reason=decision.reason,
                    entry_pos=decision.entry.pos if decision.entry is not None else None)
         if decision.outcome is Outcome.REUSE and decision.entry is not None:  # a REUSE always names its entry
             return (index, *self._reuse(decision.entry, event, decl, rnd))
         recorded: Sequence[Any] = ()
         if decision.outcome is Outcome.RERUN:
-            if self._get(task, row).entry is None:
-                self.session.write(self._entry(task, event, completed=False))
-            self._get(task, row)
+            self._step(row, core.start, lambda: self._entry(task, event, completed=False))
         else:
             value = self._value(decision.entry)
             recorded = value.call_results if value is not None else ()
@@ -216,17 +217,25 @@ class Simulation:
         self.agent.run_action(decl.name, ctx)
         self.warnings.extend(journal.warnings)
         row["calls_executed"], row["calls_replayed"] = ctx.executed, ctx.replayed
-        self._get(task, row)
-        self.session.write(self._entry(task, event, completed=True, outputs=ctx.outputs, results=ctx.results))
+        self._step(row, core.complete,
+                   self._entry(task, event, completed=True, outputs=ctx.outputs, results=ctx.results))
         return index, ctx.outputs, ctx.results
 
-    def _get(self, task: Task, row: dict[str, Any]) -> LookupDecision:
-        decision = self.session.lookup(task)
-        row["cache_ops"].extend(decision.events)
-        if decision.outcome is Outcome.FAIL:
-            row.update(outcome=str(Outcome.FAIL), reason=decision.reason, entry_pos=None)
-            raise _Crash
-        return decision
+    @staticmethod
+    def _get(core: TaskLookups, row: dict[str, Any]) -> LookupDecision:
+        try:
+            return core.get()
+        except TaskFailed as failed:
+            row.update(outcome=str(Outcome.FAIL), reason=failed.decision.reason, entry_pos=None)
+            raise _Crash from None
+
+    @staticmethod
+    def _step(row: dict[str, Any], step: Callable[[Any], None], arg: Any) -> None:
+        try:
+            step(arg)
+        except TaskFailed as failed:
+            row.update(outcome=str(Outcome.FAIL), reason=failed.decision.reason, entry_pos=None)
+            raise _Crash from None
 
     def _value(self, entry: Entry | None) -> Any:
         if entry is None:
@@ -252,17 +261,8 @@ class Simulation:
 
     def _entry(self, task: Task, event: AgentEvent, *, completed: bool,
                outputs: Sequence[AgentEvent] = (), results: Sequence[AgentEvent] = ()) -> Entry:
-        from agent_inspect import codec
-        from agent_inspect.recovery._refresh import with_subagent_result_events
-
-        task_event = codec.Event.new(event.type, dict(event.attributes), id=event.id,
-                                     event_class=event.event_class or codec.GENERIC_EVENT)
-        outs = tuple(codec.Event.new(o.type, dict(o.attributes), id=o.id, upstream_event_id=o.upstream_event_id,
-                                     upstream_action_name=o.upstream_action) for o in outputs)
-        value = codec.ActionState(task_event=task_event, output_events=outs, completed=completed)
-        if results:
-            value = with_subagent_result_events(value, (codec.Event.new(
-                r.type, dict(r.attributes), id=r.id, event_class=_OUTPUT_CLASS) for r in results))
+        outputs, results = tuple(outputs), tuple(results)
+        value = _WrittenState(lambda: _written_state(event, outputs, results, completed))
         return Entry(state_key=task.state_key, business_key=task.business_key, seq=task.seq,
                      event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
                      key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=event.id,
@@ -309,6 +309,38 @@ class Simulation:
         return names
 
 
+class _WrittenState:
+    """The value of a record this replay wrote, built as a codec ``ActionState`` only when something reads it
+    (a later reuse of the same state key; most written records are never read again)."""
+
+    __slots__ = ("_build", "_state")
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self._build: Callable[[], Any] | None = build
+        self._state: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._build is not None:
+            self._state, self._build = self._build(), None
+        return getattr(self._state, name)
+
+
+def _written_state(event: AgentEvent, outputs: Sequence[AgentEvent], results: Sequence[AgentEvent],
+                   completed: bool) -> Any:
+    from agent_inspect import codec
+    from agent_inspect.recovery._refresh import with_subagent_result_events
+
+    task_event = codec.Event.new(event.type, dict(event.attributes), id=event.id,
+                                 event_class=event.event_class or codec.GENERIC_EVENT)
+    outs = tuple(codec.Event.new(o.type, dict(o.attributes), id=o.id, upstream_event_id=o.upstream_event_id,
+                                 upstream_action_name=o.upstream_action) for o in outputs)
+    value = codec.ActionState(task_event=task_event, output_events=outs, completed=completed)
+    if results:
+        value = with_subagent_result_events(value, (codec.Event.new(
+            r.type, dict(r.attributes), id=r.id, event_class=_OUTPUT_CLASS) for r in results))
+    return value
+
+
 def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
                   model: RuntimeModel) -> tuple[list[AgentEvent], list[AgentEvent]]:
     """What a REUSE of a completed record sends: ``(outputs to route, sub-agent result events)``.
@@ -321,7 +353,7 @@ def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
     from agent_inspect.recovery._refresh import subagent_result_events
 
     def rebound(e: Any) -> AgentEvent:
-        return replace(agent_event(e), upstream_event_id=event.id, upstream_action=decl.name)
+        return agent_event(e, upstream_event_id=event.id, upstream_action=decl.name)
 
     if model.subagent_results and event.type == SUBAGENT_EVENT:
         return [], [rebound(e) for e in subagent_result_events(value)]
@@ -331,46 +363,46 @@ def reused_events(value: Any, event: AgentEvent, decl: ActionDecl,
     return outputs, []
 
 
-def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None = None, agent: Agent | None = None,
-            *, rule: Any = None, markers: Markers = None, session: RecoverySession | None = None,
-            new_id: Callable[[], str] | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, runtime: str | RuntimeInfo = "auto",
-            call_matching: str = "position", kafka_pending: str | None = None) -> Prediction:
-    """Predict what a recovery does with ``log`` under ``rule`` (the static path, spec §15.6).
+def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recovery | None = None,
+            session: RecoverySession | None = None, new_id: Callable[[], str] | None = None,
+            **overrides: Any) -> Prediction:
+    """Predict what a recovery does with ``subject`` (the static path, spec §15.6).
 
-    ``log`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose
-    log, rule and markers are then used. ``rule`` defaults to the rule ``runtime`` ships ("0.3", "0.4",
-    "main"; default "auto", inferred from the log): the original rule for all three. ``markers`` select the
-    rebuild window: None takes the whole loaded log, ``[]`` is a fresh start. ``plan`` defaults to
-    :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an :class:`~agent_inspect.agents.AsRecordedAgent` of the
-    log (a rerun regenerates the recorded children with fresh ids). Pass ``session`` to continue
-    from an already rebuilt store; ``new_id`` to make fresh event ids reproducible.
-    ``call_matching`` ("position" or "function-id", the #1016 variant) is how replayed durable calls meet
-    their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other than
-    ``expected_fingerprint`` (default: the window's most common) or a key group outside
+    ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose log and
+    settings are then used. The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name
+    (``rule``, ``markers``, ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``,
+    ``call_matching``, ``expected_fingerprint``, ``max_parallelism``), resolved once with
+    :meth:`Recovery.resolve`: the rule defaults to the one the log's runtime ships (the original rule for
+    0.3, 0.4 and main); ``markers`` select the rebuild window (None: the whole loaded log, ``[]``: a fresh
+    start); ``plan`` defaults to :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an
+    :class:`~agent_inspect.agents.AsRecordedAgent` of the log (a rerun regenerates the recorded children with
+    fresh ids). ``call_matching`` ("position" or "function-id", the #1016 variant) is how replayed durable calls
+    meet their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other
+    than ``expected_fingerprint`` (default: the window's most common) or a key group outside
     ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
-    The runtime (given or inferred) also selects that runtime's recovery behaviours
-    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows bring the pending
-    states of rounds in flight at the restored checkpoint back (RESUME with the recorded call results;
-    ``kafka_pending`` picks the Kafka mechanism); on main, sub-agent calls reserve PENDING caller slots,
-    a reused child replays its ``subagentResultEvents``, and a reused root caller sends no bootstrap.
+    The runtime also selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`):
+    from 0.4 on, checkpoint-time refresh rows bring the pending states of rounds in flight at the restored
+    checkpoint back (RESUME with the recorded call results; ``kafka_pending`` picks the Kafka mechanism); on
+    main, sub-agent calls reserve PENDING caller slots, a reused child replays its ``subagentResultEvents``,
+    and a reused root caller sends no bootstrap.
+
+    Pass ``session`` to continue from an already rebuilt store; ``new_id`` to make fresh event ids
+    reproducible. The result carries the settings (:attr:`Prediction.recovery`).
     """
-    if _is_reconstruction(log):
-        recon = cast("Reconstruction", log)
+    log: Any = subject
+    if _is_reconstruction(subject):
+        recon = cast("Reconstruction", subject)
         log = recon.log
-        rule = recon.rule if rule is None else rule
-        markers = recon.markers if markers is None else markers
-        recorded_runtime = getattr(recon, "runtime", None)
-        if runtime == "auto" and recorded_runtime is not None:
-            runtime = recorded_runtime
-    info = resolve_runtime(runtime, log)
-    rule = info.default_rule if rule is None else rule
+        recovery = recon.recovery if recovery is None else recovery
+    settings = Recovery.resolve(log, recovery, **overrides)
+    info, model = settings.runtime, settings.model
+    plan, agent = settings.plan, settings.agent
     if plan is None or agent is None or session is None:
         if log is None:
             raise RecoveryError("predict without a log needs plan, agent and a rebuilt session")
         source = cast("ActionStateLog", log)
         if plan is None:
-            plan = ReplayPlan.from_log(source, markers=markers, runtime=info, kafka_pending=kafka_pending)
+            plan = ReplayPlan.from_log(source, markers=settings.markers, runtime=info, kafka_pending=model.kafka_pending)
         if agent is None:
             from agent_inspect.agents import AsRecordedAgent
 
@@ -378,11 +410,11 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
         if session is None:
             from agent_inspect.recovery._refresh import refresh_positions
 
-            session = rebuild(source, rule, markers, expected_fingerprint=expected_fingerprint,
-                              max_parallelism=max_parallelism,
-                              refresh=refresh_positions(source, info, kafka_pending=kafka_pending))
-    sim = Simulation(log, plan, agent, session, new_id or (lambda: str(uuid.uuid4())), call_matching=call_matching,
-                     runtime=runtime_model(info, kafka_pending=kafka_pending))
+            session = rebuild(source, settings.rule, settings.markers,
+                              expected_fingerprint=settings.expected_fingerprint,
+                              max_parallelism=settings.max_parallelism, refresh=refresh_positions(source, model))
+    sim = Simulation(log, plan, cast("Agent", agent), session, new_id or (lambda: str(uuid.uuid4())),
+                     call_matching=settings.call_matching, runtime=model)
     crashed = sim.run()
     rows = sim.rows + ([] if crashed else sim.not_dispatched())
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
@@ -397,14 +429,14 @@ def predict(log: ActionStateLog | Reconstruction | None, plan: ReplayPlan | None
                             "count": n} for (k, kind, name), n in sim.ledger.items()],
                           columns=["key", "kind", "name", "router", "count"])
     ledger["count"] = ledger["count"].astype("int64")
-    return Prediction(rule=getattr(session.rule, "name", str(rule)), tasks=tasks, events=tuple(session.events),
+    return Prediction(rule=getattr(session.rule, "name", settings.rule.name), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
                       warnings=tuple(sim.warnings), notes=plan.notes, session=session, runtime=info,
-                      subagent_results=dict(sim.subagent_results))
+                      subagent_results=dict(sim.subagent_results), recovery=settings)
 
 
 def _is_reconstruction(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("log", "rule", "markers", "session", "divergences"))
+    return all(hasattr(obj, a) for a in ("log", "recovery", "session", "divergences"))
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,

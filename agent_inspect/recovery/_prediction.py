@@ -19,6 +19,7 @@ from agent_inspect.store import (
 
 if TYPE_CHECKING:
     from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery._settings import Recovery
 
 
 __all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",
@@ -185,6 +186,13 @@ class Prediction(HtmlRepr):
     #: per sub-agent call (``<sessionId>#<callId>``): the ids of the result events its caller got
     #: (a reused child's stored ones, or fresh ones of a rerun), or "journal" (a terminal slot replayed)
     subagent_results: Mapping[str, tuple[str, ...] | str] = field(default_factory=dict, compare=False)
+    #: the resolved settings the prediction ran under (rule, markers, runtime, plan, agent, …)
+    recovery: Recovery | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rule_label(self) -> str:
+        """The rule's name, marked as a what-if when it is not the one the runtime ships."""
+        return self.recovery.rule_label if self.recovery is not None else self.rule
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
         """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""

@@ -14,15 +14,15 @@ import pandas as pd
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
-from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._children import ChildDispatch
+from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._plan import queued_tasks
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.recovery._refresh import output_identities
-from agent_inspect.rules import resolve_rule
-from agent_inspect.store import Entry, Outcome, RecordStatus, RecoverySession, Task, runtime_model
+from agent_inspect.recovery._settings import Recovery
+from agent_inspect.store import Entry, Outcome, RecordStatus, RecoverySession, Task
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -66,6 +66,13 @@ class Reconstruction(HtmlRepr):
     history: History = field(repr=False)
     #: which upstream runtime the log was read as, and why (:class:`agent_inspect.log.RuntimeInfo`)
     runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
+    #: the resolved settings the reconstruction ran under (rule, markers, runtime, restore checks)
+    recovery: Recovery | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rule_label(self) -> str:
+        """The rule's name, marked as a what-if when it is not the one the runtime ships."""
+        return self.recovery.rule_label if self.recovery is not None else self.rule.name
 
     @property
     def store(self) -> Any:
@@ -94,15 +101,12 @@ class Reconstruction(HtmlRepr):
 
         return subagent_tree(self, key, seq, **options)
 
-    def predict(self, plan: Any = None, agent: Any = None, **options: Any) -> Any:
-        """The static prediction of a replay under this rule and markers (:func:`agent_inspect.recovery.predict`).
-
-        ``options`` go to ``predict`` (e.g. ``expected_fingerprint=``, ``max_parallelism=``).
-        """
+    def predict(self, **overrides: Any) -> Any:
+        """The static prediction of a replay under this reconstruction's settings
+        (:func:`agent_inspect.recovery.predict`; ``overrides`` by setting name, e.g. ``plan=``, ``agent=``)."""
         from agent_inspect.recovery._predict import predict
 
-        options.setdefault("runtime", self.runtime if self.runtime is not None else "auto")
-        return predict(self.log, plan, agent, rule=self.rule, markers=self.markers, **options)
+        return predict(self, **overrides)
 
     @cached_property
     def lints(self) -> pd.DataFrame:
@@ -141,12 +145,15 @@ class Reconstruction(HtmlRepr):
         yield Table(self.divergences[cols], caption="divergences")
 
 
-def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: bool = True,
-                expected_fingerprint: str | None = None, runtime: str | RuntimeInfo = "auto",
-                kafka_pending: str | None = None) -> Reconstruction:
-    """Reconstruct what a restore under ``rule`` does with ``log`` (an ``ActionStateLog`` or a
-    records frame — e.g. one partition's rows: every step is partition-local, except the snapshot
-    Kafka cross-key eviction, which spans whatever it is given).
+def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool = True,
+                **overrides: Any) -> Reconstruction:
+    """Reconstruct what a restore does with ``subject`` (an ``ActionStateLog`` or a records frame — e.g.
+    one partition's rows: every step is partition-local, except the snapshot Kafka cross-key eviction,
+    which spans whatever it is given).
+
+    The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name (``rule``, ``markers``,
+    ``runtime``, ``store_flavour``, ``kafka_pending``, ``expected_fingerprint``, …), resolved once with
+    :meth:`Recovery.resolve`; the result carries them (:attr:`Reconstruction.recovery`).
 
     1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` (``{partition: offset}`` maps) select the
        window — minimum offset per partition, marker partitions only, to the end. ``markers=None``
@@ -175,41 +182,30 @@ def reconstruct(log: Any, rule: Any = None, markers: Markers = None, *, replay: 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
     """
-    info = resolve_runtime(runtime, log)
+    settings = Recovery.resolve(subject, recovery, **overrides)
     with gc_paused():  # millions of small acyclic objects
-        return _reconstruct(log, info.default_rule if rule is None else rule, markers, replay, expected_fingerprint,
-                            info, kafka_pending)
+        return _reconstruct(subject, settings, replay)
 
 
-def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
-                 expected_fingerprint: str | None, runtime: RuntimeInfo | None = None,
-                 kafka_pending: str | None = None) -> Reconstruction:
-    from agent_inspect.history import build_history
+def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
     from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
-    rule_obj = resolve_rule(rule)
-    refresh = refresh_positions(log, runtime, kafka_pending=kafka_pending)
-    if refresh:
-        # refresh rows are not attempts or executions: the history is read without them
-        history = build_history(records.drop(index=sorted(refresh)))
-        ann = history.records.reindex(records.index)
-        ann["execution"] = ann["execution"].fillna(-1).astype("int64")
-    else:
-        history = build_history(records)
-        ann = history.records
+    rule_obj, markers, runtime, model = settings.rule, settings.markers, settings.runtime, settings.model
+    refresh = refresh_positions(log, model)
+    history, ann = _history(records, refresh)
     attempts = ann["attempt"].astype(object).tolist()
-    session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=expected_fingerprint,
-                                           attempts=attempts, refresh=refresh)
+    session, in_window = rebuild_in_window(log, rule_obj, markers, expected_fingerprint=settings.expected_fingerprint,
+                                           max_parallelism=settings.max_parallelism, attempts=attempts,
+                                           refresh=refresh)
     retained = retained_rounds(records, refresh, in_window, getattr(log, "value", None))
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
     if replay and len(session.store):
         keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
-        children = ChildDispatch(runtime_model(runtime, kafka_pending=kafka_pending), records,
-                                 getattr(log, "value", None))
+        children = ChildDispatch(model, records, getattr(log, "value", None))
         _replay_as_logged(session, keys, records.index, outcomes, causes, getattr(log, "value", None), children,
                           retained)
     idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
@@ -218,8 +214,24 @@ def _reconstruct(log: Any, rule: Any, markers: Markers, replay: bool,
     return Reconstruction(
         log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
-        session=session, history=history, runtime=runtime,
+        session=session, history=history, runtime=runtime, recovery=settings,
     )
+
+
+def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, pd.DataFrame]:
+    """The history of ``records`` and its per-record annotations (attempt, execution) on the records' index.
+
+    Refresh rows are not attempts or executions: the history is read without them.
+    """
+    from agent_inspect.history import build_history
+
+    if not refresh:
+        history = build_history(records)
+        return history, history.records
+    history = build_history(records.drop(index=sorted(refresh)))
+    ann = history.records.reindex(records.index)
+    ann["execution"] = ann["execution"].fillna(-1).astype("int64")
+    return history, ann
 
 
 def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
@@ -322,22 +334,18 @@ def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: An
 
 
 def _dispatch(session: RecoverySession, task: Task, pos: int | None) -> tuple[Outcome, str]:
-    """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun."""
-    first = session.lookup(task, pos=pos)
-    if first.outcome in (Outcome.REUSE, Outcome.FAIL):
-        return first.outcome, first.reason
-    if first.entry is None:
-        again = session.lookup(task)
-        if again.outcome is Outcome.FAIL:
-            return again.outcome, again.reason
-        if again.entry is None:
-            session.write(_replay_entry(task, completed=False))
-        if session.lookup(task).outcome is Outcome.FAIL:
-            return Outcome.FAIL, "lookup after the initial write failed"
-    final = session.lookup(task)
-    if final.outcome is Outcome.FAIL:
-        return Outcome.FAIL, final.reason
-    session.write(_replay_entry(task, completed=True))
+    """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun (no body)."""
+    core = TaskLookups(session, task)
+    try:
+        first = core.get(pos=pos)
+        if first.outcome is Outcome.REUSE:
+            return first.outcome, first.reason
+        if first.entry is None:
+            core.start(lambda: _replay_entry(task, completed=False))
+        core.complete(_replay_entry(task, completed=True))
+    except TaskFailed as failed:
+        reason = "lookup after the initial write failed" if failed.stage == "bind" else failed.decision.reason
+        return Outcome.FAIL, reason
     return first.outcome, first.reason
 
 

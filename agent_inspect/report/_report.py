@@ -15,7 +15,6 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html
-from agent_inspect._recovery_args import predict_arguments, reconstruct_arguments
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
 from agent_inspect.recovery import Prediction, Recovery, predict, reconstruct, tasks_by_impact
@@ -106,8 +105,7 @@ def _log_and_result(obj: Any, recovery: Recovery | None,
         return obj.log, obj, None
     if isinstance(obj, LogLike):
         settings = Recovery.resolve(obj, recovery, **overrides)
-        # after the engine's merge: reconstruct(obj, recovery=settings)
-        return obj, reconstruct(obj, **reconstruct_arguments(settings)), settings
+        return obj, reconstruct(obj, recovery=settings), settings
     raise InspectError(f"cannot report on a {type(obj).__name__}; pass an ActionStateLog or an "
                        "ai.reconstruct(...) result")
 
@@ -295,7 +293,7 @@ def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction |
     """
     try:
         if recovery is not None:
-            return predict(result.log, **predict_arguments(recovery))   # after the engine's merge: recovery=
+            return predict(result.log, recovery=recovery)
         return predict(result.log, rule=result.rule, markers=result.markers)
     except InspectError:
         return None

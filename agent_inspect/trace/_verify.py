@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Unpack
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._recovery_args import predict_arguments
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.rules import FLAVOURS
 from agent_inspect.trace._runtime import call_entity
@@ -329,8 +328,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
         notes.append(summary["recovery_note"])
 
     def run(r: Any, m: Any) -> Any:
-        # after the engine's merge: predict(log, recovery=settings.replace(log, rule=r, markers=m), plan=plan)
-        return predict(log, **{**predict_arguments(settings), "plan": plan, "rule": r, "markers": m})
+        return predict(log, recovery=settings, plan=plan, rule=r, markers=m)
 
     if prediction is None:
         prediction = run(rule_eff, markers)
@@ -409,9 +407,8 @@ def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery,
         for r, rt in cands:
             name = _rule_name(_effective_rule(r, rt))
             try:
-                # after the engine's merge: predict(log, recovery=settings.replace(log, rule=..., markers=...), plan=plan)
-                cmp = compare(predict(log, **{**predict_arguments(settings), "plan": plan,
-                                              "rule": _effective_rule(r, rt), "markers": cand.markers}).tasks, execs)
+                cmp = compare(predict(log, recovery=settings, plan=plan, rule=_effective_rule(r, rt),
+                                      markers=cand.markers).tasks, execs)
             except InspectError as exc:
                 notes.append(f"candidate {name} with markers from the {cand.source} could not be predicted: {exc}")
                 continue

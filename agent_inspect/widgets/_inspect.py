@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from agent_inspect._recovery_args import reconstruct_arguments
 from agent_inspect._types import (
     ExecutorLike,
     LogLike,
@@ -122,9 +121,7 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
 
 def _reconstructed(log: LogLike, recovery: Recovery | None, settings: dict[str, Any]) -> Any:
     from agent_inspect.recovery import Recovery, reconstruct
-
-    # after the engine's merge: reconstruct(log, recovery=Recovery.resolve(log, recovery, **settings))
-    return reconstruct(log, **reconstruct_arguments(Recovery.resolve(log, recovery, **settings)))
+    return reconstruct(log, recovery=Recovery.resolve(log, recovery, **settings))
 
 
 def _key_history(obj: Any, key: Any, *, record: int | tuple[int, int] | None, recovery: Recovery | None,

@@ -43,7 +43,7 @@ def test_as_recorded_agent_predicts_like_the_declared_one(case_id, rule):
     case = BY_ID[case_id]
     built = build_case(case)
     declared = run_case(case, rule, built=built).prediction
-    recorded = predict(built.log, built.plan, AsRecordedAgent(built.log), rule=rule, markers=built.markers)
+    recorded = predict(built.log, plan=built.plan, agent=AsRecordedAgent(built.log), rule=rule, markers=built.markers)
     cols = ["key", "seq", "outcome", "event_type", "fingerprint", "body_ran"]
     assert recorded.tasks[cols].equals(declared.tasks[cols])
     assert recorded.calls_executed() == declared.calls_executed()

@@ -49,11 +49,11 @@ def test_predict_from_a_reconstruction_uses_its_rule_and_markers():
 
     built = build_case(BY_ID["N13"])
     result = reconstruct(built.log, rule="original", markers=list(built.markers))
-    pred = predict(result, built.plan, built.agent)
+    pred = predict(result, plan=built.plan, agent=built.agent)
     assert pred.rule == "original"
     assert list(pred.tasks["outcome"]) == ["REUSE", "REUSE", "REUSE"]
     # without the marker the whole log is rebuilt: round 5 then holds two records and B's round is evicted
-    whole = predict(built.log, built.plan, built.agent, rule="original")
+    whole = predict(built.log, plan=built.plan, agent=built.agent, rule="original")
     assert list(whole.tasks["outcome"]) == ["REUSE", "RERUN", "RERUN", "NOT-DISPATCHED"]   # IA@5 is cached, unused
 
 
@@ -117,7 +117,7 @@ def test_subagent_ids_follow_the_spec_namespace():
     plan = ReplayPlan(inputs=(ReplayInput("user-42", AgentEvent("_input_event", {"input": "hello"}, "e1")),),
                       restored_seq={"user-42": 6},
                       keys={"user-42": KeyIdentity("user-42", "K1.5", key_text="user-42", key_group=20)})
-    pred = predict(None, plan, _Caller(), session=RecoverySession(resolve_rule("fixed")))
+    pred = predict(None, plan=plan, agent=_Caller(), session=RecoverySession(resolve_rule("fixed")))
     assert list(pred.tasks["action"]) == ["caller", "review"]
     assert list(pred.tasks["outcome"]) == ["RERUN", "RERUN"]
     session = "2def7c78-fd9b-3b6b-86fe-9cc1a5e10e0e-0"           # spec §11.2 / Example E

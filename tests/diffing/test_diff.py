@@ -69,7 +69,7 @@ def test_attempts_of_a_key_align_and_diff_symmetrically():
 def test_rule_against_rule_names_the_first_divergence():
     case = next(c for c in ai.cases.load_cases(ROOT / "cases" / "N04.toml"))
     built = ai.cases.build_case(case)
-    preds = [ai.recovery.predict(built.log, built.plan, built.agent, rule=r, markers=built.markers,
+    preds = [ai.recovery.predict(built.log, plan=built.plan, agent=built.agent, rule=r, markers=built.markers,
                                  new_id=built.id_factory()) for r in ("original", "fixed")]
     d = assert_symmetric(ai.diffing.as_side(preds[0], log=built.log), ai.diffing.as_side(preds[1], log=built.log))
     assert not d.empty
@@ -157,7 +157,7 @@ def test_selector_strings_load_and_select():
 def test_reconstructions_under_two_rules():
     log = ai.load(str(ROOT / "sample_logs" / "G01.jsonl"))
     markers = json.loads((ROOT / "sample_logs" / "G01.markers.json").read_text())["markers"]
-    a, b = ai.reconstruct(log, "original", markers), ai.reconstruct(log, "fixed", markers)
+    a, b = ai.reconstruct(log, rule="original", markers=markers), ai.reconstruct(log, rule="fixed", markers=markers)
     d = assert_symmetric(a, b)
     assert not d.empty and {c.area for r in d.differences.itertuples() for c in r.changes} <= {"outcome"}
 

@@ -56,7 +56,7 @@ def test_executor_and_predictor_agree(first, second, fail_at, rule):
     # dispatched tasks in order, then the cached records of replayed rounds no task looked up
     got = [(s.key, s.seq, s.action, s.outcome, s.state_key) for s in ex.step_list
            if s.kind in (StepKind.LOOKUP, StepKind.NOT_DISPATCHED)]
-    t = predict(log, plan, a, rule=rule, markers=[marker]).tasks
+    t = predict(log, plan=plan, agent=a, rule=rule, markers=[marker]).tasks
     want = [(str(b), int(s), str(n), str(o), str(k)) for b, s, n, o, k in
             zip(t["business_key"], t["seq"], t["action"], t["outcome"], t["state_key"])]
     assert got == want

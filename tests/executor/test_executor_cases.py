@@ -44,7 +44,7 @@ def test_executor_agrees_with_expectation_and_prediction(case, rule):
     want = [(i.action, i.outcome) for i in expected.items if i.outcome != "NOT-DISPATCHED"]
     assert [(a, o) for _, a, o in got] == want, f"executor {got} vs expected {expected.text}"
     assert (ex.failure is not None) == expected.crash
-    pred = predict(built.log, built.plan, built.agent, rule=rule, markers=list(built.markers), **runtime)
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule=rule, markers=list(built.markers), **runtime)
     tasks = pred.tasks[pred.tasks["outcome"] != "NOT-DISPATCHED"]
     assert got == [(int(s), a, o) for s, a, o in zip(tasks["seq"], tasks["action"], tasks["outcome"])]
     # cached records no task looked up: the same as the prediction's, and every one the case expects

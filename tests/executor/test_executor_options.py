@@ -15,6 +15,8 @@ from agent_inspect.executor import (
     StepKind,
     StepOutcome,
 )
+from agent_inspect.executor._options import OPTION_NAMES
+from agent_inspect.recovery import SETTING_NAMES, Recovery
 
 
 def _agent() -> PythonAgent:
@@ -36,32 +38,58 @@ def _run(ex: ReplayExecutor) -> list[tuple[str, str | None]]:
 def test_options_and_keywords_build_the_same_executor():
     agent, plan = _agent(), {"inputs": [("k", "a"), ("k", "b")]}
     by_keywords = ReplayExecutor(rule="fixed", agent=agent, plan=plan, key_format="K1.5", seed=3, policies={"calls": "execute"})
-    opts = ExecutorOptions(agent=agent, plan=plan, key_format="K1.5", seed=3, policies={"calls": "execute"})
-    by_options = ReplayExecutor(rule="fixed", options=opts)
+    opts = ExecutorOptions(key_format="K1.5", seed=3, policies={"calls": "execute"})
+    by_options = ReplayExecutor(recovery=Recovery.for_log(None, rule="fixed", agent=agent, plan=plan), options=opts)
     assert _run(by_keywords) == _run(by_options)
     assert by_keywords.steps.equals(by_options.steps)
     assert by_options.options == opts
 
 
 def test_keywords_override_options():
-    opts = ExecutorOptions(agent=_agent(), plan={"inputs": [("k", "a")]}, key_format="K1.5", seed=3, fail_after=1)
-    ex = ReplayExecutor(options=opts, fail_after=None, breakpoints=[Breakpoint(kind="persist")])
+    opts = ExecutorOptions(key_format="K1.5", seed=3, fail_after=1)
+    setup = {"agent": _agent(), "plan": {"inputs": [("k", "a")]}}
+    ex = ReplayExecutor(options=opts, fail_after=None, breakpoints=[Breakpoint(kind="persist")], **setup)
     assert ex.options.fail_after == 1             # None is the default: it does not override
     assert ex.options.breakpoints == (Breakpoint(kind="persist"),)
     assert ex.run() is None and ex.failure == "simulated failure after step 1"
-    stop = ReplayExecutor(options=dataclasses.replace(opts, fail_after=None), breakpoints=[Breakpoint(kind="persist")])
+    stop = ReplayExecutor(options=dataclasses.replace(opts, fail_after=None), breakpoints=[Breakpoint(kind="persist")],
+                          **setup)
     assert stop.run().kind is StepKind.PERSIST
     with pytest.raises(dataclasses.FrozenInstanceError):
         opts.seed = 4  # type: ignore[misc]
 
 
-def test_every_keyword_is_an_option_and_documented():
-    params = set(inspect.signature(ReplayExecutor).parameters) - {"log", "rule", "options"}
+def test_a_keyword_equal_to_the_default_still_overrides_options():
+    # ExecutorOptions.updated used to drop a keyword whose value equals the default (issue 21)
+    setup = {"agent": _agent(), "plan": {"inputs": [("k", "a")]}, "key_format": "K1.5", "seed": 3}
+    ex = ReplayExecutor(options=ExecutorOptions(value_format="V4"), value_format="V3", **setup)
+    assert ex.options.value_format == "V3"
+    ex.run()
+    assert not any(b"subagentResultEvents" in v for v in ex.journal.value if v is not None)   # V3, not V4
+    v4 = ReplayExecutor(options=ExecutorOptions(value_format="V4"), **setup)
+    v4.run()
+    assert all(b"subagentResultEvents" in v for v in v4.journal.value if v is not None)
+    kept = ReplayExecutor(options=ExecutorOptions(prune_tombstones=True), prune_tombstones=False, **setup)
+    assert kept.options.prune_tombstones is False
+
+
+def test_recovery_settings_and_executor_options_are_apart_and_documented():
+    assert set(inspect.signature(ReplayExecutor).parameters) == {"subject", "recovery", "options", "overrides"}
     fields = {f.name for f in dataclasses.fields(ExecutorOptions)}
-    assert params == fields
+    assert fields == set(OPTION_NAMES) and not fields & set(SETTING_NAMES)
     doc = ExecutorOptions.__doc__ or ""
     assert all(f"``{name}``" in doc for name in fields)
-    assert all(f"``{name}``" in (ReplayExecutor.__doc__ or "") for name in fields)
+    assert all(f"``{name}``" in (ReplayExecutor.__doc__ or "") for name in (*fields, *SETTING_NAMES))
+    with pytest.raises(TypeError, match="unknown option"):
+        ReplayExecutor(agent=_agent(), plan={"inputs": []}, rules="fixed")
+
+
+def test_executor_default_rule_is_the_runtimes_and_a_what_if_says_so():
+    setup = {"agent": _agent(), "plan": {"inputs": [("k", "a")]}}
+    ex = ReplayExecutor(**setup)
+    assert ex.recovery.rule.name == ex.runtime.default_rule == "original" and not ex.recovery.what_if
+    fixed = ReplayExecutor(rule="fixed", **setup)
+    assert fixed.recovery.what_if and "what-if" in repr(fixed)
 
 
 def test_step_outcomes_are_plain_text_in_frames():

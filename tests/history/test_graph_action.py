@@ -245,7 +245,7 @@ def test_sources_without_values_are_refused_with_a_reason() -> None:
 
     log = n04().log()
     with pytest.raises(RecoveryError, match="ActionStateLog"):
-        action_graph(reconstruct(log.records, "fixed"), "k")
+        action_graph(reconstruct(log.records, rule="fixed"), "k")
     with pytest.raises(TypeError, match="ActionStateLog or a Reconstruction"):
         action_graph(log.records, "k")
 

@@ -40,7 +40,7 @@ def test_every_case_line_is_one_action_node_with_its_attempt(built) -> None:
         if b.case.checkpoints and b.case.setup.runtime != "0.3":
             import agent_inspect as ai
 
-            source = ai.reconstruct(b.log, "fixed", list(b.markers), runtime=b.case.setup.runtime,
+            source = ai.reconstruct(b.log, rule="fixed", markers=list(b.markers), runtime=b.case.setup.runtime,
                                     kafka_pending=b.case.setup.kafka_pending)
         for business_key in b.log.keys():
             g = action_graph(source, business_key)
@@ -91,7 +91,7 @@ def test_statuses_and_evicted_suffix_follow_the_reconstruction(built, rule: str)
 
     removed = {"evicted", "invalidated"}
     for case_id, b in built:
-        result = reconstruct(b.log, rule, b.markers)
+        result = reconstruct(b.log, rule=rule, markers=b.markers)
         recs = result.records
         for business_key in b.log.keys():
             g = result.graph(business_key)
@@ -115,12 +115,12 @@ def test_n04_original_evicts_the_later_round_and_fixed_keeps_it(built) -> None:
     from agent_inspect.recovery import reconstruct
 
     b = _case(built, "N04")
-    original = reconstruct(b.log, "original", b.markers).graph("k")
+    original = reconstruct(b.log, rule="original", markers=b.markers).graph("k")
     assert {original.nodes[n]["seq"] for n in original.graph["evicted"]} == {6}
     assert len(original.graph["evicted"]) == 2
     reruns = {d["outcome"] for _, d in original.nodes(data=True) if d["kind"] == "action" and d["seq"] == 6}
     assert reruns == {"RERUN"}
-    fixed = reconstruct(b.log, "fixed", b.markers).graph("k")
+    fixed = reconstruct(b.log, rule="fixed", markers=b.markers).graph("k")
     assert fixed.graph["evicted"] == ()
     assert {d["outcome"] for _, d in fixed.nodes(data=True) if d["kind"] == "action"} == {"REUSE"}
 
@@ -129,14 +129,14 @@ def test_g01_fixed_invalidates_the_first_attempts_root(built) -> None:
     from agent_inspect.recovery import reconstruct
 
     b = _case(built, "G01")
-    g = reconstruct(b.log, "fixed", b.markers).graph("k")
+    g = reconstruct(b.log, rule="fixed", markers=b.markers).graph("k")
     (gone,) = g.graph["evicted"]
     assert (g.nodes[gone]["attempt"], g.nodes[gone]["seq"], g.nodes[gone]["status"]) == (1, 5, "invalidated")
     # the reader's words name the rebuild and the cost; the rule's ("conflicts with cached root(s)") stay beside them
     assert g.nodes[gone]["reason"].startswith("the rebuild (reading record ")
     assert "two different inputs were recorded for this round" in g.nodes[gone]["reason"]
     assert "conflicts" not in g.nodes[gone]["reason"] and "conflicts" in g.nodes[gone]["status_rule_note"]
-    only_first = reconstruct(b.log, "fixed", b.markers).graph("k", attempt=1)
+    only_first = reconstruct(b.log, rule="fixed", markers=b.markers).graph("k", attempt=1)
     assert only_first.graph["evicted"] == (gone,)
 
 
@@ -144,7 +144,7 @@ def test_s05_original_marks_the_evicted_child_inside_its_tree(built) -> None:
     from agent_inspect.recovery import reconstruct
 
     b = _case(built, "S05")
-    result = reconstruct(b.log, "original", b.markers)
+    result = reconstruct(b.log, rule="original", markers=b.markers)
     later, earlier = result.subagent_tree("k", 6), result.subagent_tree("k", 5)
     assert nx.is_arborescence(later) and nx.is_arborescence(earlier)
     child = next(d for _, d in later.nodes(data=True) if d.get("role") == "bootstrap")
@@ -172,7 +172,7 @@ def test_divergence_points_are_marked_on_the_records_that_caused_them(built) -> 
     from agent_inspect.recovery import reconstruct
 
     b = _case(built, "G01")
-    result = reconstruct(b.log, "fixed", b.markers)
+    result = reconstruct(b.log, rule="fixed", markers=b.markers)
     g = result.graph("k")
     (div,) = result.divergences.itertuples()
     assert g.graph["divergences"] == (div.id,)

@@ -111,14 +111,14 @@ def test_an_interrupted_call_falls_back_to_lineage_or_the_digest() -> None:
 
 def test_the_evicted_later_round_is_marked_in_its_tree() -> None:
     log, marker = _run([("user-42", "a"), ("user-42", "b")])
-    result = reconstruct(log, "original", [marker])
+    result = reconstruct(log, rule="original", markers=[marker])
     later = result.subagent_tree("user-42", 1)
     assert nx.is_arborescence(later)
     children = [d for _, d in later.nodes(data=True) if d.get("role") in ("bootstrap", "forwarded")]
     assert children and all(d["status"] == "evicted" and d["evicted"] for d in children)
     assert all(d["evicted"] for _, d in later.nodes(data=True) if d["kind"] in ("call", "session", "round"))
     assert not any(d["evicted"] for _, d in result.subagent_tree("user-42", 0).nodes(data=True))
-    fixed = reconstruct(log, "fixed", [marker])
+    fixed = reconstruct(log, rule="fixed", markers=[marker])
     assert not any(d["evicted"] for _, d in fixed.subagent_tree("user-42", 1).nodes(data=True))
     graph = result.graph("user-42")
     assert {graph.nodes[n]["seq"] for n in graph.graph["evicted"]} == {1}

@@ -46,23 +46,23 @@ def test_key_groups_outside_the_range_fail_the_restore_once_per_record():
     groups = log.records["key_group"].astype(int)
     limit = int(groups.max())                      # the top group is out of [0, limit)
     outside = sorted(int(p) for p in log.records.index[groups >= limit])
-    pred = predict(log, _plan(log), agent, max_parallelism=limit)
+    pred = predict(log, plan=_plan(log), agent=agent, max_parallelism=limit)
     assert pred.crashed and sorted(_failure(pred).positions) == outside
     assert "key-group" in _failure(pred).explanation and f"[0, {limit})" in _failure(pred).explanation
     # a log loaded with the same bound already has key errors for them: still one position per record
     strict = ActionStateLog.from_raw(log.raw, log.source, max_parallelism=limit)
     assert strict.errors.index.tolist() == outside
-    again = predict(strict, _plan(log), agent, max_parallelism=limit)
+    again = predict(strict, plan=_plan(log), agent=agent, max_parallelism=limit)
     assert again.crashed and sorted(_failure(again).positions) == outside
-    assert not predict(log, _plan(log), agent, max_parallelism=limit + 1).crashed
-    assert not predict(log, _plan(log), agent).crashed          # no bound given: not checked
+    assert not predict(log, plan=_plan(log), agent=agent, max_parallelism=limit + 1).crashed
+    assert not predict(log, plan=_plan(log), agent=agent).crashed          # no bound given: not checked
 
 
 def test_expected_fingerprint():
     agent, log = _log("K2")
     fp = codec.parse_state_key(str(log.records["state_key"].iloc[0])).serializer_fingerprint
-    assert not predict(log, _plan(log), agent, expected_fingerprint=fp).crashed
-    pred = predict(log, _plan(log), agent, expected_fingerprint="Z" * 43 + "=")
+    assert not predict(log, plan=_plan(log), agent=agent, expected_fingerprint=fp).crashed
+    pred = predict(log, plan=_plan(log), agent=agent, expected_fingerprint="Z" * 43 + "=")
     assert pred.crashed and len(_failure(pred).positions) == len(log.records)
     assert set(pred.tasks["outcome"]) == {"FAIL"}
 
@@ -70,7 +70,7 @@ def test_expected_fingerprint():
 @pytest.mark.parametrize("key_format", ["K1.5", "K1.6"])
 def test_only_k2_windows_are_checked(key_format):
     agent, log = _log(key_format)
-    assert not predict(log, _plan(log), agent, max_parallelism=1, expected_fingerprint="x").crashed
+    assert not predict(log, plan=_plan(log), agent=agent, max_parallelism=1, expected_fingerprint="x").crashed
 
 
 def test_a_rule_without_restore_checks_skips_them():
@@ -81,4 +81,4 @@ def test_a_rule_without_restore_checks_skips_them():
         restore_checks = False
 
     agent, log = _log("K2")
-    assert not predict(log, _plan(log), agent, rule=Lenient(), max_parallelism=1).crashed
+    assert not predict(log, plan=_plan(log), agent=agent, rule=Lenient(), max_parallelism=1).crashed

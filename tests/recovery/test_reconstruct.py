@@ -49,7 +49,7 @@ def test_n04_original_evicts_later_round_fixed_reuses_all() -> None:
     assert (div.business_key, div.seq, div.kind, div.step, div.positions) == ("k", 5, "count>1", "lookup", (1, 3))
     assert done["divergence_id"].tolist()[2:] == [div.id, div.id]
     assert orig.evictions.loc[0, "positions"] == (5, 7) and orig.evictions.loc[0, "op"] == "evict"
-    fixed = reconstruct(log, "fixed")
+    fixed = reconstruct(log, rule="fixed")
     assert completed(fixed)["status"].tolist() == ["live"] * 4
     assert completed(fixed)["outcome"].tolist() == ["REUSE"] * 4
     assert fixed.divergences.empty and fixed.evictions.empty
@@ -60,7 +60,7 @@ def test_n04_original_evicts_later_round_fixed_reuses_all() -> None:
 
 
 def test_g01_root_conflict_with_attribute_diff() -> None:
-    r = reconstruct(g01().log(), "fixed")
+    r = reconstruct(g01().log(), rule="fixed")
     assert completed(r)["status"].tolist() == ["invalidated", "live", "live"]
     div = r.divergences.iloc[0]
     assert (div["kind"], div["step"], div["seq"]) == ("root-conflict", "rebuild", 5)
@@ -69,7 +69,7 @@ def test_g01_root_conflict_with_attribute_diff() -> None:
     assert "conflicts" in div["explanation"]
     assert r.records.loc[1, "divergence_id"] == div["id"]
     assert r.records["attempt"].tolist() == [1, 1, 2, 2, 2, 2]
-    naive = reconstruct(g01().log(), "naive")
+    naive = reconstruct(g01().log(), rule="naive")
     assert completed(naive)["status"].tolist() == ["live"] * 3
 
 
@@ -110,7 +110,7 @@ def test_tombstones_prune_and_keep_miss_eviction_g04() -> None:
     b.tombstone("k", 5, "IA", a)
     b.tombstone("k", 5, "IA", bb)
     b.run("k", 6, "IA", inp("C", "c1"))
-    r = reconstruct(b.log(), "fixed")
+    r = reconstruct(b.log(), rule="fixed")
     st = r.records["status"].tolist()
     assert st[4:6] == ["tombstone", "tombstone"]
     assert st[3] == "pruned" and st[1] == "invalidated"
@@ -123,13 +123,13 @@ def test_snapshot_kafka_flavours_on_k1_logs() -> None:
     (w,) = b.run("tenant_1", 5, "IA", inp("A", "a1"), outs=[work("a", "w1")])
     b.run("tenant_1", 5, "WA", w)
     b.run("tenant_1", 6, "IA", inp("B", "b1"))
-    kafka = reconstruct(b.log(), "original")
+    kafka = reconstruct(b.log(), rule="original")
     assert kafka.records["outcome"].dropna().tolist() == ["FAIL"]
     assert kafka.divergences["kind"].tolist() == ["parser-crash"]
     b.kind = "fluss"
-    fluss = reconstruct(b.log(), "original")
+    fluss = reconstruct(b.log(), rule="original")
     assert fluss.records["outcome"].dropna().tolist() == ["REUSE"] * 3     # protection silently off
-    assert reconstruct(b.log(), "original:segment").records["outcome"].dropna().tolist() == ["REUSE", "REUSE", "RERUN"]
+    assert reconstruct(b.log(), rule="original:segment").records["outcome"].dropna().tolist() == ["REUSE", "REUSE", "RERUN"]
 
 
 def test_cross_key_eviction_n09() -> None:
@@ -138,7 +138,7 @@ def test_cross_key_eviction_n09() -> None:
     b.run("k", 5, "WA", w)
     b.run("k2", 7, "IA", inp("X", "x1"))
     b.run("k", 6, "IA", inp("B", "b1"))
-    r = reconstruct(b.log(), "original")
+    r = reconstruct(b.log(), rule="original")
     k2 = r.records[(r.records["business_key"] == "k2") & r.records["completed"]]
     assert k2["status"].tolist() == ["evicted"]
     div = r.divergences.loc[int(k2["divergence_id"].iloc[0])]
@@ -151,8 +151,8 @@ def test_per_partition_calls_give_the_same_statuses() -> None:
     b.run("j", 3, "IA", inp("A", "j1"))
     b.run("j", 3, "IA", inp("Q", "j2"))
     log = b.log()
-    whole = reconstruct(log, "fixed").records
-    parts = pd.concat([reconstruct(log.records[log.records["partition"] == p], "fixed").records
+    whole = reconstruct(log, rule="fixed").records
+    parts = pd.concat([reconstruct(log.records[log.records["partition"] == p], rule="fixed").records
                        for p in (0, 1)])
     assert parts["status"].tolist() == whole["status"].tolist()
     assert parts["outcome"].astype(object).tolist() == whole["outcome"].astype(object).tolist()
@@ -162,7 +162,7 @@ def test_graph_subagent_tree_summary_and_html() -> None:
     b = LogBuilder()
     b.run("<script>x</script>", 5, "IA", inp("A", "a1"))
     b.run("<script>x</script>", 5, "IA", inp("B", "b1"))
-    r = reconstruct(b.log(), "fixed")
+    r = reconstruct(b.log(), rule="fixed")
     g = r.graph("<script>x</script>")
     assert isinstance(g, nx.DiGraph)
     statuses = {d.get("status") for _, d in g.nodes(data=True) if d.get("kind") == "action"}
@@ -182,7 +182,7 @@ def test_custom_rule_and_errors() -> None:
         def lookup(self, session, task):
             return ai.store.LookupDecision.found(session.store.get(task.state_key))
 
-    r = reconstruct(g01().log(), KeepEverything)
+    r = reconstruct(g01().log(), rule=KeepEverything)
     assert r.rule.name == "keep" and completed(r)["status"].tolist() == ["live"] * 3
     with pytest.raises(ai.RecoveryError, match="not a divergence rule"):
         reconstruct(g01().log(), rule=42)
@@ -238,7 +238,7 @@ def test_fluss_restore_checks() -> None:
 def test_lookup_only_reports_the_conflict_at_lookup_with_both_roots() -> None:
     b = g01()
     b.run("k", 5, "IA", inp("A", "a3"))               # G03: A written again after B's branch
-    r = reconstruct(b.log(), "lookup-only")
+    r = reconstruct(b.log(), rule="lookup-only")
     div = r.divergences.iloc[0]
     assert (div["kind"], div["step"]) == ("root-conflict", "lookup")
     assert div["positions"] == (3, 7) and div["attribute_diff"] == {"input": ("B", "A")}
@@ -246,10 +246,10 @@ def test_lookup_only_reports_the_conflict_at_lookup_with_both_roots() -> None:
 
 
 def test_prediction_from_a_reconstruction() -> None:
-    r = reconstruct(n04().log(), "original")
+    r = reconstruct(n04().log(), rule="original")
     p = r.predict()
     assert p.rule == "original" and p.reruns() == 2
-    assert reconstruct(n04().log(), "fixed").predict().reruns() == 0
+    assert reconstruct(n04().log(), rule="fixed").predict().reruns() == 0
 
 
 def test_false_identity_mismatch_known_limit() -> None:
@@ -260,10 +260,10 @@ def test_false_identity_mismatch_known_limit() -> None:
     (w,) = b.run("k", 5, "IA", a, outs=[work("a", "w1")])
     b.run("k", 5, "WA", w, upstream="a1")
     b.run("k", 5, "IA", inp("A", "a2"), outs=[work("a", "w2")])      # attempt 2: re-executed parent
-    r = reconstruct(b.log(), "fixed")
+    r = reconstruct(b.log(), rule="fixed")
     assert r.records["attempt"].tolist() == [1, 1, 1, 1, 2, 2]
     assert completed(r)["outcome"].astype(object).fillna("-").tolist() == ["-", "RERUN", "REUSE"]
     div = r.divergences.iloc[0]
     assert div["kind"] == "identity-mismatch" and div["positions"] == (3,)
-    frame_only = reconstruct(b.log().records, "fixed")                # no values: ids cannot be matched
+    frame_only = reconstruct(b.log().records, rule="fixed")                # no values: ids cannot be matched
     assert completed(frame_only)["outcome"].astype(object).fillna("-").tolist() == ["-", "REUSE", "REUSE"]

@@ -32,7 +32,7 @@ def test_reconstruct_predict_and_the_executor_agree_on_children(case, rule) -> N
     as_logged = dict(zip(done["state_key"], done["outcome"].astype(str)))
     assert as_logged, "the replay dispatched nothing"
 
-    pred = predict(built.log, built.plan, built.agent, rule=rule, markers=list(built.markers), **runtime)
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule=rule, markers=list(built.markers), **runtime)
     predicted = dict(zip(pred.tasks["state_key"], pred.tasks["outcome"].astype(str)))
     assert as_logged == {sk: predicted.get(sk) for sk in as_logged}, (as_logged, predicted)
 

@@ -109,7 +109,7 @@ def test_refresh_rows_are_never_attempts_calls_or_divergences(job) -> None:
         assert rows["attempt"].isna().all() and (rows["execution"] == -1).all()
         assert rows["divergence_id"].isna().all()
         # under the fixed rule nothing diverges: a re-appended key is no second record of its round
-        assert reconstruct(log, "fixed", markers=[marker]).divergences.empty
+        assert reconstruct(log, rule="fixed", markers=[marker]).divergences.empty
     assert set(reconstruct(log).history.attempts["attempt"]) == {1}   # one attempt, however many refreshes
     p = predict(log, markers=[job["markers"][1]])
     calls = {(str(k), str(n).rsplit(".", 1)[-1]): int(c) for k, n, c in zip(p.ledger["kind"], p.ledger["name"],

@@ -70,7 +70,7 @@ def test_a_row_whose_bytes_differ_is_never_a_refresh():
 
 def test_reconstruct_shows_refresh_rows_never_as_attempts_calls_or_divergences():
     built = build_case(_case("N15"))
-    r04 = ai.reconstruct(built.log, "fixed+round-regression", list(built.markers), runtime="0.4")
+    r04 = ai.reconstruct(built.log, rule="fixed+round-regression", markers=list(built.markers), runtime="0.4")
     rows = r04.records
     refresh = rows[rows["status"] == "refresh"]
     assert len(refresh) == 4 and refresh["attempt"].isna().all() and (refresh["execution"] == -1).all()
@@ -78,7 +78,7 @@ def test_reconstruct_shows_refresh_rows_never_as_attempts_calls_or_divergences()
     assert r04.divergences.empty
     assert set(r04.history.attempts["attempt"]) == {1}
     # read as 0.3, the same rows look like two more attempts
-    r03 = ai.reconstruct(built.log, "fixed", list(built.markers), runtime="0.3")
+    r03 = ai.reconstruct(built.log, rule="fixed", markers=list(built.markers), runtime="0.3")
     assert "refresh" not in set(r03.records["status"]) and set(r03.records["attempt"].dropna()) == {1, 2, 3}
 
 
@@ -87,7 +87,7 @@ def test_reconstruct_shows_refresh_rows_never_as_attempts_calls_or_divergences()
 def test_checkpoint_mid_action_resumes_from_0_4_on(variant, outcome, calls):
     case = _case("N14", variant)
     built = build_case(case)
-    pred = predict(built.log, built.plan, built.agent, rule="original", markers=built.markers,
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule="original", markers=built.markers,
                    runtime=case.setup.runtime, kafka_pending=case.setup.kafka_pending)
     assert pred.tasks["outcome"].iloc[0] == outcome
     assert pred.calls_executed().get("multiply", 0) == calls
@@ -108,14 +108,14 @@ def test_reused_child_replays_result_events_with_current_lineage():
     case = _case("S08")
     built = build_case(case)
     ids = built.id_factory()
-    pred = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, new_id=ids,
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule="fixed", markers=built.markers, new_id=ids,
                    runtime="main")
     labels = {**built.id_labels, **ids.labels}
     got = pred.subagent_results["s0#s0-1"]
     assert [labels[i] for i in got] == ["r1"]
     # the reused child's forwarded envelope is not sent again
     assert list(pred.tasks["outcome"]) == ["RESUME", "REUSE", "NOT-DISPATCHED"]
-    again = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, runtime="0.3")
+    again = predict(built.log, plan=built.plan, agent=built.agent, rule="fixed", markers=built.markers, runtime="0.3")
     assert again.subagent_results["s0#s0-1"] == () and list(again.tasks["outcome"]) == ["RESUME", "REUSE", "REUSE"]
 
 
@@ -135,8 +135,8 @@ def test_reused_result_events_are_rebound_to_the_current_trigger():
 
 def test_pending_caller_slot_resubmits_under_main_only():
     built = build_case(_case("S09"))
-    main = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, runtime="main")
-    old = predict(built.log, built.plan, built.agent, rule="fixed", markers=built.markers, runtime="0.3")
+    main = predict(built.log, plan=built.plan, agent=built.agent, rule="fixed", markers=built.markers, runtime="main")
+    old = predict(built.log, plan=built.plan, agent=built.agent, rule="fixed", markers=built.markers, runtime="0.3")
     assert set(main.ledger["kind"]) >= {"resubmit"} and main.calls_executed().get("s0#s0-1", 0) == 0
     assert list(main.tasks["outcome"]) == ["RESUME", "REUSE"]
     assert list(old.tasks["outcome"]) == ["RESUME", "NOT-DISPATCHED"] and old.subagent_results["s0#s0-1"] == "journal"
@@ -166,7 +166,7 @@ def test_completed_root_caller_is_not_rebootstrapped_under_main():
 
 def test_subagent_tree_shows_result_events_under_their_call():
     built = build_case(_case("S08"))
-    tree = ai.reconstruct(built.log, "fixed", list(built.markers), runtime="main").subagent_tree("k", 5)
+    tree = ai.reconstruct(built.log, rule="fixed", markers=list(built.markers), runtime="main").subagent_tree("k", 5)
     results = [n for n, d in tree.nodes(data=True) if d["kind"] == "result"]
     assert len(results) == 1
     (call,) = tree.predecessors(results[0])
@@ -181,7 +181,7 @@ def test_not_dispatched_is_decided_when_the_round_ends():
     # k2's round 7 ends with CA not dispatched (its caller was reused); k's count > 1 at seq 5 then makes the
     # snapshot Kafka store evict every key's entries above 5, k2's CA included: it must still be listed
     built = build_case(_case("N17"))
-    pred = predict(built.log, built.plan, built.agent, rule="original", markers=built.markers)
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule="original", markers=built.markers)
     assert any(e.op == "cross-key" for e in pred.events)
     nd = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
     assert list(nd["action"]) == ["CA"] and list(nd["seq"]) == [7]

@@ -153,7 +153,7 @@ def test_a_trace_mixing_jobs_needs_a_job(tmp_path: Path) -> None:
 def test_a_prediction_or_a_reconstruction_can_be_verified() -> None:
     log = ai.load(LOGS / "N04.jsonl")
     s = samples.scenario("N04")
-    pred = ai.recovery.predict(log, None, s.agent, rule="original", markers=samples.markers("N04"))
+    pred = ai.recovery.predict(log, plan=None, agent=s.agent, rule="original", markers=samples.markers("N04"))
     # predict's own plan replays the log's rounds (A, B), which is what N04's trace shows
     assert verify(pred, LOGS / "N04.trace.log").agree
     recon = ai.reconstruct(log, rule="original", markers=samples.markers("N04"))

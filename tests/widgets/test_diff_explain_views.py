@@ -19,7 +19,7 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def rules_diff(built):
-    preds = [predict(built.log, built.plan, built.agent, rule=r, markers=list(built.markers), new_id=built.id_factory())
+    preds = [predict(built.log, plan=built.plan, agent=built.agent, rule=r, markers=list(built.markers), new_id=built.id_factory())
              for r in ("original", "fixed")]
     return ai.diff(ai.diffing.as_side(preds[0], log=built.log), ai.diffing.as_side(preds[1], log=built.log))
 
@@ -63,7 +63,7 @@ def test_clicking_a_mark_selects_its_pair_and_explains_it(rules_diff, built):
 
 
 def test_explain_view_story_and_record_links(built):
-    pred = predict(built.log, built.plan, built.agent, rule="original", markers=list(built.markers),
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule="original", markers=list(built.markers),
                    new_id=built.id_factory())
     i = int((pred.tasks["outcome"] == "RERUN").to_numpy().nonzero()[0][0])
     why = ai.diffing.explain(pred, task=i, log=built.log, markers=list(built.markers))

@@ -17,7 +17,7 @@ KEY = f"k{IMG}"
 def prediction(tmp_path_factory):
     """Case G01 (A@5, B@5, C@6; replay A, C) under the original rule, with a script probe as its key."""
     built = probe_case(tmp_path_factory.mktemp("cases"), key=KEY)
-    return predict(built.log, built.plan, built.agent, rule="original", markers=list(built.markers))
+    return predict(built.log, plan=built.plan, agent=built.agent, rule="original", markers=list(built.markers))
 
 
 def test_outcomes_ledger_and_tasks(prediction):

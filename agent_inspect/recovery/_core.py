@@ -1,0 +1,52 @@
+"""The operator's store decisions for one task (spec §9.3), the one sequence the task loops share.
+
+Step 1 ``get``; a REUSE ends there. Otherwise, when nothing is cached, ``get`` again, ``put`` the initial record
+if there is still none and ``get`` to bind the context; the body runs (the driver's business); then ``get`` and
+``put`` the completed record. Every ``get`` may evict (§8.2); a FAIL anywhere ends the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, Task
+
+__all__ = ["TaskFailed", "TaskLookups"]
+
+
+class TaskFailed(Exception):
+    """A lookup FAILed: upstream the task throws (and the job restarts in a loop)."""
+
+    def __init__(self, decision: LookupDecision, stage: str) -> None:
+        super().__init__(decision.reason)
+        self.decision = decision
+        #: which get failed: "first", "again" (before the initial write), "bind" (after it), "complete"
+        self.stage = stage
+
+
+class TaskLookups:
+    """The gets and puts of one task against ``session``; ``on_lookup`` sees every decision (cache events
+    included) before a FAIL is raised as :class:`TaskFailed`."""
+
+    def __init__(self, session: RecoverySession, task: Task,
+                 on_lookup: Callable[[LookupDecision], None] | None = None) -> None:
+        self.session, self.task, self.on_lookup = session, task, on_lookup
+
+    def get(self, stage: str = "first", *, pos: int | None = None) -> LookupDecision:
+        decision = self.session.lookup(self.task, pos=pos)
+        if self.on_lookup is not None:
+            self.on_lookup(decision)
+        if decision.outcome is Outcome.FAIL:
+            raise TaskFailed(decision, stage)
+        return decision
+
+    def start(self, initial: Callable[[], Entry]) -> None:
+        """Before a body that found nothing cached: get again, put the initial record if still none, get."""
+        if self.get("again").entry is None:
+            self.session.write(initial())
+        self.get("bind")
+
+    def complete(self, completed: Entry) -> None:
+        """After the body: get, then put the completed record."""
+        self.get("complete")
+        self.session.write(completed)
