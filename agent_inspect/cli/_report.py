@@ -35,6 +35,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--title", help="heading of the report")
     parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
     parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
+    from agent_inspect.cli._prices import add_token_args
+
+    add_token_args(parser)
     parser.set_defaults(func=_run)
 
 
@@ -96,8 +99,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.trace:
         from agent_inspect.trace import verify
 
+        from agent_inspect.cli._prices import with_tokens
+
         verification = verify(log, args.trace, rule=args.trace_rule, markers=markers,
                               restore=restore_of(args.markers))
+        verification = with_tokens(verification, args, restore_of(args.markers))
     path = write_report(log, args.output, rule=args.rule, markers=markers, runtime=args.runtime,
                         title=args.title, max_keys=args.keys, verification=verification)
     if args.json:
@@ -109,6 +115,7 @@ def _run(args: argparse.Namespace) -> int:
                "what_if": rule.split(":")[0] != runtime.default_rule}
         if verification is not None:
             out["trace_agree"] = verification.agree
+            out["tokens"] = verification.tokens.to_dict()
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:

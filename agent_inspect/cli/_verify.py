@@ -17,6 +17,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    from agent_inspect.cli._prices import add_token_args
     from agent_inspect.trace import RUNTIMES
 
     parser = subparsers.add_parser(
@@ -35,10 +36,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--job", help="the job to check when the trace mixes several")
     parser.add_argument("--infer", action="store_true", help="rank every built-in rule and runtime by agreement")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_token_args(parser)
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cli._prices import with_tokens
     from agent_inspect.cli._report import parse_markers, restore_of
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
@@ -51,12 +54,14 @@ def _run(args: argparse.Namespace) -> int:
                         restore=restore_of(args.markers), job=args.job, infer=args.infer)
     except (ValueError, KeyError) as exc:
         raise InspectError(f"cannot verify: {exc}") from None
+    result = with_tokens(result, args, restore_of(args.markers))
     if args.json:
         json.dump(result.to_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
         print(("AGREE: " if result.agree else "DISAGREE: ") + result.summary_text())
-        for note in result.notes:
+        print(f"tokens: {result.tokens.headline()}")
+        for note in (*result.notes, *result.tokens.notes):
             print(f"note: {note}")
         for row in result.disagreements.itertuples(index=False):
             print(f"  {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed {row.observed} "
