@@ -52,6 +52,8 @@ _LAZY: dict[str, str] = {
     "load_trace": "agent_inspect.trace",
     "TraceLog": "agent_inspect.trace",
     "verify": "agent_inspect.trace",
+    # the recovery as OpenTelemetry spans
+    "to_otel": "agent_inspect.otel",
     # diff and "why did this run?"
     "explain": "agent_inspect.diff",
     # fleet scan (ai.scan itself is the subpackage, callable: ai.scan(source, ...))
@@ -63,7 +65,7 @@ _LAZY: dict[str, str] = {
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "trace", "diff", "scan", "samples", "widgets", "report",
+    "checker", "trace", "diff", "scan", "samples", "widgets", "report", "otel",
 )
 
 __all__ = [
@@ -75,6 +77,8 @@ __all__ = [
     "ReplayExecutor",
     # checked against the job's Trace Log
     "load_trace", "TraceLog", "verify",
+    # the recovery as OpenTelemetry spans
+    "to_otel",
     # diff (ai.diff is the callable subpackage) and "why did this run?"
     "explain",
     # fleet scan (the subpackage scan is callable)

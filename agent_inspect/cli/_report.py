@@ -97,9 +97,8 @@ def _run(args: argparse.Namespace) -> int:
     log = load(args.source)
     verification = None
     if args.trace:
-        from agent_inspect.trace import verify
-
         from agent_inspect.cli._prices import with_tokens
+        from agent_inspect.trace import verify
 
         verification = verify(log, args.trace, rule=args.trace_rule, markers=markers,
                               restore=restore_of(args.markers))

@@ -229,7 +229,8 @@ def _task_rows(rule: str, tasks: pd.DataFrame, recorded: Mapping[str, list[str]]
         replayed = int(t.calls_replayed) if not pd.isna(t.calls_replayed) else 0
         slots = list(recorded.get(str(t.state_key), ()))[replayed:replayed + executed]
         unknown[0] += max(0, executed - len(slots))
-        n = i = o = 0
+        n = 0
+        i = o = 0.0
         cost: float | None = 0.0 if prices else None
         known = True
         for fid in slots:
@@ -276,7 +277,7 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
     others: list[str] = []
     if rules:
         from agent_inspect.recovery import predict
-        from agent_inspect.trace._verify import plan_from_trace
+        from agent_inspect.trace import plan_from_trace
 
         if plan is None and v.log is not None:
             plan = plan_from_trace(trace, v.log, markers=v.markers, restore=restore)
@@ -310,11 +311,12 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
         hit = obs_rows.get((t.key, t.seq, t.action, t.outcome)) if t.rule == v.rule else None
         observed_col.append(hit[0] if hit else None)
         exec_col.append(hit[1] if hit else None)
-        n, i, o, c = by_parent.get(hit[1], (0, 0, 0, 0.0 if prices else None)) if hit else (None, None, None, None)
-        n_col.append(n)
-        i_col.append(i if has_tokens else None)
-        o_col.append(o if has_tokens else None)
-        c_col.append(c if has_tokens else None)
+        got: tuple[int | None, int | None, int | None, float | None] = (
+            by_parent.get(hit[1], (0, 0, 0, 0.0 if prices else None)) if hit else (None, None, None, None))
+        n_col.append(got[0])
+        i_col.append(got[1] if has_tokens else None)
+        o_col.append(got[2] if has_tokens else None)
+        c_col.append(got[3] if has_tokens else None)
     tasks.insert(5, "observed", observed_col)
     tasks.insert(6, "execution_id", exec_col)
     tasks["llm_calls_observed"], tasks["input_tokens_observed"] = n_col, i_col

@@ -50,7 +50,7 @@ class Verification(HtmlRepr):
         re-spent on LLM calls, predicted and observed, and what ``rules`` would have."""
         from dataclasses import replace
 
-        from agent_inspect.trace._tokens import token_ledger
+        from agent_inspect.trace import token_ledger
 
         ledger = token_ledger(self, prices=prices, rules=rules, baseline=baseline, plan=plan, restore=restore)
         return replace(self, tokens=ledger)
