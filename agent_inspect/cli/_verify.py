@@ -41,12 +41,13 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._prices import with_tokens
+    from agent_inspect.cli._prices import prices_of, with_tokens
     from agent_inspect.cli._report import parse_markers, restore_of
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 
     markers = parse_markers(args.markers)
+    prices_of(args)                    # bad prices fail before the slow part
     log = load(args.source)
     trace = load_trace(args.trace)
     try:
