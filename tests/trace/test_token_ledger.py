@@ -84,3 +84,21 @@ def test_a_trace_without_token_counts_says_so() -> None:
     v = ai.verify(log, trace, markers=ai.samples.markers("N04")).with_tokens()
     assert v.tokens.observed["tokens"] is None or v.tokens.observed["llm_calls"] == 0
     assert v.to_dict()["tokens"]["headline"].startswith("this restore re")
+
+
+def test_the_verification_view_shows_the_ledger() -> None:
+    from agent_inspect.widgets import VerificationView
+
+    log = ai.load(LOGS / "N04.jsonl")
+    v = ai.verify(log, LOGS / "N04.trace.log", markers=ai.samples.markers("N04")).with_tokens(rules=["fixed"])
+    spent = v.tokens.tasks[(v.tokens.tasks["rule"] == v.rule) & (v.tokens.tasks["llm_calls_observed"] > 0)]
+    assert len(spent), "N04's restore runs a model call again"
+    view = VerificationView(v)
+    assert "tokens: this restore re-spent" in view.summary.value and "under fixed" in view.summary.value
+    row = spent.iloc[0]
+    i = int(((view.tasks["key"] == row["key"]) & (view.tasks["action"] == row["action"])
+             & (view.tasks["seq"] == row["seq"])).to_numpy().argmax())
+    view.select(i)
+    assert "LLM tokens run again" in view.detail.value
+    assert f"observed {row['input_tokens_observed']} in" in view.detail.value
+    assert "Tokens re-spent" in v._repr_html_()
