@@ -133,7 +133,8 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
             sid = span_id_of(f"{_SYNTHETIC}{t.key}:{seq}:{t.action}:{t.event_id}:{t.task}")
             start = end = info["start"]
         disagree = t.predicted is not None and not bool(t.agree)
-        verdict = "agree" if bool(t.agree) else ("disagree" if t.predicted is not None else "unpredicted")
+        verdict = ("unchecked" if trace is None else "agree" if bool(t.agree)
+                   else "disagree" if t.predicted is not None else "unpredicted")
         cost = ledger.for_task(t.key, seq, t.action) if ledger is not None and t.predicted is not None else None
         attrs = {
             "gen_ai.operation.name": "action", "gen_ai.agent.name": info["agent"],

@@ -181,3 +181,15 @@ def test_phoenix_receives_the_spans_and_gives_them_back(phoenix: Phoenix, produc
     assert len(n04) == sent["spans"] and sent["errors"] == 3
     errors = [s for s in n04 if s["status_code"] == "ERROR" and s["name"].startswith("action ")]
     assert len(errors) == 2 and all(s["attributes"]["agent_inspect.cause"] == "wrong-rule" for s in errors)
+
+
+def test_a_prediction_without_a_trace_exports_unchecked_spans(tmp_path: Path) -> None:
+    log = ai.load(LOGS / "N04.jsonl")
+    out = ai.to_otel(log, path=tmp_path / "n04.json", markers=ai.samples.markers("N04"))
+    spans = read_otlp_json(tmp_path / "n04.json")
+    assert out.spans == len(spans) and out.errors == 0
+    actions = [s for s in spans if s["name"].startswith("action ")]
+    roots = {s["span_id"] for s in spans if s["parent_span_id"] is None}
+    assert actions and all(s["attributes"]["agent_inspect.verdict"] == "unchecked" for s in actions)
+    assert all(s["parent_span_id"] in roots and s["events"] for s in actions)
+    assert all("flink_agents.execution_id" not in s["attributes"] for s in actions)
