@@ -53,6 +53,8 @@ _LAZY: dict[str, str] = {
     "load_trace": "agent_inspect.trace",
     "TraceLog": "agent_inspect.trace",
     "verify": "agent_inspect.trace",
+    # the recovery as OpenTelemetry spans
+    "to_otel": "agent_inspect.otel",
     # diff and "why did this run?"
     "diff": "agent_inspect.diffing",
     "explain": "agent_inspect.diffing",
@@ -66,7 +68,7 @@ _LAZY: dict[str, str] = {
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "checkpoint", "trace", "diffing", "fleet", "samples", "widgets", "report",
+    "checker", "checkpoint", "trace", "diffing", "fleet", "samples", "widgets", "report", "otel",
 )
 
 __all__ = [
@@ -78,6 +80,8 @@ __all__ = [
     "ReplayExecutor",
     # checked against the job's Trace Log
     "load_trace", "TraceLog", "verify",
+    # the recovery as OpenTelemetry spans
+    "to_otel",
     # diff and "why did this run?"
     "diff", "explain",
     # fleet scan

@@ -26,6 +26,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--also", action="append", default=[], metavar="RULE",
                         help="also report this task's outcome under RULE (repeatable)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--trace", help="the recovered job's Trace Log: adds the task's LLM tokens (and cost with "
+                                        "--price), predicted and observed")
+    from agent_inspect.cli._prices import add_token_args
+
+    add_token_args(parser)
     parser.set_defaults(func=_run)
 
 
@@ -43,10 +48,42 @@ def _run(args: argparse.Namespace) -> int:
         args.rule = sel.rule
     if sel.runtime is not None and args.runtime is None:
         args.runtime = sel.runtime
-    why = explain(log, args.key, args.seq, args.action, event=args.event, recovery=recovery_from_args(args, log),
-                  also=args.also)
+    recovery = recovery_from_args(args, log)
+    why = explain(log, args.key, args.seq, args.action, event=args.event, recovery=recovery, also=args.also)
+    tokens = _task_tokens(args, log, recovery, why) if args.trace else None
     if args.json:
-        print(json.dumps(why.to_dict(), ensure_ascii=False, default=str))
+        print(json.dumps({**why.to_dict(), **({"tokens": tokens} if args.trace else {})}, ensure_ascii=False,
+                         default=str))
     else:
         print(why.story())
+        if args.trace:
+            print(_tokens_line(tokens))
     return 0
+
+
+def _task_tokens(args: argparse.Namespace, log: Any, recovery: Any, why: Any) -> dict[str, Any] | None:
+    """The task's row of the token ledger of the restore the trace shows, under the explained rule."""
+    from agent_inspect.cli._markers_args import restore_of
+    from agent_inspect.cli._prices import with_tokens
+    from agent_inspect.cli._settings import markers_text
+    from agent_inspect.trace import verify
+
+    restore = restore_of(markers_text(args))
+    v = verify(log, args.trace, recovery=recovery, restore=restore)
+    row: dict[str, Any] | None = with_tokens(v, args, restore).tokens.for_task(why.key, why.seq, why.action)
+    return row
+
+
+def _tokens_line(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "tokens: the trace's restore has no such task"
+
+    def side(name: str) -> str:
+        i, o, c = row.get(f"input_tokens_{name}"), row.get(f"output_tokens_{name}"), row.get(f"cost_{name}")
+        if i is None and o is None:
+            return "unknown"
+        return f"{(i or 0) + (o or 0)} ({i or 0} in, {o or 0} out)" + (f" ≈ ${c:,.4f}" if c is not None else "")
+
+    return (f"tokens of this task's LLM calls run again in the restore the trace shows ({row.get('outcome')} "
+            f"there): predicted {side('predicted')} in "
+            f"{row.get('llm_calls_predicted')} call(s); the trace shows {side('observed')}")

@@ -29,6 +29,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--title", help="heading of the report")
     parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
     parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
+    from agent_inspect.cli._prices import add_token_args
+
+    add_token_args(parser)
     parser.set_defaults(func=_run)
 
 
@@ -50,9 +53,11 @@ def _run(args: argparse.Namespace) -> int:
     recovery = recovery_from_args(args, log)
     verification = None
     if args.trace:
+        from agent_inspect.cli._prices import with_tokens
         from agent_inspect.trace import verify
 
         verification = verify(log, args.trace, recovery=recovery, restore=restore_of(markers_text(args)))
+        verification = with_tokens(verification, args, restore_of(markers_text(args)))
     path = write_report(log, args.output, recovery=recovery, title=args.title, max_keys=args.keys,
                         verification=verification)
     if args.json:
@@ -60,6 +65,7 @@ def _run(args: argparse.Namespace) -> int:
                "runtime": recovery.runtime.as_dict(), "what_if": recovery.what_if}
         if verification is not None:
             out["trace_agree"] = verification.agree
+            out["tokens"] = verification.tokens.to_dict()
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:

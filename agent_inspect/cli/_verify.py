@@ -18,6 +18,8 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
+    from agent_inspect.cli._prices import add_token_args
+
     parser = subparsers.add_parser(
         "verify", help="check a recovery's prediction against the job's Trace Log (exit 1 on disagreement)",
         description="Predict the recovery under a rule and compare every task with what the Trace Log shows the "
@@ -29,14 +31,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--job", help="the job to check when the trace mixes several")
     parser.add_argument("--infer", action="store_true", help="rank every built-in rule and store flavour, and the inferred markers, by agreement")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_token_args(parser)
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._markers_args import restore_of
+    from agent_inspect.cli._prices import prices_of, with_tokens
     from agent_inspect.log import load
     from agent_inspect.trace import load_trace, verify
 
+    prices_of(args)                    # bad prices fail before the slow part
     log = load(args.source)
     trace = load_trace(args.trace)
     try:
@@ -44,12 +49,14 @@ def _run(args: argparse.Namespace) -> int:
                         job=args.job, infer=args.infer)
     except (ValueError, KeyError) as exc:
         raise InspectError(f"cannot verify: {exc}") from None
+    result = with_tokens(result, args, restore_of(markers_text(args)))
     if args.json:
         json.dump(result.to_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
         print(("AGREE: " if result.agree else "DISAGREE: ") + result.summary_text())
-        for note in result.notes:
+        print(f"tokens: {result.tokens.headline()}")
+        for note in (*result.notes, *result.tokens.notes):
             print(f"note: {note}")
         for row in result.disagreements.itertuples(index=False):
             print(f"  {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed {row.observed} "

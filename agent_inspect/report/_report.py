@@ -238,6 +238,10 @@ def _trace_section(v: Any, *, max_rows: int) -> _Section:
     body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.notes)
     body += frame_html(v.totals, max_rows=max_rows, caption="tasks per outcome, predicted and observed")
     body += frame_html(v.calls, max_rows=max_rows, caption="durable llm / tool calls, predicted and observed")
+    if getattr(v, "tokens", None) is not None:
+        body += f'<p class="tokens"><b>Tokens re-spent</b>: {escape(v.tokens.headline())}.</p>'
+        body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.tokens.notes)
+        body += frame_html(v.tokens.totals, max_rows=max_rows, caption="LLM tokens re-spent, per rule (predicted)")
     if len(v.disagreements):
         cols = ["key", "seq", "action", "predicted", "observed", "join", "cause", "explanation"]
         body += frame_html(v.disagreements[cols], max_rows=max_rows, caption="disagreements and their explanation")

@@ -17,6 +17,7 @@ from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_flu
 from agent_inspect.sources._kafka import open_kafka, read_partitions
 from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
+from agent_inspect.sources._otlp import export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
 from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._tail import KafkaTail, open_kafka_tail
@@ -40,4 +41,6 @@ __all__ = [
     "open_checkpoint", "CheckpointFiles",
     # Trace Log files (read by agent_inspect.trace)
     "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
+    # OpenTelemetry spans out (agent_inspect.otel) and OTLP JSON files back
+    "export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url",
 ]

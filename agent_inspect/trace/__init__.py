@@ -46,3 +46,17 @@ __all__ += [
     # verification
     "verify", "Verification", "compare", "plan_from_trace", "STORE_FLAVOURS", "CANDIDATE_RULES", "CAUSES",
 ]
+
+from agent_inspect.trace._tokens import (  # noqa: E402
+    TOKEN_ATTRIBUTES,
+    TokenLedger,
+    call_tokens,
+    parse_prices,
+    prices_from_toml,
+    token_ledger,
+)
+
+__all__ += [
+    # what a recovery re-spent on model calls
+    "token_ledger", "TokenLedger", "call_tokens", "parse_prices", "prices_from_toml", "TOKEN_ATTRIBUTES",
+]

@@ -45,6 +45,19 @@ class Verification(HtmlRepr):
     trace: Any = field(default=None, repr=False, compare=False)
     log: Any = field(default=None, repr=False, compare=False)
     joined: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    #: the token ledger (:meth:`with_tokens`), None until asked for
+    tokens: Any = field(default=None, repr=False, compare=False)
+
+    def with_tokens(self, *, prices: Any = None, rules: Any = (), baseline: Any = None, plan: Any = None,
+                    restore: Any = None) -> Verification:
+        """This result with its token ledger (:func:`agent_inspect.trace.token_ledger`): what the restore
+        re-spent on LLM calls, predicted and observed, and what ``rules`` would have."""
+        from dataclasses import replace
+
+        from agent_inspect.trace import token_ledger
+
+        ledger = token_ledger(self, prices=prices, rules=rules, baseline=baseline, plan=plan, restore=restore)
+        return replace(self, tokens=ledger)
 
     @property
     def agree(self) -> bool:
@@ -94,6 +107,7 @@ class Verification(HtmlRepr):
             "ranking": jsonable_rows(self.ranking) if self.ranking is not None else None,
             "best": jsonable(self.best()),
             "tasks": jsonable_rows(self.tasks.drop(columns=["first"])),
+            "tokens": self.tokens.to_dict() if self.tokens is not None else None,
         }
 
     def _html_parts(self) -> Iterable[HtmlPart]:
@@ -102,6 +116,8 @@ class Verification(HtmlRepr):
         yield from (Text(Em(n)) for n in self.notes)
         yield Table(self.totals, caption="totals per outcome")
         yield Table(self.calls, caption="durable calls")
+        if self.tokens is not None:
+            yield from self.tokens._html_parts()
         if self.ranking is not None:
             yield Table(self.ranking, caption="rules and runtimes ranked by agreement")
         cols = ["key", "seq", "action", "predicted", "observed", "agree", "join", "cause", "explanation"]

@@ -79,8 +79,11 @@ class VerificationView(w.VBox):
         if not agree and best:
             rank = f" Best explained by <code>{escape(best.get('name'))}</code> ({int(best.get('disagree', 0))} " \
                    f"disagreeing)."
+        tokens = getattr(v, "tokens", None)
+        spent = (f'<div class="ai-verification-tokens">tokens: {escape(tokens.headline())}</div>'
+                 if tokens is not None else "")
         return (f'<div class="ai-title">checked against the trace — {mark}: {escape(text)}.{rank}</div>'
-                + (f"<ul>{notes}</ul>" if notes else ""))
+                + spent + (f"<ul>{notes}</ul>" if notes else ""))
 
     def _positions(self) -> np.ndarray:
         """Each task's place within its key (dispatch order; traced-only executions after the key's tasks)."""
@@ -165,6 +168,13 @@ class VerificationView(w.VBox):
                                 "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
                                 "calls_executed_observed", "calls_replayed_observed") if c in self.tasks.columns]
         parts.append(frame_html(self.tasks.iloc[[i]][row_cols], caption="the task"))
+        tokens = getattr(v, "tokens", None)
+        cost = tokens.for_task(r["key"], r["seq"], r["action"]) if tokens is not None and pd.notna(r["seq"]) else None
+        if cost is not None:
+            parts.append('<p class="ai-verification-cost">LLM tokens run again: predicted '
+                         f"{escape(cost.get('input_tokens_predicted'))} in / {escape(cost.get('output_tokens_predicted'))} "
+                         f"out, observed {escape(cost.get('input_tokens_observed'))} in / "
+                         f"{escape(cost.get('output_tokens_observed'))} out</p>")
         trace = getattr(v, "trace", None)
         eid = r["execution_id"]
         if trace is not None and isinstance(eid, str):

@@ -1,0 +1,100 @@
+"""A recovery in the user's OpenTelemetry tool: spans named and identified as upstream's converter does.
+
+    ai.to_otel(ai.verify(log, trace, markers=...), endpoint="http://127.0.0.1:6006/v1/traces")
+    ai.to_otel(v, path="spans.json")                       # one OTLP JSON file
+    ai.otel.spans_of(v)                                     # the spans as plain dicts (pure)
+
+Needs the ``otel`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Unpack
+
+import pandas as pd
+
+from agent_inspect._errors import InspectError
+from agent_inspect._types import RecoveryOverrides
+from agent_inspect.otel._spans import CALL_OPERATIONS, span_id_of, spans_of, trace_id_of
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
+
+__all__ = ["to_otel", "spans_of", "trace_id_of", "span_id_of", "OtelExport", "CALL_OPERATIONS", "RESOURCE"]
+
+#: resource attributes of every export (``project=`` adds Phoenix's ``openinference.project.name``)
+RESOURCE = {"service.name": "agent_inspect"}
+
+
+@dataclass(frozen=True)
+class OtelExport:
+    """What :func:`to_otel` sent or wrote: span count, traces (input runs), and where."""
+
+    spans: int
+    traces: int
+    errors: int
+    endpoint: str | None = None
+    path: str | None = None
+
+    def __str__(self) -> str:
+        where = self.endpoint or self.path
+        return (f"{self.spans} spans in {self.traces} traces ({self.errors} with status error) "
+                f"{'sent to' if self.endpoint else 'written to'} {where}")
+
+
+def _predicted_only(prediction: Any, log: Any, markers: Any) -> Any:
+    t = prediction.tasks
+    tasks = pd.DataFrame({"key": t["key"].astype(str), "seq": t["seq"], "action": t["action"].astype(str),
+                          "predicted": t["outcome"].astype(str), "observed": None, "agree": True,
+                          "join": None, "execution_id": None, "event_id": t["event_id"], "cause": None,
+                          "explanation": None, "task": range(len(t))})
+    return SimpleNamespace(trace=None, tasks=tasks, prediction=prediction, log=log, markers=markers,
+                           rule=str(prediction.rule), tokens=None)
+
+
+def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] | None = None, *,
+            trace: Any = None, project: str | None = None, headers: dict[str, str] | None = None,
+            explain_chain: bool = True, recovery: Recovery | None = None,
+            **settings: Unpack[RecoveryOverrides]) -> OtelExport:
+    """Send a recovery to an OTLP/HTTP ``endpoint`` or write it to ``path`` (OTLP JSON); exactly one of them.
+
+    ``obj``: a checked recovery (``ai.verify(...)``), or a log / source predicted under ``recovery`` (or the
+    settings every verb takes: ``rule=``, ``markers=``, …; default the rule the runtime ships), checked against
+    ``trace`` when given; without a trace only the prediction is exported.
+    ``project``: the Phoenix project (resource attribute ``openinference.project.name``).
+    """
+    from agent_inspect.sources import export_spans, write_otlp_json
+
+    if (endpoint is None) == (path is None):
+        raise InspectError("to_otel needs exactly one of endpoint= (an OTLP/HTTP URL) or path= (a JSON file)")
+    if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule"):
+        v = obj
+    else:
+        log = obj
+        if isinstance(obj, (str, os.PathLike)):
+            from agent_inspect.log import load
+
+            log = load(os.fspath(obj))
+        if trace is not None:
+            from agent_inspect.trace import verify
+
+            v = verify(log, trace, recovery=recovery, **settings)
+        else:
+            from agent_inspect.recovery import Recovery, predict
+
+            resolved = Recovery.resolve(log, recovery, **settings)
+            v = _predicted_only(predict(log, recovery=resolved), log, resolved.markers)
+    specs = spans_of(v, explain_chain=explain_chain)
+    resource = dict(RESOURCE)
+    if project:
+        resource["openinference.project.name"] = project
+    errors = sum(1 for s in specs if s["status"]["code"] == "ERROR")
+    traces = len({s["trace_id"] for s in specs})
+    if endpoint is not None:
+        export_spans(specs, endpoint, resource=resource, headers=headers)
+        return OtelExport(len(specs), traces, errors, endpoint=endpoint)
+    out = write_otlp_json(specs, path if path is not None else "spans.json", resource=resource)
+    return OtelExport(len(specs), traces, errors, path=str(out))

@@ -1,0 +1,195 @@
+"""The OpenTelemetry export: span names, ids and attributes as upstream's converter has them, an OTLP JSON
+file that reads back the same, and a real Arize Phoenix that receives the spans and gives them back."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.cli import main
+from agent_inspect.otel import spans_of
+from agent_inspect.sources import read_otlp_json
+from tests.support.phoenix import Phoenix, free_port, start_phoenix, stop_phoenix
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "sample_logs"
+
+
+def _sha(text: str, n: int) -> str:
+    return hashlib.sha256(text.encode()).digest()[:n].hex()
+
+
+@pytest.fixture(scope="module")
+def production() -> Any:
+    log = ai.load(LOGS / "production.jsonl")
+    v = ai.verify(log, LOGS / "production.trace.log", markers=ai.samples.markers("production"))
+    return v.with_tokens(prices={"support_agent.chat_model.chat": (2.5, 10.0), "*": (1.0, 4.0)})
+
+
+@pytest.fixture(scope="module")
+def n04_wrong_rule() -> Any:
+    log = ai.load(LOGS / "N04.jsonl")
+    return ai.verify(log, LOGS / "N04.fixed-rule.trace.log", markers=ai.samples.markers("N04"))
+
+
+@pytest.fixture(scope="module")
+def production_spans(production: Any) -> list[dict[str, Any]]:
+    return spans_of(production)
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    proc, px = start_phoenix(tmp_path_factory.mktemp("phoenix"))
+    print(f"\nphoenix ready after {px.startup_s:.1f} s (pid {px.pid})")
+    try:
+        yield px
+    finally:
+        stop_phoenix(proc)
+
+
+def test_spans_follow_upstream_names_ids_and_attributes(production: Any, production_spans: list[dict[str, Any]]) -> None:
+    spans = production_spans
+    execs = production.trace.executions()
+    calls = production.trace.calls()
+    kinds = {s["name"].split(" ")[0] for s in spans}
+    assert kinds == {"invoke_agent", "action", "chat", "execute_tool"}
+    actions = [s for s in spans if s["name"].startswith("action ")]
+    assert len(actions) == len(production.tasks)
+    by_id = {s["span_id"]: s for s in spans}
+    assert len(by_id) == len(spans), "span ids are unique"
+    # an observed action execution *is* its execution's span: upstream's ids
+    for e in execs.head(50).itertuples(index=False):
+        s = by_id[_sha(e.execution_id, 8)]
+        assert s["name"] == f"action {e.action}" and s["trace_id"] == _sha(e.input_run_id, 16)
+        a = s["attributes"]
+        assert a["flink_agents.execution_id"] == e.execution_id and a["flink_agents.input_run_id"] == e.input_run_id
+        assert a["gen_ai.conversation.id"] == e.business_key and a["flink_agents.entity_type"] == "action"
+        assert a["flink_agents.execution.status"] == e.statuses[-1]
+        assert a["agent_inspect.verdict"] == "agree" and a["agent_inspect.rule"] == "original"
+        root = by_id[s["parent_span_id"]]
+        assert root["name"] == "invoke_agent production-agent" and root["parent_span_id"] is None
+        assert root["trace_id"] == s["trace_id"]
+    # durable calls under the execution that made them, with the model's tokens
+    llm = calls[calls["entity_type"] == "llm"]
+    assert len([s for s in spans if s["name"].startswith("chat ")]) == len(llm)
+    c = llm.iloc[0]
+    s = by_id[_sha(c.execution_id, 8)]
+    assert s["parent_span_id"] == _sha(c.parent_execution_id, 8)
+    assert s["attributes"]["gen_ai.operation.name"] == "chat"
+    assert s["attributes"]["gen_ai.usage.input_tokens"] > 0 and s["attributes"]["gen_ai.usage.output_tokens"] > 0
+    tools = [s for s in spans if s["name"].startswith("execute_tool ")]
+    assert tools and all(t["attributes"]["gen_ai.operation.name"] == "execute_tool" for t in tools)
+    # the store decisions behind a task are its events; a rerun's chain ends in its cause
+    reruns = [s for s in actions if s["attributes"]["agent_inspect.predicted"] == "RERUN"]
+    assert reruns and all(s["events"] for s in reruns)
+    kinds_seen = {e["name"] for s in reruns for e in s["events"]}
+    assert kinds_seen & {"evict", "invalidate", "remove", "tombstone", "prune", "window", "miss"}
+    # cost on the action span: the tokens its LLM calls re-spent
+    spent = [s for s in reruns if s["attributes"].get("agent_inspect.tokens.observed")]
+    assert spent and all(s["attributes"]["agent_inspect.cost.observed"] > 0 for s in spent)
+
+
+def test_a_disagreement_is_an_error_status_with_its_cause(n04_wrong_rule: Any) -> None:
+    spans = spans_of(n04_wrong_rule)
+    bad = [s for s in spans if s["name"].startswith("action ") and s["status"]["code"] == "ERROR"]
+    assert len(bad) == len(n04_wrong_rule.disagreements) == 2
+    for s in bad:
+        assert s["attributes"]["agent_inspect.verdict"] == "disagree"
+        assert s["attributes"]["agent_inspect.cause"] == "wrong-rule"
+        assert s["status"]["message"].startswith("wrong-rule: it would agree under rule fixed")
+    roots = [s for s in spans if s["parent_span_id"] is None]
+    assert any(r["status"]["code"] == "ERROR" and r["attributes"]["agent_inspect.disagreements"] == 2 for r in roots)
+
+
+def test_otlp_json_file_round_trips(production: Any, production_spans: list[dict[str, Any]], tmp_path: Path) -> None:
+    out = ai.to_otel(production, path=tmp_path / "spans.json")
+    assert out.spans == len(production_spans) and out.path == str(tmp_path / "spans.json")
+    raw = json.loads((tmp_path / "spans.json").read_text())
+    first = raw["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert len(first["traceId"]) == 32 and len(first["spanId"]) == 16, "OTLP JSON ids are hex"
+    back = {s["span_id"]: s for s in read_otlp_json(tmp_path / "spans.json")}
+    assert len(back) == len(production_spans)
+    for s in production_spans:
+        b = back[s["span_id"]]
+        assert (b["name"], b["trace_id"], b["parent_span_id"], b["start_ns"], b["end_ns"]) == \
+            (s["name"], s["trace_id"], s["parent_span_id"], s["start_ns"], s["end_ns"])
+        assert b["attributes"] == s["attributes"]
+        assert [(e["name"], e["time_ns"], e["attributes"]) for e in b["events"]] == \
+            [(e["name"], e["time_ns"], e["attributes"]) for e in s["events"]]
+        assert b["status"]["code"] == s["status"]["code"]
+        assert b["resource"]["service.name"] == "agent_inspect"
+
+
+def test_an_unreachable_endpoint_fails_fast_with_one_line(n04_wrong_rule: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1/traces"
+    t0 = time.monotonic()
+    with pytest.raises(ai.InspectError, match="cannot reach the OpenTelemetry endpoint .*-o spans.json"):
+        ai.to_otel(n04_wrong_rule, endpoint=url)
+    assert time.monotonic() - t0 < 5
+    code = main(["otel", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.trace.log"), "--markers",
+                 f"@{LOGS / 'N04.markers.json'}", "--endpoint", url])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "cannot reach" in err
+    with pytest.raises(ai.InspectError, match="exactly one of"):
+        ai.to_otel(n04_wrong_rule)
+
+
+@pytest.mark.slow
+def test_phoenix_receives_the_spans_and_gives_them_back(phoenix: Phoenix, production: Any,
+                                                         production_spans: list[dict[str, Any]],
+                                                         n04_wrong_rule: Any,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    done = ai.to_otel(production, endpoint=phoenix.url, project="production")
+    assert done.spans == len(production_spans)
+    want = {s["span_id"]: s for s in production_spans}
+    got: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(want) and time.monotonic() < deadline:   # Phoenix inserts in the background
+        time.sleep(0.5)
+        got = phoenix.spans("production")
+    assert len(got) == len(want)
+    by_id = {s["context"]["span_id"]: s for s in got}
+    assert set(by_id) == set(want)
+    for sid, s in by_id.items():
+        w = want[sid]
+        assert s["name"] == w["name"] and s["context"]["trace_id"] == w["trace_id"]
+        assert s["parent_id"] == w["parent_span_id"], "parent links kept"
+        if w["parent_span_id"] is not None:
+            assert w["parent_span_id"] in by_id
+        for k in ("gen_ai.operation.name", "flink_agents.execution_id", "agent_inspect.verdict",
+                  "gen_ai.usage.input_tokens"):
+            if k in w["attributes"]:
+                assert s["attributes"][k] == w["attributes"][k]
+        assert len(s["events"]) == len(w["events"])
+    # the CLI, on a trace that disagrees: the error status reaches the backend
+    assert main(["otel", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.fixed-rule.trace.log"), "--markers",
+                 f"@{LOGS / 'N04.markers.json'}", "--endpoint", f"{phoenix.url}/v1/traces", "--project", "n04",
+                 "--json"]) == 0
+    sent = json.loads(capsys.readouterr().out)
+    n04: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while len(n04) < sent["spans"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        n04 = phoenix.spans("n04")
+    assert len(n04) == sent["spans"] and sent["errors"] == 3
+    errors = [s for s in n04 if s["status_code"] == "ERROR" and s["name"].startswith("action ")]
+    assert len(errors) == 2 and all(s["attributes"]["agent_inspect.cause"] == "wrong-rule" for s in errors)
+
+
+def test_a_prediction_without_a_trace_exports_unchecked_spans(tmp_path: Path) -> None:
+    log = ai.load(LOGS / "N04.jsonl")
+    out = ai.to_otel(log, path=tmp_path / "n04.json", markers=ai.samples.markers("N04"))
+    spans = read_otlp_json(tmp_path / "n04.json")
+    assert out.spans == len(spans) and out.errors == 0
+    actions = [s for s in spans if s["name"].startswith("action ")]
+    roots = {s["span_id"] for s in spans if s["parent_span_id"] is None}
+    assert actions and all(s["attributes"]["agent_inspect.verdict"] == "unchecked" for s in actions)
+    assert all(s["parent_span_id"] in roots and s["events"] for s in actions)
+    assert all("flink_agents.execution_id" not in s["attributes"] for s in actions)

@@ -1,0 +1,104 @@
+"""The token ledger: what a restore re-spent on LLM calls, observed in the trace and predicted per rule,
+with prices; in ``verify --json``, the report and ``explain``, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.cli import main
+from agent_inspect.trace import call_tokens, parse_prices, prices_from_toml
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "sample_logs"
+PROD = [str(LOGS / "production.jsonl"), "--trace", str(LOGS / "production.trace.log"),
+        "--markers", f"@{LOGS / 'production.markers.json'}"]
+
+
+def test_sample_traces_carry_token_counts_on_executed_model_calls() -> None:
+    c = call_tokens(ai.load_trace(LOGS / "production.trace.log"))
+    executed = c[~c["replayed"]]
+    assert len(executed) == 175 and executed["input_tokens"].notna().all() and executed["output_tokens"].notna().all()
+    assert (executed["input_tokens"] >= 400).all() and (executed["output_tokens"] >= 40).all()
+    assert int(executed["input_tokens"].sum()) == 198943 and int(executed["output_tokens"].sum()) == 51329
+
+
+def test_production_ledger_under_original_and_fixed_in_verify_json(capsys: pytest.CaptureFixture[str],
+                                                                 tmp_path: Path) -> None:
+    prices = tmp_path / "prices.toml"
+    prices.write_text('["support_agent.chat_model.chat"]\ninput = 2.5\noutput = 10\n', encoding="utf-8")
+    assert main(["verify", *PROD, "--tokens-under", "fixed", "--prices", str(prices), "--price", "*=1/4",
+                 "--json"]) == 0
+    tokens = json.loads(capsys.readouterr().out)["tokens"]
+    obs = tokens["observed"]
+    assert obs["llm_calls"] == 175 and obs["tokens"] == 198943 + 51329 and obs["cost"] > 0
+    by_rule = {r["rule"]: r for r in tokens["by_rule"]}
+    assert set(by_rule) == {"original", "fixed"}
+    orig, fixed = by_rule["original"], by_rule["fixed"]
+    assert orig["llm_calls"] == 205 and fixed["llm_calls"] == 3
+    assert orig["tokens"] > 50 * fixed["tokens"] > 0
+    assert orig["cost"] > fixed["cost"] > 0
+    assert tokens["headline"].startswith("this restore re-spent 250 k tokens (≈ $")
+    assert "under fixed it would have re-spent 4.25 k" in tokens["headline"]
+
+
+def test_production_ledger_in_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report.html"
+    assert main(["report", *PROD, "--tokens-under", "fixed", "-o", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["rule"] for r in data["tokens"]["by_rule"]} == {"original", "fixed"}
+    html = out.read_text(encoding="utf-8")
+    assert "Tokens re-spent" in html and "under fixed it would have re-spent 4.25 k" in html
+    assert "LLM tokens re-spent, per rule" in html
+
+
+def test_explain_gives_the_cost_of_one_task(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", *PROD, "--key", "user-0009", "--seq", "5", "--action", "chat", "--rule", "original",
+                 "--price", "*=2/8", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["tokens"]
+    assert row["key"] == "user-0009" and row["seq"] == 5 and row["action"] == "chat"
+    assert row["llm_calls_predicted"] == 1 and row["input_tokens_observed"] > 0 and row["cost_observed"] > 0
+
+
+def test_prices_and_their_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_prices(["qwen-max=1.6/6.4", "a=b=1/2"]) == {"qwen-max": (1.6, 6.4), "a=b": (1.0, 2.0)}
+    assert prices_from_toml('["m"]\ninput = 1\noutput = 3.5\n') == {"m": (1.0, 3.5)}
+    for bad in (["qwen-max=1.6"], ["=1/2"], ["m=x/1"]):
+        with pytest.raises(ai.InspectError, match="MODEL=IN/OUT"):
+            parse_prices(bad)
+    with pytest.raises(ai.InspectError, match="needs numbers"):
+        prices_from_toml('["m"]\ninput = "cheap"\n')
+    with pytest.raises(ai.InspectError, match="bad prices file"):
+        prices_from_toml("[[[")
+    assert main(["verify", *PROD, "--price", "nonsense"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MODEL=IN/OUT" in err
+
+
+def test_a_trace_without_token_counts_says_so() -> None:
+    log = ai.load(LOGS / "N04.jsonl")
+    trace = ai.load_trace(LOGS / "N04.fixed-rule.trace.log")
+    v = ai.verify(log, trace, markers=ai.samples.markers("N04")).with_tokens()
+    assert v.tokens.observed["tokens"] is None or v.tokens.observed["llm_calls"] == 0
+    assert v.to_dict()["tokens"]["headline"].startswith("this restore re")
+
+
+def test_the_verification_view_shows_the_ledger() -> None:
+    from agent_inspect.widgets import VerificationView
+
+    log = ai.load(LOGS / "N04.jsonl")
+    v = ai.verify(log, LOGS / "N04.trace.log", markers=ai.samples.markers("N04")).with_tokens(rules=["fixed"])
+    spent = v.tokens.tasks[(v.tokens.tasks["rule"] == v.rule) & (v.tokens.tasks["llm_calls_observed"] > 0)]
+    assert len(spent), "N04's restore runs a model call again"
+    view = VerificationView(v)
+    assert "tokens: this restore re-spent" in view.summary.value and "under fixed" in view.summary.value
+    row = spent.iloc[0]
+    i = int(((view.tasks["key"] == row["key"]) & (view.tasks["action"] == row["action"])
+             & (view.tasks["seq"] == row["seq"])).to_numpy().argmax())
+    view.select(i)
+    assert "LLM tokens run again" in view.detail.value
+    assert f"observed {row['input_tokens_observed']} in" in view.detail.value
+    assert "Tokens re-spent" in v._repr_html_()
