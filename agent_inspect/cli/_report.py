@@ -109,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
                "what_if": rule.split(":")[0] != runtime.default_rule}
         if verification is not None:
             out["trace_agree"] = verification.agree
+            out["trace_verdict"] = verification.verdict.value
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:

@@ -4,7 +4,7 @@
     trace.records; trace.errors; trace.summary()
     ai.trace.join(trace, log)                               # trace executions ↔ action-state records
     v = ai.verify(log, trace, markers=..., rule="original")  # predicted vs observed, per task
-    v.agree; v.tasks; v.totals; v.ranking
+    v.verdict; v.tasks; v.totals; v.ranking            # agree / disagree / undetermined, per task and overall
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
 
 from agent_inspect.trace._join import JOIN_METHODS, join  # noqa: E402
 from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noqa: E402
+from agent_inspect.trace._verdict import CONFIDENCES, UNDETERMINED_CAUSES, Verdict  # noqa: E402
 from agent_inspect.trace._verify import (  # noqa: E402
     CANDIDATE_RULES,
     CAUSES,
@@ -45,4 +46,6 @@ __all__ += [
     "trace_from_executor", "call_entity",
     # verification
     "verify", "Verification", "compare", "plan_from_trace", "RUNTIMES", "CANDIDATE_RULES", "CAUSES",
+    # three-valued verdicts
+    "Verdict", "UNDETERMINED_CAUSES", "CONFIDENCES",
 ]

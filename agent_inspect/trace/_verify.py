@@ -11,6 +11,7 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect.trace._runtime import call_entity
+from agent_inspect.trace._verdict import CONFIDENCES, with_verdicts
 from agent_inspect.trace._verification import Verification
 
 __all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace"]
@@ -20,9 +21,9 @@ __all__ = ["verify", "Verification", "RUNTIMES", "CANDIDATE_RULES", "VERIFY_COLU
 RUNTIMES = ("auto", "kafka-k1", "fluss-k1", "segment")
 #: the rules ranked when explaining a mismatch or inferring what the job ran
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
-#: ``cause`` values of a disagreement
+#: ``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)
 CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
-          "trace-truncated", "agent-model", "unexplained")
+          "trace-truncated", "agent-model", "unexplained", "weak-join")
 VERIFY_COLUMNS = ["key", "seq", "input", "action", "predicted", "observed", "agree", "join", "confidence",
                   "execution_id", "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
                   "calls_executed_observed", "calls_replayed_observed", "cause", "explanation", "first", "task"]
@@ -235,11 +236,12 @@ def _totals(tasks: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for n in names:
         p, o = int(pred.get(n, 0)), int(obs.get(n, 0))
-        sub = tasks[tasks["predicted"] == n]
+        verdicts = tasks.loc[tasks["predicted"] == n, "verdict"]
         if p or o:
-            rows.append({"outcome": n, "predicted": p, "observed": o, "agree": int(sub["agree"].sum()),
-                         "disagree": int((~sub["agree"]).sum())})
-    return pd.DataFrame(rows, columns=["outcome", "predicted", "observed", "agree", "disagree"])
+            rows.append({"outcome": n, "predicted": p, "observed": o, "agree": int((verdicts == "agree").sum()),
+                         "disagree": int((verdicts == "disagree").sum()),
+                         "undetermined": int((verdicts == "undetermined").sum())})
+    return pd.DataFrame(rows, columns=["outcome", "predicted", "observed", "agree", "disagree", "undetermined"])
 
 
 def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | None],
@@ -263,7 +265,7 @@ def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | 
 
 def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, markers: Any = None,
            runtime: str = "auto", plan: Any = None, agent: Any = None, restore: Mapping[str, Any] | None = None,
-           job: str | None = None, infer: bool = False, cached_latency_ms: float = 5.0,
+           job: str | None = None, infer: bool = False, cached_latency_ms: float = 5.0, confidence: str = "low",
            call_kind: Callable[[str | None], str | None] = call_entity,
            candidates: Sequence[str] = CANDIDATE_RULES) -> Verification:
     """Check a recovery's prediction against the Trace Log of the recovered job.
@@ -276,13 +278,18 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     seqNums and in-flight tasks, else the log's window. ``runtime``: "auto" or an upstream store
     flavour (:data:`RUNTIMES`; applies to the ``original`` rule). ``job``: which job of a trace
     that mixes several. ``infer=True`` ranks every candidate rule and runtime by agreement (done
-    anyway when something disagrees, to explain it).
+    anyway when something disagrees, to explain it). ``confidence``: the weakest join ("low", "medium",
+    "high") whose task counts; a task joined more weakly is undetermined. Each task's ``verdict`` (and
+    ``Verification.verdict``) is agree, disagree, or undetermined: its cause means the log or trace
+    cannot tell (agent model, invisible reuse, truncated trace, weak join).
     """
     from agent_inspect.recovery import predict
     from agent_inspect.trace._model import TraceLog, load_trace
 
     if runtime not in RUNTIMES:
         raise InspectError(f"unknown runtime {runtime!r}; use one of {', '.join(RUNTIMES)}")
+    if confidence not in CONFIDENCES:
+        raise InspectError(f"unknown confidence {confidence!r}; use one of {', '.join(CONFIDENCES)}")
     if not isinstance(trace, TraceLog):
         trace = load_trace(trace)
     notes: list[str] = []
@@ -359,6 +366,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
             except InspectError:
                 pass
     tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
+    tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
         notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted}, the trace shows {r.observed}"
@@ -372,7 +380,8 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
         joined = join(trace, log, call_kind=call_kind)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
                         rule=_rule_name(rule_eff), runtime=runtime, markers=markers, ranking=ranking,
-                        notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
+                        notes=tuple(notes), confidence=confidence, prediction=prediction, trace=trace, log=log,
+                        joined=joined)
 
 
 def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, pd.DataFrame],
