@@ -169,9 +169,14 @@ def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:
             i += 1
             continue
         prefix = line[:brace].strip() or None
-        begin = starts[i] + brace
+        # decode within the lines this object can span (a pretty-printed object's continuation lines start
+        # with blanks or a closing bracket): error positions stay local, so a bad line costs its own length
+        j = i + 1
+        while j < n and (not lines[j].strip() or lines[j][:1] in (" ", "\t", "}", "]", '"')):
+            j += 1
+        window = "".join(lines[i:j]) if j > i + 1 else line
         try:
-            obj, end = _DECODER.raw_decode(text, begin)
+            obj, end_w = _DECODER.raw_decode(window, brace)
         except RecursionError:
             yield TraceItem(file, i + 1, None, "JSON nested too deeply to read", prefix=prefix, text=_clip(stripped))
             i += 1
@@ -179,23 +184,21 @@ def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:
         except json.JSONDecodeError as exc:
             # a pretty-printed object opens alone on its line: one item for the whole broken object, up to
             # the next line that can start a record; a JSONL line is one item by itself
-            j = i + 1
-            if stripped.endswith("{") and stripped.count("{") == 1:
-                while j < n and (not lines[j].strip() or lines[j][:1] in (" ", "\t", "}", "]", '"')):
-                    j += 1
-            line_end = starts[i] + len(line.rstrip("\r\n"))
-            reason = ("truncated JSON object (the line ends inside it)" if exc.pos >= line_end and j == i + 1
-                      else f"not valid JSON ({exc.msg}, line {i + 1} column {exc.pos - starts[i] + 1})"
+            stop = j if stripped.endswith("{") and stripped.count("{") == 1 else i + 1
+            line_end = len(line.rstrip("\r\n"))
+            reason = ("truncated JSON object (the line ends inside it)" if exc.pos >= line_end and stop == i + 1
+                      else f"not valid JSON ({exc.msg}, line {i + 1} column {exc.pos + 1})"
                       if exc.pos < line_end else
-                      f"truncated or malformed pretty-printed JSON object (lines {i + 1}-{j})")
+                      f"truncated or malformed pretty-printed JSON object (lines {i + 1}-{stop})")
             yield TraceItem(file, i + 1, None, reason, prefix=prefix, text=_clip(stripped))
-            i = j
+            i = stop
             continue
+        end = starts[i] + end_w
         if not isinstance(obj, dict):
             yield TraceItem(file, i + 1, None, f"a JSON {type(obj).__name__}, not an object", prefix=prefix,
                             text=_clip(stripped))
         else:
-            digest = hashlib.blake2b(text[begin:end].encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            digest = hashlib.blake2b(window[brace:end_w].encode("utf-8", "surrogatepass"), digest_size=16).digest()
             yield TraceItem(file, i + 1, obj, None, prefix=prefix, digest=digest)
         # the object ends on line j (later than i when pretty-printed)
         j = i

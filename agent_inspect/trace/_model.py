@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
@@ -210,15 +211,15 @@ def order_records(frame: pd.DataFrame) -> pd.DataFrame:
     tied &= frame[["execution_id", "timestamp"]].astype(object).duplicated(keep=False)
     if not tied.any():
         return frame
-    order = list(range(len(frame)))
-    sub = frame[tied]
-    rank = sub["status"].astype(object).map(LIFECYCLE_ORDER).fillna(3)
-    keyed = pd.DataFrame({"e": sub["execution_id"].astype(object), "t": sub["timestamp"], "rank": rank,
-                          "file": sub["file"], "line": sub["line"]}, index=sub.index)
-    for _, g in keyed.groupby(["e", "t"], sort=False):
-        slots = sorted(g.index)
-        for slot, pos in zip(slots, g.sort_values(["rank", "file", "line"], kind="stable").index):
-            order[slot] = pos
+    # each group of tied records keeps its places in the order, filled in lifecycle order
+    slots = np.flatnonzero(tied.to_numpy())
+    sub = frame.iloc[slots]
+    group = sub.groupby([sub["execution_id"].astype(object), sub["timestamp"]], sort=False).ngroup().to_numpy()
+    rank = sub["status"].astype(object).map(LIFECYCLE_ORDER).fillna(3).to_numpy()
+    files = pd.factorize(sub["file"].astype(object), sort=True)[0]
+    lines = sub["line"].fillna(-1).to_numpy(dtype="int64")
+    order = np.arange(len(frame))
+    order[slots[np.lexsort((slots, group))]] = slots[np.lexsort((lines, files, rank, group))]
     return frame.iloc[order].reset_index(drop=True)
 
 
