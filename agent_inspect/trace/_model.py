@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._errors import SourceError
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 
 __all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_records", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES",
@@ -438,10 +439,15 @@ def load_trace(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     ``.errors``; lines in any order are put in time order, and exact duplicates are left out (counted
     in ``summary()``, listed in ``.duplicates``).
     """
-    from agent_inspect.sources import read_trace_files, trace_files
+    from agent_inspect.sources import FileKind, expect_kind, read_trace_files, trace_files
 
     files = trace_files(source)
-    groups = read_trace_files(files)
     label = os.fspath(source) if not isinstance(source, (list, tuple)) else ", ".join(map(os.fspath, source))
+    # an action-state dump given here: say it is one, and which call reads it
+    kinds = [expect_kind(f.path, (FileKind.TRACE, FileKind.EVENT_LOG), "ai.load_trace") for f in files]
+    if kinds and all(k == FileKind.OTHER for k in kinds):
+        raise SourceError(f"{label!r} holds no Trace Log or Event Log record in its first lines (none of the files "
+                          "agent_inspect reads): check the path")
+    groups = read_trace_files(files)
     records, duplicates = parse_trace(groups)
     return TraceLog(records, tuple(files), label, duplicates)

@@ -11,6 +11,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect import samples
+from agent_inspect._errors import SourceError
 from agent_inspect.sources import write_trace
 from agent_inspect.trace import CAUSES, RUNTIMES, Verdict, load_trace, verify
 
@@ -198,7 +199,12 @@ def test_runtime_on_another_rule_is_recorded_with_a_note() -> None:
 def test_an_unreadable_or_empty_trace_is_named_not_a_crash(tmp_path: Path) -> None:
     bad = tmp_path / "bad.log"
     bad.write_text('garbage\n{"x":\n', encoding="utf-8")
-    v = _verify("N04", bad)
+    with pytest.raises(SourceError, match="holds no Trace Log or Event Log record"):
+        _verify("N04", bad)
+    cut = tmp_path / "cut.log"
+    cut.write_text('{"timestamp":"2026-09-14T08:00:52.047Z","detail":"STANDARD","entityType":"event"\n{"x":\n',
+                   encoding="utf-8")
+    v = _verify("N04", cut)
     assert not v.agree and set(v.disagreements["cause"]) == {"trace-missing"}
     assert any("could not be read" in n for n in v.notes) and any("no action execution" in n for n in v.notes)
     empty = tmp_path / "empty.log"
