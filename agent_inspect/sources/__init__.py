@@ -16,7 +16,7 @@ from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write
 from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
 from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
-from agent_inspect.sources._kind import KIND_CALLS, FileKind, expect_kind, file_kind
+from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
@@ -40,7 +40,7 @@ __all__ = [
     # Trace Log files (read by agent_inspect.trace)
     "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
     # which kind of file a path is (dump, kcat dump, Trace Log, old Event Log, none of these)
-    "file_kind", "FileKind", "expect_kind", "KIND_CALLS",
+    "file_kind", "FileKind", "expect_kind",
 ]
 
 __getattr__ = moved(__name__, dict.fromkeys(("load", "load_kafka", "load_fluss", "load_file"), "agent_inspect.log"))
