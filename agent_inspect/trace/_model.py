@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -171,15 +171,16 @@ def parse_trace(groups: Iterable[tuple[Any, Sequence[Any]]]) -> tuple[pd.DataFra
                     dups.append({"file": it.file, "line": it.line, "duplicate_of_file": seen[0],
                                  "duplicate_of_line": seen[1]})
                     continue
+            row: dict[str, Any]
             if it.obj is None:
-                row = {c: None for c in TRACE_COLUMNS}
+                row = dict.fromkeys(TRACE_COLUMNS)
                 row.update(file=it.file, line=it.line, prefix=it.prefix, error=it.error,
                            extra={"text": it.text} if it.text else None, truncated=False)
             else:
                 try:
                     row, problems = _row(it.obj)
                 except (RecursionError, TypeError, ValueError, OverflowError) as exc:
-                    row = {c: None for c in TRACE_COLUMNS}
+                    row = dict.fromkeys(TRACE_COLUMNS)
                     row["truncated"] = False
                     problems = [f"record cannot be read ({type(exc).__name__}: {str(exc)[:80]})"]
                 row.update(file=it.file, line=it.line, prefix=it.prefix, error="; ".join(problems) or None)
@@ -442,7 +443,8 @@ def load_trace(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     from agent_inspect.sources import FileKind, expect_kind, read_trace_files, trace_files
 
     files = trace_files(source)
-    label = os.fspath(source) if not isinstance(source, (list, tuple)) else ", ".join(map(os.fspath, source))
+    label = (", ".join(map(os.fspath, source)) if isinstance(source, (list, tuple))
+             else os.fspath(cast("str | os.PathLike[str]", source)))
     # an action-state dump given here: say it is one, and which call reads it
     kinds = [expect_kind(f.path, (FileKind.TRACE, FileKind.EVENT_LOG), "ai.load_trace") for f in files]
     if kinds and all(k == FileKind.OTHER for k in kinds):

@@ -33,11 +33,11 @@ _UNNAMED = re.compile(r"^action-[0-9a-f]{8}(-[0-9a-f]{8})?$")
 
 def _agrees(predicted: Any, observed: Any) -> bool:
     if predicted == "REUSE":
-        return observed == "REUSE"
+        return bool(observed == "REUSE")
     if predicted in ("RERUN", "RESUME"):
         return observed in _EXECUTED
     if predicted in ("FAIL", "NOT-DISPATCHED"):
-        return observed == "ABSENT"
+        return bool(observed == "ABSENT")
     return False
 
 
