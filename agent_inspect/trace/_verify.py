@@ -337,7 +337,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     tasks = compare(prediction.tasks, execs)
     ranking = None
     others: dict[str, pd.DataFrame] = {}
-    if log is not None and (infer or not tasks["agree"].all()):
+    if log is not None and not execs.empty and (infer or not tasks["agree"].all()):  # no execution: nothing to rank
         cands: list[tuple[str, str]] = []
         for r in candidates:
             cands.append((r, "auto"))
