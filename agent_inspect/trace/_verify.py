@@ -303,6 +303,10 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     if len(trace.errors):
         notes.append(f"{len(trace.errors)} trace record(s) could not be read (see trace.errors): the trace may be "
                      "incomplete")
+    conflicts = int(trace.good["conflict"].sum()) if "conflict" in trace.records else 0
+    if conflicts:
+        notes.append(f"{conflicts} trace record(s) share an execution id and status with another of different "
+                     "content (see trace.conflicts)")
     prediction = None
     if hasattr(subject, "tasks") and hasattr(subject, "ledger"):
         prediction = subject

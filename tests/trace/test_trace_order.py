@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+import agent_inspect as ai
+from agent_inspect import samples
 from agent_inspect.cli import main
 from agent_inspect.sources import write_trace
-from agent_inspect.trace import load_trace
+from agent_inspect.trace import load_trace, verify
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "sample_logs"
@@ -84,3 +86,12 @@ def test_trace_summary_cli_counts_duplicates(tmp_path: Path, capsys: pytest.Capt
     assert main(["trace", "summary", str(p)]) == 0
     out = capsys.readouterr().out
     assert "exact duplicates left out: 5" in out
+
+
+def test_verify_notes_conflicting_records(tmp_path: Path) -> None:
+    recs = _records("N04")
+    i = next(k for k, r in enumerate(recs) if r["entityType"] == "action")
+    p = write_trace([*recs, dict(recs[i], attributes={"again": True})], tmp_path / "conflict.log")
+    restore = json.loads((LOGS / "N04.markers.json").read_text(encoding="utf-8"))["restore"]
+    v = verify(ai.load(LOGS / "N04.jsonl"), p, markers=samples.markers("N04"), restore=restore)
+    assert any("2 trace record(s) share an execution id and status" in n for n in v.notes)
