@@ -35,13 +35,13 @@ def register(subparsers: Any) -> None:
                         help="the rule the job ran (default: original, the rule released runtimes run)")
     parser.add_argument("--runtime", default="auto", choices=RUNTIMES,
                         help="upstream store flavour (default: auto, from the key format and source)")
-    parser.add_argument("--job", help="the job to check when the trace mixes several")
-    parser.add_argument("--infer", action="store_true", help="rank every built-in rule and runtime by agreement")
     parser.add_argument("--confidence", default="low", choices=CONFIDENCES,
                         help="the weakest join between a task and its traced execution that counts (default: low); "
                              "a task joined more weakly is undetermined")
     parser.add_argument("--strict", action="store_true",
                         help="fail (exit 1) when the trace cannot decide a task, instead of exit 3")
+    parser.add_argument("--job", help="the job to check when the trace mixes several")
+    parser.add_argument("--infer", action="store_true", help="rank every built-in rule and runtime by agreement")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 

@@ -270,6 +270,10 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
            candidates: Sequence[str] = CANDIDATE_RULES) -> Verification:
     """Check a recovery's prediction against the Trace Log of the recovered job.
 
+    Each task's ``verdict`` (and ``Verification.verdict``) is agree, disagree, or undetermined: its cause
+    means the log or the trace cannot tell (agent model, invisible reuse, truncated trace, or a join weaker
+    than ``confidence``, the weakest join that counts: "low", "medium" or "high").
+
     ``subject``: an ``ActionStateLog`` (predicted here under ``rule``, default ``"original"``, the
     rule released runtimes run), a reconstruction (its log, rule and markers) or a ``Prediction``
     (pass ``log=`` too to explain mismatches). ``trace``: a :class:`TraceLog` or a path.
@@ -278,10 +282,7 @@ def verify(subject: Any, trace: Any, *, log: Any = None, rule: Any = None, marke
     seqNums and in-flight tasks, else the log's window. ``runtime``: "auto" or an upstream store
     flavour (:data:`RUNTIMES`; applies to the ``original`` rule). ``job``: which job of a trace
     that mixes several. ``infer=True`` ranks every candidate rule and runtime by agreement (done
-    anyway when something disagrees, to explain it). ``confidence``: the weakest join ("low", "medium",
-    "high") whose task counts; a task joined more weakly is undetermined. Each task's ``verdict`` (and
-    ``Verification.verdict``) is agree, disagree, or undetermined: its cause means the log or trace
-    cannot tell (agent model, invisible reuse, truncated trace, weak join).
+    anyway when something disagrees, to explain it).
     """
     from agent_inspect.recovery import predict
     from agent_inspect.trace._model import TraceLog, load_trace
