@@ -14,8 +14,8 @@ import pandas as pd
 from agent_inspect._errors import SourceError
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 
-__all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_records", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES",
-           "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE", "ERROR_COLUMNS",
+__all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_records", "ENTITY_TYPES", "STATUSES",
+           "PROBLEM_CATEGORIES", "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE", "ERROR_COLUMNS",
            "DUPLICATE_COLUMNS", "LIFECYCLE_ORDER"]
 
 ENTITY_TYPES = ("event", "action", "llm", "parser", "tool", "subagent")
@@ -326,9 +326,8 @@ class TraceLog(HtmlRepr):
     @property
     def errors(self) -> pd.DataFrame:
         """Records that are not good trace records: ``file``, ``line``, ``reason``, then what was read of them."""
-        bad = self.records[self.records["error"].notna()]
-        rest = [c for c in bad.columns if c not in ("file", "line", "error")]
-        return bad[["file", "line", "error", *rest]].rename(columns={"error": "reason"})
+        bad = self.records[self.records["error"].notna()].rename(columns={"error": "reason"})
+        return bad[[*ERROR_COLUMNS, *(c for c in bad.columns if c not in ERROR_COLUMNS)]]
 
     @property
     def conflicts(self) -> pd.DataFrame:
