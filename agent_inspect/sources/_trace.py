@@ -73,7 +73,7 @@ def trace_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
     if isinstance(source, (list, tuple)):
         found = [f for s in source for f in trace_files(s)]
         return sorted(dict.fromkeys(found), key=lambda f: f.path)
-    text = os.fspath(cast("str | os.PathLike[str]", source))
+    text = os.fspath(cast("str | os.PathLike[str]", source))    # lists and tuples returned above
     p = Path(text)
     if p.is_dir():
         paths = sorted({x for pat in _DIR_PATTERNS for x in (*p.glob(pat), *p.glob(pat + ".gz"))})
