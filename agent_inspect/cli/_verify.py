@@ -19,7 +19,7 @@ __all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
-    from agent_inspect.trace import CONFIDENCES, RUNTIMES
+    from agent_inspect.trace import RUNTIMES
 
     parser = subparsers.add_parser(
         "verify", help="check a recovery's prediction against the job's Trace Log (exit 0 agree, 1 disagree, "
@@ -35,6 +35,8 @@ def register(subparsers: Any) -> None:
                         help="the rule the job ran (default: original, the rule released runtimes run)")
     parser.add_argument("--runtime", default="auto", choices=RUNTIMES,
                         help="upstream store flavour (default: auto, from the key format and source)")
+    from agent_inspect.trace import CONFIDENCES
+
     parser.add_argument("--confidence", default="low", choices=CONFIDENCES,
                         help="the weakest join between a task and its traced execution that counts (default: low); "
                              "a task joined more weakly is undetermined")
