@@ -26,10 +26,10 @@ __all__ = [
     "executions", "calls", "OBSERVED",
 ]
 
-from agent_inspect.trace._join import JOIN_METHODS, join  # noqa: E402
-from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noqa: E402
-from agent_inspect.trace._verdict import CONFIDENCES, UNDETERMINED_CAUSES, Verdict  # noqa: E402
-from agent_inspect.trace._verify import (  # noqa: E402
+from agent_inspect.trace._join import JOIN_METHODS, join
+from agent_inspect.trace._runtime import call_entity, trace_from_executor
+from agent_inspect.trace._verdict import CONFIDENCES, UNDETERMINED_CAUSES, Verdict
+from agent_inspect.trace._verify import (
     CANDIDATE_RULES,
     CAUSES,
     RUNTIMES,
