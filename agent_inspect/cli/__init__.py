@@ -3,7 +3,7 @@
 Each subcommand lives in its own module ``agent_inspect/cli/_<name>.py`` exposing
 ``register(subparsers)``; the parser is assembled from those modules, so adding a
 command never edits this file. Exit codes: 0 success, 1 a checked expectation failed,
-2 bad usage or unreadable input (one-line reason on stderr).
+2 bad usage or unreadable input (one-line reason on stderr), 3 ``verify`` cannot decide.
 """
 
 from __future__ import annotations

@@ -66,6 +66,7 @@ def _run(args: argparse.Namespace) -> int:
         if verification is not None:
             out["trace_agree"] = verification.agree
             out["tokens"] = verification.tokens.to_dict()
+            out["trace_verdict"] = verification.verdict.value
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:

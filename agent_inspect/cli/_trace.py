@@ -40,6 +40,8 @@ def _summary(args: argparse.Namespace) -> int:
     print(f"action executions {s['action_executions']}: "
           + (", ".join(f"{k} {v}" for k, v in s["observed"].items()) or "none"))
     print(s["recovery_note"])
+    print(f"exact duplicates left out: {s['duplicates_dropped']}; conflicting records (same execution and status, "
+          f"other content): {s['conflicting_records']}")
     print(f"errors: {len(s['errors'])}")
     for e in s["errors"][:20]:
         print(f"  {e['file']}:{e['line']}: {e['reason']}")

@@ -1,7 +1,9 @@
 """``agent-inspect verify SOURCE --trace PATH [recovery settings] [--json]``.
 
-Checks the prediction of a recovery against the Trace Log of the recovered job; exit code 1 when any
-task disagrees (a release gate for a new rule), 2 on bad usage or unreadable input.
+Checks the prediction of a recovery against the Trace Log of the recovered job. Exit code 0 when every
+task agrees, 1 when any task disagrees (a release gate for a new rule), 3 when nothing disagrees but the
+trace cannot decide some task (agent model, invisible reuse, truncated trace, a join below
+``--confidence``; ``--strict`` makes that 1), 2 on bad usage or unreadable input.
 """
 
 from __future__ import annotations
@@ -21,13 +23,21 @@ def register(subparsers: Any) -> None:
     from agent_inspect.cli._prices import add_token_args
 
     parser = subparsers.add_parser(
-        "verify", help="check a recovery's prediction against the job's Trace Log (exit 1 on disagreement)",
+        "verify", help="check a recovery's prediction against the job's Trace Log (exit 0 agree, 1 disagree, "
+                       "3 undetermined)",
         description="Predict the recovery under a rule and compare every task with what the Trace Log shows the "
                     "job did; explain each disagreement (wrong rule or runtime, markers, invisible reuse, "
                     "truncated or missing trace).")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
     parser.add_argument("--trace", required=True, help="a trace file, a directory of trace files, or a glob")
     add_recovery_options(parser)   # a sample markers file (@FILE) also gives the restored seqNums and in-flight tasks
+    from agent_inspect.trace import CONFIDENCES
+
+    parser.add_argument("--confidence", default="low", choices=CONFIDENCES,
+                        help="the weakest join between a task and its traced execution that counts (default: low); "
+                             "a task joined more weakly is undetermined")
+    parser.add_argument("--strict", action="store_true",
+                        help="fail (exit 1) when the trace cannot decide a task, instead of exit 3")
     parser.add_argument("--job", help="the job to check when the trace mixes several")
     parser.add_argument("--infer", action="store_true", help="rank every built-in rule and store flavour, and the inferred markers, by agreement")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -46,7 +56,7 @@ def _run(args: argparse.Namespace) -> int:
     trace = load_trace(args.trace)
     try:
         result = verify(log, trace, recovery=recovery_from_args(args, log), restore=restore_of(markers_text(args)),
-                        job=args.job, infer=args.infer)
+                        job=args.job, infer=args.infer, confidence=args.confidence)
     except (ValueError, KeyError) as exc:
         raise InspectError(f"cannot verify: {exc}") from None
     result = with_tokens(result, args, restore_of(markers_text(args)))
@@ -54,17 +64,26 @@ def _run(args: argparse.Namespace) -> int:
         json.dump(result.to_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(("AGREE: " if result.agree else "DISAGREE: ") + result.summary_text())
+        print(f"{result.verdict.value.upper()}: {result.summary_text()}")
         print(f"tokens: {result.tokens.headline()}")
         for note in (*result.notes, *result.tokens.notes):
             print(f"note: {note}")
-        for row in result.disagreements.itertuples(index=False):
-            print(f"  {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed {row.observed} "
-                  f"[{row.cause}] {row.explanation}")
+        for row in result.mismatches.itertuples(index=False):
+            print(f"  {row.verdict} {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed "
+                  f"{row.observed} [{row.cause}] {row.explanation}")
         if result.ranking is not None:
             print("rules, store flavours and markers by agreement:" if args.infer else "rules and store flavours by agreement:")
             for r in result.ranking.head(5).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
                 print(f"  {r.name}{whose}: {r.agree} agree, {r.disagree} disagree")
-    return 0 if result.agree else 1
+    return exit_code(result.verdict, strict=args.strict)
+
+
+def exit_code(verdict: str, *, strict: bool = False) -> int:
+    """0 agree, 1 disagree, 3 undetermined (1 with ``strict``)."""
+    if verdict == "agree":
+        return 0
+    if verdict == "undetermined" and not strict:
+        return 3
+    return 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import ActionDecl, AgentEvent
@@ -21,13 +21,13 @@ class AgentView:
         return name in self._decls
 
     def decl(self, name: str) -> ActionDecl:
-        return self._decls[name]
+        return cast("ActionDecl", self._decls[name])
 
     def listeners(self, event: AgentEvent) -> list[ActionDecl]:
         return list(self.agent.listeners(event))
 
     def action_uuid(self, name: str, key_format: str, *, attempt: int) -> str:
-        return self.agent.action_uuid(name, key_format, attempt=attempt)
+        return str(self.agent.action_uuid(name, key_format, attempt=attempt))
 
     def run_action(self, name: str, ctx: Any) -> None:
         self.agent.run_action(name, ctx)

@@ -323,9 +323,9 @@ def _pickle(obj: Any) -> bytes:
     import cloudpickle
 
     try:
-        return cloudpickle.dumps(obj)
+        return bytes(cloudpickle.dumps(obj))
     except Exception:  # noqa: BLE001 - an unpicklable value still needs a payload in the journal
-        return cloudpickle.dumps(repr(obj))
+        return bytes(cloudpickle.dumps(repr(obj)))
 
 
 def _deliver(value: Any, error: BaseException | None) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent
@@ -197,4 +197,4 @@ class ReplayContext:
             self._allocator = SubagentIdAllocator(key_text=key_text, seq=self.seq, action=self.action,
                                                   event_type=self.event.type,
                                                   event_attributes=self.event.attributes)
-        return self._allocator.allocate(scope)
+        return cast("tuple[str, str]", self._allocator.allocate(scope))

@@ -20,7 +20,7 @@ def epoch_ms(t: Any) -> int:
     if isinstance(t, datetime.datetime):
         if t.tzinfo is None:
             t = t.replace(tzinfo=datetime.UTC)
-        return (t - _EPOCH) // datetime.timedelta(milliseconds=1)
+        return int((t - _EPOCH) // datetime.timedelta(milliseconds=1))
     if isinstance(t, bool) or not isinstance(t, numbers.Integral):
         raise ReplayError(f"a journal clock gives epoch milliseconds (int) or a datetime, not {t!r}")
     return int(t)

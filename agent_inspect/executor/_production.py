@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from agent_inspect.agents import AgentEvent
 from agent_inspect.executor._debugger import Debugger, DriverAction
@@ -45,9 +45,9 @@ class Production:
 
     def journal(self) -> RawBatch:
         e = self.engine
-        return build_journal(e.run.writes, log=e.log, keys=e.keys, value_format=self.value_format,
-                             num_partitions=self.partitions(), source_kind=self.source_kind,
-                             timestamps=self._timestamps())
+        return cast("RawBatch", build_journal(e.run.writes, log=e.log, keys=e.keys, value_format=self.value_format,
+                                              num_partitions=self.partitions(), source_kind=self.source_kind,
+                                              timestamps=self._timestamps()))
 
     def _timestamps(self) -> list[int] | None:
         clock, run = self.clock, self.engine.run
@@ -65,7 +65,7 @@ class Production:
         if log is not None and getattr(log, "source", None) is not None:
             ends = getattr(log.source, "end_offsets", None) or {}
             if ends:
-                return max(ends) + 1
+                return int(max(ends)) + 1
             if len(log.records):
                 return int(log.records["partition"].max()) + 1
         return 1
@@ -187,7 +187,7 @@ class Production:
                 break
 
     def to_log(self) -> ActionStateLog:
-        return combined_log(self.engine.log, self.journal(), num_partitions=self.partitions())
+        return cast("ActionStateLog", combined_log(self.engine.log, self.journal(), num_partitions=self.partitions()))
 
 
 def _has_written(steps: list[Step]) -> bool:

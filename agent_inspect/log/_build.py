@@ -420,12 +420,21 @@ def _masked_bool(col: Sequence[bool | None]) -> pd.api.extensions.ExtensionArray
     return pd.arrays.BooleanArray(arr.fill_null(False).to_numpy(zero_copy_only=False),
                                   arr.is_null().to_numpy(zero_copy_only=False))
 
+#: the epoch milliseconds a Python datetime can hold (years 1 to 9999): pandas formats no timestamp outside
+#: them, so one such record would keep a notebook from showing the log. Outside: NaT (``log.raw`` keeps the value).
+_MS_MIN, _MS_MAX = -62135596800000, 253402300799999
+
 def _timestamps(col: Sequence[int | None]) -> Any:
     try:
-        ms = np.fromiter(col, np.int64, len(col)).view("datetime64[ms]")
+        ms = np.fromiter(col, np.int64, len(col))
     except (TypeError, OverflowError):  # some record has no timestamp (a None)
-        return pa.array(col, pa.timestamp("ms", tz="UTC")).to_pandas()
-    return pd.array(ms, dtype=pd.DatetimeTZDtype("ms", "UTC"))
+        ms = np.fromiter((np.iinfo(np.int64).min if v is None or not _MS_MIN <= v <= _MS_MAX else v for v in col),
+                         np.int64, len(col))
+    else:
+        out = (ms < _MS_MIN) | (ms > _MS_MAX)
+        if out.any():
+            ms[out] = np.iinfo(np.int64).min  # NaT
+    return pd.array(ms.view("datetime64[ms]"), dtype=pd.DatetimeTZDtype("ms", "UTC"))
 
 def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
     data = _finished(c, n)

@@ -64,7 +64,9 @@ def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
     if not isinstance(runtime, Mapping):
         runtime = runtime.as_dict()
     how = "inferred" if runtime.get("inferred") else "given"
-    return f"{runtime.get('name')} ({how}: {runtime.get('evidence')}; default rule {runtime.get('default_rule')})"
+    name, model = runtime.get("name"), runtime.get("model") or runtime.get("name")
+    modelled = f"; modelled as {model}, the current release" if model != name else ""
+    return f"{name} ({how}: {runtime.get('evidence')}{modelled}; default rule {runtime.get('default_rule')})"
 
 
 def rule_label(rule: str, runtime: RuntimeInfo | None) -> str:

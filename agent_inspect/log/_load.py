@@ -14,8 +14,10 @@ from agent_inspect.log._parallel import Workers, estimate_file_records, plan_wor
 from agent_inspect.raw import SourceInfo
 from agent_inspect.sources import (
     ConnectionFactory,
+    FileKind,
     business_key_rows,
     check_timeout,
+    expect_kind,
     open_kafka,
     read_file,
     read_fluss,
@@ -119,6 +121,8 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
 
     if is_dataset(path):  # a fleet scan's output directory (hive-partitioned Parquet parts)
         return load_dataset(path, business_keys=business_keys)
+    if file_format is None and os.path.isfile(path):  # a Trace Log or no dump at all: say which call reads it
+        expect_kind(path, (FileKind.ACTION_STATE, FileKind.KCAT), "ai.load")
     n = plan_workers(workers, estimate_file_records(path) if workers is None else 0)
     with Workers(n) as pool:  # started now: workers import while the file is read
         return _load_file(path, file_format=file_format, business_keys=business_keys, progress=progress,

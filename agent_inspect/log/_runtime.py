@@ -4,7 +4,10 @@ Pure: a records frame in, a :class:`RuntimeInfo` out. The rules, strongest first
 
 1. a V4 record (``subagentResultEvents`` present, addendum §1.2) means **main** (post-0.4 code);
 2. output events that all carry lineage (0.4 binds it to every output, issue #12 item 2) mean **0.4**;
-3. otherwise **0.3** (outputs without lineage, or nothing that pins a later runtime).
+3. otherwise **0.3** (outputs without lineage, or nothing that pins a later runtime);
+4. **unknown** when no record decoded (nothing to judge: an empty log, or a file of another kind). The
+   verbs still need a runtime model: an unknown runtime is modelled as :data:`DEFAULT_MODEL` (0.4, the
+   current release), and says so (``RuntimeInfo.model``, the evidence text).
 
 Every runtime up to and including main ships the original divergence rule (#1301 is unfixed), so
 :func:`default_rule` is ``"original"`` for each of them; the fixed rule is a what-if.
@@ -20,31 +23,42 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike
 
-__all__ = ["RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule"]
+__all__ = ["RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN", "DEFAULT_MODEL"]
 
 #: Runtimes a log can be read as; ``"auto"`` infers one from the records.
 RUNTIMES = ("0.3", "0.4", "main")
+#: what inference says when no record decoded
+UNKNOWN = "unknown"
+#: the runtime model the verbs use for an unknown runtime (the current release)
+DEFAULT_MODEL = "0.4"
 
 _SHIPPED_RULE = {"0.3": "original", "0.4": "original", "main": "original"}
 
 
 @dataclass(frozen=True)
 class RuntimeInfo:
-    """The runtime a log is read as: ``name`` ("0.3" / "0.4" / "main"), whether it was ``inferred``, and why."""
+    """The runtime a log is read as: ``name`` ("0.3" / "0.4" / "main", or "unknown" when no record decoded),
+    whether it was ``inferred``, and why; ``model``: the runtime the verbs model (``name``, or
+    :data:`DEFAULT_MODEL` for an unknown one)."""
 
     name: str
     inferred: bool
     evidence: str
     counts: dict[str, int] = field(default_factory=dict)
+    model: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            object.__setattr__(self, "model", self.name if self.name in RUNTIMES else DEFAULT_MODEL)
 
     @property
     def default_rule(self) -> str:
         """The divergence rule this runtime ships (the default answer everywhere)."""
-        return default_rule(self.name)
+        return default_rule(self.model)
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form (the ``runtime`` field of summaries)."""
-        return {"name": self.name, "inferred": self.inferred, "evidence": self.evidence,
+        return {"name": self.name, "inferred": self.inferred, "evidence": self.evidence, "model": self.model,
                 "default_rule": self.default_rule, "counts": dict(self.counts)}
 
 
@@ -70,9 +84,11 @@ def infer_runtime(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
     r = _frame(log)
     n = len(r) if r is not None else 0
     if n == 0 or "value_format" not in r:
-        return RuntimeInfo("0.4", True, "no records to judge: read as 0.4, the current release", {})
+        return RuntimeInfo(UNKNOWN, True, "no records to judge", {})
     fmt = r["value_format"].astype(object)
     decoded = r["error"].isna() & ~r["tombstone"] if "error" in r else ~r["tombstone"]
+    if not decoded.any():
+        return RuntimeInfo(UNKNOWN, True, f"none of the {n} records decoded", {"records": n, "decoded": 0})
     v4 = int(((fmt == "V4") & decoded).sum())
     outputs = decoded & (r["output_event_count"].fillna(0) > 0)
     pinned = ~r["value_format_inferred"].fillna(True).astype(bool)

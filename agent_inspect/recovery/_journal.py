@@ -168,7 +168,7 @@ def _invoke(fn: Callable[[], Any] | None) -> str:
         fn()
     except _Crash:
         raise    # a lookup inside a sub-agent call failed: the job fails, not the call
-    except Exception:  # a failed call is journaled as FAILED, which is what the body sees
+    except Exception:  # noqa: BLE001 - a failed call is journaled as FAILED, which is what the body sees
         return "FAILED"
     return "SUCCEEDED"
 

@@ -91,7 +91,7 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
     lo = np.full(len(records), np.iinfo(np.int64).max, dtype="int64")
     for p, o in start.items():
         lo[part == p] = o
-    return off >= lo
+    return np.asarray(off >= lo)
 
 
 def _col(records: pd.DataFrame, name: str, default: Any = None) -> list[Any]:
@@ -102,7 +102,7 @@ def _col(records: pd.DataFrame, name: str, default: Any = None) -> list[Any]:
     if col.isna().any():
         mask = col.isna().tolist()
         values = [default if m else v for v, m in zip(values, mask)]
-    return values
+    return list(values)
 
 
 def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, *,
@@ -165,10 +165,10 @@ def source_kind_of(log: Any) -> str | None:
     source = getattr(log, "source", None)
     kind = getattr(source, "kind", None)
     if kind in ("kafka", "fluss"):
-        return kind
+        return str(kind)
     options = getattr(source, "options", None) or {}
     if options.get("backend") in ("kafka", "fluss"):
-        return options["backend"]
+        return str(options["backend"])
     raw = getattr(log, "raw", None)
     agent_key = getattr(raw, "agent_key", None)
     if agent_key is not None and any(a is not None for a in agent_key):

@@ -232,9 +232,11 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
 
 def _trace_section(v: Any, *, max_rows: int) -> _Section:
     title = "Checked against the trace"
-    verdict = "agrees" if v.agree else "disagrees"
-    body = (f'<p class="verdict verdict-{verdict}"><b>The prediction {verdict} with the job\'s Trace Log</b>: '
-            f"{escape(v.summary_text())}.</p>")
+    verdict = str(getattr(v, "verdict", "agree" if v.agree else "disagree"))
+    said = {"agree": "agrees with", "disagree": "disagrees with"}.get(verdict, "cannot be decided by")
+    css = {"agree": "agrees", "disagree": "disagrees"}.get(verdict, "undetermined")
+    body = (f'<p class="verdict verdict-{css}"><b>Verdict: {escape(verdict)}. The prediction {said} '
+            f"the job's Trace Log</b>: {escape(v.summary_text())}.</p>")
     body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.notes)
     body += frame_html(v.totals, max_rows=max_rows, caption="tasks per outcome, predicted and observed")
     body += frame_html(v.calls, max_rows=max_rows, caption="durable llm / tool calls, predicted and observed")
@@ -242,9 +244,12 @@ def _trace_section(v: Any, *, max_rows: int) -> _Section:
         body += f'<p class="tokens"><b>Tokens re-spent</b>: {escape(v.tokens.headline())}.</p>'
         body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.tokens.notes)
         body += frame_html(v.tokens.totals, max_rows=max_rows, caption="LLM tokens re-spent, per rule (predicted)")
-    if len(v.disagreements):
-        cols = ["key", "seq", "action", "predicted", "observed", "join", "cause", "explanation"]
-        body += frame_html(v.disagreements[cols], max_rows=max_rows, caption="disagreements and their explanation")
+    mismatches = getattr(v, "mismatches", v.disagreements)
+    if len(mismatches):
+        cols = [c for c in ("key", "seq", "action", "predicted", "observed", "verdict", "join", "cause", "explanation")
+                if c in mismatches]
+        body += frame_html(mismatches[cols], max_rows=max_rows,
+                           caption="tasks that disagree or that the trace cannot decide, and why")
     if v.ranking is not None:
         body += frame_html(v.ranking, max_rows=max_rows, caption="rules and runtimes ranked by agreement")
     return _Section("trace", title, body)

@@ -16,6 +16,7 @@ from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write
 from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
 from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
+from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._otlp import export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
 from agent_inspect.sources._parquet import read_parquet_partition
@@ -43,4 +44,6 @@ __all__ = [
     "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
     # OpenTelemetry spans out (agent_inspect.otel) and OTLP JSON files back
     "export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url",
+    # which kind of file a path is (dump, kcat dump, Trace Log, old Event Log, none of these)
+    "file_kind", "FileKind", "expect_kind",
 ]

@@ -7,16 +7,20 @@ one); :mod:`agent_inspect.trace` interprets them. Three layouts are read by one 
 - the same with ``trace-log.pretty-print``: one object spread over several lines;
 - SLF4J output (``{log.file}.trace-log.log``): each object after the logger's line prefix.
 
-A line that is not an object (cut off, not JSON, a prefix with nothing after it) becomes an item with
-its file, line number and reason; nothing is dropped and nothing raises.
+A line that is not an object (cut off, not JSON, nested too deeply, a prefix with nothing after it)
+becomes an item with its file, line number and reason; nothing is dropped and nothing raises. Lines end
+at ``\n`` only (a stray form feed or NUL inside a line does not split it), and gzip-rotated files
+(``*.log.gz``) are read like the others.
 """
 
 from __future__ import annotations
 
 import glob as _glob
+import hashlib
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +28,13 @@ from typing import Any, cast
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["TraceItem", "TraceFile", "trace_files", "read_trace_files", "write_trace", "TRACE_FILE_RE"]
+__all__ = ["TraceItem", "TraceFile", "trace_files", "read_trace_files", "read_bytes", "write_trace",
+           "TRACE_FILE_RE"]
 
 #: ``traces-{jobId}-{taskName}-{subtaskId}.log`` (FileTraceLogger); a Flink JobID is 32 hex digits
-TRACE_FILE_RE = re.compile(r"^traces-(?P<job>[0-9a-fA-F]{32}|[^-]+)-(?P<task>.*)-(?P<subtask>\d+)\.log$")
+TRACE_FILE_RE = re.compile(r"^traces-(?P<job>[0-9a-fA-F]{32}|[^-]+)-(?P<task>.*)-(?P<subtask>\d+)\.log(?:\.gz)?$")
+#: the names a directory's trace files have (FILE output, SLF4J output, the samples), each also gzip-rotated
+_DIR_PATTERNS = ("traces-*.log", "*.trace-log.log", "*.trace.log")
 
 _DECODER = json.JSONDecoder()
 
@@ -48,6 +55,7 @@ class TraceItem:
 
     ``line`` is the 1-based line the object (or the bad text) starts on; ``prefix`` the text before
     the object on that line (an SLF4J layout's timestamp, level and logger), None when there was none.
+    ``digest`` identifies the object's exact text (two items with one digest are exact duplicates).
     """
 
     file: str
@@ -56,20 +64,21 @@ class TraceItem:
     error: str | None = None
     prefix: str | None = None
     text: str | None = None
+    digest: bytes | None = None
 
 
 def trace_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[TraceFile]:
     """The trace files a path, a directory (its ``traces-*.log`` and ``*.trace-log.log`` files, else every
-    ``*.log``) or a glob names, sorted; raises :class:`SourceError` when there are none."""
+    ``*.log``; each also as ``*.log.gz``) or a glob names, sorted; raises :class:`SourceError` when there are none."""
     if isinstance(source, (list, tuple)):
         found = [f for s in source for f in trace_files(s)]
         return sorted(dict.fromkeys(found), key=lambda f: f.path)
     text = os.fspath(cast("str | os.PathLike[str]", source))    # lists and tuples returned above
     p = Path(text)
     if p.is_dir():
-        paths = sorted({*p.glob("traces-*.log"), *p.glob("*.trace-log.log"), *p.glob("*.trace.log")})
+        paths = sorted({x for pat in _DIR_PATTERNS for x in (*p.glob(pat), *p.glob(pat + ".gz"))})
         if not paths:
-            paths = sorted(p.glob("*.log"))
+            paths = sorted({*p.glob("*.log"), *p.glob("*.log.gz")})
         if not paths:
             raise SourceError(f"no trace files in directory {text!r}: expected traces-<job>-<task>-<subtask>.log "
                               "(FILE output) or <log.file>.trace-log.log (SLF4J output)")
@@ -96,8 +105,7 @@ def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[T
     """Every object (or bad stretch) of each file, in file order."""
     out = []
     for f in files:
-        with open(f.path, "rb") as fh:
-            data = fh.read()
+        data, problem = read_bytes(f.path)
         try:
             text, bad = data.decode("utf-8"), False
         except UnicodeDecodeError:
@@ -105,13 +113,45 @@ def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[T
         items = list(scan(text, f.path))
         if bad:
             items.insert(0, TraceItem(f.path, 0, None, "file is not valid UTF-8; undecodable bytes were replaced"))
+        if problem:
+            items.append(TraceItem(f.path, text.count("\n") + 1, None, problem))
         out.append((f, items))
     return out
 
 
+def read_bytes(path: str) -> tuple[bytes, str | None]:
+    """A file's bytes, inflated when it is gzip (by its magic bytes), and what stopped the inflating early (None:
+    nothing). A cut-off or damaged gzip stream keeps what inflated before the damage."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read trace file {path!r}: {exc.strerror or exc}; check the path") from None
+    if data[:2] != b"\x1f\x8b":
+        return data, None
+    parts: list[bytes] = []
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            parts.append(inflater.decompress(rest))
+        except zlib.error as exc:
+            return b"".join(parts), f"gzip data is damaged ({exc}); the lines before the damage were read"
+        if not inflater.eof:
+            parts.append(inflater.flush())
+            return b"".join(parts), "gzip stream ends early (a cut-off file); the lines before the cut were read"
+        rest = inflater.unused_data.lstrip(b"\x00")  # the next member of a multi-member file
+        if rest and rest[:2] != b"\x1f\x8b":
+            return b"".join(parts), "text after the end of the gzip stream was not read"
+    return b"".join(parts), None
+
+
 def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:
     """Split ``text`` into JSON objects: JSONL, pretty-printed objects, or objects after a line prefix."""
-    lines = text.splitlines(keepends=True)
+    lines = [ln + "\n" for ln in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    if not lines[-1]:
+        lines.pop()
     starts = [0]
     for ln in lines:
         starts.append(starts[-1] + len(ln))
@@ -129,26 +169,37 @@ def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:
             i += 1
             continue
         prefix = line[:brace].strip() or None
-        begin = starts[i] + brace
+        # decode within the lines this object can span (a pretty-printed object's continuation lines start
+        # with blanks or a closing bracket): error positions stay local, so a bad line costs its own length
+        j = i + 1
+        while j < n and (not lines[j].strip() or lines[j][:1] in (" ", "\t", "}", "]", '"')):
+            j += 1
+        window = "".join(lines[i:j]) if j > i + 1 else line
         try:
-            obj, end = _DECODER.raw_decode(text, begin)
-        except json.JSONDecodeError as exc:
-            # one item for the whole broken object: skip to the next line that can start a record
-            j = i + 1
-            while j < n and (not lines[j].strip() or lines[j][:1] in (" ", "\t", "}", "]", '"')):
-                j += 1
-            line_end = starts[i] + len(line.rstrip("\r\n"))
-            reason = ("truncated JSON object (the line ends inside it)" if exc.pos >= line_end and j == i + 1
-                      else f"not valid JSON ({exc.msg}, line {i + 1} column {exc.pos - starts[i] + 1})"
-                      if exc.pos < line_end else "truncated or malformed pretty-printed JSON object")
-            yield TraceItem(file, i + 1, None, reason, prefix=prefix, text=_clip(stripped))
-            i = j
+            obj, end_w = _DECODER.raw_decode(window, brace)
+        except RecursionError:
+            yield TraceItem(file, i + 1, None, "JSON nested too deeply to read", prefix=prefix, text=_clip(stripped))
+            i += 1
             continue
+        except json.JSONDecodeError as exc:
+            # a pretty-printed object opens alone on its line: one item for the whole broken object, up to
+            # the next line that can start a record; a JSONL line is one item by itself
+            stop = j if stripped.endswith("{") and stripped.count("{") == 1 else i + 1
+            line_end = len(line.rstrip("\r\n"))
+            reason = ("truncated JSON object (the line ends inside it)" if exc.pos >= line_end and stop == i + 1
+                      else f"not valid JSON ({exc.msg}, line {i + 1} column {exc.pos + 1})"
+                      if exc.pos < line_end else
+                      f"truncated or malformed pretty-printed JSON object (lines {i + 1}-{stop})")
+            yield TraceItem(file, i + 1, None, reason, prefix=prefix, text=_clip(stripped))
+            i = stop
+            continue
+        end = starts[i] + end_w
         if not isinstance(obj, dict):
             yield TraceItem(file, i + 1, None, f"a JSON {type(obj).__name__}, not an object", prefix=prefix,
                             text=_clip(stripped))
         else:
-            yield TraceItem(file, i + 1, obj, None, prefix=prefix)
+            digest = hashlib.blake2b(window[brace:end_w].encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            yield TraceItem(file, i + 1, obj, None, prefix=prefix, digest=digest)
         # the object ends on line j (later than i when pretty-printed)
         j = i
         while j + 1 < n and starts[j + 1] < end:

@@ -69,7 +69,7 @@ def runtime_model(runtime: str | RuntimeLike | None = None, *, kafka_pending: st
     if isinstance(runtime, RuntimeModel):
         model = runtime
     else:
-        name = getattr(runtime, "name", runtime)
+        name = getattr(runtime, "model", None) or getattr(runtime, "name", runtime)  # an unknown runtime's model
         if name is None or name == "auto":
             name = "0.3"
         name = str(name)

@@ -4,11 +4,12 @@
     trace.records; trace.errors; trace.summary()
     ai.trace.join(trace, log)                               # trace executions ↔ action-state records
     v = ai.verify(log, trace, markers=..., rule="original")  # predicted vs observed, per task
-    v.agree; v.tasks; v.totals; v.ranking
+    v.verdict; v.tasks; v.totals; v.ranking            # agree / disagree / undetermined, per task and overall
 """
 
 from __future__ import annotations
 
+from agent_inspect.trace._join import JOIN_METHODS, join
 from agent_inspect.trace._model import (
     ENTITY_TYPES,
     PROBLEM_CATEGORIES,
@@ -18,17 +19,17 @@ from agent_inspect.trace._model import (
     load_trace,
 )
 from agent_inspect.trace._observe import OBSERVED, calls, executions
-
-__all__ = [
-    # loading
-    "load_trace", "TraceLog", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES", "TRUNCATION_WRAPPERS",
-    # what the trace shows
-    "executions", "calls", "OBSERVED",
-]
-
-from agent_inspect.trace._join import JOIN_METHODS, join  # noqa: E402
-from agent_inspect.trace._runtime import call_entity, trace_from_executor  # noqa: E402
-from agent_inspect.trace._verify import (  # noqa: E402
+from agent_inspect.trace._runtime import call_entity, trace_from_executor
+from agent_inspect.trace._tokens import (
+    TOKEN_ATTRIBUTES,
+    TokenLedger,
+    call_tokens,
+    parse_prices,
+    prices_from_toml,
+    token_ledger,
+)
+from agent_inspect.trace._verdict import CONFIDENCES, UNDETERMINED_CAUSES, Verdict
+from agent_inspect.trace._verify import (
     CANDIDATE_RULES,
     CAUSES,
     STORE_FLAVOURS,
@@ -38,25 +39,19 @@ from agent_inspect.trace._verify import (  # noqa: E402
     verify,
 )
 
-__all__ += [
+__all__ = [
+    # loading
+    "load_trace", "TraceLog", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES", "TRUNCATION_WRAPPERS",
+    # what the trace shows
+    "executions", "calls", "OBSERVED",
     # joining to action-state records
     "join", "JOIN_METHODS",
     # writing what a runtime would (samples)
     "trace_from_executor", "call_entity",
     # verification
     "verify", "Verification", "compare", "plan_from_trace", "STORE_FLAVOURS", "CANDIDATE_RULES", "CAUSES",
-]
-
-from agent_inspect.trace._tokens import (  # noqa: E402
-    TOKEN_ATTRIBUTES,
-    TokenLedger,
-    call_tokens,
-    parse_prices,
-    prices_from_toml,
-    token_ledger,
-)
-
-__all__ += [
+    # three-valued verdicts
+    "Verdict", "UNDETERMINED_CAUSES", "CONFIDENCES",
     # what a recovery re-spent on model calls
     "token_ledger", "TokenLedger", "call_tokens", "parse_prices", "prices_from_toml", "TOKEN_ATTRIBUTES",
 ]

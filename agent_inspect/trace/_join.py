@@ -123,7 +123,7 @@ def join(trace: Any, log: Any, *, call_kind: Callable[[str | None], str | None] 
         if found:
             primary = _primary(ok, found)
             row.update(pos=primary, positions=tuple(found), state_key=ok.at[primary, "state_key"],
-                       seq=ok.at[primary, "seq"], join=method, confidence=JOIN_METHODS[method])
+                       seq=ok.at[primary, "seq"], join=method, confidence=JOIN_METHODS.get(method or ""))
             joined_pos[e.execution_id] = tuple(found)
         rows.append(row)
     for c in kids.itertuples(index=False):
@@ -132,13 +132,13 @@ def join(trace: Any, log: Any, *, call_kind: Callable[[str | None], str | None] 
                "observed": "replayed" if c.replayed else "executed", "trigger_event_id": None, "pos": None,
                "positions": (), "state_key": None, "seq": None, "call_index": None, "function_id": None,
                "join": None, "confidence": None, "reason": None}
-        found = joined_pos.get(c.parent_execution_id)
-        if found is None:
+        parent_found = joined_pos.get(c.parent_execution_id)
+        if parent_found is None:
             row["reason"] = "its action execution is not joined to a record"
         else:
             # a completed write clears the journal: the calls are on the latest record that still holds them
-            pos, results = found[-1], []
-            for p in reversed(found):
+            pos, results = parent_found[-1], []
+            for p in reversed(parent_found):
                 state = log.value(p)
                 if state is not None and state.call_results:
                     pos, results = p, list(state.call_results)

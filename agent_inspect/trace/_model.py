@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import pandas as pd
 
+from agent_inspect._errors import SourceError
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 
-__all__ = ["TraceLog", "load_trace", "parse_items", "ENTITY_TYPES", "STATUSES", "PROBLEM_CATEGORIES",
-           "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE"]
+__all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_records", "ENTITY_TYPES", "STATUSES",
+           "PROBLEM_CATEGORIES", "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE", "ERROR_COLUMNS",
+           "DUPLICATE_COLUMNS", "LIFECYCLE_ORDER"]
 
 ENTITY_TYPES = ("event", "action", "llm", "parser", "tool", "subagent")
 STATUSES = ("created", "started", "success", "failed", "reused")
@@ -41,6 +45,10 @@ METADATA_COLUMNS = {"eventId": "event_id", "producerExecutionId": "producer_exec
                     "skillResourcePath": "skill_resource_path"}
 TRACE_COLUMNS = ["file", "line", "format", "prefix", *(_FIELDS.values()), *METADATA_COLUMNS.values(),
                  "entity_metadata", "attributes", "truncated", "error_type", "error_message", "extra", "error"]
+#: ``TraceLog.errors``: where each bad record is and why, then what was read of it
+ERROR_COLUMNS = ["file", "line", "reason"]
+#: ``TraceLog.duplicates``: each exact duplicate left out and the record it repeats
+DUPLICATE_COLUMNS = ["file", "line", "duplicate_of_file", "duplicate_of_line"]
 _CATEGORICAL = ("format", "detail", "job_id", "task_name", "agent_name", "entity_type", "entity_name", "status",
                 "problem_category", "model")
 
@@ -114,6 +122,8 @@ def _row(obj: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     # what upstream always writes (addendum §3.2 presence rules)
     if row["timestamp"] is None:
         problems.append("missing field timestamp")
+    elif isinstance(row["timestamp"], float) and math.isnan(row["timestamp"]):
+        problems.append("timestamp is NaN")
     et = row["entity_type"]
     if et is None:
         problems.append("missing field entityType")
@@ -139,16 +149,40 @@ def _row(obj: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def parse_items(groups: Iterable[tuple[Any, Sequence[Any]]]) -> pd.DataFrame:
-    """The record table from the sources' trace items (file description, items per file)."""
+    """The record table from the sources' trace items (file description, items per file), in time order
+    (:func:`order_records`), exact duplicates left out (see :func:`parse_trace`)."""
+    return parse_trace(groups)[0]
+
+
+def parse_trace(groups: Iterable[tuple[Any, Sequence[Any]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The record table and the exact duplicates left out of it (``file``, ``line``, ``duplicate_of_file``,
+    ``duplicate_of_line``: at-least-once shipping writes a line twice, in one file or two). Two files
+    whose names give another job, task or subtask do not repeat each other: the name is part of the record."""
     rows = []
+    first: dict[tuple[Any, ...], tuple[str, int]] = {}
+    dups = []
     for f, items in groups:
+        named = (getattr(f, "job_id", None), getattr(f, "task_name", None), getattr(f, "subtask_id", None))
         for it in items:
+            digest = getattr(it, "digest", None)
+            if it.obj is not None and digest is not None:
+                seen = first.setdefault((digest, *named), (it.file, it.line))
+                if seen != (it.file, it.line):
+                    dups.append({"file": it.file, "line": it.line, "duplicate_of_file": seen[0],
+                                 "duplicate_of_line": seen[1]})
+                    continue
+            row: dict[str, Any]
             if it.obj is None:
-                row = {c: None for c in TRACE_COLUMNS}
+                row = dict.fromkeys(TRACE_COLUMNS)
                 row.update(file=it.file, line=it.line, prefix=it.prefix, error=it.error,
                            extra={"text": it.text} if it.text else None, truncated=False)
             else:
-                row, problems = _row(it.obj)
+                try:
+                    row, problems = _row(it.obj)
+                except (RecursionError, TypeError, ValueError, OverflowError) as exc:
+                    row = dict.fromkeys(TRACE_COLUMNS)
+                    row["truncated"] = False
+                    problems = [f"record cannot be read ({type(exc).__name__}: {str(exc)[:80]})"]
                 row.update(file=it.file, line=it.line, prefix=it.prefix, error="; ".join(problems) or None)
             # the file name tells job, task and subtask (FILE output); the record wins when it says
             for col in ("job_id", "task_name"):
@@ -158,27 +192,110 @@ def parse_items(groups: Iterable[tuple[Any, Sequence[Any]]]) -> pd.DataFrame:
                 row["subtask_id"] = getattr(f, "subtask_id", None)
             rows.append(row)
     frame = pd.DataFrame(rows, columns=TRACE_COLUMNS)
-    return _typed(frame)
+    duplicates = pd.DataFrame(dups, columns=DUPLICATE_COLUMNS)
+    for col in ("line", "duplicate_of_line"):
+        duplicates[col] = duplicates[col].astype("Int64")
+    return order_records(_flag_conflicts(_typed(frame))), duplicates
+
+
+#: order within one execution when timestamps tie (addendum §3.3 lifecycle); ``reused`` is a lifecycle alone
+LIFECYCLE_ORDER = {"created": 0, "started": 1, "success": 2, "failed": 2, "reused": 0}
+
+
+def order_records(frame: pd.DataFrame) -> pd.DataFrame:
+    """Records by timestamp, then file and line (records without a timestamp last); within one execution,
+    records with the same timestamp in lifecycle order (created < started < success / failed)."""
+    if frame.empty:
+        return frame.reset_index(drop=True)
+    frame = frame.sort_values(["timestamp", "file", "line"], na_position="last", kind="stable").reset_index(drop=True)
+    execs = frame["execution_id"].astype(object)
+    tied = execs.notna() & frame["timestamp"].notna() & frame["status"].notna()
+    tied &= frame[["execution_id", "timestamp"]].astype(object).duplicated(keep=False)
+    if not tied.any():
+        return frame
+    # each group of tied records keeps its places in the order, filled in lifecycle order
+    slots = np.flatnonzero(tied.to_numpy())
+    sub = frame.iloc[slots]
+    group = sub.groupby([sub["execution_id"].astype(object), sub["timestamp"]], sort=False).ngroup().to_numpy()
+    rank = sub["status"].astype(object).map(LIFECYCLE_ORDER).fillna(3).to_numpy()
+    files = pd.factorize(sub["file"].astype(object), sort=True)[0]
+    lines = sub["line"].fillna(-1).to_numpy(dtype="int64")
+    order = np.arange(len(frame))
+    order[slots[np.lexsort((slots, group))]] = slots[np.lexsort((lines, files, rank, group))]
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def _flag_conflicts(frame: pd.DataFrame) -> pd.DataFrame:
+    """``conflict``: the record shares its execution id and status with another that differs in content
+    (exact duplicates are gone by now), so the trace says two things about one step."""
+    ids = frame[["execution_id", "status"]].astype(object)
+    frame["conflict"] = (ids.notna().all(axis=1) & ids.duplicated(keep=False)).astype(bool)
+    return frame
+
+
+#: the representable timestamp range (pandas nanoseconds)
+_TS_MIN, _TS_MAX = pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
+_RANGE = f"outside the representable range {_TS_MIN:%Y-%m-%d} to {_TS_MAX:%Y-%m-%d}"
+
+
+def _timestamps(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Timestamps (ISO-8601 text or epoch milliseconds) as UTC nanoseconds, and the reason per unreadable one."""
+    ts = pd.Series(pd.NaT, index=raw.index, dtype="datetime64[ns, UTC]")
+    why = pd.Series(None, index=raw.index, dtype=object)
+    if not len(raw):
+        return ts, why
+    numeric = raw.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).astype(bool) & raw.notna()
+    text = raw.map(lambda v: isinstance(v, str)).astype(bool)
+    other = raw.notna() & ~numeric & ~text
+    why[other] = [f"timestamp is a {type(v).__name__}, not ISO-8601 text or epoch milliseconds" for v in raw[other]]
+    if text.any():
+        parsed = pd.to_datetime(raw[text], utc=True, errors="coerce", format="ISO8601")
+        ok = parsed.notna() & (parsed >= _TS_MIN) & (parsed <= _TS_MAX)
+        ts[ok[ok].index] = parsed[ok].astype("datetime64[ns, UTC]")
+        out = parsed.notna() & ~ok
+        why[out[out].index] = [f"timestamp {str(v)[:40]!r} is {_RANGE}" for v in raw[out[out].index]]
+        bad = parsed.isna()
+        why[bad[bad].index] = [f"timestamp {str(v)[:40]!r} is not ISO-8601" for v in raw[bad[bad].index]]
+    if numeric.any():
+        nums = pd.to_numeric(raw[numeric].map(float), errors="coerce").astype("float64")
+        finite = nums.map(math.isfinite).astype(bool)
+        lo, hi = _TS_MIN.value / 1e6, _TS_MAX.value / 1e6
+        ok = finite & (nums >= lo) & (nums <= hi)
+        if ok.any():
+            ts[ok[ok].index] = pd.to_datetime(nums[ok], unit="ms", utc=True).astype("datetime64[ns, UTC]")
+        bad = ~ok
+        why[bad[bad].index] = [f"timestamp {v!r} (epoch milliseconds) is " + (_RANGE if math.isfinite(v)
+                                                                                else "not a finite number")
+                               for v in nums[bad]]
+    return ts, why
+
+
+def _subtask(v: Any) -> Any:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return v if -(2 ** 63) < v < 2 ** 63 else None
+    if isinstance(v, str) and v.strip().isdigit() and len(v.strip()) < 18:
+        return int(v.strip())
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+        return int(v)
+    return None
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    raw = frame["timestamp"]
-    ts = pd.Series(pd.NaT, index=frame.index, dtype="datetime64[ns, UTC]")
-    if len(frame):
-        numeric = raw.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
-        text = raw.map(lambda v: isinstance(v, str))
-        if text.any():
-            ts[text] = pd.to_datetime(raw[text], utc=True, errors="coerce", format="ISO8601")
-        if numeric.any():
-            ts[numeric] = pd.to_datetime(raw[numeric].astype("float64"), unit="ms", utc=True, errors="coerce")
-        bad = raw.notna() & ts.isna()
-        if bad.any():
-            frame.loc[bad, "error"] = [
-                (e + "; " if isinstance(e, str) else "") + f"timestamp {str(v)[:40]!r} is not ISO-8601"
-                for e, v in zip(frame.loc[bad, "error"], raw[bad])]
+    ts, why = _timestamps(frame["timestamp"])
+    bad = why.notna()
+    if bad.any():
+        frame.loc[bad, "error"] = [(e + "; " if isinstance(e, str) else "") + w
+                                   for e, w in zip(frame.loc[bad, "error"], why[bad])]
     frame["timestamp"] = ts
-    sub = pd.to_numeric(frame["subtask_id"], errors="coerce")
-    frame["subtask_id"] = sub.astype("Int64")
+    sub = frame["subtask_id"].map(_subtask)
+    wrong = frame["subtask_id"].notna() & sub.isna()
+    if wrong.any():
+        frame.loc[wrong, "error"] = [(e + "; " if isinstance(e, str) else "") + f"subtaskId {str(v)[:40]!r} is not "
+                                     "a subtask index" for e, v in zip(frame.loc[wrong, "error"],
+                                                                       frame.loc[wrong, "subtask_id"])]
+    frame["subtask_id"] = pd.array(sub.tolist(), dtype="Int64")
     frame["line"] = frame["line"].astype("Int64")
     frame["truncated"] = frame["truncated"].fillna(False).astype(bool)
     for col in _CATEGORICAL:
@@ -190,22 +307,33 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
 class TraceLog(HtmlRepr):
     """A Flink Agents Trace Log (or an old Event Log) as data.
 
-    ``records``: one row per record in file order, one column per field of addendum §3.2 (snake
-    case), ``entityMetadata`` flattened (``event_id``, ``trigger_event_id``, ``model``, … and
-    ``entity_metadata`` for members not listed there), ``attributes`` as given (truncation wrappers
-    kept; ``truncated`` marks them), ``format`` ("trace" or "event-log"), the ``file`` and ``line``
-    it came from, and ``error`` (None when the record is fine). ``errors``: the rows with an error.
+    ``records``: one row per record, ordered by timestamp, then file and line (log shippers do not
+    keep order; lifecycle order breaks a tie within one execution), one column per field of addendum
+    §3.2 (snake case), ``entityMetadata`` flattened (``event_id``, ``trigger_event_id``, ``model``, …
+    and ``entity_metadata`` for members not listed there), ``attributes`` as given (truncation
+    wrappers kept; ``truncated`` marks them), ``format`` ("trace" or "event-log"), the ``file`` and
+    ``line`` it came from, ``error`` (None when the record is fine) and ``conflict`` (another record
+    has the same execution id and status but other content). ``errors``: the bad records, ``file``,
+    ``line`` and ``reason`` first. ``duplicates``: exact duplicates left out of ``records``.
     """
 
     records: pd.DataFrame
     files: tuple[Any, ...] = ()
     source: str = ""
+    duplicates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DUPLICATE_COLUMNS), repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def errors(self) -> pd.DataFrame:
-        """Records that are not good trace records: file, line, reason (``error``) and what was read."""
-        return self.records[self.records["error"].notna()]
+        """Records that are not good trace records: ``file``, ``line``, ``reason``, then what was read of them."""
+        bad = self.records[self.records["error"].notna()].rename(columns={"error": "reason"})
+        return bad[[*ERROR_COLUMNS, *(c for c in bad.columns if c not in ERROR_COLUMNS)]]
+
+    @property
+    def conflicts(self) -> pd.DataFrame:
+        """Good records that share an execution id and status with another of different content."""
+        good = self.good
+        return good[good["conflict"]]
 
     @property
     def good(self) -> pd.DataFrame:
@@ -220,7 +348,7 @@ class TraceLog(HtmlRepr):
         """The records of one job (None or "": records that name no job)."""
         ids = self.records["job_id"].astype(object).fillna("")
         keep = (ids == (job_id or "")) | self.records["error"].notna() & self.records["entity_type"].isna()
-        return TraceLog(self.records[keep].reset_index(drop=True), self.files, self.source)
+        return TraceLog(self.records[keep].reset_index(drop=True), self.files, self.source, self.duplicates)
 
     def executions(self, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
         """One row per action execution (see :func:`agent_inspect.trace.executions`)."""
@@ -242,7 +370,8 @@ class TraceLog(HtmlRepr):
         return self._cache[key]
 
     def summary(self) -> dict[str, Any]:
-        """Counts by entity type and status, jobs, subtasks, agents, business keys, errors, recovery signs."""
+        """Counts by entity type and status, jobs, subtasks, agents, business keys, exact duplicates left out,
+        conflicting records, errors, recovery signs."""
         good = self.good
         by_entity = {str(k): int(v) for k, v in good["entity_type"].value_counts(sort=False).items() if v}
         by_status: dict[str, dict[str, int]] = {}
@@ -273,20 +402,24 @@ class TraceLog(HtmlRepr):
             "calls_replayed": replayed,
             "calls_executed": int(len(calls) - replayed),
             "truncated_records": int(good["truncated"].sum()),
+            "duplicates_dropped": int(len(self.duplicates)),
+            "conflicting_records": int(good["conflict"].sum()),
             "first": ts.min().isoformat() if len(ts) else None,
             "last": ts.max().isoformat() if len(ts) else None,
             "recovery": recovery,
             "recovery_note": ("reused actions or replayed durable calls show a recovery" if recovery else
                               "no action was reused and no durable call was replayed: this trace shows no recovery"),
             "errors": [{"file": str(f), "line": None if pd.isna(n) else int(n), "reason": str(r)}
-                       for f, n, r in zip(self.errors["file"], self.errors["line"], self.errors["error"])],
+                       for f, n, r in zip(self.errors["file"], self.errors["line"], self.errors["reason"])],
         }
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
         yield Text(Strong("Trace Log"), " ", self.source,
                    f": {s['records']} records in {s['files']} file(s), {s['action_executions']} action executions, "
-                   f"jobs {', '.join(s['jobs']) or '—'}, {len(s['errors'])} bad records. {s['recovery_note']}.")
+                   f"jobs {', '.join(s['jobs']) or '—'}, {len(s['errors'])} bad records, "
+                   f"{s['duplicates_dropped']} exact duplicates left out, {s['conflicting_records']} conflicting "
+                   f"records. {s['recovery_note']}.")
         counts = pd.DataFrame([{"entity_type": et, "status": st, "records": n}
                                for et, d in s["by_status"].items() for st, n in d.items()])
         cols = ["timestamp", "business_key", "entity_type", "entity_name", "status", "execution_id", "error"]
@@ -302,11 +435,20 @@ def load_trace(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
     FILE output (``traces-{jobId}-{taskName}-{subtaskId}.log``, JSONL or pretty-printed), SLF4J
     output (each record after the logger's prefix) and the old Event Log (``eventType`` /
-    ``eventAttributes``, spec §14.4) are read alike. Bad lines are rows of ``.errors``.
+    ``eventAttributes``, spec §14.4) are read alike, gzip-rotated files too. Bad lines are rows of
+    ``.errors``; lines in any order are put in time order, and exact duplicates are left out (counted
+    in ``summary()``, listed in ``.duplicates``).
     """
-    from agent_inspect.sources import read_trace_files, trace_files
+    from agent_inspect.sources import FileKind, expect_kind, read_trace_files, trace_files
 
     files = trace_files(source)
+    label = (", ".join(map(os.fspath, source)) if isinstance(source, (list, tuple))
+             else os.fspath(cast("str | os.PathLike[str]", source)))
+    # an action-state dump given here: say it is one, and which call reads it
+    kinds = [expect_kind(f.path, (FileKind.TRACE, FileKind.EVENT_LOG), "ai.load_trace") for f in files]
+    if kinds and all(k == FileKind.OTHER for k in kinds):
+        raise SourceError(f"{label!r} holds no Trace Log or Event Log record in its first lines (none of the files "
+                          "agent_inspect reads): check the path")
     groups = read_trace_files(files)
-    label = os.fspath(source) if not isinstance(source, (list, tuple)) else ", ".join(map(os.fspath, source))
-    return TraceLog(parse_items(groups), tuple(files), label)
+    records, duplicates = parse_trace(groups)
+    return TraceLog(records, tuple(files), label, duplicates)

@@ -28,7 +28,10 @@ def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     ``position`` is the n-th child of its parent execution (the n-th durable CallResult, §3.4).
     """
     good = trace.good
-    kids = good[good["entity_type"].isin(_CHILD)]
+    # only the columns read below: a group's rows are then cheap to take
+    kids = good.loc[good["entity_type"].isin(_CHILD),
+                    ["execution_id", "status", "timestamp", "entity_type", "parent_execution_id", "entity_name",
+                     "model", "file", "line"]]
     rows = []
     seen_pos: dict[str, int] = {}
     for eid, g in kids.groupby("execution_id", sort=False, observed=True):
@@ -71,9 +74,13 @@ def executions(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     ``_input_event`` records up to the trigger's root input (None when the lineage is not traced).
     """
     good = trace.good
-    acts = good[good["entity_type"] == "action"]
+    acts = good.loc[good["entity_type"] == "action",
+                    ["execution_id", "status", "timestamp", "business_key", "agent_name", "entity_name",
+                     "trigger_event_id", "input_run_id", "file", "line", "job_id", "subtask_id", "problem_category",
+                     "error_message"]]
     events = good[good["entity_type"] == "event"]
-    kid = calls(trace, cached_latency_ms=cached_latency_ms)
+    cached = getattr(trace, "calls", None)
+    kid = cached(cached_latency_ms=cached_latency_ms) if callable(cached) else calls(trace, cached_latency_ms=cached_latency_ms)
     by_parent = kid.groupby("parent_execution_id", sort=False)["replayed"].agg(["size", "sum"]) if len(kid) else None
     outputs: dict[str, list[str]] = {}
     for prod, eid in zip(events["producer_execution_id"], events["event_id"]):

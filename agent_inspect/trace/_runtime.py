@@ -108,10 +108,10 @@ def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Seque
     out: list[dict[str, Any]] = []
     emitted: set[str] = set()
     run_of: dict[str, str] = {}          # root input event id -> inputRunId
-    exec_of: dict[int, str] = {}         # task number -> executionId
+    exec_of: dict[int | None, str] = {}  # task number -> executionId
     produced_by: dict[str, str] = {}     # event id -> executionId that sent it
     round_inputs = iter(input_attrs)
-    task_run: dict[int, str] = {}
+    task_run: dict[str, str] = {}       # executionId -> inputRunId
     events_only = scope == "EVENT_ONLY"
 
     def emit(rec: dict[str, Any]) -> None:
@@ -140,11 +140,10 @@ def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Seque
             if s.event_type == _INPUT:
                 run = input_event(s)
             else:
-                parent = produced_by.get(s.event_id)
-                run = task_run.get(parent) if parent is not None else None
-                if run is None:
-                    # a restored task keeps the trace context it was created with (§3.3 [I])
-                    run = str(uuid.uuid5(uuid.NAMESPACE_URL, f"run:{s.key}:{s.seq}"))
+                parent = produced_by.get(s.event_id) if s.event_id is not None else None
+                found = task_run.get(parent) if parent is not None else None
+                # a restored task keeps the trace context it was created with (§3.3 [I])
+                run = found if found is not None else str(uuid.uuid5(uuid.NAMESPACE_URL, f"run:{s.key}:{s.seq}"))
             if restored:
                 exec_of[s.task] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"exec:{s.key}:{s.seq}:{s.action}:{s.event_id}"))
             else:

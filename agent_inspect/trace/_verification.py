@@ -10,8 +10,9 @@ import pandas as pd
 
 from agent_inspect._html import Em, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable, jsonable_rows
+from agent_inspect.trace._verdict import UNDETERMINED_CAUSES, Verdict, overall_verdict
 
-__all__ = ["Verification"]
+__all__ = ["Verification", "VERDICT_WORDS"]
 
 
 # -- the result ------------------------------------------------------------------------------------
@@ -21,12 +22,14 @@ class Verification(HtmlRepr):
     """A recovery's prediction checked against its Trace Log.
 
     ``tasks``: one row per predicted task (and per traced execution the prediction lacks): predicted
-    and observed outcome, ``agree``, how it was joined (``join``, ``confidence``), and for a
-    disagreement the ``cause`` (one of :data:`CAUSES`) and an ``explanation``. ``totals``: per
-    outcome, predicted against observed. ``calls``: durable llm/tool calls predicted to execute or be
-    replayed against those the trace shows. ``ranking``: candidate rule/store-flavour pairs by agreement
-    (when computed). ``agree`` is True when every task agrees (False when there is nothing to check:
-    no predicted task and no traced execution).
+    and observed outcome, ``agree``, how it was joined (``join``, ``confidence``), for a mismatch the
+    ``cause`` (one of :data:`CAUSES`) and an ``explanation``, and the task's ``verdict`` (agree,
+    disagree, undetermined). ``verdict``: the check's :class:`Verdict` (any disagreement disagrees;
+    else a task the trace cannot decide, or nothing to check, is undetermined); ``summary_text()``
+    says which applies and why. ``totals``: per outcome, predicted against observed. ``calls``:
+    durable llm/tool calls predicted to execute or be replayed against those the trace shows.
+    ``ranking``: candidate rule/store-flavour pairs by agreement (when computed). ``agree`` is True when
+    every task agrees (False when there is nothing to check).
     """
 
     tasks: pd.DataFrame
@@ -41,6 +44,7 @@ class Verification(HtmlRepr):
     what_if: bool = False
     ranking: pd.DataFrame | None = None
     notes: tuple[str, ...] = ()
+    confidence: str = "low"
     prediction: Any = field(default=None, repr=False, compare=False)
     trace: Any = field(default=None, repr=False, compare=False)
     log: Any = field(default=None, repr=False, compare=False)
@@ -64,12 +68,38 @@ class Verification(HtmlRepr):
         return bool(len(self.tasks)) and bool(self.tasks["agree"].all())
 
     @property
+    def verdict(self) -> Verdict:
+        """agree, disagree or undetermined, for the whole check."""
+        return overall_verdict(self._verdicts())
+
+    def _verdicts(self) -> pd.Series:
+        if "verdict" in self.tasks:
+            return self.tasks["verdict"]
+        return self.tasks["agree"].map(lambda a: Verdict.AGREE.value if a else Verdict.DISAGREE.value)
+
+    @property
+    def mismatches(self) -> pd.DataFrame:
+        """Tasks whose observed outcome is not the predicted one (disagreeing or undetermined)."""
+        return self.tasks[~self.tasks["agree"].astype(bool) | (self._verdicts() != Verdict.AGREE.value)]
+
+    @property
     def disagreements(self) -> pd.DataFrame:
-        return self.tasks[~self.tasks["agree"]]
+        """Tasks whose verdict is disagree: the trace shows the prediction wrong."""
+        return self.tasks[self._verdicts() == Verdict.DISAGREE.value]
+
+    @property
+    def undetermined(self) -> pd.DataFrame:
+        """Tasks the trace cannot decide (their cause is one of :data:`UNDETERMINED_CAUSES`, or a weak join)."""
+        return self.tasks[self._verdicts() == Verdict.UNDETERMINED.value]
+
+    def counts(self) -> dict[str, int]:
+        """Tasks per verdict."""
+        v = self._verdicts()
+        return {str(x): int((v == x.value).sum()) for x in Verdict}
 
     def causes(self) -> dict[str, int]:
-        """Disagreements per cause."""
-        d = self.disagreements
+        """Mismatches per cause (disagreeing and undetermined tasks)."""
+        d = self.mismatches
         return {str(k): int(v) for k, v in d["cause"].value_counts().items()} if len(d) else {}
 
     def best(self) -> dict[str, Any] | None:
@@ -79,18 +109,27 @@ class Verification(HtmlRepr):
         return {k: (v.item() if hasattr(v, "item") else v) for k, v in self.ranking.iloc[0].to_dict().items()}
 
     def summary_text(self) -> str:
+        """One line: the verdict's reason (counts, causes, and why an undetermined cause cannot tell)."""
         n = len(self.tasks)
-        bad = int((~self.tasks["agree"]).sum()) if n else 0
         if not n:
             return "nothing to check: the prediction has no task and the trace no action execution"
-        if not bad:
-            return f"all {n} tasks agree with the trace under rule {self.rule}"
-        causes = ", ".join(f"{c} {k}" for c, k in self.causes().items())
-        best = self.best()
-        hint = ""
-        if best and best.get("disagree") == 0 and best.get("rule") != self.rule:
-            hint = f"; the trace agrees fully under {best['rule']}"
-        return f"{bad} of {n} tasks disagree with the trace under rule {self.rule_label} ({causes}){hint}"
+        counts = self.counts()
+        bad, unsure = counts["disagree"], counts["undetermined"]
+        unsure_causes = ", ".join(f"{c} {k}" for c, k in _causes(self.undetermined).items())
+        why = "; ".join(f"{c} {k}: {UNDETERMINED_CAUSES[c]}" if c in UNDETERMINED_CAUSES else f"{c} {k}"
+                        for c, k in _causes(self.undetermined).items())
+        if bad:
+            causes = ", ".join(f"{c} {k}" for c, k in _causes(self.disagreements).items())
+            best = self.best()
+            hint = ""
+            if best and best.get("disagree") == 0 and best.get("rule") != self.rule:
+                hint = f"; the trace agrees fully under {best['rule']}"
+            more = f"; {unsure} more the trace cannot decide ({unsure_causes})" if unsure else ""
+            return f"{bad} of {n} tasks disagree with the trace under rule {self.rule_label} ({causes}){hint}{more}"
+        if unsure:
+            return (f"the trace cannot decide {unsure} of {n} tasks under rule {self.rule_label} ({why}); "
+                    f"the other {n - unsure} agree")
+        return f"all {n} tasks agree with the trace under rule {self.rule_label}"
 
     @property
     def rule_label(self) -> str:
@@ -100,9 +139,12 @@ class Verification(HtmlRepr):
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
         return {
-            "agree": self.agree, "rule": self.rule, "what_if": self.what_if,
-            "runtime": self.runtime, "store_flavour": self.store_flavour, "markers": jsonable(self.markers),
-            "summary": self.summary_text(), "causes": self.causes(), "notes": list(self.notes),
+            "verdict": self.verdict.value, "agree": self.agree, "counts": self.counts(),
+            "rule": self.rule, "what_if": self.what_if, "runtime": self.runtime, "store_flavour": self.store_flavour,
+            "confidence": self.confidence, "markers": jsonable(self.markers), "summary": self.summary_text(),
+            "causes": self.causes(),
+            "undetermined_causes": {c: UNDETERMINED_CAUSES.get(c, "") for c in _causes(self.undetermined)},
+            "notes": list(self.notes),
             "totals": jsonable_rows(self.totals), "calls": jsonable_rows(self.calls),
             "ranking": jsonable_rows(self.ranking) if self.ranking is not None else None,
             "best": jsonable(self.best()),
@@ -111,7 +153,7 @@ class Verification(HtmlRepr):
         }
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong("Checked against the trace"), " — ", "agrees" if self.agree else "DISAGREES", ": ",
+        yield Text(Strong("Checked against the trace"), " — ", VERDICT_WORDS[self.verdict], ": ",
                    self.summary_text())
         yield from (Text(Em(n)) for n in self.notes)
         yield Table(self.totals, caption="totals per outcome")
@@ -120,7 +162,15 @@ class Verification(HtmlRepr):
             yield from self.tokens._html_parts()
         if self.ranking is not None:
             yield Table(self.ranking, caption="rules and runtimes ranked by agreement")
-        cols = ["key", "seq", "action", "predicted", "observed", "agree", "join", "cause", "explanation"]
+        cols = [c for c in ("key", "seq", "action", "predicted", "observed", "verdict", "join", "cause",
+                            "explanation") if c in self.tasks]
         yield Table(self.tasks[cols], max_rows=60, caption="tasks")
 
 
+#: how each verdict reads in a sentence ("checked against the trace — agrees: …")
+VERDICT_WORDS = {Verdict.AGREE: "agrees", Verdict.DISAGREE: "DISAGREES",
+                 Verdict.UNDETERMINED: "cannot tell (undetermined)"}
+
+
+def _causes(rows: pd.DataFrame) -> dict[str, int]:
+    return {str(k): int(v) for k, v in rows["cause"].value_counts().items()} if len(rows) else {}

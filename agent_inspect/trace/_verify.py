@@ -13,6 +13,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.rules import FLAVOURS
 from agent_inspect.trace._runtime import call_entity
+from agent_inspect.trace._verdict import CONFIDENCES, with_verdicts
 from agent_inspect.trace._verification import Verification
 
 if TYPE_CHECKING:
@@ -26,9 +27,9 @@ __all__ = ["verify", "Verification", "STORE_FLAVOURS", "CANDIDATE_RULES", "VERIF
 STORE_FLAVOURS = ("auto", *FLAVOURS)
 #: the rules ranked when explaining a mismatch or inferring what the job ran
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
-#: ``cause`` values of a disagreement
+#: ``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)
 CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
-          "trace-truncated", "agent-model", "unexplained")
+          "trace-truncated", "agent-model", "unexplained", "weak-join")
 VERIFY_COLUMNS = ["key", "seq", "input", "action", "predicted", "observed", "agree", "join", "confidence",
                   "execution_id", "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
                   "calls_executed_observed", "calls_replayed_observed", "cause", "explanation", "first", "task"]
@@ -38,11 +39,11 @@ _UNNAMED = re.compile(r"^action-[0-9a-f]{8}(-[0-9a-f]{8})?$")
 
 def _agrees(predicted: Any, observed: Any) -> bool:
     if predicted == "REUSE":
-        return observed == "REUSE"
+        return bool(observed == "REUSE")
     if predicted in ("RERUN", "RESUME"):
         return observed in _EXECUTED
     if predicted in ("FAIL", "NOT-DISPATCHED"):
-        return observed == "ABSENT"
+        return bool(observed == "ABSENT")
     return False
 
 
@@ -241,11 +242,12 @@ def _totals(tasks: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for n in names:
         p, o = int(pred.get(n, 0)), int(obs.get(n, 0))
-        sub = tasks[tasks["predicted"] == n]
+        verdicts = tasks.loc[tasks["predicted"] == n, "verdict"]
         if p or o:
-            rows.append({"outcome": n, "predicted": p, "observed": o, "agree": int(sub["agree"].sum()),
-                         "disagree": int((~sub["agree"]).sum())})
-    return pd.DataFrame(rows, columns=["outcome", "predicted", "observed", "agree", "disagree"])
+            rows.append({"outcome": n, "predicted": p, "observed": o, "agree": int((verdicts == "agree").sum()),
+                         "disagree": int((verdicts == "disagree").sum()),
+                         "undetermined": int((verdicts == "undetermined").sum())})
+    return pd.DataFrame(rows, columns=["outcome", "predicted", "observed", "agree", "disagree", "undetermined"])
 
 
 def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | None],
@@ -270,8 +272,13 @@ def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | 
 def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: Any = None,
            restore: Mapping[str, Any] | None = None, job: str | None = None, infer: bool = False,
            cached_latency_ms: float = 5.0, call_kind: Callable[[str | None], str | None] = call_entity,
-           candidates: Sequence[str] = CANDIDATE_RULES, **overrides: Unpack[RecoveryOverrides]) -> Verification:
+           candidates: Sequence[str] = CANDIDATE_RULES, confidence: str = "low",
+           **overrides: Unpack[RecoveryOverrides]) -> Verification:
     """Check a recovery's prediction against the Trace Log of the recovered job.
+
+    Each task's ``verdict`` (and ``Verification.verdict``) is agree, disagree, or undetermined: its cause
+    means the log or the trace cannot tell (agent model, invisible reuse, truncated trace, or a join weaker
+    than ``confidence``, the weakest join that counts: "low", "medium" or "high").
 
     ``subject``: an ``ActionStateLog`` (predicted here under ``recovery`` / the settings given as keywords,
     as every verb takes them: by default the rule the log's runtime ships), a reconstruction (its log, rule
@@ -287,6 +294,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     from agent_inspect.recovery import Recovery, predict
     from agent_inspect.trace._model import TraceLog, load_trace
 
+    if confidence not in CONFIDENCES:
+        raise InspectError(f"unknown confidence {confidence!r}; use one of {', '.join(CONFIDENCES)}")
     if not isinstance(trace, TraceLog):
         trace = load_trace(trace)
     notes: list[str] = []
@@ -300,6 +309,10 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     if len(trace.errors):
         notes.append(f"{len(trace.errors)} trace record(s) could not be read (see trace.errors): the trace may be "
                      "incomplete")
+    conflicts = int(trace.good["conflict"].sum()) if "conflict" in trace.records else 0
+    if conflicts:
+        notes.append(f"{conflicts} trace record(s) share an execution id and status with another of different "
+                     "content (see trace.conflicts)")
     prediction = None
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(subject, PredictionLike):
@@ -335,7 +348,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     tasks = compare(prediction.tasks, execs)
     ranking = None
     others: dict[str, pd.DataFrame] = {}
-    if log is not None and (infer or not tasks["agree"].all()):
+    if log is not None and not execs.empty and (infer or not tasks["agree"].all()):  # no execution: nothing to rank
         cands: list[tuple[str, str]] = []
         for r in candidates:
             cands.append((r, "auto"))
@@ -367,6 +380,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
             except InspectError:
                 pass
     tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
+    tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
         notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted}, the trace shows {r.observed}"
@@ -380,8 +394,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
         joined = join(trace, log, call_kind=call_kind)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
                         rule=_rule_name(rule_eff), store_flavour=flavour, runtime=settings.runtime.name,
-                        what_if=settings.what_if, markers=markers, ranking=ranking,
-                        notes=tuple(notes), prediction=prediction, trace=trace, log=log, joined=joined)
+                        what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
+                        confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
 
 
 #: how many inferred marker candidates (of confidence 0.3 or more) ``verify(infer=True)`` ranks beside the given ones

@@ -72,7 +72,10 @@ class VerificationView(w.VBox):
             return message_html("nothing to check: no predicted task and no traced action execution")
         agree = bool(v.agree)
         text = v.summary_text()
-        mark = '<b class="ai-agree">agrees</b>' if agree else '<b class="ai-disagree">disagrees</b>'
+        verdict = str(getattr(v, "verdict", "agree" if agree else "disagree"))
+        mark = {"agree": '<b class="ai-agree">agrees</b>',
+                "undetermined": '<b class="ai-undetermined">cannot tell (undetermined)</b>'}.get(
+                    verdict, '<b class="ai-disagree">disagrees</b>')
         notes = "".join(f"<li>{escape(n)}</li>" for n in v.notes)
         best = v.best()
         rank = ""
@@ -156,6 +159,8 @@ class VerificationView(w.VBox):
         v = self.verification
         r = self.tasks.iloc[i]
         verdict = "agrees" if bool(r["agree"]) else f"disagrees — {r['cause']}"
+        if r.get("verdict") == "undetermined":
+            verdict = f"cannot tell (undetermined) — {r['cause']}"
         parts = [f'<div class="ai-verification-verdict"><b>{escape(r["key"])} {escape(r["action"])}</b>: '
                  f"predicted <b>{escape(r['predicted'] if isinstance(r['predicted'], str) else '—')}</b>, "
                  f"observed <b>{escape(r['observed'])}</b> ({escape(verdict)})</div>"]

@@ -17,8 +17,8 @@ from agent_inspect.codec import (
     decode_action_state,
     encode_action_state,
 )
-from agent_inspect.executor import LiveCallJournal as ExecutorJournal
 from agent_inspect.executor import CallSlot, ReplayExecutor
+from agent_inspect.executor import LiveCallJournal as ExecutorJournal
 from agent_inspect.executor._plan import as_plan
 from agent_inspect.recovery import SymbolicCallJournal as CallJournal
 from agent_inspect.recovery import predict

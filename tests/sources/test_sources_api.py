@@ -10,7 +10,8 @@ import agent_inspect.sources as sources
 
 def test_public_names() -> None:
     assert sorted(sources.__all__) == sorted(
-        ["write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
+        ["file_kind", "FileKind", "expect_kind",
+         "write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
          "read_partitions", "read_fluss", "plan_fluss", "read_fluss_bucket", "ConnectionFactory", "ReadPlan",
          "read_parquet_partition",
          "business_key_rows", "candidate_partitions", "take", "merge_markers", "split_source_url", "check_port",

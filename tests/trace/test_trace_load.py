@@ -102,7 +102,7 @@ def test_old_event_log_is_read_with_a_format_column(tmp_path: Path) -> None:
     p = tmp_path / "events.log"
     p.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     t = load_trace(p)
-    assert t.errors.empty, t.errors["error"].tolist()
+    assert t.errors.empty, t.errors["reason"].tolist()
     r = t.records
     assert set(r["format"].astype(str)) == {"event-log"}
     assert list(r["status"].astype(object).where(r["status"].notna(), None)) == ["reused", "started", None]
@@ -140,7 +140,7 @@ def test_bad_lines_are_rows_with_file_line_and_reason(tmp_path: Path) -> None:
     p.write_text("\n".join(odd) + "\n", encoding="utf-8")
     t = load_trace(p)
     assert len(t.records) == len(odd)                                    # nothing dropped
-    errs = dict(zip(t.errors["line"], t.errors["error"]))
+    errs = dict(zip(t.errors["line"], t.errors["reason"]))
     assert set(errs) == {2, 3, 4, 5, 6, 7, 8}
     assert "truncated" in errs[2]
     assert "no JSON object" in errs[3]

@@ -34,3 +34,14 @@ def test_report_cli_with_a_trace(tmp_path: Path, capsys) -> None:
     d = json.loads(capsys.readouterr().out)
     assert d["trace_agree"] is True
     assert "verdict-agrees" in out.read_text(encoding="utf-8")
+
+
+def test_the_report_and_its_json_say_the_verdict_and_why(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "g02.html"
+    assert main(["report", str(LOGS / "G02.jsonl"), "-o", str(out), "--markers", f"@{LOGS / 'G02.markers.json'}",
+                 "--trace", str(LOGS / "G02.trace.log"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["trace_verdict"] == "undetermined" and d["trace_agree"] is False
+    html = out.read_text(encoding="utf-8")
+    assert "verdict-undetermined" in html and "Verdict: undetermined" in html and "cannot be decided by" in html
+    assert "log-only agent cannot know" in html and "agent-model" in html

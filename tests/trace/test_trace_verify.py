@@ -11,8 +11,9 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect import samples
+from agent_inspect._errors import SourceError
 from agent_inspect.sources import write_trace
-from agent_inspect.trace import CAUSES, STORE_FLAVOURS, load_trace, verify
+from agent_inspect.trace import CAUSES, STORE_FLAVOURS, Verdict, load_trace, verify
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "sample_logs"
@@ -84,7 +85,10 @@ def test_infer_ranks_rules_and_runtimes_even_when_everything_agrees() -> None:
 
 def test_g02_without_the_agent_names_the_limit_of_the_log_only_model() -> None:
     v = _verify("G02")
-    assert not v.agree and set(v.disagreements["cause"]) == {"agent-model"}
+    assert not v.agree and set(v.mismatches["cause"]) == {"agent-model"}
+    # the log cannot tell: not a disagreement
+    assert v.verdict == Verdict.UNDETERMINED and v.disagreements.empty and len(v.undetermined) == 1
+    assert "cannot decide 1 of" in v.summary_text() and "log-only agent" in v.summary_text()
     assert _verify("G02", agent=samples.scenario("G02").agent).agree
 
 
@@ -94,8 +98,8 @@ def test_a_cut_off_trace_is_named(tmp_path: Path) -> None:
     p = tmp_path / "cut.log"
     p.write_text("\n".join(cut) + "\n", encoding="utf-8")
     v = _verify("N04", p)
-    assert not v.agree
-    bad = v.disagreements
+    assert not v.agree and v.verdict == Verdict.UNDETERMINED
+    bad = v.undetermined
     assert list(bad["action"]) == ["WA"] and set(bad["cause"]) == {"trace-truncated"}
     assert any("could not be read" in n for n in v.notes)
 
@@ -108,7 +112,7 @@ def test_a_missing_key_is_named(tmp_path: Path) -> None:
     p = write_trace(kept, tmp_path / "one-key.log")
     v = _verify("subagents", p)
     assert not v.agree
-    assert set(v.disagreements["cause"]) == {"trace-missing"}
+    assert set(v.disagreements["cause"]) == {"trace-missing"} and v.verdict == Verdict.DISAGREE
     assert set(v.disagreements["key"]) == {"order-2"}
 
 
@@ -118,8 +122,9 @@ def test_a_reuse_the_log_cannot_show_is_named(tmp_path: Path) -> None:
     extra.update(businessKey="ghost", executionId="00000000-0000-4000-8000-000000000001")
     p = write_trace([*recs, extra], tmp_path / "ghost.log")
     v = _verify("N04", p)
-    row = v.disagreements.iloc[0]
-    assert len(v.disagreements) == 1 and row["key"] == "ghost" and pd.isna(row["predicted"])
+    row = v.undetermined.iloc[0]
+    assert len(v.mismatches) == 1 and row["key"] == "ghost" and pd.isna(row["predicted"])
+    assert v.verdict == Verdict.UNDETERMINED
     assert row["cause"] == "invisible-reuse" and "§10.3" in row["explanation"]
     j = v.joined.set_index("execution_id")
     assert "not in the log" in j.loc["00000000-0000-4000-8000-000000000001", "reason"]
@@ -195,7 +200,12 @@ def test_a_store_flavour_of_another_rule_is_refused_and_a_what_if_is_labelled() 
 def test_an_unreadable_or_empty_trace_is_named_not_a_crash(tmp_path: Path) -> None:
     bad = tmp_path / "bad.log"
     bad.write_text('garbage\n{"x":\n', encoding="utf-8")
-    v = _verify("N04", bad)
+    with pytest.raises(SourceError, match="holds no Trace Log or Event Log record"):
+        _verify("N04", bad)
+    cut = tmp_path / "cut.log"
+    cut.write_text('{"timestamp":"2026-09-14T08:00:52.047Z","detail":"STANDARD","entityType":"event"\n{"x":\n',
+                   encoding="utf-8")
+    v = _verify("N04", cut)
     assert not v.agree and set(v.disagreements["cause"]) == {"trace-missing"}
     assert any("could not be read" in n for n in v.notes) and any("no action execution" in n for n in v.notes)
     empty = tmp_path / "empty.log"

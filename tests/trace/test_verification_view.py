@@ -57,3 +57,15 @@ def test_untrusted_text_is_escaped(tmp_path: Path) -> None:
     assert "<img src=x onerror=alert(1)>" not in ys and any("&lt;img" in y for y in ys)
     hover = [h for t in view.figure.data for h in (t.hovertext or ())]
     assert not any("<img" in h for h in hover)
+
+
+def test_the_view_says_when_the_trace_cannot_tell() -> None:
+    restore = json.loads((LOGS / "G02.markers.json").read_text(encoding="utf-8"))["restore"]
+    v = ai.verify(ai.load(LOGS / "G02.jsonl"), LOGS / "G02.trace.log", markers=samples.markers("G02"), restore=restore)
+    view = VerificationView(v)
+    assert "cannot tell (undetermined)" in view.summary.value and "ai-undetermined" in view.summary.value
+    assert "log-only agent" in view.summary.value
+    unsure = int(v.tasks.index[v.tasks["verdict"] == "undetermined"][0])
+    view.select(unsure)
+    assert "cannot tell (undetermined) — agent-model" in view.detail.value
+    assert "cannot tell (undetermined)" in v._repr_html_()

@@ -40,7 +40,8 @@ def _views(probe_log, probe_result) -> list[w.Widget]:
     return [browser, live, DivergenceView(probe_result), PredictionView(ai.recovery.predict(probe_log, rule="fixed")),
             RuleComparison(ai.cases.compare(probe_log, ["fixed", "original"])), stepper,
             VerificationView(_verification(LOGS / "N04.fixed-rule.trace.log")),
-            VerificationView(_verification(LOGS / "N04.trace.log"))]
+            VerificationView(_verification(LOGS / "N04.trace.log")),
+            VerificationView(_verification(LOGS / "G02.trace.log", "G02"))]
 
 
 class _Idle:
@@ -55,9 +56,9 @@ class _Idle:
         pass
 
 
-def _verification(trace: Path):
-    restore = json.loads((LOGS / "N04.markers.json").read_text(encoding="utf-8"))["restore"]
-    return ai.verify(ai.load(LOGS / "N04.jsonl"), trace, markers=samples.markers("N04"), restore=restore)
+def _verification(trace: Path, name: str = "N04"):
+    restore = json.loads((LOGS / f"{name}.markers.json").read_text(encoding="utf-8"))["restore"]
+    return ai.verify(ai.load(LOGS / f"{name}.jsonl"), trace, markers=samples.markers(name), restore=restore)
 
 
 def test_no_view_writes_inline_css_and_every_class_it_styles_is_in_the_file(probe_log, probe_result):
@@ -69,7 +70,7 @@ def test_no_view_writes_inline_css_and_every_class_it_styles_is_in_the_file(prob
                 classes |= {c for attr in re.findall(r'class="([^"]*)"', node.value) for c in attr.split()}
     styled = set(re.findall(r"\.(ai-[a-z-]+)\s*\{", CSS))
     assert {"ai-scroll-tall", "ai-counter-row", "ai-counter", "ai-side-by-side", "ai-side", "ai-agree",
-            "ai-disagree", "ai-live-badge"} == styled
+            "ai-disagree", "ai-undetermined", "ai-live-badge"} == styled
     assert styled <= classes
 
 

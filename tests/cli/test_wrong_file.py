@@ -1,0 +1,94 @@
+"""The wrong file: each loader recognizes the kind of file from its first lines and names the call that reads it;
+a file of no known kind exits 2; a log where nothing decoded has an unknown runtime, modelled and labelled; a
+timestamp no calendar holds does not keep the log from being shown."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect._errors import SourceError
+from agent_inspect.cli import main
+from agent_inspect.sources import FileKind, file_kind
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / "sample_logs"
+
+
+@pytest.mark.parametrize(("name", "kind"), [("N04.jsonl", FileKind.ACTION_STATE), ("N04.kcat.jsonl", FileKind.KCAT),
+                                            ("N04.parquet", FileKind.ACTION_STATE), ("N04.trace.log", FileKind.TRACE)])
+def test_the_kind_of_each_sample_file(name: str, kind: FileKind) -> None:
+    assert file_kind(LOGS / name) == kind
+
+
+def test_event_log_cut_off_gzip_and_none(tmp_path: Path) -> None:
+    old = tmp_path / "events.log"
+    old.write_text(json.dumps({"logLevel": "INFO", "eventId": "e1", "eventType": "_input_event",
+                               "eventAttributes": {"input": "a"}}) + "\n", encoding="utf-8")
+    assert file_kind(old) == FileKind.EVENT_LOG
+    cut = tmp_path / "cut.log"                              # a first line cut off still names its fields
+    cut.write_text((LOGS / "N04.trace.log").read_text(encoding="utf-8")[:150], encoding="utf-8")
+    assert file_kind(cut) == FileKind.TRACE
+    gz = tmp_path / "trace.log.gz"
+    gz.write_bytes(gzip.compress((LOGS / "N04.trace.log").read_bytes()))
+    assert file_kind(gz) == FileKind.TRACE
+    assert file_kind("/etc/passwd") == FileKind.OTHER
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert file_kind(empty) == FileKind.EMPTY and len(ai.load(empty).records) == 0
+
+
+def test_loading_the_wrong_kind_names_the_right_call() -> None:
+    with pytest.raises(SourceError, match=r"looks like a Trace Log, not an action-state dump: use ai\.load_trace\("):
+        ai.load(LOGS / "N04.trace.log")
+    with pytest.raises(SourceError, match=r"looks like an action-state dump, not a Trace Log: use ai\.load\("):
+        ai.load_trace(LOGS / "production.jsonl")
+    with pytest.raises(SourceError, match=r"looks like a kcat dump of the action-state topic.*use ai\.load\("):
+        ai.load_trace(LOGS / "N04.kcat.jsonl")
+    # the right file for each still loads
+    assert len(ai.load(LOGS / "N04.kcat.jsonl").records) and len(ai.load_trace(LOGS / "N04.trace.log").records)
+
+
+@pytest.mark.parametrize("argv", [["summary", "/etc/passwd"], ["summary", str(LOGS / "N04.trace.log")],
+                                  ["trace", "summary", str(LOGS / "N04.jsonl")], ["trace", "summary", "/etc/passwd"],
+                                  ["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.jsonl")]])
+def test_the_cli_exits_2_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("agent-inspect: ")
+    assert "use ai.load" in err or "none of the files agent_inspect reads" in err
+
+
+def test_a_log_where_nothing_decoded_has_an_unknown_runtime_modelled_as_the_release(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "undecodable.jsonl"
+    p.write_text("".join(json.dumps({"partition": 0, "offset": i, "timestamp": 1789372800683, "key": "21_5_x_k",
+                                     "value": {"bogus": i}}) + "\n" for i in range(3)), encoding="utf-8")
+    log = ai.load(p)
+    rt = log.runtime()
+    assert rt.name == "unknown" and rt.model == "0.4" and rt.default_rule == "original"
+    assert "none of the 3 records decoded" in rt.evidence
+    assert main(["summary", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runtime"]["name"] == "unknown"
+    assert main(["summary", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "unknown (inferred: none of the 3 records decoded; modelled as 0.4" in " ".join(out.split())
+    assert main(["reconstruct", str(p), "--json"]) == 0                 # the verbs run on the labelled model
+    assert json.loads(capsys.readouterr().out)["runtime"]["model"] == "0.4"
+
+
+def test_a_timestamp_no_calendar_holds_does_not_break_showing_the_log(tmp_path: Path) -> None:
+    lines = (LOGS / "N04.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["timestamp"] = 10 ** 17                                         # ms: the year 3170843
+    p = tmp_path / "far.jsonl"
+    p.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
+    log = ai.load(p)
+    assert repr(log.records) and log.records._repr_html_()
+    assert log.records["timestamp"].isna().sum() == 1 and log.records["timestamp"].notna().sum() == len(lines) - 1
+    assert log.raw.timestamp_ms[0] == 10 ** 17                            # the value itself is kept
+    assert log.errors.empty
