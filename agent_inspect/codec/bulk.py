@@ -32,7 +32,6 @@ from agent_inspect.codec._formats import (
 from agent_inspect.codec._keys import FLAG_AMBIGUOUS, KEY_ARRAY_FIELDS, key_field_arrays, resolve_key_fields
 from agent_inspect.codec._values import (
     _DECODER,
-    _EMPTY_OBJECT,
     _NULL,
     PYTHON_EVENT,
     SUBAGENT_EVENT,
@@ -284,12 +283,16 @@ def _row_of(value: bytes | None) -> tuple[Any, ...]:
     return _fast_row(state, value)  # type: ignore[arg-type]  # (a tombstone does not decode)
 
 
+class _AnyObject(msgspec.Struct, frozen=True, gc=False):
+    """Any JSON object, its members skipped: the decode itself checks that attributes are one."""
+
+
 # The fast path decodes into the structs below: codec._values' structs narrowed to the common record
 # of 0.3+ runtimes (typed events without delegates, attachments or legacy fields, a status on every
 # call, no V0 list, no sub-agent results, no ``extra``). Each field takes a subset of what the codec's
-# field takes, so a value they accept decodes in the codec to the same fields, and _fast_row needs
-# only the checks they cannot make. A value they refuse takes _decode_row, the reference;
-# tests/codec/test_bulk_rows.py holds the two to the same rows.
+# field takes (attributes: objects only), so a value they accept decodes in the codec to the same
+# fields, and _fast_row needs only the checks they cannot make. A value they refuse takes _decode_row,
+# the reference; tests/codec/test_bulk_rows.py holds the two to the same rows.
 _FAST: dict[str, Any] = {"frozen": True, "gc": False, "forbid_unknown_fields": True}
 
 
@@ -310,7 +313,7 @@ class _FastEvent(msgspec.Struct, rename="camel", kw_only=True, **_FAST):
     event_class: str | None = msgspec.field(default=None, name="@class")
     id: str
     type: str
-    attributes: msgspec.Raw = _EMPTY_OBJECT
+    attributes: _AnyObject = _AnyObject()
     upstream_event_id: str | None = None
     upstream_action_name: str | None = None
     delegate: None = None
@@ -338,7 +341,7 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
     """_row of a record the fast structs took (the same columns), or the reference's row when it is rare."""
     te = st.task_event
     cls = te.event_class
-    if memoryview(te.attributes)[0] != 123 or cls == SUBAGENT_EVENT:
+    if cls == SUBAGENT_EVENT:
         return _decode_row(value)
     flags = _F_LEGACY if cls == PYTHON_EVENT else _F_MODERN
     action = te.upstream_action_name
@@ -349,7 +352,7 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
         oflags = 0
         for e in outs:
             c = e.event_class
-            if memoryview(e.attributes)[0] != 123 or c == SUBAGENT_EVENT:
+            if c == SUBAGENT_EVENT:
                 return _decode_row(value)
             oflags |= _F_LEGACY if c == PYTHON_EVENT else _F_MODERN
             if e.upstream_event_id is not None or e.upstream_action_name is not None:
@@ -358,8 +361,12 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
             flags |= oflags | (_F_OUTPUTS_LINEAGE if oflags & _F_LINEAGE else _F_OUTPUT)
         else:
             flags |= oflags
-        out_types = tuple([e.type for e in outs])
-        out_ids = tuple([e.id for e in outs])
+        if len(outs) == 1:
+            out_types = (outs[0].type,)
+            out_ids = (outs[0].id,)
+        else:
+            out_types = tuple([e.type for e in outs])
+            out_ids = tuple([e.id for e in outs])
     else:
         out_types = out_ids = NO_FLAGS
     pending = succeeded = failed = 0
@@ -376,8 +383,8 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
                 failed += 1
     sensory = st.sensory_memory_updates
     short = st.short_term_memory_updates
-    if sensory or short:
-        for mu in sensory + short:
+    for updates in (sensory, short) if sensory else (short,):
+        for mu in updates:
             v = mu.value
             if v != _NULL:
                 b = bytes(v)
@@ -389,6 +396,7 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
             action if action is None else _same(action, action), len(outs), out_types, out_ids, len(sensory),
             len(short), pending, succeeded, failed,
             ROW_MASKS[flags] if st.subagent_result_events is UNSET else _V4, None, 0, NO_FLAGS, len(value))
+
 
 SUBAGENT_EVENT_TYPE = "InternalSubagentCallEvent"
 
