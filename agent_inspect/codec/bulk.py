@@ -348,6 +348,8 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
     if action is not None or te.upstream_event_id is not None:
         flags |= _F_LINEAGE
     outs = st.output_events
+    out_types: tuple[str, ...]
+    out_ids: tuple[str, ...]
     if outs:
         oflags = 0
         for e in outs:
