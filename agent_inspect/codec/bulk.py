@@ -6,10 +6,11 @@ be read; the checks and format flags of the codec are inlined on the hot path (s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import UnsetType
 
 from agent_inspect._errors import DecodeError, ValueFormatError
 from agent_inspect.codec._formats import (
@@ -242,10 +243,162 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
 def error_reason(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
-def value_columns(values: list[bytes | None]) -> list[Sequence[Any]]:
+def value_columns(values: list[bytes | None]) -> list[list[Any]]:
     """The value columns (see ROW_COLUMNS) of some records' values (None for a tombstone)."""
-    rows = list(map(_decode_row, values))
-    return list(zip(*rows)) if rows else [() for _ in ROW_COLUMNS]
+    cols: list[list[Any]] = [[] for _ in ROW_COLUMNS]
+    for start in range(0, len(values), _CHUNK):
+        part = values[start:start + _CHUNK]
+        try:  # the common chunk: every value in the fast structs, one loop in C
+            rows = list(map(_fast_row, map(_FAST_DECODE, part), part))  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - a refused value (a tombstone included) is the reference's to explain
+            if start == 0 and len(values) > _CHUNK and _mostly_refused(part):  # an older format: all by the reference
+                rows = list(map(_decode_row, values))
+                return [list(col) for col in zip(*rows)] if rows else cols
+            rows = list(map(_row_of, part))
+        # transposed chunk by chunk, while its rows are still in the CPU's cache
+        for col, cells in zip(cols, zip(*rows)):
+            col += cells
+    return cols
+
+
+# Records decoded and summarized at a time (the rows of a chunk stay in cache until transposed).
+_CHUNK = 512
+
+
+def _mostly_refused(part: list[bytes | None]) -> bool:
+    refused = 0
+    for value in part:
+        try:
+            _FAST_DECODE(value)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - counting refusals only
+            refused += 1
+    return refused * 2 > len(part)
+
+
+def _row_of(value: bytes | None) -> tuple[Any, ...]:
+    try:
+        state = _FAST_DECODE(value)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - the reference decides what this value is
+        return _decode_row(value)
+    return _fast_row(state, value)  # type: ignore[arg-type]  # (a tombstone does not decode)
+
+
+class _AnyObject(msgspec.Struct, frozen=True, gc=False):
+    """Any JSON object, its members skipped: the decode itself checks that attributes are one."""
+
+
+# The fast path decodes into the structs below: codec._values' structs narrowed to the common record
+# of 0.3+ runtimes (typed events without delegates, attachments or legacy fields, a status on every
+# call, no V0 list, no sub-agent results, no ``extra``). Each field takes a subset of what the codec's
+# field takes (attributes: objects only), so a value they accept decodes in the codec to the same
+# fields, and _fast_row needs only the checks they cannot make. A value they refuse takes _decode_row,
+# the reference; tests/codec/test_bulk_rows.py holds the two to the same rows.
+_FAST: dict[str, Any] = {"frozen": True, "gc": False, "forbid_unknown_fields": True}
+
+
+class _FastMemoryUpdate(msgspec.Struct, **_FAST):
+    path: str
+    value: msgspec.Raw = _NULL
+
+
+class _FastCallResult(msgspec.Struct, rename="camel", **_FAST):
+    function_id: str
+    status: Literal["PENDING", "SUCCEEDED", "FAILED"]
+    args_digest: str = ""
+    result_payload: str | None = None
+    exception_payload: str | None = None
+
+
+class _FastEvent(msgspec.Struct, rename="camel", kw_only=True, **_FAST):
+    event_class: str | None = msgspec.field(default=None, name="@class")
+    id: str
+    type: str
+    attributes: _AnyObject = _AnyObject()
+    upstream_event_id: str | None = None
+    upstream_action_name: str | None = None
+    delegate: None = None
+    event: None = None
+    event_type: None = None
+    event_string: None = None
+    event_json_str: None = None
+    source_timestamp: None = None
+
+
+class _FastState(msgspec.Struct, rename="camel", **_FAST):
+    task_event: _FastEvent
+    sensory_memory_updates: tuple[_FastMemoryUpdate, ...] = ()
+    short_term_memory_updates: tuple[_FastMemoryUpdate, ...] = ()
+    output_events: tuple[_FastEvent, ...] = ()
+    call_results: tuple[_FastCallResult, ...] = ()
+    completed: bool = False
+    subagent_result_events: Annotated[tuple[_FastEvent, ...], msgspec.Meta(max_length=0)] | UnsetType = UNSET
+
+
+_FAST_DECODE = msgspec.json.Decoder(_FastState).decode
+
+
+def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
+    """_row of a record the fast structs took (the same columns), or the reference's row when it is rare."""
+    te = st.task_event
+    cls = te.event_class
+    if cls == SUBAGENT_EVENT:
+        return _decode_row(value)
+    flags = _F_LEGACY if cls == PYTHON_EVENT else _F_MODERN
+    action = te.upstream_action_name
+    if action is not None or te.upstream_event_id is not None:
+        flags |= _F_LINEAGE
+    outs = st.output_events
+    out_types: tuple[str, ...]
+    out_ids: tuple[str, ...]
+    if outs:
+        oflags = 0
+        for e in outs:
+            c = e.event_class
+            if c == SUBAGENT_EVENT:
+                return _decode_row(value)
+            oflags |= _F_LEGACY if c == PYTHON_EVENT else _F_MODERN
+            if e.upstream_event_id is not None or e.upstream_action_name is not None:
+                oflags |= _F_LINEAGE
+        if oflags & _F_MODERN:
+            flags |= oflags | (_F_OUTPUTS_LINEAGE if oflags & _F_LINEAGE else _F_OUTPUT)
+        else:
+            flags |= oflags
+        if len(outs) == 1:
+            out_types = (outs[0].type,)
+            out_ids = (outs[0].id,)
+        else:
+            out_types = tuple([e.type for e in outs])
+            out_ids = tuple([e.id for e in outs])
+    else:
+        out_types = out_ids = NO_FLAGS
+    pending = succeeded = failed = 0
+    calls = st.call_results
+    if calls:
+        flags |= _F_CALL_NEW
+        for cr in calls:
+            s = cr.status
+            if s == "SUCCEEDED":
+                succeeded += 1
+            elif s == "PENDING":
+                pending += 1
+            else:
+                failed += 1
+    sensory = st.sensory_memory_updates
+    short = st.short_term_memory_updates
+    for updates in (sensory, short) if sensory else (short,):
+        for mu in updates:
+            v = mu.value
+            if v != _NULL:
+                b = bytes(v)
+                if not (b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES):
+                    return _decode_row(value)  # odd memory values: the reference names the problem
+                flags |= _F_ENVELOPE
+    typ = te.type
+    return (st.completed, _same(cls, cls), _same(typ, typ), te.id, te.upstream_event_id,
+            action if action is None else _same(action, action), len(outs), out_types, out_ids, len(sensory),
+            len(short), pending, succeeded, failed,
+            ROW_MASKS[flags] if st.subagent_result_events is UNSET else _V4, None, 0, NO_FLAGS, len(value))
+
 
 SUBAGENT_EVENT_TYPE = "InternalSubagentCallEvent"
 
