@@ -136,18 +136,6 @@ class ReplayExecutor(HtmlRepr):
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
             restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
 
-    @classmethod
-    def from_case(cls, case: object, *, rule: object = None, **options: Any) -> ReplayExecutor:
-        """Deprecated: use :func:`agent_inspect.cases.executor_for` (case files sit above the executor)."""
-        import importlib
-        import warnings
-
-        warnings.warn("ReplayExecutor.from_case moved to agent_inspect.cases.executor_for; call that instead "
-                      "(this name will be removed in the next release)", DeprecationWarning, stacklevel=2)
-        executor: ReplayExecutor = importlib.import_module("agent_inspect.cases").executor_for(
-            case, rule=rule, **options)
-        return executor
-
     # ------------------------------------------------------------------------------ control
 
     @property
