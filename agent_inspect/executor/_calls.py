@@ -9,11 +9,12 @@ reported through a callback so the executor can turn it into a step.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
@@ -320,12 +321,55 @@ def _slot(fid: str, digest: str, value: Any, error: BaseException | None) -> Cal
 
 
 def _pickle(obj: Any) -> bytes:
+    try:
+        return _dumps(obj)
+    except Exception:  # noqa: BLE001 - an unpicklable value still needs a payload in the journal
+        return _dumps(repr(obj))
+
+
+def _dumps(obj: Any) -> bytes:
+    """cloudpickle's bytes of ``obj``, whatever another library registered for exceptions.
+
+    dask.distributed installs tblib's copyreg reducers, which pickle an exception with its traceback
+    (frames, file paths): the same failed call would journal other bytes once distributed was imported.
+    The journal stores what the call raised, as plain pickle does.
+    """
+    import io
+
+    buffer = io.BytesIO()
+    _journal_pickler()(buffer).dump(obj)
+    return buffer.getvalue()
+
+
+@functools.cache
+def _journal_pickler() -> Any:
+    import copyreg
+    from collections import ChainMap
+
     import cloudpickle
 
-    try:
-        return bytes(cloudpickle.dumps(obj))
-    except Exception:  # noqa: BLE001 - an unpicklable value still needs a payload in the journal
-        return bytes(cloudpickle.dumps(repr(obj)))
+    class _Reducers(Mapping[Any, Any]):
+        """copyreg's reducers as they are now, less those registered for exception types."""
+
+        def __getitem__(self, cls: Any) -> Any:
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                raise KeyError(cls)
+            return copyreg.dispatch_table[cls]
+
+        def __iter__(self) -> Iterator[Any]:
+            return iter(copyreg.dispatch_table)
+
+        def __len__(self) -> int:
+            return len(copyreg.dispatch_table)
+
+    class JournalPickler(cloudpickle.Pickler):
+        # the C pickler reads dispatch_table once, from the class: so a class attribute, not an instance one
+        dispatch_table = ChainMap(cloudpickle.Pickler._dispatch_table, cast("MutableMapping[Any, Any]", _Reducers()))
+
+        def __init__(self, file: Any) -> None:
+            super().__init__(file, protocol=cloudpickle.DEFAULT_PROTOCOL)
+
+    return JournalPickler
 
 
 def _deliver(value: Any, error: BaseException | None) -> Any:

@@ -103,7 +103,7 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
 
     chains: dict[int, Any] = {}
     if explain_chain and v.prediction is not None:
-        from agent_inspect.diff import explain
+        from agent_inspect.diffing import explain
 
         for t in tasks.itertuples(index=False):
             if t.task is None or pd.isna(t.task) or t.predicted in (None, "NOT-DISPATCHED"):

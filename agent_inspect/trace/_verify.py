@@ -11,7 +11,7 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
-from agent_inspect.rules import FLAVOURS
+from agent_inspect.recovery import STORE_FLAVOURS
 from agent_inspect.trace._runtime import call_entity
 from agent_inspect.trace._verdict import CONFIDENCES, with_verdicts
 from agent_inspect.trace._verification import Verification
@@ -22,11 +22,10 @@ if TYPE_CHECKING:
 __all__ = ["verify", "Verification", "STORE_FLAVOURS", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
            "MARKER_CANDIDATES"]
 
-#: ``store_flavour=``: "auto" (the flavour follows the key format and source, as upstream) or one upstream
-#: store flavour of the original rule (spec §8.2).
-STORE_FLAVOURS = ("auto", *FLAVOURS)
 #: the rules ranked when explaining a mismatch or inferring what the job ran
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
+#: how many inferred marker candidates (of confidence 0.3 or more) ``verify(infer=True)`` ranks beside the given ones
+MARKER_CANDIDATES = 3
 #: ``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)
 CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
           "trace-truncated", "agent-model", "unexplained", "weak-join")
@@ -340,8 +339,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     if not summary["recovery"]:
         notes.append(summary["recovery_note"])
 
-    def run(r: Any, m: Any) -> Any:
-        return predict(log, recovery=settings, plan=plan, rule=r, markers=m)
+    def run(r: Any, m: Any) -> Any:   # replace(), not overrides: markers=None here means the whole log
+        return predict(log, recovery=settings.replace(log, rule=r, markers=m), plan=plan)
 
     if prediction is None:
         prediction = run(rule_eff, markers)
@@ -396,10 +395,6 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                         rule=_rule_name(rule_eff), store_flavour=flavour, runtime=settings.runtime.name,
                         what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
                         confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
-
-
-#: how many inferred marker candidates (of confidence 0.3 or more) ``verify(infer=True)`` ranks beside the given ones
-MARKER_CANDIDATES = 3
 
 
 def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery, markers: Any,

@@ -17,7 +17,7 @@ from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._plot import Plot
 
 if TYPE_CHECKING:
-    from agent_inspect.diff import Diff
+    from agent_inspect.diffing import Diff
 
 __all__ = ["DiffView", "DIFF_COLOURS"]
 

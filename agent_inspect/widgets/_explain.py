@@ -12,7 +12,7 @@ from agent_inspect.widgets._common import KIND_COLOURS, colour_for
 
 if TYPE_CHECKING:
     from agent_inspect._types import LogLike
-    from agent_inspect.diff import Explanation
+    from agent_inspect.diffing import Explanation
 
 __all__ = ["ExplainView"]
 

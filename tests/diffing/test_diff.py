@@ -147,9 +147,8 @@ def test_selector_strings_load_and_select():
         ai.diff(f"{path}@key=nope", path)
     with pytest.raises(SelectorError, match="no attempt 9"):
         ai.diff(f"{path}@attempt=9", path)
-    with pytest.raises(SelectorError, match="runtime"):
-        ai.diff(f"{path}@fixed@runtime=v9", path) if "runtime" not in __import__("inspect").signature(
-            ai.recovery.predict).parameters else (_ for _ in ()).throw(SelectorError("runtime supported"))
+    with pytest.raises(ai.InspectError, match="unknown runtime 'v9'"):
+        ai.diff(f"{path}@fixed@runtime=v9", path)
     with pytest.raises(SelectorError, match="cannot diff"):
         ai.diff(42, path)
 

@@ -101,3 +101,20 @@ def test_step_outcomes_are_plain_text_in_frames():
     assert {type(v) for v in ex.steps["outcome"]} == {str}
     assert {type(v) for v in ex.report().frame["outcome"]} == {str}
     assert f"{StepOutcome.HIT}" == str(StepOutcome.HIT) == "hit"
+
+
+def test_a_failed_calls_payload_does_not_depend_on_dask_being_imported() -> None:
+    """dask.distributed installs tblib's exception reducers (tracebacks, file paths); the journal's bytes stay plain."""
+    import pickle
+
+    import distributed  # noqa: F401 - installs the reducers under test
+
+    from agent_inspect.executor._calls import _pickle
+
+    try:
+        raise TimeoutError("gpt-large did not answer within 30 s")
+    except TimeoutError as exc:
+        payload = _pickle(exc)
+    assert b"tblib" not in payload and b"Frame" not in payload
+    again = pickle.loads(payload)
+    assert isinstance(again, TimeoutError) and again.args == ("gpt-large did not answer within 30 s",)

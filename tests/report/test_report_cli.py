@@ -112,5 +112,6 @@ def test_report_command_takes_a_markers_file(tmp_path: Path, capsys) -> None:
     assert "wrote" in capsys.readouterr().out
     html = out.read_text(encoding="utf-8")
     assert "evicted" in html and html.count('class="plotly-graph-div"') == 1
-    assert main(["report", str(markers), "--markers", f"@{tmp_path / 'nope.json'}", "-o", str(out)]) == 2
+    assert main(["report", str(ai.samples.path("production")), "--markers", f"@{tmp_path / 'nope.json'}",
+                 "-o", str(out)]) == 2
     assert "cannot be read" in capsys.readouterr().err

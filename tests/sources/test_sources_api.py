@@ -17,7 +17,8 @@ def test_public_names() -> None:
          "business_key_rows", "candidate_partitions", "take", "merge_markers", "split_source_url", "check_port",
          "check_timeout",
          "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
-         "open_kafka_tail", "KafkaTail", "open_checkpoint", "CheckpointFiles"])
+         "open_kafka_tail", "KafkaTail", "open_checkpoint", "CheckpointFiles",
+         "export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url"])
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
         assert getattr(ai, name) is getattr(ai.log, name)
 

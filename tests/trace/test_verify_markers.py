@@ -33,4 +33,4 @@ def test_without_infer_the_ranking_keeps_its_rows(capsys) -> None:
     assert main(["verify", str(LOGS / "G01.jsonl"), "--trace", str(LOGS / "G01.trace.log"), "--markers",
                  '[{"0": 2}]', "--infer"]) == 1
     out = capsys.readouterr().out
-    assert "rules, runtimes and markers by agreement:" in out and "with markers from the trace" in out
+    assert "rules, store flavours and markers by agreement:" in out and "with markers from the trace" in out
