@@ -325,7 +325,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     else:
         log = subject
     settings = Recovery.resolve(log, recovery, **given)
-    rule, rule_eff, markers, plan = settings.rule, settings.rule, settings.markers, settings.plan
+    rule, markers, plan = settings.rule, settings.markers, settings.plan
     flavour, agent = settings.store_flavour, settings.agent
     plan_given = plan
     if plan is None and log is not None:
@@ -339,11 +339,12 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     if not summary["recovery"]:
         notes.append(summary["recovery_note"])
 
-    def run(r: Any, m: Any) -> Any:   # replace(), not overrides: markers=None here means the whole log
-        return predict(log, recovery=settings.replace(log, rule=r, markers=m), plan=plan)
+    def run(r: Any, m: Any) -> Any:
+        # replace(), not overrides: markers=None means the whole log; no log: the runtime is already resolved
+        return predict(log, recovery=settings.replace(rule=r, markers=m, plan=plan))
 
     if prediction is None:
-        prediction = run(rule_eff, markers)
+        prediction = run(rule, markers)
     tasks = compare(prediction.tasks, execs)
     ranking = None
     others: dict[str, pd.DataFrame] = {}
@@ -375,10 +376,10 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                                           kind="stable").drop(columns="_pinned").reset_index(drop=True)
         if markers is not None and not tasks["agree"].all():
             try:
-                others["__whole_log__"] = compare(run(rule_eff, None).tasks, execs)
+                others["__whole_log__"] = compare(run(rule, None).tasks, execs)
             except InspectError:
                 pass
-    tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule_eff), rule, as_recorded=agent is None)
+    tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule), rule, as_recorded=agent is None)
     tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
@@ -392,7 +393,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
 
         joined = join(trace, log, call_kind=call_kind)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
-                        rule=_rule_name(rule_eff), store_flavour=flavour, runtime=settings.runtime.name,
+                        rule=_rule_name(rule), store_flavour=flavour, runtime=settings.runtime.name,
                         what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
                         confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
 
@@ -416,8 +417,8 @@ def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery,
         for r, rt in cands:
             name = _rule_name(_effective_rule(r, rt))
             try:
-                cmp = compare(predict(log, recovery=settings, plan=plan, rule=_effective_rule(r, rt),
-                                      markers=cand.markers).tasks, execs)
+                cmp = compare(predict(log, recovery=settings.replace(rule=_effective_rule(r, rt), markers=cand.markers,
+                                                                     plan=plan)).tasks, execs)
             except InspectError as exc:
                 notes.append(f"candidate {name} with markers from the {cand.source} could not be predicted: {exc}")
                 continue
