@@ -46,7 +46,8 @@ _LAZY: dict[str, str] = {
     "Reconstruction": "agent_inspect.recovery",
     "ReplayPlan": "agent_inspect.recovery",
     "Recovery": "agent_inspect.recovery",
-    "infer_markers": "agent_inspect.recovery",
+    # recovery markers inferred when no checkpoint is at hand
+    "infer_markers": "agent_inspect.markers",
     # replay executor
     "ReplayExecutor": "agent_inspect.executor",
     # checked against the job's Trace Log
@@ -68,7 +69,7 @@ _LAZY: dict[str, str] = {
 }
 _SUBMODULES = (
     "raw", "codec", "sources", "log", "agents", "history", "store", "rules", "recovery", "executor", "cases",
-    "checker", "checkpoint", "trace", "diffing", "fleet", "samples", "widgets", "report", "otel",
+    "checker", "checkpoint", "markers", "trace", "diffing", "fleet", "samples", "widgets", "report", "otel",
 )
 
 __all__ = [

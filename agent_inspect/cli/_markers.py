@@ -17,7 +17,7 @@ __all__ = ["register", "CANDIDATE_SOURCES"]
 
 def _inferred(args: argparse.Namespace, log: Any, trace: Any) -> list[Any]:
     """Candidates inferred from the log (and the trace, when given)."""
-    from agent_inspect.recovery import infer_markers
+    from agent_inspect.markers import infer_markers
 
     return infer_markers(log, trace)
 
@@ -27,7 +27,7 @@ def _checkpoint(args: argparse.Namespace, log: Any, trace: Any) -> list[Any]:
     if not getattr(args, "checkpoint", None):
         return []
     from agent_inspect.checkpoint import read
-    from agent_inspect.recovery import MarkerCandidate
+    from agent_inspect.markers import MarkerCandidate
 
     cp = read(args.checkpoint)
     unread = [f"not read: {what}" for what in cp.not_read]
@@ -58,7 +58,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
-    from agent_inspect.recovery import CONFIDENCE_MEANS
+    from agent_inspect.markers import CONFIDENCE_MEANS
     from agent_inspect.trace import load_trace
 
     log = load(args.source)

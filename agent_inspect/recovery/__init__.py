@@ -9,7 +9,6 @@ itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent
 from __future__ import annotations
 
 from agent_inspect.recovery._lints import LINTS, lint
-from agent_inspect.recovery._markers import CONFIDENCE_MEANS, MARKER_SOURCES, MarkerCandidate, infer_markers
 from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
 from agent_inspect.recovery._predict import (
     NOT_DISPATCHED,
@@ -48,8 +47,6 @@ __all__ = [
     # rebuilding a session from a log
     "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "window_mask", "source_kind_of",
     "whole_log_markers",
-    # markers inferred when no checkpoint is at hand
-    "infer_markers", "MarkerCandidate", "MARKER_SOURCES", "CONFIDENCE_MEANS",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
     "agent_event", "SymbolicCallJournal", "tasks_by_impact", "IMPACT_ORDER",

@@ -288,7 +288,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     store flavour (:data:`STORE_FLAVOURS`; applies to the ``original`` rule). ``job``: which job of a trace
     that mixes several. ``infer=True`` ranks every candidate rule and store flavour by agreement (done
     anyway when something disagrees, to explain it), and with no ``plan`` the inferred marker candidates
-    (``recovery.infer_markers``) × rules × store flavours too: ``ranking["markers"]`` says whose markers a row used.
+    (``markers.infer_markers``) × rules × store flavours too: ``ranking["markers"]`` says whose markers a row used.
     """
     from agent_inspect.recovery import Recovery, predict
     from agent_inspect.trace._model import TraceLog, load_trace
@@ -400,13 +400,14 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
 
 def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery, markers: Any,
                   cands: Sequence[tuple[str, str]], notes: list[str]) -> list[dict[str, Any]]:
-    """Ranking rows for the inferred marker candidates (``recovery.infer_markers``) × rules × store flavours.
+    """Ranking rows for the inferred marker candidates (``markers.infer_markers``) × rules × store flavours.
 
     Each candidate's replay plan is the trace's, read against that candidate's window (:func:`plan_from_trace`).
     Rows carry the candidate's source in ``markers`` and its markers in ``marker_values``; the given markers'
     rows are ``markers="given"``.
     """
-    from agent_inspect.recovery import infer_markers, normalize_markers, predict
+    from agent_inspect.markers import infer_markers
+    from agent_inspect.recovery import normalize_markers, predict
 
     given = normalize_markers(markers) if markers is not None else None
     rows: list[dict[str, Any]] = []

@@ -8,7 +8,8 @@ import json
 import pytest
 
 import agent_inspect as ai
-from agent_inspect.recovery import MARKER_SOURCES, MarkerCandidate, infer_markers, predict
+from agent_inspect.markers import MARKER_SOURCES, MarkerCandidate, infer_markers
+from agent_inspect.recovery import predict
 
 #: every sample that ships its restore's markers
 SAMPLES = ["production", "production_k1", "production_v4", "G01", "G02", "G03", "N04", "N07", "P01", "S01", "S05",
@@ -132,3 +133,16 @@ def test_a_trace_that_replays_no_input_takes_the_checkpoint_after_its_restored_r
     assert best.source == "trace" and best.confidence == 0.8
     assert best.markers == ai.samples.markers("production_v4")
     assert "no input replayed" in best.evidence and "refresh row" in best.evidence
+
+
+def test_inference_lives_in_its_own_package_and_recovery_does_not_import_it() -> None:
+    import subprocess
+    import sys
+
+    from agent_inspect import markers, recovery
+
+    assert ai.infer_markers is markers.infer_markers and ai.markers.MarkerCandidate is MarkerCandidate
+    assert not {"infer_markers", "MarkerCandidate"} & set(recovery.__all__)
+    probe = "import sys, agent_inspect.recovery; print('agent_inspect.markers' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() \
+        == "False"

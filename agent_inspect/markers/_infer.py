@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from agent_inspect.recovery._marker_bounds import (
+from agent_inspect.markers._bounds import (
     Bounds,
     Restart,
     Timeline,
@@ -104,7 +104,7 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     too, reused rounds included. Timestamps order the job's writes across partitions; without them only the
     fallbacks are given. Pure: nothing is read but ``log`` and ``trace``.
     """
-    from agent_inspect.recovery._rebuild import whole_log_markers
+    from agent_inspect.recovery import whole_log_markers
 
     records: pd.DataFrame = log.records if hasattr(log, "records") else log
     whole = whole_log_markers(log)

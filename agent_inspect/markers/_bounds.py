@@ -1,4 +1,4 @@
-"""Bounds on a checkpoint's instant from a log and a trace, for :mod:`agent_inspect.recovery._markers`.
+"""Bounds on a checkpoint's instant from a log and a trace, for :mod:`agent_inspect.markers._infer`.
 
 The job's writes are ordered by timestamp across partitions (:class:`Timeline`); restarts are the pauses the
 per-key attempt starts point at (:func:`restarts`); what a restore ran again, resumed or re-submitted, and what a
@@ -245,7 +245,7 @@ def restore_bounds(records: pd.DataFrame, line: Timeline, before: np.ndarray, af
 def refresh_checkpoints(log: ActionStateLog, line: Timeline) -> tuple[list[tuple[int, int, int]], frozenset[int]]:
     """Checkpoints shown by 0.4+/main refresh rows: (instant ms, first position, rows) per run of refresh rows
     in write order (a checkpoint re-appends every retained state at once, addendum §2.2)."""
-    from agent_inspect.recovery._refresh import refresh_positions
+    from agent_inspect.recovery import refresh_positions
 
     try:
         runtime = log.runtime()
