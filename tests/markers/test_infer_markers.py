@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 import agent_inspect as ai
@@ -62,6 +63,34 @@ def test_production_from_the_log_alone_misses_only_the_round_the_restore_reused(
     differ = set(_restore(log, best.markers)) ^ set(_restore(log, [true]))
     assert differ and {row[0] for row in differ} == {"user-0034"}
     assert ("user-0034", 3, "chat", "REUSE") in differ
+
+
+def test_production_the_log_cannot_tell_the_true_checkpoint_from_the_inferred_one() -> None:
+    """Why no log-only inference can be exact on production: every record written between the true checkpoint and
+    the inferred one belongs to a round that was complete before the failure and of which the restore wrote nothing.
+    A restore from either instant writes the same records (a round it reuses writes nothing, spec §9.3 step 2; a
+    round before its checkpoint is not replayed), so the log is the same under both and only a trace tells them apart.
+    """
+    log = ai.load(ai.samples.path("production"))
+    r = log.records.assign(ms=pd.to_datetime(log.records["timestamp"], utc=True))
+    cands = infer_markers(log)
+    best = cands[0].markers[0]
+    boundary = next(c for c in cands if c.source == "attempt boundary").markers[0]
+
+    def instant(markers: dict[int, int]) -> pd.Timestamp:
+        at = r.set_index(["partition", "offset"])["ms"]
+        return min(at[(p, o)] for p, o in markers.items() if (p, o) in at.index)
+
+    t_true, t_best, restart = instant(ai.samples.markers("production")[0]), instant(best), instant(boundary)
+    assert t_true < t_best < restart
+    between = r[(r["ms"] >= t_true) & (r["ms"] < t_best)]
+    rounds = set(zip(between["business_key"], between["seq"].astype(int)))
+    assert rounds == {("user-0009", 4), ("user-0034", 3)}
+    for bk, seq in rounds:
+        mine = r[(r["business_key"] == bk) & (r["seq"] == seq)]
+        before, after = mine[mine["ms"] < restart], mine[mine["ms"] >= restart]
+        assert before.groupby("state_key")["completed"].last().all(), f"({bk}, {seq}) complete before the failure"
+        assert after.empty, f"the restore wrote nothing of ({bk}, {seq})"
 
 
 def test_v4_refresh_rows_show_the_checkpoint_the_next_restore_restores() -> None:
