@@ -27,8 +27,6 @@ class TraceFrame(Protocol):
     @property
     def good(self) -> pd.DataFrame: ...
 
-    def executions(self) -> pd.DataFrame: ...
-
 
 @dataclass(frozen=True)
 class Restart:
@@ -278,15 +276,24 @@ def refresh_checkpoints(log: ActionStateLog, line: Timeline) -> tuple[list[tuple
 class TraceFacts:
     """What a trace says about its restore, read once: ``inputs`` (business key, input fingerprint) in order;
     ``reused`` and ``restored``: trigger event id -> business key of the tasks it shows reused, or restored
-    from the checkpoint (their trigger event was never emitted)."""
+    from the checkpoint (their trigger event was never emitted); ``readable``: its records without an error;
+    ``truncated``: its inputs whose attributes were cut (not matched)."""
 
     inputs: list[tuple[str, str]]
     reused: dict[str, str]
     restored: dict[str, str]
+    readable: int = 0
+    truncated: int = 0
 
     @classmethod
     def of(cls, trace: TraceFrame) -> TraceFacts:
-        return cls(_trace_inputs(trace), _trace_reused(trace), _trace_restored(trace))
+        good = getattr(trace, "good", None)   # a fresh filter of the records at every access: read once
+        if good is None or not len(good):
+            return cls([], {}, {})
+        is_input = ((good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")).to_numpy()
+        inputs = good.loc[is_input, ["business_key", "attributes", "truncated"]]
+        cut = int(inputs["truncated"].fillna(False).astype(bool).sum())
+        return cls(_trace_inputs(inputs), _trace_reused(good), _trace_restored(good), len(good), cut)
 
 
 def trace_bounds(log: ActionStateLog, trace: TraceFacts, line: Timeline, before: np.ndarray, span: np.ndarray) -> Bounds:
@@ -355,12 +362,10 @@ def _first_replayed(logged: Mapping[int, set[str]], fps: Sequence[str]) -> int |
     return best[1] if best is not None else None
 
 
-def _trace_inputs(trace: TraceFrame) -> list[tuple[str, str]]:
+def _trace_inputs(inputs: pd.DataFrame) -> list[tuple[str, str]]:
     """(business key, fingerprint) of each untruncated ``_input_event`` the trace shows, in order."""
     from agent_inspect.codec import event_uuid
 
-    good = trace.good
-    inputs = good[(good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")]
     out = []
     for bk, attrs, cut in zip(inputs["business_key"].astype(object), inputs["attributes"], inputs["truncated"]):
         if cut or not isinstance(attrs, dict):
@@ -372,36 +377,48 @@ def _trace_inputs(trace: TraceFrame) -> list[tuple[str, str]]:
     return out
 
 
-def _trace_reused(trace: TraceFrame) -> dict[str, str]:
-    """Trigger event id -> business key of the action executions the trace shows reused."""
-    execs = trace.executions()
-    if not len(execs):
+def _trace_reused(good: pd.DataFrame) -> dict[str, str]:
+    """Trigger event id -> business key of the action executions the trace shows reused (a ``reused`` record,
+    addendum §3), read straight from the action records: building every execution (``TraceLog.executions``)
+    costs far more than the inference."""
+    acts = np.flatnonzero((good["entity_type"] == "action").to_numpy(dtype=bool))
+    status = good["status"].to_numpy(dtype=object)[acts]
+    execution = good["execution_id"].to_numpy(dtype=object)[acts]
+    reused = set(execution[status == "reused"].tolist())
+    if not reused:
         return {}
-    rows = execs[(execs["observed"] == "REUSE") & execs["trigger_event_id"].notna()]
-    return {str(t): str(k) for t, k in zip(rows["trigger_event_id"], rows["business_key"].astype(object))}
+    trigger = good["trigger_event_id"].to_numpy(dtype=object)[acts]
+    bk = good["business_key"].to_numpy(dtype=object)[acts]
+    out: dict[str, str] = {}
+    seen: set[Any] = set()
+    for e, t, k in zip(execution.tolist(), trigger.tolist(), bk.tolist()):
+        if e in reused and e not in seen and isinstance(t, str):   # an execution's first trigger, as executions()
+            seen.add(e)
+            out[t] = str(k)
+    return out
 
 
-def _trace_restored(trace: TraceFrame) -> dict[str, str]:
+def _trace_restored(good: pd.DataFrame) -> dict[str, str]:
     """Trigger event id -> business key of the traced tasks whose trigger the trace never emitted (restored)."""
-    good = trace.good
-    emitted = set(good.loc[good["entity_type"] == "event", "event_id"].dropna().astype(str))
-    acts = good[(good["entity_type"] == "action") & good["trigger_event_id"].notna()]
-    return {str(t): str(k) for t, k in zip(acts["trigger_event_id"], acts["business_key"].astype(object))
-            if str(t) not in emitted}
+    kind = good["entity_type"].to_numpy(dtype=object)
+    emitted = set(map(str, good["event_id"].to_numpy(dtype=object)[(kind == "event")].tolist()))
+    trigger = good["trigger_event_id"].to_numpy(dtype=object)
+    bk = good["business_key"].to_numpy(dtype=object)
+    acts = np.flatnonzero(kind == "action").tolist()
+    return {str(trigger[i]): str(bk[i]) for i in acts if isinstance(trigger[i], str) and trigger[i] not in emitted}
 
 
-def trace_notes(log: ActionStateLog, trace: TraceFrame, facts: TraceFacts) -> list[str]:
+def trace_notes(log: ActionStateLog, facts: TraceFacts) -> list[str]:
     """What of the trace could not be matched to the log, one sentence each."""
-    good = getattr(trace, "good", None)
-    if good is None or not len(good):
+    if not facts.readable:
         return ["the trace holds no readable record"]
-    inputs = good[(good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")]
     notes = []
-    cut = int(inputs["truncated"].fillna(False).astype(bool).sum())
+    cut = facts.truncated
     if cut:
         notes.append(f"{cut} traced input(s) are truncated (trace-log detail STANDARD): not matched to the log")
     records = log.records
-    have = set(zip(records["business_key"].astype(str), records["event_uuid"].astype(str)))
+    have = set(zip(map(str, records["business_key"].to_numpy(dtype=object).tolist()),
+                   map(str, records["event_uuid"].to_numpy(dtype=object).tolist())))
     mine = facts.inputs
     unmatched = sum(1 for x in mine if x not in have)
     if mine and unmatched == len(mine):

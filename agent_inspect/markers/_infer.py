@@ -153,7 +153,7 @@ def _from_trace(log: ActionStateLog, trace: TraceFrame, line: Timeline, last: Re
                 checkpoints: list[tuple[int, int, int]]) -> tuple[list[MarkerCandidate], list[str]]:
     """The checkpoint the trace's restore restored: the log's last restore, or else the restore after the log."""
     facts = TraceFacts.of(trace)
-    tnotes = trace_notes(log, trace, facts)
+    tnotes = trace_notes(log, facts)
     target = last
     upto = line.ms < last.at if last is not None else np.ones(len(line.ms), dtype=bool)
     b, t, skipped = settle(lambda span: trace_bounds(log, facts, line, upto, span),
