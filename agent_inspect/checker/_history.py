@@ -35,7 +35,10 @@ class HistoryOptions:
     branches return more often), ``roots`` (root actions), ``fanout`` (work events per input).
     Probabilities per history: ``cascades`` (work events emit follow-ups), ``subagents`` (a sub-agent
     caller root), ``durable_calls``, ``shared_children`` (children with the same attributes under every
-    input, spec G02), ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
+    input, spec G02), ``identical_children`` (an input's work events all carry the same attributes, so
+    they share one state key: #1084, spec G09), ``case_agents`` (the agent and input alphabet of a
+    bundled case file instead of a random agent, so every shape the case matrix knows is in reach),
+    ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
     different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
     checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
     and prunes).
@@ -59,6 +62,8 @@ class HistoryOptions:
     subagents: float = 0.25
     durable_calls: float = 0.5
     shared_children: float = 0.5
+    identical_children: float = 0.25
+    case_agents: float = 0.25
     branch_changes: float = 0.5
     checkpoints: float = 0.2
     savepoints: float = 0.3
@@ -77,7 +82,8 @@ class HistoryOptions:
             raise RuleCheckError(f"history option values={self.values} must be between 1 and {len(_VALUES)}")
         if self.fanout < 0:
             raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
-        for name in ("cascades", "subagents", "durable_calls", "shared_children", "branch_changes",
+        for name in ("cascades", "subagents", "durable_calls", "shared_children", "identical_children", "case_agents",
+                     "branch_changes",
                      "checkpoints", "savepoints", "tombstones"):
             p = getattr(self, name)
             if not 0.0 <= float(p) <= 1.0:
@@ -183,6 +189,7 @@ class History:
     tombstones: bool
     branch_ok: tuple[bool, ...] = field(repr=False)
     tainted: tuple[bool, ...] = field(repr=False)
+    case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -191,7 +198,7 @@ class History:
 
     def describe(self) -> str:
         """One line: attempts with their rules, restores and branch changes."""
-        parts = []
+        parts = [f"agent of case {self.case_agent}"] if self.case_agent else []
         for a in self.attempts:
             src = "fresh" if a.restored is None else f"restore cp{a.restored}"
             change = f", {a.branch_change}" if a.branch_change else ""

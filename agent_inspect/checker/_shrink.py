@@ -99,7 +99,7 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
         ev = _judge_case(_assemble(base, ls, rp, pd_, restored), rule)
         if ev is None or not ev.fails(kind):
             return None
-        if kind == "error" and error_type is not None and not (ev.error or "").startswith(error_type):
+        if kind == "error" and error_type is not None and ev.error_key != error_type:
             return None
         return ev
 
@@ -108,7 +108,7 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
         # the collapsed case does not reproduce the failure; report the full history as it is
         return _assemble(base, lines, replay, pending, restored), _Eval()
     if kind == "error":
-        error_type = (result.error or "").split(":", 1)[0]
+        error_type = result.error_key
 
     def attempt(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> bool:
         nonlocal result
