@@ -81,6 +81,8 @@ class _Subject:
     describe: Callable[[int], str]
     compact: Callable[[int], str]
     why: Callable[[int], str]
+    #: stale only for some tasks (a case's ``stale = { keys = [...], events = [...] }``): (pos, task row) -> bool
+    stale_for: Callable[[int, Mapping[str, Any]], bool] = lambda _pos, _row: False
     rows: list[Any] = field(default_factory=list)
     entries: dict[int, Any] = field(default_factory=dict)
     lww: dict[str, int] = field(default_factory=dict)
@@ -173,10 +175,11 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
                 continue
             sibling = _sibling_of(r, entry, pos in reused, dispatched)
             reused.add(pos)
-            if not subject.branch_ok[pos] or sibling is not None:
-                ev.stale.append(_story(r, out, subject.describe(pos), sibling or subject.why(pos)))
+            off_branch = not subject.branch_ok[pos] or subject.stale_for(pos, r)
+            if off_branch or sibling is not None:
+                ev.stale.append(_story(r, out, subject.describe(pos), subject.why(pos) if off_branch else str(sibling)))
                 ev.stale_compact.append(f"{_label(r)}={out} of {subject.compact(pos)}")
-                if subject.branch_ok[pos]:
+                if not off_branch:
                     ev.siblings += 1
                     ev.siblings_fresh += str(r["event_id"]).startswith(_FRESH)
             elif subject.tainted[pos]:
@@ -274,7 +277,17 @@ def _case_subject(built: Any) -> _Subject:
     lines = {ln.n: ln for ln in built.case.log}
     n = len(built.log)
     line_of = built.line_of_pos
-    stale = [lines[line_of[p]].stale is not None if p in line_of else False for p in range(n)]
+    marks = [lines[line_of[p]].stale if p in line_of else None for p in range(n)]
+    stale = [m is not None and m.always for m in marks]
+    labels = built.id_labels
+    keys = built.key_of_business_key
+
+    def stale_for(pos: int, row: Mapping[str, Any]) -> bool:
+        mark = marks[pos]
+        if mark is None or mark.always:
+            return False
+        key_labels = keys.get(row["business_key"], (row["key"],))
+        return any(mark.applies(k, labels.get(row["event_id"])) for k in key_labels)
 
     def describe(pos: int) -> str:
         ln = lines.get(line_of.get(pos, -1))
@@ -289,8 +302,26 @@ def _case_subject(built: Any) -> _Subject:
         mark = ", marked stale" if ln.stale is not None else ""
         return f"line {ln.n} (att{ln.attempt} {ln.action} at {ln.key}@{ln.seq}{mark})"
 
+    case = built.case
+    written: dict[tuple[int, str, int], str] = {}
+    for ln in case.log:
+        if ln.status != "TOMB" and ln.event.type == "_input_event" and "input" in ln.event.attributes:
+            written.setdefault((ln.attempt, ln.key, ln.seq), str(ln.event.attributes["input"]))
+    replayed: dict[tuple[str, int], str] = {}
+    for r in case.replay:
+        k = r.key
+        seq = case.keys[k].restored_seq + 1 + sum(1 for (kk, _) in replayed if kk == k) if k in case.keys else -1
+        replayed[(k, seq)] = str(r.event.attributes.get("input", r.event.text))
+
     def why(pos: int) -> str:
-        return "the case marks it stale (written on another branch, or from wrong memory)"
+        ln = lines.get(line_of.get(pos, -1))
+        if ln is not None:
+            for seq in range(ln.seq + 1):
+                a, b = written.get((ln.attempt, ln.key, seq)), replayed.get((ln.key, seq))
+                if a is not None and b is not None and a != b:
+                    return (f"attempt {ln.attempt} had input {a} at {ln.key}@{seq} where this recovery replays {b}: "
+                            "the record follows the other input")
+        return "the case marks it stale: written after a different earlier input, or from wrong memory"
 
     return _Subject(built.log, list(built.markers), built.plan, built.agent, [not s for s in stale], [False] * n,
-                    describe, compact, why)
+                    describe, compact, why, stale_for)
