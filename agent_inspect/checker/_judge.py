@@ -114,7 +114,7 @@ class _Eval:
     error: str | None = None
     error_key: str | None = None    # hook and exception type of ``error`` (a shrunk case keeps failing alike)
     siblings: int = 0               # stale reuses of a sibling's record (#1084)
-    siblings_fresh: int = 0         # ... by a task whose parent ran again here (new ids: as in a first run)
+    siblings_unevidenced: int = 0   # ... by a task no reused parent emitted here (a restored pending task)
     stale_compact: list[str] = field(default_factory=list)
     avoidable_compact: list[str] = field(default_factory=list)
 
@@ -150,7 +150,7 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
         ev.error_key = f"replay:{type(failed).__name__}"
         return ev
     used: set[int] = set()
-    reused: set[int] = set()
+    evidence: set[str] = set()      # output ids of the records this recovery reused so far
     # the events each state key was dispatched for in this recovery: a record written for one of them
     # is that task's execution, never another's (#1084 siblings share the state key)
     dispatched: dict[str, set[str]] = {}
@@ -173,15 +173,18 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
             replays = out == "REUSE" or (entry is not None and entry.call_count > 0)
             if not replays:
                 continue
-            sibling = _sibling_of(r, entry, pos in reused, dispatched)
-            reused.add(pos)
-            off_branch = not subject.branch_ok[pos] or subject.stale_for(pos, r)
-            if off_branch or sibling is not None:
-                ev.stale.append(_story(r, out, subject.describe(pos), subject.why(pos) if off_branch else str(sibling)))
+            sibling = _sibling_of(r, entry, dispatched)
+            evidenced_here = r["event_id"] in evidence
+            if out == "REUSE" and entry is not None:
+                evidence.update(entry.output_event_ids)
+            off_branch = not subject.branch_ok[pos]
+            if off_branch or sibling is not None or subject.stale_for(pos, r):
+                ev.stale.append(_story(r, out, subject.describe(pos),
+                                       sibling if sibling is not None and not off_branch else subject.why(pos)))
                 ev.stale_compact.append(f"{_label(r)}={out} of {subject.compact(pos)}")
-                if not off_branch:
+                if not off_branch and sibling is not None:
                     ev.siblings += 1
-                    ev.siblings_fresh += str(r["event_id"]).startswith(_FRESH)
+                    ev.siblings_unevidenced += not evidenced_here
             elif subject.tainted[pos]:
                 ev.tainted.append(_story(r, out, subject.describe(pos), "its attempt had already reused a stale "
                                          "record, so the memory it was written with was wrong (tainted)"))
@@ -199,16 +202,18 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
     return ev
 
 
-def _sibling_of(row: Mapping[str, Any], entry: Any, reused_before: bool,
-                dispatched: Mapping[str, set[str]]) -> str | None:
-    """Why reusing ``entry`` for ``row`` takes another task's execution (#1084), or None when it does not."""
-    if reused_before:
-        return ("another task of this recovery already reused the same record: one execution cannot stand for two "
-                "tasks, so this one never runs (#1084: siblings with identical attributes share a state key)")
+def _sibling_of(row: Mapping[str, Any], entry: Any, dispatched: Mapping[str, set[str]]) -> str | None:
+    """Why reusing ``entry`` for ``row`` takes another task's execution (#1084, G09), or None when it does not.
+
+    Only when the record was written for another event this recovery also dispatches: the ids prove it.
+    Siblings that get new ids (their parent ran again) share the record as in a failure-free run (#1084
+    is open, spec §10.3), which is no recovery's fault.
+    """
     written_for = entry.task_event_id if entry is not None else None
     if written_for is not None and written_for != row["event_id"] and written_for in dispatched.get(row["state_key"], ()):
-        return (f"it was written for event {written_for[:8]}, a sibling this recovery also dispatches, not for this "
-                f"task's event {str(row['event_id'])[:8]} (#1084: identical attributes share a state key)")
+        return (f"it was written for event {written_for[:8]}, a sibling with identical attributes that this recovery "
+                f"also dispatches, not for this task's event {str(row['event_id'])[:8]}: this task's body never ran "
+                "(#1084: identical attributes share a state key)")
     return None
 
 
@@ -315,6 +320,12 @@ def _case_subject(built: Any) -> _Subject:
 
     def why(pos: int) -> str:
         ln = lines.get(line_of.get(pos, -1))
+        if ln is not None and ln.stale is not None and not ln.stale.always:
+            if ln.stale.events:
+                return (f"the case marks it stale for event {', '.join('#' + e for e in ln.stale.events)}: it was "
+                        "written for a sibling with the same attributes, so this task's body never ran (#1084)")
+            return (f"the case marks it stale for key {', '.join(ln.stale.keys)}: it was written for another key's "
+                    "task whose key text collides")
         if ln is not None:
             for seq in range(ln.seq + 1):
                 a, b = written.get((ln.attempt, ln.key, seq)), replayed.get((ln.key, seq))
