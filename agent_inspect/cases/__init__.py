@@ -10,7 +10,7 @@ notation is described in ``docs/cases.md``.
 from __future__ import annotations
 
 from agent_inspect.cases._build import BuiltCase, build_case
-from agent_inspect.cases._compare import compare
+from agent_inspect.cases._compare import COLUMN_MEANINGS, compare
 from agent_inspect.cases._executor import executor_for
 from agent_inspect.cases._format import Case, builtin, builtin_path, load_cases, parse_case
 from agent_inspect.cases._notation import OUTCOMES
@@ -18,5 +18,5 @@ from agent_inspect.cases._run import CALL_RULE, CaseResult, run_case
 
 __all__ = [
     "Case", "load_cases", "builtin", "builtin_path", "parse_case", "build_case", "BuiltCase", "run_case", "CaseResult", "CALL_RULE",
-    "OUTCOMES", "compare", "executor_for",
+    "OUTCOMES", "compare", "COLUMN_MEANINGS", "executor_for",
 ]

@@ -13,8 +13,7 @@ from agent_inspect.cases._build import build_case
 from agent_inspect.cases._format import Case, load_cases
 from agent_inspect.cases._run import expectation_rules, run_case
 from agent_inspect.recovery import ReplayPlan, predict
-from agent_inspect.rules import resolve_rule
-from agent_inspect.rules._guard import BrokenRuleError, GuardedRule
+from agent_inspect.rules import BrokenRuleError, GuardedRule, resolve_rule
 from agent_inspect.store import DivergenceRule
 
 __all__ = ["compare", "COLUMN_MEANINGS"]

@@ -13,8 +13,7 @@ from agent_inspect.checker._generate import (
     RuleCheckError,
 )
 from agent_inspect.recovery import NOT_DISPATCHED, iter_entries, rebuild_records, simulate, window_mask
-from agent_inspect.rules import resolve_rule
-from agent_inspect.rules._guard import GuardedRule
+from agent_inspect.rules import GuardedRule, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession
 
 __all__ = ["resolve_check_rule", "FAILURE_KINDS"]
