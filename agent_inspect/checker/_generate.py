@@ -204,7 +204,11 @@ class _Generator:
         self.case_agent: str | None = None
         if shapes.random() < o.case_agents:
             # a shape the case matrix knows: a bundled case's agent and inputs, under random attempts
-            self.case_agent, table, self.values = shapes.choice(case_agents())
+            pool = [c for c in case_agents() if not o.case_ids or c[0] in o.case_ids]
+            if not pool:
+                raise RuleCheckError(f"history option case_ids={list(o.case_ids)}: no bundled case with a runnable "
+                                     f"agent; use some of {', '.join(c[0] for c in case_agents())}")
+            self.case_agent, table, self.values = shapes.choice(pool)
             spec = copy.deepcopy(table)
         agent = agent_from_spec(spec)
         keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]

@@ -37,7 +37,8 @@ class HistoryOptions:
     caller root), ``durable_calls``, ``shared_children`` (children with the same attributes under every
     input, spec G02), ``identical_children`` (an input's work events all carry the same attributes, so
     they share one state key: #1084, spec G09), ``case_agents`` (the agent and input alphabet of a
-    bundled case file instead of a random agent, so every shape the case matrix knows is in reach),
+    bundled case file instead of a random agent, so every shape the case matrix knows is in reach;
+    ``case_ids`` limits them to some cases, e.g. ``("G09",)``),
     ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
     different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
     checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
@@ -64,6 +65,7 @@ class HistoryOptions:
     shared_children: float = 0.5
     identical_children: float = 0.25
     case_agents: float = 0.25
+    case_ids: tuple[str, ...] = ()
     branch_changes: float = 0.5
     checkpoints: float = 0.2
     savepoints: float = 0.3
@@ -88,6 +90,9 @@ class HistoryOptions:
             p = getattr(self, name)
             if not 0.0 <= float(p) <= 1.0:
                 raise RuleCheckError(f"history option {name}={p!r} is a probability: use a number in [0, 1]")
+        if isinstance(self.case_ids, str):
+            object.__setattr__(self, "case_ids", (self.case_ids,))
+        object.__setattr__(self, "case_ids", tuple(self.case_ids))
         if isinstance(self.production_rules, str):
             object.__setattr__(self, "production_rules", (self.production_rules,))
         if not self.production_rules:
@@ -114,6 +119,9 @@ class HistoryOptions:
         bad = sorted(set(merged) - known)
         if bad:
             raise RuleCheckError(f"unknown history option(s) {', '.join(bad)}; use {', '.join(sorted(known))}")
+        ids = merged.get("case_ids")
+        if isinstance(ids, str):
+            merged["case_ids"] = tuple(i.strip() for i in ids.split(",") if i.strip())
         rules = merged.get("production_rules")
         if isinstance(rules, str):
             merged["production_rules"] = tuple(r.strip() for r in rules.split(",") if r.strip())

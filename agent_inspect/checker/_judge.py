@@ -217,7 +217,8 @@ def _sibling_of(row: Mapping[str, Any], entry: Any, dispatched: Mapping[str, set
 
 
 def _task(row: Mapping[str, Any]) -> str:
-    return f"task {row['action']} at {row['key']}@{row['seq']} (input {row['input']})"
+    where = "of the in-flight round the checkpoint restored" if row["input"] == "pending" else f"input {row['input']}"
+    return f"task {row['action']} at {row['key']}@{row['seq']} ({where})"
 
 
 def _story(row: Mapping[str, Any], outcome: str, record: str, why: str) -> str:

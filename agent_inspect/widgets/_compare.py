@@ -41,8 +41,10 @@ class RuleComparison(w.VBox):
         metrics = self._metrics()
         if metric is None:
             metric = next((m for m in _PREFERRED if m in metrics), metrics[0] if metrics else None)
-        self.metric = w.Dropdown(description="Metric", options=[(_label(m), m) for m in metrics], value=metric)
+        self.metric = w.Dropdown(description="Metric", options=metrics, value=metric)
         self.metric.observe(lambda _: self._draw(), names="value")
+        self.meaning = w.HTML()             # what the chosen metric counts
+        self.meaning.add_class("ai-rule-compare-meaning")
         # what passed / expected (and every other column) mean, beside the metric and above the table
         self.legend = w.HTML(_legend(frame.columns))
         self.legend.add_class("ai-rule-compare-legend")
@@ -52,7 +54,7 @@ class RuleComparison(w.VBox):
         self._height = int(height)
         self.figure = Plot(layout=go.Layout(height=height, margin=dict(l=160, r=10, t=60, b=60)))
         self.figure.add_class("ai-rule-heatmap")
-        self.children = [self.metric, self.figure, self.legend, self.table, view_style()]
+        self.children = [w.HBox([self.metric, self.meaning]), self.figure, self.legend, self.table, view_style()]
         self._draw()
 
     @property
@@ -71,6 +73,8 @@ class RuleComparison(w.VBox):
         return []
 
     def _draw(self) -> None:
+        meaning = COLUMN_MEANINGS.get(self.metric.value or "")
+        self.meaning.value = f"<span class=\"ai-muted\">{escape(meaning)}</span>" if meaning else ""
         matrix = self.matrix
         if matrix.empty:
             self.figure.data = []
@@ -97,11 +101,6 @@ class RuleComparison(w.VBox):
             self.figure.layout.height = max(self._height, 120 + 20 * len(cases)) if tall else self._height
             self.figure.layout.xaxis.update(dtick=1, side="top" if tall else "bottom")
             self.figure.layout.yaxis.update(dtick=1, autorange="reversed" if tall else True)
-
-
-def _label(metric: str) -> str:
-    meaning = COLUMN_MEANINGS.get(metric)
-    return f"{metric} — {meaning}" if meaning else metric
 
 
 def _legend(columns: Any) -> str:

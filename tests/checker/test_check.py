@@ -382,3 +382,20 @@ def test_a_broken_rule_is_broken_in_check_and_compare_never_unsafe():
     with pytest.raises(ai.rules.BrokenRuleError, match="returned Entry"):
         ai.cases.compare(ai.load(ai.samples.path("production")), [ReturnsEntry()],
                          markers=ai.samples.markers("production"))
+
+
+def test_every_case_agent_runs_in_generated_histories():
+    from agent_inspect.checker._generate import case_agents
+
+    ids = [c[0] for c in case_agents()]
+    # declared agents on the 0.3 runtime: fan-out (G09, N05), collisions (G02), sub-agents (S*), Java actions (P03)
+    assert {"G02", "G09", "N13", "N14", "P03", "S01", "S05", "G11"} <= set(ids)
+    java = next(t for cid, t, _ in case_agents() if cid == "P03")
+    assert any(a.get("java") for a in java["actions"])
+    for cid in ids:
+        h = generate_history(1, case_agents=1.0, case_ids=cid)
+        assert h.case_agent == cid and h.log.records["error"].isna().all(), cid
+        report = check("fixed", seeds=[h.seed], case_agents=1.0, case_ids=(cid,), minimize=False)
+        assert report.errors == 0, (cid, report.broken)
+    with pytest.raises(RuleCheckError, match="case_ids"):
+        generate_history(1, case_agents=1.0, case_ids="Z99")
