@@ -13,11 +13,26 @@ from agent_inspect.cases._build import build_case
 from agent_inspect.cases._format import Case, load_cases
 from agent_inspect.cases._run import expectation_rules, run_case
 from agent_inspect.recovery import ReplayPlan, predict
+from agent_inspect.rules import BrokenRuleError, GuardedRule, resolve_rule
+from agent_inspect.store import DivergenceRule
 
-__all__ = ["compare"]
+__all__ = ["compare", "COLUMN_MEANINGS"]
 
 _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls", "crashed", "passed",
-            "expected"]
+            "expected", "broken"]
+
+#: What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric).
+COLUMN_MEANINGS = {
+    "reruns": "bodies that run again in the recovery",
+    "evictions": "cache entries the rule removed (rebuild and replay)",
+    "stale_reuses": "reuses of a record the case marks stale: a correctness failure",
+    "calls": "durable calls executed again",
+    "crashed": "a lookup FAILs: the job would crash and restart in a loop",
+    "passed": "with expected: the outcome the case expects for this rule; without: no stale reuse",
+    "expected": "the case states an expected outcome for this rule (False for rules it does not name, "
+                "e.g. your own: then passed only means no stale reuse)",
+    "broken": "the rule's first error (a hook raised or returned the wrong type), or empty",
+}
 
 
 def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,
@@ -34,8 +49,12 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     :class:`~agent_inspect.rules.DivergenceRule` instances (default: every rule the cases name).
     Columns: ``reruns`` (bodies that run again), ``evictions`` (cache entries removed),
     ``stale_reuses`` (reuses of records the case marks stale — correctness failures), ``calls``
-    (durable calls executed again), ``crashed``, ``passed`` (the case's expectation for that rule
-    when it has one, else "no stale reuse"; see ``expected``). Pivot with
+    (durable calls executed again), ``crashed``, ``passed`` and ``expected``: when the case states an
+    expected outcome for the rule (``expected`` True), ``passed`` says the rule gives exactly that; for
+    a rule the case does not name (``expected`` False, e.g. your own) ``passed`` only means "no stale
+    reuse". ``broken`` holds the rule's first error in one line (a hook raised or returned the wrong
+    type, with ``file:line`` in the rule's code) and the row counts nothing (``passed`` False); the
+    other rules still run. ``COLUMN_MEANINGS`` says the same per column. Pivot with
     ``frame.pivot(index="rule", columns="case", values="reruns")``. Call-level cases are skipped.
     """
     if hasattr(cases, "records") and hasattr(cases, "value"):
@@ -45,14 +64,25 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     if rules is None:
         rules = expectation_rules(loaded)
     rows = []
+    resolved = [_own(rule) for rule in rules]
     for case in loaded:
         built = build_case(case)
-        for rule in rules:
-            res = run_case(case, rule, built=built)
+        for rule in resolved:
+            guard = GuardedRule(rule) if isinstance(rule, DivergenceRule) else None
+            try:
+                res = run_case(case, guard or rule, built=built)
+            except BrokenRuleError:
+                res = None
+            if guard is not None and guard.broken is not None:
+                rows.append({"rule": guard.name, "case": case.id, "category": case.category, "reruns": 0,
+                             "evictions": 0, "stale_reuses": 0, "calls": 0, "crashed": False, "passed": False,
+                             "expected": guard.name in case.expect, "broken": str(guard.broken)})
+                continue
+            assert res is not None  # only a broken rule raises BrokenRuleError
             rows.append({"rule": res.rule, "case": case.id, "category": case.category, "reruns": res.reruns,
                          "evictions": res.evictions, "stale_reuses": len(res.stale),
                          "calls": sum(res.calls.values()), "crashed": res.crashed, "passed": res.passed,
-                         "expected": res.expected_given})
+                         "expected": res.expected_given, "broken": None})
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     for col in ("reruns", "evictions", "stale_reuses", "calls"):
         frame[col] = frame[col].astype("int64")
@@ -62,12 +92,24 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     return frame
 
 
+def _own(rule: Any) -> Any:
+    """A rule of the user's (an instance, a class, ``"module:Class"``) resolved, to run guarded; built-in names stay."""
+    if isinstance(rule, str) and ":" not in rule:
+        return rule
+    obj = resolve_rule(rule)
+    return obj if not type(obj).__module__.startswith("agent_inspect.") else rule
+
+
 def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, agent: Any) -> pd.DataFrame:
     plan = plan if plan is not None else ReplayPlan.from_log(log, markers=markers)
     agent = agent if agent is not None else AsRecordedAgent(log)
     frames = []
     for rule in rules:
-        pred = predict(log, plan=plan, agent=agent, rule=rule, markers=markers)
+        own = _own(rule)
+        guard = GuardedRule(own) if isinstance(own, DivergenceRule) else None
+        pred = predict(log, plan=plan, agent=agent, rule=guard or rule, markers=markers)
+        if guard is not None and guard.broken is not None:
+            raise guard.broken     # a swallowed failure (a sub-agent call journals exceptions) still breaks it
         tasks = pred.tasks
         keys = pd.Index(sorted(set(tasks["key"].astype(str)) | set(map(str, plan.restored_seq))), name="key")
         reruns = tasks.groupby("key", observed=True)["body_ran"].sum().reindex(keys, fill_value=0)

@@ -31,21 +31,42 @@ from agent_inspect.cases._spec import (
 from agent_inspect.store import KAFKA_PENDING, RUNTIME_NAMES
 
 __all__ = ["Case", "CaseSetup", "KeySpec", "LogLine", "CallSpec", "PendingSpec", "ReplaySpec", "CallCase",
-           "AgentSpec", "load_cases", "parse_case"]
+           "AgentSpec", "load_cases", "parse_case", "builtin", "builtin_path", "BUILTIN"]
+
+#: The name :func:`load_cases` reads as the bundled case matrix.
+BUILTIN = "builtin"
+
+
+def builtin_path() -> Path:
+    """The directory of the bundled case files (the matrix of ``docs/spec/divergence-cases.md``), installed
+    with the package."""
+    return Path(__file__).resolve().parent / "builtin"
+
+
+def builtin() -> list[Case]:
+    """The bundled case matrix, from anywhere (no checkout needed): ``load_cases("builtin")``."""
+    return load_cases(builtin_path())
+
 
 def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
-    """Load case files (``*.toml``; directories are searched) into cases, variants expanded, sorted by id."""
+    """Load case files (``*.toml``; directories are searched) into cases, variants expanded, sorted by id.
+
+    ``"builtin"`` names the bundled case matrix (:func:`builtin`); a path of that name in the working
+    directory wins."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: list[Path] = []
     for p in paths:
         p = Path(p)
+        if str(p) == BUILTIN and not p.exists():
+            p = builtin_path()
         if p.is_dir():
             files.extend(sorted(p.glob("*.toml")))
         elif p.is_file():
             files.append(p)
         else:
-            raise CaseFileError(f"{p}: no such case file or directory")
+            raise CaseFileError(f"{p}: no such case file or directory (the bundled cases are load_cases(\"builtin\") "
+                                f"or ai.cases.builtin(), from any directory)")
     cases: list[Case] = []
     for f in files:
         try:

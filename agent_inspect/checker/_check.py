@@ -8,7 +8,9 @@ Definitions (the generator knows the true history, so it can judge):
 - A **stale reuse** is a REUSE of a record (or a RESUME of an incomplete record with recorded call
   results, which replays them) whose branch differs from the recovery's branch at that key and seq:
   a record written under a different input at seq s (a branch change, spec §10.2 items 1–2) or at a
-  later seq of a round that depended on a different earlier input (§10.2 item 1, G01).
+  later seq of a round that depended on a different earlier input (§10.2 item 1, G01). It is also a
+  reuse of a record written for another task of the same recovery: a sibling with identical
+  attributes (#1084, G09) whose record this recovery already reused, or whose event it also dispatches.
 - A **tainted reuse** is a reuse of a record on the right branch that its own attempt wrote after
   that attempt had made a stale reuse itself (its memory was already wrong). No rule that reads only
   the log can see this (spec §10.3 "Tainted records"); it is counted, but not held against the rule.
@@ -59,7 +61,9 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
     instance. Generator options (:class:`HistoryOptions`: ``keys``, ``rounds``, ``attempts``,
     ``branch_changes``, ``tombstones``, ``savepoints``, ``production_rules``, …) come as ``options``
     or keywords. Returns a :class:`CheckReport` with stale reuses, avoidable reruns, raising rules
-    and, unless ``minimize=False``, a minimized counterexample case per failure kind. ``seeds``
+    and, unless ``minimize=False``, a minimized counterexample case per failure kind. A rule whose hook
+    raises or returns the wrong type is reported as broken (``report.broken``: the first error in one
+    line, with ``file:line`` in the rule's code), never as unsafe. ``seeds``
     re-checks given histories (the ``seed`` column of a report's frame) instead of ``n`` new ones::
 
         report = ai.checker.check("fixed", n=500, seed=1, tombstones=1.0)
@@ -106,12 +110,15 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
             data, ev = {**full, "id": case_id, "name": f"rules-check-{kind}", "summary": summary}, full_ev
         items = ev.stale if kind == "stale-reuse" else ev.avoidable if kind == "avoidable-rerun" else \
             [ev.error] if ev.error else []
+        details = ev.stale_compact if kind == "stale-reuse" else ev.avoidable_compact if kind == "avoidable-rerun" \
+            else []
         limit = known_limit(first, _evaluate(_history_subject(first), rule_obj), kind)
         note = f"history: {first.describe()}" + (f"; spec §10.3 known limit: {limit}" if limit else "")
         data = {**data, "note": note}
         full = {**full, "note": note}
         cexs.append(Counterexample(kind=kind, rule=name, history_seed=first.seed, history=first.describe(),
-                                   items=tuple(str(i) for i in items), data=data, rule_object=rule_obj,
+                                   items=tuple(str(i) for i in items), details=tuple(details), data=data,
+                                   rule_object=rule_obj,
                                    full_data=full, known_limit=limit))
     return CheckReport(rule=name, n=len(todo), seed=seed, options=opts, frame=frame, counterexamples=tuple(cexs))
 

@@ -15,7 +15,9 @@ its attempt reused a record of another branch, so its memory was already wrong, 
 
 from __future__ import annotations
 
+import copy
 import random
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -56,12 +58,16 @@ def _generate(seed: int, o: HistoryOptions) -> History:
 # -- the agent -----------------------------------------------------------------------------------------
 
 
-def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
-    """A random agent in the case-file ``[agent]`` form: roots, fan-out, cascades, calls, a sub-agent."""
+def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) -> dict[str, Any]:
+    """A random agent in the case-file ``[agent]`` form: roots, fan-out, cascades, calls, a sub-agent.
+
+    ``shapes`` draws what older versions did not (identical siblings), so a seed keeps its history otherwise.
+    """
     values = _VALUES[:o.values]
     n_roots = rng.randint(1, o.roots)
     fanout = rng.randint(0, o.fanout)
     shared = rng.random() < o.shared_children
+    identical = fanout > 1 and shapes.random() < o.identical_children
     cascade = fanout > 0 and rng.random() < o.cascades
     calls = rng.random() < o.durable_calls
     sub = rng.random() < o.subagents
@@ -86,7 +92,8 @@ def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
         declare("CA", INPUT_EVENT, scope="child")
     work: dict[str, dict[str, Any]] = {}
     for v in values:
-        kids = [{"x": f"{j}" if shared else f"{v}{j}"} for j in range(fanout)]
+        # #1084: identical siblings share one state key (G09); shared: the same children under every input (G02)
+        kids = [{"x": "0" if identical else f"{j}" if shared else f"{v}{j}"} for j in range(fanout)]
         steps: list[dict[str, Any]] = [{"set": "h", "value": v}]
         for attrs in kids:
             ev = event_notation(AgentEvent("Work", attrs))
@@ -109,6 +116,28 @@ def _agent_spec(rng: random.Random, o: HistoryOptions) -> dict[str, Any]:
         on["CA"] = {"*": ([{"call": "generated.review", "args": "d0"}] if calls else [])
                     + [{"emit": event_notation(AgentEvent("_output_event", {"o": "1"}))}]}
     return {"actions": actions, "on": on}
+
+
+@lru_cache(maxsize=1)
+def case_agents() -> tuple[tuple[str, dict[str, Any], str], ...]:
+    """(case id, ``[agent]`` table, input alphabet) of every bundled case whose agent a generated history can run:
+    declared agents on the 0.3 runtime, without begin events or a changed replay agent."""
+    import tomllib
+
+    from agent_inspect.cases import builtin_path
+
+    out = []
+    for path in sorted(builtin_path().glob("*.toml")):
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        agent, setup = data.get("agent"), data.get("setup", {})
+        if not agent or not agent.get("actions") or "begin" in agent or "replay_agent" in data \
+                or setup.get("runtime", "0.3") != "0.3":
+            continue
+        text = " ".join([*map(str, data.get("replay", [])), *(str(ln.get("event", "")) for ln in data.get("log", [])),
+                         *(t for table in agent.get("on", {}).values() for t in table)])
+        letters = "".join(sorted({m for m in re.findall(r"In\((\w)\)", text)}))
+        out.append((str(data["id"]), agent, letters or _VALUES[:3]))
+    return tuple(out)
 
 
 def agent_from_spec(spec: Mapping[str, Any]) -> DeclarativeAgent:
@@ -166,15 +195,26 @@ class _Generator:
         self.attempts: list[Attempt] = []
         self.writes: list[dict[str, Any]] = []     # per log position (tombstones included)
         self.latest = 0                             # the failed job's latest checkpoint
+        self.values = _VALUES[:o.values]            # the input alphabet
 
     def run(self) -> History:
         rng, o = self.rng, self.o
-        spec = _agent_spec(rng, o)
+        shapes = random.Random(f"{self.seed}:shapes")
+        spec = _agent_spec(rng, o, shapes)
+        self.case_agent: str | None = None
+        if shapes.random() < o.case_agents:
+            # a shape the case matrix knows: a bundled case's agent and inputs, under random attempts
+            pool = [c for c in case_agents() if not o.case_ids or c[0] in o.case_ids]
+            if not pool:
+                raise RuleCheckError(f"history option case_ids={list(o.case_ids)}: no bundled case with a runnable "
+                                     f"agent; use some of {', '.join(c[0] for c in case_agents())}")
+            self.case_agent, table, self.values = shapes.choice(pool)
+            spec = copy.deepcopy(table)
         agent = agent_from_spec(spec)
         keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]
         order = [k for k in keys for _ in range(rng.randint(1, o.rounds))]
         rng.shuffle(order)
-        values = _VALUES[:o.values]
+        values = self.values
         inputs = [(k, rng.choice(values)) for k in order]
         self.source = inputs
         self.tombstones = rng.random() < o.tombstones
@@ -206,7 +246,7 @@ class _Generator:
             checkpoints=tuple(self.checkpoints), executions=tuple(self._executions()), restored=restored,
             recovery_inputs=tuple(cp_inputs), recovery_branch_change=change, markers=(dict(cp.marker),),
             plan=plan, paths={k: tuple(v) for k, v in paths.items()}, tombstones=self.tombstones,
-            branch_ok=tuple(branch_ok), tainted=tuple(tainted))
+            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent)
 
     def _id(self) -> str:
         import uuid
@@ -227,7 +267,7 @@ class _Generator:
         remaining = list(self.source[ck.consumed:])
         change = None
         if rng.random() < o.branch_changes:
-            remaining, change = _mutate(rng, remaining, _VALUES[:o.values])
+            remaining, change = _mutate(rng, remaining, self.values)
         return idx, remaining, change
 
     @staticmethod

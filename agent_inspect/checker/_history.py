@@ -35,7 +35,11 @@ class HistoryOptions:
     branches return more often), ``roots`` (root actions), ``fanout`` (work events per input).
     Probabilities per history: ``cascades`` (work events emit follow-ups), ``subagents`` (a sub-agent
     caller root), ``durable_calls``, ``shared_children`` (children with the same attributes under every
-    input, spec G02), ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
+    input, spec G02), ``identical_children`` (an input's work events all carry the same attributes, so
+    they share one state key: #1084, spec G09), ``case_agents`` (the agent and input alphabet of a
+    bundled case file instead of a random agent, so every shape the case matrix knows is in reach;
+    ``case_ids`` limits them to some cases, e.g. ``("G09",)``),
+    ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
     different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
     checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
     and prunes).
@@ -59,6 +63,9 @@ class HistoryOptions:
     subagents: float = 0.25
     durable_calls: float = 0.5
     shared_children: float = 0.5
+    identical_children: float = 0.25
+    case_agents: float = 0.25
+    case_ids: tuple[str, ...] = ()
     branch_changes: float = 0.5
     checkpoints: float = 0.2
     savepoints: float = 0.3
@@ -77,11 +84,15 @@ class HistoryOptions:
             raise RuleCheckError(f"history option values={self.values} must be between 1 and {len(_VALUES)}")
         if self.fanout < 0:
             raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
-        for name in ("cascades", "subagents", "durable_calls", "shared_children", "branch_changes",
+        for name in ("cascades", "subagents", "durable_calls", "shared_children", "identical_children", "case_agents",
+                     "branch_changes",
                      "checkpoints", "savepoints", "tombstones"):
             p = getattr(self, name)
             if not 0.0 <= float(p) <= 1.0:
                 raise RuleCheckError(f"history option {name}={p!r} is a probability: use a number in [0, 1]")
+        if isinstance(self.case_ids, str):
+            object.__setattr__(self, "case_ids", (self.case_ids,))
+        object.__setattr__(self, "case_ids", tuple(self.case_ids))
         if isinstance(self.production_rules, str):
             object.__setattr__(self, "production_rules", (self.production_rules,))
         if not self.production_rules:
@@ -108,6 +119,9 @@ class HistoryOptions:
         bad = sorted(set(merged) - known)
         if bad:
             raise RuleCheckError(f"unknown history option(s) {', '.join(bad)}; use {', '.join(sorted(known))}")
+        ids = merged.get("case_ids")
+        if isinstance(ids, str):
+            merged["case_ids"] = tuple(i.strip() for i in ids.split(",") if i.strip())
         rules = merged.get("production_rules")
         if isinstance(rules, str):
             merged["production_rules"] = tuple(r.strip() for r in rules.split(",") if r.strip())
@@ -183,6 +197,7 @@ class History:
     tombstones: bool
     branch_ok: tuple[bool, ...] = field(repr=False)
     tainted: tuple[bool, ...] = field(repr=False)
+    case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -191,7 +206,7 @@ class History:
 
     def describe(self) -> str:
         """One line: attempts with their rules, restores and branch changes."""
-        parts = []
+        parts = [f"agent of case {self.case_agent}"] if self.case_agent else []
         for a in self.attempts:
             src = "fresh" if a.restored is None else f"restore cp{a.restored}"
             change = f", {a.branch_change}" if a.branch_change else ""

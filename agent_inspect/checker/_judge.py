@@ -12,14 +12,16 @@ from agent_inspect.checker._generate import (
     History,
     RuleCheckError,
 )
-from agent_inspect.recovery import iter_entries, rebuild_records, simulate, window_mask
-from agent_inspect.rules import resolve_rule
+from agent_inspect.recovery import NOT_DISPATCHED, iter_entries, rebuild_records, simulate, window_mask
+from agent_inspect.rules import GuardedRule, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession
 
 __all__ = ["resolve_check_rule", "FAILURE_KINDS"]
 
 #: Failure kinds a check reports (each gets one minimized counterexample).
 FAILURE_KINDS = ("stale-reuse", "avoidable-rerun", "error")
+
+_FRESH = "00000000-0000-4000-8000-"   # event ids the judged recovery makes (a body that ran again)
 
 _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "tasks", "reused", "resumed",
                   "rerun", "stale_reuses", "tainted_reuses", "avoidable_reruns", "crashed", "error"]
@@ -34,66 +36,6 @@ def resolve_check_rule(rule: Any) -> DivergenceRule:
         return resolve_rule(rule)
     except RecoveryError as exc:
         raise RuleCheckError(str(exc)) from None
-
-
-class _Guarded(DivergenceRule):
-    """Delegates to the rule under test and remembers the first exception any hook raised.
-
-    The predictor runs sub-agent calls as durable calls and journals their exceptions as FAILED
-    results; the guard makes a raising rule visible however deep the hook was called.
-    """
-
-    def __init__(self, inner: DivergenceRule) -> None:
-        self.inner = inner
-        self.name = inner.name  # type: ignore[misc]
-        self.error: BaseException | None = None
-        self.hook: str | None = None
-
-    def _failed(self, hook: str, exc: BaseException) -> None:
-        if self.error is None:
-            self.error, self.hook = exc, hook
-
-    def new_state(self) -> Any:
-        try:
-            return self.inner.new_state()
-        except Exception as exc:
-            self._failed("new_state", exc)
-            raise
-
-    def rebuild(self, session: Any, entry: Any) -> Any:
-        try:
-            return self.inner.rebuild(session, entry)
-        except Exception as exc:
-            self._failed("rebuild", exc)
-            raise
-
-    def lookup(self, session: Any, task: Any) -> Any:
-        try:
-            return self.inner.lookup(session, task)
-        except Exception as exc:
-            self._failed("lookup", exc)
-            raise
-
-    def on_reuse(self, session: Any, task: Any, entry: Any) -> None:
-        try:
-            self.inner.on_reuse(session, task, entry)
-        except Exception as exc:
-            self._failed("on_reuse", exc)
-            raise
-
-    def on_write(self, session: Any, entry: Any) -> Any:
-        try:
-            return self.inner.on_write(session, entry)
-        except Exception as exc:
-            self._failed("on_write", exc)
-            raise
-
-    def prune(self, session: Any, business_key: str, seq: int, key_text: str | None) -> Any:
-        try:
-            return self.inner.prune(session, business_key, seq, key_text)
-        except Exception as exc:
-            self._failed("prune", exc)
-            raise
 
 
 class _CachedAgent:
@@ -123,7 +65,11 @@ class _CachedAgent:
 
 @dataclass
 class _Subject:
-    """A log, its rebuild window, the recovery plan and agent, and the truth per log position."""
+    """A log, its rebuild window, the recovery plan and agent, and the truth per log position.
+
+    ``describe(pos)`` names a record for a reader, ``compact(pos)`` in the case notation, and
+    ``why(pos)`` says why reusing an off-branch record is wrong.
+    """
 
     log: Any
     markers: Sequence[Mapping[int, int]]
@@ -132,6 +78,10 @@ class _Subject:
     branch_ok: Sequence[bool]
     tainted: Sequence[bool]
     describe: Callable[[int], str]
+    compact: Callable[[int], str]
+    why: Callable[[int], str]
+    #: stale only for some tasks (a case's ``stale = { keys = [...], events = [...] }``): (pos, task row) -> bool
+    stale_for: Callable[[int, Mapping[str, Any]], bool] = lambda _pos, _row: False
     rows: list[Any] = field(default_factory=list)
     entries: dict[int, Any] = field(default_factory=dict)
     lww: dict[str, int] = field(default_factory=dict)
@@ -161,6 +111,11 @@ class _Eval:
     avoidable: list[str] = field(default_factory=list)
     crashed: bool = False
     error: str | None = None
+    error_key: str | None = None    # hook and exception type of ``error`` (a shrunk case keeps failing alike)
+    siblings: int = 0               # stale reuses of a sibling's record (#1084)
+    siblings_unevidenced: int = 0   # ... by a task no reused parent emitted here (a restored pending task)
+    stale_compact: list[str] = field(default_factory=list)
+    avoidable_compact: list[str] = field(default_factory=list)
 
     def fails(self, kind: str) -> bool:
         if kind == "stale-reuse":
@@ -171,22 +126,36 @@ class _Eval:
 
 
 def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
-    guard = _Guarded(rule)
+    guard = GuardedRule(rule)
     counter = itertools.count(1)
     ev = _Eval()
+    failed: Exception | None = None
     try:
         session = RecoverySession(guard, source_kind="kafka")
         rebuild_records(session, subject.rows)
         sim = simulate(subject.plan, subject.agent, session, log=subject.log,
-                       new_id=lambda: f"00000000-0000-4000-8000-{next(counter):012x}")
+                       new_id=lambda: f"{_FRESH}{next(counter):012x}")
         ev.crashed = sim.crashed
-    except Exception as exc:  # noqa: BLE001 - a raising rule is a finding, reported with its history
-        guard.error = guard.error or exc
-    if guard.error is not None:
-        where = f" in {guard.hook}()" if guard.hook else ""
-        ev.error = f"{type(guard.error).__name__}{where}: {guard.error}"
+    except Exception as exc:  # noqa: BLE001 - a broken rule is a finding, reported with its history
+        failed = exc
+    broken = guard.broken
+    if broken is not None:
+        ev.error = str(broken)
+        ev.error_key = f"{broken.hook}:{type(broken.error).__name__ if broken.error is not None else 'returned'}"
+        return ev
+    if failed is not None:
+        # not raised by a hook of the rule (the replay itself failed): reported, but not blamed on a hook
+        ev.error = f"the replay failed outside the rule's hooks: {type(failed).__name__}: {failed}".splitlines()[0]
+        ev.error_key = f"replay:{type(failed).__name__}"
         return ev
     used: set[int] = set()
+    evidence: set[str] = set()      # output ids of the records this recovery reused so far
+    # the events each state key was dispatched for in this recovery: a record written for one of them
+    # is that task's execution, never another's (#1084 siblings share the state key)
+    dispatched: dict[str, set[str]] = {}
+    for r in sim.rows:
+        if r["outcome"] != NOT_DISPATCHED and r["event_id"] is not None:
+            dispatched.setdefault(r["state_key"], set()).add(r["event_id"])
     for r in sim.rows:
         out, pos = r["outcome"], r["entry_pos"]
         ev.tasks += 1
@@ -203,10 +172,21 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
             replays = out == "REUSE" or (entry is not None and entry.call_count > 0)
             if not replays:
                 continue
-            if not subject.branch_ok[pos]:
-                ev.stale.append(f"{_label(r)}={out} of {subject.describe(pos)}")
+            sibling = _sibling_of(r, entry, dispatched)
+            evidenced_here = r["event_id"] in evidence
+            if out == "REUSE" and entry is not None:
+                evidence.update(entry.output_event_ids)
+            off_branch = not subject.branch_ok[pos]
+            if off_branch or sibling is not None or subject.stale_for(pos, r):
+                ev.stale.append(_story(r, out, subject.describe(pos),
+                                       sibling if sibling is not None and not off_branch else subject.why(pos)))
+                ev.stale_compact.append(f"{_label(r)}={out} of {subject.compact(pos)}")
+                if not off_branch and sibling is not None:
+                    ev.siblings += 1
+                    ev.siblings_unevidenced += not evidenced_here
             elif subject.tainted[pos]:
-                ev.tainted.append(f"{_label(r)}={out} of {subject.describe(pos)}")
+                ev.tainted.append(_story(r, out, subject.describe(pos), "its attempt had already reused a stale "
+                                         "record, so the memory it was written with was wrong (tainted)"))
         elif out == "RERUN":
             ev.rerun += 1
             p = subject.lww.get(r["state_key"])
@@ -215,8 +195,35 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
             entry = subject.entries[p]
             if entry.completed and subject.branch_ok[p] and not subject.tainted[p]:
                 used.add(p)
-                ev.avoidable.append(f"{_label(r)}=RERUN although {subject.describe(p)} was on this branch")
+                ev.avoidable.append(f"{_task(r)} ran its body again (RERUN) although {subject.describe(p)} was "
+                                    "written on this recovery's branch and no other task used it: reusing it was safe")
+                ev.avoidable_compact.append(f"{_label(r)}=RERUN although {subject.compact(p)} was on this branch")
     return ev
+
+
+def _sibling_of(row: Mapping[str, Any], entry: Any, dispatched: Mapping[str, set[str]]) -> str | None:
+    """Why reusing ``entry`` for ``row`` takes another task's execution (#1084, G09), or None when it does not.
+
+    Only when the record was written for another event this recovery also dispatches: the ids prove it.
+    Siblings that get new ids (their parent ran again) share the record as in a failure-free run (#1084
+    is open, spec §10.3), which is no recovery's fault.
+    """
+    written_for = entry.task_event_id if entry is not None else None
+    if written_for is not None and written_for != row["event_id"] and written_for in dispatched.get(row["state_key"], ()):
+        return (f"it was written for event {written_for[:8]}, a sibling with identical attributes that this recovery "
+                f"also dispatches, not for this task's event {str(row['event_id'])[:8]}: this task's body never ran "
+                "(#1084: identical attributes share a state key)")
+    return None
+
+
+def _task(row: Mapping[str, Any]) -> str:
+    where = "of the in-flight round the checkpoint restored" if row["input"] == "pending" else f"input {row['input']}"
+    return f"task {row['action']} at {row['key']}@{row['seq']} ({where})"
+
+
+def _story(row: Mapping[str, Any], outcome: str, record: str, why: str) -> str:
+    verb = "reused" if outcome == "REUSE" else "resumed (replaying the recorded calls of)"
+    return f"{_task(row)} {verb} {record}; wrong because {why}"
 
 
 def _label(row: Mapping[str, Any]) -> str:
@@ -240,24 +247,92 @@ def _make_history_subject(h: History) -> _Subject:
         x = owner.get(pos)
         if x is None:
             return f"record {pos}"
+        return f"record {pos} (attempt {x.attempt}'s {x.action} at {x.key}@{x.seq}, after inputs {'>'.join(x.branch)})"
+
+    def compact(pos: int) -> str:
+        x = owner.get(pos)
+        if x is None:
+            return f"record {pos}"
         return (f"record {pos} (att{x.attempt} {x.action} at {x.key}@{x.seq}, branch {'>'.join(x.branch)}; "
                 f"recovery branch {'>'.join(h.paths.get(x.key, ())[:x.seq + 1])})")
 
-    return _Subject(h.log, h.markers, h.plan, h.agent, h.branch_ok, h.tainted, describe)
+    def why(pos: int) -> str:
+        x = owner.get(pos)
+        if x is None:
+            return "it was written on another branch"
+        if x.tainted and x.branch == tuple(h.paths.get(x.key, ())[:x.seq + 1]):
+            return "its attempt had already reused a stale record, so it was written from wrong memory"
+        return branch_difference(x.key, x.branch, tuple(h.paths.get(x.key, ())[:x.seq + 1]))
+
+    return _Subject(h.log, h.markers, h.plan, h.agent, h.branch_ok, h.tainted, describe, compact, why)
+
+
+def branch_difference(key: str, written: Sequence[str], replayed: Sequence[str]) -> str:
+    """Why a record written after inputs ``written`` is stale for a recovery that replays ``replayed``."""
+    for seq, (a, b) in enumerate(zip(written, replayed)):
+        if a != b:
+            return (f"its attempt had input {a} at {key}@{seq} where this recovery has {b}: its result and memory "
+                    f"follow the other input")
+    if len(replayed) < len(written):
+        return f"this recovery has no input at {key}@{len(replayed)}, where its attempt had {written[len(replayed)]}"
+    return "it was written on another branch"
 
 
 def _case_subject(built: Any) -> _Subject:
     lines = {ln.n: ln for ln in built.case.log}
     n = len(built.log)
     line_of = built.line_of_pos
-    stale = [lines[line_of[p]].stale is not None if p in line_of else False for p in range(n)]
+    marks = [lines[line_of[p]].stale if p in line_of else None for p in range(n)]
+    stale = [m is not None and m.always for m in marks]
+    labels = built.id_labels
+    keys = built.key_of_business_key
+
+    def stale_for(pos: int, row: Mapping[str, Any]) -> bool:
+        mark = marks[pos]
+        if mark is None or mark.always:
+            return False
+        key_labels = keys.get(row["business_key"], (row["key"],))
+        return any(mark.applies(k, labels.get(row["event_id"])) for k in key_labels)
 
     def describe(pos: int) -> str:
+        ln = lines.get(line_of.get(pos, -1))
+        if ln is None:
+            return f"record {pos}"
+        return f"log line {ln.n} (attempt {ln.attempt}'s {ln.action} at {ln.key}@{ln.seq})"
+
+    def compact(pos: int) -> str:
         ln = lines.get(line_of.get(pos, -1))
         if ln is None:
             return f"record {pos}"
         mark = ", marked stale" if ln.stale is not None else ""
         return f"line {ln.n} (att{ln.attempt} {ln.action} at {ln.key}@{ln.seq}{mark})"
 
+    case = built.case
+    written: dict[tuple[int, str, int], str] = {}
+    for ln in case.log:
+        if ln.status != "TOMB" and ln.event.type == "_input_event" and "input" in ln.event.attributes:
+            written.setdefault((ln.attempt, ln.key, ln.seq), str(ln.event.attributes["input"]))
+    replayed: dict[tuple[str, int], str] = {}
+    for r in case.replay:
+        k = r.key
+        seq = case.keys[k].restored_seq + 1 + sum(1 for (kk, _) in replayed if kk == k) if k in case.keys else -1
+        replayed[(k, seq)] = str(r.event.attributes.get("input", r.event.text))
+
+    def why(pos: int) -> str:
+        ln = lines.get(line_of.get(pos, -1))
+        if ln is not None and ln.stale is not None and not ln.stale.always:
+            if ln.stale.events:
+                return (f"the case marks it stale for event {', '.join('#' + e for e in ln.stale.events)}: it was "
+                        "written for a sibling with the same attributes, so this task's body never ran (#1084)")
+            return (f"the case marks it stale for key {', '.join(ln.stale.keys)}: it was written for another key's "
+                    "task whose key text collides")
+        if ln is not None:
+            for seq in range(ln.seq + 1):
+                a, b = written.get((ln.attempt, ln.key, seq)), replayed.get((ln.key, seq))
+                if a is not None and b is not None and a != b:
+                    return (f"attempt {ln.attempt} had input {a} at {ln.key}@{seq} where this recovery replays {b}: "
+                            "the record follows the other input")
+        return "the case marks it stale: written after a different earlier input, or from wrong memory"
+
     return _Subject(built.log, list(built.markers), built.plan, built.agent, [not s for s in stale], [False] * n,
-                    describe)
+                    describe, compact, why, stale_for)

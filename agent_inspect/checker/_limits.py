@@ -15,6 +15,7 @@ KNOWN_LIMITS = (
     "older checkpoint restored mid-round",   # a savepoint of an older checkpoint with restored in-flight tasks
     "tombstoned conflicting root",           # pruning tombstones removed the root a returning branch would hit
     "tainted records",                       # production itself made a stale reuse; later records are tainted
+    "#1084 identical siblings, no evidence",  # restored pending siblings: no reused parent's output ids tell them apart
 )
 
 
@@ -37,10 +38,17 @@ def known_limit(h: History, ev: _Eval | None = None, kind: str = "stale-reuse") 
       job's latest (a savepoint, possibly of another attempt's lineage) that was taken while a round
       was in flight (it restores pending tasks);
     - *tombstoned conflicting root*: pruning tombstones are in the log;
-    - *tainted records*: the judged reuses include records an attempt wrote after its own stale reuse.
+    - *tainted records*: the judged reuses include records an attempt wrote after its own stale reuse;
+    - *#1084 identical siblings, no evidence*: every stale reuse is a sibling's record reused by a task
+      that no parent reused in this recovery emitted (restored pending tasks: their ids are never
+      compared, spec §10.3). A sibling reuse under a *reused* parent is a rule defect: the parent's
+      output ids tell the siblings apart (the fixed rule's identity check, G09).
     """
     if kind != "stale-reuse":
         return None
+    siblings = getattr(ev, "siblings", 0)
+    if ev is not None and siblings and siblings == len(ev.stale):
+        return KNOWN_LIMITS[3] if getattr(ev, "siblings_unevidenced", 0) == siblings else None
     pending = bool(getattr(h.plan, "pending", ()))
     if pending and h.restored < _latest_checkpoint(h):
         return KNOWN_LIMITS[0]

@@ -29,7 +29,8 @@ __all__ = ["CheckReport", "Counterexample"]
 class Counterexample:
     """A minimized history that shows one failure kind, as a case file (docs/cases.md).
 
-    ``items`` are the failing tasks of the minimized case; ``case`` is the parsed case,
+    ``items`` tell each failing task of the minimized case as a story (which task, which record, why
+    reusing or re-running it is wrong); ``details`` say the same in the compact case notation; ``case`` is the parsed case,
     :meth:`to_toml` / :meth:`save` write it, :meth:`executor` opens it in the replay stepper.
     ``full_data`` is the full, unminimized history as a case (``full_case``; saved beside the minimal
     one); ``known_limit`` names the spec §10.3 known limit the history falls in, or None (a rule defect).
@@ -41,6 +42,7 @@ class Counterexample:
     history: str
     items: tuple[str, ...]
     data: Mapping[str, Any] = field(repr=False)
+    details: tuple[str, ...] = field(default=(), repr=False)
     rule_object: DivergenceRule | None = field(default=None, repr=False, compare=False)
     full_data: Mapping[str, Any] | None = field(default=None, repr=False)
     known_limit: str | None = None
@@ -100,7 +102,7 @@ class Counterexample:
         import tomli_w
 
         return {"kind": self.kind, "rule": self.rule, "history_seed": self.history_seed, "history": self.history,
-                "items": list(self.items), "records": self.records, "attempts": self.attempts,
+                "items": list(self.items), "details": list(self.details), "records": self.records, "attempts": self.attempts,
                 "rounds": self.rounds, "case": self.to_toml(), "known_limit": self.known_limit,
                 "full_case": tomli_w.dumps(_toml_ready(self.full_data)) if self.full_data is not None else None}
 
@@ -143,8 +145,22 @@ class CheckReport(HtmlRepr):
 
     @property
     def passed(self) -> bool:
-        """No stale reuse and no raising rule."""
+        """No stale reuse and not broken."""
         return self.stale_reuses == 0 and self.errors == 0
+
+    @property
+    def broken(self) -> str | None:
+        """The rule's first error in one line (a hook raised or returned the wrong type, with ``file:line`` in
+        the rule's code), or None. A broken rule is not judged safe or unsafe."""
+        if not len(self.frame):
+            return None
+        errors = self.frame["error"].dropna()
+        return str(errors.iloc[0]) if len(errors) else None
+
+    @property
+    def verdict(self) -> str:
+        """``"broken"``, ``"unsafe"`` (a stale reuse) or ``"no stale reuse"``."""
+        return "broken" if self.errors else "unsafe" if self.stale_reuses else "no stale reuse"
 
     def counterexample(self, kind: str) -> Counterexample | None:
         """The counterexample of ``kind`` (one of ``FAILURE_KINDS``), or None."""
@@ -160,11 +176,15 @@ class CheckReport(HtmlRepr):
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
-        return {"rule": self.rule, "n": self.n, "seed": self.seed, "passed": self.passed, **self.totals,
+        return {"rule": self.rule, "n": self.n, "seed": self.seed, "passed": self.passed, "verdict": self.verdict,
+                "broken": self.broken, **self.totals,
                 "counterexamples": [c.to_dict() for c in self.counterexamples]}
 
     def summary(self) -> str:
         t = self.totals
+        if self.broken is not None:
+            return (f"{self.broken} (in {t['errors']} of {t['histories']} histories; a broken rule is not judged "
+                    "for stale reuses)")
         return (f"rule {self.rule}: {t['histories']} histories, {t['tasks']} tasks; {t['stale_reuses']} stale "
                 f"reuses in {t['histories_with_stale']} histories, {t['avoidable_reruns']} avoidable reruns, "
                 f"{t['tainted_reuses']} tainted reuses, {t['errors']} errors")
@@ -173,7 +193,7 @@ class CheckReport(HtmlRepr):
         return f"CheckReport({self.summary()})"
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        verdict = "no stale reuse" if self.passed else Strong("unsafe")
+        verdict = Strong(self.verdict) if self.verdict != "no stale reuse" else self.verdict
         yield Text(Strong("Rule check"), " ", Code(self.rule), " — ", verdict, ": ", self.summary())
         yield Table(pd.DataFrame([self.totals]), caption="totals")
         bad = self.frame[(self.frame["stale_reuses"] > 0) | (self.frame["avoidable_reruns"] > 0)
@@ -183,5 +203,9 @@ class CheckReport(HtmlRepr):
         for c in self.counterexamples:
             yield Heading(c.kind, ": seed ", c.history_seed,
                           f", {c.attempts} attempt(s), {c.rounds} round(s), {c.records} record(s)")
+            yield Text(c.history, f" — spec §10.3 known limit: {c.known_limit}" if c.known_limit
+                       else " — not a known limit: a defect of the rule")
             yield Bullets(c.items)
+            if c.details:
+                yield Details("compact notation", "\n".join(c.details))
             yield Details("case file", c.to_toml())

@@ -38,8 +38,18 @@ def _history_lines(h: History) -> tuple[list[_Line], list[dict[str, Any]], list[
         text = event_notation(e)
         if e.id is None:
             return text
-        return f"{text}#{labels.setdefault(e.id, f'e{len(labels) + 1}')}"
+        return f"{text}#{label(e)}"
 
+    def label(e: Any) -> str:
+        return labels.setdefault(e.id, f"e{len(labels) + 1}")
+
+    # #1084: a record is stale for the identical siblings of its task event (same parent, same attributes)
+    siblings: dict[str, list[Any]] = {}
+    for y in h.executions:
+        for o in y.outputs:
+            if o.id is not None:
+                siblings[o.id] = [p for p in y.outputs if p.id not in (None, o.id)
+                                  and event_notation(p) == event_notation(o)]
     marker = h.markers[0].get(0, 0)
     lines = []
     for x in h.executions:
@@ -51,6 +61,8 @@ def _history_lines(h: History) -> tuple[list[_Line], list[dict[str, Any]], list[
             line["calls"] = [{"fn": f, "args": d, "status": s} for f, d, s in x.calls]
         if x.status != "TOMB" and (x.tainted or x.branch != tuple(h.paths.get(x.key, ())[:x.seq + 1])):
             line["stale"] = True
+        elif x.status != "TOMB" and siblings.get(x.event.id or ""):
+            line["stale"] = {"events": [label(p) for p in siblings[x.event.id or ""]]}
         lines.append(_Line(line, x.positions[0] >= marker))
     pending = [{"key": p.key, "seq": p.seq, "action": p.action, "event": ev(p.event)} for p in h.plan.pending]
     replay = [f"{i.key}:{event_notation(i.event)}" for i in h.plan.inputs]
@@ -99,7 +111,7 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
         ev = _judge_case(_assemble(base, ls, rp, pd_, restored), rule)
         if ev is None or not ev.fails(kind):
             return None
-        if kind == "error" and error_type is not None and not (ev.error or "").startswith(error_type):
+        if kind == "error" and error_type is not None and ev.error_key != error_type:
             return None
         return ev
 
@@ -108,7 +120,7 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
         # the collapsed case does not reproduce the failure; report the full history as it is
         return _assemble(base, lines, replay, pending, restored), _Eval()
     if kind == "error":
-        error_type = (result.error or "").split(":", 1)[0]
+        error_type = result.error_key
 
     def attempt(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> bool:
         nonlocal result

@@ -36,15 +36,15 @@ class RuleState:
 class DivergenceRule:
     """A store divergence rule: what rebuild keeps and what a lookup reuses, evicts or invalidates.
 
-    A rule is driven by a :class:`~agent_inspect.recovery.RecoverySession` (``session``), which
-    holds the :class:`~agent_inspect.recovery.Store` (``session.store``), the rule's
+    A rule is driven by a :class:`~agent_inspect.store.RecoverySession` (``session``), which
+    holds the :class:`~agent_inspect.store.Store` (``session.store``), the rule's
     :class:`RuleState` (``session.state``) and the record of cache events. Hooks:
 
     - ``rebuild(session, entry) -> Entry | None``: called for each record of the rebuild window in
       log order, *before* the write lands (tombstones never reach it). Return the entry to cache
       (possibly tagged with ``dataclasses.replace(entry, branch=...)``) or None to drop the write.
     - ``lookup(session, task) -> LookupDecision``: one upstream ``get`` (spec §8.2 / §10.3) for a
-      :class:`~agent_inspect.recovery.Task` (key, seq, action and event identity, root flag,
+      :class:`~agent_inspect.store.Task` (key, seq, action and event identity, root flag,
       state key). Remove entries only via ``session.invalidate / evict / evict_all_keys / remove /
       remove_entries`` (each takes a divergence ``kind`` and a one-line ``explanation``) so every
       removal is recorded; finish with ``LookupDecision.found(session.store.get(task.state_key))``
@@ -57,10 +57,11 @@ class DivergenceRule:
     - ``prune(session, business_key, seq, key_text) -> PruneResult``: checkpoint-complete pruning
       (default: exact range, seq ≤ s).
 
-    Worked example — the fixed rule without identity checks, in a dozen lines::
+    Worked example — the fixed rule without identity checks, in a dozen lines (the names come from
+    :mod:`agent_inspect.rules`, which re-exports them from :mod:`agent_inspect.store`)::
 
-        from agent_inspect.rules import DivergenceRule
-        from agent_inspect.rules import LookupDecision
+        import agent_inspect as ai
+        from agent_inspect.rules import DivergenceRule, LookupDecision
 
         class RootsOnly(DivergenceRule):
             name = "roots-only"
@@ -82,6 +83,11 @@ class DivergenceRule:
                 return LookupDecision.found(entry)
 
         result = ai.reconstruct(log, rule=RootsOnly())
+        ai.cases.compare(ai.cases.builtin(), ["fixed", RootsOnly()])   # the bundled case matrix
+        ai.checker.check(RootsOnly(), seed=1)                          # random histories, judged
+
+    A hook that raises or returns the wrong type makes the rule *broken*: ``compare`` and ``check``
+    report its first error in one line with ``file:line`` in your code.
 
     Class attributes ``name`` and ``summary`` label the rule in tables; ``protects`` says whether it
     claims protection against stale reuse (the case matrix checks such rules never reuse stale).

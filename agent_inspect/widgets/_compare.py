@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 import ipywidgets as w
@@ -10,6 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._html import frame_html, plotly_text
+from agent_inspect.cases import COLUMN_MEANINGS
 from agent_inspect.widgets._common import first_column, hover, message_html
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import view_style
@@ -41,13 +43,18 @@ class RuleComparison(w.VBox):
             metric = next((m for m in _PREFERRED if m in metrics), metrics[0] if metrics else None)
         self.metric = w.Dropdown(description="Metric", options=metrics, value=metric)
         self.metric.observe(lambda _: self._draw(), names="value")
+        self.meaning = w.HTML()             # what the chosen metric counts
+        self.meaning.add_class("ai-rule-compare-meaning")
+        # what passed / expected (and every other column) mean, beside the metric and above the table
+        self.legend = w.HTML(_legend(frame.columns))
+        self.legend.add_class("ai-rule-compare-legend")
         self.table = w.HTML(f'<div class="ai-scroll-tall">'
                             f"{frame_html(frame, max_rows=1000)}</div>")
         self.table.add_class("ai-table")
         self._height = int(height)
         self.figure = Plot(layout=go.Layout(height=height, margin=dict(l=160, r=10, t=60, b=60)))
         self.figure.add_class("ai-rule-heatmap")
-        self.children = [self.metric, self.figure, self.table, view_style()]
+        self.children = [w.HBox([self.metric, self.meaning]), self.figure, self.legend, self.table, view_style()]
         self._draw()
 
     @property
@@ -66,6 +73,8 @@ class RuleComparison(w.VBox):
         return []
 
     def _draw(self) -> None:
+        meaning = COLUMN_MEANINGS.get(self.metric.value or "")
+        self.meaning.value = f"<span class=\"ai-muted\">{escape(meaning)}</span>" if meaning else ""
         matrix = self.matrix
         if matrix.empty:
             self.figure.data = []
@@ -92,6 +101,13 @@ class RuleComparison(w.VBox):
             self.figure.layout.height = max(self._height, 120 + 20 * len(cases)) if tall else self._height
             self.figure.layout.xaxis.update(dtick=1, side="top" if tall else "bottom")
             self.figure.layout.yaxis.update(dtick=1, autorange="reversed" if tall else True)
+
+
+def _legend(columns: Any) -> str:
+    items = "".join(f"<li><code>{escape(c)}</code>: {escape(COLUMN_MEANINGS[c])}</li>"
+                    for c in columns if c in COLUMN_MEANINGS)
+    return f'<details class="ai-legend"><summary>What the columns mean</summary><ul>{items}</ul></details>' \
+        if items else ""
 
 
 def _fmt(value: float) -> Any:

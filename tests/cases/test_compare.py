@@ -36,7 +36,7 @@ class RootsOnly(DivergenceRule):
 def test_compare_frame():
     frame = ai.cases.compare(CASES, ["original", "fixed", "naive", RootsOnly()])
     assert list(frame.columns) == ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls",
-                                   "crashed", "passed", "expected"]
+                                   "crashed", "passed", "expected", "broken"]
     assert list(frame["rule"].cat.categories) == ["original", "fixed", "naive", "roots-only"]
     assert set(frame["case"]) == {"N03", "N04", "G01", "G02", "G09"}          # call cases are skipped
     by = frame.set_index(["rule", "case"])
@@ -71,3 +71,16 @@ def test_compare_on_a_production_log_is_per_key():
     assert by.loc[("original", "k"), "reruns"] == 2 and by.loc[("fixed", "k"), "reruns"] == 0
     assert by.loc[("original", "k2"), "reruns"] == 0 and by.loc[("original", "k"), "evictions"] == 2
     assert not frame["crashed"].any()
+
+
+def test_the_comparison_view_says_what_passed_and_expected_mean():
+    from agent_inspect.widgets import RuleComparison
+
+    frame = ai.cases.compare(CASES, ["fixed", RootsOnly()])
+    view = RuleComparison(frame, metric="passed")
+    assert "passed" in view.metric.options
+    assert "no stale reuse" in view.meaning.value                      # the chosen metric, explained
+    assert "expected" in view.legend.value and "passed" in view.legend.value and "broken" in view.legend.value
+    view.metric.value = "stale_reuses"
+    assert "correctness failure" in view.meaning.value
+    assert set(ai.cases.COLUMN_MEANINGS) >= {"passed", "expected", "broken"}

@@ -21,16 +21,18 @@ from agent_inspect.store import LookupDecision
 
 # Branch changes without tombstones; savepoints go back to the fresh start only (no restored memory
 # from before a branch change): naive must be caught, lookup-only never (spec §10.2, §10.3).
-BRANCH = dict(tombstones=0.0, branch_changes=1.0, keys=2, rounds=3, subagents=0.0, savepoint_target="first")
+# (No #1084 siblings, no case agents: these pin the branch judgement alone.)
+PLAIN = dict(identical_children=0.0, case_agents=0.0)
+BRANCH = dict(tombstones=0.0, branch_changes=1.0, keys=2, rounds=3, subagents=0.0, savepoint_target="first", **PLAIN)
 # Multi-root agents, no branch changes, no restores but the fresh start: every completed record is
 # reusable, so each rerun is the original rule's over-eviction (#1301).
 MULTI = dict(roots=3, branch_changes=0.0, savepoints=0.0, tombstones=0.0, checkpoints=0.0,
-             production_rules=("fixed",), subagents=0.0, keys=2, rounds=3)
+             production_rules=("fixed",), subagents=0.0, keys=2, rounds=3, **PLAIN)
 # One key, two values, three attempts under the reference rule, tombstones and savepoints: the shape of
 # the tombstoned-conflicting-root hole (spec §10.3 known limits, G04 extended).
 TOMB = dict(production_rules=("fixed",), savepoint_target="first", tombstones=1.0, subagents=0.0, keys=1,
             values=2, roots=1, fanout=1, cascades=0.0, durable_calls=0.0, rounds=2, attempts=3, min_attempts=3,
-            savepoints=0.9, branch_changes=0.5, checkpoints=0.5)
+            savepoints=0.9, branch_changes=0.5, checkpoints=0.5, **PLAIN)
 # Histories of TOMB that show the hole (found by `check("fixed", n=600, seed=11, **TOMB)`: #112 and #373).
 TOMB_HITS = (177041727744688, 30572939639479)
 
@@ -80,11 +82,11 @@ def test_options_are_checked():
 @settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**40))
 def test_without_branch_changes_every_record_is_on_the_recovery_branch(seed):
-    h = generate_history(seed, keys=2, rounds=3, attempts=3, branch_changes=0.0, savepoints=0.0)
+    h = generate_history(seed, keys=2, rounds=3, attempts=3, branch_changes=0.0, savepoints=0.0, **PLAIN)
     assert all(h.branch_ok)
     assert not any(h.tainted)
     assert check("naive", seeds=[seed], branch_changes=0.0, savepoints=0.0, keys=2, rounds=3,
-                 attempts=3, minimize=False).stale_reuses == 0
+                 attempts=3, minimize=False, **PLAIN).stale_reuses == 0
 
 
 def test_naive_reuses_stale_on_branch_changes_and_lookup_only_never(naive_report):
@@ -172,9 +174,9 @@ class Boom(FixedRule):
 
 def test_a_raising_rule_is_reported_with_its_history():
     report = check(Boom, n=12, seed=4, keys=1, rounds=3)
-    assert report.errors > 0 and not report.passed
+    assert report.errors > 0 and not report.passed and report.verdict == "broken"
     cex = report.counterexample("error")
-    assert cex is not None and "RuntimeError in lookup()" in cex.items[0]
+    assert cex is not None and "lookup() at " in cex.items[0] and "RuntimeError: no rounds" in cex.items[0]
     assert cex.rounds >= 1 and cex.records <= 2
     html = report._repr_html_()
     assert "<script>" not in html and "<b>please</b>" not in html
@@ -248,7 +250,7 @@ def test_counterexamples_keep_the_full_history_and_name_their_known_limit(tmp_pa
     # taken mid-round (spec §10.3 "older checkpoint restored mid-round", issue #12 item 10)
     from agent_inspect.checker import KNOWN_LIMITS, check
 
-    report = check("fixed", seeds=[56174547270091], savepoints=0.8)
+    report = check("fixed", seeds=[56174547270091], savepoints=0.8, **PLAIN)
     cex = report.counterexample("stale-reuse")
     assert cex is not None and cex.known_limit == KNOWN_LIMITS[0] == "older checkpoint restored mid-round"
     assert cex.full_data is not None and len(cex.full_data["log"]) >= len(cex.data["log"])
@@ -257,3 +259,143 @@ def test_counterexamples_keep_the_full_history_and_name_their_known_limit(tmp_pa
     assert saved.exists() and (tmp_path / f"{saved.stem}-full.toml").exists()
     d = cex.to_dict()
     assert d["known_limit"] == KNOWN_LIMITS[0] and d["full_case"].startswith("id = ")
+
+
+# -- issue 24 items 5, 6: the shapes the case matrix knows, broken rules, stories -------------------------
+
+class LookupRootsOnly(ai.rules.DivergenceRule):
+    """Notebook 03's rule: root conflicts at lookup only, no identity check."""
+
+    name = "lookup-roots-only"
+
+    def lookup(self, session, task):
+        k, s = task.business_key, task.seq
+        if task.is_root and session.store.roots(k, s) - {task.event_uuid}:
+            session.invalidate(k, s, kind="root-conflict", explanation="a different input at this seq")
+        entry = session.store.get(task.state_key)
+        if entry is None:
+            session.evict(k, s, kind="miss-eviction", explanation="miss: later rounds are stale")
+        return LookupDecision.found(entry)
+
+
+@pytest.fixture(scope="module")
+def stale_in_matrix():
+    """Every rule (built-in, and notebook 03's) that the case matrix shows reusing stale on a genuine case."""
+    rules = [*sorted(ai.rules.RULES), LookupRootsOnly()]
+    frame = ai.cases.compare(ai.cases.builtin(), rules)
+    stale = frame[(frame["stale_reuses"] > 0) & (frame["category"] == "genuine")]
+    by_name = {r if isinstance(r, str) else r.name: r for r in rules}
+    return {name: (by_name[name], sorted(stale.loc[stale["rule"] == name, "case"])) for name in
+            dict.fromkeys(stale["rule"].astype(str))}
+
+
+def test_the_matrix_marks_the_notebook_rule_stale_on_g09(stale_in_matrix):
+    assert "G09" in stale_in_matrix["lookup-roots-only"][1]
+    assert {"naive", "original", "lookup-roots-only"} <= set(stale_in_matrix)
+    assert "fixed" not in stale_in_matrix
+
+
+def test_every_rule_the_matrix_marks_stale_is_found_stale_at_the_default_n(stale_in_matrix):
+    """Genuine cases only: limitation (G11: tombstoned conflicting root) and format cases (P04/P05: K1 key
+    text) are spec §10.3 known limits and key-format defects, which random K1.5 histories seldom reach."""
+    for name, (rule, cases) in stale_in_matrix.items():
+        report = check(rule, seed=1)
+        assert report.n == 200
+        assert report.stale_reuses > 0 and report.verdict == "unsafe", (name, cases, report.summary())
+        assert report.counterexample("stale-reuse") is not None
+
+
+def test_the_notebook_rule_reuses_a_sibling_record_1084():
+    report = check(LookupRootsOnly(), seed=1)
+    cex = report.counterexample("stale-reuse")
+    assert cex is not None and cex.known_limit is None          # a defect of the rule, not a known limit
+    story = cex.items[0]
+    assert story.startswith("task ") and " reused " in story and "wrong because" in story and "#1084" in story
+    assert cex.details and "=REUSE of line" in cex.details[0]   # the compact notation, kept beside the story
+    # the counterexample says which sibling must not reuse the record, and the case runner agrees
+    marked = [ln for ln in cex.case.log if ln.stale is not None and ln.stale.events]
+    assert marked
+    assert run_case(cex.case, LookupRootsOnly()).stale
+    assert not run_case(cex.case, "fixed").stale               # the identity check tells the siblings apart
+    html = report._repr_html_()
+    assert "unsafe" in html and "compact notation" in html
+
+
+def test_identical_children_and_case_agents_are_generated():
+    h = generate_history(3, identical_children=1.0, fanout=2, case_agents=0.0, roots=1, keys=1)
+    emits = [st["emit"] for steps in h.agent_spec["on"].get("R0", {}).values() for st in steps if "emit" in st]
+    assert h.case_agent is None
+    assert not emits or len(emits) > len(set(emits))         # an input's work events share their attributes
+    agents = {generate_history(s, case_agents=1.0).case_agent for s in range(12)}
+    assert None not in agents and len(agents) > 3
+    assert agents <= {c.id for c in ai.cases.builtin()}
+    h = generate_history(next(s for s in range(40) if generate_history(s, case_agents=1.0).case_agent == "G09"),
+                         case_agents=1.0)
+    assert "agent of case G09" in h.describe()
+    assert h.log.records["error"].isna().all()
+
+
+class ReturnsEntry(ai.rules.DivergenceRule):
+    name = "returns-entry"
+
+    def lookup(self, session, task):
+        entry = session.store.get(task.state_key)
+        return entry if entry is not None else LookupDecision.found(None)
+
+
+class RaisesLater(FixedRule):
+    name = "raises-later"
+
+    def lookup(self, session, task):
+        if task.seq >= 5:
+            raise KeyError("no such seq")
+        return super().lookup(session, task)
+
+
+def _line_of(cls, text):
+    import inspect
+
+    source, start = inspect.getsourcelines(cls)
+    return start + next(i for i, ln in enumerate(source) if text in ln)
+
+
+def test_a_broken_rule_is_broken_in_check_and_compare_never_unsafe():
+    here = __file__
+    raises_at = f"{here}:{_line_of(RaisesLater, 'raise KeyError')}"
+    report = check(RaisesLater(), n=20, seed=2, rounds=6, keys=1)
+    assert report.verdict == "broken" and not report.passed
+    assert report.broken.startswith("rule 'raises-later' is broken: lookup() at ") and raises_at in report.broken
+    assert "KeyError" in report.broken and "\n" not in report.broken
+    assert "unsafe" not in report.summary() and "unsafe" not in report._repr_html_()
+    entry = check(ReturnsEntry(), n=10, seed=1)
+    assert entry.verdict == "broken" and "returned Entry, expected a LookupDecision" in entry.broken
+    assert f"{here}:{_line_of(ReturnsEntry, 'def lookup')}" in entry.broken
+
+    frame = ai.cases.compare(ai.cases.builtin(), ["fixed", ReturnsEntry(), RaisesLater()])
+    broken = frame[frame["broken"].notna()]
+    assert set(broken["rule"].astype(str)) == {"returns-entry", "raises-later"}
+    assert not broken["passed"].any()
+    assert broken.loc[broken["rule"] == "returns-entry", "broken"].str.contains("returned Entry").all()
+    assert broken.loc[broken["rule"] == "raises-later", "broken"].str.contains(raises_at, regex=False).all()
+    fixed = frame[frame["rule"] == "fixed"]
+    assert fixed["broken"].isna().all() and fixed["passed"].all()
+    with pytest.raises(ai.rules.BrokenRuleError, match="returned Entry"):
+        ai.cases.compare(ai.load(ai.samples.path("production")), [ReturnsEntry()],
+                         markers=ai.samples.markers("production"))
+
+
+def test_every_case_agent_runs_in_generated_histories():
+    from agent_inspect.checker._generate import case_agents
+
+    ids = [c[0] for c in case_agents()]
+    # declared agents on the 0.3 runtime: fan-out (G09, N05), collisions (G02), sub-agents (S*), Java actions (P03)
+    assert {"G02", "G09", "N13", "N14", "P03", "S01", "S05", "G11"} <= set(ids)
+    java = next(t for cid, t, _ in case_agents() if cid == "P03")
+    assert any(a.get("java") for a in java["actions"])
+    for cid in ids:
+        h = generate_history(1, case_agents=1.0, case_ids=cid)
+        assert h.case_agent == cid and h.log.records["error"].isna().all(), cid
+        report = check("fixed", seeds=[h.seed], case_agents=1.0, case_ids=(cid,), minimize=False)
+        assert report.errors == 0, (cid, report.broken)
+    with pytest.raises(RuleCheckError, match="case_ids"):
+        generate_history(1, case_agents=1.0, case_ids="Z99")

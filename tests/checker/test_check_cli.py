@@ -10,7 +10,8 @@ from agent_inspect.cases import load_cases, run_case
 from agent_inspect.cli import main
 
 BRANCH = ["--option", "tombstones=0", "--option", "branch_changes=1.0", "--option", "keys=2",
-          "--option", "rounds=3", "--option", "subagents=0", "--option", "savepoint_target=first"]
+          "--option", "rounds=3", "--option", "subagents=0", "--option", "savepoint_target=first",
+          "--option", "identical_children=0", "--option", "case_agents=0"]   # branch changes alone
 
 
 def test_stale_reuse_exits_1_with_json_and_saved_cases(capsys, tmp_path):
