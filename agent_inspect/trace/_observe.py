@@ -19,6 +19,23 @@ CALL_COLUMNS = ["execution_id", "parent_execution_id", "position", "entity_type"
 _CHILD = ("llm", "tool", "parser", "subagent")
 
 
+def _groups(frame: pd.DataFrame, columns: list[str]) -> dict[Any, list[tuple[Any, ...]]]:
+    """Rows of ``frame`` as tuples of ``columns``, grouped by their first column in order of first appearance.
+
+    Plain lists instead of a pandas groupby: a trace has one small group per execution, and per-group
+    frame indexing cost seconds on a few thousand records.
+    """
+    groups: dict[Any, list[tuple[Any, ...]]] = {}
+    for row in zip(*(frame[c].tolist() for c in columns)):
+        groups.setdefault(row[0], []).append(row)
+    return groups
+
+
+def _span(stamps: list[Any]) -> tuple[Any, Any]:
+    present = [t for t in stamps if not pd.isna(t)]
+    return (min(present), max(present)) if present else (pd.NaT, pd.NaT)
+
+
 def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     """One row per child execution (llm, tool, parser, subagent), in order of first record.
 
@@ -28,21 +45,20 @@ def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     ``position`` is the n-th child of its parent execution (the n-th durable CallResult, §3.4).
     """
     good = trace.good
-    # only the columns read below: a group's rows are then cheap to take
-    kids = good.loc[good["entity_type"].isin(_CHILD),
-                    ["execution_id", "status", "timestamp", "entity_type", "parent_execution_id", "entity_name",
-                     "model", "file", "line"]]
+    kids = good[good["entity_type"].isin(_CHILD)]
+    columns = ["execution_id", "status", "timestamp", "entity_type", "parent_execution_id", "entity_name",
+               "model", "file", "line"]
     rows = []
-    seen_pos: dict[str, int] = {}
-    for eid, g in kids.groupby("execution_id", sort=False, observed=True):
-        statuses = tuple(map(str, g["status"]))
-        first = g.iloc[0]
-        started = g.loc[g["status"] == "started", "timestamp"]
-        ended = g.loc[g["status"].isin(["success", "failed"]), "timestamp"]
+    seen_pos: dict[Any, int] = {}
+    for eid, group in _groups(kids, columns).items():
+        statuses = tuple(str(r[1]) for r in group)
+        first = group[0]
+        started = [r[2] for r in group if r[1] == "started"]
+        ended = [r[2] for r in group if r[1] in ("success", "failed")]
         latency = None
-        if len(started) and len(ended) and pd.notna(started.iloc[0]) and pd.notna(ended.iloc[-1]):
-            latency = (ended.iloc[-1] - started.iloc[0]).total_seconds() * 1000.0
-        et = str(first["entity_type"])
+        if started and ended and not pd.isna(started[0]) and not pd.isna(ended[-1]):
+            latency = (ended[-1] - started[0]).total_seconds() * 1000.0
+        et = str(first[3])
         terminal = "success" in statuses or "failed" in statuses
         if et == "llm":
             replayed = "success" in statuses and ("started" not in statuses
@@ -51,13 +67,13 @@ def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
             replayed = "created" in statuses and "started" not in statuses and terminal
         else:
             replayed = False
-        parent = first["parent_execution_id"]
+        parent = first[4]
         pos = seen_pos.get(parent, 0)
         seen_pos[parent] = pos + 1
         rows.append({"execution_id": eid, "parent_execution_id": parent, "position": pos, "entity_type": et,
-                     "entity_name": first["entity_name"], "model": first["model"], "statuses": statuses,
-                     "latency_ms": latency, "replayed": bool(replayed), "first": first["timestamp"],
-                     "file": first["file"], "line": first["line"]})
+                     "entity_name": first[5], "model": first[6], "statuses": statuses,
+                     "latency_ms": latency, "replayed": bool(replayed), "first": first[2],
+                     "file": first[7], "line": first[8]})
     frame = pd.DataFrame(rows, columns=CALL_COLUMNS)
     frame["replayed"] = frame["replayed"].astype(bool)
     frame["position"] = frame["position"].astype("int64")
@@ -74,55 +90,64 @@ def executions(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     ``_input_event`` records up to the trigger's root input (None when the lineage is not traced).
     """
     good = trace.good
-    acts = good.loc[good["entity_type"] == "action",
-                    ["execution_id", "status", "timestamp", "business_key", "agent_name", "entity_name",
-                     "trigger_event_id", "input_run_id", "file", "line", "job_id", "subtask_id", "problem_category",
-                     "error_message"]]
+    acts = good[good["entity_type"] == "action"]
+    columns = ["execution_id", "status", "timestamp", "business_key", "agent_name", "entity_name",
+               "trigger_event_id", "input_run_id", "file", "line", "job_id", "subtask_id", "problem_category",
+               "error_message"]
     events = good[good["entity_type"] == "event"]
     cached = getattr(trace, "calls", None)
     kid = cached(cached_latency_ms=cached_latency_ms) if callable(cached) else calls(trace, cached_latency_ms=cached_latency_ms)
-    by_parent = kid.groupby("parent_execution_id", sort=False)["replayed"].agg(["size", "sum"]) if len(kid) else None
+    n_calls: dict[Any, int] = {}
+    n_replayed: dict[Any, int] = {}
+    for parent, replayed in zip(kid["parent_execution_id"].tolist(), kid["replayed"].tolist()):
+        n_calls[parent] = n_calls.get(parent, 0) + 1
+        n_replayed[parent] = n_replayed.get(parent, 0) + int(replayed)
+    ev_ids = events["event_id"].tolist()
+    ev_producers = events["producer_execution_id"].tolist()
+    ev_names = events["entity_name"].astype(object).tolist()
     outputs: dict[str, list[str]] = {}
-    for prod, eid in zip(events["producer_execution_id"], events["event_id"]):
+    for prod, eid in zip(ev_producers, ev_ids):
         if isinstance(prod, str) and isinstance(eid, str):
             outputs.setdefault(prod, []).append(eid)
-    ev_type = dict(zip(events["event_id"], events["entity_name"].astype(object)))
-    ev_prod = dict(zip(events["event_id"], events["producer_execution_id"]))
-    inputs = events[events["entity_name"].astype(object) == "_input_event"]
+    ev_type = dict(zip(ev_ids, ev_names))
+    ev_prod = dict(zip(ev_ids, ev_producers))
     ordinal: dict[str, int] = {}
     counts: dict[str, int] = {}
-    for bk, eid in zip(inputs["business_key"].astype(object), inputs["event_id"]):
-        counts[str(bk)] = counts.get(str(bk), 0) + 1
-        ordinal[eid] = counts[str(bk)]
+    for bk, eid, name in zip(events["business_key"].astype(object).tolist(), ev_ids, ev_names):
+        if name == "_input_event":
+            counts[str(bk)] = counts.get(str(bk), 0) + 1
+            ordinal[eid] = counts[str(bk)]
+    groups = _groups(acts, columns)
     trig_of: dict[str, Any] = {}
-    for eid, trig in zip(acts["execution_id"], acts["trigger_event_id"]):
-        if isinstance(trig, str):
-            trig_of.setdefault(eid, trig)
+    for eid, group in groups.items():
+        trig = next((r[6] for r in group if isinstance(r[6], str)), None)
+        if trig is not None:
+            trig_of[eid] = trig
     rows = []
-    for order, (eid, g) in enumerate(acts.groupby("execution_id", sort=False, observed=True)):
-        statuses = tuple(map(str, g["status"]))
-        first = g.iloc[0]
-        n_calls = int(by_parent.loc[eid, "size"]) if by_parent is not None and eid in by_parent.index else 0
-        n_rep = int(by_parent.loc[eid, "sum"]) if by_parent is not None and eid in by_parent.index else 0
+    for order, (eid, group) in enumerate(groups.items()):
+        statuses = tuple(str(r[1]) for r in group)
+        first = group[0]
+        calls_made, calls_replayed = n_calls.get(eid, 0), n_replayed.get(eid, 0)
         if "reused" in statuses:
             observed = "REUSE"
         elif "failed" in statuses:
             observed = "FAILED"
         elif "success" in statuses:
-            observed = "RESUME" if n_rep else "RERUN"
+            observed = "RESUME" if calls_replayed else "RERUN"
         else:
             observed = "INCOMPLETE"
         trig = trig_of.get(eid)
-        failed = g[g["status"] == "failed"]
+        failed = next((r for r in group if r[1] == "failed"), None)
+        start, end = _span([r[2] for r in group])
         rows.append({
-            "order": order, "execution_id": eid, "business_key": first["business_key"],
-            "agent_name": first["agent_name"], "action": first["entity_name"], "trigger_event_id": trig,
-            "input_run_id": first["input_run_id"], "statuses": statuses, "observed": observed,
-            "first": g["timestamp"].min(), "last": g["timestamp"].max(), "file": first["file"],
-            "line": first["line"], "job_id": first["job_id"], "subtask_id": first["subtask_id"],
-            "problem_category": failed["problem_category"].iloc[0] if len(failed) else None,
-            "error_message": failed["error_message"].iloc[0] if len(failed) else None,
-            "calls": n_calls, "calls_replayed": n_rep, "calls_executed": n_calls - n_rep,
+            "order": order, "execution_id": eid, "business_key": first[3],
+            "agent_name": first[4], "action": first[5], "trigger_event_id": trig,
+            "input_run_id": first[7], "statuses": statuses, "observed": observed,
+            "first": start, "last": end, "file": first[8],
+            "line": first[9], "job_id": first[10], "subtask_id": first[11],
+            "problem_category": failed[12] if failed is not None else None,
+            "error_message": failed[13] if failed is not None else None,
+            "calls": calls_made, "calls_replayed": calls_replayed, "calls_executed": calls_made - calls_replayed,
             "output_event_ids": tuple(outputs.get(eid, ())), "trigger_type": ev_type.get(trig),
             "trigger_producer": ev_prod.get(trig), "input_ordinal": _root_ordinal(trig, ev_prod, trig_of, ordinal),
         })
