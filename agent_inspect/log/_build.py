@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
 from operator import itemgetter
 from typing import Any, cast
 
@@ -79,7 +78,10 @@ def _joined_raw(pieces: Iterable[tuple[RawBatch, int, int]], *, with_agent_key: 
     pieces = list(pieces)
 
     def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
-        return list(chain.from_iterable(col[a:z] for col, a, z in columns))
+        out: list[Any] = []
+        for col, a, z in columns:  # list += list copies references in C (chain() would step through each)
+            out += col if a == 0 and z == len(col) else col[a:z]
+        return out
 
     raw = RawBatch(*(join((getattr(b, name), a, z) for b, a, z in pieces) for name in _RAW_FIELDS))
     if with_agent_key:
@@ -226,7 +228,7 @@ def _build(raw: RawBatch, cols: list[Any], key_array: pa.BinaryArray, *, key_for
         c.update(ready)
     for i, reason in value_errors:  # a record's key reason comes first
         errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
-    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
+    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, c["partition"])
     c["error"] = errors
     return _frame(c, n)
 
@@ -325,7 +327,7 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
         rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
         out[name] = rows.to_pandas()
         if name == "business_key":
-            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy().tolist()
+            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy()
     for name, dtype in (("key_group", np.int32), ("seq", np.int64)):
         values = d[name].take(codes).fill_null(-1).to_numpy().astype(dtype)
         out[name] = pd.arrays.IntegerArray(values, values < 0)
@@ -347,8 +349,8 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
 
 _NO_KEY = (None,) * 8 + (NO_FLAGS,)
 
-def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
-                    partitions: Sequence[int]) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
+def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndarray,
+                    partitions: Sequence[int] | np.ndarray) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
     """Pinned records keep their format; the others take their key's, else their partition's (§2.2).
 
     A record whose value fits several formats takes, among those, the one its business key's pinned
@@ -386,7 +388,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
     inferred[open_rows] = True
     return _categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
 
-def _codes(values: Sequence[Any]) -> np.ndarray:
+def _codes(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Dense int codes of a column (None / NaN one code of its own)."""
     codes: np.ndarray
     codes, _ = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values,
