@@ -186,7 +186,7 @@ def _joined(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *,
                           [z - a for _, _, a, z in pieces])
     return raw, cols
 
-def _build(raw: RawBatch, cols: list[Any], key_array: pa.BinaryArray, *, key_format: str | None,
+def _build(raw: RawBatch, cols: dict[str, Any], key_array: pa.BinaryArray, *, key_format: str | None,
            max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
