@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
 from operator import itemgetter
 from typing import Any, cast
 
@@ -15,21 +14,24 @@ import pyarrow.compute as pc
 
 from agent_inspect.codec import SUBAGENT_EVENT, VALUE_FORMATS
 from agent_inspect.codec.bulk import (
-    EMPTY_ROW,
     FLAG_AMBIGUOUS,
     INPUT_EVENT_TYPE,
     KEY_ARRAY_FIELDS,
     LINEAGE_RULE_BIT,
     NO_FLAGS,
-    ROW_COLUMNS,
-    ROW_ERROR,
     SUBAGENT_EVENT_TYPE,
     error_reason,
     key_field_arrays,
     newest_format,
     resolve_key_fields,
     subagent_call_ids,
-    value_columns,
+)
+from agent_inspect.log._columns import (
+    VALUE_ERROR,
+    chunk_columns,
+    concat_columns,
+    slice_columns,
+    take_columns,
 )
 from agent_inspect.raw import RawBatch
 
@@ -76,7 +78,10 @@ def _joined_raw(pieces: Iterable[tuple[RawBatch, int, int]], *, with_agent_key: 
     pieces = list(pieces)
 
     def join(columns: Iterable[tuple[Sequence[Any], int, int]]) -> list[Any]:
-        return list(chain.from_iterable(col[a:z] for col, a, z in columns))
+        out: list[Any] = []
+        for col, a, z in columns:  # list += list copies references in C (chain() would step through each)
+            out += col if a == 0 and z == len(col) else col[a:z]
+        return out
 
     raw = RawBatch(*(join((getattr(b, name), a, z) for b, a, z in pieces) for name in _RAW_FIELDS))
     if with_agent_key:
@@ -126,7 +131,7 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
     ends = [*cuts.tolist(), n]
     return [(partitions[a], a, z) for a, z in zip(starts, ends)]
 
-def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Any], pa.BinaryArray]:
+def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, dict[str, Any], pa.BinaryArray]:
     """All records in physical order, their value columns and their keys as Arrow; each batch done as it arrives.
 
     Sources hand batches over while still reading (Kafka fetches in the background), so the decode
@@ -136,11 +141,12 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Any]
     """
     if isinstance(batches, RawBatch):
         batches = [batches]
-    buckets: dict[int, list[tuple[RawBatch, list[Any], int, int]]] = {}
-    arrival: list[tuple[RawBatch, list[Any], int, int]] = []
+    buckets: dict[int, list[tuple[RawBatch, dict[str, Any], int, int]]] = {}
+    arrival: list[tuple[RawBatch, dict[str, Any], int, int]] = []
     bucketed = True
     for b in batches:
-        cols = [*value_columns(b.value), pa.array(b.key, pa.binary())]
+        cols = chunk_columns(b.value)
+        cols[_KEYS] = pa.array(b.key, pa.binary())
         arrival.append((b, cols, 0, len(b)))
         runs = _partition_runs(b.partition) if bucketed else None
         if runs is None:
@@ -150,19 +156,21 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, list[Any]
             buckets.setdefault(p, []).append((b, cols, a, z))
     pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
     raw, cols = _joined(pieces, with_agent_key=any(b.agent_key is not None for b, _, _, _ in arrival))
-    keys = cols.pop()
     order = _physical_order(raw)  # offsets out of order within a partition (rare), or batches not bucketed
-    if order is None:
-        return raw, cols, keys
-    take = _taker(order)
-    return _take(raw, order), [take(col) for col in cols], keys.take(pa.array(order, pa.int64()))
+    if order is not None:
+        raw, cols = _take(raw, order), take_columns(cols, order)
+    keys = cols.pop(_KEYS)
+    return raw, cols, keys
 
-def _joined(pieces: list[tuple[RawBatch, list[Any], int, int]], *,
-            with_agent_key: bool) -> tuple[RawBatch, list[Any]]:
+_KEYS = "_keys"
+
+def _joined(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *,
+            with_agent_key: bool) -> tuple[RawBatch, dict[str, Any]]:
     """One batch and one set of value columns from slices of batches and their columns."""
     if not pieces:
-        return RawBatch(agent_key=[] if with_agent_key else None), [*(() for _ in ROW_COLUMNS),
-                                                                    pa.array([], pa.binary())]
+        cols = chunk_columns([])
+        cols[_KEYS] = pa.array([], pa.binary())
+        return RawBatch(agent_key=[] if with_agent_key else None), cols
     first = pieces[0][0]
     bounds = [0, *(z for _, _, _, z in pieces)]
     if all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
@@ -174,11 +182,11 @@ def _joined(pieces: list[tuple[RawBatch, list[Any], int, int]], *,
         return first, pieces[0][1]
 
     raw = _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
-    cols: list[Any] = [list(chain.from_iterable(c[j][a:z] for _, c, a, z in pieces)) for j in range(len(ROW_COLUMNS))]
-    cols.append(pa.concat_arrays([c[-1].slice(a, z - a) for _, c, a, z in pieces]))
+    cols = concat_columns([c if (a, z) == (0, len(b)) else slice_columns(c, a, z) for b, c, a, z in pieces],
+                          [z - a for _, _, a, z in pieces])
     return raw, cols
 
-def _build(raw: RawBatch, cols: list[Any], key_array: pa.BinaryArray, *, key_format: str | None,
+def _build(raw: RawBatch, cols: dict[str, Any], key_array: pa.BinaryArray, *, key_format: str | None,
            max_parallelism: int | None) -> pd.DataFrame:
     n = len(raw)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
@@ -220,35 +228,23 @@ def _build(raw: RawBatch, cols: list[Any], key_array: pa.BinaryArray, *, key_for
         c.update(ready)
     for i, reason in value_errors:  # a record's key reason comes first
         errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
-    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, raw.partition)
+    c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, c["partition"])
     c["error"] = errors
     return _frame(c, n)
 
-def _value_part(raw: RawBatch, cols: list[Any]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
+def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
     """The columns that come from values and positions (final dtypes), the format masks and the value errors."""
     n = len(raw)
-    c: dict[str, Any] = {}
-    value_errors: list[tuple[int, str]] = []
-    values = raw.value
-    if ROW_ERROR in cols[0]:  # rare: values that do not decode keep only their size
-        cols = [list(col) for col in cols]
-        for i in [i for i, first in enumerate(cols[0]) if first is ROW_ERROR]:
-            value_errors.append((i, f"value: {cols[1][i]}"))
-            for col, empty in zip(cols[:-1], EMPTY_ROW):
-                col[i] = empty
-    for name, col in zip(ROW_COLUMNS, cols):
-        c[name] = col
-    masks = np.fromiter(c.pop("_mask"), np.int64, n)
+    c = dict(cols)
+    errors = c.pop(VALUE_ERROR)
+    value_errors = [] if errors is None else [(i, e) for i, e in enumerate(errors) if e is not None]
+    masks = c.pop("_mask")
     ruled = (masks & LINEAGE_RULE_BIT) != 0
     masks &= ~LINEAGE_RULE_BIT
     c["value_format_lineage_rule"] = pd.arrays.BooleanArray(ruled, masks == 0)
-    problems = c.pop("_problem")
-    if problems.count(None) != n:  # rare; the record decodes, so its columns stay, but upstream would refuse it
-        value_errors += [(i, f"value: {problem}") for i, problem in enumerate(problems) if problem is not None]
-        value_errors.sort(key=itemgetter(0))
     types, classes = c["task_event_type"], c["task_event_class"]
     c["task_event_type"], c["task_event_class"] = type_col, class_col = _categorical(types), _categorical(classes)
-    counts = {name: np.fromiter(c[name], np.int32, n) for name in _COUNTS}  # -1: no decoded value
+    counts = {name: c[name] for name in _COUNTS}  # -1: no decoded value
     for name, count in counts.items():
         c[name] = pd.arrays.IntegerArray(count, count < 0)
     decoded = counts["output_event_count"] >= 0  # a value that decoded (not a tombstone)
@@ -259,11 +255,12 @@ def _value_part(raw: RawBatch, cols: list[Any]) -> tuple[dict[str, Any], Any, li
     session: list[str | None] = [None] * n
     call: list[str | None] = [None] * n
     if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:  # most logs: none
-        for i, cls in enumerate(classes):
-            if cls == SUBAGENT_EVENT or types[i] == SUBAGENT_EVENT_TYPE:
+        values, type_list = raw.value, type_col.tolist()
+        for i, cls in enumerate(class_col.tolist()):
+            if cls == SUBAGENT_EVENT or type_list[i] == SUBAGENT_EVENT_TYPE:
                 scope[i], session[i], call[i] = subagent_call_ids(cast(bytes, values[i]))  # a call event has a value
     c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
-    size = np.fromiter(c["payload_bytes"], np.int64, n)
+    size = c["payload_bytes"]
     c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
     c["tombstone"] = size < 0
     c["partition"] = raw.partition
@@ -330,7 +327,7 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
         rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
         out[name] = rows.to_pandas()
         if name == "business_key":
-            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy().tolist()
+            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy()
     for name, dtype in (("key_group", np.int32), ("seq", np.int64)):
         values = d[name].take(codes).fill_null(-1).to_numpy().astype(dtype)
         out[name] = pd.arrays.IntegerArray(values, values < 0)
@@ -352,8 +349,8 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
 
 _NO_KEY = (None,) * 8 + (NO_FLAGS,)
 
-def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
-                    partitions: Sequence[int]) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
+def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndarray,
+                    partitions: Sequence[int] | np.ndarray) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
     """Pinned records keep their format; the others take their key's, else their partition's (§2.2).
 
     A record whose value fits several formats takes, among those, the one its business key's pinned
@@ -391,7 +388,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any],
     inferred[open_rows] = True
     return _categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
 
-def _codes(values: Sequence[Any]) -> np.ndarray:
+def _codes(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Dense int codes of a column (None / NaN one code of its own)."""
     codes: np.ndarray
     codes, _ = pd.factorize(np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values,
@@ -407,16 +404,19 @@ _INT32 = ("key_group", "output_event_count", "subagent_result_count", "sensory_u
 
 _BOOL = ("value_format_inferred", "completed", "is_root")
 
-def _categorical(col: Sequence[Any] | np.ndarray) -> pd.Categorical:
+def _categorical(col: Sequence[Any] | np.ndarray | pa.Array | pa.ChunkedArray) -> pd.Categorical:
     # Arrow's dictionary encoding is several times faster than pd.Categorical on Python strings.
-    return pa.array(col, pa.string()).dictionary_encode().to_pandas()
+    arr = col if isinstance(col, (pa.Array, pa.ChunkedArray)) else pa.array(col, pa.string())
+    if isinstance(arr, pa.ChunkedArray):  # one dictionary, categories in order of first appearance
+        arr = arr.combine_chunks()
+    return arr.dictionary_encode().to_pandas()
 
 def _masked_int(col: Sequence[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
     values = np.fromiter(col, dtype, len(col))
     return pd.arrays.IntegerArray(values, values < 0)  # every count/group/seq is >= 0; -1 = unknown
 
-def _masked_bool(col: Sequence[bool | None]) -> pd.api.extensions.ExtensionArray:
-    arr = pa.array(col, pa.bool_())
+def _masked_bool(col: Sequence[bool | None] | pa.Array) -> pd.api.extensions.ExtensionArray:
+    arr = col if isinstance(col, pa.Array) else pa.array(col, pa.bool_())
     return pd.arrays.BooleanArray(arr.fill_null(False).to_numpy(zero_copy_only=False),
                                   arr.is_null().to_numpy(zero_copy_only=False))
 
@@ -449,6 +449,8 @@ def _finished(c: dict[str, Any], n: int) -> dict[str, Any]:
         col = c[name]
         if isinstance(col, (pd.Series, np.ndarray, pd.api.extensions.ExtensionArray)):
             data[name] = col  # already final (key columns built per distinct key)
+        elif isinstance(col, (pa.Array, pa.ChunkedArray)) and name not in _CATEGORIES and name not in _BOOL:
+            data[name] = pd.Series(col, dtype="str")  # free text made per batch (task_event_id, upstream_event_id)
         elif name == "partition":
             data[name] = np.asarray(col, dtype=np.int32)
         elif name == "offset":

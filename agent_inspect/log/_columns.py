@@ -1,0 +1,118 @@
+"""A batch's value columns in their storage types (numpy, Arrow), made as the batch arrives.
+
+Kafka hands the builder one chunk at a time while librdkafka fetches the next, so each chunk's rows are
+turned into arrays at once: the work after the last chunk is then concatenating arrays, not walking
+Python lists of every record again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from agent_inspect.codec.bulk import EMPTY_ROW, ROW_COLUMNS, ROW_ERROR, value_columns
+
+__all__ = ["VALUE_ERROR", "chunk_columns", "concat_columns", "slice_columns", "take_columns"]
+
+VALUE_ERROR = "_value_error"
+"""The column of value errors ("value: <reason>"), None for a batch without any."""
+
+_TEXT = frozenset({"task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action"})
+_INT32 = frozenset({"output_event_count", "subagent_result_count", "sensory_update_count", "short_term_update_count",
+                    "calls_pending", "calls_succeeded", "calls_failed"})
+_INT64 = frozenset({"_mask", "payload_bytes"})
+_OBJECTS = frozenset({"output_event_types", "output_event_ids", "subagent_result_event_ids"})
+
+
+def chunk_columns(values: list[bytes | None]) -> dict[str, Any]:
+    """The value columns of one batch's values (see ROW_COLUMNS) as arrays, and its value errors."""
+    cols = value_columns(values)
+    n = len(values)
+    errors: list[str | None] | None = None
+    if ROW_ERROR in cols[0]:  # rare: values that do not decode keep only their size
+        errors = [None] * n
+        for i in [i for i, first in enumerate(cols[0]) if first is ROW_ERROR]:
+            errors[i] = f"value: {cols[1][i]}"
+            for col, empty in zip(cols[:-1], EMPTY_ROW):
+                col[i] = empty
+    out: dict[str, Any] = {}
+    for name, col in zip(ROW_COLUMNS, cols):
+        if name == "_problem":
+            if col.count(None) != n:  # the record decodes, so its columns stay, but upstream would refuse it
+                errors = errors or [None] * n
+                for i, problem in enumerate(col):
+                    if problem is not None:
+                        errors[i] = f"value: {problem}"
+        elif name in _TEXT:
+            out[name] = pa.array(col, pa.string())
+        elif name in _INT32:
+            out[name] = np.fromiter(col, np.int32, n)
+        elif name in _INT64:
+            out[name] = np.fromiter(col, np.int64, n)
+        elif name in _OBJECTS:
+            out[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
+        else:  # completed: True, False or None
+            out[name] = pa.array(col, pa.bool_())
+    out[VALUE_ERROR] = errors
+    return out
+
+
+def slice_columns(cols: dict[str, Any], start: int, end: int) -> dict[str, Any]:
+    """Rows ``start:end`` of a batch's columns (views where the storage allows)."""
+    return {name: _slice(col, start, end) for name, col in cols.items()}
+
+
+def _slice(col: Any, start: int, end: int) -> Any:
+    if col is None:
+        return None
+    if isinstance(col, pa.Array):
+        return col.slice(start, end - start)
+    return col[start:end]
+
+
+def concat_columns(parts: Sequence[dict[str, Any]], lengths: Sequence[int]) -> dict[str, Any]:
+    """Batches' columns one after the other (``lengths``: each part's rows)."""
+    if len(parts) == 1:
+        return dict(parts[0])
+    out: dict[str, Any] = {}
+    for name in parts[0]:
+        cols = [p[name] for p in parts]
+        first = cols[0]
+        if isinstance(first, np.ndarray):
+            out[name] = np.concatenate(cols)
+        elif isinstance(first, (pa.Array, pa.ChunkedArray)):
+            out[name] = _concat_arrow(cols)
+        elif all(c is None for c in cols):  # the value errors of clean batches
+            out[name] = None
+        else:
+            out[name] = list(chain.from_iterable([None] * k if c is None else c for c, k in zip(cols, lengths)))
+    return out
+
+
+def _concat_arrow(cols: list[Any]) -> Any:
+    chunks = [c for col in cols for c in (col.chunks if isinstance(col, pa.ChunkedArray) else (col,))]
+    try:
+        return pa.concat_arrays(chunks)
+    except (pa.ArrowInvalid, pa.ArrowCapacityError):  # over 2 GiB of text: one column in several chunks
+        return pa.chunked_array(chunks, chunks[0].type)
+
+
+def take_columns(cols: dict[str, Any], order: list[int]) -> dict[str, Any]:
+    """The columns reordered by ``order``."""
+    index = np.asarray(order, dtype=np.int64)
+    arrow_index = pa.array(index)
+    out: dict[str, Any] = {}
+    for name, col in cols.items():
+        if col is None:
+            out[name] = None
+        elif isinstance(col, np.ndarray):
+            out[name] = col[index]
+        elif isinstance(col, (pa.Array, pa.ChunkedArray)):
+            out[name] = col.take(arrow_index)
+        else:
+            out[name] = [col[i] for i in order]
+    return out
