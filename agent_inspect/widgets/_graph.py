@@ -79,6 +79,7 @@ class GraphView(w.VBox):
 
     _css = "ai-graph"
     _what = "action graph"
+    _foldable = True
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
                  graph: nx.DiGraph | None = None, height: int = 460) -> None:
@@ -155,7 +156,8 @@ class GraphView(w.VBox):
     def _show(self, seq: int | None, graph: nx.DiGraph | None = None) -> None:
         self._seq = seq
         self.graph = graph if graph is not None else self._build(self._source, self.key, seq, self._attempt)
-        self.grouped = seq is None and graph is None and self.graph.number_of_nodes() > _MAX_LABELS and \
+        self.grouped = self._foldable and seq is None and graph is None and \
+            self.graph.number_of_nodes() > _MAX_LABELS and \
             len({g[-1] for g in graph_groups(self.graph).values()}) > 1
         self._redraw()
 
@@ -270,7 +272,7 @@ class GraphView(w.VBox):
             attrs = g.nodes[node]
             groups.setdefault(self._legend_of(attrs), []).append(node)
         for (name, kind, colour, removed), nodes in sorted(groups.items()):
-            labels = np.array([plotly_text(self._node_label(n, g.nodes[n])) for n in nodes], dtype=object) \
+            labels = np.array([self._node_label(n, g.nodes[n]) for n in nodes], dtype=object) \
                 if show_labels else None
             traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
@@ -313,7 +315,8 @@ class GraphView(w.VBox):
         return f"{kind} · {status}", kind, colour_for(status), status in _REMOVED
 
     def _node_label(self, node: Any, attrs: Mapping[str, Any]) -> str:
-        return _label(node, attrs)
+        """The node's label under its marker, as plotly text (escaped)."""
+        return plotly_text(_label(node, attrs))
 
     def _bands(self) -> list[dict[str, Any]]:
         """A shaded box around the evicted or invalidated nodes of each attempt (the evicted suffix), in the
@@ -358,26 +361,154 @@ class GraphView(w.VBox):
 
 
 class SubagentTreeView(GraphView):
-    """One round's sub-agent call tree: root caller → session → call → child actions (§11.5).
+    """The sub-agent call trees of a key: round → caller → session → call → child actions (§11.5).
 
-    Calls carry their status (done / in-flight / consumed); evicted or invalidated children stay
-    visible, outlined in red; unattributed calls are drawn with ✕.
+    Each action carries a badge with what the recovery did with it under the rule (reused / re-run / resumed /
+    not dispatched; node colour) next to its record status; the children of one call are siblings under it,
+    a child's event that started another is a dashed "emits" arrow between them, and every edge says what it
+    is (runs, opens, call, calls, result). A V4 result event (``subagentResultEvents``) says whether the
+    recovery replays it from the record or the child produces it again. Evicted or invalidated children are
+    outlined in red; unattributed calls are drawn with ✕. By default every round of the key with sub-agent
+    calls is drawn side by side (up to 12); the Round box picks one (type its seq).
     """
 
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
+    _foldable = False
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
-        if graph is None and seq is None:
+        rounds = _subagent_rounds(source, key) if graph is None else []
+        if graph is None and seq is None and not 0 < len(rounds) <= _MAX_TREE_ROUNDS:
             seq = _first_subagent_round(source, key)
         super().__init__(source, key, seq, graph=graph, height=height)
 
     def _round_options(self, rounds: list[int]) -> list[tuple[str, int | None]]:
-        return [(f"seq {s}", s) for s in rounds]
+        subagent = set(_subagent_rounds(self._source, self.key))
+        every = [(_ALL_ROUNDS, None)] if 0 < len(subagent) <= _MAX_TREE_ROUNDS else []
+        return every + [(f"seq {s}", s) for s in rounds]
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
-        return source.subagent_tree(key, seq)
+        if seq is not None:
+            return _siblings(source.subagent_tree(key, seq))
+        rounds = _subagent_rounds(source, key)
+        trees = [_siblings(source.subagent_tree(key, s)) for s in rounds]
+        if not trees:
+            return nx.DiGraph(business_key=key, seq=None)
+        whole = nx.compose_all(trees)
+        whole.graph.update(seq=None, emits=[e for t in trees for e in t.graph.get("emits", ())])
+        return whole
+
+    def _legend_of(self, attrs: Mapping[str, Any]) -> tuple[str, str, str, bool]:
+        kind = _kind(attrs)
+        status = _status(attrs)
+        if kind != "action":
+            # structure (round, session, call, result): one neutral colour, its status in its label
+            return kind, kind, colour_for("outside"), False
+        badge = _badge(attrs, self.graph)
+        role = attrs.get("role") or "action"
+        role = "child" if role in ("bootstrap", "forwarded") else role
+        return f"{role} · {badge}", kind, colour_for(_BADGE_KINDS.get(badge, badge), KIND_COLOURS), \
+            status in _REMOVED
+
+    def _node_label(self, node: Any, attrs: Mapping[str, Any]) -> str:
+        label = plotly_text(_label(node, attrs))
+        kind = _kind(attrs)
+        if kind == "action":
+            badge = _badge(attrs, self.graph)
+            status = attrs.get("status")
+            second = f"<b>{plotly_text(badge.upper())}</b>" + (f" · {plotly_text(status)}" if status else "")
+            return f"{label}<br>{second}"
+        if kind == "call" and attrs.get("call_status"):
+            return f"{label}<br>{plotly_text(attrs['call_status'])}"
+        if kind == "result":
+            producer = self.shown.nodes.get(attrs.get("produced_by"), {}) if attrs.get("produced_by") in \
+                self.shown else {}
+            return f"{label}<br>{plotly_text(_result_replay(producer, self.graph))}"
+        return label
+
+    def _edge_labels(self) -> list[dict[str, Any]]:
+        xy, out = self.positions, []
+        if self.shown.number_of_edges() > _MAX_LABELS:
+            return out
+        for u, v, attrs in self.shown.edges(data=True):
+            word = _EDGE_WORDS.get(str(attrs.get("kind")), str(attrs.get("kind") or ""))
+            if word and u in xy and v in xy:
+                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2, xref="x", yref="y",
+                                text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
+                                opacity=0.85))
+        for u, v in self.shown.graph.get("emits", ()):
+            if u in xy and v in xy:
+                # the child whose event started a sibling: an arrow beside the tree's edges
+                out.append(dict(x=xy[v][0], y=xy[v][1], ax=xy[u][0], ay=xy[u][1], xref="x", yref="y",
+                                axref="x", ayref="y", showarrow=True, arrowhead=2, arrowwidth=1,
+                                standoff=10, startstandoff=10, text=""))
+                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2 + 0.12, xref="x",
+                                yref="y", text="<i>emits</i>", showarrow=False, font=dict(size=9)))
+        return out
+
+
+_MAX_TREE_ROUNDS = 12
+_BADGE_KINDS = {"reused": "reuse", "re-run": "rerun", "resumed": "resume", "failed": "fail",
+                _NOT_DISPATCHED: "not-dispatched"}
+
+
+def _badge(attrs: Mapping[str, Any], graph: nx.DiGraph) -> str:
+    """What the recovery did with an action under the graph's rule: reused / re-run / resumed / failed /
+    not dispatched (no replay task reached it); "status only" when the source knows no rule."""
+    outcome = attrs.get("outcome")
+    if outcome is not None and not _na(outcome):
+        return _OUTCOME_WORDS.get(str(outcome).upper(), str(outcome).lower())
+    return _NOT_DISPATCHED if graph.graph.get("statuses_known") else "status only"
+
+
+def _result_replay(producer: Mapping[str, Any], graph: nx.DiGraph) -> str:
+    """How a V4 result event reaches its caller in the recovery: replayed from the child's record, or produced
+    again by the child running again."""
+    badge = _badge(producer, graph) if producer else "status only"
+    if badge == "reused":
+        return "replayed from the record"
+    if badge in ("re-run", "resumed"):
+        return f"produced again ({badge} child)"
+    return "as recorded"
+
+
+def _siblings(tree: nx.DiGraph) -> nx.DiGraph:
+    """The tree with every child of a call directly under the call (siblings); the "forwards" edges (a child
+    whose event started another) are kept aside in ``graph.graph["emits"]``, drawn beside the tree."""
+    tree = tree.copy()
+    emits = []
+    for u, v, attrs in list(tree.edges(data=True)):
+        if attrs.get("kind") != "forwards":
+            continue
+        call = _call_of(tree, u)
+        if call is None:
+            continue
+        tree.remove_edge(u, v)
+        tree.add_edge(call, v, kind="delegates", linked=True)
+        emits.append((u, v))
+    tree.graph["emits"] = emits
+    return tree
+
+
+def _call_of(tree: nx.DiGraph, node: Any) -> Any:
+    seen = set()
+    while node is not None and node not in seen:
+        seen.add(node)
+        if tree.nodes[node].get("kind") == "call":
+            return node
+        preds = list(tree.predecessors(node))
+        node = preds[0] if preds else None
+    return None
+
+
+def _subagent_rounds(source: Any, key: Any) -> list[int]:
+    """The rounds of ``key`` with sub-agent records, ascending."""
+    frame = getattr(source, "records", None)
+    if not isinstance(frame, pd.DataFrame) or key is None or "subagent_session_id" not in frame.columns:
+        return []
+    mine = frame[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool)]
+    return sorted(int(s) for s in mine.loc[mine["subagent_session_id"].notna(), "seq"].dropna().unique())
 
 
 def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
