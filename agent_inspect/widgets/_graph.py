@@ -28,6 +28,7 @@ from agent_inspect.widgets._common import (
 )
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import DIVERGENCE_COLOURS
+from agent_inspect.widgets._timeline import removed_by
 
 __all__ = ["GraphView", "SubagentTreeView"]
 
@@ -277,7 +278,8 @@ class GraphView(w.VBox):
             traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
                 mode="markers+text" if show_labels else "markers", name=plotly_text(name),
-                text=labels, textposition="bottom center", textfont=dict(size=9), cliponaxis=False,
+                text=labels, textposition="bottom center", textfont=dict(size=9),
+                **({"cliponaxis": False} if scatter is go.Scatter else {}),
                 customdata=np.array([index[n] for n in nodes]),
                 marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour,
                             line=dict(color=colour_for("evicted") if removed else "rgba(0,0,0,0.55)",
@@ -681,7 +683,7 @@ def _key_divergences(source: Any, key: Any) -> list[dict[str, Any]]:
     if frame.empty or key_col is None:
         return []
     mine = frame[(frame[key_col] == key).fillna(False).to_numpy(dtype=bool)]
-    removed = _removed_rounds(source)
+    removed = removed_by(source)
     rule = _rule_name(source)
     out = []
     for index, row in mine.iterrows():
@@ -693,23 +695,6 @@ def _key_divergences(source: Any, key: Any) -> list[dict[str, Any]]:
             "trigger": None if _na(trigger) else int(trigger), "explanation": row.get("explanation"),
             "removed": removed.get(ident, ""),
         })
-    return out
-
-
-def _removed_rounds(source: Any) -> dict[Any, str]:
-    """Divergence id → the records its removals took, grouped by round: "seq 1 ×5, seq 2 ×6 (11 records)"."""
-    evictions = getattr(source, "evictions", None)
-    records = getattr(source, "records", None)
-    if not isinstance(evictions, pd.DataFrame) or evictions.empty or "divergence_id" not in evictions.columns \
-            or "positions" not in evictions.columns or not isinstance(records, pd.DataFrame) \
-            or "seq" not in records.columns:
-        return {}
-    out: dict[Any, str] = {}
-    for ident, rows in evictions.groupby("divergence_id", sort=False):
-        positions = [int(p) for ps in rows["positions"] for p in (ps if isinstance(ps, (list, tuple)) else ())]
-        seqs = records["seq"].reindex(positions).dropna().astype(int)
-        counts = seqs.value_counts().sort_index()
-        out[ident] = ", ".join(f"seq {s} ×{n}" for s, n in counts.items()) + f" ({len(positions)} records)"
     return out
 
 
