@@ -268,6 +268,7 @@ class GraphView(w.VBox):
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
         traces: list[Any] = [_edges_trace(scatter, ex, ey)]
+        marks = self._marks()
         groups: dict[tuple[str, str, str, bool], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
@@ -284,8 +285,10 @@ class GraphView(w.VBox):
                 marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour,
                             line=dict(color=colour_for("evicted") if removed else "rgba(0,0,0,0.55)",
                                       width=2 if removed else 0.5)),
-                hovertext=np.array([_node_hover(n, g.nodes[n]) for n in nodes], dtype=object), hoverinfo="text"))
-        marks = self._marks()
+                # a diverging node leads its hover with the divergence, whichever trace the mouse picks
+                hovertext=np.array(["<br>".join([*(_divergence_hover(d) for d in marks.get(n, ())),
+                                                 _node_hover(n, g.nodes[n])]) for n in nodes], dtype=object),
+                hoverinfo="text"))
         if marks:
             nodes = list(marks)
             # SVG, after the nodes: drawn on top and first under the mouse

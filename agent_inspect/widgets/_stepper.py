@@ -309,7 +309,8 @@ def _store_html(cache: Any, key: Any) -> str:
         title = f"simulated store: {len(cache)} of {total} entries, key {key}"
     else:
         title = f"simulated store: {total} entries"
-    return frame_html(cache, max_rows=_STORE_ROWS, caption=title)
+    # long state keys make tall rows: the table scrolls inside a box of fixed height
+    return f'<div class="ai-scroll-tall ai-store-scroll">{frame_html(cache, max_rows=_STORE_ROWS, caption=title)}</div>'
 
 
 def _breakpoints_html(breakpoints: Any) -> str:

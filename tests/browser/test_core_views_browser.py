@@ -150,7 +150,9 @@ def test_stepper_after_run_to_end_stays_short(lab_page, lab_root: Path, artifact
                            ".dataset.aiDrawn > 3000", timeout=60_000)
     height = page.evaluate("() => { const s = document.querySelector('.ai-stepper'); "
                            "return (s.closest('.jp-OutputArea') || s).getBoundingClientRect().height; }")
-    print(f"stepper output after Run to end: {height:.0f} px tall")
+    parts = page.evaluate("() => [...document.querySelector('.ai-stepper').children].map(c => "
+                          "[c.className.slice(0, 60), Math.round(c.getBoundingClientRect().height)])")
+    print(f"stepper output after Run to end: {height:.0f} px tall: {parts}")
     assert height < 2500, height
     traces = {t["name"]: t for t in page.evaluate(_TRACES_JS, ".ai-stepper")}
     # evictions: their own symbol, drawn after (over) the reruns they cause
