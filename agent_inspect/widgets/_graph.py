@@ -324,15 +324,13 @@ class GraphView(w.VBox):
         return plotly_text(_label(node, attrs))
 
     def _bands(self) -> list[dict[str, Any]]:
-        """A shaded box around the evicted or invalidated nodes of each attempt (the evicted suffix), in the
-        legend once."""
+        """A shaded box around each connected part of the evicted or invalidated nodes (the evicted suffix, one
+        box per attempt or sub-tree), in the legend once."""
         xy, out = self.positions, []
-        lanes: dict[Any, list[tuple[float, float]]] = {}
-        for node, attrs in self.shown.nodes(data=True):
-            if _status(attrs) in _REMOVED and node in xy:
-                lanes.setdefault(attrs.get("attempt"), []).append(xy[node])
-        for attempt, points in sorted(lanes.items(), key=lambda kv: str(kv[0])):
-            xs, ys = [p[0] for p in points], [p[1] for p in points]
+        removed = [n for n, attrs in self.shown.nodes(data=True) if _status(attrs) in _REMOVED and n in xy]
+        parts = nx.weakly_connected_components(self.shown.subgraph(removed)) if removed else []
+        for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
+            xs, ys = [xy[n][0] for n in part], [xy[n][1] for n in part]
             out.append(dict(type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
                             x0=min(xs) - 0.45, x1=max(xs) + 0.45, y0=min(ys) - 0.55, y1=max(ys) + 0.3,
                             fillcolor=colour_for("evicted"), opacity=0.12, name=EVICTED_BAND,
@@ -439,9 +437,10 @@ class SubagentTreeView(GraphView):
         for u, v, attrs in self.shown.edges(data=True):
             word = _EDGE_WORDS.get(str(attrs.get("kind")), str(attrs.get("kind") or ""))
             if word and u in xy and v in xy:
-                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2, xref="x", yref="y",
-                                text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
-                                opacity=0.85))
+                # past the middle, clear of the two-line label under the source node
+                out.append(dict(x=0.4 * xy[u][0] + 0.6 * xy[v][0], y=0.4 * xy[u][1] + 0.6 * xy[v][1], xref="x",
+                                yref="y", text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
+                                xanchor="left", xshift=3, opacity=0.85))
         for u, v in self.shown.graph.get("emits", ()):
             if u in xy and v in xy:
                 # the child whose event started a sibling: an arrow beside the tree's edges
