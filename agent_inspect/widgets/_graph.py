@@ -8,9 +8,8 @@ from typing import Any
 import ipywidgets as w
 import networkx as nx
 import numpy as np
-import plotly.graph_objects as go
-
 import pandas as pd
+import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
@@ -326,7 +325,7 @@ class GraphView(w.VBox):
     def _bands(self) -> list[dict[str, Any]]:
         """A shaded box around each connected part of the evicted or invalidated nodes (the evicted suffix, one
         box per attempt or sub-tree), in the legend once."""
-        xy, out = self.positions, []
+        xy, out = self.positions, list[dict[str, Any]]()
         removed = [n for n, attrs in self.shown.nodes(data=True) if _status(attrs) in _REMOVED and n in xy]
         parts = nx.weakly_connected_components(self.shown.subgraph(removed)) if removed else []
         for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
@@ -431,7 +430,7 @@ class SubagentTreeView(GraphView):
         return label
 
     def _edge_labels(self) -> list[dict[str, Any]]:
-        xy, out = self.positions, []
+        xy, out = self.positions, list[dict[str, Any]]()
         if self.shown.number_of_edges() > _MAX_LABELS:
             return out
         for u, v, attrs in self.shown.edges(data=True):
@@ -646,10 +645,10 @@ def _layout(graph: nx.DiGraph) -> dict[Any, tuple[float, float]]:
 
 def _match_round(text: Any, options: Mapping[str, Any]) -> str | None:
     """The round option ``text`` names: an option itself, or a typed seq ("6", " seq 6 ")."""
-    text = str(text or "").strip()
-    if text in options:
-        return text
-    digits = text.removeprefix("seq").strip()
+    typed = str(text or "").strip()
+    if typed in options:
+        return typed
+    digits = typed.removeprefix("seq").strip()
     if digits.lstrip("-").isdigit():
         option = _round_text(int(digits))
         return option if option in options else None

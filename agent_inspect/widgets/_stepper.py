@@ -381,7 +381,7 @@ def step_cause(steps: pd.DataFrame, row: pd.Series) -> str:
     return f"{kind} of {where}: {reason}" if not _na(reason) and kind else ""
 
 
-def _evicted_by(steps: pd.DataFrame, row: pd.Series) -> Mapping[str, Any] | None:
+def _evicted_by(steps: pd.DataFrame, row: pd.Series) -> pd.Series | None:
     """The last eviction (rounds > s) or invalidation (rounds >= s) of the same key before ``row`` that covers
     its round."""
     if not {"kind", "key", "seq", "index"} <= set(steps.columns) or _na(row.get("seq")):
@@ -396,7 +396,8 @@ def _evicted_by(steps: pd.DataFrame, row: pd.Series) -> Mapping[str, Any] | None
             continue
         s = int(r["seq"])
         if s < seq or (r["kind"] == "invalidation" and s <= seq):
-            return r
+            found: pd.Series = r
+            return found
     return None
 
 
