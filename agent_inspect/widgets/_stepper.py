@@ -355,7 +355,7 @@ def _step_html(index: int, row: pd.Series, cause: str = "") -> str:
     cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_short(_grouped_change(v) if k == 'change' else v))}</td></tr>"
                     for k, v in row.items() if k not in _DETAIL_SKIP and not _na(v))
     line = f'<div class="ai-step-cause">{escape(cause)}</div>' if cause else ""
-    return (f'{line}<details class="ai-step-fields"><summary>step {escape(index)} · {escape(row.get("kind", ""))}: '
+    return (f'{line}<details class="ai-step-fields" open><summary>step {escape(index)} · {escape(row.get("kind", ""))}: '
             f'every field</summary><table class="agent-inspect ai-step"><caption>step {escape(index)}</caption>'
             f'<tbody>{cells}</tbody></table></details>')
 
