@@ -29,7 +29,8 @@ class DivergenceView(w.VBox):
     Shows every divergence in a grid (sorted and filtered in the kernel; click a row to pick it),
     the rule's one-line explanation, the records in conflict side by side (their trigger events,
     decoded), the attribute diff the reconstruction computed and the cache removals (evictions,
-    invalidations) the divergence caused.
+    invalidations) the divergence caused. Up to four records sit side by side; "next" / "previous" page
+    through every record of the divergence ("n more" says how many are left).
     """
 
     def __init__(self, result: Any, *, key: str | None = None) -> None:
@@ -52,18 +53,45 @@ class DivergenceView(w.VBox):
         self.diff.add_class("ai-diff")
         self.removals = w.HTML()
         self.removals.add_class("ai-removals")
+        self.page = 0
+        self.previous_button = w.Button(description="previous", icon="chevron-left", layout=w.Layout(width="110px"))
+        self.next_button = w.Button(description="next", icon="chevron-right", layout=w.Layout(width="110px"))
+        self.page_label = w.HTML()
+        self.page_label.add_class("ai-divergence-page")
+        self.previous_button.on_click(lambda _: self.show_page(self.page - 1))
+        self.next_button.on_click(lambda _: self.show_page(self.page + 1))
+        self.pager = w.HBox([self.previous_button, self.page_label, self.next_button])
+        self.pager.add_class("ai-divergence-pager")
+        self._positions: list[int] = []
+        self._root_conflict = False
         self.table = DataGrid(self.divergences, columns=[c for c in _TABLE_COLUMNS if c in self.divergences.columns],
                               height=240,
                               empty_text="no divergence: this recovery evicted or invalidated nothing")
         self.table.add_class("ai-divergence-table")
         self.table.on_select(lambda _label, _row: self.show(self.table.selected))
         self.selector.observe(lambda _: self._show(), names="value")
-        self.children = [self.table, self.selector, self.explanation, self.sides, self.diff, self.removals, view_style()]
+        self.children = [self.table, self.selector, self.explanation, self.pager, self.sides, self.diff, self.removals,
+                         view_style()]
         self._show()
 
     def show(self, index: int) -> None:
         """Show the divergence at row ``index`` (0-based) of ``result.divergences``."""
         self.selector.value = int(index)
+
+    def show_page(self, page: int) -> None:
+        """Show the ``page``-th group of (up to four) records of the divergence shown."""
+        pages = max(1, -(-len(self._positions) // _MAX_SIDES))
+        self.page = min(max(0, int(page)), pages - 1)
+        first = self.page * _MAX_SIDES
+        shown = self._positions[first:first + _MAX_SIDES]
+        self.sides.value = self._sides_html(self._positions, first, root_conflict=self._root_conflict)
+        more = len(self._positions) - first - len(shown)
+        self.page_label.value = (f'<span class="ai-page-text">records {first + 1}–{first + len(shown)} of '
+                                 f'{len(self._positions)}{f" · {more} more" if more > 0 else ""}</span>'
+                                 if shown else "")
+        self.previous_button.disabled = self.page == 0
+        self.next_button.disabled = more <= 0
+        self.pager.layout.display = None if len(self._positions) > _MAX_SIDES else "none"
 
     # -- internals --------------------------------------------------------------------------------
 
@@ -81,6 +109,7 @@ class DivergenceView(w.VBox):
             self.sides.value = ""
             self.diff.value = ""
             self.removals.value = ""
+            self.pager.layout.display = "none"
             return
         row = self.divergences.iloc[int(self.selector.value)]
         self.table.selected = int(self.selector.value)
@@ -88,7 +117,8 @@ class DivergenceView(w.VBox):
                                   f'at seq {escape(row.get("seq", "?"))}: {escape(row.get("explanation", ""))}</div>')
         pos_col = first_column(self.divergences, "positions", "root_positions", "pos")
         positions = _positions(row.get(pos_col)) if pos_col else []
-        self.sides.value = self._sides_html(positions, root_conflict=str(row.get("kind", "")) == "root-conflict")
+        self._positions, self._root_conflict = positions, str(row.get("kind", "")) == "root-conflict"
+        self.show_page(0)
         diff_col = first_column(self.divergences, "attribute_diff", "diff", "attributes_diff")
         self.diff.value = _diff_html(row.get(diff_col) if diff_col else None, positions)
         self.removals.value = self._removals_html(row.get("divergence_id", row.get("id")))
@@ -105,12 +135,12 @@ class DivergenceView(w.VBox):
             return message_html("this divergence removed no cached record")
         return frame_html(mine[cols], max_rows=50, caption="cache removals it caused")
 
-    def _sides_html(self, positions: list[int], *, root_conflict: bool) -> str:
+    def _sides_html(self, positions: list[int], first: int = 0, *, root_conflict: bool) -> str:
         if not positions:
             return message_html("the reconstruction names no conflicting records for this divergence")
-        shown = positions[:_MAX_SIDES]
-        labels = ["earlier root", "later root"] if root_conflict and len(shown) == 2 else \
-            [f"record {i + 1} of {len(positions)}" for i in range(len(shown))]
+        shown = positions[first:first + _MAX_SIDES]
+        labels = ["earlier root", "later root"] if root_conflict and len(positions) == 2 else \
+            [f"record {first + i + 1} of {len(positions)}" for i in range(len(shown))]
         cells = []
         for label, pos in zip(labels, shown):
             meta = []
@@ -125,8 +155,9 @@ class DivergenceView(w.VBox):
             cells.append(f'<div class="ai-side">'
                          f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"
                          f'<pre class="ai-value">{escape(pretty_json(event))}</pre></div>')
-        more = len(positions) - len(shown)
-        tail = message_html(f"… and {more} more records: {positions[len(shown):]}") if more > 0 else ""
+        more = len(positions) - first - len(shown)
+        tail = message_html(f"{more} more: records {', '.join(map(str, positions[first + len(shown):]))} "
+                            "(next shows them)") if more > 0 else ""
         return f'<div class="ai-side-by-side">{"".join(cells)}</div>{tail}'
 
 

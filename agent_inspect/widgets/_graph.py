@@ -8,12 +8,26 @@ from typing import Any
 import ipywidgets as w
 import networkx as nx
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
+from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
+from agent_inspect._types import ReconstructionLike
 from agent_inspect.history import graph_groups, group_graph, layered_layout
-from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
+from agent_inspect.widgets._common import (
+    KIND_COLOURS,
+    colour_for,
+    decoded_value,
+    first_column,
+    hover,
+    log_of,
+    message_html,
+    value_html,
+)
 from agent_inspect.widgets._plot import Plot
+from agent_inspect.widgets._style import DIVERGENCE_COLOURS
+from agent_inspect.widgets._timeline import removed_by
 
 __all__ = ["GraphView", "SubagentTreeView"]
 
@@ -39,14 +53,24 @@ _MAX_ARROWS = 2000
 _ALL_ROUNDS = "all rounds"
 # Folded graphs keep their labels up to this many drawn nodes.
 _MAX_GROUP_LABELS = 400
+DIVERGENCE_MARK = "divergence point"
+EVICTED_BAND = "evicted suffix"
+# What each edge kind of the graphs means, in the words drawn on it (sub-agent trees label their edges).
+_EDGE_WORDS = {"delegates": "calls", "forwards": "emits", "answers": "result", "opens": "opens",
+               "contains": "call", "root-caller": "runs", "unattributed": "", "triggers": "", "emits": ""}
+# The replay outcome of an action under the rule, as its badge reads (reuse / rerun / resume / not dispatched).
+_OUTCOME_WORDS = {"REUSE": "reused", "RERUN": "re-run", "RESUME": "resumed", "FAIL": "failed"}
+_NOT_DISPATCHED = "not dispatched"
 
 
 class GraphView(w.VBox):
     """A business key's action graph (one round, or all of them): events and action executions in layers.
 
     Node colour = status under the rule (evicted and invalidated nodes stay visible, outlined in
-    red), symbol = node kind (event ●, action ■, sub-agent caller ◆, session ▲, call ★); edges end in
-    arrowheads. The "Round" picker searches the key's rounds as you type; click a node to see its
+    red, inside a shaded "evicted suffix" band), symbol = node kind (event ●, action ■, sub-agent caller ◆,
+    session ▲, call ★); edges end in arrowheads. The diverging node (the record whose lookup triggered the
+    rule) is ringed ("divergence point" in the legend): hover it for what the rule did, click it for
+    ``explain``'s chain of store decisions. Attempts are labelled lanes. The "Round" picker searches the key's rounds as you type; click a node to see its
     attributes and its record's decoded value. All rounds of a big key (over 80 nodes) are folded into
     one node per attempt (⯃), per range of rounds when an attempt has over 40, and per round (⬢),
     labelled, collapsed: click a group to expand it,
@@ -55,6 +79,7 @@ class GraphView(w.VBox):
 
     _css = "ai-graph"
     _what = "action graph"
+    _foldable = True
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
                  graph: nx.DiGraph | None = None, height: int = 460) -> None:
@@ -68,15 +93,18 @@ class GraphView(w.VBox):
         self.title = w.HTML()
         self.detail = w.HTML()
         self.detail.add_class("ai-detail")
+        self.explain_box = w.VBox()
+        self.explain_box.add_class("ai-graph-explain")
+        self._divergences = _key_divergences(source, key)
         self.figure = Plot(layout=go.Layout(
-            height=height, margin=dict(l=10, r=10, t=20, b=10), hovermode="closest", showlegend=True,
+            height=height, margin=dict(l=10, r=10, t=30, b=10), hovermode="closest", showlegend=True,
             xaxis=dict(visible=False), yaxis=dict(visible=False),
-            legend=dict(orientation="h", y=1.06)))
+            legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")))
         self.figure.add_class(f"{self._css}-figure")
         rounds = _rounds(source, key) if graph is None else []
         self._round_of = dict(self._round_options(rounds))
         # A searching picker: type a seq, pick from the matches (no drop-down of every round).
-        self.round_picker = w.Combobox(description="Round", options=list(self._round_of), ensure_option=True,
+        self.round_picker = w.Combobox(description="Round", options=list(self._round_of), ensure_option=False,
                                        placeholder="type a seq…", value=_round_text(seq) if _round_text(seq) in self._round_of else "",
                                        layout=w.Layout(width="220px"))
         self.round_picker.layout.display = None if rounds else "none"
@@ -84,7 +112,8 @@ class GraphView(w.VBox):
         self.collapse_button.on_click(lambda _: self.collapse_all())
         self._show(seq, graph)
         self.round_picker.observe(lambda change: self._picked(change["new"]), names="value")
-        self.children = [w.HBox([self.round_picker, self.collapse_button, self.title]), self.figure, self.detail]
+        self.children = [w.HBox([self.round_picker, self.collapse_button, self.title]), self.figure, self.detail,
+                         self.explain_box]
 
     @property
     def seq(self) -> int | None:
@@ -113,14 +142,22 @@ class GraphView(w.VBox):
         self._redraw()
 
     def _picked(self, text: str) -> None:
-        if text in self._round_of and self._round_of[text] != self._seq:
+        """A picked option, or a typed seq ("6", "seq 6") once it names one of the key's rounds."""
+        option = _match_round(text, self._round_of)
+        if option is None:
+            return
+        if self.round_picker.value != option:
+            self.round_picker.value = option   # observed again: shows it
+            return
+        if self._round_of[option] != self._seq:
             self.expanded = set()
-            self._show(self._round_of[text])
+            self._show(self._round_of[option])
 
     def _show(self, seq: int | None, graph: nx.DiGraph | None = None) -> None:
         self._seq = seq
         self.graph = graph if graph is not None else self._build(self._source, self.key, seq, self._attempt)
-        self.grouped = seq is None and graph is None and self.graph.number_of_nodes() > _MAX_LABELS and \
+        self.grouped = self._foldable and seq is None and graph is None and \
+            self.graph.number_of_nodes() > _MAX_LABELS and \
             len({g[-1] for g in graph_groups(self.graph).values()}) > 1
         self._redraw()
 
@@ -132,12 +169,16 @@ class GraphView(w.VBox):
         seq = self._seq
         key, what = self.key, escape(self._what)
         where = "" if key is None else f" of key <code>{escape(key)}</code>" + (
-            "" if seq is None else f", seq {escape(seq)}")
+            " · all rounds" if seq is None else f" · seq {escape(seq)}")
+        attempts = sorted({a for a in _attempts(self.graph)}, key=str)
+        if attempts:
+            where += f" · attempt{'s' if len(attempts) > 1 else ''} {escape(', '.join(map(str, attempts)))}"
         folded = "" if self.shown is self.graph else \
             f" · drawn as {self.shown.number_of_nodes():,} (click a group to expand it)"
         self.title.value = (f'<div class="ai-title">{what}{where} · {self.graph.number_of_nodes():,} nodes, '
-                            f"{self.graph.number_of_edges():,} edges{folded}</div>")
+                            f"{self.graph.number_of_edges():,} edges{folded}</div>" + self._suffix_html())
         self.detail.value = message_html("click a node to see its attributes")
+        self.explain_box.children = []
         with self.figure.batch_update():
             self.figure.data = []
             self._draw()
@@ -159,11 +200,56 @@ class GraphView(w.VBox):
             return
         self.selected_node = node
         attrs = dict(self.shown.nodes[node])
-        parts = [value_html(f"node {node}", {str(k): _jsonable(v) for k, v in attrs.items()})]
+        parts = [self._divergence_html(node)]
+        parts.append(value_html(f"node {node}", {str(k): _jsonable(v) for k, v in attrs.items()}))
         pos = _first_position(attrs)
         if pos is not None and log_of(self._source) is not None:
             parts.append(value_html(f"record {pos}", decoded_value(self._source, pos)))
         self.detail.value = "".join(parts)
+
+    def explain(self, node: Any) -> None:
+        """Show ``explain``'s chain of store decisions for the action at ``node`` (a reconstruction's graph)."""
+        attrs = self.shown.nodes[node]
+        action = attrs.get("action_name") or attrs.get("label")
+        if not isinstance(self._source, ReconstructionLike) or attrs.get("kind") != "action" or \
+                attrs.get("seq") is None or action is None:
+            self.explain_box.children = []
+            return
+        from agent_inspect.diffing import explain
+        from agent_inspect.widgets._explain import ExplainView
+
+        try:
+            story = explain(self._source, attrs.get("business_key", self.key), int(attrs["seq"]), str(action))
+        except (InspectError, LookupError, ValueError) as exc:
+            self.explain_box.children = [w.HTML(message_html(f"explain: {exc}", level="warning"))]
+            return
+        self.explain_box.children = [ExplainView(story, log=log_of(self._source))]
+
+    def _marks(self) -> dict[Any, list[dict[str, Any]]]:
+        """Drawn node → the divergences it is the divergence point of (the record whose lookup triggered
+        the rule); a folded group holds those of its members."""
+        marks: dict[Any, list[dict[str, Any]]] = {}
+        by_id = {d["id"]: d for d in self._divergences}
+        for node, attrs in self.shown.nodes(data=True):
+            if attrs.get("group"):
+                hits = [by_id[i] for i in (attrs.get("divergences") or ()) if i in by_id]
+            else:
+                positions = set(_positions_of(attrs))
+                hits = [d for d in self._divergences if d["trigger"] is not None and d["trigger"] in positions]
+                if not hits and self._divergences and all(d["trigger"] is None for d in self._divergences):
+                    hits = [by_id[i] for i in (attrs.get("divergences") or ()) if i in by_id]
+            if hits:
+                marks[node] = hits
+        return marks
+
+    def _divergence_html(self, node: Any) -> str:
+        hits = self._marks().get(node, [])
+        return "".join(f'<div class="ai-graph-divergence">{escape(_divergence_text(d))}</div>' for d in hits)
+
+    def _suffix_html(self) -> str:
+        """One line per divergence of the round shown: what it evicted, also when those rounds are not drawn."""
+        shown = self._divergences if self._seq is None else [d for d in self._divergences if d["seq"] == self._seq]
+        return "".join(f'<div class="ai-graph-suffix">{escape(_divergence_text(d))}</div>' for d in shown)
 
     # -- drawing ----------------------------------------------------------------------------------
 
@@ -181,62 +267,251 @@ class GraphView(w.VBox):
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
         traces: list[Any] = [_edges_trace(scatter, ex, ey)]
-        groups: dict[tuple[str, str], list[Any]] = {}
+        marks = self._marks()
+        groups: dict[tuple[str, str, str, bool], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
-            groups.setdefault((_status(attrs), _kind(attrs)), []).append(node)
-        for (status, kind), nodes in sorted(groups.items()):
-            removed = status in _REMOVED
-            labels = np.array([plotly_text(_label(n, g.nodes[n])) for n in nodes], dtype=object) if show_labels else None
+            groups.setdefault(self._legend_of(attrs), []).append(node)
+        for (name, kind, colour, removed), nodes in sorted(groups.items()):
+            labels = np.array([self._node_label(n, g.nodes[n]) for n in nodes], dtype=object) \
+                if show_labels else None
             traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
-                mode="markers+text" if show_labels else "markers", name=plotly_text(f"{kind} · {status}"),
+                mode="markers+text" if show_labels else "markers", name=plotly_text(name),
                 text=labels, textposition="bottom center", textfont=dict(size=9),
+                **({"cliponaxis": False} if scatter is go.Scatter else {}),
                 customdata=np.array([index[n] for n in nodes]),
-                marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour_for(status),
-                            line=dict(color="#d62728" if removed else "#333", width=2 if removed else 0.5)),
-                hovertext=np.array([_node_hover(n, g.nodes[n]) for n in nodes], dtype=object), hoverinfo="text"))
+                marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour,
+                            line=dict(color=colour_for("evicted") if removed else "rgba(0,0,0,0.55)",
+                                      width=2 if removed else 0.5)),
+                # a diverging node leads its hover with the divergence, whichever trace the mouse picks
+                hovertext=np.array(["<br>".join([*(_divergence_hover(d) for d in marks.get(n, ())),
+                                                 _node_hover(n, g.nodes[n])]) for n in nodes], dtype=object),
+                hoverinfo="text"))
+        if marks:
+            nodes = list(marks)
+            # SVG, after the nodes: drawn on top and first under the mouse
+            traces.append(go.Scatter(
+                x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]), mode="markers",
+                name=DIVERGENCE_MARK, customdata=np.array([index[n] for n in nodes]), cliponaxis=False,
+                marker=dict(symbol="circle-open", size=26, color=DIVERGENCE_COLOURS[0], line=dict(width=3)),
+                hovertext=np.array(["<br>".join(_divergence_hover(d) for d in marks[n]) for n in nodes], dtype=object),
+                hoverinfo="text"))
         for trace in traces:
             self.figure.add_trace(trace)
+        self.figure.layout.shapes = self._bands()
+        self.figure.layout.annotations = self._lane_labels() + self._edge_labels()
         if show_labels and xy:
             xs = [p[0] for p in xy.values()]
             ys = [p[1] for p in xy.values()]
-            # room for the labels around the outermost nodes
-            self.figure.layout.xaxis.range = [min(xs) - 0.8, max(xs) + 0.8]
-            self.figure.layout.yaxis.range = [min(ys) - 0.5, max(ys) + 0.3]
+            # room for the labels (two lines under a node) and the lane titles around the outermost nodes
+            self.figure.layout.xaxis.range = [min(xs) - 1.0, max(xs) + 1.0]
+            self.figure.layout.yaxis.range = [min(ys) - 0.8, max(ys) + 0.6]
         else:
             self.figure.layout.xaxis.range = None
             self.figure.layout.yaxis.range = None
         for trace in self.figure.data[1:]:
             trace.on_click(self._on_click)
 
+    def _legend_of(self, attrs: Mapping[str, Any]) -> tuple[str, str, str, bool]:
+        """(legend entry, kind, colour, removed) of a node: its kind and status under the rule."""
+        status, kind = _status(attrs), _kind(attrs)
+        return f"{kind} · {status}", kind, colour_for(status), status in _REMOVED
+
+    def _node_label(self, node: Any, attrs: Mapping[str, Any]) -> str:
+        """The node's label under its marker, as plotly text (escaped)."""
+        return plotly_text(_label(node, attrs))
+
+    def _bands(self) -> list[dict[str, Any]]:
+        """A shaded box around each connected part of the evicted or invalidated nodes (the evicted suffix, one
+        box per attempt or sub-tree), in the legend once."""
+        xy, out = self.positions, list[dict[str, Any]]()
+        removed = [n for n, attrs in self.shown.nodes(data=True) if _status(attrs) in _REMOVED and n in xy]
+        parts = nx.weakly_connected_components(self.shown.subgraph(removed)) if removed else []
+        for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
+            xs, ys = [xy[n][0] for n in part], [xy[n][1] for n in part]
+            out.append(dict(type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
+                            x0=min(xs) - 0.45, x1=max(xs) + 0.45, y0=min(ys) - 0.55, y1=max(ys) + 0.3,
+                            fillcolor=colour_for("evicted"), opacity=0.12, name=EVICTED_BAND,
+                            showlegend=not out, legendrank=900))
+        return out
+
+    def _lane_labels(self) -> list[dict[str, Any]]:
+        """"attempt N" over each attempt's nodes when attempts sit side by side (more than one drawn)."""
+        xy = self.positions
+        lanes: dict[Any, list[float]] = {}
+        for node, attrs in self.shown.nodes(data=True):
+            if attrs.get("attempt") is not None and node in xy:
+                lanes.setdefault(attrs["attempt"], []).append(xy[node][0])
+        if len(lanes) < 2 or not xy:
+            return []
+        top = max(p[1] for p in xy.values()) + 0.35
+        return [dict(x=(min(xs) + max(xs)) / 2, y=top, xref="x", yref="y", showarrow=False,
+                     text=f"<b>attempt {escape(a)}</b>", font=dict(size=11), yanchor="bottom")
+                for a, xs in sorted(lanes.items(), key=lambda kv: str(kv[0]))]
+
+    def _edge_labels(self) -> list[dict[str, Any]]:
+        return []
+
     def _on_click(self, trace: Any, points: Any, _state: Any = None) -> None:
         indices = list(getattr(points, "point_inds", []) or [])
         if indices and trace.customdata is not None:
-            self.select(self._nodes[int(np.asarray(trace.customdata)[indices[0]])])
+            node = self._nodes[int(np.asarray(trace.customdata)[indices[0]])]
+            self.select(node)
+            if trace.name == DIVERGENCE_MARK:
+                self.explain(node)
 
 
 class SubagentTreeView(GraphView):
-    """One round's sub-agent call tree: root caller → session → call → child actions (§11.5).
+    """The sub-agent call trees of a key: round → caller → session → call → child actions (§11.5).
 
-    Calls carry their status (done / in-flight / consumed); evicted or invalidated children stay
-    visible, outlined in red; unattributed calls are drawn with ✕.
+    Each action carries a badge with what the recovery did with it under the rule (reused / re-run / resumed /
+    not dispatched; node colour) next to its record status; the children of one call are siblings under it,
+    a child's event that started another is a dashed "emits" arrow between them, and every edge says what it
+    is (runs, opens, call, calls, result). A V4 result event (``subagentResultEvents``) says whether the
+    recovery replays it from the record or the child produces it again. Evicted or invalidated children are
+    outlined in red; unattributed calls are drawn with ✕. By default every round of the key with sub-agent
+    calls is drawn side by side (up to 12); the Round box picks one (type its seq).
     """
 
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
+    _foldable = False
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
-        if graph is None and seq is None:
+        rounds = _subagent_rounds(source, key) if graph is None else []
+        if graph is None and seq is None and not 0 < len(rounds) <= _MAX_TREE_ROUNDS:
             seq = _first_subagent_round(source, key)
         super().__init__(source, key, seq, graph=graph, height=height)
 
     def _round_options(self, rounds: list[int]) -> list[tuple[str, int | None]]:
-        return [(f"seq {s}", s) for s in rounds]
+        subagent = set(_subagent_rounds(self._source, self.key))
+        every = [(_ALL_ROUNDS, None)] if 0 < len(subagent) <= _MAX_TREE_ROUNDS else []
+        return every + [(f"seq {s}", s) for s in rounds]
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
-        return source.subagent_tree(key, seq)
+        if seq is not None:
+            return _siblings(source.subagent_tree(key, seq))
+        rounds = _subagent_rounds(source, key)
+        trees = [_siblings(source.subagent_tree(key, s)) for s in rounds]
+        if not trees:
+            return nx.DiGraph(business_key=key, seq=None)
+        whole = nx.compose_all(trees)
+        whole.graph.update(seq=None, emits=[e for t in trees for e in t.graph.get("emits", ())])
+        return whole
+
+    def _legend_of(self, attrs: Mapping[str, Any]) -> tuple[str, str, str, bool]:
+        kind = _kind(attrs)
+        status = _status(attrs)
+        if kind != "action":
+            # structure (round, session, call, result): one neutral colour, its status in its label
+            return kind, kind, colour_for("outside"), False
+        badge = _badge(attrs, self.graph)
+        role = attrs.get("role") or "action"
+        role = "child" if role in ("bootstrap", "forwarded") else role
+        return f"{role} · {badge}", kind, colour_for(_BADGE_KINDS.get(badge, badge), KIND_COLOURS), \
+            status in _REMOVED
+
+    def _node_label(self, node: Any, attrs: Mapping[str, Any]) -> str:
+        label = plotly_text(_label(node, attrs))
+        kind = _kind(attrs)
+        if kind == "action":
+            badge = _badge(attrs, self.graph)
+            status = attrs.get("status")
+            second = f"<b>{plotly_text(badge.upper())}</b>" + (f" · {plotly_text(status)}" if status else "")
+            return f"{label}<br>{second}"
+        if kind == "call" and attrs.get("call_status"):
+            return f"{label}<br>{plotly_text(attrs['call_status'])}"
+        if kind == "result":
+            producer = self.shown.nodes.get(attrs.get("produced_by"), {}) if attrs.get("produced_by") in \
+                self.shown else {}
+            return f"{label}<br>{plotly_text(_result_replay(producer, self.graph))}"
+        return label
+
+    def _edge_labels(self) -> list[dict[str, Any]]:
+        xy, out = self.positions, list[dict[str, Any]]()
+        if self.shown.number_of_edges() > _MAX_LABELS:
+            return out
+        for u, v, attrs in self.shown.edges(data=True):
+            word = _EDGE_WORDS.get(str(attrs.get("kind")), str(attrs.get("kind") or ""))
+            if word and u in xy and v in xy:
+                # past the middle, clear of the two-line label under the source node
+                out.append(dict(x=0.4 * xy[u][0] + 0.6 * xy[v][0], y=0.4 * xy[u][1] + 0.6 * xy[v][1], xref="x",
+                                yref="y", text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
+                                xanchor="left", xshift=3, opacity=0.85))
+        for u, v in self.shown.graph.get("emits", ()):
+            if u in xy and v in xy:
+                # the child whose event started a sibling: an arrow beside the tree's edges
+                out.append(dict(x=xy[v][0], y=xy[v][1], ax=xy[u][0], ay=xy[u][1], xref="x", yref="y",
+                                axref="x", ayref="y", showarrow=True, arrowhead=2, arrowwidth=1,
+                                standoff=10, startstandoff=10, text=""))
+                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2 + 0.12, xref="x",
+                                yref="y", text="<i>emits</i>", showarrow=False, font=dict(size=9)))
+        return out
+
+
+_MAX_TREE_ROUNDS = 12
+_BADGE_KINDS = {"reused": "reuse", "re-run": "rerun", "resumed": "resume", "failed": "fail",
+                _NOT_DISPATCHED: "not-dispatched"}
+
+
+def _badge(attrs: Mapping[str, Any], graph: nx.DiGraph) -> str:
+    """What the recovery did with an action under the graph's rule: reused / re-run / resumed / failed /
+    not dispatched (no replay task reached it); "status only" when the source knows no rule."""
+    outcome = attrs.get("outcome")
+    if outcome is not None and not _na(outcome):
+        return _OUTCOME_WORDS.get(str(outcome).upper(), str(outcome).lower())
+    return _NOT_DISPATCHED if graph.graph.get("statuses_known") else "status only"
+
+
+def _result_replay(producer: Mapping[str, Any], graph: nx.DiGraph) -> str:
+    """How a V4 result event reaches its caller in the recovery: replayed from the child's record, or produced
+    again by the child running again."""
+    badge = _badge(producer, graph) if producer else "status only"
+    if badge == "reused":
+        return "replayed from the record"
+    if badge in ("re-run", "resumed"):
+        return f"produced again ({badge} child)"
+    return "as recorded"
+
+
+def _siblings(tree: nx.DiGraph) -> nx.DiGraph:
+    """The tree with every child of a call directly under the call (siblings); the "forwards" edges (a child
+    whose event started another) are kept aside in ``graph.graph["emits"]``, drawn beside the tree."""
+    tree = tree.copy()
+    emits = []
+    for u, v, attrs in list(tree.edges(data=True)):
+        if attrs.get("kind") != "forwards":
+            continue
+        call = _call_of(tree, u)
+        if call is None:
+            continue
+        tree.remove_edge(u, v)
+        tree.add_edge(call, v, kind="delegates", linked=True)
+        emits.append((u, v))
+    tree.graph["emits"] = emits
+    return tree
+
+
+def _call_of(tree: nx.DiGraph, node: Any) -> Any:
+    seen = set()
+    while node is not None and node not in seen:
+        seen.add(node)
+        if tree.nodes[node].get("kind") == "call":
+            return node
+        preds = list(tree.predecessors(node))
+        node = preds[0] if preds else None
+    return None
+
+
+def _subagent_rounds(source: Any, key: Any) -> list[int]:
+    """The rounds of ``key`` with sub-agent records, ascending."""
+    frame = getattr(source, "records", None)
+    if not isinstance(frame, pd.DataFrame) or key is None or "subagent_session_id" not in frame.columns:
+        return []
+    mine = frame[(frame["business_key"] == key).fillna(False).to_numpy(dtype=bool)]
+    return sorted(int(s) for s in mine.loc[mine["subagent_session_id"].notna(), "seq"].dropna().unique())
 
 
 def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
@@ -366,3 +641,88 @@ def _layout(graph: nx.DiGraph) -> dict[Any, tuple[float, float]]:
     if graph.number_of_nodes() == 0:
         return {}
     return {n: (float(x), float(y)) for n, (x, y) in layered_layout(graph).items()}
+
+
+def _match_round(text: Any, options: Mapping[str, Any]) -> str | None:
+    """The round option ``text`` names: an option itself, or a typed seq ("6", " seq 6 ")."""
+    typed = str(text or "").strip()
+    if typed in options:
+        return typed
+    digits = typed.removeprefix("seq").strip()
+    if digits.lstrip("-").isdigit():
+        option = _round_text(int(digits))
+        return option if option in options else None
+    return None
+
+
+def _attempts(graph: nx.DiGraph) -> list[Any]:
+    return [a.get("attempt") for _, a in graph.nodes(data=True)
+            if a.get("kind") == "action" and a.get("attempt") is not None]
+
+
+def _positions_of(attrs: Mapping[str, Any]) -> list[int]:
+    value = attrs.get("positions")
+    if isinstance(value, (list, tuple)):
+        return [int(v) for v in value if isinstance(v, (int, np.integer))]
+    return []
+
+
+def _rule_name(source: Any) -> str | None:
+    rule = getattr(source, "rule", None)
+    if rule is None:
+        return None
+    return rule if isinstance(rule, str) else str(getattr(rule, "name", rule))
+
+
+def _key_divergences(source: Any, key: Any) -> list[dict[str, Any]]:
+    """The divergences of ``key`` in a reconstruction: id, seq, kind, trigger position, explanation, the rule,
+    and what each removed, grouped by round (``seq 1 ×5, seq 2 ×6``)."""
+    if key is None or not isinstance(source, ReconstructionLike):
+        return []
+    frame = source.divergences
+    key_col = first_column(frame, "business_key", "key")
+    if frame.empty or key_col is None:
+        return []
+    mine = frame[(frame[key_col] == key).fillna(False).to_numpy(dtype=bool)]
+    removed = removed_by(source)
+    rule = _rule_name(source)
+    out = []
+    for index, row in mine.iterrows():
+        ident = row.get("id", index)
+        trigger = row.get("trigger_pos")
+        seq = row.get("seq")
+        out.append({
+            "id": ident, "seq": None if _na(seq) else int(seq), "kind": row.get("kind"), "rule": rule,
+            "trigger": None if _na(trigger) else int(trigger), "explanation": row.get("explanation"),
+            "removed": removed.get(ident, ""),
+        })
+    return out
+
+
+def _divergence_hover(d: Mapping[str, Any]) -> str:
+    """Escaped hover lines of one divergence: which, under which rule, its cause and what it removed."""
+    head = " · ".join(str(p) for p in (f"divergence #{d['id']}", d.get("kind"),
+                                        f"rule {d['rule']}" if d.get("rule") else None) if p)
+    return hover([("✕", head), ("cause", d.get("explanation")), ("removed", d.get("removed") or None)])
+
+
+def _divergence_text(d: Mapping[str, Any]) -> str:
+    """One line: the rule, the divergence and its cause, and what it removed."""
+    parts = [f"divergence #{d['id']}"]
+    if d.get("rule"):
+        parts.append(f"rule {d['rule']}")
+    if d.get("kind"):
+        parts.append(str(d["kind"]))
+    text = " · ".join(parts)
+    if d.get("explanation"):
+        text += f": {d['explanation']}"
+    if d.get("removed"):
+        text += f" — removed {d['removed']}"
+    return text
+
+
+def _na(value: Any) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False

@@ -76,7 +76,7 @@ class ResultInspector(w.VBox):
             return self._built[tab]
         key = self.key_picker.value
         makers: dict[str, Callable[[], w.Widget]] = {
-            "Records": lambda: LogBrowser(self.result),
+            "Records": lambda: _records_view(self.result),
             "History": lambda: KeyHistory(self.result, key),
             "Timeline": lambda: KeyTimeline(self.result, key),
             "Divergences": lambda: DivergenceView(self.result, key=key),
@@ -91,6 +91,13 @@ class ResultInspector(w.VBox):
         self._built[tab] = view
         self.tabs.children[self.TABS.index(tab)].children = [view]
         return view
+
+
+def _records_view(result: Any) -> LogBrowser:
+    """The log browser of the Records tab, without its runtime line: the inspector shows it once above the tabs."""
+    view = LogBrowser(result)
+    view.runtime.layout.display = "none"
+    return view
 
 
 def _lints_view(result: Any) -> w.Widget:

@@ -25,7 +25,7 @@ from agent_inspect.widgets._common import (
     to_builtins,
 )
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import DIVERGENCE_COLOURS, view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -59,6 +59,13 @@ COUNTER_WORDS: dict[str, tuple[str, str]] = {
                             "(seq >= s)"),
 }
 _STORE_ROWS = 30
+# Step kinds that come by the hundred: drawn small and translucent (their density), under the rare ones.
+_DENSE_KINDS = ("persist", "lookup", "rerun", "reuse", "resume", "round-complete", "round_complete", "not-dispatched")
+# The rare kinds that explain a recovery: drawn big, outlined and on top, each with its own symbol.
+_MARKED_KINDS = {"eviction": "x", "invalidation": "diamond", "fail": "star", "prune": "triangle-down"}
+# Above this many steps the frequent kinds are drawn as density.
+_DENSE_FROM = 300
+_MEMORY_VALUE_CHARS = 160
 # Hover shows at most these step fields, in this order, when present.
 _HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "event_id", "outcome", "reason",
                  "change", "call_index", "function_id", "scope")
@@ -74,7 +81,7 @@ class ReplayStepper(w.VBox):
     simulated store entries of the current step's key and the simulated memory.
     """
 
-    def __init__(self, executor: ExecutorState, *, height: int = 300) -> None:
+    def __init__(self, executor: ExecutorState, *, height: int = 320) -> None:
         super().__init__()
         self.add_class("ai-stepper")
         self.executor = executor
@@ -98,8 +105,9 @@ class ReplayStepper(w.VBox):
         self.memory = w.HTML()
         self.memory.add_class("ai-memory")
         self.figure = Plot(layout=go.Layout(
-            height=height, margin=dict(l=50, r=10, t=20, b=40), hovermode="closest",
-            xaxis=dict(title="step"), yaxis=dict(title="seq"), legend=dict(orientation="h", y=1.1)))
+            height=height, margin=dict(l=50, r=10, t=40, b=40), hovermode="closest",
+            xaxis=dict(title="step"), yaxis=dict(title="seq"),
+            legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom")))
         self.figure.add_class("ai-stepper-timeline")
         self._drawn: tuple[pd.DataFrame, np.ndarray] = (pd.DataFrame(), np.zeros(0))
         self.figure.on_hover(self._hover)
@@ -178,15 +186,16 @@ class ReplayStepper(w.VBox):
         steps = all_steps if key is None or "key" not in all_steps.columns else \
             all_steps[(all_steps["key"] == key).fillna(False).to_numpy(dtype=bool)]
         counters = self.executor.counters if key is None else self.executor.counters_for(key)
-        self.counters.value = self.runtime + _counters_html(counters, len(steps))
+        self.counters.value = self.runtime + _counters_html(counters, len(steps), key=key)
         if steps.empty:
             self.detail.value = message_html("no step yet: press Step" if all_steps.empty
                                              else f"no step at key {key} yet")
         else:
             last = steps.iloc[-1]
-            self.detail.value = _step_html(last.get("index", len(steps)), last)
+            self.detail.value = _step_html(last.get("index", len(steps)), last, step_cause(all_steps, last))
         self._draw(steps)
-        self.memory.value = _memory_html(self.executor.memory)
+        current = key if key is not None else (None if steps.empty else steps.iloc[-1].get("key"))
+        self.memory.value = _memory_html(self.executor.memory, current)
         # Reading the executor's store before its first step would start the replay.
         self.store.value = "" if steps.empty else _store_html(self.executor.cache, key or steps.iloc[-1].get("key"))
         self.breakpoints.value = _breakpoints_html(self.executor.breakpoints)
@@ -242,15 +251,30 @@ class ReplayStepper(w.VBox):
         self._drawn = (steps, x)
         rows = np.arange(len(steps))
         scatter = go.Scattergl if len(steps) > 1000 else go.Scatter
-        traces = []
+        dense = len(steps) > _DENSE_FROM
+        traces, on_top = [], []
         for kind in dict.fromkeys(kinds.tolist()):
             sel = (kinds == kind).to_numpy(dtype=bool)
+            colour = colour_for(kind, KIND_COLOURS)
+            if kind in _MARKED_KINDS:
+                # rare and telling: big, outlined, on top
+                on_top.append(go.Scatter(
+                    x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind), customdata=rows[sel],
+                    legendrank=10, hoverinfo="text", cliponaxis=False,
+                    marker=dict(size=13, color=colour, symbol=_MARKED_KINDS[kind],
+                                line=dict(width=1.5, color=DIVERGENCE_COLOURS[0]))))
+                continue
+            faint = dense and kind in _DENSE_KINDS
             traces.append(scatter(x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind), customdata=rows[sel],
-                                  marker=dict(size=9, color=colour_for(kind, KIND_COLOURS)), hoverinfo="text"))
+                                  legendrank=100, hoverinfo="text",
+                                  marker=dict(size=5 if faint else 9, color=colour, opacity=0.35 if faint else 1.0,
+                                              line=dict(width=0))))
+        traces += on_top
         if len(steps):
-            traces.append(scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current",
-                                  marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color="#000", width=2)),
-                                  hoverinfo="skip"))
+            traces.append(go.Scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current", legendrank=1,
+                                     marker=dict(size=18, color="rgba(0,0,0,0)",
+                                                 line=dict(color=DIVERGENCE_COLOURS[0], width=2)),
+                                     hoverinfo="skip"))
         self.figure.items = len(steps)
         with self.figure.batch_update():
             self.figure.data = []
@@ -285,7 +309,8 @@ def _store_html(cache: Any, key: Any) -> str:
         title = f"simulated store: {len(cache)} of {total} entries, key {key}"
     else:
         title = f"simulated store: {total} entries"
-    return frame_html(cache, max_rows=_STORE_ROWS, caption=title)
+    # long state keys make tall rows: the table scrolls inside a box of fixed height
+    return f'<div class="ai-scroll-tall ai-store-scroll">{frame_html(cache, max_rows=_STORE_ROWS, caption=title)}</div>'
 
 
 def _breakpoints_html(breakpoints: Any) -> str:
@@ -307,7 +332,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _counters_html(counters: Any, steps: int) -> str:
+def _counters_html(counters: Any, steps: int, *, key: Any = None) -> str:
     items: list[tuple[str, Any]] = [("steps", steps)]
     counters = _plain(counters)
     if isinstance(counters, Mapping):
@@ -318,23 +343,123 @@ def _counters_html(counters: Any, steps: int) -> str:
         items += [(k, getattr(counters, k)) for k in dir(counters)
                   if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
     words = {k: COUNTER_WORDS.get(k, (k.replace("_", " "), "")) for k, _ in items}
-    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" title="{escape(words[k][1])}">'
+    scope = "" if key is None else f" (key {key} only)"
+    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" title="{escape(words[k][1] + scope)}">'
                     f'<b>{escape(v)}</b> {escape(words[k][0])}</span>' for k, v in items)
-    return f'<div class="ai-counter-row">{cells}</div>'
+    head = "" if key is None else \
+        f'<span class="ai-counter-scope">counters of key <code>{escape(key)}</code> only:</span>'
+    return f'<div class="ai-counter-row">{head}{cells}</div>'
 
 
-def _step_html(index: int, row: pd.Series) -> str:
-    cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_short(v))}</td></tr>"
+def _step_html(index: int, row: pd.Series, cause: str = "") -> str:
+    cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_short(_grouped_change(v) if k == 'change' else v))}</td></tr>"
                     for k, v in row.items() if k not in _DETAIL_SKIP and not _na(v))
-    return f'<table class="agent-inspect ai-step"><caption>step {index}</caption><tbody>{cells}</tbody></table>'
+    line = f'<div class="ai-step-cause">{escape(cause)}</div>' if cause else ""
+    return (f'{line}<details class="ai-step-fields" open><summary>step {escape(index)} · {escape(row.get("kind", ""))}: '
+            f'every field</summary><table class="agent-inspect ai-step"><caption>step {escape(index)}</caption>'
+            f'<tbody>{cells}</tbody></table></details>')
 
 
-def _memory_html(memory: Any) -> str:
+def step_cause(steps: pd.DataFrame, row: pd.Series) -> str:
+    """One line saying why step ``row`` happened, from the step fields (the engine's wording where it gives one).
+
+    An eviction names its lookup, the rule's note and what it removed (grouped by round); a re-run names the
+    earlier eviction step that removed its record, when there is one."""
+    kind = str(row.get("kind", ""))
+    where = f"{row.get('key')}@{_int_text(row.get('seq'))}" + (
+        f" {row.get('action')}" if not _na(row.get("action")) else "")
+    if kind in ("eviction", "invalidation"):
+        note = row.get("rule_note") if not _na(row.get("rule_note")) else row.get("reason")
+        removed = _grouped_change(row.get("change")) if not _na(row.get("change")) else ""
+        return f"lookup of {where}: {note}" + (f" — {removed}" if removed else "")
+    if kind == "rerun":
+        by = _evicted_by(steps, row)
+        if by is not None:
+            return (f"rerun of {where}: its record was {'invalidated' if by['kind'] == 'invalidation' else 'evicted'}"
+                    f" by step {by['index']} (lookup of {by['key']}@{_int_text(by['seq'])})")
+    reason = row.get("reason")
+    return f"{kind} of {where}: {reason}" if not _na(reason) and kind else ""
+
+
+def _evicted_by(steps: pd.DataFrame, row: pd.Series) -> pd.Series | None:
+    """The last eviction (rounds > s) or invalidation (rounds >= s) of the same key before ``row`` that covers
+    its round."""
+    if not {"kind", "key", "seq", "index"} <= set(steps.columns) or _na(row.get("seq")):
+        return None
+    seq, index = int(row["seq"]), row.get("index")
+    removals = steps[steps["kind"].isin(("eviction", "invalidation")).to_numpy(dtype=bool)
+                     & (steps["key"] == row.get("key")).fillna(False).to_numpy(dtype=bool)]
+    if index is not None and not _na(index):
+        removals = removals[removals["index"] < index]
+    for _, r in removals.iloc[::-1].iterrows():
+        if _na(r.get("seq")):
+            continue
+        s = int(r["seq"])
+        if s < seq or (r["kind"] == "invalidation" and s <= seq):
+            found: pd.Series = r
+            return found
+    return None
+
+
+def _grouped_change(change: Any) -> Any:
+    """ "removed 14: user-0001@2, user-0001@2, user-0001@3 (+11 more)" → "removed 14: user-0001@2 ×2, @3 ×1
+    (+11 more)": removed records grouped by key and round (the ones the step lists)."""
+    if not isinstance(change, str) or not change.startswith("removed ") or ": " not in change:
+        return change
+    head, rest = change.split(": ", 1)
+    more = ""
+    if rest.endswith(")") and " (+" in rest:
+        rest, more = rest.rsplit(" (+", 1)
+        more = f" (+{more}"
+    counts: dict[tuple[str, str], int] = {}
+    for item in rest.split(", "):
+        key, _, seq = item.strip().rpartition("@")
+        counts[(key, seq)] = counts.get((key, seq), 0) + 1
+    parts, last_key = [], None
+    for (key, seq), n in counts.items():
+        parts.append(f"{key}@{seq} ×{n}" if key != last_key else f"@{seq} ×{n}")
+        last_key = key
+    return f"{head}: {', '.join(parts)}{more}"
+
+
+def _int_text(value: Any) -> str:
+    return "?" if _na(value) else str(int(value)) if isinstance(value, (int, float, np.integer)) else str(value)
+
+
+def _memory_html(memory: Any, key: Any = None) -> str:
+    """The memory of the current key only, folded; undecoded (Kryo) values summarised, never dumped."""
     if memory is None:
         return ""
-    data = to_builtins(memory)
-    return (f'<div class="ai-record"><b>memory at this step</b>'
-            f'<pre class="ai-value">{escape(pretty_json(data))}</pre></div>')
+    if isinstance(memory, Mapping) and key is not None and not _na(key):
+        mine = memory.get(key)
+        title = f"memory of key {key} at this step"
+    elif isinstance(memory, Mapping):
+        mine, title = None, f"memory: {len(memory):,} keys (pick a key or Step to see one)"
+    else:
+        mine, title = memory, "memory at this step"
+    if mine is None:
+        return f'<details class="ai-memory-fold"><summary>{escape(title)} · empty</summary></details>'
+    parts = []
+    for part in ("short_term", "sensory"):
+        values = getattr(mine, part, None) if not isinstance(mine, Mapping) else mine.get(part)
+        if values is None:
+            continue
+        rows = "".join(f"<tr><th>{escape(name)}</th><td>{escape(_memory_value(v))}</td></tr>"
+                       for name, v in dict(values).items())
+        parts.append(f'<table class="agent-inspect ai-memory-table"><caption>{escape(part.replace("_", "-"))}: '
+                     f"{len(values)} entries</caption><tbody>{rows}</tbody></table>")
+    if not parts:
+        parts.append(f'<pre class="ai-value">{escape(_short(to_builtins(mine)))}</pre>')
+    return f'<details class="ai-memory-fold"><summary>{escape(title)}</summary>{"".join(parts)}</details>'
+
+
+def _memory_value(value: Any) -> str:
+    """A memory value in one short line: undecoded payloads by their serde and size."""
+    serde, payload = getattr(value, "serde", None), getattr(value, "payload", None)
+    if isinstance(serde, str) and isinstance(payload, (str, bytes)):
+        return f"{serde} payload, {len(payload):,} base64 chars (not decoded: give the executor a memory_decoder)"
+    text = pretty_json(to_builtins(value))
+    return text if len(text) <= _MEMORY_VALUE_CHARS else text[:_MEMORY_VALUE_CHARS - 1] + "…"
 
 
 def _na(value: Any) -> bool:

@@ -60,3 +60,8 @@ def close_view(view: w.Widget) -> None:
     """
     for widget in widgets_under(view):
         widget.close()
+
+
+#: The divergence mark of the graphs, the timeline and the stepper (the ring and ✕ on a diverging node, record or
+#: step): (light, dark). Text-like near-black / near-white, so it never reads as one of the status colours.
+DIVERGENCE_COLOURS = ("#1f2328", "#e6edf3")

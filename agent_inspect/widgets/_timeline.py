@@ -24,6 +24,7 @@ from agent_inspect.widgets._common import (
     value_html,
 )
 from agent_inspect.widgets._plot import Plot
+from agent_inspect.widgets._style import DIVERGENCE_COLOURS
 
 __all__ = ["KeyTimeline", "LOD_POINTS", "most_affected_key", "timeline_figure"]
 
@@ -53,6 +54,7 @@ def most_affected_key(source: Any) -> Any:
 LOD_POINTS = 4000
 _X_BINS = 300
 _Y_BINS = 80
+DIVERGENCE_MARK = "divergence"
 # Drawing order: later traces sit on top, so live records cover superseded ones and divergences cover both.
 _DRAW_ORDER = ("superseded", "pruned", "evicted", "invalidated")
 _LAYOUT = dict(margin=dict(l=50, r=10, t=64, b=40), hovermode="closest", uirevision="timeline",
@@ -65,9 +67,10 @@ class KeyTimeline(w.VBox):
     """Every record of one business key: x = log position, y = seq, colour = status.
 
     Attempts are separated by dashed lines, the records a recovery evicted or invalidated are drawn
-    inside a shaded band per divergence, and divergence points are marked with a ✕ drawn on top; its
-    hover shows the divergence's explanation. Click a point to see the record's status, reason and
-    decoded value below the chart. Above :data:`LOD_POINTS` records in view the chart shows counts
+    inside a shaded band per divergence ("evicted suffix" in the legend), and each divergence point (the
+    record whose lookup triggered the rule) is marked with a ✕ drawn on top; hovering or clicking a ✕ gives
+    the divergence: the rule, its cause and what it removed. Click a point to see the record's status,
+    reason and decoded value below the chart. Above :data:`LOD_POINTS` records in view the chart shows counts
     per status per bin; zoom in and the kernel sends the records of the zoomed range.
     """
 
@@ -110,6 +113,15 @@ class KeyTimeline(w.VBox):
         title = " · ".join([f"record {pos}: {state_key}", *facts])
         self.detail.value = value_html(title, decoded_value(self._source, pos))
 
+    def select_divergence(self, pos: int) -> None:
+        """Show the divergence(s) whose ✕ sits at log position ``pos`` (as a click on the ✕ would)."""
+        marks = [d for p, _, _, d in self._data.divergences if p == int(pos)]
+        self.selected_pos = int(pos)
+        self.detail.value = "".join(
+            f'<div class="ai-divergence-detail"><b>{escape(d["title"])}</b>'
+            f'<div>cause: {escape(d["cause"])}</div><div>removed: {escape(d["removed"] or "nothing")}</div></div>'
+            for d in marks) or message_html(f"no divergence at record {pos}")
+
     def show_range(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None = None) -> None:
         """Draw the records in this range of log positions (and seqs); None: all of them."""
         self._x_range, self._y_range = x_range, y_range
@@ -131,6 +143,9 @@ class KeyTimeline(w.VBox):
             return
         if trace.customdata is None:
             return
+        if trace.name == DIVERGENCE_MARK:
+            self.select_divergence(int(np.asarray(trace.customdata)[indices[0]]))
+            return
         self.select(int(np.asarray(trace.customdata)[indices[0]]))  # a bin: its first record
         if index in self._bins:
             self.detail.value = (message_html(self._bins[index][indices[0]].replace("<br>", " · ") +
@@ -145,7 +160,10 @@ class KeyTimeline(w.VBox):
         trace = self.figure.data[index]
         if trace.customdata is None or point >= len(trace.customdata):
             return None
-        return self._data.hover(int(trace.customdata[point]))
+        pos = int(trace.customdata[point])
+        if trace.name == DIVERGENCE_MARK:
+            return "<br>".join(t for p, _, t, _ in self._data.divergences if p == pos)
+        return self._data.hover(pos)
 
     def _zoom(self, event: dict[str, Any]) -> None:
         x_range = _range(event, "xaxis", self._x_range)
@@ -217,7 +235,7 @@ class _TimelineData:
     def hover(self, pos: int) -> str:
         """Escaped hover text of one record, led by the explanation of a divergence at that position."""
         text = str(_hover_texts(self.frame.loc[[pos]])[0])
-        marks = [t for p, _, t in self.divergences if p == pos]
+        marks = [t for p, _, t, _ in self.divergences if p == pos]
         return "<br>".join([*marks, text])
 
     def count(self, x_range: tuple[float, float] | None, y_range: tuple[float, float] | None) -> int:
@@ -256,14 +274,15 @@ class _TimelineData:
                 traces.append(go.Scattergl(x=pos, y=self.seq[sel], customdata=pos, **style,
                                            marker=dict(color=colour_for(name), size=7, line=dict(width=0)),
                                            hovertext=record_texts, hoverinfo="text"))
-        marks = [(p, s, t) for p, s, t in self.divergences
+        marks = [(p, s, t) for p, s, t, _ in self.divergences
                  if (x_range is None or x_range[0] <= p <= x_range[1])]
         if marks:
-            traces.append(go.Scattergl(
-                x=[p for p, _, _ in marks], y=[s for _, s, _ in marks], mode="markers", name="divergence",
-                customdata=[p for p, _, _ in marks], legendrank=200,
-                marker=dict(symbol="x", size=12, color="#000", line=dict(width=1, color="#fff")),
-                hovertext=[self.hover(p) for p, _, _ in marks] if hover else None, hoverinfo="text"))
+            # SVG, so drawn over the WebGL records; a record beneath a ✕ leads its hover with the divergence
+            traces.append(go.Scatter(
+                x=[p for p, _, _ in marks], y=[s for _, s, _ in marks], mode="markers", name=DIVERGENCE_MARK,
+                customdata=[p for p, _, _ in marks], legendrank=200, cliponaxis=False,
+                marker=dict(symbol="x", size=14, color=DIVERGENCE_COLOURS[0], line=dict(width=1, color="#fff")),
+                hovertext=[t for _, _, t in marks] if hover else None, hoverinfo="text"))
         return traces, bins
 
 
@@ -323,7 +342,8 @@ def _band_shapes(frame: pd.DataFrame, statuses: np.ndarray, seq: np.ndarray) -> 
         return []
     group = frame["divergence_id"].astype("string").fillna("") if "divergence_id" in frame.columns \
         else pd.Series("", index=frame.index, dtype="string")
-    shapes = []
+    shapes: list[dict] = []
+    legend: set[str] = set()
     part = pd.DataFrame({"pos": frame.index[removed], "seq": seq[removed],
                          "group": group.to_numpy()[removed], "status": statuses[removed]})
     for (_, status), rows in part.groupby(["group", "status"], sort=True):
@@ -331,12 +351,15 @@ def _band_shapes(frame: pd.DataFrame, statuses: np.ndarray, seq: np.ndarray) -> 
             type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
             x0=float(rows["pos"].min()) - 0.5, x1=float(rows["pos"].max()) + 0.5,
             y0=float(rows["seq"].min()) - 0.4, y1=float(rows["seq"].max()) + 0.4,
-            fillcolor=colour_for(status), opacity=0.13, name=f"{status} suffix"))
+            fillcolor=colour_for(status), opacity=0.13, name=f"{status} suffix",
+            showlegend=status not in legend, legendrank=150))
+        legend.add(status)
     return shapes
 
 
-def _divergences_of(source: Any, key: Any, frame: pd.DataFrame) -> list[tuple[int, float, str]]:
-    """(position, seq, escaped hover) of every divergence point of this key."""
+def _divergences_of(source: Any, key: Any, frame: pd.DataFrame) -> list[tuple[int, float, str, dict[str, str]]]:
+    """(position, seq, escaped hover, plain facts) of every divergence point of this key: the record whose
+    lookup triggered the rule (each record in conflict when the divergence names no trigger)."""
     if not isinstance(source, ReconstructionLike) or source.divergences.empty:
         return []
     divergences = source.divergences
@@ -345,17 +368,42 @@ def _divergences_of(source: Any, key: Any, frame: pd.DataFrame) -> list[tuple[in
         return []
     mine = divergences[(divergences[key_col] == key).fillna(False).to_numpy(dtype=bool)]
     pos_col = first_column(mine, "positions", "pos", "position")
-    out: list[tuple[int, float, str]] = []
-    for _, row in mine.iterrows():
+    rule = getattr(source, "rule", None)
+    rule_name = None if rule is None else rule if isinstance(rule, str) else str(getattr(rule, "name", rule))
+    removed = removed_by(source)
+    out: list[tuple[int, float, str, dict[str, str]]] = []
+    for index, row in mine.iterrows():
         seq = row.get("seq")
-        for p in (_positions(row.get(pos_col)) if pos_col else []):
+        ident = row.get("divergence_id", row.get("id", index))
+        trigger = row.get("trigger_pos")
+        points = [int(trigger)] if not _missing(trigger) else (_positions(row.get(pos_col)) if pos_col else [])
+        title = " · ".join(str(p) for p in (f"divergence #{ident}", row.get("kind"),
+                                            f"rule {rule_name}" if rule_name else None, f"seq {seq}") if p)
+        facts = {"title": title, "cause": str(row.get("explanation", "") or ""),
+                 "removed": removed.get(ident, "" if _missing(row.get("removed")) else
+                                        f"{int(row.get('removed'))} cached records")}
+        for p in points:
             if p not in frame.index:
                 continue
             s = frame.at[p, "seq"] if "seq" in frame.columns else seq
             out.append((int(p), -1.0 if pd.isna(s) else float(s),
-                        hover([("divergence ✕", row.get("divergence_id", row.get("id", row.name))),
-                               ("kind", row.get("kind")), ("seq", seq), ("record", p),
-                               ("explanation", row.get("explanation", ""))])))
+                        hover([("✕", title), ("cause", facts["cause"]), ("removed", facts["removed"] or None),
+                               ("record", p)]), facts))
+    return out
+
+
+def removed_by(source: Any) -> dict[Any, str]:
+    """Divergence id → what its removals took, grouped by round: "seq 1 ×5, seq 2 ×6 (11 records)"."""
+    evictions = getattr(source, "evictions", None)
+    records = records_of(source)
+    if not isinstance(evictions, pd.DataFrame) or evictions.empty or "divergence_id" not in evictions.columns \
+            or "positions" not in evictions.columns or "seq" not in records.columns:
+        return {}
+    out: dict[Any, str] = {}
+    for ident, rows in evictions.groupby("divergence_id", sort=False):
+        positions = [p for ps in rows["positions"] for p in _positions(ps)]
+        counts = records["seq"].reindex(positions).dropna().astype(int).value_counts().sort_index()
+        out[ident] = ", ".join(f"seq {s} ×{n}" for s, n in counts.items()) + f" ({len(positions)} records)"
     return out
 
 

@@ -160,12 +160,12 @@ def test_key_timeline_markers_hover_click_and_legend(lab_page, lab_root: Path, a
     # the legend's mark is the ✕ the text speaks of
     assert chart["traces"][-1]["symbol"].startswith("x")
 
-    # hover a divergence mark: its explanation shows
+    # hover a divergence mark: its cause shows
     page.locator(sel).scroll_into_view_if_needed()
     point = page.evaluate(_POINT_JS, ["divergence", 0])
     page.mouse.move(point["x"], point["y"])
-    page.wait_for_function("() => /explanation/.test((document.querySelector('.ai-timeline .ai-plot-tip') || "
-                           "{}).innerText || '') || /explanation/.test((document.querySelector('.ai-timeline "
+    page.wait_for_function("() => /cause:/.test((document.querySelector('.ai-timeline .ai-plot-tip') || "
+                           "{}).innerText || '') || /cause:/.test((document.querySelector('.ai-timeline "
                            ".hoverlayer') || {}).textContent || '')", timeout=10_000)
 
     # the toolbar (shown on hover) does not cover the legend

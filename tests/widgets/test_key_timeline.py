@@ -43,7 +43,8 @@ def test_attempts_band_and_divergence_marks(probe_result):
     marks = [t for t in timeline.figure.data if t.name == "divergence"]
     divergences = probe_result.divergences
     mine = divergences[divergences["business_key"] == key]
-    assert marks and set(marks[0].customdata) == {p for ps in mine["positions"] for p in ps}
+    # one ✕ per divergence, on the record whose lookup triggered the rule
+    assert marks and set(marks[0].customdata) == set(mine["trigger_pos"])
 
 
 def test_click_shows_the_decoded_value(probe_result):
@@ -95,12 +96,23 @@ def test_divergence_marks_on_top_with_their_explanation_and_live_above_supersede
     if "live" in names and "superseded" in names:
         assert names.index("live") > names.index("superseded")
     hovered = timeline.figure._hover_text(len(names) - 1, 0)
-    assert "explanation" in hovered
+    # the divergence, not the record: its rule, its cause and what it removed
+    assert "rule fixed" in hovered and "cause: " in hovered and "removed: seq 0 ×2" in hovered
     # the record under the mark shows the explanation too, whichever trace the mouse picks
     pos = int(timeline.figure.data[-1].customdata[0])
     under = next((i, list(t.customdata).index(pos)) for i, t in enumerate(timeline.figure.data[:-1])
                  if pos in list(t.customdata))
-    assert "explanation" in timeline.figure._hover_text(*under)
+    assert timeline.figure._hover_text(*under).startswith("✕: divergence #")
+
+
+def test_click_on_a_divergence_mark_shows_the_divergence_not_the_record(probe_result):
+    timeline = KeyTimeline(probe_result, f"user-{IMG}")
+    click(timeline.figure, len(timeline.figure.data) - 1, 0)
+    assert "divergence #" in timeline.detail.value and "rule fixed" in timeline.detail.value
+    assert "cause:" in timeline.detail.value and "removed: seq 0 ×2" in timeline.detail.value
+    assert "decoded" not in timeline.detail.value and "ai-value" not in timeline.detail.value
+    bands = [s for s in timeline.figure.layout.shapes if s.type == "rect"]
+    assert [s.name for s in bands if s.showlegend] == sorted({s.name for s in bands}, key=[b.name for b in bands].index)
 
 
 def test_click_on_a_removed_record_shows_status_and_reason(probe_result):

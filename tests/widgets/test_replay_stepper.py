@@ -56,7 +56,12 @@ def test_run_to_breakpoint_then_to_the_end_and_reset():
     assert _counter(stepper, "calls_served") == counters.calls_served
     assert _counter(stepper, "calls_executed") == counters.calls_executed
     assert len(_plotted(stepper)) == len(ex.steps)
-    assert "memory at this step" in stepper.memory.value
+    # the memory of the current key only, folded
+    last_key = str(ex.steps.iloc[-1]["key"])
+    assert f"memory of key {last_key} at this step" in stepper.memory.value
+    assert stepper.memory.value.startswith('<details class="ai-memory-fold">')
+    others = set(map(str, ex.memory)) - {last_key}
+    assert all(f"key {k} " not in stepper.memory.value for k in others)
 
     stepper.reset_button.click()
     assert len(ex.steps) == 0 and _counter(stepper, "steps") == 0 and not stepper.step_button.disabled
