@@ -36,6 +36,8 @@ import traitlets
 from plotly.callbacks import Points
 from plotly.io.json import to_json_plotly
 
+from agent_inspect.widgets._style import dark_swaps, palette_css
+
 __all__ = ["Plot", "plotly_bundle", "plotly_library", "hover_lines"]
 
 _STATIC = Path(__file__).parent / "static"
@@ -44,6 +46,8 @@ _BUNDLE = Path(go.__file__).resolve().parents[1] / "package_data" / "plotly.min.
 _MIN_LIST = 16
 _BREAK = re.compile(r"<br\s*/?>", re.I)
 _TAG = re.compile(r"<[^>]*>")
+
+_PLAIN = go.layout.Template()
 
 HoverProvider = Callable[[int, Any], "str | None"]
 RelayoutCallback = Callable[[dict[str, Any]], None]
@@ -64,6 +68,8 @@ class _PlotlyLibrary(anywidget.AnyWidget):
 
     _esm = "export default {};"
     bundle = traitlets.Bytes().tag(sync=True)
+    #: the palette's light colours mapped to their dark variants: the charts swap them in JupyterLab's dark theme
+    dark_swaps = traitlets.Dict().tag(sync=True)
     #: one instance serves every chart: :func:`~agent_inspect.widgets._style.close_view` leaves it open
     shared = True
 
@@ -75,7 +81,7 @@ def plotly_library() -> _PlotlyLibrary:
     """The one live model holding plotly.js that every :class:`Plot` refers to (a new one after ``close_all()``)."""
     library = _shared.get("plotly")
     if library is None or library.comm is None:
-        library = _shared["plotly"] = _PlotlyLibrary(bundle=plotly_bundle())
+        library = _shared["plotly"] = _PlotlyLibrary(bundle=plotly_bundle(), dark_swaps=dark_swaps())
     return library
 
 
@@ -106,7 +112,7 @@ class Plot(anywidget.AnyWidget):
     """One chart. ``Plot(layout=...)`` or ``Plot(figure)``; then use it like ``go.FigureWidget``."""
 
     _esm = _STATIC / "plot.js"
-    _css = _STATIC / "plot.css"
+    _css = palette_css() + (_STATIC / "plot.css").read_text(encoding="utf-8")
     _spec = traitlets.Dict().tag(sync=True)
     _arrays: traitlets.List[memoryview] = traitlets.List().tag(sync=True)
     _library = traitlets.Instance(_PlotlyLibrary, allow_none=True).tag(sync=True, **w.widget_serialization)
@@ -121,6 +127,8 @@ class Plot(anywidget.AnyWidget):
         self._hover: HoverProvider | None = None
         self._relayout: list[RelayoutCallback] = []
         self.figure = _Figure(self, figure, layout)
+        # plotly's default template paints a light chart; the page sets one that follows the theme (plot.js)
+        self.figure.layout.template = _PLAIN
         self.on_msg(self._on_message)
         self._sync()
 
@@ -134,6 +142,7 @@ class Plot(anywidget.AnyWidget):
     @layout.setter
     def layout(self, value: Any) -> None:
         self.figure.layout = value
+        self.figure.layout.template = _PLAIN
         self._changed()
 
     @property
