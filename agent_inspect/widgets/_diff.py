@@ -24,6 +24,7 @@ __all__ = ["DiffView", "DIFF_COLOURS"]
 
 #: Colours of the pair statuses (nodes and timeline marks).
 DIFF_COLOURS = {"same": colour("good"), "changed": colour("warn"), "only in a": colour("bad"), "only in b": colour("info")}
+_EDGE_LINE, _OUTLINE = colour("muted"), colour("ink")
 _MAX_ROWS = 200
 
 
@@ -171,7 +172,7 @@ class DiffView(w.VBox):
                 ex += [xy[u][0], xy[v][0], None]
                 ey += [xy[u][1], xy[v][1], None]
             self.graph_figure.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
-                                                   line=dict(color=colour("muted"), width=1)))
+                                                   line=dict(color=_EDGE_LINE, width=1)))
             for status, colour in DIFF_COLOURS.items():
                 nodes = [n for n in g if g.nodes[n]["status"] == status]
                 if not nodes:
@@ -180,7 +181,7 @@ class DiffView(w.VBox):
                     x=[xy[n][0] for n in nodes], y=[xy[n][1] for n in nodes], mode="markers+text",
                     name=plotly_text(status), customdata=nodes, textposition="bottom center", textfont=dict(size=9),
                     text=[plotly_text(_short(g.nodes[n]["action"])) for n in nodes],
-                    marker=dict(color=colour, size=14, line=dict(color=colour("ink"), width=0.5)),
+                    marker=dict(color=colour, size=14, line=dict(color=_OUTLINE, width=0.5)),
                     hovertext=[hover([("action", g.nodes[n]["action"]), ("event", g.nodes[n]["event_type"]),
                                       ("status", status), ("record a", g.nodes[n]["pos_a"]),
                                       ("record b", g.nodes[n]["pos_b"]), ("changes", g.nodes[n]["changes"])])

@@ -280,3 +280,30 @@ def test_fleet_histograms_read(views_page) -> None:
         assert ticks and all(t.replace(",", "").replace("k", "").lstrip("−-").isdigit() for t in ticks), ticks
         assert len(ticks) == len(set(ticks)), ticks
     assert {"bytes of history", "durable calls re-executed", "keys"} <= set(chart["titles"]), chart["titles"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import agent_inspect as ai
+
+    log = ai.load(ai.samples.path("production"))
+    original = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
+    return ai.write_report(original, tmp_path_factory.mktemp("report") / "report.html", max_keys=2)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_report_reads_in_both_schemes(browser, report: Path, artifacts: Path, scheme: str) -> None:
+    """The static report follows the reader's prefers-color-scheme, charts included."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(report.as_uri())
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
+        page.screenshot(path=str(artifacts / f"theme-report-{scheme}.png"))
+        texts = page.evaluate(_CONTRAST_JS, page.locator("body").element_handle())
+        bad = [t for t in texts if "ratio" not in t or t["ratio"] < 4.5]
+        assert len(texts) > 50 and not bad, bad[:8]
+        paper = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        assert (paper == "rgb(255, 255, 255)") == (scheme == "light"), paper
+    finally:
+        context.close()
