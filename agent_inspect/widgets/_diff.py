@@ -15,7 +15,7 @@ from agent_inspect.history import layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour
+from agent_inspect.widgets._style import PALETTE
 
 if TYPE_CHECKING:
     from agent_inspect.diffing import Diff
@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["DiffView", "DIFF_COLOURS"]
 
 #: Colours of the pair statuses (nodes and timeline marks).
-DIFF_COLOURS = {"same": colour("good"), "changed": colour("warn"), "only in a": colour("bad"), "only in b": colour("info")}
-_EDGE_LINE, _OUTLINE = colour("muted"), colour("ink")
+DIFF_COLOURS = {"same": PALETTE["good"].light, "changed": PALETTE["warn"].light, "only in a": PALETTE["bad"].light,
+                "only in b": PALETTE["info"].light}
+_EDGE_LINE, _OUTLINE = PALETTE["muted"].light, PALETTE["ink"].light
 _MAX_ROWS = 200
 
 

@@ -14,6 +14,7 @@ from agent_inspect._html import escape, plotly_text
 from agent_inspect.history import graph_groups, group_graph, layered_layout
 from agent_inspect.widgets._common import colour_for, decoded_value, hover, log_of, message_html, value_html
 from agent_inspect.widgets._plot import Plot
+from agent_inspect.widgets._style import colour
 
 __all__ = ["GraphView", "SubagentTreeView"]
 
@@ -194,7 +195,7 @@ class GraphView(w.VBox):
                 text=labels, textposition="bottom center", textfont=dict(size=9),
                 customdata=np.array([index[n] for n in nodes]),
                 marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour_for(status),
-                            line=dict(color="#d62728" if removed else "#333", width=2 if removed else 0.5)),
+                            line=dict(color=colour("bad") if removed else colour("ink"), width=2 if removed else 0.5)),
                 hovertext=np.array([_node_hover(n, g.nodes[n]) for n in nodes], dtype=object), hoverinfo="text"))
         for trace in traces:
             self.figure.add_trace(trace)
@@ -241,7 +242,7 @@ class SubagentTreeView(GraphView):
 
 def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
     """One trace for every edge (NaN-separated); SVG edges end in an arrowhead just short of their target."""
-    line = dict(color="#999", width=1)
+    line = dict(color=colour("muted"), width=1)
     n = len(ex) // 3
     if scatter is not go.Scatter or n == 0 or n > _MAX_ARROWS:
         return scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip", line=line)
@@ -256,7 +257,7 @@ def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
     size[1::3] = 9
     # "previous": each arrowhead turns along the segment from its edge's source
     return go.Scatter(x=ex, y=ey, mode="lines+markers", name="edges", hoverinfo="skip", line=line,
-                      marker=dict(symbol="arrow", angleref="previous", size=size, color="#777"))
+                      marker=dict(symbol="arrow", angleref="previous", size=size, color=colour("muted")))
 
 
 def _round_text(seq: int | None) -> str:

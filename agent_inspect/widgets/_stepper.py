@@ -25,7 +25,7 @@ from agent_inspect.widgets._common import (
     to_builtins,
 )
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import colour, view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -249,7 +249,7 @@ class ReplayStepper(w.VBox):
                                   marker=dict(size=9, color=colour_for(kind, KIND_COLOURS)), hoverinfo="text"))
         if len(steps):
             traces.append(scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current",
-                                  marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color="#000", width=2)),
+                                  marker=dict(size=18, color="rgba(0,0,0,0)", line=dict(color=colour("ink"), width=2)),
                                   hoverinfo="skip"))
         self.figure.items = len(steps)
         with self.figure.batch_update():

@@ -44,6 +44,7 @@ PALETTE: Mapping[str, Shade] = {
     "ink": Shade("#1f2328", "#e6edf3"),  # text and outlines
     "line": Shade("#d0d7de", "#30363d"),  # borders, grid, things outside the picture
     "paper": Shade("#ffffff", "#0d1117"),  # background (the static report; JupyterLab has its own)
+    "heat": Shade("#e29393", "#823130"),  # the hot end of a heatmap: half "bad" on paper, "ink" text reads on it
 }
 
 

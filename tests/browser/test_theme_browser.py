@@ -82,6 +82,8 @@ _CONTRAST_JS = """
       const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
       return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
     }
+    m = s.match(/^#([0-9a-f]{6})$/i);
+    if (m) return [0, 2, 4].map(i => parseInt(m[1].slice(i, i + 2), 16)).concat([1]);
     m = s.match(/^color\\(srgb ([^)]*)\\)$/);
     if (m) {
       const p = m[1].split(/[\\s\\/]+/).filter(Boolean).map(Number);
@@ -109,6 +111,24 @@ _CONTRAST_JS = """
     for (let i = layers.length - 1; i >= 0; i--) bg = layers[i][3] >= 1 ? layers[i] : over(layers[i], bg);
     return bg;
   };
+  // a heatmap's value text sits on its cell: the trace's colour scale at that value, over the page
+  const heatCell = (el, bg) => {
+    const gd = el.closest('.js-plotly-plot');
+    const trace = gd && (gd._fullData || []).find(t => t.type === 'heatmap');
+    const z = Number(el.textContent);
+    if (!trace || !Number.isFinite(z)) return null;
+    const span = (trace.zmax - trace.zmin) || 1;
+    const f = Math.min(1, Math.max(0, (z - trace.zmin) / span));
+    const stops = trace.colorscale;
+    for (let i = 1; i < stops.length; i++) {
+      if (f <= stops[i][0]) {
+        const [a, b] = [parse(stops[i - 1][1]), parse(stops[i][1])];
+        const k = (f - stops[i - 1][0]) / ((stops[i][0] - stops[i - 1][0]) || 1);
+        return over([0, 1, 2, 3].map(j => a[j] + (b[j] - a[j]) * k), bg);
+      }
+    }
+    return null;
+  };
   const opacity = (el) => {
     let o = 1;
     for (let n = el; n && n.nodeType === 1; n = n.parentElement) o *= Number(getComputedStyle(n).opacity);
@@ -135,7 +155,8 @@ _CONTRAST_JS = """
     if (o < 0.05) continue;  // an invisible helper
     if (!fg) { out.push({text: el.textContent.slice(0, 40), unparsed: svg ? cs.fill : cs.color}); continue; }
     if (el.closest('[disabled], .ai-plot-tip[hidden]')) continue;  // WCAG exempts inactive controls
-    const bg = background(el);
+    let bg = background(el);
+    if (svg && el.closest('.heatmaplayer')) bg = heatCell(el, bg) || bg;
     const ink = over([fg[0], fg[1], fg[2], fg[3] * o], bg);
     out.push({text: el.textContent.trim().slice(0, 40), tag: el.tagName, cls: String(el.className.baseVal ?? el.className),
               ratio: Math.round(ratio(ink, bg) * 100) / 100, fg: svg ? cs.fill : cs.color, bg: bg.map(Math.round)});
@@ -223,11 +244,11 @@ def test_every_view_reads_in_both_themes(views_page, artifacts: Path, theme: str
     variant = "light" if light else "dark"
     failures: dict[str, list[dict]] = {}
     checked = 0
-    for name, _, _ in VIEWS:
-        out = page.locator(f'[data-theme-view="{name}"]')
-        out.scroll_into_view_if_needed()
-        out.screenshot(path=str(artifacts / f"theme-{name}-{variant}.png"))
-        texts = page.evaluate(_CONTRAST_JS, out.element_handle())
+    for name, _, css in VIEWS:
+        view = page.locator(f'[data-theme-view="{name}"] .{css}').first
+        view.scroll_into_view_if_needed()
+        view.screenshot(path=str(artifacts / f"theme-{name}-{variant}.png"))
+        texts = page.evaluate(_CONTRAST_JS, view.element_handle())
         assert texts, f"{name}: no text found"
         checked += len(texts)
         bad = [t for t in texts if "ratio" not in t or t["ratio"] < 4.5]
@@ -243,7 +264,7 @@ def test_charts_follow_the_theme(views_page) -> None:
     charts = page.evaluate(_CHARTS_JS, page.locator("body").element_handle())
     assert charts and all(c["theme"] == "dark" for c in charts)
     # no white block: the paper is transparent over JupyterLab's dark background
-    assert {c["paper"] for c in charts} == {"rgba(0, 0, 0, 0)"}, {c["paper"] for c in charts}
+    assert {c["paper"].replace(" ", "") for c in charts} == {"rgba(0,0,0,0)"}, {c["paper"] for c in charts}
     history = page.locator('[data-theme-view="history"] .ai-h-line.ai-h-rerun').first
     if history.count():  # issue 26 row 2: re-run rows were light pink under near-white text
         bg = page.evaluate("(el) => getComputedStyle(el).backgroundColor", history.element_handle())

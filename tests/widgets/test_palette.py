@@ -46,13 +46,19 @@ def test_at_most_30_hex_colours_in_the_views_and_the_report() -> None:
     assert {str(p) for p, _ in hits} <= {"widgets/_style.py"}, hits
 
 
-@pytest.mark.parametrize("role", [r for r in PALETTE if r not in ("line", "paper")])
+@pytest.mark.parametrize("role", [r for r in PALETTE if r not in ("line", "paper", "heat")])
 def test_text_in_every_role_reads_on_both_themes(role: str) -> None:
     shade = PALETTE[role]
     assert contrast(_rgb(shade.light), LIGHT_BACKGROUND) >= 4.5, shade.light
     assert contrast(_rgb(shade.dark), DARK_BACKGROUND) >= 4.5, shade.dark
     assert contrast(_rgb(shade.light), _rgb(PALETTE["paper"].light)) >= 4.5
     assert contrast(_rgb(shade.dark), _rgb(PALETTE["paper"].dark)) >= 4.5
+
+
+def test_text_reads_on_the_hot_end_of_a_heatmap() -> None:
+    heat, ink = PALETTE["heat"], PALETTE["ink"]
+    assert contrast(_rgb(ink.light), _rgb(heat.light)) >= 4.5
+    assert contrast(_rgb(ink.dark), _rgb(heat.dark)) >= 4.5
 
 
 def test_the_css_switches_with_jupyterlab_and_with_the_readers_scheme() -> None:
