@@ -21,6 +21,8 @@ __all__ = ["VerificationView"]
 
 _AGREE, _DISAGREE = colour("good"), colour("bad")
 _SHAPE, _EDGE = colour("muted"), colour("ink")
+# a key row wider than this many tasks gets no "observed" labels (they would overlap): hover shows them
+_LABELLED_TASKS = 12
 _SYMBOLS: dict[str, str] = {Outcome.REUSE: "circle", Outcome.RESUME: "diamond", Outcome.RERUN: "square", Outcome.FAIL: "x",
             Outcome.NOT_DISPATCHED: "circle-open"}
 _TRACE_COLUMNS = ["line", "timestamp", "entity_type", "entity_name", "status", "execution_id", "parent_execution_id",
@@ -118,13 +120,13 @@ class VerificationView(w.VBox):
                     marker=dict(color=colour, size=14, symbol=list(symbols[mask]), line=dict(width=1, color=_EDGE)),
                     customdata=np.flatnonzero(mask), hoverinfo="text", hovertext=list(text[mask]),
                     legendgroup="verdict", legendgrouptitle_text="colour"))
-            # what the trace observed, written under the disagreeing tasks only (every task's is on hover):
-            # a label under every marker overlaps its neighbours into a smear
-            self.figure.add_trace(go.Scatter(
-                x=x[~agree], y=[plotly_text(k) for k, a in zip(keys, agree) if not a], mode="text",
-                name="observed (where it disagrees)", text=[f"observed {plotly_text(o)}" for o in t["observed"][~agree]],
-                textposition="bottom center", textfont=dict(size=10), hoverinfo="skip",
-                customdata=np.flatnonzero(~agree), showlegend=False))
+            # what the trace observed, under each disagreeing task (every task's is on hover); only while the
+            # tasks are far enough apart for a label each: otherwise the labels overlap into a smear
+            if (~agree).any() and int(x.max()) < _LABELLED_TASKS:
+                self.figure.layout.annotations = [
+                    dict(x=int(p), y=plotly_text(k), text=f"observed {plotly_text(o)}", showarrow=False, yshift=-17,
+                         font=dict(size=10))
+                    for p, k, o in zip(x[~agree], np.array(keys, dtype=object)[~agree], t["observed"][~agree])][:60]
             # what each shape means: legend entries without points
             for outcome in dict.fromkeys(str(p) for p in predicted):
                 self.figure.add_trace(go.Scatter(
@@ -133,6 +135,7 @@ class VerificationView(w.VBox):
                     legendgroup="shape", legendgrouptitle_text="shape", customdata=[-1]))
             self.figure.layout.yaxis.type = "category"
             self.figure.layout.xaxis.update(integer_axis(x))
+            self.figure.layout.xaxis.update(range=[-0.6, float(x.max()) + 0.6], autorange=False)
         for trace in self.figure.data:
             trace.on_click(self._on_click)
 

@@ -182,7 +182,7 @@ _CHARTS_JS = """
   titles: [...gd.querySelectorAll('.g-xtitle text, .g-ytitle text, .g-x2title text, .g-y2title text')]
     .map(t => t.textContent),
   legend: [...gd.querySelectorAll('.legend .legendtext')].map(t => t.textContent),
-  labels: [...gd.querySelectorAll('.textpoint text')].map(t => { const b = t.getBoundingClientRect();
+  labels: [...gd.querySelectorAll('.textpoint text, .annotation-text')].map(t => { const b = t.getBoundingClientRect();
     return [b.left, b.top, b.right, b.bottom]; }),
   paper: gd._fullLayout.paper_bgcolor, theme: gd.closest('.ai-plot').dataset.aiTheme,
 }))
