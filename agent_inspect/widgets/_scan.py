@@ -13,7 +13,7 @@ from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import integer_axis, message_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import close_view
+from agent_inspect.widgets._style import close_view, colour
 
 if TYPE_CHECKING:
     from agent_inspect.scan import ScanResult
@@ -148,14 +148,16 @@ def scan_histograms(result: ScanResult, rule: str) -> go.Figure:
     k = result.keys
     calls = k[f"{rule}_calls"] if len(k) else pd.Series(dtype="int64")
     figure.add_trace(go.Histogram(x=k["history_bytes"].to_numpy() if len(k) else [], nbinsx=30,
-                                  name="history bytes", hovertemplate="%{x} bytes: %{y} keys<extra></extra>"),
+                                  name="history bytes", hovertemplate="%{x} bytes: %{y} keys<extra></extra>",
+                                  marker_color=colour("info")),
                      row=1, col=1)
     # one bar per whole number of calls while that stays readable (a count has no 1.2)
     values = pd.to_numeric(calls, errors="coerce").dropna()
     low, high = (int(values.min()), int(values.max())) if len(values) else (0, 0)
     bins = dict(start=low - 0.5, end=high + 0.5, size=1) if high - low <= 60 else None
     figure.add_trace(go.Histogram(x=calls.to_numpy(), xbins=bins, nbinsx=None if bins else 30,
-                                  name="calls re-executed", hovertemplate="%{x} calls: %{y} keys<extra></extra>"),
+                                  name="calls re-executed", hovertemplate="%{x} calls: %{y} keys<extra></extra>",
+                                  marker_color=colour("warn")),
                      row=1, col=2)
     keys = dict(title_text="keys", tickformat="d", rangemode="tozero", **({"dtick": 1} if len(k) <= 10 else {}))
     figure.update_yaxes(**keys)

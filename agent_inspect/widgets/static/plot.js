@@ -93,9 +93,12 @@ function template(el, dark) {
   const paper = pick("--jp-layout-color0", "--ai-paper") || (dark ? "black" : "white");
   const axis = { gridcolor: grid, linecolor: line, zerolinecolor: line, tickcolor: line, automargin: true,
                  title: { font: { color: ink } }, tickfont: { color: ink } };
+  const roles = ["info", "warn", "good", "bad", "violet", "brown", "pink", "cyan"];
+  const colorway = roles.map((role) => pick(`--ai-${role}`)).filter(Boolean);
   return {
     layout: {
       paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+      ...(colorway.length === roles.length ? { colorway } : {}),
       font: { color: ink, family: pick("--jp-ui-font-family") || undefined },
       title: { font: { color: ink } },
       xaxis: axis, yaxis: axis,
