@@ -8,6 +8,7 @@ one), against that background; every visible text of a view must reach 4.5:1.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -201,9 +202,10 @@ def _set_theme(page, name: str, light: bool) -> None:
     page.wait_for_function("(light) => document.body.dataset.jpThemeLight === String(light)", arg=light,
                            timeout=30_000)
     theme = "light" if light else "dark"
-    # every chart has drawn itself again in the new theme
-    page.wait_for_function("(t) => [...document.querySelectorAll('.ai-plot')].every(p => p.dataset.aiTheme === t "
-                           "&& p.dataset.drawn === '1')", arg=theme, timeout=60_000)
+    # every chart has drawn itself again in the new theme (a chart that does not say which theme it drew in is
+    # taken as drawn: the contrast check then judges it as it is)
+    page.wait_for_function("(t) => [...document.querySelectorAll('.ai-plot')].every(p => (p.dataset.aiTheme || t) "
+                           "=== t && p.dataset.drawn === '1')", arg=theme, timeout=60_000)
     page.wait_for_timeout(800)  # JupyterLab's own stylesheet transition
 
 
@@ -262,7 +264,7 @@ def test_charts_follow_the_theme(views_page) -> None:
     page = views_page.page
     _set_theme(page, "JupyterLab Dark", False)
     charts = page.evaluate(_CHARTS_JS, page.locator("body").element_handle())
-    assert charts and all(c["theme"] == "dark" for c in charts)
+    assert charts and all(c["theme"] == "dark" for c in charts), {c["theme"] for c in charts}
     # no white block: the paper is transparent over JupyterLab's dark background
     assert {c["paper"].replace(" ", "") for c in charts} == {"rgba(0,0,0,0)"}, {c["paper"] for c in charts}
     history = page.locator('[data-theme-view="history"] .ai-h-line.ai-h-rerun').first
@@ -325,6 +327,7 @@ def test_the_report_reads_in_both_schemes(browser, report: Path, artifacts: Path
         bad = [t for t in texts if "ratio" not in t or t["ratio"] < 4.5]
         assert len(texts) > 50 and not bad, bad[:8]
         paper = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
-        assert (paper == "rgb(255, 255, 255)") == (scheme == "light"), paper
+        channels = [int(c) for c in re.findall(r"\d+", paper)[:3]]
+        assert (min(channels) > 200) if scheme == "light" else (max(channels) < 60), paper
     finally:
         context.close()
