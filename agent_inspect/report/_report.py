@@ -330,7 +330,9 @@ def _isna(value: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _css() -> str:
-    return resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
+    from agent_inspect.widgets import palette_css
+
+    return palette_css(jupyterlab=False) + resources.files(__package__).joinpath("report.css").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)

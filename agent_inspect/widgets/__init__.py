@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from agent_inspect.widgets._result import ResultInspector
     from agent_inspect.widgets._scan import FleetScanView, scan_histograms
     from agent_inspect.widgets._stepper import ReplayStepper
+    from agent_inspect.widgets._style import PALETTE, palette_css
     from agent_inspect.widgets._tail import LiveDivergences, LiveKeyHistory, LiveKeyTimeline, LiveTail, tail
     from agent_inspect.widgets._timeline import KeyTimeline, timeline_figure
     from agent_inspect.widgets._verification import VerificationView
@@ -45,6 +46,7 @@ _LAZY: dict[str, str] = {
     "DiffView": "_diff", "ExplainView": "_explain", "FleetScanView": "_scan",
     "timeline_figure": "_timeline", "scan_histograms": "_scan", "DataGrid": "_grid", "KeyHistory": "_history",
     "tail": "_tail", "LiveTail": "_tail", "LiveKeyTimeline": "_tail", "LiveKeyHistory": "_tail", "LiveDivergences": "_tail",
+    "PALETTE": "_style", "palette_css": "_style",
 }
 
 __all__ = [
@@ -71,6 +73,8 @@ __all__ = [
     "LiveKeyTimeline",
     "LiveKeyHistory",
     "LiveDivergences",
+    "PALETTE",
+    "palette_css",
 ]
 
 

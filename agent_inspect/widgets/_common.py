@@ -21,6 +21,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import LogLike, ReconstructionLike
+from agent_inspect.widgets._style import colour
 
 __all__ = [
     "STATUS_COLOURS",
@@ -40,40 +41,40 @@ __all__ = [
 ]
 
 STATUS_COLOURS: dict[str, str] = {
-    "live": "#2ca02c",
-    "reused": "#2ca02c",
-    "evicted": "#d62728",
-    "invalidated": "#9467bd",
-    "superseded": "#7f7f7f",
-    "pruned": "#bcbd22",
-    "tombstone": "#8c564b",
-    "error": "#e377c2",
-    "unknown": "#1f77b4",
-    "not-in-log": "#c7c7c7",
-    "outside": "#c7c7c7",
-    "record": "#1f77b4",
+    "live": colour("good"),
+    "reused": colour("good"),
+    "evicted": colour("bad"),
+    "invalidated": colour("violet"),
+    "superseded": colour("muted"),
+    "pruned": colour("olive"),
+    "tombstone": colour("brown"),
+    "error": colour("pink"),
+    "unknown": colour("info"),
+    "not-in-log": colour("line"),
+    "outside": colour("line"),
+    "record": colour("info"),
     # sub-agent call statuses (spec §11.5)
-    "done": "#2ca02c",
-    "in-flight": "#ff7f0e",
-    "consumed": "#17becf",
+    "done": colour("good"),
+    "in-flight": colour("warn"),
+    "consumed": colour("cyan"),
 }
 # Step kinds and outcomes of the replay executor and the prediction.
 KIND_COLOURS: dict[str, str] = {
-    "rebuild": "#7f7f7f",
-    "lookup": "#17becf",
-    "eviction": "#d62728",
-    "invalidation": "#9467bd",
-    "reuse": "#2ca02c",
-    "resume": "#ff7f0e",
-    "rerun": "#e41a1c",
-    "persist": "#1f77b4",
-    "round_complete": "#bcbd22",
-    "round-complete": "#bcbd22",
-    "prune": "#8c564b",
-    "fail": "#000000",
-    "not-dispatched": "#c7c7c7",
+    "rebuild": colour("muted"),
+    "lookup": colour("cyan"),
+    "eviction": colour("bad"),
+    "invalidation": colour("violet"),
+    "reuse": colour("good"),
+    "resume": colour("warn"),
+    "rerun": colour("bad"),
+    "persist": colour("info"),
+    "round_complete": colour("olive"),
+    "round-complete": colour("olive"),
+    "prune": colour("brown"),
+    "fail": colour("ink"),
+    "not-dispatched": colour("line"),
 }
-_FALLBACK = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+_FALLBACK = tuple(colour(role) for role in ("info", "warn", "good", "bad", "violet", "brown", "pink", "cyan"))
 
 
 def colour_for(name: Any, table: Mapping[str, str] = STATUS_COLOURS) -> str:

@@ -14,7 +14,7 @@ from agent_inspect._html import frame_html, plotly_text
 from agent_inspect.cases import COLUMN_MEANINGS
 from agent_inspect.widgets._common import first_column, hover, message_html
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import colour, view_style
 
 __all__ = ["RuleComparison"]
 
@@ -22,6 +22,9 @@ _PREFERRED = ("reruns", "re_runs", "stale_reuses", "evictions", "passed", "pass"
 # Beyond this many cases (or keys) the heatmap turns: cases down the page, rules across.
 _WIDE_CASES = 12
 
+
+# paper to a half-strength red: the cell values, written in the text colour, read on every cell in both themes
+_HEAT = [[0.0, colour("paper")], [1.0, colour("heat")]]
 
 class RuleComparison(w.VBox):
     """Show the frame of ``ai.cases.compare(...)``: pick a metric, see it as a heatmap and a table.
@@ -92,8 +95,9 @@ class RuleComparison(w.VBox):
             z, text, x, y = z.T, [list(col) for col in zip(*text)], rules, cases
         else:
             x, y = cases, rules
-        heat = go.Heatmap(z=z, x=x, y=y, colorscale="Reds", hoverinfo="text", hovertext=text,
-                          texttemplate="%{z}", colorbar=dict(title=dict(text=plotly_text(name))))
+        heat = go.Heatmap(z=z, x=x, y=y, colorscale=_HEAT, hoverinfo="text", hovertext=text,
+                          texttemplate="%{z}", textfont=dict(color=colour("ink")),
+                          colorbar=dict(title=dict(text=plotly_text(name))))
         with self.figure.batch_update():
             self.figure.data = []
             self.figure.add_trace(heat)

@@ -15,6 +15,7 @@ from agent_inspect.history import layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._plot import Plot
+from agent_inspect.widgets._style import PALETTE
 
 if TYPE_CHECKING:
     from agent_inspect.diffing import Diff
@@ -22,7 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["DiffView", "DIFF_COLOURS"]
 
 #: Colours of the pair statuses (nodes and timeline marks).
-DIFF_COLOURS = {"same": "#2ca02c", "changed": "#ff7f0e", "only in a": "#d62728", "only in b": "#1f77b4"}
+DIFF_COLOURS = {"same": PALETTE["good"].light, "changed": PALETTE["warn"].light, "only in a": PALETTE["bad"].light,
+                "only in b": PALETTE["info"].light}
+_EDGE_LINE, _OUTLINE = PALETTE["muted"].light, PALETTE["ink"].light
 _MAX_ROWS = 200
 
 
@@ -170,7 +173,7 @@ class DiffView(w.VBox):
                 ex += [xy[u][0], xy[v][0], None]
                 ey += [xy[u][1], xy[v][1], None]
             self.graph_figure.add_trace(go.Scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip",
-                                                   line=dict(color="#999", width=1)))
+                                                   line=dict(color=_EDGE_LINE, width=1)))
             for status, colour in DIFF_COLOURS.items():
                 nodes = [n for n in g if g.nodes[n]["status"] == status]
                 if not nodes:
@@ -179,7 +182,7 @@ class DiffView(w.VBox):
                     x=[xy[n][0] for n in nodes], y=[xy[n][1] for n in nodes], mode="markers+text",
                     name=plotly_text(status), customdata=nodes, textposition="bottom center", textfont=dict(size=9),
                     text=[plotly_text(_short(g.nodes[n]["action"])) for n in nodes],
-                    marker=dict(color=colour, size=14, line=dict(color="#333", width=0.5)),
+                    marker=dict(color=colour, size=14, line=dict(color=_OUTLINE, width=0.5)),
                     hovertext=[hover([("action", g.nodes[n]["action"]), ("event", g.nodes[n]["event_type"]),
                                       ("status", status), ("record a", g.nodes[n]["pos_a"]),
                                       ("record b", g.nodes[n]["pos_b"]), ("changes", g.nodes[n]["changes"])])

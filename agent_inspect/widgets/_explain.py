@@ -9,6 +9,7 @@ import ipywidgets as w
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
+from agent_inspect.widgets._style import colour
 
 if TYPE_CHECKING:
     from agent_inspect._types import LogLike
@@ -16,9 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ExplainView"]
 
-_KIND_COLOURS = {**KIND_COLOURS, "outcome": "#1f77b4", "record": "#7f7f7f", "calls": "#ff7f0e",
-                 "evict": "#d62728", "invalidate": "#9467bd", "remove": "#d62728", "tombstone": "#8c564b",
-                 "window": "#c7c7c7", "miss": "#e41a1c", "undecodable": "#e377c2"}
+_KIND_COLOURS = {**KIND_COLOURS, "outcome": colour("info"), "record": colour("muted"), "calls": colour("warn"),
+                 "evict": colour("bad"), "invalidate": colour("violet"), "remove": colour("bad"),
+                 "tombstone": colour("brown"), "window": colour("line"), "miss": colour("bad"),
+                 "undecodable": colour("pink")}
 
 
 class ExplainView(w.VBox):
@@ -70,9 +72,9 @@ def _story_html(ex: Any) -> str:
             f"<li class='{cls}' data-kind='{escape(s.kind)}' style='border-left:4px solid {escape(colour)};"
             f"padding:2px 8px;margin:4px 0;list-style:none'>"
             f"<div><b>{escape(s.title)}</b></div>"
-            + (f"<div style='color:#444'>{escape(s.detail)}</div>" if s.detail else "") + records + "</li>")
+            + (f"<div>{escape(s.detail)}</div>" if s.detail else "") + records + "</li>")
         if n < last:
-            items.append("<li style='list-style:none;color:#888;margin-left:10px'>↑ because</li>")
+            items.append("<li style='list-style:none;color:var(--ai-muted, var(--jp-ui-font-color2));margin-left:10px'>↑ because</li>")
     extra = []
     if ex.cost:
         extra.append(f"<div class='ai-explain-cost'>cost of this decision downstream: {int(ex.cost.get('bodies', 0))}"

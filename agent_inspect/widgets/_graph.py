@@ -26,7 +26,7 @@ from agent_inspect.widgets._common import (
     value_html,
 )
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import DIVERGENCE_COLOURS
+from agent_inspect.widgets._style import colour
 from agent_inspect.widgets._timeline import removed_by
 
 __all__ = ["GraphView", "SubagentTreeView"]
@@ -272,7 +272,7 @@ class GraphView(w.VBox):
         for node in self._nodes:
             attrs = g.nodes[node]
             groups.setdefault(self._legend_of(attrs), []).append(node)
-        for (name, kind, colour, removed), nodes in sorted(groups.items()):
+        for (name, kind, fill, removed), nodes in sorted(groups.items()):
             labels = np.array([self._node_label(n, g.nodes[n]) for n in nodes], dtype=object) \
                 if show_labels else None
             traces.append(scatter(
@@ -281,8 +281,8 @@ class GraphView(w.VBox):
                 text=labels, textposition="bottom center", textfont=dict(size=9),
                 **({"cliponaxis": False} if scatter is go.Scatter else {}),
                 customdata=np.array([index[n] for n in nodes]),
-                marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=colour,
-                            line=dict(color=colour_for("evicted") if removed else "rgba(0,0,0,0.55)",
+                marker=dict(symbol=_SYMBOLS.get(kind, "circle"), size=12, color=fill,
+                            line=dict(color=colour("bad") if removed else colour("ink"),
                                       width=2 if removed else 0.5)),
                 # a diverging node leads its hover with the divergence, whichever trace the mouse picks
                 hovertext=np.array(["<br>".join([*(_divergence_hover(d) for d in marks.get(n, ())),
@@ -294,7 +294,7 @@ class GraphView(w.VBox):
             traces.append(go.Scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]), mode="markers",
                 name=DIVERGENCE_MARK, customdata=np.array([index[n] for n in nodes]), cliponaxis=False,
-                marker=dict(symbol="circle-open", size=26, color=DIVERGENCE_COLOURS[0], line=dict(width=3)),
+                marker=dict(symbol="circle-open", size=26, color=colour("ink"), line=dict(width=3)),
                 hovertext=np.array(["<br>".join(_divergence_hover(d) for d in marks[n]) for n in nodes], dtype=object),
                 hoverinfo="text"))
         for trace in traces:
@@ -516,7 +516,7 @@ def _subagent_rounds(source: Any, key: Any) -> list[int]:
 
 def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
     """One trace for every edge (NaN-separated); SVG edges end in an arrowhead just short of their target."""
-    line = dict(color="#999", width=1)
+    line = dict(color=colour("muted"), width=1)
     n = len(ex) // 3
     if scatter is not go.Scatter or n == 0 or n > _MAX_ARROWS:
         return scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip", line=line)
@@ -531,7 +531,7 @@ def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
     size[1::3] = 9
     # "previous": each arrowhead turns along the segment from its edge's source
     return go.Scatter(x=ex, y=ey, mode="lines+markers", name="edges", hoverinfo="skip", line=line,
-                      marker=dict(symbol="arrow", angleref="previous", size=size, color="#777"))
+                      marker=dict(symbol="arrow", angleref="previous", size=size, color=colour("muted")))
 
 
 def _round_text(seq: int | None) -> str:

@@ -21,6 +21,8 @@ import numpy.typing as npt
 import pandas as pd
 import traitlets as t
 
+from agent_inspect.widgets._style import palette_css
+
 __all__ = ["DataGrid", "filter_mask", "sort_order", "window_cells", "describe_filters"]
 
 _STATIC = pathlib.Path(__file__).with_name("static")
@@ -143,7 +145,7 @@ class DataGrid(anywidget.AnyWidget):
     """
 
     _esm = _STATIC / "grid.js"
-    _css = _STATIC / "grid.css"
+    _css = palette_css() + (_STATIC / "grid.css").read_text(encoding="utf-8")
     columns = t.List(t.Unicode()).tag(sync=True)
     total = t.Int(0).tag(sync=True)
     sort: t.List[Any] = t.List(default_value=[]).tag(sync=True)   # [column, descending] or []

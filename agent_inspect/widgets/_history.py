@@ -20,6 +20,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.history import SearchIndex, compact_history, record_kinds
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
+from agent_inspect.widgets._style import palette_css
 
 __all__ = ["KeyHistory", "reopen_snippet"]
 
@@ -37,7 +38,7 @@ class KeyHistory(anywidget.AnyWidget):
     """
 
     _esm = _STATIC / "history.js"
-    _css = _STATIC / "history.css"
+    _css = palette_css() + (_STATIC / "history.css").read_text(encoding="utf-8")
 
     header = t.Dict().tag(sync=True)
     rows: t.List[dict[str, Any]] = t.List().tag(sync=True)

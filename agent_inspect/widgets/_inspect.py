@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+# imported here, not by the first view: plotly.js starts compressing while ``inspect``'s argument loads
+import agent_inspect.widgets._plot  # noqa: F401
 from agent_inspect._types import (
     ExecutorLike,
     LogLike,

@@ -17,12 +17,12 @@ from agent_inspect.store import Outcome
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, runtime_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import colour, view_style
 
 __all__ = ["PredictionView"]
 
 _OUTCOME_ORDER = tuple(o.value for o in Outcome)
-_LEDGER_COLOURS = {"body": "#d62728", "call": "#ff7f0e", "replayed": "#2ca02c", "reconciler": "#9467bd"}
+_LEDGER_COLOURS = {"body": colour("bad"), "call": colour("warn"), "replayed": colour("good"), "reconciler": colour("violet")}
 _TASK_COLUMNS = ("key", "seq", "input", "action", "outcome", "reason")
 
 

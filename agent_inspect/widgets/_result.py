@@ -18,6 +18,7 @@ from agent_inspect.widgets._common import first_column, message_html, records_of
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._history import KeyHistory
+from agent_inspect.widgets._style import view_style
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
 
 __all__ = ["ResultInspector"]
@@ -51,7 +52,8 @@ class ResultInspector(w.VBox):
         self.key_picker.observe(lambda _: self._key_changed(), names="value")
         self.tabs.observe(lambda _: self._ensure(self.TABS[self.tabs.selected_index or 0]), names="selected_index")
         self.runtime = w.HTML(runtime_html(result, rule=getattr(result, "rule", None)))   # the runtime the reconstruction read the log as, and why
-        self.children = [self.runtime, self.key_picker, self.tabs]
+        self.tabs.add_class("ai-tabs")
+        self.children = [self.runtime, self.key_picker, self.tabs, view_style()]
         if key is not None:
             self.view("History")
         else:

@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from agent_inspect._html import escape, frame_html
-from agent_inspect.widgets._common import message_html
+from agent_inspect.widgets._common import integer_axis, message_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import close_view
+from agent_inspect.widgets._style import close_view, colour
 
 if TYPE_CHECKING:
     from agent_inspect.scan import ScanResult
@@ -134,19 +134,33 @@ class FleetScanView(w.VBox):
             self.sort_column, self.descending = str(change["new"][0]), bool(change["new"][1])
 
     def _draw_histograms(self) -> None:
-        self.figure.data = scan_histograms(self.result, self.rule.value).data
+        figure = scan_histograms(self.result, self.rule.value)
+        with self.figure.batch_update():
+            self.figure.data = figure.data
+            self.figure.layout = figure.layout
 
 
 def scan_histograms(result: ScanResult, rule: str) -> go.Figure:
     """History size and re-executed calls per key under ``rule``, as a plain figure (the report's; no widget)."""
     figure = make_subplots(rows=1, cols=2, subplot_titles=(
         "history size per key (bytes)", "durable calls re-executed per key"))
-    figure.update_layout(height=260, margin=dict(l=40, r=10, t=40, b=30), showlegend=False)
+    figure.update_layout(height=280, margin=dict(l=50, r=10, t=40, b=45), showlegend=False, bargap=0.05)
     k = result.keys
     calls = k[f"{rule}_calls"] if len(k) else pd.Series(dtype="int64")
     figure.add_trace(go.Histogram(x=k["history_bytes"].to_numpy() if len(k) else [], nbinsx=30,
-                                  name="history bytes", hovertemplate="%{x}: %{y} keys<extra></extra>"),
+                                  name="history bytes", hovertemplate="%{x} bytes: %{y} keys<extra></extra>",
+                                  marker_color=colour("info")),
                      row=1, col=1)
-    figure.add_trace(go.Histogram(x=calls.to_numpy(), nbinsx=30, name="calls re-executed",
-                                  hovertemplate="%{x}: %{y} keys<extra></extra>"), row=1, col=2)
+    # one bar per whole number of calls while that stays readable (a count has no 1.2)
+    values = pd.to_numeric(calls, errors="coerce").dropna()
+    low, high = (int(values.min()), int(values.max())) if len(values) else (0, 0)
+    bins = dict(start=low - 0.5, end=high + 0.5, size=1) if high - low <= 60 else None
+    figure.add_trace(go.Histogram(x=calls.to_numpy(), xbins=bins, nbinsx=None if bins else 30,
+                                  name="calls re-executed", hovertemplate="%{x} calls: %{y} keys<extra></extra>",
+                                  marker_color=colour("warn")),
+                     row=1, col=2)
+    keys = dict(title_text="keys", tickformat="d", rangemode="tozero", **({"dtick": 1} if len(k) <= 10 else {}))
+    figure.update_yaxes(**keys)
+    figure.update_xaxes(title_text="bytes of history", row=1, col=1)
+    figure.update_xaxes(title_text="durable calls re-executed", row=1, col=2, **integer_axis([low, high]))
     return figure

@@ -25,7 +25,7 @@ from agent_inspect.widgets._common import (
     to_builtins,
 )
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import DIVERGENCE_COLOURS, view_style
+from agent_inspect.widgets._style import colour, view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -255,25 +255,25 @@ class ReplayStepper(w.VBox):
         traces, on_top = [], []
         for kind in dict.fromkeys(kinds.tolist()):
             sel = (kinds == kind).to_numpy(dtype=bool)
-            colour = colour_for(kind, KIND_COLOURS)
+            shade = colour_for(kind, KIND_COLOURS)
             if kind in _MARKED_KINDS:
                 # rare and telling: big, outlined, on top
                 on_top.append(go.Scatter(
                     x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind), customdata=rows[sel],
                     legendrank=10, hoverinfo="text", cliponaxis=False,
-                    marker=dict(size=13, color=colour, symbol=_MARKED_KINDS[kind],
-                                line=dict(width=1.5, color=DIVERGENCE_COLOURS[0]))))
+                    marker=dict(size=13, color=shade, symbol=_MARKED_KINDS[kind],
+                                line=dict(width=1.5, color=colour("ink")))))
                 continue
             faint = dense and kind in _DENSE_KINDS
             traces.append(scatter(x=x[sel], y=seq[sel], mode="markers", name=plotly_text(kind), customdata=rows[sel],
                                   legendrank=100, hoverinfo="text",
-                                  marker=dict(size=5 if faint else 9, color=colour, opacity=0.35 if faint else 1.0,
+                                  marker=dict(size=5 if faint else 9, color=shade, opacity=0.35 if faint else 1.0,
                                               line=dict(width=0))))
         traces += on_top
         if len(steps):
             traces.append(go.Scatter(x=[x[-1]], y=[seq[-1]], mode="markers", name="current", legendrank=1,
                                      marker=dict(size=18, color="rgba(0,0,0,0)",
-                                                 line=dict(color=DIVERGENCE_COLOURS[0], width=2)),
+                                                 line=dict(color=colour("ink"), width=2)),
                                      hoverinfo="skip"))
         self.figure.items = len(steps)
         with self.figure.batch_update():

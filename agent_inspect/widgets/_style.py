@@ -1,22 +1,81 @@
-"""The views' stylesheet (``static/views.css``), brought into the page by one hidden anywidget."""
+"""The views' colours and stylesheet.
+
+Every colour of the views and the static report is JupyterLab's own (``--jp-…`` CSS variables) or one role of
+:data:`PALETTE`, which has a light and a dark variant. The page gets the palette as CSS custom properties
+(``--ai-good``, ``--ai-bad``, …) that switch with JupyterLab's theme (``data-jp-theme-light`` on ``<body>``) or,
+in the static report, with the reader's ``prefers-color-scheme``. Charts are built with the light variants;
+``static/plot.js`` swaps them for the dark ones (:func:`dark_swaps`) when the theme is dark.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import anywidget
 import ipywidgets as w
 
-__all__ = ["ViewStyle", "view_style", "close_view", "widgets_under"]
+__all__ = ["ViewStyle", "view_style", "close_view", "widgets_under", "PALETTE", "Shade", "colour", "dark_swaps",
+           "palette_css"]
 
 _STATIC = Path(__file__).parent / "static"
 
 
+class Shade(NamedTuple):
+    """One palette role: its colour on a light background and on a dark one."""
+
+    light: str
+    dark: str
+
+
+#: The semantic palette. Text in any role reads at ≥ 4.5:1 on JupyterLab's light and dark backgrounds.
+PALETTE: Mapping[str, Shade] = {
+    "good": Shade("#1a7f37", "#3fb950"),  # agrees, live, reused
+    "bad": Shade("#c62828", "#f85149"),  # disagrees, evicted, re-run
+    "warn": Shade("#9a6700", "#d29922"),  # undetermined, in flight, resumed, changed
+    "info": Shade("#0969da", "#58a6ff"),  # records, persisted, selected
+    "violet": Shade("#8250df", "#bc8cff"),  # invalidated
+    "muted": Shade("#656d76", "#8b949e"),  # superseded, rebuilt, secondary text
+    "brown": Shade("#8c564b", "#c69076"),  # tombstones, pruning
+    "pink": Shade("#bf3989", "#f778ba"),  # errors, undecodable records
+    "cyan": Shade("#1b7c83", "#39c5cf"),  # lookups, consumed calls
+    "olive": Shade("#6f7a0e", "#b5bd2e"),  # pruned, round complete
+    "ink": Shade("#1f2328", "#e6edf3"),  # text and outlines
+    "line": Shade("#d0d7de", "#30363d"),  # borders, grid, things outside the picture
+    "paper": Shade("#ffffff", "#0d1117"),  # background (the static report; JupyterLab has its own)
+    "heat": Shade("#e29393", "#823130"),  # the hot end of a heatmap: half "bad" on paper, "ink" text reads on it
+}
+
+
+def colour(role: str) -> str:
+    """The light variant of palette role ``role``: what a chart is built with (the page swaps it when dark)."""
+    return PALETTE[role].light
+
+
+def dark_swaps() -> dict[str, str]:
+    """Each role's light colour mapped to its dark one, for the charts' front end."""
+    return {shade.light: shade.dark for shade in PALETTE.values()}
+
+
+def _declarations(variant: str) -> str:
+    return "".join(f"--ai-{role}:{getattr(shade, variant)};" for role, shade in PALETTE.items())
+
+
+def palette_css(*, jupyterlab: bool = True) -> str:
+    """The palette as ``--ai-<role>`` custom properties: switched by JupyterLab's theme, or by the reader's
+    ``prefers-color-scheme`` (``jupyterlab=False``, the static report)."""
+    light, dark = _declarations("light"), _declarations("dark")
+    if jupyterlab:
+        return f':root{{{light}}}\nbody[data-jp-theme-light="false"]{{{dark}}}\n'
+    return f":root{{{light}color-scheme:light dark}}\n@media (prefers-color-scheme: dark){{:root{{{dark}}}}}\n"
+
+
 class ViewStyle(anywidget.AnyWidget):
-    """A hidden widget whose only job is anywidget's ``_css``: it puts ``views.css`` on the page."""
+    """A hidden widget whose only job is anywidget's ``_css``: the palette and ``views.css`` on the page."""
 
     _esm = _STATIC / "views.js"
-    _css = _STATIC / "views.css"
+    _css = palette_css() + (_STATIC / "views.css").read_text(encoding="utf-8")
     #: one instance serves every view: :func:`close_view` leaves it open
     shared = True
 
@@ -60,8 +119,3 @@ def close_view(view: w.Widget) -> None:
     """
     for widget in widgets_under(view):
         widget.close()
-
-
-#: The divergence mark of the graphs, the timeline and the stepper (the ring and ✕ on a diverging node, record or
-#: step): (light, dark). Text-like near-black / near-white, so it never reads as one of the status colours.
-DIVERGENCE_COLOURS = ("#1f2328", "#e6edf3")

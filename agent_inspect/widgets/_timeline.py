@@ -24,7 +24,7 @@ from agent_inspect.widgets._common import (
     value_html,
 )
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import DIVERGENCE_COLOURS
+from agent_inspect.widgets._style import colour
 
 __all__ = ["KeyTimeline", "LOD_POINTS", "most_affected_key", "timeline_figure"]
 
@@ -281,7 +281,7 @@ class _TimelineData:
             traces.append(go.Scatter(
                 x=[p for p, _, _ in marks], y=[s for _, s, _ in marks], mode="markers", name=DIVERGENCE_MARK,
                 customdata=[p for p, _, _ in marks], legendrank=200, cliponaxis=False,
-                marker=dict(symbol="x", size=14, color=DIVERGENCE_COLOURS[0], line=dict(width=1, color="#fff")),
+                marker=dict(symbol="x", size=14, color=colour("ink"), line=dict(width=1, color=colour("paper"))),
                 hovertext=[t for _, _, t in marks] if hover else None, hoverinfo="text"))
         return traces, bins
 
@@ -324,15 +324,15 @@ def _attempt_starts(frame: pd.DataFrame) -> list[tuple[int, Any]]:
 
 def _attempt_shapes(frame: pd.DataFrame) -> list[dict]:
     return [dict(type="line", xref="x", yref="paper", x0=p - 0.5, x1=p - 0.5, y0=0, y1=1,
-                 line=dict(color="#555", width=1, dash="dash"), layer="below")
+                 line=dict(color=colour("muted"), width=1, dash="dash"), layer="below")
             for p, _ in _attempt_starts(frame)]
 
 
 def _attempt_labels(frame: pd.DataFrame) -> list[dict]:
     # inside the plot's top edge, so the labels never collide with the legend above it
     return [dict(x=p - 0.5, y=1, xref="x", yref="paper", yanchor="top", xanchor="left", showarrow=False,
-                 text=f"attempt {escape(a)}", font=dict(size=10, color="#555"),
-                 bgcolor="rgba(255,255,255,0.7)")
+                 text=f"attempt {escape(a)}", font=dict(size=10, color=colour("muted")),
+                 bgcolor=colour("paper"))
             for p, a in _attempt_starts(frame)]
 
 

@@ -13,13 +13,16 @@ import plotly.graph_objects as go
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
 from agent_inspect.store import Outcome
-from agent_inspect.widgets._common import hover, message_html
+from agent_inspect.widgets._common import hover, integer_axis, message_html
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import colour, view_style
 
 __all__ = ["VerificationView"]
 
-_AGREE, _DISAGREE = "#2ca02c", "#d62728"
+_AGREE, _DISAGREE = colour("good"), colour("bad")
+_SHAPE, _EDGE = colour("muted"), colour("ink")
+# a key row wider than this many tasks gets no "observed" labels (they would overlap): hover shows them
+_LABELLED_TASKS = 12
 _SYMBOLS: dict[str, str] = {Outcome.REUSE: "circle", Outcome.RESUME: "diamond", Outcome.RERUN: "square", Outcome.FAIL: "x",
             Outcome.NOT_DISPATCHED: "circle-open"}
 _TRACE_COLUMNS = ["line", "timestamp", "entity_type", "entity_name", "status", "execution_id", "parent_execution_id",
@@ -50,7 +53,9 @@ class VerificationView(w.VBox):
             height=max(220, 60 + 46 * max(1, self.tasks["key"].nunique() if len(self.tasks) else 1)),
             margin=dict(l=110, r=10, t=30, b=40), showlegend=True, hovermode="closest",
             xaxis=dict(title="task (dispatch order within the key)", tickformat="d"),
-            title=dict(text="predicted (shape) vs observed (colour)", font=dict(size=13))))
+            yaxis=dict(title="key", automargin=True),
+            legend=dict(groupclick="toggleitem"),
+            title=dict(text="shape: predicted outcome · colour: does the trace agree", font=dict(size=13))))
         self.figure.add_class("ai-verification-timeline")
         self.only_disagree = w.Checkbox(description="disagreements only", value=False, indent=False)
         self.only_disagree.add_class("ai-verification-filter")
@@ -112,14 +117,25 @@ class VerificationView(w.VBox):
                     continue
                 self.figure.add_trace(go.Scatter(
                     x=x[mask], y=[plotly_text(k) for k, m in zip(keys, mask) if m], mode="markers", name=name,
-                    marker=dict(color=colour, size=14, symbol=list(symbols[mask]), line=dict(width=1, color="#333")),
-                    customdata=np.flatnonzero(mask), hoverinfo="text", hovertext=list(text[mask])))
-            # the observed lane: what the trace shows, as text under each marker
-            self.figure.add_trace(go.Scatter(
-                x=x, y=[plotly_text(k) for k in keys], mode="text", name="observed",
-                text=[plotly_text(o) for o in t["observed"]], textposition="bottom center",
-                textfont=dict(size=9, color="#555"), hoverinfo="skip", customdata=np.arange(len(t))))
+                    marker=dict(color=colour, size=14, symbol=list(symbols[mask]), line=dict(width=1, color=_EDGE)),
+                    customdata=np.flatnonzero(mask), hoverinfo="text", hovertext=list(text[mask]),
+                    legendgroup="verdict", legendgrouptitle_text="colour"))
+            # what the trace observed, under each disagreeing task (every task's is on hover); only while the
+            # tasks are far enough apart for a label each: otherwise the labels overlap into a smear
+            if (~agree).any() and int(x.max()) < _LABELLED_TASKS:
+                self.figure.layout.annotations = [
+                    dict(x=int(p), y=plotly_text(k), text=f"observed {plotly_text(o)}", showarrow=False, yshift=-17,
+                         font=dict(size=10))
+                    for p, k, o in zip(x[~agree], np.array(keys, dtype=object)[~agree], t["observed"][~agree])][:60]
+            # what each shape means: legend entries without points
+            for outcome in dict.fromkeys(str(p) for p in predicted):
+                self.figure.add_trace(go.Scatter(
+                    x=[None], y=[None], mode="markers", name=f"predicted {outcome}", hoverinfo="skip",
+                    marker=dict(symbol=_SYMBOLS.get(outcome, "star"), size=11, color=_SHAPE, line=dict(width=1, color=_EDGE)),
+                    legendgroup="shape", legendgrouptitle_text="shape", customdata=[-1]))
             self.figure.layout.yaxis.type = "category"
+            self.figure.layout.xaxis.update(integer_axis(x))
+            self.figure.layout.xaxis.update(range=[-0.6, float(x.max()) + 0.6], autorange=False)
         for trace in self.figure.data:
             trace.on_click(self._on_click)
 

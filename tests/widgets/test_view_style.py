@@ -24,7 +24,7 @@ from agent_inspect.widgets import (
     RuleComparison,
     VerificationView,
 )
-from agent_inspect.widgets._style import ViewStyle, view_style
+from agent_inspect.widgets._style import ViewStyle, palette_css, view_style
 
 LOGS = Path(__file__).resolve().parents[2] / "sample_logs"
 CSS = resources.files("agent_inspect.widgets").joinpath("static/views.css").read_text(encoding="utf-8")
@@ -78,7 +78,7 @@ def test_the_views_share_one_hidden_style_widget_carrying_the_file(probe_log, pr
     styles = {id(n) for view in _views(probe_log, probe_result) for n in walk(view) if isinstance(n, ViewStyle)}
     style = view_style()
     assert styles == {id(style)}
-    assert style._css == CSS and style.layout.display == "none"
+    assert style._css == palette_css() + CSS and style.layout.display == "none"
     assert "export default" in style._esm
 
 

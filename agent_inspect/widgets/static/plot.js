@@ -60,12 +60,68 @@ function unlift(value, buffers) {
   return value;
 }
 
-function figure(model) {
+// The theme: JupyterLab's light or dark (data-jp-theme-light on <body>). Charts are built with the light
+// variants of the palette (_style.py); in the dark theme each is swapped for its dark variant, and paper,
+// text and grid take JupyterLab's own colours (the palette's where JupyterLab's are missing).
+function isDark() {
+  return document.body.dataset.jpThemeLight === "false";
+}
+
+function swapColours(value, swaps) {
+  if (typeof value === "string") return swaps[value.toLowerCase()] || value;
+  if (Array.isArray(value)) return value.map((v) => swapColours(v, swaps));
+  if (value && typeof value === "object" && value.constructor === Object) {
+    const out = {};
+    for (const [k, v] of Object.entries(value)) out[k] = swapColours(v, swaps);
+    return out;
+  }
+  return value; // typed arrays and numbers stay as they are
+}
+
+function template(el, dark) {
+  const css = getComputedStyle(el);
+  const pick = (...names) => {
+    for (const name of names) {
+      const value = css.getPropertyValue(name).trim();
+      if (value) return value;
+    }
+    return "";
+  };
+  const ink = pick("--jp-ui-font-color1", "--ai-ink") || (dark ? "white" : "black");
+  const grid = pick("--jp-border-color2", "--ai-line") || "lightgray";
+  const line = pick("--jp-border-color1", "--ai-muted") || "gray";
+  const paper = pick("--jp-layout-color0", "--ai-paper") || (dark ? "black" : "white");
+  const axis = { gridcolor: grid, linecolor: line, zerolinecolor: line, tickcolor: line, automargin: true,
+                 title: { font: { color: ink } }, tickfont: { color: ink } };
+  const roles = ["info", "warn", "good", "bad", "violet", "brown", "pink", "cyan"];
+  const colorway = roles.map((role) => pick(`--ai-${role}`)).filter(Boolean);
+  return {
+    layout: {
+      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
+      ...(colorway.length === roles.length ? { colorway } : {}),
+      font: { color: ink, family: pick("--jp-ui-font-family") || undefined },
+      title: { font: { color: ink } },
+      xaxis: axis, yaxis: axis,
+      legend: { bgcolor: "rgba(0,0,0,0)", font: { color: ink } },
+      hoverlabel: { bgcolor: paper, bordercolor: line, font: { color: ink } },
+      annotationdefaults: { font: { color: ink } },
+    },
+  };
+}
+
+function figure(model, el, swaps) {
   const spec = model.get("_spec") || {};
   const buffers = model.get("_arrays") || [];
-  const layout = unlift(spec.layout || {}, buffers);
+  const dark = isDark();
+  let layout = unlift(spec.layout || {}, buffers);
+  let data = unlift(spec.data || [], buffers);
+  if (dark && swaps) {
+    layout = swapColours(layout, swaps);
+    data = swapColours(data, swaps);
+  }
   delete layout.width;
-  return { data: unlift(spec.data || [], buffers), layout, hover: new Set(spec.hover || []) };
+  layout.template = template(el, dark);
+  return { data, layout, hover: new Set(spec.hover || []) };
 }
 
 const CONFIG = { displaylogo: false, responsive: true, displayModeBar: "hover" };
@@ -98,8 +154,17 @@ async function render({ model, el }) {
     return () => { alive = false; };
   }
   if (!alive) return;
+  let swaps = null;
+  try {
+    const palette = (await library(model)).get("dark_swaps") || {};
+    swaps = Object.fromEntries(Object.entries(palette).map(([k, v]) => [k.toLowerCase(), v]));
+  } catch (error) {
+    swaps = null; // an older saved state: the light colours stay
+  }
+  if (!alive) return;
   const draw = () => {
-    const fig = figure(model);
+    const fig = figure(model, el, swaps);
+    el.dataset.aiTheme = isDark() ? "dark" : "light";
     hoverSet = fig.hover;
     el.dataset.drawn = "0";
     el.dataset.aiDrawn = "false";
@@ -151,10 +216,16 @@ async function render({ model, el }) {
   });
   const resize = new ResizeObserver(() => { if (gd._fullLayout) Plotly.Plots.resize(gd); });
   resize.observe(el);
+  // JupyterLab switches theme by flipping an attribute on <body>: draw again in the other colours
+  const theme = new MutationObserver(() => {
+    if (el.dataset.aiTheme !== (isDark() ? "dark" : "light")) redraw();
+  });
+  theme.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light"] });
 
   return () => {
     alive = false;
     resize.disconnect();
+    theme.disconnect();
     model.off("change:_spec", redraw);
     model.off("msg:custom", onMessage);
     Plotly.purge(gd);
