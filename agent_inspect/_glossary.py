@@ -7,7 +7,9 @@ tooltips (``title`` attributes) come from :func:`define`, and the documentation 
 
 from __future__ import annotations
 
-__all__ = ["GLOSSARY", "define", "plural", "count_words"]
+import re
+
+__all__ = ["GLOSSARY", "define", "plural", "count_words", "split_spec"]
 
 GLOSSARY: dict[str, str] = {
     # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
@@ -83,3 +85,20 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def count_words(count: int, noun: str, many: str | None = None) -> str:
     """Only the noun of :func:`plural` ("divergence" for one, "divergences" otherwise)."""
     return noun if int(count) == 1 else (many if many is not None else noun + "s")
+
+
+_SPEC = re.compile(r"\s*\((?:see )?spec (§[^():]*?)(?::\s*([^()]*))?\)|[,;]?\s*\bspec (§[\d.,§ –-]*\d)")
+
+
+def split_spec(text: str) -> tuple[str, str]:
+    """``text`` without its spec references, and the references ("spec §8.2, §10.3"; "" when none):
+    a headline reads in plain words, the sections go in its details line."""
+    refs: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        refs.append((m.group(1) or m.group(3) or "").strip())
+        words = m.group(2)
+        return f" ({words.strip()})" if words else ""
+
+    plain = _SPEC.sub(keep, text).strip()
+    return plain, ("spec " + "; ".join(r for r in refs if r)) if refs else ""

@@ -117,14 +117,19 @@ class Verification(HtmlRepr):
         bad = calls[~calls["agree"].astype(bool)]
         if bad.empty:
             return ""
-        parts = [f"{e} {k} {int(p)} predicted, {int(o)} observed"
-                 for e, k, p, o in zip(bad["entity_type"], bad["calls"], bad["predicted"], bad["observed"])]
-        return (f"{int(bad['predicted'].sum())} predicted, {int(bad['observed'].sum())} observed: "
-                + "; ".join(parts))
+        rows = list(zip(bad["entity_type"], bad["calls"], bad["predicted"], bad["observed"]))
+        which = (f"{rows[0][0]} calls {rows[0][1]}" if len(rows) == 1 else
+                 "; ".join(f"{e} {k} {int(p)} predicted, {int(o)} observed" for e, k, p, o in rows))
+        return f"{int(bad['predicted'].sum())} predicted, {int(bad['observed'].sum())} observed: {which}"
 
-    def absent(self) -> int:
-        """How many tasks the trace shows no execution of (observed ABSENT)."""
-        return int((self.tasks["observed"] == "ABSENT").sum()) if "observed" in self.tasks else 0
+    def absent(self, *, expected: bool = False) -> int:
+        """How many tasks the trace shows no execution of (observed ABSENT): those predicted to run, or
+        with ``expected=True`` those predicted not to be dispatched (absent as predicted)."""
+        if "observed" not in self.tasks:
+            return 0
+        gone = self.tasks["observed"] == "ABSENT"
+        not_run = self.tasks["predicted"].isin(["NOT-DISPATCHED", "NOT_DISPATCHED"])
+        return int((gone & (not_run if expected else ~not_run)).sum())
 
     def headline(self) -> str:
         """The verdict in a few words that never contradict the details: "agrees", or "agrees on tasks;
@@ -138,7 +143,7 @@ class Verification(HtmlRepr):
             extra.append(f"calls differ ({calls})")
         if self.absent():
             n = self.absent()
-            extra.append(f"{n} task{'' if n == 1 else 's'} absent from the trace")
+            extra.append(f"{n} predicted task{'' if n == 1 else 's'} absent from the trace")
         return "agrees on tasks; " + "; ".join(extra) if extra else verdict
 
     def summary_text(self) -> str:
@@ -170,7 +175,11 @@ class Verification(HtmlRepr):
         if calls:
             text += f", but the durable calls differ ({calls})"
         if self.absent():
-            text += f"; {self.absent()} of them the trace shows no execution of (ABSENT)"
+            text += f"; {self.absent()} predicted to run are absent from the trace"
+        if self.absent(expected=True):
+            n = self.absent(expected=True)
+            text += (f"; {n} {'task was' if n == 1 else 'tasks were'} not dispatched and "
+                     f"{'is' if n == 1 else 'are'} absent from the trace, as predicted")
         return text
 
     @property

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import plural
+from agent_inspect._glossary import plural, split_spec
 from agent_inspect._html import escape, plotly_text
 from agent_inspect.history import action_label, layered_layout
 from agent_inspect.widgets._common import hover, message_html
@@ -224,10 +224,12 @@ class DiffView(w.VBox):
         first_idx = rows.index[rows["status"] != "same"][0] if first is not None else None
         head = ""
         if first is not None:
+            why, refs = split_spec(str(first["why"]))
             head = ("<div class='ai-first-divergence-summary'><b>first divergence</b> at round "
                     f"{escape(first['seq'])}, {_named(self.action_name(first['action']), first['action'])}, "
                     f"<code>{escape(first['where'])}</code>: expected (a) <code>{escape(first['expected'])}</code>, "
-                    f"actual (b) <code>{escape(first['actual'])}</code> — {escape(first['why'])}</div>")
+                    f"actual (b) <code>{escape(first['actual'])}</code> — {escape(why)}</div>"
+                    + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))
         here = rows if seq is None else rows[(rows["seq"] == int(seq)).fillna(False).to_numpy(dtype=bool)]
         body = []
         shown = here[here["status"] != "same"].head(_MAX_ROWS)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from agent_inspect._glossary import define
+from agent_inspect._glossary import define, split_spec
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
@@ -83,7 +83,7 @@ def _story_html(ex: Any) -> str:
             f"<li class='{cls}' data-kind='{escape(s.kind)}' style='border-left:4px solid {escape(colour)};"
             f"padding:2px 8px;margin:4px 0;list-style:none'>"
             f"<div><b>{escape(s.title)}</b></div>"
-            + (f"<div style='color:#444'>{escape(s.detail)}</div>" if s.detail else "") + records + "</li>")
+            + _detail_html(s.detail) + records + "</li>")
         if n < last:
             items.append("<li style='list-style:none;color:#888;margin-left:10px'>↑ because</li>")
     extra = []
@@ -97,3 +97,12 @@ def _story_html(ex: Any) -> str:
             f"{escape(ex.key)} → <b title='{escape(define(str(ex.outcome)))}'>{escape(ex.outcome)}</b> "
             f"under rule <code>{escape(ex.rule)}</code></div>")
     return head + "<ol style='padding-left:0'>" + "".join(items) + "</ol>" + "".join(extra)
+
+
+def _detail_html(detail: str | None) -> str:
+    """A step's detail in words, its spec sections in a details line of their own."""
+    if not detail:
+        return ""
+    text, refs = split_spec(str(detail))
+    return (f"<div class='ai-explain-detail' style='color:#444'>{escape(text)}</div>"
+            + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))

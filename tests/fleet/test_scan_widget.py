@@ -25,7 +25,8 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _keys(view: FleetScanView) -> list[str]:
     """The keys of the rows the grid ships to the browser (its window)."""
-    return [row[0] for row in view.table.window["cells"]]
+    at = view.table.columns.index("business_key")
+    return [row[at] for row in view.table.window["cells"]]
 
 
 def test_inspect_picks_the_scan_view_and_sorts_by_header_clicks(saved: Path) -> None:
