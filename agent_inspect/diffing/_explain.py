@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import define
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
@@ -183,6 +184,9 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
     hits = np.flatnonzero(mask)
     if len(hits) <= occurrence:
         here = tasks[dispatched & (tasks["seq"] == seq)] if seq is not None else tasks[dispatched]
+        if key is not None:     # the key's own tasks: other keys' tasks do not help find this one
+            mine = (here["key"].astype(str) == str(key)) | (here["business_key"].astype(str) == str(key))
+            here = here[mine.to_numpy(dtype=bool)] if mine.any() else here
         have = sorted({f"{k}@{s} {a}" for k, s, a in zip(here["key"], here["seq"], here["action"])})[:20]
         raise SelectorError(f"no dispatched task {key}@{seq} {action}" + (f" ({event})" if event else "")
                             + f"; tasks there: {', '.join(have) or 'none'}")
@@ -249,8 +253,11 @@ def _reason(row: pd.Series) -> str:
 
 
 def _label(tasks: pd.DataFrame, j: int) -> str:
+    """A task in words: its action, round and key, and the input it ran on."""
     r = tasks.iloc[j]
-    return f"{r['key']}:{r['input']}.{r['action']}@{r['seq']}"
+    text = f"{r['action']} at round {r['seq']} of {r['key']}"
+    given = r.get("input")
+    return text + (f" (input “{given}”)" if isinstance(given, str) and given and given != r["key"] else "")
 
 
 def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> list[ExplainStep]:
@@ -338,11 +345,14 @@ def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame) -> E
         kind = "evict"      # a flavour that evicts seq > s entry by entry (snapshot Fluss, spec §8.2)
     div = divergences[ev.divergence_id] if ev.divergence_id is not None and ev.divergence_id < len(divergences) \
         else None
-    rel = {"evict": ">", "invalidate": ">=", "prune": "<="}.get(kind, "")
-    scope = "every key" if ev.op == "cross-key" else str(ev.business_key)
-    title = (f"{kind} {scope}{rel}{ev.seq}" if rel else f"{ev.op} of the state key") + f" at the {ev.step}"
+    rounds = {"evict": "rounds after", "invalidate": "rounds from", "prune": "rounds up to"}.get(kind, "")
+    scope = "every key's" if ev.op == "cross-key" else f"{ev.business_key}'s"
+    verb = {"evict": "evicted", "invalidate": "invalidated", "prune": "pruned"}.get(kind, "")
+    title = (f"the {ev.step} {verb} {scope} {rounds} {ev.seq}" if rounds
+             else f"the {ev.step} removed the state key ({ev.op})")
     if div is not None:
-        title += f" ({div.kind})"
+        meaning = define(div.kind)
+        title += f" ({div.kind}" + (f": {meaning})" if meaning else ")")
     trigger = None
     for j, ops in enumerate(tasks["cache_ops"]):
         if any(o.index == ev.index for o in ops):

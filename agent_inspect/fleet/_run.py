@@ -80,10 +80,18 @@ def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Ma
 
 
 def _dashboard_link(client: Any) -> str | None:
+    """The scheduler's dashboard address, or None when it runs no dashboard.
+
+    ``Client.dashboard_link`` names port 8787 (or the scheduler's HTTP port, which also serves plain health
+    routes) whether or not a dashboard runs there, so the link counts only when the page answers.
+    """
     try:
-        return client.dashboard_link or None
+        link = client.dashboard_link
     except Exception:  # noqa: BLE001 - no dashboard (bokeh missing, or turned off)
         return None
+    from agent_inspect.sources import page_answers
+
+    return link if isinstance(link, str) and page_answers(link) else None
 
 
 def _rule_name(rule: Any) -> str:

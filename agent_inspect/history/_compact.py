@@ -8,13 +8,14 @@ the reconstruction under its rule. Pure functions over plain frames and byte str
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from agent_inspect.history._executions import annotate
+from agent_inspect.history._names import action_label, action_names
 
 __all__ = ["compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES"]
 
@@ -55,28 +56,12 @@ def record_kinds(frame: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _action_names(frame: pd.DataFrame) -> dict[object, str]:
-    """``action_uuid`` → the action's name, read from the records its output events triggered."""
-    if "upstream_action" not in frame.columns or "task_event_id" not in frame.columns:
-        return {}
-    emitted_by = dict(zip(frame["task_event_id"].tolist(), frame["upstream_action"].tolist()))
-    names: dict[object, str] = {}
-    for uuid, outs in zip(_col(frame, "action_uuid").tolist(), _col(frame, "output_event_ids").tolist()):
-        if uuid is None or uuid in names or not isinstance(outs, (list, tuple)):
-            continue
-        for event_id in outs:
-            name = emitted_by.get(event_id)
-            if isinstance(name, str) and name:
-                names[uuid] = name
-                break
-    return names
-
-
-def compact_history(records: pd.DataFrame, divergences: pd.DataFrame | None = None) -> pd.DataFrame:
+def compact_history(records: pd.DataFrame, divergences: pd.DataFrame | None = None, *,
+                    known: Mapping[str, str] | Iterable[str] = ()) -> pd.DataFrame:
     """One line per action execution of ``records`` (one key's rows, index = log position), in log order.
 
-    Columns: ``line`` (0-based), ``execution``, ``seq``, ``attempt``, ``action`` (name when the log shows
-    it, else ``action <uuid>``), ``event_type`` (the event that triggered it), ``first_pos`` / ``last_pos``
+    Columns: ``line`` (0-based), ``execution``, ``seq``, ``attempt``, ``action`` (the action's name, from the
+    log or ``known`` names, see :func:`action_names`; ``uuid:<8 hex>…`` when no name is known), ``event_type`` (the event that triggered it), ``first_pos`` / ``last_pos``
     / ``positions`` / ``records``, ``start`` / ``end`` (record timestamps) and ``duration_ms``, ``calls``,
     ``completed``, ``status`` (a removed status if any record has one, else the last record's),
     ``statuses`` (distinct, in order), ``outcome`` and ``reason`` (the last record's that has one),
@@ -116,12 +101,12 @@ def compact_history(records: pd.DataFrame, divergences: pd.DataFrame | None = No
     duration = (end - start).dt.total_seconds() * 1000.0
     calls = pd.to_numeric(_col(frame, "call_count", 0), errors="coerce").fillna(0).to_numpy(dtype="int64")
     completed = _col(frame, "completed", False).fillna(False).to_numpy(dtype=bool)
-    names = _action_names(frame)
+    names = action_names(frame, known)
     uuids = _col(frame, "action_uuid").to_numpy(dtype=object)[first]
     return pd.DataFrame({
         "line": np.arange(n), "execution": execution[first], "seq": _ints(_col(frame, "seq").iloc[first]),
         "attempt": _ints(_col(frame, "attempt").iloc[first]),
-        "action": [names.get(u) or (f"action {str(u)[:8]}" if isinstance(u, str) else "record") for u in uuids],
+        "action": [action_label(u, names) if isinstance(u, str) else "record" for u in uuids],
         "action_uuid": uuids, "event_type": _objects(frame.iloc[first], "task_event_type"),
         "state_key": _objects(frame.iloc[first], "state_key"),
         "first_pos": pos[first], "last_pos": pos[last],

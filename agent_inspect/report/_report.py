@@ -14,6 +14,7 @@ from typing import Any, Unpack
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import define, plural
 from agent_inspect._html import escape, frame_html
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
@@ -174,13 +175,56 @@ def _divergence_section(result: Any, *, max_rows: int) -> _Section:
     if "explanation" in frame.columns:
         for idx, row in frame.head(shown).iterrows():
             where = " · ".join(f"{label} {escape(row[c])}" for c, label in
-                               (("business_key", "key"), ("seq", "seq"), ("kind", "kind"))
+                               (("business_key", "key"), ("seq", "round"), ("kind", "kind"))
                                if c in frame.columns and not _isna(row[c]))
             items.append(f"<li><b>#{escape(idx)}</b> {where}: {escape(row['explanation'])}</li>")
     more = f"<p>… and {len(frame) - shown:,} more in the table.</p>" if len(frame) > shown else ""
     listing = f'<ul class="explanations">{"".join(items)}</ul>{more}' if items else ""
-    columns = [c for c in frame.columns if c != "explanation"] if items else list(frame.columns)
-    return _Section("divergences", "Divergences", listing + frame_html(frame[columns], max_rows=max_rows))
+    return _Section("divergences", "Divergences", listing + divergence_table(frame, max_rows=max_rows))
+
+
+def _records_link(positions: Any, anchor: str) -> str:
+    """A folded list of log positions: "3 records", opening to the positions."""
+    ps = [int(p) for p in positions] if isinstance(positions, (list, tuple)) else []
+    if not ps:
+        return ""
+    return (f'<details class="records" id="{escape(anchor)}"><summary>{escape(plural(len(ps), "record"))}'
+            f'</summary>{escape(", ".join(map(str, ps)))}</details>')
+
+
+def divergence_table(frame: pd.DataFrame, *, max_rows: int) -> str:
+    """The divergences as a reader's table: number, key, round, kind (defined on hover), where the rule found
+    it, records removed, and its records folded into a link; changed attributes only when some are."""
+    shown = frame.head(max_rows)
+    diffs = shown["attribute_diff"] if "attribute_diff" in shown.columns else pd.Series(None, index=shown.index)
+    with_diff = any(isinstance(d, dict) and d for d in diffs)
+    head = ("<tr><th title='the divergence number'>#</th><th>key</th><th title='the round (seq) of the key'>round</th>"
+            "<th>kind</th><th title='the rule step that found it'>found at</th>"
+            "<th title='cached records the rule removed because of it'>records removed</th><th>records</th>"
+            + ("<th>attributes changed</th>" if with_diff else "") + "</tr>")
+    rows = []
+    for idx, r in shown.iterrows():
+        kind = "" if _isna(r.get("kind")) else str(r.get("kind"))
+        trigger = r.get("trigger_pos")
+        records = _records_link(r.get("positions"), f"divergence-{idx}-records")
+        if not _isna(trigger):
+            records += f'<span class="trigger">triggered by record {int(trigger)}</span>'
+        diff = r.get("attribute_diff")
+        changed = ", ".join(f"{k}: {a!r} → {b!r}" for k, (a, b) in diff.items()) if isinstance(diff, dict) else ""
+        seq = r.get("seq")
+        rows.append(
+            f'<tr data-divergence="{escape(idx)}"><td>#{escape(idx)}</td><td>{escape(_text(r.get("business_key")))}</td>'
+            f"<td>{escape('' if _isna(seq) else int(seq))}</td>"
+            f'<td title="{escape(define(kind))}">{escape(kind)}</td><td>{escape(_text(r.get("step")))}</td>'
+            f"<td>{escape(_text(r.get('removed')))}</td><td>{records}</td>"
+            + (f"<td>{escape(changed)}</td>" if with_diff else "") + "</tr>")
+    more = len(frame) - len(shown)
+    foot = f"<p>… {more:,} more {'divergence' if more == 1 else 'divergences'}</p>" if more > 0 else ""
+    return f'<table class="agent-inspect divergences">{head}{"".join(rows)}</table>{foot}'
+
+
+def _text(value: Any) -> str:
+    return "" if _isna(value) else str(value)
 
 
 def _timeline_section(result: Any, *, max_keys: int) -> _Section:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import urllib.request
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["split_source_url", "check_port", "check_timeout"]
+__all__ = ["split_source_url", "check_port", "check_timeout", "page_answers"]
 
 
 def split_source_url(url: str, scheme: str) -> tuple[str, str]:
@@ -52,3 +53,14 @@ def check_timeout(timeout: float) -> None:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
             math.isfinite(timeout) and timeout > 0):
         raise SourceError(f"timeout must be a positive, finite number of seconds, not {timeout!r}")
+
+
+def page_answers(url: str, *, timeout: float = 3.0) -> bool:
+    """True when an http(s) page answers ``url`` with 200 (a read-only GET; any failure is False)."""
+    if not url.startswith(("http://", "https://")):
+        return False
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError):
+        return False

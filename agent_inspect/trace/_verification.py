@@ -108,6 +108,44 @@ class Verification(HtmlRepr):
             return None
         return {k: (v.item() if hasattr(v, "item") else v) for k, v in self.ranking.iloc[0].to_dict().items()}
 
+    def call_differences(self) -> str:
+        """The durable-call counts that differ, in words ("" when every count agrees):
+        ``205 predicted, 175 observed: llm executed 200 predicted, 170 observed; …``."""
+        calls = self.calls
+        if calls is None or calls.empty or "agree" not in calls:
+            return ""
+        bad = calls[~calls["agree"].astype(bool)]
+        if bad.empty:
+            return ""
+        rows = list(zip(bad["entity_type"], bad["calls"], bad["predicted"], bad["observed"]))
+        which = (f"{rows[0][0]} calls {rows[0][1]}" if len(rows) == 1 else
+                 "; ".join(f"{e} {k} {int(p)} predicted, {int(o)} observed" for e, k, p, o in rows))
+        return f"{int(bad['predicted'].sum())} predicted, {int(bad['observed'].sum())} observed: {which}"
+
+    def absent(self, *, expected: bool = False) -> int:
+        """How many tasks the trace shows no execution of (observed ABSENT): those predicted to run, or
+        with ``expected=True`` those predicted not to be dispatched (absent as predicted)."""
+        if "observed" not in self.tasks:
+            return 0
+        gone = self.tasks["observed"] == "ABSENT"
+        not_run = self.tasks["predicted"].isin(["NOT-DISPATCHED", "NOT_DISPATCHED"])
+        return int((gone & (not_run if expected else ~not_run)).sum())
+
+    def headline(self) -> str:
+        """The verdict in a few words that never contradict the details: "agrees", or "agrees on tasks;
+        calls differ (…)" when the task outcomes agree but call counts differ or tasks are absent."""
+        verdict = VERDICT_WORDS[self.verdict]
+        if self.verdict != Verdict.AGREE:
+            return verdict
+        extra = []
+        calls = self.call_differences()
+        if calls:
+            extra.append(f"calls differ ({calls})")
+        if self.absent():
+            n = self.absent()
+            extra.append(f"{n} predicted task{'' if n == 1 else 's'} absent from the trace")
+        return "agrees on tasks; " + "; ".join(extra) if extra else verdict
+
     def summary_text(self) -> str:
         """One line: the verdict's reason (counts, causes, and why an undetermined cause cannot tell)."""
         n = len(self.tasks)
@@ -122,14 +160,27 @@ class Verification(HtmlRepr):
             causes = ", ".join(f"{c} {k}" for c, k in _causes(self.disagreements).items())
             best = self.best()
             hint = ""
-            if best and best.get("disagree") == 0 and best.get("rule") != self.rule:
-                hint = f"; the trace agrees fully under {best['rule']}"
+            if best and best.get("disagree") == 0 and best.get("rule") != self.rule and self.ranking is not None:
+                full = self.ranking[self.ranking["disagree"] == 0]
+                names = list(dict.fromkeys(str(n) for n in full["name"]))
+                hint = (f"; the trace agrees fully under {best['rule']}" if len(names) == 1 else
+                        f"; the trace agrees fully under each of {len(names)} tied configurations: {', '.join(names)}")
             more = f"; {unsure} more the trace cannot decide ({unsure_causes})" if unsure else ""
             return f"{bad} of {n} tasks disagree with the trace under rule {self.rule_label} ({causes}){hint}{more}"
         if unsure:
             return (f"the trace cannot decide {unsure} of {n} tasks under rule {self.rule_label} ({why}); "
                     f"the other {n - unsure} agree")
-        return f"all {n} tasks agree with the trace under rule {self.rule_label}"
+        text = f"all {n} tasks agree with the trace under rule {self.rule_label}"
+        calls = self.call_differences()
+        if calls:
+            text += f", but the durable calls differ ({calls})"
+        if self.absent():
+            text += f"; {self.absent()} predicted to run are absent from the trace"
+        if self.absent(expected=True):
+            n = self.absent(expected=True)
+            text += (f"; {n} {'task was' if n == 1 else 'tasks were'} not dispatched and "
+                     f"{'is' if n == 1 else 'are'} absent from the trace, as predicted")
+        return text
 
     @property
     def rule_label(self) -> str:
@@ -153,7 +204,7 @@ class Verification(HtmlRepr):
         }
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong("Checked against the trace"), " — ", VERDICT_WORDS[self.verdict], ": ",
+        yield Text(Strong("Checked against the trace"), " — ", self.headline(), ": ",
                    self.summary_text())
         yield from (Text(Em(n)) for n in self.notes)
         yield Table(self.totals, caption="totals per outcome")

@@ -168,6 +168,24 @@ class LogBrowser(w.VBox):
         title = f"record {pos}: {row.get('state_key', '')}"
         self.detail.value = value_html(title, decoded_value(self._source, pos))
 
+    def open_record(self, pos: int, *, key: Any = None) -> None:
+        """Open on record ``pos``: filtered to its business key (or ``key``), scrolled to it, its value shown."""
+        pos = int(pos)
+        if pos not in self._frame.index:
+            self.show_record(pos)
+            return
+        if key is None and "business_key" in self._frame.columns:
+            key = self._frame.at[pos, "business_key"]
+        if key is not None and not pd.isna(key):
+            self.set_filters(key=str(key))
+        iloc = int(self._frame.index.get_loc(pos))
+        order = self.grid.order
+        where = np.flatnonzero(order == iloc)
+        if len(where):
+            self.grid.scroll_to(max(0, int(where[0]) - 2))
+            self.grid.selected = iloc
+        self.show_record(pos)
+
     # -- internals --------------------------------------------------------------------------------
 
     def _empty_text(self) -> str:

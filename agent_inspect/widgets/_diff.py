@@ -10,10 +10,12 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural, split_spec
 from agent_inspect._html import escape, plotly_text
-from agent_inspect.history import layered_layout
+from agent_inspect.history import action_label, layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
+from agent_inspect.widgets._names import names_for
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import PALETTE
 
@@ -42,6 +44,7 @@ class DiffView(w.VBox):
         self.add_class("ai-diff")
         self.diff = diff
         pairs = diff.pairs
+        self.names = _side_names(diff)
         c = diff.counts()
         self.summary = w.HTML(
             f"<div class='ai-title ai-diff-summary'>a = <code>{escape(diff.a.label)}</code> · b = "
@@ -73,9 +76,10 @@ class DiffView(w.VBox):
         self.explain_box = w.VBox()
         self.explain_box.add_class("ai-diff-explain")
         self.selected: int | None = None
+        self._changing_key = False
         self._rows = pairs.iloc[0:0]
         self.key_picker.observe(lambda _: self._key_changed(), names="value")
-        self.seq_picker.observe(lambda _: self._draw_graph(), names="value")
+        self.seq_picker.observe(lambda _: self._round_changed(), names="value")
         self.children = [self.summary, w.HBox([self.key_picker, self.seq_picker]), self.timeline_box,
                          self.graph_box, w.HBox([self.explain_button]), self.fields, self.explain_box]
         self._key_changed()
@@ -91,12 +95,26 @@ class DiffView(w.VBox):
         if first is not None:
             hit = self._rows[(self._rows["status"] != "same")]
             self.selected = int(hit.index[0]) if len(hit) else None
-        self.seq_picker.options = seqs
-        if seqs:
-            self.seq_picker.value = int(first["seq"]) if first is not None else seqs[0]
+        self._changing_key = True
+        try:
+            self.seq_picker.options = seqs
+            if seqs:
+                self.seq_picker.value = int(first["seq"]) if first is not None else seqs[0]
+        finally:
+            self._changing_key = False
         self._draw_timeline()
         self._draw_graph()
         self._show_fields()
+
+    def _round_changed(self) -> None:
+        if self._changing_key:
+            return
+        self._draw_graph()
+        self._show_fields()
+
+    def action_name(self, action: Any) -> str:
+        """The name shown for ``action`` (a name, or a UUID the sides' logs or the K2 name UUIDs name)."""
+        return action_label(action, self.names)
 
     def select(self, pair: int) -> None:
         """Select pair ``pair`` (a row label of ``diff.pairs``): its round and its field diff."""
@@ -117,8 +135,9 @@ class DiffView(w.VBox):
             return None
         row = self.diff.pairs.loc[self.selected]
         action = row["action_b"] if row["action_b"] is not None else row["action_a"]
+        name = self.names.get(str(action), str(action))   # explain names tasks by action name
         try:
-            why = self.diff.explain(row["business_key"], int(row["seq"]), str(action))
+            why = self.diff.explain(row["business_key"], int(row["seq"]), name)
         except InspectError as exc:
             self.explain_box.children = [w.HTML(message_html(str(exc), level="warning"))]
             return None
@@ -137,7 +156,9 @@ class DiffView(w.VBox):
             if not sel.any():
                 continue
             sub, xs = rows[sel], x[sel]
-            tips = [hover([("key", r.business_key), ("seq", r.seq), ("action", r.action_a or r.action_b),
+            tips = [hover([("key", r.business_key), ("round", r.seq),
+                           ("action", self.action_name(r.action_a or r.action_b)),
+                           ("action id", r.action_a or r.action_b),
                            ("event", r.event_type), ("status", status), ("changes", len(r.changes))])
                     for r in sub.itertuples()]
             ids = sub.index.to_numpy()
@@ -181,9 +202,10 @@ class DiffView(w.VBox):
                 self.graph_figure.add_trace(go.Scatter(
                     x=[xy[n][0] for n in nodes], y=[xy[n][1] for n in nodes], mode="markers+text",
                     name=plotly_text(status), customdata=nodes, textposition="bottom center", textfont=dict(size=9),
-                    text=[plotly_text(_short(g.nodes[n]["action"])) for n in nodes],
+                    text=[plotly_text(_short(self.action_name(g.nodes[n]["action"]))) for n in nodes],
                     marker=dict(color=colour, size=14, line=dict(color=_OUTLINE, width=0.5)),
-                    hovertext=[hover([("action", g.nodes[n]["action"]), ("event", g.nodes[n]["event_type"]),
+                    hovertext=[hover([("action", self.action_name(g.nodes[n]["action"])),
+                                      ("action id", g.nodes[n]["action"]), ("event", g.nodes[n]["event_type"]),
                                       ("status", status), ("record a", g.nodes[n]["pos_a"]),
                                       ("record b", g.nodes[n]["pos_b"]), ("changes", g.nodes[n]["changes"])])
                                for n in nodes], hoverinfo="text"))
@@ -200,18 +222,22 @@ class DiffView(w.VBox):
         if rows.empty:
             self.fields.value = message_html("no pairs")
             return
+        seq = self.seq_picker.value
         first = self.diff.first_divergence(self.key_picker.value)
         first_idx = rows.index[rows["status"] != "same"][0] if first is not None else None
         head = ""
         if first is not None:
-            head = ("<div class='ai-first-divergence-summary'><b>first divergence</b> at seq "
-                    f"{escape(first['seq'])}, {escape(first['action'])}, <code>{escape(first['where'])}</code>: "
-                    f"expected (a) <code>{escape(first['expected'])}</code>, actual (b) "
-                    f"<code>{escape(first['actual'])}</code> — {escape(first['why'])}</div>")
+            why, refs = split_spec(str(first["why"]))
+            head = ("<div class='ai-first-divergence-summary'><b>first divergence</b> at round "
+                    f"{escape(first['seq'])}, {_named(self.action_name(first['action']), first['action'])}, "
+                    f"<code>{escape(first['where'])}</code>: expected (a) <code>{escape(first['expected'])}</code>, "
+                    f"actual (b) <code>{escape(first['actual'])}</code> — {escape(why)}</div>"
+                    + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))
+        here = rows if seq is None else rows[(rows["seq"] == int(seq)).fillna(False).to_numpy(dtype=bool)]
         body = []
-        shown = rows[rows["status"] != "same"].head(_MAX_ROWS)
-        if self.selected is not None and self.selected in rows.index and self.selected not in shown.index:
-            shown = pd.concat([rows.loc[[self.selected]], shown])
+        shown = here[here["status"] != "same"].head(_MAX_ROWS)
+        if self.selected is not None and self.selected in here.index and self.selected not in shown.index:
+            shown = pd.concat([here.loc[[self.selected]], shown])
         for n, r in shown.iterrows():
             cls = []
             if n == first_idx:
@@ -220,15 +246,39 @@ class DiffView(w.VBox):
                 cls.append("ai-selected")
             changes = "".join(f"<tr><td><code>{escape(c.path)}</code></td><td>{escape(c.a)}</td>"
                               f"<td>{escape(c.b)}</td></tr>" for c in r["changes"])
+            action = r["action_a"] or r["action_b"]
             body.append(
                 f"<tr class='{' '.join(cls)}' data-pair='{int(n)}' data-status='{escape(r['status'])}'>"
-                f"<td>{escape(r['seq'])}</td><td>{escape(r['action_a'] or r['action_b'])}</td>"
+                f"<td>{escape(r['seq'])}</td><td class='ai-diff-action'>{_named(self.action_name(action), action)}</td>"
                 f"<td>{escape(r['event_type'])}</td><td>{escape(r['status'])}</td>"
                 f"<td><table>{changes}</table></td></tr>")
-        same = int((rows["status"] == "same").sum())
-        self.fields.value = (head + "<table class='ai-table'><tr><th>seq</th><th>action</th><th>event</th>"
-                             "<th>status</th><th>field: a → b</th></tr>" + "".join(body) + "</table>"
-                             + f"<div>{same} pair(s) of this key are the same</div>")
+        same = int((here["status"] == "same").sum())
+        where = "this key" if seq is None else f"round {int(seq)}"
+        empty = ("" if body else
+                 f"<tr class='ai-empty'><td colspan='5'>no differences in {escape(where)}</td></tr>")
+        self.fields.value = (head + f"<table class='ai-table' data-seq='{escape(seq)}'><tr>"
+                             "<th title='the round (seq) of the key'>round</th><th>action</th><th>event</th>"
+                             "<th>status</th><th>field: a → b</th></tr>" + "".join(body) + empty + "</table>"
+                             + f"<div>{escape(plural(same, 'pair'))} of {escape(where)} "
+                             f"{'is' if same == 1 else 'are'} the same</div>")
+
+
+def _named(name: str, action: Any) -> str:
+    """An action's name, with its UUID on hover when the name stands for one."""
+    text = "" if action is None else str(action)
+    if text and text != name:
+        return f"<span title='{escape(text)}'>{escape(name)}</span>"
+    return escape(name)
+
+
+def _side_names(diff: Any) -> dict[str, str]:
+    """``{action UUID: name}`` from both sides' logs and the names either side already uses."""
+    known: set[str] = set()
+    for side in (diff.a, diff.b):
+        units = getattr(side, "units", None)
+        if isinstance(units, pd.DataFrame) and "action" in units.columns:
+            known |= {str(a) for a in units["action"].dropna().unique()}
+    return names_for(*(side.log for side in (diff.a, diff.b) if side.log is not None), known=sorted(known))
 
 
 def _short(text: Any) -> str:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+from agent_inspect._glossary import define, split_spec
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
@@ -39,25 +40,37 @@ class ExplainView(w.VBox):
         positions = sorted({p for s in explanation.steps for p in s.positions})
         self.record_buttons = []
         for p in positions[:40]:
-            b = w.Button(description=f"record {p}", layout=w.Layout(width="auto"),
-                         tooltip="open this record in the log browser" if log is not None else "no log given")
+            b = w.Button(description=f"record {p}", layout=w.Layout(width="auto", min_width="max-content",
+                                                                    flex="0 0 auto"),
+                         tooltip=(f"open record {p} in the log browser, filtered to key {explanation.key}"
+                                  if log is not None else "no log given: pass log= to open records"))
             b.add_class("ai-explain-record")
             b.disabled = log is None
             b.on_click(lambda _b, pos=p: self.open_record(pos))
             self.record_buttons.append(b)
         self.browser_box = w.VBox()
         self.browser: LogBrowser | None = None
-        self.children = [self.story, w.HBox(self.record_buttons), self.browser_box]
+        self.children = [self.story, w.HBox(self.record_buttons, layout=w.Layout(flex_flow="row wrap")),
+                         self.browser_box]
 
     def open_record(self, pos: int) -> LogBrowser | None:
-        """Show record ``pos`` in the log browser (created on first use)."""
+        """Show record ``pos`` in the log browser (created on first use), filtered to the explained key."""
         if self.source_log is None:
             return None
         if self.browser is None:
             self.browser = LogBrowser(self.source_log)
             self.browser_box.children = [self.browser]
-        self.browser.show_record(int(pos))
+        self.browser.open_record(int(pos), key=self._record_key(int(pos)))
         return self.browser
+
+    def _record_key(self, pos: int) -> str | None:
+        """The business key of record ``pos`` as the log stores it (the explained key when it is not there)."""
+        records = getattr(self.source_log, "records", None)
+        if records is not None and pos in records.index and "business_key" in records.columns:
+            key = records.at[pos, "business_key"]
+            if isinstance(key, str):
+                return key
+        return str(self.explanation.key) if self.explanation.key is not None else None
 
 
 def _story_html(ex: Any) -> str:
@@ -72,7 +85,7 @@ def _story_html(ex: Any) -> str:
             f"<li class='{cls}' data-kind='{escape(s.kind)}' style='border-left:4px solid {escape(colour)};"
             f"padding:2px 8px;margin:4px 0;list-style:none'>"
             f"<div><b>{escape(s.title)}</b></div>"
-            + (f"<div>{escape(s.detail)}</div>" if s.detail else "") + records + "</li>")
+            + _detail_html(s.detail) + records + "</li>")
         if n < last:
             items.append("<li style='list-style:none;color:var(--ai-muted, var(--jp-ui-font-color2));margin-left:10px'>↑ because</li>")
     extra = []
@@ -82,6 +95,16 @@ def _story_html(ex: Any) -> str:
     for rule, outcome in ex.alternatives.items():
         extra.append(f"<div class='ai-explain-alternative'>under rule <code>{escape(rule)}</code>: "
                      f"<b>{escape(outcome)}</b></div>")
-    head = (f"<div class='ai-title'>why {escape(ex.key)}@{escape(ex.seq)} <b>{escape(ex.action)}</b> → "
-            f"<b>{escape(ex.outcome)}</b> under rule <code>{escape(ex.rule)}</code></div>")
+    head = (f"<div class='ai-title'>why <b>{escape(ex.action)}</b> at round {escape(ex.seq)} of key "
+            f"{escape(ex.key)} → <b title='{escape(define(str(ex.outcome)))}'>{escape(ex.outcome)}</b> "
+            f"under rule <code>{escape(ex.rule)}</code></div>")
     return head + "<ol style='padding-left:0'>" + "".join(items) + "</ol>" + "".join(extra)
+
+
+def _detail_html(detail: str | None) -> str:
+    """A step's detail in words, its spec sections in a details line of their own."""
+    if not detail:
+        return ""
+    text, refs = split_spec(str(detail))
+    return (f"<div class='ai-explain-detail' style='color:#444'>{escape(text)}</div>"
+            + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))

@@ -17,12 +17,14 @@ import pandas as pd
 import traitlets as t
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import define
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.history import SearchIndex, compact_history, record_kinds
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
+from agent_inspect.widgets._names import names_for
 from agent_inspect.widgets._style import palette_css
 
-__all__ = ["KeyHistory", "reopen_snippet"]
+__all__ = ["KeyHistory", "reopen_snippet", "snippet_settings"]
 
 PAGE_SIZE = 100
 _STATIC = Path(__file__).parent / "static"
@@ -148,7 +150,8 @@ class KeyHistory(anywidget.AnyWidget):
             raise InspectError(f"business key {key!r} has no records here; pick one of log.keys()")
         self.result, self.records = result, mine
         divergences = getattr(result, "divergences", None)
-        self.lines = compact_history(mine, divergences if isinstance(divergences, pd.DataFrame) else None)
+        self.lines = compact_history(mine, divergences if isinstance(divergences, pd.DataFrame) else None,
+                                     known=names_for(log_of(result)))
         self._line_of = {p: line for line, ps in zip(self.lines["line"], self.lines["positions"]) for p in ps}
         self._kinds = dict(zip(mine.index.tolist(), record_kinds(mine).tolist()))
         self._index: SearchIndex | None = None  # built on the first search
@@ -253,7 +256,9 @@ class KeyHistory(anywidget.AnyWidget):
 
 
 def reopen_snippet(result: Any, key: Any, pos: int) -> str:
-    """``ai.inspect(ai.load(<source>), business_key=…, record=…, rule=…)`` for record ``pos`` of ``result``.
+    """``ai.inspect(ai.load(<source>), business_key=…, record=…, rule=…, markers=…)`` for record ``pos`` of
+    ``result``: every setting the reconstruction was given (rule, markers, runtime, restore checks), so the
+    snippet brings the same view back.
 
     The record is named by ``(partition, offset)``: that stays right when the reload reads more (a topic
     that grew) or less (a scan's per-key load) than this log did.
@@ -265,9 +270,39 @@ def reopen_snippet(result: Any, key: Any, pos: int) -> str:
         raise InspectError("this log does not say where it came from, so no snippet can reload it")
     row = records_of(result).loc[int(pos)]
     record = (int(row["partition"]), int(row["offset"]))
+    settings, left_out = snippet_settings(result)
+    tail = "".join(f", {name}={value!r}" for name, value in settings.items())
+    note = f"  # also pass {', '.join(left_out)} (not writable as text)" if left_out else ""
+    return f"ai.inspect(ai.load({location!r}), business_key={key!r}, record={record!r}{tail}){note}"
+
+
+def snippet_settings(result: Any) -> tuple[dict[str, Any], list[str]]:
+    """The settings of ``result`` a snippet passes on (name → literal value), and the ones it cannot write
+    (a plan or agent object). The rule always; the others when they were given."""
+    recovery = getattr(result, "recovery", None)
     rule = getattr(getattr(result, "rule", None), "name", None)
-    tail = "" if rule is None else f", rule={rule!r}"
-    return f"ai.inspect(ai.load({location!r}), business_key={key!r}, record={record!r}{tail})"
+    out: dict[str, Any] = {} if rule is None else {"rule": rule}
+    given = dict(getattr(recovery, "given", {}) or {})
+    markers = getattr(result, "markers", None)
+    if "markers" in given or (recovery is None and markers is not None):
+        out["markers"] = _plain_markers(getattr(recovery, "markers", markers))
+    if "runtime" in given and recovery is not None:
+        out["runtime"] = recovery.runtime.name
+    for name in ("store_flavour", "kafka_pending", "call_matching", "expected_fingerprint", "max_parallelism"):
+        value = given.get(name)
+        if isinstance(value, (str, int)):
+            out[name] = value
+    left_out = [f"{name}=" for name in ("plan", "agent") if given.get(name) is not None]
+    return out, left_out
+
+
+def _plain_markers(markers: Any) -> Any:
+    """Markers as literal Python data: a list of ``{partition: offset}`` dicts (None and [] as they are)."""
+    if markers is None:
+        return None
+    if hasattr(markers, "items"):
+        markers = [markers]
+    return [{int(p): int(o) for p, o in dict(m).items()} for m in markers]
 
 
 def _header(key: Any, rule: str | None, records: pd.DataFrame, lines: pd.DataFrame) -> dict[str, Any]:
@@ -275,14 +310,17 @@ def _header(key: Any, rule: str | None, records: pd.DataFrame, lines: pd.DataFra
     outcome = first_column(lines, "outcome")
     counts = {} if status is None else {str(k): int(v) for k, v in records[status].value_counts().items() if v}
     outcomes = {} if outcome is None else {str(k): int(v) for k, v in lines[outcome].value_counts().items() if v}
+    terms = {t: define(t) for t in (*counts, *outcomes, *lines["status"].dropna().astype(str).unique(),
+                                     "divergence") if define(t)}
     return {"key": str(key), "rule": rule or "", "records": len(records), "lines": len(lines),
             "statuses": counts, "outcomes": outcomes, "divergent_lines": int(lines["diverged"].sum()),
-            "reruns": int(lines["rerun"].sum())}
+            "reruns": int(lines["rerun"].sum()), "terms": terms}
 
 
 def _row(line: Any, matches: set[int]) -> dict[str, Any]:
     return {
         "line": int(line.line), "seq": line.seq, "attempt": line.attempt, "action": str(line.action),
+        "action_id": _plain(line.action_uuid),
         "event": _plain(line.event_type), "records": int(line.records), "first_pos": int(line.first_pos),
         "time": _time(line.start), "date": _date(line.start), "duration": _duration(line.duration_ms),
         "calls": int(line.calls), "completed": bool(line.completed), "status": _plain(line.status),

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 __all__ = ["FleetScanView", "scan_histograms"]
 
 _NUMERIC = ("stale_reuse_risk", "rerun", "calls", "evictions")
+#: the table's first column: the key's place in ``ScanResult.at_risk()`` under the chosen rule (1 = most at risk)
+RISK_RANK = "risk_rank"
 
 
 class FleetScanView(w.VBox):
@@ -43,13 +45,14 @@ class FleetScanView(w.VBox):
         self.rule = w.Dropdown(description="Rule", options=rules, value=rule or rules[0],
                                layout=w.Layout(width="260px"))
         self.rule.observe(lambda _: self._rule_changed(), names="value")
-        self.sort_column = f"{self.rule.value}_stale_reuse_risk"
-        self.descending = True
+        # at_risk() order by default: one all-zero column (no stale reuse anywhere) must not decide the order
+        self.sort_column = RISK_RANK
+        self.descending = False
         self.summary = w.HTML(self._summary_html())
         self.summary.add_class("ai-scan-summary")
         self.figure = Plot(scan_histograms(result, self.rule.value))
         self.figure.add_class("ai-scan-histograms")
-        self.table = DataGrid(result.keys, columns=self.columns, sort=(self.sort_column, True), height=380,
+        self.table = DataGrid(self._ranked(), columns=self.columns, sort=(self.sort_column, False), height=380,
                               empty_text="the scan found no key")
         self.table.add_class("ai-scan-table")
         self.table.observe(self._sorted, names="sort")
@@ -66,14 +69,24 @@ class FleetScanView(w.VBox):
     def columns(self) -> list[str]:
         """The table's columns under the current rule."""
         r = self.rule.value
-        return ["business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301", "lint_flags",
-                *[f"{r}_{c}" for c in _NUMERIC]]
+        return [RISK_RANK, "business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301",
+                "lint_flags", *[f"{r}_{c}" for c in _NUMERIC]]
+
+    def _ranked(self) -> pd.DataFrame:
+        """The scan's keys with their place in ``at_risk()`` under the current rule (1 = most at risk)."""
+        k = self.result.keys
+        if k.empty:
+            return k.assign(**{RISK_RANK: pd.Series(dtype="int64")})
+        order = self.result.at_risk(None, self.rule.value)[["business_key", "partition"]]
+        rank = pd.Series(range(1, len(order) + 1), index=pd.MultiIndex.from_frame(order))
+        where = pd.MultiIndex.from_frame(k[["business_key", "partition"]])
+        return k.assign(**{RISK_RANK: rank.reindex(where).to_numpy()})
 
     def rows(self) -> pd.DataFrame:
         """The whole table in its current order, filtered by the grid's column filters (the grid shows a window of it)."""
         k = self.result.keys
         if k.empty:
-            return k.reindex(columns=self.columns)
+            return k.assign(**{RISK_RANK: pd.Series(dtype="int64")}).reindex(columns=self.columns)
         return self.table.shown[self.columns].reset_index(drop=True)
 
     def sort_by(self, column: str, descending: bool | None = None) -> None:
@@ -126,7 +139,7 @@ class FleetScanView(w.VBox):
         if old:  # the same measure under the newly chosen rule
             self.sort_column = f"{self.rule.value}_{self.sort_column[len(old[0]) + 1:]}"
         self._draw_histograms()
-        self.table.set_frame(self.result.keys, columns=self.columns)
+        self.table.set_frame(self._ranked(), columns=self.columns)
         self.table.sort_by(self.sort_column, self.descending)
 
     def _sorted(self, change: dict) -> None:

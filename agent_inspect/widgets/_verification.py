@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from agent_inspect._glossary import define
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
 from agent_inspect.store import Outcome
@@ -29,6 +30,20 @@ _TRACE_COLUMNS = ["line", "timestamp", "entity_type", "entity_name", "status", "
                   "event_id", "trigger_event_id", "producer_execution_id", "error_message"]
 _RECORD_COLUMNS = ["partition", "offset", "business_key", "seq", "task_event_type", "task_event_id", "completed",
                    "call_count", "output_event_ids", "state_key"]
+
+
+def _ranking_html(ranking: Any) -> str:
+    """The best-explaining configuration, or every configuration tied for best (a tie is not a winner)."""
+    if not isinstance(ranking, pd.DataFrame) or ranking.empty:
+        return ""
+    top = ranking.iloc[0]
+    tied = ranking[(ranking["disagree"] == top["disagree"]) & (ranking["agree"] == top["agree"])]
+    names = ", ".join(f"<code>{escape(n)}</code>" for n in tied["name"])
+    score = f"{int(top['agree'])} agree / {int(top['disagree'])} disagree"
+    if len(tied) > 1:
+        return (f' <span class="ai-ranking-tie" title="{escape(define("tied"))}">{len(tied)} configurations tie '
+                f"as the best explanation ({score}): {names}.</span>")
+    return f' <span class="ai-ranking-best">Best explained by {names} ({score}).</span>'
 
 
 class VerificationView(w.VBox):
@@ -57,10 +72,13 @@ class VerificationView(w.VBox):
             legend=dict(groupclick="toggleitem"),
             title=dict(text="shape: predicted outcome · colour: does the trace agree", font=dict(size=13))))
         self.figure.add_class("ai-verification-timeline")
-        self.only_disagree = w.Checkbox(description="disagreements only", value=False, indent=False)
+        self.only_disagree = w.Checkbox(description="disagreements only", value=False, indent=False,
+                                        tooltip="list only the tasks whose observed outcome is not the predicted one")
         self.only_disagree.add_class("ai-verification-filter")
         self.rows = w.Select(options=[], rows=8, layout=w.Layout(width="100%"))
         self.rows.add_class("ai-verification-rows")
+        self.empty = w.HTML()
+        self.empty.add_class("ai-verification-empty")
         self.detail = w.HTML(message_html("click a task on the chart, or pick one from the list"))
         self.detail.add_class("ai-verification-detail")
         self.selected: int | None = None
@@ -68,7 +86,8 @@ class VerificationView(w.VBox):
         self._fill_rows()
         self.only_disagree.observe(lambda _: self._fill_rows(), names="value")
         self.rows.observe(self._on_pick, names="value")
-        self.children = [self.summary, self.figure, self.only_disagree, self.rows, self.detail, view_style()]
+        self.children = [self.summary, self.figure, self.only_disagree, self.empty, self.rows, self.detail,
+                         view_style()]
 
     # -- drawing ----------------------------------------------------------------------------------
     def _summary_html(self) -> str:
@@ -81,12 +100,11 @@ class VerificationView(w.VBox):
         mark = {"agree": '<b class="ai-agree">agrees</b>',
                 "undetermined": '<b class="ai-undetermined">cannot tell (undetermined)</b>'}.get(
                     verdict, '<b class="ai-disagree">disagrees</b>')
+        headline = getattr(v, "headline", None)
+        if verdict == "agree" and callable(headline) and headline() != "agrees":
+            mark = f'<b class="ai-agree-partly">{escape(headline())}</b>'   # tasks agree, other checks do not
         notes = "".join(f"<li>{escape(n)}</li>" for n in v.notes)
-        best = v.best()
-        rank = ""
-        if not agree and best:
-            rank = f" Best explained by <code>{escape(best.get('name'))}</code> ({int(best.get('disagree', 0))} " \
-                   f"disagreeing)."
+        rank = "" if agree else _ranking_html(getattr(v, "ranking", None))
         tokens = getattr(v, "tokens", None)
         spent = (f'<div class="ai-verification-tokens">tokens: {escape(tokens.headline())}</div>'
                  if tokens is not None else "")
@@ -151,6 +169,13 @@ class VerificationView(w.VBox):
         if self.only_disagree.value:
             idx = [i for i in idx if not bool(self.tasks.iloc[i]["agree"])]
         self.rows.options = [(self._label(i), i) for i in list(idx)[: self.max_rows]]
+        if self.only_disagree.value and not idx:
+            self.empty.value = message_html(f"no disagreement: all {len(self.tasks):,} tasks agree with the trace")
+        elif not len(self.tasks):
+            self.empty.value = message_html("no task to list")
+        else:
+            self.empty.value = ""
+        self.rows.layout.display = "none" if not idx else None
 
     # -- selection -------------------------------------------------------------------------------
     def _on_click(self, trace: Any, points: Any, _state: Any = None) -> None:

@@ -98,3 +98,18 @@ def test_ctrl_c_cancels_and_leaves_no_process(tmp_path: Path) -> None:
     assert "8/8" not in text  # cancelled before every window was done
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert not alive, f"left running: {alive}"
+
+
+def test_no_dashboard_link_when_the_scheduler_runs_no_dashboard(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 26 row 13: a scheduler without a dashboard still gets a made-up link from Client.dashboard_link
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None,
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                      silence_logs=40) as cluster:
+        code = main(["scan", str(ai.samples.path("G01", "parquet")), "--scheduler", cluster.scheduler_address,
+                     "--no-progress", "--top", "1"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "dashboard" not in out.err and "8787" not in out.err

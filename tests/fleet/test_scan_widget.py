@@ -25,7 +25,8 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _keys(view: FleetScanView) -> list[str]:
     """The keys of the rows the grid ships to the browser (its window)."""
-    return [row[0] for row in view.table.window["cells"]]
+    at = view.table.columns.index("business_key")
+    return [row[at] for row in view.table.window["cells"]]
 
 
 def test_inspect_picks_the_scan_view_and_sorts_by_header_clicks(saved: Path) -> None:
@@ -33,8 +34,10 @@ def test_inspect_picks_the_scan_view_and_sorts_by_header_clicks(saved: Path) -> 
     view = ai.inspect(result)
     assert isinstance(view, FleetScanView) and "ai-scan" in view._dom_classes
     assert view.table.columns == view.columns
-    assert view.sort_column == "original_stale_reuse_risk"
-    assert view.rows()["original_stale_reuse_risk"].is_monotonic_decreasing
+    # at_risk() order by default, not the stale-reuse column (all zero on this sample)
+    assert view.sort_column == "risk_rank" and not view.descending
+    assert list(view.rows()["business_key"]) == list(result.at_risk(None)["business_key"])
+    assert view.rows()["risk_rank"].tolist() == list(range(1, len(result.keys) + 1))
     assert _keys(view) == list(view.rows()["business_key"][:len(_keys(view))])
     view.table.sort = ["history_bytes", True]  # what a header click in grid.js sets
     assert view.sort_column == "history_bytes" and view.descending

@@ -8,10 +8,16 @@ function node(tag, cls, text) {
   return e;
 }
 
-function badge(kind, value) {
+function badge(kind, value, title) {
   const b = node("span", `ai-h-badge ai-h-${kind}`, value);
   b.dataset.value = String(value).toLowerCase();
+  if (title) b.title = title;
   return b;
+}
+
+// "1 record", "2 records": counts with the noun in the right number.
+function plural(n, noun) {
+  return `${(n || 0).toLocaleString()} ${n === 1 ? noun : noun + "s"}`;
 }
 
 // Clipboard API first; the textarea + execCommand fallback for insecure pages; if both fail the text
@@ -88,12 +94,13 @@ function render({ model, el }) {
     const h = model.get("header") || {};
     head.replaceChildren();
     const title = node("div", "ai-title");
-    title.append("history of key ", node("code", null, h.key), ` · ${(h.lines || 0).toLocaleString()} executions · ` +
-      `${(h.records || 0).toLocaleString()} records` + (h.rule ? ` · rule ${h.rule}` : ""));
+    const terms = h.terms || {};
+    title.append("history of key ", node("code", null, h.key), ` · ${plural(h.lines, "execution")} · ` +
+      plural(h.records, "record") + (h.rule ? ` · rule ${h.rule}` : ""));
     const counts = node("div", "ai-h-counts");
-    for (const [name, n] of Object.entries(h.statuses || {})) counts.append(badge("status", name), ` ${n} records  `);
-    for (const [name, n] of Object.entries(h.outcomes || {})) counts.append(badge("outcome", name), ` ${n} lines  `);
-    counts.append(` · ${h.divergent_lines || 0} lines in a divergence · ${h.reruns || 0} re-runs`);
+    for (const [name, n] of Object.entries(h.statuses || {})) counts.append(badge("status", name, terms[name]), ` ${plural(n, "record")}  `);
+    for (const [name, n] of Object.entries(h.outcomes || {})) counts.append(badge("outcome", name, terms[name]), ` ${plural(n, "line")}  `);
+    counts.append(` · ${plural(h.divergent_lines, "line")} in a divergence · ${plural(h.reruns, "re-run")}`);
     head.append(title, counts);
   }
 
@@ -107,8 +114,9 @@ function render({ model, el }) {
       if (r.match) rec.classList.add("ai-h-match");
       const meta = node("div", "ai-h-record-meta");
       meta.append(node("b", null, `record ${r.pos}`), ` ${r.kind} · partition ${r.partition} offset ${r.offset} · ${r.time}`);
-      if (r.status) meta.append(" ", badge("status", r.status));
-      if (r.outcome) meta.append(" ", badge("outcome", r.outcome));
+      const terms = (model.get("header") || {}).terms || {};
+      if (r.status) meta.append(" ", badge("status", r.status, terms[r.status]));
+      if (r.outcome) meta.append(" ", badge("outcome", r.outcome, terms[r.outcome]));
       if (r.divergence !== null && r.divergence !== undefined) meta.append(" ", badge("divergence", `divergence ${r.divergence}`));
       if (r.reason) meta.append(node("div", "ai-h-reason", r.reason));
       const tools = node("div", "ai-h-tools");
@@ -140,15 +148,22 @@ function render({ model, el }) {
       if (r.matches) line.classList.add("ai-h-match");
       const time = node("span", "ai-h-time", r.time);
       time.title = r.date;
+      const action = node("span", "ai-h-action", r.action);
+      if (r.action_id && r.action_id !== r.action) action.title = `action UUID ${r.action_id}`;
       line.append(
         time, node("span", "ai-h-duration", r.duration), node("span", null, r.seq), node("span", null, r.attempt),
-        node("span", "ai-h-action", r.action), node("span", "ai-h-event", r.event), node("span", null, r.records));
+        action, node("span", "ai-h-event", r.event), node("span", null, r.records));
+      const terms = (model.get("header") || {}).terms || {};
       const st = node("span");
-      if (r.status) st.appendChild(badge("status", r.status));
+      if (r.status) st.appendChild(badge("status", r.status, terms[r.status]));
       const oc = node("span");
-      if (r.outcome) oc.appendChild(badge("outcome", r.outcome));
+      if (r.outcome) oc.appendChild(badge("outcome", r.outcome, terms[r.outcome]));
       const marks = node("span", "ai-h-marks");
-      if (r.divergences.length) marks.appendChild(badge("divergence", `◇ ${r.divergences.join(", ")}`));
+      if (r.divergences.length) {
+        const ids = r.divergences.map((d) => `#${d}`).join(", ");
+        marks.appendChild(badge("divergence", `${r.divergences.length === 1 ? "divergence" : "divergences"} ${ids}`,
+                                terms.divergence));
+      }
       if (r.matches) marks.appendChild(badge("match", `${r.matches} match`));
       line.append(st, oc, marks);
       if (r.reason) line.title = r.reason;

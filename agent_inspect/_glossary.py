@@ -1,0 +1,104 @@
+"""The one glossary: every term a view, report or CLI line shows, with the one line a tooltip says about it.
+
+``GLOSSARY`` maps a term (as the views print it) to a one-line definition in plain English; the views'
+tooltips (``title`` attributes) come from :func:`define`, and the documentation renders the same dict.
+:func:`plural` writes counts with the right noun ("1 divergence", "2 divergences").
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["GLOSSARY", "define", "plural", "count_words", "split_spec"]
+
+GLOSSARY: dict[str, str] = {
+    # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
+    "REUSE": "the restore takes the task's completed result from the action-state store; the action does not run again",
+    "RESUME": "the restore runs the action again but replays the durable calls it had already finished",
+    "RERUN": "the restore runs the action again from the start, with every durable (LLM or tool) call",
+    "ABSENT": "the trace shows no execution of a task the prediction expected to run",
+    "NOT_DISPATCHED": "the task was never dispatched in this attempt, so the restore neither reuses nor runs it",
+    "FAIL": "the action failed during the replay",
+    # record statuses of a reconstruction
+    "live": "the record is in the rebuilt cache and would be reused",
+    "reused": "the record's completed result was reused by the restore",
+    "evicted": "a divergence rule removed the record from the rebuilt cache, so its task runs again",
+    "invalidated": "the record was dropped because an earlier record it depends on was removed",
+    "superseded": "a later record of the same state key replaced this one",
+    "pruned": "the record was removed when its round completed (pruning of finished rounds)",
+    "tombstone": "a delete marker for a state key: it carries no value",
+    "outside": "the record lies outside the restore's rebuild window (before the recovery markers), so the restore never reads it",
+    "not-in-log": "the action's record is not in this log (known only from another record's lineage)",
+    "error": "the record could not be decoded; it is kept with its position and reason",
+    # words of the views
+    "divergence": "a place where the rebuilt state differs from what the job would compute on replay, so recovery reruns or reuses the wrong thing",
+    "divergences": "how many divergences the divergence rule found (each one lists the records it involves)",
+    "◇": "the divergences this line is involved in (their numbers; see the divergence table)",
+    "task": "one action run for one input event at one round of one business key (key, round, action)",
+    "round": "the seq of a business key: one input event and everything it triggered",
+    "attempt": "one run of the job over a key's round; a restore that runs it again starts another attempt",
+    "calls": "durable LLM or tool calls recorded for the action (CallResult entries)",
+    "calls differ": "the trace ran a different number of durable calls than the prediction expected",
+    "records pinned by the 0.4 lineage rule": "records whose value format was decided by the 0.4 lineage rule (upstreamEventId present) rather than by their own fields",
+    "runtime": "which upstream Flink Agents version wrote the log, and the evidence for it",
+    "rule": "the divergence rule the restore applies: which stored results it may reuse",
+    "what-if": "a rule other than the one the log's runtime ships: a hypothetical recovery",
+    "markers": "the recovery markers: per partition, the offset where the restore's rebuild began",
+    "windows": "the slices of the log (one per partition and offset range) the scan read in parallel",
+    "failed windows": "windows whose read or reconstruction failed after retries; the rest of the scan is complete",
+    "exposed to #1301": "keys whose records use a state-key layout that upstream issue #1301 (key collisions across rounds) affects",
+    "lint flags": "records that break a rule of the log format (spec lints), kept and flagged",
+    "stale_reuse_risk": "tasks the restore would reuse although their inputs changed (a stale result)",
+    "at risk": "keys ordered by how much the restore would run again or reuse stale (at_risk() order)",
+    "evict": "the rule removes cached records of a key (and every later round), so those tasks run again",
+    "lookup": "the restore looks a task's result up in the rebuilt cache",
+    "jobs": "the Flink job names the trace's records carry",
+    "subtasks": "the Flink subtasks (parallel instances) the trace's records came from",
+    "tied": "several rules explain the trace equally well (same agree and disagree counts)",
+    "sub-agent call": "a call from an action to a sub-agent, named by the sub-agent and the function it ran",
+    # divergence kinds (agent_inspect.store.DIVERGENCE_KINDS)
+    "root-conflict": "two input events at one round of the key with different fingerprints",
+    "count>1": "more than one cached record at this round of the key, so the rule evicts the key's later rounds",
+    "miss-eviction": "the lookup found nothing cached, so the rule evicts the key's later rounds",
+    "identity-mismatch": "the event id the log shows differs from the cached record's",
+    "round-regression": "a record of an earlier round arrived after records of later rounds",
+    "branch-change": "records of another branch of the key were dropped",
+    "cross-key": "one key's miss evicted every key's later rounds (snapshot Kafka store)",
+    "parser-crash": "the strict K1 key parser fails on a key text containing '_'",
+    "undecodable": "a record in the rebuild window did not decode",
+    "restore-failure": "a K2 restore check failed (malformed key, key group out of range, fingerprint)",
+}
+
+
+def define(term: str) -> str:
+    """The glossary's one-line definition of ``term`` ("" when it has none)."""
+    return GLOSSARY.get(term, GLOSSARY.get(term.lower(), ""))
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``count`` and ``noun``, made plural unless the count is one: ``plural(1, "divergence")`` → "1 divergence"."""
+    n = int(count)
+    word = noun if n == 1 else (many if many is not None else noun + "s")
+    return f"{n:,} {word}"
+
+
+def count_words(count: int, noun: str, many: str | None = None) -> str:
+    """Only the noun of :func:`plural` ("divergence" for one, "divergences" otherwise)."""
+    return noun if int(count) == 1 else (many if many is not None else noun + "s")
+
+
+_SPEC = re.compile(r"\s*\((?:see )?spec (§[^():]*?)(?::\s*([^()]*))?\)|[,;]?\s*\bspec (§[\d.,§ –-]*\d)")
+
+
+def split_spec(text: str) -> tuple[str, str]:
+    """``text`` without its spec references, and the references ("spec §8.2, §10.3"; "" when none):
+    a headline reads in plain words, the sections go in its details line."""
+    refs: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        refs.append((m.group(1) or m.group(3) or "").strip())
+        words = m.group(2)
+        return f" ({words.strip()})" if words else ""
+
+    plain = _SPEC.sub(keep, text).strip()
+    return plain, ("spec " + "; ".join(r for r in refs if r)) if refs else ""

@@ -1,0 +1,58 @@
+"""Action names for the views: the log's own names, the as-recorded agent model's, and K2 name UUIDs."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import pandas as pd
+
+from agent_inspect.history import action_names
+
+__all__ = ["names_for", "model_names"]
+
+# a few logs' names, kept with the log so an id is never reused for another object while cached
+_CACHE: OrderedDict[int, tuple[Any, dict[str, str]]] = OrderedDict()
+_CACHED_LOGS = 8
+
+
+def model_names(log: Any) -> dict[str, str]:
+    """``{action UUID: name}`` from the as-recorded agent model of ``log``, for every key format it holds."""
+    from agent_inspect.agents import AsRecordedAgent
+
+    records = getattr(log, "records", None)
+    if not isinstance(records, pd.DataFrame) or records.empty:
+        return {}
+    try:
+        agent = AsRecordedAgent(log)
+    except Exception:  # noqa: BLE001 - a log the model cannot read is still named from its own records
+        return {}
+    formats = [str(f) for f in records["key_format"].dropna().unique()] if "key_format" in records else []
+    names: dict[str, str] = {}
+    for decl in agent.actions:
+        for fmt in formats:
+            try:
+                names[agent.action_uuid(decl.name, fmt)] = decl.name
+            except Exception:  # noqa: BLE001 - a format the model cannot key: the other sources still name it
+                continue
+    return names
+
+
+def names_for(*logs: Any, known: Any = ()) -> dict[str, str]:
+    """``{action UUID: name}`` for the actions of ``logs`` (the agent model first, then the log's own names)."""
+    out = dict(action_names(None, known))
+    for log in logs:
+        records = getattr(log, "records", None)
+        if not isinstance(records, pd.DataFrame):
+            continue
+        hit = _CACHE.get(id(log))
+        if hit is None or hit[0] is not log:
+            names = {**model_names(log), **action_names(records)}
+            _CACHE[id(log)] = (log, names)
+            while len(_CACHE) > _CACHED_LOGS:
+                _CACHE.popitem(last=False)
+        else:
+            names = hit[1]
+        for uuid, name in names.items():
+            out.setdefault(uuid, name)
+    return out
