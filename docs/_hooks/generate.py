@@ -119,7 +119,7 @@ def api_index(pages: dict[str, tuple[str, list[str], dict[str, str]]]) -> str:
     for package, (title, rendered, elsewhere) in pages.items():
         slug = package.replace("agent_inspect.", "") if package != "agent_inspect" else "agent_inspect"
         count = len(rendered) + len(elsewhere)
-        lines.append(f"| [{title}]({slug}.md) | {count} | {_summary(package).replace('|', '\\|')} |")
+        lines.append(f"| [{title}]({slug}.md) | {count} | {_cell(_summary(package))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -315,6 +315,12 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     for src_uri, content in _generated().items():
         files.append(File.generated(config, src_uri, content=content))
+    # a real source directory (not File.generated): mkdocs-jupyter's wrapper reads abs_src_path from src_dir
+    src = CACHE / "src"
     for name, executed in executed_notebooks().items():
-        files.append(File.generated(config, f"notebooks/{name}", abs_src_path=str(executed)))
+        target = src / "notebooks" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(executed, target)
+        files.append(File(f"notebooks/{name}", src_dir=str(src), dest_dir=config.site_dir,
+                          use_directory_urls=config.use_directory_urls))
     return files
