@@ -9,4 +9,5 @@ fi
 if ! .venv/bin/python -c "import mkdocs, material, mkdocstrings_handlers.python, mkdocs_jupyter" 2>/dev/null; then
   .venv/bin/python -m pip install -q -e ".[all,docs]"
 fi
+export NO_MKDOCS_2_WARNING=1
 exec .venv/bin/python -m mkdocs build --strict "$@"

@@ -156,6 +156,7 @@ def test_a_broken_reference_fails_the_build(tmp_path: Path) -> None:
     config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     config = config.replace("docs_dir: docs", f"docs_dir: {docs}") \
                    .replace("- docs/_hooks/generate.py", f"- {REPO / 'docs' / '_hooks' / 'generate.py'}") \
+                   .replace("- docs/_hooks/rst_roles.py", f"- {REPO / 'docs' / '_hooks' / 'rst_roles.py'}") \
                    .replace('paths: ["."]', f'paths: ["{REPO}"]')
     (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
     done = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
