@@ -245,6 +245,27 @@ def _execute(names: list[str], outputs: dict[str, Path]) -> None:
             nbformat.write(nb, out)
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def static_widgets(executed: Path, target: Path) -> None:
+    """Copy an executed notebook, each live view replaced by one line naming it (a widget needs a kernel)."""
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET in data:
+                view = str(data.get("text/plain", "view")).split("(", 1)[0]
+                output["data"] = {"text/plain": f"[{view}: an interactive view; run the notebook in JupyterLab "
+                                                f"(agent-inspect demo) to use it]"}
+    text = nbformat.writes(nb)
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
+
+
 def _notebook_title(path: Path) -> str:
     import nbformat
 
@@ -307,7 +328,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     for i, item in enumerate(nav):
         if isinstance(item, dict) and item.get("Notebooks") == "notebooks/index.md":
             nav[i] = {"Notebooks": ["notebooks/index.md",
-                                    *(f"notebooks/{p.name}" for p in sorted(NOTEBOOKS.glob("*.ipynb")))]}
+                                    *({_notebook_title(p): f"notebooks/{p.name}"} for p in sorted(NOTEBOOKS.glob("*.ipynb")))]}
     return config
 
 
@@ -320,7 +341,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     for name, executed in executed_notebooks().items():
         target = src / "notebooks" / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(executed, target)
+        static_widgets(executed, target)
         files.append(File(f"notebooks/{name}", src_dir=str(src), dest_dir=config.site_dir,
                           use_directory_urls=config.use_directory_urls))
     return files
