@@ -55,7 +55,7 @@ class RecoveryError(InspectError):
 
 
 class CaseFileError(InspectError):
-    """A case file is malformed (docs/cases.md)."""
+    """A case file is malformed (docs/reference/cases.md)."""
 
 
 class ReplayError(InspectError):

@@ -13,4 +13,4 @@ if [ ! -x .venv/bin/python ]; then
   fi
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[all,dev]"
+.venv/bin/python -m pip install -q -e ".[all,dev,docs]"

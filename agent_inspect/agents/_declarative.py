@@ -1,4 +1,4 @@
-"""Declarative agents: the deterministic agents of the case files (docs/cases.md)."""
+"""Declarative agents: the deterministic agents of the case files (docs/reference/cases.md)."""
 
 from __future__ import annotations
 

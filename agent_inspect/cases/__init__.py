@@ -4,7 +4,7 @@
 ``load_cases("my_cases/")`` reads your own, ``build_case`` turns one into a real log, replay plan and agent,
 ``run_case`` predicts its recovery under a rule and checks the expectation, ``compare`` runs rules side
 by side on case files and logs, and ``executor_for`` opens a case in the replay executor. The case
-notation is described in ``docs/cases.md``.
+notation is described in ``docs/reference/cases.md``.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ class BuiltCase:
 
 
 def encode_payload(spec: Mapping[str, Any] | None, *, where: str = "payload") -> str | None:
-    """A CallResult payload (base64) from its case-file form (docs/cases.md "Payloads")."""
+    """A CallResult payload (base64) from its case-file form (docs/reference/cases.md "Payloads")."""
     if spec is None:
         return None
     if not isinstance(spec, Mapping) or len(set(spec) - {"message"}) != 1:
@@ -132,7 +132,7 @@ def key_identity(spec: KeySpec, case: Case) -> KeyIdentity:
 def build_case(case: Case) -> BuiltCase:
     """Build the log of ``case`` through ``ActionStateLog.from_raw`` (the production path) and its plan."""
     if case.call_case is not None and not case.log:
-        raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/cases.md)")
+        raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/reference/cases.md)")
     ns = case.id.split("/")[0]
     agent = case.agent()
     writer = case.log_agent() if case.replay_agent is not None else agent

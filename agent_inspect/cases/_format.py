@@ -1,4 +1,4 @@
-"""Case files: machine-readable recovery histories with expected outcomes (format: docs/cases.md)."""
+"""Case files: machine-readable recovery histories with expected outcomes (format: docs/reference/cases.md)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def _replay_agent(raw: Any, where: str) -> AgentSpec:
 def _known(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise CaseFileError(f"{where}: unknown field(s) {', '.join(extra)}; see docs/cases.md")
+        raise CaseFileError(f"{where}: unknown field(s) {', '.join(extra)}; see docs/reference/cases.md")
 
 
 def _setup(raw: Mapping[str, Any], base: CaseSetup, where: str) -> CaseSetup:

@@ -1,4 +1,4 @@
-"""The two small notations of case files (docs/cases.md): events and expected outcomes.
+"""The two small notations of case files (docs/reference/cases.md): events and expected outcomes.
 
 Events: ``In(A)``, ``W(a)``, ``W{}``, ``Out(x)``, ``Begin(m0)``, ``CE(v)``,
 ``Sub(session,call,delegateType[,{json attributes}][,scope])``, ``Ev(type[,{json attributes}])``,
@@ -84,7 +84,7 @@ def parse_event(value: Any, *, where: str = "event") -> EventRef:
         return EventRef("WorkEvent", {}, id_label, value)
     m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\((.*)\)", text, flags=re.S)
     if not m:
-        raise CaseFileError(f"{where}: cannot read event {value!r}; write e.g. In(A)#a1 or W(x) (docs/cases.md)")
+        raise CaseFileError(f"{where}: cannot read event {value!r}; write e.g. In(A)#a1 or W(x) (docs/reference/cases.md)")
     head, body = m.group(1), m.group(2)
     if head in _SIMPLE:
         etype, attr = _SIMPLE[head]
@@ -191,7 +191,7 @@ def parse_expectation(rule: str, text: str, *, where: str = "expect") -> Expecta
         m = _ITEM.match(token)
         if not m:
             raise CaseFileError(f"{where}: cannot read outcome {token!r}; "
-                                "write [key:][input.]action[#id]=OUTCOME[evict k>5] (docs/cases.md)")
+                                "write [key:][input.]action[#id]=OUTCOME[evict k>5] (docs/reference/cases.md)")
         ops = []
         for op in _OP.finditer(m.group("ops") or ""):
             kind, key, cmp, bound = op.groups()

@@ -14,7 +14,7 @@ __all__ = ["register"]
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "cases", help="run case files (docs/cases.md) under divergence rules and check their expectations",
+        "cases", help="run case files (docs/reference/cases.md) under divergence rules and check their expectations",
         description="Work with case files: recovery histories with expected outcomes per rule.")
     sub = parser.add_subparsers(dest="cases_command", required=True, metavar="{run}", parser_class=type(parser))
     run = sub.add_parser(

@@ -1,4 +1,4 @@
-"""The case-file format: event and outcome notation, fields, variants, errors (docs/cases.md)."""
+"""The case-file format: event and outcome notation, fields, variants, errors (docs/reference/cases.md)."""
 
 from __future__ import annotations
 
