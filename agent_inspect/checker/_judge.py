@@ -82,6 +82,8 @@ class _Subject:
     why: Callable[[int], str]
     #: stale only for some tasks (a case's ``stale = { keys = [...], events = [...] }``): (pos, task row) -> bool
     stale_for: Callable[[int, Mapping[str, Any]], bool] = lambda _pos, _row: False
+    #: an event id as a reader knows it (a case's ``#label``)
+    event_name: Callable[[str], str] = lambda event_id: event_id[:8]
     rows: list[Any] = field(default_factory=list)
     entries: dict[int, Any] = field(default_factory=dict)
     lww: dict[str, int] = field(default_factory=dict)
@@ -172,7 +174,7 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
             replays = out == "REUSE" or (entry is not None and entry.call_count > 0)
             if not replays:
                 continue
-            sibling = _sibling_of(r, entry, dispatched)
+            sibling = _sibling_of(r, entry, dispatched, subject.event_name)
             evidenced_here = r["event_id"] in evidence
             if out == "REUSE" and entry is not None:
                 evidence.update(entry.output_event_ids)
@@ -201,7 +203,8 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
     return ev
 
 
-def _sibling_of(row: Mapping[str, Any], entry: Any, dispatched: Mapping[str, set[str]]) -> str | None:
+def _sibling_of(row: Mapping[str, Any], entry: Any, dispatched: Mapping[str, set[str]],
+                name: Callable[[str], str]) -> str | None:
     """Why reusing ``entry`` for ``row`` takes another task's execution (#1084, G09), or None when it does not.
 
     Only when the record was written for another event this recovery also dispatches: the ids prove it.
@@ -210,8 +213,8 @@ def _sibling_of(row: Mapping[str, Any], entry: Any, dispatched: Mapping[str, set
     """
     written_for = entry.task_event_id if entry is not None else None
     if written_for is not None and written_for != row["event_id"] and written_for in dispatched.get(row["state_key"], ()):
-        return (f"it was written for event {written_for[:8]}, a sibling with identical attributes that this recovery "
-                f"also dispatches, not for this task's event {str(row['event_id'])[:8]}: this task's body never ran "
+        return (f"it was written for event {name(written_for)}, a sibling with identical attributes that this "
+                f"recovery also dispatches, not for this task's event {name(str(row['event_id']))}: its body never ran "
                 "(#1084: identical attributes share a state key)")
     return None
 
@@ -335,4 +338,4 @@ def _case_subject(built: Any) -> _Subject:
         return "the case marks it stale: written after a different earlier input, or from wrong memory"
 
     return _Subject(built.log, list(built.markers), built.plan, built.agent, [not s for s in stale], [False] * n,
-                    describe, compact, why, stale_for)
+                    describe, compact, why, stale_for, lambda i: f"#{labels[i]}" if i in labels else i[:8])

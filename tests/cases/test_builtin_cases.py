@@ -26,6 +26,14 @@ def test_builtin_cases_load_from_anywhere(tmp_path, monkeypatch):
     assert ai.cases.run_case(next(c for c in cases if c.id == "G09"), "fixed").passed
 
 
+def test_the_cli_runs_the_builtin_cases_from_anywhere(tmp_path, monkeypatch, capsys):
+    from agent_inspect.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["cases", "run", "builtin", "--rules", "fixed"]) == 0
+    assert "0 failed" in capsys.readouterr().out
+
+
 def test_a_missing_case_directory_names_the_builtin_cases(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ai.InspectError, match=r"load_cases\(\"builtin\"\)"):
