@@ -78,7 +78,7 @@ def _check(args: argparse.Namespace) -> int:
         json.dump(data, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        print(("PASS " if report.passed else "FAIL ") + report.summary())
+        print(("PASS " if report.passed else "BROKEN " if report.verdict == "broken" else "FAIL ") + report.summary())
         for i, c in enumerate(report.counterexamples):
             print(f"\n{c.kind}: history seed {c.history_seed}; minimized to {c.attempts} attempt(s), "
                   f"{c.rounds} round(s), {c.records} record(s); "
@@ -89,4 +89,5 @@ def _check(args: argparse.Namespace) -> int:
                 print(f"    saved: {saved[i]}")
             else:
                 print("    " + c.to_toml().replace("\n", "\n    ").rstrip())
-    return 0 if report.passed else 1
+    # a rule that raises or returns the wrong type is bad input (exit 2), not an unsafe rule (exit 1)
+    return 0 if report.passed else 2 if report.verdict == "broken" else 1

@@ -54,3 +54,17 @@ def test_user_rule_by_module_and_class_from_the_working_directory(tmp_path):
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["rule"] == "team_rules:Careless" and out["stale_reuses"] > 0
+
+
+def test_a_broken_user_rule_exits_2_and_says_broken(tmp_path):
+    (tmp_path / "team_rules.py").write_text(
+        "from agent_inspect.rules import FixedRule\n"
+        "class Boom(FixedRule):\n"
+        "    name = 'boom'\n"
+        "    def lookup(self, session, task):\n"
+        "        raise RuntimeError('no rounds')\n")
+    proc = subprocess.run([sys.executable, "-m", "agent_inspect", "rules", "check", "team_rules:Boom",
+                           "--n", "3", "--seed", "4", "--no-minimize", *BRANCH],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.startswith("BROKEN ") and "team_rules.py:5" in proc.stdout
