@@ -101,6 +101,10 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
     is bounded by ``timeout`` seconds. ``connection_factory(properties)`` replaces
     ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`
     (``workers`` builds the log of the read records in parallel).
+
+    For example::
+
+        log = ai.load_fluss("fluss-coordinator:9123", "agents.action_state", business_keys=["user-42"])
     """
     check_timeout(timeout)
     plan_workers(workers, 0)
