@@ -8,4 +8,6 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 bash scripts/check.sh   # the shape: one-way layers, lint, types (fails the run before the tests)
+bash scripts/docs.sh    # the documentation site, strict (a broken reference or link fails the run)
+export AGENT_INSPECT_DOCS_SITE="$PWD/site"   # tests/docs and the browser tests check this build
 exec .venv/bin/python -m pytest "$@"

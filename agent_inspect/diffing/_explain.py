@@ -207,6 +207,10 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     label; ``occurrence`` picks among several matches. ``also`` names other rules to report the same
     task's outcome under ("what would the fixed rule have done here?"), each labelled a what-if when
     it is one.
+
+    For example::
+
+        print(ai.explain(log, "user-42", 7, "chat", also=["fixed"]))
     """
     pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks

@@ -220,6 +220,11 @@ def diff(a: Any, b: Any, *, recovery: Recovery | None = None, key: str | None = 
     its own. Pairs are aligned per business key, round and action execution
     (:func:`agent_inspect.diffing.align` documents the passes); changed pairs carry field-level changes;
     ids that every attempt draws anew are not compared.
+
+    For example::
+
+        d = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+        d.first_divergences
     """
     settings: dict[str, Any] = {"recovery": recovery, **overrides}
     with gc_paused():

@@ -72,6 +72,12 @@ class ReplayExecutor(HtmlRepr):
     returns a marker and keeps a :class:`Checkpoint`, :meth:`fail_after` stops the job after a
     step, and :meth:`to_log` gives the topic as it now reads; the next attempt is
     ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, rule="fixed", markers=ai.samples.markers("production"))
+        ex.step(); ex.run(until="eviction"); ex.back()
+        ex.steps, ex.store, ex.counters
     """
 
     def __init__(self, subject: ActionStateLog | Reconstruction | None = None, *, recovery: Recovery | None = None,

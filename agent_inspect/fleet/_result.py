@@ -42,6 +42,11 @@ class ScanResult:
     - ``fleet_wide``: rules whose analysis spans partitions on this source (the snapshot Kafka store with
       K1 keys under the original rule: every subtask loads every key and its eviction ignores the key);
       their columns come from one task that read every window.
+
+    For example::
+
+        result = ai.scan("sample_logs/production.jsonl", markers=ai.samples.markers("production"))
+        result.at_risk(10), result.keys, result.failures
     """
 
     keys: pd.DataFrame

@@ -171,6 +171,11 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     - ``dashboard``: serve Dask's dashboard for a LocalCluster (on a free port; the link is in ``.dashboard``).
     - ``connection_factory``: Fluss only, replaces ``fluss.FlussConnection.create`` as in
       :func:`agent_inspect.load_fluss`; it is pickled to the workers.
+
+    For example::
+
+        result = ai.scan("kafka://broker:9092/agent-action-state", markers=[{0: 1200, 1: 980}])
+        result.at_risk(20)
     """
     from agent_inspect.recovery import Recovery, normalize_markers
     from agent_inspect.rules import resolve_rule

@@ -32,6 +32,10 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
     """Load an action-state log from ``kafka://host:port/topic``, ``fluss://host:port/db.table`` or a file path.
 
     ``options`` are the keyword options of :func:`load_kafka`, :func:`load_fluss` or :func:`load_file`.
+
+    For example::
+
+        log = ai.load("sample_logs/production.jsonl")     # or "kafka://broker:9092/topic", "fluss://host:9123/db.table"
     """
     text = os.fspath(source)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
@@ -65,6 +69,10 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     - ``workers``: Dask worker processes (a ``LocalCluster`` on 127.0.0.1 for this load) that read and build
       one partition each in parallel (the same log); 1 = this process only, None = the idle cores for reads
       of 50k records or more.
+
+    For example::
+
+        log = ai.load_kafka("broker:9092", "flink-agents-action-state", business_keys=["user-42"])
     """
     check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
@@ -93,6 +101,10 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
     is bounded by ``timeout`` seconds. ``connection_factory(properties)`` replaces
     ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`
     (``workers`` builds the log of the read records in parallel).
+
+    For example::
+
+        log = ai.load_fluss("fluss-coordinator:9123", "agents.action_state", business_keys=["user-42"])
     """
     check_timeout(timeout)
     plan_workers(workers, 0)
@@ -116,6 +128,10 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
     ``workers``: Dask worker processes (a ``LocalCluster`` for this load) that build partition groups in
     parallel (the same log; for files whose records carry partitions); 1 = one process, None = the idle
     cores for files of 50k records or more.
+
+    For example::
+
+        log = ai.load_file("sample_logs/production.kcat.jsonl")     # kcat -J, plain JSONL or Parquet
     """
     from agent_inspect.log._window import is_dataset, load_dataset
 

@@ -29,6 +29,12 @@ class ActionStateLog(HtmlRepr):
 
     Build it with :meth:`from_raw` (the sources do that for you: ``ai.load(...)``). Bad keys or values are
     rows with an ``error``; tombstones are rows with ``tombstone=True``. ``value(pos)`` decodes one record.
+
+    For example::
+
+        log = ai.load("sample_logs/production.jsonl")
+        log.records.head()          # one decoded row per record
+        log.errors, log.runtime()
     """
 
     def __init__(self, records: pd.DataFrame, raw: RawBatch, source: SourceInfo) -> None:

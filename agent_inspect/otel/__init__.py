@@ -65,6 +65,11 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
     settings every verb takes: ``rule=``, ``markers=``, …; default the rule the runtime ships), checked against
     ``trace`` when given; without a trace only the prediction is exported.
     ``project``: the Phoenix project (resource attribute ``openinference.project.name``).
+
+    For example::
+
+        ai.to_otel(v, path="spans.json")                                  # OTLP JSON
+        ai.to_otel(v, endpoint="http://127.0.0.1:6006/v1/traces")       # or send it
     """
     from agent_inspect.sources import export_spans, write_otlp_json
 

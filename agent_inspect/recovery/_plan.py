@@ -77,6 +77,11 @@ class ReplayPlan:
     taken from its records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is
     the replay's attempt number (Java hash-based action UUIDs change per attempt). ``notes``: what
     :meth:`from_log` could not tell from the log and how it read it anyway (one sentence each).
+
+    For example::
+
+        plan = ai.checkpoint.read("checkpoints/").replay_plan(log)   # seqNums from the checkpoint
+        ai.predict(log, plan=plan)
     """
 
     inputs: tuple[ReplayInput, ...] = ()

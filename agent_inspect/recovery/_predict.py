@@ -388,6 +388,11 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
 
     Pass ``session`` to continue from an already rebuilt store; ``new_id`` to make fresh event ids
     reproducible. The result carries the settings (:attr:`Prediction.recovery`).
+
+    For example::
+
+        p = ai.predict(log, markers=ai.samples.markers("production"))
+        p.tasks["outcome"].value_counts(), p.ledger_totals()
     """
     log: Any = subject
     if _is_reconstruction(subject):

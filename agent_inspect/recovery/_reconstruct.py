@@ -54,6 +54,11 @@ class Reconstruction(HtmlRepr):
     removed or re-ran something), ``rule_note`` (the rule's own words), ``attempt`` and ``execution``.
     ``divergences``: one row per divergence (key, seq, kind, step, positions, explanation, removed, attribute
     diff of conflicting roots). ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason).
+
+    For example::
+
+        result = ai.reconstruct(log, markers=markers, rule="fixed")   # a labelled what-if
+        result.divergences, result.evictions, result.lints
     """
 
     log: Any
@@ -181,6 +186,11 @@ def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool 
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
+
+    For example::
+
+        result = ai.reconstruct(log, markers=ai.samples.markers("production"))
+        result.records["status"].value_counts(), result.divergences
     """
     settings = Recovery.resolve(subject, recovery, **overrides)
     with gc_paused():  # millions of small acyclic objects

@@ -59,6 +59,12 @@ class Recovery:
     - ``call_matching``, ``expected_fingerprint``, ``max_parallelism``: how replayed durable calls meet
       their slots, and the K2 restore checks (spec §6.5).
     - ``provenance``: where each setting came from, in words; ``given``: the settings passed explicitly.
+
+    For example::
+
+        r = ai.Recovery.for_log(log, markers=ai.samples.markers("production"))
+        print(r.describe())                      # every setting and where it came from
+        ai.predict(log, recovery=r), ai.reconstruct(log, recovery=r)
     """
 
     rule: DivergenceRule

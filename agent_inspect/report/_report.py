@@ -49,6 +49,10 @@ def write_report(
     the re-execution ledger, the lints and the decode errors; given ``verification`` (``ai.verify(...)``
     of this recovery against the job's Trace Log), also "Checked against the trace". Everything from the
     records and the trace is escaped.
+
+    For example::
+
+        ai.write_report(log, "report.html", markers=ai.samples.markers("production"))
     """
     html = render_report(subject, recovery=recovery, title=title, max_keys=max_keys, max_rows=max_rows,
                          verification=verification, **overrides)

@@ -315,6 +315,11 @@ class TraceLog(HtmlRepr):
     ``line`` it came from, ``error`` (None when the record is fine) and ``conflict`` (another record
     has the same execution id and status but other content). ``errors``: the bad records, ``file``,
     ``line`` and ``reason`` first. ``duplicates``: exact duplicates left out of ``records``.
+
+    For example::
+
+        trace = ai.load_trace("traces/")
+        trace.summary()
     """
 
     records: pd.DataFrame
@@ -438,6 +443,11 @@ def load_trace(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     ``eventAttributes``, spec §14.4) are read alike, gzip-rotated files too. Bad lines are rows of
     ``.errors``; lines in any order are put in time order, and exact duplicates are left out (counted
     in ``summary()``, listed in ``.duplicates``).
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")   # a file, a directory or a glob
+        trace.records, trace.errors
     """
     from agent_inspect.sources import FileKind, expect_kind, read_trace_files, trace_files
 

@@ -289,6 +289,11 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     that mixes several. ``infer=True`` ranks every candidate rule and store flavour by agreement (done
     anyway when something disagrees, to explain it), and with no ``plan`` the inferred marker candidates
     (``markers.infer_markers``) × rules × store flavours too: ``ranking["markers"]`` says whose markers a row used.
+
+    For example::
+
+        v = ai.verify(log, trace, markers=ai.samples.markers("production"))
+        v.verdict, v.totals            # agree / disagree / undetermined
     """
     from agent_inspect.recovery import Recovery, predict
     from agent_inspect.trace._model import TraceLog, load_trace

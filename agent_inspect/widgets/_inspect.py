@@ -104,6 +104,11 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
     reconstructed under those settings from a log, a reconstruction or a source (a path or ``kafka://…``
     URL, loaded whole), opened on ``record`` (a log position or a ``(partition, offset)`` pair) when given.
     This is what a record's "copy link" snippet runs. Other keyword options go to the widget's constructor.
+
+    For example::
+
+        ai.inspect(result)                                   # the view for a log, result, prediction, executor…
+        ai.inspect(result, business_key="user-42", record=7)
     """
     settings = {name: options.pop(name) for name in RecoveryOverrides.__optional_keys__ & set(options)}
     settings = {name: value for name, value in settings.items() if value is not None}

@@ -55,6 +55,11 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
     Reads are read-only like ``ai.load``: assign + explicit offsets, bounded polls, no commits, no
     consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`. A new tail of
     the same topic and keys (the cell run again) stops the previous one.
+
+    For example::
+
+        view = ai.tail("kafka://broker:9092/agent-action-state", business_keys=["user-42"], window=1000)
+        view.stop()
     """
     keys = list(business_keys) if business_keys is not None else None
     live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,

@@ -15,10 +15,15 @@ _ROLE = re.compile(r":(?:func|class|meth|attr|data|mod|exc|obj|const):`~?([^`]+)
 _LITERAL = re.compile(r"::\n")
 
 
+def _markdown(obj: Any) -> None:
+    docstring = getattr(obj, "docstring", None)
+    if docstring is not None:
+        docstring.value = _LITERAL.sub(":\n", _ROLE.sub(lambda m: f"`{m.group(1)}`", docstring.value))
+
+
 class RestRoles(Extension):
     def on_object(self, *, obj: Any, **kwargs: Any) -> None:
-        docstring = getattr(obj, "docstring", None)
-        if docstring is None:
-            return
-        text = _ROLE.sub(lambda m: f"`{m.group(1)}`", docstring.value)
-        docstring.value = _LITERAL.sub(":\n", text)
+        _markdown(obj)
+
+    def on_package(self, *, pkg: Any, **kwargs: Any) -> None:   # the root package is not passed to on_object
+        _markdown(pkg)
