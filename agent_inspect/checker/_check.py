@@ -20,7 +20,7 @@ Definitions (the generator knows the true history, so it can judge):
 
 Every failure kind gets a counterexample: the history shrunk (whole attempts, trailing rounds,
 restored tasks, then single records, until removing any record makes the failure disappear) and
-written as a case file (docs/cases.md), where stale and tainted records carry ``stale = true``.
+written as a case file (docs/reference/cases.md), where stale and tainted records carry ``stale = true``.
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ class History:
 
 
 def event_notation(event: AgentEvent) -> str:
-    """An event in the case-file notation (docs/cases.md): ``In(A)`` or ``Ev(type,{json})``."""
+    """An event in the case-file notation (docs/reference/cases.md): ``In(A)`` or ``Ev(type,{json})``."""
     a = dict(event.attributes)
     if event.type == INPUT_EVENT and list(a) == ["input"] and isinstance(a["input"], str) \
             and a["input"].isalnum():

@@ -27,7 +27,7 @@ __all__ = ["CheckReport", "Counterexample"]
 
 @dataclass(frozen=True, eq=False)
 class Counterexample:
-    """A minimized history that shows one failure kind, as a case file (docs/cases.md).
+    """A minimized history that shows one failure kind, as a case file (docs/reference/cases.md).
 
     ``items`` tell each failing task of the minimized case as a story (which task, which record, why
     reusing or re-running it is wrong); ``details`` say the same in the compact case notation; ``case`` is the parsed case,
