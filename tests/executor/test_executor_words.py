@@ -94,3 +94,26 @@ def test_a_forced_rerun_says_the_policy_ran_it_and_what_the_rule_decided() -> No
     forced = next(s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.action == "IA")
     assert forced.outcome == "RERUN" and forced.rule_note
     assert forced.reason == "run again by the force-rerun policy (the rule decided REUSE)"
+
+
+def test_a_lookup_step_comes_before_the_removals_it_caused(production: tuple[tuple[Step, ...], Prediction]) -> None:
+    steps, _ = production
+    removals = [s for s in steps if s.kind in _REMOVALS and s.task is not None]
+    assert removals
+    for s in removals:
+        cause = steps[s.detail["caused_by"]]
+        assert cause.kind is StepKind.LOOKUP and cause.task == s.task and cause.index < s.index
+        assert s.change is not None and s.change.startswith(f"removed {s.detail['removed']}: ")
+
+
+def test_removed_records_are_grouped_by_round() -> None:
+    from agent_inspect.executor._engine import removed_text
+    from agent_inspect.store import Entry
+
+    def entry(key: str, seq: int, n: int) -> Entry:
+        return Entry(state_key=f"{key}_{seq}_{n}", business_key=key, seq=seq, event_uuid="e", action_uuid="a")
+
+    removed = [entry("user-0001", 2, i) for i in range(3)] + [entry("user-0001", 3, i) for i in range(2)] + \
+        [entry("user-0002", 2, 0)]
+    assert removed_text(removed) == "removed 6: user-0001@2 ×3, @3 ×2, user-0002@2"
+    assert removed_text([]) == "nothing removed"
