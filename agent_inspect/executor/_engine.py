@@ -309,29 +309,29 @@ class Engine:
         common.update(fingerprint=fp, state_key=sk)
         policy = self.calls.policies.for_action(name)
         detail = {"restored": restored, "policy": policy.value, "stale_logic": False}
-        core = TaskLookups(self.session, t, write=lambda entry: self._persist(t, entry.value, common, entry=entry))
-        decision = self._get(core, "first", common, detail)
-        record = self._read(decision.entry) if decision.entry is not None else None
-        forced = policy is ActionPolicy.FORCE_RERUN and decision.outcome is not Outcome.RERUN
-        if decision.outcome is Outcome.REUSE and not forced and record is not None:
-            outs = self._reuse(t, action, event, record, common)
-            if policy is ActionPolicy.DIFF:
-                self._shadow(t, action, event, record, common)
-            return outs
-        return self._execute(core, action, event, None if forced else record, common,
-                             served_from=record if forced else None)
+        core = TaskLookups(self.session, t, on_lookup=lambda d: self._looked_up(core, d, common, detail),
+                           write=lambda entry: self._persist(t, entry.value, common, entry=entry))
+        try:
+            decision = core.get()
+            record = self._read(decision.entry) if decision.entry is not None else None
+            forced = policy is ActionPolicy.FORCE_RERUN and decision.outcome is not Outcome.RERUN
+            if decision.outcome is Outcome.REUSE and not forced and record is not None:
+                outs = self._reuse(t, action, event, record, common)
+                if policy is ActionPolicy.DIFF:
+                    self._shadow(t, action, event, record, common)
+                return outs
+            return self._execute(core, action, event, None if forced else record, common,
+                                 served_from=record if forced else None)
+        except TaskFailed as failed:   # a FAIL at any get ends the task and fails the job (§9.3)
+            raise JobFailed(f"lookup of {name} at ({key}, {seq}) failed: {failed.decision.reason}") from None
 
-    def _get(self, core: TaskLookups, stage: str, common: dict[str, Any],
-             detail: dict[str, Any] | None = None) -> LookupDecision:
-        """One ``get`` of the task (§9.3): the first one's LOOKUP step, then the removals it caused; a FAIL at
-        any get ends the task and fails the job."""
+    def _looked_up(self, core: TaskLookups, decision: LookupDecision, common: dict[str, Any],
+                   detail: dict[str, Any]) -> None:
+        """Steps for one ``get`` of the task: the first one's LOOKUP step (or any FAIL's), then the removals it
+        caused, each naming that step."""
         from agent_inspect.store import Outcome
 
-        t, name, task_no = core.task, common["action"], common["task"]
-        try:
-            decision = core.get(stage)
-        except TaskFailed as fail:
-            decision = fail.decision
+        t, name, task_no, stage = core.task, common["action"], common["task"], core.stage
         reason = self.run.causes.reason(decision.outcome.value, decision.reason, t.state_key, decision.events)
         failed = decision.outcome is Outcome.FAIL
         if stage == "first" or failed:
@@ -341,15 +341,12 @@ class Engine:
                 reason = f"run again by the force-rerun policy (the rule decided {outcome}{f': {reason}' if reason else ''})"
                 outcome = StepOutcome.RERUN
             self._emit(StepKind.LOOKUP, **common, outcome=outcome, reason=reason, rule_note=decision.reason,
-                       detail={**(detail or {}), "rule_outcome": decision.outcome.value, "stage": stage})
+                       detail={**detail, "rule_outcome": decision.outcome.value, "stage": stage})
         lookup_step = next((s.index for s in reversed(self.run.steps) if s.kind is StepKind.LOOKUP
                             and s.task == task_no), None)
         for ev in decision.events:
             self._cache_event_step(ev, during=_DURING[stage], task=task_no, action=name, caused_by=lookup_step)
         self.run.causes.removed(decision.events, f"the lookup of task {task_no} ({t.business_key}, seq {t.seq}, {name})")
-        if failed:
-            raise JobFailed(f"lookup of {name} at ({t.business_key}, {t.seq}) failed: {decision.reason}")
-        return decision
 
     def _read(self, entry: Entry) -> RecordView:
         if entry.pos is None:
@@ -397,7 +394,7 @@ class Engine:
         if served_from is not None:
             # force-rerun, a what-if beyond §9.3: the cached record is overwritten as if nothing were cached
             core.write(self._entry(t, RecordView(task_event=event)))
-            self._get(core, "bind", common)
+            core.get("bind")
         elif record is None:
             core.start(lambda: self._entry(t, RecordView(task_event=event)))
         stm, sensory = self.memory_of(t.business_key)
@@ -426,8 +423,7 @@ class Engine:
         done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
                           sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True,
                           results=tuple(ctx.results))
-        self._get(core, "complete", common)
-        core.write(self._entry(t, done))
+        core.complete(self._entry(t, done))
         self.run.last_results = list(ctx.results)
         return list(ctx.outputs)
 

@@ -34,8 +34,11 @@ class TaskLookups:
                  write: Callable[[Entry], object] | None = None) -> None:
         self.session, self.task, self.on_lookup = session, task, on_lookup
         self.write = write if write is not None else session.write
+        #: the stage of the get under way (see :class:`TaskFailed`), for ``on_lookup``
+        self.stage = "first"
 
     def get(self, stage: str = "first", *, pos: int | None = None) -> LookupDecision:
+        self.stage = stage
         decision = self.session.lookup(self.task, pos=pos)
         if self.on_lookup is not None:
             self.on_lookup(decision)

@@ -117,3 +117,28 @@ def test_removed_records_are_grouped_by_round() -> None:
         [entry("user-0002", 2, 0)]
     assert removed_text(removed) == "removed 6: user-0001@2 ×3, @3 ×2, user-0002@2"
     assert removed_text([]) == "nothing removed"
+
+
+def test_a_fail_at_the_get_before_the_initial_write_ends_the_task_and_the_job() -> None:
+    from agent_inspect.rules import NaiveRule
+    from agent_inspect.store import LookupDecision, RecoverySession, Task
+
+    class SecondGetFails(NaiveRule):
+        name = "second-get-fails"
+
+        def __init__(self) -> None:
+            self.seen: set[str] = set()
+
+        def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+            if task.state_key in self.seen:
+                return LookupDecision.fail("the second get is refused")
+            self.seen.add(task.state_key)
+            return super().lookup(session, task)
+
+    ex = ReplayExecutor(agent=cascade_agent(), plan={"inputs": [("k", "a")]}, key_format="K1.5", seed=1,
+                        rule=SecondGetFails())
+    ex.run()
+    lookups = [s for s in ex.step_list if s.kind is StepKind.LOOKUP]
+    assert [(s.outcome, s.detail["stage"]) for s in lookups] == [("RERUN", "first"), ("FAIL", "again")]
+    assert ex.failure is not None and "the second get is refused" in ex.failure
+    assert not [s for s in ex.step_list if s.kind is StepKind.PERSIST]     # no initial write after the FAIL
