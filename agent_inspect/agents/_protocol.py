@@ -27,6 +27,33 @@ __all__ = [
     "action_uuid_for",
 ]
 
+#: event UUIDs by the attributes' JSON bytes: a replay sends the same recorded attributes again under every rule
+#: and in every rerun, so each distinct map is hashed once
+_FINGERPRINTS: dict[bytes, str] = {}
+_FINGERPRINTS_MAX = 1 << 16
+
+
+def _fingerprint(attributes: Mapping[str, Any]) -> str:
+    import msgspec
+
+    from agent_inspect.codec import event_uuid
+
+    attrs = dict(attributes)
+    try:
+        data = msgspec.json.encode(attrs)
+        exact = msgspec.json.decode(data) == attrs   # plain JSON values only (no bytes, NaN, tuples, int keys)
+    except (TypeError, msgspec.EncodeError):
+        exact = False
+    if not exact:
+        return event_uuid(attrs)
+    fp = _FINGERPRINTS.get(data)
+    if fp is None:
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_MAX:
+            _FINGERPRINTS.clear()
+        fp = _FINGERPRINTS[data] = event_uuid(attrs)
+    return fp
+
+
 INPUT_EVENT = "_input_event"
 OUTPUT_EVENT = "_output_event"
 BEGIN_EVENT = "_agent_run_begin_event"
@@ -57,9 +84,7 @@ class AgentEvent:
     def fingerprint(self) -> str:
         """The event UUID of the attributes (spec §4.3.1): the event segment of the state key (computed once
         per event: the engine and an as-recorded body both ask for it)."""
-        from agent_inspect.codec import event_uuid
-
-        return event_uuid(dict(self.attributes))
+        return _fingerprint(self.attributes)
 
     @property
     def scope(self) -> str | None:

@@ -11,7 +11,7 @@ top to bottom here; splitting it would scatter one operator step over modules.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,7 @@ from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import JobFailed, MemoryState, RunState, TaskQueue
 from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Step, StepKind, StepOutcome
-from agent_inspect.recovery import RemovalCauses, removal_reason
+from agent_inspect.recovery import RemovalCauses, TaskFailed, TaskLookups, removal_reason
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuntimeLike
@@ -207,14 +207,15 @@ class Engine:
                        detail={"pos": entry.pos})
 
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
-                          action: str | None = None) -> None:
+                          action: str | None = None, caused_by: int | None = None) -> None:
+        """One removal; ``caused_by`` is the index of the lookup step whose get removed it."""
         kind = StepKind.INVALIDATION if ev.op == "invalidate" else StepKind.EVICTION
         divergence = self.session.divergences[ev.divergence_id].kind if ev.divergence_id is not None else None
         self._emit(kind, key=ev.business_key, seq=ev.seq, action=action, outcome=ev.op,
                    reason=removal_reason(ev, divergence), rule_note=ev.reason, change=removed_text(ev.removed), task=task,
                    detail={"removed": len(ev.removed), "during": during, "divergence_id": ev.divergence_id,
                            "state_keys": tuple(e.state_key for e in ev.removed),
-                           "positions": ev.positions})
+                           "positions": ev.positions, "caused_by": caused_by})
 
     # ------------------------------------------------------------------------------ rounds and tasks
 
@@ -306,37 +307,46 @@ class Engine:
                  event_type=event.type, is_root=event.is_root, key_format=self.keys.format,
                  key_text=self.keys.key_text(key), action=name, round_input=self.run.round_input)
         common.update(fingerprint=fp, state_key=sk)
-        decision, reason = self._lookup(t, task_no, name, during="lookup")
         policy = self.calls.policies.for_action(name)
-        detail = {"restored": restored, "policy": policy.value, "rule_outcome": decision.outcome.value,
-                  "stale_logic": False}
-        if decision.outcome is Outcome.FAIL:
-            self._emit(StepKind.LOOKUP, **common, outcome=StepOutcome.FAIL, reason=reason, rule_note=decision.reason,
-                       detail=detail)
-            raise JobFailed(f"lookup of {name} at ({key}, {seq}) failed: {decision.reason}")
-        record = self._read(decision.entry) if decision.entry is not None else None
-        outcome = StepOutcome(decision.outcome.value)
-        forced = policy is ActionPolicy.FORCE_RERUN and outcome is not StepOutcome.RERUN
-        if forced:
-            reason = f"run again by the force-rerun policy (the rule decided {outcome}{f': {reason}' if reason else ''})"
-        self._emit(StepKind.LOOKUP, **common, outcome=StepOutcome.RERUN if forced else outcome, reason=reason,
-                   rule_note=decision.reason, detail=detail)
-        if outcome is StepOutcome.REUSE and not forced and record is not None:
-            outs = self._reuse(t, action, event, record, common)
-            if policy is ActionPolicy.DIFF:
-                self._shadow(t, action, event, record, common)
-            return outs
-        return self._execute(t, action, event, None if forced else record, common,
-                             served_from=record if forced else None)
+        detail = {"restored": restored, "policy": policy.value, "stale_logic": False}
+        core = TaskLookups(self.session, t, on_lookup=lambda d: self._looked_up(core, d, common, detail),
+                           write=lambda entry: self._persist(t, entry.value, common, entry=entry))
+        try:
+            decision = core.get()
+            record = self._read(decision.entry) if decision.entry is not None else None
+            forced = policy is ActionPolicy.FORCE_RERUN and decision.outcome is not Outcome.RERUN
+            if decision.outcome is Outcome.REUSE and not forced and record is not None:
+                outs = self._reuse(t, action, event, record, common)
+                if policy is ActionPolicy.DIFF:
+                    self._shadow(t, action, event, record, common)
+                return outs
+            return self._execute(core, action, event, None if forced else record, common,
+                                 served_from=record if forced else None)
+        except TaskFailed as failed:   # a FAIL at any get ends the task and fails the job (§9.3)
+            raise JobFailed(f"lookup of {name} at ({key}, {seq}) failed: {failed.decision.reason}") from None
 
-    def _lookup(self, t: Task, task_no: int, name: str, *, during: str) -> tuple[LookupDecision, str | None]:
-        """The rule's decision, and its reason for readers (named before this lookup's removals are)."""
-        decision = self.session.lookup(t)
-        for ev in decision.events:
-            self._cache_event_step(ev, during=during, task=task_no, action=name)
+    def _looked_up(self, core: TaskLookups, decision: LookupDecision, common: dict[str, Any],
+                   detail: dict[str, Any]) -> None:
+        """Steps for one ``get`` of the task: the first one's LOOKUP step (or any FAIL's), then the removals it
+        caused, each naming that step."""
+        from agent_inspect.store import Outcome
+
+        t, name, task_no, stage = core.task, common["action"], common["task"], core.stage
         reason = self.run.causes.reason(decision.outcome.value, decision.reason, t.state_key, decision.events)
+        failed = decision.outcome is Outcome.FAIL
+        if stage == "first" or failed:
+            outcome = StepOutcome(decision.outcome.value)
+            if stage == "first" and not failed and self.calls.policies.for_action(name) is ActionPolicy.FORCE_RERUN \
+                    and outcome is not StepOutcome.RERUN:
+                reason = f"run again by the force-rerun policy (the rule decided {outcome}{f': {reason}' if reason else ''})"
+                outcome = StepOutcome.RERUN
+            self._emit(StepKind.LOOKUP, **common, outcome=outcome, reason=reason, rule_note=decision.reason,
+                       detail={**detail, "rule_outcome": decision.outcome.value, "stage": stage})
+        lookup_step = next((s.index for s in reversed(self.run.steps) if s.kind is StepKind.LOOKUP
+                            and s.task == task_no), None)
+        for ev in decision.events:
+            self._cache_event_step(ev, during=_DURING[stage], task=task_no, action=name, caused_by=lookup_step)
         self.run.causes.removed(decision.events, f"the lookup of task {task_no} ({t.business_key}, seq {t.seq}, {name})")
-        return decision, reason
 
     def _read(self, entry: Entry) -> RecordView:
         if entry.pos is None:
@@ -375,20 +385,23 @@ class Engine:
                    detail={"outputs": tuple(o.id for o in outs), "memory_paths": tuple(paths)})
         return outs
 
-    def _execute(self, t: Task, decl: ActionDecl, event: AgentEvent, record: RecordView | None,
+    def _execute(self, core: TaskLookups, decl: ActionDecl, event: AgentEvent, record: RecordView | None,
                  common: dict[str, Any], *, served_from: RecordView | None) -> list[AgentEvent]:
+        t = core.task
         resume = record is not None and not record.completed
         kind = StepKind.RESUME if resume else StepKind.RERUN
         recorded = record.calls if record is not None and resume else ()
-        if record is None:
-            self._persist(t, RecordView(task_event=event), StepOutcome.INITIAL, common)
-            self._lookup(t, common["task"], decl.name, during="re-get after the initial write")
+        if served_from is not None:
+            # force-rerun, a what-if beyond §9.3: the cached record is overwritten as if nothing were cached
+            core.write(self._entry(t, RecordView(task_event=event)))
+            core.get("bind")
+        elif record is None:
+            core.start(lambda: self._entry(t, RecordView(task_event=event)))
         stm, sensory = self.memory_of(t.business_key)
-        task_no = common["task"]
         journal = LiveCallJournal(
             recorded,
-            persist=lambda results: self._persist(
-                t, RecordView(task_event=event, calls=results), f"call results ({len(results)})", common),
+            persist=lambda results: self._persist(t, RecordView(task_event=event, calls=results), common,
+                                                  what=f"call results ({len(results)})"),
             report=lambda ce: self._call_step(kind, ce, common),
             run=self.calls.runner(served_from.calls if served_from is not None else ()),
             decode=self.calls.decoder(), call_matching=self.call_matching,
@@ -407,14 +420,11 @@ class Engine:
             self._emit(kind, **common, outcome=StepOutcome.FAILED,
                        reason=f"body raised {type(exc).__name__}: {exc}")
             raise JobFailed(f"action {decl.name} at ({t.business_key}, {t.seq}) raised {exc!r}", exc) from None
-        self._lookup(t, task_no, decl.name, during="get at completion")
         done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
                           sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True,
                           results=tuple(ctx.results))
+        core.complete(self._entry(t, done))
         self.run.last_results = list(ctx.results)
-        paths = [p for p, _ in done.short_term] + [p for p, _ in done.sensory]
-        self._persist(t, done, StepOutcome.COMPLETED, common,
-                      extra=f"; memory set {paths}; outputs {[o.type for o in done.outputs]}")
         return list(ctx.outputs)
 
     def _shadow(self, t: Task, decl: ActionDecl, event: AgentEvent, record: RecordView,
@@ -436,19 +446,30 @@ class Engine:
                    change="; ".join(diffs) if diffs else "outputs and memory updates equal",
                    detail={"diff": tuple(diffs), "shadow": True})
 
-    def _persist(self, t: Task, value: RecordView, what: str, common: dict[str, Any], *, extra: str = "") -> None:
+    def _entry(self, t: Task, value: RecordView) -> Entry:
         from agent_inspect.store import Entry
 
         calls = value.calls
-        entry = Entry(state_key=t.state_key, business_key=t.business_key, seq=t.seq, event_uuid=t.event_uuid,
-                      action_uuid=t.action_uuid, key_format=t.key_format, key_text=t.key_text,
-                      is_root=t.is_root, completed=value.completed, task_event_id=t.event_id,
-                      task_event_type=t.event_type, output_event_ids=tuple(o.id or "" for o in value.outputs),
-                      call_count=len(calls), calls_pending=sum(c.status == "PENDING" for c in calls),
-                      calls_succeeded=sum(c.status == "SUCCEEDED" for c in calls),
-                      calls_failed=sum(c.status == "FAILED" for c in calls),
-                      pos=None, attempt=self.attempt, value=value)
-        self.session.write(entry)
+        return Entry(state_key=t.state_key, business_key=t.business_key, seq=t.seq, event_uuid=t.event_uuid,
+                     action_uuid=t.action_uuid, key_format=t.key_format, key_text=t.key_text,
+                     is_root=t.is_root, completed=value.completed, task_event_id=t.event_id,
+                     task_event_type=t.event_type, output_event_ids=tuple(o.id or "" for o in value.outputs),
+                     call_count=len(calls), calls_pending=sum(c.status == "PENDING" for c in calls),
+                     calls_succeeded=sum(c.status == "SUCCEEDED" for c in calls),
+                     calls_failed=sum(c.status == "FAILED" for c in calls),
+                     pos=None, attempt=self.attempt, value=value)
+
+    def _persist(self, t: Task, value: RecordView, common: dict[str, Any], *, entry: Entry | None = None,
+                 what: str | None = None) -> None:
+        """Write ``value`` (initial, call results or completed) to the session and the overlay, and report it."""
+        extra = ""
+        if value.completed:
+            what = what or StepOutcome.COMPLETED
+            paths = [p for p, _ in value.short_term] + [p for p, _ in value.sensory]
+            extra = f"; memory set {paths}; outputs {[o.type for o in value.outputs]}"
+        else:
+            what = what or StepOutcome.INITIAL
+        self.session.write(entry if entry is not None else self._entry(t, value))
         self.run.overlay[t.state_key] = value
         self.run.writes.append((t.state_key, t, value))
         self.run.write_steps.append(len(self.run.steps))
@@ -480,12 +501,24 @@ def action_name(decl: ActionDecl | str) -> str:
 
 
 def removed_text(removed: Sequence[Entry]) -> str:
-    """What a cache operation removed, for a step's ``change``."""
+    """What a cache operation removed, grouped by round, for a step's ``change``:
+    ``removed 14: user-0001@2 ×3, @3 ×2, user-0002@2``."""
     if not removed:
         return "nothing removed"
-    keys = ", ".join(f"{e.business_key}@{e.seq}" for e in removed[:5])
-    more = f" (+{len(removed) - 5} more)" if len(removed) > 5 else ""
-    return f"removed {len(removed)}: {keys}{more}"
+    rounds = Counter((e.business_key, e.seq) for e in removed)
+    parts, last = [], None
+    for (key, seq), n in rounds.items():
+        parts.append(f"{'' if key == last else key}@{seq}{f' ×{n}' if n > 1 else ''}")
+        last = key
+    more = " …" if len(parts) > _SHOWN_ROUNDS else ""
+    return f"removed {len(removed)}: {', '.join(parts[:_SHOWN_ROUNDS])}{more}"
+
+
+#: rounds named in a removal's ``change`` before it says "…"
+_SHOWN_ROUNDS = 8
+#: what each get of a task (:class:`~agent_inspect.recovery.TaskLookups` stages) is called in a removal's detail
+_DURING = {"first": "lookup", "again": "get again before the initial write",
+           "bind": "re-get after the initial write", "complete": "get at completion"}
 
 
 def _subcall(event: AgentEvent) -> tuple[str, str, str] | None:

@@ -154,6 +154,13 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
     :func:`agent_inspect.recovery.predict` (None: the whole log).
     """
+    from agent_inspect._bulk import gc_paused
+
+    with gc_paused():   # the per-task objects would make the cyclic GC rescan the log's heap again and again
+        return _key_frame(log, rules, markers, runtime)
+
+
+def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None, runtime: str) -> pd.DataFrame:
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate
     from agent_inspect.log import resolve_runtime

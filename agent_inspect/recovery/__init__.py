@@ -8,6 +8,7 @@ itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent
 
 from __future__ import annotations
 
+from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._lints import LINTS, lint
 from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
 from agent_inspect.recovery._predict import (
@@ -53,7 +54,7 @@ __all__ = [
     # reasons in a reader's words (the rule's own stay in ``rule_note``)
     "user_reason", "RemovalCauses", "removal_reason",
     # driving a plan through a rebuilt session
-    "simulate", "Simulation",
+    "simulate", "Simulation", "TaskLookups", "TaskFailed",
     # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)
     "refresh_positions", "subagent_result_events", "with_subagent_result_events",
 ]

@@ -26,13 +26,19 @@ class TaskFailed(Exception):
 
 class TaskLookups:
     """The gets and puts of one task against ``session``; ``on_lookup`` sees every decision (cache events
-    included) before a FAIL is raised as :class:`TaskFailed`."""
+    included) before a FAIL is raised as :class:`TaskFailed`; ``write`` puts a record (default
+    ``session.write``; the executor's also keeps the value and reports the write)."""
 
     def __init__(self, session: RecoverySession, task: Task,
-                 on_lookup: Callable[[LookupDecision], None] | None = None) -> None:
+                 on_lookup: Callable[[LookupDecision], None] | None = None,
+                 write: Callable[[Entry], object] | None = None) -> None:
         self.session, self.task, self.on_lookup = session, task, on_lookup
+        self.write = write if write is not None else session.write
+        #: the stage of the get under way (see :class:`TaskFailed`), for ``on_lookup``
+        self.stage = "first"
 
     def get(self, stage: str = "first", *, pos: int | None = None) -> LookupDecision:
+        self.stage = stage
         decision = self.session.lookup(self.task, pos=pos)
         if self.on_lookup is not None:
             self.on_lookup(decision)
@@ -43,10 +49,10 @@ class TaskLookups:
     def start(self, initial: Callable[[], Entry]) -> None:
         """Before a body that found nothing cached: get again, put the initial record if still none, get."""
         if self.get("again").entry is None:
-            self.session.write(initial())
+            self.write(initial())
         self.get("bind")
 
     def complete(self, completed: Entry) -> None:
         """After the body: get, then put the completed record."""
         self.get("complete")
-        self.session.write(completed)
+        self.write(completed)

@@ -94,3 +94,51 @@ def test_a_forced_rerun_says_the_policy_ran_it_and_what_the_rule_decided() -> No
     forced = next(s for s in ex.step_list if s.kind is StepKind.LOOKUP and s.action == "IA")
     assert forced.outcome == "RERUN" and forced.rule_note
     assert forced.reason == "run again by the force-rerun policy (the rule decided REUSE)"
+
+
+def test_a_lookup_step_comes_before_the_removals_it_caused(production: tuple[tuple[Step, ...], Prediction]) -> None:
+    steps, _ = production
+    removals = [s for s in steps if s.kind in _REMOVALS and s.task is not None]
+    assert removals
+    for s in removals:
+        cause = steps[s.detail["caused_by"]]
+        assert cause.kind is StepKind.LOOKUP and cause.task == s.task and cause.index < s.index
+        assert s.change is not None and s.change.startswith(f"removed {s.detail['removed']}: ")
+
+
+def test_removed_records_are_grouped_by_round() -> None:
+    from agent_inspect.executor._engine import removed_text
+    from agent_inspect.store import Entry
+
+    def entry(key: str, seq: int, n: int) -> Entry:
+        return Entry(state_key=f"{key}_{seq}_{n}", business_key=key, seq=seq, event_uuid="e", action_uuid="a")
+
+    removed = [entry("user-0001", 2, i) for i in range(3)] + [entry("user-0001", 3, i) for i in range(2)] + \
+        [entry("user-0002", 2, 0)]
+    assert removed_text(removed) == "removed 6: user-0001@2 ×3, @3 ×2, user-0002@2"
+    assert removed_text([]) == "nothing removed"
+
+
+def test_a_fail_at_the_get_before_the_initial_write_ends_the_task_and_the_job() -> None:
+    from agent_inspect.rules import NaiveRule
+    from agent_inspect.store import LookupDecision, RecoverySession, Task
+
+    class SecondGetFails(NaiveRule):
+        name = "second-get-fails"
+
+        def __init__(self) -> None:
+            self.seen: set[str] = set()
+
+        def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
+            if task.state_key in self.seen:
+                return LookupDecision.fail("the second get is refused")
+            self.seen.add(task.state_key)
+            return super().lookup(session, task)
+
+    ex = ReplayExecutor(agent=cascade_agent(), plan={"inputs": [("k", "a")]}, key_format="K1.5", seed=1,
+                        rule=SecondGetFails())
+    ex.run()
+    lookups = [s for s in ex.step_list if s.kind is StepKind.LOOKUP]
+    assert [(s.outcome, s.detail["stage"]) for s in lookups] == [("RERUN", "first"), ("FAIL", "again")]
+    assert ex.failure is not None and "the second get is refused" in ex.failure
+    assert not [s for s in ex.step_list if s.kind is StepKind.PERSIST]     # no initial write after the FAIL
