@@ -79,6 +79,14 @@ def test_names_buttons_headline_and_copied_link(lab_page, lab_root: Path, artifa
     key_box = browser.locator("input[placeholder='business key (exact)']").first
     page.wait_for_function("(el) => el.value === 'user-0019'", arg=key_box.element_handle())
     browser.locator(".ai-detail", has_text=f"record {pos}").wait_for()
+    # the record's row is selected and scrolled into view, not far below in the whole log
+    row = browser.locator(".ai-log-grid .ai-grid-row.ai-grid-selected")
+    row.wait_for()
+    assert row.locator(".ai-grid-cell").first.inner_text().strip() == pos
+    page.wait_for_function(
+        "(r) => { const s = r.closest('.ai-grid-scroll'); "
+        "const a = r.getBoundingClientRect(), b = s.getBoundingClientRect(); "
+        "return a.top >= b.top - 1 && a.bottom <= b.bottom + 1; }", arg=row.element_handle())
     story.screenshot(path=str(artifacts / "names-explain-record.png"))
 
     # the verification headline never says just "agrees" while the calls differ
