@@ -96,6 +96,18 @@ def test_names_buttons_headline_and_copied_link(lab_page, lab_root: Path, artifa
     assert "agrees on tasks; calls differ (205 predicted, 175 observed" in head
     ver.locator(".ai-verification-filter input[type=checkbox]").check()
     ver.locator(".ai-verification-empty", has_text="no disagreement").wait_for()
+    # a task's detail tables: UUIDs and timestamps on one line each, cut with the whole value on hover
+    ver.locator(".ai-verification-filter input[type=checkbox]").uncheck()
+    ver.locator(".ai-verification-rows select").select_option(index=0)
+    ver.locator(".ai-verification-detail .ai-verification-trace table td").first.wait_for()
+    tall = page.evaluate(
+        "() => [...document.querySelectorAll('.ai-verification-detail table.agent-inspect td')]"
+        ".filter(td => /^[0-9a-f]{8}-[0-9a-f]{4}-|^\\d{4}-\\d\\d-\\d\\d[ T]\\d/.test(td.textContent))"
+        ".map(td => [td.textContent, td.getBoundingClientRect().height / parseFloat(getComputedStyle(td).fontSize),"
+        " td.title])")
+    assert tall, "the detail shows UUIDs and timestamps"
+    # one line is about 1.2-1.5 font sizes plus padding; a wrapped UUID took 3-4 lines
+    assert all(h < 2.4 and t == text for text, h, t in tall), tall
     ver.screenshot(path=str(artifacts / "names-verification.png"))
 
     # the copied link carries the markers and brings the same history back

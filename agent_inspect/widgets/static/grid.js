@@ -103,7 +103,10 @@ export default {
         row.dataset.row = String(ids[i]);
         row.style.gridTemplateColumns = columns;
         if (ids[i] === selected) row.classList.add("ai-grid-selected");
-        for (const value of values) row.appendChild(make("div", "ai-grid-cell", value));
+        for (const value of values) {
+          const cell = row.appendChild(make("div", "ai-grid-cell", value));
+          if (value !== null && value !== undefined && String(value).length > 16) cell.title = String(value);  // cut: whole on hover
+        }
         row.addEventListener("click", () => {
           model.send({ type: "select", row: ids[i] });
         });
