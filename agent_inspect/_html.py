@@ -8,6 +8,7 @@ their notebook HTML from :class:`HtmlRepr`, which renders the parts they yield a
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -52,13 +53,25 @@ def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) ->
     head = "".join(f"<th>{escape(c)}</th>" for c in shown.columns)
     rows = []
     for idx, row in zip(shown.index, shown.itertuples(index=False, name=None)):
-        cells = "".join(f"<td>{escape(_cell(v))}</td>" for v in row)
+        cells = "".join(_td(_cell(v)) for v in row)
         rows.append(f"<tr><th>{escape(idx)}</th>{cells}</tr>")
     more = len(frame) - len(shown)
     foot = f"<p>… {more} more rows</p>" if more > 0 else ""
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     return (f'<table class="agent-inspect">{cap}<thead><tr><th></th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>{foot}")
+
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d")
+
+
+def _td(value: Any) -> str:
+    """A table cell; a long word (a UUID, a state key) or a timestamp also in its title: the views cut them
+    to one line, and the title shows them whole on hover."""
+    text, raw = escape(value), str(value)
+    if len(raw) > 16 and (" " not in raw or _TIMESTAMP.match(raw)):
+        return f'<td title="{text}">{text}</td>'
+    return f"<td>{text}</td>"
 
 
 def _cell(value: Any) -> Any:

@@ -32,7 +32,7 @@ from agent_inspect.history._groups import (
     round_group,
 )
 from agent_inspect.history._layout import layered_layout
-from agent_inspect.history._names import action_label, action_names, call_label, is_uuid
+from agent_inspect.history._names import action_label, action_names, is_uuid
 from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
 
@@ -49,5 +49,5 @@ __all__ = [
     # V4 sub-agent result events of a record
     "subagent_result_events",
     # action names for UUIDs (what every view shows)
-    "action_names", "action_label", "call_label", "is_uuid",
+    "action_names", "action_label", "is_uuid",
 ]

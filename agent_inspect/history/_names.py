@@ -15,7 +15,7 @@ import pandas as pd
 
 from agent_inspect.codec import name_action_uuid
 
-__all__ = ["action_names", "action_label", "is_uuid", "call_label"]
+__all__ = ["action_names", "action_label", "is_uuid"]
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -62,18 +62,6 @@ def action_label(action: Any, names: Mapping[str, str]) -> str:
     if is_uuid(text):
         return f"uuid:{text[:8]}…"
     return text
-
-
-_CALL = re.compile(r"^(?P<agent>[0-9a-fA-F-]{36})(?P<rest>.*)$")
-
-
-def call_label(function: Any, names: Mapping[str, str]) -> str:
-    """A sub-agent call's function id with the leading action UUID named (``chat#…`` for ``<uuid>-0#…``)."""
-    text = "" if function is None else str(function)
-    m = _CALL.match(text)
-    if m is None or not is_uuid(m.group("agent")):
-        return text
-    return action_label(m.group("agent"), names) + m.group("rest")
 
 
 def _emitted_names(frame: pd.DataFrame) -> dict[str, str]:

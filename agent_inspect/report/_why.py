@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._html import escape
 from agent_inspect.store import Outcome
 
@@ -22,8 +23,9 @@ def why_html(prediction: Any, result: Any, *, max_actions: int = 5) -> str:
     from agent_inspect.diffing import explain
 
     counts = reruns.groupby(reruns["action"].astype(str), sort=False).size().sort_values(ascending=False, kind="stable")
-    parts = [f"<p>{len(reruns):,} task(s) rerun in this recovery; the chain of store decisions behind the first "
-             f"rerun of the {min(max_actions, len(counts))} action(s) that rerun most:</p>"]
+    shown = min(max_actions, len(counts))
+    parts = [f"<p>{plural(len(reruns), 'task')} rerun in this recovery; the chain of store decisions behind the first "
+             f"rerun of the {plural(shown, 'action')} that rerun most:</p>"]
     for action, n in counts.head(max_actions).items():
         i = int(tasks.index.get_loc(reruns.index[(reruns["action"].astype(str) == action).to_numpy()][0]))
         try:

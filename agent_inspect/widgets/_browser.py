@@ -182,8 +182,8 @@ class LogBrowser(w.VBox):
         order = self.grid.order
         where = np.flatnonzero(order == iloc)
         if len(where):
+            self.grid.selected = iloc      # first: the browser scrolls to it when the window below arrives
             self.grid.scroll_to(max(0, int(where[0]) - 2))
-            self.grid.selected = iloc
         self.show_record(pos)
 
     # -- internals --------------------------------------------------------------------------------

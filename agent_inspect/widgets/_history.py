@@ -17,7 +17,7 @@ import pandas as pd
 import traitlets as t
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import define
+from agent_inspect._glossary import define, plural
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.history import SearchIndex, compact_history, record_kinds
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
@@ -206,7 +206,7 @@ class KeyHistory(anywidget.AnyWidget):
             self._matches = set(hits.tolist())
             keep = sorted({self._line_of[p] for p in self._matches})
             self.visible = self.lines.iloc[keep]
-            self.search_info = (f"{len(keep):,} of {len(self.lines):,} lines ({len(hits):,} records) "
+            self.search_info = (f"{len(keep):,} of {plural(len(self.lines), 'line')} ({plural(len(hits), 'record')}) "
                                 f"contain {text!r}")
         else:
             self._matches = set()

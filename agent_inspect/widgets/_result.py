@@ -9,6 +9,7 @@ import ipywidgets as w
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._html import frame_html
 from agent_inspect._types import (
     ReconstructionLike,
@@ -107,7 +108,7 @@ def _lints_view(result: Any) -> w.Widget:
     if not isinstance(lints, pd.DataFrame) or lints.empty:
         view = w.HTML(message_html("no lint: none of the known format and identity hazards was found"))
     else:
-        view = w.HTML(frame_html(lints, max_rows=500, caption=f"{len(lints)} lint(s)"))
+        view = w.HTML(frame_html(lints, max_rows=500, caption=plural(len(lints), "lint")))
     view.add_class("ai-lints")
     return view
 

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from agent_inspect._glossary import define, plural
 from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import integer_axis, message_html
 from agent_inspect.widgets._grid import DataGrid
@@ -126,11 +127,18 @@ class FleetScanView(w.VBox):
 
     def _summary_html(self) -> str:
         s = self.result.summary()
-        text = (f"<b>Fleet scan</b> of <code>{escape(s['source'])}</code>: {s['windows']} windows, {s['records']} "
-                f"records, {s['keys']} keys, {s['errors']} bad records, {s['exposed_1301']} keys exposed to #1301")
+        def term(n: int, noun: str, key: str, rest: str = "") -> str:
+            return (f"<span class='ai-term' title='{escape(define(key))}'>{escape(plural(n, noun))}{escape(rest)}"
+                    "</span>")
+
+        text = (f"<b>Fleet scan</b> of <code>{escape(s['source'])}</code>: "
+                + ", ".join([term(s["windows"], "window", "windows"), escape(plural(s["records"], "record")),
+                             escape(plural(s["keys"], "key")), term(s["errors"], "bad record", "error"),
+                             term(s["exposed_1301"], "key", "exposed to #1301", " exposed to #1301")]))
         html = f"<p>{text}.</p>"
         if s["failed"]:
-            html += (f"<p class='ai-scan-failed'><b>{s['failed']} window(s) failed</b></p>"
+            html += (f"<p class='ai-scan-failed' title='{escape(define('failed windows'))}'>"
+                     f"<b>{escape(plural(s['failed'], 'window'))} failed</b></p>"
                      + frame_html(self.result.failures[["window", "reason"]], caption="failed windows"))
         return html
 

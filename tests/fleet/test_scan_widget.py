@@ -33,6 +33,12 @@ def test_inspect_picks_the_scan_view_and_sorts_by_header_clicks(saved: Path) -> 
     result = ai.ScanResult.open(saved)
     view = ai.inspect(result)
     assert isinstance(view, FleetScanView) and "ai-scan" in view._dom_classes
+    # the summary's words say what they count on hover (the glossary's definitions)
+    from agent_inspect._glossary import define
+    from agent_inspect._html import escape
+
+    for term in ("windows", "exposed to #1301"):
+        assert f"title='{escape(define(term))}'" in view.summary.value, term
     assert view.table.columns == view.columns
     # at_risk() order by default, not the stale-reuse column (all zero on this sample)
     assert view.sort_column == "risk_rank" and not view.descending
@@ -88,4 +94,4 @@ def test_escapes_and_failures(saved: Path, tmp_path: Path) -> None:
     broken = replace(result, failures=failures, source=evil)
     view = FleetScanView(broken)
     assert "<img" not in view.summary.value and "&lt;img" in view.summary.value
-    assert "1 window(s) failed" in view.summary.value
+    assert "<b>1 window failed</b>" in view.summary.value and "window(s)" not in view.summary.value

@@ -59,7 +59,7 @@ def test_lints_tab_lists_the_hazards():
     assert len(result.lints) > 0
     lints = ai.inspect(result).view("Lints")
     assert "ai-lints" in lints._dom_classes
-    assert f"{len(result.lints)} lint(s)" in lints.value and "&lt;img" in lints.value and "<img" not in lints.value
+    assert f"{len(result.lints):,} lint{'' if len(result.lints) == 1 else 's'}" in lints.value and "&lt;img" in lints.value and "<img" not in lints.value
     clean = ai.inspect(ai.reconstruct(_clean_log(), rule="fixed")).view("Lints")
     assert "no lint" in clean.value
 

@@ -103,7 +103,10 @@ export default {
         row.dataset.row = String(ids[i]);
         row.style.gridTemplateColumns = columns;
         if (ids[i] === selected) row.classList.add("ai-grid-selected");
-        for (const value of values) row.appendChild(make("div", "ai-grid-cell", value));
+        for (const value of values) {
+          const cell = row.appendChild(make("div", "ai-grid-cell", value));
+          if (value !== null && value !== undefined && String(value).length > 16) cell.title = String(value);  // cut: whole on hover
+        }
         row.addEventListener("click", () => {
           model.send({ type: "select", row: ids[i] });
         });
@@ -136,8 +139,20 @@ export default {
     model.on("change:columns", () => { widths = ""; drawHead(); drawRows(); });
     model.on("change:sort", () => { scroller.scrollTop = 0; asked = ""; drawHead(); });
     model.on("change:filters", () => { scroller.scrollTop = 0; asked = ""; drawHead(); });
-    model.on("change:window", () => { drawRows(); askWindow(); });
-    model.on("change:selected", drawRows);
+    // a selection made in the kernel (open a record) scrolls its row into view once, when its window arrives
+    let reveal = false;
+    function revealSelected() {
+      const win = model.get("window") || {};
+      const i = (win.ids || []).indexOf(model.get("selected"));
+      if (!reveal || i < 0) return;
+      reveal = false;
+      const top = ((win.start || 0) + i) * ROW;
+      if (top < scroller.scrollTop || top + ROW > scroller.scrollTop + scroller.clientHeight) {
+        scroller.scrollTop = Math.max(0, top - 2 * ROW);
+      }
+    }
+    model.on("change:window", () => { drawRows(); revealSelected(); askWindow(); });
+    model.on("change:selected", () => { reveal = true; drawRows(); revealSelected(); });
     model.on("change:total", drawStatus);
     model.on("change:error", drawStatus);
     model.on("change:message", drawStatus);

@@ -176,7 +176,7 @@ function render({ model, el }) {
       items.set(r.line, { wrap, line, box: null, detail: undefined });
     }
     list.replaceChildren(frag);
-    pageInfo.textContent = `page ${model.get("page") + 1} of ${model.get("page_count")} · ${model.get("total").toLocaleString()} lines`;
+    pageInfo.textContent = `page ${model.get("page") + 1} of ${model.get("page_count")} · ${plural(model.get("total"), "line")}`;
     prev.disabled = model.get("page") <= 0;
     next.disabled = model.get("page") >= model.get("page_count") - 1;
   }
