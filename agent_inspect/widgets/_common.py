@@ -66,7 +66,7 @@ KIND_COLOURS: dict[str, str] = {
     "invalidation": colour("violet"),
     "reuse": colour("good"),
     "resume": colour("warn"),
-    "rerun": colour("bad"),
+    "rerun": colour("orange"),
     "persist": colour("info"),
     "round_complete": colour("olive"),
     "round-complete": colour("olive"),

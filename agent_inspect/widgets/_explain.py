@@ -106,5 +106,5 @@ def _detail_html(detail: str | None) -> str:
     if not detail:
         return ""
     text, refs = split_spec(str(detail))
-    return (f"<div class='ai-explain-detail' style='color:#444'>{escape(text)}</div>"
+    return (f"<div class='ai-explain-detail' style='color:var(--ai-muted, var(--jp-ui-font-color2))'>{escape(text)}</div>"
             + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))

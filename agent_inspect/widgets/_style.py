@@ -32,7 +32,8 @@ class Shade(NamedTuple):
 #: The semantic palette. Text in any role reads at ≥ 4.5:1 on JupyterLab's light and dark backgrounds.
 PALETTE: Mapping[str, Shade] = {
     "good": Shade("#1a7f37", "#3fb950"),  # agrees, live, reused
-    "bad": Shade("#c62828", "#f85149"),  # disagrees, evicted, re-run
+    "bad": Shade("#c62828", "#f85149"),  # disagrees, evicted
+    "orange": Shade("#bc4c00", "#f0883e"),  # re-run (a cost, apart from the eviction that caused it)
     "warn": Shade("#9a6700", "#d29922"),  # undetermined, in flight, resumed, changed
     "info": Shade("#0969da", "#58a6ff"),  # records, persisted, selected
     "violet": Shade("#8250df", "#bc8cff"),  # invalidated

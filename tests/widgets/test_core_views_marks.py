@@ -42,7 +42,7 @@ def test_the_diverging_node_is_ringed_and_its_hover_names_rule_cause_and_removed
     assert {a.text for a in view.figure.layout.annotations} == {"<b>attempt 1</b>", "<b>attempt 2</b>"}
     click(view.figure, index, 0)
     assert "divergence #19" in view.detail.value
-    assert view.explain_box.children and "why user-0004@0" in view.explain_box.children[0].story.value
+    assert view.explain_box.children and "at round 0 of key user-0004" in view.explain_box.children[0].story.value
 
 
 def test_an_evicted_round_sits_in_a_band_named_in_the_legend(production):
