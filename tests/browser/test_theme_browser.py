@@ -218,7 +218,8 @@ def _overlapping(boxes: list[list[float]]) -> int:
 def views_page(browser, lab, lab_root: Path):
     from tests.browser.conftest import LabPage
 
-    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+    # tall enough that each view's screenshot is the view itself, not the page scrolled under it
+    context = browser.new_context(viewport={"width": 1280, "height": 2600})
     page = context.new_page()
     page.set_default_timeout(60_000)
     wrapper = LabPage(page, lab)

@@ -9,6 +9,7 @@ from _widget_view import click
 
 import agent_inspect as ai
 from agent_inspect.widgets import GraphView, SubagentTreeView
+from agent_inspect.widgets._style import colour
 
 KEY = f"user-{IMG}"
 
@@ -26,7 +27,7 @@ def test_every_node_is_drawn_with_its_status(probe_result):
     edges = view.figure.data[0]
     assert len(edges.x) == 3 * graph.number_of_edges()
     invalidated = [t for t in _node_traces(view) if t.name.endswith("· invalidated")]
-    assert invalidated and all(t.marker.line.color == "#d62728" for t in invalidated)
+    assert invalidated and all(t.marker.line.color == colour("bad") for t in invalidated)
     statuses = {d.get("status") for _, d in graph.nodes(data=True)}
     assert "invalidated" in statuses
 

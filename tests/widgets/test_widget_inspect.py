@@ -13,7 +13,7 @@ def test_public_names():
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
         "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
         "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory",
-        "tail", "LiveTail", "LiveKeyTimeline", "LiveKeyHistory", "LiveDivergences"])
+        "tail", "LiveTail", "LiveKeyTimeline", "LiveKeyHistory", "LiveDivergences", "PALETTE", "palette_css"])
     assert ai.inspect is widgets.inspect
     assert ai.tail is widgets.tail
 
