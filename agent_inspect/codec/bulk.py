@@ -393,9 +393,8 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
                 if not (b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES):
                     return _decode_row(value)  # odd memory values: the reference names the problem
                 flags |= _F_ENVELOPE
-    typ = te.type
-    return (st.completed, _same(cls, cls), _same(typ, typ), te.id, te.upstream_event_id,
-            action if action is None else _same(action, action), len(outs), out_types, out_ids, len(sensory),
+    # (no _same here: the log builder turns each batch's rows into arrays at once, so these strings die young)
+    return (st.completed, cls, te.type, te.id, te.upstream_event_id, action, len(outs), out_types, out_ids, len(sensory),
             len(short), pending, succeeded, failed,
             ROW_MASKS[flags] if st.subagent_result_events is UNSET else _V4, None, 0, NO_FLAGS, len(value))
 
