@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import operator
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from agent_inspect._bulk import gc_paused
@@ -249,6 +252,12 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
         consumer.close()
 
 
+_ERROR, _PARTITION, _OFFSET, _TIMESTAMP, _KEY, _VALUE = map(
+    methodcaller, ("error", "partition", "offset", "timestamp", "key", "value"))
+_IS_NONE = partial(operator.is_, None)
+_KIND, _MILLIS = itemgetter(0), itemgetter(1)
+
+
 def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
              topic: str) -> tuple[RawBatch, list[int]]:
     """One consumed chunk as a batch, each partition up to its end.
@@ -260,15 +269,18 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
     # The common chunk (no errors or EOF events, every record inside its partition's range) is
     # taken column by column; anything else goes message by message.
     # (no list.count(None): KafkaError's == against None raises inside confluent-kafka)
-    if all(m.error() is None for m in messages):
-        parts = [m.partition() for m in messages]
-        offsets = [m.offset() for m in messages]
+    # (map with methodcaller: the loops run in C, at about half the cost of comprehensions)
+    if all(map(_IS_NONE, map(_ERROR, messages))):
+        parts = list(map(_PARTITION, messages))
+        offsets = list(map(_OFFSET, messages))
         top = dict(zip(parts, offsets))  # a partition's offsets rise, so its last one is its highest
         if all(p in remaining and o < end[p] for p, o in top.items()):
-            stamps = [m.timestamp() for m in messages]
-            batch = RawBatch(parts, offsets,
-                             [ts if kind != TIMESTAMP_NOT_AVAILABLE else None for kind, ts in stamps],
-                             [m.key() for m in messages], [m.value() for m in messages])
+            stamps = list(map(_TIMESTAMP, messages))
+            if TIMESTAMP_NOT_AVAILABLE in map(_KIND, stamps):
+                times = [ts if kind != TIMESTAMP_NOT_AVAILABLE else None for kind, ts in stamps]
+            else:
+                times = list(map(_MILLIS, stamps))
+            batch = RawBatch(parts, offsets, times, list(map(_KEY, messages)), list(map(_VALUE, messages)))
             done = [p for p, o in top.items() if o == end[p] - 1]
             remaining.difference_update(done)
             return batch, done
