@@ -336,6 +336,10 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     for src_uri, content in _generated().items():
         files.append(File.generated(config, src_uri, content=content))
+    # the notebooks link the bundled case files as ../cases/X.toml (right beside them in a checkout); the site
+    # serves them at the same relative place, so those links open the case file there too
+    for case in sorted((REPO / "cases").glob("*.toml")):
+        files.append(File.generated(config, f"notebooks/cases/{case.name}", content=case.read_text(encoding="utf-8")))
     # a real source directory (not File.generated): mkdocs-jupyter's wrapper reads abs_src_path from src_dir
     src = CACHE / "src"
     for name, executed in executed_notebooks().items():
