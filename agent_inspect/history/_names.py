@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import pandas as pd
 
@@ -20,7 +19,7 @@ __all__ = ["action_names", "action_label", "is_uuid"]
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
-def is_uuid(text: Any) -> bool:
+def is_uuid(text: object) -> bool:
     """True for a canonical UUID string."""
     return isinstance(text, str) and bool(_UUID.match(text))
 
@@ -50,7 +49,7 @@ def action_names(records: pd.DataFrame | None = None, known: Mapping[str, str] |
     return names
 
 
-def action_label(action: Any, names: Mapping[str, str]) -> str:
+def action_label(action: object, names: Mapping[str, str]) -> str:
     """The name to show for ``action`` (a name or a UUID): its name, else ``uuid:<8 hex>…`` for a UUID."""
     if action is None or action is pd.NA or (isinstance(action, float) and action != action):
         return ""

@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.store import DivergenceRule, Entry, LookupDecision, PruneResult, RuleState
+from agent_inspect.store import DivergenceRule, Entry, LookupDecision, PruneResult, RecoverySession, RuleState, Task
 
 __all__ = ["BrokenRuleError", "GuardedRule"]
 
@@ -82,22 +82,22 @@ class GuardedRule(DivergenceRule):
     def new_state(self) -> RuleState:
         return self._call("new_state")  # type: ignore[no-any-return]
 
-    def rebuild(self, session: Any, entry: Entry) -> Entry | None:
+    def rebuild(self, session: RecoverySession, entry: Entry) -> Entry | None:
         return self._call("rebuild", session, entry)  # type: ignore[no-any-return]
 
-    def lookup(self, session: Any, task: Any) -> LookupDecision:
+    def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
         return self._call("lookup", session, task)  # type: ignore[no-any-return]
 
-    def on_reuse(self, session: Any, task: Any, entry: Entry) -> None:
+    def on_reuse(self, session: RecoverySession, task: Task, entry: Entry) -> None:
         self._call("on_reuse", session, task, entry)
 
-    def on_write(self, session: Any, entry: Entry) -> Entry:
+    def on_write(self, session: RecoverySession, entry: Entry) -> Entry:
         return self._call("on_write", session, entry)  # type: ignore[no-any-return]
 
-    def on_refresh(self, session: Any, entry: Entry) -> Entry:
+    def on_refresh(self, session: RecoverySession, entry: Entry) -> Entry:
         return self._call("on_refresh", session, entry)  # type: ignore[no-any-return]
 
-    def prune(self, session: Any, business_key: str, seq: int, key_text: str | None) -> PruneResult:
+    def prune(self, session: RecoverySession, business_key: str, seq: int, key_text: str | None) -> PruneResult:
         return self._call("prune", session, business_key, seq, key_text)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:

@@ -1,4 +1,9 @@
-"""Predicted against observed: one row per task of a recovery, and the nearest explanation of a mismatch."""
+"""Predicted against observed: one row per task of a recovery, and the nearest explanation of a mismatch.
+
+Why it is long: `verify` resolves the settings, builds the plan the trace shows, predicts, joins and explains in
+one pass over shared per-key state; the explanation tables (causes, candidate rules, store flavours, markers) read
+that state, and splitting them off would pass it through a second module's signatures.
+"""
 
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ class LogBrowser(w.VBox):
         title = f"record {pos}: {row.get('state_key', '')}"
         self.detail.value = value_html(title, decoded_value(self._source, pos))
 
-    def open_record(self, pos: int, *, key: Any = None) -> None:
+    def open_record(self, pos: int, *, key: str | None = None) -> None:
         """Open on record ``pos``: filtered to its business key (or ``key``), scrolled to it, its value shown."""
         pos = int(pos)
         if pos not in self._frame.index:

@@ -112,7 +112,7 @@ class DiffView(w.VBox):
         self._draw_graph()
         self._show_fields()
 
-    def action_name(self, action: Any) -> str:
+    def action_name(self, action: object) -> str:
         """The name shown for ``action`` (a name, or a UUID the sides' logs or the K2 name UUIDs name)."""
         return action_label(action, self.names)
 

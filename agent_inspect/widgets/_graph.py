@@ -1,4 +1,9 @@
-"""Action graph and sub-agent tree views over the networkx graphs of a reconstruction."""
+"""Action graph and sub-agent tree views over the networkx graphs of a reconstruction.
+
+Why it is long: both views draw through the same marks (divergence rings, evicted-suffix bands, attempt lanes,
+edge labels, hover text) and the same layout; the sub-agent tree is a candidate to move into its own module once
+those helpers have a home of their own.
+"""
 
 from __future__ import annotations
 
@@ -207,7 +212,7 @@ class GraphView(w.VBox):
             parts.append(value_html(f"record {pos}", decoded_value(self._source, pos)))
         self.detail.value = "".join(parts)
 
-    def explain(self, node: Any) -> None:
+    def explain(self, node: object) -> None:
         """Show ``explain``'s chain of store decisions for the action at ``node`` (a reconstruction's graph)."""
         attrs = self.shown.nodes[node]
         action = attrs.get("action_name") or attrs.get("label")

@@ -100,16 +100,19 @@ def test_ctrl_c_cancels_and_leaves_no_process(tmp_path: Path) -> None:
     assert not alive, f"left running: {alive}"
 
 
-def test_no_dashboard_link_when_the_scheduler_runs_no_dashboard(capsys: pytest.CaptureFixture[str]) -> None:
-    # issue 26 row 13: a scheduler without a dashboard still gets a made-up link from Client.dashboard_link
-    from distributed import LocalCluster
-
+def test_no_dashboard_link_when_the_scheduler_runs_no_dashboard() -> None:
+    # issue 26 row 13: a scheduler without a dashboard still gets a made-up link from Client.dashboard_link.
+    # A fresh process, as a user's: in this one, earlier tests' dashboards leave routes behind that answer.
+    script = f"""
+from distributed import LocalCluster
+from agent_inspect.cli import main
+if __name__ == "__main__":
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-                      dashboard_address=None,
-                      scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+                      dashboard_address=None, scheduler_kwargs={{"dashboard": False, "dashboard_address": "127.0.0.1:0"}},
                       silence_logs=40) as cluster:
-        code = main(["scan", str(ai.samples.path("G01", "parquet")), "--scheduler", cluster.scheduler_address,
-                     "--no-progress", "--top", "1"])
-    out = capsys.readouterr()
-    assert code == 0, out.err
-    assert "dashboard" not in out.err and "8787" not in out.err
+        raise SystemExit(main(["scan", {str(ai.samples.path("G01", "parquet"))!r}, "--scheduler",
+                               cluster.scheduler_address, "--no-progress", "--top", "1"]))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "dashboard" not in proc.stderr and "8787" not in proc.stderr

@@ -329,8 +329,7 @@ def test_prune_completed_prunes_each_key_at_its_seq() -> None:
 
 def test_the_docstring_example_rule_runs() -> None:
     import textwrap
-
-    import agent_inspect as ai
+    import types
 
     doc = DivergenceRule.__doc__
     block = doc[doc.index("Worked example"):].split("::\n", 1)[1]
@@ -339,13 +338,16 @@ def test_the_docstring_example_rule_runs() -> None:
         if line.strip() and not line.startswith("        "):
             break
         lines.append(line)
-    code = textwrap.dedent("\n".join(lines))
-    ns: dict = {"ai": ai}
-    calls = []
-    ns["log"] = None
-    ns_ai = type("AI", (), {"reconstruct": staticmethod(lambda log, rule: calls.append(rule))})
-    ns["ai"] = ns_ai
+    code = textwrap.dedent("\n".join(lines)).replace("import agent_inspect as ai\n", "")
+    calls: list = []
+    # the example's verbs, recorded: the rule it defines is then run on two cases here
+    fake = types.SimpleNamespace(
+        reconstruct=lambda log, rule: calls.append(rule),
+        cases=types.SimpleNamespace(builtin=list, compare=lambda cases, rules: calls.append(rules)),
+        checker=types.SimpleNamespace(check=lambda rule, seed: calls.append(rule)))
+    ns: dict = {"ai": fake, "log": None}
     exec(code, ns)  # our own docstring
+    assert len(calls) == 3 and calls[1][0] == "fixed"
     rule = calls[0]
     assert rule.name == "roots-only"
     assert run(rule, G01, G01_T)[0] == [RR, RR]      # root conflicts caught
