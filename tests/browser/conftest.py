@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sys
 from collections.abc import Iterator
@@ -138,11 +139,13 @@ class LabPage:
         self.page.evaluate("() => window.jupyterapp.commands.execute('kernelmenu:shutdown')")
 
 
-@pytest.fixture
-def lab_page(browser: object, lab: JupyterLab) -> Iterator[LabPage]:
-    context = browser.new_context(viewport={"width": 1280, "height": 1400})
+@contextlib.contextmanager
+def open_lab_page(browser: object, lab: JupyterLab, *, height: int = 1400,
+                  timeout_ms: int = 30_000) -> Iterator[LabPage]:
+    """A JupyterLab page in a browser context of its own; its kernel and context go when the block ends."""
+    context = browser.new_context(viewport={"width": 1280, "height": height})
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(timeout_ms)
     wrapper = LabPage(page, lab)
     try:
         yield wrapper
@@ -152,6 +155,12 @@ def lab_page(browser: object, lab: JupyterLab) -> Iterator[LabPage]:
         except Exception:  # noqa: BLE001 - the page may already be gone; the server stops the kernel anyway
             pass
         context.close()
+
+
+@pytest.fixture
+def lab_page(browser: object, lab: JupyterLab) -> Iterator[LabPage]:
+    with open_lab_page(browser, lab) as wrapper:
+        yield wrapper
 
 
 class Watched:

@@ -216,28 +216,19 @@ def _overlapping(boxes: list[list[float]]) -> int:
 
 @pytest.fixture(scope="module")
 def views_page(browser, lab, lab_root: Path):
-    from tests.browser.conftest import LabPage
+    from tests.browser.conftest import open_lab_page
 
     # tall enough that each view's screenshot is the view itself, not the page scrolled under it
-    context = browser.new_context(viewport={"width": 1280, "height": 2600})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    wrapper = LabPage(page, lab)
-    wrapper.open(_notebook(lab_root))
-    wrapper.run_all(timeout_ms=600_000)
-    page.evaluate(_LABEL_VIEW_JS, [name for name, _, _ in VIEWS])
-    for name, _, css in VIEWS:
-        page.locator(f'[data-theme-view="{name}"] .{css}').first.wait_for(timeout=120_000)
-    page.wait_for_function("() => [...document.querySelectorAll('.ai-plot')].every(p => p.dataset.drawn === '1')",
-                           timeout=120_000)
-    try:
+    with open_lab_page(browser, lab, height=2600, timeout_ms=60_000) as wrapper:
+        page = wrapper.page
+        wrapper.open(_notebook(lab_root))
+        wrapper.run_all(timeout_ms=600_000)
+        page.evaluate(_LABEL_VIEW_JS, [name for name, _, _ in VIEWS])
+        for name, _, css in VIEWS:
+            page.locator(f'[data-theme-view="{name}"] .{css}').first.wait_for(timeout=120_000)
+        page.wait_for_function("() => [...document.querySelectorAll('.ai-plot')].every(p => p.dataset.drawn === '1')",
+                               timeout=120_000)
         yield wrapper
-    finally:
-        try:
-            wrapper.shutdown_kernel()
-        except Exception:  # noqa: BLE001 - the page may already be gone; the server stops the kernel anyway
-            pass
-        context.close()
 
 
 @pytest.mark.parametrize(("theme", "light"), [("JupyterLab Light", True), ("JupyterLab Dark", False)])
