@@ -14,7 +14,8 @@ from agent_inspect._errors import CaseFileError
 from agent_inspect.cases._build import BuiltCase, build_case, call_result, encode_payload
 from agent_inspect.cases._format import Case
 from agent_inspect.cases._notation import CacheOp, ExpectedItem
-from agent_inspect.recovery import NOT_DISPATCHED, Prediction, SymbolicCallJournal, predict
+from agent_inspect.recovery import NOT_DISPATCHED, Prediction, predict
+from agent_inspect.recovery.engine import CallEvent, CallJournal, CallSlot
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import CacheEvent
 
@@ -206,16 +207,18 @@ def run_call_case(case: Case) -> CaseResult:
     state = codec.ActionState(task_event=codec.Event.new("_input_event", {"input": case.id}, id=None),
                               call_results=tuple(call_result(c, where=case.id) for c in cc.record))
     recorded = codec.decode_action_state(codec.encode_action_state(state, value_format=cc.value_format)).call_results
-    journal = SymbolicCallJournal(recorded)
+    decisions: list[CallEvent] = []
+    journal = CallJournal([CallSlot.from_record(r) for r in recorded], report=decisions.append, deliver=False)
     mismatches: list[str] = []
     predicted: list[str] = []
     outcomes = []
     for n, (step, exp) in enumerate(zip(cc.body, cc.expect), start=1):
         slot = journal.results[journal.index] if journal.index < len(journal.results) else None
-        payloads = (slot.result_payload, slot.exception_payload) if slot is not None else (None, None)
-        out = journal.call(step.function_id, step.args_digest, _declared(step.raises),
-                           reconciler=_declared(step.reconciler == "raises" and "reconciler")
-                           if step.reconciler else None)
+        payloads = (_b64(slot.result_payload), _b64(slot.exception_payload)) if slot is not None else (None, None)
+        start = len(decisions)
+        journal.call(step.function_id, step.args_digest, _declared(step.raises),
+                     reconciler=_declared(step.reconciler == "raises" and "reconciler") if step.reconciler else None)
+        out = _CallOutcome.of(decisions[start:])
         outcomes.append(out)
         # Java delivers a hit through Optional.of(result): a null result throws instead (spec §9.4)
         throws = JAVA_NULL_HIT if cc.producer == "java" and out.outcome == "hit" and payloads[0] is None else None
@@ -264,6 +267,27 @@ def run_call_case(case: Case) -> CaseResult:
                                      for s, e in zip(cc.body, cc.expect)),
                       predicted=tuple(predicted), mismatches=tuple(mismatches),
                       reruns=0, evictions=0, calls=executed)
+
+
+@dataclass(frozen=True)
+class _CallOutcome:
+    """One call's decision in a case's words: hit, reraise (a recorded failure), execute, reconcile."""
+
+    function_id: str
+    outcome: str
+    index: int
+    truncated_to: int | None
+
+    @classmethod
+    def of(cls, decisions: Sequence[CallEvent]) -> _CallOutcome:
+        last = decisions[-1]
+        cut = next((d.index for d in decisions if d.outcome in ("mismatch", "truncate")), None)
+        outcome = {"hit-failed": "reraise", "pending-hit": "hit"}.get(str(last.outcome), str(last.outcome))
+        return cls(last.function_id, outcome, last.index, cut)
+
+
+def _b64(payload: bytes | None) -> str | None:
+    return None if payload is None else base64.b64encode(payload).decode("ascii")
 
 
 def _declared(raises: Any) -> Callable[[], None]:

@@ -8,26 +8,28 @@ is also available as a journal of raw records (production mode).
 
 from __future__ import annotations
 
-from agent_inspect.executor._calls import (
-    CallEvent,
-    CallSlot,
-    LiveCallJournal,
-    RecordedCallError,
-    RecordedValue,
-    python_args_digest,
-    python_function_id,
-)
-from agent_inspect.executor._context import ReplayContext
-from agent_inspect.executor._memory import Memory
 from agent_inspect.executor._options import ExecutorOptions
-from agent_inspect.executor._plan import as_plan
 from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
-from agent_inspect.executor._record import OpaqueMemoryValue, RecordView, json_envelope_decoder
 from agent_inspect.executor._replay import ReplayExecutor
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
-from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind, StepOutcome
+from agent_inspect.recovery.engine import (
+    CallEvent,
+    CallJournal,
+    CallSlot,
+    KeyMaker,
+    Memory,
+    OpaqueMemoryValue,
+    RecordedCallError,
+    RecordedValue,
+    RecordView,
+    ReplayContext,
+    as_plan,
+    json_envelope_decoder,
+    python_args_digest,
+    python_function_id,
+)
 
 __all__ = [
     # the executor and its control
@@ -36,6 +38,6 @@ __all__ = [
     # policies and the dry-run report
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory
-    "ReplayContext", "LiveCallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
+    "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
     "python_function_id", "python_args_digest", "Memory", "as_plan", "KeyMaker", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]

@@ -82,7 +82,7 @@ class Production:
         if run.active is not None:
             key, seq, queue = run.active
             current = [run.current] if run.current is not None else []
-            queued = [(d, ev) for d, ev, _ in queue]
+            queued = [(d, ev) for d, ev, *_ in queue]
             # a task that has written is mid-body: upstream it suspended and was re-queued behind the tasks
             # queued before it (addActionTask appends to the FIFO actionTasks); one that has only been looked up
             # is still at the head (the lookup and the first write are one mailbox action)

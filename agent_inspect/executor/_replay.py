@@ -19,15 +19,14 @@ from agent_inspect.executor._inspect import (
     steps_frame,
 )
 from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions
-from agent_inspect.executor._plan import PlanLike, as_plan, plan_view
 from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
-from agent_inspect.executor._statekeys import KeyMaker
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 from agent_inspect.recovery import SETTING_NAMES, Recovery
+from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -114,27 +113,22 @@ class ReplayExecutor(HtmlRepr):
             memory = restore.short_term if memory is None else memory
             sensory = restore.sensory if sensory is None else sensory
             plan = _restore_plan(plan, restore)
-        markers = self.recovery.markers
-        if isinstance(markers, Mapping):
-            markers = [markers]
-        marker_list = None if markers is None else [dict(m) for m in markers]
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
-        pv = plan_view(plan, base, markers=marker_list)
-        keys.register(pv.plan.keys)
+        replay_plan = as_plan(plan, None) if plan is not None else self.recovery.replay_plan(base)
+        keys.register(replay_plan.keys)
         from agent_inspect.recovery import source_kind_of
 
         if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
-            log=base, agent=view, rule=self.recovery.rule, markers=marker_list, plan=pv, keys=keys,
+            log=base, agent=view, recovery=self.recovery, plan=replay_plan, keys=keys,
             calls=CallServer(as_policies(opts.policies)),
-            attempt=int(pv.plan.attempt if opts.attempt is None else opts.attempt),
+            attempt=int(replay_plan.attempt if opts.attempt is None else opts.attempt),
             # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
-            source_kind=opts.source_kind, expected_fingerprint=self.recovery.expected_fingerprint,
-            max_parallelism=max_parallelism, call_matching=self.recovery.call_matching, runtime=self.recovery.model)
+            source_kind=opts.source_kind)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
         self._production = Production(

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_inspect.agents import ActionDecl, AgentEvent
-from agent_inspect.executor._events import IdSource
-from agent_inspect.executor._memory import Memory
-from agent_inspect.executor._record import RecordView
-from agent_inspect.executor._steps import Step
+from agent_inspect.agents import AgentEvent
+from agent_inspect.executor._steps import Step, StepKind
 from agent_inspect.recovery import RemovalCauses
+from agent_inspect.recovery.engine import EngineState, IdSource, JobFailed, RecordView, TaskQueue
 
 if TYPE_CHECKING:
     from agent_inspect.store import Entry, RecoverySession, Task
 
 __all__ = ["Counters", "MemoryState", "Checkpoint", "JobFailed", "RunState", "TaskQueue", "Write"]
 
-TaskQueue = deque[tuple[ActionDecl | str, AgentEvent, bool]]
-"""A round's FIFO of (action, event, restored)."""
 Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
 """One journal write: (state key, task, value); a tombstone has neither task nor value; a checkpoint-time
 refresh row (0.4+) has the cached entry and the exact bytes it repeats."""
@@ -77,41 +72,17 @@ class Checkpoint:
     inputs_consumed: int
 
 
-class JobFailed(BaseException):
-    """The simulated job failed (a lookup threw, a body raised, a call was denied)."""
-
-    def __init__(self, reason: str, error: BaseException | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.error = error
-
-
 @dataclass
-class RunState:
-    """Everything one pass from the start owns; a restart builds a new one."""
+class RunState(EngineState):
+    """Everything one pass from the start owns (the engine's state plus the steps); a restart builds a new one."""
 
-    ids: IdSource
-    session: RecoverySession | None = None
-    memory: dict[str, tuple[Memory, Memory]] = field(default_factory=dict)
+    ids: IdSource = field(default_factory=lambda: IdSource(0))
     steps: list[Step] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
     write_steps: list[int] = field(default_factory=list)                     # each write's PERSIST step
     overlay: dict[str, RecordView] = field(default_factory=dict)
     outputs: list[dict[str, Any]] = field(default_factory=list)
-    last_completed: dict[str, int] = field(default_factory=dict)
-    call_ordinal: int = 0
-    task_ordinal: int = -1
     finished: bool = False
-    failure: JobFailed | None = None
     checkpoints: list[Checkpoint] = field(default_factory=list)
-    seq_of: dict[str, int] = field(default_factory=dict)          # messageSequenceNumber per key
-    inputs_started: int = 0
-    active: tuple[str, int, TaskQueue] | None = None               # top-level round: key, seq, queue
-    rounds: dict[tuple[str, int], None] = field(default_factory=dict)   # replayed (key, seq), in order
-    # cached records of each replayed round no task looked up, decided when the round ends (§11.4.5)
-    not_dispatched: list[tuple[str, int, Entry]] = field(default_factory=list)
-    round_input: str | None = None          # fingerprint of the input that started the current round
-    last_results: list[AgentEvent] = field(default_factory=list)   # sub-agent result events of the last task
-    looked_up: set[str] = field(default_factory=set)                    # state keys some task looked up
-    current: tuple[ActionDecl | str, AgentEvent] | None = None     # its task being processed
+    body_kind: dict[int, StepKind] = field(default_factory=dict)   # per task: RESUME or RERUN, once its body runs
     causes: RemovalCauses = field(default_factory=RemovalCauses)   # what removed each cached record, in words

@@ -2,7 +2,8 @@
 
 Pure: no I/O. ``rebuild`` replays a log's rebuild window into a :class:`~agent_inspect.store.RecoverySession`;
 ``reconstruct`` explains what a recovery does with every record of a log; ``predict`` is the static path with
-the re-execution ledger; ``simulate`` drives a plan through an already rebuilt session. The store model
+the re-execution ledger; ``simulate`` drives a plan through an already rebuilt session. Both replay on the one
+engine, :mod:`agent_inspect.recovery.engine` (which the executor steps with live bodies). The store model
 itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent_inspect.store`.
 """
 
@@ -11,14 +12,7 @@ from __future__ import annotations
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._lints import LINTS, lint
 from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
-from agent_inspect.recovery._predict import (
-    NOT_DISPATCHED,
-    Prediction,
-    Simulation,
-    SymbolicCallJournal,
-    predict,
-    simulate,
-)
+from agent_inspect.recovery._predict import NOT_DISPATCHED, Prediction, Simulation, predict, simulate
 from agent_inspect.recovery._prediction import (
     IMPACT_ORDER,
     RemovalCauses,
@@ -50,7 +44,7 @@ __all__ = [
     "whole_log_markers",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
-    "agent_event", "SymbolicCallJournal", "tasks_by_impact", "IMPACT_ORDER",
+    "agent_event", "tasks_by_impact", "IMPACT_ORDER",
     # reasons in a reader's words (the rule's own stay in ``rule_note``)
     "user_reason", "RemovalCauses", "removal_reason",
     # driving a plan through a rebuilt session

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect.codec import MarkerSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers
 from agent_inspect.rules import FLAVOURS, resolve_rule
-from agent_inspect.store import DivergenceRule, RuntimeModel, runtime_model
+from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from agent_inspect._types import LogLike
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._plan import ReplayPlan
 
 __all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOURS",
@@ -149,6 +150,34 @@ class Recovery:
         if log is None and merged.get("runtime") is None:
             merged["runtime"] = self.runtime
         return Recovery.for_log(log, **merged)
+
+    def replay_plan(self, log: LogLike | None) -> ReplayPlan:
+        """The plan this recovery replays: the given one, else the log's own later attempt in the rebuild window."""
+        if self.plan is not None:
+            return self.plan
+        if log is None:
+            raise RecoveryError("no log and no plan: pass plan={'inputs': [(key, value), ...]} to run a fresh job")
+        from agent_inspect.recovery._plan import ReplayPlan
+
+        return ReplayPlan.from_log(cast("ActionStateLog", log), markers=self.markers, runtime=self.runtime,
+                                   kafka_pending=self.model.kafka_pending)
+
+    def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
+        """The session a restore under these settings rebuilds from ``log`` (empty without a log).
+
+        ``source_kind`` ("kafka" / "fluss") picks the original rule's snapshot flavour; default: the log's.
+        """
+        from agent_inspect.recovery._rebuild import rebuild, source_kind_of
+        from agent_inspect.recovery._refresh import refresh_positions
+        from agent_inspect.store import RecoverySession
+
+        kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
+        session = RecoverySession(self.rule, source_kind=kind or "kafka")
+        if log is None:
+            return session
+        source = cast("ActionStateLog", log)
+        return rebuild(source, self.rule, self.markers, session=session, expected_fingerprint=self.expected_fingerprint,
+                       max_parallelism=self.max_parallelism, refresh=refresh_positions(source, self.model))
 
     @property
     def what_if(self) -> bool:

@@ -10,7 +10,7 @@ from agent_inspect._errors import ReplayError
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery import KeyIdentity
+    from agent_inspect.recovery._plan import KeyIdentity
 
 __all__ = ["KeyMaker"]
 
@@ -41,8 +41,12 @@ class KeyMaker:
             self._ids.setdefault(str(ident.business_key), ident)
 
     def business_key(self, key: str) -> str:
-        """The log's business key of plan key ``key`` (the key text, or the digest for K1.6/K2)."""
-        return str(self.identity(key).business_key)
+        """The log's business key of plan key ``key`` (the key text, or the digest for K1.6/K2); ``key`` itself
+        when it cannot be told (a digest absent from the log: its tasks fail to look up with that reason)."""
+        try:
+            return str(self.identity(key).business_key)
+        except ReplayError:
+            return key
 
     def identity(self, key: str) -> KeyIdentity:
         ident = self._ids.get(key)
@@ -64,7 +68,7 @@ class KeyMaker:
 
     def _make(self, key: str) -> KeyIdentity:
         from agent_inspect import codec
-        from agent_inspect.recovery import KeyIdentity
+        from agent_inspect.recovery._plan import KeyIdentity
 
         if self._log is not None and len(self._log.records):
             last = self._last_state_keys()
@@ -74,12 +78,12 @@ class KeyMaker:
 
                 sk = last.get(string_key_digest(key))     # a plan may name a K2 key by its text
             if sk is not None:
+                # the key's own records say how the job addresses it (a log may mix formats across keys)
                 p = codec.parse_state_key(sk)
-                if p.format == self.format:
-                    bk = p.key_digest if p.format in ("K1.6", "K2") and p.key_digest is not None else key
-                    return KeyIdentity(business_key=bk, key_format=p.format, key_text=p.key_text,
-                                       key_group=p.key_group, key_digest=p.key_digest,
-                                       serializer_fingerprint=p.serializer_fingerprint)
+                bk = p.key_digest if p.format in ("K1.6", "K2") and p.key_digest is not None else key
+                return KeyIdentity(business_key=bk, key_format=p.format, key_text=p.key_text,
+                                   key_group=p.key_group, key_digest=p.key_digest,
+                                   serializer_fingerprint=p.serializer_fingerprint)
         fmt = self.format
         text: str | None
         digest: str | None

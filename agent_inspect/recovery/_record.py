@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
-from agent_inspect.executor._calls import CallSlot
-from agent_inspect.executor._events import event_from_record
+from agent_inspect.recovery._calls import CallSlot
+from agent_inspect.recovery._events import event_from_record
 from agent_inspect.history import subagent_result_events
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class RecordView:
             completed=self.completed,
         )
         if self.results:
-            from agent_inspect.recovery import with_subagent_result_events
+            from agent_inspect.recovery._refresh import with_subagent_result_events
 
             state = with_subagent_result_events(state, (_to_event(e) for e in self.results))
         return state

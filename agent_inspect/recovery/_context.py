@@ -1,38 +1,20 @@
-"""The execution context a body runs against inside the replay executor."""
+"""The execution context a body runs against in the engine (``predict``'s bodies and the executor's alike)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent
-from agent_inspect.executor._calls import LiveCallJournal, python_args_digest, python_function_id
-from agent_inspect.executor._events import OUTPUT_EVENT_CLASS, wrap_subagent
-from agent_inspect.executor._memory import Memory
+from agent_inspect.recovery._calls import CallJournal, python_args_digest, python_function_id
+from agent_inspect.recovery._events import OUTPUT_EVENT_CLASS, wrap_subagent
+from agent_inspect.recovery._memory import Memory
 
 if TYPE_CHECKING:
-    from agent_inspect.executor._events import IdSource
-    from agent_inspect.executor._statekeys import KeyMaker
-    from agent_inspect.store import RuntimeModel
+    from agent_inspect.recovery._engine import Engine, TaskRun
 
-__all__ = ["ReplayContext", "RecordingMemory", "Runtime"]
-
-
-class Runtime(Protocol):
-    """What a context needs from the engine: fresh event ids, key texts, and sub-agent calls."""
-
-    @property
-    def ids(self) -> IdSource: ...
-
-    @property
-    def keys(self) -> KeyMaker: ...
-
-    @property
-    def model(self) -> RuntimeModel: ...
-
-    def subagent_runner(self, ctx: ReplayContext, scope: str, session_id: str, call_id: str,
-                        event_type: str, attributes: Mapping[str, object]) -> Callable[[], list[dict[str, object]]]: ...
+__all__ = ["ReplayContext", "RecordingMemory"]
 
 
 class _Deferred:
@@ -79,13 +61,13 @@ class ReplayContext:
     - ``durable_execute(function_id, args_digest, call)``: an explicit identity (Java ids use ``""``).
     """
 
-    def __init__(self, runtime: Runtime, *, key: str, seq: int, action: str, event: AgentEvent,
-                 calls: LiveCallJournal, short_term: Memory, sensory: Memory,
-                 subcall: tuple[str, str, str] | None = None) -> None:
-        self.key = key
-        self.seq = seq
-        self.action = action
-        self.event = event
+    def __init__(self, engine: Engine, run: TaskRun, calls: CallJournal, *, short_term: Memory,
+                 sensory: Memory) -> None:
+        self.run = run
+        self.key = self.business_key = run.key
+        self.seq = run.seq
+        self.action = run.action
+        self.event = run.event
         self.calls = calls
         self.outputs: list[AgentEvent] = []
         #: a child's result events (main: ``subagentResultEvents``, never in ``outputs``; addendum §1.1)
@@ -94,8 +76,10 @@ class ReplayContext:
         self.sensory_updates: list[tuple[str, Any]] = []
         self._stm = RecordingMemory(short_term, self.short_term_updates)
         self._sensory = RecordingMemory(sensory, self.sensory_updates)
-        self._runtime = runtime
-        self._subcall = subcall
+        self._engine = engine
+        a = run.event.attributes
+        self._subcall = (str(a.get("targetScope")), str(a.get("sessionId")), str(a.get("callId"))) \
+            if run.event.type == SUBAGENT_EVENT else None
         self._allocator: Any = None
 
     @property
@@ -111,8 +95,8 @@ class ReplayContext:
     def send_event(self, type: str, attributes: Mapping[str, Any] | None = None) -> None:
         """Emit an event with a fresh id; inside a sub-agent call it is re-wrapped for the same call."""
         attrs = dict(attributes or {})
-        new_id = self._runtime.ids.new()
-        if self._subcall is not None and type == OUTPUT_EVENT and self._runtime.model.subagent_results:
+        new_id = self._engine.new_id()
+        if self._subcall is not None and type == OUTPUT_EVENT and self._engine.model.subagent_results:
             self.results.append(AgentEvent(OUTPUT_EVENT, attrs, new_id, OUTPUT_EVENT_CLASS))   # no lineage (§1.1)
             return
         if self._subcall is not None and type != SUBAGENT_EVENT:
@@ -175,16 +159,28 @@ class ReplayContext:
         if session_id is None or call_id is None:
             session_id, call_id = self._allocate_ids(scope)
         fid = f"{session_id}#{call_id}"
-        run = self._runtime.subagent_runner(self, scope, session_id, call_id, event_type, attrs)
-        if self._runtime.model.pending_slots:
+        child = self._engine.subagent_runner(self, scope, session_id, call_id, event_type, attrs)
+        got: list[tuple[str, ...]] = []
+
+        def run() -> list[dict[str, object]]:
+            events = child()
+            got.append(tuple(e.id or "" for e in events))
+            return [dict(e.attributes.get("delegateAttributes") or {}) if e.type == SUBAGENT_EVENT
+                    else dict(e.attributes) for e in events]
+
+        if self._engine.model.pending_slots:
             # main: a PENDING caller slot is reserved first; a PENDING slot re-submits the call (addendum §1.1)
-            return self.calls.call(fid, "", run, reconciler=run)
-        return self.calls.call(fid, "", run)
+            result = self.calls.subagent(fid, run)
+        else:
+            result = self.calls.call(fid, "", run)
+        # what the caller got: the child's result events, or its own journal when the call was not made
+        self._engine.state.subagent_results[fid] = got[-1] if got else "journal"
+        return result
 
     def call_subagents(self, calls: Sequence[tuple[str, str, Mapping[str, Any], str, str]]) -> list[Any]:
         """A batch of sub-agent calls ``(scope, event type, attributes, session id, call id)``: on main their
         PENDING caller slots are reserved in one write first (``reservePendingBatch``, addendum §1.1)."""
-        if self._runtime.model.pending_slots:
+        if self._engine.model.pending_slots:
             self.calls.reserve([f"{session}#{call_id}" for _, _, _, session, call_id in calls])
         return [self.call_subagent(scope, etype, attrs, session_id=session, call_id=call_id)
                 for scope, etype, attrs, session, call_id in calls]
@@ -193,7 +189,7 @@ class ReplayContext:
         if self._allocator is None:
             from agent_inspect.agents import SubagentIdAllocator
 
-            key_text = self._runtime.keys.key_text(self.key) or self.key     # §11.2: the key's text
+            key_text = self._engine.keys.key_text(self.key) or self.key     # §11.2: the key's text
             self._allocator = SubagentIdAllocator(key_text=key_text, seq=self.seq, action=self.action,
                                                   event_type=self.event.type,
                                                   event_attributes=self.event.attributes)

@@ -1,4 +1,4 @@
-"""The executor's cursor over a :class:`~agent_inspect.recovery.ReplayPlan` (seqNum assignment, §9.2)."""
+"""The engine's cursor over a :class:`~agent_inspect.recovery.ReplayPlan` (seqNum assignment, §9.2)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery import ReplayPlan
+    from agent_inspect.recovery._plan import ReplayInput, ReplayPlan
 
 __all__ = ["PlanView", "plan_view", "as_plan", "PlanLike"]
 
@@ -28,7 +28,7 @@ class PlanView:
 
     def __init__(self, plan: ReplayPlan, *, business_key: Callable[[str], str] = str) -> None:
         self.plan = plan
-        self.inputs: list[tuple[str, AgentEvent]] = [(str(i.key), i.event) for i in plan.inputs]
+        self.inputs: tuple[ReplayInput, ...] = plan.inputs
         self._bk = business_key
         self._restored = {str(k): int(v) for k, v in plan.restored_seq.items()}
         self._next: dict[str, int] = {}
@@ -62,7 +62,7 @@ def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
     "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
     ``{"input": value}``.
     """
-    from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
+    from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
 
     if plan is None:
         if log is None:

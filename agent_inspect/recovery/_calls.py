@@ -1,14 +1,14 @@
-"""Durable-call matching inside one action execution (spec §9.4, §13.1).
+"""Durable-call matching inside one action execution (spec §9.4, §13.1): the engine's one call journal.
 
-A :class:`LiveCallJournal` is the executor's model of upstream's per-execution durable context: calls are
-matched *by position* against the recorded call results; a hit returns (or re-raises) the record, a
-mismatch truncates, a PENDING slot of a reconcilable call runs the reconciler. Every decision is
-reported through a callback so the executor can turn it into a step.
+A :class:`CallJournal` is upstream's per-execution durable context: calls are matched *by position* against
+the recorded call results; a hit returns (or re-raises) the record, a mismatch truncates, a PENDING slot of a
+reconcilable call runs the reconciler. Every decision is reported as a :class:`CallEvent`.
 """
 
 from __future__ import annotations
 
 import base64
+import enum
 import functools
 import json
 import logging
@@ -18,12 +18,12 @@ from typing import Any, Literal, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
-from agent_inspect.executor._steps import StepOutcome
 
 __all__ = [
+    "CallDecision",
     "CallSlot",
     "CallEvent",
-    "LiveCallJournal",
+    "CallJournal",
     "RecordedCallError",
     "RecordedValue",
     "python_function_id",
@@ -34,6 +34,27 @@ __all__ = [
 _log = logging.getLogger("agent_inspect.executor")
 
 Status = Literal["PENDING", "SUCCEEDED", "FAILED"]
+
+
+class CallDecision(enum.StrEnum):
+    """What one durable call did (:attr:`CallEvent.outcome`); a ``str`` enum, so comparisons with text hold."""
+
+    HIT = "hit"                          # recorded result returned
+    HIT_FAILED = "hit-failed"            # recorded exception re-raised
+    PENDING_HIT = "pending-hit"          # completion-only call on a PENDING slot: null payloads
+    MISMATCH = "mismatch"                # identity differs: results cut at the index
+    TRUNCATE = "truncate"                # the reconcile path persisted the cut list
+    PENDING = "pending"                  # PENDING slot appended before the call runs
+    EXECUTE = "execute"                  # ran for real (a symbolic journal: its status was decided)
+    RECONCILE = "reconcile"              # the reconciler ran for a PENDING slot
+    RESUBMIT = "resubmit"                # main: a PENDING sub-agent slot re-submitted the call
+    STUB = "stub"                        # served by a stub (replay call policy)
+    SERVED_RECORDED = "served-recorded"  # a rerun served the production record's result (policy)
+    DENY = "deny"                        # refused by the replay call policy
+
+
+#: decisions that served a call from the journal without running it
+REPLAYED_CALLS = frozenset({CallDecision.HIT, CallDecision.HIT_FAILED, CallDecision.PENDING_HIT})
 _UNSET: Any = object()
 
 
@@ -143,19 +164,18 @@ class CallEvent:
 Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
 
 
-class LiveCallJournal:
-    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext), live.
-
-    Calls really run (or are served by the replay policy), bodies get the values and recorded failures
-    are raised, every write is persisted through ``persist``. The predictor's
-    :class:`~agent_inspect.recovery.SymbolicCallJournal` models the same rule without values.
+class CallJournal:
+    """Position-matched durable calls of one action execution (upstream's DurableExecutionContext).
 
     ``recorded`` is the call-result list of the cached record (empty for a fresh execution).
-    ``persist(results)`` is called with the full list whenever upstream would write the ActionState.
-    ``report(event)`` receives one :class:`CallEvent` per decision. ``run(function_id, args_digest,
-    call, index)`` decides how a call that must run is served (execute / stub / deny) and returns
-    ``(outcome, value)``; it may raise. ``call_matching`` (``codec.CALL_MATCHING``: "position" or
-    "function-id", the #1016 variant) is how a call is compared with the recorded slot at its position.
+    ``persist(results)`` is called with the full list whenever upstream would write the ActionState;
+    ``report(event)`` receives one :class:`CallEvent` per decision. ``run(function_id, args_digest, call,
+    index)`` decides how a call that must run is served (execute / stub / deny) and returns ``(outcome,
+    value)``; it may raise. ``call_matching`` (``codec.CALL_MATCHING``: "position" or "function-id", the #1016
+    variant) is how a call is compared with the recorded slot at its position.
+
+    ``deliver=False`` is the symbolic journal of ``predict``: the same decisions, but a body gets no values and
+    no recorded or fresh failure is raised into it (payloads are never decoded or pickled).
     """
 
     def __init__(self, recorded: Sequence[CallSlot] = (), *,
@@ -163,7 +183,7 @@ class LiveCallJournal:
                  report: Callable[[CallEvent], None] = lambda event: None,
                  run: Executor | None = None,
                  decode: Callable[[CallSlot], Any] | None = None,
-                 java: bool = False, call_matching: str = "position") -> None:
+                 java: bool = False, call_matching: str = "position", deliver: bool = True) -> None:
         self.results: list[CallSlot] = list(recorded)
         self._same = call_matcher(call_matching)
         self.index = 0
@@ -172,6 +192,10 @@ class LiveCallJournal:
         self._run = run or _run_for_real
         self._decode = decode or decode_recorded
         self._java = java
+        self._deliver = deliver
+        #: the non-determinism warnings of this execution (upstream logs them)
+        self.warnings: list[str] = []
+        self._reserved: set[int] = set()     # slots this execution reserved (a fresh call, not a re-submit)
 
     # -- public -------------------------------------------------------------------------------
 
@@ -181,6 +205,25 @@ class LiveCallJournal:
         if reconciler is not None:
             return self._reconcilable(function_id, args_digest, call, reconciler)
         return self._completion_only(function_id, args_digest, call)
+
+    def subagent(self, function_id: str, run: Callable[[], Any]) -> Any:
+        """A sub-agent call as post-0.4 main makes it (addendum §1.1): a PENDING caller slot is reserved first;
+        a terminal slot replays (the child is not dispatched); a PENDING slot this execution reserved runs the
+        call (``execute``); one already recorded re-submits it with the same ids (``resubmit``)."""
+        i = self.index
+        self.reserve([function_id])
+        slot = self.results[i]
+        self.index += 1
+        if slot.status != "PENDING":
+            return self._replay(i, slot, len(self.results))
+        outcome, value, error = self._execute(function_id, "", run, i)
+        if outcome == CallDecision.EXECUTE and i not in self._reserved:
+            outcome = CallDecision.RESUBMIT
+        self.results[i] = self._slot(function_id, "", value, error)
+        self._report(CallEvent(i, function_id, "", outcome, status=self.results[i].status, recorded=slot.identity,
+                               results_before=len(self.results), results_after=len(self.results)))
+        self._persist(tuple(self.results))
+        return self._give(value, error)
 
     def reserve(self, function_ids: Sequence[str]) -> None:
         """Reserve PENDING caller slots for sub-agent calls about to be made from the current index on,
@@ -196,7 +239,8 @@ class LiveCallJournal:
                 self._warn_mismatch(j, slot, fid, "")
                 del self.results[j:]
             self.results.append(CallSlot(fid, "", "PENDING"))
-            self._report(CallEvent(j, fid, "", "pending", status="PENDING",
+            self._reserved.add(j)
+            self._report(CallEvent(j, fid, "", CallDecision.PENDING, status="PENDING",
                                    results_before=len(self.results) - 1, results_after=len(self.results)))
             added = True
         if added:
@@ -214,15 +258,15 @@ class LiveCallJournal:
                 return self._replay(i, slot, before)
             self._warn_mismatch(i, slot, fid, digest)
             del self.results[i:]
-            self._report(CallEvent(i, fid, digest, StepOutcome.MISMATCH, recorded=slot.identity,
+            self._report(CallEvent(i, fid, digest, CallDecision.MISMATCH, recorded=slot.identity,
                                    results_before=before, results_after=len(self.results)))
         outcome, value, error = self._execute(fid, digest, call, i)
-        self.results.append(_slot(fid, digest, value, error))
+        self.results.append(self._slot(fid, digest, value, error))
         self.index += 1
         self._report(CallEvent(i, fid, digest, outcome, status=self.results[-1].status,
                                results_before=before, results_after=len(self.results)))
         self._persist(tuple(self.results))
-        return _deliver(value, error)
+        return self._give(value, error)
 
     # -- reconcilable (§9.4 second list) -------------------------------------------------------
 
@@ -237,35 +281,41 @@ class LiveCallJournal:
                     self.index += 1
                     return self._replay(i, slot, before)
                 outcome, value, error = self._execute(fid, digest, reconciler, i, reconcile=True)
-                self.results[i] = _slot(fid, digest, value, error)
+                self.results[i] = self._slot(fid, digest, value, error)
                 self.index += 1
                 self._report(CallEvent(i, fid, digest, outcome, status=self.results[i].status,
                                        recorded=slot.identity, results_before=before,
                                        results_after=len(self.results)))
                 self._persist(tuple(self.results))
-                return _deliver(value, error)
+                return self._give(value, error)
             self._warn_mismatch(i, slot, fid, digest)
             del self.results[i:]
-            self._report(CallEvent(i, fid, digest, StepOutcome.TRUNCATE, recorded=slot.identity,
+            self._report(CallEvent(i, fid, digest, CallDecision.TRUNCATE, recorded=slot.identity,
                                    results_before=before, results_after=len(self.results)))
             self._persist(tuple(self.results))
         self.results.append(CallSlot(fid, digest, "PENDING"))
-        self._report(CallEvent(i, fid, digest, StepOutcome.PENDING, status="PENDING",
+        self._report(CallEvent(i, fid, digest, CallDecision.PENDING, status="PENDING",
                                results_before=before, results_after=len(self.results)))
         self._persist(tuple(self.results))
         outcome, value, error = self._execute(fid, digest, call, i)
-        self.results[i] = _slot(fid, digest, value, error)
+        self.results[i] = self._slot(fid, digest, value, error)
         self.index += 1
         self._report(CallEvent(i, fid, digest, outcome, status=self.results[i].status,
                                results_before=len(self.results), results_after=len(self.results)))
         self._persist(tuple(self.results))
-        return _deliver(value, error)
+        return self._give(value, error)
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
+        if not self._deliver:
+            outcome = {"PENDING": CallDecision.PENDING_HIT, "FAILED": CallDecision.HIT_FAILED}.get(
+                slot.status, CallDecision.HIT)
+            self._report(CallEvent(i, slot.function_id, slot.args_digest, outcome, status=slot.status,
+                                   recorded=slot.identity, results_before=before, results_after=before))
+            return None
         if slot.status == "PENDING":
-            self._report(CallEvent(i, slot.function_id, slot.args_digest, StepOutcome.PENDING_HIT,
+            self._report(CallEvent(i, slot.function_id, slot.args_digest, CallDecision.PENDING_HIT,
                                    status="PENDING", recorded=slot.identity,
                                    results_before=before, results_after=before))
             if self._java:
@@ -274,7 +324,7 @@ class LiveCallJournal:
                     "(upstream Optional.of(null), spec §9.4)", function_id=slot.function_id, payload=None)
             return None
         failed = slot.status == "FAILED"
-        self._report(CallEvent(i, slot.function_id, slot.args_digest, StepOutcome.HIT_FAILED if failed else StepOutcome.HIT,
+        self._report(CallEvent(i, slot.function_id, slot.args_digest, CallDecision.HIT_FAILED if failed else CallDecision.HIT,
                                status=slot.status, recorded=slot.identity,
                                results_before=before, results_after=before))
         if failed:
@@ -294,24 +344,34 @@ class LiveCallJournal:
         try:
             outcome, value = self._run(fid, digest, call, i)
         except ReplayError:
-            self._report(CallEvent(i, fid, digest, StepOutcome.DENY, results_before=len(self.results),
+            self._report(CallEvent(i, fid, digest, CallDecision.DENY, results_before=len(self.results),
                                    results_after=len(self.results)))
             raise
         except Exception as exc:  # noqa: BLE001 - a failing call is recorded as FAILED, like upstream
-            return (StepOutcome.RECONCILE if reconcile else StepOutcome.EXECUTE), None, exc
-        if reconcile and outcome == StepOutcome.EXECUTE:
-            outcome = StepOutcome.RECONCILE
+            return (CallDecision.RECONCILE if reconcile else CallDecision.EXECUTE), None, exc
+        if reconcile and outcome == CallDecision.EXECUTE:
+            outcome = CallDecision.RECONCILE
         return outcome, value, None
 
-    @staticmethod
-    def _warn_mismatch(i: int, slot: CallSlot, fid: str, digest: str) -> None:
-        _log.warning("Non-deterministic call detected at index %d: expected functionId=%s, argsDigest=%s, "
-                     "but got functionId=%s, argsDigest=%s. Clearing subsequent results.",
-                     i, slot.function_id, slot.args_digest, fid, digest)
+    def _slot(self, fid: str, digest: str, value: Any, error: BaseException | None) -> CallSlot:
+        if not self._deliver:
+            return CallSlot(fid, digest, "FAILED" if error is not None else "SUCCEEDED")
+        return _slot(fid, digest, value, error)
+
+    def _give(self, value: Any, error: BaseException | None) -> Any:
+        return _deliver(value, error) if self._deliver else None
+
+    def _warn_mismatch(self, i: int, slot: CallSlot, fid: str, digest: str) -> None:
+        text = (f"Non-deterministic call detected at index {i}: expected functionId={slot.function_id}, "
+                f"argsDigest={slot.args_digest}, but got functionId={fid}, argsDigest={digest}. "
+                "Clearing subsequent results.")
+        self.warnings.append(text)
+        if self._deliver:
+            _log.warning(text)
 
 
 def _run_for_real(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
-    return StepOutcome.EXECUTE, call()
+    return CallDecision.EXECUTE, call()
 
 
 def _slot(fid: str, digest: str, value: Any, error: BaseException | None) -> CallSlot:
