@@ -16,7 +16,6 @@ from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind, StepOutcome
 from agent_inspect.recovery.engine import (
     CallEvent,
-    CallJournal,
     CallSlot,
     KeyMaker,
     Memory,
@@ -38,6 +37,6 @@ __all__ = [
     # policies and the dry-run report
     "Policies", "ActionPolicy", "CallPolicy", "ReplaySafetyReport",
     # bodies' context, durable calls, memory
-    "ReplayContext", "CallJournal", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
+    "ReplayContext", "CallSlot", "CallEvent", "RecordedCallError", "RecordedValue",
     "python_function_id", "python_args_digest", "Memory", "as_plan", "KeyMaker", "RecordView", "OpaqueMemoryValue", "json_envelope_decoder",
 ]

@@ -19,7 +19,8 @@ __all__ = ["steps_frame", "cache_frame", "outputs_frame", "counters_of", "stale_
 _TASK_DECISIONS = frozenset({StepOutcome.REUSE, StepOutcome.RESUME, StepOutcome.RERUN, StepOutcome.FAIL,
                              StepOutcome.NOT_DISPATCHED})
 _BODIES = frozenset({StepOutcome.RESUME, StepOutcome.RERUN})
-_CALL_COUNTERS: dict[str, str] = {StepOutcome.EXECUTE: "calls_executed", StepOutcome.RECONCILE: "calls_reconciled",
+_CALL_COUNTERS: dict[str, str] = {StepOutcome.EXECUTE: "calls_executed", StepOutcome.RESUBMIT: "calls_executed",
+                  StepOutcome.RECONCILE: "calls_reconciled",
                   StepOutcome.STUB: "calls_stubbed", StepOutcome.DENY: "calls_denied",
                   **dict.fromkeys(SERVED_CALLS, "calls_served")}
 

@@ -85,6 +85,7 @@ _REASONS: dict[str, str] = {
     StepOutcome.PENDING: "PENDING slot appended before running the call",
     StepOutcome.EXECUTE: "no recorded result: the call runs",
     StepOutcome.RECONCILE: "PENDING slot with the same identity: the reconciler runs instead of the call",
+    StepOutcome.RESUBMIT: "PENDING sub-agent caller slot: the call is re-submitted with the same ids (main)",
     StepOutcome.STUB: "served by a stub (replay call policy)",
     StepOutcome.SERVED_RECORDED: "served the production record's result (replay call policy)",
     StepOutcome.DENY: "denied by the replay call policy: the body gets a ReplayError and the job stops",

@@ -65,6 +65,7 @@ class StepOutcome(enum.StrEnum):
     PENDING = "pending"
     EXECUTE = "execute"
     RECONCILE = "reconcile"
+    RESUBMIT = "resubmit"           # main: a PENDING sub-agent caller slot re-submits the call (addendum §1.1)
     STUB = "stub"
     SERVED_RECORDED = "served-recorded"
     DENY = "deny"

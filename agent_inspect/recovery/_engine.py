@@ -65,6 +65,7 @@ class TaskRun:
     task: Task | None = None         # its store identity, once looked up
     decision: LookupDecision | None = None   # the first get's decision
     forced: bool = False             # re-run by a force-rerun policy, whatever the rule decided
+    plan_key: str = ""               # the key as the plan names it (two Flink keys may share a business key, #1099)
 
 
 class Observer:
@@ -182,6 +183,8 @@ class Engine:
         self._decls = {d.name: d for d in agent.actions}
         self._uuids: dict[tuple[str, str], str] = {}
         self._named: tuple[int, dict[str, str]] = (-1, {})
+        self._plan_key = ""
+        self._round_input: str | None = None
 
     # ------------------------------------------------------------------------------ the job
 
@@ -191,7 +194,7 @@ class Engine:
         self.observer.rebuilt(self.session)
         try:
             for key, seq, tasks in plan.restored_rounds():
-                self._round(self.keys.business_key(key), seq, "pending", tasks, restored=True)
+                self._round(key, seq, "pending", tasks, restored=True)
             for inp in plan.inputs:
                 state.inputs_started += 1
                 seq = plan.next_seq(inp.key)
@@ -204,7 +207,7 @@ class Engine:
                         begin = begin if begin.id is not None else begin.with_id(self.new_id())
                         todo += [(d, begin) for d in self.agent.listeners(begin)]
                 todo += [(d, event) for d in self.agent.listeners(event)]
-                self._round(self.keys.business_key(inp.key), seq, inp.display, todo, input_event=event)
+                self._round(inp.key, seq, inp.display, todo, input_event=event)
             for key, seq, label, entry in state.not_dispatched:
                 self.observer.not_dispatched(key, seq, label, entry)
         except JobFailed as failed:
@@ -232,9 +235,10 @@ class Engine:
 
     # ------------------------------------------------------------------------------ rounds
 
-    def _round(self, key: str, seq: int, label: str, tasks: Sequence[tuple[ActionDecl | str, AgentEvent]], *,
+    def _round(self, plan_key: str, seq: int, label: str, tasks: Sequence[tuple[ActionDecl | str, AgentEvent]], *,
                restored: bool = False, input_event: AgentEvent | None = None) -> None:
-        state = self.state
+        state, key = self.state, self.keys.business_key(plan_key)
+        self._plan_key = plan_key
         queue: TaskQueue = deque()
         for decl, event in tasks:
             name = decl if isinstance(decl, str) else decl.name
@@ -289,7 +293,8 @@ class Engine:
                   parent: int | None, call: _Call | None, *, restored: bool) -> TaskRun:
         index = self.state.tasks
         self.state.tasks += 1
-        return TaskRun(index, key, seq, label, name, event, decl, parent, call.scope if call else None, restored)
+        return TaskRun(index, key, seq, label, name, event, decl, parent, call.scope if call else None, restored,
+                       plan_key=self._plan_key)
 
     # ------------------------------------------------------------------------------ one task (§9.3)
 
@@ -300,7 +305,7 @@ class Engine:
             self.observer.dropped(run, f"action {run.action!r} is not in the candidate agent "
                                        "(stale logic of a restored task)", stale=True)
             return [], [], False
-        ident = self.keys.identity(run.key)
+        ident = self.keys.identity(run.plan_key)
         fingerprint = run.event.fingerprint
         uuid_key = (run.action, ident.key_format)
         action_uuid = self._uuids.get(uuid_key)
@@ -392,7 +397,7 @@ class Engine:
         self.state.warnings.extend(journal.warnings)
         done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
                           sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True,
-                          results=tuple(ctx.results), calls=tuple(journal.results))
+                          results=tuple(ctx.results))
         core.complete(self._entry(run, done))
         return list(ctx.outputs), list(ctx.results)
 

@@ -71,7 +71,7 @@ class _Rows(Observer):
         what = ("its action is not in the agent (stale logic), so it is not dispatched" if stale else
                 "sub-agent child tasks are dropped on resume, spec §11.4")
         self.sim.warnings.append(f"dropped the restored {'task' if stale else 'child task'} {run.action} at "
-                                 f"({self.plan_key.get(run.key, run.key)}, {run.seq}) ({what})")
+                                 f"({run.plan_key}, {run.seq}) ({what})")
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
         row = self.row_of.get(run.index)
@@ -80,7 +80,7 @@ class _Rows(Observer):
             assert t is not None   # noqa: S101 - the engine looks a task up once it has its identity
             self.index_of[run.index] = len(self.sim.rows)
             row = self.row_of[run.index] = {
-                "key": self.plan_key.get(run.key, run.key), "business_key": run.key, "seq": run.seq,
+                "key": run.plan_key, "business_key": run.key, "seq": run.seq,
                 "input": run.input, "action": run.action, "event_id": run.event.id,
                 "event_type": run.event.routing_type, "fingerprint": t.event_uuid, "state_key": t.state_key,
                 "parent": self.index_of.get(run.parent) if run.parent is not None else None, "scope": run.scope,
@@ -94,13 +94,13 @@ class _Rows(Observer):
 
     def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
         self.row_of[run.index]["body_ran"] = True
-        self.sim.ledger[(self.plan_key.get(run.key, run.key), "body", run.action)] += 1
+        self.sim.ledger[(run.plan_key, "body", run.action)] += 1
 
     def called(self, run: TaskRun, event: CallEvent) -> None:
         kind = _LEDGER_KIND.get(CallDecision(event.outcome)) if event.outcome in _KINDS else None
         if kind is None:
             return
-        self.sim.ledger[(self.plan_key.get(run.key, run.key), kind, event.function_id)] += 1
+        self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
         self.row_of[run.index]["calls_replayed" if kind == "replayed" else "calls_executed"] += 1
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:

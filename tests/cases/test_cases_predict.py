@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from agent_inspect.agents import ActionDecl, AgentEvent, BaseAgent
 from agent_inspect.cases import build_case, load_cases, run_case
 from agent_inspect.cases._format import parse_case
-from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, SymbolicCallJournal, predict
+from agent_inspect.recovery import KeyIdentity, ReplayInput, ReplayPlan, predict
+from agent_inspect.recovery.engine import CallEvent, CallJournal, CallSlot
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import RecoverySession
 
@@ -130,12 +131,6 @@ def test_subagent_ids_follow_the_spec_namespace():
 
 # -- durable calls (§9.4) ----------------------------------------------------------------------------
 
-class _R:
-    def __init__(self, fn, digest, status):
-        self.function_id, self.args_digest, self.status = fn, digest, status
-        self.result_payload = self.exception_payload = None
-
-
 _IDS = st.tuples(st.sampled_from(["f", "g"]), st.sampled_from(["", "d1"]))
 
 
@@ -143,14 +138,14 @@ _IDS = st.tuples(st.sampled_from(["f", "g"]), st.sampled_from(["", "d1"]))
 @given(st.lists(st.tuples(_IDS, st.sampled_from(["SUCCEEDED", "FAILED", "PENDING"])), max_size=5),
        st.lists(_IDS, max_size=6))
 def test_completion_only_calls_match_by_position(recorded, body):
-    journal = SymbolicCallJournal([_R(fn, d, s) for (fn, d), s in recorded])
-    outcomes = [journal.call(fn, d) for fn, d in body]
+    journal, decisions = _journal([((fn, d), s) for (fn, d), s in recorded])
+    outcomes = [_call(journal, decisions, fn, d) for fn, d in body]
     prefix = 0
     while prefix < min(len(recorded), len(body)) and recorded[prefix][0] == body[prefix]:
         prefix += 1
-    served = [o for o in outcomes if o.outcome in ("hit", "reraise")]
+    served = [o for o in outcomes if o.outcome in ("hit", "hit-failed", "pending-hit")]
     assert len(served) == prefix
-    assert [o.outcome == "reraise" for o in served] == [s == "FAILED" for _, s in recorded[:prefix]]
+    assert [o.outcome == "hit-failed" for o in served] == [s == "FAILED" for _, s in recorded[:prefix]]
     assert sum(o.outcome == "execute" for o in outcomes) == len(body) - prefix
     mismatch = prefix < len(recorded) and prefix < len(body)
     assert len(journal.warnings) == int(mismatch)
@@ -161,23 +156,37 @@ def test_completion_only_calls_match_by_position(recorded, body):
         assert len(journal.results) == len(recorded)
 
 
+def _journal(recorded: list[tuple[tuple[str, str], str]]) -> tuple[CallJournal, list[CallEvent]]:
+    decisions: list[CallEvent] = []
+    slots = [CallSlot(fn, d, s) for (fn, d), s in recorded]  # type: ignore[arg-type]
+    return CallJournal(slots, report=decisions.append, deliver=False), decisions
+
+
+def _call(journal: CallJournal, decisions: list[CallEvent], fn: str, digest: str,
+          reconciler: object = None) -> CallEvent:
+    start = len(decisions)
+    journal.call(fn, digest, lambda: None, reconciler=reconciler)  # type: ignore[arg-type]
+    return decisions[-1] if len(decisions) > start else decisions[start - 1]
+
+
 def test_reconcilable_paths():
-    pending = SymbolicCallJournal([_R("crm", "d", "PENDING")])
-    assert pending.call("crm", "d", reconciler=lambda: None).outcome == "reconcile"
+    pending, seen = _journal([(("crm", "d"), "PENDING")])
+    assert _call(pending, seen, "crm", "d", reconciler=lambda: None).outcome == "reconcile"
     assert pending.results[0].status == "SUCCEEDED"
 
     def boom():
         raise RuntimeError("reconciler failed")
 
-    failing = SymbolicCallJournal([_R("crm", "d", "PENDING")])
-    assert failing.call("crm", "d", reconciler=boom).outcome == "reconcile"
+    failing, seen = _journal([(("crm", "d"), "PENDING")])
+    assert _call(failing, seen, "crm", "d", reconciler=boom).outcome == "reconcile"
     assert failing.results[0].status == "FAILED"
-    other = SymbolicCallJournal([_R("crm", "d", "SUCCEEDED"), _R("x", "", "SUCCEEDED")])
-    out = other.call("mail", "e", reconciler=lambda: None)
-    assert (out.outcome, out.truncated_to) == ("execute", 0)
+    other, seen = _journal([(("crm", "d"), "SUCCEEDED"), (("x", ""), "SUCCEEDED")])
+    out = _call(other, seen, "mail", "e", reconciler=lambda: None)
+    assert out.outcome == "execute" and [d.outcome for d in seen] == ["truncate", "pending", "execute"]
+    assert seen[0].index == 0
     assert [(s.function_id, s.status) for s in other.results] == [("mail", "SUCCEEDED")]
-    done = SymbolicCallJournal([_R("crm", "d", "FAILED")])
-    assert done.call("crm", "d", reconciler=lambda: None).outcome == "reraise"
+    done, seen = _journal([(("crm", "d"), "FAILED")])
+    assert _call(done, seen, "crm", "d", reconciler=lambda: None).outcome == "hit-failed"
 
 
 # -- invariants over generated normal histories ------------------------------------------------------------

@@ -12,13 +12,12 @@ from hypothesis import strategies as st
 
 from agent_inspect.executor import (
     CallSlot,
-    LiveCallJournal,
     RecordedCallError,
     RecordedValue,
     python_args_digest,
     python_function_id,
 )
-from agent_inspect.executor._calls import decode_recorded
+from agent_inspect.recovery.engine import CallJournal, decode_recorded
 
 
 def ask_llm(question: str) -> str:   # module-level so its function id is stable
@@ -50,7 +49,7 @@ def failed(fid, digest, exc):
 
 def journal(recorded, **kw):
     writes, events = [], []
-    j = LiveCallJournal(recorded, persist=writes.append, report=events.append,
+    j = CallJournal(recorded, persist=writes.append, report=events.append,
                     decode=lambda s: decode_recorded(s, trust_pickles=True), **kw)
     return j, writes, events
 

@@ -104,7 +104,7 @@ def _caller_agent():
 
 def test_subagent_ids_per_handle_and_both_engines_agree_on_every_crash_point():
     from agent_inspect.codec import subagent_namespace_digest
-    from agent_inspect.executor._plan import as_plan
+    from agent_inspect.executor import as_plan
     from agent_inspect.log import ActionStateLog
     from agent_inspect.raw import RawBatch
     from agent_inspect.recovery import predict

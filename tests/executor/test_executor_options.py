@@ -109,7 +109,7 @@ def test_a_failed_calls_payload_does_not_depend_on_dask_being_imported() -> None
 
     import distributed  # noqa: F401 - installs the reducers under test
 
-    from agent_inspect.executor._calls import _pickle
+    from agent_inspect.recovery._calls import _pickle
 
     try:
         raise TimeoutError("gpt-large did not answer within 30 s")

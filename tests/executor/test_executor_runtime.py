@@ -24,7 +24,7 @@ def test_pending_caller_slot_is_resubmitted_under_main():
     ex = executor_for(BY_ID["S09"], rule="fixed")
     ex.run()
     assert _lookups(ex) == [("P", "RESUME"), ("CA", "REUSE")]
-    assert ("s0#s0-1", "reconcile") in _calls(ex)          # the PENDING slot re-submits the call
+    assert ("s0#s0-1", "resubmit") in _calls(ex)          # the PENDING slot re-submits the call
     old = executor_for(BY_ID["S09/0.3"], rule="fixed")
     old.run()
     assert _lookups(old) == [("P", "RESUME"), ("CA", "NOT-DISPATCHED")]

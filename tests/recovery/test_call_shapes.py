@@ -17,11 +17,9 @@ from agent_inspect.codec import (
     decode_action_state,
     encode_action_state,
 )
-from agent_inspect.executor import CallSlot, ReplayExecutor
-from agent_inspect.executor import LiveCallJournal as ExecutorJournal
-from agent_inspect.executor._plan import as_plan
-from agent_inspect.recovery import SymbolicCallJournal as CallJournal
+from agent_inspect.executor import CallSlot, ReplayExecutor, as_plan
 from agent_inspect.recovery import predict
+from agent_inspect.recovery.engine import CallJournal
 
 FID = "shop_agent.tools.lookup::0123456789abcdef"  # the #1016 Python id: <module>.<qualname>::<16-hex digest>
 
@@ -55,20 +53,23 @@ def test_call_matching_modes() -> None:
         call_matcher("fuzzy")
 
 
-def test_the_static_journal_matches_by_function_id_when_asked() -> None:
-    recorded = [CallResult(FID, "aaaa", "eyJ9", None, "SUCCEEDED")]
-    assert CallJournal(recorded).call(FID, "bbbb", lambda: 1).outcome == "execute"  # digest differs: rerun
-    assert CallJournal(recorded, call_matching="function-id").call(FID, "bbbb", lambda: 1).outcome == "hit"
+def test_the_symbolic_journal_matches_by_function_id_when_asked() -> None:
+    recorded = [CallSlot.from_record(CallResult(FID, "aaaa", "eyJ9", None, "SUCCEEDED"))]
+    for matching, outcome in (("position", "execute"), ("function-id", "hit")):   # the digest differs
+        events: list[str] = []
+        CallJournal(recorded, report=lambda e: events.append(e.outcome), call_matching=matching,
+                    deliver=False).call(FID, "bbbb", lambda: 1)
+        assert events[-1] == outcome
 
 
-def test_the_executor_journal_matches_by_function_id_when_asked() -> None:
+def test_the_live_journal_matches_by_function_id_when_asked() -> None:
     recorded = [CallSlot(FID, "aaaa", "SUCCEEDED", b"1")]
     ran: list[int] = []
     events: list[str] = []
-    ExecutorJournal(recorded, report=lambda e: events.append(e.outcome)).call(FID, "bbbb", lambda: ran.append(1))
+    CallJournal(recorded, report=lambda e: events.append(e.outcome)).call(FID, "bbbb", lambda: ran.append(1))
     assert ran == [1] and events[0] == "mismatch"
     events.clear()
-    journal = ExecutorJournal(recorded, report=lambda e: events.append(e.outcome), call_matching="function-id",
+    journal = CallJournal(recorded, report=lambda e: events.append(e.outcome), call_matching="function-id",
                               decode=lambda slot: slot.result_payload)
     assert journal.call(FID, "bbbb", lambda: ran.append(2)) == b"1"
     assert ran == [1] and events == ["hit"]

@@ -119,20 +119,6 @@ def test_reused_child_replays_result_events_with_current_lineage():
     assert again.subagent_results["s0#s0-1"] == () and list(again.tasks["outcome"]) == ["RESUME", "REUSE", "REUSE"]
 
 
-def test_reused_result_events_are_rebound_to_the_current_trigger():
-    from agent_inspect.agents import ActionDecl, AgentEvent
-    from agent_inspect.recovery._predict import reused_events
-
-    built = build_case(_case("S08"))
-    child = built.log.records[built.log.records["completed"] & (built.log.records["seq"] == 5)].index[0]
-    value = built.log.value(int(child))
-    trigger = AgentEvent("InternalSubagentCallEvent", {"sessionId": "s0"}, "boot-2")
-    outs, results = reused_events(value, trigger, ActionDecl("CA", ("_input_event",), scope="child"),
-                                  runtime_model("main"))
-    assert outs == [] and [(r.type, r.upstream_event_id, r.upstream_action) for r in results] == \
-        [("_output_event", "boot-2", "CA")]
-
-
 def test_pending_caller_slot_resubmits_under_main_only():
     built = build_case(_case("S09"))
     main = predict(built.log, plan=built.plan, agent=built.agent, rule="fixed", markers=built.markers, runtime="main")
@@ -143,17 +129,17 @@ def test_pending_caller_slot_resubmits_under_main_only():
 
 
 def test_internal_calls_reserve_a_pending_slot_before_the_child_runs():
-    from agent_inspect.recovery import SymbolicCallJournal
+    from agent_inspect.recovery.engine import CallJournal
 
-    journal = SymbolicCallJournal()
-    seen = []
+    decisions, writes, seen = [], [], []
+    journal = CallJournal(report=decisions.append, persist=writes.append, deliver=False)
 
     def run():
         seen.append([(s.function_id, s.status) for s in journal.results])
 
-    out = journal.subagent("s0#s0-1", run)
-    assert seen == [[("s0#s0-1", "PENDING")]] and out.outcome == "execute"
-    assert [(s.status) for s in journal.results] == ["SUCCEEDED"] and journal.writes == 2
+    journal.subagent("s0#s0-1", run)
+    assert seen == [[("s0#s0-1", "PENDING")]] and decisions[-1].outcome == "execute"
+    assert [(s.status) for s in journal.results] == ["SUCCEEDED"] and len(writes) == 2
 
 
 def test_completed_root_caller_is_not_rebootstrapped_under_main():
@@ -194,17 +180,23 @@ def test_branch_aware_compares_a_begin_task_after_its_round_root_joined():
 
 
 def test_a_batch_reserves_its_pending_slots_in_one_write():
-    from agent_inspect.recovery import SymbolicCallJournal
+    from agent_inspect.recovery.engine import CallJournal
 
-    journal = SymbolicCallJournal()
+    decisions, writes = [], []
+    journal = CallJournal(report=decisions.append, persist=writes.append, deliver=False)
     fids = [f"s0#s0-{n}" for n in range(1, 5)]
     journal.reserve(fids)
-    assert journal.writes == 1 and [s.status for s in journal.results] == ["PENDING"] * 4
-    outs = [journal.subagent(f, None) for f in fids[:1]]          # the job dies after the first call
-    assert [o.outcome for o in outs] == ["execute"]
+    assert len(writes) == 1 and [s.status for s in journal.results] == ["PENDING"] * 4
+    journal.subagent(fids[0], lambda: None)          # the job dies after the first call
+    assert decisions[-1].outcome == "execute"
     assert [s.status for s in journal.results] == ["SUCCEEDED", "PENDING", "PENDING", "PENDING"]
     # replayed from that journal: the terminal slot replays, the PENDING ones re-submit
-    again = SymbolicCallJournal(journal.results)
+    decisions, writes = [], []
+    again = CallJournal(journal.results, report=decisions.append, persist=writes.append, deliver=False)
     again.reserve(fids)
-    assert again.writes == 0
-    assert [again.subagent(f, None).outcome for f in fids] == ["hit", "resubmit", "resubmit", "resubmit"]
+    assert writes == []
+    outcomes = []
+    for f in fids:
+        again.subagent(f, lambda: None)
+        outcomes.append(decisions[-1].outcome)
+    assert outcomes == ["hit", "resubmit", "resubmit", "resubmit"]

@@ -17,8 +17,8 @@ from agent_inspect.agents._declarative import Behaviour, Call, DeclarativeAgent,
 from agent_inspect.agents._protocol import ActionDecl
 from agent_inspect.cases import build_case, load_cases
 from agent_inspect.executor import ReplayExecutor, StepKind
-from agent_inspect.executor._plan import as_plan
-from agent_inspect.executor._statekeys import KeyMaker
+from agent_inspect.executor import as_plan
+from agent_inspect.executor import KeyMaker
 from agent_inspect.recovery import ReplayPlan, predict
 from tests.reference import model
 
