@@ -27,7 +27,6 @@ from agent_inspect.recovery import RemovalCauses, removal_reason
 from agent_inspect.recovery.engine import (
     CallEvent,
     CallJournal,
-    Engine as Core,
     IdSource,
     KeyMaker,
     Memory,
@@ -36,6 +35,9 @@ from agent_inspect.recovery.engine import (
     RecordView,
     ReplayContext,
     TaskRun,
+)
+from agent_inspect.recovery.engine import (
+    Engine as Core,
 )
 
 if TYPE_CHECKING:
@@ -171,7 +173,7 @@ class Engine(Observer):
         from agent_inspect.store import Outcome
 
         t = run.task
-        assert t is not None   # noqa: S101 - a get always has its task
+        assert t is not None
         reason = self.run.causes.reason(decision.outcome.value, decision.reason, t.state_key, decision.events)
         failed = decision.outcome is Outcome.FAIL
         if stage == "first" or failed:
@@ -273,7 +275,7 @@ class Engine(Observer):
 
     def _shadow(self, run: TaskRun, record: RecordView) -> None:
         """``diff`` policy: run the body on copies of memory, compare with the production record."""
-        assert self.core is not None and run.decl is not None   # noqa: S101 - only reuses of declared actions
+        assert self.core is not None and run.decl is not None
         stm, sensory = self.core.memory_of(run.key)
         journal = CallJournal((), run=self.calls.runner(record.calls), decode=self.calls.decoder(),
                               java=run.decl.java)

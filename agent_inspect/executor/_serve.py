@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.recovery.engine import CallEvent, CallSlot, Executor, decode_recorded
 from agent_inspect.executor._policy import CallPolicy, Policies
 from agent_inspect.executor._steps import StepOutcome
+from agent_inspect.recovery.engine import CallEvent, CallSlot, Executor, decode_recorded
 
 __all__ = ["CallServer", "call_reason"]
 

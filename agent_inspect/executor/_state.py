@@ -12,7 +12,7 @@ from agent_inspect.recovery import RemovalCauses
 from agent_inspect.recovery.engine import EngineState, IdSource, JobFailed, RecordView, TaskQueue
 
 if TYPE_CHECKING:
-    from agent_inspect.store import Entry, RecoverySession, Task
+    from agent_inspect.store import Entry, Task
 
 __all__ = ["Counters", "MemoryState", "Checkpoint", "JobFailed", "RunState", "TaskQueue", "Write"]
 

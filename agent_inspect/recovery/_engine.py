@@ -403,7 +403,7 @@ class Engine:
 
     def _entry(self, run: TaskRun, value: RecordView) -> Entry:
         t = run.task
-        assert t is not None   # noqa: S101 - a task is looked up before anything is written for it
+        assert t is not None
         calls = value.calls
         return Entry(state_key=t.state_key, business_key=t.business_key, seq=t.seq, event_uuid=t.event_uuid,
                      action_uuid=t.action_uuid, key_format=t.key_format, key_text=t.key_text,

@@ -7,21 +7,20 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.agents import Agent, AgentEvent
+from agent_inspect.agents import Agent
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.recovery._calls import CallDecision, CallEvent
 from agent_inspect.recovery._core import TaskFailed
 from agent_inspect.recovery._engine import Engine, Observer, TaskRun
-from agent_inspect.recovery._planview import PlanView
 from agent_inspect.recovery._plan import ReplayPlan
-from agent_inspect.recovery._rebuild import rebuild
+from agent_inspect.recovery._planview import PlanView
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.recovery._statekeys import KeyMaker
 from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, runtime_model
@@ -77,7 +76,7 @@ class _Rows(Observer):
         row = self.row_of.get(run.index)
         if row is None:
             t = run.task
-            assert t is not None   # noqa: S101 - the engine looks a task up once it has its identity
+            assert t is not None
             self.index_of[run.index] = len(self.sim.rows)
             row = self.row_of[run.index] = {
                 "key": run.plan_key, "business_key": run.key, "seq": run.seq,

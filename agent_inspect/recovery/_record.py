@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._calls import CallSlot
 from agent_inspect.recovery._events import event_from_record
-from agent_inspect.history import subagent_result_events
 
 if TYPE_CHECKING:
     from agent_inspect.codec import ActionState

@@ -43,7 +43,13 @@ from agent_inspect.recovery._engine import (
     TaskQueue,
     TaskRun,
 )
-from agent_inspect.recovery._events import OUTPUT_EVENT_CLASS, SUBAGENT_EVENT_CLASS, IdSource, event_from_record, wrap_subagent
+from agent_inspect.recovery._events import (
+    OUTPUT_EVENT_CLASS,
+    SUBAGENT_EVENT_CLASS,
+    IdSource,
+    event_from_record,
+    wrap_subagent,
+)
 from agent_inspect.recovery._memory import Memory
 from agent_inspect.recovery._planview import PlanLike, PlanView, as_plan
 from agent_inspect.recovery._record import OpaqueMemoryValue, RecordView, json_envelope_decoder

@@ -8,9 +8,7 @@ from hypothesis import strategies as st
 
 from agent_inspect.agents._declarative import Behaviour, Call, DeclarativeAgent, Emit, SubagentCall
 from agent_inspect.agents._protocol import ActionDecl
-from agent_inspect.executor import ReplayExecutor, StepKind
-from agent_inspect.executor import as_plan
-from agent_inspect.executor import KeyMaker
+from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, as_plan
 from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._predict import predict
 

@@ -7,8 +7,7 @@ import pytest
 from agent_inspect import codec
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents._python import PythonAgent
-from agent_inspect.executor import ReplayExecutor, StepKind
-from agent_inspect.executor import as_plan
+from agent_inspect.executor import ReplayExecutor, StepKind, as_plan
 from agent_inspect.recovery import predict
 
 

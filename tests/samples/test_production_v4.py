@@ -12,8 +12,7 @@ import pytest
 import agent_inspect as ai
 from agent_inspect import codec, samples
 from agent_inspect.cli import main
-from agent_inspect.executor import StepKind
-from agent_inspect.executor import as_plan
+from agent_inspect.executor import StepKind, as_plan
 from agent_inspect.recovery import ReplayPlan, predict, refresh_positions
 from agent_inspect.samples._production_v4 import CANDIDATES, ROUTER
 from agent_inspect.trace import verify
