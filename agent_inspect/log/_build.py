@@ -52,8 +52,8 @@ COLUMNS = (
 def build_records(batches: RawBatch | Iterable[RawBatch], *, key_format: str | None,
                   max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     """The batches joined in physical order and their records frame (call under ``gc_paused``)."""
-    cols, keys, join_raw = _gather(batches)
-    return _build(join_raw, cols, keys, key_format=key_format, max_parallelism=max_parallelism)
+    keys, join_values, join_raw = _gather(batches)
+    return _build(keys, join_values, join_raw, key_format=key_format, max_parallelism=max_parallelism)
 
 
 def concat_batches(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
@@ -133,14 +133,14 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
     return [(partitions[a], a, z) for a, z in zip(starts, ends)]
 
 def _gather(batches: RawBatch | Iterable[RawBatch]
-            ) -> tuple[dict[str, Any], pa.BinaryArray, Callable[[], RawBatch]]:
-    """All records' value columns and keys (Arrow) in physical order, and a function joining the raw batches so.
+            ) -> tuple[pa.BinaryArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
+    """All records' keys (Arrow) in physical order, and functions joining their value columns and raw batches so.
 
     Each batch is done as it arrives: sources hand batches over while still reading (Kafka fetches in the
     background), so the decode overlaps the transfer instead of following it, and keys are copied out while
     still in cache. Batches may mix partitions (Kafka chunks): their runs go to their partition's bucket,
-    so the buckets in partition order are the physical order. The raw batches are joined later, by the
-    returned function: the key columns (Arrow, mostly without the GIL) can start before.
+    so the buckets in partition order are the physical order. The value columns and raw batches are joined
+    later, by the returned functions: the key columns (Arrow, mostly without the GIL) can start before.
     """
     if isinstance(batches, RawBatch):
         batches = [batches]
@@ -161,20 +161,35 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
             buckets.setdefault(p, []).append((b, cols, a, z))
     pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
     with_agent_key = any(b.agent_key is not None for b, _, _, _ in arrival)
-    cols = _joined_columns(pieces)
+    names = [name for name in (pieces[0][1] if pieces else _empty_columns()) if name not in _POSITION]
+    where = _joined_columns(pieces, _POSITION, drop=True)
     # offsets out of order within a partition (rare), or batches not bucketed
-    order = _order_of(cols[_PARTITIONS], cols[_OFFSETS])
+    order = _order_of(where[_PARTITIONS], where[_OFFSETS])
     if order is not None:
-        cols = take_columns(cols, order)
-    keys = cols.pop(_KEYS)
+        where = take_columns(where, order)
+
+    def join_values() -> dict[str, Any]:
+        cols = _joined_columns(pieces, names, drop=True)
+        if order is not None:
+            cols = take_columns(cols, order)
+        cols[_PARTITIONS], cols[_OFFSETS] = where[_PARTITIONS], where[_OFFSETS]
+        return cols
 
     def join_raw() -> RawBatch:
         raw = _joined_raw_batch(pieces, with_agent_key=with_agent_key)
+        pieces.clear()
         return raw if order is None else _take(raw, order)
 
-    return cols, keys, join_raw
+    return where[_KEYS], join_values, join_raw
 
 _KEYS, _PARTITIONS, _OFFSETS = "_keys", "_partitions", "_offsets"
+_POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
+
+def _empty_columns() -> dict[str, Any]:
+    cols = chunk_columns([])
+    cols[_KEYS] = pa.array([], pa.binary())
+    cols[_PARTITIONS] = cols[_OFFSETS] = np.zeros(0, dtype=np.int64)
+    return cols
 
 def _whole(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> bool:
     """Whether the pieces are one batch's runs in order, all of it (taken as is: a copy would touch every record)."""
@@ -183,17 +198,24 @@ def _whole(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> bool:
     return all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
         and bounds[-1] == len(first)
 
-def _joined_columns(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> dict[str, Any]:
-    """One set of value columns from slices of batches' columns."""
+def _joined_columns(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], names: Iterable[str], *,
+                    drop: bool) -> dict[str, Any]:
+    """The columns ``names`` joined from slices of batches' columns (``drop``: then dropped from the batches')."""
+    names = list(names)
     if not pieces:
-        cols = chunk_columns([])
-        cols[_KEYS] = pa.array([], pa.binary())
-        cols[_PARTITIONS] = cols[_OFFSETS] = np.zeros(0, dtype=np.int64)
-        return cols
+        empty = _empty_columns()
+        return {name: empty[name] for name in names}
     if _whole(pieces):
-        return pieces[0][1]
-    return concat_columns([c if (a, z) == (0, len(b)) else slice_columns(c, a, z) for b, c, a, z in pieces],
-                          [z - a for _, _, a, z in pieces])
+        out = {name: pieces[0][1][name] for name in names}
+    else:
+        out = concat_columns([{name: c[name] for name in names} if (a, z) == (0, len(b))
+                              else slice_columns(c, a, z, names) for b, c, a, z in pieces],
+                             [z - a for _, _, a, z in pieces])
+    if drop:  # the batches' own copies would stay alive (memory) while the log is built
+        for _, c, _, _ in pieces:
+            for name in names:
+                c.pop(name, None)
+    return out
 
 def _joined_raw_batch(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *, with_agent_key: bool) -> RawBatch:
     """One batch from slices of batches (the log owns it)."""
@@ -207,8 +229,8 @@ def _joined_raw_batch(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *
         return first
     return _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
 
-def _build(join_raw: Callable[[], RawBatch], cols: dict[str, Any], key_array: pa.BinaryArray, *,
-           key_format: str | None, max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
+def _build(key_array: pa.BinaryArray, join_values: Callable[[], dict[str, Any]], join_raw: Callable[[], RawBatch],
+           *, key_format: str | None, max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     n = len(key_array)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
     # one finishes the value columns (on a machine with a second core they overlap).
@@ -225,7 +247,8 @@ def _build(join_raw: Callable[[], RawBatch], cols: dict[str, Any], key_array: pa
     worker = threading.Thread(target=key_columns, name="agent-inspect-keys", daemon=True)
     worker.start()
     try:
-        raw = join_raw()  # Python list work, while the key thread runs
+        cols = join_values()  # while the key thread runs
+        raw = join_raw()
         c, masks, value_errors = _value_part(raw, cols)
     finally:
         worker.join()
