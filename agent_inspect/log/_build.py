@@ -52,8 +52,8 @@ COLUMNS = (
 def build_records(batches: RawBatch | Iterable[RawBatch], *, key_format: str | None,
                   max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     """The batches joined in physical order and their records frame (call under ``gc_paused``)."""
-    raw, cols, keys = _gather(batches)
-    return raw, _build(raw, cols, keys, key_format=key_format, max_parallelism=max_parallelism)
+    keys, join_values, join_raw = _gather(batches)
+    return _build(keys, join_values, join_raw, key_format=key_format, max_parallelism=max_parallelism)
 
 
 def concat_batches(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
@@ -91,8 +91,9 @@ def _joined_raw(pieces: Iterable[tuple[RawBatch, int, int]], *, with_agent_key: 
 
 def _physical_order(raw: RawBatch) -> list[int] | None:
     """The permutation into physical order (partitions ascending, then offset; stable), None if already so."""
-    part = np.asarray(raw.partition, dtype=np.int64)
-    off = np.asarray(raw.offset, dtype=np.int64)
+    return _order_of(np.asarray(raw.partition, dtype=np.int64), np.asarray(raw.offset, dtype=np.int64))
+
+def _order_of(part: np.ndarray, off: np.ndarray) -> list[int] | None:
     if len(part) < 2:
         return None
     dp, do = np.diff(part), np.diff(off)
@@ -131,13 +132,15 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
     ends = [*cuts.tolist(), n]
     return [(partitions[a], a, z) for a, z in zip(starts, ends)]
 
-def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, dict[str, Any], pa.BinaryArray]:
-    """All records in physical order, their value columns and their keys as Arrow; each batch done as it arrives.
+def _gather(batches: RawBatch | Iterable[RawBatch]
+            ) -> tuple[pa.BinaryArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
+    """All records' keys (Arrow) in physical order, and functions joining their value columns and raw batches so.
 
-    Sources hand batches over while still reading (Kafka fetches in the background), so the decode
-    overlaps the transfer instead of following it, and keys are copied out while still in cache.
-    Batches may mix partitions (Kafka chunks): their runs go to their partition's bucket, so the
-    buckets in partition order are the physical order.
+    Each batch is done as it arrives: sources hand batches over while still reading (Kafka fetches in the
+    background), so the decode overlaps the transfer instead of following it, and keys are copied out while
+    still in cache. Batches may mix partitions (Kafka chunks): their runs go to their partition's bucket,
+    so the buckets in partition order are the physical order. The value columns and raw batches are joined
+    later, by the returned functions: the key columns (Arrow, mostly without the GIL) can start before.
     """
     if isinstance(batches, RawBatch):
         batches = [batches]
@@ -147,6 +150,8 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, dict[str,
     for b in batches:
         cols = chunk_columns(b.value)
         cols[_KEYS] = pa.array(b.key, pa.binary())
+        cols[_PARTITIONS] = np.asarray(b.partition, dtype=np.int64)
+        cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
         arrival.append((b, cols, 0, len(b)))
         runs = _partition_runs(b.partition) if bucketed else None
         if runs is None:
@@ -155,40 +160,78 @@ def _gather(batches: RawBatch | Iterable[RawBatch]) -> tuple[RawBatch, dict[str,
         for p, a, z in runs:
             buckets.setdefault(p, []).append((b, cols, a, z))
     pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
-    raw, cols = _joined(pieces, with_agent_key=any(b.agent_key is not None for b, _, _, _ in arrival))
-    order = _physical_order(raw)  # offsets out of order within a partition (rare), or batches not bucketed
+    with_agent_key = any(b.agent_key is not None for b, _, _, _ in arrival)
+    names = [name for name in (pieces[0][1] if pieces else _empty_columns()) if name not in _POSITION]
+    where = _joined_columns(pieces, _POSITION, drop=True)
+    # offsets out of order within a partition (rare), or batches not bucketed
+    order = _order_of(where[_PARTITIONS], where[_OFFSETS])
     if order is not None:
-        raw, cols = _take(raw, order), take_columns(cols, order)
-    keys = cols.pop(_KEYS)
-    return raw, cols, keys
+        where = take_columns(where, order)
 
-_KEYS = "_keys"
+    def join_values() -> dict[str, Any]:
+        cols = _joined_columns(pieces, names, drop=True)
+        if order is not None:
+            cols = take_columns(cols, order)
+        cols[_PARTITIONS], cols[_OFFSETS] = where[_PARTITIONS], where[_OFFSETS]
+        return cols
 
-def _joined(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *,
-            with_agent_key: bool) -> tuple[RawBatch, dict[str, Any]]:
-    """One batch and one set of value columns from slices of batches and their columns."""
-    if not pieces:
-        cols = chunk_columns([])
-        cols[_KEYS] = pa.array([], pa.binary())
-        return RawBatch(agent_key=[] if with_agent_key else None), cols
+    def join_raw() -> RawBatch:
+        raw = _joined_raw_batch(pieces, with_agent_key=with_agent_key)
+        pieces.clear()
+        return raw if order is None else _take(raw, order)
+
+    return where[_KEYS], join_values, join_raw
+
+_KEYS, _PARTITIONS, _OFFSETS = "_keys", "_partitions", "_offsets"
+_POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
+
+def _empty_columns() -> dict[str, Any]:
+    cols = chunk_columns([])
+    cols[_KEYS] = pa.array([], pa.binary())
+    cols[_PARTITIONS] = cols[_OFFSETS] = np.zeros(0, dtype=np.int64)
+    return cols
+
+def _whole(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> bool:
+    """Whether the pieces are one batch's runs in order, all of it (taken as is: a copy would touch every record)."""
     first = pieces[0][0]
     bounds = [0, *(z for _, _, _, z in pieces)]
-    if all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
-            and bounds[-1] == len(first):
-        # one batch whose runs are in order: taken as is (the log owns it); a copy would touch every record again
+    return all(b is first for b, _, _, _ in pieces) and [a for _, _, a, _ in pieces] == bounds[:-1] \
+        and bounds[-1] == len(first)
+
+def _joined_columns(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], names: Iterable[str], *,
+                    drop: bool) -> dict[str, Any]:
+    """The columns ``names`` joined from slices of batches' columns (``drop``: then dropped from the batches')."""
+    names = list(names)
+    if not pieces:
+        empty = _empty_columns()
+        return {name: empty[name] for name in names}
+    if _whole(pieces):
+        out = {name: pieces[0][1][name] for name in names}
+    else:
+        out = concat_columns([{name: c[name] for name in names} if (a, z) == (0, len(b))
+                              else slice_columns(c, a, z, names) for b, c, a, z in pieces],
+                             [z - a for _, _, a, z in pieces])
+    if drop:  # the batches' own copies would stay alive (memory) while the log is built
+        for _, c, _, _ in pieces:
+            for name in names:
+                c.pop(name, None)
+    return out
+
+def _joined_raw_batch(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *, with_agent_key: bool) -> RawBatch:
+    """One batch from slices of batches (the log owns it)."""
+    if not pieces:
+        return RawBatch(agent_key=[] if with_agent_key else None)
+    if _whole(pieces):
+        first = pieces[0][0]
         if with_agent_key and first.agent_key is None:  # another (empty) batch had the column
             first = RawBatch(first.partition, first.offset, first.timestamp_ms, first.key, first.value,
                              [None] * len(first))
-        return first, pieces[0][1]
+        return first
+    return _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
 
-    raw = _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
-    cols = concat_columns([c if (a, z) == (0, len(b)) else slice_columns(c, a, z) for b, c, a, z in pieces],
-                          [z - a for _, _, a, z in pieces])
-    return raw, cols
-
-def _build(raw: RawBatch, cols: dict[str, Any], key_array: pa.BinaryArray, *, key_format: str | None,
-           max_parallelism: int | None) -> pd.DataFrame:
-    n = len(raw)
+def _build(key_array: pa.BinaryArray, join_values: Callable[[], dict[str, Any]], join_raw: Callable[[], RawBatch],
+           *, key_format: str | None, max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
+    n = len(key_array)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
     # one finishes the value columns (on a machine with a second core they overlap).
     key_errors: list[str | None] = [None] * n
@@ -204,6 +247,8 @@ def _build(raw: RawBatch, cols: dict[str, Any], key_array: pa.BinaryArray, *, ke
     worker = threading.Thread(target=key_columns, name="agent-inspect-keys", daemon=True)
     worker.start()
     try:
+        cols = join_values()  # while the key thread runs
+        raw = join_raw()
         c, masks, value_errors = _value_part(raw, cols)
     finally:
         worker.join()
@@ -230,7 +275,7 @@ def _build(raw: RawBatch, cols: dict[str, Any], key_array: pa.BinaryArray, *, ke
         errors[i] = reason if errors[i] is None else f"{errors[i]}; {reason}"
     c["value_format"], c["value_format_inferred"] = _settle_formats(masks, business_keys, c["partition"])
     c["error"] = errors
-    return _frame(c, n)
+    return raw, _frame(c, n)
 
 def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], Any, list[tuple[int, str]]]:
     """The columns that come from values and positions (final dtypes), the format masks and the value errors."""
@@ -263,8 +308,8 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     size = c["payload_bytes"]
     c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
     c["tombstone"] = size < 0
-    c["partition"] = raw.partition
-    c["offset"] = raw.offset
+    c["partition"] = c.pop(_PARTITIONS).astype(np.int32)  # made per batch
+    c["offset"] = c.pop(_OFFSETS)
     c["timestamp"] = raw.timestamp_ms
     c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
     return _finished(c, n), masks, value_errors

@@ -7,7 +7,7 @@ Python lists of every record again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import chain
 from typing import Any
 
@@ -61,9 +61,9 @@ def chunk_columns(values: list[bytes | None]) -> dict[str, Any]:
     return out
 
 
-def slice_columns(cols: dict[str, Any], start: int, end: int) -> dict[str, Any]:
-    """Rows ``start:end`` of a batch's columns (views where the storage allows)."""
-    return {name: _slice(col, start, end) for name, col in cols.items()}
+def slice_columns(cols: dict[str, Any], start: int, end: int, names: Iterable[str] | None = None) -> dict[str, Any]:
+    """Rows ``start:end`` of a batch's columns (``names``: only those; views where the storage allows)."""
+    return {name: _slice(cols[name], start, end) for name in (cols if names is None else names)}
 
 
 def _slice(col: Any, start: int, end: int) -> Any:

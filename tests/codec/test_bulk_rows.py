@@ -102,6 +102,17 @@ ODD = [
     encode(state(shortTermMemoryUpdates=[{"path": "a", "value": {**ENVELOPE, "extra": 1}}])),
     b'{"taskEvent":{"@class":"org.apache.flink.agents.api.Event","id":"e","type":"t","attributes":{}},'
     b'"shortTermMemoryUpdates":[{"path":"a","value":{"ser\\u0064e":"kryo","version":1,"payload":"AA=="}}]}',
+    *(b'{"taskEvent":{"@class":"org.apache.flink.agents.api.Event","id":"e","type":"t","attributes":{}},'
+      b'"shortTermMemoryUpdates":[{"path":"a","value":' + envelope + b'}]}' for envelope in (
+          b'{ "serde" : "kryo" , "version" : 1 , "payload" : "AA==" }',  # spaced: still an envelope
+          b'{"serde":"kryo","version":1.0,"payload":"AA=="}', b'{"serde":"kryo","version":true,"payload":"AA=="}',
+          b'{"serde":"kryo","version":2,"version":1,"payload":"AA=="}',  # the last member wins
+          b'{"serde":"kryo","version":1,"version":2,"payload":"AA=="}',
+          b'{"serde":"kr\\u0079o","version":1,"payload":"AA=="}', b'{"serde":"kryo","version":1,"p\\u0061yload":"A"}',
+          b'{"serde":"kryo","version":1,"payload":"A\\"B"}', b'{"serde":"kryo","version":1,"payload":null}',
+          b'{"serde":"kryo","version":1}', b'{"serde":"kryo","version":1,"payload":"AA==","payload":"AA=="}')),
+    encode(state(taskEvent=event(attributes={"a": "\u00e9\n"}),  # json.dumps writes \u00e9: an escape elsewhere
+                 shortTermMemoryUpdates=[{"path": "a", "value": ENVELOPE}])),
     b'{"taskEvent":{"id":"e","type":"t","attributes":{"a":"\xff"}}}',  # not UTF-8
     b'{"taskEvent":{"id":"e","type":"t","attributes":{"a":1}}} trailing',
     b'{"taskEvent":{"id":"e","type":"t","attributes":{"a":1}},"completed":"yes"}',
