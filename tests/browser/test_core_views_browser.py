@@ -2,7 +2,7 @@
 
 The divergence point and its legend entry in a round's graph, reused and re-run sub-agent children told apart
 by their badges and colours, the stepper's height after Run to end, the ✕ of the timeline hovered. Notebooks
-01 and 02 are run and photographed in JupyterLab's light and dark themes. Reads what the page drew (plotly's
+01, 02 and 03 are run and photographed in JupyterLab's light and dark themes. Reads what the page drew (plotly's
 ``_fullData`` and the DOM); timings are never asserted.
 """
 
@@ -186,7 +186,9 @@ def test_timeline_cross_hover_names_the_rule(lab_page, lab_root: Path, artifacts
      {".ai-timeline": "nb1-timeline", ".ai-divergence": "nb1-divergence", ".ai-graph": "nb1-graph",
       ".ai-stepper": "nb1-stepper"}),
     ("notebooks/02_action_graphs.ipynb", {".ai-graph": "nb2-graph", ".ai-subagent-tree": "nb2-subagent-tree"}),
-], ids=["01", "02"])
+    # the case matrix's heatmap and the checker's report (its stale reuses and their story)
+    ("notebooks/03_divergence_rules.ipynb", {".ai-rule-compare": "nb3-rule-compare", ".ai-repr": "nb3-check-report"}),
+], ids=["01", "02", "03"])
 def test_notebooks_show_the_new_marks(lab_page, artifacts: Path, notebook: str, shots: dict[str, str]) -> None:
     lab_page.open(notebook)
     lab_page.run_all(timeout_ms=180_000)
@@ -199,5 +201,8 @@ def test_notebooks_show_the_new_marks(lab_page, artifacts: Path, notebook: str, 
         _drawn(page, ".ai-subagent-tree", "child · re-run")
     if ".ai-timeline" in shots:
         _drawn(page, ".ai-timeline", "divergence")
+    if ".ai-rule-compare" in shots:
+        page.locator(".ai-rule-heatmap .js-plotly-plot").first.wait_for()
+        assert "stale" in page.locator(".ai-repr").first.inner_text()   # the checker found the G09 stale reuse
     _light_and_dark(page, shots, artifacts)
     assert lab_page.dialogs == [] and lab_page.xss_hits() == []
