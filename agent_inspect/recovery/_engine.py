@@ -63,8 +63,6 @@ class TaskRun:
     scope: str | None = None         # the sub-agent scope of a child task
     restored: bool = False
     task: Task | None = None         # its store identity, once looked up
-    decision: LookupDecision | None = None   # the first get's decision
-    forced: bool = False             # re-run by a force-rerun policy, whatever the rule decided
     plan_key: str = ""               # the key as the plan names it (two Flink keys may share a business key, #1099)
 
 
@@ -98,9 +96,6 @@ class Observer:
 
     def body_failed(self, run: TaskRun, error: BaseException) -> None:
         """A body raised: the job fails."""
-
-    def finished(self, run: TaskRun, outputs: Sequence[AgentEvent], results: Sequence[AgentEvent]) -> None:
-        """A task ended (reused or run): its outputs to route and, for a child, its result events."""
 
     def emitted(self, run: TaskRun, event: AgentEvent, *, reused: bool) -> None:
         """An output left the agent (an ``_output_event``, or a child's delegate output outside a call)."""
@@ -323,19 +318,17 @@ class Engine:
         core = TaskLookups(self.session, task, on_lookup=lambda d: observer.looked_up(run, d, core.stage),
                            write=lambda entry: self._wrote(run, entry, entry.value, None))
         try:
-            decision = run.decision = core.get()
+            decision = core.get()
             record = self._read(decision.entry) if decision.entry is not None else None
-            run.forced = decision.outcome is not Outcome.RERUN and observer.force_rerun(run)
-            if decision.outcome is Outcome.REUSE and record is not None and not run.forced:
+            forced = decision.outcome is not Outcome.RERUN and observer.force_rerun(run)
+            if decision.outcome is Outcome.REUSE and record is not None and not forced:
                 outputs, results = self._reuse(run, decl, record)
-                observer.finished(run, outputs, results)
                 return outputs, results, True
-            outputs, results = self._execute(core, run, decl, None if run.forced else record,
-                                             served_from=record if run.forced else None)
+            outputs, results = self._execute(core, run, decl, None if forced else record,
+                                             served_from=record if forced else None)
         except TaskFailed as failed:   # a FAIL at any get ends the task and fails the job (§9.3)
             raise JobFailed(f"lookup of {run.action} at ({run.key}, {run.seq}) failed: {failed.decision.reason}",
                             failed) from None
-        observer.finished(run, outputs, results)
         return outputs, results, False
 
     def _read(self, entry: Entry) -> RecordView:
@@ -415,9 +408,7 @@ class Engine:
                      pos=None, attempt=self.attempt, value=value)
 
     def _put(self, run: TaskRun, value: RecordView, what: str) -> None:
-        entry = self._entry(run, value)
-        self.session.write(entry)
-        self.observer.wrote(run, entry, value, what)
+        self._wrote(run, self._entry(run, value), value, what)
 
     def _wrote(self, run: TaskRun, entry: Entry, value: Any, what: str | None) -> None:
         self.session.write(entry)

@@ -39,7 +39,7 @@ _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "e
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
                  "calls_replayed", "cache_ops", "removed", "rule_note"]
 #: the ledger's kind of each call decision that completed a call (pending slots, cuts and denials are none)
-_LEDGER_KIND = {CallDecision.EXECUTE: "call", CallDecision.STUB: "call", CallDecision.SERVED_RECORDED: "call",
+_LEDGER_KIND: dict[str, str] = {CallDecision.EXECUTE: "call", CallDecision.STUB: "call", CallDecision.SERVED_RECORDED: "call",
                 CallDecision.RECONCILE: "reconciler", CallDecision.RESUBMIT: "resubmit",
                 CallDecision.HIT: "replayed", CallDecision.HIT_FAILED: "replayed", CallDecision.PENDING_HIT: "replayed"}
 
@@ -96,7 +96,7 @@ class _Rows(Observer):
         self.sim.ledger[(run.plan_key, "body", run.action)] += 1
 
     def called(self, run: TaskRun, event: CallEvent) -> None:
-        kind = _LEDGER_KIND.get(CallDecision(event.outcome)) if event.outcome in _KINDS else None
+        kind = _LEDGER_KIND.get(event.outcome)   # str-valued keys: the outcome's text finds its decision
         if kind is None:
             return
         self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
@@ -112,8 +112,6 @@ class _Rows(Observer):
             "entry_pos": entry.pos, "parent": None, "scope": None, "body_ran": False, "calls_executed": 0,
             "calls_replayed": 0, "cache_ops": []})
 
-
-_KINDS = frozenset(str(d) for d in _LEDGER_KIND)
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
