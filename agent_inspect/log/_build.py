@@ -33,6 +33,7 @@ from agent_inspect.log._columns import (
     slice_columns,
     take_columns,
 )
+from agent_inspect.log._dtypes import categorical, finished_columns
 from agent_inspect.raw import RawBatch
 
 __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
@@ -288,7 +289,7 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     masks &= ~LINEAGE_RULE_BIT
     c["value_format_lineage_rule"] = pd.arrays.BooleanArray(ruled, masks == 0)
     types, classes = c["task_event_type"], c["task_event_class"]
-    c["task_event_type"], c["task_event_class"] = type_col, class_col = _categorical(types), _categorical(classes)
+    c["task_event_type"], c["task_event_class"] = type_col, class_col = categorical(types), categorical(classes)
     counts = {name: c[name] for name in _COUNTS}  # -1: no decoded value
     for name, count in counts.items():
         c[name] = pd.arrays.IntegerArray(count, count < 0)
@@ -312,7 +313,7 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     c["offset"] = c.pop(_OFFSETS)
     c["timestamp"] = raw.timestamp_ms
     c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
-    return _finished(c, n), masks, value_errors
+    return finished_columns(c, n), masks, value_errors
 
 def _key_error(k: Any) -> str:
     return "key: missing (record has no key)" if k is None else f"key: {error_reason(k)}"
@@ -431,7 +432,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndar
         chosen[undecided] = m[undecided]  # nothing pinned to follow: the newest format it fits
     inferred = np.zeros(n, dtype=bool)
     inferred[open_rows] = True
-    return _categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
+    return categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
 
 def _codes(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Dense int codes of a column (None / NaN one code of its own)."""
@@ -440,81 +441,8 @@ def _codes(values: Sequence[Any] | np.ndarray) -> np.ndarray:
                             use_na_sentinel=False)
     return codes
 
-_CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "action_uuid",
-               "value_format", "task_event_class", "task_event_type", "upstream_action", "subagent_scope",
-               "subagent_session_id", "subagent_call_id", "agent_key")
-
-_INT32 = ("key_group", "output_event_count", "subagent_result_count", "sensory_update_count", "short_term_update_count", "call_count",
-          "calls_pending", "calls_succeeded", "calls_failed")
-
-_BOOL = ("value_format_inferred", "completed", "is_root")
-
-def _categorical(col: Sequence[Any] | np.ndarray | pa.Array | pa.ChunkedArray) -> pd.Categorical:
-    # Arrow's dictionary encoding is several times faster than pd.Categorical on Python strings.
-    arr = col if isinstance(col, (pa.Array, pa.ChunkedArray)) else pa.array(col, pa.string())
-    if isinstance(arr, pa.ChunkedArray):  # one dictionary, categories in order of first appearance
-        arr = arr.combine_chunks()
-    return arr.dictionary_encode().to_pandas()
-
-def _masked_int(col: Sequence[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
-    values = np.fromiter(col, dtype, len(col))
-    return pd.arrays.IntegerArray(values, values < 0)  # every count/group/seq is >= 0; -1 = unknown
-
-def _masked_bool(col: Sequence[bool | None] | pa.Array) -> pd.api.extensions.ExtensionArray:
-    arr = col if isinstance(col, pa.Array) else pa.array(col, pa.bool_())
-    return pd.arrays.BooleanArray(arr.fill_null(False).to_numpy(zero_copy_only=False),
-                                  arr.is_null().to_numpy(zero_copy_only=False))
-
-#: the epoch milliseconds a Python datetime can hold (years 1 to 9999): pandas formats no timestamp outside
-#: them, so one such record would keep a notebook from showing the log. Outside: NaT (``log.raw`` keeps the value).
-_MS_MIN, _MS_MAX = -62135596800000, 253402300799999
-
-def _timestamps(col: Sequence[int | None]) -> Any:
-    try:
-        ms = np.fromiter(col, np.int64, len(col))
-    except (TypeError, OverflowError):  # some record has no timestamp (a None)
-        ms = np.fromiter((np.iinfo(np.int64).min if v is None or not _MS_MIN <= v <= _MS_MAX else v for v in col),
-                         np.int64, len(col))
-    else:
-        out = (ms < _MS_MIN) | (ms > _MS_MAX)
-        if out.any():
-            ms[out] = np.iinfo(np.int64).min  # NaT
-    return pd.array(ms.view("datetime64[ms]"), dtype=pd.DatetimeTZDtype("ms", "UTC"))
-
 def _frame(c: dict[str, Any], n: int) -> pd.DataFrame:
-    data = _finished(c, n)
+    data = finished_columns(c, n)
     frame = pd.DataFrame({name: data[name] for name in COLUMNS}, copy=False)
     frame.index = pd.RangeIndex(n)
     return frame
-
-def _finished(c: dict[str, Any], n: int) -> dict[str, Any]:
-    """The columns of ``c`` in their final dtypes (those already final are kept)."""
-    data: dict[str, Any] = {}
-    for name in c:
-        col = c[name]
-        if isinstance(col, (pd.Series, np.ndarray, pd.api.extensions.ExtensionArray)):
-            data[name] = col  # already final (key columns built per distinct key)
-        elif isinstance(col, (pa.Array, pa.ChunkedArray)) and name not in _CATEGORIES and name not in _BOOL:
-            data[name] = pd.Series(col, dtype="str")  # free text made per batch (task_event_id, upstream_event_id)
-        elif name == "partition":
-            data[name] = np.asarray(col, dtype=np.int32)
-        elif name == "offset":
-            data[name] = np.asarray(col, dtype=np.int64)
-        elif name == "timestamp":
-            data[name] = _timestamps(col)
-        elif name in _CATEGORIES:
-            data[name] = _categorical(col)
-        elif name in _INT32:
-            data[name] = _masked_int([-1 if v is None else v for v in col] if name == "key_group" else col,
-                                     np.int32)
-        elif name in ("seq", "payload_bytes"):
-            data[name] = _masked_int([-1 if v is None else v for v in col] if name == "seq" else col, np.int64)
-        elif name in _BOOL:
-            data[name] = _masked_bool(col)
-        elif name == "tombstone":
-            data[name] = np.asarray(col, dtype=bool)
-        elif name in ("output_event_types", "output_event_ids", "subagent_result_event_ids", "key_flags"):
-            data[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
-        else:  # free text: state_key, event_uuid, task_event_id, upstream_event_id, error
-            data[name] = pd.Series(pa.array(col, pa.string()), dtype="str")
-    return data

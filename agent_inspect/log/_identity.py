@@ -18,7 +18,7 @@ from agent_inspect.codec import (
     python_action_uuid,
 )
 from agent_inspect.codec.bulk import task_event_attributes
-from agent_inspect.log._build import _masked_int
+from agent_inspect.log._dtypes import masked_int
 
 if TYPE_CHECKING:
     from agent_inspect.log._log import ActionStateLog
@@ -108,10 +108,10 @@ def verify_identity(log: ActionStateLog, *, num_partitions: int | None = None, m
     return pd.DataFrame({
         "event_uuid_expected": pd.array(ev_expected, dtype="str"),
         "event_uuid_ok": pd.array(ev_ok, dtype="boolean"),
-        "partition_expected": _masked_int(part_expected, np.int32),
+        "partition_expected": masked_int(part_expected, np.int32),
         "partition_ok": pd.array([None if e < 0 else e == p for e, p in zip(part_expected, parts)],
                                  dtype="boolean"),
-        "key_group_expected": _masked_int(group_expected, np.int32),
+        "key_group_expected": masked_int(group_expected, np.int32),
         "key_group_ok": pd.array([None if e < 0 else e == g for e, g in zip(group_expected, groups)],
                                  dtype="boolean"),
         "action_name": pd.Categorical(names),
