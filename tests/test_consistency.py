@@ -35,20 +35,14 @@ NAMED_RULES = tuple(ai.rules.RULES)
 Label = tuple[str, int, str, int]   # business key, seq, action, occurrence of its state key
 
 #: (sample, rule given or None, verb) -> {task: (predict's outcome, the verb's)}. Causes, all in recovery/:
-#: - production: the restore brings user-0009's in-flight round 4 (tool_call, chat) back from the checkpoint;
-#:   ReplayPlan.from_log (predict's and the executor's default plan) leaves those restored tasks out, so their
-#:   lookups never evict round 5 under the original rule. reconstruct's as-logged replay and the trace (which
-#:   verify's plan follows) dispatch them first, and round 5 re-runs — what the job did.
-#: - production_k1: the same for user-0008's round 2; and with K1 keys the snapshot store's cross-key eviction
-#:   depends on the order keys are dispatched in: from_log orders the inputs as the log's later attempt wrote
-#:   them, the trace as the job dispatched them, so user-0009's round 1 is evicted (predict) or reused (verify,
-#:   the trace). reconstruct replays in log order and agrees with predict there.
+#: - production_k1: with K1 keys the snapshot store's cross-key eviction depends on the order keys are
+#:   dispatched in: ReplayPlan.from_log (predict's, reconstruct's and the executor's default plan) orders the
+#:   inputs as the log's later attempt wrote them, the trace as the job dispatched them, so user-0009's round 1
+#:   is evicted (predict) or reused (verify, the trace).
 #: - G01 under fixed: verify's plan comes from the trace (recorded under original): the trace's input carries
 #:   other attributes than the log's later attempt, so its tasks have other state keys and re-run.
-_P9 = {("user-0009", 5, a, 0): ("REUSE", "RERUN") for a in ("triage", "audit", "chat", "tool_call")}
 _K1 = {("user-0009", 1, a, 0): ("RERUN", "REUSE") for a in ("triage", "chat", "audit")}
 KNOWN: dict[tuple[str, str | None, str], dict[Label, tuple[str, str]]] = {
-    **{("production", r, "reconstruct"): _P9 for r in (None, "original")},
     ("production_k1", None, "verify"): _K1,
     ("G01", "fixed", "verify"): {("k", 6, "IA", 0): ("REUSE", "RERUN")},
 }

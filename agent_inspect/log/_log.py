@@ -98,7 +98,14 @@ class ActionStateLog(HtmlRepr):
 
     def for_key(self, key: str) -> ActionStateLog:
         """A log of one business key's records (positions renumbered from 0, order kept)."""
-        mask = (self.records["business_key"] == key).fillna(False).to_numpy(dtype=bool)
+        return self.select(self.records["business_key"] == key)
+
+    def select(self, rows: Any) -> ActionStateLog:
+        """A log of the records where ``rows`` (a boolean mask over :attr:`records`) holds, values included
+        (positions renumbered from 0, order kept): e.g. one partition, ``log.select(log.records["partition"] == 0)``."""
+        mask = np.asarray(pd.Series(rows).fillna(False), dtype=bool)
+        if len(mask) != len(self.records):
+            raise ValueError(f"select needs one flag per record ({len(self.records)}), got {len(mask)}")
         idx = np.flatnonzero(mask).tolist()
         records = self.records.iloc[idx].reset_index(drop=True)
         src = self.raw

@@ -317,8 +317,9 @@ class Engine:
         observer = self.observer
         core = TaskLookups(self.session, task, on_lookup=lambda d: observer.looked_up(run, d, core.stage),
                            write=lambda entry: self._wrote(run, entry, entry.value, None))
+        cached = self.session.store.get(state_key)   # the record this task re-dispatches: a divergence's trigger
         try:
-            decision = core.get()
+            decision = core.get(pos=cached.pos if cached is not None else None)
             record = self._read(decision.entry) if decision.entry is not None else None
             forced = decision.outcome is not Outcome.RERUN and observer.force_rerun(run)
             if decision.outcome is Outcome.REUSE and record is not None and not forced:

@@ -128,14 +128,17 @@ class ReplayPlan:
             lo = recs["partition"].map(start)
             recs = recs[lo.notna() & (recs["offset"] >= lo.fillna(0))]
         retained = _retained(log, recs, runtime, kafka_pending, refresh)
-        roots = recs[recs["is_root"].fillna(False).astype(bool) & ~recs["tombstone"].fillna(False).astype(bool)
-                     & recs["error"].isna()]
-        if retained:
-            held = {*retained.finished, *retained.pending}
+        readable = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
+        roots = readable[readable["is_root"].fillna(False).astype(bool)]
+        held = {*retained.finished, *retained.pending} if retained else set()
+        if held:
             roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
+        in_flight = (_in_flight(log, readable, held | set(zip(roots["business_key"].astype(str),
+                                                                 roots["seq"].astype("int64").tolist())))
+                     if start is not None else ())
         if roots.empty:
-            if retained:
-                return _retained_plan(log, retained, {})
+            if retained or in_flight:
+                return _retained_plan(log, retained, {}, in_flight=in_flight)
             if start is not None:
                 return cls(inputs=(), restored_seq={}, keys={})   # nothing arrived after the checkpoint
             raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
@@ -158,8 +161,8 @@ class ReplayPlan:
             taken[bk] = i + 1
             inputs_list.append(ReplayInput(bk, _event_of(log, per_key[bk][i]).with_id(None)))
         inputs = tuple(inputs_list)
-        if retained:
-            return _retained_plan(log, retained, restored, inputs)
+        if retained or in_flight:
+            return _retained_plan(log, retained, restored, inputs, in_flight=in_flight)
         keys = identities_from_log(log)
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
 
@@ -181,16 +184,53 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
     return retained_rounds(records, refresh, records.index.isin(window.index), getattr(log, "value", None))
 
 
+def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[str, int]]) -> tuple[PendingTask, ...]:
+    """The tasks the restored checkpoint held in flight (its ``actionTasks``), as the window shows them.
+
+    A round whose input came before the markers (committed by the checkpoint) but whose tasks wrote records
+    after them was in flight there. Its tasks whose trigger event no task of the window emitted were queued or
+    running at the checkpoint: the restore re-submits them with their original events, before the key's next
+    input (spec §9.5 step 2). The others follow from them, as the agent dispatches their events again.
+    """
+    tasks = window[~window["is_root"].fillna(False).astype(bool)]
+    if tasks.empty:
+        return ()
+    keys, seqs = tasks["business_key"].astype(str).tolist(), tasks["seq"].astype("int64").tolist()
+    rounds: dict[tuple[str, int], list[int]] = {}
+    for pos, bk, seq in zip(tasks.index.tolist(), keys, seqs):
+        if (bk, seq) not in replayed:
+            rounds.setdefault((bk, seq), []).append(pos)
+    if not rounds:
+        return ()
+    names = _action_names(log)
+    recs = log.records
+    pending = []
+    for (bk, seq), positions in rounds.items():
+        rows = recs.loc[positions]
+        emitted = {eid for outs in rows["output_event_ids"] for eid in (outs or ())}
+        first = rows.drop_duplicates("state_key")
+        for pos, trigger, action_uuid in zip(first.index.tolist(), first["task_event_id"].astype(object),
+                                             first["action_uuid"].astype(object)):
+            if trigger in emitted:
+                continue
+            name = names.get(str(action_uuid))
+            if name is None:
+                raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
+            pending.append(PendingTask(bk, seq, name, _event_of(log, pos)))
+    return tuple(pending)
+
+
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
-                   inputs: tuple[ReplayInput, ...] = ()) -> ReplayPlan:
-    """The plan with the retained rounds: restored seqs raised to them, their queued tasks and incomplete states
-    pending in the order the restore re-submits them."""
+                   inputs: tuple[ReplayInput, ...] = (), *, in_flight: tuple[PendingTask, ...] = ()) -> ReplayPlan:
+    """The plan with the rounds the checkpoint held: restored seqs raised to them; their queued tasks and
+    incomplete states (``retained``, from refresh rows) and the tasks in flight there (``in_flight``) pending in
+    the order the restore re-submits them."""
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
-    for bk, seq in (*retained.finished, *retained.pending):
+    for bk, seq in (*retained.finished, *retained.pending, *((t.key, t.seq) for t in in_flight)):
         restored[bk] = max(restored.get(bk, -1), seq)
-    pending = []
+    pending = list(in_flight)
     if retained.pending:
         names = _action_names(log)
         recs = log.records
@@ -205,7 +245,17 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
                 pending.append(PendingTask(bk, seq, name, event))
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
-                      keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes)
+                      keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes + _in_flight_note(in_flight))
+
+
+def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
+    if not in_flight:
+        return ()
+    rounds = sorted({(t.key, t.seq) for t in in_flight})
+    shown = ", ".join(f"{k}@{s}" for k, s in rounds[:3]) + (f" and {len(rounds) - 3} more" if len(rounds) > 3 else "")
+    return (f"{len(in_flight)} task{'s' if len(in_flight) != 1 else ''} of {len(rounds)} round"
+            f"{'s' if len(rounds) != 1 else ''} ({shown}) {'were' if len(in_flight) != 1 else 'was'} in flight at the "
+            "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)
 
 
 def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[tuple[Queued, Task]]:

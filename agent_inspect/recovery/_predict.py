@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.agents import Agent
+from agent_inspect.agents import SUBAGENT_EVENT, Agent
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.recovery._calls import CallDecision, CallEvent
 from agent_inspect.recovery._core import TaskFailed
@@ -35,6 +35,10 @@ from agent_inspect.recovery._prediction import Prediction, reader_reasons, remov
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "NOT_DISPATCHED"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
+_NOT_LOOKED_UP = "cached record of a replayed round that no task looked up"
+_NOT_LOOKED_UP_CALL = ("cached sub-agent call that nothing sends again under this runtime: its caller was reused (a "
+                       "reused root caller re-sends no bootstrap on main) or replays the call's recorded result "
+                       "(addendum §1.1)")
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
                  "calls_replayed", "cache_ops", "removed", "rule_note"]
@@ -108,7 +112,8 @@ class _Rows(Observer):
             "key": self.plan_key.get(key, key), "business_key": key, "seq": seq, "input": label,
             "action": names.get(entry.action_uuid, entry.action_uuid[:8]), "event_id": entry.task_event_id,
             "event_type": entry.task_event_type, "fingerprint": entry.event_uuid, "outcome": NOT_DISPATCHED,
-            "reason": "cached record of a replayed round that no task looked up", "state_key": entry.state_key,
+            "reason": _NOT_LOOKED_UP_CALL if entry.task_event_type == SUBAGENT_EVENT else _NOT_LOOKED_UP,
+            "state_key": entry.state_key,
             "entry_pos": entry.pos, "parent": None, "scope": None, "body_ran": False, "calls_executed": 0,
             "calls_replayed": 0, "cache_ops": []})
 

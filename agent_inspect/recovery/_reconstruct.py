@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,21 +14,16 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.recovery._attribute_diff import attribute_diff
-from agent_inspect.recovery._children import ChildDispatch
-from agent_inspect.recovery._core import TaskFailed, TaskLookups
-from agent_inspect.recovery._plan import queued_tasks
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
-from agent_inspect.recovery._refresh import output_identities
 from agent_inspect.recovery._settings import Recovery
-from agent_inspect.store import Entry, Outcome, RecordStatus, RecoverySession, Task
+from agent_inspect.store import Outcome, RecordStatus, RecoverySession
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from agent_inspect.history import History
     from agent_inspect.log import RuntimeInfo
-    from agent_inspect.recovery._refresh import RetainedRounds
     from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
@@ -152,13 +146,13 @@ class Reconstruction(HtmlRepr):
 
 def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool = True,
                 **overrides: Any) -> Reconstruction:
-    """Reconstruct what a restore does with ``subject`` (an ``ActionStateLog`` or a records frame — e.g.
-    one partition's rows: every step is partition-local, except the snapshot Kafka cross-key eviction,
-    which spans whatever it is given).
+    """Reconstruct what a restore does with ``subject``: an ``ActionStateLog`` (``log.select(mask)`` for a part,
+    e.g. one partition: every step is partition-local, except the snapshot Kafka cross-key eviction, which spans
+    whatever it is given), or a bare records frame with ``replay=False`` (the rebuild alone reads no values).
 
     The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name (``rule``, ``markers``,
-    ``runtime``, ``store_flavour``, ``kafka_pending``, ``expected_fingerprint``, …), resolved once with
-    :meth:`Recovery.resolve`; the result carries them (:attr:`Reconstruction.recovery`).
+    ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``, ``expected_fingerprint``, …),
+    resolved once with :meth:`Recovery.resolve`; the result carries them (:attr:`Reconstruction.recovery`).
 
     1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` (``{partition: offset}`` maps) select the
        window — minimum offset per partition, marker partitions only, to the end. ``markers=None``
@@ -167,12 +161,11 @@ def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool 
        records are skipped ("undecodable" divergences); a K2 window with a malformed key, a key
        group out of range or a fingerprint other than ``expected_fingerprint`` (default: the
        most common) fails the restore ("restore-failure"; every replayed task FAILs).
-    2. **As-logged replay** (``replay=True``): every task whose record survived the rebuild is
-       dispatched again, per key in round order (across keys by log position; where a round holds
-       roots of several inputs, only the last-written input's roots), with the operator's
-       get / write sequence of spec §9.3: roots arrive with fresh event ids; a child carries the id
-       its reused parent's stored output has (ids are kept on reuse), or a fresh id when the parent
-       reran (the "deterministic rerun" assumption of spec §15.6); reruns write simulated records. This is where the original rule's count > 1 and miss evictions happen.
+    2. **Replay** (``replay=True``): the replay plan (default :meth:`ReplayPlan.from_log`: the window's inputs and
+       the tasks in flight at the checkpoint) runs on the recovery engine, exactly as :func:`predict` runs it;
+       each task's outcome lands on the cached record it looked up (or, when its own lookup removed that record,
+       on the record the rebuild cached for its state key). This is where the original rule's count > 1 and
+       miss evictions happen; a record no task looks up keeps no outcome.
 
     ``runtime`` ("0.3", "0.4", "main"; default "auto": inferred from the records, see
     :func:`agent_inspect.log.infer_runtime`) is the upstream runtime the log is read as; ``rule=None``
@@ -214,10 +207,7 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
     if replay and len(session.store):
-        keys = records["state_key"].astype(object).tolist() if "state_key" in records else [None] * len(records)
-        children = ChildDispatch(model, records, getattr(log, "value", None))
-        _replay_as_logged(session, keys, records.index, outcomes, causes, getattr(log, "value", None), children,
-                          retained)
+        outcomes = _replay(log, settings, session, causes)
     idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
     frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
                       frozenset(p for p in idle if p is not None))
@@ -244,126 +234,36 @@ def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, p
     return history, ann
 
 
-def _replay_as_logged(session: RecoverySession, state_keys: list[Any], index: pd.Index,
-                      outcomes: dict[int, tuple[str, str | None, str]], causes: RemovalCauses, value: Any = None,
-                      children: Any = None, retained: RetainedRounds | None = None) -> None:
-    # Dispatch order within a round is the order in which each state key was first written: a
-    # parent re-executed in a later attempt still comes before the child it triggered.
-    first_write: dict[str, int] = {}
-    for sk, p in zip(state_keys, index.tolist()):
-        if sk is not None and sk not in first_write:
-            first_write[sk] = p
-    per_key: dict[str, dict[int, list[tuple[int, Entry]]]] = {}
-    for entry in session.store.entries():
-        start = first_write.get(entry.state_key, entry.pos if entry.pos is not None else 0)
-        per_key.setdefault(entry.business_key, {}).setdefault(entry.seq, []).append((start, entry))
-    streams = []
-    for key, by_seq in per_key.items():
-        rounds = []
-        for seq in sorted(by_seq):
-            tasks = sorted(by_seq[seq], key=lambda t: (t[0], t[1].pos or 0))
-            roots = [e for _, e in tasks if e.is_root]
-            if len({e.event_uuid for e in roots}) > 1:
-                # one input arrives per round: the branch written last is the one replayed
-                latest = max(roots, key=lambda e: e.pos or -1).event_uuid
-                tasks = [t for t in tasks if not t[1].is_root or t[1].event_uuid == latest]
-            rounds.append((tasks[0][0], key, seq, [e for _, e in tasks]))
-        streams.append(rounds)
-    order = heapq.merge(*streams, key=lambda r: r[0]) if len(streams) > 1 else iter(streams[0] if streams else [])
-    emitted: dict[int, list[tuple[str | None, str | None, str | None]]] = {}
-    finished, settled = (retained.finished, retained.settled) if retained is not None else ((), ())
-    for _, _key, _seq, entries in order:
-        if (_key, _seq) in finished:
-            continue   # finished before the checkpoint, only refreshed since: no input replays it (addendum §2.2)
-        reused: list[Entry] = []
-        reused_ids: set[str] = set()
-        if children is not None:
-            children.start_round()
-        # an in-flight round's queued tasks (no record yet) and incomplete states, in the order the restore re-submits
-        rank: dict[object, int] = {t: i for i, t in enumerate(retained.order.get((_key, _seq), ()))} if retained else {}
-        work: list[tuple[int, Entry | Task]] = [(rank.get(e.pos, len(rank)), e) for e in entries]
-        work += [(rank.get(q, -1), task) for q, task in queued_tasks(retained, value, entries)]
-        for _, item in sorted(work, key=lambda w: w[0]):
-            if isinstance(item, Task):
-                n_events = len(session.events)
-                if _dispatch(session, item, None)[0] is Outcome.FAIL:
-                    return
-                causes.removed(session.events[n_events:], f"the replayed lookup of a queued task ({_key}, seq {_seq})")
-                continue
-            entry = item
-            if entry.state_key in settled:   # complete at the restored checkpoint: not re-submitted
-                if entry.pos is not None:
-                    why = "complete at the restored checkpoint; the restore re-submits only its round's in-flight tasks"
-                    outcomes[entry.pos] = ("NOT-DISPATCHED", why, why)
-                continue
-            skip = children.skip(entry) if children is not None else None
-            if skip is not None:      # a child task nothing sends again under this runtime (addendum §1.1)
-                if entry.pos is not None:
-                    outcomes[entry.pos] = ("NOT-DISPATCHED", skip, skip)
-                children.done(entry, None)
-                continue
-            task = Task.for_entry(entry, event_id=_event_id(entry, reused, reused_ids, value, emitted))
-            n_events = len(session.events)
-            outcome, note = _dispatch(session, task, entry.pos)
-            ops = session.events[n_events:]          # what this task's lookups removed
-            if entry.pos is not None:
-                outcomes[entry.pos] = (outcome.value, causes.reason(outcome.value, note, entry.state_key, ops), note)
-            causes.removed(ops, f"the replayed lookup of record {entry.pos} ({_key}, seq {_seq})")
-            if children is not None:
-                children.done(entry, outcome.value)
-            if outcome is Outcome.FAIL:
-                return
-            if outcome is Outcome.REUSE and entry.output_event_ids:
-                reused.append(entry)
-                reused_ids.update(entry.output_event_ids)
+def _replay(log: Any, settings: Recovery, session: RecoverySession,
+            causes: RemovalCauses) -> dict[int, tuple[str, str | None, str]]:
+    """The replay plan run on the recovery engine (``predict``'s run), each task's outcome on the cached record it
+    looked up (or, when its lookups removed that record, on the record the rebuild cached for its state key)."""
+    from agent_inspect.agents import AsRecordedAgent
+    from agent_inspect.recovery._predict import NOT_DISPATCHED, simulate
 
-
-def _event_id(entry: Entry, reused: list[Entry], reused_ids: set[str], value: Any,
-              emitted: dict[int, list[tuple[str | None, str | None, str | None]]]) -> str:
-    """The id the replayed event carries: a fresh one for an input; for a child, the id of the reused
-    parent output with its type and attributes (ids are kept on reuse), else a fresh one (a rerun
-    parent emits new ids). A reused parent whose outputs carry other ids than the child's record
-    gives the identity check of spec §10.3 something to find (its "false mismatch" limit)."""
-    fresh = f"replay:{entry.pos}"
-    if entry.is_root:
-        return fresh
-    if entry.task_event_id in reused_ids:
-        return entry.task_event_id
-    if value is None:
-        return fresh
-    for parent in reversed(reused):
-        if parent.pos is None:
-            continue
-        outs = emitted.get(parent.pos)
-        if outs is None:
-            outs = emitted[parent.pos] = output_identities(value, parent.pos)
-        for etype, fp, eid in outs:
-            if etype == entry.task_event_type and fp == entry.event_uuid and eid is not None:
-                return eid
-    return fresh
-
-
-def _dispatch(session: RecoverySession, task: Task, pos: int | None) -> tuple[Outcome, str]:
-    """The operator's gets and writes for one task (spec §9.3), with a deterministic rerun (no body)."""
-    core = TaskLookups(session, task)
+    if not hasattr(log, "value"):
+        raise RecoveryError("reconstruct's replay reads record values: pass an ActionStateLog (log.for_key(key) "
+                            "for one key), or replay=False for the rebuild alone")
+    cached = {e.state_key: e.pos for e in session.store.entries() if e.pos is not None}
     try:
-        first = core.get(pos=pos)
-        if first.outcome is Outcome.REUSE:
-            return first.outcome, first.reason
-        if first.entry is None:
-            core.start(lambda: _replay_entry(task, completed=False))
-        core.complete(_replay_entry(task, completed=True))
-    except TaskFailed as failed:
-        reason = "lookup after the initial write failed" if failed.stage == "bind" else failed.decision.reason
-        return Outcome.FAIL, reason
-    return first.outcome, first.reason
-
-
-def _replay_entry(task: Task, *, completed: bool) -> Entry:
-    return Entry(state_key=task.state_key, business_key=task.business_key, seq=task.seq,
-                 event_uuid=task.event_uuid, action_uuid=task.action_uuid, key_format=task.key_format,
-                 key_text=task.key_text, is_root=task.is_root, completed=completed, task_event_id=task.event_id,
-                 task_event_type=task.event_type)
+        plan = settings.replay_plan(log)
+    except RecoveryError:   # the window holds no input and nothing in flight: nothing replays
+        return {}
+    agent = settings.agent if settings.agent is not None else AsRecordedAgent(log)
+    sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
+    outcomes: dict[int, tuple[str, str | None, str]] = {}
+    for row in sim.rows:
+        outcome, note, ops = row["outcome"], row["reason"], row["cache_ops"]
+        pos = row["entry_pos"] if not pd.isna(row["entry_pos"]) else cached.get(row["state_key"])
+        if pos is None and outcome == Outcome.FAIL.value:   # a failed restore: the key's identity may not match
+            pos = min((e.pos for e in session.store.entries_at(row["business_key"], row["seq"]) if e.pos is not None),
+                      default=None)
+        if pos is not None and pos not in outcomes:
+            why = note if outcome == NOT_DISPATCHED else causes.reason(outcome, note, row["state_key"], ops)
+            outcomes[int(pos)] = (outcome, why, note)
+        task = f"record {pos}" if pos is not None else str(row["action"])
+        causes.removed(ops, f"the replayed lookup of {task} ({row['business_key']}, seq {row['seq']})")
+    return outcomes
 
 
 def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, session: RecoverySession,

@@ -52,7 +52,7 @@ def test_main_skips_what_0_3_dispatches() -> None:
     old = reconstruct(build_case(by_id["S11/0.3"]).log, rule="original", runtime="0.3").records
     child = main["task_event_type"] == "InternalSubagentCallEvent"
     assert set(main.loc[child & main["outcome"].notna(), "outcome"].astype(str)) == {"NOT-DISPATCHED"}
-    assert main.loc[child & main["outcome"].notna(), "outcome_reason"].str.contains("bootstrap").all()
+    assert main.loc[child & main["outcome"].notna(), "outcome_reason"].str.contains("re-sends no bootstrap").all()
     assert main.loc[child & main["outcome"].notna(), "status"].astype(str).eq("live").all()
     old_child = old["task_event_type"] == "InternalSubagentCallEvent"
     assert set(old.loc[old_child & old["outcome"].notna(), "outcome"].astype(str)) == {"REUSE"}
