@@ -180,6 +180,7 @@ class Engine:
         self._named: tuple[int, dict[str, str]] = (-1, {})
         self._plan_key = ""
         self._round_input: str | None = None
+        self._rebuilt: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------ the job
 
@@ -187,6 +188,8 @@ class Engine:
         """Run the plan to its end; the failure that stopped the job, if any."""
         state, plan = self.state, self.plan
         self.observer.rebuilt(self.session)
+        # the record each task re-dispatches, as the rebuild cached it (a divergence's trigger, even once evicted)
+        self._rebuilt = {e.state_key: e.pos for e in self.session.store.entries() if e.pos is not None}
         try:
             for key, seq, tasks in plan.restored_rounds():
                 self._round(key, seq, "pending", tasks, restored=True)
@@ -317,9 +320,8 @@ class Engine:
         observer = self.observer
         core = TaskLookups(self.session, task, on_lookup=lambda d: observer.looked_up(run, d, core.stage),
                            write=lambda entry: self._wrote(run, entry, entry.value, None))
-        cached = self.session.store.get(state_key)   # the record this task re-dispatches: a divergence's trigger
         try:
-            decision = core.get(pos=cached.pos if cached is not None else None)
+            decision = core.get(pos=self._rebuilt.get(state_key))
             record = self._read(decision.entry) if decision.entry is not None else None
             forced = decision.outcome is not Outcome.RERUN and observer.force_rerun(run)
             if decision.outcome is Outcome.REUSE and record is not None and not forced:

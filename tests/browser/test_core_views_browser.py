@@ -117,21 +117,22 @@ def test_graph_marks_the_divergence_point_in_the_legend(lab_page, lab_root: Path
     assert lab_page.dialogs == [] and lab_page.xss_hits() == []
 
 
-def test_subagent_tree_tells_reused_from_rerun_children(lab_page, lab_root: Path, artifacts: Path) -> None:
+def test_subagent_tree_tells_children_apart_by_what_the_recovery_did(lab_page, lab_root: Path, artifacts: Path) -> None:
     lab_page.open(_notebook(lab_root, "core-tree.ipynb", ["import agent_inspect as ai", TREE]))
     lab_page.run_all()
     page = lab_page.page
     sel = ".ai-subagent-tree"
     traces = {t["name"]: t for t in _drawn(page, sel, "child · re-run")}
-    rerun, reused = traces["child · re-run"], traces.get("child · reused")
-    assert reused is not None, list(traces)
-    assert rerun["colour"] != reused["colour"]
+    # seq 5's caller is reused and makes no call: its finished children are not dispatched (spec S02)
+    rerun, idle = traces["child · re-run"], traces.get("child · not-dispatched")
+    assert idle is not None, list(traces)
+    assert rerun["colour"] != idle["colour"]
     # the badges are drawn as text beside the nodes: no click, no hover needed
     drawn_text = page.locator(sel + " .js-plotly-plot .scatterlayer").first.text_content()
-    assert "RE-RUN" in drawn_text and "REUSED" in drawn_text
+    assert "RE-RUN" in drawn_text and "NOT-DISPATCHED" in drawn_text and "REUSED" in drawn_text  # + the caller
     assert "evicted" in drawn_text and "live" in drawn_text   # next to the record status
     legend = page.locator(sel + " .legend").first.text_content()
-    assert "child · re-run" in legend and "child · reused" in legend
+    assert "child · re-run" in legend and "child · not-dispatched" in legend
     edge_words = page.evaluate("() => document.querySelector('.ai-subagent-tree .js-plotly-plot')._fullLayout"
                                ".annotations.map(a => a.text)")
     assert "<i>calls</i>" in edge_words and "<i>emits</i>" in edge_words

@@ -71,6 +71,8 @@ def isolated_env(scratch: Path) -> dict[str, str]:
         d.mkdir(parents=True, exist_ok=True)
     os.chmod(dirs["XDG_RUNTIME_DIR"], 0o700)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "XDG_"))}
+    if env.get("PYTHONPATH"):   # kernels start in the lab's root: a relative entry would point there instead
+        env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     env.update({k: str(v) for k, v in dirs.items()})
     env["PYTHONUNBUFFERED"] = "1"
     return env

@@ -83,9 +83,10 @@ def round_(journal: Journal, key: str, seq: int, attributes: dict, *, probe: str
            complete_child: bool = True) -> None:
     """One input round: root action ``plan`` emits a work event, action ``act`` handles it with a tool call."""
     root = event(journal, "_input_event", attributes)
+    # one root action for every key, as in a real agent (the one _widget_agents declares)
     work = event(journal, f"Work{probe}", {"task": f"do {probe}", "seq": seq}, upstream=root,
-                 upstream_action=f"plan{probe}")
-    journal.execution(key, seq, f"plan{probe}", root, outputs=(work,))
+                 upstream_action=f"plan{SCRIPT}")
+    journal.execution(key, seq, f"plan{SCRIPT}", root, outputs=(work,))
     out = event(journal, "_output_event", {"output": f"done {probe}"}, upstream=work, upstream_action="act")
     call = CallResult(function_id=f"tool{probe}", args_digest="d1", result_payload="eyJvayI6IHRydWV9",
                       status="SUCCEEDED")

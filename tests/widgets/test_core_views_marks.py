@@ -41,7 +41,7 @@ def test_the_diverging_node_is_ringed_and_its_hover_names_rule_cause_and_removed
     assert "attempts 1, 2" in view.title.value and "removed seq 1 ×5" in view.title.value
     assert {a.text for a in view.figure.layout.annotations} == {"<b>attempt 1</b>", "<b>attempt 2</b>"}
     click(view.figure, index, 0)
-    assert "divergence #19" in view.detail.value
+    assert f"divergence #{divergence['id']}" in view.detail.value
     assert view.explain_box.children and "at round 0 of key user-0004" in view.explain_box.children[0].story.value
 
 
@@ -72,9 +72,10 @@ def test_subagent_children_carry_what_the_recovery_did_with_them(subagents):
     view = SubagentTreeView(subagents, "order-1")
     assert view.seq is None and list(view.round_picker.options) == ["all rounds", "seq 5", "seq 6"]
     names = {t.name: t for t in view.figure.data}
-    assert {"child · reused", "child · re-run", "caller · reused", "caller · re-run"} <= set(names)
-    assert names["child · reused"].marker.color != names["child · re-run"].marker.color
-    assert all("<b>REUSED</b> · live" in x for x in names["child · reused"].text)
+    # seq 5: the caller is reused and makes no call, so its finished children are not dispatched (spec S02)
+    assert {"child · not-dispatched", "child · re-run", "caller · reused", "caller · re-run"} <= set(names)
+    assert names["child · not-dispatched"].marker.color != names["child · re-run"].marker.color
+    assert all("<b>NOT-DISPATCHED</b> · live" in x for x in names["child · not-dispatched"].text)
     assert all("<b>RE-RUN</b> · evicted" in x for x in names["child · re-run"].text)
     # CA1 and CA2 are siblings under their call; the child whose event started CA2 is drawn beside the tree
     for node, attrs in view.graph.nodes(data=True):
@@ -86,6 +87,16 @@ def test_subagent_children_carry_what_the_recovery_did_with_them(subagents):
     assert {"<i>runs</i>", "<i>opens</i>", "<i>call</i>", "<i>calls</i>", "<i>emits</i>"} <= set(words)
     view.round_picker.value = "6"
     assert view.seq == 6 and {t.name for t in view.figure.data} >= {"child · re-run"}
+
+
+def test_a_reused_child_is_told_from_a_not_dispatched_one():
+    """Under the fixed rule order-2's round 8 keeps its cache: its caller resumes and its child is reused."""
+    log = ai.load(ai.samples.path("subagents"))
+    view = SubagentTreeView(ai.reconstruct(log, rule="fixed", markers=ai.samples.markers("subagents")), "order-2")
+    names = {t.name: t for t in view.figure.data}
+    assert {"child · reused", "child · not-dispatched", "caller · resumed"} <= set(names)
+    assert names["child · reused"].marker.color != names["child · not-dispatched"].marker.color
+    assert all("<b>REUSED</b> · live" in x for x in names["child · reused"].text)
 
 
 def test_v4_result_events_say_how_the_recovery_replays_them():

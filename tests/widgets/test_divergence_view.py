@@ -40,7 +40,11 @@ def test_count_rule_divergences_list_their_records(probe_log):
 
 def test_filtered_to_a_key_and_empty(probe_result, probe_log):
     other = f"acct-{SCRIPT}"
-    assert "no divergence" in DivergenceView(probe_result, key=other).explanation.value
+    shown = DivergenceView(probe_result, key=other)
+    mine = probe_result.divergences[probe_result.divergences["business_key"] == other]
+    assert len(shown.selector.options) == len(mine)
+    assert "no divergence" in DivergenceView(ai.reconstruct(probe_log, rule="fixed", replay=False),
+                                             key=other).explanation.value
     assert "no divergence" in DivergenceView(ai.reconstruct(probe_log, rule="naive")).explanation.value
 
 
