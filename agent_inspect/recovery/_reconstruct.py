@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,7 @@ from agent_inspect.store import Outcome, RecordStatus, RecoverySession
 if TYPE_CHECKING:
     import networkx as nx
 
+    from agent_inspect.agents import Agent
     from agent_inspect.history import History
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.store import DivergenceRule
@@ -249,7 +250,7 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession,
         plan = settings.replay_plan(log)
     except RecoveryError:   # the window holds no input and nothing in flight: nothing replays
         return {}
-    agent = settings.agent if settings.agent is not None else AsRecordedAgent(log)
+    agent = cast("Agent", settings.agent) if settings.agent is not None else AsRecordedAgent(log)
     sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     for row in sim.rows:
