@@ -74,7 +74,7 @@ def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEven
 
 class RemovalCauses:
     """What removed each cached record, in words, for the reasons of later tasks (predict, reconstruct's
-    as-logged replay and the replay executor share it): the rebuild (the step "rebuild" of ``events``), or
+    and the replay executor share it): the rebuild (the step "rebuild" of ``events``), or
     the lookup of an earlier task (:meth:`removed`, in dispatch order)."""
 
     def __init__(self, events: Iterable[CacheEvent] = ()) -> None:

@@ -44,7 +44,7 @@ class Reconstruction(HtmlRepr):
     ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason`` (for readers: for an evicted
     or invalidated record, what removed it — the rebuild or which replayed lookup —, why, and that its task runs
     again if the replay reaches it), ``status_rule_note`` (the rule's own words behind such a status),
-    ``divergence_id``, ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the as-logged replay, None
+    ``divergence_id``, ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the replay, None
     when not looked up), ``outcome_reason`` (for readers, like ``predict``'s ``reason``: only where a lookup
     removed or re-ran something), ``rule_note`` (the rule's own words), ``attempt`` and ``execution``.
     ``divergences``: one row per divergence (key, seq, kind, step, positions, explanation, removed, attribute
@@ -76,7 +76,7 @@ class Reconstruction(HtmlRepr):
 
     @property
     def store(self) -> Any:
-        """The simulated cache after the rebuild and the as-logged replay."""
+        """The simulated cache after the rebuild and the replay."""
         return self.session.store
 
     def value(self, pos: int) -> Any:
