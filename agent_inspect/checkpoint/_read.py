@@ -66,8 +66,10 @@ class Checkpoint:
     ``markers`` holds one ``{partition: offset}`` map per subtask (subtask order), as each subtask wrote its
     ``recoveryMarker``; the restore merges them by minimum. Pass the checkpoint itself as ``markers=`` to any
     verb. ``timestamp`` is when ``_metadata`` was written (the file's modification time: the file itself holds
-    none). ``keyed`` is None when no keyed state was read; ``not_read`` names, one sentence each, what the
-    checkpoint holds that was not read.
+    none). ``keyed`` is None when no keyed state was read; ``keyed_snapshots`` is the agent operator's keyed
+    snapshot kind per subtask: ``"full"`` (a heap checkpoint, or a RocksDB full one) and ``"savepoint"`` are read,
+    ``"incremental"`` and ``"changelog"`` are not (the markers still are; infer the rest from the log);
+    ``not_read`` names, one sentence each, what the checkpoint holds that was not read.
     """
 
     path: str
@@ -81,6 +83,7 @@ class Checkpoint:
     markers: tuple[Mapping[int, int], ...]
     keyed: KeyedRestore | None = None
     not_read: tuple[str, ...] = ()
+    keyed_snapshots: tuple[str, ...] = ()
 
     def recovery_markers(self) -> list[dict[int, int]]:
         """The markers as verbs take them: one map per subtask."""
@@ -100,19 +103,41 @@ class Checkpoint:
 
         Inputs come from the log (:meth:`ReplayPlan.from_log` with these markers); the restored seqNum of each
         key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds,
-        also those without replayed input). Pending tasks stay as the log shows them: the checkpoint's
-        ``ActionTask`` objects are not decoded; ``keyed.pending_tasks`` names the keys that have some.
+        also those without replayed input). Pending tasks stay as the log shows them (a task's event is rebuilt
+        from the log's records; upstream's ``ActionTask`` is a Kryo object this reader names but does not
+        decode), and the plan's ``notes`` name every key whose number of pending tasks in the checkpoint's
+        ``actionTasks`` differs from the plan's.
         """
         from dataclasses import replace
 
         from agent_inspect.recovery import ReplayPlan
 
         plan = ReplayPlan.from_log(log, markers=self.recovery_markers(), **kwargs)
-        if self.keyed is None or not self.keyed.message_seq:
+        if self.keyed is None:
             return plan
-        restored = {**plan.restored_seq, **{k: int(v) for k, v in self.keyed.message_seq.items()}}
-        notes = (*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
-        return replace(plan, restored_seq=restored, notes=notes)
+        notes = list(plan.notes)
+        restored = dict(plan.restored_seq)
+        if self.keyed.message_seq:
+            restored.update({k: int(v) for k, v in self.keyed.message_seq.items()})
+            notes.append(f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
+        notes.extend(self._pending_differences(plan))
+        return replace(plan, restored_seq=restored, notes=tuple(notes))
+
+    def _pending_differences(self, plan: ReplayPlan) -> list[str]:
+        """One sentence per key whose pending task count the checkpoint and the plan disagree on."""
+        if self.keyed is None:
+            return []
+        planned: dict[str, int] = {}
+        for task in plan.pending:
+            planned[task.key] = planned.get(task.key, 0) + 1
+        held = self.keyed.task_count
+        out = []
+        for key in sorted(held.keys() | planned.keys()):
+            count = held.get(key, 0)
+            if count is not None and count != planned.get(key, 0):
+                out.append(f"{key}: checkpoint {self.checkpoint_id} holds {count} pending actionTasks, the plan "
+                           f"re-submits {planned.get(key, 0)} (the log's view of the tasks in flight)")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the checkpoint's identity, markers (partition keys as text), keyed restore and what was not read."""
@@ -159,7 +184,9 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     return Checkpoint(path=files.location, checkpoint_id=meta.checkpoint_id, timestamp=files.modified,
                       flink_version="2.x" if meta.version >= 5 else "1.x", metadata_version=meta.version,
                       savepoint=meta.savepoint, operator=label, parallelism=operator.parallelism,
-                      markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read))
+                      markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read),
+                      keyed_snapshots=tuple(s.managed_keyed.kind for s in sorted(operator.subtasks, key=lambda s: s.index)
+                                            if s.managed_keyed is not None))
 
 
 def _agent_operator(meta: CheckpointMetadata, where: str) -> OperatorState:

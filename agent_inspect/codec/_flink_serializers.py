@@ -30,7 +30,7 @@ from agent_inspect.codec._flink_metadata import ByteReader
 from agent_inspect.codec._kryo import read_kryo_object
 
 __all__ = ["Serializer", "Undecodable", "UnknownSerializer", "read_serializer_snapshot", "read_value",
-           "read_flink_string"]
+           "read_flink_string", "simple_serializer"]
 
 _COMPOSITE_MAGIC = 0x000DE704
 _NESTED_MAGIC = 0x001457FD
@@ -85,13 +85,20 @@ class Serializer:
         return self.kind != "unknown" and all(c.decodable for c in self.children)
 
 
+def simple_serializer(snapshot_class: str) -> Serializer | None:
+    """The serializer of a simple snapshot class (``…LongSerializer$LongSerializerSnapshot``), else None."""
+    short = snapshot_class.rsplit(".", 1)[-1]
+    return Serializer(_SIMPLE[short], short) if short in _SIMPLE else None
+
+
 def read_serializer_snapshot(r: ByteReader) -> Serializer:
     """Read one ``writeVersionedSnapshot`` at the reader's position."""
     cls = r.utf()
     r.i32()                                            # the snapshot's version
     short = cls.rsplit(".", 1)[-1]
-    if short in _SIMPLE:
-        return Serializer(_SIMPLE[short], short)
+    simple = simple_serializer(short)
+    if simple is not None:
+        return simple
     if short in _COMPOSITE:
         if r.i32() != _COMPOSITE_MAGIC:
             raise CheckpointFormatError(f"keyed state: {short} at byte {r.pos - 4} lacks the composite snapshot magic")

@@ -34,6 +34,7 @@ from agent_inspect.codec._flink_serializers import (
     Undecodable,
     read_serializer_snapshot,
     read_value,
+    simple_serializer,
 )
 from agent_inspect.codec._identity import java_long_hash, java_string_hash, key_group
 from agent_inspect.codec._kryo import KRYO5
@@ -160,7 +161,8 @@ def _try_header(data: bytes, start: int, end: int) -> tuple[StateInfo | None, in
     except CheckpointFormatError:
         return None, start
     kind = options.get("KEYED_STATE_TYPE") or (_TYPES[backend] if backend < len(_TYPES) else str(backend))
-    return StateInfo(name, kind, value_serializer.rsplit(".", 1)[-1]), r.pos
+    # only a simple value serializer is known from its class name alone
+    return StateInfo(name, kind, value_serializer.rsplit(".", 1)[-1], simple_serializer(value_serializer)), r.pos
 
 
 def read_keyed_state(data: bytes, layout: str, key_groups: tuple[int, int], offsets: tuple[int, ...],
@@ -190,10 +192,7 @@ def read_keyed_state(data: bytes, layout: str, key_groups: tuple[int, int], offs
 
 
 def _key_from_name(snapshot_class: str) -> Serializer:
-    short = snapshot_class.rsplit(".", 1)[-1]
-    kind = {"StringSerializer$StringSerializerSnapshot": "string", "LongSerializer$LongSerializerSnapshot": "long",
-            "IntSerializer$IntSerializerSnapshot": "int"}.get(short, "unknown")
-    return Serializer(kind, short)
+    return simple_serializer(snapshot_class) or Serializer("unknown", snapshot_class.rsplit(".", 1)[-1])
 
 
 def _unified_layout(data: bytes, groups: range, offsets: tuple[int, ...]) -> bool:
@@ -309,7 +308,7 @@ class _Groups:
         if r.i32() != group:
             raise CheckpointFormatError(f"keyed state: key group {group}'s block at byte {offset} names another group")
         left = set(range(len(self.state.states)))
-        pos = r.pos
+        pos, stopped_at = r.pos, None
         while pos < end and left:
             block = self._block(pos, end, group, left)
             self._commit(block)
@@ -317,7 +316,7 @@ class _Groups:
             if block.stopped is None:
                 pos = block.end
                 continue
-            name = self.state.states[block.state_id].name
+            name = stopped_at = self.state.states[block.state_id].name
             self.state.unread.add(name)
             found = self._resync(block.end, end, group, left) if left else end   # the group's last block: to its end
             skipped = (found if found is not None else end) - block.end
@@ -325,13 +324,13 @@ class _Groups:
             more = f"; {block.entries_left} more entries not read" if block.entries_left else ""
             self.state.not_read.append(f"{name} in key group {group} (key {block.first_key}): {block.stopped}; "
                                        f"{skipped} bytes without a length in a heap checkpoint skipped{more}")
-            if found is None or found == end:
-                lost = sorted(self.state.states[i].name for i in left if self.state.states[i].kind != "PRIORITY_QUEUE")
-                if lost:
-                    self.state.unread.update(lost)
-                    self.state.not_read.append(f"key group {group}: {', '.join(lost)} not found after {name}")
-                return
+            if found is None:
+                break
             pos = found
+        lost = sorted(self.state.states[i].name for i in left if self.state.states[i].kind != "PRIORITY_QUEUE")
+        if stopped_at is not None and lost:
+            self.state.unread.update(lost)
+            self.state.not_read.append(f"key group {group}: {', '.join(lost)} not found after {stopped_at}")
 
     def _size_the_one_skipped(self, name: str, block: _Block, skipped: int | None) -> None:
         """When the skipped bytes held exactly one undecodable list element (the block's last value), that is its

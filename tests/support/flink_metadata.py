@@ -37,8 +37,16 @@ def kryo5_hashmap(marker: Mapping[int, int]) -> bytes:
     return bytes(out)
 
 
-def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: int = 7) -> bytes:
-    """One agent operator (uid ``agent-operator``) whose subtask i wrote ``markers[i]`` inline."""
+def incremental_keyed_handle(checkpoint_id: int, key_group: int) -> bytes:
+    """A RocksDB incremental keyed state handle (``INCREMENTAL_KEY_GROUPS_HANDLE_V2``) with no files."""
+    return (b"\x0b" + struct.pack(">q", checkpoint_id) + _utf("rocksdb-backend-id") + struct.pack(">iiq", key_group, 1, 0)
+            + b"\x01" + _utf("meta") + struct.pack(">i", 3) + b"abc" + struct.pack(">ii", 0, 0) + _utf("handle-id"))
+
+
+def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: int = 7,
+                       incremental: bool = False) -> bytes:
+    """One agent operator (uid ``agent-operator``) whose subtask i wrote ``markers[i]`` inline; with
+    ``incremental``, each subtask also has a RocksDB incremental keyed state handle."""
     out = bytearray(struct.pack(">iiqi", 0x4960672D, 6, checkpoint_id, 0))
     out += struct.pack(">i", 1)                                  # one operator
     out += _utf("agent-operator") + _utf("agent-operator")
@@ -50,6 +58,7 @@ def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: i
         out += struct.pack(">ii", i, 1) + b"\x04" + struct.pack(">i", 1)
         out += _utf("recoveryMarker") + b"\x01" + struct.pack(">iq", 1, 0)
         out += b"\x01" + _utf(f"file:/chk-{checkpoint_id}/{i}") + struct.pack(">i", len(element)) + element
-        out += struct.pack(">i", 0) + b"\x00\x00" + struct.pack(">ii", 0, 0)
+        keyed = incremental_keyed_handle(checkpoint_id, i) if incremental else b"\x00"
+        out += struct.pack(">i", 0) + keyed + b"\x00" + struct.pack(">ii", 0, 0)
     out += b"\xac\xed\x00\x05"                                   # where the Java-serialized properties begin
     return bytes(out)

@@ -1,0 +1,109 @@
+"""The keyed restore of a checkpoint: bad state bytes, unknown serializers, snapshots not read, the replay plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.codec import parse_metadata
+from tests.support.flink_metadata import synthetic_metadata
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
+RUN = "flink2-p4-file"                                            # keyed state in one file per subtask
+
+
+def expected(run: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / run / "expected.json").read_text())
+
+
+def copied_checkpoint(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """The run's retained checkpoint, copied, and its keyed state files in subtask order."""
+    chk = FIXTURES / RUN / expected(RUN)["checkpoint"]["path"]
+    shutil.copytree(chk, tmp_path / "chk")
+    meta = parse_metadata((chk / "_metadata").read_bytes())
+    op = next(o for o in meta.operators if o.uid == "agent-operator")
+    files = []
+    for subtask in sorted(op.subtasks, key=lambda s: s.index):
+        handle = subtask.managed_keyed
+        assert handle is not None and handle.stream is not None and handle.stream.path is not None
+        files.append(tmp_path / "chk" / handle.stream.path.rsplit("/", 1)[-1])
+    return tmp_path / "chk", files
+
+
+def test_truncated_key_group_data_is_named_and_the_markers_still_read(tmp_path: Path) -> None:
+    chk, files = copied_checkpoint(tmp_path)
+    whole = ai.checkpoint.read(chk)
+    data = files[1].read_bytes()
+    files[1].write_bytes(data[:len(data) - 40])                  # the last key group loses its tail
+    cut = ai.checkpoint.read(chk)
+    assert cut.markers == whole.markers
+    assert [why for why in cut.not_read if why.startswith("subtask 1's keyed state")] == [
+        "subtask 1's keyed state: keyed state is truncated: needed " + why.split("needed ", 1)[1]
+        for why in cut.not_read if why.startswith("subtask 1's keyed state")]
+    assert any(why.startswith("subtask 1's keyed state: keyed state is truncated") for why in cut.not_read)
+    assert cut.keyed is not None and whole.keyed is not None
+    # the other subtasks' keys are still read
+    assert set(cut.keyed.message_seq) < set(whole.keyed.message_seq)
+    assert {k: v for k, v in whole.keyed.message_seq.items() if k in cut.keyed.message_seq} == \
+        dict(cut.keyed.message_seq)
+
+
+def test_an_unknown_serializer_is_named_and_the_value_states_still_read(tmp_path: Path) -> None:
+    chk, files = copied_checkpoint(tmp_path)
+    whole = ai.checkpoint.read(chk)
+    for f in files:
+        f.write_bytes(f.read_bytes().replace(b"runtime.PojoSerializerSnapshot", b"runtime.XojoSerializerSnapshot"))
+    odd = ai.checkpoint.read(chk)
+    assert odd.markers == whole.markers
+    assert any("serializer snapshot org.apache.flink.api.java.typeutils.runtime.XojoSerializerSnapshot" in why
+               and "not one this reader knows" in why for why in odd.not_read)
+    assert odd.keyed is not None and whole.keyed is not None
+    assert odd.keyed.message_seq == whole.keyed.message_seq and odd.keyed.last_completed == whole.keyed.last_completed
+    assert not any(v.decoded for per_key in odd.keyed.action_tasks.values() for v in per_key)
+    assert "actionTasks" in odd.keyed.unread
+
+
+def test_incremental_keyed_state_is_said_not_read_and_the_markers_are(tmp_path: Path) -> None:
+    markers = [{0: 10, 1: 11}, {2: 20}]
+    (tmp_path / "_metadata").write_bytes(synthetic_metadata(markers, incremental=True))
+    ckpt = ai.checkpoint.read(tmp_path)
+    assert [dict(m) for m in ckpt.markers] == markers
+    assert ckpt.keyed is None and ckpt.keyed_snapshots == ("incremental", "incremental")
+    assert len([why for why in ckpt.not_read if "RocksDB incremental" in why and "not read" in why]) == 2
+
+
+def test_heap_and_savepoint_snapshots_are_named() -> None:
+    wrote = expected(RUN)
+    assert ai.checkpoint.read(FIXTURES / RUN / wrote["checkpoint"]["path"]).keyed_snapshots == ("full",) * 4
+    assert ai.checkpoint.read(FIXTURES / RUN / "savepoint").keyed_snapshots == ("savepoint",) * 4
+
+
+def test_the_plan_names_pending_tasks_the_checkpoint_and_the_log_disagree_on() -> None:
+    log = ai.load(ai.samples.path("production"))
+    restore = json.loads(ai.samples.path("production", "markers").read_text())["restore"]
+    ckpt = ai.checkpoint.read(FIXTURES / "production" / "savepoint")
+    assert ckpt.keyed is not None
+    held = {k: n for k, n in ckpt.keyed.task_count.items() if n}
+    assert held == {k: sum(1 for p in restore["pending"] if p[0] == k) for k in {p[0] for p in restore["pending"]}}
+    plan = ckpt.replay_plan(log)
+    planned = {t.key for t in plan.pending}
+    # the log alone (no refresh rows in this sample) does not show the task in flight; the checkpoint does
+    assert [n for n in plan.notes if "pending actionTasks" in n] == [
+        f"{k}: checkpoint {ckpt.checkpoint_id} holds {n} pending actionTasks, the plan re-submits 0 (the log's view "
+        "of the tasks in flight)" for k, n in sorted(held.items()) if k not in planned]
+    agreeing = replace(ckpt.keyed, task_count={k: sum(t.key == k for t in plan.pending) for k in planned})
+    assert not [n for n in replace(ckpt, keyed=agreeing).replay_plan(log).notes if "pending actionTasks" in n]
+
+
+@pytest.mark.parametrize("run", ["flink2-p1-inline", "flink2-p4-file"])
+def test_the_keyed_restore_is_json_ready(run: str) -> None:
+    out = ai.checkpoint.read(FIXTURES / run / "savepoint").to_dict()
+    text = json.dumps(out)
+    assert out["keyed"]["action_tasks"] and "POJO CheckpointGen$ActionTask" in text
+    assert out["keyed_snapshots"] == ["savepoint"] * expected(run)["parallelism"]
