@@ -107,3 +107,17 @@ def test_the_keyed_restore_is_json_ready(run: str) -> None:
     text = json.dumps(out)
     assert out["keyed"]["action_tasks"] and "POJO CheckpointGen$ActionTask" in text
     assert out["keyed_snapshots"] == ["savepoint"] * expected(run)["parallelism"]
+
+
+def test_a_kryo_value_of_jdk_classes_is_decoded_and_an_application_class_is_named() -> None:
+    from agent_inspect.codec._flink_metadata import ByteReader
+    from agent_inspect.codec._flink_serializers import Serializer, Undecodable, read_value
+    from tests.support.flink_metadata import kryo5_hashmap
+
+    kryo = Serializer("kryo", "KryoSerializerSnapshot", type_name="java.lang.Object")
+    data = kryo5_hashmap({3: 40}) + b"rest"
+    r = ByteReader(data, 0, "keyed state value")
+    assert read_value(r, kryo, 5) == {3: 40} and data[r.pos:] == b"rest"
+    own = b"\x01\x00" + b"com.example.ActionTas" + bytes([ord("k") | 0x80]) + b"\x01\x05"
+    with pytest.raises(Undecodable, match=r"Kryo java.lang.Object: .*com.example.ActionTask"):
+        read_value(ByteReader(own, 0, "keyed state value"), kryo, 5)

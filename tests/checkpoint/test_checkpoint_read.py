@@ -12,7 +12,7 @@ import pytest
 import agent_inspect as ai
 from agent_inspect import CheckpointFormatError, SourceError
 from agent_inspect.codec import KRYO2, KRYO5, parse_metadata, read_kryo_object
-from tests.support.flink_metadata import synthetic_metadata
+from tests.support.flink_metadata import synthetic_metadata, tasks_and_memory_are_what_the_job_wrote
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 RUNS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file())
@@ -45,27 +45,6 @@ def test_markers_are_exactly_what_the_job_wrote(run: str, kind: str) -> None:
     assert ckpt.savepoint is (kind == "savepoint")
     assert ckpt.parallelism == expected(run)["parallelism"]
     assert ckpt.timestamp is not None
-
-
-def tasks_and_memory_are_what_the_job_wrote(keyed: ai.checkpoint.KeyedRestore, per_key: dict[str, Any]) -> None:
-    assert dict(keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
-                                        if "lastCompletedSequenceNumber" in v}
-    assert dict(keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
-    # actionTasks: a POJO, so every task is decoded, field by field
-    assert {k: [t.value for t in v] for k, v in keyed.action_tasks.items()} == \
-        {k: v["actionTasks"] for k, v in per_key.items() if v["actionTasks"]}
-    assert all(t.decoded and t.serializer == "POJO CheckpointGen$ActionTask" and t.size
-               for v in keyed.action_tasks.values() for t in v)
-    assert dict(keyed.task_count) == {k: len(v["actionTasks"]) for k, v in per_key.items() if v["actionTasks"]}
-    assert keyed.pending_tasks == tuple(sorted(k for k, v in per_key.items() if v["actionTasks"]))
-    assert keyed.pending_inputs == tuple(sorted(k for k, v in per_key.items() if v["pendingInputEvents"]))
-    # pendingInputEvents: Kryo objects of an application class: named, never decoded
-    assert all(not e.decoded and e.value is None and e.serializer == "Kryo CheckpointGen$Event"
-               and "CheckpointGen$InputEvent" in e.why for v in keyed.input_events.values() for e in v)
-    # memory: its keys, and each value's size as Flink's serializer wrote it
-    assert {k: dict(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
-    assert {k: dict(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
-    assert keyed.unread == ("pendingInputEvents",)
 
 
 @pytest.mark.parametrize("run", AGENT_RUNS)

@@ -1,4 +1,5 @@
-"""A synthetic Flink 2.x ``_metadata`` (format version 6) with an agent operator of many subtasks.
+"""A synthetic Flink 2.x ``_metadata`` (format version 6) with an agent operator of many subtasks, and what the
+fixture checkpoints' keyed restore must be.
 
 Used where a real Flink run cannot give the shape (1,000 subtasks): the layout is the one the committed
 real checkpoints have (tests/fixtures/checkpoints/), inline ``recoveryMarker`` elements in Kryo 5.
@@ -8,6 +9,10 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.checkpoint import KeyedRestore
 
 
 def _utf(text: str) -> bytes:
@@ -62,3 +67,25 @@ def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: i
         out += struct.pack(">i", 0) + keyed + b"\x00" + struct.pack(">ii", 0, 0)
     out += b"\xac\xed\x00\x05"                                   # where the Java-serialized properties begin
     return bytes(out)
+
+
+def tasks_and_memory_are_what_the_job_wrote(keyed: KeyedRestore, per_key: dict[str, Any]) -> None:
+    """The keyed restore read from a fixture is exactly what CheckpointGen printed it wrote (``per_key``)."""
+    assert dict(keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
+                                        if "lastCompletedSequenceNumber" in v}
+    assert dict(keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
+    # actionTasks: a POJO, so every task is decoded, field by field
+    assert {k: [t.value for t in v] for k, v in keyed.action_tasks.items()} == \
+        {k: v["actionTasks"] for k, v in per_key.items() if v["actionTasks"]}
+    assert all(t.decoded and t.serializer == "POJO CheckpointGen$ActionTask" and t.size
+               for v in keyed.action_tasks.values() for t in v)
+    assert dict(keyed.task_count) == {k: len(v["actionTasks"]) for k, v in per_key.items() if v["actionTasks"]}
+    assert keyed.pending_tasks == tuple(sorted(k for k, v in per_key.items() if v["actionTasks"]))
+    assert keyed.pending_inputs == tuple(sorted(k for k, v in per_key.items() if v["pendingInputEvents"]))
+    # pendingInputEvents: Kryo objects of an application class: named, never decoded
+    assert all(not e.decoded and e.value is None and e.serializer == "Kryo CheckpointGen$Event"
+               and "CheckpointGen$InputEvent" in e.why for v in keyed.input_events.values() for e in v)
+    # memory: its keys, and each value's size as Flink's serializer wrote it
+    assert {k: dict(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
+    assert {k: dict(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
+    assert keyed.unread == ("pendingInputEvents",)
