@@ -131,8 +131,10 @@ class Checkpoint:
         for task in plan.pending:
             planned[task.key] = planned.get(task.key, 0) + 1
         held = self.keyed.task_count
+        # where actionTasks was not fully read, a key missing from it is unknown, not a key without tasks
+        keys = held.keys() if _ACTION_TASKS in self.keyed.unread else held.keys() | planned.keys()
         out = []
-        for key in sorted(held.keys() | planned.keys()):
+        for key in sorted(keys):
             count = held.get(key, 0)
             if count is not None and count != planned.get(key, 0):
                 out.append(f"{key}: checkpoint {self.checkpoint_id} holds {count} pending actionTasks, the plan "

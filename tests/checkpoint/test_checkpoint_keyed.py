@@ -101,6 +101,21 @@ def test_the_plan_names_pending_tasks_the_checkpoint_and_the_log_disagree_on() -
     assert not [n for n in replace(ckpt, keyed=agreeing).replay_plan(log).notes if "pending actionTasks" in n]
 
 
+def test_keys_the_checkpoint_did_not_read_tasks_for_are_not_called_task_free() -> None:
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.recovery import PendingTask, ReplayPlan
+
+    ckpt = ai.checkpoint.read(FIXTURES / "production" / "savepoint")
+    assert ckpt.keyed is not None
+    plan = ReplayPlan(pending=(PendingTask("user-0001", 3, "chat", AgentEvent("InputEvent")),))
+    read = replace(ckpt, keyed=replace(ckpt.keyed, task_count={}))
+    assert read._pending_differences(plan) == [
+        f"user-0001: checkpoint {ckpt.checkpoint_id} holds 0 pending actionTasks, the plan re-submits 1 (the log's "
+        "view of the tasks in flight)"]
+    unread = replace(ckpt, keyed=replace(ckpt.keyed, task_count={}, unread=("actionTasks",)))
+    assert unread._pending_differences(plan) == []
+
+
 @pytest.mark.parametrize("run", ["flink2-p1-inline", "flink2-p4-file"])
 def test_the_keyed_restore_is_json_ready(run: str) -> None:
     out = ai.checkpoint.read(FIXTURES / run / "savepoint").to_dict()
