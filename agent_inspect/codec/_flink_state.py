@@ -304,13 +304,16 @@ class _Groups:
 
     # -- the heap layout
     def heap_group(self, offset: int, end: int, group: int) -> None:
-        r = ByteReader(self.data[:end], offset, "keyed state")
+        # positions below are within the key group's bytes (one copy per group, whatever the file's size)
+        chunk = self.data[offset:end]
+        end = len(chunk)
+        r = ByteReader(chunk, 0, f"keyed state of key group {group}")
         if r.i32() != group:
             raise CheckpointFormatError(f"keyed state: key group {group}'s block at byte {offset} names another group")
         left = set(range(len(self.state.states)))
         pos, stopped_at = r.pos, None
         while pos < end and left:
-            block = self._block(pos, end, group, left)
+            block = self._block(chunk, pos, group, left)
             self._commit(block)
             left.discard(block.state_id)
             if block.stopped is None:
@@ -318,7 +321,7 @@ class _Groups:
                 continue
             name = stopped_at = self.state.states[block.state_id].name
             self.state.unread.add(name)
-            found = self._resync(block.end, end, group, left) if left else end   # the group's last block: to its end
+            found = self._resync(chunk, block.end, group, left) if left else end   # the group's last block: to its end
             skipped = (found if found is not None else end) - block.end
             self._size_the_one_skipped(name, block, skipped if found is not None else None)
             more = f"; {block.entries_left} more entries not read" if block.entries_left else ""
@@ -346,9 +349,10 @@ class _Groups:
         self.state.values[name].update(block.values)
         self.state.counts.setdefault(name, {}).update(block.counts)
 
-    def _block(self, pos: int, end: int, group: int, left: set[int]) -> _Block:
-        """Parse one state block at ``pos``; raise on bytes that are not one (an undecodable value stops it)."""
-        r = ByteReader(self.data[:end], pos, "keyed state")
+    def _block(self, chunk: bytes, pos: int, group: int, left: set[int]) -> _Block:
+        """Parse one state block at ``pos`` of a key group's bytes; raise on bytes that are not one (an undecodable
+        value stops it)."""
+        r = ByteReader(chunk, pos, f"keyed state of key group {group}")
         state_id = r.u16()
         if state_id not in left:
             raise CheckpointFormatError(f"keyed state: key group {group} names state id {state_id} at byte {pos}, "
@@ -408,22 +412,20 @@ class _Groups:
             return entries
         return read_value(r, ser, self.generation)
 
-    def _resync(self, start: int, end: int, group: int, left: set[int]) -> int | None:
+    def _resync(self, chunk: bytes, start: int, group: int, left: set[int]) -> int | None:
         """The first position after an undecodable value where the rest of the key group's blocks parse: to the
         group's end, or through at least one non-empty block up to another undecodable value."""
-        tags = {struct.pack(">H", i): i for i in left}
-        for pos in range(start, end - 5):
-            if self.data[pos:pos + 2] not in tags:
-                continue
-            if self._chain_holds(pos, end, group, set(left)):
+        tags = {struct.pack(">H", i) for i in left}
+        for pos in range(start, len(chunk) - 5):
+            if chunk[pos:pos + 2] in tags and self._chain_holds(chunk, pos, group, set(left)):
                 return pos
         return None
 
-    def _chain_holds(self, pos: int, end: int, group: int, left: set[int]) -> bool:
+    def _chain_holds(self, chunk: bytes, pos: int, group: int, left: set[int]) -> bool:
         entries = 0
-        while pos < end:
+        while pos < len(chunk):
             try:
-                block = self._block(pos, end, group, left)
+                block = self._block(chunk, pos, group, left)
             except CheckpointFormatError:
                 return False
             entries += len(block.values)
@@ -431,7 +433,7 @@ class _Groups:
                 return entries > 0
             left.discard(block.state_id)
             pos = block.end
-        return pos == end
+        return pos == len(chunk)
 
     def _hash_group(self, business_key: str) -> int:
         if self.key.kind == "string":
