@@ -149,7 +149,12 @@ def read_flink_string(r: ByteReader) -> str | None:
     length = _varint(r)
     if length == 0:
         return None
-    return "".join(chr(_varint(r)) for _ in range(length - 1))
+    n = length - 1
+    raw = r.data[r.pos:r.pos + n]
+    if len(raw) == n and raw.isascii():                # every char below 0x80 is one byte: the common case
+        r.pos += n
+        return raw.decode("ascii")
+    return "".join(chr(_varint(r)) for _ in range(n))
 
 
 def _varint(r: ByteReader) -> int:

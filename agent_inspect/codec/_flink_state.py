@@ -306,34 +306,45 @@ class _Groups:
     def heap_group(self, offset: int, end: int, group: int) -> None:
         # positions below are within the key group's bytes (one copy per group, whatever the file's size)
         chunk = self.data[offset:end]
-        end = len(chunk)
         r = ByteReader(chunk, 0, f"keyed state of key group {group}")
         if r.i32() != group:
             raise CheckpointFormatError(f"keyed state: key group {group}'s block at byte {offset} names another group")
         left = set(range(len(self.state.states)))
-        pos, stopped_at = r.pos, None
-        while pos < end and left:
-            block = self._block(chunk, pos, group, left)
-            self._commit(block)
-            left.discard(block.state_id)
-            if block.stopped is None:
-                pos = block.end
-                continue
-            name = stopped_at = self.state.states[block.state_id].name
-            self.state.unread.add(name)
-            found = self._resync(chunk, block.end, group, left) if left else end   # the group's last block: to its end
-            skipped = (found if found is not None else end) - block.end
-            self._size_the_one_skipped(name, block, skipped if found is not None else None)
-            more = f"; {block.entries_left} more entries not read" if block.entries_left else ""
-            self.state.not_read.append(f"{name} in key group {group} (key {block.first_key}): {block.stopped}; "
-                                       f"{skipped} bytes without a length in a heap checkpoint skipped{more}")
-            if found is None:
+        stopped_at = None
+        blocks = self._chain(chunk, r.pos, group, set(left))
+        while blocks:
+            for block in blocks:
+                self._commit(block)
+                left.discard(block.state_id)
+            last = blocks[-1]
+            if last.stopped is None:
                 break
-            pos = found
+            name = stopped_at = self.state.states[last.state_id].name
+            self.state.unread.add(name)
+            found = self._resync(chunk, last.end, group, left) if left else (len(chunk), [])  # the last block: to the end
+            skipped = (found[0] if found is not None else len(chunk)) - last.end
+            self._size_the_one_skipped(name, last, skipped if found is not None else None)
+            more = f"; {last.entries_left} more entries not read" if last.entries_left else ""
+            self.state.not_read.append(f"{name} in key group {group} (key {last.first_key}): {last.stopped}; "
+                                       f"{skipped} bytes without a length in a heap checkpoint skipped{more}")
+            blocks = found[1] if found is not None else []
         lost = sorted(self.state.states[i].name for i in left if self.state.states[i].kind != "PRIORITY_QUEUE")
         if stopped_at is not None and lost:
             self.state.unread.update(lost)
             self.state.not_read.append(f"key group {group}: {', '.join(lost)} not found after {stopped_at}")
+
+    def _chain(self, chunk: bytes, pos: int, group: int, left: set[int]) -> list[_Block]:
+        """The state blocks from ``pos`` to the group's end or to one that stops at an undecodable value; bytes
+        that are not blocks raise."""
+        blocks: list[_Block] = []
+        while pos < len(chunk):
+            block = self._block(chunk, pos, group, left)
+            blocks.append(block)
+            left.discard(block.state_id)
+            if block.stopped is not None:
+                break
+            pos = block.end
+        return blocks
 
     def _size_the_one_skipped(self, name: str, block: _Block, skipped: int | None) -> None:
         """When the skipped bytes held exactly one undecodable list element (the block's last value), that is its
@@ -412,28 +423,19 @@ class _Groups:
             return entries
         return read_value(r, ser, self.generation)
 
-    def _resync(self, chunk: bytes, start: int, group: int, left: set[int]) -> int | None:
-        """The first position after an undecodable value where the rest of the key group's blocks parse: to the
-        group's end, or through at least one non-empty block up to another undecodable value."""
-        tags = {struct.pack(">H", i) for i in left}
-        for pos in range(start, len(chunk) - 5):
-            if chunk[pos:pos + 2] in tags and self._chain_holds(chunk, pos, group, set(left)):
-                return pos
-        return None
-
-    def _chain_holds(self, chunk: bytes, pos: int, group: int, left: set[int]) -> bool:
-        entries = 0
-        while pos < len(chunk):
+    def _resync(self, chunk: bytes, start: int, group: int, left: set[int]) -> tuple[int, list[_Block]] | None:
+        """The first position after an undecodable value where the rest of the key group's blocks parse (to the
+        group's end, or through at least one entry up to another undecodable value), with those blocks."""
+        tags = re.compile(b"(?=" + b"|".join(re.escape(struct.pack(">H", i)) for i in sorted(left)) + b")", re.S)
+        for m in tags.finditer(chunk, start, len(chunk) - 4):   # a block is at least a 2-byte id and a 4-byte count
+            pos = m.start()
             try:
-                block = self._block(chunk, pos, group, left)
+                blocks = self._chain(chunk, pos, group, set(left))
             except CheckpointFormatError:
-                return False
-            entries += len(block.values)
-            if block.stopped is not None:
-                return entries > 0
-            left.discard(block.state_id)
-            pos = block.end
-        return pos == len(chunk)
+                continue
+            if blocks and (blocks[-1].stopped is None or sum(len(b.values) for b in blocks) > 0):
+                return pos, blocks
+        return None
 
     def _hash_group(self, business_key: str) -> int:
         if self.key.kind == "string":

@@ -137,3 +137,29 @@ def test_a_kryo_value_of_jdk_classes_is_decoded_and_an_application_class_is_name
     own = b"\x01\x00" + b"com.example.ActionTas" + bytes([ord("k") | 0x80]) + b"\x01\x05"
     with pytest.raises(Undecodable, match=r"Kryo java.lang.Object: .*com.example.ActionTask"):
         read_value(ByteReader(own, 0, "keyed state value"), kryo, 5)
+
+
+def test_a_large_heap_checkpoint_reads_every_key_around_undecodable_values() -> None:
+    from agent_inspect.codec import parse_metadata, read_keyed_state
+    from agent_inspect.codec._flink_state import state_infos
+    from tests.support.flink_metadata import synthetic_heap_keyed_state
+
+    chk = FIXTURES / "flink2-p1-inline" / expected("flink2-p1-inline")["checkpoint"]["path"]
+    meta = parse_metadata((chk / "_metadata").read_bytes())
+    handle = next(s.managed_keyed for o in meta.operators for s in o.subtasks if s.managed_keyed is not None)
+    assert handle is not None and handle.stream is not None and handle.stream.data is not None
+    real = handle.stream.data
+    proxy = real[:min(o for o in handle.offsets if o > 0)]
+    ids = {info.name: i for i, info in enumerate(state_infos(real, len(proxy))[1])}
+    data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 3000)
+    state = read_keyed_state(data, "full", (0, 127), offsets, 128)
+    assert state.values["messageSequenceNumber"] == wrote
+    assert state.values["lastCompletedSequenceNumber"] == {k: v - 1 for k, v in wrote.items()}
+    assert {k: [t.value["sequenceNumber"] for t in v] for k, v in state.values["actionTasks"].items()} == \
+        {k: [v] for k, v in wrote.items()}
+    assert {k: list(v) for k, v in state.values["shortTermMemory"].items()} == {k: ["last_input"] for k in wrote}
+    # each key group's event block stops at its first Kryo value; its other entries are named, not guessed
+    events = state.values["pendingInputEvents"]
+    assert all(len(v) == 1 and not v[0].decoded for v in events.values()) and len(events) == 128
+    assert state.unread == {"pendingInputEvents"}
+    assert len([w for w in state.not_read if w.startswith("pendingInputEvents in key group")]) == 128

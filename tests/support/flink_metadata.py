@@ -89,3 +89,52 @@ def tasks_and_memory_are_what_the_job_wrote(keyed: KeyedRestore, per_key: dict[s
     assert {k: dict(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
     assert {k: dict(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
     assert keyed.unread == ("pendingInputEvents",)
+
+
+def _flink_string(text: str) -> bytes:
+    return _varint(len(text) + 1) + b"".join(_varint(ord(c)) for c in text)
+
+
+def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_keys: int,
+                               max_parallelism: int = 128) -> tuple[bytes, tuple[int, ...], dict[str, Any]]:
+    """A heap-backend keyed state of ``n_keys`` keys (``user-<i>``) after a real checkpoint's serialization
+    ``proxy`` (the states CheckpointGen declares, ids in ``state_ids``), one subtask holding every key group.
+
+    Each key: messageSequenceNumber ``i``, lastCompletedSequenceNumber ``i - 1``, one POJO action task, one Kryo
+    input event of an application class (undecodable: the reader must find the next block again), one
+    short-term memory entry. Returns the bytes, the key-group offsets and what was written per key.
+    """
+    from agent_inspect.codec import key_group
+    from agent_inspect.codec._identity import java_string_hash
+
+    by_group: dict[int, list[int]] = {}
+    for i in range(n_keys):
+        by_group.setdefault(key_group(java_string_hash(f"user-{i}"), max_parallelism), []).append(i)
+    event_class = b"com.example.InputEvent"
+    out, offsets = bytearray(proxy), []
+    wrote: dict[str, Any] = {}
+    for group in range(max_parallelism):
+        offsets.append(len(out))
+        out += struct.pack(">i", group)
+        keys = by_group.get(group, [])
+        for name, state_id in sorted(state_ids.items(), key=lambda kv: kv[1]):
+            out += struct.pack(">Hi", state_id, len(keys) if not name.startswith("_timer") else 0)
+            if name.startswith("_timer"):
+                continue
+            for i in keys:
+                key = f"user-{i}"
+                out += b"\x00" + _flink_string(key)
+                if name == "messageSequenceNumber":
+                    out += struct.pack(">q", i)
+                elif name == "lastCompletedSequenceNumber":
+                    out += struct.pack(">q", i - 1)
+                elif name == "actionTasks":
+                    out += struct.pack(">i", 1) + b"\x02\x00" + _flink_string("chat") + b"\x00" + _flink_string(key)
+                    out += b"\x00" + struct.pack(">q", i)
+                elif name == "pendingInputEvents":
+                    kryo = b"\x01\x00" + event_class[:-1] + bytes([event_class[-1] | 0x80]) + b"\x01"
+                    out += struct.pack(">i", 1) + kryo + bytes([0x80 | len(key) + 1]) + key.encode()
+                else:                                  # a memory map: one entry
+                    out += struct.pack(">i", 1) + _flink_string("last_input") + b"\x00\x02\x00" + _flink_string(key)
+                wrote[key] = i
+    return bytes(out), tuple(offsets), wrote
