@@ -139,18 +139,22 @@ def test_a_kryo_value_of_jdk_classes_is_decoded_and_an_application_class_is_name
         read_value(ByteReader(own, 0, "keyed state value"), kryo, 5)
 
 
-def test_a_large_heap_checkpoint_reads_every_key_around_undecodable_values() -> None:
-    from agent_inspect.codec import parse_metadata, read_keyed_state
-    from agent_inspect.codec._flink_state import state_infos
-    from tests.support.flink_metadata import synthetic_heap_keyed_state
-
+def real_proxy() -> bytes:
+    """The serialization proxy (state meta infos) of a real Flink 2.x heap checkpoint."""
     chk = FIXTURES / "flink2-p1-inline" / expected("flink2-p1-inline")["checkpoint"]["path"]
     meta = parse_metadata((chk / "_metadata").read_bytes())
     handle = next(s.managed_keyed for o in meta.operators for s in o.subtasks if s.managed_keyed is not None)
     assert handle is not None and handle.stream is not None and handle.stream.data is not None
-    real = handle.stream.data
-    proxy = real[:min(o for o in handle.offsets if o > 0)]
-    ids = {info.name: i for i, info in enumerate(state_infos(real, len(proxy))[1])}
+    return handle.stream.data[:min(o for o in handle.offsets if o > 0)]
+
+
+def test_a_large_heap_checkpoint_reads_every_key_around_undecodable_values() -> None:
+    from agent_inspect.codec import read_keyed_state
+    from agent_inspect.codec._flink_state import state_infos
+    from tests.support.flink_metadata import synthetic_heap_keyed_state
+
+    proxy = real_proxy()
+    ids = {info.name: i for i, info in enumerate(state_infos(proxy, len(proxy))[1])}
     data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 3000)
     state = read_keyed_state(data, "full", (0, 127), offsets, 128)
     assert state.values["messageSequenceNumber"] == wrote
@@ -163,3 +167,34 @@ def test_a_large_heap_checkpoint_reads_every_key_around_undecodable_values() -> 
     assert all(len(v) == 1 and not v[0].decoded for v in events.values()) and len(events) == 128
     assert state.unread == {"pendingInputEvents"}
     assert len([w for w in state.not_read if w.startswith("pendingInputEvents in key group")]) == 128
+
+
+def test_kryo_memory_values_are_named_and_the_states_after_them_still_read() -> None:
+    from agent_inspect.codec import read_keyed_state
+    from agent_inspect.codec._flink_state import state_infos
+    from tests.support.flink_metadata import synthetic_heap_keyed_state
+
+    proxy = real_proxy()
+    # the memory maps' value serializer becomes the Kryo one the job's events have (upstream's MemoryItem may be)
+    namespace = b"\x00\x14NAMESPACE_SERIALIZER"
+    runtime = b"org.apache.flink.api.java.typeutils.runtime."
+    pojo_at = proxy.find(b"\x00B" + runtime + b"PojoSerializerSnapshot\x00\x00\x00\x02\x00\x18CheckpointGen$MemoryItem")
+    kryo_at = proxy.find(b"\x00G" + runtime + b"kryo.KryoSerializerSnapshot")
+    assert pojo_at > 0 and kryo_at > 0
+    pojo, kryo = proxy[pojo_at:proxy.find(namespace, pojo_at)], proxy[kryo_at:proxy.find(namespace, kryo_at)]
+    proxy = proxy.replace(pojo, kryo)
+    key, infos, _, why = state_infos(proxy, len(proxy))
+    assert why is None
+    assert {i.name: i.serializer.label for i in infos if i.serializer and "Memory" in i.name} == {
+        "sensoryMemory": "Map<String, Kryo CheckpointGen$Event>", "shortTermMemory": "Map<String, Kryo CheckpointGen$Event>"}
+    ids = {info.name: i for i, info in enumerate(infos)}
+    data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 1000, kryo_memory=True)
+    state = read_keyed_state(data, "full", (0, 127), offsets, 128)
+    assert state.values["messageSequenceNumber"] == wrote
+    assert {k: len(v) for k, v in state.values["actionTasks"].items()} == {k: 1 for k in wrote}
+    for name in ("sensoryMemory", "shortTermMemory"):
+        held = state.values[name]
+        assert len(held) == 128                        # the first key of each key group, then its block is left
+        assert all(list(v) == ["last_input"] and v["last_input"].size is None and not v["last_input"].decoded
+                   and "com.example.InputEvent" in v["last_input"].why for v in held.values())
+    assert state.unread == {"sensoryMemory", "shortTermMemory", "pendingInputEvents"}

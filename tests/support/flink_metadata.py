@@ -95,14 +95,15 @@ def _flink_string(text: str) -> bytes:
     return _varint(len(text) + 1) + b"".join(_varint(ord(c)) for c in text)
 
 
-def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_keys: int,
-                               max_parallelism: int = 128) -> tuple[bytes, tuple[int, ...], dict[str, Any]]:
+def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_keys: int, max_parallelism: int = 128,
+                               kryo_memory: bool = False) -> tuple[bytes, tuple[int, ...], dict[str, Any]]:
     """A heap-backend keyed state of ``n_keys`` keys (``user-<i>``) after a real checkpoint's serialization
     ``proxy`` (the states CheckpointGen declares, ids in ``state_ids``), one subtask holding every key group.
 
     Each key: messageSequenceNumber ``i``, lastCompletedSequenceNumber ``i - 1``, one POJO action task, one Kryo
     input event of an application class (undecodable: the reader must find the next block again), one
-    short-term memory entry. Returns the bytes, the key-group offsets and what was written per key.
+    memory entry in each memory state (a POJO, or with ``kryo_memory`` a Kryo object of an application class).
+    Returns the bytes, the key-group offsets and what was written per key.
     """
     from agent_inspect.codec import key_group
     from agent_inspect.codec._identity import java_string_hash
@@ -111,6 +112,11 @@ def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_key
     for i in range(n_keys):
         by_group.setdefault(key_group(java_string_hash(f"user-{i}"), max_parallelism), []).append(i)
     event_class = b"com.example.InputEvent"
+
+    def kryo(key: str) -> bytes:
+        return b"\x01\x00" + event_class[:-1] + bytes([event_class[-1] | 0x80]) + b"\x01" \
+            + bytes([0x80 | len(key) + 1]) + key.encode()
+
     out, offsets = bytearray(proxy), []
     wrote: dict[str, Any] = {}
     for group in range(max_parallelism):
@@ -132,9 +138,9 @@ def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_key
                     out += struct.pack(">i", 1) + b"\x02\x00" + _flink_string("chat") + b"\x00" + _flink_string(key)
                     out += b"\x00" + struct.pack(">q", i)
                 elif name == "pendingInputEvents":
-                    kryo = b"\x01\x00" + event_class[:-1] + bytes([event_class[-1] | 0x80]) + b"\x01"
-                    out += struct.pack(">i", 1) + kryo + bytes([0x80 | len(key) + 1]) + key.encode()
+                    out += struct.pack(">i", 1) + kryo(key)
                 else:                                  # a memory map: one entry
-                    out += struct.pack(">i", 1) + _flink_string("last_input") + b"\x00\x02\x00" + _flink_string(key)
+                    value = kryo(key) if kryo_memory else b"\x02\x00" + _flink_string(key)
+                    out += struct.pack(">i", 1) + _flink_string("last_input") + b"\x00" + value
                 wrote[key] = i
     return bytes(out), tuple(offsets), wrote
