@@ -6,10 +6,13 @@
     ckpt.markers, ckpt.merged, ckpt.checkpoint_id                   # a savepoint dir, a _metadata file
     ai.predict(log, markers=ckpt)                                   # every verb takes it as markers=
     ckpt.keyed.message_seq                                          # messageSequenceNumber per key
+    ckpt.keyed.action_tasks["user-42"]                              # its pending tasks: decoded, or named + size
+    ckpt.keyed.short_term["user-42"]                                # {memory key: value size in bytes}
     ckpt.not_read                                                   # what the checkpoint holds that was not read
 
 Reads Flink's ``_metadata`` itself (Flink 1.20 and 2.x), the ``recoveryMarker`` union list state (Kryo
-``HashMap<Integer, Long>``), and the agent operator's keyed state of hashmap-backend snapshots; no JVM.
+``HashMap<Integer, Long>``), and the agent operator's keyed state of hashmap-backend snapshots by the
+serializer snapshots they hold; no JVM.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agent_inspect._errors import CheckpointFormatError
-from agent_inspect.codec import KRYO2, KRYO5, parse_metadata, read_keyed_state, read_kryo_object
+from agent_inspect._errors import CheckpointFormatError, SourceError
+from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object
 from agent_inspect.sources import open_checkpoint
 
 if TYPE_CHECKING:
@@ -25,6 +25,8 @@ __all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
 MARKER_STATE = "recoveryMarker"
 _LAST_COMPLETED = "lastCompletedSequenceNumber"
 _MESSAGE_SEQ = "messageSequenceNumber"
+_ACTION_TASKS = "actionTasks"
+_PENDING_INPUTS = "pendingInputEvents"
 
 
 @dataclass(frozen=True)
@@ -33,19 +35,27 @@ class KeyedRestore:
 
     ``message_seq``: ``messageSequenceNumber``, the seqNum of the key's last input (the next input gets one
     more: a :class:`ReplayPlan`'s ``restored_seq``); ``last_completed``: ``lastCompletedSequenceNumber``, the
-    last round that finished (what the store prunes up to);
-    ``pending_tasks`` / ``pending_inputs``: the keys whose ``actionTasks`` / ``pendingInputEvents`` list is
-    not empty (the ``ActionTask`` and ``Event`` objects are Kryo-serialized and not decoded);
-    ``short_term`` / ``sensory``: the memory keys held per business key. ``unread``: the states not (fully)
-    read, whose fields above are then partial (see :attr:`Checkpoint.not_read`).
+    last round that finished (what the store prunes up to).
+    ``action_tasks`` / ``input_events``: per key, the elements of its ``actionTasks`` / ``pendingInputEvents``
+    list, each a :class:`~agent_inspect.codec.StateValue`: decoded where the state's serializer allows (a POJO
+    becomes a dict of its fields), else named with its serializer and size (None where a heap checkpoint gives
+    it no length). ``task_count`` / ``input_count``: each key's list length, None where it is not known (a
+    savepoint's undecodable Kryo list is one run of bytes); ``pending_tasks`` / ``pending_inputs``: the keys
+    whose list is not empty. ``short_term`` / ``sensory``: per key, its memory keys and each value's size in
+    bytes (None when not known). ``unread``: the states not (fully) read, whose fields above are then partial
+    (see :attr:`Checkpoint.not_read`).
     """
 
     message_seq: Mapping[str, int] = field(default_factory=dict)
     last_completed: Mapping[str, int] = field(default_factory=dict)
+    action_tasks: Mapping[str, tuple[StateValue, ...]] = field(default_factory=dict)
+    input_events: Mapping[str, tuple[StateValue, ...]] = field(default_factory=dict)
+    task_count: Mapping[str, int | None] = field(default_factory=dict)
+    input_count: Mapping[str, int | None] = field(default_factory=dict)
     pending_tasks: tuple[str, ...] = ()
     pending_inputs: tuple[str, ...] = ()
-    short_term: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    sensory: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    short_term: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
+    sensory: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
     unread: tuple[str, ...] = ()
 
 
@@ -56,8 +66,10 @@ class Checkpoint:
     ``markers`` holds one ``{partition: offset}`` map per subtask (subtask order), as each subtask wrote its
     ``recoveryMarker``; the restore merges them by minimum. Pass the checkpoint itself as ``markers=`` to any
     verb. ``timestamp`` is when ``_metadata`` was written (the file's modification time: the file itself holds
-    none). ``keyed`` is None when no keyed state was read; ``not_read`` names, one sentence each, what the
-    checkpoint holds that was not read.
+    none). ``keyed`` is None when no keyed state was read; ``keyed_snapshots`` is the agent operator's keyed
+    snapshot kind per subtask: ``"full"`` (a heap checkpoint, or a RocksDB full one) and ``"savepoint"`` are read,
+    ``"incremental"`` and ``"changelog"`` are not (the markers still are; infer the rest from the log);
+    ``not_read`` names, one sentence each, what the checkpoint holds that was not read.
     """
 
     path: str
@@ -71,6 +83,7 @@ class Checkpoint:
     markers: tuple[Mapping[int, int], ...]
     keyed: KeyedRestore | None = None
     not_read: tuple[str, ...] = ()
+    keyed_snapshots: tuple[str, ...] = ()
 
     def recovery_markers(self) -> list[dict[int, int]]:
         """The markers as verbs take them: one map per subtask."""
@@ -90,19 +103,43 @@ class Checkpoint:
 
         Inputs come from the log (:meth:`ReplayPlan.from_log` with these markers); the restored seqNum of each
         key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds,
-        also those without replayed input). Pending tasks stay as the log shows them: the checkpoint's
-        ``ActionTask`` objects are not decoded; ``keyed.pending_tasks`` names the keys that have some.
+        also those without replayed input). Pending tasks stay as the log shows them (a task's event is rebuilt
+        from the log's records; upstream's ``ActionTask`` is a Kryo object this reader names but does not
+        decode), and the plan's ``notes`` name every key whose number of pending tasks in the checkpoint's
+        ``actionTasks`` differs from the plan's.
         """
         from dataclasses import replace
 
         from agent_inspect.recovery import ReplayPlan
 
         plan = ReplayPlan.from_log(log, markers=self.recovery_markers(), **kwargs)
-        if self.keyed is None or not self.keyed.message_seq:
+        if self.keyed is None:
             return plan
-        restored = {**plan.restored_seq, **{k: int(v) for k, v in self.keyed.message_seq.items()}}
-        notes = (*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
-        return replace(plan, restored_seq=restored, notes=notes)
+        notes = list(plan.notes)
+        restored = dict(plan.restored_seq)
+        if self.keyed.message_seq:
+            restored.update({k: int(v) for k, v in self.keyed.message_seq.items()})
+            notes.append(f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
+        notes.extend(self._pending_differences(plan))
+        return replace(plan, restored_seq=restored, notes=tuple(notes))
+
+    def _pending_differences(self, plan: ReplayPlan) -> list[str]:
+        """One sentence per key whose pending task count the checkpoint and the plan disagree on."""
+        if self.keyed is None:
+            return []
+        planned: dict[str, int] = {}
+        for task in plan.pending:
+            planned[task.key] = planned.get(task.key, 0) + 1
+        held = self.keyed.task_count
+        # where actionTasks was not fully read, a key missing from it is unknown, not a key without tasks
+        keys = held.keys() if _ACTION_TASKS in self.keyed.unread else held.keys() | planned.keys()
+        out = []
+        for key in sorted(keys):
+            count = held.get(key, 0)
+            if count is not None and count != planned.get(key, 0):
+                out.append(f"{key}: checkpoint {self.checkpoint_id} holds {count} pending actionTasks, the plan "
+                           f"re-submits {planned.get(key, 0)} (the log's view of the tasks in flight)")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the checkpoint's identity, markers (partition keys as text), keyed restore and what was not read."""
@@ -143,13 +180,15 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     markers, not_read = _markers(operator, files, generation)
     keyed_restore = None
     if keyed:
-        keyed_restore, keyed_not_read = _keyed(operator, files)
+        keyed_restore, keyed_not_read = _keyed(operator, files, generation)
         not_read += keyed_not_read
     label = operator.uid or operator.name or operator.operator_id
     return Checkpoint(path=files.location, checkpoint_id=meta.checkpoint_id, timestamp=files.modified,
                       flink_version="2.x" if meta.version >= 5 else "1.x", metadata_version=meta.version,
                       savepoint=meta.savepoint, operator=label, parallelism=operator.parallelism,
-                      markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read))
+                      markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read),
+                      keyed_snapshots=tuple(s.managed_keyed.kind for s in sorted(operator.subtasks, key=lambda s: s.index)
+                                            if s.managed_keyed is not None))
 
 
 def _agent_operator(meta: CheckpointMetadata, where: str) -> OperatorState:
@@ -213,7 +252,8 @@ def _kryo_either(data: bytes, offset: int, generation: int, subtask: int) -> Any
                 from None
 
 
-def _keyed(operator: OperatorState, files: CheckpointFiles) -> tuple[KeyedRestore | None, list[str]]:
+def _keyed(operator: OperatorState, files: CheckpointFiles,
+           generation: int) -> tuple[KeyedRestore | None, list[str]]:
     not_read: list[str] = []
     states: list[KeyedState] = []
     for subtask in sorted(operator.subtasks, key=lambda s: s.index):
@@ -225,33 +265,44 @@ def _keyed(operator: OperatorState, files: CheckpointFiles) -> tuple[KeyedRestor
                             "or changelog): not read; restored seqNums, pending tasks and memory come from the log")
             continue
         stream = handle.stream
-        data = stream.data if stream.data is not None else files.read_state_file(stream.path or "",
-                                                                                relative=stream.relative)
         try:
+            data = stream.data if stream.data is not None else files.read_state_file(stream.path or "",
+                                                                                    relative=stream.relative)
             states.append(read_keyed_state(data, handle.kind, handle.key_groups, handle.offsets,
-                                           operator.max_parallelism))
-        except CheckpointFormatError as exc:
+                                           operator.max_parallelism, generation))
+        except (CheckpointFormatError, SourceError) as exc:
             not_read.append(f"subtask {subtask.index}'s keyed state: {exc}")
             continue
         not_read.extend(f"subtask {subtask.index}: {why}" for why in states[-1].not_read)
     if not states:
         return None, not_read
     merged: dict[str, dict[str, Any]] = {}
-    unread = sorted({name for state in states for name in state.unread})
+    counts: dict[str, dict[str, int]] = {}
     for state in states:
         for name, values in state.values.items():
             merged.setdefault(name, {}).update(values)
+        for name, known in state.counts.items():
+            counts.setdefault(name, {}).update(known)
 
     def longs(name: str) -> dict[str, int]:
         return {k: int(v) for k, v in sorted(merged.get(name, {}).items()) if isinstance(v, int)}
 
-    def non_empty(name: str) -> tuple[str, ...]:
-        return tuple(sorted(merged.get(name, {})))
-
-    def maps(name: str) -> dict[str, tuple[str, ...]]:
+    def lists(name: str) -> dict[str, tuple[StateValue, ...]]:
         return {k: tuple(v) for k, v in sorted(merged.get(name, {}).items()) if isinstance(v, list)}
 
+    def lengths(name: str) -> dict[str, int | None]:
+        return {k: counts.get(name, {}).get(k) for k in sorted(merged.get(name, {}))}
+
+    def sizes(name: str) -> dict[str, dict[str, int | None]]:
+        return {k: {m: item.size for m, item in sorted(v.items())}
+                for k, v in sorted(merged.get(name, {}).items()) if isinstance(v, dict)}
+
+    tasks, inputs = lists(_ACTION_TASKS), lists(_PENDING_INPUTS)
     restore = KeyedRestore(message_seq=longs(_MESSAGE_SEQ), last_completed=longs(_LAST_COMPLETED),
-                           pending_tasks=non_empty("actionTasks"), pending_inputs=non_empty("pendingInputEvents"),
-                           short_term=maps("shortTermMemory"), sensory=maps("sensoryMemory"), unread=tuple(unread))
+                           action_tasks=tasks, input_events=inputs,
+                           task_count=lengths(_ACTION_TASKS), input_count=lengths(_PENDING_INPUTS),
+                           pending_tasks=tuple(k for k, v in tasks.items() if v),
+                           pending_inputs=tuple(k for k, v in inputs.items() if v),
+                           short_term=sizes("shortTermMemory"), sensory=sizes("sensoryMemory"),
+                           unread=tuple(sorted({name for state in states for name in state.unread})))
     return restore, not_read

@@ -23,7 +23,7 @@ from agent_inspect.codec._encode import (
     encode_action_state,
 )
 from agent_inspect.codec._flink_metadata import parse_metadata
-from agent_inspect.codec._flink_state import read_keyed_state
+from agent_inspect.codec._flink_state import StateValue, read_keyed_state
 from agent_inspect.codec._formats import (
     detect_value_format,
 )
@@ -86,5 +86,5 @@ __all__ = [
     # recovery markers
     "merge_markers", "marker_list", "MarkerSource",
     # Flink checkpoints (ai.checkpoint reads them)
-    "parse_metadata", "read_keyed_state", "read_kryo_object", "KRYO2", "KRYO5",
+    "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KRYO2", "KRYO5",
 ]

@@ -47,7 +47,10 @@ class ByteReader:
         return out
 
     def u8(self) -> int:
-        return self.take(1)[0]
+        if self.pos >= len(self.data):
+            return self.take(1)[0]                     # raises, saying where
+        self.pos += 1
+        return self.data[self.pos - 1]
 
     def i16(self) -> int:
         return int(struct.unpack(">h", self.take(2))[0])

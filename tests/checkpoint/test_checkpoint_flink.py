@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import agent_inspect as ai
+from tests.support.flink_metadata import tasks_and_memory_are_what_the_job_wrote
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.flink
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_regenerated_checkpoints_hold_the_markers_the_job_printed(tmp_path: Path) -> None:
+def test_regenerated_checkpoints_hold_the_markers_and_keyed_state_the_job_printed(tmp_path: Path) -> None:
     if not (shutil.which("javac") and shutil.which("java")):
         pytest.skip("no JDK (javac, java) on PATH")
     libs = {v: os.environ.get(v) for v in ("FLINK2_LIB", "FLINK120_LIB")}
@@ -49,3 +50,5 @@ def test_regenerated_checkpoints_hold_the_markers_the_job_printed(tmp_path: Path
             assert ckpt.checkpoint_id == wrote[kind]["checkpoint_id"]
             assert [dict(m) for m in ckpt.markers] == [{int(p): o for p, o in m.items()}
                                                        for m in wrote[kind]["markers"]]
+            assert ckpt.keyed is not None
+            tasks_and_memory_are_what_the_job_wrote(ckpt.keyed, wrote["keyed"])

@@ -12,7 +12,7 @@ import pytest
 import agent_inspect as ai
 from agent_inspect import CheckpointFormatError, SourceError
 from agent_inspect.codec import KRYO2, KRYO5, parse_metadata, read_kryo_object
-from tests.support.flink_metadata import synthetic_metadata
+from tests.support.flink_metadata import synthetic_metadata, tasks_and_memory_are_what_the_job_wrote
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 RUNS = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.json").is_file())
@@ -49,31 +49,39 @@ def test_markers_are_exactly_what_the_job_wrote(run: str, kind: str) -> None:
 
 @pytest.mark.parametrize("run", AGENT_RUNS)
 def test_the_savepoint_keyed_state_is_what_the_job_wrote(run: str) -> None:
-    wrote = expected(run)
-    keyed = ai.checkpoint.read(FIXTURES / run / "savepoint").keyed
-    assert keyed is not None and keyed.unread == ()
-    per_key = wrote["keyed"]
-    assert dict(keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
-                                        if "lastCompletedSequenceNumber" in v}
-    assert dict(keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
-    assert keyed.pending_tasks == tuple(sorted(k for k, v in per_key.items() if v["actionTasks"]))
-    assert keyed.pending_inputs == tuple(sorted(k for k, v in per_key.items() if v["pendingInputEvents"]))
-    assert {k: list(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
-    assert {k: list(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
+    per_key = expected(run)["keyed"]
+    ckpt = ai.checkpoint.read(FIXTURES / run / "savepoint")
+    assert ckpt.keyed is not None
+    tasks_and_memory_are_what_the_job_wrote(ckpt.keyed, per_key)
+    # a savepoint's list value is one run of bytes: Kryo elements cannot be told apart, so the count is not known
+    assert {k: len(v) for k, v in ckpt.keyed.input_events.items()} == \
+        {k: 1 for k, v in per_key.items() if v["pendingInputEvents"]}
+    assert all(e.size and e.size > 20 for v in ckpt.keyed.input_events.values() for e in v)
+    assert set(ckpt.keyed.input_count.values()) == {None}
+    assert [why for why in ckpt.not_read if "pendingInputEvents" in why] == [
+        why for why in ckpt.not_read if "not decoded, each named with its size" in why]
 
 
 @pytest.mark.parametrize("run", AGENT_RUNS)
-def test_a_heap_checkpoint_gives_the_seqnums_and_names_the_kryo_states_it_did_not_read(run: str) -> None:
+def test_a_heap_checkpoint_reads_every_state_around_the_kryo_values(run: str) -> None:
     wrote = expected(run)
+    per_key = wrote["keyed"]
     ckpt = ai.checkpoint.read(FIXTURES / run / wrote["checkpoint"]["path"])
     assert ckpt.keyed is not None
-    per_key = wrote["keyed"]
-    assert dict(ckpt.keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
-                                             if "lastCompletedSequenceNumber" in v}
-    assert dict(ckpt.keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
-    assert set(ckpt.keyed.unread) <= {"actionTasks", "pendingInputEvents", "sensoryMemory", "shortTermMemory"}
-    assert ckpt.keyed.unread, "the heap layout gives Kryo values no length"
-    assert any("not read" in why for why in ckpt.not_read)
+    tasks_and_memory_are_what_the_job_wrote(ckpt.keyed, per_key)
+    # the heap layout writes a list's length first: the count is exact even where the elements are not decoded
+    assert dict(ckpt.keyed.input_count) == {k: v["pendingInputEvents"] for k, v in per_key.items()
+                                            if v["pendingInputEvents"]}
+    assert {k: len(v) for k, v in ckpt.keyed.input_events.items()} == dict(ckpt.keyed.input_count)
+    # a lone undecodable element is sized by the bytes up to the next state block: the savepoint's size for it
+    savepoint = ai.checkpoint.read(FIXTURES / run / "savepoint").keyed
+    assert savepoint is not None
+    singles = {k: v[0].size for k, v in ckpt.keyed.input_events.items() if len(v) == 1}
+    assert singles and singles == {k: savepoint.input_events[k][0].size for k in singles}
+    assert all(e.size is None for v in ckpt.keyed.input_events.values() if len(v) > 1 for e in v)
+    named = [why for why in ckpt.not_read if "pendingInputEvents in key group" in why]
+    assert len(named) == len(per_key.keys() & ckpt.keyed.input_count.keys())
+    assert all("bytes without a length in a heap checkpoint skipped" in why for why in named)
 
 
 def test_both_kryo_generations_decode_the_marker_map() -> None:
@@ -115,9 +123,19 @@ def test_state_files_that_moved_with_the_checkpoint_are_found_beside_metadata(tm
     run = "flink120-p1-file"                                      # Flink wrote absolute paths of another machine
     chk = FIXTURES / run / expected(run)["checkpoint"]["path"]
     shutil.copytree(chk, tmp_path / "moved")
-    assert [dict(m) for m in ai.checkpoint.read(tmp_path / "moved").markers] == \
-        int_keys(expected(run)["checkpoint"]["markers"])
-    next(p for p in (tmp_path / "moved").iterdir() if p.name != "_metadata" and p.stat().st_size == 618).unlink()
+    moved = ai.checkpoint.read(tmp_path / "moved")
+    assert [dict(m) for m in moved.markers] == int_keys(expected(run)["checkpoint"]["markers"])
+    assert moved.keyed is not None and moved.keyed.message_seq
+    subtask = next(s for op in parse_metadata((chk / "_metadata").read_bytes()).operators for s in op.subtasks
+                   if s.managed_operator and "recoveryMarker" in s.managed_operator.states)
+    assert subtask.managed_keyed is not None and subtask.managed_keyed.stream is not None
+    keyed_file = str(subtask.managed_keyed.stream.path).rsplit("/", 1)[-1]
+    (tmp_path / "moved" / keyed_file).unlink()                    # the keyed state is gone: the markers still read
+    without = ai.checkpoint.read(tmp_path / "moved")
+    assert without.markers == moved.markers and without.keyed is None
+    assert any("keyed state: state file" in why and "is missing" in why for why in without.not_read)
+    assert subtask.managed_operator is not None and subtask.managed_operator.stream is not None
+    (tmp_path / "moved" / str(subtask.managed_operator.stream.path).rsplit("/", 1)[-1]).unlink()
     with pytest.raises(SourceError, match="state file .* is missing"):
         ai.checkpoint.read(tmp_path / "moved")
 
@@ -207,4 +225,4 @@ def test_a_full_snapshot_in_the_canonical_layout_is_recognised() -> None:
         data = (FIXTURES / "flink2-p4-file" / "savepoint" / handle.stream.path).read_bytes()
         as_full = read_keyed_state(data, "full", handle.key_groups, handle.offsets, op.max_parallelism)
         as_savepoint = read_keyed_state(data, "savepoint", handle.key_groups, handle.offsets, op.max_parallelism)
-        assert as_full.values == as_savepoint.values and as_full.unread == set()
+        assert as_full.values == as_savepoint.values and as_full.unread == as_savepoint.unread == {"pendingInputEvents"}
