@@ -35,7 +35,7 @@ from agent_inspect.checker._history import (
     _Checkpoint,
     event_notation,
 )
-from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, as_plan
+from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, StepOutcome, as_plan
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.recovery import PendingTask, ReplayPlan, agent_event
@@ -119,9 +119,9 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) ->
 
 
 @lru_cache(maxsize=1)
-def case_agents() -> tuple[tuple[str, dict[str, Any], str], ...]:
-    """(case id, ``[agent]`` table, input alphabet) of every bundled case whose agent a generated history can run:
-    declared agents on the 0.3 runtime, without begin events or a changed replay agent."""
+def case_agents() -> tuple[tuple[str, dict[str, Any], str, str], ...]:
+    """(case id, ``[agent]`` table, input alphabet, runtime) of every bundled case whose agent a generated history
+    can run: declared agents (on their case's runtime), without begin events or a changed replay agent."""
     import tomllib
 
     from agent_inspect.cases import builtin_path
@@ -130,13 +130,12 @@ def case_agents() -> tuple[tuple[str, dict[str, Any], str], ...]:
     for path in sorted(builtin_path().glob("*.toml")):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         agent, setup = data.get("agent"), data.get("setup", {})
-        if not agent or not agent.get("actions") or "begin" in agent or "replay_agent" in data \
-                or setup.get("runtime", "0.3") != "0.3":
+        if not agent or not agent.get("actions") or "begin" in agent or "replay_agent" in data:
             continue
         text = " ".join([*map(str, data.get("replay", [])), *(str(ln.get("event", "")) for ln in data.get("log", [])),
                          *(t for table in agent.get("on", {}).values() for t in table)])
         letters = "".join(sorted({m for m in re.findall(r"In\((\w)\)", text)}))
-        out.append((str(data["id"]), agent, letters or _VALUES[:3]))
+        out.append((str(data["id"]), agent, letters or _VALUES[:3], str(setup.get("runtime", "0.3"))))
     return tuple(out)
 
 
@@ -202,13 +201,15 @@ class _Generator:
         shapes = random.Random(f"{self.seed}:shapes")
         spec = _agent_spec(rng, o, shapes)
         self.case_agent: str | None = None
+        # drawn from the shapes stream, so a 0.3 history is the one older versions generated for its seed
+        self.runtime = shapes.choice(o.runtimes) if len(o.runtimes) > 1 else o.runtimes[0]
         if shapes.random() < o.case_agents:
             # a shape the case matrix knows: a bundled case's agent and inputs, under random attempts
             pool = [c for c in case_agents() if not o.case_ids or c[0] in o.case_ids]
             if not pool:
                 raise RuleCheckError(f"history option case_ids={list(o.case_ids)}: no bundled case with a runnable "
                                      f"agent; use some of {', '.join(c[0] for c in case_agents())}")
-            self.case_agent, table, self.values = shapes.choice(pool)
+            self.case_agent, table, self.values, self.runtime = shapes.choice(pool)
             spec = copy.deepcopy(table)
         agent = agent_from_spec(spec)
         keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]
@@ -246,7 +247,7 @@ class _Generator:
             checkpoints=tuple(self.checkpoints), executions=tuple(self._executions()), restored=restored,
             recovery_inputs=tuple(cp_inputs), recovery_branch_change=change, markers=(dict(cp.marker),),
             plan=plan, paths={k: tuple(v) for k, v in paths.items()}, tombstones=self.tombstones,
-            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent)
+            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent, runtime=self.runtime)
 
     def _id(self) -> str:
         import uuid
@@ -295,7 +296,8 @@ class _Generator:
         ex = ReplayExecutor(self.log, agent=agent, plan={"inputs": list(inputs)},
                             restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,
                             seed=rng.getrandbits(62), key_format=o.key_format, num_partitions=1,
-                            markers=None if ck is not None else [], runtime="0.3")   # one write per PERSIST step
+                            markers=None if ck is not None else [],
+                            runtime=self.runtime)   # one write per PERSIST step, refresh rows (0.4+) included
         persists: list[tuple[int, Any, bool]] = []         # (step index, step, key tainted at the write)
         taken: list[tuple[int, int, list[str], Any, frozenset[str]]] = []
 
@@ -359,10 +361,14 @@ class _Generator:
         for w, (_, step, was_tainted) in enumerate(kept):
             flush(w)
             batch.append(0, off, None, journal.key[w], journal.value[w])
-            self.writes.append({"tomb": False, "attempt": number, "key": step.key, "seq": int(step.seq),
-                                "action": step.action, "state_key": step.state_key, "what": step.outcome,
-                                "branch": tuple(paths.get(step.key, ())[:int(step.seq) + 1]),
-                                "tainted": was_tainted})
+            if step.outcome == StepOutcome.REFRESH:
+                # a refresh row repeats the state's latest write: its task, branch and taint are that write's
+                self.writes.append({**self._latest_write(step.state_key), "attempt": number, "what": "refresh"})
+            else:
+                self.writes.append({"tomb": False, "attempt": number, "key": step.key, "seq": int(step.seq),
+                                    "action": step.action, "state_key": step.state_key, "what": step.outcome,
+                                    "branch": tuple(paths.get(step.key, ())[:int(step.seq) + 1]),
+                                    "tainted": was_tainted})
             off += 1
         flush(len(kept))
         batches = [self.log.raw, batch] if self.log is not None else [batch]
@@ -370,6 +376,10 @@ class _Generator:
                             start_offsets={0: 0}, end_offsets={0: off},
                             options={"generated": True, "seed": self.seed})
         self.log = ActionStateLog.from_raw(batches, source)
+
+    def _latest_write(self, state_key: str | None) -> dict[str, Any]:
+        """The latest write (not a tombstone) of ``state_key`` so far."""
+        return next(w for w in reversed(self.writes) if not w["tomb"] and w["state_key"] == state_key)
 
     def _executions(self) -> list[Execution]:
         log = self.log

@@ -31,7 +31,7 @@ from agent_inspect.widgets._common import (
     message_html,
     value_html,
 )
-from agent_inspect.widgets._graph_geometry import Geometry, label_lines, label_px, wrap_label
+from agent_inspect.widgets._graph_geometry import RING_PX, Geometry, label_lines, label_px, wrap_label
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import colour
 from agent_inspect.widgets._timeline import removed_by
@@ -275,8 +275,10 @@ class GraphView(w.VBox):
         show_labels = len(self._nodes) <= (_MAX_GROUP_LABELS if self.grouped else _MAX_LABELS)
         texts = {n: self._node_label(n, g.nodes[n]) for n in self._nodes} if show_labels else {}
         lanes = len(self._lanes) > 1
+        marks = self._marks()
         geometry = Geometry.of(xy, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
-                               min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes)
+                               min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
+                               ringed=bool(marks))
         self.geometry = geometry
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
@@ -284,13 +286,13 @@ class GraphView(w.VBox):
         ex, ey, sizes = geometry.edge_arrays((self.routes.get((u, v)) or [xy[u], xy[v]] for u, v in g.edges),
                                              labelled=show_labels)
         traces: list[Any] = [_edges_trace(scatter, ex, ey, sizes)]
-        marks = self._marks()
         groups: dict[tuple[str, str, str, bool], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
             groups.setdefault(self._legend_of(attrs), []).append(node)
         for (name, kind, fill, removed), nodes in sorted(groups.items()):
-            labels = np.array([texts[n] for n in nodes], dtype=object) if show_labels else None
+            # a ringed node's label is drawn by its ring, under it
+            labels = np.array(["" if n in marks else texts[n] for n in nodes], dtype=object) if show_labels else None
             traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
                 mode="markers+text" if show_labels else "markers", name=plotly_text(name),
@@ -308,9 +310,12 @@ class GraphView(w.VBox):
             nodes = list(marks)
             # SVG, after the nodes: drawn on top and first under the mouse
             traces.append(go.Scatter(
-                x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]), mode="markers",
+                x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
+                mode="markers+text" if show_labels else "markers",
+                text=np.array([texts[n] for n in nodes], dtype=object) if show_labels else None,
+                textposition="bottom center", textfont=dict(size=9),
                 name=DIVERGENCE_MARK, customdata=np.array([index[n] for n in nodes]), cliponaxis=False,
-                marker=dict(symbol="circle-open", size=26, color=colour("ink"), line=dict(width=3)),
+                marker=dict(symbol="circle-open", size=RING_PX, color=colour("ink"), line=dict(width=3)),
                 hovertext=np.array(["<br>".join(_divergence_hover(d) for d in marks[n]) for n in nodes], dtype=object),
                 hoverinfo="text"))
         for trace in traces:

@@ -22,7 +22,9 @@ __all__ = ["Geometry", "wrap_label", "label_px", "label_lines"]
 FONT_PX = 9
 _LINE_PX = 11            # one line of a 9 px label
 _CHAR_PX = 5.6           # an average character of it (an over-estimate: labels keep their distance)
-_MARKER_PX = 13          # a node's marker and its outline, with room for the divergence ring's
+_MARKER_PX = 13          # a node's marker and its outline
+RING_PX = 22             # the divergence ring around a node (its label sits under the ring)
+_RING_OUTER_PX = RING_PX + 3
 _WRAP = 24               # characters per label line
 _MAX_LINES = 4
 _ARROW_GAP_PX = 4
@@ -82,12 +84,15 @@ class Geometry:
 
     @classmethod
     def of(cls, positions: Mapping[Hashable, tuple[float, float]], label_lines: Mapping[Hashable, int],
-           label_widths: Iterable[float], *, min_height: int, legend_rows: int, lanes: bool) -> Geometry:
+           label_widths: Iterable[float], *, min_height: int, legend_rows: int, lanes: bool,
+           ringed: bool = False) -> Geometry:
         lines = max(label_lines.values(), default=0)
-        layer_px = float(_MARKER_PX + 14 + _LINE_PX * max(lines, 1))
+        # a ringed node's label starts under its ring: every label of the drawing gets that room
+        marker = _RING_OUTER_PX if ringed else _MARKER_PX
+        layer_px = float(marker + 14 + _LINE_PX * max(lines, 1))
         ys = [p[1] for p in positions.values()] or [0.0]
         xs = [p[0] for p in positions.values()] or [0.0]
-        below = (_MARKER_PX / 2 + 2 + _LINE_PX * lines) / layer_px
+        below = (marker / 2 + 2 + _LINE_PX * lines) / layer_px
         above = (_MARKER_PX / 2 + _ARROW_GAP_PX) / layer_px
         # room above the top layer for the lane titles, under the bottom one for its labels
         top = above + ((_LINE_PX + 8) / layer_px if lanes else 0.1)
