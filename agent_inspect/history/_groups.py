@@ -188,7 +188,7 @@ def _group_attributes(graph: nx.DiGraph, group: Hashable, nodes: list[Hashable])
         label = f"seq {parts[2]}–{parts[3]}{of} · {len(rounds)} rounds · {actions} actions"
     else:
         seq = None
-        label = f"attempt {attempt} · {len(rounds)} round{"s" if len(rounds) != 1 else ""} · {actions} actions"
+        label = f"attempt {attempt} · {len(rounds)} round{'s' if len(rounds) != 1 else ''} · {actions} actions"
     # which groups hold a divergence point or removed actions, readable without hovering
     removed = statuses.get("evicted", 0) + statuses.get("invalidated", 0)
     if removed:
