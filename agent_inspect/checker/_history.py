@@ -211,6 +211,8 @@ class History:
     tainted: tuple[bool, ...] = field(repr=False)
     case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
     runtime: str = "0.3"            # the upstream runtime every attempt and the recovery run
+    #: new code the judged recovery runs (a case's ``[replay_agent]``, L01); ``agent`` is then that code
+    replay_agent_spec: Mapping[str, Any] | None = None
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -220,6 +222,8 @@ class History:
     def describe(self) -> str:
         """One line: attempts with their rules, restores and branch changes."""
         parts = [f"agent of case {self.case_agent}"] if self.case_agent else []
+        if self.replay_agent_spec is not None:
+            parts.append("the recovery runs changed code (replay agent)")
         if self.runtime != "0.3":
             parts.append(f"runtime {self.runtime} (refresh rows at checkpoints)")
         for a in self.attempts:
