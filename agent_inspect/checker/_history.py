@@ -212,7 +212,7 @@ class History:
     case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
     runtime: str = "0.3"            # the upstream runtime every attempt and the recovery run
     #: new code the judged recovery runs (a case's ``[replay_agent]``, L01); ``agent`` is then that code
-    replay_agent_spec: Mapping[str, Any] | None = None
+    replay_agent_spec: Mapping[str, object] | None = None
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
