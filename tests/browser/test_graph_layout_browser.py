@@ -73,38 +73,41 @@ def _geometry_problems(geometry: dict) -> list[str]:
     return problems
 
 
-def test_a_big_round_has_no_clipped_label_and_no_edge_through_one(lab_page, lab_root: Path, artifacts: Path) -> None:
-    lab_page.open(_notebook(lab_root, "graph-layout.ipynb", [SETUP, BIG_ROUND]))
+def _graph_of(lab_page, lab_root: Path, name: str, cell: str, trace: str) -> tuple[object, dict, list[dict]]:
+    """Run SETUP and ``cell`` in a new notebook; the page, the graph's measured geometry, and its traces once
+    ``trace`` is drawn."""
+    lab_page.open(_notebook(lab_root, name, [SETUP, cell]))
     lab_page.run_all()
     page = lab_page.page
-    sel = ".ai-graph"
-    _drawn(page, sel, "edges")
-    page.locator(sel).first.scroll_into_view_if_needed()
-    geometry = page.evaluate(_GEOMETRY_JS, sel)
-    (artifacts / "graph-vip_0042-seq-0-geometry.json").write_text(json.dumps(geometry, indent=1))
-    assert len(geometry["labels"]) == 29 and len(geometry["lines"]) == 27
-    assert _geometry_problems(geometry) == []
-    title = page.locator(sel + " .ai-title").first.inner_text()
-    assert "vip_0042" in title and "seq 0" in title and "attempts 1, 2" in title
-    lanes = [n["text"] for n in geometry["notes"]]
-    assert "attempt 1" in lanes and "attempt 2" in lanes
-    _light_and_dark(page, {sel: "graph-vip_0042-seq-0"}, artifacts)
+    traces = _drawn(page, ".ai-graph", trace)
+    page.locator(".ai-graph").first.scroll_into_view_if_needed()
+    return page, page.evaluate(_GEOMETRY_JS, ".ai-graph"), traces
+
+
+def _photographed(lab_page, stem: str, artifacts: Path) -> None:
+    _light_and_dark(lab_page.page, {".ai-graph": stem}, artifacts)
     assert lab_page.dialogs == [] and lab_page.xss_hits() == []
 
 
+def test_a_big_round_has_no_clipped_label_and_no_edge_through_one(lab_page, lab_root: Path, artifacts: Path) -> None:
+    page, geometry, _ = _graph_of(lab_page, lab_root, "graph-layout.ipynb", BIG_ROUND, "edges")
+    (artifacts / "graph-vip_0042-seq-0-geometry.json").write_text(json.dumps(geometry, indent=1))
+    assert len(geometry["labels"]) == 29 and len(geometry["lines"]) == 27
+    assert _geometry_problems(geometry) == []
+    title = page.locator(".ai-graph .ai-title").first.inner_text()
+    assert "vip_0042" in title and "seq 0" in title and "attempts 1, 2" in title
+    lanes = [n["text"] for n in geometry["notes"]]
+    assert "attempt 1" in lanes and "attempt 2" in lanes
+    _photographed(lab_page, "graph-vip_0042-seq-0", artifacts)
+
+
 def test_the_folded_graph_draws_its_edges_between_groups(lab_page, lab_root: Path, artifacts: Path) -> None:
-    lab_page.open(_notebook(lab_root, "graph-folded.ipynb", [SETUP, FOLDED]))
-    lab_page.run_all()
-    page = lab_page.page
-    sel = ".ai-graph"
-    traces = _drawn(page, sel, "divergence point")
+    _, geometry, traces = _graph_of(lab_page, lab_root, "graph-folded.ipynb", FOLDED, "divergence point")
     ring = next(t for t in traces if t["name"] == "divergence point")
     assert ring["n"] == 1                                   # the attempt-2 group holds the divergence
-    geometry = page.evaluate(_GEOMETRY_JS, sel)
     assert len(geometry["lines"]) == 1                      # attempt 1 → attempt 2
     assert any("re-runs" in n["text"] for n in geometry["notes"])
     texts = " ".join(b["text"] for b in geometry["labels"])
     assert "✕ 1 divergence" in texts and "27 removed" in texts
     assert _geometry_problems(geometry) == []
-    _light_and_dark(page, {sel: "graph-user-0004-folded"}, artifacts)
-    assert lab_page.dialogs == [] and lab_page.xss_hits() == []
+    _photographed(lab_page, "graph-user-0004-folded", artifacts)
