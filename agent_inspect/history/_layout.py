@@ -1,8 +1,8 @@
 """Deterministic layered (Sugiyama-style) layout for action graphs and call trees, with lanes and edge routes.
 
-networkx (the one graph library the toolkit depends on) has no layered layout with edge routing, and no
-maintained pure-Python one (grandalf is unmaintained) is a dependency, so the classic steps are written
-here: break cycles, longest-path layers, a virtual point per layer crossed by a long edge, barycentric
+networkx (the one graph library the toolkit depends on, and the only one installed) has no layered layout
+with edge routing, and Graphviz or grandalf would be a new dependency for a few dozen lines, so the classic
+steps are written here: break cycles, longest-path layers, a virtual point per layer crossed by a long edge, barycentric
 sweeps, lanes side by side. A long edge then passes its intermediate layers in a slot of its own, between
 the nodes of that layer and their labels, never through them.
 """
