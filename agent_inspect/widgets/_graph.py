@@ -475,8 +475,9 @@ class SubagentTreeView(GraphView):
         for u, v, attrs in self.shown.edges(data=True):
             word = _EDGE_WORDS.get(str(attrs.get("kind")), str(attrs.get("kind") or ""))
             if word and u in xy and v in xy:
-                # past the middle, clear of the two-line label under the source node
-                out.append(dict(x=0.4 * xy[u][0] + 0.6 * xy[v][0], y=0.4 * xy[u][1] + 0.6 * xy[v][1], xref="x",
+                # the middle of the drawn edge: from under the source's label to above the target's marker
+                y0, y1 = xy[u][1] - self.geometry.below, xy[v][1] + self.geometry.above
+                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(y0 + y1) / 2, xref="x",
                                 yref="y", text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
                                 xanchor="left", xshift=3, opacity=0.85))
         for u, v in self.shown.graph.get("emits", ()):
