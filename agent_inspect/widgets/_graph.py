@@ -330,6 +330,7 @@ class GraphView(w.VBox):
             self.figure.layout.yaxis.range = list(geometry.y_range)
         else:
             self.figure.layout.height = self._min_height
+            self.figure.layout.margin = dict(l=10, r=10, t=30, b=10)
             self.figure.layout.xaxis.range = None
             self.figure.layout.yaxis.range = None
         for trace in self.figure.data[1:]:
@@ -353,7 +354,8 @@ class GraphView(w.VBox):
         for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
             xs, ys = [xy[n][0] for n in part], [xy[n][1] for n in part]
             out.append(dict(type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
-                            x0=min(xs) - 0.45, x1=max(xs) + 0.45, y0=min(ys) - 0.55, y1=max(ys) + 0.3,
+                            x0=min(xs) - 0.45, x1=max(xs) + 0.45, y0=min(ys) - self.geometry.below - 0.05,
+                            y1=max(ys) + self.geometry.above + 0.05,
                             fillcolor=colour_for("evicted"), opacity=0.12, name=EVICTED_BAND,
                             showlegend=not out, legendrank=900))
         return out
