@@ -47,7 +47,7 @@ from agent_inspect.checker._judge import (
 )
 from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
 from agent_inspect.checker._report import CheckReport, Counterexample
-from agent_inspect.checker._shrink import _assemble, _history_lines, _judge_case, _shrink
+from agent_inspect.checker._shrink import _assemble, _history_lines, _judge_case, _replay_agent, _shrink
 
 __all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS", "history_seeds",
            "KNOWN_LIMITS", "known_limit"]
@@ -101,7 +101,9 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
         full = _assemble({"id": f"{case_id}-full", "name": f"rules-check-{kind}-full",
                           "summary": summary + " (full history, not minimized)",
                           "setup": {"key_format": first.options.key_format, "pipeline": "python",
-                                    "tombstones": first.tombstones}, "agent": dict(first.agent_spec)},
+                                    "runtime": first.runtime, "begin_event": first.plan.begin_event,
+                                    "tombstones": first.tombstones}, "agent": dict(first.agent_spec),
+                          **_replay_agent(first)},
                          lines, replay, pending, first.plan.restored_seq)
         full_ev = _judge_case(full, rule_obj) or _Eval()
         if minimize:

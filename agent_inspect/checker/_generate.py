@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent_inspect.agents import INPUT_EVENT, AgentEvent, DeclarativeAgent
 from agent_inspect.cases import parse_case
@@ -35,7 +35,7 @@ from agent_inspect.checker._history import (
     _Checkpoint,
     event_notation,
 )
-from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, as_plan
+from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, StepOutcome, as_plan
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.recovery import PendingTask, ReplayPlan, agent_event
@@ -118,10 +118,20 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) ->
     return {"actions": actions, "on": on}
 
 
+class CaseAgent(NamedTuple):
+    """A bundled case's agent as generated histories run it."""
+
+    id: str
+    agent: dict[str, Any]                   # the case's ``[agent]`` table
+    letters: str                            # the input alphabet its inputs use
+    runtime: str                            # "0.3" runs on any runtime; "0.4" or "main" needs its own
+    replay_agent: dict[str, Any] | None     # new code the judged recovery runs (``[replay_agent]``, L01)
+
+
 @lru_cache(maxsize=1)
-def case_agents() -> tuple[tuple[str, dict[str, Any], str], ...]:
-    """(case id, ``[agent]`` table, input alphabet) of every bundled case whose agent a generated history can run:
-    declared agents on the 0.3 runtime, without begin events or a changed replay agent."""
+def case_agents() -> tuple[CaseAgent, ...]:
+    """Every bundled case whose agent a generated history can run: declared agents, with their begin events
+    (``agent-run.begin-event`` on) and their changed replay agent (the judged recovery runs it)."""
     import tomllib
 
     from agent_inspect.cases import builtin_path
@@ -130,19 +140,23 @@ def case_agents() -> tuple[tuple[str, dict[str, Any], str], ...]:
     for path in sorted(builtin_path().glob("*.toml")):
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         agent, setup = data.get("agent"), data.get("setup", {})
-        if not agent or not agent.get("actions") or "begin" in agent or "replay_agent" in data \
-                or setup.get("runtime", "0.3") != "0.3":
+        if not agent or not agent.get("actions"):
             continue
         text = " ".join([*map(str, data.get("replay", [])), *(str(ln.get("event", "")) for ln in data.get("log", [])),
                          *(t for table in agent.get("on", {}).values() for t in table)])
         letters = "".join(sorted({m for m in re.findall(r"In\((\w)\)", text)}))
-        out.append((str(data["id"]), agent, letters or _VALUES[:3]))
+        out.append(CaseAgent(str(data["id"]), agent, letters or _VALUES[:3], str(setup.get("runtime", "0.3")),
+                             data.get("replay_agent")))
     return tuple(out)
 
 
-def agent_from_spec(spec: Mapping[str, Any]) -> DeclarativeAgent:
-    """The :class:`~agent_inspect.agents.DeclarativeAgent` of a case-file ``[agent]`` mapping."""
-    (case,) = parse_case({"id": "generated", "replay": [], "log": [], "agent": dict(spec)})
+def agent_from_spec(spec: Mapping[str, Any], replay_agent: Mapping[str, Any] | None = None) -> DeclarativeAgent:
+    """The :class:`~agent_inspect.agents.DeclarativeAgent` of a case-file ``[agent]`` mapping (the ``[replay_agent]``
+    one when it is given: the code a restored job runs)."""
+    data: dict[str, Any] = {"id": "generated", "replay": [], "log": [], "agent": dict(spec)}
+    if replay_agent is not None:
+        data["replay_agent"] = dict(replay_agent)
+    (case,) = parse_case(data)
     return case.agent()
 
 
@@ -201,16 +215,25 @@ class _Generator:
         rng, o = self.rng, self.o
         shapes = random.Random(f"{self.seed}:shapes")
         spec = _agent_spec(rng, o, shapes)
+        replay: dict[str, Any] | None = None
         self.case_agent: str | None = None
+        # drawn from the shapes stream, so a 0.3 history is the one older versions generated for its seed
+        self.runtime = shapes.choice(o.runtimes) if len(o.runtimes) > 1 else o.runtimes[0]
         if shapes.random() < o.case_agents:
             # a shape the case matrix knows: a bundled case's agent and inputs, under random attempts
-            pool = [c for c in case_agents() if not o.case_ids or c[0] in o.case_ids]
+            # a 0.3 case's agent runs on any runtime; a 0.4 or main case's needs its own (pending slots, result events)
+            pool = [c for c in case_agents() if (not o.case_ids or c.id in o.case_ids)
+                    and (c.runtime == "0.3" or c.runtime in o.runtimes)]
             if not pool:
-                raise RuleCheckError(f"history option case_ids={list(o.case_ids)}: no bundled case with a runnable "
-                                     f"agent; use some of {', '.join(c[0] for c in case_agents())}")
-            self.case_agent, table, self.values = shapes.choice(pool)
-            spec = copy.deepcopy(table)
+                raise RuleCheckError(f"history options case_ids={list(o.case_ids)}, runtimes={list(o.runtimes)}: no "
+                                     "bundled case with a runnable agent; use some of "
+                                     f"{', '.join(c.id for c in case_agents())}")
+            case = shapes.choice(pool)
+            self.case_agent, self.values, replay = case.id, case.letters, copy.deepcopy(case.replay_agent)
+            self.runtime = self.runtime if case.runtime == "0.3" else case.runtime
+            spec = copy.deepcopy(case.agent)
         agent = agent_from_spec(spec)
+        self.begin = bool(spec.get("begin"))          # the agent regenerates a begin event per input (N10, N16)
         keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]
         order = [k for k in keys for _ in range(rng.randint(1, o.rounds))]
         rng.shuffle(order)
@@ -231,7 +254,8 @@ class _Generator:
         cp = ck.checkpoint
         plan = ReplayPlan(inputs=base.inputs, restored_seq=dict(cp.restored_seq),
                           pending=tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending),
-                          keys={k: km.identity(k) for k in all_keys}, attempt=len(self.attempts) + 1)
+                          keys={k: km.identity(k) for k in all_keys}, attempt=len(self.attempts) + 1,
+                          begin_event=self.begin)
         branch_ok, tainted = [], []
         for w in self.writes:
             if w["tomb"]:
@@ -242,11 +266,12 @@ class _Generator:
             branch_ok.append(w["branch"] == tuple(path[:w["seq"] + 1]))
             tainted.append(w["tainted"])
         return History(
-            seed=self.seed, options=o, agent_spec=spec, agent=agent, log=self.log, attempts=tuple(self.attempts),
+            seed=self.seed, options=o, agent_spec=spec, log=self.log, attempts=tuple(self.attempts),
+            agent=agent if replay is None else agent_from_spec(spec, replay), replay_agent_spec=replay,
             checkpoints=tuple(self.checkpoints), executions=tuple(self._executions()), restored=restored,
             recovery_inputs=tuple(cp_inputs), recovery_branch_change=change, markers=(dict(cp.marker),),
             plan=plan, paths={k: tuple(v) for k, v in paths.items()}, tombstones=self.tombstones,
-            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent)
+            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent, runtime=self.runtime)
 
     def _id(self) -> str:
         import uuid
@@ -292,10 +317,12 @@ class _Generator:
         paths = self._paths(ck, inputs)
         tainted = set(ck.tainted) if ck is not None else set()
         base_end = len(self.log) if self.log is not None else 0
-        ex = ReplayExecutor(self.log, agent=agent, plan={"inputs": list(inputs)},
+        plan = replace(as_plan({"inputs": list(inputs)}, None), begin_event=self.begin)
+        ex = ReplayExecutor(self.log, agent=agent, plan=plan,
                             restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,
                             seed=rng.getrandbits(62), key_format=o.key_format, num_partitions=1,
-                            markers=None if ck is not None else [], runtime="0.3")   # one write per PERSIST step
+                            markers=None if ck is not None else [],
+                            runtime=self.runtime)   # one write per PERSIST step, refresh rows (0.4+) included
         persists: list[tuple[int, Any, bool]] = []         # (step index, step, key tainted at the write)
         taken: list[tuple[int, int, list[str], Any, frozenset[str]]] = []
 
@@ -303,6 +330,8 @@ class _Generator:
             before = [e.state_key for e in ex.store.entries()]
             at = len(ex.step_list)
             marker = ex.checkpoint(complete=True)
+            # 0.4+: the refresh rows the checkpoint appended (their branch and taint are their state's, see _append)
+            persists.extend((st.index, st, False) for st in ex.step_list[at:] if st.kind is StepKind.PERSIST)
             after = {e.state_key for e in ex.store.entries()}
             pruned = [sk for sk in before if sk not in after] if self.tombstones else []
             taken.append((at, marker[0] - base_end, pruned, ex.checkpoints[-1], frozenset(tainted)))
@@ -359,10 +388,14 @@ class _Generator:
         for w, (_, step, was_tainted) in enumerate(kept):
             flush(w)
             batch.append(0, off, None, journal.key[w], journal.value[w])
-            self.writes.append({"tomb": False, "attempt": number, "key": step.key, "seq": int(step.seq),
-                                "action": step.action, "state_key": step.state_key, "what": step.outcome,
-                                "branch": tuple(paths.get(step.key, ())[:int(step.seq) + 1]),
-                                "tainted": was_tainted})
+            if step.outcome == StepOutcome.REFRESH:
+                # a refresh row repeats the state's latest write: its task, branch and taint are that write's
+                self.writes.append({**self._latest_write(step.state_key), "attempt": number, "what": "refresh"})
+            else:
+                self.writes.append({"tomb": False, "attempt": number, "key": step.key, "seq": int(step.seq),
+                                    "action": step.action, "state_key": step.state_key, "what": step.outcome,
+                                    "branch": tuple(paths.get(step.key, ())[:int(step.seq) + 1]),
+                                    "tainted": was_tainted})
             off += 1
         flush(len(kept))
         batches = [self.log.raw, batch] if self.log is not None else [batch]
@@ -370,6 +403,10 @@ class _Generator:
                             start_offsets={0: 0}, end_offsets={0: off},
                             options={"generated": True, "seed": self.seed})
         self.log = ActionStateLog.from_raw(batches, source)
+
+    def _latest_write(self, state_key: str | None) -> dict[str, Any]:
+        """The latest write (not a tombstone) of ``state_key`` so far."""
+        return next(w for w in reversed(self.writes) if not w["tomb"] and w["state_key"] == state_key)
 
     def _executions(self) -> list[Execution]:
         log = self.log
@@ -384,7 +421,8 @@ class _Generator:
                 continue
             sid = (w["attempt"], w["state_key"])
             ex = open_.get(sid)
-            if ex is None or w["what"] == "initial":
+            # a refresh row is a line of its own: the state again, after the marker of the checkpoint that wrote it
+            if ex is None or w["what"] in ("initial", "refresh"):
                 state = log.value(pos)
                 ev = agent_event(state.task_event)
                 ex = {"attempt": w["attempt"], "key": w["key"], "seq": w["seq"], "action": w["action"],

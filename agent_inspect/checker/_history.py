@@ -20,6 +20,7 @@ __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "RuleCheckError"
 
 _VALUES = "ABCDEFGHIJ"
 _KEY_FORMATS = ("K1", "K1.5")
+_RUNTIMES = ("0.3", "0.4", "main")
 
 
 class RuleCheckError(InspectError):
@@ -49,7 +50,11 @@ class HistoryOptions:
     A failover restores the failed job's latest checkpoint; a savepoint restore picks
     ``savepoint_target``: ``"any"`` checkpoint taken so far (also one of another attempt's lineage) or
     ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
-    ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule).
+    ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule). ``runtimes`` are the
+    upstream runtimes a history's attempts and recovery run (one drawn per history): ``"0.3"``, or ``"0.4"``
+    and ``"main"``, which keep every retained state at a checkpoint by appending a byte-identical *refresh
+    row* of it after the marker (addendum §2.2) and restore pending rounds; a bundled case's agent runs on its
+    case's runtime.
     """
 
     keys: int = 3
@@ -73,6 +78,7 @@ class HistoryOptions:
     production_rules: tuple[str, ...] = ("original", "fixed")
     key_format: str = "K1.5"
     savepoint_target: str = "any"
+    runtimes: tuple[str, ...] = ("0.3", "0.4", "main")
 
     def __post_init__(self) -> None:
         for name in ("keys", "rounds", "attempts", "min_attempts", "values", "roots"):
@@ -103,6 +109,12 @@ class HistoryOptions:
                 resolve_rule(r)
             except InspectError as exc:
                 raise RuleCheckError(f"history option production_rules: {exc}") from None
+        if isinstance(self.runtimes, str):
+            object.__setattr__(self, "runtimes", tuple(r.strip() for r in self.runtimes.split(",") if r.strip()))
+        object.__setattr__(self, "runtimes", tuple(self.runtimes))
+        bad = [r for r in self.runtimes if r not in _RUNTIMES]
+        if bad or not self.runtimes:
+            raise RuleCheckError(f"history option runtimes={list(self.runtimes)!r}: use some of {', '.join(_RUNTIMES)}")
         if self.savepoint_target not in ("any", "first"):
             raise RuleCheckError(f"history option savepoint_target={self.savepoint_target!r}: use 'any' "
                                  "(any older checkpoint) or 'first' (the fresh start)")
@@ -198,6 +210,9 @@ class History:
     branch_ok: tuple[bool, ...] = field(repr=False)
     tainted: tuple[bool, ...] = field(repr=False)
     case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
+    runtime: str = "0.3"            # the upstream runtime every attempt and the recovery run
+    #: new code the judged recovery runs (a case's ``[replay_agent]``, L01); ``agent`` is then that code
+    replay_agent_spec: Mapping[str, object] | None = None
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -207,6 +222,10 @@ class History:
     def describe(self) -> str:
         """One line: attempts with their rules, restores and branch changes."""
         parts = [f"agent of case {self.case_agent}"] if self.case_agent else []
+        if self.replay_agent_spec is not None:
+            parts.append("the recovery runs changed code (replay agent)")
+        if self.runtime != "0.3":
+            parts.append(f"runtime {self.runtime} (refresh rows at checkpoints)")
         for a in self.attempts:
             src = "fresh" if a.restored is None else f"restore cp{a.restored}"
             change = f", {a.branch_change}" if a.branch_change else ""

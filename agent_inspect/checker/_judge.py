@@ -84,6 +84,8 @@ class _Subject:
     stale_for: Callable[[int, Mapping[str, Any]], bool] = lambda _pos, _row: False
     #: an event id as a reader knows it (a case's ``#label``)
     event_name: Callable[[str], str] = lambda event_id: event_id[:8]
+    #: the upstream runtime the recovery runs (0.4+ restores pending rounds and reads refresh rows)
+    runtime: str = "0.3"
     rows: list[Any] = field(default_factory=list)
     entries: dict[int, Any] = field(default_factory=dict)
     lww: dict[str, int] = field(default_factory=dict)
@@ -136,7 +138,7 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
         session = RecoverySession(guard, source_kind="kafka")
         rebuild_records(session, subject.rows)
         sim = simulate(subject.plan, subject.agent, session, log=subject.log,
-                       new_id=lambda: f"{_FRESH}{next(counter):012x}")
+                       new_id=lambda: f"{_FRESH}{next(counter):012x}", runtime=subject.runtime)
         ev.crashed = sim.crashed
     except Exception as exc:  # noqa: BLE001 - a broken rule is a finding, reported with its history
         failed = exc
@@ -267,7 +269,8 @@ def _make_history_subject(h: History) -> _Subject:
             return "its attempt had already reused a stale record, so it was written from wrong memory"
         return branch_difference(x.key, x.branch, tuple(h.paths.get(x.key, ())[:x.seq + 1]))
 
-    return _Subject(h.log, h.markers, h.plan, h.agent, h.branch_ok, h.tainted, describe, compact, why)
+    return _Subject(h.log, h.markers, h.plan, h.agent, h.branch_ok, h.tainted, describe, compact, why,
+                    runtime=h.runtime)
 
 
 def branch_difference(key: str, written: Sequence[str], replayed: Sequence[str]) -> str:
@@ -338,4 +341,5 @@ def _case_subject(built: Any) -> _Subject:
         return "the case marks it stale: written after a different earlier input, or from wrong memory"
 
     return _Subject(built.log, list(built.markers), built.plan, built.agent, [not s for s in stale], [False] * n,
-                    describe, compact, why, stale_for, lambda i: f"#{labels[i]}" if i in labels else i[:8])
+                    describe, compact, why, stale_for, lambda i: f"#{labels[i]}" if i in labels else i[:8],
+                    runtime=built.case.setup.runtime)

@@ -69,6 +69,11 @@ def _history_lines(h: History) -> tuple[list[_Line], list[dict[str, Any]], list[
     return lines, pending, replay
 
 
+def _replay_agent(h: History) -> dict[str, Any]:
+    """The case file's ``[replay_agent]`` table of a history whose recovery runs changed code (else nothing)."""
+    return {} if h.replay_agent_spec is None else {"replay_agent": dict(h.replay_agent_spec)}
+
+
 def _assemble(base: Mapping[str, Any], lines: Sequence[_Line], replay: Sequence[str],
               pending: Sequence[Mapping[str, Any]], restored: Mapping[str, int]) -> dict[str, Any]:
     """A case-file mapping; attempts renumbered 1.., the marker before the first in-window line."""
@@ -103,8 +108,9 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
     restored = dict(h.plan.restored_seq)
     base = {"id": case_id, "name": f"rules-check-{kind}", "category": "genuine" if kind == "stale-reuse" else "normal",
             "summary": summary,
-            "setup": {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones},
-            "agent": dict(h.agent_spec)}
+            "setup": {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones,
+                      "runtime": h.runtime, "begin_event": h.plan.begin_event},
+            "agent": dict(h.agent_spec), **_replay_agent(h)}
     error_type: str | None = None
 
     def fails(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> _Eval | None:

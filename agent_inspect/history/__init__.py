@@ -24,6 +24,7 @@ from agent_inspect.history._executions import (
 )
 from agent_inspect.history._graph import EVICTED_STATUSES, NOT_IN_LOG, action_graph, graph_edges, graph_nodes
 from agent_inspect.history._groups import (
+    GROUP_EDGE_KINDS,
     MAX_CHILDREN,
     attempt_group,
     graph_groups,
@@ -31,7 +32,7 @@ from agent_inspect.history._groups import (
     range_group,
     round_group,
 )
-from agent_inspect.history._layout import layered_layout
+from agent_inspect.history._layout import LayeredDrawing, layered_drawing, layered_layout
 from agent_inspect.history._names import action_label, action_names, is_uuid
 from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
@@ -40,10 +41,10 @@ __all__ = [
     # executions, attempts, rounds, lineage
     "History", "build_history", "annotate", "executions", "attempts", "rounds", "lineage", "ATTEMPT_REASONS",
     # action graphs and sub-agent call trees
-    "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout",
+    "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout", "layered_drawing", "LayeredDrawing",
     "NOT_IN_LOG", "EVICTED_STATUSES", "CALL_STATUSES", "ATTRIBUTIONS",
     # level of detail: graphs folded into attempt and round groups
-    "group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
+    "group_graph", "graph_groups", "GROUP_EDGE_KINDS", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
     # the compact per-key history (one line per execution) and its search
     "compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES",
     # V4 sub-agent result events of a record

@@ -4,6 +4,14 @@ A key with thousands of rounds draws as one node per attempt; expanding an attem
 (in at most ``MAX_CHILDREN`` ranges of consecutive rounds when it has more), expanding a round shows
 its events and actions. Edges between folded nodes become one edge per pair
 of groups, with a ``count``. Pure function over a networkx graph.
+
+Rounds of one key share few edges (a round's input comes from the source, not from an earlier round), so a
+folded graph also draws the order the data implies between its groups (``GROUP_EDGE_KINDS``): within an
+attempt, each round runs after the previous one (the key's mailbox takes one input at a time: ``next``);
+a later attempt runs a round an earlier one had already written (``reruns``: same seq, a restore replayed
+it); a later attempt with no round in common with the earlier one starts after it (``restarts``). Edges of
+the members that cross groups (an event emitted in one round and handled in another, a sub-agent call and
+its result) keep their own kind.
 """
 
 from __future__ import annotations
@@ -14,10 +22,18 @@ from typing import Any
 
 import networkx as nx
 
-__all__ = ["group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN"]
+__all__ = ["group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
+           "GROUP_EDGE_KINDS"]
 
 #: An attempt with more rounds than this shows them in this many ranges of consecutive rounds.
 MAX_CHILDREN = 40
+
+#: What an edge between two folded groups stands for, by its ``kind`` (member edges keep theirs).
+GROUP_EDGE_KINDS = {
+    "next": "the next round of the same attempt (a key's inputs run one at a time)",
+    "reruns": "a later attempt ran this seq again after a restore",
+    "restarts": "a later attempt, with no round in common, started after this one",
+}
 
 # The most telling status of a group's members first.
 _SEVERITY = ("evicted", "invalidated", "not-in-log", "pruned", "in-flight", "superseded", "live")
@@ -73,7 +89,9 @@ def group_graph(graph: nx.DiGraph, expanded: Collection[Hashable] = ()) -> nx.Di
     With a single attempt, rounds are the top level. Group nodes carry ``kind`` (``attempt`` or
     ``round``), ``label``, ``seq``, ``attempt``, ``members``, ``actions``, ``statuses`` (counts),
     ``status`` (the most telling of their members'), ``divergences`` and ``order`` (for the layered
-    layout); an edge between two groups carries ``count``, the edges it stands for.
+    layout); an edge between two groups carries ``kind``, ``count`` (the edges it stands for) and ``kinds``
+    (count per kind): the members' own edges across groups and the order of rounds and attempts
+    (``GROUP_EDGE_KINDS``), so a folded graph keeps its shape.
     """
     groups = graph_groups(graph)
     single = len({a for a, _, _ in groups.values()}) <= 1
@@ -103,11 +121,49 @@ def group_graph(graph: nx.DiGraph, expanded: Collection[Hashable] = ()) -> nx.Di
         ru, rv = rep(u), rep(v)
         if ru == rv:
             continue
-        if out.has_edge(ru, rv):
-            out.edges[ru, rv]["count"] += 1
+        if (ru, rv) == (u, v):
+            out.add_edge(u, v, **graph.edges[u, v], count=1)
         else:
-            out.add_edge(ru, rv, **({**graph.edges[u, v], "count": 1} if (ru, rv) == (u, v) else
-                                    {"kind": "grouped", "count": 1}))
+            _count_edge(out, ru, rv, str(graph.edges[u, v].get("kind") or "edge"))
+    member_of = {rnd: node for node, (_, _, rnd) in groups.items()}
+    for a, b, kind in _order_edges(graph):
+        ra, rb = rep(member_of[a]), rep(member_of[b])
+        if ra != rb and ra in members and rb in members:      # between folded groups only
+            _count_edge(out, ra, rb, kind)
+    return out
+
+
+def _count_edge(out: nx.DiGraph, u: Hashable, v: Hashable, kind: str) -> None:
+    """Add one edge of ``kind`` to the group edge u → v (its ``kind`` is the most frequent of its ``kinds``)."""
+    if not out.has_edge(u, v):
+        out.add_edge(u, v, kind=kind, count=0, kinds={})
+    attrs = out.edges[u, v]
+    kinds = attrs.setdefault("kinds", {})
+    kinds[kind] = kinds.get(kind, 0) + 1
+    attrs["count"] = attrs.get("count", 0) + 1
+    attrs["kind"] = max(kinds, key=lambda k: (kinds[k], k))
+
+
+def _order_edges(graph: nx.DiGraph) -> list[tuple[Hashable, Hashable, str]]:
+    """(round group, round group, kind) for the order the data implies: each attempt's rounds in seq order
+    (``next``), a round run again by the next attempt that has it (``reruns``), else the last round of an
+    attempt before the first of the next (``restarts``)."""
+    seqs: dict[Any, set[Any]] = {}
+    for _, attrs in graph.nodes(data=True):
+        if attrs.get("seq") is not None:
+            seqs.setdefault(attrs.get("attempt"), set()).add(attrs["seq"])
+    order = sorted(seqs, key=lambda a: (a is None, str(type(a)), a if a is not None else 0))
+    ordered = {a: sorted(seqs[a], key=lambda v: (str(type(v)), v)) for a in order}
+    out: list[tuple[Hashable, Hashable, str]] = []
+    for a in order:
+        rounds = ordered[a]
+        out += [(round_group(a, s), round_group(a, t), "next") for s, t in zip(rounds, rounds[1:], strict=False)]
+    for a, b in zip(order, order[1:], strict=False):
+        shared = [s for s in ordered[a] if s in seqs[b]]
+        if shared:
+            out += [(round_group(a, s), round_group(b, s), "reruns") for s in shared]
+        else:
+            out.append((round_group(a, ordered[a][-1]), round_group(b, ordered[b][0]), "restarts"))
     return out
 
 
@@ -132,7 +188,13 @@ def _group_attributes(graph: nx.DiGraph, group: Hashable, nodes: list[Hashable])
         label = f"seq {parts[2]}–{parts[3]}{of} · {len(rounds)} rounds · {actions} actions"
     else:
         seq = None
-        label = f"attempt {attempt} · {len(rounds)} rounds · {actions} actions"
+        label = f"attempt {attempt} · {len(rounds)} round{'s' if len(rounds) != 1 else ''} · {actions} actions"
+    # which groups hold a divergence point or removed actions, readable without hovering
+    removed = statuses.get("evicted", 0) + statuses.get("invalidated", 0)
+    if removed:
+        label += f" · {removed} removed"
+    if divergences:
+        label += f" · ✕ {len(divergences)} divergence{'s' if len(divergences) > 1 else ''}"
     return {
         "kind": kind, "label": label, "seq": seq, "attempt": attempt, "members": len(nodes), "actions": actions,
         "rounds": len(rounds), "statuses": dict(statuses), "status": status, "divergences": tuple(divergences),

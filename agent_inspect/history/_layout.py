@@ -1,14 +1,36 @@
-"""Deterministic layered (Sugiyama-style) layout for action graphs and call trees."""
+"""Deterministic layered (Sugiyama-style) layout for action graphs and call trees, with lanes and edge routes.
+
+networkx (the one graph library the toolkit depends on, and the only one installed) has no layered layout
+with edge routing, and Graphviz or grandalf would be a new dependency for a few dozen lines, so the classic
+steps are written here: break cycles, longest-path layers, a virtual point per layer crossed by a long edge, barycentric
+sweeps, lanes side by side. A long edge then passes its intermediate layers in a slot of its own, between
+the nodes of that layer and their labels, never through them.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 
 import networkx as nx
 
-__all__ = ["layered_layout"]
+__all__ = ["layered_layout", "layered_drawing", "LayeredDrawing"]
+
+# Empty slots between two lanes.
+_LANE_GAP = 1.0
+
+
+@dataclass(frozen=True)
+class LayeredDrawing:
+    """Node positions ``{node: (x, y)}``; each edge's route (its source, a point per layer it crosses, its
+    target); each lane's value and its ``(left, right)`` x extent; the number of layers."""
+
+    positions: dict[Hashable, tuple[float, float]]
+    routes: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = field(default_factory=dict)
+    lanes: dict[Hashable, tuple[float, float]] = field(default_factory=dict)
+    layers: int = 0
 
 
 def _initial_key(graph: nx.DiGraph, node: Hashable) -> tuple[float, str]:
@@ -47,25 +69,49 @@ def _acyclic_edges(graph: nx.DiGraph, nodes: list[Hashable]) -> list[tuple[Hasha
     return keep
 
 
-def layered_layout(graph: nx.DiGraph, *, sweeps: int = 6) -> dict[Hashable, tuple[float, float]]:
+def _lane_key(value: Hashable) -> tuple[bool, str, str]:
+    return (value is None, type(value).__name__, str(value))
+
+
+class _Virtual:
+    """A long edge's point in one layer it crosses (equal only to itself, so never to a node of the graph)."""
+
+    __slots__ = ("edge", "depth")
+
+    def __init__(self, edge: tuple[Hashable, Hashable], depth: int) -> None:
+        self.edge, self.depth = edge, depth
+
+
+def layered_layout(graph: nx.DiGraph, *, sweeps: int = 6, lane: str | None = None) -> dict[Hashable, tuple[float, float]]:
     """Positions ``{node: (x, y)}`` in layers: sources on top (``y = 0``), each edge going down.
 
     A node's layer is the length of the longest path reaching it (so ``y = -layer``); inside a
     layer nodes are ordered by a few barycentric sweeps to reduce crossings and centred on
     ``x = 0``. Cycles are broken deterministically. The result depends only on the graph's
     nodes, edges and their ``order`` attribute, never on timing or hashing, so a view can
-    redraw the same graph in the same place.
+    redraw the same graph in the same place. ``lane`` names a node attribute (e.g. ``"attempt"``):
+    the nodes of each value are laid out side by side, in lanes of their own (see ``layered_drawing``).
+    """
+    return layered_drawing(graph, sweeps=sweeps, lane=lane).positions
+
+
+def layered_drawing(graph: nx.DiGraph, *, sweeps: int = 6, lane: str | None = None) -> LayeredDrawing:
+    """The layered layout with each edge's route and the lanes' extents.
+
+    An edge spanning several layers gets a virtual point in every layer between its ends, ordered with the
+    nodes of that layer, so its route keeps a slot of its own there. With ``lane``, layers are shared (a
+    layer is one height across lanes) and each lane orders and centres its own nodes; lanes are placed left
+    to right by value (None last), a slot apart.
     """
     nodes = sorted(graph.nodes, key=lambda n: _initial_key(graph, n))
     if not nodes:
-        return {}
-    edges = _acyclic_edges(graph, nodes)
+        return LayeredDrawing({})
+    edges = [(u, v) for u, v in _acyclic_edges(graph, nodes) if u != v]
     preds: dict[Hashable, list[Hashable]] = {n: [] for n in nodes}
     succs: dict[Hashable, list[Hashable]] = {n: [] for n in nodes}
     for u, v in edges:
-        if u != v:
-            preds[v].append(u)
-            succs[u].append(v)
+        preds[v].append(u)
+        succs[u].append(v)
 
     layer: dict[Hashable, int] = {}
     indegree = {n: len(preds[n]) for n in nodes}
@@ -77,16 +123,64 @@ def layered_layout(graph: nx.DiGraph, *, sweeps: int = 6) -> dict[Hashable, tupl
             indegree[s] -= 1
             if indegree[s] == 0:
                 ready.append(s)
+    lane_of = {n: (graph.nodes[n].get(lane) if lane else None) for n in nodes}
 
-    layers: list[list[Hashable]] = [[] for _ in range(max(layer.values()) + 1)]
-    for node in nodes:  # already in initial order, so each layer starts sorted
-        layers[layer[node]].append(node)
-    rank = {n: i for row in layers for i, n in enumerate(row)}
+    # long edges: a virtual point per layer crossed, in the lane of the edge's source
+    chains: dict[tuple[Hashable, Hashable], list[Hashable]] = {}
+    order = list(nodes)
+    for u, v in edges:
+        if layer[v] - layer[u] <= 1:
+            continue
+        chain: list[Hashable] = [u]
+        for depth in range(layer[u] + 1, layer[v]):
+            point = _Virtual((u, v), depth)
+            layer[point], lane_of[point] = depth, lane_of[u]
+            preds[point], succs[point] = [chain[-1]], []
+            succs[chain[-1]].append(point)
+            order.append(point)
+            chain.append(point)
+        succs[u].remove(v)
+        preds[v].remove(u)
+        succs[chain[-1]].append(v)
+        preds[v].append(chain[-1])
+        chains[(u, v)] = chain[1:]
 
-    def sweep(rows: list[list[Hashable]], neighbours: dict[Hashable, list[Hashable]]) -> None:
-        for row in rows:
+    n_layers = max(layer.values()) + 1
+    lanes = sorted({lane_of[n] for n in order}, key=_lane_key)
+    positions: dict[Hashable, tuple[float, float]] = {}
+    extents: dict[Hashable, tuple[float, float]] = {}
+    left = 0.0
+    for value in lanes:
+        rows: list[list[Hashable]] = [[] for _ in range(n_layers)]
+        for node in order:  # nodes first, in initial order; virtual points after them
+            if lane_of[node] == value:
+                rows[layer[node]].append(node)
+        width = _order_rows(rows, preds, succs, lane_of, value, sweeps)
+        for depth, row in enumerate(rows):
+            offset = (width - len(row)) / 2
+            for i, node in enumerate(row):
+                positions[node] = (left + offset + i, float(-depth))
+        extents[value] = (left, left + width - 1)
+        left += width + _LANE_GAP
+    # centre the drawing on x = 0
+    shift = (left - _LANE_GAP - 1) / 2
+    positions = {n: (x - shift, y) for n, (x, y) in positions.items()}
+    extents = {v: (a - shift, b - shift) for v, (a, b) in extents.items()}
+    routes = {(u, v): [positions[u], *(positions[p] for p in chains.get((u, v), ())), positions[v]]
+              for u, v in graph.edges if u != v}
+    return LayeredDrawing({n: positions[n] for n in nodes}, routes, extents if lane else {}, n_layers)
+
+
+def _order_rows(rows: list[list[Hashable]], preds: dict[Hashable, list[Hashable]],
+                succs: dict[Hashable, list[Hashable]], lane_of: dict[Hashable, Hashable], value: Hashable,
+                sweeps: int) -> int:
+    """Order each layer of one lane by barycentric sweeps (neighbours in the lane only); its width in slots."""
+    rank = {n: i for row in rows for i, n in enumerate(row)}
+
+    def sweep(ordered: list[list[Hashable]], neighbours: dict[Hashable, list[Hashable]]) -> None:
+        for row in ordered:
             def bary(n: Hashable) -> tuple[float, int]:
-                near = neighbours[n]
+                near = [m for m in neighbours[n] if lane_of[m] == value]
                 if not near:
                     return (float(rank[n]), rank[n])
                 return (sum(rank[m] for m in near) / len(near), rank[n])
@@ -96,14 +190,7 @@ def layered_layout(graph: nx.DiGraph, *, sweeps: int = 6) -> dict[Hashable, tupl
                 rank[n] = i
 
     for _ in range(max(sweeps, 0)):
-        sweep(layers[1:], preds)
-        sweep(layers[-2::-1], succs)
-    sweep(layers[1:], preds)
-
-    positions: dict[Hashable, tuple[float, float]] = {}
-    for depth, row in enumerate(layers):
-        offset = (len(row) - 1) / 2
-        for i, node in enumerate(row):
-            positions[node] = (float(i - offset), float(-depth))
-    return positions
-
+        sweep(rows[1:], preds)
+        sweep(rows[-2::-1], succs)
+    sweep(rows[1:], preds)
+    return max((len(row) for row in rows), default=0)

@@ -7,6 +7,7 @@ those helpers have a home of their own.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ import plotly.graph_objects as go
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike
-from agent_inspect.history import graph_groups, group_graph, layered_layout
+from agent_inspect.history import GROUP_EDGE_KINDS, LayeredDrawing, graph_groups, group_graph, layered_drawing
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -30,6 +31,7 @@ from agent_inspect.widgets._common import (
     message_html,
     value_html,
 )
+from agent_inspect.widgets._graph_geometry import RING_PX, Geometry, label_lines, label_px, wrap_label
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import colour
 from agent_inspect.widgets._timeline import removed_by
@@ -66,6 +68,9 @@ _EDGE_WORDS = {"delegates": "calls", "forwards": "emits", "answers": "result", "
 # The replay outcome of an action under the rule, as its badge reads (reuse / rerun / resume / not dispatched).
 _OUTCOME_WORDS = {"REUSE": "reused", "RERUN": "re-run", "RESUME": "resumed", "FAIL": "failed"}
 _NOT_DISPATCHED = "not dispatched"
+# An edge between folded groups, in the words drawn on it (what each means: history.GROUP_EDGE_KINDS).
+_GROUP_EDGE_WORDS = {"next": "then", "reruns": "re-runs", "restarts": "restarts", "emits": "emits",
+                     "triggers": "triggers"}
 
 
 class GraphView(w.VBox):
@@ -85,6 +90,7 @@ class GraphView(w.VBox):
     _css = "ai-graph"
     _what = "action graph"
     _foldable = True
+    _lane: str | None = "attempt"        # the node attribute whose values are drawn as lanes side by side
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
                  graph: nx.DiGraph | None = None, height: int = 460) -> None:
@@ -93,6 +99,7 @@ class GraphView(w.VBox):
         self._source = source
         self._attempt = attempt
         self.key = key
+        self._min_height = height
         self.selected_node: Any = None
         self.expanded: set[Any] = set()
         self.title = w.HTML()
@@ -169,7 +176,10 @@ class GraphView(w.VBox):
     def _redraw(self) -> None:
         self.shown = group_graph(self.graph, self.expanded) if self.grouped else self.graph
         self.collapse_button.layout.display = None if self.grouped else "none"
-        self.positions = _layout(self.shown)
+        drawing = layered_drawing(self.shown, lane=self._lane) if self.shown.number_of_nodes() else LayeredDrawing({})
+        self.positions = {n: (float(x), float(y)) for n, (x, y) in drawing.positions.items()}
+        self.routes = drawing.routes
+        self._lanes = drawing.lanes
         self.selected_node = None
         seq = self._seq
         key, what = self.key, escape(self._what)
@@ -262,24 +272,27 @@ class GraphView(w.VBox):
         g, xy = self.shown, self.positions
         self._nodes = list(g.nodes)
         index = {n: i for i, n in enumerate(self._nodes)}
-        # One line trace for all edges, NaN-separated; numpy arrays keep plotly's validation cheap.
-        ex = np.full(3 * g.number_of_edges(), np.nan)
-        ey = np.full(3 * g.number_of_edges(), np.nan)
-        for i, (u, v) in enumerate(g.edges):
-            ex[3 * i], ey[3 * i] = xy[u]
-            ex[3 * i + 1], ey[3 * i + 1] = xy[v]
         show_labels = len(self._nodes) <= (_MAX_GROUP_LABELS if self.grouped else _MAX_LABELS)
+        texts = {n: self._node_label(n, g.nodes[n]) for n in self._nodes} if show_labels else {}
+        lanes = len(self._lanes) > 1
+        marks = self._marks()
+        geometry = Geometry.of(xy, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
+                               min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
+                               ringed=bool(marks))
+        self.geometry = geometry
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
-        traces: list[Any] = [_edges_trace(scatter, ex, ey)]
-        marks = self._marks()
+        # One line trace for all edges, NaN-separated; numpy arrays keep plotly's validation cheap.
+        ex, ey, sizes = geometry.edge_arrays((self.routes.get((u, v)) or [xy[u], xy[v]] for u, v in g.edges),
+                                             labelled=show_labels)
+        traces: list[Any] = [_edges_trace(scatter, ex, ey, sizes)]
         groups: dict[tuple[str, str, str, bool], list[Any]] = {}
         for node in self._nodes:
             attrs = g.nodes[node]
             groups.setdefault(self._legend_of(attrs), []).append(node)
         for (name, kind, fill, removed), nodes in sorted(groups.items()):
-            labels = np.array([self._node_label(n, g.nodes[n]) for n in nodes], dtype=object) \
-                if show_labels else None
+            # a ringed node's label is drawn by its ring, under it
+            labels = np.array(["" if n in marks else texts[n] for n in nodes], dtype=object) if show_labels else None
             traces.append(scatter(
                 x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
                 mode="markers+text" if show_labels else "markers", name=plotly_text(name),
@@ -297,9 +310,12 @@ class GraphView(w.VBox):
             nodes = list(marks)
             # SVG, after the nodes: drawn on top and first under the mouse
             traces.append(go.Scatter(
-                x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]), mode="markers",
+                x=np.array([xy[n][0] for n in nodes]), y=np.array([xy[n][1] for n in nodes]),
+                mode="markers+text" if show_labels else "markers",
+                text=np.array([texts[n] for n in nodes], dtype=object) if show_labels else None,
+                textposition="bottom center", textfont=dict(size=9),
                 name=DIVERGENCE_MARK, customdata=np.array([index[n] for n in nodes]), cliponaxis=False,
-                marker=dict(symbol="circle-open", size=26, color=colour("ink"), line=dict(width=3)),
+                marker=dict(symbol="circle-open", size=RING_PX, color=colour("ink"), line=dict(width=3)),
                 hovertext=np.array(["<br>".join(_divergence_hover(d) for d in marks[n]) for n in nodes], dtype=object),
                 hoverinfo="text"))
         for trace in traces:
@@ -307,12 +323,14 @@ class GraphView(w.VBox):
         self.figure.layout.shapes = self._bands()
         self.figure.layout.annotations = self._lane_labels() + self._edge_labels()
         if show_labels and xy:
-            xs = [p[0] for p in xy.values()]
-            ys = [p[1] for p in xy.values()]
-            # room for the labels (two lines under a node) and the lane titles around the outermost nodes
-            self.figure.layout.xaxis.range = [min(xs) - 1.0, max(xs) + 1.0]
-            self.figure.layout.yaxis.range = [min(ys) - 0.8, max(ys) + 0.6]
+            # every label inside the figure: the height follows the layers, the margins the widest label
+            self.figure.layout.height = geometry.height
+            self.figure.layout.margin = geometry.margin
+            self.figure.layout.xaxis.range = list(geometry.x_range)
+            self.figure.layout.yaxis.range = list(geometry.y_range)
         else:
+            self.figure.layout.height = self._min_height
+            self.figure.layout.margin = dict(l=10, r=10, t=30, b=10)
             self.figure.layout.xaxis.range = None
             self.figure.layout.yaxis.range = None
         for trace in self.figure.data[1:]:
@@ -324,8 +342,8 @@ class GraphView(w.VBox):
         return f"{kind} · {status}", kind, colour_for(status), status in _REMOVED
 
     def _node_label(self, node: Any, attrs: Mapping[str, Any]) -> str:
-        """The node's label under its marker, as plotly text (escaped)."""
-        return plotly_text(_label(node, attrs))
+        """The node's label under its marker, as plotly text (escaped), wrapped to short lines."""
+        return _wrapped(_label(node, attrs))
 
     def _bands(self) -> list[dict[str, Any]]:
         """A shaded box around each connected part of the evicted or invalidated nodes (the evicted suffix, one
@@ -336,27 +354,44 @@ class GraphView(w.VBox):
         for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
             xs, ys = [xy[n][0] for n in part], [xy[n][1] for n in part]
             out.append(dict(type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
-                            x0=min(xs) - 0.45, x1=max(xs) + 0.45, y0=min(ys) - 0.55, y1=max(ys) + 0.3,
+                            x0=min(xs) - 0.45, x1=max(xs) + 0.45, y0=min(ys) - self.geometry.below - 0.05,
+                            y1=max(ys) + self.geometry.above + 0.05,
                             fillcolor=colour_for("evicted"), opacity=0.12, name=EVICTED_BAND,
                             showlegend=not out, legendrank=900))
         return out
 
     def _lane_labels(self) -> list[dict[str, Any]]:
-        """"attempt N" over each attempt's nodes when attempts sit side by side (more than one drawn)."""
-        xy = self.positions
-        lanes: dict[Any, list[float]] = {}
-        for node, attrs in self.shown.nodes(data=True):
-            if attrs.get("attempt") is not None and node in xy:
-                lanes.setdefault(attrs["attempt"], []).append(xy[node][0])
-        if len(lanes) < 2 or not xy:
+        """"attempt N" over each attempt's lane when attempts sit side by side (more than one drawn)."""
+        if len(self._lanes) < 2 or not self.positions:
             return []
-        top = max(p[1] for p in xy.values()) + 0.35
-        return [dict(x=(min(xs) + max(xs)) / 2, y=top, xref="x", yref="y", showarrow=False,
-                     text=f"<b>attempt {escape(a)}</b>", font=dict(size=11), yanchor="bottom")
-                for a, xs in sorted(lanes.items(), key=lambda kv: str(kv[0]))]
+        top = max(p[1] for p in self.positions.values()) + self.geometry.above
+        return [dict(x=(left + right) / 2, y=top, xref="x", yref="y", showarrow=False, yanchor="bottom",
+                     text=f"<b>{escape(self._lane)} {escape(value)}</b>" if value is not None else "<b>no attempt</b>",
+                     font=dict(size=11))
+                for value, (left, right) in self._lanes.items()]
+
+    def _legend_rows(self) -> int:
+        """How many rows the horizontal legend takes, about (its entries at ~6 px a character, 760 px a row)."""
+        names = {self._legend_of(a)[0] for _, a in self.shown.nodes(data=True)}
+        width = sum(40 + 6 * len(n) for n in names) + 3 * 120
+        return max(1, math.ceil(width / 760))
 
     def _edge_labels(self) -> list[dict[str, Any]]:
-        return []
+        """On a folded graph, what each edge between groups stands for ("then", "re-runs ×3", "emits ×2")."""
+        if self.shown is self.graph or self.shown.number_of_edges() > _MAX_LABELS:
+            return []
+        xy, out = self.positions, list[dict[str, Any]]()
+        for u, v, attrs in self.shown.edges(data=True):
+            kinds = attrs.get("kinds") or {}
+            if not kinds or u not in xy or v not in xy:
+                continue
+            words = ", ".join(_GROUP_EDGE_WORDS.get(k, k) + (f" ×{n}" if n > 1 else "")
+                              for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+            meaning = "; ".join(GROUP_EDGE_KINDS.get(k, f"{k} edges of the members") for k in kinds)
+            out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2, xref="x", yref="y",
+                            text=f"<i>{plotly_text(words)}</i>", hovertext=plotly_text(meaning), showarrow=False,
+                            font=dict(size=9), xanchor="left", xshift=4, opacity=0.85))
+        return out
 
     def _on_click(self, trace: Any, points: Any, _state: Any = None) -> None:
         indices = list(getattr(points, "point_inds", []) or [])
@@ -382,6 +417,7 @@ class SubagentTreeView(GraphView):
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
     _foldable = False
+    _lane = None             # a tree's structure nodes (round, session, call) belong to no attempt
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
@@ -419,7 +455,7 @@ class SubagentTreeView(GraphView):
             status in _REMOVED
 
     def _node_label(self, node: Any, attrs: Mapping[str, Any]) -> str:
-        label = plotly_text(_label(node, attrs))
+        label = _wrapped(_label(node, attrs))
         kind = _kind(attrs)
         if kind == "action":
             badge = _badge(attrs, self.graph)
@@ -441,8 +477,9 @@ class SubagentTreeView(GraphView):
         for u, v, attrs in self.shown.edges(data=True):
             word = _EDGE_WORDS.get(str(attrs.get("kind")), str(attrs.get("kind") or ""))
             if word and u in xy and v in xy:
-                # past the middle, clear of the two-line label under the source node
-                out.append(dict(x=0.4 * xy[u][0] + 0.6 * xy[v][0], y=0.4 * xy[u][1] + 0.6 * xy[v][1], xref="x",
+                # the middle of the drawn edge: from under the source's label to above the target's marker
+                y0, y1 = xy[u][1] - self.geometry.below, xy[v][1] + self.geometry.above
+                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(y0 + y1) / 2, xref="x",
                                 yref="y", text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
                                 xanchor="left", xshift=3, opacity=0.85))
         for u, v in self.shown.graph.get("emits", ()):
@@ -519,24 +556,20 @@ def _subagent_rounds(source: Any, key: Any) -> list[int]:
     return sorted(int(s) for s in mine.loc[mine["subagent_session_id"].notna(), "seq"].dropna().unique())
 
 
-def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray) -> Any:
+def _edges_trace(scatter: Any, ex: np.ndarray, ey: np.ndarray, sizes: np.ndarray) -> Any:
     """One trace for every edge (NaN-separated); SVG edges end in an arrowhead just short of their target."""
     line = dict(color=colour("muted"), width=1)
-    n = len(ex) // 3
+    n = int(np.count_nonzero(sizes))
     if scatter is not go.Scatter or n == 0 or n > _MAX_ARROWS:
         return scatter(x=ex, y=ey, mode="lines", name="edges", hoverinfo="skip", line=line)
-    dx, dy = ex[1::3] - ex[0::3], ey[1::3] - ey[0::3]
-    length = np.hypot(dx, dy)
-    length[length == 0] = 1.0
-    back = np.minimum(0.18, 0.4 * length)  # stop before the target's marker
-    ex, ey = ex.copy(), ey.copy()
-    ex[1::3] -= dx / length * back
-    ey[1::3] -= dy / length * back
-    size = np.zeros(len(ex))
-    size[1::3] = 9
-    # "previous": each arrowhead turns along the segment from its edge's source
+    # "previous": each arrowhead turns along the last segment of its edge
     return go.Scatter(x=ex, y=ey, mode="lines+markers", name="edges", hoverinfo="skip", line=line,
-                      marker=dict(symbol="arrow", angleref="previous", size=size, color=colour("muted")))
+                      marker=dict(symbol="arrow", angleref="previous", size=sizes, color=colour("muted")))
+
+
+def _wrapped(text: str) -> str:
+    """Plotly text of ``text`` in short lines (escaped)."""
+    return "<br>".join(plotly_text(line) for line in wrap_label(text))
 
 
 def _round_text(seq: int | None) -> str:
@@ -639,13 +672,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return str(value)
-
-
-def _layout(graph: nx.DiGraph) -> dict[Any, tuple[float, float]]:
-    """Positions from the history layer's deterministic layered layout."""
-    if graph.number_of_nodes() == 0:
-        return {}
-    return {n: (float(x), float(y)) for n, (x, y) in layered_layout(graph).items()}
 
 
 def _match_round(text: Any, options: Mapping[str, Any]) -> str | None:

@@ -34,6 +34,8 @@ TOMB = dict(production_rules=("fixed",), savepoint_target="first", tombstones=1.
             values=2, roots=1, fanout=1, cascades=0.0, durable_calls=0.0, rounds=2, attempts=3, min_attempts=3,
             savepoints=0.9, branch_changes=0.5, checkpoints=0.5, **PLAIN)
 # Histories of TOMB that show the hole (found by `check("fixed", n=600, seed=11, **TOMB)`: #112 and #373).
+# Found on the 0.3 runtime: the seeds draw their runtime too (refresh rows at 0.4+ checkpoints change the writes).
+TOMB["runtimes"] = ("0.3",)
 TOMB_HITS = (177041727744688, 30572939639479)
 
 
@@ -228,7 +230,8 @@ def test_a_whole_history_as_a_case_file_recovers_like_the_operator_log(seed):
 
     h = generate_history(seed, subagents=1.0, durable_calls=1.0, tombstones=1.0, keys=2, rounds=3)
     lines, pending, replay = _history_lines(h)
-    data = _assemble({"id": "WHOLE", "setup": {"key_format": "K1.5", "pipeline": "python", "tombstones": True},
+    data = _assemble({"id": "WHOLE", "setup": {"key_format": "K1.5", "pipeline": "python", "tombstones": True,
+                                               "runtime": h.runtime},
                       "agent": dict(h.agent_spec)}, lines, replay, pending, h.plan.restored_seq)
     built = build_case(parse_case(tomllib.loads(__import__("tomli_w").dumps(data)))[0])
     for name in ("original", "fixed", "naive", "branch-aware"):
@@ -388,9 +391,11 @@ def test_every_case_agent_runs_in_generated_histories():
     from agent_inspect.checker._generate import case_agents
 
     ids = [c[0] for c in case_agents()]
-    # declared agents on the 0.3 runtime: fan-out (G09, N05), collisions (G02), sub-agents (S*), Java actions (P03)
-    assert {"G02", "G09", "N13", "N14", "P03", "S01", "S05", "G11"} <= set(ids)
-    java = next(t for cid, t, _ in case_agents() if cid == "P03")
+    # fan-out (G09, N05), collisions (G02), sub-agents (S*), Java actions (P03), begin events (N10, N16), changed
+    # code (L01), 0.4 refresh rows (N15) and main's pending slots and result events (S08-S12): every case with an agent
+    assert {"G02", "G09", "N13", "N14", "P03", "S01", "S05", "G11", "N10", "N16", "L01", "N15", "S08", "S12"} <= set(ids)
+    assert set(ids) == {c.id.split("/")[0] for c in ai.cases.builtin() if c.actions}
+    java = next(t for cid, t, *_ in case_agents() if cid == "P03")
     assert any(a.get("java") for a in java["actions"])
     for cid in ids:
         h = generate_history(1, case_agents=1.0, case_ids=cid)
@@ -399,3 +404,37 @@ def test_every_case_agent_runs_in_generated_histories():
         assert report.errors == 0, (cid, report.broken)
     with pytest.raises(RuleCheckError, match="case_ids"):
         generate_history(1, case_agents=1.0, case_ids="Z99")
+
+
+def test_histories_on_0_4_and_main_write_refresh_rows_and_judge_like_their_case_file():
+    """Addendum §2.2: at every checkpoint 0.4+ re-appends each retained state byte-identical after the marker."""
+    from agent_inspect.checker._judge import _history_subject
+    from agent_inspect.checker._shrink import _assemble, _history_lines
+
+    drawn = {generate_history(s).runtime for s in range(30)}
+    assert drawn == {"0.3", "0.4", "main"}                    # the default options draw every runtime
+    refreshed = 0
+    for seed in range(12):
+        h = generate_history(seed, runtimes=("0.4", "main"), case_agents=0.0, keys=2, rounds=3, checkpoints=0.5)
+        assert h.runtime in ("0.4", "main") and "refresh rows" in h.describe()
+        values, keys = h.log.raw.value, h.log.raw.key
+        latest: dict[bytes, bytes] = {}
+        for pos in range(len(h.log)):
+            if values[pos] is not None and latest.get(keys[pos]) == values[pos]:
+                refreshed += 1                                # a refresh row: the state's latest value again
+            latest[keys[pos]] = values[pos]
+        if seed < 3:
+            lines, pending, replay = _history_lines(h)
+            data = _assemble({"id": "WHOLE", "setup": {"key_format": "K1.5", "pipeline": "python",
+                                                       "tombstones": h.tombstones, "runtime": h.runtime},
+                              "agent": dict(h.agent_spec)}, lines, replay, pending, h.plan.restored_seq)
+            built = build_case(parse_case(tomllib.loads(__import__("tomli_w").dumps(data)))[0])
+            for name in ("original", "fixed"):
+                rule = resolve_check_rule(name)
+                a, b = _evaluate(_history_subject(h), rule), _evaluate(_case_subject(built), rule)
+                assert (a.tasks, a.reused + a.resumed, len(a.stale) + len(a.tainted)) == \
+                    (b.tasks, b.reused + b.resumed, len(b.stale)), (seed, name)
+    assert refreshed > 20
+    with pytest.raises(RuleCheckError, match="runtimes"):
+        generate_history(1, runtimes=("0.5",))
+    assert generate_history(4, runtimes="0.3").runtime == "0.3"

@@ -86,3 +86,41 @@ def test_numpy_orders_are_honoured() -> None:
     g.add_node("unordered")
     pos = layered_layout(g)
     assert pos["early"][0] < pos["late"][0] < pos["unordered"][0]
+
+
+def test_long_edges_cross_layers_in_slots_of_their_own() -> None:
+    from agent_inspect.history import layered_drawing
+
+    g = nx.DiGraph()
+    for i, name in enumerate(["a", "b", "c", "d", "x"]):
+        g.add_node(name, order=i)
+    g.add_edges_from([("a", "b"), ("b", "c"), ("c", "d"), ("a", "d"), ("x", "c")])
+    drawing = layered_drawing(g)
+    assert drawing.positions == layered_layout(g) and drawing.layers == 4
+    route = drawing.routes[("a", "d")]
+    assert route[0] == drawing.positions["a"] and route[-1] == drawing.positions["d"]
+    # one point in each layer between, never where a node is
+    assert [y for _, y in route[1:-1]] == [-1.0, -2.0]
+    assert not set(route[1:-1]) & set(drawing.positions.values())
+    assert drawing.routes[("a", "b")] == [drawing.positions["a"], drawing.positions["b"]]
+
+
+def test_lanes_sit_side_by_side_and_share_layers() -> None:
+    from agent_inspect.history import layered_drawing
+
+    g = nx.DiGraph()
+    for attempt in (2, 1):
+        g.add_edge(f"in{attempt}", f"act{attempt}")
+        g.add_edge(f"act{attempt}", f"out{attempt}")
+        for n in (f"in{attempt}", f"act{attempt}", f"out{attempt}"):
+            g.nodes[n]["attempt"] = attempt
+    g.add_node("lone", attempt=1)
+    drawing = layered_drawing(g, lane="attempt")
+    lanes = drawing.lanes
+    assert list(lanes) == [1, 2] and lanes[1][1] < lanes[2][0]
+    for n, (x, _) in drawing.positions.items():
+        left, right = lanes[g.nodes[n]["attempt"]]
+        assert left <= x <= right
+    assert drawing.positions["in1"][1] == drawing.positions["in2"][1] == 0.0
+    assert drawing.positions["out1"][1] == drawing.positions["out2"][1] == -2.0
+    assert layered_drawing(g).lanes == {}

@@ -158,3 +158,45 @@ def test_the_inspector_names_the_runtime_once(production):
     inspector = ai.inspect(production)
     records = inspector.view("Records")
     assert records.runtime.layout.display == "none" and "ai-runtime" in inspector.runtime.value
+
+
+def test_the_folded_graph_keeps_edges_between_groups_and_names_what_they_hold(production):
+    from agent_inspect.history import GROUP_EDGE_KINDS
+
+    view = GraphView(production, "user-0004")
+    assert view.grouped
+    groups = dict(view.shown.nodes(data=True))
+    assert set(groups) == {("attempt", 1), ("attempt", 2)}
+    # attempt 2 restored and ran seq 0 again: the edge says so, and what it means is its hover
+    assert view.shown.edges[("attempt", 1), ("attempt", 2)]["kinds"] == {"reruns": 1}
+    (label,) = [a for a in view.figure.layout.annotations if "re-runs" in a.text]
+    assert label.hovertext == GROUP_EDGE_KINDS["reruns"]
+    # which group holds the divergence and the evicted suffix, without hovering
+    assert "✕ 1 divergence" in groups[("attempt", 2)]["label"] and "27 removed" in groups[("attempt", 2)]["label"]
+    assert "divergence" not in groups[("attempt", 1)]["label"]
+    (ring,) = [t for t in view.figure.data if t.name == "divergence point"]
+    assert [view._nodes[i] for i in ring.customdata] == [("attempt", 2)]
+    view.expand(("attempt", 2))
+    kinds = {(u, v): d["kind"] for u, v, d in view.shown.edges(data=True)}
+    assert kinds[("attempt", 1), ("round", 2, 0)] == "reruns"
+    assert [kinds[("round", 2, s), ("round", 2, s + 1)] for s in range(5)] == ["next"] * 5
+    words = [a.text for a in view.figure.layout.annotations]
+    assert words.count("<i>then</i>") == 5 and "<b>attempt 1</b>" in words and "<b>attempt 2</b>" in words
+
+
+def test_a_big_round_is_laid_out_in_attempt_lanes_with_room_for_every_label(production):
+    view = GraphView(production, "vip_0042", 0)
+    title = view.title.value
+    assert "vip_0042" in title and "seq 0" in title and "attempts 1, 2" in title
+    lanes = view._lanes
+    assert list(lanes) == [1, 2] and lanes[1][1] < lanes[2][0]
+    for node, attrs in view.shown.nodes(data=True):
+        left, right = lanes[attrs["attempt"]]
+        assert left <= view.positions[node][0] <= right, node
+    # the figure grows with the layers: one layer is tall enough for a marker, its label and the edges between
+    geometry = view.geometry
+    layers = len({y for _, y in view.positions.values()})
+    assert view.figure.layout.height >= layers * geometry.layer_px
+    assert geometry.below < 1 - geometry.above       # a label ends above the next layer's arrowheads
+    assert all(len(line) <= 24 for t in view.figure.data[1:] if t.text is not None for x in t.text
+               for line in x.split("<br>"))

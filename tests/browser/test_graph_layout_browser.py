@@ -1,0 +1,113 @@
+"""The graph views' geometry as chromium draws it (issue 24 item 1): no label clipped by the figure, no two labels
+on top of each other, no edge through a label; the folded whole-key graph keeps its edges between groups.
+
+Measures the drawn SVG (``getBoundingClientRect`` of every label, the edges trace mapped to the screen through
+plotly's axes); timings are never asserted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_core_views_browser import SETUP, _drawn, _light_and_dark, _notebook
+
+pytestmark = pytest.mark.browser
+
+BIG_ROUND = "graph = ai.widgets.GraphView(original, 'vip_0042', 0)\ngraph"
+FOLDED = "folded = ai.widgets.GraphView(original, 'user-0004')\nfolded"
+
+# Every label's screen box (node labels and annotations: lane titles, edge words), the figure's box, and the
+# edges as screen polylines.
+_GEOMETRY_JS = """
+(sel) => {
+  const gd = document.querySelector(sel + ' .js-plotly-plot');
+  const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+  const box = (e) => { const b = e.getBoundingClientRect();
+                       return {left: b.left, right: b.right, top: b.top, bottom: b.bottom, text: e.textContent}; };
+  const labels = Array.from(gd.querySelectorAll('.scatterlayer .textpoint text')).map(box)
+                      .filter(b => b.text.trim());
+  const notes = Array.from(gd.querySelectorAll('.annotation-text')).map(box);
+  const edges = gd._fullData.find(t => t.name === 'edges');
+  const lines = [];
+  let current = [];
+  for (let i = 0; i < edges.x.length; i++) {
+    const x = edges.x[i], y = edges.y[i];
+    if (x === null || Number.isNaN(x)) { if (current.length) lines.push(current); current = []; continue; }
+    current.push([r.left + fl._size.l + fl.xaxis.l2p(x), r.top + fl._size.t + fl.yaxis.l2p(y)]);
+  }
+  if (current.length) lines.push(current);
+  const svg = gd.querySelector('.main-svg').getBoundingClientRect();
+  return {labels, notes, lines, figure: {left: svg.left, right: svg.right, top: svg.top, bottom: svg.bottom}};
+}
+"""
+
+
+def _overlap(a: dict, b: dict, slack: float = 1.0) -> bool:
+    return (min(a["right"], b["right"]) - max(a["left"], b["left"]) > slack
+            and min(a["bottom"], b["bottom"]) - max(a["top"], b["top"]) > slack)
+
+
+def _crosses(line: list[list[float]], box: dict, slack: float = 1.0) -> bool:
+    """Whether the polyline passes through ``box`` (sampled every pixel along each segment)."""
+    for (x0, y0), (x1, y1) in zip(line, line[1:], strict=False):
+        steps = int(max(abs(x1 - x0), abs(y1 - y0))) + 1
+        for i in range(steps + 1):
+            x, y = x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps
+            if box["left"] + slack < x < box["right"] - slack and box["top"] + slack < y < box["bottom"] - slack:
+                return True
+    return False
+
+
+def _geometry_problems(geometry: dict) -> list[str]:
+    fig, labels, notes = geometry["figure"], geometry["labels"], geometry["notes"]
+    problems = [f"clipped: {b['text']!r}" for b in labels + notes
+                if b["left"] < fig["left"] - 0.5 or b["right"] > fig["right"] + 0.5
+                or b["top"] < fig["top"] - 0.5 or b["bottom"] > fig["bottom"] + 0.5]
+    boxes = labels + [n for n in notes if "attempt" in n["text"]]      # node labels and lane titles
+    problems += [f"overlap: {a['text']!r} / {b['text']!r}" for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                 if _overlap(a, b)]
+    problems += [f"edge {k} through {b['text']!r}" for k, line in enumerate(geometry["lines"]) for b in boxes
+                 if _crosses(line, b)]
+    return problems
+
+
+def _graph_of(lab_page, lab_root: Path, name: str, cell: str, trace: str) -> tuple[object, dict, list[dict]]:
+    """Run SETUP and ``cell`` in a new notebook; the page, the graph's measured geometry, and its traces once
+    ``trace`` is drawn."""
+    lab_page.open(_notebook(lab_root, name, [SETUP, cell]))
+    lab_page.run_all()
+    page = lab_page.page
+    traces = _drawn(page, ".ai-graph", trace)
+    page.locator(".ai-graph").first.scroll_into_view_if_needed()
+    return page, page.evaluate(_GEOMETRY_JS, ".ai-graph"), traces
+
+
+def _photographed(lab_page, stem: str, artifacts: Path) -> None:
+    _light_and_dark(lab_page.page, {".ai-graph": stem}, artifacts)
+    assert lab_page.dialogs == [] and lab_page.xss_hits() == []
+
+
+def test_a_big_round_has_no_clipped_label_and_no_edge_through_one(lab_page, lab_root: Path, artifacts: Path) -> None:
+    page, geometry, _ = _graph_of(lab_page, lab_root, "graph-layout.ipynb", BIG_ROUND, "edges")
+    (artifacts / "graph-vip_0042-seq-0-geometry.json").write_text(json.dumps(geometry, indent=1))
+    assert len(geometry["labels"]) == 29 and len(geometry["lines"]) == 27
+    assert _geometry_problems(geometry) == []
+    title = page.locator(".ai-graph .ai-title").first.inner_text()
+    assert "vip_0042" in title and "seq 0" in title and "attempts 1, 2" in title
+    lanes = [n["text"] for n in geometry["notes"]]
+    assert "attempt 1" in lanes and "attempt 2" in lanes
+    _photographed(lab_page, "graph-vip_0042-seq-0", artifacts)
+
+
+def test_the_folded_graph_draws_its_edges_between_groups(lab_page, lab_root: Path, artifacts: Path) -> None:
+    _, geometry, traces = _graph_of(lab_page, lab_root, "graph-folded.ipynb", FOLDED, "divergence point")
+    ring = next(t for t in traces if t["name"] == "divergence point")
+    assert ring["n"] == 1                                   # the attempt-2 group holds the divergence
+    assert len(geometry["lines"]) == 1                      # attempt 1 → attempt 2
+    assert any("re-runs" in n["text"] for n in geometry["notes"])
+    texts = " ".join(b["text"] for b in geometry["labels"])
+    assert "✕ 1 divergence" in texts and "27 removed" in texts
+    assert _geometry_problems(geometry) == []
+    _photographed(lab_page, "graph-user-0004-folded", artifacts)
