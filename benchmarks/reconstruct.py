@@ -1,9 +1,10 @@
 """Reconstruct benchmark: the recovery model's per-record cost and its speed-up over the upstream lookup shape.
 
-Builds synthetic multi-key logs as record frames (the columns ``reconstruct`` reads; decoding is the
-load benchmark's business): per key, rounds of a root action (initial + completed) and a child
-action (initial + one call + completed), 5 records per round, with a branch change (a second,
-different root at one seq after a restore) on every 10th key. Then measures
+``reconstruct`` runs the replay on the recovery engine, which reads record values, so ``scaling`` times it on
+fleet logs (``ai.samples`` fleet: 18 records a key over restores, decoded values included; loading them is the
+load benchmark's business). The store comparison uses synthetic record frames: per key, rounds of a root action
+(initial + completed) and a child action (initial + one call + completed), 5 records per round, with a branch
+change (a second, different root at one seq after a restore) on every 10th key. Measures
 
 - ``scaling``: per-record cost of ``reconstruct(rule="fixed")`` on 1M records / on 100k records
   (target <= 1.3);
@@ -35,9 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
+from agent_inspect.log import ActionStateLog  # noqa: E402
+from agent_inspect.raw import SourceInfo  # noqa: E402
 from agent_inspect.recovery import reconstruct  # noqa: E402
 from agent_inspect.recovery._rebuild import iter_entries  # noqa: E402
 from agent_inspect.rules import resolve_rule  # noqa: E402
+from agent_inspect.samples._fleet import fleet_batches  # noqa: E402
 from agent_inspect.store import Entry, RecoverySession, Task  # noqa: E402
 
 ROUNDS_PER_KEY = 10
@@ -145,6 +149,14 @@ class UpstreamScanStore:
         return self.cache.get(state_key)
 
 
+def fleet_log(n_records: int) -> ActionStateLog:
+    """A fleet log of about ``n_records`` records (18 a key), decoded in memory."""
+    batches = fleet_batches(max(1, n_records // 18), partitions=PARTITIONS)
+    info = SourceInfo(kind="kafka", location="kafka://bench/fleet", topic="fleet",
+                      start_offsets={p: 0 for p in batches}, end_offsets={p: len(b) for p, b in batches.items()})
+    return ActionStateLog.from_raw(list(batches.values()), info)
+
+
 def recovery_tasks(records: pd.DataFrame) -> tuple[list[Entry], list[Task]]:
     entries = [e for _, e, _ in iter_entries(records) if e is not None]
     last: dict[str, Entry] = {}
@@ -201,13 +213,13 @@ def main() -> int:
 
     per_record = {}
     for n in (small, large):
-        frame = synthetic_records(n)
-        result, secs = timed(reconstruct, frame, rule="fixed")
-        per_record[n] = secs / len(frame)
+        log = fleet_log(n)
+        result, secs = timed(reconstruct, log, rule="fixed")
+        per_record[n] = secs / len(log)
         s = result.summary()
-        print(f"reconstruct(fixed) {len(frame):>9,} records: {secs:7.2f}s = {per_record[n] * 1e6:6.2f} us/record; "
+        print(f"reconstruct(fixed) {len(log):>9,} records: {secs:7.2f}s = {per_record[n] * 1e6:6.2f} us/record; "
               f"{s['status']}, divergences {s['divergences']}")
-        del frame, result
+        del log, result
     scaling = per_record[large] / per_record[small]
 
     frame = synthetic_records(recovery)
@@ -215,7 +227,7 @@ def main() -> int:
     _, ours_s = timed(indexed_recovery, entries, tasks)
     scan_s = scan_recovery_sampled(entries, tasks, args.sample)
     speedup = scan_s / ours_s
-    _, full_s = timed(reconstruct, frame, rule="original")
+    _, full_s = timed(reconstruct, fleet_log(recovery), rule="original")
     print(f"original-rule recovery of {len(frame):,} records ({len(tasks):,} lookups): indexed store {ours_s:.2f}s, "
           f"upstream scan port ~{scan_s:,.0f}s (extrapolated from {args.sample} lookups) -> {speedup:,.0f}x; "
           f"full reconstruct(original) {full_s:.2f}s")

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.codec import Event as CodecEvent
 
 __all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
 
@@ -34,6 +35,10 @@ def event_from_record(event: Any) -> AgentEvent:
     """An :class:`AgentEvent` from a decoded codec event (or a dict in the upstream JSON shape)."""
     if isinstance(event, AgentEvent):
         return event
+    if type(event) is CodecEvent and event.type is not None:   # the common case: fingerprint once per bytes
+        from agent_inspect.recovery._plan import agent_event
+
+        return agent_event(event)
     get = event.get if isinstance(event, Mapping) else (lambda n, d=None: getattr(event, n, d))
 
     def first(*names: str) -> Any:
