@@ -24,6 +24,7 @@ __all__ = [
     "Strong",
     "Code",
     "Em",
+    "Term",
     "Facts",
     "Table",
     "Bullets",
@@ -111,8 +112,19 @@ class Em(Strong):
     __slots__ = ()
 
 
+class Term:
+    """A word with a tooltip inside a :class:`Text`: ``title`` says what it means (the glossary's line)."""
+
+    __slots__ = ("text", "title")
+
+    def __init__(self, text: Any, title: str) -> None:
+        self.text = text
+        self.title = title
+
+
 class Text:
-    """A paragraph of spans: plain values, :class:`Strong`, :class:`Em` and :class:`Code` (all escaped)."""
+    """A paragraph of spans: plain values, :class:`Strong`, :class:`Em`, :class:`Code` and :class:`Term` (all
+    escaped)."""
 
     __slots__ = ("spans",)
     tag = "p"
@@ -199,6 +211,8 @@ def _render_part(part: HtmlPart) -> str:
 
 
 def _span(span: Any) -> str:
+    if isinstance(span, Term):
+        return f'<span class="ai-term" title="{escape(span.title)}">{escape(span.text)}</span>'
     if isinstance(span, Code):
         return f"<code>{escape(span.text)}</code>"
     if isinstance(span, Em):

@@ -88,7 +88,7 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
     detail.scroll_into_view_if_needed()
     reason = detail.locator("tr", has=page.locator("th", has_text="reason")).first.locator("td")
     reason.wait_for()
-    assert reason.inner_text().startswith("no cached record for this task: the lookup of task ")
+    assert reason.inner_text().startswith("no cached record for this task: the lookup of ")
     note = detail.locator("tr", has=page.locator("th", has_text="rule_note")).locator("td")
     assert note.inner_text().startswith("original rule: miss at (")
     assert "> 1" not in reason.inner_text()

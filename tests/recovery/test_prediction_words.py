@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import agent_inspect as ai
-from agent_inspect.recovery import IMPACT_ORDER, predict, tasks_by_impact
+from agent_inspect.recovery import IMPACT_ORDER, lookup_words, predict, tasks_by_impact
 from agent_inspect.recovery._prediction import user_reason
 
 
@@ -43,12 +43,13 @@ def test_a_rerun_names_the_lookup_that_evicted_its_record(production) -> None:
     named = reruns[reruns["reason"].str.contains("evicted it", na=False)]
     assert len(named) > 0.9 * len(reruns)
     for i, row in named.head(40).iterrows():
-        j = int(row["reason"].split("the lookup of task ")[1].split(" ")[0])
-        assert j < i, "the evicting lookup comes earlier in dispatch order"
-        evictor = tasks.loc[j]
-        removed = {e.state_key for ev in evictor["cache_ops"] for e in ev.removed}
+        assert "the lookup of task" not in row["reason"], "a dispatch index means nothing to a reader"
+        earlier = tasks.loc[: i - 1]
+        evictors = earlier[[lookup_words(r["action"], r["key"], r["seq"]) in row["reason"]
+                            for _, r in earlier.iterrows()]]
+        assert len(evictors), "the evicting lookup, named by action, key and seq, comes earlier in dispatch order"
+        removed = {e.state_key for ops in evictors["cache_ops"] for ev in ops for e in ev.removed}
         assert row["state_key"] in removed
-        assert f"({evictor['key']}, seq {evictor['seq']}, {evictor['action']})" in row["reason"]
 
 
 def test_tasks_by_impact_puts_reruns_and_evictions_first(production) -> None:
