@@ -21,6 +21,7 @@ from agent_inspect.widgets._common import (
     integer_axis,
     message_html,
     records_of,
+    terms_html,
     value_html,
 )
 from agent_inspect.widgets._plot import Plot
@@ -94,7 +95,10 @@ class KeyTimeline(w.VBox):
         self._show()
         self.figure.on_hover(self._hover)
         self.figure.on_relayout(self._zoom)
-        self.children = [self.title, self.figure, self.detail]
+        statuses = self.records["status"].dropna().astype(str).unique() if "status" in self.records else ()
+        self.terms = w.HTML(terms_html([*sorted(statuses), "round", "attempt",
+                                        *(["divergence"] if self._data.divergences else [])]))
+        self.children = [self.title, self.figure, self.terms, self.detail]
 
     @property
     def binned(self) -> bool:
