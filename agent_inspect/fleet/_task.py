@@ -335,7 +335,8 @@ def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
                 removed[to_business.get(entry.business_key, entry.business_key)] += 1
     calls: dict[str, Counter[str]] = defaultdict(Counter)
     ledger = pred.ledger[pred.ledger["kind"] == "call"]
-    for k, name, count in zip(ledger["key"].astype(object), ledger["name"].astype(object), ledger["count"]):
+    names = ledger["label"] if "label" in ledger else ledger["name"]   # a sub-agent call: its sub-agent and caller
+    for k, name, count in zip(ledger["key"].astype(object), names.astype(object), ledger["count"]):
         calls[to_business.get(str(k), str(k))][str(name)] += int(count)
     crashed_keys = set()
     if pred.crashed and len(tasks):

@@ -168,7 +168,8 @@ class Prediction(HtmlRepr):
     ``removed`` how many cached records the task's lookups removed; :meth:`by_impact` puts re-runs and
     evictions first.
     ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
-    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count`` and the ``router`` a
+    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count``, a ``label`` (the name a
+    reader sees: the name itself, or a sub-agent call's sub-agent and caller) and the ``router`` a
     model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
     id), "replayed" (a call served from the journal), "reconciler".
@@ -232,11 +233,13 @@ class Prediction(HtmlRepr):
         return Counter({str(n): int(c) for n, c in rows.groupby("name", observed=True)["count"].sum().items()})
 
     def ledger_totals(self) -> pd.DataFrame:
-        """The ledger summed over keys: one row per (kind, name), with its ``router``."""
+        """The ledger summed over keys: one row per (kind, name), with its ``label`` (the name a reader sees: a
+        sub-agent call's is its sub-agent and caller) and ``router``."""
         if self.ledger.empty:
             return self.ledger.drop(columns=["key"])
+        labels = {"label": ("label", "first")} if "label" in self.ledger else {}
         return self.ledger.groupby(["kind", "name"], as_index=False, observed=True, dropna=False).agg(
-            router=("router", "first"), count=("count", "sum"))
+            **labels, router=("router", "first"), count=("count", "sum"))
 
     def by_router(self) -> pd.DataFrame:
         """Model-routing calls grouped under their router: one row per (router, kind, name), summed over keys."""

@@ -97,3 +97,18 @@ def test_explain_of_a_quiet_reuse_gives_the_rules_words_not_none(production) -> 
     # explain's own prediction words the rule's decision, whatever its window; never the text "None"
     assert e.outcome == "REUSE" and e.reason and e.reason not in ("None", "nan") and "record" in e.reason
     assert e.steps[0].detail == e.reason
+
+
+def test_sub_agent_calls_in_the_ledger_are_named_by_sub_agent_and_caller() -> None:
+    """Issue 26 row 8: a sub-agent call's function id is ``<sessionId>#<callId>`` (two UUIDs per key and round);
+    the ledger's ``label`` names its sub-agent and the action that called it, and the totals carry it."""
+    log = ai.load(ai.samples.path("production"))
+    pred = predict(log, rule="original", markers=ai.samples.markers("production"))
+    calls = pred.ledger[pred.ledger["kind"] == "call"]
+    sub = calls[calls["name"].str.contains("#")]
+    assert len(sub)
+    assert set(sub["label"]) == {"reviewer (sub-agent call from review)"}
+    plain = calls[~calls["name"].str.contains("#")]
+    assert (plain["label"] == plain["name"]).all()
+    totals = pred.ledger_totals()
+    assert set(totals.loc[totals["name"].isin(sub["name"]), "label"]) == {"reviewer (sub-agent call from review)"}
