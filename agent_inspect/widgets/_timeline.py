@@ -407,8 +407,25 @@ def removed_by(source: Any) -> dict[Any, str]:
     for ident, rows in evictions.groupby("divergence_id", sort=False):
         positions = [p for ps in rows["positions"] for p in _positions(ps)]
         counts = records["seq"].reindex(positions).dropna().astype(int).value_counts().sort_index()
-        out[ident] = ", ".join(f"seq {s} ×{n}" for s, n in counts.items()) + f" ({len(positions)} records)"
+        out[ident] = _seq_runs(counts) + f" ({len(positions):,} records)"
     return out
+
+
+def _seq_runs(counts: pd.Series, *, limit: int = 8) -> str:
+    """Records per round in words, three or more consecutive rounds with the same count as one run ("seq 3–9 ×2
+    each"), at most ``limit`` items: a removal of thousands of rounds stays one line (a hover that listed each
+    froze the page)."""
+    runs: list[list[int]] = []      # [first seq, last seq, records per seq]
+    for seq, n in counts.items():
+        if runs and runs[-1][1] == seq - 1 and runs[-1][2] == n:
+            runs[-1][1] = int(seq)
+        else:
+            runs.append([int(seq), int(seq), int(n)])
+    runs = [r for a, b, n in runs for r in ([[a, b, n]] if b - a >= 2 else [[s, s, n] for s in range(a, b + 1)])]
+    words = [f"seq {a} ×{n}" if a == b else f"seq {a}–{b} ×{n} each" for a, b, n in runs[:limit]]
+    if len(runs) > limit:
+        words.append(f"… {len(runs) - limit:,} more")
+    return ", ".join(words)
 
 
 def _missing(value: Any) -> bool:
