@@ -142,7 +142,8 @@ class Heading(Text):
 
 @dataclass(frozen=True)
 class Facts:
-    """A two-column table of (label, value) rows; rows whose value is None are left out."""
+    """A two-column table of (label, value) rows; rows whose value is None are left out. A label may be a
+    :class:`Term` (its meaning on hover)."""
 
     rows: Iterable[tuple[Any, Any]]
 
@@ -199,7 +200,7 @@ def _render_part(part: HtmlPart) -> str:
     if isinstance(part, Text):
         return f"<{part.tag}>{''.join(map(_span, part.spans))}</{part.tag}>"
     if isinstance(part, Facts):
-        rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in part.rows if v is not None)
+        rows = "".join(f"<tr><th>{_span(k)}</th><td>{escape(v)}</td></tr>" for k, v in part.rows if v is not None)
         return f'<table class="agent-inspect facts">{rows}</table>'
     if isinstance(part, Table):
         return frame_html(part.frame, max_rows=part.max_rows, caption=part.caption)
