@@ -217,7 +217,7 @@ class GraphView(w.VBox):
 
     def explain(self, node: object) -> None:
         """Show ``explain``'s chain of store decisions for the action at ``node`` (a reconstruction's graph)."""
-        attrs = self.shown.nodes[node]
+        attrs = self.graph.nodes[node] if node in self.graph else self.shown.nodes[node]
         action = attrs.get("action_name") or attrs.get("label")
         if not isinstance(self._source, ReconstructionLike) or attrs.get("kind") != "action" or \
                 attrs.get("seq") is None or action is None:
@@ -371,9 +371,20 @@ class GraphView(w.VBox):
         indices = list(getattr(points, "point_inds", []) or [])
         if indices and trace.customdata is not None:
             node = self._nodes[int(np.asarray(trace.customdata)[indices[0]])]
-            self.select(node)
-            if trace.name == DIVERGENCE_MARK:
-                self.explain(node)
+            hits = self._marks().get(node, []) if trace.name == DIVERGENCE_MARK else []
+            self.select(node)   # a folded group expands: ``node`` is no longer drawn
+            if hits:
+                self.explain(self._diverging_node(hits[0], node))
+
+    def _diverging_node(self, divergence: Mapping[str, Any], drawn: Any) -> Any:
+        """The action node whose record triggered ``divergence`` (``drawn``, the node clicked, when it names no
+        trigger): inside a folded group, the member, not the group."""
+        trigger = divergence.get("trigger")
+        if trigger is not None:
+            for node, attrs in self.graph.nodes(data=True):
+                if _kind(attrs) == "action" and trigger in _positions_of(attrs):
+                    return node
+        return drawn
 
 
 class SubagentTreeView(GraphView):
