@@ -17,6 +17,7 @@ __all__ = [
     "escape",
     "plotly_text",
     "frame_html",
+    "table_html",
     "HtmlRepr",
     "HtmlPart",
     "Text",
@@ -52,12 +53,15 @@ def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) ->
     """A small escaped HTML table of the first ``max_rows`` rows of a DataFrame."""
     shown = frame.head(max_rows)
     head = "".join(f"<th>{escape(c)}</th>" for c in shown.columns)
-    rows = []
-    for idx, row in zip(shown.index, shown.itertuples(index=False, name=None)):
-        cells = "".join(_td(_cell(v)) for v in row)
-        rows.append(f"<tr><th>{escape(idx)}</th>{cells}</tr>")
-    more = len(frame) - len(shown)
-    foot = f"<p>… {more} more rows</p>" if more > 0 else ""
+    rows = [f"<tr><th>{escape(idx)}</th>{''.join(_td(_cell(v)) for v in row)}</tr>"
+            for idx, row in zip(shown.index, shown.itertuples(index=False, name=None))]
+    return table_html(head, rows, caption=caption, more=len(frame) - len(shown))
+
+
+def table_html(head: str, rows: Iterable[str], *, caption: str | None = None, more: int = 0) -> str:
+    """An ``agent-inspect`` table from its header cells and rows (HTML the caller escaped), the rows left out
+    (``more``) said below it."""
+    foot = f"<p>… {more:,} more {'row' if more == 1 else 'rows'}</p>" if more > 0 else ""
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     return (f'<table class="agent-inspect">{cap}<thead><tr><th></th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>{foot}")

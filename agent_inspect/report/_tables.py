@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._glossary import define, plural
-from agent_inspect._html import escape
+from agent_inspect._html import escape, table_html
 
 __all__ = ["reader_table", "records_link"]
 
@@ -45,11 +45,7 @@ def reader_table(frame: pd.DataFrame, *, max_rows: int, caption: str | None = No
         cells = "".join(f"<td>{records_link(v, f'{anchor}-{idx}-records')}</td>" if c in _POSITIONS
                         else f"<td>{escape(_text(v))}</td>" for c, v in zip(shown.columns, row))
         rows.append(f"<tr><th>{escape(idx)}</th>{cells}</tr>")
-    more = len(frame) - len(shown)
-    foot = f"<p>… {escape(plural(more, 'more row'))}</p>" if more > 0 else ""
-    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return (f'<table class="agent-inspect">{cap}<thead><tr><th></th>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>{foot}")
+    return table_html(head, rows, caption=caption, more=len(frame) - len(shown))
 
 
 def _th(column: Any) -> str:
