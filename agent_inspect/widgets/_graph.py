@@ -371,7 +371,8 @@ class GraphView(w.VBox):
         indices = list(getattr(points, "point_inds", []) or [])
         if indices and trace.customdata is not None:
             node = self._nodes[int(np.asarray(trace.customdata)[indices[0]])]
-            hits = self._marks().get(node, []) if trace.name == DIVERGENCE_MARK else []
+            # the ring or the node beneath it (the mouse may pick either): a divergence point explains itself
+            hits = self._marks().get(node, [])
             self.select(node)   # a folded group expands: ``node`` is no longer drawn
             if hits:
                 self.explain(self._diverging_node(hits[0], node))
