@@ -56,6 +56,18 @@ GLOSSARY: dict[str, str] = {
     "subtasks": "the Flink subtasks (parallel instances) the trace's records came from",
     "tied": "several rules explain the trace equally well (same agree and disagree counts)",
     "sub-agent call": "a call from an action to a sub-agent, named by the sub-agent and the function it ran",
+    # the replay stepper's step kinds (the outcomes above name the reuse, resume and rerun steps)
+    "rebuild": "the restore reads the log's rebuild window into the cache before it replays any task",
+    "eviction": "a step where the divergence rule removed cached records of a key, so their tasks run again",
+    "invalidation": "a step where records were dropped because an earlier record they depend on was removed",
+    "persist": "the replayed task wrote its record to the action-state store",
+    "round-complete": "every task of the round has finished",
+    "prune": "the restore removed the cached records of a completed round",
+    "step": "one decision of the replay (a lookup, a reuse, a durable call, a write …), in the order it happened",
+    # the graphs' node kinds
+    "event": "an input or output event of an action (the arrows show which action it started)",
+    "action": "an action execution: one task's record in the log",
+    "session": "one sub-agent session opened by a call, holding the child actions it ran",
     # divergence kinds (agent_inspect.store.DIVERGENCE_KINDS)
     "root-conflict": "two input events at one round of the key with different fingerprints",
     "count>1": "more than one cached record at this round of the key, so the rule evicts the key's later rounds",
@@ -72,7 +84,10 @@ GLOSSARY: dict[str, str] = {
 
 def define(term: str) -> str:
     """The glossary's one-line definition of ``term`` ("" when it has none)."""
-    return GLOSSARY.get(term, GLOSSARY.get(term.lower(), ""))
+    for spelling in (term, term.lower(), term.upper().replace("-", "_")):   # "not-dispatched" is NOT_DISPATCHED
+        if spelling in GLOSSARY:
+            return GLOSSARY[spelling]
+    return ""
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

@@ -17,6 +17,7 @@ __all__ = [
     "escape",
     "plotly_text",
     "frame_html",
+    "table_html",
     "HtmlRepr",
     "HtmlPart",
     "Text",
@@ -24,6 +25,7 @@ __all__ = [
     "Strong",
     "Code",
     "Em",
+    "Term",
     "Facts",
     "Table",
     "Bullets",
@@ -51,12 +53,15 @@ def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) ->
     """A small escaped HTML table of the first ``max_rows`` rows of a DataFrame."""
     shown = frame.head(max_rows)
     head = "".join(f"<th>{escape(c)}</th>" for c in shown.columns)
-    rows = []
-    for idx, row in zip(shown.index, shown.itertuples(index=False, name=None)):
-        cells = "".join(_td(_cell(v)) for v in row)
-        rows.append(f"<tr><th>{escape(idx)}</th>{cells}</tr>")
-    more = len(frame) - len(shown)
-    foot = f"<p>… {more} more rows</p>" if more > 0 else ""
+    rows = [f"<tr><th>{escape(idx)}</th>{''.join(_td(_cell(v)) for v in row)}</tr>"
+            for idx, row in zip(shown.index, shown.itertuples(index=False, name=None))]
+    return table_html(head, rows, caption=caption, more=len(frame) - len(shown))
+
+
+def table_html(head: str, rows: Iterable[str], *, caption: str | None = None, more: int = 0) -> str:
+    """An ``agent-inspect`` table from its header cells and rows (HTML the caller escaped), the rows left out
+    (``more``) said below it."""
+    foot = f"<p>… {more:,} more {'row' if more == 1 else 'rows'}</p>" if more > 0 else ""
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     return (f'<table class="agent-inspect">{cap}<thead><tr><th></th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>{foot}")
@@ -111,8 +116,19 @@ class Em(Strong):
     __slots__ = ()
 
 
+class Term:
+    """A word with a tooltip inside a :class:`Text`: ``title`` says what it means (the glossary's line)."""
+
+    __slots__ = ("text", "title")
+
+    def __init__(self, text: Any, title: str) -> None:
+        self.text = text
+        self.title = title
+
+
 class Text:
-    """A paragraph of spans: plain values, :class:`Strong`, :class:`Em` and :class:`Code` (all escaped)."""
+    """A paragraph of spans: plain values, :class:`Strong`, :class:`Em`, :class:`Code` and :class:`Term` (all
+    escaped)."""
 
     __slots__ = ("spans",)
     tag = "p"
@@ -130,7 +146,8 @@ class Heading(Text):
 
 @dataclass(frozen=True)
 class Facts:
-    """A two-column table of (label, value) rows; rows whose value is None are left out."""
+    """A two-column table of (label, value) rows; rows whose value is None are left out. A label may be a
+    :class:`Term` (its meaning on hover)."""
 
     rows: Iterable[tuple[Any, Any]]
 
@@ -187,7 +204,7 @@ def _render_part(part: HtmlPart) -> str:
     if isinstance(part, Text):
         return f"<{part.tag}>{''.join(map(_span, part.spans))}</{part.tag}>"
     if isinstance(part, Facts):
-        rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in part.rows if v is not None)
+        rows = "".join(f"<tr><th>{_span(k)}</th><td>{escape(v)}</td></tr>" for k, v in part.rows if v is not None)
         return f'<table class="agent-inspect facts">{rows}</table>'
     if isinstance(part, Table):
         return frame_html(part.frame, max_rows=part.max_rows, caption=part.caption)
@@ -199,6 +216,8 @@ def _render_part(part: HtmlPart) -> str:
 
 
 def _span(span: Any) -> str:
+    if isinstance(span, Term):
+        return f'<span class="ai-term" title="{escape(span.title)}">{escape(span.text)}</span>'
     if isinstance(span, Code):
         return f"<code>{escape(span.text)}</code>"
     if isinstance(span, Em):

@@ -130,8 +130,9 @@
       return {x: b.left + b.width / 2, y: b.top + b.height / 2, disabled: button.disabled};
     },
 
-    // Client coordinates of a data point of the first chart under the cell's output, clear of the mode bar:
-    // a plotly point (its axes' own maps; the "live" trace or the largest one, from the middle outwards)
+    // Client coordinates of a data point of the first chart under the cell's output, clear of the mode bar and of
+    // any divergence ✕: a plotly point (its axes' own maps; the "live" trace or the largest one, from the middle
+    // outwards)
     // or the centre of an element marked `data-ai-point`.
     pointIn(index) {
       const root = outputRoot(index);
@@ -142,12 +143,18 @@
         const traces = gd._fullData.filter(t => t.visible === true && (t.x || []).length);
         const trace = traces.find(t => t.name === 'live') || traces.sort((a, b) => b.x.length - a.x.length)[0];
         if (!trace) return null;
+        const at = (t, k) => ({x: r.left + fl._size.l + fl.xaxis.l2p(t.x[k]), y: r.top + fl._size.t + fl.yaxis.l2p(t.y[k])});
+        // a divergence ✕ is drawn over the record beneath it and a click on it shows the divergence, not a value
+        const marks = traces.filter(t => t.name === 'divergence').flatMap(t => t.x.map((_, k) => at(t, k)));
+        const clear = p => marks.every(m => Math.hypot(m.x - p.x, m.y - p.y) > 16);
         const mid = trace.x.length >> 1;
         for (let d = 0; d < trace.x.length; d++) {
           for (const k of [mid + d, mid - d]) {
             if (k < 0 || k >= trace.x.length) continue;
-            const x = r.left + fl._size.l + fl.xaxis.l2p(trace.x[k]), y = r.top + fl._size.t + fl.yaxis.l2p(trace.y[k]);
-            if (y > r.top + fl._size.t + 30 && y < r.bottom - fl._size.b && x > r.left + fl._size.l) return {x, y};
+            const {x, y} = at(trace, k);
+            if (y > r.top + fl._size.t + 30 && y < r.bottom - fl._size.b && x > r.left + fl._size.l && clear({x, y})) {
+              return {x, y};
+            }
           }
         }
         return null;

@@ -23,7 +23,7 @@ from agent_inspect.executor._policy import ActionPolicy
 from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import MemoryState, RunState
 from agent_inspect.executor._steps import Step, StepKind, StepOutcome
-from agent_inspect.recovery import RemovalCauses, removal_reason
+from agent_inspect.recovery import RemovalCauses, lookup_words, removal_reason
 from agent_inspect.recovery.engine import (
     CallEvent,
     CallJournal,
@@ -191,8 +191,7 @@ class Engine(Observer):
         for ev in decision.events:
             self._cache_event_step(ev, during=_DURING[stage], task=run.index, action=run.action,
                                    caused_by=lookup_step)
-        self.run.causes.removed(decision.events,
-                                f"the lookup of task {run.index} ({t.business_key}, seq {t.seq}, {run.action})")
+        self.run.causes.removed(decision.events, lookup_words(run.action, t.business_key, t.seq))
 
     def reused(self, run: TaskRun, record: RecordView, outputs: Sequence[AgentEvent]) -> None:
         paths = [p for p, _ in record.short_term] + [p for p, _ in record.sensory]

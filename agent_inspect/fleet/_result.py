@@ -34,8 +34,9 @@ class ScanResult:
       runtime evidence (key/value formats seen); then per rule ``<rule>_reused`` / ``_resumed`` /
       ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again),
       ``_stale_reuse_risk`` (reuses at or after a round with conflicting roots) and ``_crashed``, then one
-      ``<rule>_calls:<function id>`` count per function the rule executes again anywhere (0 where a key does
-      not): :meth:`calls_by_function` sums them over the fleet.
+      ``<rule>_calls:<function>`` count per function the rule executes again anywhere (0 where a key does
+      not; a sub-agent call is named by its sub-agent and caller, the ledger's ``label``):
+      :meth:`calls_by_function` sums them over the fleet.
     - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker).
     - ``errors``: a sample of bad records per window, with their positions (counts are in ``partitions``).
     - ``failures``: windows whose task failed after retries, with the reason; the rest completed.
@@ -92,8 +93,8 @@ class ScanResult:
         return ranked if n is None else ranked.head(n)
 
     def calls_by_function(self, rule: str | None = None) -> pd.Series:
-        """Durable calls ``rule`` (default: the first rule scanned) would execute again, per function id, summed over
-        every key, most first."""
+        """Durable calls ``rule`` (default: the first rule scanned) would execute again, per function (a sub-agent
+        call by its sub-agent and caller), summed over every key, most first."""
         rule = rule or self.rules[0]
         if rule not in self.rules:
             raise ValueError(f"rule {rule!r} was not scanned; scanned: {', '.join(self.rules)}")

@@ -28,8 +28,9 @@ KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "hi
                "exposed_1301", "lint_flags", "runtime_evidence"]
 #: Per-key columns repeated for every rule, named ``<rule>_<column>``.
 RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk", "crashed"]
-#: Then per rule one int32 column per function id whose durable calls that rule executes again for some key:
-#: ``<rule>_calls:<function id>`` (a count per key, 0 where none), sorted by function id. The same width per key
+#: Then per rule one int32 column per function whose durable calls that rule executes again for some key:
+#: ``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
+#: caller), sorted by that name. The same width per key
 #: however long its history: the client holds counts, never the calls.
 CALLS_PREFIX = "_calls:"
 _ERROR_SAMPLE = 20
@@ -335,7 +336,8 @@ def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
                 removed[to_business.get(entry.business_key, entry.business_key)] += 1
     calls: dict[str, Counter[str]] = defaultdict(Counter)
     ledger = pred.ledger[pred.ledger["kind"] == "call"]
-    for k, name, count in zip(ledger["key"].astype(object), ledger["name"].astype(object), ledger["count"]):
+    names = ledger["label"] if "label" in ledger else ledger["name"]   # a sub-agent call: its sub-agent and caller
+    for k, name, count in zip(ledger["key"].astype(object), names.astype(object), ledger["count"]):
         calls[to_business.get(str(k), str(k))][str(name)] += int(count)
     crashed_keys = set()
     if pred.crashed and len(tasks):

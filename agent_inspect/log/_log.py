@@ -11,7 +11,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import ValueFormatError
-from agent_inspect._html import Code, Facts, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._html import Code, Facts, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.codec import ActionState, decode_action_state
 from agent_inspect.codec.bulk import release_shared_strings
 from agent_inspect.log._build import COLUMNS, build_records
@@ -176,9 +176,12 @@ class ActionStateLog(HtmlRepr):
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("ActionStateLog"), " from ", self.source.kind, " ", Code(self.source.location))
-        yield Facts((f.label, f.text) for f in summary_facts(self.summary()))
+        yield Facts((Term(f.label, f.explanation) if f.explanation else f.label, f.text)
+                    for f in summary_facts(self.summary()))
         cols = ["partition", "offset", "business_key", "seq", "key_format", "value_format", "completed",
-                "task_event_type", "output_event_count", "call_count", "error"]
+                "task_event_type", "output_event_count", "call_count"]
+        if self.records["error"].head(10).notna().any():    # an error column only where one of the rows shown has one
+            cols.append("error")
         yield Table(self.records[cols], caption="records", max_rows=10)
 
 

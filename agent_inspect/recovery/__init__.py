@@ -16,6 +16,7 @@ from agent_inspect.recovery._predict import NOT_DISPATCHED, Prediction, Simulati
 from agent_inspect.recovery._prediction import (
     IMPACT_ORDER,
     RemovalCauses,
+    lookup_words,
     removal_reason,
     tasks_by_impact,
     user_reason,
@@ -46,7 +47,7 @@ __all__ = [
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",
     "agent_event", "tasks_by_impact", "IMPACT_ORDER",
     # reasons in a reader's words (the rule's own stay in ``rule_note``)
-    "user_reason", "RemovalCauses", "removal_reason",
+    "user_reason", "RemovalCauses", "removal_reason", "lookup_words",
     # driving a plan through a rebuilt session
     "simulate", "Simulation", "TaskLookups", "TaskFailed",
     # 0.4+ records: checkpoint-time refresh rows, sub-agent result events (V4)

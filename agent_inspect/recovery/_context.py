@@ -159,6 +159,7 @@ class ReplayContext:
         if session_id is None or call_id is None:
             session_id, call_id = self._allocate_ids(scope)
         fid = f"{session_id}#{call_id}"
+        self._engine.state.subagent_scopes[fid] = scope
         child = self._engine.subagent_runner(self, scope, session_id, call_id, event_type, attrs)
         got: list[tuple[str, ...]] = []
 

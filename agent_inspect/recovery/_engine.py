@@ -145,6 +145,8 @@ class EngineState:
     looked_up: set[str] = field(default_factory=set)
     #: per sub-agent call ``<sessionId>#<callId>``: the result event ids the caller got, or "journal"
     subagent_results: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    #: per sub-agent call ``<sessionId>#<callId>``: the sub-agent it called (its ``targetScope``)
+    subagent_scopes: dict[str, str] = field(default_factory=dict)
     tasks: int = 0
     warnings: list[str] = field(default_factory=list)     # the call journals' non-determinism warnings
     failure: JobFailed | None = None

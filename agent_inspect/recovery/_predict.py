@@ -59,6 +59,14 @@ class Simulation:
     crashed: bool = False
     warnings: list[str] = field(default_factory=list)
     subagent_results: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    #: per sub-agent call's function id (``<sessionId>#<callId>``): its name for readers (:func:`subagent_call_name`)
+    call_names: dict[str, str] = field(default_factory=dict)
+
+
+def subagent_call_name(scope: str, caller: str) -> str:
+    """A sub-agent call named by its sub-agent and the action that called it: "reviewer (sub-agent call from
+    caller)" (its function id, ``<sessionId>#<callId>``, is two UUIDs that differ per key and round)."""
+    return f"{scope} (sub-agent call from {caller})"
 
 
 class _Rows(Observer):
@@ -104,6 +112,9 @@ class _Rows(Observer):
         if kind is None:
             return
         self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
+        scope = self.engine.state.subagent_scopes.get(event.function_id) if self.engine is not None else None
+        if scope is not None:
+            self.sim.call_names[event.function_id] = subagent_call_name(scope, str(run.action))
         self.row_of[run.index]["calls_replayed" if kind == "replayed" else "calls_executed"] += 1
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
@@ -214,9 +225,10 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
     tasks["removed"] = [removed_by(ops) for ops in tasks["cache_ops"]]
     tasks["rule_note"] = tasks["reason"]   # the rule's own words, kept for tools and tests
     tasks["reason"] = reader_reasons(rows, session.events)
-    ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "router": None if kind == "body" else call_router(name),
-                            "count": n} for (k, kind, name), n in sim.ledger.items()],
-                          columns=["key", "kind", "name", "router", "count"])
+    ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "label": sim.call_names.get(name, name),
+                            "router": None if kind == "body" else call_router(name), "count": n}
+                           for (k, kind, name), n in sim.ledger.items()],
+                          columns=["key", "kind", "name", "label", "router", "count"])
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", settings.rule.name), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 __all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",
-           "tasks_by_impact", "IMPACT_ORDER"]
+           "lookup_words", "tasks_by_impact", "IMPACT_ORDER"]
 
 #: How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact`
 #: (a lookup that removed cached records ranks as an eviction, whatever it decided for its own task).
@@ -60,15 +60,21 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
     return f"{base}; {evicted} ({note})" if removed else base
 
 
+def lookup_words(action: object, key: object, seq: object) -> str:
+    """A task's lookup named by what a reader sees of it, action, key and seq: "the lookup of audit (user-0019,
+    seq 3)" (a dispatch index would mean nothing outside the tasks table)."""
+    return f"the lookup of {action} ({key}, seq {seq})"
+
+
 def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEvent]) -> list[str | None]:
     """:func:`user_reason` for every task row (dispatch order), naming what removed a re-run task's record:
     the rebuild (``events`` with step "rebuild") or the lookup of an earlier task."""
     causes = RemovalCauses(events)
     out = []
-    for i, row in enumerate(rows):
+    for row in rows:
         ops = row.get("cache_ops") or ()
         out.append(causes.reason(str(row.get("outcome")), row.get("reason"), str(row.get("state_key")), ops))
-        causes.removed(ops, f"the lookup of task {i} ({row.get('key')}, seq {row.get('seq')}, {row.get('action')})")
+        causes.removed(ops, lookup_words(row.get("action"), row.get("key"), row.get("seq")))
     return out
 
 
@@ -91,7 +97,7 @@ class RemovalCauses:
         return user_reason(outcome, rule_note, removed_by(ops), self._gone.get(state_key))
 
     def removed(self, ops: Iterable[CacheEvent], lookup: str) -> None:
-        """The cache events ``ops`` of the task ``lookup`` names ("the lookup of task 3 (…)") removed records."""
+        """The cache events ``ops`` of the task ``lookup`` names ("the lookup of audit (user-0019, seq 3)") removed records."""
         for ev in ops:
             self._made_by[ev.index] = lookup
             if ev.op in _REMOVING_OPS:
@@ -162,7 +168,8 @@ class Prediction(HtmlRepr):
     ``removed`` how many cached records the task's lookups removed; :meth:`by_impact` puts re-runs and
     evictions first.
     ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
-    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count`` and the ``router`` a
+    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count``, a ``label`` (the name a
+    reader sees: the name itself, or a sub-agent call's sub-agent and caller) and the ``router`` a
     model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
     id), "replayed" (a call served from the journal), "reconciler".
@@ -226,11 +233,13 @@ class Prediction(HtmlRepr):
         return Counter({str(n): int(c) for n, c in rows.groupby("name", observed=True)["count"].sum().items()})
 
     def ledger_totals(self) -> pd.DataFrame:
-        """The ledger summed over keys: one row per (kind, name), with its ``router``."""
+        """The ledger summed over keys: one row per (kind, name), with its ``label`` (the name a reader sees: a
+        sub-agent call's is its sub-agent and caller) and ``router``."""
         if self.ledger.empty:
             return self.ledger.drop(columns=["key"])
+        labels = {"label": ("label", "first")} if "label" in self.ledger else {}
         return self.ledger.groupby(["kind", "name"], as_index=False, observed=True, dropna=False).agg(
-            router=("router", "first"), count=("count", "sum"))
+            **labels, router=("router", "first"), count=("count", "sum"))
 
     def by_router(self) -> pd.DataFrame:
         """Model-routing calls grouped under their router: one row per (router, kind, name), summed over keys."""

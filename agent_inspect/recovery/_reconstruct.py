@@ -140,9 +140,12 @@ class Reconstruction(HtmlRepr):
         yield Text(Strong("Reconstruction"), " under rule ", Code(s["rule"]),
                    f": {s['records']} records ({counts}); {len(self.divergences)} divergences, "
                    f"{s['cache_events']} cache events.")
-        cols = [c for c in ("business_key", "seq", "kind", "step", "positions", "explanation")
-                if c in self.divergences.columns]
-        yield Table(self.divergences[cols], caption="divergences")
+        cols = [c for c in ("business_key", "seq", "kind", "step", "explanation") if c in self.divergences.columns]
+        table = self.divergences[cols]
+        if "positions" in self.divergences.columns:   # a count, not a list of positions (they are in .divergences)
+            table = table.assign(records=[len(p) if isinstance(p, (list, tuple)) else 0
+                                          for p in self.divergences["positions"]])
+        yield Table(table, caption="divergences")
 
 
 def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool = True,

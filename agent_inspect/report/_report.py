@@ -14,12 +14,13 @@ from typing import Any, Unpack
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import define, plural
-from agent_inspect._html import escape, frame_html
+from agent_inspect._glossary import define
+from agent_inspect._html import escape
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
 from agent_inspect.recovery import Prediction, Recovery, predict, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
+from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
 
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
@@ -161,8 +162,8 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
     records = result.records
     if "status" in records.columns:
         counts = records["status"].astype("string").fillna("unknown").value_counts(sort=True)
-        chips = "".join(f'<span class="chip status-{escape(s)}">{escape(s)}: {int(n):,}</span>'
-                        for s, n in counts.items())
+        chips = "".join(f'<span class="chip status-{escape(s)}" title="{escape(define(str(s)))}">{escape(s)}: '
+                        f"{int(n):,}</span>" for s, n in counts.items())
         body += f'<p class="statuses">Record status under <b>{escape(rule_name)}</b>: {chips}</p>'
     n_div = len(result.divergences) if isinstance(result.divergences, pd.DataFrame) else 0
     body += f'<p class="headline">{n_div:,} divergence{"s" if n_div != 1 else ""} found.</p>'
@@ -187,15 +188,6 @@ def _divergence_section(result: Any, *, max_rows: int) -> _Section:
     return _Section("divergences", "Divergences", listing + divergence_table(frame, max_rows=max_rows))
 
 
-def _records_link(positions: Any, anchor: str) -> str:
-    """A folded list of log positions: "3 records", opening to the positions."""
-    ps = [int(p) for p in positions] if isinstance(positions, (list, tuple)) else []
-    if not ps:
-        return ""
-    return (f'<details class="records" id="{escape(anchor)}"><summary>{escape(plural(len(ps), "record"))}'
-            f'</summary>{escape(", ".join(map(str, ps)))}</details>')
-
-
 def divergence_table(frame: pd.DataFrame, *, max_rows: int) -> str:
     """The divergences as a reader's table: number, key, round, kind (defined on hover), where the rule found
     it, records removed, and its records folded into a link; changed attributes only when some are."""
@@ -210,7 +202,7 @@ def divergence_table(frame: pd.DataFrame, *, max_rows: int) -> str:
     for idx, r in shown.iterrows():
         kind = "" if _isna(r.get("kind")) else str(r.get("kind"))
         trigger = r.get("trigger_pos")
-        records = _records_link(r.get("positions"), f"divergence-{idx}-records")
+        records = records_link(r.get("positions"), f"divergence-{idx}-records")
         if not _isna(trigger):
             records += f'<span class="trigger">triggered by record {int(trigger)}</span>'
         diff = r.get("attribute_diff")
@@ -266,15 +258,17 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
     body = (f"<p>Replaying the inputs after the restore, per task: {chips or 'no task'}.{crash} "
             f"Action bodies that run again: <b>{prediction.reruns():,}</b>.</p>")
     totals = prediction.ledger_totals()
-    body += frame_html(totals, max_rows=max_rows, caption="what runs again, summed over keys") if len(totals) \
+    body += reader_table(totals, max_rows=max_rows, caption="what runs again, summed over keys",
+                         anchor="ledger-totals") if len(totals) \
         else "<p>Nothing runs again: every task reuses its saved result.</p>"
     if len(prediction.ledger):
-        body += frame_html(prediction.ledger, max_rows=max_rows, caption="per key")
+        body += reader_table(prediction.ledger, max_rows=max_rows, caption="per key", anchor="ledger")
     cols = [c for c in ("key", "seq", "input", "action", "outcome", "reason") if c in tasks.columns]
     if len(tasks):
         impact = [c for c in ("outcome", "removed") if c in tasks.columns]   # sort on few columns: cheap
-        body += frame_html(tasks_by_impact(tasks[list(dict.fromkeys(cols + impact))])[cols], max_rows=max_rows,
-                           caption="tasks, re-runs and evictions first (first column: dispatch order)")
+        body += reader_table(tasks_by_impact(tasks[list(dict.fromkeys(cols + impact))])[cols], max_rows=max_rows,
+                             caption="tasks, re-runs and evictions first (first column: dispatch order)",
+                             anchor="tasks")
     return _Section("ledger", title, body)
 
 
@@ -286,20 +280,25 @@ def _trace_section(v: Any, *, max_rows: int) -> _Section:
     body = (f'<p class="verdict verdict-{css}"><b>Verdict: {escape(verdict)}. The prediction {said} '
             f"the job's Trace Log</b>: {escape(v.summary_text())}.</p>")
     body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.notes)
-    body += frame_html(v.totals, max_rows=max_rows, caption="tasks per outcome, predicted and observed")
-    body += frame_html(v.calls, max_rows=max_rows, caption="durable llm / tool calls, predicted and observed")
+    body += reader_table(v.totals, max_rows=max_rows, caption="tasks per outcome, predicted and observed",
+                         anchor="trace-totals")
+    body += reader_table(v.calls, max_rows=max_rows, caption="durable llm / tool calls, predicted and observed",
+                         anchor="trace-calls")
     if getattr(v, "tokens", None) is not None:
         body += f'<p class="tokens"><b>Tokens re-spent</b>: {escape(v.tokens.headline())}.</p>'
         body += "".join(f"<p><i>{escape(n)}</i></p>" for n in v.tokens.notes)
-        body += frame_html(v.tokens.totals, max_rows=max_rows, caption="LLM tokens re-spent, per rule (predicted)")
+        body += reader_table(v.tokens.totals, max_rows=max_rows, caption="LLM tokens re-spent, per rule (predicted)",
+                             anchor="trace-tokens")
     mismatches = getattr(v, "mismatches", v.disagreements)
     if len(mismatches):
         cols = [c for c in ("key", "seq", "action", "predicted", "observed", "verdict", "join", "cause", "explanation")
                 if c in mismatches]
-        body += frame_html(mismatches[cols], max_rows=max_rows,
-                           caption="tasks that disagree or that the trace cannot decide, and why")
+        body += reader_table(mismatches[cols], max_rows=max_rows,
+                             caption="tasks that disagree or that the trace cannot decide, and why",
+                             anchor="trace-mismatches")
     if v.ranking is not None:
-        body += frame_html(v.ranking, max_rows=max_rows, caption="rules and runtimes ranked by agreement")
+        body += reader_table(v.ranking, max_rows=max_rows, caption="rules and runtimes ranked by agreement",
+                             anchor="trace-ranking")
     return _Section("trace", title, body)
 
 
@@ -310,7 +309,7 @@ def _lint_section(result: Any, *, max_rows: int) -> _Section:
     if lints.empty:
         return _Section("lints", "Lints", "<p>No lint: nothing in this log trips a known upstream "
                                                "pitfall.</p>")
-    return _Section("lints", "Lints", frame_html(lints, max_rows=max_rows))
+    return _Section("lints", "Lints", reader_table(lints, max_rows=max_rows, anchor="lint"))
 
 
 def _errors_section(log: Any, *, max_rows: int) -> _Section:
@@ -318,7 +317,8 @@ def _errors_section(log: Any, *, max_rows: int) -> _Section:
     if not isinstance(errors, pd.DataFrame) or errors.empty:
         return _Section("errors", "Decode errors", "<p>Every record decoded.</p>")
     cols = [c for c in ("partition", "offset", "state_key", "error") if c in errors.columns]
-    return _Section("errors", "Decode errors", frame_html(errors[cols] if cols else errors, max_rows=max_rows))
+    return _Section("errors", "Decode errors", reader_table(errors[cols] if cols else errors, max_rows=max_rows,
+                                                            anchor="error"))
 
 
 def _static_views_section(log: Any, result: Any) -> _Section:

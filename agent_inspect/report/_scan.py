@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_inspect._glossary import define
 from agent_inspect._html import escape, frame_html
 
 __all__ = ["is_scan", "scan_sections"]
@@ -19,6 +20,7 @@ def is_scan(obj: Any) -> bool:
 def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     """The report's sections for a scan (the page itself is built like every report)."""
     from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
+    from agent_inspect.report._tables import reader_table
 
     s = result.summary()
     facts = [("source", s["source"]), ("windows", s["windows"]), ("failed windows", s["failed"]),
@@ -27,7 +29,8 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
              ("rules", ", ".join(result.rules)), ("runtime", result.runtime),
              ("rules run fleet-wide", ", ".join(getattr(result, "fleet_wide", ())) or None),
              ("Parquet output", result.output), ("seconds", result.seconds)]
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
+    rows = "".join(f'<tr><th title="{escape(define(k) or define(k.removeprefix("keys ")))}">{escape(k)}</th>'
+                   f"<td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
     per_rule = "".join(
         f"<tr><th>{escape(r)}</th>" + "".join(f"<td>{int(s[r][c]):,}</td>" for c in
                                                ("reused", "resumed", "rerun", "evictions", "calls",
@@ -39,8 +42,8 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
             f'<table class="agent-inspect"><thead><tr>{head}</tr></thead><tbody>{per_rule}</tbody></table>')
     calls = [(r, f, n) for r in result.rules for f, n in s[r]["calls_by_function"].items()]
     if calls:
-        body += ('<table class="agent-inspect"><caption>durable calls re-executed, by function id</caption><thead>'
-                 "<tr><th>rule</th><th>function id</th><th>calls</th></tr></thead><tbody>"
+        body += ('<table class="agent-inspect"><caption>durable calls re-executed, by function</caption><thead>'
+                 "<tr><th>rule</th><th>function</th><th>calls</th></tr></thead><tbody>"
                  + "".join(f"<tr><td>{escape(r)}</td><td><code>{escape(f)}</code></td><td>{n:,}</td></tr>"
                            for r, f, n in calls) + "</tbody></table>")
     sections = [_Section("summary", "Fleet scan summary", body)]
@@ -62,7 +65,8 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     sections.append(_Section("histograms", "History sizes and re-executed calls", figure_html, tuple(scripts)))
     parts = result.partitions.drop(columns=[c for c in ("output", "fleet_wide_rules") if c in result.partitions])
     sections.append(_Section("windows", "Windows read", frame_html(parts, max_rows=max_rows)))
-    errors = (frame_html(result.errors, max_rows=max_rows, caption="a sample of bad records per window")
+    errors = (reader_table(result.errors, max_rows=max_rows, caption="a sample of bad records per window",
+                           anchor="bad-record")
               if len(result.errors) else "<p>No bad records.</p>")
     sections.append(_Section("errors", "Bad records", errors))
     failures = (frame_html(result.failures, max_rows=max_rows) if len(result.failures)

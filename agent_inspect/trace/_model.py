@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import SourceError
-from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._glossary import count_words, define, plural
+from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Term, Text
 
 __all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_records", "ENTITY_TYPES", "STATUSES",
            "PROBLEM_CATEGORIES", "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE", "ERROR_COLUMNS",
@@ -420,11 +421,14 @@ class TraceLog(HtmlRepr):
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
+        jobs = ", ".join(s["jobs"]) or "none named in the records"
         yield Text(Strong("Trace Log"), " ", self.source,
-                   f": {s['records']} records in {s['files']} file(s), {s['action_executions']} action executions, "
-                   f"jobs {', '.join(s['jobs']) or '—'}, {len(s['errors'])} bad records, "
-                   f"{s['duplicates_dropped']} exact duplicates left out, {s['conflicting_records']} conflicting "
-                   f"records. {s['recovery_note']}.")
+                   f": {plural(s['records'], 'record')} in {plural(s['files'], 'file')}, "
+                   f"{plural(s['action_executions'], 'action execution')}, ",
+                   Term(count_words(len(s["jobs"]), "job"), define("jobs")), f": {jobs}; "
+                   f"{plural(len(s['errors']), 'bad record')}, "
+                   f"{plural(s['duplicates_dropped'], 'exact duplicate')} left out, "
+                   f"{plural(s['conflicting_records'], 'conflicting record')}. {s['recovery_note']}.")
         counts = pd.DataFrame([{"entity_type": et, "status": st, "records": n}
                                for et, d in s["by_status"].items() for st, n in d.items()])
         cols = ["timestamp", "business_key", "entity_type", "entity_name", "status", "execution_id", "error"]

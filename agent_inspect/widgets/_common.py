@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import define
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.widgets._style import colour
@@ -38,6 +39,7 @@ __all__ = [
     "first_column",
     "message_html",
     "integer_axis",
+    "terms_html",
 ]
 
 STATUS_COLOURS: dict[str, str] = {
@@ -165,6 +167,14 @@ def integer_axis(values: Any) -> dict[str, Any]:
     if span <= 12:
         return {"tickformat": "d", "dtick": 1, "tickmode": "linear", "autorange": True}
     return {"tickformat": "d", "dtick": None, "tick0": None, "tickmode": "auto", "nticks": 12, "autorange": True}
+
+
+def terms_html(terms: Iterable[str]) -> str:
+    """The "terms" line under a chart: each of its words the glossary defines, the definition on hover
+    ("" when none is defined)."""
+    spans = [f'<span class="ai-term" title="{escape(define(t))}">{escape(t)}</span>'
+             for t in dict.fromkeys(map(str, terms)) if define(t)]
+    return f'<div class="ai-terms">terms: {" · ".join(spans)}</div>' if spans else ""
 
 
 def message_html(text: str, *, level: str = "info") -> str:

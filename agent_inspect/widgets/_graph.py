@@ -29,6 +29,7 @@ from agent_inspect.widgets._common import (
     hover,
     log_of,
     message_html,
+    terms_html,
     value_html,
 )
 from agent_inspect.widgets._graph_geometry import RING_PX, Geometry, label_lines, label_px, wrap_label
@@ -107,6 +108,7 @@ class GraphView(w.VBox):
         self.detail.add_class("ai-detail")
         self.explain_box = w.VBox()
         self.explain_box.add_class("ai-graph-explain")
+        self.terms = w.HTML()
         self._divergences = _key_divergences(source, key)
         self.figure = Plot(layout=go.Layout(
             height=height, margin=dict(l=10, r=10, t=30, b=10), hovermode="closest", showlegend=True,
@@ -124,8 +126,8 @@ class GraphView(w.VBox):
         self.collapse_button.on_click(lambda _: self.collapse_all())
         self._show(seq, graph)
         self.round_picker.observe(lambda change: self._picked(change["new"]), names="value")
-        self.children = [w.HBox([self.round_picker, self.collapse_button, self.title]), self.figure, self.detail,
-                         self.explain_box]
+        self.children = [w.HBox([self.round_picker, self.collapse_button, self.title]), self.figure, self.terms,
+                         self.detail, self.explain_box]
 
     @property
     def seq(self) -> int | None:
@@ -194,6 +196,7 @@ class GraphView(w.VBox):
                             f"{self.graph.number_of_edges():,} edges{folded}</div>" + self._suffix_html())
         self.detail.value = message_html("click a node to see its attributes")
         self.explain_box.children = []
+        self.terms.value = terms_html(self._terms())
         with self.figure.batch_update():
             self.figure.data = []
             self._draw()
@@ -224,7 +227,7 @@ class GraphView(w.VBox):
 
     def explain(self, node: object) -> None:
         """Show ``explain``'s chain of store decisions for the action at ``node`` (a reconstruction's graph)."""
-        attrs = self.shown.nodes[node]
+        attrs = self.graph.nodes[node] if node in self.graph else self.shown.nodes[node]
         action = attrs.get("action_name") or attrs.get("label")
         if not isinstance(self._source, ReconstructionLike) or attrs.get("kind") != "action" or \
                 attrs.get("seq") is None or action is None:
@@ -336,6 +339,12 @@ class GraphView(w.VBox):
         for trace in self.figure.data[1:]:
             trace.on_click(self._on_click)
 
+    def _terms(self) -> list[str]:
+        """The words of the drawn graph the terms line explains: its node kinds and statuses, then its marks."""
+        nodes = [self.shown.nodes[n] for n in self.shown.nodes]
+        return [*sorted({_kind(a) for a in nodes}), *sorted({_status(a) for a in nodes}), "round", "attempt",
+                *(["divergence"] if self._divergences else [])]
+
     def _legend_of(self, attrs: Mapping[str, Any]) -> tuple[str, str, str, bool]:
         """(legend entry, kind, colour, removed) of a node: its kind and status under the rule."""
         status, kind = _status(attrs), _kind(attrs)
@@ -397,9 +406,21 @@ class GraphView(w.VBox):
         indices = list(getattr(points, "point_inds", []) or [])
         if indices and trace.customdata is not None:
             node = self._nodes[int(np.asarray(trace.customdata)[indices[0]])]
-            self.select(node)
-            if trace.name == DIVERGENCE_MARK:
-                self.explain(node)
+            # the ring or the node beneath it (the mouse may pick either): a divergence point explains itself
+            hits = self._marks().get(node, [])
+            self.select(node)   # a folded group expands: ``node`` is no longer drawn
+            if hits:
+                self.explain(self._diverging_node(hits[0], node))
+
+    def _diverging_node(self, divergence: Mapping[str, Any], drawn: Any) -> Any:
+        """The action node whose record triggered ``divergence`` (``drawn``, the node clicked, when it names no
+        trigger): inside a folded group, the member, not the group."""
+        trigger = divergence.get("trigger")
+        if trigger is not None:
+            for node, attrs in self.graph.nodes(data=True):
+                if _kind(attrs) == "action" and trigger in _positions_of(attrs):
+                    return node
+        return drawn
 
 
 class SubagentTreeView(GraphView):
@@ -441,6 +462,9 @@ class SubagentTreeView(GraphView):
         whole = nx.compose_all(trees)
         whole.graph.update(seq=None, emits=[e for t in trees for e in t.graph.get("emits", ())])
         return whole
+
+    def _terms(self) -> list[str]:
+        return ["sub-agent call", *super()._terms(), "REUSE", "RERUN", "RESUME", "NOT_DISPATCHED", "calls"]
 
     def _legend_of(self, attrs: Mapping[str, Any]) -> tuple[str, str, str, bool]:
         kind = _kind(attrs)

@@ -98,7 +98,8 @@ class PredictionView(w.VBox):
         if not {"kind", "name", "count"} <= set(self.ledger.columns) or self.ledger.empty:
             self.ledger_figure.layout.title.text = "re-execution ledger: nothing runs again"
             return
-        totals = self.ledger.groupby(["kind", "name"], observed=True, sort=True)["count"].sum()
+        by = "label" if "label" in self.ledger.columns else "name"   # a sub-agent call by sub-agent and caller
+        totals = self.ledger.groupby(["kind", by], observed=True, sort=True)["count"].sum()
         with self.ledger_figure.batch_update():
             for kind in dict.fromkeys(map(str, totals.index.get_level_values(0))):
                 part = totals.xs(kind, level=0)

@@ -22,6 +22,7 @@ from agent_inspect.widgets._common import (
     message_html,
     pretty_json,
     runtime_html,
+    terms_html,
     to_builtins,
 )
 from agent_inspect.widgets._plot import Plot
@@ -130,10 +131,12 @@ class ReplayStepper(w.VBox):
         self._syncing = False
         self.key_filter.observe(lambda _: None if self._syncing else self.refresh(), names="value")
         self.runtime = runtime_html(executor)
+        self.terms = w.HTML(terms_html(["step", "round", "task", *_step_kinds()]))
         self.children = [
             w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button, self.key_filter]),
             w.HBox([self.break_kind, self.break_key, self.break_seq, self.break_button, self.clear_button]),
-            self.breakpoints, self.status, self.counters, self.detail, self.figure, self.store, self.memory,
+            self.breakpoints, self.status, self.counters, self.detail, self.figure,
+            self.terms, self.store, self.memory,
             view_style(),
         ]
         self.refresh()

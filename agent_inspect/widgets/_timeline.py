@@ -21,6 +21,7 @@ from agent_inspect.widgets._common import (
     integer_axis,
     message_html,
     records_of,
+    terms_html,
     value_html,
 )
 from agent_inspect.widgets._plot import Plot
@@ -94,7 +95,10 @@ class KeyTimeline(w.VBox):
         self._show()
         self.figure.on_hover(self._hover)
         self.figure.on_relayout(self._zoom)
-        self.children = [self.title, self.figure, self.detail]
+        statuses = self.records["status"].dropna().astype(str).unique() if "status" in self.records else ()
+        self.terms = w.HTML(terms_html([*sorted(statuses), "round", "attempt",
+                                        *(["divergence"] if self._data.divergences else [])]))
+        self.children = [self.title, self.figure, self.terms, self.detail]
 
     @property
     def binned(self) -> bool:
@@ -403,8 +407,25 @@ def removed_by(source: Any) -> dict[Any, str]:
     for ident, rows in evictions.groupby("divergence_id", sort=False):
         positions = [p for ps in rows["positions"] for p in _positions(ps)]
         counts = records["seq"].reindex(positions).dropna().astype(int).value_counts().sort_index()
-        out[ident] = ", ".join(f"seq {s} ×{n}" for s, n in counts.items()) + f" ({len(positions)} records)"
+        out[ident] = _seq_runs(counts) + f" ({len(positions):,} records)"
     return out
+
+
+def _seq_runs(counts: pd.Series, *, limit: int = 8) -> str:
+    """Records per round in words, three or more consecutive rounds with the same count as one run ("seq 3–9 ×2
+    each"), at most ``limit`` items: a removal of thousands of rounds stays one line (a hover that listed each
+    froze the page)."""
+    runs: list[list[int]] = []      # [first seq, last seq, records per seq]
+    for seq, n in counts.items():
+        if runs and runs[-1][1] == seq - 1 and runs[-1][2] == n:
+            runs[-1][1] = int(seq)
+        else:
+            runs.append([int(seq), int(seq), int(n)])
+    runs = [r for a, b, n in runs for r in ([[a, b, n]] if b - a >= 2 else [[s, s, n] for s in range(a, b + 1)])]
+    words = [f"seq {a} ×{n}" if a == b else f"seq {a}–{b} ×{n} each" for a, b, n in runs[:limit]]
+    if len(runs) > limit:
+        words.append(f"… {len(runs) - limit:,} more")
+    return ", ".join(words)
 
 
 def _missing(value: Any) -> bool:

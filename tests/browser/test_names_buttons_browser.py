@@ -1,6 +1,9 @@
 """Issue 26 in JupyterLab + chromium, as a person clicks: names not UUIDs in the attempts diff, Explain (side b)
 and Round, record buttons that read "record N" and open the key on that record, the verification headline
-that admits differing calls, "disagreements only" with none, and a copied link that brings its view back."""
+that admits differing calls, "disagreements only" with none, and a copied link that brings its view back.
+
+Every cross-view button is clicked: Explain (side b), every record button of each explanation (the diff's, the
+explain view's, the one a graph's divergence click opens), and the graph's divergence point on a folded group."""
 
 from __future__ import annotations
 
@@ -31,7 +34,20 @@ CELLS = [
     "pos = int(history.lines.iloc[-1]['first_pos'])\n"
     "history.focus(pos)\n"
     "history",
+    # a big key's graph: its divergence ✕ sits on a folded attempt group
+    "original = ai.reconstruct(log, rule='original', markers=MARKERS)\n"
+    "graph = ai.widgets.GraphView(original, 'user-0023')\n"
+    "graph",
 ]
+#: the plotly point of trace ``name`` under the view ``sel``, on screen
+_POINT_JS = """
+([sel, name]) => {
+  const gd = document.querySelector(sel + ' .js-plotly-plot');
+  const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+  const t = gd._fullData.find(t => t.name === name);
+  return t ? {x: r.left + fl._size.l + fl.xaxis.l2p(t.x[0]), y: r.top + fl._size.t + fl.yaxis.l2p(t.y[0])} : null;
+}
+"""
 NAMES = {"triage", "audit", "chat", "tool_call", "review", "check_policy", "approve"}
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -71,23 +87,10 @@ def test_names_buttons_headline_and_copied_link(lab_page, lab_root: Path, artifa
     for i in range(buttons.count()):
         assert re.fullmatch(r"record \d+", buttons.nth(i).inner_text().strip())
         assert buttons.nth(i).evaluate("b => b.scrollWidth <= b.clientWidth + 1"), "label cut off"
-    last = buttons.last
-    pos = last.inner_text().split()[1]
-    last.click()
-    browser = story.locator(".ai-log-browser")
-    browser.wait_for()
-    key_box = browser.locator("input[placeholder='business key (exact)']").first
-    page.wait_for_function("(el) => el.value === 'user-0019'", arg=key_box.element_handle())
-    browser.locator(".ai-detail", has_text=f"record {pos}").wait_for()
-    # the record's row is selected and scrolled into view, not far below in the whole log
-    row = browser.locator(".ai-log-grid .ai-grid-row.ai-grid-selected")
-    row.wait_for()
-    assert row.locator(".ai-grid-cell").first.inner_text().strip() == pos
-    page.wait_for_function(
-        "(r) => { const s = r.closest('.ai-grid-scroll'); "
-        "const a = r.getBoundingClientRect(), b = s.getBoundingClientRect(); "
-        "return a.top >= b.top - 1 && a.bottom <= b.bottom + 1; }", arg=row.element_handle())
+    _open_every_record(page, story, "user-0019")
     story.screenshot(path=str(artifacts / "names-explain-record.png"))
+    # the explanation Explain (side b) opened has record buttons too: each opens its key on its record
+    _open_every_record(page, diff.locator(".ai-diff-explain .ai-explain").first, "user-0019")
 
     # the verification headline never says just "agrees" while the calls differ
     ver = page.locator(".ai-verification").first
@@ -123,5 +126,44 @@ def test_names_buttons_headline_and_copied_link(lab_page, lab_root: Path, artifa
     assert names and names <= NAMES
     hist.screenshot(path=str(artifacts / "names-history.png"))
 
+    # the graph's divergence ✕ on a folded attempt group: the click explains the task inside it (it raised
+    # KeyError), filtered to the key, and the explanation's record buttons open the key on each record
+    graph = page.locator(".ai-graph").first
+    graph.scroll_into_view_if_needed()
+    page.wait_for_function("() => { const gd = document.querySelector('.ai-graph .js-plotly-plot'); "
+                           "return gd && gd._fullData && gd._fullData.some(t => t.name === 'divergence point'); }")
+    point = page.evaluate(_POINT_JS, [".ai-graph", "divergence point"])
+    assert point is not None
+    page.mouse.click(point["x"], point["y"])
+    why = graph.locator(".ai-graph-explain .ai-explain")
+    why.locator(".ai-explain-cause").wait_for(timeout=60_000)
+    assert "user-0023" in why.inner_text()
+    _open_every_record(page, why, "user-0023")
+    graph.screenshot(path=str(artifacts / "names-graph-divergence-explain.png"))
+
     assert lab_page.errors_in_outputs() == []
     assert not lab_page.xss_hits()
+
+
+def _open_every_record(page, story, key: str) -> None:
+    """Click each record button of an explanation: the log browser below opens filtered to ``key`` with that
+    record shown, and its row selected and scrolled into view (not far below in the whole log)."""
+    story.scroll_into_view_if_needed()
+    buttons = story.locator(".ai-explain-record")
+    assert buttons.count() > 0
+    for i in range(buttons.count()):
+        button = buttons.nth(i)
+        pos = button.inner_text().split()[1]
+        button.click()
+        browser = story.locator(".ai-log-browser")
+        browser.wait_for()
+        key_box = browser.locator("input[placeholder='business key (exact)']").first
+        page.wait_for_function("([el, key]) => el.value === key", arg=[key_box.element_handle(), key])
+        browser.locator(".ai-detail", has_text=f"record {pos}").wait_for()
+        row = browser.locator(".ai-log-grid .ai-grid-row.ai-grid-selected")
+        page.wait_for_function("([r, pos]) => r.querySelector('.ai-grid-cell').textContent.trim() === pos",
+                               arg=[row.element_handle(), pos])
+        page.wait_for_function(
+            "(r) => { const s = r.closest('.ai-grid-scroll'); "
+            "const a = r.getBoundingClientRect(), b = s.getBoundingClientRect(); "
+            "return a.top >= b.top - 1 && a.bottom <= b.bottom + 1; }", arg=row.element_handle())

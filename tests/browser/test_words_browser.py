@@ -1,7 +1,7 @@
 """In JupyterLab + chromium, as a person reads them (issue #16 item 7, issue #12 item 7): the stepper's counters
 say what they count and explain themselves on hover, "Show key" narrows the stepper to one key, a step's reason
 is the reader's with the rule's words beside it, the views of a log say which runtime wrote it and why, and
-the key history says what removed an evicted record."""
+the key history says what removed an evicted record; the stepper's chart has a terms line with tooltips."""
 
 from __future__ import annotations
 
@@ -53,6 +53,12 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
     stepper.scroll_into_view_if_needed()
     stepper.locator(".ai-stepper-status", has_text="finished").wait_for()
 
+    # the terms line under the stepper's chart: each step kind in words on hover, from the one glossary
+    terms = stepper.locator(".ai-terms .ai-term")
+    shown = {terms.nth(i).inner_text(): terms.nth(i).get_attribute("title") for i in range(terms.count())}
+    assert {"eviction", "persist", "round-complete", "reuse", "rerun", "step"} <= set(shown)
+    assert all(len(title or "") > 20 for title in shown.values()), shown
+
     # every counter: a label in words and a tooltip (the title attribute the browser shows on hover)
     counters = stepper.locator(".ai-counter")
     assert counters.count() == 15
@@ -88,7 +94,7 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
     detail.scroll_into_view_if_needed()
     reason = detail.locator("tr", has=page.locator("th", has_text="reason")).first.locator("td")
     reason.wait_for()
-    assert reason.inner_text().startswith("no cached record for this task: the lookup of task ")
+    assert reason.inner_text().startswith("no cached record for this task: the lookup of ")
     note = detail.locator("tr", has=page.locator("th", has_text="rule_note")).locator("td")
     assert note.inner_text().startswith("original rule: miss at (")
     assert "> 1" not in reason.inner_text()

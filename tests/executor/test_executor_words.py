@@ -7,7 +7,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect.executor import Policies, ReplayExecutor, Step, StepKind
-from agent_inspect.recovery import Prediction, predict
+from agent_inspect.recovery import Prediction, lookup_words, predict
 from tests.executor.test_executor_replay import cascade_agent, first_attempt
 
 _REMOVALS = (StepKind.EVICTION, StepKind.INVALIDATION)
@@ -47,13 +47,13 @@ def test_a_rerun_names_the_earlier_lookup_that_evicted_its_record(production: tu
     named = [s for s in steps if s.kind is StepKind.LOOKUP and s.outcome == "RERUN" and "evicted it" in (s.reason or "")]
     assert named
     for step in named:
-        assert step.reason is not None and step.reason.startswith("no cached record for this task: the lookup of task ")
-        task = int(step.reason.split("the lookup of task ")[1].split(" ")[0])
-        assert task < (step.task or 0)
-        evicted = {sk for s in steps if s.kind in _REMOVALS and s.task == task for sk in s.detail["state_keys"]}
+        assert step.reason is not None and step.reason.startswith("no cached record for this task: the lookup of ")
+        assert "the lookup of task" not in step.reason, "a dispatch index means nothing to a reader"
+        evictors = {s.task for s in steps if s.kind is StepKind.LOOKUP and (s.task or 0) < (step.task or 0)
+                    and lookup_words(s.action, s.key, s.seq) in step.reason}
+        assert evictors, "the reason names an earlier lookup by action, key and seq"
+        evicted = {sk for s in steps if s.kind in _REMOVALS and s.task in evictors for sk in s.detail["state_keys"]}
         assert step.state_key in evicted
-        evictor = next(s for s in steps if s.kind is StepKind.LOOKUP and s.task == task)
-        assert f"({evictor.key}, seq {evictor.seq}, {evictor.action})" in step.reason
 
 
 def test_an_eviction_says_what_went_and_why_in_words(production: tuple[tuple[Step, ...], Prediction]) -> None:

@@ -36,7 +36,7 @@ def reference(log: Any, markers: Any, rules: tuple[str, ...] = RULES) -> pd.Data
                     removed[str(entry.business_key)] += 1
         ledger = pred.ledger[pred.ledger["kind"] == "call"]
         calls = ledger.groupby("key", observed=True)["count"].sum()
-        for (k, function), n in ledger.groupby(["key", "name"], observed=True)["count"].sum().items():
+        for (k, function), n in ledger.groupby(["key", "label"], observed=True)["count"].sum().items():
             if n:
                 rows[str(k)][f"{rule}_calls:{function}"] = int(n)
         for k in rows:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import agent_inspect as ai
-from agent_inspect.recovery import IMPACT_ORDER, predict, tasks_by_impact
+from agent_inspect.recovery import IMPACT_ORDER, lookup_words, predict, tasks_by_impact
 from agent_inspect.recovery._prediction import user_reason
 
 
@@ -43,12 +43,13 @@ def test_a_rerun_names_the_lookup_that_evicted_its_record(production) -> None:
     named = reruns[reruns["reason"].str.contains("evicted it", na=False)]
     assert len(named) > 0.9 * len(reruns)
     for i, row in named.head(40).iterrows():
-        j = int(row["reason"].split("the lookup of task ")[1].split(" ")[0])
-        assert j < i, "the evicting lookup comes earlier in dispatch order"
-        evictor = tasks.loc[j]
-        removed = {e.state_key for ev in evictor["cache_ops"] for e in ev.removed}
+        assert "the lookup of task" not in row["reason"], "a dispatch index means nothing to a reader"
+        earlier = tasks.loc[: i - 1]
+        evictors = earlier[[lookup_words(r["action"], r["key"], r["seq"]) in row["reason"]
+                            for _, r in earlier.iterrows()]]
+        assert len(evictors), "the evicting lookup, named by action, key and seq, comes earlier in dispatch order"
+        removed = {e.state_key for ops in evictors["cache_ops"] for ev in ops for e in ev.removed}
         assert row["state_key"] in removed
-        assert f"({evictor['key']}, seq {evictor['seq']}, {evictor['action']})" in row["reason"]
 
 
 def test_tasks_by_impact_puts_reruns_and_evictions_first(production) -> None:
@@ -96,3 +97,18 @@ def test_explain_of_a_quiet_reuse_gives_the_rules_words_not_none(production) -> 
     # explain's own prediction words the rule's decision, whatever its window; never the text "None"
     assert e.outcome == "REUSE" and e.reason and e.reason not in ("None", "nan") and "record" in e.reason
     assert e.steps[0].detail == e.reason
+
+
+def test_sub_agent_calls_in_the_ledger_are_named_by_sub_agent_and_caller() -> None:
+    """Issue 26 row 8: a sub-agent call's function id is ``<sessionId>#<callId>`` (two UUIDs per key and round);
+    the ledger's ``label`` names its sub-agent and the action that called it, and the totals carry it."""
+    log = ai.load(ai.samples.path("production"))
+    pred = predict(log, rule="original", markers=ai.samples.markers("production"))
+    calls = pred.ledger[pred.ledger["kind"] == "call"]
+    sub = calls[calls["name"].str.contains("#")]
+    assert len(sub)
+    assert set(sub["label"]) == {"reviewer (sub-agent call from review)"}
+    plain = calls[~calls["name"].str.contains("#")]
+    assert (plain["label"] == plain["name"]).all()
+    totals = pred.ledger_totals()
+    assert set(totals.loc[totals["name"].isin(sub["name"]), "label"]) == {"reviewer (sub-agent call from review)"}

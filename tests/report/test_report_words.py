@@ -63,7 +63,7 @@ def test_no_key_with_nothing_evicted_and_no_python_tuples(production_page: str) 
     text = _text(production_page)
     assert re.findall(r"· (\d+) records evicted or invalidated", text) == ["9"]
     assert not re.search(r"\(\d+,\)", text), "log positions print as numbers, not as a Python tuple"
-    assert "identity-mismatch lookup 995 " in text
+    assert "identity-mismatch lookup" in text and "triggered by record 995" in text
 
 
 def test_ledger_tasks_show_reruns_first(production_page: str) -> None:
@@ -103,3 +103,40 @@ def test_timelines_say_what_removed_a_record_in_a_readers_words() -> None:
         assert reason.startswith("the replayed lookup of record ")
         assert reason.endswith("; its task runs again if the replay reaches it")
     assert "reason: original rule" not in scripts and "\\u003e 1 -\\u003e" not in scripts
+
+
+def _tables(page: str) -> list[tuple[list[str], str]]:
+    """(header texts, body) of every table of the page."""
+    out = []
+    for table in re.findall(r"<table.*?</table>", page, flags=re.S):
+        heads = [htmllib.unescape(re.sub(r"<[^>]+>", "", h)).strip()
+                 for h in re.findall(r"<thead>.*?</thead>", table, flags=re.S)[:1]
+                 for h in re.findall(r"<th[^>]*>(.*?)</th>", h, flags=re.S)]
+        out.append((heads, table))
+    return out
+
+
+def test_every_table_is_a_readers_names_no_internal_columns_and_positions_fold_into_records() -> None:
+    """Issue 26 row 12 / item 8, every table of a report with a trace (ledger, trace reader, static views): no
+    internal column, no raw sub-agent function id, no list of positions in a cell (they fold into a "records"
+    link), no column empty in every row."""
+    log = ai.load(ai.samples.path("production"))
+    markers = ai.samples.markers("production")
+    verification = ai.verify(log, ai.load_trace(ai.samples.path("production", "trace")), markers=markers)
+    page = render_report(log, markers=markers, verification=verification, max_keys=0)
+    tables = _tables(page)
+    assert len(tables) >= 6
+    uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    for heads, table in tables:
+        assert not {"id", "cache_ops", "attribute_diff", "positions", "label", "router"} & set(heads), heads
+        cells = [htmllib.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", table, re.S)
+                 if "<details" not in c]
+        assert not any("#" in c and uuid.search(c) for c in cells), "a sub-agent call by its function id"
+        if "facts" not in table[:60]:   # a facts table lists partitions, not positions
+            assert not any(re.fullmatch(r"\d+(, \d+){2,}", c.strip()) for c in cells), "positions listed in a cell"
+        for n, head in enumerate(heads[1:]):
+            column = re.findall(r"<tr><th>[^<]*</th>" + r"<td[^>]*>.*?</td>" * n + r"<td[^>]*>(.*?)</td>", table)
+            assert not column or any(c.strip() for c in column), f"column {head!r} is empty in every row"
+    ledger = page.split("what runs again, summed over keys")[1].split("</table>")[0]
+    assert "reviewer (sub-agent call from review)" in ledger
+    assert 'class="records"' in page.split('id="divergences"')[1]

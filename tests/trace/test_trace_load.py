@@ -190,3 +190,21 @@ def test_html_is_escaped(tmp_path: Path) -> None:
     p.write_text(json.dumps(rec) + "\n", encoding="utf-8")
     html = load_trace(p)._repr_html_()
     assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_the_summary_line_names_jobs_in_words_with_a_tooltip(tmp_path: Path) -> None:
+    """No bare "jobs —": a trace without job names says so, "job"/"jobs" carries the glossary's line, counts
+    have their plurals."""
+    from agent_inspect._glossary import define
+    from agent_inspect._html import escape
+
+    rec = json.loads(_lines()[3])
+    rec.pop("jobId", None), rec.pop("jobName", None)
+    p = tmp_path / "one.log"
+    p.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    trace = load_trace(p)
+    html = trace._repr_html_()
+    assert "jobs —" not in html and "file(s)" not in html
+    assert f'<span class="ai-term" title="{escape(define("jobs"))}">' in html
+    assert trace.jobs() == [] and "none named in the records" in html
+    assert "1 record in 1 file," in html

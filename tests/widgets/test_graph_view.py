@@ -247,3 +247,39 @@ def test_a_clicked_evicted_action_says_what_removed_it_and_keeps_the_rules_words
     detail = html.unescape(view.detail.value)
     assert f'"reason": "{attrs["reason"]}"' in detail
     assert f'"status_rule_note": "{attrs["status_rule_note"]}"' in detail
+
+
+def test_a_divergence_click_on_a_folded_group_explains_the_task_inside_it():
+    """The ✕ on a folded attempt group: the click expands the group and explains the action whose record
+    triggered the divergence (it raised KeyError: the group node was gone once expanded)."""
+    from agent_inspect.widgets._explain import ExplainView
+
+    result = ai.reconstruct(ai.load(ai.samples.path("production")), rule="original",
+                            markers=ai.samples.markers("production"))
+    divergence = result.divergences[result.divergences["business_key"] == "user-0023"].iloc[0]
+    view = GraphView(result, "user-0023")
+    assert view.grouped
+    index = next(i for i, t in enumerate(view.figure.data) if t.name == "divergence point")
+    assert view.shown.nodes[view._nodes[int(view.figure.data[index].customdata[0])]].get("group")
+    click(view.figure, index, 0)
+    assert view.expanded, "the group unfolds"
+    [story] = view.explain_box.children
+    assert isinstance(story, ExplainView)
+    assert story.explanation.key == "user-0023"
+    assert [b.description for b in story.record_buttons] == [f"record {int(divergence['trigger_pos'])}"]
+
+
+def test_a_click_on_the_diverging_node_beneath_its_ring_explains_it_too():
+    """Under load the mouse picks the node beneath the ring as often as the ring: both explain the divergence."""
+    from agent_inspect.widgets._explain import ExplainView
+
+    result = ai.reconstruct(ai.load(ai.samples.path("production")), rule="original",
+                            markers=ai.samples.markers("production"))
+    view = GraphView(result, "user-0023")
+    ring = next(t for t in view.figure.data if t.name == "divergence point")
+    group = view._nodes[int(ring.customdata[0])]
+    index, point = next((i, j) for i, t in enumerate(view.figure.data) if t.name != "divergence point"
+                        and t.customdata is not None for j, n in enumerate(t.customdata) if view._nodes[n] == group)
+    click(view.figure, index, point)
+    [story] = view.explain_box.children
+    assert isinstance(story, ExplainView) and story.explanation.key == "user-0023"

@@ -155,3 +155,19 @@ def test_a_click_on_a_bin_shows_its_first_record_and_what_the_bin_holds(probe_re
     click(timeline.figure, index, 0)
     assert timeline.selected_pos == first and first in timeline.records.index
     assert f"record {first}:" in timeline.detail.value and "zoom in to see each" in timeline.detail.value
+
+
+def test_a_divergence_that_removed_thousands_of_rounds_stays_one_short_line() -> None:
+    """The ✕'s hover and detail listed every round removed ("seq 8333 ×2, seq 8334 ×2, …" for 8,000 rounds),
+    which froze the page on hover (benchmarks/views_browser.py click_to_value timed out): runs of rounds with the
+    same count are one item, and at most eight are listed."""
+    import pandas as pd
+
+    from agent_inspect.widgets._timeline import _seq_runs
+
+    many = pd.Series(2, index=range(8333, 16667))
+    assert _seq_runs(many) == "seq 8333–16666 ×2 each"
+    assert _seq_runs(pd.Series({1: 5, 2: 6, 3: 5})) == "seq 1 ×5, seq 2 ×6, seq 3 ×5"
+    ragged = pd.Series({s: 1 + s % 2 for s in range(100)})
+    text = _seq_runs(ragged)
+    assert text.count("seq ") == 8 and text.endswith("… 92 more")

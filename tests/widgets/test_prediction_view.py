@@ -42,3 +42,12 @@ def test_key_filter_and_escaping(prediction):
     strings = html_strings(view)
     assert not [s for s in strings if "<img" in s]
     assert any(html.escape(KEY) in s for s in strings)
+
+
+def test_the_ledger_chart_names_sub_agent_calls_by_sub_agent_and_caller():
+    """Issue 26 row 8: a bar per sub-agent and caller, not one per raw ``<sessionId>#<callId>``."""
+    log = ai.load(ai.samples.path("production"))
+    view = PredictionView(predict(log, rule="original", markers=ai.samples.markers("production")))
+    bars = [html.unescape(str(y)) for t in view.ledger_figure.data for y in t.y]
+    assert "reviewer (sub-agent call from review)" in bars
+    assert not any("#" in b for b in bars)

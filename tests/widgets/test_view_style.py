@@ -70,7 +70,7 @@ def test_no_view_writes_inline_css_and_every_class_it_styles_is_in_the_file(prob
                 classes |= {c for attr in re.findall(r'class="([^"]*)"', node.value) for c in attr.split()}
     styled = set(re.findall(r"\.(ai-[a-z-]+)\s*\{", CSS))
     assert {"ai-scroll-tall", "ai-counter-row", "ai-counter", "ai-side-by-side", "ai-side", "ai-agree",
-            "ai-disagree", "ai-undetermined", "ai-live-badge"} == styled
+            "ai-disagree", "ai-undetermined", "ai-live-badge", "ai-terms", "ai-term"} == styled
     assert styled <= classes
 
 
