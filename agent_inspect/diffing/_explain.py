@@ -210,7 +210,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
 
     For example::
 
-        print(ai.explain(log, "user-42", 7, "chat", also=["fixed"]))
+        print(ai.explain(log, "user-0001", 1, "chat", markers=markers, also=["fixed"]))
     """
     pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks

@@ -174,7 +174,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
 
     For example::
 
-        result = ai.scan("kafka://broker:9092/agent-action-state", markers=[{0: 1200, 1: 980}])
+        result = ai.scan("sample_logs/production.jsonl", markers=markers)   # or "kafka://broker:9092/topic"
         result.at_risk(20)
     """
     from agent_inspect.recovery import Recovery, normalize_markers

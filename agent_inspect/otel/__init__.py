@@ -68,8 +68,8 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
 
     For example::
 
-        ai.to_otel(v, path="spans.json")                                  # OTLP JSON
-        ai.to_otel(v, endpoint="http://127.0.0.1:6006/v1/traces")       # or send it
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        ai.to_otel(v, path="spans.json")       # OTLP JSON; endpoint="http://127.0.0.1:6006/v1/traces" sends it
     """
     from agent_inspect.sources import export_spans, write_otlp_json
 

@@ -80,8 +80,9 @@ class ReplayPlan:
 
     For example::
 
-        plan = ai.checkpoint.read("checkpoints/").replay_plan(log)   # seqNums from the checkpoint
-        ai.predict(log, plan=plan)
+        plan = ai.ReplayPlan.from_log(log, markers=markers)   # or ai.checkpoint.read(DIR).replay_plan(log)
+        plan.inputs[:2], plan.seq_of(plan.inputs[0].key), plan.notes
+        ai.predict(log, markers=markers, plan=plan)
     """
 
     inputs: tuple[ReplayInput, ...] = ()

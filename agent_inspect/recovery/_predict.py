@@ -123,8 +123,10 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
 
     For example::
 
-        sim = ai.recovery.simulate(plan, agent, ai.recovery.rebuild(log, "original", markers))
-        sim.rows[:3], sim.crashed
+        r = ai.Recovery.for_log(log, markers=markers)
+        agent = ai.agents.AsRecordedAgent(log)             # what predict uses when no agent is given
+        sim = ai.recovery.simulate(r.replay_plan(log), agent, r.rebuild(log), log=log, runtime=r.model)
+        sim.rows[:3], sim.crashed, sim.ledger.most_common(3)
     """
     call_matcher(call_matching)  # an unknown mode fails before anything runs
     keys = KeyMaker(log, key_format=key_format)

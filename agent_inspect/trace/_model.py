@@ -318,7 +318,7 @@ class TraceLog(HtmlRepr):
 
     For example::
 
-        trace = ai.load_trace("traces/")
+        trace = ai.load_trace("sample_logs/production.trace.log")   # a file, a directory or a glob
         trace.summary()
     """
 

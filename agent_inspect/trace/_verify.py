@@ -297,7 +297,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
 
     For example::
 
-        v = ai.verify(log, trace, markers=ai.samples.markers("production"))
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        v = ai.verify(log, trace, markers=markers)
         v.verdict, v.totals            # agree / disagree / undetermined
     """
     from agent_inspect.recovery import Recovery, predict
