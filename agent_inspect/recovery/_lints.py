@@ -32,6 +32,11 @@ def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20) -> pd.
 
     ``fingerprints=True`` decodes each distinct state key's latest record to recompute its event
     UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3).
+
+    For example::
+
+        hazards = ai.recovery.lint(log)                    # one row per hazard (LINTS); none in the sample
+        hazards[["lint", "severity", "business_key", "message"]]
     """
     records = _frame(log)
     rows: list[dict[str, Any]] = []

@@ -48,7 +48,14 @@ _LEDGER_KIND: dict[str, str] = {CallDecision.EXECUTE: "call", CallDecision.STUB:
 class Simulation:
     """What one engine run of a plan gave ``predict``: ``rows`` (one dict per dispatched task, the columns of
     ``Prediction.tasks``, NOT-DISPATCHED rows last unless the job crashed), ``ledger`` (re-executed bodies and
-    calls), ``crashed`` (the job would crash: a restart loop), ``warnings`` and ``subagent_results``."""
+    calls), ``crashed`` (the job would crash: a restart loop), ``warnings`` and ``subagent_results``.
+
+    For example::
+
+        p = ai.predict(log, markers=markers)               # predict is simulate plus the rebuild and frames
+        sim = ai.recovery.Simulation(rows=p.tasks.to_dict("records"))
+        len(sim.rows), sim.crashed, sim.ledger
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     ledger: Counter[tuple[str, str, str]] = field(default_factory=Counter)
