@@ -71,6 +71,11 @@ class CallSlot:
 
     ``value``/``error`` hold the live Python result when the call ran inside this replay, so the body
     gets the real object back without deserializing anything.
+
+    For example::
+
+        slot = ai.executor.CallSlot("llm.ask", "", "SUCCEEDED", result_payload=b'"it shipped"')
+        slot.identity, slot.result_payload              # payload bytes stay inert unless trusted
     """
 
     function_id: str
@@ -129,7 +134,13 @@ class RecordedCallError(Exception):
 
 @dataclass(frozen=True)
 class RecordedValue:
-    """An opaque recorded result handed to a body instead of unpickling an untrusted payload."""
+    """An opaque recorded result handed to a body instead of unpickling an untrusted payload.
+
+    For example::
+
+        value = ai.executor.RecordedValue("llm.ask", b"<pickled bytes>")   # handed to a body instead of unpickling
+        value.function_id
+    """
 
     function_id: str
     payload: bytes | None
@@ -149,6 +160,12 @@ class CallEvent:
     ``reconcile`` (reconciler ran for a PENDING slot), ``pending`` (PENDING slot appended),
     ``stub``/``deny`` (served or refused by the replay's call policy), ``served-recorded`` (a rerun was
     served a production result by policy).
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run(until=lambda step: step.call_index is not None)   # stop at the first durable call
+        ex.current.outcome, ex.current.function_id              # its CallEvent's outcome, e.g. "hit"
     """
 
     index: int

@@ -59,6 +59,19 @@ class ReplayContext:
     - ``durable_execute(fn, *args, reconciler=None, **kwargs)``: a Python callable; its identity is
       upstream's ``<module>.<qualname>`` plus the cloudpickle args digest (§13.1);
     - ``durable_execute(function_id, args_digest, call)``: an explicit identity (Java ids use ``""``).
+
+    For example::
+
+        agent = ai.agents.PythonAgent()
+
+        @agent.action("answer", listens=["_input_event"])
+        def answer(event, ctx):                          # ctx is the ReplayContext
+            reply = ctx.durable_execute("llm.ask", "", lambda: "it shipped")
+            ctx.short_term.set("last.answer", reply)
+            ctx.send_event("_output_event", {"output": reply})
+
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "where is my order")]})
+        ex.run(); ex.outputs, ex.memory["user-1"].short_term
     """
 
     def __init__(self, engine: Engine, run: TaskRun, calls: CallJournal, *, short_term: Memory,

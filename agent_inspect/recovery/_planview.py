@@ -61,6 +61,12 @@ def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
     Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
     "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
     ``{"input": value}``.
+
+    For example::
+
+        plan = ai.executor.as_plan({"inputs": [("user-1", "hello")], "restored_seq": {"user-1": 4}}, None)
+        plan.inputs[0].event, plan.seq_of("user-1")
+        ai.executor.as_plan(None, log, markers=markers)   # inferred from the log's later attempt
     """
     from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
 
