@@ -38,6 +38,11 @@ class KeyedRestore:
     not empty (the ``ActionTask`` and ``Event`` objects are Kryo-serialized and not decoded);
     ``short_term`` / ``sensory``: the memory keys held per business key. ``unread``: the states not (fully)
     read, whose fields above are then partial (see :attr:`Checkpoint.not_read`).
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
+        chk.keyed.message_seq["user-0001"], chk.keyed.unread    # restored seqNums; what was not read
     """
 
     message_seq: Mapping[str, int] = field(default_factory=dict)
@@ -58,6 +63,12 @@ class Checkpoint:
     verb. ``timestamp`` is when ``_metadata`` was written (the file's modification time: the file itself holds
     none). ``keyed`` is None when no keyed state was read; ``not_read`` names, one sentence each, what the
     checkpoint holds that was not read.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")   # the sample's checkpoint
+        chk.checkpoint_id, chk.markers, chk.merged, chk.not_read
+        ai.predict(log, markers=chk)                   # a Checkpoint is a marker source
     """
 
     path: str
@@ -135,6 +146,12 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     ``checkpoint`` extra). Flink 1.20 and 2.x checkpoints and savepoints are read; a corrupt, truncated or
     unknown-version ``_metadata``, or a job without a ``recoveryMarker`` state, raises
     :class:`~agent_inspect.CheckpointFormatError` saying what was found.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")   # base dir: latest chk-N
+        plan = chk.replay_plan(log)                    # seqNums from the checkpoint, inputs from the log
+        ai.predict(log, markers=chk, plan=plan).tasks["outcome"].value_counts()
     """
     files = open_checkpoint(path_or_url, checkpoint=checkpoint)
     meta = parse_metadata(files.metadata)

@@ -69,6 +69,12 @@ class MarkerCandidate:
     which restore of the log it describes (1 = the first restart seen, the job's attempt 2), or None for the next
     restore (of the log's latest checkpoint) or a window that is no restore of the log. ``notes``: what could not
     be read or does not fit, one sentence each.
+
+    For example::
+
+        best = ai.markers.infer_markers(log)[0]        # candidates, most likely first
+        best.markers, best.source, best.confidence, best.evidence
+        ai.predict(log, markers=best)                  # a candidate is a marker source
     """
 
     markers: list[dict[int, int]]

@@ -31,7 +31,14 @@ RESOURCE = {"service.name": "agent_inspect"}
 
 @dataclass(frozen=True)
 class OtelExport:
-    """What :func:`to_otel` sent or wrote: span count, traces (input runs), and where."""
+    """What :func:`to_otel` sent or wrote: span count, traces (input runs), and where.
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        export = ai.to_otel(v, path="spans.json")
+        export.spans, export.traces, export.path
+    """
 
     spans: int
     traces: int

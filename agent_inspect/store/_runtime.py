@@ -44,7 +44,14 @@ KAFKA_PENDING = ("refresh", "marker")
 
 @dataclass(frozen=True)
 class RuntimeModel:
-    """The recovery behaviours of one upstream runtime (see the table in this module's doc)."""
+    """The recovery behaviours of one upstream runtime (see the table in this module's doc).
+
+    For example::
+
+        model = ai.store.runtime_model("main")
+        model.subagent_results, model.pending_slots, model.refresh_rows
+        ai.store.RuntimeModel(name="0.4", kafka_pending="keep")
+    """
 
     name: str = "0.3"
     subagent_results: bool = False
@@ -63,7 +70,12 @@ class RuntimeModel:
 def runtime_model(runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> RuntimeModel:
     """The :class:`RuntimeModel` of ``runtime``: a name ("0.3", "0.4", "main"), an object with a
     ``name`` (the log's inferred runtime), a ``RuntimeModel`` (returned as is unless
-    ``kafka_pending`` is given), or None / "auto" without a log to infer from ("0.3", today's model)."""
+    ``kafka_pending`` is given), or None / "auto" without a log to infer from ("0.3", today's model).
+
+    For example::
+
+        ai.store.runtime_model("0.3"), ai.store.runtime_model(log.runtime())   # by name or the log's own
+    """
     from agent_inspect._errors import RecoveryError
 
     if isinstance(runtime, RuntimeModel):

@@ -4,7 +4,7 @@ The public surface is ``agent_inspect.__all__`` and each public subpackage's ``_
 from several packages is one entry (its docstring is written once). Examples are the literal blocks after
 ``For example::``; each runs in a fresh namespace holding what the API reference says every example may
 assume (``EXAMPLE_GLOBALS``): ``ai``, the production sample ``log`` (loaded once for the whole file) and its
-``markers``, in a scratch directory where ``sample_logs/`` and ``cases/`` resolve as in a checkout.
+``markers``, in a scratch directory where ``sample_logs/``, ``cases/`` and ``tests/fixtures/`` resolve as in a checkout.
 """
 
 from __future__ import annotations
@@ -77,10 +77,7 @@ LACKING: set[str] = {
     "agent_inspect.checker.generate_history",
     "agent_inspect.checker.known_limit",
     "agent_inspect.checker.resolve_check_rule",
-    "agent_inspect.checkpoint.Checkpoint",
-    "agent_inspect.checkpoint.KeyedRestore",
     "agent_inspect.checkpoint.MARKER_STATE",
-    "agent_inspect.checkpoint.read",
     "agent_inspect.codec.ActionState",
     "agent_inspect.codec.CALL_MATCHING",
     "agent_inspect.codec.CallResult",
@@ -214,13 +211,8 @@ LACKING: set[str] = {
     "agent_inspect.log.write_window",
     "agent_inspect.markers.CONFIDENCE_MEANS",
     "agent_inspect.markers.MARKER_SOURCES",
-    "agent_inspect.markers.MarkerCandidate",
     "agent_inspect.otel.CALL_OPERATIONS",
-    "agent_inspect.otel.OtelExport",
     "agent_inspect.otel.RESOURCE",
-    "agent_inspect.otel.span_id_of",
-    "agent_inspect.otel.spans_of",
-    "agent_inspect.otel.trace_id_of",
     "agent_inspect.raw.RawBatch",
     "agent_inspect.raw.SourceInfo",
     "agent_inspect.recovery.CallMatching",
@@ -231,20 +223,8 @@ LACKING: set[str] = {
     "agent_inspect.recovery.SETTING_NAMES",
     "agent_inspect.recovery.STATUSES",
     "agent_inspect.recovery.STORE_FLAVOURS",
-    "agent_inspect.report.ledger_totals",
-    "agent_inspect.report.prediction_of",
-    "agent_inspect.report.render_report",
-    "agent_inspect.rules.BranchAwareRule",
     "agent_inspect.rules.FLAVOURS",
-    "agent_inspect.rules.FixedRoundRegressionRule",
-    "agent_inspect.rules.FixedRule",
-    "agent_inspect.rules.GuardedRule",
-    "agent_inspect.rules.LookupOnlyRule",
-    "agent_inspect.rules.NaiveRule",
-    "agent_inspect.rules.OriginalRule",
     "agent_inspect.rules.RULES",
-    "agent_inspect.rules.get_rule",
-    "agent_inspect.rules.resolve_rule",
     "agent_inspect.samples.FORMATS",
     "agent_inspect.samples.INCONSISTENT",
     "agent_inspect.samples.SAMPLES",
@@ -298,24 +278,9 @@ LACKING: set[str] = {
     "agent_inspect.sources.write_otlp_json",
     "agent_inspect.sources.write_parquet",
     "agent_inspect.sources.write_trace",
-    "agent_inspect.store.CacheEvent",
     "agent_inspect.store.DIVERGENCE_KINDS",
-    "agent_inspect.store.Divergence",
-    "agent_inspect.store.DivergenceRule",
-    "agent_inspect.store.Entry",
     "agent_inspect.store.KAFKA_PENDING",
-    "agent_inspect.store.LookupDecision",
-    "agent_inspect.store.Outcome",
-    "agent_inspect.store.PruneResult",
     "agent_inspect.store.RUNTIME_NAMES",
-    "agent_inspect.store.RecordStatus",
-    "agent_inspect.store.RecoverySession",
-    "agent_inspect.store.RuleState",
-    "agent_inspect.store.RuntimeModel",
-    "agent_inspect.store.Store",
-    "agent_inspect.store.Task",
-    "agent_inspect.store.runtime_model",
-    "agent_inspect.store.strict_k1_seq",
     "agent_inspect.trace.CANDIDATE_RULES",
     "agent_inspect.trace.CAUSES",
     "agent_inspect.trace.CONFIDENCES",
@@ -451,7 +416,7 @@ def test_every_public_name_has_an_example_or_is_listed(griffe_root: Any) -> None
 def example_globals(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object]]:
     """What every example may assume, as the API reference index says; run in a scratch working directory."""
     scratch = tmp_path_factory.mktemp("examples")
-    for name in ("sample_logs", "cases"):
+    for name in ("sample_logs", "cases", "tests"):     # tests/fixtures/checkpoints: the samples' checkpoints
         (scratch / name).symlink_to(REPO / name, target_is_directory=True)
     before = Path.cwd()
     os.chdir(scratch)
