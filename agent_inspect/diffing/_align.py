@@ -48,7 +48,13 @@ def _keyed(units: pd.DataFrame, cols: tuple[str, ...]) -> pd.DataFrame:
 
 
 def align(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Matched unit indices: columns ``a``, ``b`` (unit row labels, -1 for none) and ``match`` (the pass)."""
+    """Matched unit indices: columns ``a``, ``b`` (unit row labels, -1 for none) and ``match`` (the pass).
+
+    For example::
+
+        a, b = ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2)
+        ai.diffing.align(a.units, b.units).head()      # unit a, unit b, how they were matched
+    """
     left, right = a.index.to_numpy(), b.index.to_numpy()
     rows: list[pd.DataFrame] = []
     for name, cols in PASSES:

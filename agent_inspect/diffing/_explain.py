@@ -43,7 +43,14 @@ class ExplainStep:
     :data:`CAUSE_KINDS`), a one-line ``title``, a ``detail`` sentence and the log ``positions`` it links to.
     ``rule_step`` is the rule hook that acted (rebuild / lookup / prune), ``divergence`` the kind of
     divergence recorded with it, ``event`` the index of the cache event, ``bound`` the seq bound of an
-    eviction (seq > bound) or invalidation (seq >= bound)."""
+    eviction (seq > bound) or invalidation (seq >= bound).
+
+    For example::
+
+        e = ai.explain(log, "user-0001", 1, "chat", markers=markers)
+        step = e.steps[0]                              # from the effect back to the cause
+        step.kind, step.title, step.positions
+    """
 
     kind: str
     title: str
@@ -64,7 +71,14 @@ class ExplainStep:
 class Explanation(HtmlRepr):
     """Why one task was reused, resumed or rerun: ``steps`` from the effect back to the cause
     (``cause`` is the last), what the cause cost downstream (``cost``: action bodies and durable calls
-    that ran again because of it) and what other rules would have done (``alternatives``)."""
+    that ran again because of it) and what other rules would have done (``alternatives``).
+
+    For example::
+
+        e = ai.explain(log, "user-0001", 1, "chat", markers=markers, also=["fixed"])
+        e.outcome, e.cause.title, e.cost, e.alternatives
+        print(e.story())
+    """
 
     key: str
     seq: int

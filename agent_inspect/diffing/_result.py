@@ -36,6 +36,12 @@ class Diff(HtmlRepr):
     ``changes`` holds the field-level differences (:class:`~agent_inspect.diffing.FieldChange`).
     ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
     where / why it matters to the store. A diff is ``empty`` when every pair is ``same``.
+
+    For example::
+
+        d = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+        d.counts, d.first_divergences, d.empty
+        d.pairs[["status", "match"]].head()
     """
 
     a: Side

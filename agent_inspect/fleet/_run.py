@@ -39,7 +39,13 @@ RUNTIMES = ("auto", "0.3", "0.4", "main")
 
 @dataclass(frozen=True)
 class ScanPlan:
-    """The windows of a source a scan will read (planned from metadata and offsets only)."""
+    """The windows of a source a scan will read (planned from metadata and offsets only).
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.parquet", markers=markers)
+        len(plan.windows), plan.records_planned, plan.markers
+    """
 
     source: str
     spec: Any
@@ -63,6 +69,11 @@ def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Ma
     ``markers`` are given), per Fluss bucket, per partition of a Parquet dump (per row group when the file
     has more row groups than partitions), per JSONL dump, per partition of a scan's output directory. No
     records are read here. ``connection_factory``: as :func:`agent_inspect.load_fluss` takes it.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.parquet")   # or "kafka://broker:9092/topic"
+        [w for w in plan.windows][:2]
     """
     from agent_inspect.log import plan_windows
 

@@ -37,7 +37,14 @@ _ERROR_SAMPLE = 20
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """What every task does, the same for all windows (plain data: it travels to workers)."""
+    """What every task does, the same for all windows (plain data: it travels to workers).
+
+    For example::
+
+        spec = ai.fleet.plan_scan("sample_logs/production.jsonl")
+        window = spec.windows[0]
+        ai.fleet.scan_window(spec.spec, window, ai.fleet.ScanOptions(rules=("original", "fixed")))
+    """
 
     rules: tuple[Any, ...] = ("original", "fixed")   # names or DivergenceRule objects
     markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window
@@ -47,7 +54,14 @@ class ScanOptions:
 
 @dataclass(frozen=True)
 class WindowResult:
-    """What one task hands back: per-key rows, one partition row, a sample of bad records."""
+    """What one task hands back: per-key rows, one partition row, a sample of bad records.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.jsonl")
+        result = ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions())
+        result.keys.head(), result.partition, result.errors
+    """
 
     keys: pd.DataFrame
     partition: dict[str, Any]
@@ -55,7 +69,13 @@ class WindowResult:
 
 
 def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
-    """Read, decode, reconstruct and predict one window (a partition, or a file) under every rule."""
+    """Read, decode, reconstruct and predict one window (a partition, or a file) under every rule.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.jsonl")
+        ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions()).keys.head()
+    """
     from agent_inspect._bulk import gc_paused
     from agent_inspect.log import read_window, write_window
 
@@ -153,6 +173,10 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     Columns :data:`KEY_COLUMNS`, then per rule ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS` followed by its
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
     :func:`agent_inspect.recovery.predict` (None: the whole log).
+
+    For example::
+
+        ai.fleet.key_frame(log, markers=ai.recovery.normalize_markers(markers)).head()   # one row per key
     """
     from agent_inspect._bulk import gc_paused
 
@@ -279,7 +303,14 @@ def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate per-key frames keeping counts int32; a text column ends categorical (categories united) or
     plain strings by its values in the whole frame, as :func:`compact_keys` of the whole would choose. A
     function's call counts missing from a frame (no key of it calls that function) are zeros there; columns in
-    :func:`column_order`. What an engine other than Dask uses to unite :func:`scan_window` results."""
+    :func:`column_order`. What an engine other than Dask uses to unite :func:`scan_window` results.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.parquet")
+        results = [ai.fleet.scan_window(plan.spec, w, ai.fleet.ScanOptions()) for w in plan.windows]
+        ai.fleet.concat_keys([r.keys for r in results])   # what Dask does to unite the windows
+    """
     from pandas.api.types import union_categoricals
 
     first = list(frames[0].columns)

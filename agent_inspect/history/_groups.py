@@ -24,23 +24,44 @@ _SEVERITY = ("evicted", "invalidated", "not-in-log", "pruned", "in-flight", "sup
 
 
 def attempt_group(attempt: Any) -> tuple[str, Any]:
-    """The id of the group node of one attempt."""
+    """The id of the group node of one attempt.
+
+    For example::
+
+        ai.history.attempt_group(2)                    # the id of attempt 2's group node in a grouped graph
+    """
     return ("attempt", attempt)
 
 
 def range_group(attempt: Any, first: Any, last: Any) -> tuple[str, Any, Any, Any]:
-    """The id of the group node of the rounds ``first``..``last`` of one attempt."""
+    """The id of the group node of the rounds ``first``..``last`` of one attempt.
+
+    For example::
+
+        ai.history.range_group(1, 0, 4)                # the group node of rounds 0..4 of attempt 1
+    """
     return ("rounds", attempt, first, last)
 
 
 def round_group(attempt: Any, seq: Any) -> tuple[str, Any, Any]:
-    """The id of the group node of one round (``seq``) of one attempt."""
+    """The id of the group node of one round (``seq``) of one attempt.
+
+    For example::
+
+        ai.history.round_group(1, 3)                   # the group node of round 3 of attempt 1
+    """
     return ("round", attempt, seq)
 
 
 def graph_groups(graph: nx.DiGraph) -> dict[Hashable, tuple[Hashable, Hashable | None, Hashable]]:
     """Node → (its attempt group, its round-range group or None, its round group); nodes without a seq
-    stay out of every group."""
+    stay out of every group.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011")
+        list(ai.history.graph_groups(g).items())[:2]   # node -> (attempt group, range group, round group)
+    """
     seqs: dict[Any, set[Any]] = {}
     for _, attrs in graph.nodes(data=True):
         if attrs.get("seq") is not None:
@@ -74,6 +95,13 @@ def group_graph(graph: nx.DiGraph, expanded: Collection[Hashable] = ()) -> nx.Di
     ``round``), ``label``, ``seq``, ``attempt``, ``members``, ``actions``, ``statuses`` (counts),
     ``status`` (the most telling of their members'), ``divergences`` and ``order`` (for the layered
     layout); an edge between two groups carries ``count``, the edges it stands for.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011")
+        folded = ai.history.group_graph(g)             # one node per attempt
+        expanded = ai.history.group_graph(g, expanded=[ai.history.attempt_group(1)])   # attempt 1 by round
+        folded.number_of_nodes(), expanded.number_of_nodes()
     """
     groups = graph_groups(graph)
     single = len({a for a, _, _ in groups.values()}) <= 1

@@ -55,6 +55,12 @@ def layered_layout(graph: nx.DiGraph, *, sweeps: int = 6) -> dict[Hashable, tupl
     ``x = 0``. Cycles are broken deterministically. The result depends only on the graph's
     nodes, edges and their ``order`` attribute, never on timing or hashing, so a view can
     redraw the same graph in the same place.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011", seq=1)
+        positions = ai.history.layered_layout(g)       # {node: (x, y)}, the same every time
+        min(y for _, y in positions.values())
     """
     nodes = sorted(graph.nodes, key=lambda n: _initial_key(graph, n))
     if not nodes:

@@ -63,6 +63,11 @@ def join(trace: Any, log: Any, *, call_kind: Callable[[str | None], str | None] 
     through the log's own names, or the K2 name UUID. Children: the n-th llm / tool child is the n-th
     CallResult of that kind in the record ("best-effort": observations can be published late).
     A row that cannot be joined is kept, with ``reason`` saying why.
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        ai.trace.join(trace, log).head()               # each traced execution with its records
     """
     from agent_inspect.codec import event_uuid, name_action_uuid
 

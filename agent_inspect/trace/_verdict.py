@@ -11,7 +11,13 @@ __all__ = ["Verdict", "UNDETERMINED_CAUSES", "CONFIDENCES", "with_verdicts", "ov
 
 
 class Verdict(StrEnum):
-    """What the trace says about a prediction: ``agree``, ``disagree``, or ``undetermined`` (it cannot tell)."""
+    """What the trace says about a prediction: ``agree``, ``disagree``, or ``undetermined`` (it cannot tell).
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        v.verdict is ai.trace.Verdict.AGREE, v.verdict.value
+    """
 
     AGREE = "agree"
     DISAGREE = "disagree"

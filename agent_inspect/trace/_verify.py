@@ -61,6 +61,12 @@ def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
     order: the rest of a key's tasks and executions aligned by action name (both sides dispatch
     FIFO per round, spec §9.3), confidence "medium". Tasks with no execution are observed
     ``ABSENT``; executions with no task are kept as rows with no prediction.
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        tasks = ai.predict(log, markers=markers).tasks
+        ai.trace.compare(tasks, ai.trace.executions(trace))[["key", "action", "agree"]].head()
     """
     rows: list[dict[str, Any]] = []
     ex_by_key = {str(k): g for k, g in execs.groupby("business_key", sort=False)} if len(execs) else {}
@@ -150,6 +156,12 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
     When the trace shows none, the log window's pending tasks (in-flight rounds brought back by 0.4+
     refresh rows) are used. Returns None when an input's attributes are truncated, or when the trace
     shows no input where the log's window replays some (then the log's plan is used).
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        plan = ai.trace.plan_from_trace(trace, log, markers=markers)   # the inputs the trace shows replayed
+        len(plan.inputs)
     """
     from agent_inspect.agents import AgentEvent
     from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
