@@ -56,6 +56,11 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     type, with ``file:line`` in the rule's code) and the row counts nothing (``passed`` False); the
     other rules still run. ``COLUMN_MEANINGS`` says the same per column. Pivot with
     ``frame.pivot(index="rule", columns="case", values="reruns")``. Call-level cases are skipped.
+
+    For example::
+
+        table = ai.cases.compare("cases/G01.toml", rules=["original", "fixed"])   # one row per (rule, case)
+        table[["rule", "case", "passed", "reruns"]]
     """
     if hasattr(cases, "records") and hasattr(cases, "value"):
         return _compare_log(cases, rules or ["original", "fixed"], markers=markers, plan=plan, agent=agent)

@@ -50,6 +50,11 @@ class HistoryOptions:
     ``savepoint_target``: ``"any"`` checkpoint taken so far (also one of another attempt's lineage) or
     ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
     ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule).
+
+    For example::
+
+        options = ai.checker.HistoryOptions(keys=2, rounds=3, attempts=2, subagents=0.0)
+        ai.checker.check("fixed", n=5, options=options).passed
     """
 
     keys: int = 3
@@ -178,6 +183,12 @@ class History:
     recovery (restore point, replayed inputs, and per key the true inputs by seq along its branch).
     ``branch_ok[pos]`` says whether the record at ``pos`` was written on the judged recovery's branch,
     ``tainted[pos]`` whether its attempt had already reused a record of another branch.
+
+    For example::
+
+        h = ai.checker.generate_history(7, keys=2, rounds=3)
+        h.log.records.shape, h.markers, h.keys
+        print(h.describe())
     """
 
     seed: int

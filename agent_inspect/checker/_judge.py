@@ -31,7 +31,12 @@ _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "t
 
 
 def resolve_check_rule(rule: Any) -> DivergenceRule:
-    """:func:`agent_inspect.rules.resolve_rule`, with its errors as :class:`RuleCheckError`."""
+    """:func:`agent_inspect.rules.resolve_rule`, with its errors as :class:`RuleCheckError`.
+
+    For example::
+
+        ai.checker.resolve_check_rule("fixed")         # a bad name raises RuleCheckError, not a plain error
+    """
     try:
         return resolve_rule(rule)
     except RecoveryError as exc:

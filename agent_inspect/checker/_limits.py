@@ -43,6 +43,11 @@ def known_limit(h: History, ev: _Eval | None = None, kind: str = "stale-reuse") 
       that no parent reused in this recovery emitted (restored pending tasks: their ids are never
       compared, spec §10.3). A sibling reuse under a *reused* parent is a rule defect: the parent's
       output ids tell the siblings apart (the fixed rule's identity check, G09).
+
+    For example::
+
+        h = ai.checker.generate_history(3)
+        ai.checker.known_limit(h)                      # the §10.3 known limit its stale reuses fall in, or None
     """
     if kind != "stale-reuse":
         return None
