@@ -65,7 +65,13 @@ def _declarations(variant: str) -> str:
 
 def palette_css(*, jupyterlab: bool = True) -> str:
     """The palette as ``--ai-<role>`` custom properties: switched by JupyterLab's theme, or by the reader's
-    ``prefers-color-scheme`` (``jupyterlab=False``, the static report)."""
+    ``prefers-color-scheme`` (``jupyterlab=False``, the static report).
+
+    For example::
+
+        css = ai.widgets.palette_css(jupyterlab=False)  # --ai-<role> properties for prefers-color-scheme
+        css.splitlines()[0]
+    """
     light, dark = _declarations("light"), _declarations("dark")
     if jupyterlab:
         return f':root{{{light}}}\nbody[data-jp-theme-light="false"]{{{dark}}}\n'
