@@ -360,10 +360,9 @@ def write_dataset_meta(directory: str | os.PathLike[str], spec: SourceSpec, **ex
     For example::
 
         spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
-        for window in windows:
-            ai.log.write_window(ai.log.read_window(spec, window), "out/", window)
-        ai.log.write_dataset_meta("out/", spec)
-        ai.log.is_dataset("out/"), ai.log.load_dataset("out/").records.shape
+        ai.log.write_window(ai.log.read_window(spec, windows[0]), "out/", windows[0])
+        ai.log.write_dataset_meta("out/", spec, note="one partition only")
+        ai.log.is_dataset("out/")                # True: load_dataset reopens it
     """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
@@ -402,7 +401,10 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
 
     For example::
 
-        result = ai.scan("sample_logs/production.jsonl", markers=markers, output="scan-out/")
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
+        for window in windows:                   # what ai.scan(..., output="scan-out/") writes
+            ai.log.write_window(ai.log.read_window(spec, window), "scan-out/", window)
+        ai.log.write_dataset_meta("scan-out/", spec)
         ai.log.load_dataset("scan-out/", business_keys=["user-0011"]).records.shape
     """
     root = Path(directory)

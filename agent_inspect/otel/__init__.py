@@ -35,8 +35,7 @@ class OtelExport:
 
     For example::
 
-        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
-        export = ai.to_otel(v, path="spans.json")
+        export = ai.to_otel(log, path="spans.json", markers=markers)   # a prediction; a verification too
         export.spans, export.traces, export.path
     """
 
