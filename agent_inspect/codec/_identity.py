@@ -246,7 +246,12 @@ class SubagentIds:
 
 
 def subagent_ids(namespace_digest: str, *, session: int = 0, call: int = 1) -> SubagentIds:
-    """Session id ``<digest>-<n>``, call id ``<session>-<m>`` and function id ``<session>#<call>``."""
+    """Session id ``<digest>-<n>``, call id ``<session>-<m>`` and function id ``<session>#<call>``.
+
+    For example::
+
+        ai.codec.subagent_ids("4f2a9c", session=1, call=2)   # ids of the 2nd call of the 2nd session
+    """
     session_id = f"{namespace_digest}-{session}"
     call_id = f"{session_id}-{call}"
     return SubagentIds(session_id, call_id, f"{session_id}#{call_id}")

@@ -109,6 +109,13 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     TraceLog` of the restore), the inputs it shows replayed and the tasks it shows restored bound the checkpoint
     too, reused rounds included. Timestamps order the job's writes across partitions; without them only the
     fallbacks are given. Pure: nothing is read but ``log`` and ``trace``.
+
+    For example::
+
+        candidates = ai.infer_markers(log, trace=ai.load_trace("sample_logs/production.trace.log"))
+        best = candidates[0]
+        best.markers, best.source, best.confidence
+        ai.predict(log, markers=best)                  # a candidate is a marker source
     """
     from agent_inspect.recovery import whole_log_markers
 
