@@ -96,6 +96,7 @@ class SetMemory:
 
 
 Step = Emit | Call | SubagentCall | SubagentBatch | SetMemory
+"""One step of a :class:`Behaviour`: emit an event, make a durable or sub-agent call, or set memory."""
 
 
 @dataclass(frozen=True)

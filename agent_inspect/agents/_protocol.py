@@ -55,9 +55,13 @@ def _fingerprint(attributes: Mapping[str, Any]) -> str:
 
 
 INPUT_EVENT = "_input_event"
+"""The type of an input event (what the source hands the agent)."""
 OUTPUT_EVENT = "_output_event"
+"""The type of an output event (what the agent sends downstream)."""
 BEGIN_EVENT = "_agent_run_begin_event"
+"""The type of the begin event a run sends first when ``agent-run.begin-event`` is on."""
 SUBAGENT_EVENT = "InternalSubagentCallEvent"
+"""The type of the wrapper event that carries a sub-agent call (its routing is in its attributes)."""
 
 
 @dataclass(frozen=True, eq=True)

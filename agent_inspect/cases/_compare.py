@@ -21,7 +21,6 @@ __all__ = ["compare", "COLUMN_MEANINGS"]
 _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls", "crashed", "passed",
             "expected", "broken"]
 
-#: What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric).
 COLUMN_MEANINGS = {
     "reruns": "bodies that run again in the recovery",
     "evictions": "cache entries the rule removed (rebuild and replay)",
@@ -33,6 +32,7 @@ COLUMN_MEANINGS = {
                 "e.g. your own: then passed only means no stale reuse)",
     "broken": "the rule's first error (a hook raised or returned the wrong type), or empty",
 }
+"""What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric)."""
 
 
 def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,

@@ -21,8 +21,8 @@ from agent_inspect.store import CacheEvent
 
 __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
 
-#: The pseudo rule name of call-level cases (D01–D06 do not depend on the divergence rule).
 CALL_RULE = "call"
+"""The pseudo rule name of call-level cases (D01–D06 do not depend on the divergence rule)."""
 #: What a Java durable call throws when its hit has a null result (upstream ``Optional.of(null)``, spec §9.4).
 JAVA_NULL_HIT = "java.lang.NullPointerException"
 

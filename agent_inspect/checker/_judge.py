@@ -18,8 +18,8 @@ from agent_inspect.store import DivergenceRule, RecoverySession
 
 __all__ = ["resolve_check_rule", "FAILURE_KINDS"]
 
-#: Failure kinds a check reports (each gets one minimized counterexample).
 FAILURE_KINDS = ("stale-reuse", "avoidable-rerun", "error")
+"""Failure kinds a check reports (each gets one minimized counterexample)."""
 
 _FRESH = "00000000-0000-4000-8000-"   # event ids the judged recovery makes (a body that ran again)
 

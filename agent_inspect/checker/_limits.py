@@ -10,13 +10,13 @@ if TYPE_CHECKING:
 
 __all__ = ["KNOWN_LIMITS", "known_limit"]
 
-#: The spec §10.3 known limits a counterexample can be attributed to (checked in this order).
 KNOWN_LIMITS = (
     "older checkpoint restored mid-round",   # a savepoint of an older checkpoint with restored in-flight tasks
     "tombstoned conflicting root",           # pruning tombstones removed the root a returning branch would hit
     "tainted records",                       # production itself made a stale reuse; later records are tainted
     "#1084 identical siblings, no evidence",  # restored pending siblings: no reused parent's output ids tell them apart
 )
+"""The spec §10.3 known limits a counterexample can be attributed to (checked in this order)."""
 
 
 def _latest_checkpoint(h: History) -> int:

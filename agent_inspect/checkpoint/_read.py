@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
 
-#: The operator union list state the agent operator keeps its recovery marker in (addendum §6).
 MARKER_STATE = "recoveryMarker"
+"""The operator union list state the agent operator keeps its recovery marker in (addendum §6)."""
 _LAST_COMPLETED = "lastCompletedSequenceNumber"
 _MESSAGE_SEQ = "messageSequenceNumber"
 

@@ -8,11 +8,12 @@ from agent_inspect._errors import ReplayError
 
 __all__ = ["CALL_MATCHING", "call_matcher", "call_router"]
 
-#: How a durable call is matched with the recorded slot at its position: ``"position"`` compares functionId
-#: and argsDigest (released upstream, and the #1158 test); ``"function-id"`` compares functionId only (the
-#: #1016 variant, whose Python ids are the explicit ``durable_id`` or ``<module>.<qualname>::<16-hex digest>``).
-#: An absent argsDigest is the empty one in both.
 CALL_MATCHING = ("position", "function-id")
+"""How a durable call is matched with the recorded slot at its position: ``"position"`` compares functionId and
+argsDigest (released upstream, and the #1158 test); ``"function-id"`` compares functionId only (the #1016
+variant, whose Python ids are the explicit ``durable_id`` or ``<module>.<qualname>::<16-hex digest>``). An
+absent argsDigest is the empty one in both.
+"""
 
 
 def _position(rf: str, rd: str | None, f: str, d: str | None) -> bool:

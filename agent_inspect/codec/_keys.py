@@ -12,6 +12,7 @@ from agent_inspect._errors import KeyFormatError
 __all__ = ["KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys"]
 
 KEY_FORMATS = ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2", "K2-ordinal")
+"""The state-key layouts :func:`parse_state_key` reads (spec §4.7), oldest first."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _UUID_SRC = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -19,9 +19,13 @@ __all__ = [
 ]
 
 VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+", "V4")
+"""The record value formats upstream versions write, oldest first (``detect_value_format``)."""
 GENERIC_EVENT = "org.apache.flink.agents.api.Event"
+"""The Java ``@class`` of a generic event (an event without a class of its own)."""
 SUBAGENT_EVENT = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
+"""The Java ``@class`` of a sub-agent call's wrapper event."""
 PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
+"""The Java ``@class`` of an event a Python agent sent (its payload is pickled, never loaded)."""
 
 # Unknown JSON properties are moved under this name before the typed decode, so they land in
 # `.extra` without a second model; no real property can be spelled like this.

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Explanation", "ExplainStep", "explain", "CAUSE_KINDS"]
 
-#: Kinds of the decisive (last) step of a RERUN's chain.
 CAUSE_KINDS = ("evict", "invalidate", "remove", "tombstone", "prune", "window", "miss", "undecodable", "fail")
+"""Kinds of the decisive (last) step of a RERUN's chain."""
 _OP_KIND = {"evict": "evict", "cross-key": "evict", "invalidate": "invalidate", "remove": "remove",
             "delete": "tombstone", "prune": "prune"}
 EMPTY_DIGEST = '""'

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Diff", "diff", "FIRST_COLUMNS"]
 
 FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected", "actual", "why", "pos_a", "pos_b")
+"""Columns of :attr:`Diff.first_divergences`: per key, the first pair that is not ``same``."""
 
 
 @dataclass(frozen=True, eq=False)

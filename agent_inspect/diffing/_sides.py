@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
            "UNIT_COLUMNS"]
 
-#: The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`).
 SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "runtime")
+"""The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`)."""
 
 #: Columns of ``Side.units`` (one row per action execution).
 UNIT_COLUMNS = ("business_key", "seq", "state_key", "action", "action_uuid", "event_type", "event_uuid",

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
 
-#: Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records).
 RUNTIMES = ("auto", "0.3", "0.4", "main")
+"""Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records)."""
 
 
 @dataclass(frozen=True)

@@ -23,15 +23,16 @@ from agent_inspect.store import Outcome
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
            "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
 
-#: Per-key columns independent of the rule.
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
                "exposed_1301", "lint_flags", "runtime_evidence"]
-#: Per-key columns repeated for every rule, named ``<rule>_<column>``.
+"""Per-key columns independent of the rule."""
 RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk", "crashed"]
-#: Then per rule one int32 column per function id whose durable calls that rule executes again for some key:
-#: ``<rule>_calls:<function id>`` (a count per key, 0 where none), sorted by function id. The same width per key
-#: however long its history: the client holds counts, never the calls.
+"""Per-key columns repeated for every rule, named ``<rule>_<column>``."""
 CALLS_PREFIX = "_calls:"
+"""Then per rule one int32 column per function id whose durable calls that rule executes again for some key:
+``<rule>_calls:<function id>`` (a count per key, 0 where none), sorted by function id. The same width per key
+however long its history: the client holds counts, never the calls.
+"""
 _ERROR_SAMPLE = 20
 
 

@@ -19,8 +19,8 @@ from agent_inspect.history._names import action_label, action_names
 
 __all__ = ["compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES"]
 
-#: Statuses of records a recovery dropped; a line with one of them shows it rather than its last status.
 REMOVED_STATUSES = ("evicted", "invalidated")
+"""Statuses of records a recovery dropped; a line with one of them shows it rather than its last status."""
 
 _LINE_COLUMNS = ("line", "execution", "seq", "attempt", "action", "action_uuid", "event_type", "state_key",
                  "first_pos", "last_pos", "positions", "records", "start", "end", "duration_ms", "calls",

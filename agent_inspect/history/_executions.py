@@ -14,13 +14,13 @@ from agent_inspect._types import RecordSource
 __all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
            "ATTEMPT_REASONS"]
 
-#: Why a new attempt (a restore) is seen to begin at a record (spec §15.5, plus two equivalent signals).
 ATTEMPT_REASONS = (
     "completed-key-rewritten",  # a state key that completed in this attempt is written again
     "round-regression",         # a record of an earlier seq than the key's latest round
     "initial-rewritten",        # an initial record for a state key already written in this attempt
     "root-conflict",            # a second, different root input at one (key, seq)
 )
+"""Why a new attempt (a restore) is seen to begin at a record (spec §15.5, plus two equivalent signals)."""
 
 _COLUMNS = ("business_key", "seq", "state_key", "action_uuid", "event_uuid", "is_root", "completed",
             "call_count", "output_event_count", "tombstone", "task_event_id", "task_event_type",

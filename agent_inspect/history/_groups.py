@@ -16,8 +16,8 @@ import networkx as nx
 
 __all__ = ["group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN"]
 
-#: An attempt with more rounds than this shows them in this many ranges of consecutive rounds.
 MAX_CHILDREN = 40
+"""An attempt with more rounds than this shows them in this many ranges of consecutive rounds."""
 
 # The most telling status of a group's members first.
 _SEVERITY = ("evicted", "invalidated", "not-in-log", "pruned", "in-flight", "superseded", "live")

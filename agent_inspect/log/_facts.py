@@ -30,7 +30,6 @@ class SummaryFact(NamedTuple):
     explanation: str
 
 
-#: machine name -> (label, explanation); fields not listed here keep their name as label
 SUMMARY_LABELS: dict[str, tuple[str, str]] = {
     "records": ("records", "records read from the source, tombstones and undecodable ones included"),
     "errors": ("records that do not decode", "rows whose key or value could not be decoded (see log.errors)"),
@@ -54,6 +53,7 @@ SUMMARY_LABELS: dict[str, tuple[str, str]] = {
     "runtime": ("runtime that wrote the log", "the upstream Flink Agents runtime these records come from, "
                 "and the evidence for it (override with runtime=)"),
 }
+"""machine name -> (label, explanation); fields not listed here keep their name as label"""
 
 
 def plain_text(v: Any, empty: str = "—") -> str:

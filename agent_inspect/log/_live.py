@@ -32,6 +32,7 @@ __all__ = ["Follower", "LiveLog", "Listener", "TailWindow", "follow", "window_bo
 State = Literal["live", "paused", "idle", "stopped", "failed"]
 Listener = Callable[["ActionStateLog"], None]
 TailWindow = int | dt.timedelta | dt.datetime | str
+"""What a live window keeps: the newest N records, a span before now (``"15min"``), or a start time."""
 _Row = tuple[int, int, "int | None", "bytes | None", "bytes | None"]
 
 

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN", "DEFAULT_MODEL"]
 
-#: Runtimes a log can be read as; ``"auto"`` infers one from the records.
 RUNTIMES = ("0.3", "0.4", "main")
+"""Runtimes a log can be read as; ``"auto"`` infers one from the records."""
 #: what inference says when no record decoded
 UNKNOWN = "unknown"
 #: the runtime model the verbs use for an unknown runtime (the current release)

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MarkerCandidate", "MARKER_SOURCES", "CONFIDENCE_MEANS", "infer_markers"]
 
-#: Where a candidate comes from, strongest evidence first.
 MARKER_SOURCES = (
     "checkpoint",                        # read from the job's Flink checkpoint (agent-inspect markers --checkpoint)
     "trace",                             # the inputs a Trace Log shows replayed and the tasks it shows restored
@@ -52,11 +51,12 @@ MARKER_SOURCES = (
     "whole log",                         # the checkpoint before the first loaded record
     "fresh start",                       # no checkpoint: nothing rebuilt
 )
+"""Where a candidate comes from, strongest evidence first."""
 
-#: What ``MarkerCandidate.confidence`` means.
 CONFIDENCE_MEANS = ("how likely this is the restore's window given the evidence: 1.0 read from the checkpoint, "
                     "0.9 the trace pins it, "
                     "0.7 a checkpoint the log shows, 0.5 bounded by what a restore did, 0.3 or less a guess")
+"""What ``MarkerCandidate.confidence`` means."""
 
 
 @dataclass(frozen=True)

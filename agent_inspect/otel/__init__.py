@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["to_otel", "spans_of", "trace_id_of", "span_id_of", "OtelExport", "CALL_OPERATIONS", "RESOURCE"]
 
-#: resource attributes of every export (``project=`` adds Phoenix's ``openinference.project.name``)
 RESOURCE = {"service.name": "agent_inspect"}
+"""resource attributes of every export (``project=`` adds Phoenix's ``openinference.project.name``)"""
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,8 @@ class OtelExport:
 
     For example::
 
-        export = ai.to_otel(log, path="spans.json", markers=markers)   # a prediction; a verification too
+        g01 = ai.load("sample_logs/G01.jsonl")
+        export = ai.to_otel(g01, path="spans.json", markers=ai.samples.markers("G01"))   # a prediction alone
         export.spans, export.traces, export.path
     """
 
@@ -74,7 +75,8 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
 
     For example::
 
-        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        g01 = ai.load("sample_logs/G01.jsonl")
+        v = ai.verify(g01, ai.load_trace("sample_logs/G01.trace.log"), markers=ai.samples.markers("G01"))
         ai.to_otel(v, path="spans.json")       # OTLP JSON; endpoint="http://127.0.0.1:6006/v1/traces" sends it
     """
     from agent_inspect.sources import export_spans, write_otlp_json

@@ -18,9 +18,9 @@ import pandas as pd
 
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 
-#: trace entity type -> (gen_ai.operation.name, span name prefix)
 CALL_OPERATIONS = {"llm": ("chat", "chat"), "tool": ("execute_tool", "execute_tool"), "parser": ("parse", "parse"),
                    "subagent": ("invoke_agent", "invoke_agent")}
+"""trace entity type -> (gen_ai.operation.name, span name prefix)"""
 _SYNTHETIC = "agent-inspect:"
 
 
@@ -84,7 +84,8 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
 
     For example::
 
-        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        g01 = ai.load("sample_logs/G01.jsonl")
+        v = ai.verify(g01, ai.load_trace("sample_logs/G01.trace.log"), markers=ai.samples.markers("G01"))
         spans = ai.otel.spans_of(v)                    # OTLP-shaped dicts, one per task
         len(spans), spans[0]["name"]
     """

@@ -35,6 +35,7 @@ from agent_inspect.recovery._prediction import Prediction, reader_reasons, remov
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "NOT_DISPATCHED"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
+"""The outcome of a cached record of a replayed round that no task looked up."""
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
                  "calls_replayed", "cache_ops", "removed", "rule_note"]

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",
            "tasks_by_impact", "IMPACT_ORDER"]
 
-#: How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact`
-#: (a lookup that removed cached records ranks as an eviction, whatever it decided for its own task).
 IMPACT_ORDER = ("FAIL", "RERUN", "RESUME", "evicted", "NOT-DISPATCHED", "REUSE")
+"""How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact` (a lookup
+that removed cached records ranks as an eviction, whatever it decided for its own task).
+"""
 #: cache ops that take records away from a later lookup ("supersede" is a rewrite of the same state key)
 _REMOVING_OPS = frozenset({"evict", "invalidate", "remove", "cross-key", "delete"})
 

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
            "source_kind_of", "Undecodable", "restore_failures", "whole_log_markers"]
 
-#: Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None.
 Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
+"""Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None."""
 
 
 def normalize_markers(markers: Markers) -> dict[int, int] | None:

@@ -25,8 +25,8 @@ __all__ = [
 
 #: The begin event's type (``agent-run.begin-event``, spec §9.3); its task is queued before the round's roots.
 BEGIN_EVENT = "_agent_run_begin_event"
-#: Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen.
 FLAVOURS = ("kafka-k1", "fluss-k1", "segment")
+"""Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen."""
 
 
 def _positions(entries: list[Entry]) -> list[int]:
@@ -427,3 +427,4 @@ RULES: Mapping[str, Callable[..., DivergenceRule]] = MappingProxyType({
     "branch-aware": BranchAwareRule,
     "fixed+round-regression": FixedRoundRegressionRule,
 })
+"""The built-in rules by name: what :func:`resolve_rule` accepts as a plain name."""

@@ -26,7 +26,6 @@ _V4 = {"subagents_v4": "S05"}
 #: the production-like sample whose operator is post-0.4 main (V4, refresh rows, routing; K2 keys)
 _PRODUCTION_V4 = "production_v4"
 
-#: sample name -> what it shows (one line)
 SAMPLES: Mapping[str, str] = {
     "N04": "cascade over two inputs: the #1301 reproduction (original reruns B, fixed reuses all)",
     "N07": "an incomplete action in a later round: original re-runs it (the model call repeats), fixed resumes",
@@ -43,6 +42,7 @@ SAMPLES: Mapping[str, str] = {
     "production_v4": "the support agent as post-0.4 main runs it: V4 values, routed chat with a fallback, a "
                      "mid-action checkpoint restored from its refresh rows (K2 keys)",
 }
+"""sample name -> what it shows (one line)"""
 
 #: sample name -> what to look for (README text)
 SHOWS: Mapping[str, str] = {
@@ -107,8 +107,8 @@ SHOWS: Mapping[str, str] = {
                      "call. `agent-inspect summary` reports runtime `main` from the V4 records.",
 }
 
-#: file formats of every sample (``path(name, fmt)``)
 FORMATS = ("jsonl", "kcat", "parquet", "markers")
+"""file formats of every sample (``path(name, fmt)``)"""
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACE_RULE", "INCONSISTENT", "sample_trace", "run_recovery", "inconsistent_suffix"]
 
-#: the rule the samples' runtime runs (every sample's job ran upstream's rule)
 TRACE_RULE = "original"
-#: sample -> the other rule its inconsistent trace was recorded under
+"""the rule the samples' runtime runs (every sample's job ran upstream's rule)"""
 INCONSISTENT = {"N04": "fixed", "G01": "fixed"}
+"""sample -> the other rule its inconsistent trace was recorded under"""
 
 
 def inconsistent_suffix(rule: str) -> str:

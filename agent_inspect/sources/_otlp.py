@@ -151,7 +151,7 @@ def read_otlp_json(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
     For example::
 
-        ai.to_otel(log, path="spans.json", markers=markers)
+        ai.to_otel(ai.load("sample_logs/G01.jsonl"), path="spans.json", markers=ai.samples.markers("G01"))
         spans = ai.sources.read_otlp_json("spans.json")   # back as plain dicts
         spans[0]["name"]
     """

@@ -11,7 +11,6 @@ __all__ = [
     "DIVERGENCE_KINDS",
 ]
 
-#: Kinds a :class:`Divergence` (and the cache event it caused) can have.
 DIVERGENCE_KINDS = (
     "root-conflict",      # roots with different input fingerprints at one (key, seq) (spec §10.3)
     "count>1",            # the original rule's count check (spec §8.2)
@@ -24,6 +23,7 @@ DIVERGENCE_KINDS = (
     "undecodable",        # a record of the rebuild window did not decode; skipped, upstream's rebuild fails
     "restore-failure",    # K2 restore checks: malformed key, key group out of range, fingerprint (§6.5)
 )
+"""Kinds a :class:`Divergence` (and the cache event it caused) can have."""
 
 
 class Outcome(enum.StrEnum):

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 __all__ = ["RUNTIME_NAMES", "KAFKA_PENDING", "RuntimeModel", "runtime_model"]
 
-#: Runtimes the model knows (``"auto"`` is resolved to one of them from the log by the callers that have one).
 RUNTIME_NAMES = ("0.3", "0.4", "main")
-#: How a Kafka store keeps pending states across checkpoints (addendum §2.3; an option, see the module doc).
+"""Runtimes the model knows (``"auto"`` is resolved to one of them from the log by the callers that have one)."""
 KAFKA_PENDING = ("refresh", "marker")
+"""How a Kafka store keeps pending states across checkpoints (addendum §2.3; an option, see the module doc)."""
 
 
 @dataclass(frozen=True)

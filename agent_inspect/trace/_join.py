@@ -14,9 +14,9 @@ __all__ = ["join", "JOIN_COLUMNS", "JOIN_METHODS"]
 JOIN_COLUMNS = ["entity_type", "execution_id", "parent_execution_id", "business_key", "log_business_key", "name",
                 "observed", "trigger_event_id", "pos", "positions", "state_key", "seq", "call_index", "function_id",
                 "join", "confidence", "reason"]
-#: how a row was joined, with its confidence
 JOIN_METHODS = {"trigger-event-id": "high", "output-event-id": "high", "input-fingerprint": "medium",
                 "call-position": "best-effort"}
+"""how a row was joined, with its confidence"""
 
 
 def _key_map(log_keys: set[str], texts: set[str]) -> dict[str, str]:

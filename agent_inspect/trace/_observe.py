@@ -8,8 +8,8 @@ import pandas as pd
 
 __all__ = ["executions", "calls", "OBSERVED", "EXECUTION_COLUMNS", "CALL_COLUMNS"]
 
-#: observed outcome of an action execution
 OBSERVED = ("REUSE", "RERUN", "RESUME", "FAILED", "INCOMPLETE")
+"""observed outcome of an action execution"""
 EXECUTION_COLUMNS = ["order", "execution_id", "business_key", "agent_name", "action", "trigger_event_id",
                      "input_run_id", "statuses", "observed", "first", "last", "file", "line", "job_id", "subtask_id",
                      "problem_category", "error_message", "calls", "calls_replayed", "calls_executed",

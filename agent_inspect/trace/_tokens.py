@@ -26,8 +26,8 @@ from agent_inspect.trace._runtime import call_entity
 __all__ = ["TokenLedger", "Prices", "token_ledger", "call_tokens", "parse_prices", "prices_from_toml",
            "TOKEN_ATTRIBUTES", "human_tokens"]
 
-#: trace ``attributes`` members holding an LLM execution's token counts: (input, output)
 TOKEN_ATTRIBUTES = ("promptTokens", "completionTokens")
+"""trace ``attributes`` members holding an LLM execution's token counts: (input, output)"""
 #: model (or function id) -> (USD per million input tokens, USD per million output tokens)
 Prices = Mapping[str, tuple[float, float]]
 CALL_TOKEN_COLUMNS = ["execution_id", "parent_execution_id", "business_key", "entity_name", "model", "replayed",

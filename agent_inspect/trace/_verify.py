@@ -27,13 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["verify", "Verification", "STORE_FLAVOURS", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
            "MARKER_CANDIDATES"]
 
-#: the rules ranked when explaining a mismatch or inferring what the job ran
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
+"""the rules ranked when explaining a mismatch or inferring what the job ran"""
 #: how many inferred marker candidates (of confidence 0.3 or more) ``verify(infer=True)`` ranks beside the given ones
 MARKER_CANDIDATES = 3
-#: ``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)
 CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
           "trace-truncated", "agent-model", "unexplained", "weak-join")
+"""``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)"""
 VERIFY_COLUMNS = ["key", "seq", "input", "action", "predicted", "observed", "agree", "join", "confidence",
                   "execution_id", "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
                   "calls_executed_observed", "calls_replayed_observed", "cause", "explanation", "first", "task"]
