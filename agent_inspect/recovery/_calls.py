@@ -37,7 +37,12 @@ Status = Literal["PENDING", "SUCCEEDED", "FAILED"]
 
 
 class CallDecision(enum.StrEnum):
-    """What one durable call did (:attr:`CallEvent.outcome`); a ``str`` enum, so comparisons with text hold."""
+    """What one durable call did (:attr:`CallEvent.outcome`); a ``str`` enum, so comparisons with text hold.
+
+    For example::
+
+        ai.recovery.engine.CallDecision.HIT == "hit", [d.value for d in ai.recovery.engine.CallDecision][:4]
+    """
 
     HIT = "hit"                          # recorded result returned
     HIT_FAILED = "hit-failed"            # recorded exception re-raised
@@ -53,13 +58,18 @@ class CallDecision(enum.StrEnum):
     DENY = "deny"                        # refused by the replay call policy
 
 
-#: decisions that served a call from the journal without running it
 REPLAYED_CALLS = frozenset({CallDecision.HIT, CallDecision.HIT_FAILED, CallDecision.PENDING_HIT})
+"""Decisions that served a call from the journal without running it."""
 _UNSET: Any = object()
 
 
 def effective_status(status: str | None, exception_payload: Any) -> Status:
-    """Status of a call result; legacy records without ``status`` infer it from the exception (§5.5)."""
+    """Status of a call result; legacy records without ``status`` infer it from the exception (§5.5).
+
+    For example::
+
+        ai.recovery.engine.effective_status(None, None), ai.recovery.engine.effective_status(None, "gASV...")
+    """
     if status:
         return status  # type: ignore[return-value]
     return "SUCCEEDED" if exception_payload is None else "FAILED"
@@ -179,6 +189,7 @@ class CallEvent:
 
 
 Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
+"""What a :class:`CallService` runner is: ``(function_id, args_digest, call, index) -> (status, value)``."""
 
 
 class CallJournal:
@@ -193,6 +204,11 @@ class CallJournal:
 
     ``deliver=False`` is the symbolic journal of ``predict``: the same decisions, but a body gets no values and
     no recorded or fresh failure is raised into it (payloads are never decoded or pickled).
+
+    For example::
+
+        journal = ai.recovery.engine.CallJournal()      # nothing recorded: every call executes
+        journal.call("llm.ask", "", lambda: "it shipped")
     """
 
     def __init__(self, recorded: Sequence[CallSlot] = (), *,
@@ -459,6 +475,11 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
     """The Python value of a recorded payload: JSON (Java) is decoded; pickles only when trusted.
 
     For a FAILED slot this returns the exception to raise.
+
+    For example::
+
+        slot = ai.executor.CallSlot("java.tool", "", "SUCCEEDED", result_payload=b'{"status": "shipped"}')
+        ai.recovery.engine.decode_recorded(slot)        # JSON decoded; a pickle only with trust_pickles=True
     """
     payload = slot.exception_payload if slot.status == "FAILED" else slot.result_payload
     if payload is None:
@@ -493,5 +514,11 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
 
 
 def with_value(slot: CallSlot, value: Any) -> CallSlot:
-    """A copy of ``slot`` carrying a live value (used when a stub serves a call)."""
+    """A copy of ``slot`` carrying a live value (used when a stub serves a call).
+
+    For example::
+
+        slot = ai.executor.CallSlot("llm.ask", "", "SUCCEEDED")
+        ai.recovery.engine.with_value(slot, "stubbed").value
+    """
     return replace(slot, value=value)

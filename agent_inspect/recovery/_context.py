@@ -30,7 +30,15 @@ class _Deferred:
 
 
 class RecordingMemory:
-    """A memory view for one body: reads and writes the key's memory and records every write."""
+    """A memory view for one body: reads and writes the key's memory and records every write.
+
+    For example::
+
+        updates = []
+        memory = ai.recovery.engine.RecordingMemory(ai.executor.Memory({"tier": "gold"}), updates)
+        memory.set("last.answer", "it shipped")
+        memory.get("tier"), updates                     # every write is recorded for the record
+    """
 
     def __init__(self, memory: Memory, updates: list[tuple[str, Any]]) -> None:
         self._memory = memory

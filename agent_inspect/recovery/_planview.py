@@ -24,6 +24,12 @@ class PlanView:
     A key is looked up by its plan name first, then by its business key (``business_key``), so a
     key named by its text in the plan and by its digest in a checkpoint (K1.6/K2) shares one
     counter, while two typed keys with one key text (#1099) keep their own.
+
+    For example::
+
+        plan = ai.executor.as_plan({"inputs": [("user-1", "a"), ("user-1", "b")], "restored_seq": {"user-1": 4}}, None)
+        view = ai.recovery.engine.PlanView(plan)
+        view.next_seq("user-1"), view.next_seq("user-1")   # 5, 6: each input takes its key's next seq
     """
 
     def __init__(self, plan: ReplayPlan, *, business_key: Callable[[str], str] = str) -> None:

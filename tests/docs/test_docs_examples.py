@@ -44,7 +44,9 @@ NOT_RUN_HERE = {
 
 
 def _package_names() -> list[str]:
-    return ["agent_inspect", *(f"agent_inspect.{name}" for name in ai._SUBMODULES)]
+    """The public packages, and the engine's public seams (``agent_inspect.recovery.engine``)."""
+    packages = ["agent_inspect", *(f"agent_inspect.{name}" for name in ai._SUBMODULES)]
+    return [*packages, "agent_inspect.recovery.engine"]
 
 
 def _kind(obj: object) -> str:
