@@ -36,10 +36,13 @@ NOTEBOOKS = REPO / "notebooks"
 
 
 def public_packages() -> list[str]:
-    """``agent_inspect`` and each public subpackage it lists, in layer order."""
+    """``agent_inspect`` and each public subpackage it lists, in layer order, with the engine's public seams
+    (``agent_inspect.recovery.engine``) after ``recovery``."""
     import agent_inspect
 
-    return ["agent_inspect", *(f"agent_inspect.{name}" for name in agent_inspect._SUBMODULES)]
+    packages = ["agent_inspect", *(f"agent_inspect.{name}" for name in agent_inspect._SUBMODULES)]
+    at = packages.index("agent_inspect.recovery") + 1
+    return [*packages[:at], "agent_inspect.recovery.engine", *packages[at:]]
 
 
 def public_names(package: str) -> list[str]:
