@@ -106,6 +106,11 @@ def configure(*, errors: Literal["short", "full"] | None = None) -> None:
     ``errors="short"``: in IPython/Jupyter our errors (:class:`InspectError`) print as one line with their
     advice (``%tb`` shows the traceback); ``"full"``: IPython's traceback again. Same as
     ``%load_ext agent_inspect`` / ``%unload_ext agent_inspect``; a handler you had set keeps its exceptions.
+
+    For example::
+
+        ai.configure(errors="short")                   # our errors print as one line with advice in Jupyter
+        ai.configure(errors="full")                    # IPython's traceback again
     """
     from agent_inspect import _ipython
 

@@ -14,6 +14,13 @@ class RawBatch:
     """Raw records as parallel columns (equal lengths), in physical order per partition or bucket.
 
     ``value`` None is a tombstone. ``key`` and ``value`` are the bytes exactly as stored.
+
+    For example::
+
+        batch = ai.raw.RawBatch()
+        batch.append(0, 0, 1700000000000, b"user-1_1_e_a", b'{"taskEvent": null}')
+        batch.append(0, 1, None, b"user-1_1_e_a", None)    # a tombstone
+        len(batch.offset), batch.value[1] is None
     """
 
     partition: list[int] = field(default_factory=list)
@@ -40,7 +47,13 @@ class RawBatch:
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """Where a log came from and which range of it was read. Never holds credentials."""
+    """Where a log came from and which range of it was read. Never holds credentials.
+
+    For example::
+
+        log.source.kind, log.source.location, log.source.file_format   # where the log came from
+        ai.raw.SourceInfo("file", "dump.jsonl", file_format="jsonl")
+    """
 
     kind: str
     location: str

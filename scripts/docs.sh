@@ -9,5 +9,11 @@ fi
 if ! .venv/bin/python -c "import mkdocs, material, mkdocstrings_handlers.python, mkdocs_jupyter" 2>/dev/null; then
   .venv/bin/python -m pip install -q -e ".[all,docs]"
 fi
+# the site serves its own Mermaid, fetched from the npm registry at build time (docs/_hooks/mermaid.py)
+if ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+  fi
+fi
 export NO_MKDOCS_2_WARNING=1
 exec .venv/bin/python -m mkdocs build --strict "$@"

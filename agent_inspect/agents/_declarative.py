@@ -18,7 +18,12 @@ class DeclaredCallError(Exception):
 
 @dataclass(frozen=True)
 class Emit:
-    """``send_event(type, attributes)``; a re-run emits the same attributes under a fresh id."""
+    """``send_event(type, attributes)``; a re-run emits the same attributes under a fresh id.
+
+    For example::
+
+        ai.agents.Emit("_output_event", {"output": "done"})   # a step: send_event(type, attributes)
+    """
 
     type: str
     attributes: Mapping[str, Any] = field(default_factory=dict)
@@ -26,7 +31,15 @@ class Emit:
 
 @dataclass(frozen=True)
 class Call:
-    """A durable call identified by ``function_id`` and ``args_digest`` (Java: always ``""``)."""
+    """A durable call identified by ``function_id`` and ``args_digest`` (Java: always ``""``).
+
+    For example::
+
+        step = ai.agents.Call("tools.lookup_order", "ab12", result={"status": "shipped"})
+        agent = ai.agents.DeclarativeAgent([ai.agents.ActionDecl("lookup", ("_input_event",))],
+                                           {"lookup": [ai.agents.Behaviour((step,))]})
+        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "order 7")]}).run()
+    """
 
     function_id: str
     args_digest: str = ""
@@ -38,7 +51,13 @@ class Call:
 
 @dataclass(frozen=True)
 class SubagentCall:
-    """A call into sub-agent ``scope`` with a bootstrap event of ``type``/``attributes`` and fixed ids."""
+    """A call into sub-agent ``scope`` with a bootstrap event of ``type``/``attributes`` and fixed ids.
+
+    For example::
+
+        call = ai.agents.SubagentCall("search", "4f2a9c-0", "4f2a9c-0-1", attributes={"query": "order 7"})
+        call.scope, call.type
+    """
 
     scope: str
     session_id: str
@@ -50,14 +69,26 @@ class SubagentCall:
 @dataclass(frozen=True)
 class SubagentBatch:
     """Several sub-agent calls made together: post-0.4 main reserves their PENDING caller slots in one
-    write (``reservePendingBatch``, addendum §1.1), then runs them in order."""
+    write (``reservePendingBatch``, addendum §1.1), then runs them in order.
+
+    For example::
+
+        batch = ai.agents.SubagentBatch((ai.agents.SubagentCall("search", "s-1", "s-1-1"),
+                                         ai.agents.SubagentCall("search", "s-1", "s-1-2")))
+        len(batch.calls)                               # one PENDING reservation for both (main)
+    """
 
     calls: tuple[SubagentCall, ...]
 
 
 @dataclass(frozen=True)
 class SetMemory:
-    """Write ``value`` at ``path`` into ``memory`` ("short_term" or "sensory")."""
+    """Write ``value`` at ``path`` into ``memory`` ("short_term" or "sensory").
+
+    For example::
+
+        ai.agents.SetMemory("user.tier", "gold"), ai.agents.SetMemory("seen", True, memory="sensory")
+    """
 
     path: str
     value: Any
@@ -65,11 +96,19 @@ class SetMemory:
 
 
 Step = Emit | Call | SubagentCall | SubagentBatch | SetMemory
+"""One step of a :class:`Behaviour`: emit an event, make a durable or sub-agent call, or set memory."""
 
 
 @dataclass(frozen=True)
 class Behaviour:
-    """What an action does for a trigger: ``trigger_type``/``trigger_attributes`` (None: any trigger)."""
+    """What an action does for a trigger: ``trigger_type``/``trigger_attributes`` (None: any trigger).
+
+    For example::
+
+        chat = ai.agents.ActionDecl("chat", ("_input_event",))
+        behaviour = ai.agents.Behaviour((ai.agents.Call("llm.ask", result="hi"), ai.agents.Emit("_output_event", {"o": 1})))
+        agent = ai.agents.DeclarativeAgent([chat], {"chat": [behaviour]})
+    """
 
     steps: tuple[Step, ...]
     trigger_type: str | None = None
@@ -91,6 +130,16 @@ class DeclarativeAgent(BaseAgent):
 
     ``behaviours[action]`` is tried in order; the first matching :class:`Behaviour` runs. An action
     without a matching behaviour does nothing (emits nothing, calls nothing).
+
+    For example::
+
+        agent = ai.agents.DeclarativeAgent(
+            [ai.agents.ActionDecl("triage", ("_input_event",)), ai.agents.ActionDecl("reply", ("Triaged",))],
+            {"triage": [ai.agents.Behaviour((ai.agents.Emit("Triaged", {"topic": "orders"}),))],
+             "reply": [ai.agents.Behaviour((ai.agents.SetMemory("last.topic", "orders"),
+                                            ai.agents.Emit("_output_event", {"output": "done"})))]})
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "where is my order")]})
+        ex.run(); ex.outputs
     """
 
     def __init__(self, actions: Sequence[ActionDecl],

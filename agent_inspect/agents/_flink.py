@@ -26,13 +26,25 @@ _PLAIN_TYPE = re.compile(r"^[A-Za-z_][\w.$]*$")
 
 
 def is_flink_agent(obj: Any) -> bool:
-    """True for instances of a ``flink_agents`` Agent subclass (checked without importing the package)."""
+    """True for instances of a ``flink_agents`` Agent subclass (checked without importing the package).
+
+    For example::
+
+        ai.agents.is_flink_agent(object())             # True only for a flink_agents Agent instance
+    """
     return any((k.__module__ or "").startswith("flink_agents.") and k.__name__ == "Agent"
                for k in type(obj).__mro__)
 
 
 class FlinkAgentAdapter(BaseAgent):
-    """Presents a flink-agents ``Agent`` instance through the :class:`~agent_inspect.agents.Agent` protocol."""
+    """Presents a flink-agents ``Agent`` instance through the :class:`~agent_inspect.agents.Agent` protocol.
+
+    For example::
+
+        agent = ai.agents.AsRecordedAgent(log)
+        ai.agents.is_flink_agent(agent)                # False: only flink_agents Agent instances are wrapped
+        # ai.ReplayExecutor(log, agent=ai.agents.FlinkAgentAdapter(MyFlinkAgent()))   # with flink-agents installed
+    """
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent

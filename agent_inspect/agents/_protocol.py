@@ -55,9 +55,13 @@ def _fingerprint(attributes: Mapping[str, Any]) -> str:
 
 
 INPUT_EVENT = "_input_event"
+"""The type of an input event (what the source hands the agent)."""
 OUTPUT_EVENT = "_output_event"
+"""The type of an output event (what the agent sends downstream)."""
 BEGIN_EVENT = "_agent_run_begin_event"
+"""The type of the begin event a run sends first when ``agent-run.begin-event`` is on."""
 SUBAGENT_EVENT = "InternalSubagentCallEvent"
+"""The type of the wrapper event that carries a sub-agent call (its routing is in its attributes)."""
 
 
 @dataclass(frozen=True, eq=True)
@@ -66,6 +70,11 @@ class AgentEvent:
 
     ``event_class`` is the Java ``@class`` (None: the generic ``Event``). For sub-agent wrappers
     (``type == "InternalSubagentCallEvent"``) the routing metadata sits in ``attributes``.
+
+    For example::
+
+        event = ai.agents.AgentEvent("_input_event", {"input": "where is my order"})
+        event.fingerprint, event.is_root, event.with_id("evt-1").id
     """
 
     type: str
@@ -112,6 +121,11 @@ class ActionDecl:
     ``triggers`` are event types in declaration order (for actions of a sub-agent, the delegate
     types inside ``scope``). ``module``/``qualname`` feed the K1 hash-based action UUID of Python
     actions; ``java=True`` marks a Java action whose hash-based UUID changes with every JVM (§4.4).
+
+    For example::
+
+        decl = ai.agents.ActionDecl("chat", ("ChatRequest",), module="my_agent", qualname="ChatAgent.chat")
+        ai.agents.action_uuid_for(decl, "K1.5"), ai.agents.action_uuid_for(decl, "K2")
     """
 
     name: str
@@ -129,7 +143,19 @@ class MemoryView(Protocol):
 
 @runtime_checkable
 class ActionContext(Protocol):
-    """What a body may do. Everything observable goes through here."""
+    """What a body may do. Everything observable goes through here.
+
+    For example::
+
+        def count_visits(event, ctx):                  # ctx: an ActionContext (the executor's ReplayContext)
+            ctx.sensory.set("visits", 1)
+            status = ctx.durable_execute(str.upper, event.attributes["input"])   # a Python callable
+            ctx.send_event("Counted", {"key": ctx.key, "seq": ctx.seq, "status": status})
+
+        agent = ai.agents.PythonAgent()
+        agent.add(ai.agents.ActionDecl("count_visits", ("_input_event",)), count_visits)
+        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "shipped")]}).run()
+    """
 
     key: str
     seq: int
@@ -158,7 +184,13 @@ class ActionContext(Protocol):
 
 @runtime_checkable
 class Agent(Protocol):
-    """The agent protocol: declared actions, routing, action identity and bodies."""
+    """The agent protocol: declared actions, routing, action identity and bodies.
+
+    For example::
+
+        agent = ai.agents.AsRecordedAgent(log)         # any Agent: actions, listeners, identity, bodies
+        isinstance(agent, ai.agents.Agent), [a.name for a in agent.actions][:3]
+    """
 
     @property
     def actions(self) -> Sequence[ActionDecl]: ...
@@ -178,6 +210,11 @@ def action_uuid_for(decl: ActionDecl, key_format: str, *, attempt: int = 0) -> s
 
     K2 uses the name. Earlier formats hash the action: Python actions from module, qualname and
     triggers (stable), Java actions from class identity, which we model as one UUID per attempt.
+
+    For example::
+
+        decl = ai.agents.ActionDecl("chat", ("ChatRequest",), module="my_agent", qualname="ChatAgent.chat")
+        ai.agents.action_uuid_for(decl, "K2") == ai.codec.name_action_uuid("chat")
     """
     from agent_inspect import codec
 
@@ -191,7 +228,17 @@ def action_uuid_for(decl: ActionDecl, key_format: str, *, attempt: int = 0) -> s
 
 
 class BaseAgent:
-    """Routing and identity from a list of :class:`ActionDecl`; subclasses implement ``run_action``."""
+    """Routing and identity from a list of :class:`ActionDecl`; subclasses implement ``run_action``.
+
+    For example::
+
+        class Echo(ai.agents.BaseAgent):
+            def run_action(self, action, event, ctx):
+                ctx.send_event("_output_event", {"output": event.attributes["input"]})
+
+        agent = Echo([ai.agents.ActionDecl("echo", ("_input_event",))])
+        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hi")]}).run()
+    """
 
     def __init__(self, actions: Sequence[ActionDecl]) -> None:
         self._actions = tuple(actions)

@@ -23,19 +23,21 @@ Body = Callable[[AgentEvent, ActionContext], Any]
 class PythonAgent(BaseAgent):
     """An agent whose actions are Python functions ``body(event, ctx)``.
 
-    Example::
-
-        agent = PythonAgent()
-
-        @agent.action("process_input", listens=["_input_event"])
-        def process_input(event, ctx):
-            answer = ctx.durable_execute(ask_llm, event.attributes["input"])
-            ctx.short_term.set("last.answer", answer)
-            ctx.send_event("_output_event", {"output": answer})
-
     Bodies must have side effects only through ``ctx`` (events, memory, durable calls): the replay
     executor re-runs them to step backwards. The action's K1 identity uses the function's module and
     qualname (override with ``module=``/``qualname=`` to match a production agent plan).
+
+    For example::
+
+        agent = ai.agents.PythonAgent()
+
+        @agent.action("process_input", listens=["_input_event"])
+        def process_input(event, ctx):
+            answer = ctx.durable_execute("llm.ask", "", lambda: event.attributes["input"].upper())
+            ctx.short_term.set("last.answer", answer)
+            ctx.send_event("_output_event", {"output": answer})
+
+        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hello")]}).run()
     """
 
     def __init__(self, actions: Iterable[ActionDecl] = ()) -> None:

@@ -29,6 +29,11 @@ class AsRecordedAgent(BaseAgent):
     calls (``<sessionId>#<callId>`` results) re-send the recorded bootstrap; a bootstrap no recorded
     call explains is re-sent by the record its ``upstreamEventId`` names, else by the round's first
     root. An action with no record does nothing, so its subtree stops.
+
+    For example::
+
+        agent = ai.agents.AsRecordedAgent(log)          # what predict and the executor use by default
+        ai.predict(log, markers=markers, agent=agent).tasks["outcome"].value_counts()
     """
 
     def __init__(self, log: ActionStateLog) -> None:

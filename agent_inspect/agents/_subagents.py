@@ -16,6 +16,12 @@ class SubagentIdAllocator:
     ``<sessionId>-<m>`` (m counts 1, 2, … per session). The digest is the namespace digest of
     (key text, seq, caller action, trigger event type and attributes, sub-agent name). A failover
     replay builds a new allocator, so the same calls get the same ids again.
+
+    For example::
+
+        ids = ai.agents.SubagentIdAllocator(key_text="user-1", seq=3, action="plan", event_type="_input_event",
+                                            event_attributes={"input": "hi"})
+        ids.allocate("search"), ids.allocate("search")   # (session id, call id): same session, next call
     """
 
     def __init__(self, *, key_text: str, seq: int, action: str, event_type: str,

@@ -51,7 +51,13 @@ class IdFactory:
 
 @dataclass(frozen=True)
 class BuiltCase:
-    """A case as real data: the log, the recovery markers, the replay plan and the agent."""
+    """A case as real data: the log, the recovery markers, the replay plan and the agent.
+
+    For example::
+
+        built = ai.cases.build_case(ai.cases.load_cases("cases/G01.toml")[0])
+        built.log.records.head(), built.markers, built.plan.inputs
+    """
 
     case: Case
     log: ActionStateLog
@@ -130,7 +136,13 @@ def key_identity(spec: KeySpec, case: Case) -> KeyIdentity:
 
 
 def build_case(case: Case) -> BuiltCase:
-    """Build the log of ``case`` through ``ActionStateLog.from_raw`` (the production path) and its plan."""
+    """Build the log of ``case`` through ``ActionStateLog.from_raw`` (the production path) and its plan.
+
+    For example::
+
+        built = ai.cases.build_case(ai.cases.load_cases("cases/G01.toml")[0])   # the log upstream would write
+        ai.predict(built.log, markers=built.markers, plan=built.plan, agent=built.agent).tasks.head()
+    """
     if case.call_case is not None and not case.log:
         raise CaseFileError(f"{case.id}: a call case has no log; run it at call level (docs/reference/cases.md)")
     ns = case.id.split("/")[0]

@@ -21,7 +21,6 @@ __all__ = ["compare", "COLUMN_MEANINGS"]
 _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls", "crashed", "passed",
             "expected", "broken"]
 
-#: What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric).
 COLUMN_MEANINGS = {
     "reruns": "bodies that run again in the recovery",
     "evictions": "cache entries the rule removed (rebuild and replay)",
@@ -33,6 +32,7 @@ COLUMN_MEANINGS = {
                 "e.g. your own: then passed only means no stale reuse)",
     "broken": "the rule's first error (a hook raised or returned the wrong type), or empty",
 }
+"""What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric)."""
 
 
 def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,
@@ -56,6 +56,11 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules:
     type, with ``file:line`` in the rule's code) and the row counts nothing (``passed`` False); the
     other rules still run. ``COLUMN_MEANINGS`` says the same per column. Pivot with
     ``frame.pivot(index="rule", columns="case", values="reruns")``. Call-level cases are skipped.
+
+    For example::
+
+        table = ai.cases.compare("cases/G01.toml", rules=["original", "fixed"])   # one row per (rule, case)
+        table[["rule", "case", "passed", "reruns"]]
     """
     if hasattr(cases, "records") and hasattr(cases, "value"):
         return _compare_log(cases, rules or ["original", "fixed"], markers=markers, plan=plan, agent=agent)

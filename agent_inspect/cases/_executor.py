@@ -17,6 +17,11 @@ def executor_for(case: str | Path | Case | BuiltCase, *, rule: Any = None, **opt
     """A :class:`ReplayExecutor` over a case's history (a path, a loaded ``Case`` or a ``BuiltCase``).
 
     ``rule`` defaults to the first rule the case has expectations for; ``options`` go to the executor.
+
+    For example::
+
+        ex = ai.cases.executor_for("cases/G01.toml")   # step through the case's recovery
+        ex.run(); ex.steps[["kind", "key", "seq", "action", "outcome"]].tail()
     """
     built = case
     if not isinstance(built, BuiltCase):

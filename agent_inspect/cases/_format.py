@@ -39,12 +39,22 @@ BUILTIN = "builtin"
 
 def builtin_path() -> Path:
     """The directory of the bundled case files (the matrix of ``docs/spec/divergence-cases.md``), installed
-    with the package."""
+    with the package.
+
+    For example::
+
+        sorted(p.name for p in ai.cases.builtin_path().glob("*.toml"))[:5]
+    """
     return Path(__file__).resolve().parent / "builtin"
 
 
 def builtin() -> list[Case]:
-    """The bundled case matrix, from anywhere (no checkout needed): ``load_cases("builtin")``."""
+    """The bundled case matrix, from anywhere (no checkout needed): ``load_cases("builtin")``.
+
+    For example::
+
+        [case.id for case in ai.cases.builtin()][:5]   # the bundled matrix, no checkout needed
+    """
     return load_cases(builtin_path())
 
 
@@ -52,7 +62,13 @@ def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
     """Load case files (``*.toml``; directories are searched) into cases, variants expanded, sorted by id.
 
     ``"builtin"`` names the bundled case matrix (:func:`builtin`); a path of that name in the working
-    directory wins."""
+    directory wins.
+
+    For example::
+
+        cases = ai.cases.load_cases("cases/")           # a file, a directory, or "builtin"
+        len(cases), cases[0].id
+    """
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: list[Path] = []
@@ -83,7 +99,14 @@ def _order(case_id: str) -> tuple[int, str]:
 
 
 def parse_case(data: Mapping[str, Any], *, path: str | None = None) -> list[Case]:
-    """Parse one case file's TOML data; returns the base case followed by its variants."""
+    """Parse one case file's TOML data; returns the base case followed by its variants.
+
+    For example::
+
+        import tomllib
+        data = tomllib.loads(open("cases/G01.toml").read())
+        [case.id for case in ai.cases.parse_case(data, path="cases/G01.toml")]   # the case, then its variants
+    """
     where = path or "<case>"
     try:
         case_id = str(data["id"])

@@ -23,6 +23,7 @@ __all__ = ["EventRef", "ExpectedItem", "CacheOp", "Expectation", "parse_event", 
            "OUTCOMES", "event_label"]
 
 OUTCOMES = ("REUSE", "RESUME", "RERUN", "NOT-DISPATCHED", "FAIL")
+"""The outcomes of the case notation, in the spec's words."""
 
 _SIMPLE = {
     # shorthand -> (event type, attribute name)

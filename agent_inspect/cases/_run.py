@@ -21,8 +21,8 @@ from agent_inspect.store import CacheEvent
 
 __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
 
-#: The pseudo rule name of call-level cases (D01–D06 do not depend on the divergence rule).
 CALL_RULE = "call"
+"""The pseudo rule name of call-level cases (D01–D06 do not depend on the divergence rule)."""
 #: What a Java durable call throws when its hit has a null result (upstream ``Optional.of(null)``, spec §9.4).
 JAVA_NULL_HIT = "java.lang.NullPointerException"
 
@@ -36,6 +36,11 @@ class CaseResult:
     ``stale`` lists predicted items that reuse or resume a record the case marks stale.
     ``reruns`` counts bodies that run again, ``evictions`` the cache entries removed (rebuild and
     replay), ``calls`` durable calls executed again by function id.
+
+    For example::
+
+        result = ai.cases.run_case(ai.cases.load_cases("cases/G01.toml")[0], "fixed")
+        result.passed, result.expected, result.predicted, result.mismatches, result.stale
     """
 
     case_id: str
@@ -69,6 +74,10 @@ def run_case(case: Case, rule: Any = "fixed", *, built: BuiltCase | None = None)
     ``rule`` is a rule name (its expectation is looked up by that name) or a
     :class:`~agent_inspect.rules.DivergenceRule` (looked up by its ``name``). Call-level cases
     (``[call_case]``) ignore the rule and run the position-matched durable-call replay (§9.4).
+
+    For example::
+
+        ai.cases.run_case(ai.cases.load_cases("cases/G01.toml")[0], "original").passed
     """
     if case.call_case is not None and not case.log:
         return run_call_case(case)

@@ -153,7 +153,13 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class Case:
-    """One history of divergence-cases.md (or a user's), possibly one variant of it."""
+    """One history of divergence-cases.md (or a user's), possibly one variant of it.
+
+    For example::
+
+        case = ai.cases.load_cases("cases/G01.toml")[0]   # one history of the case matrix
+        case.id, case.name, case.category, case.rules
+    """
 
     id: str
     name: str

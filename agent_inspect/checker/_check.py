@@ -68,6 +68,11 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
 
         report = ai.checker.check("fixed", n=500, seed=1, tombstones=1.0)
         report.counterexample("stale-reuse").save("cases/")
+
+    For example::
+
+        report = ai.checker.check("fixed", n=5, seed=0, keys=2)   # or a DivergenceRule class or instance
+        report.passed, report.stale_reuses, report.avoidable_reruns
     """
     if n < 0:
         raise RuleCheckError(f"n={n} must be 0 or more")

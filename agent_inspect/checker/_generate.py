@@ -46,7 +46,13 @@ __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "generate_histor
 
 def generate_history(seed: int, options: HistoryOptions | Mapping[str, Any] | None = None,
                      **overrides: Any) -> History:
-    """Generate the history of ``seed`` (reproducible: the same seed and options give the same history)."""
+    """Generate the history of ``seed`` (reproducible: the same seed and options give the same history).
+
+    For example::
+
+        h = ai.checker.generate_history(3)             # the same seed gives the same history
+        ai.predict(h.log, markers=h.markers, plan=h.plan, agent=h.agent).tasks.head()
+    """
     return _generate(int(seed), HistoryOptions.of(options, **overrides))
 
 

@@ -55,6 +55,11 @@ class HistoryOptions:
     and ``"main"``, which keep every retained state at a checkpoint by appending a byte-identical *refresh
     row* of it after the marker (addendum §2.2) and restore pending rounds; a bundled case's agent runs on its
     case's runtime.
+
+    For example::
+
+        options = ai.checker.HistoryOptions(keys=2, rounds=3, attempts=2, subagents=0.0)
+        ai.checker.check("fixed", n=5, options=options).passed
     """
 
     keys: int = 3
@@ -190,6 +195,12 @@ class History:
     recovery (restore point, replayed inputs, and per key the true inputs by seq along its branch).
     ``branch_ok[pos]`` says whether the record at ``pos`` was written on the judged recovery's branch,
     ``tainted[pos]`` whether its attempt had already reused a record of another branch.
+
+    For example::
+
+        h = ai.checker.generate_history(7, keys=2, rounds=3)
+        h.log.records.shape, h.markers, h.keys
+        print(h.describe())
     """
 
     seed: int

@@ -18,8 +18,8 @@ from agent_inspect.store import DivergenceRule, RecoverySession
 
 __all__ = ["resolve_check_rule", "FAILURE_KINDS"]
 
-#: Failure kinds a check reports (each gets one minimized counterexample).
 FAILURE_KINDS = ("stale-reuse", "avoidable-rerun", "error")
+"""Failure kinds a check reports (each gets one minimized counterexample)."""
 
 _FRESH = "00000000-0000-4000-8000-"   # event ids the judged recovery makes (a body that ran again)
 
@@ -31,7 +31,12 @@ _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "t
 
 
 def resolve_check_rule(rule: Any) -> DivergenceRule:
-    """:func:`agent_inspect.rules.resolve_rule`, with its errors as :class:`RuleCheckError`."""
+    """:func:`agent_inspect.rules.resolve_rule`, with its errors as :class:`RuleCheckError`.
+
+    For example::
+
+        ai.checker.resolve_check_rule("fixed")         # a bad name raises RuleCheckError, not a plain error
+    """
     try:
         return resolve_rule(rule)
     except RecoveryError as exc:

@@ -10,13 +10,13 @@ if TYPE_CHECKING:
 
 __all__ = ["KNOWN_LIMITS", "known_limit"]
 
-#: The spec §10.3 known limits a counterexample can be attributed to (checked in this order).
 KNOWN_LIMITS = (
     "older checkpoint restored mid-round",   # a savepoint of an older checkpoint with restored in-flight tasks
     "tombstoned conflicting root",           # pruning tombstones removed the root a returning branch would hit
     "tainted records",                       # production itself made a stale reuse; later records are tainted
     "#1084 identical siblings, no evidence",  # restored pending siblings: no reused parent's output ids tell them apart
 )
+"""The spec §10.3 known limits a counterexample can be attributed to (checked in this order)."""
 
 
 def _latest_checkpoint(h: History) -> int:
@@ -43,6 +43,11 @@ def known_limit(h: History, ev: _Eval | None = None, kind: str = "stale-reuse") 
       that no parent reused in this recovery emitted (restored pending tasks: their ids are never
       compared, spec §10.3). A sibling reuse under a *reused* parent is a rule defect: the parent's
       output ids tell the siblings apart (the fixed rule's identity check, G09).
+
+    For example::
+
+        h = ai.checker.generate_history(3)
+        ai.checker.known_limit(h)                      # the §10.3 known limit its stale reuses fall in, or None
     """
     if kind != "stale-reuse":
         return None

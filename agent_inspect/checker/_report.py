@@ -34,6 +34,13 @@ class Counterexample:
     :meth:`to_toml` / :meth:`save` write it, :meth:`executor` opens it in the replay stepper.
     ``full_data`` is the full, unminimized history as a case (``full_case``; saved beside the minimal
     one); ``known_limit`` names the spec §10.3 known limit the history falls in, or None (a rule defect).
+
+    For example::
+
+        report = ai.checker.check("naive", n=20, seed=1)
+        for example in report.counterexamples:          # one minimized case per failure kind
+            print(example.kind, example.items[:1], example.known_limit)
+            example.to_toml()                           # a case file: save it, run it, step through it
     """
 
     kind: str
@@ -115,7 +122,14 @@ def _toml_ready(data: Mapping[str, Any]) -> dict[str, Any]:
 @dataclass(frozen=True, eq=False)
 class CheckReport(HtmlRepr):
     """What :func:`check` found: one row per history in ``frame``, totals, and one minimized
-    counterexample per failure kind (``counterexamples``)."""
+    counterexample per failure kind (``counterexamples``).
+
+    For example::
+
+        report = ai.checker.check("naive", n=5, seed=1)
+        report.passed, report.verdict, report.totals
+        print(report.summary())
+    """
 
     rule: str
     n: int

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
 
-#: The operator union list state the agent operator keeps its recovery marker in (addendum §6).
 MARKER_STATE = "recoveryMarker"
+"""The operator union list state the agent operator keeps its recovery marker in (addendum §6)."""
 _LAST_COMPLETED = "lastCompletedSequenceNumber"
 _MESSAGE_SEQ = "messageSequenceNumber"
 _ACTION_TASKS = "actionTasks"
@@ -44,6 +44,11 @@ class KeyedRestore:
     whose list is not empty. ``short_term`` / ``sensory``: per key, its memory keys and each value's size in
     bytes (None when not known). ``unread``: the states not (fully) read, whose fields above are then partial
     (see :attr:`Checkpoint.not_read`).
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
+        chk.keyed.message_seq["user-0001"], chk.keyed.unread    # restored seqNums; what was not read
     """
 
     message_seq: Mapping[str, int] = field(default_factory=dict)
@@ -70,6 +75,12 @@ class Checkpoint:
     snapshot kind per subtask: ``"full"`` (a heap checkpoint, or a RocksDB full one) and ``"savepoint"`` are read,
     ``"incremental"`` and ``"changelog"`` are not (the markers still are; infer the rest from the log);
     ``not_read`` names, one sentence each, what the checkpoint holds that was not read.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")   # the sample's checkpoint
+        chk.checkpoint_id, chk.markers, chk.merged, chk.not_read
+        ai.predict(log, markers=chk)                   # a Checkpoint is a marker source
     """
 
     path: str
@@ -172,6 +183,12 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     ``checkpoint`` extra). Flink 1.20 and 2.x checkpoints and savepoints are read; a corrupt, truncated or
     unknown-version ``_metadata``, or a job without a ``recoveryMarker`` state, raises
     :class:`~agent_inspect.CheckpointFormatError` saying what was found.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")   # base dir: latest chk-N
+        plan = chk.replay_plan(log)                    # seqNums from the checkpoint, inputs from the log
+        ai.predict(log, markers=chk, plan=plan).tasks["outcome"].value_counts()
     """
     files = open_checkpoint(path_or_url, checkpoint=checkpoint)
     meta = parse_metadata(files.metadata)

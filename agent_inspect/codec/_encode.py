@@ -101,6 +101,11 @@ def encode_action_state(state: ActionState, *, value_format: str = "V3") -> byte
     written only for V3/V3+/V4 and omitted when null. V4 writes ``subagentResultEvents`` (``[]`` when
     unset) between ``outputEvents`` and ``callResults``, as Jackson orders the 0.4+ class (addendum §1.1);
     other formats cannot hold result events and refuse a state that has some.
+
+    For example::
+
+        state = log.value(0)
+        ai.codec.encode_action_state(state, value_format="V3") == bytes(log.raw.value[0])   # byte-exact
     """
     fmt = value_format
     if fmt not in VALUE_FORMATS:

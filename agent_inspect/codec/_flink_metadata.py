@@ -143,7 +143,14 @@ class CheckpointMetadata:
 
 
 def parse_metadata(data: bytes) -> CheckpointMetadata:
-    """Parse a ``_metadata`` file; bad or truncated input raises :class:`CheckpointFormatError`."""
+    """Parse a ``_metadata`` file; bad or truncated input raises :class:`CheckpointFormatError`.
+
+    For example::
+
+        data = open("tests/fixtures/checkpoints/production/checkpoints/chk-4/_metadata", "rb").read()
+        meta = ai.codec.parse_metadata(data)
+        meta.checkpoint_id, meta.version, len(meta.operators)
+    """
     r = ByteReader(data)
     if len(data) < 8:
         raise CheckpointFormatError(f"_metadata is truncated: {len(data)} bytes, not even the header")

@@ -167,7 +167,18 @@ def _try_header(data: bytes, start: int, end: int) -> tuple[StateInfo | None, in
 
 def read_keyed_state(data: bytes, layout: str, key_groups: tuple[int, int], offsets: tuple[int, ...],
                      max_parallelism: int, kryo_generation: int = KRYO5) -> KeyedState:
-    """Read one subtask's keyed state bytes (``layout`` ``"savepoint"`` or ``"full"``, see the module doc)."""
+    """Read one subtask's keyed state bytes (``layout`` ``"savepoint"`` or ``"full"``, see the module doc).
+
+    For example::
+
+        files = ai.sources.open_checkpoint("tests/fixtures/checkpoints/production/savepoint")
+        operator, handle = next((op, s.managed_keyed) for op in ai.codec.parse_metadata(files.metadata).operators
+                                for s in op.subtasks if s.managed_keyed is not None)
+        data = handle.stream.data if handle.stream.data is not None else files.read_state_file(
+            handle.stream.path or "", relative=handle.stream.relative)
+        state = ai.codec.read_keyed_state(data, handle.kind, handle.key_groups, handle.offsets, operator.max_parallelism)
+        sorted(state.values)                           # what ai.checkpoint.read does per subtask
+    """
     first = min((o for o in offsets if o > 0), default=len(data))
     key_name, infos, key, why = state_infos(data, first)
     state = KeyedState(key_name.rsplit(".", 1)[-1], infos)

@@ -146,6 +146,10 @@ def detect_value_format(state: ActionState) -> tuple[str, bool]:
 
     V4 is the presence of ``subagentResultEvents``. A record with output events none of which carries
     lineage is not V3 (the lineage rule: 0.4+ runtimes bind lineage to every output event).
+
+    For example::
+
+        ai.codec.detect_value_format(log.value(0))      # ("V3", True): the newest format it fits
     """
     mask = value_format_candidates(state)
     return newest_format(mask), mask & (mask - 1) != 0

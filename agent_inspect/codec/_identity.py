@@ -31,7 +31,12 @@ def _int32(h: int) -> int:
 
 
 def uuid3(data: bytes) -> str:
-    """Java ``UUID.nameUUIDFromBytes(data)`` as lowercase text (MD5, version 3)."""
+    """Java ``UUID.nameUUIDFromBytes(data)`` as lowercase text (MD5, version 3).
+
+    For example::
+
+        ai.codec.uuid3(b"chat")                         # Java UUID.nameUUIDFromBytes
+    """
     return str(uuid.UUID(bytes=hashlib.md5(data).digest(), version=3))
 
 
@@ -39,12 +44,21 @@ def event_uuid(attributes: Any) -> str:
     """The event UUID of an event's attribute map (spec §4.3.1, 0.3+ recipe).
 
     ``attributes`` is the parsed map, or its raw JSON (bytes / ``msgspec.Raw``) as read from a record.
+
+    For example::
+
+        ai.codec.event_uuid({"input": "where is my order"})   # the fingerprint in every state key
     """
     return uuid3(canonical_json(attributes))
 
 
 def java_string_hash(text: str) -> int:
-    """Java ``String.hashCode()``: 31-fold over UTF-16 code units, signed 32-bit."""
+    """Java ``String.hashCode()``: 31-fold over UTF-16 code units, signed 32-bit.
+
+    For example::
+
+        ai.codec.java_string_hash("user-1")
+    """
     h = 0
     if text.isascii():
         for c in text.encode("ascii"):
@@ -57,7 +71,12 @@ def java_string_hash(text: str) -> int:
 
 
 def java_long_hash(value: int) -> int:
-    """Java ``Long.hashCode()``: ``(int)(v ^ (v >>> 32))``."""
+    """Java ``Long.hashCode()``: ``(int)(v ^ (v >>> 32))``.
+
+    For example::
+
+        ai.codec.java_long_hash(2**40)
+    """
     v = value & 0xFFFFFFFFFFFFFFFF
     return _int32(v ^ (v >> 32))
 
@@ -67,7 +86,12 @@ def _rotl(x: int, r: int) -> int:
 
 
 def murmur_hash(code: int) -> int:
-    """Flink ``MathUtils.murmurHash(int)``: one MurmurHash3 round, made non-negative (spec §6.3)."""
+    """Flink ``MathUtils.murmurHash(int)``: one MurmurHash3 round, made non-negative (spec §6.3).
+
+    For example::
+
+        ai.codec.murmur_hash(ai.codec.java_string_hash("user-1")) % 4   # the partition of a K1.5 key text
+    """
     k = (code & _M32) * 0xCC9E2D51 & _M32
     k = _rotl(k, 15) * 0x1B873593 & _M32
     h = _rotl(k, 13)
@@ -85,7 +109,12 @@ def murmur_hash(code: int) -> int:
 
 
 def key_group(java_hash: int, max_parallelism: int = 128) -> int:
-    """Flink key group of a key whose Java ``hashCode()`` is ``java_hash`` (spec §4.5)."""
+    """Flink key group of a key whose Java ``hashCode()`` is ``java_hash`` (spec §4.5).
+
+    For example::
+
+        ai.codec.key_group(ai.codec.java_string_hash("user-0012"))   # the key group in a K1.5 state key
+    """
     return murmur_hash(java_hash) % max_parallelism
 
 
@@ -97,19 +126,34 @@ def _objects_hash(*hashes: int) -> int:
 
 
 def python_action_hash(name: str, module: str, qualname: str, triggers: Sequence[str]) -> int:
-    """``Action.hashCode()`` of a Python action, as the K0–K1.5 action UUID uses it (spec §4.4)."""
+    """``Action.hashCode()`` of a Python action, as the K0–K1.5 action UUID uses it (spec §4.4).
+
+    For example::
+
+        ai.codec.python_action_hash("chat", "my_agent", "ChatAgent.chat", ["ChatRequest"])
+    """
     exec_hash = _objects_hash(java_string_hash(module), java_string_hash(qualname))
     trigger_hash = _objects_hash(*(java_string_hash(t) for t in triggers))
     return _objects_hash(java_string_hash(name), exec_hash, trigger_hash)
 
 
 def python_action_uuid(name: str, module: str, qualname: str, triggers: Sequence[str]) -> str:
-    """Hash-based action UUID (K0–K1.5) of a Python action: v3 UUID of its hashCode's decimal text."""
+    """Hash-based action UUID (K0–K1.5) of a Python action: v3 UUID of its hashCode's decimal text.
+
+    For example::
+
+        ai.codec.python_action_uuid("chat", "my_agent", "ChatAgent.chat", ["ChatRequest"])   # K0-K1.5 action UUID
+    """
     return uuid3(str(python_action_hash(name, module, qualname, triggers)).encode("ascii"))
 
 
 def name_action_uuid(name: str) -> str:
-    """Name-based action UUID (K2, #1094): v3 UUID of the UTF-8 action name."""
+    """Name-based action UUID (K2, #1094): v3 UUID of the UTF-8 action name.
+
+    For example::
+
+        ai.codec.name_action_uuid("chat")               # the K2 action UUID of the action "chat"
+    """
     return uuid3(name.encode("utf-8"))
 
 
@@ -118,6 +162,10 @@ def kafka_partition(state_key: str | StateKey, num_partitions: int) -> int:
 
     K1 partitions by the key text up to its first ``_``; K1.5-draft by segment 1; K1.5 by the
     key text (inferred upstream); K1.6 and K2 by the key digest.
+
+    For example::
+
+        ai.codec.kafka_partition(log.records["state_key"][0], 4) == log.records["partition"][0]
     """
     from agent_inspect.codec._keys import parse_state_key
 
@@ -146,6 +194,10 @@ def string_key_digest(text: str) -> str:
     """K1.6/K2 key digest of a ``String`` business key (spec §4.6; encoding inferred, unverified).
 
     base64(SHA-256(Flink StringSerializer bytes)): (length+1) then each UTF-16 unit as 7-bit varints.
+
+    For example::
+
+        ai.codec.string_key_digest("user-1")            # the K1.6/K2 digest of a String key
     """
     units = text.encode("utf-16-be", "surrogatepass")
     out = bytearray()
@@ -158,7 +210,13 @@ def string_key_digest(text: str) -> str:
 def subagent_namespace_digest(key: str, sequence_number: int, action_name: str, event_type: str,
                               event_attributes: Mapping[str, Any] | bytes,
                               agent_name: str | None = None) -> str:
-    """The sub-agent id namespace digest of one caller execution (spec §11.2)."""
+    """The sub-agent id namespace digest of one caller execution (spec §11.2).
+
+    For example::
+
+        digest = ai.codec.subagent_namespace_digest("user-1", 3, "plan", "_input_event", {"input": "hi"})
+        ai.codec.subagent_ids(digest).session_id
+    """
     from agent_inspect.codec._json import parse_json
 
     attrs = parse_json(bytes(event_attributes)) if isinstance(event_attributes, (bytes, bytearray)) \
@@ -174,7 +232,13 @@ def subagent_namespace_digest(key: str, sequence_number: int, action_name: str, 
 
 @dataclass(frozen=True, slots=True)
 class SubagentIds:
-    """The ids of one sub-agent call: session, call, and the caller's durable-call function id."""
+    """The ids of one sub-agent call: session, call, and the caller's durable-call function id.
+
+    For example::
+
+        ids = ai.codec.subagent_ids("4f2a9c", session=0, call=1)
+        ids.session_id, ids.call_id, ids.function_id
+    """
 
     session_id: str
     call_id: str
@@ -182,14 +246,24 @@ class SubagentIds:
 
 
 def subagent_ids(namespace_digest: str, *, session: int = 0, call: int = 1) -> SubagentIds:
-    """Session id ``<digest>-<n>``, call id ``<session>-<m>`` and function id ``<session>#<call>``."""
+    """Session id ``<digest>-<n>``, call id ``<session>-<m>`` and function id ``<session>#<call>``.
+
+    For example::
+
+        ai.codec.subagent_ids("4f2a9c", session=1, call=2)   # ids of the 2nd call of the 2nd session
+    """
     session_id = f"{namespace_digest}-{session}"
     call_id = f"{session_id}-{call}"
     return SubagentIds(session_id, call_id, f"{session_id}#{call_id}")
 
 
 def python_function_id(fn: Any) -> str:
-    """The ``functionId`` Python ``durable_execute`` records for ``fn``: ``<module>.<qualname>`` (spec §13.1)."""
+    """The ``functionId`` Python ``durable_execute`` records for ``fn``: ``<module>.<qualname>`` (spec §13.1).
+
+    For example::
+
+        ai.codec.python_function_id(ai.codec.python_function_id)   # "<module>.<qualname>"
+    """
     import inspect
 
     module = inspect.getmodule(fn)
@@ -203,6 +277,10 @@ def python_args_digest(args: Sequence[Any] = (), kwargs: Mapping[str, Any] | Non
 
     Pickle bytes depend on the cloudpickle and Python versions, so compare digests only within one
     environment. Without cloudpickle, plain ``pickle`` (protocol 5) is used: the same bytes for plain data.
+
+    For example::
+
+        ai.codec.python_args_digest(("order 7",), {"verbose": False})   # 16 hex digits
     """
     value = (tuple(args), dict(kwargs or {}))
     try:

@@ -26,7 +26,12 @@ def _utf16_key(text: str) -> bytes:
 
 
 def java_double(value: float) -> str:
-    """Java ``Double.toString`` text of ``value`` (shortest round-trip digits, JDK 19+)."""
+    """Java ``Double.toString`` text of ``value`` (shortest round-trip digits, JDK 19+).
+
+    For example::
+
+        ai.codec.java_double(1e21), ai.codec.java_double(0.1)   # "1.0E21", "0.1"
+    """
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -119,6 +124,10 @@ def canonical_json(obj: Any) -> bytes:
     ``obj`` is parsed JSON (dicts, lists, str, int, float, bool, None) or raw JSON bytes /
     ``msgspec.Raw``. Keys are sorted by UTF-16 code units at every depth; strings are escaped
     as Jackson does; floats use Java ``Double.toString``.
+
+    For example::
+
+        ai.codec.canonical_json({"b": 1.0, "a": "x"})   # b'{"a":"x","b":1.0}': sorted, Java doubles
     """
     if isinstance(obj, (bytes, bytearray, memoryview)):
         obj = parse_json(bytes(obj))

@@ -12,6 +12,7 @@ from agent_inspect._errors import KeyFormatError
 __all__ = ["KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys"]
 
 KEY_FORMATS = ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2", "K2-ordinal")
+"""The state-key layouts :func:`parse_state_key` reads (spec §4.7), oldest first."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
 _UUID_SRC = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -27,7 +28,13 @@ FLAG_NON_V3 = "non-v3-uuid"
 
 @dataclass(frozen=True, slots=True)
 class StateKey:
-    """One parsed state key. ``key_text`` is None for digest keys (K1.6, K2); ``seq`` None for K0."""
+    """One parsed state key. ``key_text`` is None for digest keys (K1.6, K2); ``seq`` None for K0.
+
+    For example::
+
+        key = ai.codec.parse_state_key(log.records["state_key"][0])
+        key.format, key.key_group, key.seq, key.key_text, key.event_uuid
+    """
 
     raw: str
     format: str
@@ -266,6 +273,10 @@ def parse_state_key(text: str | bytes, *, prefer: str | None = None,
 
     ``prefer`` picks the layout when several match (and is the only way to get "K1.5-draft");
     ``max_parallelism`` bounds key groups. Raises :class:`KeyFormatError` for keys of no layout.
+
+    For example::
+
+        ai.codec.parse_state_key("72_0_941ce38e-1d26-3e2a-9ec1-05bef7d25a26_f6aaf3fe-41f9-30a8-860f-d2a92bf1087b_user-12")
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -314,6 +325,11 @@ def resolve_state_keys(keys: Sequence[str | bytes | None], partitions: Sequence[
 
     Returns one entry per key: a :class:`StateKey`, the :class:`KeyFormatError` of an unparseable key,
     or None for a missing key. Ambiguous keys keep the ``ambiguous-layout`` flag.
+
+    For example::
+
+        keys = ai.codec.resolve_state_keys(list(log.raw.key[:5]), list(log.raw.partition[:5]))
+        [k.format for k in keys]
     """
     texts = [k.decode("utf-8", "surrogateescape") if isinstance(k, (bytes, bytearray)) else k for k in keys]
     fields = resolve_key_fields(keys, partitions, prefer=prefer, max_parallelism=max_parallelism)
@@ -397,7 +413,12 @@ def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uu
                      key_text: str | None = None, key_group: int | None = None,
                      key_digest: str | None = None, serializer_fingerprint: str | None = None,
                      key_ordinal: int | None = None) -> str:
-    """Write a state key in ``format`` (the inverse of :func:`parse_state_key`; ``key_ordinal`` for "K2-ordinal")."""
+    """Write a state key in ``format`` (the inverse of :func:`parse_state_key`; ``key_ordinal`` for "K2-ordinal").
+
+    For example::
+
+        ai.codec.format_state_key("K1.5", seq=3, event_uuid="e", action_uuid="a", key_text="user-1", key_group=17)
+    """
     def need(value: object, name: str) -> object:
         if value is None:
             raise KeyFormatError(f"format {format} needs {name}")

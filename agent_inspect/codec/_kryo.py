@@ -19,7 +19,9 @@ from agent_inspect._errors import CheckpointFormatError
 __all__ = ["KRYO2", "KRYO5", "read_kryo_object"]
 
 KRYO2 = 2
+"""Kryo generation 2 (Flink 1.x serializers), for :func:`read_kryo_object`."""
 KRYO5 = 5
+"""Kryo generation 5 (Flink 2.x serializers), for :func:`read_kryo_object`."""
 
 _MAPS = frozenset({"java.util.HashMap", "java.util.LinkedHashMap", "java.util.TreeMap",
                    "java.util.concurrent.ConcurrentHashMap"})
@@ -168,6 +170,11 @@ def read_kryo_object(data: bytes, pos: int, generation: int) -> tuple[object, in
     """Read one ``writeClassAndObject`` at ``pos``: the value and the position after it.
 
     Undecodable input raises :class:`CheckpointFormatError` naming the byte and what was found.
+
+    For example::
+
+        ai.codec.read_kryo_object(b"\\x03h\\xe9", 0, ai.codec.KRYO5)   # ("hi", 3): a String, and the next position
+        ai.codec.read_kryo_object(b"\\x02\\x54", 0, ai.codec.KRYO2)   # (42, 2): an int (zig-zag varint)
     """
     k = _Kryo(data, pos, generation)
     return k.read_class_and_object(), k.pos

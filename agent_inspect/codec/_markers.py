@@ -15,7 +15,13 @@ MarkerMaps = Mapping[int, int] | Sequence[Mapping[int, int]]
 
 @runtime_checkable
 class MarkerSource(Protocol):
-    """Anything that carries recovery markers, e.g. a :class:`agent_inspect.checkpoint.Checkpoint`."""
+    """Anything that carries recovery markers, e.g. a :class:`agent_inspect.checkpoint.Checkpoint`.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
+        isinstance(chk, ai.codec.MarkerSource), chk.recovery_markers()   # anything with recovery_markers()
+    """
 
     def recovery_markers(self) -> list[dict[int, int]]:
         """One ``{partition: offset}`` map per subtask."""
@@ -24,7 +30,13 @@ class MarkerSource(Protocol):
 
 def marker_list(markers: MarkerMaps | MarkerSource | None) -> MarkerMaps | None:
     """Markers as the verbs take them: a :class:`MarkerSource` (a read checkpoint) becomes its list of
-    per-subtask maps; one map, a list of maps and None pass through unchanged."""
+    per-subtask maps; one map, a list of maps and None pass through unchanged.
+
+    For example::
+
+        ai.codec.marker_list(ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints"))
+        ai.codec.marker_list([{0: 5}])                  # a list of maps passes through
+    """
     if isinstance(markers, MarkerSource):
         return markers.recovery_markers()
     return markers
@@ -37,6 +49,10 @@ def merge_markers(markers: Any, *, topic: str | None = None,
     Accepts one marker, a list of them, or a :class:`MarkerSource` (a read checkpoint). A marker is a mapping partition → offset (keys may be
     strings, as in JSON), or the versioned Kafka form ``{"schemaVersion": 1, "topic": …, "offsets": {…}}``
     (#1101), whose topic must be ``topic`` when both are known. Malformed markers raise ``error``.
+
+    For example::
+
+        ai.codec.merge_markers([{"0": 120, "1": 98}, {0: 110}])   # {0: 110, 1: 98}
     """
     markers = marker_list(markers)
     if isinstance(markers, Mapping):

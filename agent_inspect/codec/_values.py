@@ -19,9 +19,13 @@ __all__ = [
 ]
 
 VALUE_FORMATS = ("V0", "V1", "V2a", "V2b", "V3", "V3+", "V4")
+"""The record value formats upstream versions write, oldest first (``detect_value_format``)."""
 GENERIC_EVENT = "org.apache.flink.agents.api.Event"
+"""The Java ``@class`` of a generic event (an event without a class of its own)."""
 SUBAGENT_EVENT = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
+"""The Java ``@class`` of a sub-agent call's wrapper event."""
 PYTHON_EVENT = "org.apache.flink.agents.runtime.python.event.PythonEvent"
+"""The Java ``@class`` of an event a Python agent sent (its payload is pickled, never loaded)."""
 
 # Unknown JSON properties are moved under this name before the typed decode, so they land in
 # `.extra` without a second model; no real property can be spelled like this.
@@ -63,7 +67,12 @@ def _json_kind(value: Raw) -> str:
 
 
 class KryoEnvelope(Struct, **_STRUCT_OPTS):
-    """A memory value as upstream writes it from #874 on: opaque Kryo bytes in base64."""
+    """A memory value as upstream writes it from #874 on: opaque Kryo bytes in base64.
+
+    For example::
+
+        ai.codec.KryoEnvelope(payload="AQBhYmM=")       # an opaque memory value: base64 Kryo bytes
+    """
 
     serde: str = "kryo"
     version: int = 1
@@ -126,7 +135,13 @@ def envelope_problem(state: Any) -> str | None:
 
 
 class MemoryUpdate(Struct, **_STRUCT_OPTS):
-    """One memory write: dotted ``path`` and its ``value`` as raw JSON (a Kryo envelope, plain JSON or null)."""
+    """One memory write: dotted ``path`` and its ``value`` as raw JSON (a Kryo envelope, plain JSON or null).
+
+    For example::
+
+        updates = [u for pos in log.records.index[:60] if (s := log.value(pos)) for u in s.short_term_memory_updates]
+        updates[0].path, bytes(updates[0].value)
+    """
 
     path: str
     value: Raw = _NULL
@@ -158,7 +173,13 @@ class MemoryUpdate(Struct, **_STRUCT_OPTS):
 
 
 class CallResult(Struct, rename="camel", **_STRUCT_OPTS):
-    """One durable-call journal entry. ``status`` is None in legacy V1 data; see :attr:`effective_status`."""
+    """One durable-call journal entry. ``status`` is None in legacy V1 data; see :attr:`effective_status`.
+
+    For example::
+
+        calls = [c for pos in log.records.index[:60] if (s := log.value(pos)) for c in s.call_results]
+        calls[0].function_id, calls[0].effective_status, calls[0].result_payload is not None
+    """
 
     function_id: str
     args_digest: str = ""
@@ -181,6 +202,11 @@ class Event(Struct, rename="camel", kw_only=True, omit_defaults=True, **_STRUCT_
     Every event has an ``id`` and a ``type`` (legacy V0/V1 events: an ``event_class`` instead).
     Legacy (V0/V1) fields: ``event`` (base64 pickled Python event), ``event_type``, ``event_string`` (0.1),
     ``event_json_str`` (0.2), ``source_timestamp``, and ``input``/``output`` of typed events.
+
+    For example::
+
+        event = log.value(0).task_event
+        event.id, event.type, event.attrs()            # attributes stay raw JSON until asked for
     """
 
     event_class: str | None = field(default=None, name="@class")
@@ -227,6 +253,11 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
     ``subagent_result_events`` is set only for V4 records (writers that have the property write it in
     every record, ``[]`` included; addendum §1): a sub-agent child's results, which carry no lineage.
     :attr:`result_events` reads it as upstream does, absent = empty.
+
+    For example::
+
+        state = ai.codec.decode_action_state(log.raw.value[0])   # or log.value(0)
+        state.task_event.type, state.completed, state.output_events, state.call_results
     """
 
     task_event: Event | None = None
@@ -388,6 +419,11 @@ def decode_action_state(data: bytes) -> ActionState:
     Unknown properties are kept in ``.extra``; unknown ``@class`` values decode as generic events.
     Raises :class:`ValueFormatError` naming the field when the bytes are not an ActionState (no known
     property, or a property of the wrong JSON type: e.g. ``taskEvent.attributes must be an object, got int``).
+
+    For example::
+
+        state = ai.codec.decode_action_state(b'{"taskEvent": null, "completed": true}')
+        state.completed, ai.codec.detect_value_format(state)
     """
     state = None
     try:
@@ -423,7 +459,15 @@ def decode_action_state(data: bytes) -> ActionState:
 
 
 def unpickle_payload(b64: str, *, i_trust_this_payload: bool = False) -> Any:
-    """Unpickle a Python durable-call payload. Runs arbitrary code: only for payloads you trust."""
+    """Unpickle a Python durable-call payload. Runs arbitrary code: only for payloads you trust.
+
+    For example::
+
+        try:
+            ai.codec.unpickle_payload("gASVBQAAAAAAAACMAWGULg==")    # refused: unpickling runs code
+        except ai.ValueFormatError as refused:
+            print(refused)                             # pass i_trust_this_payload=True only for your own
+    """
     if i_trust_this_payload is not True:
         raise ValueFormatError(
             "unpickling runs arbitrary code; pass i_trust_this_payload=True only for payloads you trust")

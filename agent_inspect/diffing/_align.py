@@ -20,19 +20,20 @@ from agent_inspect.diffing._sides import Side
 
 __all__ = ["align", "compare_pairs", "PASSES", "STATUSES", "PAIR_COLUMNS"]
 
-#: Pair statuses, in the issue's words.
 STATUSES = ("same", "changed", "only in a", "only in b")
+"""Pair statuses, in the issue's words."""
 
-#: (name, key columns) of the alignment passes, in order.
 PASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("state key", ("state_key",)),
     ("action and attributes", ("action", "event_type", "event_uuid")),
     ("event attributes", ("event_type", "event_uuid")),
     ("action and event type", ("action", "event_type")),
 )
+"""(name, key columns) of the alignment passes, in order."""
 
 PAIR_COLUMNS = ("business_key", "seq", "status", "match", "a", "b", "action_a", "action_b", "event_type",
                 "state_key_a", "state_key_b", "pos_a", "pos_b", "outcome_a", "outcome_b", "changes")
+"""Columns of :attr:`Diff.pairs`: one row per aligned pair of action executions."""
 
 _NULL = "\x00null"
 
@@ -48,7 +49,13 @@ def _keyed(units: pd.DataFrame, cols: tuple[str, ...]) -> pd.DataFrame:
 
 
 def align(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Matched unit indices: columns ``a``, ``b`` (unit row labels, -1 for none) and ``match`` (the pass)."""
+    """Matched unit indices: columns ``a``, ``b`` (unit row labels, -1 for none) and ``match`` (the pass).
+
+    For example::
+
+        a, b = ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2)
+        ai.diffing.align(a.units, b.units).head()      # unit a, unit b, how they were matched
+    """
     left, right = a.index.to_numpy(), b.index.to_numpy()
     rows: list[pd.DataFrame] = []
     for name, cols in PASSES:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Explanation", "ExplainStep", "explain", "CAUSE_KINDS"]
 
-#: Kinds of the decisive (last) step of a RERUN's chain.
 CAUSE_KINDS = ("evict", "invalidate", "remove", "tombstone", "prune", "window", "miss", "undecodable", "fail")
+"""Kinds of the decisive (last) step of a RERUN's chain."""
 _OP_KIND = {"evict": "evict", "cross-key": "evict", "invalidate": "invalidate", "remove": "remove",
             "delete": "tombstone", "prune": "prune"}
 EMPTY_DIGEST = '""'
@@ -43,7 +43,14 @@ class ExplainStep:
     :data:`CAUSE_KINDS`), a one-line ``title``, a ``detail`` sentence and the log ``positions`` it links to.
     ``rule_step`` is the rule hook that acted (rebuild / lookup / prune), ``divergence`` the kind of
     divergence recorded with it, ``event`` the index of the cache event, ``bound`` the seq bound of an
-    eviction (seq > bound) or invalidation (seq >= bound)."""
+    eviction (seq > bound) or invalidation (seq >= bound).
+
+    For example::
+
+        e = ai.explain(log, "user-0001", 1, "chat", markers=markers)
+        step = e.steps[0]                              # from the effect back to the cause
+        step.kind, step.title, step.positions
+    """
 
     kind: str
     title: str
@@ -64,7 +71,14 @@ class ExplainStep:
 class Explanation(HtmlRepr):
     """Why one task was reused, resumed or rerun: ``steps`` from the effect back to the cause
     (``cause`` is the last), what the cause cost downstream (``cost``: action bodies and durable calls
-    that ran again because of it) and what other rules would have done (``alternatives``)."""
+    that ran again because of it) and what other rules would have done (``alternatives``).
+
+    For example::
+
+        e = ai.explain(log, "user-0001", 1, "chat", markers=markers, also=["fixed"])
+        e.outcome, e.cause.title, e.cost, e.alternatives
+        print(e.story())
+    """
 
     key: str
     seq: int
@@ -210,7 +224,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
 
     For example::
 
-        print(ai.explain(log, "user-42", 7, "chat", also=["fixed"]))
+        print(ai.explain(log, "user-0001", 1, "chat", markers=markers, also=["fixed"]))
     """
     pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks

@@ -23,7 +23,13 @@ _SHOW = 160
 class FieldChange:
     """One field that differs: ``path`` (e.g. ``task_event.attributes.input``, ``calls[0].args_digest``),
     the value on side a and on side b as short display text, and ``area`` (task_event, outputs, memory,
-    calls, completion, outcome, identity)."""
+    calls, completion, outcome, identity).
+
+    For example::
+
+        change = ai.diffing.state_changes(log.value(0), log.value(1))[0]
+        change.area, change.path, change.a, change.b
+    """
 
     area: str
     path: str
@@ -156,7 +162,12 @@ def _call_text(call: Any) -> str:
 
 
 def state_changes(a: Any, b: Any) -> list[FieldChange]:
-    """Every field in which action states ``a`` and ``b`` differ (either may be None: not decodable)."""
+    """Every field in which action states ``a`` and ``b`` differ (either may be None: not decodable).
+
+    For example::
+
+        ai.diffing.state_changes(log.value(0), log.value(1))   # every field that differs, as FieldChange
+    """
     if a is None or b is None:
         if a is None and b is None:
             return []

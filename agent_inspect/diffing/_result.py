@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Diff", "diff", "FIRST_COLUMNS"]
 
 FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected", "actual", "why", "pos_a", "pos_b")
+"""Columns of :attr:`Diff.first_divergences`: per key, the first pair that is not ``same``."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +37,12 @@ class Diff(HtmlRepr):
     ``changes`` holds the field-level differences (:class:`~agent_inspect.diffing.FieldChange`).
     ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
     where / why it matters to the store. A diff is ``empty`` when every pair is ``same``.
+
+    For example::
+
+        d = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+        d.counts, d.first_divergences, d.empty
+        d.pairs[["status", "match"]].head()
     """
 
     a: Side

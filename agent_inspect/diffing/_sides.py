@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
            "UNIT_COLUMNS"]
 
-#: The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`).
 SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "runtime")
+"""The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`)."""
 
 #: Columns of ``Side.units`` (one row per action execution).
 UNIT_COLUMNS = ("business_key", "seq", "state_key", "action", "action_uuid", "event_type", "event_uuid",
@@ -44,6 +44,11 @@ class Selector:
     attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers
     (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
     accept it.
+
+    For example::
+
+        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@attempt=2")
+        sel.source, sel.mode, sel.rule, sel.attempt, sel.label
     """
 
     source: str
@@ -78,6 +83,11 @@ def parse_selector(text: str) -> Selector:
     ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it).
     Examples: ``prod.jsonl@attempt=2@key=order-7``, ``kafka://b:9092/topic@original``,
     ``prod.jsonl@reconstruct=fixed@markers=prod.markers.json``.
+
+    For example::
+
+        ai.diffing.parse_selector("sample_logs/production.jsonl@attempt=2@key=user-0011")
+        ai.diffing.parse_selector("kafka://broker:9092/topic@original")
     """
     from agent_inspect.rules import RULES
 
@@ -128,7 +138,13 @@ def parse_selector(text: str) -> Selector:
 class Side:
     """One side of a diff: ``units`` (one row per action execution, columns :data:`UNIT_COLUMNS`),
     the ``log`` its records come from (values and record links), and what it is (``kind``: "log",
-    "attempt", "prediction", "reconstruction", "executor")."""
+    "attempt", "prediction", "reconstruction", "executor").
+
+    For example::
+
+        side = ai.diffing.attempt(log, "user-0011", 1)   # one side: a unit per action execution
+        side.label, side.kind, side.units.head()
+    """
 
     label: str
     kind: str
@@ -216,7 +232,14 @@ def _select_rows(records: pd.DataFrame, ann: pd.DataFrame, *, key: str | None, a
 
 def attempt(log: Any, key: str | None, n: int) -> Side:
     """Attempt ``n`` (1-based, as :func:`agent_inspect.history.annotate` numbers them) of business key
-    ``key`` (None: of every key) as a diff side."""
+    ``key`` (None: of every key) as a diff side.
+
+    For example::
+
+        first = ai.diffing.attempt(log, "user-0011", 1)
+        second = ai.diffing.attempt(log, "user-0011", 2)
+        ai.diff(first, second).first_divergences
+    """
     return select(log, attempt=n, key=key)
 
 
@@ -229,6 +252,12 @@ def select(source: Any, *, recovery: Recovery | None = None, mode: str | None = 
     given as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes them; by default the rule
     the log's runtime ships, with the whole loaded log as the rebuild window). ``attempt``/``key`` narrow
     the records.
+
+    For example::
+
+        shipped = ai.diffing.select(log, markers=markers, rule="original")   # what the restore does per task
+        what_if = ai.diffing.select(log, markers=markers, rule="fixed")
+        ai.diff(shipped, what_if).counts
     """
     rule = overrides.get("rule")
     if isinstance(source, str):
@@ -350,7 +379,13 @@ def as_side(obj: Any, *, label: str | None = None, log: Any = None, recovery: Re
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
     prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).
-    ``recovery`` and the settings as keywords apply to a selector string that runs a recovery."""
+    ``recovery`` and the settings as keywords apply to a selector string that runs a recovery.
+
+    For example::
+
+        ai.diffing.as_side(log, label="as written").kind
+        ai.diffing.as_side(ai.predict(log, markers=markers), log=log).kind
+    """
     if isinstance(obj, Side):
         return obj if label is None else Side(label, obj.kind, obj.units, obj.log, obj.rule, obj.runtime, obj.source,
                                               obj.what_if)

@@ -58,6 +58,12 @@ class ExecutorOptions:
       default: no timestamps.
     - ``prune_tombstones``: Kafka's ``kafkaActionStateTombstoneEnabled`` (#885, §6.6): completing a
       checkpoint journals a tombstone per pruned state key.
+
+    For example::
+
+        options = ai.executor.ExecutorOptions(policies={"calls": "stub"}, seed=7)
+        ex = ai.ReplayExecutor(log, markers=markers, options=options)
+        ex.run(); ex.counters
     """
 
     policies: Policies | Mapping[str, Any] | None = None

@@ -13,7 +13,14 @@ __all__ = ["ActionPolicy", "CallPolicy", "Policies"]
 class ActionPolicy(str, enum.Enum):
     """Per-action replay policy (#1069): ``reuse-prod`` keeps what the rule decides; ``force-rerun``
     runs the body even when a production completion exists; ``diff`` reuses the production record and
-    also runs the body on a copy of memory, then compares outputs and memory updates."""
+    also runs the body on a copy of memory, then compares outputs and memory updates.
+
+    For example::
+
+        policies = ai.executor.Policies(actions={"chat": ai.executor.ActionPolicy.DIFF})   # reuse, and compare a rerun
+        ex = ai.ReplayExecutor(log, markers=markers, policies=policies)
+        ex.run(); ex.report().frame["diff"].value_counts()
+    """
 
     REUSE_PROD = "reuse-prod"
     FORCE_RERUN = "force-rerun"
@@ -29,6 +36,11 @@ class CallPolicy(str, enum.Enum):
     ``execute`` runs the function (production mode); ``stub`` returns a stub value; ``deny`` raises
     :class:`~agent_inspect.ReplayError` naming the call. ``recorded`` first serves the production
     record's result at the same index when the identity matches, then falls back to the stub or denial.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers, policies={"calls": ai.executor.CallPolicy.STUB})
+        ex.run(); ex.counters.calls_stubbed, ex.counters.calls_executed   # no external call runs for real
     """
 
     EXECUTE = "execute"
@@ -48,6 +60,12 @@ class Policies:
     ``calls`` is the :class:`CallPolicy`; ``stubs`` maps function ids to a value or to a callable
     ``(function_id, args_digest) -> value`` (key ``"*"`` for any call). ``trust_payloads`` allows
     unpickling recorded Python payloads (never on by default: unpickling runs code).
+
+    For example::
+
+        policies = ai.executor.Policies(actions={"chat": "force-rerun"}, calls="stub", stubs={"*": "stubbed"})
+        policies.for_action("chat"), policies.for_action("triage"), policies.call_policy
+        ai.ReplayExecutor(log, markers=markers, policies=policies).run()
     """
 
     actions: Mapping[str, ActionPolicy | str] = field(default_factory=dict)

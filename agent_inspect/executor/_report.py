@@ -33,6 +33,13 @@ class ReplaySafetyReport(HtmlRepr):
 
     ``safe`` is False when the task re-executes external calls, truncated recorded calls
     (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run()
+        report = ex.report()                           # one row per dispatched task
+        report.frame[["key", "action", "outcome", "safe", "risks"]].head(), report.unsafe.shape
     """
 
     frame: pd.DataFrame

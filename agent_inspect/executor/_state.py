@@ -23,7 +23,14 @@ refresh row (0.4+) has the cached entry and the exact bytes it repeats."""
 
 @dataclass(frozen=True)
 class Counters:
-    """What the replay has done so far (derived from the steps, so ``back()`` keeps them exact)."""
+    """What the replay has done so far (derived from the steps, so ``back()`` keeps them exact).
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run()
+        ex.counters.reused, ex.counters.rerun, ex.counters_for("user-0001")
+    """
 
     tasks: int = 0
     reused: int = 0
@@ -43,7 +50,15 @@ class Counters:
 
 @dataclass(frozen=True)
 class MemoryState:
-    """Short-term and sensory memory of one business key at the current step (read-only snapshots)."""
+    """Short-term and sensory memory of one business key at the current step (read-only snapshots).
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run(max_steps=40)
+        state = ex.memory["user-0001"]                  # one MemoryState per business key
+        dict(state.short_term), dict(state.sensory)
+    """
 
     short_term: Mapping[str, Any]
     sensory: Mapping[str, Any]
@@ -60,6 +75,13 @@ class Checkpoint:
     prunes); ``inputs_consumed`` how many plan inputs had started. Seqs, memory and last completed rounds
     cover every key the job knows (restored or run in this attempt), keyed by business key. Pass it as
     ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run(max_steps=50); ex.checkpoint()          # the marker: {partition: end offset}
+        taken = ex.checkpoints[-1]
+        taken.marker, taken.restored_seq["user-0001"]  # pass as ReplayExecutor(..., restore=taken)
     """
 
     step: int

@@ -15,6 +15,12 @@ class StepKind(str, enum.Enum):
 
     NOT_DISPATCHED steps come last: one per cached record of a replayed round that no task looked
     up (e.g. the children of a reused sub-agent caller), as ``predict`` lists them.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run(until=ai.executor.StepKind.EVICTION)     # stop at the first eviction
+        ex.current.kind is ai.executor.StepKind.EVICTION or ex.done
     """
 
     REBUILD = "rebuild"
@@ -40,6 +46,12 @@ class StepOutcome(enum.StrEnum):
     bodies their kind; durable calls one of the call outcomes (see
     :class:`~agent_inspect.executor.CallEvent`). Cache steps carry the store's op text (``evict``,
     ``invalidate``, …) and a PERSIST of call results the text ``call results (n)``: those stay plain strings.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run()
+        (ex.steps["outcome"] == ai.executor.StepOutcome.RERUN).sum()   # a str enum: compares as its text
     """
 
     # rebuild
@@ -94,6 +106,13 @@ class Step:
 
     ``change`` says what the step did to the simulated store or memory (state keys removed or written,
     memory paths set, outputs emitted); ``detail`` holds structured extras (call identity, outputs, …).
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        step = ex.step()                                # the rebuild, then one step per decision
+        step = ex.step()
+        step.kind, step.key, step.action, step.outcome, step.reason
     """
 
     index: int
@@ -131,6 +150,13 @@ class Breakpoint:
     """Stop at a step matching every given field (None = any). ``when`` is an extra predicate.
 
     ``kind`` accepts a :class:`StepKind` or its text; ``outcome`` compares case-insensitively.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.add_breakpoint(key="user-0001", outcome="rerun")    # or ex.run(until=ai.executor.Breakpoint(...))
+        step = ex.run()
+        step.key, step.action, step.outcome
     """
 
     key: str | None = None

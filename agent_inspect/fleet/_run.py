@@ -33,13 +33,19 @@ if TYPE_CHECKING:
 
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
 
-#: Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records).
 RUNTIMES = ("auto", "0.3", "0.4", "main")
+"""Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records)."""
 
 
 @dataclass(frozen=True)
 class ScanPlan:
-    """The windows of a source a scan will read (planned from metadata and offsets only)."""
+    """The windows of a source a scan will read (planned from metadata and offsets only).
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.parquet", markers=markers)
+        len(plan.windows), plan.records_planned, plan.markers
+    """
 
     source: str
     spec: Any
@@ -63,6 +69,11 @@ def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Ma
     ``markers`` are given), per Fluss bucket, per partition of a Parquet dump (per row group when the file
     has more row groups than partitions), per JSONL dump, per partition of a scan's output directory. No
     records are read here. ``connection_factory``: as :func:`agent_inspect.load_fluss` takes it.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.parquet")   # or "kafka://broker:9092/topic"
+        [w for w in plan.windows][:2]
     """
     from agent_inspect.log import plan_windows
 
@@ -174,7 +185,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
 
     For example::
 
-        result = ai.scan("kafka://broker:9092/agent-action-state", markers=[{0: 1200, 1: 980}])
+        result = ai.scan("sample_logs/production.jsonl", markers=markers)   # or "kafka://broker:9092/topic"
         result.at_risk(20)
     """
     from agent_inspect.recovery import Recovery, normalize_markers

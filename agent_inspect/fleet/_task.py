@@ -23,22 +23,30 @@ from agent_inspect.store import Outcome
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
            "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
 
-#: Per-key columns independent of the rule.
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
                "exposed_1301", "lint_flags", "runtime_evidence"]
-#: Per-key columns repeated for every rule, named ``<rule>_<column>``.
+"""Per-key columns independent of the rule."""
 RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk", "crashed"]
-#: Then per rule one int32 column per function whose durable calls that rule executes again for some key:
-#: ``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
-#: caller), sorted by that name. The same width per key
-#: however long its history: the client holds counts, never the calls.
+"""Per-key columns repeated for every rule, named ``<rule>_<column>``."""
 CALLS_PREFIX = "_calls:"
+"""Then per rule one int32 column per function whose durable calls that rule executes again for some key:
+``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
+caller), sorted by that name. The same width per key however long its history: the client holds counts, never
+the calls.
+"""
 _ERROR_SAMPLE = 20
 
 
 @dataclass(frozen=True)
 class ScanOptions:
-    """What every task does, the same for all windows (plain data: it travels to workers)."""
+    """What every task does, the same for all windows (plain data: it travels to workers).
+
+    For example::
+
+        spec = ai.fleet.plan_scan("sample_logs/production.jsonl")
+        window = spec.windows[0]
+        ai.fleet.scan_window(spec.spec, window, ai.fleet.ScanOptions(rules=("original", "fixed")))
+    """
 
     rules: tuple[Any, ...] = ("original", "fixed")   # names or DivergenceRule objects
     markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window
@@ -48,7 +56,14 @@ class ScanOptions:
 
 @dataclass(frozen=True)
 class WindowResult:
-    """What one task hands back: per-key rows, one partition row, a sample of bad records."""
+    """What one task hands back: per-key rows, one partition row, a sample of bad records.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.jsonl")
+        result = ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions())
+        result.keys.head(), result.partition, result.errors
+    """
 
     keys: pd.DataFrame
     partition: dict[str, Any]
@@ -56,7 +71,13 @@ class WindowResult:
 
 
 def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
-    """Read, decode, reconstruct and predict one window (a partition, or a file) under every rule."""
+    """Read, decode, reconstruct and predict one window (a partition, or a file) under every rule.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.jsonl")
+        ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions()).keys.head()
+    """
     from agent_inspect._bulk import gc_paused
     from agent_inspect.log import read_window, write_window
 
@@ -154,6 +175,10 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     Columns :data:`KEY_COLUMNS`, then per rule ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS` followed by its
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
     :func:`agent_inspect.recovery.predict` (None: the whole log).
+
+    For example::
+
+        ai.fleet.key_frame(log, markers=ai.recovery.normalize_markers(markers)).head()   # one row per key
     """
     from agent_inspect._bulk import gc_paused
 
@@ -280,7 +305,14 @@ def concat_keys(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate per-key frames keeping counts int32; a text column ends categorical (categories united) or
     plain strings by its values in the whole frame, as :func:`compact_keys` of the whole would choose. A
     function's call counts missing from a frame (no key of it calls that function) are zeros there; columns in
-    :func:`column_order`. What an engine other than Dask uses to unite :func:`scan_window` results."""
+    :func:`column_order`. What an engine other than Dask uses to unite :func:`scan_window` results.
+
+    For example::
+
+        plan = ai.fleet.plan_scan("sample_logs/production.parquet")
+        results = [ai.fleet.scan_window(plan.spec, w, ai.fleet.ScanOptions()) for w in plan.windows]
+        ai.fleet.concat_keys([r.keys for r in results])   # what Dask does to unite the windows
+    """
     from pandas.api.types import union_categoricals
 
     first = list(frames[0].columns)

@@ -19,8 +19,8 @@ from agent_inspect.history._names import action_label, action_names
 
 __all__ = ["compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES"]
 
-#: Statuses of records a recovery dropped; a line with one of them shows it rather than its last status.
 REMOVED_STATUSES = ("evicted", "invalidated")
+"""Statuses of records a recovery dropped; a line with one of them shows it rather than its last status."""
 
 _LINE_COLUMNS = ("line", "execution", "seq", "attempt", "action", "action_uuid", "event_type", "state_key",
                  "first_pos", "last_pos", "positions", "records", "start", "end", "duration_ms", "calls",
@@ -47,7 +47,12 @@ def _objects(frame: pd.DataFrame, name: str) -> list[object]:
 
 
 def record_kinds(frame: pd.DataFrame) -> np.ndarray:
-    """Per record: ``initial``, ``call``, ``completed`` or ``tombstone`` (a record of no execution: ``record``)."""
+    """Per record: ``initial``, ``call``, ``completed`` or ``tombstone`` (a record of no execution: ``record``).
+
+    For example::
+
+        ai.history.record_kinds(log.records[:5])       # initial, call, completed, tombstone or record
+    """
     completed = _col(frame, "completed", False).fillna(False).to_numpy(dtype=bool)
     calls = pd.to_numeric(_col(frame, "call_count", 0), errors="coerce").fillna(0).to_numpy() > 0
     tomb = _col(frame, "tombstone", False).fillna(False).to_numpy(dtype=bool)
@@ -67,6 +72,11 @@ def compact_history(records: pd.DataFrame, divergences: pd.DataFrame | None = No
     ``statuses`` (distinct, in order), ``outcome`` and ``reason`` (the last record's that has one),
     ``divergences`` (ids), ``diverged`` and ``rerun`` (outcome RERUN). Column-wise: 20k records take
     a few tens of milliseconds.
+
+    For example::
+
+        one = log.records[log.records["business_key"] == "user-0011"]
+        ai.history.compact_history(one)[["line", "seq", "attempt", "action", "status"]].head()
     """
     frame = records
     if frame.empty:
@@ -180,6 +190,12 @@ class SearchIndex:
     ``values[i]`` is the stored value of the record at position ``records.index[i]`` (JSON bytes;
     None for a tombstone): an order id inside a decoded value matches, as do a state key, an event
     id or a status.
+
+    For example::
+
+        one = log.records[log.records["business_key"] == "user-0011"]
+        index = ai.history.SearchIndex(one, [log.raw.value[pos] for pos in one.index])
+        index.find("order")                            # positions whose attributes or value contain it
     """
 
     def __init__(self, records: pd.DataFrame, values: Sequence[bytes | None]) -> None:
@@ -212,5 +228,11 @@ class SearchIndex:
 
 def matching_positions(records: pd.DataFrame, values: Sequence[bytes | None], text: str) -> np.ndarray:
     """Positions (ascending) of the records whose attributes or value contain ``text``, case-insensitively
-    (a one-off :class:`SearchIndex`)."""
+    (a one-off :class:`SearchIndex`).
+
+    For example::
+
+        one = log.records[log.records["business_key"] == "user-0011"]
+        ai.history.matching_positions(one, [log.raw.value[pos] for pos in one.index], "ORDER")
+    """
     return SearchIndex(records, values).find(text)

@@ -14,13 +14,13 @@ from agent_inspect._types import RecordSource
 __all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
            "ATTEMPT_REASONS"]
 
-#: Why a new attempt (a restore) is seen to begin at a record (spec §15.5, plus two equivalent signals).
 ATTEMPT_REASONS = (
     "completed-key-rewritten",  # a state key that completed in this attempt is written again
     "round-regression",         # a record of an earlier seq than the key's latest round
     "initial-rewritten",        # an initial record for a state key already written in this attempt
     "root-conflict",            # a second, different root input at one (key, seq)
 )
+"""Why a new attempt (a restore) is seen to begin at a record (spec §15.5, plus two equivalent signals)."""
 
 _COLUMNS = ("business_key", "seq", "state_key", "action_uuid", "event_uuid", "is_root", "completed",
             "call_count", "output_event_count", "tombstone", "task_event_id", "task_event_type",
@@ -56,6 +56,11 @@ def annotate(log: RecordSource) -> pd.DataFrame:
     where a second, different root input appears at one (key, seq) — all impossible without a restore.
     Executions are the writes of one state key within one attempt, starting a new one after a
     completed record or at a rewritten initial record (spec §5.6). Partition-local: call per partition.
+
+    For example::
+
+        marks = ai.history.annotate(log)               # same index as log.records
+        marks[["execution", "attempt", "attempt_start"]].dropna().head()
     """
     records = _frame(log)
     n = len(records)
@@ -120,7 +125,13 @@ def annotate(log: RecordSource) -> pd.DataFrame:
 @dataclass(frozen=True)
 class History:
     """What the log shows per business key: records annotated with execution and attempt, and the
-    executions, attempts, rounds and lineage frames. Positions are ``log.records`` index values."""
+    executions, attempts, rounds and lineage frames. Positions are ``log.records`` index values.
+
+    For example::
+
+        h = ai.history.build_history(log)
+        h.attempts.head(), h.rounds.head(), h.lineage.head()
+    """
 
     records: pd.DataFrame
     executions: pd.DataFrame
@@ -130,7 +141,13 @@ class History:
 
 
 def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None) -> History:
-    """Executions, attempts, rounds and lineage of every business key of ``log`` (or a records frame)."""
+    """Executions, attempts, rounds and lineage of every business key of ``log`` (or a records frame).
+
+    For example::
+
+        h = ai.history.build_history(log)              # executions, attempts, rounds and lineage at once
+        len(h.executions), len(h.attempts)
+    """
     records = _frame(log)
     ann = annotate(records) if annotated is None else annotated
     rec = pd.concat([records[[c for c in ("business_key", "seq", "state_key") if c in records.columns]], ann], axis=1)
@@ -275,20 +292,40 @@ def _latest_before(candidates: Sequence[tuple[int, int]] | None, pos: int) -> li
 
 
 def executions(log: RecordSource) -> pd.DataFrame:
-    """One row per action execution (the writes of one state key in one attempt), in log order."""
+    """One row per action execution (the writes of one state key in one attempt), in log order.
+
+    For example::
+
+        ai.history.executions(log).head()              # one row per action execution
+    """
     return _executions(_frame(log), annotate(log))
 
 
 def attempts(log: RecordSource) -> pd.DataFrame:
-    """One row per (business key, attempt) with where it starts and why (spec §15.5)."""
+    """One row per (business key, attempt) with where it starts and why (spec §15.5).
+
+    For example::
+
+        ai.history.attempts(log).head()                # where each key's attempts begin, and why
+    """
     return _attempts(_frame(log), annotate(log))
 
 
 def rounds(log: RecordSource) -> pd.DataFrame:
-    """One row per (business key, seq, attempt): records, executions, root fingerprints, completions."""
+    """One row per (business key, seq, attempt): records, executions, root fingerprints, completions.
+
+    For example::
+
+        ai.history.rounds(log).head()                  # one row per (key, seq, attempt)
+    """
     return _rounds(_frame(log), annotate(log))
 
 
 def lineage(log: RecordSource) -> pd.DataFrame:
-    """Parent → child execution edges from output event ids and ``upstreamEventId`` (same key and seq)."""
+    """Parent → child execution edges from output event ids and ``upstreamEventId`` (same key and seq).
+
+    For example::
+
+        ai.history.lineage(log).head()                 # parent -> child executions
+    """
     return _lineage(_frame(log), annotate(log))

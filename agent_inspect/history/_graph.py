@@ -250,20 +250,37 @@ def action_graph(
     ``orphan=True``; emitters known only from lineage fields are placeholder actions with status
     ``"not-in-log"``. ``action_names`` (names, or ``{action_uuid: name}``) labels actions that
     emitted nothing.
+
+    For example::
+
+        g = ai.history.action_graph(ai.reconstruct(log, markers=markers), "user-0011", seq=1)
+        ai.history.graph_nodes(g)[["kind", "status"]].head(), g.number_of_edges()
     """
     data = load_key(source, key, seq=seq, attempt=attempt, action_names=action_names)
     return _build_graph(data, seq=seq, attempt=attempt)
 
 
 def graph_nodes(graph: nx.DiGraph) -> pd.DataFrame:
-    """One row per node (index ``node``), one column per attribute; missing attributes are null."""
+    """One row per node (index ``node``), one column per attribute; missing attributes are null.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011", seq=1)
+        ai.history.graph_nodes(g).head()
+    """
     ids = list(graph.nodes)
     frame = pd.DataFrame.from_records([dict(graph.nodes[n]) for n in ids], index=pd.Index(ids, name="node"))
     return frame.convert_dtypes()
 
 
 def graph_edges(graph: nx.DiGraph) -> pd.DataFrame:
-    """One row per edge: ``source``, ``target`` and the edge attributes (``kind``, ``inferred``…)."""
+    """One row per edge: ``source``, ``target`` and the edge attributes (``kind``, ``inferred``…).
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011", seq=1)
+        ai.history.graph_edges(g).head()               # source, target, kind, inferred
+    """
     rows = [{"source": u, "target": v, **d} for u, v, d in graph.edges(data=True)]
     columns = ["source", "target", "kind"]
     columns += sorted({k for r in rows for k in r} - set(columns))

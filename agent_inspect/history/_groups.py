@@ -25,38 +25,59 @@ import networkx as nx
 __all__ = ["group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
            "GROUP_EDGE_KINDS"]
 
-#: An attempt with more rounds than this shows them in this many ranges of consecutive rounds.
 MAX_CHILDREN = 40
+"""An attempt with more rounds than this shows them in this many ranges of consecutive rounds."""
 
-#: What an edge between two folded groups stands for, by its ``kind`` (member edges keep theirs).
 GROUP_EDGE_KINDS = {
     "next": "the next round of the same attempt (a key's inputs run one at a time)",
     "reruns": "a later attempt ran this seq again after a restore",
     "restarts": "a later attempt, with no round in common, started after this one",
 }
+"""What an edge between two folded groups stands for, by its ``kind`` (member edges keep theirs)."""
 
 # The most telling status of a group's members first.
 _SEVERITY = ("evicted", "invalidated", "not-in-log", "pruned", "in-flight", "superseded", "live")
 
 
 def attempt_group(attempt: Any) -> tuple[str, Any]:
-    """The id of the group node of one attempt."""
+    """The id of the group node of one attempt.
+
+    For example::
+
+        ai.history.attempt_group(2)                    # the id of attempt 2's group node in a grouped graph
+    """
     return ("attempt", attempt)
 
 
 def range_group(attempt: Any, first: Any, last: Any) -> tuple[str, Any, Any, Any]:
-    """The id of the group node of the rounds ``first``..``last`` of one attempt."""
+    """The id of the group node of the rounds ``first``..``last`` of one attempt.
+
+    For example::
+
+        ai.history.range_group(1, 0, 4)                # the group node of rounds 0..4 of attempt 1
+    """
     return ("rounds", attempt, first, last)
 
 
 def round_group(attempt: Any, seq: Any) -> tuple[str, Any, Any]:
-    """The id of the group node of one round (``seq``) of one attempt."""
+    """The id of the group node of one round (``seq``) of one attempt.
+
+    For example::
+
+        ai.history.round_group(1, 3)                   # the group node of round 3 of attempt 1
+    """
     return ("round", attempt, seq)
 
 
 def graph_groups(graph: nx.DiGraph) -> dict[Hashable, tuple[Hashable, Hashable | None, Hashable]]:
     """Node → (its attempt group, its round-range group or None, its round group); nodes without a seq
-    stay out of every group."""
+    stay out of every group.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011")
+        list(ai.history.graph_groups(g).items())[:2]   # node -> (attempt group, range group, round group)
+    """
     seqs: dict[Any, set[Any]] = {}
     for _, attrs in graph.nodes(data=True):
         if attrs.get("seq") is not None:
@@ -92,6 +113,13 @@ def group_graph(graph: nx.DiGraph, expanded: Collection[Hashable] = ()) -> nx.Di
     layout); an edge between two groups carries ``kind``, ``count`` (the edges it stands for) and ``kinds``
     (count per kind): the members' own edges across groups and the order of rounds and attempts
     (``GROUP_EDGE_KINDS``), so a folded graph keeps its shape.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011")
+        folded = ai.history.group_graph(g)             # one node per attempt
+        expanded = ai.history.group_graph(g, expanded=[ai.history.attempt_group(1)])   # attempt 1 by round
+        folded.number_of_nodes(), expanded.number_of_nodes()
     """
     groups = graph_groups(graph)
     single = len({a for a, _, _ in groups.values()}) <= 1

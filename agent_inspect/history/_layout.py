@@ -25,7 +25,13 @@ _LANE_GAP = 1.0
 @dataclass(frozen=True)
 class LayeredDrawing:
     """Node positions ``{node: (x, y)}``; each edge's route (its source, a point per layer it crosses, its
-    target); each lane's value and its ``(left, right)`` x extent; the number of layers."""
+    target); each lane's value and its ``(left, right)`` x extent; the number of layers.
+
+    For example::
+
+        drawing = ai.history.layered_drawing(ai.history.action_graph(log, "user-0011"), lane="attempt")
+        drawing.layers, sorted(drawing.lanes)
+    """
 
     positions: dict[Hashable, tuple[float, float]]
     routes: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = field(default_factory=dict)
@@ -91,6 +97,12 @@ def layered_layout(graph: nx.DiGraph, *, sweeps: int = 6, lane: str | None = Non
     nodes, edges and their ``order`` attribute, never on timing or hashing, so a view can
     redraw the same graph in the same place. ``lane`` names a node attribute (e.g. ``"attempt"``):
     the nodes of each value are laid out side by side, in lanes of their own (see ``layered_drawing``).
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011", seq=1)
+        positions = ai.history.layered_layout(g)       # {node: (x, y)}, the same every time
+        min(y for _, y in positions.values())
     """
     return layered_drawing(graph, sweeps=sweeps, lane=lane).positions
 
@@ -102,6 +114,12 @@ def layered_drawing(graph: nx.DiGraph, *, sweeps: int = 6, lane: str | None = No
     nodes of that layer, so its route keeps a slot of its own there. With ``lane``, layers are shared (a
     layer is one height across lanes) and each lane orders and centres its own nodes; lanes are placed left
     to right by value (None last), a slot apart.
+
+    For example::
+
+        g = ai.history.action_graph(log, "user-0011")
+        drawing = ai.history.layered_drawing(g, lane="attempt")   # attempts side by side
+        len(drawing.positions), len(drawing.routes)
     """
     nodes = sorted(graph.nodes, key=lambda n: _initial_key(graph, n))
     if not nodes:

@@ -20,7 +20,12 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 
 
 def is_uuid(text: object) -> bool:
-    """True for a canonical UUID string."""
+    """True for a canonical UUID string.
+
+    For example::
+
+        ai.history.is_uuid("7ae090b2-dfe3-3b79-97ab-706295e401a7"), ai.history.is_uuid("chat")   # True, False
+    """
     return isinstance(text, str) and bool(_UUID.match(text))
 
 
@@ -29,6 +34,10 @@ def action_names(records: pd.DataFrame | None = None, known: Mapping[str, str] |
 
     ``known`` adds names the caller has: a ``{uuid: name}`` map (from the agent model) or plain names
     (their K2 name UUIDs).
+
+    For example::
+
+        ai.history.action_names(log.records)           # {action UUID: action name}
     """
     names: dict[str, str] = {}
     mentioned: set[str] = set()
@@ -50,7 +59,13 @@ def action_names(records: pd.DataFrame | None = None, known: Mapping[str, str] |
 
 
 def action_label(action: object, names: Mapping[str, str]) -> str:
-    """The name to show for ``action`` (a name or a UUID): its name, else ``uuid:<8 hex>…`` for a UUID."""
+    """The name to show for ``action`` (a name or a UUID): its name, else ``uuid:<8 hex>…`` for a UUID.
+
+    For example::
+
+        names = ai.history.action_names(log.records)
+        ai.history.action_label(log.records["action_uuid"][0], names), ai.history.action_label("chat", names)
+    """
     if action is None or action is pd.NA or (isinstance(action, float) and action != action):
         return ""
     text = str(action)

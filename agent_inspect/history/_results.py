@@ -12,6 +12,10 @@ def subagent_result_events(state: Any) -> tuple[Any, ...]:
 
     The one place that reads the property: the codec's own field when it has one, else the
     tolerant path (``ActionState.extra`` keeps unknown properties as parsed JSON).
+
+    For example::
+
+        ai.history.subagent_result_events(log.value(0))   # () unless a V4 record carries result events
     """
     if state is None:
         return ()

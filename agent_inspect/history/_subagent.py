@@ -206,6 +206,11 @@ def subagent_tree(
     further sub-agents is the caller of the next level (``level``, ``target_scope``). Call nodes carry
     ``call_status`` (done / in-flight / consumed) and ``attribution``; every node carries ``status`` under
     the source's rule and ``evicted`` (True when it, or a node under it, was evicted or invalidated).
+
+    For example::
+
+        tree = ai.history.subagent_tree(log, "user-0011", 1)   # round -> caller -> session -> call -> children
+        tree.number_of_nodes()
     """
     data = load_key(source, key, seq=seq, action_names=action_names)
     key_text = key_text if key_text is not None else data.key_text

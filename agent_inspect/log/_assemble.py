@@ -19,6 +19,11 @@ def build_log(batches: Iterable[RawBatch], source: SourceInfo, *,
     """Hand raw batches to the log builder; reasons of malformed file lines go into the ``error`` column.
 
     ``line_errors`` (row index → reason) needs a single batch.
+
+    For example::
+
+        again = ai.log.build_log([log.raw], log.source)   # the builder every loader hands raw batches to
+        again.records.equals(log.records)
     """
     build = ActionStateLog.from_raw if pool is None else pool.build  # the pool builds partition groups apart
     if not line_errors:

@@ -38,7 +38,6 @@ from agent_inspect.raw import RawBatch
 
 __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
 
-#: Columns of :attr:`ActionStateLog.records`, in order.
 COLUMNS = (
     "partition", "offset", "timestamp", "state_key", "key_format", "key_group", "business_key", "key_text",
     "key_digest", "seq", "event_uuid", "action_uuid", "tombstone", "value_format", "value_format_inferred",
@@ -48,6 +47,7 @@ COLUMNS = (
     "calls_failed", "subagent_scope", "subagent_session_id", "subagent_call_id", "payload_bytes",
     "key_flags", "agent_key", "error",
 )
+"""Columns of :attr:`ActionStateLog.records`, in order."""
 
 
 def build_records(batches: RawBatch | Iterable[RawBatch], *, key_format: str | None,

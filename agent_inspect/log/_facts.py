@@ -16,7 +16,13 @@ __all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "pl
 
 
 class SummaryFact(NamedTuple):
-    """One summary field: its machine ``name``, a ``label`` in words, its value as ``text``, an ``explanation``."""
+    """One summary field: its machine ``name``, a ``label`` in words, its value as ``text``, an ``explanation``.
+
+    For example::
+
+        for fact in ai.log.summary_facts(log.summary())[:3]:
+            print(fact.label, fact.text, "-", fact.explanation)
+    """
 
     name: str
     label: str
@@ -24,7 +30,6 @@ class SummaryFact(NamedTuple):
     explanation: str
 
 
-#: machine name -> (label, explanation); fields not listed here keep their name as label
 SUMMARY_LABELS: dict[str, tuple[str, str]] = {
     "records": ("records", "records read from the source, tombstones and undecodable ones included"),
     "errors": ("records that do not decode", "rows whose key or value could not be decoded (see log.errors)"),
@@ -48,10 +53,16 @@ SUMMARY_LABELS: dict[str, tuple[str, str]] = {
     "runtime": ("runtime that wrote the log", "the upstream Flink Agents runtime these records come from, "
                 "and the evidence for it (override with runtime=)"),
 }
+"""machine name -> (label, explanation); fields not listed here keep their name as label"""
 
 
 def plain_text(v: Any, empty: str = "—") -> str:
-    """A summary value as text (shared by the HTML view and the CLI's ``summary``)."""
+    """A summary value as text (shared by the HTML view and the CLI's ``summary``).
+
+    For example::
+
+        ai.log.plain_text(None), ai.log.plain_text(1234)   # "—" for nothing
+    """
     if isinstance(v, Mapping):
         return ", ".join(f"{k}: {n}" for k, n in v.items()) or empty
     if isinstance(v, (list, tuple)):
@@ -60,7 +71,12 @@ def plain_text(v: Any, empty: str = "—") -> str:
 
 
 def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
-    """``"0.4 (inferred: <evidence>; default rule original)"`` from a ``RuntimeInfo`` or its ``as_dict()``."""
+    """``"0.4 (inferred: <evidence>; default rule original)"`` from a ``RuntimeInfo`` or its ``as_dict()``.
+
+    For example::
+
+        ai.log.runtime_text(log.runtime())
+    """
     if not isinstance(runtime, Mapping):
         runtime = runtime.as_dict()
     how = "inferred" if runtime.get("inferred") else "given"
@@ -71,7 +87,12 @@ def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
 
 def rule_label(rule: str, runtime: RuntimeInfo | None) -> str:
     """``rule``, or ``"fixed (what-if: runtime 0.4 ships original)"`` when ``runtime`` (a ``RuntimeInfo``, or None:
-    no label) ships another rule; a flavour (``original:segment``) counts as the rule it refines."""
+    no label) ships another rule; a flavour (``original:segment``) counts as the rule it refines.
+
+    For example::
+
+        ai.log.rule_label("fixed", log.runtime())      # "fixed (what-if: ...)": not what the runtime ships
+    """
     if runtime is None:
         return rule
     shipped = runtime.default_rule
@@ -81,7 +102,12 @@ def rule_label(rule: str, runtime: RuntimeInfo | None) -> str:
 
 
 def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:
-    """The fields of ``summary`` (``ActionStateLog.summary()``) in order, labelled; ``source`` is left out."""
+    """The fields of ``summary`` (``ActionStateLog.summary()``) in order, labelled; ``source`` is left out.
+
+    For example::
+
+        [(fact.name, fact.text) for fact in ai.log.summary_facts(log.summary())]
+    """
     out = []
     for name, value in summary.items():
         if name == "source":

@@ -32,11 +32,23 @@ __all__ = ["Follower", "LiveLog", "Listener", "TailWindow", "follow", "window_bo
 State = Literal["live", "paused", "idle", "stopped", "failed"]
 Listener = Callable[["ActionStateLog"], None]
 TailWindow = int | dt.timedelta | dt.datetime | str
+"""What a live window keeps: the newest N records, a span before now (``"15min"``), or a start time."""
 _Row = tuple[int, int, "int | None", "bytes | None", "bytes | None"]
 
 
 class Follower(Protocol):
-    """What :class:`LiveLog` reads from: a source that hands out new records, bounded per call."""
+    """What :class:`LiveLog` reads from: a source that hands out new records, bounded per call.
+
+    For example::
+
+        class Replay:                                    # hands out the sample once, then nothing new
+            info, batches = log.source, [log.raw]
+            def poll(self): return self.batches.pop() if self.batches else ai.raw.RawBatch()
+            def close(self): pass
+
+        live = ai.log.LiveLog(Replay(), window=500, start=False)
+        live.poll_once(), live.publish().records.shape
+    """
 
     info: SourceInfo
 
@@ -88,7 +100,20 @@ def _ms(moment: dt.datetime) -> int:
 
 
 class LiveLog:
-    """A growing log: ``log`` (the window, decoded), ``state``, ``count``, ``updated``; listeners get each new log."""
+    """A growing log: ``log`` (the window, decoded), ``state``, ``count``, ``updated``; listeners get each new log.
+
+    For example::
+
+        import types
+
+        batches = [log.raw]                           # a Follower: ai.log.follow(URL) starts one over Kafka
+        follower = types.SimpleNamespace(info=log.source, close=lambda: None,
+                                         poll=lambda: batches.pop() if batches else ai.raw.RawBatch())
+        live = ai.log.LiveLog(follower, window=500, start=False)
+        live.add_listener(lambda newest: print(len(newest.records)))
+        live.poll_once(), live.publish().records.shape
+        live.stop()
+    """
 
     def __init__(self, follower: Follower, *, window: TailWindow | None = 1000, refresh: float = 0.5,
                  start: bool = True) -> None:
@@ -338,6 +363,12 @@ def follow(source: str, *, business_keys: Iterable[str] | None = None, window: T
     The window decides where reading starts: the last N records of each partition read (the
     partitions ``business_keys`` hash to, when given), or the first record at or after the window's
     start time. Reads are read-only like ``ai.load``: assign + explicit offsets, no commits, no group.
+
+    For example::
+
+        live = ai.log.follow("kafka://127.0.0.1:9092/agent-action-state", business_keys=["user-0011"], window=1000)
+        live.publish().records.tail()
+        live.stop()
     """
     from agent_inspect.sources import check_timeout, open_kafka_tail, split_source_url
 

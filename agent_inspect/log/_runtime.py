@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN", "DEFAULT_MODEL"]
 
-#: Runtimes a log can be read as; ``"auto"`` infers one from the records.
 RUNTIMES = ("0.3", "0.4", "main")
+"""Runtimes a log can be read as; ``"auto"`` infers one from the records."""
 #: what inference says when no record decoded
 UNKNOWN = "unknown"
 #: the runtime model the verbs use for an unknown runtime (the current release)
@@ -39,7 +39,13 @@ _SHIPPED_RULE = {"0.3": "original", "0.4": "original", "main": "original"}
 class RuntimeInfo:
     """The runtime a log is read as: ``name`` ("0.3" / "0.4" / "main", or "unknown" when no record decoded),
     whether it was ``inferred``, and why; ``model``: the runtime the verbs model (``name``, or
-    :data:`DEFAULT_MODEL` for an unknown one)."""
+    :data:`DEFAULT_MODEL` for an unknown one).
+
+    For example::
+
+        info = log.runtime()                           # or ai.log.infer_runtime(log)
+        info.name, info.inferred, info.evidence, info.model
+    """
 
     name: str
     inferred: bool
@@ -63,7 +69,12 @@ class RuntimeInfo:
 
 
 def default_rule(runtime: str) -> str:
-    """The divergence rule ``runtime`` ships: the original rule for 0.3, 0.4 and main alike."""
+    """The divergence rule ``runtime`` ships: the original rule for 0.3, 0.4 and main alike.
+
+    For example::
+
+        ai.log.default_rule("0.4"), ai.log.default_rule(log.runtime().name)   # "original": what upstream ships
+    """
     return _SHIPPED_RULE[_check(runtime)]
 
 
@@ -80,7 +91,12 @@ def _frame(log: Any) -> Any:
 
 
 def infer_runtime(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
-    """The runtime that wrote ``log`` (an ``ActionStateLog`` or its records frame), inferred, with evidence."""
+    """The runtime that wrote ``log`` (an ``ActionStateLog`` or its records frame), inferred, with evidence.
+
+    For example::
+
+        ai.log.infer_runtime(log)                      # the runtime that wrote it, and the evidence
+    """
     r = _frame(log)
     n = len(r) if r is not None else 0
     if n == 0 or "value_format" not in r:
@@ -111,7 +127,12 @@ def infer_runtime(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
 
 
 def resolve_runtime(runtime: str | RuntimeInfo | None, log: LogLike | pd.DataFrame | None = None) -> RuntimeInfo:
-    """A :class:`RuntimeInfo` from ``"auto"`` / None (inferred from ``log``) or a runtime name (given)."""
+    """A :class:`RuntimeInfo` from ``"auto"`` / None (inferred from ``log``) or a runtime name (given).
+
+    For example::
+
+        ai.log.resolve_runtime("auto", log), ai.log.resolve_runtime("0.4")
+    """
     if isinstance(runtime, RuntimeInfo):
         return runtime
     if runtime is None or runtime == "auto":

@@ -49,6 +49,12 @@ class SourceSpec:
     """What a worker needs to read any window of one source. Plain data, so it travels to workers.
 
     ``config`` holds the client settings (it may hold credentials: never shown in ``repr``).
+
+    For example::
+
+        plan = ai.log.plan_windows("sample_logs/production.parquet")
+        spec, windows = plan[0], plan[1]
+        spec.kind, spec.location
     """
 
     kind: str                                  # "kafka" | "fluss" | "file"
@@ -65,7 +71,14 @@ class SourceSpec:
 @dataclass(frozen=True)
 class Window:
     """One task's share: a Kafka partition's (or Fluss bucket's) offsets ``[start, end)``, or a file (one
-    partition of it, or all, or one row group of a Parquet dump: ``row_group``)."""
+    partition of it, or all, or one row group of a Parquet dump: ``row_group``).
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
+        windows[0].partition, windows[0].path
+        ai.log.read_window(spec, windows[0]).records.shape
+    """
 
     partition: int | None
     start: int | None = None
@@ -104,6 +117,11 @@ def plan_windows(source: str | os.PathLike[str], *, markers: object = None, conf
     than partitions and each row group holds whole partitions (only its ``partition`` column and
     footer are read here); a JSONL file one window; a directory one window per file below it (a scan's
     output directory is read as its parts).
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")   # or a kafka:// or fluss:// URL
+        [(w.partition, w.start, w.end) for w in windows]
     """
     text = os.fspath(source)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
@@ -253,6 +271,12 @@ def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None =
     """Read and decode one window into its own log (positions are the window's records only).
 
     ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
+        part = ai.log.read_window(spec, windows[0])     # positions are the window's own
+        part.records["partition"].unique()
     """
 
     if spec.kind == "kafka":
@@ -307,6 +331,11 @@ def write_window(log: ActionStateLog, directory: str | os.PathLike[str], window:
     """Write a window's records (exact bytes) as Parquet under ``directory/partition=P/`` (hive layout).
 
     A window of a whole multi-partition file is written as one part per partition. Returns the paths.
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
+        ai.log.write_window(ai.log.read_window(spec, windows[0]), "parts/", windows[0])   # hive layout
     """
 
     root = Path(directory)
@@ -326,7 +355,15 @@ def write_window(log: ActionStateLog, directory: str | os.PathLike[str], window:
 
 
 def write_dataset_meta(directory: str | os.PathLike[str], spec: SourceSpec, **extra: object) -> Path:
-    """Describe a scan's output directory (source kind, topic, partition count) for :func:`load_dataset`."""
+    """Describe a scan's output directory (source kind, topic, partition count) for :func:`load_dataset`.
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
+        ai.log.write_window(ai.log.read_window(spec, windows[0]), "out/", windows[0])
+        ai.log.write_dataset_meta("out/", spec, note="one partition only")
+        ai.log.is_dataset("out/")                # True: load_dataset reopens it
+    """
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     meta = {"kind": spec.kind, "location": spec.location, "topic": spec.topic, "num_partitions": spec.num_partitions,
@@ -339,7 +376,12 @@ def write_dataset_meta(directory: str | os.PathLike[str], spec: SourceSpec, **ex
 
 
 def is_dataset(path: str | os.PathLike[str]) -> bool:
-    """True for a directory a scan wrote (hive-partitioned Parquet parts)."""
+    """True for a directory a scan wrote (hive-partitioned Parquet parts).
+
+    For example::
+
+        ai.log.is_dataset("sample_logs/production.parquet")   # False: a scan's output directory is one
+    """
     p = Path(path)
     return p.is_dir() and (p / DATASET_FILE).is_file()
 
@@ -355,7 +397,16 @@ def _partition_dirs(root: Path) -> list[tuple[int, Path]]:
 
 
 def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None) -> ActionStateLog:
-    """Reopen a scan's Parquet output as one log; ``business_keys`` reads only the partitions they hash to."""
+    """Reopen a scan's Parquet output as one log; ``business_keys`` reads only the partitions they hash to.
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")
+        for window in windows:                   # what ai.scan(..., output="scan-out/") writes
+            ai.log.write_window(ai.log.read_window(spec, window), "scan-out/", window)
+        ai.log.write_dataset_meta("scan-out/", spec)
+        ai.log.load_dataset("scan-out/", business_keys=["user-0011"]).records.shape
+    """
     root = Path(directory)
     meta = _dataset_meta(root)
     chosen = [p for p, _ in _partition_dirs(root)]

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MarkerCandidate", "MARKER_SOURCES", "CONFIDENCE_MEANS", "infer_markers"]
 
-#: Where a candidate comes from, strongest evidence first.
 MARKER_SOURCES = (
     "checkpoint",                        # read from the job's Flink checkpoint (agent-inspect markers --checkpoint)
     "trace",                             # the inputs a Trace Log shows replayed and the tasks it shows restored
@@ -52,11 +51,12 @@ MARKER_SOURCES = (
     "whole log",                         # the checkpoint before the first loaded record
     "fresh start",                       # no checkpoint: nothing rebuilt
 )
+"""Where a candidate comes from, strongest evidence first."""
 
-#: What ``MarkerCandidate.confidence`` means.
 CONFIDENCE_MEANS = ("how likely this is the restore's window given the evidence: 1.0 read from the checkpoint, "
                     "0.9 the trace pins it, "
                     "0.7 a checkpoint the log shows, 0.5 bounded by what a restore did, 0.3 or less a guess")
+"""What ``MarkerCandidate.confidence`` means."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,12 @@ class MarkerCandidate:
     which restore of the log it describes (1 = the first restart seen, the job's attempt 2), or None for the next
     restore (of the log's latest checkpoint) or a window that is no restore of the log. ``notes``: what could not
     be read or does not fit, one sentence each.
+
+    For example::
+
+        best = ai.markers.infer_markers(log)[0]        # candidates, most likely first
+        best.markers, best.source, best.confidence, best.evidence
+        ai.predict(log, markers=best)                  # a candidate is a marker source
     """
 
     markers: list[dict[int, int]]
@@ -103,6 +109,13 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     TraceLog` of the restore), the inputs it shows replayed and the tasks it shows restored bound the checkpoint
     too, reused rounds included. Timestamps order the job's writes across partitions; without them only the
     fallbacks are given. Pure: nothing is read but ``log`` and ``trace``.
+
+    For example::
+
+        candidates = ai.infer_markers(log, trace=ai.load_trace("sample_logs/production.trace.log"))
+        best = candidates[0]
+        best.markers, best.source, best.confidence
+        ai.predict(log, markers=best)                  # a candidate is a marker source
     """
     from agent_inspect.recovery import whole_log_markers
 

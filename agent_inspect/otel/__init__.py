@@ -25,13 +25,20 @@ if TYPE_CHECKING:
 
 __all__ = ["to_otel", "spans_of", "trace_id_of", "span_id_of", "OtelExport", "CALL_OPERATIONS", "RESOURCE"]
 
-#: resource attributes of every export (``project=`` adds Phoenix's ``openinference.project.name``)
 RESOURCE = {"service.name": "agent_inspect"}
+"""resource attributes of every export (``project=`` adds Phoenix's ``openinference.project.name``)"""
 
 
 @dataclass(frozen=True)
 class OtelExport:
-    """What :func:`to_otel` sent or wrote: span count, traces (input runs), and where."""
+    """What :func:`to_otel` sent or wrote: span count, traces (input runs), and where.
+
+    For example::
+
+        g01 = ai.load("sample_logs/G01.jsonl")
+        export = ai.to_otel(g01, path="spans.json", markers=ai.samples.markers("G01"))   # a prediction alone
+        export.spans, export.traces, export.path
+    """
 
     spans: int
     traces: int
@@ -68,8 +75,9 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
 
     For example::
 
-        ai.to_otel(v, path="spans.json")                                  # OTLP JSON
-        ai.to_otel(v, endpoint="http://127.0.0.1:6006/v1/traces")       # or send it
+        g01 = ai.load("sample_logs/G01.jsonl")
+        v = ai.verify(g01, ai.load_trace("sample_logs/G01.trace.log"), markers=ai.samples.markers("G01"))
+        ai.to_otel(v, path="spans.json")       # OTLP JSON; endpoint="http://127.0.0.1:6006/v1/traces" sends it
     """
     from agent_inspect.sources import export_spans, write_otlp_json
 

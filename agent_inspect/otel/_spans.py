@@ -18,19 +18,29 @@ import pandas as pd
 
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 
-#: trace entity type -> (gen_ai.operation.name, span name prefix)
 CALL_OPERATIONS = {"llm": ("chat", "chat"), "tool": ("execute_tool", "execute_tool"), "parser": ("parse", "parse"),
                    "subagent": ("invoke_agent", "invoke_agent")}
+"""trace entity type -> (gen_ai.operation.name, span name prefix)"""
 _SYNTHETIC = "agent-inspect:"
 
 
 def trace_id_of(input_run_id: str) -> str:
-    """Upstream's trace id of an input run: the first 16 bytes of SHA-256(inputRunId), as hex."""
+    """Upstream's trace id of an input run: the first 16 bytes of SHA-256(inputRunId), as hex.
+
+    For example::
+
+        ai.otel.trace_id_of("input-run-1")             # 32 hex digits, as upstream derives it
+    """
     return hashlib.sha256(input_run_id.encode("utf-8")).digest()[:16].hex()
 
 
 def span_id_of(execution_id: str) -> str:
-    """Upstream's span id of an execution: the first 8 bytes of SHA-256(executionId), as hex."""
+    """Upstream's span id of an execution: the first 8 bytes of SHA-256(executionId), as hex.
+
+    For example::
+
+        ai.otel.span_id_of("execution-1")              # 16 hex digits, as upstream derives it
+    """
     return hashlib.sha256(execution_id.encode("utf-8")).digest()[:8].hex()
 
 
@@ -71,6 +81,13 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
     A task the trace shows executed *is* that execution's span (its span id by upstream's rule); a
     task the trace lacks (or a prediction alone) gets an id derived from its key, round, action and
     event, in the trace of its key's input run when the trace has one.
+
+    For example::
+
+        g01 = ai.load("sample_logs/G01.jsonl")
+        v = ai.verify(g01, ai.load_trace("sample_logs/G01.trace.log"), markers=ai.samples.markers("G01"))
+        spans = ai.otel.spans_of(v)                    # OTLP-shaped dicts, one per task
+        len(spans), spans[0]["name"]
     """
     from agent_inspect.trace import call_tokens
 

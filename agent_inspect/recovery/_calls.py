@@ -3,6 +3,9 @@
 A :class:`CallJournal` is upstream's per-execution durable context: calls are matched *by position* against
 the recorded call results; a hit returns (or re-raises) the record, a mismatch truncates, a PENDING slot of a
 reconcilable call runs the reconciler. Every decision is reported as a :class:`CallEvent`.
+
+Why it is long: the journal, the slots it matches and the recorded values it hands back are one contract
+(§9.4, §13.1) read top to bottom, and each of their public names carries a runnable example.
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ Status = Literal["PENDING", "SUCCEEDED", "FAILED"]
 
 
 class CallDecision(enum.StrEnum):
-    """What one durable call did (:attr:`CallEvent.outcome`); a ``str`` enum, so comparisons with text hold."""
+    """What one durable call did (:attr:`CallEvent.outcome`); a ``str`` enum, so comparisons with text hold.
+
+    For example::
+
+        ai.recovery.engine.CallDecision.HIT == "hit", [d.value for d in ai.recovery.engine.CallDecision][:4]
+    """
 
     HIT = "hit"                          # recorded result returned
     HIT_FAILED = "hit-failed"            # recorded exception re-raised
@@ -53,13 +61,18 @@ class CallDecision(enum.StrEnum):
     DENY = "deny"                        # refused by the replay call policy
 
 
-#: decisions that served a call from the journal without running it
 REPLAYED_CALLS = frozenset({CallDecision.HIT, CallDecision.HIT_FAILED, CallDecision.PENDING_HIT})
+"""Decisions that served a call from the journal without running it."""
 _UNSET: Any = object()
 
 
 def effective_status(status: str | None, exception_payload: Any) -> Status:
-    """Status of a call result; legacy records without ``status`` infer it from the exception (§5.5)."""
+    """Status of a call result; legacy records without ``status`` infer it from the exception (§5.5).
+
+    For example::
+
+        ai.recovery.engine.effective_status(None, None), ai.recovery.engine.effective_status(None, "gASV...")
+    """
     if status:
         return status  # type: ignore[return-value]
     return "SUCCEEDED" if exception_payload is None else "FAILED"
@@ -71,6 +84,11 @@ class CallSlot:
 
     ``value``/``error`` hold the live Python result when the call ran inside this replay, so the body
     gets the real object back without deserializing anything.
+
+    For example::
+
+        slot = ai.executor.CallSlot("llm.ask", "", "SUCCEEDED", result_payload=b'"it shipped"')
+        slot.identity, slot.result_payload              # payload bytes stay inert unless trusted
     """
 
     function_id: str
@@ -129,7 +147,13 @@ class RecordedCallError(Exception):
 
 @dataclass(frozen=True)
 class RecordedValue:
-    """An opaque recorded result handed to a body instead of unpickling an untrusted payload."""
+    """An opaque recorded result handed to a body instead of unpickling an untrusted payload.
+
+    For example::
+
+        value = ai.executor.RecordedValue("llm.ask", b"<pickled bytes>")   # handed to a body instead of unpickling
+        value.function_id
+    """
 
     function_id: str
     payload: bytes | None
@@ -149,6 +173,12 @@ class CallEvent:
     ``reconcile`` (reconciler ran for a PENDING slot), ``pending`` (PENDING slot appended),
     ``stub``/``deny`` (served or refused by the replay's call policy), ``served-recorded`` (a rerun was
     served a production result by policy).
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run(until=lambda step: step.call_index is not None)   # stop at the first durable call
+        ex.current.outcome, ex.current.function_id              # its CallEvent's outcome, e.g. "hit"
     """
 
     index: int
@@ -162,6 +192,7 @@ class CallEvent:
 
 
 Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
+"""What a :class:`CallService` runner is: ``(function_id, args_digest, call, index) -> (status, value)``."""
 
 
 class CallJournal:
@@ -176,6 +207,11 @@ class CallJournal:
 
     ``deliver=False`` is the symbolic journal of ``predict``: the same decisions, but a body gets no values and
     no recorded or fresh failure is raised into it (payloads are never decoded or pickled).
+
+    For example::
+
+        journal = ai.recovery.engine.CallJournal()      # nothing recorded: every call executes
+        journal.call("llm.ask", "", lambda: "it shipped")
     """
 
     def __init__(self, recorded: Sequence[CallSlot] = (), *,
@@ -442,6 +478,11 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
     """The Python value of a recorded payload: JSON (Java) is decoded; pickles only when trusted.
 
     For a FAILED slot this returns the exception to raise.
+
+    For example::
+
+        slot = ai.executor.CallSlot("java.tool", "", "SUCCEEDED", result_payload=b'{"status": "shipped"}')
+        ai.recovery.engine.decode_recorded(slot)        # JSON decoded; a pickle only with trust_pickles=True
     """
     payload = slot.exception_payload if slot.status == "FAILED" else slot.result_payload
     if payload is None:
@@ -476,5 +517,11 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
 
 
 def with_value(slot: CallSlot, value: Any) -> CallSlot:
-    """A copy of ``slot`` carrying a live value (used when a stub serves a call)."""
+    """A copy of ``slot`` carrying a live value (used when a stub serves a call).
+
+    For example::
+
+        slot = ai.executor.CallSlot("llm.ask", "", "SUCCEEDED")
+        ai.recovery.engine.with_value(slot, "stubbed").value
+    """
     return replace(slot, value=value)

@@ -30,7 +30,15 @@ class _Deferred:
 
 
 class RecordingMemory:
-    """A memory view for one body: reads and writes the key's memory and records every write."""
+    """A memory view for one body: reads and writes the key's memory and records every write.
+
+    For example::
+
+        updates = []
+        memory = ai.recovery.engine.RecordingMemory(ai.executor.Memory({"tier": "gold"}), updates)
+        memory.set("last.answer", "it shipped")
+        memory.get("tier"), updates                     # every write is recorded for the record
+    """
 
     def __init__(self, memory: Memory, updates: list[tuple[str, Any]]) -> None:
         self._memory = memory
@@ -59,6 +67,19 @@ class ReplayContext:
     - ``durable_execute(fn, *args, reconciler=None, **kwargs)``: a Python callable; its identity is
       upstream's ``<module>.<qualname>`` plus the cloudpickle args digest (§13.1);
     - ``durable_execute(function_id, args_digest, call)``: an explicit identity (Java ids use ``""``).
+
+    For example::
+
+        agent = ai.agents.PythonAgent()
+
+        @agent.action("answer", listens=["_input_event"])
+        def answer(event, ctx):                          # ctx is the ReplayContext
+            reply = ctx.durable_execute("llm.ask", "", lambda: "it shipped")
+            ctx.short_term.set("last.answer", reply)
+            ctx.send_event("_output_event", {"output": reply})
+
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "where is my order")]})
+        ex.run(); ex.outputs, ex.memory["user-1"].short_term
     """
 
     def __init__(self, engine: Engine, run: TaskRun, calls: CallJournal, *, short_term: Memory,

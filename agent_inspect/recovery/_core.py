@@ -27,7 +27,16 @@ class TaskFailed(Exception):
 class TaskLookups:
     """The gets and puts of one task against ``session``; ``on_lookup`` sees every decision (cache events
     included) before a FAIL is raised as :class:`TaskFailed`; ``write`` puts a record (default
-    ``session.write``; the executor's also keeps the value and reports the write)."""
+    ``session.write``; the executor's also keeps the value and reports the write).
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        entry = next(iter(session.store.entries()))
+        task = ai.store.Task(entry.business_key, entry.seq, entry.state_key, entry.event_uuid, entry.action_uuid)
+        decision = ai.recovery.TaskLookups(session, task).get()   # the engine's first get of this task
+        decision.outcome, decision.reason
+    """
 
     def __init__(self, session: RecoverySession, task: Task,
                  on_lookup: Callable[[LookupDecision], None] | None = None,

@@ -50,7 +50,13 @@ class JobFailed(BaseException):
 
 @dataclass(slots=True, eq=False)
 class TaskRun:
-    """One dispatched task as observers see it: where it runs, what it got, what the store decided."""
+    """One dispatched task as observers see it: where it runs, what it got, what the store decided.
+
+    For example::
+
+        run = ai.recovery.engine.TaskRun(0, "user-1", 1, "hello", "chat", ai.agents.AgentEvent("_input_event"))
+        run.key, run.seq, run.action, run.restored     # what every Observer hook is told
+    """
 
     index: int                       # ordinal of the task in this run
     key: str                         # business key
@@ -67,7 +73,18 @@ class TaskRun:
 
 
 class Observer:
-    """What a driver sees of a run; every hook is optional. Hooks must not change the engine's state."""
+    """What a driver sees of a run; every hook is optional. Hooks must not change the engine's state.
+
+    For example::
+
+        from agent_inspect.recovery.engine import Observer
+
+        class EverythingReruns(Observer):               # force_rerun: the one what-if an observer may answer
+            def force_rerun(self, run):
+                return True
+
+        EverythingReruns().force_rerun(None), Observer().force_rerun(None)   # the default keeps the rule's answer
+    """
 
     def rebuilt(self, session: RecoverySession) -> None:
         """The session is rebuilt (before the first task)."""
@@ -108,7 +125,18 @@ class Observer:
 
 
 class CallService(Protocol):
-    """How calls that must run are served, and how recorded payloads become values."""
+    """How calls that must run are served, and how recorded payloads become values.
+
+    For example::
+
+        from agent_inspect.recovery import engine
+
+        class Stubbed(engine.DirectCalls):              # serve every call that must run with a stub
+            def runner(self, production_calls):
+                return lambda function_id, args_digest, call, index: ("SUCCEEDED", "stub")
+
+        Stubbed().runner(())("llm.ask", "", lambda: "real", 0)   # pass it as Engine(..., calls=Stubbed())
+    """
 
     def runner(self, production_calls: Sequence[CallSlot]) -> Executor: ...
 
@@ -116,7 +144,14 @@ class CallService(Protocol):
 
 
 class DirectCalls:
-    """Calls run as the body makes them; recorded payloads stay inert (never unpickled)."""
+    """Calls run as the body makes them; recorded payloads stay inert (never unpickled).
+
+    For example::
+
+        calls = ai.recovery.engine.DirectCalls()        # the default: run declared calls, payloads stay inert
+        slot = ai.executor.CallSlot("llm.ask", "", "SUCCEEDED", result_payload=b'"it shipped"')
+        calls.decoder()(slot)
+    """
 
     def runner(self, production_calls: Sequence[CallSlot]) -> Executor:
         return _run
@@ -131,7 +166,13 @@ def _run(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[st
 
 @dataclass
 class EngineState:
-    """What one pass owns; drivers read it between steps (checkpoints read the round in flight)."""
+    """What one pass owns; drivers read it between steps (checkpoints read the round in flight).
+
+    For example::
+
+        state = ai.recovery.engine.EngineState()        # what one pass owns; a driver may pass its own
+        state.inputs_started, state.seq_of, state.failure
+    """
 
     session: RecoverySession | None = None
     memory: dict[str, tuple[Memory, Memory]] = field(default_factory=dict)      # per business key
@@ -158,6 +199,23 @@ class Engine:
     ``session`` is this pass's own copy (the engine changes it); ``keys`` resolves each plan key's identity;
     ``new_id`` makes fresh event ids; ``deliver=False`` runs bodies with the symbolic call journal (no values,
     no raised failures: ``predict``). ``memory``/``sensory`` are restored memory per business key.
+
+    For example::
+
+        from agent_inspect.recovery import engine
+
+        class Reruns(engine.Observer):                  # sees every decision, changes nothing
+            bodies = 0
+            def executing(self, run, *, resume, recorded):
+                self.bodies += 1
+
+        r = ai.Recovery.for_log(log, markers=markers)
+        plan, keys, seen = r.replay_plan(log), engine.KeyMaker(log, key_format=None), Reruns()
+        keys.register(plan.keys)
+        run = engine.Engine(log=log, agent=ai.agents.AsRecordedAgent(log), session=r.rebuild(log),
+                            plan=engine.PlanView(plan, business_key=keys.business_key), keys=keys, model=r.model,
+                            attempt=plan.attempt, new_id=engine.IdSource(0).new, observer=seen, deliver=False)
+        run.run(), seen.bodies                           # the failure that stopped the job (None), bodies re-run
     """
 
     def __init__(self, *, log: ActionStateLog | None, agent: Any, session: RecoverySession, plan: PlanView,

@@ -13,12 +13,20 @@ from agent_inspect.codec import Event as CodecEvent
 __all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
 
 SUBAGENT_EVENT_CLASS = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
-#: the class a sub-agent result event is stored with, Python children too (addendum §1.1 [I])
+"""The Java ``@class`` of the wrapper event that carries a sub-agent call."""
 OUTPUT_EVENT_CLASS = "org.apache.flink.agents.api.OutputEvent"
+"""The class a sub-agent result event is stored with, Python children too (addendum §1.1 [I])."""
 
 
 class IdSource:
-    """Deterministic random v4 UUIDs, so a re-execution (``back()``) regenerates identical ids."""
+    """Deterministic random v4 UUIDs, so a re-execution (``back()``) regenerates identical ids.
+
+    For example::
+
+        ids = ai.recovery.engine.IdSource(7)
+        first = ids.new()
+        ids.reset(); ids.new() == first                 # True: a re-execution regenerates the same ids
+    """
 
     def __init__(self, seed: int) -> None:
         self._seed = seed
@@ -32,7 +40,12 @@ class IdSource:
 
 
 def event_from_record(event: Any) -> AgentEvent:
-    """An :class:`AgentEvent` from a decoded codec event (or a dict in the upstream JSON shape)."""
+    """An :class:`AgentEvent` from a decoded codec event (or a dict in the upstream JSON shape).
+
+    For example::
+
+        ai.recovery.engine.event_from_record(log.value(0).task_event)   # the engine's AgentEvent of a record
+    """
     if isinstance(event, AgentEvent):
         return event
     if type(event) is CodecEvent and event.type is not None:   # the common case: fingerprint once per bytes
@@ -68,7 +81,14 @@ def event_from_record(event: Any) -> AgentEvent:
 def wrap_subagent(scope: str, session_id: str, call_id: str, event_type: str,
                   attributes: Mapping[str, Any], *, event_id: str, upstream_event_id: str | None,
                   upstream_action: str | None) -> AgentEvent:
-    """An ``InternalSubagentCallEvent`` carrying the routing metadata in its attributes (§11.1)."""
+    """An ``InternalSubagentCallEvent`` carrying the routing metadata in its attributes (§11.1).
+
+    For example::
+
+        event = ai.recovery.engine.wrap_subagent("search", "s-0", "s-0-1", "_input_event", {"query": "order 7"},
+                                                 event_id="e-1", upstream_event_id=None, upstream_action="plan")
+        event.type, event.scope
+    """
     attrs = {"targetScope": scope, "callId": call_id, "sessionId": session_id,
              "delegateType": event_type, "delegateAttributes": dict(attributes)}
     return AgentEvent(SUBAGENT_EVENT, attrs, event_id, SUBAGENT_EVENT_CLASS, upstream_event_id, upstream_action)

@@ -10,7 +10,6 @@ import pandas as pd
 
 __all__ = ["lint", "LINTS"]
 
-#: Lint ids, in the order they are reported.
 LINTS = (
     "separator-in-key-text",   # K1 key text with '_': upstream Kafka lookups crash, Fluss protection is off (§8.3)
     "prefix-collision",        # K1 "<a>_<s>_" / "<a>_" prefixes also match another key's records (§8.3)
@@ -18,6 +17,7 @@ LINTS = (
     "typed-key-collision",     # one key text, several typed keys (different key groups) sharing state keys (#1099)
     "fingerprint-mismatch",    # the event UUID is not the canonical fingerprint of taskEvent.attributes (§4.3.1)
 )
+"""Lint ids, in the order they are reported."""
 
 _COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
 
@@ -32,6 +32,11 @@ def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20) -> pd.
 
     ``fingerprints=True`` decodes each distinct state key's latest record to recompute its event
     UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3).
+
+    For example::
+
+        hazards = ai.recovery.lint(log)                    # one row per hazard (LINTS); none in the sample
+        hazards[["lint", "severity", "business_key", "message"]]
     """
     records = _frame(log)
     rows: list[dict[str, Any]] = []

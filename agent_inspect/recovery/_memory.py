@@ -15,6 +15,12 @@ class Memory(Mapping[str, Any]):
     The ``base`` mapping (e.g. memory restored from a savepoint) is never modified: the first write
     after construction or after :meth:`snapshot` copies the data (copy-on-write), so snapshots handed
     out earlier stay valid and cost nothing until the next write.
+
+    For example::
+
+        memory = ai.executor.Memory({"user.tier": "gold"})      # the base mapping is never modified
+        memory.set("user.name", "Ada")
+        memory.snapshot()
     """
 
     def __init__(self, base: Mapping[str, Any] | None = None) -> None:

@@ -23,7 +23,14 @@ __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
 
 @dataclass(frozen=True)
 class KeyIdentity:
-    """How one Flink key appears in state keys: the log's ``business_key`` plus the key segments."""
+    """How one Flink key appears in state keys: the log's ``business_key`` plus the key segments.
+
+    For example::
+
+        plan = ai.ReplayPlan.from_log(log, markers=markers)
+        identity = plan.keys["user-0001"]                  # the business key plus its key segments
+        identity.key_format, identity.key_group, identity.state_key("uuid-e", "uuid-a", 1)
+    """
 
     business_key: str
     key_format: str = "K1.5"
@@ -43,7 +50,14 @@ class KeyIdentity:
 
 @dataclass(frozen=True)
 class ReplayInput:
-    """One input replayed by the source for Flink key ``key`` (a fresh event id per attempt, §9.5)."""
+    """One input replayed by the source for Flink key ``key`` (a fresh event id per attempt, §9.5).
+
+    For example::
+
+        plan = ai.ReplayPlan.from_log(log, markers=markers)
+        first = plan.inputs[0]                             # one replayed input: key, event and label
+        first.key, first.event.type, first.display
+    """
 
     key: str
     event: AgentEvent
@@ -59,7 +73,14 @@ class ReplayInput:
 
 @dataclass(frozen=True)
 class PendingTask:
-    """A restored in-flight task (Flink ``actionTasks`` state): re-submitted with its original event id."""
+    """A restored in-flight task (Flink ``actionTasks`` state): re-submitted with its original event id.
+
+    For example::
+
+        event = ai.agents.AgentEvent("_input_event", {"input": "where is my order"}, id="evt-1")
+        task = ai.recovery.PendingTask("user-0001", 3, "chat", event)   # re-submitted before user-0001's inputs
+        plan = ai.ReplayPlan(inputs=(), restored_seq={"user-0001": 2}, pending=(task,))
+    """
 
     key: str
     seq: int
@@ -80,8 +101,9 @@ class ReplayPlan:
 
     For example::
 
-        plan = ai.checkpoint.read("checkpoints/").replay_plan(log)   # seqNums from the checkpoint
-        ai.predict(log, plan=plan)
+        plan = ai.ReplayPlan.from_log(log, markers=markers)   # or ai.checkpoint.read(DIR).replay_plan(log)
+        plan.inputs[:2], plan.seq_of(plan.inputs[0].key), plan.notes
+        ai.predict(log, markers=markers, plan=plan)
     """
 
     inputs: tuple[ReplayInput, ...] = ()
@@ -305,7 +327,13 @@ def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
 def agent_event(ev: Any, **changes: Any) -> AgentEvent:
     """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``), with ``changes``
     (e.g. a re-bound lineage). Its fingerprint is read from the record's attribute bytes, once per distinct
-    bytes (a record's events are replayed again under every rule and by every reuse)."""
+    bytes (a record's events are replayed again under every rule and by every reuse).
+
+    For example::
+
+        state = log.value(0)                          # a decoded record (ai.codec.ActionState)
+        ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
+    """
     attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
     fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
                               "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,

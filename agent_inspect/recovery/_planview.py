@@ -24,6 +24,12 @@ class PlanView:
     A key is looked up by its plan name first, then by its business key (``business_key``), so a
     key named by its text in the plan and by its digest in a checkpoint (K1.6/K2) shares one
     counter, while two typed keys with one key text (#1099) keep their own.
+
+    For example::
+
+        plan = ai.executor.as_plan({"inputs": [("user-1", "a"), ("user-1", "b")], "restored_seq": {"user-1": 4}}, None)
+        view = ai.recovery.engine.PlanView(plan)
+        view.next_seq("user-1"), view.next_seq("user-1")   # 5, 6: each input takes its key's next seq
     """
 
     def __init__(self, plan: ReplayPlan, *, business_key: Callable[[str], str] = str) -> None:
@@ -61,6 +67,12 @@ def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
     Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
     "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
     ``{"input": value}``.
+
+    For example::
+
+        plan = ai.executor.as_plan({"inputs": [("user-1", "hello")], "restored_seq": {"user-1": 4}}, None)
+        plan.inputs[0].event, plan.seq_of("user-1")
+        ai.executor.as_plan(None, log, markers=markers)   # inferred from the log's later attempt
     """
     from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
 

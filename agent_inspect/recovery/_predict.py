@@ -35,6 +35,7 @@ from agent_inspect.recovery._prediction import Prediction, reader_reasons, remov
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "NOT_DISPATCHED"]
 
 NOT_DISPATCHED = "NOT-DISPATCHED"
+"""The outcome of a cached record of a replayed round that no task looked up."""
 _NOT_LOOKED_UP = "cached record of a replayed round that no task looked up"
 _NOT_LOOKED_UP_CALL = ("cached sub-agent call that nothing sends again under this runtime: its caller was reused (a "
                        "reused root caller re-sends no bootstrap on main) or replays the call's recorded result "
@@ -52,7 +53,14 @@ _LEDGER_KIND: dict[str, str] = {CallDecision.EXECUTE: "call", CallDecision.STUB:
 class Simulation:
     """What one engine run of a plan gave ``predict``: ``rows`` (one dict per dispatched task, the columns of
     ``Prediction.tasks``, NOT-DISPATCHED rows last unless the job crashed), ``ledger`` (re-executed bodies and
-    calls), ``crashed`` (the job would crash: a restart loop), ``warnings`` and ``subagent_results``."""
+    calls), ``crashed`` (the job would crash: a restart loop), ``warnings`` and ``subagent_results``.
+
+    For example::
+
+        p = ai.predict(log, markers=markers)               # predict is simulate plus the rebuild and frames
+        sim = ai.recovery.Simulation(rows=p.tasks.to_dict("records"))
+        len(sim.rows), sim.crashed, sim.ledger
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     ledger: Counter[tuple[str, str, str]] = field(default_factory=Counter)
@@ -139,8 +147,10 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
 
     For example::
 
-        sim = ai.recovery.simulate(plan, agent, ai.recovery.rebuild(log, "original", markers))
-        sim.rows[:3], sim.crashed
+        r = ai.Recovery.for_log(log, markers=markers)
+        agent = ai.agents.AsRecordedAgent(log)             # what predict uses when no agent is given
+        sim = ai.recovery.simulate(r.replay_plan(log), agent, r.rebuild(log), log=log, runtime=r.model)
+        sim.rows[:3], sim.crashed, sim.ledger.most_common(3)
     """
     call_matcher(call_matching)  # an unknown mode fails before anything runs
     keys = KeyMaker(log, key_format=key_format)

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 __all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",
            "lookup_words", "tasks_by_impact", "IMPACT_ORDER"]
 
-#: How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact`
-#: (a lookup that removed cached records ranks as an eviction, whatever it decided for its own task).
 IMPACT_ORDER = ("FAIL", "RERUN", "RESUME", "evicted", "NOT-DISPATCHED", "REUSE")
+"""How much a task's decision costs the recovery, most first: the order of :meth:`Prediction.by_impact` (a lookup
+that removed cached records ranks as an eviction, whatever it decided for its own task).
+"""
 #: cache ops that take records away from a later lookup ("supersede" is a rewrite of the same state key)
 _REMOVING_OPS = frozenset({"evict", "invalidate", "remove", "cross-key", "delete"})
 
@@ -43,6 +44,11 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
     A REUSE that removed nothing has no reason (the rule's own words, e.g. "5 cached records at (k, 1) > 1",
     stay in ``rule_note``); a REUSE whose lookup evicted records says so; a RERUN says its record is missing and,
     given ``gone``, what removed it; every other outcome keeps the rule's words. Each adds what its lookups removed.
+
+    For example::
+
+        ai.recovery.user_reason("REUSE", "5 cached records at (k, 1) > 1", removed=0)    # None: nothing to say
+        ai.recovery.user_reason("RERUN", None, removed=0, gone="the rebuild")
     """
     note = rule_note or ""
     evicted = f"its lookup removed {removed} cached record{'s' if removed != 1 else ''}" if removed else ""
@@ -81,7 +87,14 @@ def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEven
 class RemovalCauses:
     """What removed each cached record, in words, for the reasons of later tasks (predict, reconstruct's
     and the replay executor share it): the rebuild (the step "rebuild" of ``events``), or
-    the lookup of an earlier task (:meth:`removed`, in dispatch order)."""
+    the lookup of an earlier task (:meth:`removed`, in dispatch order).
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        causes = ai.recovery.RemovalCauses(session.events)   # the rebuild's removals, in words
+        [causes.reason(e) for e in session.events[:2]]
+    """
 
     def __init__(self, events: Iterable[CacheEvent] = ()) -> None:
         self._gone: dict[str, str] = {}
@@ -135,7 +148,13 @@ _REMOVAL_WHAT = {"evict": "of {key}'s rounds after {seq}", "invalidate": "of {ke
 def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | None = None) -> str:
     """A cache event in a reader's words: how many cached records went, which, why (``kind``: its divergence's
     kind) and what that costs; the rule's own words stay in ``event.reason``. Given ``cause`` (what made the
-    event: "the rebuild", "the replayed lookup of record 7 (k, seq 1)"), the words of one record it removed."""
+    event: "the rebuild", "the replayed lookup of record 7 (k, seq 1)"), the words of one record it removed.
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        [ai.recovery.removal_reason(event) for event in session.events[:3]]
+    """
     n = len(event.removed)
     what = _REMOVAL_WHAT.get(event.op, f"({event.op})").format(key=event.business_key, seq=event.seq)
     why = _REMOVAL_WHY.get(kind or "")
@@ -177,6 +196,12 @@ class Prediction(HtmlRepr):
     ``warnings``: what the replay dropped or could not match, one sentence each.
     ``notes``: what the plan inferred from the log could not tell and how it read it anyway
     (:attr:`ReplayPlan.notes`): the limits of this prediction, not findings about the job.
+
+    For example::
+
+        p = ai.predict(log, markers=markers)
+        p.tasks["outcome"].value_counts(), p.ledger_totals()
+        p.by_impact().head(), p.evictions
     """
 
     rule: str
@@ -266,7 +291,13 @@ class Prediction(HtmlRepr):
 
 def tasks_by_impact(tasks: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
     """A tasks frame (``Prediction.tasks``, or a slice of it) ordered by :data:`IMPACT_ORDER`, stable; only the
-    first ``limit`` rows when given (a view showing 50 rows of a million does not reorder them all)."""
+    first ``limit`` rows when given (a view showing 50 rows of a million does not reorder them all).
+
+    For example::
+
+        p = ai.predict(log, markers=markers)
+        ai.recovery.tasks_by_impact(p.tasks, limit=5)   # re-runs and evictions first
+    """
     if tasks.empty or "outcome" not in tasks.columns:
         return tasks if limit is None else tasks.head(limit)
     codes = pd.Categorical(tasks["outcome"].astype(str), categories=IMPACT_ORDER).codes.astype(np.int64)

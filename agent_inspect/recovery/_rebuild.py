@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
            "source_kind_of", "Undecodable", "restore_failures", "whole_log_markers"]
 
-#: Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None.
 Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
+"""Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None."""
 
 
 def normalize_markers(markers: Markers) -> dict[int, int] | None:
@@ -29,6 +29,11 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
 
     An empty list is the same as None (spec §6.5 step 1: no markers, no rebuild). Markers may be plain
     maps or the versioned Kafka form (spec §6.4), as the loaders accept them.
+
+    For example::
+
+        ai.recovery.normalize_markers([{0: 120, 1: 98}, {0: 110}])   # {0: 110, 1: 98}: the minimum per partition
+        ai.recovery.normalize_markers([])                             # None: a fresh start
     """
     if markers is None:
         return None
@@ -58,6 +63,11 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
     naming partition, marker and log start, as the bounded 0.4+ rebuild fails there (addendum §2.1). For a Fluss ``source`` the upstream restore checks
     apply (spec §7.4): the marker buckets must be the table's buckets, and no marker may lie past
     a bucket's end.
+
+    For example::
+
+        mask = ai.recovery.window_mask(log.records, markers)   # the rows the rebuild reads
+        int(mask.sum()), len(log.records)
     """
     start = normalize_markers(markers)
     if start is None:
@@ -114,6 +124,11 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
     :class:`Undecodable` entry (never as a tombstone: only a null value deletes, spec §6.5).
     Rows without a seqNum (K0) are given as ``(pos, None, None)``, which deletes nothing.
     ``attempts`` (one per row of the whole log) fills ``Entry.attempt``.
+
+    For example::
+
+        for pos, entry, state_key in ai.recovery.iter_entries(log, positions=range(3)):
+            print(pos, state_key, entry.seq if entry else "tombstone")
     """
     records = _frame(log)
     if positions is not None:
@@ -161,7 +176,12 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
 
 
 def source_kind_of(log: Any) -> str | None:
-    """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present)."""
+    """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present).
+
+    For example::
+
+        ai.recovery.source_kind_of(log)              # "kafka", "fluss" or None: the original rule's store flavour
+    """
     source = getattr(log, "source", None)
     kind = getattr(source, "kind", None)
     if kind in ("kafka", "fluss"):
@@ -183,7 +203,14 @@ def rebuild_records(session: RecoverySession,
     rule's rebuild hook runs per record, last write wins; an :class:`Undecodable` record is skipped
     and reported. Positions in ``refresh`` are checkpoint-time refresh rows (0.4+, addendum §2):
     collapsed into the cached entry, or bringing back a state whose first write lies before the
-    window, never a rule step. Partition-local: call it per partition."""
+    window, never a rule step. Partition-local: call it per partition.
+
+    For example::
+
+        session = ai.store.RecoverySession(ai.rules.resolve_rule("original"))
+        ai.recovery.rebuild_records(session, ai.recovery.iter_entries(log))   # the whole log as the window
+        len(session.store)
+    """
     for pos, entry, sk in entries:
         if isinstance(entry, Undecodable):
             session.undecodable(sk, entry.error, pos=pos, business_key=entry.business_key, seq=entry.seq)
@@ -250,6 +277,10 @@ def whole_log_markers(log: ActionStateLog | pd.DataFrame) -> list[dict[int, int]
     """What ``markers=None`` means everywhere: the whole loaded log is the rebuild window.
 
     Per partition, the lower of where the source started reading and the first loaded offset.
+
+    For example::
+
+        ai.recovery.whole_log_markers(log)           # what markers=None means: [{partition: first offset, ...}]
     """
     starts = dict(getattr(getattr(log, "source", None), "start_offsets", None) or {})
     records = _frame(log)
@@ -277,6 +308,11 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
     and every lookup FAILs (rule attribute ``restore_checks=False`` turns this off). ``attempts``
     (one per record) tags the rebuilt entries. ``refresh``: positions of checkpoint-time refresh
     rows (:func:`~agent_inspect.recovery.refresh_positions`; 0.4+ runtimes), applied without rule steps.
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)   # the cache as the restore rebuilt it
+        len(session.store), session.divergences[:3]
     """
     return rebuild_in_window(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint,
                              max_parallelism=max_parallelism, attempts=attempts, refresh=refresh)[0]

@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
 
-#: Record statuses in ``Reconstruction.records["status"]``.
 STATUSES = tuple(status.value for status in RecordStatus)
+"""Record statuses in ``Reconstruction.records["status"]``."""
 
 _OP_STATUS = {"invalidate": "invalidated", "evict": "evicted", "cross-key": "evicted", "remove": "evicted",
               "delete": "pruned", "prune": "pruned"}

@@ -22,7 +22,13 @@ _LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
 
 @dataclass(frozen=True)
 class OpaqueMemoryValue:
-    """A recorded memory value the toolkit cannot decode (a Kryo envelope, §5.4)."""
+    """A recorded memory value the toolkit cannot decode (a Kryo envelope, §5.4).
+
+    For example::
+
+        value = ai.executor.OpaqueMemoryValue("json", 1, '{"tier": "gold"}')
+        ai.executor.json_envelope_decoder(value)           # {'tier': 'gold'}; a Kryo value stays opaque
+    """
 
     serde: str
     version: int
@@ -34,7 +40,14 @@ class OpaqueMemoryValue:
 
 @dataclass(frozen=True)
 class RecordView:
-    """One action state as the executor uses it: task event, memory updates, outputs, calls, completed."""
+    """One action state as the executor uses it: task event, memory updates, outputs, calls, completed.
+
+    For example::
+
+        state = log.value(int(log.records.index[log.records["completed"] == True][0]))   # noqa: E712
+        view = ai.executor.RecordView.from_state(state)
+        view.task_event, view.outputs, view.completed
+    """
 
     task_event: AgentEvent | None
     short_term: tuple[tuple[str, Any], ...] = ()
@@ -99,7 +112,13 @@ def _memory(update: Any, decoder: Callable[[OpaqueMemoryValue], Any] | None) -> 
 
 
 def json_envelope_decoder(value: OpaqueMemoryValue) -> Any:
-    """Decode envelopes written by the executor's journal (payload = canonical JSON); others stay opaque."""
+    """Decode envelopes written by the executor's journal (payload = canonical JSON); others stay opaque.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers, memory_decoder=ai.executor.json_envelope_decoder)
+        ex.run(max_steps=40); ex.memory["user-0001"].short_term    # JSON envelopes decoded, Kryo ones opaque
+    """
     import msgspec
 
     try:

@@ -31,7 +31,12 @@ __all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRou
 def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
     """Positions of the refresh rows of ``log`` when ``runtime`` writes them (``0.4`` and ``main``;
     for Kafka only with ``kafka_pending="refresh"``, the default — see :mod:`agent_inspect.store`'s
-    runtime table); empty for ``0.3`` or without the raw bytes (a records frame alone)."""
+    runtime table); empty for ``0.3`` or without the raw bytes (a records frame alone).
+
+    For example::
+
+        ai.recovery.refresh_positions(log, "0.4")    # positions of checkpoint-time refresh rows (none under 0.3)
+    """
     model = runtime_model(runtime, kafka_pending=kafka_pending)
     raw = getattr(log, "raw", None)
     if raw is None or not model.refresh_rows(source_kind_of(log)):
@@ -328,7 +333,13 @@ def with_subagent_result_events(state: Any, events: Any) -> Any:
     """``state`` carrying ``events`` as its ``subagentResultEvents`` (V4), for writers of synthetic logs.
 
     Through the codec's field when it has one, else through ``extra`` (written after ``completed``
-    until the codec writes V4 in Jackson's order)."""
+    until the codec writes V4 in Jackson's order).
+
+    For example::
+
+        state = log.value(log.records.index[log.records["completed"].fillna(False).astype(bool)][0])
+        ai.recovery.with_subagent_result_events(state, [])   # the same state, carrying subagentResultEvents
+    """
     import msgspec
 
     from agent_inspect import codec

@@ -30,17 +30,20 @@ __all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOUR
            "SETTING_NAMES"]
 
 CallMatching = Literal["position", "function-id"]
+"""How a replayed durable call is matched to a recorded one: by position or by function id."""
 #: What a rule may be given as: a built-in name, ``"original:<flavour>"``, ``"module:Class"``, a class or an instance.
 RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
 
 
 #: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
 MarkersLike: TypeAlias = "Markers | MarkerSource"
-#: Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or segment).
 STORE_FLAVOURS = ("auto", *FLAVOURS)
-#: The overrides every verb accepts (``recovery=`` aside), with the same names and meanings everywhere.
+"""Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or
+segment).
+"""
 SETTING_NAMES = ("rule", "markers", "runtime", "store_flavour", "kafka_pending", "plan", "agent", "call_matching",
                  "expected_fingerprint", "max_parallelism")
+"""The overrides every verb accepts (``recovery=`` aside), with the same names and meanings everywhere."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,13 @@ _PLACEHOLDER_FINGERPRINT = "A" * 43 + "="
 
 
 class KeyMaker:
-    """Computes state keys per business key: identities from the plan, then the log, then the key text."""
+    """Computes state keys per business key: identities from the plan, then the log, then the key text.
+
+    For example::
+
+        keys = ai.executor.KeyMaker(log, key_format=None)        # identities from the log's own records
+        keys.identity("user-0001").key_group, keys.state_key("user-0001", 1, "uuid-e", "uuid-a")
+    """
 
     def __init__(self, log: ActionStateLog | None, *, key_format: str | None, max_parallelism: int = 128) -> None:
         self._log = log

@@ -72,7 +72,13 @@ def render_report(
     verification: Any = None,
     **overrides: Unpack[RecoveryOverrides],
 ) -> str:
-    """The report of :func:`write_report` as an HTML string."""
+    """The report of :func:`write_report` as an HTML string.
+
+    For example::
+
+        html = ai.report.render_report(log, markers=markers, title="last night's restore")
+        len(html), html[:15]                           # one self-contained HTML page
+    """
     from agent_inspect.report._scan import is_scan, scan_sections
 
     if isinstance(subject, (str, Path)) and Path(subject).is_dir():
@@ -347,6 +353,11 @@ def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction |
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None.
 
     ``recovery``: the settings ``result`` was reconstructed with (default: its rule and markers).
+
+    For example::
+
+        result = ai.reconstruct(log, markers=markers)
+        ai.report.prediction_of(result).tasks.head()   # the prediction of the same recovery
     """
     try:
         if recovery is not None:
@@ -357,7 +368,13 @@ def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction |
 
 
 def ledger_totals(prediction: Prediction | None, result: ReconstructionLike) -> dict[str, int]:
-    """Ledger totals as ``{"<kind>:<name>": count}`` plus reruns (without a prediction: removed records)."""
+    """Ledger totals as ``{"<kind>:<name>": count}`` plus reruns (without a prediction: removed records).
+
+    For example::
+
+        result = ai.reconstruct(log, markers=markers)
+        ai.report.ledger_totals(ai.report.prediction_of(result), result)   # {"<kind>:<name>": count, ...}
+    """
     if prediction is not None:
         totals = prediction.ledger_totals()
         out = {"bodies rerun": int(prediction.reruns())}

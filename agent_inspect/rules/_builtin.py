@@ -25,8 +25,8 @@ __all__ = [
 
 #: The begin event's type (``agent-run.begin-event``, spec §9.3); its task is queued before the round's roots.
 BEGIN_EVENT = "_agent_run_begin_event"
-#: Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen.
 FLAVOURS = ("kafka-k1", "fluss-k1", "segment")
+"""Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen."""
 
 
 def _positions(entries: list[Entry]) -> list[int]:
@@ -48,6 +48,11 @@ class OriginalRule(DivergenceRule):
 
     When it is wrong: count > 1 is the *normal* case (multi-root, cascades, fan-out, sub-agents), so
     the first lookup of a round evicts every later round and recovery re-executes them (#1301).
+
+    For example::
+
+        rule = ai.rules.OriginalRule(flavour="kafka-k1")    # default: the flavour inferred per task
+        ai.predict(log, markers=markers, rule=rule).tasks["outcome"].value_counts()
     """
 
     name = "original"
@@ -150,6 +155,11 @@ class NaiveRule(DivergenceRule):
 
     When it is wrong: a branch change at round s (a different input after a restore) reuses
     records computed on the old branch (G01, G02, G05 ✗stale). Shown as a negative control.
+
+    For example::
+
+        p = ai.predict(log, markers=markers, rule=ai.rules.NaiveRule())     # the negative control
+        p.tasks["outcome"].value_counts()
     """
 
     name = "naive"
@@ -178,6 +188,11 @@ class FixedRule(DivergenceRule):
     may report false identity mismatches, cannot see invisible branch returns, tombstoned
     conflicting roots (use ``fixed+round-regression``), tainted records, #1084 siblings, code
     changes under an unchanged name, or memory changes that leave the attributes unchanged.
+
+    For example::
+
+        p = ai.predict(log, markers=markers, rule=ai.rules.FixedRule())     # or rule="fixed"
+        p.tasks["outcome"].value_counts()
     """
 
     name = "fixed"
@@ -241,6 +256,11 @@ class LookupOnlyRule(FixedRule):
 
     When it is wrong: never stale in the matrix, but wasteful — a returning branch whose record
     overwrote the old one still sees the stale conflicting root and reruns (G03).
+
+    For example::
+
+        p = ai.predict(log, markers=markers, rule=ai.rules.LookupOnlyRule())
+        p.tasks["outcome"].value_counts()
     """
 
     name = "lookup-only"
@@ -253,6 +273,11 @@ class FixedRoundRegressionRule(FixedRule):
     a record of (k, s) appearing after records of (k, s' > s) evicts k's rounds > s.
 
     Closes the tombstoned-conflicting-root hole; costs about 0.5–1.5% of the reference rule's reuses.
+
+    For example::
+
+        p = ai.predict(log, markers=markers, rule=ai.rules.FixedRoundRegressionRule())
+        p.tasks["outcome"].value_counts()
     """
 
     name = "fixed+round-regression"
@@ -327,6 +352,11 @@ class BranchAwareRule(FixedRule):
     returning branch *creates* one (that reuse writes no root record, so the branch's later rounds
     are tagged with the last logged root). Safe on logs whose attempts ran the reference rule; if
     production ran this rule, a later replay can reuse stale records (found by randomized testing).
+
+    For example::
+
+        p = ai.predict(log, markers=markers, rule=ai.rules.BranchAwareRule())   # a labelled what-if
+        p.rule_label, p.tasks["outcome"].value_counts()
     """
 
     name = "branch-aware"
@@ -397,3 +427,4 @@ RULES: Mapping[str, Callable[..., DivergenceRule]] = MappingProxyType({
     "branch-aware": BranchAwareRule,
     "fixed+round-regression": FixedRoundRegressionRule,
 })
+"""The built-in rules by name: what :func:`resolve_rule` accepts as a plain name."""

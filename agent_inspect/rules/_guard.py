@@ -46,6 +46,12 @@ class GuardedRule(DivergenceRule):
 
     Drivers may swallow exceptions (the predictor journals a sub-agent call's exception as a FAILED
     result), so ``broken`` keeps the first failure however deep the hook was called.
+
+    For example::
+
+        guarded = ai.rules.GuardedRule(ai.rules.FixedRule())   # a failing hook becomes BrokenRuleError
+        ai.predict(log, markers=markers, rule=guarded)
+        guarded.broken                                          # None: the rule never failed
     """
 
     def __init__(self, inner: DivergenceRule) -> None:

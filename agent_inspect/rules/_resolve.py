@@ -17,6 +17,11 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
     or an instance (returned as is).
 
     ``options`` go to the built-in rule's constructor (``flavour=`` for ``original``).
+
+    For example::
+
+        ai.rules.resolve_rule("fixed"), ai.rules.resolve_rule("original:kafka-k1")
+        ai.rules.resolve_rule(ai.rules.NaiveRule)          # a class is instantiated, an instance returned as is
     """
     if isinstance(rule, str):
         base, sep, rest = rule.partition(":")
@@ -32,7 +37,12 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
 
 
 def get_rule(name: str, **options: Any) -> DivergenceRule:
-    """A built-in rule by name; kept for older code (use :func:`resolve_rule`)."""
+    """A built-in rule by name; kept for older code (use :func:`resolve_rule`).
+
+    For example::
+
+        ai.rules.get_rule("original")                      # prefer resolve_rule
+    """
     return resolve_rule(name, **options)
 
 

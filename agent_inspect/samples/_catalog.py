@@ -26,7 +26,6 @@ _V4 = {"subagents_v4": "S05"}
 #: the production-like sample whose operator is post-0.4 main (V4, refresh rows, routing; K2 keys)
 _PRODUCTION_V4 = "production_v4"
 
-#: sample name -> what it shows (one line)
 SAMPLES: Mapping[str, str] = {
     "N04": "cascade over two inputs: the #1301 reproduction (original reruns B, fixed reuses all)",
     "N07": "an incomplete action in a later round: original re-runs it (the model call repeats), fixed resumes",
@@ -43,6 +42,7 @@ SAMPLES: Mapping[str, str] = {
     "production_v4": "the support agent as post-0.4 main runs it: V4 values, routed chat with a fallback, a "
                      "mid-action checkpoint restored from its refresh rows (K2 keys)",
 }
+"""sample name -> what it shows (one line)"""
 
 #: sample name -> what to look for (README text)
 SHOWS: Mapping[str, str] = {
@@ -107,8 +107,8 @@ SHOWS: Mapping[str, str] = {
                      "call. `agent-inspect summary` reports runtime `main` from the V4 records.",
 }
 
-#: file formats of every sample (``path(name, fmt)``)
 FORMATS = ("jsonl", "kcat", "parquet", "markers")
+"""file formats of every sample (``path(name, fmt)``)"""
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,12 @@ class Sample:
     ``markers``, ``plan`` and ``memory`` describe that restore: ``ai.reconstruct(sample.log,
     markers=sample.markers)``, or step through it with :meth:`executor`. ``checkpoints`` and
     ``attempts`` tell the job's story; ``agent`` is the agent that wrote the log.
+
+    For example::
+
+        sample = ai.samples.scenario("G01")            # the log, the restore it shows and the story
+        sample.name, sample.markers, sample.info()
+        sample.executor().run()
     """
 
     name: str
@@ -178,7 +184,13 @@ def _factory(name: str, *, key_format: str, num_partitions: int, value_format: s
 
 
 def scenario(name: str) -> Sample:
-    """Generate sample ``name`` (see :data:`SAMPLES`) with its story; deterministic."""
+    """Generate sample ``name`` (see :data:`SAMPLES`) with its story; deterministic.
+
+    For example::
+
+        sample = ai.samples.scenario("N04")
+        ai.reconstruct(sample.log, markers=sample.markers).records["status"].value_counts()
+    """
     if name not in SAMPLES:
         raise SourceError(f"no sample named {name!r}; choose one of {', '.join(SAMPLES)}")
     if name in _PRODUCTION:
@@ -222,12 +234,23 @@ def scenario(name: str) -> Sample:
 
 
 def generate(name: str) -> ActionStateLog:
-    """The log of sample ``name`` as an :class:`~agent_inspect.log.ActionStateLog` (deterministic)."""
+    """The log of sample ``name`` as an :class:`~agent_inspect.log.ActionStateLog` (deterministic).
+
+    For example::
+
+        g01 = ai.samples.generate("G01")               # the same bytes as sample_logs/G01.jsonl
+        len(g01.records)
+    """
     return scenario(name).log
 
 
 def sample_dir() -> Path:
-    """The committed ``sample_logs/`` directory (of the source checkout, or the working directory)."""
+    """The committed ``sample_logs/`` directory (of the source checkout, or the working directory).
+
+    For example::
+
+        sorted(p.name for p in ai.samples.sample_dir().glob("*.markers.json"))[:3]
+    """
     for root in (Path(__file__).resolve().parents[2] / "sample_logs", Path.cwd() / "sample_logs"):
         if root.is_dir():
             return root
@@ -235,7 +258,12 @@ def sample_dir() -> Path:
 
 
 def path(name: str, fmt: str = "jsonl") -> Path:
-    """The committed file of sample ``name`` in ``fmt``: "jsonl", "kcat" (kcat -J), "parquet" or "markers"."""
+    """The committed file of sample ``name`` in ``fmt``: "jsonl", "kcat" (kcat -J), "parquet" or "markers".
+
+    For example::
+
+        ai.samples.path("production"), ai.samples.path("G01", "parquet"), ai.samples.path("G01", "trace")
+    """
     from agent_inspect.samples._write import FILE_SUFFIXES
 
     if name not in SAMPLES:
@@ -263,7 +291,12 @@ def _write_traces(s: Sample, base: Path) -> list[Path]:
 
 
 def markers(name: str) -> list[dict[int, int]]:
-    """The recovery markers of the restore sample ``name`` shows (from its committed markers file)."""
+    """The recovery markers of the restore sample ``name`` shows (from its committed markers file).
+
+    For example::
+
+        ai.samples.markers("production")               # [{partition: offset}, ...] of the restore it shows
+    """
     import json
 
     data = json.loads(path(name, "markers").read_text(encoding="utf-8"))
@@ -276,6 +309,10 @@ def write_samples(directory: str | os.PathLike[str] | None = None, *,
 
     Files per sample: ``<name>.jsonl`` (plain JSONL), ``<name>.kcat.jsonl`` (kcat -J),
     ``<name>.parquet`` and ``<name>.markers.json``. Output is byte-identical on every run.
+
+    For example::
+
+        ai.samples.write_samples("regenerated/", names=["G01"])   # byte-identical to sample_logs/G01.*
     """
     from agent_inspect.samples._readme import readme
     from agent_inspect.samples._write import FILE_SUFFIXES, write_kcat_jsonl, write_markers

@@ -42,7 +42,12 @@ _WORDS = ("refund", "order", "shipping", "invoice", "customer", "delay", "policy
 
 def fleet_records(keys: int = 200, *, rounds: int = 3, branch_every: int = 10, seed: int = 0,
                   payload_words: int = 12) -> Iterator[tuple[str, bytes]]:
-    """``(state key, value)`` pairs in write order: per key, ``rounds`` rounds, 6 records each."""
+    """``(state key, value)`` pairs in write order: per key, ``rounds`` rounds, 6 records each.
+
+    For example::
+
+        state_key, value = next(ai.samples.fleet_records(10))   # (state key, value bytes) in write order
+    """
     rng = random.Random(seed)
 
     def new_id() -> str:
@@ -81,7 +86,13 @@ def _round(rng: random.Random, text: str, seq: int, new_id: Any, words: int,
 
 
 def fleet_batches(keys: int = 200, *, partitions: int = 8, **options: Any) -> dict[int, RawBatch]:
-    """The records placed by the upstream partitioner: ``{partition: RawBatch}`` with offsets from 0."""
+    """The records placed by the upstream partitioner: ``{partition: RawBatch}`` with offsets from 0.
+
+    For example::
+
+        batches = ai.samples.fleet_batches(20, partitions=2)   # {partition: RawBatch}, offsets from 0
+        {p: len(b.offset) for p, b in batches.items()}
+    """
     from agent_inspect.sources import RawBatch
 
     out: dict[int, RawBatch] = {p: RawBatch() for p in range(partitions)}
@@ -93,7 +104,13 @@ def fleet_batches(keys: int = 200, *, partitions: int = 8, **options: Any) -> di
 
 
 def write_fleet(path: str | os.PathLike[str], keys: int = 200, *, partitions: int = 8, **options: Any) -> Path:
-    """Write a fleet as one Parquet dump (exact bytes, all partitions) and return its path."""
+    """Write a fleet as one Parquet dump (exact bytes, all partitions) and return its path.
+
+    For example::
+
+        path = ai.samples.write_fleet("fleet.parquet", 50, partitions=4)   # one Parquet dump
+        ai.load(path).records["partition"].value_counts()   # or ai.scan(path) on Dask
+    """
     from agent_inspect.log import ActionStateLog
     from agent_inspect.sources import RawBatch, SourceInfo, write_parquet
 

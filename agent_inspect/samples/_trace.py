@@ -17,10 +17,10 @@ if TYPE_CHECKING:
 
 __all__ = ["TRACE_RULE", "INCONSISTENT", "sample_trace", "run_recovery", "inconsistent_suffix"]
 
-#: the rule the samples' runtime runs (every sample's job ran upstream's rule)
 TRACE_RULE = "original"
-#: sample -> the other rule its inconsistent trace was recorded under
+"""the rule the samples' runtime runs (every sample's job ran upstream's rule)"""
 INCONSISTENT = {"N04": "fixed", "G01": "fixed"}
+"""sample -> the other rule its inconsistent trace was recorded under"""
 
 
 def inconsistent_suffix(rule: str) -> str:
@@ -30,7 +30,13 @@ def inconsistent_suffix(rule: str) -> str:
 
 def run_recovery(sample: Sample, rule: str = TRACE_RULE) -> tuple[ReplayExecutor, list[dict[str, Any]]]:
     """Run ``sample``'s restore with the executor under ``rule``; returns the executor (``.to_log()`` is the
-    topic after the recovery) and the Trace Log records the runtime writes meanwhile. Deterministic."""
+    topic after the recovery) and the Trace Log records the runtime writes meanwhile. Deterministic.
+
+    For example::
+
+        ex, trace_records = ai.samples.run_recovery(ai.samples.scenario("G01"), "original")
+        ex.to_log().records.shape, len(trace_records)
+    """
     from agent_inspect.trace import trace_from_executor
 
     seed = zlib.crc32(f"{sample.name}:{rule}".encode())
@@ -43,5 +49,11 @@ def run_recovery(sample: Sample, rule: str = TRACE_RULE) -> tuple[ReplayExecutor
 
 
 def sample_trace(sample: Sample, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
-    """The Trace Log records of ``sample``'s restore, run by the executor under ``rule``."""
+    """The Trace Log records of ``sample``'s restore, run by the executor under ``rule``.
+
+    For example::
+
+        records = ai.samples.sample_trace(ai.samples.scenario("G01"))   # the Trace Log of its restore
+        records[0]
+    """
     return run_recovery(sample, rule)[1]

@@ -26,6 +26,11 @@ def write_kcat_jsonl(log: LogLike, path: str | os.PathLike[str], *, topic: str |
     member order, key and value as text (a tombstone's payload is null), non-ASCII unescaped as kcat's
     JSON generator leaves it. Upstream records carry no headers (spec §6.2), so kcat writes no
     ``headers`` member. Values must be UTF-8, as the store writes them.
+
+    For example::
+
+        ai.samples.write_kcat_jsonl(log, "production.kcat.jsonl")   # as kcat -C -J prints the topic
+        ai.load("production.kcat.jsonl").records.shape == log.records.shape
     """
     raw = log.raw
     name = topic if topic is not None else (getattr(log.source, "topic", None) or "action-state")

@@ -19,7 +19,13 @@ _CHK = re.compile(r"^chk-(\d+)$")
 
 @dataclass
 class CheckpointFiles:
-    """One checkpoint or savepoint directory: its ``_metadata`` and the state files it points to."""
+    """One checkpoint or savepoint directory: its ``_metadata`` and the state files it points to.
+
+    For example::
+
+        files = ai.sources.open_checkpoint("tests/fixtures/checkpoints/production/checkpoints")
+        files.location, len(files.metadata), files.modified   # ai.checkpoint.read decodes them
+    """
 
     location: str                       # the directory holding _metadata, as given (URL or path)
     metadata: bytes
@@ -65,6 +71,11 @@ def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | No
     Accepts a ``_metadata`` file, a checkpoint or savepoint directory, or a checkpoint base directory
     (``chk-N`` dirs directly or one job-id level down): there the latest completed ``chk-N`` (one holding
     ``_metadata``) is taken, or ``chk-{checkpoint}`` when given.
+
+    For example::
+
+        files = ai.sources.open_checkpoint("tests/fixtures/checkpoints/production/checkpoints")   # latest chk-N
+        files.location
     """
     text = os.fspath(path_or_url)
     if "://" in text and not text.startswith("file://"):

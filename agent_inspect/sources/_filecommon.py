@@ -29,7 +29,14 @@ _INT64_END = 2**63
 
 @dataclasses.dataclass(frozen=True)
 class FileRead:
-    """What a file reader produced: the records, where they came from, and per-row reasons for bad lines."""
+    """What a file reader produced: the records, where they came from, and per-row reasons for bad lines.
+
+    For example::
+
+        read = ai.sources.read_file("sample_logs/production.kcat.jsonl")
+        len(read.batch.offset), read.source.file_format, dict(read.line_errors)
+        ai.log.build_log([read.batch], read.source, line_errors=read.line_errors)   # what ai.load does next
+    """
 
     batch: RawBatch
     source: SourceInfo

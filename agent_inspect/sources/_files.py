@@ -46,6 +46,11 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
     """Read a dump file; ``file_format`` is "kcat-jsonl", "jsonl" or "parquet" (default: detected).
 
     ``progress`` shows a records bar while JSONL lines are read.
+
+    For example::
+
+        read = ai.sources.read_file("sample_logs/production.parquet")   # or jsonl, kcat-jsonl
+        read.source.kind, read.source.file_format, len(read.batch.value)
     """
     p = Path(path)
     try:

@@ -36,7 +36,13 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False,
                connection_factory: ConnectionFactory | None = None) -> tuple[RawBatch, SourceInfo]:
-    """Read ``db.table`` per bucket from its start (marker, offset or earliest) to the latest offset taken first."""
+    """Read ``db.table`` per bucket from its start (marker, offset or earliest) to the latest offset taken first.
+
+    For example::
+
+        batches, info = ai.sources.read_fluss("127.0.0.1:9123", "agents.action_state", markers=[{0: 5}])
+        ai.log.build_log(batches, info)                # what ai.load_fluss does
+    """
     if markers is not None and start_offsets is not None:
         raise SourceError("pass either markers or start_offsets, not both")
     db, name = _split_table(table)
@@ -59,6 +65,11 @@ def plan_fluss(bootstrap: str | None, table: str, *, markers: Any = None, config
 
     Each bucket's ``[start_offsets[b], end_offsets[b])`` can then be read on its own with
     :func:`read_fluss_bucket` (one task per bucket of a fleet scan).
+
+    For example::
+
+        spec = ai.sources.plan_fluss("127.0.0.1:9123", "agents.action_state")
+        spec.start_offsets, spec.end_offsets           # one window per bucket
     """
     db, name = _split_table(table)
     props = _props(bootstrap, config)
@@ -88,7 +99,12 @@ def plan_fluss(bootstrap: str | None, table: str, *, markers: Any = None, config
 def read_fluss_bucket(bootstrap: str | None, table: str, bucket: int, start: int, end: int, *,
                       config: Mapping[str, Any] | None = None, timeout: float = 10.0,
                       connection_factory: ConnectionFactory | None = None) -> RawBatch:
-    """Read offsets ``[start, end)`` of one bucket of ``db.table`` (a window planned by :func:`plan_fluss`)."""
+    """Read offsets ``[start, end)`` of one bucket of ``db.table`` (a window planned by :func:`plan_fluss`).
+
+    For example::
+
+        batch = ai.sources.read_fluss_bucket("127.0.0.1:9123", "agents.action_state", 0, 0, 500)
+    """
     db, name = _split_table(table)
     props = _props(bootstrap, config)
     fluss = _client()

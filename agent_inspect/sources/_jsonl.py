@@ -429,6 +429,11 @@ def write_jsonl(log: LogLike, path: str | os.PathLike[str]) -> Path:
     inlinable JSON, null for a tombstone; bytes that are not UTF-8 go to ``key_base64`` /
     ``value_base64``. A row that stands for a malformed line of a file carries its reason in
     ``malformed`` (its value is the line). Reading the file back gives the same records and errors.
+
+    For example::
+
+        ai.sources.write_jsonl(log, "copy.jsonl")      # exact bytes, read back as the same records
+        ai.load("copy.jsonl").records.equals(log.records)
     """
     raw: RawBatch = log.raw
     agent = raw.agent_key

@@ -46,7 +46,13 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False) -> tuple[Iterator[RawBatch], SourceInfo]:
-    """Plan the read (metadata, watermarks, markers) now; return the lazy batches and the source info."""
+    """Plan the read (metadata, watermarks, markers) now; return the lazy batches and the source info.
+
+    For example::
+
+        batches, info = ai.sources.open_kafka("127.0.0.1:9092", "agent-action-state", markers=[{0: 120}])
+        log = ai.log.build_log(batches, info)          # what ai.load_kafka does
+    """
     from confluent_kafka.admin import AdminClient
 
     if markers is not None and start_offsets is not None:
@@ -199,6 +205,13 @@ def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys
     """Read ``plan``'s ranges with a consumer of its own (one share of a parallel load); counts go to ``bar``.
 
     ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it.
+
+    For example::
+
+        plan = ai.sources.ReadPlan(start={0: 0}, end={0: 500})
+        for batch in ai.sources.read_partitions({"bootstrap.servers": "127.0.0.1:9092"}, "agent-action-state",
+                                                plan, keys=None, timeout=10.0, bar=None):
+            print(len(batch.offset))
     """
     errors: list[str] = []
     conf = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str()), **_FORCED}

@@ -15,6 +15,10 @@ def candidate_partitions(business_keys: Iterable[str], num_partitions: int) -> s
     The key format of a topic is not known before reading it, so each key contributes the partition
     of each format's partitioning basis: the text up to its first ``_`` (K1, K1.5-draft), the whole
     text (K1.5), and its digest (K1.6, K2) — or the key itself when it already is a digest.
+
+    For example::
+
+        ai.sources.candidate_partitions(["user-0011"], 4)   # the partitions a load of that key reads
     """
     from agent_inspect.codec import java_string_hash, murmur_hash, string_key_digest
 
@@ -30,6 +34,11 @@ def business_key_rows(business_keys: Iterable[str]) -> Callable[[RawBatch], list
 
     Keys match by text or by digest. Records whose key does not parse are kept: they cannot be
     attributed, and the log reports them.
+
+    For example::
+
+        rows_of = ai.sources.business_key_rows(["user-0011"])
+        rows_of(log.raw)[:5]                           # indexes of the batch's records of that key
     """
     from agent_inspect.codec import parse_state_key, string_key_digest
 
@@ -49,7 +58,12 @@ def business_key_rows(business_keys: Iterable[str]) -> Callable[[RawBatch], list
 
 
 def take(batch: RawBatch, idx: list[int]) -> RawBatch:
-    """The records of ``batch`` at ``idx``, in that order."""
+    """The records of ``batch`` at ``idx``, in that order.
+
+    For example::
+
+        ai.sources.take(log.raw, [0, 2, 4]).offset     # a batch of just those records
+    """
     if len(idx) == len(batch):
         return batch
     return RawBatch(

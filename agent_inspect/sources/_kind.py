@@ -21,7 +21,13 @@ _HEAD_OBJECTS = 200
 
 
 class FileKind(StrEnum):
-    """The kinds of file agent_inspect reads, and ``OTHER`` (none of them) and ``EMPTY``."""
+    """The kinds of file agent_inspect reads, and ``OTHER`` (none of them) and ``EMPTY``.
+
+    For example::
+
+        ai.sources.file_kind("sample_logs/production.jsonl") is ai.sources.FileKind.ACTION_STATE
+        [kind.value for kind in ai.sources.FileKind]
+    """
 
     ACTION_STATE = "action-state dump"
     KCAT = "kcat dump"
@@ -90,7 +96,12 @@ def _head(path: str) -> bytes:
 
 
 def file_kind(path: str | os.PathLike[str]) -> FileKind:
-    """The kind of file ``path`` is, from its first lines (Parquet: an action-state dump; gzip is inflated)."""
+    """The kind of file ``path`` is, from its first lines (Parquet: an action-state dump; gzip is inflated).
+
+    For example::
+
+        ai.sources.file_kind("sample_logs/production.parquet"), ai.sources.file_kind("sample_logs/G01.trace.log")
+    """
     from agent_inspect.sources._trace import scan
 
     p = os.fspath(path)
@@ -110,7 +121,12 @@ def file_kind(path: str | os.PathLike[str]) -> FileKind:
 def expect_kind(path: str | os.PathLike[str], wanted: Iterable[FileKind], call: str) -> FileKind:
     """``path``'s kind, or :class:`SourceError` (one line naming the right call) when it is another known kind;
     ``OTHER`` raises too when ``call`` is ``ai.load`` (a dump must have records), not for ``ai.load_trace``
-    (whose bad lines are kept as errors)."""
+    (whose bad lines are kept as errors).
+
+    For example::
+
+        ai.sources.expect_kind("sample_logs/production.trace.log", [ai.sources.FileKind.TRACE], "ai.load_trace")
+    """
     p = os.fspath(path)
     try:
         kind = file_kind(p)

@@ -14,7 +14,13 @@ __all__ = ["ReadPlan", "merge_markers", "plan_reads", "check_kafka_markers", "ve
 
 @dataclass(frozen=True)
 class ReadPlan:
-    """Per partition (or bucket): read ``start`` up to ``end`` (exclusive). Empty ranges stay listed."""
+    """Per partition (or bucket): read ``start`` up to ``end`` (exclusive). Empty ranges stay listed.
+
+    For example::
+
+        plan = ai.sources.ReadPlan(start={0: 120, 1: 98}, end={0: 400, 1: 310})   # [start, end) per partition
+        plan.start, plan.end, plan.data_loss
+    """
 
     start: Mapping[int, int]
     end: Mapping[int, int]
@@ -26,7 +32,12 @@ class ReadPlan:
 
 
 def merge_markers(markers: Any, *, topic: str | None = None) -> dict[int, int]:
-    """Merge recovery markers by minimum per partition; plain maps or the versioned Kafka form (spec §6.4)."""
+    """Merge recovery markers by minimum per partition; plain maps or the versioned Kafka form (spec §6.4).
+
+    For example::
+
+        ai.sources.merge_markers([{0: 120, 1: 98}, {0: 110}])   # {0: 110, 1: 98}
+    """
     return codec_merge_markers(markers, topic=topic, error=SourceError)
 
 

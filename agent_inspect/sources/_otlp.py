@@ -60,7 +60,12 @@ def _readable(specs: Sequence[Mapping[str, Any]], resource: Mapping[str, Any]) -
 
 
 def otlp_traces_url(endpoint: str) -> str:
-    """The OTLP/HTTP traces URL of ``endpoint``: a base URL gets ``/v1/traces``."""
+    """The OTLP/HTTP traces URL of ``endpoint``: a base URL gets ``/v1/traces``.
+
+    For example::
+
+        ai.sources.otlp_traces_url("http://127.0.0.1:6006")   # "http://127.0.0.1:6006/v1/traces"
+    """
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InspectError(f"bad OpenTelemetry endpoint {endpoint!r}: give an http(s) URL such as "
@@ -71,7 +76,13 @@ def otlp_traces_url(endpoint: str) -> str:
 def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource: Mapping[str, Any],
                  timeout: float = 10.0, headers: Mapping[str, str] | None = None) -> int:
     """Send the spans to an OTLP/HTTP (protobuf) endpoint; returns how many were sent. An endpoint that
-    does not answer fails at once with one line saying what to do."""
+    does not answer fails at once with one line saying what to do.
+
+    For example::
+
+        spans = ai.otel.spans_of(ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers))
+        ai.sources.export_spans(spans, "http://127.0.0.1:6006/v1/traces", resource={"service.name": "agents"})
+    """
     url = otlp_traces_url(endpoint)
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -118,7 +129,12 @@ def _b64_ids(node: Any) -> Any:
 def write_otlp_json(specs: Sequence[Mapping[str, Any]], path: str | os.PathLike[str], *,
                     resource: Mapping[str, Any]) -> Path:
     """Write the spans as one OTLP JSON ``ExportTraceServiceRequest`` (the OTLP file exporter's shape:
-    hex ids, integer enums), encoded by the SDK's OTLP encoder."""
+    hex ids, integer enums), encoded by the SDK's OTLP encoder.
+
+    For example::
+
+        ai.sources.write_otlp_json([], "empty.json", resource={"service.name": "agents"})
+    """
     from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
@@ -131,7 +147,14 @@ def write_otlp_json(specs: Sequence[Mapping[str, Any]], path: str | os.PathLike[
 
 def read_otlp_json(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The spans of an OTLP JSON file as plain dicts (the shape :func:`export_spans` takes, plus
-    ``resource``), read through the OTLP protobuf schema."""
+    ``resource``), read through the OTLP protobuf schema.
+
+    For example::
+
+        ai.to_otel(ai.load("sample_logs/G01.jsonl"), path="spans.json", markers=ai.samples.markers("G01"))
+        spans = ai.sources.read_otlp_json("spans.json")   # back as plain dicts
+        spans[0]["name"]
+    """
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 

@@ -54,6 +54,11 @@ def write_parquet(log: LogLike, path: str | os.PathLike[str]) -> Path:
     tombstone), agent_key string, and when the log has them malformed string (the reason of a row
     that stands for a malformed line of a file; null otherwise); file metadata
     ``agent_inspect.source`` holds the SourceInfo as JSON.
+
+    For example::
+
+        ai.sources.write_parquet(log, "copy.parquet")
+        ai.load("copy.parquet").records.shape == log.records.shape
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -183,5 +188,12 @@ def _parquet_positions(part: Any, off: Any, malformed: Any, *, base: int = 0) ->
 
 
 def read_parquet_partition(path: Path, partition: int | None = None, *, row_group: int | None = None) -> FileRead:
-    """One partition's rows, or one row group, of a Parquet dump (a fleet scan's share of a big file)."""
+    """One partition's rows, or one row group, of a Parquet dump (a fleet scan's share of a big file).
+
+    For example::
+
+        from pathlib import Path
+        read = ai.sources.read_parquet_partition(Path("sample_logs/production.parquet"), 1)
+        set(read.batch.partition)                      # {1}
+    """
     return _read_parquet(path, partition=partition, row_group=row_group)

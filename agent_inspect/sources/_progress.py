@@ -8,7 +8,13 @@ __all__ = ["progress_bar"]
 
 
 def progress_bar(*, total: int | None, desc: str, enabled: bool) -> Any:
-    """Records read so far, with records/s; a no-op bar when ``enabled`` is false."""
+    """Records read so far, with records/s; a no-op bar when ``enabled`` is false.
+
+    For example::
+
+        with ai.sources.progress_bar(total=None, desc="records", enabled=False) as bar:
+            bar.update(10)                             # a no-op bar when not enabled
+    """
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not enabled,

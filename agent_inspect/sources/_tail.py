@@ -36,7 +36,14 @@ POLL_TIMEOUT = 0.2  # …after waiting at most this long (seconds) for the first
 
 
 class KafkaTail:
-    """A read-only follower of one topic; :meth:`poll` from one thread, :meth:`close` from any."""
+    """A read-only follower of one topic; :meth:`poll` from one thread, :meth:`close` from any.
+
+    For example::
+
+        tail = ai.sources.open_kafka_tail("127.0.0.1:9092", "agent-action-state", last=100)
+        batch = tail.poll()                            # new records since the last poll, read-only
+        tail.close()
+    """
 
     def __init__(self, consumer: Any, topic: str, starts: Mapping[int, int], info: SourceInfo,
                  keys: list[str] | None, errors: list[str], conf: Mapping[str, Any] | None = None) -> None:
@@ -117,6 +124,11 @@ def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = Non
     With neither, only records written from now on arrive. ``business_keys`` reads only the partitions
     those keys hash to and keeps only their records. ``config`` passes librdkafka settings through;
     commits and topic auto-creation stay off.
+
+    For example::
+
+        tail = ai.sources.open_kafka_tail("127.0.0.1:9092", "agent-action-state", business_keys=["user-42"])
+        live = ai.log.LiveLog(tail, window=1000)       # what ai.log.follow does
     """
     from confluent_kafka.admin import AdminClient
 

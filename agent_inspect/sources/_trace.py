@@ -41,7 +41,13 @@ _DECODER = json.JSONDecoder()
 
 @dataclass(frozen=True)
 class TraceFile:
-    """One trace file and what its name says (job, task, subtask; None when the name has another form)."""
+    """One trace file and what its name says (job, task, subtask; None when the name has another form).
+
+    For example::
+
+        files = ai.sources.trace_files("sample_logs/production.trace.log")
+        files[0].path, files[0].job_id, files[0].subtask_id   # what the file name says
+    """
 
     path: str
     job_id: str | None = None
@@ -56,6 +62,11 @@ class TraceItem:
     ``line`` is the 1-based line the object (or the bad text) starts on; ``prefix`` the text before
     the object on that line (an SLF4J layout's timestamp, level and logger), None when there was none.
     ``digest`` identifies the object's exact text (two items with one digest are exact duplicates).
+
+    For example::
+
+        [(trace_file, items)] = ai.sources.read_trace_files(ai.sources.trace_files("sample_logs/G01.trace.log"))
+        items[0].line, items[0].obj, items[0].error
     """
 
     file: str
@@ -69,7 +80,12 @@ class TraceItem:
 
 def trace_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[TraceFile]:
     """The trace files a path, a directory (its ``traces-*.log`` and ``*.trace-log.log`` files, else every
-    ``*.log``; each also as ``*.log.gz``) or a glob names, sorted; raises :class:`SourceError` when there are none."""
+    ``*.log``; each also as ``*.log.gz``) or a glob names, sorted; raises :class:`SourceError` when there are none.
+
+    For example::
+
+        ai.sources.trace_files("sample_logs/*.trace.log")[:2]   # a file, a directory or a glob
+    """
     if isinstance(source, (list, tuple)):
         found = [f for s in source for f in trace_files(s)]
         return sorted(dict.fromkeys(found), key=lambda f: f.path)
@@ -102,7 +118,13 @@ def _describe(path: str) -> TraceFile:
 
 
 def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[TraceItem]]]:
-    """Every object (or bad stretch) of each file, in file order."""
+    """Every object (or bad stretch) of each file, in file order.
+
+    For example::
+
+        for trace_file, items in ai.sources.read_trace_files(ai.sources.trace_files("sample_logs/G01.trace.log")):
+            print(trace_file.path, len(items))
+    """
     out = []
     for f in files:
         data, problem = read_bytes(f.path)
@@ -218,6 +240,11 @@ def write_trace(records: Iterable[Mapping[str, Any]], path: str | os.PathLike[st
     """Write trace records as FILE output does: one compact JSON object per line, member order kept.
 
     Written to a temporary file and renamed into place, so a reader never sees half a file.
+
+    For example::
+
+        ai.sources.write_trace(ai.samples.sample_trace(ai.samples.scenario("G01")), "G01.trace.log")
+        ai.load_trace("G01.trace.log").records.shape
     """
     out = Path(path)
     tmp = out.with_name(out.name + ".tmp")

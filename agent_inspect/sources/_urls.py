@@ -12,6 +12,12 @@ __all__ = ["split_source_url", "check_port", "check_timeout", "page_answers"]
 
 
 def split_source_url(url: str, scheme: str) -> tuple[str, str]:
+    """``scheme://host:port/name`` as ``(servers, name)``; credentials in the URL are dropped, never echoed.
+
+    For example::
+
+        ai.sources.split_source_url("kafka://broker:9092/agent-action-state", "kafka")   # ("broker:9092", topic)
+    """
     what = "topic" if scheme == "kafka" else "database.table"
     try:
         parts = urlsplit(url)
@@ -30,7 +36,12 @@ def split_source_url(url: str, scheme: str) -> tuple[str, str]:
     return servers, name
 
 def check_port(server: str, scheme: str) -> None:
-    """``host``, ``host:port`` or ``[v6]:port`` with a port from 1 to 65535 (clients would take any text)."""
+    """``host``, ``host:port`` or ``[v6]:port`` with a port from 1 to 65535 (clients would take any text).
+
+    For example::
+
+        ai.sources.check_port("broker:9092", "kafka")  # fine; "broker:99999" raises an error
+    """
     if server.startswith("["):
         host, _, rest = server.partition("]")
         port = rest[1:] if rest.startswith(":") else None
@@ -49,6 +60,12 @@ def check_port(server: str, scheme: str) -> None:
         raise SourceError(f"{scheme} URL server {server!r}: port {int(port)} is outside 1..65535")
 
 def check_timeout(timeout: float) -> None:
+    """A :class:`SourceError` unless ``timeout`` is a positive, finite number of seconds.
+
+    For example::
+
+        ai.sources.check_timeout(10.0)                 # fine; 0 or a negative timeout raises SourceError
+    """
     # librdkafka takes 0 or less as "wait forever": a silent peer would hang the load
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
             math.isfinite(timeout) and timeout > 0):
@@ -56,7 +73,12 @@ def check_timeout(timeout: float) -> None:
 
 
 def page_answers(url: str, *, timeout: float = 3.0) -> bool:
-    """True when an http(s) page answers ``url`` with 200 (a read-only GET; any failure is False)."""
+    """True when an http(s) page answers ``url`` with 200 (a read-only GET; any failure is False).
+
+    For example::
+
+        ai.sources.page_answers("http://127.0.0.1:9/")   # False: nothing answers there
+    """
     if not url.startswith(("http://", "https://")):
         return False
     try:

@@ -11,7 +11,6 @@ __all__ = [
     "DIVERGENCE_KINDS",
 ]
 
-#: Kinds a :class:`Divergence` (and the cache event it caused) can have.
 DIVERGENCE_KINDS = (
     "root-conflict",      # roots with different input fingerprints at one (key, seq) (spec §10.3)
     "count>1",            # the original rule's count check (spec §8.2)
@@ -24,10 +23,17 @@ DIVERGENCE_KINDS = (
     "undecodable",        # a record of the rebuild window did not decode; skipped, upstream's rebuild fails
     "restore-failure",    # K2 restore checks: malformed key, key group out of range, fingerprint (§6.5)
 )
+"""Kinds a :class:`Divergence` (and the cache event it caused) can have."""
 
 
 class Outcome(enum.StrEnum):
-    """What recovery does with one action task (spec §0.2, §9.3), in the spec's notation."""
+    """What recovery does with one action task (spec §0.2, §9.3), in the spec's notation.
+
+    For example::
+
+        p = ai.predict(log, markers=markers)
+        (p.tasks["outcome"] == ai.store.Outcome.RERUN.value).sum(), [o.value for o in ai.store.Outcome]
+    """
 
     REUSE = "REUSE"
     RESUME = "RESUME"
@@ -38,7 +44,14 @@ class Outcome(enum.StrEnum):
 
 
 class RecordStatus(enum.StrEnum):
-    """What a restore did with one record (``Reconstruction.records["status"]``)."""
+    """What a restore did with one record (``Reconstruction.records["status"]``).
+
+    For example::
+
+        result = ai.reconstruct(log, markers=markers)
+        result.records["status"].value_counts()          # LIVE, EVICTED, SUPERSEDED, OUTSIDE ...
+        (result.records["status"] == ai.store.RecordStatus.EVICTED.value).sum()
+    """
 
     LIVE = "live"                # cached when the recovery has run: a lookup of its task finds it
     EVICTED = "evicted"          # removed by an eviction (miss, count > 1, identity mismatch, round regression, cross-key)
@@ -59,6 +72,12 @@ class Entry:
     during a simulated replay; such writes may carry their decoded ``value`` (an ``ActionState``).
     ``branch`` is an opaque tag a rule may attach (the branch-aware rule does); ``attempt`` is the
     attempt number of the record within its business key, when known.
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        entry = next(iter(session.store.entries()))      # what the cache holds for one state key
+        entry.business_key, entry.seq, entry.completed, entry.pos
     """
 
     state_key: str
@@ -97,6 +116,12 @@ class Task:
     ``action`` is the action name when known (display only). ``round_input`` is the fingerprint of
     the input that started the task's round, when the driver knows it (the branch-aware rule compares a
     begin-event task, queued before the round's root, as if that root had already joined its path).
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        task = ai.store.Task.for_entry(next(iter(session.store.entries())))   # the task that wrote an entry
+        task.business_key, task.seq, task.state_key
     """
 
     business_key: str
@@ -126,7 +151,14 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Divergence:
-    """A divergence a rule detected at (key, seq): what it was, which records, and a one-line reason."""
+    """A divergence a rule detected at (key, seq): what it was, which records, and a one-line reason.
+
+    For example::
+
+        session = ai.reconstruct(log, markers=markers).session
+        d = session.divergences[0]                # what the rule saw at (key, seq), and which records
+        d.kind, d.business_key, d.seq, d.positions[:5], d.explanation
+    """
 
     id: int
     business_key: str
@@ -145,6 +177,12 @@ class CacheEvent:
     ``op`` is "evict" (seq > s), "invalidate" (seq >= s), "remove" (one entry), "cross-key"
     (every key, seq > s), "prune" (seq <= s), "delete" (a tombstone) or "supersede" (a later write to
     the same state key replaced it).
+
+    For example::
+
+        session = ai.reconstruct(log, markers=markers).session
+        event = session.events[0]                 # one removal from the cache
+        event.op, event.step, event.business_key, event.seq, event.positions, event.reason
     """
 
     index: int
@@ -165,7 +203,15 @@ class CacheEvent:
 
 @dataclass(frozen=True, slots=True)
 class LookupDecision:
-    """The rule's answer to one lookup: outcome, the entry found (if any), reason, cache events caused."""
+    """The rule's answer to one lookup: outcome, the entry found (if any), reason, cache events caused.
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        entry = next(iter(session.store.entries()))
+        decision = session.lookup(ai.store.Task.for_entry(entry))
+        decision.outcome, decision.found, decision.reason, decision.events
+    """
 
     outcome: Outcome
     entry: Entry | None
@@ -190,7 +236,14 @@ class LookupDecision:
 
 @dataclass(frozen=True, slots=True)
 class PruneResult:
-    """What a prune removed; ``failed`` holds the reason when the upstream prune throws."""
+    """What a prune removed; ``failed`` holds the reason when the upstream prune throws.
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        pruned = session.prune("user-0001", 0)          # what completing a checkpoint removes for a key
+        len(pruned.removed), pruned.failed
+    """
 
     removed: tuple[Entry, ...]
     failed: str | None = None

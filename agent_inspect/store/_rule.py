@@ -20,6 +20,12 @@ class RuleState:
 
     Subclass it (and override :meth:`DivergenceRule.new_state`) to keep more; :meth:`copy` must
     return an independent copy (the executor's ``back()`` copies sessions).
+
+    For example::
+
+        state = ai.store.RuleState()
+        state.evidence.setdefault("user-0001", set()).add("event-id-1")   # Evidence(k) of the fixed rule
+        state.copy().evidence == state.evidence
     """
 
     evidence: dict[str, set[str]] = field(default_factory=dict)
@@ -91,6 +97,20 @@ class DivergenceRule:
 
     Class attributes ``name`` and ``summary`` label the rule in tables; ``protects`` says whether it
     claims protection against stale reuse (the case matrix checks such rules never reuse stale).
+
+    For example::
+
+        class KeepEverything(ai.rules.NaiveRule):     # a what-if rule: a miss evicts nothing
+            name = "keep-everything"
+
+            def lookup(self, session, task):
+                found = session.store.get(task.state_key)
+                if found is None:
+                    return ai.store.LookupDecision(ai.store.Outcome.RERUN, None, "miss, nothing evicted")
+                outcome = ai.store.Outcome.REUSE if found.completed else ai.store.Outcome.RESUME
+                return ai.store.LookupDecision(outcome, found, "cached")
+
+        ai.predict(log, markers=markers, rule=KeepEverything()).tasks["outcome"].value_counts()
     """
 
     name: ClassVar[str] = "custom"

@@ -36,15 +36,22 @@ from dataclasses import dataclass
 
 __all__ = ["RUNTIME_NAMES", "KAFKA_PENDING", "RuntimeModel", "runtime_model"]
 
-#: Runtimes the model knows (``"auto"`` is resolved to one of them from the log by the callers that have one).
 RUNTIME_NAMES = ("0.3", "0.4", "main")
-#: How a Kafka store keeps pending states across checkpoints (addendum §2.3; an option, see the module doc).
+"""Runtimes the model knows (``"auto"`` is resolved to one of them from the log by the callers that have one)."""
 KAFKA_PENDING = ("refresh", "marker")
+"""How a Kafka store keeps pending states across checkpoints (addendum §2.3; an option, see the module doc)."""
 
 
 @dataclass(frozen=True)
 class RuntimeModel:
-    """The recovery behaviours of one upstream runtime (see the table in this module's doc)."""
+    """The recovery behaviours of one upstream runtime (see the table in this module's doc).
+
+    For example::
+
+        model = ai.store.runtime_model("main")
+        model.subagent_results, model.pending_slots, model.refresh_rows
+        ai.store.RuntimeModel(name="0.4", kafka_pending="keep")
+    """
 
     name: str = "0.3"
     subagent_results: bool = False
@@ -63,7 +70,12 @@ class RuntimeModel:
 def runtime_model(runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> RuntimeModel:
     """The :class:`RuntimeModel` of ``runtime``: a name ("0.3", "0.4", "main"), an object with a
     ``name`` (the log's inferred runtime), a ``RuntimeModel`` (returned as is unless
-    ``kafka_pending`` is given), or None / "auto" without a log to infer from ("0.3", today's model)."""
+    ``kafka_pending`` is given), or None / "auto" without a log to infer from ("0.3", today's model).
+
+    For example::
+
+        ai.store.runtime_model("0.3"), ai.store.runtime_model(log.runtime())   # by name or the log's own
+    """
     from agent_inspect._errors import RecoveryError
 
     if isinstance(runtime, RuntimeModel):

@@ -41,6 +41,12 @@ class RecoverySession:
     and :meth:`remove`, which record a :class:`CacheEvent` (and a :class:`Divergence` when anything
     was removed) with the rule's kind and explanation. ``events`` and ``divergences`` keep them all.
     :meth:`copy` is O(cached entries + recorded events) and gives an independent session.
+
+    For example::
+
+        session = ai.store.RecoverySession(ai.rules.resolve_rule("fixed"))
+        ai.recovery.rebuild(log, "fixed", markers, session=session)   # drive it as a restore does
+        len(session.store), session.events[:2], session.copy().divergences == session.divergences
     """
 
     def __init__(self, rule: DivergenceRule, *, store: Store | None = None, source_kind: str | None = None) -> None:

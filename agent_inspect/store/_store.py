@@ -16,6 +16,11 @@ def strict_k1_seq(state_key: str) -> int | None:
 
     Upstream splits on every ``_`` and requires exactly four parts, so a key text containing ``_``
     makes it throw. A non-numeric seq is the NumberFormatException upstream catches.
+
+    For example::
+
+        ai.store.strict_k1_seq("user-1_3_e2f0_9b1c")       # 3
+        ai.store.strict_k1_seq("user_1_3_e2f0_9b1c")       # None: upstream's strict parser throws here
     """
     parts = state_key.split("_")
     if len(parts) != 4:
@@ -41,6 +46,13 @@ class Store:
 
     Removal methods return the removed entries so callers can record cache events. The store
     knows nothing about rules; :class:`~agent_inspect.recovery.RecoverySession` drives it.
+
+    For example::
+
+        session = ai.recovery.rebuild(log, "original", markers)
+        store = session.store.copy()                  # state key -> Entry, indexed per key and round
+        len(store), store.seqs("user-0001")[:3], store.count("user-0001", 0)
+        store.evict("user-0001", 0)                   # the key's rounds > 0, removed entries returned
     """
 
     __slots__ = ("_cache", "_index", "_roots", "_unparsable", "_sorted", "_by_seq")

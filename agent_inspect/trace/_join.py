@@ -14,9 +14,9 @@ __all__ = ["join", "JOIN_COLUMNS", "JOIN_METHODS"]
 JOIN_COLUMNS = ["entity_type", "execution_id", "parent_execution_id", "business_key", "log_business_key", "name",
                 "observed", "trigger_event_id", "pos", "positions", "state_key", "seq", "call_index", "function_id",
                 "join", "confidence", "reason"]
-#: how a row was joined, with its confidence
 JOIN_METHODS = {"trigger-event-id": "high", "output-event-id": "high", "input-fingerprint": "medium",
                 "call-position": "best-effort"}
+"""how a row was joined, with its confidence"""
 
 
 def _key_map(log_keys: set[str], texts: set[str]) -> dict[str, str]:
@@ -63,6 +63,11 @@ def join(trace: Any, log: Any, *, call_kind: Callable[[str | None], str | None] 
     through the log's own names, or the K2 name UUID. Children: the n-th llm / tool child is the n-th
     CallResult of that kind in the record ("best-effort": observations can be published late).
     A row that cannot be joined is kept, with ``reason`` saying why.
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        ai.trace.join(trace, log).head()               # each traced execution with its records
     """
     from agent_inspect.codec import event_uuid, name_action_uuid
 

@@ -20,12 +20,15 @@ __all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_record
            "DUPLICATE_COLUMNS", "LIFECYCLE_ORDER"]
 
 ENTITY_TYPES = ("event", "action", "llm", "parser", "tool", "subagent")
+"""The entity types a Trace Log record can have."""
 STATUSES = ("created", "started", "success", "failed", "reused")
+"""The statuses a Trace Log record can have."""
 PROBLEM_CATEGORIES = ("action_execution_failed", "model_call_failed", "model_output_parse_error", "tool_call_failed")
+"""The problem categories a failed Trace Log record can name."""
 DETAILS = ("STANDARD", "VERBOSE")
-#: wrapper member -> its count member (STANDARD truncation of ``attributes``)
 TRUNCATION_WRAPPERS = {"truncatedString": "omittedChars", "truncatedList": "omittedElements",
                        "truncatedObject": "omittedFields"}
+"""wrapper member -> its count member (STANDARD truncation of ``attributes``)"""
 #: old Event Log (spec §14.4) lifecycle event types -> trace status of the action
 EVENT_LOG_LIFECYCLE = {"_execution_started_event": "started", "_execution_finished_event": "success",
                        "_execution_failed_event": "failed", "_execution_reused_event": "reused"}
@@ -319,7 +322,7 @@ class TraceLog(HtmlRepr):
 
     For example::
 
-        trace = ai.load_trace("traces/")
+        trace = ai.load_trace("sample_logs/production.trace.log")   # a file, a directory or a glob
         trace.summary()
     """
 

@@ -8,8 +8,8 @@ import pandas as pd
 
 __all__ = ["executions", "calls", "OBSERVED", "EXECUTION_COLUMNS", "CALL_COLUMNS"]
 
-#: observed outcome of an action execution
 OBSERVED = ("REUSE", "RERUN", "RESUME", "FAILED", "INCOMPLETE")
+"""observed outcome of an action execution"""
 EXECUTION_COLUMNS = ["order", "execution_id", "business_key", "agent_name", "action", "trigger_event_id",
                      "input_run_id", "statuses", "observed", "first", "last", "file", "line", "job_id", "subtask_id",
                      "problem_category", "error_message", "calls", "calls_replayed", "calls_executed",
@@ -43,6 +43,11 @@ def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     near-zero latency (at most ``cached_latency_ms`` after its ``started``, or no ``started``); a
     cached tool result reports ``created`` then its terminal status, with no ``started``.
     ``position`` is the n-th child of its parent execution (the n-th durable CallResult, §3.4).
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        ai.trace.calls(trace)[["entity_type", "replayed"]].value_counts()
     """
     good = trace.good
     kids = good[good["entity_type"].isin(_CHILD)]
@@ -88,6 +93,11 @@ def executions(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     the job stopped, or the trace is cut off). ``trigger_type`` / ``trigger_producer`` come from the
     trigger's ``event`` record when the trace has it; ``input_ordinal`` counts the key's
     ``_input_event`` records up to the trigger's root input (None when the lineage is not traced).
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        ai.trace.executions(trace)["observed"].value_counts()
     """
     good = trace.good
     acts = good[good["entity_type"] == "action"]

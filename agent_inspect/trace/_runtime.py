@@ -27,6 +27,11 @@ def call_entity(function_id: str | None) -> str | None:
     it: a sub-agent call id (``…#…``), a routed model call (``chat:<router>:<candidate>``,
     ``judge:<router>``; the ``route:`` decision is no model call), a ``chat_model`` / ``llm`` segment, a
     ``tools`` / ``tool`` segment. Pass your own classifier where your ids differ.
+
+    For example::
+
+        ai.trace.call_entity("chat_model.ask"), ai.trace.call_entity("tools.lookup_order")   # "llm", "tool"
+        ai.trace.call_entity("my_helper")                                                  # None: not traced
     """
     if not function_id:
         return None
@@ -94,6 +99,13 @@ def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Seque
     execution); an execution writes ``started``, its llm/tool records, its outputs, then ``success``
     or ``failed``; a cached LLM result is ``started``/``success`` at the same instant, a cached tool
     result ``created`` then its stored status. A lookup that fails the job writes nothing.
+
+    For example::
+
+        ex = ai.ReplayExecutor(log, markers=markers)
+        ex.run()
+        records = ai.trace.trace_from_executor(ex)     # the Trace Log a runtime writes for this run
+        len(records)
     """
     rng = random.Random(seed)
     clock = _Clock(int(start_ms), rng)

@@ -26,8 +26,8 @@ from agent_inspect.trace._runtime import call_entity
 __all__ = ["TokenLedger", "Prices", "token_ledger", "call_tokens", "parse_prices", "prices_from_toml",
            "TOKEN_ATTRIBUTES", "human_tokens"]
 
-#: trace ``attributes`` members holding an LLM execution's token counts: (input, output)
 TOKEN_ATTRIBUTES = ("promptTokens", "completionTokens")
+"""trace ``attributes`` members holding an LLM execution's token counts: (input, output)"""
 #: model (or function id) -> (USD per million input tokens, USD per million output tokens)
 Prices = Mapping[str, tuple[float, float]]
 CALL_TOKEN_COLUMNS = ["execution_id", "parent_execution_id", "business_key", "entity_name", "model", "replayed",
@@ -51,7 +51,13 @@ def _int(v: Any) -> int | None:
 
 def call_tokens(trace: Any) -> pd.DataFrame:
     """One row per ``llm`` execution of ``trace``: ids, key, name, model, ``replayed`` and the token counts its
-    records carry (``<NA>`` when none does)."""
+    records carry (``<NA>`` when none does).
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        ai.trace.call_tokens(trace).head()             # one row per llm execution
+    """
     calls = trace.calls()
     llm = calls[calls["entity_type"] == "llm"]
     good = trace.good
@@ -82,7 +88,12 @@ def call_tokens(trace: Any) -> pd.DataFrame:
 # -- prices ----------------------------------------------------------------------------------------
 
 def parse_prices(specs: Iterable[str]) -> dict[str, tuple[float, float]]:
-    """``["MODEL=IN/OUT", …]`` (USD per million input / output tokens) as a price table."""
+    """``["MODEL=IN/OUT", …]`` (USD per million input / output tokens) as a price table.
+
+    For example::
+
+        ai.trace.parse_prices(["qwen-max=1.6/6.4"])    # {"qwen-max": (1.6, 6.4)}
+    """
     out: dict[str, tuple[float, float]] = {}
     for spec in specs:
         model, eq, rest = str(spec).rpartition("=")
@@ -103,6 +114,10 @@ def prices_from_toml(text: str) -> dict[str, tuple[float, float]]:
         ["qwen-max"]
         input = 1.6
         output = 6.4
+
+    For example::
+
+        ai.trace.prices_from_toml('["qwen-max"]\\ninput = 1.6\\noutput = 6.4\\n')
     """
     try:
         data = tomllib.loads(text)
@@ -148,6 +163,12 @@ class TokenLedger(HtmlRepr):
     the earlier attempt's recorded calls) and, for the checked rule, observed in the trace. ``totals``:
     one row per rule (the checked rule first) with the same sums; ``observed``: the trace's sums.
     Cost is None without a price for the model.
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        ledger = ai.trace.token_ledger(v, prices={"*": (1.6, 6.4)})
+        ledger.totals, ledger.headline()
     """
 
     tasks: pd.DataFrame
@@ -261,6 +282,12 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
     then its function id (``"*"`` for any). ``baseline``: the trace of the first attempt, whose executed
     calls give each function id's tokens per call (default: the checked trace). ``plan`` / ``restore``: as
     given to ``verify`` (by default the plan is read from the trace again), for ``rules``.
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        ledger = ai.trace.token_ledger(v, rules=["fixed"])   # what fixed would have re-spent too
+        ledger.totals
     """
     v = verification
     trace = v.trace

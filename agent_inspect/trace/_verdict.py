@@ -11,22 +11,28 @@ __all__ = ["Verdict", "UNDETERMINED_CAUSES", "CONFIDENCES", "with_verdicts", "ov
 
 
 class Verdict(StrEnum):
-    """What the trace says about a prediction: ``agree``, ``disagree``, or ``undetermined`` (it cannot tell)."""
+    """What the trace says about a prediction: ``agree``, ``disagree``, or ``undetermined`` (it cannot tell).
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        v.verdict is ai.trace.Verdict.AGREE, v.verdict.value
+    """
 
     AGREE = "agree"
     DISAGREE = "disagree"
     UNDETERMINED = "undetermined"
 
 
-#: causes of a mismatch that mean "the log cannot tell", not "the prediction is wrong" -> why
 UNDETERMINED_CAUSES = {
     "agent-model": "the log-only agent cannot know what a re-executed action emits (pass agent=)",
     "invisible-reuse": "a reuse writes nothing to the log, so the log cannot show that branch",
     "trace-truncated": "the trace ends before the task (cut off, unreadable records, or the job stopped)",
     "weak-join": "the task was joined to its execution below the confidence asked for",
 }
-#: join confidence, weakest first (``verify(confidence=...)`` asks for at least one of these)
+"""causes of a mismatch that mean "the log cannot tell", not "the prediction is wrong" -> why"""
 CONFIDENCES = ("low", "medium", "high")
+"""join confidence, weakest first (``verify(confidence=...)`` asks for at least one of these)"""
 
 
 def with_verdicts(tasks: pd.DataFrame, *, confidence: str = "low") -> pd.DataFrame:

@@ -30,6 +30,12 @@ class Verification(HtmlRepr):
     durable llm/tool calls predicted to execute or be replayed against those the trace shows.
     ``ranking``: candidate rule/store-flavour pairs by agreement (when computed). ``agree`` is True when
     every task agrees (False when there is nothing to check).
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        v.verdict, v.totals, v.mismatches.head()
+        print(v.summary_text())
     """
 
     tasks: pd.DataFrame

@@ -27,13 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["verify", "Verification", "STORE_FLAVOURS", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
            "MARKER_CANDIDATES"]
 
-#: the rules ranked when explaining a mismatch or inferring what the job ran
 CANDIDATE_RULES = ("original", "fixed", "naive", "lookup-only", "branch-aware")
+"""the rules ranked when explaining a mismatch or inferring what the job ran"""
 #: how many inferred marker candidates (of confidence 0.3 or more) ``verify(infer=True)`` ranks beside the given ones
 MARKER_CANDIDATES = 3
-#: ``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)
 CAUSES = ("wrong-rule", "wrong-runtime", "markers", "invisible-reuse", "trace-only", "trace-missing",
           "trace-truncated", "agent-model", "unexplained", "weak-join")
+"""``cause`` values of a mismatch (``weak-join``: agrees, but joined below the confidence asked for)"""
 VERIFY_COLUMNS = ["key", "seq", "input", "action", "predicted", "observed", "agree", "join", "confidence",
                   "execution_id", "trigger_event_id", "event_id", "entry_pos", "calls_executed_predicted",
                   "calls_executed_observed", "calls_replayed_observed", "cause", "explanation", "first", "task"]
@@ -61,6 +61,12 @@ def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
     order: the rest of a key's tasks and executions aligned by action name (both sides dispatch
     FIFO per round, spec §9.3), confidence "medium". Tasks with no execution are observed
     ``ABSENT``; executions with no task are kept as rows with no prediction.
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        tasks = ai.predict(log, markers=markers).tasks
+        ai.trace.compare(tasks, ai.trace.executions(trace))[["key", "action", "agree"]].head()
     """
     rows: list[dict[str, Any]] = []
     ex_by_key = {str(k): g for k, g in execs.groupby("business_key", sort=False)} if len(execs) else {}
@@ -150,6 +156,12 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
     When the trace shows none, the log window's pending tasks (in-flight rounds brought back by 0.4+
     refresh rows) are used. Returns None when an input's attributes are truncated, or when the trace
     shows no input where the log's window replays some (then the log's plan is used).
+
+    For example::
+
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        plan = ai.trace.plan_from_trace(trace, log, markers=markers)   # the inputs the trace shows replayed
+        len(plan.inputs)
     """
     from agent_inspect.agents import AgentEvent
     from agent_inspect.recovery import PendingTask, ReplayInput, ReplayPlan
@@ -297,7 +309,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
 
     For example::
 
-        v = ai.verify(log, trace, markers=ai.samples.markers("production"))
+        trace = ai.load_trace("sample_logs/production.trace.log")
+        v = ai.verify(log, trace, markers=markers)
         v.verdict, v.totals            # agree / disagree / undetermined
     """
     from agent_inspect.recovery import Recovery, predict

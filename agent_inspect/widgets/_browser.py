@@ -48,6 +48,12 @@ class LogBrowser(w.VBox):
     status, event type and decode errors, plus the grid's own column filters; clicking a bar of the
     chart filters by its event type. Click a row (or enter a log position under "Record") to see
     that record's decoded value.
+
+    For example::
+
+        browser = ai.widgets.LogBrowser(log)            # or ai.inspect(log)
+        browser.set_filters(key="user-0011", seq="1-2")
+        browser.show_record(1388)
     """
 
     def __init__(self, source: RecordSource, *, height: int = 360, columns: tuple[str, ...] | None = None) -> None:

@@ -31,6 +31,10 @@ class RuleComparison(w.VBox):
 
     Accepts the long form (one row per rule and case or key, one column per metric) or an already
     pivoted matrix (rules as index, cases as columns).
+
+    For example::
+
+        ai.widgets.RuleComparison(ai.cases.compare("cases/G01.toml", rules=["original", "fixed"]), metric="reruns")
     """
 
     def __init__(self, frame: pd.DataFrame, *, metric: str | None = None, height: int = 360) -> None:

@@ -37,6 +37,11 @@ class DiffView(w.VBox):
     same / changed / only in a / only in b (``.ai-diff-graph``), and the field diff of the pairs with the
     key's first divergence highlighted (``.ai-diff-fields``, row ``.ai-first-divergence``). Clicking a
     mark selects its pair; "Explain" (``.ai-diff-explain-button``) shows why side b reused or reran it.
+
+    For example::
+
+        d = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+        ai.widgets.DiffView(d, key="user-0011")        # or ai.inspect(d)
     """
 
     def __init__(self, diff: Diff, *, key: str | None = None) -> None:

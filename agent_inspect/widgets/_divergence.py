@@ -31,6 +31,11 @@ class DivergenceView(w.VBox):
     decoded), the attribute diff the reconstruction computed and the cache removals (evictions,
     invalidations) the divergence caused. Up to four records sit side by side; "next" / "previous" page
     through every record of the divergence ("n more" says how many are left).
+
+    For example::
+
+        result = ai.reconstruct(log, markers=markers)
+        ai.widgets.DivergenceView(result, key="user-0011")
     """
 
     def __init__(self, result: Any, *, key: str | None = None) -> None:

@@ -28,7 +28,13 @@ class ExplainView(w.VBox):
     """An :class:`~agent_inspect.diffing.Explanation`: the chain from the task's outcome back to its cause
     (``.ai-explain-step`` items, the cause last and marked ``.ai-explain-cause``), the cost downstream,
     other rules' outcomes, and a button per linked record (``.ai-explain-record``) that opens the record
-    in a log browser below (``log=``: the log the explanation's positions refer to)."""
+    in a log browser below (``log=``: the log the explanation's positions refer to).
+
+    For example::
+
+        e = ai.explain(log, "user-0001", 1, "chat", markers=markers)
+        ai.widgets.ExplainView(e, log=log)             # or ai.inspect(e)
+    """
 
     def __init__(self, explanation: Explanation, *, log: LogLike | None = None) -> None:
         super().__init__()

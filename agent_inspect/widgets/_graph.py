@@ -86,6 +86,11 @@ class GraphView(w.VBox):
     one node per attempt (⯃), per range of rounds when an attempt has over 40, and per round (⬢),
     labelled, collapsed: click a group to expand it,
     "collapse all" folds them again. ``graph`` is the whole graph, ``shown`` what is drawn.
+
+    For example::
+
+        view = ai.widgets.GraphView(ai.reconstruct(log, markers=markers), "user-0011", seq=1)
+        view.show_round(2)
     """
 
     _css = "ai-graph"
@@ -433,6 +438,11 @@ class SubagentTreeView(GraphView):
     recovery replays it from the record or the child produces it again. Evicted or invalidated children are
     outlined in red; unattributed calls are drawn with ✕. By default every round of the key with sub-agent
     calls is drawn side by side (up to 12); the Round box picks one (type its seq).
+
+    For example::
+
+        sample = ai.samples.scenario("subagents")
+        ai.widgets.SubagentTreeView(ai.reconstruct(sample.log, markers=sample.markers))
     """
 
     _css = "ai-subagent-tree"

@@ -142,6 +142,13 @@ class DataGrid(anywidget.AnyWidget):
     clicked row. ``set_rows(positions)`` restricts the grid to some rows of the frame (a view's
     own filters); the grid's column filters and sort apply on top. ``sort_by``, ``set_filter``
     and ``scroll_to`` do from Python what the header, the filter boxes and the scrollbar do.
+
+    For example::
+
+        grid = ai.widgets.DataGrid(log.records, columns=["business_key", "seq", "completed"], sort=("seq", False))
+        grid.set_filter("business_key", "user-0011")
+        grid.on_select(lambda label, row: print(label, row["seq"]))
+        grid                                           # the rows in view travel to the browser, the frame stays here
     """
 
     _esm = _STATIC / "grid.js"

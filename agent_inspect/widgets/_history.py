@@ -37,6 +37,11 @@ class KeyHistory(anywidget.AnyWidget):
     ``(partition, offset)`` pair), expanded with that record highlighted. Methods mirror the buttons:
     :meth:`expand`, :meth:`goto_page`, :meth:`jump_to_first_divergence`, :meth:`next_rerun`,
     :meth:`search`; :meth:`record_json` and :meth:`snippet` are what "copy JSON" and "copy link" copy.
+
+    For example::
+
+        view = ai.widgets.KeyHistory(ai.reconstruct(log, markers=markers), "user-0011")
+        view.search("order"), view.jump_to_first_divergence()
     """
 
     _esm = _STATIC / "history.js"

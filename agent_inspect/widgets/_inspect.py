@@ -107,8 +107,9 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
 
     For example::
 
-        ai.inspect(result)                                   # the view for a log, result, prediction, executor…
-        ai.inspect(result, business_key="user-42", record=7)
+        result = ai.reconstruct(log, markers=markers)
+        ai.inspect(result)                               # the view for a log, result, prediction, executor…
+        ai.inspect(result, business_key="user-0011", record=1388)
     """
     settings = {name: options.pop(name) for name in RecoveryOverrides.__optional_keys__ & set(options)}
     settings = {name: value for name, value in settings.items() if value is not None}

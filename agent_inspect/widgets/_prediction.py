@@ -33,6 +33,10 @@ class PredictionView(w.VBox):
     calls executed for real or served from the journal, by function id) and its rows in a grid.
     Bottom: the tasks in a grid (sorted and filtered in the kernel), re-runs and evictions first (dispatch
     order within each), filterable by key.
+
+    For example::
+
+        ai.widgets.PredictionView(ai.predict(log, markers=markers))   # or ai.inspect(prediction)
     """
 
     def __init__(self, prediction: PredictionLike) -> None:

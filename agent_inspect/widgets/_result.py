@@ -34,6 +34,10 @@ class ResultInspector(w.VBox):
     the History, Timeline, Divergences, Graph and Sub-agents tabs. Picking a key (or passing ``key=``)
     shows its History, the compact one-line-per-execution view. The graph opens on the key's first
     divergent round. Tabs are built when first opened or when the key changes.
+
+    For example::
+
+        ai.widgets.ResultInspector(ai.reconstruct(log, markers=markers), key="user-0011")
     """
 
     TABS = ("Records", "History", "Timeline", "Divergences", "Graph", "Sub-agents", "Lints")

@@ -36,6 +36,11 @@ class FleetScanView(w.VBox):
       (again to reverse), type in a filter box to filter, scroll for more;
     - click a row to open its key's reconstruction below (from the scan's Parquet output when it has
       one, else from the source), in the usual inspector.
+
+    For example::
+
+        result = ai.scan("sample_logs/production.jsonl", markers=markers)
+        ai.widgets.FleetScanView(result, rule="fixed")  # or ai.inspect(result)
     """
 
     def __init__(self, result: ScanResult, *, rule: str | None = None) -> None:
@@ -162,7 +167,13 @@ class FleetScanView(w.VBox):
 
 
 def scan_histograms(result: ScanResult, rule: str) -> go.Figure:
-    """History size and re-executed calls per key under ``rule``, as a plain figure (the report's; no widget)."""
+    """History size and re-executed calls per key under ``rule``, as a plain figure (the report's; no widget).
+
+    For example::
+
+        result = ai.scan("sample_logs/production.jsonl", markers=markers)
+        ai.widgets.scan_histograms(result, "original").to_html(include_plotlyjs=False)[:40]
+    """
     figure = make_subplots(rows=1, cols=2, subplot_titles=(
         "history size per key (bytes)", "durable calls re-executed per key"))
     figure.update_layout(height=280, margin=dict(l=50, r=10, t=40, b=45), showlegend=False, bargap=0.05)

@@ -80,6 +80,11 @@ class ReplayStepper(w.VBox):
     read as, the executor's counters (:data:`COUNTER_WORDS`: each named after what it counts, with a tooltip),
     the current step's detail, a live timeline of all steps so far (x = step, y = seq, colour = step kind), the
     simulated store entries of the current step's key and the simulated memory.
+
+    For example::
+
+        stepper = ai.widgets.ReplayStepper(ai.ReplayExecutor(log, markers=markers))
+        stepper.step(); stepper.run()                   # what the buttons do
     """
 
     def __init__(self, executor: ExecutorState, *, height: int = 320) -> None:

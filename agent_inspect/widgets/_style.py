@@ -29,7 +29,6 @@ class Shade(NamedTuple):
     dark: str
 
 
-#: The semantic palette. Text in any role reads at ≥ 4.5:1 on JupyterLab's light and dark backgrounds.
 PALETTE: Mapping[str, Shade] = {
     "good": Shade("#1a7f37", "#3fb950"),  # agrees, live, reused
     "bad": Shade("#c62828", "#f85149"),  # disagrees, evicted
@@ -47,6 +46,7 @@ PALETTE: Mapping[str, Shade] = {
     "paper": Shade("#ffffff", "#0d1117"),  # background (the static report; JupyterLab has its own)
     "heat": Shade("#e29393", "#823130"),  # the hot end of a heatmap: half "bad" on paper, "ink" text reads on it
 }
+"""The semantic palette. Text in any role reads at ≥ 4.5:1 on JupyterLab's light and dark backgrounds."""
 
 
 def colour(role: str) -> str:
@@ -65,7 +65,13 @@ def _declarations(variant: str) -> str:
 
 def palette_css(*, jupyterlab: bool = True) -> str:
     """The palette as ``--ai-<role>`` custom properties: switched by JupyterLab's theme, or by the reader's
-    ``prefers-color-scheme`` (``jupyterlab=False``, the static report)."""
+    ``prefers-color-scheme`` (``jupyterlab=False``, the static report).
+
+    For example::
+
+        css = ai.widgets.palette_css(jupyterlab=False)  # --ai-<role> properties for prefers-color-scheme
+        css.splitlines()[0]
+    """
     light, dark = _declarations("light"), _declarations("dark")
     if jupyterlab:
         return f':root{{{light}}}\nbody[data-jp-theme-light="false"]{{{dark}}}\n'

@@ -122,7 +122,13 @@ class _KeyPane(w.VBox):
 
 
 class LiveKeyTimeline(_KeyPane):
-    """The key timeline of the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
+    """The key timeline of the newest window (a :class:`~agent_inspect._types.LogViewer`).
+
+    For example::
+
+        view = ai.widgets.LiveKeyTimeline("user-0011")   # a view for ai.tail(..., views=[view])
+        view.show_log(log)
+    """
 
     def __init__(self, key: str | None = None) -> None:
         super().__init__(key, "ai-live-timeline")
@@ -147,7 +153,13 @@ class LiveKeyTimeline(_KeyPane):
 
 class LiveKeyHistory(_KeyPane):
     """The compact history of the followed key in the newest window, updated in place (a
-    :class:`~agent_inspect._types.LogViewer`): the page, the search and the opened lines survive an update."""
+    :class:`~agent_inspect._types.LogViewer`): the page, the search and the opened lines survive an update.
+
+    For example::
+
+        view = ai.widgets.LiveKeyHistory("user-0011")    # a view for ai.tail(..., views=[view])
+        view.show_log(log, rule="fixed")
+    """
 
     def __init__(self, key: str | None = None) -> None:
         super().__init__(key, "ai-live-history")
@@ -171,7 +183,13 @@ class LiveKeyHistory(_KeyPane):
 
 
 class LiveDivergences(w.VBox):
-    """The divergences of the followed key in the newest window (a :class:`~agent_inspect._types.LogViewer`)."""
+    """The divergences of the followed key in the newest window (a :class:`~agent_inspect._types.LogViewer`).
+
+    For example::
+
+        view = ai.widgets.LiveDivergences("user-0011")   # a view for ai.tail(..., views=[view])
+        view.show_log(log)                               # what the tail does with each new window
+    """
 
     def __init__(self, key: str | None = None) -> None:
         super().__init__()
@@ -229,6 +247,16 @@ class LiveTail(w.VBox):
     consumer closes; the badge says "idle") and it reads on from where it stopped as soon as a view
     appears. Views send a heartbeat every ``heartbeat`` seconds; ``grace`` outlasts a background tab's
     throttled timers (about once a minute in chromium).
+
+    For example::
+
+        class Replay:                                    # a Follower handing out the sample once (ai.tail reads Kafka)
+            info, batches = log.source, [log.raw]
+            def poll(self): return self.batches.pop() if self.batches else ai.raw.RawBatch()
+            def close(self): pass
+
+        tail = ai.widgets.LiveTail(ai.log.LiveLog(Replay(), window=500), views=[ai.widgets.LiveKeyTimeline()])
+        tail.stop()
     """
 
     #: seconds without any view on a page before polling idles

@@ -73,6 +73,10 @@ class KeyTimeline(w.VBox):
     the divergence: the rule, its cause and what it removed. Click a point to see the record's status,
     reason and decoded value below the chart. Above :data:`LOD_POINTS` records in view the chart shows counts
     per status per bin; zoom in and the kernel sends the records of the zoomed range.
+
+    For example::
+
+        ai.widgets.KeyTimeline(ai.reconstruct(log, markers=markers), "user-0011")
     """
 
     def __init__(self, source: RecordSource, key: str | None = None, *, height: int = 380) -> None:
@@ -177,7 +181,13 @@ class KeyTimeline(w.VBox):
 
 
 def timeline_figure(source: RecordSource, key: str | None = None, *, height: int = 380) -> go.Figure:
-    """The key timeline as a plain figure with its hover text inside (the static report's; no widget)."""
+    """The key timeline as a plain figure with its hover text inside (the static report's; no widget).
+
+    For example::
+
+        figure = ai.widgets.timeline_figure(ai.reconstruct(log, markers=markers), "user-0011")   # a plotly figure
+        figure.layout.title.text
+    """
     data = _TimelineData(source, key)
     figure = data.figure(height=height, hover=True)
     figure.add_traces(data.traces(None, None, hover=True)[0])

@@ -54,6 +54,11 @@ class VerificationView(w.VBox):
     a lane above each key shows the outcome the trace observed. Click a marker (or pick a task from
     the list) to see the task, the trace records of its execution and the action-state records it is
     joined to.
+
+    For example::
+
+        v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
+        ai.widgets.VerificationView(v)                  # or ai.inspect(v)
     """
 
     def __init__(self, verification: VerificationLike, *, max_rows: int = 400) -> None:

@@ -36,10 +36,13 @@ NOTEBOOKS = REPO / "notebooks"
 
 
 def public_packages() -> list[str]:
-    """``agent_inspect`` and each public subpackage it lists, in layer order."""
+    """``agent_inspect`` and each public subpackage it lists, in layer order, with the engine's public seams
+    (``agent_inspect.recovery.engine``) after ``recovery``."""
     import agent_inspect
 
-    return ["agent_inspect", *(f"agent_inspect.{name}" for name in agent_inspect._SUBMODULES)]
+    packages = ["agent_inspect", *(f"agent_inspect.{name}" for name in agent_inspect._SUBMODULES)]
+    at = packages.index("agent_inspect.recovery") + 1
+    return [*packages[:at], "agent_inspect.recovery.engine", *packages[at:]]
 
 
 def public_names(package: str) -> list[str]:
@@ -115,6 +118,10 @@ def api_index(pages: dict[str, tuple[str, list[str], dict[str, str]]]) -> str:
              "Generated from the docstrings at build time: every name of `agent_inspect.__all__` and of each public "
              "subpackage's `__all__`, with its signature. Modules whose names start with `_` are private and are "
              "not documented; import from the packages below.", "",
+             "Every example here runs as written in the test suite (`tests/docs/test_docs_examples.py`) and "
+             "assumes only this, offline, from a checkout's root:", "",
+             "```python", "import agent_inspect as ai", "log = ai.load(ai.samples.path(\"production\"))",
+             "markers = ai.samples.markers(\"production\")", "```", "",
              "| Package | Public names | What it is |", "| --- | --- | --- |"]
     for package, (title, rendered, elsewhere) in pages.items():
         slug = package.replace("agent_inspect.", "") if package != "agent_inspect" else "agent_inspect"

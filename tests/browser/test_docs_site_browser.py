@@ -1,5 +1,6 @@
 """The documentation site in chromium: home, a guide, an API page and a rendered notebook, at a phone and a desktop
-width, in light and dark, each with no console error and no failed request; screenshots in the artifacts."""
+width, in light and dark, each with no console error and no failed request; screenshots in the artifacts. The
+concepts' Mermaid diagrams render with every non-loopback request refused (the site serves its own Mermaid)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -63,5 +65,44 @@ def test_page_renders_without_console_errors(browser: object, site_url: str, art
         assert palette == ("slate" if scheme == "dark" else "default")
         page.screenshot(path=str(artifacts / f"docs-{name}-{width}-{scheme}.png"), full_page=False)
         assert errors == [], errors
+    finally:
+        context.close()
+
+
+# Material renders each diagram into a closed shadow root; opened here so the test can see the svg inside.
+OPEN_SHADOW_ROOTS = """
+const attach = Element.prototype.attachShadow;
+Element.prototype.attachShadow = function (init) { return attach.call(this, {...init, mode: "open"}); };
+"""
+
+
+def test_mermaid_renders_offline(browser: object, site_url: str, artifacts: Path) -> None:
+    context = browser.new_context(viewport=VIEWPORTS["desktop"])  # type: ignore[attr-defined]
+    try:
+        refused: list[str] = []
+
+        def only_loopback(route: object) -> None:
+            url = route.request.url  # type: ignore[attr-defined]
+            if urlsplit(url).hostname in ("127.0.0.1", "localhost"):
+                route.continue_()  # type: ignore[attr-defined]
+            else:
+                refused.append(url)
+                route.abort()  # type: ignore[attr-defined]
+
+        context.route("**/*", only_loopback)
+        context.add_init_script(OPEN_SHADOW_ROOTS)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        response = page.goto(site_url + "concepts/outcomes/", wait_until="networkidle")
+        assert response is not None and response.ok
+        diagram = page.locator("article div.mermaid svg").first
+        diagram.wait_for(state="attached", timeout=20_000)
+        labels = diagram.text_content() or ""
+        assert "RERUN: the body runs again with every durable call" in labels
+        assert "NOT DISPATCHED" in labels
+        page.screenshot(path=str(artifacts / "docs-mermaid-offline.png"), full_page=False)
+        assert refused == [] and errors == [], (refused, errors)
     finally:
         context.close()

@@ -50,7 +50,8 @@ def _public_surface() -> list[tuple[str, str]]:
     import agent_inspect
 
     out = []
-    for package in ["agent_inspect", *(f"agent_inspect.{n}" for n in agent_inspect._SUBMODULES)]:
+    for package in ["agent_inspect", *(f"agent_inspect.{n}" for n in agent_inspect._SUBMODULES),
+                    "agent_inspect.recovery.engine"]:
         module = importlib.import_module(package)
         out += [(package, n) for n in module.__all__ if not inspect.ismodule(getattr(module, n))]
     return out
