@@ -66,7 +66,14 @@ class StateInfo:
 class StateValue:
     """One list element or map value: its ``value`` when ``decoded`` (a POJO as a dict of its fields), its
     ``size`` in bytes (None where the layout gives an undecodable value no length) and the ``serializer`` that
-    wrote it; ``why`` says why it was not decoded."""
+    wrote it; ``why`` says why it was not decoded.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
+        (task,) = chk.keyed.action_tasks["user-0009"]  # a StateValue per pending ActionTask
+        task.decoded, task.value, task.size
+    """
 
     serializer: str
     size: int | None

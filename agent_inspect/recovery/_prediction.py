@@ -68,7 +68,12 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
 
 def lookup_words(action: object, key: object, seq: object) -> str:
     """A task's lookup named by what a reader sees of it, action, key and seq: "the lookup of audit (user-0019,
-    seq 3)" (a dispatch index would mean nothing outside the tasks table)."""
+    seq 3)" (a dispatch index would mean nothing outside the tasks table).
+
+    For example::
+
+        ai.recovery.lookup_words("audit", "user-0019", 3)   # 'the lookup of audit (user-0019, seq 3)'
+    """
     return f"the lookup of {action} ({key}, seq {seq})"
 
 
