@@ -4,6 +4,7 @@ the runtime with its evidence and the 0.4 lineage-rule count in the log's HTML v
 from __future__ import annotations
 
 import html
+import re
 
 import agent_inspect as ai
 from agent_inspect.log import SUMMARY_LABELS, rule_label, runtime_text, summary_facts
@@ -39,9 +40,12 @@ def test_the_log_view_shows_the_runtime_and_the_lineage_rule_count() -> None:
     log = _log([(_key(1), initial), (_key(1), _completed(lineage=False)),
                 (_key(2, "j"), initial), (_key(2, "j"), _completed(lineage=True))])
     page = log._repr_html_()
-    assert "<th>records pinned by the 0.4 lineage rule</th><td>1</td>" in page
+    # the label carries its glossary tooltip
+    assert re.search(r'<th><span class="ai-term" title="[^"]+">records pinned by the 0.4 lineage rule</span></th>'
+                     r"<td>1</td>", page)
     evidence = html.escape(log.runtime().evidence)
-    assert f"<th>runtime that wrote the log</th><td>0.3 (inferred: {evidence}; default rule original)</td>" in page
+    assert re.search(r'<th>(<span class="ai-term" title="[^"]+">)?runtime that wrote the log(</span>)?</th>'
+                     + re.escape(f"<td>0.3 (inferred: {evidence}; default rule original)</td>"), page)
     assert "value_formats_by_lineage_rule" not in page
 
 

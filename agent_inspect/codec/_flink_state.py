@@ -70,9 +70,7 @@ class StateValue:
 
     For example::
 
-        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
-        (task,) = chk.keyed.action_tasks["user-0009"]  # a StateValue per pending ActionTask
-        task.decoded, task.value, task.size
+        ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints").keyed.action_tasks["user-0009"]
     """
 
     serializer: str
