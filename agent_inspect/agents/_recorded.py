@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect.agents._protocol import (
@@ -35,6 +36,18 @@ class AsRecordedAgent(BaseAgent):
         agent = ai.agents.AsRecordedAgent(log)          # what predict and the executor use by default
         ai.predict(log, markers=markers, agent=agent).tasks["outcome"].value_counts()
     """
+
+    @classmethod
+    def of(cls, log: ActionStateLog) -> AsRecordedAgent:
+        """The agent of ``log``, built once per log: it holds nothing between runs, so ``predict``, ``reconstruct``
+        and the default plan share it (building it reads every record's value)."""
+        try:
+            return _BY_LOG[log]
+        except KeyError:
+            agent = _BY_LOG[log] = cls(log)
+            return agent
+        except TypeError:   # a log that cannot be weakly referenced
+            return cls(log)
 
     def __init__(self, log: ActionStateLog) -> None:
         self._log = log
@@ -150,3 +163,6 @@ def _attrs(ev: Any) -> dict[str, Any]:
     except Exception:  # noqa: BLE001 - undecodable attributes: treat as empty rather than fail the replay
         return {}
     return attrs if isinstance(attrs, dict) else {}
+
+
+_BY_LOG: weakref.WeakKeyDictionary[Any, AsRecordedAgent] = weakref.WeakKeyDictionary()

@@ -238,7 +238,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     to_business = {k: i.business_key for k, i in plan.keys.items()}
     info = resolve_runtime(runtime, log)
     window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
-    agent = AsRecordedAgent(log)          # stateless between predictions: one for every rule
+    agent = AsRecordedAgent.of(log)          # stateless between predictions: one for every rule
     refresh = refresh_positions(log, info)    # not attempts: the history is read without them, as reconstruct does
     a = pd.to_numeric(annotate(records.drop(index=sorted(refresh)) if refresh else records)["attempt"]
                       .reindex(records.index), errors="coerce")

@@ -311,7 +311,7 @@ def _action_names(log: ActionStateLog) -> dict[str, str]:
     """Action UUID -> the action name :class:`~agent_inspect.agents.AsRecordedAgent` gives it."""
     from agent_inspect.agents import AsRecordedAgent
 
-    agent = AsRecordedAgent(log)
+    agent = AsRecordedAgent.of(log)
     fmt = str(log.records["key_format"].dropna().iloc[0]) if log.records["key_format"].notna().any() else "K1.5"
     return {agent.action_uuid(d.name, fmt): d.name for d in agent.actions}
 

@@ -221,7 +221,7 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
         if agent is None:
             from agent_inspect.agents import AsRecordedAgent
 
-            agent = AsRecordedAgent(source)
+            agent = AsRecordedAgent.of(source)
         if session is None:
             session = settings.rebuild(source)
     sim = simulate(plan, cast("Agent", agent), session, log=log, new_id=new_id,

@@ -253,7 +253,7 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession,
         plan = settings.replay_plan(log)
     except RecoveryError:   # the window holds no input and nothing in flight: nothing replays
         return {}
-    agent = cast("Agent", settings.agent) if settings.agent is not None else AsRecordedAgent(log)
+    agent = cast("Agent", settings.agent) if settings.agent is not None else AsRecordedAgent.of(log)
     sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     for row in sim.rows:

@@ -39,7 +39,7 @@ def _action_names(log: Any) -> dict[str, str]:
     from agent_inspect.agents import AsRecordedAgent
 
     try:
-        agent = AsRecordedAgent(log)
+        agent = AsRecordedAgent.of(log)
     except Exception:  # noqa: BLE001 - a log the agent model cannot read still joins by id and K2 name UUIDs
         return {}
     names = {}
