@@ -10,8 +10,9 @@ itself (``Store``, ``RecoverySession``, ``DivergenceRule``) lives in :mod:`agent
 from __future__ import annotations
 
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
+from agent_inspect.recovery._events import agent_event
 from agent_inspect.recovery._lints import LINTS, lint
-from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan, agent_event
+from agent_inspect.recovery._plan import KeyIdentity, PendingTask, ReplayInput, ReplayPlan
 from agent_inspect.recovery._predict import NOT_DISPATCHED, Prediction, Simulation, predict, simulate
 from agent_inspect.recovery._prediction import (
     IMPACT_ORDER,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from msgspec import Raw
+
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.codec import Event as CodecEvent
 
-__all__ = ["IdSource", "event_from_record", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
+__all__ = ["IdSource", "event_from_record", "agent_event", "fingerprint_of_raw", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
 
 SUBAGENT_EVENT_CLASS = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
 """The Java ``@class`` of the wrapper event that carries a sub-agent call."""
@@ -49,8 +52,6 @@ def event_from_record(event: Any) -> AgentEvent:
     if isinstance(event, AgentEvent):
         return event
     if type(event) is CodecEvent and event.type is not None:   # the common case: fingerprint once per bytes
-        from agent_inspect.recovery._plan import agent_event
-
         return agent_event(event)
     get = event.get if isinstance(event, Mapping) else (lambda n, d=None: getattr(event, n, d))
 
@@ -92,3 +93,32 @@ def wrap_subagent(scope: str, session_id: str, call_id: str, event_type: str,
     attrs = {"targetScope": scope, "callId": call_id, "sessionId": session_id,
              "delegateType": event_type, "delegateAttributes": dict(attributes)}
     return AgentEvent(SUBAGENT_EVENT, attrs, event_id, SUBAGENT_EVENT_CLASS, upstream_event_id, upstream_action)
+
+
+def agent_event(ev: Any, **changes: Any) -> AgentEvent:
+    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``), with ``changes``
+    (e.g. a re-bound lineage). Its fingerprint is read from the record's attribute bytes, once per distinct
+    bytes (a record's events are replayed again under every rule and by every reuse).
+
+    For example::
+
+        state = log.value(0)                          # a decoded record (ai.codec.ActionState)
+        ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
+    """
+    attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
+    fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
+                              "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,
+                              "upstream_action": ev.upstream_action_name, **changes}
+    out = AgentEvent(**fields)
+    raw = getattr(ev, "attributes", None)
+    if isinstance(attrs, dict) and isinstance(raw, bytes | Raw):
+        out.__dict__["fingerprint"] = fingerprint_of_raw(bytes(raw))   # the cached_property's slot
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def fingerprint_of_raw(raw: bytes) -> str:
+    """The event UUID of an event's stored attribute bytes, computed once per distinct bytes."""
+    from agent_inspect.codec import event_uuid
+
+    return event_uuid(raw)

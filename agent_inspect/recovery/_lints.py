@@ -145,7 +145,7 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     from agent_inspect.codec import event_uuid
-    from agent_inspect.recovery._plan import fingerprint_of_raw
+    from agent_inspect.recovery._events import fingerprint_of_raw
 
     live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
     if "value_format" in live:

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from msgspec import Raw
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.recovery._events import agent_event
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
-    from agent_inspect.recovery._refresh import Queued, RetainedRounds
-    from agent_inspect.store import Entry, Task
+    from agent_inspect.recovery._refresh import RetainedRounds
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
 
@@ -225,10 +223,9 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
     if not rounds:
         return ()
     names = _action_names(log)
-    recs = log.records
     pending = []
     for (bk, seq), positions in rounds.items():
-        rows = recs.loc[positions]
+        rows = tasks.loc[positions]
         emitted = {eid for outs in rows["output_event_ids"] for eid in (outs or ())}
         first = rows.drop_duplicates("state_key")
         for pos, trigger, action_uuid in zip(first.index.tolist(), first["task_event_id"].astype(object),
@@ -280,33 +277,6 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
             "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)
 
 
-def queued_tasks(retained: RetainedRounds | None, value: Any, entries: list[Entry]) -> list[tuple[Queued, Task]]:
-    """The store tasks of the tasks the restored checkpoint held queued in the round of ``entries`` (its cached
-    entries), as the restore re-submits them (spec §9.5 step 2): those whose state key none of them has, each
-    beside the :class:`~agent_inspect.recovery._refresh.Queued` it comes from."""
-    from agent_inspect.codec import event_uuid
-    from agent_inspect.recovery._refresh import queued_event
-    from agent_inspect.store import Task
-
-    head = entries[0] if entries else None
-    todo = retained.queued.get((head.business_key, head.seq), ()) if head and retained and value is not None else ()
-    if head is None or not todo:
-        return []
-    ident = key_identity(head.business_key, head.state_key)
-    seen = {e.state_key for e in entries}
-    tasks = []
-    for q in todo:
-        ev = queued_event(value, q)
-        fp = event_uuid(ev.attrs())
-        sk = ident.state_key(head.seq, fp, q.action_uuid)
-        if sk not in seen:
-            seen.add(sk)
-            tasks.append((q, Task(business_key=head.business_key, seq=head.seq, state_key=sk, event_uuid=fp,
-                                  action_uuid=q.action_uuid, event_id=ev.id, event_type=ev.type,
-                                  key_format=head.key_format, key_text=head.key_text)))
-    return tasks
-
-
 def _action_names(log: ActionStateLog) -> dict[str, str]:
     """Action UUID -> the action name :class:`~agent_inspect.agents.AsRecordedAgent` gives it."""
     from agent_inspect.agents import AsRecordedAgent
@@ -322,35 +292,6 @@ def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
     if ev is None:
         raise RecoveryError(f"record {pos} has no task event; pass a ReplayPlan with the inputs")
     return agent_event(ev)
-
-
-def agent_event(ev: Any, **changes: Any) -> AgentEvent:
-    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``), with ``changes``
-    (e.g. a re-bound lineage). Its fingerprint is read from the record's attribute bytes, once per distinct
-    bytes (a record's events are replayed again under every rule and by every reuse).
-
-    For example::
-
-        state = log.value(0)                          # a decoded record (ai.codec.ActionState)
-        ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
-    """
-    attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
-    fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
-                              "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,
-                              "upstream_action": ev.upstream_action_name, **changes}
-    out = AgentEvent(**fields)
-    raw = getattr(ev, "attributes", None)
-    if isinstance(attrs, dict) and isinstance(raw, bytes | Raw):
-        out.__dict__["fingerprint"] = fingerprint_of_raw(bytes(raw))   # the cached_property's slot
-    return out
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def fingerprint_of_raw(raw: bytes) -> str:
-    """The event UUID of an event's stored attribute bytes, computed once per distinct bytes."""
-    from agent_inspect.codec import event_uuid
-
-    return event_uuid(raw)
 
 
 def key_identity(business_key: str, state_key: str) -> KeyIdentity:

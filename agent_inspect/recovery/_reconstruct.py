@@ -211,7 +211,7 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
     outcomes: dict[int, tuple[str, str | None, str]] = {}
     causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
     if replay and len(session.store):
-        outcomes = _replay(log, settings, session, causes)
+        outcomes = _replay(log, settings, session, causes, refresh)
     idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
     frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
                       frozenset(p for p in idle if p is not None))
@@ -238,8 +238,8 @@ def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, p
     return history, ann
 
 
-def _replay(log: Any, settings: Recovery, session: RecoverySession,
-            causes: RemovalCauses) -> dict[int, tuple[str, str | None, str]]:
+def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: RemovalCauses,
+            refresh: frozenset[int]) -> dict[int, tuple[str, str | None, str]]:
     """The replay plan run on the recovery engine (``predict``'s run), each task's outcome on the cached record it
     looked up (or, when its lookups removed that record, on the record the rebuild cached for its state key)."""
     from agent_inspect.agents import AsRecordedAgent
@@ -250,7 +250,7 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession,
                             "for one key), or replay=False for the rebuild alone")
     cached = {e.state_key: e.pos for e in session.store.entries() if e.pos is not None}
     try:
-        plan = settings.replay_plan(log)
+        plan = settings.replay_plan(log, refresh=refresh)
     except RecoveryError:   # the window holds no input and nothing in flight: nothing replays
         return {}
     agent = cast("Agent", settings.agent) if settings.agent is not None else AsRecordedAgent.of(log)

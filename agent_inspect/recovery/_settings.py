@@ -8,7 +8,7 @@ log's runtime ships; any other rule is a what-if, and says so (:attr:`Recovery.w
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
@@ -154,8 +154,9 @@ class Recovery:
             merged["runtime"] = self.runtime
         return Recovery.for_log(log, **merged)
 
-    def replay_plan(self, log: LogLike | None) -> ReplayPlan:
-        """The plan this recovery replays: the given one, else the log's own later attempt in the rebuild window."""
+    def replay_plan(self, log: LogLike | None, *, refresh: Collection[int] | None = None) -> ReplayPlan:
+        """The plan this recovery replays: the given one, else the log's own later attempt in the rebuild window
+        (``refresh``: the log's refresh-row positions when the caller has them, else they are found again)."""
         if self.plan is not None:
             return self.plan
         if log is None:
@@ -163,7 +164,7 @@ class Recovery:
         from agent_inspect.recovery._plan import ReplayPlan
 
         return ReplayPlan.from_log(cast("ActionStateLog", log), markers=self.markers, runtime=self.runtime,
-                                   kafka_pending=self.model.kafka_pending)
+                                   kafka_pending=self.model.kafka_pending, refresh=refresh)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
         """The session a restore under these settings rebuilds from ``log`` (empty without a log).
