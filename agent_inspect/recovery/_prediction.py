@@ -96,9 +96,9 @@ class RemovalCauses:
 
     For example::
 
-        session = ai.recovery.rebuild(log, "original", markers)
-        causes = ai.recovery.RemovalCauses(session.events)   # the rebuild's removals, in words
-        [causes.reason(e) for e in session.events[:2]]
+        events = ai.reconstruct(log, markers=markers).session.events   # the rebuild's and the replay's
+        causes = ai.recovery.RemovalCauses(events)
+        [causes.status_reason(e) for e in events[:2]]      # why each removed record has its status
     """
 
     def __init__(self, events: Iterable[CacheEvent] = ()) -> None:
@@ -157,8 +157,8 @@ def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | N
 
     For example::
 
-        session = ai.recovery.rebuild(log, "original", markers)
-        [ai.recovery.removal_reason(event) for event in session.events[:3]]
+        events = ai.reconstruct(log, markers=markers).session.events
+        [ai.recovery.removal_reason(event) for event in events[:3]]
     """
     n = len(event.removed)
     what = _REMOVAL_WHAT.get(event.op, f"({event.op})").format(key=event.business_key, seq=event.seq)
