@@ -371,12 +371,15 @@ def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame) -> E
     if div is not None:
         meaning = define(div.kind)
         title += f" ({div.kind}" + (f": {meaning})" if meaning else ")")
-    trigger = None
+    from agent_inspect.recovery import lookup_words
+
+    trigger = made_by = None
     for j, ops in enumerate(tasks["cache_ops"]):
         if any(o.index == ev.index for o in ops):
-            trigger = _label(tasks, j)
+            trigger, by = _label(tasks, j), tasks.iloc[j]
+            made_by = lookup_words(by["action"], by["business_key"], by["seq"])
             break
-    detail = ev.reason + (f"; made by the lookup of {trigger}" if trigger else "")
+    detail = ev.reason + (f"; made by {made_by}" if made_by else "")
     if ev.step == "rebuild" and ev.trigger_pos is not None:
         detail += f"; while the rebuild applied record {ev.trigger_pos}"
     positions = tuple(dict.fromkeys([*(div.positions if div is not None else ()), *ev.positions]))

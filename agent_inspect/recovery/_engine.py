@@ -25,6 +25,7 @@ from agent_inspect.recovery._context import ReplayContext
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._events import wrap_subagent
 from agent_inspect.recovery._memory import Memory
+from agent_inspect.recovery._prediction import lookup_words
 from agent_inspect.recovery._record import RecordView
 from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, RuntimeModel, Task
 
@@ -390,7 +391,7 @@ class Engine:
             outputs, results = self._execute(core, run, decl, None if forced else record,
                                              served_from=record if forced else None)
         except TaskFailed as failed:   # a FAIL at any get ends the task and fails the job (§9.3)
-            raise JobFailed(f"lookup of {run.action} at ({run.key}, {run.seq}) failed: {failed.decision.reason}",
+            raise JobFailed(f"{lookup_words(run.action, run.key, run.seq)} failed: {failed.decision.reason}",
                             failed) from None
         return outputs, results, False
 

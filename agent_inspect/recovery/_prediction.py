@@ -67,8 +67,9 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
 
 
 def lookup_words(action: object, key: object, seq: object) -> str:
-    """A task's lookup named by what a reader sees of it, action, key and seq: "the lookup of audit (user-0019,
-    seq 3)" (a dispatch index would mean nothing outside the tasks table).
+    """A task's lookup named by what a reader sees of it, action, business key and seq: "the lookup of audit
+    (user-0019, seq 3)", the one wording of predict's, reconstruct's, the executor's and explain's reasons (a
+    dispatch index or a record position would mean nothing outside its table; positions go in the details).
 
     For example::
 
@@ -85,7 +86,7 @@ def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEven
     for row in rows:
         ops = row.get("cache_ops") or ()
         out.append(causes.reason(str(row.get("outcome")), row.get("reason"), str(row.get("state_key")), ops))
-        causes.removed(ops, lookup_words(row.get("action"), row.get("key"), row.get("seq")))
+        causes.removed(ops, lookup_words(row.get("action"), row.get("business_key"), row.get("seq")))
     return out
 
 
@@ -153,7 +154,7 @@ _REMOVAL_WHAT = {"evict": "of {key}'s rounds after {seq}", "invalidate": "of {ke
 def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | None = None) -> str:
     """A cache event in a reader's words: how many cached records went, which, why (``kind``: its divergence's
     kind) and what that costs; the rule's own words stay in ``event.reason``. Given ``cause`` (what made the
-    event: "the rebuild", "the replayed lookup of record 7 (k, seq 1)"), the words of one record it removed.
+    event: "the rebuild", :func:`lookup_words`), the words of one record it removed.
 
     For example::
 

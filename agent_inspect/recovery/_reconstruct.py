@@ -14,7 +14,7 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.recovery._attribute_diff import attribute_diff
-from agent_inspect.recovery._prediction import RemovalCauses
+from agent_inspect.recovery._prediction import RemovalCauses, lookup_words
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
@@ -42,13 +42,14 @@ class Reconstruction(HtmlRepr):
     """What recovery under ``rule`` does with every record of ``log`` (see :func:`reconstruct`).
 
     ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason`` (for readers: for an evicted
-    or invalidated record, what removed it — the rebuild or which replayed lookup —, why, and that its task runs
+    or invalidated record, what removed it — the rebuild or which task's lookup —, why, and that its task runs
     again if the replay reaches it), ``status_rule_note`` (the rule's own words behind such a status),
     ``divergence_id``, ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the replay, None
     when not looked up), ``outcome_reason`` (for readers, like ``predict``'s ``reason``: only where a lookup
     removed or re-ran something), ``rule_note`` (the rule's own words), ``attempt`` and ``execution``.
     ``divergences``: one row per divergence (key, seq, kind, step, positions, explanation, removed, attribute
-    diff of conflicting roots). ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason).
+    diff of conflicting roots). ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason, and
+    ``trigger_pos``: the record whose reading or lookup made it, which the reasons leave to this table).
 
     For example::
 
@@ -265,8 +266,7 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
         if pos is not None and pos not in outcomes:
             why = note if outcome == NOT_DISPATCHED else causes.reason(outcome, note, row["state_key"], ops)
             outcomes[int(pos)] = (outcome, why, note)
-        task = f"record {pos}" if pos is not None else str(row["action"])
-        causes.removed(ops, f"the replayed lookup of {task} ({row['business_key']}, seq {row['seq']})")
+        causes.removed(ops, lookup_words(row["action"], row["business_key"], row["seq"]))
     return outcomes
 
 

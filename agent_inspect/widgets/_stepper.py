@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import ExecutorState
+from agent_inspect.recovery import lookup_words
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -379,14 +380,20 @@ def step_cause(steps: pd.DataFrame, row: pd.Series) -> str:
     if kind in ("eviction", "invalidation"):
         note = row.get("rule_note") if not _na(row.get("rule_note")) else row.get("reason")
         removed = _grouped_change(row.get("change")) if not _na(row.get("change")) else ""
-        return f"lookup of {where}: {note}" + (f" — {removed}" if removed else "")
+        return f"{_lookup_of(row)}: {note}" + (f" — {removed}" if removed else "")
     if kind == "rerun":
         by = _evicted_by(steps, row)
         if by is not None:
             return (f"rerun of {where}: its record was {'invalidated' if by['kind'] == 'invalidation' else 'evicted'}"
-                    f" by step {by['index']} (lookup of {by['key']}@{_int_text(by['seq'])})")
+                    f" by step {by['index']} ({_lookup_of(by)})")
     reason = row.get("reason")
     return f"{kind} of {where}: {reason}" if not _na(reason) and kind else ""
+
+
+def _lookup_of(step: pd.Series) -> str:
+    """The lookup a step made, in :func:`~agent_inspect.recovery.lookup_words`' one wording."""
+    action = step.get("action")
+    return lookup_words("a task" if _na(action) else action, step.get("key"), _int_text(step.get("seq")))
 
 
 def _evicted_by(steps: pd.DataFrame, row: pd.Series) -> pd.Series | None:

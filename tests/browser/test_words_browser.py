@@ -127,7 +127,7 @@ def test_an_evicted_records_reason_in_the_key_history(lab_page, lab_root: Path, 
     record = view.locator(f".ai-h-focused-record[data-pos='{pos}']")
     record.wait_for()
     shown = record.locator(".ai-h-reason").inner_text()
-    assert shown == gone["reason"] and shown.startswith("the replayed lookup of record ")
+    assert shown == gone["reason"] and shown.startswith("the lookup of ")
     assert shown.endswith("its task runs again if the replay reaches it") and "->" not in shown
     line = view.locator(".ai-h-item:has(.ai-h-focused) .ai-h-line")
     assert "->" not in (line.get_attribute("title") or "")

@@ -45,7 +45,7 @@ def test_a_rerun_names_the_lookup_that_evicted_its_record(production) -> None:
     for i, row in named.head(40).iterrows():
         assert "the lookup of task" not in row["reason"], "a dispatch index means nothing to a reader"
         earlier = tasks.loc[: i - 1]
-        evictors = earlier[[lookup_words(r["action"], r["key"], r["seq"]) in row["reason"]
+        evictors = earlier[[lookup_words(r["action"], r["business_key"], r["seq"]) in row["reason"]
                             for _, r in earlier.iterrows()]]
         assert len(evictors), "the evicting lookup, named by action, key and seq, comes earlier in dispatch order"
         removed = {e.state_key for ops in evictors["cache_ops"] for ev in ops for e in ev.removed}

@@ -7,13 +7,21 @@ import pandas as pd
 import pytest
 
 import agent_inspect as ai
-from agent_inspect.recovery import Reconstruction, reconstruct
+from agent_inspect.recovery import Reconstruction, lookup_words, reconstruct
 
 
 @pytest.fixture(scope="module", params=["original", "fixed"])
 def production(request: pytest.FixtureRequest) -> Reconstruction:
     log = ai.load(ai.samples.path("production"))
     return reconstruct(log, rule=request.param, markers=ai.samples.markers("production"))
+
+
+def _action_at(result: Reconstruction) -> dict[int, str]:
+    """The action name of each record a task looked up (by its state key), as the replay names it: the reasons
+    name the action, ``evictions.trigger_pos`` holds the looked-up record's position."""
+    tasks = result.predict().tasks
+    named = dict(zip(tasks["state_key"], tasks["action"]))
+    return {int(pos): named[sk] for pos, sk in result.records["state_key"].items() if sk in named}
 
 
 def _removed_by(result: Reconstruction) -> pd.Series:
@@ -44,20 +52,23 @@ def test_a_quiet_reuse_has_no_outcome_reason(production: Reconstruction) -> None
                                          f"({row['rule_note']})")
 
 
-def test_a_rerun_names_the_replayed_lookup_that_evicted_its_record(production: Reconstruction) -> None:
+def test_a_rerun_names_the_lookup_that_evicted_its_record(production: Reconstruction) -> None:
+    """In predict's words (:func:`lookup_words`: action, key, seq); the looked-up record's position is in the
+    ``evictions`` table's ``trigger_pos``, not in the reason."""
     records = production.records
+    names = _action_at(production)
     reruns = records[records["outcome"] == "RERUN"]
     named = reruns[reruns["outcome_reason"].str.contains("evicted it", na=False)]
     assert len(named) > 0.5 * len(reruns) > 0
     ev = production.evictions
     for pos, row in named.iterrows():
         reason = row["outcome_reason"]
-        assert reason.startswith("no cached record for this task: the replayed lookup of record ")
-        by = int(reason.split("the replayed lookup of record ")[1].split(" ")[0])
+        assert reason.startswith("no cached record for this task: the lookup of ") and "lookup of record" not in reason
+        (by,) = {int(t) for t, positions in zip(ev["trigger_pos"], ev["positions"]) if pos in positions}
         evictor = records.loc[by]
-        assert f"({evictor['business_key']}, seq {evictor['seq']})" in reason
+        assert reason == ("no cached record for this task: "
+                          f"{lookup_words(names[by], evictor['business_key'], evictor['seq'])} evicted it")
         assert by != pos and pd.notna(evictor["outcome"])
-        assert any(pos in positions for positions in ev.loc[ev["trigger_pos"] == by, "positions"])
         assert "->" not in reason and " > 1" not in reason
 
 

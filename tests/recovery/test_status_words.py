@@ -1,4 +1,4 @@
-"""A removed record's status ``reason`` in a reader's words: what removed it (the rebuild, or which replayed lookup),
+"""A removed record's status ``reason`` in a reader's words: what removed it (the rebuild, or which task's lookup),
 with which others, why, and that its task runs again if the replay reaches it; the rule's own words stay in
 ``status_rule_note`` (:meth:`agent_inspect.recovery.RemovalCauses.status_reason`)."""
 
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import agent_inspect as ai
-from agent_inspect.recovery import Reconstruction, RemovalCauses, reconstruct, removal_reason
+from agent_inspect.recovery import Reconstruction, RemovalCauses, lookup_words, reconstruct, removal_reason
 from agent_inspect.store import CacheEvent, Entry
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -29,6 +29,14 @@ def production(request: pytest.FixtureRequest) -> Reconstruction:
     return reconstruct(log, rule=request.param, markers=ai.samples.markers("production"))
 
 
+def _action_at(result: Reconstruction) -> dict[int, str]:
+    """The action name of each record a task looked up (by its state key), as the replay names it: the reasons
+    name the action, ``evictions.trigger_pos`` holds the looked-up record's position."""
+    tasks = result.predict().tasks
+    named = dict(zip(tasks["state_key"], tasks["action"]))
+    return {int(pos): named[sk] for pos, sk in result.records["state_key"].items() if sk in named}
+
+
 def _event_of(result: Reconstruction, pos: int) -> pd.Series:
     """The one cache event that removed the record at ``pos``."""
     (row,) = [r for _, r in result.evictions.iterrows() if pos in r["positions"]]
@@ -37,6 +45,7 @@ def _event_of(result: Reconstruction, pos: int) -> pd.Series:
 
 def test_a_removed_record_names_the_lookup_that_removed_it_and_what_that_costs(production: Reconstruction) -> None:
     records = production.records
+    names = _action_at(production)
     removed = records[records["status"].isin(_REMOVED)]
     assert len(removed) > 5
     for pos, row in removed.iterrows():
@@ -49,8 +58,8 @@ def test_a_removed_record_names_the_lookup_that_removed_it_and_what_that_costs(p
         others = f" and {n - 1} other cached record{'s' if n != 2 else ''} " if n > 1 else ""
         if ev["step"] == "lookup":
             by = records.loc[int(ev["trigger_pos"])]
-            assert reason.startswith(f"the replayed lookup of record {int(ev['trigger_pos'])} "
-                                     f"({by['business_key']}, seq {by['seq']}) removed it{others}")
+            lookup = lookup_words(names[int(ev["trigger_pos"])], by["business_key"], by["seq"])
+            assert reason.startswith(f"{lookup} removed it{others}")
         else:
             assert reason.startswith(f"the rebuild (reading record {int(ev['trigger_pos'])}) removed it{others}")
         assert pd.isna(row["divergence_id"]) or row["divergence_id"] == ev["divergence_id"]
@@ -97,15 +106,15 @@ def _entry(pos: int, seq: int) -> Entry:
 
 
 @pytest.mark.parametrize(("op", "n", "cause", "kind", "expected"), [
-    ("evict", 3, "the replayed lookup of record 9 (k, seq 1)", "count>1",
-     "the replayed lookup of record 9 (k, seq 1) removed it and 2 other cached records of k's rounds after 1: the "
+    ("evict", 3, "the lookup of triage (k, seq 1)", "count>1",
+     "the lookup of triage (k, seq 1) removed it and 2 other cached records of k's rounds after 1: the "
      "lookup found more than one cached record for its round, which the original rule reads as a divergence" + _COST),
     ("invalidate", 2, "the rebuild (reading record 4)", "root-conflict",
      "the rebuild (reading record 4) removed it and 1 other cached record of k from round 1 on: two different inputs "
      "were recorded for this round" + _COST),
     ("evict", 1, "the rebuild", None, "the rebuild removed it, the one cached record of k's rounds after 1" + _COST),
-    ("remove", 1, "the replayed lookup of record 2 (k, seq 1)", "identity-mismatch",
-     "the replayed lookup of record 2 (k, seq 1) removed it (the one the lookup found): the replayed event is not "
+    ("remove", 1, "the lookup of triage (k, seq 1)", "identity-mismatch",
+     "the lookup of triage (k, seq 1) removed it (the one the lookup found): the replayed event is not "
      "the one the cached record was written for" + _COST),
     ("delete", 1, "the rebuild (reading record 7)", None,
      "the rebuild (reading record 7) removed it (deleted by a tombstone)"),
@@ -127,8 +136,8 @@ def test_removal_causes_name_the_rebuild_or_the_lookup() -> None:
     causes = RemovalCauses([rebuilt, looked])
     assert causes.status_reason(rebuilt).startswith("the rebuild (reading record 8) removed it")
     assert causes.status_reason(looked).startswith("a replayed lookup removed it")
-    causes.removed([looked], "the replayed lookup of record 9 (k, seq 1)")
-    assert causes.status_reason(looked).startswith("the replayed lookup of record 9 (k, seq 1) removed it, the one")
+    causes.removed([looked], "the lookup of triage (k, seq 1)")
+    assert causes.status_reason(looked).startswith("the lookup of triage (k, seq 1) removed it, the one")
 
 
 def test_cli_json_prints_the_readers_words_and_keeps_the_rules(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -145,6 +154,6 @@ def test_cli_json_prints_the_readers_words_and_keeps_the_rules(tmp_path: Path, c
     report = json.loads(capsys.readouterr().out)
     assert [r["pos"] for r in report["evicted"]] == [5, 7]
     for r in report["evicted"]:
-        assert re.fullmatch(r"the replayed lookup of record \d+ \(k, seq 5\) removed it and 1 other cached record of "
+        assert re.fullmatch(r"the lookup of IA \(k, seq 5\) removed it and 1 other cached record of "
                             r"k's rounds after 5: .+; its task runs again if the replay reaches it", r["reason"])
         assert r["status_rule_note"] == "original rule: 2 cached records at (k, 5) > 1 -> evicted k's rounds > 5"

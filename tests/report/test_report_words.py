@@ -92,7 +92,7 @@ def test_report_command_defaults_to_the_runtimes_rule(probe_path: Path, tmp_path
 
 
 def test_timelines_say_what_removed_a_record_in_a_readers_words() -> None:
-    """A removed record's hover reason names the replayed lookup that removed it and what that costs; the rule's
+    """A removed record's hover reason names the lookup that removed it and what that costs; the rule's
     words ("… > 1 -> evicted …") stay in the divergences' explanations, not in a record's reason."""
     log = ai.load(ai.samples.path("production"))
     page = render_report(log, rule="original", markers=ai.samples.markers("production"), max_keys=1)
@@ -100,7 +100,7 @@ def test_timelines_say_what_removed_a_record_in_a_readers_words() -> None:
     reasons = re.findall(r"status: evicted\\u003cbr\\u003ereason: (.*?)\\u003cbr", scripts)
     assert reasons
     for reason in reasons:
-        assert reason.startswith("the replayed lookup of record ")
+        assert reason.startswith("the lookup of ")
         assert reason.endswith("; its task runs again if the replay reaches it")
     assert "reason: original rule" not in scripts and "\\u003e 1 -\\u003e" not in scripts
 

@@ -8,6 +8,7 @@ from _widget_view import click
 
 import agent_inspect as ai
 from agent_inspect.agents import AsRecordedAgent
+from agent_inspect.recovery import lookup_words
 from agent_inspect.widgets import DivergenceView, GraphView, ReplayStepper, SubagentTreeView
 from agent_inspect.widgets._stepper import _grouped_change, step_cause
 
@@ -124,7 +125,7 @@ def test_steps_say_why_and_the_chart_keeps_evictions_on_top():
     stepper.run()
     steps = executor.steps
     eviction = steps[steps["kind"] == "eviction"].iloc[0]
-    assert step_cause(steps, eviction).startswith(f"lookup of {eviction['key']}@{eviction['seq']}")
+    assert step_cause(steps, eviction).startswith(lookup_words(eviction["action"], eviction["key"], int(eviction["seq"])))
     rerun = steps[steps["kind"] == "rerun"].iloc[0]
     cause = step_cause(steps, rerun)
     by = int(cause.rsplit("by step ", 1)[1].split()[0])

@@ -232,7 +232,7 @@ def test_a_clicked_action_shows_the_readers_reason_and_the_rules_words():
 
 
 def test_a_clicked_evicted_action_says_what_removed_it_and_keeps_the_rules_words():
-    """An evicted node's ``reason`` names the replayed lookup that removed it; ``status_rule_note`` the rule's."""
+    """An evicted node's ``reason`` names the lookup that removed it; ``status_rule_note`` the rule's."""
     result = ai.reconstruct(ai.load(ai.samples.path("production")), rule="original",
                             markers=ai.samples.markers("production"))
     records = result.records
@@ -240,7 +240,7 @@ def test_a_clicked_evicted_action_says_what_removed_it_and_keeps_the_rules_words
     view = GraphView(result, gone["business_key"], seq=int(gone["seq"]))
     node = next(n for n, a in view.graph.nodes(data=True) if a.get("kind") == "action" and a["status"] == "evicted")
     attrs = view.graph.nodes[node]
-    assert attrs["reason"].startswith("the replayed lookup of record ") and "->" not in attrs["reason"]
+    assert attrs["reason"].startswith("the lookup of ") and "->" not in attrs["reason"]
     assert "> 1 -> evicted" in attrs["status_rule_note"]
     click(view.figure, *next((i, j) for i, t in enumerate(view.figure.data) if t.customdata is not None
                              for j, n in enumerate(t.customdata) if view._nodes[n] == node))

@@ -162,7 +162,7 @@ def test_search_finds_the_rules_words_kept_in_rule_note(log):
 
 
 def test_removed_lines_read_in_a_readers_words_and_search_finds_the_rules(log):
-    """An evicted line says which replayed lookup removed its record and what that costs; the rule's own words
+    """An evicted line says which lookup removed its record and what that costs; the rule's own words
     ("… > 1 -> evicted …", kept in ``status_rule_note``) are no line's reason but a search still finds them."""
     original = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
     records = original.records
@@ -173,7 +173,7 @@ def test_removed_lines_read_in_a_readers_words_and_search_finds_the_rules(log):
     gone = [r for r in view.rows if r["status"] == "evicted"]
     assert gone and not any("->" in (r["reason"] or "") for r in view.rows)
     for row in gone:
-        assert row["reason"].startswith("the replayed lookup of record ")
+        assert row["reason"].startswith("the lookup of ")
         assert row["reason"].endswith("; its task runs again if the replay reaches it")
     detail = view.expand(gone[0]["line"])
     shown = [r for r in detail["records"] if r["status"] == "evicted"]
