@@ -38,7 +38,8 @@ class Call:
         step = ai.agents.Call("tools.lookup_order", "ab12", result={"status": "shipped"})
         agent = ai.agents.DeclarativeAgent([ai.agents.ActionDecl("lookup", ("_input_event",))],
                                            {"lookup": [ai.agents.Behaviour((step,))]})
-        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "order 7")]}).run()
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "order 7")]})
+    ex.run(); ex.counters.calls_executed, ex.steps["kind"].tolist()
     """
 
     function_id: str

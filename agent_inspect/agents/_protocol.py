@@ -150,11 +150,12 @@ class ActionContext(Protocol):
         def count_visits(event, ctx):                  # ctx: an ActionContext (the executor's ReplayContext)
             ctx.sensory.set("visits", 1)
             status = ctx.durable_execute(str.upper, event.attributes["input"])   # a Python callable
-            ctx.send_event("Counted", {"key": ctx.key, "seq": ctx.seq, "status": status})
+            ctx.send_event("_output_event", {"key": ctx.key, "seq": ctx.seq, "status": status})
 
         agent = ai.agents.PythonAgent()
         agent.add(ai.agents.ActionDecl("count_visits", ("_input_event",)), count_visits)
-        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "shipped")]}).run()
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "shipped")]})
+        ex.run(); ex.outputs                       # the event it sent, with the call's result
     """
 
     key: str
@@ -233,11 +234,12 @@ class BaseAgent:
     For example::
 
         class Echo(ai.agents.BaseAgent):
-            def run_action(self, action, event, ctx):
-                ctx.send_event("_output_event", {"output": event.attributes["input"]})
+            def run_action(self, action, ctx):      # the body of ``action`` on ctx.event
+                ctx.send_event("_output_event", {"output": ctx.event.attributes["input"]})
 
         agent = Echo([ai.agents.ActionDecl("echo", ("_input_event",))])
-        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hi")]}).run()
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hi")]})
+        ex.run(); ex.outputs
     """
 
     def __init__(self, actions: Sequence[ActionDecl]) -> None:

@@ -37,7 +37,8 @@ class PythonAgent(BaseAgent):
             ctx.short_term.set("last.answer", answer)
             ctx.send_event("_output_event", {"output": answer})
 
-        ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hello")]}).run()
+        ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hello")]})
+    ex.run(); ex.outputs, ex.memory["user-1"].short_term
     """
 
     def __init__(self, actions: Iterable[ActionDecl] = ()) -> None:

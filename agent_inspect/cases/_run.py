@@ -39,8 +39,8 @@ class CaseResult:
 
     For example::
 
-        result = ai.cases.run_case(ai.cases.load_cases("cases/G01.toml")[0], "fixed")
-        result.passed, result.expected, result.predicted, result.mismatches, result.stale
+        result = ai.cases.run_case(ai.cases.load_cases("cases/G01.toml")[0], "naive")
+        result.passed, result.predicted, result.stale   # as the case expects: naive reuses a stale record
     """
 
     case_id: str

@@ -46,7 +46,7 @@ def known_limit(h: History, ev: _Eval | None = None, kind: str = "stale-reuse") 
 
     For example::
 
-        h = ai.checker.generate_history(3)
+        h = ai.checker.generate_history(4)
         ai.checker.known_limit(h)                      # the §10.3 known limit its stale reuses fall in, or None
     """
     if kind != "stale-reuse":

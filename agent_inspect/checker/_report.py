@@ -39,7 +39,7 @@ class Counterexample:
 
         report = ai.checker.check("naive", n=20, seed=1)
         for example in report.counterexamples:          # one minimized case per failure kind
-            print(example.kind, example.items[:1], example.known_limit)
+            print(example.kind, example.items[:1])
             example.to_toml()                           # a case file: save it, run it, step through it
     """
 

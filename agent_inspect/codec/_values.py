@@ -256,8 +256,9 @@ class ActionState(Struct, rename="camel", **_STRUCT_OPTS):
 
     For example::
 
-        state = ai.codec.decode_action_state(log.raw.value[0])   # or log.value(0)
-        state.task_event.type, state.completed, state.output_events, state.call_results
+        state = ai.codec.decode_action_state(log.raw.value[1])   # or log.value(1): a durable call in progress
+        state.task_event.type, state.completed, state.call_results
+        log.value(int(log.records["output_event_count"].idxmax())).output_events   # a completed record's
     """
 
     task_event: Event | None = None

@@ -48,7 +48,7 @@ class ExplainStep:
     For example::
 
         e = ai.explain(log, "user-0001", 1, "chat", markers=markers)
-        step = e.steps[0]                              # from the effect back to the cause
+        step = e.steps[-1]                             # the steps run from the effect back to the cause
         step.kind, step.title, step.positions
     """
 

@@ -65,7 +65,8 @@ class Policies:
 
         policies = ai.executor.Policies(actions={"chat": "force-rerun"}, calls="stub", stubs={"*": "stubbed"})
         policies.for_action("chat"), policies.for_action("triage"), policies.call_policy
-        ai.ReplayExecutor(log, markers=markers, policies=policies).run()
+        ex = ai.ReplayExecutor(log, markers=markers, policies=policies)
+        ex.run(); ex.counters.calls_stubbed
     """
 
     actions: Mapping[str, ActionPolicy | str] = field(default_factory=dict)

@@ -56,7 +56,7 @@ class MemoryState:
 
         ex = ai.ReplayExecutor(log, markers=markers)
         ex.run(max_steps=40)
-        state = ex.memory["user-0001"]                  # one MemoryState per business key
+        state = ex.memory["user-0029"]                  # one MemoryState per business key
         dict(state.short_term), dict(state.sensory)
     """
 

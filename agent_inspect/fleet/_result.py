@@ -47,7 +47,7 @@ class ScanResult:
     For example::
 
         result = ai.scan("sample_logs/production.jsonl", markers=ai.samples.markers("production"))
-        result.at_risk(10), result.keys, result.failures
+        result.at_risk(10), result.keys, len(result.failures)   # windows that failed after retries
     """
 
     keys: pd.DataFrame

@@ -44,7 +44,7 @@ class ScanPlan:
     For example::
 
         plan = ai.fleet.plan_scan("sample_logs/production.parquet", markers=markers)
-        len(plan.windows), plan.records_planned, plan.markers
+        [w.name for w in plan.windows], plan.markers   # records_planned: known before reading from Kafka only
     """
 
     source: str

@@ -62,7 +62,7 @@ class WindowResult:
 
         plan = ai.fleet.plan_scan("sample_logs/production.jsonl")
         result = ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions())
-        result.keys.head(), result.partition, result.errors
+        result.keys.head(), result.partition, len(result.errors)
     """
 
     keys: pd.DataFrame

@@ -15,7 +15,8 @@ def subagent_result_events(state: Any) -> tuple[Any, ...]:
 
     For example::
 
-        ai.history.subagent_result_events(log.value(0))   # () unless a V4 record carries result events
+        v4 = ai.load(ai.samples.path("production_v4"))   # () unless a V4 record carries result events
+        ai.history.subagent_result_events(v4.value(int(v4.records["subagent_result_count"].idxmax())))
     """
     if state is None:
         return ()

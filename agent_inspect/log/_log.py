@@ -34,7 +34,7 @@ class ActionStateLog(HtmlRepr):
 
         log = ai.load("sample_logs/production.jsonl")
         log.records.head()          # one decoded row per record
-        log.errors, log.runtime()
+        len(log.errors), log.runtime()   # undecodable records (kept as rows), and which runtime wrote the log
     """
 
     def __init__(self, records: pd.DataFrame, raw: RawBatch, source: SourceInfo) -> None:

@@ -35,8 +35,8 @@ def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20) -> pd.
 
     For example::
 
-        hazards = ai.recovery.lint(log)                    # one row per hazard (LINTS); none in the sample
-        hazards[["lint", "severity", "business_key", "message"]]
+        hazards = ai.recovery.lint(ai.load(ai.samples.path("P01")))   # one row per hazard (LINTS)
+        hazards[["lint", "severity", "business_key", "message"]]       # P01's key text holds a '_'
     """
     records = _frame(log)
     rows: list[dict[str, Any]] = []

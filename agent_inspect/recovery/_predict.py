@@ -57,9 +57,9 @@ class Simulation:
 
     For example::
 
-        p = ai.predict(log, markers=markers)               # predict is simulate plus the rebuild and frames
-        sim = ai.recovery.Simulation(rows=p.tasks.to_dict("records"))
-        len(sim.rows), sim.crashed, sim.ledger
+        r = ai.Recovery.for_log(log, markers=markers)      # predict is simulate plus the rebuild and frames
+        sim = ai.recovery.simulate(r.replay_plan(log), ai.agents.AsRecordedAgent.of(log), r.rebuild(log), log=log)
+        len(sim.rows), sim.crashed, sim.ledger.most_common(3)
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)

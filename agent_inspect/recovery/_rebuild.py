@@ -311,7 +311,8 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
 
     For example::
 
-        session = ai.recovery.rebuild(log, "original", markers)   # the cache as the restore rebuilt it
+        g01 = ai.load(ai.samples.path("G01"))                  # two inputs recorded for one round
+        session = ai.recovery.rebuild(g01, "fixed", ai.samples.markers("G01"))   # the cache as the restore rebuilt it
         len(session.store), session.divergences[:3]
     """
     return rebuild_in_window(log, rule, markers, session=session, expected_fingerprint=expected_fingerprint,

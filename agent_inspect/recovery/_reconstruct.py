@@ -54,7 +54,7 @@ class Reconstruction(HtmlRepr):
     For example::
 
         result = ai.reconstruct(log, markers=markers, rule="fixed")   # a labelled what-if
-        result.divergences, result.evictions, result.lints
+        result.divergences, result.evictions, result.summary()
     """
 
     log: Any

@@ -35,7 +35,8 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
 
     For example::
 
-        ai.recovery.refresh_positions(log, "0.4")    # positions of checkpoint-time refresh rows (none under 0.3)
+        v4 = ai.load(ai.samples.path("production_v4"))   # written by main, which refreshes at each checkpoint
+        sorted(ai.recovery.refresh_positions(v4, "main"))[:5]   # positions of refresh rows (none under 0.3)
     """
     model = runtime_model(runtime, kafka_pending=kafka_pending)
     raw = getattr(log, "raw", None)

@@ -123,7 +123,8 @@ class Sample:
 
         sample = ai.samples.scenario("G01")            # the log, the restore it shows and the story
         sample.name, sample.markers, sample.info()
-        sample.executor().run()
+        ex = sample.executor()
+        ex.run(); ex.counters
     """
 
     name: str

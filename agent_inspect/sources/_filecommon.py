@@ -34,7 +34,7 @@ class FileRead:
     For example::
 
         read = ai.sources.read_file("sample_logs/production.kcat.jsonl")
-        len(read.batch.offset), read.source.file_format, dict(read.line_errors)
+        len(read.batch.offset), read.source.file_format, len(read.line_errors)   # lines that are not records
         ai.log.build_log([read.batch], read.source, line_errors=read.line_errors)   # what ai.load does next
     """
 

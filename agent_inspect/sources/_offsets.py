@@ -19,7 +19,7 @@ class ReadPlan:
     For example::
 
         plan = ai.sources.ReadPlan(start={0: 120, 1: 98}, end={0: 400, 1: 310})   # [start, end) per partition
-        plan.start, plan.end, plan.data_loss
+        plan.start, plan.end, plan.total          # data_loss: what an allowed gap skipped, per partition
     """
 
     start: Mapping[int, int]

@@ -241,8 +241,8 @@ class PruneResult:
     For example::
 
         session = ai.recovery.rebuild(log, "original", markers)
-        pruned = session.prune("user-0001", 0)          # what completing a checkpoint removes for a key
-        len(pruned.removed), pruned.failed
+        pruned = session.prune("user-0001", 1)          # what completing a checkpoint removes for a key
+        len(pruned.removed), pruned.events
     """
 
     removed: tuple[Entry, ...]

@@ -44,8 +44,9 @@ class RecoverySession:
 
     For example::
 
+        g01 = ai.load(ai.samples.path("G01"))           # two inputs recorded for one round
         session = ai.store.RecoverySession(ai.rules.resolve_rule("fixed"))
-        ai.recovery.rebuild(log, "fixed", markers, session=session)   # drive it as a restore does
+        ai.recovery.rebuild(g01, "fixed", ai.samples.markers("G01"), session=session)   # drive it as a restore does
         len(session.store), session.events[:2], session.copy().divergences == session.divergences
     """
 

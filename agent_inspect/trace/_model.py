@@ -454,7 +454,7 @@ def load_trace(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     For example::
 
         trace = ai.load_trace("sample_logs/production.trace.log")   # a file, a directory or a glob
-        trace.records, trace.errors
+        trace.records, len(trace.errors)   # lines that are not valid trace records
     """
     from agent_inspect.sources import FileKind, expect_kind, read_trace_files, trace_files
 

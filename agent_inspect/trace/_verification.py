@@ -34,7 +34,7 @@ class Verification(HtmlRepr):
     For example::
 
         v = ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers)
-        v.verdict, v.totals, v.mismatches.head()
+        v.verdict, v.totals, v.call_differences()   # every task agrees; the durable calls differ
         print(v.summary_text())
     """
 

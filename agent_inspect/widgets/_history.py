@@ -41,7 +41,8 @@ class KeyHistory(anywidget.AnyWidget):
     For example::
 
         view = ai.widgets.KeyHistory(ai.reconstruct(log, markers=markers), "user-0011")
-        view.search("order"), view.jump_to_first_divergence()
+        view.search("order")                          # keep the lines whose records mention "order"
+        len(view.rows), view.jump_to_first_divergence()
     """
 
     _esm = _STATIC / "history.js"

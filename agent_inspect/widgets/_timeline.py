@@ -186,7 +186,7 @@ def timeline_figure(source: RecordSource, key: str | None = None, *, height: int
     For example::
 
         figure = ai.widgets.timeline_figure(ai.reconstruct(log, markers=markers), "user-0011")   # a plotly figure
-        figure.layout.title.text
+        [trace.name for trace in figure.data], figure.layout.xaxis.title.text
     """
     data = _TimelineData(source, key)
     figure = data.figure(height=height, hover=True)

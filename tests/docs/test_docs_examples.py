@@ -6,6 +6,9 @@ from several packages is one entry (its docstring is written once). Examples are
 assume (the ``example_globals`` fixture): ``ai``, the production sample ``log`` (loaded once for the whole file)
 and its ``markers``, in a scratch directory where ``sample_logs/``, ``cases/`` and ``tests/fixtures/`` resolve as
 in a checkout.
+
+An example must also show something: under :mod:`tests.support.example_probe` a ``for`` loop whose body never
+runs, or a shown value that is None or empty, fails it, unless ``SHOWS_NOTHING_ON_PURPOSE`` lists that finding.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import pytest
 
 import agent_inspect as ai
 from tests.support.docs_site import REPO
+from tests.support.example_probe import run_example
 
 MARK = "For example::"
 
@@ -40,6 +44,28 @@ NOT_RUN_HERE = {
     "agent_inspect.sources.read_fluss_bucket",
     "agent_inspect.sources.read_partitions",
     "agent_inspect.tail",
+}
+
+
+# Findings of the probe that are the example's point: the value it shows *is* None or empty, as its comment
+# says. Each entry is one exact finding (expression, line, what it showed), never a whole example.
+SHOWS_NOTHING_ON_PURPOSE = {
+    # the answer for a name with no router / no traced entity / a key the strict parser rejects is None
+    "agent_inspect.codec.call_router": {"ai.codec.call_router('chat') (line 1) is None"},
+    "agent_inspect.trace.call_entity": {"ai.trace.call_entity('my_helper') (line 2) is None"},
+    "agent_inspect.store.strict_k1_seq": {"ai.store.strict_k1_seq('user_1_3_e2f0_9b1c') (line 2) is None"},
+    # no markers at all means a fresh start, which normalize_markers says with None
+    "agent_inspect.recovery.normalize_markers": {"ai.recovery.normalize_markers([]) (line 2) is None"},
+    # a rule that never failed has no broken hook to report
+    "agent_inspect.rules.GuardedRule": {"guarded.broken (line 3) is None"},
+    # an engine run that ends without a failure returns None; the example shows the bodies it re-ran beside it
+    "agent_inspect.recovery.engine.Engine": {"run.run() (line 14) is None"},
+    # a new EngineState is empty by definition: the example shows what one pass starts from
+    "agent_inspect.recovery.engine.EngineState": {"state.seq_of (line 2) is an empty dict",
+                                                  "state.failure (line 2) is None"},
+    # the bundled traces are single files named for their sample, and every line of them parses
+    "agent_inspect.sources.TraceFile": {"files[0].job_id (line 2) is None", "files[0].subtask_id (line 2) is None"},
+    "agent_inspect.sources.TraceItem": {"items[0].error (line 2) is None"},
 }
 
 
@@ -143,12 +169,24 @@ RUNNABLE = sorted(dotted for dotted, obj in ENTRIES.items() if examples(obj))
 
 
 @pytest.mark.parametrize("dotted", RUNNABLE)
-def test_the_example_runs(dotted: str, example_globals: dict[str, object]) -> None:
+def test_the_example_runs_and_shows_something(dotted: str, example_globals: dict[str, object]) -> None:
+    nothing: list[str] = []
     for number, block in enumerate(examples(ENTRIES[dotted])):
-        code = compile(block, f"<example {number} of {dotted}>", "exec")
+        name = f"<example {number} of {dotted}>"
+        compile(block, name, "exec")
         if dotted not in NOT_RUN_HERE:
-            exec(code, dict(example_globals))
+            nothing += run_example(block, name, dict(example_globals))
+    unexpected = sorted(set(nothing) - SHOWS_NOTHING_ON_PURPOSE.get(dotted, set()))
+    assert unexpected == [], "the example shows nothing here: make it show something real on a bundled sample"
 
 
 def test_the_service_list_is_narrow() -> None:
     assert NOT_RUN_HERE <= set(RUNNABLE)
+
+
+def test_the_allow_list_is_narrow_and_current(example_globals: dict[str, object]) -> None:
+    """Every allowed finding still happens (a stale entry would hide a regression)."""
+    assert set(SHOWS_NOTHING_ON_PURPOSE) <= set(RUNNABLE) - NOT_RUN_HERE and len(SHOWS_NOTHING_ON_PURPOSE) <= 12
+    for dotted, allowed in SHOWS_NOTHING_ON_PURPOSE.items():
+        found = {f for n, block in enumerate(examples(ENTRIES[dotted])) for f in run_example(block, dotted, dict(example_globals))}
+        assert allowed <= found, dotted
