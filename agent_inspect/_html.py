@@ -13,11 +13,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_inspect._glossary import define
+
 __all__ = [
     "escape",
     "plotly_text",
     "frame_html",
     "table_html",
+    "labelled",
     "HtmlRepr",
     "HtmlPart",
     "Text",
@@ -52,7 +55,7 @@ def plotly_text(value: Any) -> str:
 def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) -> str:
     """A small escaped HTML table of the first ``max_rows`` rows of a DataFrame."""
     shown = frame.head(max_rows)
-    head = "".join(f"<th>{escape(c)}</th>" for c in shown.columns)
+    head = "".join(labelled("th", c) for c in shown.columns)
     rows = [f"<tr><th>{escape(idx)}</th>{''.join(_td(_cell(v)) for v in row)}</tr>"
             for idx, row in zip(shown.index, shown.itertuples(index=False, name=None))]
     return table_html(head, rows, caption=caption, more=len(frame) - len(shown))
@@ -62,7 +65,7 @@ def table_html(head: str, rows: Iterable[str], *, caption: str | None = None, mo
     """An ``agent-inspect`` table from its header cells and rows (HTML the caller escaped), the rows left out
     (``more``) said below it."""
     foot = f"<p>… {more:,} more {'row' if more == 1 else 'rows'}</p>" if more > 0 else ""
-    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    cap = labelled("caption", caption) if caption else ""
     return (f'<table class="agent-inspect">{cap}<thead><tr><th></th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>{foot}")
 
@@ -72,11 +75,22 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d")
 
 def _td(value: Any) -> str:
     """A table cell; a long word (a UUID, a state key) or a timestamp also in its title: the views cut them
-    to one line, and the title shows them whole on hover."""
+    to one line, and the title shows them whole on hover. A glossary term (an outcome, a status) has its meaning
+    there instead."""
     text, raw = escape(value), str(value)
     if len(raw) > 16 and (" " not in raw or _TIMESTAMP.match(raw)):
         return f'<td title="{text}">{text}</td>'
-    return f"<td>{text}</td>"
+    return labelled("td", raw)
+
+
+def labelled(tag: str, label: Any, *, term: str | None = None, cls: str | None = None) -> str:
+    """``<tag>label</tag>`` (escaped), with the glossary's line on hover when the label — or ``term``, the word
+    it counts ("step" of "step 12") — is one of its terms."""
+    word = str(label) if term is None else term
+    meaning = define(word) if len(word) <= 40 else ""
+    title = f' title="{escape(meaning)}"' if meaning else ""
+    klass = f' class="{escape(cls)}"' if cls else ""
+    return f"<{tag}{klass}{title}>{escape(label)}</{tag}>"
 
 
 def _cell(value: Any) -> Any:
@@ -124,6 +138,12 @@ class Term:
     def __init__(self, text: Any, title: str) -> None:
         self.text = text
         self.title = title
+
+    @classmethod
+    def of(cls, word: Any) -> Term | str:
+        """``word`` with the glossary's line on hover, or the plain text when the glossary has no such term."""
+        meaning = define(str(word))
+        return cls(word, meaning) if meaning else str(word)
 
 
 class Text:

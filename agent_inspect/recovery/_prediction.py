@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.store import (
     CacheEvent,
     Divergence,
@@ -281,8 +281,8 @@ class Prediction(HtmlRepr):
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         counts = self.tasks["outcome"].value_counts().to_dict() if len(self.tasks) else {}
-        yield Text(Strong("Prediction"), " under rule ", Code(self.rule), ": ",
-                   ", ".join(f"{k} {int(v)}" for k, v in counts.items()),
+        listed = [span for i, (k, v) in enumerate(counts.items()) for span in (", " * bool(i), Term.of(k), f" {int(v)}")]
+        yield Text(Strong("Prediction"), " under rule ", Code(self.rule), ": ", *listed,
                    *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
         cols = ["key", "seq", "input", "action", "outcome", "reason"]
         yield Table(self.by_impact()[cols], max_rows=50, caption="tasks, re-runs and evictions first "

@@ -12,7 +12,8 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
-from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._glossary import define, plural
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._prediction import RemovalCauses, lookup_words
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
@@ -137,10 +138,10 @@ class Reconstruction(HtmlRepr):
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
-        counts = ", ".join(f"{k}: {v}" for k, v in s["status"].items())
-        yield Text(Strong("Reconstruction"), " under rule ", Code(s["rule"]),
-                   f": {s['records']} records ({counts}); {len(self.divergences)} divergences, "
-                   f"{s['cache_events']} cache events.")
+        counts = [span for i, (k, v) in enumerate(s["status"].items()) for span in (", " * bool(i), Term.of(k), f": {v}")]
+        yield Text(Strong("Reconstruction"), " under rule ", Code(s["rule"]), f": {plural(s['records'], 'record')} (",
+                   *counts, "); ", Term(plural(len(self.divergences), "divergence"), define("divergences")),
+                   f", {plural(s['cache_events'], 'cache event')}.")
         cols = [c for c in ("business_key", "seq", "kind", "step", "explanation") if c in self.divergences.columns]
         table = self.divergences[cols]
         if "positions" in self.divergences.columns:   # a count, not a list of positions (they are in .divergences)

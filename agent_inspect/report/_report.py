@@ -15,7 +15,7 @@ import pandas as pd
 
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import define
-from agent_inspect._html import escape
+from agent_inspect._html import escape, labelled
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
 from agent_inspect.recovery import Prediction, Recovery, predict, reconstruct, tasks_by_impact
@@ -161,7 +161,7 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
     runtime = getattr(result, "runtime", None)
     if runtime is not None:  # the runtime the reconstruction used (given or inferred), not only the log's guess
         summary = {**summary, "runtime": runtime}
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
+    rows = "".join(f"<tr>{labelled('th', k)}<td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
     rows += "".join(f'<tr data-name="{escape(f.name)}"><th title="{escape(f.explanation)}">{escape(f.label)}</th>'
                     f"<td>{escape(f.text)}</td></tr>" for f in summary_facts(summary))
     body = f'<table class="agent-inspect facts">{rows}</table>'
@@ -217,7 +217,7 @@ def divergence_table(frame: pd.DataFrame, *, max_rows: int) -> str:
         rows.append(
             f'<tr data-divergence="{escape(idx)}"><td>#{escape(idx)}</td><td>{escape(_text(r.get("business_key")))}</td>'
             f"<td>{escape('' if _isna(seq) else int(seq))}</td>"
-            f'<td title="{escape(define(kind))}">{escape(kind)}</td><td>{escape(_text(r.get("step")))}</td>'
+            f'<td title="{escape(define(kind))}">{escape(kind)}</td>{labelled("td", _text(r.get("step")))}'
             f"<td>{escape(_text(r.get('removed')))}</td><td>{records}</td>"
             + (f"<td>{escape(changed)}</td>" if with_diff else "") + "</tr>")
     more = len(frame) - len(shown)
@@ -258,7 +258,7 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
         return _Section("ledger", title, "<p>No ledger: the recovery could not be predicted from this log.</p>")
     tasks = prediction.tasks
     counts = tasks["outcome"].astype("string").value_counts().to_dict() if len(tasks) else {}
-    chips = "".join(f'<span class="chip outcome-{escape(k)}">{escape(k)}: {int(v):,}</span>'
+    chips = "".join(f'<span class="chip outcome-{escape(k)}" title="{escape(define(str(k)))}">{escape(k)}: {int(v):,}</span>'
                     for k, v in counts.items())
     crash = ' <b class="crash">The job crashes on this replay (restart loop).</b>' if prediction.crashed else ""
     body = (f"<p>Replaying the inputs after the restore, per task: {chips or 'no task'}.{crash} "

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._glossary import define, plural
-from agent_inspect._html import escape, table_html
+from agent_inspect._html import escape, labelled, table_html
 
 __all__ = ["reader_table", "records_link"]
 
@@ -43,7 +43,7 @@ def reader_table(frame: pd.DataFrame, *, max_rows: int, caption: str | None = No
     rows = []
     for idx, row in zip(shown.index, shown.itertuples(index=False, name=None)):
         cells = "".join(f"<td>{records_link(v, f'{anchor}-{idx}-records')}</td>" if c in _POSITIONS
-                        else f"<td>{escape(_text(v))}</td>" for c, v in zip(shown.columns, row))
+                        else labelled("td", _text(v)) for c, v in zip(shown.columns, row))
         rows.append(f"<tr><th>{escape(idx)}</th>{cells}</tr>")
     return table_html(head, rows, caption=caption, more=len(frame) - len(shown))
 

@@ -201,7 +201,8 @@ def runtime_html(obj: Any, *, rule: Any = None) -> str:
              f"{escape(runtime_text(runtime))}</span>"]
     if rule is not None:
         name = rule if isinstance(rule, str) else str(getattr(rule, "name", type(rule).__name__))
-        parts.insert(0, f'<span class="ai-rule"><b>rule</b>: {escape(rule_label(name, runtime))}</span>')
+        parts.insert(0, f'<span class="ai-rule" title="{escape(define("rule"))}"><b>rule</b>: '
+                        f'{escape(rule_label(name, runtime))}</span>')
     records = log.records if log is not None else None
     if isinstance(records, pd.DataFrame) and "value_format_lineage_rule" in records.columns:
         pinned = int(records["value_format_lineage_rule"].fillna(False).astype(bool).sum())

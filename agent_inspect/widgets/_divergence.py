@@ -8,7 +8,7 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import escape, frame_html, labelled
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
 from agent_inspect.widgets._grid import DataGrid
@@ -154,8 +154,9 @@ class DivergenceView(w.VBox):
                 for name in ("state_key", "task_event_id", "attempt", "status", "reason"):
                     if name in rec.index and not _na(rec[name]):
                         text = escape(rec[name])
-                        cell = f"<code>{text}</code>" if name in ("state_key", "task_event_id") else text
-                        meta.append(f"<div><span class='ai-label'>{escape(name)}</span> {cell}</div>")
+                        cell = f"<code>{text}</code>" if name in ("state_key", "task_event_id") else \
+                            labelled("span", rec[name])
+                        meta.append(f"<div>{labelled('span', name, cls='ai-label')} {cell}</div>")
             event = _task_event(decoded_value(self._result, pos))
             cells.append(f'<div class="ai-side">'
                          f"<b>{escape(label)} · record {pos}</b>{''.join(meta)}"

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import escape, plotly_text
+from agent_inspect._html import escape, labelled, plotly_text
 from agent_inspect._types import PredictionLike
 from agent_inspect.log import rule_label
 from agent_inspect.recovery import tasks_by_impact
@@ -76,7 +76,7 @@ class PredictionView(w.VBox):
 
     def _summary_html(self, rule: Any, crashed: bool) -> str:
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
-        parts = ", ".join(f"{escape(k)} {int(v)}" for k, v in counts.items())
+        parts = ", ".join(f"{labelled('span', k)} {int(v)}" for k, v in counts.items())
         crash = " — <b>the job crashes on this recovery (restart loop)</b>" if crashed else ""
         rule = rule_label(str(rule), getattr(self.prediction, "runtime", None))
         return (f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'

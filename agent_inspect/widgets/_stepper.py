@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._html import escape, frame_html, plotly_text
+from agent_inspect._html import escape, frame_html, labelled, plotly_text
 from agent_inspect._types import ExecutorState
 from agent_inspect.recovery import lookup_words
 from agent_inspect.widgets._common import (
@@ -361,11 +361,11 @@ def _counters_html(counters: Any, steps: int, *, key: Any = None) -> str:
 
 
 def _step_html(index: int, row: pd.Series, cause: str = "") -> str:
-    cells = "".join(f"<tr><th>{escape(k)}</th><td>{escape(_short(_grouped_change(v) if k == 'change' else v))}</td></tr>"
+    cells = "".join(f"<tr>{labelled('th', k)}<td>{escape(_short(_grouped_change(v) if k == 'change' else v))}</td></tr>"
                     for k, v in row.items() if k not in _DETAIL_SKIP and not _na(v))
     line = f'<div class="ai-step-cause">{escape(cause)}</div>' if cause else ""
     return (f'{line}<details class="ai-step-fields" open><summary>step {escape(index)} · {escape(row.get("kind", ""))}: '
-            f'every field</summary><table class="agent-inspect ai-step"><caption>step {escape(index)}</caption>'
+            f'every field</summary><table class="agent-inspect ai-step">{labelled("caption", f"step {index}", term="step")}'
             f'<tbody>{cells}</tbody></table></details>')
 
 
