@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect.cli._summary import add_source_arguments, load_source
 
 __all__ = ["register"]
@@ -40,5 +41,5 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(done))
     else:
-        print(f"wrote {done['records']} records ({done['errors']} with decode errors) to {done['output']}")
+        print(f"wrote {done['records']} {count_words(done['records'], 'record')} ({done['errors']} with decode errors) to {done['output']}")
     return 0

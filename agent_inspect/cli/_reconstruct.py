@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect._jsonable import jsonable, jsonable_rows
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
 
@@ -90,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     rt = report["runtime"]
     print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
     label = report["rule"] + (f" (what-if; {rt['name']} ships {rt['default_rule']})" if report["what_if"] else "")
-    print(f"rule {label}: {report['records']} records, "
+    print(f"rule {label}: {report['records']} {count_words(report['records'], 'record')}, "
           + ", ".join(f"{k} {v}" for k, v in report["status"].items() if v))
     for d in report["divergences"]:
         print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")

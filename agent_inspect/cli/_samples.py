@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_inspect._glossary import count_words
+
 __all__ = ["register"]
 
 
@@ -51,5 +53,5 @@ def _write(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"directory": str(args.directory), "files": [p.name for p in written]}))
     else:
-        print(f"wrote {len(written)} files to {args.directory}")
+        print(f"wrote {len(written)} {count_words(len(written), 'file')} to {args.directory}")
     return 0

@@ -12,6 +12,7 @@ import logging
 import sys
 from typing import Any
 
+from agent_inspect._glossary import count_words
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
 __all__ = ["register"]
@@ -72,7 +73,8 @@ def _run(args: argparse.Namespace) -> int:
     for rule in result.rules:
         r = s[rule]
         print(f"{result.rule_label(rule):<18}{r['rerun'] + r['resumed']} bodies re-run, {r['calls']} durable calls re-executed, "
-              f"{r['evictions']} evictions, {r['stale_reuse_risk']} reuses at risk, {r['crashed_keys']} keys crash")
+              f"{r['evictions']} {count_words(r['evictions'], 'eviction')}, {r['stale_reuse_risk']} "
+              f"{count_words(r['stale_reuse_risk'], 'reuse')} at risk, {r['crashed_keys']} {count_words(r['crashed_keys'], 'key crashes', 'keys crash')}")
         if r["calls_by_function"]:
             top_calls = list(r["calls_by_function"].items())
             more = f", and {len(top_calls) - 5} more functions" if len(top_calls) > 5 else ""

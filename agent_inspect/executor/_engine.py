@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import greenlet
 
 from agent_inspect._errors import ReplayError
+from agent_inspect._glossary import plural
 from agent_inspect.agents import ActionDecl, AgentEvent
 from agent_inspect.executor._agents import AgentView
 from agent_inspect.executor._policy import ActionPolicy
@@ -241,7 +242,7 @@ class Engine(Observer):
         self._emit(StepKind.ROUND_COMPLETE, key=key, seq=seq, outcome=StepOutcome.COMPLETE,
                    event_type=input_event.type if input_event else None,
                    event_id=input_event.id if input_event else None,
-                   reason="task queue empty", change=f"sensory memory cleared ({cleared} paths)")
+                   reason="task queue empty", change=f"sensory memory cleared ({plural(cleared, 'path')})")
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
         """One step per cached record of a replayed round that no task looked up (as ``predict``), decided when

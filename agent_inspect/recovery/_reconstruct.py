@@ -134,7 +134,7 @@ class Reconstruction(HtmlRepr):
     def __repr__(self) -> str:
         s = self.summary()
         return (f"Reconstruction(rule={s['rule']!r}, {s['records']} records, {s['status']}, "
-                f"{len(self.divergences)} divergences)")
+                f"{plural(len(self.divergences), 'divergence')})")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()

@@ -14,7 +14,7 @@ from typing import Any, Unpack
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import define
+from agent_inspect._glossary import count_words, define
 from agent_inspect._html import escape, labelled
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
@@ -247,7 +247,7 @@ def _timeline_section(result: Any, *, max_keys: int) -> _Section:
                           config={"displaylogo": False, "responsive": True})
         div, found = _split_scripts(div)
         scripts.extend(found)
-        parts.append(f'<div class="timeline"><h3>key <code>{escape(key)}</code> · {removed:,} records '
+        parts.append(f'<div class="timeline"><h3>key <code>{escape(key)}</code> · {removed:,} {count_words(removed, "record")} '
                      f"evicted or invalidated</h3>{div}</div>")
     return _Section("timelines", "Timelines of the most affected keys", "".join(parts), tuple(scripts))
 

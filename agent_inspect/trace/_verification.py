@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect._glossary import count_words
 from agent_inspect._html import Em, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable, jsonable_rows
 from agent_inspect.trace._verdict import UNDETERMINED_CAUSES, Verdict, overall_verdict
@@ -172,11 +173,11 @@ class Verification(HtmlRepr):
                 hint = (f"; the trace agrees fully under {best['rule']}" if len(names) == 1 else
                         f"; the trace agrees fully under each of {len(names)} tied configurations: {', '.join(names)}")
             more = f"; {unsure} more the trace cannot decide ({unsure_causes})" if unsure else ""
-            return f"{bad} of {n} tasks disagree with the trace under rule {self.rule_label} ({causes}){hint}{more}"
+            return f"{bad} of {n} {count_words(n, 'task')} disagree with the trace under rule {self.rule_label} ({causes}){hint}{more}"
         if unsure:
-            return (f"the trace cannot decide {unsure} of {n} tasks under rule {self.rule_label} ({why}); "
+            return (f"the trace cannot decide {unsure} of {n} {count_words(n, 'task')} under rule {self.rule_label} ({why}); "
                     f"the other {n - unsure} agree")
-        text = f"all {n} tasks agree with the trace under rule {self.rule_label}"
+        text = f"all {n} {count_words(n, 'task')} agree with the trace under rule {self.rule_label}"
         calls = self.call_differences()
         if calls:
             text += f", but the durable calls differ ({calls})"

@@ -18,6 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.history import GROUP_EDGE_KINDS, LayeredDrawing, graph_groups, group_graph, layered_drawing
@@ -197,8 +198,8 @@ class GraphView(w.VBox):
             where += f" · attempt{'s' if len(attempts) > 1 else ''} {escape(', '.join(map(str, attempts)))}"
         folded = "" if self.shown is self.graph else \
             f" · drawn as {self.shown.number_of_nodes():,} (click a group to expand it)"
-        self.title.value = (f'<div class="ai-title">{what}{where} · {self.graph.number_of_nodes():,} nodes, '
-                            f"{self.graph.number_of_edges():,} edges{folded}</div>" + self._suffix_html())
+        self.title.value = (f'<div class="ai-title">{what}{where} · {plural(self.graph.number_of_nodes(), "node")}, '
+                            f"{plural(self.graph.number_of_edges(), 'edge')}{folded}</div>" + self._suffix_html())
         self.detail.value = message_html("click a node to see its attributes")
         self.explain_box.children = []
         self.terms.value = terms_html(self._terms())

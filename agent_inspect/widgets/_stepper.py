@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect._html import escape, frame_html, labelled, plotly_text
 from agent_inspect._types import ExecutorState
 from agent_inspect.recovery import lookup_words
@@ -375,8 +376,8 @@ def step_cause(steps: pd.DataFrame, row: pd.Series) -> str:
     An eviction names its lookup, the rule's note and what it removed (grouped by round); a re-run names the
     earlier eviction step that removed its record, when there is one."""
     kind = str(row.get("kind", ""))
-    where = f"{row.get('key')}@{_int_text(row.get('seq'))}" + (
-        f" {row.get('action')}" if not _na(row.get("action")) else "")
+    where = (f"{row.get('action')} " if not _na(row.get("action")) else "") + \
+        f"({row.get('key')}, seq {_int_text(row.get('seq'))})"
     if kind in ("eviction", "invalidation"):
         note = row.get("rule_note") if not _na(row.get("rule_note")) else row.get("reason")
         removed = _grouped_change(row.get("change")) if not _na(row.get("change")) else ""
@@ -449,7 +450,7 @@ def _memory_html(memory: Any, key: Any = None) -> str:
         mine = memory.get(key)
         title = f"memory of key {key} at this step"
     elif isinstance(memory, Mapping):
-        mine, title = None, f"memory: {len(memory):,} keys (pick a key or Step to see one)"
+        mine, title = None, f"memory: {len(memory):,} {count_words(len(memory), 'key')} (pick a key or Step to see one)"
     else:
         mine, title = memory, "memory at this step"
     if mine is None:

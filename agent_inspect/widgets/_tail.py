@@ -26,6 +26,7 @@ import ipywidgets as w
 import traitlets
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect._html import escape
 from agent_inspect._types import LogLike, LogViewer
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
@@ -347,5 +348,5 @@ class LiveTail(w.VBox):
                 view.show_log(log, self.rule)
         # after the views: the counter describes what they show
         updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
-        self.counter.value = (f'<span class="ai-counter">{len(log):,} records in the window · '
+        self.counter.value = (f'<span class="ai-counter">{len(log):,} {count_words(len(log), "record")} in the window · '
                               f"{live.count:,} received · last update {updated}</span>")

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike, RecordSource
 from agent_inspect.widgets._common import (
@@ -88,7 +89,7 @@ class KeyTimeline(w.VBox):
         self.records = self._data.frame
         self.selected_pos: int | None = None
         self.title = w.HTML(f'<div class="ai-title">timeline of key <code>{escape(self.key)}</code> · '
-                            f"{len(self.records):,} records</div>")
+                            f"{len(self.records):,} {count_words(len(self.records), 'record')}</div>")
         self.detail = w.HTML(message_html("click a point to see its decoded value"))
         self.detail.add_class("ai-detail")
         self.figure = Plot(self._data.figure(height=height, hover=False))
@@ -322,7 +323,7 @@ def _bin(pos: np.ndarray, seq: np.ndarray, name: str, x_range: tuple[float, floa
     s_lo, s_hi = np.minimum.reduceat(s, starts), np.maximum.reduceat(s, starts)
     size = np.minimum(4.0 + 2.0 * np.log2(count), 16.0)
     label = plotly_text(name)
-    texts = [f"{c:,} {label} records<br>pos {a}–{b} · seq {int(c0)}–{int(c1)}"
+    texts = [f"{c:,} {label} {count_words(c, 'record')}<br>pos {a}–{b} · seq {int(c0)}–{int(c1)}"
              for c, a, b, c0, c1 in zip(count.tolist(), p_lo.tolist(), p_hi.tolist(), s_lo.tolist(), s_hi.tolist())]
     return x, y, size, texts, p_lo
 
@@ -417,7 +418,7 @@ def removed_by(source: Any) -> dict[Any, str]:
     for ident, rows in evictions.groupby("divergence_id", sort=False):
         positions = [p for ps in rows["positions"] for p in _positions(ps)]
         counts = records["seq"].reindex(positions).dropna().astype(int).value_counts().sort_index()
-        out[ident] = _seq_runs(counts) + f" ({len(positions):,} records)"
+        out[ident] = _seq_runs(counts) + f" ({len(positions):,} {count_words(len(positions), 'record')})"
     return out
 
 

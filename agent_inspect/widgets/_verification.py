@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._glossary import define
+from agent_inspect._glossary import count_words, define
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
 from agent_inspect.store import Outcome
@@ -175,7 +175,8 @@ class VerificationView(w.VBox):
             idx = [i for i in idx if not bool(self.tasks.iloc[i]["agree"])]
         self.rows.options = [(self._label(i), i) for i in list(idx)[: self.max_rows]]
         if self.only_disagree.value and not idx:
-            self.empty.value = message_html(f"no disagreement: all {len(self.tasks):,} tasks agree with the trace")
+            self.empty.value = message_html(f"no disagreement: all {len(self.tasks):,} {count_words(len(self.tasks), 'task')} "
+                                            "agree with the trace")
         elif not len(self.tasks):
             self.empty.value = message_html("no task to list")
         else:
