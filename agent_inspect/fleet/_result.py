@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect.fleet._task import CALLS_PREFIX
 
 if TYPE_CHECKING:
@@ -192,16 +193,18 @@ class ScanResult:
                 f"{s['errors']} bad records, {s['failed']} failed)")
 
     def _repr_html_(self) -> str:
-        from agent_inspect._html import escape, frame_html
+        from agent_inspect._html import escape, frame_html, labelled
 
         s = self.summary()
         per_rule = "; ".join(
             f"<code>{escape(self.rule_label(r))}</code>: {s[r]['rerun'] + s[r]['resumed']} bodies re-run, {s[r]['calls']} durable "
             f"calls re-executed, {s[r]['stale_reuse_risk']} reuses at risk" for r in self.rules)
-        fail = (f" <b>{s['failed']} window(s) failed</b>." if s["failed"] else "")
+        fail = (f" {labelled('b', plural(s['failed'], 'window') + ' failed', term='failed windows')}." if s["failed"] else "")
         html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code>: "
-                f"{s['windows']} windows, {s['records']} records, {s['keys']} keys, {s['errors']} bad records, "
-                f"{s['exposed_1301']} keys exposed to #1301.{fail}</p><p>{per_rule}</p>"
+                f"{labelled('span', plural(s['windows'], 'window'), term='windows')}, {plural(s['records'], 'record')}, "
+                f"{plural(s['keys'], 'key')}, {plural(s['errors'], 'bad record')}, "
+                f"{labelled('span', plural(s['exposed_1301'], 'key') + ' exposed to #1301', term='exposed to #1301')}."
+                f"{fail}</p><p>{per_rule}</p>"
                 + frame_html(self.at_risk(10), caption="most at risk"))
         if s["failed"]:
             html += frame_html(self.failures[_FAILURE_COLUMNS], caption="failed windows")

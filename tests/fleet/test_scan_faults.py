@@ -77,4 +77,4 @@ def test_a_window_that_fails_for_good_is_in_failures(tmp_path: Path, dask_client
     assert "not a readable Parquet file" in result.failures["reason"].iloc[0]
     alone = ai.scan(good, client=dask_client)
     pd.testing.assert_frame_equal(_stable(result), _stable(alone))
-    assert "1 window(s) failed" in result._repr_html_()
+    assert ">1 window failed</b>" in result._repr_html_()

@@ -11,6 +11,7 @@ badges take their titles from the ``terms`` the kernel sends (``define``); the b
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -123,3 +124,19 @@ def test_every_term_label_of_the_results_and_the_report_has_a_tooltip(production
         assert untitled_labels(production[name]._repr_html_()) == set(), name
     page = render_report(production["log"], markers=production["markers"], max_keys=2)
     assert untitled_labels(page) == set()
+
+
+def test_the_scan_results_counts_say_what_they_count() -> None:
+    """A fleet scan's headline: windows, keys exposed to #1301 and failed windows carry the glossary's line."""
+    import pandas as pd
+
+    cols = ai.fleet.KEY_COLUMNS + [f"fixed_{c}" for c in ai.fleet.RULE_COLUMNS]
+    row = {c: 0 for c in cols} | {"business_key": "k", "exposed_1301": True, "fixed_crashed": False}
+    failures = pd.DataFrame([{"window": "p1", "partition": 1, "path": None, "start": 0, "end": 9, "reason": "gone"}])
+    result = ai.ScanResult(keys=pd.DataFrame([row], columns=cols), errors=pd.DataFrame(), failures=failures,
+                           partitions=pd.DataFrame([{"window": "p0", "partition": 0, "records": 1, "errors": 0}]),
+                           source="s.jsonl", rules=("fixed",))
+    page = result._repr_html_()
+    for words, term in ((r"2 windows", "windows"), (r"1 key exposed to #1301", "exposed to #1301"),
+                        (r"1 window failed", "failed windows")):   # windows: the one read and the one failed
+        assert re.search(rf'title="{re.escape(html.escape(define(term)))}">{words}<', page), words
