@@ -164,10 +164,10 @@ class VerificationView(w.VBox):
 
     def _label(self, i: int) -> str:
         r = self.tasks.iloc[i]
-        seq = "" if pd.isna(r["seq"]) else f"@{int(r['seq'])}"
+        seq = "" if pd.isna(r["seq"]) else f", seq {int(r['seq'])}"
         pred = r["predicted"] if isinstance(r["predicted"], str) else "—"
         tick = "✓" if bool(r["agree"]) else "✗"
-        return f"{tick} {r['key']}{seq} {r['action']}: predicted {pred}, observed {r['observed']}"
+        return f"{tick} {r['action']} ({r['key']}{seq}): predicted {pred}, observed {r['observed']}"
 
     def _fill_rows(self) -> None:
         idx: Sequence[int] = range(len(self.tasks))
