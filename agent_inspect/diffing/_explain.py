@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._glossary import define
-from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Text
+from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
 from agent_inspect.store import Outcome
@@ -135,7 +135,8 @@ class Explanation(HtmlRepr):
                 "alternatives": dict(self.alternatives)}
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong("Why"), f" {self.key}@{self.seq} {self.action} → {self.outcome} (rule ", Code(self.rule_label), ")")
+        yield Text(Strong("Why"), f" {self.action} ({self.key}, seq {self.seq}) → ", Term.of(self.outcome), " (",
+                   Term.of("rule"), " ", Code(self.rule_label), ")")
         yield Bullets([s.title + (f" — {s.detail}" if s.detail else "")
                        + (f" (records {', '.join(map(str, s.positions))})" if s.positions else "") for s in self.steps])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import plural
-from agent_inspect._html import escape
+from agent_inspect._glossary import count_words, plural
+from agent_inspect._html import escape, labelled
 from agent_inspect.store import Outcome
 
 __all__ = ["why_html"]
@@ -38,9 +38,10 @@ def why_html(prediction: Any, result: Any, *, max_actions: int = 5) -> str:
             + (f" — {escape(s.detail)}" if s.detail else "")
             + (f" <span class='records'>records {escape(', '.join(map(str, s.positions)))}</span>"
                if s.positions else "") + "</li>" for s in why.steps)
-        cost = (f"<p>This decision cost {int(why.cost.get('bodies', 0))} action bodies and "
-                f"{int(why.cost.get('calls', 0))} durable calls downstream.</p>") if why.cost else ""
+        bodies, calls = int(why.cost.get("bodies", 0)), int(why.cost.get("calls", 0))
+        cost = (f"<p>This decision cost {bodies} action {count_words(bodies, 'body', 'bodies')} and "
+                f"{calls} durable {count_words(calls, 'call')} downstream.</p>") if why.cost else ""
         parts.append(f"<div class='why'><h3>{escape(action)} reruns {int(n)}×; first at "
-                     f"{escape(why.key)}@{escape(why.seq)} (cause: {escape(why.cause.kind)})</h3>"
+                     f"{escape(why.key)}, seq {escape(why.seq)} (cause: {labelled('span', why.cause.kind)})</h3>"
                      f"<ol>{steps}</ol>{cost}</div>")
     return "".join(parts)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
 
 import agent_inspect as ai
+from agent_inspect._glossary import define
 from agent_inspect.report import render_report
 from tests.report.probe_log import assert_no_live_probe
 
@@ -26,7 +28,8 @@ def test_top_reruns_are_explained_with_their_cause():
     top = prediction.tasks.loc[prediction.tasks["outcome"] == "RERUN", "action"].value_counts()
     assert f"{top.index[0]} reruns {int(top.iloc[0])}×" in why
     assert why.count("<div class='why'>") == min(5, len(top))
-    assert "(cause: evict)" in why and "why-step" in why and "durable calls downstream" in why
+    evict = html.escape(define("evict"))
+    assert f'(cause: <span title="{evict}">evict</span>)' in why and "why-step" in why and "downstream" in why
 
 
 def test_nothing_reruns_says_so():
