@@ -1,0 +1,84 @@
+"""Which call cases (D01–D06) a generated history's recovery goes through: the journal decisions it replays."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agent_inspect.checker._history import History
+
+__all__ = ["CALL_SHAPES", "call_shapes"]
+
+CALL_SHAPES: Mapping[str, str] = {
+    "D01": "a resumed body is served a recorded result and a recorded failure, then runs its next call",
+    "D02": "a resumed body's call differs from the recorded one at its index: the journal is truncated",
+    "D03": "a resumed body meets a PENDING slot of its reconcilable call: the reconciler runs",
+    "D04": "a resumed record written in V1 (0.2): its call results' statuses are inferred",
+    "D05": "a resumed body retries one call: its recorded failures are re-raised, its success returned",
+    "D06": "a resumed Java action whose call changed is still served the recorded result (identity is its id)",
+}
+"""The call cases of the matrix, each as the journal decisions that show it in a replay (``call_shapes``)."""
+
+_SERVED = ("hit", "hit-failed", "pending-hit")
+
+
+def call_shapes(history: History, rule: Any = "fixed") -> frozenset[str]:
+    """The call cases (keys of :data:`CALL_SHAPES`) that ``history``'s judged recovery goes through under ``rule``.
+
+    The recovery runs in the replay executor with live bodies; each resumed task's durable-call decisions
+    (hit, re-raise, mismatch, reconcile, execute) are matched against the cases' shapes.
+
+    For example::
+
+        h = ai.checker.generate_history(11, call_shapes=1.0, durable_calls=1.0, checkpoints=0.5)
+        ai.checker.call_shapes(h)                        # e.g. frozenset({'D01'})
+    """
+    from agent_inspect.executor import ReplayExecutor, StepKind
+
+    h = history
+    ex = ReplayExecutor(h.log, markers=list(h.markers), plan=h.plan, agent=h.agent, rule=rule, runtime=h.runtime,
+                        key_format=h.options.key_format, seed=h.seed)
+    ex.run()
+    calls: dict[int, list[Any]] = {}                         # per resumed task, its call decisions in order
+    for step in ex.step_list:
+        if step.kind is StepKind.RESUME and step.task is not None and step.call_index is not None:
+            calls.setdefault(step.task, []).append(step)
+    java = {str(a["name"]) for a in h.agent_spec.get("actions", ()) if a.get("java")}
+    found: set[str] = set()
+    for steps in calls.values():
+        action = str(steps[0].action)
+        outcomes = [str(s.outcome) for s in steps]
+        found |= _shapes_of(outcomes, [(s.function_id, s.detail.get("args_digest")) for s in steps],
+                            action in java, _changed(h, action))
+        if h.value_format == "V1" and any(o in _SERVED for o in outcomes):
+            found.add("D04")
+    return frozenset(found)
+
+
+def _shapes_of(outcomes: Sequence[str], identities: Sequence[tuple[Any, Any]], java: bool,
+               changed: bool) -> set[str]:
+    found = set()
+    served = [i for i, o in enumerate(outcomes) if o in _SERVED]
+    if "mismatch" in outcomes:
+        found.add("D02")
+    if "reconcile" in outcomes:
+        found.add("D03")
+    if "hit" in outcomes and "hit-failed" in outcomes and served and \
+            any(o == "execute" for o in outcomes[served[-1] + 1:]) and "mismatch" not in outcomes:
+        found.add("D01")
+    failed_ids = [identities[i] for i, o in enumerate(outcomes) if o == "hit-failed"]
+    if any(failed_ids.count(x) >= 2 or (x in [identities[i] for i in served if outcomes[i] == "hit"])
+           for x in failed_ids) and not java:
+        found.add("D05")
+    if java and changed and "hit" in outcomes:
+        found.add("D06")
+    return found
+
+
+def _changed(h: History, action: str) -> bool:
+    """Whether the recovery runs changed code for ``action`` (its replay agent's behaviour differs)."""
+    if h.replay_agent_spec is None:
+        return False
+    new = h.replay_agent_spec.get("on", {})
+    old = h.agent_spec.get("on", {})
+    return isinstance(new, Mapping) and new.get(action) != old.get(action)
