@@ -20,7 +20,14 @@ import plotly.graph_objects as go
 from agent_inspect._errors import InspectError
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike
-from agent_inspect.history import GROUP_EDGE_KINDS, LayeredDrawing, graph_groups, group_graph, layered_drawing
+from agent_inspect.history import (
+    GROUP_EDGE_KINDS,
+    LayeredDrawing,
+    graph_groups,
+    group_graph,
+    layered_drawing,
+    wrapped_drawing,
+)
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -61,6 +68,10 @@ _MAX_ARROWS = 2000
 _ALL_ROUNDS = "all rounds"
 # Folded graphs keep their labels up to this many drawn nodes.
 _MAX_GROUP_LABELS = 400
+# A folded graph taller than this many layers (a long chain of rounds) wraps into bands side by side, at most
+# _MAX_COLUMNS lane columns across (so labels keep their room in a notebook's width).
+_WRAP_LAYERS = 12
+_MAX_COLUMNS = 6
 DIVERGENCE_MARK = "divergence point"
 EVICTED_BAND = "evicted suffix"
 # What each edge kind of the graphs means, in the words drawn on it (sub-agent trees label their edges).
@@ -184,9 +195,13 @@ class GraphView(w.VBox):
         self.shown = group_graph(self.graph, self.expanded) if self.grouped else self.graph
         self.collapse_button.layout.display = None if self.grouped else "none"
         drawing = layered_drawing(self.shown, lane=self._lane) if self.shown.number_of_nodes() else LayeredDrawing({})
+        if self.shown is not self.graph and drawing.layers > _WRAP_LAYERS:
+            bands = max(1, _MAX_COLUMNS // max(len(drawing.lanes), 1))
+            drawing = wrapped_drawing(drawing, rows=max(_WRAP_LAYERS * 2 // 3, -(-drawing.layers // bands)))
         self.positions = {n: (float(x), float(y)) for n, (x, y) in drawing.positions.items()}
         self.routes = drawing.routes
         self._lanes = drawing.lanes
+        self._band_shifts = drawing.band_shifts
         self.selected_node = None
         seq = self._seq
         key, what = self.key, escape(self._what)
@@ -284,7 +299,9 @@ class GraphView(w.VBox):
         texts = {n: self._node_label(n, g.nodes[n]) for n in self._nodes} if show_labels else {}
         lanes = len(self._lanes) > 1
         marks = self._marks()
-        geometry = Geometry.of(xy, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
+        # the routes' bends too (a wrapped drawing's edges run in gutters around its bands)
+        points = {**xy, **{("bend", i): p for i, p in enumerate(p for r in self.routes.values() for p in r[1:-1])}}
+        geometry = Geometry.of(points, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
                                min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
                                ringed=bool(marks))
         self.geometry = geometry
@@ -365,6 +382,8 @@ class GraphView(w.VBox):
         xy, out = self.positions, list[dict[str, Any]]()
         removed = [n for n, attrs in self.shown.nodes(data=True) if _status(attrs) in _REMOVED and n in xy]
         parts = nx.weakly_connected_components(self.shown.subgraph(removed)) if removed else []
+        # one box per band of a wrapped drawing: a suffix wrapped to the next band continues in a box there
+        parts = [p for part in parts for p in self._by_band(part)]
         for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
             xs, ys = [xy[n][0] for n in part], [xy[n][1] for n in part]
             out.append(dict(type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
@@ -374,15 +393,26 @@ class GraphView(w.VBox):
                             showlegend=not out, legendrank=900))
         return out
 
+    def _by_band(self, nodes: Any) -> list[list[Any]]:
+        """``nodes`` split by the band of a wrapped drawing they sit in (one part when nothing is wrapped)."""
+        if len(self._band_shifts) < 2:
+            return [list(nodes)]
+        left = min(self.positions[n][0] for n in self.positions) - 0.5
+        out: dict[int, list[Any]] = {}
+        for n in nodes:
+            band = max(i for i, s in enumerate(self._band_shifts) if self.positions[n][0] >= left + s)
+            out.setdefault(band, []).append(n)
+        return list(out.values())
+
     def _lane_labels(self) -> list[dict[str, Any]]:
         """"attempt N" over each attempt's lane when attempts sit side by side (more than one drawn)."""
         if len(self._lanes) < 2 or not self.positions:
             return []
         top = max(p[1] for p in self.positions.values()) + self.geometry.above
-        return [dict(x=(left + right) / 2, y=top, xref="x", yref="y", showarrow=False, yanchor="bottom",
+        return [dict(x=(left + right) / 2 + shift, y=top, xref="x", yref="y", showarrow=False, yanchor="bottom",
                      text=f"<b>{escape(self._lane)} {escape(value)}</b>" if value is not None else "<b>no attempt</b>",
                      font=dict(size=11))
-                for value, (left, right) in self._lanes.items()]
+                for shift in self._band_shifts for value, (left, right) in self._lanes.items()]
 
     def _legend_rows(self) -> int:
         """How many rows the horizontal legend takes, about (its entries at ~6 px a character, 760 px a row)."""
@@ -402,7 +432,10 @@ class GraphView(w.VBox):
             words = ", ".join(_GROUP_EDGE_WORDS.get(k, k) + (f" ×{n}" if n > 1 else "")
                               for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
             meaning = "; ".join(GROUP_EDGE_KINDS.get(k, f"{k} edges of the members") for k in kinds)
-            out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2, xref="x", yref="y",
+            # on the middle segment of its route (a wrapped band's edge: the gutter it climbs)
+            route = self.routes.get((u, v)) or [xy[u], xy[v]]
+            (x0, y0), (x1, y1) = route[(len(route) - 1) // 2], route[(len(route) - 1) // 2 + 1]
+            out.append(dict(x=(x0 + x1) / 2, y=(y0 + y1) / 2, xref="x", yref="y",
                             text=f"<i>{plotly_text(words)}</i>", hovertext=plotly_text(meaning), showarrow=False,
                             font=dict(size=9), xanchor="left", xshift=4, opacity=0.85))
         return out

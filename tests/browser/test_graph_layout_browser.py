@@ -17,6 +17,28 @@ pytestmark = pytest.mark.browser
 
 BIG_ROUND = "graph = ai.widgets.GraphView(original, 'vip_0042', 0)\ngraph"
 FOLDED = "folded = ai.widgets.GraphView(original, 'user-0004')\nfolded"
+# One key, 30 rounds written by attempt 1, the last 10 run again by attempt 2 after a restore (the production
+# executor writes both), its whole-key graph folded, with both attempts expanded: 39 round groups (a restore
+# replays 9).
+TALL = """
+from agent_inspect.agents import ActionDecl, Behaviour, DeclarativeAgent, Emit
+agent = DeclarativeAgent([ActionDecl("triage", ("_input_event",)), ActionDecl("reply", ("Triaged",))],
+                         {"triage": [Behaviour((Emit("Triaged", {"topic": "orders"}),))],
+                          "reply": [Behaviour((Emit("_output_event", {"output": "done"}),))]})
+inputs = [("user-1", f"question {i}") for i in range(30)]
+first = ai.ReplayExecutor(agent=agent, plan={"inputs": inputs}, num_partitions=1, seed=1)
+first.run(until=lambda step: step.kind.value == "round-complete" and step.seq == 19)
+first.checkpoint()
+first.run()
+second = ai.ReplayExecutor(first.to_log(), agent=agent, restore=first.checkpoints[-1], plan={"inputs": inputs[20:]},
+                           rule="original", attempt=2, seed=2)
+second.run()
+rounds = ai.reconstruct(second.to_log(), markers=[first.checkpoints[-1].marker], agent=agent)
+tall = ai.widgets.GraphView(rounds, "user-1")
+for group in list(tall.shown.nodes):
+    tall.expand(group)
+tall
+"""
 
 # Every label's screen box (node labels and annotations: lane titles, edge words), the figure's box, and the
 # edges as screen polylines.
@@ -111,3 +133,19 @@ def test_the_folded_graph_draws_its_edges_between_groups(lab_page, lab_root: Pat
     assert "✕ 1 divergence" in texts and "27 removed" in texts
     assert _geometry_problems(geometry) == []
     _photographed(lab_page, "graph-user-0004-folded", artifacts)
+
+
+def test_a_folded_chain_of_30_rounds_wraps_into_bands_a_notebook_can_read(lab_page, lab_root: Path,
+                                                                       artifacts: Path) -> None:
+    """Before: one column of 31 layers, 2,309 px tall. Wrapped: bands of rounds side by side, every band with
+    its attempt lanes titled, edges to the next band in the gutter between them."""
+    page, geometry, _ = _graph_of(lab_page, lab_root, "graph-tall.ipynb", TALL, "edges")
+    (artifacts / "graph-30-rounds-geometry.json").write_text(json.dumps(geometry, indent=1))
+    height = geometry["figure"]["bottom"] - geometry["figure"]["top"]
+    assert height < 1100, height
+    assert len(geometry["labels"]) == 39 and len(geometry["lines"]) == 46      # 30 + 9 rounds; next, re-runs
+    assert _geometry_problems(geometry) == []
+    lanes = [n["text"] for n in geometry["notes"] if n["text"].startswith("attempt")]
+    assert lanes.count("attempt 1") >= 2 and lanes.count("attempt 2") >= 2        # every band titles its lanes
+    assert sum("re-runs" in n["text"] for n in geometry["notes"]) == 9              # the group edges keep their words
+    _photographed(lab_page, "graph-30-rounds-wrapped", artifacts)
