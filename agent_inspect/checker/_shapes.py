@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +39,13 @@ def call_shapes(history: History, rule: Any = "fixed") -> frozenset[str]:
     h = history
     ex = ReplayExecutor(h.log, markers=list(h.markers), plan=h.plan, agent=h.agent, rule=rule, runtime=h.runtime,
                         key_format=h.options.key_format, seed=h.seed)
-    ex.run()
+    log = logging.getLogger("agent_inspect.executor")
+    level = log.level
+    log.setLevel(logging.ERROR)      # the mismatches are what is looked for: upstream's warning for each is noise here
+    try:
+        ex.run()
+    finally:
+        log.setLevel(level)
     calls: dict[int, list[Any]] = {}                         # per resumed task, its call decisions in order
     for step in ex.step_list:
         if step.kind is StepKind.RESUME and step.task is not None and step.call_index is not None:

@@ -26,6 +26,7 @@ from agent_inspect.history import (
     graph_groups,
     group_graph,
     layered_drawing,
+    tree_lanes,
     wrapped_drawing,
 )
 from agent_inspect.widgets._common import (
@@ -192,10 +193,10 @@ class GraphView(w.VBox):
         self._redraw()
 
     def _redraw(self) -> None:
-        self.shown = group_graph(self.graph, self.expanded) if self.grouped else self.graph
+        self.shown = self._drawn_graph()
         self.collapse_button.layout.display = None if self.grouped else "none"
         drawing = layered_drawing(self.shown, lane=self._lane) if self.shown.number_of_nodes() else LayeredDrawing({})
-        if self.shown is not self.graph and drawing.layers > _WRAP_LAYERS:
+        if self.grouped and drawing.layers > _WRAP_LAYERS:
             bands = max(1, _MAX_COLUMNS // max(len(drawing.lanes), 1))
             drawing = wrapped_drawing(drawing, rows=max(_WRAP_LAYERS * 2 // 3, -(-drawing.layers // bands)))
         self.positions = {n: (float(x), float(y)) for n, (x, y) in drawing.positions.items()}
@@ -210,7 +211,7 @@ class GraphView(w.VBox):
         attempts = sorted({a for a in _attempts(self.graph)}, key=str)
         if attempts:
             where += f" · attempt{'s' if len(attempts) > 1 else ''} {escape(', '.join(map(str, attempts)))}"
-        folded = "" if self.shown is self.graph else \
+        folded = "" if not self.grouped else \
             f" · drawn as {self.shown.number_of_nodes():,} (click a group to expand it)"
         self.title.value = (f'<div class="ai-title">{what}{where} · {self.graph.number_of_nodes():,} nodes, '
                             f"{self.graph.number_of_edges():,} edges{folded}</div>" + self._suffix_html())
@@ -220,6 +221,10 @@ class GraphView(w.VBox):
         with self.figure.batch_update():
             self.figure.data = []
             self._draw()
+
+    def _drawn_graph(self) -> nx.DiGraph:
+        """What is drawn of ``graph``: folded into groups (all rounds of a big key), else the graph itself."""
+        return group_graph(self.graph, self.expanded) if self.grouped else self.graph
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
         if attempt is None:
@@ -300,7 +305,8 @@ class GraphView(w.VBox):
         lanes = len(self._lanes) > 1
         marks = self._marks()
         # the routes' bends too (a wrapped drawing's edges run in gutters around its bands)
-        points = {**xy, **{("bend", i): p for i, p in enumerate(p for r in self.routes.values() for p in r[1:-1])}}
+        points: dict[Any, tuple[float, float]] = dict(xy)
+        points.update((("bend", i), p) for i, p in enumerate(p for r in self.routes.values() for p in r[1:-1]))
         geometry = Geometry.of(points, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
                                min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
                                ringed=bool(marks))
@@ -422,7 +428,7 @@ class GraphView(w.VBox):
 
     def _edge_labels(self) -> list[dict[str, Any]]:
         """On a folded graph, what each edge between groups stands for ("then", "re-runs ×3", "emits ×2")."""
-        if self.shown is self.graph or self.shown.number_of_edges() > _MAX_LABELS:
+        if not self.grouped or self.shown.number_of_edges() > _MAX_LABELS:
             return []
         xy, out = self.positions, list[dict[str, Any]]()
         for u, v, attrs in self.shown.edges(data=True):
@@ -481,7 +487,7 @@ class SubagentTreeView(GraphView):
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
     _foldable = False
-    _lane = None             # a tree's structure nodes (round, session, call) belong to no attempt
+    # each attempt's children in a lane of their own; structure nodes in the lanes of the children under them
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
@@ -506,6 +512,9 @@ class SubagentTreeView(GraphView):
         whole.graph.update(seq=None, emits=[e for t in trees for e in t.graph.get("emits", ())])
         return whole
 
+    def _drawn_graph(self) -> nx.DiGraph:
+        return tree_lanes(self.graph)
+
     def _terms(self) -> list[str]:
         return ["sub-agent call", *super()._terms(), "REUSE", "RERUN", "RESUME", "NOT_DISPATCHED", "calls"]
 
@@ -527,8 +536,8 @@ class SubagentTreeView(GraphView):
         if kind == "action":
             badge = _badge(attrs, self.graph)
             status = attrs.get("status")
-            second = f"<b>{plotly_text(badge.upper())}</b>" + (f" · {plotly_text(status)}" if status else "")
-            return f"{label}<br>{second}"
+            # badge and status on lines of their own: siblings sit one slot apart, their labels side by side
+            return f"{label}<br><b>{plotly_text(badge.upper())}</b>" + (f"<br>{plotly_text(status)}" if status else "")
         if kind == "call" and attrs.get("call_status"):
             return f"{label}<br>{plotly_text(attrs['call_status'])}"
         if kind == "result":
