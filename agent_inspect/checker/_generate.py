@@ -35,6 +35,7 @@ from agent_inspect.checker._history import (
     _Checkpoint,
     event_notation,
 )
+from agent_inspect.checker._shapes import JOURNAL_SHAPES, changed_code, journal_steps
 from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, StepOutcome, as_plan
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
@@ -70,7 +71,7 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random,
     """A random agent in the case-file ``[agent]`` form: roots, fan-out, cascades, calls, a sub-agent.
 
     ``shapes`` draws what older versions did not (identical siblings), so a seed keeps its history otherwise;
-    ``calls_rng`` draws the call cases' shapes (:func:`_journal`), so they leave every other draw alone.
+    ``calls_rng`` draws the call cases' shapes (``journal_steps``), so they leave every other draw alone.
     """
     values = _VALUES[:o.values]
     n_roots = rng.randint(1, o.roots)
@@ -115,9 +116,9 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random,
         on.setdefault("R0", {})[f"In({v})"] = steps
     for i in range(1, n_roots):
         on[f"R{i}"] = {"*": [{"set": f"r{i}", "value": 1}]
-                       + (_journal(shape, f"generated.r{i}", "d0", java=java) if calls else [])}
+                       + (journal_steps(shape, f"generated.r{i}", "d0", java=java) if calls else [])}
     for ev, attrs in work.items():
-        steps = _journal(shape, "generated.w", f"d{attrs['x']}") if calls else []
+        steps = journal_steps(shape, "generated.w", f"d{attrs['x']}") if calls else []
         if cascade:
             steps.append({"emit": event_notation(AgentEvent("Work2", {"y": attrs["x"]}))})
         on.setdefault("W", {})[ev] = steps
@@ -126,52 +127,9 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random,
     if sub:
         on["P"] = {f"In({v})": [{"subagent": "child", "session": "s0", "call_id": "s0-1",
                                  "event": event_notation(AgentEvent(INPUT_EVENT, {"q": v}))}] for v in values}
-        on["CA"] = {"*": (_journal(shape, "generated.review", "d0") if calls else [])
+        on["CA"] = {"*": (journal_steps(shape, "generated.review", "d0") if calls else [])
                     + [{"emit": event_notation(AgentEvent("_output_event", {"o": "1"}))}]}
     return {"actions": actions, "on": on}
-
-
-JOURNAL_SHAPES = ("failure", "retries", "reconcile")
-"""The call-case shapes a random agent's durable calls take: ``failure`` (a call fails, the body catches it and
-calls on: D01), ``retries`` (one call retried until it succeeds: D05), ``reconcile`` (a reconcilable call: D03)."""
-
-
-def _journal(shape: str | None, fn: str, digest: str, *, java: bool = False) -> list[dict[str, Any]]:
-    """The durable calls of one body: one plain call, or the steps of a call case's shape.
-
-    A Java action's calls carry no args digest (its identity is the call's id alone, D06).
-    """
-    def call(name: str, args: str, **extra: Any) -> dict[str, Any]:
-        return {"call": name.rsplit(".", 1)[-1] if java else name, "args": "" if java else args, **extra}
-
-    if shape == "failure":
-        return [call(f"{fn}.ask", digest, result="answer"),
-                call(f"{fn}.fetch", f"{digest}f", raises="ValueError", catch=True),
-                call(f"{fn}.notify", f"{digest}n")]
-    if shape == "retries":
-        return [*(call(f"{fn}.chat", digest, raises="TimeoutError", catch=True) for _ in range(2)),
-                call(f"{fn}.chat", digest, result="answer")]
-    if shape == "reconcile":
-        return [call(f"{fn}.post", digest, reconciler="succeeds")]
-    return [call(fn, digest)]
-
-
-def _changed_code(spec: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
-    """New code for the judged recovery: ``spec`` with one durable call changed (a new prompt), or None.
-
-    A Python call's args digest changes, so resuming its record truncates the journal there (D02); a Java call
-    keeps its digest ("") and returns something new, yet its recorded result is still served (D06).
-    """
-    changed = copy.deepcopy(dict(spec))
-    steps = [st for table in changed["on"].values() for body in table.values() for st in body if "call" in st]
-    if not steps:
-        return None
-    step = rng.choice(steps)
-    if step["args"]:
-        step["args"] = f"{step['args']}-v2"
-    else:
-        step["result"] = "new answer"
-    return changed
 
 
 class CaseAgent(NamedTuple):
@@ -293,7 +251,7 @@ class _Generator:
             spec = copy.deepcopy(case.agent)
         else:
             if calls_rng.random() < o.changed_calls:
-                replay = _changed_code(spec, calls_rng)
+                replay = changed_code(spec, calls_rng)
             subagent = any("subagent" in st for table in spec["on"].values() for body in table.values() for st in body)
             # 0.2 wrote V1 values: no call status (D04); it had no sub-agents
             if self.runtime == "0.3" and not subagent and calls_rng.random() < o.legacy_values:

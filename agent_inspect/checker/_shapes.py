@@ -1,14 +1,20 @@
-"""Which call cases (D01–D06) a generated history's recovery goes through: the journal decisions it replays."""
+"""The call cases D01–D06 in generated histories: the shapes agents' durable calls take, and which cases a
+recovery goes through (the journal decisions it replays)."""
 
 from __future__ import annotations
 
+import copy
 import logging
+import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect.checker._history import History
 
-__all__ = ["CALL_SHAPES", "call_shapes"]
+if TYPE_CHECKING:
+    from agent_inspect.store import DivergenceRule
+
+__all__ = ["CALL_SHAPES", "call_shapes"]   # and, for the generator, the shapes its agents' calls take
 
 CALL_SHAPES: Mapping[str, str] = {
     "D01": "a resumed body is served a recorded result and a recorded failure, then runs its next call",
@@ -23,7 +29,50 @@ CALL_SHAPES: Mapping[str, str] = {
 _SERVED = ("hit", "hit-failed", "pending-hit")
 
 
-def call_shapes(history: History, rule: Any = "fixed") -> frozenset[str]:
+JOURNAL_SHAPES = ("failure", "retries", "reconcile")
+"""The call-case shapes a random agent's durable calls take: ``failure`` (a call fails, the body catches it and
+calls on: D01), ``retries`` (one call retried until it succeeds: D05), ``reconcile`` (a reconcilable call: D03)."""
+
+
+def journal_steps(shape: str | None, fn: str, digest: str, *, java: bool = False) -> list[dict[str, Any]]:
+    """The durable calls of one body: one plain call, or the steps of a call case's shape.
+
+    A Java action's calls carry no args digest (its identity is the call's id alone, D06).
+    """
+    def call(name: str, args: str, **extra: Any) -> dict[str, Any]:
+        return {"call": name.rsplit(".", 1)[-1] if java else name, "args": "" if java else args, **extra}
+
+    if shape == "failure":
+        return [call(f"{fn}.ask", digest, result="answer"),
+                call(f"{fn}.fetch", f"{digest}f", raises="ValueError", catch=True),
+                call(f"{fn}.notify", f"{digest}n")]
+    if shape == "retries":
+        return [*(call(f"{fn}.chat", digest, raises="TimeoutError", catch=True) for _ in range(2)),
+                call(f"{fn}.chat", digest, result="answer")]
+    if shape == "reconcile":
+        return [call(f"{fn}.post", digest, reconciler="succeeds")]
+    return [call(fn, digest)]
+
+
+def changed_code(spec: Mapping[str, Any], rng: random.Random) -> dict[str, Any] | None:
+    """New code for the judged recovery: ``spec`` with one durable call changed (a new prompt), or None.
+
+    A Python call's args digest changes, so resuming its record truncates the journal there (D02); a Java call
+    keeps its digest ("") and returns something new, yet its recorded result is still served (D06).
+    """
+    changed = copy.deepcopy(dict(spec))
+    steps = [st for table in changed["on"].values() for body in table.values() for st in body if "call" in st]
+    if not steps:
+        return None
+    step = rng.choice(steps)
+    if step["args"]:
+        step["args"] = f"{step['args']}-v2"
+    else:
+        step["result"] = "new answer"
+    return changed
+
+
+def call_shapes(history: History, rule: str | DivergenceRule = "fixed") -> frozenset[str]:
     """The call cases (keys of :data:`CALL_SHAPES`) that ``history``'s judged recovery goes through under ``rule``.
 
     The recovery runs in the replay executor with live bodies; each resumed task's durable-call decisions
