@@ -24,6 +24,8 @@ _LANE_GAP = 1.0
 _BAND_GAP = 2.0
 # How far under a row a band's edge runs to its gutter (layers): below the row's labels, above the next row.
 _ROW_GUTTER = 0.8
+# Slots between two edges climbing the same gutter.
+_GUTTER_STEP = 0.2
 
 
 @dataclass(frozen=True)
@@ -255,13 +257,16 @@ def wrapped_drawing(drawing: LayeredDrawing, rows: int) -> LayeredDrawing:
 
     positions = {n: place(p) for n, p in drawing.positions.items()}
     routes: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {}
-    for (u, v), route in drawing.routes.items():
+    climbing: dict[int, int] = {}              # edges climbing each band's gutter so far
+    for (u, v), route in sorted(drawing.routes.items(), key=lambda item: (positions[item[0][1]], str(item[0]))):
         bu, bv = band(drawing.positions[u][1]), band(drawing.positions[v][1])
         if bu == bv:
             routes[(u, v)] = [place(p) for p in route]
             continue
         (xu, yu), (xv, yv) = positions[u], positions[v]
-        gutter = max(xs) + shifts[bu] + (1 + _BAND_GAP) / 2 - centre     # midway to the next band
+        # midway to the next band; a second edge in the same gutter climbs beside the first, not on it
+        k = climbing[bu] = climbing.get(bu, -1) + 1
+        gutter = max(xs) + shifts[bu] + (1 + _BAND_GAP) / 2 - centre + _GUTTER_STEP * (k % 4)
         routes[(u, v)] = [(xu, yu), (xu, yu - _ROW_GUTTER), (gutter, yu - _ROW_GUTTER), (gutter, yv), (xv, yv)]
     lanes = {k: (a - centre, b - centre) for k, (a, b) in drawing.lanes.items()}
     return LayeredDrawing(positions, routes, lanes, rows, shifts)

@@ -431,6 +431,7 @@ class GraphView(w.VBox):
         if not self.grouped or self.shown.number_of_edges() > _MAX_LABELS:
             return []
         xy, out = self.positions, list[dict[str, Any]]()
+        climbers: dict[float, int] = {}        # gutter x -> its rank among the gutters' climbing edges
         for u, v, attrs in self.shown.edges(data=True):
             kinds = attrs.get("kinds") or {}
             if not kinds or u not in xy or v not in xy:
@@ -438,10 +439,13 @@ class GraphView(w.VBox):
             words = ", ".join(_GROUP_EDGE_WORDS.get(k, k) + (f" ×{n}" if n > 1 else "")
                               for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
             meaning = "; ".join(GROUP_EDGE_KINDS.get(k, f"{k} edges of the members") for k in kinds)
-            # on the middle segment of its route (a wrapped band's edge: the gutter it climbs)
+            # on the middle segment of its route; a wrapped band's edge: up the gutter it climbs, the words of
+            # edges side by side in one gutter at different heights
             route = self.routes.get((u, v)) or [xy[u], xy[v]]
             (x0, y0), (x1, y1) = route[(len(route) - 1) // 2], route[(len(route) - 1) // 2 + 1]
-            out.append(dict(x=(x0 + x1) / 2, y=(y0 + y1) / 2, xref="x", yref="y",
+            climbs = len(route) > 2 and x0 == x1
+            share = 1 / (2 + climbers.setdefault(x0, len(climbers)) % 3) if climbs else 0.5
+            out.append(dict(x=(x0 + x1) / 2, y=y0 + (y1 - y0) * share, xref="x", yref="y",
                             text=f"<i>{plotly_text(words)}</i>", hovertext=plotly_text(meaning), showarrow=False,
                             font=dict(size=9), xanchor="left", xshift=4, opacity=0.85))
         return out
