@@ -11,10 +11,13 @@ from __future__ import annotations
 from agent_inspect.checker._check import FAILURE_KINDS, CheckReport, Counterexample, check, resolve_check_rule
 from agent_inspect.checker._generate import History, HistoryOptions, RuleCheckError, generate_history
 from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
+from agent_inspect.checker._shapes import CALL_SHAPES, call_shapes
 
 __all__ = [
     "check", "CheckReport", "Counterexample", "FAILURE_KINDS", "resolve_check_rule",
     "HistoryOptions", "History", "generate_history", "RuleCheckError",
     # spec §10.3 known limits a counterexample can fall in
     "KNOWN_LIMITS", "known_limit",
+    # the call cases (D01-D06) a generated recovery goes through
+    "CALL_SHAPES", "call_shapes",
 ]

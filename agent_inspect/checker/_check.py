@@ -47,7 +47,7 @@ from agent_inspect.checker._judge import (
 )
 from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
 from agent_inspect.checker._report import CheckReport, Counterexample
-from agent_inspect.checker._shrink import _assemble, _history_lines, _judge_case, _replay_agent, _shrink
+from agent_inspect.checker._shrink import _assemble, _case_base, _history_lines, _judge_case, _restored, _shrink
 
 __all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS", "history_seeds",
            "KNOWN_LIMITS", "known_limit"]
@@ -103,13 +103,9 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
         summary = f"rules.check counterexample: {kind} under {name} (history seed {first.seed})"
         # the full, unminimized history is kept beside the minimal one (spec §10.3, issue #12 item 10)
         lines, pending, replay = _history_lines(first)
-        full = _assemble({"id": f"{case_id}-full", "name": f"rules-check-{kind}-full",
-                          "summary": summary + " (full history, not minimized)",
-                          "setup": {"key_format": first.options.key_format, "pipeline": "python",
-                                    "runtime": first.runtime, "begin_event": first.plan.begin_event,
-                                    "tombstones": first.tombstones}, "agent": dict(first.agent_spec),
-                          **_replay_agent(first)},
-                         lines, replay, pending, first.plan.restored_seq)
+        full = _assemble(_case_base(first, f"{case_id}-full", f"rules-check-{kind}-full",
+                                    summary + " (full history, not minimized)"),
+                         lines, replay, pending, _restored(first))
         full_ev = _judge_case(full, rule_obj) or _Eval()
         if minimize:
             data, ev = _shrink(kind, first, rule_obj, case_id, summary)

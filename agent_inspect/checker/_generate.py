@@ -35,10 +35,12 @@ from agent_inspect.checker._history import (
     _Checkpoint,
     event_notation,
 )
+from agent_inspect.checker._shapes import JOURNAL_SHAPES, changed_code, journal_steps
 from agent_inspect.executor import KeyMaker, ReplayExecutor, StepKind, StepOutcome, as_plan
 from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.recovery import PendingTask, ReplayPlan, agent_event
+from agent_inspect.recovery.engine import effective_status
 
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "generate_history", "RuleCheckError",
            "event_notation"]
@@ -64,10 +66,12 @@ def _generate(seed: int, o: HistoryOptions) -> History:
 # -- the agent -----------------------------------------------------------------------------------------
 
 
-def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) -> dict[str, Any]:
+def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random,
+                calls_rng: random.Random) -> dict[str, Any]:
     """A random agent in the case-file ``[agent]`` form: roots, fan-out, cascades, calls, a sub-agent.
 
-    ``shapes`` draws what older versions did not (identical siblings), so a seed keeps its history otherwise.
+    ``shapes`` draws what older versions did not (identical siblings), so a seed keeps its history otherwise;
+    ``calls_rng`` draws the call cases' shapes (``journal_steps``), so they leave every other draw alone.
     """
     values = _VALUES[:o.values]
     n_roots = rng.randint(1, o.roots)
@@ -77,18 +81,22 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) ->
     cascade = fanout > 0 and rng.random() < o.cascades
     calls = rng.random() < o.durable_calls
     sub = rng.random() < o.subagents
+    shape = calls_rng.choice(JOURNAL_SHAPES) if calls and calls_rng.random() < o.call_shapes else None
+    java = shape is not None and n_roots > 1 and calls_rng.random() < 0.35
     actions: list[dict[str, Any]] = []
     on: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
-    def declare(name: str, trigger: str, scope: str | None = None) -> None:
+    def declare(name: str, trigger: str, scope: str | None = None, *, is_java: bool = False) -> None:
         decl: dict[str, Any] = {"name": name, "triggers": [trigger], "module": "generated",
                                 "qualname": f"Generated.{name}"}
         if scope:
             decl["scope"] = scope
+        if is_java:
+            decl["java"] = True
         actions.append(decl)
 
     for i in range(n_roots):
-        declare(f"R{i}", INPUT_EVENT)
+        declare(f"R{i}", INPUT_EVENT, is_java=java and i > 0)
     if fanout:
         declare("W", "Work")
     if cascade:
@@ -108,9 +116,9 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) ->
         on.setdefault("R0", {})[f"In({v})"] = steps
     for i in range(1, n_roots):
         on[f"R{i}"] = {"*": [{"set": f"r{i}", "value": 1}]
-                       + ([{"call": f"generated.r{i}", "args": "d0"}] if calls else [])}
+                       + (journal_steps(shape, f"generated.r{i}", "d0", java=java) if calls else [])}
     for ev, attrs in work.items():
-        steps = [{"call": "generated.w", "args": f"d{attrs['x']}"}] if calls else []
+        steps = journal_steps(shape, "generated.w", f"d{attrs['x']}") if calls else []
         if cascade:
             steps.append({"emit": event_notation(AgentEvent("Work2", {"y": attrs["x"]}))})
         on.setdefault("W", {})[ev] = steps
@@ -119,7 +127,7 @@ def _agent_spec(rng: random.Random, o: HistoryOptions, shapes: random.Random) ->
     if sub:
         on["P"] = {f"In({v})": [{"subagent": "child", "session": "s0", "call_id": "s0-1",
                                  "event": event_notation(AgentEvent(INPUT_EVENT, {"q": v}))}] for v in values}
-        on["CA"] = {"*": ([{"call": "generated.review", "args": "d0"}] if calls else [])
+        on["CA"] = {"*": (journal_steps(shape, "generated.review", "d0") if calls else [])
                     + [{"emit": event_notation(AgentEvent("_output_event", {"o": "1"}))}]}
     return {"actions": actions, "on": on}
 
@@ -216,11 +224,14 @@ class _Generator:
         self.writes: list[dict[str, Any]] = []     # per log position (tombstones included)
         self.latest = 0                             # the failed job's latest checkpoint
         self.values = _VALUES[:o.values]            # the input alphabet
+        self.value_format = "V3"                    # what the attempts write ("V1": 0.2, no call status)
+        self.key_texts: dict[str, str] = {}         # K2: a key's digest (steps, checkpoints) -> its text
 
     def run(self) -> History:
         rng, o = self.rng, self.o
         shapes = random.Random(f"{self.seed}:shapes")
-        spec = _agent_spec(rng, o, shapes)
+        calls_rng = random.Random(f"{self.seed}:calls")
+        spec = _agent_spec(rng, o, shapes, calls_rng)
         replay: dict[str, Any] | None = None
         self.case_agent: str | None = None
         # drawn from the shapes stream, so a 0.3 history is the one older versions generated for its seed
@@ -238,6 +249,13 @@ class _Generator:
             self.case_agent, self.values, replay = case.id, case.letters, copy.deepcopy(case.replay_agent)
             self.runtime = self.runtime if case.runtime == "0.3" else case.runtime
             spec = copy.deepcopy(case.agent)
+        else:
+            if calls_rng.random() < o.changed_calls:
+                replay = changed_code(spec, calls_rng)
+            subagent = any("subagent" in st for table in spec["on"].values() for body in table.values() for st in body)
+            # 0.2 wrote V1 values: no call status (D04); it had no sub-agents
+            if self.runtime == "0.3" and not subagent and calls_rng.random() < o.legacy_values:
+                self.value_format = "V1"
         agent = agent_from_spec(spec)
         self.begin = bool(spec.get("begin"))          # the agent regenerates a begin event per input (N10, N16)
         keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]
@@ -245,6 +263,8 @@ class _Generator:
         rng.shuffle(order)
         values = self.values
         inputs = [(k, rng.choice(values)) for k in order]
+        names = KeyMaker(None, key_format=o.key_format)
+        self.key_texts = {str(names.identity(k).business_key): k for k in keys if o.key_format == "K2"}
         self.source = inputs
         self.tombstones = rng.random() < o.tombstones
         for number in range(1, rng.randint(o.min_attempts, o.attempts) + 1):
@@ -277,7 +297,8 @@ class _Generator:
             checkpoints=tuple(self.checkpoints), executions=tuple(self._executions()), restored=restored,
             recovery_inputs=tuple(cp_inputs), recovery_branch_change=change, markers=(dict(cp.marker),),
             plan=plan, paths={k: tuple(v) for k, v in paths.items()}, tombstones=self.tombstones,
-            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent, runtime=self.runtime)
+            branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent, runtime=self.runtime,
+            value_format=self.value_format, key_texts=dict(self.key_texts))
 
     def _id(self) -> str:
         import uuid
@@ -301,12 +322,12 @@ class _Generator:
             remaining, change = _mutate(rng, remaining, self.values)
         return idx, remaining, change
 
-    @staticmethod
-    def _paths(ck: _Checkpoint | None, inputs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    def _paths(self, ck: _Checkpoint | None, inputs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
         paths: dict[str, list[str]] = {}
         if ck is not None:
             for k, s in ck.checkpoint.restored_seq.items():
-                paths[k] = list(ck.paths.get(k, ()))[:int(s) + 1]
+                name = self._text(k)
+                paths[name] = list(ck.paths.get(name, ()))[:int(s) + 1]
         for k, v in inputs:
             paths.setdefault(k, []).append(v)
         return paths
@@ -323,12 +344,16 @@ class _Generator:
         paths = self._paths(ck, inputs)
         tainted = set(ck.tainted) if ck is not None else set()
         base_end = len(self.log) if self.log is not None else 0
-        plan = replace(as_plan({"inputs": list(inputs)}, None), begin_event=self.begin)
+        # the keys' identities, so a checkpoint's pending tasks named by a K2 digest resolve before any record
+        km = KeyMaker(self.log, key_format=o.key_format)
+        plan = replace(as_plan({"inputs": list(inputs)}, None), begin_event=self.begin,
+                       keys={k: km.identity(k) for k in dict.fromkeys(k for k, _ in self.source)})
         ex = ReplayExecutor(self.log, agent=agent, plan=plan,
                             restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,
                             seed=rng.getrandbits(62), key_format=o.key_format, num_partitions=1,
                             markers=None if ck is not None else [],
-                            runtime=self.runtime)   # one write per PERSIST step, refresh rows (0.4+) included
+                            runtime=self.runtime,   # one write per PERSIST step, refresh rows (0.4+) included
+                            value_format=self.value_format)
         persists: list[tuple[int, Any, bool]] = []         # (step index, step, key tainted at the write)
         taken: list[tuple[int, int, list[str], Any, frozenset[str]]] = []
 
@@ -350,14 +375,14 @@ class _Generator:
             if s is None:
                 break
             if s.kind is StepKind.PERSIST:
-                persists.append((s.index, s, s.key in tainted))
+                persists.append((s.index, s, self._text(s.key) in tainted))
             elif s.kind is StepKind.LOOKUP and s.outcome in ("REUSE", "RESUME"):
                 assert s.state_key is not None and s.key is not None and s.seq is not None  # a lookup names its task
                 entry = ex.store.get(s.state_key)
                 if entry is not None and entry.pos is not None:
                     w = self.writes[entry.pos]
-                    if w["tainted"] or w["branch"] != tuple(paths.get(s.key, ())[:s.seq + 1]):
-                        tainted.add(s.key)
+                    if w["tainted"] or w["branch"] != tuple(paths.get(self._text(s.key), ())[:s.seq + 1]):
+                        tainted.add(self._text(s.key))
             if _boundary(s) and rng.random() < o.checkpoints:
                 checkpoint()
         total = len(ex.step_list)
@@ -398,9 +423,10 @@ class _Generator:
                 # a refresh row repeats the state's latest write: its task, branch and taint are that write's
                 self.writes.append({**self._latest_write(step.state_key), "attempt": number, "what": "refresh"})
             else:
-                self.writes.append({"tomb": False, "attempt": number, "key": step.key, "seq": int(step.seq),
+                key = self._text(step.key)
+                self.writes.append({"tomb": False, "attempt": number, "key": key, "seq": int(step.seq),
                                     "action": step.action, "state_key": step.state_key, "what": step.outcome,
-                                    "branch": tuple(paths.get(step.key, ())[:int(step.seq) + 1]),
+                                    "branch": tuple(paths.get(key, ())[:int(step.seq) + 1]),
                                     "tainted": was_tainted})
             off += 1
         flush(len(kept))
@@ -409,6 +435,10 @@ class _Generator:
                             start_offsets={0: 0}, end_offsets={0: off},
                             options={"generated": True, "seed": self.seed})
         self.log = ActionStateLog.from_raw(batches, source)
+
+    def _text(self, key: str | None) -> str:
+        """A step's key as the source names it (K2 steps name it by its digest)."""
+        return self.key_texts.get(str(key), str(key))
 
     def _latest_write(self, state_key: str | None) -> dict[str, Any]:
         """The latest write (not a tombstone) of ``state_key`` so far."""
@@ -444,7 +474,8 @@ class _Generator:
                                         tuple(ex["positions"])))
                 continue
             state = log.value(ex["positions"][-1])
-            calls = tuple((c.function_id, c.args_digest, str(c.status)) for c in state.call_results)
+            calls = tuple((c.function_id, c.args_digest, effective_status(c.status, c.exception_payload))
+                          for c in state.call_results)
             status = "C" if state.completed else ("P" if calls else "I")
             outs = tuple(agent_event(e) for e in state.output_events) if state.completed else ()
             result.append(Execution(ex["attempt"], ex["key"], ex["seq"], ex["action"], ex["event"], status,

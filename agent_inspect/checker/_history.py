@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["HistoryOptions", "History", "Attempt", "Execution", "RuleCheckError", "event_notation"]
 
 _VALUES = "ABCDEFGHIJ"
-_KEY_FORMATS = ("K1", "K1.5")
+_KEY_FORMATS = ("K1", "K1.5", "K2")
 _RUNTIMES = ("0.3", "0.4", "main")
 
 
@@ -40,7 +40,12 @@ class HistoryOptions:
     they share one state key: #1084, spec G09), ``case_agents`` (the agent and input alphabet of a
     bundled case file instead of a random agent, so every shape the case matrix knows is in reach;
     ``case_ids`` limits them to some cases, e.g. ``("G09",)``),
-    ``tombstones`` (pruning writes tombstones). Per restore: ``branch_changes`` (a
+    ``tombstones`` (pruning writes tombstones), ``call_shapes`` (an agent's durable calls take the shapes of the
+    call cases D01–D06: a failure the body catches and goes on after, one call retried until it succeeds, a
+    reconcilable call, Java actions whose calls carry no args digest), ``changed_calls`` (the judged recovery
+    runs changed code in which one durable call differs: Python's digest mismatch truncates the journal, D02;
+    a Java call, identified by its id alone, still hits, D06), ``legacy_values`` (a 0.3 history writes 0.2's V1
+    values, whose call results carry no status, D04). Per restore: ``branch_changes`` (a
     different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
     checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
     and prunes).
@@ -50,7 +55,8 @@ class HistoryOptions:
     A failover restores the failed job's latest checkpoint; a savepoint restore picks
     ``savepoint_target``: ``"any"`` checkpoint taken so far (also one of another attempt's lineage) or
     ``"first"`` (the job's fresh start, so restored memory never predates a branch change).
-    ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule). ``runtimes`` are the
+    ``key_format`` is ``"K1.5"`` or ``"K1"`` (snapshot flavours of the original rule) or ``"K2"`` (name-based
+    action UUIDs: a Java action keeps its records across restarts, so its journal is replayed). ``runtimes`` are the
     upstream runtimes a history's attempts and recovery run (one drawn per history): ``"0.3"``, or ``"0.4"``
     and ``"main"``, which keep every retained state at a checkpoint by appending a byte-identical *refresh
     row* of it after the marker (addendum §2.2) and restore pending rounds; a bundled case's agent runs on its
@@ -80,6 +86,9 @@ class HistoryOptions:
     checkpoints: float = 0.2
     savepoints: float = 0.3
     tombstones: float = 0.5
+    call_shapes: float = 0.5
+    changed_calls: float = 0.15
+    legacy_values: float = 0.0
     production_rules: tuple[str, ...] = ("original", "fixed")
     key_format: str = "K1.5"
     savepoint_target: str = "any"
@@ -96,7 +105,7 @@ class HistoryOptions:
         if self.fanout < 0:
             raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
         for name in ("cascades", "subagents", "durable_calls", "shared_children", "identical_children", "case_agents",
-                     "branch_changes",
+                     "branch_changes", "call_shapes", "changed_calls", "legacy_values",
                      "checkpoints", "savepoints", "tombstones"):
             p = getattr(self, name)
             if not 0.0 <= float(p) <= 1.0:
@@ -222,6 +231,9 @@ class History:
     tainted: tuple[bool, ...] = field(repr=False)
     case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
     runtime: str = "0.3"            # the upstream runtime every attempt and the recovery run
+    value_format: str = "V3"        # the value format the attempts write ("V1": 0.2's, call results without status)
+    #: K2: each key's digest (how steps, checkpoints and the plan's restored seqs name it) -> its text
+    key_texts: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: new code the judged recovery runs (a case's ``[replay_agent]``, L01); ``agent`` is then that code
     replay_agent_spec: Mapping[str, object] | None = None
     memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -237,6 +249,8 @@ class History:
             parts.append("the recovery runs changed code (replay agent)")
         if self.runtime != "0.3":
             parts.append(f"runtime {self.runtime} (refresh rows at checkpoints)")
+        if self.value_format == "V1":
+            parts.append("V1 values (0.2: call results without a status)")
         for a in self.attempts:
             src = "fresh" if a.restored is None else f"restore cp{a.restored}"
             change = f", {a.branch_change}" if a.branch_change else ""

@@ -64,7 +64,7 @@ def _history_lines(h: History) -> tuple[list[_Line], list[dict[str, Any]], list[
         elif x.status != "TOMB" and siblings.get(x.event.id or ""):
             line["stale"] = {"events": [label(p) for p in siblings[x.event.id or ""]]}
         lines.append(_Line(line, x.positions[0] >= marker))
-    pending = [{"key": p.key, "seq": p.seq, "action": p.action, "event": ev(p.event)} for p in h.plan.pending]
+    pending = [{"key": h.key_texts.get(p.key, p.key), "seq": p.seq, "action": p.action, "event": ev(p.event)} for p in h.plan.pending]
     replay = [f"{i.key}:{event_notation(i.event)}" for i in h.plan.inputs]
     return lines, pending, replay
 
@@ -72,6 +72,21 @@ def _history_lines(h: History) -> tuple[list[_Line], list[dict[str, Any]], list[
 def _replay_agent(h: History) -> dict[str, Any]:
     """The case file's ``[replay_agent]`` table of a history whose recovery runs changed code (else nothing)."""
     return {} if h.replay_agent_spec is None else {"replay_agent": dict(h.replay_agent_spec)}
+
+
+def _restored(h: History) -> dict[str, int]:
+    """The judged recovery's restored seqs by key text (a K2 plan names keys by their digests)."""
+    return {h.key_texts.get(k, k): int(s) for k, s in h.plan.restored_seq.items()}
+
+
+def _case_base(h: History, case_id: str, name: str, summary: str) -> dict[str, Any]:
+    """A history's case file without its log: setup, agent and replay agent."""
+    setup = {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones,
+             "runtime": h.runtime, "begin_event": h.plan.begin_event}
+    if h.value_format != "V3":
+        setup["value_format"] = h.value_format
+    return {"id": case_id, "name": name, "summary": summary, "setup": setup, "agent": dict(h.agent_spec),
+            **_replay_agent(h)}
 
 
 def _assemble(base: Mapping[str, Any], lines: Sequence[_Line], replay: Sequence[str],
@@ -105,12 +120,9 @@ def _judge_case(data: Mapping[str, Any], rule: DivergenceRule) -> _Eval | None:
 
 def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: str) -> tuple[dict[str, Any], _Eval]:
     lines, pending, replay = _history_lines(h)
-    restored = dict(h.plan.restored_seq)
-    base = {"id": case_id, "name": f"rules-check-{kind}", "category": "genuine" if kind == "stale-reuse" else "normal",
-            "summary": summary,
-            "setup": {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones,
-                      "runtime": h.runtime, "begin_event": h.plan.begin_event},
-            "agent": dict(h.agent_spec), **_replay_agent(h)}
+    restored = _restored(h)
+    base = {**_case_base(h, case_id, f"rules-check-{kind}", summary),
+            "category": "genuine" if kind == "stale-reuse" else "normal"}
     error_type: str | None = None
 
     def fails(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> _Eval | None:

@@ -32,16 +32,17 @@ from agent_inspect.history._groups import (
     range_group,
     round_group,
 )
-from agent_inspect.history._layout import LayeredDrawing, layered_drawing, layered_layout
+from agent_inspect.history._layout import LayeredDrawing, layered_drawing, layered_layout, wrapped_drawing
 from agent_inspect.history._names import action_label, action_names, is_uuid
 from agent_inspect.history._results import subagent_result_events
-from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree
+from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree, tree_lanes
 
 __all__ = [
     # executions, attempts, rounds, lineage
     "History", "build_history", "annotate", "executions", "attempts", "rounds", "lineage", "ATTEMPT_REASONS",
     # action graphs and sub-agent call trees
     "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout", "layered_drawing", "LayeredDrawing",
+    "wrapped_drawing", "tree_lanes",
     "NOT_IN_LOG", "EVICTED_STATUSES", "CALL_STATUSES", "ATTRIBUTIONS",
     # level of detail: graphs folded into attempt and round groups
     "group_graph", "graph_groups", "GROUP_EDGE_KINDS", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",

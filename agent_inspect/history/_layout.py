@@ -16,10 +16,16 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-__all__ = ["layered_layout", "layered_drawing", "LayeredDrawing"]
+__all__ = ["layered_layout", "layered_drawing", "LayeredDrawing", "wrapped_drawing"]
 
 # Empty slots between two lanes.
 _LANE_GAP = 1.0
+# Empty slots between two bands of a wrapped drawing: its edges climb to the next band in the middle one.
+_BAND_GAP = 2.0
+# How far under a row a band's edge runs to its gutter (layers): below the row's labels, above the next row.
+_ROW_GUTTER = 0.8
+# Slots between two edges climbing the same gutter.
+_GUTTER_STEP = 0.2
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ class LayeredDrawing:
     routes: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = field(default_factory=dict)
     lanes: dict[Hashable, tuple[float, float]] = field(default_factory=dict)
     layers: int = 0
+    #: a wrapped drawing (:func:`wrapped_drawing`): how far right of the first each band of layers sits (its
+    #: lanes' extents are the first band's)
+    band_shifts: tuple[float, ...] = (0.0,)
 
 
 def _initial_key(graph: nx.DiGraph, node: Hashable) -> tuple[float, str]:
@@ -212,3 +221,52 @@ def _order_rows(rows: list[list[Hashable]], preds: dict[Hashable, list[Hashable]
         sweep(rows[-2::-1], succs)
     sweep(rows[1:], preds)
     return max((len(row) for row in rows), default=0)
+
+
+def wrapped_drawing(drawing: LayeredDrawing, rows: int) -> LayeredDrawing:
+    """``drawing`` with its layers wrapped into bands of ``rows`` layers, side by side (a tall chain of rounds
+    reads as columns, like a newspaper's). Each band keeps every lane, in the same order and extent.
+
+    An edge inside one band keeps its route. An edge to a later band leaves its source downwards, runs under
+    the source's row to the gutter right of the band, climbs it to its target's row and enters the target from
+    the side, so it crosses no label (labels hang under their node).
+
+    For example::
+
+        g = ai.history.group_graph(ai.history.action_graph(log, "user-0011"), expanded=[ai.history.attempt_group(1)])
+        tall = ai.history.layered_drawing(g, lane="attempt")
+        wide = ai.history.wrapped_drawing(tall, rows=4)
+        tall.layers, wide.layers, wide.band_shifts
+    """
+    rows = max(int(rows), 1)
+    if drawing.layers <= rows or not drawing.positions:
+        return drawing
+    bands = -(-drawing.layers // rows)
+    xs = [x for x, _ in drawing.positions.values()] + [x for ext in drawing.lanes.values() for x in ext]
+    width = max(xs) - min(xs) + 1
+    shifts = tuple(b * (width + _BAND_GAP) for b in range(bands))
+    centre = shifts[-1] / 2
+
+    def band(y: float) -> int:
+        return min(int(round(-y)) // rows, bands - 1)
+
+    def place(point: tuple[float, float]) -> tuple[float, float]:
+        x, y = point
+        b = band(y)
+        return (x + shifts[b] - centre, y + b * rows)
+
+    positions = {n: place(p) for n, p in drawing.positions.items()}
+    routes: dict[tuple[Hashable, Hashable], list[tuple[float, float]]] = {}
+    climbing: dict[int, int] = {}              # edges climbing each band's gutter so far
+    for (u, v), route in sorted(drawing.routes.items(), key=lambda item: (positions[item[0][1]], str(item[0]))):
+        bu, bv = band(drawing.positions[u][1]), band(drawing.positions[v][1])
+        if bu == bv:
+            routes[(u, v)] = [place(p) for p in route]
+            continue
+        (xu, yu), (xv, yv) = positions[u], positions[v]
+        # midway to the next band; a second edge in the same gutter climbs beside the first, not on it
+        k = climbing[bu] = climbing.get(bu, -1) + 1
+        gutter = max(xs) + shifts[bu] + (1 + _BAND_GAP) / 2 - centre + _GUTTER_STEP * (k % 4)
+        routes[(u, v)] = [(xu, yu), (xu, yu - _ROW_GUTTER), (gutter, yu - _ROW_GUTTER), (gutter, yv), (xv, yv)]
+    lanes = {k: (a - centre, b - centre) for k, (a, b) in drawing.lanes.items()}
+    return LayeredDrawing(positions, routes, lanes, rows, shifts)

@@ -20,7 +20,7 @@ from agent_inspect.history._graph_data import (
 )
 from agent_inspect.history._results import subagent_result_events
 
-__all__ = ["subagent_tree", "CALL_STATUSES", "ATTRIBUTIONS"]
+__all__ = ["subagent_tree", "tree_lanes", "CALL_STATUSES", "ATTRIBUTIONS"]
 
 CALL_STATUSES = ("done", "in-flight", "consumed")
 """``call_status`` values of call nodes (spec §11.5 step 5)."""
@@ -401,3 +401,47 @@ def _levels_and_marks(tree: nx.DiGraph) -> None:
         d["evicted"] = bool(statuses & EVICTED_STATUSES)
         if d["kind"] in structural:
             d["status"] = _common_status(statuses)
+
+
+def tree_lanes(tree: nx.DiGraph) -> nx.DiGraph:
+    """``tree`` with every node in the lane of an attempt (its ``attempt`` attribute), for
+    ``layered_drawing(..., lane="attempt")``: each attempt's children side by side, as the action graph's lanes.
+
+    An action keeps its own attempt; a structure node (round, session, call) is in the lane of every attempt whose
+    actions hang under it, as a copy ``(node, attempt)`` when more than one attempt's do (so each lane is a whole
+    tree); a result node is in its producer's lane. With one attempt every node is in its lane.
+
+    For example::
+
+        sub = ai.load(ai.samples.path("subagents"))
+        laned = ai.history.tree_lanes(ai.history.subagent_tree(sub, "order-1", 5))
+        sorted({a.get("attempt") for _, a in laned.nodes(data=True)}, key=str)
+    """
+    attempt_of = {n: a["attempt"] for n, a in tree.nodes(data=True)
+                  if a.get("kind") == "action" and a.get("attempt") is not None}
+    attempts = sorted(set(attempt_of.values()), key=str)
+    lanes: dict[Any, list[Any]] = {}
+    for node, attrs in tree.nodes(data=True):
+        producer = attrs.get("produced_by")
+        if node in attempt_of:
+            found = {attempt_of[node]}
+        elif producer in attempt_of:
+            found = {attempt_of[producer]}
+        else:
+            found = {attempt_of[d] for d in nx.descendants(tree, node) if d in attempt_of} or \
+                    {attempt_of[d] for d in nx.ancestors(tree, node) if d in attempt_of}
+        lanes[node] = sorted(found, key=str) or attempts[:1] or [None]
+
+    def named(node: Any, lane: Any) -> Any:
+        return node if len(lanes[node]) == 1 else (node, lane)
+
+    out = nx.DiGraph(**tree.graph)
+    for node, attrs in tree.nodes(data=True):
+        for lane in lanes[node]:
+            out.add_node(named(node, lane), **{**attrs, "attempt": lane})
+    for u, v, attrs in tree.edges(data=True):
+        for lane in lanes[v]:
+            # an edge into another attempt's lane leaves the source's own copy (a caller reused by a later attempt)
+            source = named(u, lane if lane in lanes[u] else lanes[u][0])
+            out.add_edge(source, named(v, lane), **attrs)
+    return out

@@ -21,7 +21,15 @@ from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike
-from agent_inspect.history import GROUP_EDGE_KINDS, LayeredDrawing, graph_groups, group_graph, layered_drawing
+from agent_inspect.history import (
+    GROUP_EDGE_KINDS,
+    LayeredDrawing,
+    graph_groups,
+    group_graph,
+    layered_drawing,
+    tree_lanes,
+    wrapped_drawing,
+)
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -62,6 +70,10 @@ _MAX_ARROWS = 2000
 _ALL_ROUNDS = "all rounds"
 # Folded graphs keep their labels up to this many drawn nodes.
 _MAX_GROUP_LABELS = 400
+# A folded graph taller than this many layers (a long chain of rounds) wraps into bands side by side, at most
+# _MAX_COLUMNS lane columns across (so labels keep their room in a notebook's width).
+_WRAP_LAYERS = 12
+_MAX_COLUMNS = 6
 DIVERGENCE_MARK = "divergence point"
 EVICTED_BAND = "evicted suffix"
 # What each edge kind of the graphs means, in the words drawn on it (sub-agent trees label their edges).
@@ -182,12 +194,16 @@ class GraphView(w.VBox):
         self._redraw()
 
     def _redraw(self) -> None:
-        self.shown = group_graph(self.graph, self.expanded) if self.grouped else self.graph
+        self.shown = self._drawn_graph()
         self.collapse_button.layout.display = None if self.grouped else "none"
         drawing = layered_drawing(self.shown, lane=self._lane) if self.shown.number_of_nodes() else LayeredDrawing({})
+        if self.grouped and drawing.layers > _WRAP_LAYERS:
+            bands = max(1, _MAX_COLUMNS // max(len(drawing.lanes), 1))
+            drawing = wrapped_drawing(drawing, rows=max(_WRAP_LAYERS * 2 // 3, -(-drawing.layers // bands)))
         self.positions = {n: (float(x), float(y)) for n, (x, y) in drawing.positions.items()}
         self.routes = drawing.routes
         self._lanes = drawing.lanes
+        self._band_shifts = drawing.band_shifts
         self.selected_node = None
         seq = self._seq
         key, what = self.key, escape(self._what)
@@ -196,7 +212,7 @@ class GraphView(w.VBox):
         attempts = sorted({a for a in _attempts(self.graph)}, key=str)
         if attempts:
             where += f" · attempt{'s' if len(attempts) > 1 else ''} {escape(', '.join(map(str, attempts)))}"
-        folded = "" if self.shown is self.graph else \
+        folded = "" if not self.grouped else \
             f" · drawn as {self.shown.number_of_nodes():,} (click a group to expand it)"
         self.title.value = (f'<div class="ai-title">{what}{where} · {plural(self.graph.number_of_nodes(), "node")}, '
                             f"{plural(self.graph.number_of_edges(), 'edge')}{folded}</div>" + self._suffix_html())
@@ -206,6 +222,10 @@ class GraphView(w.VBox):
         with self.figure.batch_update():
             self.figure.data = []
             self._draw()
+
+    def _drawn_graph(self) -> nx.DiGraph:
+        """What is drawn of ``graph``: folded into groups (all rounds of a big key), else the graph itself."""
+        return group_graph(self.graph, self.expanded) if self.grouped else self.graph
 
     def _build(self, source: Any, key: Any, seq: int | None, attempt: int | None) -> nx.DiGraph:
         if attempt is None:
@@ -285,7 +305,10 @@ class GraphView(w.VBox):
         texts = {n: self._node_label(n, g.nodes[n]) for n in self._nodes} if show_labels else {}
         lanes = len(self._lanes) > 1
         marks = self._marks()
-        geometry = Geometry.of(xy, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
+        # the routes' bends too (a wrapped drawing's edges run in gutters around its bands)
+        points: dict[Any, tuple[float, float]] = dict(xy)
+        points.update((("bend", i), p) for i, p in enumerate(p for r in self.routes.values() for p in r[1:-1]))
+        geometry = Geometry.of(points, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
                                min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
                                ringed=bool(marks))
         self.geometry = geometry
@@ -366,6 +389,8 @@ class GraphView(w.VBox):
         xy, out = self.positions, list[dict[str, Any]]()
         removed = [n for n, attrs in self.shown.nodes(data=True) if _status(attrs) in _REMOVED and n in xy]
         parts = nx.weakly_connected_components(self.shown.subgraph(removed)) if removed else []
+        # one box per band of a wrapped drawing: a suffix wrapped to the next band continues in a box there
+        parts = [p for part in parts for p in self._by_band(part)]
         for part in sorted(parts, key=lambda p: min(xy[n] for n in p)):
             xs, ys = [xy[n][0] for n in part], [xy[n][1] for n in part]
             out.append(dict(type="rect", xref="x", yref="y", layer="below", line=dict(width=0),
@@ -375,15 +400,26 @@ class GraphView(w.VBox):
                             showlegend=not out, legendrank=900))
         return out
 
+    def _by_band(self, nodes: Any) -> list[list[Any]]:
+        """``nodes`` split by the band of a wrapped drawing they sit in (one part when nothing is wrapped)."""
+        if len(self._band_shifts) < 2:
+            return [list(nodes)]
+        left = min(self.positions[n][0] for n in self.positions) - 0.5
+        out: dict[int, list[Any]] = {}
+        for n in nodes:
+            band = max(i for i, s in enumerate(self._band_shifts) if self.positions[n][0] >= left + s)
+            out.setdefault(band, []).append(n)
+        return list(out.values())
+
     def _lane_labels(self) -> list[dict[str, Any]]:
         """"attempt N" over each attempt's lane when attempts sit side by side (more than one drawn)."""
         if len(self._lanes) < 2 or not self.positions:
             return []
         top = max(p[1] for p in self.positions.values()) + self.geometry.above
-        return [dict(x=(left + right) / 2, y=top, xref="x", yref="y", showarrow=False, yanchor="bottom",
+        return [dict(x=(left + right) / 2 + shift, y=top, xref="x", yref="y", showarrow=False, yanchor="bottom",
                      text=f"<b>{escape(self._lane)} {escape(value)}</b>" if value is not None else "<b>no attempt</b>",
                      font=dict(size=11))
-                for value, (left, right) in self._lanes.items()]
+                for shift in self._band_shifts for value, (left, right) in self._lanes.items()]
 
     def _legend_rows(self) -> int:
         """How many rows the horizontal legend takes, about (its entries at ~6 px a character, 760 px a row)."""
@@ -393,9 +429,10 @@ class GraphView(w.VBox):
 
     def _edge_labels(self) -> list[dict[str, Any]]:
         """On a folded graph, what each edge between groups stands for ("then", "re-runs ×3", "emits ×2")."""
-        if self.shown is self.graph or self.shown.number_of_edges() > _MAX_LABELS:
+        if not self.grouped or self.shown.number_of_edges() > _MAX_LABELS:
             return []
         xy, out = self.positions, list[dict[str, Any]]()
+        climbers: dict[float, int] = {}        # gutter x -> its rank among the gutters' climbing edges
         for u, v, attrs in self.shown.edges(data=True):
             kinds = attrs.get("kinds") or {}
             if not kinds or u not in xy or v not in xy:
@@ -403,7 +440,13 @@ class GraphView(w.VBox):
             words = ", ".join(_GROUP_EDGE_WORDS.get(k, k) + (f" ×{n}" if n > 1 else "")
                               for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
             meaning = "; ".join(GROUP_EDGE_KINDS.get(k, f"{k} edges of the members") for k in kinds)
-            out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(xy[u][1] + xy[v][1]) / 2, xref="x", yref="y",
+            # on the middle segment of its route; a wrapped band's edge: up the gutter it climbs, the words of
+            # edges side by side in one gutter at different heights
+            route = self.routes.get((u, v)) or [xy[u], xy[v]]
+            (x0, y0), (x1, y1) = route[(len(route) - 1) // 2], route[(len(route) - 1) // 2 + 1]
+            climbs = len(route) > 2 and x0 == x1
+            share = 1 / (2 + climbers.setdefault(x0, len(climbers)) % 3) if climbs else 0.5
+            out.append(dict(x=(x0 + x1) / 2, y=y0 + (y1 - y0) * share, xref="x", yref="y",
                             text=f"<i>{plotly_text(words)}</i>", hovertext=plotly_text(meaning), showarrow=False,
                             font=dict(size=9), xanchor="left", xshift=4, opacity=0.85))
         return out
@@ -449,7 +492,7 @@ class SubagentTreeView(GraphView):
     _css = "ai-subagent-tree"
     _what = "sub-agent call tree"
     _foldable = False
-    _lane = None             # a tree's structure nodes (round, session, call) belong to no attempt
+    # each attempt's children in a lane of their own; structure nodes in the lanes of the children under them
 
     def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
@@ -474,6 +517,9 @@ class SubagentTreeView(GraphView):
         whole.graph.update(seq=None, emits=[e for t in trees for e in t.graph.get("emits", ())])
         return whole
 
+    def _drawn_graph(self) -> nx.DiGraph:
+        return tree_lanes(self.graph)
+
     def _terms(self) -> list[str]:
         return ["sub-agent call", *super()._terms(), "REUSE", "RERUN", "RESUME", "NOT_DISPATCHED", "calls"]
 
@@ -495,8 +541,8 @@ class SubagentTreeView(GraphView):
         if kind == "action":
             badge = _badge(attrs, self.graph)
             status = attrs.get("status")
-            second = f"<b>{plotly_text(badge.upper())}</b>" + (f" · {plotly_text(status)}" if status else "")
-            return f"{label}<br>{second}"
+            # badge and status on lines of their own: siblings sit one slot apart, their labels side by side
+            return f"{label}<br><b>{plotly_text(badge.upper())}</b>" + (f"<br>{plotly_text(status)}" if status else "")
         if kind == "call" and attrs.get("call_status"):
             return f"{label}<br>{plotly_text(attrs['call_status'])}"
         if kind == "result":

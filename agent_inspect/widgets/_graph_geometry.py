@@ -121,10 +121,11 @@ class Geometry:
             if len(points) < 2:
                 continue
             (x0, y0), (x1, y1) = points[0], points[-1]
-            if y1 < y0:          # downwards: start under the label, end above the marker
+            if points[1][1] < y0:        # leaving downwards: start under the label
                 points[0] = (x0, y0 - drop)
+            if points[-2][1] > y1:       # arriving from above: end above the marker
                 points[-1] = (x1, y1 + self.above)
-            else:                # a back edge (a cycle): straight, stopping short of the target
+            else:                        # from the side (a wrapped band's gutter) or below (a cycle): stop short
                 dx, dy = x1 - points[-2][0], y1 - points[-2][1]
                 length = math.hypot(dx, dy) or 1.0
                 back = min(self.above, 0.4 * length)

@@ -17,6 +17,28 @@ pytestmark = pytest.mark.browser
 
 BIG_ROUND = "graph = ai.widgets.GraphView(original, 'vip_0042', 0)\ngraph"
 FOLDED = "folded = ai.widgets.GraphView(original, 'user-0004')\nfolded"
+# One key, 30 rounds written by attempt 1, the last 10 run again by attempt 2 after a restore (the production
+# executor writes both), its whole-key graph folded, with both attempts expanded: 39 round groups (a restore
+# replays 9).
+TALL = """
+from agent_inspect.agents import ActionDecl, Behaviour, DeclarativeAgent, Emit
+agent = DeclarativeAgent([ActionDecl("triage", ("_input_event",)), ActionDecl("reply", ("Triaged",))],
+                         {"triage": [Behaviour((Emit("Triaged", {"topic": "orders"}),))],
+                          "reply": [Behaviour((Emit("_output_event", {"output": "done"}),))]})
+inputs = [("user-1", f"question {i}") for i in range(30)]
+first = ai.ReplayExecutor(agent=agent, plan={"inputs": inputs}, num_partitions=1, seed=1)
+first.run(until=lambda step: step.kind.value == "round-complete" and step.seq == 19)
+first.checkpoint()
+first.run()
+second = ai.ReplayExecutor(first.to_log(), agent=agent, restore=first.checkpoints[-1], plan={"inputs": inputs[20:]},
+                           rule="original", attempt=2, seed=2)
+second.run()
+rounds = ai.reconstruct(second.to_log(), markers=[first.checkpoints[-1].marker], agent=agent)
+tall = ai.widgets.GraphView(rounds, "user-1")
+for group in list(tall.shown.nodes):
+    tall.expand(group)
+tall
+"""
 
 # Every label's screen box (node labels and annotations: lane titles, edge words), the figure's box, and the
 # edges as screen polylines.
@@ -41,6 +63,39 @@ _GEOMETRY_JS = """
   const svg = gd.querySelector('.main-svg').getBoundingClientRect();
   return {labels, notes, lines, figure: {left: svg.left, right: svg.right, top: svg.top, bottom: svg.bottom}};
 }
+"""
+
+
+# A sub-agent call whose children ran in two attempts: attempt 1 died with CA2 unfinished, attempt 2 ran the
+# call's children again (a case file, built to a log by the case builder).
+TREE_TWO_ATTEMPTS = """
+import tomllib
+CASE = '''
+id = "TREE-LANES"
+replay = ["k:In(A)"]
+log = [
+  { att = 1, key = "k", seq = 5, action = "P", event = "In(A)#a1", status = "I" },
+  { att = 1, key = "k", seq = 5, action = "CA1", event = "Sub(s0,s0-1,_input_event)#b1", status = "C", out = ["Sub(s0,s0-1,CE)#f1"] },
+  { att = 1, key = "k", seq = 5, action = "CA2", event = "Sub(s0,s0-1,CE)#f1", status = "I" },
+  { att = 2, key = "k", seq = 5, action = "P", event = "In(A)#a2", status = "I" },
+  { att = 2, key = "k", seq = 5, action = "CA1", event = "Sub(s0,s0-1,_input_event)#b2", status = "C", out = ["Sub(s0,s0-1,CE)#f2"] },
+  { att = 2, key = "k", seq = 5, action = "CA2", event = "Sub(s0,s0-1,CE)#f2", status = "C", out = ["Sub(s0,s0-1,_output_event)#o2"] },
+]
+[agent]
+actions = [{ name = "P", triggers = ["_input_event"] }, { name = "CA1", triggers = ["_input_event"], scope = "child" },
+           { name = "CA2", triggers = ["CE"], scope = "child" }]
+[agent.on.P]
+"*" = [{ subagent = "child", session = "s0", call_id = "s0-1" }]
+[agent.on.CA1]
+"*" = [{ emit = "Ev(CE)" }]
+[agent.on.CA2]
+"*" = [{ emit = "Ev(_output_event)" }]
+'''
+(case,) = ai.cases.parse_case(tomllib.loads(CASE))
+built = ai.cases.build_case(case)
+retried = ai.reconstruct(built.log, markers=list(built.markers), agent=built.agent, rule="original")
+tree = ai.widgets.SubagentTreeView(retried, "k", 5)
+tree
 """
 
 
@@ -73,19 +128,20 @@ def _geometry_problems(geometry: dict) -> list[str]:
     return problems
 
 
-def _graph_of(lab_page, lab_root: Path, name: str, cell: str, trace: str) -> tuple[object, dict, list[dict]]:
+def _graph_of(lab_page, lab_root: Path, name: str, cell: str, trace: str, sel: str = ".ai-graph"
+              ) -> tuple[object, dict, list[dict]]:
     """Run SETUP and ``cell`` in a new notebook; the page, the graph's measured geometry, and its traces once
     ``trace`` is drawn."""
     lab_page.open(_notebook(lab_root, name, [SETUP, cell]))
     lab_page.run_all()
     page = lab_page.page
-    traces = _drawn(page, ".ai-graph", trace)
-    page.locator(".ai-graph").first.scroll_into_view_if_needed()
-    return page, page.evaluate(_GEOMETRY_JS, ".ai-graph"), traces
+    traces = _drawn(page, sel, trace)
+    page.locator(sel).first.scroll_into_view_if_needed()
+    return page, page.evaluate(_GEOMETRY_JS, sel), traces
 
 
-def _photographed(lab_page, stem: str, artifacts: Path) -> None:
-    _light_and_dark(lab_page.page, {".ai-graph": stem}, artifacts)
+def _photographed(lab_page, stem: str, artifacts: Path, sel: str = ".ai-graph") -> None:
+    _light_and_dark(lab_page.page, {sel: stem}, artifacts)
     assert lab_page.dialogs == [] and lab_page.xss_hits() == []
 
 
@@ -111,3 +167,38 @@ def test_the_folded_graph_draws_its_edges_between_groups(lab_page, lab_root: Pat
     assert "✕ 1 divergence" in texts and "27 removed" in texts
     assert _geometry_problems(geometry) == []
     _photographed(lab_page, "graph-user-0004-folded", artifacts)
+
+
+def test_a_folded_chain_of_30_rounds_wraps_into_bands_a_notebook_can_read(lab_page, lab_root: Path,
+                                                                       artifacts: Path) -> None:
+    """Before: one column of 31 layers, 2,309 px tall. Wrapped: bands of rounds side by side, every band with
+    its attempt lanes titled, edges to the next band in the gutter between them."""
+    page, geometry, _ = _graph_of(lab_page, lab_root, "graph-tall.ipynb", TALL, "edges")
+    (artifacts / "graph-30-rounds-geometry.json").write_text(json.dumps(geometry, indent=1))
+    height = geometry["figure"]["bottom"] - geometry["figure"]["top"]
+    assert height < 1100, height
+    assert len(geometry["labels"]) == 39 and len(geometry["lines"]) == 46      # 30 + 9 rounds; next, re-runs
+    assert _geometry_problems(geometry) == []
+    lanes = [n["text"] for n in geometry["notes"] if n["text"].startswith("attempt")]
+    assert lanes.count("attempt 1") >= 2 and lanes.count("attempt 2") >= 2        # every band titles its lanes
+    assert sum("re-runs" in n["text"] for n in geometry["notes"]) == 9              # the group edges keep their words
+    _photographed(lab_page, "graph-30-rounds-wrapped", artifacts)
+
+
+def test_the_sub_agent_tree_draws_each_attempts_children_in_a_titled_lane(lab_page, lab_root: Path,
+                                                                        artifacts: Path) -> None:
+    """Before: one tree, the children of both attempts side by side under one call, no lane and no title."""
+    sel = ".ai-subagent-tree"
+    _, geometry, _ = _graph_of(lab_page, lab_root, "tree-lanes.ipynb", TREE_TWO_ATTEMPTS, "edges", sel)
+    (artifacts / "tree-two-attempts-geometry.json").write_text(json.dumps(geometry, indent=1))
+    titles = {n["text"]: (n["left"] + n["right"]) / 2 for n in geometry["notes"] if n["text"].startswith("attempt")}
+    assert set(titles) == {"attempt 1", "attempt 2"} and titles["attempt 1"] < titles["attempt 2"]
+    centre = [(b["text"], (b["left"] + b["right"]) / 2) for b in geometry["labels"]]
+    first = [x for text, x in centre if "CA" in text and "superseded" in text]     # attempt 1's children
+    second = [x for text, x in centre if "CA" in text and "REUSED" in text]        # attempt 2's, reused
+    assert len(first) == 2 and len(second) == 2, centre
+    middle = (titles["attempt 1"] + titles["attempt 2"]) / 2
+    assert max(first) < middle < min(second)                    # each attempt's children under its own title
+    assert sum(text.startswith("call 1") for text, _ in centre) == 2   # each lane a whole tree: its own call node
+    assert _geometry_problems(geometry) == []
+    _photographed(lab_page, "tree-two-attempts-lanes", artifacts, sel)

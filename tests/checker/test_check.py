@@ -406,6 +406,51 @@ def test_every_case_agent_runs_in_generated_histories():
         generate_history(1, case_agents=1.0, case_ids="Z99")
 
 
+# durable calls in every shape of the call cases, one key, short histories: many resumed bodies
+CALLS = dict(call_shapes=1.0, durable_calls=1.0, case_agents=0.0, keys=1, rounds=3, fanout=1, subagents=0.0,
+             checkpoints=0.3, changed_calls=0.5, legacy_values=0.5, key_format="K2", runtimes=("0.3",))
+
+
+def test_every_bundled_case_shape_is_reachable_by_the_generator():
+    """Cases with an agent run as case agents (above); the call cases D01-D06 have none: their shapes are the
+    journal decisions a generated recovery makes when it resumes a body (hit, re-raise, truncate, reconcile)."""
+    from agent_inspect.checker import CALL_SHAPES, call_shapes
+    from agent_inspect.checker._generate import case_agents
+
+    builtin = ai.cases.builtin()
+    call_cases = {c.id.split("/")[0] for c in builtin if c.call_case is not None}
+    assert set(CALL_SHAPES) == call_cases == {f"D0{i}" for i in range(1, 7)}
+    assert {c.id for c in case_agents()} | call_cases == {c.id.split("/")[0] for c in builtin}
+    found: dict[str, int] = {}
+    for seed in range(400):
+        for shape in call_shapes(generate_history(seed, **CALLS)):
+            found.setdefault(shape, seed)
+        if len(found) == len(CALL_SHAPES):
+            break
+    assert set(found) == call_cases, found
+    legacy = generate_history(found["D04"], **CALLS)
+    assert legacy.value_format == "V1" and set(legacy.log.records["value_format"].dropna()) == {"V1"}
+    assert "V1 values" in legacy.describe()
+    java = generate_history(found["D06"], **CALLS)
+    assert any(a.get("java") for a in java.agent_spec["actions"]) and java.replay_agent_spec is not None
+    # the shapes stay judgeable: the reference rule finds nothing stale in them, and a counterexample of them
+    # saves as a case file with the same calls (K2 keys by text, V1 values)
+    report = check("fixed", seeds=sorted(set(found.values())), minimize=False, **CALLS)
+    assert report.stale_reuses == 0 and report.errors == 0, report.summary()
+
+
+def test_call_shapes_are_off_without_durable_calls_and_legacy_values_need_0_3():
+    plain = generate_history(4, durable_calls=0.0, case_agents=0.0)
+    assert not any("call" in st for table in plain.agent_spec["on"].values() for b in table.values() for st in b)
+    assert generate_history(4, legacy_values=1.0, runtimes=("main",), case_agents=0.0).value_format == "V3"
+    shaped = [generate_history(s, call_shapes=1.0, durable_calls=1.0, case_agents=0.0) for s in range(6)]
+    steps = [st for h in shaped for table in h.agent_spec["on"].values() for b in table.values() for st in b
+             if "call" in st]
+    assert any(st.get("raises") and st.get("catch") for st in steps)      # a failure the body catches
+    with pytest.raises(RuleCheckError, match="call_shapes"):
+        generate_history(1, call_shapes=2.0)
+
+
 def test_histories_on_0_4_and_main_write_refresh_rows_and_judge_like_their_case_file():
     """Addendum §2.2: at every checkpoint 0.4+ re-appends each retained state byte-identical after the marker."""
     from agent_inspect.checker._judge import _history_subject

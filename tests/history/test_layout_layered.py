@@ -6,6 +6,7 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agent_inspect as ai
 from agent_inspect.history._layout import layered_layout
 
 
@@ -124,3 +125,31 @@ def test_lanes_sit_side_by_side_and_share_layers() -> None:
     assert drawing.positions["in1"][1] == drawing.positions["in2"][1] == 0.0
     assert drawing.positions["out1"][1] == drawing.positions["out2"][1] == -2.0
     assert layered_drawing(g).lanes == {}
+
+
+def test_a_tall_chain_wraps_into_bands_side_by_side_with_edges_in_the_gutters():
+    g = nx.DiGraph()
+    for i in range(30):
+        g.add_node(("a", i), attempt=1, order=i)
+    for i in range(20, 30):
+        g.add_node(("b", i), attempt=2, order=100 + i)
+        g.add_edge(("a", i), ("b", i))                      # a later attempt runs the round again
+    nx.add_path(g, [("a", i) for i in range(30)])
+    nx.add_path(g, [("b", i) for i in range(20, 30)])
+    tall = ai.history.layered_drawing(g, lane="attempt")
+    assert tall.layers == 31 and tall.band_shifts == (0.0,)
+    assert ai.history.wrapped_drawing(tall, rows=40) is tall            # short enough: unchanged
+    wide = ai.history.wrapped_drawing(tall, rows=11)
+    assert wide.layers == 11 and len(wide.band_shifts) == 3
+    ys = [y for _, y in wide.positions.values()]
+    assert min(ys) == -10 and max(ys) == 0
+    assert len(set(wide.positions.values())) == len(wide.positions)    # no two nodes in one place
+    (u, v), route = next(((e, r) for e, r in wide.routes.items() if e == (("a", 10), ("a", 11))))
+    assert len(route) == 5 and route[0] == wide.positions[u] and route[-1] == wide.positions[v]
+    gutter = route[2][0]
+    band_0 = [x for n, (x, _) in wide.positions.items() if tall.positions[n][1] > -11]
+    band_1 = [x for n, (x, _) in wide.positions.items() if -22 < tall.positions[n][1] <= -11]
+    assert max(band_0) < gutter < min(band_1)                          # it climbs between the bands
+    assert route[1][1] < wide.positions[u][1] and route[3][1] == wide.positions[v][1]   # under, then from the side
+    assert wide.routes[(("a", 1), ("a", 2))] == [wide.positions[("a", 1)], wide.positions[("a", 2)]]
+    assert wide.lanes.keys() == tall.lanes.keys()

@@ -288,3 +288,31 @@ def test_a_call_result_cut_by_a_later_mismatch_still_attributes_the_call() -> No
     h.run("k", 5, "CA", sub(s, c, "_input_event", "b1"))
     tree = subagent_tree(h.log(), "k", 5)
     assert _only(tree, "call")["attribution"] == "call-result"
+
+
+def test_tree_lanes_put_each_attempts_children_in_a_whole_tree_of_its_own():
+    import agent_inspect as ai
+
+    tree = nx.DiGraph(seq=5)
+    tree.add_node("round:5", kind="round")
+    tree.add_node("caller", kind="action", attempt=1, role="caller")
+    tree.add_node("call", kind="call")
+    tree.add_node("c1", kind="action", attempt=1)
+    tree.add_node("c2", kind="action", attempt=2)
+    tree.add_node("result", kind="result", produced_by="c2")
+    nx.add_path(tree, ["round:5", "caller", "call", "c1"])
+    tree.add_edge("call", "c2")
+    tree.add_edge("call", "result")
+    laned = ai.history.tree_lanes(tree)
+    lane = dict(laned.nodes(data="attempt"))
+    assert lane["c1"] == 1 and lane["c2"] == 2 and lane["caller"] == 1 and lane["result"] == 2
+    assert lane[("call", 1)] == 1 and lane[("call", 2)] == 2 and "call" not in laned   # one call node per lane
+    assert lane[("round:5", 1)] == 1 and lane[("round:5", 2)] == 2
+    # the caller attempt 1 ran opened the call attempt 2 ran again: an edge into the other lane
+    assert laned.has_edge("caller", ("call", 2)) and laned.has_edge(("call", 2), "c2")
+    assert laned.has_edge(("call", 2), "result") and not laned.has_edge(("call", 1), "result")
+    drawing = ai.history.layered_drawing(laned, lane="attempt")
+    assert set(drawing.lanes) == {1, 2}
+    assert drawing.positions["c1"][0] < drawing.positions["c2"][0]
+    single = ai.history.tree_lanes(tree.subgraph(["round:5", "caller", "call", "c1"]).copy())
+    assert set(dict(single.nodes(data="attempt")).values()) == {1} and set(single) == {"round:5", "caller", "call", "c1"}

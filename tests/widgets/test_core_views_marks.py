@@ -76,8 +76,8 @@ def test_subagent_children_carry_what_the_recovery_did_with_them(subagents):
     # seq 5: the caller is reused and makes no call, so its finished children are not dispatched (spec S02)
     assert {"child · not-dispatched", "child · re-run", "caller · reused", "caller · re-run"} <= set(names)
     assert names["child · not-dispatched"].marker.color != names["child · re-run"].marker.color
-    assert all("<b>NOT-DISPATCHED</b> · live" in x for x in names["child · not-dispatched"].text)
-    assert all("<b>RE-RUN</b> · evicted" in x for x in names["child · re-run"].text)
+    assert all("<b>NOT-DISPATCHED</b><br>live" in x for x in names["child · not-dispatched"].text)
+    assert all("<b>RE-RUN</b><br>evicted" in x for x in names["child · re-run"].text)
     # CA1 and CA2 are siblings under their call; the child whose event started CA2 is drawn beside the tree
     for node, attrs in view.graph.nodes(data=True):
         if attrs.get("role") in ("bootstrap", "forwarded"):
@@ -97,7 +97,7 @@ def test_a_reused_child_is_told_from_a_not_dispatched_one():
     names = {t.name: t for t in view.figure.data}
     assert {"child · reused", "child · not-dispatched", "caller · resumed"} <= set(names)
     assert names["child · reused"].marker.color != names["child · not-dispatched"].marker.color
-    assert all("<b>REUSED</b> · live" in x for x in names["child · reused"].text)
+    assert all("<b>REUSED</b><br>live" in x for x in names["child · reused"].text)
 
 
 def test_v4_result_events_say_how_the_recovery_replays_them():

@@ -178,6 +178,23 @@ def test_attempts_fold_above_rounds_and_edges_have_arrowheads():
         assert route[0] == pytest.approx((x0, y0 - below)) and route[-1] == pytest.approx((x1, y1 + above))
 
 
+def test_a_long_chain_of_expanded_rounds_wraps_into_bands():
+    result = _big_result(30, restore_at=20)
+    view = GraphView(result, "big")
+    view.expand(("attempt", 1))
+    view.expand(("attempt", 2))
+    assert ai.history.layered_drawing(view.shown, lane="attempt").layers > 30      # one column: 2,300 px
+    assert len(view._band_shifts) > 1 and view.figure.layout.height < 1100
+    rows = {round(y) for _, y in view.positions.values()}
+    assert len(rows) <= 12                                          # was one row per layer, over 30
+    wraps = [r for r in view.routes.values() if len(r) == 5]
+    assert wraps and all(r[2][0] == r[3][0] for r in wraps)         # each climbs its gutter
+    titles = [a.text for a in view.figure.layout.annotations if "attempt" in (a.text or "")]
+    assert titles.count("<b>attempt 1</b>") == len(view._band_shifts)
+    view.collapse_all()
+    assert view._band_shifts == (0.0,)
+
+
 def _routes(trace):
     """The NaN-separated polylines of an edges trace."""
     out, current = [], []
