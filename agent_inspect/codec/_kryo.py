@@ -178,29 +178,32 @@ class _Kryo:
             out: dict[Any, Any] = {}
             for _ in range(self.size()):
                 k = self.read_object_or_null(key_cls) if isinstance(key_cls, str) else self.read_class_and_object()
+                if not isinstance(k, (str, int, float, bool)) and k is not None:
+                    raise self.fail(f"a map key of type {type(k).__name__}, which this reader does not key on")
                 out[k] = self.read_object_or_null(value_cls) if isinstance(value_cls, str) \
                     else self.read_class_and_object()
-                if isinstance(k, (dict, list)):
-                    raise self.fail("a map key that is itself a map or list")
             return out
         if cls in _LISTS:
             return self.read_collection(args[0] if args and isinstance(args[0], str) else None)
-        if cls == "java.lang.Class[]":
-            return [self.read_object_or_null("java.lang.Class") for _ in range(self.size())]
+        if cls == "java.lang.Class[]":                # both generations: length + 1
+            n = self.varint()
+            if n == 0:
+                raise self.fail("a null array inside an object")
+            return [self.read_object_or_null("java.lang.Class") for _ in range(self.bounded(n - 1))]
         if cls == "java.lang.Class":
             name = self.read_class()
             if self.generation < KRYO5 or name in _REGISTERED.values():
                 self.byte()                            # Kryo 2: "is primitive"; Kryo 5 only for primitives/boxes
             return name
+        if cls == "java.util.UUID":                   # a serializer of its own in both: most, then least
+            if self.generation >= KRYO5:               # significant bits, fixed 8-byte longs in Kryo 5,
+                most, least = struct.unpack("<QQ", self.take(16))
+            else:                                      # zig-zag varints in Flink 1.x's Kryo 2
+                most, least = (self.zigzag() & (2**64 - 1) for _ in range(2))
+            return str(uuid.UUID(int=most << 64 | least))
         layout = LAYOUTS.get(cls)
         if layout is None:
             raise self.fail(f"an object of class {cls}, which this reader does not decode")
-        if cls == "java.util.UUID":
-            if self.generation >= KRYO5:               # Kryo 5's UUIDSerializer: two fixed 8-byte longs
-                most, least = struct.unpack("<QQ", self.take(16))
-            else:                                      # Kryo 2 has none: FieldSerializer, two varint fields
-                least, most = (self.zigzag() & (2**64 - 1) for _ in range(2))
-            return str(uuid.UUID(int=most << 64 | least))
         fields: dict[str, Any] = {}
         for name, kind, arg in layout:
             if kind == "object":
@@ -247,7 +250,7 @@ class _Kryo:
         n = self.varint()
         if self.generation >= KRYO5:
             if n == 0:
-                raise self.fail("a null map or array inside an object")
+                raise self.fail("a null map inside an object")
             n -= 1
         return self.bounded(n)
 

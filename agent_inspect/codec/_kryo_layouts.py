@@ -7,7 +7,8 @@ is one of:
 
 - ``("boolean" | "int" | "long", )``: a primitive (``int``/``long`` as zig-zag varints);
 - ``("final", cls)``: a field whose declared type is a final class (``String``, ``UUID``, ``Long``,
-  ``ExecutionTraceContext``, ``Class[]``): no class is written, only a reference marker, then the value;
+  ``ExecutionTraceContext``, ``Class[]``): no class is written, only a reference marker, then the value (a
+  ``UUID`` by a serializer of its own, see :mod:`~agent_inspect.codec._kryo`);
 - ``("object", generics)``: any other declared type: the value's class, then (unless a boxed primitive) a reference
   marker and the value. ``generics`` are the declared type arguments Kryo passes to a map or collection serializer
   (``Map<String, Object>``: ``("string", None)``, so keys are written without their class).
@@ -55,5 +56,4 @@ LAYOUTS: dict[str, tuple[Field, ...]] = {
         ("entityMetadata", "object", _STRING_MAP), ("entityName", "final", "string"),
         ("entityType", "final", "string"), ("executionId", "final", "string"), ("inputRunId", "final", "string"),
         ("parentExecutionId", "final", "string")),
-    "java.util.UUID": (("leastSigBits", "long", None), ("mostSigBits", "long", None)),
 }
