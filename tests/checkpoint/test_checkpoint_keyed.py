@@ -198,8 +198,9 @@ def real_proxy() -> bytes:
     chk = FIXTURES / "flink2-p1-inline" / expected("flink2-p1-inline")["checkpoint"]["path"]
     meta = parse_metadata((chk / "_metadata").read_bytes())
     handle = next(s.managed_keyed for o in meta.operators for s in o.subtasks if s.managed_keyed is not None)
-    assert handle is not None and handle.stream is not None and handle.stream.data is not None
-    return handle.stream.data[:min(o for o in handle.offsets if o > 0)]
+    assert handle is not None and handle.stream is not None
+    data = handle.stream.data if handle.stream.data is not None else (chk / str(handle.stream.path)).read_bytes()
+    return data[:min(o for o in handle.offsets if o > 0)]
 
 
 def production_task() -> bytes:

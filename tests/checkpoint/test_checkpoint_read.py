@@ -74,7 +74,8 @@ def test_a_heap_checkpoint_decodes_every_task_and_event_where_no_length_is_writt
     assert savepoint is not None
     for name in ("action_tasks", "input_events"):
         sizes = {k: [e.size for e in v] for k, v in getattr(ckpt.keyed, name).items()}
-        assert sizes and sizes == {k: [e.size for e in v] for k, v in getattr(savepoint, name).items()}
+        assert sizes == {k: [e.size for e in v] for k, v in getattr(savepoint, name).items()}
+        assert sizes or (name == "input_events" and run == "production")   # the sample buffered no input
 
 
 def test_both_kryo_generations_decode_the_marker_map() -> None:
@@ -218,4 +219,4 @@ def test_a_full_snapshot_in_the_canonical_layout_is_recognised() -> None:
         data = (FIXTURES / "flink2-p4-file" / "savepoint" / handle.stream.path).read_bytes()
         as_full = read_keyed_state(data, "full", handle.key_groups, handle.offsets, op.max_parallelism)
         as_savepoint = read_keyed_state(data, "savepoint", handle.key_groups, handle.offsets, op.max_parallelism)
-        assert as_full.values == as_savepoint.values and as_full.unread == as_savepoint.unread == {"pendingInputEvents"}
+        assert as_full.values == as_savepoint.values and as_full.unread == as_savepoint.unread == set()

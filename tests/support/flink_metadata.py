@@ -112,8 +112,9 @@ def tasks_and_memory_are_what_the_job_wrote(keyed: KeyedRestore, per_key: dict[s
 
 def real_task_element(metadata: bytes, size: int) -> bytes:
     """The Kryo bytes of the one PythonActionTask an inline keyed state holds (``size`` as the reader found it)."""
-    start = metadata.find(b"\x01\x00org.apache.flink.agents.runtime.python.operator.PythonActionTas")
-    assert start > 0 and metadata.find(b"PythonActionTas", start + 20) < 0
+    head = b"\x01\x00org.apache.flink.agents.runtime.python.operator.PythonActionTas"
+    start = metadata.find(head)
+    assert start > 0 and metadata.count(head) == 1
     return metadata[start:start + size]
 
 
