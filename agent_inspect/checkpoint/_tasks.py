@@ -146,15 +146,20 @@ def _matched(held: tuple[CheckpointTask, ...], from_log: list[PendingTask],
     unmatched: list[str] = []
     for task in held:
         seen = logged.pop((task.event.id, task.action), None)
+        if seen is not None and seen.seq == task.seq:
+            tasks.append(seen)
+            continue
         if seen is not None:
-            tasks.append(seen if seen.seq == task.seq else task.pending())
+            tasks.append(task.pending())
+            unmatched.append(f"{task.action} on {task.event.type} {task.event.id} at seq {task.seq}, the log's at "
+                             f"seq {seen.seq}")
             continue
         tasks.append(task.pending())
         known = "an event the log holds" if task.event.id in log_event_ids else "an event the log does not hold"
         unmatched.append(f"{task.action} on {task.event.type} {task.event.id} ({known})")
     said = []
     if unmatched:
-        said.append(f"not in the log's view of the tasks in flight: {'; '.join(unmatched)}")
+        said.append(f"not as the log's view of the tasks in flight has them: {'; '.join(unmatched)}")
     if logged:
         said.append("the log's view also has " + ", ".join(f"{t.action} on {t.event.type} {t.event.id}"
                                                            for t in logged.values()) + ", not re-submitted")

@@ -120,11 +120,17 @@ def test_where_checkpoint_and_log_disagree_the_checkpoint_wins_and_the_notes_say
         ("user-0009", "chat", task.event.id), ("user-0001", "chat", "not-in-the-log")]
     n = ckpt.checkpoint_id
     assert production_plan_notes(moved, log) == [
-        f"user-0009: 1 pending task from checkpoint {n}'s actionTasks (not in the log's view of the tasks in flight: "
+        f"user-0009: 1 pending task from checkpoint {n}'s actionTasks (not as the log's view of the tasks in flight has them: "
         f"chat on ToolRequest {task.event.id} (an event the log holds); the log's view also has tool_call on "
         f"ToolRequest {task.event.id}, not re-submitted)",
-        f"user-0001: 1 pending task from checkpoint {n}'s actionTasks (not in the log's view of the tasks in flight: "
+        f"user-0001: 1 pending task from checkpoint {n}'s actionTasks (not as the log's view of the tasks in flight has them: "
         "chat on _input_event not-in-the-log (an event the log does not hold))"]
+    # the same task at another seqNum is the checkpoint's, and said so
+    later = replace(ckpt, keyed=replace(ckpt.keyed, tasks={"user-0009": (replace(task, seq=5),)}))
+    assert [(t.seq, t.event) for t in later.replay_plan(log).pending] == [(5, task.event)]
+    assert production_plan_notes(later, log) == [
+        f"user-0009: 1 pending task from checkpoint {n}'s actionTasks (not as the log's view of the tasks in flight "
+        f"has them: tool_call on ToolRequest {task.event.id} at seq 5, the log's at seq 4)"]
     # a key the checkpoint holds with no tasks has none, whatever the log infers
     empty = replace(ckpt, keyed=replace(ckpt.keyed, tasks={}, action_tasks={}, task_count={}))
     assert empty.replay_plan(log).pending == ()
