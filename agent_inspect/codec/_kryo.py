@@ -94,15 +94,7 @@ class _Kryo:
             raw[-1] &= 0x7F
             return raw.decode("ascii", errors="replace")
         # UTF-8: a length (+1; 0 is null) whose first byte carries the 0x80 flag and 6 bits
-        self.pos += 1
-        length = b & 0x3F
-        if b & 0x40:
-            shift, more = 6, True
-            while more:
-                nb = self.byte()
-                length |= (nb & 0x7F) << shift
-                shift += 7
-                more = bool(nb & 0x80)
+        length = self.flagged_varint()
         if length == 0:
             return None
         chars = []
@@ -235,16 +227,25 @@ class _Kryo:
 
     def flagged_size(self) -> tuple[bool, int]:
         """Kryo 5's ``writeVarIntFlag``: a flag bit, then ``size + 1`` in the first byte's low 6 bits and on."""
+        flag = bool(self.data[self.pos] & 0x80) if self.pos < len(self.data) else False
+        value = self.flagged_varint()
+        if value == 0:
+            raise self.fail("a null collection inside an object")
+        return flag, self.bounded(value - 1)
+
+    def flagged_varint(self) -> int:
+        """A varint whose first byte holds a flag (0x80, the caller's), a continuation bit (0x40) and 6 bits:
+        Kryo's ``writeVarIntFlag``, and the length before a UTF-8 string."""
         first = self.byte()
         value, shift, more = first & 0x3F, 6, bool(first & 0x40)
-        while more:
+        for _ in range(5):
+            if not more:
+                return value
             b = self.byte()
             value |= (b & 0x7F) << shift
             shift += 7
             more = bool(b & 0x80)
-        if value == 0:
-            raise self.fail("a null collection inside an object")
-        return bool(first & 0x80), self.bounded(value - 1)
+        raise self.fail("malformed varint")
 
     def size(self) -> int:
         n = self.varint()
