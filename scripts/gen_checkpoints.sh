@@ -29,7 +29,8 @@ gen="$here/tests/fixtures/checkpoints/gen/CheckpointGen.java"
 sample="$here/sample_logs/production.markers.json"
 markers="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['markers']))" "$sample")"
 seqs="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['restore']['restored_seq']))" "$sample")"
-pending="$("$py" -c "import json,sys; print(','.join(sorted({p[0] for p in json.load(open(sys.argv[1]))['restore']['pending']})))" "$sample")"
+pending="$scratch/production-pending.json"
+"$py" "$here/tests/fixtures/checkpoints/gen/sample_pending.py" "$sample" "$here/sample_logs/production.jsonl" > "$pending"
 
 run() {   # run VERSION_LIB NAME PARALLELISM inline|file [extra args]
   local lib="$1" name="$2"; shift 2
@@ -37,7 +38,7 @@ run() {   # run VERSION_LIB NAME PARALLELISM inline|file [extra args]
   local classes="$scratch/classes-$(basename "$(dirname "$lib")")-$(basename "$lib")"
   if [ ! -d "$classes" ]; then
     mkdir -p "$classes"
-    javac -cp "$lib/*" -d "$classes" "$gen"
+    javac -cp "$lib/*" -d "$classes" "$gen" $(find "$(dirname "$gen")/org" -name '*.java')
   fi
   local dir="$scratch/run-$name"
   rm -rf "$dir"
@@ -51,5 +52,5 @@ run "$FLINK2_LIB" flink2-p4-file 4 file
 run "$FLINK120_LIB" flink120-p1-file 1 file
 run "$FLINK120_LIB" flink120-p4-inline 4 inline
 run "$FLINK2_LIB" flink2-other-job 1 inline --other-job
-run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending "$pending"
+run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending"
 echo "checkpoints written to $out"

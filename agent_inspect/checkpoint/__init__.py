@@ -6,17 +6,20 @@
     ckpt.markers, ckpt.merged, ckpt.checkpoint_id                   # a savepoint dir, a _metadata file
     ai.predict(log, markers=ckpt)                                   # every verb takes it as markers=
     ckpt.keyed.message_seq                                          # messageSequenceNumber per key
-    ckpt.keyed.action_tasks["user-42"]                              # its pending tasks: decoded, or named + size
+    ckpt.keyed.tasks["user-42"]                                     # its pending ActionTasks: action, event, ids
+    ckpt.keyed.action_tasks["user-42"]                              # the raw list: decoded, or named + size + why
     ckpt.keyed.short_term["user-42"]                                # {memory key: value size in bytes}
     ckpt.not_read                                                   # what the checkpoint holds that was not read
 
 Reads Flink's ``_metadata`` itself (Flink 1.20 and 2.x), the ``recoveryMarker`` union list state (Kryo
 ``HashMap<Integer, Long>``), and the agent operator's keyed state of hashmap-backend snapshots by the
-serializer snapshots they hold; no JVM.
+serializer snapshots they hold, with upstream's Kryo-serialized ``ActionTask`` and ``Event`` classes read field
+by field; no JVM.
 """
 
 from __future__ import annotations
 
 from agent_inspect.checkpoint._read import MARKER_STATE, Checkpoint, KeyedRestore, read
+from agent_inspect.checkpoint._tasks import CheckpointTask
 
-__all__ = ["read", "Checkpoint", "KeyedRestore", "MARKER_STATE"]
+__all__ = ["read", "Checkpoint", "KeyedRestore", "CheckpointTask", "MARKER_STATE"]

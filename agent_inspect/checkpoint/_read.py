@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import CheckpointFormatError, SourceError
+from agent_inspect.checkpoint._tasks import CheckpointTask, decoded_tasks, pending_from_checkpoint
 from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object
 from agent_inspect.sources import open_checkpoint
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from agent_inspect.recovery import ReplayPlan
     from agent_inspect.sources import CheckpointFiles
 
-__all__ = ["Checkpoint", "KeyedRestore", "read", "MARKER_STATE"]
+__all__ = ["Checkpoint", "KeyedRestore", "CheckpointTask", "read", "MARKER_STATE"]
 
 MARKER_STATE = "recoveryMarker"
 """The operator union list state the agent operator keeps its recovery marker in (addendum §6)."""
@@ -37,9 +38,11 @@ class KeyedRestore:
     more: a :class:`ReplayPlan`'s ``restored_seq``); ``last_completed``: ``lastCompletedSequenceNumber``, the
     last round that finished (what the store prunes up to).
     ``action_tasks`` / ``input_events``: per key, the elements of its ``actionTasks`` / ``pendingInputEvents``
-    list, each a :class:`~agent_inspect.codec.StateValue`: decoded where the state's serializer allows (a POJO
-    becomes a dict of its fields), else named with its serializer and size (None where a heap checkpoint gives
-    it no length). ``task_count`` / ``input_count``: each key's list length, None where it is not known (a
+    list, each a :class:`~agent_inspect.codec.StateValue`: decoded where the state's serializer allows (upstream's
+    ``ActionTask`` and ``Event`` classes, Kryo-serialized, become :class:`~agent_inspect.codec.KryoObject`; a POJO
+    a dict of its fields), else named with its serializer and size (None where a heap checkpoint gives it no
+    length) and why. ``tasks``: per key whose every task was decoded, its :class:`CheckpointTask` s (action, event
+    type, id and attributes) in the order the restore re-submits them. ``task_count`` / ``input_count``: each key's list length, None where it is not known (a
     savepoint's undecodable Kryo list is one run of bytes); ``pending_tasks`` / ``pending_inputs``: the keys
     whose list is not empty. ``short_term`` / ``sensory``: per key, its memory keys and each value's size in
     bytes (None when not known). ``unread``: the states not (fully) read, whose fields above are then partial
@@ -62,6 +65,7 @@ class KeyedRestore:
     short_term: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
     sensory: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
     unread: tuple[str, ...] = ()
+    tasks: Mapping[str, tuple[CheckpointTask, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,10 +118,11 @@ class Checkpoint:
 
         Inputs come from the log (:meth:`ReplayPlan.from_log` with these markers); the restored seqNum of each
         key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds,
-        also those without replayed input). Pending tasks stay as the log shows them (a task's event is rebuilt
-        from the log's records; upstream's ``ActionTask`` is a Kryo object this reader names but does not
-        decode), and the plan's ``notes`` name every key whose number of pending tasks in the checkpoint's
-        ``actionTasks`` differs from the plan's.
+        also those without replayed input). Pending tasks are the checkpoint's ``actionTasks`` where they were
+        decoded (each matched to the log's view of the tasks in flight by event id and action, and then taken as
+        the log shows it), else the log's in-flight inference; a key the checkpoint holds with no tasks has none.
+        The plan's ``notes`` say, per key with pending tasks, which source they came from and where the
+        checkpoint and the log disagree.
         """
         from dataclasses import replace
 
@@ -131,26 +136,10 @@ class Checkpoint:
         if self.keyed.message_seq:
             restored.update({k: int(v) for k, v in self.keyed.message_seq.items()})
             notes.append(f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
-        notes.extend(self._pending_differences(plan))
-        return replace(plan, restored_seq=restored, notes=tuple(notes))
-
-    def _pending_differences(self, plan: ReplayPlan) -> list[str]:
-        """One sentence per key whose pending task count the checkpoint and the plan disagree on."""
-        if self.keyed is None:
-            return []
-        planned: dict[str, int] = {}
-        for task in plan.pending:
-            planned[task.key] = planned.get(task.key, 0) + 1
-        held = self.keyed.task_count
-        # where actionTasks was not fully read, a key missing from it is unknown, not a key without tasks
-        keys = held.keys() if _ACTION_TASKS in self.keyed.unread else held.keys() | planned.keys()
-        out = []
-        for key in sorted(keys):
-            count = held.get(key, 0)
-            if count is not None and count != planned.get(key, 0):
-                out.append(f"{key}: checkpoint {self.checkpoint_id} holds {count} pending actionTasks, the plan "
-                           f"re-submits {planned.get(key, 0)} (the log's view of the tasks in flight)")
-        return out
+        records = log.records
+        event_ids = set(records["task_event_id"].dropna().astype(str)) if "task_event_id" in records else set()
+        pending, said = pending_from_checkpoint(plan.pending, self.keyed, self.checkpoint_id, event_ids)
+        return replace(plan, restored_seq=restored, pending=pending, notes=(*notes, *said))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the checkpoint's identity, markers (partition keys as text), keyed restore and what was not read."""
@@ -321,5 +310,6 @@ def _keyed(operator: OperatorState, files: CheckpointFiles,
                            pending_tasks=tuple(k for k, v in tasks.items() if v),
                            pending_inputs=tuple(k for k, v in inputs.items() if v),
                            short_term=sizes("shortTermMemory"), sensory=sizes("sensoryMemory"),
-                           unread=tuple(sorted({name for state in states for name in state.unread})))
+                           unread=tuple(sorted({name for state in states for name in state.unread})),
+                           tasks=decoded_tasks(tasks, lengths(_ACTION_TASKS), longs(_MESSAGE_SEQ)))
     return restore, not_read

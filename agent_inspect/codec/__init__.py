@@ -53,7 +53,7 @@ from agent_inspect.codec._keys import (
     parse_state_key,
     resolve_state_keys,
 )
-from agent_inspect.codec._kryo import KRYO2, KRYO5, read_kryo_object
+from agent_inspect.codec._kryo import KRYO2, KRYO5, KryoObject, read_kryo_object
 from agent_inspect.codec._markers import MarkerSource, marker_list, merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
@@ -86,5 +86,5 @@ __all__ = [
     # recovery markers
     "merge_markers", "marker_list", "MarkerSource",
     # Flink checkpoints (ai.checkpoint reads them)
-    "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KRYO2", "KRYO5",
+    "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KryoObject", "KRYO2", "KRYO5",
 ]

@@ -13,9 +13,10 @@ class this module knows is read by its layout, and any other class ends the read
   non-registered subclasses;
 - ``KryoSerializerSnapshot``: the class name, then three optional maps (registrations, default serializers).
 
-:func:`read_value` reads one value the way the serializer writes it. Kryo values are decoded only where they
-are JDK collections and boxed primitives (:func:`~agent_inspect.codec.read_kryo_object`); other classes raise
-:class:`Undecodable`, since a Kryo object does not say its own fields.
+:func:`read_value` reads one value the way the serializer writes it. Kryo values are decoded where they are
+JDK collections, boxed primitives and strings, or the upstream classes whose fields the reader knows
+(:func:`~agent_inspect.codec.read_kryo_object`); other classes raise :class:`Undecodable`, since a Kryo object
+does not say its own fields.
 """
 
 from __future__ import annotations
@@ -154,7 +155,10 @@ def read_flink_string(r: ByteReader) -> str | None:
     if len(raw) == n and raw.isascii():                # every char below 0x80 is one byte: the common case
         r.pos += n
         return raw.decode("ascii")
-    return "".join(chr(_varint(r)) for _ in range(n))
+    chars = [_varint(r) for _ in range(n)]
+    if any(c > 0xFFFF for c in chars):                 # Java chars are 16 bits: these bytes are not a string
+        raise CheckpointFormatError(f"{r.what}: a string character above U+FFFF at byte {r.pos}")
+    return "".join(map(chr, chars))
 
 
 def _varint(r: ByteReader) -> int:

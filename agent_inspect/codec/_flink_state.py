@@ -12,9 +12,9 @@ names. Two block layouts:
 - ``"full"`` (hashmap backend checkpoints): the key group as an int, then per state its id, an entry count and
   per entry namespace, key and value as the state's serializer writes them (a list with its element count, a
   map with its size and a null flag per value), with no lengths. A value this reader cannot decode (a Kryo
-  object, a POJO subclass) has no known end, so the block is left there: the rest of the key group is found
-  again at the next state block that parses to the group's end (or to another undecodable value) with every
-  key in that key group, and the skipped bytes are named.
+  object of a class it does not know, corrupt bytes, a POJO subclass) has no known end, so the block is left
+  there: the rest of the key group is found again at the next state block that parses to the group's end (or
+  to another undecodable value) with every key in that key group, and the skipped bytes are named.
 
 What is read lands in :class:`KeyedState`; what is not is named, one sentence each, in ``not_read``.
 """
@@ -64,9 +64,9 @@ class StateInfo:
 
 @dataclass(frozen=True)
 class StateValue:
-    """One list element or map value: its ``value`` when ``decoded`` (a POJO as a dict of its fields), its
-    ``size`` in bytes (None where the layout gives an undecodable value no length) and the ``serializer`` that
-    wrote it; ``why`` says why it was not decoded.
+    """One list element or map value: its ``value`` when ``decoded`` (a POJO as a dict of its fields, an upstream
+    Kryo class as a :class:`~agent_inspect.codec.KryoObject`), its ``size`` in bytes (None where the layout gives
+    an undecodable value no length) and the ``serializer`` that wrote it; ``why`` says why it was not decoded.
 
     For example::
 

@@ -85,43 +85,103 @@ def test_heap_and_savepoint_snapshots_are_named() -> None:
     assert ai.checkpoint.read(FIXTURES / RUN / "savepoint").keyed_snapshots == ("savepoint",) * 4
 
 
-def test_the_plan_names_pending_tasks_the_checkpoint_and_the_log_disagree_on() -> None:
+def production_plan_notes(ckpt: ai.checkpoint.Checkpoint, log: ai.ActionStateLog) -> list[str]:
+    return [n for n in ckpt.replay_plan(log).notes if n.startswith("user-")]
+
+
+@pytest.mark.parametrize("where", ["savepoint", "checkpoints"])
+def test_the_plans_pending_tasks_are_the_checkpoints_and_say_so(where: str) -> None:
     log = ai.load(ai.samples.path("production"))
-    restore = json.loads(ai.samples.path("production", "markers").read_text())["restore"]
-    ckpt = ai.checkpoint.read(FIXTURES / "production" / "savepoint")
+    ckpt = ai.checkpoint.read(FIXTURES / "production" / where)
     assert ckpt.keyed is not None
-    held = {k: n for k, n in ckpt.keyed.task_count.items() if n}
-    assert held == {k: sum(1 for p in restore["pending"] if p[0] == k) for k in {p[0] for p in restore["pending"]}}
+    task, = ckpt.keyed.tasks["user-0009"]
+    assert (task.action, task.seq, task.event.type, task.event.id) == ("tool_call", 4, "ToolRequest",
+                                                                      "adf9419b-6afa-49dc-a78c-016190cf05eb")
     plan = ckpt.replay_plan(log)
-    planned = {t.key for t in plan.pending}
-    # the log alone (no refresh rows in this sample) does not show the task in flight; the checkpoint does
-    assert [n for n in plan.notes if "pending actionTasks" in n] == [
-        f"{k}: checkpoint {ckpt.checkpoint_id} holds {n} pending actionTasks, the plan re-submits 0 (the log's view "
-        "of the tasks in flight)" for k, n in sorted(held.items()) if k not in planned]
-    agreeing = replace(ckpt.keyed, task_count={k: sum(t.key == k for t in plan.pending) for k in planned})
-    assert not [n for n in replace(ckpt, keyed=agreeing).replay_plan(log).notes if "pending actionTasks" in n]
+    assert plan.pending == ai.ReplayPlan.from_log(log, markers=ckpt).pending == (task.pending(),)
+    assert production_plan_notes(ckpt, log) == [
+        f"user-0009: 1 pending task from checkpoint {ckpt.checkpoint_id}'s actionTasks, as the log shows them in flight"]
 
 
-def test_keys_the_checkpoint_did_not_read_tasks_for_are_not_called_task_free() -> None:
+def test_where_checkpoint_and_log_disagree_the_checkpoint_wins_and_the_notes_say_how() -> None:
     from agent_inspect.agents import AgentEvent
-    from agent_inspect.recovery import PendingTask, ReplayPlan
 
+    log = ai.load(ai.samples.path("production"))
     ckpt = ai.checkpoint.read(FIXTURES / "production" / "savepoint")
     assert ckpt.keyed is not None
-    plan = ReplayPlan(pending=(PendingTask("user-0001", 3, "chat", AgentEvent("InputEvent")),))
-    read = replace(ckpt, keyed=replace(ckpt.keyed, task_count={}))
-    assert read._pending_differences(plan) == [
-        f"user-0001: checkpoint {ckpt.checkpoint_id} holds 0 pending actionTasks, the plan re-submits 1 (the log's "
-        "view of the tasks in flight)"]
-    unread = replace(ckpt, keyed=replace(ckpt.keyed, task_count={}, unread=("actionTasks",)))
-    assert unread._pending_differences(plan) == []
+    task, = ckpt.keyed.tasks["user-0009"]
+    other = replace(task, key="user-0001", seq=0, action="chat", event=AgentEvent("_input_event", {"input": "hi"},
+                                                                                  id="not-in-the-log"))
+    # user-0009 holds another task than the log shows; user-0001 one the log does not show at all
+    moved = replace(ckpt, keyed=replace(ckpt.keyed, tasks={"user-0009": (replace(task, action="chat"),),
+                                                           "user-0001": (other,)}))
+    plan = moved.replay_plan(log)
+    assert [(t.key, t.action, t.event.id) for t in plan.pending] == [
+        ("user-0009", "chat", task.event.id), ("user-0001", "chat", "not-in-the-log")]
+    n = ckpt.checkpoint_id
+    assert production_plan_notes(moved, log) == [
+        f"user-0009: 1 pending task from checkpoint {n}'s actionTasks (not as the log's view of the tasks in flight has them: "
+        f"chat on ToolRequest {task.event.id} (an event the log holds); the log's view also has tool_call on "
+        f"ToolRequest {task.event.id}, not re-submitted)",
+        f"user-0001: 1 pending task from checkpoint {n}'s actionTasks (not as the log's view of the tasks in flight has them: "
+        "chat on _input_event not-in-the-log (an event the log does not hold))"]
+    # the same task at another seqNum is the checkpoint's, and said so
+    later = replace(ckpt, keyed=replace(ckpt.keyed, tasks={"user-0009": (replace(task, seq=5),)}))
+    assert [(t.seq, t.event) for t in later.replay_plan(log).pending] == [(5, task.event)]
+    assert production_plan_notes(later, log) == [
+        f"user-0009: 1 pending task from checkpoint {n}'s actionTasks (not as the log's view of the tasks in flight "
+        f"has them: tool_call on ToolRequest {task.event.id} at seq 5, the log's at seq 4)"]
+    # a key the checkpoint holds with no tasks has none, whatever the log infers
+    empty = replace(ckpt, keyed=replace(ckpt.keyed, tasks={}, action_tasks={}, task_count={}))
+    assert empty.replay_plan(log).pending == ()
+    assert production_plan_notes(empty, log) == [
+        f"user-0009: no pending tasks (checkpoint {n}'s actionTasks holds none; the log shows tool_call on "
+        f"ToolRequest {task.event.id} in flight, not re-submitted)"]
+
+
+def corrupted(tmp_path: Path, old: bytes, new: bytes) -> ai.checkpoint.Checkpoint:
+    """The production heap checkpoint (its keyed state inline in ``_metadata``) with ``old`` replaced by ``new``."""
+    chk = FIXTURES / "production" / expected("production")["checkpoint"]["path"]
+    data = (chk / "_metadata").read_bytes()
+    assert data.count(old) == 1 and len(old) == len(new)
+    (tmp_path / "_metadata").write_bytes(data.replace(old, new))
+    return ai.checkpoint.read(tmp_path)
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    (b"plan.actions.Actio", b"plan.actions.Xctio",
+     "an object of class org.apache.flink.agents.plan.actions.Xction, which this reader does not decode"),
+    (b"\x00\x09\x01cha\xf4", b"\x00\x7f\x01cha\xf4", "a reference to object 125, but only 18 were read"),
+])
+def test_a_corrupted_action_task_is_named_and_the_rest_still_read(tmp_path: Path, old: bytes, new: bytes,
+                                                                 why: str) -> None:
+    whole = ai.checkpoint.read(FIXTURES / "production" / "checkpoints")
+    bad = corrupted(tmp_path, old, new)
+    assert bad.markers == whole.markers
+    assert bad.keyed is not None and whole.keyed is not None
+    assert bad.keyed.message_seq == whole.keyed.message_seq and bad.keyed.short_term == whole.keyed.short_term
+    value, = bad.keyed.action_tasks["user-0009"]
+    assert not value.decoded and value.serializer == "Kryo org.apache.flink.agents.runtime.operator.ActionTask"
+    assert re.fullmatch(r"Kryo org\.apache\.flink\.agents\.runtime\.operator\.ActionTask: Kryo 5 object at byte "
+                        rf"\d+: {re.escape(why)}", value.why)
+    assert value.size == whole.keyed.action_tasks["user-0009"][0].size    # the only value left in its key group
+    assert "user-0009" not in bad.keyed.tasks and "actionTasks" in bad.keyed.unread
+    assert [w for w in bad.not_read if w.startswith("subtask 0: actionTasks in key group")] == [
+        f"subtask 0: actionTasks in key group 87 (key user-0009): {value.why}; {value.size} bytes without a length "
+        "in a heap checkpoint skipped"]
+    # the plan falls back to the log's view of the tasks in flight, and says why
+    log = ai.load(ai.samples.path("production"))
+    assert bad.replay_plan(log).pending == ai.ReplayPlan.from_log(log, markers=bad).pending
+    assert production_plan_notes(bad, log) == [
+        f"user-0009: 1 pending task from the log (checkpoint {bad.checkpoint_id}'s actionTasks not decoded: {value.why})"]
 
 
 @pytest.mark.parametrize("run", ["flink2-p1-inline", "flink2-p4-file"])
 def test_the_keyed_restore_is_json_ready(run: str) -> None:
     out = ai.checkpoint.read(FIXTURES / run / "savepoint").to_dict()
     text = json.dumps(out)
-    assert out["keyed"]["action_tasks"] and "POJO CheckpointGen$ActionTask" in text
+    assert out["keyed"]["action_tasks"] and "Kryo org.apache.flink.agents.runtime.operator.ActionTask" in text
+    assert out["keyed"]["tasks"]["user-0"][0]["event"]["type"] == "_input_event"
     assert out["keyed_snapshots"] == ["savepoint"] * expected(run)["parallelism"]
 
 
@@ -144,8 +204,19 @@ def real_proxy() -> bytes:
     chk = FIXTURES / "flink2-p1-inline" / expected("flink2-p1-inline")["checkpoint"]["path"]
     meta = parse_metadata((chk / "_metadata").read_bytes())
     handle = next(s.managed_keyed for o in meta.operators for s in o.subtasks if s.managed_keyed is not None)
-    assert handle is not None and handle.stream is not None and handle.stream.data is not None
-    return handle.stream.data[:min(o for o in handle.offsets if o > 0)]
+    assert handle is not None and handle.stream is not None
+    data = handle.stream.data if handle.stream.data is not None else (chk / str(handle.stream.path)).read_bytes()
+    return data[:min(o for o in handle.offsets if o > 0)]
+
+
+def production_task() -> bytes:
+    """The Kryo bytes of the production sample's one pending ActionTask, as its heap checkpoint holds them."""
+    from tests.support.flink_metadata import real_task_element
+
+    path = FIXTURES / "production" / expected("production")["checkpoint"]["path"]
+    keyed = ai.checkpoint.read(path).keyed
+    assert keyed is not None and keyed.action_tasks["user-0009"][0].size is not None
+    return real_task_element((path / "_metadata").read_bytes(), keyed.action_tasks["user-0009"][0].size)
 
 
 def test_a_large_heap_checkpoint_reads_every_key_around_undecodable_values() -> None:
@@ -155,12 +226,12 @@ def test_a_large_heap_checkpoint_reads_every_key_around_undecodable_values() -> 
 
     proxy = real_proxy()
     ids = {info.name: i for i, info in enumerate(state_infos(proxy, len(proxy))[1])}
-    data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 3000)
+    data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 3000, production_task())
     state = read_keyed_state(data, "full", (0, 127), offsets, 128)
     assert state.values["messageSequenceNumber"] == wrote
     assert state.values["lastCompletedSequenceNumber"] == {k: v - 1 for k, v in wrote.items()}
-    assert {k: [t.value["sequenceNumber"] for t in v] for k, v in state.values["actionTasks"].items()} == \
-        {k: [v] for k, v in wrote.items()}
+    assert {k: [t.value.fields["action"].fields["name"] for t in v] for k, v in state.values["actionTasks"].items()} \
+        == {k: ["tool_call"] for k in wrote}
     assert {k: list(v) for k, v in state.values["shortTermMemory"].items()} == {k: ["last_input"] for k in wrote}
     # each key group's event block stops at its first Kryo value; its other entries are named, not guessed
     events = state.values["pendingInputEvents"]
@@ -179,16 +250,18 @@ def test_kryo_memory_values_are_named_and_the_states_after_them_still_read() -> 
     namespace = b"\x00\x14NAMESPACE_SERIALIZER"
     runtime = b"org.apache.flink.api.java.typeutils.runtime."
     pojo_at = proxy.find(b"\x00B" + runtime + b"PojoSerializerSnapshot\x00\x00\x00\x02\x00\x18CheckpointGen$MemoryItem")
-    kryo_at = proxy.find(b"\x00G" + runtime + b"kryo.KryoSerializerSnapshot")
+    kryo_at = proxy.rfind(b"\x00G" + runtime + b"kryo.KryoSerializerSnapshot", 0,
+                          proxy.find(b"\x00!org.apache.flink.agents.api.Event"))    # pendingInputEvents' snapshot
     assert pojo_at > 0 and kryo_at > 0
     pojo, kryo = proxy[pojo_at:proxy.find(namespace, pojo_at)], proxy[kryo_at:proxy.find(namespace, kryo_at)]
     proxy = proxy.replace(pojo, kryo)
     key, infos, _, why = state_infos(proxy, len(proxy))
     assert why is None
     assert {i.name: i.serializer.label for i in infos if i.serializer and "Memory" in i.name} == {
-        "sensoryMemory": "Map<String, Kryo CheckpointGen$Event>", "shortTermMemory": "Map<String, Kryo CheckpointGen$Event>"}
+        "sensoryMemory": "Map<String, Kryo org.apache.flink.agents.api.Event>",
+        "shortTermMemory": "Map<String, Kryo org.apache.flink.agents.api.Event>"}
     ids = {info.name: i for i, info in enumerate(infos)}
-    data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 1000, kryo_memory=True)
+    data, offsets, wrote = synthetic_heap_keyed_state(proxy, ids, 1000, production_task(), kryo_memory=True)
     state = read_keyed_state(data, "full", (0, 127), offsets, 128)
     assert state.values["messageSequenceNumber"] == wrote
     assert {k: len(v) for k, v in state.values["actionTasks"].items()} == {k: 1 for k in wrote}

@@ -47,6 +47,20 @@ def test_predict_from_the_checkpoint_equals_predict_from_the_markers_file(
     assert len(from_ckpt.tasks) > 0
 
 
+def test_the_checkpoints_plan_holds_the_samples_real_pending_tasks_and_predicts_the_same(
+        log: ai.ActionStateLog, ckpt: ai.checkpoint.Checkpoint) -> None:
+    restore = json.loads(ai.samples.path("production", "markers").read_text())["restore"]
+    assert ckpt.keyed is not None
+    assert [(t.key, t.seq, t.action, t.event.type, dict(t.event.attributes), t.event.id)
+            for v in ckpt.keyed.tasks.values() for t in v] == [
+        (key, seq, action, e["type"], e["attributes"], e["id"]) for key, seq, action, e in restore["pending"]]
+    plan = ckpt.replay_plan(log)
+    markers = ai.samples.markers("production")
+    assert plan.pending == ai.ReplayPlan.from_log(log, markers=markers).pending
+    from_file = predict(log, markers=markers, new_id=ids())
+    pd.testing.assert_frame_equal(predict(log, markers=ckpt, plan=plan, new_id=ids()).tasks, from_file.tasks)
+
+
 def test_reconstruct_replay_and_plan_take_the_checkpoint(log: ai.ActionStateLog,
                                                         ckpt: ai.checkpoint.Checkpoint) -> None:
     markers = ai.samples.markers("production")

@@ -14,7 +14,7 @@ EXPECTED = {
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest", "merge_markers",
     "CALL_MATCHING", "call_matcher", "call_router", "marker_list", "MarkerSource",
-    "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KRYO2", "KRYO5",
+    "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KryoObject", "KRYO2", "KRYO5",
 }
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent_inspect.checkpoint import KeyedRestore
+    from agent_inspect.checkpoint import CheckpointTask, KeyedRestore
 
 
 def _utf(text: str) -> bytes:
@@ -69,39 +69,68 @@ def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: i
     return bytes(out)
 
 
+def printed_event(value: Any) -> dict[str, Any]:
+    """A decoded upstream ``Event`` as CheckpointGen prints what it wrote."""
+    from agent_inspect.checkpoint._tasks import event_of
+
+    event = event_of(value)
+    assert event is not None
+    return {"attributes": dict(event.attributes), "class": event.event_class, "id": event.id,
+            "sourceTimestamp": value.fields["sourceTimestamp"], "type": event.type,
+            "upstreamActionName": event.upstream_action, "upstreamEventId": event.upstream_event_id}
+
+
+def printed_task(task: CheckpointTask, value: Any) -> dict[str, Any]:
+    """A decoded ``ActionTask`` as CheckpointGen prints what it wrote."""
+    return {"action": task.action, "class": task.task_class, "event": printed_event(value.fields["event"]),
+            "executionId": task.execution_id, "executionStartedEventEmitted": task.started,
+            "function": task.function, "key": task.key, "observationId": task.observation_id}
+
+
 def tasks_and_memory_are_what_the_job_wrote(keyed: KeyedRestore, per_key: dict[str, Any]) -> None:
     """The keyed restore read from a fixture is exactly what CheckpointGen printed it wrote (``per_key``)."""
     assert dict(keyed.last_completed) == {k: v["lastCompletedSequenceNumber"] for k, v in per_key.items()
                                         if "lastCompletedSequenceNumber" in v}
     assert dict(keyed.message_seq) == {k: v["messageSequenceNumber"] for k, v in per_key.items()}
-    # actionTasks: a POJO, so every task is decoded, field by field
-    assert {k: [t.value for t in v] for k, v in keyed.action_tasks.items()} == \
-        {k: v["actionTasks"] for k, v in per_key.items() if v["actionTasks"]}
-    assert all(t.decoded and t.serializer == "POJO CheckpointGen$ActionTask" and t.size
+    # actionTasks: upstream's ActionTask classes, Kryo-serialized, decoded field by field
+    assert all(t.decoded and t.serializer == "Kryo org.apache.flink.agents.runtime.operator.ActionTask" and t.size
                for v in keyed.action_tasks.values() for t in v)
+    assert {k: [printed_task(t, raw.value) for t, raw in zip(keyed.tasks[k], v)] for k, v in keyed.action_tasks.items()} \
+        == {k: v["actionTasks"] for k, v in per_key.items() if v["actionTasks"]}
+    assert all(t.seq == keyed.message_seq[k] for k, v in keyed.tasks.items() for t in v)
     assert dict(keyed.task_count) == {k: len(v["actionTasks"]) for k, v in per_key.items() if v["actionTasks"]}
     assert keyed.pending_tasks == tuple(sorted(k for k, v in per_key.items() if v["actionTasks"]))
     assert keyed.pending_inputs == tuple(sorted(k for k, v in per_key.items() if v["pendingInputEvents"]))
-    # pendingInputEvents: Kryo objects of an application class: named, never decoded
-    assert all(not e.decoded and e.value is None and e.serializer == "Kryo CheckpointGen$Event"
-               and "CheckpointGen$InputEvent" in e.why for v in keyed.input_events.values() for e in v)
+    # pendingInputEvents: upstream's Event classes, decoded likewise
+    assert {k: [printed_event(e.value) for e in v] for k, v in keyed.input_events.items()} == \
+        {k: v["pendingInputEvents"] for k, v in per_key.items() if v["pendingInputEvents"]}
     # memory: its keys, and each value's size as Flink's serializer wrote it
     assert {k: dict(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
     assert {k: dict(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
-    assert keyed.unread == ("pendingInputEvents",)
+    assert keyed.unread == ()
+
+
+def real_task_element(metadata: bytes, size: int) -> bytes:
+    """The Kryo bytes of the one PythonActionTask an inline keyed state holds (``size`` as the reader found it)."""
+    head = b"\x01\x00org.apache.flink.agents.runtime.python.operator.PythonActionTas"
+    start = metadata.find(head)
+    assert start > 0 and metadata.count(head) == 1
+    return metadata[start:start + size]
 
 
 def _flink_string(text: str) -> bytes:
     return _varint(len(text) + 1) + b"".join(_varint(ord(c)) for c in text)
 
 
-def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_keys: int, max_parallelism: int = 128,
+def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_keys: int, task: bytes,
+                               max_parallelism: int = 128,
                                kryo_memory: bool = False) -> tuple[bytes, tuple[int, ...], dict[str, Any]]:
     """A heap-backend keyed state of ``n_keys`` keys (``user-<i>``) after a real checkpoint's serialization
     ``proxy`` (the states CheckpointGen declares, ids in ``state_ids``), one subtask holding every key group.
 
-    Each key: messageSequenceNumber ``i``, lastCompletedSequenceNumber ``i - 1``, one POJO action task, one Kryo
-    input event of an application class (undecodable: the reader must find the next block again), one
+    Each key: messageSequenceNumber ``i``, lastCompletedSequenceNumber ``i - 1``, one action task (``task``: the
+    Kryo bytes of a real one), one Kryo input event of an application class (undecodable: the reader must find
+    the next block again), one
     memory entry in each memory state (a POJO, or with ``kryo_memory`` a Kryo object of an application class).
     Returns the bytes, the key-group offsets and what was written per key.
     """
@@ -135,8 +164,7 @@ def synthetic_heap_keyed_state(proxy: bytes, state_ids: Mapping[str, int], n_key
                 elif name == "lastCompletedSequenceNumber":
                     out += struct.pack(">q", i - 1)
                 elif name == "actionTasks":
-                    out += struct.pack(">i", 1) + b"\x02\x00" + _flink_string("chat") + b"\x00" + _flink_string(key)
-                    out += b"\x00" + struct.pack(">q", i)
+                    out += struct.pack(">i", 1) + task
                 elif name == "pendingInputEvents":
                     out += struct.pack(">i", 1) + kryo(key)
                 else:                                  # a memory map: one entry
