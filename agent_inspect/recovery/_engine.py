@@ -25,7 +25,7 @@ from agent_inspect.recovery._context import ReplayContext
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._events import wrap_subagent
 from agent_inspect.recovery._memory import Memory
-from agent_inspect.recovery._record import RecordView
+from agent_inspect.recovery._record import RecordView, recorded_view
 from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, RuntimeModel, Task
 
 if TYPE_CHECKING:
@@ -397,6 +397,8 @@ class Engine:
     def _read(self, entry: Entry) -> RecordView:
         value = entry.value
         if value is None and entry.pos is not None and self.log is not None:
+            if self.memory_decoder is None:
+                return recorded_view(self.log, entry.pos)
             value = self.log.value(entry.pos)
         if value is None:
             raise ReplayError(f"no value for {entry.state_key} (pos {entry.pos}); this is a bug, please report it")
