@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import weakref
-
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
