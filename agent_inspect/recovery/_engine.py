@@ -13,7 +13,7 @@ to bottom here; split, one operator step would scatter over modules.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,7 +26,7 @@ from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._events import wrap_subagent
 from agent_inspect.recovery._memory import Memory
 from agent_inspect.recovery._prediction import lookup_words
-from agent_inspect.recovery._record import RecordView
+from agent_inspect.recovery._record import RecordView, recorded_view
 from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, RuntimeModel, Task
 
 if TYPE_CHECKING:
@@ -398,6 +398,8 @@ class Engine:
     def _read(self, entry: Entry) -> RecordView:
         value = entry.value
         if value is None and entry.pos is not None and self.log is not None:
+            if self.memory_decoder is None:
+                return recorded_view(self.log, entry.pos)
             value = self.log.value(entry.pos)
         if value is None:
             raise ReplayError(f"no value for {entry.state_key} (pos {entry.pos}); this is a bug, please report it")
@@ -462,14 +464,13 @@ class Engine:
         t = run.task
         assert t is not None
         calls = value.calls
+        status = Counter(c.status for c in calls) if calls else _NO_CALLS
         return Entry(state_key=t.state_key, business_key=t.business_key, seq=t.seq, event_uuid=t.event_uuid,
                      action_uuid=t.action_uuid, key_format=t.key_format, key_text=t.key_text,
                      is_root=t.is_root, completed=value.completed, task_event_id=t.event_id,
                      task_event_type=t.event_type, output_event_ids=tuple(o.id or "" for o in value.outputs),
-                     call_count=len(calls), calls_pending=sum(c.status == "PENDING" for c in calls),
-                     calls_succeeded=sum(c.status == "SUCCEEDED" for c in calls),
-                     calls_failed=sum(c.status == "FAILED" for c in calls),
-                     pos=None, attempt=self.attempt, value=value)
+                     call_count=len(calls), calls_pending=status["PENDING"], calls_succeeded=status["SUCCEEDED"],
+                     calls_failed=status["FAILED"], pos=None, attempt=self.attempt, value=value)
 
     def _put(self, run: TaskRun, value: RecordView, what: str) -> None:
         self._wrote(run, self._entry(run, value), value, what)
@@ -495,6 +496,9 @@ class Engine:
             return collected
 
         return run
+
+
+_NO_CALLS: Counter[str] = Counter()
 
 
 @dataclass(frozen=True, slots=True)

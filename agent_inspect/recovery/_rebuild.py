@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -342,8 +343,27 @@ def rebuild_in_window(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule |
                 found.setdefault(pos, (pos, msg, bk))
             failures = [found[p] for p in sorted(found)]
         session.fail_restore(failures)
-    rebuild_records(session, iter_entries(records, mask, attempts=attempts, undecodable=True), refresh=refresh)
+    rows = (iter_entries(records, mask, attempts=attempts, undecodable=True) if attempts is not None
+            else window_entries(log, mask))
+    rebuild_records(session, rows, refresh=refresh)
     return session, mask
+
+
+def window_entries(log: ActionStateLog | pd.DataFrame, mask: np.ndarray) -> list[tuple[int, Entry | Undecodable | None,
+                                                                                     str | None]]:
+    """``iter_entries(log, mask, undecodable=True)`` as a list, from entries made once per log: every rebuild of
+    a log (one per rule, per verb) reads the same records, and an entry is immutable."""
+    try:
+        rows = _ENTRIES.get(log)
+    except TypeError:   # a bare frame, which cannot be weakly referenced
+        return list(iter_entries(log, mask, undecodable=True))
+    if rows is None:
+        rows = _ENTRIES[log] = list(iter_entries(log, undecodable=True))   # one row per record
+    return [rows[i] for i in np.flatnonzero(mask)]
+
+
+_ENTRIES: weakref.WeakKeyDictionary[Any, list[tuple[int, Entry | Undecodable | None, str | None]]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _key_group_failures(records: pd.DataFrame, mask: Any, max_parallelism: int) -> list[tuple[int, str, str | None]]:

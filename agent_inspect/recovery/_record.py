@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._calls import CallSlot
@@ -15,7 +17,7 @@ from agent_inspect.recovery._events import event_from_record
 if TYPE_CHECKING:
     from agent_inspect.codec import ActionState
 
-__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder"]
+__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_view"]
 
 _LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
 
@@ -101,6 +103,31 @@ class RecordView:
 
             state = with_subagent_result_events(state, (_to_event(e) for e in self.results))
         return state
+
+
+def recorded_view(log: Any, pos: int) -> RecordView:
+    """The :class:`RecordView` of the log's record at ``pos`` (no memory decoder), kept per log: every prediction
+    of a log reads the same records, and a view is immutable. A view whose memory holds a mutable value (a JSON
+    object or list, which a body may change in place) is made afresh on every read."""
+    try:
+        views = _VIEWS[log]
+    except KeyError:
+        views = _VIEWS[log] = {}
+    except TypeError:   # a log that cannot be weakly referenced
+        views = {}
+    view = views.get(pos)
+    if view is None:
+        state = log.value(pos)
+        if state is None:
+            raise ReplayError(f"no value for record {pos}; this is a bug, please report it")
+        view = RecordView.from_state(state)
+        if all(isinstance(v, _IMMUTABLE) for _, v in (*view.short_term, *view.sensory)):
+            views[pos] = view
+    return view
+
+
+_IMMUTABLE = (str, int, float, bool, type(None), OpaqueMemoryValue)
+_VIEWS: weakref.WeakKeyDictionary[Any, dict[int, RecordView]] = weakref.WeakKeyDictionary()
 
 
 def _memory(update: Any, decoder: Callable[[OpaqueMemoryValue], Any] | None) -> tuple[str, Any]:

@@ -76,16 +76,21 @@ class OriginalRule(DivergenceRule):
         flavour = self.flavour_for(session, task.key_format)
         if flavour == "segment":
             n = store.count(k, s)
-            matched = store.entries_at(k, s) if n > 1 else []
+            top = store.max_seq(k)
+            quiet = top is None or top <= s   # nothing later is cached: an eviction would remove nothing
+            matched = store.entries_at(k, s) if n > 1 and not quiet else []
         else:
             prefix = f"{task.key_text if task.key_text is not None else k}_{s}_"
             n = store.count_prefix(prefix)
+            quiet = False
             matched = [e for x in store.keys_with_prefix(prefix) if (e := store.get(x)) is not None] if n > 1 else []
         cached = sk in store
         if cached and n <= 1:
             return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
         kind = "count>1" if n > 1 else "miss-eviction"
         why = (f"{n} cached records at ({k}, {s}) > 1" if n > 1 else f"miss at ({k}, {s})")
+        if quiet:
+            return LookupDecision.found(store.get(sk), f"original rule: {why}")
         positions = sorted(_positions([e for e in matched if e is not None]))
         if flavour == "segment":
             session.evict(k, s, kind=kind, explanation=f"original rule: {why} -> evicted {k}'s rounds > {s}",
