@@ -80,8 +80,8 @@ def call_shapes(history: History, rule: str | DivergenceRule = "fixed") -> froze
 
     For example::
 
-        h = ai.checker.generate_history(11, call_shapes=1.0, durable_calls=1.0, checkpoints=0.5)
-        ai.checker.call_shapes(h)                        # e.g. frozenset({'D01'})
+        h = ai.checker.generate_history(19, call_shapes=1.0, durable_calls=1.0, checkpoints=0.5)
+        ai.checker.call_shapes(h)                        # frozenset({'D05'}): a retried call was resumed
     """
     from agent_inspect.executor import ReplayExecutor, StepKind
 

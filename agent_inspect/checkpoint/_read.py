@@ -51,7 +51,7 @@ class KeyedRestore:
     For example::
 
         chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
-        chk.keyed.message_seq["user-0001"], chk.keyed.unread    # restored seqNums; what was not read
+        chk.keyed.message_seq["user-0009"], chk.keyed.tasks["user-0009"]   # restored seqNum; its pending task
     """
 
     message_seq: Mapping[str, int] = field(default_factory=dict)
@@ -83,7 +83,7 @@ class Checkpoint:
     For example::
 
         chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")   # the sample's checkpoint
-        chk.checkpoint_id, chk.markers, chk.merged, chk.not_read
+        chk.checkpoint_id, chk.markers, chk.merged      # what was not read is in chk.not_read
         ai.predict(log, markers=chk)                   # a Checkpoint is a marker source
     """
 
