@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 pytestmark = pytest.mark.browser
 
@@ -176,9 +177,19 @@ def test_timeline_cross_hover_names_the_rule(lab_page, lab_root: Path, artifacts
     # the ✕ (or a record beneath it, whichever point the mouse picks) leads with the divergence, not a record
     assert re.match(r"✕: divergence #\d+ · count>1", tip.lstrip()) and "removed: seq 1 ×5" in tip
     point = page.evaluate(_POINT_JS, [sel, "divergence", 0])
-    page.mouse.click(point["x"], point["y"])
     detail = page.locator(sel + " .ai-detail").first
-    detail.filter(has_text=re.compile(r"divergence #\d+")).wait_for(timeout=10_000)
+    shown = detail.filter(has_text=re.compile(r"divergence #\d+"))
+    for attempt in range(3):
+        # a click can land while plotly still redraws the hover of the last move: leave the chart, click again
+        if attempt:
+            page.mouse.move(1, 1)
+        page.mouse.click(point["x"], point["y"])
+        try:
+            shown.wait_for(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 2:
+                raise
     assert "cause:" in detail.inner_text() and "status: superseded" not in detail.inner_text()
     _light_and_dark(page, {sel: "core-timeline-user-0004"}, artifacts)
 
