@@ -190,7 +190,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate
     from agent_inspect.log import resolve_runtime
-    from agent_inspect.recovery import ReplayPlan, lint, normalize_markers, predict, refresh_positions
+    from agent_inspect.recovery import Recovery, ReplayPlan, lint, normalize_markers, refresh_positions, simulate
 
     records = log.records
     bk = records["business_key"].astype(object)
@@ -244,8 +244,11 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
                       .reindex(records.index), errors="coerce")
     attempts: pd.Series = a.groupby(bk.astype(object)).max().fillna(0)
     for rule in rules:
-        pred = predict(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
-        cols, by_function = _rule_columns(pred, keys, to_business, conflict_seq)
+        # predict's engine run without its frames and reader words: the scan keeps counts per key
+        settings = Recovery.for_log(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
+        session = settings.rebuild(log)
+        sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
+        cols, by_function = _rule_columns(sim, session.events, keys, to_business, conflict_seq)
         for c in RULE_COLUMNS:
             out[f"{_name(rule)}_{c}"] = cols[c]
         for function, counts in sorted(by_function.items()):
@@ -347,34 +350,32 @@ def _name(rule: Any) -> str:
     return rule if isinstance(rule, str) else str(rule.name)
 
 
-def _rule_columns(pred: Any, keys: pd.Index, to_business: Mapping[str, str],
+def _rule_columns(sim: Any, events: Sequence[Any], keys: pd.Index, to_business: Mapping[str, str],
                   conflict_seq: Mapping[str, tuple[int, int]]) -> tuple[dict[str, list[Any]], dict[str, list[int]]]:
-    """Per key, the rule's :data:`RULE_COLUMNS`; and per function id, its durable calls executed again per key."""
-    tasks = pred.tasks
+    """Per key, the rule's :data:`RULE_COLUMNS` from one engine run (``sim``, a ``Simulation``, and the session's
+    cache ``events``); and per function, its durable calls executed again per key."""
     by_key: dict[str, Counter[str]] = defaultdict(Counter)
     risk: Counter[str] = Counter()
-    if len(tasks):
-        names = [to_business.get(str(k), str(k)) for k in tasks["key"].astype(object)]
-        for k, outcome, seq, pos in zip(names, tasks["outcome"].astype(object), tasks["seq"].astype(object),
-                                        tasks["entry_pos"].astype(object)):
-            by_key[k][str(outcome)] += 1
-            if outcome in (Outcome.REUSE, Outcome.RESUME) and k in conflict_seq and not pd.isna(seq) \
-                    and not pd.isna(pos) and int(seq) >= conflict_seq[k][0] and int(pos) < conflict_seq[k][1]:
+    crashed_keys = set()
+    for row in sim.rows:
+        k, outcome = row["key"], row["outcome"]
+        k = to_business.get(k, k)
+        by_key[k][outcome] += 1
+        if outcome == Outcome.FAIL and sim.crashed:
+            crashed_keys.add(k)
+        elif outcome in (Outcome.REUSE, Outcome.RESUME) and k in conflict_seq:
+            seq, pos = row["seq"], row["entry_pos"]
+            if seq is not None and pos is not None and seq >= conflict_seq[k][0] and pos < conflict_seq[k][1]:
                 risk[k] += 1
     removed: Counter[str] = Counter()
-    for e in pred.events:
+    for e in events:
         if e.op not in ("delete", "supersede"):
             for entry in e.removed:
                 removed[to_business.get(entry.business_key, entry.business_key)] += 1
     calls: dict[str, Counter[str]] = defaultdict(Counter)
-    ledger = pred.ledger[pred.ledger["kind"] == "call"]
-    names = ledger["label"] if "label" in ledger else ledger["name"]   # a sub-agent call: its sub-agent and caller
-    for k, name, count in zip(ledger["key"].astype(object), names.astype(object), ledger["count"]):
-        calls[to_business.get(str(k), str(k))][str(name)] += int(count)
-    crashed_keys = set()
-    if pred.crashed and len(tasks):
-        fails = tasks[tasks["outcome"].astype(object) == Outcome.FAIL]["key"].astype(object)
-        crashed_keys = {to_business.get(str(k), str(k)) for k in fails}
+    for (k, kind, name), count in sim.ledger.items():
+        if kind == "call":   # a sub-agent call is named by its sub-agent and caller
+            calls[to_business.get(k, k)][sim.call_names.get(name, name)] += count
     functions = sorted({f for c in calls.values() for f in c})
     by_function = {f: [calls[k][f] if k in calls else 0 for k in keys] for f in functions}
     return {
