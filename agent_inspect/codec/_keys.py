@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from agent_inspect._errors import KeyFormatError
 
@@ -409,6 +409,11 @@ def _resolve_one(key: str | bytes, prefer: str | None, max_parallelism: int | No
         return exc
 
 
+def _missing(format: str, **segments: object) -> NoReturn:
+    name = next(n for n, v in segments.items() if v is None)
+    raise KeyFormatError(f"format {format} needs {name}")
+
+
 def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uuid: str,
                      key_text: str | None = None, key_group: int | None = None,
                      key_digest: str | None = None, serializer_fingerprint: str | None = None,
@@ -419,24 +424,34 @@ def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uu
 
         ai.codec.format_state_key("K1.5", seq=3, event_uuid="e", action_uuid="a", key_text="user-1", key_group=17)
     """
-    def need(value: object, name: str) -> object:
-        if value is None:
-            raise KeyFormatError(f"format {format} needs {name}")
-        return value
-
-    if format == "K0":
-        return f"{need(key_text, 'key_text')}-{event_uuid}-{action_uuid}"
-    need(seq, "seq")
-    if format == "K1":
-        return f"{need(key_text, 'key_text')}_{seq}_{event_uuid}_{action_uuid}"
-    if format == "K1.5-draft":
-        return f"{need(key_group, 'key_group')}_{need(key_text, 'key_text')}_{seq}_{event_uuid}_{action_uuid}"
+    if format == "K1":   # the commonest first; each format checks only the segments it writes
+        if key_text is None or seq is None:
+            _missing(format, seq=seq, key_text=key_text)
+        return f"{key_text}_{seq}_{event_uuid}_{action_uuid}"
     if format == "K1.5":
-        return f"{need(key_group, 'key_group')}_{seq}_{event_uuid}_{action_uuid}_{need(key_text, 'key_text')}"
+        if key_group is None or key_text is None or seq is None:
+            _missing(format, seq=seq, key_group=key_group, key_text=key_text)
+        return f"{key_group}_{seq}_{event_uuid}_{action_uuid}_{key_text}"
+    if format == "K0":
+        if key_text is None:
+            _missing(format, key_text=key_text)
+        return f"{key_text}-{event_uuid}-{action_uuid}"
+    if format == "K1.5-draft":
+        if key_group is None or key_text is None or seq is None:
+            _missing(format, seq=seq, key_group=key_group, key_text=key_text)
+        return f"{key_group}_{key_text}_{seq}_{event_uuid}_{action_uuid}"
     if format == "K1.6":
-        return f"{need(key_group, 'key_group')}_{seq}_{event_uuid}_{action_uuid}_{need(key_digest, 'key_digest')}"
+        if key_group is None or key_digest is None or seq is None:
+            _missing(format, seq=seq, key_group=key_group, key_digest=key_digest)
+        return f"{key_group}_{seq}_{event_uuid}_{action_uuid}_{key_digest}"
     if format in ("K2", "K2-ordinal"):
-        ordinal = f"_{need(key_ordinal, 'key_ordinal')}" if format == "K2-ordinal" else ""
-        return (f"v2:{need(key_group, 'key_group')}_{seq}_{event_uuid}_{action_uuid}_"
-                f"{need(serializer_fingerprint, 'serializer_fingerprint')}{ordinal}_{need(key_digest, 'key_digest')}")
+        ordinal = ""
+        if format == "K2-ordinal":
+            if key_ordinal is None:
+                _missing(format, seq=seq, key_ordinal=key_ordinal)
+            ordinal = f"_{key_ordinal}"
+        if key_group is None or serializer_fingerprint is None or key_digest is None or seq is None:
+            _missing(format, seq=seq, key_group=key_group, serializer_fingerprint=serializer_fingerprint,
+                     key_digest=key_digest)
+        return f"v2:{key_group}_{seq}_{event_uuid}_{action_uuid}_{serializer_fingerprint}{ordinal}_{key_digest}"
     raise KeyFormatError(f"unknown key format {format!r}; use one of {', '.join(KEY_FORMATS)}")

@@ -25,9 +25,9 @@ class TaskFailed(Exception):
 
 
 class TaskLookups:
-    """The gets and puts of one task against ``session``; ``on_lookup`` sees every decision (cache events
-    included) before a FAIL is raised as :class:`TaskFailed`; ``write`` puts a record (default
-    ``session.write``; the executor's also keeps the value and reports the write).
+    """The gets and puts of one task against ``session``. A driver that wants to see every decision (cache
+    events included, before a FAIL is raised as :class:`TaskFailed`) or to keep what is written overrides
+    :meth:`looked_up` and :meth:`write` (the engine's reports them to its observer).
 
     For example::
 
@@ -38,19 +38,24 @@ class TaskLookups:
         decision.outcome, decision.reason
     """
 
-    def __init__(self, session: RecoverySession, task: Task,
-                 on_lookup: Callable[[LookupDecision], None] | None = None,
-                 write: Callable[[Entry], object] | None = None) -> None:
-        self.session, self.task, self.on_lookup = session, task, on_lookup
-        self.write = write if write is not None else session.write
-        #: the stage of the get under way (see :class:`TaskFailed`), for ``on_lookup``
+    __slots__ = ("session", "task", "stage")
+
+    def __init__(self, session: RecoverySession, task: Task) -> None:
+        self.session, self.task = session, task
+        #: the stage of the get under way (see :class:`TaskFailed`), for :meth:`looked_up`
         self.stage = "first"
+
+    def looked_up(self, decision: LookupDecision) -> None:
+        """Every decision, before a FAIL is raised (a hook: the default does nothing)."""
+
+    def write(self, entry: Entry) -> object:
+        """Put a record (the default: ``session.write``)."""
+        return self.session.write(entry)
 
     def get(self, stage: str = "first", *, pos: int | None = None) -> LookupDecision:
         self.stage = stage
         decision = self.session.lookup(self.task, pos=pos)
-        if self.on_lookup is not None:
-            self.on_lookup(decision)
+        self.looked_up(decision)
         if decision.outcome is Outcome.FAIL:
             raise TaskFailed(decision, stage)
         return decision

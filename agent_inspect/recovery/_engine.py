@@ -379,8 +379,7 @@ class Engine:
                                is_root=event.is_root, key_format=ident.key_format, key_text=ident.key_text,
                                action=run.action, round_input=self._round_input)
         observer = self.observer
-        core = TaskLookups(self.session, task, on_lookup=lambda d: observer.looked_up(run, d, core.stage),
-                           write=lambda entry: self._wrote(run, entry, entry.value, None))
+        core = _RunLookups(self, run, task)
         try:
             decision = core.get(pos=self._rebuilt.get(state_key))
             record = self._read(decision.entry) if decision.entry is not None else None
@@ -475,9 +474,10 @@ class Engine:
     def _put(self, run: TaskRun, value: RecordView, what: str) -> None:
         self._wrote(run, self._entry(run, value), value, what)
 
-    def _wrote(self, run: TaskRun, entry: Entry, value: Any, what: str | None) -> None:
-        self.session.write(entry)
+    def _wrote(self, run: TaskRun, entry: Entry, value: Any, what: str | None) -> Entry:
+        landed = self.session.write(entry)
         self.observer.wrote(run, entry, value, what or ("completed" if entry.completed else "initial"))
+        return landed
 
     # ------------------------------------------------------------------------------ sub-agent calls
 
@@ -499,6 +499,22 @@ class Engine:
 
 
 _NO_CALLS: Counter[str] = Counter()
+
+
+class _RunLookups(TaskLookups):
+    """One task's gets and puts, each reported to the engine's observer (a method, not two closures per task)."""
+
+    __slots__ = ("engine", "run")
+
+    def __init__(self, engine: Engine, run: TaskRun, task: Task) -> None:
+        super().__init__(engine.session, task)
+        self.engine, self.run = engine, run
+
+    def looked_up(self, decision: LookupDecision) -> None:
+        self.engine.observer.looked_up(self.run, decision, self.stage)
+
+    def write(self, entry: Entry) -> object:
+        return self.engine._wrote(self.run, entry, entry.value, None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect.codec import format_state_key
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 from agent_inspect.recovery._events import agent_event
 
@@ -39,8 +40,6 @@ class KeyIdentity:
 
     def state_key(self, seq: int, event_uuid: str, action_uuid: str) -> str:
         """The state key the operator computes for (seq, event fingerprint, action) of this key."""
-        from agent_inspect.codec import format_state_key
-
         return format_state_key(self.key_format, seq=seq, event_uuid=event_uuid, action_uuid=action_uuid,
                                 key_text=self.key_text, key_group=self.key_group, key_digest=self.key_digest,
                                 serializer_fingerprint=self.serializer_fingerprint)

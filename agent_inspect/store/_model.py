@@ -223,7 +223,7 @@ class LookupDecision:
     def found(cls, entry: Entry | None, reason: str = "") -> LookupDecision:
         """REUSE a completed entry, RESUME an incomplete one, RERUN when there is none."""
         if entry is None:
-            return cls(Outcome.RERUN, None, reason or "no cached record")
+            return _NOTHING_CACHED if not reason else cls(Outcome.RERUN, None, reason)
         if entry.completed:
             return cls(Outcome.REUSE, entry, reason or "completed record cached")
         return cls(Outcome.RESUME, entry, reason or "incomplete record cached")
@@ -232,6 +232,9 @@ class LookupDecision:
     def fail(cls, reason: str) -> LookupDecision:
         """The lookup throws upstream: the task fails (and the job restarts)."""
         return cls(Outcome.FAIL, None, reason)
+
+
+_NOTHING_CACHED = LookupDecision(Outcome.RERUN, None, "no cached record")   # immutable: one for every such miss
 
 
 @dataclass(frozen=True, slots=True)
