@@ -110,8 +110,35 @@ class AgentEvent:
         return self.type
 
     def with_id(self, event_id: str | None) -> AgentEvent:
-        return AgentEvent(self.type, self.attributes, event_id, self.event_class,
-                          self.upstream_event_id, self.upstream_action)
+        """The same event under another id (the same attributes, so the same fingerprint)."""
+        return AgentEvent.of(self.type, self.attributes, event_id, self.event_class, self.upstream_event_id,
+                             self.upstream_action, fingerprint=self.__dict__.get("fingerprint"))
+
+    @classmethod
+    def of(cls, type: str, attributes: Mapping[str, Any], id: str | None = None, event_class: str | None = None,
+           upstream_event_id: str | None = None, upstream_action: str | None = None, *,
+           fingerprint: str | None = None) -> AgentEvent:
+        """The event with these fields, and its ``fingerprint`` when the caller already knows it (a replayed
+        record's event keeps the one its stored bytes give).
+
+        For example::
+
+            ai.agents.AgentEvent.of("_input_event", {"input": "hi"}, "evt-1") == ai.agents.AgentEvent(
+                "_input_event", {"input": "hi"}, "evt-1")
+        """
+        # the replay makes one per replayed event: filling the instance dict skips the frozen dataclass's six
+        # object.__setattr__ calls (frozen guards assignment, not construction)
+        event = object.__new__(cls)
+        fields = event.__dict__
+        fields["type"] = type
+        fields["attributes"] = attributes
+        fields["id"] = id
+        fields["event_class"] = event_class
+        fields["upstream_event_id"] = upstream_event_id
+        fields["upstream_action"] = upstream_action
+        if fingerprint is not None:
+            fields["fingerprint"] = fingerprint   # the cached_property's slot
+        return event
 
 
 @dataclass(frozen=True)

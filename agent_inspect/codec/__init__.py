@@ -50,6 +50,7 @@ from agent_inspect.codec._keys import (
     KEY_FORMATS,
     StateKey,
     format_state_key,
+    state_key_writer,
     parse_state_key,
     resolve_state_keys,
 )
@@ -71,7 +72,7 @@ from agent_inspect.codec._values import (
 
 __all__ = [
     # state keys
-    "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys",
+    "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "state_key_writer", "resolve_state_keys",
     # values
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
     "ActionState", "Event", "CallResult", "MemoryUpdate", "KryoEnvelope",

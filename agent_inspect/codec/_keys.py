@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
 from agent_inspect._errors import KeyFormatError
 
-__all__ = ["KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys"]
+__all__ = ["KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "state_key_writer", "resolve_state_keys"]
 
 KEY_FORMATS = ("K0", "K1", "K1.5-draft", "K1.5", "K1.6", "K2", "K2-ordinal")
 """The state-key layouts :func:`parse_state_key` reads (spec §4.7), oldest first."""
@@ -424,34 +424,51 @@ def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uu
 
         ai.codec.format_state_key("K1.5", seq=3, event_uuid="e", action_uuid="a", key_text="user-1", key_group=17)
     """
-    if format == "K1":   # the commonest first; each format checks only the segments it writes
-        if key_text is None or seq is None:
-            _missing(format, seq=seq, key_text=key_text)
-        return f"{key_text}_{seq}_{event_uuid}_{action_uuid}"
-    if format == "K1.5":
-        if key_group is None or key_text is None or seq is None:
-            _missing(format, seq=seq, key_group=key_group, key_text=key_text)
-        return f"{key_group}_{seq}_{event_uuid}_{action_uuid}_{key_text}"
+    write = state_key_writer(format, key_text=key_text, key_group=key_group, key_digest=key_digest,
+                             serializer_fingerprint=serializer_fingerprint, key_ordinal=key_ordinal, seq=seq)
+    return write(seq, event_uuid, action_uuid)
+
+
+def state_key_writer(format: str, *, key_text: str | None = None, key_group: int | None = None,
+                     key_digest: str | None = None, serializer_fingerprint: str | None = None,
+                     key_ordinal: int | None = None, seq: int | None = 0) -> Callable[[Any, str, str], str]:
+    """The state keys of one Flink key in ``format``: a function of ``(seq, event_uuid, action_uuid)``. The key's
+    segments are checked once (a replay writes many state keys per key); ``seq`` is an example seq, checked
+    for the formats that write one.
+
+    For example::
+
+        write = ai.codec.state_key_writer("K1.5", key_text="user-1", key_group=17)
+        write(3, "e", "a"), write(4, "e", "a")             # as format_state_key would write them
+    """
     if format == "K0":
         if key_text is None:
             _missing(format, key_text=key_text)
-        return f"{key_text}-{event_uuid}-{action_uuid}"
-    if format == "K1.5-draft":
-        if key_group is None or key_text is None or seq is None:
+        return lambda seq, e, a: f"{key_text}-{e}-{a}"
+    if format not in KEY_FORMATS:
+        raise KeyFormatError(f"unknown key format {format!r}; use one of {', '.join(KEY_FORMATS)}")
+    if format == "K1":
+        if seq is None or key_text is None:
+            _missing(format, seq=seq, key_text=key_text)
+        return lambda seq, e, a: f"{key_text}_{seq}_{e}_{a}"
+    if format == "K1.5":
+        if seq is None or key_group is None or key_text is None:
             _missing(format, seq=seq, key_group=key_group, key_text=key_text)
-        return f"{key_group}_{key_text}_{seq}_{event_uuid}_{action_uuid}"
+        return lambda seq, e, a: f"{key_group}_{seq}_{e}_{a}_{key_text}"
+    if format == "K1.5-draft":
+        if seq is None or key_group is None or key_text is None:
+            _missing(format, seq=seq, key_group=key_group, key_text=key_text)
+        return lambda seq, e, a: f"{key_group}_{key_text}_{seq}_{e}_{a}"
     if format == "K1.6":
-        if key_group is None or key_digest is None or seq is None:
+        if seq is None or key_group is None or key_digest is None:
             _missing(format, seq=seq, key_group=key_group, key_digest=key_digest)
-        return f"{key_group}_{seq}_{event_uuid}_{action_uuid}_{key_digest}"
-    if format in ("K2", "K2-ordinal"):
-        ordinal = ""
-        if format == "K2-ordinal":
-            if key_ordinal is None:
-                _missing(format, seq=seq, key_ordinal=key_ordinal)
-            ordinal = f"_{key_ordinal}"
-        if key_group is None or serializer_fingerprint is None or key_digest is None or seq is None:
-            _missing(format, seq=seq, key_group=key_group, serializer_fingerprint=serializer_fingerprint,
-                     key_digest=key_digest)
-        return f"v2:{key_group}_{seq}_{event_uuid}_{action_uuid}_{serializer_fingerprint}{ordinal}_{key_digest}"
-    raise KeyFormatError(f"unknown key format {format!r}; use one of {', '.join(KEY_FORMATS)}")
+        return lambda seq, e, a: f"{key_group}_{seq}_{e}_{a}_{key_digest}"
+    ordinal = ""
+    if format == "K2-ordinal":
+        if seq is None or key_ordinal is None:
+            _missing(format, seq=seq, key_ordinal=key_ordinal)
+        ordinal = f"_{key_ordinal}"
+    if seq is None or key_group is None or serializer_fingerprint is None or key_digest is None:
+        _missing(format, seq=seq, key_group=key_group, serializer_fingerprint=serializer_fingerprint,
+                 key_digest=key_digest)
+    return lambda seq, e, a: f"v2:{key_group}_{seq}_{e}_{a}_{serializer_fingerprint}{ordinal}_{key_digest}"

@@ -118,14 +118,14 @@ class ReplayContext:
         attrs = dict(attributes or {})
         new_id = self._engine.new_id()
         if self._subcall is not None and type == OUTPUT_EVENT and self._engine.model.subagent_results:
-            self.results.append(AgentEvent(OUTPUT_EVENT, attrs, new_id, OUTPUT_EVENT_CLASS))   # no lineage (§1.1)
+            self.results.append(AgentEvent.of(OUTPUT_EVENT, attrs, new_id, OUTPUT_EVENT_CLASS))   # no lineage (§1.1)
             return
         if self._subcall is not None and type != SUBAGENT_EVENT:
             scope, session, call = self._subcall
             ev = wrap_subagent(scope, session, call, type, attrs, event_id=new_id,
                                upstream_event_id=self.event.id, upstream_action=self.action)
         else:
-            ev = AgentEvent(type, attrs, new_id, None, self.event.id, self.action)
+            ev = AgentEvent.of(type, attrs, new_id, None, self.event.id, self.action)
         self.outputs.append(ev)
 
     # -- durable calls --------------------------------------------------------------------------

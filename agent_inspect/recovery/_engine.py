@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
+from agent_inspect.agents import INPUT_EVENT, OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
 from agent_inspect.recovery._calls import CallEvent, CallJournal, CallSlot, Executor, decode_recorded
 from agent_inspect.recovery._context import ReplayContext
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
@@ -32,6 +32,7 @@ from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession,
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._planview import PlanView
+    from agent_inspect.recovery._plan import KeyIdentity
     from agent_inspect.recovery._statekeys import KeyMaker
 
 __all__ = ["Engine", "EngineState", "JobFailed", "Observer", "CallService", "TaskRun", "TaskQueue"]
@@ -238,6 +239,9 @@ class Engine:
         self.session = session
         self._decls = {d.name: d for d in agent.actions}
         self._uuids: dict[tuple[str, str], str] = {}
+        self._idents: dict[str, tuple[KeyIdentity, Callable[[int, str, str], str]]] = {}   # per plan key
+        # only an observer that overrides force_rerun can answer a what-if
+        self._what_if = type(self.observer).force_rerun is not Observer.force_rerun
         self._named: tuple[int, dict[str, str]] = (-1, {})
         self._plan_key = ""
         self._round_input: str | None = None
@@ -316,10 +320,10 @@ class Engine:
         state.active = state.current = None
         # what no task of the round looked up is NOT-DISPATCHED, decided now (§11.4.5), so a later eviction
         # cannot hide it (issue #12 item 10)
-        state.not_dispatched.extend(
-            (key, seq, label, e) for e in sorted(self.session.store.entries_at(key, seq),
-                                                 key=lambda e: (e.pos is None, e.pos or 0))
-            if e.state_key not in state.looked_up)
+        unseen = [e for e in self.session.store.entries_at(key, seq) if e.state_key not in state.looked_up]
+        if unseen:
+            state.not_dispatched.extend((key, seq, label, e) for e in sorted(unseen,
+                                                                             key=lambda e: (e.pos is None, e.pos or 0)))
         _, sensory = self.memory_of(key)
         cleared = len(sensory)
         sensory.clear()            # round complete: sensory memory is cleared (§9.3 step 5)
@@ -364,26 +368,28 @@ class Engine:
             self.observer.dropped(run, f"action {run.action!r} is not in the candidate agent "
                                        "(stale logic of a restored task)", stale=True)
             return [], [], False
-        ident = self.keys.identity(run.plan_key)
-        fingerprint = run.event.fingerprint
+        known = self._idents.get(run.plan_key)
+        if known is None:
+            ident = self.keys.identity(run.plan_key)
+            known = self._idents[run.plan_key] = (ident, ident.state_keys())
+        ident, state_keys = known
+        event = run.event
+        fingerprint = event.fingerprint
         uuid_key = (run.action, ident.key_format)
         action_uuid = self._uuids.get(uuid_key)
         if action_uuid is None:
             action_uuid = self._uuids[uuid_key] = self.agent.action_uuid(run.action, ident.key_format,
                                                                          attempt=self.attempt)
-        state_key = ident.state_key(run.seq, fingerprint, action_uuid)
+        state_key = state_keys(run.seq, fingerprint, action_uuid)
         self.state.looked_up.add(state_key)
-        event = run.event
-        task = run.task = Task(business_key=run.key, seq=run.seq, state_key=state_key, event_uuid=fingerprint,
-                               action_uuid=action_uuid, event_id=event.id, event_type=event.type,
-                               is_root=event.is_root, key_format=ident.key_format, key_text=ident.key_text,
-                               action=run.action, round_input=self._round_input)
-        observer = self.observer
+        task = run.task = Task(run.key, run.seq, state_key, fingerprint, action_uuid, event.id, event.type,
+                               event.type == INPUT_EVENT, ident.key_format, ident.key_text, run.action,
+                               self._round_input)
         core = _RunLookups(self, run, task)
         try:
             decision = core.get(pos=self._rebuilt.get(state_key))
             record = self._read(decision.entry) if decision.entry is not None else None
-            forced = decision.outcome is not Outcome.RERUN and observer.force_rerun(run)
+            forced = self._what_if and decision.outcome is not Outcome.RERUN and self.observer.force_rerun(run)
             if decision.outcome is Outcome.REUSE and record is not None and not forced:
                 outputs, results = self._reuse(run, decl, record)
                 return outputs, results, True
@@ -530,8 +536,6 @@ def _begin_event(agent: Any, event: AgentEvent) -> AgentEvent | None:
 
 
 def _rebind(ev: AgentEvent, upstream_id: str | None, action: str) -> AgentEvent:
-    out = AgentEvent(ev.type, ev.attributes, ev.id, ev.event_class, upstream_id, action)
-    known = ev.__dict__.get("fingerprint")
-    if known is not None:
-        out.__dict__["fingerprint"] = known    # same attributes, same fingerprint (cached_property slot)
-    return out
+    # same attributes, same fingerprint
+    return AgentEvent.of(ev.type, ev.attributes, ev.id, ev.event_class, upstream_id, action,
+                         fingerprint=ev.__dict__.get("fingerprint"))

@@ -92,7 +92,7 @@ def wrap_subagent(scope: str, session_id: str, call_id: str, event_type: str,
     """
     attrs = {"targetScope": scope, "callId": call_id, "sessionId": session_id,
              "delegateType": event_type, "delegateAttributes": dict(attributes)}
-    return AgentEvent(SUBAGENT_EVENT, attrs, event_id, SUBAGENT_EVENT_CLASS, upstream_event_id, upstream_action)
+    return AgentEvent.of(SUBAGENT_EVENT, attrs, event_id, SUBAGENT_EVENT_CLASS, upstream_event_id, upstream_action)
 
 
 def agent_event(ev: Any, **changes: Any) -> AgentEvent:
@@ -106,14 +106,15 @@ def agent_event(ev: Any, **changes: Any) -> AgentEvent:
         ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
     """
     attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
-    fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
-                              "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,
-                              "upstream_action": ev.upstream_action_name, **changes}
-    out = AgentEvent(**fields)
     raw = getattr(ev, "attributes", None)
-    if isinstance(attrs, dict) and isinstance(raw, bytes | Raw):
-        out.__dict__["fingerprint"] = fingerprint_of_raw(bytes(raw))   # the cached_property's slot
-    return out
+    fingerprint = fingerprint_of_raw(bytes(raw)) if isinstance(attrs, dict) and isinstance(raw, bytes | Raw) else None
+    if changes:
+        fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
+                                  "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,
+                                  "upstream_action": ev.upstream_action_name, **changes}
+        return AgentEvent.of(**fields, fingerprint=fingerprint)
+    return AgentEvent.of(str(ev.type), attrs if isinstance(attrs, dict) else {}, ev.id, ev.event_class,
+                         ev.upstream_event_id, ev.upstream_action_name, fingerprint=fingerprint)
 
 
 @functools.lru_cache(maxsize=1 << 16)

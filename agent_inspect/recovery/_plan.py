@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.codec import format_state_key
+from agent_inspect.codec import format_state_key, state_key_writer
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 from agent_inspect.recovery._events import agent_event
 
@@ -43,6 +43,11 @@ class KeyIdentity:
         return format_state_key(self.key_format, seq=seq, event_uuid=event_uuid, action_uuid=action_uuid,
                                 key_text=self.key_text, key_group=self.key_group, key_digest=self.key_digest,
                                 serializer_fingerprint=self.serializer_fingerprint)
+
+    def state_keys(self) -> Callable[[int, str, str], str]:
+        """:meth:`state_key` as a function of ``(seq, event_uuid, action_uuid)``, the key's segments checked once."""
+        return state_key_writer(self.key_format, key_text=self.key_text, key_group=self.key_group,
+                                key_digest=self.key_digest, serializer_fingerprint=self.serializer_fingerprint)
 
 
 @dataclass(frozen=True)

@@ -67,20 +67,21 @@ class RecordView:
         Kryo memory values stay :class:`OpaqueMemoryValue` unless ``memory_decoder`` turns them into
         Python values (e.g. :func:`json_envelope_decoder` for journals this executor wrote).
         """
+        # most records have no sensory updates, calls or result events: skip building empty tuples
+        sensory = tuple([_memory(u, memory_decoder) for u in state.sensory_memory_updates]) \
+            if state.sensory_memory_updates else ()
+        stm = tuple([_memory(u, memory_decoder) for u in state.short_term_memory_updates]) \
+            if state.short_term_memory_updates else ()
         legacy = getattr(state, "memory_updates", None)
-        sensory = tuple(_memory(u, memory_decoder) for u in state.sensory_memory_updates)
-        stm = tuple(_memory(u, memory_decoder) for u in state.short_term_memory_updates)
         if isinstance(legacy, tuple) and legacy and not sensory and not stm:
-            stm = tuple(_memory(u, memory_decoder) for u in legacy)   # V0: one list, applied as STM
+            stm = tuple([_memory(u, memory_decoder) for u in legacy])   # V0: one list, applied as STM
         task = state.task_event
-        return cls(
-            task_event=event_from_record(task) if task is not None else None,
-            short_term=stm, sensory=sensory,
-            outputs=tuple(event_from_record(e) for e in state.output_events),
-            calls=tuple(CallSlot.from_record(c) for c in state.call_results),
-            completed=bool(state.completed),
-            results=tuple(event_from_record(e) for e in subagent_result_events(state)),
-        )
+        results = subagent_result_events(state)
+        return cls(task_event=event_from_record(task) if task is not None else None, short_term=stm, sensory=sensory,
+                   outputs=tuple([event_from_record(e) for e in state.output_events]) if state.output_events else (),
+                   calls=tuple([CallSlot.from_record(c) for c in state.call_results]) if state.call_results else (),
+                   completed=bool(state.completed),
+                   results=tuple([event_from_record(e) for e in results]) if results else ())
 
     def to_state(self, *, value_format: str = "V3") -> ActionState:
         """The codec ``ActionState`` to encode with ``encode_action_state``."""
