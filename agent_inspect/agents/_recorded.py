@@ -69,8 +69,8 @@ class AsRecordedAgent(BaseAgent):
                 if out.upstream_action_name and au not in names:
                     names[au] = out.upstream_action_name
             ev = state.task_event
-            attrs = _attrs(ev)
             if ev.type == SUBAGENT_EVENT:
+                attrs = _attrs(ev)   # routing sits in a wrapper's attributes; other events route by type
                 route = (attrs.get("targetScope"), str(attrs.get("delegateType")))
                 sid = f"{attrs.get('sessionId')}#{attrs.get('callId')}"
                 if attrs.get("delegateType") == "_input_event":

@@ -223,7 +223,11 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
                 conflict[k] = (min(lo, int(s)), max(pos, int(last[(k, s)])))
     conflict_seq = conflict
     out["exposed_1301"] = [k in conflict_seq for k in keys]
-    lints = lint(log)
+    info = resolve_runtime(runtime, log)
+    refresh = refresh_positions(log, info)
+    # the history without refresh rows, as reconstruct reads it (and lint's, when there are none)
+    history = annotate(records.drop(index=sorted(refresh)) if refresh else records)["attempt"]
+    lints = lint(log, attempts=None if refresh else history)
     flags: dict[str, set[str]] = defaultdict(set)
     for k, name in zip(lints["business_key"].astype(object), lints["lint"].astype(object)):
         if k is not None and k is not pd.NA:
@@ -236,13 +240,10 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
 
     plan = ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
-    info = resolve_runtime(runtime, log)
     window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
     agent = AsRecordedAgent.of(log)          # stateless between predictions: one for every rule
-    refresh = refresh_positions(log, info)    # not attempts: the history is read without them, as reconstruct does
-    a = pd.to_numeric(annotate(records.drop(index=sorted(refresh)) if refresh else records)["attempt"]
-                      .reindex(records.index), errors="coerce")
-    attempts: pd.Series = a.groupby(bk.astype(object)).max().fillna(0)
+    attempts: pd.Series = pd.to_numeric(history.reindex(records.index), errors="coerce") \
+        .groupby(bk.astype(object)).max().fillna(0)
     for rule in rules:
         # predict's engine run without its frames and reader words: the scan keeps counts per key
         settings = Recovery.for_log(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)

@@ -26,12 +26,14 @@ def _frame(log: Any) -> pd.DataFrame:
     return log.records if hasattr(log, "records") else log
 
 
-def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20) -> pd.DataFrame:
+def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
+         attempts: pd.Series | None = None) -> pd.DataFrame:
     """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``,
     example ``positions`` and a one-line ``message``.
 
     ``fingerprints=True`` decodes each distinct state key's latest record to recompute its event
-    UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3).
+    UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3). ``attempts``:
+    the records' ``attempt`` column of :func:`agent_inspect.history.annotate` when the caller already has it.
 
     For example::
 
@@ -46,7 +48,7 @@ def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20) -> pd.
     recs = records.loc[ok]
     rows += _separator(recs, max_positions)
     rows += _prefix(recs, max_positions)
-    rows += _action_uuid(records, max_positions)
+    rows += _action_uuid(records, max_positions, attempts)
     rows += _typed_keys(recs, max_positions)
     if fingerprints and hasattr(log, "value"):
         rows += _fingerprints(log, recs, max_positions)
@@ -97,14 +99,15 @@ def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _action_uuid(records: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
-    from agent_inspect.history import annotate
+def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) -> list[dict[str, Any]]:
+    if attempts is None:
+        from agent_inspect.history import annotate
 
-    ann = annotate(records)
+        attempts = annotate(records)["attempt"]
     frame = pd.DataFrame({"business_key": records["business_key"].astype(object), "seq": records["seq"],
                           "event_uuid": records["event_uuid"].astype(object),
                           "action_uuid": records["action_uuid"].astype(object),
-                          "key_format": records["key_format"].astype(object), "attempt": ann["attempt"],
+                          "key_format": records["key_format"].astype(object), "attempt": attempts,
                           "tombstone": records["tombstone"].fillna(False).astype(bool)})
     frame = frame[frame["attempt"].notna() & ~frame["tombstone"] & (frame["key_format"] != "K2")]
     group = ["business_key", "seq", "event_uuid"]
