@@ -50,9 +50,9 @@ from agent_inspect.codec._keys import (
     KEY_FORMATS,
     StateKey,
     format_state_key,
-    state_key_writer,
     parse_state_key,
     resolve_state_keys,
+    state_key_writer,
 )
 from agent_inspect.codec._kryo import KRYO2, KRYO5, KryoObject, read_kryo_object
 from agent_inspect.codec._markers import MarkerSource, marker_list, merge_markers

@@ -26,13 +26,13 @@ from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._events import wrap_subagent
 from agent_inspect.recovery._memory import Memory
 from agent_inspect.recovery._prediction import lookup_words
-from agent_inspect.recovery._record import RecordView, recorded_view
+from agent_inspect.recovery._record import RecordView, recorded_views
 from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, RuntimeModel, Task
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery._planview import PlanView
     from agent_inspect.recovery._plan import KeyIdentity
+    from agent_inspect.recovery._planview import PlanView
     from agent_inspect.recovery._statekeys import KeyMaker
 
 __all__ = ["Engine", "EngineState", "JobFailed", "Observer", "CallService", "TaskRun", "TaskQueue"]
@@ -246,6 +246,7 @@ class Engine:
         self._plan_key = ""
         self._round_input: str | None = None
         self._rebuilt: dict[str, int] = {}
+        self._recorded = recorded_views(log) if log is not None else None
 
     # ------------------------------------------------------------------------------ the job
 
@@ -403,8 +404,8 @@ class Engine:
     def _read(self, entry: Entry) -> RecordView:
         value = entry.value
         if value is None and entry.pos is not None and self.log is not None:
-            if self.memory_decoder is None:
-                return recorded_view(self.log, entry.pos)
+            if self.memory_decoder is None and self._recorded is not None:
+                return self._recorded(entry.pos)
             value = self.log.value(entry.pos)
         if value is None:
             raise ReplayError(f"no value for {entry.state_key} (pos {entry.pos}); this is a bug, please report it")
@@ -470,12 +471,11 @@ class Engine:
         assert t is not None
         calls = value.calls
         status = Counter(c.status for c in calls) if calls else _NO_CALLS
-        return Entry(state_key=t.state_key, business_key=t.business_key, seq=t.seq, event_uuid=t.event_uuid,
-                     action_uuid=t.action_uuid, key_format=t.key_format, key_text=t.key_text,
-                     is_root=t.is_root, completed=value.completed, task_event_id=t.event_id,
-                     task_event_type=t.event_type, output_event_ids=tuple(o.id or "" for o in value.outputs),
-                     call_count=len(calls), calls_pending=status["PENDING"], calls_succeeded=status["SUCCEEDED"],
-                     calls_failed=status["FAILED"], pos=None, attempt=self.attempt, value=value)
+        # in field order (binding 20 keywords costs a third of the construction; one per write)
+        return Entry(t.state_key, t.business_key, t.seq, t.event_uuid, t.action_uuid, t.key_format, t.key_text,
+                     t.is_root, value.completed, t.event_id, t.event_type,
+                     tuple([o.id or "" for o in value.outputs]) if value.outputs else (), len(calls),
+                     status["PENDING"], status["SUCCEEDED"], status["FAILED"], None, self.attempt, None, value)
 
     def _put(self, run: TaskRun, value: RecordView, what: str) -> None:
         self._wrote(run, self._entry(run, value), value, what)

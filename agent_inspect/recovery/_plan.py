@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.codec import format_state_key, state_key_writer
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.codec import format_state_key, state_key_writer
 from agent_inspect.recovery._events import agent_event
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from agent_inspect.recovery._events import event_from_record
 if TYPE_CHECKING:
     from agent_inspect.codec import ActionState
 
-__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_view"]
+__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_view", "recorded_views"]
 
 _LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
 
@@ -110,21 +110,30 @@ def recorded_view(log: Any, pos: int) -> RecordView:
     """The :class:`RecordView` of the log's record at ``pos`` (no memory decoder), kept per log: every prediction
     of a log reads the same records, and a view is immutable. A view whose memory holds a mutable value (a JSON
     object or list, which a body may change in place) is made afresh on every read."""
+    return recorded_views(log)(pos)
+
+
+def recorded_views(log: Any) -> Callable[[int], RecordView]:
+    """:func:`recorded_view` of ``log`` as a function of the position (the engine reads many)."""
     try:
         views = _VIEWS[log]
     except KeyError:
         views = _VIEWS[log] = {}
     except TypeError:   # a log that cannot be weakly referenced
         views = {}
-    view = views.get(pos)
-    if view is None:
-        state = log.value(pos)
-        if state is None:
-            raise ReplayError(f"no value for record {pos}; this is a bug, please report it")
-        view = RecordView.from_state(state)
-        if all(isinstance(v, _IMMUTABLE) for _, v in (*view.short_term, *view.sensory)):
-            views[pos] = view
-    return view
+
+    def view_at(pos: int) -> RecordView:
+        view = views.get(pos)
+        if view is None:
+            state = log.value(pos)
+            if state is None:
+                raise ReplayError(f"no value for record {pos}; this is a bug, please report it")
+            view = RecordView.from_state(state)
+            if all(isinstance(v, _IMMUTABLE) for _, v in (*view.short_term, *view.sensory)):
+                views[pos] = view
+        return view
+
+    return view_at
 
 
 _IMMUTABLE = (str, int, float, bool, type(None), OpaqueMemoryValue)
