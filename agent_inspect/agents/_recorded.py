@@ -91,6 +91,7 @@ class AsRecordedAgent(BaseAgent):
             if (bk, seq, sid) not in claimed:
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
+        self._scripts: dict[tuple[str, int, str, str], list[tuple[str, tuple[Any, ...]]]] = {}
         self._uuid_of: dict[str, str] = {}
         decls = []
         for au, routes in triggers.items():
@@ -113,48 +114,64 @@ class AsRecordedAgent(BaseAgent):
         return self._uuid_of[action]
 
     def run_action(self, action: str, ctx: ActionContext) -> None:
-        au = self._uuid_of[action]
-        fp = ctx.event.fingerprint
         bk = getattr(ctx, "business_key", None) or ctx.key
-        positions = self._records.get((bk, ctx.seq, au, fp)) or self._any_seq.get((bk, au, fp)) or []
+        key = (bk, ctx.seq, self._uuid_of[action], ctx.event.fingerprint)
+        script = self._scripts.get(key)
+        if script is None:
+            script = self._scripts[key] = self._script(*key)
+        for op, args in script:
+            if op == "call":
+                ctx.durable_execute(args[0], args[1], _nothing)
+            elif op == "subagent":
+                scope, delegate_type, attrs, session_id, call_id = args
+                ctx.call_subagent(scope, delegate_type, dict(attrs), session_id=session_id, call_id=call_id)
+            else:
+                ctx.send_event(args[0], args[1])
+
+    def _script(self, bk: str, seq: int, au: str, fp: str) -> list[tuple[str, tuple[Any, ...]]]:
+        """What the body of (key, seq, action, fingerprint) does, worked out once: every rule's replay and every
+        rerun reads the same records."""
+        positions = self._records.get((bk, seq, au, fp)) or self._any_seq.get((bk, au, fp)) or []
         states = [self._log.value(p) for p in positions]
         incomplete = [s for s in states if s is not None and not s.completed and s.call_results]
         complete = [s for s in states if s is not None and s.completed]
+        script: list[tuple[str, tuple[Any, ...]]] = []
         issued: set[str] = set()
         if incomplete:
             for cr in incomplete[-1].call_results:
-                self._replay_call(ctx, cr, bk)
-                issued.add(cr.function_id)
+                fn = cr.function_id
+                boot = self._bootstraps.get((bk, seq, fn)) if "#" in fn else None
+                script.append(("subagent", _subagent_call(boot)) if boot is not None else
+                              ("call", (fn, cr.args_digest)))
+                issued.add(fn)
         recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
-        for boot in self._unclaimed.get((bk, ctx.seq), ()):
+        for boot in self._unclaimed.get((bk, seq), ()):
             a = boot.attributes
             sid = f"{a.get('sessionId')}#{a.get('callId')}"
             mine = (boot.upstream_event_id in recorded_ids if boot.upstream_event_id
-                    else self._first_root.get((bk, ctx.seq)) == au)
+                    else self._first_root.get((bk, seq)) == au)
             if mine and sid not in issued:
                 issued.add(sid)
-                ctx.call_subagent(str(a.get("targetScope")), str(a.get("delegateType")),
-                                  dict(a.get("delegateAttributes") or {}), session_id=str(a.get("sessionId")),
-                                  call_id=str(a.get("callId")))
+                script.append(("subagent", _subagent_call(boot)))
         if complete:
             for out in complete[-1].output_events:
                 attrs = _attrs(out)
                 if out.type == SUBAGENT_EVENT:
                     # inside a sub-agent the context re-wraps: send the delegate
-                    ctx.send_event(str(attrs.get("delegateType")), dict(attrs.get("delegateAttributes") or {}))
+                    script.append(("send", (str(attrs.get("delegateType")), dict(attrs.get("delegateAttributes") or {}))))
                 else:
-                    ctx.send_event(str(out.type), attrs)
+                    script.append(("send", (str(out.type), attrs)))
+        return script
 
-    def _replay_call(self, ctx: ActionContext, cr: Any, bk: str) -> None:
-        fn = cr.function_id
-        boot = self._bootstraps.get((bk, ctx.seq, fn)) if "#" in fn else None
-        if boot is not None:
-            a = boot.attributes
-            ctx.call_subagent(str(a.get("targetScope")), str(a.get("delegateType")),
-                              dict(a.get("delegateAttributes") or {}), session_id=str(a.get("sessionId")),
-                              call_id=str(a.get("callId")))
-        else:
-            ctx.durable_execute(fn, cr.args_digest, lambda: None)
+
+def _nothing() -> None:
+    return None
+
+
+def _subagent_call(boot: AgentEvent) -> tuple[str, str, dict[str, Any], str, str]:
+    a = boot.attributes
+    return (str(a.get("targetScope")), str(a.get("delegateType")), dict(a.get("delegateAttributes") or {}),
+            str(a.get("sessionId")), str(a.get("callId")))
 
 
 def _attrs(ev: Any) -> dict[str, Any]:

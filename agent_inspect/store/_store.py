@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedDict, SortedList
@@ -31,12 +32,57 @@ def strict_k1_seq(state_key: str) -> int | None:
     return int(seq)
 
 
+class _Seqs:
+    """One business key's seq index: seq → state keys, with the seqs kept sorted. A key holds few rounds, so a
+    plain dict and a bisected list beat a ``SortedDict`` (whose per-key setup and inserts cost more)."""
+
+    __slots__ = ("buckets", "order")
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, set[str]] = {}
+        self.order: list[int] = []
+
+    def add(self, seq: int, state_key: str) -> None:
+        bucket = self.buckets.get(seq)
+        if bucket is not None:
+            bucket.add(state_key)
+            return
+        self.buckets[seq] = {state_key}
+        order = self.order
+        if not order or seq > order[-1]:
+            order.append(seq)       # rounds mostly arrive in order
+        else:
+            bisect.insort(order, seq)
+
+    def discard(self, seq: int, state_key: str) -> None:
+        bucket = self.buckets.get(seq)
+        if bucket is not None:
+            bucket.discard(state_key)
+            if not bucket:
+                del self.buckets[seq]
+                del self.order[bisect.bisect_left(self.order, seq)]
+
+    def seqs_from(self, lo: int, inclusive: bool) -> list[int]:
+        order = self.order
+        return order[(bisect.bisect_left if inclusive else bisect.bisect_right)(order, lo):]
+
+    def seqs_upto(self, hi: int, inclusive: bool) -> list[int]:
+        order = self.order
+        return order[:(bisect.bisect_right if inclusive else bisect.bisect_left)(order, hi)]
+
+    def copy(self) -> _Seqs:
+        new = _Seqs()
+        new.buckets = {s: set(v) for s, v in self.buckets.items()}
+        new.order = list(self.order)
+        return new
+
+
 class Store:
     """The cache: state key → :class:`Entry`, with per-key ordered seq indexes and per-round roots.
 
     Indexes kept on every write and removal:
 
-    - per business key, a ``SortedDict`` seq → set of state keys, so ``invalidate(k, s)`` (seq ≥ s),
+    - per business key, seq → set of state keys with the seqs sorted, so ``invalidate(k, s)`` (seq ≥ s),
       ``evict(k, s)`` (seq > s) and ``prune(k, s)`` (seq ≤ s) touch only the removed range;
     - per (key, seq), root fingerprint → state keys, so ``roots(k, s)`` is O(1);
     - the set of cached keys the snapshot's strict K1 parser rejects (spec §8.3).
@@ -59,7 +105,7 @@ class Store:
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self._cache: dict[str, Entry] = {}
-        self._index: dict[str, SortedDict] = {}
+        self._index: dict[str, _Seqs] = {}
         self._roots: dict[tuple[str, int], dict[str, set[str]]] = {}
         self._unparsable: set[str] = set()
         self._sorted: SortedList | None = None
@@ -92,26 +138,26 @@ class Store:
     def seqs(self, business_key: str) -> list[int]:
         """The seqs of ``business_key`` with cached entries, ascending."""
         idx = self._index.get(business_key)
-        return list(idx.keys()) if idx is not None else []
+        return list(idx.order) if idx is not None else []
 
     def max_seq(self, business_key: str) -> int | None:
         """The highest cached seq of ``business_key`` (None when none is cached)."""
         idx = self._index.get(business_key)
-        return idx.peekitem(-1)[0] if idx else None
+        return idx.order[-1] if idx is not None else None
 
     def keys_at(self, business_key: str, seq: int) -> frozenset[str]:
         """State keys cached at (key, seq), by exact segment match."""
         idx = self._index.get(business_key)
         if idx is None:
             return frozenset()
-        return frozenset(idx.get(seq, ()))
+        return frozenset(idx.buckets.get(seq, ()))
 
     def count(self, business_key: str, seq: int) -> int:
         """Number of cached state keys at (key, seq), by exact segment match."""
         idx = self._index.get(business_key)
         if idx is None:
             return 0
-        return len(idx.get(seq, ()))
+        return len(idx.buckets.get(seq, ()))
 
     def entries_at(self, business_key: str, seq: int) -> list[Entry]:
         """Cached entries at (key, seq)."""
@@ -122,7 +168,7 @@ class Store:
         idx = self._index.get(business_key)
         if idx is None:
             return []
-        return [self._cache[sk] for s in idx.irange(minimum=seq) for sk in idx[s]]
+        return [self._cache[sk] for s in idx.seqs_from(seq, True) for sk in idx.buckets[s]]
 
     def roots(self, business_key: str, seq: int) -> frozenset[str]:
         """Fingerprints of the root entries cached at (key, seq) (spec §10.3 roots(k, s))."""
@@ -212,7 +258,7 @@ class Store:
         """An independent copy. Cost: O(cached entries); entries themselves are shared (immutable)."""
         new = Store.__new__(Store)
         new._cache = dict(self._cache)
-        new._index = {k: SortedDict({s: set(v) for s, v in idx.items()}) for k, idx in self._index.items()}
+        new._index = {k: idx.copy() for k, idx in self._index.items()}
         new._roots = {rk: {fp: set(v) for fp, v in m.items()} for rk, m in self._roots.items()}
         new._unparsable = set(self._unparsable)
         new._sorted = SortedList(self._sorted) if self._sorted is not None else None
@@ -228,15 +274,13 @@ class Store:
     # -- internals ---------------------------------------------------------------------------
     def _remove_range(self, business_key: str, lo: int | None, hi: int | None, inclusive: bool) -> list[Entry]:
         idx = self._index.get(business_key)
-        if not idx:
+        if idx is None:
             return []
-        if lo is not None:
-            seqs = list(idx.irange(minimum=lo, inclusive=(inclusive, True)))
-        else:
-            seqs = list(idx.irange(maximum=hi, inclusive=(True, inclusive)))
+        seqs = idx.seqs_from(lo, inclusive) if lo is not None else idx.seqs_upto(hi, inclusive) if hi is not None \
+            else list(idx.order)
         removed: list[Entry] = []
         for s in seqs:
-            for sk in list(idx.get(s, ())):
+            for sk in list(idx.buckets.get(s, ())):
                 old = self.remove(sk)
                 if old is not None:
                     removed.append(old)
@@ -246,12 +290,8 @@ class Store:
         sk, k, s = entry.state_key, entry.business_key, entry.seq
         idx = self._index.get(k)
         if idx is None:
-            idx = self._index[k] = SortedDict()
-        bucket = idx.get(s)
-        if bucket is None:
-            idx[s] = {sk}
-        else:
-            bucket.add(sk)
+            idx = self._index[k] = _Seqs()
+        idx.add(s, sk)
         if entry.is_root:
             self._roots.setdefault((k, s), {}).setdefault(entry.event_uuid, set()).add(sk)
         if entry.key_format == "K1" and sk.count("_") != 3:
@@ -265,12 +305,8 @@ class Store:
         sk, k, s = entry.state_key, entry.business_key, entry.seq
         idx = self._index.get(k)
         if idx is not None:
-            bucket = idx.get(s)
-            if bucket is not None:
-                bucket.discard(sk)
-                if not bucket:
-                    del idx[s]
-            if not idx:
+            idx.discard(s, sk)
+            if not idx.order:
                 del self._index[k]
         if entry.is_root:
             by_fp = self._roots.get((k, s))

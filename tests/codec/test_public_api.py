@@ -5,7 +5,7 @@ from __future__ import annotations
 import agent_inspect.codec as codec
 
 EXPECTED = {
-    "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "resolve_state_keys",
+    "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "state_key_writer", "resolve_state_keys",
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
     "ActionState", "Event", "CallResult", "MemoryUpdate", "KryoEnvelope",
     "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
