@@ -18,8 +18,7 @@ import greenlet
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import plural
-from agent_inspect.agents import ActionDecl, AgentEvent
-from agent_inspect.executor._agents import AgentView
+from agent_inspect.agents import ActionDecl, Agent, AgentEvent
 from agent_inspect.executor._policy import ActionPolicy
 from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import MemoryState, RunState
@@ -55,7 +54,7 @@ class Engine(Observer):
     ``log`` is the read-only base (None: a fresh job); ``recovery`` the resolved settings; ``plan`` the replay plan.
     """
 
-    def __init__(self, *, log: ActionStateLog | None, agent: AgentView, recovery: Recovery, plan: ReplayPlan,
+    def __init__(self, *, log: ActionStateLog | None, agent: Agent, recovery: Recovery, plan: ReplayPlan,
                  keys: KeyMaker, calls: CallServer, attempt: int, seed: int,
                  memory_decoder: Callable[[Any], Any] | None, memory: Mapping[str, Mapping[str, Any]],
                  sensory: Mapping[str, Mapping[str, Any]], source_kind: str | None) -> None:
@@ -93,7 +92,7 @@ class Engine(Observer):
         if self.base_session is None:
             self.base_session = self.recovery.rebuild(self.log, source_kind=self.source_kind)
         plan = PlanView(self.plan.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
-        self.core = Core(log=self.log, agent=self.agent.agent, session=self.base_session.copy(), plan=plan,
+        self.core = Core(log=self.log, agent=self.agent, session=self.base_session.copy(), plan=plan,
                          keys=self.keys, model=self.model, attempt=self.attempt, new_id=self.run.ids.new,
                          observer=self, calls=self.calls, call_matching=self.recovery.call_matching,
                          memory_decoder=self.memory_decoder, memory=self.memory, sensory=self.sensory, state=self.run)
@@ -135,7 +134,7 @@ class Engine(Observer):
         if self.core is not None:
             return self.core.action_names()
         fmt, names = self.keys.format, {}
-        for d in self.agent.agent.actions:
+        for d in self.agent.actions:
             names[self.agent.action_uuid(d.name, fmt, attempt=self.attempt)] = d.name
             names.setdefault(self.agent.action_uuid(d.name, fmt, attempt=0), d.name)
         return names

@@ -61,7 +61,8 @@ class Recovery:
     - ``plan`` / ``agent``: the replay plan and agent; None means "from the log" (its own later attempt,
       its as-recorded agent).
     - ``call_matching``, ``expected_fingerprint``, ``max_parallelism``: how replayed durable calls meet
-      their slots, and the K2 restore checks (spec §6.5).
+      their slots ("position" or "function-id", the #1016 variant), and the K2 restore checks (spec §6.5;
+      defaults: the window's most common fingerprint, key groups not checked).
     - ``provenance``: where each setting came from, in words; ``given``: the settings passed explicitly.
 
     For example::
