@@ -46,6 +46,10 @@ class ReplayExecutor(HtmlRepr):
     settings (``recovery=``, a :class:`~agent_inspect.recovery.Recovery`, or its settings as keywords) and the
     executor's own :class:`ExecutorOptions` (``options=``, or its fields as keywords; keywords win, and a keyword
     given as None is not given). With no rule given the rule is the one the log's runtime ships.
+    Settings: ``rule``, ``markers``, ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``,
+    ``call_matching``, ``expected_fingerprint``, ``max_parallelism``. Options: ``policies``, ``memory``,
+    ``sensory``, ``memory_decoder``, ``restore``, ``key_format``, ``source_kind``, ``attempt``, ``seed``,
+    ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
 
     The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`), memory is
     copy-on-write, and no source client is ever used. Bodies must have side effects only through their context;
