@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import greenlet
 
@@ -41,6 +41,7 @@ from agent_inspect.recovery.engine import (
 )
 
 if TYPE_CHECKING:
+    from agent_inspect.agents import ActionContext
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery, ReplayPlan
     from agent_inspect.store import CacheEvent, Entry, LookupDecision, RecoverySession
@@ -282,7 +283,7 @@ class Engine(Observer):
                             sensory=Memory(sensory.snapshot()))
         error = None
         try:
-            self.agent.run_action(run.action, ctx)
+            self.agent.run_action(run.action, cast("ActionContext", ctx))   # it takes both call forms
         except Exception as exc:  # noqa: BLE001 - a failing shadow run is a difference, not a job failure
             error = f"{type(exc).__name__}: {exc}"
         diffs = _compare(record, ctx, error)
