@@ -106,10 +106,6 @@ class Engine(Observer):
             raise ReplayError("the replay has no session (the rebuild did not run); this is a bug, please report it")
         return self.run.session
 
-    @property
-    def ids(self) -> IdSource:
-        return self.run.ids
-
     def business_key(self, key: str) -> str:
         return self.keys.business_key(key)
 

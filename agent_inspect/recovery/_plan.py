@@ -310,12 +310,3 @@ def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
     last = recs[recs["error"].isna() & recs["business_key"].notna()].groupby(
         "business_key", observed=True, sort=False).tail(1)
     return {str(bk): key_identity(str(bk), str(sk)) for bk, sk in zip(last["business_key"], last["state_key"])}
-
-
-def identity_from_log(log: ActionStateLog, business_key: str) -> KeyIdentity:
-    """The key segments of ``business_key`` as its records in ``log`` show them."""
-    recs = log.records
-    rows = recs[(recs["business_key"] == business_key) & recs["error"].isna()]
-    if rows.empty:
-        raise RecoveryError(f"business key {business_key!r} has no readable records in the log")
-    return key_identity(business_key, str(rows.iloc[-1]["state_key"]))
