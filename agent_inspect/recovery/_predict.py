@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
-from agent_inspect.recovery._prediction import Prediction, reader_reasons, removed_by
+from agent_inspect.recovery._prediction import Prediction, RemovalCauses, removed_by
 
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "NOT_DISPATCHED"]
 
@@ -228,7 +228,7 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
     tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]
     tasks["removed"] = [removed_by(ops) for ops in tasks["cache_ops"]]
     tasks["rule_note"] = tasks["reason"]   # the rule's own words, kept for tools and tests
-    tasks["reason"] = reader_reasons(rows, session.events)
+    tasks["reason"] = RemovalCauses(session.events).task_reasons(rows)
     ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "label": sim.call_names.get(name, name),
                             "router": None if kind == "body" else call_router(name), "count": n}
                            for (k, kind, name), n in sim.ledger.items()],

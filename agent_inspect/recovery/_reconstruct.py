@@ -15,7 +15,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import define, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.recovery._attribute_diff import attribute_diff
-from agent_inspect.recovery._prediction import RemovalCauses, lookup_words
+from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
@@ -238,7 +238,7 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
     """The replay plan run on the recovery engine (``predict``'s run), each task's outcome on the cached record it
     looked up (or, when its lookups removed that record, on the record the rebuild cached for its state key)."""
     from agent_inspect.agents import AsRecordedAgent
-    from agent_inspect.recovery._predict import NOT_DISPATCHED, simulate
+    from agent_inspect.recovery._predict import simulate
 
     if not hasattr(log, "value"):
         raise RecoveryError("reconstruct's replay reads record values: pass an ActionStateLog (log.for_key(key) "
@@ -251,16 +251,13 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
     agent = cast("Agent", settings.agent) if settings.agent is not None else AsRecordedAgent.of(log)
     sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
     outcomes: dict[int, tuple[str, str | None, str]] = {}
-    for row in sim.rows:
-        outcome, note, ops = row["outcome"], row["reason"], row["cache_ops"]
+    for row, why in zip(sim.rows, causes.task_reasons(sim.rows)):
         pos = row["entry_pos"] if not pd.isna(row["entry_pos"]) else cached.get(row["state_key"])
-        if pos is None and outcome == Outcome.FAIL.value:   # a failed restore: the key's identity may not match
+        if pos is None and row["outcome"] == Outcome.FAIL.value:   # a failed restore: the key's identity may not match
             pos = min((e.pos for e in session.store.entries_at(row["business_key"], row["seq"]) if e.pos is not None),
                       default=None)
         if pos is not None and pos not in outcomes:
-            why = note if outcome == NOT_DISPATCHED else causes.reason(outcome, note, row["state_key"], ops)
-            outcomes[int(pos)] = (outcome, why, note)
-        causes.removed(ops, lookup_words(row["action"], row["business_key"], row["seq"]))
+            outcomes[int(pos)] = (row["outcome"], why, row["reason"])
     return outcomes
 
 
