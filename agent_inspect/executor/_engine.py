@@ -191,7 +191,7 @@ class Engine(Observer):
         self.run.causes.removed(decision.events, lookup_words(run.action, t.business_key, t.seq))
 
     def reused(self, run: TaskRun, record: RecordView, outputs: Sequence[AgentEvent]) -> None:
-        paths = [p for p, _ in record.short_term] + [p for p, _ in record.sensory]
+        paths = _memory_paths(record)
         self._emit(StepKind.REUSE, **_common(run), outcome=StepOutcome.REUSE, reason="completed record: body skipped, "
                    "memory updates applied, outputs re-emitted",
                    change=f"memory set {paths}; outputs {[o.type for o in outputs]}" if paths or outputs else "nothing",
@@ -200,24 +200,22 @@ class Engine(Observer):
             self._shadow(run, record)
 
     def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
-        self._kind[run.index] = StepKind.RESUME if resume else StepKind.RERUN
-        self._emit(self._kind[run.index], **_common(run), outcome=StepOutcome.RESUME if resume else StepOutcome.RERUN,
+        self.run.body_kind[run.index] = StepKind.RESUME if resume else StepKind.RERUN
+        self._emit(self.run.body_kind[run.index], **_common(run), outcome=StepOutcome.RESUME if resume else StepOutcome.RERUN,
                    reason=(f"incomplete record with {recorded} call result(s): body re-runs"
                            if resume else "no usable record: body runs from scratch"),
                    detail={"recorded_calls": recorded})
 
     def called(self, run: TaskRun, event: CallEvent) -> None:
-        self._emit(self._kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
+        self._emit(self.run.body_kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
                    function_id=event.function_id, reason=call_reason(event),
                    change=f"call results {event.results_before} → {event.results_after}",
                    detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded})
 
     def wrote(self, run: TaskRun, entry: Entry, value: RecordView, what: str) -> None:
         """A write to the session is also kept in the overlay (never a source) and journaled."""
-        extra = ""
-        if value.completed:
-            paths = [p for p, _ in value.short_term] + [p for p, _ in value.sensory]
-            extra = f"; memory set {paths}; outputs {[o.type for o in value.outputs]}"
+        extra = f"; memory set {_memory_paths(value)}; outputs {[o.type for o in value.outputs]}" if value.completed \
+            else ""
         outcome = {"initial": StepOutcome.INITIAL, "completed": StepOutcome.COMPLETED}.get(what, what)
         self.run.overlay[entry.state_key] = value
         self.run.writes.append((entry.state_key, run.task, value))
@@ -226,7 +224,7 @@ class Engine(Observer):
                    change=f"put {entry.state_key}{extra}", detail={"journal_index": len(self.run.writes) - 1})
 
     def body_failed(self, run: TaskRun, error: BaseException) -> None:
-        self._emit(self._kind.get(run.index, StepKind.RERUN), **_common(run), outcome=StepOutcome.FAILED,
+        self._emit(self.run.body_kind.get(run.index, StepKind.RERUN), **_common(run), outcome=StepOutcome.FAILED,
                    reason=f"body raised {type(error).__name__}: {error}")
 
     def emitted(self, run: TaskRun, event: AgentEvent, *, reused: bool) -> None:
@@ -253,10 +251,6 @@ class Engine(Observer):
                    detail={"pos": entry.pos})
 
     # ------------------------------------------------------------------------------ helpers
-
-    @property
-    def _kind(self) -> dict[int, StepKind]:
-        return self.run.body_kind
 
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
                           action: str | None = None, caused_by: int | None = None) -> None:
@@ -297,6 +291,10 @@ def _common(run: TaskRun) -> dict[str, Any]:
     if t is not None:
         fields.update(fingerprint=t.event_uuid, state_key=t.state_key)
     return fields
+
+
+def _memory_paths(record: RecordView) -> list[str]:
+    return [p for p, _ in record.short_term] + [p for p, _ in record.sensory]
 
 
 def _base(memory: Mapping[str, Mapping[str, Any]], key: str, business_key: Callable[[str], str]) -> Mapping[str, Any]:

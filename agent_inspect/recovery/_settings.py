@@ -119,10 +119,9 @@ class Recovery:
         matching: CallMatching = "position" if call_matching is None else call_matching
         if matching not in ("position", "function-id"):
             raise RecoveryError(f"unknown call_matching {matching!r}; use 'position' or 'function-id'")
-        given = {name: value for name, value in (
-            ("rule", rule), ("markers", markers), ("runtime", runtime), ("store_flavour", store_flavour),
-            ("kafka_pending", kafka_pending), ("plan", plan), ("agent", agent), ("call_matching", call_matching),
-            ("expected_fingerprint", expected_fingerprint), ("max_parallelism", max_parallelism)) if value is not None}
+        values = (rule, markers, runtime, store_flavour, kafka_pending, plan, agent, call_matching,
+                  expected_fingerprint, max_parallelism)    # in the order of SETTING_NAMES
+        given = {name: value for name, value in zip(SETTING_NAMES, values, strict=True) if value is not None}
         return cls(rule=resolved_rule, markers=marker_list, runtime=info, model=model, store_flavour=flavour,
                    plan=plan, agent=agent, call_matching=matching, expected_fingerprint=expected_fingerprint,
                    max_parallelism=max_parallelism, provenance=provenance, given=given)
