@@ -121,8 +121,10 @@ class ReplayExecutor(HtmlRepr):
             source_kind=opts.source_kind)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
+        # main writes V4 (subagentResultEvents in every record): the default V3 becomes V4 there
+        value_format = "V4" if engine.model.subagent_results and opts.value_format == "V3" else opts.value_format
         self._production = Production(
-            engine, self._debugger, value_format=_journal_format(opts.value_format, engine.model.subagent_results), num_partitions=opts.num_partitions,
+            engine, self._debugger, value_format=value_format, num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
             restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
 
@@ -290,12 +292,6 @@ class ReplayExecutor(HtmlRepr):
         if cur is not None:
             yield Text("current: ", cur.kind.value, " ", cur.key, " seq ", cur.seq, " ", cur.action, " → ", cur.outcome)
         yield Table(self.steps.tail(20), caption="last steps")
-
-
-def _journal_format(value_format: str, main: bool) -> str:
-    """The journal's value format: main writes V4 (``subagentResultEvents`` in every record), so the
-    default V3 becomes V4 under a runtime with sub-agent result events; an explicit choice stays."""
-    return "V4" if main and value_format == "V3" else value_format
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:

@@ -3,9 +3,6 @@
 A :class:`CallJournal` is upstream's per-execution durable context: calls are matched *by position* against
 the recorded call results; a hit returns (or re-raises) the record, a mismatch truncates, a PENDING slot of a
 reconcilable call runs the reconciler. Every decision is reported as a :class:`CallEvent`.
-
-Why it is long: the journal, the slots it matches and the recorded values it hands back are one contract
-(§9.4, §13.1) read top to bottom, and each of their public names carries a runnable example.
 """
 
 from __future__ import annotations

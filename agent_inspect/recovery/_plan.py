@@ -129,14 +129,11 @@ class ReplayPlan:
         the merged marker offset of their partition; inputs before it were committed by the
         checkpoint and are not replayed. None (or ``[]``) takes the whole log.
 
-        From 0.4 on (``runtime``, default inferred from the log; ``refresh``: the refresh-row positions,
-        default :func:`~agent_inspect.recovery.refresh_positions`), refresh rows are never new work: a
-        round the window holds only through refresh rows had its input consumed before the checkpoint.
-        If all its states were complete there and none of their output events still had a listener without
-        a state (a task queued, not started) it is not replayed (finished, not yet pruned); otherwise its
-        queued tasks and incomplete states become ``pending`` tasks with their original events (run the former,
-        RESUME the latter), in the order the restore re-submits them (a suspended task is re-queued behind the
-        tasks queued before it). Either way the key's restored seq is at least that round's seq.
+        From 0.4 on (``runtime``, default inferred; ``refresh``: the refresh-row positions, default
+        :func:`~agent_inspect.recovery.refresh_positions`), a round the window holds only through refresh rows
+        had its input consumed before the checkpoint: with every state complete and no task still queued there it
+        is not replayed; else its queued tasks and incomplete states become ``pending`` tasks with their original
+        events, in the order the restore re-submits them. Either way the key's restored seq is at least its seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -174,13 +171,8 @@ class ReplayPlan:
         per_key: dict[str, list[int]] = {}
         for bk, latest in zip(by_seq["bk"], by_seq["max"]):
             per_key.setdefault(bk, []).append(int(latest))
-        taken: dict[str, int] = {}
-        inputs_list = []
-        for bk in slots["bk"]:
-            i = taken.get(bk, 0)
-            taken[bk] = i + 1
-            inputs_list.append(ReplayInput(bk, _event_of(log, per_key[bk][i]).with_id(None)))
-        inputs = tuple(inputs_list)
+        next_root = {bk: iter(latest) for bk, latest in per_key.items()}   # each key's rounds in seq order
+        inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None)) for bk in slots["bk"])
         if retained or in_flight:
             return _retained_plan(log, retained, restored, inputs, in_flight=in_flight)
         keys = identities_from_log(log)
