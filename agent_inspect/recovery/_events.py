@@ -13,7 +13,8 @@ from msgspec import Raw
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.codec import Event as CodecEvent
 
-__all__ = ["IdSource", "event_from_record", "agent_event", "fingerprint_of_raw", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
+__all__ = ["IdSource", "event_from_record", "agent_event", "fingerprint_of_raw", "first_field", "wrap_subagent",
+           "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
 
 SUBAGENT_EVENT_CLASS = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
 """The Java ``@class`` of the wrapper event that carries a sub-agent call."""
