@@ -63,7 +63,6 @@ class Engine(Observer):
         #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
         self.model = recovery.model
         self.log, self.agent, self.keys, self.calls = log, agent, keys, calls
-        self.rule, self.markers = recovery.rule, recovery.markers
         self.plan = PlanView(plan, business_key=keys.business_key)
         self.attempt, self.seed, self.memory_decoder = attempt, seed, memory_decoder
         self.memory, self.sensory = memory, sensory
@@ -150,7 +149,7 @@ class Engine(Observer):
         failed = session.restore_failure
         self._emit(StepKind.REBUILD, outcome=StepOutcome.RESTORE_FAILED if failed else StepOutcome.REBUILT,
                    reason=(f"upstream fails this restore: {failed}" if failed else
-                           f"{len(self.markers or [])} marker(s), rule {session.rule.name}"),
+                           f"{len(self.recovery.markers or [])} marker(s), rule {session.rule.name}"),
                    change=f"{len(session.store)} entries cached",
                    detail={"entries": len(session.store), "cache_events": len(rebuild_events)})
         for ev in rebuild_events:
