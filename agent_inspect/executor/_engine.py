@@ -12,14 +12,13 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import greenlet
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import plural
-from agent_inspect.agents import ActionDecl, AgentEvent
-from agent_inspect.executor._agents import AgentView
+from agent_inspect.agents import ActionDecl, Agent, AgentEvent
 from agent_inspect.executor._policy import ActionPolicy
 from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import MemoryState, RunState
@@ -42,6 +41,7 @@ from agent_inspect.recovery.engine import (
 )
 
 if TYPE_CHECKING:
+    from agent_inspect.agents import ActionContext
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery, ReplayPlan
     from agent_inspect.store import CacheEvent, Entry, LookupDecision, RecoverySession
@@ -55,7 +55,7 @@ class Engine(Observer):
     ``log`` is the read-only base (None: a fresh job); ``recovery`` the resolved settings; ``plan`` the replay plan.
     """
 
-    def __init__(self, *, log: ActionStateLog | None, agent: AgentView, recovery: Recovery, plan: ReplayPlan,
+    def __init__(self, *, log: ActionStateLog | None, agent: Agent, recovery: Recovery, plan: ReplayPlan,
                  keys: KeyMaker, calls: CallServer, attempt: int, seed: int,
                  memory_decoder: Callable[[Any], Any] | None, memory: Mapping[str, Mapping[str, Any]],
                  sensory: Mapping[str, Mapping[str, Any]], source_kind: str | None) -> None:
@@ -63,7 +63,6 @@ class Engine(Observer):
         #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
         self.model = recovery.model
         self.log, self.agent, self.keys, self.calls = log, agent, keys, calls
-        self.rule, self.markers = recovery.rule, recovery.markers
         self.plan = PlanView(plan, business_key=keys.business_key)
         self.attempt, self.seed, self.memory_decoder = attempt, seed, memory_decoder
         self.memory, self.sensory = memory, sensory
@@ -93,7 +92,7 @@ class Engine(Observer):
         if self.base_session is None:
             self.base_session = self.recovery.rebuild(self.log, source_kind=self.source_kind)
         plan = PlanView(self.plan.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
-        self.core = Core(log=self.log, agent=self.agent.agent, session=self.base_session.copy(), plan=plan,
+        self.core = Core(log=self.log, agent=self.agent, session=self.base_session.copy(), plan=plan,
                          keys=self.keys, model=self.model, attempt=self.attempt, new_id=self.run.ids.new,
                          observer=self, calls=self.calls, call_matching=self.recovery.call_matching,
                          memory_decoder=self.memory_decoder, memory=self.memory, sensory=self.sensory, state=self.run)
@@ -105,10 +104,6 @@ class Engine(Observer):
         if self.run.session is None:
             raise ReplayError("the replay has no session (the rebuild did not run); this is a bug, please report it")
         return self.run.session
-
-    @property
-    def ids(self) -> IdSource:
-        return self.run.ids
 
     def business_key(self, key: str) -> str:
         return self.keys.business_key(key)
@@ -135,7 +130,7 @@ class Engine(Observer):
         if self.core is not None:
             return self.core.action_names()
         fmt, names = self.keys.format, {}
-        for d in self.agent.agent.actions:
+        for d in self.agent.actions:
             names[self.agent.action_uuid(d.name, fmt, attempt=self.attempt)] = d.name
             names.setdefault(self.agent.action_uuid(d.name, fmt, attempt=0), d.name)
         return names
@@ -154,7 +149,7 @@ class Engine(Observer):
         failed = session.restore_failure
         self._emit(StepKind.REBUILD, outcome=StepOutcome.RESTORE_FAILED if failed else StepOutcome.REBUILT,
                    reason=(f"upstream fails this restore: {failed}" if failed else
-                           f"{len(self.markers or [])} marker(s), rule {session.rule.name}"),
+                           f"{len(self.recovery.markers or [])} marker(s), rule {session.rule.name}"),
                    change=f"{len(session.store)} entries cached",
                    detail={"entries": len(session.store), "cache_events": len(rebuild_events)})
         for ev in rebuild_events:
@@ -195,7 +190,7 @@ class Engine(Observer):
         self.run.causes.removed(decision.events, lookup_words(run.action, t.business_key, t.seq))
 
     def reused(self, run: TaskRun, record: RecordView, outputs: Sequence[AgentEvent]) -> None:
-        paths = [p for p, _ in record.short_term] + [p for p, _ in record.sensory]
+        paths = _memory_paths(record)
         self._emit(StepKind.REUSE, **_common(run), outcome=StepOutcome.REUSE, reason="completed record: body skipped, "
                    "memory updates applied, outputs re-emitted",
                    change=f"memory set {paths}; outputs {[o.type for o in outputs]}" if paths or outputs else "nothing",
@@ -204,24 +199,22 @@ class Engine(Observer):
             self._shadow(run, record)
 
     def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
-        self._kind[run.index] = StepKind.RESUME if resume else StepKind.RERUN
-        self._emit(self._kind[run.index], **_common(run), outcome=StepOutcome.RESUME if resume else StepOutcome.RERUN,
+        self.run.body_kind[run.index] = StepKind.RESUME if resume else StepKind.RERUN
+        self._emit(self.run.body_kind[run.index], **_common(run), outcome=StepOutcome.RESUME if resume else StepOutcome.RERUN,
                    reason=(f"incomplete record with {recorded} call result(s): body re-runs"
                            if resume else "no usable record: body runs from scratch"),
                    detail={"recorded_calls": recorded})
 
     def called(self, run: TaskRun, event: CallEvent) -> None:
-        self._emit(self._kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
+        self._emit(self.run.body_kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
                    function_id=event.function_id, reason=call_reason(event),
                    change=f"call results {event.results_before} → {event.results_after}",
                    detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded})
 
     def wrote(self, run: TaskRun, entry: Entry, value: RecordView, what: str) -> None:
         """A write to the session is also kept in the overlay (never a source) and journaled."""
-        extra = ""
-        if value.completed:
-            paths = [p for p, _ in value.short_term] + [p for p, _ in value.sensory]
-            extra = f"; memory set {paths}; outputs {[o.type for o in value.outputs]}"
+        extra = f"; memory set {_memory_paths(value)}; outputs {[o.type for o in value.outputs]}" if value.completed \
+            else ""
         outcome = {"initial": StepOutcome.INITIAL, "completed": StepOutcome.COMPLETED}.get(what, what)
         self.run.overlay[entry.state_key] = value
         self.run.writes.append((entry.state_key, run.task, value))
@@ -230,7 +223,7 @@ class Engine(Observer):
                    change=f"put {entry.state_key}{extra}", detail={"journal_index": len(self.run.writes) - 1})
 
     def body_failed(self, run: TaskRun, error: BaseException) -> None:
-        self._emit(self._kind.get(run.index, StepKind.RERUN), **_common(run), outcome=StepOutcome.FAILED,
+        self._emit(self.run.body_kind.get(run.index, StepKind.RERUN), **_common(run), outcome=StepOutcome.FAILED,
                    reason=f"body raised {type(error).__name__}: {error}")
 
     def emitted(self, run: TaskRun, event: AgentEvent, *, reused: bool) -> None:
@@ -258,10 +251,6 @@ class Engine(Observer):
 
     # ------------------------------------------------------------------------------ helpers
 
-    @property
-    def _kind(self) -> dict[int, StepKind]:
-        return self.run.body_kind
-
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
                           action: str | None = None, caused_by: int | None = None) -> None:
         """One removal; ``caused_by`` is the index of the lookup step whose get removed it."""
@@ -283,7 +272,7 @@ class Engine(Observer):
                             sensory=Memory(sensory.snapshot()))
         error = None
         try:
-            self.agent.run_action(run.action, ctx)
+            self.agent.run_action(run.action, cast("ActionContext", ctx))   # it takes both call forms
         except Exception as exc:  # noqa: BLE001 - a failing shadow run is a difference, not a job failure
             error = f"{type(exc).__name__}: {exc}"
         diffs = _compare(record, ctx, error)
@@ -301,6 +290,10 @@ def _common(run: TaskRun) -> dict[str, Any]:
     if t is not None:
         fields.update(fingerprint=t.event_uuid, state_key=t.state_key)
     return fields
+
+
+def _memory_paths(record: RecordView) -> list[str]:
+    return [p for p, _ in record.short_term] + [p for p, _ in record.sensory]
 
 
 def _base(memory: Mapping[str, Mapping[str, Any]], key: str, business_key: Callable[[str], str]) -> Mapping[str, Any]:

@@ -87,7 +87,7 @@ def stale_records_frame(engine: Engine) -> pd.DataFrame:
     import pandas as pd
 
     fmt, agent = engine.keys.format, engine.agent
-    known = {agent.action_uuid(d.name, fmt, attempt=engine.attempt) for d in agent.agent.actions}
+    known = {agent.action_uuid(d.name, fmt, attempt=engine.attempt) for d in agent.actions}
     base = engine.base_session
     entries = base.store.entries() if base is not None else []
     rows = [{"state_key": e.state_key, "business_key": e.business_key, "seq": e.seq,

@@ -26,32 +26,21 @@ class ExecutorOptions:
     matching, expected fingerprint, max parallelism) are not options: they are
     :class:`~agent_inspect.recovery.Recovery`'s, given as ``recovery=`` or as keywords of the executor.
 
-    What runs:
-
     - ``policies``: per-action and per-call replay policies (:class:`Policies` or a mapping, §12).
     - ``memory`` / ``sensory``: short-term / sensory memory per key before the first step.
     - ``memory_decoder``: decodes memory values of records (e.g. ``json_envelope_decoder``).
     - ``restore``: a :class:`Checkpoint` of an earlier attempt to restore from (markers, seqNums,
       in-flight tasks and memory default to the checkpoint's).
-
-    Identity and restore checks:
-
     - ``key_format``: the state-key format (``"K1"`` … ``"K2"``); default: the log's.
     - ``source_kind``: ``"kafka"`` or ``"fluss"`` (default: the log's, else Kafka): the original
       rule's snapshot flavour and the journal's layout.
     - ``attempt``: the attempt number in action identities (default: the plan's).
     - ``seed``: seeds event ids (default: random, so ids never repeat across attempts; ``back()``
       always repeats them).
-
-    Debugger:
-
-    - ``breakpoints``: :class:`Breakpoint` s that ``run()`` stops at.
-    - ``fail_after``: the simulated job dies once this many steps ran.
-
-    Production mode (the journal of writes):
-
-    - ``value_format``: the ActionState value format of journal records (default ``"V3"``; ``"V4"``
-      under the runtime ``main``, which writes ``subagentResultEvents`` in every record, ``"V3"`` is written as V4).
+    - ``breakpoints``: :class:`Breakpoint` s that ``run()`` stops at; ``fail_after``: the simulated job
+      dies once this many steps ran.
+    - ``value_format``: the ActionState value format of production mode's journal records (default ``"V3"``;
+      ``"V4"`` under the runtime ``main``, which writes ``subagentResultEvents`` in every record).
     - ``num_partitions``: partitions of the journal (default: the log's, else 1).
     - ``clock``: journal timestamps; a base time stamps each record base + its PERSIST step index
       in milliseconds, a callable ``clock(i, step)`` gets the journal index and the writing step;

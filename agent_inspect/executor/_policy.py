@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,5 +97,3 @@ def as_policies(value: Policies | Mapping[str, Any] | None) -> Policies:
         return value
     return Policies(**dict(value))
 
-
-StubFn = Callable[[str, str], Any]

@@ -22,11 +22,8 @@ __all__ = ["Production"]
 
 
 class Production:
-    """The journal of the engine's writes, checkpoints (markers + keyed state), and ``to_log``.
-
-    ``restored_last_completed`` is the restored ``lastCompletedSequenceNumber`` per business key: a
-    checkpoint collects it for every key the job knows (§9.1), restored ones too.
-    """
+    """The journal of the engine's writes, checkpoints (markers + keyed state), and ``to_log``;
+    ``restored_last_completed``: per business key, restored ones too, as a checkpoint collects them (§9.1)."""
 
     def __init__(self, engine: Engine, debugger: Debugger, *, value_format: str, num_partitions: int | None,
                  clock: Clock | None, prune_tombstones: bool, restored_last_completed: Mapping[str, int]) -> None:
@@ -104,12 +101,8 @@ class Production:
         return marker
 
     def _keep_pending(self, marker: dict[int, int]) -> dict[int, int]:
-        """0.4+ keeps every retained (not yet pruned) state across the checkpoint (#1158, #1175; addendum §2).
-
-        With refresh rows (Fluss; Kafka under ``kafka_pending="refresh"``) each retained state is
-        re-appended byte-identical after the marker, one PERSIST step ``refresh`` each; under
-        ``kafka_pending="marker"`` the marker moves back to the oldest retained write instead. 0.3
-        does neither: a restore reloads nothing written before the marker (spec §8.4)."""
+        """0.4+ keeps every retained state across the checkpoint (#1158, #1175; addendum §2): as refresh rows,
+        or (Kafka, ``kafka_pending="marker"``) by moving the marker back; 0.3 does neither (spec §8.4)."""
         e, run = self.engine, self.engine.run
         model = e.model
         if not model.keeps_pending:

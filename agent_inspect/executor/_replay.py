@@ -42,35 +42,25 @@ __all__ = ["ReplayExecutor"]
 class ReplayExecutor(HtmlRepr):
     """Step through a recovery (or a dry-run replay) one store decision at a time.
 
-    Build it from a loaded log (or a reconstruction result) with the recovery settings (``recovery=``, a
-    :class:`~agent_inspect.recovery.Recovery`, or its settings as keywords: ``rule``, ``markers``, ``runtime``,
-    ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``, ``call_matching``, ``expected_fingerprint``,
-    ``max_parallelism``) and the executor's own :class:`ExecutorOptions` (or the same options as keywords;
-    keywords win over ``options``, and a keyword given as None is not given)::
+    Build it from a loaded log (or a reconstruction, whose settings are then the defaults) with the recovery
+    settings (``recovery=``, a :class:`~agent_inspect.recovery.Recovery`, or its settings as keywords) and the
+    executor's own :class:`ExecutorOptions` (``options=``, or its fields as keywords; keywords win, and a keyword
+    given as None is not given). With no rule given the rule is the one the log's runtime ships.
+    Settings: ``rule``, ``markers``, ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``,
+    ``call_matching``, ``expected_fingerprint``, ``max_parallelism``. Options: ``policies``, ``memory``,
+    ``sensory``, ``memory_decoder``, ``restore``, ``key_format``, ``source_kind``, ``attempt``, ``seed``,
+    ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
 
-        ex = ai.ReplayExecutor(log, agent=agent, rule="fixed", markers=[{0: 120}])
-        ex = ai.ReplayExecutor(log, recovery=ai.recovery.Recovery.for_log(log, rule="fixed"), seed=3)
-        ex.step(); ex.run(until=Breakpoint(kind="rerun")); ex.back()
-        ex.steps            # one row per step
-        ex.store, ex.memory, ex.counters
+    The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`), memory is
+    copy-on-write, and no source client is ever used. Bodies must have side effects only through their context;
+    ``back()`` re-runs from the start to the previous step, serving durable calls that already ran from memory so
+    external functions are not called twice. Plan keys are Flink key texts or the log's business keys; steps,
+    memory and the store use the log's business key (the digest under K1.6/K2).
 
-    With no rule given the rule is the one the log's runtime ships (:attr:`recovery`). The options (each
-    documented on :class:`ExecutorOptions`): ``policies``, ``memory``, ``sensory``, ``memory_decoder``,
-    ``restore``, ``key_format``, ``source_kind``, ``attempt``, ``seed``, ``breakpoints``, ``fail_after``,
-    ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
-
-    The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`),
-    memory is copy-on-write, and no source client is ever used. Bodies must have side effects only
-    through their context; ``back()`` re-runs from the start to the previous step, serving durable
-    calls that already ran from memory so external functions are not called twice. A reconstruction
-    brings its settings (:attr:`~agent_inspect.recovery.Reconstruction.recovery`) as defaults. Plan keys are Flink key texts or the log's business
-    keys; steps, memory and the store use the log's business key (the digest under K1.6/K2).
-
-    Production mode: with no log the executor is the *operator* of a fresh job. :attr:`journal`
-    holds its writes in upstream order (initial, call records, completed), :meth:`checkpoint`
-    returns a marker and keeps a :class:`Checkpoint`, :meth:`fail_after` stops the job after a
-    step, and :meth:`to_log` gives the topic as it now reads; the next attempt is
-    ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
+    Production mode: with no log the executor is the *operator* of a fresh job. :attr:`journal` holds its writes
+    in upstream order (initial, call records, completed), :meth:`checkpoint` returns a marker and keeps a
+    :class:`Checkpoint`, :meth:`fail_after` stops the job after a step, and :meth:`to_log` gives the topic as it
+    now reads; the next attempt is ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
 
     For example::
 
@@ -131,8 +121,10 @@ class ReplayExecutor(HtmlRepr):
             source_kind=opts.source_kind)
         self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
         last_completed = restore.last_completed if restore is not None else {}
+        # main writes V4 (subagentResultEvents in every record): the default V3 becomes V4 there
+        value_format = "V4" if engine.model.subagent_results and opts.value_format == "V3" else opts.value_format
         self._production = Production(
-            engine, self._debugger, value_format=_journal_format(opts.value_format, engine.model.subagent_results), num_partitions=opts.num_partitions,
+            engine, self._debugger, value_format=value_format, num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
             restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
 
@@ -300,12 +292,6 @@ class ReplayExecutor(HtmlRepr):
         if cur is not None:
             yield Text("current: ", cur.kind.value, " ", cur.key, " seq ", cur.seq, " ", cur.action, " → ", cur.outcome)
         yield Table(self.steps.tail(20), caption="last steps")
-
-
-def _journal_format(value_format: str, main: bool) -> str:
-    """The journal's value format: main writes V4 (``subagentResultEvents`` in every record), so the
-    default V3 becomes V4 under a runtime with sub-agent result events; an explicit choice stays."""
-    return "V4" if main and value_format == "V3" else value_format
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:

@@ -41,8 +41,6 @@ class CallServer:
         decode = self.decoder()
 
         def run(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
-            if getattr(call, "_agent_inspect_subagent", False):
-                return StepOutcome.EXECUTE, call()
             mode = policies.call_policy
             if mode is CallPolicy.EXECUTE:
                 return self._memoised(fid, digest, call)

@@ -167,14 +167,8 @@ class Breakpoint:
     when: Callable[[Step], bool] | None = None
 
     def matches(self, step: Step) -> bool:
-        if self.key is not None and step.key != self.key:
-            return False
-        if self.seq is not None and step.seq != self.seq:
-            return False
-        if self.action is not None and step.action != self.action:
-            return False
-        if self.kind is not None and step.kind != StepKind(self.kind):
-            return False
-        if self.outcome is not None and (step.outcome or "").lower() != self.outcome.lower():
-            return False
-        return self.when is None or bool(self.when(step))
+        return ((self.key is None or step.key == self.key) and (self.seq is None or step.seq == self.seq)
+                and (self.action is None or step.action == self.action)
+                and (self.kind is None or step.kind == StepKind(self.kind))
+                and (self.outcome is None or (step.outcome or "").lower() == self.outcome.lower())
+                and (self.when is None or bool(self.when(step))))

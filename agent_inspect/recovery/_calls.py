@@ -3,9 +3,6 @@
 A :class:`CallJournal` is upstream's per-execution durable context: calls are matched *by position* against
 the recorded call results; a hit returns (or re-raises) the record, a mismatch truncates, a PENDING slot of a
 reconcilable call runs the reconciler. Every decision is reported as a :class:`CallEvent`.
-
-Why it is long: the journal, the slots it matches and the recorded values it hands back are one contract
-(§9.4, §13.1) read top to bottom, and each of their public names carries a runnable example.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from typing import Any, Literal, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
+from agent_inspect.recovery._events import first_field
 
 __all__ = [
     "CallDecision",
@@ -106,21 +104,11 @@ class CallSlot:
     @classmethod
     def from_record(cls, call: Any) -> CallSlot:
         """Build from a decoded codec ``CallResult`` (or any object/dict with the upstream field names)."""
-        get = call.get if isinstance(call, dict) else (lambda n, d=None: getattr(call, n, d))
-        fid = _first(get, "function_id", "functionId") or ""
-        digest = _first(get, "args_digest", "argsDigest") or ""
-        res = _payload_bytes(_first(get, "result_payload", "resultPayload"))
-        exc = _payload_bytes(_first(get, "exception_payload", "exceptionPayload"))
-        status = effective_status(_first(get, "status"), exc)
-        return cls(fid, digest, status, res, exc)
-
-
-def _first(get: Callable[..., Any], *names: str) -> Any:
-    for n in names:
-        v = get(n, None)
-        if v is not None:
-            return v
-    return None
+        fid = first_field(call, "function_id", "functionId") or ""
+        digest = first_field(call, "args_digest", "argsDigest") or ""
+        res = _payload_bytes(first_field(call, "result_payload", "resultPayload"))
+        exc = _payload_bytes(first_field(call, "exception_payload", "exceptionPayload"))
+        return cls(fid, digest, effective_status(first_field(call, "status"), exc), res, exc)
 
 
 def _payload_bytes(value: Any) -> bytes | None:
@@ -165,14 +153,7 @@ class RecordedValue:
 
 @dataclass(frozen=True)
 class CallEvent:
-    """What one durable call did: ``outcome`` is one of
-
-    ``hit`` (recorded result returned), ``hit-failed`` (recorded exception re-raised), ``pending-hit``
-    (completion-only call on a PENDING slot: null payloads), ``mismatch`` (identity differs; results cut
-    at ``index``), ``truncate`` (the reconcile path persisted the cut list), ``execute`` (ran for real),
-    ``reconcile`` (reconciler ran for a PENDING slot), ``pending`` (PENDING slot appended),
-    ``stub``/``deny`` (served or refused by the replay's call policy), ``served-recorded`` (a rerun was
-    served a production result by policy).
+    """What one durable call did: ``outcome`` is a :class:`CallDecision` (``hit``, ``mismatch``, ``execute`` …).
 
     For example::
 
@@ -255,11 +236,7 @@ class CallJournal:
         outcome, value, error = self._execute(function_id, "", run, i)
         if outcome == CallDecision.EXECUTE and i not in self._reserved:
             outcome = CallDecision.RESUBMIT
-        self.results[i] = self._slot(function_id, "", value, error)
-        self._report(CallEvent(i, function_id, "", outcome, status=self.results[i].status, recorded=slot.identity,
-                               results_before=len(self.results), results_after=len(self.results)))
-        self._persist(tuple(self.results))
-        return self._give(value, error)
+        return self._settle(i, function_id, "", (outcome, value, error), len(self.results), recorded=slot.identity)
 
     def reserve(self, function_ids: Sequence[str]) -> None:
         """Reserve PENDING caller slots for sub-agent calls about to be made from the current index on,
@@ -274,10 +251,8 @@ class CallJournal:
             if slot is not None:
                 self._warn_mismatch(j, slot, fid, "")
                 del self.results[j:]
-            self.results.append(CallSlot(fid, "", "PENDING"))
             self._reserved.add(j)
-            self._report(CallEvent(j, fid, "", CallDecision.PENDING, status="PENDING",
-                                   results_before=len(self.results) - 1, results_after=len(self.results)))
+            self._append_pending(j, fid, "", len(self.results))
             added = True
         if added:
             self._persist(tuple(self.results))
@@ -292,17 +267,8 @@ class CallJournal:
             if self._same(slot.function_id, slot.args_digest, fid, digest):
                 self.index += 1
                 return self._replay(i, slot, before)
-            self._warn_mismatch(i, slot, fid, digest)
-            del self.results[i:]
-            self._report(CallEvent(i, fid, digest, CallDecision.MISMATCH, recorded=slot.identity,
-                                   results_before=before, results_after=len(self.results)))
-        outcome, value, error = self._execute(fid, digest, call, i)
-        self.results.append(self._slot(fid, digest, value, error))
-        self.index += 1
-        self._report(CallEvent(i, fid, digest, outcome, status=self.results[-1].status,
-                               results_before=before, results_after=len(self.results)))
-        self._persist(tuple(self.results))
-        return self._give(value, error)
+            self._cut(i, slot, fid, digest, CallDecision.MISMATCH, before)
+        return self._settle(i, fid, digest, self._execute(fid, digest, call, i), before)
 
     # -- reconcilable (§9.4 second list) -------------------------------------------------------
 
@@ -316,57 +282,31 @@ class CallJournal:
                 if slot.status != "PENDING":
                     self.index += 1
                     return self._replay(i, slot, before)
-                outcome, value, error = self._execute(fid, digest, reconciler, i, reconcile=True)
-                self.results[i] = self._slot(fid, digest, value, error)
-                self.index += 1
-                self._report(CallEvent(i, fid, digest, outcome, status=self.results[i].status,
-                                       recorded=slot.identity, results_before=before,
-                                       results_after=len(self.results)))
-                self._persist(tuple(self.results))
-                return self._give(value, error)
-            self._warn_mismatch(i, slot, fid, digest)
-            del self.results[i:]
-            self._report(CallEvent(i, fid, digest, CallDecision.TRUNCATE, recorded=slot.identity,
-                                   results_before=before, results_after=len(self.results)))
+                done = self._execute(fid, digest, reconciler, i, reconcile=True)
+                return self._settle(i, fid, digest, done, before, recorded=slot.identity)
+            self._cut(i, slot, fid, digest, CallDecision.TRUNCATE, before)
             self._persist(tuple(self.results))
-        self.results.append(CallSlot(fid, digest, "PENDING"))
-        self._report(CallEvent(i, fid, digest, CallDecision.PENDING, status="PENDING",
-                               results_before=before, results_after=len(self.results)))
+        self._append_pending(i, fid, digest, before)
         self._persist(tuple(self.results))
-        outcome, value, error = self._execute(fid, digest, call, i)
-        self.results[i] = self._slot(fid, digest, value, error)
-        self.index += 1
-        self._report(CallEvent(i, fid, digest, outcome, status=self.results[i].status,
-                               results_before=len(self.results), results_after=len(self.results)))
-        self._persist(tuple(self.results))
-        return self._give(value, error)
+        return self._settle(i, fid, digest, self._execute(fid, digest, call, i), len(self.results))
 
     # -- helpers -------------------------------------------------------------------------------
 
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
+        status = slot.status
+        outcome = {"PENDING": CallDecision.PENDING_HIT, "FAILED": CallDecision.HIT_FAILED}.get(status, CallDecision.HIT)
+        self._report(CallEvent(i, slot.function_id, slot.args_digest, outcome, status=status,
+                               recorded=slot.identity, results_before=before, results_after=before))
         if not self._deliver:
-            outcome = {"PENDING": CallDecision.PENDING_HIT, "FAILED": CallDecision.HIT_FAILED}.get(
-                slot.status, CallDecision.HIT)
-            self._report(CallEvent(i, slot.function_id, slot.args_digest, outcome, status=slot.status,
-                                   recorded=slot.identity, results_before=before, results_after=before))
             return None
-        if slot.status == "PENDING":
-            self._report(CallEvent(i, slot.function_id, slot.args_digest, CallDecision.PENDING_HIT,
-                                   status="PENDING", recorded=slot.identity,
-                                   results_before=before, results_after=before))
+        if status == "PENDING":
             if self._java:
                 raise RecordedCallError(
                     "java.lang.NullPointerException: recorded PENDING slot replayed as a hit "
                     "(upstream Optional.of(null), spec §9.4)", function_id=slot.function_id, payload=None)
             return None
-        failed = slot.status == "FAILED"
-        self._report(CallEvent(i, slot.function_id, slot.args_digest, CallDecision.HIT_FAILED if failed else CallDecision.HIT,
-                               status=slot.status, recorded=slot.identity,
-                               results_before=before, results_after=before))
-        if failed:
-            if slot.error is not None:
-                raise slot.error
-            raise self._decode(slot)
+        if status == "FAILED":
+            raise slot.error if slot.error is not None else self._decode(slot)
         if slot.value is not _UNSET:
             return slot.value
         if self._java and slot.result_payload is None:
@@ -389,13 +329,40 @@ class CallJournal:
             outcome = CallDecision.RECONCILE
         return outcome, value, None
 
-    def _slot(self, fid: str, digest: str, value: Any, error: BaseException | None) -> CallSlot:
+    def _settle(self, i: int, fid: str, digest: str, done: tuple[str, Any, BaseException | None], before: int,
+                recorded: tuple[str, str] | None = None) -> Any:
+        """Slot ``i`` holds the call's result: report and persist it, and hand it to the body."""
+        outcome, value, error = done
         if not self._deliver:
-            return CallSlot(fid, digest, "FAILED" if error is not None else "SUCCEEDED")
-        return _slot(fid, digest, value, error)
+            slot = CallSlot(fid, digest, "FAILED" if error is not None else "SUCCEEDED")
+        elif error is not None:
+            slot = CallSlot(fid, digest, "FAILED", None, _pickle(error), error=error)
+        else:
+            slot = CallSlot(fid, digest, "SUCCEEDED", _pickle(value), None, value=value)
+        if i < len(self.results):
+            self.results[i] = slot
+        else:
+            self.results.append(slot)
+        self.index = i + 1
+        self._report(CallEvent(i, fid, digest, outcome, status=slot.status, recorded=recorded,
+                               results_before=before, results_after=len(self.results)))
+        self._persist(tuple(self.results))
+        if not self._deliver:
+            return None
+        if error is not None:
+            raise error
+        return value
 
-    def _give(self, value: Any, error: BaseException | None) -> Any:
-        return _deliver(value, error) if self._deliver else None
+    def _append_pending(self, i: int, fid: str, digest: str, before: int) -> None:
+        self.results.append(CallSlot(fid, digest, "PENDING"))
+        self._report(CallEvent(i, fid, digest, CallDecision.PENDING, status="PENDING",
+                               results_before=before, results_after=len(self.results)))
+
+    def _cut(self, i: int, slot: CallSlot, fid: str, digest: str, outcome: CallDecision, before: int) -> None:
+        self._warn_mismatch(i, slot, fid, digest)
+        del self.results[i:]
+        self._report(CallEvent(i, fid, digest, outcome, recorded=slot.identity, results_before=before,
+                               results_after=len(self.results)))
 
     def _warn_mismatch(self, i: int, slot: CallSlot, fid: str, digest: str) -> None:
         text = (f"Non-deterministic call detected at index {i}: expected functionId={slot.function_id}, "
@@ -410,12 +377,6 @@ def _run_for_real(fid: str, digest: str, call: Callable[[], Any], index: int) ->
     return CallDecision.EXECUTE, call()
 
 
-def _slot(fid: str, digest: str, value: Any, error: BaseException | None) -> CallSlot:
-    if error is not None:
-        return CallSlot(fid, digest, "FAILED", None, _pickle(error), error=error)
-    return CallSlot(fid, digest, "SUCCEEDED", _pickle(value), None, value=value)
-
-
 def _pickle(obj: Any) -> bytes:
     try:
         return _dumps(obj)
@@ -424,12 +385,8 @@ def _pickle(obj: Any) -> bytes:
 
 
 def _dumps(obj: Any) -> bytes:
-    """cloudpickle's bytes of ``obj``, whatever another library registered for exceptions.
-
-    dask.distributed installs tblib's copyreg reducers, which pickle an exception with its traceback
-    (frames, file paths): the same failed call would journal other bytes once distributed was imported.
-    The journal stores what the call raised, as plain pickle does.
-    """
+    """cloudpickle's bytes of ``obj``, ignoring copyreg reducers of exceptions: dask.distributed's (tblib)
+    pickle the traceback too, so a failed call would journal other bytes once distributed was imported."""
     import io
 
     buffer = io.BytesIO()
@@ -466,12 +423,6 @@ def _journal_pickler() -> Any:
             super().__init__(file, protocol=cloudpickle.DEFAULT_PROTOCOL)
 
     return JournalPickler
-
-
-def _deliver(value: Any, error: BaseException | None) -> Any:
-    if error is not None:
-        raise error
-    return value
 
 
 def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:

@@ -154,8 +154,7 @@ class ReplayContext:
         reconciler = kwargs.pop("reconciler", None)
         if reconciler is None:
             raise ReplayError("durable_execute_reconcilable needs reconciler=<zero-argument callable>")
-        fid, digest, call = self._identity(fn, args, kwargs)
-        return self.calls.call(fid, digest, call, reconciler=reconciler)
+        return self.durable_execute(fn, *args, reconciler=reconciler, **kwargs)
 
     @staticmethod
     def _identity(fn: Any, args: tuple[Any, ...],

@@ -1,4 +1,4 @@
-"""Event helpers of the executor: deterministic ids, record → event, sub-agent wrapping (§11.1)."""
+"""Event helpers of the engine: deterministic ids, record → event, sub-agent wrapping (§11.1)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from msgspec import Raw
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.codec import Event as CodecEvent
 
-__all__ = ["IdSource", "event_from_record", "agent_event", "fingerprint_of_raw", "wrap_subagent", "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
+__all__ = ["IdSource", "event_from_record", "agent_event", "fingerprint_of_raw", "first_field", "wrap_subagent",
+           "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
 
 SUBAGENT_EVENT_CLASS = "org.apache.flink.agents.runtime.subagent.InternalSubagentCallEvent"
 """The Java ``@class`` of the wrapper event that carries a sub-agent call."""
@@ -53,16 +54,7 @@ def event_from_record(event: Any) -> AgentEvent:
         return event
     if type(event) is CodecEvent and event.type is not None:   # the common case: fingerprint once per bytes
         return agent_event(event)
-    get = event.get if isinstance(event, Mapping) else (lambda n, d=None: getattr(event, n, d))
-
-    def first(*names: str) -> Any:
-        for n in names:
-            v = get(n, None)
-            if v is not None:
-                return v
-        return None
-
-    attrs = first("attributes")
+    attrs = first_field(event, "attributes")
     if attrs is None:
         attrs = {}
     elif not isinstance(attrs, Mapping):
@@ -70,13 +62,23 @@ def event_from_record(event: Any) -> AgentEvent:
 
         attrs = msgspec.json.decode(bytes(attrs) if isinstance(attrs, msgspec.Raw) else attrs)
     return AgentEvent(
-        type=str(first("type", "event_type") or ""),
+        type=str(first_field(event, "type", "event_type") or ""),
         attributes=attrs,
-        id=first("id"),
-        event_class=first("event_class", "class_", "cls", "@class"),
-        upstream_event_id=first("upstream_event_id", "upstreamEventId"),
-        upstream_action=first("upstream_action_name", "upstream_action", "upstreamActionName"),
+        id=first_field(event, "id"),
+        event_class=first_field(event, "event_class", "class_", "cls", "@class"),
+        upstream_event_id=first_field(event, "upstream_event_id", "upstreamEventId"),
+        upstream_action=first_field(event, "upstream_action_name", "upstream_action", "upstreamActionName"),
     )
+
+
+def first_field(obj: Any, *names: str) -> Any:
+    """The first of ``names`` that ``obj`` (a mapping, or an object with attributes) holds as not None."""
+    get = obj.get if isinstance(obj, Mapping) else (lambda n, d=None: getattr(obj, n, d))
+    for n in names:
+        v = get(n, None)
+        if v is not None:
+            return v
+    return None
 
 
 def wrap_subagent(scope: str, session_id: str, call_id: str, event_type: str,

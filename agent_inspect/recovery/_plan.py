@@ -133,14 +133,11 @@ class ReplayPlan:
         the merged marker offset of their partition; inputs before it were committed by the
         checkpoint and are not replayed. None (or ``[]``) takes the whole log.
 
-        From 0.4 on (``runtime``, default inferred from the log; ``refresh``: the refresh-row positions,
-        default :func:`~agent_inspect.recovery.refresh_positions`), refresh rows are never new work: a
-        round the window holds only through refresh rows had its input consumed before the checkpoint.
-        If all its states were complete there and none of their output events still had a listener without
-        a state (a task queued, not started) it is not replayed (finished, not yet pruned); otherwise its
-        queued tasks and incomplete states become ``pending`` tasks with their original events (run the former,
-        RESUME the latter), in the order the restore re-submits them (a suspended task is re-queued behind the
-        tasks queued before it). Either way the key's restored seq is at least that round's seq.
+        From 0.4 on (``runtime``, default inferred; ``refresh``: the refresh-row positions, default
+        :func:`~agent_inspect.recovery.refresh_positions`), a round the window holds only through refresh rows
+        had its input consumed before the checkpoint: with every state complete and no task still queued there it
+        is not replayed; else its queued tasks and incomplete states become ``pending`` tasks with their original
+        events, in the order the restore re-submits them. Either way the key's restored seq is at least its seq.
         """
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -178,13 +175,8 @@ class ReplayPlan:
         per_key: dict[str, list[int]] = {}
         for bk, latest in zip(by_seq["bk"], by_seq["max"]):
             per_key.setdefault(bk, []).append(int(latest))
-        taken: dict[str, int] = {}
-        inputs_list = []
-        for bk in slots["bk"]:
-            i = taken.get(bk, 0)
-            taken[bk] = i + 1
-            inputs_list.append(ReplayInput(bk, _event_of(log, per_key[bk][i]).with_id(None)))
-        inputs = tuple(inputs_list)
+        next_root = {bk: iter(latest) for bk, latest in per_key.items()}   # each key's rounds in seq order
+        inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None)) for bk in slots["bk"])
         if retained or in_flight:
             return _retained_plan(log, retained, restored, inputs, in_flight=in_flight)
         keys = identities_from_log(log)
@@ -314,12 +306,3 @@ def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
     last = recs[recs["error"].isna() & recs["business_key"].notna()].groupby(
         "business_key", observed=True, sort=False).tail(1)
     return {str(bk): key_identity(str(bk), str(sk)) for bk, sk in zip(last["business_key"], last["state_key"])}
-
-
-def identity_from_log(log: ActionStateLog, business_key: str) -> KeyIdentity:
-    """The key segments of ``business_key`` as its records in ``log`` show them."""
-    recs = log.records
-    rows = recs[(recs["business_key"] == business_key) & recs["error"].isna()]
-    if rows.empty:
-        raise RecoveryError(f"business key {business_key!r} has no readable records in the log")
-    return key_identity(business_key, str(rows.iloc[-1]["state_key"]))

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._plan import ReplayInput, ReplayPlan
 
-__all__ = ["PlanView", "plan_view", "as_plan", "PlanLike"]
+__all__ = ["PlanView", "as_plan", "PlanLike"]
 
 PlanLike: TypeAlias = "ReplayPlan | Mapping[str, Any]"
 """A :class:`~agent_inspect.recovery.ReplayPlan` or a mapping with its fields (``{"inputs": [...]}``)."""
@@ -88,11 +88,6 @@ def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
         return ReplayPlan(inputs=inputs, restored_seq=dict(plan.get("restored_seq", {})), pending=pending,
                           keys=dict(plan.get("keys", {})), attempt=int(plan.get("attempt", 1)))
     raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs'")
-
-
-def plan_view(plan: PlanLike | None, log: ActionStateLog | None, *,
-              markers: Sequence[Mapping[int, int]] | None = None) -> PlanView:
-    return PlanView(as_plan(plan, log, markers=markers))
 
 
 def _pairs(inputs: Any) -> Sequence[tuple[Any, Any]]:

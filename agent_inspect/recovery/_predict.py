@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._reconstruct import Reconstruction
 
-from agent_inspect.recovery._prediction import Prediction, reader_reasons, removed_by
+from agent_inspect.recovery._prediction import Prediction, RemovalCauses, removed_by
 
 __all__ = ["predict", "Prediction", "simulate", "Simulation", "NOT_DISPATCHED"]
 
@@ -99,14 +99,11 @@ class _Rows(Observer):
             t = run.task
             assert t is not None
             self.index_of[run.index] = len(self.sim.rows)
-            row = self.row_of[run.index] = {
-                "key": run.plan_key, "business_key": run.key, "seq": run.seq,
-                "input": run.input, "action": run.action, "event_id": run.event.id,
-                "event_type": run.event.routing_type, "fingerprint": t.event_uuid, "state_key": t.state_key,
-                "parent": self.index_of.get(run.parent) if run.parent is not None else None, "scope": run.scope,
-                "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": [],
-                "outcome": str(decision.outcome), "reason": decision.reason,
-                "entry_pos": decision.entry.pos if decision.entry is not None else None}
+            row = self.row_of[run.index] = _row(
+                run.plan_key, run.key, run.seq, run.input, run.action, run.event.id, run.event.routing_type,
+                t.event_uuid, str(decision.outcome), decision.reason, t.state_key,
+                decision.entry.pos if decision.entry is not None else None,
+                parent=self.index_of.get(run.parent) if run.parent is not None else None, scope=run.scope)
             self.sim.rows.append(row)
         row["cache_ops"].extend(decision.events)
         if decision.outcome is Outcome.FAIL:
@@ -128,16 +125,21 @@ class _Rows(Observer):
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
         names = self.engine.action_names() if self.engine is not None else {}
-        self.sim.rows.append({
-            "key": self.plan_key.get(key, key), "business_key": key, "seq": seq, "input": label,
-            "action": names.get(entry.action_uuid, entry.action_uuid[:8]), "event_id": entry.task_event_id,
-            "event_type": entry.task_event_type, "fingerprint": entry.event_uuid, "outcome": NOT_DISPATCHED,
-            "reason": _NOT_LOOKED_UP_CALL if entry.task_event_type == SUBAGENT_EVENT else _NOT_LOOKED_UP,
-            "state_key": entry.state_key,
-            "entry_pos": entry.pos, "parent": None, "scope": None, "body_ran": False, "calls_executed": 0,
-            "calls_replayed": 0, "cache_ops": []})
+        self.sim.rows.append(_row(
+            self.plan_key.get(key, key), key, seq, label, names.get(entry.action_uuid, entry.action_uuid[:8]),
+            entry.task_event_id, entry.task_event_type, entry.event_uuid, NOT_DISPATCHED,
+            _NOT_LOOKED_UP_CALL if entry.task_event_type == SUBAGENT_EVENT else _NOT_LOOKED_UP, entry.state_key,
+            entry.pos))
 
 
+def _row(key: str, business_key: str, seq: int, label: str, action: str, event_id: str | None,
+         event_type: str | None, fingerprint: str, outcome: str, reason: str | None, state_key: str,
+         entry_pos: int | None, *, parent: int | None = None, scope: str | None = None) -> dict[str, Any]:
+    """One row of ``Prediction.tasks`` as the engine saw it (the reader's columns are added by ``predict``)."""
+    return {"key": key, "business_key": business_key, "seq": seq, "input": label, "action": action,
+            "event_id": event_id, "event_type": event_type, "fingerprint": fingerprint, "outcome": outcome,
+            "reason": reason, "state_key": state_key, "entry_pos": entry_pos, "parent": parent, "scope": scope,
+            "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []}
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
@@ -180,23 +182,15 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
             **overrides: Any) -> Prediction:
     """Predict what a recovery does with ``subject`` (the static path, spec §15.6).
 
-    ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction`, whose log and
-    settings are then used. The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name
-    (``rule``, ``markers``, ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``,
-    ``call_matching``, ``expected_fingerprint``, ``max_parallelism``), resolved once with
-    :meth:`Recovery.resolve`: the rule defaults to the one the log's runtime ships (the original rule for
-    0.3, 0.4 and main); ``markers`` select the rebuild window (None: the whole loaded log, ``[]``: a fresh
-    start); ``plan`` defaults to :meth:`ReplayPlan.from_log` over the same window; ``agent`` to an
-    :class:`~agent_inspect.agents.AsRecordedAgent` of the log (a rerun regenerates the recorded children with
-    fresh ids). ``call_matching`` ("position" or "function-id", the #1016 variant) is how replayed durable calls
-    meet their recorded slots. K2 restore checks (spec §6.5): a window with a serializer fingerprint other
-    than ``expected_fingerprint`` (default: the window's most common) or a key group outside
-    ``[0, max_parallelism)`` (default: not checked) fails the restore, and every task FAILs.
-    The runtime also selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`):
-    from 0.4 on, checkpoint-time refresh rows bring the pending states of rounds in flight at the restored
-    checkpoint back (RESUME with the recorded call results; ``kafka_pending`` picks the Kafka mechanism); on
-    main, sub-agent calls reserve PENDING caller slots, a reused child replays its ``subagentResultEvents``,
-    and a reused root caller sends no bootstrap.
+    ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction` (whose log and
+    settings are then used). The settings are ``recovery`` or its overrides by name, resolved once with
+    :meth:`Recovery.resolve` (see :class:`Recovery` for each setting and its default: the rule the log's runtime
+    ships, the whole loaded log as the window, the log's own later attempt as the plan, its as-recorded agent).
+    A K2 restore check that fails (spec §6.5) makes every task FAIL. The runtime also selects its recovery
+    behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on, refresh rows bring the pending states
+    of rounds in flight at the checkpoint back (RESUME with their recorded call results); on main, sub-agent
+    calls reserve PENDING caller slots, a reused child replays its ``subagentResultEvents`` and a reused root
+    caller sends no bootstrap.
 
     Pass ``session`` to continue from an already rebuilt store; ``new_id`` to make fresh event ids
     reproducible. The result carries the settings (:attr:`Prediction.recovery`).
@@ -227,7 +221,7 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
             session = settings.rebuild(source)
     sim = simulate(plan, cast("Agent", agent), session, log=log, new_id=new_id,
                    call_matching=settings.call_matching, runtime=model)
-    crashed, rows = sim.crashed, sim.rows
+    rows = sim.rows
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
     for col in ("seq", "entry_pos", "parent", "calls_executed", "calls_replayed"):
         tasks[col] = tasks[col].astype("Int64")
@@ -235,14 +229,14 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
     tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]
     tasks["removed"] = [removed_by(ops) for ops in tasks["cache_ops"]]
     tasks["rule_note"] = tasks["reason"]   # the rule's own words, kept for tools and tests
-    tasks["reason"] = reader_reasons(rows, session.events)
+    tasks["reason"] = RemovalCauses(session.events).task_reasons(rows)
     ledger = pd.DataFrame([{"key": k, "kind": kind, "name": name, "label": sim.call_names.get(name, name),
                             "router": None if kind == "body" else call_router(name), "count": n}
                            for (k, kind, name), n in sim.ledger.items()],
                           columns=["key", "kind", "name", "label", "router", "count"])
     ledger["count"] = ledger["count"].astype("int64")
     return Prediction(rule=getattr(session.rule, "name", settings.rule.name), tasks=tasks, events=tuple(session.events),
-                      divergences=tuple(session.divergences), ledger=ledger, crashed=crashed,
+                      divergences=tuple(session.divergences), ledger=ledger, crashed=sim.crashed,
                       warnings=tuple(sim.warnings), notes=plan.notes, session=session, runtime=info,
                       subagent_results=dict(sim.subagent_results), recovery=settings)
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agent_inspect.recovery._settings import Recovery
 
 
-__all__ = ["Prediction", "removed_by", "user_reason", "reader_reasons", "RemovalCauses", "removal_reason",
+__all__ = ["Prediction", "removed_by", "user_reason", "RemovalCauses", "removal_reason",
            "lookup_words", "tasks_by_impact", "IMPACT_ORDER"]
 
 IMPACT_ORDER = ("FAIL", "RERUN", "RESUME", "evicted", "NOT-DISPATCHED", "REUSE")
@@ -78,18 +78,6 @@ def lookup_words(action: object, key: object, seq: object) -> str:
     return f"the lookup of {action} ({key}, seq {seq})"
 
 
-def reader_reasons(rows: Iterable[Mapping[str, Any]], events: Iterable[CacheEvent]) -> list[str | None]:
-    """:func:`user_reason` for every task row (dispatch order), naming what removed a re-run task's record:
-    the rebuild (``events`` with step "rebuild") or the lookup of an earlier task."""
-    causes = RemovalCauses(events)
-    out = []
-    for row in rows:
-        ops = row.get("cache_ops") or ()
-        out.append(causes.reason(str(row.get("outcome")), row.get("reason"), str(row.get("state_key")), ops))
-        causes.removed(ops, lookup_words(row.get("action"), row.get("business_key"), row.get("seq")))
-    return out
-
-
 class RemovalCauses:
     """What removed each cached record, in words, for the reasons of later tasks (predict, reconstruct's
     and the replay executor share it): the rebuild (the step "rebuild" of ``events``), or
@@ -114,6 +102,16 @@ class RemovalCauses:
         """:func:`user_reason` of a task whose lookups caused the cache events ``ops`` (call before
         :meth:`removed` of the same task)."""
         return user_reason(outcome, rule_note, removed_by(ops), self._gone.get(state_key))
+
+    def task_reasons(self, rows: Iterable[Mapping[str, Any]]) -> list[str | None]:
+        """:meth:`reason` of every task row (``predict``'s, in dispatch order), each row's lookups then
+        :meth:`removed`: so a re-run task's reason names what removed its record."""
+        out = []
+        for row in rows:
+            ops = row.get("cache_ops") or ()
+            out.append(self.reason(str(row.get("outcome")), row.get("reason"), str(row.get("state_key")), ops))
+            self.removed(ops, lookup_words(row.get("action"), row.get("business_key"), row.get("seq")))
+        return out
 
     def removed(self, ops: Iterable[CacheEvent], lookup: str) -> None:
         """The cache events ``ops`` of the task ``lookup`` names ("the lookup of audit (user-0019, seq 3)") removed records."""

@@ -15,7 +15,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import define, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.recovery._attribute_diff import attribute_diff
-from agent_inspect.recovery._prediction import RemovalCauses, lookup_words
+from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
@@ -156,32 +156,25 @@ def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool 
     e.g. one partition: every step is partition-local, except the snapshot Kafka cross-key eviction, which spans
     whatever it is given), or a bare records frame with ``replay=False`` (the rebuild alone reads no values).
 
-    The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name (``rule``, ``markers``,
-    ``runtime``, ``store_flavour``, ``kafka_pending``, ``plan``, ``agent``, ``expected_fingerprint``, …),
-    resolved once with :meth:`Recovery.resolve`; the result carries them (:attr:`Reconstruction.recovery`).
+    The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name, resolved once with
+    :meth:`Recovery.resolve` (see :class:`Recovery`); the result carries them (:attr:`Reconstruction.recovery`).
 
-    1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` (``{partition: offset}`` maps) select the
-       window — minimum offset per partition, marker partitions only, to the end. ``markers=None``
-       takes the whole loaded log as the window; ``[]`` is a fresh start (nothing is read).
-       Tombstones delete; the rule's rebuild hook runs per record; last write wins. Undecodable
-       records are skipped ("undecodable" divergences); a K2 window with a malformed key, a key
-       group out of range or a fingerprint other than ``expected_fingerprint`` (default: the
-       most common) fails the restore ("restore-failure"; every replayed task FAILs).
-    2. **Replay** (``replay=True``): the replay plan (default :meth:`ReplayPlan.from_log`: the window's inputs and
-       the tasks in flight at the checkpoint) runs on the recovery engine, exactly as :func:`predict` runs it;
-       each task's outcome lands on the cached record it looked up (or, when its own lookup removed that record,
-       on the record the rebuild cached for its state key). This is where the original rule's count > 1 and
-       miss evictions happen; a record no task looks up keeps no outcome.
+    1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` select the window — minimum offset per partition, marker
+       partitions only, to the end (None: the whole loaded log; ``[]``: a fresh start). Tombstones delete; the
+       rule's rebuild hook runs per record; last write wins. Undecodable records are skipped ("undecodable"
+       divergences); a K2 window with a malformed key, a key group out of range or another fingerprint than
+       ``expected_fingerprint`` fails the restore ("restore-failure"; every replayed task FAILs).
+    2. **Replay** (``replay=True``): the replay plan runs on the recovery engine, exactly as :func:`predict` runs
+       it; each task's outcome lands on the cached record it looked up (or, when its own lookup removed that
+       record, on the record the rebuild cached for its state key). This is where the original rule's count > 1
+       and miss evictions happen; a record no task looks up keeps no outcome.
 
-    ``runtime`` ("0.3", "0.4", "main"; default "auto": inferred from the records, see
-    :func:`agent_inspect.log.infer_runtime`) is the upstream runtime the log is read as; ``rule=None``
-    takes the rule that runtime ships (the original rule for all three; "fixed" is a what-if). It also
-    selects that runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on,
-    checkpoint-time refresh rows (a state key re-appended with byte-identical bytes, addendum §2) get the
-    status ``refresh``, are left out of attempts, executions and durable calls, and are never a rule step
-    (``kafka_pending`` picks the Kafka mechanism: "refresh", the default, or "marker"). They are never new work:
-    a round held only by refresh rows of states complete at the checkpoint is not dispatched; in one in flight
-    there, only its incomplete states and queued tasks are (the rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
+    The runtime (default: inferred, :func:`agent_inspect.log.infer_runtime`) selects its recovery behaviours
+    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows (a state key
+    re-appended byte-identical, addendum §2) get the status ``refresh``, are left out of attempts, executions and
+    durable calls, and are never a rule step nor new work: a round held only by refresh rows of states complete at
+    the checkpoint is not dispatched; in one in flight there, only its incomplete states and queued tasks are (the
+    rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
 
     Returns a :class:`Reconstruction`. Attempts and executions come from
     :func:`agent_inspect.history.build_history`.
@@ -245,7 +238,7 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
     """The replay plan run on the recovery engine (``predict``'s run), each task's outcome on the cached record it
     looked up (or, when its lookups removed that record, on the record the rebuild cached for its state key)."""
     from agent_inspect.agents import AsRecordedAgent
-    from agent_inspect.recovery._predict import NOT_DISPATCHED, simulate
+    from agent_inspect.recovery._predict import simulate
 
     if not hasattr(log, "value"):
         raise RecoveryError("reconstruct's replay reads record values: pass an ActionStateLog (log.for_key(key) "
@@ -258,16 +251,13 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
     agent = cast("Agent", settings.agent) if settings.agent is not None else AsRecordedAgent.of(log)
     sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
     outcomes: dict[int, tuple[str, str | None, str]] = {}
-    for row in sim.rows:
-        outcome, note, ops = row["outcome"], row["reason"], row["cache_ops"]
+    for row, why in zip(sim.rows, causes.task_reasons(sim.rows)):
         pos = row["entry_pos"] if not pd.isna(row["entry_pos"]) else cached.get(row["state_key"])
-        if pos is None and outcome == Outcome.FAIL.value:   # a failed restore: the key's identity may not match
+        if pos is None and row["outcome"] == Outcome.FAIL.value:   # a failed restore: the key's identity may not match
             pos = min((e.pos for e in session.store.entries_at(row["business_key"], row["seq"]) if e.pos is not None),
                       default=None)
         if pos is not None and pos not in outcomes:
-            why = note if outcome == NOT_DISPATCHED else causes.reason(outcome, note, row["state_key"], ops)
-            outcomes[int(pos)] = (outcome, why, note)
-        causes.removed(ops, lookup_words(row["action"], row["business_key"], row["seq"]))
+            outcomes[int(pos)] = (row["outcome"], why, row["reason"])
     return outcomes
 
 

@@ -101,17 +101,14 @@ class RetainedRounds:
 
 def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.ndarray | pd.Series,
                     value: Callable[[int], Any] | None = None) -> RetainedRounds:
-    """Classify the rounds of ``records`` whose states the window holds only through refresh rows.
+    """Classify the rounds of ``records`` whose states the window holds only through refresh rows
+    (:class:`RetainedRounds`; ``refresh``: :func:`refresh_positions`; ``window``: one bool per row).
 
-    ``refresh``: positions of refresh rows (:func:`refresh_positions`); ``window``: one bool per row, the
-    rebuild window. A state key's *first* record in the window is its state at the restored checkpoint
-    when it is a refresh row (the checkpoint re-appended it, byte-identical to its latest earlier value).
-    A round with a root whose first in-window record is not a refresh row got a new input after the
-    marker is not retained; a round complete at the checkpoint but written again after it (a row whose bytes
-    differ is a write, never a refresh) is left to the as-logged reading, unless a task of it was still
-    queued there (:func:`_queued`). ``value`` (``log.value``) decodes output events to match queued tasks by
-    fingerprint as the store does; without it they are matched by event id. Empty without refresh rows (0.3,
-    or a records frame without bytes).
+    A state key's *first* record in the window is its state at the restored checkpoint when it is a refresh row.
+    A round complete at the checkpoint but written again after it (a row whose bytes differ is a write, never a
+    refresh) is left to the as-logged reading, unless a task of it was still queued there (:func:`_queued`).
+    ``value`` (``log.value``) decodes output events to match queued tasks by fingerprint as the store does;
+    without it they are matched by event id. Empty without refresh rows (0.3, or a records frame without bytes).
     """
     if not refresh:
         return RetainedRounds()

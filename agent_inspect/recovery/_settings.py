@@ -61,7 +61,8 @@ class Recovery:
     - ``plan`` / ``agent``: the replay plan and agent; None means "from the log" (its own later attempt,
       its as-recorded agent).
     - ``call_matching``, ``expected_fingerprint``, ``max_parallelism``: how replayed durable calls meet
-      their slots, and the K2 restore checks (spec §6.5).
+      their slots ("position" or "function-id", the #1016 variant), and the K2 restore checks (spec §6.5;
+      defaults: the window's most common fingerprint, key groups not checked).
     - ``provenance``: where each setting came from, in words; ``given``: the settings passed explicitly.
 
     For example::
@@ -118,10 +119,9 @@ class Recovery:
         matching: CallMatching = "position" if call_matching is None else call_matching
         if matching not in ("position", "function-id"):
             raise RecoveryError(f"unknown call_matching {matching!r}; use 'position' or 'function-id'")
-        given = {name: value for name, value in (
-            ("rule", rule), ("markers", markers), ("runtime", runtime), ("store_flavour", store_flavour),
-            ("kafka_pending", kafka_pending), ("plan", plan), ("agent", agent), ("call_matching", call_matching),
-            ("expected_fingerprint", expected_fingerprint), ("max_parallelism", max_parallelism)) if value is not None}
+        values = (rule, markers, runtime, store_flavour, kafka_pending, plan, agent, call_matching,
+                  expected_fingerprint, max_parallelism)    # in the order of SETTING_NAMES
+        given = {name: value for name, value in zip(SETTING_NAMES, values, strict=True) if value is not None}
         return cls(rule=resolved_rule, markers=marker_list, runtime=info, model=model, store_flavour=flavour,
                    plan=plan, agent=agent, call_matching=matching, expected_fingerprint=expected_fingerprint,
                    max_parallelism=max_parallelism, provenance=provenance, given=given)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -74,22 +75,19 @@ class KeyMaker:
 
     def _make(self, key: str) -> KeyIdentity:
         from agent_inspect import codec
-        from agent_inspect.recovery._plan import KeyIdentity
+        from agent_inspect.recovery._plan import KeyIdentity, key_identity
 
         if self._log is not None and len(self._log.records):
             last = self._last_state_keys()
             sk = last.get(key)
             if sk is None and self.format in ("K1.6", "K2"):
-                from agent_inspect.codec import string_key_digest
-
-                sk = last.get(string_key_digest(key))     # a plan may name a K2 key by its text
+                sk = last.get(codec.string_key_digest(key))     # a plan may name a K2 key by its text
             if sk is not None:
                 # the key's own records say how the job addresses it (a log may mix formats across keys)
-                p = codec.parse_state_key(sk)
-                bk = p.key_digest if p.format in ("K1.6", "K2") and p.key_digest is not None else key
-                return KeyIdentity(business_key=bk, key_format=p.format, key_text=p.key_text,
-                                   key_group=p.key_group, key_digest=p.key_digest,
-                                   serializer_fingerprint=p.serializer_fingerprint)
+                ident = key_identity(key, sk)
+                if ident.key_format in ("K1.6", "K2") and ident.key_digest is not None:
+                    ident = dataclasses.replace(ident, business_key=ident.key_digest)
+                return ident
         fmt = self.format
         text: str | None
         digest: str | None
@@ -109,9 +107,9 @@ class KeyMaker:
                            key_group=group, key_digest=digest, serializer_fingerprint=fingerprint)
 
     def _fingerprint(self) -> str:
-        if self._log is not None:
-            from agent_inspect.codec import parse_state_key
+        from agent_inspect.codec import parse_state_key
 
+        if self._log is not None:
             for sk in self._log.records["state_key"].dropna()[:50]:
                 try:
                     fp = parse_state_key(str(sk)).serializer_fingerprint
