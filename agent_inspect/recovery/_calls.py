@@ -206,7 +206,7 @@ class CallJournal:
         self.index = 0
         self._persist = persist
         self._report = report
-        self._run = run or _run_for_real
+        self._run = run or run_for_real
         self._decode = decode or decode_recorded
         self._java = java
         self._deliver = deliver
@@ -373,7 +373,8 @@ class CallJournal:
             _log.warning(text)
 
 
-def _run_for_real(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
+def run_for_real(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
+    """The default runner of a call that must run: make it (an execution)."""
     return CallDecision.EXECUTE, call()
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import INPUT_EVENT, OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
-from agent_inspect.recovery._calls import CallEvent, CallJournal, CallSlot, Executor, decode_recorded
+from agent_inspect.recovery._calls import CallEvent, CallJournal, CallSlot, Executor, decode_recorded, run_for_real
 from agent_inspect.recovery._context import ReplayContext
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
 from agent_inspect.recovery._events import wrap_subagent
@@ -156,14 +156,10 @@ class DirectCalls:
     """
 
     def runner(self, production_calls: Sequence[CallSlot]) -> Executor:
-        return _run
+        return run_for_real
 
     def decoder(self) -> Callable[[CallSlot], Any]:
         return decode_recorded
-
-
-def _run(fid: str, digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
-    return "execute", call()
 
 
 @dataclass
