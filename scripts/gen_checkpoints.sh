@@ -30,7 +30,10 @@ sample="$here/sample_logs/production.markers.json"
 markers="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['markers']))" "$sample")"
 seqs="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['restore']['restored_seq']))" "$sample")"
 pending="$scratch/production-pending.json"
+buffered="$scratch/production-buffered.json"
 "$py" "$here/tests/fixtures/checkpoints/gen/sample_pending.py" "$sample" "$here/sample_logs/production.jsonl" > "$pending"
+"$py" "$here/tests/fixtures/checkpoints/gen/sample_pending.py" "$sample" "$here/sample_logs/production.jsonl" \
+  --buffered > "$buffered"
 
 run() {   # run VERSION_LIB NAME PARALLELISM inline|file [extra args]
   local lib="$1" name="$2"; shift 2
@@ -52,5 +55,6 @@ run "$FLINK2_LIB" flink2-p4-file 4 file
 run "$FLINK120_LIB" flink120-p1-file 1 file
 run "$FLINK120_LIB" flink120-p4-inline 4 inline
 run "$FLINK2_LIB" flink2-other-job 1 inline --other-job
-run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending"
+run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending" \
+  --buffered-json "$buffered"
 echo "checkpoints written to $out"
