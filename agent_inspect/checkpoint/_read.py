@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import CheckpointFormatError, SourceError
 from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
@@ -30,6 +30,7 @@ _LAST_COMPLETED = "lastCompletedSequenceNumber"
 _MESSAGE_SEQ = "messageSequenceNumber"
 _ACTION_TASKS = "actionTasks"
 _PENDING_INPUTS = "pendingInputEvents"
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True)
@@ -74,12 +75,16 @@ class KeyedRestore:
 
     def for_keys(self, keys: set[str]) -> KeyedRestore:
         """The restore of ``keys`` only (a log that holds some keys of the job: a scan's window, one key)."""
-        from dataclasses import fields, replace
+        def only(per_key: Mapping[str, _V]) -> dict[str, _V]:
+            return {k: v for k, v in per_key.items() if k in keys}
 
-        return replace(self, **{f.name: {k: v for k, v in getattr(self, f.name).items() if k in keys}
-                                for f in fields(self) if isinstance(getattr(self, f.name), Mapping)},
-                       pending_tasks=tuple(k for k in self.pending_tasks if k in keys),
-                       pending_inputs=tuple(k for k in self.pending_inputs if k in keys))
+        return KeyedRestore(
+            message_seq=only(self.message_seq), last_completed=only(self.last_completed),
+            action_tasks=only(self.action_tasks), input_events=only(self.input_events),
+            task_count=only(self.task_count), input_count=only(self.input_count),
+            pending_tasks=tuple(k for k in self.pending_tasks if k in keys),
+            pending_inputs=tuple(k for k in self.pending_inputs if k in keys), short_term=only(self.short_term),
+            sensory=only(self.sensory), unread=self.unread, tasks=only(self.tasks), buffered=only(self.buffered))
 
 
 @dataclass(frozen=True)

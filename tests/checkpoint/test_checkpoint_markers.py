@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd

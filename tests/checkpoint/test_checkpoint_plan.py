@@ -195,3 +195,22 @@ def test_a_log_of_some_keys_takes_only_their_restore() -> None:
     plan = checkpoint().replay_plan(some)
     assert set(plan.restored_seq) == {"user-0001"} and plan.pending == ()
     assert {i.key for i in plan.inputs} <= {"user-0001"}
+
+
+def test_a_scan_window_restores_the_checkpoints_plan_for_its_keys() -> None:
+    """No Dask: the per-window task, as ``ai.scan(markers=checkpoint)`` runs it on every worker."""
+    scan = ai.fleet.plan_scan(ai.samples.path("production", "parquet"), markers=checkpoint())
+
+    def keys(source: ai.checkpoint.Checkpoint | None) -> pd.DataFrame:
+        options = ai.fleet.ScanOptions(markers=scan.markers, plan_source=source)
+        frames = [ai.fleet.scan_window(scan.spec, w, options).keys for w in scan.windows]
+        return ai.fleet.concat_keys(frames).set_index("business_key").sort_index()
+
+    by_file, by_ckpt = keys(None), keys(checkpoint())
+    pd.testing.assert_frame_equal(by_ckpt, by_file)   # the sample's checkpoint holds the restore its markers file does
+    ckpt = checkpoint()
+    assert ckpt.keyed is not None
+    # a checkpoint that holds no task for user-0009 changes user-0009's row, and only it
+    idle = keys(replace(ckpt, keyed=replace(ckpt.keyed, tasks={}, action_tasks={}, task_count={})))
+    changed = {k for k in by_file.index if not by_file.loc[k].equals(idle.loc[k])}
+    assert changed == {"user-0009"}
