@@ -57,4 +57,10 @@ run "$FLINK120_LIB" flink120-p4-inline 4 inline
 run "$FLINK2_LIB" flink2-other-job 1 inline --other-job
 run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending" \
   --buffered-json "$buffered"
+if [ -z "${GEN_ONLY:-}" ] || [[ " $GEN_ONLY " == *" production "* ]]; then
+  # the copy ai.samples.checkpoint("production") ships: the retained checkpoint's one file (keyed state inline)
+  rm -rf "$here/agent_inspect/samples/checkpoints/production"
+  mkdir -p "$here/agent_inspect/samples/checkpoints/production"
+  cp -r "$out"/production/checkpoints/chk-* "$here/agent_inspect/samples/checkpoints/production/"
+fi
 echo "checkpoints written to $out"

@@ -214,3 +214,14 @@ def test_a_scan_window_restores_the_checkpoints_plan_for_its_keys() -> None:
     idle = keys(replace(ckpt, keyed=replace(ckpt.keyed, tasks={}, action_tasks={}, task_count={})))
     changed = {k for k in by_file.index if not by_file.loc[k].equals(idle.loc[k])}
     assert changed == {"user-0009"}
+
+
+def test_the_production_sample_ships_its_checkpoint() -> None:
+    shipped = ai.samples.checkpoint("production")
+    assert [p.relative_to(shipped).as_posix() for p in sorted(shipped.rglob("*")) if p.is_file()] == ["chk-4/_metadata"]
+    # the same bytes the generator wrote into the fixtures (scripts/gen_checkpoints.sh copies them)
+    assert (shipped / "chk-4" / "_metadata").read_bytes() == (PRODUCTION / "checkpoints" / "chk-4" / "_metadata").read_bytes()
+    ckpt = ai.checkpoint.read(shipped)
+    assert ckpt.recovery_markers() == ai.samples.markers("production") and ckpt.holds_plan()
+    with pytest.raises(ai.SourceError, match="sample 'G01' ships no checkpoint; these do: production"):
+        ai.samples.checkpoint("G01")
