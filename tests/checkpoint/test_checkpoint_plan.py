@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import agent_inspect as ai
 from agent_inspect.agents import AgentEvent
 from agent_inspect.store import Outcome
 from tests.support.flink_metadata import synthetic_metadata
+from tests.support.outcomes import by_state_key
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints"
 PRODUCTION = FIXTURES / "production"
@@ -32,20 +32,8 @@ def checkpoint(where: str = "checkpoints", keyed: bool = True) -> ai.checkpoint.
     return ai.checkpoint.read(PRODUCTION / where, keyed=keyed)
 
 
-def outcomes(frame: pd.DataFrame, outcome: str = "outcome") -> dict[tuple[str, int], str]:
-    """{(state key, occurrence): outcome} of the dispatched tasks of ``frame``, in order."""
-    seen: Counter[str] = Counter()
-    out = {}
-    for sk, oc in zip(frame["state_key"].astype(str), frame[outcome].astype(str)):
-        if oc in (Outcome.NOT_DISPATCHED, "nan", "None", "<NA>"):
-            continue
-        out[(sk, seen[sk])] = oc
-        seen[sk] += 1
-    return out
-
-
 @pytest.mark.parametrize("where", ["checkpoints", "savepoint"])
-def test_every_verb_restores_the_checkpoints_plan_with_the_markers_files_outcomes(where: str) -> None:
+def test_every_verb_restores_the_checkpoints_plan_with_the_markers_files_by_state_key(where: str) -> None:
     source, ckpt = log(), checkpoint(where)
     by_ckpt = ai.Recovery.for_log(source, markers=ckpt)
     by_file = ai.Recovery.for_log(source, markers=ai.samples.markers("production"))
@@ -54,12 +42,12 @@ def test_every_verb_restores_the_checkpoints_plan_with_the_markers_files_outcome
     assert plan == ckpt.replay_plan(source) and any(i.event.id == BUFFERED for i in plan.inputs)
 
     predicted = ai.predict(source, recovery=by_ckpt).tasks
-    reference = outcomes(predicted)
-    assert reference == outcomes(ai.predict(source, recovery=by_file).tasks)
+    reference = by_state_key(predicted)
+    assert reference == by_state_key(ai.predict(source, recovery=by_file).tasks)
     assert set(predicted.loc[predicted["event_id"] == BUFFERED, "business_key"]) == {"user-0009"}
 
     replayed = [ai.reconstruct(source, recovery=r).records for r in (by_ckpt, by_file)]
-    a, b = (outcomes(r[r["outcome"].notna()]) for r in replayed)
+    a, b = (by_state_key(r[r["outcome"].notna()]) for r in replayed)
     assert a == b and a.keys() <= reference.keys() and all(reference[k] == v for k, v in a.items())
 
     steps = []
@@ -67,14 +55,14 @@ def test_every_verb_restores_the_checkpoints_plan_with_the_markers_files_outcome
         executor = ai.ReplayExecutor(source, recovery=recovery)   # production mode: run as the job's operator
         executor.run()
         assert executor.done
-        steps.append(outcomes(executor.steps[executor.steps["kind"] == "lookup"]))
+        steps.append(by_state_key(executor.steps[executor.steps["kind"] == "lookup"]))
     assert steps[0] == steps[1] == reference
 
     if where == "checkpoints":   # the trace join takes seconds: once
         trace = ai.load_trace(ai.samples.path("production", "trace"))
         verified = [ai.verify(source, trace, recovery=r, candidates=()) for r in (by_ckpt, by_file)]
         assert [v.verdict for v in verified] == ["agree", "agree"]
-        assert outcomes(verified[0].prediction.tasks) == outcomes(verified[1].prediction.tasks)
+        assert by_state_key(verified[0].prediction.tasks) == by_state_key(verified[1].prediction.tasks)
 
     # explain: the buffered input's first task, the pending task and the first task that is not reused
     labels = list(zip(predicted["key"].astype(str), predicted["seq"], predicted["action"].astype(str),
