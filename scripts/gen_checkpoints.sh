@@ -57,6 +57,7 @@ run "$FLINK120_LIB" flink120-p4-inline 4 inline
 run "$FLINK2_LIB" flink2-other-job 1 inline --other-job
 run "$FLINK2_LIB" flink2-rocksdb-incremental 1 file --rocksdb incremental
 run "$FLINK2_LIB" flink2-rocksdb-full 1 file --rocksdb full
+run "$FLINK120_LIB" flink120-rocksdb-full 1 file --rocksdb full
 run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending" \
   --buffered-json "$buffered"
 if [ -z "${GEN_ONLY:-}" ] || [[ " $GEN_ONLY " == *" production "* ]]; then

@@ -31,6 +31,9 @@ _MESSAGE_SEQ = "messageSequenceNumber"
 _ACTION_TASKS = "actionTasks"
 _PENDING_INPUTS = "pendingInputEvents"
 _V = TypeVar("_V")
+#: Keyed snapshot kinds this reader does not read, in words.
+_SNAPSHOT_WORDS = {"incremental": "a RocksDB incremental snapshot (its SST files in RocksDB's own format)",
+                   "changelog": "a changelog snapshot (state changes in the changelog storage)"}
 
 
 @dataclass(frozen=True)
@@ -316,8 +319,8 @@ def _keyed(operator: OperatorState, files: CheckpointFiles,
         if handle is None:
             continue
         if handle.kind not in ("full", "savepoint") or handle.stream is None:
-            not_read.append(f"subtask {subtask.index}'s keyed state is a {handle.kind} snapshot (RocksDB incremental "
-                            "or changelog): not read; restored seqNums, pending tasks and memory come from the log")
+            not_read.append(f"subtask {subtask.index}'s keyed state is {_SNAPSHOT_WORDS.get(handle.kind, handle.kind)}"
+                            ": not read; restored seqNums, pending tasks, buffered inputs and memory come from the log")
             continue
         stream = handle.stream
         try:

@@ -115,7 +115,8 @@ def test_a_checkpoint_with_markers_only_falls_back_to_the_logs_plan_and_says_why
     incremental = ai.Recovery.for_log(log(), markers=ai.checkpoint.read(tmp_path))
     assert incremental.plan_source is None
     assert re.fullmatch(r"from the log's own later attempt: checkpoint \d+ gives markers only \(subtask 0's keyed "
-                        r"state is a incremental snapshot \(RocksDB incremental or changelog\): not read; .*\)",
+                        r"state is a RocksDB incremental snapshot \(its SST files in RocksDB's own format\): not read; "
+                        r"restored seqNums, pending tasks, buffered inputs and memory come from the log\)",
                         incremental.provenance["plan"])
 
 
