@@ -98,8 +98,9 @@ class Checkpoint:
     ``recoveryMarker``; the restore merges them by minimum. Pass the checkpoint itself as ``markers=`` to any
     verb. ``timestamp`` is when ``_metadata`` was written (the file's modification time: the file itself holds
     none). ``keyed`` is None when no keyed state was read; ``keyed_snapshots`` is the agent operator's keyed
-    snapshot kind per subtask: ``"full"`` (a heap checkpoint, or a RocksDB full one) and ``"savepoint"`` are read,
-    ``"incremental"`` and ``"changelog"`` are not (the markers still are; infer the rest from the log);
+    snapshot kind per subtask: ``"full"`` (a heap checkpoint) and ``"savepoint"`` are read, ``"incremental"``
+    (RocksDB's own files: what Flink 1.20 and 2.x write for a RocksDB checkpoint, incremental or not) and
+    ``"changelog"`` are not (the markers still are; the plan is then the log's);
     ``not_read`` names, one sentence each, what the checkpoint holds that was not read.
 
     For example::

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent_inspect._errors import InspectError
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery import ReplayPlan
 
 __all__ = ["merge_markers", "marker_list", "MarkerSource", "PlanSource", "MarkerMaps"]
@@ -58,8 +58,9 @@ class PlanSource(MarkerSource, Protocol):
         """Where its plan comes from, in words; or, when it holds none, why not."""
         ...
 
-    def replay_plan(self, log: ActionStateLog, **kwargs: Any) -> ReplayPlan:
-        """The plan of restoring this source over ``log`` (``kwargs`` go to ``ReplayPlan.from_log``)."""
+    def replay_plan(self, log: ActionStateLog, *, runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
+                    refresh: Collection[int] | None = None) -> ReplayPlan:
+        """The plan of restoring this source over ``log`` (the keywords as ``ReplayPlan.from_log`` takes them)."""
         ...
 
 

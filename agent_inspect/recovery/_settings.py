@@ -167,13 +167,13 @@ class Recovery:
         if log is None:
             raise RecoveryError("no log and no plan: pass plan={'inputs': [(key, value), ...]} to run a fresh job")
         source = cast("ActionStateLog", log)
-        options: dict[str, Any] = {"runtime": self.runtime, "kafka_pending": self.model.kafka_pending,
-                                   "refresh": refresh}
         if self.plan_source is not None:
-            return self.plan_source.replay_plan(source, **options)
+            return self.plan_source.replay_plan(source, runtime=self.runtime, kafka_pending=self.model.kafka_pending,
+                                                refresh=refresh)
         from agent_inspect.recovery._plan import ReplayPlan
 
-        return ReplayPlan.from_log(source, markers=self.markers, **options)
+        return ReplayPlan.from_log(source, markers=self.markers, runtime=self.runtime,
+                                   kafka_pending=self.model.kafka_pending, refresh=refresh)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
         """The session a restore under these settings rebuilds from ``log`` (empty without a log).

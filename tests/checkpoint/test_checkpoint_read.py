@@ -223,10 +223,11 @@ def test_a_full_snapshot_in_the_canonical_layout_is_recognised() -> None:
         assert as_full.values == as_savepoint.values and as_full.unread == as_savepoint.unread == set()
 
 
-@pytest.mark.parametrize("run", ["flink2-rocksdb-incremental", "flink2-rocksdb-full"])
+@pytest.mark.parametrize("run", ["flink2-rocksdb-incremental", "flink2-rocksdb-full", "flink120-rocksdb-full"])
 def test_a_rocksdb_checkpoint_gives_its_markers_and_names_its_keyed_state_not_read(run: str) -> None:
-    """Flink 2.x's RocksDB backend writes its own SST files at every checkpoint, incremental or not (a full one
-    uploads them all): the markers are read, the keyed state is named, and the plan falls back to the log."""
+    """Flink's RocksDB backend (1.20 and 2.3) writes its own SST files at every checkpoint, incremental or not (a
+    non-incremental one uploads them all): the markers are read, the keyed state is named, and the plan falls back
+    to the log."""
     wrote = expected(run)
     ckpt = ai.checkpoint.read(FIXTURES / run / wrote["checkpoint"]["path"])
     assert [dict(m) for m in ckpt.markers] == int_keys(wrote["checkpoint"]["markers"])
