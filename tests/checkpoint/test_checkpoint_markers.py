@@ -140,3 +140,16 @@ def test_report_and_verify_restore_from_the_checkpoint(tmp_path: Path, capsys: p
     capsys.readouterr()
     assert main(["verify", source, "--trace", trace, "--checkpoint", str(PRODUCTION / "checkpoints"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["agree"] is True
+
+
+def test_explain_on_the_command_line_restores_the_checkpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    """The buffered input's task explained from the checkpoint reads as from the markers file."""
+    from agent_inspect.cli import main
+
+    source = str(ai.samples.path("production"))
+    said = []
+    for option in (["--checkpoint", str(ai.samples.checkpoint("production"))],
+                   ["--markers", str(ai.samples.path("production", "markers"))]):
+        assert main(["explain", source, "--key", "user-0009", "--seq", "5", "--action", "chat", *option]) == 0
+        said.append(capsys.readouterr().out)
+    assert said[0] == said[1] and said[0].startswith("chat at round 5 of user-0009 (input “is the keyboard in stock”)")
