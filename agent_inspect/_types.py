@@ -41,7 +41,7 @@ class RecoveryOverrides(TypedDict, total=False):
     runtime: Any                  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
     store_flavour: str | None     # the original rule's store flavour: "auto", "kafka-k1", "fluss-k1", "segment"
     kafka_pending: str | None
-    plan: Any                     # a ReplayPlan (default: the log's own later attempt)
+    plan: Any                     # a ReplayPlan (default: a read checkpoint's, else the log's own later attempt)
     agent: Any                    # an agent model (default: as recorded in the log)
     call_matching: str | None     # "position" or "function-id"
     expected_fingerprint: str | None

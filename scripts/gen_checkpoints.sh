@@ -30,7 +30,10 @@ sample="$here/sample_logs/production.markers.json"
 markers="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['markers']))" "$sample")"
 seqs="$("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1]))['restore']['restored_seq']))" "$sample")"
 pending="$scratch/production-pending.json"
+buffered="$scratch/production-buffered.json"
 "$py" "$here/tests/fixtures/checkpoints/gen/sample_pending.py" "$sample" "$here/sample_logs/production.jsonl" > "$pending"
+"$py" "$here/tests/fixtures/checkpoints/gen/sample_pending.py" "$sample" "$here/sample_logs/production.jsonl" \
+  --buffered > "$buffered"
 
 run() {   # run VERSION_LIB NAME PARALLELISM inline|file [extra args]
   local lib="$1" name="$2"; shift 2
@@ -52,5 +55,15 @@ run "$FLINK2_LIB" flink2-p4-file 4 file
 run "$FLINK120_LIB" flink120-p1-file 1 file
 run "$FLINK120_LIB" flink120-p4-inline 4 inline
 run "$FLINK2_LIB" flink2-other-job 1 inline --other-job
-run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending"
+run "$FLINK2_LIB" flink2-rocksdb-incremental 1 file --rocksdb incremental
+run "$FLINK2_LIB" flink2-rocksdb-full 1 file --rocksdb full
+run "$FLINK120_LIB" flink120-rocksdb-full 1 file --rocksdb full
+run "$FLINK2_LIB" production 1 inline --markers "$markers" --seqs "$seqs" --pending-json "$pending" \
+  --buffered-json "$buffered"
+if [ "$out" = "$here/tests/fixtures/checkpoints" ] && { [ -z "${GEN_ONLY:-}" ] || [[ " $GEN_ONLY " == *" production "* ]]; }; then
+  # the copy ai.samples.checkpoint("production") ships: the retained checkpoint's one file (keyed state inline)
+  rm -rf "$here/agent_inspect/samples/checkpoints/production"
+  mkdir -p "$here/agent_inspect/samples/checkpoints/production"
+  cp -r "$out"/production/checkpoints/chk-* "$here/agent_inspect/samples/checkpoints/production/"
+fi
 echo "checkpoints written to $out"

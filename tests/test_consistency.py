@@ -23,6 +23,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect.store import Outcome
+from tests.support.outcomes import by_state_key
 
 SAMPLES = tuple(name for name in ai.samples.SAMPLES if ai.samples.sample_dir().joinpath(f"{name}.markers.json").is_file())
 #: 200+ tasks each: checked with no rule and under the two rules upstream discusses, to keep the test short
@@ -71,18 +72,6 @@ def _scan(name: str, client: Any) -> Any:
                    what_if=NAMED_RULES if name not in LARGE else ("fixed",), client=client, dashboard=False)
 
 
-def _by_state_key(frame: pd.DataFrame, outcome: str = "outcome") -> dict[tuple[str, int], str]:
-    """{(state key, occurrence): outcome} of the dispatched tasks of ``frame`` in dispatch order."""
-    seen: Counter[str] = Counter()
-    out = {}
-    for sk, oc in zip(frame["state_key"].astype(str), frame[outcome].astype(str)):
-        if oc in (Outcome.NOT_DISPATCHED, "nan", "None", "<NA>"):
-            continue
-        out[(sk, seen[sk])] = oc
-        seen[sk] += 1
-    return out
-
-
 def _disagreements(tasks: pd.DataFrame, reference: dict[tuple[str, int], str],
                    other: dict[tuple[str, int], str]) -> dict[Label, tuple[str, str]]:
     labels: dict[tuple[str, int], Label] = {}
@@ -112,25 +101,25 @@ def test_every_verb_reports_the_same_outcome(name: str, rule: str | None, dask_c
     recovery = ai.Recovery.for_log(log, markers=markers, **given)   # resolved once, read by every verb
     pred = ai.predict(log, recovery=recovery)
     tasks = pred.tasks
-    reference = _by_state_key(tasks)
+    reference = by_state_key(tasks)
     assert reference, "a sample with no dispatched task checks nothing"
     found: dict[str, dict[Label, tuple[str, str]]] = {}
 
     recon = ai.reconstruct(log, recovery=recovery)
     replayed = recon.records[recon.records["outcome"].notna()]
-    found["reconstruct"] = _disagreements(tasks, reference, _by_state_key(replayed))
-    assert reference.keys() & _by_state_key(replayed).keys(), "reconstruct replays none of predict's tasks"
+    found["reconstruct"] = _disagreements(tasks, reference, by_state_key(replayed))
+    assert reference.keys() & by_state_key(replayed).keys(), "reconstruct replays none of predict's tasks"
 
     executor = ai.ReplayExecutor(log, recovery=recovery)
     executor.run()
     assert executor.done   # to the end, as the job's operator (production mode); a crashed restore stops at its failure
     lookups = executor.steps[executor.steps["kind"] == "lookup"]
-    found["executor"] = _disagreements(tasks, reference, _by_state_key(lookups))
-    assert _by_state_key(lookups).keys() == reference.keys()
+    found["executor"] = _disagreements(tasks, reference, by_state_key(lookups))
+    assert by_state_key(lookups).keys() == reference.keys()
 
     if rule in VERIFY_RULES and (name not in LARGE or (rule is None and name in VERIFY_LARGE)):
         verification = ai.verify(log, _trace(name), recovery=recovery, candidates=())
-        found["verify"] = _disagreements(tasks, reference, _by_state_key(verification.prediction.tasks))
+        found["verify"] = _disagreements(tasks, reference, by_state_key(verification.prediction.tasks))
 
     # explain resolves its own settings (one prediction per call): the first task that is not reused
     outcomes = [str(o) for o in tasks["outcome"]]

@@ -6,14 +6,16 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import CheckpointFormatError, SourceError
+from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
 from agent_inspect.checkpoint._tasks import CheckpointTask, decoded_tasks, pending_from_checkpoint
 from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object
 from agent_inspect.sources import open_checkpoint
 
 if TYPE_CHECKING:
+    from agent_inspect.agents import AgentEvent
     from agent_inspect.codec._flink_metadata import CheckpointMetadata, OperatorState
     from agent_inspect.codec._flink_state import KeyedState
     from agent_inspect.log import ActionStateLog
@@ -28,6 +30,10 @@ _LAST_COMPLETED = "lastCompletedSequenceNumber"
 _MESSAGE_SEQ = "messageSequenceNumber"
 _ACTION_TASKS = "actionTasks"
 _PENDING_INPUTS = "pendingInputEvents"
+_V = TypeVar("_V")
+#: Keyed snapshot kinds this reader does not read, in words.
+_SNAPSHOT_WORDS = {"incremental": "a RocksDB incremental snapshot (its SST files in RocksDB's own format)",
+                   "changelog": "a changelog snapshot (state changes in the changelog storage)"}
 
 
 @dataclass(frozen=True)
@@ -42,7 +48,9 @@ class KeyedRestore:
     ``ActionTask`` and ``Event`` classes, Kryo-serialized, become :class:`~agent_inspect.codec.KryoObject`; a POJO
     a dict of its fields), else named with its serializer and size (None where a heap checkpoint gives it no
     length) and why. ``tasks``: per key whose every task was decoded, its :class:`CheckpointTask` s (action, event
-    type, id and attributes) in the order the restore re-submits them. ``task_count`` / ``input_count``: each key's list length, None where it is not known (a
+    type, id and attributes) in the order the restore re-submits them; ``buffered``: per key whose every buffered
+    input was decoded, its events (:class:`~agent_inspect.agents.AgentEvent`, with their ids) in the order the key
+    runs them after its pending tasks. ``task_count`` / ``input_count``: each key's list length, None where it is not known (a
     savepoint's undecodable Kryo list is one run of bytes); ``pending_tasks`` / ``pending_inputs``: the keys
     whose list is not empty. ``short_term`` / ``sensory``: per key, its memory keys and each value's size in
     bytes (None when not known). ``unread``: the states not (fully) read, whose fields above are then partial
@@ -66,6 +74,20 @@ class KeyedRestore:
     sensory: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
     unread: tuple[str, ...] = ()
     tasks: Mapping[str, tuple[CheckpointTask, ...]] = field(default_factory=dict)
+    buffered: Mapping[str, tuple[AgentEvent, ...]] = field(default_factory=dict)
+
+    def for_keys(self, keys: set[str]) -> KeyedRestore:
+        """The restore of ``keys`` only (a log that holds some keys of the job: a scan's window, one key)."""
+        def only(per_key: Mapping[str, _V]) -> dict[str, _V]:
+            return {k: v for k, v in per_key.items() if k in keys}
+
+        return KeyedRestore(
+            message_seq=only(self.message_seq), last_completed=only(self.last_completed),
+            action_tasks=only(self.action_tasks), input_events=only(self.input_events),
+            task_count=only(self.task_count), input_count=only(self.input_count),
+            pending_tasks=tuple(k for k in self.pending_tasks if k in keys),
+            pending_inputs=tuple(k for k in self.pending_inputs if k in keys), short_term=only(self.short_term),
+            sensory=only(self.sensory), unread=self.unread, tasks=only(self.tasks), buffered=only(self.buffered))
 
 
 @dataclass(frozen=True)
@@ -76,8 +98,9 @@ class Checkpoint:
     ``recoveryMarker``; the restore merges them by minimum. Pass the checkpoint itself as ``markers=`` to any
     verb. ``timestamp`` is when ``_metadata`` was written (the file's modification time: the file itself holds
     none). ``keyed`` is None when no keyed state was read; ``keyed_snapshots`` is the agent operator's keyed
-    snapshot kind per subtask: ``"full"`` (a heap checkpoint, or a RocksDB full one) and ``"savepoint"`` are read,
-    ``"incremental"`` and ``"changelog"`` are not (the markers still are; infer the rest from the log);
+    snapshot kind per subtask: ``"full"`` (a heap checkpoint) and ``"savepoint"`` are read, ``"incremental"``
+    (RocksDB's own files: what Flink 1.20 and 2.x write for a RocksDB checkpoint, incremental or not) and
+    ``"changelog"`` are not (the markers still are; the plan is then the log's);
     ``not_read`` names, one sentence each, what the checkpoint holds that was not read.
 
     For example::
@@ -114,15 +137,17 @@ class Checkpoint:
         return out
 
     def replay_plan(self, log: ActionStateLog, **kwargs: Any) -> ReplayPlan:
-        """The replay plan of restoring this checkpoint over ``log``.
+        """The replay plan of restoring this checkpoint over ``log``: what the runtime restores.
 
         Inputs come from the log (:meth:`ReplayPlan.from_log` with these markers); the restored seqNum of each
-        key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds,
-        also those without replayed input). Pending tasks are the checkpoint's ``actionTasks`` where they were
-        decoded (each matched to the log's view of the tasks in flight by event id and action, and then taken as
-        the log shows it), else the log's in-flight inference; a key the checkpoint holds with no tasks has none.
-        The plan's ``notes`` say, per key with pending tasks, which source they came from and where the
-        checkpoint and the log disagree.
+        key is the checkpoint's ``messageSequenceNumber`` where it was read (for every key the checkpoint holds
+        that the log shows, also those without replayed input). Pending tasks are the checkpoint's
+        ``actionTasks`` where they were decoded (each matched to the log's view of the tasks in flight by event id
+        and action, and then taken as the log shows it), else the log's in-flight inference; a key the checkpoint
+        holds with no tasks has none. A key's buffered inputs (``pendingInputEvents``) are its next inputs after
+        its pending tasks, in order, with their event ids, each in the place of the log's same input where the
+        log has it. The plan's ``notes`` say, per key with pending tasks or buffered inputs, which source they
+        came from and where the checkpoint and the log disagree. Keys the log does not show are left out.
         """
         from dataclasses import replace
 
@@ -131,15 +156,43 @@ class Checkpoint:
         plan = ReplayPlan.from_log(log, markers=self.recovery_markers(), **kwargs)
         if self.keyed is None:
             return plan
+        records = log.records
+        keyed = self.keyed.for_keys(set(records["business_key"].dropna().astype(str)))
         notes = list(plan.notes)
         restored = dict(plan.restored_seq)
-        if self.keyed.message_seq:
-            restored.update({k: int(v) for k, v in self.keyed.message_seq.items()})
+        if keyed.message_seq:
+            restored.update({k: int(v) for k, v in keyed.message_seq.items()})
             notes.append(f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
-        records = log.records
         event_ids = set(records["task_event_id"].dropna().astype(str)) if "task_event_id" in records else set()
-        pending, said = pending_from_checkpoint(plan.pending, self.keyed, self.checkpoint_id, event_ids)
-        return replace(plan, restored_seq=restored, pending=pending, notes=(*notes, *said))
+        pending, said = pending_from_checkpoint(plan.pending, keyed, self.checkpoint_id, event_ids)
+        undecoded = {k: _why_not(values) for k, values in keyed.input_events.items()
+                     if values and k not in keyed.buffered}
+        inputs, buffered_said = inputs_from_checkpoint(plan.inputs, keyed.buffered, undecoded, self.checkpoint_id)
+        return replace(plan, inputs=inputs, restored_seq=restored, pending=pending,
+                       notes=(*notes, *said, *buffered_said))
+
+    def holds_plan(self) -> bool:
+        """True when the agent operator's keyed state was read: the checkpoint gives the restore's plan."""
+        return self.keyed is not None
+
+    def plan_words(self) -> str:
+        """What the checkpoint's plan is made of, in words (a ``Recovery``'s provenance of its plan); or, when no
+        keyed state was read, why not."""
+        kind = "savepoint" if self.savepoint else "checkpoint"
+        if self.keyed is None:
+            why = next((w for w in self.not_read if "keyed state" in w), "its keyed state was not read")
+            return f"{kind} {self.checkpoint_id} gives markers only ({why})"
+        k = self.keyed
+        undecoded = [key for key in k.pending_tasks if key not in k.tasks]
+        parts = [f"{_keys(len(k.message_seq))} restored seqNums",
+                 f"{_keys(len(k.tasks))} pending tasks decoded"
+                 + (f", {len(undecoded)} from the log ({undecoded[0]}: {_why_not(k.action_tasks[undecoded[0]])})"
+                    if undecoded else "")]
+        unbuffered = [key for key in k.pending_inputs if key not in k.buffered]
+        parts.append(f"{_keys(len(k.buffered))} buffered inputs decoded"
+                     + (f", {len(unbuffered)} from the log ({unbuffered[0]}: {_why_not(k.input_events[unbuffered[0]])})"
+                        if unbuffered else ""))
+        return f"from {kind} {self.checkpoint_id}'s keyed state: " + "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the checkpoint's identity, markers (partition keys as text), keyed restore and what was not read."""
@@ -267,8 +320,8 @@ def _keyed(operator: OperatorState, files: CheckpointFiles,
         if handle is None:
             continue
         if handle.kind not in ("full", "savepoint") or handle.stream is None:
-            not_read.append(f"subtask {subtask.index}'s keyed state is a {handle.kind} snapshot (RocksDB incremental "
-                            "or changelog): not read; restored seqNums, pending tasks and memory come from the log")
+            not_read.append(f"subtask {subtask.index}'s keyed state is {_SNAPSHOT_WORDS.get(handle.kind, handle.kind)}"
+                            ": not read; restored seqNums, pending tasks, buffered inputs and memory come from the log")
             continue
         stream = handle.stream
         try:
@@ -311,5 +364,15 @@ def _keyed(operator: OperatorState, files: CheckpointFiles,
                            pending_inputs=tuple(k for k, v in inputs.items() if v),
                            short_term=sizes("shortTermMemory"), sensory=sizes("sensoryMemory"),
                            unread=tuple(sorted({name for state in states for name in state.unread})),
-                           tasks=decoded_tasks(tasks, lengths(_ACTION_TASKS), longs(_MESSAGE_SEQ)))
+                           tasks=decoded_tasks(tasks, lengths(_ACTION_TASKS), longs(_MESSAGE_SEQ)),
+                           buffered=decoded_inputs(inputs, lengths(_PENDING_INPUTS)))
     return restore, not_read
+
+
+def _why_not(values: tuple[StateValue, ...]) -> str:
+    """Why a key's list state was not decoded as upstream classes, in words."""
+    return next((v.why for v in values if not v.decoded and v.why), "not all of the list read, or not upstream's class")
+
+
+def _keys(n: int) -> str:
+    return f"{n} key's" if n == 1 else f"{n} keys'"

@@ -55,7 +55,7 @@ from agent_inspect.codec._keys import (
     state_key_writer,
 )
 from agent_inspect.codec._kryo import KRYO2, KRYO5, KryoObject, read_kryo_object
-from agent_inspect.codec._markers import MarkerSource, marker_list, merge_markers
+from agent_inspect.codec._markers import MarkerSource, PlanSource, marker_list, merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
     PYTHON_EVENT,
@@ -85,7 +85,7 @@ __all__ = [
     # durable-call identity
     "CALL_MATCHING", "call_matcher", "call_router",
     # recovery markers
-    "merge_markers", "marker_list", "MarkerSource",
+    "merge_markers", "marker_list", "MarkerSource", "PlanSource",
     # Flink checkpoints (ai.checkpoint reads them)
     "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KryoObject", "KRYO2", "KRYO5",
 ]

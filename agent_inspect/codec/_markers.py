@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from agent_inspect._errors import InspectError
 
-__all__ = ["merge_markers", "marker_list", "MarkerSource", "MarkerMaps"]
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
+    from agent_inspect.recovery import ReplayPlan
+
+__all__ = ["merge_markers", "marker_list", "MarkerSource", "PlanSource", "MarkerMaps"]
 
 #: Markers as plain data: one ``{partition: offset}`` map, or one per subtask.
 MarkerMaps = Mapping[int, int] | Sequence[Mapping[int, int]]
@@ -25,6 +29,38 @@ class MarkerSource(Protocol):
 
     def recovery_markers(self) -> list[dict[int, int]]:
         """One ``{partition: offset}`` map per subtask."""
+        ...
+
+
+@runtime_checkable
+class PlanSource(MarkerSource, Protocol):
+    """A marker source that may also hold the restore's replay plan, e.g. a read checkpoint with its keyed state.
+
+    ``Recovery.replay_plan`` takes the source's plan when :meth:`holds_plan` (that is what the runtime restores),
+    else the log's; ``path`` names where it was read, so settings that used it can be written down again.
+
+    For example::
+
+        chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")
+        isinstance(chk, ai.codec.PlanSource), chk.holds_plan(), chk.plan_words()
+    """
+
+    @property
+    def path(self) -> str:
+        """Where the source was read (a path or URL)."""
+        ...
+
+    def holds_plan(self) -> bool:
+        """True when the source holds the restore's plan (restored seqNums, pending tasks, buffered inputs)."""
+        ...
+
+    def plan_words(self) -> str:
+        """Where its plan comes from, in words; or, when it holds none, why not."""
+        ...
+
+    def replay_plan(self, log: ActionStateLog, *, runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
+                    refresh: Collection[int] | None = None) -> ReplayPlan:
+        """The plan of restoring this source over ``log`` (the keywords as ``ReplayPlan.from_log`` takes them)."""
         ...
 
 

@@ -165,7 +165,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
       or a :class:`ScanPlan` from :func:`plan_scan`.
     - ``recovery`` / the settings as keywords (``rule``, ``markers``, ``runtime``, ``store_flavour``, as
       every verb takes them): the restore every key is predicted under; by default the rule the runtime
-      ships, and every record read as the rebuild window.
+      ships, and every record read as the rebuild window. Markers read from a checkpoint with its keyed state
+      (``ai.checkpoint.read``) also give each key's replay plan, as the runtime restores it.
     - ``what_if``: other rules (names or rule objects) to predict every key under as well, labelled as
       what-ifs (``ScanResult.what_if``). Columns are prefixed by the rules' names, the base rule first.
     - ``client``: None starts a ``LocalCluster`` (``workers`` processes, default one per core) and closes
@@ -227,7 +228,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         from agent_inspect.log import write_dataset_meta
 
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
-    options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir)
+    options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir, plan_source=settings.plan_source)
     started = time.perf_counter()
     with _client(client, workers, dashboard) as (dask_client, _own):
         link = _dashboard_link(dask_client) if dashboard else None
@@ -348,7 +349,7 @@ def _fleet_wide(client: Any, plan: ScanPlan, options: ScanOptions, done: list[An
     if not wide or failed:
         return None  # with a failed window a fleet-wide answer would be wrong: the per-window one is kept
     rules = tuple(r for r in options.rules if _rule_name(r) in wide)
-    fleet_options = ScanOptions(rules=rules, markers=options.markers, runtime=options.runtime, output=None)
+    fleet_options = replace(options, rules=rules, output=None)
     fut = client.submit(scan_fleet, plan.spec, list(plan.windows), fleet_options, retries=retries, pure=False,
                         key=f"agent-inspect-scan-fleet-{uuid.uuid4().hex[:8]}")
     try:

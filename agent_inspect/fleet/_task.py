@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect.codec import PlanSource
 from agent_inspect.store import Outcome
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
@@ -52,6 +53,7 @@ class ScanOptions:
     markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window
     runtime: str = "auto"
     output: str | None = None                  # directory for the records as hive-partitioned Parquet
+    plan_source: PlanSource | None = None      # a read checkpoint: each window restores its keys' plan from it
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,8 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         # window's log holds one bucket, so it is given that bucket's marker only
         markers = {window.partition: markers[window.partition]}
     with gc_paused():
-        keys = key_frame(log, rules=options.rules, markers=markers, runtime=options.runtime)
+        keys = key_frame(log, rules=options.rules, markers=markers, runtime=options.runtime,
+                         plan_source=options.plan_source)
     records = log.records
     errors = log.errors
     sample = pd.DataFrame({
@@ -165,16 +168,18 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
                                           dtype=whole.records["error"].dtype)
     del logs
     with gc_paused():
-        return key_frame(whole, rules=options.rules, markers=options.markers, runtime=options.runtime)
+        return key_frame(whole, rules=options.rules, markers=options.markers, runtime=options.runtime,
+                         plan_source=options.plan_source)
 
 
 def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
-              runtime: str = "auto") -> pd.DataFrame:
+              runtime: str = "auto", plan_source: PlanSource | None = None) -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
 
     Columns :data:`KEY_COLUMNS`, then per rule ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS` followed by its
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
-    :func:`agent_inspect.recovery.predict` (None: the whole log).
+    :func:`agent_inspect.recovery.predict` (None: the whole log); ``plan_source`` (a read checkpoint holding its
+    keyed state) gives the replay plan of the keys ``log`` holds, else it is inferred from the log.
 
     For example::
 
@@ -183,10 +188,11 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
     from agent_inspect._bulk import gc_paused
 
     with gc_paused():   # the per-task objects would make the cyclic GC rescan the log's heap again and again
-        return _key_frame(log, rules, markers, runtime)
+        return _key_frame(log, rules, markers, runtime, plan_source)
 
 
-def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None, runtime: str) -> pd.DataFrame:
+def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None, runtime: str,
+               plan_source: PlanSource | None) -> pd.DataFrame:
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate
     from agent_inspect.log import resolve_runtime
@@ -238,7 +244,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     evidence = fmt.groupby(bk[has_key].astype(str)).agg(lambda s: ",".join(sorted(set(s))))
     out["runtime_evidence"] = evidence.reindex(keys).fillna("").astype(str)
 
-    plan = ReplayPlan.from_log(log, markers=markers)
+    plan = plan_source.replay_plan(log) if plan_source is not None else ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
     window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
     agent = AsRecordedAgent.of(log)          # stateless between predictions: one for every rule

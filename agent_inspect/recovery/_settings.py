@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.codec import MarkerSource
+from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers
 from agent_inspect.rules import FLAVOURS, resolve_rule
@@ -58,12 +58,15 @@ class Recovery:
       its evidence; ``model`` its recovery behaviours (:func:`agent_inspect.store.runtime_model`, with
       ``kafka_pending``).
     - ``store_flavour``: the original rule's store flavour ("auto", "kafka-k1", "fluss-k1", "segment").
-    - ``plan`` / ``agent``: the replay plan and agent; None means "from the log" (its own later attempt,
-      its as-recorded agent).
+    - ``plan`` / ``agent``: the replay plan and agent; None means "from the markers' source when it holds the
+      restore's plan (a checkpoint with its keyed state: :attr:`plan_source`), else from the log" (its own later
+      attempt), and "as recorded" (the log's agent).
     - ``call_matching``, ``expected_fingerprint``, ``max_parallelism``: how replayed durable calls meet
       their slots ("position" or "function-id", the #1016 variant), and the K2 restore checks (spec §6.5;
       defaults: the window's most common fingerprint, key groups not checked).
     - ``provenance``: where each setting came from, in words; ``given``: the settings passed explicitly.
+    - ``plan_source``: the markers' source (a read checkpoint) when it holds the restore's plan and no ``plan`` is
+      given: :meth:`replay_plan` takes its plan, because that is what the runtime restores.
 
     For example::
 
@@ -84,6 +87,7 @@ class Recovery:
     max_parallelism: int | None = None
     provenance: Mapping[str, str] = field(default_factory=dict, compare=False)
     given: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+    plan_source: PlanSource | None = field(default=None, repr=False)
 
     @classmethod
     def for_log(cls, log: LogLike | pd.DataFrame | None = None, *, rule: RuleLike | None = None,
@@ -114,7 +118,7 @@ class Recovery:
         model = runtime_model(info, kafka_pending=kafka_pending)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {info.name}")
-        provenance["plan"] = "given" if plan is not None else "from the log's own later attempt"
+        plan_source, provenance["plan"] = _plan_source(markers, plan)
         provenance["agent"] = "given" if agent is not None else "as recorded in the log"
         matching: CallMatching = "position" if call_matching is None else call_matching
         if matching not in ("position", "function-id"):
@@ -124,7 +128,7 @@ class Recovery:
         given = {name: value for name, value in zip(SETTING_NAMES, values, strict=True) if value is not None}
         return cls(rule=resolved_rule, markers=marker_list, runtime=info, model=model, store_flavour=flavour,
                    plan=plan, agent=agent, call_matching=matching, expected_fingerprint=expected_fingerprint,
-                   max_parallelism=max_parallelism, provenance=provenance, given=given)
+                   max_parallelism=max_parallelism, provenance=provenance, given=given, plan_source=plan_source)
 
     @classmethod
     def resolve(cls, log: LogLike | pd.DataFrame | None = None, recovery: Recovery | None = None,
@@ -155,15 +159,20 @@ class Recovery:
         return Recovery.for_log(log, **merged)
 
     def replay_plan(self, log: LogLike | None, *, refresh: Collection[int] | None = None) -> ReplayPlan:
-        """The plan this recovery replays: the given one, else the log's own later attempt in the rebuild window
+        """The plan this recovery replays: the given one, else the markers' source's (:attr:`plan_source`: a
+        checkpoint's keyed state over the log's inputs), else the log's own later attempt in the rebuild window
         (``refresh``: the log's refresh-row positions when the caller has them, else they are found again)."""
         if self.plan is not None:
             return self.plan
         if log is None:
             raise RecoveryError("no log and no plan: pass plan={'inputs': [(key, value), ...]} to run a fresh job")
+        source = cast("ActionStateLog", log)
+        if self.plan_source is not None:
+            return self.plan_source.replay_plan(source, runtime=self.runtime, kafka_pending=self.model.kafka_pending,
+                                                refresh=refresh)
         from agent_inspect.recovery._plan import ReplayPlan
 
-        return ReplayPlan.from_log(cast("ActionStateLog", log), markers=self.markers, runtime=self.runtime,
+        return ReplayPlan.from_log(source, markers=self.markers, runtime=self.runtime,
                                    kafka_pending=self.model.kafka_pending, refresh=refresh)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
@@ -200,9 +209,14 @@ class Recovery:
                 "runtime": self.runtime.name, "runtime_inferred": self.runtime.inferred,
                 "store_flavour": self.store_flavour, "kafka_pending": self.model.kafka_pending,
                 "call_matching": self.call_matching, "expected_fingerprint": self.expected_fingerprint,
-                "max_parallelism": self.max_parallelism, "plan": "given" if self.plan is not None else "from the log",
+                "max_parallelism": self.max_parallelism, "plan": self._plan_origin(),
                 "agent": "given" if self.agent is not None else "as recorded",
                 "provenance": dict(self.provenance)}
+
+    def _plan_origin(self) -> str:
+        if self.plan is not None:
+            return "given"
+        return "from the log" if self.plan_source is None else f"from {self.plan_source.path}"
 
     def describe(self) -> str:
         """One line per setting: its value and where it came from."""
@@ -241,6 +255,17 @@ def _markers(markers: object) -> tuple[Markers, str]:
     listed = [dict(m) if isinstance(m, Mapping) else m for m in markers]
     normalize_markers(listed)
     return listed, "given" if listed else "given: an empty list, a fresh start (nothing is rebuilt)"
+
+
+def _plan_source(markers: object, plan: object) -> tuple[PlanSource | None, str]:
+    """The source whose plan the restore replays (None: the given plan, or the log's), and why, in words."""
+    if plan is not None:
+        return None, "given"
+    if isinstance(markers, PlanSource):
+        if markers.holds_plan():
+            return markers, markers.plan_words()
+        return None, f"from the log's own later attempt: {markers.plan_words()}"
+    return None, "from the log's own later attempt"
 
 
 def _runtime_words(info: RuntimeInfo) -> str:

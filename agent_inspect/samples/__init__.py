@@ -9,6 +9,7 @@ The committed files live in ``sample_logs/``::
     result = ai.reconstruct(log, rule="original", markers=ai.samples.markers("production"))
     ai.samples.write_samples("out/")                         # regenerate every file (byte-identical)
     trace = ai.load_trace(ai.samples.path("production", "trace"))   # the Trace Log of that restore
+    chk = ai.checkpoint.read(ai.samples.checkpoint("production"))   # the Flink checkpoint that restore read
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from agent_inspect.samples._catalog import (
     FORMATS,
     SAMPLES,
     Sample,
+    checkpoint,
     generate,
     markers,
     path,
@@ -28,7 +30,7 @@ from agent_inspect.samples._fleet import fleet_batches, fleet_records, write_fle
 from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, run_recovery, sample_trace
 from agent_inspect.samples._write import write_kcat_jsonl
 
-__all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path", "sample_dir",
+__all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "checkpoint", "path", "sample_dir",
            "write_samples", "write_kcat_jsonl",
            # each sample's Trace Log (and the deliberately inconsistent variants)
            "TRACE_RULE", "INCONSISTENT", "run_recovery", "sample_trace",

@@ -304,6 +304,23 @@ def markers(name: str) -> list[dict[int, int]]:
     return [{int(p): int(o) for p, o in m.items()} for m in data["markers"]]
 
 
+def checkpoint(name: str) -> Path:
+    """The checkpoint directory of the restore sample ``name`` shows: a real Flink 2.x retained checkpoint
+    (``chk-N/_metadata``, its keyed state inline) holding the sample's markers, restored seqNums, pending task
+    and buffered input. It ships inside the package; ``scripts/gen_checkpoints.sh`` writes it with real Flink.
+
+    For example::
+
+        chk = ai.checkpoint.read(ai.samples.checkpoint("production"))   # the latest chk-N in it
+        ai.predict(ai.load(ai.samples.path("production")), markers=chk)  # restores what the checkpoint holds
+    """
+    found = Path(__file__).resolve().parent / "checkpoints" / name
+    if not found.is_dir():
+        have = sorted(p.name for p in found.parent.iterdir() if p.is_dir())
+        raise SourceError(f"sample {name!r} ships no checkpoint; these do: {', '.join(have)}")
+    return found
+
+
 def write_samples(directory: str | os.PathLike[str] | None = None, *,
                   names: Iterable[str] | None = None) -> list[Path]:
     """Generate samples (default: all) and write each in every format, plus ``README.md``.

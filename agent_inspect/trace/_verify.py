@@ -146,12 +146,14 @@ def _row(key: str, t: Any, e: Any, method: str | None) -> dict[str, Any]:
 
 # -- the replay plan a trace shows ---------------------------------------------------------------------
 
-def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mapping[str, Any] | None = None) -> Any:
+def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mapping[str, Any] | None = None,
+                    restore_plan: Any = None) -> Any:
     """The recovery's replay plan as the trace shows it: its ``_input_event`` records in order.
 
     Restored seqNums and in-flight tasks come from ``restore`` (a sample markers file's ``"restore"``
-    entry: ``restored_seq``, ``pending``) or else from the log's window (``ReplayPlan.from_log``) and the
-    trace: a task whose trigger event this trace never emitted, and which is no input, was restored
+    entry: ``restored_seq``, ``pending``), or from ``restore_plan`` (the restore's own plan, a checkpoint's:
+    ``Recovery.replay_plan``; it also stands in for the log's window), or else from the log's window
+    (``ReplayPlan.from_log``) and the trace: a task whose trigger event this trace never emitted, and which is no input, was restored
     from the checkpoint (``actionTasks``); its event is the stored output of the record that sent it.
     When the trace shows none, the log window's pending tasks (in-flight rounds brought back by 0.4+
     refresh rows) are used. Returns None when an input's attributes are truncated, or when the trace
@@ -170,7 +172,7 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
     inputs = good[(good["entity_type"] == "event") & (good["entity_name"].astype(object) == "_input_event")]
     if inputs["truncated"].any() or any(not isinstance(a, dict) or not a for a in inputs["attributes"]):
         return None
-    base = ReplayPlan.from_log(log, markers=markers) if log is not None else None
+    base = restore_plan if restore_plan is not None else ReplayPlan.from_log(log, markers=markers) if log is not None else None
     # no input in the trace is right only when the log's window replays none either (a restore that only
     # resumes in-flight tasks, e.g. a checkpoint taken mid-action at the source's last input)
     if inputs.empty and (base is None or base.inputs):
@@ -187,6 +189,8 @@ def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mappi
                                                                        dict(ev.get("attributes") or {}),
                                                                        ev.get("id"))))
         pending = tuple(pend)
+    elif restore_plan is not None:
+        pending = restore_plan.pending
     elif log is not None:
         pending = _restored_tasks(trace, log) or (base.pending if base is not None else ())
     plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
@@ -352,7 +356,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     flavour, agent = settings.store_flavour, settings.agent
     plan_given = plan
     if plan is None and log is not None:
-        plan = plan_from_trace(trace, log, markers=markers, restore=restore)
+        own = settings.replay_plan(log) if settings.plan_source is not None and not restore else None
+        plan = plan_from_trace(trace, log, markers=markers, restore=restore, restore_plan=own)
         if plan is None:
             notes.append("the trace's inputs are missing or truncated: the replay plan is inferred from the log")
     execs = trace.executions(cached_latency_ms=cached_latency_ms)

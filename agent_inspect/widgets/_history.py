@@ -19,6 +19,7 @@ import traitlets as t
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import define, plural
 from agent_inspect._types import ReconstructionLike
+from agent_inspect.codec import PlanSource
 from agent_inspect.history import SearchIndex, compact_history, record_kinds
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
 from agent_inspect.widgets._names import names_for
@@ -284,13 +285,16 @@ def reopen_snippet(result: Any, key: Any, pos: int) -> str:
 
 def snippet_settings(result: Any) -> tuple[dict[str, Any], list[str]]:
     """The settings of ``result`` a snippet passes on (name → literal value), and the ones it cannot write
-    (a plan or agent object). The rule always; the others when they were given."""
+    (a plan or agent object). The rule always; the others when they were given. Markers read from a checkpoint
+    are written as reading it again, so the snippet restores its plan too."""
     recovery = getattr(result, "recovery", None)
     rule = getattr(getattr(result, "rule", None), "name", None)
     out: dict[str, Any] = {} if rule is None else {"rule": rule}
     given = dict(getattr(recovery, "given", {}) or {})
     markers = getattr(result, "markers", None)
-    if "markers" in given or (recovery is None and markers is not None):
+    if isinstance(given.get("markers"), PlanSource):
+        out["markers"] = _Code(f"ai.checkpoint.read({given['markers'].path!r})")
+    elif "markers" in given or (recovery is None and markers is not None):
         out["markers"] = _plain_markers(getattr(recovery, "markers", markers))
     if "runtime" in given and recovery is not None:
         out["runtime"] = recovery.runtime.name
@@ -300,6 +304,13 @@ def snippet_settings(result: Any) -> tuple[dict[str, Any], list[str]]:
             out[name] = value
     left_out = [f"{name}=" for name in ("plan", "agent") if given.get(name) is not None]
     return out, left_out
+
+
+class _Code(str):
+    """Python source that a snippet writes as it is (its repr is itself)."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 def _plain_markers(markers: Any) -> Any:

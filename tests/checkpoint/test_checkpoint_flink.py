@@ -2,8 +2,8 @@
 
 Set FLINK2_LIB (the apache-flink-libraries 2.x wheel's pyflink/lib) and FLINK120_LIB (the 1.20.x sdist's
 deps/lib); scripts/gen_checkpoints.sh documents how to get them. Without them this test is skipped; the
-committed fixtures are read by test_checkpoint_read.py either way. It regenerates three of the six runs (GEN_ONLY
-picks others; all six take about ten minutes on a loaded machine).
+committed fixtures are read by test_checkpoint_read.py either way. It regenerates three of the nine runs (GEN_ONLY
+picks others; each takes a minute or two on a loaded machine).
 """
 
 from __future__ import annotations
@@ -50,5 +50,8 @@ def test_regenerated_checkpoints_hold_the_markers_and_keyed_state_the_job_printe
             assert ckpt.checkpoint_id == wrote[kind]["checkpoint_id"]
             assert [dict(m) for m in ckpt.markers] == [{int(p): o for p, o in m.items()}
                                                        for m in wrote[kind]["markers"]]
+            if kind == "checkpoint" and "rocksdb" in run.name:   # RocksDB's own files: markers only
+                assert ckpt.keyed is None and ckpt.keyed_snapshots == ("incremental",) * ckpt.parallelism
+                continue
             assert ckpt.keyed is not None
             tasks_and_memory_are_what_the_job_wrote(ckpt.keyed, wrote["keyed"])

@@ -96,3 +96,13 @@ def test_html_escapes_record_strings() -> None:
 def test_open_refuses_a_directory_that_is_not_a_scan(tmp_path: Path) -> None:
     with pytest.raises(ai.SourceError, match="not a scan directory"):
         ai.ScanResult.open(tmp_path)
+
+
+def test_a_scan_restores_each_key_from_the_checkpoints_plan(dask_client: Any) -> None:
+    """The checkpoint travels to the workers (ScanOptions.plan_source) and gives the markers file's answer."""
+    path = ai.samples.path("production", "parquet")
+    ckpt = ai.checkpoint.read(ai.samples.checkpoint("production"))
+    by_ckpt = ai.scan(path, markers=ckpt, client=dask_client)
+    by_file = ai.scan(path, markers=ai.samples.markers("production"), client=dask_client)
+    pd.testing.assert_frame_equal(by_ckpt.keys.sort_values("business_key").reset_index(drop=True),
+                                  by_file.keys.sort_values("business_key").reset_index(drop=True))

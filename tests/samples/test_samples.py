@@ -312,7 +312,7 @@ def test_kcat_writer_round_trips_through_the_loader(rows: list, tmp_path_factory
 
 
 def test_public_names_and_light_import() -> None:
-    assert set(samples.__all__) == {"SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "path",
+    assert set(samples.__all__) == {"SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "checkpoint", "path",
                                     "sample_dir", "write_samples", "write_kcat_jsonl", "TRACE_RULE", "INCONSISTENT",
                                     "run_recovery", "sample_trace",
                                     "fleet_records", "fleet_batches", "write_fleet"}

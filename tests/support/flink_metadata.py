@@ -104,6 +104,12 @@ def tasks_and_memory_are_what_the_job_wrote(keyed: KeyedRestore, per_key: dict[s
     # pendingInputEvents: upstream's Event classes, decoded likewise
     assert {k: [printed_event(e.value) for e in v] for k, v in keyed.input_events.items()} == \
         {k: v["pendingInputEvents"] for k, v in per_key.items() if v["pendingInputEvents"]}
+    # ... and as the plan takes them: each key's buffered events in order, with their ids and classes
+    assert {k: [{"attributes": e.attributes, "class": e.event_class, "id": e.id, "type": e.type,
+                 "upstreamActionName": e.upstream_action, "upstreamEventId": e.upstream_event_id} for e in v]
+            for k, v in keyed.buffered.items()} == \
+        {k: [{n: f for n, f in e.items() if n != "sourceTimestamp"} for e in v["pendingInputEvents"]]
+         for k, v in per_key.items() if v["pendingInputEvents"]}
     # memory: its keys, and each value's size as Flink's serializer wrote it
     assert {k: dict(v) for k, v in keyed.short_term.items()} == {k: v["shortTermMemory"] for k, v in per_key.items()}
     assert {k: dict(v) for k, v in keyed.sensory.items()} == {k: v["sensoryMemory"] for k, v in per_key.items()}
