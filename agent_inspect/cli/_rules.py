@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 
 __all__ = ["register"]
 
@@ -80,8 +81,8 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print(("PASS " if report.passed else "BROKEN " if report.verdict == "broken" else "FAIL ") + report.summary())
         for i, c in enumerate(report.counterexamples):
-            print(f"\n{c.kind}: history seed {c.history_seed}; minimized to {c.attempts} attempt(s), "
-                  f"{c.rounds} round(s), {c.records} record(s); "
+            print(f"\n{c.kind}: history seed {c.history_seed}; minimized to {plural(c.attempts, 'attempt')}, "
+                  f"{plural(c.rounds, 'round')}, {plural(c.records, 'record')}; "
                   + (f"a known limit of log-only rules: {c.known_limit}" if c.known_limit else "not a known limit"))
             for item in c.items:
                 print(f"    - {item}")
