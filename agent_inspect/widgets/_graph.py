@@ -468,15 +468,16 @@ class GraphView(w.VBox):
             route = routes[(u, v)]
             i = (len(route) - 1) // 2
             (x0, y0), (x1, y1) = route[i], route[i + 1]
+            g = self.geometry
             if _climbs(route):
                 # up the gutter: right of the gutter's last climbing edge (a word beside the first would lie
-                # across the next), the words of one gutter's edges at different heights
+                # across the next), on the line kept under a row's labels (beside a row's label it would run into
+                # the next band's), the words of one gutter's edges a row apart
                 gutter = [x for x in climbing if abs(x - x0) < 1.0]
-                x, y = max(gutter), y0 + (y1 - y0) / (2 + gutter.index(x0))
-                out.append(_word(words, meaning, x, y, "left", "middle", 4))
+                row = min(round((y0 + y1) / 2) - gutter.index(x0), math.floor(y1))
+                out.append(_word(words, meaning, max(gutter), row - g.below - g.word / 2, "left", "middle", 4))
                 continue
             # the segment as drawn: an edge leaves under its source's label and stops above its target's marker
-            g = self.geometry
             top = y0 - g.below if i == 0 and y1 < y0 else y0
             bottom = y1 + g.above if i + 1 == len(route) - 1 and y1 < y0 else y1
             out.append(_along(words, meaning, (x0, top), (x1, bottom), g.word if i == 0 else 0.0))
