@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 from agent_inspect.rules import resolve_rule
 
@@ -147,7 +148,7 @@ class HistoryOptions:
         known = set(cls.__dataclass_fields__)
         bad = sorted(set(merged) - known)
         if bad:
-            raise RuleCheckError(f"unknown history option(s) {', '.join(bad)}; use {', '.join(sorted(known))}")
+            raise RuleCheckError(f"unknown history {count_words(len(bad), 'option')} {', '.join(bad)}; use {', '.join(sorted(known))}")
         ids = merged.get("case_ids")
         if isinstance(ids, str):
             merged["case_ids"] = tuple(i.strip() for i in ids.split(",") if i.strip())
