@@ -24,7 +24,13 @@ tests/checker holds them to that)."""
 
 
 class SweepShape(NamedTuple):
-    """One history of the sweep: the case it shows, and the seed and options that generate it."""
+    """One history of the sweep: the case it shows, and the seed and options that generate it.
+
+    For example::
+
+        shape = next(s for s in ai.checker.sweep() if s.case == "D04")
+        ai.checker.generate_history(shape.seed, shape.options).value_format   # 'V1': 0.2's values, D04
+    """
 
     case: str
     seed: int
@@ -33,7 +39,13 @@ class SweepShape(NamedTuple):
 
 def sweep() -> tuple[SweepShape, ...]:
     """The sweep's histories: each bundled case with an agent runs as a case agent (seed 1), each call case
-    D01–D06 is the history of its seed under :data:`CALL_OPTIONS`."""
+    D01–D06 is the history of its seed under :data:`CALL_OPTIONS`.
+
+    For example::
+
+        shapes = ai.checker.sweep()
+        len(shapes), sorted(s.case for s in shapes)[:3]         # every bundled case: 47, ['D01', 'D02', 'D03']
+    """
     agents = tuple(SweepShape(c.id, 1, {"case_agents": 1.0, "case_ids": (c.id,)}) for c in case_agents())
     calls = tuple(SweepShape(case, seed, CALL_OPTIONS) for case, seed in CALL_SHAPE_SEEDS.items())
     return agents + calls
