@@ -8,8 +8,9 @@ tooltips (``title`` attributes) come from :func:`define`, and the documentation 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
-__all__ = ["GLOSSARY", "define", "plural", "count_words", "split_spec"]
+__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "split_spec"]
 
 GLOSSARY: dict[str, str] = {
     # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
@@ -79,6 +80,35 @@ GLOSSARY: dict[str, str] = {
     "parser-crash": "the strict K1 key parser fails on a key text containing '_'",
     "undecodable": "a record in the rebuild window did not decode",
     "restore-failure": "a K2 restore check failed (malformed key, key group out of range, fingerprint)",
+    # table columns (the data grid's headers, the rule comparison's and the fleet scan's tables)
+    "pos": "the record's position in the loaded log (its row number; every view names records by it)",
+    "business_key": "the key the agent's records are grouped by; all of one key's records share a partition",
+    "partition": "the Kafka partition (or Fluss bucket) the records were read from",
+    "offset": "the record's offset in its partition",
+    "status": "what the reconstruction did with the record (live, evicted, superseded …; hover a value for its meaning)",
+    "outcome": "what the restore does with the task: REUSE, RESUME, RERUN or NOT_DISPATCHED",
+    "attempts": "how many times the job ran the key's rounds (a restore that runs a round again starts another)",
+    "rounds": "how many rounds (input events) of the key the log holds",
+    "key records": "how many records of the key the log holds",
+    "history_bytes": "bytes of the key's records in the log (key and value)",
+    "risk_rank": "the key's place in at_risk() under the chosen rule (1 = most at risk)",
+    "exposed_1301": "the key's records use a state-key layout that upstream issue #1301 (key collisions across rounds) affects",
+    "lint_flags": "how many of the key's records break a rule of the log format (spec lints)",
+    "reruns": "action bodies that run again in the recovery",
+    "evictions": "cache entries the divergence rule removed (at the rebuild and during the replay)",
+    "stale_reuses": "reuses of a record the case marks stale: a correctness failure",
+    "calls run again": "durable LLM or tool calls the recovery executes again",
+    "crashed": "a lookup FAILs: the job would crash and restart in a loop",
+    "passed": "with expected: the outcome the case expects for this rule; without: no stale reuse",
+    "expected": "the case states an expected outcome for this rule (False for rules it does not name, e.g. your "
+                "own: then passed only means no stale reuse)",
+    "broken": "the rule's first error (a hook raised or returned the wrong type), or empty",
+    "resumed": "tasks the restore runs again with their finished durable calls replayed from the journal",
+    "failed": "tasks whose lookup FAILs under the rule",
+    "completed": "the record holds the action's finished result (true once the action finished)",
+    "output events": "events the action emitted (its outputEvents)",
+    "triggered by": "the event that started the action (its type)",
+    "duration": "how long the action ran: from its first record's timestamp to its last's",
 }
 
 
@@ -88,6 +118,24 @@ def define(term: str) -> str:
         if spelling in GLOSSARY:
             return GLOSSARY[spelling]
     return ""
+
+
+# columns named by a word the glossary defines under another term ("seq" is a sentence word too)
+_COLUMN_TERMS = {"seq": "round", "position": "pos", "positions": "pos", "task_event_type": "triggered by",
+                 "call_count": "calls", "output_event_count": "output events"}
+
+
+def define_column(column: str, *, rules: Iterable[str] = (), aliases: Mapping[str, str] | None = None) -> str:
+    """What a table column counts: the glossary's line for ``column``, or for it without a ``<rule>_`` prefix
+    of one of ``rules`` ("fixed_rerun" is "rerun" under rule fixed). ``aliases`` maps a column to the term it
+    means where the column's own name is another term ("calls" of a comparison are "calls run again")."""
+    aliases = {**_COLUMN_TERMS, **(aliases or {})}
+    for rule in rules:
+        if column.startswith(f"{rule}_"):
+            bare = column[len(rule) + 1:]
+            meaning = define(aliases.get(bare, bare))
+            return f"under rule {rule}: {meaning}" if meaning else ""
+    return define(aliases.get(column, column))
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,10 +52,13 @@ def plotly_text(value: Any) -> str:
     return text.replace('"', "&#34;").replace("'", "&#39;")
 
 
-def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None) -> str:
-    """A small escaped HTML table of the first ``max_rows`` rows of a DataFrame."""
+def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None,
+               meanings: Mapping[str, str] | None = None) -> str:
+    """A small escaped HTML table of the first ``max_rows`` rows of a DataFrame; a column header says on hover
+    what ``meanings`` says of its column, else the glossary's line for it."""
     shown = frame.head(max_rows)
-    head = "".join(labelled("th", c) for c in shown.columns)
+    said = meanings or {}
+    head = "".join(labelled("th", c, meaning=said.get(c)) for c in shown.columns)
     rows = [f"<tr><th>{escape(idx)}</th>{''.join(_td(_cell(v)) for v in row)}</tr>"
             for idx, row in zip(shown.index, shown.itertuples(index=False, name=None))]
     return table_html(head, rows, caption=caption, more=len(frame) - len(shown))
@@ -83,11 +86,13 @@ def _td(value: Any) -> str:
     return labelled("td", raw)
 
 
-def labelled(tag: str, label: Any, *, term: str | None = None, cls: str | None = None) -> str:
+def labelled(tag: str, label: Any, *, term: str | None = None, cls: str | None = None,
+             meaning: str | None = None) -> str:
     """``<tag>label</tag>`` (escaped), with the glossary's line on hover when the label — or ``term``, the word
-    it counts ("step" of "step 12") — is one of its terms."""
+    it counts ("step" of "step 12") — is one of its terms; ``meaning``, when given, is the line instead."""
     word = str(label) if term is None else term
-    meaning = define(word) if len(word) <= 40 else ""
+    if not meaning:
+        meaning = define(word) if len(word) <= 40 else ""
     title = f' title="{escape(meaning)}"' if meaning else ""
     klass = f' class="{escape(cls)}"' if cls else ""
     return f"<{tag}{klass}{title}>{escape(label)}</{tag}>"

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect._glossary import define_column
 from agent_inspect.agents import AsRecordedAgent
 from agent_inspect.cases._build import build_case
 from agent_inspect.cases._format import Case, load_cases
@@ -21,17 +22,10 @@ __all__ = ["compare", "COLUMN_MEANINGS"]
 _COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls", "crashed", "passed",
             "expected", "broken"]
 
-COLUMN_MEANINGS = {
-    "reruns": "bodies that run again in the recovery",
-    "evictions": "cache entries the rule removed (rebuild and replay)",
-    "stale_reuses": "reuses of a record the case marks stale: a correctness failure",
-    "calls": "durable calls executed again",
-    "crashed": "a lookup FAILs: the job would crash and restart in a loop",
-    "passed": "with expected: the outcome the case expects for this rule; without: no stale reuse",
-    "expected": "the case states an expected outcome for this rule (False for rules it does not name, "
-                "e.g. your own: then passed only means no stale reuse)",
-    "broken": "the rule's first error (a hook raised or returned the wrong type), or empty",
-}
+# the comparison's "calls" are the calls run again, not the calls an action recorded
+_CALL_TERMS = {"calls": "calls run again"}
+COLUMN_MEANINGS = {c: define_column(c, aliases=_CALL_TERMS)
+                   for c in ("reruns", "evictions", "stale_reuses", "calls", "crashed", "passed", "expected", "broken")}
 """What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric)."""
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import CaseFileError
+from agent_inspect._glossary import count_words
 from agent_inspect.agents import ActionDecl, Behaviour, Call, Emit, SetMemory, Step, SubagentBatch, SubagentCall
 from agent_inspect.cases._notation import EventRef, parse_event, parse_expectation
 from agent_inspect.cases._spec import (
@@ -174,7 +175,7 @@ def _replay_agent(raw: Any, where: str) -> AgentSpec:
 def _known(data: Mapping[str, Any], allowed: set[str], where: str) -> None:
     extra = sorted(set(data) - allowed)
     if extra:
-        raise CaseFileError(f"{where}: unknown field(s) {', '.join(extra)}; see docs/reference/cases.md")
+        raise CaseFileError(f"{where}: unknown {count_words(len(extra), 'field')} {', '.join(extra)}; see docs/reference/cases.md")
 
 
 def _setup(raw: Mapping[str, Any], base: CaseSetup, where: str) -> CaseSetup:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from agent_inspect import codec
 from agent_inspect._errors import CaseFileError
+from agent_inspect._glossary import plural
 from agent_inspect.cases._build import BuiltCase, build_case, call_result, encode_payload
 from agent_inspect.cases._format import Case
 from agent_inspect.cases._notation import CacheOp, ExpectedItem
@@ -128,7 +129,7 @@ def run_case(case: Case, rule: Any = "fixed", *, built: BuiltCase | None = None)
     for fn, count in case.expect_calls.get(rule_name, {}).items():
         executed = sum(calls.values()) if fn == "*" else calls.get(fn, 0)
         if executed != count:
-            mismatches.append(f"expected {count} executed call(s) of {fn}, predicted {executed}")
+            mismatches.append(f"expected {plural(count, 'executed call')} of {fn}, predicted {executed}")
     for fid, want in case.expect_results.get(rule_name, {}).items():
         got_ids = prediction.subagent_results.get(fid)
         got_r = got_ids if got_ids is None or isinstance(got_ids, str) else \

@@ -12,6 +12,7 @@ from agent_inspect.checker._check import FAILURE_KINDS, CheckReport, Counterexam
 from agent_inspect.checker._generate import History, HistoryOptions, RuleCheckError, generate_history
 from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
 from agent_inspect.checker._shapes import CALL_SHAPES, call_shapes
+from agent_inspect.checker._sweep import SweepShape, sweep
 
 __all__ = [
     "check", "CheckReport", "Counterexample", "FAILURE_KINDS", "resolve_check_rule",
@@ -20,4 +21,6 @@ __all__ = [
     "KNOWN_LIMITS", "known_limit",
     # the call cases (D01-D06) a generated recovery goes through
     "CALL_SHAPES", "call_shapes",
+    # the histories every check judges beside its random ones: one for each shape of the bundled cases
+    "sweep", "SweepShape",
 ]

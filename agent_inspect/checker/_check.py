@@ -48,13 +48,14 @@ from agent_inspect.checker._judge import (
 from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
 from agent_inspect.checker._report import CheckReport, Counterexample
 from agent_inspect.checker._shrink import _assemble, _case_base, _history_lines, _judge_case, _restored, _shrink
+from agent_inspect.checker._sweep import sweep as sweep_shapes
 
 __all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS", "history_seeds",
            "KNOWN_LIMITS", "known_limit"]
 
 def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
           options: HistoryOptions | Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None,
-          **generator_options: Any) -> CheckReport:
+          sweep: bool = True, **generator_options: Any) -> CheckReport:
     """Judge ``rule`` on ``n`` random recovery histories (reproducible from ``seed``).
 
     ``rule`` is a built-in name, ``"module:ClassName"``, a :class:`DivergenceRule` subclass or
@@ -63,8 +64,13 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
     or keywords. Returns a :class:`CheckReport` with stale reuses, avoidable reruns, raising rules
     and, unless ``minimize=False``, a minimized counterexample case per failure kind. A rule whose hook
     raises or returns the wrong type is reported as broken (``report.broken``: the first error in one
-    line, with ``file:line`` in the rule's code), never as unsafe. ``seeds``
-    re-checks given histories (the ``seed`` column of a report's frame) instead of ``n`` new ones::
+    line, with ``file:line`` in the rule's code), never as unsafe.
+
+    Besides the ``n`` random histories the rule is judged on the matrix sweep (unless ``sweep=False``): one
+    fixed history for each shape of the bundled cases (each case agent, each call case D01–D06; their own
+    options, not ``options``), so every check goes through every case the matrix knows. The frame's ``case``
+    column names a sweep history's case (empty for a random one). ``seeds`` re-checks given random histories
+    (the ``seed`` column of a report's frame) instead of ``n`` new ones, without the sweep::
 
         report = ai.checker.check("fixed", n=500, seed=1, tombstones=1.0)
         report.counterexample("stale-reuse").save("cases/")
@@ -76,20 +82,23 @@ def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
     """
     if n < 0:
         raise RuleCheckError(f"n={n} must be 0 or more")
-    todo = [int(s) for s in seeds] if seeds is not None else history_seeds(seed, n)
     opts = HistoryOptions.of(options, **generator_options)
+    todo: list[tuple[int, HistoryOptions, str]] = [(int(s), opts, "") for s in seeds] if seeds is not None else \
+        [(s, opts, "") for s in history_seeds(seed, n)]
+    if sweep and seeds is None:
+        todo += [(shape.seed, HistoryOptions.of(shape.options), shape.case) for shape in sweep_shapes()]
     rule_obj = resolve_check_rule(rule)
     name = rule if isinstance(rule, str) else rule_obj.name
     rows: list[dict[str, Any]] = []
     first_of: dict[str, History] = {}
-    for i, hseed in enumerate(todo):
-        h = generate_history(hseed, opts)
+    for i, (hseed, hopts, case) in enumerate(todo):
+        h = generate_history(hseed, hopts)
         ev = _evaluate(_history_subject(h), rule_obj)
         rows.append({"history": i, "seed": hseed, "keys": len(h.paths), "rounds": sum(len(p) for p in h.paths.values()),
                      "attempts": len(h.attempts), "records": len(h.log), "tasks": ev.tasks, "reused": ev.reused,
                      "resumed": ev.resumed, "rerun": ev.rerun, "stale_reuses": len(ev.stale),
                      "tainted_reuses": len(ev.tainted), "avoidable_reruns": len(ev.avoidable),
-                     "crashed": ev.crashed, "error": ev.error})
+                     "crashed": ev.crashed, "error": ev.error, "case": case})
         for kind in FAILURE_KINDS:
             if ev.fails(kind) and (kind not in first_of or len(h.log) < len(first_of[kind].log)):
                 first_of[kind] = h

@@ -226,6 +226,7 @@ class _Generator:
         self.values = _VALUES[:o.values]            # the input alphabet
         self.value_format = "V3"                    # what the attempts write ("V1": 0.2, no call status)
         self.key_texts: dict[str, str] = {}         # K2: a key's digest (steps, checkpoints) -> its text
+        self.key_format = o.key_format
 
     def run(self) -> History:
         rng, o = self.rng, self.o
@@ -256,6 +257,10 @@ class _Generator:
             # 0.2 wrote V1 values: no call status (D04); it had no sub-agents
             if self.runtime == "0.3" and not subagent and calls_rng.random() < o.legacy_values:
                 self.value_format = "V1"
+            # a random agent may write K2 keys (a case agent keeps its keys), drawn from a stream of its own: the
+            # histories that keep key_format are the ones it always made
+            if o.key_format != "K2" and random.Random(f"{self.seed}:keys").random() < o.k2_keys:
+                self.key_format = "K2"
         agent = agent_from_spec(spec)
         self.begin = bool(spec.get("begin"))          # the agent regenerates a begin event per input (N10, N16)
         keys = [f"k{i}" for i in range(rng.randint(1, o.keys))]
@@ -263,8 +268,8 @@ class _Generator:
         rng.shuffle(order)
         values = self.values
         inputs = [(k, rng.choice(values)) for k in order]
-        names = KeyMaker(None, key_format=o.key_format)
-        self.key_texts = {str(names.identity(k).business_key): k for k in keys if o.key_format == "K2"}
+        names = KeyMaker(None, key_format=self.key_format)
+        self.key_texts = {str(names.identity(k).business_key): k for k in keys if self.key_format == "K2"}
         self.source = inputs
         self.tombstones = rng.random() < o.tombstones
         for number in range(1, rng.randint(o.min_attempts, o.attempts) + 1):
@@ -274,7 +279,7 @@ class _Generator:
         paths = self._paths(ck, cp_inputs)
         base = as_plan({"inputs": [(k, AgentEvent(INPUT_EVENT, {"input": v}, self._id())) for k, v in cp_inputs]},
                        None)
-        km = KeyMaker(self.log, key_format=o.key_format)
+        km = KeyMaker(self.log, key_format=self.key_format)
         all_keys = sorted({*paths, *keys})
 
         cp = ck.checkpoint
@@ -298,7 +303,7 @@ class _Generator:
             recovery_inputs=tuple(cp_inputs), recovery_branch_change=change, markers=(dict(cp.marker),),
             plan=plan, paths={k: tuple(v) for k, v in paths.items()}, tombstones=self.tombstones,
             branch_ok=tuple(branch_ok), tainted=tuple(tainted), case_agent=self.case_agent, runtime=self.runtime,
-            value_format=self.value_format, key_texts=dict(self.key_texts))
+            value_format=self.value_format, key_format=self.key_format, key_texts=dict(self.key_texts))
 
     def _id(self) -> str:
         import uuid
@@ -345,12 +350,12 @@ class _Generator:
         tainted = set(ck.tainted) if ck is not None else set()
         base_end = len(self.log) if self.log is not None else 0
         # the keys' identities, so a checkpoint's pending tasks named by a K2 digest resolve before any record
-        km = KeyMaker(self.log, key_format=o.key_format)
+        km = KeyMaker(self.log, key_format=self.key_format)
         plan = replace(as_plan({"inputs": list(inputs)}, None), begin_event=self.begin,
                        keys={k: km.identity(k) for k in dict.fromkeys(k for k, _ in self.source)})
         ex = ReplayExecutor(self.log, agent=agent, plan=plan,
                             restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,
-                            seed=rng.getrandbits(62), key_format=o.key_format, num_partitions=1,
+                            seed=rng.getrandbits(62), key_format=self.key_format, num_partitions=1,
                             markers=None if ck is not None else [],
                             runtime=self.runtime,   # one write per PERSIST step, refresh rows (0.4+) included
                             value_format=self.value_format)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 from agent_inspect.rules import resolve_rule
 
@@ -45,7 +46,9 @@ class HistoryOptions:
     reconcilable call, Java actions whose calls carry no args digest), ``changed_calls`` (the judged recovery
     runs changed code in which one durable call differs: Python's digest mismatch truncates the journal, D02;
     a Java call, identified by its id alone, still hits, D06), ``legacy_values`` (a 0.3 history writes 0.2's V1
-    values, whose call results carry no status, D04). Per restore: ``branch_changes`` (a
+    values, whose call results carry no status, D04), ``k2_keys`` (a random agent's history writes K2 keys whatever
+    ``key_format`` says, so a Java action keeps its records and a changed call of it is still served, D06). Per
+    restore: ``branch_changes`` (a
     different input at one seq, or a key's inputs swapped) and ``savepoints`` (restore an older
     checkpoint than the latest). Per task boundary: ``checkpoints`` (take a checkpoint, which completes
     and prunes).
@@ -91,6 +94,7 @@ class HistoryOptions:
     legacy_values: float = 0.0
     production_rules: tuple[str, ...] = ("original", "fixed")
     key_format: str = "K1.5"
+    k2_keys: float = 0.0
     savepoint_target: str = "any"
     runtimes: tuple[str, ...] = ("0.3", "0.4", "main")
 
@@ -105,7 +109,7 @@ class HistoryOptions:
         if self.fanout < 0:
             raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
         for name in ("cascades", "subagents", "durable_calls", "shared_children", "identical_children", "case_agents",
-                     "branch_changes", "call_shapes", "changed_calls", "legacy_values",
+                     "branch_changes", "call_shapes", "changed_calls", "legacy_values", "k2_keys",
                      "checkpoints", "savepoints", "tombstones"):
             p = getattr(self, name)
             if not 0.0 <= float(p) <= 1.0:
@@ -144,7 +148,7 @@ class HistoryOptions:
         known = set(cls.__dataclass_fields__)
         bad = sorted(set(merged) - known)
         if bad:
-            raise RuleCheckError(f"unknown history option(s) {', '.join(bad)}; use {', '.join(sorted(known))}")
+            raise RuleCheckError(f"unknown history {count_words(len(bad), 'option')} {', '.join(bad)}; use {', '.join(sorted(known))}")
         ids = merged.get("case_ids")
         if isinstance(ids, str):
             merged["case_ids"] = tuple(i.strip() for i in ids.split(",") if i.strip())
@@ -232,6 +236,7 @@ class History:
     case_agent: str | None = None   # the case file whose agent this history runs (None: a random agent)
     runtime: str = "0.3"            # the upstream runtime every attempt and the recovery run
     value_format: str = "V3"        # the value format the attempts write ("V1": 0.2's, call results without status)
+    key_format: str = "K1.5"        # the state-key format the attempts write (options.key_format, or K2 by k2_keys)
     #: K2: each key's digest (how steps, checkpoints and the plan's restored seqs name it) -> its text
     key_texts: Mapping[str, str] = field(default_factory=dict, repr=False)
     #: new code the judged recovery runs (a case's ``[replay_agent]``, L01); ``agent`` is then that code
@@ -251,6 +256,8 @@ class History:
             parts.append(f"runtime {self.runtime} (refresh rows at checkpoints)")
         if self.value_format == "V1":
             parts.append("V1 values (0.2: call results without a status)")
+        if self.key_format != self.options.key_format:
+            parts.append(f"{self.key_format} keys")
         for a in self.attempts:
             src = "fresh" if a.restored is None else f"restore cp{a.restored}"
             change = f", {a.branch_change}" if a.branch_change else ""

@@ -24,7 +24,7 @@ FAILURE_KINDS = ("stale-reuse", "avoidable-rerun", "error")
 _FRESH = "00000000-0000-4000-8000-"   # event ids the judged recovery makes (a body that ran again)
 
 _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "tasks", "reused", "resumed",
-                  "rerun", "stale_reuses", "tainted_reuses", "avoidable_reruns", "crashed", "error"]
+                  "rerun", "stale_reuses", "tainted_reuses", "avoidable_reruns", "crashed", "error", "case"]
 
 
 # -- rules -------------------------------------------------------------------------------------------

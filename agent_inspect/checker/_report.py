@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect._html import Bullets, Code, Details, Heading, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.cases import executor_for
 from agent_inspect.checker._generate import (
@@ -216,7 +217,7 @@ class CheckReport(HtmlRepr):
             yield Table(bad, caption="histories with findings", max_rows=10)
         for c in self.counterexamples:
             yield Heading(c.kind, ": seed ", c.history_seed,
-                          f", {c.attempts} attempt(s), {c.rounds} round(s), {c.records} record(s)")
+                          f", {plural(c.attempts, 'attempt')}, {plural(c.rounds, 'round')}, {plural(c.records, 'record')}")
             yield Text(c.history, f" — spec §10.3 known limit: {c.known_limit}" if c.known_limit
                        else " — not a known limit: a defect of the rule")
             yield Bullets(c.items)

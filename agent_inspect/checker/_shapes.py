@@ -87,7 +87,7 @@ def call_shapes(history: History, rule: str | DivergenceRule = "fixed") -> froze
 
     h = history
     ex = ReplayExecutor(h.log, markers=list(h.markers), plan=h.plan, agent=h.agent, rule=rule, runtime=h.runtime,
-                        key_format=h.options.key_format, seed=h.seed)
+                        key_format=h.key_format, seed=h.seed)
     log = logging.getLogger("agent_inspect.executor")
     level = log.level
     log.setLevel(logging.ERROR)      # the mismatches are what is looked for: upstream's warning for each is noise here

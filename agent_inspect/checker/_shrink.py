@@ -81,7 +81,7 @@ def _restored(h: History) -> dict[str, int]:
 
 def _case_base(h: History, case_id: str, name: str, summary: str) -> dict[str, Any]:
     """A history's case file without its log: setup, agent and replay agent."""
-    setup = {"key_format": h.options.key_format, "pipeline": "python", "tombstones": h.tombstones,
+    setup = {"key_format": h.key_format, "pipeline": "python", "tombstones": h.tombstones,
              "runtime": h.runtime, "begin_event": h.plan.begin_event}
     if h.value_format != "V3":
         setup["value_format"] = h.value_format

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import CheckpointFormatError, SourceError
+from agent_inspect._glossary import plural
 from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
 from agent_inspect.checkpoint._tasks import CheckpointTask, decoded_tasks, pending_from_checkpoint
 from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object
@@ -213,7 +214,7 @@ class Checkpoint:
     def __repr__(self) -> str:
         kind = {True: "savepoint", False: "checkpoint", None: "checkpoint"}[self.savepoint]
         return (f"<Checkpoint {self.checkpoint_id} ({kind}, Flink {self.flink_version}) of {self.operator}: "
-                f"{len(self.markers)} subtask marker(s), merged {self.merged}>")
+                f"{plural(len(self.markers), 'subtask marker')}, merged {self.merged}>")
 
 
 def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, keyed: bool = True) -> Checkpoint:
@@ -259,7 +260,7 @@ def _agent_operator(meta: CheckpointMetadata, where: str) -> OperatorState:
                        for name in s.managed_operator.states})
         raise CheckpointFormatError(
             f"checkpoint {meta.checkpoint_id} at {where} has no {MARKER_STATE!r} operator state, so it is not a Flink "
-            f"Agents job's: {len(meta.operators)} operator(s) with operator states {seen or 'none'}")
+            f"Agents job's: {plural(len(meta.operators), 'operator')} with operator states {seen or 'none'}")
     if len(holders) > 1:
         raise CheckpointFormatError(f"checkpoint {meta.checkpoint_id} at {where} has {len(holders)} operators with a "
                                     f"{MARKER_STATE!r} state; this reader expects one agent operator")

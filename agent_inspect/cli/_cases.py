@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 
 __all__ = ["register"]
 
@@ -59,5 +60,5 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"    expected:  {' '.join(r.expected)}")
             for m in r.mismatches:
                 print(f"    - {m}")
-        print(f"{len(results) - len(failed)} passed, {len(failed)} failed ({len(cases)} cases)")
+        print(f"{len(results) - len(failed)} passed, {len(failed)} failed ({plural(len(cases), 'case')})")
     return 1 if failed else 0

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._jsonable import jsonable
 
 __all__ = ["register"]
@@ -159,7 +160,7 @@ def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> 
     rules = ("original", "fixed")
     for rule in rules:
         part = data[rule]
-        print(f"\n== reconstruct under rule {rule!r}: {part['divergences']} divergence(s)")
+        print(f"\n== reconstruct under rule {rule!r}: {plural(part['divergences'], 'divergence')}")
         print("  records: " + ", ".join(f"{k} {v}" for k, v in sorted(part["statuses"].items()) if v))
         for line in part["explanations"]:
             print(f"  - {line}")

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
 
 __all__ = ["register"]
@@ -86,4 +87,4 @@ def _tokens_line(row: dict[str, Any] | None) -> str:
 
     return (f"tokens of this task's LLM calls run again in the restore the trace shows ({row.get('outcome')} "
             f"there): predicted {side('predicted')} in "
-            f"{row.get('llm_calls_predicted')} call(s); the trace shows {side('observed')}")
+            f"{plural(row.get('llm_calls_predicted') or 0, 'call')}; the trace shows {side('observed')}")

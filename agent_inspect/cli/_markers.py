@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agent_inspect._glossary import plural
+
 __all__ = ["register", "CANDIDATE_SOURCES"]
 
 
@@ -69,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
                    "candidates": [{"rank": n, **c.to_dict()} for n, c in enumerate(candidates, 1)]}, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    print(f"{args.source}: {len(candidates)} candidate marker set(s), best first "
+    print(f"{args.source}: {plural(len(candidates), 'candidate marker set')}, best first "
           f"(confidence: {CONFIDENCE_MEANS})")
     for n, c in enumerate(candidates, 1):
         which = f", restore {c.restore}" if c.restore is not None else ""

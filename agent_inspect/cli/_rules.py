@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 
 __all__ = ["register"]
 
@@ -26,13 +27,15 @@ def register(subparsers: Any) -> None:
                     "raises.")
     chk.add_argument("rule", help="a built-in rule name (e.g. fixed, original:kafka-k1) or module:ClassName "
                                   "of a DivergenceRule subclass (importable from the current directory)")
-    chk.add_argument("--n", type=int, default=200, help="number of histories (default 200)")
+    chk.add_argument("--n", type=int, default=200, help="number of random histories (default 200)")
     chk.add_argument("--seed", type=int, default=0, help="seed of the history sequence (default 0)")
     chk.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                      help="a history generator option (HistoryOptions), e.g. tombstones=1.0 or "
                           "production_rules=fixed; repeatable")
     chk.add_argument("--save", metavar="DIR", help="write each counterexample case file into DIR")
     chk.add_argument("--no-minimize", action="store_true", help="report counterexamples without shrinking them")
+    chk.add_argument("--no-sweep", action="store_true",
+                     help="judge the random histories only, not also the matrix sweep (one history per bundled case)")
     chk.add_argument("--json", action="store_true", help="the report as one JSON object on stdout")
     chk.set_defaults(func=_check)
 
@@ -65,7 +68,8 @@ def _check(args: argparse.Namespace) -> int:
         raise InspectError(f"--n {args.n} must be 0 or more")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())        # module:ClassName of a rule next to the user's files
-    report = check(args.rule, n=args.n, seed=args.seed, minimize=not args.no_minimize, **_options(args.option))
+    report = check(args.rule, n=args.n, seed=args.seed, minimize=not args.no_minimize, sweep=not args.no_sweep,
+                   **_options(args.option))
     saved = []
     if args.save:
         out = Path(args.save)
@@ -80,8 +84,8 @@ def _check(args: argparse.Namespace) -> int:
     else:
         print(("PASS " if report.passed else "BROKEN " if report.verdict == "broken" else "FAIL ") + report.summary())
         for i, c in enumerate(report.counterexamples):
-            print(f"\n{c.kind}: history seed {c.history_seed}; minimized to {c.attempts} attempt(s), "
-                  f"{c.rounds} round(s), {c.records} record(s); "
+            print(f"\n{c.kind}: history seed {c.history_seed}; minimized to {plural(c.attempts, 'attempt')}, "
+                  f"{plural(c.rounds, 'round')}, {plural(c.records, 'record')}; "
                   + (f"a known limit of log-only rules: {c.known_limit}" if c.known_limit else "not a known limit"))
             for item in c.items:
                 print(f"    - {item}")

@@ -12,10 +12,10 @@ import logging
 import sys
 from typing import Any
 
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
-__all__ = ["register"]
+__all__ = ["register", "rule_counts_line"]
 
 
 def register(subparsers: Any) -> None:
@@ -72,12 +72,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{name:<18}{s[name]}")
     for rule in result.rules:
         r = s[rule]
-        print(f"{result.rule_label(rule):<18}{r['rerun'] + r['resumed']} bodies re-run, {r['calls']} durable calls re-executed, "
-              f"{r['evictions']} {count_words(r['evictions'], 'eviction')}, {r['stale_reuse_risk']} "
-              f"{count_words(r['stale_reuse_risk'], 'reuse')} at risk, {r['crashed_keys']} {count_words(r['crashed_keys'], 'key crashes', 'keys crash')}")
+        print(f"{result.rule_label(rule):<18}{rule_counts_line(r)}")
         if r["calls_by_function"]:
             top_calls = list(r["calls_by_function"].items())
-            more = f", and {len(top_calls) - 5} more functions" if len(top_calls) > 5 else ""
+            more = f", and {plural(len(top_calls) - 5, 'more function')}" if len(top_calls) > 5 else ""
             print(f"{'':<18}by function: " + ", ".join(f"{f} {n}" for f, n in top_calls[:5]) + more)
     if result.output:
         print(f"{'output':<18}{result.output}")
@@ -89,3 +87,11 @@ def _run(args: argparse.Namespace) -> int:
         print("\nfailed windows:")
         print(result.failures[["window", "reason"]].to_string(index=False))
     return 0
+
+
+def rule_counts_line(counts: dict[str, Any]) -> str:
+    """One rule's totals of a scan summary in words, each count with its noun in the right number."""
+    return (f"{plural(counts['rerun'] + counts['resumed'], 'body', 'bodies')} re-run, "
+            f"{plural(counts['calls'], 'durable call')} re-executed, {plural(counts['evictions'], 'eviction')}, "
+            f"{plural(counts['stale_reuse_risk'], 'reuse')} at risk, "
+            f"{plural(counts['crashed_keys'], 'key crashes', 'keys crash')}")

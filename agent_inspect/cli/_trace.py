@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from agent_inspect._glossary import plural
+
 __all__ = ["register"]
 
 
@@ -28,7 +30,7 @@ def _summary(args: argparse.Namespace) -> int:
         json.dump(s, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    print(f"{s['source']}: {s['records']} records in {s['files']} file(s); formats "
+    print(f"{s['source']}: {plural(s['records'], 'record')} in {plural(s['files'], 'file')}; formats "
           + ", ".join(f"{k} {v}" for k, v in s["formats"].items()))
     for et, statuses in s["by_status"].items():
         print(f"  {et}: " + ", ".join(f"{st} {n}" for st, n in statuses.items()))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_inspect._errors import CheckpointFormatError
+from agent_inspect._glossary import plural
 from agent_inspect.codec._flink_metadata import ByteReader
 from agent_inspect.codec._flink_serializers import (
     Serializer,
@@ -469,7 +470,7 @@ def _undecoded(state: KeyedState, name: str) -> str:
              for v in (per_key if isinstance(per_key, list) else per_key.values() if isinstance(per_key, dict) else ())
              if isinstance(v, StateValue) and not v.decoded]
     why = items[0].why if items else "its values were not decoded"
-    return (f"{name}: {len(items)} value(s) of {sum(v.size or 0 for v in items)} bytes in all not decoded, each "
+    return (f"{name}: {plural(len(items), 'value')} of {sum(v.size or 0 for v in items)} bytes in all not decoded, each "
             f"named with its size ({why})")
 
 

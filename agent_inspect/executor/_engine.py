@@ -149,7 +149,7 @@ class Engine(Observer):
         failed = session.restore_failure
         self._emit(StepKind.REBUILD, outcome=StepOutcome.RESTORE_FAILED if failed else StepOutcome.REBUILT,
                    reason=(f"upstream fails this restore: {failed}" if failed else
-                           f"{len(self.recovery.markers or [])} marker(s), rule {session.rule.name}"),
+                           f"{plural(len(self.recovery.markers or []), 'marker')}, rule {session.rule.name}"),
                    change=f"{len(session.store)} entries cached",
                    detail={"entries": len(session.store), "cache_events": len(rebuild_events)})
         for ev in rebuild_events:
@@ -201,7 +201,7 @@ class Engine(Observer):
     def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
         self.run.body_kind[run.index] = StepKind.RESUME if resume else StepKind.RERUN
         self._emit(self.run.body_kind[run.index], **_common(run), outcome=StepOutcome.RESUME if resume else StepOutcome.RERUN,
-                   reason=(f"incomplete record with {recorded} call result(s): body re-runs"
+                   reason=(f"incomplete record with {plural(recorded, 'call result')}: body re-runs"
                            if resume else "no usable record: body runs from scratch"),
                    detail={"recorded_calls": recorded})
 

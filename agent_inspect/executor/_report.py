@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._glossary import plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._state import Counters
 from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
@@ -85,11 +86,11 @@ class ReplaySafetyReport(HtmlRepr):
             if row["stale_logic"]:
                 risks.append("stale logic: action missing from the candidate agent")
             if row["calls_denied"]:
-                risks.append(f"{row['calls_denied']} call(s) denied by the replay policy")
+                risks.append(f"{plural(row['calls_denied'], 'call')} denied by the replay policy")
             if row["calls_executed"]:
-                risks.append(f"{row['calls_executed']} external call(s) run again")
+                risks.append(f"{plural(row['calls_executed'], 'external call')} run again")
             if row["calls_reconciled"]:
-                risks.append(f"{row['calls_reconciled']} reconciler(s) run")
+                risks.append(f"{plural(row['calls_reconciled'], 'reconciler')} run")
             if row["calls_truncated"]:
                 risks.append("non-deterministic calls: recorded results truncated")
             if row["diff"] not in (None, "equal"):
@@ -105,7 +106,7 @@ class ReplaySafetyReport(HtmlRepr):
         return self.frame[~self.frame["safe"].astype(bool)]
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong("Replay safety"), f": {len(self.frame)} task(s), {len(self.unsafe)} not replay-safe",
+        yield Text(Strong("Replay safety"), f": {plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe",
                    *(("; stopped: ", self.failure) if self.failure else ()))
         yield Table(self.frame, max_rows=50)
         if self.stale_records is not None and len(self.stale_records):

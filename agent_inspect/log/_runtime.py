@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._glossary import plural
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -114,14 +116,17 @@ def infer_runtime(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
     counts = {"v4_records": v4, "output_records_with_lineage": with_lineage,
               "output_records_without_lineage": without, "output_records": int(outputs.sum())}
     if v4:
-        return RuntimeInfo("main", True, f"{v4} record(s) carry subagentResultEvents (V4), which only "
+        carry = "carries" if v4 == 1 else "carry"
+        return RuntimeInfo("main", True, f"{plural(v4, 'record')} {carry} subagentResultEvents (V4), which only "
                                          "post-0.4 main writes", counts)
     if with_lineage and not without:
-        return RuntimeInfo("0.4", True, f"all {with_lineage} record(s) with output events carry lineage "
-                                        "(0.4 binds it to every output event)", counts)
+        which = "the one record with output events carries" if with_lineage == 1 else \
+            f"all {plural(with_lineage, 'record')} with output events carry"
+        return RuntimeInfo("0.4", True, f"{which} lineage (0.4 binds it to every output event)", counts)
     if without:
-        return RuntimeInfo("0.3", True, f"{without} record(s) have output events none of which carries lineage "
-                                        "(0.4 would have bound it)", counts)
+        have = "has" if without == 1 else "have"
+        return RuntimeInfo("0.3", True, f"{plural(without, 'record')} {have} output events none of which carries "
+                                        "lineage (0.4 would have bound it)", counts)
     return RuntimeInfo("0.3", True, "no V4 record and no output event with lineage: nothing pins a later runtime",
                        counts)
 

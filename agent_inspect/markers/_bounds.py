@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
+
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
 
@@ -415,7 +417,7 @@ def trace_notes(log: ActionStateLog, facts: TraceFacts) -> list[str]:
     notes = []
     cut = facts.truncated
     if cut:
-        notes.append(f"{cut} traced input(s) are truncated (trace-log detail STANDARD): not matched to the log")
+        notes.append(f"{plural(cut, 'traced input')} {'is' if cut == 1 else 'are'} truncated (trace-log detail STANDARD): not matched to the log")
     records = log.records
     have = set(zip(map(str, records["business_key"].to_numpy(dtype=object).tolist()),
                    map(str, records["event_uuid"].to_numpy(dtype=object).tolist())))
@@ -424,7 +426,7 @@ def trace_notes(log: ActionStateLog, facts: TraceFacts) -> list[str]:
     if mine and unmatched == len(mine):
         notes.append("no traced input matches a round of the log: the trace may be of another job")
     elif unmatched:
-        notes.append(f"{unmatched} traced input(s) match no round of the log (inputs this restore read first)")
+        notes.append(f"{plural(unmatched, 'traced input')} {'matches' if unmatched == 1 else 'match'} no round of the log (inputs this restore read first)")
     return notes
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect.markers._bounds import (
     Bounds,
     Restart,
@@ -145,7 +146,7 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
         ct, pos, rows = checkpoints[-1]
         candidates.append(MarkerCandidate(
             [line.markers_at(ct)], "refresh rows at a checkpoint",
-            f"the latest checkpoint the log shows: {rows} refresh row(s) from {line.where(pos)} re-append the states "
+            f"the latest checkpoint the log shows: {plural(rows, 'refresh row')} from {line.where(pos)} re-append the states "
             "it retained (addendum §2.2); the next restore restores it", 0.7, None))
     if last is not None:
         candidates += _from_restore(records, line, last, cuts, checkpoints)
@@ -189,7 +190,7 @@ def _from_trace(log: ActionStateLog, trace: TraceFrame, line: Timeline, last: Re
         return [MarkerCandidate(
             [line.markers_at(ct)], "trace",
             f"{which}: the trace shows no input replayed; {max(b.lower)[1]}; the latest checkpoint after that: "
-            f"{rows} refresh row(s) from {line.where(pos)}", 0.8, number, tuple(tnotes))], tnotes
+            f"{plural(rows, 'refresh row')} from {line.where(pos)}", 0.8, number, tuple(tnotes))], tnotes
     if t is None:
         return [], tnotes
     conflicts = b.conflicts()
@@ -212,7 +213,7 @@ def _from_restore(records: pd.DataFrame, line: Timeline, last: Restart, cuts: li
         ct, pos, rows = fit[-1]
         out.append(MarkerCandidate(
             [line.markers_at(ct)], "refresh rows at a checkpoint",
-            f"{start}: the latest checkpoint before it that fits what it ran again: {rows} refresh row(s) from "
+            f"{start}: the latest checkpoint before it that fits what it ran again: {plural(rows, 'refresh row')} from "
             f"{line.where(pos)}", 0.7 if t is not None else 0.6, last.number))
     if t is not None:
         conflicts = b.conflicts()
@@ -233,10 +234,10 @@ def _evidence(bounds: Bounds, skipped: int) -> str:
     lower = max(bounds.lower, key=lambda u: u[0])[1] if bounds.lower else ""
     parts = [f"the latest checkpoint consistent with it: {binding}"]
     if skipped:
-        parts.insert(0, f"it ran the {skipped} attempt(s) before it again from their first record, so it restored the "
+        parts.insert(0, f"it ran the {plural(skipped, 'attempt')} before it again from their first record, so it restored the "
                         "checkpoint an earlier restore did")
     if more > 0:
-        parts.append(f"{more} more bound(s) agree")
+        parts.append(f"{plural(more, 'more bound')} {'agrees' if more == 1 else 'agree'}")
     if lower:
         parts.append(f"after: {lower}")
     return "; ".join(parts)

@@ -16,6 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect._glossary import plural
+
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 
 CALL_OPERATIONS = {"llm": ("chat", "chat"), "tool": ("execute_tool", "execute_tool"), "parser": ("parse", "parse"),
@@ -223,7 +225,7 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
         spans.append({"name": f"invoke_agent {info['agent'] or 'agent'}", "trace_id": trace_id_of(run),
                       "span_id": _root_id(run), "parent_span_id": None, "start_ns": info["start"],
                       "end_ns": max(info["end"], info["start"]), "attributes": _clean(attrs),
-                      "status": {"code": "ERROR", "message": f"{len(bad)} task(s) disagree with the prediction"}
+                      "status": {"code": "ERROR", "message": f"{plural(len(bad), 'task')} {'disagrees' if len(bad) == 1 else 'disagree'} with the prediction"}
                       if bad else {"code": "UNSET"}, "events": []})
     return spans
 

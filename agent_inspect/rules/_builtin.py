@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._glossary import plural
 from agent_inspect.store import (
     DivergenceRule,
     Entry,
@@ -100,7 +101,7 @@ class OriginalRule(DivergenceRule):
             if bad:
                 bad_entries = [e for e in (store.get(x) for x in sorted(bad)) if e is not None]
                 reason = (f"snapshot Kafka: {why}; the strict 4-part key parser throws on "
-                          f"{len(bad)} cached key(s) whose text contains '_' (e.g. {sorted(bad)[0]!r}) -> task fails")
+                          f"{plural(len(bad), 'cached key')} whose text contains '_' (e.g. {sorted(bad)[0]!r}) -> task fails")
                 session.record("evict", [], business_key=k, seq=s, kind="parser-crash", explanation=reason,
                                positions=_positions(bad_entries), force_divergence=True)
                 return LookupDecision.fail(reason)
@@ -111,7 +112,7 @@ class OriginalRule(DivergenceRule):
                            explanation=f"original rule (snapshot Kafka): {why} -> evicted rounds > {s}")
             session.record("cross-key", others, business_key=k, seq=s, kind="cross-key", positions=positions,
                            explanation=f"snapshot Kafka eviction ignores the key: {why} at {k!r} evicted "
-                                       f"{len(others)} record(s) of other keys with seq > {s}")
+                                       f"{plural(len(others), 'record')} of other keys with seq > {s}")
         else:
             text = task.key_text if task.key_text is not None else k
             doomed = []
@@ -394,7 +395,7 @@ class BranchAwareRule(FixedRule):
                 session.remove_entries(stale, business_key=k, seq=s, kind="branch-change",
                                        positions=_positions(stale),
                                        explanation=(f"lookup: input {task.event_uuid[:8]} at ({k}, {s}) -> dropped "
-                                                    f"{len(stale)} record(s) of rounds >= {s} from other branches"))
+                                                    f"{plural(len(stale), 'record')} of rounds >= {s} from other branches"))
         else:
             entry = store.get(task.state_key)
             if entry is not None and not self._same_branch(state, entry, task, current):

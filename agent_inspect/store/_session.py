@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from agent_inspect._glossary import plural
 from agent_inspect.store._model import (
     CacheEvent,
     Divergence,
@@ -188,7 +189,7 @@ class RecoverySession:
         if not failures:
             return
         pos, message, business_key = failures[0]
-        more = f" (and {len(failures) - 1} more record(s))" if len(failures) > 1 else ""
+        more = f" (and {plural(len(failures) - 1, 'more record')})" if len(failures) > 1 else ""
         self.step, self.trigger_pos = "rebuild", pos
         self.restore_failure = f"{message}{more}"
         self._restore_positions = frozenset(p for p, _, _ in failures)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect._glossary import count_words
 from agent_inspect.trace._runtime import call_entity
 
 __all__ = ["join", "JOIN_COLUMNS", "JOIN_METHODS"]
@@ -156,7 +157,8 @@ def join(trace: Any, log: Any, *, call_kind: Callable[[str | None], str | None] 
                            call_index=i, function_id=results[i].function_id, join="call-position",
                            confidence=JOIN_METHODS["call-position"])
             else:
-                row["reason"] = (f"the execution's records hold {len(same_kind)} {c.entity_type} CallResult(s); "
+                row["reason"] = (f"the execution's records hold {len(same_kind)} {c.entity_type} "
+                                 f"{count_words(len(same_kind), 'CallResult')}; "
                                  f"this is child {nth + 1} (the calls were not journaled, or not durable)")
         rows.append(row)
     frame = pd.DataFrame(rows, columns=JOIN_COLUMNS)

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable_rows
 from agent_inspect.trace._runtime import call_entity
@@ -315,7 +316,7 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
             others.append(name)
             rows += _task_rows(name, alt.tasks, recorded, means, prices, call_kind, unknown)
     if unknown[0]:
-        notes.append(f"{unknown[0]} predicted call(s) go past what the earlier attempt recorded: their tokens are "
+        notes.append(f"{plural(unknown[0], 'predicted call')} {'goes' if unknown[0] == 1 else 'go'} past what the earlier attempt recorded: their tokens are "
                      "not counted")
     # observed, per execution of the checked rule's tasks
     executed = per_call[~per_call["replayed"]]

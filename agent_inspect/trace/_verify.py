@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import pandas as pd
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.recovery import STORE_FLAVOURS
 from agent_inspect.trace._runtime import call_entity
@@ -333,11 +334,11 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     elif len(jobs) > 1:
         raise InspectError(f"the trace mixes {len(jobs)} jobs ({', '.join(jobs)}); pick one with job= (--job)")
     if len(trace.errors):
-        notes.append(f"{len(trace.errors)} trace record(s) could not be read (see trace.errors): the trace may be "
+        notes.append(f"{plural(len(trace.errors), 'trace record')} could not be read (see trace.errors): the trace may be "
                      "incomplete")
     conflicts = int(trace.good["conflict"].sum()) if "conflict" in trace.records else 0
     if conflicts:
-        notes.append(f"{conflicts} trace record(s) share an execution id and status with another of different "
+        notes.append(f"{plural(conflicts, 'trace record')} {'shares' if conflicts == 1 else 'share'} an execution id and status with another of different "
                      "content (see trace.conflicts)")
     prediction = None
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._html import frame_html, plotly_text
+from agent_inspect._html import frame_html, labelled, plotly_text
 from agent_inspect.cases import COLUMN_MEANINGS
 from agent_inspect.widgets._common import first_column, hover, message_html
 from agent_inspect.widgets._plot import Plot
@@ -56,7 +56,7 @@ class RuleComparison(w.VBox):
         self.legend = w.HTML(_legend(frame.columns))
         self.legend.add_class("ai-rule-compare-legend")
         self.table = w.HTML(f'<div class="ai-scroll-tall">'
-                            f"{frame_html(frame, max_rows=1000)}</div>")
+                            f"{frame_html(frame, max_rows=1000, meanings=COLUMN_MEANINGS)}</div>")
         self.table.add_class("ai-table")
         self._height = int(height)
         self.figure = Plot(layout=go.Layout(height=height, margin=dict(l=160, r=10, t=60, b=60)))
@@ -112,7 +112,7 @@ class RuleComparison(w.VBox):
 
 
 def _legend(columns: Any) -> str:
-    items = "".join(f"<li><code>{escape(c)}</code>: {escape(COLUMN_MEANINGS[c])}</li>"
+    items = "".join(f"<li>{labelled('code', c, meaning=COLUMN_MEANINGS[c])}: {escape(COLUMN_MEANINGS[c])}</li>"
                     for c in columns if c in COLUMN_MEANINGS)
     return f'<details class="ai-legend"><summary>What the columns mean</summary><ul>{items}</ul></details>' \
         if items else ""

@@ -8,7 +8,7 @@ those helpers have a home of their own.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ipywidgets as w
@@ -85,6 +85,31 @@ _NOT_DISPATCHED = "not dispatched"
 # An edge between folded groups, in the words drawn on it (what each means: history.GROUP_EDGE_KINDS).
 _GROUP_EDGE_WORDS = {"next": "then", "reruns": "re-runs", "restarts": "restarts", "emits": "emits",
                      "triggers": "triggers"}
+
+
+def _word(words: str, meaning: str, x: float, y: float, xanchor: str, yanchor: str, xshift: int) -> dict[str, Any]:
+    """An edge's words as a plotly annotation at (x, y), its meaning on hover."""
+    return dict(x=x, y=y, xref="x", yref="y", text=f"<i>{plotly_text(words)}</i>", hovertext=plotly_text(meaning),
+                showarrow=False, font=dict(size=9), xanchor=xanchor, yanchor=yanchor, xshift=xshift, opacity=0.85)
+
+
+def _along(words: str, meaning: str, start: tuple[float, float], end: tuple[float, float],
+           word: float) -> dict[str, Any]:
+    """The words of an edge drawn from ``start`` down to ``end``. Down a column: left of it, on the line of
+    ``word`` units kept under the labels when there is one (halfway, a word sat on the tall label of a divergence
+    node), else halfway; edges to the next lane leave rightwards, so the left is free. Across to another lane:
+    under the middle of the line, on the side where the line is higher, so the line never runs through them."""
+    (x0, y0), (x1, y1) = start, end
+    if x0 == x1:
+        return _word(words, meaning, x0, y0 - word / 2 if word else (y0 + y1) / 2, "right", "middle", -4)
+    return _word(words, meaning, (x0 + x1) / 2, (y0 + y1) / 2, "right" if x1 > x0 else "left", "top", 0)
+
+
+def _climbs(route: Sequence[tuple[float, float]]) -> bool:
+    """Whether a route climbs a wrapped band's gutter: its middle segment runs straight up (every other edge
+    runs down, the layers' way)."""
+    i = (len(route) - 1) // 2
+    return len(route) > 2 and route[i][0] == route[i + 1][0] and route[i + 1][1] > route[i][1]
 
 
 class GraphView(w.VBox):
@@ -310,7 +335,7 @@ class GraphView(w.VBox):
         points.update((("bend", i), p) for i, p in enumerate(p for r in self.routes.values() for p in r[1:-1]))
         geometry = Geometry.of(points, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
                                min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
-                               ringed=bool(marks))
+                               ringed=bool(marks), words=bool(self.grouped))
         self.geometry = geometry
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
@@ -432,23 +457,30 @@ class GraphView(w.VBox):
         if not self.grouped or self.shown.number_of_edges() > _MAX_LABELS:
             return []
         xy, out = self.positions, list[dict[str, Any]]()
-        climbers: dict[float, int] = {}        # gutter x -> its rank among the gutters' climbing edges
-        for u, v, attrs in self.shown.edges(data=True):
-            kinds = attrs.get("kinds") or {}
-            if not kinds or u not in xy or v not in xy:
-                continue
+        edges = [(u, v, attrs.get("kinds")) for u, v, attrs in self.shown.edges(data=True)
+                 if attrs.get("kinds") and u in xy and v in xy]
+        routes = {(u, v): self.routes.get((u, v)) or [xy[u], xy[v]] for u, v, _ in edges}
+        climbing = sorted({r[(len(r) - 1) // 2][0] for r in routes.values() if _climbs(r)})
+        for u, v, kinds in edges:
             words = ", ".join(_GROUP_EDGE_WORDS.get(k, k) + (f" ×{n}" if n > 1 else "")
                               for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
             meaning = "; ".join(GROUP_EDGE_KINDS.get(k, f"{k} edges of the members") for k in kinds)
-            # on the middle segment of its route; a wrapped band's edge: up the gutter it climbs, the words of
-            # edges side by side in one gutter at different heights
-            route = self.routes.get((u, v)) or [xy[u], xy[v]]
-            (x0, y0), (x1, y1) = route[(len(route) - 1) // 2], route[(len(route) - 1) // 2 + 1]
-            climbs = len(route) > 2 and x0 == x1
-            share = 1 / (2 + climbers.setdefault(x0, len(climbers)) % 3) if climbs else 0.5
-            out.append(dict(x=(x0 + x1) / 2, y=y0 + (y1 - y0) * share, xref="x", yref="y",
-                            text=f"<i>{plotly_text(words)}</i>", hovertext=plotly_text(meaning), showarrow=False,
-                            font=dict(size=9), xanchor="left", xshift=4, opacity=0.85))
+            route = routes[(u, v)]
+            i = (len(route) - 1) // 2
+            (x0, y0), (x1, y1) = route[i], route[i + 1]
+            g = self.geometry
+            if _climbs(route):
+                # up the gutter: right of the gutter's last climbing edge (a word beside the first would lie
+                # across the next), on the line kept under a row's labels (beside a row's label it would run into
+                # the next band's), the words of one gutter's edges a row apart
+                gutter = [x for x in climbing if abs(x - x0) < 1.0]
+                row = min(round((y0 + y1) / 2) - gutter.index(x0), math.floor(y1))
+                out.append(_word(words, meaning, max(gutter), row - g.below - g.word / 2, "left", "middle", 4))
+                continue
+            # the segment as drawn: an edge leaves under its source's label and stops above its target's marker
+            top = y0 - g.below if i == 0 and y1 < y0 else y0
+            bottom = y1 + g.above if i + 1 == len(route) - 1 and y1 < y0 else y1
+            out.append(_along(words, meaning, (x0, top), (x1, bottom), g.word if i == 0 else 0.0))
         return out
 
     def _on_click(self, trace: Any, points: Any, _state: Any = None) -> None:
@@ -558,11 +590,9 @@ class SubagentTreeView(GraphView):
         for u, v, attrs in self.shown.edges(data=True):
             word = _EDGE_WORDS.get(str(attrs.get("kind")), str(attrs.get("kind") or ""))
             if word and u in xy and v in xy:
-                # the middle of the drawn edge: from under the source's label to above the target's marker
+                # along the drawn edge: from under the source's label to above the target's marker
                 y0, y1 = xy[u][1] - self.geometry.below, xy[v][1] + self.geometry.above
-                out.append(dict(x=(xy[u][0] + xy[v][0]) / 2, y=(y0 + y1) / 2, xref="x",
-                                yref="y", text=f"<i>{plotly_text(word)}</i>", showarrow=False, font=dict(size=9),
-                                xanchor="left", xshift=3, opacity=0.85))
+                out.append(_along(word, "", (xy[u][0], y0), (xy[v][0], y1), self.geometry.word))
         for u, v in self.shown.graph.get("emits", ()):
             if u in xy and v in xy:
                 # the child whose event started a sibling: an arrow beside the tree's edges

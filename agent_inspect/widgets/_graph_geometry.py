@@ -28,6 +28,7 @@ _RING_OUTER_PX = RING_PX + 3
 _WRAP = 24               # characters per label line
 _MAX_LINES = 4
 _ARROW_GAP_PX = 4
+WORD_PX = 10             # a line of an edge's words ("then", "re-runs"), under its source's label
 
 
 def wrap_label(text: str, width: int = _WRAP) -> list[str]:
@@ -81,15 +82,17 @@ class Geometry:
     y_range: tuple[float, float]
     below: float             # layout units from a labelled node's centre to the bottom of its label
     above: float             # layout units from a node's centre to the top of its marker
+    word: float = 0.0        # layout units of the line under the labels kept for edges' words (0: none)
 
     @classmethod
     def of(cls, positions: Mapping[Hashable, tuple[float, float]], label_lines: Mapping[Hashable, int],
            label_widths: Iterable[float], *, min_height: int, legend_rows: int, lanes: bool,
-           ringed: bool = False) -> Geometry:
+           ringed: bool = False, words: bool = False) -> Geometry:
         lines = max(label_lines.values(), default=0)
         # a ringed node's label starts under its ring: every label of the drawing gets that room
         marker = _RING_OUTER_PX if ringed else _MARKER_PX
-        layer_px = float(marker + 14 + _LINE_PX * max(lines, 1))
+        # a graph whose edges carry words keeps a line for them under the tallest label
+        layer_px = float(marker + 14 + _LINE_PX * max(lines, 1) + (WORD_PX if words else 0))
         ys = [p[1] for p in positions.values()] or [0.0]
         xs = [p[0] for p in positions.values()] or [0.0]
         below = (marker / 2 + 2 + _LINE_PX * lines) / layer_px
@@ -106,7 +109,8 @@ class Geometry:
         # the plot area is the layers' height (centred in a taller figure), so one unit is layer_px
         extra = (height - margin["t"] - margin["b"]) / layer_px - (y_range[1] - y_range[0])
         y_range = (y_range[0] - extra / 2, y_range[1] + extra / 2)
-        return cls(layer_px, height, margin, (min(xs) - 0.6, max(xs) + 0.6), y_range, below, above)
+        return cls(layer_px, height, margin, (min(xs) - 0.6, max(xs) + 0.6), y_range, below, above,
+                   (WORD_PX if words else 0) / layer_px)
 
     def edge_arrays(self, routes: Iterable[Sequence[tuple[float, float]]], labelled: bool
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

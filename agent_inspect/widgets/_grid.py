@@ -21,6 +21,7 @@ import numpy.typing as npt
 import pandas as pd
 import traitlets as t
 
+from agent_inspect._glossary import define_column
 from agent_inspect.widgets._style import palette_css
 
 __all__ = ["DataGrid", "filter_mask", "sort_order", "window_cells", "describe_filters"]
@@ -138,8 +139,9 @@ def describe_filters(filters: Mapping[str, str]) -> str:
 class DataGrid(anywidget.AnyWidget):
     """A virtualized table of a DataFrame; the frame stays in the kernel.
 
-    ``on_select(callback)`` calls ``callback(label, row)`` with the index label and row of a
-    clicked row. ``set_rows(positions)`` restricts the grid to some rows of the frame (a view's
+    A column header says on hover what its column counts: ``meanings`` (column → line) where given, else the
+    glossary's line for the column's name. ``on_select(callback)`` calls ``callback(label, row)`` with the index
+    label and row of a clicked row. ``set_rows(positions)`` restricts the grid to some rows of the frame (a view's
     own filters); the grid's column filters and sort apply on top. ``sort_by``, ``set_filter``
     and ``scroll_to`` do from Python what the header, the filter boxes and the scrollbar do.
 
@@ -154,6 +156,7 @@ class DataGrid(anywidget.AnyWidget):
     _esm = _STATIC / "grid.js"
     _css = palette_css() + (_STATIC / "grid.css").read_text(encoding="utf-8")
     columns = t.List(t.Unicode()).tag(sync=True)
+    tips = t.Dict(default_value={}).tag(sync=True)          # column -> what it counts (the header's title)
     total = t.Int(0).tag(sync=True)
     sort: t.List[Any] = t.List(default_value=[]).tag(sync=True)   # [column, descending] or []
     filters = t.Dict(default_value={}).tag(sync=True)       # column -> text
@@ -166,15 +169,18 @@ class DataGrid(anywidget.AnyWidget):
     error = t.Unicode("").tag(sync=True)
 
     def __init__(self, frame: pd.DataFrame, *, columns: Sequence[str] | None = None, height: int = 360,
-                 empty_text: str = "no row", sort: tuple[str, bool] | None = None, index: str | None = None) -> None:
+                 empty_text: str = "no row", sort: tuple[str, bool] | None = None, index: str | None = None,
+                 meanings: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self._index = index
+        self._meanings = dict(meanings or {})
         self._frame = frame
         self._base: np.ndarray | None = None
         self._order: np.ndarray = np.arange(len(frame))
         self._callbacks: list[Callable[[Any, pd.Series], object]] = []
         self._muted = True
         self.columns = self._shown_columns(columns)
+        self.tips = self._tips()
         self.height = int(height)
         self.empty_text = empty_text
         if sort is not None:
@@ -213,6 +219,7 @@ class DataGrid(anywidget.AnyWidget):
         self._muted = True
         try:
             self.columns = self._shown_columns(columns)
+            self.tips = self._tips()
             self.filters = {c: v for c, v in self.filters.items() if c in self.columns}
             if self.sort and self.sort[0] not in self.columns:
                 self.sort = []
@@ -280,6 +287,11 @@ class DataGrid(anywidget.AnyWidget):
     def _shown_columns(self, columns: Sequence[str] | None) -> list[str]:
         names = [str(c) for c in (columns or self._frame.columns) if c in self._frame.columns]
         return [self._index, *names] if self._index is not None else names
+
+    def _tips(self) -> dict[str, str]:
+        """Each shown column's line for its header's title (columns without one are left out)."""
+        said = {c: self._meanings.get(c) or define_column(c) for c in self.columns}
+        return {c: line for c, line in said.items() if line}
 
     def _window_span(self) -> tuple[int, int]:
         start, count = (list(self.viewport) + [0, _FIRST_WINDOW])[:2]

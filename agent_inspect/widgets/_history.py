@@ -17,7 +17,7 @@ import pandas as pd
 import traitlets as t
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import define, plural
+from agent_inspect._glossary import define, define_column, plural
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.codec import PlanSource
 from agent_inspect.history import SearchIndex, compact_history, record_kinds
@@ -322,16 +322,21 @@ def _plain_markers(markers: Any) -> Any:
     return [{int(p): int(o) for p, o in dict(m).items()} for m in markers]
 
 
+# the line's columns, left to right (the last holds the divergence and search marks)
+_COLUMNS = ("time (UTC)", "duration", "seq", "attempt", "action", "triggered by", "records", "status", "outcome", "")
+
+
 def _header(key: Any, rule: str | None, records: pd.DataFrame, lines: pd.DataFrame) -> dict[str, Any]:
     status = first_column(records, "status")
     outcome = first_column(lines, "outcome")
     counts = {} if status is None else {str(k): int(v) for k, v in records[status].value_counts().items() if v}
     outcomes = {} if outcome is None else {str(k): int(v) for k, v in lines[outcome].value_counts().items() if v}
     terms = {t: define(t) for t in (*counts, *outcomes, *lines["status"].dropna().astype(str).unique(),
-                                     "divergence") if define(t)}
+                                     "divergence", "rule", "RERUN") if define(t)}
     return {"key": str(key), "rule": rule or "", "records": len(records), "lines": len(lines),
             "statuses": counts, "outcomes": outcomes, "divergent_lines": int(lines["diverged"].sum()),
-            "reruns": int(lines["rerun"].sum()), "terms": terms}
+            "reruns": int(lines["rerun"].sum()), "terms": terms,
+            "columns": [[c, define_column(c)] for c in _COLUMNS]}
 
 
 def _row(line: Any, matches: set[int]) -> dict[str, Any]:

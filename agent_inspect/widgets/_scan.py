@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from agent_inspect._glossary import define, plural
+from agent_inspect._glossary import define, define_column, plural
 from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import integer_axis, message_html
 from agent_inspect.widgets._grid import DataGrid
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["FleetScanView", "scan_histograms"]
 
 _NUMERIC = ("stale_reuse_risk", "rerun", "calls", "evictions")
+# the scan's per-rule columns count tasks and calls run again (not the calls an action recorded)
+_COLUMN_TERMS = {"rerun": "reruns", "calls": "calls run again", "records": "key records"}
 #: the table's first column: the key's place in ``ScanResult.at_risk()`` under the chosen rule (1 = most at risk)
 RISK_RANK = "risk_rank"
 
@@ -59,7 +61,7 @@ class FleetScanView(w.VBox):
         self.figure = Plot(scan_histograms(result, self.rule.value))
         self.figure.add_class("ai-scan-histograms")
         self.table = DataGrid(self._ranked(), columns=self.columns, sort=(self.sort_column, False), height=380,
-                              empty_text="the scan found no key")
+                              empty_text="the scan found no key", meanings=self.meanings())
         self.table.add_class("ai-scan-table")
         self.table.observe(self._sorted, names="sort")
         self.table.on_select(lambda _label, row: self.open_key(str(row["business_key"])))
@@ -77,6 +79,12 @@ class FleetScanView(w.VBox):
         r = self.rule.value
         return [RISK_RANK, "business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301",
                 "lint_flags", *[f"{r}_{c}" for c in _NUMERIC]]
+
+    def meanings(self) -> dict[str, str]:
+        """What each column of the table counts, under every rule of the scan (the headers' tooltips)."""
+        columns = {c for r in self.result.rules for c in (f"{r}_{m}" for m in _NUMERIC)} | set(self.columns)
+        said = {c: define_column(c, rules=self.result.rules, aliases=_COLUMN_TERMS) for c in sorted(columns)}
+        return {c: line for c, line in said.items() if line}
 
     def _ranked(self) -> pd.DataFrame:
         """The scan's keys with their place in ``at_risk()`` under the current rule (1 = most at risk)."""

@@ -7,6 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from agent_inspect._glossary import define
+
 pytestmark = pytest.mark.browser
 
 KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -31,6 +33,9 @@ def test_log_browser_grid_draws_scrolls_and_a_row_click_shows_the_decoded_value(
     rows = page.locator(".ai-log-browser .ai-grid-row")
     rows.first.wait_for()
     assert 10 <= rows.count() <= 200  # a window of rows, not the log
+    # a header says on hover what its column holds, in the glossary's words (issue 26 item 6)
+    title = page.locator(".ai-log-browser .ai-grid-header[data-column='partition']").get_attribute("title") or ""
+    assert define("partition") in title and "sort" in title, title
 
     # a click on a row shows that record's decoded value below the grid
     row = rows.nth(3)

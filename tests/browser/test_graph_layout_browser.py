@@ -125,6 +125,13 @@ def _geometry_problems(geometry: dict) -> list[str]:
                  if _overlap(a, b)]
     problems += [f"edge {k} through {b['text']!r}" for k, line in enumerate(geometry["lines"]) for b in boxes
                  if _crosses(line, b)]
+    # the words of a folded graph's edges ("then", "re-runs"): on no label, crossed by no edge (before: a word
+    # halfway between two nodes sat on the tall label of a divergence node, and the word of the first of two
+    # edges climbing one gutter lay across the second)
+    words = [n for n in notes if "attempt" not in n["text"]]
+    problems += [f"word {w['text']!r} on {b['text']!r}" for w in words for b in boxes if _overlap(w, b)]
+    problems += [f"edge {k} through the word {w['text']!r}" for k, line in enumerate(geometry["lines"])
+                 for w in words if _crosses(line, w)]
     return problems
 
 

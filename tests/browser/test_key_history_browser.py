@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 import agent_inspect as ai
+from agent_inspect._glossary import define
 from agent_inspect.history import compact_history
 from tests.report.probe_log import write_probe_log
 
@@ -68,6 +69,10 @@ def test_key_history_in_jupyterlab(lab_page, lab_root: Path, artifacts: Path) ->
     print(f"history of {len(lines)} lines drawn {time.monotonic() - t0:.2f} s after run-all")
     assert key in view.locator(".ai-h-head").inner_text()
     assert view.locator(".ai-h-item").count() == len(lines)
+    # the column headers say on hover what they show, in the glossary's words the kernel sent
+    header = view.locator(".ai-h-cols span", has_text="attempt").first
+    assert header.get_attribute("title") == define("attempt")
+
 
     # expand a line: its records and decoded values come from the kernel
     first = view.locator(".ai-h-item").first

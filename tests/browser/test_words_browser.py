@@ -44,7 +44,7 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
     # the log browser says which runtime wrote the log, why, and what the lineage rule pinned
     runtime = page.locator(".ai-log-browser .ai-runtime").first
     runtime.wait_for()
-    assert "runtime that wrote the log: 0.4 (inferred: all 1045 record(s) with output events carry lineage" \
+    assert "runtime that wrote the log: 0.4 (inferred: all 1,045 records with output events carry lineage" \
         in runtime.inner_text()
     assert "0 records pinned by the 0.4 lineage rule" in runtime.inner_text()
     assert "none of which carries upstreamEventId" in runtime.locator(".ai-lineage-rule").get_attribute("title")

@@ -94,7 +94,7 @@ def test_minimal_case_defaults():
 
 
 @pytest.mark.parametrize(("patch", "message"), [
-    ("typo = 1\n", "unknown field(s) typo"),
+    ("typo = 1\n", "unknown field typo"),
     ('log = [{ key = "k", seq = 5, action = "IA", event = "In(A)", status = "X" }]\n', "status 'X'"),
     ('log = [{ key = "k", seq = 5, action = "NOPE", event = "In(A)", status = "C" }]\n', "does not declare"),
     ('log = [{ key = "k", action = "IA", event = "In(A)", status = "C" }]\n', "missing 'seq'"),

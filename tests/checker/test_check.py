@@ -22,6 +22,7 @@ from agent_inspect.store import LookupDecision
 # Branch changes without tombstones; savepoints go back to the fresh start only (no restored memory
 # from before a branch change): naive must be caught, lookup-only never (spec §10.2, §10.3).
 # (No #1084 siblings, no case agents: these pin the branch judgement alone.)
+# (a check on options that isolate one phenomenon leaves the matrix sweep out: sweep=False)
 PLAIN = dict(identical_children=0.0, case_agents=0.0)
 BRANCH = dict(tombstones=0.0, branch_changes=1.0, keys=2, rounds=3, subagents=0.0, savepoint_target="first", **PLAIN)
 # Multi-root agents, no branch changes, no restores but the fresh start: every completed record is
@@ -41,7 +42,7 @@ TOMB_HITS = (177041727744688, 30572939639479)
 
 @pytest.fixture(scope="module")
 def naive_report():
-    return check("naive", n=60, seed=1, **BRANCH)
+    return check("naive", n=60, seed=1, sweep=False, **BRANCH)
 
 
 def stale_lines(case) -> set[int]:
@@ -93,7 +94,7 @@ def test_without_branch_changes_every_record_is_on_the_recovery_branch(seed):
 
 def test_naive_reuses_stale_on_branch_changes_and_lookup_only_never(naive_report):
     assert naive_report.stale_reuses > 0 and not naive_report.passed
-    lookup_only = check("lookup-only", n=60, seed=1, **BRANCH)
+    lookup_only = check("lookup-only", n=60, seed=1, sweep=False, **BRANCH)
     assert lookup_only.stale_reuses == 0 and lookup_only.passed
     assert lookup_only.counterexample("stale-reuse") is None
     # the histories are the same ones
@@ -101,8 +102,8 @@ def test_naive_reuses_stale_on_branch_changes_and_lookup_only_never(naive_report
 
 
 def test_original_over_evicts_multi_root_histories_and_fixed_does_not():
-    original = check("original", n=30, seed=2, **MULTI)
-    fixed = check("fixed", n=30, seed=2, minimize=False, **MULTI)
+    original = check("original", n=30, seed=2, sweep=False, **MULTI)
+    fixed = check("fixed", n=30, seed=2, sweep=False, minimize=False, **MULTI)
     assert original.avoidable_reruns > 10 and original.stale_reuses == 0
     assert fixed.avoidable_reruns == 0 and fixed.stale_reuses == 0
     cex = original.counterexample("avoidable-rerun")
@@ -175,7 +176,7 @@ class Boom(FixedRule):
 
 
 def test_a_raising_rule_is_reported_with_its_history():
-    report = check(Boom, n=12, seed=4, keys=1, rounds=3)
+    report = check(Boom, n=12, seed=4, sweep=False, keys=1, rounds=3)
     assert report.errors > 0 and not report.passed and report.verdict == "broken"
     cex = report.counterexample("error")
     assert cex is not None and "lookup() at " in cex.items[0] and "RuntimeError: no rounds" in cex.items[0]
@@ -195,7 +196,7 @@ class ReuseNothing(FixedRule):
 
 @pytest.mark.parametrize("rule", sorted(ai.rules.RULES) + [ReuseNothing()])
 def test_every_rule_can_be_checked(rule):
-    report = check(rule, n=8, seed=9, minimize=False)
+    report = check(rule, n=8, seed=9, minimize=False, sweep=False)
     assert len(report.frame) == 8 and report.errors == 0
     assert report.frame["tasks"].sum() > 0
     assert set(report.to_dict()) >= {"rule", "stale_reuses", "avoidable_reruns", "counterexamples"}
@@ -216,7 +217,7 @@ def test_module_class_rules_resolve(tmp_path, monkeypatch):
 
 
 def test_case_file_parses_without_the_checker():
-    report = check("naive", n=60, seed=1, **BRANCH)
+    report = check("naive", n=60, seed=1, sweep=False, **BRANCH)
     data = tomllib.loads(report.counterexample("stale-reuse").to_toml())
     (case,) = parse_case(data)
     assert case.agent() is not None and case.setup.window_start >= 1
@@ -243,7 +244,7 @@ def test_a_whole_history_as_a_case_file_recovers_like_the_operator_log(seed):
 
 def test_k1_histories_check_the_snapshot_flavours():
     for name in ("original:kafka-k1", "original:fluss-k1"):
-        report = check(name, n=5, seed=3, key_format="K1", minimize=False)
+        report = check(name, n=5, seed=3, sweep=False, key_format="K1", minimize=False)
         assert report.errors == 0 and report.frame["tasks"].sum() > 0
     assert generate_history(3, key_format="K1").log.records["key_format"].eq("K1").all()
 
@@ -303,7 +304,7 @@ def test_every_rule_the_matrix_marks_stale_is_found_stale_at_the_default_n(stale
     text) are spec §10.3 known limits and key-format defects, which random K1.5 histories seldom reach."""
     for name, (rule, cases) in stale_in_matrix.items():
         report = check(rule, seed=1)
-        assert report.n == 200
+        assert report.n == 200 + len(ai.checker.sweep())
         assert report.stale_reuses > 0 and report.verdict == "unsafe", (name, cases, report.summary())
         assert report.counterexample("stale-reuse") is not None
 
@@ -365,7 +366,7 @@ def _line_of(cls, text):
 def test_a_broken_rule_is_broken_in_check_and_compare_never_unsafe():
     here = __file__
     raises_at = f"{here}:{_line_of(RaisesLater, 'raise KeyError')}"
-    report = check(RaisesLater(), n=20, seed=2, rounds=6, keys=1)
+    report = check(RaisesLater(), n=20, seed=2, sweep=False, rounds=6, keys=1)
     assert report.verdict == "broken" and not report.passed
     assert report.broken.startswith("rule 'raises-later' is broken: lookup() at ") and raises_at in report.broken
     assert "KeyError" in report.broken and "\n" not in report.broken
@@ -407,8 +408,7 @@ def test_every_case_agent_runs_in_generated_histories():
 
 
 # durable calls in every shape of the call cases, one key, short histories: many resumed bodies
-CALLS = dict(call_shapes=1.0, durable_calls=1.0, case_agents=0.0, keys=1, rounds=3, fanout=1, subagents=0.0,
-             checkpoints=0.3, changed_calls=0.5, legacy_values=0.5, key_format="K2", runtimes=("0.3",))
+CALLS = dict(ai.checker._sweep.CALL_OPTIONS)
 
 
 def test_every_bundled_case_shape_is_reachable_by_the_generator():
@@ -428,6 +428,7 @@ def test_every_bundled_case_shape_is_reachable_by_the_generator():
         if len(found) == len(CALL_SHAPES):
             break
     assert set(found) == call_cases, found
+    assert found == dict(ai.checker._sweep.CALL_SHAPE_SEEDS)      # the sweep's seeds are the first that show each
     legacy = generate_history(found["D04"], **CALLS)
     assert legacy.value_format == "V1" and set(legacy.log.records["value_format"].dropna()) == {"V1"}
     assert "V1 values" in legacy.describe()
@@ -437,6 +438,35 @@ def test_every_bundled_case_shape_is_reachable_by_the_generator():
     # saves as a case file with the same calls (K2 keys by text, V1 values)
     report = check("fixed", seeds=sorted(set(found.values())), minimize=False, **CALLS)
     assert report.stale_reuses == 0 and report.errors == 0, report.summary()
+
+
+def test_a_check_with_its_defaults_goes_through_every_bundled_case():
+    """Issue 24 item 5: the default check reaches every shape the matrix knows, whatever its random draws (at the
+    default n, 200 random histories of seed 0 draw 24 of the 41 case agents and only the call cases D02 and D03)."""
+    from agent_inspect.checker import call_shapes, sweep
+
+    builtin = {c.id.split("/")[0] for c in ai.cases.builtin()}
+    shapes = sweep()
+    assert {s.case for s in shapes} == builtin
+    for shape in shapes:
+        if shape.case.startswith("D"):
+            assert shape.case in call_shapes(generate_history(shape.seed, shape.options)), shape.case
+        else:
+            assert generate_history(shape.seed, shape.options).case_agent == shape.case
+    report = check("fixed", n=3, seed=0, minimize=False)                  # the defaults: the sweep is on
+    assert set(report.frame["case"]) - {""} == builtin and report.n == 3 + len(shapes)
+    assert report.errors == 0, report.broken
+    assert set(check("fixed", n=3, sweep=False, minimize=False).frame["case"]) == {""}
+    # random histories keep to formats a log-only rule can be judged on unless asked (V1 values carry no event
+    # lineage: every rule's identity checks fail there); K2 keys and V1 values mix in at the rates given
+    seeds = ai.checker._check.history_seeds(0, 60)
+    plain = [generate_history(s) for s in seeds]
+    assert {h.value_format for h in plain} == {"V3"} and {h.key_format for h in plain} == {"K1.5"}
+    mixed = [generate_history(s, k2_keys=0.5, legacy_values=0.5) for s in seeds]
+    assert {h.value_format for h in mixed} == {"V1", "V3"} and {h.key_format for h in mixed} == {"K1.5", "K2"}
+    assert any("K2 keys" in h.describe() for h in mixed)
+    again = [generate_history(s, k2_keys=0.5) for s in seeds]           # the histories that keep K1.5 are unchanged
+    assert all(list(a.log.raw.value) == list(p.log.raw.value) for a, p in zip(again, plain) if a.key_format == "K1.5")
 
 
 def test_call_shapes_are_off_without_durable_calls_and_legacy_values_need_0_3():

@@ -15,7 +15,8 @@ BRANCH = ["--option", "tombstones=0", "--option", "branch_changes=1.0", "--optio
 
 
 def test_stale_reuse_exits_1_with_json_and_saved_cases(capsys, tmp_path):
-    code = main(["rules", "check", "naive", "--n", "60", "--seed", "1", "--json", "--save", str(tmp_path), *BRANCH])
+    code = main(["rules", "check", "naive", "--n", "60", "--seed", "1", "--no-sweep", "--json", "--save", str(tmp_path),
+                 *BRANCH])
     assert code == 1
     out = json.loads(capsys.readouterr().out)
     assert out["rule"] == "naive" and out["stale_reuses"] > 0 and not out["passed"]
@@ -28,7 +29,7 @@ def test_stale_reuse_exits_1_with_json_and_saved_cases(capsys, tmp_path):
 
 
 def test_safe_rule_exits_0_with_text(capsys):
-    code = main(["rules", "check", "lookup-only", "--n", "60", "--seed", "1", *BRANCH])
+    code = main(["rules", "check", "lookup-only", "--n", "60", "--seed", "1", "--no-sweep", *BRANCH])
     text = capsys.readouterr().out
     assert code == 0
     assert text.startswith("PASS rule lookup-only: 60 histories")

@@ -65,5 +65,5 @@ def test_the_report_says_which_runtime_wrote_the_log(tmp_path) -> None:
     import agent_inspect as ai
 
     html = ai.report.render_report(ai.load("sample_logs/subagents_v4.jsonl"), rule="original")
-    assert "main (inferred: 10 record(s) carry subagentResultEvents (V4)" in html
+    assert "main (inferred: 10 records carry subagentResultEvents (V4)" in html
     assert "default rule original" in html

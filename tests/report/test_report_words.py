@@ -39,7 +39,7 @@ def test_the_default_is_the_rule_the_runtime_ships(probe_log) -> None:
 def test_the_production_sample_under_fixed_is_a_what_if(production_page: str) -> None:
     text = _text(production_page)
     assert "rule fixed (what-if: runtime 0.4 ships original) ·" in text
-    assert "runtime that wrote the log 0.4 (inferred: all 1045 record(s) with output events carry lineage" in text
+    assert "runtime that wrote the log 0.4 (inferred: all 1,045 records with output events carry lineage" in text
 
 
 def test_another_rule_is_labelled_a_what_if(probe_log) -> None:

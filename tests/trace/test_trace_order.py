@@ -94,4 +94,4 @@ def test_verify_notes_conflicting_records(tmp_path: Path) -> None:
     p = write_trace([*recs, dict(recs[i], attributes={"again": True})], tmp_path / "conflict.log")
     restore = json.loads((LOGS / "N04.markers.json").read_text(encoding="utf-8"))["restore"]
     v = verify(ai.load(LOGS / "N04.jsonl"), p, markers=samples.markers("N04"), restore=restore)
-    assert any("2 trace record(s) share an execution id and status" in n for n in v.notes)
+    assert any("2 trace records share an execution id and status" in n for n in v.notes)

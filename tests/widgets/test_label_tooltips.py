@@ -15,6 +15,7 @@ import html
 import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,7 +77,7 @@ def test_the_label_rule() -> None:
     assert label_terms("RERUN 464, REUSE 169, NOT-DISPATCHED 10") == ["RERUN", "REUSE"]   # spelled as printed
     assert label_terms("step 12") == ["step"] and label_terms("37 divergences") == ["divergences"]
     assert label_terms("the lookup of triage (user-0019, seq 1) evicted it") == []
-    page = '<p>status: <span title="x">evicted</span>, <b>outside</b></p><table><th>step</th></table>'
+    page = '<p>record: <span title="x">evicted</span>, <b>outside</b></p><table><th>step</th></table>'
     assert untitled_labels(page) == {"outside", "step"}
     assert define("NOT-DISPATCHED")      # the hyphenated spelling is defined too, through define()
 
@@ -140,3 +141,62 @@ def test_the_scan_results_counts_say_what_they_count() -> None:
     for words, term in ((r"2 windows", "windows"), (r"1 key exposed to #1301", "exposed to #1301"),
                         (r"1 window failed", "failed windows")):   # windows: the one read and the one failed
         assert re.search(rf'title="{re.escape(html.escape(define(term)))}">{words}<', page), words
+
+
+# -- views drawn in the browser get their words as data: the grid's header tips, the key history's header ----
+
+
+def test_a_grids_column_headers_say_what_they_count(production: dict[str, Any]) -> None:
+    """The data grid sends each column's line (from the glossary) to the browser, which puts it in the header's
+    title; a meaning the caller gives wins over the glossary's."""
+    grid = ai.widgets.LogBrowser(production["log"]).grid
+    assert grid.tips["partition"] == define("partition") and grid.tips["seq"] == define("round")
+    assert grid.tips["position"] == define("pos") and "task_event_type" in grid.tips
+    assert set(grid.tips) <= set(grid.columns)
+    mine = ai.widgets.DataGrid(production["log"].records.head(3), columns=["seq", "offset"],
+                               meanings={"seq": "my words"})
+    assert mine.tips == {"seq": "my words", "offset": define("offset")}
+    mine.set_frame(production["log"].records.head(3), columns=["partition"])   # new columns, new tips
+    assert mine.tips == {"partition": define("partition")}
+
+
+def test_the_key_historys_column_headers_and_counts_carry_the_glossarys_words(production: dict[str, Any]) -> None:
+    history = ai.widgets.KeyHistory(production["reconstruction"], "user-0019")
+    header = history.header
+    columns = dict(header["columns"])
+    assert columns["attempt"] == define("attempt") and columns["status"] == define("status")
+    assert columns["outcome"] == define("outcome") and columns["seq"] == define("round")
+    assert header["terms"]["rule"] == define("rule") and header["terms"]["RERUN"] == define("RERUN")
+    js = (Path(ai.widgets.__file__).parent / "static" / "history.js").read_text(encoding="utf-8")
+    assert "h.columns" in js and '"time (UTC)"' not in js    # the headers are drawn from what the kernel sends
+
+
+def test_the_rule_comparison_says_what_each_column_counts() -> None:
+    frame = ai.cases.compare("cases/G01.toml", rules=["original", "fixed"])
+    view = ai.widgets.RuleComparison(frame, metric="reruns")
+    pages = list(_html_of(view))
+    assert set().union(*map(untitled_labels, pages)) == set()
+    table = view.table.value
+    for column in ("reruns", "evictions", "stale_reuses", "calls", "passed", "expected", "broken"):
+        assert f'title="{html.escape(ai.cases.COLUMN_MEANINGS[column])}">{column}</th>' in table, column
+    # one glossary: the comparison's words are the glossary's ("calls" there are the calls run again)
+    assert ai.cases.COLUMN_MEANINGS["calls"] == define("calls run again") != define("calls")
+    assert all(meaning in GLOSSARY.values() for meaning in ai.cases.COLUMN_MEANINGS.values())
+
+
+def test_the_fleet_scans_table_headers_say_what_they_count_under_each_rule() -> None:
+    import pandas as pd
+
+    cols = ai.fleet.KEY_COLUMNS + [f"{r}_{c}" for r in ("fixed", "original") for c in ai.fleet.RULE_COLUMNS]
+    row = {c: 0 for c in cols} | {"business_key": "k", "exposed_1301": True}
+    result = ai.ScanResult(keys=pd.DataFrame([row], columns=cols), errors=pd.DataFrame(),
+                           failures=pd.DataFrame(columns=["window", "partition", "path", "start", "end", "reason"]),
+                           partitions=pd.DataFrame([{"window": "p0", "partition": 0, "records": 1, "errors": 0}]),
+                           source="s.jsonl", rules=("fixed", "original"))
+    view = ai.widgets.FleetScanView(result)
+    assert set(view.table.columns) == set(view.table.tips)            # every header has its line
+    assert view.table.tips["fixed_calls"] == "under rule fixed: " + define("calls run again")
+    assert view.table.tips["exposed_1301"] == define("exposed_1301")
+    view.rule.value = "original"
+    assert view.table.tips["original_rerun"] == "under rule original: " + define("reruns")
+    assert set(view.table.columns) == set(view.table.tips)

@@ -55,7 +55,9 @@ export default {
           cell.textContent = column + (sort[1] ? " ▼" : " ▲");
           cell.classList.add("ai-grid-sorted");
         }
-        cell.title = `sort by ${column}`;
+        // what the column counts, in the glossary's words (the kernel sends them), then what a click does
+        const tip = (model.get("tips") || {})[column];
+        cell.title = tip ? `${column}: ${tip} (click to sort)` : `sort by ${column}`;
         cell.addEventListener("click", () => {
           const now = model.get("sort") || [];
           model.set("sort", [column, now[0] === column ? !now[1] : false]);
@@ -137,6 +139,7 @@ export default {
       timer = setTimeout(askWindow, 30);
     });
     model.on("change:columns", () => { widths = ""; drawHead(); drawRows(); });
+    model.on("change:tips", drawHead);
     model.on("change:sort", () => { scroller.scrollTop = 0; asked = ""; drawHead(); });
     model.on("change:filters", () => { scroller.scrollTop = 0; asked = ""; drawHead(); });
     // a selection made in the kernel (open a record) scrolls its row into view once, when its window arrives

@@ -66,9 +66,6 @@ function render({ model, el }) {
   const notice = node("div", "ai-h-notice");
   bar.append(search, firstDiv, nextRerun, prev, pageInfo, next);
   const cols = node("div", "ai-h-line ai-h-cols");
-  for (const c of ["time (UTC)", "duration", "seq", "attempt", "action", "triggered by", "records", "status", "outcome", ""]) {
-    cols.appendChild(node("span", null, c));
-  }
   const list = node("div", "ai-h-list");
   el.append(head, bar, searchInfo, notice, cols, list);
 
@@ -96,12 +93,27 @@ function render({ model, el }) {
     const title = node("div", "ai-title");
     const terms = h.terms || {};
     title.append("history of key ", node("code", null, h.key), ` · ${plural(h.lines, "execution")} · ` +
-      plural(h.records, "record") + (h.rule ? ` · rule ${h.rule}` : ""));
+      plural(h.records, "record"));
+    if (h.rule) {
+      const rule = node("span", "ai-h-rule", `rule ${h.rule}`);
+      if (terms.rule) rule.title = terms.rule;
+      title.append(" · ", rule);
+    }
     const counts = node("div", "ai-h-counts");
     for (const [name, n] of Object.entries(h.statuses || {})) counts.append(badge("status", name, terms[name]), ` ${plural(n, "record")}  `);
     for (const [name, n] of Object.entries(h.outcomes || {})) counts.append(badge("outcome", name, terms[name]), ` ${plural(n, "line")}  `);
-    counts.append(` · ${plural(h.divergent_lines, "line")} in a divergence · ${plural(h.reruns, "re-run")}`);
+    const diverged = node("span", null, `${plural(h.divergent_lines, "line")} in a divergence`);
+    if (terms.divergence) diverged.title = terms.divergence;
+    const reruns = node("span", null, plural(h.reruns, "re-run"));
+    if (terms.RERUN) reruns.title = terms.RERUN;
+    counts.append(" · ", diverged, " · ", reruns);
     head.append(title, counts);
+    // the column headers, each with the glossary's line for what it shows
+    cols.replaceChildren(...(h.columns || []).map(([label, tip]) => {
+      const c = node("span", null, label);
+      if (tip) c.title = tip;
+      return c;
+    }));
   }
 
   function drawRecords(box, detail) {
@@ -117,7 +129,7 @@ function render({ model, el }) {
       const terms = (model.get("header") || {}).terms || {};
       if (r.status) meta.append(" ", badge("status", r.status, terms[r.status]));
       if (r.outcome) meta.append(" ", badge("outcome", r.outcome, terms[r.outcome]));
-      if (r.divergence !== null && r.divergence !== undefined) meta.append(" ", badge("divergence", `divergence ${r.divergence}`));
+      if (r.divergence !== null && r.divergence !== undefined) meta.append(" ", badge("divergence", `divergence ${r.divergence}`, terms.divergence));
       if (r.reason) meta.append(node("div", "ai-h-reason", r.reason));
       const tools = node("div", "ai-h-tools");
       const copyJson = node("button", "ai-h-copy-json", "copy JSON");
