@@ -13,7 +13,7 @@ EXPECTED = {
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
     "python_function_id", "python_args_digest", "merge_markers",
-    "CALL_MATCHING", "call_matcher", "call_router", "marker_list", "MarkerSource",
+    "CALL_MATCHING", "call_matcher", "call_router", "marker_list", "MarkerSource", "PlanSource",
     "parse_metadata", "read_keyed_state", "StateValue", "read_kryo_object", "KryoObject", "KRYO2", "KRYO5",
 }
 
