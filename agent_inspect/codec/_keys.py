@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
 from agent_inspect._errors import KeyFormatError
 
@@ -409,9 +409,16 @@ def _resolve_one(key: str | bytes, prefer: str | None, max_parallelism: int | No
         return exc
 
 
-def _missing(format: str, **segments: object) -> NoReturn:
-    name = next(n for n, v in segments.items() if v is None)
-    raise KeyFormatError(f"format {format} needs {name}")
+#: the segments each key format writes besides the event and action UUIDs, in the order they are checked
+_SEGMENTS = {
+    "K0": ("key_text",),
+    "K1": ("seq", "key_text"),
+    "K1.5-draft": ("seq", "key_group", "key_text"),
+    "K1.5": ("seq", "key_group", "key_text"),
+    "K1.6": ("seq", "key_group", "key_digest"),
+    "K2": ("seq", "key_group", "serializer_fingerprint", "key_digest"),
+    "K2-ordinal": ("seq", "key_ordinal", "key_group", "serializer_fingerprint", "key_digest"),
+}
 
 
 def format_state_key(format: str, *, seq: int | None, event_uuid: str, action_uuid: str,
@@ -441,34 +448,23 @@ def state_key_writer(format: str, *, key_text: str | None = None, key_group: int
         write = ai.codec.state_key_writer("K1.5", key_text="user-1", key_group=17)
         write(3, "e", "a"), write(4, "e", "a")             # as format_state_key would write them
     """
-    if format == "K0":
-        if key_text is None:
-            _missing(format, key_text=key_text)
-        return lambda seq, e, a: f"{key_text}-{e}-{a}"
-    if format not in KEY_FORMATS:
+    needs = _SEGMENTS.get(format)
+    if needs is None:
         raise KeyFormatError(f"unknown key format {format!r}; use one of {', '.join(KEY_FORMATS)}")
+    given = {"seq": seq, "key_text": key_text, "key_group": key_group, "key_digest": key_digest,
+             "serializer_fingerprint": serializer_fingerprint, "key_ordinal": key_ordinal}
+    for name in needs:
+        if given[name] is None:
+            raise KeyFormatError(f"format {format} needs {name}")
+    if format == "K0":
+        return lambda seq, e, a: f"{key_text}-{e}-{a}"
     if format == "K1":
-        if seq is None or key_text is None:
-            _missing(format, seq=seq, key_text=key_text)
         return lambda seq, e, a: f"{key_text}_{seq}_{e}_{a}"
     if format == "K1.5":
-        if seq is None or key_group is None or key_text is None:
-            _missing(format, seq=seq, key_group=key_group, key_text=key_text)
         return lambda seq, e, a: f"{key_group}_{seq}_{e}_{a}_{key_text}"
     if format == "K1.5-draft":
-        if seq is None or key_group is None or key_text is None:
-            _missing(format, seq=seq, key_group=key_group, key_text=key_text)
         return lambda seq, e, a: f"{key_group}_{key_text}_{seq}_{e}_{a}"
     if format == "K1.6":
-        if seq is None or key_group is None or key_digest is None:
-            _missing(format, seq=seq, key_group=key_group, key_digest=key_digest)
         return lambda seq, e, a: f"{key_group}_{seq}_{e}_{a}_{key_digest}"
-    ordinal = ""
-    if format == "K2-ordinal":
-        if seq is None or key_ordinal is None:
-            _missing(format, seq=seq, key_ordinal=key_ordinal)
-        ordinal = f"_{key_ordinal}"
-    if seq is None or key_group is None or serializer_fingerprint is None or key_digest is None:
-        _missing(format, seq=seq, key_group=key_group, serializer_fingerprint=serializer_fingerprint,
-                 key_digest=key_digest)
+    ordinal = f"_{key_ordinal}" if format == "K2-ordinal" else ""
     return lambda seq, e, a: f"v2:{key_group}_{seq}_{e}_{a}_{serializer_fingerprint}{ordinal}_{key_digest}"
