@@ -1,12 +1,17 @@
-"""Bulk work without the cyclic GC: loads and reconstructions allocate millions of small objects."""
+"""Bulk work: without the cyclic GC (loads and reconstructions allocate millions of small objects), and done
+once per log (every rule and verb over one log reads the same records)."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["gc_paused"]
+__all__ = ["gc_paused", "once_per_log"]
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -28,3 +33,15 @@ def gc_paused() -> Iterator[None]:
             gc.unfreeze()
         if enabled:
             gc.enable()
+
+
+def once_per_log(cache: weakref.WeakKeyDictionary[Any, T], log: object, make: Callable[[], T]) -> T:
+    """``make()`` for ``log``, made once and kept in ``cache`` for as long as the log lives; a log that cannot be
+    weakly referenced (a bare frame) gets a fresh one on every call."""
+    try:
+        made = cache.get(log)
+    except TypeError:
+        return make()
+    if made is None:
+        made = cache[log] = make()
+    return made

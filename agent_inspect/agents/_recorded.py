@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._bulk import once_per_log
 from agent_inspect.agents._protocol import (
     SUBAGENT_EVENT,
     ActionContext,
@@ -41,13 +42,7 @@ class AsRecordedAgent(BaseAgent):
     def of(cls, log: ActionStateLog) -> AsRecordedAgent:
         """The agent of ``log``, built once per log: it holds nothing between runs, so ``predict``, ``reconstruct``
         and the default plan share it (building it reads every record's value)."""
-        try:
-            return _BY_LOG[log]
-        except KeyError:
-            agent = _BY_LOG[log] = cls(log)
-            return agent
-        except TypeError:   # a log that cannot be weakly referenced
-            return cls(log)
+        return once_per_log(_BY_LOG, log, lambda: cls(log))
 
     def __init__(self, log: ActionStateLog) -> None:
         self._log = log

@@ -141,6 +141,7 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
             "reason": reason, "state_key": state_key, "entry_pos": entry_pos, "parent": parent, "scope": scope,
             "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []}
 
+
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
              runtime: str | RuntimeLike = "0.3", key_format: str | None = None) -> Simulation:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import DataLossError, RecoveryError
 from agent_inspect.codec import merge_markers
 from agent_inspect.rules import resolve_rule
@@ -352,12 +353,7 @@ def window_entries(log: ActionStateLog | pd.DataFrame, mask: np.ndarray) -> list
                                                                                      str | None]]:
     """``iter_entries(log, mask, undecodable=True)`` as a list, from entries made once per log: every rebuild of
     a log (one per rule, per verb) reads the same records, and an entry is immutable."""
-    try:
-        rows = _ENTRIES.get(log)
-    except TypeError:   # a bare frame, which cannot be weakly referenced
-        return list(iter_entries(log, mask, undecodable=True))
-    if rows is None:
-        rows = _ENTRIES[log] = list(iter_entries(log, undecodable=True))   # one row per record
+    rows = once_per_log(_ENTRIES, log, lambda: list(iter_entries(log, undecodable=True)))   # one row per record
     return [rows[i] for i in np.flatnonzero(mask)]
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.history import subagent_result_events
@@ -17,7 +18,7 @@ from agent_inspect.recovery._events import event_from_record
 if TYPE_CHECKING:
     from agent_inspect.codec import ActionState
 
-__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_view", "recorded_views"]
+__all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_views"]
 
 _LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
 
@@ -106,21 +107,11 @@ class RecordView:
         return state
 
 
-def recorded_view(log: Any, pos: int) -> RecordView:
-    """The :class:`RecordView` of the log's record at ``pos`` (no memory decoder), kept per log: every prediction
-    of a log reads the same records, and a view is immutable. A view whose memory holds a mutable value (a JSON
-    object or list, which a body may change in place) is made afresh on every read."""
-    return recorded_views(log)(pos)
-
-
 def recorded_views(log: Any) -> Callable[[int], RecordView]:
-    """:func:`recorded_view` of ``log`` as a function of the position (the engine reads many)."""
-    try:
-        views = _VIEWS[log]
-    except KeyError:
-        views = _VIEWS[log] = {}
-    except TypeError:   # a log that cannot be weakly referenced
-        views = {}
+    """The :class:`RecordView` of the log's record at a position (no memory decoder), kept per log: every
+    prediction of a log reads the same records, and a view is immutable. A view whose memory holds a mutable value
+    (a JSON object or list, which a body may change in place) is made afresh on every read."""
+    views = once_per_log(_VIEWS, log, dict)
 
     def view_at(pos: int) -> RecordView:
         view = views.get(pos)
