@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agent_inspect._glossary import plural
 from agent_inspect.checkpoint._tasks import event_of
 from agent_inspect.codec import StateValue
 
@@ -76,7 +77,7 @@ def inputs_from_checkpoint(log_inputs: tuple[ReplayInput, ...], buffered: Mappin
             placed[positions[0]] = order[:1 + extra]
             for slot, item in zip(positions[1:], order[1 + extra:]):
                 placed[slot] = [item]
-        notes.append(f"{key}: {_count(len(events))} from {where}, next after its pending tasks"
+        notes.append(f"{key}: {plural(len(events), 'buffered input')} from {where}, next after its pending tasks"
                      f"{_said(taken, missing)}")
     for key, why in undecoded.items():
         notes.append(f"{key}: its buffered inputs from the log ({where} not decoded: {why})")
@@ -92,7 +93,3 @@ def _said(taken: list[int], missing: list[AgentEvent]) -> str:
     if not said:
         return ", as the log shows them" if taken else ""
     return " (" + "; ".join(said) + ")"
-
-
-def _count(n: int) -> str:
-    return f"{n} buffered input{'s' if n != 1 else ''}"

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from agent_inspect._glossary import plural
 from agent_inspect.agents import AgentEvent
 from agent_inspect.codec import KryoObject, StateValue
 
@@ -122,18 +123,18 @@ def pending_from_checkpoint(log_pending: tuple[PendingTask, ...], keyed: KeyedRe
         if key in keyed.tasks:
             tasks, said = _matched(keyed.tasks[key], from_log, log_event_ids)
             out.extend(tasks)
-            notes.append(f"{key}: {_count(tasks)} from {where}{said}")
+            notes.append(f"{key}: {plural(len(tasks), 'pending task')} from {where}{said}")
         elif any(not v.decoded for v in keyed.action_tasks.get(key, ())):
             why = next(v.why for v in keyed.action_tasks[key] if not v.decoded)
             out.extend(from_log)
-            notes.append(f"{key}: {_count(from_log)} from the log ({where} not decoded: {why})")
+            notes.append(f"{key}: {plural(len(from_log), 'pending task')} from the log ({where} not decoded: {why})")
         elif key in keyed.message_seq and fully_read:
             shown = ", ".join(f"{t.action} on {t.event.type} {t.event.id}" for t in from_log)
             notes.append(f"{key}: no pending tasks ({where} holds none; the log shows {shown} in flight, "
                          "not re-submitted)")
         else:
             out.extend(from_log)
-            notes.append(f"{key}: {_count(from_log)} from the log (the checkpoint's keyed state does not hold the key)")
+            notes.append(f"{key}: {plural(len(from_log), 'pending task')} from the log (the checkpoint's keyed state does not hold the key)")
     return tuple(out), notes
 
 
@@ -166,7 +167,3 @@ def _matched(held: tuple[CheckpointTask, ...], from_log: list[PendingTask],
     if not said:
         return tasks, (", as the log shows them in flight" if from_log else "")
     return tasks, " (" + "; ".join(said) + ")"
-
-
-def _count(tasks: list[PendingTask]) -> str:
-    return f"{len(tasks)} pending task{'s' if len(tasks) != 1 else ''}"
