@@ -202,17 +202,19 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     bk = records["business_key"].astype(object)
     has_key = bk.notna()
     rec = records.loc[has_key]
-    keys = pd.Index(sorted(set(bk[has_key].astype(str))), name="business_key")
+    by_key = bk[has_key].astype(str)
+    key_list = sorted(set(by_key))
+    keys = pd.Index(key_list, name="business_key")
     out = pd.DataFrame(index=keys)
-    grouped = rec.groupby(bk[has_key].astype(str), observed=True, sort=True)
+    grouped = rec.groupby(by_key, observed=True, sort=True)
     out["partition"] = grouped["partition"].min().reindex(keys).astype("Int64")
     out["records"] = grouped.size().reindex(keys, fill_value=0).astype("int64")
     out["rounds"] = grouped["seq"].nunique().reindex(keys, fill_value=0).astype("int64")
-    key_bytes = rec["state_key"].astype(object).map(lambda s: 0 if s is None or s is pd.NA else len(str(s)))
+    key_bytes = rec["state_key"].astype("string").str.len().fillna(0)
     size = pd.to_numeric(rec["payload_bytes"], errors="coerce").fillna(0) + key_bytes
-    out["history_bytes"] = size.groupby(bk[has_key].astype(str)).sum().reindex(keys, fill_value=0).astype("int64")
+    out["history_bytes"] = size.groupby(by_key).sum().reindex(keys, fill_value=0).astype("int64")
     err = rec["error"].notna()
-    out["errors"] = err.groupby(bk[has_key].astype(str)).sum().reindex(keys, fill_value=0).astype("int64")
+    out["errors"] = err.groupby(by_key).sum().reindex(keys, fill_value=0).astype("int64")
     roots = rec[rec["is_root"].fillna(False).astype(bool)]
     # #1301 exposure: conflicting roots (different input fingerprints) at one (key, seq). A reuse is at
     # risk when it serves, at or after that seq, a record written before the key's latest conflicting root:
@@ -228,7 +230,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
                 lo, pos = conflict.get(k, (int(s), -1))
                 conflict[k] = (min(lo, int(s)), max(pos, int(last[(k, s)])))
     conflict_seq = conflict
-    out["exposed_1301"] = [k in conflict_seq for k in keys]
+    out["exposed_1301"] = [k in conflict_seq for k in key_list]
     info = resolve_runtime(runtime, log)
     refresh = refresh_positions(log, info)
     # the history without refresh rows, as reconstruct reads it (and lint's, when there are none)
@@ -238,11 +240,14 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     for k, name in zip(lints["business_key"].astype(object), lints["lint"].astype(object)):
         if k is not None and k is not pd.NA:
             flags[str(k)].add(str(name))
-    out["lint_flags"] = [",".join(sorted(flags.get(k, ()))) for k in keys]
+    out["lint_flags"] = [",".join(sorted(flags.get(k, ()))) for k in key_list]
     fmt = rec["key_format"].astype(object).fillna("?").astype(str) + "/" + \
         rec["value_format"].astype(object).fillna("?").astype(str)
-    evidence = fmt.groupby(bk[has_key].astype(str)).agg(lambda s: ",".join(sorted(set(s))))
-    out["runtime_evidence"] = evidence.reindex(keys).fillna("").astype(str)
+    pairs = pd.DataFrame({"key": by_key, "pair": fmt}).drop_duplicates().sort_values(["key", "pair"])
+    evidence: dict[str, list[str]] = defaultdict(list)
+    for k, pair in zip(pairs["key"].tolist(), pairs["pair"].tolist()):
+        evidence[k].append(pair)
+    out["runtime_evidence"] = [",".join(evidence.get(k, ())) for k in key_list]
 
     plan = plan_source.replay_plan(log) if plan_source is not None else ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
@@ -254,8 +259,9 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
         # predict's engine run without its frames and reader words: the scan keeps counts per key
         settings = Recovery.for_log(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
         session = settings.rebuild(log)
-        sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model)
-        cols, by_function = _rule_columns(sim, session.events, keys, to_business, conflict_seq)
+        sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model,
+                       rows=False)
+        cols, by_function = _rule_columns(sim, session.events, key_list, to_business, conflict_seq)
         for c in RULE_COLUMNS:
             out[f"{_name(rule)}_{c}"] = cols[c]
         for function, counts in sorted(by_function.items()):
@@ -357,21 +363,20 @@ def _name(rule: Any) -> str:
     return rule if isinstance(rule, str) else str(rule.name)
 
 
-def _rule_columns(sim: Any, events: Sequence[Any], keys: pd.Index, to_business: Mapping[str, str],
+def _rule_columns(sim: Any, events: Sequence[Any], keys: Sequence[str], to_business: Mapping[str, str],
                   conflict_seq: Mapping[str, tuple[int, int]]) -> tuple[dict[str, list[Any]], dict[str, list[int]]]:
-    """Per key, the rule's :data:`RULE_COLUMNS` from one engine run (``sim``, a ``Simulation``, and the session's
-    cache ``events``); and per function, its durable calls executed again per key."""
+    """Per key, the rule's :data:`RULE_COLUMNS` from one engine run (``sim``, a ``Simulation`` run with
+    ``rows=False``, and the session's cache ``events``); and per function, its durable calls executed again per
+    key."""
     by_key: dict[str, Counter[str]] = defaultdict(Counter)
     risk: Counter[str] = Counter()
     crashed_keys = set()
-    for row in sim.rows:
-        k, outcome = row["key"], row["outcome"]
+    for k, outcome, seq, pos in sim.outcomes:
         k = to_business.get(k, k)
         by_key[k][outcome] += 1
-        if outcome == Outcome.FAIL and sim.crashed:
+        if outcome is Outcome.FAIL and sim.crashed:
             crashed_keys.add(k)
-        elif outcome in (Outcome.REUSE, Outcome.RESUME) and k in conflict_seq:
-            seq, pos = row["seq"], row["entry_pos"]
+        elif (outcome is Outcome.REUSE or outcome is Outcome.RESUME) and k in conflict_seq:
             if seq is not None and pos is not None and seq >= conflict_seq[k][0] and pos < conflict_seq[k][1]:
                 risk[k] += 1
     removed: Counter[str] = Counter()

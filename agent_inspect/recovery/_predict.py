@@ -70,6 +70,9 @@ class Simulation:
     subagent_results: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
     #: per sub-agent call's function id (``<sessionId>#<callId>``): its name for readers (:func:`subagent_call_name`)
     call_names: dict[str, str] = field(default_factory=dict)
+    #: run with ``rows=False``: per dispatched task ``[key, outcome, seq, position of the record found]`` instead
+    #: of ``rows`` (what a fleet scan counts), in dispatch order
+    outcomes: list[list[Any]] = field(default_factory=list)
 
 
 def subagent_call_name(scope: str, caller: str) -> str:
@@ -78,14 +81,55 @@ def subagent_call_name(scope: str, caller: str) -> str:
     return f"{scope} (sub-agent call from {caller})"
 
 
-class _Rows(Observer):
+class _Ledger(Observer):
+    """The engine's run as the re-execution ledger and the sub-agent calls' names."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.engine: Engine | None = None
+
+    def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
+        self.sim.ledger[(run.plan_key, "body", run.action)] += 1
+
+    def called(self, run: TaskRun, event: CallEvent) -> None:
+        kind = _LEDGER_KIND.get(event.outcome)   # str-valued keys: the outcome's text finds its decision
+        if kind is not None:
+            self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
+            scope = self.engine.state.subagent_scopes.get(event.function_id) if self.engine is not None else None
+            if scope is not None:
+                self.sim.call_names[event.function_id] = subagent_call_name(scope, str(run.action))
+            self.counted(run, kind)
+
+    def counted(self, run: TaskRun, kind: str) -> None:
+        """A call of ``kind`` was added to the ledger for ``run``."""
+
+
+class _Outcomes(_Ledger):
+    """The engine's run as each task's outcome and the ledger: what a fleet scan counts (no rows)."""
+
+    def __init__(self, sim: Simulation) -> None:
+        super().__init__(sim)
+        self.of: dict[int, list[Any]] = {}
+
+    def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
+        seen = self.of.get(run.index)
+        if seen is None:
+            entry = decision.entry
+            seen = self.of[run.index] = [run.plan_key, decision.outcome, run.seq,
+                                         entry.pos if entry is not None else None]
+            self.sim.outcomes.append(seen)
+        if decision.outcome is Outcome.FAIL:
+            seen[1], seen[3] = Outcome.FAIL, None
+
+
+class _Rows(_Ledger):
     """The engine's run as ``predict``'s rows and ledger."""
 
     def __init__(self, sim: Simulation, plan_key: dict[str, str]) -> None:
-        self.sim, self.plan_key = sim, plan_key
+        super().__init__(sim)
+        self.plan_key = plan_key
         self.row_of: dict[int, dict[str, Any]] = {}
         self.index_of: dict[int, int] = {}
-        self.engine: Engine | None = None
 
     def dropped(self, run: TaskRun, reason: str, *, stale: bool) -> None:
         what = ("its action is not in the agent (stale logic), so it is not dispatched" if stale else
@@ -105,22 +149,16 @@ class _Rows(Observer):
                 decision.entry.pos if decision.entry is not None else None,
                 parent=self.index_of.get(run.parent) if run.parent is not None else None, scope=run.scope)
             self.sim.rows.append(row)
-        row["cache_ops"].extend(decision.events)
+        if decision.events:
+            row["cache_ops"].extend(decision.events)
         if decision.outcome is Outcome.FAIL:
             row.update(outcome=str(Outcome.FAIL), reason=decision.reason, entry_pos=None)
 
     def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
         self.row_of[run.index]["body_ran"] = True
-        self.sim.ledger[(run.plan_key, "body", run.action)] += 1
+        super().executing(run, resume=resume, recorded=recorded)
 
-    def called(self, run: TaskRun, event: CallEvent) -> None:
-        kind = _LEDGER_KIND.get(event.outcome)   # str-valued keys: the outcome's text finds its decision
-        if kind is None:
-            return
-        self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
-        scope = self.engine.state.subagent_scopes.get(event.function_id) if self.engine is not None else None
-        if scope is not None:
-            self.sim.call_names[event.function_id] = subagent_call_name(scope, str(run.action))
+    def counted(self, run: TaskRun, kind: str) -> None:
         self.row_of[run.index]["calls_replayed" if kind == "replayed" else "calls_executed"] += 1
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
@@ -144,10 +182,11 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
-             runtime: str | RuntimeLike = "0.3", key_format: str | None = None) -> Simulation:
+             runtime: str | RuntimeLike = "0.3", key_format: str | None = None, rows: bool = True) -> Simulation:
     """Run ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) on the engine, with
     symbolic calls, and return the :class:`Simulation`. ``predict`` is this plus the rebuild and frames.
     ``runtime`` selects the upstream runtime's behaviours (:func:`agent_inspect.store.runtime_model`).
+    ``rows=False`` keeps each task's outcome (:attr:`Simulation.outcomes`) instead of its row: what a count needs.
 
     For example::
 
@@ -164,11 +203,11 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
     for k in [*(p.key for p in plan.pending), *(i.key for i in plan.inputs), *plan.keys]:
         plan_key.setdefault(keys.business_key(k), k)
     sim = Simulation()
-    rows = _Rows(sim, plan_key)
+    observer = _Rows(sim, plan_key) if rows else _Outcomes(sim)
     engine = Engine(log=log, agent=agent, session=session, plan=view, keys=keys, model=runtime_model(runtime),
-                    attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=rows, deliver=False,
+                    attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer, deliver=False,
                     call_matching=call_matching)
-    rows.engine = engine
+    observer.engine = engine
     failure = engine.run()
     sim.crashed = failure is not None
     if failure is not None and not isinstance(failure.error, TaskFailed):

@@ -9,9 +9,10 @@ partition (a tombstone in between ends the chain). A row whose bytes differ is n
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike, RuntimeLike
 
+from agent_inspect._bulk import once_per_log
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._rebuild import source_kind_of
@@ -42,6 +44,10 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
     raw = getattr(log, "raw", None)
     if raw is None or not model.refresh_rows(source_kind_of(log)):
         return frozenset()
+    return once_per_log(_REFRESH_ROWS, log, lambda: _refresh_rows(cast("LogLike", log), raw))
+
+
+def _refresh_rows(log: LogLike, raw: Any) -> frozenset[int]:
     records = log.records
     errors = records["error"].notna().tolist() if "error" in records else [False] * len(records)
     latest: dict[tuple[int, bytes], bytes] = {}
@@ -58,6 +64,10 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
             found.append(int(pos))
         latest[slot] = value
     return frozenset(found)
+
+
+#: refresh rows per log: a byte comparison over every record, asked by the plan, each rebuild and the scan
+_REFRESH_ROWS: weakref.WeakKeyDictionary[Any, frozenset[int]] = weakref.WeakKeyDictionary()
 
 
 class Queued(NamedTuple):
