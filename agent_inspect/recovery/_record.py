@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_inspect._bulk import once_per_log
+from agent_inspect._bulk import once_per_log, quick_init
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.history import subagent_result_events
@@ -41,7 +41,8 @@ class OpaqueMemoryValue:
         return f"OpaqueMemoryValue({self.serde}, {len(self.payload)} b64 chars)"
 
 
-@dataclass(frozen=True)
+@quick_init
+@dataclass(frozen=True, slots=True)
 class RecordView:
     """One action state as the executor uses it: task event, memory updates, outputs, calls, completed.
 

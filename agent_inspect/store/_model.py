@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_inspect._bulk import quick_init
+
 __all__ = [
     "Entry", "Task", "Outcome", "RecordStatus", "CacheEvent", "Divergence", "LookupDecision", "PruneResult",
     "DIVERGENCE_KINDS",
@@ -64,6 +66,7 @@ class RecordStatus(enum.StrEnum):
     REFRESH = "refresh"          # a checkpoint-time re-append of a retained state, byte-identical (0.4+, addendum §2)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Entry:
     """The cached view of one record (what the upstream cache holds for one state key).
@@ -107,6 +110,7 @@ class Entry:
         return self.event_uuid
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Task:
     """One action task looked up in the store: action ``action_uuid`` on event ``event_id`` at (key, seq).
@@ -201,6 +205,7 @@ class CacheEvent:
         return tuple(e.pos for e in self.removed if e.pos is not None)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LookupDecision:
     """The rule's answer to one lookup: outcome, the entry found (if any), reason, cache events caused.
