@@ -55,11 +55,13 @@ class AsRecordedAgent(BaseAgent):
         self._bootstraps: dict[tuple[str, int, str], AgentEvent] = {}
         claimed: set[tuple[str, int, str]] = set()
         first_root: dict[tuple[str, int], str] = {}
-        for pos, bk, seq, au, eu in zip(ok.index, ok["business_key"], ok["seq"], ok["action_uuid"], ok["event_uuid"]):
-            state = log.value(int(pos))
+        for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
+                                        ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
+                                        ok["event_uuid"].astype(object).tolist()):
+            state = log.value(pos)
             if state is None or state.task_event is None:
                 continue
-            au, bk = str(au), str(bk)
+            au, bk, seq, eu = str(au), str(bk), int(seq), str(eu)
             for out in state.output_events:
                 if out.upstream_action_name and au not in names:
                     names[au] = out.upstream_action_name
@@ -69,16 +71,17 @@ class AsRecordedAgent(BaseAgent):
                 route = (attrs.get("targetScope"), str(attrs.get("delegateType")))
                 sid = f"{attrs.get('sessionId')}#{attrs.get('callId')}"
                 if attrs.get("delegateType") == "_input_event":
-                    self._bootstraps.setdefault((bk, int(seq), sid), AgentEvent(
+                    self._bootstraps.setdefault((bk, seq, sid), AgentEvent(
                         ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
             else:
                 route = (None, str(ev.type))
                 if ev.type == "_input_event":
-                    first_root.setdefault((bk, int(seq)), au)
-            claimed.update((bk, int(seq), cr.function_id) for cr in state.call_results)
+                    first_root.setdefault((bk, seq), au)
+            if state.call_results:
+                claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
             triggers.setdefault(au, {})[route] = None
-            self._records.setdefault((bk, int(seq), au, str(eu)), []).append(int(pos))
-            self._any_seq.setdefault((bk, au, str(eu)), []).append(int(pos))
+            self._records.setdefault((bk, seq, au, eu), []).append(pos)
+            self._any_seq.setdefault((bk, au, eu), []).append(pos)
         # bootstraps no recorded call explains (the caller completed, which clears its call results, or had
         # not recorded the call yet): their caller is the record their lineage names, else the round's first root
         self._unclaimed: dict[tuple[str, int], list[AgentEvent]] = {}

@@ -153,10 +153,11 @@ def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]
     live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
     if "value_format" in live:
         live = live[~live["value_format"].astype(object).isin(["V0", "V1"])]
-    last = live.groupby(live["state_key"].astype(object), sort=False).tail(1)
+    keyed = live["state_key"]
+    last = live[(keyed.notna() & ~keyed.duplicated(keep="last")).to_numpy()]   # each state key's latest record
     bad: dict[tuple[Any, Any], list[tuple[int, str, str]]] = defaultdict(list)
-    for pos, k, s, e in zip(last.index.tolist(), last["business_key"].astype(object), last["seq"],
-                            last["event_uuid"].astype(object)):
+    for pos, k, s, e in zip(last.index.tolist(), last["business_key"].astype(object).tolist(), last["seq"].tolist(),
+                            last["event_uuid"].astype(object).tolist()):
         state = log.value(pos)
         event = getattr(state, "task_event", None)
         if event is None:
