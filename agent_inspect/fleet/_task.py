@@ -203,7 +203,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     has_key = bk.notna()
     rec = records.loc[has_key]
     by_key = bk[has_key].astype(str)
-    key_list = sorted(set(by_key))
+    key_list = sorted(set(by_key.tolist()))
     keys = pd.Index(key_list, name="business_key")
     out = pd.DataFrame(index=keys)
     grouped = rec.groupby(by_key, observed=True, sort=True)
@@ -368,35 +368,39 @@ def _rule_columns(sim: Any, events: Sequence[Any], keys: Sequence[str], to_busin
     """Per key, the rule's :data:`RULE_COLUMNS` from one engine run (``sim``, a ``Simulation`` run with
     ``rows=False``, and the session's cache ``events``); and per function, its durable calls executed again per
     key."""
-    by_key: dict[str, Counter[str]] = defaultdict(Counter)
-    risk: Counter[str] = Counter()
-    crashed_keys = set()
+    row = {k: i for i, k in enumerate(keys)}
+    n = len(keys)
+    counts = {c: [0] * n for c in ("reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk")}
+    column = {Outcome.REUSE: counts["reused"], Outcome.RESUME: counts["resumed"], Outcome.RERUN: counts["rerun"],
+              Outcome.FAIL: counts["failed"]}
+    crashed = [False] * n
+    risk = counts["stale_reuse_risk"]
     for k, outcome, seq, pos in sim.outcomes:
         k = to_business.get(k, k)
-        by_key[k][outcome] += 1
+        i = row.get(k)
+        if i is None:   # a key the plan restores (a checkpoint's) that this log does not hold
+            continue
+        if outcome in column:
+            column[outcome][i] += 1
         if outcome is Outcome.FAIL and sim.crashed:
-            crashed_keys.add(k)
+            crashed[i] = True
         elif (outcome is Outcome.REUSE or outcome is Outcome.RESUME) and k in conflict_seq:
             if seq is not None and pos is not None and seq >= conflict_seq[k][0] and pos < conflict_seq[k][1]:
-                risk[k] += 1
-    removed: Counter[str] = Counter()
+                risk[i] += 1
+    removed = counts["evictions"]
     for e in events:
         if e.op not in ("delete", "supersede"):
             for entry in e.removed:
-                removed[to_business.get(entry.business_key, entry.business_key)] += 1
-    calls: dict[str, Counter[str]] = defaultdict(Counter)
+                i = row.get(to_business.get(entry.business_key, entry.business_key))
+                if i is not None:
+                    removed[i] += 1
+    by_function: dict[str, list[int]] = {}
     for (k, kind, name), count in sim.ledger.items():
-        if kind == "call":   # a sub-agent call is named by its sub-agent and caller
-            calls[to_business.get(k, k)][sim.call_names.get(name, name)] += count
-    functions = sorted({f for c in calls.values() for f in c})
-    by_function = {f: [calls[k][f] if k in calls else 0 for k in keys] for f in functions}
-    return {
-        "reused": [by_key[k][Outcome.REUSE] for k in keys],
-        "resumed": [by_key[k][Outcome.RESUME] for k in keys],
-        "rerun": [by_key[k][Outcome.RERUN] for k in keys],
-        "failed": [by_key[k][Outcome.FAIL] for k in keys],
-        "evictions": [removed[k] for k in keys],
-        "calls": [sum(calls[k].values()) for k in keys],
-        "stale_reuse_risk": [risk[k] for k in keys],
-        "crashed": [k in crashed_keys for k in keys],
-    }, by_function
+        i = row.get(to_business.get(k, k))
+        if kind == "call" and i is not None:   # a sub-agent call is named by its sub-agent and caller
+            function = sim.call_names.get(name, name)
+            if function not in by_function:
+                by_function[function] = [0] * n
+            by_function[function][i] += count
+            counts["calls"][i] += count
+    return {**counts, "crashed": crashed}, {f: by_function[f] for f in sorted(by_function)}

@@ -75,19 +75,21 @@ class OriginalRule(DivergenceRule):
     def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
         store, k, s, sk = session.store, task.business_key, task.seq, task.state_key
         flavour = self.flavour_for(session, task.key_format)
-        if flavour == "segment":
+        segment = flavour == "segment"
+        if segment:
             n = store.count(k, s)
+        else:
+            prefix = f"{task.key_text if task.key_text is not None else k}_{s}_"
+            n = store.count_prefix(prefix)
+        if n <= 1 and sk in store:
+            return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
+        if segment:
             top = store.max_seq(k)
             quiet = top is None or top <= s   # nothing later is cached: an eviction would remove nothing
             matched = store.entries_at(k, s) if n > 1 and not quiet else []
         else:
-            prefix = f"{task.key_text if task.key_text is not None else k}_{s}_"
-            n = store.count_prefix(prefix)
             quiet = False
             matched = [e for x in store.keys_with_prefix(prefix) if (e := store.get(x)) is not None] if n > 1 else []
-        cached = sk in store
-        if cached and n <= 1:
-            return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
         kind = "count>1" if n > 1 else "miss-eviction"
         why = (f"{n} cached records at ({k}, {s}) > 1" if n > 1 else f"miss at ({k}, {s})")
         if quiet:
