@@ -74,9 +74,8 @@ def quick_init(cls: C) -> C:
             scope[f"_default_{f.name}"] = f.default
             params.append(f"{f.name}=_default_{f.name}")
     body = "".join(f"    _set_{f.name}(self, {f.name})\n" for f in fields) or "    pass\n"
-    exec(f"def __init__(self, {', '.join(params)}):\n{body}", scope)   # noqa: S102 - our own field names only
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}", scope)   # our own field names, no user input
     init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init   # type: ignore[misc]
     return cls

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
