@@ -195,7 +195,10 @@ class Prediction(HtmlRepr):
     reader sees: the name itself, or a sub-agent call's sub-agent and caller) and the ``router`` a
     model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
-    id), "replayed" (a call served from the journal), "reconciler".
+    id), "replayed" (a call served from the journal), "reconciler", "resubmit" (main: a PENDING sub-agent caller
+    slot sent its call again with the same ids; no executed call, the child task's own lookup decides whether the
+    sub-agent runs again, addendum §1.1). A task row counts its calls as ``calls_executed`` (calls and
+    reconcilers), ``calls_replayed`` and ``calls_resubmitted``.
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
     ``warnings``: what the replay dropped or could not match, one sentence each.
     ``notes``: what the plan inferred from the log could not tell and how it read it anyway
