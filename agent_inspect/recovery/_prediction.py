@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.store import (
     CacheEvent,
@@ -51,7 +52,7 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
         ai.recovery.user_reason("RERUN", None, removed=0, gone="the rebuild")
     """
     note = rule_note or ""
-    evicted = f"its lookup removed {removed} cached record{'s' if removed != 1 else ''}" if removed else ""
+    evicted = f"its lookup removed {plural(removed, 'cached record')}" if removed else ""
     if outcome == "REUSE":
         return f"reused, but {evicted} ({note})" if removed else None
     if outcome == "RESUME":
@@ -165,14 +166,14 @@ def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | N
     costs = event.op in _REMOVING_OPS and event.op != "delete"
     if cause is not None:
         if n > 1:
-            text = f"{cause} removed it and {n - 1} other cached record{'s' if n != 2 else ''} {what}"
+            text = f"{cause} removed it and {plural(n - 1, 'other cached record')} {what}"
         elif what.startswith("of "):
             text = f"{cause} removed it, the one cached record {what}"
         else:   # "(the one the lookup found)", "deleted by a tombstone"
             text = f"{cause} removed it " + (what if what.startswith("(") else f"({what})")
         text += f": {why}" if why else ""
         return text + ("; its task runs again if the replay reaches it" if costs else "")
-    text = f"{n} cached record{'s' if n != 1 else ''} {what} removed" + (f": {why}" if why else "")
+    text = f"{plural(n, 'cached record')} {what} removed" + (f": {why}" if why else "")
     if costs:
         text += "; their tasks run again if the replay reaches them" if n != 1 else \
             "; its task runs again if the replay reaches it"
@@ -292,7 +293,7 @@ class Prediction(HtmlRepr):
         for warning in self.warnings:
             yield Text(Strong("Warning: "), warning)
         if self.notes:
-            yield Details(f"what the log cannot tell ({len(self.notes)} note{'s' if len(self.notes) != 1 else ''})",
+            yield Details(f"what the log cannot tell ({plural(len(self.notes), 'note')})",
                           "\n\n".join(self.notes))
 
 
