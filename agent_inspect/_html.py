@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_inspect._glossary import define
+from agent_inspect._glossary import define, plural
 
 __all__ = [
     "escape",
@@ -67,7 +67,7 @@ def frame_html(frame: Any, *, max_rows: int = 20, caption: str | None = None,
 def table_html(head: str, rows: Iterable[str], *, caption: str | None = None, more: int = 0) -> str:
     """An ``agent-inspect`` table from its header cells and rows (HTML the caller escaped), the rows left out
     (``more``) said below it."""
-    foot = f"<p>… {more:,} more {'row' if more == 1 else 'rows'}</p>" if more > 0 else ""
+    foot = f"<p>… {plural(more, 'more row')}</p>" if more > 0 else ""
     cap = labelled("caption", caption) if caption else ""
     return (f'<table class="agent-inspect">{cap}<thead><tr><th></th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>{foot}")

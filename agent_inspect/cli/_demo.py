@@ -220,7 +220,8 @@ def _print_v4(v4: dict[str, Any]) -> None:
         print(f"  {'durable call run again':<24} {'none':<36}")
     for item, count in sorted(restore["calls"].items()):
         kind, _, name = item.partition(":")
-        label = {"replayed": "served from the journal", "call": "durable call run again"}.get(kind, kind)
+        label = {"replayed": "served from the journal", "call": "durable call run again",
+                 "resubmit": "sub-agent call re-submitted"}.get(kind, kind)
         print(f"  {label:<24} {name:<36} {count:>4}")
 
 
@@ -230,14 +231,15 @@ def _ledger_rows(ledgers: list[dict[str, int]]) -> list[tuple[str, list[int]]]:
     for i, ledger in enumerate(ledgers):
         for item, count in ledger.items():
             kind, _, name = item.partition(":")
-            if kind == "call" and "#" in name:  # sub-agent calls are named <session>#<call>
-                kind, name = "sub-agent calls", ""
+            if kind in ("call", "resubmit") and "#" in name:  # sub-agent calls are named <session>#<call>
+                kind, name = ("sub-agent calls" if kind == "call" else "sub-agent calls re-submitted"), ""
             row = groups.setdefault(kind, {}).setdefault(name, [0] * len(ledgers))
             row[i] += count
     titles = {"bodies rerun": "action bodies run again", "body": "  body", "call": "  durable call",
               "replayed": "  served from the journal", "reconciler": "  reconciler", "sub-agent calls": "sub-agent calls"}
     rows = []
-    for kind in ("bodies rerun", "body", "call", "replayed", "reconciler", "sub-agent calls", *groups):
+    for kind in ("bodies rerun", "body", "call", "replayed", "reconciler", "sub-agent calls",
+                 "sub-agent calls re-submitted", *groups):
         for name, counts in sorted(groups.pop(kind, {}).items()):
             rows.append((f"{titles.get(kind, kind)} {name}".rstrip()[:56], counts))
     return rows

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
-from agent_inspect._glossary import define
+from agent_inspect._glossary import count_words, define
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
@@ -327,7 +327,8 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
     window = _window(log, markers)
     inside = [p for p in records if window[log.records.index.get_loc(p)]]
     if not inside:
-        steps.append(ExplainStep("window", f"record(s) {', '.join(map(str, records))} lie before the recovery "
+        steps.append(ExplainStep("window", f"{count_words(len(records), 'record')} {', '.join(map(str, records))} "
+                                 f"{'lies' if len(records) == 1 else 'lie'} before the recovery "
                                  "markers", "the rebuild did not load them (spec §6.5, §8.4: records before the "
                                  "marker are never reloaded)", positions=tuple(records), rule_step="rebuild"))
         return steps
@@ -339,7 +340,7 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
                                  rule_step="rebuild"))
         return steps
     if "error" in recs and recs["error"].notna().all():
-        steps.append(ExplainStep("undecodable", f"record(s) {', '.join(map(str, inside))} did not decode",
+        steps.append(ExplainStep("undecodable", f"{count_words(len(inside), 'record')} {', '.join(map(str, inside))} did not decode",
                                  "the rebuild skipped them", positions=tuple(inside), rule_step="rebuild"))
         return steps
     steps.append(ExplainStep("miss", "the window's record of this state key was not cached at this lookup",

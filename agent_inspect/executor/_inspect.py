@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import Counters
-from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, STEP_COLUMNS, Step, StepKind, StepOutcome
+from agent_inspect.executor._steps import CALL_COUNTERS, SHADOW_OUTCOMES, STEP_COLUMNS, Step, StepKind, StepOutcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -19,10 +19,6 @@ __all__ = ["steps_frame", "cache_frame", "outputs_frame", "counters_of", "stale_
 _TASK_DECISIONS = frozenset({StepOutcome.REUSE, StepOutcome.RESUME, StepOutcome.RERUN, StepOutcome.FAIL,
                              StepOutcome.NOT_DISPATCHED})
 _BODIES = frozenset({StepOutcome.RESUME, StepOutcome.RERUN})
-_CALL_COUNTERS: dict[str, str] = {StepOutcome.EXECUTE: "calls_executed", StepOutcome.RESUBMIT: "calls_executed",
-                  StepOutcome.RECONCILE: "calls_reconciled",
-                  StepOutcome.STUB: "calls_stubbed", StepOutcome.DENY: "calls_denied",
-                  **dict.fromkeys(SERVED_CALLS, "calls_served")}
 
 
 def steps_frame(steps: Sequence[Step]) -> pd.DataFrame:
@@ -70,7 +66,7 @@ def counters_of(steps: Sequence[Step]) -> Counters:
             elif out in SHADOW_OUTCOMES:
                 c["shadow_runs"] += 1
         elif kind in (StepKind.RESUME, StepKind.RERUN):
-            counter = _CALL_COUNTERS.get(out)
+            counter = CALL_COUNTERS.get(out)
             if counter is not None:
                 c[counter] += 1
         elif kind is StepKind.PERSIST:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
+from agent_inspect._glossary import count_words
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
@@ -74,7 +75,8 @@ class ReplayExecutor(HtmlRepr):
         settings = {k: overrides.pop(k) for k in SETTING_NAMES if k in overrides}
         unknown = set(overrides) - set(OPTION_NAMES)
         if unknown:
-            raise TypeError(f"ReplayExecutor got unknown option(s) {', '.join(sorted(unknown))}; the recovery "
+            raise TypeError(f"ReplayExecutor got unknown {count_words(len(unknown), 'option')} "
+                            f"{', '.join(sorted(unknown))}; the recovery "
                             f"settings are {', '.join(SETTING_NAMES)}, the executor's {', '.join(OPTION_NAMES)}")
         opts = (options or ExecutorOptions()).updated(**overrides)
         self.options = opts

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agent_inspect._glossary import plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._state import Counters
-from agent_inspect.executor._steps import SERVED_CALLS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
+from agent_inspect.executor._steps import CALL_COUNTERS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,12 +18,10 @@ __all__ = ["ReplaySafetyReport", "REPORT_COLUMNS"]
 
 REPORT_COLUMNS = ["task", "key", "seq", "action", "event_type", "outcome", "rule_outcome", "policy",
                   "restored_in_flight", "stale_logic", "calls_served", "calls_executed", "calls_reconciled",
-                  "calls_stubbed", "calls_denied", "calls_truncated", "diff", "safe", "risks"]
+                  "calls_resubmitted", "calls_stubbed", "calls_denied", "calls_truncated", "diff", "safe", "risks"]
 
-_CALL_COLUMNS: dict[str, str] = {
-    **dict.fromkeys(SERVED_CALLS, "calls_served"), StepOutcome.EXECUTE: "calls_executed",
-    StepOutcome.RECONCILE: "calls_reconciled", StepOutcome.STUB: "calls_stubbed", StepOutcome.DENY: "calls_denied",
-    StepOutcome.MISMATCH: "calls_truncated", StepOutcome.TRUNCATE: "calls_truncated"}
+_CALL_COLUMNS: dict[str, str] = {**CALL_COUNTERS, StepOutcome.MISMATCH: "calls_truncated",
+                                 StepOutcome.TRUNCATE: "calls_truncated"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +32,9 @@ class ReplaySafetyReport(HtmlRepr):
 
     ``safe`` is False when the task re-executes external calls, truncated recorded calls
     (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
+
+    ``calls_resubmitted`` (main): sub-agent calls whose PENDING caller slot sent the call again with the same
+    ids. They are not executed calls: the child task's own row says whether the sub-agent runs again.
 
     For example::
 
@@ -61,8 +62,7 @@ class ReplaySafetyReport(HtmlRepr):
             if row is None:
                 row = rows[s.task] = {c: None for c in REPORT_COLUMNS}
                 row.update(task=s.task, key=s.key, seq=s.seq, action=s.action, event_type=s.event_type,
-                           calls_served=0, calls_executed=0, calls_reconciled=0, calls_stubbed=0,
-                           calls_denied=0, calls_truncated=0, restored_in_flight=False, stale_logic=False,
+                           **dict.fromkeys(_CALL_COLUMNS.values(), 0), restored_in_flight=False, stale_logic=False,
                            risks=[])
             out = "" if s.outcome is None else str(s.outcome)   # plain text in the frame
             if s.kind is StepKind.LOOKUP:
@@ -106,7 +106,10 @@ class ReplaySafetyReport(HtmlRepr):
         return self.frame[~self.frame["safe"].astype(bool)]
 
     def _html_parts(self) -> Iterable[HtmlPart]:
+        resubmitted = int(self.frame["calls_resubmitted"].sum())
         yield Text(Strong("Replay safety"), f": {plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe",
+                   *((f"; {plural(resubmitted, 'sub-agent call')} re-submitted (not executed: each child task's "
+                      "row says whether the sub-agent runs again)",) if resubmitted else ()),
                    *(("; stopped: ", self.failure) if self.failure else ()))
         yield Table(self.frame, max_rows=50)
         if self.stale_records is not None and len(self.stale_records):

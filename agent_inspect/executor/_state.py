@@ -41,6 +41,7 @@ class Counters:
     calls_executed: int = 0
     calls_served: int = 0
     calls_reconciled: int = 0
+    calls_resubmitted: int = 0
     calls_stubbed: int = 0
     calls_denied: int = 0
     writes: int = 0

@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["StepKind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES"]
+__all__ = ["StepKind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
+           "CALL_COUNTERS"]
 
 
 class StepKind(str, enum.Enum):
@@ -94,6 +95,13 @@ SERVED_CALLS = frozenset({StepOutcome.HIT, StepOutcome.HIT_FAILED, StepOutcome.P
 """Call outcomes that served a result without running the call."""
 SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED})
 """Outcomes of a ``diff`` policy's shadow run."""
+CALL_COUNTERS: dict[str, str] = {
+    StepOutcome.EXECUTE: "calls_executed", StepOutcome.RESUBMIT: "calls_resubmitted",
+    StepOutcome.RECONCILE: "calls_reconciled", StepOutcome.STUB: "calls_stubbed", StepOutcome.DENY: "calls_denied",
+    **dict.fromkeys(SERVED_CALLS, "calls_served")}
+"""The counter (and safety-report column) each call outcome adds to. A re-submission is no executed call: the
+child's own lookup decides whether the sub-agent runs again, and the child's row counts what it runs (addendum
+§1.1; case S09: the re-submitted call is "not executed")."""
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from typing import Any
 
 import networkx as nx
 
+from agent_inspect._glossary import plural
+
 __all__ = ["group_graph", "graph_groups", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
            "GROUP_EDGE_KINDS"]
 
@@ -210,19 +212,19 @@ def _group_attributes(graph: nx.DiGraph, group: Hashable, nodes: list[Hashable])
     of = "" if attempt is None else f" · attempt {attempt}"
     if kind == "round":
         seq = parts[2]
-        label = f"seq {seq}{of} · {actions} actions"
+        label = f"seq {seq}{of} · {plural(actions, 'action')}"
     elif kind == "rounds":
         seq = None
-        label = f"seq {parts[2]}–{parts[3]}{of} · {len(rounds)} rounds · {actions} actions"
+        label = f"seq {parts[2]}–{parts[3]}{of} · {plural(len(rounds), 'round')} · {plural(actions, 'action')}"
     else:
         seq = None
-        label = f"attempt {attempt} · {len(rounds)} round{'s' if len(rounds) != 1 else ''} · {actions} actions"
+        label = f"attempt {attempt} · {plural(len(rounds), 'round')} · {plural(actions, 'action')}"
     # which groups hold a divergence point or removed actions, readable without hovering
     removed = statuses.get("evicted", 0) + statuses.get("invalidated", 0)
     if removed:
         label += f" · {removed} removed"
     if divergences:
-        label += f" · ✕ {len(divergences)} divergence{'s' if len(divergences) > 1 else ''}"
+        label += f" · ✕ {plural(len(divergences), 'divergence')}"
     return {
         "kind": kind, "label": label, "seq": seq, "attempt": attempt, "members": len(nodes), "actions": actions,
         "rounds": len(rounds), "statuses": dict(statuses), "status": status, "divergences": tuple(divergences),

@@ -26,6 +26,9 @@ _BAND_GAP = 2.0
 _ROW_GUTTER = 0.8
 # Slots between two edges climbing the same gutter.
 _GUTTER_STEP = 0.2
+# How far over its target's row a band's edge runs across to its target (layers): above the row's markers, under
+# the row before it, as high over the next row as a gutter runs under a row.
+_ROW_ENTRY = 1.0 - _ROW_GUTTER
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class LayeredDrawing:
     #: a wrapped drawing (:func:`wrapped_drawing`): how far right of the first each band of layers sits (its
     #: lanes' extents are the first band's)
     band_shifts: tuple[float, ...] = (0.0,)
+    #: a wrapped drawing: how far over its target's row an edge from another band runs across to it (layers; the
+    #: lane titles over a band's top row sit higher)
+    entry: float = 0.0
 
 
 def _initial_key(graph: nx.DiGraph, node: Hashable) -> tuple[float, str]:
@@ -228,8 +234,9 @@ def wrapped_drawing(drawing: LayeredDrawing, rows: int) -> LayeredDrawing:
     reads as columns, like a newspaper's). Each band keeps every lane, in the same order and extent.
 
     An edge inside one band keeps its route. An edge to a later band leaves its source downwards, runs under
-    the source's row to the gutter right of the band, climbs it to its target's row and enters the target from
-    the side, so it crosses no label (labels hang under their node).
+    the source's row to the gutter right of the band, climbs it to just over its target's row, runs across over
+    the row's markers and enters the target from above, so it crosses no label (labels hang under their node) and
+    no other node of the target's row.
 
     For example::
 
@@ -267,6 +274,7 @@ def wrapped_drawing(drawing: LayeredDrawing, rows: int) -> LayeredDrawing:
         # midway to the next band; a second edge in the same gutter climbs beside the first, not on it
         k = climbing[bu] = climbing.get(bu, -1) + 1
         gutter = max(xs) + shifts[bu] + (1 + _BAND_GAP) / 2 - centre + _GUTTER_STEP * (k % 4)
-        routes[(u, v)] = [(xu, yu), (xu, yu - _ROW_GUTTER), (gutter, yu - _ROW_GUTTER), (gutter, yv), (xv, yv)]
+        routes[(u, v)] = [(xu, yu), (xu, yu - _ROW_GUTTER), (gutter, yu - _ROW_GUTTER), (gutter, yv + _ROW_ENTRY),
+                          (xv, yv + _ROW_ENTRY), (xv, yv)]
     lanes = {k: (a - centre, b - centre) for k, (a, b) in drawing.lanes.items()}
-    return LayeredDrawing(positions, routes, lanes, rows, shifts)
+    return LayeredDrawing(positions, routes, lanes, rows, shifts, _ROW_ENTRY)

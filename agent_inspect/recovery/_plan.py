@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._glossary import plural
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 from agent_inspect.codec import format_state_key, state_key_writer
 from agent_inspect.recovery._events import agent_event
@@ -268,8 +269,8 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
         return ()
     rounds = sorted({(t.key, t.seq) for t in in_flight})
     shown = ", ".join(f"{k}@{s}" for k, s in rounds[:3]) + (f" and {len(rounds) - 3} more" if len(rounds) > 3 else "")
-    return (f"{len(in_flight)} task{'s' if len(in_flight) != 1 else ''} of {len(rounds)} round"
-            f"{'s' if len(rounds) != 1 else ''} ({shown}) {'were' if len(in_flight) != 1 else 'was'} in flight at the "
+    return (f"{plural(len(in_flight), 'task')} of {plural(len(rounds), 'round')} ({shown}) "
+            f"{'were' if len(in_flight) != 1 else 'was'} in flight at the "
             "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)
 
 

@@ -43,11 +43,13 @@ _NOT_LOOKED_UP_CALL = ("cached sub-agent call that nothing sends again under thi
                        "(addendum §1.1)")
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
-                 "calls_replayed", "cache_ops", "removed", "rule_note"]
+                 "calls_replayed", "calls_resubmitted", "cache_ops", "removed", "rule_note"]
 #: the ledger's kind of each call decision that completed a call (pending slots, cuts and denials are none)
 _LEDGER_KIND: dict[str, str] = {CallDecision.EXECUTE: "call", CallDecision.STUB: "call", CallDecision.SERVED_RECORDED: "call",
                 CallDecision.RECONCILE: "reconciler", CallDecision.RESUBMIT: "resubmit",
                 CallDecision.HIT: "replayed", CallDecision.HIT_FAILED: "replayed", CallDecision.PENDING_HIT: "replayed"}
+#: the task row's count of each ledger kind of call: a re-submission is no executed call (addendum §1.1, case S09)
+_ROW_COUNT = {"replayed": "calls_replayed", "resubmit": "calls_resubmitted"}
 
 
 @dataclass
@@ -159,7 +161,7 @@ class _Rows(_Ledger):
         super().executing(run, resume=resume, recorded=recorded)
 
     def counted(self, run: TaskRun, kind: str) -> None:
-        self.row_of[run.index]["calls_replayed" if kind == "replayed" else "calls_executed"] += 1
+        self.row_of[run.index][_ROW_COUNT.get(kind, "calls_executed")] += 1
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
         names = self.engine.action_names() if self.engine is not None else {}
@@ -177,7 +179,8 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
     return {"key": key, "business_key": business_key, "seq": seq, "input": label, "action": action,
             "event_id": event_id, "event_type": event_type, "fingerprint": fingerprint, "outcome": outcome,
             "reason": reason, "state_key": state_key, "entry_pos": entry_pos, "parent": parent, "scope": scope,
-            "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "cache_ops": []}
+            "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "calls_resubmitted": 0,
+            "cache_ops": []}
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
@@ -263,7 +266,7 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
                    call_matching=settings.call_matching, runtime=model)
     rows = sim.rows
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
-    for col in ("seq", "entry_pos", "parent", "calls_executed", "calls_replayed"):
+    for col in ("seq", "entry_pos", "parent", "calls_executed", "calls_replayed", "calls_resubmitted"):
         tasks[col] = tasks[col].astype("Int64")
     tasks["body_ran"] = tasks["body_ran"].astype(bool)
     tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]

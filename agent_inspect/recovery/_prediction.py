@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.store import (
     CacheEvent,
@@ -51,7 +52,7 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
         ai.recovery.user_reason("RERUN", None, removed=0, gone="the rebuild")
     """
     note = rule_note or ""
-    evicted = f"its lookup removed {removed} cached record{'s' if removed != 1 else ''}" if removed else ""
+    evicted = f"its lookup removed {plural(removed, 'cached record')}" if removed else ""
     if outcome == "REUSE":
         return f"reused, but {evicted} ({note})" if removed else None
     if outcome == "RESUME":
@@ -165,14 +166,14 @@ def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | N
     costs = event.op in _REMOVING_OPS and event.op != "delete"
     if cause is not None:
         if n > 1:
-            text = f"{cause} removed it and {n - 1} other cached record{'s' if n != 2 else ''} {what}"
+            text = f"{cause} removed it and {plural(n - 1, 'other cached record')} {what}"
         elif what.startswith("of "):
             text = f"{cause} removed it, the one cached record {what}"
         else:   # "(the one the lookup found)", "deleted by a tombstone"
             text = f"{cause} removed it " + (what if what.startswith("(") else f"({what})")
         text += f": {why}" if why else ""
         return text + ("; its task runs again if the replay reaches it" if costs else "")
-    text = f"{n} cached record{'s' if n != 1 else ''} {what} removed" + (f": {why}" if why else "")
+    text = f"{plural(n, 'cached record')} {what} removed" + (f": {why}" if why else "")
     if costs:
         text += "; their tasks run again if the replay reaches them" if n != 1 else \
             "; its task runs again if the replay reaches it"
@@ -195,7 +196,10 @@ class Prediction(HtmlRepr):
     reader sees: the name itself, or a sub-agent call's sub-agent and caller) and the ``router`` a
     model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
-    id), "replayed" (a call served from the journal), "reconciler".
+    id), "replayed" (a call served from the journal), "reconciler", "resubmit" (main: a PENDING sub-agent caller
+    slot sent its call again with the same ids; no executed call, the child task's own lookup decides whether the
+    sub-agent runs again, addendum §1.1). A task row counts its calls as ``calls_executed`` (calls and
+    reconcilers), ``calls_replayed`` and ``calls_resubmitted``.
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
     ``warnings``: what the replay dropped or could not match, one sentence each.
     ``notes``: what the plan inferred from the log could not tell and how it read it anyway
@@ -289,7 +293,7 @@ class Prediction(HtmlRepr):
         for warning in self.warnings:
             yield Text(Strong("Warning: "), warning)
         if self.notes:
-            yield Details(f"what the log cannot tell ({len(self.notes)} note{'s' if len(self.notes) != 1 else ''})",
+            yield Details(f"what the log cannot tell ({plural(len(self.notes), 'note')})",
                           "\n\n".join(self.notes))
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agent_inspect._types import LogLike, RuntimeLike
 
 from agent_inspect._bulk import once_per_log
+from agent_inspect._glossary import count_words
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._rebuild import source_kind_of
@@ -214,7 +215,7 @@ def _listed(rounds: Collection[tuple[str, int]], most: int = 3) -> str:
     """``round (k, 1)`` / ``rounds (k, 1), (k, 2) and 3 more``."""
     shown = ", ".join(f"({bk}, {seq})" for bk, seq in list(rounds)[:most])
     more = f" and {len(rounds) - most} more" if len(rounds) > most else ""
-    return f"round{'s' if len(rounds) > 1 else ''} {shown}{more}"
+    return f"{count_words(len(rounds), 'round')} {shown}{more}"
 
 
 def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[tuple[int, str, bool]]],

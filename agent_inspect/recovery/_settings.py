@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._glossary import count_words
 from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime
 from agent_inspect.recovery._rebuild import Markers, normalize_markers
@@ -140,7 +141,7 @@ class Recovery:
         """
         unknown = set(overrides) - set(SETTING_NAMES)
         if unknown:
-            raise RecoveryError(f"unknown recovery setting(s) {', '.join(sorted(unknown))}; "
+            raise RecoveryError(f"unknown recovery {count_words(len(unknown), 'setting')} {', '.join(sorted(unknown))}; "
                                 f"use {', '.join(SETTING_NAMES)}")
         given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}  # checked by for_log
         if recovery is None:

@@ -14,7 +14,7 @@ from typing import Any, Unpack
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import count_words, define
+from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import escape, labelled
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
@@ -172,7 +172,7 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
                         f"{int(n):,}</span>" for s, n in counts.items())
         body += f'<p class="statuses">Record status under <b>{escape(rule_name)}</b>: {chips}</p>'
     n_div = len(result.divergences) if isinstance(result.divergences, pd.DataFrame) else 0
-    body += f'<p class="headline">{n_div:,} divergence{"s" if n_div != 1 else ""} found.</p>'
+    body += f'<p class="headline">{plural(n_div, "divergence")} found.</p>'
     return _Section("summary", "Summary", body)
 
 
@@ -221,7 +221,7 @@ def divergence_table(frame: pd.DataFrame, *, max_rows: int) -> str:
             f"<td>{escape(_text(r.get('removed')))}</td><td>{records}</td>"
             + (f"<td>{escape(changed)}</td>" if with_diff else "") + "</tr>")
     more = len(frame) - len(shown)
-    foot = f"<p>… {more:,} more {'divergence' if more == 1 else 'divergences'}</p>" if more > 0 else ""
+    foot = f"<p>… {plural(more, 'more divergence')}</p>" if more > 0 else ""
     return f'<table class="agent-inspect divergences">{head}{"".join(rows)}</table>{foot}'
 
 

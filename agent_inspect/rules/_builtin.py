@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect._glossary import plural
+from agent_inspect._glossary import count_words, plural
 from agent_inspect.store import (
     DivergenceRule,
     Entry,
@@ -215,10 +215,11 @@ class FixedRule(DivergenceRule):
             roots = store.roots(k, s)
             if roots and (len(roots) > 1 or entry.event_uuid not in roots):
                 conflicting = [e for e in store.root_entries(k, s) if e.event_uuid != entry.event_uuid]
+                others = sorted(f[:8] for f in roots if f != entry.event_uuid)
                 session.invalidate(
                     k, s, kind="root-conflict", positions=[*_positions(conflicting), entry.pos],
                     explanation=(f"rebuild: root input {entry.event_uuid[:8]} at ({k}, {s}) conflicts with cached "
-                                 f"root(s) {', '.join(sorted(f[:8] for f in roots if f != entry.event_uuid))} "
+                                 f"{count_words(len(others), 'root')} {', '.join(others)} "
                                  f"-> invalidated {k}'s rounds >= {s}"))
         if self.round_regression:
             top = store.max_seq(k)
@@ -236,10 +237,11 @@ class FixedRule(DivergenceRule):
             if roots and (len(roots) > 1 or task.event_uuid not in roots):
                 conflicting = [e for e in store.root_entries(k, s) if e.event_uuid != task.event_uuid]
                 if conflicting:
+                    others = sorted({e.event_uuid[:8] for e in conflicting})
                     session.invalidate(
                         k, s, kind="root-conflict", positions=[*_positions(conflicting), session.trigger_pos],
                         explanation=(f"lookup: input {task.event_uuid[:8]} at ({k}, {s}) conflicts with cached "
-                                     f"root(s) {', '.join(sorted({e.event_uuid[:8] for e in conflicting}))} "
+                                     f"{count_words(len(others), 'root')} {', '.join(others)} "
                                      f"-> invalidated {k}'s rounds >= {s}"))
         entry = store.get(sk)
         if entry is None:

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from textwrap import fill
 from typing import Any
 
+from agent_inspect._glossary import plural
+
 __all__ = ["readme"]
 
 _HEAD = """# Sample action-state logs
@@ -55,10 +57,10 @@ def readme(samples: Sequence[Any], shows: Mapping[str, str]) -> str:
         recs = s.log.records
         parts.append(f"\n## `{s.name}`{f' (case {s.case})' if s.case else ''}\n\n{s.description}.\n")
         parts.append(f"\n{wrap(shows[s.name])}\n")
-        parts.append(f"\n{len(recs)} records, {recs['business_key'].nunique()} business key(s), "
-                     f"{s.key_format} keys, {s.num_partitions} partition(s). Markers of the restore shown "
+        parts.append(f"\n{plural(len(recs), 'record')}, {plural(recs['business_key'].nunique(), 'business key')}, "
+                     f"{s.key_format} keys, {plural(s.num_partitions, 'partition')}. Markers of the restore shown "
                      f"(checkpoint {s.restored_from}): `[{_markers(s.markers)}]`; it replays "
-                     f"{len(s.plan['inputs'])} input(s).\n\n")
+                     f"{plural(len(s.plan['inputs']), 'input')}.\n\n")
         for a in s.attempts:
             start = f"fresh start, store rule `{a.rule}`" if a.restored_from is None else \
                 f"restores checkpoint {a.restored_from}, rule `{a.rule}`"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import SourceError
+from agent_inspect._glossary import count_words
 from agent_inspect._types import LogLike
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._filecommon import (
@@ -102,7 +103,8 @@ def _read_parquet(path: Path, *, partition: int | None = None, row_group: int | 
                           f"re-export it with ActionStateLog.to_parquet") from None
     missing = [f.name for f in _schema() if f.name not in table.column_names and f.name not in _OPTIONAL_COLUMNS]
     if missing:
-        raise SourceError(f"{str(path)!r} lacks column(s) {', '.join(missing)}; it was not written by "
+        raise SourceError(f"{str(path)!r} lacks {count_words(len(missing), 'column')} {', '.join(missing)}; it was not "
+                          "written by "
                           f"agent_inspect (use ActionStateLog.to_parquet)")
     cols = {f.name: _parquet_column(table, f.name, f.type, path) for f in _schema() if f.name in table.column_names}
     part, off = cols["partition"], cols["offset"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import Em, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable, jsonable_rows
 from agent_inspect.trace._verdict import UNDETERMINED_CAUSES, Verdict, overall_verdict
@@ -150,7 +150,7 @@ class Verification(HtmlRepr):
             extra.append(f"calls differ ({calls})")
         if self.absent():
             n = self.absent()
-            extra.append(f"{n} predicted task{'' if n == 1 else 's'} absent from the trace")
+            extra.append(f"{plural(n, 'predicted task')} absent from the trace")
         return "agrees on tasks; " + "; ".join(extra) if extra else verdict
 
     def summary_text(self) -> str:
@@ -185,7 +185,7 @@ class Verification(HtmlRepr):
             text += f"; {self.absent()} predicted to run are absent from the trace"
         if self.absent(expected=True):
             n = self.absent(expected=True)
-            text += (f"; {n} {'task was' if n == 1 else 'tasks were'} not dispatched and "
+            text += (f"; {plural(n, 'task')} {'was' if n == 1 else 'were'} not dispatched and "
                      f"{'is' if n == 1 else 'are'} absent from the trace, as predicted")
         return text
 

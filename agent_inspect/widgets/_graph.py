@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import plural
+from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.history import (
@@ -229,6 +229,7 @@ class GraphView(w.VBox):
         self.routes = drawing.routes
         self._lanes = drawing.lanes
         self._band_shifts = drawing.band_shifts
+        self._entry = drawing.entry
         self.selected_node = None
         seq = self._seq
         key, what = self.key, escape(self._what)
@@ -236,7 +237,7 @@ class GraphView(w.VBox):
             " · all rounds" if seq is None else f" · seq {escape(seq)}")
         attempts = sorted({a for a in _attempts(self.graph)}, key=str)
         if attempts:
-            where += f" · attempt{'s' if len(attempts) > 1 else ''} {escape(', '.join(map(str, attempts)))}"
+            where += f" · {count_words(len(attempts), 'attempt')} {escape(', '.join(map(str, attempts)))}"
         folded = "" if not self.grouped else \
             f" · drawn as {self.shown.number_of_nodes():,} (click a group to expand it)"
         self.title.value = (f'<div class="ai-title">{what}{where} · {plural(self.graph.number_of_nodes(), "node")}, '
@@ -335,7 +336,7 @@ class GraphView(w.VBox):
         points.update((("bend", i), p) for i, p in enumerate(p for r in self.routes.values() for p in r[1:-1]))
         geometry = Geometry.of(points, {n: label_lines(t) for n, t in texts.items()}, map(label_px, texts.values()),
                                min_height=self._min_height, legend_rows=self._legend_rows(), lanes=lanes,
-                               ringed=bool(marks), words=bool(self.grouped))
+                               ringed=bool(marks), words=bool(self.grouped), entry=self._entry)
         self.geometry = geometry
         # WebGL draws text labels literally (no HTML entities), so labelled graphs use SVG traces.
         scatter = go.Scatter if show_labels else go.Scattergl
@@ -440,7 +441,7 @@ class GraphView(w.VBox):
         """"attempt N" over each attempt's lane when attempts sit side by side (more than one drawn)."""
         if len(self._lanes) < 2 or not self.positions:
             return []
-        top = max(p[1] for p in self.positions.values()) + self.geometry.above
+        top = max(p[1] for p in self.positions.values()) + self.geometry.titles
         return [dict(x=(left + right) / 2 + shift, y=top, xref="x", yref="y", showarrow=False, yanchor="bottom",
                      text=f"<b>{escape(self._lane)} {escape(value)}</b>" if value is not None else "<b>no attempt</b>",
                      font=dict(size=11))

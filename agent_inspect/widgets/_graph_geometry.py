@@ -83,11 +83,14 @@ class Geometry:
     below: float             # layout units from a labelled node's centre to the bottom of its label
     above: float             # layout units from a node's centre to the top of its marker
     word: float = 0.0        # layout units of the line under the labels kept for edges' words (0: none)
+    titles: float = 0.0      # layout units from the top row's centre to the bottom of the lane titles over it
 
     @classmethod
     def of(cls, positions: Mapping[Hashable, tuple[float, float]], label_lines: Mapping[Hashable, int],
            label_widths: Iterable[float], *, min_height: int, legend_rows: int, lanes: bool,
-           ringed: bool = False, words: bool = False) -> Geometry:
+           ringed: bool = False, words: bool = False, entry: float = 0.0) -> Geometry:
+        """``entry``: how far over a row edges run across to their targets (a wrapped drawing's, layout units);
+        the lane titles sit over that line."""
         lines = max(label_lines.values(), default=0)
         # a ringed node's label starts under its ring: every label of the drawing gets that room
         marker = _RING_OUTER_PX if ringed else _MARKER_PX
@@ -97,8 +100,10 @@ class Geometry:
         xs = [p[0] for p in positions.values()] or [0.0]
         below = (marker / 2 + 2 + _LINE_PX * lines) / layer_px
         above = (_MARKER_PX / 2 + _ARROW_GAP_PX) / layer_px
-        # room above the top layer for the lane titles, under the bottom one for its labels
-        top = above + ((_LINE_PX + 8) / layer_px if lanes else 0.1)
+        # room above the top layer for the lane titles (over the edges running across to it), under the bottom
+        # one for its labels
+        titles = max(above, entry + _ARROW_GAP_PX / layer_px if entry else 0.0)
+        top = titles + ((_LINE_PX + 8) / layer_px if lanes else 0.1)
         bottom = below + 6 / layer_px
         y_range = (min(ys) - bottom, max(ys) + top)
         margin = dict(l=10, r=10, t=34 + 22 * max(legend_rows - 1, 0), b=10)
@@ -110,7 +115,7 @@ class Geometry:
         extra = (height - margin["t"] - margin["b"]) / layer_px - (y_range[1] - y_range[0])
         y_range = (y_range[0] - extra / 2, y_range[1] + extra / 2)
         return cls(layer_px, height, margin, (min(xs) - 0.6, max(xs) + 0.6), y_range, below, above,
-                   (WORD_PX if words else 0) / layer_px)
+                   (WORD_PX if words else 0) / layer_px, titles)
 
     def edge_arrays(self, routes: Iterable[Sequence[tuple[float, float]]], labelled: bool
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -52,6 +52,9 @@ COUNTER_WORDS: dict[str, tuple[str, str]] = {
                      "record holds, without running them"),
     "calls_reconciled": ("pending calls reconciled", "calls left PENDING by the crash whose reconciler ran to "
                          "find out what happened"),
+    "calls_resubmitted": ("sub-agent calls re-submitted", "sub-agent calls whose PENDING caller slot sent the call "
+                          "again with the same ids (main); not counted as made: the child task's lookup decides "
+                          "whether the sub-agent runs again"),
     "calls_stubbed": ("calls answered by a stub", "calls the replay's call policy answered with a stub value "
                       "instead of running them"),
     "calls_denied": ("calls refused", "calls the replay's call policy refused: the simulated job fails there"),

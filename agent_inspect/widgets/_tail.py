@@ -26,7 +26,7 @@ import ipywidgets as w
 import traitlets
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import escape
 from agent_inspect._types import LogLike, LogViewer
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
@@ -210,8 +210,7 @@ class LiveDivergences(w.VBox):
         key = self.key
         view = DivergenceView(result, key=key)
         self.count = len(view.divergences)
-        noun = "divergence" if self.count == 1 else "divergences"
-        self.title.value = (f'<div class="ai-title">{self.count:,} {noun} of key <code>{escape(key)}</code> '
+        self.title.value = (f'<div class="ai-title">{plural(self.count, "divergence")} of key <code>{escape(key)}</code> '
                             f"in the window</div>")
         old, self.view = self.view, view
         self.children = [self.title, view]

@@ -123,7 +123,7 @@ class KeyTimeline(w.VBox):
         self.detail.value = value_html(title, decoded_value(self._source, pos))
 
     def select_divergence(self, pos: int) -> None:
-        """Show the divergence(s) whose ✕ sits at log position ``pos`` (as a click on the ✕ would)."""
+        """Show the divergences whose ✕ sits at log position ``pos`` (as a click on the ✕ would; often one)."""
         marks = [d for p, _, _, d in self._data.divergences if p == int(pos)]
         self.selected_pos = int(pos)
         self.detail.value = "".join(

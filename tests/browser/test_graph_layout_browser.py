@@ -1,5 +1,6 @@
 """The graph views' geometry as chromium draws it (issue 24 item 1): no label clipped by the figure, no two labels
-on top of each other, no edge through a label; the folded whole-key graph keeps its edges between groups.
+on top of each other, no edge through a label or another node's marker; the folded whole-key graph keeps its edges
+between groups.
 
 Measures the drawn SVG (``getBoundingClientRect`` of every label, the edges trace mapped to the screen through
 plotly's axes); timings are never asserted.
@@ -8,6 +9,7 @@ plotly's axes); timings are never asserted.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -60,8 +62,20 @@ _GEOMETRY_JS = """
     current.push([r.left + fl._size.l + fl.xaxis.l2p(x), r.top + fl._size.t + fl.yaxis.l2p(y)]);
   }
   if (current.length) lines.push(current);
+  // every node's marker (and divergence ring), named by its trace and label
+  const markers = [];
+  gd.querySelectorAll('.scatterlayer .trace').forEach(el => {
+    const name = el.__data__ && el.__data__[0] && el.__data__[0].trace.name;
+    if (!name || name === 'edges') return;
+    const texts = Array.from(el.querySelectorAll('.textpoint text')).map(t => t.textContent);
+    Array.from(el.querySelectorAll('path.point')).forEach((p, i) => {
+      const b = box(p);
+      if (b.right > b.left) markers.push({...b, text: `${name}: ${texts[i] || i}`});
+    });
+  });
   const svg = gd.querySelector('.main-svg').getBoundingClientRect();
-  return {labels, notes, lines, figure: {left: svg.left, right: svg.right, top: svg.top, bottom: svg.bottom}};
+  return {labels, notes, lines, markers,
+          figure: {left: svg.left, right: svg.right, top: svg.top, bottom: svg.bottom}};
 }
 """
 
@@ -115,6 +129,12 @@ def _crosses(line: list[list[float]], box: dict, slack: float = 1.0) -> bool:
     return False
 
 
+def _ends_at(line: list[list[float]], box: dict, slack: float = 6.0) -> bool:
+    """Whether the polyline's arrowhead points at ``box`` (an edge stops just short of its target's marker)."""
+    (x, y), cx, cy = line[-1], (box["left"] + box["right"]) / 2, (box["top"] + box["bottom"]) / 2
+    return math.hypot(x - cx, y - cy) <= math.hypot(box["right"] - cx, box["bottom"] - cy) + slack
+
+
 def _geometry_problems(geometry: dict) -> list[str]:
     fig, labels, notes = geometry["figure"], geometry["labels"], geometry["notes"]
     problems = [f"clipped: {b['text']!r}" for b in labels + notes
@@ -132,6 +152,10 @@ def _geometry_problems(geometry: dict) -> list[str]:
     problems += [f"word {w['text']!r} on {b['text']!r}" for w in words for b in boxes if _overlap(w, b)]
     problems += [f"edge {k} through the word {w['text']!r}" for k, line in enumerate(geometry["lines"])
                  for w in words if _crosses(line, w)]
+    # no edge across another node's marker (before: an edge from the previous band of a wrapped graph entered
+    # its target along the target's row, through the markers of the lanes on its way)
+    problems += [f"edge {k} through the marker of {m['text']!r}" for k, line in enumerate(geometry["lines"])
+                 for m in geometry["markers"] if not _ends_at(line, m) and _crosses(line, m)]
     return problems
 
 
@@ -185,6 +209,7 @@ def test_a_folded_chain_of_30_rounds_wraps_into_bands_a_notebook_can_read(lab_pa
     height = geometry["figure"]["bottom"] - geometry["figure"]["top"]
     assert height < 1100, height
     assert len(geometry["labels"]) == 39 and len(geometry["lines"]) == 46      # 30 + 9 rounds; next, re-runs
+    assert len(geometry["markers"]) == 40                 # the 39 rounds' and the divergence's ring
     assert _geometry_problems(geometry) == []
     lanes = [n["text"] for n in geometry["notes"] if n["text"].startswith("attempt")]
     assert lanes.count("attempt 1") >= 2 and lanes.count("attempt 2") >= 2        # every band titles its lanes

@@ -92,3 +92,38 @@ def test_branch_aware_begin_task_after_its_round_root():
     ex = executor_for(BY_ID["N16"], rule="branch-aware")
     ex.run()
     assert [o for _, o in _lookups(ex)] == ["REUSE"] * 4
+
+
+def test_a_resubmitted_subagent_call_is_counted_as_resubmitted_everywhere():
+    # S12 under main: one terminal slot replays, three PENDING slots re-submit their calls (addendum §1.1). A
+    # re-submission is not an executed call (S09: "s0#s0-1 not executed"): the child's own lookup decides
+    # whether the sub-agent runs again, and its row counts what it runs
+    from agent_inspect.fleet import key_frame
+    from agent_inspect.recovery import normalize_markers, predict
+
+    case = BY_ID["S12"]
+    ex = executor_for(case, rule="original")
+    ex.run()
+    report = ex.report()
+    caller = report.frame[report.frame["action"] == "P"].iloc[0]
+    assert (caller["calls_resubmitted"], caller["calls_executed"], caller["calls_served"]) == (3, 0, 1)
+    assert caller["safe"] and "3 sub-agent calls re-submitted" in report._repr_html_()
+    assert (ex.counters.calls_resubmitted, ex.counters.calls_executed) == (3, 0)
+    built = build_case(case)
+    pred = predict(built.log, plan=built.plan, agent=built.agent, rule="original", markers=built.markers)
+    row = pred.tasks[pred.tasks["action"] == "P"].iloc[0]
+    assert (row["calls_resubmitted"], row["calls_executed"]) == (3, 0) and not pred.calls_executed()
+    # the fleet scan and predict over the same log, agent and plan (as recorded) count the same calls
+    as_recorded = predict(built.log, rule="original", markers=built.markers)
+    keys = key_frame(built.log, rules=("original",), markers=normalize_markers(list(built.markers)))
+    assert keys["original_calls"].sum() == as_recorded.tasks["calls_executed"].sum() == 0
+    assert as_recorded.tasks["calls_resubmitted"].sum() >= 1
+
+
+def test_a_resubmitted_call_whose_child_reruns_counts_the_child_calls():
+    ex = executor_for(BY_ID["S10"], rule="original")    # the child has no record: it runs once, review once
+    ex.run()
+    frame = ex.report().frame.set_index(["action", "outcome"])
+    assert frame.loc[("P", "RESUME"), "calls_resubmitted"] == 1 and frame.loc[("P", "RESUME"), "calls_executed"] == 0
+    assert frame.loc[("CA", "RERUN"), "calls_executed"] == 1
+    assert ex.counters.calls_executed == sum(BY_ID["S10"].expect_calls["original"].values()) == 1

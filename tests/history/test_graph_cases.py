@@ -132,7 +132,7 @@ def test_g01_fixed_invalidates_the_first_attempts_root(built) -> None:
     g = reconstruct(b.log, rule="fixed", markers=b.markers).graph("k")
     (gone,) = g.graph["evicted"]
     assert (g.nodes[gone]["attempt"], g.nodes[gone]["seq"], g.nodes[gone]["status"]) == (1, 5, "invalidated")
-    # the reader's words name the rebuild and the cost; the rule's ("conflicts with cached root(s)") stay beside them
+    # the reader's words name the rebuild and the cost; the rule's ("conflicts with cached root …") stay beside them
     assert g.nodes[gone]["reason"].startswith("the rebuild (reading record ")
     assert "two different inputs were recorded for this round" in g.nodes[gone]["reason"]
     assert "conflicts" not in g.nodes[gone]["reason"] and "conflicts" in g.nodes[gone]["status_rule_note"]

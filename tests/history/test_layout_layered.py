@@ -145,11 +145,16 @@ def test_a_tall_chain_wraps_into_bands_side_by_side_with_edges_in_the_gutters():
     assert min(ys) == -10 and max(ys) == 0
     assert len(set(wide.positions.values())) == len(wide.positions)    # no two nodes in one place
     (u, v), route = next(((e, r) for e, r in wide.routes.items() if e == (("a", 10), ("a", 11))))
-    assert len(route) == 5 and route[0] == wide.positions[u] and route[-1] == wide.positions[v]
+    assert len(route) == 6 and route[0] == wide.positions[u] and route[-1] == wide.positions[v]
     gutter = route[2][0]
     band_0 = [x for n, (x, _) in wide.positions.items() if tall.positions[n][1] > -11]
     band_1 = [x for n, (x, _) in wide.positions.items() if -22 < tall.positions[n][1] <= -11]
     assert max(band_0) < gutter < min(band_1)                          # it climbs between the bands
-    assert route[1][1] < wide.positions[u][1] and route[3][1] == wide.positions[v][1]   # under, then from the side
+    assert route[1][1] < wide.positions[u][1] and route[3][1] == wide.positions[v][1] + wide.entry > route[1][1]
+    # into a later lane: across over the row's markers (before: along the row, through a22's marker), then down
+    route = wide.routes[(("a", 21), ("b", 21))]
+    (xv, yv), (xw, yw) = wide.positions[("b", 21)], wide.positions[("a", 22)]
+    assert yw == yv and route[2][0] < xw < xv                          # a22 lies between the gutter and b21
+    assert route[-3] == (route[2][0], yv + wide.entry) and route[-2] == (xv, yv + wide.entry) and wide.entry > 0
     assert wide.routes[(("a", 1), ("a", 2))] == [wide.positions[("a", 1)], wide.positions[("a", 2)]]
     assert wide.lanes.keys() == tall.lanes.keys()

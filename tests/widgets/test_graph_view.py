@@ -187,8 +187,9 @@ def test_a_long_chain_of_expanded_rounds_wraps_into_bands():
     assert len(view._band_shifts) > 1 and view.figure.layout.height < 1100
     rows = {round(y) for _, y in view.positions.values()}
     assert len(rows) <= 12                                          # was one row per layer, over 30
-    wraps = [r for r in view.routes.values() if len(r) == 5]
+    wraps = [r for r in view.routes.values() if len(r) == 6]
     assert wraps and all(r[2][0] == r[3][0] for r in wraps)         # each climbs its gutter
+    assert all(r[-2][1] > r[-1][1] for r in wraps)                  # and enters its target from above
     titles = [a.text for a in view.figure.layout.annotations if "attempt" in (a.text or "")]
     assert titles.count("<b>attempt 1</b>") == len(view._band_shifts)
     view.collapse_all()
