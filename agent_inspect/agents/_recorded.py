@@ -30,7 +30,11 @@ class AsRecordedAgent(BaseAgent):
     same key, action and fingerprint at any seq): same types and attributes, fresh ids. Sub-agent
     calls (``<sessionId>#<callId>`` results) re-send the recorded bootstrap; a bootstrap no recorded
     call explains is re-sent by the record its ``upstreamEventId`` names, else by the round's first
-    root. An action with no record does nothing, so its subtree stops.
+    root. A sub-agent call whose child never wrote a record (a PENDING slot of a batch, addendum §1.1)
+    has no recorded bootstrap: it is re-submitted to the sub-agent its session's other calls name (or the
+    log's only sub-agent), with its input unknown (empty ``delegateAttributes``), so the child's
+    re-run shows; with no sub-agent to name it stays a plain durable call. An action with no record does
+    nothing, so its subtree stops.
 
     For example::
 
@@ -54,6 +58,7 @@ class AsRecordedAgent(BaseAgent):
         self._any_seq: dict[tuple[str, str, str], list[int]] = {}
         self._bootstraps: dict[tuple[str, int, str], AgentEvent] = {}
         claimed: set[tuple[str, int, str]] = set()
+        sessions: dict[tuple[str, str], tuple[Any, str]] = {}   # (key, sessionId) -> (targetScope, delegateType)
         first_root: dict[tuple[str, int], str] = {}
         for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
                                         ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
@@ -73,6 +78,7 @@ class AsRecordedAgent(BaseAgent):
                 if attrs.get("delegateType") == "_input_event":
                     self._bootstraps.setdefault((bk, seq, sid), AgentEvent(
                         ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
+                sessions.setdefault((bk, str(attrs.get("sessionId"))), route)
             else:
                 route = (None, str(ev.type))
                 if ev.type == "_input_event":
@@ -89,6 +95,9 @@ class AsRecordedAgent(BaseAgent):
             if (bk, seq, sid) not in claimed:
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
+        self._sessions = sessions
+        scopes = set(sessions.values())
+        self._only_route = next(iter(scopes)) if len(scopes) == 1 else None
         self._scripts: dict[tuple[str, int, str, str], list[tuple[str, tuple[Any, ...]]]] = {}
         self._uuid_of: dict[str, str] = {}
         decls = []
@@ -139,8 +148,9 @@ class AsRecordedAgent(BaseAgent):
             for cr in incomplete[-1].call_results:
                 fn = cr.function_id
                 boot = self._bootstraps.get((bk, seq, fn)) if "#" in fn else None
+                unrecorded = self._unrecorded_call(bk, fn) if boot is None and "#" in fn else None
                 script.append(("subagent", _subagent_call(boot)) if boot is not None else
-                              ("call", (fn, cr.args_digest)))
+                              ("subagent", unrecorded) if unrecorded is not None else ("call", (fn, cr.args_digest)))
                 issued.add(fn)
         recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
         for boot in self._unclaimed.get((bk, seq), ()):
@@ -160,6 +170,17 @@ class AsRecordedAgent(BaseAgent):
                 else:
                     script.append(("send", (str(out.type), attrs)))
         return script
+
+
+    def _unrecorded_call(self, bk: str, function_id: str) -> tuple[str, str, dict[str, Any], str, str] | None:
+        """The sub-agent call ``<sessionId>#<callId>`` whose child wrote nothing: routed as its session's other
+        calls (or the log's only sub-agent), its input unknown."""
+        session_id, _, call_id = function_id.partition("#")
+        route = self._sessions.get((bk, session_id), self._only_route)
+        if route is None:
+            return None
+        scope, delegate_type = route
+        return str(scope), delegate_type, {}, session_id, call_id
 
 
 def _nothing() -> None:

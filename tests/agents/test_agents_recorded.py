@@ -47,3 +47,27 @@ def test_as_recorded_agent_predicts_like_the_declared_one(case_id, rule):
     cols = ["key", "seq", "outcome", "event_type", "fingerprint", "body_ran"]
     assert recorded.tasks[cols].equals(declared.tasks[cols])
     assert recorded.calls_executed() == declared.calls_executed()
+
+
+@pytest.mark.parametrize("case_id", ["S12", "S12/0.3"])
+@pytest.mark.parametrize("rule", ["original", "fixed"])
+def test_a_pending_call_whose_child_never_wrote_is_resubmitted_with_its_input_unknown(case_id, rule):
+    """S12: a batch of four sub-agent calls, one finished, one child completed, two never started. On main the
+    caller re-submits the two: their children run now, although no record holds their bootstrap (addendum
+    §1.1); as 0.3 reads it the PENDING slots are null hits and no child runs."""
+    case = BY_ID[case_id]
+    built = build_case(case)
+    declared = run_case(case, rule, built=built).prediction
+    recorded = predict(built.log, plan=built.plan, agent=AsRecordedAgent(built.log), rule=rule,
+                       markers=built.markers, runtime=case.setup.runtime)
+    cols = ["seq", "outcome", "body_ran"]
+    assert recorded.tasks[cols].equals(declared.tasks[cols])
+    assert recorded.calls_executed() == declared.calls_executed()
+    reruns = recorded.tasks[recorded.tasks["outcome"] == "RERUN"]
+    assert len(reruns) == (2 if case_id == "S12" else 0)
+    # their input is not in the log: the re-submitted envelopes name the call and carry no delegate attributes
+    caller = built.log.records.iloc[0]                      # P's record, holding the four slots
+    script = AsRecordedAgent(built.log)._script("k", 5, str(caller["action_uuid"]), str(caller["event_uuid"]))
+    calls = [args for op, args in script if op == "subagent"]
+    assert [(c[3], c[4]) for c in calls] == [("s0", "s0-1"), ("s0", "s0-2"), ("s0", "s0-3"), ("s0", "s0-4")]
+    assert [c[2] for c in calls[2:]] == [{}, {}] and {c[0] for c in calls} == {"child"}
