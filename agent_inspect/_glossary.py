@@ -39,6 +39,10 @@ GLOSSARY: dict[str, str] = {
     "round": "the seq of a business key: one input event and everything it triggered",
     "attempt": "one run of the job over a key's round; a restore that runs it again starts another attempt",
     "calls": "durable LLM or tool calls recorded for the action (CallResult entries)",
+    "calls executed": "durable calls the restore makes again: no finished result of them is in the store",
+    "calls replayed": "durable calls whose recorded results the restore hands back instead of calling again",
+    "calls re-submitted": "sub-agent calls the restore sends again with the same ids; the child's own row says whether the sub-agent runs again",
+    "body ran": "the action's code runs in the restore (a rerun or a resume)",
     "calls differ": "the trace ran a different number of durable calls than the prediction expected",
     "records pinned by the 0.4 lineage rule": "records whose value format was decided by the 0.4 lineage rule (upstreamEventId present) rather than by their own fields",
     "runtime": "which upstream Flink Agents version wrote the log, and the evidence for it",
@@ -122,7 +126,8 @@ def define(term: str) -> str:
 
 # columns named by a word the glossary defines under another term ("seq" is a sentence word too)
 _COLUMN_TERMS = {"seq": "round", "position": "pos", "positions": "pos", "task_event_type": "triggered by",
-                 "call_count": "calls", "output_event_count": "output events"}
+                 "call_count": "calls", "output_event_count": "output events", "calls_executed": "calls executed",
+                 "calls_replayed": "calls replayed", "calls_resubmitted": "calls re-submitted", "body_ran": "body ran"}
 
 
 def define_column(column: str, *, rules: Iterable[str] = (), aliases: Mapping[str, str] | None = None) -> str:

@@ -160,6 +160,16 @@ def test_a_grids_column_headers_say_what_they_count(production: dict[str, Any]) 
     assert mine.tips == {"partition": define("partition")}
 
 
+def test_a_predictions_call_counts_say_which_calls_run_again(production: dict[str, Any]) -> None:
+    """A prediction's task table tells executed, replayed and re-submitted calls apart in its headers."""
+    tasks = ai.predict(production["log"], markers=ai.samples.markers("production")).tasks
+    grid = ai.widgets.DataGrid(tasks.head(3), columns=["calls_executed", "calls_replayed", "calls_resubmitted",
+                                                        "body_ran"])
+    assert grid.tips == {"calls_executed": define("calls executed"), "calls_replayed": define("calls replayed"),
+                         "calls_resubmitted": define("calls re-submitted"), "body_ran": define("body ran")}
+    assert len(set(grid.tips.values())) == 4 and all(grid.tips.values())
+
+
 def test_the_key_historys_column_headers_and_counts_carry_the_glossarys_words(production: dict[str, Any]) -> None:
     history = ai.widgets.KeyHistory(production["reconstruction"], "user-0019")
     header = history.header
