@@ -11,10 +11,12 @@ import pytest
 
 from agent_inspect._bulk import once_per_log, quick_init
 from agent_inspect.executor import RecordView
-from agent_inspect.store import Entry, LookupDecision, Outcome, Task
+from agent_inspect.recovery.engine import CallEvent, CallSlot, OpaqueMemoryValue
+from agent_inspect.store import CacheEvent, Divergence, Entry, LookupDecision, Outcome, Task
 
 
-@pytest.mark.parametrize("cls", [Entry, Task, LookupDecision, RecordView])
+@pytest.mark.parametrize("cls", [Entry, Task, LookupDecision, RecordView, CacheEvent, Divergence, CallSlot, CallEvent,
+                                 OpaqueMemoryValue])
 def test_a_quick_constructor_takes_the_same_arguments_and_keeps_the_record_frozen(cls: type) -> None:
     fields = dataclasses.fields(cls)
     params = list(inspect.signature(cls).parameters.values())

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequenc
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
+from agent_inspect._bulk import quick_init
 from agent_inspect._errors import ReplayError
 from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
 from agent_inspect.recovery._events import first_field
@@ -61,7 +62,18 @@ class CallDecision(enum.StrEnum):
 
 REPLAYED_CALLS = frozenset({CallDecision.HIT, CallDecision.HIT_FAILED, CallDecision.PENDING_HIT})
 """Decisions that served a call from the journal without running it."""
-_UNSET: Any = object()
+
+
+class _Unset(enum.Enum):
+    """No live value (an enum member: it stays itself through pickling and copying, unlike ``object()``)."""
+
+    UNSET = "unset"
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: Any = _Unset.UNSET
 
 
 def effective_status(status: str | None, exception_payload: Any) -> Status:
@@ -76,7 +88,8 @@ def effective_status(status: str | None, exception_payload: Any) -> Status:
     return "SUCCEEDED" if exception_payload is None else "FAILED"
 
 
-@dataclass(frozen=True)
+@quick_init
+@dataclass(frozen=True, slots=True)
 class CallSlot:
     """One durable-call result as recorded (payloads are the raw bytes, never unpickled implicitly).
 
@@ -151,7 +164,8 @@ class RecordedValue:
         return f"RecordedValue({self.function_id!r}, {size} bytes)"
 
 
-@dataclass(frozen=True)
+@quick_init
+@dataclass(frozen=True, slots=True)
 class CallEvent:
     """What one durable call did: ``outcome`` is a :class:`CallDecision` (``hit``, ``mismatch``, ``execute`` …).
 

@@ -23,7 +23,8 @@ __all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded
 _LEGACY_PLAIN_JSON = ("V0", "V1", "V2a")
 
 
-@dataclass(frozen=True)
+@quick_init
+@dataclass(frozen=True, slots=True)
 class OpaqueMemoryValue:
     """A recorded memory value the toolkit cannot decode (a Kryo envelope, §5.4).
 

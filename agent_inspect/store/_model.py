@@ -153,6 +153,7 @@ class Task:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Divergence:
     """A divergence a rule detected at (key, seq): what it was, which records, and a one-line reason.
@@ -174,6 +175,7 @@ class Divergence:
     trigger_pos: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CacheEvent:
     """One removal from the cache: which entries went, by which rule step, and why.
