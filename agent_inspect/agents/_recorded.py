@@ -96,8 +96,8 @@ class AsRecordedAgent(BaseAgent):
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
         self._sessions = sessions
-        scopes = set(sessions.values())
-        self._only_route = next(iter(scopes)) if len(scopes) == 1 else None
+        routes_seen = set(sessions.values())
+        self._only_route = next(iter(routes_seen)) if len(routes_seen) == 1 else None
         self._scripts: dict[tuple[str, int, str, str], list[tuple[str, tuple[Any, ...]]]] = {}
         self._uuid_of: dict[str, str] = {}
         decls = []
