@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect.agents._protocol import (
+    BEGIN_EVENT,
     SUBAGENT_EVENT,
     ActionContext,
     ActionDecl,
@@ -34,7 +35,16 @@ class AsRecordedAgent(BaseAgent):
     has no recorded bootstrap: it is re-submitted to the sub-agent its session's other calls name (or the
     log's only sub-agent), with its input unknown (empty ``delegateAttributes``), so the child's
     re-run shows; with no sub-agent to name it stays a plain durable call. An action with no record does
-    nothing, so its subtree stops.
+    nothing, so its subtree stops. With ``agent-run.begin-event`` on, a round's input sends again the begin
+    event recorded in its round (found by the input's id, else by its attributes).
+
+    What the as-recorded agent cannot know (no record holds it; declare the agent to predict these):
+
+    - what a body does for an input the log never saw (it does nothing);
+    - code changed between attempts: a renamed action, or under K1 a changed module, qualname or triggers, gets
+      a new action UUID, while this agent reuses the recorded one;
+    - a Java action's hash-based UUID, new in every JVM under K1–K1.6 (``ActionDecl(java=True)``);
+    - a sub-agent no record names: the scope and body of a child that never wrote.
 
     For example::
 
@@ -60,6 +70,8 @@ class AsRecordedAgent(BaseAgent):
         claimed: set[tuple[str, int, str]] = set()
         sessions: dict[tuple[str, str], tuple[Any, str]] = {}   # (key, sessionId) -> (targetScope, delegateType)
         first_root: dict[tuple[str, int], str] = {}
+        round_input: dict[tuple[str, int], tuple[str, str | None]] = {}   # (key, seq) -> the input's (fingerprint, id)
+        round_begin: dict[tuple[str, int], AgentEvent] = {}
         for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
                                         ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
                                         ok["event_uuid"].astype(object).tolist()):
@@ -83,6 +95,9 @@ class AsRecordedAgent(BaseAgent):
                 route = (None, str(ev.type))
                 if ev.type == "_input_event":
                     first_root.setdefault((bk, seq), au)
+                    round_input.setdefault((bk, seq), (eu, ev.id))
+                elif ev.type == BEGIN_EVENT:   # the latest record of the round's begin event wins
+                    round_begin[(bk, seq)] = AgentEvent.of(ev.type, _attrs(ev), None, ev.event_class, fingerprint=eu)
             if state.call_results:
                 claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
             triggers.setdefault(au, {})[route] = None
@@ -95,9 +110,19 @@ class AsRecordedAgent(BaseAgent):
             if (bk, seq, sid) not in claimed:
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
+        # the begin event a round's input regenerates, found by the input's id, else by its fingerprint
+        self._begin_by_id: dict[str, AgentEvent] = {}
+        self._begin_by_fingerprint: dict[str, AgentEvent] = {}
+        for round_, begin in round_begin.items():
+            if round_ not in round_input:
+                continue
+            fingerprint, event_id = round_input[round_]
+            if event_id is not None:
+                self._begin_by_id.setdefault(event_id, begin)
+            self._begin_by_fingerprint.setdefault(fingerprint, begin)
         self._sessions = sessions
-        scopes = set(sessions.values())
-        self._only_route = next(iter(scopes)) if len(scopes) == 1 else None
+        sub_agents = set(sessions.values())
+        self._only_route = next(iter(sub_agents)) if len(sub_agents) == 1 else None
         self._scripts: dict[tuple[str, int, str, str], list[tuple[str, tuple[Any, ...]]]] = {}
         self._uuid_of: dict[str, str] = {}
         decls = []
@@ -119,6 +144,12 @@ class AsRecordedAgent(BaseAgent):
         """
         self.action(action)
         return self._uuid_of[action]
+
+    def begin_event(self, input_event: AgentEvent) -> AgentEvent | None:
+        """The ``_agent_run_begin_event`` recorded in the round of ``input_event`` (that input's id, else the same
+        attributes), without its id: the restarted run sends it again under a fresh one."""
+        by_id = self._begin_by_id.get(input_event.id) if input_event.id is not None else None
+        return by_id if by_id is not None else self._begin_by_fingerprint.get(input_event.fingerprint)
 
     def run_action(self, action: str, ctx: ActionContext) -> None:
         bk = getattr(ctx, "business_key", None) or ctx.key
