@@ -70,7 +70,6 @@ class AsRecordedAgent(BaseAgent):
         claimed: set[tuple[str, int, str]] = set()
         sessions: dict[tuple[str, str], tuple[Any, str]] = {}   # (key, sessionId) -> (targetScope, delegateType)
         first_root: dict[tuple[str, int], str] = {}
-        round_input: dict[tuple[str, int], tuple[str, str | None]] = {}   # (key, seq) -> the input's (fingerprint, id)
         round_begin: dict[tuple[str, int], AgentEvent] = {}
         for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
                                         ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
@@ -92,11 +91,11 @@ class AsRecordedAgent(BaseAgent):
                         ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
                 sessions.setdefault((bk, str(attrs.get("sessionId"))), route)
             else:
-                route = (None, str(ev.type))
-                if ev.type == "_input_event":
+                event_type = ev.type
+                route = (None, str(event_type))
+                if event_type == "_input_event":
                     first_root.setdefault((bk, seq), au)
-                    round_input.setdefault((bk, seq), (eu, ev.id))
-                elif ev.type == BEGIN_EVENT:   # the latest record of the round's begin event wins
+                elif event_type == BEGIN_EVENT:   # the latest record of the round's begin event wins
                     round_begin[(bk, seq)] = AgentEvent.of(ev.type, _attrs(ev), None, ev.event_class, fingerprint=eu)
             if state.call_results:
                 claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
@@ -113,13 +112,16 @@ class AsRecordedAgent(BaseAgent):
         # the begin event a round's input regenerates, found by the input's id, else by its fingerprint
         self._begin_by_id: dict[str, AgentEvent] = {}
         self._begin_by_fingerprint: dict[str, AgentEvent] = {}
-        for round_, begin in round_begin.items():
-            if round_ not in round_input:
-                continue
-            fingerprint, event_id = round_input[round_]
-            if event_id is not None:
-                self._begin_by_id.setdefault(event_id, begin)
-            self._begin_by_fingerprint.setdefault(fingerprint, begin)
+        if round_begin:   # rare (agent-run.begin-event): the rounds' inputs are looked up only then
+            inputs = ok[ok["task_event_type"] == "_input_event"]
+            for bk, seq, fingerprint, event_id in zip(inputs["business_key"].astype(str), inputs["seq"].tolist(),
+                                                      inputs["event_uuid"].astype(str),
+                                                      inputs["task_event_id"].astype(object)):
+                begin = round_begin.get((bk, int(seq)))
+                if begin is not None:
+                    if isinstance(event_id, str):
+                        self._begin_by_id.setdefault(event_id, begin)
+                    self._begin_by_fingerprint.setdefault(fingerprint, begin)
         self._sessions = sessions
         sub_agents = set(sessions.values())
         self._only_route = next(iter(sub_agents)) if len(sub_agents) == 1 else None

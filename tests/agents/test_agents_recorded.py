@@ -10,7 +10,7 @@ import pytest
 
 from agent_inspect.agents import AgentEvent, AsRecordedAgent
 from agent_inspect.cases import build_case, builtin, load_cases, run_case
-from agent_inspect.recovery import predict
+from agent_inspect.recovery import ReplayPlan, predict
 
 ROOT = Path(__file__).resolve().parents[2]
 BY_ID = {c.id: c for c in load_cases(ROOT / "cases")}
@@ -158,3 +158,17 @@ def test_a_pending_call_whose_child_never_wrote_is_resubmitted_with_its_input_un
     calls = [args for op, args in script if op == "subagent"]
     assert [(c[3], c[4]) for c in calls] == [("s0", "s0-1"), ("s0", "s0-2"), ("s0", "s0-3"), ("s0", "s0-4")]
     assert [c[2] for c in calls[2:]] == [{}, {}] and {c[0] for c in calls} == {"child"}
+
+
+@pytest.mark.parametrize("case_id", ["N10", "N16"])
+def test_the_default_plan_sends_begin_events_when_the_log_shows_them(case_id):
+    """With no plan and no agent, ``predict`` runs the begin action's tasks the log shows (they were NOT-DISPATCHED)."""
+    case = BUILTIN[case_id]
+    built = build_case(case)
+    assert ReplayPlan.from_log(built.log).begin_event
+    assert not ReplayPlan.from_log(build_case(BUILTIN["N01"]).log).begin_event
+    cols = ["seq", "event_type", "fingerprint", "outcome", "body_ran", "entry_pos"]
+    for rule in case.expect:
+        declared = run_case(case, rule, built=built).prediction
+        pd.testing.assert_frame_equal(predict(built.log, markers=built.markers, rule=rule).tasks[cols],
+                                      declared.tasks[cols])
