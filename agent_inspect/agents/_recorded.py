@@ -96,7 +96,7 @@ class AsRecordedAgent(BaseAgent):
                 if event_type == "_input_event":
                     first_root.setdefault((bk, seq), au)
                 elif event_type == BEGIN_EVENT:   # the latest record of the round's begin event wins
-                    round_begin[(bk, seq)] = AgentEvent.of(ev.type, _attrs(ev), None, ev.event_class, fingerprint=eu)
+                    round_begin[(bk, seq)] = AgentEvent.of(BEGIN_EVENT, _attrs(ev), None, ev.event_class, fingerprint=eu)
             if state.call_results:
                 claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
             triggers.setdefault(au, {})[route] = None
