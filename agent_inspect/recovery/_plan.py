@@ -148,6 +148,7 @@ class ReplayPlan:
     @classmethod
     def _inferred(cls, log: ActionStateLog, business_keys: Any, markers: Any, runtime: str | RuntimeInfo,
                   kafka_pending: str | None, refresh: Collection[int] | None) -> ReplayPlan:
+        """:meth:`from_log` but the begin-event setting."""
         from agent_inspect.recovery._rebuild import normalize_markers
 
         recs = log.records
