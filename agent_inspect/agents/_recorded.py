@@ -109,7 +109,8 @@ class AsRecordedAgent(BaseAgent):
             if (bk, seq, sid) not in claimed:
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
-        # the begin event a round's input regenerates, found by the input's id, else by its fingerprint
+        # the begin event a round's input regenerates, found by the input's id, else by its fingerprint; begin_event
+        # sees the input alone, so an input several keys share (fresh ids) finds the first recorded round's
         self._begin_by_id: dict[str, AgentEvent] = {}
         self._begin_by_fingerprint: dict[str, AgentEvent] = {}
         if round_begin:   # rare (agent-run.begin-event): the rounds' inputs are looked up only then
