@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect.agents._protocol import (
+    BEGIN_EVENT,
     SUBAGENT_EVENT,
     ActionContext,
     ActionDecl,
@@ -34,7 +35,16 @@ class AsRecordedAgent(BaseAgent):
     has no recorded bootstrap: it is re-submitted to the sub-agent its session's other calls name (or the
     log's only sub-agent), with its input unknown (empty ``delegateAttributes``), so the child's
     re-run shows; with no sub-agent to name it stays a plain durable call. An action with no record does
-    nothing, so its subtree stops.
+    nothing, so its subtree stops. With ``agent-run.begin-event`` on, a round's input sends again the begin
+    event recorded in its round (found by the input's id, else by its attributes).
+
+    What the as-recorded agent cannot know (no record holds it; declare the agent to predict these):
+
+    - what a body does for an input the log never saw (it does nothing);
+    - code changed between attempts: a renamed action, or under K1 a changed module, qualname or triggers, gets
+      a new action UUID, while this agent reuses the recorded one;
+    - a Java action's hash-based UUID, new in every JVM under K1–K1.6 (``ActionDecl(java=True)``);
+    - a sub-agent no record names: the scope and body of a child that never wrote.
 
     For example::
 
@@ -60,6 +70,7 @@ class AsRecordedAgent(BaseAgent):
         claimed: set[tuple[str, int, str]] = set()
         sessions: dict[tuple[str, str], tuple[Any, str]] = {}   # (key, sessionId) -> (targetScope, delegateType)
         first_root: dict[tuple[str, int], str] = {}
+        round_begin: dict[tuple[str, int], AgentEvent] = {}
         for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
                                         ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
                                         ok["event_uuid"].astype(object).tolist()):
@@ -80,9 +91,12 @@ class AsRecordedAgent(BaseAgent):
                         ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
                 sessions.setdefault((bk, str(attrs.get("sessionId"))), route)
             else:
-                route = (None, str(ev.type))
-                if ev.type == "_input_event":
+                event_type = ev.type
+                route = (None, str(event_type))
+                if event_type == "_input_event":
                     first_root.setdefault((bk, seq), au)
+                elif event_type == BEGIN_EVENT:   # the latest record of the round's begin event wins
+                    round_begin[(bk, seq)] = AgentEvent.of(BEGIN_EVENT, _attrs(ev), None, ev.event_class, fingerprint=eu)
             if state.call_results:
                 claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
             triggers.setdefault(au, {})[route] = None
@@ -95,6 +109,20 @@ class AsRecordedAgent(BaseAgent):
             if (bk, seq, sid) not in claimed:
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
+        # the begin event a round's input regenerates, found by the input's id, else by its fingerprint; begin_event
+        # sees the input alone, so an input several keys share (fresh ids) finds the first recorded round's
+        self._begin_by_id: dict[str, AgentEvent] = {}
+        self._begin_by_fingerprint: dict[str, AgentEvent] = {}
+        if round_begin:   # rare (agent-run.begin-event): the rounds' inputs are looked up only then
+            inputs = ok[ok["task_event_type"] == "_input_event"]
+            for bk, seq, fingerprint, event_id in zip(inputs["business_key"].astype(str), inputs["seq"].tolist(),
+                                                      inputs["event_uuid"].astype(str),
+                                                      inputs["task_event_id"].astype(object)):
+                begin = round_begin.get((bk, int(seq)))
+                if begin is not None:
+                    if isinstance(event_id, str):
+                        self._begin_by_id.setdefault(event_id, begin)
+                    self._begin_by_fingerprint.setdefault(fingerprint, begin)
         self._sessions = sessions
         routes_seen = set(sessions.values())
         self._only_route = next(iter(routes_seen)) if len(routes_seen) == 1 else None
@@ -119,6 +147,12 @@ class AsRecordedAgent(BaseAgent):
         """
         self.action(action)
         return self._uuid_of[action]
+
+    def begin_event(self, input_event: AgentEvent) -> AgentEvent | None:
+        """The ``_agent_run_begin_event`` recorded in the round of ``input_event`` (that input's id, else the same
+        attributes), without its id: the restarted run sends it again under a fresh one."""
+        by_id = self._begin_by_id.get(input_event.id) if input_event.id is not None else None
+        return by_id if by_id is not None else self._begin_by_fingerprint.get(input_event.fingerprint)
 
     def run_action(self, action: str, ctx: ActionContext) -> None:
         bk = getattr(ctx, "business_key", None) or ctx.key

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
-from agent_inspect.agents import INPUT_EVENT, AgentEvent
+from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
 from agent_inspect.codec import format_state_key, state_key_writer
 from agent_inspect.recovery._events import agent_event
 
@@ -139,7 +139,16 @@ class ReplayPlan:
         had its input consumed before the checkpoint: with every state complete and no task still queued there it
         is not replayed; else its queued tasks and incomplete states become ``pending`` tasks with their original
         events, in the order the restore re-submits them. Either way the key's restored seq is at least its seq.
+        A log with ``_agent_run_begin_event`` records was written with ``agent-run.begin-event`` on, so the plan is.
         """
+        plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh)
+        begins = bool((log.records["task_event_type"] == BEGIN_EVENT).any())
+        return replace(plan, begin_event=True) if begins else plan
+
+    @classmethod
+    def _inferred(cls, log: ActionStateLog, business_keys: Any, markers: Any, runtime: str | RuntimeInfo,
+                  kafka_pending: str | None, refresh: Collection[int] | None) -> ReplayPlan:
+        """:meth:`from_log` but the begin-event setting."""
         from agent_inspect.recovery._rebuild import normalize_markers
 
         recs = log.records
