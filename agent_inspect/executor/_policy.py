@@ -36,6 +36,8 @@ class CallPolicy(str, enum.Enum):
     ``execute`` runs the function (production mode); ``stub`` returns a stub value; ``deny`` raises
     :class:`~agent_inspect.ReplayError` naming the call. ``recorded`` first serves the production
     record's result at the same index when the identity matches, then falls back to the stub or denial.
+    A sub-agent call is no call that leaves the job: its child round always runs, and the policy applies to
+    the child's own calls.
 
     For example::
 

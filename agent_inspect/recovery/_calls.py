@@ -231,11 +231,13 @@ class CallJournal:
     # -- public -------------------------------------------------------------------------------
 
     def call(self, function_id: str, args_digest: str, call: Callable[[], Any], *,
-             reconciler: Callable[[], Any] | None = None) -> Any:
-        """Run one durable call at the current index; returns the (recorded or fresh) result."""
+             reconciler: Callable[[], Any] | None = None, internal: bool = False) -> Any:
+        """Run one durable call at the current index; returns the (recorded or fresh) result. An ``internal``
+        call (a sub-agent call: the operator dispatches the child round) runs as it is, whatever the replay call
+        policy: the policy governs calls that leave the job, the child's own calls included."""
         if reconciler is not None:
             return self._reconcilable(function_id, args_digest, call, reconciler)
-        return self._completion_only(function_id, args_digest, call)
+        return self._completion_only(function_id, args_digest, call, internal)
 
     def subagent(self, function_id: str, run: Callable[[], Any]) -> Any:
         """A sub-agent call as post-0.4 main makes it (addendum §1.1): a PENDING caller slot is reserved first;
@@ -247,7 +249,7 @@ class CallJournal:
         self.index += 1
         if slot.status != "PENDING":
             return self._replay(i, slot, len(self.results))
-        outcome, value, error = self._execute(function_id, "", run, i)
+        outcome, value, error = self._execute(function_id, "", run, i, internal=True)
         if outcome == CallDecision.EXECUTE and i not in self._reserved:
             outcome = CallDecision.RESUBMIT
         return self._settle(i, function_id, "", (outcome, value, error), len(self.results), recorded=slot.identity)
@@ -273,7 +275,7 @@ class CallJournal:
 
     # -- completion-only (§9.4 first list) ----------------------------------------------------
 
-    def _completion_only(self, fid: str, digest: str, call: Callable[[], Any]) -> Any:
+    def _completion_only(self, fid: str, digest: str, call: Callable[[], Any], internal: bool = False) -> Any:
         i = self.index
         before = len(self.results)
         if i < len(self.results):
@@ -282,7 +284,7 @@ class CallJournal:
                 self.index += 1
                 return self._replay(i, slot, before)
             self._cut(i, slot, fid, digest, CallDecision.MISMATCH, before)
-        return self._settle(i, fid, digest, self._execute(fid, digest, call, i), before)
+        return self._settle(i, fid, digest, self._execute(fid, digest, call, i, internal=internal), before)
 
     # -- reconcilable (§9.4 second list) -------------------------------------------------------
 
@@ -330,9 +332,9 @@ class CallJournal:
         return self._decode(slot)
 
     def _execute(self, fid: str, digest: str, call: Callable[[], Any], i: int, *,
-                 reconcile: bool = False) -> tuple[str, Any, BaseException | None]:
+                 reconcile: bool = False, internal: bool = False) -> tuple[str, Any, BaseException | None]:
         try:
-            outcome, value = self._run(fid, digest, call, i)
+            outcome, value = (run_for_real if internal else self._run)(fid, digest, call, i)
         except ReplayError:
             self._report(CallEvent(i, fid, digest, CallDecision.DENY, results_before=len(self.results),
                                    results_after=len(self.results)))

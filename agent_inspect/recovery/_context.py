@@ -193,7 +193,7 @@ class ReplayContext:
             # main: a PENDING caller slot is reserved first; a PENDING slot re-submits the call (addendum §1.1)
             result = self.calls.subagent(fid, run)
         else:
-            result = self.calls.call(fid, "", run)
+            result = self.calls.call(fid, "", run, internal=True)
         # what the caller got: the child's result events, or its own journal when the call was not made
         self._engine.state.subagent_results[fid] = got[-1] if got else "journal"
         return result

@@ -163,9 +163,11 @@ class GraphView(w.VBox):
         # A searching picker: type a seq, pick from the matches (no drop-down of every round).
         self.round_picker = w.Combobox(description="Round", options=list(self._round_of), ensure_option=False,
                                        placeholder="type a seq…", value=_round_text(seq) if _round_text(seq) in self._round_of else "",
-                                       layout=w.Layout(width="220px"))
+                                       layout=w.Layout(width="220px", flex="0 0 auto"))
         self.round_picker.layout.display = None if rounds else "none"
-        self.collapse_button = w.Button(description="collapse all", layout=w.Layout(width="110px", display="none"))
+        # fixed widths: a long title beside them wraps instead of squeezing "collapse all" to "colla…"
+        self.collapse_button = w.Button(description="collapse all",
+                                        layout=w.Layout(width="110px", flex="0 0 auto", display="none"))
         self.collapse_button.on_click(lambda _: self.collapse_all())
         self._show(seq, graph)
         self.round_picker.observe(lambda change: self._picked(change["new"]), names="value")

@@ -214,6 +214,10 @@ def test_a_folded_chain_of_30_rounds_wraps_into_bands_a_notebook_can_read(lab_pa
     lanes = [n["text"] for n in geometry["notes"] if n["text"].startswith("attempt")]
     assert lanes.count("attempt 1") >= 2 and lanes.count("attempt 2") >= 2        # every band titles its lanes
     assert sum("re-runs" in n["text"] for n in geometry["notes"]) == 9              # the group edges keep their words
+    # the toolbar keeps its widths beside a long title (before: "collapse all" was squeezed to "colla…")
+    button = page.locator(".ai-graph button", has_text="collapse all").first
+    assert button.is_visible()
+    assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && b.getBoundingClientRect().width >= 100")
     _photographed(lab_page, "graph-30-rounds-wrapped", artifacts)
 
 

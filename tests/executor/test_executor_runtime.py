@@ -127,3 +127,31 @@ def test_a_resubmitted_call_whose_child_reruns_counts_the_child_calls():
     assert frame.loc[("P", "RESUME"), "calls_resubmitted"] == 1 and frame.loc[("P", "RESUME"), "calls_executed"] == 0
     assert frame.loc[("CA", "RERUN"), "calls_executed"] == 1
     assert ex.counters.calls_executed == sum(BY_ID["S10"].expect_calls["original"].values()) == 1
+
+
+def _with_calls(case_id: str, **policies: object) -> ReplayExecutor:
+    case = BY_ID[case_id]
+    built = build_case(case)
+    ex = ReplayExecutor(built.log, agent=built.agent, plan=built.plan, markers=list(built.markers), rule="fixed",
+                        runtime=case.setup.runtime, kafka_pending=case.setup.kafka_pending, policies=policies)
+    ex.run()
+    return ex
+
+
+def test_a_dry_run_runs_sub_agents_and_stubs_or_denies_their_calls():
+    """The call policy governs calls that leave the job (#1069), not the dispatch of a sub-agent's child round:
+    under ``stub`` the child runs with its own ``review`` call stubbed, under ``deny`` it is that call, not the
+    sub-agent call, that is refused (before, both stopped at the sub-agent call and no child ran)."""
+    for case_id, resubmitted in (("S10", True), ("S10/0.3", False), ("S03", False)):
+        stubbed = _with_calls(case_id, calls="stub", stubs={"*": "stubbed"})
+        produced = _with_calls(case_id, calls="execute")
+        assert stubbed.failure is None and produced.failure is None
+        assert _lookups(stubbed) == _lookups(produced)      # the same tasks, the children's included
+        sub_agent_calls = [(f, o) for f, o in _calls(stubbed) if "#" in f]
+        assert sub_agent_calls == [(f, o) for f, o in _calls(produced) if "#" in f]
+        assert (stubbed.counters.calls_resubmitted > 0) == resubmitted
+        assert stubbed.counters.calls_stubbed == produced.counters.calls_executed - sum(
+            o == "execute" for f, o in sub_agent_calls)     # every call that leaves the job, and only those
+    denied = _with_calls("S10", calls="deny")
+    assert denied.failure is not None and "durable call review " in str(denied.failure)
+    assert denied.counters.calls_denied == 1 and denied.counters.calls_resubmitted == 0
