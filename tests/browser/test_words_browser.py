@@ -61,7 +61,7 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
 
     # every counter: a label in words and a tooltip (the title attribute the browser shows on hover)
     counters = stepper.locator(".ai-counter")
-    assert counters.count() == 15
+    assert counters.count() == 16   # re-submitted sub-agent calls have their own counter
     for i in range(counters.count()):
         title = counters.nth(i).get_attribute("title")
         assert title and len(title) > 20, counters.nth(i).inner_text()
