@@ -28,6 +28,8 @@ from agent_inspect.codec.bulk import (
 )
 from agent_inspect.log._columns import (
     VALUE_ERROR,
+    WORD_COLUMNS,
+    Words,
     chunk_columns,
     concat_columns,
     slice_columns,
@@ -148,8 +150,9 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
     buckets: dict[int, list[tuple[RawBatch, dict[str, Any], int, int]]] = {}
     arrival: list[tuple[RawBatch, dict[str, Any], int, int]] = []
     bucketed = True
+    words = Words()
     for b in batches:
-        cols = chunk_columns(b.value)
+        cols = chunk_columns(b.value, words)
         cols[_KEYS] = pa.array(b.key, pa.binary())
         cols[_PARTITIONS] = np.asarray(b.partition, dtype=np.int64)
         cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
@@ -173,6 +176,8 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
         cols = _joined_columns(pieces, names, drop=True)
         if order is not None:
             cols = take_columns(cols, order)
+        for name in WORD_COLUMNS:
+            cols[name] = words.categorical(cols[name])
         cols[_PARTITIONS], cols[_OFFSETS] = where[_PARTITIONS], where[_OFFSETS]
         return cols
 
@@ -187,7 +192,7 @@ _KEYS, _PARTITIONS, _OFFSETS = "_keys", "_partitions", "_offsets"
 _POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
 
 def _empty_columns() -> dict[str, Any]:
-    cols = chunk_columns([])
+    cols = chunk_columns([], Words())
     cols[_KEYS] = pa.array([], pa.binary())
     cols[_PARTITIONS] = cols[_OFFSETS] = np.zeros(0, dtype=np.int64)
     return cols
@@ -288,8 +293,7 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     ruled = (masks & LINEAGE_RULE_BIT) != 0
     masks &= ~LINEAGE_RULE_BIT
     c["value_format_lineage_rule"] = pd.arrays.BooleanArray(ruled, masks == 0)
-    types, classes = c["task_event_type"], c["task_event_class"]
-    c["task_event_type"], c["task_event_class"] = type_col, class_col = categorical(types), categorical(classes)
+    type_col, class_col = c["task_event_type"], c["task_event_class"]
     counts = {name: c[name] for name in _COUNTS}  # -1: no decoded value
     for name, count in counts.items():
         c[name] = pd.arrays.IntegerArray(count, count < 0)
