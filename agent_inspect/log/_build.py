@@ -35,7 +35,13 @@ from agent_inspect.log._columns import (
     slice_columns,
     take_columns,
 )
-from agent_inspect.log._dtypes import categorical, finished_columns
+from agent_inspect.log._dtypes import (
+    coded_categorical,
+    epoch_ms,
+    finished_columns,
+    missing_categorical,
+    utc_timestamps,
+)
 from agent_inspect.raw import RawBatch
 
 __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
@@ -156,6 +162,7 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
         cols[_KEYS] = pa.array(b.key, pa.binary())
         cols[_PARTITIONS] = np.asarray(b.partition, dtype=np.int64)
         cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
+        cols[_TIMES] = epoch_ms(b.timestamp_ms)
         arrival.append((b, cols, 0, len(b)))
         runs = _partition_runs(b.partition) if bucketed else None
         if runs is None:
@@ -188,13 +195,13 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
 
     return where[_KEYS], join_values, join_raw
 
-_KEYS, _PARTITIONS, _OFFSETS = "_keys", "_partitions", "_offsets"
+_KEYS, _PARTITIONS, _OFFSETS, _TIMES = "_keys", "_partitions", "_offsets", "_times"
 _POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
 
 def _empty_columns() -> dict[str, Any]:
     cols = chunk_columns([], Words())
     cols[_KEYS] = pa.array([], pa.binary())
-    cols[_PARTITIONS] = cols[_OFFSETS] = np.zeros(0, dtype=np.int64)
+    cols[_PARTITIONS] = cols[_OFFSETS] = cols[_TIMES] = np.zeros(0, dtype=np.int64)
     return cols
 
 def _whole(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> bool:
@@ -301,22 +308,25 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     c["is_root"] = pd.arrays.BooleanArray((type_col == INPUT_EVENT_TYPE).to_numpy(dtype=bool, na_value=False), ~decoded)
     calls = counts["calls_pending"] + counts["calls_succeeded"] + counts["calls_failed"]
     c["call_count"] = pd.arrays.IntegerArray(np.where(decoded, calls, -1), ~decoded)
-    scope: list[str | None] = [None] * n
-    session: list[str | None] = [None] * n
-    call: list[str | None] = [None] * n
-    if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:  # most logs: none
+    if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:
+        scope: list[str | None] = [None] * n
+        session: list[str | None] = [None] * n
+        call: list[str | None] = [None] * n
         values, type_list = raw.value, type_col.tolist()
         for i, cls in enumerate(class_col.tolist()):
             if cls == SUBAGENT_EVENT or type_list[i] == SUBAGENT_EVENT_TYPE:
                 scope[i], session[i], call[i] = subagent_call_ids(cast(bytes, values[i]))  # a call event has a value
-    c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
+        c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
+    else:  # most logs: no sub-agent call
+        for name in ("subagent_scope", "subagent_session_id", "subagent_call_id"):
+            c[name] = missing_categorical(n)
     size = c["payload_bytes"]
     c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
     c["tombstone"] = size < 0
     c["partition"] = c.pop(_PARTITIONS).astype(np.int32)  # made per batch
     c["offset"] = c.pop(_OFFSETS)
-    c["timestamp"] = raw.timestamp_ms
-    c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
+    c["timestamp"] = utc_timestamps(c.pop(_TIMES))  # made per batch
+    c["agent_key"] = raw.agent_key if raw.agent_key is not None else missing_categorical(n)
     return finished_columns(c, n), masks, value_errors
 
 def _key_error(k: Any) -> str:
@@ -436,7 +446,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndar
         chosen[undecided] = m[undecided]  # nothing pinned to follow: the newest format it fits
     inferred = np.zeros(n, dtype=bool)
     inferred[open_rows] = True
-    return categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
+    return coded_categorical(np.where(present, chosen, -1), names), pd.arrays.BooleanArray(inferred, ~present)
 
 def _codes(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Dense int codes of a column (None / NaN one code of its own)."""

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from agent_inspect.codec.bulk import EMPTY_ROW, ROW_COLUMNS, ROW_ERROR, value_columns
+from agent_inspect.log._dtypes import coded_categorical
 
 __all__ = ["VALUE_ERROR", "WORD_COLUMNS", "Words", "chunk_columns", "concat_columns", "slice_columns", "take_columns"]
 
@@ -43,9 +43,7 @@ class Words(dict[str | None, int]):
 
     def categorical(self, codes: np.ndarray) -> pd.Categorical:
         """The categorical of a column of codes, categories in order of first appearance (as Arrow makes them)."""
-        seen = pa.array(codes, mask=codes < 0).dictionary_encode()  # the codes met, in order of first appearance
-        words = pa.array(list(self), pa.string()).take(pc.add(seen.dictionary, 1))  # code c is entry c + 1
-        return pa.DictionaryArray.from_arrays(seen.indices, words).to_pandas()
+        return coded_categorical(codes, list(self)[1:])  # code c is entry c + 1 (None, -1, comes first)
 
 
 _TEXT = frozenset({"task_event_id", "upstream_event_id"})
