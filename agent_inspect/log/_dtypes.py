@@ -29,10 +29,11 @@ def categorical(col: Sequence[Any] | np.ndarray | pa.Array | pa.ChunkedArray) ->
     return arr.dictionary_encode().to_pandas()
 
 def coded_categorical(codes: np.ndarray, words: Sequence[str | None]) -> pd.Categorical:
-    """The categorical of ``words[code]`` per row (a negative code: missing), categories in order of first
-    appearance: what :func:`categorical` makes of the words themselves, without the text of every row."""
+    """The categorical of ``words[code]`` per row (a negative code: missing; codes may share a word), categories
+    in order of first appearance: what :func:`categorical` makes of the words themselves, without a row's text."""
     seen = pa.array(codes, mask=codes < 0).dictionary_encode()  # the codes met, in order of first appearance
-    return pa.DictionaryArray.from_arrays(seen.indices, pa.array(words, pa.string()).take(seen.dictionary)).to_pandas()
+    met = pa.array(words, pa.string()).take(seen.dictionary).dictionary_encode()  # codes may share a word
+    return pa.DictionaryArray.from_arrays(met.indices.take(seen.indices), met.dictionary).to_pandas()
 
 def missing_categorical(n: int) -> pd.Categorical:
     """What :func:`categorical` makes of ``n`` missing values."""
