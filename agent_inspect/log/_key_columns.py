@@ -165,11 +165,15 @@ def key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: s
             values = pa.array(col, typ)
             d[name] = values if len(slow) == len(parsed) else pc.replace_with_mask(d[name], mask, values)
         flags[slow] = list(slow_cols[8])
-    d["business_key"] = pc.coalesce(d["key_text"], d["key_digest"])
+    no_digest = d["key_digest"].null_count == len(d["key_digest"])  # K1 and K1.5 logs
+    d["business_key"] = d["key_text"] if no_digest else pc.coalesce(d["key_text"], d["key_digest"])
     out: dict[str, Any] = {}
+    made: dict[int, pa.DictionaryArray] = {}  # by column: without digests, the business key is the key text
     for name in _KEY_CATEGORIES:
-        enc = d[name].dictionary_encode()
-        rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
+        rows = made.get(id(d[name]))
+        if rows is None:
+            enc = d[name].dictionary_encode()
+            rows = made[id(d[name])] = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
         out[name] = rows.to_pandas()
         if name == "business_key":
             out["_business_codes"] = rows.indices.fill_null(-1).to_numpy()
@@ -186,8 +190,8 @@ def key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: s
     else:
         take = codes.to_numpy()
     out["key_flags"] = flags[take]
-    text = texts if texts is not None else pa.array(
-        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string())
-    for name, col in (("event_uuid", d["event_uuid"]), ("state_key", text)):
-        out[name] = pd.Series(col.take(codes), dtype="str")
+    out["event_uuid"] = pd.Series(d["event_uuid"].take(codes), dtype="str")
+    state_keys = keys.cast(pa.string()) if texts is not None else pa.array(  # (UTF-8 keys: the bytes as they are)
+        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string()).take(codes)
+    out["state_key"] = pd.Series(state_keys, dtype="str")
     return out
