@@ -351,8 +351,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndar
     present = m != 0
     pinned = present & ((m & (m - 1)) == 0)
     open_rows = np.flatnonzero(present & ~pinned)
-    names = np.full(1 << len(VALUE_FORMATS), None, dtype=object)
-    names[1:] = [newest_format(v) for v in range(1, len(names))]
+    names = [None, *(newest_format(v) for v in range(1, 1 << len(VALUE_FORMATS)))]  # by mask
     chosen = m.copy()
     if len(open_rows):
         chosen[open_rows] = 0

@@ -109,16 +109,9 @@ class EarlyKeyParse:
             fields = {name: pa.concat_arrays([p[2][name] for p in parts]) for name in KEY_ARRAY_FIELDS}
             flags = np.concatenate([p[3] for p in parts])
         where = pc.index_in(distinct, value_set=known)
-        if where.null_count:  # keys no batch handed over early (a caller's own batch): parsed now
-            late = np.flatnonzero(where.is_null().to_numpy(zero_copy_only=False))
-            more_parsed, more_fields, more_flags = key_field_arrays(texts.take(pa.array(late)), self._max_parallelism)
-            index = where.fill_null(0).to_numpy().astype(np.int64)
-            index[late] = len(parsed) + np.arange(len(late))
-            parsed = np.concatenate([parsed, more_parsed])
-            fields = {name: pa.concat_arrays([fields[name], more_fields[name]]) for name in KEY_ARRAY_FIELDS}
-            flags = np.concatenate([flags, more_flags])
-        else:
-            index = where.to_numpy()
+        if where.null_count:  # a key no batch handed over (not the builder's way): every key parsed now
+            return key_field_arrays(texts, self._max_parallelism)
+        index = where.to_numpy()
         take = pa.array(index)
         return parsed[index], {name: fields[name].take(take) for name in KEY_ARRAY_FIELDS}, flags[index]
 
