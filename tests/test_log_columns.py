@@ -136,36 +136,6 @@ def test_value_format_settling_matches_the_record_by_record_rule(rows: list[tupl
     assert got == _settle_reference(masks, keys, parts)
 
 
-@settings(deadline=None, max_examples=60)
-@given(st.lists(st.lists(_raw_key(), max_size=8), max_size=4), st.lists(_raw_key(), max_size=4),
-       st.sampled_from([None, 128]))
-def test_the_early_key_parse_gives_the_bulk_parse(groups: list[list[bytes | None]], unseen: list[bytes | None],
-                                                  max_parallelism: int | None) -> None:
-    """Keys parsed as their batches arrived are looked up; keys no batch handed over are parsed then."""
-    import numpy as np
-    import pyarrow as pa
-
-    from agent_inspect.codec.bulk import KEY_ARRAY_FIELDS, key_field_arrays
-    from agent_inspect.log._key_columns import EarlyKeyParse
-
-    early = EarlyKeyParse(max_parallelism)
-    for keys in groups:
-        early.add(pa.array(keys, pa.binary()))
-    early.close()
-    for extra in ([], unseen):
-        every = [k for keys in groups for k in keys] + extra
-        distinct = pa.array(every, pa.binary()).dictionary_encode().dictionary
-        try:
-            texts = distinct.cast(pa.string())
-        except pa.ArrowInvalid:
-            continue  # not UTF-8: the builder parses such keys one by one
-        parsed, fields, flags = early.fields(distinct, texts)
-        want_parsed, want_fields, want_flags = key_field_arrays(texts, max_parallelism)
-        assert np.array_equal(parsed, want_parsed) and list(flags) == list(want_flags)
-        for name in KEY_ARRAY_FIELDS:
-            assert fields[name].equals(want_fields[name]), name
-
-
 @settings(deadline=None, max_examples=100)
 @given(st.lists(st.integers(-1, 4), max_size=30), st.lists(st.sampled_from(["a", "b", "c"]), min_size=5, max_size=5))
 def test_a_categorical_from_codes_is_the_categorical_of_the_words(codes: list[int], words: list[str]) -> None:

@@ -10,12 +10,18 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from agent_inspect.codec import SUBAGENT_EVENT, VALUE_FORMATS
 from agent_inspect.codec.bulk import (
+    FLAG_AMBIGUOUS,
     INPUT_EVENT_TYPE,
+    KEY_ARRAY_FIELDS,
     LINEAGE_RULE_BIT,
+    NO_FLAGS,
     SUBAGENT_EVENT_TYPE,
+    error_reason,
+    key_field_arrays,
     newest_format,
     resolve_key_fields,
     subagent_call_ids,
@@ -36,7 +42,6 @@ from agent_inspect.log._dtypes import (
     missing_categorical,
     utc_timestamps,
 )
-from agent_inspect.log._key_columns import NO_KEY, EarlyKeyParse, key_columns, key_error
 from agent_inspect.raw import RawBatch
 
 __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
@@ -56,14 +61,8 @@ COLUMNS = (
 def build_records(batches: RawBatch | Iterable[RawBatch], *, key_format: str | None,
                   max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     """The batches joined in physical order and their records frame (call under ``gc_paused``)."""
-    early = EarlyKeyParse(max_parallelism) if key_format is None else None  # a preferred layout: key by key
-    try:
-        keys, join_values, join_raw = _gather(batches, early)
-    except BaseException:
-        if early is not None:
-            early.close()
-        raise
-    return _build(keys, join_values, join_raw, key_format=key_format, max_parallelism=max_parallelism, early=early)
+    keys, join_values, join_raw = _gather(batches)
+    return _build(keys, join_values, join_raw, key_format=key_format, max_parallelism=max_parallelism)
 
 
 def concat_batches(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
@@ -142,7 +141,7 @@ def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
     ends = [*cuts.tolist(), n]
     return [(partitions[a], a, z) for a, z in zip(starts, ends)]
 
-def _gather(batches: RawBatch | Iterable[RawBatch], early: EarlyKeyParse | None
+def _gather(batches: RawBatch | Iterable[RawBatch]
             ) -> tuple[pa.BinaryArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
     """All records' keys (Arrow) in physical order, and functions joining their value columns and raw batches so.
 
@@ -161,8 +160,6 @@ def _gather(batches: RawBatch | Iterable[RawBatch], early: EarlyKeyParse | None
     for b in batches:
         cols = chunk_columns(b.value, words)
         cols[_KEYS] = pa.array(b.key, pa.binary())
-        if early is not None:
-            early.add(cols[_KEYS])
         cols[_PARTITIONS] = np.asarray(b.partition, dtype=np.int64)
         cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
         cols[_TIMES] = epoch_ms(b.timestamp_ms)
@@ -246,24 +243,21 @@ def _joined_raw_batch(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *
     return _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
 
 def _build(key_array: pa.BinaryArray, join_values: Callable[[], dict[str, Any]], join_raw: Callable[[], RawBatch],
-           *, key_format: str | None, max_parallelism: int | None,
-           early: EarlyKeyParse | None) -> tuple[RawBatch, pd.DataFrame]:
+           *, key_format: str | None, max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     n = len(key_array)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
     # one finishes the value columns (on a machine with a second core they overlap).
     key_errors: list[str | None] = [None] * n
     keys_done: dict[str, Any] = {}
 
-    def make_key_columns() -> None:
+    def key_columns() -> None:
         try:
-            if early is not None:
-                early.close()  # the early parse finishes here, not on the caller's thread
-            keys_done["ready"] = key_columns(key_array, key_errors, key_format=key_format,
-                                             max_parallelism=max_parallelism, early=early)
+            keys_done["ready"] = _key_columns(key_array, key_errors, key_format=key_format,
+                                              max_parallelism=max_parallelism)
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             keys_done["error"] = exc
 
-    worker = threading.Thread(target=make_key_columns, name="agent-inspect-keys", daemon=True)
+    worker = threading.Thread(target=key_columns, name="agent-inspect-keys", daemon=True)
     worker.start()
     try:
         cols = join_values()  # while the key thread runs
@@ -278,10 +272,10 @@ def _build(key_array: pa.BinaryArray, join_values: Callable[[], dict[str, Any]],
     if ready is None:  # ambiguous layouts are settled per partition, record by record
         errors = [None] * n
         keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
-        good = [k if type(k) is tuple else NO_KEY for k in keys]
+        good = [k if type(k) is tuple else _NO_KEY for k in keys]
         for i, k in enumerate(keys):
             if type(k) is not tuple:
-                errors[i] = key_error(k)
+                errors[i] = _key_error(k)
         (c["key_format"], c["key_group"], c["seq"], c["event_uuid"], c["action_uuid"], c["key_text"],
          c["key_digest"], _, c["key_flags"]) = (list(col) for col in zip(*good)) if n else ([],) * 9
         c["business_key"] = [k[5] if k[5] is not None else k[6] for k in good]
@@ -335,8 +329,89 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     c["agent_key"] = raw.agent_key if raw.agent_key is not None else missing_categorical(n)
     return finished_columns(c, n), masks, value_errors
 
+def _key_error(k: Any) -> str:
+    return "key: missing (record has no key)" if k is None else f"key: {error_reason(k)}"
+
 _COUNTS = ("output_event_count", "subagent_result_count", "sensory_update_count", "short_term_update_count", "calls_pending",
            "calls_succeeded", "calls_failed")
+
+_KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "business_key")
+
+_KEY_ARRAY_TYPES = (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string())
+
+def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: str | None,
+                 max_parallelism: int | None) -> dict[str, Any] | None:
+    """The key columns, final dtypes, from each distinct key once; None when a layout is ambiguous.
+
+    A state key is written two or more times (initial, calls, completed), so the distinct keys are
+    parsed (the common shapes in bulk by Arrow, the rest one by one) and rows take them by code.
+    Categories keep first-appearance order.
+    """
+    encoded = keys.dictionary_encode()
+    codes = encoded.indices  # null for a missing key
+    try:
+        texts = encoded.dictionary.cast(pa.string())
+    except pa.ArrowInvalid:  # some key is not UTF-8: the one-by-one parser names it
+        texts = None
+    d: dict[str, Any]
+    if texts is not None and key_format is None:
+        parsed, d, flags = key_field_arrays(texts, max_parallelism)
+    else:  # every key one by one (a preferred layout, or bytes that are not UTF-8)
+        parsed = np.zeros(len(encoded.dictionary), dtype=bool)
+        d = {name: pa.nulls(len(parsed), typ) for name, typ in zip(KEY_ARRAY_FIELDS, _KEY_ARRAY_TYPES)}
+        flags = np.empty(len(parsed), dtype=object)
+    slow = np.flatnonzero(~parsed)
+    if len(slow):
+        distinct = encoded.dictionary.take(pa.array(slow)).to_pylist()
+        fields = resolve_key_fields(distinct, None, prefer=key_format, max_parallelism=max_parallelism)
+        if any(type(f) is tuple and FLAG_AMBIGUOUS in f[8] for f in fields):
+            return None
+        good = [f if type(f) is tuple else _NO_KEY for f in fields]
+        if not all(type(f) is tuple for f in fields):
+            bad = np.full(len(parsed), None, dtype=object)
+            bad[slow] = [None if type(f) is tuple else _key_error(f) for f in fields]
+            valid = codes.is_valid().to_numpy(zero_copy_only=False).tolist()
+            for i, j in enumerate(codes.fill_null(0).to_numpy().tolist()):
+                if bad[j] is not None and valid[i]:
+                    errors[i] = bad[j]
+        slow_cols = list(zip(*good))
+        mask = pa.array(~parsed)
+        for name, col, typ in zip(KEY_ARRAY_FIELDS, slow_cols, _KEY_ARRAY_TYPES):
+            values = pa.array(col, typ)
+            d[name] = values if len(slow) == len(parsed) else pc.replace_with_mask(d[name], mask, values)
+        flags[slow] = list(slow_cols[8])
+    no_digest = d["key_digest"].null_count == len(d["key_digest"])  # K1 and K1.5 logs
+    d["business_key"] = d["key_text"] if no_digest else pc.coalesce(d["key_text"], d["key_digest"])
+    out: dict[str, Any] = {}
+    made: dict[int, pa.DictionaryArray] = {}  # by column: without digests, the business key is the key text
+    for name in _KEY_CATEGORIES:
+        rows = made.get(id(d[name]))
+        if rows is None:
+            enc = d[name].dictionary_encode()
+            rows = made[id(d[name])] = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
+        out[name] = rows.to_pandas()
+        if name == "business_key":
+            out["_business_codes"] = rows.indices.fill_null(-1).to_numpy()
+    for name, dtype in (("key_group", np.int32), ("seq", np.int64)):
+        values = d[name].take(codes).fill_null(-1).to_numpy().astype(dtype)
+        out[name] = pd.arrays.IntegerArray(values, values < 0)
+    if codes.null_count:
+        missing = _key_error(None)
+        for i in np.flatnonzero(codes.is_null().to_numpy(zero_copy_only=False)).tolist():
+            errors[i] = missing
+        flags = np.append(flags, np.array([None], dtype=object))
+        flags[-1] = NO_FLAGS
+        take = codes.fill_null(len(flags) - 1).to_numpy()
+    else:
+        take = codes.to_numpy()
+    out["key_flags"] = flags[take]
+    out["event_uuid"] = pd.Series(d["event_uuid"].take(codes), dtype="str")
+    state_keys = keys.cast(pa.string()) if texts is not None else pa.array(  # (UTF-8 keys: the bytes as they are)
+        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string()).take(codes)
+    out["state_key"] = pd.Series(state_keys, dtype="str")
+    return out
+
+_NO_KEY = (None,) * 8 + (NO_FLAGS,)
 
 def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndarray,
                     partitions: Sequence[int] | np.ndarray) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:
