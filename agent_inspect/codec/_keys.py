@@ -238,8 +238,9 @@ def key_field_arrays(texts: Any, max_parallelism: int | None = None) -> tuple[An
     k1_np = is_k1.to_numpy(zero_copy_only=False)
     k15_np = is_k15.to_numpy(zero_copy_only=False)
     k16_np = is_k16.to_numpy(zero_copy_only=False)
-    non_v3 = pc.or_(pc.not_equal(pc.utf8_slice_codeunits(ev, 14, 15), "3"),
-                    pc.not_equal(pc.utf8_slice_codeunits(act, 14, 15), "3")).fill_null(False).to_numpy(
+    # a UUID's version digit (ASCII, so a byte slice: several times cheaper than a code-unit one)
+    non_v3 = pc.or_(pc.not_equal(pc.binary_slice(ev.cast(pa.binary()), 14, 15), b"3"),
+                    pc.not_equal(pc.binary_slice(act.cast(pa.binary()), 14, 15), b"3")).fill_null(False).to_numpy(
         zero_copy_only=False)
     fmt = np.full(n, None, dtype=object)
     fmt[k15_np] = "K1.5"
