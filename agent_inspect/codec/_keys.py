@@ -277,12 +277,18 @@ def _matched_parts(texts: Any, pattern: str, names: tuple[str, ...]) -> tuple[An
     if found == 0:
         return matched, {name: pa.nulls(len(texts), pa.string()) for name in names}
     every = found == len(texts)
-    parts = pc.split_pattern(texts if every else texts.filter(matched), "_")
-    out = {}
-    for i, name in enumerate(names):
-        part = pc.list_element(parts, i)
-        out[name] = part if every else pc.replace_with_mask(pa.nulls(len(texts), pa.string()), matched, part)
-    return matched, out
+    keys = texts if every else texts.filter(matched)
+    if names[-2:] == ("ev", "act"):  # the two UUIDs end the key: byte slices (ASCII), only the head is split
+        raw = keys.cast(pa.binary())
+        heads = pc.split_pattern(pc.binary_slice(raw, 0, -74).cast(pa.string()), "_")
+        parts = [pc.list_element(heads, i) for i in range(len(names) - 2)]
+        parts += [pc.binary_slice(raw, -73, -37).cast(pa.string()), pc.binary_slice(raw, -36).cast(pa.string())]
+    else:
+        split = pc.split_pattern(keys, "_")
+        parts = [pc.list_element(split, i) for i in range(len(names))]
+    nulls = pa.nulls(len(texts), pa.string())
+    return matched, {name: part if every else pc.replace_with_mask(nulls, matched, part)
+                     for name, part in zip(names, parts)}
 
 
 def parse_state_key(text: str | bytes, *, prefer: str | None = None,
