@@ -60,13 +60,17 @@ def _raw_key(draw: st.DrawFn) -> bytes | None:
 
 
 @settings(deadline=None, max_examples=80)
-@given(st.lists(st.tuples(st.integers(0, 2), _raw_key()), max_size=25), st.sampled_from([None, 128]))
+@given(st.lists(st.tuples(st.integers(0, 2), _raw_key()), max_size=25), st.sampled_from([None, 128]),
+       st.lists(st.integers(0, 25), max_size=3))
 def test_key_columns_match_the_per_record_parser(rows: list[tuple[int, bytes | None]],
-                                                 max_parallelism: int | None) -> None:
+                                                 max_parallelism: int | None, cuts: list[int]) -> None:
     value = encode_action_state(ActionState(task_event=Event.new("_input_event", {}, id="e")))
     batch = RawBatch([p for p, _ in rows], list(range(len(rows))), [None] * len(rows), [k for _, k in rows],
                      [value] * len(rows))
-    log = ActionStateLog.from_raw(batch, SOURCE, max_parallelism=max_parallelism)
+    bounds = [0, *sorted(c for c in cuts if c < len(rows)), len(rows)]  # batches, as a source hands them over
+    batches = [RawBatch(batch.partition[a:z], batch.offset[a:z], batch.timestamp_ms[a:z], batch.key[a:z],
+                        batch.value[a:z]) for a, z in zip(bounds, bounds[1:])]
+    log = ActionStateLog.from_raw(batches, SOURCE, max_parallelism=max_parallelism)
     r = log.records
     raw = log.raw
     want = resolve_state_keys(raw.key, raw.partition, max_parallelism=max_parallelism)
@@ -130,3 +134,16 @@ def test_value_format_settling_matches_the_record_by_record_rule(rows: list[tupl
     fmts, inferred = _settle_formats(masks, keys, parts)
     got = [(None if pd.isna(f) else f, None if pd.isna(x) else bool(x)) for f, x in zip(list(fmts), list(inferred))]
     assert got == _settle_reference(masks, keys, parts)
+
+
+@settings(deadline=None, max_examples=100)
+@given(st.lists(st.integers(-1, 4), max_size=30), st.lists(st.sampled_from(["a", "b", "c"]), min_size=5, max_size=5))
+def test_a_categorical_from_codes_is_the_categorical_of_the_words(codes: list[int], words: list[str]) -> None:
+    import numpy as np
+
+    from agent_inspect.log._dtypes import categorical, coded_categorical
+
+    got = coded_categorical(np.array(codes, dtype=np.int64), words)
+    want = categorical([None if c < 0 else words[c] for c in codes])
+    pd.testing.assert_series_equal(pd.Series(got), pd.Series(want))
+    assert list(got.cat.categories) == list(want.cat.categories)

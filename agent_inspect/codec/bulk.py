@@ -7,6 +7,7 @@ be read; the checks and format flags of the codec are inlined on the hot path (s
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import repeat
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -85,6 +86,8 @@ EMPTY_ROW = (None, None, None, None, None, None, -1, NO_FLAGS, NO_FLAGS, -1, -1,
 _ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
 
 _ENVELOPE_QUOTES = 10
+
+_NUL_ENVELOPE = b"\0" + _ENVELOPE_PREFIX
 
 _F_OUTPUTS_LINEAGE = _F_OUTPUT | _F_OUTPUT_LINEAGE
 
@@ -246,10 +249,15 @@ def error_reason(exc: Exception) -> str:
 def value_columns(values: list[bytes | None]) -> list[list[Any]]:
     """The value columns (see ROW_COLUMNS) of some records' values (None for a tombstone)."""
     cols: list[list[Any]] = [[] for _ in ROW_COLUMNS]
+    envelopes = True  # until a chunk shows memory values of another kind: then each is checked where it is
     for start in range(0, len(values), _CHUNK):
         part = values[start:start + _CHUNK]
         try:  # the common chunk: every value in the fast structs, one loop in C
-            rows = list(map(_fast_row, map(_FAST_DECODE, part), part))  # type: ignore[arg-type]
+            memory: list[msgspec.Raw] | None = [] if envelopes else None
+            rows = list(map(_fast_row, map(_FAST_DECODE, part), part, repeat(memory)))  # type: ignore[arg-type]
+            if memory and not _all_envelopes(memory):  # decoded again, row by row checked (once a call)
+                envelopes = False
+                rows = list(map(_fast_row, map(_FAST_DECODE, part), part))  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - a refused value (a tombstone included) is the reference's to explain
             if start == 0 and len(values) > _CHUNK and _mostly_refused(part):  # an older format: all by the reference
                 rows = list(map(_decode_row, values))
@@ -263,6 +271,19 @@ def value_columns(values: list[bytes | None]) -> list[list[Any]]:
 
 # Records decoded and summarized at a time (the rows of a chunk stay in cache until transposed).
 _CHUNK = 512
+
+
+def _all_envelopes(memory: list[msgspec.Raw]) -> bool:
+    """Whether every value is a Kryo envelope as upstream writes it (see _fast_row), checked at once.
+
+    Joined by NUL (counted, so none may hide inside a value), each value starts with the envelope's prefix
+    exactly when the join does and NUL + prefix occurs once per later value; each then holds at least the
+    prefix's 9 quotes and its payload's closing one, so 10 quotes a value in all means exactly 10 in each.
+    """
+    joined = b"\0".join(memory)
+    n = len(memory)
+    return (joined.startswith(_ENVELOPE_PREFIX) and joined.count(b"\0") == n - 1
+            and joined.count(_NUL_ENVELOPE) == n - 1 and joined.count(b'"') == _ENVELOPE_QUOTES * n)
 
 
 def _mostly_refused(part: list[bytes | None]) -> bool:
@@ -337,8 +358,12 @@ class _FastState(msgspec.Struct, rename="camel", **_FAST):
 _FAST_DECODE = msgspec.json.Decoder(_FastState).decode
 
 
-def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
-    """_row of a record the fast structs took (the same columns), or the reference's row when it is rare."""
+def _fast_row(st: _FastState, value: bytes, memory: list[msgspec.Raw] | None = None) -> tuple[Any, ...]:
+    """_row of a record the fast structs took (the same columns), or the reference's row when it is rare.
+
+    ``memory``: its memory values are taken for envelopes and put there, for the caller to check them all at
+    once (:func:`_all_envelopes`) and to redo the rows without it when they are not.
+    """
     te = st.task_event
     cls = te.event_class
     if cls == SUBAGENT_EVENT:
@@ -389,9 +414,12 @@ def _fast_row(st: _FastState, value: bytes) -> tuple[Any, ...]:
         for mu in updates:
             v = mu.value
             if v != _NULL:
-                b = bytes(v)
-                if not (b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES):
-                    return _decode_row(value)  # odd memory values: the reference names the problem
+                if memory is not None:
+                    memory.append(v)
+                else:
+                    b = bytes(v)
+                    if not (b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES):
+                        return _decode_row(value)  # odd memory values: the reference names the problem
                 flags |= _F_ENVELOPE
     # (no _same here: the log builder turns each batch's rows into arrays at once, so these strings die young)
     return (st.completed, cls, te.type, te.id, te.upstream_event_id, action, len(outs), out_types, out_ids, len(sensory),

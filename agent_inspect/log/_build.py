@@ -28,12 +28,20 @@ from agent_inspect.codec.bulk import (
 )
 from agent_inspect.log._columns import (
     VALUE_ERROR,
+    WORD_COLUMNS,
+    Words,
     chunk_columns,
     concat_columns,
     slice_columns,
     take_columns,
 )
-from agent_inspect.log._dtypes import categorical, finished_columns
+from agent_inspect.log._dtypes import (
+    coded_categorical,
+    epoch_ms,
+    finished_columns,
+    missing_categorical,
+    utc_timestamps,
+)
 from agent_inspect.raw import RawBatch
 
 __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
@@ -148,11 +156,13 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
     buckets: dict[int, list[tuple[RawBatch, dict[str, Any], int, int]]] = {}
     arrival: list[tuple[RawBatch, dict[str, Any], int, int]] = []
     bucketed = True
+    words = Words()
     for b in batches:
-        cols = chunk_columns(b.value)
+        cols = chunk_columns(b.value, words)
         cols[_KEYS] = pa.array(b.key, pa.binary())
         cols[_PARTITIONS] = np.asarray(b.partition, dtype=np.int64)
         cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
+        cols[_TIMES] = epoch_ms(b.timestamp_ms)
         arrival.append((b, cols, 0, len(b)))
         runs = _partition_runs(b.partition) if bucketed else None
         if runs is None:
@@ -173,6 +183,8 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
         cols = _joined_columns(pieces, names, drop=True)
         if order is not None:
             cols = take_columns(cols, order)
+        for name in WORD_COLUMNS:
+            cols[name] = words.categorical(cols[name])
         cols[_PARTITIONS], cols[_OFFSETS] = where[_PARTITIONS], where[_OFFSETS]
         return cols
 
@@ -183,13 +195,13 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
 
     return where[_KEYS], join_values, join_raw
 
-_KEYS, _PARTITIONS, _OFFSETS = "_keys", "_partitions", "_offsets"
+_KEYS, _PARTITIONS, _OFFSETS, _TIMES = "_keys", "_partitions", "_offsets", "_times"
 _POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
 
 def _empty_columns() -> dict[str, Any]:
-    cols = chunk_columns([])
+    cols = chunk_columns([], Words())
     cols[_KEYS] = pa.array([], pa.binary())
-    cols[_PARTITIONS] = cols[_OFFSETS] = np.zeros(0, dtype=np.int64)
+    cols[_PARTITIONS] = cols[_OFFSETS] = cols[_TIMES] = np.zeros(0, dtype=np.int64)
     return cols
 
 def _whole(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> bool:
@@ -288,8 +300,7 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     ruled = (masks & LINEAGE_RULE_BIT) != 0
     masks &= ~LINEAGE_RULE_BIT
     c["value_format_lineage_rule"] = pd.arrays.BooleanArray(ruled, masks == 0)
-    types, classes = c["task_event_type"], c["task_event_class"]
-    c["task_event_type"], c["task_event_class"] = type_col, class_col = categorical(types), categorical(classes)
+    type_col, class_col = c["task_event_type"], c["task_event_class"]
     counts = {name: c[name] for name in _COUNTS}  # -1: no decoded value
     for name, count in counts.items():
         c[name] = pd.arrays.IntegerArray(count, count < 0)
@@ -297,22 +308,25 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     c["is_root"] = pd.arrays.BooleanArray((type_col == INPUT_EVENT_TYPE).to_numpy(dtype=bool, na_value=False), ~decoded)
     calls = counts["calls_pending"] + counts["calls_succeeded"] + counts["calls_failed"]
     c["call_count"] = pd.arrays.IntegerArray(np.where(decoded, calls, -1), ~decoded)
-    scope: list[str | None] = [None] * n
-    session: list[str | None] = [None] * n
-    call: list[str | None] = [None] * n
-    if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:  # most logs: none
+    if SUBAGENT_EVENT in class_col.cat.categories or SUBAGENT_EVENT_TYPE in type_col.cat.categories:
+        scope: list[str | None] = [None] * n
+        session: list[str | None] = [None] * n
+        call: list[str | None] = [None] * n
         values, type_list = raw.value, type_col.tolist()
         for i, cls in enumerate(class_col.tolist()):
             if cls == SUBAGENT_EVENT or type_list[i] == SUBAGENT_EVENT_TYPE:
                 scope[i], session[i], call[i] = subagent_call_ids(cast(bytes, values[i]))  # a call event has a value
-    c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
+        c["subagent_scope"], c["subagent_session_id"], c["subagent_call_id"] = scope, session, call
+    else:  # most logs: no sub-agent call
+        for name in ("subagent_scope", "subagent_session_id", "subagent_call_id"):
+            c[name] = missing_categorical(n)
     size = c["payload_bytes"]
     c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
     c["tombstone"] = size < 0
     c["partition"] = c.pop(_PARTITIONS).astype(np.int32)  # made per batch
     c["offset"] = c.pop(_OFFSETS)
-    c["timestamp"] = raw.timestamp_ms
-    c["agent_key"] = raw.agent_key if raw.agent_key is not None else [None] * n
+    c["timestamp"] = utc_timestamps(c.pop(_TIMES))  # made per batch
+    c["agent_key"] = raw.agent_key if raw.agent_key is not None else missing_categorical(n)
     return finished_columns(c, n), masks, value_errors
 
 def _key_error(k: Any) -> str:
@@ -366,11 +380,15 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
             values = pa.array(col, typ)
             d[name] = values if len(slow) == len(parsed) else pc.replace_with_mask(d[name], mask, values)
         flags[slow] = list(slow_cols[8])
-    d["business_key"] = pc.coalesce(d["key_text"], d["key_digest"])
+    no_digest = d["key_digest"].null_count == len(d["key_digest"])  # K1 and K1.5 logs
+    d["business_key"] = d["key_text"] if no_digest else pc.coalesce(d["key_text"], d["key_digest"])
     out: dict[str, Any] = {}
+    made: dict[int, pa.DictionaryArray] = {}  # by column: without digests, the business key is the key text
     for name in _KEY_CATEGORIES:
-        enc = d[name].dictionary_encode()
-        rows = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
+        rows = made.get(id(d[name]))
+        if rows is None:
+            enc = d[name].dictionary_encode()
+            rows = made[id(d[name])] = pa.DictionaryArray.from_arrays(enc.indices.take(codes), enc.dictionary)
         out[name] = rows.to_pandas()
         if name == "business_key":
             out["_business_codes"] = rows.indices.fill_null(-1).to_numpy()
@@ -387,10 +405,10 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
     else:
         take = codes.to_numpy()
     out["key_flags"] = flags[take]
-    text = texts if texts is not None else pa.array(
-        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string())
-    for name, col in (("event_uuid", d["event_uuid"]), ("state_key", text)):
-        out[name] = pd.Series(col.take(codes), dtype="str")
+    out["event_uuid"] = pd.Series(d["event_uuid"].take(codes), dtype="str")
+    state_keys = keys.cast(pa.string()) if texts is not None else pa.array(  # (UTF-8 keys: the bytes as they are)
+        [k.decode("utf-8", "replace") for k in encoded.dictionary.to_pylist()], pa.string()).take(codes)
+    out["state_key"] = pd.Series(state_keys, dtype="str")
     return out
 
 _NO_KEY = (None,) * 8 + (NO_FLAGS,)
@@ -408,8 +426,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndar
     present = m != 0
     pinned = present & ((m & (m - 1)) == 0)
     open_rows = np.flatnonzero(present & ~pinned)
-    names = np.full(1 << len(VALUE_FORMATS), None, dtype=object)
-    names[1:] = [newest_format(v) for v in range(1, len(names))]
+    names = [None, *(newest_format(v) for v in range(1, 1 << len(VALUE_FORMATS)))]  # by mask
     chosen = m.copy()
     if len(open_rows):
         chosen[open_rows] = 0
@@ -432,7 +449,7 @@ def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndar
         chosen[undecided] = m[undecided]  # nothing pinned to follow: the newest format it fits
     inferred = np.zeros(n, dtype=bool)
     inferred[open_rows] = True
-    return categorical(names[chosen]), pd.arrays.BooleanArray(inferred, ~present)
+    return coded_categorical(np.where(present, chosen, -1), names), pd.arrays.BooleanArray(inferred, ~present)
 
 def _codes(values: Sequence[Any] | np.ndarray) -> np.ndarray:
     """Dense int codes of a column (None / NaN one code of its own)."""

@@ -12,24 +12,53 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from agent_inspect.codec.bulk import EMPTY_ROW, ROW_COLUMNS, ROW_ERROR, value_columns
+from agent_inspect.log._dtypes import coded_categorical
 
-__all__ = ["VALUE_ERROR", "chunk_columns", "concat_columns", "slice_columns", "take_columns"]
+__all__ = ["VALUE_ERROR", "WORD_COLUMNS", "Words", "chunk_columns", "concat_columns", "slice_columns", "take_columns"]
 
 VALUE_ERROR = "_value_error"
 """The column of value errors ("value: <reason>"), None for a batch without any."""
 
-_TEXT = frozenset({"task_event_class", "task_event_type", "task_event_id", "upstream_event_id", "upstream_action"})
+WORD_COLUMNS = ("task_event_class", "task_event_type", "upstream_action")
+"""Value columns of a few distinct words (the frame's categoricals): int32 codes into the build's :class:`Words`."""
+
+
+class Words(dict[str | None, int]):
+    """One build's words, each with the code of its first arrival; None is -1.
+
+    A word column is kept as codes per batch, so no text is copied, joined or hashed again after the last
+    batch: the frame's categorical is made from the codes (:meth:`categorical`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__({None: -1})
+
+    def __missing__(self, word: str) -> int:
+        code = self[word] = len(self) - 1
+        return code
+
+    def categorical(self, codes: np.ndarray) -> pd.Categorical:
+        """The categorical of a column of codes, categories in order of first appearance (as Arrow makes them)."""
+        return coded_categorical(codes, list(self)[1:])  # code c is entry c + 1 (None, -1, comes first)
+
+
+_TEXT = frozenset({"task_event_id", "upstream_event_id"})
+_WORDS = frozenset(WORD_COLUMNS)
 _INT32 = frozenset({"output_event_count", "subagent_result_count", "sensory_update_count", "short_term_update_count",
                     "calls_pending", "calls_succeeded", "calls_failed"})
 _INT64 = frozenset({"_mask", "payload_bytes"})
 _OBJECTS = frozenset({"output_event_types", "output_event_ids", "subagent_result_event_ids"})
 
 
-def chunk_columns(values: list[bytes | None]) -> dict[str, Any]:
-    """The value columns of one batch's values (see ROW_COLUMNS) as arrays, and its value errors."""
+def chunk_columns(values: list[bytes | None], words: Words) -> dict[str, Any]:
+    """The value columns of one batch's values (see ROW_COLUMNS) as arrays, and its value errors.
+
+    The columns of :data:`WORD_COLUMNS` are codes into ``words`` (one table for every batch of a build).
+    """
     cols = value_columns(values)
     n = len(values)
     errors: list[str | None] | None = None
@@ -40,6 +69,7 @@ def chunk_columns(values: list[bytes | None]) -> dict[str, Any]:
             for col, empty in zip(cols[:-1], EMPTY_ROW):
                 col[i] = empty
     out: dict[str, Any] = {}
+    code = words.__getitem__
     for name, col in zip(ROW_COLUMNS, cols):
         if name == "_problem":
             if col.count(None) != n:  # the record decodes, so its columns stay, but upstream would refuse it
@@ -47,6 +77,8 @@ def chunk_columns(values: list[bytes | None]) -> dict[str, Any]:
                 for i, problem in enumerate(col):
                     if problem is not None:
                         errors[i] = f"value: {problem}"
+        elif name in _WORDS:
+            out[name] = np.fromiter(map(code, col), np.int32, n)
         elif name in _TEXT:
             out[name] = pa.array(col, pa.string())
         elif name in _INT32:

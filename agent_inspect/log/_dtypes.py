@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["categorical", "finished_columns", "masked_int"]
+__all__ = ["categorical", "coded_categorical", "epoch_ms", "finished_columns", "masked_int", "missing_categorical",
+           "utc_timestamps"]
 
 _CATEGORIES = ("key_format", "business_key", "key_text", "key_digest", "action_uuid",
                "value_format", "task_event_class", "task_event_type", "upstream_action", "subagent_scope",
@@ -27,6 +28,17 @@ def categorical(col: Sequence[Any] | np.ndarray | pa.Array | pa.ChunkedArray) ->
         arr = arr.combine_chunks()
     return arr.dictionary_encode().to_pandas()
 
+def coded_categorical(codes: np.ndarray, words: Sequence[str | None]) -> pd.Categorical:
+    """The categorical of ``words[code]`` per row (a negative code: missing; codes may share a word), categories
+    in order of first appearance: what :func:`categorical` makes of the words themselves, without a row's text."""
+    seen = pa.array(codes, mask=codes < 0).dictionary_encode()  # the codes met, in order of first appearance
+    met = pa.array(words, pa.string()).take(seen.dictionary).dictionary_encode()  # codes may share a word
+    return pa.DictionaryArray.from_arrays(met.indices.take(seen.indices), met.dictionary).to_pandas()
+
+def missing_categorical(n: int) -> pd.Categorical:
+    """What :func:`categorical` makes of ``n`` missing values."""
+    return pa.nulls(n, pa.string()).dictionary_encode().to_pandas()
+
 def masked_int(col: Sequence[int], dtype: Any) -> pd.api.extensions.ExtensionArray:
     values = np.fromiter(col, dtype, len(col))
     return pd.arrays.IntegerArray(values, values < 0)  # every count/group/seq is >= 0; -1 = unknown
@@ -41,6 +53,10 @@ def masked_bool(col: Sequence[bool | None] | pa.Array) -> pd.api.extensions.Exte
 _MS_MIN, _MS_MAX = -62135596800000, 253402300799999
 
 def timestamps(col: Sequence[int | None]) -> Any:
+    return utc_timestamps(epoch_ms(col))
+
+def epoch_ms(col: Sequence[int | None]) -> np.ndarray:
+    """Epoch milliseconds as int64, NaT's value for a missing timestamp or one out of range."""
     try:
         ms = np.fromiter(col, np.int64, len(col))
     except (TypeError, OverflowError):  # some record has no timestamp (a None)
@@ -50,6 +66,10 @@ def timestamps(col: Sequence[int | None]) -> Any:
         out = (ms < _MS_MIN) | (ms > _MS_MAX)
         if out.any():
             ms[out] = np.iinfo(np.int64).min  # NaT
+    return ms
+
+def utc_timestamps(ms: np.ndarray) -> Any:
+    """The timestamp column of :func:`epoch_ms`'s values."""
     return pd.array(ms.view("datetime64[ms]"), dtype=pd.DatetimeTZDtype("ms", "UTC"))
 
 def finished_columns(c: dict[str, Any], n: int) -> dict[str, Any]:

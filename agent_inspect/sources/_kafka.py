@@ -248,8 +248,8 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                 continue
             last_progress = time.monotonic()
             with gc_paused():
-                batch, done = _collect(messages, remaining, end, topic)
-            position.update((p, o + 1) for p, o in dict(zip(batch.partition, batch.offset)).items())
+                batch, done, last = _collect(messages, remaining, end, topic)
+            position.update((p, o + 1) for p, o in last.items())
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
             bar.update(len(batch))
@@ -272,10 +272,10 @@ _KIND, _MILLIS = itemgetter(0), itemgetter(1)
 
 
 def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
-             topic: str) -> tuple[RawBatch, list[int]]:
+             topic: str) -> tuple[RawBatch, list[int], dict[int, int]]:
     """One consumed chunk as a batch, each partition up to its end.
 
-    Returns the batch and the partitions it finished (they leave ``remaining``).
+    Returns the batch, the partitions it finished (they leave ``remaining``) and each partition's last offset in it.
     """
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
@@ -296,8 +296,9 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
             batch = RawBatch(parts, offsets, times, list(map(_KEY, messages)), list(map(_VALUE, messages)))
             done = [p for p, o in top.items() if o == end[p] - 1]
             remaining.difference_update(done)
-            return batch, done
-    return _collect_each(messages, remaining, end, topic)
+            return batch, done, top
+    batch, done = _collect_each(messages, remaining, end, topic)
+    return batch, done, dict(zip(batch.partition, batch.offset))
 
 
 def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, int],

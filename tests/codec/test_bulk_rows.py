@@ -192,3 +192,23 @@ _STATE_FIELDS = {
                 max_size=4))
 def test_generated_values(states):
     same_rows([encode(s) for s in states])
+
+
+_MEMORY_VALUES = [b'{"serde":"kryo","version":1,"payload":"AA=="}', b'{"serde":"kryo","version":1,"payload":""}',
+                  b'{"serde":"kryo","version":1,"payload":"A\\"B"}', b'{"serde":"kryo","version":1,"payload":"AA=="} ',
+                  b'{"serde":"kryo","version":1,"payload":"AA==","x":"y"}', b'{"serde":"kryo","version":2,"payload":"A"}',
+                  b'{"serde":"kryo","version":1,"payload":"{\\"serde\\":\\"kryo\\",\\"version\\":1,\\"payload\\":\\""}',
+                  b'"{\\"serde\\":\\"kryo\\"}"', b"[]", b"1", b'"text"', b"{}", b"null"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_MEMORY_VALUES), min_size=1, max_size=6))
+def test_memory_values_checked_at_once_as_one_by_one(values: list[bytes]) -> None:
+    import msgspec
+
+    from agent_inspect.codec.bulk import _ENVELOPE_PREFIX, _all_envelopes
+
+    # as the decode hands them over: each a whole JSON value (so never a NUL, nor an open string)
+    raws = [msgspec.json.decode(b'{"v":' + v + b"}", type=dict[str, msgspec.Raw])["v"] for v in values]
+    one_by_one = all(v.startswith(_ENVELOPE_PREFIX) and v.count(b'"') == 10 for v in values)
+    assert _all_envelopes(raws) == one_by_one
