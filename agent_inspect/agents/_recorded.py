@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agent_inspect._bulk import once_per_log
 from agent_inspect.agents._protocol import (
     BEGIN_EVENT,
+    INPUT_EVENT,
     SUBAGENT_EVENT,
     ActionContext,
     ActionDecl,
@@ -86,14 +87,14 @@ class AsRecordedAgent(BaseAgent):
                 attrs = _attrs(ev)   # routing sits in a wrapper's attributes; other events route by type
                 route = (attrs.get("targetScope"), str(attrs.get("delegateType")))
                 sid = f"{attrs.get('sessionId')}#{attrs.get('callId')}"
-                if attrs.get("delegateType") == "_input_event":
+                if attrs.get("delegateType") == INPUT_EVENT:
                     self._bootstraps.setdefault((bk, seq, sid), AgentEvent(
                         ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
                 sessions.setdefault((bk, str(attrs.get("sessionId"))), route)
             else:
                 event_type = ev.type
                 route = (None, str(event_type))
-                if event_type == "_input_event":
+                if event_type == INPUT_EVENT:
                     first_root.setdefault((bk, seq), au)
                 elif event_type == BEGIN_EVENT:   # the latest record of the round's begin event wins
                     round_begin[(bk, seq)] = AgentEvent.of(BEGIN_EVENT, _attrs(ev), None, ev.event_class, fingerprint=eu)
@@ -114,7 +115,7 @@ class AsRecordedAgent(BaseAgent):
         self._begin_by_id: dict[str, AgentEvent] = {}
         self._begin_by_fingerprint: dict[str, AgentEvent] = {}
         if round_begin:   # rare (agent-run.begin-event): the rounds' inputs are looked up only then
-            inputs = ok[ok["task_event_type"] == "_input_event"]
+            inputs = ok[ok["task_event_type"] == INPUT_EVENT]
             for bk, seq, fingerprint, event_id in zip(inputs["business_key"].astype(str), inputs["seq"].tolist(),
                                                       inputs["event_uuid"].astype(str),
                                                       inputs["task_event_id"].astype(object)):
@@ -181,10 +182,8 @@ class AsRecordedAgent(BaseAgent):
         if incomplete:
             for cr in incomplete[-1].call_results:
                 fn = cr.function_id
-                boot = self._bootstraps.get((bk, seq, fn)) if "#" in fn else None
-                unrecorded = self._unrecorded_call(bk, fn) if boot is None and "#" in fn else None
-                script.append(("subagent", _subagent_call(boot)) if boot is not None else
-                              ("subagent", unrecorded) if unrecorded is not None else ("call", (fn, cr.args_digest)))
+                sub_agent = self._subagent_call(bk, seq, fn) if "#" in fn else None
+                script.append(("subagent", sub_agent) if sub_agent is not None else ("call", (fn, cr.args_digest)))
                 issued.add(fn)
         recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
         for boot in self._unclaimed.get((bk, seq), ()):
@@ -206,9 +205,13 @@ class AsRecordedAgent(BaseAgent):
         return script
 
 
-    def _unrecorded_call(self, bk: str, function_id: str) -> tuple[str, str, dict[str, Any], str, str] | None:
-        """The sub-agent call ``<sessionId>#<callId>`` whose child wrote nothing: routed as its session's other
-        calls (or the log's only sub-agent), its input unknown."""
+    def _subagent_call(self, bk: str, seq: int, function_id: str) -> tuple[str, str, dict[str, Any], str, str] | None:
+        """The sub-agent call ``<sessionId>#<callId>`` as its recorded bootstrap sent it; when its child wrote nothing,
+        routed as its session's other calls (or the log's only sub-agent) with its input unknown; None when no
+        sub-agent can be named."""
+        boot = self._bootstraps.get((bk, seq, function_id))
+        if boot is not None:
+            return _subagent_call(boot)
         session_id, _, call_id = function_id.partition("#")
         route = self._sessions.get((bk, session_id), self._only_route)
         if route is None:
