@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
+from agent_inspect.agents import BEGIN_EVENT  # its task is queued before the round's roots (spec §9.3)
 from agent_inspect.store import (
     DivergenceRule,
     Entry,
@@ -24,8 +25,6 @@ __all__ = [
     "BranchAwareRule", "RULES", "FLAVOURS",
 ]
 
-#: The begin event's type (``agent-run.begin-event``, spec §9.3); its task is queued before the round's roots.
-BEGIN_EVENT = "_agent_run_begin_event"
 FLAVOURS = ("kafka-k1", "fluss-k1", "segment")
 """Flavours of the original rule (spec §8.2): how "belongs to k and s" and "later entries" are chosen."""
 
