@@ -13,13 +13,16 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from agent_inspect.codec import PlanSource
-from agent_inspect.store import Outcome
+from agent_inspect.store import CacheEvent, Outcome
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Simulation
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
            "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
@@ -363,10 +366,10 @@ def _name(rule: Any) -> str:
     return rule if isinstance(rule, str) else str(rule.name)
 
 
-def _rule_columns(sim: Any, events: Sequence[Any], keys: Sequence[str], to_business: Mapping[str, str],
+def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[str], to_business: Mapping[str, str],
                   conflict_seq: Mapping[str, tuple[int, int]]) -> tuple[dict[str, list[Any]], dict[str, list[int]]]:
-    """Per key, the rule's :data:`RULE_COLUMNS` from one engine run (``sim``, a ``Simulation`` run with
-    ``rows=False``, and the session's cache ``events``); and per function, its durable calls executed again per
+    """Per key, the rule's :data:`RULE_COLUMNS` from one engine run (``sim``, run with ``rows=False``, and the
+    session's cache ``events``); and per function, its durable calls executed again per
     key."""
     row = {k: i for i, k in enumerate(keys)}
     n = len(keys)
