@@ -9,6 +9,8 @@ import os
 import secrets
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -99,11 +101,26 @@ def _jupyterlab(args: argparse.Namespace) -> int:
     token = args.token if args.token is not None else secrets.token_hex(24)
     browser = _has_display() if args.browser is None else args.browser
     url = f"http://127.0.0.1:{port}/lab/tree/{_FIRST_NOTEBOOK}?token={token}"
-    print(f"agent-inspect demo: JupyterLab on {root}\n  open {url}\n  stop with Ctrl-C", flush=True)
+    print(f"agent-inspect demo: starting JupyterLab on {root} (port {port}) ...", flush=True)
+    threading.Thread(target=_announce_when_listening, args=(port, url), daemon=True).start()
     from jupyterlab.labapp import LabApp
 
     LabApp.launch_instance(argv=lab_argv(root, port=port, token=token, browser=browser))
     return 0
+
+
+def _announce_when_listening(port: int, url: str, timeout: float = 300.0) -> None:
+    """Print the URL once the server listens on ``port``, so that opening it at once never meets a refused
+    connection (JupyterLab takes seconds to start); nothing is printed if it never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+        except OSError:
+            time.sleep(0.1)
+            continue
+        print(f"agent-inspect demo: JupyterLab is ready\n  open {url}\n  stop with Ctrl-C", flush=True)
+        return
 
 
 # -- terminal analysis --------------------------------------------------------------------------------

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -65,20 +67,14 @@ def test_demo_serves_the_notebooks_on_loopback(tmp_path: Path) -> None:
                              "--notebooks", str(REPO / "notebooks")], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, env=env, cwd=tmp_path, start_new_session=True, text=True)
     try:
-        first = [proc.stdout.readline() for _ in range(2)]
         url = f"http://127.0.0.1:{port}/lab/tree/01_production_recovery.ipynb?token={token}"
-        assert url in "".join(first)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}", timeout=2) as r:
-                    names = {item["name"] for item in json.load(r)["content"]}
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "demo's JupyterLab did not start"
-                time.sleep(0.2)
+        seen = _lines_until(proc, url, timeout=90)
+        assert "starting JupyterLab" in seen[0] and url not in seen[0]
+        # the URL is printed only once the server listens: opening it at once must work, with no retry
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}", timeout=30) as r:
+            names = {item["name"] for item in json.load(r)["content"]}
         assert "01_production_recovery.ipynb" in names
-        with urllib.request.urlopen(url, timeout=5) as r:
+        with urllib.request.urlopen(url, timeout=30) as r:
             assert r.status == 200
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -88,6 +84,22 @@ def test_demo_serves_the_notebooks_on_loopback(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
         proc.stdout.close()
+
+
+def _lines_until(proc: subprocess.Popen[str], text: str, *, timeout: float) -> list[str]:
+    """The process's output lines up to the first holding ``text`` (fails after ``timeout`` s or at its exit)."""
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not seen or text not in seen[-1]:
+        left = deadline - time.monotonic()
+        assert left > 0 and proc.poll() is None, f"no line with {text!r} in {seen[-5:]}"
+        try:
+            seen.append(lines.get(timeout=min(left, 1.0)))
+        except queue.Empty:
+            continue
+    return seen
 
 
 def test_demo_cli_tells_the_production_story(capsys) -> None:
