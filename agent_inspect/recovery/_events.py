@@ -107,6 +107,12 @@ def agent_event(ev: Any, **changes: Any) -> AgentEvent:
         state = log.value(0)                          # a decoded record (ai.codec.ActionState)
         ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
     """
+    if type(ev) is CodecEvent and not changes:   # a record's event: its bytes read once, for the map and the UUID
+        attrs, data = ev.attrs(), bytes(ev.attributes)
+        if type(attrs) is not dict:
+            attrs, data = {}, b""
+        return AgentEvent.of(str(ev.type), attrs, ev.id, ev.event_class, ev.upstream_event_id,
+                             ev.upstream_action_name, fingerprint=fingerprint_of_raw(data) if data else None)
     attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
     raw = getattr(ev, "attributes", None)
     fingerprint = fingerprint_of_raw(bytes(raw)) if isinstance(attrs, dict) and isinstance(raw, bytes | Raw) else None
