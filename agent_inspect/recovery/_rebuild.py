@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -142,38 +143,32 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
         att = [attempts[i] for i in idx] if attempts is not None else None
     else:
         att = list(attempts) if attempts is not None else None
-    pos = records.index.tolist()
-    cols = {name: _col(records, name, default) for name, default in (
-        ("state_key", None), ("business_key", None), ("seq", None), ("event_uuid", ""), ("action_uuid", ""),
-        ("key_format", ""), ("key_text", None), ("is_root", False), ("completed", False),
-        ("task_event_id", None), ("task_event_type", None), ("output_event_ids", ()), ("call_count", 0),
-        ("calls_pending", 0), ("calls_succeeded", 0), ("calls_failed", 0), ("tombstone", False), ("error", None),
-    )}
-    for i, p in enumerate(pos):
-        sk = cols["state_key"][i]
-        seq = cols["seq"][i]
-        error = cols["error"][i]
+    rows = zip(records.index.tolist(), att if att is not None else repeat(None),
+               *(_col(records, name, default) for name, default in _ENTRY_COLUMNS))
+    for p, a, sk, bk, seq, eu, au, kf, kt, root, done, eid, etype, outs, n, pending, ok, failed, tomb, error in rows:
         if error is not None:
             if undecodable:
-                yield p, Undecodable(str(error), cols["business_key"][i],
-                                     None if seq is None else int(seq)), sk
+                yield p, Undecodable(str(error), bk, None if seq is None else int(seq)), sk
             continue
-        if sk is None or seq is None or cols["business_key"][i] is None:
+        if sk is None or seq is None or bk is None:
             yield p, None, sk if seq is not None else None
             continue
-        if cols["tombstone"][i]:
+        if tomb:
             yield p, None, sk
             continue
-        outs = cols["output_event_ids"][i]
         # in field order (binding 20 keywords costs a third of the construction; one per record)
-        yield p, Entry(
-            sk, cols["business_key"][i], int(seq), cols["event_uuid"][i], cols["action_uuid"][i],
-            str(cols["key_format"][i]), cols["key_text"][i], bool(cols["is_root"][i]), bool(cols["completed"][i]),
-            cols["task_event_id"][i], cols["task_event_type"][i], tuple(outs) if outs is not None else (),
-            int(cols["call_count"][i]), int(cols["calls_pending"][i]), int(cols["calls_succeeded"][i]),
-            int(cols["calls_failed"][i]), int(p),
-            None if att is None or att[i] is None or pd.isna(att[i]) else int(att[i]),
-        ), sk
+        yield p, Entry(sk, bk, int(seq), eu, au, str(kf), kt, bool(root), bool(done), eid, etype,
+                       tuple(outs) if outs is not None else (), int(n), int(pending), int(ok), int(failed), int(p),
+                       None if a is None or pd.isna(a) else int(a)), sk
+
+
+#: the log columns an :class:`Entry` is made of, in :func:`iter_entries`' order, with the value of a missing cell
+_ENTRY_COLUMNS = (
+    ("state_key", None), ("business_key", None), ("seq", None), ("event_uuid", ""), ("action_uuid", ""),
+    ("key_format", ""), ("key_text", None), ("is_root", False), ("completed", False), ("task_event_id", None),
+    ("task_event_type", None), ("output_event_ids", ()), ("call_count", 0), ("calls_pending", 0),
+    ("calls_succeeded", 0), ("calls_failed", 0), ("tombstone", False), ("error", None),
+)
 
 
 def source_kind_of(log: Any) -> str | None:
