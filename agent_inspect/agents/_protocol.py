@@ -50,7 +50,7 @@ def _fingerprint(attributes: Mapping[str, Any]) -> str:
     if fp is None:
         if len(_FINGERPRINTS) >= _FINGERPRINTS_MAX:
             _FINGERPRINTS.clear()
-        fp = _FINGERPRINTS[data] = event_uuid(attrs)
+        fp = _FINGERPRINTS[data] = event_uuid(data)   # exact: the bytes parse back to attrs
     return fp
 
 

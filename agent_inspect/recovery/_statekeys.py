@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -38,8 +37,14 @@ class KeyMaker:
     def _infer_format(self) -> str:
         if self._log is None or not len(self._log.records):
             return "K1.5"
-        counts = Counter(str(f) for f in self._log.records["key_format"].dropna())
-        return counts.most_common(1)[0][0] if counts else "K1.5"
+        formats = self._log.records["key_format"]
+        counts = formats.value_counts()
+        counts = counts[counts > 0]
+        if counts.empty:
+            return "K1.5"
+        top = counts.index[counts == counts.max()]
+        # a tie goes to the format seen first, as a count in log order would have it
+        return str(formats[formats.isin(top)].iloc[0]) if len(top) > 1 else str(top[0])
 
     def register(self, identities: Mapping[str, KeyIdentity] | None) -> None:
         """Use the plan's key identities (``ReplayPlan.keys``)."""
