@@ -31,9 +31,9 @@ def _frame(log: RecordSource) -> pd.DataFrame:
     return log if isinstance(log, pd.DataFrame) else log.records
 
 
-def _lists(records: pd.DataFrame) -> dict[str, list[Any]]:
+def _lists(records: pd.DataFrame, names: Sequence[str] = _COLUMNS) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
-    for name in _COLUMNS:
+    for name in names:
         if name not in records.columns:
             out[name] = [None] * len(records)
             continue
@@ -64,47 +64,44 @@ def annotate(log: RecordSource) -> pd.DataFrame:
     """
     records = _frame(log)
     n = len(records)
-    c = _lists(records)
+    c = _lists(records, _ANNOTATE_COLUMNS)
     execution = np.full(n, -1, dtype="int64")
     attempt = np.zeros(n, dtype="int64")
     starts: list[str | None] = [None] * n
-    key_state: dict[Any, dict[str, Any]] = {}
+    key_state: dict[Any, _KeyAttempt] = {}
     open_exec: dict[str, tuple[int, int, bool]] = {}   # state key -> (execution id, attempt, completed)
     next_exec = 0
-    for i in range(n):
-        k, seq, sk = c["business_key"][i], c["seq"][i], c["state_key"][i]
+    for i, (k, seq, sk, tomb, done, calls, outs, root, fp) in enumerate(zip(*(c[name] for name in _ANNOTATE_COLUMNS))):
         if k is None or seq is None or sk is None:
             continue
         st = key_state.get(k)
         if st is None:
-            st = key_state[k] = {"attempt": 1, "max_seq": seq, "written": set(), "completed": set(), "roots": {}}
-        if c["tombstone"][i]:
-            attempt[i] = st["attempt"]
+            st = key_state[k] = _KeyAttempt(seq)
+        if tomb:
+            attempt[i] = st.attempt
             continue
-        completed = bool(c["completed"][i])
-        initial = not completed and not (c["call_count"][i] or 0) and not (c["output_event_count"][i] or 0)
-        is_root = bool(c["is_root"][i])
-        fp = c["event_uuid"][i]
+        completed = bool(done)
+        initial = not completed and not (calls or 0) and not (outs or 0)
+        is_root = bool(root)
         reason = None
-        if sk in st["completed"]:
+        if sk in st.completed:
             reason = "completed-key-rewritten"
-        elif seq < st["max_seq"]:
+        elif seq < st.max_seq:
             reason = "round-regression"
-        elif initial and sk in st["written"]:
+        elif initial and sk in st.written:
             reason = "initial-rewritten"
-        elif is_root and fp is not None and st["roots"].get(seq, {fp}) - {fp}:
+        elif is_root and fp is not None and st.roots.get(seq, {fp}) - {fp}:
             reason = "root-conflict"
         if reason is not None:
-            st["attempt"] += 1
-            st["max_seq"] = seq
-            st["written"], st["completed"], st["roots"] = set(), set(), {}
+            st.restart(seq)
             starts[i] = reason
-        cur = st["attempt"]
+        cur = st.attempt
         attempt[i] = cur
-        st["max_seq"] = max(st["max_seq"], seq)
-        st["written"].add(sk)
+        if seq > st.max_seq:
+            st.max_seq = seq
+        st.written.add(sk)
         if is_root and fp is not None:
-            st["roots"].setdefault(seq, set()).add(fp)
+            st.roots.setdefault(seq, set()).add(fp)
         prev = open_exec.get(sk)
         if prev is None or prev[1] != cur or prev[2]:
             ex = next_exec
@@ -114,12 +111,34 @@ def annotate(log: RecordSource) -> pd.DataFrame:
         execution[i] = ex
         open_exec[sk] = (ex, cur, completed)
         if completed:
-            st["completed"].add(sk)
+            st.completed.add(sk)
     return pd.DataFrame({
         "execution": execution,
         "attempt": pd.arrays.IntegerArray(attempt, attempt == 0),
         "attempt_start": pd.Series(starts, dtype="object", index=records.index),
     }, index=records.index)
+
+
+_ANNOTATE_COLUMNS = ("business_key", "seq", "state_key", "tombstone", "completed", "call_count",
+                     "output_event_count", "is_root", "event_uuid")
+
+
+class _KeyAttempt:
+    """One business key's current attempt in :func:`annotate`: its number, latest seq, and what it wrote."""
+
+    __slots__ = ("attempt", "max_seq", "written", "completed", "roots")
+
+    def __init__(self, seq: Any) -> None:
+        self.attempt = 0
+        self.restart(seq)   # the first attempt
+
+    def restart(self, seq: Any) -> None:
+        """A new attempt begins at ``seq``."""
+        self.attempt += 1
+        self.max_seq = seq
+        self.written: set[str] = set()
+        self.completed: set[str] = set()
+        self.roots: dict[Any, set[Any]] = {}
 
 
 @dataclass(frozen=True)

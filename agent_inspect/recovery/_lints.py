@@ -104,6 +104,13 @@ def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) ->
         from agent_inspect.history import annotate
 
         attempts = annotate(records)["attempt"]
+    # an unstable UUID needs a second attempt of its key: only keys with a record of attempt 2 or later qualify
+    attempts = attempts.reindex(records.index)
+    later = (attempts >= 2).fillna(False).to_numpy(dtype=bool)
+    if not later.any():
+        return []
+    keys = records["business_key"].isin(records["business_key"][later].unique()).to_numpy()
+    records, attempts = records[keys], attempts[keys]
     frame = pd.DataFrame({"business_key": records["business_key"].astype(object), "seq": records["seq"],
                           "event_uuid": records["event_uuid"].astype(object),
                           "action_uuid": records["action_uuid"].astype(object),
