@@ -191,8 +191,14 @@ class Verification(HtmlRepr):
 
     @property
     def rule_label(self) -> str:
-        """``rule``, marked as a what-if when the runtime ships another."""
-        return f"{self.rule} (what-if; {self.runtime} ships another rule)" if self.what_if else self.rule
+        """``rule``, marked as a what-if when the runtime ships another (named, as every result names it, when
+        the prediction carries its settings)."""
+        if not self.what_if:
+            return self.rule
+        settings = getattr(self.prediction, "recovery", None)
+        if settings is not None and settings.what_if:
+            return str(settings.rule_label)
+        return f"{self.rule} (what-if; {self.runtime} ships another rule)"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
