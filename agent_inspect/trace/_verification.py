@@ -131,12 +131,21 @@ class Verification(HtmlRepr):
 
     def absent(self, *, expected: bool = False) -> int:
         """How many tasks the trace shows no execution of (observed ABSENT): those predicted to run, or
-        with ``expected=True`` those predicted not to be dispatched (absent as predicted)."""
+        with ``expected=True`` those predicted not to be dispatched (absent as predicted). A task predicted to
+        FAIL is neither: the restore crashes at its lookup (:meth:`failed`)."""
         if "observed" not in self.tasks:
             return 0
         gone = self.tasks["observed"] == "ABSENT"
         not_run = self.tasks["predicted"].isin(["NOT-DISPATCHED", "NOT_DISPATCHED"])
-        return int((gone & (not_run if expected else ~not_run)).sum())
+        crashed = self.tasks["predicted"] == "FAIL"
+        return int((gone & (not_run if expected else ~not_run & ~crashed)).sum())
+
+    def failed(self) -> int:
+        """How many tasks are predicted to FAIL their lookup and are absent from the trace (the restore crashes
+        there, so the job never runs them)."""
+        if "observed" not in self.tasks:
+            return 0
+        return int(((self.tasks["predicted"] == "FAIL") & (self.tasks["observed"] == "ABSENT")).sum())
 
     def headline(self) -> str:
         """The verdict in a few words that never contradict the details: "agrees", or "agrees on tasks;
@@ -177,12 +186,18 @@ class Verification(HtmlRepr):
         if unsure:
             return (f"the trace cannot decide {unsure} of {n} {count_words(n, 'task')} under rule {self.rule_label} ({why}); "
                     f"the other {n - unsure} agree")
-        text = f"all {n} {count_words(n, 'task')} agree with the trace under rule {self.rule_label}"
+        text = ("the one task agrees" if n == 1 else f"all {n} tasks agree") + \
+            f" with the trace under rule {self.rule_label}"
         calls = self.call_differences()
         if calls:
             text += f", but the durable calls differ ({calls})"
         if self.absent():
-            text += f"; {self.absent()} predicted to run are absent from the trace"
+            n = self.absent()
+            text += f"; {plural(n, 'task')} predicted to run {'is' if n == 1 else 'are'} absent from the trace"
+        if self.failed():
+            n = self.failed()
+            text += (f"; {plural(n, 'task')} {'fails its' if n == 1 else 'fail their'} lookup (the restore crashes "
+                     f"there) and {'is' if n == 1 else 'are'} absent from the trace, as predicted")
         if self.absent(expected=True):
             n = self.absent(expected=True)
             text += (f"; {plural(n, 'task')} {'was' if n == 1 else 'were'} not dispatched and "
