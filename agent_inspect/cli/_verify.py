@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
 
 __all__ = ["register"]
@@ -76,7 +77,8 @@ def _run(args: argparse.Namespace) -> int:
             for r in result.ranking.head(5).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
-                print(f"  {r.name}{whose}: {r.agree} agree, {r.disagree} disagree")
+                # a task that does not agree may be one the trace cannot decide: only the verdict above says which
+                print(f"  {r.name}{whose}: {r.agree} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}")
     return exit_code(result.verdict, strict=args.strict)
 
 

@@ -93,3 +93,12 @@ def test_verify_infer_ranks_rules_and_runtimes(capsys: pytest.CaptureFixture[str
     d = json.loads(capsys.readouterr().out)
     assert d["ranking"] and d["best"]["disagree"] == 0
     assert {r["name"] for r in d["ranking"]} >= {"original", "fixed", "original:kafka-k1"}
+
+
+def test_verify_ranking_does_not_call_an_undetermined_task_a_disagreement(capsys: pytest.CaptureFixture[str]) -> None:
+    # G02's trace cannot decide one task (agent-model); the ranking below the verdict must not say "1 disagree"
+    assert main(["verify", str(LOGS / "G02.jsonl"), "--trace", str(LOGS / "G02.trace.log"),
+                 "--markers", f"@{LOGS / 'G02.markers.json'}"]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("UNDETERMINED:") and "rules and store flavours by agreement:" in out
+    assert "  original: 2 of 3 tasks agree\n" in out and "disagree" not in out
