@@ -1,0 +1,49 @@
+"""``explain`` answers for every task ``predict`` lists: a NOT-DISPATCHED one is explained as one (no lookup
+reached it), with no lookup or rebuild step it never had; a task that is not listed at all is a one-line error."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.diffing import SelectorError
+
+
+@pytest.fixture(scope="module")
+def production():
+    log = ai.load(ai.samples.path("production"))
+    markers = ai.samples.markers("production")
+    return log, markers, ai.predict(log, markers=markers)
+
+
+def test_a_task_predict_lists_as_not_dispatched_is_explained_as_one(production) -> None:
+    log, markers, prediction = production
+    listed = prediction.tasks[prediction.tasks["outcome"] == "NOT-DISPATCHED"]
+    assert len(listed) == 10
+    row = listed.iloc[0]
+    why = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert why.outcome == "NOT-DISPATCHED" and why.reason == row["reason"]
+    assert [s.kind for s in why.steps] == ["outcome", "dispatch"]
+    assert int(row["entry_pos"]) in why.cause.positions
+    assert "lookup" not in why.story() and why.cost["bodies"] == why.cost["calls"] == 0
+
+
+def test_the_same_task_by_its_row_gives_the_same_chain(production) -> None:
+    log, markers, prediction = production
+    i = int((prediction.tasks["outcome"] == "NOT-DISPATCHED").to_numpy().nonzero()[0][0])
+    row = prediction.tasks.iloc[i]
+    by_row = ai.explain(log, task=i, markers=markers)
+    by_name = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert by_row.steps == by_name.steps and by_row.task == by_name.task == i
+
+
+def test_a_dispatched_task_is_still_found_first(production) -> None:
+    log, markers, _ = production
+    why = ai.explain(log, "user-0019", 2, "triage", markers=markers)
+    assert why.outcome == "RERUN" and why.steps[1].kind == "lookup"
+
+
+def test_a_task_nobody_lists_is_a_one_line_error(production) -> None:
+    log, markers, _ = production
+    with pytest.raises(SelectorError, match=r"^no task user-0019@2 nope; tasks there: .*user-0019@2 triage"):
+        ai.explain(log, "user-0019", 2, "nope", markers=markers)
