@@ -66,18 +66,19 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
         "ledger": None,
     }
     if ledger:
-        report["ledger"], report["ledger_error"] = _ledger(log, recovery)
+        report["ledger"], report["ledger_error"], report["warnings"] = _ledger(log, recovery)
     return report
 
 
-def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, str | None, list[str]]:
+    """The prediction's ledger, or why there is none, and its warnings."""
     from agent_inspect.recovery import predict
 
     try:
         prediction = predict(log, recovery=recovery)
     except InspectError as exc:
-        return None, str(exc)
-    return jsonable_rows(prediction.ledger_totals()), None
+        return None, str(exc), []
+    return jsonable_rows(prediction.ledger_totals()), None, list(prediction.warnings)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -96,6 +97,8 @@ def _run(args: argparse.Namespace) -> int:
                      *(f"{k} {v}" for k, v in report["status"].items() if v)]))
     for d in report["divergences"]:
         print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")
+    for warning in report.get("warnings", ()):
+        print(f"warning: {warning}")
     t = report["totals"]
     print(f"evicted {t['evicted']}, invalidated {t['invalidated']}, cache events {t['cache_events']}")
     outcomes = {str(o): report["outcomes"].get(str(o), 0) for o in Outcome}

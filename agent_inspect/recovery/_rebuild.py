@@ -42,6 +42,28 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
     return merge_markers(markers, error=RecoveryError) or None
 
 
+def marker_warnings(markers: Markers, partitions: list[int]) -> list[str]:
+    """What markers leave out of the loaded log's ``partitions``, one sentence each (spec §6.5 step 2: only
+    partitions named in some marker are read): none when there are no markers (the whole log, or a fresh start)."""
+    merged = normalize_markers(markers)
+    loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
+    if not merged or not loaded:
+        return []
+    unmarked = [p for p in loaded if p not in merged]
+    if not unmarked:
+        return []
+    if len(unmarked) == len(loaded):
+        return [f"the markers name {_partitions(sorted(merged))}, none of the log's ({_partitions(loaded)}): "
+                "nothing of it is in the rebuild window and no input is replayed; are they this topic's markers?"]
+    one = len(unmarked) == 1
+    return [f"{_partitions(unmarked)} {'has' if one else 'have'} no marker: the rebuild reads none of "
+            f"{'its' if one else 'their'} records and replays none of {'its' if one else 'their'} inputs"]
+
+
+def _partitions(numbers: list[int]) -> str:
+    return ("partition " if len(numbers) == 1 else "partitions ") + ", ".join(map(str, numbers))
+
+
 @dataclass(frozen=True, slots=True)
 class Undecodable:
     """Stands in for the entry of a record whose key or value did not decode (``iter_entries(undecodable=True)``)."""
