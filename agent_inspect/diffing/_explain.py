@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
-from agent_inspect._glossary import count_words, define
+from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
@@ -116,8 +116,8 @@ class Explanation(HtmlRepr):
             at = f" [records {', '.join(map(str, s.positions))}]" if s.positions else ""
             lines.append(("" if n == 0 else "  ← ") + s.title + at + (f": {s.detail}" if s.detail else ""))
         if self.cost:
-            lines.append(f"cost of this decision downstream: {self.cost.get('bodies', 0)} action bodies, "
-                         f"{self.cost.get('calls', 0)} durable calls run again")
+            lines.append(f"cost of this decision downstream: {plural(self.cost.get('bodies', 0), 'action body', 'action bodies')}, "
+                         f"{plural(self.cost.get('calls', 0), 'durable call')} run again")
         if self.what_if:
             lines.append(f"(rule {self.rule_label}: a what-if, not what the job does)")
         for rule, outcome in self.alternatives.items():

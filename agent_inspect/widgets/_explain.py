@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from agent_inspect._glossary import define, split_spec
+from agent_inspect._glossary import define, plural, split_spec
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
@@ -96,8 +96,9 @@ def _story_html(ex: Any) -> str:
             items.append("<li style='list-style:none;color:var(--ai-muted, var(--jp-ui-font-color2));margin-left:10px'>↑ because</li>")
     extra = []
     if ex.cost:
-        extra.append(f"<div class='ai-explain-cost'>cost of this decision downstream: {int(ex.cost.get('bodies', 0))}"
-                     f" action bodies, {int(ex.cost.get('calls', 0))} durable calls run again</div>")
+        extra.append(f"<div class='ai-explain-cost'>cost of this decision downstream: "
+                     f"{plural(ex.cost.get('bodies', 0), 'action body', 'action bodies')}, "
+                     f"{plural(ex.cost.get('calls', 0), 'durable call')} run again</div>")
     for rule, outcome in ex.alternatives.items():
         extra.append(f"<div class='ai-explain-alternative'>under rule <code>{escape(rule)}</code>: "
                      f"<b>{escape(outcome)}</b></div>")

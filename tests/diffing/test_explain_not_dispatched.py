@@ -47,3 +47,11 @@ def test_a_task_nobody_lists_is_a_one_line_error(production) -> None:
     log, markers, _ = production
     with pytest.raises(SelectorError, match=r"^no task user-0019@2 nope; tasks there: .*user-0019@2 triage"):
         ai.explain(log, "user-0019", 2, "nope", markers=markers)
+
+
+def test_counts_of_one_are_singular() -> None:
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    story = ai.explain(log, "k", 6, "WA", markers=markers).story()
+    assert "cost of this decision downstream: 2 action bodies, 1 durable call run again" in story
+    verification = ai.verify(log, ai.samples.path("N04", "trace"), markers=markers).with_tokens()
+    assert verification.tokens.headline().endswith("tokens in 1 LLM call")
