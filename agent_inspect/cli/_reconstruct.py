@@ -52,6 +52,7 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
     report: dict[str, Any] = {
         "rule": result.rule.name,
         "what_if": recovery.what_if,
+        "rule_label": recovery.rule_label,
         "settings": recovery.as_dict(),
         "runtime": result.runtime.as_dict() if result.runtime is not None else None,
         "markers": jsonable(result.markers),
@@ -92,8 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     rt = report["runtime"]
     print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
-    label = report["rule"] + (f" (what-if; {rt['name']} ships {rt['default_rule']})" if report["what_if"] else "")
-    print(", ".join([f"rule {label}: {report['records']} {count_words(report['records'], 'record')}",
+    print(", ".join([f"rule {report['rule_label']}: {report['records']} {count_words(report['records'], 'record')}",
                      *(f"{k} {v}" for k, v in report["status"].items() if v)]))
     for d in report["divergences"]:
         print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")

@@ -130,7 +130,8 @@ def _rule_name(result: Any, rule: Any) -> str:
             return candidate
         name = getattr(candidate, "name", None)
         if isinstance(name, str):
-            return name
+            flavour = getattr(candidate, "flavour", None)     # the original rule's given store flavour
+            return f"{name}:{flavour}" if isinstance(flavour, str) and flavour else name
         return type(candidate).__name__
     return "?"
 

@@ -52,3 +52,20 @@ def test_verify_names_the_rule_the_runtime_ships_like_every_other_result(n04) ->
     verification = ai.verify(log, ai.samples.path("N04", "trace"), markers=markers, rule="fixed")
     assert verification.rule_label == ai.predict(log, markers=markers, rule="fixed").rule_label
     assert "ships original" in verification.summary_text()
+
+
+def test_a_given_store_flavour_shows_in_the_rule_label(n04, capsys) -> None:
+    from agent_inspect.cli import main
+
+    log, markers = n04
+    assert ai.Recovery.for_log(log, store_flavour="kafka-k1").rule_label == "original:kafka-k1"
+    assert ai.predict(log, markers=markers, rule="original:kafka-k1").rule_label == "original:kafka-k1"
+    assert ai.Recovery.for_log(log).rule_label == "original"
+    assert main(["reconstruct", str(ai.samples.path("N04")), "--store-flavour", "segment"]) == 0
+    assert "\nrule original:segment: 10 records" in capsys.readouterr().out
+
+
+def test_a_given_store_flavour_shows_in_the_report(n04, tmp_path) -> None:
+    log, markers = n04
+    html = ai.write_report(ai.reconstruct(log, markers=markers, store_flavour="segment"), tmp_path / "r.html")
+    assert "· rule original:segment ·" in html.read_text(encoding="utf-8")     # the report's header line
