@@ -18,6 +18,7 @@ __all__ = ["Verification", "VERDICT_WORDS"]
 
 # -- the result ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Verification(HtmlRepr):
     """A recovery's prediction checked against its Trace Log.
@@ -240,7 +241,8 @@ class Verification(HtmlRepr):
         if self.tokens is not None:
             yield from self.tokens._html_parts()
         if self.ranking is not None:
-            yield Table(self.ranking, caption="rules and runtimes ranked by agreement")
+            yield Table(self.ranking, caption="rules and runtimes ranked by agreement (disagree: every task that "
+                                              "does not agree, undetermined ones included)")
         cols = [c for c in ("key", "seq", "action", "predicted", "observed", "verdict", "join", "cause",
                             "explanation") if c in self.tasks]
         yield Table(self.tasks[cols], max_rows=60, caption="tasks")
