@@ -111,15 +111,15 @@ class Explanation(HtmlRepr):
 
     def story(self) -> str:
         """The chain as plain text, one step a line."""
-        lines = []
+        # a what-if says so first: the chain below is not what the job does
+        lines = [f"what-if: rule {self.rule} (the runtime ships {self.shipped_rule}), not what the job does"] \
+            if self.what_if else []
         for n, s in enumerate(self.steps):
             at = f" [records {', '.join(map(str, s.positions))}]" if s.positions else ""
             lines.append(("" if n == 0 else "  ← ") + s.title + at + (f": {s.detail}" if s.detail else ""))
         if self.cost:
             lines.append(f"cost of this decision downstream: {plural(self.cost.get('bodies', 0), 'action body', 'action bodies')}, "
                          f"{plural(self.cost.get('calls', 0), 'durable call')} run again")
-        if self.what_if:
-            lines.append(f"(rule {self.rule_label}: a what-if, not what the job does)")
         for rule, outcome in self.alternatives.items():
             lines.append(f"under rule {_rule_label(rule, self.shipped_rule)}: {outcome}")
         return "\n".join(lines)

@@ -55,3 +55,10 @@ def test_counts_of_one_are_singular() -> None:
     assert "cost of this decision downstream: 2 action bodies, 1 durable call run again" in story
     verification = ai.verify(log, ai.samples.path("N04", "trace"), markers=markers).with_tokens()
     assert verification.tokens.headline().endswith("tokens in 1 LLM call")
+
+
+def test_a_what_if_explanation_says_so_on_its_first_line() -> None:
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    first = ai.explain(log, "k", 6, "WA", markers=markers, rule="fixed").story().splitlines()[0]
+    assert first == "what-if: rule fixed (the runtime ships original), not what the job does"
+    assert ai.explain(log, "k", 6, "WA", markers=markers).story().startswith("WA at round 6 of k")
