@@ -102,3 +102,13 @@ def test_verify_ranking_does_not_call_an_undetermined_task_a_disagreement(capsys
     out = capsys.readouterr().out
     assert out.startswith("UNDETERMINED:") and "rules and store flavours by agreement:" in out
     assert "  original: 2 of 3 tasks agree\n" in out and "disagree" not in out
+
+
+def test_verify_against_another_jobs_trace_says_so_and_prints_no_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "production.trace.log"),
+                 "--markers", f"@{LOGS / 'N04.markers.json'}"]) == 1
+    out = capsys.readouterr().out
+    assert "note: the trace and the log share no business key" in out
+    trace_only = [line for line in out.splitlines() if "[invisible-reuse]" in line or "[trace-only]" in line]
+    assert trace_only and all("nan" not in line and "<NA>" not in line for line in trace_only)
+    assert "predicted nothing" in trace_only[0]
