@@ -112,3 +112,8 @@ def test_verify_against_another_jobs_trace_says_so_and_prints_no_nan(capsys: pyt
     trace_only = [line for line in out.splitlines() if "[invisible-reuse]" in line or "[trace-only]" in line]
     assert trace_only and all("nan" not in line and "<NA>" not in line for line in trace_only)
     assert "predicted nothing" in trace_only[0]
+
+
+def test_trace_summary_text_says_when_no_file_names_a_subtask(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "summary", str(LOGS / "N04.trace.log")]) == 0
+    assert "jobs: (not named); subtasks: (not named); agents: N04-agent" in capsys.readouterr().out
