@@ -140,7 +140,8 @@ class ReplayStepper(w.VBox):
         self.key_filter.add_class("ai-stepper-key")
         self._syncing = False
         self.key_filter.observe(lambda _: None if self._syncing else self.refresh(), names="value")
-        self.runtime = runtime_html(executor)
+        # the rule the replay runs under, labelled a what-if when the runtime ships another
+        self.runtime = runtime_html(executor, rule=getattr(getattr(executor, "recovery", None), "rule", None))
         self.terms = w.HTML(terms_html(["step", "round", "task", *_step_kinds()]))
         self.children = [
             w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button, self.key_filter]),
