@@ -208,3 +208,13 @@ def test_summary_partitions_are_the_records_not_the_unreadable_lines(tmp_path: P
     code, out, _ = run(capsys, "summary", str(cut), "--json")
     s = json.loads(out)
     assert code == 0 and s["records"] == 6 and s["errors"] == 2 and s["partitions"] == [0]
+
+
+def test_a_key_with_no_records_is_an_error_not_an_empty_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    production = str(Path(__file__).resolve().parents[2] / "sample_logs" / "production.jsonl")
+    code, out, err = run(capsys, "summary", production, "--key", "user-19")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "business key 'user-19' has no records" in err
+    code, out, err = run(capsys, "summary", production, "--key", "user-0019", "--key", "user-19", "--json")
+    assert code == 0 and json.loads(out)["business_keys"] == 1
+    assert "no records of business key 'user-19'" in err
