@@ -44,6 +44,7 @@ COUNTER_WORDS: dict[str, tuple[str, str]] = {
     "resumed": ("tasks resumed", "tasks whose cached record was incomplete: the body runs again and gets the "
                 "recorded durable-call results"),
     "rerun": ("tasks re-run", "tasks with no usable cached record: the body runs again from the start"),
+    "failed": ("lookups failed", "tasks whose lookup fails upstream (FAIL): the job throws there and restarts"),
     "bodies_executed": ("action bodies run", "action bodies that ran again (tasks resumed + tasks re-run)"),
     "shadow_runs": ("bodies run to compare", "bodies the 'diff' replay policy ran beside the recorded result to "
                     "compare the two; they change nothing"),
