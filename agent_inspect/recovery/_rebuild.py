@@ -12,6 +12,7 @@ import pandas as pd
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import DataLossError, RecoveryError
+from agent_inspect._glossary import count_words
 from agent_inspect.codec import merge_markers
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import DivergenceRule, Entry, RecoverySession
@@ -61,7 +62,7 @@ def marker_warnings(markers: Markers, partitions: list[int]) -> list[str]:
 
 
 def _partitions(numbers: list[int]) -> str:
-    return ("partition " if len(numbers) == 1 else "partitions ") + ", ".join(map(str, numbers))
+    return f"{count_words(len(numbers), 'partition')} " + ", ".join(map(str, numbers))
 
 
 @dataclass(frozen=True, slots=True)
