@@ -200,7 +200,9 @@ class CheckReport(HtmlRepr):
         if self.broken is not None:
             return (f"{self.broken} (in {t['errors']} of {t['histories']} histories; a broken rule is not judged "
                     "for stale reuses)")
-        return (f"rule {self.rule}: {t['histories']} histories, {t['tasks']} tasks; {t['stale_reuses']} stale "
+        swept = int((self.frame["case"].fillna("") != "").sum()) if "case" in self.frame else 0
+        origin = f" ({t['histories'] - swept} random, {swept} from the case matrix)" if swept else ""
+        return (f"rule {self.rule}: {t['histories']} histories{origin}, {t['tasks']} tasks; {t['stale_reuses']} stale "
                 f"reuses in {t['histories_with_stale']} histories, {t['avoidable_reruns']} avoidable reruns, "
                 f"{t['tainted_reuses']} tainted reuses, {t['errors']} errors")
 

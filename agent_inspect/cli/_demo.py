@@ -152,7 +152,9 @@ def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("origin
         explanations = []
         if "explanation" in getattr(divergences, "columns", ()):
             explanations = [str(e) for e in divergences["explanation"].head(5)]
+        what_if = result.recovery is not None and result.recovery.what_if
         out[rule] = {"statuses": {str(k): int(v) for k, v in statuses.items()},
+                     "what_if": bool(what_if), "rule_label": result.rule_label,
                      "divergences": int(len(divergences)), "explanations": explanations,
                      "ledger": ledger_totals(prediction_of(result), result)}
     return out
@@ -177,13 +179,17 @@ def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> 
     rules = ("original", "fixed")
     for rule in rules:
         part = data[rule]
-        print(f"\n== reconstruct under rule {rule!r}: {plural(part['divergences'], 'divergence')}")
+        label = part["rule_label"].removeprefix(rule).strip()     # "(what-if; 0.4 ships original)" or ""
+        print(f"\n== reconstruct under rule {rule!r}{' ' + label if label else ''}: "
+              f"{plural(part['divergences'], 'divergence')}")
         print("  records: " + ", ".join(f"{k} {v}" for k, v in sorted(part["statuses"].items()) if v))
         for line in part["explanations"]:
             print(f"  - {line}")
     rows = _ledger_rows([data[r]["ledger"] for r in rules])
     if rows:
-        print("\n== re-execution ledger: what the restore runs again")
+        what_ifs = [r for r in rules if data[r]["what_if"]]
+        print("\n== re-execution ledger: what the restore runs again"
+              + (f" ({', '.join(what_ifs)}: {'a what-if' if len(what_ifs) == 1 else 'what-ifs'})" if what_ifs else ""))
         print(f"  {'':<56}" + "".join(f"{r:>10}" for r in rules))
         for label, counts in rows:
             print(f"  {label:<56}" + "".join(f"{c:>10}" for c in counts))

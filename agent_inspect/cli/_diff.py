@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
     for r in d.differences.head(args.limit).itertuples(index=False):
         action = r.action_a if r.action_a is not None else r.action_b
         print(f"  {r.business_key} seq {r.seq} {action} {r.event_type}: {r.status}"
-              + (f" (aligned by {r.match})" if r.match and r.match != "state key" else ""))
+              + (f" (aligned by {r.match})" if isinstance(r.match, str) and r.match != "state key" else ""))
         for ch in r.changes:
             print(f"      {ch.path}: {ch.a} -> {ch.b}")
     if len(d) > args.limit:

@@ -11,6 +11,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._glossary import count_words
 from agent_inspect._jsonable import jsonable, jsonable_rows
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
+from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery
@@ -51,6 +52,7 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
     report: dict[str, Any] = {
         "rule": result.rule.name,
         "what_if": recovery.what_if,
+        "rule_label": recovery.rule_label,
         "settings": recovery.as_dict(),
         "runtime": result.runtime.as_dict() if result.runtime is not None else None,
         "markers": jsonable(result.markers),
@@ -65,18 +67,19 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
         "ledger": None,
     }
     if ledger:
-        report["ledger"], report["ledger_error"] = _ledger(log, recovery)
+        report["ledger"], report["ledger_error"], report["warnings"] = _ledger(log, recovery)
     return report
 
 
-def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, str | None, list[str]]:
+    """The prediction's ledger, or why there is none, and its warnings."""
     from agent_inspect.recovery import predict
 
     try:
         prediction = predict(log, recovery=recovery)
     except InspectError as exc:
-        return None, str(exc)
-    return jsonable_rows(prediction.ledger_totals()), None
+        return None, str(exc), []
+    return jsonable_rows(prediction.ledger_totals()), None, list(prediction.warnings)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -90,17 +93,36 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     rt = report["runtime"]
     print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
-    label = report["rule"] + (f" (what-if; {rt['name']} ships {rt['default_rule']})" if report["what_if"] else "")
-    print(f"rule {label}: {report['records']} {count_words(report['records'], 'record')}, "
-          + ", ".join(f"{k} {v}" for k, v in report["status"].items() if v))
+    print(", ".join([f"rule {report['rule_label']}: {report['records']} {count_words(report['records'], 'record')}",
+                     *(f"{k} {v}" for k, v in report["status"].items() if v)]))
     for d in report["divergences"]:
         print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")
+    for warning in report.get("warnings", ()):
+        print(f"warning: {warning}")
     t = report["totals"]
     print(f"evicted {t['evicted']}, invalidated {t['invalidated']}, cache events {t['cache_events']}")
+    outcomes = {str(o): report["outcomes"].get(str(o), 0) for o in Outcome}
+    print(f"tasks: {sum(outcomes.values())}"
+          + (" (" + ", ".join(f"{o} {n}" for o, n in outcomes.items() if n) + ")" if any(outcomes.values()) else ""))
+    if outcomes[Outcome.FAIL]:
+        print("the restore fails at a lookup (FAIL): the job restarts and fails again; the ledger counts what "
+              "runs before that")
     if report["ledger"]:
         print("re-execution ledger:")
-        for row in report["ledger"]:
-            print(f"  {row.get('kind')} {row.get('name')}: {row.get('count')}")
+        for (kind, label), count in _ledger_lines(report["ledger"]).items():
+            print(f"  {kind} {label}: {count}")
     elif report.get("ledger_error"):
         print(f"ledger unavailable: {report['ledger_error']}")
+    elif report["ledger"] is not None:
+        print("re-execution ledger: nothing runs again")
     return 0
+
+
+def _ledger_lines(ledger: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """The ledger summed by the name a reader sees (its label: one line for a sub-agent's calls, not one per
+    durable-call id)."""
+    lines: dict[tuple[str, str], int] = {}
+    for row in ledger:
+        label = (str(row.get("kind")), str(row.get("label") or row.get("name")))
+        lines[label] = lines.get(label, 0) + int(row.get("count") or 0)
+    return lines

@@ -37,7 +37,7 @@ def _summary(args: argparse.Namespace) -> int:
     others = {k: v for k, v in s["by_entity_type"].items() if k not in s["by_status"]}
     for et, n in others.items():
         print(f"  {et}: {n}")
-    print(f"jobs: {', '.join(s['jobs']) or '(not named)'}; subtasks {len(s['subtasks'])}; "
+    print(f"jobs: {', '.join(s['jobs']) or '(not named)'}; subtasks: {len(s['subtasks']) or '(not named)'}; "
           f"agents: {', '.join(s['agents']) or '(none)'}; business keys {len(s['business_keys'])}")
     print(f"action executions {s['action_executions']}: "
           + (", ".join(f"{k} {v}" for k, v in s["observed"].items()) or "none"))

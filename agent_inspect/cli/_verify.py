@@ -13,7 +13,10 @@ import json
 import sys
 from typing import Any
 
+import pandas as pd
+
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
 
 __all__ = ["register"]
@@ -69,14 +72,18 @@ def _run(args: argparse.Namespace) -> int:
         for note in (*result.notes, *result.tokens.notes):
             print(f"note: {note}")
         for row in result.mismatches.itertuples(index=False):
-            print(f"  {row.verdict} {row.key} seq {row.seq} {row.action}: predicted {row.predicted}, observed "
+            # a traced execution the prediction lacks has no predicted outcome and maybe no round
+            seq = f" seq {row.seq}" if not pd.isna(row.seq) else ""
+            predicted = row.predicted if isinstance(row.predicted, str) else "nothing"
+            print(f"  {row.verdict} {row.key}{seq} {row.action}: predicted {predicted}, observed "
                   f"{row.observed} [{row.cause}] {row.explanation}")
         if result.ranking is not None:
             print("rules, store flavours and markers by agreement:" if args.infer else "rules and store flavours by agreement:")
             for r in result.ranking.head(5).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
-                print(f"  {r.name}{whose}: {r.agree} agree, {r.disagree} disagree")
+                # a task that does not agree may be one the trace cannot decide: only the verdict above says which
+                print(f"  {r.name}{whose}: {r.agree} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}")
     return exit_code(result.verdict, strict=args.strict)
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
-from agent_inspect._glossary import count_words, define
+from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
@@ -39,8 +39,8 @@ _STATE_KEY_FIELDS = (("seq", "seq (a different round)"), ("event_uuid", "event U
 
 @dataclass(frozen=True)
 class ExplainStep:
-    """One step of the chain: ``kind`` (outcome, lookup, record, rebuild, calls, or a cause of
-    :data:`CAUSE_KINDS`), a one-line ``title``, a ``detail`` sentence and the log ``positions`` it links to.
+    """One step of the chain: ``kind`` (outcome, lookup, record, rebuild, calls, dispatch — a task no lookup
+    reached —, or a cause of :data:`CAUSE_KINDS`), a one-line ``title``, a ``detail`` sentence and the log ``positions`` it links to.
     ``rule_step`` is the rule hook that acted (rebuild / lookup / prune), ``divergence`` the kind of
     divergence recorded with it, ``event`` the index of the cache event, ``bound`` the seq bound of an
     eviction (seq > bound) or invalidation (seq >= bound).
@@ -111,15 +111,15 @@ class Explanation(HtmlRepr):
 
     def story(self) -> str:
         """The chain as plain text, one step a line."""
-        lines = []
+        # a what-if says so first: the chain below is not what the job does
+        lines = [f"what-if: rule {self.rule} (the runtime ships {self.shipped_rule}), not what the job does"] \
+            if self.what_if else []
         for n, s in enumerate(self.steps):
             at = f" [records {', '.join(map(str, s.positions))}]" if s.positions else ""
             lines.append(("" if n == 0 else "  ← ") + s.title + at + (f": {s.detail}" if s.detail else ""))
         if self.cost:
-            lines.append(f"cost of this decision downstream: {self.cost.get('bodies', 0)} action bodies, "
-                         f"{self.cost.get('calls', 0)} durable calls run again")
-        if self.what_if:
-            lines.append(f"(rule {self.rule_label}: a what-if, not what the job does)")
+            lines.append(f"cost of this decision downstream: {plural(self.cost.get('bodies', 0), 'action body', 'action bodies')}, "
+                         f"{plural(self.cost.get('calls', 0), 'durable call')} run again")
         for rule, outcome in self.alternatives.items():
             lines.append(f"under rule {_rule_label(rule, self.shipped_rule)}: {outcome}")
         return "\n".join(lines)
@@ -184,9 +184,8 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
     return predict(log, recovery=settings), log, settings.markers, settings
 
 
-def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
-    dispatched = tasks["outcome"] != Outcome.NOT_DISPATCHED
-    mask = dispatched.to_numpy(dtype=bool).copy()
+def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
+    mask = np.ones(len(tasks), dtype=bool)
     if key is not None:
         mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
     if seq is not None:
@@ -196,14 +195,23 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
     if event is not None:
         mask &= ((tasks["event_id"].astype(str) == str(event)) | (tasks["event_type"].astype(str) == str(event))
                  | (tasks["input"].astype(str) == str(event))).to_numpy()
-    hits = np.flatnonzero(mask)
-    if len(hits) <= occurrence:
-        here = tasks[dispatched & (tasks["seq"] == seq)] if seq is not None else tasks[dispatched]
+    return mask
+
+
+def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
+    dispatched = (tasks["outcome"] != Outcome.NOT_DISPATCHED).to_numpy(dtype=bool)
+    matches = _matches(tasks, key, seq, action, event)
+    hits = np.flatnonzero(matches & dispatched)
+    if len(hits) <= occurrence:      # dispatched tasks first, then those predict lists as NOT-DISPATCHED
+        undispatched = np.flatnonzero(matches & ~dispatched)
+        if len(undispatched) > occurrence - len(hits):
+            return int(undispatched[occurrence - len(hits)])
+        here = tasks[tasks["seq"] == seq] if seq is not None else tasks
         if key is not None:     # the key's own tasks: other keys' tasks do not help find this one
             mine = (here["key"].astype(str) == str(key)) | (here["business_key"].astype(str) == str(key))
             here = here[mine.to_numpy(dtype=bool)] if mine.any() else here
         have = sorted({f"{k}@{s} {a}" for k, s, a in zip(here["key"], here["seq"], here["action"])})[:20]
-        raise SelectorError(f"no dispatched task {key}@{seq} {action}" + (f" ({event})" if event else "")
+        raise SelectorError(f"no task {key}@{seq} {action}" + (f" ({event})" if event else "")
                             + f"; tasks there: {', '.join(have) or 'none'}")
     return int(hits[occurrence])
 
@@ -212,7 +220,8 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
             recovery: Recovery | None = None, task: int | None = None, event: str | None = None,
             occurrence: int = 0, log: Any = None, also: Sequence[Any] = (),
             **overrides: Unpack[RecoveryOverrides]) -> Explanation:
-    """Why task (``key``, ``seq``, ``action``) was reused, resumed or rerun, as a chain of store decisions.
+    """Why task (``key``, ``seq``, ``action``) was reused, resumed or rerun, as a chain of store decisions (or,
+    for a task ``predict`` lists as NOT-DISPATCHED, why no lookup reached it).
 
     ``subject`` is a log or source (predicted under ``recovery`` / the settings given as keywords, the
     same as every verb takes: by default the rule the log's runtime ships, with the whole loaded log as
@@ -284,6 +293,11 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
     outcome, sk = str(row["outcome"]), row["state_key"]
     steps = [ExplainStep("outcome", f"{_label(tasks, i)}: {outcome}", _reason(row))]
     entry_pos = None if pd.isna(row["entry_pos"]) else int(row["entry_pos"])
+    if outcome == Outcome.NOT_DISPATCHED:
+        held = _records_of(log, sk) if log is not None else [entry_pos] if entry_pos is not None else []
+        steps.append(ExplainStep("dispatch", "no task of this replay looked its cached record up",
+                                 "so no store decision applies: nothing ran, nothing was reused", positions=tuple(held)))
+        return steps
     if outcome == Outcome.FAIL:
         fail = next((d for d in reversed(pred.divergences) if d.kind in ("restore-failure", "parser-crash")), None)
         steps.append(ExplainStep("fail", "the lookup fails upstream (the job restarts)", _reason(row),

@@ -57,6 +57,7 @@ def counters_of(steps: Sequence[Step]) -> Counters:
         kind, out = s.kind, (s.outcome or "")
         if kind is StepKind.LOOKUP and out in _TASK_DECISIONS:
             c["tasks"] += 1
+            c["failed"] += out == StepOutcome.FAIL
         if kind is StepKind.REUSE:
             c["reused"] += 1
         elif kind in (StepKind.RESUME, StepKind.RERUN) and s.call_index is None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import count_words
-from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
@@ -288,7 +288,8 @@ class ReplayExecutor(HtmlRepr):
         return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self.recovery.rule_label!r})"
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        yield Text(Strong("ReplayExecutor"), f" — {len(self._engine.run.steps)} steps, {'done' if self.done else 'paused'}",
+        yield Text(Strong("ReplayExecutor"), " under rule ", Code(self.recovery.rule_label),
+                   f" — {len(self._engine.run.steps)} steps, {'done' if self.done else 'paused'}",
                    *((", failed: ", self.failure) if self.failure else ()))
         cur = self.current
         if cur is not None:

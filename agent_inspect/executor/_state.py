@@ -36,6 +36,9 @@ class Counters:
     reused: int = 0
     resumed: int = 0
     rerun: int = 0
+    #: tasks whose lookup failed (FAIL: upstream throws there and the job restarts); tasks = reused + resumed +
+    #: rerun + failed
+    failed: int = 0
     bodies_executed: int = 0
     shadow_runs: int = 0
     calls_executed: int = 0

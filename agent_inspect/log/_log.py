@@ -150,7 +150,8 @@ class ActionStateLog(HtmlRepr):
             "records": int(len(r)),
             "errors": int(r["error"].notna().sum()),
             "business_keys": int(r["business_key"].nunique()),
-            "partitions": sorted(int(p) for p in pd.unique(r["partition"])),
+            # -1 is the partition of a file's line that is not a record at all: counted in errors, not a partition
+            "partitions": sorted(int(p) for p in pd.unique(r["partition"]) if p >= 0),
             "key_formats": _counts(r["key_format"]),
             "value_formats": _counts(r["value_format"]),
             "value_formats_inferred": int(inferred.fillna(False).sum()),

@@ -45,11 +45,18 @@ class OtelExport:
     errors: int
     endpoint: str | None = None
     path: str | None = None
+    #: the rule the recovery ran under, marked as a what-if when the runtime ships another
+    rule: str | None = None
 
     def __str__(self) -> str:
         where = self.endpoint or self.path
         return (f"{self.spans} spans in {self.traces} traces ({self.errors} with status error) "
-                f"{'sent to' if self.endpoint else 'written to'} {where}")
+                f"{'sent to' if self.endpoint else 'written to'} {where}"
+                + (f", under rule {self.rule}" if self.rule else ""))
+
+
+def _rule_label(v: Any) -> str:
+    return str(getattr(v, "rule_label", v.rule))
 
 
 def _predicted_only(prediction: Any, log: Any, markers: Any) -> Any:
@@ -59,7 +66,8 @@ def _predicted_only(prediction: Any, log: Any, markers: Any) -> Any:
                           "join": None, "execution_id": None, "event_id": t["event_id"], "cause": None,
                           "explanation": None, "task": range(len(t))})
     return SimpleNamespace(trace=None, tasks=tasks, prediction=prediction, log=log, markers=markers,
-                           rule=str(prediction.rule), tokens=None)
+                           rule=str(prediction.rule), rule_label=str(prediction.rule_label),
+                           what_if=bool(prediction.recovery is not None and prediction.recovery.what_if), tokens=None)
 
 
 def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] | None = None, *,
@@ -108,6 +116,6 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
     traces = len({s["trace_id"] for s in specs})
     if endpoint is not None:
         export_spans(specs, endpoint, resource=resource, headers=headers)
-        return OtelExport(len(specs), traces, errors, endpoint=endpoint)
+        return OtelExport(len(specs), traces, errors, endpoint=endpoint, rule=_rule_label(v))
     out = write_otlp_json(specs, path if path is not None else "spans.json", resource=resource)
-    return OtelExport(len(specs), traces, errors, path=str(out))
+    return OtelExport(len(specs), traces, errors, path=str(out), rule=_rule_label(v))

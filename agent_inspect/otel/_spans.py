@@ -96,6 +96,9 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
     v = verification
     trace = v.trace
     tasks = v.tasks
+    # the rule, and whether it is a what-if (not what the job ran): a reader of the spans must not take it for the job's
+    rule_attrs = {"agent_inspect.rule": v.rule, "agent_inspect.rule_label": getattr(v, "rule_label", v.rule),
+                  "agent_inspect.what_if": bool(getattr(v, "what_if", False))}
     execs = trace.executions() if trace is not None else pd.DataFrame()
     calls = trace.calls() if trace is not None else pd.DataFrame()
     good = trace.good if trace is not None else pd.DataFrame()
@@ -164,7 +167,7 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
             "flink_agents.execution.status": e.statuses[-1] if e is not None and len(e.statuses) else None,
             "error.type": (e.problem_category if e is not None and isinstance(e.problem_category, str) else None),
             "agent_inspect.seq": seq, "agent_inspect.predicted": t.predicted, "agent_inspect.observed": t.observed,
-            "agent_inspect.verdict": verdict, "agent_inspect.cause": t.cause, "agent_inspect.rule": v.rule,
+            "agent_inspect.verdict": verdict, "agent_inspect.cause": t.cause, **rule_attrs,
             "agent_inspect.join": t.join,
         }
         if cost is not None:
@@ -220,7 +223,7 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": info["agent"],
                  "gen_ai.conversation.id": info["key"], "flink_agents.input_run_id": None if synthetic else run,
                  "flink_agents.entity_type": "agent", "flink_agents.entity_name": info["agent"],
-                 "agent_inspect.rule": v.rule, "agent_inspect.disagreements": len(bad),
+                 **rule_attrs, "agent_inspect.disagreements": len(bad),
                  "agent_inspect.predicted_only": synthetic}
         spans.append({"name": f"invoke_agent {info['agent'] or 'agent'}", "trace_id": trace_id_of(run),
                       "span_id": _root_id(run), "parent_span_id": None, "start_ns": info["start"],

@@ -22,6 +22,7 @@ from agent_inspect.recovery._core import TaskFailed
 from agent_inspect.recovery._engine import Engine, Observer, TaskRun
 from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._planview import PlanView
+from agent_inspect.recovery._rebuild import marker_warnings
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.recovery._statekeys import KeyMaker
 from agent_inspect.store import Entry, LookupDecision, Outcome, RecoverySession, runtime_model
@@ -278,9 +279,12 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
                            for (k, kind, name), n in sim.ledger.items()],
                           columns=["key", "kind", "name", "label", "router", "count"])
     ledger["count"] = ledger["count"].astype("int64")
+    warnings = sim.warnings
+    if log is not None and settings.markers:
+        warnings = marker_warnings(settings.markers, [int(p) for p in pd.unique(log.records["partition"])]) + warnings
     return Prediction(rule=getattr(session.rule, "name", settings.rule.name), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=sim.crashed,
-                      warnings=tuple(sim.warnings), notes=plan.notes, session=session, runtime=info,
+                      warnings=tuple(warnings), notes=plan.notes, session=session, runtime=info,
                       subagent_results=dict(sim.subagent_results), recovery=settings)
 
 

@@ -281,10 +281,19 @@ class Prediction(HtmlRepr):
             return pd.DataFrame(columns=["router", "kind", "name", "count"])
         return rows.groupby(["router", "kind", "name"], as_index=False, observed=True, sort=True)["count"].sum()
 
+    def _outcome_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.tasks["outcome"].value_counts().items()} if len(self.tasks) else {}
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in self._outcome_counts().items())
+        return (f"Prediction(rule={self.rule_label!r}, {plural(len(self.tasks), 'task')}"
+                + (f" ({counts})" if counts else "") + f", {plural(len(self.divergences), 'divergence')}"
+                + (", crashed" if self.crashed else "") + ")")
+
     def _html_parts(self) -> Iterable[HtmlPart]:
-        counts = self.tasks["outcome"].value_counts().to_dict() if len(self.tasks) else {}
-        listed = [span for i, (k, v) in enumerate(counts.items()) for span in (", " * bool(i), Term.of(k), f" {int(v)}")]
-        yield Text(Strong("Prediction"), " under rule ", Code(self.rule), ": ", *listed,
+        counts = self._outcome_counts()
+        listed = [span for i, (k, v) in enumerate(counts.items()) for span in (", " * bool(i), Term.of(k), f" {v}")]
+        yield Text(Strong("Prediction"), " under rule ", Code(self.rule_label), ": ", *listed,
                    *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
         cols = ["key", "seq", "input", "action", "outcome", "reason"]
         yield Table(self.by_impact()[cols], max_rows=50, caption="tasks, re-runs and evictions first "

@@ -13,6 +13,7 @@ import pandas as pd
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import DataLossError, RecoveryError
+from agent_inspect._glossary import count_words
 from agent_inspect.codec import merge_markers
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import DivergenceRule, Entry, RecoverySession
@@ -41,6 +42,28 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
     if markers is None:
         return None
     return merge_markers(markers, error=RecoveryError) or None
+
+
+def marker_warnings(markers: Markers, partitions: list[int]) -> list[str]:
+    """What markers leave out of the loaded log's ``partitions``, one sentence each (spec §6.5 step 2: only
+    partitions named in some marker are read): none when there are no markers (the whole log, or a fresh start)."""
+    merged = normalize_markers(markers)
+    loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
+    if not merged or not loaded:
+        return []
+    unmarked = [p for p in loaded if p not in merged]
+    if not unmarked:
+        return []
+    if len(unmarked) == len(loaded):
+        return [f"the markers name {_partitions(sorted(merged))}, none of the log's ({_partitions(loaded)}): "
+                "nothing of it is in the rebuild window and no input is replayed; are they this topic's markers?"]
+    one = len(unmarked) == 1
+    return [f"{_partitions(unmarked)} {'has' if one else 'have'} no marker: the rebuild reads none of "
+            f"{'its' if one else 'their'} records and replays none of {'its' if one else 'their'} inputs"]
+
+
+def _partitions(numbers: list[int]) -> str:
+    return f"{count_words(len(numbers), 'partition')} " + ", ".join(map(str, numbers))
 
 
 @dataclass(frozen=True, slots=True)

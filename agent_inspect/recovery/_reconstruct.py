@@ -133,13 +133,13 @@ class Reconstruction(HtmlRepr):
 
     def __repr__(self) -> str:
         s = self.summary()
-        return (f"Reconstruction(rule={s['rule']!r}, {s['records']} records, {s['status']}, "
+        return (f"Reconstruction(rule={self.rule_label!r}, {s['records']} records, {s['status']}, "
                 f"{plural(len(self.divergences), 'divergence')})")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
         counts = [span for i, (k, v) in enumerate(s["status"].items()) for span in (", " * bool(i), Term.of(k), f": {v}")]
-        yield Text(Strong("Reconstruction"), " under rule ", Code(s["rule"]), f": {plural(s['records'], 'record')} (",
+        yield Text(Strong("Reconstruction"), " under rule ", Code(self.rule_label), f": {plural(s['records'], 'record')} (",
                    *counts, "); ", Term(plural(len(self.divergences), "divergence"), define("divergences")),
                    f", {plural(s['cache_events'], 'cache event')}.")
         cols = [c for c in ("business_key", "seq", "kind", "step", "explanation") if c in self.divergences.columns]

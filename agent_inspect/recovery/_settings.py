@@ -200,9 +200,11 @@ class Recovery:
 
     @property
     def rule_label(self) -> str:
-        """The rule's name, marked as a what-if when it is one (for results, views and reports)."""
-        return f"{self.rule.name} (what-if; {self.runtime.name} ships {self.runtime.default_rule})" if self.what_if \
-            else self.rule.name
+        """The rule's name (with its store flavour when one was given: ``original:kafka-k1``), marked as a what-if
+        when it is one (for results, views and reports)."""
+        flavour = getattr(self.rule, "flavour", None)
+        name = f"{self.rule.name}:{flavour}" if isinstance(flavour, str) and flavour else self.rule.name
+        return f"{name} (what-if; {self.runtime.name} ships {self.runtime.default_rule})" if self.what_if else name
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready settings with their provenance (CLI ``--json``, reports, copied links)."""

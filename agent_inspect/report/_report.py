@@ -130,7 +130,8 @@ def _rule_name(result: Any, rule: Any) -> str:
             return candidate
         name = getattr(candidate, "name", None)
         if isinstance(name, str):
-            return name
+            flavour = getattr(candidate, "flavour", None)     # the original rule's given store flavour
+            return f"{name}:{flavour}" if isinstance(flavour, str) and flavour else name
         return type(candidate).__name__
     return "?"
 
@@ -303,8 +304,9 @@ def _trace_section(v: Any, *, max_rows: int) -> _Section:
                              caption="tasks that disagree or that the trace cannot decide, and why",
                              anchor="trace-mismatches")
     if v.ranking is not None:
-        body += reader_table(v.ranking, max_rows=max_rows, caption="rules and runtimes ranked by agreement",
-                             anchor="trace-ranking")
+        body += reader_table(v.ranking, max_rows=max_rows, anchor="trace-ranking",
+                             caption="rules and runtimes ranked by agreement (disagree: every task that does not agree, "
+                                     "undetermined ones included)")
     return _Section("trace", title, body)
 
 

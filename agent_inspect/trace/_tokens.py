@@ -184,9 +184,9 @@ class TokenLedger(HtmlRepr):
         o = self.observed
         cost = f" (≈ ${o['cost']:,.2f})" if o.get("cost") is not None else ""
         if o.get("tokens") is None:
-            text = (f"this restore re-executed {o['llm_calls']} LLM calls (the trace carries no token counts)")
+            text = f"this restore re-executed {plural(o['llm_calls'], 'LLM call')} (the trace carries no token counts)"
         else:
-            text = f"this restore re-spent {human_tokens(o['tokens'])} tokens{cost} in {o['llm_calls']} LLM calls"
+            text = f"this restore re-spent {human_tokens(o['tokens'])} tokens{cost} in {plural(o['llm_calls'], 'LLM call')}"
         for r in self.totals.itertuples(index=False):
             if r.rule == self.rule:
                 continue

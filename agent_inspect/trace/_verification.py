@@ -18,6 +18,7 @@ __all__ = ["Verification", "VERDICT_WORDS"]
 
 # -- the result ------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Verification(HtmlRepr):
     """A recovery's prediction checked against its Trace Log.
@@ -131,12 +132,21 @@ class Verification(HtmlRepr):
 
     def absent(self, *, expected: bool = False) -> int:
         """How many tasks the trace shows no execution of (observed ABSENT): those predicted to run, or
-        with ``expected=True`` those predicted not to be dispatched (absent as predicted)."""
+        with ``expected=True`` those predicted not to be dispatched (absent as predicted). A task predicted to
+        FAIL is neither: the restore crashes at its lookup (:meth:`failed`)."""
         if "observed" not in self.tasks:
             return 0
         gone = self.tasks["observed"] == "ABSENT"
         not_run = self.tasks["predicted"].isin(["NOT-DISPATCHED", "NOT_DISPATCHED"])
-        return int((gone & (not_run if expected else ~not_run)).sum())
+        crashed = self.tasks["predicted"] == "FAIL"
+        return int((gone & (not_run if expected else ~not_run & ~crashed)).sum())
+
+    def failed(self) -> int:
+        """How many tasks are predicted to FAIL their lookup and are absent from the trace (the restore crashes
+        there, so the job never runs them)."""
+        if "observed" not in self.tasks:
+            return 0
+        return int(((self.tasks["predicted"] == "FAIL") & (self.tasks["observed"] == "ABSENT")).sum())
 
     def headline(self) -> str:
         """The verdict in a few words that never contradict the details: "agrees", or "agrees on tasks;
@@ -177,12 +187,18 @@ class Verification(HtmlRepr):
         if unsure:
             return (f"the trace cannot decide {unsure} of {n} {count_words(n, 'task')} under rule {self.rule_label} ({why}); "
                     f"the other {n - unsure} agree")
-        text = f"all {n} {count_words(n, 'task')} agree with the trace under rule {self.rule_label}"
+        text = ("the one task agrees" if n == 1 else f"all {n} tasks agree") + \
+            f" with the trace under rule {self.rule_label}"
         calls = self.call_differences()
         if calls:
             text += f", but the durable calls differ ({calls})"
         if self.absent():
-            text += f"; {self.absent()} predicted to run are absent from the trace"
+            n = self.absent()
+            text += f"; {plural(n, 'task')} predicted to run {'is' if n == 1 else 'are'} absent from the trace"
+        if self.failed():
+            n = self.failed()
+            text += (f"; {plural(n, 'task')} {'fails its' if n == 1 else 'fail their'} lookup (the restore crashes "
+                     f"there) and {'is' if n == 1 else 'are'} absent from the trace, as predicted")
         if self.absent(expected=True):
             n = self.absent(expected=True)
             text += (f"; {plural(n, 'task')} {'was' if n == 1 else 'were'} not dispatched and "
@@ -191,8 +207,14 @@ class Verification(HtmlRepr):
 
     @property
     def rule_label(self) -> str:
-        """``rule``, marked as a what-if when the runtime ships another."""
-        return f"{self.rule} (what-if; {self.runtime} ships another rule)" if self.what_if else self.rule
+        """``rule``, marked as a what-if when the runtime ships another (named, as every result names it, when
+        the prediction carries its settings)."""
+        if not self.what_if:
+            return self.rule
+        settings = getattr(self.prediction, "recovery", None)
+        if settings is not None and settings.what_if:
+            return str(settings.rule_label)
+        return f"{self.rule} (what-if; {self.runtime} ships another rule)"
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
@@ -219,7 +241,8 @@ class Verification(HtmlRepr):
         if self.tokens is not None:
             yield from self.tokens._html_parts()
         if self.ranking is not None:
-            yield Table(self.ranking, caption="rules and runtimes ranked by agreement")
+            yield Table(self.ranking, caption="rules and runtimes ranked by agreement (disagree: every task that "
+                                              "does not agree, undetermined ones included)")
         cols = [c for c in ("key", "seq", "action", "predicted", "observed", "verdict", "join", "cause",
                             "explanation") if c in self.tasks]
         yield Table(self.tasks[cols], max_rows=60, caption="tasks")

@@ -69,29 +69,29 @@ def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
         tasks = ai.predict(log, markers=markers).tasks
         ai.trace.compare(tasks, ai.trace.executions(trace))[["key", "action", "agree"]].head()
     """
+    # plain rows grouped by key, in first-appearance order: row-wise pandas access here cost seconds per rule
+    t_by_key = _rows_by_key(tasks, "key", _TASK_FIELDS)
+    ex_by_key = _rows_by_key(execs, "business_key", _EXEC_FIELDS)
     rows: list[dict[str, Any]] = []
-    ex_by_key = {str(k): g for k, g in execs.groupby("business_key", sort=False)} if len(execs) else {}
-    t_by_key = {str(k): g for k, g in tasks.groupby("key", sort=False)} if len(tasks) else {}
     for key in list(dict.fromkeys([*t_by_key, *ex_by_key])):
-        tk = t_by_key.get(key, tasks.iloc[0:0])
-        ek = ex_by_key.get(key, execs.iloc[0:0])
-        dispatched = tk[tk["outcome"] != "NOT-DISPATCHED"]
-        nd = tk[tk["outcome"] == "NOT-DISPATCHED"]
-        pairs: dict[int, tuple[int, str]] = {}      # task index -> (execution row index, method)
+        tk = t_by_key.get(key, [])
+        ek = ex_by_key.get(key, [])
+        dispatched = [t for t in tk if t["outcome"] != "NOT-DISPATCHED"]
+        pairs: dict[int, tuple[int, str]] = {}      # task row -> (execution row, method), both positions in tk / ek
         used: set[int] = set()
         by_trigger: dict[tuple[str, str], list[int]] = {}
-        for i, trig, act in zip(ek.index, ek["trigger_event_id"], ek["action"]):
-            if isinstance(trig, str):
-                by_trigger.setdefault((trig, str(act)), []).append(i)
-        for ti, eid, act in zip(dispatched.index, dispatched["event_id"], dispatched["action"]):
-            cands = [c for c in by_trigger.get((str(eid), str(act)), []) if c not in used]
+        for i, e in enumerate(ek):
+            if isinstance(e["trigger_event_id"], str):
+                by_trigger.setdefault((e["trigger_event_id"], str(e["action"])), []).append(i)
+        for t in dispatched:
+            cands = [c for c in by_trigger.get((str(t["event_id"]), str(t["action"])), []) if c not in used]
             if cands:
-                pairs[ti] = (cands[0], "trigger-event-id")
+                pairs[t["_at"]] = (cands[0], "trigger-event-id")
                 used.add(cands[0])
-        rest_t = [i for i in dispatched.index if i not in pairs]
-        rest_e = [i for i in ek.index if i not in used]
-        a = [str(tk.at[i, "action"]) for i in rest_t]
-        b = [str(ek.at[i, "action"]) for i in rest_e]
+        rest_t = [t["_at"] for t in dispatched if t["_at"] not in pairs]
+        rest_e = [i for i in range(len(ek)) if i not in used]
+        a = [str(tk[i]["action"]) for i in rest_t]
+        b = [str(ek[i]["action"]) for i in rest_e]
         sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
         for tag, i1, i2, j1, j2 in sm.get_opcodes():
             if tag == "equal":
@@ -104,24 +104,43 @@ def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
                     pairs[rest_t[i1 + off]] = (rest_e[j1 + off], "dispatch-order-unnamed")
                     used.add(rest_e[j1 + off])
         # a task predicted not to be dispatched, but the trace ran it
-        for ti, act in zip(nd.index, nd["action"]):
-            cands = [i for i in ek.index if i not in used and str(ek.at[i, "action"]) == str(act)]
+        for t in tk:
+            if t["outcome"] != "NOT-DISPATCHED":
+                continue
+            cands = [i for i in range(len(ek)) if i not in used and str(ek[i]["action"]) == str(t["action"])]
             if cands:
-                pairs[ti] = (cands[0], "action-name")
+                pairs[t["_at"]] = (cands[0], "action-name")
                 used.add(cands[0])
-        for ti in tk.index:
-            t = tk.loc[ti]
-            e = ek.loc[pairs[ti][0]] if ti in pairs else None
-            rows.append(_row(key, t, e, pairs[ti][1] if ti in pairs else None))
-        for ei in ek.index:
-            if ei not in used:
-                rows.append(_row(key, None, ek.loc[ei], None))
+        for t in tk:
+            hit = pairs.get(t["_at"])
+            rows.append(_row(key, t, ek[hit[0]] if hit else None, hit[1] if hit else None))
+        for i, e in enumerate(ek):
+            if i not in used:
+                rows.append(_row(key, None, e, None))
     frame = pd.DataFrame(rows, columns=VERIFY_COLUMNS)
     frame["agree"] = frame["agree"].astype(bool)
     for col in ("seq", "entry_pos", "calls_executed_predicted", "calls_executed_observed", "calls_replayed_observed",
                 "task"):
         frame[col] = frame[col].astype("Int64")
     return frame
+
+
+_TASK_FIELDS = ("outcome", "seq", "input", "action", "event_id", "entry_pos", "calls_executed")
+_EXEC_FIELDS = ("observed", "action", "execution_id", "trigger_event_id", "calls_executed", "calls_replayed", "first")
+
+
+def _rows_by_key(frame: pd.DataFrame, key: str, fields: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    """``frame``'s ``fields`` as one dict a row, grouped by ``key`` (rows with no key left out, as a groupby
+    leaves them), each with its index label (``_label``) and its position in its group (``_at``)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    if not len(frame):
+        return groups
+    for label, k, *values in zip(frame.index, frame[key], *(frame[f] for f in fields), strict=True):
+        if k is None or (isinstance(k, float) and k != k):
+            continue
+        group = groups.setdefault(str(k), [])
+        group.append({**dict(zip(fields, values, strict=True)), "_label": label, "_at": len(group)})
+    return groups
 
 
 def _row(key: str, t: Any, e: Any, method: str | None) -> dict[str, Any]:
@@ -141,7 +160,7 @@ def _row(key: str, t: Any, e: Any, method: str | None) -> dict[str, Any]:
         "calls_executed_observed": None if e is None else e["calls_executed"],
         "calls_replayed_observed": None if e is None else e["calls_replayed"],
         "cause": None, "explanation": None, "first": None if e is None else e["first"],
-        "task": None if t is None else t.name,
+        "task": None if t is None else t["_label"],
     }
 
 
@@ -362,6 +381,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
         if plan is None:
             notes.append("the trace's inputs are missing or truncated: the replay plan is inferred from the log")
     execs = trace.executions(cached_latency_ms=cached_latency_ms)
+    if log is not None:
+        notes.extend(_shared_keys_note(trace, log))
     if execs.empty:
         notes.append("the trace holds no action execution (is trace-log.targets scope EVENT_ONLY, the default?)")
     summary = trace.summary()
@@ -425,6 +446,16 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                         rule=_rule_name(rule), store_flavour=flavour, runtime=settings.runtime.name,
                         what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
                         confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
+
+
+def _shared_keys_note(trace: Any, log: Any) -> list[str]:
+    """A note when the trace and the log have no business key in common: most likely another job's trace."""
+    traced = {str(k) for k in trace.good["business_key"].dropna().unique()}
+    logged = {str(k) for k in log.records["business_key"].dropna().unique()}
+    if not traced or not logged or traced & logged:
+        return []
+    return [f"the trace and the log share no business key (the trace names {len(traced):,}, e.g. {min(traced)!r}; "
+            f"the log holds {len(logged):,}, e.g. {min(logged)!r}): is this the trace of this job's restore?"]
 
 
 def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery, markers: Any,

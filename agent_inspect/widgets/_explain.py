@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from agent_inspect._glossary import define, split_spec
+from agent_inspect._glossary import define, plural, split_spec
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
-from agent_inspect.widgets._style import colour
+from agent_inspect.widgets._style import PALETTE, colour
 
 if TYPE_CHECKING:
     from agent_inspect._types import LogLike
@@ -21,7 +21,9 @@ __all__ = ["ExplainView"]
 _KIND_COLOURS = {**KIND_COLOURS, "outcome": colour("info"), "record": colour("muted"), "calls": colour("warn"),
                  "evict": colour("bad"), "invalidate": colour("violet"), "remove": colour("bad"),
                  "tombstone": colour("brown"), "window": colour("line"), "miss": colour("bad"),
-                 "undecodable": colour("pink")}
+                 "undecodable": colour("pink"), "dispatch": colour("line")}
+#: palette role of each colour: a step's bar takes its colour from the theme's ``--ai-<role>`` in views.css
+_ROLE_OF = {shade.light: role for role, shade in PALETTE.items()}
 
 
 class ExplainView(w.VBox):
@@ -84,27 +86,27 @@ def _story_html(ex: Any) -> str:
     last = len(ex.steps) - 1
     for n, s in enumerate(ex.steps):
         cls = "ai-explain-step" + (" ai-explain-cause" if n == last and n > 0 else "")
-        colour = colour_for(s.kind, _KIND_COLOURS)
+        tone = _ROLE_OF.get(colour_for(s.kind, _KIND_COLOURS), "muted")
         records = (f"<div class='ai-explain-positions'>records {escape(', '.join(map(str, s.positions)))}</div>"
                    if s.positions else "")
         items.append(
-            f"<li class='{cls}' data-kind='{escape(s.kind)}' style='border-left:4px solid {escape(colour)};"
-            f"padding:2px 8px;margin:4px 0;list-style:none'>"
+            f"<li class='{cls}' data-kind='{escape(s.kind)}' data-tone='{escape(tone)}'>"
             f"<div><b>{escape(s.title)}</b></div>"
             + _detail_html(s.detail) + records + "</li>")
         if n < last:
-            items.append("<li style='list-style:none;color:var(--ai-muted, var(--jp-ui-font-color2));margin-left:10px'>↑ because</li>")
+            items.append("<li class='ai-explain-because'>↑ because</li>")
     extra = []
     if ex.cost:
-        extra.append(f"<div class='ai-explain-cost'>cost of this decision downstream: {int(ex.cost.get('bodies', 0))}"
-                     f" action bodies, {int(ex.cost.get('calls', 0))} durable calls run again</div>")
+        extra.append(f"<div class='ai-explain-cost'>cost of this decision downstream: "
+                     f"{plural(ex.cost.get('bodies', 0), 'action body', 'action bodies')}, "
+                     f"{plural(ex.cost.get('calls', 0), 'durable call')} run again</div>")
     for rule, outcome in ex.alternatives.items():
         extra.append(f"<div class='ai-explain-alternative'>under rule <code>{escape(rule)}</code>: "
                      f"<b>{escape(outcome)}</b></div>")
     head = (f"<div class='ai-title'>why <b>{escape(ex.action)}</b> at round {escape(ex.seq)} of key "
             f"{escape(ex.key)} → <b title='{escape(define(str(ex.outcome)))}'>{escape(ex.outcome)}</b> "
-            f"under rule <code>{escape(ex.rule)}</code></div>")
-    return head + "<ol style='padding-left:0'>" + "".join(items) + "</ol>" + "".join(extra)
+            f"under rule <code>{escape(ex.rule_label)}</code></div>")
+    return head + "<ol class='ai-explain-chain'>" + "".join(items) + "</ol>" + "".join(extra)
 
 
 def _detail_html(detail: str | None) -> str:
@@ -112,5 +114,5 @@ def _detail_html(detail: str | None) -> str:
     if not detail:
         return ""
     text, refs = split_spec(str(detail))
-    return (f"<div class='ai-explain-detail' style='color:var(--ai-muted, var(--jp-ui-font-color2))'>{escape(text)}</div>"
+    return (f"<div class='ai-explain-detail'>{escape(text)}</div>"
             + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))

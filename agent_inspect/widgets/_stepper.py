@@ -44,6 +44,7 @@ COUNTER_WORDS: dict[str, tuple[str, str]] = {
     "resumed": ("tasks resumed", "tasks whose cached record was incomplete: the body runs again and gets the "
                 "recorded durable-call results"),
     "rerun": ("tasks re-run", "tasks with no usable cached record: the body runs again from the start"),
+    "failed": ("lookups failed", "tasks whose lookup fails upstream (FAIL): the job throws there and restarts"),
     "bodies_executed": ("action bodies run", "action bodies that ran again (tasks resumed + tasks re-run)"),
     "shadow_runs": ("bodies run to compare", "bodies the 'diff' replay policy ran beside the recorded result to "
                     "compare the two; they change nothing"),
@@ -140,7 +141,8 @@ class ReplayStepper(w.VBox):
         self.key_filter.add_class("ai-stepper-key")
         self._syncing = False
         self.key_filter.observe(lambda _: None if self._syncing else self.refresh(), names="value")
-        self.runtime = runtime_html(executor)
+        # the rule the replay runs under, labelled a what-if when the runtime ships another
+        self.runtime = runtime_html(executor, rule=getattr(getattr(executor, "recovery", None), "rule", None))
         self.terms = w.HTML(terms_html(["step", "round", "task", *_step_kinds()]))
         self.children = [
             w.HBox([self.step_button, self.back_button, self.run_button, self.reset_button, self.key_filter]),

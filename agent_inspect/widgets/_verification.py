@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from agent_inspect._glossary import count_words, define
+from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
 from agent_inspect.store import Outcome
@@ -39,7 +39,9 @@ def _ranking_html(ranking: Any) -> str:
     top = ranking.iloc[0]
     tied = ranking[(ranking["disagree"] == top["disagree"]) & (ranking["agree"] == top["agree"])]
     names = ", ".join(f"<code>{escape(n)}</code>" for n in tied["name"])
-    score = f"{int(top['agree'])} agree / {int(top['disagree'])} disagree"
+    # a task that does not agree may be one the trace cannot decide: the verdict says which, the score does not
+    agree = int(top["agree"])
+    score = f"{agree} of {plural(int(top['tasks']), 'task')} {'agrees' if agree == 1 else 'agree'}"
     if len(tied) > 1:
         return (f' <span class="ai-ranking-tie" title="{escape(define("tied"))}">{len(tied)} configurations tie '
                 f"as the best explanation ({score}): {names}.</span>")

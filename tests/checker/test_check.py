@@ -513,3 +513,12 @@ def test_histories_on_0_4_and_main_write_refresh_rows_and_judge_like_their_case_
     with pytest.raises(RuleCheckError, match="runtimes"):
         generate_history(1, runtimes=("0.5",))
     assert generate_history(4, runtimes="0.3").runtime == "0.3"
+
+
+def test_the_summary_says_how_many_histories_were_random_and_how_many_from_the_case_matrix() -> None:
+    report = check("fixed", n=3, seed=0)
+    swept = int((report.frame["case"] != "").sum())
+    assert swept > 0 and len(report.frame) == 3 + swept
+    assert report.summary().startswith(f"rule fixed: {3 + swept} histories (3 random, {swept} from the case "
+                                       "matrix), ")
+    assert "random" not in check("fixed", n=3, seed=0, sweep=False).summary()

@@ -34,3 +34,13 @@ def test_the_demo_ledger_names_resubmitted_subagent_calls_apart_from_executed_on
 
     rows = _ledger_rows([{"call:s0#s0-1": 1, "resubmit:s0#s0-2": 2, "resubmit:s0#s0-3": 1}, {}])
     assert rows == [("sub-agent calls", [1, 0]), ("sub-agent calls re-submitted", [3, 0])]
+
+
+def test_the_demo_labels_the_fixed_rule_a_what_if(capsys) -> None:
+    from agent_inspect import samples
+
+    assert main(["demo", "--cli", "--sample", str(samples.path("N04")), "--markers", '{"0": 0}']) == 0
+    text = capsys.readouterr().out
+    assert "== reconstruct under rule 'original': 1 divergence" in text
+    assert "== reconstruct under rule 'fixed' (what-if; 0.4 ships original): 0 divergences" in text
+    assert "== re-execution ledger: what the restore runs again (fixed: a what-if)" in text

@@ -26,6 +26,14 @@ def test_diff_rules_text_and_json(capsys):
     assert {c["path"] for p in data["pairs"] for c in p["changes"]} >= {"outcome"}
 
 
+def test_diff_of_attempts_names_no_alignment_for_an_unmatched_execution(capsys):
+    production = str(SAMPLES / "production.jsonl")
+    assert main(["diff", f"{production}@attempt=1", f"{production}@attempt=2", "--key", "user-0019"]) == 0
+    out = capsys.readouterr().out
+    assert ": only in b\n" in out and "(aligned by action and event type)" in out
+    assert "nan" not in out
+
+
 def test_diff_of_copies_is_empty(capsys):
     assert main(["diff", N04, str(SAMPLES / "N04.parquet"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["empty"] is True

@@ -198,3 +198,23 @@ def test_summary_of_the_v4_sample_reports_v4_and_the_runtime(capsys: pytest.Capt
     assert done and all(e.upstream_event_id is None for st in done for e in st.result_events)
     code, out, _ = run(capsys, "summary", str(sample))
     assert "main (inferred: " in out
+
+
+def test_summary_partitions_are_the_records_not_the_unreadable_lines(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    lines = (Path(__file__).resolve().parents[2] / "sample_logs" / "N04.jsonl").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:4] + [lines[4][:50], "not json"]) + "\n", encoding="utf-8")
+    code, out, _ = run(capsys, "summary", str(cut), "--json")
+    s = json.loads(out)
+    assert code == 0 and s["records"] == 6 and s["errors"] == 2 and s["partitions"] == [0]
+
+
+def test_a_key_with_no_records_is_an_error_not_an_empty_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    production = str(Path(__file__).resolve().parents[2] / "sample_logs" / "production.jsonl")
+    code, out, err = run(capsys, "summary", production, "--key", "user-19")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "business key 'user-19' has no records" in err
+    code, out, err = run(capsys, "summary", production, "--key", "user-0019", "--key", "user-19", "--json")
+    assert code == 0 and json.loads(out)["business_keys"] == 1
+    assert "no records of business key 'user-19'" in err

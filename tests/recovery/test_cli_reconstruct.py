@@ -57,3 +57,30 @@ def test_text_output_and_bad_usage(tmp_path: Path, capsys) -> None:
     proc = subprocess.run([sys.executable, "-m", "agent_inspect", "reconstruct", str(tmp_path / "missing.jsonl")],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
+
+
+def test_text_names_sub_agent_calls_counts_tasks_and_says_when_nothing_runs_again(capsys) -> None:
+    production = str(SAMPLES / "production.jsonl")
+    assert main(["reconstruct", production, "--markers", f"@{SAMPLES / 'production.markers.json'}"]) == 0
+    out = capsys.readouterr().out
+    # the 9 sub-agent calls under one line with the name a reader knows, not 9 lines of durable-call ids
+    assert "  call reviewer (sub-agent call from review): 9\n" in out and "#" not in out
+    assert "tasks: 643 (REUSE 169, RERUN 464, NOT-DISPATCHED 10)\n" in out
+    g02 = str(SAMPLES / "G02.jsonl")
+    assert main(["reconstruct", g02, "--markers", f"@{SAMPLES / 'G02.markers.json'}"]) == 0
+    out = capsys.readouterr().out
+    assert "re-execution ledger: nothing runs again\n" in out
+
+
+def test_text_says_when_the_restore_fails_and_never_ends_a_line_with_a_comma(tmp_path: Path, capsys) -> None:
+    assert main(["reconstruct", str(SAMPLES / "P01.jsonl"), "--markers", f"@{SAMPLES / 'P01.markers.json'}"]) == 0
+    out = capsys.readouterr().out
+    assert "tasks: 1 (FAIL 1)\nthe restore fails at a lookup (FAIL)" in out
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert main(["reconstruct", str(empty)]) == 0
+    out = capsys.readouterr().out
+    assert "rule original: 0 records\n" in out and "tasks: 0\n" in out

@@ -173,7 +173,7 @@ def test_graph_subagent_tree_summary_and_html() -> None:
     assert "<script>x" not in html and "&lt;script&gt;" in html
     s = r.summary()
     assert s["rule"] == "fixed" and s["invalidated"] == 1 and s["divergences"] == {"root-conflict": 1}
-    assert "Reconstruction(rule='fixed'" in repr(r)
+    assert "Reconstruction(rule='fixed (what-if" in repr(r)
 
 
 def test_custom_rule_and_errors() -> None:

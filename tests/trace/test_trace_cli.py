@@ -93,3 +93,27 @@ def test_verify_infer_ranks_rules_and_runtimes(capsys: pytest.CaptureFixture[str
     d = json.loads(capsys.readouterr().out)
     assert d["ranking"] and d["best"]["disagree"] == 0
     assert {r["name"] for r in d["ranking"]} >= {"original", "fixed", "original:kafka-k1"}
+
+
+def test_verify_ranking_does_not_call_an_undetermined_task_a_disagreement(capsys: pytest.CaptureFixture[str]) -> None:
+    # G02's trace cannot decide one task (agent-model); the ranking below the verdict must not say "1 disagree"
+    assert main(["verify", str(LOGS / "G02.jsonl"), "--trace", str(LOGS / "G02.trace.log"),
+                 "--markers", f"@{LOGS / 'G02.markers.json'}"]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("UNDETERMINED:") and "rules and store flavours by agreement:" in out
+    assert "  original: 2 of 3 tasks agree\n" in out and "disagree" not in out
+
+
+def test_verify_against_another_jobs_trace_says_so_and_prints_no_nan(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "production.trace.log"),
+                 "--markers", f"@{LOGS / 'N04.markers.json'}"]) == 1
+    out = capsys.readouterr().out
+    assert "note: the trace and the log share no business key" in out
+    trace_only = [line for line in out.splitlines() if "[invisible-reuse]" in line or "[trace-only]" in line]
+    assert trace_only and all("nan" not in line and "<NA>" not in line for line in trace_only)
+    assert "predicted nothing" in trace_only[0]
+
+
+def test_trace_summary_text_says_when_no_file_names_a_subtask(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "summary", str(LOGS / "N04.trace.log")]) == 0
+    assert "jobs: (not named); subtasks: (not named); agents: N04-agent" in capsys.readouterr().out

@@ -215,3 +215,13 @@ def test_an_unreadable_or_empty_trace_is_named_not_a_crash(tmp_path: Path) -> No
     empty = tmp_path / "empty.log"
     empty.write_text("", encoding="utf-8")
     assert set(_verify("N04", empty).disagreements["cause"]) == {"trace-missing"}
+
+
+def test_a_restore_that_crashes_at_a_lookup_is_absent_as_predicted() -> None:
+    v = _verify("P01")            # the snapshot's strict key parser throws at the first lookup: the job restarts
+    assert v.agree and list(v.tasks["predicted"]) == ["FAIL"] and list(v.tasks["observed"]) == ["ABSENT"]
+    assert v.absent() == 0        # nothing predicted to run is missing from the trace
+    text = v.summary_text()
+    assert text.startswith("the one task agrees with the trace under rule original")
+    assert "1 task fails its lookup (the restore crashes there) and is absent from the trace, as predicted" in text
+    assert "predicted to run" not in text and v.headline() == "agrees"

@@ -69,3 +69,15 @@ def test_the_view_says_when_the_trace_cannot_tell() -> None:
     view.select(unsure)
     assert "cannot tell (undetermined) — agent-model" in view.detail.value
     assert "cannot tell (undetermined)" in v._repr_html_()
+
+
+def test_the_best_explanation_counts_agreeing_tasks_and_calls_no_undetermined_one_a_disagreement() -> None:
+    restore = json.loads((LOGS / "G02.markers.json").read_text(encoding="utf-8"))["restore"]
+    v = ai.verify(ai.load(LOGS / "G02.jsonl"), LOGS / "G02.trace.log", markers=samples.markers("G02"), restore=restore)
+    assert v.verdict == "undetermined" and v.counts()["disagree"] == 0
+    summary = VerificationView(v).summary.value
+    assert "2 of 3 tasks agree" in summary and "disagree" not in summary.split("configurations tie")[-1]
+    nothing_decided = json.loads((LOGS / "N04.markers.json").read_text(encoding="utf-8"))["restore"]
+    fixed = ai.verify(ai.load(LOGS / "N04.jsonl"), LOGS / "N04.fixed-rule.trace.log", markers=samples.markers("N04"),
+                      restore=nothing_decided)
+    assert "4 of 4 tasks agree" in VerificationView(fixed).summary.value

@@ -120,3 +120,13 @@ def test_the_current_step_shows_the_readers_reason_and_keeps_the_rules_words():
     assert "<th>reason</th>" not in stepper.detail.value and "<th>rule_note</th>" in stepper.detail.value
     eviction = next(s for s in ex.step_list if str(s.kind) == "eviction")
     assert eviction.reason.startswith("2 cached records of ") and " > 1" not in eviction.reason
+
+
+def test_the_stepper_names_its_rule_and_labels_a_what_if():
+    import agent_inspect as ai
+
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    what_if = ReplayStepper(ai.ReplayExecutor(log, markers=markers, rule="fixed"))
+    assert "fixed (what-if" in what_if.counters.value
+    shipped = ReplayStepper(ai.ReplayExecutor(log, markers=markers))
+    assert "<b>rule</b>: original" in shipped.counters.value and "what-if" not in shipped.counters.value

@@ -41,7 +41,14 @@ def _views(probe_log, probe_result) -> list[w.Widget]:
             RuleComparison(ai.cases.compare(probe_log, ["fixed", "original"])), stepper,
             VerificationView(_verification(LOGS / "N04.fixed-rule.trace.log")),
             VerificationView(_verification(LOGS / "N04.trace.log")),
-            VerificationView(_verification(LOGS / "G02.trace.log", "G02"))]
+            VerificationView(_verification(LOGS / "G02.trace.log", "G02")), _explain_view()]
+
+
+def _explain_view() -> w.Widget:
+    """A what-if explanation of a re-run: several steps (the "because" between them) with details."""
+    log = ai.load(LOGS / "production.jsonl")
+    return ai.inspect(ai.explain(log, "user-0019", 2, "triage", markers=samples.markers("production"),
+                                 also=["fixed"]), log=log)
 
 
 class _Idle:
@@ -67,10 +74,11 @@ def test_no_view_writes_inline_css_and_every_class_it_styles_is_in_the_file(prob
         for node in walk(view):
             if isinstance(node, w.HTML):
                 assert " style=" not in node.value, (type(view).__name__, node.value[:200])
-                classes |= {c for attr in re.findall(r'class="([^"]*)"', node.value) for c in attr.split()}
+                classes |= {c for attr in re.findall(r"""class=["']([^"']*)["']""", node.value) for c in attr.split()}
     styled = set(re.findall(r"\.(ai-[a-z-]+)\s*\{", CSS))
     assert {"ai-scroll-tall", "ai-counter-row", "ai-counter", "ai-side-by-side", "ai-side", "ai-agree",
-            "ai-disagree", "ai-undetermined", "ai-live-badge", "ai-terms", "ai-term"} == styled
+            "ai-disagree", "ai-undetermined", "ai-live-badge", "ai-terms", "ai-term", "ai-explain-chain",
+            "ai-explain-step", "ai-explain-because", "ai-explain-detail"} == styled
     assert styled <= classes
 
 

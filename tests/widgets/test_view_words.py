@@ -32,7 +32,7 @@ def test_every_stepper_counter_is_named_after_what_it_counts_with_a_tooltip() ->
     stepper = ReplayStepper(ex)
     stepper.run()
     shown = _counters(stepper)
-    assert set(shown) == {"steps", *Counters.__dataclass_fields__}      # 16 counters, none left out
+    assert set(shown) == {"steps", *Counters.__dataclass_fields__}      # every counter, none left out
     for name, (label, n, title) in shown.items():
         assert (label, title) == (html.unescape(COUNTER_WORDS[name][0]), COUNTER_WORDS[name][1])
         assert len(title) > 20 and name == "steps" or n == getattr(ex.counters, name)

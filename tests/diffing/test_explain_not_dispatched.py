@@ -1,0 +1,64 @@
+"""``explain`` answers for every task ``predict`` lists: a NOT-DISPATCHED one is explained as one (no lookup
+reached it), with no lookup or rebuild step it never had; a task that is not listed at all is a one-line error."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.diffing import SelectorError
+
+
+@pytest.fixture(scope="module")
+def production():
+    log = ai.load(ai.samples.path("production"))
+    markers = ai.samples.markers("production")
+    return log, markers, ai.predict(log, markers=markers)
+
+
+def test_a_task_predict_lists_as_not_dispatched_is_explained_as_one(production) -> None:
+    log, markers, prediction = production
+    listed = prediction.tasks[prediction.tasks["outcome"] == "NOT-DISPATCHED"]
+    assert len(listed) == 10
+    row = listed.iloc[0]
+    why = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert why.outcome == "NOT-DISPATCHED" and why.reason == row["reason"]
+    assert [s.kind for s in why.steps] == ["outcome", "dispatch"]
+    assert int(row["entry_pos"]) in why.cause.positions
+    assert "lookup" not in why.story() and why.cost["bodies"] == why.cost["calls"] == 0
+
+
+def test_the_same_task_by_its_row_gives_the_same_chain(production) -> None:
+    log, markers, prediction = production
+    i = int((prediction.tasks["outcome"] == "NOT-DISPATCHED").to_numpy().nonzero()[0][0])
+    row = prediction.tasks.iloc[i]
+    by_row = ai.explain(log, task=i, markers=markers)
+    by_name = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert by_row.steps == by_name.steps and by_row.task == by_name.task == i
+
+
+def test_a_dispatched_task_is_still_found_first(production) -> None:
+    log, markers, _ = production
+    why = ai.explain(log, "user-0019", 2, "triage", markers=markers)
+    assert why.outcome == "RERUN" and why.steps[1].kind == "lookup"
+
+
+def test_a_task_nobody_lists_is_a_one_line_error(production) -> None:
+    log, markers, _ = production
+    with pytest.raises(SelectorError, match=r"^no task user-0019@2 nope; tasks there: .*user-0019@2 triage"):
+        ai.explain(log, "user-0019", 2, "nope", markers=markers)
+
+
+def test_counts_of_one_are_singular() -> None:
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    story = ai.explain(log, "k", 6, "WA", markers=markers).story()
+    assert "cost of this decision downstream: 2 action bodies, 1 durable call run again" in story
+    verification = ai.verify(log, ai.samples.path("N04", "trace"), markers=markers).with_tokens()
+    assert verification.tokens.headline().endswith("tokens in 1 LLM call")
+
+
+def test_a_what_if_explanation_says_so_on_its_first_line() -> None:
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    first = ai.explain(log, "k", 6, "WA", markers=markers, rule="fixed").story().splitlines()[0]
+    assert first == "what-if: rule fixed (the runtime ships original), not what the job does"
+    assert ai.explain(log, "k", 6, "WA", markers=markers).story().startswith("WA at round 6 of k")

@@ -1,0 +1,34 @@
+"""Markers that name none of the loaded log's partitions (a typo, another topic's markers) leave the whole log
+outside the rebuild window and nothing replayed (spec §6.5: only named partitions are read). That is what the
+store does, so the prediction still says it, but with a warning, instead of an empty answer and no word why."""
+
+from __future__ import annotations
+
+import agent_inspect as ai
+from agent_inspect.cli import main
+
+
+def test_markers_of_other_partitions_are_warned_about() -> None:
+    log = ai.load(ai.samples.path("N04"))                  # one partition: 0
+    prediction = ai.predict(log, markers=[{7: 3}])
+    assert prediction.tasks.empty
+    assert any("partition 7" in w and "partition 0" in w and "rebuild window" in w for w in prediction.warnings)
+
+
+def test_markers_naming_every_partition_warn_nothing() -> None:
+    log = ai.load(ai.samples.path("production"))
+    assert ai.predict(log, markers=ai.samples.markers("production")).warnings == ()
+    assert ai.predict(log).warnings == ()                   # no markers: the whole log
+    assert ai.predict(log, markers=[]).warnings == ()       # a fresh start names no partition on purpose
+
+
+def test_a_partition_without_a_marker_is_named() -> None:
+    log = ai.load(ai.samples.path("production"))            # partitions 0-3
+    prediction = ai.predict(log, markers=[{0: 248, 1: 245, 2: 215}])
+    assert any(w.startswith("partition 3 has no marker") for w in prediction.warnings)
+
+
+def test_the_cli_prints_the_warning(capsys) -> None:
+    assert main(["reconstruct", str(ai.samples.path("N04")), "--markers", '[{"7": 3}]']) == 0
+    out = capsys.readouterr().out
+    assert "rule original: 10 records, outside 10" in out and "warning: the markers name partition 7" in out
