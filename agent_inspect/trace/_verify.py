@@ -525,6 +525,9 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
             else:
                 cause, expl = "trace-only", ("the trace shows an execution the prediction does not have: an input or "
                                              "key outside the loaded log or the markers' window, or another agent")
+        elif row["observed"] == "ABSENT" and str(row["key"]) not in traced_keys and has_errors:
+            cause, expl = "trace-truncated", (f"the trace has no record of key {row['key']}, but some of its records "
+                                              "could not be read (a cut-off or damaged file): they may have held it")
         elif row["observed"] == "ABSENT" and str(row["key"]) not in traced_keys:
             cause, expl = "trace-missing", (f"the trace has no record of key {row['key']}: another subtask's file, "
                                             "a trace-log scope or detail that leaves actions out, or a missing file")
