@@ -42,3 +42,16 @@ def test_version_and_changelog_agree() -> None:
     assert project["version"] == ai.__version__ == "0.2.0"
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert re.search(rf"^## {re.escape(ai.__version__)}\b", changelog, re.M)
+
+
+def test_no_data_directory_shadows_a_public_name() -> None:
+    # a directory without __init__.py imports as a namespace package, and importing it (a docs tool, a resources
+    # lookup) sets it on its parent: cases/builtin/ once replaced ai.cases.builtin(), the function, by a module
+    clashes = []
+    for folder in (ROOT / "agent_inspect").rglob("*"):
+        if folder.is_dir() and not (folder / "__init__.py").exists() and folder.name != "__pycache__":
+            parent = ".".join(folder.parent.relative_to(ROOT).parts)
+            names = getattr(importlib.import_module(parent), "__all__", ())
+            if folder.name in names:
+                clashes.append(f"{parent}.{folder.name}")
+    assert clashes == []

@@ -46,7 +46,7 @@ def builtin_path() -> Path:
 
         sorted(p.name for p in ai.cases.builtin_path().glob("*.toml"))[:5]
     """
-    return Path(__file__).resolve().parent / "builtin"
+    return Path(__file__).resolve().parent / "_matrix"
 
 
 def builtin() -> list[Case]:

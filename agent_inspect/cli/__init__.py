@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from agent_inspect._errors import InspectError
+from agent_inspect.cli._terminal import inert_terminal
 
 __all__ = ["main", "build_parser"]
 
@@ -42,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    with inert_terminal():   # job data may carry escape sequences: shown on a terminal, never obeyed
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except InspectError as exc:

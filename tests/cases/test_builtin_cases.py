@@ -49,5 +49,5 @@ def test_the_wheel_ships_the_case_files(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     (wheel,) = tmp_path.glob("agent_inspect-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("agent_inspect/cases/builtin/")}
+    shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("agent_inspect/cases/_matrix/")}
     assert shipped == {p.name for p in (ROOT / "cases").glob("*.toml")}
