@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from functools import partial
 from operator import itemgetter
 from typing import Any, cast
 
@@ -42,7 +42,6 @@ from agent_inspect.log._dtypes import (
     missing_categorical,
     utc_timestamps,
 )
-from agent_inspect.log._reader import KEYS, OFFSETS, PARTITIONS, Layout, Reader, order_of
 from agent_inspect.raw import RawBatch
 
 __all__ = ["COLUMNS", "build_records", "concat_batches", "physical_order"]
@@ -62,12 +61,8 @@ COLUMNS = (
 def build_records(batches: RawBatch | Iterable[RawBatch], *, key_format: str | None,
                   max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     """The batches joined in physical order and their records frame (call under ``gc_paused``)."""
-    reader = Reader([batches] if isinstance(batches, RawBatch) else batches,
-                    partial(_key_part, key_format=key_format, max_parallelism=max_parallelism))
-    try:
-        return _build(reader, key_format=key_format, max_parallelism=max_parallelism)
-    finally:
-        reader.close()
+    keys, join_values, join_raw = _gather(batches)
+    return _build(keys, join_values, join_raw, key_format=key_format, max_parallelism=max_parallelism)
 
 
 def concat_batches(batches: RawBatch | Iterable[RawBatch]) -> RawBatch:
@@ -105,7 +100,16 @@ def _joined_raw(pieces: Iterable[tuple[RawBatch, int, int]], *, with_agent_key: 
 
 def _physical_order(raw: RawBatch) -> list[int] | None:
     """The permutation into physical order (partitions ascending, then offset; stable), None if already so."""
-    return order_of(np.asarray(raw.partition, dtype=np.int64), np.asarray(raw.offset, dtype=np.int64))
+    return _order_of(np.asarray(raw.partition, dtype=np.int64), np.asarray(raw.offset, dtype=np.int64))
+
+def _order_of(part: np.ndarray, off: np.ndarray) -> list[int] | None:
+    if len(part) < 2:
+        return None
+    dp, do = np.diff(part), np.diff(off)
+    if bool(np.all((dp > 0) | ((dp == 0) & (do >= 0)))):
+        return None
+    order: list[int] = np.lexsort((off, part)).tolist()
+    return order
 
 def _take(raw: RawBatch, order: list[int]) -> RawBatch:
     take = _taker(order)
@@ -124,11 +128,80 @@ def _sorted(raw: RawBatch) -> RawBatch:
     order = _physical_order(raw)
     return raw if order is None else _take(raw, order)
 
-_TIMES = "_times"
+def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
+    """``(partition, start, end)`` of each run of one partition, or None when runs are too short to pay."""
+    n = len(partitions)
+    if n == 0:
+        return []
+    part = np.asarray(partitions, dtype=np.int64)
+    cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
+    if len(cuts) > n // 64 + 8:
+        return None
+    starts = [0, *cuts.tolist()]
+    ends = [*cuts.tolist(), n]
+    return [(partitions[a], a, z) for a, z in zip(starts, ends)]
+
+def _gather(batches: RawBatch | Iterable[RawBatch]
+            ) -> tuple[pa.BinaryArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
+    """All records' keys (Arrow) in physical order, and functions joining their value columns and raw batches so.
+
+    Each batch is done as it arrives: sources hand batches over while still reading (Kafka fetches in the
+    background), so the decode overlaps the transfer instead of following it, and keys are copied out while
+    still in cache. Batches may mix partitions (Kafka chunks): their runs go to their partition's bucket,
+    so the buckets in partition order are the physical order. The value columns and raw batches are joined
+    later, by the returned functions: the key columns (Arrow, mostly without the GIL) can start before.
+    """
+    if isinstance(batches, RawBatch):
+        batches = [batches]
+    buckets: dict[int, list[tuple[RawBatch, dict[str, Any], int, int]]] = {}
+    arrival: list[tuple[RawBatch, dict[str, Any], int, int]] = []
+    bucketed = True
+    words = Words()
+    for b in batches:
+        cols = chunk_columns(b.value, words)
+        cols[_KEYS] = pa.array(b.key, pa.binary())
+        cols[_PARTITIONS] = np.asarray(b.partition, dtype=np.int64)
+        cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
+        cols[_TIMES] = epoch_ms(b.timestamp_ms)
+        arrival.append((b, cols, 0, len(b)))
+        runs = _partition_runs(b.partition) if bucketed else None
+        if runs is None:
+            bucketed = False
+            continue
+        for p, a, z in runs:
+            buckets.setdefault(p, []).append((b, cols, a, z))
+    pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
+    with_agent_key = any(b.agent_key is not None for b, _, _, _ in arrival)
+    names = [name for name in (pieces[0][1] if pieces else _empty_columns()) if name not in _POSITION]
+    where = _joined_columns(pieces, _POSITION, drop=True)
+    # offsets out of order within a partition (rare), or batches not bucketed
+    order = _order_of(where[_PARTITIONS], where[_OFFSETS])
+    if order is not None:
+        where = take_columns(where, order)
+
+    def join_values() -> dict[str, Any]:
+        cols = _joined_columns(pieces, names, drop=True)
+        if order is not None:
+            cols = take_columns(cols, order)
+        for name in WORD_COLUMNS:
+            cols[name] = words.categorical(cols[name])
+        cols[_PARTITIONS], cols[_OFFSETS] = where[_PARTITIONS], where[_OFFSETS]
+        return cols
+
+    def join_raw() -> RawBatch:
+        raw = _joined_raw_batch(pieces, with_agent_key=with_agent_key)
+        pieces.clear()
+        return raw if order is None else _take(raw, order)
+
+    return where[_KEYS], join_values, join_raw
+
+_KEYS, _PARTITIONS, _OFFSETS, _TIMES = "_keys", "_partitions", "_offsets", "_times"
+_POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
 
 def _empty_columns() -> dict[str, Any]:
     cols = chunk_columns([], Words())
-    cols[_TIMES] = np.zeros(0, dtype=np.int64)
+    cols[_KEYS] = pa.array([], pa.binary())
+    cols[_PARTITIONS] = cols[_OFFSETS] = cols[_TIMES] = np.zeros(0, dtype=np.int64)
     return cols
 
 def _whole(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> bool:
@@ -169,33 +242,33 @@ def _joined_raw_batch(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *
         return first
     return _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
 
-def _build(reader: Reader[tuple[dict[str, Any] | None, list[str | None]]], *, key_format: str | None,
-           max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
-    # Each batch's value columns are made as it arrives (sources hand batches over while still reading), while its
-    # values are still in cache; the key columns are made in the reading thread once every batch is read, beside
-    # the decode of the batches still queued (Arrow work, mostly without the GIL).
-    words = Words()
-    arrival: list[tuple[RawBatch, dict[str, Any]]] = []
-    for b in reader:
-        cols = chunk_columns(b.value, words)
-        cols[_TIMES] = epoch_ms(b.timestamp_ms)
-        arrival.append((b, cols))
-    layout = reader.layout
-    assert layout is not None  # the iteration ended without an error
-    pieces = [(*arrival[i], a, z) for i, a, z in layout.pieces]
-    arrival.clear()
-    names = list(pieces[0][1] if pieces else _empty_columns())
-    cols = _joined_columns(pieces, names, drop=True)
-    raw = _joined_raw_batch(pieces, with_agent_key=layout.with_agent_key)
-    pieces.clear()
-    if layout.order is not None:
-        cols, raw = take_columns(cols, layout.order), _take(raw, layout.order)
-    for name in WORD_COLUMNS:
-        cols[name] = words.categorical(cols[name])
-    cols[PARTITIONS], cols[OFFSETS] = layout.positions[PARTITIONS], layout.positions[OFFSETS]
-    n = len(raw)
-    c, masks, value_errors = _value_part(raw, cols)
-    ready, errors = reader.result()
+def _build(key_array: pa.BinaryArray, join_values: Callable[[], dict[str, Any]], join_raw: Callable[[], RawBatch],
+           *, key_format: str | None, max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
+    n = len(key_array)
+    # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
+    # one finishes the value columns (on a machine with a second core they overlap).
+    key_errors: list[str | None] = [None] * n
+    keys_done: dict[str, Any] = {}
+
+    def key_columns() -> None:
+        try:
+            keys_done["ready"] = _key_columns(key_array, key_errors, key_format=key_format,
+                                              max_parallelism=max_parallelism)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            keys_done["error"] = exc
+
+    worker = threading.Thread(target=key_columns, name="agent-inspect-keys", daemon=True)
+    worker.start()
+    try:
+        cols = join_values()  # while the key thread runs
+        raw = join_raw()
+        c, masks, value_errors = _value_part(raw, cols)
+    finally:
+        worker.join()
+    if "error" in keys_done:
+        raise keys_done["error"]
+    ready = keys_done["ready"]
+    errors = key_errors
     if ready is None:  # ambiguous layouts are settled per partition, record by record
         errors = [None] * n
         keys = resolve_key_fields(raw.key, raw.partition, prefer=key_format, max_parallelism=max_parallelism)
@@ -250,18 +323,11 @@ def _value_part(raw: RawBatch, cols: dict[str, Any]) -> tuple[dict[str, Any], An
     size = c["payload_bytes"]
     c["payload_bytes"] = pd.arrays.IntegerArray(size, size < 0)  # -1: a tombstone
     c["tombstone"] = size < 0
-    c["partition"] = c.pop(PARTITIONS).astype(np.int32)  # made per batch
-    c["offset"] = c.pop(OFFSETS)
+    c["partition"] = c.pop(_PARTITIONS).astype(np.int32)  # made per batch
+    c["offset"] = c.pop(_OFFSETS)
     c["timestamp"] = utc_timestamps(c.pop(_TIMES))  # made per batch
     c["agent_key"] = raw.agent_key if raw.agent_key is not None else missing_categorical(n)
     return finished_columns(c, n), masks, value_errors
-
-def _key_part(layout: Layout, *, key_format: str | None,
-              max_parallelism: int | None) -> tuple[dict[str, Any] | None, list[str | None]]:
-    """The key columns of every record read and the key errors (see :func:`_key_columns`); in the reading thread."""
-    keys = layout.positions[KEYS]
-    errors: list[str | None] = [None] * len(keys)
-    return _key_columns(keys, errors, key_format=key_format, max_parallelism=max_parallelism), errors
 
 def _key_error(k: Any) -> str:
     return "key: missing (record has no key)" if k is None else f"key: {error_reason(k)}"
