@@ -278,7 +278,7 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
     # The common chunk (no errors or EOF events, every record inside its partition's range) is taken in one pass
-    # that touches each message once, then split into columns: a third cheaper than one map() pass per field.
+    # that touches each message once, then split into columns: about a fifth cheaper than one map() pass per field.
     # (no tuple.count(None): KafkaError's == against None raises inside confluent-kafka)
     errors, parts, offsets, stamps, keys, values = zip(
         *[(m.error(), m.partition(), m.offset(), m.timestamp(), m.key(), m.value()) for m in messages])
