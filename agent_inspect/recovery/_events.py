@@ -107,22 +107,18 @@ def agent_event(ev: Any, **changes: Any) -> AgentEvent:
         state = log.value(0)                          # a decoded record (ai.codec.ActionState)
         ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
     """
-    if type(ev) is CodecEvent and not changes:   # a record's event: its bytes read once, for the map and the UUID
-        attrs, data = ev.attrs(), bytes(ev.attributes)
-        if type(attrs) is not dict:
-            attrs, data = {}, b""
-        return AgentEvent.of(str(ev.type), attrs, ev.id, ev.event_class, ev.upstream_event_id,
-                             ev.upstream_action_name, fingerprint=fingerprint_of_raw(data) if data else None)
     attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
     raw = getattr(ev, "attributes", None)
-    fingerprint = fingerprint_of_raw(bytes(raw)) if isinstance(attrs, dict) and isinstance(raw, bytes | Raw) else None
+    if not isinstance(attrs, dict):   # not a map: no attributes, and no fingerprint of them
+        attrs, raw = {}, None
+    fingerprint = fingerprint_of_raw(bytes(raw)) if isinstance(raw, bytes | Raw) else None
     if changes:
-        fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs if isinstance(attrs, dict) else {},
-                                  "id": ev.id, "event_class": ev.event_class, "upstream_event_id": ev.upstream_event_id,
+        fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs, "id": ev.id, "event_class": ev.event_class,
+                                  "upstream_event_id": ev.upstream_event_id,
                                   "upstream_action": ev.upstream_action_name, **changes}
         return AgentEvent.of(**fields, fingerprint=fingerprint)
-    return AgentEvent.of(str(ev.type), attrs if isinstance(attrs, dict) else {}, ev.id, ev.event_class,
-                         ev.upstream_event_id, ev.upstream_action_name, fingerprint=fingerprint)
+    return AgentEvent.of(str(ev.type), attrs, ev.id, ev.event_class, ev.upstream_event_id, ev.upstream_action_name,
+                         fingerprint=fingerprint)
 
 
 @functools.lru_cache(maxsize=1 << 16)
