@@ -72,16 +72,19 @@ class AsRecordedAgent(BaseAgent):
         sessions: dict[tuple[str, str], tuple[Any, str]] = {}   # (key, sessionId) -> (targetScope, delegateType)
         first_root: dict[tuple[str, int], str] = {}
         round_begin: dict[tuple[str, int], AgentEvent] = {}
+        value, records, any_seq = log.value, self._records, self._any_seq
         for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
                                         ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
                                         ok["event_uuid"].astype(object).tolist()):
-            state = log.value(pos)
+            state = value(pos)
             if state is None or state.task_event is None:
                 continue
             au, bk, seq, eu = str(au), str(bk), int(seq), str(eu)
-            for out in state.output_events:
-                if out.upstream_action_name and au not in names:
-                    names[au] = out.upstream_action_name
+            if au not in names:
+                for out in state.output_events:
+                    if out.upstream_action_name:
+                        names[au] = out.upstream_action_name
+                        break
             ev = state.task_event
             if ev.type == SUBAGENT_EVENT:
                 attrs = _attrs(ev)   # routing sits in a wrapper's attributes; other events route by type
@@ -101,8 +104,8 @@ class AsRecordedAgent(BaseAgent):
             if state.call_results:
                 claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
             triggers.setdefault(au, {})[route] = None
-            self._records.setdefault((bk, seq, au, eu), []).append(pos)
-            self._any_seq.setdefault((bk, au, eu), []).append(pos)
+            records.setdefault((bk, seq, au, eu), []).append(pos)
+            any_seq.setdefault((bk, au, eu), []).append(pos)
         # bootstraps no recorded call explains (the caller completed, which clears its call results, or had
         # not recorded the call yet): their caller is the record their lineage names, else the round's first root
         self._unclaimed: dict[tuple[str, int], list[AgentEvent]] = {}

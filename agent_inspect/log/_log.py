@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -72,9 +72,10 @@ class ActionStateLog(HtmlRepr):
         Raises :class:`ValueFormatError` when that record's value does not decode. A value that decodes but
         that upstream would refuse (a Kryo envelope of another version) is returned; its row has an ``error``.
         """
+        cached = self._cache.get(pos, _UNREAD)
+        if cached is not _UNREAD:
+            return cast("ActionState | None", cached)
         pos = int(pos)
-        if pos in self._cache:
-            return self._cache[pos]
         if not 0 <= pos < len(self.raw):
             raise IndexError(f"position {pos} is outside this log (0..{len(self.raw) - 1})")
         data = self.raw.value[pos]
@@ -184,6 +185,9 @@ class ActionStateLog(HtmlRepr):
         if self.records["error"].head(10).notna().any():    # an error column only where one of the rows shown has one
             cols.append("error")
         yield Table(self.records[cols], caption="records", max_rows=10)
+
+
+_UNREAD: Any = object()   # a cache miss (None is a tombstone's cached value)
 
 
 def _counts(col: pd.Series) -> dict[str, int]:

@@ -254,8 +254,12 @@ def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
     ``expected_fingerprint`` (default: the window's most common one) fail. Returns
     ``(pos, upstream message, business key)`` per offending record, in log order.
     """
-    sub = records if mask is None else records[mask]
-    if sub.empty or "state_key" not in sub:
+    if "state_key" not in records:
+        return []
+    # only the three columns read here are masked: masking the whole window copies every column
+    sub = records[[c for c in ("state_key", "error", "business_key") if c in records]]
+    sub = sub if mask is None else sub[mask]
+    if sub.empty:
         return []
     sks = sub["state_key"].astype(object)
     known = sks.notna().to_numpy()
