@@ -147,3 +147,18 @@ def test_a_categorical_from_codes_is_the_categorical_of_the_words(codes: list[in
     want = categorical([None if c < 0 else words[c] for c in codes])
     pd.testing.assert_series_equal(pd.Series(got), pd.Series(want))
     assert list(got.cat.categories) == list(want.cat.categories)
+
+
+def test_timestamps_missing_or_outside_a_datetime_are_nat_and_the_rest_kept() -> None:
+    """A record without a timestamp, or with one no Python datetime can hold, gets NaT; the others keep theirs,
+    whether the batch holds a None (the slow path) or not."""
+    def log_of(stamps: list[int | None]) -> ActionStateLog:
+        raw = RawBatch([0] * len(stamps), list(range(len(stamps))), stamps, [KEY] * len(stamps),
+                       [None] * len(stamps))
+        return ActionStateLog.from_raw(raw, SOURCE)
+
+    ok, huge = 1_700_000_000_000, 10 ** 15
+    for stamps in ([ok, None, huge, ok + 1], [ok, huge, ok + 1], [None, None]):
+        got = log_of(stamps).records["timestamp"]
+        expected = [pd.Timestamp(s, unit="ms", tz="UTC") if s is not None and s != huge else pd.NaT for s in stamps]
+        assert got.tolist() == expected, stamps

@@ -51,6 +51,7 @@ def masked_bool(col: Sequence[bool | None] | pa.Array) -> pd.api.extensions.Exte
 #: the epoch milliseconds a Python datetime can hold (years 1 to 9999): pandas formats no timestamp outside
 #: them, so one such record would keep a notebook from showing the log. Outside: NaT (``log.raw`` keeps the value).
 _MS_MIN, _MS_MAX = -62135596800000, 253402300799999
+_NAT = int(np.iinfo(np.int64).min)   # NaT's int64 value, made once (np.iinfo costs a microsecond a call)
 
 def timestamps(col: Sequence[int | None]) -> Any:
     return utc_timestamps(epoch_ms(col))
@@ -60,12 +61,11 @@ def epoch_ms(col: Sequence[int | None]) -> np.ndarray:
     try:
         ms = np.fromiter(col, np.int64, len(col))
     except (TypeError, OverflowError):  # some record has no timestamp (a None)
-        ms = np.fromiter((np.iinfo(np.int64).min if v is None or not _MS_MIN <= v <= _MS_MAX else v for v in col),
-                         np.int64, len(col))
+        ms = np.fromiter((_NAT if v is None or not _MS_MIN <= v <= _MS_MAX else v for v in col), np.int64, len(col))
     else:
         out = (ms < _MS_MIN) | (ms > _MS_MAX)
         if out.any():
-            ms[out] = np.iinfo(np.int64).min  # NaT
+            ms[out] = _NAT
     return ms
 
 def utc_timestamps(ms: np.ndarray) -> Any:
