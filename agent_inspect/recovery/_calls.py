@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import enum
 import functools
+import io
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
@@ -404,8 +405,6 @@ def _pickle(obj: Any) -> bytes:
 def _dumps(obj: Any) -> bytes:
     """cloudpickle's bytes of ``obj``, ignoring copyreg reducers of exceptions: dask.distributed's (tblib)
     pickle the traceback too, so a failed call would journal other bytes once distributed was imported."""
-    import io
-
     buffer = io.BytesIO()
     _journal_pickler()(buffer).dump(obj)
     return buffer.getvalue()
