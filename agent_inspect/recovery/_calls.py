@@ -475,10 +475,8 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
     except ValueError:
         data = payload
     if slot.status == "FAILED":
-        if isinstance(data, dict) and "exceptionClass" in data:
-            msg = f"{data.get('exceptionClass')}: {data.get('message')}"
-        else:
-            msg = str(data)
+        java = isinstance(data, dict) and "exceptionClass" in data
+        msg = f"{data.get('exceptionClass')}: {data.get('message')}" if java else str(data)
         return RecordedCallError(msg, function_id=slot.function_id, payload=payload)
     return data
 
