@@ -75,9 +75,8 @@ class Debugger:
             if s is None:
                 return None
             n += 1
-            if (stop is not None and stop(s)) or any(b.matches(s) for b in self.breakpoints):
-                return s
-            if max_steps is not None and n >= max_steps:
+            if ((stop is not None and stop(s)) or any(b.matches(s) for b in self.breakpoints)
+                    or (max_steps is not None and n >= max_steps)):
                 return s
 
     def back(self) -> Step | None:

@@ -35,12 +35,10 @@ def cache_frame(store: Store) -> pd.DataFrame:
     """One row per cached state key; ``written`` by the replay (no log position)."""
     import pandas as pd
 
-    rows = [{"state_key": e.state_key, "business_key": e.business_key, "seq": e.seq,
-             "event_uuid": e.event_uuid, "action_uuid": e.action_uuid, "is_root": e.is_root,
-             "completed": e.completed, "pos": e.pos, "written": e.pos is None}
-            for e in store.entries()]
-    return pd.DataFrame(rows, columns=["state_key", "business_key", "seq", "event_uuid", "action_uuid",
-                                       "is_root", "completed", "pos", "written"])
+    return pd.DataFrame([(e.state_key, e.business_key, e.seq, e.event_uuid, e.action_uuid, e.is_root, e.completed,
+                          e.pos, e.pos is None) for e in store.entries()],
+                        columns=["state_key", "business_key", "seq", "event_uuid", "action_uuid", "is_root",
+                                 "completed", "pos", "written"])
 
 
 def outputs_frame(engine: Engine) -> pd.DataFrame:
@@ -87,7 +85,6 @@ def stale_records_frame(engine: Engine) -> pd.DataFrame:
     known = {agent.action_uuid(d.name, fmt, attempt=engine.attempt) for d in agent.actions}
     base = engine.base_session
     entries = base.store.entries() if base is not None else []
-    rows = [{"state_key": e.state_key, "business_key": e.business_key, "seq": e.seq,
-             "action_uuid": e.action_uuid, "completed": e.completed, "pos": e.pos}
-            for e in entries if e.action_uuid not in known]
-    return pd.DataFrame(rows, columns=["state_key", "business_key", "seq", "action_uuid", "completed", "pos"])
+    return pd.DataFrame([(e.state_key, e.business_key, e.seq, e.action_uuid, e.completed, e.pos)
+                         for e in entries if e.action_uuid not in known],
+                        columns=["state_key", "business_key", "seq", "action_uuid", "completed", "pos"])

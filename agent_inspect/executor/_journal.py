@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_inspect._errors import ReplayError
+from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
 
@@ -37,9 +38,8 @@ def _base_ends(log: Any) -> dict[int, int]:
     return {int(p): int(o) for p, o in ends.items()}
 
 
-def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any, value_format: str,
-                  num_partitions: int, source_kind: str = "kafka",
-                  timestamps: Sequence[int | None] | None = None) -> Any:
+def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, value_format: str, num_partitions: int,
+                  source_kind: str = "kafka", timestamps: Sequence[int | None] | None = None) -> RawBatch:
     """A ``RawBatch`` of ``writes`` (state key, task, record view; task and view None for a tombstone) in write order.
 
     A refresh row's view is the bytes it repeats and its task the cached entry (same key fields).
@@ -52,7 +52,6 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, keys: Any
     (what matters holds: every row of a key lands in one bucket, in write order).
     """
     from agent_inspect.codec import encode_action_state, kafka_partition
-    from agent_inspect.sources import RawBatch
 
     nxt = _base_ends(log)
     fluss = source_kind == "fluss"
@@ -87,7 +86,6 @@ def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int
 def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> Any:
     """The base records followed by the journal, decoded as one ``ActionStateLog``."""
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.sources import SourceInfo
 
     batches = []
     if log is not None:

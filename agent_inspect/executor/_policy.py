@@ -10,7 +10,7 @@ from typing import Any
 __all__ = ["ActionPolicy", "CallPolicy", "Policies"]
 
 
-class ActionPolicy(str, enum.Enum):
+class ActionPolicy(enum.StrEnum):
     """Per-action replay policy (#1069): ``reuse-prod`` keeps what the rule decides; ``force-rerun``
     runs the body even when a production completion exists; ``diff`` reuses the production record and
     also runs the body on a copy of memory, then compares outputs and memory updates.
@@ -26,11 +26,8 @@ class ActionPolicy(str, enum.Enum):
     FORCE_RERUN = "force-rerun"
     DIFF = "diff"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class CallPolicy(str, enum.Enum):
+class CallPolicy(enum.StrEnum):
     """How a durable call that is not served by a matching record is handled on rerun.
 
     ``execute`` runs the function (production mode); ``stub`` returns a stub value; ``deny`` raises
@@ -49,9 +46,6 @@ class CallPolicy(str, enum.Enum):
     RECORDED = "recorded"
     STUB = "stub"
     DENY = "deny"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,8 @@ class Production:
 
     def journal(self) -> RawBatch:
         e = self.engine
-        return cast("RawBatch", build_journal(e.run.writes, log=e.log, keys=e.keys, value_format=self.value_format,
-                                              num_partitions=self.partitions(), source_kind=self.source_kind,
-                                              timestamps=self._timestamps()))
+        return build_journal(e.run.writes, log=e.log, value_format=self.value_format, num_partitions=self.partitions(),
+                             source_kind=self.source_kind, timestamps=self._timestamps())
 
     def _timestamps(self) -> list[int] | None:
         clock, run = self.clock, self.engine.run

@@ -12,13 +12,7 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
-from agent_inspect.executor._inspect import (
-    cache_frame,
-    counters_of,
-    outputs_frame,
-    stale_records_frame,
-    steps_frame,
-)
+from agent_inspect.executor._inspect import cache_frame, counters_of, outputs_frame, stale_records_frame, steps_frame
 from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions
 from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production

@@ -82,19 +82,13 @@ class ReplaySafetyReport(HtmlRepr):
         if failure and rows:
             rows[max(rows)]["risks"].append(failure)
         for row in rows.values():
-            risks = row["risks"]
-            if row["stale_logic"]:
-                risks.append("stale logic: action missing from the candidate agent")
-            if row["calls_denied"]:
-                risks.append(f"{plural(row['calls_denied'], 'call')} denied by the replay policy")
-            if row["calls_executed"]:
-                risks.append(f"{plural(row['calls_executed'], 'external call')} run again")
-            if row["calls_reconciled"]:
-                risks.append(f"{plural(row['calls_reconciled'], 'reconciler')} run")
-            if row["calls_truncated"]:
-                risks.append("non-deterministic calls: recorded results truncated")
-            if row["diff"] not in (None, "equal"):
-                risks.append("diff: replay disagrees with production")
+            risks = row["risks"] + [words for risky, words in (
+                (row["stale_logic"], "stale logic: action missing from the candidate agent"),
+                (row["calls_denied"], f"{plural(row['calls_denied'], 'call')} denied by the replay policy"),
+                (row["calls_executed"], f"{plural(row['calls_executed'], 'external call')} run again"),
+                (row["calls_reconciled"], f"{plural(row['calls_reconciled'], 'reconciler')} run"),
+                (row["calls_truncated"], "non-deterministic calls: recorded results truncated"),
+                (row["diff"] not in (None, "equal"), "diff: replay disagrees with production")) if risky]
             row["safe"] = not risks
             row["risks"] = "; ".join(dict.fromkeys(risks))
         frame = pd.DataFrame(list(rows.values()), columns=REPORT_COLUMNS)

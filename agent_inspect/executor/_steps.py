@@ -11,7 +11,7 @@ __all__ = ["StepKind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SER
            "CALL_COUNTERS"]
 
 
-class StepKind(str, enum.Enum):
+class StepKind(enum.StrEnum):
     """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``.
 
     NOT_DISPATCHED steps come last: one per cached record of a replayed round that no task looked
@@ -35,9 +35,6 @@ class StepKind(str, enum.Enum):
     ROUND_COMPLETE = "round-complete"
     PRUNE = "prune"
     NOT_DISPATCHED = "not-dispatched"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class StepOutcome(enum.StrEnum):

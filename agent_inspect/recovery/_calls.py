@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import enum
 import functools
+import io
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
@@ -404,8 +405,6 @@ def _pickle(obj: Any) -> bytes:
 def _dumps(obj: Any) -> bytes:
     """cloudpickle's bytes of ``obj``, ignoring copyreg reducers of exceptions: dask.distributed's (tblib)
     pickle the traceback too, so a failed call would journal other bytes once distributed was imported."""
-    import io
-
     buffer = io.BytesIO()
     _journal_pickler()(buffer).dump(obj)
     return buffer.getvalue()
@@ -476,10 +475,8 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
     except ValueError:
         data = payload
     if slot.status == "FAILED":
-        if isinstance(data, dict) and "exceptionClass" in data:
-            msg = f"{data.get('exceptionClass')}: {data.get('message')}"
-        else:
-            msg = str(data)
+        java = isinstance(data, dict) and "exceptionClass" in data
+        msg = f"{data.get('exceptionClass')}: {data.get('message')}" if java else str(data)
         return RecordedCallError(msg, function_id=slot.function_id, payload=payload)
     return data
 

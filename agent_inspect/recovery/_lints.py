@@ -22,10 +22,6 @@ LINTS = (
 _COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
 
 
-def _frame(log: Any) -> pd.DataFrame:
-    return log.records if hasattr(log, "records") else log
-
-
 def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
          attempts: pd.Series | None = None) -> pd.DataFrame:
     """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``,
@@ -40,16 +36,12 @@ def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
         hazards = ai.recovery.lint(ai.load(ai.samples.path("P01")))   # one row per hazard (LINTS)
         hazards[["lint", "severity", "business_key", "message"]]       # P01's key text holds a '_'
     """
-    records = _frame(log)
-    rows: list[dict[str, Any]] = []
+    records = log.records if hasattr(log, "records") else log
     if len(records) == 0 or "business_key" not in records:
         return pd.DataFrame(columns=_COLUMNS)
-    ok = records["seq"].notna() & records["business_key"].notna()
-    recs = records.loc[ok]
-    rows += _separator(recs, max_positions)
-    rows += _prefix(recs, max_positions)
-    rows += _action_uuid(records, max_positions, attempts)
-    rows += _typed_keys(recs, max_positions)
+    recs = records.loc[records["seq"].notna() & records["business_key"].notna()]
+    rows = [*_separator(recs, max_positions), *_prefix(recs, max_positions),
+            *_action_uuid(records, max_positions, attempts), *_typed_keys(recs, max_positions)]
     if fingerprints and hasattr(log, "value"):
         rows += _fingerprints(log, recs, max_positions)
     frame = pd.DataFrame(rows, columns=_COLUMNS)
@@ -65,13 +57,11 @@ def _separator(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     k1 = _k1(recs)
     texts = k1["key_text"].astype(object)
     bad = k1[texts.str.contains("_", regex=False, na=False)]
-    rows = []
-    for key, grp in bad.groupby(bad["key_text"].astype(object), sort=True):
-        rows.append({"lint": "separator-in-key-text", "severity": "error", "business_key": key, "seq": None,
-                     "positions": tuple(grp.index[:cap].tolist()),
-                     "message": (f"K1 key text {key!r} contains '_': the snapshot Kafka store's strict parser throws "
-                                 f"on the first miss (task failure loop); snapshot Fluss silently never evicts it")})
-    return rows
+    return [{"lint": "separator-in-key-text", "severity": "error", "business_key": key, "seq": None,
+             "positions": tuple(grp.index[:cap].tolist()),
+             "message": (f"K1 key text {key!r} contains '_': the snapshot Kafka store's strict parser throws "
+                         f"on the first miss (task failure loop); snapshot Fluss silently never evicts it")}
+            for key, grp in bad.groupby(bad["key_text"].astype(object), sort=True)]
 
 
 def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:

@@ -228,7 +228,7 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
             rounds.setdefault((bk, seq), []).append(pos)
     if not rounds:
         return ()
-    names = _action_names(log)
+    name_of = _action_names(log)
     pending = []
     for (bk, seq), positions in rounds.items():
         rows = tasks.loc[positions]
@@ -236,12 +236,8 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
         first = rows.drop_duplicates("state_key")
         for pos, trigger, action_uuid in zip(first.index.tolist(), first["task_event_id"].astype(object),
                                              first["action_uuid"].astype(object)):
-            if trigger in emitted:
-                continue
-            name = names.get(str(action_uuid))
-            if name is None:
-                raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
-            pending.append(PendingTask(bk, seq, name, _event_of(log, pos)))
+            if trigger not in emitted:
+                pending.append(PendingTask(bk, seq, name_of(str(action_uuid), pos), _event_of(log, pos)))
     return tuple(pending)
 
 
@@ -257,17 +253,13 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
         restored[bk] = max(restored.get(bk, -1), seq)
     pending = list(in_flight)
     if retained.pending:
-        names = _action_names(log)
+        name_of = _action_names(log)
         recs = log.records
         for (bk, seq), positions in retained.pending.items():
             tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
                      else (t.pos, t.action_uuid, agent_event(queued_event(log.value, t)))
                      for t in retained.order.get((bk, seq), positions)]
-            for pos, action_uuid, event in tasks:
-                name = names.get(action_uuid)
-                if name is None:
-                    raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
-                pending.append(PendingTask(bk, seq, name, event))
+            pending += [PendingTask(bk, seq, name_of(action_uuid, pos), event) for pos, action_uuid, event in tasks]
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
                       keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes + _in_flight_note(in_flight))
@@ -283,13 +275,21 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
             "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)
 
 
-def _action_names(log: ActionStateLog) -> dict[str, str]:
-    """Action UUID -> the action name :class:`~agent_inspect.agents.AsRecordedAgent` gives it."""
+def _action_names(log: ActionStateLog) -> Callable[[str, int], str]:
+    """``name_of(action_uuid, pos)``: the action name :class:`~agent_inspect.agents.AsRecordedAgent` gives the action
+    UUID of the record at ``pos`` (a RecoveryError when the log shows no such action)."""
     from agent_inspect.agents import AsRecordedAgent
 
     agent = AsRecordedAgent.of(log)
     fmt = str(log.records["key_format"].dropna().iloc[0]) if log.records["key_format"].notna().any() else "K1.5"
-    return {agent.action_uuid(d.name, fmt): d.name for d in agent.actions}
+    names = {agent.action_uuid(d.name, fmt): d.name for d in agent.actions}
+
+    def name_of(action_uuid: str, pos: int) -> str:
+        if action_uuid not in names:
+            raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
+        return names[action_uuid]
+
+    return name_of
 
 
 def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:

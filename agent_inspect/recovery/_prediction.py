@@ -12,11 +12,7 @@ import pandas as pd
 
 from agent_inspect._glossary import plural
 from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Term, Text
-from agent_inspect.store import (
-    CacheEvent,
-    Divergence,
-    RecoverySession,
-)
+from agent_inspect.store import CacheEvent, Divergence, RecoverySession
 
 if TYPE_CHECKING:
     from agent_inspect.log import RuntimeInfo

@@ -344,14 +344,10 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
 
 
 def _event_frame(session: RecoverySession) -> pd.DataFrame:
-    rows = [{
-        "event": e.index, "op": e.op, "step": e.step, "business_key": e.business_key, "seq": e.seq,
-        "removed": len(e.removed), "positions": e.positions, "reason": e.reason,
-        "divergence_id": e.divergence_id, "trigger_pos": e.trigger_pos,
-    } for e in session.events]
     cols = ["event", "op", "step", "business_key", "seq", "removed", "positions", "reason", "divergence_id",
             "trigger_pos"]
-    frame = pd.DataFrame(rows, columns=cols)
+    frame = pd.DataFrame([(e.index, e.op, e.step, e.business_key, e.seq, len(e.removed), e.positions, e.reason,
+                           e.divergence_id, e.trigger_pos) for e in session.events], columns=cols)
     for c in ("seq", "divergence_id", "trigger_pos"):
         frame[c] = frame[c].astype("Int64")
     return frame
@@ -363,14 +359,12 @@ def _divergence_frame(session: RecoverySession, log: Any) -> pd.DataFrame:
         if e.divergence_id is not None:
             removed[e.divergence_id] = removed.get(e.divergence_id, 0) + len(e.removed)
     value = getattr(log, "value", None)
-    rows = []
-    for d in session.divergences:
-        diff = attribute_diff(value, d.positions) if d.kind in _INVALIDATING and value is not None else None
-        rows.append({"id": d.id, "business_key": d.business_key, "seq": d.seq, "kind": d.kind, "step": d.step,
-                     "positions": d.positions, "trigger_pos": d.trigger_pos, "removed": removed.get(d.id, 0),
-                     "attribute_diff": diff, "explanation": d.explanation})
+    diffs = {d.id: attribute_diff(value, d.positions) for d in session.divergences
+             if d.kind in _INVALIDATING and value is not None}
     cols = ["id", "business_key", "seq", "kind", "step", "positions", "trigger_pos", "removed", "attribute_diff",
             "explanation"]
-    frame = pd.DataFrame(rows, columns=cols)
+    frame = pd.DataFrame([(d.id, d.business_key, d.seq, d.kind, d.step, d.positions, d.trigger_pos,
+                           removed.get(d.id, 0), diffs.get(d.id), d.explanation) for d in session.divergences],
+                         columns=cols)
     frame["trigger_pos"] = frame["trigger_pos"].astype("Int64")
     return frame.set_index("id", drop=False).rename_axis(None)

@@ -339,10 +339,8 @@ def queued_event(value: Callable[[int], Any], task: Queued) -> Any:
 
 
 def with_subagent_result_events(state: Any, events: Any) -> Any:
-    """``state`` carrying ``events`` as its ``subagentResultEvents`` (V4), for writers of synthetic logs.
-
-    Through the codec's field when it has one, else through ``extra`` (written after ``completed``
-    until the codec writes V4 in Jackson's order).
+    """``state`` (an ``agent_inspect.codec.ActionState``) carrying ``events`` as its ``subagentResultEvents`` (V4),
+    for writers of synthetic logs.
 
     For example::
 
@@ -351,12 +349,4 @@ def with_subagent_result_events(state: Any, events: Any) -> Any:
     """
     import msgspec
 
-    from agent_inspect import codec
-
-    events = tuple(events)
-    if "subagent_result_events" in getattr(type(state), "__struct_fields__", ()):
-        return msgspec.structs.replace(state, subagent_result_events=events)
-    items = [{"@class": e.event_class, "id": e.id, "type": e.type, "attributes": e.attrs()} for e in events]
-    extra = dict(state.extra)
-    extra["subagentResultEvents"] = items
-    return msgspec.structs.replace(state, extra=extra) if isinstance(state, codec.ActionState) else state
+    return msgspec.structs.replace(state, subagent_result_events=tuple(events))

@@ -102,7 +102,7 @@ class Recovery:
         the whole loaded log as the rebuild window, the plan and agent the log implies.
         """
         info = resolve_runtime("auto" if runtime is None else runtime, log)
-        provenance = {"runtime": _runtime_words(info)}
+        provenance = {"runtime": f"{info.name}: {'inferred' if info.inferred else 'given'} ({info.evidence})"}
         flavour = "auto" if store_flavour is None else store_flavour
         if flavour not in STORE_FLAVOURS:
             raise RecoveryError(f"unknown store flavour {flavour!r}; use one of {', '.join(STORE_FLAVOURS)}")
@@ -235,8 +235,7 @@ def _resolve_rule(rule: Any, info: RuntimeInfo, flavour: str) -> DivergenceRule:
         rule = info.default_rule
     if flavour != "auto":
         name = rule if isinstance(rule, str) else getattr(rule, "name", None)
-        if name not in ("original", f"original:{flavour}") and not (isinstance(name, str)
-                                                                     and name.startswith("original:")):
+        if name != "original" and not (isinstance(name, str) and name.startswith("original:")):
             raise RecoveryError(f"store_flavour={flavour!r} applies to the original rule only, not {name!r}")
         if isinstance(rule, str):
             rule = f"original:{flavour}"
@@ -269,10 +268,6 @@ def _plan_source(markers: object, plan: object) -> tuple[PlanSource | None, str]
             return markers, markers.plan_words()
         return None, f"from the log's own later attempt: {markers.plan_words()}"
     return None, "from the log's own later attempt"
-
-
-def _runtime_words(info: RuntimeInfo) -> str:
-    return f"{info.name}: {'inferred' if info.inferred else 'given'} ({info.evidence})"
 
 
 def _jsonable_markers(markers: Markers) -> object:

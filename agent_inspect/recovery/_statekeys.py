@@ -96,7 +96,7 @@ class KeyMaker:
         fmt = self.format
         text: str | None
         digest: str | None
-        if fmt in ("K1.6", "K2") and self._looks_like_digest(key):
+        if fmt in ("K1.6", "K2") and len(key) == 44 and key.endswith("="):   # a digest: base64 of a SHA-256
             digest, text = key, None
         else:
             text = key
@@ -123,10 +123,6 @@ class KeyMaker:
                 if fp:
                     return fp
         return _PLACEHOLDER_FINGERPRINT
-
-    @staticmethod
-    def _looks_like_digest(key: str) -> bool:
-        return len(key) == 44 and key.endswith("=")
 
     def key_text(self, key: str) -> str | None:
         return self.identity(key).key_text

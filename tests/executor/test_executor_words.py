@@ -142,3 +142,11 @@ def test_a_fail_at_the_get_before_the_initial_write_ends_the_task_and_the_job() 
     assert [(s.outcome, s.detail["stage"]) for s in lookups] == [("RERUN", "first"), ("FAIL", "again")]
     assert ex.failure is not None and "the second get is refused" in ex.failure
     assert not [s for s in ex.step_list if s.kind is StepKind.PERSIST]     # no initial write after the FAIL
+
+
+@pytest.mark.parametrize("member", [StepKind.ROUND_COMPLETE, ai.executor.ActionPolicy.FORCE_RERUN,
+                                    ai.executor.CallPolicy.RECORDED])
+def test_step_kinds_and_policies_print_as_their_values(member: object) -> None:
+    value = member.value  # type: ignore[attr-defined]
+    assert str(member) == f"{member}" == format(member) == value
+    assert member == value and repr(member).endswith(f": {value!r}>")
