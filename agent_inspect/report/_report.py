@@ -305,8 +305,7 @@ def _trace_section(v: Any, *, max_rows: int) -> _Section:
                              anchor="trace-mismatches")
     if v.ranking is not None:
         body += reader_table(v.ranking, max_rows=max_rows, anchor="trace-ranking",
-                             caption="rules and runtimes ranked by agreement (disagree: every task that does not agree, "
-                                     "undetermined ones included)")
+                             caption=v.ranking_caption)
     return _Section("trace", title, body)
 
 
