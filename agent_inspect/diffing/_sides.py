@@ -297,8 +297,7 @@ def select(source: Any, *, recovery: Recovery | None = None, mode: str | None = 
     from agent_inspect.recovery import Recovery
 
     settings = Recovery.resolve(log, recovery, **overrides)
-    return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule.name}"
-                          + (" (what-if)" if settings.what_if else ""))
+    return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule_label}")
 
 
 def _rule_name(rule: Any) -> str:

@@ -219,7 +219,9 @@ class Verification(HtmlRepr):
         settings = getattr(self.prediction, "recovery", None)
         if settings is not None and settings.what_if:
             return str(settings.rule_label)
-        return f"{self.rule} (what-if; {self.runtime} ships another rule)"
+        from agent_inspect.log import resolve_runtime, rule_label
+
+        return rule_label(self.rule, resolve_runtime(self.runtime)) if self.runtime else self.rule
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
