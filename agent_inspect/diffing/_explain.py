@@ -72,7 +72,7 @@ class ExplainStep:
 class Explanation(HtmlRepr):
     """Why one task was reused, resumed or rerun: ``steps`` from the effect back to the cause
     (``cause`` is the last), what the cause cost downstream (``cost``: action bodies and durable calls
-    that ran again because of it) and what other rules would have done (``alternatives``).
+    that ran again because of it; empty for a NOT-DISPATCHED task, which nothing runs or reuses) and what other rules would have done (``alternatives``).
 
     For example::
 
@@ -470,7 +470,10 @@ def _calls_step(row: pd.Series, log: Any, entry_pos: int | None) -> ExplainStep:
 
 def _cost(tasks: pd.DataFrame, i: int, cause: ExplainStep, events: Sequence[Any]) -> dict[str, int]:
     """Bodies and durable calls that ran again because of the cause: for a cache event, every task whose
-    record it removed; otherwise the task itself."""
+    record it removed; otherwise the task itself. None (``{}``) for a task that is not dispatched: nothing runs
+    and nothing is reused, so there is no decision to cost (its chain says why it is not sent again)."""
+    if tasks.iloc[i]["outcome"] == Outcome.NOT_DISPATCHED.value:
+        return {}
     if cause.event is None:
         row = tasks.iloc[i]
         ran = bool(row["body_ran"])
