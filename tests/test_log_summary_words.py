@@ -78,3 +78,11 @@ def test_every_result_view_and_report_labels_a_rule_by_the_one_labeller(tmp_path
     assert rule_label(resolve_rule("original:segment"), runtime) == "original:segment"
     scanned = type("Scanned", (), {"what_if": ("fixed",), "runtime": "0.4"})()
     assert ScanResult.rule_label(scanned, "fixed") == "fixed (what-if; 0.4 ships original)"
+
+
+def test_diff_sides_label_a_what_if_by_the_one_labeller() -> None:
+    path = str(ai.samples.path("N04"))
+    d = ai.diff(f"{path}@predict=fixed", f"{path}@predict=original")
+    assert d.a.label == f"{path}@predict=fixed (what-if; 0.4 ships original)" and d.b.label == f"{path}@predict=original"
+    side = ai.diffing.select(ai.load(path), mode="predict", rule="fixed")
+    assert side.label.endswith("@predict=fixed (what-if; 0.4 ships original)")
