@@ -53,5 +53,36 @@ def test_rule_label_marks_what_ifs() -> None:
     runtime = ai.load(ai.samples.path("production")).runtime()
     assert rule_label("original", runtime) == "original"
     assert rule_label("original:kafka-k1", runtime) == "original:kafka-k1"
-    assert rule_label("fixed", runtime) == "fixed (what-if: runtime 0.4 ships original)"
+    assert rule_label("fixed", runtime) == "fixed (what-if; 0.4 ships original)"
     assert rule_label("fixed", None) == "fixed"
+
+
+def test_every_result_view_and_report_labels_a_rule_by_the_one_labeller(tmp_path) -> None:
+    from agent_inspect.fleet import ScanResult
+    from agent_inspect.rules import resolve_rule
+
+    log, markers = ai.load(ai.samples.path("production")), ai.samples.markers("production")
+    runtime = log.runtime()
+    row = ai.predict(log, markers=markers).tasks.iloc[0]
+    task = (row["key"], int(row["seq"]), row["action"])
+    for given, label in (({"rule": "fixed"}, "fixed (what-if; 0.4 ships original)"),
+                         ({"store_flavour": "kafka-k1"}, "original:kafka-k1")):
+        settings = ai.Recovery.for_log(log, markers=markers, **given)
+        assert settings.rule_label == rule_label(settings.rule, runtime) == label
+        assert ai.predict(log, recovery=settings).rule_label == label
+        assert ai.reconstruct(log, recovery=settings).rule_label == label
+        assert ai.explain(log, *task, recovery=settings).rule_label == label      # was "original" under kafka-k1
+        report = ai.write_report(log, tmp_path / "r.html", recovery=settings)
+        assert f"rule {label}" in html.unescape(re.sub(r"<[^>]+>", "", report.read_text(encoding="utf-8")))
+    # a rule object names its flavour too; a result without its settings labels the same way
+    assert rule_label(resolve_rule("original:segment"), runtime) == "original:segment"
+    scanned = type("Scanned", (), {"what_if": ("fixed",), "runtime": "0.4"})()
+    assert ScanResult.rule_label(scanned, "fixed") == "fixed (what-if; 0.4 ships original)"
+
+
+def test_diff_sides_label_a_what_if_by_the_one_labeller() -> None:
+    path = str(ai.samples.path("N04"))
+    d = ai.diff(f"{path}@predict=fixed", f"{path}@predict=original")
+    assert d.a.label == f"{path}@predict=fixed (what-if; 0.4 ships original)" and d.b.label == f"{path}@predict=original"
+    side = ai.diffing.select(ai.load(path), mode="predict", rule="fixed")
+    assert side.label.endswith("@predict=fixed (what-if; 0.4 ships original)")

@@ -33,6 +33,7 @@ from agent_inspect.agents._protocol import (
     AgentEvent,
     BaseAgent,
     MemoryView,
+    RoundBeginEvents,
     action_uuid_for,
 )
 from agent_inspect.agents._recorded import AsRecordedAgent
@@ -40,6 +41,7 @@ from agent_inspect.agents._recorded import AsRecordedAgent
 __all__ = [
     # protocol
     "Agent", "ActionDecl", "ActionContext", "AgentEvent", "MemoryView", "BaseAgent", "action_uuid_for",
+    "RoundBeginEvents",
     "INPUT_EVENT", "OUTPUT_EVENT", "BEGIN_EVENT", "SUBAGENT_EVENT",
     # agents
     "DeclarativeAgent", "AsRecordedAgent",

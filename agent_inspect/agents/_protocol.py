@@ -233,6 +233,22 @@ class Agent(Protocol):
         """Run the body of ``action`` on ``ctx.event``."""
 
 
+@runtime_checkable
+class RoundBeginEvents(Protocol):
+    """An agent that knows each round's own ``_agent_run_begin_event`` (``agent-run.begin-event``), not only the
+    one an input's attributes give: a key that sends the same input twice starts two rounds with different begin
+    events. The engine asks it with the round's business key and seq; other agents are asked ``begin_event``.
+
+    For example::
+
+        agent = ai.agents.AsRecordedAgent(log)      # read back from the log: every recorded round's begin event
+        isinstance(agent, ai.agents.RoundBeginEvents)
+    """
+
+    def begin_event_of_round(self, input_event: AgentEvent, key: str, seq: int) -> AgentEvent | None:
+        """The begin event of the round ``input_event`` starts as round ``seq`` of business key ``key``."""
+
+
 def action_uuid_for(decl: ActionDecl, key_format: str, *, attempt: int = 0) -> str:
     """Action UUID of ``decl`` in ``key_format`` (spec §4.4).
 

@@ -37,7 +37,7 @@ class AsRecordedAgent(BaseAgent):
     log's only sub-agent), with its input unknown (empty ``delegateAttributes``), so the child's
     re-run shows; with no sub-agent to name it stays a plain durable call. An action with no record does
     nothing, so its subtree stops. With ``agent-run.begin-event`` on, a round's input sends again the begin
-    event recorded in its round (found by the input's id, else by its attributes).
+    event recorded in its round (found by the input's id, else by its round and attributes, else by its attributes).
 
     What the as-recorded agent cannot know (no record holds it; declare the agent to predict these):
 
@@ -113,10 +113,11 @@ class AsRecordedAgent(BaseAgent):
             if (bk, seq, sid) not in claimed:
                 self._unclaimed.setdefault((bk, seq), []).append(boot)
         self._first_root = first_root
-        # the begin event a round's input regenerates, found by the input's id, else by its fingerprint; begin_event
-        # sees the input alone, so an input several keys share (fresh ids) finds the first recorded round's
+        # the begin event a round's input regenerates, found by the input's id, else by its round (key, seq) and
+        # fingerprint, else by its fingerprint alone (the first recorded round's: begin_event sees the input alone)
         self._begin_by_id: dict[str, AgentEvent] = {}
         self._begin_by_fingerprint: dict[str, AgentEvent] = {}
+        self._begin_by_round: dict[tuple[str, int, str], AgentEvent] = {}
         if round_begin:   # rare (agent-run.begin-event): the rounds' inputs are looked up only then
             inputs = ok[ok["task_event_type"] == INPUT_EVENT]
             for bk, seq, fingerprint, event_id in zip(inputs["business_key"].astype(str), inputs["seq"].tolist(),
@@ -127,6 +128,7 @@ class AsRecordedAgent(BaseAgent):
                     if isinstance(event_id, str):
                         self._begin_by_id.setdefault(event_id, begin)
                     self._begin_by_fingerprint.setdefault(fingerprint, begin)
+                    self._begin_by_round[(bk, int(seq), fingerprint)] = begin
         self._sessions = sessions
         routes_seen = set(sessions.values())
         self._only_route = next(iter(routes_seen)) if len(routes_seen) == 1 else None
@@ -157,6 +159,15 @@ class AsRecordedAgent(BaseAgent):
         attributes), without its id: the restarted run sends it again under a fresh one."""
         by_id = self._begin_by_id.get(input_event.id) if input_event.id is not None else None
         return by_id if by_id is not None else self._begin_by_fingerprint.get(input_event.fingerprint)
+
+    def begin_event_of_round(self, input_event: AgentEvent, key: str, seq: int) -> AgentEvent | None:
+        """The begin event recorded in round ``seq`` of ``key`` when that round's input is ``input_event`` (same
+        attributes), so a key that sends one input twice gets each round's own; else :meth:`begin_event`."""
+        by_id = self._begin_by_id.get(input_event.id) if input_event.id is not None else None
+        if by_id is not None:
+            return by_id
+        own = self._begin_by_round.get((key, seq, input_event.fingerprint))
+        return own if own is not None else self._begin_by_fingerprint.get(input_event.fingerprint)
 
     def run_action(self, action: str, ctx: ActionContext) -> None:
         bk = getattr(ctx, "business_key", None) or ctx.key

@@ -82,8 +82,9 @@ def _run(args: argparse.Namespace) -> int:
             for r in result.ranking.head(5).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
-                # a task that does not agree may be one the trace cannot decide: only the verdict above says which
-                print(f"  {r.name}{whose}: {r.agree} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}")
+                unsure = f", {r.undetermined} undetermined" if r.undetermined else ""
+                print(f"  {r.name}{whose}: {r.agree} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}, "
+                      f"{r.disagree} {'disagrees' if r.disagree == 1 else 'disagree'}{unsure}")
     return exit_code(result.verdict, strict=args.strict)
 
 

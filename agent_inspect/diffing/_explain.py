@@ -20,6 +20,7 @@ from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
+from agent_inspect.log import RuntimeInfo, rule_label
 from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ class ExplainStep:
 class Explanation(HtmlRepr):
     """Why one task was reused, resumed or rerun: ``steps`` from the effect back to the cause
     (``cause`` is the last), what the cause cost downstream (``cost``: action bodies and durable calls
-    that ran again because of it) and what other rules would have done (``alternatives``).
+    that ran again because of it; empty for a NOT-DISPATCHED task, which nothing runs or reuses) and what other rules would have done (``alternatives``).
 
     For example::
 
@@ -93,6 +94,8 @@ class Explanation(HtmlRepr):
     task: int | None = None
     #: the rule the log's runtime ships (None: unknown, e.g. a prediction explained as given)
     shipped_rule: str | None = None
+    #: the runtime the chain ran as (names the what-if in :attr:`rule_label`; None: unknown)
+    runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
 
     @property
     def what_if(self) -> bool:
@@ -102,7 +105,7 @@ class Explanation(HtmlRepr):
     @property
     def rule_label(self) -> str:
         """``rule``, marked as a what-if when it is one."""
-        return _rule_label(self.rule, self.shipped_rule)
+        return rule_label(self.rule, self.runtime if self.shipped_rule is not None else None)
 
     @property
     def cause(self) -> ExplainStep:
@@ -121,7 +124,8 @@ class Explanation(HtmlRepr):
             lines.append(f"cost of this decision downstream: {plural(self.cost.get('bodies', 0), 'action body', 'action bodies')}, "
                          f"{plural(self.cost.get('calls', 0), 'durable call')} run again")
         for rule, outcome in self.alternatives.items():
-            lines.append(f"under rule {_rule_label(rule, self.shipped_rule)}: {outcome}")
+            lines.append(f"under rule {rule_label(rule, self.runtime if self.shipped_rule is not None else None)}: "
+                         f"{outcome}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -139,12 +143,6 @@ class Explanation(HtmlRepr):
                    Term.of("rule"), " ", Code(self.rule_label), ")")
         yield Bullets([s.title + (f" — {s.detail}" if s.detail else "")
                        + (f" (records {', '.join(map(str, s.positions))})" if s.positions else "") for s in self.steps])
-
-
-def _rule_label(rule: str, shipped: str | None) -> str:
-    if shipped is None or rule.partition(":")[0] == shipped:
-        return rule
-    return f"{rule} (what-if; the runtime ships {shipped})"
 
 
 # -- resolving what to explain -------------------------------------------------------------------------
@@ -253,7 +251,9 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
             alternatives[alt_settings.rule.name] = _same_task_outcome(alt.tasks, tasks, i)
     return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
                        outcome=str(row["outcome"]), reason=_reason(row), state_key=str(row["state_key"]),
-                       rule=str(pred.rule), shipped_rule=None if settings is None else settings.runtime.default_rule,
+                       # the rule's name as every label has it (a given store flavour included: original:kafka-k1)
+                       rule=str(pred.rule) if settings is None else rule_label(settings.rule, None), shipped_rule=None if settings is None else settings.runtime.default_rule,
+                       runtime=None if settings is None else settings.runtime,
                        steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
                        alternatives=alternatives, task=i)
 
@@ -470,7 +470,10 @@ def _calls_step(row: pd.Series, log: Any, entry_pos: int | None) -> ExplainStep:
 
 def _cost(tasks: pd.DataFrame, i: int, cause: ExplainStep, events: Sequence[Any]) -> dict[str, int]:
     """Bodies and durable calls that ran again because of the cause: for a cache event, every task whose
-    record it removed; otherwise the task itself."""
+    record it removed; otherwise the task itself. None (``{}``) for a task that is not dispatched: nothing runs
+    and nothing is reused, so there is no decision to cost (its chain says why it is not sent again)."""
+    if tasks.iloc[i]["outcome"] == Outcome.NOT_DISPATCHED.value:
+        return {}
     if cause.event is None:
         row = tasks.iloc[i]
         ran = bool(row["body_ran"])

@@ -297,8 +297,7 @@ def select(source: Any, *, recovery: Recovery | None = None, mode: str | None = 
     from agent_inspect.recovery import Recovery
 
     settings = Recovery.resolve(log, recovery, **overrides)
-    return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule.name}"
-                          + (" (what-if)" if settings.what_if else ""))
+    return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule_label}")
 
 
 def _rule_name(rule: Any) -> str:
@@ -323,7 +322,7 @@ def _recovery_side(log: Any, mode: str, settings: Recovery, *, label: str) -> Si
 
 def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: str | None = None,
                    **overrides: Unpack[RecoveryOverrides]) -> Side:
-    from agent_inspect.log import load
+    from agent_inspect.log import load, resolve_runtime, rule_label
 
     log = load(sel.source)
     if sel.markers is not None:
@@ -342,7 +341,9 @@ def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: st
         overrides["runtime"] = sel.runtime
     side = select(log, recovery=recovery, mode=sel.mode, attempt=sel.attempt, key=sel.key, label=sel.source,
                   **overrides)
-    name = label or (sel.label + (" (what-if)" if side.what_if else ""))
+    # the what-if mark the one labeller gives ("fixed (what-if; 0.4 ships original)") after the selector's text
+    mark = rule_label(side.rule, resolve_runtime(side.runtime))[len(side.rule):] if side.what_if and side.rule else ""
+    name = label or sel.label + mark
     return Side(name, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
                 source=side.source, what_if=side.what_if)
 

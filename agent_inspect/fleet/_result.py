@@ -68,8 +68,11 @@ class ScanResult:
     what_if: tuple[str, ...] = ()
 
     def rule_label(self, rule: str) -> str:
-        """``rule``, marked as a what-if when it is one."""
-        return f"{rule} (what-if)" if rule in self.what_if else rule
+        """``rule``, marked as a what-if when it is one (:func:`agent_inspect.log.rule_label`, under the runtime the
+        scan ran as; "auto" reads as the runtime the scan resolved its rules under)."""
+        from agent_inspect.log import resolve_runtime, rule_label
+
+        return rule_label(rule, resolve_runtime(self.runtime)) if rule in self.what_if else rule
 
     @property
     def complete(self) -> bool:

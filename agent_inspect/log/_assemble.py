@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
+import difflib
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect._errors import InspectError
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 
@@ -65,3 +69,36 @@ def _attach_line_errors(log: Any, line_errors: Mapping[int, str]) -> None:
     for pos, reason in line_errors.items():
         errors[pos] = reason
     records["error"] = pd.array(errors, dtype=records["error"].dtype)
+
+
+def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
+                        known: Callable[[], Iterable[str]] | None = None) -> ActionStateLog:
+    """``log``, loaded for ``keys``, checked for keys with no record (a typo reads as an empty log otherwise).
+
+    The one check every loader (and the CLI's ``--key``) uses. None of the keys has a record: an
+    :class:`~agent_inspect.InspectError` naming them, with the closest keys ``known()`` gives (``difflib``;
+    only where the loader has the other keys at hand, a file's). Some have records: the log is kept, its
+    ``source.options["missing_business_keys"]`` lists the others and a ``UserWarning`` names them, since the
+    caller asked for several keys and is owed the ones that are there. A key matches by text or by digest
+    (K1.6 and K2 logs name keys by digest).
+    """
+    from agent_inspect.codec import string_key_digest
+
+    asked = list(dict.fromkeys(map(str, keys)))
+    found = set(map(str, log.records["business_key"].dropna().unique()))
+    missing = [k for k in asked if k not in found and string_key_digest(k) not in found]
+    if not missing:
+        return log
+    where = log.source.location
+    names = ", ".join(map(repr, missing))
+    if len(missing) == len(asked):
+        pool = sorted(set(map(str, known()))) if known is not None else []
+        close = list(dict.fromkeys(m for k in missing for m in difflib.get_close_matches(k, pool, n=3)))
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise InspectError(f"{'business key' if len(missing) == 1 else 'business keys'} {names} "
+                           f"{'has' if len(missing) == 1 else 'have'} no records in {where}{hint} "
+                           "(log.keys() of a load without business_keys lists them)")
+    warnings.warn(f"no records of business {'key' if len(missing) == 1 else 'keys'} {names} in {where}; the log "
+                  f"holds the other {len(asked) - len(missing)} asked for", UserWarning, stacklevel=2)
+    log.source = dataclasses.replace(log.source, options={**log.source.options, "missing_business_keys": missing})
+    return log

@@ -85,20 +85,29 @@ def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
     return f"{name} ({how}: {runtime.get('evidence')}{modelled}; default rule {runtime.get('default_rule')})"
 
 
-def rule_label(rule: str, runtime: RuntimeInfo | None) -> str:
-    """``rule``, or ``"fixed (what-if: runtime 0.4 ships original)"`` when ``runtime`` (a ``RuntimeInfo``, or None:
-    no label) ships another rule; a flavour (``original:segment``) counts as the rule it refines.
+def rule_label(rule: object, runtime: RuntimeInfo | None) -> str:
+    """The one label of a rule, wherever a rule is named (results, views, the report, the CLI, OTel spans).
+
+    ``rule``: a name (``"fixed"``, ``"original:segment"``) or a rule object (its ``name``, with its given store
+    ``flavour`` as ``original:kafka-k1``). Marked ``"fixed (what-if; 0.4 ships original)"`` when ``runtime`` (a
+    ``RuntimeInfo``; None: no mark) ships another rule; a flavour counts as the rule it refines.
 
     For example::
 
-        ai.log.rule_label("fixed", log.runtime())      # "fixed (what-if: ...)": not what the runtime ships
+        ai.log.rule_label("fixed", log.runtime())      # "fixed (what-if; 0.4 ships original)"
     """
+    if isinstance(rule, str):
+        name = rule
+    else:
+        base, flavour = getattr(rule, "name", None), getattr(rule, "flavour", None)
+        base = base if isinstance(base, str) else type(rule).__name__
+        name = f"{base}:{flavour}" if isinstance(flavour, str) and flavour else base
     if runtime is None:
-        return rule
+        return name
     shipped = runtime.default_rule
-    if rule == shipped or rule.startswith(f"{shipped}:"):
-        return rule
-    return f"{rule} (what-if: runtime {runtime.name} ships {shipped})"
+    if name == shipped or name.startswith(f"{shipped}:"):
+        return name
+    return f"{name} (what-if; {runtime.name} ships {shipped})"
 
 
 def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:

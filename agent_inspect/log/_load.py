@@ -8,10 +8,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
-from agent_inspect.log._assemble import build_log
+from agent_inspect.log._assemble import build_log, check_business_keys
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.log._parallel import Workers, estimate_file_records, plan_workers
-from agent_inspect.raw import SourceInfo
+from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
     ConnectionFactory,
     FileKind,
@@ -76,6 +76,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     """
     check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
+    business_keys = list(business_keys) if business_keys is not None else None   # read twice: load, then check
     batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
                                business_keys=business_keys, config=config, progress=progress,
                                timeout=timeout, allow_data_loss=allow_data_loss)
@@ -84,9 +85,11 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     # workers get the config pickled: callbacks (oauth_cb…) cannot travel, so such loads stay in one process
     if n > 1 and all(v is None or isinstance(v, (str, int, float, bool)) for v in user.values()):
         with Workers(n) as pool:
-            return pool.load_kafka(user, topic, info, keys=info.options.get("business_keys"), timeout=timeout,
-                                   progress=progress)
-    return build_log(batches, info)
+            log = pool.load_kafka(user, topic, info, keys=info.options.get("business_keys"), timeout=timeout,
+                                  progress=progress)
+    else:
+        log = build_log(batches, info)
+    return check_business_keys(log, business_keys) if business_keys is not None else log
 
 
 def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None,
@@ -108,11 +111,13 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
     """
     check_timeout(timeout)
     plan_workers(workers, 0)
+    business_keys = list(business_keys) if business_keys is not None else None
     batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
                              business_keys=business_keys, config=config, progress=progress, timeout=timeout,
                              allow_data_loss=allow_data_loss, connection_factory=connection_factory)
     with Workers(plan_workers(workers, len(batch))) as pool:
-        return build_log([batch], info, pool=pool)
+        log = build_log([batch], info, pool=pool)
+    return check_business_keys(log, business_keys) if business_keys is not None else log
 
 
 def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
@@ -150,6 +155,7 @@ def _load_file(path: str | os.PathLike[str], *, file_format: str | None, busines
     read = read_file(path, file_format=file_format, progress=progress)
     batch, errors = read.batch, dict(read.line_errors)
     info = read.source
+    keys: list[str] = []
     if business_keys is not None:
         keys = list(business_keys)
         idx = business_key_rows(keys)(batch)
@@ -158,6 +164,22 @@ def _load_file(path: str | os.PathLike[str], *, file_format: str | None, busines
         info = SourceInfo(kind=info.kind, location=info.location, topic=info.topic,
                           start_offsets=info.start_offsets, end_offsets=info.end_offsets,
                           file_format=info.file_format, options={**info.options, "business_keys": keys})
-    return build_log([batch], info, line_errors=errors, pool=pool)
+    log = build_log([batch], info, line_errors=errors, pool=pool)
+    # the other keys are in memory: a typo gets its close matches (parsed only when every key is missing)
+    return log if business_keys is None else check_business_keys(log, keys, known=lambda: key_texts(read.batch))
 
 
+
+
+def key_texts(batch: RawBatch) -> set[str]:
+    """The business keys a raw batch's state keys name (text, or digest for K1.6 and K2); keys that do not parse
+    are left out. Only for suggestions: it parses every key."""
+    from agent_inspect.codec import parse_state_key
+
+    out: set[str] = set()
+    for raw in dict.fromkeys(k for k in batch.key if k is not None):
+        try:
+            out.add(parse_state_key(raw.decode("utf-8")).business_key)
+        except Exception:  # noqa: BLE001 - a key that does not parse names no business key
+            continue
+    return out

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import SourceError
-from agent_inspect.log._assemble import build_log
+from agent_inspect.log._assemble import build_log, check_business_keys
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
@@ -416,7 +416,8 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
     if keys is not None and meta.get("kind") == "kafka" and meta.get("num_partitions"):
         wanted = candidate_partitions(keys, int(meta["num_partitions"]))
         chosen = [p for p in chosen if p in wanted]
-    return _read_parts(root, chosen, keys=keys)
+    log = _read_parts(root, chosen, keys=keys)
+    return log if keys is None else check_business_keys(log, keys)
 
 
 def _read_parts(root: Path, chosen: Sequence[int | None], *, keys: list[str] | None) -> ActionStateLog:

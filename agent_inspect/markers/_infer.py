@@ -111,6 +111,17 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     too, reused rounds included. Timestamps order the job's writes across partitions; without them only the
     fallbacks are given. Pure: nothing is read but ``log`` and ``trace``.
 
+    A candidate is the *latest* instant the evidence allows, so it can lie after the true checkpoint and still be
+    right: markers are the store's end offsets captured at the checkpoint (spec §6.4), but a record written
+    after that instant by a round the restore then reused, or by a task the checkpoint held in flight, is never
+    written again (a reuse writes nothing, spec §9.3), so nothing tells the two instants apart. On the production
+    sample the checkpoint fell mid-round (``{0: 248, 1: 245, 2: 215, 3: 444}``): from the log alone the first
+    candidate lands after round (user-0034, 3), which the restore reused, and after user-0009's in-flight
+    round 4 (``{2: 229, 3: 451}``: an upper bound, as its evidence says); with the trace, which shows that round
+    replayed, it lands after the in-flight task's own incomplete writes (``{2: 215, 3: 447}``), and the restore
+    predicted from it is the true one task for task. A task restored from the checkpoint is no tighter bound: it
+    may have suspended mid-body and been queued again (spec §9.3), its earlier writes before the checkpoint.
+
     For example::
 
         candidates = ai.infer_markers(log, trace=ai.load_trace("sample_logs/production.trace.log"))

@@ -154,9 +154,12 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
         else:
             sid = span_id_of(f"{_SYNTHETIC}{t.key}:{seq}:{t.action}:{t.event_id}:{t.task}")
             start = end = info["start"]
-        disagree = t.predicted is not None and not bool(t.agree)
+        # the task's own verdict where verify gave one: a task the trace cannot decide is not an error
+        told = getattr(t, "verdict", None)
         verdict = ("unchecked" if trace is None else "agree" if bool(t.agree)
+                   else "undetermined" if told == "undetermined"
                    else "disagree" if t.predicted is not None else "unpredicted")
+        disagree = verdict == "disagree"
         cost = ledger.for_task(t.key, seq, t.action) if ledger is not None and t.predicted is not None else None
         attrs = {
             "gen_ai.operation.name": "action", "gen_ai.agent.name": info["agent"],

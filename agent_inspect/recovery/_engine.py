@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents import INPUT_EVENT, OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent
+from agent_inspect.agents import INPUT_EVENT, OUTPUT_EVENT, SUBAGENT_EVENT, ActionDecl, AgentEvent, RoundBeginEvents
 from agent_inspect.recovery._calls import CallEvent, CallJournal, CallSlot, Executor, decode_recorded, run_for_real
 from agent_inspect.recovery._context import ReplayContext
 from agent_inspect.recovery._core import TaskFailed, TaskLookups
@@ -262,7 +262,7 @@ class Engine:
                 todo: list[tuple[ActionDecl | str, AgentEvent]] = []
                 if plan.plan.begin_event:
                     # agent-run.begin-event: the begin event's tasks are queued before the input's (§9.2)
-                    begin = _begin_event(self.agent, event)
+                    begin = _begin_event(self.agent, event, self.keys.business_key(inp.key), seq)
                     if begin is not None:
                         begin = begin if begin.id is not None else begin.with_id(self.new_id())
                         todo += [(d, begin) for d in self.agent.listeners(begin)]
@@ -529,7 +529,9 @@ class _Call:
     call_id: str
 
 
-def _begin_event(agent: Any, event: AgentEvent) -> AgentEvent | None:
+def _begin_event(agent: Any, event: AgentEvent, key: str, seq: int) -> AgentEvent | None:
+    if isinstance(agent, RoundBeginEvents):   # it knows each round's own: one input sent twice is two rounds
+        return agent.begin_event_of_round(event, key, seq)
     fn = getattr(agent, "begin_event", None)
     return fn(event) if fn is not None else None
 

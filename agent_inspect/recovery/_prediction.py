@@ -227,8 +227,10 @@ class Prediction(HtmlRepr):
 
     @property
     def rule_label(self) -> str:
-        """The rule's name, marked as a what-if when it is not the one the runtime ships."""
-        return self.recovery.rule_label if self.recovery is not None else self.rule
+        """The rule's name, marked as a what-if when it is not the one the runtime ships (:func:`~agent_inspect.log.rule_label`)."""
+        from agent_inspect.log import rule_label
+
+        return self.recovery.rule_label if self.recovery is not None else rule_label(self.rule, self.runtime)
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:
         """Per-task outcomes in the spec's notation, e.g. ``["k:A.IA=REUSE", "k:A.WA#w1=REUSE"]``."""

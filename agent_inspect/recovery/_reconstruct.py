@@ -73,8 +73,10 @@ class Reconstruction(HtmlRepr):
 
     @property
     def rule_label(self) -> str:
-        """The rule's name, marked as a what-if when it is not the one the runtime ships."""
-        return self.recovery.rule_label if self.recovery is not None else self.rule.name
+        """The rule's name, marked as a what-if when it is not the one the runtime ships (:func:`~agent_inspect.log.rule_label`)."""
+        from agent_inspect.log import rule_label
+
+        return self.recovery.rule_label if self.recovery is not None else rule_label(self.rule, self.runtime)
 
     @property
     def store(self) -> Any:

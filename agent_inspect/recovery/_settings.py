@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect.codec import MarkerSource, PlanSource
-from agent_inspect.log import RuntimeInfo, resolve_runtime
+from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label
 from agent_inspect.recovery._rebuild import Markers, normalize_markers
 from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
@@ -202,9 +202,7 @@ class Recovery:
     def rule_label(self) -> str:
         """The rule's name (with its store flavour when one was given: ``original:kafka-k1``), marked as a what-if
         when it is one (for results, views and reports)."""
-        flavour = getattr(self.rule, "flavour", None)
-        name = f"{self.rule.name}:{flavour}" if isinstance(flavour, str) and flavour else self.rule.name
-        return f"{name} (what-if; {self.runtime.name} ships {self.runtime.default_rule})" if self.what_if else name
+        return rule_label(self.rule, self.runtime)
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready settings with their provenance (CLI ``--json``, reports, copied links)."""

@@ -89,7 +89,8 @@ def render_report(
         heading = title or f"agent_inspect fleet scan: {subject.source}"
         return _page(heading, scan_sections(subject, max_rows=max_rows), rule_name=", ".join(subject.rules))
     log, result, settings = _log_and_result(subject, recovery, overrides)
-    rule_name = _rule_label(_rule_name(result, None), result, log)
+    # the result's own label when it has one (settings resolved once); else the rule named by the one labeller
+    rule_name = getattr(result, "rule_label", None) or _rule_label(_rule_name(result, None), result, log)
     prediction = prediction_of(result, settings)
     sections = [
         _summary_section(log, result, rule_name),
@@ -137,7 +138,7 @@ def _rule_name(result: Any, rule: Any) -> str:
 
 
 def _rule_label(name: str, result: Any, log: Any) -> str:
-    """``name``, or ``"<name> (what-if: runtime <r> ships <rule>)"`` when the runtime ships another rule."""
+    """``name`` labelled by :func:`agent_inspect.log.rule_label` under the result's (else the log's) runtime."""
     return rule_label(name, getattr(result, "runtime", None) or resolve_runtime("auto", log))
 
 
@@ -305,8 +306,7 @@ def _trace_section(v: Any, *, max_rows: int) -> _Section:
                              anchor="trace-mismatches")
     if v.ranking is not None:
         body += reader_table(v.ranking, max_rows=max_rows, anchor="trace-ranking",
-                             caption="rules and runtimes ranked by agreement (disagree: every task that does not agree, "
-                                     "undetermined ones included)")
+                             caption=v.ranking_caption)
     return _Section("trace", title, body)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -30,7 +30,8 @@ class Verification(HtmlRepr):
     else a task the trace cannot decide, or nothing to check, is undetermined); ``summary_text()``
     says which applies and why. ``totals``: per outcome, predicted against observed. ``calls``:
     durable llm/tool calls predicted to execute or be replayed against those the trace shows.
-    ``ranking``: candidate rule/store-flavour pairs by agreement (when computed). ``agree`` is True when
+    ``ranking``: candidate rule/store-flavour pairs by agreement (when computed), each with its tasks per verdict
+    (``agree``, ``disagree``, ``undetermined``, as ``counts()`` gives them for the chosen rule). ``agree`` is True when
     every task agrees (False when there is nothing to check).
 
     For example::
@@ -59,6 +60,9 @@ class Verification(HtmlRepr):
     joined: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     #: the token ledger (:meth:`with_tokens`), None until asked for
     tokens: Any = field(default=None, repr=False, compare=False)
+    #: the ranking table's caption, wherever it is shown (notebook, report)
+    ranking_caption: ClassVar[str] = ("rules and runtimes ranked by agreement (per verdict: disagree counts the tasks "
+                                      "the trace shows wrong, undetermined those it cannot decide)")
 
     def with_tokens(self, *, prices: Any = None, rules: Any = (), baseline: Any = None, plan: Any = None,
                     restore: Any = None) -> Verification:
@@ -177,8 +181,9 @@ class Verification(HtmlRepr):
             causes = ", ".join(f"{c} {k}" for c, k in _causes(self.disagreements).items())
             best = self.best()
             hint = ""
-            if best and best.get("disagree") == 0 and best.get("rule") != self.rule and self.ranking is not None:
-                full = self.ranking[self.ranking["disagree"] == 0]
+            if best and best.get("disagree") == 0 and not best.get("undetermined") and best.get("rule") != self.rule \
+                    and self.ranking is not None:
+                full = self.ranking[(self.ranking["disagree"] == 0) & (self.ranking["undetermined"] == 0)]
                 names = list(dict.fromkeys(str(n) for n in full["name"]))
                 hint = (f"; the trace agrees fully under {best['rule']}" if len(names) == 1 else
                         f"; the trace agrees fully under each of {len(names)} tied configurations: {', '.join(names)}")
@@ -214,7 +219,9 @@ class Verification(HtmlRepr):
         settings = getattr(self.prediction, "recovery", None)
         if settings is not None and settings.what_if:
             return str(settings.rule_label)
-        return f"{self.rule} (what-if; {self.runtime} ships another rule)"
+        from agent_inspect.log import resolve_runtime, rule_label
+
+        return rule_label(self.rule, resolve_runtime(self.runtime)) if self.runtime else self.rule
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able data (what ``agent-inspect verify --json`` prints)."""
@@ -241,8 +248,7 @@ class Verification(HtmlRepr):
         if self.tokens is not None:
             yield from self.tokens._html_parts()
         if self.ranking is not None:
-            yield Table(self.ranking, caption="rules and runtimes ranked by agreement (disagree: every task that "
-                                              "does not agree, undetermined ones included)")
+            yield Table(self.ranking, caption=self.ranking_caption)
         cols = [c for c in ("key", "seq", "action", "predicted", "observed", "verdict", "join", "cause",
                             "explanation") if c in self.tasks]
         yield Table(self.tasks[cols], max_rows=60, caption="tasks")

@@ -19,7 +19,7 @@ from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.recovery import STORE_FLAVOURS
 from agent_inspect.trace._runtime import call_entity
-from agent_inspect.trace._verdict import CONFIDENCES, with_verdicts
+from agent_inspect.trace._verdict import CONFIDENCES, Verdict, with_verdicts
 from agent_inspect.trace._verification import Verification
 
 if TYPE_CHECKING:
@@ -413,23 +413,27 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                 notes.append(f"candidate {name} could not be predicted: {exc}")
                 continue
             others[name] = cmp
-            rows.append({"rule": r, "store_flavour": rt, "name": name, "agree": int(cmp["agree"].sum()),
-                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": "given",
-                         "marker_values": None})
+            rows.append(({"rule": r, "store_flavour": rt, "name": name, "markers": "given", "marker_values": None},
+                         cmp))
         if infer and plan_given is None:
             rows += _rank_markers(log, trace, execs, settings, markers, cands, notes)
-        if rows:
-            # ties: the runtime inferred from the key format and source ("auto") first, then candidate order
-            ranking = pd.DataFrame(rows)
-            ranking["_pinned"] = ranking["store_flavour"] != "auto"
-            ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
-                                          kind="stable").drop(columns="_pinned").reset_index(drop=True)
         if markers is not None and not tasks["agree"].all():
             try:
                 others["__whole_log__"] = compare(run(rule, None).tasks, execs)
             except InspectError:
                 pass
-    tasks = _explain(tasks, trace, execs, others, ranking, _rule_name(rule), rule, as_recorded=agent is None)
+        if rows:
+            # each candidate's tasks get their verdicts as the chosen rule's do (same causes, same confidence), so
+            # "disagree" counts only tasks the trace shows wrong and the chosen rule's row matches its counts()
+            agreements = _agreements(others)
+            ranking = pd.DataFrame([{**row, **_verdict_counts(cmp, trace, execs, agreements, str(row["name"]), confidence,
+                                                              as_recorded=agent is None)} for row, cmp in rows],
+                                   columns=list(_RANKING_COLUMNS))
+            # ties: the runtime inferred from the key format and source ("auto") first, then candidate order
+            ranking["_pinned"] = ranking["store_flavour"] != "auto"
+            ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
+                                          kind="stable").drop(columns="_pinned").reset_index(drop=True)
+    tasks = _explain(tasks, trace, execs, _agreements(others), ranking, _rule_name(rule), rule, as_recorded=agent is None)
     tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
@@ -458,8 +462,23 @@ def _shared_keys_note(trace: Any, log: Any) -> list[str]:
             f"the log holds {len(logged):,}, e.g. {min(logged)!r}): is this the trace of this job's restore?"]
 
 
+_RANKING_COLUMNS = ("rule", "store_flavour", "name", "agree", "disagree", "undetermined", "tasks", "markers",
+                    "marker_values")
+
+
+def _verdict_counts(cmp: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, _Agreement],
+                    name: str, confidence: str, *, as_recorded: bool) -> dict[str, int]:
+    """One ranking row's counts: tasks per verdict (agree, disagree, undetermined) and in all, by the causes
+    and verdicts the chosen rule's own tasks get (:func:`_explain`, :func:`with_verdicts`)."""
+    if cmp["agree"].all() and confidence == "low":     # nothing to explain, no join too weak: all agree
+        return {"agree": len(cmp), "disagree": 0, "undetermined": 0, "tasks": len(cmp)}
+    verdicts = with_verdicts(_explain(cmp, trace, execs, others, None, name, None, as_recorded=as_recorded),
+                             confidence=confidence)["verdict"]
+    return {v.value: int((verdicts == v.value).sum()) for v in Verdict} | {"tasks": len(cmp)}
+
+
 def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery, markers: Any,
-                  cands: Sequence[tuple[str, str]], notes: list[str]) -> list[dict[str, Any]]:
+                  cands: Sequence[tuple[str, str]], notes: list[str]) -> list[tuple[dict[str, Any], pd.DataFrame]]:
     """Ranking rows for the inferred marker candidates (``markers.infer_markers``) × rules × store flavours.
 
     Each candidate's replay plan is the trace's, read against that candidate's window (:func:`plan_from_trace`).
@@ -470,7 +489,7 @@ def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery,
     from agent_inspect.recovery import normalize_markers, predict
 
     given = normalize_markers(markers) if markers is not None else None
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[dict[str, Any], pd.DataFrame]] = []
     for cand in [c for c in infer_markers(log, trace) if c.confidence >= 0.3][:MARKER_CANDIDATES]:
         if markers is not None and normalize_markers(cand.markers) == given:
             continue
@@ -483,13 +502,32 @@ def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery,
             except InspectError as exc:
                 notes.append(f"candidate {name} with markers from the {cand.source} could not be predicted: {exc}")
                 continue
-            rows.append({"rule": r, "store_flavour": rt, "name": name, "agree": int(cmp["agree"].sum()),
-                         "disagree": int((~cmp["agree"]).sum()), "tasks": len(cmp), "markers": cand.source,
-                         "marker_values": cand.to_dict()["markers"]})
+            rows.append(({"rule": r, "store_flavour": rt, "name": name, "markers": cand.source,
+                          "marker_values": cand.to_dict()["markers"]}, cmp))
     return rows
 
 
-def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, pd.DataFrame],
+_Agreement = tuple[dict[str, bool], dict[tuple[Any, Any, Any], bool]]
+
+
+def _agreements(others: Mapping[str, pd.DataFrame]) -> dict[str, _Agreement]:
+    """Per other prediction, whether it agrees on each traced execution (by id) and on each task the trace shows
+    absent (by key, action and seq), all of a match's rows agreeing: what :func:`_explain` asks per mismatch."""
+    out: dict[str, _Agreement] = {}
+    for name, other in others.items():
+        by_execution: dict[str, bool] = {}
+        absent: dict[tuple[Any, Any, Any], bool] = {}
+        for e, k, a, seq, obs, ok in zip(other["execution_id"], other["key"], other["action"], other["seq"],
+                                         other["observed"], other["agree"]):
+            if isinstance(e, str):
+                by_execution[e] = by_execution.get(e, True) and bool(ok)
+            if obs == "ABSENT" and seq is not None and not pd.isna(seq):
+                absent[(k, a, seq)] = absent.get((k, a, seq), True) and bool(ok)
+        out[name] = (by_execution, absent)
+    return out
+
+
+def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mapping[str, _Agreement],
              ranking: pd.DataFrame | None, rule_name: str, rule: Any, *, as_recorded: bool) -> pd.DataFrame:
     tasks = tasks.copy()
     traced_keys = set(map(str, trace.good["business_key"].dropna().unique()))
@@ -501,19 +539,20 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
         other = others.get(name)
         if other is None:
             return False
+        by_execution, absent = other
         if isinstance(row["execution_id"], str):
-            hit = other[other["execution_id"] == row["execution_id"]]
-        else:
-            hit = other[(other["key"] == row["key"]) & (other["action"] == row["action"])
-                        & (other["seq"].astype(object) == row["seq"]) & (other["observed"] == "ABSENT")]
-        return bool(len(hit)) and bool(hit["agree"].all())
+            return by_execution.get(row["execution_id"], False)
+        seq = row["seq"]
+        return False if seq is None or pd.isna(seq) else absent.get((row["key"], row["action"], seq), False)
 
     base_rule = rule_name.partition(":")[0]
     obs_of = dict(zip(execs["execution_id"], execs["observed"])) if len(execs) else {}
     producer_observed = {e: obs_of.get(p) for e, p in zip(execs["execution_id"], execs["trigger_producer"])} \
         if len(execs) else {}
-    for i in tasks.index[~tasks["agree"]]:
-        row = tasks.loc[i]
+    bad = tasks.index[~tasks["agree"].astype(bool)]
+    found: list[tuple[str, str | None]] = []
+    # plain dicts, not tasks.loc[i]: a ranking explains every candidate's mismatches, thousands on a big restore
+    for row in tasks.loc[bad, ["predicted", "observed", "key", "execution_id", "action", "seq"]].to_dict("records"):
         cause = expl = None
         unpredicted = not isinstance(row["predicted"], str)
         if unpredicted:
@@ -559,5 +598,8 @@ def _explain(tasks: pd.DataFrame, trace: Any, execs: pd.DataFrame, others: Mappi
         if cause is None:
             cause, expl = "unexplained", ("no built-in rule, runtime or window explains it: a nondeterministic "
                                           "body, changed code, or a limit of the model (spec §10.3)")
-        tasks.at[i, "cause"], tasks.at[i, "explanation"] = cause, expl
+        found.append((cause, expl))
+    if found:
+        tasks.loc[bad, "cause"] = [c for c, _ in found]
+        tasks.loc[bad, "explanation"] = [e for _, e in found]
     return tasks

@@ -20,7 +20,7 @@ from agent_inspect.widgets._style import colour, view_style
 
 __all__ = ["VerificationView"]
 
-_AGREE, _DISAGREE = colour("good"), colour("bad")
+_AGREE, _DISAGREE, _UNDETERMINED = colour("good"), colour("bad"), colour("warn")
 _SHAPE, _EDGE = colour("muted"), colour("ink")
 # a key row wider than this many tasks gets no "observed" labels (they would overlap): hover shows them
 _LABELLED_TASKS = 12
@@ -39,9 +39,9 @@ def _ranking_html(ranking: Any) -> str:
     top = ranking.iloc[0]
     tied = ranking[(ranking["disagree"] == top["disagree"]) & (ranking["agree"] == top["agree"])]
     names = ", ".join(f"<code>{escape(n)}</code>" for n in tied["name"])
-    # a task that does not agree may be one the trace cannot decide: the verdict says which, the score does not
-    agree = int(top["agree"])
-    score = f"{agree} of {plural(int(top['tasks']), 'task')} {'agrees' if agree == 1 else 'agree'}"
+    agree, unsure = int(top["agree"]), int(top.get("undetermined", 0))
+    score = f"{agree} of {plural(int(top['tasks']), 'task')} {'agrees' if agree == 1 else 'agree'}" + \
+        (f", {unsure} undetermined" if unsure else "")
     if len(tied) > 1:
         return (f' <span class="ai-ranking-tie" title="{escape(define("tied"))}">{len(tied)} configurations tie '
                 f"as the best explanation ({score}): {names}.</span>")
@@ -130,6 +130,7 @@ class VerificationView(w.VBox):
         x = self._positions()
         keys = [str(k) for k in t["key"]]
         agree = t["agree"].to_numpy(dtype=bool)
+        unsure = (t["verdict"] == "undetermined").to_numpy(dtype=bool) if "verdict" in t else np.zeros(len(t), bool)
         predicted = t["predicted"].astype(object).where(t["predicted"].notna(), "—")
         text = np.array([hover([("key", k), ("seq", s), ("action", a), ("predicted", p), ("observed", o),
                                 ("joined by", j), ("cause", c)])
@@ -137,7 +138,8 @@ class VerificationView(w.VBox):
                                                         t["join"], t["cause"])], dtype=object)
         symbols = np.array([_SYMBOLS.get(str(p), "star") for p in predicted], dtype=object)
         with self.figure.batch_update():
-            for name, mask, colour in (("agree", agree, _AGREE), ("disagree", ~agree, _DISAGREE)):
+            for name, mask, colour in (("agree", agree, _AGREE), ("disagree", ~agree & ~unsure, _DISAGREE),
+                                       ("undetermined", ~agree & unsure, _UNDETERMINED)):
                 if not mask.any():
                     continue
                 self.figure.add_trace(go.Scatter(

@@ -172,3 +172,43 @@ def test_the_default_plan_sends_begin_events_when_the_log_shows_them(case_id):
         declared = run_case(case, rule, built=built).prediction
         pd.testing.assert_frame_equal(predict(built.log, markers=built.markers, rule=rule).tasks[cols],
                                       declared.tasks[cols])
+
+
+def test_one_key_sending_the_same_input_twice_gets_each_rounds_own_begin_event():
+    """agent-run.begin-event, In(A) twice: round 6 recorded Begin(m1), not round 5's Begin(m0). Found by the input's
+    attributes alone, both rounds got m0: round 6's begin task reran and its recorded one was left NOT-DISPATCHED."""
+    import tomllib
+
+    from agent_inspect.agents import RoundBeginEvents
+    from agent_inspect.cases import parse_case
+
+    (case,) = parse_case(tomllib.loads('''
+        id = "X-begin-twice"
+        name = "same input twice with begin events"
+        category = "normal"
+        summary = "one key sends In(A) twice; each round recorded its own begin event"
+        replay = ["k:In(A)", "k:In(A)"]
+        log = [
+          { att = 1, key = "k", seq = 5, action = "BA", event = "Begin(m0)#g1", status = "C" },
+          { att = 1, key = "k", seq = 5, action = "IA", event = "In(A)#a1", status = "C" },
+          { att = 1, key = "k", seq = 6, action = "BA", event = "Begin(m1)#g2", status = "C" },
+          { att = 1, key = "k", seq = 6, action = "IA", event = "In(A)#a2", status = "C" },
+        ]
+        [setup]
+        begin_event = true
+        [agent]
+        actions = [{ name = "BA", triggers = ["_agent_run_begin_event"] }, { name = "IA", triggers = ["_input_event"] }]
+        [expect]
+        fixed = "A.BA=REUSE A.IA=REUSE A.BA=REUSE A.IA=REUSE"
+    '''))
+    built = build_case(case)
+    agent = AsRecordedAgent(built.log)
+    assert isinstance(agent, RoundBeginEvents)
+    recs = built.log.records
+    begins = recs[recs["task_event_type"] == "_agent_run_begin_event"].groupby("seq")["event_uuid"].last()
+    root = AgentEvent("_input_event", {"input": "A"})
+    assert [agent.begin_event_of_round(root, "k", s).fingerprint for s in (5, 6)] == [begins[5], begins[6]]
+    for plan in (built.plan, None):       # the case's plan (fresh input ids) and the log's own
+        rows = predict(built.log, plan=plan, agent=agent, rule="fixed", markers=built.markers).tasks
+        assert rows["outcome"].tolist() == ["REUSE"] * 4
+        assert rows.loc[rows["event_type"] == "_agent_run_begin_event", "fingerprint"].tolist() == begins.tolist()

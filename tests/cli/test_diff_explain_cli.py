@@ -47,7 +47,7 @@ def test_explain_text_and_json(capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("IA at round 6 of k (input “C”): RERUN")
-    assert "the lookup evicted k's rounds after 5 (count>1" in out and "under rule fixed (what-if; the runtime ships original): REUSE" in out
+    assert "the lookup evicted k's rounds after 5 (count>1" in out and "under rule fixed (what-if; 0.4 ships original): REUSE" in out
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["cause"] == "evict" and data["steps"][-1]["positions"]

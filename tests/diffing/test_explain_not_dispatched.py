@@ -25,7 +25,23 @@ def test_a_task_predict_lists_as_not_dispatched_is_explained_as_one(production) 
     assert why.outcome == "NOT-DISPATCHED" and why.reason == row["reason"]
     assert [s.kind for s in why.steps] == ["outcome", "dispatch"]
     assert int(row["entry_pos"]) in why.cause.positions
-    assert "lookup" not in why.story() and why.cost["bodies"] == why.cost["calls"] == 0
+    assert "lookup" not in why.story()
+
+
+def test_a_not_dispatched_task_has_no_cost_line_in_text_html_or_widget(production) -> None:
+    # nothing runs and nothing is reused: a "cost of this decision: 0 bodies, 0 calls" line is noise
+    from agent_inspect.widgets import ExplainView
+
+    log, markers, prediction = production
+    row = prediction.tasks[prediction.tasks["outcome"] == "NOT-DISPATCHED"].iloc[0]
+    why = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert why.cost == {} and why.to_dict()["cost"] == {}
+    assert "cost" not in why.story() and "nothing ran, nothing was reused" in why.story()
+    assert "cost" not in why._repr_html_()
+    view = ExplainView(why).story.value
+    assert "ai-explain-cost" not in view and "nothing ran, nothing was reused" in view
+    rerun = ai.explain(log, "user-0019", 2, "triage", markers=markers)     # a dispatched task keeps its cost
+    assert rerun.cost and "ai-explain-cost" in ExplainView(rerun).story.value
 
 
 def test_the_same_task_by_its_row_gives_the_same_chain(production) -> None:

@@ -40,7 +40,7 @@ def test_rule_objects_runtime_and_ranking(dask_client: Any) -> None:
     result = ai.scan(ai.samples.path("production", "parquet"), markers=ai.samples.markers("production"),
                      what_if=(FixedRule(),), runtime="0.4", client=dask_client)
     assert result.runtime == "0.4" and result.rules == ("original", "fixed") and result.what_if == ("fixed",)
-    assert result.rule_label("fixed") == "fixed (what-if)" and result.rule_label("original") == "original"
+    assert result.rule_label("fixed") == "fixed (what-if; 0.4 ships original)" and result.rule_label("original") == "original"
     assert result.summary()["fixed"]["what_if"] and not result.summary()["original"]["what_if"]
     ranked = result.at_risk(None, rule="original")
     assert len(ranked) == 40

@@ -193,3 +193,14 @@ def test_a_prediction_without_a_trace_exports_unchecked_spans(tmp_path: Path) ->
     assert actions and all(s["attributes"]["agent_inspect.verdict"] == "unchecked" for s in actions)
     assert all(s["parent_span_id"] in roots and s["events"] for s in actions)
     assert all("flink_agents.execution_id" not in s["attributes"] for s in actions)
+
+
+def test_a_task_the_trace_cannot_decide_is_undetermined_not_an_error() -> None:
+    v = ai.verify(ai.load(LOGS / "G02.jsonl"), LOGS / "G02.trace.log", markers=ai.samples.markers("G02"))
+    assert v.counts() == {"agree": 2, "disagree": 0, "undetermined": 1}
+    actions = [s for s in spans_of(v) if s["name"].startswith("action ")]
+    verdicts = sorted(s["attributes"]["agent_inspect.verdict"] for s in actions)
+    assert verdicts == ["agree", "agree", "undetermined"]
+    assert all(s["status"]["code"] == "UNSET" for s in spans_of(v))
+    roots = [s for s in spans_of(v) if s["name"].startswith("invoke_agent")]
+    assert roots and all(s["attributes"].get("agent_inspect.disagreements", 0) == 0 for s in roots)

@@ -38,14 +38,14 @@ def test_the_default_is_the_rule_the_runtime_ships(probe_log) -> None:
 
 def test_the_production_sample_under_fixed_is_a_what_if(production_page: str) -> None:
     text = _text(production_page)
-    assert "rule fixed (what-if: runtime 0.4 ships original) ·" in text
+    assert "rule fixed (what-if; 0.4 ships original) ·" in text
     assert "runtime that wrote the log 0.4 (inferred: all 1,045 records with output events carry lineage" in text
 
 
 def test_another_rule_is_labelled_a_what_if(probe_log) -> None:
     text = _text(render_report(probe_log, rule="fixed", max_keys=0))
     shipped = probe_log.runtime()
-    assert f"rule fixed (what-if: runtime {shipped.name} ships original)" in text
+    assert f"rule fixed (what-if; {shipped.name} ships original)" in text
     assert "what-if" not in _text(render_report(probe_log, rule="original:segment", max_keys=0))
 
 
@@ -88,7 +88,7 @@ def test_report_command_defaults_to_the_runtimes_rule(probe_path: Path, tmp_path
                  "--runtime", "main", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert (info["rule"], info["what_if"], info["runtime"]["name"]) == ("fixed", True, "main")
-    assert "rule fixed (what-if: runtime main ships original)" in _text((tmp_path / "b.html").read_text())
+    assert "rule fixed (what-if; main ships original)" in _text((tmp_path / "b.html").read_text())
 
 
 def test_timelines_say_what_removed_a_record_in_a_readers_words() -> None:

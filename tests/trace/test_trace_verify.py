@@ -227,3 +227,18 @@ def test_a_restore_that_crashes_at_a_lookup_is_absent_as_predicted() -> None:
     assert text.startswith("the one task agrees with the trace under rule original")
     assert "1 task fails its lookup (the restore crashes there) and is absent from the trace, as predicted" in text
     assert "predicted to run" not in text and v.headline() == "agrees"
+
+
+def test_ranking_counts_tasks_per_verdict_as_the_chosen_rule_does(tmp_path: Path) -> None:
+    # G02: one task the log-only agent cannot decide (agent-model); a cut N04 trace: one it cannot see (trace-truncated)
+    lines = (LOGS / "N04.trace.log").read_text(encoding="utf-8").splitlines()
+    cut = tmp_path / "cut.log"
+    cut.write_text("\n".join(lines[:9] + [lines[9][:40]]) + "\n", encoding="utf-8")
+    for v in (_verify("G02", infer=True), _verify("N04", cut, infer=True)):
+        assert v.verdict == Verdict.UNDETERMINED and v.counts()["disagree"] == 0
+        own = v.ranking[(v.ranking["name"] == v.rule) & (v.ranking["markers"] == "given")].iloc[0]
+        assert {k: int(own[k]) for k in ("agree", "disagree", "undetermined")} == v.counts()
+        assert int(own["tasks"]) == len(v.tasks)
+        assert (v.ranking[["agree", "disagree", "undetermined"]].sum(axis=1) == v.ranking["tasks"]).all()
+    # a wrong rule still disagrees: the bucket is for what the trace cannot tell, not for everything
+    assert int(_verify("N04", infer=True).ranking.set_index("name").loc["fixed", "disagree"]) == 2

@@ -82,7 +82,7 @@ def test_explain_view_story_and_record_links(built):
 def test_explain_view_labels_a_what_if_rule_and_colours_steps_from_the_theme():
     log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
     what_if = ExplainView(ai.explain(log, "k", 6, "WA", markers=markers, rule="fixed"))
-    assert "under rule <code>fixed (what-if; the runtime ships original)</code>" in what_if.story.value
+    assert "under rule <code>fixed (what-if; 0.4 ships original)</code>" in what_if.story.value
     shipped = ExplainView(ai.explain(log, "k", 6, "WA", markers=markers))
     assert "under rule <code>original</code>" in shipped.story.value
     assert " style=" not in shipped.story.value and "data-tone='bad'" in shipped.story.value   # the eviction

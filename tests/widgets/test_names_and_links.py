@@ -167,3 +167,12 @@ def test_report_shows_no_internal_columns(log: Any) -> None:
     assert "<th>id</th>" not in section and "attribute_diff" not in section and "positions" not in section
     assert "<th>records</th>" in section and "<details class=\"records\"" in section
     assert not re.search(r"\(\d+(, \d+)*,?\)", _text(section))   # no position tuples
+
+
+def test_verification_view_draws_an_undetermined_task_apart_from_disagreements() -> None:
+    g02 = ai.load(ai.samples.path("G02"))
+    v = ai.verify(g02, ai.samples.path("G02", "trace"), markers=ai.samples.markers("G02"))
+    assert v.counts()["undetermined"] == 1 and v.counts()["disagree"] == 0
+    view = VerificationView(v)
+    legend = {t.name: len(t.x) for t in view.figure.data if t.x is not None and t.x[0] is not None}
+    assert legend == {"agree": 2, "undetermined": 1}

@@ -85,9 +85,9 @@ def test_the_runtime_and_its_evidence_in_every_view_of_a_log() -> None:
     inspector = ResultInspector(ai.reconstruct(log))
     assert evidence in inspector.runtime.value and "<b>rule</b>: original</span>" in inspector.runtime.value
     what_if = ResultInspector(ai.reconstruct(log, rule="fixed"))
-    assert "<b>rule</b>: fixed (what-if: runtime main ships original)</span>" in what_if.runtime.value
+    assert "<b>rule</b>: fixed (what-if; main ships original)</span>" in what_if.runtime.value
     view = PredictionView(predict(log, rule="fixed"))
-    assert evidence in view.summary.value and "fixed (what-if: runtime main ships original)" in view.summary.value
+    assert evidence in view.summary.value and "fixed (what-if; main ships original)" in view.summary.value
     executor = ai.ReplayExecutor(log) if hasattr(ai, "ReplayExecutor") else None
     if executor is not None:
         assert evidence in ReplayStepper(executor).counters.value
