@@ -67,18 +67,20 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return 0
     s = result.summary()
-    print(f"{'source':<18}{s['source']}")
+    labels = {rule: result.rule_label(rule) for rule in result.rules}
+    width = max(18, *(len(label) + 2 for label in labels.values()))   # a what-if label is longer than a name
+    print(f"{'source':<{width}}{s['source']}")
     for name in ("windows", "failed", "records", "keys", "errors", "exposed_1301", "lint_flagged"):
-        print(f"{name:<18}{s[name]}")
+        print(f"{name:<{width}}{s[name]}")
     for rule in result.rules:
         r = s[rule]
-        print(f"{result.rule_label(rule):<18}{rule_counts_line(r)}")
+        print(f"{labels[rule]:<{width}}{rule_counts_line(r)}")
         if r["calls_by_function"]:
             top_calls = list(r["calls_by_function"].items())
             more = f", and {plural(len(top_calls) - 5, 'more function')}" if len(top_calls) > 5 else ""
-            print(f"{'':<18}by function: " + ", ".join(f"{f} {n}" for f, n in top_calls[:5]) + more)
+            print(f"{'':<{width}}by function: " + ", ".join(f"{f} {n}" for f, n in top_calls[:5]) + more)
     if result.output:
-        print(f"{'output':<18}{result.output}")
+        print(f"{'output':<{width}}{result.output}")
     top = result.at_risk(args.top)
     if len(top):
         print("\nmost at risk:")

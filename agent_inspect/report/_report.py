@@ -90,7 +90,7 @@ def render_report(
         return _page(heading, scan_sections(subject, max_rows=max_rows), rule_name=", ".join(subject.rules))
     log, result, settings = _log_and_result(subject, recovery, overrides)
     # the result's own label when it has one (settings resolved once); else the rule named by the one labeller
-    rule_name = getattr(result, "rule_label", None) or _rule_label(_rule_name(result, None), result, log)
+    rule_name = getattr(result, "rule_label", None) or _rule_label(result, log)
     prediction = prediction_of(result, settings)
     sections = [
         _summary_section(log, result, rule_name),
@@ -123,23 +123,12 @@ def _log_and_result(obj: Any, recovery: Recovery | None,
                        "ai.reconstruct(...) result")
 
 
-def _rule_name(result: Any, rule: Any) -> str:
-    for candidate in (getattr(result, "rule", None), rule):
-        if candidate is None:
-            continue
-        if isinstance(candidate, str):
-            return candidate
-        name = getattr(candidate, "name", None)
-        if isinstance(name, str):
-            flavour = getattr(candidate, "flavour", None)     # the original rule's given store flavour
-            return f"{name}:{flavour}" if isinstance(flavour, str) and flavour else name
-        return type(candidate).__name__
-    return "?"
-
-
-def _rule_label(name: str, result: Any, log: Any) -> str:
-    """``name`` labelled by :func:`agent_inspect.log.rule_label` under the result's (else the log's) runtime."""
-    return rule_label(name, getattr(result, "runtime", None) or resolve_runtime("auto", log))
+def _rule_label(result: Any, log: Any) -> str:
+    """The result's rule labelled by :func:`agent_inspect.log.rule_label` under its (else the log's) runtime."""
+    rule = getattr(result, "rule", None)
+    if rule is None:
+        return "?"
+    return rule_label(rule, getattr(result, "runtime", None) or resolve_runtime("auto", log))
 
 
 def _location(log: Any) -> str:

@@ -17,6 +17,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
+from agent_inspect.log import rule_label
 from agent_inspect.recovery import STORE_FLAVOURS
 from agent_inspect.trace._runtime import call_entity
 from agent_inspect.trace._verdict import CONFIDENCES, Verdict, with_verdicts
@@ -266,14 +267,6 @@ def _effective_rule(rule: Any, runtime: str) -> Any:
     return rule
 
 
-def _rule_name(rule: Any) -> str:
-    if isinstance(rule, str):
-        return rule
-    name = getattr(rule, "name", None) or type(rule).__name__
-    flavour = getattr(rule, "flavour", None)
-    return f"{name}:{flavour}" if flavour else str(name)
-
-
 def _totals(tasks: pd.DataFrame) -> pd.DataFrame:
     pred = tasks["predicted"].dropna().value_counts()
     obs = tasks["observed"].value_counts()
@@ -406,7 +399,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                 cands += [("original", f) for f in STORE_FLAVOURS[1:]]
         rows = []
         for r, rt in cands:
-            name = _rule_name(_effective_rule(r, rt))
+            name = rule_label(_effective_rule(r, rt), None)
             try:
                 cmp = compare(run(_effective_rule(r, rt), markers).tasks, execs)
             except InspectError as exc:          # a rule that cannot run here is not a candidate
@@ -433,7 +426,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
             ranking["_pinned"] = ranking["store_flavour"] != "auto"
             ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
                                           kind="stable").drop(columns="_pinned").reset_index(drop=True)
-    tasks = _explain(tasks, trace, execs, _agreements(others), ranking, _rule_name(rule), rule, as_recorded=agent is None)
+    tasks = _explain(tasks, trace, execs, _agreements(others), ranking, rule_label(rule, None), rule, as_recorded=agent is None)
     tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
@@ -447,7 +440,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
 
         joined = join(trace, log, call_kind=call_kind)
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
-                        rule=_rule_name(rule), store_flavour=flavour, runtime=settings.runtime.name,
+                        rule=rule_label(rule, None), store_flavour=flavour, runtime=settings.runtime.name,
                         what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
                         confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
 
@@ -495,7 +488,7 @@ def _rank_markers(log: Any, trace: Any, execs: pd.DataFrame, settings: Recovery,
             continue
         plan = plan_from_trace(trace, log, markers=cand.markers)
         for r, rt in cands:
-            name = _rule_name(_effective_rule(r, rt))
+            name = rule_label(_effective_rule(r, rt), None)
             try:
                 cmp = compare(predict(log, recovery=settings.replace(rule=_effective_rule(r, rt), markers=cand.markers,
                                                                      plan=plan)).tasks, execs)
