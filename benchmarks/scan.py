@@ -18,7 +18,9 @@ of N records to P partitions, then measures
   growth per business key (``bytes_per_key``): the client holds O(keys), so this ratio is about 10.
 - ``key_frame_vs_load``: ``agent_inspect.scan.key_frame`` of the 1,111-key fleet file (``ai.samples.write_fleet``)
   against ``ai.load`` of that file, CPU seconds of this process (target <= 8; no broker needed:
-  ``--key-frame-only`` measures just this).
+  ``--key-frame-only`` measures just this). ``--instructions`` counts it in instructions executed instead, under
+  valgrind: steady on a busy machine, so two commits compare in one run each (the ratio of instructions is not
+  the ratio of seconds: the key frame chases Python objects and runs fewer instructions a cycle than the load).
 - ``per_record_cost``: the scan's seconds per record on the large topic against the small one (target <= 1.3);
   ``cpu_ratio`` is the same from the workers' CPU seconds (steady on a busy machine); ``keys10x`` the
   same figures for the topic with ten times the keys.
@@ -26,6 +28,7 @@ of N records to P partitions, then measures
     .venv/bin/python benchmarks/scan.py                                   # 200k and 2M records (many minutes)
     .venv/bin/python benchmarks/scan.py --small 20000 --large 200000      # quick run
     .venv/bin/python benchmarks/scan.py --key-frame-only                  # key_frame_vs_load only (a minute)
+    .venv/bin/python benchmarks/scan.py --instructions                    # the same in instructions (3 minutes)
 
 The last line is a JSON array: ``name``, ``ratio``, ``target``, ``better`` ("higher"/"lower") and the figures.
 """
@@ -186,6 +189,50 @@ def key_frame_vs_load(keys: int = FLEET_KEYS, repeat: int = 3) -> dict[str, obje
             "key_frame_us_per_record": round(frame_s / len(log.records) * 1e6, 1)}
 
 
+_PHASES = """
+import sys
+import pyarrow as pa
+pa.set_cpu_count(1); pa.set_io_thread_count(1)   # one thread: the same instructions on every run
+import agent_inspect as ai
+from agent_inspect.fleet import key_frame
+small = ai.load(ai.samples.path("G01", "parquet"))  # every import and first-call cost, before the measured part
+key_frame(small, rules=("original", "fixed"))
+if sys.argv[1] in ("load", "key_frame"):
+    log = ai.load(sys.argv[2])
+if sys.argv[1] == "key_frame":
+    key_frame(log, rules=("original", "fixed"))
+"""
+
+
+def key_frame_instructions(keys: int = FLEET_KEYS) -> dict[str, object]:
+    """``key_frame_vs_load`` in instructions executed (valgrind's cachegrind, no cache simulation): the same
+    figure on a busy machine as on a quiet one, so two commits compare without alternating runs. Three processes
+    (setup only, + the load, + the key frame), each instruction count less the one before; about 3 minutes."""
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+
+    def count(phase: str, path: str) -> int:
+        done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                               sys.executable, "-c", _PHASES, phase, path], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}, check=True)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
+        return int(found.group(1).replace(",", ""))
+
+    with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
+        path = str(ai.samples.write_fleet(os.path.join(tmp, "fleet.parquet"), keys))
+        setup, load, frame = (count(phase, path) for phase in ("setup", "load", "key_frame"))
+    load_i, frame_i = load - setup, frame - load
+    return {"name": "key_frame_vs_load_instructions", "ratio": round(frame_i / load_i, 2),
+            "target": TARGETS["key_frame_vs_load"][0], "better": "lower", "keys": keys,
+            "load_instructions_m": round(load_i / 1e6), "key_frame_instructions_m": round(frame_i / 1e6)}
+
+
 def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
@@ -197,10 +244,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the topic of ten times the keys (client_rss_keys; measure it in a smaller run)")
     parser.add_argument("--key-frame-only", action="store_true",
                         help="measure only key_frame_vs_load (a fleet file, no broker, no cluster)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="key_frame_vs_load counted in instructions under valgrind (steady on a busy machine)")
     parser.add_argument("--client-of", nargs=3, metavar=("SCHEDULER", "URL", "KEYS_OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client_of:  # the measured client process of timed_scan
         print(json.dumps(measure_client(*args.client_of)))
+        return 0
+    if args.instructions:
+        counted = key_frame_instructions()
+        print(f"key_frame vs load in instructions: {counted['ratio']}x", flush=True)
+        print(json.dumps([counted]))
         return 0
     frame_vs_load = key_frame_vs_load()
     print(f"key_frame vs load, {frame_vs_load['records']:,} records of {frame_vs_load['keys']:,} keys: "
