@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import count_words
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 
@@ -95,10 +96,10 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
         pool = sorted(set(map(str, known()))) if known is not None else []
         close = list(dict.fromkeys(m for k in missing for m in difflib.get_close_matches(k, pool, n=3)))
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise InspectError(f"{'business key' if len(missing) == 1 else 'business keys'} {names} "
-                           f"{'has' if len(missing) == 1 else 'have'} no records in {where}{hint} "
+        raise InspectError(f"{count_words(len(missing), 'business key')} {names} "
+                           f"{count_words(len(missing), 'has', 'have')} no records in {where}{hint} "
                            "(log.keys() of a load without business_keys lists them)")
-    warnings.warn(f"no records of business {'key' if len(missing) == 1 else 'keys'} {names} in {where}; the log "
+    warnings.warn(f"no records of business {count_words(len(missing), 'key')} {names} in {where}; the log "
                   f"holds the other {len(asked) - len(missing)} asked for", UserWarning, stacklevel=2)
     log.source = dataclasses.replace(log.source, options={**log.source.options, "missing_business_keys": missing})
     return log
