@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from agent_inspect._errors import ReplayError
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import JobFailed
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind, step_kind
 
 __all__ = ["Debugger", "DriverAction", "Until"]
 
@@ -110,7 +110,7 @@ def _predicate(until: Until) -> Callable[[Step], bool] | None:
     if isinstance(until, Breakpoint):
         return until.matches
     if isinstance(until, (StepKind, str)):
-        kind = StepKind(until)
+        kind = step_kind(until)
         return lambda s: s.kind is kind
     if callable(until):
         return until
