@@ -343,13 +343,16 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
 def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction | None:
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None.
 
-    ``recovery``: the settings ``result`` was reconstructed with (default: its rule and markers).
+    ``recovery``: the settings ``result`` was reconstructed with (default: the ones it carries, its
+    :attr:`~agent_inspect.recovery.Reconstruction.recovery`; else its rule and markers).
 
     For example::
 
         result = ai.reconstruct(log, markers=markers)
         ai.report.prediction_of(result).tasks.head()   # the prediction of the same recovery
     """
+    if recovery is None:     # a reconstruction's own settings: runtime, plan, kafka_pending… as well as rule and markers
+        recovery = getattr(result, "recovery", None)
     try:
         if recovery is not None:
             return predict(result.log, recovery=recovery)

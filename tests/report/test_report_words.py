@@ -140,3 +140,17 @@ def test_every_table_is_a_readers_names_no_internal_columns_and_positions_fold_i
     ledger = page.split("what runs again, summed over keys")[1].split("</table>")[0]
     assert "reviewer (sub-agent call from review)" in ledger
     assert 'class="records"' in page.split('id="divergences"')[1]
+
+
+def test_a_reconstructions_report_ledger_is_of_its_own_settings() -> None:
+    """``write_report(ai.reconstruct(log, runtime="0.3", ...))``: the ledger and the why-section predicted the
+    default runtime's restore (main: 1 RESUME, 2 NOT-DISPATCHED), not the reconstruction's (0.3: 14 REUSE)."""
+    import agent_inspect as ai
+
+    log, markers = ai.load(ai.samples.path("production_v4")), ai.samples.markers("production_v4")
+    result = ai.reconstruct(log, markers=markers, runtime="0.3")
+    want = ai.predict(log, markers=markers, runtime="0.3").tasks["outcome"].value_counts().to_dict()
+    got = ai.report.prediction_of(result).tasks["outcome"].value_counts().to_dict()
+    assert got == want == {"REUSE": 14, "RESUME": 1}
+    page = ai.report.render_report(result, max_keys=0)
+    assert "REUSE: 14" in page and "NOT-DISPATCHED" not in page.split('id="ledger"')[1].split("</section>")[0]
