@@ -254,6 +254,7 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
     crash = ' <b class="crash">The job crashes on this replay (restart loop).</b>' if prediction.crashed else ""
     body = (f"<p>Replaying the inputs after the restore, per task: {chips or 'no task'}.{crash} "
             f"Action bodies that run again: <b>{prediction.reruns():,}</b>.</p>")
+    body += "".join(f'<p class="warning"><b>Warning:</b> {escape(w)}</p>' for w in prediction.warnings)
     totals = prediction.ledger_totals()
     body += reader_table(totals, max_rows=max_rows, caption="what runs again, summed over keys",
                          anchor="ledger-totals") if len(totals) \

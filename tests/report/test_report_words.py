@@ -154,3 +154,19 @@ def test_a_reconstructions_report_ledger_is_of_its_own_settings() -> None:
     assert got == want == {"REUSE": 14, "RESUME": 1}
     page = ai.report.render_report(result, max_keys=0)
     assert "REUSE: 14" in page and "NOT-DISPATCHED" not in page.split('id="ledger"')[1].split("</section>")[0]
+
+
+def test_the_ledger_says_the_predictions_warnings() -> None:
+    """Markers naming none of the log's partitions: the report said only "no task", while ``predict`` (its view,
+    ``agent-inspect reconstruct``) warns why; the ledger section now says the same sentences, escaped."""
+    import html
+
+    import agent_inspect as ai
+
+    log = ai.load(ai.samples.path("N04"))
+    warnings = ai.predict(log, markers=[{99: 5}]).warnings
+    assert warnings
+    page = ai.report.render_report(log, markers=[{99: 5}], max_keys=0)
+    ledger = page.split('id="ledger"')[1].split("</section>")[0]
+    assert all(f"<b>Warning:</b> {html.escape(w)}" in ledger for w in warnings)
+    assert "Warning:" not in ai.report.render_report(log, markers=ai.samples.markers("N04"), max_keys=0)
