@@ -231,7 +231,7 @@ class ReplayExecutor(HtmlRepr):
     def report(self) -> ReplaySafetyReport:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
         return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,
-                                             stale_records=self.stale_records())
+                                             stale_records=self.stale_records(), rule_label=self.recovery.rule_label)
 
     def stale_records(self) -> pd.DataFrame:
         """Rebuilt production records whose action identity is in no action of the candidate agent.

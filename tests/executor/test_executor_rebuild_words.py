@@ -29,3 +29,15 @@ def test_a_what_if_rule_is_labelled_at_the_rebuild():
     assert rebuild is not None
     assert ex.recovery.what_if and ai.log.rule_label(ex.recovery.rule, ex.recovery.runtime) in (rebuild.reason or "")
     assert "what-if" in (rebuild.reason or "")
+
+
+def test_the_safety_report_names_its_rule_and_a_what_if() -> None:
+    log, markers = ai.load(ai.samples.path("production_v4")), ai.samples.markers("production_v4")
+    ex = ai.ReplayExecutor(log, rule="fixed", markers=markers)
+    ex.run()
+    report = ex.report()
+    assert report.rule_label == ex.recovery.rule_label == "fixed (what-if; main ships original)"
+    assert "under rule <code>fixed (what-if; main ships original)</code>" in report._repr_html_()
+    shipped = ai.ReplayExecutor(log, markers=markers)
+    shipped.run()
+    assert "under rule <code>original</code>" in shipped.report()._repr_html_()
