@@ -51,7 +51,7 @@ class ExecutorOptions:
 
     For example::
 
-        options = ai.executor.ExecutorOptions(policies={"calls": "stub"}, seed=7)
+        options = ai.executor.ExecutorOptions(policies={"calls": "stub", "stubs": {"*": "stubbed"}}, seed=7)
         ex = ai.ReplayExecutor(log, markers=markers, options=options)
         ex.run(); ex.counters
     """

@@ -41,7 +41,8 @@ class CallPolicy(enum.StrEnum):
 
     For example::
 
-        ex = ai.ReplayExecutor(log, markers=markers, policies={"calls": ai.executor.CallPolicy.STUB})
+        ex = ai.ReplayExecutor(log, markers=markers, policies={"calls": ai.executor.CallPolicy.STUB,
+                                                               "stubs": {"*": "stubbed"}})  # no stub: denied
         ex.run(); ex.counters.calls_stubbed, ex.counters.calls_executed   # no external call runs for real
     """
 

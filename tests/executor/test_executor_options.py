@@ -144,3 +144,23 @@ def test_wrong_policies_and_restore_say_what_they_take() -> None:
                                                                                  "actions": {"IA": "diff"}})
     ok.run()
     assert ok.failure is None
+
+
+@pytest.mark.parametrize("documented", ["ExecutorOptions", "CallPolicy"])
+def test_the_stub_examples_replay_without_a_denial(documented: str) -> None:
+    """The examples of ``ExecutorOptions`` and ``CallPolicy`` gave ``calls="stub"`` and no stub: the job died at its
+    first durable call (denied), so ``calls_stubbed`` showed 0 while the comment said no call runs for real."""
+    import inspect as pyinspect
+    import textwrap
+
+    import agent_inspect as ai
+
+    doc = pyinspect.getdoc(getattr(ai.executor, documented)) or ""
+    example = textwrap.dedent(doc.split("For example::", 1)[1])
+    namespace = {"ai": ai, "log": ai.load(ai.samples.path("production")), "markers": ai.samples.markers("production")}
+    exec(compile(example, f"<{documented} example>", "exec"), namespace)   # our own docstring, not a payload
+    ex = namespace["ex"]
+    assert ex.failure is None and ex.done
+    assert ex.counters.calls_stubbed > 0 and ex.counters.calls_denied == 0
+    executed = [s.function_id for s in ex.step_list if s.call_index is not None and s.outcome == "execute"]
+    assert all("#" in str(f) for f in executed)      # only sub-agent calls (their child runs in the job) ran
