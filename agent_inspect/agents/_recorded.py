@@ -6,6 +6,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import once_per_log
+from agent_inspect._errors import InspectError
 from agent_inspect.agents._protocol import (
     BEGIN_EVENT,
     INPUT_EVENT,
@@ -29,7 +30,8 @@ class AsRecordedAgent(BaseAgent):
     outputs (else ``action-<uuid prefix>``), listening to the event types they were triggered by.
     A body run for (key, seq, action, event fingerprint) replays the durable calls of the latest
     incomplete record and the outputs of the latest completed record there (falling back to the
-    same key, action and fingerprint at any seq): same types and attributes, fresh ids. Sub-agent
+    same key, action and fingerprint at any seq): same types and attributes, fresh ids. A recorded failed
+    call the record goes on past (a fallback call, outputs) is caught, as the body did; a failed last call raises. Sub-agent
     calls (``<sessionId>#<callId>`` results) re-send the recorded bootstrap; a bootstrap no recorded
     call explains is re-sent by the record its ``upstreamEventId`` names, else by the round's first
     root. A sub-agent call whose child never wrote a record (a PENDING slot of a batch, addendum §1.1)
@@ -175,9 +177,16 @@ class AsRecordedAgent(BaseAgent):
         script = self._scripts.get(key)
         if script is None:
             script = self._scripts[key] = self._script(*key)
-        for op, args in script:
+        for i, (op, args) in enumerate(script):
             if op == "call":
-                ctx.durable_execute(args[0], args[1], _nothing)
+                try:
+                    ctx.durable_execute(args[0], args[1], _nothing)
+                except InspectError:
+                    raise                       # a denied call or a replay error: not the body's to handle
+                except Exception:               # a recorded failure, replayed as the record shows
+                    if not (args[2] and i + 1 < len(script)):
+                        raise
+                    # the record goes on past this failed call (a fallback, outputs): the body caught it
             elif op == "subagent":
                 scope, delegate_type, attrs, session_id, call_id = args
                 ctx.call_subagent(scope, delegate_type, dict(attrs), session_id=session_id, call_id=call_id)
@@ -197,7 +206,8 @@ class AsRecordedAgent(BaseAgent):
             for cr in incomplete[-1].call_results:
                 fn = cr.function_id
                 sub_agent = self._subagent_call(bk, seq, fn) if "#" in fn else None
-                script.append(("subagent", sub_agent) if sub_agent is not None else ("call", (fn, cr.args_digest)))
+                script.append(("subagent", sub_agent) if sub_agent is not None
+                              else ("call", (fn, cr.args_digest, cr.status == "FAILED")))
                 issued.add(fn)
         recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
         for boot in self._unclaimed.get((bk, seq), ()):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from agent_inspect._errors import ReplayError
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import JobFailed
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+from agent_inspect.executor._steps import Breakpoint, Step, StepKind, step_kind
 
 __all__ = ["Debugger", "DriverAction", "Until"]
 
@@ -68,16 +69,25 @@ class Debugger:
         return self.engine.advance()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
-        stop = _predicate(until)
+        stop = _predicate(self.keyed(until) if isinstance(until, Breakpoint) else until)
+        breakpoints = [self.keyed(b) for b in self.breakpoints]
         n = 0
         while True:
             s = self.step()
             if s is None:
                 return None
             n += 1
-            if ((stop is not None and stop(s)) or any(b.matches(s) for b in self.breakpoints)
+            if ((stop is not None and stop(s)) or any(b.matches(s) for b in breakpoints)
                     or (max_steps is not None and n >= max_steps)):
                 return s
+
+    def keyed(self, bp: Breakpoint) -> Breakpoint:
+        """``bp`` with its key as steps name it: a Flink key text becomes the log's business key (its digest
+        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too."""
+        if bp.key is None:
+            return bp
+        key = self.engine.business_key(bp.key)
+        return bp if key == bp.key else dataclasses.replace(bp, key=key)
 
     def back(self) -> Step | None:
         steps = self.engine.run.steps
@@ -110,7 +120,7 @@ def _predicate(until: Until) -> Callable[[Step], bool] | None:
     if isinstance(until, Breakpoint):
         return until.matches
     if isinstance(until, (StepKind, str)):
-        kind = StepKind(until)
+        kind = step_kind(until)
         return lambda s: s.kind is kind
     if callable(until):
         return until

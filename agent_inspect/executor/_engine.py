@@ -23,7 +23,7 @@ from agent_inspect.executor._policy import ActionPolicy
 from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import MemoryState, RunState
 from agent_inspect.executor._steps import Step, StepKind, StepOutcome
-from agent_inspect.recovery import RemovalCauses, lookup_words, removal_reason
+from agent_inspect.recovery import RemovalCauses, lookup_words, marker_warnings, removal_reason
 from agent_inspect.recovery.engine import (
     CallEvent,
     CallJournal,
@@ -147,9 +147,13 @@ class Engine(Observer):
         rebuild_events = [e for e in session.events if e.step == "rebuild"]
         self.run.causes = RemovalCauses(rebuild_events)
         failed = session.restore_failure
+        markers = self.recovery.markers
+        partitions = [] if self.log is None else [int(p) for p in self.log.records["partition"].unique()]
+        said = "; ".join(marker_warnings(markers, partitions))   # e.g. markers naming none of the log's partitions
         self._emit(StepKind.REBUILD, outcome=StepOutcome.RESTORE_FAILED if failed else StepOutcome.REBUILT,
                    reason=(f"upstream fails this restore: {failed}" if failed else
-                           f"{plural(len(self.recovery.markers or []), 'marker')}, rule {session.rule.name}"),
+                           f"{plural(len(markers or []), 'marker')}, rule {self.recovery.rule_label}"
+                           + (f"; {said}" if said else "")),
                    change=f"{len(session.store)} entries cached",
                    detail={"entries": len(session.store), "cache_events": len(rebuild_events)})
         for ev in rebuild_events:

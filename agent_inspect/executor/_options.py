@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
+from agent_inspect._errors import ReplayError
 from agent_inspect.executor._policy import Policies
 from agent_inspect.executor._state import Checkpoint
 from agent_inspect.executor._steps import Breakpoint, Step
@@ -50,7 +51,7 @@ class ExecutorOptions:
 
     For example::
 
-        options = ai.executor.ExecutorOptions(policies={"calls": "stub"}, seed=7)
+        options = ai.executor.ExecutorOptions(policies={"calls": "stub", "stubs": {"*": "stubbed"}}, seed=7)
         ex = ai.ReplayExecutor(log, markers=markers, options=options)
         ex.run(); ex.counters
     """
@@ -70,6 +71,11 @@ class ExecutorOptions:
     num_partitions: int | None = None
     clock: Clock | None = None
     prune_tombstones: bool = False
+
+    def __post_init__(self) -> None:
+        if self.restore is not None and not isinstance(self.restore, Checkpoint):
+            raise ReplayError(f"restore takes a Checkpoint of an earlier attempt (ex.checkpoints[-1], after "
+                              f"ex.checkpoint()), got {type(self.restore).__name__}; markers alone go in markers=")
 
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied; a change whose value is None is not given (the option stays)."""

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from agent_inspect._errors import ReplayError
+from agent_inspect._glossary import count_words
 
 __all__ = ["ActionPolicy", "CallPolicy", "Policies"]
 
@@ -38,7 +41,8 @@ class CallPolicy(enum.StrEnum):
 
     For example::
 
-        ex = ai.ReplayExecutor(log, markers=markers, policies={"calls": ai.executor.CallPolicy.STUB})
+        ex = ai.ReplayExecutor(log, markers=markers, policies={"calls": ai.executor.CallPolicy.STUB,
+                                                               "stubs": {"*": "stubbed"}})  # no stub: denied
         ex.run(); ex.counters.calls_stubbed, ex.counters.calls_executed   # no external call runs for real
     """
 
@@ -71,6 +75,12 @@ class Policies:
     stubs: Mapping[str, Any] = field(default_factory=dict)
     trust_payloads: bool = False
 
+    def __post_init__(self) -> None:
+        _checked(CallPolicy, self.calls, "calls")
+        _checked(ActionPolicy, self.default_action, "default_action")
+        for name, policy in self.actions.items():
+            _checked(ActionPolicy, policy, f"actions[{name!r}]")
+
     def for_action(self, name: str) -> ActionPolicy:
         return ActionPolicy(self.actions.get(name, self.default_action))
 
@@ -86,10 +96,25 @@ class Policies:
         return False, None
 
 
+_FIELDS = tuple(f.name for f in fields(Policies))
+
+
 def as_policies(value: Policies | Mapping[str, Any] | None) -> Policies:
+    """``value`` as :class:`Policies`: None is the defaults, a mapping holds its fields by name."""
     if value is None:
         return Policies()
     if isinstance(value, Policies):
         return value
+    if not isinstance(value, Mapping):
+        raise ReplayError(f"policies takes ai.executor.Policies(...) or a mapping of its fields "
+                          f"({', '.join(_FIELDS)}), got {type(value).__name__} {value!r}")
+    unknown = sorted(map(str, set(value) - set(_FIELDS)))
+    if unknown:
+        raise ReplayError(f"unknown {count_words(len(unknown), 'policy field')} {', '.join(unknown)}; "
+                          f"the fields of ai.executor.Policies are {', '.join(_FIELDS)}")
     return Policies(**dict(value))
 
+
+def _checked(kind: type[enum.StrEnum], value: object, name: str) -> None:
+    if not any(value == k for k in kind):   # a member, or its text (a str enum compares as its text)
+        raise ReplayError(f"unknown {name} policy {value!r}; use one of {', '.join(k.value for k in kind)}")

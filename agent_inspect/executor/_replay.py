@@ -157,7 +157,8 @@ class ReplayExecutor(HtmlRepr):
     def add_breakpoint(self, *, key: str | None = None, seq: int | None = None, action: str | None = None,
                        kind: StepKind | str | None = None, outcome: str | None = None,
                        when: Callable[[Step], bool] | None = None) -> Breakpoint:
-        """Add a :class:`Breakpoint` (every given field must match; None = any)."""
+        """Add a :class:`Breakpoint` (every given field must match; None = any). ``key``: the log's business key
+        or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest)."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
         self._debugger.breakpoints.append(bp)
         return bp
@@ -224,14 +225,16 @@ class ReplayExecutor(HtmlRepr):
 
     def counters_for(self, key: str | None) -> Counters:
         """:attr:`counters` of the steps at business key ``key`` only (None: every step). An eviction counts
-        at the key whose lookup made it, even when it removed other keys' records (snapshot Kafka K1)."""
+        at the key whose lookup made it, even when it removed other keys' records (snapshot Kafka K1). A Flink
+        key text is read as its business key (the digest under K1.6/K2), as breakpoints' keys are."""
         steps = self._engine.run.steps
+        key = None if key is None else self._engine.business_key(key)
         return counters_of(steps if key is None else [s for s in steps if s.key == key])
 
     def report(self) -> ReplaySafetyReport:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
         return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,
-                                             stale_records=self.stale_records())
+                                             stale_records=self.stale_records(), rule_label=self.recovery.rule_label)
 
     def stale_records(self) -> pd.DataFrame:
         """Rebuilt production records whose action identity is in no action of the candidate agent.

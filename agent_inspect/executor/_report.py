@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._glossary import plural
-from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
+from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._state import Counters
 from agent_inspect.executor._steps import CALL_COUNTERS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
 
@@ -29,6 +29,7 @@ class ReplaySafetyReport(HtmlRepr):
     """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
 
     ``stale_records``: rebuilt production records whose action identity the candidate agent lacks.
+    ``rule_label``: the rule the replay ran under, labelled as everywhere (a what-if says so).
 
     ``safe`` is False when the task re-executes external calls, truncated recorded calls
     (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
@@ -48,10 +49,11 @@ class ReplaySafetyReport(HtmlRepr):
     counters: Counters
     failure: str | None = None
     stale_records: pd.DataFrame | None = None
+    rule_label: str | None = None
 
     @classmethod
     def from_steps(cls, steps: Sequence[Step], *, counters: Counters, failure: str | None,
-                   stale_records: pd.DataFrame | None = None) -> ReplaySafetyReport:
+                   stale_records: pd.DataFrame | None = None, rule_label: str | None = None) -> ReplaySafetyReport:
         import pandas as pd
 
         rows: dict[int, dict[str, Any]] = {}
@@ -92,7 +94,7 @@ class ReplaySafetyReport(HtmlRepr):
             row["safe"] = not risks
             row["risks"] = "; ".join(dict.fromkeys(risks))
         frame = pd.DataFrame(list(rows.values()), columns=REPORT_COLUMNS)
-        return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records)
+        return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records, rule_label=rule_label)
 
     @property
     def unsafe(self) -> pd.DataFrame:
@@ -101,7 +103,8 @@ class ReplaySafetyReport(HtmlRepr):
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         resubmitted = int(self.frame["calls_resubmitted"].sum())
-        yield Text(Strong("Replay safety"), f": {plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe",
+        yield Text(Strong("Replay safety"), *((" under rule ", Code(self.rule_label)) if self.rule_label else ()),
+                   f": {plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe",
                    *((f"; {plural(resubmitted, 'sub-agent call')} re-submitted (not executed: each child task's "
                       "row says whether the sub-agent runs again)",) if resubmitted else ()),
                    *(("; stopped: ", self.failure) if self.failure else ()))

@@ -7,7 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["StepKind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
+from agent_inspect._errors import ReplayError
+
+__all__ = ["StepKind", "step_kind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
            "CALL_COUNTERS"]
 
 
@@ -35,6 +37,15 @@ class StepKind(enum.StrEnum):
     ROUND_COMPLETE = "round-complete"
     PRUNE = "prune"
     NOT_DISPATCHED = "not-dispatched"
+
+
+def step_kind(kind: StepKind | str) -> StepKind:
+    """``kind`` as a :class:`StepKind`; an unknown text raises a ``ReplayError`` naming the kinds."""
+    try:
+        return StepKind(kind)
+    except ValueError:
+        raise ReplayError(f"unknown step kind {kind!r}; use one of "
+                          f"{', '.join(k.value for k in StepKind)} (or ai.executor.StepKind)") from None
 
 
 class StepOutcome(enum.StrEnum):
@@ -171,9 +182,13 @@ class Breakpoint:
     outcome: str | None = None
     when: Callable[[Step], bool] | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind is not None:
+            step_kind(self.kind)            # an unknown kind fails here, not at the first step run() takes
+
     def matches(self, step: Step) -> bool:
         return ((self.key is None or step.key == self.key) and (self.seq is None or step.seq == self.seq)
                 and (self.action is None or step.action == self.action)
-                and (self.kind is None or step.kind == StepKind(self.kind))
+                and (self.kind is None or step.kind == step_kind(self.kind))
                 and (self.outcome is None or (step.outcome or "").lower() == self.outcome.lower())
                 and (self.when is None or bool(self.when(step))))

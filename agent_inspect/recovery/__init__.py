@@ -25,6 +25,7 @@ from agent_inspect.recovery._prediction import (
 from agent_inspect.recovery._rebuild import (
     Markers,
     iter_entries,
+    marker_warnings,
     normalize_markers,
     rebuild,
     rebuild_records,
@@ -42,7 +43,7 @@ __all__ = [
     # reconstruction
     "reconstruct", "Reconstruction", "STATUSES", "lint", "LINTS",
     # rebuilding a session from a log
-    "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "window_mask", "source_kind_of",
+    "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "marker_warnings", "Markers", "window_mask", "source_kind_of",
     "whole_log_markers",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",

@@ -466,8 +466,9 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
                 return RecordedCallError(repr(obj), function_id=slot.function_id, payload=payload)
             return obj
         if slot.status == "FAILED":
-            return RecordedCallError(f"recorded Python exception of {slot.function_id} "
-                                     "(pickled payload not loaded; pass trust_payloads=True to load it)",
+            return RecordedCallError(f"recorded Python exception of {slot.function_id} (pickled payload not loaded; "
+                                     "pass policies=ai.executor.Policies(trust_payloads=True) to the ReplayExecutor "
+                                     "to load it)",
                                      function_id=slot.function_id, payload=payload)
         return RecordedValue(slot.function_id, payload)
     try:

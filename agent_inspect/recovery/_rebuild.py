@@ -46,7 +46,14 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
 
 def marker_warnings(markers: Markers, partitions: list[int]) -> list[str]:
     """What markers leave out of the loaded log's ``partitions``, one sentence each (spec §6.5 step 2: only
-    partitions named in some marker are read): none when there are no markers (the whole log, or a fresh start)."""
+    partitions named in some marker are read): none when there are no markers (the whole log, or a fresh start).
+
+    ``predict`` lists them in ``Prediction.warnings``; the executor's rebuild step says them in its ``reason``.
+
+    For example::
+
+        ai.recovery.marker_warnings([{99: 5}], [0])     # ["the markers name partition 99, none of the log's (...)"]
+    """
     merged = normalize_markers(markers)
     loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
     if not merged or not loaded:

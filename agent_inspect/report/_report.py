@@ -254,6 +254,7 @@ def _ledger_section(prediction: Any, *, max_rows: int) -> _Section:
     crash = ' <b class="crash">The job crashes on this replay (restart loop).</b>' if prediction.crashed else ""
     body = (f"<p>Replaying the inputs after the restore, per task: {chips or 'no task'}.{crash} "
             f"Action bodies that run again: <b>{prediction.reruns():,}</b>.</p>")
+    body += "".join(f'<p class="warning"><b>Warning:</b> {escape(w)}</p>' for w in prediction.warnings)
     totals = prediction.ledger_totals()
     body += reader_table(totals, max_rows=max_rows, caption="what runs again, summed over keys",
                          anchor="ledger-totals") if len(totals) \
@@ -343,13 +344,16 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
 def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction | None:
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None.
 
-    ``recovery``: the settings ``result`` was reconstructed with (default: its rule and markers).
+    ``recovery``: the settings ``result`` was reconstructed with (default: the ones it carries, its
+    :attr:`~agent_inspect.recovery.Reconstruction.recovery`; else its rule and markers).
 
     For example::
 
         result = ai.reconstruct(log, markers=markers)
         ai.report.prediction_of(result).tasks.head()   # the prediction of the same recovery
     """
+    if recovery is None:     # a reconstruction's own settings: runtime, plan, kafka_pending… as well as rule and markers
+        recovery = getattr(result, "recovery", None)
     try:
         if recovery is not None:
             return predict(result.log, recovery=recovery)

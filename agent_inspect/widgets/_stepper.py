@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import escape, frame_html, labelled, plotly_text
 from agent_inspect._types import ExecutorState
 from agent_inspect.recovery import lookup_words
@@ -66,6 +67,7 @@ COUNTER_WORDS: dict[str, tuple[str, str]] = {
                             "(seq >= s)"),
 }
 _STORE_ROWS = 30
+_PLURAL_NOUN = re.compile(r"\b(step|task|lookup|call|record)s\b|\bbodies\b")   # made singular for a count of 1
 # Step kinds that come by the hundred: drawn small and translucent (their density), under the rare ones.
 _DENSE_KINDS = ("persist", "lookup", "rerun", "reuse", "resume", "round-complete", "round_complete", "not-dispatched")
 # The rare kinds that explain a recovery: drawn big, outlined and on top, each with its own symbol.
@@ -358,9 +360,10 @@ def _counters_html(counters: Any, steps: int, *, key: Any = None) -> str:
         items += [(k, getattr(counters, k)) for k in dir(counters)
                   if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
     words = {k: COUNTER_WORDS.get(k, (k.replace("_", " "), "")) for k, _ in items}
+    ones = {k: _PLURAL_NOUN.sub(lambda m: m.group(1) or "body", words[k][0], 1) for k, v in items if v == 1}
     scope = "" if key is None else f" (key {key} only)"
     cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" title="{escape(words[k][1] + scope)}">'
-                    f'<b>{escape(v)}</b> {escape(words[k][0])}</span>' for k, v in items)
+                    f"<b>{escape(v)}</b> {escape(ones.get(k, words[k][0]))}</span>" for k, v in items)
     head = "" if key is None else \
         f'<span class="ai-counter-scope">counters of key <code>{escape(key)}</code> only:</span>'
     return f'<div class="ai-counter-row">{head}{cells}</div>'
@@ -468,7 +471,7 @@ def _memory_html(memory: Any, key: Any = None) -> str:
         rows = "".join(f"<tr><th>{escape(name)}</th><td>{escape(_memory_value(v))}</td></tr>"
                        for name, v in dict(values).items())
         parts.append(f'<table class="agent-inspect ai-memory-table"><caption>{escape(part.replace("_", "-"))}: '
-                     f"{len(values)} entries</caption><tbody>{rows}</tbody></table>")
+                     f"{plural(len(values), 'entry', 'entries')}</caption><tbody>{rows}</tbody></table>")
     if not parts:
         parts.append(f'<pre class="ai-value">{escape(_short(to_builtins(mine)))}</pre>')
     return f'<details class="ai-memory-fold"><summary>{escape(title)}</summary>{"".join(parts)}</details>'

@@ -212,3 +212,44 @@ def test_one_key_sending_the_same_input_twice_gets_each_rounds_own_begin_event()
         rows = predict(built.log, plan=plan, agent=agent, rule="fixed", markers=built.markers).tasks
         assert rows["outcome"].tolist() == ["REUSE"] * 4
         assert rows.loc[rows["event_type"] == "_agent_run_begin_event", "fingerprint"].tolist() == begins.tolist()
+
+
+def test_a_recorded_failed_call_the_record_goes_past_is_caught():
+    """production_v4's chat record holds gpt-large FAILED then the gpt-mini fallback: the body caught the failure,
+    so replaying it as recorded resumes (as predict says) instead of failing the simulated job."""
+    import agent_inspect as ai
+
+    log, markers = ai.load(ai.samples.path("production_v4")), ai.samples.markers("production_v4")
+    ex = ai.ReplayExecutor(log, markers=markers)
+    ex.run()
+    assert ex.failure is None
+    calls = [(s.function_id, str(s.outcome)) for s in ex.step_list if s.call_index is not None]
+    assert calls == [("route:support-router", "hit"), ("chat:support-router:gpt-large", "hit-failed"),
+                     ("chat:support-router:gpt-mini", "hit")]
+    tasks = predict(log, markers=markers).tasks
+    got = [(s.key, s.seq, s.action, str(s.outcome)) for s in ex.step_list if s.kind in ("lookup", "not-dispatched")]
+    assert got == [(str(b), int(q), str(a), str(o)) for b, q, a, o in
+                   zip(tasks["business_key"], tasks["seq"], tasks["action"], tasks["outcome"])]
+
+
+def test_a_recorded_failed_last_call_still_fails_the_body():
+    built = build_case(BY_ID["N04"])
+    agent = AsRecordedAgent(built.log)
+
+    class Ctx:
+        business_key = key = "k"
+        seq = 1
+        event = AgentEvent("_input_event", {})
+
+        def durable_execute(self, fid, digest, call):
+            raise RuntimeError("recorded failure")
+
+    agent._scripts[("k", 1, agent._uuid_of["IA"], Ctx.event.fingerprint)] = [("call", ("f", "d", True))]
+    with pytest.raises(RuntimeError):
+        agent.run_action("IA", Ctx())
+    agent._scripts[("k", 1, agent._uuid_of["IA"], Ctx.event.fingerprint)] = [("call", ("f", "d", True)),
+                                                                               ("send", ("Out", {}))]
+    sent = []
+    Ctx.send_event = lambda self, t, a: sent.append(t)
+    agent.run_action("IA", Ctx())
+    assert sent == ["Out"]

@@ -198,3 +198,15 @@ def test_position_matching_invariants(recorded, body):
     final = writes[-1] if writes else tuple(j.results)
     if len(body) > prefix:
         assert [s.function_id for s in final] == body
+
+
+def test_an_untrusted_pickled_failure_names_the_executor_argument_that_loads_it():
+    """``trust_payloads`` is a field of Policies, not an executor keyword (``ReplayExecutor(log, trust_payloads=True)``
+    is a TypeError): the message names the argument a user passes."""
+    import agent_inspect as ai
+
+    slot = CallSlot("m.f", "", "FAILED", exception_payload=b"\x80\x05not-loaded")
+    err = decode_recorded(slot)
+    assert isinstance(err, RecordedCallError)
+    assert "policies=ai.executor.Policies(trust_payloads=True)" in str(err)
+    assert "trust_payloads" in ai.executor.Policies.__dataclass_fields__

@@ -118,3 +118,49 @@ def test_a_failed_calls_payload_does_not_depend_on_dask_being_imported() -> None
     assert b"tblib" not in payload and b"Frame" not in payload
     again = pickle.loads(payload)
     assert isinstance(again, TimeoutError) and again.args == ("gpt-large did not answer within 30 s",)
+
+
+def test_wrong_policies_and_restore_say_what_they_take() -> None:
+    """``policies="recorded"`` was a ValueError about dictionary update sequences, ``{"call": ...}`` a TypeError,
+    a misspelt policy value failed only when a call or action used it, and ``restore={0: 1}`` an AttributeError."""
+    import pytest
+
+    import agent_inspect as ai
+    from agent_inspect._errors import ReplayError
+
+    log = ai.load(ai.samples.path("N04"))
+    with pytest.raises(ReplayError, match=r"policies takes ai.executor.Policies\(...\) or a mapping of its fields "
+                                          r"\(actions, default_action, calls, stubs, trust_payloads\), got str"):
+        ai.ReplayExecutor(log, policies="recorded")
+    with pytest.raises(ReplayError, match="unknown policy field call; the fields of ai.executor.Policies are"):
+        ai.ReplayExecutor(log, policies={"call": "deny"})
+    with pytest.raises(ReplayError, match="unknown calls policy 'denyy'; use one of execute, recorded, stub, deny"):
+        ai.ReplayExecutor(log, policies={"calls": "denyy"})
+    with pytest.raises(ReplayError, match=r"unknown actions\['chat'\] policy 'rerun'; use one of reuse-prod"):
+        ai.executor.Policies(actions={"chat": "rerun"})
+    with pytest.raises(ReplayError, match=r"restore takes a Checkpoint of an earlier attempt .*got dict"):
+        ai.ReplayExecutor(log, restore={0: 1})
+    ok = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"), policies={"calls": "stub", "stubs": {"*": "x"},
+                                                                                 "actions": {"IA": "diff"}})
+    ok.run()
+    assert ok.failure is None
+
+
+@pytest.mark.parametrize("documented", ["ExecutorOptions", "CallPolicy"])
+def test_the_stub_examples_replay_without_a_denial(documented: str) -> None:
+    """The examples of ``ExecutorOptions`` and ``CallPolicy`` gave ``calls="stub"`` and no stub: the job died at its
+    first durable call (denied), so ``calls_stubbed`` showed 0 while the comment said no call runs for real."""
+    import inspect as pyinspect
+    import textwrap
+
+    import agent_inspect as ai
+
+    doc = pyinspect.getdoc(getattr(ai.executor, documented)) or ""
+    example = textwrap.dedent(doc.split("For example::", 1)[1])
+    namespace = {"ai": ai, "log": ai.load(ai.samples.path("production")), "markers": ai.samples.markers("production")}
+    exec(compile(example, f"<{documented} example>", "exec"), namespace)   # our own docstring, not a payload
+    ex = namespace["ex"]
+    assert ex.failure is None and ex.done
+    assert ex.counters.calls_stubbed > 0 and ex.counters.calls_denied == 0
+    executed = [s.function_id for s in ex.step_list if s.call_index is not None and s.outcome == "execute"]
+    assert all("#" in str(f) for f in executed)      # only sub-agent calls (their child runs in the job) ran

@@ -140,3 +140,33 @@ def test_every_table_is_a_readers_names_no_internal_columns_and_positions_fold_i
     ledger = page.split("what runs again, summed over keys")[1].split("</table>")[0]
     assert "reviewer (sub-agent call from review)" in ledger
     assert 'class="records"' in page.split('id="divergences"')[1]
+
+
+def test_a_reconstructions_report_ledger_is_of_its_own_settings() -> None:
+    """``write_report(ai.reconstruct(log, runtime="0.3", ...))``: the ledger and the why-section predicted the
+    default runtime's restore (main: 1 RESUME, 2 NOT-DISPATCHED), not the reconstruction's (0.3: 14 REUSE)."""
+    import agent_inspect as ai
+
+    log, markers = ai.load(ai.samples.path("production_v4")), ai.samples.markers("production_v4")
+    result = ai.reconstruct(log, markers=markers, runtime="0.3")
+    want = ai.predict(log, markers=markers, runtime="0.3").tasks["outcome"].value_counts().to_dict()
+    got = ai.report.prediction_of(result).tasks["outcome"].value_counts().to_dict()
+    assert got == want == {"REUSE": 14, "RESUME": 1}
+    page = ai.report.render_report(result, max_keys=0)
+    assert "REUSE: 14" in page and "NOT-DISPATCHED" not in page.split('id="ledger"')[1].split("</section>")[0]
+
+
+def test_the_ledger_says_the_predictions_warnings() -> None:
+    """Markers naming none of the log's partitions: the report said only "no task", while ``predict`` (its view,
+    ``agent-inspect reconstruct``) warns why; the ledger section now says the same sentences, escaped."""
+    import html
+
+    import agent_inspect as ai
+
+    log = ai.load(ai.samples.path("N04"))
+    warnings = ai.predict(log, markers=[{99: 5}]).warnings
+    assert warnings
+    page = ai.report.render_report(log, markers=[{99: 5}], max_keys=0)
+    ledger = page.split('id="ledger"')[1].split("</section>")[0]
+    assert all(f"<b>Warning:</b> {html.escape(w)}" in ledger for w in warnings)
+    assert "Warning:" not in ai.report.render_report(log, markers=ai.samples.markers("N04"), max_keys=0)

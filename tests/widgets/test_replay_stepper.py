@@ -130,3 +130,21 @@ def test_the_stepper_names_its_rule_and_labels_a_what_if():
     assert "fixed (what-if" in what_if.counters.value
     shipped = ReplayStepper(ai.ReplayExecutor(log, markers=markers))
     assert "<b>rule</b>: original" in shipped.counters.value and "what-if" not in shipped.counters.value
+
+
+def test_a_count_of_one_reads_singular() -> None:
+    """After the rebuild and one lookup the counters read "1 task looked up" (was "1 tasks looked up"); at the end
+    "1 durable call made" and the memory "short-term: 1 entry" (was "1 entries")."""
+    import agent_inspect as ai
+
+    log = ai.load(ai.samples.path("N04"))
+    stepper = ReplayStepper(ai.ReplayExecutor(log, markers=ai.samples.markers("N04")))
+    stepper.step()
+    stepper.step()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", stepper.counters.value))
+    assert "1 task looked up" in text and "2 steps" in text and "0 tasks reused" in text
+    assert not re.search(r"\b1 \w*s\b", text.replace("1 task looked up", ""))
+    stepper.run()
+    assert "1 durable call made" in re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", stepper.counters.value))
+    memory = re.sub(r"<[^>]+>", " ", stepper.memory.value)
+    assert "short-term: 1 entry " in memory and "sensory: 0 entries" in memory
