@@ -391,6 +391,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     tasks = compare(prediction.tasks, execs)
     ranking = None
     others: dict[str, pd.DataFrame] = {}
+    agreements: dict[str, _Agreement] = {}   # per other prediction (none made: nothing to rank)
     if log is not None and not execs.empty and (infer or not tasks["agree"].all()):  # no execution: nothing to rank
         cands: list[tuple[str, str]] = []
         for r in candidates:
@@ -415,10 +416,10 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                 others["__whole_log__"] = compare(run(rule, None).tasks, execs)
             except InspectError:
                 pass
+        agreements = _agreements(others)   # every other prediction is made by now
         if rows:
             # each candidate's tasks get their verdicts as the chosen rule's do (same causes, same confidence), so
             # "disagree" counts only tasks the trace shows wrong and the chosen rule's row matches its counts()
-            agreements = _agreements(others)
             ranking = pd.DataFrame([{**row, **_verdict_counts(cmp, trace, execs, agreements, str(row["name"]), confidence,
                                                               as_recorded=agent is None)} for row, cmp in rows],
                                    columns=list(_RANKING_COLUMNS))
@@ -426,7 +427,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
             ranking["_pinned"] = ranking["store_flavour"] != "auto"
             ranking = ranking.sort_values(["disagree", "agree", "_pinned"], ascending=[True, False, True],
                                           kind="stable").drop(columns="_pinned").reset_index(drop=True)
-    tasks = _explain(tasks, trace, execs, _agreements(others), ranking, rule_label(rule, None), rule, as_recorded=agent is None)
+    tasks = _explain(tasks, trace, execs, agreements, ranking, rule_label(rule, None), rule, as_recorded=agent is None)
     tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
