@@ -169,8 +169,6 @@ def _load_file(path: str | os.PathLike[str], *, file_format: str | None, busines
     return log if business_keys is None else check_business_keys(log, keys, known=lambda: key_texts(read.batch))
 
 
-
-
 def key_texts(batch: RawBatch) -> set[str]:
     """The business keys a raw batch's state keys name (text, or digest for K1.6 and K2); keys that do not parse
     are left out. Only for suggestions: it parses every key."""
