@@ -80,8 +80,9 @@ class OriginalRule(DivergenceRule):
         else:
             prefix = f"{task.key_text if task.key_text is not None else k}_{s}_"
             n = store.count_prefix(prefix)
-        if n <= 1 and sk in store:
-            return LookupDecision.found(store.get(sk), f"cached, {n} record at ({k}, {s}): no divergence")
+        found = store.get(sk)
+        if n <= 1 and found is not None:
+            return LookupDecision.found(found, f"cached, {n} record at ({k}, {s}): no divergence")
         if segment:
             top = store.max_seq(k)
             quiet = top is None or top <= s   # nothing later is cached: an eviction would remove nothing
@@ -92,7 +93,7 @@ class OriginalRule(DivergenceRule):
         kind = "count>1" if n > 1 else "miss-eviction"
         why = (f"{n} cached records at ({k}, {s}) > 1" if n > 1 else f"miss at ({k}, {s})")
         if quiet:
-            return LookupDecision.found(store.get(sk), f"original rule: {why}")
+            return LookupDecision.found(found, f"original rule: {why}")
         positions = sorted(_positions([e for e in matched if e is not None]))
         if flavour == "segment":
             session.evict(k, s, kind=kind, explanation=f"original rule: {why} -> evicted {k}'s rounds > {s}",
@@ -244,8 +245,10 @@ class FixedRule(DivergenceRule):
                                      f"-> invalidated {k}'s rounds >= {s}"))
         entry = store.get(sk)
         if entry is None:
-            session.evict(k, s, kind="miss-eviction",
-                          explanation=f"lookup: miss at ({k}, {s}) -> round {s} is recomputed, evicted rounds > {s}")
+            top = store.max_seq(k)
+            if top is not None and top > s:   # else the eviction would remove nothing (and record nothing)
+                session.evict(k, s, kind="miss-eviction",
+                              explanation=f"lookup: miss at ({k}, {s}) -> round {s} is recomputed, evicted rounds > {s}")
             return LookupDecision.found(None, f"miss at ({k}, {s})")
         evidence = session.state.evidence.get(k)
         if (task.event_id is not None and evidence and task.event_id in evidence
