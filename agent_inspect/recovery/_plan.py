@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
@@ -312,7 +314,19 @@ def key_identity(business_key: str, state_key: str) -> KeyIdentity:
 
 def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
     """The key segments of every business key of ``log`` (from its last readable record), in one pass."""
-    recs = log.records
-    last = recs[recs["error"].isna() & recs["business_key"].notna()].groupby(
-        "business_key", observed=True, sort=False).tail(1)
-    return {str(bk): key_identity(str(bk), str(sk)) for bk, sk in zip(last["business_key"], last["state_key"])}
+    return {bk: key_identity(bk, sk) for bk, sk in last_state_keys(log).items()}
+
+
+def last_state_keys(log: ActionStateLog) -> dict[str, str]:
+    """Each business key's state key in its last readable record: how the job addresses that key (a log may mix
+    key formats across keys). Worked out once per log: the plan and every run's key maker read it."""
+    def make() -> dict[str, str]:
+        recs = log.records
+        ok = recs[recs["error"].isna()] if "error" in recs.columns else recs
+        last = ok.groupby("business_key", observed=True, sort=False)["state_key"].last()
+        return {str(k): str(v) for k, v in last.items()}
+
+    return once_per_log(_LAST_STATE_KEYS, log, make)
+
+
+_LAST_STATE_KEYS: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()

@@ -31,7 +31,6 @@ class KeyMaker:
         self._log = log
         self._max_parallelism = max_parallelism
         self._ids: dict[str, KeyIdentity] = {}
-        self._last: dict[str, str] | None = None
         self.format = key_format or self._infer_format()
 
     def _infer_format(self) -> str:
@@ -67,23 +66,12 @@ class KeyMaker:
             self._ids.setdefault(str(ident.business_key), ident)
         return ident
 
-    def _last_state_keys(self) -> dict[str, str]:
-        # one pass over the log instead of one scan per key
-        if self._last is None:
-            if self._log is None:
-                return {}
-            recs = self._log.records
-            ok = recs[recs["error"].isna()] if "error" in recs.columns else recs
-            last = ok.groupby("business_key", observed=True, sort=False)["state_key"].last()
-            self._last = {str(k): str(v) for k, v in last.items()}
-        return self._last
-
     def _make(self, key: str) -> KeyIdentity:
         from agent_inspect import codec
-        from agent_inspect.recovery._plan import KeyIdentity, key_identity
+        from agent_inspect.recovery._plan import KeyIdentity, key_identity, last_state_keys
 
         if self._log is not None and len(self._log.records):
-            last = self._last_state_keys()
+            last = last_state_keys(self._log)
             sk = last.get(key)
             if sk is None and self.format in ("K1.6", "K2"):
                 sk = last.get(codec.string_key_digest(key))     # a plan may name a K2 key by its text
