@@ -69,8 +69,14 @@ class Debugger:
         return self.engine.advance()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0):
+            raise ReplayError(f"run(max_steps=...) takes a number of steps >= 0 (0 runs none) or None (no limit), "
+                              f"got {max_steps!r}")
         stop = _predicate(self.keyed(until) if isinstance(until, Breakpoint) else until)
         breakpoints = [self.keyed(b) for b in self.breakpoints]
+        if max_steps == 0:
+            steps = self.engine.run.steps
+            return steps[-1] if steps else None
         n = 0
         while True:
             s = self.step()

@@ -142,7 +142,8 @@ class ReplayExecutor(HtmlRepr):
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
         """Step until ``until`` (a predicate, step kind or :class:`Breakpoint`) or a breakpoint matches, or the end.
 
-        Returns the step it stopped at, or None when the replay ended first.
+        ``max_steps`` stops after that many steps (0 runs none and returns :attr:`current`; a negative count is
+        a ``ReplayError``). Returns the step it stopped at, or None when the replay ended first.
         """
         return self._debugger.run(until, max_steps=max_steps)
 
