@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from agent_inspect._errors import ReplayError
+from agent_inspect._glossary import did_you_mean
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import JobFailed
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind, step_kind
@@ -36,6 +37,8 @@ class Debugger:
         self.breakpoints: list[Breakpoint] = list(breakpoints)
         self.fail_after = fail_after
         self.driver: list[DriverAction] = []
+        for bp in self.breakpoints:
+            self.keyed(bp)                  # a key no step can carry fails here, not silently never stops
 
     @property
     def done(self) -> bool:
@@ -89,10 +92,17 @@ class Debugger:
 
     def keyed(self, bp: Breakpoint) -> Breakpoint:
         """``bp`` with its key as steps name it: a Flink key text becomes the log's business key (its digest
-        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too."""
+        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too. A key that is
+        neither the log's nor the plan's raises ``ReplayError`` with the closest keys: it would never stop."""
         if bp.key is None:
             return bp
         key = self.engine.business_key(bp.key)
+        known, names = self.engine.known_keys()
+        if key not in known:
+            where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self.engine.log is not None \
+                else ("the plan", "")
+            raise ReplayError(f"breakpoint key {bp.key!r} is not a key of {where}, so it would never stop a "
+                              f"run{did_you_mean([bp.key], names)}{listed}")
         return bp if key == bp.key else dataclasses.replace(bp, key=key)
 
     def back(self) -> Step | None:

@@ -69,6 +69,7 @@ class Engine(Observer):
         self.source_kind = source_kind
         self.base_session: RecoverySession | None = None
         self.core: Core | None = None
+        self._known: tuple[frozenset[str], tuple[str, ...]] | None = None
         self.restart()
 
     # ------------------------------------------------------------------------------ driving
@@ -107,6 +108,19 @@ class Engine(Observer):
 
     def business_key(self, key: str) -> str:
         return self.keys.business_key(key)
+
+    def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The business keys a step can carry (the log's and the plan's) and the names they go by (those and
+        the plan's key texts): what a breakpoint's key is checked against, and the pool of close matches."""
+        if self._known is None:
+            plan = self.plan.plan
+            names = {str(k) for k in (*(i.key for i in plan.inputs), *(p.key for p in plan.pending),
+                                      *plan.restored_seq, *plan.keys)}
+            names |= {str(i.key_text) for i in plan.keys.values() if i.key_text is not None}
+            if self.log is not None:
+                names |= set(map(str, self.log.records["business_key"].dropna().unique()))
+            self._known = (frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names)))
+        return self._known
 
     def record(self, step: Step) -> Step:
         self.run.steps.append(step)

@@ -159,8 +159,10 @@ class ReplayExecutor(HtmlRepr):
                        kind: StepKind | str | None = None, outcome: str | None = None,
                        when: Callable[[Step], bool] | None = None) -> Breakpoint:
         """Add a :class:`Breakpoint` (every given field must match; None = any). ``key``: the log's business key
-        or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest)."""
+        or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest);
+        a key of neither the log nor the plan raises ``ReplayError`` naming the closest keys."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
+        self._debugger.keyed(bp)
         self._debugger.breakpoints.append(bp)
         return bp
 

@@ -29,3 +29,43 @@ def test_max_steps_must_be_a_count(bad: object) -> None:
     with pytest.raises(ReplayError, match=r"max_steps=.*>= 0.*None"):
         ex.run(max_steps=bad)  # type: ignore[arg-type]
     assert ex.step_list == ()
+
+
+def _production() -> ai.ReplayExecutor:
+    log = ai.load(ai.samples.path("production"))
+    return ai.ReplayExecutor(log, markers=ai.samples.markers("production"), seed=1)
+
+
+def test_a_breakpoint_at_a_key_the_log_lacks_names_the_closest_keys() -> None:
+    ex = _production()
+    with pytest.raises(ReplayError, match=r"'user-00001'.*never stop.*did you mean 'user-0001'"):
+        ex.add_breakpoint(key="user-00001")
+    assert ex.breakpoints == []
+    with pytest.raises(ReplayError, match="user-00001"):
+        ex.run(until=ai.executor.Breakpoint(key="user-00001"))
+    ex.breakpoints.append(ai.executor.Breakpoint(key="nobody", kind="lookup"))
+    with pytest.raises(ReplayError, match="'nobody'"):
+        ex.run()
+    ex.breakpoints.clear()
+    with pytest.raises(ReplayError, match="'user-00001'"):
+        ai.ReplayExecutor(ai.load(ai.samples.path("N04")), markers=ai.samples.markers("N04"),
+                          breakpoints=[ai.executor.Breakpoint(key="user-00001")])
+
+
+def test_a_breakpoint_at_a_known_key_is_kept() -> None:
+    ex = _production()
+    ex.add_breakpoint(key="user-0001", outcome="rerun")
+    step = ex.run()
+    assert step is not None and step.key == "user-0001"
+    k2 = ai.ReplayExecutor(ai.load(ai.samples.path("production_v4")), markers=ai.samples.markers("production_v4"))
+    k2.add_breakpoint(key="user-0001", kind="lookup")    # a digest-keyed log: the key text is the digest's
+    with pytest.raises(ReplayError, match="'user-0099'"):
+        k2.add_breakpoint(key="user-0099")
+
+
+def test_a_fresh_job_checks_breakpoints_against_its_plan() -> None:
+    sample = ai.samples.scenario("N04")
+    ex = ai.ReplayExecutor(agent=sample.agent, plan=sample.plan, key_format="K2", seed=1)
+    ex.add_breakpoint(key="k")
+    with pytest.raises(ReplayError, match=r"'kk' is not a key of the plan.*did you mean 'k'"):
+        ex.add_breakpoint(key="kk")
