@@ -18,7 +18,7 @@ from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
-from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
+from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 from agent_inspect.recovery import SETTING_NAMES, Recovery
 from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
@@ -213,8 +213,9 @@ class ReplayExecutor(HtmlRepr):
 
     @property
     def memory(self) -> Mapping[str, MemoryState]:
-        """Per business key: short-term and sensory memory as of the current step."""
-        return self._engine.memory_states()
+        """Per business key: short-term and sensory memory as of the current step. A Flink key text finds its
+        business key's (the digest under K1.6/K2), as breakpoints and :meth:`counters_for` read it."""
+        return MemoryByKey(self._engine.memory_states(), self._engine.business_key)
 
     @property
     def outputs(self) -> pd.DataFrame:

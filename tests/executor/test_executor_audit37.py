@@ -69,3 +69,18 @@ def test_a_fresh_job_checks_breakpoints_against_its_plan() -> None:
     ex.add_breakpoint(key="k")
     with pytest.raises(ReplayError, match=r"'kk' is not a key of the plan.*did you mean 'k'"):
         ex.add_breakpoint(key="kk")
+
+
+def test_memory_is_found_by_a_key_text_on_a_digest_keyed_log() -> None:
+    log = ai.load(ai.samples.path("subagents_v4"))            # K2: its one key (text "k") named by digest
+    ex = ai.ReplayExecutor(log, markers=ai.samples.markers("subagents_v4"), seed=1)
+    ex.run()
+    (digest,) = log.keys()
+    assert list(ex.memory) == [digest] and len(ex.memory) == 1
+    assert ex.memory["k"] == ex.memory[digest] and "k" in ex.memory
+    assert ex.memory.get("k") is not None and "other" not in ex.memory
+    with pytest.raises(KeyError):
+        ex.memory["other"]
+    text_keyed = _production()
+    text_keyed.run(max_steps=40)
+    assert text_keyed.memory["user-0029"] == dict(text_keyed.memory)["user-0029"]
