@@ -84,3 +84,47 @@ def test_memory_is_found_by_a_key_text_on_a_digest_keyed_log() -> None:
     text_keyed = _production()
     text_keyed.run(max_steps=40)
     assert text_keyed.memory["user-0029"] == dict(text_keyed.memory)["user-0029"]
+
+
+def test_diff_with_the_as_recorded_agent_reports_no_memory_difference_it_cannot_replay() -> None:
+    log = ai.load(ai.samples.path("production"))
+    ex = ai.ReplayExecutor(log, markers=ai.samples.markers("production"), seed=1,
+                           policies={"actions": {"chat": "diff"}})
+    ex.run()
+    shadows = [s for s in ex.step_list if s.detail.get("shadow")]
+    assert len(shadows) == 61
+    assert [str(s.outcome) for s in shadows].count("diff-changed") == 0        # 38 before: "memory paths differ"
+    unreplayed = [s for s in shadows if s.detail["memory_not_replayed"]]
+    assert len(unreplayed) == 38
+    assert all("memory not replayed" in (s.change or "") and "differ" not in (s.change or "") for s in unreplayed)
+    frame = ex.report().frame
+    diffs = frame["diff"].dropna().value_counts().to_dict()
+    assert diffs == {"equal (memory not replayed)": 38, "equal": 23}
+    assert not frame["risks"].str.contains("diff: replay disagrees").any()
+
+
+def _memory_agent(*, writes: bool) -> ai.agents.PythonAgent:
+    agent = ai.agents.PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"], module=__name__, qualname="memory_agent.<locals>.ia")
+    def ia(event, ctx):  # type: ignore[no-untyped-def]
+        if writes:
+            ctx.short_term.set("seen", event.attributes["input"])
+        ctx.send_event("_output_event", {"output": event.attributes["input"]})
+
+    return agent
+
+
+def test_diff_with_an_agent_that_writes_memory_still_reports_a_real_memory_difference() -> None:
+    first = ai.ReplayExecutor(agent=_memory_agent(writes=True), plan={"inputs": [("k", "a")]}, key_format="K1.5",
+                              seed=1)
+    first.step()
+    marker = first.checkpoint()
+    first.run()
+    ex = ai.ReplayExecutor(first.to_log(), agent=_memory_agent(writes=False), plan={"inputs": [("k", "a")]},
+                           markers=[marker], policies={"default_action": "diff"})
+    ex.run()
+    (shadow,) = [s for s in ex.step_list if s.detail.get("shadow")]
+    assert str(shadow.outcome) == "diff-changed" and "short-term memory paths differ" in (shadow.change or "")
+    assert shadow.detail["memory_not_replayed"] == ()
+    assert ex.report().frame["safe"].tolist() == [False]
