@@ -101,7 +101,7 @@ class ReplayExecutor(HtmlRepr):
             plan = _restore_plan(plan, restore)
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
-        replay_plan = as_plan(plan, None) if plan is not None else self.recovery.replay_plan(base)
+        replay_plan = as_plan(plan) if plan is not None else self.recovery.replay_plan(base)
         keys.register(replay_plan.keys)
         from agent_inspect.recovery import source_kind_of
 
@@ -301,7 +301,7 @@ class ReplayExecutor(HtmlRepr):
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
     from agent_inspect.recovery import PendingTask
 
-    base = as_plan(plan if plan is not None else {"inputs": []}, None)
+    base = as_plan(plan if plan is not None else {"inputs": []})
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
     return type(base)(inputs=base.inputs, restored_seq=restored, pending=pending, keys=base.keys,

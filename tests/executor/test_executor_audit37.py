@@ -128,3 +128,16 @@ def test_diff_with_an_agent_that_writes_memory_still_reports_a_real_memory_diffe
     assert str(shadow.outcome) == "diff-changed" and "short-term memory paths differ" in (shadow.change or "")
     assert shadow.detail["memory_not_replayed"] == ()
     assert ex.report().frame["safe"].tolist() == [False]
+
+
+def test_the_unused_public_names_are_gone() -> None:
+    import inspect
+
+    import agent_inspect.recovery.engine as engine
+    assert not {"with_value", "REPLAYED_CALLS"} & set(engine.__all__)
+    assert not hasattr(engine, "with_value") and not hasattr(engine, "REPLAYED_CALLS")
+    assert not hasattr(engine.IdSource, "reset")
+    assert list(inspect.signature(ai.recovery.agent_event).parameters) == ["ev"]
+    assert list(inspect.signature(ai.executor.as_plan).parameters) == ["plan"]
+    with pytest.raises(ReplayError, match=r"not a replay plan: NoneType.*ReplayPlan\.from_log"):
+        ai.executor.as_plan(None)  # type: ignore[arg-type]
