@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -72,7 +73,8 @@ class Debugger:
         return self.engine.advance()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0):
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral)
+                                      or max_steps < 0):      # numbers.Integral: a numpy count will do
             raise ReplayError(f"run(max_steps=...) takes a number of steps >= 0 (0 runs none) or None (no limit), "
                               f"got {max_steps!r}")
         stop = _predicate(self.keyed(until) if isinstance(until, Breakpoint) else until)

@@ -21,6 +21,9 @@ def test_max_steps_zero_runs_no_step() -> None:
     ex.step()
     assert ex.run(max_steps=0) is ex.current and len(ex.step_list) == 2
     assert ex.run(max_steps=1) is ex.current and len(ex.step_list) == 3
+    import numpy as np
+
+    assert ex.run(max_steps=np.int64(2)) is ex.current and len(ex.step_list) == 5   # a numpy count will do
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True])
