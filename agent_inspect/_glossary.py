@@ -7,10 +7,11 @@ tooltips (``title`` attributes) come from :func:`define`, and the documentation 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "split_spec"]
+__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "did_you_mean", "split_spec"]
 
 GLOSSARY: dict[str, str] = {
     # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
@@ -153,6 +154,15 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def count_words(count: int, noun: str, many: str | None = None) -> str:
     """Only the noun of :func:`plural` ("divergence" for one, "divergences" otherwise)."""
     return noun if int(count) == 1 else (many if many is not None else noun + "s")
+
+
+def did_you_mean(names: Iterable[str], pool: Iterable[str]) -> str:
+    """The hint after an unknown name: ``"; did you mean 'user-0019'?"`` with the (up to 3 per name) entries of
+    ``pool`` closest to ``names`` (``difflib``), or "" when none is close. The one close-match helper: unknown
+    business keys of a load and of a breakpoint both use it."""
+    candidates = sorted(set(map(str, pool)))
+    close = list(dict.fromkeys(m for k in names for m in difflib.get_close_matches(str(k), candidates, n=3)))
+    return f"; did you mean {', '.join(map(repr, close))}?" if close else ""
 
 
 _SPEC = re.compile(r"\s*\((?:see )?spec (§[^():]*?)(?::\s*([^()]*))?\)|[,;]?\s*\bspec (§[\d.,§ –-]*\d)")

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 __all__ = [
     "INPUT_EVENT",
@@ -284,6 +284,11 @@ class BaseAgent:
         ex = ai.ReplayExecutor(agent=agent, plan={"inputs": [("user-1", "hi")]})
         ex.run(); ex.outputs
     """
+
+    #: Whether bodies replay their memory updates. False for an agent whose bodies never write memory (the
+    #: as-recorded agent): a ``diff`` policy then compares outputs only and says memory was not replayed.
+    #: Agents without the attribute count as replaying memory.
+    replays_memory: ClassVar[bool] = True
 
     def __init__(self, actions: Sequence[ActionDecl]) -> None:
         self._actions = tuple(actions)

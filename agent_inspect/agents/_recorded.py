@@ -47,13 +47,17 @@ class AsRecordedAgent(BaseAgent):
     - code changed between attempts: a renamed action, or under K1 a changed module, qualname or triggers, gets
       a new action UUID, while this agent reuses the recorded one;
     - a Java action's hash-based UUID, new in every JVM under K1–K1.6 (``ActionDecl(java=True)``);
-    - a sub-agent no record names: the scope and body of a child that never wrote.
+    - a sub-agent no record names: the scope and body of a child that never wrote;
+    - memory: its bodies write none (``replays_memory`` is False), so the executor's ``diff`` policy compares
+      outputs only and says the record's memory updates were not replayed.
 
     For example::
 
         agent = ai.agents.AsRecordedAgent(log)          # what predict and the executor use by default
         ai.predict(log, markers=markers, agent=agent).tasks["outcome"].value_counts()
     """
+
+    replays_memory = False
 
     @classmethod
     def of(cls, log: ActionStateLog) -> AsRecordedAgent:

@@ -277,8 +277,7 @@ class _Generator:
         restored, cp_inputs, change = self._restore_choice()
         ck = self.checkpoints[restored]
         paths = self._paths(ck, cp_inputs)
-        base = as_plan({"inputs": [(k, AgentEvent(INPUT_EVENT, {"input": v}, self._id())) for k, v in cp_inputs]},
-                       None)
+        base = as_plan({"inputs": [(k, AgentEvent(INPUT_EVENT, {"input": v}, self._id())) for k, v in cp_inputs]})
         km = KeyMaker(self.log, key_format=self.key_format)
         all_keys = sorted({*paths, *keys})
 
@@ -351,7 +350,7 @@ class _Generator:
         base_end = len(self.log) if self.log is not None else 0
         # the keys' identities, so a checkpoint's pending tasks named by a K2 digest resolve before any record
         km = KeyMaker(self.log, key_format=self.key_format)
-        plan = replace(as_plan({"inputs": list(inputs)}, None), begin_event=self.begin,
+        plan = replace(as_plan({"inputs": list(inputs)}), begin_event=self.begin,
                        keys={k: km.identity(k) for k in dict.fromkeys(k for k, _ in self.source)})
         ex = ReplayExecutor(self.log, agent=agent, plan=plan,
                             restore=ck.checkpoint if ck is not None else None, rule=rule, attempt=number,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from agent_inspect._errors import ReplayError
+from agent_inspect._glossary import did_you_mean
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import JobFailed
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind, step_kind
@@ -36,6 +38,8 @@ class Debugger:
         self.breakpoints: list[Breakpoint] = list(breakpoints)
         self.fail_after = fail_after
         self.driver: list[DriverAction] = []
+        for bp in self.breakpoints:
+            self.keyed(bp)                  # a key no step can carry fails here, not silently never stops
 
     @property
     def done(self) -> bool:
@@ -69,8 +73,15 @@ class Debugger:
         return self.engine.advance()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral)
+                                      or max_steps < 0):      # numbers.Integral: a numpy count will do
+            raise ReplayError(f"run(max_steps=...) takes a number of steps >= 0 (0 runs none) or None (no limit), "
+                              f"got {max_steps!r}")
         stop = _predicate(self.keyed(until) if isinstance(until, Breakpoint) else until)
         breakpoints = [self.keyed(b) for b in self.breakpoints]
+        if max_steps == 0:
+            steps = self.engine.run.steps
+            return steps[-1] if steps else None
         n = 0
         while True:
             s = self.step()
@@ -83,10 +94,17 @@ class Debugger:
 
     def keyed(self, bp: Breakpoint) -> Breakpoint:
         """``bp`` with its key as steps name it: a Flink key text becomes the log's business key (its digest
-        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too."""
+        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too. A key that is
+        neither the log's nor the plan's raises ``ReplayError`` with the closest keys: it would never stop."""
         if bp.key is None:
             return bp
         key = self.engine.business_key(bp.key)
+        known, names = self.engine.known_keys()
+        if key not in known:
+            where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self.engine.log is not None \
+                else ("the plan", "")
+            raise ReplayError(f"breakpoint key {bp.key!r} is not a key of {where}, so it would never stop a "
+                              f"run{did_you_mean([bp.key], names)}{listed}")
         return bp if key == bp.key else dataclasses.replace(bp, key=key)
 
     def back(self) -> Step | None:

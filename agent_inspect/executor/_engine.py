@@ -69,6 +69,7 @@ class Engine(Observer):
         self.source_kind = source_kind
         self.base_session: RecoverySession | None = None
         self.core: Core | None = None
+        self._known: tuple[frozenset[str], tuple[str, ...]] | None = None
         self.restart()
 
     # ------------------------------------------------------------------------------ driving
@@ -107,6 +108,19 @@ class Engine(Observer):
 
     def business_key(self, key: str) -> str:
         return self.keys.business_key(key)
+
+    def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
+        """The business keys a step can carry (the log's and the plan's) and the names they go by (those and
+        the plan's key texts): what a breakpoint's key is checked against, and the pool of close matches."""
+        if self._known is None:
+            plan = self.plan.plan
+            names = {str(k) for k in (*(i.key for i in plan.inputs), *(p.key for p in plan.pending),
+                                      *plan.restored_seq, *plan.keys)}
+            names |= {str(i.key_text) for i in plan.keys.values() if i.key_text is not None}
+            if self.log is not None:
+                names |= set(map(str, self.log.records["business_key"].dropna().unique()))
+            self._known = (frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names)))
+        return self._known
 
     def record(self, step: Step) -> Step:
         self.run.steps.append(step)
@@ -279,11 +293,18 @@ class Engine(Observer):
             self.agent.run_action(run.action, cast("ActionContext", ctx))   # it takes both call forms
         except Exception as exc:  # noqa: BLE001 - a failing shadow run is a difference, not a job failure
             error = f"{type(exc).__name__}: {exc}"
-        diffs = _compare(record, ctx, error)
+        # an agent whose bodies write no memory (the as-recorded agent) cannot produce the record's memory updates:
+        # comparing them would report every record that set memory as changed
+        memory = bool(getattr(self.agent, "replays_memory", True))
+        diffs = _compare(record, ctx, error, memory=memory)
+        unreplayed = () if memory else tuple(_memory_paths(record))
+        equal = "outputs and memory updates equal" if not unreplayed else "outputs equal"
+        note = (f"; memory not replayed: the agent ({type(self.agent).__name__}) writes no memory, the record "
+                f"sets {list(unreplayed)}" if unreplayed else "")
         self._emit(StepKind.RERUN, **_common(run), outcome=StepOutcome.DIFF_CHANGED if diffs else StepOutcome.DIFF_EQUAL,
                    reason="policy diff: body run on a copy of memory and compared with the production record",
-                   change="; ".join(diffs) if diffs else "outputs and memory updates equal",
-                   detail={"diff": tuple(diffs), "shadow": True})
+                   change=("; ".join(diffs) if diffs else equal) + note,
+                   detail={"diff": tuple(diffs), "shadow": True, "memory_not_replayed": unreplayed})
 
 
 def _common(run: TaskRun) -> dict[str, Any]:
@@ -332,7 +353,8 @@ _DURING = {"first": "lookup", "again": "get again before the initial write",
            "bind": "re-get after the initial write", "complete": "get at completion"}
 
 
-def _compare(record: RecordView, ctx: ReplayContext, error: str | None) -> list[str]:
+def _compare(record: RecordView, ctx: ReplayContext, error: str | None, *, memory: bool = True) -> list[str]:
+    """The differences of a shadow run from the production record (memory updates only when ``memory``)."""
     diffs = []
     if error:
         diffs.append(f"body raised {error}")
@@ -341,7 +363,7 @@ def _compare(record: RecordView, ctx: ReplayContext, error: str | None) -> list[
     if prod != new:
         diffs.append(f"outputs differ: production {prod} vs replay {new}")
     for label, old, cur in (("short-term", record.short_term, ctx.short_term_updates),
-                            ("sensory", record.sensory, ctx.sensory_updates)):
+                            ("sensory", record.sensory, ctx.sensory_updates)) if memory else ():
         if [p for p, _ in old] != [p for p, _ in cur]:
             diffs.append(f"{label} memory paths differ: {[p for p, _ in old]} vs {[p for p, _ in cur]}")
     return diffs

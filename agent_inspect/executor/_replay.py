@@ -18,7 +18,7 @@ from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
-from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
+from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 from agent_inspect.recovery import SETTING_NAMES, Recovery
 from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
@@ -101,7 +101,7 @@ class ReplayExecutor(HtmlRepr):
             plan = _restore_plan(plan, restore)
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
-        replay_plan = as_plan(plan, None) if plan is not None else self.recovery.replay_plan(base)
+        replay_plan = as_plan(plan) if plan is not None else self.recovery.replay_plan(base)
         keys.register(replay_plan.keys)
         from agent_inspect.recovery import source_kind_of
 
@@ -142,7 +142,8 @@ class ReplayExecutor(HtmlRepr):
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
         """Step until ``until`` (a predicate, step kind or :class:`Breakpoint`) or a breakpoint matches, or the end.
 
-        Returns the step it stopped at, or None when the replay ended first.
+        ``max_steps`` stops after that many steps (0 runs none and returns :attr:`current`; a negative count is
+        a ``ReplayError``). Returns the step it stopped at, or None when the replay ended first.
         """
         return self._debugger.run(until, max_steps=max_steps)
 
@@ -158,8 +159,10 @@ class ReplayExecutor(HtmlRepr):
                        kind: StepKind | str | None = None, outcome: str | None = None,
                        when: Callable[[Step], bool] | None = None) -> Breakpoint:
         """Add a :class:`Breakpoint` (every given field must match; None = any). ``key``: the log's business key
-        or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest)."""
+        or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest);
+        a key of neither the log nor the plan raises ``ReplayError`` naming the closest keys."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
+        self._debugger.keyed(bp)
         self._debugger.breakpoints.append(bp)
         return bp
 
@@ -210,8 +213,9 @@ class ReplayExecutor(HtmlRepr):
 
     @property
     def memory(self) -> Mapping[str, MemoryState]:
-        """Per business key: short-term and sensory memory as of the current step."""
-        return self._engine.memory_states()
+        """Per business key: short-term and sensory memory as of the current step. A Flink key text finds its
+        business key's (the digest under K1.6/K2), as breakpoints and :meth:`counters_for` read it."""
+        return MemoryByKey(self._engine.memory_states(), self._engine.business_key)
 
     @property
     def outputs(self) -> pd.DataFrame:
@@ -297,7 +301,7 @@ class ReplayExecutor(HtmlRepr):
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
     from agent_inspect.recovery import PendingTask
 
-    base = as_plan(plan if plan is not None else {"inputs": []}, None)
+    base = as_plan(plan if plan is not None else {"inputs": []})
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
     return type(base)(inputs=base.inputs, restored_seq=restored, pending=pending, keys=base.keys,

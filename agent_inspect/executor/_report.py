@@ -32,7 +32,9 @@ class ReplaySafetyReport(HtmlRepr):
     ``rule_label``: the rule the replay ran under, labelled as everywhere (a what-if says so).
 
     ``safe`` is False when the task re-executes external calls, truncated recorded calls
-    (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production.
+    (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production. ``diff``
+    is None (no ``diff`` policy), ``"equal"``, ``"equal (memory not replayed)"`` (outputs equal; the agent writes
+    no memory, e.g. the as-recorded agent, so the record's memory updates were not compared), or the differences.
 
     ``calls_resubmitted`` (main): sub-agent calls whose PENDING caller slot sent the call again with the same
     ids. They are not executed calls: the child task's own row says whether the sub-agent runs again.
@@ -78,7 +80,10 @@ class ReplaySafetyReport(HtmlRepr):
                 if key:
                     row[key] += 1
             elif out in SHADOW_OUTCOMES:
-                row["diff"] = "equal" if out == StepOutcome.DIFF_EQUAL else s.change
+                equal = out == StepOutcome.DIFF_EQUAL
+                row["diff"] = s.change if not equal else (
+                    "equal (memory not replayed)" if s.detail.get("memory_not_replayed") else "equal")
+                row["diff_changed"] = not equal
             elif out == StepOutcome.FAILED:
                 row["risks"].append(s.reason or "body failed")
         if failure and rows:
@@ -90,7 +95,7 @@ class ReplaySafetyReport(HtmlRepr):
                 (row["calls_executed"], f"{plural(row['calls_executed'], 'external call')} run again"),
                 (row["calls_reconciled"], f"{plural(row['calls_reconciled'], 'reconciler')} run"),
                 (row["calls_truncated"], "non-deterministic calls: recorded results truncated"),
-                (row["diff"] not in (None, "equal"), "diff: replay disagrees with production")) if risky]
+                (row.get("diff_changed"), "diff: replay disagrees with production")) if risky]
             row["safe"] = not risks
             row["risks"] = "; ".join(dict.fromkeys(risks))
         frame = pd.DataFrame(list(rows.values()), columns=REPORT_COLUMNS)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,7 @@ from agent_inspect.recovery.engine import EngineState, IdSource, JobFailed, Reco
 if TYPE_CHECKING:
     from agent_inspect.store import Entry, Task
 
-__all__ = ["Counters", "MemoryState", "Checkpoint", "JobFailed", "RunState", "TaskQueue", "Write"]
+__all__ = ["Counters", "MemoryState", "MemoryByKey", "Checkpoint", "JobFailed", "RunState", "TaskQueue", "Write"]
 
 Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
 """One journal write: (state key, task, value); a tombstone has neither task nor value; a checkpoint-time
@@ -66,6 +66,31 @@ class MemoryState:
 
     short_term: Mapping[str, Any]
     sensory: Mapping[str, Any]
+
+
+class MemoryByKey(Mapping[str, MemoryState]):
+    """The memory snapshots per business key, also found by a Flink key text: under K1.6/K2, where steps (and
+    these keys) carry the key's digest, ``memory["user-0001"]`` is the digest's, as breakpoints read a key."""
+
+    def __init__(self, states: Mapping[str, MemoryState], business_key: Callable[[str], str]) -> None:
+        self._states, self._business_key = states, business_key
+
+    def __getitem__(self, key: str) -> MemoryState:
+        if key in self._states:
+            return self._states[key]
+        business = self._business_key(key)
+        if business != key and business in self._states:
+            return self._states[business]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._states)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __repr__(self) -> str:
+        return repr(dict(self._states))
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, did_you_mean
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 
@@ -77,7 +76,7 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
     """``log``, loaded for ``keys``, checked for keys with no record (a typo reads as an empty log otherwise).
 
     The one check every loader (and the CLI's ``--key``) uses. None of the keys has a record: an
-    :class:`~agent_inspect.InspectError` naming them, with the closest keys ``known()`` gives (``difflib``;
+    :class:`~agent_inspect.InspectError` naming them, with the closest keys ``known()`` gives (``did_you_mean``;
     only where the loader has the other keys at hand, a file's). Some have records: the log is kept, its
     ``source.options["missing_business_keys"]`` lists the others and a ``UserWarning`` names them, since the
     caller asked for several keys and is owed the ones that are there. A key matches by text or by digest
@@ -93,9 +92,7 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
     where = log.source.location
     names = ", ".join(map(repr, missing))
     if len(missing) == len(asked):
-        pool = sorted(set(map(str, known()))) if known is not None else []
-        close = list(dict.fromkeys(m for k in missing for m in difflib.get_close_matches(k, pool, n=3)))
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        hint = did_you_mean(missing, known()) if known is not None else ""
         raise InspectError(f"{count_words(len(missing), 'business key')} {names} "
                            f"{count_words(len(missing), 'has', 'have')} no records in {where}{hint} "
                            "(log.keys() of a load without business_keys lists them)")

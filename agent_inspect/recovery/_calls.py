@@ -14,7 +14,7 @@ import io
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from agent_inspect._bulk import quick_init
@@ -59,10 +59,6 @@ class CallDecision(enum.StrEnum):
     STUB = "stub"                        # served by a stub (replay call policy)
     SERVED_RECORDED = "served-recorded"  # a rerun served the production record's result (policy)
     DENY = "deny"                        # refused by the replay call policy
-
-
-REPLAYED_CALLS = frozenset({CallDecision.HIT, CallDecision.HIT_FAILED, CallDecision.PENDING_HIT})
-"""Decisions that served a call from the journal without running it."""
 
 
 class _Unset(enum.Enum):
@@ -480,14 +476,3 @@ def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
         msg = f"{data.get('exceptionClass')}: {data.get('message')}" if java else str(data)
         return RecordedCallError(msg, function_id=slot.function_id, payload=payload)
     return data
-
-
-def with_value(slot: CallSlot, value: Any) -> CallSlot:
-    """A copy of ``slot`` carrying a live value (used when a stub serves a call).
-
-    For example::
-
-        slot = ai.executor.CallSlot("llm.ask", "", "SUCCEEDED")
-        ai.recovery.engine.with_value(slot, "stubbed").value
-    """
-    return replace(slot, value=value)

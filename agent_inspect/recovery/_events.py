@@ -29,15 +29,11 @@ class IdSource:
 
         ids = ai.recovery.engine.IdSource(7)
         first = ids.new()
-        ids.reset(); ids.new() == first                 # True: a re-execution regenerates the same ids
+        ai.recovery.engine.IdSource(7).new() == first   # True: a re-execution (a new source) regenerates the ids
     """
 
     def __init__(self, seed: int) -> None:
-        self._seed = seed
         self._rng = random.Random(seed)
-
-    def reset(self) -> None:
-        self._rng = random.Random(self._seed)
 
     def new(self) -> str:
         return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
@@ -97,10 +93,10 @@ def wrap_subagent(scope: str, session_id: str, call_id: str, event_type: str,
     return AgentEvent.of(SUBAGENT_EVENT, attrs, event_id, SUBAGENT_EVENT_CLASS, upstream_event_id, upstream_action)
 
 
-def agent_event(ev: Any, **changes: Any) -> AgentEvent:
-    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``), with ``changes``
-    (e.g. a re-bound lineage). Its fingerprint is read from the record's attribute bytes, once per distinct
-    bytes (a record's events are replayed again under every rule and by every reuse).
+def agent_event(ev: Any) -> AgentEvent:
+    """An :class:`AgentEvent` from a decoded record event (``agent_inspect.codec.Event``). Its fingerprint is read
+    from the record's attribute bytes, once per distinct bytes (a record's events are replayed again under every
+    rule and by every reuse).
 
     For example::
 
@@ -112,11 +108,6 @@ def agent_event(ev: Any, **changes: Any) -> AgentEvent:
     if not isinstance(attrs, dict):   # not a map: no attributes, and no fingerprint of them
         attrs, raw = {}, None
     fingerprint = fingerprint_of_raw(bytes(raw)) if isinstance(raw, bytes | Raw) else None
-    if changes:
-        fields: dict[str, Any] = {"type": str(ev.type), "attributes": attrs, "id": ev.id, "event_class": ev.event_class,
-                                  "upstream_event_id": ev.upstream_event_id,
-                                  "upstream_action": ev.upstream_action_name, **changes}
-        return AgentEvent.of(**fields, fingerprint=fingerprint)
     return AgentEvent.of(str(ev.type), attrs, ev.id, ev.event_class, ev.upstream_event_id, ev.upstream_action_name,
                          fingerprint=fingerprint)
 

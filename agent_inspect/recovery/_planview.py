@@ -9,7 +9,6 @@ from agent_inspect._errors import ReplayError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery._plan import ReplayInput, ReplayPlan
 
 __all__ = ["PlanView", "as_plan", "PlanLike"]
@@ -27,7 +26,7 @@ class PlanView:
 
     For example::
 
-        plan = ai.executor.as_plan({"inputs": [("user-1", "a"), ("user-1", "b")], "restored_seq": {"user-1": 4}}, None)
+        plan = ai.executor.as_plan({"inputs": [("user-1", "a"), ("user-1", "b")], "restored_seq": {"user-1": 4}})
         view = ai.recovery.engine.PlanView(plan)
         view.next_seq("user-1"), view.next_seq("user-1")   # 5, 6: each input takes its key's next seq
     """
@@ -59,27 +58,21 @@ class PlanView:
         return seq
 
 
-def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
-            markers: Sequence[Mapping[int, int]] | None = None) -> ReplayPlan:
-    """A ``ReplayPlan`` from a plan, a mapping, or None (inferred from the log's own later attempt,
-    within the replay window of ``markers``).
+def as_plan(plan: PlanLike) -> ReplayPlan:
+    """A ``ReplayPlan`` from a plan or a mapping of its fields.
 
     Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
     "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
-    ``{"input": value}``.
+    ``{"input": value}``. The plan of a log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``
+    (or ``recovery.replay_plan(log)``, which also reads the runtime's refresh rows).
 
     For example::
 
-        plan = ai.executor.as_plan({"inputs": [("user-1", "hello")], "restored_seq": {"user-1": 4}}, None)
+        plan = ai.executor.as_plan({"inputs": [("user-1", "hello")], "restored_seq": {"user-1": 4}})
         plan.inputs[0].event, plan.seq_of("user-1")
-        ai.executor.as_plan(None, log, markers=markers)   # inferred from the log's later attempt
     """
     from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
 
-    if plan is None:
-        if log is None:
-            raise ReplayError("no log and no plan: pass plan={'inputs': [(key, value), ...]} to run a fresh job")
-        return ReplayPlan.from_log(log, markers=markers)
     if isinstance(plan, ReplayPlan):
         return plan
     if isinstance(plan, Mapping):
@@ -87,7 +80,8 @@ def as_plan(plan: PlanLike | None, log: ActionStateLog | None, *,
         pending = tuple(PendingTask(str(k), int(s), str(a), _event(e)) for k, s, a, e in plan.get("pending", ()))
         return ReplayPlan(inputs=inputs, restored_seq=dict(plan.get("restored_seq", {})), pending=pending,
                           keys=dict(plan.get("keys", {})), attempt=int(plan.get("attempt", 1)))
-    raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs'")
+    raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs' "
+                      "(a log's own later attempt: ai.ReplayPlan.from_log(log, markers=...))")
 
 
 def _pairs(inputs: Any) -> Sequence[tuple[Any, Any]]:

@@ -18,7 +18,6 @@ For example::
 from __future__ import annotations
 
 from agent_inspect.recovery._calls import (
-    REPLAYED_CALLS,
     CallDecision,
     CallEvent,
     CallJournal,
@@ -30,7 +29,6 @@ from agent_inspect.recovery._calls import (
     effective_status,
     python_args_digest,
     python_function_id,
-    with_value,
 )
 from agent_inspect.recovery._context import RecordingMemory, ReplayContext
 from agent_inspect.recovery._engine import (
@@ -60,7 +58,7 @@ __all__ = [
     "Engine", "EngineState", "Observer", "CallService", "DirectCalls", "TaskRun", "TaskQueue", "JobFailed",
     # bodies' context, memory and durable calls
     "ReplayContext", "RecordingMemory", "Memory", "CallJournal", "CallDecision", "CallEvent", "CallSlot", "Executor",
-    "REPLAYED_CALLS", "RecordedCallError", "RecordedValue", "decode_recorded", "effective_status", "with_value",
+    "RecordedCallError", "RecordedValue", "decode_recorded", "effective_status",
     "python_args_digest", "python_function_id",
     # records, events, keys and plans
     "RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "IdSource", "event_from_record", "wrap_subagent",

@@ -4,8 +4,8 @@
 Every view is an ``ipywidgets.VBox`` with a stable CSS class: ``ai-log-browser``, ``ai-timeline``,
 ``ai-divergence``, ``ai-graph``, ``ai-subagent-tree``, ``ai-stepper``, ``ai-rule-compare``,
 ``ai-prediction``, ``ai-verification``, ``ai-inspector``, ``ai-diff``, ``ai-explain``, ``ai-scan``,
-``ai-history`` (an anywidget: the compact per-key history), ``ai-live-tail`` (``tail(source)`` follows a
-Kafka topic live). Views only display results computed elsewhere; every
+``ai-result-view`` (any other result's display), ``ai-history`` (an anywidget: the compact per-key history),
+``ai-live-tail`` (``tail(source)`` follows a Kafka topic live). Views only display results computed elsewhere; every
 record-derived string is HTML-escaped, plotly hover text, labels and legends included. Their CSS is
 ``static/views.css``, brought into the page by one hidden anywidget (``_style.ViewStyle``). Every chart is
 one ``_plot.Plot`` (plotly.js sent once per kernel, one shared model); ``timeline_figure`` and ``scan_histograms`` build the
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agent_inspect.widgets._browser import LogBrowser
     from agent_inspect.widgets._compare import RuleComparison
     from agent_inspect.widgets._diff import DiffView
+    from agent_inspect.widgets._display import ResultView
     from agent_inspect.widgets._divergence import DivergenceView
     from agent_inspect.widgets._explain import ExplainView
     from agent_inspect.widgets._graph import GraphView, SubagentTreeView
@@ -43,7 +44,7 @@ _LAZY: dict[str, str] = {
     "inspect": "_inspect", "LogBrowser": "_browser", "KeyTimeline": "_timeline", "DivergenceView": "_divergence",
     "GraphView": "_graph", "SubagentTreeView": "_graph", "ReplayStepper": "_stepper", "RuleComparison": "_compare",
     "ResultInspector": "_result", "PredictionView": "_prediction", "VerificationView": "_verification",
-    "DiffView": "_diff", "ExplainView": "_explain", "FleetScanView": "_scan",
+    "DiffView": "_diff", "ExplainView": "_explain", "FleetScanView": "_scan", "ResultView": "_display",
     "timeline_figure": "_timeline", "scan_histograms": "_scan", "DataGrid": "_grid", "KeyHistory": "_history",
     "tail": "_tail", "LiveTail": "_tail", "LiveKeyTimeline": "_tail", "LiveKeyHistory": "_tail", "LiveDivergences": "_tail",
     "PALETTE": "_style", "palette_css": "_style",
@@ -65,6 +66,7 @@ __all__ = [
     "DiffView",
     "ExplainView",
     "FleetScanView",
+    "ResultView",
     "timeline_figure",
     "scan_histograms",
     "DataGrid",

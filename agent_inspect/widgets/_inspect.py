@@ -11,6 +11,7 @@ import ipywidgets as w
 
 # imported here, not by the first view: plotly.js starts compressing while ``inspect``'s argument loads
 import agent_inspect.widgets._plot  # noqa: F401
+from agent_inspect._html import HtmlRepr
 from agent_inspect._types import (
     ExecutorLike,
     LogLike,
@@ -74,6 +75,8 @@ def view_for(obj: Any) -> type[w.Widget] | None:
         return _graph_view()
     if is_rule_comparison(obj):
         return _view("_compare", "RuleComparison")
+    if isinstance(obj, HtmlRepr):        # any other result with a notebook display (ex.report(), a trace log …)
+        return _view("_display", "ResultView")
     return None
 
 
@@ -96,7 +99,9 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
     - a ``networkx`` graph from ``result.graph(...)`` → :class:`GraphView`;
     - a fleet scan (``ai.scan(...)``) → :class:`FleetScanView`;
     - a live log (``ai.log.follow(...)``) → :class:`LiveTail`;
-    - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`.
+    - an ``ai.diff(a, b)`` result → :class:`DiffView`; an ``ai.explain(...)`` result → :class:`ExplainView`;
+    - any other result with a notebook display (the replay-safety report ``ex.report()``, a trace log, a token
+      ledger, a rule-check report) → :class:`ResultView` (its sentences, each table in a grid).
 
     ``recovery`` and the settings every verb takes (``rule``, ``markers``, ``runtime``, … among the keyword
     options) reconstruct a log first and show the result (a rule other than the runtime's is labelled a
@@ -123,8 +128,9 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
         return view(None, graph=obj, **options)
     if view is not None:
         return view(obj, **options)
-    raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a "
-                    "reconstruction, a prediction, a ReplayExecutor, a fleet scan or the frame of ai.cases.compare(...)")
+    raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a reconstruction, "
+                    "a prediction, a ReplayExecutor or its report(), a fleet scan, the frame of ai.cases.compare(...) "
+                    "or another agent_inspect result")
 
 
 def _reconstructed(log: LogLike, recovery: Recovery | None, settings: dict[str, Any]) -> Any:

@@ -169,9 +169,7 @@ class ReplayStepper(w.VBox):
                 self._error = f"breakpoint seq {self.break_seq.value!r} is not a number"
                 self.refresh()
                 return
-        self._error = None
-        self.executor.add_breakpoint(**where)
-        self.refresh()
+        self._call(lambda: self.executor.add_breakpoint(**where))    # a key of no step: said in the status
 
     def clear_breakpoints(self) -> None:
         """Remove every breakpoint of the executor."""

@@ -47,7 +47,7 @@ def test_executor_and_predictor_agree(first, second, fail_at, rule):
     ex1.run(max_steps=fail_at)                     # the job dies here (or finishes)
     log = ex1.to_log()
     keys = KeyMaker(log, key_format="K1.5")
-    base = as_plan({"inputs": second}, None)
+    base = as_plan({"inputs": second})
     plan = ReplayPlan(inputs=base.inputs, keys={k: keys.identity(k) for k, _ in second}, attempt=1)
     ex = ReplayExecutor(log, agent=a, plan=plan, markers=[marker], rule=rule, seed=12)
     ex.run()

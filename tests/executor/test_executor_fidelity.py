@@ -134,7 +134,7 @@ def test_subagent_ids_per_handle_and_both_engines_agree_on_every_crash_point():
         got = [(s.action, s.state_key, s.outcome) for s in ex.step_list
                if s.kind in (StepKind.LOOKUP, StepKind.NOT_DISPATCHED)]
         executed = sorted(s.function_id for s in ex.step_list if s.outcome == "execute")
-        p = predict(part, plan=as_plan(plan, part), agent=agent, rule="fixed", markers=[{0: 0}])
+        p = predict(part, plan=as_plan(plan), agent=agent, rule="fixed", markers=[{0: 0}])
         rows = p.tasks
         assert got == list(zip(rows["action"], rows["state_key"], rows["outcome"])), cut
         assert executed == sorted(p.calls_executed().elements()), cut

@@ -129,7 +129,7 @@ def test_k2_restore_checks_fail_the_executor_and_the_prediction(option):
         assert ex.step_list[0].outcome == ("restore-failed" if fails else "rebuilt")
         if fails:
             assert "fingerprint" in ex.failure if option == "expected_fingerprint" else "key-group" in ex.failure
-        pred = predict(log, plan=as_plan(plan, log), agent=agent, rule="fixed", **{option: value})
+        pred = predict(log, plan=as_plan(plan), agent=agent, rule="fixed", **{option: value})
         assert pred.crashed == fails
         assert [d.kind for d in pred.divergences if d.kind == "restore-failure"] == (["restore-failure"] if fails
                                                                                     else [])
@@ -168,7 +168,7 @@ def test_s02_children_of_a_reused_caller_are_listed_not_dispatched():
     assert nd[0].detail["pos"] is not None and log.records.loc[nd[0].detail["pos"], "state_key"] == nd[0].state_key
     assert ex.counters.tasks == 1                        # a cached record is not a task
     assert ex.steps["kind"].iloc[-1] == "not-dispatched"
-    pred = predict(log, plan=as_plan({"inputs": [("k", "a")]}, log), agent=agent, markers=[marker])
+    pred = predict(log, plan=as_plan({"inputs": [("k", "a")]}), agent=agent, markers=[marker])
     rows = pred.tasks[pred.tasks["outcome"] == "NOT-DISPATCHED"]
     assert [(s.key, s.seq, s.action, s.state_key) for s in nd] == \
         list(zip(rows["business_key"], rows["seq"].astype(int), rows["action"], rows["state_key"]))

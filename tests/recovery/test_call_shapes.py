@@ -95,7 +95,7 @@ def test_the_ledger_groups_routing_calls_under_their_router() -> None:
     ex = ReplayExecutor(agent=agent, plan={"inputs": [("k", "a")]}, key_format="K1.5", seed=1)
     ex.run()
     log = ex.to_log()
-    pred = predict(log, plan=as_plan({"inputs": [("k", "a")]}, log), agent=agent, markers=[], rule="fixed")
+    pred = predict(log, plan=as_plan({"inputs": [("k", "a")]}), agent=agent, markers=[], rule="fixed")
     calls = pred.ledger[pred.ledger["kind"] == "call"]
     assert {n: (None if pd.isna(r) else r) for n, r in zip(calls["name"], calls["router"])} == {
         "route:support": "support", "chat:support:gpt": "support", "chat:support:claude": "support",

@@ -87,7 +87,7 @@ def test_random_recoveries_engine_and_executor_agree_with_the_reference(first, s
     job.run(max_steps=fail_at)                     # the job dies here (or finishes)
     log = job.to_log()
     keys = KeyMaker(log, key_format="K1.5")
-    plan = ReplayPlan(inputs=as_plan({"inputs": second}, None).inputs,
+    plan = ReplayPlan(inputs=as_plan({"inputs": second}).inputs,
                       keys={k: keys.identity(k) for k, _ in second}, attempt=1)
     want = model.predict(log, plan, agent, rule, [marker])
     assert _engine(log, plan, agent, rule, [marker]) == want

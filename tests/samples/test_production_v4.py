@@ -109,7 +109,7 @@ def test_predict_and_the_executor_agree_and_the_mid_action_restore_resumes(sampl
     assert ex.failure is None and ex.runtime.name == "main"
     # the log-only model (the agent as recorded): the support agent's bodies branch on call results,
     # which the static prediction does not have
-    plan = as_plan(dict(sample.plan), committed, markers=list(sample.markers))
+    plan = as_plan(dict(sample.plan))
     pred = predict(committed, plan=plan, rule=rule, markers=list(sample.markers))
     tasks = pred.tasks[pred.tasks["outcome"] != "NOT-DISPATCHED"]
     assert _lookups(ex) == [(int(s), a, o) for s, a, o in zip(tasks["seq"], tasks["action"], tasks["outcome"])]

@@ -148,3 +148,11 @@ def test_a_count_of_one_reads_singular() -> None:
     assert "1 durable call made" in re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", stepper.counters.value))
     memory = re.sub(r"<[^>]+>", " ", stepper.memory.value)
     assert "short-term: 1 entry " in memory and "sensory: 0 entries" in memory
+
+
+def test_a_breakpoint_at_an_unknown_key_is_said_in_the_status() -> None:
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    stepper.break_key.value = "no-such-key"
+    stepper.break_button.click()        # raised out of the button's callback, and the editor said nothing
+    assert "no-such-key" in stepper.status.value and ex.breakpoints == []

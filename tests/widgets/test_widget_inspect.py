@@ -12,7 +12,7 @@ def test_public_names():
     assert sorted(widgets.__all__) == sorted([
         "inspect", "LogBrowser", "KeyTimeline", "DivergenceView", "GraphView", "SubagentTreeView",
         "ReplayStepper", "RuleComparison", "ResultInspector", "PredictionView", "VerificationView", "DiffView",
-        "ExplainView", "FleetScanView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory",
+        "ExplainView", "FleetScanView", "ResultView", "timeline_figure", "scan_histograms", "DataGrid", "KeyHistory",
         "tail", "LiveTail", "LiveKeyTimeline", "LiveKeyHistory", "LiveDivergences", "PALETTE", "palette_css"])
     assert ai.inspect is widgets.inspect
     assert ai.tail is widgets.tail
@@ -70,3 +70,29 @@ def _clean_log():
     journal = Journal()
     round_(journal, "user-1", 0, {"input": "a"})
     return journal.log()
+
+
+def test_a_replay_safety_report_gets_its_display_with_every_task_in_a_grid():
+    from agent_inspect.widgets import ResultView
+
+    log = ai.load(ai.samples.path("production"))
+    ex = ai.ReplayExecutor(log, markers=ai.samples.markers("production"), seed=1)
+    ex.run()
+    report = ex.report()
+    view = ai.inspect(report)                   # was a TypeError
+    assert isinstance(view, ResultView) and "ai-result-view" in view._dom_classes
+    assert view.tables[0].total == len(report.frame) > 50   # the HTML display shows the first 50 only
+    head = view.children[0].value
+    assert "Replay safety" in head and f"{len(report.unsafe)} not replay-safe" in head
+
+
+def test_a_result_view_escapes_what_the_result_says():
+    import pandas as pd
+
+    from agent_inspect.executor import Counters, ReplaySafetyReport
+
+    img = "<img src=x onerror=alert(1)>"
+    frame = pd.DataFrame({"key": [img], "safe": [False], "risks": ["x"], "calls_resubmitted": [0]})
+    view = ai.inspect(ReplaySafetyReport(frame=frame, counters=Counters(), failure=img, rule_label=img))
+    head = view.children[0].value
+    assert "&lt;img" in head and "<img" not in head
