@@ -199,6 +199,8 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
                         kafka_pending: str | None) -> tuple[str, ...]:
     """What a plan inferred under ``kafka_pending="marker"`` cannot tell (addendum §2.3): the marker a 0.4+ Kafka
     writer moved back to its oldest retained state bounds the rebuild, not the inputs the checkpoint consumed."""
+    if kafka_pending != "marker":           # the default ("refresh") marks the consumed inputs: nothing to say
+        return ()
     from agent_inspect.log import resolve_runtime
     from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
     from agent_inspect.recovery._refresh import refresh_positions
