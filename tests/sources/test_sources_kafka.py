@@ -366,3 +366,24 @@ def test_a_digest_keyed_topic_finds_a_business_key_by_its_text(kafka_bootstrap: 
     assert some.source.options["missing_business_keys"] == ["user-33"] and len(some.keys()) == 1
     with pytest.raises(ai.InspectError, match=r"business key 'user-33' has no records"):
         ai.load_kafka(kafka_bootstrap, name, business_keys=["user-33"], progress=False)
+
+
+def test_a_mistyped_business_key_gets_the_close_matches_of_the_partitions_read(kafka_bootstrap: str,
+                                                                             topic: Topic) -> None:
+    """As ``ai.load`` of a file does, with the keys at hand: those of the partitions the load read (the ones the
+    asked keys hash to, spec §6.3), not the whole topic's."""
+    import difflib
+
+    from agent_inspect.sources import candidate_partitions
+
+    name, records, _ = topic
+    with pytest.raises(ai.InspectError, match=r"business key 'usr-3' has no records in kafka://\S+; "
+                                              r"did you mean 'user-3'"):
+        ai.load_kafka(kafka_bootstrap, name, business_keys=["usr-3"], progress=False)
+    read = candidate_partitions(["user-33"], PARTITIONS)
+    pool = sorted({parse_state_key(k).business_key for k, _ in records if kafka_partition(k, PARTITIONS) in read})
+    close = difflib.get_close_matches("user-33", pool, n=3)
+    assert close and "user-3" not in pool                   # user-3 hashes to a partition this load does not read
+    with pytest.raises(ai.InspectError) as raised:
+        ai.load(f"kafka://{kafka_bootstrap}/{name}", business_keys=["user-33"], progress=False)
+    assert f"did you mean {', '.join(map(repr, close))}?" in str(raised.value)
