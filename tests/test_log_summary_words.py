@@ -57,6 +57,34 @@ def test_rule_label_marks_what_ifs() -> None:
     assert rule_label("fixed", None) == "fixed"
 
 
+def test_rule_mark_says_what_if_and_what_ships_as_data() -> None:
+    from agent_inspect.log import RuleMark, rule_mark
+    from agent_inspect.rules import resolve_rule
+
+    runtime = ai.load(ai.samples.path("production")).runtime()
+    fixed = rule_mark("fixed", runtime)
+    assert fixed == RuleMark("fixed", True, "0.4", "original")
+    assert (fixed.mark, fixed.label) == (" (what-if; 0.4 ships original)", rule_label("fixed", runtime))
+    assert rule_mark(resolve_rule("original:segment"), runtime) == RuleMark("original:segment", False, "0.4", "original")
+    assert rule_mark("fixed", None) == RuleMark("fixed", False, None, None) and rule_mark("fixed", None).mark == ""
+    for name in ("original", "fixed", "original:kafka-k1"):      # Recovery.what_if is the mark's answer
+        settings = ai.Recovery.for_log(ai.load(ai.samples.path("N04")), rule=name)
+        assert settings.what_if == rule_mark(settings.rule, settings.runtime).what_if == (name == "fixed")
+
+
+def test_a_diff_side_takes_the_what_if_mark_from_the_rule_mark(monkeypatch) -> None:
+    """The selector side's mark is the rule mark's, not text cut off a label (a label of another shape still works)."""
+    import agent_inspect.log._facts as facts
+
+    monkeypatch.setattr(facts.RuleMark, "mark", property(lambda m: f" [what-if: {m.runtime} ships {m.ships}]"
+                                                          if m.what_if else ""))
+    monkeypatch.setattr(facts.RuleMark, "label", property(lambda m: f"rule {m.name}{m.mark}"))   # no slice fits
+    path = str(ai.samples.path("N04"))
+    side = ai.diffing.as_side(f"{path}@predict=fixed")
+    assert side.what_if and side.label == f"{path}@predict=fixed [what-if: 0.4 ships original]"
+    assert ai.diffing.as_side(f"{path}@predict=original").label == f"{path}@predict=original"
+
+
 def test_every_result_view_and_report_labels_a_rule_by_the_one_labeller(tmp_path) -> None:
     from agent_inspect.fleet import ScanResult
     from agent_inspect.rules import resolve_rule

@@ -351,8 +351,6 @@ def _writes(ln: LogLine, task_event: codec.Event, event_id: Callable[[EventRef, 
     v4 = fmt == "V4"
     if ln.results and not v4:
         raise CaseFileError(f"log line {ln.n}: results (subagentResultEvents) need [setup] value_format = \"V4\"")
-    if v4 and "V4" not in codec.VALUE_FORMATS:
-        fmt = "V3+"           # the codec writes V4 through the tolerant path until it knows the format
     lineage = fmt in ("V3", "V3+", "V4")
 
     def encode(state: codec.ActionState, results: tuple[codec.Event, ...] = ()) -> bytes:

@@ -162,10 +162,11 @@ def analysis(log: Any, *, markers: Any = None, rules: tuple[str, ...] = ("origin
 
 def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> int:
     from agent_inspect.cli._summary import summary_text
-    from agent_inspect.log import load
+    from agent_inspect.log import load, rule_mark
 
     source, parsed = _sample(sample, markers)
     log = load(source)
+    runtime = log.runtime()       # the runtime each reconstruction below resolves (no runtime= given)
     data = analysis(log, markers=parsed)
     data["markers"] = parsed
     if sample is None:            # the 0.4+ sample beside the production one
@@ -179,8 +180,8 @@ def _cli_analysis(sample: str | None, markers: str | None, *, as_json: bool) -> 
     rules = ("original", "fixed")
     for rule in rules:
         part = data[rule]
-        label = part["rule_label"].removeprefix(rule).strip()     # "(what-if; 0.4 ships original)" or ""
-        print(f"\n== reconstruct under rule {rule!r}{' ' + label if label else ''}: "
+        mark = rule_mark(rule, runtime).mark      # " (what-if; 0.4 ships original)" or "", as the label has it
+        print(f"\n== reconstruct under rule {rule!r}{mark}: "
               f"{plural(part['divergences'], 'divergence')}")
         print("  records: " + ", ".join(f"{k} {v}" for k, v in sorted(part["statuses"].items()) if v))
         for line in part["explanations"]:

@@ -322,7 +322,7 @@ def _recovery_side(log: Any, mode: str, settings: Recovery, *, label: str) -> Si
 
 def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: str | None = None,
                    **overrides: Unpack[RecoveryOverrides]) -> Side:
-    from agent_inspect.log import load, resolve_runtime, rule_label
+    from agent_inspect.log import load, resolve_runtime, rule_mark
 
     log = load(sel.source)
     if sel.markers is not None:
@@ -341,8 +341,8 @@ def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: st
         overrides["runtime"] = sel.runtime
     side = select(log, recovery=recovery, mode=sel.mode, attempt=sel.attempt, key=sel.key, label=sel.source,
                   **overrides)
-    # the what-if mark the one labeller gives ("fixed (what-if; 0.4 ships original)") after the selector's text
-    mark = rule_label(side.rule, resolve_runtime(side.runtime))[len(side.rule):] if side.what_if and side.rule else ""
+    # the what-if mark of the one labeller (" (what-if; 0.4 ships original)") after the selector's text
+    mark = rule_mark(side.rule, resolve_runtime(side.runtime)).mark if side.what_if and side.rule else ""
     name = label or sel.label + mark
     return Side(name, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
                 source=side.source, what_if=side.what_if)

@@ -162,8 +162,7 @@ class Engine(Observer):
         self.run.causes = RemovalCauses(rebuild_events)
         failed = session.restore_failure
         markers = self.recovery.markers
-        partitions = [] if self.log is None else [int(p) for p in self.log.records["partition"].unique()]
-        said = "; ".join(marker_warnings(markers, partitions))   # e.g. markers naming none of the log's partitions
+        said = "; ".join(marker_warnings(markers, self.log))   # e.g. markers naming none of the log's partitions
         self._emit(StepKind.REBUILD, outcome=StepOutcome.RESTORE_FAILED if failed else StepOutcome.REBUILT,
                    reason=(f"upstream fails this restore: {failed}" if failed else
                            f"{plural(len(markers or []), 'marker')}, rule {self.recovery.rule_label}"

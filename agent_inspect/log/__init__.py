@@ -14,7 +14,16 @@ from __future__ import annotations
 
 from agent_inspect.log._assemble import build_log
 from agent_inspect.log._build import COLUMNS
-from agent_inspect.log._facts import SUMMARY_LABELS, SummaryFact, plain_text, rule_label, runtime_text, summary_facts
+from agent_inspect.log._facts import (
+    SUMMARY_LABELS,
+    RuleMark,
+    SummaryFact,
+    plain_text,
+    rule_label,
+    rule_mark,
+    runtime_text,
+    summary_facts,
+)
 from agent_inspect.log._live import Follower, LiveLog, TailWindow, follow
 from agent_inspect.log._load import load, load_file, load_fluss, load_kafka
 from agent_inspect.log._log import ActionStateLog
@@ -31,7 +40,7 @@ from agent_inspect.log._window import (
 )
 
 __all__ = ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log", "plain_text",
-           "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS", "rule_label",  # the summary in words (labels shared by report, views and CLI)
+           "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS", "rule_label", "rule_mark", "RuleMark",  # the summary in words (labels shared by report, views and CLI)
            "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule",
            # windows of a source (one per partition) for a fleet scan, and the scan's reopenable Parquet output
            "SourceSpec", "Window", "plan_windows", "read_window", "write_window", "write_dataset_meta", "load_dataset",

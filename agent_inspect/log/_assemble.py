@@ -77,7 +77,8 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
 
     The one check every loader (and the CLI's ``--key``) uses. None of the keys has a record: an
     :class:`~agent_inspect.InspectError` naming them, with the closest keys ``known()`` gives (``did_you_mean``;
-    only where the loader has the other keys at hand, a file's). Some have records: the log is kept, its
+    only where the loader has the other keys at hand: a file's, a Fluss table's, the Kafka partitions a
+    one-process load read). Some have records: the log is kept, its
     ``source.options["missing_business_keys"]`` lists the others and a ``UserWarning`` names them, since the
     caller asked for several keys and is owed the ones that are there. A key matches by text or by digest
     (K1.6 and K2 logs name keys by digest).

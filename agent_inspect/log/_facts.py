@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 
 from agent_inspect.log._runtime import RuntimeInfo
 
-__all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text", "rule_label"]
+__all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text", "rule_label",
+           "RuleMark", "rule_mark"]
 
 
 class SummaryFact(NamedTuple):
@@ -85,16 +86,47 @@ def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:
     return f"{name} ({how}: {runtime.get('evidence')}{modelled}; default rule {runtime.get('default_rule')})"
 
 
-def rule_label(rule: object, runtime: RuntimeInfo | None) -> str:
-    """The one label of a rule, wherever a rule is named (results, views, the report, the CLI, OTel spans).
+class RuleMark(NamedTuple):
+    """A rule as :func:`rule_label` names it, as data: its ``name``, whether it is a ``what_if`` under the
+    ``runtime`` (the runtime's name; None when none was given), and the rule that runtime ``ships``.
 
-    ``rule``: a name (``"fixed"``, ``"original:segment"``) or a rule object (its ``name``, with its given store
-    ``flavour`` as ``original:kafka-k1``). Marked ``"fixed (what-if; 0.4 ships original)"`` when ``runtime`` (a
-    ``RuntimeInfo``; None: no mark) ships another rule; a flavour counts as the rule it refines.
+    ``mark`` is what follows the name of a what-if (``" (what-if; 0.4 ships original)"``, else ``""``) and
+    ``label`` the whole label, so a caller that writes the rule its own way (a diff side's selector text) adds
+    the one mark without slicing a label.
 
     For example::
 
-        ai.log.rule_label("fixed", log.runtime())      # "fixed (what-if; 0.4 ships original)"
+        m = ai.log.rule_mark("fixed", log.runtime())
+        m.what_if, m.ships, m.label                    # True, "original", "fixed (what-if; 0.4 ships original)"
+    """
+
+    name: str
+    what_if: bool
+    runtime: str | None
+    ships: str | None
+
+    @property
+    def mark(self) -> str:
+        """The words after a what-if's name (``" (what-if; 0.4 ships original)"``); ``""`` for any other rule."""
+        return f" (what-if; {self.runtime} ships {self.ships})" if self.what_if else ""
+
+    @property
+    def label(self) -> str:
+        """The rule's one label: its name and, for a what-if, the mark (what :func:`rule_label` returns)."""
+        return self.name + self.mark
+
+
+def rule_mark(rule: object, runtime: RuntimeInfo | None) -> RuleMark:
+    """The rule ``rule`` under ``runtime`` as a :class:`RuleMark`: its name, whether it is a what-if, and what
+    the runtime ships.
+
+    ``rule``: a name (``"fixed"``, ``"original:segment"``) or a rule object (its ``name``, with its given store
+    ``flavour`` as ``original:kafka-k1``). A what-if when ``runtime`` (a ``RuntimeInfo``; None: never) ships
+    another rule; a flavour counts as the rule it refines.
+
+    For example::
+
+        ai.log.rule_mark("original:segment", log.runtime()).what_if     # False: a flavour of the shipped rule
     """
     if isinstance(rule, str):
         name = rule
@@ -103,11 +135,25 @@ def rule_label(rule: object, runtime: RuntimeInfo | None) -> str:
         base = base if isinstance(base, str) else type(rule).__name__
         name = f"{base}:{flavour}" if isinstance(flavour, str) and flavour else base
     if runtime is None:
-        return name
+        return RuleMark(name, False, None, None)
     shipped = runtime.default_rule
-    if name == shipped or name.startswith(f"{shipped}:"):
-        return name
-    return f"{name} (what-if; {runtime.name} ships {shipped})"
+    what_if = not (name == shipped or name.startswith(f"{shipped}:"))
+    return RuleMark(name, what_if, runtime.name, shipped)
+
+
+def rule_label(rule: object, runtime: RuntimeInfo | None) -> str:
+    """The one label of a rule, wherever a rule is named (results, views, the report, the CLI, OTel spans).
+
+    ``rule``: a name (``"fixed"``, ``"original:segment"``) or a rule object (its ``name``, with its given store
+    ``flavour`` as ``original:kafka-k1``). Marked ``"fixed (what-if; 0.4 ships original)"`` when ``runtime`` (a
+    ``RuntimeInfo``; None: no mark) ships another rule; a flavour counts as the rule it refines. The same answer
+    as data: :func:`rule_mark`.
+
+    For example::
+
+        ai.log.rule_label("fixed", log.runtime())      # "fixed (what-if; 0.4 ships original)"
+    """
+    return rule_mark(rule, runtime).label
 
 
 def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:

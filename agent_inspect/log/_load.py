@@ -77,9 +77,10 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
     business_keys = list(business_keys) if business_keys is not None else None   # read twice: load, then check
+    others: set[str] = set()      # the keys of the partitions read that were left out: a typo's close matches
     batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
                                business_keys=business_keys, config=config, progress=progress,
-                               timeout=timeout, allow_data_loss=allow_data_loss)
+                               timeout=timeout, allow_data_loss=allow_data_loss, other_keys=others)
     n = plan_workers(workers, sum(info.end_offsets[p] - info.start_offsets[p] for p in info.start_offsets))
     user = {**(config or {}), **({"bootstrap.servers": bootstrap_servers} if bootstrap_servers else {})}
     # workers get the config pickled: callbacks (oauth_cb…) cannot travel, so such loads stay in one process
@@ -89,7 +90,8 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
                                   progress=progress)
     else:
         log = build_log(batches, info)
-    return check_business_keys(log, business_keys) if business_keys is not None else log
+    # suggestions come from the partitions this process read (a parallel load's workers keep theirs)
+    return check_business_keys(log, business_keys, known=lambda: others) if business_keys is not None else log
 
 
 def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None,
@@ -112,12 +114,14 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None
     check_timeout(timeout)
     plan_workers(workers, 0)
     business_keys = list(business_keys) if business_keys is not None else None
+    others: set[str] = set()      # every bucket is read: the other keys of the table, a typo's close matches
     batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
                              business_keys=business_keys, config=config, progress=progress, timeout=timeout,
-                             allow_data_loss=allow_data_loss, connection_factory=connection_factory)
+                             allow_data_loss=allow_data_loss, connection_factory=connection_factory,
+                             other_keys=others)
     with Workers(plan_workers(workers, len(batch))) as pool:
         log = build_log([batch], info, pool=pool)
-    return check_business_keys(log, business_keys) if business_keys is not None else log
+    return check_business_keys(log, business_keys, known=lambda: others) if business_keys is not None else log
 
 
 def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,

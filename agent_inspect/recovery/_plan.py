@@ -144,6 +144,8 @@ class ReplayPlan:
         A log with ``_agent_run_begin_event`` records was written with ``agent-run.begin-event`` on, so the plan is.
         """
         plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh)
+        notes = _moved_marker_notes(log, plan, markers, runtime, kafka_pending)
+        plan = replace(plan, notes=plan.notes + notes) if notes else plan
         begins = bool((log.records["task_event_type"] == BEGIN_EVENT).any())
         return replace(plan, begin_event=True) if begins else plan
 
@@ -193,6 +195,44 @@ class ReplayPlan:
             return _retained_plan(log, retained, restored, inputs, in_flight=in_flight)
         keys = identities_from_log(log)
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
+
+
+def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, runtime: str | RuntimeInfo,
+                        kafka_pending: str | None) -> tuple[str, ...]:
+    """What a plan inferred under ``kafka_pending="marker"`` cannot tell (addendum §2.3): the marker a 0.4+ Kafka
+    writer moved back to its oldest retained state bounds the rebuild, not the inputs the checkpoint consumed."""
+    if kafka_pending != "marker":           # the default ("refresh") marks the consumed inputs: nothing to say
+        return ()
+    from agent_inspect.log import resolve_runtime
+    from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
+    from agent_inspect.recovery._refresh import refresh_positions
+    from agent_inspect.store import runtime_model
+
+    start = normalize_markers(markers)
+    info = resolve_runtime(runtime, log)
+    model = runtime_model(info, kafka_pending=kafka_pending)
+    if start is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
+        return ()
+    notes = []
+    if plan.inputs:
+        notes.append(f"kafka_pending='marker': a writer that moves the marker back to its oldest retained state "
+                     "leaves no mark of the inputs the checkpoint consumed, so the "
+                     f"{plural(len(plan.inputs), 'input')} of the rounds whose root records lie after the markers "
+                     "are replayed here; the restore replays none whose input came before the checkpoint, only "
+                     "re-submits such a round's queued tasks and does not dispatch its finished ones (spec §9.5 "
+                     "steps 2–3, addendum §2.2); a checkpoint's plan tells them apart "
+                     "(ai.checkpoint.read(DIR).replay_plan(log))")
+    recs = log.records
+    lo = recs["partition"].map(start)
+    window = set(recs.index[lo.notna() & (recs["offset"] >= lo.fillna(0))].tolist())
+    again = window & refresh_positions(log, info, kafka_pending="refresh") if getattr(log, "raw", None) is not None \
+        else set()
+    if again:
+        notes.append(f"of the records after the markers, {len(again):,} repeat the last value of their state key byte "
+                     "for byte: the refresh rows of kafka_pending='refresh' (the default; addendum §2.2), which a "
+                     "writer that moves the marker back does not write; read under 'marker' they are new writes, and "
+                     "the rounds they hold are replayed")
+    return tuple(notes)
 
 
 def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,

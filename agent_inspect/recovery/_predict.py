@@ -281,7 +281,7 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
     ledger["count"] = ledger["count"].astype("int64")
     warnings = sim.warnings
     if log is not None and settings.markers:
-        warnings = marker_warnings(settings.markers, [int(p) for p in pd.unique(log.records["partition"])]) + warnings
+        warnings = marker_warnings(settings.markers, log) + warnings
     return Prediction(rule=getattr(session.rule, "name", settings.rule.name), tasks=tasks, events=tuple(session.events),
                       divergences=tuple(session.divergences), ledger=ledger, crashed=sim.crashed,
                       warnings=tuple(warnings), notes=plan.notes, session=session, runtime=info,

@@ -44,17 +44,25 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
     return merge_markers(markers, error=RecoveryError) or None
 
 
-def marker_warnings(markers: Markers, partitions: list[int]) -> list[str]:
-    """What markers leave out of the loaded log's ``partitions``, one sentence each (spec §6.5 step 2: only
+def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame | Iterable[int] | None) -> list[str]:
+    """What markers leave out of the loaded log's partitions, one sentence each (spec §6.5 step 2: only
     partitions named in some marker are read): none when there are no markers (the whole log, or a fresh start).
 
-    ``predict`` lists them in ``Prediction.warnings``; the executor's rebuild step says them in its ``reason``.
+    ``partitions``: the loaded log itself (or its ``records``), whose partitions are read here, or the partition
+    numbers; None: no log. ``predict`` lists them in ``Prediction.warnings``; the executor's rebuild step says
+    them in its ``reason``; both pass their log.
 
     For example::
 
-        ai.recovery.marker_warnings([{99: 5}], [0])     # ["the markers name partition 99, none of the log's (...)"]
+        ai.recovery.marker_warnings([{99: 5}], log)     # ["the markers name partition 99, none of the log's (...)"]
+        ai.recovery.marker_warnings([{99: 5}], [0])     # the same from the partition numbers
     """
     merged = normalize_markers(markers)
+    if partitions is None or not merged:
+        return []
+    if hasattr(partitions, "records") or isinstance(partitions, pd.DataFrame):
+        column = _frame(partitions)["partition"]
+        partitions = [int(p) for p in pd.unique(column.dropna())]
     loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
     if not merged or not loaded:
         return []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect.codec import MarkerSource, PlanSource
-from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label
+from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
 from agent_inspect.recovery._rebuild import Markers, normalize_markers
 from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
@@ -196,7 +196,7 @@ class Recovery:
     @property
     def what_if(self) -> bool:
         """True when the rule is not the one the runtime ships: the answer is hypothetical."""
-        return self.rule.name != self.runtime.default_rule
+        return rule_mark(self.rule, self.runtime).what_if
 
     @property
     def rule_label(self) -> str:

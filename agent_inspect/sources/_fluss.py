@@ -34,9 +34,12 @@ _POLL_MS = 200
 def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
-               allow_data_loss: bool = False,
-               connection_factory: ConnectionFactory | None = None) -> tuple[RawBatch, SourceInfo]:
+               allow_data_loss: bool = False, connection_factory: ConnectionFactory | None = None,
+               other_keys: set[str] | None = None) -> tuple[RawBatch, SourceInfo]:
     """Read ``db.table`` per bucket from its start (marker, offset or earliest) to the latest offset taken first.
+
+    With ``business_keys``, ``other_keys`` (a set) collects the business keys of the records read but left out:
+    a missing key's close matches.
 
     For example::
 
@@ -53,7 +56,8 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
 
     async def main() -> tuple[RawBatch, SourceInfo]:
         return await _read(fluss, factory, props, db, name, markers=markers, start_offsets=start_offsets,
-                           keys=keys, progress=progress, timeout=timeout, allow_data_loss=allow_data_loss)
+                           keys=keys, progress=progress, timeout=timeout, allow_data_loss=allow_data_loss,
+                           others=other_keys)
 
     return _run(main)
 
@@ -248,7 +252,8 @@ async def _close(conn: Any, timeout: float) -> None:
 
 async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], db: str, name: str, *,
                 markers: Any, start_offsets: Mapping[int, int] | None, keys: list[str] | None,
-                progress: bool, timeout: float, allow_data_loss: bool) -> tuple[RawBatch, SourceInfo]:
+                progress: bool, timeout: float, allow_data_loss: bool,
+                others: set[str] | None = None) -> tuple[RawBatch, SourceInfo]:
     where = props["bootstrap.servers"]
     conn = await _call(factory(props), timeout=timeout, what="connecting", where=where)
     try:
@@ -271,7 +276,7 @@ async def _read(fluss: Any, factory: ConnectionFactory, props: dict[str, str], d
         await _close(conn, timeout)
     batch = _in_bucket_order(by_bucket)
     if keys is not None:
-        batch = business_key_filter(keys)(batch)
+        batch = business_key_filter(keys, others=others)(batch)
     options = read_options(plan, markers=merged, start_offsets=starts, business_keys=keys, config=_public(props))
     source = SourceInfo(kind="fluss", location=f"fluss://{where}/{db}.{name}", topic=f"{db}.{name}",
                         start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)

@@ -45,8 +45,12 @@ _SECRET_HINTS = ("password", "secret", "jaas", "token", "key")
 def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
-               allow_data_loss: bool = False) -> tuple[Iterator[RawBatch], SourceInfo]:
+               allow_data_loss: bool = False, other_keys: set[str] | None = None
+               ) -> tuple[Iterator[RawBatch], SourceInfo]:
     """Plan the read (metadata, watermarks, markers) now; return the lazy batches and the source info.
+
+    With ``business_keys``, ``other_keys`` (a set, filled as the batches are read) collects the business keys of
+    the records read but left out: a missing key's close matches.
 
     For example::
 
@@ -81,7 +85,7 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
                       start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     consumer_conf = {**client, **_FORCED}
     consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
-    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors)
+    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys)
     return batches, info
 
 
@@ -220,14 +224,14 @@ def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys
 
 
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
-          timeout: float, errors: list[str], *, bar: Any = None) -> Iterator[RawBatch]:
+          timeout: float, errors: list[str], *, bar: Any = None, others: set[str] | None = None) -> Iterator[RawBatch]:
     from confluent_kafka import Consumer, TopicPartition
 
     end = dict(plan.end)
     remaining = {p for p in plan.start if plan.start[p] < end[p]}
     if not remaining:
         return
-    keep = business_key_filter(keys) if keys is not None else None
+    keep = business_key_filter(keys, others=others) if keys is not None else None
     consumer = _client(Consumer, conf)
     own_bar = bar is None
     if own_bar:

@@ -29,11 +29,13 @@ def candidate_partitions(business_keys: Iterable[str], num_partitions: int) -> s
     return out
 
 
-def business_key_rows(business_keys: Iterable[str]) -> Callable[[RawBatch], list[int]]:
+def business_key_rows(business_keys: Iterable[str], *,
+                      others: set[str] | None = None) -> Callable[[RawBatch], list[int]]:
     """A function giving the indexes of a batch's records whose state key belongs to ``business_keys``.
 
     Keys match by text or by digest. Records whose key does not parse are kept: they cannot be
-    attributed, and the log reports them.
+    attributed, and the log reports them. ``others``, when given, collects the business keys (text, or digest
+    for K1.6 and K2) of the records left out: the keys a loader suggests for one that has no record.
 
     For example::
 
@@ -52,7 +54,11 @@ def business_key_rows(business_keys: Iterable[str]) -> Callable[[RawBatch], list
             parsed = parse_state_key(raw.decode("utf-8"))
         except Exception:  # noqa: BLE001 - any unparseable key is kept for the log to report
             return True
-        return parsed.key_text in wanted or parsed.key_digest in wanted
+        if parsed.key_text in wanted or parsed.key_digest in wanted:
+            return True
+        if others is not None:
+            others.add(parsed.business_key)
+        return False
 
     return lambda batch: [i for i, k in enumerate(batch.key) if belongs(k)]
 
@@ -73,7 +79,9 @@ def take(batch: RawBatch, idx: list[int]) -> RawBatch:
         agent_key=None if batch.agent_key is None else [batch.agent_key[i] for i in idx])
 
 
-def business_key_filter(business_keys: Iterable[str]) -> Callable[[RawBatch], RawBatch]:
-    """A filter keeping the records of ``business_keys`` (see :func:`business_key_rows`)."""
-    rows = business_key_rows(business_keys)
+def business_key_filter(business_keys: Iterable[str], *,
+                        others: set[str] | None = None) -> Callable[[RawBatch], RawBatch]:
+    """A filter keeping the records of ``business_keys`` (see :func:`business_key_rows`; ``others`` collects the
+    business keys of the records it leaves out)."""
+    rows = business_key_rows(business_keys, others=others)
     return lambda batch: take(batch, rows(batch))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +26,8 @@ from agent_inspect.widgets._common import (
     terms_html,
     to_builtins,
 )
+from agent_inspect.widgets._counters import COUNTER_WORDS as COUNTER_WORDS  # the table lived here: still importable
+from agent_inspect.widgets._counters import counters_html
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import colour, view_style
 
@@ -36,38 +36,7 @@ __all__ = ["ReplayStepper"]
 _DETAIL_SKIP = ("store_before", "memory_before")
 _ANY = "(any step)"
 _ALL_KEYS = "(all keys)"
-#: each counter of the executor (``Counters``) in words: (label, what it counts — the tooltip)
-COUNTER_WORDS: dict[str, tuple[str, str]] = {
-    "steps": ("steps", "steps of the replay so far: rebuild, lookups, evictions, bodies, durable calls, writes"),
-    "tasks": ("tasks looked up", "action tasks whose cached record the replay looked up (one per dispatched task)"),
-    "reused": ("tasks reused", "tasks served from a completed cached record: the body does not run, its stored "
-               "outputs are sent again"),
-    "resumed": ("tasks resumed", "tasks whose cached record was incomplete: the body runs again and gets the "
-                "recorded durable-call results"),
-    "rerun": ("tasks re-run", "tasks with no usable cached record: the body runs again from the start"),
-    "failed": ("lookups failed", "tasks whose lookup fails upstream (FAIL): the job throws there and restarts"),
-    "bodies_executed": ("action bodies run", "action bodies that ran again (tasks resumed + tasks re-run)"),
-    "shadow_runs": ("bodies run to compare", "bodies the 'diff' replay policy ran beside the recorded result to "
-                    "compare the two; they change nothing"),
-    "calls_executed": ("durable calls made", "LLM / tool calls that really ran again (not served from a record)"),
-    "calls_served": ("durable calls answered from records", "calls answered with the result (or error) a "
-                     "record holds, without running them"),
-    "calls_reconciled": ("pending calls reconciled", "calls left PENDING by the crash whose reconciler ran to "
-                         "find out what happened"),
-    "calls_resubmitted": ("sub-agent calls re-submitted", "sub-agent calls whose PENDING caller slot sent the call "
-                          "again with the same ids (main); not counted as made: the child task's lookup decides "
-                          "whether the sub-agent runs again"),
-    "calls_stubbed": ("calls answered by a stub", "calls the replay's call policy answered with a stub value "
-                      "instead of running them"),
-    "calls_denied": ("calls refused", "calls the replay's call policy refused: the simulated job fails there"),
-    "writes": ("records written", "action-state records the replay wrote (initial, call results, completed)"),
-    "entries_evicted": ("cached records evicted", "cached records removed for later rounds (seq > s) by a "
-                        "divergence"),
-    "entries_invalidated": ("cached records invalidated", "cached records removed from the diverging round on "
-                            "(seq >= s)"),
-}
 _STORE_ROWS = 30
-_PLURAL_NOUN = re.compile(r"\b(step|task|lookup|call|record)s\b|\bbodies\b")   # made singular for a count of 1
 # Step kinds that come by the hundred: drawn small and translucent (their density), under the rare ones.
 _DENSE_KINDS = ("persist", "lookup", "rerun", "reuse", "resume", "round-complete", "round_complete", "not-dispatched")
 # The rare kinds that explain a recovery: drawn big, outlined and on top, each with its own symbol.
@@ -201,7 +170,7 @@ class ReplayStepper(w.VBox):
         steps = all_steps if key is None or "key" not in all_steps.columns else \
             all_steps[(all_steps["key"] == key).fillna(False).to_numpy(dtype=bool)]
         counters = self.executor.counters if key is None else self.executor.counters_for(key)
-        self.counters.value = self.runtime + _counters_html(counters, len(steps), key=key)
+        self.counters.value = self.runtime + counters_html(counters, len(steps), key=key)
         if steps.empty:
             self.detail.value = message_html("no step yet: press Step" if all_steps.empty
                                              else f"no step at key {key} yet")
@@ -339,32 +308,6 @@ def _breakpoints_html(breakpoints: Any) -> str:
     if not items:
         return '<div class="ai-breakpoint-list">no breakpoint: Run to breakpoint runs to the end</div>'
     return f'<div class="ai-breakpoint-list">breakpoints:<ul>{"".join(items)}</ul></div>'
-
-
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return value
-
-
-def _counters_html(counters: Any, steps: int, *, key: Any = None) -> str:
-    items: list[tuple[str, Any]] = [("steps", steps)]
-    counters = _plain(counters)
-    if isinstance(counters, Mapping):
-        items += [(str(k), v) for k, v in counters.items()]
-    elif isinstance(counters, pd.Series):
-        items += [(str(k), v) for k, v in counters.items()]
-    elif counters is not None:
-        items += [(k, getattr(counters, k)) for k in dir(counters)
-                  if not k.startswith("_") and isinstance(getattr(counters, k, None), (int, float))]
-    words = {k: COUNTER_WORDS.get(k, (k.replace("_", " "), "")) for k, _ in items}
-    ones = {k: _PLURAL_NOUN.sub(lambda m: m.group(1) or "body", words[k][0], 1) for k, v in items if v == 1}
-    scope = "" if key is None else f" (key {key} only)"
-    cells = "".join(f'<span class="ai-counter" data-name="{escape(k)}" title="{escape(words[k][1] + scope)}">'
-                    f"<b>{escape(v)}</b> {escape(ones.get(k, words[k][0]))}</span>" for k, v in items)
-    head = "" if key is None else \
-        f'<span class="ai-counter-scope">counters of key <code>{escape(key)}</code> only:</span>'
-    return f'<div class="ai-counter-row">{head}{cells}</div>'
 
 
 def _step_html(index: int, row: pd.Series, cause: str = "") -> str:

@@ -120,3 +120,15 @@ def test_subagent_records_are_v3_plus_with_delegates(case_id):
     assert child.task_event.event_class == codec.SUBAGENT_EVENT
     assert child.task_event.delegate is not None and child.task_event.delegate.type == "_input_event"
     assert built.log.records.loc[rows_of(built, 2)[-1], "value_format"] == "V3+"
+
+
+@pytest.mark.parametrize("case_id", ["S08", "S11", "S12"])
+def test_v4_cases_write_every_record_as_v4(case_id):
+    """A ``value_format = "V4"`` case is written in V4 (the codec knows the format: there is no fallback to V3+),
+    every record with its ``subagentResultEvents`` (addendum §1.2)."""
+    assert "V4" in codec.VALUE_FORMATS
+    built = build_case(BY_ID[case_id])
+    recs = built.log.records
+    values = recs[recs["value_format"].notna()]
+    assert len(values) and set(values["value_format"]) == {"V4"}
+    assert all(b'"subagentResultEvents"' in built.log.raw.value[p] for p in values.index)

@@ -44,3 +44,17 @@ def test_the_demo_labels_the_fixed_rule_a_what_if(capsys) -> None:
     assert "== reconstruct under rule 'original': 1 divergence" in text
     assert "== reconstruct under rule 'fixed' (what-if; 0.4 ships original): 0 divergences" in text
     assert "== re-execution ledger: what the restore runs again (fixed: a what-if)" in text
+
+
+def test_the_demo_takes_the_what_if_mark_from_the_rule_mark(capsys, monkeypatch) -> None:
+    """The mark after the rule's name is the rule mark's, not text cut off the label."""
+    import agent_inspect.log._facts as facts
+    from agent_inspect import samples
+
+    monkeypatch.setattr(facts.RuleMark, "mark", property(lambda m: f" [what-if: {m.runtime} ships {m.ships}]"
+                                                          if m.what_if else ""))
+    monkeypatch.setattr(facts.RuleMark, "label", property(lambda m: f"rule {m.name}{m.mark}"))   # no slice fits
+    assert main(["demo", "--cli", "--sample", str(samples.path("N04")), "--markers", '{"0": 0}']) == 0
+    text = capsys.readouterr().out
+    assert "== reconstruct under rule 'original': 1 divergence" in text
+    assert "== reconstruct under rule 'fixed' [what-if: 0.4 ships original]: 0 divergences" in text

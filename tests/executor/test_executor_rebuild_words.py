@@ -41,3 +41,30 @@ def test_the_safety_report_names_its_rule_and_a_what_if() -> None:
     shipped = ai.ReplayExecutor(log, markers=markers)
     shipped.run()
     assert "under rule <code>original</code>" in shipped.report()._repr_html_()
+
+
+def test_predict_and_the_rebuild_step_hand_marker_warnings_their_log(monkeypatch) -> None:
+    """The partitions of the log are read in one place, ``marker_warnings``: both callers pass the log itself."""
+    import agent_inspect.executor._engine as executor_engine
+    import agent_inspect.recovery._predict as predict_module
+    from agent_inspect.recovery import marker_warnings
+
+    log = ai.load(ai.samples.path("production"))
+    markers = [{0: 248, 2: 215}]                                   # partitions 1 and 3 have no marker
+    said = marker_warnings(markers, log)
+    assert said == marker_warnings(markers, log.records) == marker_warnings(markers, [3, 1, 0, 2, -1])
+    assert said == ["partitions 1, 3 have no marker: the rebuild reads none of their records and replays none of "
+                    "their inputs"]
+    assert marker_warnings(markers, None) == [] and marker_warnings(None, log) == []
+    given = []
+
+    def spy(markers, partitions):
+        given.append(partitions)
+        return marker_warnings(markers, partitions)
+
+    monkeypatch.setattr(predict_module, "marker_warnings", spy)
+    monkeypatch.setattr(executor_engine, "marker_warnings", spy)
+    assert said[0] in ai.predict(log, markers=markers).warnings
+    rebuild = ai.ReplayExecutor(log, markers=markers).step()
+    assert rebuild is not None and said[0] in (rebuild.reason or "")
+    assert len(given) == 2 and all(g is log for g in given)

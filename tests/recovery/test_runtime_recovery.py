@@ -101,6 +101,32 @@ def test_kafka_marker_option_moves_the_marker_back():
     assert moved.markers[0][0] == 1 and len(moved.log) == 4        # back to IA's completed record
 
 
+
+def test_a_plan_inferred_under_the_kafka_marker_option_says_what_the_moved_marker_hides():
+    """Under kafka_pending="marker" the markers bound the rebuild, not the consumed inputs (addendum §2.3): a plan
+    inferred from the log replays the window's rounds from their inputs, which the restore does not (spec §9.5), and
+    says so; N14's moved-back marker shows it (IA REUSEs, where the case's checkpoint plan has it not dispatched)."""
+    case = _case("N14", "0.4-kafka-marker")
+    moved = build_case(case)
+    inferred = predict(moved.log, agent=moved.agent, rule="original", markers=moved.markers, runtime="0.4",
+                       kafka_pending="marker")
+    assert dict(zip(inferred.tasks["action"], inferred.tasks["outcome"])) == {"IA": "REUSE", "WA": "RESUME"}
+    assert any(n.startswith("kafka_pending='marker': a writer that moves the marker back") and "1 input " in n
+               and "spec §9.5" in n for n in inferred.notes)
+    given = predict(moved.log, plan=moved.plan, agent=moved.agent, rule="original", markers=moved.markers,
+                    runtime="0.4", kafka_pending="marker")
+    assert dict(zip(given.tasks["action"], given.tasks["outcome"])) == {"WA": "RESUME", "IA": "NOT-DISPATCHED"}
+    # a log written with refresh rows, read under 'marker': its 15 refresh rows count as new writes (REUSE 14)
+    log, markers = ai.load(ai.samples.path("production_v4")), ai.samples.markers("production_v4")
+    marker = predict(log, markers=markers, kafka_pending="marker")
+    assert marker.tasks["outcome"].value_counts().to_dict() == {"REUSE": 14, "RESUME": 1}
+    assert any("15 repeat the last value of their state key byte for byte" in n for n in marker.notes)
+    assert any("4 inputs of the rounds" in n for n in marker.notes)
+    for quiet in (predict(log, markers=markers), predict(log, markers=markers, runtime="0.3"),
+                  predict(build_case(_case("N14", "0.4")).log, markers=[{0: 4}], runtime="0.4")):
+        assert not any("kafka_pending='marker'" in n for n in quiet.notes)
+
+
 # -- item 3: sub-agents as main runs them --------------------------------------------------------------
 
 def test_reused_child_replays_result_events_with_current_lineage():

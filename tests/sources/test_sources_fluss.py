@@ -89,6 +89,21 @@ def test_business_keys_filter() -> None:
     assert info.options["business_keys"] == ["user-4"]
 
 
+
+def test_business_keys_with_no_record_get_the_one_check_and_close_matches() -> None:
+    """``load_fluss`` reads every bucket, so a mistyped key gets its close matches from the whole table, as a file's."""
+    make = factory({"db.t": _table()})
+    with pytest.raises(ai.InspectError, match=r"business key 'usr-4' has no records in fluss://h:1/db.t; "
+                                              r"did you mean 'user-4'"):
+        ai.load_fluss("h:1", "db.t", business_keys=["usr-4"], connection_factory=make, progress=False)
+    with pytest.warns(UserWarning, match=r"no records of business key 'usr-4' .* the other 1 asked for"):
+        log = ai.load_fluss("h:1", "db.t", business_keys=["user-4", "usr-4"], connection_factory=make, progress=False)
+    assert log.keys() == ["user-4"] and log.source.options["missing_business_keys"] == ["usr-4"]
+    others: set[str] = set()
+    read_fluss("h:1", "db.t", business_keys=["user-4"], connection_factory=make, progress=False, other_keys=others)
+    assert others == {f"user-{i}" for i in range(6)} - {"user-4"}
+
+
 @pytest.mark.parametrize("call", ["create", "get_table", "list_offsets", "poll"])
 def test_silent_peer_times_out(call: str) -> None:
     make = factory({"db.t": _table()}, Behaviour(silent=call))

@@ -7,6 +7,7 @@ import re
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -327,3 +328,62 @@ def test_kafka_values_with_invalid_utf8_export_to_jsonl_exactly(kafka_bootstrap:
     for col in ("partition", "offset", "timestamp_ms", "key", "value"):
         assert getattr(again.raw, col) == getattr(log.raw, col)
     assert again.records.equals(log.records)
+
+
+def test_business_keys_with_no_record_raise_or_warn_on_a_real_broker(kafka_bootstrap: str, topic: Topic) -> None:
+    """The one business-key check of ``ai.load`` (tests/test_load_keys.py), here on a topic: none found is an
+    InspectError naming the keys, some found keeps the log and warns of the others."""
+    name, records, _ = topic
+    with pytest.raises(ai.InspectError, match=r"business key 'user-33' has no records in kafka://"):
+        ai.load_kafka(kafka_bootstrap, name, business_keys=["user-33"], progress=False)
+    with pytest.raises(ai.InspectError, match=r"business keys 'nope', 'user-33' have no records"):
+        ai.load(f"kafka://{kafka_bootstrap}/{name}", business_keys=["nope", "user-33"], progress=False)
+    with pytest.warns(UserWarning, match=r"no records of business key 'user-33' .* the other 1 asked for"):
+        log = ai.load_kafka(kafka_bootstrap, name, business_keys=["user-3", "user-33"], progress=False)
+    assert log.keys() == ["user-3"] and log.source.options["missing_business_keys"] == ["user-33"]
+    assert len(log.records) == sum(parse_state_key(k).key_text == "user-3" for k, _ in records)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both = ai.load_kafka(kafka_bootstrap, name, business_keys=["user-3", "user-5"], progress=False)
+    assert set(both.keys()) == {"user-3", "user-5"} and "missing_business_keys" not in both.source.options
+
+
+def test_a_digest_keyed_topic_finds_a_business_key_by_its_text(kafka_bootstrap: str) -> None:
+    """K2 state keys name a key by its digest: on a real topic, asking by text finds it, a wrong text is missing."""
+    sample = ai.load(ai.samples.path("production_v4"), business_keys=["user-0003", "user-0012"])
+    raw = sample.raw
+    where = {k: int(p) for k, p in zip(raw.key, raw.partition)}
+    name = create_topic(kafka_bootstrap, PARTITIONS)
+    produce_like_upstream(kafka_bootstrap, name, [(k.decode(), v) for k, v in zip(raw.key, raw.value)],
+                          num_partitions=PARTITIONS, partitioner=lambda key, _: where[key.encode()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log = ai.load_kafka(kafka_bootstrap, name, business_keys=["user-0003"], progress=False)
+    one = ai.load(ai.samples.path("production_v4"), business_keys=["user-0003"])
+    assert len(log.records) == len(one.records) > 0 and log.keys() == one.keys() and len(log.keys()) == 1
+    with pytest.warns(UserWarning, match=r"no records of business key 'user-33' .* the other 1 asked for"):
+        some = ai.load_kafka(kafka_bootstrap, name, business_keys=["user-0012", "user-33"], progress=False)
+    assert some.source.options["missing_business_keys"] == ["user-33"] and len(some.keys()) == 1
+    with pytest.raises(ai.InspectError, match=r"business key 'user-33' has no records"):
+        ai.load_kafka(kafka_bootstrap, name, business_keys=["user-33"], progress=False)
+
+
+def test_a_mistyped_business_key_gets_the_close_matches_of_the_partitions_read(kafka_bootstrap: str,
+                                                                             topic: Topic) -> None:
+    """As ``ai.load`` of a file does, with the keys at hand: those of the partitions the load read (the ones the
+    asked keys hash to, spec §6.3), not the whole topic's."""
+    import difflib
+
+    from agent_inspect.sources import candidate_partitions
+
+    name, records, _ = topic
+    with pytest.raises(ai.InspectError, match=r"business key 'usr-3' has no records in kafka://\S+; "
+                                              r"did you mean 'user-3'"):
+        ai.load_kafka(kafka_bootstrap, name, business_keys=["usr-3"], progress=False)
+    read = candidate_partitions(["user-33"], PARTITIONS)
+    pool = sorted({parse_state_key(k).business_key for k, _ in records if kafka_partition(k, PARTITIONS) in read})
+    close = difflib.get_close_matches("user-33", pool, n=3)
+    assert close and "user-3" not in pool                   # user-3 hashes to a partition this load does not read
+    with pytest.raises(ai.InspectError) as raised:
+        ai.load(f"kafka://{kafka_bootstrap}/{name}", business_keys=["user-33"], progress=False)
+    assert f"did you mean {', '.join(map(repr, close))}?" in str(raised.value)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import html
 import re
 
+import pytest
 from _widget_agents import IMG, recovery_executor
 
 import agent_inspect as ai
 from agent_inspect.executor import Counters
 from agent_inspect.recovery import predict
 from agent_inspect.widgets import LogBrowser, PredictionView, ReplayStepper, ResultInspector
-from agent_inspect.widgets._stepper import COUNTER_WORDS
+from agent_inspect.widgets._counters import COUNTER_WORDS, counters_html
 
 _COUNTER = re.compile(r'<span class="ai-counter" data-name="([^"]+)" title="([^"]+)"><b>(\d+)</b> ([^<]+)</span>')
 
@@ -34,11 +35,8 @@ def test_every_stepper_counter_is_named_after_what_it_counts_with_a_tooltip() ->
     shown = _counters(stepper)
     assert set(shown) == {"steps", *Counters.__dataclass_fields__}      # every counter, none left out
     for name, (label, n, title) in shown.items():
-        want = html.unescape(COUNTER_WORDS[name][0])
-        if n == 1:                                  # "1 task resumed", "1 durable call made": the noun singular
-            want = re.sub(r"\b(step|task|lookup|call|record)s\b|\bbodies\b", lambda m: m.group(1) or "body", want,
-                          count=1)
-        assert (label, title) == (want, COUNTER_WORDS[name][1])
+        many, tip, one = COUNTER_WORDS[name]        # "1 task resumed", "1 durable call made": the label for one
+        assert (label, title) == (one if n == 1 else many, tip)
         assert len(title) > 20 and name == "steps" or n == getattr(ex.counters, name)
     labels = " ".join(label for label, _, _ in shown.values())
     for jargon in ("shadow runs", "calls stubbed", "calls served", "bodies executed", "entries evicted"):
@@ -46,6 +44,23 @@ def test_every_stepper_counter_is_named_after_what_it_counts_with_a_tooltip() ->
     assert COUNTER_WORDS["rerun"][0] == "tasks re-run"
     assert COUNTER_WORDS["calls_served"][0] == "durable calls answered from records"
     assert shown["calls_served"][1] != 1 or shown["calls_served"][0] == "durable call answered from records"
+
+
+def test_the_counter_labels_come_from_the_table_for_one_and_for_many(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each counter carries its label for one and for many; the row picks by count, nothing is derived."""
+    assert all(len(words) == 3 and words[0] != words[2] for words in COUNTER_WORDS.values())
+    assert COUNTER_WORDS["bodies_executed"][2] == "action body run" and COUNTER_WORDS["steps"][2] == "step"
+    monkeypatch.setitem(COUNTER_WORDS, "writes", ("records written", "tip", "entry put in the store"))
+    monkeypatch.setitem(COUNTER_WORDS, "rerun", ("tasks re-run", "tip", "task run once more"))
+    ex = recovery_executor()
+    stepper = ReplayStepper(ex)
+    stepper.run()
+    shown = _counters(stepper)
+    for name, words in (("writes", "entry put in the store"), ("rerun", "task run once more")):
+        assert shown[name][0] == (words if shown[name][1] == 1 else COUNTER_WORDS[name][0])
+    row = counters_html({"writes": 1, "rerun": 2, "unknown_thing": 1}, 1)
+    assert "<b>1</b> entry put in the store" in row and "<b>2</b> tasks re-run" in row
+    assert "<b>1</b> step</span>" in row and "<b>1</b> unknown thing</span>" in row
 
 
 def test_the_stepper_filters_by_key() -> None:
