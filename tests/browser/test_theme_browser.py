@@ -72,6 +72,8 @@ VIEWS = [
     ("explain", "ai.inspect(why, log=log)", "ai-explain"),
     ("rules-diff", "ai.inspect(rules, key=KEY)", "ai-diff"),
     ("fleet-scan", "ai.inspect(scan)", "ai-scan"),
+    ("replay-safety", "safety = ai.ReplayExecutor(log, markers=MARKERS)\nsafety.run()\nai.inspect(safety.report())",
+     "ai-result-view"),
 ]
 
 _CONTRAST_JS = """
