@@ -27,6 +27,7 @@ from agent_inspect.recovery import RemovalCauses, lookup_words, marker_warnings,
 from agent_inspect.recovery.engine import (
     CallEvent,
     CallJournal,
+    CallSlot,
     IdSource,
     KeyMaker,
     Memory,
@@ -285,8 +286,8 @@ class Engine(Observer):
         stm, sensory = self.core.memory_of(run.key)
         journal = CallJournal((), run=self.calls.runner(record.calls), decode=self.calls.decoder(),
                               java=run.decl.java)
-        ctx = ReplayContext(self.core, run, journal, short_term=Memory(stm.snapshot()),
-                            sensory=Memory(sensory.snapshot()))
+        ctx = _ShadowContext(self.core, run, journal, short_term=Memory(stm.snapshot()),
+                             sensory=Memory(sensory.snapshot()), recorded=record.calls, decode=self.calls.decoder())
         error = None
         try:
             self.agent.run_action(run.action, cast("ActionContext", ctx))   # it takes both call forms
@@ -300,10 +301,40 @@ class Engine(Observer):
         equal = "outputs and memory updates equal" if not unreplayed else "outputs equal"
         note = (f"; memory not replayed: the agent ({type(self.agent).__name__}) writes no memory, the record "
                 f"sets {list(unreplayed)}" if unreplayed else "")
+        if ctx.not_called:
+            note += (f"; sub-agent {', '.join(ctx.not_called)} not called: a shadow run dispatches no child task, "
+                     "and the record holds no result for that call")
         self._emit(StepKind.RERUN, **_common(run), outcome=StepOutcome.DIFF_CHANGED if diffs else StepOutcome.DIFF_EQUAL,
                    reason="policy diff: body run on a copy of memory and compared with the production record",
                    change=("; ".join(diffs) if diffs else equal) + note,
-                   detail={"diff": tuple(diffs), "shadow": True, "memory_not_replayed": unreplayed})
+                   detail={"diff": tuple(diffs), "shadow": True, "memory_not_replayed": unreplayed,
+                           "subagents_not_called": tuple(ctx.not_called)})
+
+
+class _ShadowContext(ReplayContext):
+    """The context of a ``diff`` shadow run, which changes nothing: a sub-agent call does not dispatch the child's
+    round into the replay (its lookups could evict, its writes would land). It gets the production record's result
+    for that call when the record holds one, else None, and is named in ``not_called``."""
+
+    def __init__(self, engine: Core, run: TaskRun, calls: CallJournal, *, short_term: Memory, sensory: Memory,
+                 recorded: Sequence[CallSlot], decode: Callable[[CallSlot], Any]) -> None:
+        super().__init__(engine, run, calls, short_term=short_term, sensory=sensory)
+        self._recorded = {slot.function_id: slot for slot in recorded}
+        self._decode = decode
+        self.not_called: list[str] = []
+
+    def call_subagent(self, scope: str, event_type: str, attributes: Mapping[str, Any] | None = None, *,
+                      session_id: str | None = None, call_id: str | None = None) -> Any:
+        if session_id is None or call_id is None:
+            session_id, call_id = self._allocate_ids(scope)
+        slot = self._recorded.get(f"{session_id}#{call_id}")
+        if slot is None or slot.status == "PENDING":
+            self.not_called.append(scope)
+            return None
+        value = self._decode(slot)
+        if slot.status == "FAILED":
+            raise value
+        return value
 
 
 def _common(run: TaskRun) -> dict[str, Any]:

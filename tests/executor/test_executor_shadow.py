@@ -1,0 +1,27 @@
+"""A ``diff`` shadow run changes nothing: its sub-agent calls dispatch no child task into the replay."""
+
+from __future__ import annotations
+
+import agent_inspect as ai
+
+
+def _run(**options: object) -> ai.ReplayExecutor:
+    ex = ai.ReplayExecutor(ai.load(ai.samples.path("production")), markers=ai.samples.markers("production"),
+                           **options)
+    ex.run()
+    return ex
+
+
+def test_a_shadow_runs_sub_agent_calls_dispatch_no_child_task() -> None:
+    plain, shadowed = _run(), _run(policies={"default_action": "diff"})
+    cols = ["key", "seq", "action", "event_type", "outcome"]
+    # the child tasks a shadow's sub-agent call dispatched were looked up in the replay and listed as its tasks
+    assert shadowed.report().frame[cols].equals(plain.report().frame[cols])
+    assert shadowed.counters.tasks == plain.counters.tasks == 633
+    assert shadowed.counters.writes == plain.counters.writes
+    callers = [s for s in shadowed.step_list if s.detail.get("shadow") and s.detail["subagents_not_called"]]
+    assert [(s.key, s.seq, s.action) for s in callers][:1] == [("user-0017", 2, "review")]
+    assert len(callers) == 5
+    assert all("sub-agent reviewer not called: a shadow run dispatches no child task" in (s.change or "")
+               for s in callers)
+    assert all(str(s.outcome) == "diff-equal" for s in callers)
