@@ -119,3 +119,15 @@ def test_the_tracing_guide_names_the_token_attributes_the_export_writes(tmp_path
     spans = (tmp_path / "spans.json").read_text(encoding="utf-8")
     for attribute in re.findall(r"`([^`]+)`", named.group(1)):
         assert f'"{attribute}"' in spans, attribute
+
+
+def test_the_case_files_page_says_where_every_bundled_case_comes_from() -> None:
+    """Each file of cases/ is a matrix row of the spec or is named in the page's opening paragraph."""
+    matrix = set(re.findall(r"^\| ([A-Z]\d\d) \|", (DOCS / "spec" / "divergence-cases.md").read_text(encoding="utf-8"),
+                            re.M))
+    opening = _text("reference/cases.md").split("Case files are TOML")[0]
+    named = set(re.findall(r"`([A-Z]\d\d)`", opening))
+    for first, last in re.findall(r"`([A-Z]\d\d)`–`([A-Z]\d\d)`", opening):
+        named |= {f"{first[0]}{n:02d}" for n in range(int(first[1:]), int(last[1:]) + 1)}
+    bundled = {p.stem for p in (REPO / "cases").glob("*.toml")}
+    assert bundled - matrix - named == set()
