@@ -131,3 +131,14 @@ def test_the_case_files_page_says_where_every_bundled_case_comes_from() -> None:
         named |= {f"{first[0]}{n:02d}" for n in range(int(first[1:]), int(last[1:]) + 1)}
     bundled = {p.stem for p in (REPO / "cases").glob("*.toml")}
     assert bundled - matrix - named == set()
+
+
+def test_the_store_flavour_follows_the_key_format_not_the_runtime() -> None:
+    """concepts/runtimes.md: production_k1 (K1 keys) evicts across keys read as 0.3 or as 0.4 alike."""
+    log = ai.load(ai.samples.path("production_k1"))
+    markers = ai.samples.markers("production_k1")
+    for runtime in ("0.3", "0.4"):
+        kinds = set(ai.reconstruct(log, markers=markers, runtime=runtime).divergences["kind"])
+        assert "cross-key" in kinds, runtime
+    text = _text("concepts/runtimes.md")
+    assert "follows from each record's key format and the source, whatever the runtime" in text
