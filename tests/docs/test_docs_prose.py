@@ -142,3 +142,12 @@ def test_the_store_flavour_follows_the_key_format_not_the_runtime() -> None:
         assert "cross-key" in kinds, runtime
     text = _text("concepts/runtimes.md")
     assert "follows from each record's key format and the source, whatever the runtime" in text
+
+
+def test_the_diff_guides_attempts_are_counted_per_key() -> None:
+    """guides/read-a-diff.md: four runs of the job, three attempts of user-0011, one of a key no restore rewrote."""
+    log = ai.load(ai.samples.path("production"))
+    attempts = log.records.join(ai.history.annotate(log)).groupby("business_key")["attempt"].max()
+    assert "4 attempts" in ai.samples.SAMPLES["production"]
+    assert attempts["user-0011"] == 3 and attempts.min() == 1
+    assert "four runs of the job left `user-0011` with three attempts" in _text("guides/read-a-diff.md")
