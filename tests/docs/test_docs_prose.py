@@ -151,3 +151,17 @@ def test_the_diff_guides_attempts_are_counted_per_key() -> None:
     assert "4 attempts" in ai.samples.SAMPLES["production"]
     assert attempts["user-0011"] == 3 and attempts.min() == 1
     assert "four runs of the job left `user-0011` with three attempts" in _text("guides/read-a-diff.md")
+
+
+def test_the_runtimes_page_gives_refresh_rows_to_every_runtime_that_keeps_pending_states() -> None:
+    """concepts/runtimes.md, against ai.store.runtime_model: 0.4 keeps pending states too (addendum §2)."""
+    page = (DOCS / "concepts" / "runtimes.md").read_text(encoding="utf-8")
+    notable = next(line for line in page.splitlines() if line.startswith("| Notable"))
+    cells = dict(zip(("0.3", "0.4", "main"), [c.strip() for c in notable.strip().strip("|").split("|")][1:]))
+    timeline = page.split("timeline")[1].split("```")[0]
+    entries = dict(re.findall(r"^ {4}(\S+) :(.*(?:\n {6,}:.*)*)", timeline, re.M))
+    for runtime in ("0.3", "0.4", "main"):
+        keeps = ai.store.runtime_model(runtime).keeps_pending
+        said = "refresh rows" in entries[runtime] or "refresh rows" in cells[runtime] or (
+            cells[runtime].startswith("as 0.4") and ai.store.runtime_model("0.4").keeps_pending)
+        assert said == keeps, (runtime, keeps, cells[runtime], entries[runtime])
