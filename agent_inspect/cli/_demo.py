@@ -26,10 +26,10 @@ _FIRST_NOTEBOOK = "01_production_recovery.ipynb"
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo", help="open JupyterLab on the notebooks (or --cli: analyse the sample log in the terminal)",
-        description="Start JupyterLab on 127.0.0.1 serving the three notebooks and print the exact URL with its "
-                    "token. With --cli, or when JupyterLab is not installed, print the analysis of the "
-                    "production-like sample log instead: summary, reconstruction under the original and the "
-                    "fixed rule, and the re-execution ledger.")
+        description="Start JupyterLab on 127.0.0.1 serving the notebooks of notebooks/ (or --notebooks DIR) and "
+                    "print the exact URL with its token. With --cli, or when JupyterLab is not installed, print "
+                    "the analysis of the production-like sample log instead: summary, reconstruction under the "
+                    "original and the fixed rule, and the re-execution ledger.")
     parser.add_argument("--cli", action="store_true", help="terminal analysis instead of JupyterLab")
     parser.add_argument("--json", action="store_true", help="with --cli: one JSON object instead of text")
     parser.add_argument("--port", type=int, default=None, help="port for JupyterLab (default: 8888 or a free one)")

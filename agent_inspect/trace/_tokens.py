@@ -242,7 +242,8 @@ def _recorded_calls(log: Any) -> dict[str, list[str]]:
 
 def _task_rows(rule: str, tasks: pd.DataFrame, recorded: Mapping[str, list[str]],
                means: Mapping[str, tuple[float, float]], prices: Prices | None,
-               call_kind: Callable[[str | None], str | None], unknown: list[int]) -> list[dict[str, Any]]:
+               call_kind: Callable[[str | None], str | None], unknown: list[int],
+               unpriced: set[str]) -> list[dict[str, Any]]:
     rows = []
     for t in tasks.itertuples(index=False):
         if t.outcome == "NOT-DISPATCHED":
@@ -265,7 +266,10 @@ def _task_rows(rule: str, tasks: pd.DataFrame, recorded: Mapping[str, list[str]]
                 continue
             i, o = i + m[0], o + m[1]
             p = _price_of(prices, fid)
-            if cost is not None and p is not None:
+            if prices and p is None:
+                unpriced.add(str(fid))
+                cost = None                 # a call without a price: the task's cost is unknown, not 0
+            elif cost is not None and p is not None:
                 cost += (m[0] * p[0] + m[1] * p[1]) / 1e6
         rows.append({"key": t.key, "seq": t.seq, "action": t.action, "rule": rule, "outcome": t.outcome,
                      "llm_calls_predicted": n, "input_tokens_predicted": round(i) if known or i else None,
@@ -301,7 +305,8 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
                      + f" trace carries {TOKEN_ATTRIBUTES[0]}/{TOKEN_ATTRIBUTES[1]}: predicted tokens are unknown")
     recorded = _recorded_calls(v.log)
     unknown = [0]
-    rows = _task_rows(v.rule, v.prediction.tasks, recorded, means, prices, call_kind, unknown)
+    unpriced: set[str] = set()
+    rows = _task_rows(v.rule, v.prediction.tasks, recorded, means, prices, call_kind, unknown, unpriced)
     others: list[str] = []
     if rules:
         from agent_inspect.recovery import predict
@@ -314,7 +319,7 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
             alt = predict(v.log, recovery=getattr(v.prediction, "recovery", None), plan=plan, rule=r, markers=v.markers)
             name = str(getattr(alt, "rule", r))
             others.append(name)
-            rows += _task_rows(name, alt.tasks, recorded, means, prices, call_kind, unknown)
+            rows += _task_rows(name, alt.tasks, recorded, means, prices, call_kind, unknown, unpriced)
     if unknown[0]:
         notes.append(f"{plural(unknown[0], 'predicted call')} {'goes' if unknown[0] == 1 else 'go'} past what the earlier attempt recorded: their tokens are "
                      "not counted")
@@ -324,7 +329,7 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
     for parent, g in executed.groupby("parent_execution_id", sort=False):
         i = int(g["input_tokens"].fillna(0).sum())
         o = int(g["output_tokens"].fillna(0).sum())
-        cost = _cost(g, prices)
+        cost = _cost(g, prices, unpriced)
         by_parent[parent] = (len(g), i, o, cost)
     tasks = pd.DataFrame(rows, columns=[c for c in TASK_COLUMNS if c not in (
         "observed", "execution_id", "llm_calls_observed", "input_tokens_observed", "output_tokens_observed",
@@ -366,13 +371,17 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
                        "input_tokens": None if unknown_tokens else int(i.fillna(0).sum()),
                        "output_tokens": None if unknown_tokens else int(o.fillna(0).sum()),
                        "tokens": None if unknown_tokens else int(i.fillna(0).sum() + o.fillna(0).sum()),
-                       "cost": float(sub["cost_predicted"].fillna(0).sum()) if prices else None})
+                       "cost": float(sub["cost_predicted"].sum())
+                       if prices and not sub["cost_predicted"].isna().any() else None})
     obs_i = int(executed["input_tokens"].fillna(0).sum())
     obs_o = int(executed["output_tokens"].fillna(0).sum())
     observed = {"llm_calls": int(len(executed)), "input_tokens": obs_i if has_tokens else None,
                 "output_tokens": obs_o if has_tokens else None, "tokens": obs_i + obs_o if has_tokens else None,
-                "cost": _cost(executed, prices) if has_tokens else None,
+                "cost": _cost(executed, prices, unpriced) if has_tokens else None,
                 "llm_calls_replayed": int(per_call["replayed"].sum())}
+    if unpriced:
+        notes.append(f"no price for {', '.join(sorted(unpriced))}: a cost that needs one is unknown (price it by "
+                     "model or function id, or '*' for any)")
     if len(executed) and not has_tokens:
         notes.append(f"the trace's LLM executions carry no {TOKEN_ATTRIBUTES[0]}/{TOKEN_ATTRIBUTES[1]}: observed "
                      "tokens are unknown")
@@ -381,12 +390,16 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
                        observed=observed, rule=v.rule, notes=tuple(notes), per_call=per_call)
 
 
-def _cost(calls: pd.DataFrame, prices: Prices | None) -> float | None:
+def _cost(calls: pd.DataFrame, prices: Prices | None, unpriced: set[str]) -> float | None:
+    """The calls' cost; None without prices, or when a call has no price (its names go into ``unpriced``)."""
     if not prices:
         return None
-    total = 0.0
+    total: float | None = 0.0
     for name, model, i, o in zip(calls["entity_name"], calls["model"], calls["input_tokens"], calls["output_tokens"]):
         p = _price_of(prices, model, name)
-        if p is not None:
+        if p is None:
+            unpriced.add(str(model) if isinstance(model, str) else str(name))
+            total = None
+        elif total is not None:
             total += ((0 if pd.isna(i) else int(i)) * p[0] + (0 if pd.isna(o) else int(o)) * p[1]) / 1e6
     return total

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 from pathlib import Path
 
 from tests.docs.test_docs_code_blocks import blocks
@@ -38,3 +39,6 @@ def test_every_readme_block_runs_on_the_bundled_samples(tmp_path: Path) -> None:
     finally:
         os.chdir(old)
     assert (tmp_path / "spans.json").is_file()
+    # the sentence the README shows beside v.tokens.headline() is the one its block prints
+    shown = re.search(r'v\.tokens\.headline\(\)\s+# "([^"]+)"', README.read_text(encoding="utf-8"))
+    assert shown is not None and shown.group(1) == namespace["v"].tokens.headline()  # type: ignore[attr-defined]

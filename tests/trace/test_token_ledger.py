@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import agent_inspect as ai
@@ -76,6 +77,23 @@ def test_prices_and_their_errors(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["verify", *PROD, "--price", "nonsense"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "MODEL=IN/OUT" in err
+
+
+def test_a_call_without_a_price_has_no_cost_not_a_free_one() -> None:
+    """TokenLedger: "Cost is None without a price for the model". N04's one LLM call is shop_agent.ask_llm, with no
+    model named: a price for "qwen-max" prices nothing, so the re-spent cost is unknown (it read $0.00), and a note
+    names what has no price. Under fixed nothing runs again, so its cost stays 0."""
+    log = ai.load(LOGS / "N04.jsonl")
+    v = ai.verify(log, ai.load_trace(LOGS / "N04.trace.log"), markers=ai.samples.markers("N04"))
+    ledger = v.with_tokens(rules=["fixed"], prices={"qwen-max": (1.6, 6.4)}).tokens
+    assert ledger.observed["tokens"] == 1618 and ledger.observed["cost"] is None
+    totals = ledger.totals.set_index("rule")["cost"]
+    assert pd.isna(totals["original"]) and totals["fixed"] == 0.0
+    assert ledger.tasks.loc[ledger.tasks["llm_calls_predicted"] > 0, "cost_predicted"].isna().all()
+    assert ledger.headline().startswith("this restore re-spent 1.62 k tokens in 1 LLM call;")
+    assert any("no price for shop_agent.ask_llm" in note for note in ledger.notes), ledger.notes
+    priced = v.with_tokens(prices={"shop_agent.ask_llm": (1.6, 6.4)}).tokens
+    assert priced.observed["cost"] == pytest.approx((1477 * 1.6 + 141 * 6.4) / 1e6) and priced.notes == ()
 
 
 def test_a_trace_without_token_counts_says_so() -> None:
