@@ -170,11 +170,11 @@ class Recovery:
         source = cast("ActionStateLog", log)
         if self.plan_source is not None:
             return self.plan_source.replay_plan(source, runtime=self.runtime, kafka_pending=self.model.kafka_pending,
-                                                refresh=refresh)
+                                                refresh=refresh, agent=self.agent)
         from agent_inspect.recovery._plan import ReplayPlan
 
         return ReplayPlan.from_log(source, markers=self.markers, runtime=self.runtime,
-                                   kafka_pending=self.model.kafka_pending, refresh=refresh)
+                                   kafka_pending=self.model.kafka_pending, refresh=refresh, agent=self.agent)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
         """The session a restore under these settings rebuilds from ``log`` (empty without a log).
