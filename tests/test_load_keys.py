@@ -37,3 +37,16 @@ def test_a_digest_keyed_log_finds_a_key_by_its_text() -> None:
         warnings.simplefilter("error")
         log = ai.load(LOGS / "production_v4.jsonl", business_keys=[text])
     assert len(log.records) and len(log.keys()) == 1
+
+
+def test_for_key_finds_a_key_of_a_digest_keyed_log_by_its_text() -> None:
+    """``log.for_key`` matches a key as ``business_keys=`` does: by text, or by the digest a K2 log names it by."""
+    whole = ai.load(LOGS / "production_v4.jsonl")
+    loaded = ai.load(LOGS / "production_v4.jsonl", business_keys=["user-0003"])
+    one = whole.for_key("user-0003")
+    assert len(one.records) == len(loaded.records) > 0 and one.keys() == loaded.keys()
+    digest = loaded.keys()[0]
+    assert digest != "user-0003" and len(whole.for_key(digest).records) == len(one.records)
+    assert len(whole.for_key("user-9999").records) == 0          # a key the log does not name: still empty
+    plain = ai.load(LOGS / "production.jsonl")
+    assert plain.for_key("user-0003").keys() == ["user-0003"]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import count_words, did_you_mean
-from agent_inspect.log._log import ActionStateLog
+from agent_inspect.log._log import ActionStateLog, logged_key
 from agent_inspect.raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:
@@ -83,11 +83,9 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
     caller asked for several keys and is owed the ones that are there. A key matches by text or by digest
     (K1.6 and K2 logs name keys by digest).
     """
-    from agent_inspect.codec import string_key_digest
-
     asked = list(dict.fromkeys(map(str, keys)))
     found = set(map(str, log.records["business_key"].dropna().unique()))
-    missing = [k for k in asked if k not in found and string_key_digest(k) not in found]
+    missing = [k for k in asked if logged_key(k, found) is None]
     if not missing:
         return log
     where = log.source.location
