@@ -50,3 +50,15 @@ def test_for_key_finds_a_key_of_a_digest_keyed_log_by_its_text() -> None:
     assert len(whole.for_key("user-9999").records) == 0          # a key the log does not name: still empty
     plain = ai.load(LOGS / "production.jsonl")
     assert plain.for_key("user-0003").keys() == ["user-0003"]
+
+
+def test_a_scan_dataset_names_a_mistyped_keys_close_matches(tmp_path: Path) -> None:
+    """``log.load_dataset`` (and ``ai.load`` of a scan's output) runs the loaders' one check, suggestions included."""
+    spec, windows = ai.log.plan_windows(LOGS / "production.parquet")
+    for window in windows:
+        ai.log.write_window(ai.log.read_window(spec, window), tmp_path, window)
+    ai.log.write_dataset_meta(tmp_path, spec)
+    for load in (ai.log.load_dataset, ai.load):
+        with pytest.raises(ai.InspectError, match=r"business key 'user-19' has no records in .*did you mean 'user-0019'"):
+            load(tmp_path, business_keys=["user-19"])
+    assert ai.log.load_dataset(tmp_path, business_keys=["user-0019"]).keys() == ["user-0019"]

@@ -78,7 +78,7 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
     The one check every loader (and the CLI's ``--key``) uses. None of the keys has a record: an
     :class:`~agent_inspect.InspectError` naming them, with the closest keys ``known()`` gives (``did_you_mean``;
     only where the loader has the other keys at hand: a file's, a Fluss table's, the Kafka partitions a
-    one-process load read). Some have records: the log is kept, its
+    one-process load read, a scan dataset's partitions read). Some have records: the log is kept, its
     ``source.options["missing_business_keys"]`` lists the others and a ``UserWarning`` names them, since the
     caller asked for several keys and is owed the ones that are there. A key matches by text or by digest
     (K1.6 and K2 logs name keys by digest).
@@ -99,3 +99,17 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
                   f"holds the other {len(asked) - len(missing)} asked for", UserWarning, stacklevel=2)
     log.source = dataclasses.replace(log.source, options={**log.source.options, "missing_business_keys": missing})
     return log
+
+
+def key_texts(batch: RawBatch) -> set[str]:
+    """The business keys a raw batch's state keys name (text, or digest for K1.6 and K2); keys that do not parse
+    are left out. Only for suggestions: it parses every key."""
+    from agent_inspect.codec import parse_state_key
+
+    out: set[str] = set()
+    for raw in dict.fromkeys(k for k in batch.key if k is not None):
+        try:
+            out.add(parse_state_key(raw.decode("utf-8")).business_key)
+        except Exception:  # noqa: BLE001 - a key that does not parse names no business key
+            continue
+    return out
