@@ -37,3 +37,28 @@ def test_a_digest_keyed_log_finds_a_key_by_its_text() -> None:
         warnings.simplefilter("error")
         log = ai.load(LOGS / "production_v4.jsonl", business_keys=[text])
     assert len(log.records) and len(log.keys()) == 1
+
+
+def test_for_key_finds_a_key_of_a_digest_keyed_log_by_its_text() -> None:
+    """``log.for_key`` matches a key as ``business_keys=`` does: by text, or by the digest a K2 log names it by."""
+    whole = ai.load(LOGS / "production_v4.jsonl")
+    loaded = ai.load(LOGS / "production_v4.jsonl", business_keys=["user-0003"])
+    one = whole.for_key("user-0003")
+    assert len(one.records) == len(loaded.records) > 0 and one.keys() == loaded.keys()
+    digest = loaded.keys()[0]
+    assert digest != "user-0003" and len(whole.for_key(digest).records) == len(one.records)
+    assert len(whole.for_key("user-9999").records) == 0          # a key the log does not name: still empty
+    plain = ai.load(LOGS / "production.jsonl")
+    assert plain.for_key("user-0003").keys() == ["user-0003"]
+
+
+def test_a_scan_dataset_names_a_mistyped_keys_close_matches(tmp_path: Path) -> None:
+    """``log.load_dataset`` (and ``ai.load`` of a scan's output) runs the loaders' one check, suggestions included."""
+    spec, windows = ai.log.plan_windows(LOGS / "production.parquet")
+    for window in windows:
+        ai.log.write_window(ai.log.read_window(spec, window), tmp_path, window)
+    ai.log.write_dataset_meta(tmp_path, spec)
+    for load in (ai.log.load_dataset, ai.load):
+        with pytest.raises(ai.InspectError, match=r"business key 'user-19' has no records in .*did you mean 'user-0019'"):
+            load(tmp_path, business_keys=["user-19"])
+    assert ai.log.load_dataset(tmp_path, business_keys=["user-0019"]).keys() == ["user-0019"]

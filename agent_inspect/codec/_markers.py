@@ -59,7 +59,7 @@ class PlanSource(MarkerSource, Protocol):
         ...
 
     def replay_plan(self, log: ActionStateLog, *, runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
-                    refresh: Collection[int] | None = None) -> ReplayPlan:
+                    refresh: Collection[int] | None = None, agent: object | None = None) -> ReplayPlan:
         """The plan of restoring this source over ``log`` (the keywords as ``ReplayPlan.from_log`` takes them)."""
         ...
 

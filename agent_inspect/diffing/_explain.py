@@ -20,7 +20,7 @@ from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
-from agent_inspect.log import RuntimeInfo, rule_label
+from agent_inspect.log import RuleMark, RuntimeInfo, rule_label, rule_mark
 from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
@@ -100,12 +100,16 @@ class Explanation(HtmlRepr):
     @property
     def what_if(self) -> bool:
         """True when ``rule`` is not the one the runtime ships: the chain is hypothetical."""
-        return self.shipped_rule is not None and self.rule.partition(":")[0] != self.shipped_rule
+        return self._mark.what_if
 
     @property
     def rule_label(self) -> str:
         """``rule``, marked as a what-if when it is one."""
-        return rule_label(self.rule, self.runtime if self.shipped_rule is not None else None)
+        return self._mark.label
+
+    @property
+    def _mark(self) -> RuleMark:
+        return rule_mark(self.rule, self.runtime if self.shipped_rule is not None else None)
 
     @property
     def cause(self) -> ExplainStep:
@@ -115,8 +119,7 @@ class Explanation(HtmlRepr):
     def story(self) -> str:
         """The chain as plain text, one step a line."""
         # a what-if says so first: the chain below is not what the job does
-        lines = [f"what-if: rule {self.rule} (the runtime ships {self.shipped_rule}), not what the job does"] \
-            if self.what_if else []
+        lines = [f"rule {self.rule_label}: not what the job does"] if self.what_if else []
         for n, s in enumerate(self.steps):
             at = f" [records {', '.join(map(str, s.positions))}]" if s.positions else ""
             lines.append(("" if n == 0 else "  ← ") + s.title + at + (f": {s.detail}" if s.detail else ""))

@@ -29,6 +29,16 @@ class DriverAction:
     redo: Callable[[], object]
 
 
+def step_count(steps: int | None, what: str, zero: str, none: str) -> int | None:
+    """``steps`` checked as a count of steps: an integral number >= 0 (a numpy count will do) or None, else a
+    ReplayError saying what ``what`` takes (``zero`` and ``none``: what 0 and None mean there)."""
+    if steps is None:
+        return None
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ReplayError(f"{what} takes a number of steps >= 0 ({zero}) or None ({none}), got {steps!r}")
+    return int(steps)
+
+
 class Debugger:
     """Moves one engine forward and back; ``back()`` re-runs deterministically from the start."""
 
@@ -36,10 +46,19 @@ class Debugger:
                  fail_after: int | None = None) -> None:
         self.engine = engine
         self.breakpoints: list[Breakpoint] = list(breakpoints)
-        self.fail_after = fail_after
+        self.fail_after = fail_after       # checked by the setter
         self.driver: list[DriverAction] = []
         for bp in self.breakpoints:
             self.keyed(bp)                  # a key no step can carry fails here, not silently never stops
+
+    @property
+    def fail_after(self) -> int | None:
+        """The step count after which the simulated job dies (None: never)."""
+        return self._fail_after
+
+    @fail_after.setter
+    def fail_after(self, steps: int | None) -> None:
+        self._fail_after = step_count(steps, "fail_after", "0 fails the job before its first step", "never fails")
 
     @property
     def done(self) -> bool:
@@ -73,10 +92,7 @@ class Debugger:
         return self.engine.advance()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral)
-                                      or max_steps < 0):      # numbers.Integral: a numpy count will do
-            raise ReplayError(f"run(max_steps=...) takes a number of steps >= 0 (0 runs none) or None (no limit), "
-                              f"got {max_steps!r}")
+        step_count(max_steps, "run(max_steps=...)", "0 runs none", "no limit")
         stop = _predicate(self.keyed(until) if isinstance(until, Breakpoint) else until)
         breakpoints = [self.keyed(b) for b in self.breakpoints]
         if max_steps == 0:

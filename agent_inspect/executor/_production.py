@@ -10,7 +10,7 @@ from agent_inspect.executor._debugger import Debugger, DriverAction
 from agent_inspect.executor._engine import Engine, action_name, removed_text
 from agent_inspect.executor._journal import build_journal, combined_log, end_offsets, epoch_ms
 from agent_inspect.executor._options import Clock
-from agent_inspect.executor._state import Checkpoint, JobFailed
+from agent_inspect.executor._state import Checkpoint, JobFailed, MemoryByKey
 from agent_inspect.executor._steps import Step, StepKind, StepOutcome
 
 if TYPE_CHECKING:
@@ -90,8 +90,8 @@ class Production:
         mem = e.memory_states()
         run.checkpoints.append(Checkpoint(
             step=len(run.steps), marker=marker, restored_seq=seqs, pending=tuple(pending),
-            short_term={k: dict(v.short_term) for k, v in mem.items()},
-            sensory={k: dict(v.sensory) for k, v in mem.items()},
+            short_term=MemoryByKey({k: dict(v.short_term) for k, v in mem.items()}, e.keys.business_key),
+            sensory=MemoryByKey({k: dict(v.sensory) for k, v in mem.items()}, e.keys.business_key),
             last_completed=snapshot, inputs_consumed=run.inputs_started))
         if complete:
             self._complete(snapshot, marker)

@@ -152,7 +152,8 @@ class ReplayExecutor(HtmlRepr):
         return self._debugger.back()
 
     def fail_after(self, step: int | None) -> None:
-        """Make the simulated job die once ``step`` steps have run (None: never). See :meth:`checkpoint`."""
+        """Make the simulated job die once ``step`` steps have run (None: never; anything but a count >= 0 or None
+        is a ReplayError). See :meth:`checkpoint`."""
         self._debugger.fail_after = step
 
     def add_breakpoint(self, *, key: str | None = None, seq: int | None = None, action: str | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect.agents import AgentEvent
 from agent_inspect.executor._steps import Step, StepKind
@@ -68,14 +68,19 @@ class MemoryState:
     sensory: Mapping[str, Any]
 
 
-class MemoryByKey(Mapping[str, MemoryState]):
-    """The memory snapshots per business key, also found by a Flink key text: under K1.6/K2, where steps (and
-    these keys) carry the key's digest, ``memory["user-0001"]`` is the digest's, as breakpoints read a key."""
+_V = TypeVar("_V")
 
-    def __init__(self, states: Mapping[str, MemoryState], business_key: Callable[[str], str]) -> None:
+
+class MemoryByKey(Mapping[str, _V]):
+    """The memory snapshots per business key, also found by a Flink key text: under K1.6/K2, where steps (and
+    these keys) carry the key's digest, ``memory["user-0001"]`` is the digest's, as breakpoints read a key.
+    ``ex.memory`` holds :class:`MemoryState` values; a :class:`Checkpoint`'s ``short_term`` / ``sensory`` the
+    memory itself."""
+
+    def __init__(self, states: Mapping[str, _V], business_key: Callable[[str], str]) -> None:
         self._states, self._business_key = states, business_key
 
-    def __getitem__(self, key: str) -> MemoryState:
+    def __getitem__(self, key: str) -> _V:
         if key in self._states:
             return self._states[key]
         business = self._business_key(key)
@@ -102,7 +107,8 @@ class Checkpoint:
     ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term``/``sensory`` the memory
     per key; ``last_completed`` the ``lastCompletedSequenceNumber`` per key (what completing the checkpoint
     prunes); ``inputs_consumed`` how many plan inputs had started. Seqs, memory and last completed rounds
-    cover every key the job knows (restored or run in this attempt), keyed by business key. Pass it as
+    cover every key the job knows (restored or run in this attempt), keyed by business key; under K1.6/K2 (keyed
+    by digest) ``short_term`` and ``sensory`` find a key by its text too, as ``ex.memory`` does. Pass it as
     ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
 
     For example::

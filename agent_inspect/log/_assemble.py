@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import count_words, did_you_mean
-from agent_inspect.log._log import ActionStateLog
+from agent_inspect.log._log import ActionStateLog, logged_key
 from agent_inspect.raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:
@@ -78,16 +78,14 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
     The one check every loader (and the CLI's ``--key``) uses. None of the keys has a record: an
     :class:`~agent_inspect.InspectError` naming them, with the closest keys ``known()`` gives (``did_you_mean``;
     only where the loader has the other keys at hand: a file's, a Fluss table's, the Kafka partitions a
-    one-process load read). Some have records: the log is kept, its
+    one-process load read, a scan dataset's partitions read). Some have records: the log is kept, its
     ``source.options["missing_business_keys"]`` lists the others and a ``UserWarning`` names them, since the
     caller asked for several keys and is owed the ones that are there. A key matches by text or by digest
     (K1.6 and K2 logs name keys by digest).
     """
-    from agent_inspect.codec import string_key_digest
-
     asked = list(dict.fromkeys(map(str, keys)))
     found = set(map(str, log.records["business_key"].dropna().unique()))
-    missing = [k for k in asked if k not in found and string_key_digest(k) not in found]
+    missing = [k for k in asked if logged_key(k, found) is None]
     if not missing:
         return log
     where = log.source.location
@@ -101,3 +99,17 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
                   f"holds the other {len(asked) - len(missing)} asked for", UserWarning, stacklevel=2)
     log.source = dataclasses.replace(log.source, options={**log.source.options, "missing_business_keys": missing})
     return log
+
+
+def key_texts(batch: RawBatch) -> set[str]:
+    """The business keys a raw batch's state keys name (text, or digest for K1.6 and K2); keys that do not parse
+    are left out. Only for suggestions: it parses every key."""
+    from agent_inspect.codec import parse_state_key
+
+    out: set[str] = set()
+    for raw in dict.fromkeys(k for k in batch.key if k is not None):
+        try:
+            out.add(parse_state_key(raw.decode("utf-8")).business_key)
+        except Exception:  # noqa: BLE001 - a key that does not parse names no business key
+            continue
+    return out

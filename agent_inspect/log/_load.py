@@ -8,10 +8,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
-from agent_inspect.log._assemble import build_log, check_business_keys
+from agent_inspect.log._assemble import build_log, check_business_keys, key_texts
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.log._parallel import Workers, estimate_file_records, plan_workers
-from agent_inspect.raw import RawBatch, SourceInfo
+from agent_inspect.raw import SourceInfo
 from agent_inspect.sources import (
     ConnectionFactory,
     FileKind,
@@ -171,17 +171,3 @@ def _load_file(path: str | os.PathLike[str], *, file_format: str | None, busines
     log = build_log([batch], info, line_errors=errors, pool=pool)
     # the other keys are in memory: a typo gets its close matches (parsed only when every key is missing)
     return log if business_keys is None else check_business_keys(log, keys, known=lambda: key_texts(read.batch))
-
-
-def key_texts(batch: RawBatch) -> set[str]:
-    """The business keys a raw batch's state keys name (text, or digest for K1.6 and K2); keys that do not parse
-    are left out. Only for suggestions: it parses every key."""
-    from agent_inspect.codec import parse_state_key
-
-    out: set[str] = set()
-    for raw in dict.fromkeys(k for k in batch.key if k is not None):
-        try:
-            out.add(parse_state_key(raw.decode("utf-8")).business_key)
-        except Exception:  # noqa: BLE001 - a key that does not parse names no business key
-            continue
-    return out

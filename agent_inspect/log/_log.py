@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -22,6 +22,18 @@ from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import write_parquet
 
 __all__ = ["ActionStateLog", "COLUMNS", "plain_text"]
+
+
+def logged_key(key: str, found: Collection[str]) -> str | None:
+    """The business key by which a log whose business keys are ``found`` names ``key``: the key itself, else its
+    digest (K1.6 and K2 logs name keys by digest); None when the log names it neither way. The one key-text match
+    of :meth:`ActionStateLog.for_key` and the loaders' ``business_keys=`` check."""
+    from agent_inspect.codec import string_key_digest
+
+    if key in found:
+        return key
+    digest = string_key_digest(key)
+    return digest if digest in found else None
 
 
 class ActionStateLog(HtmlRepr):
@@ -98,8 +110,11 @@ class ActionStateLog(HtmlRepr):
         return [k for k in self.records["business_key"].dropna().unique().tolist()]
 
     def for_key(self, key: str) -> ActionStateLog:
-        """A log of one business key's records (positions renumbered from 0, order kept)."""
-        return self.select(self.records["business_key"] == key)
+        """A log of one business key's records (positions renumbered from 0, order kept). A K1.6 or K2 log names
+        keys by digest: its key's text finds them too, as ``business_keys=`` of the loaders does."""
+        column = self.records["business_key"]
+        named = logged_key(str(key), set(map(str, column.dropna().unique())))
+        return self.select(column == (key if named is None else named))
 
     def select(self, rows: Any) -> ActionStateLog:
         """A log of the records where ``rows`` (a boolean mask over :attr:`records`) holds, values included

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import SourceError
-from agent_inspect.log._assemble import build_log, check_business_keys
+from agent_inspect.log._assemble import build_log, check_business_keys, key_texts
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
@@ -417,7 +417,17 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
         wanted = candidate_partitions(keys, int(meta["num_partitions"]))
         chosen = [p for p in chosen if p in wanted]
     log = _read_parts(root, chosen, keys=keys)
-    return log if keys is None else check_business_keys(log, keys)
+    # a typo gets its close matches from the partitions read (re-read only then), as the other loaders give them
+    return log if keys is None else check_business_keys(log, keys, known=lambda: _part_keys(root, chosen))
+
+
+def _part_keys(root: Path, chosen: Sequence[int | None]) -> set[str]:
+    """The business keys the Parquet parts of partitions ``chosen`` name (text, or digest for K1.6 and K2)."""
+    out: set[str] = set()
+    for p in chosen:
+        for f in sorted((root / f"partition={p}").glob("*.parquet")):
+            out |= key_texts(read_file(f, file_format="parquet").batch)
+    return out
 
 
 def _read_parts(root: Path, chosen: Sequence[int | None], *, keys: list[str] | None) -> ActionStateLog:

@@ -126,7 +126,7 @@ class ReplayPlan:
     @classmethod
     def from_log(cls, log: ActionStateLog, *, business_keys: Any = None, markers: Any = None,
                  runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
-                 refresh: Collection[int] | None = None) -> ReplayPlan:
+                 refresh: Collection[int] | None = None, agent: object | None = None) -> ReplayPlan:
         """Infer the plan from the log's own later attempt.
 
         Per business key: the rounds in the replay window, each replayed with the input of the root
@@ -142,8 +142,11 @@ class ReplayPlan:
         is not replayed; else its queued tasks and incomplete states become ``pending`` tasks with their original
         events, in the order the restore re-submits them. Either way the key's restored seq is at least its seq.
         A log with ``_agent_run_begin_event`` records was written with ``agent-run.begin-event`` on, so the plan is.
+        A pending task names the action of ``agent`` (the replay's, when given) whose action UUID its records show
+        (spec §9.5 step 2: the restore re-submits that action), else the name the log gives it
+        (:class:`~agent_inspect.agents.AsRecordedAgent`).
         """
-        plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh)
+        plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh, agent)
         notes = _moved_marker_notes(log, plan, markers, runtime, kafka_pending)
         plan = replace(plan, notes=plan.notes + notes) if notes else plan
         begins = bool((log.records["task_event_type"] == BEGIN_EVENT).any())
@@ -151,7 +154,7 @@ class ReplayPlan:
 
     @classmethod
     def _inferred(cls, log: ActionStateLog, business_keys: Any, markers: Any, runtime: str | RuntimeInfo,
-                  kafka_pending: str | None, refresh: Collection[int] | None) -> ReplayPlan:
+                  kafka_pending: str | None, refresh: Collection[int] | None, agent: object | None) -> ReplayPlan:
         """:meth:`from_log` but the begin-event setting."""
         from agent_inspect.recovery._rebuild import normalize_markers
 
@@ -168,12 +171,13 @@ class ReplayPlan:
         held = {*retained.finished, *retained.pending} if retained else set()
         if held:
             roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
+        name_of = _action_names(log, agent)
         in_flight = (_in_flight(log, readable, held | set(zip(roots["business_key"].astype(str),
-                                                                 roots["seq"].astype("int64").tolist())))
+                                                                 roots["seq"].astype("int64").tolist())), name_of)
                      if start is not None else ())
         if roots.empty:
             if retained or in_flight:
-                return _retained_plan(log, retained, {}, in_flight=in_flight)
+                return _retained_plan(log, retained, {}, in_flight=in_flight, name_of=name_of)
             if start is not None:
                 return cls(inputs=(), restored_seq={}, keys={})   # nothing arrived after the checkpoint
             raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
@@ -192,7 +196,7 @@ class ReplayPlan:
         next_root = {bk: iter(latest) for bk, latest in per_key.items()}   # each key's rounds in seq order
         inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None)) for bk in slots["bk"])
         if retained or in_flight:
-            return _retained_plan(log, retained, restored, inputs, in_flight=in_flight)
+            return _retained_plan(log, retained, restored, inputs, in_flight=in_flight, name_of=name_of)
         keys = identities_from_log(log)
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
 
@@ -252,7 +256,8 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
     return retained_rounds(records, refresh, records.index.isin(window.index), getattr(log, "value", None))
 
 
-def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[str, int]]) -> tuple[PendingTask, ...]:
+def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[str, int]],
+               name_of: Callable[[str, int], str]) -> tuple[PendingTask, ...]:
     """The tasks the restored checkpoint held in flight (its ``actionTasks``), as the window shows them.
 
     A round whose input came before the markers (committed by the checkpoint) but whose tasks wrote records
@@ -270,7 +275,6 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
             rounds.setdefault((bk, seq), []).append(pos)
     if not rounds:
         return ()
-    name_of = _action_names(log)
     pending = []
     for (bk, seq), positions in rounds.items():
         rows = tasks.loc[positions]
@@ -284,7 +288,8 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
 
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
-                   inputs: tuple[ReplayInput, ...] = (), *, in_flight: tuple[PendingTask, ...] = ()) -> ReplayPlan:
+                   inputs: tuple[ReplayInput, ...] = (), *, in_flight: tuple[PendingTask, ...] = (),
+                   name_of: Callable[[str, int], str]) -> ReplayPlan:
     """The plan with the rounds the checkpoint held: restored seqs raised to them; their queued tasks and
     incomplete states (``retained``, from refresh rows) and the tasks in flight there (``in_flight``) pending in
     the order the restore re-submits them."""
@@ -295,7 +300,6 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
         restored[bk] = max(restored.get(bk, -1), seq)
     pending = list(in_flight)
     if retained.pending:
-        name_of = _action_names(log)
         recs = log.records
         for (bk, seq), positions in retained.pending.items():
             tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
@@ -317,19 +321,35 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
             "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)
 
 
-def _action_names(log: ActionStateLog) -> Callable[[str, int], str]:
-    """``name_of(action_uuid, pos)``: the action name :class:`~agent_inspect.agents.AsRecordedAgent` gives the action
-    UUID of the record at ``pos`` (a RecoveryError when the log shows no such action)."""
-    from agent_inspect.agents import AsRecordedAgent
+def _action_names(log: ActionStateLog, given: object | None = None) -> Callable[[str, int], str]:
+    """``name_of(action_uuid, pos)``: the name of the action whose UUID the record at ``pos`` shows, in the
+    record's key format: ``given``'s (the replay's agent) when it has that action, else the name
+    :class:`~agent_inspect.agents.AsRecordedAgent` gives it (a RecoveryError when the log shows no such action).
+    Built on first use."""
+    from agent_inspect.agents import AsRecordedAgent, FlinkAgentAdapter, is_flink_agent
 
-    agent = AsRecordedAgent.of(log)
-    fmt = str(log.records["key_format"].dropna().iloc[0]) if log.records["key_format"].notna().any() else "K1.5"
-    names = {agent.action_uuid(d.name, fmt): d.name for d in agent.actions}
+    if given is not None and not hasattr(given, "action_uuid") and is_flink_agent(given):
+        given = FlinkAgentAdapter(given)
+    agent = given if hasattr(given, "actions") and hasattr(given, "action_uuid") else None
+    recs = log.records
+    fallback = str(recs["key_format"].dropna().iloc[0]) if recs["key_format"].notna().any() else "K1.5"
+    names: dict[str, dict[str, str]] = {}     # per key format: {action UUID: name}
+
+    def names_in(fmt: str) -> dict[str, str]:
+        if fmt not in names:
+            recorded = AsRecordedAgent.of(log)
+            known = {recorded.action_uuid(d.name, fmt): d.name for d in recorded.actions}
+            if agent is not None:     # the replay's agent names the action it re-submits (spec §9.5 step 2)
+                known.update({agent.action_uuid(d.name, fmt): d.name for d in agent.actions})
+            names[fmt] = known
+        return names[fmt]
 
     def name_of(action_uuid: str, pos: int) -> str:
-        if action_uuid not in names:
+        fmt = recs.at[pos, "key_format"] if pos in recs.index else None
+        known = names_in(str(fmt) if isinstance(fmt, str) else fallback)
+        if action_uuid not in known:
             raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
-        return names[action_uuid]
+        return known[action_uuid]
 
     return name_of
 

@@ -107,13 +107,13 @@ class Recovery:
         if flavour not in STORE_FLAVOURS:
             raise RecoveryError(f"unknown store flavour {flavour!r}; use one of {', '.join(STORE_FLAVOURS)}")
         resolved_rule = _resolve_rule(rule, info, flavour)
-        shipped = info.default_rule
+        mark = rule_mark(resolved_rule, info)
         if rule is None:
             provenance["rule"] = f"{resolved_rule.name}: the rule {info.name} ships"
-        elif resolved_rule.name == shipped:
+        elif not mark.what_if:
             provenance["rule"] = f"{resolved_rule.name}: given (the rule {info.name} ships)"
-        else:
-            provenance["rule"] = f"{resolved_rule.name}: given, a what-if ({info.name} ships {shipped})"
+        else:      # the one what-if mark every label carries: "fixed (what-if; 0.4 ships original): given"
+            provenance["rule"] = f"{mark.label}: given"
         provenance["store_flavour"] = "from the log's source" if flavour == "auto" else "given"
         marker_list, provenance["markers"] = _markers(markers)
         model = runtime_model(info, kafka_pending=kafka_pending)
@@ -170,11 +170,11 @@ class Recovery:
         source = cast("ActionStateLog", log)
         if self.plan_source is not None:
             return self.plan_source.replay_plan(source, runtime=self.runtime, kafka_pending=self.model.kafka_pending,
-                                                refresh=refresh)
+                                                refresh=refresh, agent=self.agent)
         from agent_inspect.recovery._plan import ReplayPlan
 
         return ReplayPlan.from_log(source, markers=self.markers, runtime=self.runtime,
-                                   kafka_pending=self.model.kafka_pending, refresh=refresh)
+                                   kafka_pending=self.model.kafka_pending, refresh=refresh, agent=self.agent)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
         """The session a restore under these settings rebuilds from ``log`` (empty without a log).

@@ -76,5 +76,7 @@ def test_counts_of_one_are_singular() -> None:
 def test_a_what_if_explanation_says_so_on_its_first_line() -> None:
     log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
     first = ai.explain(log, "k", 6, "WA", markers=markers, rule="fixed").story().splitlines()[0]
-    assert first == "what-if: rule fixed (the runtime ships original), not what the job does"
+    # worded by the one what-if mark every label uses (ai.log.rule_mark)
+    assert first == "rule fixed (what-if; 0.4 ships original): not what the job does"
+    assert first == f"rule {ai.log.rule_mark('fixed', ai.log.resolve_runtime('auto', log)).label}: not what the job does"
     assert ai.explain(log, "k", 6, "WA", markers=markers).story().startswith("WA at round 6 of k")

@@ -39,6 +39,9 @@ def test_checkpoint_keeps_keys_without_a_round_in_the_attempt(key_format):
     assert dict(cp.restored_seq) == {bk("j"): 7, bk("k"): 1}
     assert dict(cp.short_term[bk("j")]) == {"note": "kept"} and dict(cp.sensory[bk("j")]) == {"scratch": 1}
     assert dict(cp.short_term[bk("k")]) == {"last": "a"}
+    # a key's text finds its memory on a digest-keyed (K2) checkpoint too, as ex.memory does
+    assert dict(cp.short_term["j"]) == {"note": "kept"} and dict(cp.sensory["j"]) == {"scratch": 1}
+    assert "k" in cp.short_term and list(cp.short_term) == list(ex1.memory) and "other" not in cp.sensory
 
     # restoring from it: j continues at seq 8 with its memory, k at seq 2
     ex2 = ReplayExecutor(ex1.to_log(), agent=agent, restore=cp, rule="fixed", seed=2,

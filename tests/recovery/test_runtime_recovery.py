@@ -92,6 +92,24 @@ def test_checkpoint_mid_action_resumes_from_0_4_on(variant, outcome, calls):
     assert pred.calls_executed().get("multiply", 0) == calls
 
 
+@pytest.mark.parametrize("variant", ["0.4", "main", "0.4-fluss"])
+def test_an_inferred_plan_names_a_pending_task_by_the_given_agents_action(variant):
+    """A task in flight at the checkpoint whose action never completed has no name in the log (no output event
+    names it): with ``agent=`` the inferred plan names it by the agent's action of the same action UUID (spec §9.5
+    step 2), so N14's WA RESUMEs as it does under the case's own plan, not NOT-DISPATCHED under a placeholder."""
+    case = _case("N14", variant)
+    built = build_case(case)
+    inferred = predict(built.log, agent=built.agent, rule="original", markers=built.markers,
+                       runtime=case.setup.runtime, kafka_pending=case.setup.kafka_pending)
+    assert dict(zip(inferred.tasks["action"], inferred.tasks["outcome"])) == {"WA": "RESUME", "IA": "NOT-DISPATCHED"}
+    assert inferred.calls_executed().get("multiply", 0) == 0
+    plan = ai.ReplayPlan.from_log(built.log, markers=built.markers, runtime=case.setup.runtime, agent=built.agent)
+    assert [(t.key, t.seq, t.action) for t in plan.pending] == [("k", 5, "WA")]
+    as_recorded = ai.ReplayPlan.from_log(built.log, markers=built.markers, runtime=case.setup.runtime)
+    wa = built.agent.action_uuid("WA", str(built.log.records["key_format"].iloc[0]))
+    assert [t.action for t in as_recorded.pending] == [f"action-{wa[:8]}"]     # the log alone cannot name it
+
+
 def test_kafka_marker_option_moves_the_marker_back():
     refresh = build_case(_case("N14", "0.4"))
     moved = build_case(_case("N14", "0.4-kafka-marker"))

@@ -27,7 +27,7 @@ def test_a_what_if_is_labelled(log: ai.ActionStateLog) -> None:
     r = ai.Recovery.for_log(log, rule="fixed", markers=ai.samples.markers("production"))
     assert r.what_if
     assert r.rule_label == "fixed (what-if; 0.4 ships original)"
-    assert "what-if" in r.provenance["rule"]
+    assert r.provenance["rule"] == f"{r.rule_label}: given" == "fixed (what-if; 0.4 ships original): given"
     assert r.as_dict()["what_if"] is True
 
 
