@@ -78,16 +78,25 @@ class KeyedRestore:
     buffered: Mapping[str, tuple[AgentEvent, ...]] = field(default_factory=dict)
 
     def for_keys(self, keys: set[str]) -> KeyedRestore:
-        """The restore of ``keys`` only (a log that holds some keys of the job: a scan's window, one key)."""
+        """The restore of the keys a log whose business keys are ``keys`` holds (a scan's window, one key), each
+        under the log's name for it: the checkpoint names a key by its Flink key (its text), a K1.6 or K2 log by
+        its digest (:func:`agent_inspect.log.logged_key`)."""
+        from agent_inspect.log import logged_key
+
+        every = {*self.message_seq, *self.last_completed, *self.action_tasks, *self.input_events, *self.task_count,
+                 *self.input_count, *self.pending_tasks, *self.pending_inputs, *self.short_term, *self.sensory,
+                 *self.tasks, *self.buffered}
+        name = {k: n for k in every if (n := logged_key(k, keys)) is not None}
+
         def only(per_key: Mapping[str, _V]) -> dict[str, _V]:
-            return {k: v for k, v in per_key.items() if k in keys}
+            return {name[k]: v for k, v in per_key.items() if k in name}
 
         return KeyedRestore(
             message_seq=only(self.message_seq), last_completed=only(self.last_completed),
             action_tasks=only(self.action_tasks), input_events=only(self.input_events),
             task_count=only(self.task_count), input_count=only(self.input_count),
-            pending_tasks=tuple(k for k in self.pending_tasks if k in keys),
-            pending_inputs=tuple(k for k in self.pending_inputs if k in keys), short_term=only(self.short_term),
+            pending_tasks=tuple(name[k] for k in self.pending_tasks if k in name),
+            pending_inputs=tuple(name[k] for k in self.pending_inputs if k in name), short_term=only(self.short_term),
             sensory=only(self.sensory), unread=self.unread, tasks=only(self.tasks), buffered=only(self.buffered))
 
 

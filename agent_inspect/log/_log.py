@@ -21,13 +21,19 @@ from agent_inspect.log._runtime import RuntimeInfo, infer_runtime
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import write_parquet
 
-__all__ = ["ActionStateLog", "COLUMNS", "plain_text"]
+__all__ = ["ActionStateLog", "COLUMNS", "plain_text", "logged_key"]
 
 
 def logged_key(key: str, found: Collection[str]) -> str | None:
     """The business key by which a log whose business keys are ``found`` names ``key``: the key itself, else its
     digest (K1.6 and K2 logs name keys by digest); None when the log names it neither way. The one key-text match
-    of :meth:`ActionStateLog.for_key` and the loaders' ``business_keys=`` check."""
+    of :meth:`ActionStateLog.for_key`, the loaders' ``business_keys=`` check and a checkpoint's plan over a log.
+
+    For example::
+
+        v4 = ai.load(ai.samples.path("production_v4"))             # K2: business keys are digests
+        ai.log.logged_key("user-0003", set(v4.keys()))              # that key's digest
+    """
     from agent_inspect.codec import string_key_digest
 
     if key in found:
