@@ -182,7 +182,7 @@ class TokenLedger(HtmlRepr):
     def headline(self) -> str:
         """One sentence: what the restore re-spent, and what each other rule would have."""
         o = self.observed
-        cost = f" (≈ ${o['cost']:,.2f})" if o.get("cost") is not None else ""
+        cost = f" ({_usd(o['cost'])})" if o.get("cost") is not None else ""
         if o.get("tokens") is None:
             text = f"this restore re-executed {plural(o['llm_calls'], 'LLM call')} (the trace carries no token counts)"
         else:
@@ -190,7 +190,7 @@ class TokenLedger(HtmlRepr):
         for r in self.totals.itertuples(index=False):
             if r.rule == self.rule:
                 continue
-            c = f" (≈ ${r.cost:,.2f})" if r.cost is not None and not pd.isna(r.cost) else ""
+            c = f" ({_usd(r.cost)})" if r.cost is not None and not pd.isna(r.cost) else ""
             text += f"; under {r.rule} it would have re-spent {human_tokens(r.tokens)}{c}"
         return text
 
@@ -403,3 +403,9 @@ def _cost(calls: pd.DataFrame, prices: Prices | None, unpriced: set[str]) -> flo
         elif total is not None:
             total += ((0 if pd.isna(i) else int(i)) * p[0] + (0 if pd.isna(o) else int(o)) * p[1]) / 1e6
     return total
+
+
+def _usd(cost: float) -> str:
+    """A cost in words: "≈ $1,234.56", or "< $0.01" for a cost that rounds to nothing but is not nothing (a
+    restore's few thousand tokens), so a spend never reads as $0.00."""
+    return "< $0.01" if 0 < cost < 0.005 else f"≈ ${cost:,.2f}"

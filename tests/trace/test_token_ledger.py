@@ -120,3 +120,15 @@ def test_the_verification_view_shows_the_ledger() -> None:
     assert "LLM tokens run again" in view.detail.value
     assert f"observed {row['input_tokens_observed']} in" in view.detail.value
     assert "Tokens re-spent" in v._repr_html_()
+
+
+def test_a_small_spend_never_reads_as_nothing() -> None:
+    """N04's one re-run LLM call costs about $0.0033 at $1.6/$6.4 per million tokens: "< $0.01", not "≈ $0.00"
+    (which reads as free); nothing re-spent is "≈ $0.00", and a larger spend keeps its cents."""
+    log = ai.load(LOGS / "N04.jsonl")
+    v = ai.verify(log, ai.load_trace(LOGS / "N04.trace.log"), markers=ai.samples.markers("N04"))
+    small = v.with_tokens(rules=["fixed"], prices={"*": (1.6, 6.4)}).tokens.headline()
+    assert small == ("this restore re-spent 1.62 k tokens (< $0.01) in 1 LLM call; "
+                     "under fixed it would have re-spent 0 (≈ $0.00)")
+    large = v.with_tokens(prices={"*": (1600, 6400)}).tokens.headline()
+    assert large.startswith("this restore re-spent 1.62 k tokens (≈ $3.27) in 1 LLM call")
