@@ -284,10 +284,10 @@ class Engine(Observer):
         """``diff`` policy: run the body on copies of memory, compare with the production record."""
         assert self.core is not None and run.decl is not None
         stm, sensory = self.core.memory_of(run.key)
-        journal = CallJournal((), run=self.calls.runner(record.calls), decode=self.calls.decoder(),
-                              java=run.decl.java)
+        decode = self.calls.decoder()
+        journal = CallJournal((), run=self.calls.runner(record.calls), decode=decode, java=run.decl.java)
         ctx = _ShadowContext(self.core, run, journal, short_term=Memory(stm.snapshot()),
-                             sensory=Memory(sensory.snapshot()), recorded=record.calls, decode=self.calls.decoder())
+                             sensory=Memory(sensory.snapshot()), recorded=record.calls, decode=decode)
         error = None
         try:
             self.agent.run_action(run.action, cast("ActionContext", ctx))   # it takes both call forms

@@ -64,7 +64,7 @@ def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame 
         column = _frame(partitions)["partition"]
         partitions = [int(p) for p in pd.unique(column.dropna())]
     loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
-    if not merged or not loaded:
+    if not loaded:
         return []
     unmarked = [p for p in loaded if p not in merged]
     if not unmarked:

@@ -69,9 +69,7 @@ def counters_html(counters: Any, steps: int, *, key: Any = None) -> str:
     """
     items: list[tuple[str, Any]] = [("steps", steps)]
     counters = _plain(counters)
-    if isinstance(counters, Mapping):
-        items += [(str(k), v) for k, v in counters.items()]
-    elif isinstance(counters, pd.Series):
+    if isinstance(counters, (Mapping, pd.Series)):
         items += [(str(k), v) for k, v in counters.items()]
     elif counters is not None:
         items += [(k, getattr(counters, k)) for k in dir(counters)
