@@ -28,17 +28,21 @@ def inconsistent_suffix(rule: str) -> str:
     return f".{rule}-rule.trace.log"
 
 
-def run_recovery(sample: Sample, rule: str = TRACE_RULE) -> tuple[ReplayExecutor, list[dict[str, Any]]]:
-    """Run ``sample``'s restore with the executor under ``rule``; returns the executor (``.to_log()`` is the
-    topic after the recovery) and the Trace Log records the runtime writes meanwhile. Deterministic.
+def run_recovery(sample: Sample | str, rule: str = TRACE_RULE) -> tuple[ReplayExecutor, list[dict[str, Any]]]:
+    """Run ``sample``'s restore (a :class:`Sample` or its name) with the executor under ``rule``; returns the
+    executor (``.to_log()`` is the topic after the recovery) and the Trace Log records the runtime writes
+    meanwhile. Deterministic.
 
     For example::
 
         ex, trace_records = ai.samples.run_recovery(ai.samples.scenario("G01"), "original")
         ex.to_log().records.shape, len(trace_records)
     """
+    from agent_inspect.samples._catalog import scenario
     from agent_inspect.trace import trace_from_executor
 
+    if isinstance(sample, str):      # a name, as markers() / path() / checkpoint() take
+        sample = scenario(sample)
     seed = zlib.crc32(f"{sample.name}:{rule}".encode())
     ex = sample.executor(rule=rule, seed=seed)
     ex.run()
@@ -48,12 +52,13 @@ def run_recovery(sample: Sample, rule: str = TRACE_RULE) -> tuple[ReplayExecutor
     return ex, trace_from_executor(ex, agent_name=f"{sample.name}-agent", inputs=inputs, start_ms=start, seed=seed)
 
 
-def sample_trace(sample: Sample, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
-    """The Trace Log records of ``sample``'s restore, run by the executor under ``rule``.
+def sample_trace(sample: Sample | str, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
+    """The Trace Log records of ``sample``'s restore (a :class:`Sample` or its name), run by the executor
+    under ``rule``.
 
     For example::
 
-        records = ai.samples.sample_trace(ai.samples.scenario("G01"))   # the Trace Log of its restore
+        records = ai.samples.sample_trace("G01")   # the Trace Log of its restore, as G01.trace.log holds it
         records[0]
     """
     return run_recovery(sample, rule)[1]

@@ -9,6 +9,7 @@ import pytest
 
 from agent_inspect import samples
 from agent_inspect.codec import string_key_digest
+from agent_inspect._errors import SourceError
 from agent_inspect.sources import write_trace
 from agent_inspect.trace import call_entity, join, load_trace
 
@@ -118,3 +119,12 @@ def test_committed_sample_traces_are_what_the_generator_writes(tmp_path: Path) -
                (samples.sample_dir() / f"{name}.{other}-rule.trace.log").read_text().splitlines()]
         assert [r["status"] for r in rec if r["entityType"] == "action"] != \
             [r["status"] for r in alt if r["entityType"] == "action"]
+
+
+def test_a_sample_trace_takes_the_sample_name_as_markers_and_path_do(tmp_path: Path) -> None:
+    # by name it crashed with an AttributeError ('str' object has no attribute 'name')
+    made = write_trace(samples.sample_trace("N04"), tmp_path / "N04.trace.log").read_bytes()
+    assert made == samples.path("N04", "trace").read_bytes()
+    assert samples.run_recovery("N04")[1] == samples.sample_trace(samples.scenario("N04"))
+    with pytest.raises(SourceError, match="no sample named .nope."):
+        samples.sample_trace("nope")
