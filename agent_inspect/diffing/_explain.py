@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
-from agent_inspect._glossary import count_words, define, plural
+from agent_inspect._glossary import count_words, define, did_you_mean, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._sides import SelectorError, parse_selector
+from agent_inspect.history import action_names, is_uuid
 from agent_inspect.log import RuleMark, RuntimeInfo, rule_label, rule_mark
 from agent_inspect.store import Outcome
 
@@ -207,13 +208,17 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
         undispatched = np.flatnonzero(matches & ~dispatched)
         if len(undispatched) > occurrence - len(hits):
             return int(undispatched[occurrence - len(hits)])
-        here = tasks[tasks["seq"] == seq] if seq is not None else tasks
-        if key is not None:     # the key's own tasks: other keys' tasks do not help find this one
-            mine = (here["key"].astype(str) == str(key)) | (here["business_key"].astype(str) == str(key))
-            here = here[mine.to_numpy(dtype=bool)] if mine.any() else here
-        have = sorted({f"{k}@{s} {a}" for k, s, a in zip(here["key"], here["seq"], here["action"])})[:20]
-        raise SelectorError(f"no task {key}@{seq} {action}" + (f" ({event})" if event else "")
-                            + f"; tasks there: {', '.join(have) or 'none'}")
+        what = f"no task {key}@{seq} {action}" + (f" ({event})" if event else "")
+        at, mine = _matches(tasks, None, seq, None, None), _matches(tasks, key, None, None, None)
+        if not mine.any():      # the key's own tasks: other keys' tasks do not help find this one
+            hint = did_you_mean([str(key)], {*tasks["business_key"].dropna().astype(str), *tasks["key"].astype(str)})
+            raise SelectorError(f"{what}: the prediction has no task of business key {str(key)!r}"
+                                + (hint or "; its tasks list the keys it has (ai.predict(...).tasks)"))
+        if not (at & mine).any():
+            seqs = ", ".join(map(str, sorted({int(x) for x in tasks.loc[mine, "seq"].dropna()})))
+            raise SelectorError(f"{what}: business key {key}'s tasks are at {count_words(seqs.count(',') + 1, 'round')} {seqs}")
+        have = sorted({f"{k}@{s} {a}" for k, s, a in tasks.loc[at & mine, ["key", "seq", "action"]].itertuples(False)})[:20]
+        raise SelectorError(f"{what}; tasks there: {', '.join(have) or 'none'}")
     return int(hits[occurrence])
 
 
@@ -231,7 +236,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     row of ``prediction.tasks`` directly; ``event`` narrows by event id, type or the replay input's
     label; ``occurrence`` picks among several matches. ``also`` names other rules to report the same
     task's outcome under ("what would the fixed rule have done here?"), each labelled a what-if when
-    it is one.
+    it is one. ``action`` is a name or the action UUID the log and a diff show.
 
     For example::
 
@@ -239,7 +244,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     """
     pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks
-    i = task if task is not None else _task_index(tasks, key, seq, action, event, occurrence)
+    i = task if task is not None else _task_index(tasks, key, seq, _action_name(action, tasks, log), event, occurrence)
     row = tasks.iloc[i]
     steps = _chain(pred, tasks, i, log, markers)
     alternatives: dict[str, str] = {}
@@ -259,6 +264,13 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
                        runtime=None if settings is None else settings.runtime,
                        steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
                        alternatives=alternatives, task=i)
+
+
+def _action_name(action: Any, tasks: pd.DataFrame, log: Any) -> Any:
+    """``action`` as the tasks name it: an action UUID (as the log and a diff show it) becomes its name."""
+    if action is None or not is_uuid(str(action)) or (tasks["action"].astype(str) == str(action)).any():
+        return action
+    return action_names(getattr(log, "records", None), set(tasks["action"].dropna().astype(str))).get(str(action), action)
 
 
 def _same_task_outcome(other: pd.DataFrame, tasks: pd.DataFrame, i: int) -> str:

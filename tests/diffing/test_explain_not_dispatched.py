@@ -65,6 +65,31 @@ def test_a_task_nobody_lists_is_a_one_line_error(production) -> None:
         ai.explain(log, "user-0019", 2, "nope", markers=markers)
 
 
+def test_a_key_or_round_with_no_task_is_named_with_what_there_is(production) -> None:
+    # an unknown key listed other keys' tasks at that round; a round the restore does not replay said "none"
+    log, markers, _ = production
+    with pytest.raises(SelectorError, match=r"^no task user-9999@2 triage: the prediction has no task of business "
+                                            r"key 'user-9999'; did you mean .*'user-0019'"):
+        ai.explain(log, "user-9999", 2, "triage", markers=markers)
+    with pytest.raises(SelectorError, match=r"^no task user-0019@99 triage: business key user-0019's tasks are at "
+                                            r"rounds 1, 2, 3, 4$"):
+        ai.explain(log, "user-0019", 99, "triage", markers=markers)
+    with pytest.raises(SelectorError, match=r"^no task zz@0 triage: the prediction has no task of business key 'zz'; "
+                                            r"its tasks list"):
+        ai.explain(log, "zz", 0, "triage", markers=markers)
+
+
+def test_an_action_named_by_its_uuid_as_a_diff_shows_it_is_the_same_task(production) -> None:
+    # the log and ai.diff name actions by UUID; explain rejected the UUID ("no task ... f6aaf3fe-...")
+    log, markers, _ = production
+    first = ai.diff(ai.diffing.attempt(log, "user-0019", 1), ai.diffing.attempt(log, "user-0019", 2)).first_divergences
+    uuid = str(first["action"].iloc[0])
+    assert ai.history.is_uuid(uuid)
+    by_uuid = ai.explain(log, "user-0019", 2, uuid, markers=markers)
+    by_name = ai.explain(log, "user-0019", 2, "triage", markers=markers)
+    assert by_uuid.action == "triage" and by_uuid.steps == by_name.steps
+
+
 def test_counts_of_one_are_singular() -> None:
     log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
     story = ai.explain(log, "k", 6, "WA", markers=markers).story()
