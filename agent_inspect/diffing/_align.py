@@ -106,6 +106,8 @@ def compare_pairs(sa: Side, sb: Side, matched: pd.DataFrame) -> pd.DataFrame:
     compare_values = sa.log is not None and sb.log is not None and not (
         sa.kind == "prediction" and sb.kind == "prediction" and sa.log is sb.log)
     same_log = sa.log is sb.log
+    # a field one side never has (a log's outcome, a prediction's status) is not a change on every pair
+    carried = {c: all(c in u.columns and u[c].notna().any() for u in (A, B)) for c, _ in _SCALARS}
     statuses: list[str] = []
     changes: list[tuple[FieldChange, ...]] = []
     for n in range(len(matched)):
@@ -120,7 +122,7 @@ def compare_pairs(sa: Side, sb: Side, matched: pd.DataFrame) -> pd.DataFrame:
                 ch.append(FieldChange("identity", f"state_key.{c}", show(x), show(y)))
         for c, area in _SCALARS:
             x, y = col[f"{c}_a"][n], col[f"{c}_b"][n]
-            if (x is not None or y is not None) and x != y:
+            if carried[c] and (x is not None or y is not None) and x != y:
                 ch.append(FieldChange(area, c, show(x), show(y)))
         pa, pb = col["pos_a"][n], col["pos_b"][n]
         if compare_values and pa is not None and pb is not None and not (same_log and pa == pb):

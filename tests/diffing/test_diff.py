@@ -187,3 +187,16 @@ def test_round_graph_colours_pairs():
     out = d.to_dict()
     json.dumps(out)
     assert out["counts"] == d.counts()
+
+
+def test_a_log_against_its_prediction_or_reconstruction_compares_only_what_both_carry():
+    # a log has no outcome and a prediction no record status: every pair read "changed: outcome null against
+    # 'REUSE'" ("the recovery decides differently"), which no recovery did
+    log = ai.load(str(ROOT / "sample_logs" / "N04.jsonl"))
+    markers = json.loads((ROOT / "sample_logs" / "N04.markers.json").read_text())["markers"]
+    for other in (ai.predict(log, markers=markers), ai.reconstruct(log, markers=markers)):
+        d = ai.diff(log, other)
+        assert d.counts()["same"] == 4 and d.empty, d.first_divergences
+    shipped, what_if = ai.predict(log, markers=markers), ai.predict(log, markers=markers, rule="fixed")
+    d = ai.diff(ai.diffing.as_side(shipped, log=log), ai.diffing.as_side(what_if, log=log))
+    assert "outcome" in set(d.first_divergences["where"])       # two predictions still differ by outcome
