@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -248,4 +248,4 @@ def diff(a: Any, b: Any, *, recovery: Recovery | None = None, key: str | None = 
 def _only_key(side: Side, key: str) -> Side:
     bk = side.units["business_key"].astype(str)
     units = side.units[(bk == str(key)).to_numpy()]
-    return Side(side.label, side.kind, units, side.log, side.rule, side.runtime, side.source)
+    return replace(side, units=units)     # its what-if mark too

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
@@ -395,10 +395,16 @@ def as_side(obj: Any, *, label: str | None = None, log: Any = None, recovery: Re
         if sel.mode == "log":
             return select(obj, label=label)
         return _from_selector(sel, recovery=recovery, label=label, **overrides)
-    if isinstance(obj, ReconstructionLike):
-        return _reconstruction_side(obj, label=label or f"{_default_label(obj.log)}@reconstruct={obj.rule.name}")
-    if isinstance(obj, PredictionLike):
-        return _prediction_side(obj, label=label or f"prediction@{obj.rule}", log=log)
+    if isinstance(obj, ReconstructionLike | PredictionLike):
+        from agent_inspect.log import rule_mark
+
+        # a result under a rule its runtime does not ship is a what-if, labelled as the selector strings' sides are
+        mark = rule_mark(obj.rule, getattr(obj, "runtime", None))
+        if isinstance(obj, ReconstructionLike):
+            side = _reconstruction_side(obj, label=f"{_default_label(obj.log)}@reconstruct={obj.rule.name}")
+        else:
+            side = _prediction_side(obj, label=f"prediction@{obj.rule}", log=log)
+        return replace(side, label=label or side.label + mark.mark, what_if=mark.what_if, runtime=mark.runtime)
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):

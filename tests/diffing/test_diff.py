@@ -200,3 +200,17 @@ def test_a_log_against_its_prediction_or_reconstruction_compares_only_what_both_
     shipped, what_if = ai.predict(log, markers=markers), ai.predict(log, markers=markers, rule="fixed")
     d = ai.diff(ai.diffing.as_side(shipped, log=log), ai.diffing.as_side(what_if, log=log))
     assert "outcome" in set(d.first_divergences["where"])       # two predictions still differ by outcome
+
+
+def test_a_what_if_result_passed_as_a_side_is_labelled_one_and_stays_so_for_one_key():
+    # a prediction or reconstruction object under a rule its runtime does not ship read "prediction@fixed",
+    # what_if False; key= dropped the mark of a selector string's side
+    log = ai.load(str(ROOT / "sample_logs" / "N04.jsonl"))
+    markers = json.loads((ROOT / "sample_logs" / "N04.markers.json").read_text())["markers"]
+    for make in (ai.predict, ai.reconstruct):
+        d = ai.diff(make(log, markers=markers), make(log, markers=markers, rule="fixed"))
+        assert not d.a.what_if and "what-if" not in d.a.label
+        assert d.b.what_if and d.b.label.endswith("fixed (what-if; 0.4 ships original)") and d.b.runtime == "0.4"
+    path = str(ROOT / "sample_logs" / "N04.jsonl")
+    d = ai.diff(f"{path}@original", f"{path}@fixed", key="k")
+    assert d.b.what_if and not d.a.what_if
