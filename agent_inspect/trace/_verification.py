@@ -188,7 +188,7 @@ class Verification(HtmlRepr):
                 hint = (f"; the trace agrees fully under {best['rule']}" if len(names) == 1 else
                         f"; the trace agrees fully under each of {len(names)} tied configurations: {', '.join(names)}")
             more = f"; {unsure} more the trace cannot decide ({unsure_causes})" if unsure else ""
-            return f"{bad} of {n} {count_words(n, 'task')} disagree with the trace under rule {self.rule_label} ({causes}){hint}{more}"
+            return f"{bad} of {n} {count_words(n, 'task')} {count_words(bad, 'disagrees', 'disagree')} with the trace under rule {self.rule_label} ({causes}){hint}{more}"
         if unsure:
             return (f"the trace cannot decide {unsure} of {n} {count_words(n, 'task')} under rule {self.rule_label} ({why}); "
                     f"the other {n - unsure} agree")

@@ -242,3 +242,10 @@ def test_ranking_counts_tasks_per_verdict_as_the_chosen_rule_does(tmp_path: Path
         assert (v.ranking[["agree", "disagree", "undetermined"]].sum(axis=1) == v.ranking["tasks"]).all()
     # a wrong rule still disagrees: the bucket is for what the trace cannot tell, not for everything
     assert int(_verify("N04", infer=True).ranking.set_index("name").loc["fixed", "disagree"]) == 2
+
+
+def test_one_disagreeing_task_reads_in_the_singular() -> None:
+    one = _verify("G01", LOGS / "G01.fixed-rule.trace.log").summary_text()   # it read "1 of 3 tasks disagree"
+    assert one.startswith("1 of 3 tasks disagrees with the trace under rule original (wrong-rule 1)"), one
+    two = _verify("N04", LOGS / "N04.fixed-rule.trace.log").summary_text()
+    assert two.startswith("2 of 4 tasks disagree with the trace"), two
