@@ -79,7 +79,8 @@ class Diff(HtmlRepr):
     def first_divergences(self) -> pd.DataFrame:
         """Per business key, the first pair that differs (columns :data:`FIRST_COLUMNS`)."""
         diffs = self.differences
-        rows = [first_divergence_row(row) for _, row in diffs.groupby(diffs["business_key"].astype(str),
+        kinds = {"a": self.a.kind, "b": self.b.kind}
+        rows = [first_divergence_row(row, kinds) for _, row in diffs.groupby(diffs["business_key"].astype(str),
                                                                         sort=True).head(1).iterrows()]
         return pd.DataFrame(rows, columns=list(FIRST_COLUMNS))
 
@@ -166,15 +167,23 @@ def _opt(v: Any) -> Any:
     return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else int(v)
 
 
-def _why(row: pd.Series) -> tuple[str, str]:
-    """(where, why it matters to the store) for one differing pair."""
+def _only_why(have: str, lack: str, kinds: dict[str, str]) -> str:
+    if kinds.get(lack) == "prediction":      # a prediction lists the tasks its recovery runs, not what was written
+        return (f"the recovery {lack} predicts runs no task for this action at this round (it does not replay the "
+                f"round, or no task reaches it), while {have} " + ("runs it" if kinds.get(have) == "prediction"
+                                                                   else "executed it"))
+    if kinds.get(have) == "prediction":
+        return f"{lack} never executed this action at this round, while the recovery {have} predicts runs it"
+    return (f"{lack} never executed this action at this round: a recovery of {lack} has no record of it to reuse, "
+            f"and a recovery of {have} reuses one that {lack} would not produce")
+
+
+def _why(row: pd.Series, kinds: dict[str, str] | None = None) -> tuple[str, str]:
+    """(where, why it matters to the store) for one differing pair; ``kinds``: each side's kind ("log", "prediction", …)."""
     status, changes = str(row["status"]), row["changes"]
-    if status == "only in a":
-        return "execution", ("b never executed this action at this round: a recovery of b has no record of it to "
-                             "reuse, and a recovery of a reuses one that b would not produce")
-    if status == "only in b":
-        return "execution", ("a never executed this action at this round: a recovery of a has no record of it to "
-                             "reuse, and a recovery of b reuses one that a would not produce")
+    if status in ("only in a", "only in b"):
+        have = status[-1]
+        return "execution", _only_why(have, "b" if have == "a" else "a", kinds or {})
     first = changes[0]
     areas = {c.area for c in changes}
     if "identity" in areas:
@@ -199,9 +208,9 @@ def _why(row: pd.Series) -> tuple[str, str]:
                         "outputs and memory updates in place of the other's (ids are kept on reuse, spec §9.3)")
 
 
-def first_divergence_row(row: pd.Series) -> dict[str, Any]:
-    """The first-divergence row (:data:`FIRST_COLUMNS`) of one differing pair."""
-    where, why = _why(row)
+def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None) -> dict[str, Any]:
+    """The first-divergence row (:data:`FIRST_COLUMNS`) of one differing pair (``kinds``: each side's kind)."""
+    where, why = _why(row, kinds)
     changes = row["changes"]
     hit = next((c for c in changes if c.path == where), changes[0] if changes else None)
     action = row["action_a"] if row["action_a"] is not None else row["action_b"]

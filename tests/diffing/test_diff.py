@@ -214,3 +214,19 @@ def test_a_what_if_result_passed_as_a_side_is_labelled_one_and_stays_so_for_one_
     path = str(ROOT / "sample_logs" / "N04.jsonl")
     d = ai.diff(f"{path}@original", f"{path}@fixed", key="k")
     assert d.b.what_if and not d.a.what_if
+
+
+def test_an_execution_a_prediction_has_no_task_for_is_not_called_never_executed():
+    # a log against its prediction: the rounds before the markers are no task of the recovery; the reason read
+    # "b never executed this action at this round: a recovery of b has no record of it to reuse", about a log
+    log = ai.load(str(ROOT / "sample_logs" / "production.jsonl"))
+    markers = json.loads((ROOT / "sample_logs" / "production.markers.json").read_text())["markers"]
+    first = ai.diff(log, ai.predict(log, markers=markers)).first_divergences
+    assert set(first["status"]) == {"only in a"}
+    assert first["why"].str.startswith("the recovery b predicts runs no task for this action at this round").all()
+    assert first["why"].str.endswith("while a executed it").all()
+    swapped = ai.diff(ai.diffing.as_side(ai.predict(log, markers=markers), log=log), log).first_divergences
+    assert swapped["why"].str.startswith("the recovery a predicts runs no task").all()
+    attempts = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+    assert attempts.first_divergences["why"].iloc[0].startswith("b never executed this action at this round: a "
+                                                               "recovery of b has no record of it to reuse")
