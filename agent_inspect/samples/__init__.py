@@ -22,12 +22,14 @@ from agent_inspect.samples._catalog import (
     generate,
     markers,
     path,
+    run_recovery,
     sample_dir,
+    sample_trace,
     scenario,
     write_samples,
 )
 from agent_inspect.samples._fleet import fleet_batches, fleet_records, write_fleet
-from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, run_recovery, sample_trace
+from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE
 from agent_inspect.samples._write import write_kcat_jsonl
 
 __all__ = ["SAMPLES", "FORMATS", "Sample", "generate", "scenario", "markers", "checkpoint", "path", "sample_dir",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
+from agent_inspect.samples._trace import TRACE_RULE
 
 if TYPE_CHECKING:
     from agent_inspect.agents import Agent
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from agent_inspect.samples._driver import AttemptInfo, CheckpointInfo
 
 __all__ = ["SAMPLES", "SHOWS", "FORMATS", "Sample", "scenario", "generate", "markers", "path", "write_samples",
-           "sample_dir"]
+           "sample_dir", "run_recovery", "sample_trace"]
 
 _PRODUCTION = ("production", "production_k1")
 #: samples written as a post-0.4 runtime writes them (V4 values, K2 keys): name -> the scenario they retell
@@ -278,9 +279,44 @@ def path(name: str, fmt: str = "jsonl") -> Path:
     return found
 
 
+def run_recovery(sample: Sample | str, rule: str = TRACE_RULE) -> tuple[ReplayExecutor, list[dict[str, Any]]]:
+    """Run ``sample``'s restore (a :class:`Sample` or its name) with the executor under ``rule``; returns the
+    executor (``.to_log()`` is the topic after the recovery) and the Trace Log records the runtime writes
+    meanwhile. Deterministic.
+
+    For example::
+
+        ex, trace_records = ai.samples.run_recovery(ai.samples.scenario("G01"), "original")
+        ex.to_log().records.shape, len(trace_records)
+    """
+    from agent_inspect.trace import trace_from_executor
+
+    if isinstance(sample, str):      # a name, as markers() / path() / checkpoint() take
+        sample = scenario(sample)
+    seed = zlib.crc32(f"{sample.name}:{rule}".encode())
+    ex = sample.executor(rule=rule, seed=seed)
+    ex.run()
+    ts = sample.log.records["timestamp"].dropna()
+    start = int(ts.max().value // 1_000_000) + 47_000 if len(ts) else 0
+    inputs = [v for _k, v in sample.plan["inputs"]]
+    return ex, trace_from_executor(ex, agent_name=f"{sample.name}-agent", inputs=inputs, start_ms=start, seed=seed)
+
+
+def sample_trace(sample: Sample | str, rule: str = TRACE_RULE) -> list[dict[str, Any]]:
+    """The Trace Log records of ``sample``'s restore (a :class:`Sample` or its name), run by the executor
+    under ``rule``.
+
+    For example::
+
+        records = ai.samples.sample_trace("G01")   # the Trace Log of its restore, as G01.trace.log holds it
+        records[0]
+    """
+    return run_recovery(sample, rule)[1]
+
+
 def _write_traces(s: Sample, base: Path) -> list[Path]:
     """The sample's Trace Log (and its inconsistent variant, if it has one)."""
-    from agent_inspect.samples._trace import INCONSISTENT, TRACE_RULE, inconsistent_suffix, sample_trace
+    from agent_inspect.samples._trace import INCONSISTENT, inconsistent_suffix
     from agent_inspect.samples._write import FILE_SUFFIXES
     from agent_inspect.sources import write_trace
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agent_inspect import samples
-from agent_inspect.codec import string_key_digest
 from agent_inspect._errors import SourceError
+from agent_inspect.codec import string_key_digest
 from agent_inspect.sources import write_trace
 from agent_inspect.trace import call_entity, join, load_trace
 
