@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._types import RecoveryOverrides
-from agent_inspect.otel._spans import CALL_OPERATIONS, span_id_of, spans_of, trace_id_of
+from agent_inspect._types import PredictionLike, RecoveryOverrides
+from agent_inspect.otel._spans import CALL_OPERATIONS, _predicted_only, span_id_of, spans_of, trace_id_of
 
 if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery
@@ -59,24 +58,13 @@ def _rule_label(v: Any) -> str:
     return str(getattr(v, "rule_label", v.rule))
 
 
-def _predicted_only(prediction: Any, log: Any, markers: Any) -> Any:
-    t = prediction.tasks
-    tasks = pd.DataFrame({"key": t["key"].astype(str), "seq": t["seq"], "action": t["action"].astype(str),
-                          "predicted": t["outcome"].astype(str), "observed": None, "agree": True,
-                          "join": None, "execution_id": None, "event_id": t["event_id"], "cause": None,
-                          "explanation": None, "task": range(len(t))})
-    return SimpleNamespace(trace=None, tasks=tasks, prediction=prediction, log=log, markers=markers,
-                           rule=str(prediction.rule), rule_label=str(prediction.rule_label),
-                           what_if=bool(prediction.recovery is not None and prediction.recovery.what_if), tokens=None)
-
-
 def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] | None = None, *,
             trace: Any = None, project: str | None = None, headers: dict[str, str] | None = None,
             explain_chain: bool = True, recovery: Recovery | None = None,
             **settings: Unpack[RecoveryOverrides]) -> OtelExport:
     """Send a recovery to an OTLP/HTTP ``endpoint`` or write it to ``path`` (OTLP JSON); exactly one of them.
 
-    ``obj``: a checked recovery (``ai.verify(...)``), or a log / source predicted under ``recovery`` (or the
+    ``obj``: a checked recovery (``ai.verify(...)``), a prediction (``ai.predict(...)``), or a log / source predicted under ``recovery`` (or the
     settings every verb takes: ``rule=``, ``markers=``, …; default the rule the runtime ships), checked against
     ``trace`` when given; without a trace only the prediction is exported.
     ``project``: the Phoenix project (resource attribute ``openinference.project.name``).
@@ -93,6 +81,8 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
         raise InspectError("to_otel needs exactly one of endpoint= (an OTLP/HTTP URL) or path= (a JSON file)")
     if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule"):
         v = obj
+    elif isinstance(obj, PredictionLike):       # a prediction alone, under its own rule and markers
+        v = _predicted_only(obj)
     else:
         log = obj
         if isinstance(obj, (str, os.PathLike)):

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 
 from agent_inspect._glossary import plural
+from agent_inspect._types import PredictionLike
 
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 
@@ -77,8 +79,23 @@ def _events(steps: Iterable[Any], time_ns: int) -> list[dict[str, Any]]:
             for s in steps]
 
 
+def _predicted_only(prediction: Any, log: Any = None, markers: Any = None) -> Any:
+    """A prediction alone in the shape :func:`spans_of` reads (no trace); ``markers`` default to its own."""
+    recovery = getattr(prediction, "recovery", None)
+    markers = markers if markers is not None or recovery is None else recovery.markers
+    t = prediction.tasks
+    tasks = pd.DataFrame({"key": t["key"].astype(str), "seq": t["seq"], "action": t["action"].astype(str),
+                          "predicted": t["outcome"].astype(str), "observed": None, "agree": True,
+                          "join": None, "execution_id": None, "event_id": t["event_id"], "cause": None,
+                          "explanation": None, "task": range(len(t))})
+    return SimpleNamespace(trace=None, tasks=tasks, prediction=prediction, log=log, markers=markers,
+                           rule=str(prediction.rule), rule_label=str(prediction.rule_label),
+                           what_if=bool(recovery is not None and recovery.what_if), tokens=None)
+
+
 def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str, Any]]:
-    """The spans of a checked recovery (``ai.verify(...)``, with or without ``.with_tokens()``).
+    """The spans of a checked recovery (``ai.verify(...)``, with or without ``.with_tokens()``), or of a
+    prediction alone (``ai.predict(...)``).
 
     A task the trace shows executed *is* that execution's span (its span id by upstream's rule); a
     task the trace lacks (or a prediction alone) gets an id derived from its key, round, action and
@@ -93,7 +110,8 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
     """
     from agent_inspect.trace import call_tokens
 
-    v = verification
+    v = verification if hasattr(verification, "trace") or not isinstance(verification, PredictionLike) \
+        else _predicted_only(verification)       # a prediction alone: its tasks, no trace
     trace = v.trace
     tasks = v.tasks
     # the rule, and whether it is a what-if (not what the job ran): a reader of the spans must not take it for the job's
