@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack
 
-import pandas as pd
-
 from agent_inspect._errors import InspectError
 from agent_inspect._types import PredictionLike, RecoveryOverrides
 from agent_inspect.otel._spans import CALL_OPERATIONS, _predicted_only, span_id_of, spans_of, trace_id_of
