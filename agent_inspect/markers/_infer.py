@@ -15,6 +15,7 @@ from the log alone the checkpoint may lie earlier than inferred; a Trace Log sho
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect.markers._bounds import (
     Bounds,
@@ -131,6 +133,10 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     """
     from agent_inspect.recovery import whole_log_markers
 
+    if trace is not None and not hasattr(trace, "good"):     # a path read as no trace at all, silently
+        raise InspectError(f"infer_markers takes a loaded Trace Log, not a {type(trace).__name__}: pass "
+                           f"ai.load_trace({str(trace)[:80]!r})" if isinstance(trace, str | os.PathLike) else
+                           f"infer_markers takes a Trace Log (ai.load_trace(PATH)), not a {type(trace).__name__}")
     records: pd.DataFrame = log.records if hasattr(log, "records") else log
     whole = whole_log_markers(log)
     candidates: list[MarkerCandidate] = []

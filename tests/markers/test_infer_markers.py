@@ -189,3 +189,14 @@ def test_inference_lives_in_its_own_package_and_recovery_does_not_import_it() ->
     probe = "import sys, agent_inspect.recovery; print('agent_inspect.markers' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip() \
         == "False"
+
+
+def test_a_trace_path_is_refused_with_what_to_pass_not_read_as_no_trace() -> None:
+    # a path has no records to read: the trace was ignored silently (only a note on the whole-log fallback)
+    log = ai.load(ai.samples.path("production"))
+    path = ai.samples.path("production", "trace")
+    with pytest.raises(ai.InspectError, match=r"takes a loaded Trace Log, not a PosixPath: pass ai.load_trace\("):
+        infer_markers(log, path)
+    with pytest.raises(ai.InspectError, match=r"Trace Log \(ai.load_trace\(PATH\)\), not a list"):
+        infer_markers(log, [])
+    assert infer_markers(log, ai.load_trace(path))[0].source == "trace"
