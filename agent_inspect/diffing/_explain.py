@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
-from agent_inspect._glossary import count_words, define, did_you_mean, plural
+from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
+from agent_inspect.diffing._find import find_task
 from agent_inspect.diffing._sides import SelectorError, parse_selector
-from agent_inspect.history import action_names, is_uuid
 from agent_inspect.log import RuleMark, RuntimeInfo, rule_label, rule_mark
 from agent_inspect.store import Outcome
 
@@ -186,42 +186,6 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
     return predict(log, recovery=settings), log, settings.markers, settings
 
 
-def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
-    mask = np.ones(len(tasks), dtype=bool)
-    if key is not None:
-        mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
-    if seq is not None:
-        mask &= (tasks["seq"] == int(seq)).fillna(False).to_numpy(dtype=bool)
-    if action is not None:
-        mask &= (tasks["action"].astype(str) == str(action)).to_numpy()
-    if event is not None:
-        mask &= ((tasks["event_id"].astype(str) == str(event)) | (tasks["event_type"].astype(str) == str(event))
-                 | (tasks["input"].astype(str) == str(event))).to_numpy()
-    return mask
-
-
-def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
-    dispatched = (tasks["outcome"] != Outcome.NOT_DISPATCHED).to_numpy(dtype=bool)
-    matches = _matches(tasks, key, seq, action, event)
-    hits = np.flatnonzero(matches & dispatched)
-    if len(hits) <= occurrence:      # dispatched tasks first, then those predict lists as NOT-DISPATCHED
-        undispatched = np.flatnonzero(matches & ~dispatched)
-        if len(undispatched) > occurrence - len(hits):
-            return int(undispatched[occurrence - len(hits)])
-        what = f"no task {key}@{seq} {action}" + (f" ({event})" if event else "")
-        at, mine = _matches(tasks, None, seq, None, None), _matches(tasks, key, None, None, None)
-        if not mine.any():      # the key's own tasks: other keys' tasks do not help find this one
-            hint = did_you_mean([str(key)], {*tasks["business_key"].dropna().astype(str), *tasks["key"].astype(str)})
-            raise SelectorError(f"{what}: the prediction has no task of business key {str(key)!r}"
-                                + (hint or "; its tasks list the keys it has (ai.predict(...).tasks)"))
-        if not (at & mine).any():
-            seqs = ", ".join(map(str, sorted({int(x) for x in tasks.loc[mine, "seq"].dropna()})))
-            raise SelectorError(f"{what}: business key {key}'s tasks are at {count_words(seqs.count(',') + 1, 'round')} {seqs}")
-        have = sorted({f"{k}@{s} {a}" for k, s, a in tasks.loc[at & mine, ["key", "seq", "action"]].itertuples(False)})[:20]
-        raise SelectorError(f"{what}; tasks there: {', '.join(have) or 'none'}")
-    return int(hits[occurrence])
-
-
 def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, *,
             recovery: Recovery | None = None, task: int | None = None, event: str | None = None,
             occurrence: int = 0, log: Any = None, also: Sequence[Any] = (),
@@ -244,7 +208,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     """
     pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks
-    i = task if task is not None else _task_index(tasks, key, seq, _action_name(action, tasks, log), event, occurrence)
+    i = task if task is not None else find_task(tasks, key, seq, action, event, occurrence, log)
     row = tasks.iloc[i]
     steps = _chain(pred, tasks, i, log, markers)
     alternatives: dict[str, str] = {}
@@ -264,13 +228,6 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
                        runtime=None if settings is None else settings.runtime,
                        steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
                        alternatives=alternatives, task=i)
-
-
-def _action_name(action: Any, tasks: pd.DataFrame, log: Any) -> Any:
-    """``action`` as the tasks name it: an action UUID (as the log and a diff show it) becomes its name."""
-    if action is None or not is_uuid(str(action)) or (tasks["action"].astype(str) == str(action)).any():
-        return action
-    return action_names(getattr(log, "records", None), set(tasks["action"].dropna().astype(str))).get(str(action), action)
 
 
 def _same_task_outcome(other: pd.DataFrame, tasks: pd.DataFrame, i: int) -> str:

@@ -1,0 +1,65 @@
+"""Which task of a prediction ``explain`` means: by key, round, action (its name or the UUID the log and a
+diff show), event and occurrence; a task that is not there is a one-line error naming what is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from agent_inspect._glossary import count_words, did_you_mean
+from agent_inspect.diffing._sides import SelectorError
+from agent_inspect.history import action_names, is_uuid
+from agent_inspect.store import Outcome
+
+__all__ = ["find_task"]
+
+
+def find_task(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int, log: Any) -> int:
+    """The row of ``tasks`` (a prediction's) that (``key``, ``seq``, ``action``, ``event``) names, its
+    ``occurrence``-th match (dispatched tasks first); ``log`` names actions given by UUID."""
+    return _task_index(tasks, key, seq, _action_name(action, tasks, log), event, occurrence)
+
+
+def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
+    mask = np.ones(len(tasks), dtype=bool)
+    if key is not None:
+        mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
+    if seq is not None:
+        mask &= (tasks["seq"] == int(seq)).fillna(False).to_numpy(dtype=bool)
+    if action is not None:
+        mask &= (tasks["action"].astype(str) == str(action)).to_numpy()
+    if event is not None:
+        mask &= ((tasks["event_id"].astype(str) == str(event)) | (tasks["event_type"].astype(str) == str(event))
+                 | (tasks["input"].astype(str) == str(event))).to_numpy()
+    return mask
+
+
+def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
+    dispatched = (tasks["outcome"] != Outcome.NOT_DISPATCHED).to_numpy(dtype=bool)
+    matches = _matches(tasks, key, seq, action, event)
+    hits = np.flatnonzero(matches & dispatched)
+    if len(hits) <= occurrence:      # dispatched tasks first, then those predict lists as NOT-DISPATCHED
+        undispatched = np.flatnonzero(matches & ~dispatched)
+        if len(undispatched) > occurrence - len(hits):
+            return int(undispatched[occurrence - len(hits)])
+        what = f"no task {key}@{seq} {action}" + (f" ({event})" if event else "")
+        at, mine = _matches(tasks, None, seq, None, None), _matches(tasks, key, None, None, None)
+        if not mine.any():      # the key's own tasks: other keys' tasks do not help find this one
+            hint = did_you_mean([str(key)], {*tasks["business_key"].dropna().astype(str), *tasks["key"].astype(str)})
+            raise SelectorError(f"{what}: the prediction has no task of business key {str(key)!r}"
+                                + (hint or "; its tasks list the keys it has (ai.predict(...).tasks)"))
+        if not (at & mine).any():
+            seqs = ", ".join(map(str, sorted({int(x) for x in tasks.loc[mine, "seq"].dropna()})))
+            raise SelectorError(f"{what}: business key {key}'s tasks are at {count_words(seqs.count(',') + 1, 'round')} {seqs}")
+        have = sorted({f"{k}@{s} {a}" for k, s, a in tasks.loc[at & mine, ["key", "seq", "action"]].itertuples(False)})[:20]
+        raise SelectorError(f"{what}; tasks there: {', '.join(have) or 'none'}")
+    return int(hits[occurrence])
+
+
+def _action_name(action: Any, tasks: pd.DataFrame, log: Any) -> Any:
+    """``action`` as the tasks name it: an action UUID (as the log and a diff show it) becomes its name."""
+    if action is None or not is_uuid(str(action)) or (tasks["action"].astype(str) == str(action)).any():
+        return action
+    return action_names(getattr(log, "records", None), set(tasks["action"].dropna().astype(str))).get(str(action), action)
