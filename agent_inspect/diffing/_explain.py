@@ -124,13 +124,14 @@ class Explanation(HtmlRepr):
         for n, s in enumerate(self.steps):
             at = f" [records {', '.join(map(str, s.positions))}]" if s.positions else ""
             lines.append(("" if n == 0 else "  ← ") + s.title + at + (f": {s.detail}" if s.detail else ""))
-        if self.cost:
-            lines.append(f"cost of this decision downstream: {plural(self.cost.get('bodies', 0), 'action body', 'action bodies')}, "
-                         f"{plural(self.cost.get('calls', 0), 'durable call')} run again")
-        for rule, outcome in self.alternatives.items():
-            lines.append(f"under rule {rule_label(rule, self.runtime if self.shipped_rule is not None else None)}: "
-                         f"{outcome}")
-        return "\n".join(lines)
+        return "\n".join(lines + self._after())
+
+    def _after(self) -> list[str]:
+        """The lines after the chain: the cost, then each ``also=`` rule's outcome (text and HTML alike)."""
+        lines = [f"cost of this decision downstream: {plural(self.cost.get('bodies', 0), 'action body', 'action bodies')}, "
+                 f"{plural(self.cost.get('calls', 0), 'durable call')} run again"] if self.cost else []
+        runtime = self.runtime if self.shipped_rule is not None else None
+        return lines + [f"under rule {rule_label(rule, runtime)}: {outcome}" for rule, outcome in self.alternatives.items()]
 
     def __str__(self) -> str:
         return self.story()
@@ -147,6 +148,8 @@ class Explanation(HtmlRepr):
                    Term.of("rule"), " ", Code(self.rule_label), ")")
         yield Bullets([s.title + (f" — {s.detail}" if s.detail else "")
                        + (f" (records {', '.join(map(str, s.positions))})" if s.positions else "") for s in self.steps])
+        for line in self._after():      # the cost and the also= answers: the HTML had neither
+            yield Text(line)
 
 
 # -- resolving what to explain -------------------------------------------------------------------------

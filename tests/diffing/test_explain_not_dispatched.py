@@ -105,3 +105,14 @@ def test_a_what_if_explanation_says_so_on_its_first_line() -> None:
     assert first == "rule fixed (what-if; 0.4 ships original): not what the job does"
     assert first == f"rule {ai.log.rule_mark('fixed', ai.log.resolve_runtime('auto', log)).label}: not what the job does"
     assert ai.explain(log, "k", 6, "WA", markers=markers).story().startswith("WA at round 6 of k")
+
+
+def test_the_html_shows_the_cost_and_what_the_also_rules_do(production) -> None:
+    # str() had both lines; the HTML (what a notebook shows) dropped them, so also=["fixed"] showed no answer
+    log, markers, _ = production
+    why = ai.explain(log, "user-0019", 2, "triage", markers=markers, also=["fixed"])
+    html = why._repr_html_()
+    assert why.story().splitlines()[-2:] == ["cost of this decision downstream: 9 action bodies, 6 durable calls run "
+                                             "again", "under rule fixed (what-if; 0.4 ships original): REUSE"]
+    assert "9 action bodies, 6 durable calls run again" in html
+    assert "under rule fixed (what-if; 0.4 ships original): REUSE" in html
