@@ -211,7 +211,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     """
     pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
     tasks = pred.tasks
-    i = task if task is not None else find_task(tasks, key, seq, action, event, occurrence, log)
+    i = find_task(tasks, key, seq, action, event, occurrence, log, task)
     row = tasks.iloc[i]
     steps = _chain(pred, tasks, i, log, markers)
     alternatives: dict[str, str] = {}

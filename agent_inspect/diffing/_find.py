@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from agent_inspect._glossary import count_words, did_you_mean
+from agent_inspect._glossary import count_words, did_you_mean, plural
 from agent_inspect.diffing._sides import SelectorError
 from agent_inspect.history import action_names, is_uuid
 from agent_inspect.store import Outcome
@@ -16,10 +16,20 @@ from agent_inspect.store import Outcome
 __all__ = ["find_task"]
 
 
-def find_task(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int, log: Any) -> int:
+def find_task(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int, log: Any,
+              task: int | None = None) -> int:
     """The row of ``tasks`` (a prediction's) that (``key``, ``seq``, ``action``, ``event``) names, its
-    ``occurrence``-th match (dispatched tasks first); ``log`` names actions given by UUID."""
-    return _task_index(tasks, key, seq, _action_name(action, tasks, log), event, occurrence)
+    ``occurrence``-th match (dispatched tasks first), or ``task`` itself (a row number, checked); ``log``
+    names actions given by UUID."""
+    n = len(tasks)
+    if task is not None:    # a row number: a negative one or one past the end is no task (it read the last / crashed)
+        if isinstance(task, bool) or not isinstance(task, int | np.integer) or not 0 <= task < n:
+            raise SelectorError(f"task={task!r}: pass a row of prediction.tasks, "
+                                + (f"0 to {n - 1} (it has {plural(n, 'task')})" if n else "which has no task"))
+        return int(task)
+    if isinstance(occurrence, bool) or not isinstance(occurrence, int | np.integer) or occurrence < 0:
+        raise SelectorError(f"occurrence={occurrence!r}: pass 0 for the first match, 1 for the second, …")
+    return _task_index(tasks, key, seq, _action_name(action, tasks, log), event, int(occurrence))
 
 
 def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
@@ -45,6 +55,9 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
         if len(undispatched) > occurrence - len(hits):
             return int(undispatched[occurrence - len(hits)])
         what = f"no task {key}@{seq} {action}" + (f" ({event})" if event else "")
+        if matches.any():       # the task is there, fewer times than asked for
+            raise SelectorError(f"{what} occurrence={occurrence}: it matches {plural(int(matches.sum()), 'task')}, "
+                                "and occurrence= counts them from 0")
         at, mine = _matches(tasks, None, seq, None, None), _matches(tasks, key, None, None, None)
         if not mine.any():      # the key's own tasks: other keys' tasks do not help find this one
             hint = did_you_mean([str(key)], {*tasks["business_key"].dropna().astype(str), *tasks["key"].astype(str)})

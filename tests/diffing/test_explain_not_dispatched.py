@@ -116,3 +116,16 @@ def test_the_html_shows_the_cost_and_what_the_also_rules_do(production) -> None:
                                              "again", "under rule fixed (what-if; 0.4 ships original): REUSE"]
     assert "9 action bodies, 6 durable calls run again" in html
     assert "under rule fixed (what-if; 0.4 ships original): REUSE" in html
+
+
+def test_a_task_row_or_occurrence_that_is_not_there_is_a_one_line_error() -> None:
+    # task=99 raised an IndexError, task=-1 explained the last task; occurrence=5 listed the task as if missing
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    for row in (4, 99, -1):
+        with pytest.raises(SelectorError, match=rf"^task={row}: pass a row of prediction.tasks, 0 to 3 \(it has 4 "):
+            ai.explain(log, task=row, markers=markers)
+    with pytest.raises(SelectorError, match=r"^no task k@6 WA occurrence=5: it matches 1 task, and occurrence= "):
+        ai.explain(log, "k", 6, "WA", markers=markers, occurrence=5)
+    with pytest.raises(SelectorError, match=r"^occurrence=-1: pass 0 for the first match"):
+        ai.explain(log, "k", 6, "WA", markers=markers, occurrence=-1)
+    assert ai.explain(log, task=3, markers=markers).task == 3
