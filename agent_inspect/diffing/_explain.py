@@ -214,6 +214,7 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     i = find_task(tasks, key, seq, action, event, occurrence, log, task)
     row = tasks.iloc[i]
     steps = _chain(pred, tasks, i, log, markers)
+    ran = settings if settings is not None else getattr(pred, "recovery", None)   # a prediction knows its settings
     alternatives: dict[str, str] = {}
     if also:
         if settings is None:
@@ -227,8 +228,8 @@ def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, 
     return Explanation(key=str(row["key"]), seq=int(row["seq"]), action=str(row["action"]),
                        outcome=str(row["outcome"]), reason=_reason(row), state_key=str(row["state_key"]),
                        # the rule's name as every label has it (a given store flavour included: original:kafka-k1)
-                       rule=str(pred.rule) if settings is None else rule_label(settings.rule, None), shipped_rule=None if settings is None else settings.runtime.default_rule,
-                       runtime=None if settings is None else settings.runtime,
+                       rule=str(pred.rule) if ran is None else rule_label(ran.rule, None), shipped_rule=None if ran is None else ran.runtime.default_rule,
+                       runtime=None if ran is None else ran.runtime,
                        steps=tuple(steps), cost=_cost(tasks, i, steps[-1], pred.events),
                        alternatives=alternatives, task=i)
 

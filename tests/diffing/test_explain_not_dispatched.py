@@ -129,3 +129,15 @@ def test_a_task_row_or_occurrence_that_is_not_there_is_a_one_line_error() -> Non
     with pytest.raises(SelectorError, match=r"^occurrence=-1: pass 0 for the first match"):
         ai.explain(log, "k", 6, "WA", markers=markers, occurrence=-1)
     assert ai.explain(log, task=3, markers=markers).task == 3
+
+
+def test_a_prediction_explained_as_it_is_keeps_its_what_if_mark(production) -> None:
+    # explain(prediction, log=...) (and Diff.explain on a prediction side) read "rule fixed" with no what-if mark
+    log, markers, prediction = production
+    what_if = ai.predict(log, markers=markers, rule="fixed")
+    why = ai.explain(what_if, "user-0001", 2, "triage", log=log)
+    assert why.what_if and why.rule_label == "fixed (what-if; 0.4 ships original)"
+    assert why.story().startswith("rule fixed (what-if; 0.4 ships original): not what the job does")
+    assert why.steps == ai.explain(log, "user-0001", 2, "triage", markers=markers, rule="fixed").steps
+    shipped = ai.explain(prediction, "user-0019", 2, "triage", log=log)
+    assert not shipped.what_if and shipped.steps == ai.explain(log, "user-0019", 2, "triage", markers=markers).steps
