@@ -29,7 +29,7 @@ def find_task(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, 
         return int(task)
     if isinstance(occurrence, bool) or not isinstance(occurrence, int | np.integer) or occurrence < 0:
         raise SelectorError(f"occurrence={occurrence!r}: pass 0 for the first match, 1 for the second, …")
-    return _task_index(tasks, key, seq, _action_name(action, tasks, log), event, int(occurrence))
+    return _task_index(tasks, key, seq, _action_name(action, tasks, log), event, int(occurrence), log)
 
 
 def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
@@ -46,7 +46,8 @@ def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -
     return mask
 
 
-def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int) -> int:
+def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, occurrence: int,
+                log: Any = None) -> int:
     dispatched = (tasks["outcome"] != Outcome.NOT_DISPATCHED).to_numpy(dtype=bool)
     matches = _matches(tasks, key, seq, action, event)
     hits = np.flatnonzero(matches & dispatched)
@@ -60,6 +61,9 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
                                 "and occurrence= counts them from 0")
         at, mine = _matches(tasks, None, seq, None, None), _matches(tasks, key, None, None, None)
         if not mine.any():      # the key's own tasks: other keys' tasks do not help find this one
+            if _in_log(log, key):     # a key the log holds but the restore does not replay: no "did you mean"
+                raise SelectorError(f"{what}: business key {str(key)!r} is in the log, but the restore runs no task of "
+                                    "it (none of its rounds is replayed after the markers)")
             hint = did_you_mean([str(key)], {*tasks["business_key"].dropna().astype(str), *tasks["key"].astype(str)})
             raise SelectorError(f"{what}: the prediction has no task of business key {str(key)!r}"
                                 + (hint or "; its tasks list the keys it has (ai.predict(...).tasks)"))
@@ -76,3 +80,10 @@ def _action_name(action: Any, tasks: pd.DataFrame, log: Any) -> Any:
     if action is None or not is_uuid(str(action)) or (tasks["action"].astype(str) == str(action)).any():
         return action
     return action_names(getattr(log, "records", None), set(tasks["action"].dropna().astype(str))).get(str(action), action)
+
+
+def _in_log(log: Any, key: Any) -> bool:
+    records = getattr(log, "records", None)
+    if records is None:
+        return False
+    return any(c in records and bool((records[c].astype(str) == str(key)).any()) for c in ("business_key", "key_text"))

@@ -77,6 +77,10 @@ def test_a_key_or_round_with_no_task_is_named_with_what_there_is(production) -> 
     with pytest.raises(SelectorError, match=r"^no task zz@0 triage: the prediction has no task of business key 'zz'; "
                                             r"its tasks list"):
         ai.explain(log, "zz", 0, "triage", markers=markers)
+    # a key of the log that the restore does not replay is not a typo to correct
+    with pytest.raises(SelectorError, match=r"^no task user-0013@1 triage: business key 'user-0013' is in the log, "
+                                            r"but the restore runs no task of it"):
+        ai.explain(log, "user-0013", 1, "triage", markers=markers)
 
 
 def test_an_action_named_by_its_uuid_as_a_diff_shows_it_is_the_same_task(production) -> None:
