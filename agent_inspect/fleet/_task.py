@@ -84,7 +84,7 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions()).keys.head()
     """
     from agent_inspect._bulk import gc_paused
-    from agent_inspect.log import read_window, write_window
+    from agent_inspect.log import read_window, resolve_runtime, write_window
 
     t0 = time.perf_counter()
     log = read_window(spec, window)
@@ -117,6 +117,7 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         "bytes": int(pd.to_numeric(records["payload_bytes"], errors="coerce").fillna(0).sum()) if len(records) else 0,
         "read_seconds": round(t_read, 4), "seconds": round(time.perf_counter() - t0, 4),
         "worker": f"{socket.gethostname()}:{os.getpid()}", "output": written,
+        "runtime": resolve_runtime(options.runtime, log).name,   # what this window was read as
     }
     return WindowResult(keys=keys, partition=row, errors=sample)
 

@@ -1,0 +1,46 @@
+"""A new user's scan: the resolved runtime named, counts in words, a saved scan reopened."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import agent_inspect as ai
+
+
+def test_an_auto_scan_names_the_runtime_its_windows_were_read_as(dask_client: Any) -> None:
+    """A main log scanned without runtime= labels its what-ifs as predict does ("main ships", not "0.4 ships")."""
+    path = ai.samples.path("production_v4")
+    markers = ai.samples.markers("production_v4")
+    result = ai.scan(path, markers=markers, client=dask_client)
+    log = ai.load(path)
+    predicted = ai.predict(log, markers=markers, rule="fixed")
+    assert result.runtime == "main" and result.summary()["runtime"] == "main"
+    assert result.rule_label("fixed") == ai.log.rule_label("fixed", log.runtime()) == \
+        "fixed (what-if; main ships original)" and "main ships original" in repr(predicted)
+    assert "(runtime main)" in result._repr_html_() and "runtime main" in repr(result)
+
+
+def test_the_scan_counts_read_in_words(dask_client: Any) -> None:
+    """One window, one body re-run: not "1 windows", "1 bodies"."""
+    result = ai.scan(ai.samples.path("production_v4"), markers=ai.samples.markers("production_v4"),
+                     client=dask_client)
+    s = result.summary()
+    assert s["windows"] == 1 and s["original"]["rerun"] + s["original"]["resumed"] == 1
+    assert "1 window," in repr(result) and "1 windows" not in repr(result)
+    html = result._repr_html_()
+    assert "1 body re-run" in html and "1 bodies" not in html
+
+
+def test_a_saved_scan_reopens_its_keys_from_the_source(dask_client: Any, tmp_path: Path) -> None:
+    """result.save(DIR) without output=: the reopened scan reads a key from the source, not from DIR."""
+    path = ai.samples.path("production", "parquet")
+    markers = ai.samples.markers("production")
+    result = ai.scan(path, markers=markers, client=dask_client)
+    result.save(tmp_path / "saved")
+    again = ai.ScanResult.open(tmp_path / "saved")
+    assert again.output is None
+    got = again.reconstruct("user-0019")
+    assert got.records.equals(result.reconstruct("user-0019").records)
+    written = ai.scan(path, markers=markers, client=dask_client, output=tmp_path / "out")
+    assert ai.ScanResult.open(tmp_path / "out").output == str(tmp_path / "out") == written.output
