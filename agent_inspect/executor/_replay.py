@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
@@ -161,7 +161,8 @@ class ReplayExecutor(HtmlRepr):
                        when: Callable[[Step], bool] | None = None) -> Breakpoint:
         """Add a :class:`Breakpoint` (every given field must match; None = any). ``key``: the log's business key
         or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest);
-        a key of neither the log nor the plan raises ``ReplayError`` naming the closest keys."""
+        a key of neither the log nor the plan, or an action the agent does not declare, raises ``ReplayError``
+        naming the closest ones."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
         self._debugger.keyed(bp)
         self._debugger.breakpoints.append(bp)
@@ -287,11 +288,11 @@ class ReplayExecutor(HtmlRepr):
 
     def __repr__(self) -> str:
         state = "failed" if self.failure else "done" if self.done else "paused"
-        return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self.recovery.rule_label!r})"
+        return f"ReplayExecutor({plural(len(self._engine.run.steps), 'step')}, {state}, rule={self.recovery.rule_label!r})"
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("ReplayExecutor"), " under rule ", Code(self.recovery.rule_label),
-                   f" — {len(self._engine.run.steps)} steps, {'done' if self.done else 'paused'}",
+                   f" — {plural(len(self._engine.run.steps), 'step')}, {'done' if self.done else 'paused'}",
                    *((", failed: ", self.failure) if self.failure else ()))
         cur = self.current
         if cur is not None:
