@@ -44,3 +44,19 @@ def test_a_saved_scan_reopens_its_keys_from_the_source(dask_client: Any, tmp_pat
     assert got.records.equals(result.reconstruct("user-0019").records)
     written = ai.scan(path, markers=markers, client=dask_client, output=tmp_path / "out")
     assert ai.ScanResult.open(tmp_path / "out").output == str(tmp_path / "out") == written.output
+
+
+def test_the_scan_view_labels_a_what_if_rule_as_one(dask_client: Any) -> None:
+    """The rule picker and an opened key's title said "fixed" bare; the scan's own HTML labels it a what-if."""
+    from agent_inspect.widgets import FleetScanView
+
+    result = ai.scan(ai.samples.path("production_v4"), markers=ai.samples.markers("production_v4"),
+                     client=dask_client)
+    view = FleetScanView(result)
+    assert view.rule.label == "original" and \
+        view.rule.options == (("original", "original"), ("fixed (what-if; main ships original)", "fixed"))
+    assert "(runtime main)" in view.summary.value
+    view.rule.value = "fixed"      # the value stays the rule's name, as the columns spell it
+    assert view.columns[-1] == "fixed_evictions"
+    view.open_key(str(result.keys["business_key"].iloc[0]))
+    assert "under <code>fixed (what-if; main ships original)</code>" in view.detail.children[0].value
