@@ -253,6 +253,8 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
         evidence[k].append(pair)
     out["runtime_evidence"] = [",".join(evidence.get(k, ())) for k in key_list]
 
+    if not key_list:   # an empty window (or no keyed record): no key to predict, and no input to infer a plan from
+        return pd.DataFrame(columns=[*KEY_COLUMNS, *(f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS)])
     plan = plan_source.replay_plan(log) if plan_source is not None else ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
     window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them

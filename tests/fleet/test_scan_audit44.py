@@ -60,3 +60,16 @@ def test_the_scan_view_labels_a_what_if_rule_as_one(dask_client: Any) -> None:
     assert view.columns[-1] == "fixed_evictions"
     view.open_key(str(result.keys["business_key"].iloc[0]))
     assert "under <code>fixed (what-if; main ships original)</code>" in view.detail.children[0].value
+
+
+def test_an_empty_dump_is_an_empty_window_not_a_failed_one(dask_client: Any, tmp_path: Path) -> None:
+    """A directory of dumps where one file is empty (a partition with nothing to export): the scan completes."""
+    import shutil
+
+    shutil.copy(ai.samples.path("G01"), tmp_path / "G01.jsonl")
+    (tmp_path / "empty.jsonl").write_text("")
+    result = ai.scan(tmp_path, client=dask_client)
+    assert result.complete and result.failures.empty, result.failures.to_dict("records")
+    alone = ai.scan(ai.samples.path("G01"), client=dask_client)
+    assert result.summary()["windows"] == 2 and result.summary()["keys"] == alone.summary()["keys"]
+    assert result.keys.drop(columns="partition").equals(alone.keys.drop(columns="partition"))
