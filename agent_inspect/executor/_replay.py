@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
-from agent_inspect._glossary import count_words, plural
+from agent_inspect._glossary import count_words, did_you_mean, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
@@ -91,6 +91,13 @@ class ReplayExecutor(HtmlRepr):
 
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
+        policies = as_policies(opts.policies)
+        declared = sorted({d.name for d in view.actions})
+        unknown = sorted(set(map(str, policies.actions)) - set(declared))
+        if unknown:   # a policy for no action would silently change nothing
+            raise ReplayError(f"policies name {count_words(len(unknown), 'action')} the agent does not declare: "
+                              f"{', '.join(map(repr, unknown))}{did_you_mean(unknown, declared)} "
+                              f"(its actions: {', '.join(declared)})")
         #: the upstream runtime the log is read as, and why (``recovery.runtime``)
         self.runtime = self.recovery.runtime
         plan: Any = self.recovery.plan
@@ -109,7 +116,7 @@ class ReplayExecutor(HtmlRepr):
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
             log=base, agent=view, recovery=self.recovery, plan=replay_plan, keys=keys,
-            calls=CallServer(as_policies(opts.policies)),
+            calls=CallServer(policies),
             attempt=int(replay_plan.attempt if opts.attempt is None else opts.attempt),
             # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,

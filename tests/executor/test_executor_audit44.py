@@ -32,3 +32,14 @@ def test_one_step_reads_as_one_step(log: ai.ActionStateLog) -> None:
     ex = ai.ReplayExecutor(log, markers=ai.samples.markers("production"))
     ex.step()
     assert "(1 step," in repr(ex) and "1 step," in ex._repr_html_() and "1 steps" not in ex._repr_html_()
+
+
+def test_a_policy_for_an_action_the_agent_lacks_is_refused(log: ai.ActionStateLog) -> None:
+    """policies={"actions": {"chatt": "force-rerun"}} changed nothing and said nothing; now it names 'chat'."""
+    markers = ai.samples.markers("production")
+    with pytest.raises(ai.ReplayError, match=r"'chatt'; did you mean 'chat'\?.*its actions: approve, audit, chat"):
+        ai.ReplayExecutor(log, markers=markers, policies={"actions": {"chatt": "force-rerun"}})
+    ex = ai.ReplayExecutor(log, markers=markers, policies={"actions": {"chat": "force-rerun"}})
+    base = ai.ReplayExecutor(log, markers=markers)
+    ex.run(), base.run()
+    assert ex.counters.rerun > base.counters.rerun > 0
