@@ -93,10 +93,10 @@ class ReplayExecutor(HtmlRepr):
         view = as_agent(agent)
         policies = as_policies(opts.policies)
         declared = sorted({d.name for d in view.actions})
-        unknown = sorted(set(map(str, policies.actions)) - set(declared))
-        if unknown:   # a policy for no action would silently change nothing
-            raise ReplayError(f"policies name {count_words(len(unknown), 'action')} the agent does not declare: "
-                              f"{', '.join(map(repr, unknown))}{did_you_mean(unknown, declared)} "
+        undeclared = sorted(set(map(str, policies.actions)) - set(declared))
+        if undeclared:   # a policy for no action would silently change nothing
+            raise ReplayError(f"policies name {count_words(len(undeclared), 'action')} the agent does not declare: "
+                              f"{', '.join(map(repr, undeclared))}{did_you_mean(undeclared, declared)} "
                               f"(its actions: {', '.join(declared)})")
         #: the upstream runtime the log is read as, and why (``recovery.runtime``)
         self.runtime = self.recovery.runtime

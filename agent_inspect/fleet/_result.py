@@ -197,9 +197,8 @@ class ScanResult:
 
     def reconstruct(self, business_key: str, rule: str | None = None) -> Reconstruction:
         """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
-        from agent_inspect.recovery import reconstruct
-
         from agent_inspect.log import RUNTIMES
+        from agent_inspect.recovery import reconstruct
 
         return reconstruct(self.load_key(business_key), rule=rule or self.rules[0], markers=self.markers,
                            runtime=self.runtime if self.runtime in RUNTIMES else "auto")
