@@ -111,7 +111,13 @@ class Debugger:
     def keyed(self, bp: Breakpoint) -> Breakpoint:
         """``bp`` with its key as steps name it: a Flink key text becomes the log's business key (its digest
         under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too. A key that is
-        neither the log's nor the plan's raises ``ReplayError`` with the closest keys: it would never stop."""
+        neither the log's nor the plan's raises ``ReplayError`` with the closest keys: it would never stop. So does
+        an action the agent does not declare."""
+        if bp.action is not None:
+            actions = sorted({d.name for d in self.engine.agent.actions})
+            if bp.action not in actions:
+                raise ReplayError(f"breakpoint action {bp.action!r} is not an action of the agent, so it would never "
+                                  f"stop a run{did_you_mean([bp.action], actions)} (its actions: {', '.join(actions)})")
         if bp.key is None:
             return bp
         key = self.engine.business_key(bp.key)

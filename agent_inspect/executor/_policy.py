@@ -56,7 +56,8 @@ class CallPolicy(enum.StrEnum):
 class Policies:
     """All replay policies in one place.
 
-    ``actions`` maps action names to an :class:`ActionPolicy` (``default_action`` for the rest).
+    ``actions`` maps action names to an :class:`ActionPolicy` (``default_action`` for the rest); the executor
+    refuses a name its agent does not declare.
     ``calls`` is the :class:`CallPolicy`; ``stubs`` maps function ids to a value or to a callable
     ``(function_id, args_digest) -> value`` (key ``"*"`` for any call). ``trust_payloads`` allows
     unpickling recorded Python payloads (never on by default: unpickling runs code).

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, did_you_mean, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
@@ -91,6 +91,13 @@ class ReplayExecutor(HtmlRepr):
 
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
+        policies = as_policies(opts.policies)
+        declared = sorted({d.name for d in view.actions})
+        undeclared = sorted(set(map(str, policies.actions)) - set(declared))
+        if undeclared:   # a policy for no action would silently change nothing
+            raise ReplayError(f"policies name {count_words(len(undeclared), 'action')} the agent does not declare: "
+                              f"{', '.join(map(repr, undeclared))}{did_you_mean(undeclared, declared)} "
+                              f"(its actions: {', '.join(declared)})")
         #: the upstream runtime the log is read as, and why (``recovery.runtime``)
         self.runtime = self.recovery.runtime
         plan: Any = self.recovery.plan
@@ -109,7 +116,7 @@ class ReplayExecutor(HtmlRepr):
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
             log=base, agent=view, recovery=self.recovery, plan=replay_plan, keys=keys,
-            calls=CallServer(as_policies(opts.policies)),
+            calls=CallServer(policies),
             attempt=int(replay_plan.attempt if opts.attempt is None else opts.attempt),
             # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
@@ -161,7 +168,8 @@ class ReplayExecutor(HtmlRepr):
                        when: Callable[[Step], bool] | None = None) -> Breakpoint:
         """Add a :class:`Breakpoint` (every given field must match; None = any). ``key``: the log's business key
         or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest);
-        a key of neither the log nor the plan raises ``ReplayError`` naming the closest keys."""
+        a key of neither the log nor the plan, or an action the agent does not declare, raises ``ReplayError``
+        naming the closest ones."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
         self._debugger.keyed(bp)
         self._debugger.breakpoints.append(bp)
@@ -287,11 +295,11 @@ class ReplayExecutor(HtmlRepr):
 
     def __repr__(self) -> str:
         state = "failed" if self.failure else "done" if self.done else "paused"
-        return f"ReplayExecutor({len(self._engine.run.steps)} steps, {state}, rule={self.recovery.rule_label!r})"
+        return f"ReplayExecutor({plural(len(self._engine.run.steps), 'step')}, {state}, rule={self.recovery.rule_label!r})"
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("ReplayExecutor"), " under rule ", Code(self.recovery.rule_label),
-                   f" — {len(self._engine.run.steps)} steps, {'done' if self.done else 'paused'}",
+                   f" — {plural(len(self._engine.run.steps), 'step')}, {'done' if self.done else 'paused'}",
                    *((", failed: ", self.failure) if self.failure else ()))
         cur = self.current
         if cur is not None:

@@ -38,7 +38,9 @@ class ScanResult:
       ``<rule>_calls:<function>`` count per function the rule executes again anywhere (0 where a key does
       not; a sub-agent call is named by its sub-agent and caller, the ledger's ``label``):
       :meth:`calls_by_function` sums them over the fleet.
-    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker).
+    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker, the runtime
+      it was read as).
+    - ``runtime``: the runtime given, or the one the windows were read as (the latest any was inferred as).
     - ``errors``: a sample of bad records per window, with their positions (counts are in ``partitions``).
     - ``failures``: windows whose task failed after retries, with the reason; the rest completed.
     - ``fleet_wide``: rules whose analysis spans partitions on this source (the snapshot Kafka store with
@@ -70,9 +72,16 @@ class ScanResult:
     def rule_label(self, rule: str) -> str:
         """``rule``, marked as a what-if when it is one (:func:`agent_inspect.log.rule_label`, under the runtime the
         scan ran as; "auto" reads as the runtime the scan resolved its rules under)."""
-        from agent_inspect.log import resolve_runtime, rule_label
+        from agent_inspect.log import rule_label
 
-        return rule_label(rule, resolve_runtime(self.runtime)) if rule in self.what_if else rule
+        return rule_label(rule, self._runtime_info()) if rule in self.what_if else rule
+
+    def _runtime_info(self) -> Any:
+        from agent_inspect.log import RUNTIMES, RuntimeInfo, resolve_runtime
+
+        if self.runtime in RUNTIMES or self.runtime == "auto":
+            return resolve_runtime(self.runtime)
+        return RuntimeInfo(self.runtime, True, "no window held a decoded record")
 
     @property
     def complete(self) -> bool:
@@ -113,7 +122,7 @@ class ScanResult:
         function id)."""
         k = self.keys
         out: dict[str, Any] = {
-            "source": self.source, "windows": len(self.partitions) + len(self.failures),
+            "source": self.source, "runtime": self.runtime, "windows": len(self.partitions) + len(self.failures),
             "failed": len(self.failures), "records": int(self.partitions["records"].sum()) if len(self.partitions) else 0,
             "keys": len(k), "errors": int(self.partitions["errors"].sum()) if len(self.partitions) else 0,
             "exposed_1301": int(k["exposed_1301"].sum()) if len(k) else 0,
@@ -145,7 +154,7 @@ class ScanResult:
             frame.to_parquet(root / RESULT_FILES[name], index=False)
         meta = {"source": self.source, "rules": list(self.rules), "what_if": list(self.what_if), "runtime": self.runtime,
                 "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
-                "seconds": self.seconds, "fleet_wide": list(self.fleet_wide)}
+                "seconds": self.seconds, "fleet_wide": list(self.fleet_wide), "output": self.output}
         (root / RESULT_FILES["meta"]).write_text(json.dumps(meta, sort_keys=True))
         return root
 
@@ -163,10 +172,13 @@ class ScanResult:
         if "output" in frames["partitions"].columns:
             frames["partitions"]["output"] = frames["partitions"]["output"].map(json.loads)
         markers = meta.get("markers")
+        # the records: here when this is the scan's output directory, else where the scan wrote them (if anywhere)
+        here = any(p.is_dir() and p.name.startswith("partition=") for p in root.iterdir())
+        output = str(root) if here else meta.get("output")
         return cls(keys=frames["keys"], partitions=frames["partitions"], errors=frames["errors"],
                    failures=frames["failures"], source=meta["source"], rules=tuple(meta["rules"]),
                    markers=None if markers is None else {int(p): int(o) for p, o in markers.items()},
-                   runtime=meta.get("runtime", "auto"), what_if=tuple(meta.get("what_if", ())), output=str(root), seconds=meta.get("seconds"),
+                   runtime=meta.get("runtime", "auto"), what_if=tuple(meta.get("what_if", ())), output=output, seconds=meta.get("seconds"),
                    fleet_wide=tuple(meta.get("fleet_wide", ())))
 
     def load_key(self, business_key: str) -> ActionStateLog:
@@ -185,25 +197,28 @@ class ScanResult:
 
     def reconstruct(self, business_key: str, rule: str | None = None) -> Reconstruction:
         """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
+        from agent_inspect.log import RUNTIMES
         from agent_inspect.recovery import reconstruct
 
         return reconstruct(self.load_key(business_key), rule=rule or self.rules[0], markers=self.markers,
-                           runtime=self.runtime)
+                           runtime=self.runtime if self.runtime in RUNTIMES else "auto")
 
     def __repr__(self) -> str:
         s = self.summary()
-        return (f"ScanResult({s['source']!r}: {s['windows']} windows, {s['records']} records, {s['keys']} keys, "
-                f"{s['errors']} bad records, {s['failed']} failed)")
+        counts = ", ".join((plural(s["windows"], "window"), plural(s["records"], "record"), plural(s["keys"], "key"),
+                            plural(s["errors"], "bad record")))
+        return f"ScanResult({s['source']!r}, runtime {s['runtime']}: {counts}, {s['failed']} failed)"
 
     def _repr_html_(self) -> str:
         from agent_inspect._html import escape, frame_html, labelled
 
         s = self.summary()
         per_rule = "; ".join(
-            f"<code>{escape(self.rule_label(r))}</code>: {s[r]['rerun'] + s[r]['resumed']} bodies re-run, {s[r]['calls']} durable "
-            f"calls re-executed, {s[r]['stale_reuse_risk']} reuses at risk" for r in self.rules)
+            f"<code>{escape(self.rule_label(r))}</code>: {plural(s[r]['rerun'] + s[r]['resumed'], 'body', 'bodies')} "
+            f"re-run, {plural(s[r]['calls'], 'durable call')} re-executed, {plural(s[r]['stale_reuse_risk'], 'reuse')} "
+            "at risk" for r in self.rules)
         fail = (f" {labelled('b', plural(s['failed'], 'window') + ' failed', term='failed windows')}." if s["failed"] else "")
-        html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code>: "
+        html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code> (runtime {escape(self.runtime)}): "
                 f"{labelled('span', plural(s['windows'], 'window'), term='windows')}, {plural(s['records'], 'record')}, "
                 f"{plural(s['keys'], 'key')}, {plural(s['errors'], 'bad record')}, "
                 f"{labelled('span', plural(s['exposed_1301'], 'key') + ' exposed to #1301', term='exposed to #1301')}."

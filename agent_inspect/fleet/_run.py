@@ -393,6 +393,16 @@ def _in_key_order(keys: pd.DataFrame) -> bool:
     return bool((part[1:] >= part[:-1]).all() and rising[same].all())
 
 
+def _resolved(runtime: str, parts: pd.DataFrame) -> str:
+    """The runtime the scan read its windows as: the given one, else the latest any window was inferred as (a
+    window without a V4 record cannot tell 0.4 from main; the log as a whole is read as the latest)."""
+    if runtime != "auto" or "runtime" not in parts.columns:
+        return runtime
+    seen = set(parts["runtime"].dropna().astype(str))
+    named = [r for r in RUNTIMES[1:] if r in seen]   # RUNTIMES[0] is "auto"
+    return named[-1] if named else ("unknown" if seen else runtime)
+
+
 def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rules: tuple[str, ...],
               markers: Mapping[int, int] | None, runtime: str, output: str | None, link: str | None,
               seconds: float) -> ScanResult:
@@ -422,5 +432,5 @@ def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rul
                                                                                      "error"])
     failures = pd.DataFrame(failed, columns=_FAILURE_COLUMNS)
     return ScanResult(keys=keys, partitions=parts, errors=errors, failures=failures, source=plan.source, rules=rules,
-                      markers=markers, runtime=runtime, output=output, dashboard=link, seconds=round(seconds, 3),
+                      markers=markers, runtime=_resolved(runtime, parts), output=output, dashboard=link, seconds=round(seconds, 3),
                       spec=plan.spec)

@@ -84,7 +84,7 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions()).keys.head()
     """
     from agent_inspect._bulk import gc_paused
-    from agent_inspect.log import read_window, write_window
+    from agent_inspect.log import read_window, resolve_runtime, write_window
 
     t0 = time.perf_counter()
     log = read_window(spec, window)
@@ -117,6 +117,7 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
         "bytes": int(pd.to_numeric(records["payload_bytes"], errors="coerce").fillna(0).sum()) if len(records) else 0,
         "read_seconds": round(t_read, 4), "seconds": round(time.perf_counter() - t0, 4),
         "worker": f"{socket.gethostname()}:{os.getpid()}", "output": written,
+        "runtime": resolve_runtime(options.runtime, log).name,   # what this window was read as
     }
     return WindowResult(keys=keys, partition=row, errors=sample)
 
@@ -252,6 +253,8 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
         evidence[k].append(pair)
     out["runtime_evidence"] = [",".join(evidence.get(k, ())) for k in key_list]
 
+    if not key_list:   # an empty window (or no keyed record): no key to predict, and no input to infer a plan from
+        return pd.DataFrame(columns=[*KEY_COLUMNS, *(f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS)])
     plan = plan_source.replay_plan(log) if plan_source is not None else ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
     window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them

@@ -50,7 +50,8 @@ class FleetScanView(w.VBox):
         self.add_class("ai-scan")
         self.result = result
         rules = list(result.rules)
-        self.rule = w.Dropdown(description="Rule", options=rules, value=rule or rules[0],
+        # each rule by its label (a what-if says so), its value the rule's name as the columns spell it
+        self.rule = w.Dropdown(description="Rule", options=[(result.rule_label(r), r) for r in rules], value=rule or rules[0],
                                layout=w.Layout(width="260px"))
         self.rule.observe(lambda _: self._rule_changed(), names="value")
         # at_risk() order by default: one all-zero column (no stale reuse anywhere) must not decide the order
@@ -124,7 +125,7 @@ class FleetScanView(w.VBox):
         except Exception as exc:  # noqa: BLE001 - shown to the user, the table stays usable
             self._show_detail(w.HTML(message_html(f"Could not open {business_key}: {exc}", level="error")))
             return None
-        title = w.HTML(f"<h4 class='ai-scan-key'>{escape(business_key)} under <code>{escape(self.rule.value)}</code>"
+        title = w.HTML(f"<h4 class='ai-scan-key'>{escape(business_key)} under <code>{escape(self.result.rule_label(self.rule.value))}</code>"
                        f" <small>(from {escape(where)})</small></h4>")
         inspector = ResultInspector(recon, key=business_key)
         self._show_detail(title, inspector)
@@ -144,7 +145,7 @@ class FleetScanView(w.VBox):
             return (f"<span class='ai-term' title='{escape(define(key))}'>{escape(plural(n, noun))}{escape(rest)}"
                     "</span>")
 
-        text = (f"<b>Fleet scan</b> of <code>{escape(s['source'])}</code>: "
+        text = (f"<b>Fleet scan</b> of <code>{escape(s['source'])}</code> (runtime {escape(s['runtime'])}): "
                 + ", ".join([term(s["windows"], "window", "windows"), escape(plural(s["records"], "record")),
                              escape(plural(s["keys"], "key")), term(s["errors"], "bad record", "error"),
                              term(s["exposed_1301"], "key", "exposed to #1301", " exposed to #1301")]))
