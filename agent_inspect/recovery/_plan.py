@@ -209,7 +209,7 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
         return ()
     from agent_inspect.log import resolve_runtime
     from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
-    from agent_inspect.recovery._refresh import refresh_positions
+    from agent_inspect.recovery._refresh import check_moved_marker
     from agent_inspect.store import runtime_model
 
     start = normalize_markers(markers)
@@ -217,6 +217,7 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
     model = runtime_model(info, kafka_pending=kafka_pending)
     if start is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
         return ()
+    check_moved_marker(log, info, markers)   # refresh rows after the markers: not a log such a writer writes
     notes = []
     if plan.inputs:
         notes.append(f"kafka_pending='marker': a writer that moves the marker back to its oldest retained state "
@@ -226,16 +227,6 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
                      "re-submits such a round's queued tasks and does not dispatch its finished ones (spec §9.5 "
                      "steps 2–3, addendum §2.2); a checkpoint's plan tells them apart "
                      "(ai.checkpoint.read(DIR).replay_plan(log))")
-    recs = log.records
-    lo = recs["partition"].map(start)
-    window = set(recs.index[lo.notna() & (recs["offset"] >= lo.fillna(0))].tolist())
-    again = window & refresh_positions(log, info, kafka_pending="refresh") if getattr(log, "raw", None) is not None \
-        else set()
-    if again:
-        notes.append(f"of the records after the markers, {len(again):,} repeat the last value of their state key byte "
-                     "for byte: the refresh rows of kafka_pending='refresh' (the default; addendum §2.2), which a "
-                     "writer that moves the marker back does not write; read under 'marker' they are new writes, and "
-                     "the rounds they hold are replayed")
     return tuple(notes)
 
 

@@ -21,14 +21,14 @@ if TYPE_CHECKING:
     from agent_inspect._types import LogLike, RuntimeLike
 
 from agent_inspect._bulk import once_per_log
-from agent_inspect._glossary import count_words
+from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._rebuild import source_kind_of
 from agent_inspect.store import runtime_model
 
 __all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRounds", "retained_rounds", "queued_event",
-           "output_identities"]
+           "output_identities", "check_moved_marker"]
 
 
 def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> frozenset[int]:
@@ -65,6 +65,32 @@ def _refresh_rows(log: LogLike, raw: Any) -> frozenset[int]:
             found.append(int(pos))
         latest[slot] = value
     return frozenset(found)
+
+
+def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | RuntimeLike | None, markers: Any) -> None:
+    """Refuse ``kafka_pending="marker"`` over a Kafka log whose records after ``markers`` repeat their state key's
+    last value byte for byte: checkpoint-time refresh rows (addendum §2.2), which a writer that moves the marker
+    back never writes (§2.3), so the log itself shows its writer refreshes. Read under "marker" those rows would be
+    new writes and their rounds replayed and reused, a recovery no upstream runtime runs."""
+    from agent_inspect._errors import RecoveryError
+    from agent_inspect.recovery._rebuild import normalize_markers
+
+    model = runtime_model(runtime, kafka_pending="marker")
+    raw = getattr(log, "raw", None)
+    if log is None or raw is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
+        return
+    found = refresh_positions(log, runtime, kafka_pending="refresh")
+    start = normalize_markers(markers)
+    if found and start is not None:
+        records = cast("LogLike", log).records
+        lo = records["partition"].map(start)
+        window = set(records.index[lo.notna() & (records["offset"] >= lo.fillna(0))].tolist())
+        found = frozenset(found & window)
+    if found:
+        raise RecoveryError(f"kafka_pending='marker' does not fit this log: it holds {plural(len(found), 'refresh row')} "
+                            "after the markers (a state key's last value repeated byte for byte, addendum §2.2), which "
+                            "a writer that moves the marker back never writes (§2.3); its writer refreshes, so use "
+                            "kafka_pending='refresh' (the default)")
 
 
 #: refresh rows per log: a byte comparison over every record, asked by the plan, each rebuild and the scan

@@ -117,6 +117,10 @@ class Recovery:
         provenance["store_flavour"] = "from the log's source" if flavour == "auto" else "given"
         marker_list, provenance["markers"] = _markers(markers)
         model = runtime_model(info, kafka_pending=kafka_pending)
+        if kafka_pending == "marker" and log is not None:
+            from agent_inspect.recovery._refresh import check_moved_marker
+
+            check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {info.name}")
         plan_source, provenance["plan"] = _plan_source(markers, plan)

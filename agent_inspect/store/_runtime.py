@@ -22,7 +22,8 @@ release. ``0.3`` is the model the spec was written from, the default everywhere.
   ``DurableExecutionManager``, and the #1101 Kafka marker revision has no refresh of its own and
   no way to move back; the #1158 test restores from a plain marker and still finds the state.
 - ``"marker"``: the checkpoint's marker is moved back to the oldest retained state. There are then
-  no refresh rows in a Kafka log, and nothing is collapsed.
+  no refresh rows in a Kafka log, and nothing is collapsed. A Kafka log that has them after the markers
+  was written by a refreshing writer: the recovery settings refuse "marker" over it (a ``RecoveryError``).
 """
 
 from __future__ import annotations

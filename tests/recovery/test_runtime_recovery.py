@@ -134,15 +134,38 @@ def test_a_plan_inferred_under_the_kafka_marker_option_says_what_the_moved_marke
     given = predict(moved.log, plan=moved.plan, agent=moved.agent, rule="original", markers=moved.markers,
                     runtime="0.4", kafka_pending="marker")
     assert dict(zip(given.tasks["action"], given.tasks["outcome"])) == {"WA": "RESUME", "IA": "NOT-DISPATCHED"}
-    # a log written with refresh rows, read under 'marker': its 15 refresh rows count as new writes (REUSE 14)
     log, markers = ai.load(ai.samples.path("production_v4")), ai.samples.markers("production_v4")
-    marker = predict(log, markers=markers, kafka_pending="marker")
-    assert marker.tasks["outcome"].value_counts().to_dict() == {"REUSE": 14, "RESUME": 1}
-    assert any("15 repeat the last value of their state key byte for byte" in n for n in marker.notes)
-    assert any("4 inputs of the rounds" in n for n in marker.notes)
     for quiet in (predict(log, markers=markers), predict(log, markers=markers, runtime="0.3"),
                   predict(build_case(_case("N14", "0.4")).log, markers=[{0: 4}], runtime="0.4")):
         assert not any("kafka_pending='marker'" in n for n in quiet.notes)
+
+
+def test_the_kafka_marker_option_refuses_a_log_with_refresh_rows_after_the_markers():
+    """A writer that moves the marker back writes no refresh rows (addendum §2.3): a Kafka log with them after the
+    markers was written by a refreshing one. Read under "marker" their rounds were replayed and reused (N14's 0.4
+    log: IA REUSE where the restore does not dispatch it; production_v4: REUSE 14, RESUME 1 from its 15 refresh
+    rows), a recovery no runtime runs: predict, reconstruct and the inferred plan refuse it and say which to use."""
+    refreshed = build_case(_case("N14", "0.4"))
+    log, markers = refreshed.log, list(refreshed.markers)
+    assert predict(log, agent=refreshed.agent, markers=markers, runtime="0.4").tasks["outcome"].tolist() == \
+        ["RESUME", "NOT-DISPATCHED"]
+    refused = "kafka_pending='marker' does not fit this log: it holds 2 refresh rows after the markers"
+    with pytest.raises(RecoveryError, match=refused):
+        predict(log, agent=refreshed.agent, markers=markers, runtime="0.4", kafka_pending="marker")
+    with pytest.raises(RecoveryError, match=refused):
+        ai.reconstruct(log, markers=markers, runtime="0.4", kafka_pending="marker")
+    with pytest.raises(RecoveryError, match="kafka_pending='refresh'"):
+        ai.ReplayPlan.from_log(log, markers=markers, runtime="0.4", kafka_pending="marker")
+    v4 = ai.load(ai.samples.path("production_v4"))
+    with pytest.raises(RecoveryError, match="it holds 15 refresh rows after the markers"):
+        predict(v4, markers=ai.samples.markers("production_v4"), kafka_pending="marker")
+    # a log the moved-back marker did write, and a Fluss log (refresh rows whatever the option), still run
+    moved = build_case(_case("N14", "0.4-kafka-marker"))
+    assert predict(moved.log, plan=moved.plan, agent=moved.agent, markers=moved.markers, runtime="0.4",
+                   kafka_pending="marker").tasks["outcome"].tolist() == ["RESUME", "NOT-DISPATCHED"]
+    fluss = build_case(_case("N14", "0.4-fluss"))
+    assert predict(fluss.log, agent=fluss.agent, markers=fluss.markers, runtime="0.4",
+                   kafka_pending="marker").tasks["outcome"].tolist() == ["RESUME", "NOT-DISPATCHED"]
 
 
 # -- item 3: sub-agents as main runs them --------------------------------------------------------------
