@@ -15,7 +15,7 @@ from agent_inspect._glossary import plural
 from agent_inspect.fleet._task import CALLS_PREFIX
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.recovery import Reconstruction
 
 __all__ = ["ScanResult", "RESULT_FILES"]
@@ -74,14 +74,7 @@ class ScanResult:
         scan ran as; "auto" reads as the runtime the scan resolved its rules under)."""
         from agent_inspect.log import rule_label
 
-        return rule_label(rule, self._runtime_info()) if rule in self.what_if else rule
-
-    def _runtime_info(self) -> Any:
-        from agent_inspect.log import RUNTIMES, RuntimeInfo, resolve_runtime
-
-        if self.runtime in RUNTIMES or self.runtime == "auto":
-            return resolve_runtime(self.runtime)
-        return RuntimeInfo(self.runtime, True, "no window held a decoded record")
+        return rule_label(rule, _scanned_runtime(self.runtime)) if rule in self.what_if else rule
 
     @property
     def complete(self) -> bool:
@@ -197,11 +190,11 @@ class ScanResult:
 
     def reconstruct(self, business_key: str, rule: str | None = None) -> Reconstruction:
         """The reconstruction of one key (its log reopened, see :meth:`load_key`) under ``rule``."""
-        from agent_inspect.log import RUNTIMES
         from agent_inspect.recovery import reconstruct
 
+        runtime = _scanned_runtime(self.runtime)
         return reconstruct(self.load_key(business_key), rule=rule or self.rules[0], markers=self.markers,
-                           runtime=self.runtime if self.runtime in RUNTIMES else "auto")
+                           runtime=runtime.name if runtime.name == runtime.model else "auto")
 
     def __repr__(self) -> str:
         s = self.summary()
@@ -227,3 +220,12 @@ class ScanResult:
         if s["failed"]:
             html += frame_html(self.failures[_FAILURE_COLUMNS], caption="failed windows")
         return html + "</div>"
+
+
+def _scanned_runtime(runtime: str) -> RuntimeInfo:
+    """The runtime a scan ran as; "unknown" (no window held a decoded record) models the default runtime."""
+    from agent_inspect.log import RUNTIMES, RuntimeInfo, resolve_runtime
+
+    if runtime in RUNTIMES or runtime == "auto":
+        return resolve_runtime(runtime)
+    return RuntimeInfo(runtime, True, "no window held a decoded record")
