@@ -27,9 +27,23 @@ def find_task(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, 
             raise SelectorError(f"task={task!r}: pass a row of prediction.tasks, "
                                 + (f"0 to {n - 1} (it has {plural(n, 'task')})" if n else "which has no task"))
         return int(task)
+    if key is None and seq is None and action is None and event is None:
+        raise SelectorError(_name_a_task(tasks))
     if isinstance(occurrence, bool) or not isinstance(occurrence, int | np.integer) or occurrence < 0:
         raise SelectorError(f"occurrence={occurrence!r}: pass 0 for the first match, 1 for the second, …")
     return _task_index(tasks, key, seq, _action_name(action, tasks, log), event, int(occurrence), log)
+
+
+def _name_a_task(tasks: pd.DataFrame) -> str:
+    """How to name a task, with one of ``tasks`` as the example: no task named is no question to answer."""
+    how = "explain needs a task: name it by business key, seq and action"
+    if not len(tasks):
+        return how + " (this restore runs no task)"
+    first = tasks.iloc[0]
+    key = first["business_key"] if isinstance(first.get("business_key"), str) else first["key"]
+    example = f"ai.explain(log, {str(key)!r}, {int(first['seq'])}, {str(first['action'])!r})"
+    return (f"{how}, e.g. {example}, or pass task= a row of ai.predict(log).tasks "
+            f"(this restore has {plural(len(tasks), 'task')})")
 
 
 def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
