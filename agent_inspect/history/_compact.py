@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._types import RecordSource
 from agent_inspect.history._executions import annotate
 from agent_inspect.history._names import action_label, action_names
 
@@ -61,9 +62,10 @@ def record_kinds(frame: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def compact_history(records: pd.DataFrame, divergences: pd.DataFrame | None = None, *,
+def compact_history(records: RecordSource, divergences: pd.DataFrame | None = None, *,
                     known: Mapping[str, str] | Iterable[str] = ()) -> pd.DataFrame:
-    """One line per action execution of ``records`` (one key's rows, index = log position), in log order.
+    """One line per action execution of ``records`` (a log, a reconstruction or a records frame, index = log
+    position; usually one key's: ``log.for_key(key)``), in log order.
 
     Columns: ``line`` (0-based), ``execution``, ``seq``, ``attempt``, ``action`` (the action's name, from the
     log or ``known`` names, see :func:`action_names`; ``uuid:<8 hex>…`` when no name is known), ``event_type`` (the event that triggered it), ``first_pos`` / ``last_pos``
@@ -75,10 +77,12 @@ def compact_history(records: pd.DataFrame, divergences: pd.DataFrame | None = No
 
     For example::
 
-        one = log.records[log.records["business_key"] == "user-0011"]
-        ai.history.compact_history(one)[["line", "seq", "attempt", "action", "status"]].head()
+        ai.history.compact_history(log.for_key("user-0011"))[["line", "seq", "attempt", "action", "status"]].head()
     """
-    frame = records
+    if not isinstance(records, pd.DataFrame) and not isinstance(getattr(records, "records", None), pd.DataFrame):
+        raise TypeError(f"compact_history takes a log, a reconstruction or a records frame (one key's: "
+                        f"log.for_key(key)), not a {type(records).__name__}")
+    frame = records if isinstance(records, pd.DataFrame) else records.records
     if frame.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in _LINE_COLUMNS})
     if "execution" not in frame.columns:
