@@ -138,9 +138,11 @@ def write_otlp_json(specs: Sequence[Mapping[str, Any]], path: str | os.PathLike[
     from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
+    out = Path(path)
+    if not out.parent.is_dir():     # not created here: write_report does not create directories either
+        raise InspectError(f"cannot write {out}: directory {out.parent} does not exist; create it first")
     message = encode_spans(_readable(specs, resource))
     data = _hex_ids(json_format.MessageToDict(message, use_integers_for_enums=True))
-    out = Path(path)
     out.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
