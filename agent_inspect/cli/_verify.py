@@ -71,12 +71,19 @@ def _run(args: argparse.Namespace) -> int:
         print(f"tokens: {result.tokens.headline()}")
         for note in (*result.notes, *result.tokens.notes):
             print(f"note: {note}")
-        for row in result.mismatches.itertuples(index=False):
+        shown = result.mismatches
+        if result.other_job:      # one line per task of a key the trace never names is a wall saying the same
+            unnamed = shown["cause"] == "trace-missing"
+            shown = shown[~unnamed]
+        for row in shown.itertuples(index=False):
             # a traced execution the prediction lacks has no predicted outcome and maybe no round
             seq = f" seq {row.seq}" if not pd.isna(row.seq) else ""
             predicted = row.predicted if isinstance(row.predicted, str) else "nothing"
             print(f"  {row.verdict} {row.key}{seq} {row.action}: predicted {predicted}, observed "
                   f"{row.observed} [{row.cause}] {row.explanation}")
+        if result.other_job and unnamed.any():
+            n = int(unnamed.sum())
+            print(f"  {plural(n, 'task')} of keys the trace never names {'is' if n == 1 else 'are'} not listed (--json lists them)")
         if result.ranking is not None:
             print("rules, store flavours and markers by agreement:" if args.infer else "rules and store flavours by agreement:")
             for r in result.ranking.head(5).itertuples(index=False):

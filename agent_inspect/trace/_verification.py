@@ -53,6 +53,8 @@ class Verification(HtmlRepr):
     what_if: bool = False
     ranking: pd.DataFrame | None = None
     notes: tuple[str, ...] = ()
+    #: why the trace looks like another job's (it shares no business key with the log), "" when it does not
+    other_job: str = ""
     confidence: str = "low"
     prediction: Any = field(default=None, repr=False, compare=False)
     trace: Any = field(default=None, repr=False, compare=False)
@@ -168,7 +170,13 @@ class Verification(HtmlRepr):
         return "agrees on tasks; " + "; ".join(extra) if extra else verdict
 
     def summary_text(self) -> str:
-        """One line: the verdict's reason (counts, causes, and why an undetermined cause cannot tell)."""
+        """One line: the verdict's reason (counts, causes, and why an undetermined cause cannot tell), led by
+        :attr:`other_job` when the trace looks like another job's and does not agree."""
+        text = self._summary()
+        return f"most likely another job's trace: {self.other_job}; {text}" \
+            if self.other_job and self.verdict != Verdict.AGREE else text
+
+    def _summary(self) -> str:
         n = len(self.tasks)
         if not n:
             return "nothing to check: the prediction has no task and the trace no action execution"
@@ -231,7 +239,7 @@ class Verification(HtmlRepr):
             "confidence": self.confidence, "markers": jsonable(self.markers), "summary": self.summary_text(),
             "causes": self.causes(),
             "undetermined_causes": {c: UNDETERMINED_CAUSES.get(c, "") for c in _causes(self.undetermined)},
-            "notes": list(self.notes),
+            "notes": list(self.notes), "other_job": self.other_job,
             "totals": jsonable_rows(self.totals), "calls": jsonable_rows(self.calls),
             "ranking": jsonable_rows(self.ranking) if self.ranking is not None else None,
             "best": jsonable(self.best()),

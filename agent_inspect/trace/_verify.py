@@ -374,8 +374,7 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
         if plan is None:
             notes.append("the trace's inputs are missing or truncated: the replay plan is inferred from the log")
     execs = trace.executions(cached_latency_ms=cached_latency_ms)
-    if log is not None:
-        notes.extend(_shared_keys_note(trace, log))
+    other_job = _shared_keys_note(trace, log) if log is not None else ""
     if execs.empty:
         notes.append("the trace holds no action execution (is trace-log.targets scope EVENT_ONLY, the default?)")
     summary = trace.summary()
@@ -443,17 +442,17 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
     return Verification(tasks=tasks, totals=_totals(tasks), calls=call_totals,
                         rule=rule_label(rule, None), store_flavour=flavour, runtime=settings.runtime.name,
                         what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
-                        confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
+                        other_job=other_job, confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
 
 
-def _shared_keys_note(trace: Any, log: Any) -> list[str]:
-    """A note when the trace and the log have no business key in common: most likely another job's trace."""
+def _shared_keys_note(trace: Any, log: Any) -> str:
+    """Why the trace looks like another job's (no business key in common with the log), or ""."""
     traced = {str(k) for k in trace.good["business_key"].dropna().unique()}
     logged = {str(k) for k in log.records["business_key"].dropna().unique()}
     if not traced or not logged or traced & logged:
-        return []
-    return [f"the trace and the log share no business key (the trace names {len(traced):,}, e.g. {min(traced)!r}; "
-            f"the log holds {len(logged):,}, e.g. {min(logged)!r}): is this the trace of this job's restore?"]
+        return ""
+    return (f"the trace and the log share no business key (the trace names {len(traced):,}, e.g. {min(traced)!r}; "
+            f"the log holds {len(logged):,}, e.g. {min(logged)!r})")
 
 
 _RANKING_COLUMNS = ("rule", "store_flavour", "name", "agree", "disagree", "undetermined", "tasks", "markers",
