@@ -249,9 +249,26 @@ def diff(a: Any, b: Any, *, recovery: Recovery | None = None, key: str | None = 
             sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")
         if key is not None:
             sa, sb = _only_key(sa, key), _only_key(sb, key)
+        sa, sb = _named_alike(sa, sb), _named_alike(sb, sa)
         matched = align(sa.units, sb.units)
         pairs = compare_pairs(sa, sb, matched)
     return Diff(sa, sb, pairs[list(PAIR_COLUMNS)])
+
+
+def _named_alike(side: Side, other: Side) -> Side:
+    """``side`` with its actions named as ``other`` names them: by name when ``side`` has action UUIDs (a log's
+    records) and ``other`` has none (a prediction's tasks). The names come from the log and from ``other``'s
+    executions of the same state keys; a UUID named by neither stays as it is."""
+    units = side.units
+    if not units["action_uuid"].notna().any() or other.units["action_uuid"].notna().any():
+        return side
+    from agent_inspect.history import action_names
+
+    same = units[["state_key", "action_uuid"]].merge(other.units[["state_key", "action"]].dropna(), on="state_key")
+    names = {**(action_names(side.log.records) if side.log is not None else {}),
+             **dict(zip(same["action_uuid"], same["action"]))}
+    action = units["action_uuid"].map(names).fillna(units["action"])
+    return replace(side, units=units.assign(action=action.astype(object)))
 
 
 def _only_key(side: Side, key: str) -> Side:
