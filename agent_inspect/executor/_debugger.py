@@ -120,14 +120,20 @@ class Debugger:
                                   f"stop a run{did_you_mean([bp.action], actions)} (its actions: {', '.join(actions)})")
         if bp.key is None:
             return bp
-        key = self.engine.business_key(bp.key)
+        key = self.known_key(bp.key, "breakpoint", "it would never stop a run")
+        return bp if key == bp.key else dataclasses.replace(bp, key=key)
+
+    def known_key(self, key: str, use: str, because: str) -> str:
+        """``key`` as steps name it (a Flink key text becomes the log's business key); a key that is neither the
+        log's nor the plan's raises ``ReplayError`` naming ``use`` and the closest keys: ``because`` says why."""
+        business = self.engine.business_key(key)
         known, names = self.engine.known_keys()
-        if key not in known:
+        if business not in known:
             where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self.engine.log is not None \
                 else ("the plan", "")
-            raise ReplayError(f"breakpoint key {bp.key!r} is not a key of {where}, so it would never stop a "
-                              f"run{did_you_mean([bp.key], names)}{listed}")
-        return bp if key == bp.key else dataclasses.replace(bp, key=key)
+            raise ReplayError(f"{use} key {key!r} is not a key of {where}, so {because}"
+                              f"{did_you_mean([key], names)}{listed}")
+        return business
 
     def back(self) -> Step | None:
         steps = self.engine.run.steps

@@ -56,7 +56,9 @@ def counters_of(steps: Sequence[Step]) -> Counters:
         if kind is StepKind.LOOKUP and out in _TASK_DECISIONS:
             c["tasks"] += 1
             c["failed"] += out == StepOutcome.FAIL
-        if kind is StepKind.REUSE:
+        if kind is StepKind.NOT_DISPATCHED:
+            c["not_dispatched"] += 1
+        elif kind is StepKind.REUSE:
             c["reused"] += 1
         elif kind in (StepKind.RESUME, StepKind.RERUN) and s.call_index is None:
             if out in _BODIES:

@@ -239,9 +239,10 @@ class ReplayExecutor(HtmlRepr):
     def counters_for(self, key: str | None) -> Counters:
         """:attr:`counters` of the steps at business key ``key`` only (None: every step). An eviction counts
         at the key whose lookup made it, even when it removed other keys' records (snapshot Kafka K1). A Flink
-        key text is read as its business key (the digest under K1.6/K2), as breakpoints' keys are."""
+        key text is read as its business key (the digest under K1.6/K2), as breakpoints' keys are; a key of
+        neither the log nor the plan raises ``ReplayError`` with the closest keys, as a breakpoint's does."""
         steps = self._engine.run.steps
-        key = None if key is None else self._engine.business_key(key)
+        key = None if key is None else self._debugger.known_key(key, "counters_for", "it has no step to count")
         return counters_of(steps if key is None else [s for s in steps if s.key == key])
 
     def report(self) -> ReplaySafetyReport:

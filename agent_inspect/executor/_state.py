@@ -39,6 +39,8 @@ class Counters:
     #: tasks whose lookup failed (FAIL: upstream throws there and the job restarts); tasks = reused + resumed +
     #: rerun + failed
     failed: int = 0
+    #: cached records of a replayed round that no task looked up (``predict``'s NOT-DISPATCHED tasks; not in tasks)
+    not_dispatched: int = 0
     bodies_executed: int = 0
     shadow_runs: int = 0
     calls_executed: int = 0

@@ -27,6 +27,8 @@ COUNTER_WORDS: dict[str, tuple[str, str, str]] = {
     "rerun": ("tasks re-run", "tasks with no usable cached record: the body runs again from the start", "task re-run"),
     "failed": ("lookups failed", "tasks whose lookup fails upstream (FAIL): the job throws there and restarts",
                "lookup failed"),
+    "not_dispatched": ("records not dispatched", "cached records of a replayed round that no task looked up "
+                       "(predict lists them as NOT-DISPATCHED): nothing ran, nothing was reused", "record not dispatched"),
     "bodies_executed": ("action bodies run", "action bodies that ran again (tasks resumed + tasks re-run)",
                         "action body run"),
     "shadow_runs": ("bodies run to compare", "bodies the 'diff' replay policy ran beside the recorded result to "
