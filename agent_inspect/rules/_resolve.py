@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._glossary import did_you_mean
 from agent_inspect.rules._builtin import RULES
 from agent_inspect.store import DivergenceRule
 
@@ -53,7 +54,7 @@ def _builtin(base: str, flavour: str, options: dict[str, Any]) -> DivergenceRule
         options["flavour"] = flavour
     factory = RULES.get(base)
     if factory is None:
-        raise RecoveryError(f"unknown rule {base!r}; use one of {', '.join(RULES)} (or original:<flavour>, "
+        raise RecoveryError(f"unknown rule {base!r}{did_you_mean([base], RULES)}; use one of {', '.join(RULES)} (or original:<flavour>, "
                             "or module:ClassName for your own)")
     return factory(**options)
 
