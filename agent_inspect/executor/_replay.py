@@ -303,9 +303,20 @@ class ReplayExecutor(HtmlRepr):
                    f" — {plural(len(self._engine.run.steps), 'step')}, {'done' if self.done else 'paused'}",
                    *((", failed: ", self.failure) if self.failure else ()))
         cur = self.current
-        if cur is not None:
-            yield Text("current: ", cur.kind.value, " ", cur.key, " seq ", cur.seq, " ", cur.action, " → ", cur.outcome)
+        if cur is None:
+            yield Text("no step yet: step() runs the rebuild first, run() runs to the next breakpoint or the end")
+            return
+        yield Text("current: ", _step_words(cur))
         yield Table(self.steps.tail(20), caption="last steps")
+
+
+def _step_words(step: Step) -> str:
+    """A step in a few words, naming only what it has (a rebuild has no key, round or action)."""
+    words = [f"step {step.index}", step.kind.value, *([str(step.key)] if step.key is not None else []),
+             *([f"seq {step.seq}"] if step.seq is not None else []), *([step.action] if step.action else [])]
+    if step.outcome is not None:
+        words.append(f"→ {step.outcome.value if hasattr(step.outcome, 'value') else step.outcome}")
+    return " ".join(words) + (f" ({step.change})" if step.kind is StepKind.REBUILD and step.change else "")
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
