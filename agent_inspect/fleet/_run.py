@@ -184,6 +184,10 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     - ``connection_factory``: Fluss only, replaces ``fluss.FlussConnection.create`` as in
       :func:`agent_inspect.load_fluss`; it is pickled to the workers.
 
+    In a script, call it under ``if __name__ == "__main__":``: a ``LocalCluster`` starts its worker processes by
+    importing the script again (multiprocessing's spawn), and unguarded each would start a scan of its own and
+    fail ("Nanny failed to start"). A notebook needs no guard.
+
     For example::
 
         result = ai.scan("sample_logs/production.jsonl", markers=markers)   # or "kafka://broker:9092/topic"
