@@ -219,6 +219,10 @@ class HtmlRepr:
     def _repr_html_(self) -> str:
         return render_parts(self._html_parts())
 
+    def __rich__(self) -> Any:
+        """The same parts for rich (``rich.print(result)``, a rich console or IPython with rich's pretty hook)."""
+        return rich_parts(self._html_parts())
+
 
 def render_parts(parts: Iterable[HtmlPart]) -> str:
     """The escaped HTML of display parts, in one ``<div class="ai-repr">``."""
@@ -238,6 +242,50 @@ def _render_part(part: HtmlPart) -> str:
     if isinstance(part, Details):
         return f"<details><summary>{escape(part.summary)}</summary><pre>{escape(part.text)}</pre></details>"
     raise TypeError(f"not an HTML part: {type(part).__name__}")
+
+
+def rich_parts(parts: Iterable[HtmlPart]) -> Any:
+    """The display parts as one rich renderable; every value is literal text, never console markup.
+
+    rich is not a dependency: this runs only when rich asks an object to render itself.
+    """
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.table import Table as RichTable
+    from rich.text import Text as RichText
+
+    def line(spans: Iterable[Any], style: str = "") -> RichText:
+        text = RichText(style=style)
+        for span in spans:
+            styled = "bold" if type(span) is Strong else "italic" if isinstance(span, Em) else \
+                "cyan" if isinstance(span, Code) else "underline" if isinstance(span, Term) else ""
+            text.append(str(span.text if isinstance(span, (Strong, Term)) else span), style=styled)
+        return text
+
+    out: list[Any] = []
+    for part in parts:
+        if isinstance(part, Text):
+            out.append(line(part.spans, "bold" if isinstance(part, Heading) else ""))
+        elif isinstance(part, Facts):
+            grid = RichTable.grid(padding=(0, 2))
+            for label, value in part.rows:
+                if value is not None:
+                    grid.add_row(line([label], "bold"), RichText(str(value)))
+            out.append(grid)
+        elif isinstance(part, Table):
+            frame = part.frame.head(part.max_rows)
+            table = RichTable(*map(str, frame.columns), title=part.caption,
+                              caption=f"{len(part.frame)} rows" if len(part.frame) > part.max_rows else None)
+            for row in frame.itertuples(index=False):
+                table.add_row(*(RichText(str(_cell(v))) for v in row))
+            out.append(table)
+        elif isinstance(part, Bullets):
+            out.extend(RichText("• " + str(item)) for item in part.items)
+        elif isinstance(part, Details):
+            out.extend([RichText(str(part.summary), style="bold"), Padding(RichText(str(part.text)), (0, 0, 0, 2))])
+        else:
+            raise TypeError(f"not a display part: {type(part).__name__}")
+    return Group(*out)
 
 
 def _span(span: Any) -> str:

@@ -75,3 +75,42 @@ def test_raw_html_is_not_a_part():
 def test_result_objects_render_through_the_mixin(cls):
     assert issubclass(cls, HtmlRepr)
     assert "_repr_html_" not in vars(cls) and "_html_parts" in vars(cls)
+
+
+MARKUP = "[red]not markup[/red] [link=http://x]y[/link]"
+
+
+class _MarkupProbe(HtmlRepr):
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong(MARKUP), " plain ", Code(MARKUP))
+        yield Facts([("key", MARKUP), ("left out", None)])
+        yield Table(pd.DataFrame({"payload": [MARKUP, "b", "c"]}), caption="first rows", max_rows=2)
+        yield Bullets([MARKUP])
+        yield Details("summary", MARKUP)
+
+
+def _rich_text(obj: object) -> str:
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=200, record=True, color_system=None)
+    console.print(obj)
+    return console.export_text()
+
+
+def test_rich_prints_the_same_parts_as_literal_text():
+    text = _rich_text(_MarkupProbe())
+    # every handed-over value shows as written: console markup in job data is text, never obeyed
+    assert text.count(MARKUP) == 6 and "left out" not in text and "3 rows" in text and " c " not in text
+
+
+def test_results_print_their_content_through_rich(tmp_path):
+    import agent_inspect as ai
+
+    log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
+    prediction = ai.predict(log, markers=markers)
+    row = prediction.tasks.iloc[0]
+    explanation = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert "Prediction under rule original" in _rich_text(prediction)
+    assert f"Why {row['action']} ({row['key']}, seq {int(row['seq'])})" in _rich_text(explanation)
