@@ -83,7 +83,9 @@ class ReplaySafetyReport(HtmlRepr):
                 equal = out == StepOutcome.DIFF_EQUAL
                 row["diff"] = s.change if not equal else (
                     "equal (memory not replayed)" if s.detail.get("memory_not_replayed") else "equal")
-                row["diff_changed"] = not equal
+                row["diff_changed"] = out == StepOutcome.DIFF_CHANGED
+                if out == StepOutcome.DIFF_UNAVAILABLE:
+                    row["risks"].append("diff: not compared (a sub-agent result the record does not hold)")
             elif out == StepOutcome.FAILED:
                 row["risks"].append(s.reason or "body failed")
         if failure and rows:

@@ -77,6 +77,7 @@ class StepOutcome(enum.StrEnum):
     # policy ``diff``: a shadow run compared with the production record
     DIFF_EQUAL = "diff-equal"
     DIFF_CHANGED = "diff-changed"
+    DIFF_UNAVAILABLE = "diff-unavailable"   # the body called a sub-agent whose result the record does not hold
     # durable calls (§9.4) and the replay call policy (§12)
     HIT = "hit"
     HIT_FAILED = "hit-failed"
@@ -101,7 +102,7 @@ class StepOutcome(enum.StrEnum):
 SERVED_CALLS = frozenset({StepOutcome.HIT, StepOutcome.HIT_FAILED, StepOutcome.PENDING_HIT,
                           StepOutcome.SERVED_RECORDED})
 """Call outcomes that served a result without running the call."""
-SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED})
+SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED, StepOutcome.DIFF_UNAVAILABLE})
 """Outcomes of a ``diff`` policy's shadow run."""
 CALL_COUNTERS: dict[str, str] = {
     StepOutcome.EXECUTE: "calls_executed", StepOutcome.RESUBMIT: "calls_resubmitted",
