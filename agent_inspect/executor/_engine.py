@@ -227,7 +227,12 @@ class Engine(Observer):
         self._emit(self.run.body_kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
                    function_id=event.function_id, reason=call_reason(event),
                    change=f"call results {event.results_before} → {event.results_after}",
-                   detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded})
+                   detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded,
+                           "subagent": self._subagent_scope(event.function_id)})
+
+    def _subagent_scope(self, function_id: str) -> str | None:
+        """The sub-agent a durable call calls (None: a call of the body's own)."""
+        return self.core.state.subagent_scopes.get(function_id) if self.core is not None else None
 
     def wrote(self, run: TaskRun, entry: Entry, value: RecordView, what: str) -> None:
         """A write to the session is also kept in the overlay (never a source) and journaled."""

@@ -10,6 +10,7 @@ from typing import Any
 from agent_inspect._errors import ReplayError
 
 __all__ = ["StepKind", "step_kind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
+           "call_counter",
            "CALL_COUNTERS"]
 
 
@@ -111,6 +112,16 @@ CALL_COUNTERS: dict[str, str] = {
 """The counter (and safety-report column) each call outcome adds to. A re-submission is no executed call: the
 child's own lookup decides whether the sub-agent runs again, and the child's row counts what it runs (addendum
 §1.1; case S09: the re-submitted call is "not executed")."""
+
+
+def call_counter(step: Step) -> str | None:
+    """The counter (and safety-report column) a call step adds to: :data:`CALL_COUNTERS` by its outcome, but a
+    sub-agent call that runs is ``calls_subagent``: no call that leaves the job (whatever the replay call
+    policy), its child round runs and the child's row counts the calls that do."""
+    out = "" if step.outcome is None else str(step.outcome)
+    if out == StepOutcome.EXECUTE and step.detail.get("subagent"):
+        return "calls_subagent"
+    return CALL_COUNTERS.get(out)
 
 
 @dataclass(frozen=True)

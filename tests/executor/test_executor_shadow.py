@@ -32,3 +32,19 @@ def test_a_shadow_runs_sub_agent_calls_dispatch_no_child_task() -> None:
     assert unavailable["risks"].str.contains("diff: not compared").all()
     assert not unavailable["risks"].str.contains("disagrees").any()
     assert shadowed.counters.shadow_runs == plain.counters.reused == 169      # one per reused task, these included
+
+
+def test_a_sub_agent_call_is_no_external_call_under_any_call_policy() -> None:
+    """A sub-agent call leaves no job (its child round runs and counts its own calls): it is counted as a sub-agent
+    call, not an executed one, so stubbing every call runs no external call and leaves every task replay-safe."""
+    plain = _run()
+    stubbed = _run(policies={"calls": "stub", "stubs": {"*": "stubbed"}})
+    assert (plain.counters.calls_executed, plain.counters.calls_subagent) == (382, 9)
+    assert (stubbed.counters.calls_executed, stubbed.counters.calls_subagent, stubbed.counters.calls_stubbed) == \
+        (0, 9, 382)
+    report = stubbed.report()
+    assert report.unsafe.empty and int(report.frame["calls_subagent"].sum()) == 9
+    # the steps stay "execute": the same calls predict's ledger names, labelled as sub-agent calls there
+    subagent = [s for s in stubbed.step_list if s.detail.get("subagent")]
+    assert len(subagent) == 9 and {str(s.outcome) for s in subagent} == {"execute"}
+    assert {s.detail["subagent"] for s in subagent} == {"reviewer"}
