@@ -23,7 +23,6 @@ GLOSSARY: dict[str, str] = {
     "FAIL": "the action failed during the replay",
     # record statuses of a reconstruction
     "live": "the record is in the rebuilt cache and would be reused",
-    "reused": "the record's completed result was reused by the restore",
     "evicted": "a divergence rule removed the record from the rebuilt cache, so its task runs again",
     "invalidated": "the record was dropped because an earlier record it depends on was removed",
     "superseded": "a later record of the same state key replaced this one",
@@ -109,6 +108,8 @@ GLOSSARY: dict[str, str] = {
     "expected": "the case states an expected outcome for this rule (False for rules it does not name, e.g. your "
                 "own: then passed only means no stale reuse)",
     "broken": "the rule's first error (a hook raised or returned the wrong type), or empty",
+    "reused": "tasks the restore REUSEs: their completed result comes from the action-state store and the action "
+              "does not run again (in a trace: executions the job reported reused)",
     "resumed": "tasks the restore runs again with their finished durable calls replayed from the journal",
     "failed": "tasks whose lookup FAILs under the rule",
     "completed": "the record holds the action's finished result (true once the action finished)",

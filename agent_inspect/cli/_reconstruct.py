@@ -67,19 +67,22 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
         "ledger": None,
     }
     if ledger:
-        report["ledger"], report["ledger_error"], report["warnings"] = _ledger(log, recovery)
+        report.update(_prediction(log, recovery))
     return report
 
 
-def _ledger(log: Any, recovery: Recovery) -> tuple[list[dict[str, Any]] | None, str | None, list[str]]:
-    """The prediction's ledger, or why there is none, and its warnings."""
+def _prediction(log: Any, recovery: Recovery) -> dict[str, Any]:
+    """The prediction's ledger, or why there is none, its warnings, and its tasks per outcome: the tasks the
+    restore runs, also those a fresh start (``--markers '[]'``) replays, which the rebuild window does not hold."""
     from agent_inspect.recovery import predict
 
     try:
         prediction = predict(log, recovery=recovery)
     except InspectError as exc:
-        return None, str(exc), []
-    return jsonable_rows(prediction.ledger_totals()), None, list(prediction.warnings)
+        return {"ledger": None, "ledger_error": str(exc), "warnings": []}
+    counts = prediction.tasks["outcome"].astype(str).value_counts()
+    return {"ledger": jsonable_rows(prediction.ledger_totals()), "ledger_error": None,
+            "warnings": list(prediction.warnings), "outcomes": {str(o): int(counts.get(str(o), 0)) for o in Outcome}}
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -105,15 +105,20 @@ def merge_markers(markers: Any, *, topic: str | None = None,
             if not isinstance(marker, Mapping):
                 raise error("marker 'offsets' must be a mapping partition -> offset")
         for raw_p, raw_o in marker.items():
-            p, o = _as_int(raw_p, "partition", error), _as_int(raw_o, "offset", error)
+            p = _as_int(raw_p, "partition", error)
+            o = _as_int(raw_o, "offset", error, partition=p)
             merged[p] = min(o, merged.get(p, o))
     return merged
 
 
-def _as_int(value: Any, what: str, error: type[InspectError]) -> int:
+def _as_int(value: Any, what: str, error: type[InspectError], *, partition: int | None = None) -> int:
+    of = "" if partition is None else f" for partition {partition}"
     if isinstance(value, bool):
-        raise error(f"marker {what} must be an integer, got {value!r}")
+        raise error(f"marker {what} must be an integer, got {value!r}{of}")
+    if isinstance(value, float) and not value.is_integer():   # int() would drop the fraction: another position
+        raise error(f"marker {what} must be an integer, got {value!r}{of}: a fraction is no record position; "
+                    "pass the value as the checkpoint recorded it")
     try:
         return int(value)
-    except (TypeError, ValueError):
-        raise error(f"marker {what} must be an integer, got {value!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise error(f"marker {what} must be an integer, got {value!r}{of}") from None

@@ -6,6 +6,7 @@ object the rows came from (a log for values and record links, a reconstruction, 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
-from agent_inspect._errors import InspectError
+from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ class Selector:
     each task) or "reconstruct" (the status of each record under ``rule``). ``attempt`` keeps one
     attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers
     (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
-    accept it.
+    accept it. ``markers`` or ``runtime`` without a rule set up a recovery: the side predicts under the rule
+    that runtime ships.
 
     For example::
 
@@ -80,7 +82,8 @@ def parse_selector(text: str) -> Selector:
     which tasks a recovery reuses, resumes or reruns), ``reconstruct=NAME`` (each record's status under
     that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``), ``attempt=N`` (attempt N of
     each business key, 1-based), ``key=K`` (one business key), ``markers=FILE`` (a JSON list of
-    ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it).
+    ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it). ``markers`` or
+    ``runtime`` without a rule diff what the restore does under the rule that runtime ships.
     Examples: ``prod.jsonl@attempt=2@key=order-7``, ``kafka://b:9092/topic@original``,
     ``prod.jsonl@reconstruct=fixed@markers=prod.markers.json``.
 
@@ -324,7 +327,7 @@ def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: st
                    **overrides: Unpack[RecoveryOverrides]) -> Side:
     from agent_inspect.log import load, resolve_runtime, rule_mark
 
-    log = load(sel.source)
+    log = _load_side(sel.source, load)
     if sel.markers is not None:
         try:
             with open(sel.markers, encoding="utf-8") as fh:
@@ -339,13 +342,40 @@ def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: st
         overrides["rule"] = sel.rule
     if sel.runtime is not None:
         overrides["runtime"] = sel.runtime
-    side = select(log, recovery=recovery, mode=sel.mode, attempt=sel.attempt, key=sel.key, label=sel.source,
+    mode = sel.mode
+    if mode == "log" and (sel.runtime is not None or sel.markers is not None):
+        # a recovery setting asks for a recovery: what the restore does under the rule that runtime ships
+        if sel.attempt is not None:
+            raise SelectorError(f"{sel.label!r}: @runtime= and @markers= set up a recovery, @attempt= selects records "
+                                "as written; drop one, or add a rule (@original) to diff what a restore does")
+        mode = "predict"
+    side = select(log, recovery=recovery, mode=mode, attempt=sel.attempt, key=sel.key, label=sel.source,
                   **overrides)
     # the what-if mark of the one labeller (" (what-if; 0.4 ships original)") after the selector's text
     mark = rule_mark(side.rule, resolve_runtime(side.runtime)).mark if side.what_if and side.rule else ""
-    name = label or sel.label + mark
+    name = label or replace(sel, mode=mode, rule=sel.rule or side.rule).label + mark
     return Side(name, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
                 source=side.source, what_if=side.what_if)
+
+
+def _load_side(source: str, load: Any) -> Any:
+    """``load(source)``; a source that cannot be opened and ends in ``@word`` names an unknown selector (a
+    segment that is no selector stays part of the source: paths may hold an ``@``)."""
+    from agent_inspect.rules import RULES
+
+    try:
+        return load(source)
+    except SourceError:
+        word = source.rpartition("@")[2] if "@" in source else ""
+        if not _SEGMENT.match(word):
+            raise
+        known = [*RULES, *SELECTORS]
+        close = difflib.get_close_matches(word, known, n=1)
+        raise SelectorError(f"unknown selector @{word} (and no source {source!r} to open); use a rule name "
+                            f"({', '.join(f'@{r}' for r in RULES)}) or one of "
+                            + ", ".join(f"@{s}=" for s in SELECTORS)
+                            + (f"; did you mean @{close[0]}{'' if close[0] in RULES else '='}?" if close else "")) \
+            from None
 
 
 def _prediction_side(pred: Any, *, label: str, log: Any = None) -> Side:

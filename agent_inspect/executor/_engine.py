@@ -227,7 +227,12 @@ class Engine(Observer):
         self._emit(self.run.body_kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
                    function_id=event.function_id, reason=call_reason(event),
                    change=f"call results {event.results_before} → {event.results_after}",
-                   detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded})
+                   detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded,
+                           "subagent": self._subagent_scope(event.function_id)})
+
+    def _subagent_scope(self, function_id: str) -> str | None:
+        """The sub-agent a durable call calls (None: a call of the body's own)."""
+        return self.core.state.subagent_scopes.get(function_id) if self.core is not None else None
 
     def wrote(self, run: TaskRun, entry: Entry, value: RecordView, what: str) -> None:
         """A write to the session is also kept in the overlay (never a source) and journaled."""
@@ -291,8 +296,18 @@ class Engine(Observer):
         error = None
         try:
             self.agent.run_action(run.action, cast("ActionContext", ctx))   # it takes both call forms
+        except _ResultNotRecorded:
+            pass                                                           # not compared: ctx.not_called says why
         except Exception as exc:  # noqa: BLE001 - a failing shadow run is a difference, not a job failure
             error = f"{type(exc).__name__}: {exc}"
+        if ctx.not_called:
+            self._emit(StepKind.RERUN, **_common(run), outcome=StepOutcome.DIFF_UNAVAILABLE,
+                       reason="policy diff: body run on a copy of memory, not compared with the production record",
+                       change=f"not compared: the body called sub-agent {', '.join(ctx.not_called)}, whose result the "
+                              "record does not hold, and a shadow run dispatches no child task; the body stopped there",
+                       detail={"diff": (), "shadow": True, "memory_not_replayed": (),
+                               "subagents_not_called": tuple(ctx.not_called)})
+            return
         # an agent whose bodies write no memory (the as-recorded agent) cannot produce the record's memory updates:
         # comparing them would report every record that set memory as changed
         memory = bool(getattr(self.agent, "replays_memory", True))
@@ -301,20 +316,22 @@ class Engine(Observer):
         equal = "outputs and memory updates equal" if not unreplayed else "outputs equal"
         note = (f"; memory not replayed: the agent ({type(self.agent).__name__}) writes no memory, the record "
                 f"sets {list(unreplayed)}" if unreplayed else "")
-        if ctx.not_called:
-            note += (f"; sub-agent {', '.join(ctx.not_called)} not called: a shadow run dispatches no child task, "
-                     "and the record holds no result for that call")
         self._emit(StepKind.RERUN, **_common(run), outcome=StepOutcome.DIFF_CHANGED if diffs else StepOutcome.DIFF_EQUAL,
                    reason="policy diff: body run on a copy of memory and compared with the production record",
                    change=("; ".join(diffs) if diffs else equal) + note,
                    detail={"diff": tuple(diffs), "shadow": True, "memory_not_replayed": unreplayed,
-                           "subagents_not_called": tuple(ctx.not_called)})
+                           "subagents_not_called": ()})
+
+
+class _ResultNotRecorded(ReplayError):
+    """A shadow run's sub-agent call whose result the record does not hold: the body cannot go on as it did."""
 
 
 class _ShadowContext(ReplayContext):
     """The context of a ``diff`` shadow run, which changes nothing: a sub-agent call does not dispatch the child's
     round into the replay (its lookups could evict, its writes would land). It gets the production record's result
-    for that call when the record holds one, else None, and is named in ``not_called``."""
+    for that call when the record holds one; else the call is named in ``not_called`` and stops the body (a
+    made-up result would make up the differences too)."""
 
     def __init__(self, engine: Core, run: TaskRun, calls: CallJournal, *, short_term: Memory, sensory: Memory,
                  recorded: Sequence[CallSlot], decode: Callable[[CallSlot], Any]) -> None:
@@ -330,7 +347,7 @@ class _ShadowContext(ReplayContext):
         slot = self._recorded.get(f"{session_id}#{call_id}")
         if slot is None or slot.status == "PENDING":
             self.not_called.append(scope)
-            return None
+            raise _ResultNotRecorded(f"sub-agent {scope}'s result is not recorded")
         value = self._decode(slot)
         if slot.status == "FAILED":
             raise value

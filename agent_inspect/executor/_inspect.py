@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import Counters
-from agent_inspect.executor._steps import CALL_COUNTERS, SHADOW_OUTCOMES, STEP_COLUMNS, Step, StepKind, StepOutcome
+from agent_inspect.executor._steps import (
+    SHADOW_OUTCOMES,
+    STEP_COLUMNS,
+    Step,
+    StepKind,
+    StepOutcome,
+    call_counter,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,7 +74,7 @@ def counters_of(steps: Sequence[Step]) -> Counters:
             elif out in SHADOW_OUTCOMES:
                 c["shadow_runs"] += 1
         elif kind in (StepKind.RESUME, StepKind.RERUN):
-            counter = CALL_COUNTERS.get(out)
+            counter = call_counter(s)
             if counter is not None:
                 c[counter] += 1
         elif kind is StepKind.PERSIST:

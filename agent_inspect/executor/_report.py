@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from agent_inspect._glossary import plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._state import Counters
-from agent_inspect.executor._steps import CALL_COUNTERS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome
+from agent_inspect.executor._steps import CALL_COUNTERS, SHADOW_OUTCOMES, Step, StepKind, StepOutcome, call_counter
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,7 +18,7 @@ __all__ = ["ReplaySafetyReport", "REPORT_COLUMNS"]
 
 REPORT_COLUMNS = ["task", "key", "seq", "action", "event_type", "outcome", "rule_outcome", "policy",
                   "restored_in_flight", "stale_logic", "calls_served", "calls_executed", "calls_reconciled",
-                  "calls_resubmitted", "calls_stubbed", "calls_denied", "calls_truncated", "diff", "safe", "risks"]
+                  "calls_resubmitted", "calls_subagent", "calls_stubbed", "calls_denied", "calls_truncated", "diff", "safe", "risks"]
 
 _CALL_COLUMNS: dict[str, str] = {**CALL_COUNTERS, StepOutcome.MISMATCH: "calls_truncated",
                                  StepOutcome.TRUNCATE: "calls_truncated"}
@@ -38,6 +38,8 @@ class ReplaySafetyReport(HtmlRepr):
 
     ``calls_resubmitted`` (main): sub-agent calls whose PENDING caller slot sent the call again with the same
     ids. They are not executed calls: the child task's own row says whether the sub-agent runs again.
+    ``calls_subagent``: sub-agent calls sent again as new calls; no external call either (not a risk), the
+    child's row counts its own calls.
 
     For example::
 
@@ -66,7 +68,7 @@ class ReplaySafetyReport(HtmlRepr):
             if row is None:
                 row = rows[s.task] = {c: None for c in REPORT_COLUMNS}
                 row.update(task=s.task, key=s.key, seq=s.seq, action=s.action, event_type=s.event_type,
-                           **dict.fromkeys(_CALL_COLUMNS.values(), 0), restored_in_flight=False, stale_logic=False,
+                           **dict.fromkeys(_CALL_COLUMNS.values(), 0), calls_subagent=0, restored_in_flight=False, stale_logic=False,
                            risks=[])
             out = "" if s.outcome is None else str(s.outcome)   # plain text in the frame
             if s.kind is StepKind.LOOKUP:
@@ -76,14 +78,16 @@ class ReplaySafetyReport(HtmlRepr):
                 row["restored_in_flight"] = bool(s.detail.get("restored"))
                 row["stale_logic"] = bool(s.detail.get("stale_logic"))
             elif s.call_index is not None:
-                key = _CALL_COLUMNS.get(out)
+                key = call_counter(s) or _CALL_COLUMNS.get(out)
                 if key:
                     row[key] += 1
             elif out in SHADOW_OUTCOMES:
                 equal = out == StepOutcome.DIFF_EQUAL
                 row["diff"] = s.change if not equal else (
                     "equal (memory not replayed)" if s.detail.get("memory_not_replayed") else "equal")
-                row["diff_changed"] = not equal
+                row["diff_changed"] = out == StepOutcome.DIFF_CHANGED
+                if out == StepOutcome.DIFF_UNAVAILABLE:
+                    row["risks"].append("diff: not compared (a sub-agent result the record does not hold)")
             elif out == StepOutcome.FAILED:
                 row["risks"].append(s.reason or "body failed")
         if failure and rows:

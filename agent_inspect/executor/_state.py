@@ -47,6 +47,9 @@ class Counters:
     calls_served: int = 0
     calls_reconciled: int = 0
     calls_resubmitted: int = 0
+    #: sub-agent calls sent again as new calls: no call that leaves the job (the child's round runs; its calls
+    #: count as they run), so not in ``calls_executed``, whatever the replay call policy
+    calls_subagent: int = 0
     calls_stubbed: int = 0
     calls_denied: int = 0
     writes: int = 0

@@ -10,6 +10,7 @@ from typing import Any
 from agent_inspect._errors import ReplayError
 
 __all__ = ["StepKind", "step_kind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
+           "call_counter",
            "CALL_COUNTERS"]
 
 
@@ -77,6 +78,7 @@ class StepOutcome(enum.StrEnum):
     # policy ``diff``: a shadow run compared with the production record
     DIFF_EQUAL = "diff-equal"
     DIFF_CHANGED = "diff-changed"
+    DIFF_UNAVAILABLE = "diff-unavailable"   # the body called a sub-agent whose result the record does not hold
     # durable calls (§9.4) and the replay call policy (§12)
     HIT = "hit"
     HIT_FAILED = "hit-failed"
@@ -101,7 +103,7 @@ class StepOutcome(enum.StrEnum):
 SERVED_CALLS = frozenset({StepOutcome.HIT, StepOutcome.HIT_FAILED, StepOutcome.PENDING_HIT,
                           StepOutcome.SERVED_RECORDED})
 """Call outcomes that served a result without running the call."""
-SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED})
+SHADOW_OUTCOMES = frozenset({StepOutcome.DIFF_EQUAL, StepOutcome.DIFF_CHANGED, StepOutcome.DIFF_UNAVAILABLE})
 """Outcomes of a ``diff`` policy's shadow run."""
 CALL_COUNTERS: dict[str, str] = {
     StepOutcome.EXECUTE: "calls_executed", StepOutcome.RESUBMIT: "calls_resubmitted",
@@ -110,6 +112,16 @@ CALL_COUNTERS: dict[str, str] = {
 """The counter (and safety-report column) each call outcome adds to. A re-submission is no executed call: the
 child's own lookup decides whether the sub-agent runs again, and the child's row counts what it runs (addendum
 §1.1; case S09: the re-submitted call is "not executed")."""
+
+
+def call_counter(step: Step) -> str | None:
+    """The counter (and safety-report column) a call step adds to: :data:`CALL_COUNTERS` by its outcome, but a
+    sub-agent call that runs is ``calls_subagent``: no call that leaves the job (whatever the replay call
+    policy), its child round runs and the child's row counts the calls that do."""
+    out = "" if step.outcome is None else str(step.outcome)
+    if out == StepOutcome.EXECUTE and step.detail.get("subagent"):
+        return "calls_subagent"
+    return CALL_COUNTERS.get(out)
 
 
 @dataclass(frozen=True)

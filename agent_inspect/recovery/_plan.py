@@ -144,7 +144,8 @@ class ReplayPlan:
         A log with ``_agent_run_begin_event`` records was written with ``agent-run.begin-event`` on, so the plan is.
         A pending task names the action of ``agent`` (the replay's, when given) whose action UUID its records show
         (spec §9.5 step 2: the restore re-submits that action), else the name the log gives it
-        (:class:`~agent_inspect.agents.AsRecordedAgent`).
+        (:class:`~agent_inspect.agents.AsRecordedAgent`). Before K2 a Java action's UUID is the writing JVM's
+        (spec §4.4): one ``agent`` cannot derive names its only Java action listening to the task's event.
         """
         plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh, agent)
         notes = _moved_marker_notes(log, plan, markers, runtime, kafka_pending)
@@ -248,7 +249,7 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
 
 
 def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[str, int]],
-               name_of: Callable[[str, int], str]) -> tuple[PendingTask, ...]:
+               name_of: Callable[[str, int, str], str]) -> tuple[PendingTask, ...]:
     """The tasks the restored checkpoint held in flight (its ``actionTasks``), as the window shows them.
 
     A round whose input came before the markers (committed by the checkpoint) but whose tasks wrote records
@@ -274,13 +275,14 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
         for pos, trigger, action_uuid in zip(first.index.tolist(), first["task_event_id"].astype(object),
                                              first["action_uuid"].astype(object)):
             if trigger not in emitted:
-                pending.append(PendingTask(bk, seq, name_of(str(action_uuid), pos), _event_of(log, pos)))
+                event = _event_of(log, pos)
+                pending.append(PendingTask(bk, seq, name_of(str(action_uuid), pos, event.type), event))
     return tuple(pending)
 
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = (), *, in_flight: tuple[PendingTask, ...] = (),
-                   name_of: Callable[[str, int], str]) -> ReplayPlan:
+                   name_of: Callable[[str, int, str], str]) -> ReplayPlan:
     """The plan with the rounds the checkpoint held: restored seqs raised to them; their queued tasks and
     incomplete states (``retained``, from refresh rows) and the tasks in flight there (``in_flight``) pending in
     the order the restore re-submits them."""
@@ -296,7 +298,8 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
             tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
                      else (t.pos, t.action_uuid, agent_event(queued_event(log.value, t)))
                      for t in retained.order.get((bk, seq), positions)]
-            pending += [PendingTask(bk, seq, name_of(action_uuid, pos), event) for pos, action_uuid, event in tasks]
+            pending += [PendingTask(bk, seq, name_of(action_uuid, pos, event.type), event)
+                        for pos, action_uuid, event in tasks]
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
                       keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes + _in_flight_note(in_flight))
@@ -312,11 +315,12 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
             "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)
 
 
-def _action_names(log: ActionStateLog, given: object | None = None) -> Callable[[str, int], str]:
-    """``name_of(action_uuid, pos)``: the name of the action whose UUID the record at ``pos`` shows, in the
-    record's key format: ``given``'s (the replay's agent) when it has that action, else the name
+def _action_names(log: ActionStateLog, given: object | None = None) -> Callable[[str, int, str], str]:
+    """``name_of(action_uuid, pos, event_type)``: the name of the action whose UUID the record at ``pos`` shows, in
+    the record's key format: ``given``'s (the replay's agent) when it has that action, else the name
     :class:`~agent_inspect.agents.AsRecordedAgent` gives it (a RecoveryError when the log shows no such action).
-    Built on first use."""
+    Before K2 a Java action's UUID is the JVM's (spec §4.4), which ``given`` cannot derive: a UUID it does not
+    know is its only Java action listening to ``event_type``, when there is exactly one. Built on first use."""
     from agent_inspect.agents import AsRecordedAgent, FlinkAgentAdapter, is_flink_agent
 
     if given is not None and not hasattr(given, "action_uuid") and is_flink_agent(given):
@@ -324,23 +328,36 @@ def _action_names(log: ActionStateLog, given: object | None = None) -> Callable[
     agent = given if hasattr(given, "actions") and hasattr(given, "action_uuid") else None
     recs = log.records
     fallback = str(recs["key_format"].dropna().iloc[0]) if recs["key_format"].notna().any() else "K1.5"
-    names: dict[str, dict[str, str]] = {}     # per key format: {action UUID: name}
+    recorded: dict[str, dict[str, str]] = {}     # per key format: {action UUID: name}, as the log names them
+    replayed: dict[str, dict[str, str]] = {}     # per key format: {action UUID: name}, as ``agent`` derives them
+    agent_names = {d.name for d in agent.actions} if agent is not None else set()
 
-    def names_in(fmt: str) -> dict[str, str]:
-        if fmt not in names:
-            recorded = AsRecordedAgent.of(log)
-            known = {recorded.action_uuid(d.name, fmt): d.name for d in recorded.actions}
-            if agent is not None:     # the replay's agent names the action it re-submits (spec §9.5 step 2)
-                known.update({agent.action_uuid(d.name, fmt): d.name for d in agent.actions})
-            names[fmt] = known
-        return names[fmt]
+    def names_in(fmt: str) -> tuple[dict[str, str], dict[str, str]]:
+        if fmt not in recorded:
+            as_recorded = AsRecordedAgent.of(log)
+            recorded[fmt] = {as_recorded.action_uuid(d.name, fmt): d.name for d in as_recorded.actions}
+            replayed[fmt] = {agent.action_uuid(d.name, fmt): d.name for d in agent.actions} if agent else {}
+        return recorded[fmt], replayed[fmt]
 
-    def name_of(action_uuid: str, pos: int) -> str:
+    def java_listener(event_type: str) -> str | None:
+        listeners = [d.name for d in (agent.actions if agent is not None else ())
+                     if getattr(d, "java", False) and event_type in d.triggers]
+        return listeners[0] if len(listeners) == 1 else None
+
+    def name_of(action_uuid: str, pos: int, event_type: str) -> str:
         fmt = recs.at[pos, "key_format"] if pos in recs.index else None
-        known = names_in(str(fmt) if isinstance(fmt, str) else fallback)
-        if action_uuid not in known:
+        fmt = str(fmt) if isinstance(fmt, str) else fallback
+        in_log, in_agent = names_in(fmt)
+        if action_uuid in in_agent:   # the replay's agent names the action it re-submits (spec §9.5 step 2)
+            return in_agent[action_uuid]
+        if in_log.get(action_uuid) in agent_names:
+            return in_log[action_uuid]    # the log names it as the agent does
+        java = java_listener(event_type) if fmt != "K2" else None
+        if java is not None:
+            return java
+        if action_uuid not in in_log:
             raise RecoveryError(f"record {pos} names an action the log does not show; pass a ReplayPlan")
-        return known[action_uuid]
+        return in_log[action_uuid]
 
     return name_of
 

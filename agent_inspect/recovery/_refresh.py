@@ -73,24 +73,44 @@ def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | Runtim
     back never writes (§2.3), so the log itself shows its writer refreshes. Read under "marker" those rows would be
     new writes and their rounds replayed and reused, a recovery no upstream runtime runs."""
     from agent_inspect._errors import RecoveryError
-    from agent_inspect.recovery._rebuild import normalize_markers
 
     model = runtime_model(runtime, kafka_pending="marker")
     raw = getattr(log, "raw", None)
     if log is None or raw is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
         return
-    found = refresh_positions(log, runtime, kafka_pending="refresh")
-    start = normalize_markers(markers)
-    if found and start is not None:
-        records = cast("LogLike", log).records
-        lo = records["partition"].map(start)
-        window = set(records.index[lo.notna() & (records["offset"] >= lo.fillna(0))].tolist())
-        found = frozenset(found & window)
+    found = _refresh_rows_after(cast("LogLike", log), runtime, model.name, markers)
     if found:
-        raise RecoveryError(f"kafka_pending='marker' does not fit this log: it holds {plural(len(found), 'refresh row')} "
+        raise RecoveryError(f"kafka_pending='marker' does not fit this log: it holds {plural(found, 'refresh row')} "
                             "after the markers (a state key's last value repeated byte for byte, addendum §2.2), which "
                             "a writer that moves the marker back never writes (§2.3); its writer refreshes, so use "
                             "kafka_pending='refresh' (the default)")
+
+
+def _refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, name: str, markers: Any) -> int:
+    """:func:`_count_refresh_rows_after`, counted once per log, runtime and markers: resolving the settings and
+    inferring their plan both ask."""
+    from agent_inspect.recovery._rebuild import normalize_markers
+
+    start = normalize_markers(markers)
+    asked = (name, None if start is None else tuple(sorted(start.items())))
+    counts = once_per_log(_MOVED_MARKER_CHECKS, log, dict)
+    if asked not in counts:
+        counts[asked] = _count_refresh_rows_after(log, runtime, markers)
+    return counts[asked]
+
+
+def _count_refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, markers: Any) -> int:
+    """How many refresh rows ``log`` holds in the rebuild window of ``markers`` (anywhere without markers)."""
+    from agent_inspect.recovery._rebuild import normalize_markers, window_mask
+
+    found = refresh_positions(log, runtime, kafka_pending="refresh")
+    if not found or normalize_markers(markers) is None:
+        return len(found)
+    return len(found & set(log.records.index[window_mask(log.records, markers)].tolist()))
+
+
+#: per log: the refresh rows after each (runtime, markers) the kafka_pending="marker" check was asked about
+_MOVED_MARKER_CHECKS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], int]] = weakref.WeakKeyDictionary()
 
 
 #: refresh rows per log: a byte comparison over every record, asked by the plan, each rebuild and the scan

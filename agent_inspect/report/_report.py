@@ -18,7 +18,7 @@ from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import escape, labelled
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
-from agent_inspect.recovery import Prediction, Recovery, predict, reconstruct, tasks_by_impact
+from agent_inspect.recovery import Prediction, Recovery, normalize_markers, predict, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
@@ -89,6 +89,8 @@ def render_report(
         heading = title or f"agent_inspect fleet scan: {subject.source}"
         return _page(heading, scan_sections(subject, max_rows=max_rows), rule_name=", ".join(subject.rules))
     log, result, settings = _log_and_result(subject, recovery, overrides)
+    if verification is not None:
+        _check_same_settings(verification, result)
     # the result's own label when it has one (settings resolved once); else the rule named by the one labeller
     rule_name = getattr(result, "rule_label", None) or _rule_label(result, log)
     prediction = prediction_of(result, settings)
@@ -121,6 +123,22 @@ def _log_and_result(obj: Any, recovery: Recovery | None,
         return obj, reconstruct(obj, recovery=settings), settings
     raise InspectError(f"cannot report on a {type(obj).__name__}; pass an ActionStateLog or an "
                        "ai.reconstruct(...) result")
+
+
+def _check_same_settings(verification: Any, result: Any) -> None:
+    """Refuse a verification made under other recovery settings than the report's: its trace section would
+    check another recovery than the one the rest of the report shows."""
+    def words(rule: Any, runtime: Any, markers: Any) -> str:
+        start = normalize_markers(markers)
+        shown = "none" if start is None else "{" + ", ".join(f"{p}: {o}" for p, o in sorted(start.items())) + "}"
+        return f"rule {rule}, runtime {runtime}, markers {shown}"
+
+    runtime = getattr(result, "runtime", None)
+    ours = words(rule_label(result.rule, None), getattr(runtime, "name", runtime), result.markers)
+    theirs = words(verification.rule, verification.runtime, verification.markers)
+    if ours != theirs:
+        raise InspectError(f"the verification was made under other settings ({theirs}) than this report's "
+                           f"({ours}): give both the same settings, e.g. one recovery=ai.Recovery.for_log(log, ...)")
 
 
 def _rule_label(result: Any, log: Any) -> str:

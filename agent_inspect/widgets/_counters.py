@@ -42,6 +42,9 @@ COUNTER_WORDS: dict[str, tuple[str, str, str]] = {
     "calls_resubmitted": ("sub-agent calls re-submitted", "sub-agent calls whose PENDING caller slot sent the call "
                           "again with the same ids (main); not counted as made: the child task's lookup decides "
                           "whether the sub-agent runs again", "sub-agent call re-submitted"),
+    "calls_subagent": ("sub-agent calls made", "sub-agent calls sent again as new calls: no call that leaves the "
+                       "job, so not counted as durable calls made; the child's own calls count as they run",
+                       "sub-agent call made"),
     "calls_stubbed": ("calls answered by a stub", "calls the replay's call policy answered with a stub value instead "
                       "of running them", "call answered by a stub"),
     "calls_denied": ("calls refused", "calls the replay's call policy refused: the simulated job fails there",

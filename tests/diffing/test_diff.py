@@ -153,6 +153,25 @@ def test_selector_strings_load_and_select():
         ai.diff(42, path)
 
 
+
+def test_a_runtime_or_markers_selector_alone_predicts_and_an_unknown_word_is_an_unknown_selector():
+    """``@runtime=`` / ``@markers=`` without a rule set up a recovery: the side is what the restore does under the
+    rule that runtime ships (it was the log as written, the setting ignored). ``@bogus`` is no source to open."""
+    path = str(ROOT / "sample_logs" / "N04.jsonl")
+    d = ai.diff(f"{path}@runtime=0.3", f"{path}@runtime=0.4")
+    assert (d.a.kind, d.a.runtime, d.b.runtime) == ("prediction", "0.3", "0.4")
+    assert d.a.label.endswith("N04.jsonl@predict=original@runtime=0.3")
+    markers = str(ROOT / "sample_logs" / "N04.markers.json")
+    assert ai.diff(f"{path}@markers={markers}", path).a.kind == "prediction"
+    with pytest.raises(SelectorError, match="@attempt= selects records as written; drop one"):
+        ai.diff(f"{path}@attempt=1@runtime=0.3", path)
+    with pytest.raises(SelectorError, match=r"unknown selector @fixd .*@original, @naive, @fixed.*did you mean @fixed\?"):
+        ai.diff(f"{path}@fixd", path)
+    with pytest.raises(SelectorError, match=r"unknown selector @bogus .*@runtime=$"):
+        ai.diff(f"{path}@bogus", path)
+    with pytest.raises(ai.SourceError, match="cannot open"):
+        ai.diff(str(ROOT / "sample_logs" / "nope.jsonl"), path)
+
 def test_reconstructions_under_two_rules():
     log = ai.load(str(ROOT / "sample_logs" / "G01.jsonl"))
     markers = json.loads((ROOT / "sample_logs" / "G01.markers.json").read_text())["markers"]

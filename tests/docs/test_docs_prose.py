@@ -165,3 +165,9 @@ def test_the_runtimes_page_gives_refresh_rows_to_every_runtime_that_keeps_pendin
         said = "refresh rows" in entries[runtime] or "refresh rows" in cells[runtime] or (
             cells[runtime].startswith("as 0.4") and ai.store.runtime_model("0.4").keeps_pending)
         assert said == keeps, (runtime, keeps, cells[runtime], entries[runtime])
+
+
+def test_the_glossarys_reused_is_the_reuse_outcome_not_a_record_status() -> None:
+    """No record status is "reused": the word counts the tasks a restore REUSEs (scan, checker, trace status)."""
+    assert "reused" not in ai.recovery.STATUSES
+    assert "REUSE" in define("reused") and not define("reused").startswith("the record")

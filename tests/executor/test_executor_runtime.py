@@ -150,8 +150,9 @@ def test_a_dry_run_runs_sub_agents_and_stubs_or_denies_their_calls():
         sub_agent_calls = [(f, o) for f, o in _calls(stubbed) if "#" in f]
         assert sub_agent_calls == [(f, o) for f, o in _calls(produced) if "#" in f]
         assert (stubbed.counters.calls_resubmitted > 0) == resubmitted
-        assert stubbed.counters.calls_stubbed == produced.counters.calls_executed - sum(
-            o == "execute" for f, o in sub_agent_calls)     # every call that leaves the job, and only those
+        # every call that leaves the job, and only those: a sub-agent call is counted apart from them
+        assert stubbed.counters.calls_stubbed == produced.counters.calls_executed
+        assert stubbed.counters.calls_subagent == sum(o == "execute" for f, o in sub_agent_calls)
     denied = _with_calls("S10", calls="deny")
     assert denied.failure is not None and "durable call review " in str(denied.failure)
     assert denied.counters.calls_denied == 1 and denied.counters.calls_resubmitted == 0

@@ -84,3 +84,14 @@ def test_text_says_when_the_restore_fails_and_never_ends_a_line_with_a_comma(tmp
     assert main(["reconstruct", str(empty)]) == 0
     out = capsys.readouterr().out
     assert "rule original: 0 records\n" in out and "tasks: 0\n" in out
+
+
+def test_a_fresh_start_counts_the_tasks_the_prediction_replays(capsys) -> None:
+    """``--markers '[]'`` rebuilds nothing, so the rebuild window holds no task, but the restore replays every
+    input: the task counts are the prediction's, as its ledger is."""
+    n04 = str(SAMPLES / "N04.jsonl")
+    assert main(["reconstruct", n04, "--markers", "[]"]) == 0
+    out = capsys.readouterr().out
+    assert "tasks: 4 (RERUN 4)\n" in out and "  body IA: 2\n" in out
+    assert main(["reconstruct", n04, "--markers", "[]", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcomes"]["RERUN"] == 4

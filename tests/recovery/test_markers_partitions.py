@@ -4,7 +4,10 @@ store does, so the prediction still says it, but with a warning, instead of an e
 
 from __future__ import annotations
 
+import pytest
+
 import agent_inspect as ai
+from agent_inspect import RecoveryError
 from agent_inspect.cli import main
 
 
@@ -32,3 +35,15 @@ def test_the_cli_prints_the_warning(capsys) -> None:
     assert main(["reconstruct", str(ai.samples.path("N04")), "--markers", '[{"7": 3}]']) == 0
     out = capsys.readouterr().out
     assert "rule original: 10 records, outside 10" in out and "warning: the markers name partition 7" in out
+
+
+def test_a_fractional_or_negative_marker_offset_says_what_is_wrong_and_what_to_do() -> None:
+    """A fraction was truncated to another record's position; a negative offset was advised to be loaded from."""
+    log = ai.load(ai.samples.path("N04"))
+    with pytest.raises(RecoveryError, match=r"marker offset must be an integer, got 2\.7 for partition 0: a fraction"):
+        ai.predict(log, markers=[{0: 2.7}])
+    with pytest.raises(RecoveryError, match=r"marker offset -1 of partition 0 is negative: no record has a negative "
+                                            r"offset .*recovery_markers\(\)\), or 0 to rebuild"):
+        ai.reconstruct(log, markers=[{0: -1}])
+    whole = ai.predict(log, markers=[{0: 0.0}]).tasks                  # a whole number written as a float is one
+    assert whole["outcome"].tolist() == ai.predict(log, markers=[{0: 0}]).tasks["outcome"].tolist()

@@ -18,7 +18,7 @@ from typing import Any
 from agent_inspect.agents._python import PythonAgent
 from agent_inspect.executor import Breakpoint, Policies, ReplayExecutor, StepKind
 from agent_inspect.recovery import ReplayPlan, predict
-from tests.support.two_call_agent import CALLS, add, two_call_agent
+from tests.support.two_call_agent import CALLS, add, multiply, two_call_agent
 
 
 def _executor(log: Any = None, agent: Any = None, **how: Any) -> ReplayExecutor:
@@ -118,3 +118,32 @@ def test_a_java_action_under_two_attempt_uuids_is_one_listener() -> None:
     plan = ReplayPlan.from_log(log, markers=[marker])
     assert plan.pending == ()                     # neither round holds a task for the other attempt's UUID
     assert _looked(_executor(log, agent, markers=[marker], seed=9, attempt=3)) == []
+
+
+def test_a_pending_java_task_is_named_after_the_agents_java_listener() -> None:
+    """Before K2 the log's Java action UUID is the writing JVM's (spec §4.4): the replay's agent cannot derive it,
+    and a record with no outputs yet gives the log no name for it. The pending task is the agent's only Java action
+    listening to its event, and the restore re-runs it (a new JVM misses its state)."""
+    agent = PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"])
+    def ia(event, ctx):
+        ctx.send_event("WorkEvent", {"x": int(event.attributes["input"])})
+
+    @agent.action("WA", listens=["WorkEvent"], java=True)
+    def wa(event, ctx):
+        y = ctx.durable_execute(multiply, event.attributes["x"])
+        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, y)})
+
+    for key_format in ("K1", "K1.5"):
+        first = ReplayExecutor(agent=agent, plan={"inputs": [("k", "1")]}, key_format=key_format, runtime="main",
+                               seed=7, attempt=1)
+        first.run(until=Breakpoint(kind="persist", seq=0, action="WA", outcome="call results (1)"))
+        marker = first.checkpoint()
+        log = first.to_log()
+        plan = ReplayPlan.from_log(log, markers=[marker], agent=agent)
+        assert [(p.action, p.event.type) for p in plan.pending] == [("WA", "WorkEvent")]
+        tasks = predict(log, markers=[marker], agent=agent).tasks
+        outcomes = list(zip(tasks["action"], tasks["outcome"].astype(str)))
+        assert outcomes[:2] == [("WA", "RERUN"), ("IA", "NOT-DISPATCHED")]
+        assert ReplayPlan.from_log(log, markers=[marker]).pending[0].action.startswith("action-")   # the log's name

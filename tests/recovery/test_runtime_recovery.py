@@ -168,6 +168,25 @@ def test_the_kafka_marker_option_refuses_a_log_with_refresh_rows_after_the_marke
                    kafka_pending="marker").tasks["outcome"].tolist() == ["RESUME", "NOT-DISPATCHED"]
 
 
+
+def test_the_kafka_marker_check_reads_the_window_once_per_prediction(monkeypatch):
+    """Resolving the settings and inferring their plan both check the log against kafka_pending="marker": the
+    rebuild window's refresh rows are counted once (the count is kept per log, runtime and markers)."""
+    from agent_inspect.recovery import _refresh
+
+    counted = []
+    count = _refresh._count_refresh_rows_after
+    monkeypatch.setattr(_refresh, "_count_refresh_rows_after", lambda *a: counted.append(a) or count(*a))
+    moved = build_case(_case("N14", "0.4-kafka-marker"))
+    inferred = predict(moved.log, agent=moved.agent, rule="original", markers=moved.markers, runtime="0.4",
+                       kafka_pending="marker")
+    assert any(n.startswith("kafka_pending='marker'") for n in inferred.notes) and len(counted) == 1
+    refreshed = build_case(_case("N14", "0.4"))
+    for _ in range(2):
+        with pytest.raises(RecoveryError, match="it holds 2 refresh rows after the markers"):
+            predict(refreshed.log, markers=list(refreshed.markers), runtime="0.4", kafka_pending="marker")
+    assert len(counted) == 2
+
 # -- item 3: sub-agents as main runs them --------------------------------------------------------------
 
 def test_reused_child_replays_result_events_with_current_lineage():

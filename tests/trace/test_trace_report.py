@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import agent_inspect as ai
 from agent_inspect import samples
+from agent_inspect._errors import InspectError
 from agent_inspect.cli import main
 from agent_inspect.sources import write_trace
 
@@ -45,3 +48,20 @@ def test_the_report_and_its_json_say_the_verdict_and_why(tmp_path: Path, capsys)
     html = out.read_text(encoding="utf-8")
     assert "verdict-undetermined" in html and "Verdict: undetermined" in html and "cannot be decided by" in html
     assert "log-only agent cannot know" in html and "agent-model" in html
+
+
+def test_the_report_refuses_a_verification_made_under_other_settings(tmp_path: Path) -> None:
+    """A report's trace section checks the recovery the rest of the report shows, or the report mixes two."""
+    log, markers = ai.load(LOGS / "N04.jsonl"), samples.markers("N04")
+    trace = ai.load_trace(LOGS / "N04.trace.log")
+    fixed = ai.verify(log, trace, markers=markers, rule="fixed")
+    assert "Checked against the trace" in ai.report.render_report(log, markers=markers, rule="fixed",
+                                                                  verification=fixed)
+    with pytest.raises(InspectError, match=r"the verification was made under other settings \(rule fixed, runtime "
+                                           r"0\.4, markers \{0: 0\}\) than this report's \(rule original, runtime 0\.4, "
+                                           r"markers \{0: 0\}\)"):
+        ai.write_report(log, tmp_path / "r.html", markers=markers, verification=fixed)
+    with pytest.raises(InspectError, match=r"runtime 0\.3"):
+        ai.write_report(log, tmp_path / "r.html", markers=markers, runtime="0.3",
+                        verification=ai.verify(log, trace, markers=markers))
+    assert not (tmp_path / "r.html").exists()
