@@ -330,24 +330,29 @@ class Engine:
     def _dispatch(self, key: str, seq: int, label: str, queue: TaskQueue, call: _Call | None,
                   collected: list[AgentEvent] | None) -> None:
         """Run ``queue`` to empty; inside a sub-agent call, ``collected`` gathers the call's result events."""
+        state, decls, listeners = self.state, self._decls, self.agent.listeners
+        scope = call.scope if call else None
         while queue:
             decl, event, restored, parent = queue.popleft()
             if call is None:
-                self.state.current = (decl, event)
+                state.current = (decl, event)
             name = decl if isinstance(decl, str) else decl.name
-            run = self._task_run(key, seq, label, name, event, self._decls.get(name), parent, call,
-                                 restored=restored)
+            index = state.tasks   # _task_run, inline: one per task
+            state.tasks = index + 1
+            run = TaskRun(index, key, seq, label, name, event, decls.get(name), parent, scope, restored, None,
+                          self._plan_key)
             outputs, results, reused = self._task(run)
             if collected is not None:
                 collected.extend(results)
             for out in outputs:
-                delegate_output = out.type == SUBAGENT_EVENT and out.attributes.get("delegateType") == OUTPUT_EVENT
+                out_type = out.type
+                delegate_output = out_type == SUBAGENT_EVENT and out.attributes.get("delegateType") == OUTPUT_EVENT
                 if delegate_output and collected is not None:
                     collected.append(out)      # 0.3: a child's output envelope answers its call
-                elif out.type == OUTPUT_EVENT or delegate_output:
+                elif out_type == OUTPUT_EVENT or delegate_output:
                     self.observer.emitted(run, out, reused=reused)   # downstream (again, for a reuse)
                 else:
-                    queue.extend((d, out, False, run.index) for d in self.agent.listeners(out))
+                    queue.extend((d, out, False, index) for d in listeners(out))
 
     def _task_run(self, key: str, seq: int, label: str, name: str, event: AgentEvent, decl: ActionDecl | None,
                   parent: int | None, call: _Call | None, *, restored: bool) -> TaskRun:
@@ -512,7 +517,8 @@ class _RunLookups(TaskLookups):
     __slots__ = ("engine", "run")
 
     def __init__(self, engine: Engine, run: TaskRun, task: Task) -> None:
-        super().__init__(engine.session, task)
+        # TaskLookups.__init__'s three fields set here: one call less per task
+        self.session, self.task, self.stage = engine.session, task, "first"
         self.engine, self.run = engine, run
 
     def looked_up(self, decision: LookupDecision) -> None:
