@@ -352,7 +352,8 @@ class Engine:
                 elif out_type == OUTPUT_EVENT or delegate_output:
                     self.observer.emitted(run, out, reused=reused)   # downstream (again, for a reuse)
                 else:
-                    queue.extend((d, out, False, index) for d in listeners(out))
+                    for d in listeners(out):
+                        queue.append((d, out, False, index))
 
     def _task_run(self, key: str, seq: int, label: str, name: str, event: AgentEvent, decl: ActionDecl | None,
                   parent: int | None, call: _Call | None, *, restored: bool) -> TaskRun:
@@ -442,11 +443,11 @@ class Engine:
             core.write(self._entry(run, RecordView(task_event=event)))
             core.get("bind")
         elif record is None:
-            core.start(lambda: self._entry(run, RecordView(task_event=event)))
+            core.start(lambda: self._entry(run, RecordView(event)))
         stm, sensory = self.memory_of(run.key)
         journal = CallJournal(
             recorded,
-            persist=lambda results: self._put(run, RecordView(task_event=event, calls=results),
+            persist=lambda results: self._put(run, RecordView(event, (), (), (), results),
                                               f"call results ({len(results)})"),
             report=lambda ce: self.observer.called(run, ce),
             run=self.calls.runner(served_from.calls if served_from is not None else ()),
@@ -461,9 +462,9 @@ class Engine:
             self.observer.body_failed(run, exc)
             raise JobFailed(f"action {decl.name} at ({run.key}, {run.seq}) raised {exc!r}", exc) from None
         self.state.warnings.extend(journal.warnings)
-        done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
-                          sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True,
-                          results=tuple(ctx.results))
+        # in field order: task event, short-term, sensory, outputs, calls, completed, results
+        done = RecordView(event, tuple(ctx.short_term_updates), tuple(ctx.sensory_updates), tuple(ctx.outputs), (),
+                          True, tuple(ctx.results))
         core.complete(self._entry(run, done))
         return list(ctx.outputs), list(ctx.results)
 
