@@ -213,8 +213,10 @@ class AsRecordedAgent(BaseAgent):
                 script.append(("subagent", sub_agent) if sub_agent is not None
                               else ("call", (fn, cr.args_digest, cr.status == "FAILED")))
                 issued.add(fn)
-        recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
-        for boot in self._unclaimed.get((bk, seq), ()):
+        unclaimed = self._unclaimed.get((bk, seq), ())
+        recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None} \
+            if unclaimed else set()
+        for boot in unclaimed:
             a = boot.attributes
             sid = f"{a.get('sessionId')}#{a.get('callId')}"
             mine = (boot.upstream_event_id in recorded_ids if boot.upstream_event_id

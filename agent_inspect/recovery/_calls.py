@@ -308,8 +308,7 @@ class CallJournal:
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
         status = slot.status
         outcome = {"PENDING": CallDecision.PENDING_HIT, "FAILED": CallDecision.HIT_FAILED}.get(status, CallDecision.HIT)
-        self._report(CallEvent(i, slot.function_id, slot.args_digest, outcome, status=status,
-                               recorded=slot.identity, results_before=before, results_after=before))
+        self._report(CallEvent(i, slot.function_id, slot.args_digest, outcome, status, slot.identity, before, before))
         if not self._deliver:
             return None
         if status == "PENDING":
@@ -357,8 +356,7 @@ class CallJournal:
         else:
             self.results.append(slot)
         self.index = i + 1
-        self._report(CallEvent(i, fid, digest, outcome, status=slot.status, recorded=recorded,
-                               results_before=before, results_after=len(self.results)))
+        self._report(CallEvent(i, fid, digest, outcome, slot.status, recorded, before, len(self.results)))
         self._persist(tuple(self.results))
         if not self._deliver:
             return None

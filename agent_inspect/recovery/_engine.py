@@ -330,24 +330,30 @@ class Engine:
     def _dispatch(self, key: str, seq: int, label: str, queue: TaskQueue, call: _Call | None,
                   collected: list[AgentEvent] | None) -> None:
         """Run ``queue`` to empty; inside a sub-agent call, ``collected`` gathers the call's result events."""
+        state, decls, listeners = self.state, self._decls, self.agent.listeners
+        scope = call.scope if call else None
         while queue:
             decl, event, restored, parent = queue.popleft()
             if call is None:
-                self.state.current = (decl, event)
+                state.current = (decl, event)
             name = decl if isinstance(decl, str) else decl.name
-            run = self._task_run(key, seq, label, name, event, self._decls.get(name), parent, call,
-                                 restored=restored)
+            index = state.tasks   # _task_run, inline: one per task
+            state.tasks = index + 1
+            run = TaskRun(index, key, seq, label, name, event, decls.get(name), parent, scope, restored, None,
+                          self._plan_key)
             outputs, results, reused = self._task(run)
             if collected is not None:
                 collected.extend(results)
             for out in outputs:
-                delegate_output = out.type == SUBAGENT_EVENT and out.attributes.get("delegateType") == OUTPUT_EVENT
+                out_type = out.type
+                delegate_output = out_type == SUBAGENT_EVENT and out.attributes.get("delegateType") == OUTPUT_EVENT
                 if delegate_output and collected is not None:
                     collected.append(out)      # 0.3: a child's output envelope answers its call
-                elif out.type == OUTPUT_EVENT or delegate_output:
+                elif out_type == OUTPUT_EVENT or delegate_output:
                     self.observer.emitted(run, out, reused=reused)   # downstream (again, for a reuse)
                 else:
-                    queue.extend((d, out, False, run.index) for d in self.agent.listeners(out))
+                    for d in listeners(out):
+                        queue.append((d, out, False, index))
 
     def _task_run(self, key: str, seq: int, label: str, name: str, event: AgentEvent, decl: ActionDecl | None,
                   parent: int | None, call: _Call | None, *, restored: bool) -> TaskRun:
@@ -437,11 +443,11 @@ class Engine:
             core.write(self._entry(run, RecordView(task_event=event)))
             core.get("bind")
         elif record is None:
-            core.start(lambda: self._entry(run, RecordView(task_event=event)))
+            core.start(lambda: self._entry(run, RecordView(event)))
         stm, sensory = self.memory_of(run.key)
         journal = CallJournal(
             recorded,
-            persist=lambda results: self._put(run, RecordView(task_event=event, calls=results),
+            persist=lambda results: self._put(run, RecordView(event, (), (), (), results),
                                               f"call results ({len(results)})"),
             report=lambda ce: self.observer.called(run, ce),
             run=self.calls.runner(served_from.calls if served_from is not None else ()),
@@ -456,9 +462,9 @@ class Engine:
             self.observer.body_failed(run, exc)
             raise JobFailed(f"action {decl.name} at ({run.key}, {run.seq}) raised {exc!r}", exc) from None
         self.state.warnings.extend(journal.warnings)
-        done = RecordView(task_event=event, short_term=tuple(ctx.short_term_updates),
-                          sensory=tuple(ctx.sensory_updates), outputs=tuple(ctx.outputs), completed=True,
-                          results=tuple(ctx.results))
+        # in field order: task event, short-term, sensory, outputs, calls, completed, results
+        done = RecordView(event, tuple(ctx.short_term_updates), tuple(ctx.sensory_updates), tuple(ctx.outputs), (),
+                          True, tuple(ctx.results))
         core.complete(self._entry(run, done))
         return list(ctx.outputs), list(ctx.results)
 
@@ -512,7 +518,8 @@ class _RunLookups(TaskLookups):
     __slots__ = ("engine", "run")
 
     def __init__(self, engine: Engine, run: TaskRun, task: Task) -> None:
-        super().__init__(engine.session, task)
+        # TaskLookups.__init__'s three fields set here: one call less per task
+        self.session, self.task, self.stage = engine.session, task, "first"
         self.engine, self.run = engine, run
 
     def looked_up(self, decision: LookupDecision) -> None:
