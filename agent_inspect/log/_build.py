@@ -140,7 +140,7 @@ def _partition_runs(part: np.ndarray) -> list[tuple[int, int, int]] | None:
     return [(int(part[a]), a, z) for a, z in zip(bounds, bounds[1:])]
 
 def _gather(batches: RawBatch | Iterable[RawBatch]
-            ) -> tuple[pa.BinaryArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
+            ) -> tuple[pa.ChunkedArray, Callable[[], dict[str, Any]], Callable[[], RawBatch]]:
     """All records' keys (Arrow) in physical order, and functions joining their value columns and raw batches so.
 
     Each batch is done as it arrives: sources hand batches over while still reading (Kafka fetches in the
@@ -171,11 +171,14 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
     pieces = [piece for p in sorted(buckets) for piece in buckets[p]] if bucketed else arrival
     with_agent_key = any(b.agent_key is not None for b, _, _, _ in arrival)
     names = [name for name in (pieces[0][1] if pieces else _empty_columns()) if name not in _POSITION]
-    where = _joined_columns(pieces, _POSITION, drop=True)
+    # the keys stay in their batches' arrays (joined, 40+ bytes a record, they would hold up the key thread)
+    keys = _chunked_keys(pieces)
+    where = _joined_columns(pieces, (_PARTITIONS, _OFFSETS), drop=True)
     # offsets out of order within a partition (rare), or batches not bucketed
     order = _order_of(where[_PARTITIONS], where[_OFFSETS])
     if order is not None:
         where = take_columns(where, order)
+        keys = keys.take(pa.array(order, pa.int64()))
 
     def join_values() -> dict[str, Any]:
         cols = _joined_columns(pieces, names, drop=True)
@@ -191,10 +194,17 @@ def _gather(batches: RawBatch | Iterable[RawBatch]
         pieces.clear()
         return raw if order is None else _take(raw, order)
 
-    return where[_KEYS], join_values, join_raw
+    return keys, join_values, join_raw
 
 _KEYS, _PARTITIONS, _OFFSETS, _TIMES = "_keys", "_partitions", "_offsets", "_times"
 _POSITION = (_KEYS, _PARTITIONS, _OFFSETS)
+
+def _chunked_keys(pieces: list[tuple[RawBatch, dict[str, Any], int, int]]) -> pa.ChunkedArray:
+    """The pieces' keys in their order, as slices of their batches' arrays (taken out of the batches' columns)."""
+    chunks = [c[_KEYS].slice(a, z - a) for _, c, a, z in pieces]
+    for _, c, _, _ in pieces:
+        c.pop(_KEYS, None)
+    return pa.chunked_array(chunks, pa.binary())
 
 def _empty_columns() -> dict[str, Any]:
     cols = chunk_columns([], Words())
@@ -240,7 +250,7 @@ def _joined_raw_batch(pieces: list[tuple[RawBatch, dict[str, Any], int, int]], *
         return first
     return _joined_raw(((b, a, z) for b, _, a, z in pieces), with_agent_key=with_agent_key)
 
-def _build(key_array: pa.BinaryArray, join_values: Callable[[], dict[str, Any]], join_raw: Callable[[], RawBatch],
+def _build(key_array: pa.ChunkedArray, join_values: Callable[[], dict[str, Any]], join_raw: Callable[[], RawBatch],
            *, key_format: str | None, max_parallelism: int | None) -> tuple[RawBatch, pd.DataFrame]:
     n = len(key_array)
     # The key columns are Arrow work that mostly runs without the GIL: a thread builds them while this
@@ -337,7 +347,7 @@ _KEY_CATEGORIES = ("key_format", "action_uuid", "key_text", "key_digest", "busin
 
 _KEY_ARRAY_TYPES = (pa.string(), pa.int64(), pa.int64(), pa.string(), pa.string(), pa.string(), pa.string())
 
-def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: str | None,
+def _key_columns(keys: pa.ChunkedArray, errors: list[str | None], *, key_format: str | None,
                  max_parallelism: int | None) -> dict[str, Any] | None:
     """The key columns, final dtypes, from each distinct key once; None when a layout is ambiguous.
 
@@ -345,7 +355,7 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
     parsed (the common shapes in bulk by Arrow, the rest one by one) and rows take them by code.
     Categories keep first-appearance order.
     """
-    encoded = keys.dictionary_encode()
+    encoded = _dictionary_encoded(keys)
     codes = encoded.indices  # null for a missing key
     try:
         texts = encoded.dictionary.cast(pa.string())
@@ -410,6 +420,16 @@ def _key_columns(keys: pa.BinaryArray, errors: list[str | None], *, key_format: 
     return out
 
 _NO_KEY = (None,) * 8 + (NO_FLAGS,)
+
+def _dictionary_encoded(keys: pa.ChunkedArray) -> pa.DictionaryArray:
+    """The keys dictionary-encoded as one array (every chunk's dictionary is the whole one, in first-seen order)."""
+    if keys.num_chunks == 1:
+        encoded: pa.DictionaryArray = keys.chunk(0).dictionary_encode()
+        return encoded
+    chunks = keys.dictionary_encode().chunks
+    if not chunks:  # (Arrow drops empty chunks)
+        return pa.array([], pa.binary()).dictionary_encode()
+    return pa.DictionaryArray.from_arrays(pa.concat_arrays([c.indices for c in chunks]), chunks[-1].dictionary)
 
 def _settle_formats(masks: Sequence[int], business_keys: Sequence[Any] | np.ndarray,
                     partitions: Sequence[int] | np.ndarray) -> tuple[pd.Categorical, pd.api.extensions.ExtensionArray]:

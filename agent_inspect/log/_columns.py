@@ -127,6 +127,8 @@ def concat_columns(parts: Sequence[dict[str, Any]], lengths: Sequence[int]) -> d
 
 def _concat_arrow(cols: list[Any]) -> Any:
     chunks = [c for col in cols for c in (col.chunks if isinstance(col, pa.ChunkedArray) else (col,))]
+    if pa.types.is_string(chunks[0].type):  # free text stays in its batches' buffers: a join would copy every byte
+        return pa.chunked_array(chunks, chunks[0].type)
     try:
         return pa.concat_arrays(chunks)
     except (pa.ArrowInvalid, pa.ArrowCapacityError):  # over 2 GiB of text: one column in several chunks
