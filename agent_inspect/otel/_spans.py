@@ -99,7 +99,8 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
 
     A task the trace shows executed *is* that execution's span (its span id by upstream's rule); a
     task the trace lacks (or a prediction alone) gets an id derived from its key, round, action and
-    event, in the trace of its key's input run when the trace has one.
+    place in the dispatch order (the same in every export of one recovery), in the trace of its key's input
+    run when the trace has one.
 
     For example::
 
@@ -170,7 +171,9 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
             sid = span_id_of(str(t.execution_id))
             start, end = _ns(e.first, info["start"]), _ns(e.last, info["start"])
         else:
-            sid = span_id_of(f"{_SYNTHETIC}{t.key}:{seq}:{t.action}:{t.event_id}:{t.task}")
+            # the dispatch index, not the event id: a re-run's event id is made up afresh by every predict
+            which = t.event_id if t.task is None or pd.isna(t.task) else int(t.task)
+            sid = span_id_of(f"{_SYNTHETIC}{t.key}:{seq}:{t.action}:{which}")
             start = end = info["start"]
         # the task's own verdict where verify gave one: a task the trace cannot decide is not an error
         told = getattr(t, "verdict", None)

@@ -55,9 +55,11 @@ def write_report(
 
         ai.write_report(log, "report.html", markers=ai.samples.markers("production"))
     """
+    target = Path(path)
+    if not target.parent.is_dir():     # as ai.to_otel: checked before the work, and a mistyped folder is not made
+        raise InspectError(f"cannot write {target}: directory {target.parent} does not exist; create it first")
     html = render_report(subject, recovery=recovery, title=title, max_keys=max_keys, max_rows=max_rows,
                          verification=verification, **overrides)
-    target = Path(path)
     target.write_text(html, encoding="utf-8")
     return target
 

@@ -139,7 +139,7 @@ def write_otlp_json(specs: Sequence[Mapping[str, Any]], path: str | os.PathLike[
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     out = Path(path)
-    if not out.parent.is_dir():     # not created here: write_report does not create directories either
+    if not out.parent.is_dir():     # not created here, as write_report
         raise InspectError(f"cannot write {out}: directory {out.parent} does not exist; create it first")
     message = encode_spans(_readable(specs, resource))
     data = _hex_ids(json_format.MessageToDict(message, use_integers_for_enums=True))

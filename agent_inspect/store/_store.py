@@ -106,7 +106,8 @@ class Store:
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self._cache: dict[str, Entry] = {}
         self._index: dict[str, _Seqs] = {}
-        self._roots: dict[tuple[str, int], dict[str, set[str]]] = {}
+        # state keys as insertion-ordered dicts, not sets: divergence positions must not follow the hash seed
+        self._roots: dict[tuple[str, int], dict[str, dict[str, None]]] = {}
         self._unparsable: set[str] = set()
         self._sorted: SortedList | None = None
         self._by_seq: SortedDict | None = None
@@ -259,7 +260,7 @@ class Store:
         new = Store.__new__(Store)
         new._cache = dict(self._cache)
         new._index = {k: idx.copy() for k, idx in self._index.items()}
-        new._roots = {rk: {fp: set(v) for fp, v in m.items()} for rk, m in self._roots.items()}
+        new._roots = {rk: {fp: dict(v) for fp, v in m.items()} for rk, m in self._roots.items()}
         new._unparsable = set(self._unparsable)
         new._sorted = SortedList(self._sorted) if self._sorted is not None else None
         new._by_seq = (SortedDict({s: set(v) for s, v in self._by_seq.items()})
@@ -293,7 +294,7 @@ class Store:
             idx = self._index[k] = _Seqs()
         idx.add(s, sk)
         if entry.is_root:
-            self._roots.setdefault((k, s), {}).setdefault(entry.event_uuid, set()).add(sk)
+            self._roots.setdefault((k, s), {}).setdefault(entry.event_uuid, {})[sk] = None
         if entry.key_format == "K1" and sk.count("_") != 3:
             self._unparsable.add(sk)
         if sorted_too and self._sorted is not None:
@@ -313,7 +314,7 @@ class Store:
             if by_fp is not None:
                 sks = by_fp.get(entry.event_uuid)
                 if sks is not None:
-                    sks.discard(sk)
+                    sks.pop(sk, None)
                     if not sks:
                         del by_fp[entry.event_uuid]
                 if not by_fp:

@@ -1,5 +1,5 @@
 """``to_otel(path=)`` into a directory that does not exist is one line saying so (it was a raw FileNotFoundError),
-and nothing is created: the report writer does not create directories either."""
+and nothing is created: write_report does the same (tests/report/test_report_path.py)."""
 
 from __future__ import annotations
 
