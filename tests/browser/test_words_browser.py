@@ -61,12 +61,14 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
 
     # every counter: a label in words and a tooltip (the title attribute the browser shows on hover)
     counters = stepper.locator(".ai-counter")
-    assert counters.count() == 17   # re-submitted sub-agent calls and failed lookups have their own counters
+    # re-submitted sub-agent calls, sub-agent calls run, failed lookups and records no task looked up have their own
+    assert counters.count() == 19
     for i in range(counters.count()):
         title = counters.nth(i).get_attribute("title")
         assert title and len(title) > 20, counters.nth(i).inner_text()
     text = stepper.locator(".ai-counter-row").inner_text()
     assert "tasks re-run" in text and "lookups failed" in text and "durable calls answered from records" in text
+    assert "records not dispatched" in text
     assert "shadow runs" not in text and "calls stubbed" not in text
     assert "runtime that wrote the log: 0.4" in stepper.locator(".ai-runtime").inner_text()
     total_steps, total_tasks = _counter(stepper, "steps"), _counter(stepper, "tasks")
