@@ -43,6 +43,7 @@ GLOSSARY: dict[str, str] = {
     "calls executed": "durable calls the restore makes again: no finished result of them is in the store",
     "calls replayed": "durable calls whose recorded results the restore hands back instead of calling again",
     "calls re-submitted": "sub-agent calls the restore sends again with the same ids; the child's own row says whether the sub-agent runs again",
+    "sub-agent calls made": "sub-agent calls the restore sends again as new calls: no call that leaves the job; the child's own row counts the calls it makes",
     "body ran": "the action's code runs in the restore (a rerun or a resume)",
     "calls differ": "the trace ran a different number of durable calls than the prediction expected",
     "records pinned by the 0.4 lineage rule": "records whose value format was decided by the 0.4 lineage rule (upstreamEventId present) rather than by their own fields",
@@ -130,7 +131,8 @@ def define(term: str) -> str:
 # columns named by a word the glossary defines under another term ("seq" is a sentence word too)
 _COLUMN_TERMS = {"seq": "round", "position": "pos", "positions": "pos", "task_event_type": "triggered by",
                  "call_count": "calls", "output_event_count": "output events", "calls_executed": "calls executed",
-                 "calls_replayed": "calls replayed", "calls_resubmitted": "calls re-submitted", "body_ran": "body ran"}
+                 "calls_replayed": "calls replayed", "calls_resubmitted": "calls re-submitted", "calls_subagent": "sub-agent calls made",
+                 "body_ran": "body ran"}
 
 
 def define_column(column: str, *, rules: Iterable[str] = (), aliases: Mapping[str, str] | None = None) -> str:

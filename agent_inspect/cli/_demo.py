@@ -245,7 +245,7 @@ def _print_v4(v4: dict[str, Any]) -> None:
     for item, count in sorted(restore["calls"].items()):
         kind, _, name = item.partition(":")
         label = {"replayed": "served from the journal", "call": "durable call run again",
-                 "resubmit": "sub-agent call re-submitted"}.get(kind, kind)
+                 "subagent": "sub-agent call sent again", "resubmit": "sub-agent call re-submitted"}.get(kind, kind)
         print(f"  {label:<24} {name:<36} {count:>4}")
 
 
@@ -255,8 +255,8 @@ def _ledger_rows(ledgers: list[dict[str, int]]) -> list[tuple[str, list[int]]]:
     for i, ledger in enumerate(ledgers):
         for item, count in ledger.items():
             kind, _, name = item.partition(":")
-            if kind in ("call", "resubmit") and "#" in name:  # sub-agent calls are named <session>#<call>
-                kind, name = ("sub-agent calls" if kind == "call" else "sub-agent calls re-submitted"), ""
+            if kind in ("subagent", "resubmit"):   # sub-agent calls are named <session>#<call>: summed
+                kind, name = ("sub-agent calls" if kind == "subagent" else "sub-agent calls re-submitted"), ""
             row = groups.setdefault(kind, {}).setdefault(name, [0] * len(ledgers))
             row[i] += count
     titles = {"bodies rerun": "action bodies run again", "body": "  body", "call": "  durable call",

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["register"]
 
+#: a ledger kind as the text says it where its name is not a word
+_KIND_WORDS = {"subagent": "sub-agent"}
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -58,7 +61,7 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
         "markers": jsonable(result.markers),
         "records": len(recs),
         "status": result.summary()["status"],
-        "outcomes": result.summary()["outcomes"],
+        "outcomes": None,          # tasks per outcome: the prediction's (none computed without it)
         "divergences": divergences,
         "evicted": _records(evicted),
         "invalidated": _records(invalidated),
@@ -79,7 +82,7 @@ def _prediction(log: Any, recovery: Recovery) -> dict[str, Any]:
     try:
         prediction = predict(log, recovery=recovery)
     except InspectError as exc:
-        return {"ledger": None, "ledger_error": str(exc), "warnings": []}
+        return {"ledger": None, "ledger_error": str(exc), "warnings": []}   # outcomes: not computed
     counts = prediction.tasks["outcome"].astype(str).value_counts()
     return {"ledger": jsonable_rows(prediction.ledger_totals()), "ledger_error": None,
             "warnings": list(prediction.warnings), "outcomes": {str(o): int(counts.get(str(o), 0)) for o in Outcome}}
@@ -104,9 +107,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     t = report["totals"]
     print(f"evicted {t['evicted']}, invalidated {t['invalidated']}, cache events {t['cache_events']}")
-    outcomes = {str(o): report["outcomes"].get(str(o), 0) for o in Outcome}
-    print(f"tasks: {sum(outcomes.values())}"
-          + (" (" + ", ".join(f"{o} {n}" for o, n in outcomes.items() if n) + ")" if any(outcomes.values()) else ""))
+    outcomes = {str(o): (report["outcomes"] or {}).get(str(o), 0) for o in Outcome}
+    if report["outcomes"] is None:   # the records' own outcomes miss the tasks a fresh start replays
+        print("tasks: not computed (" + ("the prediction failed" if report.get("ledger_error") else
+                                         "--no-ledger skips the prediction that counts them") + ")")
+    else:
+        print(f"tasks: {sum(outcomes.values())}" + (" (" + ", ".join(f"{o} {n}" for o, n in outcomes.items() if n)
+                                                    + ")" if any(outcomes.values()) else ""))
     if outcomes[Outcome.FAIL]:
         print("the restore fails at a lookup (FAIL): the job restarts and fails again; the ledger counts what "
               "runs before that")
@@ -126,6 +133,7 @@ def _ledger_lines(ledger: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
     durable-call id)."""
     lines: dict[tuple[str, str], int] = {}
     for row in ledger:
-        label = (str(row.get("kind")), str(row.get("label") or row.get("name")))
+        kind = str(row.get("kind"))
+        label = (_KIND_WORDS.get(kind, kind), str(row.get("label") or row.get("name")))
         lines[label] = lines.get(label, 0) + int(row.get("count") or 0)
     return lines

@@ -34,9 +34,10 @@ class ScanResult:
       records, ``exposed_1301`` (the log holds conflicting roots at one round: issue #1301), lint flags,
       runtime evidence (key/value formats seen); then per rule ``<rule>_reused`` / ``_resumed`` /
       ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again),
+      ``_calls_subagent`` (sub-agent calls sent again: no call that leaves the job),
       ``_stale_reuse_risk`` (reuses at or after a round with conflicting roots) and ``_crashed``, then one
       ``<rule>_calls:<function>`` count per function the rule executes again anywhere (0 where a key does
-      not; a sub-agent call is named by its sub-agent and caller, the ledger's ``label``):
+      not; a sub-agent call is named by its sub-agent and caller, the ledger's ``label``, and counted here too):
       :meth:`calls_by_function` sums them over the fleet.
     - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker, the runtime
       it was read as).
@@ -99,8 +100,9 @@ class ScanResult:
         return ranked if n is None else ranked.head(n)
 
     def calls_by_function(self, rule: str | None = None) -> pd.Series:
-        """Durable calls ``rule`` (default: the first rule scanned) would execute again, per function (a sub-agent
-        call by its sub-agent and caller), summed over every key, most first."""
+        """Calls ``rule`` (default: the first rule scanned) would send again, per function, summed over every key,
+        most first: its durable calls (``<rule>_calls``) and its sub-agent calls (``<rule>_calls_subagent``), each
+        named by its sub-agent and caller (so the rows sum to both totals)."""
         rule = rule or self.rules[0]
         if rule not in self.rules:
             raise ValueError(f"rule {rule!r} was not scanned; scanned: {', '.join(self.rules)}")
@@ -123,7 +125,7 @@ class ScanResult:
         }
         for r in self.rules:
             out[r] = {c: int(k[f"{r}_{c}"].sum()) if len(k) else 0
-                      for c in ("reused", "resumed", "rerun", "evictions", "calls", "stale_reuse_risk")}
+                      for c in ("reused", "resumed", "rerun", "evictions", "calls", "calls_subagent", "stale_reuse_risk")}
             out[r]["crashed_keys"] = int(k[f"{r}_crashed"].sum()) if len(k) else 0
             out[r]["what_if"] = r in self.what_if
             out[r]["calls_by_function"] = {str(f): int(n) for f, n in self.calls_by_function(r).items()}

@@ -30,15 +30,18 @@ __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wi
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
                "exposed_1301", "lint_flags", "runtime_evidence"]
 """Per-key columns independent of the rule."""
-RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk", "crashed"]
+RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_subagent", "stale_reuse_risk",
+                "crashed"]
 """Per-key columns repeated for every rule, named ``<rule>_<column>``."""
 CALLS_PREFIX = "_calls:"
 """Then per rule one int32 column per function whose durable calls that rule executes again for some key:
 ``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
-caller), sorted by that name. The same width per key however long its history: the client holds counts, never
+caller and counted there too, though ``<rule>_calls`` leaves it to ``<rule>_calls_subagent``), sorted by that name. The same width per key however long its history: the client holds counts, never
 the calls.
 """
 _ERROR_SAMPLE = 20
+#: the rule column each ledger kind of call adds to: a sub-agent call is no durable call (as in the executor)
+_CALL_TOTAL = {"call": "calls", "subagent": "calls_subagent"}
 
 
 @dataclass(frozen=True)
@@ -376,7 +379,8 @@ def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[
     key."""
     row = {k: i for i, k in enumerate(keys)}
     n = len(keys)
-    counts = {c: [0] * n for c in ("reused", "resumed", "rerun", "failed", "evictions", "calls", "stale_reuse_risk")}
+    counts = {c: [0] * n for c in ("reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_subagent",
+                                   "stale_reuse_risk")}
     column = {Outcome.REUSE: counts["reused"], Outcome.RESUME: counts["resumed"], Outcome.RERUN: counts["rerun"],
               Outcome.FAIL: counts["failed"]}
     crashed = [False] * n
@@ -403,10 +407,10 @@ def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[
     by_function: dict[str, list[int]] = {}
     for (k, kind, name), count in sim.ledger.items():
         i = row.get(to_business.get(k, k))
-        if kind == "call" and i is not None:   # a sub-agent call is named by its sub-agent and caller
+        if kind in _CALL_TOTAL and i is not None:   # a sub-agent call is named by its sub-agent and caller
             function = sim.call_names.get(name, name)
             if function not in by_function:
                 by_function[function] = [0] * n
             by_function[function][i] += count
-            counts["calls"][i] += count
+            counts[_CALL_TOTAL[kind]][i] += count
     return {**counts, "crashed": crashed}, {f: by_function[f] for f in sorted(by_function)}

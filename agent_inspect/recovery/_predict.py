@@ -44,13 +44,14 @@ _NOT_LOOKED_UP_CALL = ("cached sub-agent call that nothing sends again under thi
                        "(addendum §1.1)")
 _TASK_COLUMNS = ["key", "business_key", "seq", "input", "action", "event_id", "event_type", "fingerprint",
                  "outcome", "reason", "state_key", "entry_pos", "parent", "scope", "body_ran", "calls_executed",
-                 "calls_replayed", "calls_resubmitted", "cache_ops", "removed", "rule_note"]
+                 "calls_subagent", "calls_replayed", "calls_resubmitted", "cache_ops", "removed", "rule_note"]
 #: the ledger's kind of each call decision that completed a call (pending slots, cuts and denials are none)
 _LEDGER_KIND: dict[str, str] = {CallDecision.EXECUTE: "call", CallDecision.STUB: "call", CallDecision.SERVED_RECORDED: "call",
                 CallDecision.RECONCILE: "reconciler", CallDecision.RESUBMIT: "resubmit",
                 CallDecision.HIT: "replayed", CallDecision.HIT_FAILED: "replayed", CallDecision.PENDING_HIT: "replayed"}
-#: the task row's count of each ledger kind of call: a re-submission is no executed call (addendum §1.1, case S09)
-_ROW_COUNT = {"replayed": "calls_replayed", "resubmit": "calls_resubmitted"}
+#: the task row's count of each ledger kind of call: a re-submission is no executed call (addendum §1.1, case S09),
+#: a sub-agent call that runs no call that leaves the job (the child's row counts those, as the executor does)
+_ROW_COUNT = {"replayed": "calls_replayed", "resubmit": "calls_resubmitted", "subagent": "calls_subagent"}
 
 
 @dataclass
@@ -97,10 +98,12 @@ class _Ledger(Observer):
     def called(self, run: TaskRun, event: CallEvent) -> None:
         kind = _LEDGER_KIND.get(event.outcome)   # str-valued keys: the outcome's text finds its decision
         if kind is not None:
-            self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
             scope = self.engine.state.subagent_scopes.get(event.function_id) if self.engine is not None else None
             if scope is not None:
                 self.sim.call_names[event.function_id] = subagent_call_name(scope, str(run.action))
+                if kind == "call":   # no call that leaves the job: the executor's calls_subagent
+                    kind = "subagent"
+            self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
             self.counted(run, kind)
 
     def counted(self, run: TaskRun, kind: str) -> None:
@@ -180,7 +183,7 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
     return {"key": key, "business_key": business_key, "seq": seq, "input": label, "action": action,
             "event_id": event_id, "event_type": event_type, "fingerprint": fingerprint, "outcome": outcome,
             "reason": reason, "state_key": state_key, "entry_pos": entry_pos, "parent": parent, "scope": scope,
-            "body_ran": False, "calls_executed": 0, "calls_replayed": 0, "calls_resubmitted": 0,
+            "body_ran": False, "calls_executed": 0, "calls_subagent": 0, "calls_replayed": 0, "calls_resubmitted": 0,
             "cache_ops": []}
 
 
@@ -267,7 +270,8 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
                    call_matching=settings.call_matching, runtime=model)
     rows = sim.rows
     tasks = pd.DataFrame(rows, columns=_TASK_COLUMNS)
-    for col in ("seq", "entry_pos", "parent", "calls_executed", "calls_replayed", "calls_resubmitted"):
+    for col in ("seq", "entry_pos", "parent", "calls_executed", "calls_subagent", "calls_replayed",
+                "calls_resubmitted"):
         tasks[col] = tasks[col].astype("Int64")
     tasks["body_ran"] = tasks["body_ran"].astype(bool)
     tasks["cache_ops"] = [tuple(ops) for ops in tasks["cache_ops"]]

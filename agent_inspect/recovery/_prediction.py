@@ -192,10 +192,12 @@ class Prediction(HtmlRepr):
     reader sees: the name itself, or a sub-agent call's sub-agent and caller) and the ``router`` a
     model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
     "body" (an action body that runs again), "call" (a durable call executed for real, by function
-    id), "replayed" (a call served from the journal), "reconciler", "resubmit" (main: a PENDING sub-agent caller
-    slot sent its call again with the same ids; no executed call, the child task's own lookup decides whether the
-    sub-agent runs again, addendum §1.1). A task row counts its calls as ``calls_executed`` (calls and
-    reconcilers), ``calls_replayed`` and ``calls_resubmitted``.
+    id), "subagent" (a sub-agent call sent again as a new call: no call that leaves the job, the child's rows
+    count the calls it makes), "replayed" (a call served from the journal), "reconciler", "resubmit" (main: a
+    PENDING sub-agent caller slot sent its call again with the same ids; no executed call, the child task's own
+    lookup decides whether the sub-agent runs again, addendum §1.1). A task row counts its calls as
+    ``calls_executed`` (calls and reconcilers), ``calls_subagent``, ``calls_replayed`` and ``calls_resubmitted``:
+    the executor's counters of the same names.
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
     ``warnings``: what the replay dropped or could not match, one sentence each.
     ``notes``: what the plan inferred from the log could not tell and how it read it anyway
@@ -259,7 +261,8 @@ class Prediction(HtmlRepr):
         return int(self.tasks["body_ran"].sum()) if len(self.tasks) else 0
 
     def calls_executed(self) -> Counter[str]:
-        """Durable calls a recovery would execute again, by function id (all keys)."""
+        """Durable calls a recovery would execute again, by function id (all keys); sub-agent calls (ledger kind
+        "subagent") are not among them."""
         rows = self.ledger[self.ledger["kind"] == "call"]
         return Counter({str(n): int(c) for n, c in rows.groupby("name", observed=True)["count"].sum().items()})
 

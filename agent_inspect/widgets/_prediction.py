@@ -22,7 +22,8 @@ from agent_inspect.widgets._style import colour, view_style
 __all__ = ["PredictionView"]
 
 _OUTCOME_ORDER = tuple(o.value for o in Outcome)
-_LEDGER_COLOURS = {"body": colour("bad"), "call": colour("warn"), "replayed": colour("good"), "reconciler": colour("violet")}
+_LEDGER_COLOURS = {"body": colour("bad"), "call": colour("warn"), "subagent": colour("violet"), "replayed": colour("good"),
+                   "reconciler": colour("violet")}
 _TASK_COLUMNS = ("key", "seq", "input", "action", "outcome", "reason")
 
 

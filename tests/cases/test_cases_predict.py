@@ -122,7 +122,9 @@ def test_subagent_ids_follow_the_spec_namespace():
     assert list(pred.tasks["action"]) == ["caller", "review"]
     assert list(pred.tasks["outcome"]) == ["RERUN", "RERUN"]
     session = "2def7c78-fd9b-3b6b-86fe-9cc1a5e10e0e-0"           # spec §11.2 / Example E
-    assert pred.calls_executed() == {f"{session}#{session}-1": 1}
+    assert pred.calls_executed() == {}      # a sub-agent call is no durable call: the executor's calls_subagent
+    assert pred.tasks["calls_subagent"].tolist() == [1, 0]
+    assert pred.ledger.loc[pred.ledger["kind"] == "subagent", "name"].tolist() == [f"{session}#{session}-1"]
     assert pred.tasks["scope"].isna().tolist() == [True, False] and pred.tasks["scope"].iloc[1] == "reviewer"
     # the child's state key is Example E's key (same event UUID and action UUID)
     assert pred.tasks["state_key"].iloc[1] == ("20_7_18345cf7-092b-3fe4-a44f-023ccdf2b7d9_"

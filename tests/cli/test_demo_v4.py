@@ -32,7 +32,7 @@ def test_demo_cli_shows_the_v4_sample_beside_the_production_one(capsys: pytest.C
 def test_the_demo_ledger_names_resubmitted_subagent_calls_apart_from_executed_ones() -> None:
     from agent_inspect.cli._demo import _ledger_rows
 
-    rows = _ledger_rows([{"call:s0#s0-1": 1, "resubmit:s0#s0-2": 2, "resubmit:s0#s0-3": 1}, {}])
+    rows = _ledger_rows([{"subagent:s0#s0-1": 1, "resubmit:s0#s0-2": 2, "resubmit:s0#s0-3": 1}, {}])
     assert rows == [("sub-agent calls", [1, 0]), ("sub-agent calls re-submitted", [3, 0])]
 
 

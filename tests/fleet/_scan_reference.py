@@ -34,8 +34,9 @@ def reference(log: Any, markers: Any, rules: tuple[str, ...] = RULES) -> pd.Data
             if e.op not in ("delete", "supersede"):
                 for entry in e.removed:
                     removed[str(entry.business_key)] += 1
-        ledger = pred.ledger[pred.ledger["kind"] == "call"]
-        calls = ledger.groupby("key", observed=True)["count"].sum()
+        ledger = pred.ledger[pred.ledger["kind"].isin(("call", "subagent"))]   # by function: both kinds
+        calls = ledger[ledger["kind"] == "call"].groupby("key", observed=True)["count"].sum()
+        subagent = ledger[ledger["kind"] == "subagent"].groupby("key", observed=True)["count"].sum()
         for (k, function), n in ledger.groupby(["key", "label"], observed=True)["count"].sum().items():
             if n:
                 rows[str(k)][f"{rule}_calls:{function}"] = int(n)
@@ -44,6 +45,7 @@ def reference(log: Any, markers: Any, rules: tuple[str, ...] = RULES) -> pd.Data
                 rows[k][f"{rule}_{col}"] = counts[k][outcome]
             rows[k][f"{rule}_evictions"] = removed[k]
             rows[k][f"{rule}_calls"] = int(calls.get(k, 0))
+            rows[k][f"{rule}_calls_subagent"] = int(subagent.get(k, 0))
     frame = pd.DataFrame.from_dict(rows, orient="index").sort_index()
     by_function = [c for c in frame.columns if "_calls:" in c]
     frame[by_function] = frame[by_function].fillna(0).astype("int64")
@@ -52,7 +54,8 @@ def reference(log: Any, markers: Any, rules: tuple[str, ...] = RULES) -> pd.Data
 
 def compared(result: Any, rules: tuple[str, ...] = RULES) -> pd.DataFrame:
     cols = ["records", "rounds", "attempts"] + [f"{r}_{c}" for r in rules
-                                                for c in (*OUTCOMES.values(), "evictions", "calls")]
+                                                for c in (*OUTCOMES.values(), "evictions", "calls",
+                                                          "calls_subagent")]
     cols += [c for c in result.keys.columns if any(c.startswith(f"{r}_calls:") for r in rules)]   # by function id
     frame = result.keys.set_index("business_key")[cols].sort_index()
     frame.index.name = None

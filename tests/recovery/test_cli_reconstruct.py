@@ -66,8 +66,8 @@ def test_text_names_sub_agent_calls_counts_tasks_and_says_when_nothing_runs_agai
     production = str(SAMPLES / "production.jsonl")
     assert main(["reconstruct", production, "--markers", f"@{SAMPLES / 'production.markers.json'}"]) == 0
     out = capsys.readouterr().out
-    # the 9 sub-agent calls under one line with the name a reader knows, not 9 lines of durable-call ids
-    assert "  call reviewer (sub-agent call from review): 9\n" in out and "#" not in out
+    # the 9 sub-agent calls under one line with the name a reader knows, not 9 lines of call ids; no durable call
+    assert "  sub-agent reviewer (sub-agent call from review): 9\n" in out and "#" not in out
     assert "tasks: 643 (REUSE 169, RERUN 464, NOT-DISPATCHED 10)\n" in out
     g02 = str(SAMPLES / "G02.jsonl")
     assert main(["reconstruct", g02, "--markers", f"@{SAMPLES / 'G02.markers.json'}"]) == 0
@@ -83,7 +83,7 @@ def test_text_says_when_the_restore_fails_and_never_ends_a_line_with_a_comma(tmp
     empty.write_text("", encoding="utf-8")
     assert main(["reconstruct", str(empty)]) == 0
     out = capsys.readouterr().out
-    assert "rule original: 0 records\n" in out and "tasks: 0\n" in out
+    assert "rule original: 0 records\n" in out and "tasks: not computed (the prediction failed)\n" in out
 
 
 def test_a_fresh_start_counts_the_tasks_the_prediction_replays(capsys) -> None:
@@ -95,3 +95,14 @@ def test_a_fresh_start_counts_the_tasks_the_prediction_replays(capsys) -> None:
     assert "tasks: 4 (RERUN 4)\n" in out and "  body IA: 2\n" in out
     assert main(["reconstruct", n04, "--markers", "[]", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["outcomes"]["RERUN"] == 4
+
+
+def test_a_fresh_start_without_the_ledger_does_not_report_zero_tasks(capsys) -> None:
+    production = str(SAMPLES / "production.jsonl")
+    assert main(["reconstruct", production, "--markers", "[]"]) == 0
+    assert "tasks: 940 (RERUN 940)\n" in capsys.readouterr().out      # the prediction's count
+    assert main(["reconstruct", production, "--markers", "[]", "--no-ledger"]) == 0
+    out = capsys.readouterr().out
+    assert "tasks: 0" not in out and "tasks: not computed (--no-ledger skips the prediction" in out
+    assert main(["reconstruct", production, "--markers", "[]", "--no-ledger", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcomes"] is None
