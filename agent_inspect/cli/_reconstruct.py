@@ -79,6 +79,8 @@ def _prediction(log: Any, recovery: Recovery) -> dict[str, Any]:
     restore runs, also those a fresh start (``--markers '[]'``) replays, which the rebuild window does not hold."""
     from agent_inspect.recovery import predict
 
+    if not len(log.records):        # nothing to replay: no tasks, nothing runs again (predict asks for inputs)
+        return {"ledger": [], "ledger_error": None, "warnings": [], "outcomes": {str(o): 0 for o in Outcome}}
     try:
         prediction = predict(log, recovery=recovery)
     except InspectError as exc:

@@ -108,10 +108,12 @@ class Recovery:
             raise RecoveryError(f"unknown store flavour {flavour!r}; use one of {', '.join(STORE_FLAVOURS)}")
         resolved_rule = _resolve_rule(rule, info, flavour)
         mark = rule_mark(resolved_rule, info)
+        # an unknown runtime is modelled as the current release: name the one whose rule and behaviours apply
+        shipper = info.name if info.name == info.model else f"{info.model} (the model of an {info.name} runtime)"
         if rule is None:
-            provenance["rule"] = f"{resolved_rule.name}: the rule {info.name} ships"
+            provenance["rule"] = f"{resolved_rule.name}: the rule {shipper} ships"
         elif not mark.what_if:
-            provenance["rule"] = f"{resolved_rule.name}: given (the rule {info.name} ships)"
+            provenance["rule"] = f"{resolved_rule.name}: given (the rule {shipper} ships)"
         else:      # the one what-if mark every label carries: "fixed (what-if; 0.4 ships original): given"
             provenance["rule"] = f"{mark.label}: given"
         provenance["store_flavour"] = "from the log's source" if flavour == "auto" else "given"
@@ -122,7 +124,7 @@ class Recovery:
 
             check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
-                               f"the recovery behaviours of {info.name}")
+                               f"the recovery behaviours of {shipper}")
         plan_source, provenance["plan"] = _plan_source(markers, plan)
         provenance["agent"] = "given" if agent is not None else "as recorded in the log"
         matching: CallMatching = "position" if call_matching is None else call_matching

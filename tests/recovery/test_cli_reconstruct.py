@@ -10,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from recovery_logs import LogBuilder, inp, work
 
+import agent_inspect as ai
 from agent_inspect.cli import main
 from agent_inspect.sources import write_jsonl
 
@@ -83,7 +84,11 @@ def test_text_says_when_the_restore_fails_and_never_ends_a_line_with_a_comma(tmp
     empty.write_text("", encoding="utf-8")
     assert main(["reconstruct", str(empty)]) == 0
     out = capsys.readouterr().out
-    assert "rule original: 0 records\n" in out and "tasks: not computed (the prediction failed)\n" in out
+    assert "rule original: 0 records\n" in out and "tasks: 0\n" in out and "nothing runs again" in out
+    assert "ReplayPlan" not in out          # no advice a command-line user cannot follow
+    settings = ai.Recovery.for_log(ai.load(empty))
+    # an unknown runtime is modelled as the current release: the provenance names that one, not "unknown ships"
+    assert settings.provenance["rule"] == "original: the rule 0.4 (the model of an unknown runtime) ships"
 
 
 def test_a_fresh_start_counts_the_tasks_the_prediction_replays(capsys) -> None:
