@@ -82,8 +82,8 @@ def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
         elif p.is_file():
             files.append(p)
         else:
-            raise CaseFileError(f"{p}: no such case file or directory (the bundled cases are load_cases(\"builtin\") "
-                                f"or ai.cases.builtin(), from any directory)")
+            raise CaseFileError(f"{p}: no such case file or directory (the bundled cases are named \"builtin\", from "
+                                f"any directory: `agent-inspect cases run builtin`, or load_cases(\"builtin\"))")
     cases: list[Case] = []
     for f in files:
         try:

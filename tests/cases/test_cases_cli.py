@@ -57,6 +57,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "unknown field bogus" in err and "\n" not in err
     assert main(["cases", "run", str(tmp_path / "missing")]) == 2
+    # the advice is one a command-line user can follow, not only a Python call
+    assert "`agent-inspect cases run builtin`" in capsys.readouterr().err
     assert main(["cases", "run", str(ROOT / "cases"), "--rules", "nope"]) == 2
 
 
