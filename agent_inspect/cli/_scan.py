@@ -70,7 +70,7 @@ def _run(args: argparse.Namespace) -> int:
     labels = {rule: result.rule_label(rule) for rule in result.rules}
     width = max(18, *(len(label) + 2 for label in labels.values()))   # a what-if label is longer than a name
     print(f"{'source':<{width}}{s['source']}")
-    for name in ("windows", "failed", "records", "keys", "errors", "exposed_1301", "lint_flagged"):
+    for name in ("windows", "failed", "records", "keys", "errors", "exposed_1301", "branch_change", "lint_flagged"):
         print(f"{name:<{width}}{s[name]}")
     for rule in result.rules:
         r = s[rule]

@@ -31,7 +31,9 @@ class ScanResult:
     """A fleet scan: what a restore would do to every business key of a topic or dump.
 
     - ``keys``: one row per business key — partition, records, rounds, attempts, history bytes, bad
-      records, ``exposed_1301`` (the log holds conflicting roots at one round: issue #1301), lint flags,
+      records, ``exposed_1301`` (a round with more than one state before a later round: the upstream rule
+      evicts the later rounds' saved completions, issue #1301), ``branch_change`` (conflicting roots at one
+      round: what #1301's fix must still protect), lint flags,
       runtime evidence (key/value formats seen); then per rule ``<rule>_reused`` / ``_resumed`` /
       ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again),
       ``_calls_subagent`` (sub-agent calls sent again: no call that leaves the job),
@@ -94,7 +96,8 @@ class ScanResult:
             "calls": k[f"{rule}_calls"], "rerun": k[f"{rule}_rerun"] + k[f"{rule}_resumed"],
             "bytes": k["history_bytes"]})
         order = score.sort_values(["risk", "crashed", "calls", "rerun", "bytes"], ascending=False, kind="stable").index
-        cols = ["business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301", "lint_flags",
+        cols = ["business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301", "branch_change",
+                "lint_flags",
                 *[f"{r}_{c}" for r in self.rules for c in ("stale_reuse_risk", "rerun", "calls", "evictions")]]
         ranked = k.loc[order, cols].reset_index(drop=True)
         return ranked if n is None else ranked.head(n)
@@ -121,6 +124,7 @@ class ScanResult:
             "failed": len(self.failures), "records": int(self.partitions["records"].sum()) if len(self.partitions) else 0,
             "keys": len(k), "errors": int(self.partitions["errors"].sum()) if len(self.partitions) else 0,
             "exposed_1301": int(k["exposed_1301"].sum()) if len(k) else 0,
+            "branch_change": int(k["branch_change"].sum()) if len(k) else 0,
             "lint_flagged": int((k["lint_flags"] != "").sum()) if len(k) else 0,
         }
         for r in self.rules:

@@ -28,7 +28,7 @@ __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wi
            "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
 
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
-               "exposed_1301", "lint_flags", "runtime_evidence"]
+               "exposed_1301", "branch_change", "lint_flags", "runtime_evidence"]
 """Per-key columns independent of the rule."""
 RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_subagent", "stale_reuse_risk",
                 "crashed"]
@@ -222,8 +222,16 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     out["history_bytes"] = size.groupby(by_key).sum().reindex(keys, fill_value=0).astype("int64")
     err = rec["error"].notna()
     out["errors"] = err.groupby(by_key).sum().reindex(keys, fill_value=0).astype("int64")
+    # #1301 exposure: a round with more than one state (multi-root, cascade, fan-out: the normal case) before a later
+    # round of the key. The upstream rule's first lookup of that round evicts the later rounds' saved completions.
+    keyed = rec[rec["seq"].notna() & rec["state_key"].notna()]
+    per_round = keyed.groupby([by_key[keyed.index], keyed["seq"]], observed=True)["state_key"].nunique()
+    last_round = keyed.groupby(by_key[keyed.index], observed=True)["seq"].max()
+    crowded = per_round[per_round > 1].reset_index(level=1)["seq"]
+    exposed = set(crowded[crowded.to_numpy() < last_round.reindex(crowded.index).to_numpy()].index)
+    out["exposed_1301"] = [k in exposed for k in key_list]
     roots = rec[rec["is_root"].fillna(False).astype(bool)]
-    # #1301 exposure: conflicting roots (different input fingerprints) at one (key, seq). A reuse is at
+    # a branch change: conflicting roots (different input fingerprints) at one (key, seq). A reuse is at
     # risk when it serves, at or after that seq, a record written before the key's latest conflicting root:
     # that record belongs to the branch the conflict replaced.
     conflict: dict[str, tuple[int, int]] = {}   # key -> (lowest conflicting seq, position of the latest such root)
@@ -237,7 +245,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
                 lo, pos = conflict.get(k, (int(s), -1))
                 conflict[k] = (min(lo, int(s)), max(pos, int(last[(k, s)])))
     conflict_seq = conflict
-    out["exposed_1301"] = [k in conflict_seq for k in key_list]
+    out["branch_change"] = [k in conflict_seq for k in key_list]
     info = resolve_runtime(runtime, log)
     refresh = refresh_positions(log, info)
     # the history without refresh rows, as reconstruct reads it (and lint's, when there are none)

@@ -25,7 +25,8 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     s = result.summary()
     facts = [("source", s["source"]), ("windows", s["windows"]), ("failed windows", s["failed"]),
              ("records", s["records"]), ("business keys", s["keys"]), ("bad records", s["errors"]),
-             ("keys exposed to #1301", s["exposed_1301"]), ("keys with lint flags", s["lint_flagged"]),
+             ("keys exposed to #1301", s["exposed_1301"]),
+             ("keys with a branch change", s["branch_change"]), ("keys with lint flags", s["lint_flagged"]),
              ("rules", ", ".join(result.rules)), ("runtime", result.runtime),
              ("rules run fleet-wide", ", ".join(getattr(result, "fleet_wide", ())) or None),
              ("Parquet output", result.output), ("seconds", result.seconds)]

@@ -2,8 +2,8 @@
 
 Every key runs rounds of a three-action agent (``plan`` → ``call_tool`` with a durable call →
 ``answer``); every ``branch_every``-th key was restored once with a different input at seq 1 (a
-branch change: conflicting roots at one round, the #1301 shape), so the rules disagree on it. The
-records are built with the codec exactly as upstream writes them (K1.5 keys, V3 values) and placed by
+branch change: conflicting roots at one round, what #1301's fix must still protect), so the rules disagree
+on it. The records are built with the codec exactly as upstream writes them (K1.5 keys, V3 values) and placed by
 the upstream partitioner. Deterministic for a seed.
 """
 

@@ -79,7 +79,7 @@ class FleetScanView(w.VBox):
         """The table's columns under the current rule."""
         r = self.rule.value
         return [RISK_RANK, "business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301",
-                "lint_flags", *[f"{r}_{c}" for c in _NUMERIC]]
+                "branch_change", "lint_flags", *[f"{r}_{c}" for c in _NUMERIC]]
 
     def meanings(self) -> dict[str, str]:
         """What each column of the table counts, under every rule of the scan (the headers' tooltips)."""

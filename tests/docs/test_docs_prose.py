@@ -49,10 +49,13 @@ def test_the_glossarys_pruned_covers_a_tombstones_delete() -> None:
 
 
 def test_the_glossarys_exposed_to_1301_says_what_the_scan_counts() -> None:
-    """The scan counts a key exposed when its log holds conflicting roots at one round (ScanResult's docstring)."""
-    assert "conflicting roots" in (ai.fleet.ScanResult.__doc__ or "")
+    """#1301 is the upstream rule evicting later rounds' saved completions when a round holds more than one state
+    (N04 reproduces it); a branch change (conflicting roots) is what its fix must still protect: two columns."""
+    doc = ai.fleet.ScanResult.__doc__ or ""
+    assert "more than one state before a later round" in doc and "conflicting roots" in doc
     for term in ("exposed_1301", "exposed to #1301"):
-        assert "conflicting roots" in define(term) and "layout" not in define(term), term
+        assert "more than one state" in define(term) and "conflicting roots" not in define(term), term
+    assert "conflicting roots" in define("branch_change")
 
 
 def test_the_runtimes_table_names_the_formats_each_sample_was_written_in() -> None:

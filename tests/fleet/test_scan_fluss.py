@@ -55,7 +55,7 @@ def test_per_bucket_scan_equals_single_process(markers: Any, dask_client: Any) -
     # and every column of the per-key frame, not only the outcomes
     whole = key_frame(log, markers=markers)
     pd.testing.assert_frame_equal(_sorted(result.keys), _sorted(whole), check_dtype=False)
-    assert result.keys["exposed_1301"].any()  # the branch changes are seen per bucket
+    assert result.keys["branch_change"].any() and result.keys["exposed_1301"].any()  # seen per bucket
 
 
 def test_markers_must_name_every_bucket_before_any_task() -> None:
