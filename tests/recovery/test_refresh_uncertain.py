@@ -93,7 +93,8 @@ def test_a_listener_that_never_ran_is_named_not_guessed() -> None:
     assert "<details" in html and "what the log cannot tell" in html and "&#x27;WorkEvent&#x27;" in html
 
 
-def test_a_java_action_under_two_attempt_uuids_is_one_listener() -> None:
+def _java_agent(*calls: Any) -> PythonAgent:
+    """IA (Python) sends WorkEvent; WA (a Java action) runs ``calls`` in turn on its ``x`` and outputs the last."""
     agent = PythonAgent()
 
     @agent.action("IA", listens=["_input_event"])
@@ -102,8 +103,16 @@ def test_a_java_action_under_two_attempt_uuids_is_one_listener() -> None:
 
     @agent.action("WA", listens=["WorkEvent"], java=True)
     def wa(event, ctx):
-        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, event.attributes["x"])})
+        value = event.attributes["x"]
+        for call in calls:
+            value = ctx.durable_execute(call, value)
+        ctx.send_event("_output_event", {"output": value})
 
+    return agent
+
+
+def test_a_java_action_under_two_attempt_uuids_is_one_listener() -> None:
+    agent = _java_agent(add)
     first = _executor(agent=agent, plan={"inputs": [("k", "1"), ("k", "2")]}, attempt=1)
     first.run(until=Breakpoint(kind="lookup", seq=1, action="IA"))
     first.checkpoint()
@@ -124,17 +133,7 @@ def test_a_pending_java_task_is_named_after_the_agents_java_listener() -> None:
     """Before K2 the log's Java action UUID is the writing JVM's (spec §4.4): the replay's agent cannot derive it,
     and a record with no outputs yet gives the log no name for it. The pending task is the agent's only Java action
     listening to its event, and the restore re-runs it (a new JVM misses its state)."""
-    agent = PythonAgent()
-
-    @agent.action("IA", listens=["_input_event"])
-    def ia(event, ctx):
-        ctx.send_event("WorkEvent", {"x": int(event.attributes["input"])})
-
-    @agent.action("WA", listens=["WorkEvent"], java=True)
-    def wa(event, ctx):
-        y = ctx.durable_execute(multiply, event.attributes["x"])
-        ctx.send_event("_output_event", {"output": ctx.durable_execute(add, y)})
-
+    agent = _java_agent(multiply, add)
     for key_format in ("K1", "K1.5"):
         first = ReplayExecutor(agent=agent, plan={"inputs": [("k", "1")]}, key_format=key_format, runtime="main",
                                seed=7, attempt=1)
