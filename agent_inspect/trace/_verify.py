@@ -337,6 +337,9 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
         raise InspectError(f"unknown confidence {confidence!r}; use one of {', '.join(CONFIDENCES)}")
     if not isinstance(trace, TraceLog):
         trace = load_trace(trace)
+    if not len(trace.records):  # an empty file observed nothing, so it cannot disagree (unreadable lines: truncated)
+        raise InspectError("the trace holds no record: there is nothing to check the recovery against; pass the "
+                           "Trace Log file the job wrote for this recovery")
     notes: list[str] = []
     jobs = trace.jobs()
     if job is not None:
