@@ -104,11 +104,12 @@ def test_sub_agent_calls_in_the_ledger_are_named_by_sub_agent_and_caller() -> No
     the ledger's ``label`` names its sub-agent and the action that called it, and the totals carry it."""
     log = ai.load(ai.samples.path("production"))
     pred = predict(log, rule="original", markers=ai.samples.markers("production"))
-    calls = pred.ledger[pred.ledger["kind"] == "call"]
-    sub = calls[calls["name"].str.contains("#")]
-    assert len(sub)
+    sub = pred.ledger[pred.ledger["kind"] == "subagent"]       # their own kind: no call leaves the job
+    assert len(sub) and sub["name"].str.contains("#").all()
     assert set(sub["label"]) == {"reviewer (sub-agent call from review)"}
+    calls = pred.ledger[pred.ledger["kind"] == "call"]
     plain = calls[~calls["name"].str.contains("#")]
+    assert len(plain) == len(calls)
     assert (plain["label"] == plain["name"]).all()
     totals = pred.ledger_totals()
     assert set(totals.loc[totals["name"].isin(sub["name"]), "label"]) == {"reviewer (sub-agent call from review)"}
