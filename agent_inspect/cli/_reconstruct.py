@@ -101,20 +101,20 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     rt = report["runtime"]
     print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
-    print(", ".join([f"rule {report['rule_label']}: {report['records']} {count_words(report['records'], 'record')}",
-                     *(f"{k} {v}" for k, v in report["status"].items() if v)]))
+    print(", ".join([f"rule {report['rule_label']}: {report['records']:,} {count_words(report['records'], 'record')}",
+                     *(f"{k} {v:,}" for k, v in report["status"].items() if v)]))
     for d in report["divergences"]:
         print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")
     for warning in report.get("warnings", ()):
         print(f"warning: {warning}")
     t = report["totals"]
-    print(f"evicted {t['evicted']}, invalidated {t['invalidated']}, cache events {t['cache_events']}")
+    print(f"evicted {t['evicted']:,}, invalidated {t['invalidated']:,}, cache events {t['cache_events']:,}")
     outcomes = {str(o): (report["outcomes"] or {}).get(str(o), 0) for o in Outcome}
     if report["outcomes"] is None:   # the records' own outcomes miss the tasks a fresh start replays
         print("tasks: not computed (" + ("the prediction failed" if report.get("ledger_error") else
                                          "--no-ledger skips the prediction that counts them") + ")")
     else:
-        print(f"tasks: {sum(outcomes.values())}" + (" (" + ", ".join(f"{o} {n}" for o, n in outcomes.items() if n)
+        print(f"tasks: {sum(outcomes.values()):,}" + (" (" + ", ".join(f"{o} {n:,}" for o, n in outcomes.items() if n)
                                                     + ")" if any(outcomes.values()) else ""))
     if outcomes[Outcome.FAIL]:
         print("the restore fails at a lookup (FAIL): the job restarts and fails again; the ledger counts what "
@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     if report["ledger"]:
         print("re-execution ledger:")
         for (kind, label), count in _ledger_lines(report["ledger"]).items():
-            print(f"  {kind} {label}: {count}")
+            print(f"  {kind} {label}: {count:,}")
     elif report.get("ledger_error"):
         print(f"ledger unavailable: {report['ledger_error']}")
     elif report["ledger"] is not None:

@@ -111,3 +111,12 @@ def test_a_fresh_start_without_the_ledger_does_not_report_zero_tasks(capsys) -> 
     assert "tasks: 0" not in out and "tasks: not computed (--no-ledger skips the prediction" in out
     assert main(["reconstruct", production, "--markers", "[]", "--no-ledger", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["outcomes"] is None
+
+
+def test_counts_are_written_with_thousands_separators(capsys) -> None:
+    """The record and status counts read like every other count of the CLI (``2,989 records``, not ``2989``)."""
+    path = ai.samples.path("production")
+    assert main(["reconstruct", str(path), "--markers", str(path).replace(".jsonl", ".markers.json"),
+                 "--rule", "fixed"]) == 0
+    out = capsys.readouterr().out
+    assert "rule fixed (what-if; 0.4 ships original): 2,989 records, superseded 1,194, outside 1,152" in out
