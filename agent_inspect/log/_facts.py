@@ -62,13 +62,17 @@ def plain_text(v: Any, empty: str = "—") -> str:
 
     For example::
 
-        ai.log.plain_text(None), ai.log.plain_text(1234)   # "—" for nothing
+        ai.log.plain_text(None), ai.log.plain_text(1234)   # "—" for nothing, "1,234"
     """
     if isinstance(v, Mapping):
-        return ", ".join(f"{k}: {n}" for k, n in v.items()) or empty
+        return ", ".join(f"{k}: {_count(n)}" for k, n in v.items()) or empty
     if isinstance(v, (list, tuple)):
-        return ", ".join(map(str, v)) or empty
-    return str(v)
+        return ", ".join(map(str, v)) or empty   # partition numbers and names: identifiers, not counts
+    return _count(v)
+
+
+def _count(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
 
 
 def runtime_text(runtime: RuntimeInfo | Mapping[str, object]) -> str:

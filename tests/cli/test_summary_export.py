@@ -218,3 +218,13 @@ def test_a_key_with_no_records_is_an_error_not_an_empty_summary(capsys: pytest.C
     code, out, err = run(capsys, "summary", production, "--key", "user-0019", "--key", "user-19", "--json")
     assert code == 0 and json.loads(out)["business_keys"] == 1
     assert "no records of business key 'user-19'" in err
+
+
+def test_summary_counts_have_thousands_separators_and_partitions_do_not(capsys: pytest.CaptureFixture[str]) -> None:
+    """Counts read as the evidence beside them does (``1,045``); partition numbers are identifiers, kept bare."""
+    import agent_inspect as ai
+
+    code, out, _ = run(capsys, "summary", str(ai.samples.path("production")))
+    values = _values(out)
+    assert code == 0 and values["records"] == "2,989" and values["completed records"] == "1,045"
+    assert values["state-key formats"] == "K1.5: 2,989" and values["partitions"] == "0, 1, 2, 3"
