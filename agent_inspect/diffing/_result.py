@@ -80,8 +80,8 @@ class Diff(HtmlRepr):
         """Per business key, the first pair that differs (columns :data:`FIRST_COLUMNS`)."""
         diffs = self.differences
         kinds = {"a": self.a.kind, "b": self.b.kind}
-        rows = [first_divergence_row(row, kinds) for _, row in diffs.groupby(diffs["business_key"].astype(str),
-                                                                        sort=True).head(1).iterrows()]
+        rows = [first_divergence_row(row, kinds, reasons=(_reason(self.a, row["a"]), _reason(self.b, row["b"])))
+                for _, row in diffs.groupby(diffs["business_key"].astype(str), sort=True).head(1).iterrows()]
         return pd.DataFrame(rows, columns=list(FIRST_COLUMNS))
 
     def first_divergence(self, key: str) -> dict[str, Any] | None:
@@ -178,8 +178,18 @@ def _only_why(have: str, lack: str, kinds: dict[str, str]) -> str:
             f"and a recovery of {have} reuses one that {lack} would not produce")
 
 
-def _why(row: pd.Series, kinds: dict[str, str] | None = None) -> tuple[str, str]:
-    """(where, why it matters to the store) for one differing pair; ``kinds``: each side's kind ("log", "prediction", …)."""
+def _reason(side: Side, unit: Any) -> str | None:
+    """A prediction's own reason for the outcome of one of its tasks (None for other sides, or no reason)."""
+    if "reason" not in side.units.columns or pd.isna(unit) or unit not in side.units.index:
+        return None
+    reason = side.units.at[unit, "reason"]
+    return str(reason) if isinstance(reason, str) and reason else None
+
+
+def _why(row: pd.Series, kinds: dict[str, str] | None = None,
+         reasons: tuple[str | None, str | None] = (None, None)) -> tuple[str, str]:
+    """(where, why it matters to the store) for one differing pair; ``kinds``: each side's kind ("log", "prediction", …);
+    ``reasons``: each side's own reason for its outcome, where it has one."""
     status, changes = str(row["status"]), row["changes"]
     if status in ("only in a", "only in b"):
         have = status[-1]
@@ -196,7 +206,9 @@ def _why(row: pd.Series, kinds: dict[str, str] | None = None) -> tuple[str, str]
                             "different state key: no reuse, the action runs again")
     if "outcome" in areas:
         oc = next(c for c in changes if c.area == "outcome")
-        return oc.path, f"the recovery decides differently for this task: {oc.a} against {oc.b}"
+        because = "; ".join(f"{side}: {r}" for side, r in zip("ab", reasons) if r)
+        return oc.path, (f"the recovery decides differently for this task: {oc.a} against {oc.b}"
+                         + (f" ({because})" if because else ""))
     if "calls" in areas:
         c = next(c for c in changes if c.area == "calls")
         return c.path, ("the durable-call journal differs at this slot: on resume calls match by position "
@@ -208,9 +220,11 @@ def _why(row: pd.Series, kinds: dict[str, str] | None = None) -> tuple[str, str]
                         "outputs and memory updates in place of the other's (ids are kept on reuse, spec §9.3)")
 
 
-def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None) -> dict[str, Any]:
-    """The first-divergence row (:data:`FIRST_COLUMNS`) of one differing pair (``kinds``: each side's kind)."""
-    where, why = _why(row, kinds)
+def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None, *,
+                         reasons: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
+    """The first-divergence row (:data:`FIRST_COLUMNS`) of one differing pair (``kinds``: each side's kind;
+    ``reasons``: each side's own reason for its task's outcome, a prediction's ``reason``)."""
+    where, why = _why(row, kinds, reasons)
     changes = row["changes"]
     hit = next((c for c in changes if c.path == where), changes[0] if changes else None)
     action = row["action_a"] if row["action_a"] is not None else row["action_b"]

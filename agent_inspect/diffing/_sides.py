@@ -29,7 +29,8 @@ SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "run
 
 #: Columns of ``Side.units`` (one row per action execution).
 UNIT_COLUMNS = ("business_key", "seq", "state_key", "action", "action_uuid", "event_type", "event_uuid",
-                "task_event_id", "upstream_event_id", "completed", "outcome", "status", "pos", "attempt", "calls_executed", "order")
+                "task_event_id", "upstream_event_id", "completed", "outcome", "status", "pos", "attempt", "calls_executed", "order",
+                "reason")
 
 
 class SelectorError(InspectError):
@@ -395,6 +396,7 @@ def _prediction_side(pred: Any, *, label: str, log: Any = None) -> Side:
         "pos": t["entry_pos"].astype("Int64").to_numpy(),
         "attempt": pd.array([pd.NA] * len(t), dtype="Int64"),
         "calls_executed": t["calls_executed"].astype("Int64").to_numpy(),
+        "reason": t["reason"].astype(object).to_numpy() if "reason" in t.columns else None,
     })
     units["order"] = np.arange(len(units))
     return Side(label, "prediction", units, log=log, rule=str(getattr(pred, "rule", None)), source=pred)
