@@ -10,11 +10,12 @@ import random
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import SUBAGENT_EVENT, Agent
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.recovery._calls import CallDecision, CallEvent
@@ -226,7 +227,7 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
 
 def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recovery | None = None,
             session: RecoverySession | None = None, new_id: Callable[[], str] | None = None,
-            **overrides: Any) -> Prediction:
+            **overrides: Unpack[RecoveryOverrides]) -> Prediction:
     """Predict what a recovery does with ``subject`` (the static path, spec §15.6).
 
     ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction` (whose log and

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,7 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import define, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
+from agent_inspect._types import RecoveryOverrides
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from agent_inspect.agents import Agent
     from agent_inspect.history import History
     from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery._prediction import Prediction
     from agent_inspect.store import DivergenceRule
 
 __all__ = ["Reconstruction", "reconstruct", "STATUSES"]
@@ -105,7 +107,7 @@ class Reconstruction(HtmlRepr):
 
         return subagent_tree(self, key, seq, **options)
 
-    def predict(self, **overrides: Any) -> Any:
+    def predict(self, **overrides: Unpack[RecoveryOverrides]) -> Prediction:
         """The static prediction of a replay under this reconstruction's settings
         (:func:`agent_inspect.recovery.predict`; ``overrides`` by setting name, e.g. ``plan=``, ``agent=``)."""
         from agent_inspect.recovery._predict import predict
@@ -153,7 +155,7 @@ class Reconstruction(HtmlRepr):
 
 
 def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool = True,
-                **overrides: Any) -> Reconstruction:
+                **overrides: Unpack[RecoveryOverrides]) -> Reconstruction:
     """Reconstruct what a restore does with ``subject``: an ``ActionStateLog`` (``log.select(mask)`` for a part,
     e.g. one partition: every step is partition-local, except the snapshot Kafka cross-key eviction, which spans
     whatever it is given), or a bare records frame with ``replay=False`` (the rebuild alone reads no values).
