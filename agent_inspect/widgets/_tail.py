@@ -337,10 +337,11 @@ class LiveTail(w.VBox):
         text = _STATE_TEXT[state]
         if state == "failed":
             text += f": {escape(live.error)}"
-        self.state.value = f'<span class="ai-live-badge ai-live-{state}">{text}</span>'
+        # the buttons before the badge: a reader (or a browser test) that sees "stopped" finds them disabled
         self.pause_button.description, self.pause_button.icon = (
             ("Resume", "play") if state == "paused" else ("Pause", "pause"))
         self.pause_button.disabled = self.stop_button.disabled = state in ("stopped", "failed")
+        self.state.value = f'<span class="ai-live-badge ai-live-{state}">{text}</span>'
         if log is not self._shown:
             self._shown = log
             for view in self.views:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import expect
 
 from tests.sources._records import make_records
 from tests.support.tansu import consumer_groups, create_topic, produce_like_upstream
@@ -70,7 +71,7 @@ def test_the_live_view_updates_pauses_and_stops_in_the_browser(lab_page, lab_roo
     _wait_text(page, ".ai-live-counter", "20 records in the window")
     page.locator(".ai-live-stop").first.click()
     _wait_text(page, ".ai-live-state", "stopped", 30)
-    assert page.locator(".ai-live-stop").first.is_disabled()
+    expect(page.locator(".ai-live-stop").first).to_be_disabled(timeout=10_000)   # its own message, may come later
     page.screenshot(path=str(artifacts / "live-tail.png"))
     assert consumer_groups(kafka_bootstrap) == groups
     assert lab_page.errors_in_outputs() == []
