@@ -22,17 +22,8 @@ from agent_inspect._errors import ReplayError
 from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
 from agent_inspect.recovery._events import first_field
 
-__all__ = [
-    "CallDecision",
-    "CallSlot",
-    "CallEvent",
-    "CallJournal",
-    "RecordedCallError",
-    "RecordedValue",
-    "python_function_id",
-    "python_args_digest",
-    "effective_status",
-]
+__all__ = ["CallDecision", "CallSlot", "CallEvent", "CallJournal", "RecordedCallError", "RecordedValue",
+           "python_function_id", "python_args_digest", "effective_status"]
 
 _log = logging.getLogger("agent_inspect.executor")
 
@@ -190,15 +181,11 @@ Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
 class CallJournal:
     """Position-matched durable calls of one action execution (upstream's DurableExecutionContext).
 
-    ``recorded`` is the call-result list of the cached record (empty for a fresh execution).
-    ``persist(results)`` is called with the full list whenever upstream would write the ActionState;
-    ``report(event)`` receives one :class:`CallEvent` per decision. ``run(function_id, args_digest, call,
-    index)`` decides how a call that must run is served (execute / stub / deny) and returns ``(outcome,
-    value)``; it may raise. ``call_matching`` (``codec.CALL_MATCHING``: "position" or "function-id", the #1016
-    variant) is how a call is compared with the recorded slot at its position.
-
-    ``deliver=False`` is the symbolic journal of ``predict``: the same decisions, but a body gets no values and
-    no recorded or fresh failure is raised into it (payloads are never decoded or pickled).
+    ``recorded``: the cached record's call results. ``persist(results)`` runs whenever upstream would write the
+    ActionState, ``report`` gets one :class:`CallEvent` per decision, ``run`` (an ``Executor``) serves a call
+    that must run (execute / stub / deny; it may raise). ``call_matching``: "position" or "function-id" (#1016).
+    ``deliver=False`` is ``predict``'s symbolic journal: the same decisions, but no values or failures reach the
+    body (payloads are never decoded or pickled).
 
     For example::
 

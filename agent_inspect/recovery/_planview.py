@@ -59,12 +59,9 @@ class PlanView:
 
 
 def as_plan(plan: PlanLike) -> ReplayPlan:
-    """A ``ReplayPlan`` from a plan or a mapping of its fields.
-
-    Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
-    "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
-    ``{"input": value}``. The plan of a log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``
-    (or ``recovery.replay_plan(log)``, which also reads the runtime's refresh rows).
+    """A ``ReplayPlan`` from a plan or a mapping of its fields: ``{"inputs": [(key, value_or_event), ...],
+    "restored_seq": {key: n}, "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
+    ``{"input": value}``. A log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``.
 
     For example::
 

@@ -1,6 +1,5 @@
-"""``predict``: the static path (spec §15.6). The engine runs the replay plan to its end with as-recorded (or
-declared) bodies and the symbolic call journal (calls are matched, never made; payloads never unpickled); an
-observer turns what it saw into one row per dispatched task, the re-execution ledger and the sub-agent results.
+"""``predict``: the static path (spec §15.6): the engine runs the plan to its end with the symbolic call journal
+(calls matched, never made) and an observer turns what it saw into task rows and the re-execution ledger.
 """
 
 from __future__ import annotations
@@ -230,17 +229,10 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
     """Predict what a recovery does with ``subject`` (the static path, spec §15.6).
 
     ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction` (whose log and
-    settings are then used). The settings are ``recovery`` or its overrides by name, resolved once with
-    :meth:`Recovery.resolve` (see :class:`Recovery` for each setting and its default: the rule the log's runtime
-    ships, the whole loaded log as the window, the log's own later attempt as the plan, its as-recorded agent).
-    A K2 restore check that fails (spec §6.5) makes every task FAIL. The runtime also selects its recovery
-    behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on, refresh rows bring the pending states
-    of rounds in flight at the checkpoint back (RESUME with their recorded call results); on main, sub-agent
-    calls reserve PENDING caller slots, a reused child replays its ``subagentResultEvents`` and a reused root
-    caller sends no bootstrap.
-
-    Pass ``session`` to continue from an already rebuilt store; ``new_id`` to make fresh event ids
-    reproducible. The result carries the settings (:attr:`Prediction.recovery`).
+    settings are then used). The settings are ``recovery`` or its overrides by name (see :class:`Recovery` for
+    each and its default). A failed K2 restore check (spec §6.5) makes every task FAIL; the runtime selects its
+    recovery behaviours (:func:`agent_inspect.store.runtime_model`). Pass ``session`` to continue from an already
+    rebuilt store, ``new_id`` to make fresh event ids reproducible.
 
     For example::
 
@@ -296,9 +288,8 @@ _IDS = random.Random()
 
 
 def _fresh_ids() -> Callable[[], str]:
-    """Fresh event ids for one run, as version-4 UUID text: a random prefix per run and a counter in the last 48
-    bits, so unique within the run (and across runs but for a 2^-74 chance) at a fraction of ``uuid4``'s cost
-    (a prediction of a fleet makes one per rerun output)."""
+    """Fresh version-4 UUID texts for one run: a random prefix per run and a counter in the last 48 bits (unique but
+    for a 2^-74 chance across runs) at a fraction of ``uuid4``'s cost (a fleet makes one per rerun output)."""
     h = f"{_IDS.getrandbits(128) & _V4_CLEAR | _V4_SET:032x}"
     prefix = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-"
     counter = itertools.count(int(h[20:], 16))
@@ -312,5 +303,3 @@ _LOW48 = (1 << 48) - 1
 
 def _is_reconstruction(obj: Any) -> bool:
     return all(hasattr(obj, a) for a in ("log", "recovery", "session", "divergences"))
-
-

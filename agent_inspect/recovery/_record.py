@@ -65,11 +65,8 @@ class RecordView:
     @classmethod
     def from_state(cls, state: ActionState, *, memory_decoder: Callable[[OpaqueMemoryValue], Any] | None = None
                    ) -> RecordView:
-        """From a decoded ``agent_inspect.codec.ActionState``.
-
-        Kryo memory values stay :class:`OpaqueMemoryValue` unless ``memory_decoder`` turns them into
-        Python values (e.g. :func:`json_envelope_decoder` for journals this executor wrote).
-        """
+        """From a decoded ``agent_inspect.codec.ActionState``; Kryo memory values stay :class:`OpaqueMemoryValue`
+        unless ``memory_decoder`` decodes them (e.g. :func:`json_envelope_decoder` for this executor's journals)."""
         # most records have no sensory updates, calls or result events: skip building empty tuples
         sensory = tuple([_memory(u, memory_decoder) for u in state.sensory_memory_updates]) \
             if state.sensory_memory_updates else ()
@@ -110,9 +107,8 @@ class RecordView:
 
 
 def recorded_views(log: Any) -> Callable[[int], RecordView]:
-    """The :class:`RecordView` of the log's record at a position (no memory decoder), kept per log: every
-    prediction of a log reads the same records, and a view is immutable. A view whose memory holds a mutable value
-    (a JSON object or list, which a body may change in place) is made afresh on every read."""
+    """The :class:`RecordView` at a position (no memory decoder), kept per log, but made afresh on every read when
+    its memory holds a mutable value (a body may change it in place)."""
     views = once_per_log(_VIEWS, log, dict)
 
     def view_at(pos: int) -> RecordView:
