@@ -74,7 +74,6 @@ class Debugger:
         self.engine.restart()
 
     def ensure_started(self) -> None:
-        """Run the rebuild step if nothing ran yet."""
         if self.engine.run.session is None and not self.engine.run.steps:
             self.step()
 

@@ -1,10 +1,8 @@
 """The executor's driver of the one engine: each decision the engine makes becomes a :class:`Step`.
 
-The engine (:mod:`agent_inspect.recovery.engine`) runs inside a greenlet; this observer turns what it reports
-into steps and hands each back to the debugger as it happens, so a replay can pause between any two store
-decisions. Writes go to the run's overlay, which production mode reads as a journal; never to a source. The
-executor's what-ifs live here too: the force-rerun policy (an observer decision) and the diff policy's shadow
-runs (a body run on copies of memory next to a reuse).
+The engine runs inside a greenlet and this observer hands each step back to the debugger as it happens, so a replay
+can pause between any two store decisions. Writes go to the run's overlay, never to a source. The executor's
+what-ifs live here too: the force-rerun policy and the diff policy's shadow runs.
 """
 
 from __future__ import annotations
@@ -37,9 +35,7 @@ from agent_inspect.recovery.engine import (
     ReplayContext,
     TaskRun,
 )
-from agent_inspect.recovery.engine import (
-    Engine as Core,
-)
+from agent_inspect.recovery.engine import Engine as Core
 
 if TYPE_CHECKING:
     from agent_inspect.agents import ActionContext
@@ -51,10 +47,8 @@ __all__ = ["Engine", "action_name", "removed_text"]
 
 
 class Engine(Observer):
-    """Drives the one engine pass by pass for the debugger; one :class:`RunState` per pass.
-
-    ``log`` is the read-only base (None: a fresh job); ``recovery`` the resolved settings; ``plan`` the replay plan.
-    """
+    """Drives the one engine pass by pass for the debugger; one :class:`RunState` per pass (``log``: the read-only
+    base, None for a fresh job)."""
 
     def __init__(self, *, log: ActionStateLog | None, agent: Agent, recovery: Recovery, plan: ReplayPlan,
                  keys: KeyMaker, calls: CallServer, attempt: int, seed: int,
@@ -111,8 +105,8 @@ class Engine(Observer):
         return self.keys.business_key(key)
 
     def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
-        """The business keys a step can carry (the log's and the plan's) and the names they go by (those and
-        the plan's key texts): what a breakpoint's key is checked against, and the pool of close matches."""
+        """The business keys a step can carry (the log's and the plan's) and the names they go by: what a
+        breakpoint's key is checked against, and the pool of close matches."""
         if self._known is None:
             plan = self.plan.plan
             names = {str(k) for k in (*(i.key for i in plan.inputs), *(p.key for p in plan.pending),
@@ -128,7 +122,6 @@ class Engine(Observer):
         return step
 
     def memory_states(self) -> dict[str, MemoryState]:
-        """Per business key: snapshots of short-term and sensory memory now."""
         base = {self.business_key(k) for k in (*self.memory, *self.sensory)}
         out = {}
         for key in sorted(set(self.run.memory) | base):
@@ -182,8 +175,7 @@ class Engine(Observer):
         return self.calls.policies.for_action(run.action) is ActionPolicy.FORCE_RERUN
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
-        """Steps for one ``get`` of the task: the first one's LOOKUP step (or any FAIL's), then the removals it
-        caused, each naming that step."""
+        """The first ``get``'s LOOKUP step (or any FAIL's), then the removals each ``get`` caused, naming that step."""
         from agent_inspect.store import Outcome
 
         t = run.task
@@ -261,8 +253,7 @@ class Engine(Observer):
                    reason="task queue empty", change=f"sensory memory cleared ({plural(cleared, 'path')})")
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
-        """One step per cached record of a replayed round that no task looked up (as ``predict``), decided when
-        its round ended (§11.4.5), so a later eviction cannot hide it (issue #12 item 10)."""
+        """One step per cached record of a replayed round that no task looked up (as ``predict``)."""
         names = self.action_names()
         self._emit(StepKind.NOT_DISPATCHED, key=key, seq=seq,
                    action=names.get(entry.action_uuid, entry.action_uuid[:8]),
@@ -328,10 +319,9 @@ class _ResultNotRecorded(ReplayError):
 
 
 class _ShadowContext(ReplayContext):
-    """The context of a ``diff`` shadow run, which changes nothing: a sub-agent call does not dispatch the child's
-    round into the replay (its lookups could evict, its writes would land). It gets the production record's result
-    for that call when the record holds one; else the call is named in ``not_called`` and stops the body (a
-    made-up result would make up the differences too)."""
+    """The context of a ``diff`` shadow run, which changes nothing: a sub-agent call gets the production record's
+    result instead of dispatching the child's round; without one it is named in ``not_called`` and stops the body
+    (a made-up result would make up the differences too)."""
 
     def __init__(self, engine: Core, run: TaskRun, calls: CallJournal, *, short_term: Memory, sensory: Memory,
                  recorded: Sequence[CallSlot], decode: Callable[[CallSlot], Any]) -> None:
@@ -355,7 +345,6 @@ class _ShadowContext(ReplayContext):
 
 
 def _common(run: TaskRun) -> dict[str, Any]:
-    """The fields every step of one task carries."""
     t = run.task
     fields: dict[str, Any] = dict(key=run.key, seq=run.seq, action=run.action, event_type=run.event.type,
                                   event_id=run.event.id, scope=run.event.scope, task=run.index)

@@ -91,7 +91,6 @@ _REASONS: dict[str, str] = {
 
 
 def call_reason(ce: CallEvent) -> str:
-    """The step reason of one call decision."""
     if ce.outcome == StepOutcome.MISMATCH:
         return f"non-deterministic call: recorded {ce.recorded} at this index; results cut here"
     if ce.outcome == StepOutcome.TRUNCATE:
