@@ -47,7 +47,7 @@ class Debugger:
         self.engine = engine
         self.breakpoints: list[Breakpoint] = list(breakpoints)
         self.fail_after = fail_after       # checked by the setter
-        self.driver: list[DriverAction] = []
+        self.driver: list[DriverAction] = []   # what the driver did between steps, redone by back()
         for bp in self.breakpoints:
             self.keyed(bp)                  # a key no step can carry fails here, not silently never stops
 
@@ -64,10 +64,6 @@ class Debugger:
     def done(self) -> bool:
         run = self.engine.run
         return run.finished or run.failure is not None
-
-    def note(self, action: DriverAction) -> None:
-        """Record a driver action so ``back()`` replays it."""
-        self.driver.append(action)
 
     def reset(self) -> None:
         self.driver = []

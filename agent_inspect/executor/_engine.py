@@ -16,7 +16,7 @@ import greenlet
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import plural
-from agent_inspect.agents import ActionDecl, Agent, AgentEvent
+from agent_inspect.agents import Agent, AgentEvent
 from agent_inspect.executor._policy import ActionPolicy
 from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import MemoryState, RunState
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery, ReplayPlan
     from agent_inspect.store import CacheEvent, Entry, LookupDecision, RecoverySession
 
-__all__ = ["Engine", "action_name", "removed_text"]
+__all__ = ["Engine", "removed_text"]
 
 
 class Engine(Observer):
@@ -216,15 +216,12 @@ class Engine(Observer):
                    detail={"recorded_calls": recorded})
 
     def called(self, run: TaskRun, event: CallEvent) -> None:
+        subagent = self.core.state.subagent_scopes.get(event.function_id) if self.core is not None else None
         self._emit(self.run.body_kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
                    function_id=event.function_id, reason=call_reason(event),
                    change=f"call results {event.results_before} → {event.results_after}",
                    detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded,
-                           "subagent": self._subagent_scope(event.function_id)})
-
-    def _subagent_scope(self, function_id: str) -> str | None:
-        """The sub-agent a durable call calls (None: a call of the body's own)."""
-        return self.core.state.subagent_scopes.get(function_id) if self.core is not None else None
+                           "subagent": subagent})
 
     def wrote(self, run: TaskRun, entry: Entry, value: RecordView, what: str) -> None:
         """A write to the session is also kept in the overlay (never a source) and journaled."""
@@ -362,10 +359,6 @@ def _base(memory: Mapping[str, Mapping[str, Any]], key: str, business_key: Calla
         if business_key(k) == key:
             return v
     return {}
-
-
-def action_name(decl: ActionDecl | str) -> str:
-    return decl if isinstance(decl, str) else decl.name
 
 
 def removed_text(removed: Sequence[Entry]) -> str:

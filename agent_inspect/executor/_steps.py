@@ -14,10 +14,8 @@ __all__ = ["StepKind", "step_kind", "StepOutcome", "Step", "Breakpoint", "STEP_C
 
 
 class StepKind(enum.StrEnum):
-    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``.
-
-    NOT_DISPATCHED steps come last: one per cached record of a replayed round that no task looked
-    up (e.g. the children of a reused sub-agent caller), as ``predict`` lists them.
+    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``; one
+    NOT_DISPATCHED step per cached record of a replayed round that no task looked up, as ``predict`` lists them.
 
     For example::
 
@@ -49,12 +47,8 @@ def step_kind(kind: StepKind | str) -> StepKind:
 
 
 class StepOutcome(enum.StrEnum):
-    """The outcome text of a step. A ``str`` enum, so ``steps["outcome"]`` and string comparisons are unchanged.
-
-    Lookups show the rule's decision (``REUSE``/``RESUME``/``RERUN``/``FAIL``/``NOT-DISPATCHED``) and
-    bodies their kind; durable calls one of the call outcomes (see
-    :class:`~agent_inspect.executor.CallEvent`). Cache steps carry the store's op text (``evict``,
-    ``invalidate``, …) and a PERSIST of call results the text ``call results (n)``: those stay plain strings.
+    """The outcome text of a step (a ``str`` enum, so it compares as its text). Cache steps carry the store's op
+    text (``evict``, …) and a PERSIST of call results ``call results (n)``: those stay plain strings.
 
     For example::
 

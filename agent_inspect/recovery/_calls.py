@@ -79,10 +79,8 @@ def effective_status(status: str | None, exception_payload: Any) -> Status:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class CallSlot:
-    """One durable-call result as recorded (payloads are the raw bytes, never unpickled implicitly).
-
-    ``value``/``error`` hold the live Python result when the call ran inside this replay, so the body
-    gets the real object back without deserializing anything.
+    """One durable-call result as recorded (raw payload bytes, never unpickled implicitly); ``value`` / ``error``
+    hold the live result when the call ran inside this replay.
 
     For example::
 
@@ -123,10 +121,8 @@ def _payload_bytes(value: Any) -> bytes | None:
 
 
 class RecordedCallError(Exception):
-    """A recorded failure re-raised into a body when its payload is not (or cannot be) deserialized.
-
-    ``payload`` is the raw exception payload; for Java records the message is "``<FQN>: <message>``".
-    """
+    """A recorded failure re-raised into a body when its payload is not (or cannot be) deserialized; ``payload`` is
+    the raw exception payload (for Java records the message is "``<FQN>: <message>``")."""
 
     def __init__(self, message: str, *, function_id: str, payload: bytes | None) -> None:
         super().__init__(message)
@@ -423,9 +419,8 @@ def _journal_pickler() -> Any:
 
 
 def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
-    """The Python value of a recorded payload: JSON (Java) is decoded; pickles only when trusted.
-
-    For a FAILED slot this returns the exception to raise.
+    """The Python value of a recorded payload (for a FAILED slot, the exception to raise): JSON (Java) is
+    decoded; pickles only when trusted.
 
     For example::
 

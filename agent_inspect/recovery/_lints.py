@@ -24,12 +24,9 @@ _COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
 
 def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
          attempts: pd.Series | None = None) -> pd.DataFrame:
-    """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``,
-    example ``positions`` and a one-line ``message``.
-
-    ``fingerprints=True`` decodes each distinct state key's latest record to recompute its event
-    UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3). ``attempts``:
-    the records' ``attempt`` column of :func:`agent_inspect.history.annotate` when the caller already has it.
+    """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``, example
+    ``positions`` and a one-line ``message``. ``fingerprints=True`` recomputes each state key's latest event UUID
+    (V0/V1 skipped, §4.3.3); ``attempts``: the records' ``attempt`` column, when the caller already has it.
 
     For example::
 

@@ -97,12 +97,10 @@ class PendingTask:
 class ReplayPlan:
     """Per-key inputs after the restore, restored seqNums and restored pending tasks.
 
-    ``inputs`` are in arrival order (all keys interleaved); each key's first input gets
-    ``restored_seq[key] + 1``. ``pending`` tasks run before any input of their key. ``keys`` maps a
-    plan key to its :class:`KeyIdentity` (default: the key is the log's business key, with segments
-    taken from its records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is
-    the replay's attempt number (Java hash-based action UUIDs change per attempt). ``notes``: what
-    :meth:`from_log` could not tell from the log and how it read it anyway (one sentence each).
+    ``inputs`` are in arrival order (all keys interleaved); each key's first input gets ``restored_seq[key] + 1``.
+    ``pending`` tasks run before any input of their key. ``keys`` maps a plan key to its :class:`KeyIdentity`
+    (default: from the log's records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is the
+    replay's attempt number; ``notes``: what :meth:`from_log` could not tell from the log.
 
     For example::
 

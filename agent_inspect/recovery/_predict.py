@@ -55,9 +55,8 @@ _ROW_COUNT = {"replayed": "calls_replayed", "resubmit": "calls_resubmitted", "su
 
 @dataclass
 class Simulation:
-    """What one engine run of a plan gave ``predict``: ``rows`` (one dict per dispatched task, the columns of
-    ``Prediction.tasks``, NOT-DISPATCHED rows last unless the job crashed), ``ledger`` (re-executed bodies and
-    calls), ``crashed`` (the job would crash: a restart loop), ``warnings`` and ``subagent_results``.
+    """What one engine run of a plan gave ``predict``: ``rows`` (the columns of ``Prediction.tasks``), ``ledger``
+    (re-executed bodies and calls), ``crashed`` (a restart loop), ``warnings`` and ``subagent_results``.
 
     For example::
 
@@ -71,17 +70,12 @@ class Simulation:
     crashed: bool = False
     warnings: list[str] = field(default_factory=list)
     subagent_results: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
-    #: per sub-agent call's function id (``<sessionId>#<callId>``): its name for readers (:func:`subagent_call_name`)
+    #: per sub-agent call's function id (``<sessionId>#<callId>``, two UUIDs that differ per key and round): its name
+    #: for readers, "<sub-agent> (sub-agent call from <caller>)"
     call_names: dict[str, str] = field(default_factory=dict)
     #: run with ``rows=False``: per dispatched task ``[key, outcome, seq, position of the record found]`` instead
     #: of ``rows`` (what a fleet scan counts), in dispatch order
     outcomes: list[list[Any]] = field(default_factory=list)
-
-
-def subagent_call_name(scope: str, caller: str) -> str:
-    """A sub-agent call named by its sub-agent and the action that called it: "reviewer (sub-agent call from
-    caller)" (its function id, ``<sessionId>#<callId>``, is two UUIDs that differ per key and round)."""
-    return f"{scope} (sub-agent call from {caller})"
 
 
 class _Ledger(Observer):
@@ -99,7 +93,7 @@ class _Ledger(Observer):
         if kind is not None:
             scope = self.engine.state.subagent_scopes.get(event.function_id) if self.engine is not None else None
             if scope is not None:
-                self.sim.call_names[event.function_id] = subagent_call_name(scope, str(run.action))
+                self.sim.call_names[event.function_id] = f"{scope} (sub-agent call from {run.action})"
                 if kind == "call":   # no call that leaves the job: the executor's calls_subagent
                     kind = "subagent"
             self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
@@ -190,9 +184,8 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
              runtime: str | RuntimeLike = "0.3", key_format: str | None = None, rows: bool = True) -> Simulation:
     """Run ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) on the engine, with
-    symbolic calls, and return the :class:`Simulation`. ``predict`` is this plus the rebuild and frames.
-    ``runtime`` selects the upstream runtime's behaviours (:func:`agent_inspect.store.runtime_model`).
-    ``rows=False`` keeps each task's outcome (:attr:`Simulation.outcomes`) instead of its row: what a count needs.
+    symbolic calls: ``predict`` without the rebuild and frames. ``rows=False`` keeps each task's outcome
+    (:attr:`Simulation.outcomes`) instead of its row: what a count needs.
 
     For example::
 

@@ -191,14 +191,11 @@ class Recovery:
                 "runtime": self.runtime.name, "runtime_inferred": self.runtime.inferred,
                 "store_flavour": self.store_flavour, "kafka_pending": self.model.kafka_pending,
                 "call_matching": self.call_matching, "expected_fingerprint": self.expected_fingerprint,
-                "max_parallelism": self.max_parallelism, "plan": self._plan_origin(),
+                "max_parallelism": self.max_parallelism,
+                "plan": "given" if self.plan is not None else
+                        "from the log" if self.plan_source is None else f"from {self.plan_source.path}",
                 "agent": "given" if self.agent is not None else "as recorded",
                 "provenance": dict(self.provenance)}
-
-    def _plan_origin(self) -> str:
-        if self.plan is not None:
-            return "given"
-        return "from the log" if self.plan_source is None else f"from {self.plan_source.path}"
 
     def describe(self) -> str:
         """One line per setting: its value and where it came from."""
