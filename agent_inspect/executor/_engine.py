@@ -260,8 +260,6 @@ class Engine(Observer):
                    reason="cached record of a replayed round that no task looked up",
                    detail={"pos": entry.pos})
 
-    # ------------------------------------------------------------------------------ helpers
-
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
                           action: str | None = None, caused_by: int | None = None) -> None:
         """One removal; ``caused_by`` is the index of the lookup step whose get removed it."""

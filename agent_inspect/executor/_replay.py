@@ -20,7 +20,7 @@ from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
-from agent_inspect.recovery import SETTING_NAMES, Recovery
+from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, source_kind_of
 from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
 
 if TYPE_CHECKING:
@@ -108,8 +108,6 @@ class ReplayExecutor(HtmlRepr):
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
         replay_plan = as_plan(plan) if plan is not None else self.recovery.replay_plan(base)
         keys.register(replay_plan.keys)
-        from agent_inspect.recovery import source_kind_of
-
         if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
@@ -300,8 +298,6 @@ def _step_words(step: Step) -> str:
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
-    from agent_inspect.recovery import PendingTask
-
     base = as_plan(plan if plan is not None else {"inputs": []})
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)

@@ -208,8 +208,6 @@ class CallJournal:
         self.warnings: list[str] = []
         self._reserved: set[int] = set()     # slots this execution reserved (a fresh call, not a re-submit)
 
-    # -- public -------------------------------------------------------------------------------
-
     def call(self, function_id: str, args_digest: str, call: Callable[[], Any], *,
              reconciler: Callable[[], Any] | None = None, internal: bool = False) -> Any:
         """Run one durable call at the current index; returns the (recorded or fresh) result. An ``internal``
@@ -285,8 +283,6 @@ class CallJournal:
         self._append_pending(i, fid, digest, before)
         self._persist(tuple(self.results))
         return self._settle(i, fid, digest, self._execute(fid, digest, call, i), len(self.results))
-
-    # -- helpers -------------------------------------------------------------------------------
 
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
         status = slot.status

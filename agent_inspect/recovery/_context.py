@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent
+from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent, SubagentIdAllocator
 from agent_inspect.recovery._calls import CallJournal, python_args_digest, python_function_id
 from agent_inspect.recovery._events import OUTPUT_EVENT_CLASS, wrap_subagent
 from agent_inspect.recovery._memory import Memory
@@ -204,8 +204,6 @@ class ReplayContext:
 
     def _allocate_ids(self, scope: str) -> tuple[str, str]:
         if self._allocator is None:
-            from agent_inspect.agents import SubagentIdAllocator
-
             key_text = self._engine.keys.key_text(self.key) or self.key     # §11.2: the key's text
             self._allocator = SubagentIdAllocator(key_text=key_text, seq=self.seq, action=self.action,
                                                   event_type=self.event.type,

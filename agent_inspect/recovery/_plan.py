@@ -13,7 +13,7 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
-from agent_inspect.codec import format_state_key, state_key_writer
+from agent_inspect.codec import format_state_key, parse_state_key, state_key_writer
 from agent_inspect.recovery._events import agent_event
 
 if TYPE_CHECKING:
@@ -352,8 +352,6 @@ def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
 
 def key_identity(business_key: str, state_key: str) -> KeyIdentity:
     """The :class:`KeyIdentity` of ``business_key`` as one of its state keys shows it."""
-    from agent_inspect.codec import parse_state_key
-
     parsed = parse_state_key(state_key)
     return KeyIdentity(business_key=business_key, key_format=parsed.format, key_text=parsed.key_text,
                        key_group=parsed.key_group, key_digest=parsed.key_digest,

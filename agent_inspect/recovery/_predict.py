@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
-from agent_inspect.agents import SUBAGENT_EVENT, Agent
+from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.recovery._calls import CallDecision, CallEvent
 from agent_inspect.recovery._core import TaskFailed
@@ -246,8 +246,6 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
         source = cast("ActionStateLog", log)
         plan = settings.replay_plan(source)
         if agent is None:
-            from agent_inspect.agents import AsRecordedAgent
-
             agent = AsRecordedAgent.of(source)
         if session is None:
             session = settings.rebuild(source)

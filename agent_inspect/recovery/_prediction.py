@@ -170,8 +170,6 @@ def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | N
     return text
 
 
-# -- the result ---------------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Prediction(HtmlRepr):
     """What a recovery would do, per task, under one rule.

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from agent_inspect._types import LogLike, RuntimeLike
 
 from agent_inspect._bulk import once_per_log
+from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.history import subagent_result_events
-from agent_inspect.recovery._rebuild import source_kind_of
+from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.store import runtime_model
 
 __all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRounds", "retained_rounds", "queued_event",
@@ -69,8 +70,6 @@ def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | Runtim
     last value byte for byte: checkpoint-time refresh rows (addendum §2.2), which a writer that moves the marker
     back never writes (§2.3), so the log itself shows its writer refreshes. Read under "marker" those rows would be
     new writes and their rounds replayed and reused, a recovery no upstream runtime runs."""
-    from agent_inspect._errors import RecoveryError
-
     model = runtime_model(runtime, kafka_pending="marker")
     raw = getattr(log, "raw", None)
     if log is None or raw is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
@@ -85,8 +84,6 @@ def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | Runtim
 
 def _refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, name: str, markers: Any) -> int:
     """:func:`_count_refresh_rows_after`, once per log, runtime and markers (settings and plan both ask)."""
-    from agent_inspect.recovery._rebuild import normalize_markers
-
     start = normalize_markers(markers)
     asked = (name, None if start is None else tuple(sorted(start.items())))
     counts = once_per_log(_MOVED_MARKER_CHECKS, log, dict)
@@ -97,8 +94,6 @@ def _refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, name: s
 
 def _count_refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, markers: Any) -> int:
     """How many refresh rows ``log`` holds in the rebuild window of ``markers`` (anywhere without markers)."""
-    from agent_inspect.recovery._rebuild import normalize_markers, window_mask
-
     found = refresh_positions(log, runtime, kafka_pending="refresh")
     if not found or normalize_markers(markers) is None:
         return len(found)

@@ -12,7 +12,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
-from agent_inspect.recovery._rebuild import Markers, normalize_markers
+from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, source_kind_of
 from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
 
@@ -162,9 +162,7 @@ class Recovery:
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
         """The session a restore under these settings rebuilds from ``log`` (empty without a log); ``source_kind``
         ("kafka" / "fluss") picks the original rule's snapshot flavour (default: the log's)."""
-        from agent_inspect.recovery._rebuild import rebuild, source_kind_of
         from agent_inspect.recovery._refresh import refresh_positions
-        from agent_inspect.store import RecoverySession
 
         kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
         session = RecoverySession(self.rule, source_kind=kind or "kafka")
