@@ -133,16 +133,6 @@ class Engine(Observer):
             out[key] = MemoryState(stm.snapshot(), sensory.snapshot())
         return out
 
-    def action_names(self) -> dict[str, str]:
-        """Action name per action uuid of this attempt (and of attempt 0)."""
-        if self.core is not None:
-            return self.core.action_names()
-        fmt, names = self.keys.format, {}
-        for d in self.agent.actions:
-            names[self.agent.action_uuid(d.name, fmt, attempt=self.attempt)] = d.name
-            names.setdefault(self.agent.action_uuid(d.name, fmt, attempt=0), d.name)
-        return names
-
     def _emit(self, kind: StepKind, **fields: Any) -> Step:
         step = self.record(Step(len(self.run.steps), kind, **fields))
         if greenlet.getcurrent() is self._g:
@@ -251,7 +241,8 @@ class Engine(Observer):
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
         """One step per cached record of a replayed round that no task looked up (as ``predict``)."""
-        names = self.action_names()
+        assert self.core is not None   # the engine reports it from inside its run
+        names = self.core.action_names()
         self._emit(StepKind.NOT_DISPATCHED, key=key, seq=seq,
                    action=names.get(entry.action_uuid, entry.action_uuid[:8]),
                    event_type=entry.task_event_type, event_id=entry.task_event_id,
