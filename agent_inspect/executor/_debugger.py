@@ -104,10 +104,8 @@ class Debugger:
                 return s
 
     def keyed(self, bp: Breakpoint) -> Breakpoint:
-        """``bp`` with its key as steps name it: a Flink key text becomes the log's business key (its digest
-        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too. A key that is
-        neither the log's nor the plan's raises ``ReplayError`` with the closest keys: it would never stop. So does
-        an action the agent does not declare."""
+        """``bp`` with its key as steps name it (:meth:`known_key`); an action the agent does not declare raises
+        ``ReplayError``: it would never stop."""
         if bp.action is not None:
             actions = sorted({d.name for d in self.engine.agent.actions})
             if bp.action not in actions:
