@@ -8,6 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect.codec import event_uuid
+from agent_inspect.history import annotate
+from agent_inspect.recovery._events import fingerprint_of_raw
+
 __all__ = ["lint", "LINTS"]
 
 LINTS = (
@@ -88,8 +92,6 @@ def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) -> list[dict[str, Any]]:
     if attempts is None:
-        from agent_inspect.history import annotate
-
         attempts = annotate(records)["attempt"]
     # an unstable UUID needs a second attempt of its key: only keys with a record of attempt 2 or later qualify
     attempts = attempts.reindex(records.index)
@@ -141,9 +143,6 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 
 def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
-    from agent_inspect.codec import event_uuid
-    from agent_inspect.recovery._events import fingerprint_of_raw
-
     live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
     if "value_format" in live:
         live = live[~live["value_format"].astype(object).isin(["V0", "V1"])]

@@ -14,11 +14,14 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
 from agent_inspect.codec import format_state_key, parse_state_key, state_key_writer
+from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._events import agent_event
+from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
+from agent_inspect.recovery._refresh import RetainedRounds, check_moved_marker, refresh_positions, retained_rounds
+from agent_inspect.store import runtime_model
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
-    from agent_inspect.recovery._refresh import RetainedRounds
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
 
@@ -146,8 +149,6 @@ class ReplayPlan:
     def _inferred(cls, log: ActionStateLog, business_keys: Any, markers: Any, runtime: str | RuntimeInfo,
                   kafka_pending: str | None, refresh: Collection[int] | None, agent: object | None) -> ReplayPlan:
         """:meth:`from_log` but the begin-event setting."""
-        from agent_inspect.recovery._rebuild import normalize_markers
-
         recs = log.records
         if business_keys is not None:
             recs = recs[recs["business_key"].isin(list(business_keys))]
@@ -197,11 +198,6 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
     writer moved back to its oldest retained state bounds the rebuild, not the inputs the checkpoint consumed."""
     if kafka_pending != "marker":           # the default ("refresh") marks the consumed inputs: nothing to say
         return ()
-    from agent_inspect.log import resolve_runtime
-    from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
-    from agent_inspect.recovery._refresh import check_moved_marker
-    from agent_inspect.store import runtime_model
-
     start = normalize_markers(markers)
     info = resolve_runtime(runtime, log)
     model = runtime_model(info, kafka_pending=kafka_pending)
@@ -223,13 +219,9 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
 def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,
               refresh: Collection[int] | None) -> RetainedRounds:
     """The rounds ``window`` (the log's records after the markers) holds only through refresh rows."""
-    from agent_inspect.recovery._refresh import RetainedRounds, refresh_positions, retained_rounds
-
     if refresh is None:
         if getattr(log, "raw", None) is None:
             return RetainedRounds()
-        from agent_inspect.log import resolve_runtime
-
         refresh = refresh_positions(log, resolve_runtime(runtime, log), kafka_pending=kafka_pending)
     if not refresh:
         return RetainedRounds()

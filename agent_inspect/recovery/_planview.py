@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
-
-if TYPE_CHECKING:
-    from agent_inspect.recovery._plan import ReplayInput, ReplayPlan
+from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
 
 __all__ = ["PlanView", "as_plan", "PlanLike"]
 
@@ -68,8 +66,6 @@ def as_plan(plan: PlanLike) -> ReplayPlan:
         plan = ai.executor.as_plan({"inputs": [("user-1", "hello")], "restored_seq": {"user-1": 4}})
         plan.inputs[0].event, plan.seq_of("user-1")
     """
-    from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
-
     if isinstance(plan, ReplayPlan):
         return plan
     if isinstance(plan, Mapping):

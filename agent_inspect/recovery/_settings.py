@@ -12,7 +12,9 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
+from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, source_kind_of
+from agent_inspect.recovery._refresh import check_moved_marker, refresh_positions
 from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
 
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery._plan import ReplayPlan
 
 __all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOURS", "SETTING_NAMES"]
 
@@ -103,8 +104,6 @@ class Recovery:
         marker_list, provenance["markers"] = _markers(markers)
         model = runtime_model(info, kafka_pending=kafka_pending)
         if kafka_pending == "marker" and log is not None:
-            from agent_inspect.recovery._refresh import check_moved_marker
-
             check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {shipper}")
@@ -154,16 +153,12 @@ class Recovery:
         if self.plan_source is not None:
             return self.plan_source.replay_plan(source, runtime=self.runtime, kafka_pending=self.model.kafka_pending,
                                                 refresh=refresh, agent=self.agent)
-        from agent_inspect.recovery._plan import ReplayPlan
-
         return ReplayPlan.from_log(source, markers=self.markers, runtime=self.runtime,
                                    kafka_pending=self.model.kafka_pending, refresh=refresh, agent=self.agent)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
         """The session a restore under these settings rebuilds from ``log`` (empty without a log); ``source_kind``
         ("kafka" / "fluss") picks the original rule's snapshot flavour (default: the log's)."""
-        from agent_inspect.recovery._refresh import refresh_positions
-
         kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
         session = RecoverySession(self.rule, source_kind=kind or "kafka")
         if log is None:
