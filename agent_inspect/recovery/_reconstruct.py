@@ -14,9 +14,13 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import define, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
+from agent_inspect.agents import AsRecordedAgent
+from agent_inspect.history import build_history
 from agent_inspect.recovery._attribute_diff import attribute_diff
+from agent_inspect.recovery._predict import simulate
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
+from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
 
@@ -175,8 +179,6 @@ def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool 
 
 
 def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
-    from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
-
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
@@ -204,8 +206,6 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
 
 def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, pd.DataFrame]:
     """The history of ``records`` and its per-record annotations (attempt, execution), read without refresh rows."""
-    from agent_inspect.history import build_history
-
     if not refresh:
         history = build_history(records)
         return history, history.records
@@ -219,9 +219,6 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
             refresh: frozenset[int]) -> dict[int, tuple[str, str | None, str]]:
     """The replay plan run on the recovery engine (``predict``'s run), each task's outcome on the cached record it
     looked up (or, when its lookups removed that record, on the record the rebuild cached for its state key)."""
-    from agent_inspect.agents import AsRecordedAgent
-    from agent_inspect.recovery._predict import simulate
-
     if not hasattr(log, "value"):
         raise RecoveryError("reconstruct's replay reads record values: pass an ActionStateLog (log.for_key(key) "
                             "for one key), or replay=False for the rebuild alone")

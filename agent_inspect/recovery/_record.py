@@ -6,17 +6,18 @@ import base64
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import msgspec
 
 from agent_inspect._bulk import once_per_log, quick_init
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.codec import GENERIC_EVENT, ActionState, CallResult, Event, MemoryUpdate, canonical_json, uuid3
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._calls import CallSlot
 from agent_inspect.recovery._events import event_from_record
-
-if TYPE_CHECKING:
-    from agent_inspect.codec import ActionState
+from agent_inspect.recovery._refresh import with_subagent_result_events
 
 __all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_views"]
 
@@ -85,8 +86,6 @@ class RecordView:
 
     def to_state(self, *, value_format: str = "V3") -> ActionState:
         """The codec ``ActionState`` to encode with ``encode_action_state``."""
-        from agent_inspect.codec import ActionState, CallResult
-
         state = ActionState(
             task_event=_to_event(self.task_event) if self.task_event is not None else None,
             sensory_memory_updates=tuple(_to_update(p, v, value_format) for p, v in self.sensory),
@@ -100,8 +99,6 @@ class RecordView:
             completed=self.completed,
         )
         if self.results:
-            from agent_inspect.recovery._refresh import with_subagent_result_events
-
             state = with_subagent_result_events(state, (_to_event(e) for e in self.results))
         return state
 
@@ -145,8 +142,6 @@ def json_envelope_decoder(value: OpaqueMemoryValue) -> Any:
         ex = ai.ReplayExecutor(log, markers=markers, memory_decoder=ai.executor.json_envelope_decoder)
         ex.run(max_steps=40); ex.memory["user-0001"].short_term    # JSON envelopes decoded, Kryo ones opaque
     """
-    import msgspec
-
     try:
         return msgspec.json.decode(base64.b64decode(value.payload))
     except (ValueError, msgspec.DecodeError):
@@ -158,8 +153,6 @@ def _b64(data: bytes | None) -> str | None:
 
 
 def _to_event(ev: AgentEvent) -> Any:
-    from agent_inspect.codec import GENERIC_EVENT, Event, uuid3
-
     delegate = None
     if ev.type == SUBAGENT_EVENT:
         a = ev.attributes
@@ -172,11 +165,7 @@ def _to_event(ev: AgentEvent) -> Any:
 
 
 def _to_update(path: str, value: Any, value_format: str) -> Any:
-    from agent_inspect.codec import MemoryUpdate, canonical_json
-
     if isinstance(value, OpaqueMemoryValue):
-        import msgspec
-
         raw = msgspec.json.encode({"serde": value.serde, "version": value.version, "payload": value.payload})
         return MemoryUpdate(path, msgspec.Raw(raw))
     if value is None:
