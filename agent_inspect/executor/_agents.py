@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents import Agent
+from agent_inspect.agents import Agent, FlinkAgentAdapter, is_flink_agent
 
 __all__ = ["as_agent"]
 
@@ -15,8 +15,6 @@ def as_agent(agent: Any) -> Agent:
     adapted (lazily; the package is never required)."""
     if all(hasattr(agent, n) for n in ("actions", "listeners", "action_uuid", "run_action")):
         return cast("Agent", agent)
-    from agent_inspect.agents import FlinkAgentAdapter, is_flink_agent
-
     if is_flink_agent(agent):
         return cast("Agent", FlinkAgentAdapter(agent))
     raise ReplayError(f"cannot replay with {type(agent).__name__}: pass an agent with actions/listeners/"

@@ -47,7 +47,7 @@ class Debugger:
         self.engine = engine
         self.breakpoints: list[Breakpoint] = list(breakpoints)
         self.fail_after = fail_after       # checked by the setter
-        self.driver: list[DriverAction] = []
+        self.driver: list[DriverAction] = []   # what the driver did between steps, redone by back()
         for bp in self.breakpoints:
             self.keyed(bp)                  # a key no step can carry fails here, not silently never stops
 
@@ -65,16 +65,11 @@ class Debugger:
         run = self.engine.run
         return run.finished or run.failure is not None
 
-    def note(self, action: DriverAction) -> None:
-        """Record a driver action so ``back()`` replays it."""
-        self.driver.append(action)
-
     def reset(self) -> None:
         self.driver = []
         self.engine.restart()
 
     def ensure_started(self) -> None:
-        """Run the rebuild step if nothing ran yet."""
         if self.engine.run.session is None and not self.engine.run.steps:
             self.step()
 
@@ -109,10 +104,8 @@ class Debugger:
                 return s
 
     def keyed(self, bp: Breakpoint) -> Breakpoint:
-        """``bp`` with its key as steps name it: a Flink key text becomes the log's business key (its digest
-        under K1.6/K2), so a breakpoint at ``key="user-0001"`` stops on a digest-keyed log too. A key that is
-        neither the log's nor the plan's raises ``ReplayError`` with the closest keys: it would never stop. So does
-        an action the agent does not declare."""
+        """``bp`` with its key as steps name it (:meth:`known_key`); an action the agent does not declare raises
+        ``ReplayError``: it would never stop."""
         if bp.action is not None:
             actions = sorted({d.name for d in self.engine.agent.actions})
             if bp.action not in actions:

@@ -1,10 +1,8 @@
 """The executor's driver of the one engine: each decision the engine makes becomes a :class:`Step`.
 
-The engine (:mod:`agent_inspect.recovery.engine`) runs inside a greenlet; this observer turns what it reports
-into steps and hands each back to the debugger as it happens, so a replay can pause between any two store
-decisions. Writes go to the run's overlay, which production mode reads as a journal; never to a source. The
-executor's what-ifs live here too: the force-rerun policy (an observer decision) and the diff policy's shadow
-runs (a body run on copies of memory next to a reuse).
+The engine runs inside a greenlet and this observer hands each step back to the debugger as it happens, so a replay
+can pause between any two store decisions. Writes go to the run's overlay, never to a source. The executor's
+what-ifs live here too: the force-rerun policy and the diff policy's shadow runs.
 """
 
 from __future__ import annotations
@@ -18,7 +16,7 @@ import greenlet
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import plural
-from agent_inspect.agents import ActionDecl, Agent, AgentEvent
+from agent_inspect.agents import Agent, AgentEvent
 from agent_inspect.executor._policy import ActionPolicy
 from agent_inspect.executor._serve import CallServer, call_reason
 from agent_inspect.executor._state import MemoryState, RunState
@@ -37,9 +35,7 @@ from agent_inspect.recovery.engine import (
     ReplayContext,
     TaskRun,
 )
-from agent_inspect.recovery.engine import (
-    Engine as Core,
-)
+from agent_inspect.recovery.engine import Engine as Core
 
 if TYPE_CHECKING:
     from agent_inspect.agents import ActionContext
@@ -47,14 +43,12 @@ if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery, ReplayPlan
     from agent_inspect.store import CacheEvent, Entry, LookupDecision, RecoverySession
 
-__all__ = ["Engine", "action_name", "removed_text"]
+__all__ = ["Engine", "removed_text"]
 
 
 class Engine(Observer):
-    """Drives the one engine pass by pass for the debugger; one :class:`RunState` per pass.
-
-    ``log`` is the read-only base (None: a fresh job); ``recovery`` the resolved settings; ``plan`` the replay plan.
-    """
+    """Drives the one engine pass by pass for the debugger; one :class:`RunState` per pass (``log``: the read-only
+    base, None for a fresh job)."""
 
     def __init__(self, *, log: ActionStateLog | None, agent: Agent, recovery: Recovery, plan: ReplayPlan,
                  keys: KeyMaker, calls: CallServer, attempt: int, seed: int,
@@ -111,8 +105,8 @@ class Engine(Observer):
         return self.keys.business_key(key)
 
     def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
-        """The business keys a step can carry (the log's and the plan's) and the names they go by (those and
-        the plan's key texts): what a breakpoint's key is checked against, and the pool of close matches."""
+        """The business keys a step can carry (the log's and the plan's) and the names they go by: what a
+        breakpoint's key is checked against, and the pool of close matches."""
         if self._known is None:
             plan = self.plan.plan
             names = {str(k) for k in (*(i.key for i in plan.inputs), *(p.key for p in plan.pending),
@@ -128,7 +122,6 @@ class Engine(Observer):
         return step
 
     def memory_states(self) -> dict[str, MemoryState]:
-        """Per business key: snapshots of short-term and sensory memory now."""
         base = {self.business_key(k) for k in (*self.memory, *self.sensory)}
         out = {}
         for key in sorted(set(self.run.memory) | base):
@@ -139,16 +132,6 @@ class Engine(Observer):
                     Memory(_base(self.sensory, key, self.business_key))
             out[key] = MemoryState(stm.snapshot(), sensory.snapshot())
         return out
-
-    def action_names(self) -> dict[str, str]:
-        """Action name per action uuid of this attempt (and of attempt 0)."""
-        if self.core is not None:
-            return self.core.action_names()
-        fmt, names = self.keys.format, {}
-        for d in self.agent.actions:
-            names[self.agent.action_uuid(d.name, fmt, attempt=self.attempt)] = d.name
-            names.setdefault(self.agent.action_uuid(d.name, fmt, attempt=0), d.name)
-        return names
 
     def _emit(self, kind: StepKind, **fields: Any) -> Step:
         step = self.record(Step(len(self.run.steps), kind, **fields))
@@ -182,8 +165,7 @@ class Engine(Observer):
         return self.calls.policies.for_action(run.action) is ActionPolicy.FORCE_RERUN
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
-        """Steps for one ``get`` of the task: the first one's LOOKUP step (or any FAIL's), then the removals it
-        caused, each naming that step."""
+        """The first ``get``'s LOOKUP step (or any FAIL's), then the removals each ``get`` caused, naming that step."""
         from agent_inspect.store import Outcome
 
         t = run.task
@@ -224,15 +206,12 @@ class Engine(Observer):
                    detail={"recorded_calls": recorded})
 
     def called(self, run: TaskRun, event: CallEvent) -> None:
+        subagent = self.core.state.subagent_scopes.get(event.function_id) if self.core is not None else None
         self._emit(self.run.body_kind[run.index], **_common(run), outcome=event.outcome, call_index=event.index,
                    function_id=event.function_id, reason=call_reason(event),
                    change=f"call results {event.results_before} → {event.results_after}",
                    detail={"args_digest": event.args_digest, "status": event.status, "recorded": event.recorded,
-                           "subagent": self._subagent_scope(event.function_id)})
-
-    def _subagent_scope(self, function_id: str) -> str | None:
-        """The sub-agent a durable call calls (None: a call of the body's own)."""
-        return self.core.state.subagent_scopes.get(function_id) if self.core is not None else None
+                           "subagent": subagent})
 
     def wrote(self, run: TaskRun, entry: Entry, value: RecordView, what: str) -> None:
         """A write to the session is also kept in the overlay (never a source) and journaled."""
@@ -261,9 +240,9 @@ class Engine(Observer):
                    reason="task queue empty", change=f"sensory memory cleared ({plural(cleared, 'path')})")
 
     def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
-        """One step per cached record of a replayed round that no task looked up (as ``predict``), decided when
-        its round ended (§11.4.5), so a later eviction cannot hide it (issue #12 item 10)."""
-        names = self.action_names()
+        """One step per cached record of a replayed round that no task looked up (as ``predict``)."""
+        assert self.core is not None   # the engine reports it from inside its run
+        names = self.core.action_names()
         self._emit(StepKind.NOT_DISPATCHED, key=key, seq=seq,
                    action=names.get(entry.action_uuid, entry.action_uuid[:8]),
                    event_type=entry.task_event_type, event_id=entry.task_event_id,
@@ -271,8 +250,6 @@ class Engine(Observer):
                    outcome=StepOutcome.NOT_DISPATCHED,
                    reason="cached record of a replayed round that no task looked up",
                    detail={"pos": entry.pos})
-
-    # ------------------------------------------------------------------------------ helpers
 
     def _cache_event_step(self, ev: CacheEvent, *, during: str, task: int | None = None,
                           action: str | None = None, caused_by: int | None = None) -> None:
@@ -328,10 +305,9 @@ class _ResultNotRecorded(ReplayError):
 
 
 class _ShadowContext(ReplayContext):
-    """The context of a ``diff`` shadow run, which changes nothing: a sub-agent call does not dispatch the child's
-    round into the replay (its lookups could evict, its writes would land). It gets the production record's result
-    for that call when the record holds one; else the call is named in ``not_called`` and stops the body (a
-    made-up result would make up the differences too)."""
+    """The context of a ``diff`` shadow run, which changes nothing: a sub-agent call gets the production record's
+    result instead of dispatching the child's round; without one it is named in ``not_called`` and stops the body
+    (a made-up result would make up the differences too)."""
 
     def __init__(self, engine: Core, run: TaskRun, calls: CallJournal, *, short_term: Memory, sensory: Memory,
                  recorded: Sequence[CallSlot], decode: Callable[[CallSlot], Any]) -> None:
@@ -355,7 +331,6 @@ class _ShadowContext(ReplayContext):
 
 
 def _common(run: TaskRun) -> dict[str, Any]:
-    """The fields every step of one task carries."""
     t = run.task
     fields: dict[str, Any] = dict(key=run.key, seq=run.seq, action=run.action, event_type=run.event.type,
                                   event_id=run.event.id, scope=run.event.scope, task=run.index)
@@ -373,10 +348,6 @@ def _base(memory: Mapping[str, Mapping[str, Any]], key: str, business_key: Calla
         if business_key(k) == key:
             return v
     return {}
-
-
-def action_name(decl: ActionDecl | str) -> str:
-    return decl if isinstance(decl, str) else decl.name
 
 
 def removed_text(removed: Sequence[Entry]) -> str:

@@ -7,14 +7,7 @@ from typing import TYPE_CHECKING
 
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._state import Counters
-from agent_inspect.executor._steps import (
-    SHADOW_OUTCOMES,
-    STEP_COLUMNS,
-    Step,
-    StepKind,
-    StepOutcome,
-    call_counter,
-)
+from agent_inspect.executor._steps import SHADOW_OUTCOMES, STEP_COLUMNS, Step, StepKind, StepOutcome, call_counter
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +49,6 @@ def outputs_frame(engine: Engine) -> pd.DataFrame:
 
 
 def counters_of(steps: Sequence[Step]) -> Counters:
-    """Counts of what ran, derived from the steps."""
     c: dict[str, int] = dict.fromkeys(Counters.__dataclass_fields__, 0)
     for s in steps:
         kind, out = s.kind, (s.outcome or "")

@@ -40,16 +40,11 @@ def _base_ends(log: Any) -> dict[int, int]:
 
 def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, value_format: str, num_partitions: int,
                   source_kind: str = "kafka", timestamps: Sequence[int | None] | None = None) -> RawBatch:
-    """A ``RawBatch`` of ``writes`` (state key, task, record view; task and view None for a tombstone) in write order.
+    """A ``RawBatch`` of ``writes`` (:data:`Write`) in write order, stamped with ``timestamps`` (epoch ms) if given.
 
-    A refresh row's view is the bytes it repeats and its task the cached entry (same key fields).
-
-    ``timestamps`` (epoch ms, one per write) stamps the records; without it they have none.
-
-    Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end.
-    For ``source_kind="fluss"`` rows also carry ``agent_key`` (the key text, or the digest under
-    K1.6/K2); Fluss's own bucket function is not modelled, the Kafka partitioner stands in for it
-    (what matters holds: every row of a key lands in one bucket, in write order).
+    Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end. Fluss rows also
+    carry ``agent_key``; the Kafka partitioner stands in for Fluss's bucket function (every row of a key still lands
+    in one bucket, in write order).
     """
     from agent_inspect.codec import encode_action_state, kafka_partition
 

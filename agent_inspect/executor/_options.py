@@ -23,31 +23,22 @@ Clock: TypeAlias = "int | datetime.datetime | Callable[[int, Step], int | dateti
 class ExecutorOptions:
     """How a :class:`~agent_inspect.executor.ReplayExecutor` replays (every field optional).
 
-    The recovery settings (rule, markers, runtime, store flavour, ``kafka_pending``, plan, agent, call
-    matching, expected fingerprint, max parallelism) are not options: they are
-    :class:`~agent_inspect.recovery.Recovery`'s, given as ``recovery=`` or as keywords of the executor.
+    The recovery settings (rule, markers, runtime, …) are :class:`~agent_inspect.recovery.Recovery`'s instead.
 
     - ``policies``: per-action and per-call replay policies (:class:`Policies` or a mapping, §12).
     - ``memory`` / ``sensory``: short-term / sensory memory per key before the first step.
     - ``memory_decoder``: decodes memory values of records (e.g. ``json_envelope_decoder``).
-    - ``restore``: a :class:`Checkpoint` of an earlier attempt to restore from (markers, seqNums,
-      in-flight tasks and memory default to the checkpoint's).
+    - ``restore``: a :class:`Checkpoint` of an earlier attempt (markers, seqNums, tasks and memory default to it).
     - ``key_format``: the state-key format (``"K1"`` … ``"K2"``); default: the log's.
-    - ``source_kind``: ``"kafka"`` or ``"fluss"`` (default: the log's, else Kafka): the original
-      rule's snapshot flavour and the journal's layout.
+    - ``source_kind``: ``"kafka"`` or ``"fluss"`` (default: the log's, else Kafka).
     - ``attempt``: the attempt number in action identities (default: the plan's).
-    - ``seed``: seeds event ids (default: random, so ids never repeat across attempts; ``back()``
-      always repeats them).
-    - ``breakpoints``: :class:`Breakpoint` s that ``run()`` stops at; ``fail_after``: the simulated job
-      dies once this many steps ran.
-    - ``value_format``: the ActionState value format of production mode's journal records (default ``"V3"``;
-      ``"V4"`` under the runtime ``main``, which writes ``subagentResultEvents`` in every record).
+    - ``seed``: seeds event ids (default: random, so ids never repeat across attempts; ``back()`` repeats them).
+    - ``breakpoints``: :class:`Breakpoint` s that ``run()`` stops at; ``fail_after``: the job dies after that many steps.
+    - ``value_format``: the journal's ActionState value format (default ``"V3"``; ``"V4"`` under ``main``).
     - ``num_partitions``: partitions of the journal (default: the log's, else 1).
-    - ``clock``: journal timestamps; a base time stamps each record base + its PERSIST step index
-      in milliseconds, a callable ``clock(i, step)`` gets the journal index and the writing step;
-      default: no timestamps.
-    - ``prune_tombstones``: Kafka's ``kafkaActionStateTombstoneEnabled`` (#885, §6.6): completing a
-      checkpoint journals a tombstone per pruned state key.
+    - ``clock``: journal timestamps: a base time (epoch ms or datetime, + the PERSIST step index) or
+      ``clock(i, step)``; default: none.
+    - ``prune_tombstones``: Kafka's ``kafkaActionStateTombstoneEnabled`` (#885, §6.6): a tombstone per pruned key.
 
     For example::
 

@@ -31,13 +31,10 @@ class ActionPolicy(enum.StrEnum):
 
 
 class CallPolicy(enum.StrEnum):
-    """How a durable call that is not served by a matching record is handled on rerun.
-
-    ``execute`` runs the function (production mode); ``stub`` returns a stub value; ``deny`` raises
-    :class:`~agent_inspect.ReplayError` naming the call. ``recorded`` first serves the production
-    record's result at the same index when the identity matches, then falls back to the stub or denial.
-    A sub-agent call is no call that leaves the job: its child round always runs, and the policy applies to
-    the child's own calls.
+    """How a durable call that is not served by a matching record is handled on rerun: ``execute`` runs it;
+    ``stub`` returns a stub value; ``deny`` raises :class:`~agent_inspect.ReplayError`; ``recorded`` serves the
+    production record's result at the same index when the identity matches, else stubs or denies. A sub-agent
+    call always runs its child round; the policy applies to the child's own calls.
 
     For example::
 
@@ -54,13 +51,10 @@ class CallPolicy(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Policies:
-    """All replay policies in one place.
-
-    ``actions`` maps action names to an :class:`ActionPolicy` (``default_action`` for the rest); the executor
-    refuses a name its agent does not declare.
-    ``calls`` is the :class:`CallPolicy`; ``stubs`` maps function ids to a value or to a callable
-    ``(function_id, args_digest) -> value`` (key ``"*"`` for any call). ``trust_payloads`` allows
-    unpickling recorded Python payloads (never on by default: unpickling runs code).
+    """All replay policies in one place: ``actions`` maps action names (of the agent) to an :class:`ActionPolicy`
+    (``default_action`` for the rest); ``calls`` is the :class:`CallPolicy`; ``stubs`` maps function ids (``"*"``:
+    any) to a value or to ``(function_id, args_digest) -> value``; ``trust_payloads`` allows unpickling recorded
+    Python payloads (off by default: unpickling runs code).
 
     For example::
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 from agent_inspect.agents import AgentEvent
 from agent_inspect.executor._debugger import Debugger, DriverAction
-from agent_inspect.executor._engine import Engine, action_name, removed_text
+from agent_inspect.executor._engine import Engine, removed_text
 from agent_inspect.executor._journal import build_journal, combined_log, end_offsets, epoch_ms
 from agent_inspect.executor._options import Clock
 from agent_inspect.executor._state import Checkpoint, JobFailed, MemoryByKey
@@ -83,7 +83,7 @@ class Production:
             # queued before it (addActionTask appends to the FIFO actionTasks); one that has only been looked up
             # is still at the head (the lookup and the first write are one mailbox action)
             todo = queued + current if current and _has_written(run.steps) else current + queued
-            pending = [(key, seq, action_name(d), ev) for d, ev in todo]
+            pending = [(key, seq, d if isinstance(d, str) else d.name, ev) for d, ev in todo]
         # the operator's whole keyed state: keys without a round in this attempt keep what was restored
         seqs = {e.business_key(k): int(v) for k, v in e.plan.plan.restored_seq.items()}
         seqs.update(run.seq_of)
@@ -95,7 +95,7 @@ class Production:
             last_completed=snapshot, inputs_consumed=run.inputs_started))
         if complete:
             self._complete(snapshot, marker)
-        self.debugger.note(DriverAction(at=start, added=len(run.steps) - start,
+        self.debugger.driver.append(DriverAction(at=start, added=len(run.steps) - start,
                                         redo=lambda: self.checkpoint(complete=complete)))
         return marker
 

@@ -20,7 +20,7 @@ from agent_inspect.executor._report import ReplaySafetyReport
 from agent_inspect.executor._serve import CallServer
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
-from agent_inspect.recovery import SETTING_NAMES, Recovery
+from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, source_kind_of
 from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
 
 if TYPE_CHECKING:
@@ -46,16 +46,14 @@ class ReplayExecutor(HtmlRepr):
     ``sensory``, ``memory_decoder``, ``restore``, ``key_format``, ``source_kind``, ``attempt``, ``seed``,
     ``breakpoints``, ``fail_after``, ``value_format``, ``num_partitions``, ``clock``, ``prune_tombstones``.
 
-    The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`), memory is
-    copy-on-write, and no source client is ever used. Bodies must have side effects only through their context;
-    ``back()`` re-runs from the start to the previous step, serving durable calls that already ran from memory so
-    external functions are not called twice. Plan keys are Flink key texts or the log's business keys; steps,
-    memory and the store use the log's business key (the digest under K1.6/K2).
+    The loaded records are a read-only base: every write goes to an overlay (see :attr:`journal`) and no source
+    client is ever used. Bodies must have side effects only through their context; ``back()`` re-runs from the
+    start, serving durable calls that already ran from memory. Steps, memory and the store use the log's business
+    key (the digest under K1.6/K2); plan keys may also be Flink key texts.
 
-    Production mode: with no log the executor is the *operator* of a fresh job. :attr:`journal` holds its writes
-    in upstream order (initial, call records, completed), :meth:`checkpoint` returns a marker and keeps a
-    :class:`Checkpoint`, :meth:`fail_after` stops the job after a step, and :meth:`to_log` gives the topic as it
-    now reads; the next attempt is ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
+    Production mode: with no log the executor is the *operator* of a fresh job: :attr:`journal` holds its writes,
+    :meth:`checkpoint` keeps a :class:`Checkpoint`, :meth:`to_log` gives the topic as it now reads; the next attempt
+    is ``ReplayExecutor(ex.to_log(), restore=ex.checkpoints[-1], plan=..., rule=...)``.
 
     For example::
 
@@ -110,8 +108,6 @@ class ReplayExecutor(HtmlRepr):
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
         replay_plan = as_plan(plan) if plan is not None else self.recovery.replay_plan(base)
         keys.register(replay_plan.keys)
-        from agent_inspect.recovery import source_kind_of
-
         if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
@@ -147,11 +143,8 @@ class ReplayExecutor(HtmlRepr):
         return self._debugger.step()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
-        """Step until ``until`` (a predicate, step kind or :class:`Breakpoint`) or a breakpoint matches, or the end.
-
-        ``max_steps`` stops after that many steps (0 runs none and returns :attr:`current`; a negative count is
-        a ``ReplayError``). Returns the step it stopped at, or None when the replay ended first.
-        """
+        """Step until ``until`` (a predicate, step kind or :class:`Breakpoint`) or a breakpoint matches, or the end,
+        or ``max_steps`` steps (0 runs none); the step it stopped at, or None when the replay ended first."""
         return self._debugger.run(until, max_steps=max_steps)
 
     def back(self) -> Step | None:
@@ -166,10 +159,8 @@ class ReplayExecutor(HtmlRepr):
     def add_breakpoint(self, *, key: str | None = None, seq: int | None = None, action: str | None = None,
                        kind: StepKind | str | None = None, outcome: str | None = None,
                        when: Callable[[Step], bool] | None = None) -> Breakpoint:
-        """Add a :class:`Breakpoint` (every given field must match; None = any). ``key``: the log's business key
-        or the Flink key text (under K1.6/K2, where steps carry the key's digest, ``run()`` matches its digest);
-        a key of neither the log nor the plan, or an action the agent does not declare, raises ``ReplayError``
-        naming the closest ones."""
+        """Add a :class:`Breakpoint` (every given field must match; None = any); ``key`` may be a Flink key text. A
+        key or action the replay cannot meet raises ``ReplayError`` naming the closest ones."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
         self._debugger.keyed(bp)
         self._debugger.breakpoints.append(bp)
@@ -237,10 +228,8 @@ class ReplayExecutor(HtmlRepr):
         return counters_of(self._engine.run.steps)
 
     def counters_for(self, key: str | None) -> Counters:
-        """:attr:`counters` of the steps at business key ``key`` only (None: every step). An eviction counts
-        at the key whose lookup made it, even when it removed other keys' records (snapshot Kafka K1). A Flink
-        key text is read as its business key (the digest under K1.6/K2), as breakpoints' keys are; a key of
-        neither the log nor the plan raises ``ReplayError`` with the closest keys, as a breakpoint's does."""
+        """:attr:`counters` of the steps at ``key`` only (None: every step; a key as breakpoints take it). An
+        eviction counts at the key whose lookup made it, even when it removed other keys' records."""
         steps = self._engine.run.steps
         key = None if key is None else self._debugger.known_key(key, "counters_for", "it has no step to count")
         return counters_of(steps if key is None else [s for s in steps if s.key == key])
@@ -251,11 +240,8 @@ class ReplayExecutor(HtmlRepr):
                                              stale_records=self.stale_records(), rule_label=self.recovery.rule_label)
 
     def stale_records(self) -> pd.DataFrame:
-        """Rebuilt production records whose action identity is in no action of the candidate agent.
-
-        Under K1/K1.5 a changed module, qualname or trigger list changes the identity, so these
-        records will never be looked up (their work re-runs); under K2 only a rename does (§4.4, L01).
-        """
+        """Rebuilt production records whose action identity is in no action of the candidate agent: never looked
+        up, their work re-runs (under K1/K1.5 a changed module, qualname or trigger list; under K2 a rename, §4.4)."""
         self._debugger.ensure_started()
         return stale_records_frame(self._engine)
 
@@ -263,25 +249,17 @@ class ReplayExecutor(HtmlRepr):
 
     @property
     def journal(self) -> RawBatch:
-        """The overlay's writes in order as a :class:`~agent_inspect.raw.RawBatch` journal.
-
-        Keys are ``format_state_key`` text, values ``encode_action_state`` bytes of ``value_format``;
-        partitions follow the upstream partitioner; offsets continue after the base log's end.
-        """
+        """The overlay's writes in order as a :class:`~agent_inspect.raw.RawBatch` journal (upstream partitioner,
+        offsets after the base log's end)."""
         return self._production.journal()
 
     def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
-        """Take a checkpoint now: the marker (end offsets of base log + journal, §6.4).
+        """Take a checkpoint now and return its marker (end offsets of base log + journal, §6.4).
 
-        With ``complete=True`` the checkpoint also completes: every key's finished rounds are pruned
-        from the cache (§8.4), each as a PRUNE step. A prune that throws upstream (snapshot Kafka's strict
-        parser, §8.3) fails the simulated job. The full state (seqNums, in-flight tasks, memory)
-        is kept in :attr:`checkpoints` for ``ReplayExecutor(..., restore=checkpoint)``; a task whose
-        lookup step has run counts as in flight (upstream checkpoints fall between mailbox actions,
-        so take them at task boundaries, e.g. at a LOOKUP or ROUND_COMPLETE step; a 0.4+ job may also take
-        one mid-action, right after a call result is persisted). Under a 0.4+ runtime the checkpoint keeps
-        every retained state: it journals a byte-identical refresh row of each after the marker (a PERSIST
-        step ``refresh`` each), or, Kafka with ``kafka_pending="marker"``, moves the marker back to them.
+        ``complete=True`` also prunes every key's finished rounds (§8.4, a PRUNE step each; a prune that throws
+        upstream fails the job). The full state is kept in :attr:`checkpoints`; take it at task boundaries (a
+        LOOKUP or ROUND_COMPLETE step), as upstream checkpoints fall between mailbox actions. Under 0.4+ every
+        retained state is kept: a refresh row each, or (Kafka, ``kafka_pending="marker"``) the marker moved back.
         """
         return self._production.checkpoint(complete=complete)
 
@@ -320,8 +298,6 @@ def _step_words(step: Step) -> str:
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
-    from agent_inspect.recovery import PendingTask
-
     base = as_plan(plan if plan is not None else {"inputs": []})
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)

@@ -28,18 +28,12 @@ _CALL_COLUMNS: dict[str, str] = {**CALL_COUNTERS, StepOutcome.MISMATCH: "calls_t
 class ReplaySafetyReport(HtmlRepr):
     """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
 
-    ``stale_records``: rebuilt production records whose action identity the candidate agent lacks.
-    ``rule_label``: the rule the replay ran under, labelled as everywhere (a what-if says so).
-
-    ``safe`` is False when the task re-executes external calls, truncated recorded calls
-    (non-determinism), ran stale logic, was denied a call, or its ``diff`` run disagreed with production. ``diff``
-    is None (no ``diff`` policy), ``"equal"``, ``"equal (memory not replayed)"`` (outputs equal; the agent writes
-    no memory, e.g. the as-recorded agent, so the record's memory updates were not compared), or the differences.
-
-    ``calls_resubmitted`` (main): sub-agent calls whose PENDING caller slot sent the call again with the same
-    ids. They are not executed calls: the child task's own row says whether the sub-agent runs again.
-    ``calls_subagent``: sub-agent calls sent again as new calls; no external call either (not a risk), the
-    child's row counts its own calls.
+    ``safe`` is False when the task re-executes external calls, truncated recorded calls (non-determinism), ran
+    stale logic, was denied a call, or its ``diff`` run disagreed with production. ``diff`` is None (no ``diff``
+    policy), ``"equal"``, ``"equal (memory not replayed)"`` (the agent writes no memory), or the differences.
+    ``calls_resubmitted`` (main) and ``calls_subagent``: sub-agent calls sent again, with the same ids or as new
+    calls; no external call (the child's row counts its own). ``stale_records``: rebuilt records whose action
+    identity the candidate agent lacks.
 
     For example::
 

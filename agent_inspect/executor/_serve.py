@@ -16,11 +16,8 @@ _Memo = tuple[tuple[str, str], str, Any, BaseException | None]
 
 
 class CallServer:
-    """Applies the replay call policy; executed calls are memoised by ordinal across restarts.
-
-    ``back()`` re-runs from the start, so a call that already ran is served from the memo instead of
-    calling the external function twice.
-    """
+    """Applies the replay call policy; executed calls are memoised by ordinal across restarts, so ``back()``
+    (a re-run from the start) does not call an external function twice."""
 
     def __init__(self, policies: Policies) -> None:
         self.policies = policies
@@ -91,7 +88,6 @@ _REASONS: dict[str, str] = {
 
 
 def call_reason(ce: CallEvent) -> str:
-    """The step reason of one call decision."""
     if ce.outcome == StepOutcome.MISMATCH:
         return f"non-deterministic call: recorded {ce.recorded} at this index; results cut here"
     if ce.outcome == StepOutcome.TRUNCATE:

@@ -77,10 +77,8 @@ _V = TypeVar("_V")
 
 
 class MemoryByKey(Mapping[str, _V]):
-    """The memory snapshots per business key, also found by a Flink key text: under K1.6/K2, where steps (and
-    these keys) carry the key's digest, ``memory["user-0001"]`` is the digest's, as breakpoints read a key.
-    ``ex.memory`` holds :class:`MemoryState` values; a :class:`Checkpoint`'s ``short_term`` / ``sensory`` the
-    memory itself."""
+    """Memory per business key, also found by a Flink key text (under K1.6/K2, ``memory["user-0001"]`` is its
+    digest's, as breakpoints read a key)."""
 
     def __init__(self, states: Mapping[str, _V], business_key: Callable[[str], str]) -> None:
         self._states, self._business_key = states, business_key
@@ -107,14 +105,11 @@ class MemoryByKey(Mapping[str, _V]):
 class Checkpoint:
     """What a checkpoint captured: enough to restore a later attempt from it.
 
-    ``marker`` is the recovery marker (end offsets of base log + journal, §6.4); ``restored_seq`` the
-    ``messageSequenceNumber`` per key; ``pending`` the in-flight tasks of the round in progress as
-    ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term``/``sensory`` the memory
-    per key; ``last_completed`` the ``lastCompletedSequenceNumber`` per key (what completing the checkpoint
-    prunes); ``inputs_consumed`` how many plan inputs had started. Seqs, memory and last completed rounds
-    cover every key the job knows (restored or run in this attempt), keyed by business key; under K1.6/K2 (keyed
-    by digest) ``short_term`` and ``sensory`` find a key by its text too, as ``ex.memory`` does. Pass it as
-    ``ReplayExecutor(log, restore=checkpoint, plan={"inputs": later_inputs}, ...)``.
+    ``marker``: end offsets of base log + journal (§6.4); ``restored_seq`` / ``last_completed``: the
+    ``messageSequenceNumber`` / ``lastCompletedSequenceNumber`` per key; ``pending``: the in-flight tasks as
+    ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term`` / ``sensory``: memory per key (found
+    by key text too, as ``ex.memory``); ``inputs_consumed``: plan inputs started. Every key the job knows is
+    covered, by business key. Pass it as ``ReplayExecutor(log, restore=checkpoint, plan=..., ...)``.
 
     For example::
 

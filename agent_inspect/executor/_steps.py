@@ -10,15 +10,12 @@ from typing import Any
 from agent_inspect._errors import ReplayError
 
 __all__ = ["StepKind", "step_kind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
-           "call_counter",
-           "CALL_COUNTERS"]
+           "call_counter", "CALL_COUNTERS"]
 
 
 class StepKind(enum.StrEnum):
-    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``.
-
-    NOT_DISPATCHED steps come last: one per cached record of a replayed round that no task looked
-    up (e.g. the children of a reused sub-agent caller), as ``predict`` lists them.
+    """What a step did. Durable calls inside a body are RESUME or RERUN steps with a ``call_index``; one
+    NOT_DISPATCHED step per cached record of a replayed round that no task looked up, as ``predict`` lists them.
 
     For example::
 
@@ -50,12 +47,8 @@ def step_kind(kind: StepKind | str) -> StepKind:
 
 
 class StepOutcome(enum.StrEnum):
-    """The outcome text of a step. A ``str`` enum, so ``steps["outcome"]`` and string comparisons are unchanged.
-
-    Lookups show the rule's decision (``REUSE``/``RESUME``/``RERUN``/``FAIL``/``NOT-DISPATCHED``) and
-    bodies their kind; durable calls one of the call outcomes (see
-    :class:`~agent_inspect.executor.CallEvent`). Cache steps carry the store's op text (``evict``,
-    ``invalidate``, …) and a PERSIST of call results the text ``call results (n)``: those stay plain strings.
+    """The outcome text of a step (a ``str`` enum, so it compares as its text). Cache steps carry the store's op
+    text (``evict``, …) and a PERSIST of call results ``call results (n)``: those stay plain strings.
 
     For example::
 
@@ -110,14 +103,12 @@ CALL_COUNTERS: dict[str, str] = {
     StepOutcome.RECONCILE: "calls_reconciled", StepOutcome.STUB: "calls_stubbed", StepOutcome.DENY: "calls_denied",
     **dict.fromkeys(SERVED_CALLS, "calls_served")}
 """The counter (and safety-report column) each call outcome adds to. A re-submission is no executed call: the
-child's own lookup decides whether the sub-agent runs again, and the child's row counts what it runs (addendum
-§1.1; case S09: the re-submitted call is "not executed")."""
+child's own lookup decides whether it runs again (addendum §1.1; case S09)."""
 
 
 def call_counter(step: Step) -> str | None:
-    """The counter (and safety-report column) a call step adds to: :data:`CALL_COUNTERS` by its outcome, but a
-    sub-agent call that runs is ``calls_subagent``: no call that leaves the job (whatever the replay call
-    policy), its child round runs and the child's row counts the calls that do."""
+    """:data:`CALL_COUNTERS` of a call step's outcome, but a sub-agent call that runs is ``calls_subagent``: no call
+    that leaves the job (its child's row counts the calls that do)."""
     out = "" if step.outcome is None else str(step.outcome)
     if out == StepOutcome.EXECUTE and step.detail.get("subagent"):
         return "calls_subagent"
@@ -128,12 +119,9 @@ def call_counter(step: Step) -> str | None:
 class Step:
     """One step: where (key, seq, action, event), what (kind, outcome), why (reason), and the change.
 
-    ``reason`` is for readers: a lookup has one only where its decision removed or re-ran something
-    (:func:`agent_inspect.recovery.user_reason`, as ``predict``'s tasks); ``rule_note`` keeps the rule's own
-    words for lookups and the cache events they caused (None on steps the rule did not decide).
-
-    ``change`` says what the step did to the simulated store or memory (state keys removed or written,
-    memory paths set, outputs emitted); ``detail`` holds structured extras (call identity, outputs, …).
+    ``reason`` is for readers (:func:`agent_inspect.recovery.user_reason`, as ``predict``'s tasks); ``rule_note``
+    keeps the rule's own words. ``change`` says what the step did to the simulated store or memory; ``detail``
+    holds structured extras (call identity, outputs, …).
 
     For example::
 

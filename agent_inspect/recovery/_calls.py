@@ -22,17 +22,8 @@ from agent_inspect._errors import ReplayError
 from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
 from agent_inspect.recovery._events import first_field
 
-__all__ = [
-    "CallDecision",
-    "CallSlot",
-    "CallEvent",
-    "CallJournal",
-    "RecordedCallError",
-    "RecordedValue",
-    "python_function_id",
-    "python_args_digest",
-    "effective_status",
-]
+__all__ = ["CallDecision", "CallSlot", "CallEvent", "CallJournal", "RecordedCallError", "RecordedValue",
+           "python_function_id", "python_args_digest", "effective_status"]
 
 _log = logging.getLogger("agent_inspect.executor")
 
@@ -88,10 +79,8 @@ def effective_status(status: str | None, exception_payload: Any) -> Status:
 @quick_init
 @dataclass(frozen=True, slots=True)
 class CallSlot:
-    """One durable-call result as recorded (payloads are the raw bytes, never unpickled implicitly).
-
-    ``value``/``error`` hold the live Python result when the call ran inside this replay, so the body
-    gets the real object back without deserializing anything.
+    """One durable-call result as recorded (raw payload bytes, never unpickled implicitly); ``value`` / ``error``
+    hold the live result when the call ran inside this replay.
 
     For example::
 
@@ -132,10 +121,8 @@ def _payload_bytes(value: Any) -> bytes | None:
 
 
 class RecordedCallError(Exception):
-    """A recorded failure re-raised into a body when its payload is not (or cannot be) deserialized.
-
-    ``payload`` is the raw exception payload; for Java records the message is "``<FQN>: <message>``".
-    """
+    """A recorded failure re-raised into a body when its payload is not (or cannot be) deserialized; ``payload`` is
+    the raw exception payload (for Java records the message is "``<FQN>: <message>``")."""
 
     def __init__(self, message: str, *, function_id: str, payload: bytes | None) -> None:
         super().__init__(message)
@@ -190,15 +177,11 @@ Executor = Callable[[str, str, Callable[[], Any], int], tuple[str, Any]]
 class CallJournal:
     """Position-matched durable calls of one action execution (upstream's DurableExecutionContext).
 
-    ``recorded`` is the call-result list of the cached record (empty for a fresh execution).
-    ``persist(results)`` is called with the full list whenever upstream would write the ActionState;
-    ``report(event)`` receives one :class:`CallEvent` per decision. ``run(function_id, args_digest, call,
-    index)`` decides how a call that must run is served (execute / stub / deny) and returns ``(outcome,
-    value)``; it may raise. ``call_matching`` (``codec.CALL_MATCHING``: "position" or "function-id", the #1016
-    variant) is how a call is compared with the recorded slot at its position.
-
-    ``deliver=False`` is the symbolic journal of ``predict``: the same decisions, but a body gets no values and
-    no recorded or fresh failure is raised into it (payloads are never decoded or pickled).
+    ``recorded``: the cached record's call results. ``persist(results)`` runs whenever upstream would write the
+    ActionState, ``report`` gets one :class:`CallEvent` per decision, ``run`` (an ``Executor``) serves a call
+    that must run (execute / stub / deny; it may raise). ``call_matching``: "position" or "function-id" (#1016).
+    ``deliver=False`` is ``predict``'s symbolic journal: the same decisions, but no values or failures reach the
+    body (payloads are never decoded or pickled).
 
     For example::
 
@@ -224,8 +207,6 @@ class CallJournal:
         #: the non-determinism warnings of this execution (upstream logs them)
         self.warnings: list[str] = []
         self._reserved: set[int] = set()     # slots this execution reserved (a fresh call, not a re-submit)
-
-    # -- public -------------------------------------------------------------------------------
 
     def call(self, function_id: str, args_digest: str, call: Callable[[], Any], *,
              reconciler: Callable[[], Any] | None = None, internal: bool = False) -> Any:
@@ -302,8 +283,6 @@ class CallJournal:
         self._append_pending(i, fid, digest, before)
         self._persist(tuple(self.results))
         return self._settle(i, fid, digest, self._execute(fid, digest, call, i), len(self.results))
-
-    # -- helpers -------------------------------------------------------------------------------
 
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
         status = slot.status
@@ -436,9 +415,8 @@ def _journal_pickler() -> Any:
 
 
 def decode_recorded(slot: CallSlot, *, trust_pickles: bool = False) -> Any:
-    """The Python value of a recorded payload: JSON (Java) is decoded; pickles only when trusted.
-
-    For a FAILED slot this returns the exception to raise.
+    """The Python value of a recorded payload (for a FAILED slot, the exception to raise): JSON (Java) is
+    decoded; pickles only when trusted.
 
     For example::
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
-from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent
+from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT, AgentEvent, SubagentIdAllocator
 from agent_inspect.recovery._calls import CallJournal, python_args_digest, python_function_id
 from agent_inspect.recovery._events import OUTPUT_EVENT_CLASS, wrap_subagent
 from agent_inspect.recovery._memory import Memory
@@ -62,11 +62,9 @@ class RecordingMemory:
 class ReplayContext:
     """What an action body may do: send events, use memory, make durable and sub-agent calls.
 
-    ``durable_execute`` accepts both forms:
-
-    - ``durable_execute(fn, *args, reconciler=None, **kwargs)``: a Python callable; its identity is
-      upstream's ``<module>.<qualname>`` plus the cloudpickle args digest (§13.1);
-    - ``durable_execute(function_id, args_digest, call)``: an explicit identity (Java ids use ``""``).
+    ``durable_execute(fn, *args, **kwargs)`` identifies a Python callable as upstream does (``<module>.<qualname>``
+    plus the cloudpickle args digest, §13.1); ``durable_execute(function_id, args_digest, call)`` takes an explicit
+    identity (Java ids use ``""``).
 
     For example::
 
@@ -141,10 +139,8 @@ class ReplayContext:
         return _Deferred(lambda: self.durable_execute(fn, *args, **kwargs))
 
     def durable_execute_reconcilable(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """A reconcilable durable call: a PENDING slot with the same identity runs the reconciler.
-
-        Forms: ``(function_id, args_digest, call, reconciler)`` or ``(fn, *args, reconciler=r, **kw)``.
-        """
+        """A reconcilable durable call (a PENDING slot with the same identity runs the reconciler):
+        ``(function_id, args_digest, call, reconciler)`` or ``(fn, *args, reconciler=r, **kw)``."""
         if isinstance(fn, str):
             if len(args) != 3:
                 raise ReplayError("durable_execute_reconcilable(function_id, args_digest, call, reconciler) "
@@ -208,8 +204,6 @@ class ReplayContext:
 
     def _allocate_ids(self, scope: str) -> tuple[str, str]:
         if self._allocator is None:
-            from agent_inspect.agents import SubagentIdAllocator
-
             key_text = self._engine.keys.key_text(self.key) or self.key     # §11.2: the key's text
             self._allocator = SubagentIdAllocator(key_text=key_text, seq=self.seq, action=self.action,
                                                   event_type=self.event.type,

@@ -25,9 +25,8 @@ class TaskFailed(Exception):
 
 
 class TaskLookups:
-    """The gets and puts of one task against ``session``. A driver that wants to see every decision (cache
-    events included, before a FAIL is raised as :class:`TaskFailed`) or to keep what is written overrides
-    :meth:`looked_up` and :meth:`write` (the engine's reports them to its observer).
+    """The gets and puts of one task against ``session``; a driver overrides :meth:`looked_up` and :meth:`write` to
+    see every decision (before a FAIL is raised as :class:`TaskFailed`) and what is written.
 
     For example::
 

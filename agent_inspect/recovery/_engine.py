@@ -1,11 +1,7 @@
 """The one recovery engine: spec §9.3 over a rebuilt session, round by round, task by task.
 
-Every verb that replays runs this loop. ``predict`` runs it to the end with symbolic calls and turns what it
-saw into rows; the executor steps it with live bodies in a greenlet and turns what it saw into steps. What
-each of them sees comes through one seam, :class:`Observer`; how calls that must run are served through
-another, :class:`CallService`. The engine itself decides: which tasks are dispatched and in what order, what
-each ``get`` returns (through :class:`~agent_inspect.recovery.TaskLookups`), what a reuse re-emits, what a
-body writes, and which cached records no task looked up.
+Every verb that replays runs this loop (``predict`` with symbolic calls, the executor with live bodies); drivers
+see it through :class:`Observer` and serve calls through :class:`CallService`.
 
 Why it is long: one round's FIFO, one task's §9.3 sequence and a sub-agent call's inline child round read top
 to bottom here; split, one operator step would scatter over modules.
@@ -305,7 +301,8 @@ class Engine:
             known = self._decls.get(name)
             if restored and (event.type == SUBAGENT_EVENT or (known is not None and known.scope is not None)):
                 # PR #1138: child tasks are dropped on resume; their root caller re-issues the call (§11.4)
-                run = self._task_run(key, seq, label, name, event, known, None, None, restored=True)
+                run = TaskRun(state.tasks, key, seq, label, name, event, known, restored=True, plan_key=plan_key)
+                state.tasks += 1
                 self.observer.dropped(run, "restored child task dropped on resume (§11.4)", stale=False)
                 continue
             queue.append((decl, event, restored, None))
@@ -337,7 +334,7 @@ class Engine:
             if call is None:
                 state.current = (decl, event)
             name = decl if isinstance(decl, str) else decl.name
-            index = state.tasks   # _task_run, inline: one per task
+            index = state.tasks
             state.tasks = index + 1
             run = TaskRun(index, key, seq, label, name, event, decls.get(name), parent, scope, restored, None,
                           self._plan_key)
@@ -354,13 +351,6 @@ class Engine:
                 else:
                     for d in listeners(out):
                         queue.append((d, out, False, index))
-
-    def _task_run(self, key: str, seq: int, label: str, name: str, event: AgentEvent, decl: ActionDecl | None,
-                  parent: int | None, call: _Call | None, *, restored: bool) -> TaskRun:
-        index = self.state.tasks
-        self.state.tasks += 1
-        return TaskRun(index, key, seq, label, name, event, decl, parent, call.scope if call else None, restored,
-                       plan_key=self._plan_key)
 
     # ------------------------------------------------------------------------------ one task (§9.3)
 
@@ -415,9 +405,8 @@ class Engine:
                                                                                  memory_decoder=self.memory_decoder)
 
     def _reuse(self, run: TaskRun, decl: ActionDecl, record: RecordView) -> tuple[list[AgentEvent], list[AgentEvent]]:
-        """Memory updates applied (short-term first, then sensory, §9.3 step 2), outputs re-emitted with their
-        ids and the lineage re-bound. Under main a reused child answers with its result events and none of its
-        forwarded envelopes; a reused root caller does not send its stored bootstrap again (addendum §1.1)."""
+        """§9.3 step 2: short-term then sensory updates, outputs re-emitted re-bound. Under main a reused child
+        answers with its result events only; a reused root caller sends no bootstrap again (addendum §1.1)."""
         stm, sensory = self.memory_of(run.key)
         for path, value in record.short_term:
             stm.set(path, value)
@@ -511,7 +500,6 @@ class Engine:
         return run
 
 
-
 class _RunLookups(TaskLookups):
     """One task's gets and puts, each reported to the engine's observer (a method, not two closures per task)."""
 
@@ -546,6 +534,5 @@ def _begin_event(agent: Any, event: AgentEvent, key: str, seq: int) -> AgentEven
 def _rebind(ev: AgentEvent, upstream_id: str | None, action: str) -> AgentEvent:
     if ev.upstream_event_id == upstream_id and ev.upstream_action == action:
         return ev   # already bound so (a reused parent kept its recorded id): events are immutable
-    # same attributes, same fingerprint
     return AgentEvent.of(ev.type, ev.attributes, ev.id, ev.event_class, upstream_id, action,
                          fingerprint=ev.__dict__.get("fingerprint"))

@@ -12,6 +12,7 @@ from msgspec import Raw
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
 from agent_inspect.codec import Event as CodecEvent
+from agent_inspect.codec import event_uuid
 
 __all__ = ["IdSource", "event_from_record", "agent_event", "fingerprint_of_raw", "first_field", "wrap_subagent",
            "SUBAGENT_EVENT_CLASS", "OUTPUT_EVENT_CLASS"]
@@ -115,6 +116,4 @@ def agent_event(ev: Any) -> AgentEvent:
 @functools.lru_cache(maxsize=1 << 16)
 def fingerprint_of_raw(raw: bytes) -> str:
     """The event UUID of an event's stored attribute bytes, computed once per distinct bytes."""
-    from agent_inspect.codec import event_uuid
-
     return event_uuid(raw)

@@ -8,6 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from agent_inspect.codec import event_uuid
+from agent_inspect.history import annotate
+from agent_inspect.recovery._events import fingerprint_of_raw
+
 __all__ = ["lint", "LINTS"]
 
 LINTS = (
@@ -24,12 +28,9 @@ _COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
 
 def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
          attempts: pd.Series | None = None) -> pd.DataFrame:
-    """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``,
-    example ``positions`` and a one-line ``message``.
-
-    ``fingerprints=True`` decodes each distinct state key's latest record to recompute its event
-    UUID (``log.value`` needed; legacy V0/V1 values are skipped: their recipes differ, §4.3.3). ``attempts``:
-    the records' ``attempt`` column of :func:`agent_inspect.history.annotate` when the caller already has it.
+    """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``, example
+    ``positions`` and a one-line ``message``. ``fingerprints=True`` recomputes each state key's latest event UUID
+    (V0/V1 skipped, §4.3.3); ``attempts``: the records' ``attempt`` column, when the caller already has it.
 
     For example::
 
@@ -91,8 +92,6 @@ def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) -> list[dict[str, Any]]:
     if attempts is None:
-        from agent_inspect.history import annotate
-
         attempts = annotate(records)["attempt"]
     # an unstable UUID needs a second attempt of its key: only keys with a record of attempt 2 or later qualify
     attempts = attempts.reindex(records.index)
@@ -144,9 +143,6 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 
 def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
-    from agent_inspect.codec import event_uuid
-    from agent_inspect.recovery._events import fingerprint_of_raw
-
     live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
     if "value_format" in live:
         live = live[~live["value_format"].astype(object).isin(["V0", "V1"])]

@@ -12,9 +12,8 @@ __all__ = ["Memory"]
 class Memory(Mapping[str, Any]):
     """Flat dotted-path memory (``user.profile.tier`` → value) as the operator keeps it per key.
 
-    The ``base`` mapping (e.g. memory restored from a savepoint) is never modified: the first write
-    after construction or after :meth:`snapshot` copies the data (copy-on-write), so snapshots handed
-    out earlier stay valid and cost nothing until the next write.
+    The ``base`` mapping is never modified: the first write after construction or after :meth:`snapshot` copies
+    the data, so snapshots handed out earlier stay valid and cost nothing until the next write.
 
     For example::
 

@@ -13,12 +13,15 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
-from agent_inspect.codec import format_state_key, state_key_writer
+from agent_inspect.codec import format_state_key, parse_state_key, state_key_writer
+from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._events import agent_event
+from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
+from agent_inspect.recovery._refresh import RetainedRounds, check_moved_marker, refresh_positions, retained_rounds
+from agent_inspect.store import runtime_model
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo
-    from agent_inspect.recovery._refresh import RetainedRounds
 
 __all__ = ["KeyIdentity", "ReplayInput", "PendingTask", "ReplayPlan"]
 
@@ -97,12 +100,10 @@ class PendingTask:
 class ReplayPlan:
     """Per-key inputs after the restore, restored seqNums and restored pending tasks.
 
-    ``inputs`` are in arrival order (all keys interleaved); each key's first input gets
-    ``restored_seq[key] + 1``. ``pending`` tasks run before any input of their key. ``keys`` maps a
-    plan key to its :class:`KeyIdentity` (default: the key is the log's business key, with segments
-    taken from its records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is
-    the replay's attempt number (Java hash-based action UUIDs change per attempt). ``notes``: what
-    :meth:`from_log` could not tell from the log and how it read it anyway (one sentence each).
+    ``inputs`` are in arrival order (all keys interleaved); each key's first input gets ``restored_seq[key] + 1``.
+    ``pending`` tasks run before any input of their key. ``keys`` maps a plan key to its :class:`KeyIdentity`
+    (default: from the log's records). ``begin_event`` switches on ``agent-run.begin-event``; ``attempt`` is the
+    replay's attempt number; ``notes``: what :meth:`from_log` could not tell from the log.
 
     For example::
 
@@ -129,23 +130,14 @@ class ReplayPlan:
                  refresh: Collection[int] | None = None, agent: object | None = None) -> ReplayPlan:
         """Infer the plan from the log's own later attempt.
 
-        Per business key: the rounds in the replay window, each replayed with the input of the root
-        record written *last* at that seq (the latest attempt's input), and restored seq = lowest
-        seq − 1. Multi-root rounds give one input (roots of one input share the fingerprint).
-        ``markers`` bound the window as a restore does (spec §8.4, §9.5): only roots at or after
-        the merged marker offset of their partition; inputs before it were committed by the
-        checkpoint and are not replayed. None (or ``[]``) takes the whole log.
-
-        From 0.4 on (``runtime``, default inferred; ``refresh``: the refresh-row positions, default
-        :func:`~agent_inspect.recovery.refresh_positions`), a round the window holds only through refresh rows
-        had its input consumed before the checkpoint: with every state complete and no task still queued there it
-        is not replayed; else its queued tasks and incomplete states become ``pending`` tasks with their original
-        events, in the order the restore re-submits them. Either way the key's restored seq is at least its seq.
-        A log with ``_agent_run_begin_event`` records was written with ``agent-run.begin-event`` on, so the plan is.
-        A pending task names the action of ``agent`` (the replay's, when given) whose action UUID its records show
-        (spec §9.5 step 2: the restore re-submits that action), else the name the log gives it
-        (:class:`~agent_inspect.agents.AsRecordedAgent`). Before K2 a Java action's UUID is the writing JVM's
-        (spec §4.4): one ``agent`` cannot derive names its only Java action listening to the task's event.
+        Per business key: each round in the window is replayed with the input of the root record written *last*
+        at that seq, and restored seq = lowest seq − 1. ``markers`` bound the window as a restore does (spec §8.4,
+        §9.5): inputs before the merged marker offset were committed by the checkpoint. None (or ``[]``) takes
+        the whole log. From 0.4 on (``runtime``; ``refresh``: :func:`~agent_inspect.recovery.refresh_positions`),
+        a round held only through refresh rows is not replayed when it was finished at the checkpoint; else its
+        queued tasks and incomplete states become ``pending``, in re-submit order. ``_agent_run_begin_event``
+        records switch ``begin_event`` on. A pending task names ``agent``'s action with the UUID its records show
+        (§9.5 step 2), else the log's name for it; before K2 a Java action's UUID is the writing JVM's (§4.4).
         """
         plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh, agent)
         notes = _moved_marker_notes(log, plan, markers, runtime, kafka_pending)
@@ -157,8 +149,6 @@ class ReplayPlan:
     def _inferred(cls, log: ActionStateLog, business_keys: Any, markers: Any, runtime: str | RuntimeInfo,
                   kafka_pending: str | None, refresh: Collection[int] | None, agent: object | None) -> ReplayPlan:
         """:meth:`from_log` but the begin-event setting."""
-        from agent_inspect.recovery._rebuild import normalize_markers
-
         recs = log.records
         if business_keys is not None:
             recs = recs[recs["business_key"].isin(list(business_keys))]
@@ -208,11 +198,6 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
     writer moved back to its oldest retained state bounds the rebuild, not the inputs the checkpoint consumed."""
     if kafka_pending != "marker":           # the default ("refresh") marks the consumed inputs: nothing to say
         return ()
-    from agent_inspect.log import resolve_runtime
-    from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
-    from agent_inspect.recovery._refresh import check_moved_marker
-    from agent_inspect.store import runtime_model
-
     start = normalize_markers(markers)
     info = resolve_runtime(runtime, log)
     model = runtime_model(info, kafka_pending=kafka_pending)
@@ -234,13 +219,9 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
 def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,
               refresh: Collection[int] | None) -> RetainedRounds:
     """The rounds ``window`` (the log's records after the markers) holds only through refresh rows."""
-    from agent_inspect.recovery._refresh import RetainedRounds, refresh_positions, retained_rounds
-
     if refresh is None:
         if getattr(log, "raw", None) is None:
             return RetainedRounds()
-        from agent_inspect.log import resolve_runtime
-
         refresh = refresh_positions(log, resolve_runtime(runtime, log), kafka_pending=kafka_pending)
     if not refresh:
         return RetainedRounds()
@@ -250,13 +231,8 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
 
 def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[str, int]],
                name_of: Callable[[str, int, str], str]) -> tuple[PendingTask, ...]:
-    """The tasks the restored checkpoint held in flight (its ``actionTasks``), as the window shows them.
-
-    A round whose input came before the markers (committed by the checkpoint) but whose tasks wrote records
-    after them was in flight there. Its tasks whose trigger event no task of the window emitted were queued or
-    running at the checkpoint: the restore re-submits them with their original events, before the key's next
-    input (spec §9.5 step 2). The others follow from them, as the agent dispatches their events again.
-    """
+    """The tasks the checkpoint held in flight: of a round whose input came before the markers but whose tasks
+    wrote after them, those whose trigger no task of the window emitted (re-submitted first, spec §9.5 step 2)."""
     tasks = window[~window["is_root"].fillna(False).astype(bool)]
     if tasks.empty:
         return ()
@@ -283,9 +259,8 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = (), *, in_flight: tuple[PendingTask, ...] = (),
                    name_of: Callable[[str, int, str], str]) -> ReplayPlan:
-    """The plan with the rounds the checkpoint held: restored seqs raised to them; their queued tasks and
-    incomplete states (``retained``, from refresh rows) and the tasks in flight there (``in_flight``) pending in
-    the order the restore re-submits them."""
+    """The plan with the rounds the checkpoint held: restored seqs raised to them, their tasks pending in re-submit
+    order."""
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
@@ -316,11 +291,8 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
 
 
 def _action_names(log: ActionStateLog, given: object | None = None) -> Callable[[str, int, str], str]:
-    """``name_of(action_uuid, pos, event_type)``: the name of the action whose UUID the record at ``pos`` shows, in
-    the record's key format: ``given``'s (the replay's agent) when it has that action, else the name
-    :class:`~agent_inspect.agents.AsRecordedAgent` gives it (a RecoveryError when the log shows no such action).
-    Before K2 a Java action's UUID is the JVM's (spec §4.4), which ``given`` cannot derive: a UUID it does not
-    know is its only Java action listening to ``event_type``, when there is exactly one. Built on first use."""
+    """``name_of(action_uuid, pos, event_type)``: ``given``'s action of that UUID, else the log's name for it.
+    Before K2 a Java action's UUID is the JVM's (spec §4.4): an unknown one is ``given``'s only Java listener."""
     from agent_inspect.agents import AsRecordedAgent, FlinkAgentAdapter, is_flink_agent
 
     if given is not None and not hasattr(given, "action_uuid") and is_flink_agent(given):
@@ -372,8 +344,6 @@ def _event_of(log: ActionStateLog, pos: int) -> AgentEvent:
 
 def key_identity(business_key: str, state_key: str) -> KeyIdentity:
     """The :class:`KeyIdentity` of ``business_key`` as one of its state keys shows it."""
-    from agent_inspect.codec import parse_state_key
-
     parsed = parse_state_key(state_key)
     return KeyIdentity(business_key=business_key, key_format=parsed.format, key_text=parsed.key_text,
                        key_group=parsed.key_group, key_digest=parsed.key_digest,

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import INPUT_EVENT, AgentEvent
-
-if TYPE_CHECKING:
-    from agent_inspect.recovery._plan import ReplayInput, ReplayPlan
+from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
 
 __all__ = ["PlanView", "as_plan", "PlanLike"]
 
@@ -59,20 +57,15 @@ class PlanView:
 
 
 def as_plan(plan: PlanLike) -> ReplayPlan:
-    """A ``ReplayPlan`` from a plan or a mapping of its fields.
-
-    Mapping form: ``{"inputs": [(key, value_or_event), ...], "restored_seq": {key: n},
-    "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
-    ``{"input": value}``. The plan of a log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``
-    (or ``recovery.replay_plan(log)``, which also reads the runtime's refresh rows).
+    """A ``ReplayPlan`` from a plan or a mapping of its fields: ``{"inputs": [(key, value_or_event), ...],
+    "restored_seq": {key: n}, "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
+    ``{"input": value}``. A log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``.
 
     For example::
 
         plan = ai.executor.as_plan({"inputs": [("user-1", "hello")], "restored_seq": {"user-1": 4}})
         plan.inputs[0].event, plan.seq_of("user-1")
     """
-    from agent_inspect.recovery._plan import PendingTask, ReplayInput, ReplayPlan
-
     if isinstance(plan, ReplayPlan):
         return plan
     if isinstance(plan, Mapping):

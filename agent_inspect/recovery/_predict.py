@@ -1,6 +1,5 @@
-"""``predict``: the static path (spec §15.6). The engine runs the replay plan to its end with as-recorded (or
-declared) bodies and the symbolic call journal (calls are matched, never made; payloads never unpickled); an
-observer turns what it saw into one row per dispatched task, the re-execution ledger and the sub-agent results.
+"""``predict``: the static path (spec §15.6): the engine runs the plan to its end with the symbolic call journal
+(calls matched, never made) and an observer turns what it saw into task rows and the re-execution ledger.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import pandas as pd
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.agents import SUBAGENT_EVENT, Agent
+from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.recovery._calls import CallDecision, CallEvent
 from agent_inspect.recovery._core import TaskFailed
@@ -57,9 +56,8 @@ _ROW_COUNT = {"replayed": "calls_replayed", "resubmit": "calls_resubmitted", "su
 
 @dataclass
 class Simulation:
-    """What one engine run of a plan gave ``predict``: ``rows`` (one dict per dispatched task, the columns of
-    ``Prediction.tasks``, NOT-DISPATCHED rows last unless the job crashed), ``ledger`` (re-executed bodies and
-    calls), ``crashed`` (the job would crash: a restart loop), ``warnings`` and ``subagent_results``.
+    """What one engine run of a plan gave ``predict``: ``rows`` (the columns of ``Prediction.tasks``), ``ledger``
+    (re-executed bodies and calls), ``crashed`` (a restart loop), ``warnings`` and ``subagent_results``.
 
     For example::
 
@@ -73,17 +71,12 @@ class Simulation:
     crashed: bool = False
     warnings: list[str] = field(default_factory=list)
     subagent_results: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
-    #: per sub-agent call's function id (``<sessionId>#<callId>``): its name for readers (:func:`subagent_call_name`)
+    #: per sub-agent call's function id (``<sessionId>#<callId>``, two UUIDs that differ per key and round): its name
+    #: for readers, "<sub-agent> (sub-agent call from <caller>)"
     call_names: dict[str, str] = field(default_factory=dict)
     #: run with ``rows=False``: per dispatched task ``[key, outcome, seq, position of the record found]`` instead
     #: of ``rows`` (what a fleet scan counts), in dispatch order
     outcomes: list[list[Any]] = field(default_factory=list)
-
-
-def subagent_call_name(scope: str, caller: str) -> str:
-    """A sub-agent call named by its sub-agent and the action that called it: "reviewer (sub-agent call from
-    caller)" (its function id, ``<sessionId>#<callId>``, is two UUIDs that differ per key and round)."""
-    return f"{scope} (sub-agent call from {caller})"
 
 
 class _Ledger(Observer):
@@ -101,7 +94,7 @@ class _Ledger(Observer):
         if kind is not None:
             scope = self.engine.state.subagent_scopes.get(event.function_id) if self.engine is not None else None
             if scope is not None:
-                self.sim.call_names[event.function_id] = subagent_call_name(scope, str(run.action))
+                self.sim.call_names[event.function_id] = f"{scope} (sub-agent call from {run.action})"
                 if kind == "call":   # no call that leaves the job: the executor's calls_subagent
                     kind = "subagent"
             self.sim.ledger[(run.plan_key, kind, event.function_id)] += 1
@@ -192,9 +185,8 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
              runtime: str | RuntimeLike = "0.3", key_format: str | None = None, rows: bool = True) -> Simulation:
     """Run ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) on the engine, with
-    symbolic calls, and return the :class:`Simulation`. ``predict`` is this plus the rebuild and frames.
-    ``runtime`` selects the upstream runtime's behaviours (:func:`agent_inspect.store.runtime_model`).
-    ``rows=False`` keeps each task's outcome (:attr:`Simulation.outcomes`) instead of its row: what a count needs.
+    symbolic calls: ``predict`` without the rebuild and frames. ``rows=False`` keeps each task's outcome
+    (:attr:`Simulation.outcomes`) instead of its row: what a count needs.
 
     For example::
 
@@ -231,17 +223,10 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
     """Predict what a recovery does with ``subject`` (the static path, spec §15.6).
 
     ``subject`` is an ``ActionStateLog`` or a :class:`~agent_inspect.recovery.Reconstruction` (whose log and
-    settings are then used). The settings are ``recovery`` or its overrides by name, resolved once with
-    :meth:`Recovery.resolve` (see :class:`Recovery` for each setting and its default: the rule the log's runtime
-    ships, the whole loaded log as the window, the log's own later attempt as the plan, its as-recorded agent).
-    A K2 restore check that fails (spec §6.5) makes every task FAIL. The runtime also selects its recovery
-    behaviours (:func:`agent_inspect.store.runtime_model`): from 0.4 on, refresh rows bring the pending states
-    of rounds in flight at the checkpoint back (RESUME with their recorded call results); on main, sub-agent
-    calls reserve PENDING caller slots, a reused child replays its ``subagentResultEvents`` and a reused root
-    caller sends no bootstrap.
-
-    Pass ``session`` to continue from an already rebuilt store; ``new_id`` to make fresh event ids
-    reproducible. The result carries the settings (:attr:`Prediction.recovery`).
+    settings are then used). The settings are ``recovery`` or its overrides by name (see :class:`Recovery` for
+    each and its default). A failed K2 restore check (spec §6.5) makes every task FAIL; the runtime selects its
+    recovery behaviours (:func:`agent_inspect.store.runtime_model`). Pass ``session`` to continue from an already
+    rebuilt store, ``new_id`` to make fresh event ids reproducible.
 
     For example::
 
@@ -262,8 +247,6 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
         source = cast("ActionStateLog", log)
         plan = settings.replay_plan(source)
         if agent is None:
-            from agent_inspect.agents import AsRecordedAgent
-
             agent = AsRecordedAgent.of(source)
         if session is None:
             session = settings.rebuild(source)
@@ -297,9 +280,8 @@ _IDS = random.Random()
 
 
 def _fresh_ids() -> Callable[[], str]:
-    """Fresh event ids for one run, as version-4 UUID text: a random prefix per run and a counter in the last 48
-    bits, so unique within the run (and across runs but for a 2^-74 chance) at a fraction of ``uuid4``'s cost
-    (a prediction of a fleet makes one per rerun output)."""
+    """Fresh version-4 UUID texts for one run: a random prefix per run and a counter in the last 48 bits (unique but
+    for a 2^-74 chance across runs) at a fraction of ``uuid4``'s cost (a fleet makes one per rerun output)."""
     h = f"{_IDS.getrandbits(128) & _V4_CLEAR | _V4_SET:032x}"
     prefix = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-"
     counter = itertools.count(int(h[20:], 16))
@@ -313,5 +295,3 @@ _LOW48 = (1 << 48) - 1
 
 def _is_reconstruction(obj: Any) -> bool:
     return all(hasattr(obj, a) for a in ("log", "recovery", "session", "divergences"))
-
-

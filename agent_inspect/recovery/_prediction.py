@@ -36,11 +36,8 @@ def removed_by(ops: Iterable[CacheEvent]) -> int:
 
 
 def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | None = None) -> str | None:
-    """The reason a reader sees: only where a decision removed or re-ran something.
-
-    A REUSE that removed nothing has no reason (the rule's own words, e.g. "5 cached records at (k, 1) > 1",
-    stay in ``rule_note``); a REUSE whose lookup evicted records says so; a RERUN says its record is missing and,
-    given ``gone``, what removed it; every other outcome keeps the rule's words. Each adds what its lookups removed.
+    """The reason a reader sees: only where a decision removed or re-ran something (the rule's own words stay in
+    ``rule_note``). A RERUN says its record is missing and, given ``gone``, what removed it.
 
     For example::
 
@@ -64,9 +61,8 @@ def user_reason(outcome: str, rule_note: str | None, removed: int, gone: str | N
 
 
 def lookup_words(action: object, key: object, seq: object) -> str:
-    """A task's lookup named by what a reader sees of it, action, business key and seq: "the lookup of audit
-    (user-0019, seq 3)", the one wording of predict's, reconstruct's, the executor's and explain's reasons (a
-    dispatch index or a record position would mean nothing outside its table; positions go in the details).
+    """A task's lookup named by what a reader sees of it: the one wording of every verb's reasons (a dispatch index
+    or a record position would mean nothing outside its table).
 
     For example::
 
@@ -76,9 +72,8 @@ def lookup_words(action: object, key: object, seq: object) -> str:
 
 
 class RemovalCauses:
-    """What removed each cached record, in words, for the reasons of later tasks (predict, reconstruct's
-    and the replay executor share it): the rebuild (the step "rebuild" of ``events``), or
-    the lookup of an earlier task (:meth:`removed`, in dispatch order).
+    """What removed each cached record, in words, for the reasons of later tasks: the rebuild (the step "rebuild"
+    of ``events``), or the lookup of an earlier task (:meth:`removed`, in dispatch order).
 
     For example::
 
@@ -119,9 +114,8 @@ class RemovalCauses:
                     self._gone.setdefault(e.state_key, f"{lookup} evicted it")
 
     def status_reason(self, event: CacheEvent, kind: str | None = None) -> str:
-        """Why a record ``event`` removed has its status, for readers (:func:`removal_reason` of that one record):
-        what removed it — the rebuild, or the lookup :meth:`removed` named — with which others, why, and what it
-        costs. ``kind``: the kind of the event's divergence."""
+        """Why a record ``event`` removed has its status (:func:`removal_reason` of that one record, naming what
+        removed it). ``kind``: the kind of the event's divergence."""
         cause = self._made_by.get(event.index)
         if cause is None:
             at = f" (reading record {event.trigger_pos})" if event.trigger_pos is not None else ""
@@ -176,32 +170,23 @@ def removal_reason(event: CacheEvent, kind: str | None = None, *, cause: str | N
     return text
 
 
-# -- the result ---------------------------------------------------------------------------------------
-
 @dataclass(frozen=True)
 class Prediction(HtmlRepr):
     """What a recovery would do, per task, under one rule.
 
-    ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL),
-    followed by NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up. ``reason``
-    is for readers (empty on a REUSE that removed nothing), ``rule_note`` the rule's own words for every task,
-    ``removed`` how many cached records the task's lookups removed; :meth:`by_impact` puts re-runs and
-    evictions first.
+    ``tasks``: one row per action task in dispatch order (``outcome`` REUSE / RESUME / RERUN / FAIL), then
+    NOT-DISPATCHED rows for cached records of replayed rounds that no task looked up; ``reason`` is for readers
+    (empty on a REUSE that removed nothing), ``rule_note`` the rule's own words, ``removed`` the cached records the
+    task's lookups removed, and ``calls_*`` the executor's counters of the same names.
     ``events`` / ``divergences``: every cache removal (rebuild and replay) and why.
-    ``ledger``: the re-execution ledger, one row per (key, kind, name) with a ``count``, a ``label`` (the name a
-    reader sees: the name itself, or a sub-agent call's sub-agent and caller) and the ``router`` a
-    model-routing call belongs to (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``; else None): kind
-    "body" (an action body that runs again), "call" (a durable call executed for real, by function
-    id), "subagent" (a sub-agent call sent again as a new call: no call that leaves the job, the child's rows
-    count the calls it makes), "replayed" (a call served from the journal), "reconciler", "resubmit" (main: a
-    PENDING sub-agent caller slot sent its call again with the same ids; no executed call, the child task's own
-    lookup decides whether the sub-agent runs again, addendum §1.1). A task row counts its calls as
-    ``calls_executed`` (calls and reconcilers), ``calls_subagent``, ``calls_replayed`` and ``calls_resubmitted``:
-    the executor's counters of the same names.
+    ``ledger``: one row per (key, kind, name) with a ``count``, a ``label`` (the name a reader sees) and the
+    model-routing ``router`` (``route:<r>``, ``chat:<r>:<candidate>``, ``judge:<r>`` → ``r``); kind "body" (a body
+    that runs again), "call" (a durable call executed for real), "subagent" (a sub-agent call sent again as a new
+    call, no call that leaves the job), "replayed" (served from the journal), "reconciler", "resubmit" (main: a
+    PENDING caller slot sent its call again with the same ids, addendum §1.1).
     ``crashed``: the replay hit a FAIL (the job would restart in a loop) and stopped there.
-    ``warnings``: what the replay dropped or could not match, one sentence each.
-    ``notes``: what the plan inferred from the log could not tell and how it read it anyway
-    (:attr:`ReplayPlan.notes`): the limits of this prediction, not findings about the job.
+    ``warnings``: what the replay dropped or could not match; ``notes``: what the plan could not tell from the log
+    and how it read it anyway (:attr:`ReplayPlan.notes`).
 
     For example::
 

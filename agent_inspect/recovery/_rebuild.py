@@ -29,10 +29,8 @@ Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
 
 
 def normalize_markers(markers: Markers) -> dict[int, int] | None:
-    """Start offset per partition: the minimum over all markers; None for a fresh start (no markers).
-
-    An empty list is the same as None (spec §6.5 step 1: no markers, no rebuild). Markers may be plain
-    maps or the versioned Kafka form (spec §6.4), as the loaders accept them.
+    """Start offset per partition: the minimum over all markers (plain maps or the versioned Kafka form, §6.4);
+    None for a fresh start (no markers, or ``[]``: spec §6.5 step 1).
 
     For example::
 
@@ -45,12 +43,8 @@ def normalize_markers(markers: Markers) -> dict[int, int] | None:
 
 
 def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame | Iterable[int] | None) -> list[str]:
-    """What markers leave out of the loaded log's partitions, one sentence each (spec §6.5 step 2: only
-    partitions named in some marker are read): none when there are no markers (the whole log, or a fresh start).
-
-    ``partitions``: the loaded log itself (or its ``records``), whose partitions are read here, or the partition
-    numbers; None: no log. ``predict`` lists them in ``Prediction.warnings``; the executor's rebuild step says
-    them in its ``reason``; both pass their log.
+    """What markers leave out of the loaded log's partitions, one sentence each (spec §6.5 step 2: only partitions
+    named in some marker are read); none without markers. ``partitions``: the log, its records, or partition numbers.
 
     For example::
 
@@ -98,12 +92,10 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
                 source: Any = None) -> np.ndarray:
     """Which rows the rebuild reads: marker partitions only, from the minimum marker offset to the end.
 
-    ``start_offsets`` (what the source read from) is checked: a marker below it means the loaded
-    log lacks records the rebuild would read. A marker below a Kafka source's log start (its
-    ``options["log_start"]``: retention or a #1101 cleanup boundary) is a :class:`DataLossError`
-    naming partition, marker and log start, as the bounded 0.4+ rebuild fails there (addendum §2.1). For a Fluss ``source`` the upstream restore checks
-    apply (spec §7.4): the marker buckets must be the table's buckets, and no marker may lie past
-    a bucket's end.
+    A marker below ``start_offsets`` (where the source read from) means the loaded log lacks records the rebuild
+    reads; below a Kafka source's ``options["log_start"]`` it is a :class:`DataLossError`, as the 0.4+ rebuild
+    fails (addendum §2.1). A Fluss ``source`` gets upstream's restore checks (spec §7.4): the table's buckets,
+    no marker past a bucket's end.
 
     For example::
 
@@ -167,10 +159,9 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
                  undecodable: bool = False) -> Iterator[tuple[int, Entry | Undecodable | None, str | None]]:
     """``(pos, entry, state_key)`` for rows of the log in order; entry None for a tombstone.
 
-    Undecodable records (``error`` set) are left out, or with ``undecodable=True`` given as an
-    :class:`Undecodable` entry (never as a tombstone: only a null value deletes, spec §6.5).
-    Rows without a seqNum (K0) are given as ``(pos, None, None)``, which deletes nothing.
-    ``attempts`` (one per row of the whole log) fills ``Entry.attempt``.
+    Undecodable records are left out, or with ``undecodable=True`` given as an ``Undecodable`` entry (only a null
+    value deletes, spec §6.5). Rows without a seqNum (K0) are ``(pos, None, None)``. ``attempts`` (one per row of
+    the whole log) fills ``Entry.attempt``.
 
     For example::
 
@@ -239,11 +230,9 @@ def source_kind_of(log: Any) -> str | None:
 def rebuild_records(session: RecoverySession,
                     entries: Iterable[tuple[int, Entry | Undecodable | None, str | None]], *,
                     refresh: Collection[int] = ()) -> RecoverySession:
-    """Feed ``(pos, entry, state_key)`` rows (log order) into ``session``: tombstones delete, the
-    rule's rebuild hook runs per record, last write wins; an :class:`Undecodable` record is skipped
-    and reported. Positions in ``refresh`` are checkpoint-time refresh rows (0.4+, addendum §2):
-    collapsed into the cached entry, or bringing back a state whose first write lies before the
-    window, never a rule step. Partition-local: call it per partition.
+    """Feed ``(pos, entry, state_key)`` rows (log order) into ``session``: tombstones delete, the rule's rebuild
+    hook runs per record, last write wins, undecodable records are reported. Positions in ``refresh`` are
+    refresh rows (0.4+, addendum §2), never a rule step. Partition-local: call it per partition.
 
     For example::
 
@@ -268,13 +257,9 @@ def rebuild_records(session: RecoverySession,
 
 def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
                      expected_fingerprint: str | None = None) -> list[tuple[int, str, str | None]]:
-    """Records of a K2 rebuild window that make upstream fail the restore (spec §6.5, §14.2).
-
-    A window is K2 when it holds a ``v2:`` key. Then every other key format, a malformed v2 key,
-    a key group outside the configured range, and a serializer fingerprint other than
-    ``expected_fingerprint`` (default: the window's most common one) fail. Returns
-    ``(pos, upstream message, business key)`` per offending record, in log order.
-    """
+    """``(pos, upstream message, business key)`` of each record of a K2 window (one with a ``v2:`` key) that fails
+    the restore (spec §6.5, §14.2): another key format, a malformed v2 key or key group, a serializer fingerprint
+    other than ``expected_fingerprint`` (default: the window's most common)."""
     if "state_key" not in records:
         return []
     # only the three columns read here are masked: masking the whole window copies every column
@@ -318,9 +303,8 @@ def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
 
 
 def whole_log_markers(log: ActionStateLog | pd.DataFrame) -> list[dict[int, int]]:
-    """What ``markers=None`` means everywhere: the whole loaded log is the rebuild window.
-
-    Per partition, the lower of where the source started reading and the first loaded offset.
+    """What ``markers=None`` means everywhere, the whole loaded log: per partition, the lower of where the source
+    started reading and the first loaded offset.
 
     For example::
 
@@ -340,18 +324,12 @@ def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fi
             refresh: Collection[int] = ()) -> RecoverySession:
     """Rebuild the cache the way a restore does and return the driven :class:`RecoverySession`.
 
-    ``markers`` is the list of recovery markers (``{partition: offset}`` maps, one per subtask):
-    per partition the minimum offset is taken, only marker partitions are read, forward to the end
-    of the loaded log; records are applied in log order with last write wins, tombstones delete,
-    and the rule's rebuild hook runs before each write lands. ``None`` means the whole loaded log is
-    the window; ``[]`` is a fresh start (an empty cache, spec §6.5 step 1). Undecodable records are
-    skipped and reported as "undecodable" divergences (the cached entry of their key stays). In a K2
-    window a malformed key, a key group out of range (``max_parallelism``; by default only the
-    decoder's own check) or a serializer fingerprint other than ``expected_fingerprint`` (default:
-    the window's most common) fails the restore, as upstream does: a "restore-failure" divergence,
-    and every lookup FAILs (rule attribute ``restore_checks=False`` turns this off). ``attempts``
-    (one per record) tags the rebuilt entries. ``refresh``: positions of checkpoint-time refresh
-    rows (:func:`~agent_inspect.recovery.refresh_positions`; 0.4+ runtimes), applied without rule steps.
+    ``markers`` (one ``{partition: offset}`` map per subtask) bound the window (:func:`window_mask`); None is the
+    whole loaded log, ``[]`` a fresh start (spec §6.5 step 1). Records apply in log order (:func:`rebuild_records`);
+    undecodable ones become "undecodable" divergences. In a K2 window a malformed key, a key group out of range
+    (``max_parallelism``) or a serializer fingerprint other than ``expected_fingerprint`` fails the restore as
+    upstream does: every lookup FAILs (rule attribute ``restore_checks=False`` turns this off). ``attempts`` (one
+    per record) tags the entries; ``refresh``: :func:`~agent_inspect.recovery.refresh_positions`.
 
     For example::
 

@@ -15,9 +15,13 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import define, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect._types import RecoveryOverrides
+from agent_inspect.agents import AsRecordedAgent
+from agent_inspect.history import build_history
 from agent_inspect.recovery._attribute_diff import attribute_diff
+from agent_inspect.recovery._predict import simulate
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
+from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
 
@@ -44,15 +48,12 @@ _INVALIDATING = {"root-conflict", "branch-change"}
 class Reconstruction(HtmlRepr):
     """What recovery under ``rule`` does with every record of ``log`` (see :func:`reconstruct`).
 
-    ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason`` (for readers: for an evicted
-    or invalidated record, what removed it — the rebuild or which task's lookup —, why, and that its task runs
-    again if the replay reaches it), ``status_rule_note`` (the rule's own words behind such a status),
-    ``divergence_id``, ``outcome`` (REUSE / RESUME / RERUN / FAIL of the record's task in the replay, None
-    when not looked up), ``outcome_reason`` (for readers, like ``predict``'s ``reason``: only where a lookup
-    removed or re-ran something), ``rule_note`` (the rule's own words), ``attempt`` and ``execution``.
-    ``divergences``: one row per divergence (key, seq, kind, step, positions, explanation, removed, attribute
-    diff of conflicting roots). ``evictions``: every cache removal (op, rule step, key, seq, removed positions, reason, and
-    ``trigger_pos``: the record whose reading or lookup made it, which the reasons leave to this table).
+    ``records``: the log's columns plus ``status`` (:data:`STATUSES`), ``reason`` (for readers: what removed an
+    evicted or invalidated record, and why), ``status_rule_note`` (the rule's own words), ``divergence_id``,
+    ``outcome`` (of the record's task in the replay, None when not looked up), ``outcome_reason`` (as ``predict``'s
+    ``reason``), ``rule_note``, ``attempt`` and ``execution``. ``divergences``: one row per divergence (with the
+    attribute diff of conflicting roots). ``evictions``: every cache removal, with the ``trigger_pos`` of the
+    record whose reading or lookup made it.
 
     For example::
 
@@ -90,19 +91,15 @@ class Reconstruction(HtmlRepr):
         return self.log.value(pos)
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph:
-        """The action graph of ``key`` (one round / attempt) with this reconstruction's statuses.
-
-        ``options`` go to :func:`agent_inspect.history.action_graph` (e.g. ``action_names=``).
-        """
+        """The action graph of ``key`` (one round / attempt) with this reconstruction's statuses; ``options`` go to
+        :func:`agent_inspect.history.action_graph` (e.g. ``action_names=``)."""
         from agent_inspect.history import action_graph
 
         return action_graph(self, key, seq=seq, attempt=attempt, **options)
 
     def subagent_tree(self, key: str, seq: int, **options: Any) -> nx.DiGraph:
-        """The sub-agent call tree of (key, seq) with this reconstruction's statuses (spec §11.5).
-
-        ``options`` go to :func:`agent_inspect.history.subagent_tree` (``action_names=``, ``key_text=``).
-        """
+        """The sub-agent call tree of (key, seq) with this reconstruction's statuses (spec §11.5); ``options`` go to
+        :func:`agent_inspect.history.subagent_tree` (``action_names=``, ``key_text=``)."""
         from agent_inspect.history import subagent_tree
 
         return subagent_tree(self, key, seq, **options)
@@ -163,25 +160,15 @@ def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool 
     The settings are ``recovery`` (a :class:`Recovery`) or its overrides by name, resolved once with
     :meth:`Recovery.resolve` (see :class:`Recovery`); the result carries them (:attr:`Reconstruction.recovery`).
 
-    1. **Rebuild** (spec §6.5, §7.4, §8.4): ``markers`` select the window — minimum offset per partition, marker
-       partitions only, to the end (None: the whole loaded log; ``[]``: a fresh start). Tombstones delete; the
-       rule's rebuild hook runs per record; last write wins. Undecodable records are skipped ("undecodable"
-       divergences); a K2 window with a malformed key, a key group out of range or another fingerprint than
-       ``expected_fingerprint`` fails the restore ("restore-failure"; every replayed task FAILs).
-    2. **Replay** (``replay=True``): the replay plan runs on the recovery engine, exactly as :func:`predict` runs
-       it; each task's outcome lands on the cached record it looked up (or, when its own lookup removed that
-       record, on the record the rebuild cached for its state key). This is where the original rule's count > 1
-       and miss evictions happen; a record no task looks up keeps no outcome.
+    1. **Rebuild** (spec §6.5, §7.4, §8.4), as :func:`rebuild` does: ``markers`` select the window (None: the whole
+       loaded log; ``[]``: a fresh start); a failed K2 restore is a "restore-failure" (every replayed task FAILs).
+    2. **Replay** (``replay=True``): the replay plan runs on the recovery engine, as :func:`predict` runs it; each
+       task's outcome lands on the cached record it looked up (or, when its own lookup removed that record, on the
+       record the rebuild cached for its state key); a record no task looks up keeps no outcome.
 
-    The runtime (default: inferred, :func:`agent_inspect.log.infer_runtime`) selects its recovery behaviours
-    (:func:`agent_inspect.store.runtime_model`): from 0.4 on, checkpoint-time refresh rows (a state key
-    re-appended byte-identical, addendum §2) get the status ``refresh``, are left out of attempts, executions and
-    durable calls, and are never a rule step nor new work: a round held only by refresh rows of states complete at
-    the checkpoint is not dispatched; in one in flight there, only its incomplete states and queued tasks are (the
-    rest NOT-DISPATCHED), as :meth:`ReplayPlan.from_log` infers.
-
-    Returns a :class:`Reconstruction`. Attempts and executions come from
-    :func:`agent_inspect.history.build_history`.
+    From 0.4 on (the runtime, default inferred), refresh rows (addendum §2) get the status ``refresh``, are left out
+    of attempts, executions and durable calls, and are never a rule step nor new work, as
+    :meth:`ReplayPlan.from_log` infers. Attempts and executions come from :func:`agent_inspect.history.build_history`.
 
     For example::
 
@@ -194,8 +181,6 @@ def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool 
 
 
 def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
-    from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
-
     records = log.records if hasattr(log, "records") else log
     if not isinstance(records, pd.DataFrame):
         raise RecoveryError(f"reconstruct needs an ActionStateLog or its records frame, got {type(log).__name__}")
@@ -222,12 +207,7 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
 
 
 def _history(records: pd.DataFrame, refresh: frozenset[int]) -> tuple[History, pd.DataFrame]:
-    """The history of ``records`` and its per-record annotations (attempt, execution) on the records' index.
-
-    Refresh rows are not attempts or executions: the history is read without them.
-    """
-    from agent_inspect.history import build_history
-
+    """The history of ``records`` and its per-record annotations (attempt, execution), read without refresh rows."""
     if not refresh:
         history = build_history(records)
         return history, history.records
@@ -241,9 +221,6 @@ def _replay(log: Any, settings: Recovery, session: RecoverySession, causes: Remo
             refresh: frozenset[int]) -> dict[int, tuple[str, str | None, str]]:
     """The replay plan run on the recovery engine (``predict``'s run), each task's outcome on the cached record it
     looked up (or, when its lookups removed that record, on the record the rebuild cached for its state key)."""
-    from agent_inspect.agents import AsRecordedAgent
-    from agent_inspect.recovery._predict import simulate
-
     if not hasattr(log, "value"):
         raise RecoveryError("reconstruct's replay reads record values: pass an ActionStateLog (log.for_key(key) "
                             "for one key), or replay=False for the rebuild alone")

@@ -6,17 +6,18 @@ import base64
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import msgspec
 
 from agent_inspect._bulk import once_per_log, quick_init
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
+from agent_inspect.codec import GENERIC_EVENT, ActionState, CallResult, Event, MemoryUpdate, canonical_json, uuid3
 from agent_inspect.history import subagent_result_events
 from agent_inspect.recovery._calls import CallSlot
 from agent_inspect.recovery._events import event_from_record
-
-if TYPE_CHECKING:
-    from agent_inspect.codec import ActionState
+from agent_inspect.recovery._refresh import with_subagent_result_events
 
 __all__ = ["RecordView", "OpaqueMemoryValue", "json_envelope_decoder", "recorded_views"]
 
@@ -65,11 +66,8 @@ class RecordView:
     @classmethod
     def from_state(cls, state: ActionState, *, memory_decoder: Callable[[OpaqueMemoryValue], Any] | None = None
                    ) -> RecordView:
-        """From a decoded ``agent_inspect.codec.ActionState``.
-
-        Kryo memory values stay :class:`OpaqueMemoryValue` unless ``memory_decoder`` turns them into
-        Python values (e.g. :func:`json_envelope_decoder` for journals this executor wrote).
-        """
+        """From a decoded ``agent_inspect.codec.ActionState``; Kryo memory values stay :class:`OpaqueMemoryValue`
+        unless ``memory_decoder`` decodes them (e.g. :func:`json_envelope_decoder` for this executor's journals)."""
         # most records have no sensory updates, calls or result events: skip building empty tuples
         sensory = tuple([_memory(u, memory_decoder) for u in state.sensory_memory_updates]) \
             if state.sensory_memory_updates else ()
@@ -88,8 +86,6 @@ class RecordView:
 
     def to_state(self, *, value_format: str = "V3") -> ActionState:
         """The codec ``ActionState`` to encode with ``encode_action_state``."""
-        from agent_inspect.codec import ActionState, CallResult
-
         state = ActionState(
             task_event=_to_event(self.task_event) if self.task_event is not None else None,
             sensory_memory_updates=tuple(_to_update(p, v, value_format) for p, v in self.sensory),
@@ -103,16 +99,13 @@ class RecordView:
             completed=self.completed,
         )
         if self.results:
-            from agent_inspect.recovery._refresh import with_subagent_result_events
-
             state = with_subagent_result_events(state, (_to_event(e) for e in self.results))
         return state
 
 
 def recorded_views(log: Any) -> Callable[[int], RecordView]:
-    """The :class:`RecordView` of the log's record at a position (no memory decoder), kept per log: every
-    prediction of a log reads the same records, and a view is immutable. A view whose memory holds a mutable value
-    (a JSON object or list, which a body may change in place) is made afresh on every read."""
+    """The :class:`RecordView` at a position (no memory decoder), kept per log, but made afresh on every read when
+    its memory holds a mutable value (a body may change it in place)."""
     views = once_per_log(_VIEWS, log, dict)
 
     def view_at(pos: int) -> RecordView:
@@ -149,8 +142,6 @@ def json_envelope_decoder(value: OpaqueMemoryValue) -> Any:
         ex = ai.ReplayExecutor(log, markers=markers, memory_decoder=ai.executor.json_envelope_decoder)
         ex.run(max_steps=40); ex.memory["user-0001"].short_term    # JSON envelopes decoded, Kryo ones opaque
     """
-    import msgspec
-
     try:
         return msgspec.json.decode(base64.b64decode(value.payload))
     except (ValueError, msgspec.DecodeError):
@@ -162,8 +153,6 @@ def _b64(data: bytes | None) -> str | None:
 
 
 def _to_event(ev: AgentEvent) -> Any:
-    from agent_inspect.codec import GENERIC_EVENT, Event, uuid3
-
     delegate = None
     if ev.type == SUBAGENT_EVENT:
         a = ev.attributes
@@ -176,11 +165,7 @@ def _to_event(ev: AgentEvent) -> Any:
 
 
 def _to_update(path: str, value: Any, value_format: str) -> Any:
-    from agent_inspect.codec import MemoryUpdate, canonical_json
-
     if isinstance(value, OpaqueMemoryValue):
-        import msgspec
-
         raw = msgspec.json.encode({"serde": value.serde, "version": value.version, "payload": value.payload})
         return MemoryUpdate(path, msgspec.Raw(raw))
     if value is None:

@@ -1,10 +1,7 @@
 """Checkpoint-time refresh rows (0.4+ pending states kept across checkpoints; addendum §2).
 
-From #1158 / #1175 on, a checkpoint re-appends every retained (not yet pruned) action state, so a
-restore of that checkpoint brings back the pending state of every round in flight at it. Those
-rows are the same state key with a byte-identical value: not attempts, durable calls or divergences.
-A row is a refresh row iff its bytes equal the latest earlier value of its state key in the same
-partition (a tombstone in between ends the chain). A row whose bytes differ is never one.
+From #1158 / #1175 on, a checkpoint re-appends every retained (not yet pruned) action state: a refresh row is
+one whose bytes equal the latest earlier value of its state key in its partition (a tombstone ends the chain).
 """
 
 from __future__ import annotations
@@ -21,10 +18,11 @@ if TYPE_CHECKING:
     from agent_inspect._types import LogLike, RuntimeLike
 
 from agent_inspect._bulk import once_per_log
+from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.history import subagent_result_events
-from agent_inspect.recovery._rebuild import source_kind_of
+from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.store import runtime_model
 
 __all__ = ["refresh_positions", "subagent_result_events", "Queued", "RetainedRounds", "retained_rounds", "queued_event",
@@ -72,8 +70,6 @@ def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | Runtim
     last value byte for byte: checkpoint-time refresh rows (addendum §2.2), which a writer that moves the marker
     back never writes (§2.3), so the log itself shows its writer refreshes. Read under "marker" those rows would be
     new writes and their rounds replayed and reused, a recovery no upstream runtime runs."""
-    from agent_inspect._errors import RecoveryError
-
     model = runtime_model(runtime, kafka_pending="marker")
     raw = getattr(log, "raw", None)
     if log is None or raw is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
@@ -87,10 +83,7 @@ def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | Runtim
 
 
 def _refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, name: str, markers: Any) -> int:
-    """:func:`_count_refresh_rows_after`, counted once per log, runtime and markers: resolving the settings and
-    inferring their plan both ask."""
-    from agent_inspect.recovery._rebuild import normalize_markers
-
+    """:func:`_count_refresh_rows_after`, once per log, runtime and markers (settings and plan both ask)."""
     start = normalize_markers(markers)
     asked = (name, None if start is None else tuple(sorted(start.items())))
     counts = once_per_log(_MOVED_MARKER_CHECKS, log, dict)
@@ -101,8 +94,6 @@ def _refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, name: s
 
 def _count_refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, markers: Any) -> int:
     """How many refresh rows ``log`` holds in the rebuild window of ``markers`` (anywhere without markers)."""
-    from agent_inspect.recovery._rebuild import normalize_markers, window_mask
-
     found = refresh_positions(log, runtime, kafka_pending="refresh")
     if not found or normalize_markers(markers) is None:
         return len(found)
@@ -111,8 +102,6 @@ def _count_refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, m
 
 #: per log: the refresh rows after each (runtime, markers) the kafka_pending="marker" check was asked about
 _MOVED_MARKER_CHECKS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], int]] = weakref.WeakKeyDictionary()
-
-
 #: refresh rows per log: a byte comparison over every record, asked by the plan, each rebuild and the scan
 _REFRESH_ROWS: weakref.WeakKeyDictionary[Any, frozenset[int]] = weakref.WeakKeyDictionary()
 
@@ -129,27 +118,20 @@ class Queued(NamedTuple):
 
 @dataclass(frozen=True)
 class RetainedRounds:
-    """The rounds a restore brings back through refresh rows alone, as the restored checkpoint held them.
+    """The rounds a restore brings back through refresh rows alone: their states first appear in the window as
+    refresh rows and no input of theirs arrives after the marker (consumed before the checkpoint)."""
 
-    A round is *retained* when its states first appear in the rebuild window as refresh rows and no input
-    of it arrives after the marker (its input was consumed before the checkpoint). ``finished``: retained
-    rounds whose every state was complete at the checkpoint (done, not yet pruned), with no task still queued,
-    and whose only records after the marker are refresh rows: nothing replays them.
-    ``pending``: per in-flight retained round, the positions of the refresh rows holding its incomplete
-    states (the tasks the restore re-submits, RESUME); empty when only queued tasks keep it in flight.
-    ``queued``: per in-flight retained round, its tasks queued without a state (:class:`Queued`), re-submitted
-    with their original events. ``settled``: state keys of in-flight rounds that were complete at the checkpoint
-    (their tasks are not sent again). ``notes``: what the log cannot tell about these rounds and how they were
-    read anyway, one sentence each (:meth:`ReplayPlan.from_log` and :func:`predict` pass them on). ``order``: per
-    in-flight retained round, its incomplete states (positions) and :class:`Queued` tasks in the order the
-    restore re-submits them.
-    """
-
+    #: rounds complete at the checkpoint, nothing queued, only refresh rows after the marker: nothing replays them
     finished: frozenset[tuple[str, int]] = frozenset()
+    #: per in-flight round, the refresh rows of its incomplete states (RESUMEd); empty when only queued tasks remain
     pending: Mapping[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    #: state keys of in-flight rounds complete at the checkpoint (their tasks are not sent again)
     settled: frozenset[str] = frozenset()
+    #: per in-flight round, its tasks queued without a state, re-submitted with their original events
     queued: Mapping[tuple[str, int], tuple[Queued, ...]] = field(default_factory=dict)
+    #: what the log cannot tell about these rounds and how they were read anyway (the plan and predict pass them on)
     notes: tuple[str, ...] = ()
+    #: per in-flight round, its incomplete states and queued tasks in the order the restore re-submits them
     order: Mapping[tuple[str, int], tuple[int | Queued, ...]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
@@ -158,15 +140,9 @@ class RetainedRounds:
 
 def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.ndarray | pd.Series,
                     value: Callable[[int], Any] | None = None) -> RetainedRounds:
-    """Classify the rounds of ``records`` whose states the window holds only through refresh rows
-    (:class:`RetainedRounds`; ``refresh``: :func:`refresh_positions`; ``window``: one bool per row).
-
-    A state key's *first* record in the window is its state at the restored checkpoint when it is a refresh row.
-    A round complete at the checkpoint but written again after it (a row whose bytes differ is a write, never a
-    refresh) is left to the as-logged reading, unless a task of it was still queued there (:func:`_queued`).
-    ``value`` (``log.value``) decodes output events to match queued tasks by fingerprint as the store does;
-    without it they are matched by event id. Empty without refresh rows (0.3, or a records frame without bytes).
-    """
+    """:class:`RetainedRounds` of ``records`` (``window``: one bool per row). A round complete at the checkpoint but
+    written again after it is left to the as-logged reading, unless a task of it was still queued there.
+    ``value`` (``log.value``) matches queued tasks by fingerprint as the store does; without it, by event id."""
     if not refresh:
         return RetainedRounds()
     import numpy as np
@@ -240,13 +216,10 @@ def _writes_of(records: pd.DataFrame, refresh: Collection[int], positions: list[
 
 def _resubmit_order(open_: tuple[int, ...], queued: tuple[Queued, ...],
                     writes: Mapping[int, list[int]]) -> tuple[tuple[int | Queued, ...], bool]:
-    """The tasks of an in-flight round in the order the restore re-submits them, and whether that order is a guess.
-
-    ``actionTasks`` is FIFO: a task is appended when its trigger arrives (the input) or completes (an output), and a
-    suspended task is appended again behind them (upstream ``addActionTask``). So each task sorts by when it was last
-    queued: a queued one by its trigger's completion write, an incomplete one (``open_``, refresh-row positions) by
-    its own last write before the checkpoint (``writes``: :func:`_writes_of`). That is a guess when a task was routed
-    between an incomplete one's first and last write (it may have suspended later without writing)."""
+    """An in-flight round's tasks in re-submit order, and whether that order is a guess. ``actionTasks`` is FIFO
+    (upstream ``addActionTask``), so each task sorts by when it was last queued: a queued one by its trigger's
+    completion, an incomplete one by its last write; a guess when a task was routed between an incomplete one's
+    first and last write (it may have suspended later without writing)."""
     def routed(q: Queued) -> int:
         mine = writes.get(q.pos, [])
         return max(mine) if q.output >= 0 and mine else -1
@@ -266,18 +239,10 @@ def _listed(rounds: Collection[tuple[str, int]], most: int = 3) -> str:
 
 def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[tuple[int, str, bool]]],
             value: Callable[[int], Any] | None) -> tuple[dict[tuple[str, int], tuple[Queued, ...]], list[str]]:
-    """Per retained round, the tasks queued at the checkpoint with no state yet; and notes on what the log
-    cannot tell about them.
-
-    The operator queues one task per action of the agent plan triggered by an event's type (upstream
-    ``EventRouter.getActionsTriggeredBy`` is by type only) in the key's ``actionTasks``: for the input when it
-    arrives, and for a task's outputs when the task completes, in the same mailbox action (spec §9.3 step 4). A
-    task writes its first state when it is dequeued, and checkpoints fall between mailbox actions, so an input
-    or an output of a state complete at the checkpoint whose listener has no record in the round (same
-    fingerprint and action, or same event id) was still queued: the restore re-submits it with its original
-    event (§9.5 step 2). The listeners of a type are the actions the log shows triggered by it. Output events
-    (downstream) and sub-agent envelopes (child tasks are dropped on restore and re-sent by their resumed
-    root caller, §11.4) queue nothing here.
+    """Per retained round, the tasks queued at the checkpoint with no state yet, and notes on what the log cannot
+    tell. A task is queued per listener of an event's type when its trigger arrives or completes (§9.3 step 4) and
+    writes its first state when dequeued; checkpoints fall between mailbox actions, so a trigger whose listener has
+    no record in the round was still queued (§9.5 step 2). Outputs and sub-agent envelopes queue nothing (§11.4).
     """
     # What the log cannot tell is said in the notes rather than guessed silently. Facts (apache/flink-agents
     # @8ad3a32b, runtime/.../operator/ActionExecutionOperator.java): a re-submitted task whose state is complete
@@ -360,8 +325,7 @@ def _never_together(rows: pd.DataFrame) -> bool:
 
 
 def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str | None, str | None, str | None]]:
-    """(type, fingerprint, id) of each output event of the state recorded at ``pos`` (empty when it does not
-    decode; a fingerprint None when its attributes do not)."""
+    """(type, fingerprint, id) of each output event of the state at ``pos`` (empty or None when it does not decode)."""
     from agent_inspect.codec import event_uuid
 
     try:

@@ -1,9 +1,5 @@
-"""One resolved set of recovery settings: the rule, markers, runtime and restore every verb uses.
-
-``Recovery.for_log(log, **overrides)`` resolves them once; every verb takes ``recovery=`` (or the same
-overrides) and reads the same object, so ``predict``, ``reconstruct``, ``explain``, ``verify``, ``scan``,
-the executor, the views and the report answer one question the same way. The default rule is the one the
-log's runtime ships; any other rule is a what-if, and says so (:attr:`Recovery.what_if`).
+"""One resolved set of recovery settings (rule, markers, runtime, restore), so every verb answers one question the
+same way. The default rule is the one the log's runtime ships; any other is a what-if, and says so.
 """
 
 from __future__ import annotations
@@ -16,7 +12,9 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
-from agent_inspect.recovery._rebuild import Markers, normalize_markers
+from agent_inspect.recovery._plan import ReplayPlan
+from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, source_kind_of
+from agent_inspect.recovery._refresh import check_moved_marker, refresh_positions
 from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
 
@@ -25,10 +23,8 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery._plan import ReplayPlan
 
-__all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOURS",
-           "SETTING_NAMES"]
+__all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOURS", "SETTING_NAMES"]
 
 CallMatching = Literal["position", "function-id"]
 """How a replayed durable call is matched to a recorded one: by position or by function id."""
@@ -39,9 +35,7 @@ RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
 #: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
 MarkersLike: TypeAlias = "Markers | MarkerSource"
 STORE_FLAVOURS = ("auto", *FLAVOURS)
-"""Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or
-segment).
-"""
+"""Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or segment)."""
 SETTING_NAMES = ("rule", "markers", "runtime", "store_flavour", "kafka_pending", "plan", "agent", "call_matching",
                  "expected_fingerprint", "max_parallelism")
 """The overrides every verb accepts (``recovery=`` aside), with the same names and meanings everywhere."""
@@ -51,23 +45,16 @@ SETTING_NAMES = ("rule", "markers", "runtime", "store_flavour", "kafka_pending",
 class Recovery:
     """How a restore runs: resolved once, read by every verb.
 
-    - ``rule``: the divergence rule (an instance). Default: the rule ``runtime`` ships (``original``);
-      any other is a what-if (:attr:`what_if`).
-    - ``markers``: the restore's recovery markers (``{partition: offset}`` maps); None rebuilds from the
-      whole loaded log, ``[]`` is a fresh start.
-    - ``runtime``: the upstream version that wrote the log ("0.3", "0.4", "main"), given or inferred, with
-      its evidence; ``model`` its recovery behaviours (:func:`agent_inspect.store.runtime_model`, with
-      ``kafka_pending``).
+    - ``rule``: the divergence rule. Default: the rule ``runtime`` ships; any other is a what-if (:attr:`what_if`).
+    - ``markers``: ``{partition: offset}`` maps; None rebuilds from the whole loaded log, ``[]`` is a fresh start.
+    - ``runtime``: the upstream version that wrote the log ("0.3", "0.4", "main"), given or inferred, with its
+      evidence; ``model`` its recovery behaviours (:func:`agent_inspect.store.runtime_model`, with ``kafka_pending``).
     - ``store_flavour``: the original rule's store flavour ("auto", "kafka-k1", "fluss-k1", "segment").
-    - ``plan`` / ``agent``: the replay plan and agent; None means "from the markers' source when it holds the
-      restore's plan (a checkpoint with its keyed state: :attr:`plan_source`), else from the log" (its own later
-      attempt), and "as recorded" (the log's agent).
-    - ``call_matching``, ``expected_fingerprint``, ``max_parallelism``: how replayed durable calls meet
-      their slots ("position" or "function-id", the #1016 variant), and the K2 restore checks (spec §6.5;
-      defaults: the window's most common fingerprint, key groups not checked).
+    - ``plan`` / ``agent``: None means the markers' source's plan (a checkpoint: :attr:`plan_source`), else the
+      log's own later attempt, and the log's agent as recorded.
+    - ``call_matching`` ("position" or "function-id", #1016), ``expected_fingerprint``, ``max_parallelism``: how
+      replayed calls meet their slots, and the K2 restore checks (spec §6.5).
     - ``provenance``: where each setting came from, in words; ``given``: the settings passed explicitly.
-    - ``plan_source``: the markers' source (a read checkpoint) when it holds the restore's plan and no ``plan`` is
-      given: :meth:`replay_plan` takes its plan, because that is what the runtime restores.
 
     For example::
 
@@ -96,11 +83,8 @@ class Recovery:
                 store_flavour: str | None = None, kafka_pending: str | None = None, plan: ReplayPlan | None = None,
                 agent: object | None = None, call_matching: CallMatching | None = None,
                 expected_fingerprint: str | None = None, max_parallelism: int | None = None) -> Recovery:
-        """Resolve the settings for ``log`` (an ``ActionStateLog``, a records frame, or None).
-
-        Every argument left None takes its default: the runtime inferred from ``log``, the rule it ships,
-        the whole loaded log as the rebuild window, the plan and agent the log implies.
-        """
+        """Resolve the settings for ``log`` (an ``ActionStateLog``, a records frame, or None); every argument left
+        None takes its default (the inferred runtime, the rule it ships, the whole log, the plan the log implies)."""
         info = resolve_runtime("auto" if runtime is None else runtime, log)
         provenance = {"runtime": f"{info.name}: {'inferred' if info.inferred else 'given'} ({info.evidence})"}
         flavour = "auto" if store_flavour is None else store_flavour
@@ -120,8 +104,6 @@ class Recovery:
         marker_list, provenance["markers"] = _markers(markers)
         model = runtime_model(info, kafka_pending=kafka_pending)
         if kafka_pending == "marker" and log is not None:
-            from agent_inspect.recovery._refresh import check_moved_marker
-
             check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {shipper}")
@@ -140,11 +122,8 @@ class Recovery:
     @classmethod
     def resolve(cls, log: LogLike | pd.DataFrame | None = None, recovery: Recovery | None = None,
                 **overrides: object) -> Recovery:
-        """What every verb does first: ``recovery`` with ``overrides`` applied, or settings for ``log``.
-
-        Overrides that are None are not given. An override of ``rule`` or ``runtime`` re-resolves what
-        depends on it (the default rule follows the runtime).
-        """
+        """What every verb does first: ``recovery`` with ``overrides`` applied, or settings for ``log``. Overrides
+        that are None are not given; one of ``rule`` or ``runtime`` re-resolves what depends on it."""
         unknown = set(overrides) - set(SETTING_NAMES)
         if unknown:
             raise RecoveryError(f"unknown recovery {count_words(len(unknown), 'setting')} {', '.join(sorted(unknown))}; "
@@ -155,11 +134,8 @@ class Recovery:
         return recovery.replace(log, **given) if given else recovery
 
     def replace(self, log: LogLike | pd.DataFrame | None = None, **overrides: object) -> Recovery:
-        """A copy with ``overrides`` (the :data:`SETTING_NAMES`) applied, re-resolved against ``log``.
-
-        Settings that were given stay given; defaults are resolved again (without a ``log``, the runtime
-        stays the one already resolved).
-        """
+        """A copy with ``overrides`` (the :data:`SETTING_NAMES`) applied, re-resolved against ``log``: given settings
+        stay given, defaults are resolved again (without a ``log``, the runtime stays)."""
         merged: dict[str, Any] = {**self.given, **overrides}  # checked by for_log
         if log is None and merged.get("runtime") is None:
             merged["runtime"] = self.runtime
@@ -177,20 +153,12 @@ class Recovery:
         if self.plan_source is not None:
             return self.plan_source.replay_plan(source, runtime=self.runtime, kafka_pending=self.model.kafka_pending,
                                                 refresh=refresh, agent=self.agent)
-        from agent_inspect.recovery._plan import ReplayPlan
-
         return ReplayPlan.from_log(source, markers=self.markers, runtime=self.runtime,
                                    kafka_pending=self.model.kafka_pending, refresh=refresh, agent=self.agent)
 
     def rebuild(self, log: LogLike | None, *, source_kind: str | None = None) -> RecoverySession:
-        """The session a restore under these settings rebuilds from ``log`` (empty without a log).
-
-        ``source_kind`` ("kafka" / "fluss") picks the original rule's snapshot flavour; default: the log's.
-        """
-        from agent_inspect.recovery._rebuild import rebuild, source_kind_of
-        from agent_inspect.recovery._refresh import refresh_positions
-        from agent_inspect.store import RecoverySession
-
+        """The session a restore under these settings rebuilds from ``log`` (empty without a log); ``source_kind``
+        ("kafka" / "fluss") picks the original rule's snapshot flavour (default: the log's)."""
         kind = source_kind if source_kind is not None else (source_kind_of(log) if log is not None else None)
         session = RecoverySession(self.rule, source_kind=kind or "kafka")
         if log is None:
@@ -216,14 +184,11 @@ class Recovery:
                 "runtime": self.runtime.name, "runtime_inferred": self.runtime.inferred,
                 "store_flavour": self.store_flavour, "kafka_pending": self.model.kafka_pending,
                 "call_matching": self.call_matching, "expected_fingerprint": self.expected_fingerprint,
-                "max_parallelism": self.max_parallelism, "plan": self._plan_origin(),
+                "max_parallelism": self.max_parallelism,
+                "plan": "given" if self.plan is not None else
+                        "from the log" if self.plan_source is None else f"from {self.plan_source.path}",
                 "agent": "given" if self.agent is not None else "as recorded",
                 "provenance": dict(self.provenance)}
-
-    def _plan_origin(self) -> str:
-        if self.plan is not None:
-            return "given"
-        return "from the log" if self.plan_source is None else f"from {self.plan_source.path}"
 
     def describe(self) -> str:
         """One line per setting: its value and where it came from."""

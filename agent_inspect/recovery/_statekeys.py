@@ -6,11 +6,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agent_inspect import codec
 from agent_inspect._errors import ReplayError
+from agent_inspect.recovery._plan import KeyIdentity, key_identity, last_state_keys
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
-    from agent_inspect.recovery._plan import KeyIdentity
 
 __all__ = ["KeyMaker"]
 
@@ -67,9 +68,6 @@ class KeyMaker:
         return ident
 
     def _make(self, key: str) -> KeyIdentity:
-        from agent_inspect import codec
-        from agent_inspect.recovery._plan import KeyIdentity, key_identity, last_state_keys
-
         if self._log is not None and len(self._log.records):
             last = last_state_keys(self._log)
             sk = last.get(key)
@@ -100,12 +98,10 @@ class KeyMaker:
                            key_group=group, key_digest=digest, serializer_fingerprint=fingerprint)
 
     def _fingerprint(self) -> str:
-        from agent_inspect.codec import parse_state_key
-
         if self._log is not None:
             for sk in self._log.records["state_key"].dropna()[:50]:
                 try:
-                    fp = parse_state_key(str(sk)).serializer_fingerprint
+                    fp = codec.parse_state_key(str(sk)).serializer_fingerprint
                 except Exception:  # noqa: BLE001 - unparsable keys are skipped
                     continue
                 if fp:

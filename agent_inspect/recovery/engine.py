@@ -1,10 +1,7 @@
 """The one recovery engine and its seams, for drivers of it (the executor) and for extending it.
 
 :class:`Engine` runs spec §9.3 over a rebuilt session; an :class:`Observer` sees every decision, a
-:class:`CallService` serves calls that must run. ``predict`` and the executor are its two drivers. The body
-context (:class:`ReplayContext`), the durable-call journal (:class:`CallJournal`), record values
-(:class:`RecordView`), key identities (:class:`KeyMaker`) and the plan cursor (:class:`PlanView`) are the
-engine's parts.
+:class:`CallService` serves calls that must run. ``predict`` and the executor are its two drivers.
 
 For example::
 
