@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Engine", "EngineState", "JobFailed", "Observer", "CallService", "TaskRun", "TaskQueue"]
 
+#: the members as module constants: reading one off the enum class costs about 60 ns (a lookup or two per get)
+_REUSE, _RERUN = Outcome.REUSE, Outcome.RERUN
+
 TaskQueue = deque[tuple[ActionDecl | str, AgentEvent, bool, int | None]]
 """A round's FIFO of (action, event, restored, parent task)."""
 
@@ -392,8 +395,8 @@ class Engine:
         try:
             decision = core.get(pos=self._rebuilt.get(state_key))
             record = self._read(decision.entry) if decision.entry is not None else None
-            forced = self._what_if and decision.outcome is not Outcome.RERUN and self.observer.force_rerun(run)
-            if decision.outcome is Outcome.REUSE and record is not None and not forced:
+            forced = self._what_if and decision.outcome is not _RERUN and self.observer.force_rerun(run)
+            if decision.outcome is _REUSE and record is not None and not forced:
                 outputs, results = self._reuse(run, decl, record)
                 return outputs, results, True
             outputs, results = self._execute(core, run, decl, None if forced else record,
