@@ -521,8 +521,8 @@ class _RunLookups(TaskLookups):
     __slots__ = ("engine", "run")
 
     def __init__(self, engine: Engine, run: TaskRun, task: Task) -> None:
-        # TaskLookups.__init__'s three fields set here: one call less per task
-        self.session, self.task, self.stage = engine.session, task, "first"
+        # TaskLookups.__init__'s fields set here: one call less per task
+        self.session, self.task, self.stage, self.decided = engine.session, task, "first", None
         self.engine, self.run = engine, run
 
     def looked_up(self, decision: LookupDecision) -> None:

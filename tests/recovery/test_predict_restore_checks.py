@@ -86,7 +86,6 @@ def test_a_rule_without_restore_checks_skips_them():
 
 def test_restore_failures_read_only_the_window_whatever_the_key_column_holds():
     import numpy as np
-    import pandas as pd
 
     from agent_inspect.recovery._rebuild import restore_failures
 
