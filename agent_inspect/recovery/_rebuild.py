@@ -262,6 +262,11 @@ def restore_failures(records: pd.DataFrame, mask: np.ndarray | None = None, *,
     other than ``expected_fingerprint`` (default: the window's most common)."""
     if "state_key" not in records:
         return []
+    keys = records["state_key"]
+    if isinstance(keys.dtype, pd.StringDtype):   # most windows hold no v2 key: found without a copy to objects
+        any_v2 = keys.str.startswith("v2:", na=False).to_numpy(dtype=bool)
+        if not (any_v2 if mask is None else any_v2[mask]).any():
+            return []
     # only the three columns read here are masked: masking the whole window copies every column
     sub = records[[c for c in ("state_key", "error", "business_key") if c in records]]
     sub = sub if mask is None else sub[mask]

@@ -57,6 +57,7 @@ class OriginalRule(DivergenceRule):
 
     name = "original"
     summary = "upstream 0.4 rule: evict seq > s on a miss or when (k, s) has more than one record"
+    repeatable_lookup = True   # its lookup reads the store and the task alone
 
     def __init__(self, flavour: str | None = None) -> None:
         if flavour is not None and flavour not in FLAVOURS:

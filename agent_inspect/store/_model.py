@@ -45,6 +45,10 @@ class Outcome(enum.StrEnum):
     NOT_DISPATCHED = "NOT-DISPATCHED"
 
 
+#: the members as module constants: reading one off the enum class costs about 60 ns (a lookup or two per get)
+_REUSE, _RESUME, _RERUN, _FAIL = Outcome.REUSE, Outcome.RESUME, Outcome.RERUN, Outcome.FAIL
+
+
 class RecordStatus(enum.StrEnum):
     """What a restore did with one record (``Reconstruction.records["status"]``).
 
@@ -230,15 +234,15 @@ class LookupDecision:
     def found(cls, entry: Entry | None, reason: str = "") -> LookupDecision:
         """REUSE a completed entry, RESUME an incomplete one, RERUN when there is none."""
         if entry is None:
-            return _NOTHING_CACHED if not reason else cls(Outcome.RERUN, None, reason)
+            return _NOTHING_CACHED if not reason else cls(_RERUN, None, reason)
         if entry.completed:
-            return cls(Outcome.REUSE, entry, reason or "completed record cached")
-        return cls(Outcome.RESUME, entry, reason or "incomplete record cached")
+            return cls(_REUSE, entry, reason or "completed record cached")
+        return cls(_RESUME, entry, reason or "incomplete record cached")
 
     @classmethod
     def fail(cls, reason: str) -> LookupDecision:
         """The lookup throws upstream: the task fails (and the job restarts)."""
-        return cls(Outcome.FAIL, None, reason)
+        return cls(_FAIL, None, reason)
 
 
 _NOTHING_CACHED = LookupDecision(Outcome.RERUN, None, "no cached record")   # immutable: one for every such miss

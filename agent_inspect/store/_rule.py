@@ -120,6 +120,10 @@ class DivergenceRule:
     #: fingerprint mismatch in the rebuild window fails the restore. Set False to model a build
     #: that ignores them.
     restore_checks: ClassVar[bool] = True
+    #: True when the ``lookup`` this class defines reads only the store and the task (no rule state): two gets
+    #: with nothing written or removed in between decide alike, so the engine reports the first decision again for
+    #: the second (§9.3's "get again"). It holds for that ``lookup`` only: a subclass overriding it is not marked.
+    repeatable_lookup: ClassVar[bool] = False
 
     def new_state(self) -> RuleState:
         """A fresh per-replay state."""
@@ -155,3 +159,16 @@ class DivergenceRule:
 
     def __repr__(self) -> str:
         return f"<rule {self.name}>"
+
+
+def lookup_repeats(rule: DivergenceRule) -> bool:
+    """Whether ``rule``'s ``lookup`` is marked :attr:`DivergenceRule.repeatable_lookup` by the class defining it."""
+    kind = type(rule)
+    found = _REPEATS.get(kind)
+    if found is None:
+        owner = next(c for c in kind.__mro__ if "lookup" in c.__dict__)
+        found = _REPEATS[kind] = bool(owner.__dict__.get("repeatable_lookup", False))
+    return found
+
+
+_REPEATS: dict[type, bool] = {}

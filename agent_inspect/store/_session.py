@@ -15,13 +15,16 @@ from agent_inspect.store._model import (
     PruneResult,
     Task,
 )
-from agent_inspect.store._rule import DivergenceRule
+from agent_inspect.store._rule import DivergenceRule, lookup_repeats
 from agent_inspect.store._store import Store
 
 if TYPE_CHECKING:
     from agent_inspect.store._rule import RuleState
 
 __all__ = ["RecoverySession"]
+
+#: the members as module constants: reading one off the enum class costs about 60 ns (a lookup or two per get)
+_REUSE = Outcome.REUSE
 
 
 class RecoverySession:
@@ -55,6 +58,8 @@ class RecoverySession:
         self.rule: DivergenceRule = _checked_rule(rule)
         self.store: Store = store if store is not None else Store()
         self.state: RuleState = self.rule.new_state()
+        #: the rule's lookup decides alike on an unchanged store (:attr:`DivergenceRule.repeatable_lookup`)
+        self.repeatable_lookup = lookup_repeats(self.rule)
         self.source_kind = source_kind
         #: the key format of the records seen (rebuild or replay writes): a prune of a key with
         #: nothing cached still scans the way its backend does
@@ -207,7 +212,7 @@ class RecoverySession:
             return LookupDecision.fail(f"the restore failed: {self.restore_failure}")
         n_events, n_divs = len(self.events), len(self.divergences)
         decision = self.rule.lookup(self, task)
-        if decision.outcome is Outcome.REUSE and decision.entry is not None:
+        if decision.outcome is _REUSE and decision.entry is not None:
             self.rule.on_reuse(self, task, decision.entry)
         if len(self.events) > n_events or len(self.divergences) > n_divs:
             decision = LookupDecision(decision.outcome, decision.entry, decision.reason,
@@ -238,7 +243,7 @@ class RecoverySession:
     def copy(self) -> RecoverySession:
         """An independent copy (store, rule state, event record). Cost: O(entries + events)."""
         new = RecoverySession.__new__(RecoverySession)
-        new.rule = self.rule
+        new.rule, new.repeatable_lookup = self.rule, self.repeatable_lookup
         new.store = self.store.copy()
         new.state = self.state.copy()
         new.source_kind = self.source_kind

@@ -82,3 +82,21 @@ def test_a_rule_without_restore_checks_skips_them():
 
     agent, log = _log("K2")
     assert not predict(log, plan=_plan(log), agent=agent, rule=Lenient(), max_parallelism=1).crashed
+
+
+def test_restore_failures_read_only_the_window_whatever_the_key_column_holds():
+    import numpy as np
+
+    from agent_inspect.recovery._rebuild import restore_failures
+
+    _, log = _log("K2")
+    records = log.records.copy()
+    records.loc[0, "state_key"] = "k_0_a_b"                   # a K1 key in a K2 window fails the restore
+    v2 = records["state_key"].astype(object).str.startswith("v2:").to_numpy(dtype=bool)
+    for column in (records["state_key"], records["state_key"].astype("string"), records["state_key"].astype(object)):
+        frame = records.assign(state_key=column)
+        assert [p for p, _, _ in restore_failures(frame)] == [0]
+        assert restore_failures(frame, v2) == []             # the window holds only well-formed v2 keys
+        only_k1 = np.zeros(len(frame), dtype=bool)
+        only_k1[0] = True
+        assert restore_failures(frame, only_k1) == []        # no v2 key in the window: not a K2 window
