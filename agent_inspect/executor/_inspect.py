@@ -16,8 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["steps_frame", "cache_frame", "outputs_frame", "counters_of", "stale_records_frame"]
 
-_TASK_DECISIONS = frozenset({StepOutcome.REUSE, StepOutcome.RESUME, StepOutcome.RERUN, StepOutcome.FAIL,
-                             StepOutcome.NOT_DISPATCHED})
+_TASK_DECISIONS = frozenset({StepOutcome.REUSE, StepOutcome.RESUME, StepOutcome.RERUN, StepOutcome.FAIL})
 _BODIES = frozenset({StepOutcome.RESUME, StepOutcome.RERUN})
 
 
@@ -55,6 +54,8 @@ def counters_of(steps: Sequence[Step]) -> Counters:
         if kind is StepKind.LOOKUP and out in _TASK_DECISIONS:
             c["tasks"] += 1
             c["failed"] += out == StepOutcome.FAIL
+        elif kind is StepKind.LOOKUP and out == StepOutcome.NOT_DISPATCHED:   # the restore dropped the task
+            c["dropped"] += 1
         if kind is StepKind.NOT_DISPATCHED:
             c["not_dispatched"] += 1
         elif kind is StepKind.REUSE:

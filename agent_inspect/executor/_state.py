@@ -41,6 +41,9 @@ class Counters:
     failed: int = 0
     #: cached records of a replayed round that no task looked up (``predict``'s NOT-DISPATCHED tasks; not in tasks)
     not_dispatched: int = 0
+    #: restored in-flight tasks the restore dropped unlooked-up: stale logic, or a sub-agent child on resume (§11.4);
+    #: ``predict`` warns of them; not in tasks
+    dropped: int = 0
     bodies_executed: int = 0
     shadow_runs: int = 0
     calls_executed: int = 0

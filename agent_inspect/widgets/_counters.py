@@ -29,6 +29,9 @@ COUNTER_WORDS: dict[str, tuple[str, str, str]] = {
                "lookup failed"),
     "not_dispatched": ("records not dispatched", "cached records of a replayed round that no task looked up "
                        "(predict lists them as NOT-DISPATCHED): nothing ran, nothing was reused", "record not dispatched"),
+    "dropped": ("restored tasks dropped", "in-flight tasks the checkpoint restored that the restore dropped without a "
+                "lookup: their action is not in the agent (stale logic), or a sub-agent child task on resume "
+                "(spec §11.4); predict warns of them", "restored task dropped"),
     "bodies_executed": ("action bodies run", "action bodies that ran again (tasks resumed + tasks re-run)",
                         "action body run"),
     "shadow_runs": ("bodies run to compare", "bodies the 'diff' replay policy ran beside the recorded result to "

@@ -328,6 +328,18 @@ def test_stale_logic_and_report_html_is_escaped():
     assert probe not in html and "&lt;img" in html
 
 
+def test_a_dropped_restored_task_is_counted_as_dropped_not_as_a_task_looked_up():
+    from agent_inspect.agents._protocol import AgentEvent
+
+    ex = ReplayExecutor(agent=cascade_agent(), key_format="K1.5", plan={
+        "pending": [("k", 3, "Old", AgentEvent("WorkEvent", {"x": 1}, "w1"))], "restored_seq": {"k": 3},
+        "inputs": [("k", "a")]})
+    ex.run()
+    c = ex.counters
+    assert c.dropped == 1 == ex.counters_for("k").dropped
+    assert c.tasks == c.reused + c.resumed + c.rerun + c.failed > 0
+
+
 # -- production mode: lifecycle, checkpoints, failures ----------------------------------------------------
 
 def test_journal_follows_the_record_lifecycle_for_reconcilable_calls():
