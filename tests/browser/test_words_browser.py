@@ -10,6 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from agent_inspect.executor import Counters
+
 pytestmark = pytest.mark.browser
 
 KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -61,8 +63,9 @@ def test_stepper_words_and_key_filter_in_jupyterlab(lab_page, lab_root: Path, ar
 
     # every counter: a label in words and a tooltip (the title attribute the browser shows on hover)
     counters = stepper.locator(".ai-counter")
-    # re-submitted sub-agent calls, sub-agent calls run, failed lookups and records no task looked up have their own
-    assert counters.count() == 19
+    # re-submitted sub-agent calls, sub-agent calls run, failed lookups, records no task looked up and restored
+    # tasks the restore dropped have their own: the steps and one per counter of the executor
+    assert counters.count() == 1 + len(Counters.__dataclass_fields__) == 20
     for i in range(counters.count()):
         title = counters.nth(i).get_attribute("title")
         assert title and len(title) > 20, counters.nth(i).inner_text()
