@@ -47,12 +47,12 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     print("\nfirst divergence per key:")
     for r in d.first_divergences.itertuples(index=False):
-        print(f"  {r.business_key} seq {r.seq} {r.action} [{r.status}] at {r.where}")
+        print(f"  {r.business_key} seq {r.seq} {d.action_label(r.action)} [{r.status}] at {r.where}")
         print(f"    expected (a): {r.expected}\n    actual   (b): {r.actual}\n    why: {r.why}")
     print("\ndiffering executions:")
     for r in d.differences.head(args.limit).itertuples(index=False):
         action = r.action_a if r.action_a is not None else r.action_b
-        print(f"  {r.business_key} seq {r.seq} {action} {r.event_type}: {r.status}"
+        print(f"  {r.business_key} seq {r.seq} {d.action_label(action)} {r.event_type}: {r.status}"
               + (f" (aligned by {r.match})" if isinstance(r.match, str) and r.match != "state key" else ""))
         for ch in r.changes:
             print(f"      {ch.path}: {ch.a} -> {ch.b}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 from agent_inspect.diffing._align import PAIR_COLUMNS, PASSES, STATUSES, align
 from agent_inspect.diffing._explain import CAUSE_KINDS, ExplainStep, Explanation, explain
 from agent_inspect.diffing._fields import FieldChange, state_changes
+from agent_inspect.diffing._names import names_for
 from agent_inspect.diffing._result import FIRST_COLUMNS, Diff, diff
 from agent_inspect.diffing._sides import (
     SELECTORS,
@@ -39,5 +40,7 @@ __all__ = [
     "Side", "as_side", "select", "attempt", "Selector", "parse_selector", "SELECTORS", "SelectorError",
     # why did this run?
     "explain", "Explanation", "ExplainStep", "CAUSE_KINDS",
+    # action names for views
+    "names_for",
 ]
 

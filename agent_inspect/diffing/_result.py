@@ -84,6 +84,22 @@ class Diff(HtmlRepr):
                 for _, row in diffs.groupby(diffs["business_key"].astype(str), sort=True).head(1).iterrows()]
         return pd.DataFrame(rows, columns=list(FIRST_COLUMNS))
 
+    @cached_property
+    def action_names(self) -> dict[str, str]:
+        """``{action UUID: name}`` from both sides' logs (:func:`names_for`) and the names either side uses."""
+        from agent_inspect.diffing._names import names_for
+
+        known = sorted({str(a) for s in (self.a, self.b) for a in s.units["action"].dropna().unique()})
+        return names_for(*(s.log for s in (self.a, self.b) if s.log is not None), known=known)
+
+    def action_label(self, action: object) -> str:
+        """How a view names ``action``: a name as it is; an action UUID by its name and short id, ``triage
+        (f6aaf3fe)``, since two UUIDs may share a name (spec §4.4); an unnamed UUID as ``uuid:f6aaf3fe…``."""
+        from agent_inspect.history import action_label, is_uuid
+
+        text = action_label(action, self.action_names)
+        return f"{text} ({str(action)[:8]})" if is_uuid(str(action)) and str(action) in self.action_names else text
+
     def first_divergence(self, key: str) -> dict[str, Any] | None:
         """The first divergence of ``key`` as a dict (None when the key's pairs are all the same)."""
         f = self.first_divergences
@@ -160,7 +176,9 @@ class Diff(HtmlRepr):
         if self.empty:
             yield Text("The sides agree on every action execution.")
         else:
-            yield Table(self.first_divergences, caption="first divergence per key", max_rows=50)
+            firsts = self.first_divergences
+            yield Table(firsts.assign(action=firsts["action"].map(self.action_label)),
+                        caption="first divergence per key", max_rows=50)
 
 
 def _opt(v: Any) -> Any:

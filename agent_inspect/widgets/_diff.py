@@ -15,7 +15,6 @@ from agent_inspect._html import escape, plotly_text
 from agent_inspect.history import action_label, layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
-from agent_inspect.widgets._names import names_for
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import PALETTE
 
@@ -49,7 +48,7 @@ class DiffView(w.VBox):
         self.add_class("ai-diff")
         self.diff = diff
         pairs = diff.pairs
-        self.names = _side_names(diff)
+        self.names = diff.action_names
         c = diff.counts()
         self.summary = w.HTML(
             f"<div class='ai-title ai-diff-summary'>a = <code>{escape(diff.a.label)}</code> · b = "
@@ -274,16 +273,6 @@ def _named(name: str, action: Any) -> str:
     if text and text != name:
         return f"<span title='{escape(text)}'>{escape(name)}</span>"
     return escape(name)
-
-
-def _side_names(diff: Any) -> dict[str, str]:
-    """``{action UUID: name}`` from both sides' logs and the names either side already uses."""
-    known: set[str] = set()
-    for side in (diff.a, diff.b):
-        units = getattr(side, "units", None)
-        if isinstance(units, pd.DataFrame) and "action" in units.columns:
-            known |= {str(a) for a in units["action"].dropna().unique()}
-    return names_for(*(side.log for side in (diff.a, diff.b) if side.log is not None), known=sorted(known))
 
 
 def _short(text: Any) -> str:

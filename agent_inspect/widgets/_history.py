@@ -20,9 +20,9 @@ from agent_inspect._errors import InspectError
 from agent_inspect._glossary import define, define_column, plural
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.codec import PlanSource
+from agent_inspect.diffing import names_for
 from agent_inspect.history import SearchIndex, compact_history, record_kinds
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
-from agent_inspect.widgets._names import names_for
 from agent_inspect.widgets._style import palette_css
 
 __all__ = ["KeyHistory", "reopen_snippet", "snippet_settings"]

@@ -20,3 +20,20 @@ def test_two_logs_keep_their_action_uuids() -> None:
     log = ai.load(ai.samples.path("production"))
     pairs = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2)).pairs
     assert all(ai.history.is_uuid(a) for a in pairs["action_a"].dropna())
+
+
+def test_two_logs_show_each_action_by_name_and_short_id(capsys) -> None:
+    # the pairs keep the UUIDs (identity: two UUIDs may share a name); what a reader sees names them
+    from agent_inspect.cli import main
+
+    log = ai.load(ai.samples.path("production"))
+    d = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+    assert d.action_label("f6aaf3fe-41f9-30a8-860f-d2a92bf1087b") == "triage (f6aaf3fe)"
+    assert d.action_label("triage") == "triage"
+    assert d.action_label("00000000-0000-3000-8000-000000000000") == "uuid:00000000…"
+    assert "triage (f6aaf3fe)" in d._repr_html_() and "f6aaf3fe-41f9" not in d._repr_html_()
+    path = str(ai.samples.path("production"))
+    assert main(["diff", f"{path}@key=user-0011@attempt=1", f"{path}@key=user-0011@attempt=2"]) == 0
+    out = capsys.readouterr().out
+    assert "user-0011 seq 0 triage (f6aaf3fe) [only in a] at execution" in out
+    assert "audit (570134bc) _input_event: only in a" in out and "-41f9-" not in out

@@ -9,7 +9,7 @@ import pandas as pd
 
 from agent_inspect.history import action_names
 
-__all__ = ["names_for", "model_names"]
+__all__ = ["names_for"]
 
 # a few logs' names, kept with the log so an id is never reused for another object while cached
 _CACHE: OrderedDict[int, tuple[Any, dict[str, str]]] = OrderedDict()
@@ -39,7 +39,13 @@ def model_names(log: Any) -> dict[str, str]:
 
 
 def names_for(*logs: Any, known: Any = ()) -> dict[str, str]:
-    """``{action UUID: name}`` for the actions of ``logs`` (the agent model first, then the log's own names)."""
+    """``{action UUID: name}`` for the actions of ``logs``: the as-recorded agent model's names first, then the
+    log's own (:func:`agent_inspect.history.action_names`); ``known`` adds names the caller has.
+
+    For example::
+
+        ai.diffing.names_for(log)["f6aaf3fe-41f9-30a8-860f-d2a92bf1087b"]     # 'triage' (production sample)
+    """
     out = dict(action_names(None, known))
     for log in logs:
         records = getattr(log, "records", None)
