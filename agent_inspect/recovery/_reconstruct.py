@@ -200,7 +200,8 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
     frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
                       frozenset(p for p in idle if p is not None))
     return Reconstruction(
-        log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers),
+        # {} for a fresh start: None would read as the whole log to whoever reuses these markers
+        log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers) or {},
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
         session=session, history=history, runtime=runtime, recovery=settings,
     )

@@ -132,7 +132,8 @@ def _check_same_settings(verification: Any, result: Any) -> None:
     check another recovery than the one the rest of the report shows."""
     def words(rule: Any, runtime: Any, markers: Any) -> str:
         start = normalize_markers(markers)
-        shown = "none" if start is None else "{" + ", ".join(f"{p}: {o}" for p, o in sorted(start.items())) + "}"
+        shown = "none (the whole log)" if markers is None else "[] (a fresh start)" if start is None else \
+            "{" + ", ".join(f"{p}: {o}" for p, o in sorted(start.items())) + "}"
         return f"rule {rule}, runtime {runtime}, markers {shown}"
 
     runtime = getattr(result, "runtime", None)

@@ -357,6 +357,8 @@ def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: A
                      "content (see trace.conflicts)")
     prediction = None
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+    if recovery is None:     # a prediction's or reconstruction's own settings (plan, runtime, pending…), as given
+        recovery = getattr(subject, "recovery", None)
     if isinstance(subject, PredictionLike):
         prediction = subject
         given.setdefault("rule", subject.rule)
