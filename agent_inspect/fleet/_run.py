@@ -84,7 +84,7 @@ def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Ma
     if markers is not None:
         from agent_inspect.recovery import normalize_markers
 
-        merged = normalize_markers(markers)
+        merged = normalize_markers(markers) or {}   # {} a fresh start; None (no markers) is the whole log
     text = os.fspath(source)
     return ScanPlan(source=spec.location if "://" in text else text, spec=spec,
                     windows=tuple(windows), markers=merged)
@@ -226,7 +226,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)
-    merged = normalize_markers(settings.markers) if settings.markers is not None else None
+    merged = None if settings.markers is None else normalize_markers(settings.markers) or {}
     out_dir = None if output is None else os.path.abspath(os.fspath(output))
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta

@@ -59,7 +59,7 @@ class ScanOptions:
     """
 
     rules: tuple[Any, ...] = ("original", "fixed")   # names or DivergenceRule objects
-    markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window
+    markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window, {} a fresh start
     runtime: str = "auto"
     output: str | None = None                  # directory for the records as hive-partitioned Parquet
     plan_source: PlanSource | None = None      # a read checkpoint: each window restores its keys' plan from it
@@ -271,7 +271,8 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
         return pd.DataFrame(columns=[*KEY_COLUMNS, *(f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS)])
     plan = plan_source.replay_plan(log) if plan_source is not None else ReplayPlan.from_log(log, markers=markers)
     to_business = {k: i.business_key for k, i in plan.keys.items()}
-    window = markers if markers is None else normalize_markers(markers)   # as reconstruct reads them
+    # as reconstruct reads them; {} (not None, the whole log) for a fresh start
+    window = markers if markers is None else normalize_markers(markers) or {}
     agent = AsRecordedAgent.of(log)          # stateless between predictions: one for every rule
     attempts: pd.Series = pd.to_numeric(history.reindex(records.index), errors="coerce") \
         .groupby(bk.astype(object)).max().fillna(0)
