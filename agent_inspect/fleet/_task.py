@@ -206,7 +206,7 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate
     from agent_inspect.log import resolve_runtime
-    from agent_inspect.recovery import Recovery, ReplayPlan, lint, normalize_markers, refresh_positions, simulate
+    from agent_inspect.recovery import Recovery, lint, normalize_markers, refresh_positions, simulate
 
     records = log.records
     bk = records["business_key"].astype(object)
@@ -269,10 +269,13 @@ def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None
 
     if not key_list:   # an empty window (or no keyed record): no key to predict, and no input to infer a plan from
         return pd.DataFrame(columns=[*KEY_COLUMNS, *(f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS)])
-    plan = plan_source.replay_plan(log) if plan_source is not None else ReplayPlan.from_log(log, markers=markers)
-    to_business = {k: i.business_key for k, i in plan.keys.items()}
     # as reconstruct reads them; {} (not None, the whole log) for a fresh start
     window = markers if markers is None else normalize_markers(markers) or {}
+    # the plan as predict infers it: under the runtime given, not the one the log shows (0.4+ keeps rounds pending)
+    base = Recovery.for_log(log, markers=window, runtime=info)
+    plan = base.replay_plan(log, refresh=refresh) if plan_source is None else plan_source.replay_plan(
+        log, runtime=info, kafka_pending=base.model.kafka_pending, refresh=refresh)
+    to_business = {k: i.business_key for k, i in plan.keys.items()}
     agent = AsRecordedAgent.of(log)          # stateless between predictions: one for every rule
     attempts: pd.Series = pd.to_numeric(history.reindex(records.index), errors="coerce") \
         .groupby(bk.astype(object)).max().fillna(0)
