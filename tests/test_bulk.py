@@ -47,6 +47,21 @@ def test_entry_built_quickly_equals_the_one_built_by_keyword() -> None:
     assert LookupDecision(Outcome.REUSE, by_position, "why").events == ()
 
 
+def test_a_record_filled_through_its_twin_class_is_its_own_class_and_a_subclass_keeps_its_own() -> None:
+    args = ("sk", "bk", 3, "fp", "au", "K2", None, True, True, "e1", "_input_event", ("o1",), 2, 0, 2, 0, 17, 1)
+    made = Entry(*args)
+    assert type(made) is Entry and repr(made).startswith("Entry(state_key='sk'")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.seq = 4   # type: ignore[misc]
+
+    class Sub(Entry):   # Entry's own __init__ on an instance of another class: filled through the descriptors
+        __slots__ = ()
+
+    sub = Sub(*args)
+    names = [f.name for f in dataclasses.fields(Entry)]
+    assert type(sub) is Sub and [getattr(sub, n) for n in names] == [getattr(made, n) for n in names]
+
+
 def test_quick_init_refuses_what_it_cannot_keep_frozen() -> None:
     @dataclasses.dataclass
     class Plain:

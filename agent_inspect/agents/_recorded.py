@@ -79,39 +79,57 @@ class AsRecordedAgent(BaseAgent):
         first_root: dict[tuple[str, int], str] = {}
         round_begin: dict[tuple[str, int], AgentEvent] = {}
         value, records, any_seq = log.value, self._records, self._any_seq
-        for pos, bk, seq, au, eu in zip(ok.index.tolist(), ok["business_key"].astype(object).tolist(),
-                                        ok["seq"].tolist(), ok["action_uuid"].astype(object).tolist(),
-                                        ok["event_uuid"].astype(object).tolist()):
-            state = value(pos)
-            if state is None or state.task_event is None:
-                continue
+        # a record's task-event type, output and call counts are columns: its value is read only where they do
+        # not tell (sub-agent and begin events, no type, an action still unnamed) and, for the calls sub-agent
+        # bootstraps are matched against, once a bootstrap is seen
+        types, outputs, calls = (_column(ok, name) for name in ("task_event_type", "output_event_count", "call_count"))
+        #: per record (by position): completed and its call count, None where unknown (read the value)
+        self._completed: list[bool | None] = _column(recs, "completed")
+        self._calls: list[int | None] = _column(recs, "call_count")
+        with_calls: list[tuple[int, str, int]] = []
+        for pos, bk, seq, au, eu, event_type, n_out, n_calls in zip(
+                ok.index.tolist(), ok["business_key"].astype(object).tolist(), ok["seq"].tolist(),
+                ok["action_uuid"].astype(object).tolist(), ok["event_uuid"].astype(object).tolist(), types, outputs,
+                calls):
             au, bk, seq, eu = str(au), str(bk), int(seq), str(eu)
-            if au not in names:
-                for out in state.output_events:
+            ev = state = None
+            if event_type is None or event_type == SUBAGENT_EVENT or event_type == BEGIN_EVENT:
+                state = value(pos)
+                if state is None or state.task_event is None:
+                    continue
+                ev = state.task_event
+                event_type = ev.type
+            if au not in names and (n_out is None or n_out > 0):
+                if state is None:
+                    state = value(pos)
+                for out in state.output_events if state is not None else ():
                     if out.upstream_action_name:
                         names[au] = out.upstream_action_name
                         break
-            ev = state.task_event
-            if ev.type == SUBAGENT_EVENT:
+            if ev is not None and event_type == SUBAGENT_EVENT:   # the sub-agent and begin events were read
                 attrs = _attrs(ev)   # routing sits in a wrapper's attributes; other events route by type
                 route = (attrs.get("targetScope"), str(attrs.get("delegateType")))
                 sid = f"{attrs.get('sessionId')}#{attrs.get('callId')}"
                 if attrs.get("delegateType") == INPUT_EVENT:
                     self._bootstraps.setdefault((bk, seq, sid), AgentEvent(
-                        ev.type, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
+                        SUBAGENT_EVENT, attrs, ev.id, upstream_event_id=ev.upstream_event_id))
                 sessions.setdefault((bk, str(attrs.get("sessionId"))), route)
             else:
-                event_type = ev.type
                 route = (None, str(event_type))
                 if event_type == INPUT_EVENT:
                     first_root.setdefault((bk, seq), au)
-                elif event_type == BEGIN_EVENT:   # the latest record of the round's begin event wins
+                elif ev is not None and event_type == BEGIN_EVENT:   # the round's latest begin event wins
                     round_begin[(bk, seq)] = AgentEvent.of(BEGIN_EVENT, _attrs(ev), None, ev.event_class, fingerprint=eu)
-            if state.call_results:
-                claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
+            if n_calls is None or n_calls > 0:
+                with_calls.append((pos, bk, seq))
             triggers.setdefault(au, {})[route] = None
             records.setdefault((bk, seq, au, eu), []).append(pos)
             any_seq.setdefault((bk, au, eu), []).append(pos)
+        if self._bootstraps:   # the calls each record shows, to tell which bootstraps a recorded call explains
+            for pos, bk, seq in with_calls:
+                state = value(pos)
+                if state is not None and state.call_results:
+                    claimed.update((bk, seq, cr.function_id) for cr in state.call_results)
         # bootstraps no recorded call explains (the caller completed, which clears its call results, or had
         # not recorded the call yet): their caller is the record their lineage names, else the round's first root
         self._unclaimed: dict[tuple[str, int], list[AgentEvent]] = {}
@@ -201,21 +219,25 @@ class AsRecordedAgent(BaseAgent):
         """What the body of (key, seq, action, fingerprint) does, worked out once: every rule's replay and every
         rerun reads the same records."""
         positions = self._records.get((bk, seq, au, fp)) or self._any_seq.get((bk, au, fp)) or []
-        states = [self._log.value(p) for p in positions]
-        incomplete = [s for s in states if s is not None and not s.completed and s.call_results]
-        complete = [s for s in states if s is not None and s.completed]
+        value, completed, calls = self._log.value, self._completed, self._calls
+        # the latest incomplete record with calls and the latest completed one; a record whose columns rule it
+        # out is not read
+        incomplete = next((s for p in reversed(positions) if not completed[p] and calls[p] != 0
+                           for s in (value(p),) if s is not None and not s.completed and s.call_results), None)
+        complete = next((s for p in reversed(positions) if completed[p] is not False
+                         for s in (value(p),) if s is not None and s.completed), None)
         script: list[tuple[str, tuple[Any, ...]]] = []
         issued: set[str] = set()
-        if incomplete:
-            for cr in incomplete[-1].call_results:
+        if incomplete is not None:
+            for cr in incomplete.call_results:
                 fn = cr.function_id
                 sub_agent = self._subagent_call(bk, seq, fn) if "#" in fn else None
                 script.append(("subagent", sub_agent) if sub_agent is not None
                               else ("call", (fn, cr.args_digest, cr.status == "FAILED")))
                 issued.add(fn)
         unclaimed = self._unclaimed.get((bk, seq), ())
-        recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None} \
-            if unclaimed else set()
+        states = [value(p) for p in positions] if unclaimed else []
+        recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
         for boot in unclaimed:
             a = boot.attributes
             sid = f"{a.get('sessionId')}#{a.get('callId')}"
@@ -224,8 +246,8 @@ class AsRecordedAgent(BaseAgent):
             if mine and sid not in issued:
                 issued.add(sid)
                 script.append(("subagent", _subagent_call(boot)))
-        if complete:
-            for out in complete[-1].output_events:
+        if complete is not None:
+            for out in complete.output_events:
                 attrs = _attrs(out)
                 if out.type == SUBAGENT_EVENT:
                     # inside a sub-agent the context re-wraps: send the delegate
@@ -258,6 +280,14 @@ def _subagent_call(boot: AgentEvent) -> tuple[str, str, dict[str, Any], str, str
     a = boot.attributes
     return (str(a.get("targetScope")), str(a.get("delegateType")), dict(a.get("delegateAttributes") or {}),
             str(a.get("sessionId")), str(a.get("callId")))
+
+
+def _column(frame: Any, name: str) -> list[Any]:
+    """``frame[name]`` as Python values, None where missing (all None when the frame has no such column)."""
+    if name not in frame.columns:
+        return [None] * len(frame)
+    col = frame[name]
+    return [None if missing else v for v, missing in zip(col.astype(object).tolist(), col.isna().tolist())]
 
 
 def _attrs(ev: Any) -> dict[str, Any]:

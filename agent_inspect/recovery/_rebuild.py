@@ -178,12 +178,19 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
         att = [attempts[i] for i in idx] if attempts is not None else None
     else:
         att = list(attempts) if attempts is not None else None
-    rows = zip(records.index.tolist(), att if att is not None else repeat(None),
-               *(_col(records, name, default) for name, default in _ENTRY_COLUMNS))
+    # each column in the type its Entry field takes, converted per column (a log's typed columns already are)
+    cols = {name: _col(records, name, default) for name, default in _ENTRY_COLUMNS}
+    for name, kind in _ENTRY_TYPES.items():
+        if name in records.columns and not _typed(records[name].dtype, kind):
+            cols[name] = [v if v is None else kind(v) for v in cols[name]]
+    index = records.index
+    where = index.tolist() if pd.api.types.is_integer_dtype(index.dtype) else [int(p) for p in index]
+    tried = [None if a is None or pd.isna(a) else int(a) for a in att] if att is not None else repeat(None)
+    rows = zip(where, tried, *cols.values())
     for p, a, sk, bk, seq, eu, au, kf, kt, root, done, eid, etype, outs, n, pending, ok, failed, tomb, error in rows:
         if error is not None:
             if undecodable:
-                yield p, Undecodable(str(error), bk, None if seq is None else int(seq)), sk
+                yield p, Undecodable(str(error), bk, seq), sk
             continue
         if sk is None or seq is None or bk is None:
             yield p, None, sk if seq is not None else None
@@ -192,9 +199,27 @@ def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, 
             yield p, None, sk
             continue
         # in field order (binding 20 keywords costs a third of the construction; one per record)
-        yield p, Entry(sk, bk, int(seq), eu, au, str(kf), kt, bool(root), bool(done), eid, etype,
-                       tuple(outs) if outs is not None else (), int(n), int(pending), int(ok), int(failed), int(p),
-                       None if a is None or pd.isna(a) else int(a)), sk
+        yield p, Entry(sk, bk, seq, eu, au, kf, kt, root, done, eid, etype,
+                       tuple(outs) if outs is not None else (), n, pending, ok, failed, p, a), sk
+
+
+def _typed(dtype: Any, kind: type) -> bool:
+    """Whether a column of ``dtype`` gives values of ``kind`` (or missing) as they are."""
+    if kind is int:
+        return bool(pd.api.types.is_integer_dtype(dtype))
+    if kind is bool:
+        return bool(pd.api.types.is_bool_dtype(dtype))
+    categories = getattr(dtype, "categories", None)
+    if categories is not None:
+        return bool(pd.api.types.is_string_dtype(categories))   # an object Index: checked value by value
+    return isinstance(dtype, pd.StringDtype)
+
+
+#: the columns whose cells an :class:`Entry` takes converted (``int(seq)``, ``str(key_format)``, ...)
+_ENTRY_TYPES: dict[str, type] = {
+    "seq": int, "key_format": str, "is_root": bool, "completed": bool, "call_count": int, "calls_pending": int,
+    "calls_succeeded": int, "calls_failed": int,
+}
 
 
 #: the log columns an :class:`Entry` is made of, in :func:`iter_entries`' order, with the value of a missing cell

@@ -35,6 +35,19 @@ def test_sub_agent_scopes_are_read_from_wrappers():
     assert {t for d in agent.actions if d.scope for t in d.triggers} == {"_input_event", "CE"}
 
 
+def test_building_the_agent_reads_only_the_values_its_columns_do_not_answer():
+    import agent_inspect as ai
+
+    log = ai.load(ai.samples.path("production"))
+    agent = AsRecordedAgent(log)
+    # an initial record (no call, no output) of a plain event is known from its columns: its value is not decoded
+    r = log.records
+    plain = ~r["task_event_type"].isin(["InternalSubagentCallEvent", "_agent_run_begin_event"])
+    initial = r.index[~r["completed"].astype(bool) & (r["call_count"] == 0) & plain]
+    assert len(initial) and not set(initial) & set(log._cache)
+    assert agent.actions == AsRecordedAgent(ai.load(ai.samples.path("production"))).actions
+
+
 # the bundled cases (every variant) whose declared agent does, under each of the case's rules, what the log recorded
 AGREE = ["N01", "N02", "N03", "N04", "N05", "N07", "N08", "N09", "N09/snapshot-fluss-k1", "N09/snapshot-kafka-k1",
          "N10", "N11", "N13", "N14", "N14/0.4", "N14/0.4-fluss", "N14/0.4-kafka-marker", "N14/main", "N16", "N17",
