@@ -15,8 +15,15 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
+    from agent_inspect.codec import MarkerSource
+    from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery import Markers, ReplayPlan
+    from agent_inspect.store import DivergenceRule
+
 __all__ = [
     "RecoveryOverrides",
+    "RuleLike",
+    "MarkersLike",
     "LogLike",
     "ReconstructionLike",
     "PredictionLike",
@@ -29,6 +36,13 @@ __all__ = [
 ]
 
 
+#: What a rule may be given as: a built-in name, ``"original:<flavour>"``, ``"module:Class"``, a class or an instance.
+RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
+
+#: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
+MarkersLike: TypeAlias = "Markers | MarkerSource"
+
+
 class RecoveryOverrides(TypedDict, total=False):
     """The settings every verb takes besides ``recovery=`` (``Recovery.SETTING_NAMES``), same names everywhere.
 
@@ -36,13 +50,13 @@ class RecoveryOverrides(TypedDict, total=False):
     the runtime inferred from the log, the whole loaded log as the rebuild window, …).
     """
 
-    rule: Any                     # a rule name ("original", "fixed", "module:Class") or a DivergenceRule
-    markers: Any                  # {partition: offset} maps, or a read checkpoint; [] is a fresh start
-    runtime: Any                  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
+    rule: RuleLike | None         # a rule name ("original", "fixed", "module:Class") or a DivergenceRule
+    markers: MarkersLike          # {partition: offset} maps, or a read checkpoint; [] is a fresh start
+    runtime: str | RuntimeInfo | None  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
     store_flavour: str | None     # the original rule's store flavour: "auto", "kafka-k1", "fluss-k1", "segment"
     kafka_pending: str | None
-    plan: Any                     # a ReplayPlan (default: a read checkpoint's, else the log's own later attempt)
-    agent: Any                    # an agent model (default: as recorded in the log)
+    plan: ReplayPlan | None       # default: a read checkpoint's, else the log's own later attempt
+    agent: object | None          # an agent model (default: as recorded in the log)
     call_matching: str | None     # "position" or "function-id"
     expected_fingerprint: str | None
     max_parallelism: int | None

@@ -19,6 +19,7 @@ from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
 
 __all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
@@ -234,7 +235,7 @@ def _select_rows(records: pd.DataFrame, ann: pd.DataFrame, *, key: str | None, a
     return mask
 
 
-def attempt(log: Any, key: str | None, n: int) -> Side:
+def attempt(log: ActionStateLog, key: str | None, n: int) -> Side:
     """Attempt ``n`` (1-based, as :func:`agent_inspect.history.annotate` numbers them) of business key
     ``key`` (None: of every key) as a diff side.
 

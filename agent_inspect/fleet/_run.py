@@ -10,7 +10,7 @@ import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import pandas as pd
 
@@ -29,6 +29,7 @@ from agent_inspect.fleet._task import (
 )
 
 if TYPE_CHECKING:
+    from agent_inspect._types import MarkersLike
     from agent_inspect.recovery import Recovery
 
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
@@ -59,7 +60,7 @@ class ScanPlan:
         return None if any(s is None for s in sizes) else sum(sizes)
 
 
-def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Mapping[str, Any] | None = None,
+def plan_scan(source: str | os.PathLike[str], markers: MarkersLike = None, *, config: Mapping[str, Any] | None = None,
               timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
               connection_factory: Any = None) -> ScanPlan:
     """Plan a scan of ``source`` (``kafka://host:port/topic``, ``fluss://host:port/db.table``, a dump file or a
@@ -222,7 +223,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     for r in rules:
         if isinstance(r, str):
             resolve_rule(r)  # an unknown name fails here, not in every task
-    markers = given.get("markers")
+    markers = cast("MarkersLike", given.get("markers"))   # as the caller passed them
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)

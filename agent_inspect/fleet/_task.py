@@ -22,6 +22,7 @@ from agent_inspect.codec import PlanSource
 from agent_inspect.store import CacheEvent, Outcome
 
 if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Simulation
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
@@ -182,7 +183,7 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
                          plan_source=options.plan_source)
 
 
-def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
+def key_frame(log: ActionStateLog, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
               runtime: str = "auto", plan_source: PlanSource | None = None) -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
 

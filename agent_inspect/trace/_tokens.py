@@ -14,7 +14,7 @@ import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -23,6 +23,9 @@ from agent_inspect._glossary import plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable_rows
 from agent_inspect.trace._runtime import call_entity
+
+if TYPE_CHECKING:
+    from agent_inspect.trace._model import TraceLog
 
 __all__ = ["TokenLedger", "Prices", "token_ledger", "call_tokens", "parse_prices", "prices_from_toml",
            "TOKEN_ATTRIBUTES", "human_tokens"]
@@ -50,7 +53,7 @@ def _int(v: Any) -> int | None:
     return None
 
 
-def call_tokens(trace: Any) -> pd.DataFrame:
+def call_tokens(trace: TraceLog) -> pd.DataFrame:
     """One row per ``llm`` execution of ``trace``: ids, key, name, model, ``replayed`` and the token counts its
     records carry (``<NA>`` when none does).
 
