@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from agent_inspect.codec import MarkerSource
+    from agent_inspect.diffing import Side
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.recovery import Markers, ReplayPlan
     from agent_inspect.store import DivergenceRule
@@ -24,6 +25,7 @@ __all__ = [
     "RecoveryOverrides",
     "RuleLike",
     "MarkersLike",
+    "Diffable",
     "LogLike",
     "ReconstructionLike",
     "PredictionLike",
@@ -183,6 +185,10 @@ class LogViewer(Protocol):
 
     def show_log(self, log: LogLike, rule: Any = None) -> None: ...
 
+
+#: What ``ai.diff`` (``diffing.as_side``) takes: a diff side, a selector string (``"prod.jsonl@attempt=2"``), a log,
+#: a reconstruction, a prediction or a replay executor.
+Diffable: TypeAlias = "Side | str | LogLike | ReconstructionLike | PredictionLike | ExecutorLike"
 
 #: What reads records takes: a log, a reconstruction, or their record frame (index = log position).
 RecordSource: TypeAlias = "LogLike | ReconstructionLike | pd.DataFrame"

@@ -19,6 +19,7 @@ from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
+
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
 
@@ -154,20 +155,20 @@ class Side:
     label: str
     kind: str
     units: pd.DataFrame
-    log: Any = field(default=None, repr=False)
+    log: LogLike | None = field(default=None, repr=False)
     rule: str | None = None
     runtime: str | None = None
     source: Any = field(default=None, repr=False, compare=False)
     #: True when the side's rule is not the one its runtime ships (a hypothetical recovery)
     what_if: bool = False
 
-    def value(self, pos: Any) -> Any:
+    def value(self, pos: int | float | None) -> Any:
         """The decoded value of the record at ``pos`` (None without a log or a position)."""
         if self.log is None or pos is None or pd.isna(pos):
             return None
         return self.log.value(int(pos))
 
-    def raw_value(self, pos: Any) -> bytes | None:
+    def raw_value(self, pos: int | float | None) -> bytes | None:
         """The record's value bytes exactly as written (None for a tombstone or without a log)."""
         raw = getattr(self.log, "raw", None)
         if raw is None or pos is None or pd.isna(pos):
@@ -409,7 +410,7 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
                 source=recon)
 
 
-def as_side(obj: Any, *, label: str | None = None, log: Any = None, recovery: Recovery | None = None,
+def as_side(obj: Any, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
     prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).

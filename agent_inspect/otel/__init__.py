@@ -19,6 +19,7 @@ from agent_inspect.otel._spans import CALL_OPERATIONS, _predicted_only, span_id_
 
 if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery
+    from agent_inspect.trace import TraceLog
 
 __all__ = ["to_otel", "spans_of", "trace_id_of", "span_id_of", "OtelExport", "CALL_OPERATIONS", "RESOURCE"]
 
@@ -56,8 +57,8 @@ def _rule_label(v: Any) -> str:
     return str(getattr(v, "rule_label", v.rule))
 
 
-def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] | None = None, *,
-            trace: Any = None, project: str | None = None, headers: dict[str, str] | None = None,
+def to_otel(obj: Any, endpoint: str | None = None,
+            path: str | os.PathLike[str] | None = None, *, trace: TraceLog | str | os.PathLike[str] | None = None, project: str | None = None, headers: dict[str, str] | None = None,
             explain_chain: bool = True, recovery: Recovery | None = None,
             **settings: Unpack[RecoveryOverrides]) -> OtelExport:
     """Send a recovery to an OTLP/HTTP ``endpoint`` or write it to ``path`` (OTLP JSON); exactly one of them.

@@ -13,12 +13,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike
+
+if TYPE_CHECKING:
+    from agent_inspect._types import PredictionLike
 
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
@@ -22,6 +22,9 @@ from agent_inspect.recovery import Prediction, Recovery, normalize_markers, pred
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
@@ -361,7 +364,7 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
     return [(k, int(n)) for k, n in counts[counts > 0].head(limit).items()]
 
 
-def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction | None:
+def prediction_of(result: ReconstructionLike, recovery: Recovery | None = None) -> Prediction | None:
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None.
 
     ``recovery``: the settings ``result`` was reconstructed with (default: the ones it carries, its
