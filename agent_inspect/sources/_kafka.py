@@ -27,6 +27,7 @@ from agent_inspect.sources._progress import progress_bar
 
 if TYPE_CHECKING:
     from agent_inspect._types import MarkersLike
+    from agent_inspect.sources._progress import Counter
 
 __all__ = ["open_kafka", "read_partitions", "client_config"]
 
@@ -208,7 +209,7 @@ def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, e
 
 
 def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys: list[str] | None,
-                    timeout: float, bar: Any) -> Iterator[RawBatch]:
+                    timeout: float, bar: Counter | None) -> Iterator[RawBatch]:
     """Read ``plan``'s ranges with a consumer of its own (one share of a parallel load); counts go to ``bar``.
 
     ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it.
