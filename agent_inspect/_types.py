@@ -8,6 +8,7 @@ replay) are in :class:`ExecutorState`, which is for annotations only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, TypeGuard, runtime_checkable
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from agent_inspect.codec import MarkerSource
     from agent_inspect.diffing import Side
+    from agent_inspect.fleet import ScanResult
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.recovery import Markers, ReplayPlan
     from agent_inspect.store import DivergenceRule
@@ -26,6 +28,7 @@ __all__ = [
     "RuleLike",
     "MarkersLike",
     "Diffable",
+    "ReportSubject",
     "LogLike",
     "ReconstructionLike",
     "PredictionLike",
@@ -189,6 +192,9 @@ class LogViewer(Protocol):
 #: What ``ai.diff`` (``diffing.as_side``) takes: a diff side, a selector string (``"prod.jsonl@attempt=2"``), a log,
 #: a reconstruction, a prediction or a replay executor.
 Diffable: TypeAlias = "Side | str | LogLike | ReconstructionLike | PredictionLike | ExecutorLike"
+
+#: What ``ai.write_report`` takes: a log, a reconstruction, a fleet scan or the directory a scan wrote.
+ReportSubject: TypeAlias = "LogLike | ReconstructionLike | ScanResult | str | os.PathLike[str]"
 
 #: What reads records takes: a log, a reconstruction, or their record frame (index = log position).
 RecordSource: TypeAlias = "LogLike | ReconstructionLike | pd.DataFrame"

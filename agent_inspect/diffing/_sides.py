@@ -10,7 +10,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
-
+    from agent_inspect._types import Diffable
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
 
@@ -249,7 +249,7 @@ def attempt(log: ActionStateLog, key: str | None, n: int) -> Side:
     return select(log, attempt=n, key=key)
 
 
-def select(source: Any, *, recovery: Recovery | None = None, mode: str | None = None, attempt: int | None = None,
+def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recovery | None = None, mode: str | None = None, attempt: int | None = None,
            key: str | None = None, label: str | None = None, **overrides: Unpack[RecoveryOverrides]) -> Side:
     """A diff side from a log (or a source to load, or a selector string) and what to take from it.
 
@@ -410,7 +410,7 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
                 source=recon)
 
 
-def as_side(obj: Any, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
+def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
     prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).
@@ -442,7 +442,8 @@ def as_side(obj: Any, *, label: str | None = None, log: LogLike | None = None, r
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):
-        return Side(label or _default_label(obj), "log", _log_units(obj.records), log=obj, source=obj)
+        whole = cast("LogLike", obj)    # _is_log checked it
+        return Side(label or _default_label(whole), "log", _log_units(whole.records), log=whole, source=whole)
     raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
                         "(log.jsonl@attempt=2), ai.diffing.attempt(log, key, n), a reconstruction, a prediction "
                         "or a ReplayExecutor")

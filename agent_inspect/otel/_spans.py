@@ -22,6 +22,7 @@ from agent_inspect._types import PredictionLike
 
 if TYPE_CHECKING:
     from agent_inspect._types import PredictionLike
+    from agent_inspect.trace import Verification
 
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 
@@ -96,7 +97,7 @@ def _predicted_only(prediction: Any, log: Any = None, markers: Any = None) -> An
                            what_if=bool(recovery is not None and recovery.what_if), tokens=None)
 
 
-def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str, Any]]:
+def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool = True) -> list[dict[str, Any]]:
     """The spans of a checked recovery (``ai.verify(...)``, with or without ``.with_tokens()``), or of a
     prediction alone (``ai.predict(...)``).
 
@@ -114,7 +115,8 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
     """
     from agent_inspect.trace import call_tokens
 
-    v = verification if hasattr(verification, "trace") or not isinstance(verification, PredictionLike) \
+    # a Verification, or a prediction alone in its shape
+    v: Any = verification if hasattr(verification, "trace") or not isinstance(verification, PredictionLike) \
         else _predicted_only(verification)       # a prediction alone: its tasks, no trace
     trace = v.trace
     tasks = v.tasks

@@ -24,7 +24,8 @@ from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
 
 if TYPE_CHECKING:
-    pass
+    from agent_inspect._types import ReportSubject
+    from agent_inspect.trace import Verification
 
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
@@ -32,14 +33,14 @@ _REMOVED = ("evicted", "invalidated")
 
 
 def write_report(
-    subject: Any,
+    subject: ReportSubject,
     path: str | Path,
     *,
     recovery: Recovery | None = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
-    verification: Any = None,
+    verification: Verification | None = None,
     **overrides: Unpack[RecoveryOverrides],
 ) -> Path:
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
@@ -68,13 +69,13 @@ def write_report(
 
 
 def render_report(
-    subject: Any,
+    subject: ReportSubject,
     *,
     recovery: Recovery | None = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
-    verification: Any = None,
+    verification: Verification | None = None,
     **overrides: Unpack[RecoveryOverrides],
 ) -> str:
     """The report of :func:`write_report` as an HTML string.
