@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
-    from agent_inspect.codec import MarkerSource
+    from agent_inspect.codec import ActionState, MarkerSource
     from agent_inspect.diffing import Side
     from agent_inspect.fleet import ScanResult
     from agent_inspect.log import RuntimeInfo
@@ -75,7 +75,7 @@ class LogLike(Protocol):
     raw: Any
     source: Any
 
-    def value(self, pos: int) -> Any: ...
+    def value(self, pos: int) -> ActionState | None: ...
 
 
 @runtime_checkable
@@ -96,10 +96,10 @@ class ReconstructionLike(Protocol):
     def log(self) -> Any: ...
 
     @property
-    def rule(self) -> Any: ...     # the DivergenceRule it ran under
+    def rule(self) -> DivergenceRule: ...     # the DivergenceRule it ran under
 
     @property
-    def markers(self) -> Any: ...  # the recovery markers of its rebuild window
+    def markers(self) -> Markers: ...  # the recovery markers of its rebuild window
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
 

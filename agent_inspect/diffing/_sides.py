@@ -20,6 +20,7 @@ from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, Reconstr
 
 if TYPE_CHECKING:
     from agent_inspect._types import Diffable
+    from agent_inspect.codec import ActionState
     from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
 
@@ -162,7 +163,7 @@ class Side:
     #: True when the side's rule is not the one its runtime ships (a hypothetical recovery)
     what_if: bool = False
 
-    def value(self, pos: int | float | None) -> Any:
+    def value(self, pos: int | float | None) -> ActionState | None:
         """The decoded value of the record at ``pos`` (None without a log or a position)."""
         if self.log is None or pos is None or pd.isna(pos):
             return None

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike
     from agent_inspect.agents import Agent
+    from agent_inspect.codec import ActionState
     from agent_inspect.history import History
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.recovery._prediction import Prediction
@@ -87,7 +88,7 @@ class Reconstruction(HtmlRepr):
         """The simulated cache after the rebuild and the replay."""
         return self.session.store
 
-    def value(self, pos: int) -> Any:
+    def value(self, pos: int) -> ActionState | None:
         """The decoded value of the record at ``pos`` (delegates to the log)."""
         return self.log.value(pos)
 
