@@ -8,6 +8,7 @@ replay) are in :class:`ExecutorState`, which is for annotations only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypedDict, TypeGuard, runtime_checkable
 
@@ -15,8 +16,19 @@ if TYPE_CHECKING:
     import networkx as nx
     import pandas as pd
 
+    from agent_inspect.codec import ActionState, MarkerSource
+    from agent_inspect.diffing import Side
+    from agent_inspect.fleet import ScanResult
+    from agent_inspect.log import RuntimeInfo
+    from agent_inspect.recovery import Markers, ReplayPlan
+    from agent_inspect.store import DivergenceRule
+
 __all__ = [
     "RecoveryOverrides",
+    "RuleLike",
+    "MarkersLike",
+    "Diffable",
+    "ReportSubject",
     "LogLike",
     "ReconstructionLike",
     "PredictionLike",
@@ -29,6 +41,13 @@ __all__ = [
 ]
 
 
+#: What a rule may be given as: a built-in name, ``"original:<flavour>"``, ``"module:Class"``, a class or an instance.
+RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
+
+#: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
+MarkersLike: TypeAlias = "Markers | MarkerSource"
+
+
 class RecoveryOverrides(TypedDict, total=False):
     """The settings every verb takes besides ``recovery=`` (``Recovery.SETTING_NAMES``), same names everywhere.
 
@@ -36,13 +55,13 @@ class RecoveryOverrides(TypedDict, total=False):
     the runtime inferred from the log, the whole loaded log as the rebuild window, …).
     """
 
-    rule: Any                     # a rule name ("original", "fixed", "module:Class") or a DivergenceRule
-    markers: Any                  # {partition: offset} maps, or a read checkpoint; [] is a fresh start
-    runtime: Any                  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
+    rule: RuleLike | None         # a rule name ("original", "fixed", "module:Class") or a DivergenceRule
+    markers: MarkersLike          # {partition: offset} maps, or a read checkpoint; [] is a fresh start
+    runtime: str | RuntimeInfo | None  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
     store_flavour: str | None     # the original rule's store flavour: "auto", "kafka-k1", "fluss-k1", "segment"
     kafka_pending: str | None
-    plan: Any                     # a ReplayPlan (default: a read checkpoint's, else the log's own later attempt)
-    agent: Any                    # an agent model (default: as recorded in the log)
+    plan: ReplayPlan | None       # default: a read checkpoint's, else the log's own later attempt
+    agent: object | None          # an agent model (default: as recorded in the log)
     call_matching: str | None     # "position" or "function-id"
     expected_fingerprint: str | None
     max_parallelism: int | None
@@ -56,7 +75,7 @@ class LogLike(Protocol):
     raw: Any
     source: Any
 
-    def value(self, pos: int) -> Any: ...
+    def value(self, pos: int) -> ActionState | None: ...
 
 
 @runtime_checkable
@@ -77,10 +96,10 @@ class ReconstructionLike(Protocol):
     def log(self) -> Any: ...
 
     @property
-    def rule(self) -> Any: ...     # the DivergenceRule it ran under
+    def rule(self) -> DivergenceRule: ...     # the DivergenceRule it ran under
 
     @property
-    def markers(self) -> Any: ...  # the recovery markers of its rebuild window
+    def markers(self) -> Markers: ...  # the recovery markers of its rebuild window
 
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph: ...
 
@@ -169,6 +188,13 @@ class LogViewer(Protocol):
 
     def show_log(self, log: LogLike, rule: Any = None) -> None: ...
 
+
+#: What ``ai.diff`` (``diffing.as_side``) takes: a diff side, a selector string (``"prod.jsonl@attempt=2"``), a log,
+#: a reconstruction, a prediction or a replay executor.
+Diffable: TypeAlias = "Side | str | LogLike | ReconstructionLike | PredictionLike | ExecutorLike"
+
+#: What ``ai.write_report`` takes: a log, a reconstruction, a fleet scan or the directory a scan wrote.
+ReportSubject: TypeAlias = "LogLike | ReconstructionLike | ScanResult | str | os.PathLike[str]"
 
 #: What reads records takes: a log, a reconstruction, or their record frame (index = log position).
 RecordSource: TypeAlias = "LogLike | ReconstructionLike | pd.DataFrame"

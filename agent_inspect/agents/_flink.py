@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents._protocol import SUBAGENT_EVENT, ActionDecl, AgentEvent, BaseAgent, finish_inline
+
+if TYPE_CHECKING:
+    from agent_inspect.agents._protocol import ActionContext
 
 __all__ = ["FlinkAgentAdapter", "is_flink_agent"]
 
 _PLAIN_TYPE = re.compile(r"^[A-Za-z_][\w.$]*$")
 
 
-def is_flink_agent(obj: Any) -> bool:
+def is_flink_agent(obj: object) -> bool:
     """True for instances of a ``flink_agents`` Agent subclass (checked without importing the package).
 
     For example::
@@ -46,7 +49,7 @@ class FlinkAgentAdapter(BaseAgent):
         # ai.ReplayExecutor(log, agent=ai.agents.FlinkAgentAdapter(MyFlinkAgent()))   # with flink-agents installed
     """
 
-    def __init__(self, agent: Any) -> None:
+    def __init__(self, agent: object) -> None:
         self.agent = agent
         self._bodies: dict[str, Callable[..., Any]] = {}
         decls: list[ActionDecl] = []
@@ -61,7 +64,7 @@ class FlinkAgentAdapter(BaseAgent):
             raise ReplayError(f"{type(agent).__name__} declares no actions; mark them with flink-agents @action")
         super().__init__(decls)
 
-    def run_action(self, action: str, ctx: Any) -> None:
+    def run_action(self, action: str, ctx: ActionContext) -> None:
         body = self._bodies.get(action)
         if body is None:
             raise ReplayError(f"agent has no action {action!r}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -16,6 +16,11 @@ from agent_inspect.cases._run import expectation_rules, run_case
 from agent_inspect.recovery import ReplayPlan, predict
 from agent_inspect.rules import BrokenRuleError, GuardedRule, resolve_rule
 from agent_inspect.store import DivergenceRule
+
+if TYPE_CHECKING:
+    from agent_inspect._types import MarkersLike, RuleLike
+    from agent_inspect.agents import Agent
+    from agent_inspect.log import ActionStateLog
 
 __all__ = ["compare", "COLUMN_MEANINGS"]
 
@@ -29,8 +34,8 @@ COLUMN_MEANINGS = {c: define_column(c, aliases=_CALL_TERMS)
 """What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric)."""
 
 
-def compare(cases: str | Path | Case | Iterable[str | Path | Case] | Any, rules: Sequence[Any] | None = None, *, markers: Any = None, plan: Any = None,
-            agent: Any = None) -> pd.DataFrame:
+def compare(cases: str | Path | Case | Iterable[str | Path | Case] | ActionStateLog, rules: Sequence[RuleLike] | None = None, *,
+            markers: MarkersLike = None, plan: ReplayPlan | None = None, agent: Agent | None = None) -> pd.DataFrame:
     """Run every case under every rule; one row per (rule, case), long form.
 
     ``cases`` may also be a loaded ``ActionStateLog`` (a production journal): each rule's recovery is

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.cases._build import BuiltCase, build_case
 from agent_inspect.cases._format import Case, load_cases
 from agent_inspect.executor import ReplayExecutor
 
+if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
+
 __all__ = ["executor_for"]
 
 
-def executor_for(case: str | Path | Case | BuiltCase, *, rule: Any = None, **options: Any) -> ReplayExecutor:
+def executor_for(case: str | Path | Case | BuiltCase, *, rule: RuleLike | None = None, **options: Any) -> ReplayExecutor:
     """A :class:`ReplayExecutor` over a case's history (a path, a loaded ``Case`` or a ``BuiltCase``).
 
     ``rule`` defaults to the first rule the case has expectations for; ``options`` go to the executor.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -19,6 +19,9 @@ from agent_inspect.recovery import NOT_DISPATCHED, Prediction, predict
 from agent_inspect.recovery.engine import CallEvent, CallJournal, CallSlot
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import CacheEvent
+
+if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
 
 __all__ = ["CaseResult", "run_case", "run_call_case", "CALL_RULE"]
 
@@ -69,7 +72,7 @@ class CaseResult:
                 "calls": dict(self.calls)}
 
 
-def run_case(case: Case, rule: Any = "fixed", *, built: BuiltCase | None = None) -> CaseResult:
+def run_case(case: Case, rule: RuleLike = "fixed", *, built: BuiltCase | None = None) -> CaseResult:
     """Build ``case`` into a real log, predict its recovery under ``rule`` and check the expectation.
 
     ``rule`` is a rule name (its expectation is looked up by that name) or a

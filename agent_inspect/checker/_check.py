@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -50,10 +50,13 @@ from agent_inspect.checker._report import CheckReport, Counterexample
 from agent_inspect.checker._shrink import _assemble, _case_base, _history_lines, _judge_case, _restored, _shrink
 from agent_inspect.checker._sweep import sweep as sweep_shapes
 
+if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
+
 __all__ = ["check", "CheckReport", "Counterexample", "resolve_check_rule", "FAILURE_KINDS", "history_seeds",
            "KNOWN_LIMITS", "known_limit"]
 
-def check(rule: Any, *, n: int = 200, seed: int = 0, minimize: bool = True,
+def check(rule: RuleLike, *, n: int = 200, seed: int = 0, minimize: bool = True,
           options: HistoryOptions | Mapping[str, Any] | None = None, seeds: Sequence[int] | None = None,
           sweep: bool = True, **generator_options: Any) -> CheckReport:
     """Judge ``rule`` on ``n`` random recovery histories (reproducible from ``seed``).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect.checker._generate import (
@@ -15,6 +15,9 @@ from agent_inspect.checker._generate import (
 from agent_inspect.recovery import NOT_DISPATCHED, iter_entries, rebuild_records, simulate, window_mask
 from agent_inspect.rules import GuardedRule, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession
+
+if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
 
 __all__ = ["resolve_check_rule", "FAILURE_KINDS"]
 
@@ -30,7 +33,7 @@ _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "t
 # -- rules -------------------------------------------------------------------------------------------
 
 
-def resolve_check_rule(rule: Any) -> DivergenceRule:
+def resolve_check_rule(rule: RuleLike) -> DivergenceRule:
     """:func:`agent_inspect.rules.resolve_rule`, with its errors as :class:`RuleCheckError`.
 
     For example::

@@ -65,7 +65,8 @@ def _run(args: argparse.Namespace) -> int:
                "runtime": recovery.runtime.as_dict(), "what_if": recovery.what_if}
         if verification is not None:
             out["trace_agree"] = verification.agree
-            out["tokens"] = verification.tokens.to_dict()
+            ledger = verification.tokens
+            out["tokens"] = ledger.to_dict() if ledger is not None else None
             out["trace_verdict"] = verification.verdict.value
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -257,7 +257,7 @@ def subagent_ids(namespace_digest: str, *, session: int = 0, call: int = 1) -> S
     return SubagentIds(session_id, call_id, f"{session_id}#{call_id}")
 
 
-def python_function_id(fn: Any) -> str:
+def python_function_id(fn: Callable[..., object]) -> str:
     """The ``functionId`` Python ``durable_execute`` records for ``fn``: ``<module>.<qualname>`` (spec §13.1).
 
     For example::

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from agent_inspect._errors import InspectError
 
@@ -78,7 +78,7 @@ def marker_list(markers: MarkerMaps | MarkerSource | None) -> MarkerMaps | None:
     return markers
 
 
-def merge_markers(markers: Any, *, topic: str | None = None,
+def merge_markers(markers: MarkerMaps | MarkerSource, *, topic: str | None = None,
                   error: type[InspectError] = InspectError) -> dict[int, int]:
     """Merge recovery markers by minimum offset per partition (spec §6.5 step 2, §7.4 step 2).
 
@@ -90,11 +90,11 @@ def merge_markers(markers: Any, *, topic: str | None = None,
 
         ai.codec.merge_markers([{"0": 120, "1": 98}, {0: 110}])   # {0: 110, 1: 98}
     """
-    markers = marker_list(markers)
-    if isinstance(markers, Mapping):
-        markers = [markers]
+    found = marker_list(markers)
+    # checked one by one below: JSON markers have text keys, and the versioned form nests its offsets
+    maps = [found] if isinstance(found, Mapping) else cast("Iterable[object]", found)
     merged: dict[int, int] = {}
-    for marker in markers:
+    for marker in maps:
         if not isinstance(marker, Mapping):
             raise error(f"a recovery marker must be a mapping partition -> offset, got {type(marker).__name__}")
         if "offsets" in marker:

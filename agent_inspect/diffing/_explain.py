@@ -25,6 +25,8 @@ from agent_inspect.log import RuleMark, RuntimeInfo, rule_label, rule_mark
 from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
 
 __all__ = ["Explanation", "ExplainStep", "explain", "CAUSE_KINDS"]
@@ -189,9 +191,10 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
     return predict(log, recovery=settings), log, settings.markers, settings
 
 
-def explain(subject: Any, key: Any = None, seq: Any = None, action: Any = None, *,
+def explain(subject: str | LogLike | ReconstructionLike | PredictionLike, key: object = None, seq: int | None = None,
+            action: str | None = None, *,
             recovery: Recovery | None = None, task: int | None = None, event: str | None = None,
-            occurrence: int = 0, log: Any = None, also: Sequence[Any] = (),
+            occurrence: int = 0, log: ActionStateLog | None = None, also: Sequence[RuleLike] = (),
             **overrides: Unpack[RecoveryOverrides]) -> Explanation:
     """Why task (``key``, ``seq``, ``action``) was reused, resumed or rerun, as a chain of store decisions (or,
     for a task ``predict`` lists as NOT-DISPATCHED, why no lookup reached it).

@@ -10,7 +10,10 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from agent_inspect.codec import ActionState
 
 __all__ = ["FieldChange", "state_changes", "ABSENT"]
 
@@ -161,7 +164,7 @@ def _call_text(call: Any) -> str:
     return f"{call.function_id}/{digest} {call.status or '(no status)'}"
 
 
-def state_changes(a: Any, b: Any) -> list[FieldChange]:
+def state_changes(a: ActionState | None, b: ActionState | None) -> list[FieldChange]:
     """Every field in which action states ``a`` and ``b`` differ (either may be None: not decodable).
 
     For example::

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect.history import action_names
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from agent_inspect._types import LogLike
 
 __all__ = ["names_for"]
 
@@ -38,7 +43,7 @@ def model_names(log: Any) -> dict[str, str]:
     return names
 
 
-def names_for(*logs: Any, known: Any = ()) -> dict[str, str]:
+def names_for(*logs: LogLike | None, known: Mapping[str, str] | Iterable[str] = ()) -> dict[str, str]:
     """``{action UUID: name}`` for the actions of ``logs``: the as-recorded agent model's names first, then the
     log's own (:func:`agent_inspect.history.action_names`); ``known`` adds names the caller has.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import pandas as pd
 
@@ -19,6 +19,7 @@ from agent_inspect.diffing._sides import SelectorError, Side, as_side
 if TYPE_CHECKING:
     import networkx as nx
 
+    from agent_inspect._types import Diffable, LogLike
     from agent_inspect.diffing._explain import Explanation
     from agent_inspect.recovery import Recovery
 
@@ -147,7 +148,9 @@ class Diff(HtmlRepr):
             raise SelectorError(f"side {side!r}: use 'a' or 'b'")
         if s.kind == "prediction" and s.log is not None:
             options.setdefault("log", s.log)
-        return explain(s.source if s.source is not None else s.log, key, seq, action, **options)
+        # every side holds what it was made from, or at least its log
+        subject = s.source if s.source is not None else cast("LogLike", s.log)
+        return explain(subject, key, seq, action, **options)
 
     def to_dict(self, *, key: str | None = None, limit: int | None = None) -> dict[str, Any]:
         """Plain data for ``--json``: sides, counts, first divergences and the differing pairs."""
@@ -256,8 +259,8 @@ def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None, *,
             "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
 
 
-def diff(a: Any, b: Any, *, recovery: Recovery | None = None, key: str | None = None, log_a: Any = None,
-         log_b: Any = None, **overrides: Unpack[RecoveryOverrides]) -> Diff:
+def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str | None = None,
+         log_a: LogLike | None = None, log_b: LogLike | None = None, **overrides: Unpack[RecoveryOverrides]) -> Diff:
     """Diff anything against anything: logs, attempts, reconstructions or predictions under rules,
     replay executors, or selector strings (``"prod.jsonl@attempt=2"``, see
     :func:`agent_inspect.diffing.parse_selector`).

@@ -10,7 +10,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,9 @@ from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
+    from agent_inspect._types import Diffable
+    from agent_inspect.codec import ActionState
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
 
 __all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
@@ -153,20 +156,20 @@ class Side:
     label: str
     kind: str
     units: pd.DataFrame
-    log: Any = field(default=None, repr=False)
+    log: LogLike | None = field(default=None, repr=False)
     rule: str | None = None
     runtime: str | None = None
     source: Any = field(default=None, repr=False, compare=False)
     #: True when the side's rule is not the one its runtime ships (a hypothetical recovery)
     what_if: bool = False
 
-    def value(self, pos: Any) -> Any:
+    def value(self, pos: int | float | None) -> ActionState | None:
         """The decoded value of the record at ``pos`` (None without a log or a position)."""
         if self.log is None or pos is None or pd.isna(pos):
             return None
         return self.log.value(int(pos))
 
-    def raw_value(self, pos: Any) -> bytes | None:
+    def raw_value(self, pos: int | float | None) -> bytes | None:
         """The record's value bytes exactly as written (None for a tombstone or without a log)."""
         raw = getattr(self.log, "raw", None)
         if raw is None or pos is None or pd.isna(pos):
@@ -234,7 +237,7 @@ def _select_rows(records: pd.DataFrame, ann: pd.DataFrame, *, key: str | None, a
     return mask
 
 
-def attempt(log: Any, key: str | None, n: int) -> Side:
+def attempt(log: ActionStateLog, key: str | None, n: int) -> Side:
     """Attempt ``n`` (1-based, as :func:`agent_inspect.history.annotate` numbers them) of business key
     ``key`` (None: of every key) as a diff side.
 
@@ -247,7 +250,7 @@ def attempt(log: Any, key: str | None, n: int) -> Side:
     return select(log, attempt=n, key=key)
 
 
-def select(source: Any, *, recovery: Recovery | None = None, mode: str | None = None, attempt: int | None = None,
+def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recovery | None = None, mode: str | None = None, attempt: int | None = None,
            key: str | None = None, label: str | None = None, **overrides: Unpack[RecoveryOverrides]) -> Side:
     """A diff side from a log (or a source to load, or a selector string) and what to take from it.
 
@@ -408,7 +411,7 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
                 source=recon)
 
 
-def as_side(obj: Any, *, label: str | None = None, log: Any = None, recovery: Recovery | None = None,
+def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
     prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).
@@ -440,7 +443,8 @@ def as_side(obj: Any, *, label: str | None = None, log: Any = None, recovery: Re
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):
-        return Side(label or _default_label(obj), "log", _log_units(obj.records), log=obj, source=obj)
+        whole = cast("LogLike", obj)    # _is_log checked it
+        return Side(label or _default_label(whole), "log", _log_units(whole.records), log=whole, source=whole)
     raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
                         "(log.jsonl@attempt=2), ai.diffing.attempt(log, key, n), a reconstruction, a prediction "
                         "or a ReplayExecutor")

@@ -15,7 +15,7 @@ from agent_inspect._glossary import plural
 from agent_inspect.fleet._task import CALLS_PREFIX
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog, RuntimeInfo
+    from agent_inspect.log import ActionStateLog, RuntimeInfo, SourceSpec
     from agent_inspect.recovery import Reconstruction
 
 __all__ = ["ScanResult", "RESULT_FILES"]
@@ -68,7 +68,7 @@ class ScanResult:
     dashboard: str | None = None
     seconds: float | None = None
     fleet_wide: tuple[str, ...] = ()
-    spec: Any = field(default=None, repr=False)
+    spec: SourceSpec | None = field(default=None, repr=False)
     #: the scanned rules that are what-ifs (not the rule the runtime ships)
     what_if: tuple[str, ...] = ()
 

@@ -10,7 +10,7 @@ import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import pandas as pd
 
@@ -29,7 +29,14 @@ from agent_inspect.fleet._task import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from distributed import Client
+
+    from agent_inspect._types import MarkersLike, RuleLike
+    from agent_inspect.log import SourceSpec, Window
     from agent_inspect.recovery import Recovery
+    from agent_inspect.sources import ConnectionFactory
 
 __all__ = ["ScanPlan", "plan_scan", "scan", "RUNTIMES"]
 
@@ -48,20 +55,20 @@ class ScanPlan:
     """
 
     source: str
-    spec: Any
-    windows: tuple[Any, ...]
+    spec: SourceSpec
+    windows: tuple[Window, ...]
     markers: Mapping[int, int] | None = None
 
     @property
     def records_planned(self) -> int | None:
         """Records to read, when the source says so before reading (Kafka)."""
-        sizes = [w.records_planned for w in self.windows]
-        return None if any(s is None for s in sizes) else sum(sizes)
+        sizes = [w.records_planned for w in self.windows if w.records_planned is not None]
+        return sum(sizes) if len(sizes) == len(self.windows) else None
 
 
-def plan_scan(source: str | os.PathLike[str], markers: Any = None, *, config: Mapping[str, Any] | None = None,
+def plan_scan(source: str | os.PathLike[str], markers: MarkersLike = None, *, config: Mapping[str, Any] | None = None,
               timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
-              connection_factory: Any = None) -> ScanPlan:
+              connection_factory: ConnectionFactory | None = None) -> ScanPlan:
     """Plan a scan of ``source`` (``kafka://host:port/topic``, ``fluss://host:port/db.table``, a dump file or a
     directory of dumps).
 
@@ -153,11 +160,12 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
 
 
 def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None = None,
-         what_if: Sequence[Any] = ("fixed",), client: Any = None, output: str | os.PathLike[str] | None = None,
+         what_if: Sequence[RuleLike] = ("fixed",), client: str | Client | None = None, output: str | os.PathLike[str] | None = None,
          workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
          allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
-         dashboard: bool = True, on_progress: Any = None, on_start: Any = None,
-         connection_factory: Any = None, **overrides: Unpack[RecoveryOverrides]) -> ScanResult:
+         dashboard: bool = True, on_progress: Callable[[int, int, int], object] | None = None,
+         on_start: Callable[[str | None], object] | None = None, connection_factory: ConnectionFactory | None = None,
+         **overrides: Unpack[RecoveryOverrides]) -> ScanResult:
     """Scan a whole action-state topic (or dump) partition-parallel on Dask: what would a restore do to every key?
 
     - ``source``: ``kafka://host:port/topic``, ``fluss://host:port/db.table`` (one task per bucket), a dump
@@ -222,7 +230,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     for r in rules:
         if isinstance(r, str):
             resolve_rule(r)  # an unknown name fails here, not in every task
-    markers = given.get("markers")
+    markers = cast("MarkersLike", given.get("markers"))   # as the caller passed them
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)
@@ -251,7 +259,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
 
 
 def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, progress: bool,
-         on_progress: Any) -> tuple[list[Any], list[dict[str, Any]]]:
+         on_progress: Callable[[int, int, int], object] | None) -> tuple[list[Any], list[dict[str, Any]]]:
     from distributed import as_completed
 
     from agent_inspect.log import SourceSpec  # noqa: F401 - the spec's class must import on workers too

@@ -22,6 +22,8 @@ from agent_inspect.codec import PlanSource
 from agent_inspect.store import CacheEvent, Outcome
 
 if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Simulation
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
@@ -58,7 +60,7 @@ class ScanOptions:
         ai.fleet.scan_window(spec.spec, window, ai.fleet.ScanOptions(rules=("original", "fixed")))
     """
 
-    rules: tuple[Any, ...] = ("original", "fixed")   # names or DivergenceRule objects
+    rules: tuple[RuleLike, ...] = ("original", "fixed")
     markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window, {} a fresh start
     runtime: str = "auto"
     output: str | None = None                  # directory for the records as hive-partitioned Parquet
@@ -182,7 +184,7 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
                          plan_source=options.plan_source)
 
 
-def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
+def key_frame(log: ActionStateLog, *, rules: Sequence[RuleLike] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
               runtime: str = "auto", plan_source: PlanSource | None = None) -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
 
@@ -201,7 +203,7 @@ def key_frame(log: Any, *, rules: Sequence[str] = ("original", "fixed"), markers
         return _key_frame(log, rules, markers, runtime, plan_source)
 
 
-def _key_frame(log: Any, rules: Sequence[str], markers: Mapping[int, int] | None, runtime: str,
+def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] | None, runtime: str,
                plan_source: PlanSource | None) -> pd.DataFrame:
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate

@@ -41,7 +41,7 @@ GROUP_EDGE_KINDS = {
 _SEVERITY = ("evicted", "invalidated", "not-in-log", "pruned", "in-flight", "superseded", "live")
 
 
-def attempt_group(attempt: Any) -> tuple[str, Any]:
+def attempt_group(attempt: int) -> tuple[str, int]:
     """The id of the group node of one attempt.
 
     For example::
@@ -51,7 +51,7 @@ def attempt_group(attempt: Any) -> tuple[str, Any]:
     return ("attempt", attempt)
 
 
-def range_group(attempt: Any, first: Any, last: Any) -> tuple[str, Any, Any, Any]:
+def range_group(attempt: int, first: int, last: int) -> tuple[str, int, int, int]:
     """The id of the group node of the rounds ``first``..``last`` of one attempt.
 
     For example::
@@ -61,7 +61,7 @@ def range_group(attempt: Any, first: Any, last: Any) -> tuple[str, Any, Any, Any
     return ("rounds", attempt, first, last)
 
 
-def round_group(attempt: Any, seq: Any) -> tuple[str, Any, Any]:
+def round_group(attempt: int, seq: int) -> tuple[str, int, int]:
     """The id of the group node of one round (``seq``) of one attempt.
 
     For example::

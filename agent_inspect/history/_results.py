@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_inspect.codec import ActionState, Event
 
 __all__ = ["subagent_result_events"]
 
 
-def subagent_result_events(state: Any) -> tuple[Any, ...]:
+def subagent_result_events(state: ActionState | None) -> tuple[Event, ...]:
     """A record's ``subagentResultEvents`` (V4, addendum §1.1) as ``codec.Event`` objects; () when absent.
 
     The one place that reads the property: the codec's own field when it has one, else the

@@ -57,7 +57,7 @@ SUMMARY_LABELS: dict[str, tuple[str, str]] = {
 """machine name -> (label, explanation); fields not listed here keep their name as label"""
 
 
-def plain_text(v: Any, empty: str = "—") -> str:
+def plain_text(v: object, empty: str = "—") -> str:
     """A summary value as text (shared by the HTML view and the CLI's ``summary``).
 
     For example::

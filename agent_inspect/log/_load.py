@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
@@ -24,6 +24,9 @@ from agent_inspect.sources import (
     split_source_url,
     take,
 )
+
+if TYPE_CHECKING:
+    from agent_inspect._types import MarkersLike
 
 __all__ = ["load", "load_file", "load_fluss", "load_kafka", "build_log"]
 
@@ -52,7 +55,7 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
     return load_file(text, **options)
 
 
-def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None,
+def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False, workers: int | None = 1) -> ActionStateLog:
@@ -94,7 +97,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: Any = None
     return check_business_keys(log, business_keys, known=lambda: others) if business_keys is not None else log
 
 
-def load_fluss(bootstrap_servers: str | None, table: str, *, markers: Any = None,
+def load_fluss(bootstrap_servers: str | None, table: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,10 @@ from agent_inspect.log._identity import verify_identity
 from agent_inspect.log._runtime import RuntimeInfo, infer_runtime
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import write_parquet
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
 
 __all__ = ["ActionStateLog", "COLUMNS", "plain_text", "logged_key"]
 
@@ -122,7 +126,7 @@ class ActionStateLog(HtmlRepr):
         named = logged_key(str(key), set(map(str, column.dropna().unique())))
         return self.select(column == (key if named is None else named))
 
-    def select(self, rows: Any) -> ActionStateLog:
+    def select(self, rows: pd.Series | np.ndarray | Sequence[bool]) -> ActionStateLog:
         """A log of the records where ``rows`` (a boolean mask over :attr:`records`) holds, values included
         (positions renumbered from 0, order kept): e.g. one partition, ``log.select(log.records["partition"] == 0)``."""
         mask = np.asarray(pd.Series(rows).fillna(False), dtype=bool)
@@ -138,7 +142,7 @@ class ActionStateLog(HtmlRepr):
         sub._cache = {new: self._cache[old] for new, old in enumerate(idx) if old in self._cache}
         return sub
 
-    def to_parquet(self, path: str | os.PathLike[str]) -> Any:
+    def to_parquet(self, path: str | os.PathLike[str]) -> Path:
         """Write the exact records and source metadata to Parquet (reload with ``ai.load(path)``)."""
         return write_parquet(self, path)
 

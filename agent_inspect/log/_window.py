@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
 from agent_inspect.log._assemble import build_log, check_business_keys, key_texts
@@ -36,6 +36,9 @@ from agent_inspect.sources import (
     take,
     write_parquet,
 )
+
+if TYPE_CHECKING:
+    from agent_inspect._types import MarkersLike
 
 __all__ = ["SourceSpec", "Window", "plan_windows", "read_window", "write_window", "write_dataset_meta", "load_dataset",
            "is_dataset", "DATASET_FILE"]
@@ -104,7 +107,7 @@ class Window:
         return base if self.partition is None else f"{base}#p{self.partition}"
 
 
-def plan_windows(source: str | os.PathLike[str], *, markers: object = None, config: Mapping[str, object] | None = None,
+def plan_windows(source: str | os.PathLike[str], *, markers: MarkersLike = None, config: Mapping[str, object] | None = None,
                  timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
                  connection_factory: ConnectionFactory | None = None) -> tuple[SourceSpec, list[Window]]:
     """Plan one window per partition of ``kafka://host:port/topic``, per bucket of ``fluss://host:port/db.table``,
@@ -150,7 +153,7 @@ def plan_windows(source: str | os.PathLike[str], *, markers: object = None, conf
                        markers=merge_markers(markers) if markers is not None else None)
 
 
-def _plan_kafka(servers: str, topic: str, *, markers: Any, config: Mapping[str, Any] | None, timeout: float,
+def _plan_kafka(servers: str, topic: str, *, markers: MarkersLike, config: Mapping[str, Any] | None, timeout: float,
                 allow_data_loss: bool) -> tuple[SourceSpec, list[Window]]:
     batches, info = open_kafka(servers, topic, markers=markers, config=config, progress=False, timeout=timeout,
                                allow_data_loss=allow_data_loss)

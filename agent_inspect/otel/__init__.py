@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from agent_inspect._errors import InspectError
 from agent_inspect._types import PredictionLike, RecoveryOverrides
 from agent_inspect.otel._spans import CALL_OPERATIONS, _predicted_only, span_id_of, spans_of, trace_id_of
 
 if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery import Recovery
+    from agent_inspect.trace import TraceLog, Verification
 
 __all__ = ["to_otel", "spans_of", "trace_id_of", "span_id_of", "OtelExport", "CALL_OPERATIONS", "RESOURCE"]
 
@@ -56,8 +58,8 @@ def _rule_label(v: Any) -> str:
     return str(getattr(v, "rule_label", v.rule))
 
 
-def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] | None = None, *,
-            trace: Any = None, project: str | None = None, headers: dict[str, str] | None = None,
+def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathLike[str], endpoint: str | None = None,
+            path: str | os.PathLike[str] | None = None, *, trace: TraceLog | str | os.PathLike[str] | None = None, project: str | None = None, headers: dict[str, str] | None = None,
             explain_chain: bool = True, recovery: Recovery | None = None,
             **settings: Unpack[RecoveryOverrides]) -> OtelExport:
     """Send a recovery to an OTLP/HTTP ``endpoint`` or write it to ``path`` (OTLP JSON); exactly one of them.
@@ -77,12 +79,13 @@ def to_otel(obj: Any, endpoint: str | None = None, path: str | os.PathLike[str] 
 
     if (endpoint is None) == (path is None):
         raise InspectError("to_otel needs exactly one of endpoint= (an OTLP/HTTP URL) or path= (a JSON file)")
+    v: Any     # a Verification, or a prediction alone in its shape
     if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule"):
         v = obj
     elif isinstance(obj, PredictionLike):       # a prediction alone, under its own rule and markers
         v = _predicted_only(obj)
     else:
-        log = obj
+        log = cast("ActionStateLog", obj)       # a verification was taken above
         if isinstance(obj, (str, os.PathLike)):
             from agent_inspect.log import load
 

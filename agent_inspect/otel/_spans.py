@@ -13,12 +13,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike
+
+if TYPE_CHECKING:
+    from agent_inspect._types import PredictionLike
+    from agent_inspect.trace import Verification
 
 __all__ = ["spans_of", "trace_id_of", "span_id_of", "CALL_OPERATIONS"]
 
@@ -93,7 +97,7 @@ def _predicted_only(prediction: Any, log: Any = None, markers: Any = None) -> An
                            what_if=bool(recovery is not None and recovery.what_if), tokens=None)
 
 
-def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str, Any]]:
+def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool = True) -> list[dict[str, Any]]:
     """The spans of a checked recovery (``ai.verify(...)``, with or without ``.with_tokens()``), or of a
     prediction alone (``ai.predict(...)``).
 
@@ -111,7 +115,8 @@ def spans_of(verification: Any, *, explain_chain: bool = True) -> list[dict[str,
     """
     from agent_inspect.trace import call_tokens
 
-    v = verification if hasattr(verification, "trace") or not isinstance(verification, PredictionLike) \
+    # a Verification, or a prediction alone in its shape
+    v: Any = verification if hasattr(verification, "trace") or not isinstance(verification, PredictionLike) \
         else _predicted_only(verification)       # a prediction alone: its tasks, no trace
     trace = v.trace
     tasks = v.tasks

@@ -128,17 +128,17 @@ class ReplayContext:
 
     # -- durable calls --------------------------------------------------------------------------
 
-    def durable_execute(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def durable_execute(self, fn: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> Any:
         """Run a durable call; a matching recorded result is replayed by position (§9.4)."""
         reconciler = kwargs.pop("reconciler", None)
         fid, digest, call = self._identity(fn, args, kwargs)
         return self.calls.call(fid, digest, call, reconciler=reconciler)
 
-    def durable_execute_async(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def durable_execute_async(self, fn: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> Any:
         """The awaitable variant: the call is made (and recorded) only when awaited (§9.4, §13.1)."""
         return _Deferred(lambda: self.durable_execute(fn, *args, **kwargs))
 
-    def durable_execute_reconcilable(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def durable_execute_reconcilable(self, fn: Callable[..., Any] | str, *args: Any, **kwargs: Any) -> Any:
         """A reconcilable durable call (a PENDING slot with the same identity runs the reconciler):
         ``(function_id, args_digest, call, reconciler)`` or ``(fn, *args, reconciler=r, **kw)``."""
         if isinstance(fn, str):

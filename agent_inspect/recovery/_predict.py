@@ -184,7 +184,7 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
             "cache_ops": []}
 
 
-def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: Any = None,
+def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: ActionStateLog | None = None,
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
              runtime: str | RuntimeLike = "0.3", key_format: str | None = None, rows: bool = True) -> Simulation:
     """Run ``plan`` with ``agent`` through an already rebuilt ``session`` (which it changes) on the engine, with

@@ -19,6 +19,7 @@ from agent_inspect.rules import resolve_rule
 from agent_inspect.store import DivergenceRule, Entry, RecoverySession
 
 if TYPE_CHECKING:
+    from agent_inspect._types import LogLike, MarkersLike
     from agent_inspect.log import ActionStateLog
 
 __all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
@@ -28,7 +29,7 @@ Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
 """Recovery markers: one ``{partition: offset}`` map per subtask (spec §6.4, §7.4), or None."""
 
 
-def normalize_markers(markers: Markers) -> dict[int, int] | None:
+def normalize_markers(markers: MarkersLike) -> dict[int, int] | None:
     """Start offset per partition: the minimum over all markers (plain maps or the versioned Kafka form, §6.4);
     None for a fresh start (no markers, or ``[]``: spec §6.5 step 1).
 
@@ -154,8 +155,8 @@ def _col(records: pd.DataFrame, name: str, default: Any = None) -> list[Any]:
     return list(values)
 
 
-def iter_entries(log: Any, positions: Iterable[int] | np.ndarray | None = None, *,
-                 attempts: Sequence[Any] | None = None,
+def iter_entries(log: LogLike | pd.DataFrame, positions: Iterable[int] | np.ndarray | None = None, *,
+                 attempts: Sequence[int | None] | None = None,
                  undecodable: bool = False) -> Iterator[tuple[int, Entry | Undecodable | None, str | None]]:
     """``(pos, entry, state_key)`` for rows of the log in order; entry None for a tombstone.
 
@@ -231,7 +232,7 @@ _ENTRY_COLUMNS = (
 )
 
 
-def source_kind_of(log: Any) -> str | None:
+def source_kind_of(log: LogLike | pd.DataFrame | None) -> str | None:
     """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present).
 
     For example::
@@ -350,7 +351,7 @@ def whole_log_markers(log: ActionStateLog | pd.DataFrame) -> list[dict[int, int]
 
 def rebuild(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule | str = "fixed", markers: Markers = None, *,
             session: RecoverySession | None = None, expected_fingerprint: str | None = None,
-            max_parallelism: int | None = None, attempts: Sequence[Any] | None = None,
+            max_parallelism: int | None = None, attempts: Sequence[int | None] | None = None,
             refresh: Collection[int] = ()) -> RecoverySession:
     """Rebuild the cache the way a restore does and return the driven :class:`RecoverySession`.
 

@@ -28,7 +28,9 @@ from agent_inspect.store import Outcome, RecordStatus, RecoverySession
 if TYPE_CHECKING:
     import networkx as nx
 
+    from agent_inspect._types import LogLike
     from agent_inspect.agents import Agent
+    from agent_inspect.codec import ActionState
     from agent_inspect.history import History
     from agent_inspect.log import RuntimeInfo
     from agent_inspect.recovery._prediction import Prediction
@@ -61,7 +63,7 @@ class Reconstruction(HtmlRepr):
         result.divergences, result.evictions, result.summary()
     """
 
-    log: Any
+    log: LogLike | pd.DataFrame
     rule: DivergenceRule
     markers: Markers
     records: pd.DataFrame
@@ -86,7 +88,7 @@ class Reconstruction(HtmlRepr):
         """The simulated cache after the rebuild and the replay."""
         return self.session.store
 
-    def value(self, pos: int) -> Any:
+    def value(self, pos: int) -> ActionState | None:
         """The decoded value of the record at ``pos`` (delegates to the log)."""
         return self.log.value(pos)
 
@@ -151,7 +153,7 @@ class Reconstruction(HtmlRepr):
         yield Table(table, caption="divergences")
 
 
-def reconstruct(subject: Any, *, recovery: Recovery | None = None, replay: bool = True,
+def reconstruct(subject: LogLike | pd.DataFrame, *, recovery: Recovery | None = None, replay: bool = True,
                 **overrides: Unpack[RecoveryOverrides]) -> Reconstruction:
     """Reconstruct what a restore does with ``subject``: an ``ActionStateLog`` (``log.select(mask)`` for a part,
     e.g. one partition: every step is partition-local, except the snapshot Kafka cross-key eviction, which spans

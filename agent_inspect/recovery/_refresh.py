@@ -7,7 +7,7 @@ one whose bytes equal the latest earlier value of its state key in its partition
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from agent_inspect._types import LogLike, RuntimeLike
+    from agent_inspect.codec import ActionState, Event
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
@@ -348,7 +349,7 @@ def queued_event(value: Callable[[int], Any], task: Queued) -> Any:
     return state.task_event if task.output < 0 else state.output_events[task.output]
 
 
-def with_subagent_result_events(state: Any, events: Any) -> Any:
+def with_subagent_result_events(state: ActionState, events: Iterable[Event]) -> ActionState:
     """``state`` (an ``agent_inspect.codec.ActionState``) carrying ``events`` as its ``subagentResultEvents`` (V4),
     for writers of synthetic logs.
 

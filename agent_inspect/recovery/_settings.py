@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
+from agent_inspect._types import MarkersLike, RuleLike
 from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
 from agent_inspect.recovery._plan import ReplayPlan
@@ -28,12 +29,6 @@ __all__ = ["Recovery", "CallMatching", "RuleLike", "MarkersLike", "STORE_FLAVOUR
 
 CallMatching = Literal["position", "function-id"]
 """How a replayed durable call is matched to a recorded one: by position or by function id."""
-#: What a rule may be given as: a built-in name, ``"original:<flavour>"``, ``"module:Class"``, a class or an instance.
-RuleLike: TypeAlias = "str | DivergenceRule | type[DivergenceRule]"
-
-
-#: Markers as a verb takes them: None (the whole loaded log), ``[]`` (a fresh start), maps, or a MarkerSource.
-MarkersLike: TypeAlias = "Markers | MarkerSource"
 STORE_FLAVOURS = ("auto", *FLAVOURS)
 """Store flavours of the original rule (spec §8.2–§8.3): ``"auto"`` picks the log's (Kafka/Fluss snapshot or segment)."""
 SETTING_NAMES = ("rule", "markers", "runtime", "store_flavour", "kafka_pending", "plan", "agent", "call_matching",

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import pandas as pd
 
@@ -23,20 +23,24 @@ from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
 
+if TYPE_CHECKING:
+    from agent_inspect._types import ReportSubject
+    from agent_inspect.trace import Verification
+
 __all__ = ["write_report", "render_report", "affected_keys", "prediction_of", "ledger_totals"]
 
 _REMOVED = ("evicted", "invalidated")
 
 
 def write_report(
-    subject: Any,
+    subject: ReportSubject,
     path: str | Path,
     *,
     recovery: Recovery | None = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
-    verification: Any = None,
+    verification: Verification | None = None,
     **overrides: Unpack[RecoveryOverrides],
 ) -> Path:
     """Write one self-contained HTML file (plotly.js embedded, opens offline) and return its path.
@@ -65,13 +69,13 @@ def write_report(
 
 
 def render_report(
-    subject: Any,
+    subject: ReportSubject,
     *,
     recovery: Recovery | None = None,
     title: str | None = None,
     max_keys: int = 3,
     max_rows: int = 50,
-    verification: Any = None,
+    verification: Verification | None = None,
     **overrides: Unpack[RecoveryOverrides],
 ) -> str:
     """The report of :func:`write_report` as an HTML string.
@@ -362,7 +366,7 @@ def affected_keys(records: pd.DataFrame, *, limit: int) -> list[tuple[Any, int]]
     return [(k, int(n)) for k, n in counts[counts > 0].head(limit).items()]
 
 
-def prediction_of(result: Any, recovery: Recovery | None = None) -> Prediction | None:
+def prediction_of(result: ReconstructionLike, recovery: Recovery | None = None) -> Prediction | None:
     """The static prediction (tasks and re-execution ledger) of ``result``'s recovery, or None.
 
     ``recovery``: the settings ``result`` was reconstructed with (default: the ones it carries, its

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent_inspect._glossary import define
 from agent_inspect._html import escape, frame_html
 
+if TYPE_CHECKING:
+    from agent_inspect.fleet import ScanResult
+
 __all__ = ["is_scan", "scan_sections"]
 
 
-def is_scan(obj: Any) -> bool:
+def is_scan(obj: object) -> TypeGuard[ScanResult]:
     """A :class:`~agent_inspect.fleet.ScanResult` (or anything shaped like one)."""
     import pandas as pd
 

@@ -13,6 +13,7 @@ from agent_inspect._errors import SourceError
 from agent_inspect.samples._trace import TRACE_RULE
 
 if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
     from agent_inspect.agents import Agent
     from agent_inspect.executor import ReplayExecutor
     from agent_inspect.log import ActionStateLog
@@ -142,7 +143,7 @@ class Sample:
     key_format: str
     num_partitions: int
 
-    def executor(self, rule: Any = "fixed", **options: Any) -> ReplayExecutor:
+    def executor(self, rule: RuleLike = "fixed", **options: Any) -> ReplayExecutor:
         """A :class:`~agent_inspect.ReplayExecutor` of the restore this sample shows, with its agent.
 
         The payloads are the generator's own, so they are trusted (unpickled) and memory envelopes

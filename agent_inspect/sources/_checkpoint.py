@@ -8,9 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_inspect._errors import SourceError
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 __all__ = ["CheckpointFiles", "open_checkpoint"]
 
@@ -30,7 +33,7 @@ class CheckpointFiles:
     location: str                       # the directory holding _metadata, as given (URL or path)
     metadata: bytes
     modified: datetime | None
-    _fs: Any = None                     # an fsspec filesystem, or None for local paths
+    _fs: AbstractFileSystem | None = None   # None for local paths
 
     def read_state_file(self, path: str, *, relative: bool = False) -> bytes:
         """The bytes of a state file a handle names.

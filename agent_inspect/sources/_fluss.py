@@ -11,13 +11,16 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import BrokerUnreachable, SourceError
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter
 from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
+
+if TYPE_CHECKING:
+    from agent_inspect._types import MarkersLike
 
 __all__ = ["ConnectionFactory", "read_fluss", "plan_fluss", "read_fluss_bucket"]
 
@@ -31,7 +34,7 @@ _SECRET_HINTS = ("password", "secret", "jaas", "token")
 _POLL_MS = 200
 
 
-def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
+def read_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False, connection_factory: ConnectionFactory | None = None,
@@ -62,7 +65,7 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: Any = None,
     return _run(main)
 
 
-def plan_fluss(bootstrap: str | None, table: str, *, markers: Any = None, config: Mapping[str, Any] | None = None,
+def plan_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None, config: Mapping[str, Any] | None = None,
                timeout: float = 10.0, allow_data_loss: bool = False,
                connection_factory: ConnectionFactory | None = None) -> SourceInfo:
     """The buckets of ``db.table`` and the offsets a read would take (marker or earliest, to latest); no records.

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import BrokerUnreachable, SourceError
@@ -24,6 +24,10 @@ from agent_inspect.sources._offsets import (
     versioned_marker_topic_ids,
 )
 from agent_inspect.sources._progress import progress_bar
+
+if TYPE_CHECKING:
+    from agent_inspect._types import MarkersLike
+    from agent_inspect.sources._progress import Counter
 
 __all__ = ["open_kafka", "read_partitions", "client_config"]
 
@@ -42,7 +46,7 @@ _WAIT = 0.05  # seconds a consume() may wait to fill its count; a short wait han
 _SECRET_HINTS = ("password", "secret", "jaas", "token", "key")
 
 
-def open_kafka(bootstrap: str | None, topic: str, *, markers: Any = None,
+def open_kafka(bootstrap: str | None, topic: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False, other_keys: set[str] | None = None
@@ -205,7 +209,7 @@ def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, e
 
 
 def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys: list[str] | None,
-                    timeout: float, bar: Any) -> Iterator[RawBatch]:
+                    timeout: float, bar: Counter | None) -> Iterator[RawBatch]:
     """Read ``plan``'s ranges with a consumer of its own (one share of a parallel load); counts go to ``bar``.
 
     ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it.

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import DataLossError, SourceError, UnknownPartitionError
 from agent_inspect.codec import merge_markers as codec_merge_markers
+
+if TYPE_CHECKING:
+    from agent_inspect.codec._markers import MarkerMaps, MarkerSource
 
 __all__ = ["ReadPlan", "merge_markers", "plan_reads", "check_kafka_markers", "versioned_marker_topic_ids"]
 
@@ -31,7 +34,7 @@ class ReadPlan:
         return sum(self.end[p] - self.start[p] for p in self.start)
 
 
-def merge_markers(markers: Any, *, topic: str | None = None) -> dict[int, int]:
+def merge_markers(markers: MarkerMaps | MarkerSource, *, topic: str | None = None) -> dict[int, int]:
     """Merge recovery markers by minimum per partition; plain maps or the versioned Kafka form (spec §6.4).
 
     For example::

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm
 
 __all__ = ["progress_bar"]
 
 
-def progress_bar(*, total: int | None, desc: str, enabled: bool) -> Any:
+class Counter(Protocol):
+    """What a read counts its records on: a tqdm bar, or anything with ``update(n)``."""
+
+    def update(self, n: int) -> object: ...
+
+
+def progress_bar(*, total: int | None, desc: str, enabled: bool) -> tqdm:
     """Records read so far, with records/s; a no-op bar when ``enabled`` is false.
 
     For example::

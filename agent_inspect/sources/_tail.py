@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
 from agent_inspect.raw import RawBatch, SourceInfo
@@ -28,6 +28,9 @@ from agent_inspect.sources._kafka import (
     client_config,
 )
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer
 
 __all__ = ["KafkaTail", "open_kafka_tail"]
 
@@ -45,7 +48,7 @@ class KafkaTail:
         tail.close()
     """
 
-    def __init__(self, consumer: Any, topic: str, starts: Mapping[int, int], info: SourceInfo,
+    def __init__(self, consumer: Consumer | None, topic: str, starts: Mapping[int, int], info: SourceInfo,
                  keys: list[str] | None, errors: list[str], conf: Mapping[str, Any] | None = None) -> None:
         self._consumer: Any = consumer  # None while suspended
         self._conf = dict(conf) if conf is not None else None  # to reopen after suspend()

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect._glossary import count_words
 from agent_inspect.trace._runtime import call_entity
+
+if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.trace._model import TraceLog
 
 __all__ = ["join", "JOIN_COLUMNS", "JOIN_METHODS"]
 
@@ -52,7 +56,7 @@ def _action_names(log: Any) -> dict[str, str]:
     return names
 
 
-def join(trace: Any, log: Any, *, call_kind: Callable[[str | None], str | None] = call_entity) -> pd.DataFrame:
+def join(trace: TraceLog, log: ActionStateLog, *, call_kind: Callable[[str | None], str | None] = call_entity) -> pd.DataFrame:
     """Every action execution of ``trace`` joined to the action-state records of ``log``, and every llm /
     tool child to a durable CallResult of its execution's record.
 

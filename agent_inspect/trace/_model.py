@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,9 @@ import pandas as pd
 from agent_inspect._errors import SourceError
 from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Term, Text
+
+if TYPE_CHECKING:
+    from agent_inspect.sources import TraceFile
 
 __all__ = ["TraceLog", "load_trace", "parse_items", "parse_trace", "order_records", "ENTITY_TYPES", "STATUSES",
            "PROBLEM_CATEGORIES", "TRACE_COLUMNS", "METADATA_COLUMNS", "TRUNCATION_WRAPPERS", "EVENT_LOG_LIFECYCLE", "ERROR_COLUMNS",
@@ -327,7 +330,7 @@ class TraceLog(HtmlRepr):
     """
 
     records: pd.DataFrame
-    files: tuple[Any, ...] = ()
+    files: tuple[TraceFile, ...] = ()
     source: str = ""
     duplicates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DUPLICATE_COLUMNS), repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

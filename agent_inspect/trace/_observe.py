@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from agent_inspect.trace._model import TraceLog
 
 __all__ = ["executions", "calls", "OBSERVED", "EXECUTION_COLUMNS", "CALL_COLUMNS"]
 
@@ -36,7 +39,7 @@ def _span(stamps: list[Any]) -> tuple[Any, Any]:
     return (min(present), max(present)) if present else (pd.NaT, pd.NaT)
 
 
-def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
+def calls(trace: TraceLog, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     """One row per child execution (llm, tool, parser, subagent), in order of first record.
 
     ``replayed`` follows the signatures of addendum §3.3: a cached LLM result reports ``success`` with
@@ -85,7 +88,7 @@ def calls(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     return frame
 
 
-def executions(trace: Any, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
+def executions(trace: TraceLog, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     """One row per action execution, in order of its first record, with what the trace shows it did.
 
     ``observed``: REUSE (status ``reused``), FAILED, RESUME (ran and at least one durable call was

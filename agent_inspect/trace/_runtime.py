@@ -12,7 +12,10 @@ import uuid
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect.executor import ReplayExecutor
 
 __all__ = ["trace_from_executor", "call_entity"]
 
@@ -85,7 +88,7 @@ def _record(ts: str, detail: str, *, input_run_id: str | None, business_key: str
     return rec
 
 
-def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Sequence[Any] = (),
+def trace_from_executor(ex: ReplayExecutor, *, agent_name: str | None = None, inputs: Sequence[object] = (),
                         start_ms: int = 0, seed: int = 0, detail: str = "STANDARD",
                         call_kind: Callable[[str | None], str | None] = call_entity,
                         scope: str = "ALL") -> list[dict[str, Any]]:
@@ -184,7 +187,7 @@ def trace_from_executor(ex: Any, *, agent_name: str | None = None, inputs: Seque
             cid = new_id()
             status = str((s.detail or {}).get("status") or "SUCCEEDED")
             end = "failed" if status == "FAILED" else "success"
-            common = dict(input_run_id=run, business_key=s.key, agent_name=agent_name, entity_type=entity,
+            common: dict[str, Any] = dict(input_run_id=run, business_key=s.key, agent_name=agent_name, entity_type=entity,
                           entity_name=s.function_id, execution_id=cid, parent_execution_id=eid)
             problem = {"llm": "model_call_failed", "tool": "tool_call_failed"}.get(entity) if end == "failed" else None
             failure = {"errorType": "RecordedCallError", "errorMessage": "the call failed"} if end == "failed" else {}

@@ -14,7 +14,7 @@ import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
@@ -23,6 +23,12 @@ from agent_inspect._glossary import plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable_rows
 from agent_inspect.trace._runtime import call_entity
+
+if TYPE_CHECKING:
+    from agent_inspect._types import PredictionLike, RuleLike
+    from agent_inspect.recovery import ReplayPlan
+    from agent_inspect.trace._model import TraceLog
+    from agent_inspect.trace._verification import Verification
 
 __all__ = ["TokenLedger", "Prices", "token_ledger", "call_tokens", "parse_prices", "prices_from_toml",
            "TOKEN_ATTRIBUTES", "human_tokens"]
@@ -50,7 +56,7 @@ def _int(v: Any) -> int | None:
     return None
 
 
-def call_tokens(trace: Any) -> pd.DataFrame:
+def call_tokens(trace: TraceLog) -> pd.DataFrame:
     """One row per ``llm`` execution of ``trace``: ids, key, name, model, ``replayed`` and the token counts its
     records carry (``<NA>`` when none does).
 
@@ -194,7 +200,7 @@ class TokenLedger(HtmlRepr):
             text += f"; under {r.rule} it would have re-spent {human_tokens(r.tokens)}{c}"
         return text
 
-    def for_task(self, key: Any, seq: Any, action: Any, rule: str | None = None) -> dict[str, Any] | None:
+    def for_task(self, key: object, seq: int, action: str, rule: str | None = None) -> dict[str, Any] | None:
         """The ledger row of one task under ``rule`` (default: the checked rule), or None."""
         t = self.tasks
         hit = t[(t["key"].astype(str) == str(key)) & (t["seq"].astype(object) == seq)
@@ -277,8 +283,8 @@ def _task_rows(rule: str, tasks: pd.DataFrame, recorded: Mapping[str, list[str]]
     return rows
 
 
-def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequence[Any] = (),
-                 baseline: Any = None, plan: Any = None, restore: Mapping[str, Any] | None = None,
+def token_ledger(verification: Verification, *, prices: Prices | None = None, rules: Sequence[RuleLike] = (),
+                 baseline: TraceLog | None = None, plan: ReplayPlan | None = None, restore: Mapping[str, Any] | None = None,
                  call_kind: Callable[[str | None], str | None] = call_entity) -> TokenLedger:
     """The token ledger of a checked recovery (``ai.verify(...)``'s result).
 
@@ -295,7 +301,8 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
         ledger.totals
     """
     v = verification
-    trace = v.trace
+    # ai.verify sets both: a Verification made otherwise has nothing to count
+    trace, prediction = cast("TraceLog", v.trace), cast("PredictionLike", v.prediction)
     per_call = call_tokens(trace)
     base_calls = call_tokens(baseline) if baseline is not None else per_call
     means = _means(base_calls)
@@ -306,7 +313,7 @@ def token_ledger(verification: Any, *, prices: Prices | None = None, rules: Sequ
     recorded = _recorded_calls(v.log)
     unknown = [0]
     unpriced: set[str] = set()
-    rows = _task_rows(v.rule, v.prediction.tasks, recorded, means, prices, call_kind, unknown, unpriced)
+    rows = _task_rows(v.rule, prediction.tasks, recorded, means, prices, call_kind, unknown, unpriced)
     others: list[str] = []
     if rules:
         from agent_inspect.recovery import predict

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
@@ -12,6 +12,15 @@ from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import Em, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable, jsonable_rows
 from agent_inspect.trace._verdict import UNDETERMINED_CAUSES, Verdict, overall_verdict
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from agent_inspect._types import PredictionLike, RuleLike
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import Markers, ReplayPlan
+    from agent_inspect.trace._model import TraceLog
+    from agent_inspect.trace._tokens import Prices, TokenLedger
 
 __all__ = ["Verification", "VERDICT_WORDS"]
 
@@ -46,7 +55,7 @@ class Verification(HtmlRepr):
     calls: pd.DataFrame
     rule: str
     store_flavour: str
-    markers: Any
+    markers: Markers
     #: the upstream version the prediction ran as ("0.3", "0.4", "main")
     runtime: str | None = None
     #: True when ``rule`` is not the one ``runtime`` ships (the job could not have run it as released)
@@ -56,18 +65,18 @@ class Verification(HtmlRepr):
     #: why the trace looks like another job's (it shares no business key with the log), "" when it does not
     other_job: str = ""
     confidence: str = "low"
-    prediction: Any = field(default=None, repr=False, compare=False)
-    trace: Any = field(default=None, repr=False, compare=False)
-    log: Any = field(default=None, repr=False, compare=False)
+    prediction: PredictionLike | None = field(default=None, repr=False, compare=False)
+    trace: TraceLog | None = field(default=None, repr=False, compare=False)
+    log: ActionStateLog | None = field(default=None, repr=False, compare=False)
     joined: pd.DataFrame | None = field(default=None, repr=False, compare=False)
     #: the token ledger (:meth:`with_tokens`), None until asked for
-    tokens: Any = field(default=None, repr=False, compare=False)
+    tokens: TokenLedger | None = field(default=None, repr=False, compare=False)
     #: the ranking table's caption, wherever it is shown (notebook, report)
     ranking_caption: ClassVar[str] = ("rules and runtimes ranked by agreement (per verdict: disagree counts the tasks "
                                       "the trace shows wrong, undetermined those it cannot decide)")
 
-    def with_tokens(self, *, prices: Any = None, rules: Any = (), baseline: Any = None, plan: Any = None,
-                    restore: Any = None) -> Verification:
+    def with_tokens(self, *, prices: Prices | None = None, rules: Sequence[RuleLike] = (), baseline: TraceLog | None = None,
+                    plan: ReplayPlan | None = None, restore: Mapping[str, Any] | None = None) -> Verification:
         """This result with its token ledger (:func:`agent_inspect.trace.token_ledger`): what the restore
         re-spent on LLM calls, predicted and observed, and what ``rules`` would have."""
         from dataclasses import replace

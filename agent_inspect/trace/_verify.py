@@ -24,7 +24,12 @@ from agent_inspect.trace._verdict import CONFIDENCES, Verdict, with_verdicts
 from agent_inspect.trace._verification import Verification
 
 if TYPE_CHECKING:
-    from agent_inspect.recovery import Recovery
+    import os
+
+    from agent_inspect._types import MarkersLike
+    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery import Recovery, ReplayPlan
+    from agent_inspect.trace._model import TraceLog
 
 __all__ = ["verify", "Verification", "STORE_FLAVOURS", "CANDIDATE_RULES", "VERIFY_COLUMNS", "CAUSES", "plan_from_trace",
            "MARKER_CANDIDATES"]
@@ -167,8 +172,8 @@ def _row(key: str, t: Any, e: Any, method: str | None) -> dict[str, Any]:
 
 # -- the replay plan a trace shows ---------------------------------------------------------------------
 
-def plan_from_trace(trace: Any, log: Any, *, markers: Any = None, restore: Mapping[str, Any] | None = None,
-                    restore_plan: Any = None) -> Any:
+def plan_from_trace(trace: TraceLog, log: ActionStateLog | None, *, markers: MarkersLike = None,
+                    restore: Mapping[str, Any] | None = None, restore_plan: ReplayPlan | None = None) -> ReplayPlan | None:
     """The recovery's replay plan as the trace shows it: its ``_input_event`` records in order.
 
     Restored seqNums and in-flight tasks come from ``restore`` (a sample markers file's ``"restore"``
@@ -302,7 +307,8 @@ def _calls(prediction: Any, trace: Any, call_kind: Callable[[str | None], str | 
                         columns=["entity_type", "calls", "predicted", "observed", "agree"])
 
 
-def verify(subject: Any, trace: Any, *, recovery: Recovery | None = None, log: Any = None,
+def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace: TraceLog | str | os.PathLike[str], *,
+           recovery: Recovery | None = None, log: ActionStateLog | None = None,
            restore: Mapping[str, Any] | None = None, job: str | None = None, infer: bool = False,
            cached_latency_ms: float = 5.0, call_kind: Callable[[str | None], str | None] = call_entity,
            candidates: Sequence[str] = CANDIDATE_RULES, confidence: str = "low",

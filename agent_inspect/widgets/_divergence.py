@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import pandas as pd
@@ -14,6 +14,9 @@ from agent_inspect.widgets._common import decoded_value, first_column, message_h
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._style import view_style
 from agent_inspect.widgets._timeline import _positions
+
+if TYPE_CHECKING:
+    from agent_inspect._types import RecordSource
 
 __all__ = ["DivergenceView"]
 
@@ -38,7 +41,7 @@ class DivergenceView(w.VBox):
         ai.widgets.DivergenceView(result, key="user-0011")
     """
 
-    def __init__(self, result: Any, *, key: str | None = None) -> None:
+    def __init__(self, result: RecordSource, *, key: str | None = None) -> None:
         super().__init__()
         self.add_class("ai-divergence")
         self._result = result

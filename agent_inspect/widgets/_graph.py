@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 import networkx as nx
@@ -45,6 +45,9 @@ from agent_inspect.widgets._graph_geometry import RING_PX, Geometry, label_lines
 from agent_inspect.widgets._plot import Plot
 from agent_inspect.widgets._style import colour
 from agent_inspect.widgets._timeline import removed_by
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
 __all__ = ["GraphView", "SubagentTreeView"]
 
@@ -136,7 +139,7 @@ class GraphView(w.VBox):
     _foldable = True
     _lane: str | None = "attempt"        # the node attribute whose values are drawn as lanes side by side
 
-    def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
+    def __init__(self, source: ReconstructionLike | None, key: str | None = None, seq: int | None = None, *, attempt: int | None = None,
                  graph: nx.DiGraph | None = None, height: int = 460) -> None:
         super().__init__()
         self.add_class(self._css)
@@ -186,12 +189,12 @@ class GraphView(w.VBox):
         """Show round ``seq`` (None: every round), as picking it would."""
         self.round_picker.value = _round_text(seq) if seq is not None else _ALL_ROUNDS
 
-    def expand(self, group: Any) -> None:
+    def expand(self, group: Hashable) -> None:
         """Unfold an attempt or round group node of the drawn graph."""
         self.expanded.add(group)
         self._redraw()
 
-    def collapse(self, group: Any) -> None:
+    def collapse(self, group: Hashable) -> None:
         """Fold an expanded group again (and the groups inside it)."""
         self.expanded = {g for g in self.expanded if g != group and not _inside(g, group)}
         self._redraw()
@@ -260,7 +263,7 @@ class GraphView(w.VBox):
             return source.graph(key, seq)
         return source.graph(key, seq, attempt=attempt)
 
-    def select(self, node: Any) -> None:
+    def select(self, node: Hashable) -> None:
         """Show the attributes of ``node`` and the decoded value of its (first) record; a group node
         is expanded instead (``collapse_all`` folds it again)."""
         if self.grouped and self.shown.nodes[node].get("group"):
@@ -529,7 +532,7 @@ class SubagentTreeView(GraphView):
     _foldable = False
     # each attempt's children in a lane of their own; structure nodes in the lanes of the children under them
 
-    def __init__(self, source: Any, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
+    def __init__(self, source: ReconstructionLike | None, key: str | None = None, seq: int | None = None, *, graph: nx.DiGraph | None = None,
                  height: int = 460) -> None:
         rounds = _subagent_rounds(source, key) if graph is None else []
         if graph is None and seq is None and not 0 < len(rounds) <= _MAX_TREE_ROUNDS:

@@ -13,7 +13,7 @@ import math
 import pathlib
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import numpy as np
@@ -23,6 +23,9 @@ import traitlets as t
 
 from agent_inspect._glossary import define_column
 from agent_inspect.widgets._style import palette_css
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["DataGrid", "filter_mask", "sort_order", "window_cells", "describe_filters"]
 

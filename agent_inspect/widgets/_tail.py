@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import ipywidgets as w
@@ -33,6 +33,9 @@ from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
 from agent_inspect.widgets._common import message_html
 from agent_inspect.widgets._style import close_view, view_style
 
+if TYPE_CHECKING:
+    from agent_inspect._types import RuleLike
+
 __all__ = ["LiveTail", "LiveKeyHistory", "LiveKeyTimeline", "LiveDivergences", "tail"]
 
 _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle: no view was open", "stopped": "■ stopped",
@@ -40,7 +43,7 @@ _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle:
 
 
 def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None,
-         window: TailWindow | None = 1000, key: str | None = None, rule: Any = None,
+         window: TailWindow | None = 1000, key: str | None = None, rule: RuleLike | None = None,
          config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0) -> LiveTail:
     """Follow ``kafka://host:port/topic`` live and show it (incident mode); ``.stop()`` ends it.
 
@@ -135,7 +138,7 @@ class LiveKeyTimeline(_KeyPane):
         super().__init__(key, "ai-live-timeline")
         self.timeline: w.Widget | None = None
 
-    def show_log(self, log: LogLike, rule: Any = None) -> None:
+    def show_log(self, log: LogLike, rule: RuleLike | None = None) -> None:
         from agent_inspect.widgets._timeline import KeyTimeline
 
         result = _window(self, log, rule)
@@ -166,7 +169,7 @@ class LiveKeyHistory(_KeyPane):
         super().__init__(key, "ai-live-history")
         self.history: Any = None
 
-    def show_log(self, log: LogLike, rule: Any = None) -> None:
+    def show_log(self, log: LogLike, rule: RuleLike | None = None) -> None:
         from agent_inspect.widgets._history import KeyHistory
 
         result = _window(self, log, rule)
@@ -201,7 +204,7 @@ class LiveDivergences(w.VBox):
         self.title = w.HTML()
         self.children = [self.title]
 
-    def show_log(self, log: LogLike, rule: Any = None) -> None:
+    def show_log(self, log: LogLike, rule: RuleLike | None = None) -> None:
         from agent_inspect.widgets._divergence import DivergenceView
 
         result = _window(self, log, rule)
@@ -264,7 +267,7 @@ class LiveTail(w.VBox):
     #: seconds between two heartbeats of a view
     heartbeat: float = 10.0
 
-    def __init__(self, live: LiveLog, *, key: str | None = None, rule: Any = None,
+    def __init__(self, live: LiveLog, *, key: str | None = None, rule: RuleLike | None = None,
                  views: Sequence[LogViewer] | None = None) -> None:
         super().__init__()
         self.add_class("ai-live-tail")
