@@ -281,6 +281,7 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
     agent = AsRecordedAgent.of(log)          # stateless between predictions: one for every rule
     attempts: pd.Series = pd.to_numeric(history.reindex(records.index), errors="coerce") \
         .groupby(bk.astype(object)).max().fillna(0)
+    per_rule: dict[str, Any] = {}   # joined in one step: a column at a time fragments the frame (one per function)
     for rule in rules:
         # predict's engine run without its frames and reader words: the scan keeps counts per key
         settings = Recovery.for_log(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
@@ -289,12 +290,13 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
                        rows=False)
         cols, by_function = _rule_columns(sim, session.events, key_list, to_business, conflict_seq)
         for c in RULE_COLUMNS:
-            out[f"{_name(rule)}_{c}"] = cols[c]
+            per_rule[f"{_name(rule)}_{c}"] = cols[c]
         for function, counts in sorted(by_function.items()):
-            out[f"{_name(rule)}{CALLS_PREFIX}{function}"] = np.asarray(counts, dtype="int32")
+            per_rule[f"{_name(rule)}{CALLS_PREFIX}{function}"] = np.asarray(counts, dtype="int32")
     att = attempts
     att.index = att.index.map(str)
-    out["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
+    per_rule["attempts"] = att.reindex(keys).fillna(0).astype("int64").to_numpy()
+    out = pd.concat([out, pd.DataFrame(per_rule, index=keys)], axis=1)
     out = out.reset_index()
     return compact_keys(out[column_order(out.columns, [_name(r) for r in rules])])
 
