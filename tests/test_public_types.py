@@ -24,8 +24,7 @@ PLAIN = "plain data"                     # a row or summary of mixed plain value
 CONFIG = "client config values"          # Kafka / Fluss / generator options: the container is typed, not the values
 PASSED = "arbitrary object the user passes through"
 CACHE = "internal cache"                 # a memo a dataclass carries, never read by the user
-PENDING = "pending: body frozen while it is optimised"   # typed once the other change lands (issue #21)
-REASONS = {JSON, USER, PLAIN, CONFIG, PASSED, CACHE, PENDING}
+REASONS = {JSON, USER, PLAIN, CONFIG, PASSED, CACHE}
 
 RETURN = "return"
 
@@ -108,13 +107,10 @@ ALLOWED: dict[str, dict[str, str]] = {
     "agent_inspect.executor:json_envelope_decoder": {RETURN: JSON},
     # fleet
     "agent_inspect.fleet:plan_scan": {"config": CONFIG},
-    "agent_inspect.fleet:scan_window": {"spec": PENDING, "window": PENDING},    # a SourceSpec and a Window
     "agent_inspect.fleet:WindowResult.__init__": {"partition": PLAIN},
     "agent_inspect.otel:spans_of": {RETURN: JSON},
     "agent_inspect.raw:SourceInfo.__init__": {"options": PLAIN},
     # recovery
-    "agent_inspect.recovery:lint": {"log": PENDING},               # a LogLike or its records frame
-    "agent_inspect.recovery:window_mask": {"source": PENDING},     # a SourceInfo
     "agent_inspect.recovery:agent_event": {"ev": PASSED},          # a codec Event, or anything with its fields
     "agent_inspect.recovery:RemovalCauses.task_reasons": {"rows": PLAIN},
     "agent_inspect.recovery:Simulation.__init__": {"rows": PLAIN, "outcomes": PLAIN},

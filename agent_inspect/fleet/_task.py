@@ -23,7 +23,7 @@ from agent_inspect.store import CacheEvent, Outcome
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuleLike
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, SourceSpec, Window
     from agent_inspect.recovery import Simulation
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
@@ -83,7 +83,7 @@ class WindowResult:
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
+def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> WindowResult:
     """Read, decode, reconstruct and predict one window (a partition, or a file) under every rule.
 
     For example::
@@ -101,7 +101,7 @@ def scan_window(spec: Any, window: Any, options: ScanOptions) -> WindowResult:
     if options.output:
         written = [str(p) for p in write_window(log, options.output, window)]
     markers = options.markers
-    if markers is not None and getattr(spec, "kind", None) == "fluss" and window.partition in markers:
+    if markers is not None and spec.kind == "fluss" and window.partition is not None and window.partition in markers:
         # a Fluss restore's checks (the markers name every bucket) were made when the scan was planned; this
         # window's log holds one bucket, so it is given that bucket's marker only
         markers = {window.partition: markers[window.partition]}

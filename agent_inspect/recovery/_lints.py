@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect.codec import event_uuid
 from agent_inspect.history import annotate
 from agent_inspect.recovery._events import fingerprint_of_raw
+
+if TYPE_CHECKING:
+    from agent_inspect._types import LogLike
 
 __all__ = ["lint", "LINTS"]
 
@@ -26,7 +29,7 @@ LINTS = (
 _COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
 
 
-def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
+def lint(log: LogLike | pd.DataFrame, *, fingerprints: bool = True, max_positions: int = 20,
          attempts: pd.Series | None = None) -> pd.DataFrame:
     """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``, example
     ``positions`` and a one-line ``message``. ``fingerprints=True`` recomputes each state key's latest event UUID
@@ -37,7 +40,7 @@ def lint(log: Any, *, fingerprints: bool = True, max_positions: int = 20,
         hazards = ai.recovery.lint(ai.load(ai.samples.path("P01")))   # one row per hazard (LINTS)
         hazards[["lint", "severity", "business_key", "message"]]       # P01's key text holds a '_'
     """
-    records = log.records if hasattr(log, "records") else log
+    records = log if isinstance(log, pd.DataFrame) else log.records
     if len(records) == 0 or "business_key" not in records:
         return pd.DataFrame(columns=_COLUMNS)
     recs = records.loc[records["seq"].notna() & records["business_key"].notna()]

@@ -21,6 +21,7 @@ from agent_inspect.store import DivergenceRule, Entry, RecoverySession
 if TYPE_CHECKING:
     from agent_inspect._types import LogLike, MarkersLike
     from agent_inspect.log import ActionStateLog
+    from agent_inspect.raw import SourceInfo
 
 __all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
            "source_kind_of", "Undecodable", "restore_failures", "whole_log_markers"]
@@ -90,7 +91,7 @@ def _frame(log: Any) -> pd.DataFrame:
 
 
 def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mapping[int, int] | None = None,
-                source: Any = None) -> np.ndarray:
+                source: SourceInfo | None = None) -> np.ndarray:
     """Which rows the rebuild reads: marker partitions only, from the minimum marker offset to the end.
 
     A marker below ``start_offsets`` (where the source read from) means the loaded log lacks records the rebuild
@@ -106,7 +107,7 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
     start = normalize_markers(markers)
     if start is None:
         return np.zeros(len(records), dtype=bool)
-    if getattr(source, "kind", None) == "fluss" and getattr(source, "end_offsets", None):
+    if source is not None and source.kind == "fluss" and source.end_offsets:
         ends = {int(p): int(o) for p, o in source.end_offsets.items()}
         if set(start) != set(ends):
             raise RecoveryError(f"recovery marker bucket set {sorted(start)} does not match the table's buckets "
@@ -115,7 +116,7 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
             if off > ends[p]:
                 raise RecoveryError(f"data loss detected for bucket {p}: marker offset {off} is past its end "
                                     f"{ends[p]}; upstream fails this restore")
-    log_start = (getattr(source, "options", None) or {}).get("log_start") if source is not None else None
+    log_start = source.options.get("log_start") if source is not None else None
     if log_start:
         first = {int(p): int(o) for p, o in log_start.items()}
         for p, off in sorted(start.items()):
