@@ -27,9 +27,15 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+_DESCRIPTION = ("Inspect the recoveries of Apache Flink Agents jobs from their action-state logs: what a restore "
+                "reuses, re-runs and evicts, why, and whether the job did that.")
+_EPILOG = ("exit codes: 0 success; 1 a checked expectation failed; 2 bad usage or unreadable input (one line on "
+           "stderr says why); 3 verify cannot decide. 'agent-inspect COMMAND --help' lists a command's options.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every discovered subcommand."""
-    parser = _Parser(prog="agent-inspect", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="agent-inspect", description=_DESCRIPTION, epilog=_EPILOG)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_") and not info.name.startswith("__"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,3 +36,12 @@ def test_bad_usage_exits_2(capsys):
         main(["summary"])
     assert exc.value.code == 2
     assert "\n" not in capsys.readouterr().err.strip()
+
+
+def test_help_is_plain_text_with_the_exit_codes(capsys):
+    """Every --help reads as text: no reST markup from a docstring; the top help names the exit codes."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    texts = [parser.format_help(), *(p.format_help() for p in commands.values())]
+    assert not [t.splitlines()[0] for t in texts if re.search(r"``|:(data|func|class|meth):`", t)]
+    assert "exit codes: 0 success" in " ".join(texts[0].split())
