@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     width = max(18, *(len(label) + 2 for label in labels.values()))   # a what-if label is longer than a name
     print(f"{'source':<{width}}{s['source']}")
     for name in ("windows", "failed", "records", "keys", "errors", "exposed_1301", "branch_change", "lint_flagged"):
-        print(f"{name:<{width}}{s[name]}")
+        print(f"{name:<{width}}{s[name]:,}")
     for rule in result.rules:
         r = s[rule]
         print(f"{labels[rule]:<{width}}{rule_counts_line(r)}")

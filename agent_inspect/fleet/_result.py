@@ -86,7 +86,8 @@ class ScanResult:
 
     def at_risk(self, n: int | None = 20, rule: str | None = None) -> pd.DataFrame:
         """Keys ranked by risk under ``rule`` (default: the first rule scanned, usually "original"):
-        stale-reuse risk, then crashes, durable calls executed again, bodies re-run, history size."""
+        stale-reuse risk, then crashes, durable calls executed again, bodies run again (resumed or re-run),
+        history size."""
         rule = rule or self.rules[0]
         if rule not in self.rules:
             raise ValueError(f"rule {rule!r} was not scanned; scanned: {', '.join(self.rules)}")
@@ -98,7 +99,7 @@ class ScanResult:
         order = score.sort_values(["risk", "crashed", "calls", "rerun", "bytes"], ascending=False, kind="stable").index
         cols = ["business_key", "partition", "records", "attempts", "history_bytes", "exposed_1301", "branch_change",
                 "lint_flags",
-                *[f"{r}_{c}" for r in self.rules for c in ("stale_reuse_risk", "rerun", "calls", "evictions")]]
+                *[f"{r}_{c}" for r in self.rules for c in ("stale_reuse_risk", "resumed", "rerun", "calls", "evictions")]]
         ranked = k.loc[order, cols].reset_index(drop=True)
         return ranked if n is None else ranked.head(n)
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FleetScanView", "scan_histograms"]
 
-_NUMERIC = ("stale_reuse_risk", "rerun", "calls", "evictions")
+_NUMERIC = ("stale_reuse_risk", "resumed", "rerun", "calls", "evictions")
 # the scan's per-rule columns count tasks and calls run again (not the calls an action recorded)
 _COLUMN_TERMS = {"rerun": "reruns", "calls": "calls run again", "records": "key records"}
 #: the table's first column: the key's place in ``ScanResult.at_risk()`` under the chosen rule (1 = most at risk)
