@@ -87,11 +87,9 @@ def plan_scan(source: str | os.PathLike[str], markers: MarkersLike = None, *, co
     spec, windows = plan_windows(source, markers=markers, config=config, timeout=timeout,
                                  allow_data_loss=allow_data_loss, file_format=file_format,
                                  connection_factory=connection_factory)
-    merged = None
-    if markers is not None:
-        from agent_inspect.recovery import normalize_markers
+    from agent_inspect.recovery import rebuild_start
 
-        merged = normalize_markers(markers) or {}   # {} a fresh start; None (no markers) is the whole log
+    merged = rebuild_start(markers)
     text = os.fspath(source)
     return ScanPlan(source=spec.location if "://" in text else text, spec=spec,
                     windows=tuple(windows), markers=merged)
@@ -201,7 +199,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         result = ai.scan("sample_logs/production.jsonl", markers=markers)   # or "kafka://broker:9092/topic"
         result.at_risk(20)
     """
-    from agent_inspect.recovery import Recovery, normalize_markers
+    from agent_inspect.recovery import Recovery, rebuild_start
     from agent_inspect.rules import resolve_rule
 
     carried = ("rule", "markers", "runtime", "store_flavour")
@@ -234,7 +232,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)
-    merged = None if settings.markers is None else normalize_markers(settings.markers) or {}
+    merged = rebuild_start(settings.markers)
     out_dir = None if output is None else os.path.abspath(os.fspath(output))
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta

@@ -195,7 +195,7 @@ def key_frame(log: ActionStateLog, *, rules: Sequence[RuleLike] = ("original", "
 
     For example::
 
-        ai.fleet.key_frame(log, markers=ai.recovery.normalize_markers(markers)).head()   # one row per key
+        ai.fleet.key_frame(log, markers=ai.recovery.rebuild_start(markers)).head()   # one row per key
     """
     from agent_inspect._bulk import gc_paused
 
@@ -208,7 +208,7 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate
     from agent_inspect.log import resolve_runtime
-    from agent_inspect.recovery import Recovery, lint, normalize_markers, refresh_positions, simulate
+    from agent_inspect.recovery import Recovery, lint, rebuild_start, refresh_positions, simulate
 
     records = log.records
     bk = records["business_key"].astype(object)
@@ -271,8 +271,7 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
 
     if not key_list:   # an empty window (or no keyed record): no key to predict, and no input to infer a plan from
         return pd.DataFrame(columns=[*KEY_COLUMNS, *(f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS)])
-    # as reconstruct reads them; {} (not None, the whole log) for a fresh start
-    window = markers if markers is None else normalize_markers(markers) or {}
+    window = rebuild_start(markers)
     # the plan as predict infers it: under the runtime given, not the one the log shows (0.4+ keeps rounds pending)
     base = Recovery.for_log(log, markers=window, runtime=info)
     plan = base.replay_plan(log, refresh=refresh) if plan_source is None else plan_source.replay_plan(
@@ -284,7 +283,7 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
     per_rule: dict[str, Any] = {}   # joined in one step: a column at a time fragments the frame (one per function)
     for rule in rules:
         # predict's engine run without its frames and reader words: the scan keeps counts per key
-        settings = Recovery.for_log(log, plan=plan, agent=agent, rule=rule, markers=window, runtime=info)
+        settings = base.replace(log, plan=plan, agent=agent, rule=rule)
         session = settings.rebuild(log)
         sim = simulate(plan, agent, session, log=log, call_matching=settings.call_matching, runtime=settings.model,
                        rows=False)

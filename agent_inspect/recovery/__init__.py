@@ -29,6 +29,7 @@ from agent_inspect.recovery._rebuild import (
     normalize_markers,
     rebuild,
     rebuild_records,
+    rebuild_start,
     source_kind_of,
     whole_log_markers,
     window_mask,
@@ -43,7 +44,7 @@ __all__ = [
     # reconstruction
     "reconstruct", "Reconstruction", "STATUSES", "lint", "LINTS",
     # rebuilding a session from a log
-    "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "marker_warnings", "Markers", "window_mask", "source_kind_of",
+    "rebuild", "rebuild_records", "iter_entries", "normalize_markers", "rebuild_start", "marker_warnings", "Markers", "window_mask", "source_kind_of",
     "whole_log_markers",
     # prediction
     "predict", "Prediction", "NOT_DISPATCHED", "ReplayPlan", "ReplayInput", "PendingTask", "KeyIdentity",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
     from agent_inspect.raw import SourceInfo
 
-__all__ = ["Markers", "normalize_markers", "window_mask", "iter_entries", "rebuild", "rebuild_records",
+__all__ = ["Markers", "normalize_markers", "rebuild_start", "window_mask", "iter_entries", "rebuild", "rebuild_records",
            "source_kind_of", "Undecodable", "restore_failures", "whole_log_markers"]
 
 Markers = Sequence[Mapping[int, int]] | Mapping[int, int] | None
@@ -42,6 +42,19 @@ def normalize_markers(markers: MarkersLike) -> dict[int, int] | None:
     if markers is None:
         return None
     return merge_markers(markers, error=RecoveryError) or None
+
+
+def rebuild_start(markers: MarkersLike) -> dict[int, int] | None:
+    """Where a rebuild starts, as results keep it: None without markers (the whole loaded log), ``{}`` for a fresh
+    start (``[]``), else :func:`normalize_markers`'s offsets. Unlike that, a fresh start is not read as the whole log.
+
+    For example::
+
+        ai.recovery.rebuild_start([{0: 120}, {0: 110}])                   # {0: 110}: the minimum per partition
+        ai.recovery.rebuild_start(None)                                   # None: the whole log
+        ai.recovery.rebuild_start([])                                     # {}: a fresh start, nothing is read
+    """
+    return None if markers is None else normalize_markers(markers) or {}
 
 
 def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame | Iterable[int] | None) -> list[str]:

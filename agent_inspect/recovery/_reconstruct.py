@@ -20,7 +20,7 @@ from agent_inspect.history import build_history
 from agent_inspect.recovery._attribute_diff import attribute_diff
 from agent_inspect.recovery._predict import simulate
 from agent_inspect.recovery._prediction import RemovalCauses
-from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild_in_window
+from agent_inspect.recovery._rebuild import Markers, rebuild_in_window, rebuild_start
 from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
@@ -202,8 +202,7 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
     frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
                       frozenset(p for p in idle if p is not None))
     return Reconstruction(
-        # {} for a fresh start: None would read as the whole log to whoever reuses these markers
-        log=log, rule=rule_obj, markers=markers if markers is None else normalize_markers(markers) or {},
+        log=log, rule=rule_obj, markers=rebuild_start(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
         session=session, history=history, runtime=runtime, recovery=settings,
     )

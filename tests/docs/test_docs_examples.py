@@ -56,6 +56,8 @@ SHOWS_NOTHING_ON_PURPOSE = {
     "agent_inspect.store.strict_k1_seq": {"ai.store.strict_k1_seq('user_1_3_e2f0_9b1c') (line 2) is None"},
     # no markers at all means a fresh start, which normalize_markers says with None
     "agent_inspect.recovery.normalize_markers": {"ai.recovery.normalize_markers([]) (line 2) is None"},
+    # a fresh start reads nothing: {} is what tells it from the whole log (None)
+    "agent_inspect.recovery.rebuild_start": {"ai.recovery.rebuild_start([]) (line 3) is an empty dict"},
     # a rule that never failed has no broken hook to report
     "agent_inspect.rules.GuardedRule": {"guarded.broken (line 3) is None"},
     # an engine run that ends without a failure returns None; the example shows the bodies it re-ran beside it

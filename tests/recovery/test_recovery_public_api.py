@@ -10,7 +10,7 @@ from agent_inspect import cases, checker, executor, history, recovery, rules, so
 STORE = {"Store", "Entry", "Task", "Outcome", "LookupDecision", "CacheEvent", "Divergence", "PruneResult",
          "DIVERGENCE_KINDS", "RecoverySession", "DivergenceRule", "RuleState", "RuntimeModel", "runtime_model",
          "RUNTIME_NAMES", "KAFKA_PENDING"}
-RECOVERY = {"rebuild", "rebuild_records", "iter_entries", "normalize_markers", "Markers", "reconstruct",
+RECOVERY = {"rebuild", "rebuild_records", "iter_entries", "normalize_markers", "rebuild_start", "Markers", "reconstruct",
             "Reconstruction", "STATUSES", "lint", "LINTS", "predict", "Prediction", "simulate", "ReplayPlan",
             "refresh_positions", "subagent_result_events", "with_subagent_result_events"}
 CASES = {"Case", "load_cases", "build_case", "BuiltCase", "run_case", "CaseResult", "compare", "executor_for"}
