@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -189,7 +190,9 @@ class TokenLedger(HtmlRepr):
         """One sentence: what the restore re-spent, and what each other rule would have."""
         o = self.observed
         cost = f" ({_usd(o['cost'])})" if o.get("cost") is not None else ""
-        if o.get("tokens") is None:
+        if not o["llm_calls"]:
+            text = "this restore re-executed no LLM call"
+        elif o.get("tokens") is None:
             text = f"this restore re-executed {plural(o['llm_calls'], 'LLM call')} (the trace carries no token counts)"
         else:
             text = f"this restore re-spent {human_tokens(o['tokens'])} tokens{cost} in {plural(o['llm_calls'], 'LLM call')}"
@@ -307,9 +310,6 @@ def token_ledger(verification: Verification, *, prices: Prices | None = None, ru
     base_calls = call_tokens(baseline) if baseline is not None else per_call
     means = _means(base_calls)
     notes: list[str] = []
-    if not means:
-        notes.append("no executed LLM call in the " + ("baseline" if baseline is not None else "checked")
-                     + f" trace carries {TOKEN_ATTRIBUTES[0]}/{TOKEN_ATTRIBUTES[1]}: predicted tokens are unknown")
     recorded = _recorded_calls(v.log)
     unknown = [0]
     unpriced: set[str] = set()
@@ -327,6 +327,7 @@ def token_ledger(verification: Verification, *, prices: Prices | None = None, ru
             name = str(getattr(alt, "rule", r))
             others.append(name)
             rows += _task_rows(name, alt.tasks, recorded, means, prices, call_kind, unknown, unpriced)
+    predicted_unknown = not means and any(row["llm_calls_predicted"] for row in rows)   # no predicted call: 0 known
     if unknown[0]:
         notes.append(f"{plural(unknown[0], 'predicted call')} {'goes' if unknown[0] == 1 else 'go'} past what the earlier attempt recorded: their tokens are "
                      "not counted")
@@ -347,7 +348,8 @@ def token_ledger(verification: Verification, *, prices: Prices | None = None, ru
         if isinstance(t.execution_id, str) and t.predicted is not None:
             obs_rows[(t.key, t.seq, t.action, t.predicted)] = (t.observed, t.execution_id)
     observed_col, exec_col, n_col, i_col, o_col, c_col = [], [], [], [], [], []
-    has_tokens = bool(executed["input_tokens"].notna().any())
+    # a trace without an executed LLM call shows 0 tokens spent; with calls, only their counts tell
+    has_tokens = executed.empty or bool(executed["input_tokens"].notna().any())
     for t in tasks.itertuples(index=False):
         hit = obs_rows.get((t.key, t.seq, t.action, t.outcome)) if t.rule == v.rule else None
         observed_col.append(hit[0] if hit else None)
@@ -389,9 +391,13 @@ def token_ledger(verification: Verification, *, prices: Prices | None = None, ru
     if unpriced:
         notes.append(f"no price for {', '.join(sorted(unpriced))}: a cost that needs one is unknown (price it by "
                      "model or function id, or '*' for any)")
+    unknown_in: dict[str, list[str]] = defaultdict(list)   # trace -> the tokens it leaves unknown: one note each
     if len(executed) and not has_tokens:
-        notes.append(f"the trace's LLM executions carry no {TOKEN_ATTRIBUTES[0]}/{TOKEN_ATTRIBUTES[1]}: observed "
-                     "tokens are unknown")
+        unknown_in["checked"].append("observed")
+    if predicted_unknown:
+        unknown_in["baseline" if baseline is not None else "checked"].append("predicted")
+    notes[:0] = [f"no executed LLM call in the {which} trace carries {TOKEN_ATTRIBUTES[0]}/{TOKEN_ATTRIBUTES[1]}: "
+                 f"{' and '.join(words)} tokens are unknown" for which, words in unknown_in.items()]
     return TokenLedger(tasks=tasks, totals=pd.DataFrame(totals, columns=["rule", "llm_calls", "input_tokens",
                                                                          "output_tokens", "tokens", "cost"]),
                        observed=observed, rule=v.rule, notes=tuple(notes), per_call=per_call)

@@ -104,6 +104,31 @@ def test_a_trace_without_token_counts_says_so() -> None:
     assert v.to_dict()["tokens"]["headline"].startswith("this restore re")
 
 
+def test_a_restore_that_runs_no_llm_call_spent_nothing_and_needs_no_note() -> None:
+    """G01's recovery runs no LLM call, predicted or in its trace: 0 tokens is what the trace shows, not an unknown.
+    The headline read "re-executed 0 LLM calls (the trace carries no token counts)" beside a note that the
+    predicted tokens were unknown, though nothing was predicted."""
+    log = ai.load(LOGS / "G01.jsonl")
+    ledger = ai.verify(log, LOGS / "G01.trace.log", markers=ai.samples.markers("G01")).with_tokens().tokens
+    assert ledger.headline() == "this restore re-executed no LLM call"
+    assert ledger.observed["llm_calls"] == 0 and ledger.observed["tokens"] == 0 and ledger.notes == ()
+
+
+def test_llm_calls_without_token_counts_are_unknown_once_in_the_headline_and_in_the_notes(tmp_path: Path) -> None:
+    """Production's trace with the token attributes dropped: the calls are counted, their tokens unknown."""
+    text = (LOGS / "production.trace.log").read_text(encoding="utf-8")
+    stripped = text.replace('"attributes":{"promptTokens"', '"attributes":{"_p"').replace('"completionTokens"', '"_c"')
+    assert stripped != text
+    trace = tmp_path / "production.trace.log"
+    trace.write_text(stripped, encoding="utf-8")
+    log = ai.load(LOGS / "production.jsonl")
+    ledger = ai.verify(log, trace, markers=ai.samples.markers("production")).with_tokens().tokens
+    assert ledger.headline() == "this restore re-executed 175 LLM calls (the trace carries no token counts)"
+    assert ledger.observed["tokens"] is None
+    assert ledger.notes == ("no executed LLM call in the checked trace carries promptTokens/completionTokens: "
+                            "observed and predicted tokens are unknown",)
+
+
 def test_the_verification_view_shows_the_ledger() -> None:
     from agent_inspect.widgets import VerificationView
 
