@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from agent_inspect.diffing import Side
     from agent_inspect.fleet import ScanResult
     from agent_inspect.log import RuntimeInfo
-    from agent_inspect.recovery import Markers, ReplayPlan
+    from agent_inspect.recovery import Markers
+    from agent_inspect.recovery.engine import PlanLike
     from agent_inspect.store import DivergenceRule
 
 __all__ = [
@@ -60,7 +61,7 @@ class RecoveryOverrides(TypedDict, total=False):
     runtime: str | RuntimeInfo | None  # the upstream version: "auto", "0.3", "0.4", "main" (or a RuntimeInfo)
     store_flavour: str | None     # the original rule's store flavour: "auto", "kafka-k1", "fluss-k1", "segment"
     kafka_pending: str | None
-    plan: ReplayPlan | None       # default: a read checkpoint's, else the log's own later attempt
+    plan: PlanLike | None         # a ReplayPlan or {"inputs": [(key, value), ...]}; default: a checkpoint's, else the log's
     agent: object | None          # an agent model (default: as recorded in the log)
     call_matching: str | None     # "position" or "function-id"
     expected_fingerprint: str | None

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from agent_inspect._errors import ReplayError
+from agent_inspect._types import RecoveryOverrides
 from agent_inspect.executor._policy import Policies
 from agent_inspect.executor._state import Checkpoint
 from agent_inspect.executor._steps import Breakpoint, Step
 
-__all__ = ["ExecutorOptions", "Clock", "OPTION_NAMES"]
+__all__ = ["ExecutorOptions", "ExecutorOverrides", "Clock", "OPTION_NAMES"]
 
 Clock: TypeAlias = "int | datetime.datetime | Callable[[int, Step], int | datetime.datetime]"
 """A journal clock: a base time (epoch ms or a datetime) or a pure ``clock(index, step)``."""
@@ -78,3 +79,24 @@ class ExecutorOptions:
 
 #: The executor-only options (the fields of :class:`ExecutorOptions`), beside the recovery settings.
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ExecutorOptions))
+
+
+class ExecutorOverrides(RecoveryOverrides, total=False):
+    """The keywords :class:`~agent_inspect.executor.ReplayExecutor` takes: the recovery settings and the fields of
+    :class:`ExecutorOptions` (None, or left out: not given)."""
+
+    policies: Policies | Mapping[str, Any] | None
+    memory: Mapping[str, Mapping[str, Any]] | None
+    sensory: Mapping[str, Mapping[str, Any]] | None
+    memory_decoder: Callable[[Any], Any] | None
+    restore: Checkpoint | None
+    key_format: str | None
+    source_kind: str | None
+    attempt: int | None
+    seed: int | None
+    breakpoints: Sequence[Breakpoint] | None
+    fail_after: int | None
+    value_format: str | None
+    num_partitions: int | None
+    clock: Clock | None
+    prune_tombstones: bool | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import count_words, did_you_mean, plural
@@ -13,7 +13,7 @@ from agent_inspect.executor._agents import as_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
 from agent_inspect.executor._inspect import cache_frame, counters_of, outputs_frame, stale_records_frame, steps_frame
-from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions
+from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions, ExecutorOverrides
 from agent_inspect.executor._policy import as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import ReplaySafetyReport
@@ -63,14 +63,15 @@ class ReplayExecutor(HtmlRepr):
     """
 
     def __init__(self, subject: ActionStateLog | Reconstruction | None = None, *, recovery: Recovery | None = None,
-                 options: ExecutorOptions | None = None, **overrides: Any) -> None:
-        settings = {k: overrides.pop(k) for k in SETTING_NAMES if k in overrides}
-        unknown = set(overrides) - set(OPTION_NAMES)
+                 options: ExecutorOptions | None = None, **overrides: Unpack[ExecutorOverrides]) -> None:
+        given: dict[str, Any] = dict(overrides)
+        settings = {k: given.pop(k) for k in SETTING_NAMES if k in given}
+        unknown = set(given) - set(OPTION_NAMES)
         if unknown:
             raise TypeError(f"ReplayExecutor got unknown {count_words(len(unknown), 'option')} "
                             f"{', '.join(sorted(unknown))}; the recovery "
                             f"settings are {', '.join(SETTING_NAMES)}, the executor's {', '.join(OPTION_NAMES)}")
-        opts = (options or ExecutorOptions()).updated(**overrides)
+        opts = (options or ExecutorOptions()).updated(**given)
         self.options = opts
         base = _as_log(subject)
         if recovery is None and subject is not None and subject is not base:

@@ -14,6 +14,7 @@ from agent_inspect._types import MarkersLike, RuleLike
 from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
 from agent_inspect.recovery._plan import ReplayPlan
+from agent_inspect.recovery._planview import PlanLike, as_plan
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, source_kind_of
 from agent_inspect.recovery._refresh import check_moved_marker, refresh_positions
 from agent_inspect.rules import FLAVOURS, resolve_rule
@@ -75,7 +76,7 @@ class Recovery:
     @classmethod
     def for_log(cls, log: LogLike | pd.DataFrame | None = None, *, rule: RuleLike | None = None,
                 markers: MarkersLike = None, runtime: str | RuntimeInfo | None = None,
-                store_flavour: str | None = None, kafka_pending: str | None = None, plan: ReplayPlan | None = None,
+                store_flavour: str | None = None, kafka_pending: str | None = None, plan: PlanLike | None = None,
                 agent: object | None = None, call_matching: CallMatching | None = None,
                 expected_fingerprint: str | None = None, max_parallelism: int | None = None) -> Recovery:
         """Resolve the settings for ``log`` (an ``ActionStateLog``, a records frame, or None); every argument left
@@ -102,6 +103,8 @@ class Recovery:
             check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {shipper}")
+        if plan is not None:
+            plan = as_plan(plan)   # the mapping form too ({"inputs": [(key, value), ...]}), as the executor takes it
         plan_source, provenance["plan"] = _plan_source(markers, plan)
         provenance["agent"] = "given" if agent is not None else "as recorded in the log"
         matching: CallMatching = "position" if call_matching is None else call_matching

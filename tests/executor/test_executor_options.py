@@ -164,3 +164,13 @@ def test_the_stub_examples_replay_without_a_denial(documented: str) -> None:
     assert ex.counters.calls_stubbed > 0 and ex.counters.calls_denied == 0
     executed = [s.function_id for s in ex.step_list if s.call_index is not None and s.outcome == "execute"]
     assert all("#" in str(f) for f in executed)      # only sub-agent calls (their child runs in the job) ran
+
+
+def test_the_typed_keywords_are_the_settings_and_the_options() -> None:
+    """``ReplayExecutor(**overrides)`` is typed by ``ExecutorOverrides``: its keys must stay every recovery setting
+    and every option, or a type checker would refuse a keyword the executor takes (or accept one it refuses)."""
+    from agent_inspect.executor._options import OPTION_NAMES, ExecutorOverrides
+    from agent_inspect.recovery import SETTING_NAMES
+
+    assert set(ExecutorOverrides.__optional_keys__) == {*SETTING_NAMES, *OPTION_NAMES}
+    assert not ExecutorOverrides.__required_keys__

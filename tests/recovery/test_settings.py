@@ -76,3 +76,20 @@ def test_a_read_checkpoint_is_markers_with_provenance(log: ai.ActionStateLog) ->
     assert r.provenance["markers"].startswith("read from savepoint 3")
     candidate = ai.infer_markers(log)[0]
     assert ai.Recovery.for_log(log, markers=candidate).provenance["markers"].startswith("inferred from")
+
+
+def test_every_verb_takes_a_plan_in_the_mapping_form_the_executor_takes() -> None:
+    """``plan={"inputs": [(key, value), ...]}`` ran in ``ReplayExecutor`` but ``predict`` failed with a raw
+    TypeError ("'builtin_function_or_method' object is not iterable"): the settings kept the mapping as the plan."""
+    g01 = ai.load(ai.samples.path("G01"))
+    mapping = {"inputs": [("user-1", "hello"), ("user-2", "hi")], "restored_seq": {"user-1": 3}}
+    settings = ai.Recovery.for_log(g01, plan=mapping, markers=[])
+    assert isinstance(settings.plan, ai.recovery.ReplayPlan) and settings.plan == ai.executor.as_plan(mapping)
+    columns = ["key", "seq", "action", "outcome"]
+    by_mapping = ai.predict(g01, plan=mapping, markers=[]).tasks[columns]
+    by_plan = ai.predict(g01, plan=ai.executor.as_plan(mapping), markers=[]).tasks[columns]
+    assert len(by_mapping) == 2 and by_mapping.equals(by_plan)
+    assert by_mapping["seq"].tolist() == [4, 0]
+    ex = ai.ReplayExecutor(g01, plan=mapping, markers=[])
+    ex.run()
+    assert ex.counters.tasks == 2
