@@ -97,6 +97,9 @@ def merge_markers(markers: MarkerMaps | MarkerSource, *, topic: str | None = Non
     for marker in maps:
         if not isinstance(marker, Mapping):
             raise error(f"a recovery marker must be a mapping partition -> offset, got {type(marker).__name__}")
+        if "markers" in marker:   # json.load of a sample's <name>.markers.json: its markers are one entry of it
+            raise error("this is a sample's markers file, not a marker: pass its 'markers' entry "
+                        "(ai.samples.markers(name), or json.load(f)['markers'])")
         if "offsets" in marker:
             marker_topic = marker.get("topic")
             if topic is not None and marker_topic is not None and marker_topic != topic:

@@ -93,3 +93,17 @@ def test_every_verb_takes_a_plan_in_the_mapping_form_the_executor_takes() -> Non
     ex = ai.ReplayExecutor(g01, plan=mapping, markers=[])
     ex.run()
     assert ex.counters.tasks == 2
+
+
+def test_a_sample_markers_file_given_whole_says_which_entry_to_pass() -> None:
+    """``json.load`` of ``G01.markers.json`` is the sample's descriptor; passed as markers it failed with "marker
+    partition must be an integer, got 'sample'"."""
+    import json
+
+    g01 = ai.load(ai.samples.path("G01"))
+    with open("sample_logs/G01.markers.json", encoding="utf-8") as f:
+        described = json.load(f)
+    with pytest.raises(RecoveryError, match=r"sample's markers file.*'markers' entry"):
+        ai.predict(g01, markers=described)
+    assert ai.predict(g01, markers=described["markers"]).tasks["outcome"].tolist() == \
+        ai.predict(g01, markers=ai.samples.markers("G01")).tasks["outcome"].tolist()
