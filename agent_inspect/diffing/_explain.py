@@ -317,6 +317,13 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
     if not len(records):
         steps.append(_miss_step(log, row))
         return steps
+    if _fresh_start(markers):
+        steps.append(ExplainStep("window", "a fresh start: no checkpoint was restored, so the cache started empty",
+                                 f"the rebuild loaded nothing; {count_words(len(records), 'record')} "
+                                 f"{', '.join(map(str, records))} of this state key came from an earlier run "
+                                 "(spec §6.5 step 1: no markers, no rebuild)", positions=tuple(records),
+                                 rule_step="rebuild"))
+        return steps
     window = _window(log, markers)
     inside = [p for p in records if window[log.records.index.get_loc(p)]]
     if not inside:
@@ -388,6 +395,13 @@ def _records_of(log: Any, sk: Any) -> list[int]:
         return []
     col = log.records["state_key"]
     return [int(p) for p in log.records.index[(col == sk).fillna(False).to_numpy(dtype=bool)]]
+
+
+def _fresh_start(markers: Any) -> bool:
+    """Markers that restore no checkpoint (``[]``, ``{}``): None is the whole log, not a fresh start."""
+    from agent_inspect.recovery import normalize_markers
+
+    return markers is not None and normalize_markers(markers) is None
 
 
 def _window(log: Any, markers: Any) -> np.ndarray:
