@@ -204,3 +204,14 @@ def test_a_task_the_trace_cannot_decide_is_undetermined_not_an_error() -> None:
     assert all(s["status"]["code"] == "UNSET" for s in spans_of(v))
     roots = [s for s in spans_of(v) if s["name"].startswith("invoke_agent")]
     assert roots and all(s["attributes"].get("agent_inspect.disagreements", 0) == 0 for s in roots)
+
+
+def test_the_cli_json_names_the_rule_as_its_text_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a what-if export must say so to a script too, not only in the human line
+    assert main(["otel", str(LOGS / "N04.jsonl"), "--markers", f"@{LOGS / 'N04.markers.json'}", "--rule", "fixed",
+                 "-o", str(tmp_path / "n04.json"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rule"] == "fixed (what-if; 0.4 ships original)" and out["spans"] == len(read_otlp_json(tmp_path / "n04.json"))
+    assert main(["otel", str(LOGS / "N04.jsonl"), "--markers", f"@{LOGS / 'N04.markers.json'}",
+                 "-o", str(tmp_path / "n04.json"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rule"] == "original"
