@@ -6,10 +6,12 @@ They are no attempts, executions or calls: the history reads a log without them.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, cast
+
+import pandas as pd
 
 from agent_inspect._bulk import once_per_log
-from agent_inspect._types import RecordSource
+from agent_inspect._types import LogLike, RecordSource
 from agent_inspect.log import KEEPS_PENDING
 
 __all__ = ["repeated_values", "refresh_rows"]
@@ -17,7 +19,7 @@ __all__ = ["repeated_values", "refresh_rows"]
 _REPEATED: weakref.WeakKeyDictionary[Any, frozenset[int]] = weakref.WeakKeyDictionary()
 
 
-def repeated_values(log: Any) -> frozenset[int]:
+def repeated_values(log: LogLike) -> frozenset[int]:
     """Positions of the records whose bytes equal the latest earlier value of their state key in their partition (a
     tombstone ends the chain): the refresh rows of a runtime that writes them. Needs ``log.raw``; made once per log.
 
@@ -41,10 +43,10 @@ def refresh_rows(log: RecordSource) -> frozenset[int]:
     """
     if getattr(log, "raw", None) is None or not hasattr(log, "runtime") or log.runtime().model not in KEEPS_PENDING:
         return frozenset()
-    return repeated_values(log)
+    return repeated_values(cast("LogLike", log))     # it has the raw bytes and a runtime: a log
 
 
-def _repeated(records: Any, raw: Any) -> frozenset[int]:
+def _repeated(records: pd.DataFrame, raw: Any) -> frozenset[int]:
     errors = records["error"].notna().tolist() if "error" in records else [False] * len(records)
     latest: dict[tuple[int, bytes], bytes] = {}
     found = []
