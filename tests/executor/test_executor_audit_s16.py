@@ -25,3 +25,12 @@ def test_a_breakpoint_seq_given_as_text_is_refused_not_silently_never_matched(lo
     assert bp.seq == 2 and type(bp.seq) is int
     step = ex.run()
     assert step is not None and step.seq == 2 and step.kind is ai.executor.StepKind.LOOKUP
+
+
+def test_memory_of_an_unknown_key_says_why_and_names_the_closest(log: ai.ActionStateLog) -> None:
+    ex = ai.ReplayExecutor(log, markers=ai.samples.markers("production"))
+    ex.run(max_steps=40)
+    with pytest.raises(KeyError, match=r"no memory of key .user-001. as of this step.*did you mean .*user-0001"):
+        ex.memory["user-001"]
+    assert ex.memory.get("user-001") is None and "user-001" not in ex.memory   # still a Mapping
+    assert "user-0009" in ex.memory
