@@ -21,6 +21,7 @@ from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term,
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._find import find_task
 from agent_inspect.diffing._sides import SelectorError, parse_selector
+from agent_inspect.diffing._task_index import task_index
 from agent_inspect.log import RuleMark, RuntimeInfo, rule_label, rule_mark
 from agent_inspect.store import Outcome
 
@@ -297,7 +298,7 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
         return steps
     steps.append(ExplainStep("lookup", "lookup missed: the state key is not cached", f"state key {sk}",
                              rule_step="lookup"))
-    removal = _last_removal(pred.events, tasks, i, sk)
+    removal = task_index(tasks, pred.events).last_removal(pred.events, i, sk)
     records = _records_of(log, sk)
     if removal is not None:
         gone = next(e for e in removal.removed if e.state_key == sk)
@@ -308,7 +309,7 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
         else:
             steps.append(ExplainStep("record", "an earlier task of this replay wrote the state key",
                                      "a replay write (no log position)"))
-        steps.append(_removal_step(removal, pred.divergences, tasks))
+        steps.append(_removal_step(removal, pred.divergences, tasks, pred.events))
         return steps
     if log is None:
         steps.append(ExplainStep("miss", "no record of this state key was cached",
@@ -316,6 +317,13 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
         return steps
     if not len(records):
         steps.append(_miss_step(log, row))
+        return steps
+    if _fresh_start(markers):
+        steps.append(ExplainStep("window", "a fresh start: no checkpoint was restored, so the cache started empty",
+                                 f"the rebuild loaded nothing; {count_words(len(records), 'record')} "
+                                 f"{', '.join(map(str, records))} of this state key came from an earlier run "
+                                 "(spec §6.5 step 1: no markers, no rebuild)", positions=tuple(records),
+                                 rule_step="rebuild"))
         return steps
     window = _window(log, markers)
     inside = [p for p in records if window[log.records.index.get_loc(p)]]
@@ -341,18 +349,7 @@ def _chain(pred: Any, tasks: pd.DataFrame, i: int, log: Any, markers: Any) -> li
     return steps
 
 
-def _last_removal(events: Sequence[Any], tasks: pd.DataFrame, i: int, sk: str) -> Any:
-    """The last cache event before task ``i``'s decision that removed ``sk``."""
-    later = [ev.index for ops in tasks["cache_ops"].iloc[i + 1:] for ev in ops]
-    bound = min(later) if later else len(events)
-    found = None
-    for ev in events[:bound]:
-        if any(e.state_key == sk for e in ev.removed):
-            found = ev
-    return found
-
-
-def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame) -> ExplainStep:
+def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame, events: Sequence[Any]) -> ExplainStep:
     kind = _OP_KIND.get(ev.op, "remove")
     if kind == "remove" and ev.seq is not None and all(e.seq > ev.seq for e in ev.removed):
         kind = "evict"      # a flavour that evicts seq > s entry by entry (snapshot Fluss, spec §8.2)
@@ -369,11 +366,10 @@ def _removal_step(ev: Any, divergences: Sequence[Any], tasks: pd.DataFrame) -> E
     from agent_inspect.recovery import lookup_words
 
     trigger = made_by = None
-    for j, ops in enumerate(tasks["cache_ops"]):
-        if any(o.index == ev.index for o in ops):
-            trigger, by = _label(tasks, j), tasks.iloc[j]
-            made_by = lookup_words(by["action"], by["business_key"], by["seq"])
-            break
+    j = task_index(tasks, events).task_of_event.get(ev.index)
+    if j is not None:
+        trigger, by = _label(tasks, j), tasks.iloc[j]
+        made_by = lookup_words(by["action"], by["business_key"], by["seq"])
     detail = ev.reason + (f"; made by {made_by}" if made_by else "")
     if ev.step == "rebuild" and ev.trigger_pos is not None:
         detail += f"; while the rebuild applied record {ev.trigger_pos}"
@@ -388,6 +384,13 @@ def _records_of(log: Any, sk: Any) -> list[int]:
         return []
     col = log.records["state_key"]
     return [int(p) for p in log.records.index[(col == sk).fillna(False).to_numpy(dtype=bool)]]
+
+
+def _fresh_start(markers: Any) -> bool:
+    """Markers that restore no checkpoint (``[]``, ``{}``): None is the whole log, not a fresh start."""
+    from agent_inspect.recovery import normalize_markers
+
+    return markers is not None and normalize_markers(markers) is None
 
 
 def _window(log: Any, markers: Any) -> np.ndarray:
@@ -458,7 +461,4 @@ def _cost(tasks: pd.DataFrame, i: int, cause: ExplainStep, events: Sequence[Any]
         ran = bool(row["body_ran"])
         return {"tasks": 1, "bodies": int(ran),
                 "calls": int(row["calls_executed"]) if ran and not pd.isna(row["calls_executed"]) else 0}
-    removed = {e.state_key for e in events[cause.event].removed}
-    hit = tasks[tasks["state_key"].isin(removed) & tasks["outcome"].isin([Outcome.RERUN.value, Outcome.RESUME.value])]
-    calls = hit.loc[hit["body_ran"], "calls_executed"].fillna(0)
-    return {"tasks": int(len(hit)), "bodies": int(hit["body_ran"].sum()), "calls": int(calls.sum())}
+    return task_index(tasks, events).cost({e.state_key for e in events[cause.event].removed})

@@ -186,12 +186,13 @@ def _is_executor(obj: Any) -> bool:
     return isinstance(obj, ExecutorLike) and callable(getattr(obj, "to_log", None)) and hasattr(obj, "journal")
 
 
-def _log_units(records: pd.DataFrame, ann: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per action execution: its last record (the execution's final state)."""
+def _log_units(records: pd.DataFrame, ann: pd.DataFrame | None = None, *, log: Any = None) -> pd.DataFrame:
+    """One row per action execution: its last record (the execution's final state). Given its ``log``, the
+    history reads it without checkpoint-time refresh rows (no executions, addendum §2.2)."""
     from agent_inspect.history import annotate
 
     if ann is None:
-        ann = annotate(records)
+        ann = annotate(records if log is None else log)
     execution = ann["execution"].to_numpy()
     keep = execution >= 0
     if not keep.any():
@@ -289,7 +290,7 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         from agent_inspect.history import annotate
 
         records = log.records
-        ann = annotate(records)
+        ann = annotate(log)     # without the log's refresh rows: a checkpoint's re-appends are no attempt
         mask = _select_rows(records, ann, key=key, attempt=attempt)
         sub = records[mask]
         tag = "".join(f"@{n}={v}" for n, v in (("key", key), ("attempt", attempt)) if v is not None)
@@ -444,7 +445,8 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):
         whole = cast("LogLike", obj)    # _is_log checked it
-        return Side(label or _default_label(whole), "log", _log_units(whole.records), log=whole, source=whole)
+        return Side(label or _default_label(whole), "log", _log_units(whole.records, log=whole), log=whole,
+                    source=whole)
     raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
                         "(log.jsonl@attempt=2), ai.diffing.attempt(log, key, n), a reconstruction, a prediction "
                         "or a ReplayExecutor")
@@ -462,4 +464,4 @@ def _executor_side(ex: Any, *, label: str) -> Side:
                       end_offsets={p: 1 + max(o for q, o in zip(journal.partition, journal.offset) if q == p)
                                    for p in parts})
     log = ActionStateLog.from_raw(journal, info)
-    return Side(label, "executor", _log_units(log.records), log=log, source=ex)
+    return Side(label, "executor", _log_units(log.records, log=log), log=log, source=ex)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect.agents import AgentEvent
 from agent_inspect.executor._steps import Step, StepKind
 from agent_inspect.recovery import RemovalCauses
@@ -92,7 +93,10 @@ class MemoryByKey(Mapping[str, _V]):
         business = self._business_key(key)
         if business != key and business in self._states:
             return self._states[business]
-        raise KeyError(key)
+        # a KeyError still (get() and `in` rely on it), but one that says why and what is there
+        raise KeyError(f"no memory of key {key!r} as of this step: the replay has not reached it yet, or it is not a "
+                       f"key of the log{did_you_mean([key], self._states)} ({plural(len(self._states), 'key')} "
+                       "with memory so far)")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._states)

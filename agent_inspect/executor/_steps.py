@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -185,6 +186,11 @@ class Breakpoint:
     def __post_init__(self) -> None:
         if self.kind is not None:
             step_kind(self.kind)            # an unknown kind fails here, not at the first step run() takes
+        if self.seq is not None:
+            # a seq of another type ("3" from a text box) equals no step's seq: it would never stop a run
+            if isinstance(self.seq, bool) or not isinstance(self.seq, numbers.Integral):
+                raise ReplayError(f"breakpoint seq takes a round number (an int) or None (any round), got {self.seq!r}")
+            object.__setattr__(self, "seq", int(self.seq))
 
     def matches(self, step: Step) -> bool:
         return ((self.key is None or step.key == self.key) and (self.seq is None or step.seq == self.seq)

@@ -34,6 +34,7 @@ from agent_inspect.history._groups import (
 )
 from agent_inspect.history._layout import LayeredDrawing, layered_drawing, layered_layout, wrapped_drawing
 from agent_inspect.history._names import action_label, action_names, is_uuid
+from agent_inspect.history._refresh import refresh_rows, repeated_values
 from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree, tree_lanes
 
@@ -48,6 +49,8 @@ __all__ = [
     "group_graph", "graph_groups", "GROUP_EDGE_KINDS", "attempt_group", "range_group", "round_group", "MAX_CHILDREN",
     # the compact per-key history (one line per execution) and its search
     "compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES",
+    # checkpoint-time refresh rows (0.4+), which the history reads the log without
+    "refresh_rows", "repeated_values",
     # V4 sub-agent result events of a record
     "subagent_result_events",
     # action names for UUIDs (what every view shows)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._types import RecordSource
+from agent_inspect.history._refresh import refresh_rows
 
 __all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
            "ATTEMPT_REASONS"]
@@ -56,6 +57,8 @@ def annotate(log: RecordSource) -> pd.DataFrame:
     where a second, different root input appears at one (key, seq) — all impossible without a restore.
     Executions are the writes of one state key within one attempt, starting a new one after a
     completed record or at a rewritten initial record (spec §5.6). Partition-local: call per partition.
+    A log written by 0.4 or main is read without its checkpoint-time refresh rows (:func:`refresh_rows`,
+    addendum §2.2: no attempts, no executions): theirs are -1, NA and None.
 
     For example::
 
@@ -65,6 +68,8 @@ def annotate(log: RecordSource) -> pd.DataFrame:
     records = _frame(log)
     n = len(records)
     c = _lists(records, _ANNOTATE_COLUMNS)
+    refresh = refresh_rows(log)
+    skip = records.index.isin(list(refresh)).tolist() if refresh else None
     execution = np.full(n, -1, dtype="int64")
     attempt = np.zeros(n, dtype="int64")
     starts: list[str | None] = [None] * n
@@ -72,7 +77,7 @@ def annotate(log: RecordSource) -> pd.DataFrame:
     open_exec: dict[str, tuple[int, int, bool]] = {}   # state key -> (execution id, attempt, completed)
     next_exec = 0
     for i, (k, seq, sk, tomb, done, calls, outs, root, fp) in enumerate(zip(*(c[name] for name in _ANNOTATE_COLUMNS))):
-        if k is None or seq is None or sk is None:
+        if k is None or seq is None or sk is None or (skip is not None and skip[i]):
             continue
         st = key_state.get(k)
         if st is None:
@@ -168,7 +173,7 @@ def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None) -
         len(h.executions), len(h.attempts)
     """
     records = _frame(log)
-    ann = annotate(records) if annotated is None else annotated
+    ann = annotate(log) if annotated is None else annotated
     rec = pd.concat([records[[c for c in ("business_key", "seq", "state_key") if c in records.columns]], ann], axis=1)
     rec.index.name = "pos"
     rows = _execution_rows(records, ann)

@@ -27,7 +27,14 @@ from agent_inspect.log._facts import (
 from agent_inspect.log._live import Follower, LiveLog, TailWindow, follow
 from agent_inspect.log._load import load, load_file, load_fluss, load_kafka
 from agent_inspect.log._log import ActionStateLog, logged_key
-from agent_inspect.log._runtime import RUNTIMES, RuntimeInfo, default_rule, infer_runtime, resolve_runtime
+from agent_inspect.log._runtime import (
+    KEEPS_PENDING,
+    RUNTIMES,
+    RuntimeInfo,
+    default_rule,
+    infer_runtime,
+    resolve_runtime,
+)
 from agent_inspect.log._window import (
     SourceSpec,
     Window,
@@ -42,7 +49,7 @@ from agent_inspect.log._window import (
 __all__ = ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log", "plain_text",
            "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS", "rule_label", "rule_mark", "RuleMark",  # the summary in words (labels shared by report, views and CLI)
            "logged_key",   # a key's text or digest, as a log names it
-           "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule",
+           "RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule",
            # windows of a source (one per partition) for a fleet scan, and the scan's reopenable Parquet output
            "SourceSpec", "Window", "plan_windows", "read_window", "write_window", "write_dataset_meta", "load_dataset",
            "is_dataset",

@@ -25,10 +25,14 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike
 
-__all__ = ["RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN", "DEFAULT_MODEL"]
+__all__ = ["RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN",
+           "DEFAULT_MODEL"]
 
 RUNTIMES = ("0.3", "0.4", "main")
 """Runtimes a log can be read as; ``"auto"`` infers one from the records."""
+KEEPS_PENDING = ("0.4", "main")
+"""Runtimes whose pending states survive checkpoints (#1158 Kafka, #1175 Fluss): each checkpoint re-appends the
+retained states as refresh rows, which are no attempts, calls or divergences (addendum §2.2)."""
 #: what inference says when no record decoded
 UNKNOWN = "unknown"
 #: the runtime model the verbs use for an unknown runtime (the current release)

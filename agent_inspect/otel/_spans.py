@@ -160,7 +160,7 @@ def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool
                 continue
 
     spans: list[dict[str, Any]] = []
-    used_runs: set[str] = set()
+    used_runs: dict[str, None] = {}     # in first-use order: a set's order follows the hash seed
     for t in tasks.itertuples(index=False):
         e = exec_by_id.get(str(t.execution_id)) if isinstance(t.execution_id, str) else None
         seq = None if t.seq is None or pd.isna(t.seq) else int(t.seq)
@@ -170,7 +170,7 @@ def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool
             run = run_of_round.get((str(t.key), seq)) or f"{_SYNTHETIC}{t.key}:{seq}"
         if run not in runs:
             runs[run] = {"start": start_default, "end": start_default, "agent": None, "key": str(t.key)}
-        used_runs.add(run)
+        used_runs[run] = None
         info = runs[run]
         if e is not None:
             sid = span_id_of(str(t.execution_id))
@@ -217,7 +217,7 @@ def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool
         if parent is None or not isinstance(parent.input_run_id, str):
             continue
         run = str(parent.input_run_id)
-        used_runs.add(run)
+        used_runs[run] = None
         op, prefix = CALL_OPERATIONS.get(str(c.entity_type), (str(c.entity_type), str(c.entity_type)))
         target = str(c.model) if isinstance(c.model, str) else str(c.entity_name)
         start = _ns(c.first, runs.get(run, {}).get("start", start_default))
@@ -243,21 +243,24 @@ def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool
                       "parent_span_id": span_id_of(str(c.parent_execution_id)), "start_ns": start, "end_ns": end,
                       "attributes": _clean(attrs), "status": {"code": "ERROR", "message": "the call failed"}
                       if failed else {"code": "UNSET"}, "events": []})
-    # one root per input run
+    # one root per input run, counting the action spans of its trace that disagree (grouped once, not per run)
+    disagreeing: dict[str, int] = {}
+    for s in spans:
+        if s["status"]["code"] == "ERROR" and s["name"].startswith("action "):
+            disagreeing[s["trace_id"]] = disagreeing.get(s["trace_id"], 0) + 1
     for run in used_runs:
         info = runs[run]
         synthetic = run.startswith(_SYNTHETIC)
-        bad = [s for s in spans if s["trace_id"] == trace_id_of(run) and s["status"]["code"] == "ERROR"
-               and s["name"].startswith("action ")]
+        bad = disagreeing.get(trace_id_of(run), 0)
         attrs = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": info["agent"],
                  "gen_ai.conversation.id": info["key"], "flink_agents.input_run_id": None if synthetic else run,
                  "flink_agents.entity_type": "agent", "flink_agents.entity_name": info["agent"],
-                 **rule_attrs, "agent_inspect.disagreements": len(bad),
+                 **rule_attrs, "agent_inspect.disagreements": bad,
                  "agent_inspect.predicted_only": synthetic}
         spans.append({"name": f"invoke_agent {info['agent'] or 'agent'}", "trace_id": trace_id_of(run),
                       "span_id": _root_id(run), "parent_span_id": None, "start_ns": info["start"],
                       "end_ns": max(info["end"], info["start"]), "attributes": _clean(attrs),
-                      "status": {"code": "ERROR", "message": f"{plural(len(bad), 'task')} {'disagrees' if len(bad) == 1 else 'disagree'} with the prediction"}
+                      "status": {"code": "ERROR", "message": f"{plural(bad, 'task')} {'disagrees' if bad == 1 else 'disagree'} with the prediction"}
                       if bad else {"code": "UNSET"}, "events": []})
     return spans
 

@@ -69,13 +69,22 @@ def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame 
     merged = normalize_markers(markers)
     if partitions is None or not merged:
         return []
+    last: dict[int, int] = {}
     if hasattr(partitions, "records") or isinstance(partitions, pd.DataFrame):
-        column = _frame(partitions)["partition"]
-        partitions = [int(p) for p in pd.unique(column.dropna())]
+        frame = _frame(partitions)
+        last = {int(p): int(o) for p, o in frame.groupby("partition")["offset"].max().dropna().items()}
+        partitions = [int(p) for p in pd.unique(frame["partition"].dropna())]
     loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
     if not loaded:
         return []
     unmarked = [p for p in loaded if p not in merged]
+    past = [p for p in loaded if p in merged and p in last and merged[p] > last[p] + 1]
+    if past and len(past) + len(unmarked) == len(loaded):
+        # every marker beyond the log's last record: the window is empty, as with another topic's markers
+        where = "; ".join(f"partition {p}: marker {merged[p]}, last offset {last[p]}" for p in past[:3])
+        return [f"the markers lie past the log's end in every partition it holds ({where}"
+                f"{'; …' if len(past) > 3 else ''}): nothing of it is in the rebuild window and no input is replayed; "
+                "are they this log's markers (another job's checkpoint?), or was the log read before the restore?"]
     if not unmarked:
         return []
     if len(unmarked) == len(loaded):

@@ -22,7 +22,7 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
-from agent_inspect.history import subagent_result_events
+from agent_inspect.history import repeated_values, subagent_result_events
 from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.store import runtime_model
 
@@ -44,26 +44,7 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
     raw = getattr(log, "raw", None)
     if raw is None or not model.refresh_rows(source_kind_of(log)):
         return frozenset()
-    return once_per_log(_REFRESH_ROWS, log, lambda: _refresh_rows(cast("LogLike", log), raw))
-
-
-def _refresh_rows(log: LogLike, raw: Any) -> frozenset[int]:
-    records = log.records
-    errors = records["error"].notna().tolist() if "error" in records else [False] * len(records)
-    latest: dict[tuple[int, bytes], bytes] = {}
-    found = []
-    for i, pos in enumerate(records.index.tolist()):
-        key, value = raw.key[pos], raw.value[pos]
-        if key is None:
-            continue
-        slot = (raw.partition[pos], key)
-        if value is None:
-            latest.pop(slot, None)
-            continue
-        if not errors[i] and latest.get(slot) == value:
-            found.append(int(pos))
-        latest[slot] = value
-    return frozenset(found)
+    return repeated_values(log)
 
 
 def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | RuntimeLike | None, markers: Any) -> None:
@@ -103,8 +84,6 @@ def _count_refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, m
 
 #: per log: the refresh rows after each (runtime, markers) the kafka_pending="marker" check was asked about
 _MOVED_MARKER_CHECKS: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], int]] = weakref.WeakKeyDictionary()
-#: refresh rows per log: a byte comparison over every record, asked by the plan, each rebuild and the scan
-_REFRESH_ROWS: weakref.WeakKeyDictionary[Any, frozenset[int]] = weakref.WeakKeyDictionary()
 
 
 class Queued(NamedTuple):

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 from dataclasses import dataclass
 
+from agent_inspect.log import KEEPS_PENDING
+
 __all__ = ["RUNTIME_NAMES", "KAFKA_PENDING", "RuntimeModel", "runtime_model"]
 
 RUNTIME_NAMES = ("0.3", "0.4", "main")
@@ -90,7 +92,7 @@ def runtime_model(runtime: str | RuntimeLike | None = None, *, kafka_pending: st
             raise RecoveryError(f"unknown runtime {name!r}; use one of {', '.join(RUNTIME_NAMES)}")
         main = name == "main"
         model = RuntimeModel(name=name, subagent_results=main, pending_slots=main, no_rebootstrap=main,
-                             keeps_pending=name in ("0.4", "main"))
+                             keeps_pending=name in KEEPS_PENDING)
     if kafka_pending is not None:
         if kafka_pending not in KAFKA_PENDING:
             raise RecoveryError(f"unknown kafka_pending {kafka_pending!r}; use one of {', '.join(KAFKA_PENDING)}")

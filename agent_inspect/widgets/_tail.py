@@ -44,7 +44,8 @@ _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle:
 
 def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None,
          window: TailWindow | None = 1000, key: str | None = None, rule: RuleLike | None = None,
-         config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0) -> LiveTail:
+         config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0,
+         views: Sequence[LogViewer] | None = None) -> LiveTail:
     """Follow ``kafka://host:port/topic`` live and show it (incident mode); ``.stop()`` ends it.
 
     - ``business_keys``: read only the partitions these keys hash to and keep only their records.
@@ -55,6 +56,8 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
       ``business_keys``, else the key most affected in the first window).
     - ``rule``: the rule the views reconstruct under (default: the log's runtime default).
     - ``refresh``: the least time in seconds between two updates of the views.
+    - ``views``: the :class:`~agent_inspect._types.LogViewer` widgets each window goes to (default: the key
+      timeline, divergences and compact history of ``key``), e.g. ``[ai.widgets.LiveKeyTimeline("user-42")]``.
 
     Reads are read-only like ``ai.load``: assign + explicit offsets, bounded polls, no commits, no
     consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`. A new tail of
@@ -69,7 +72,7 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
     live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,
                   refresh=refresh)
     try:
-        view = LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule)
+        view = LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule, views=views)
     except BaseException:
         live.stop()
         raise

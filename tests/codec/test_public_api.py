@@ -31,7 +31,7 @@ def test_log_module_surface():
     from agent_inspect import log
 
     assert set(log.__all__) == {"ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file",
-                                "build_log", "plain_text", "RUNTIMES", "RuntimeInfo", "infer_runtime", "resolve_runtime",
+                                "build_log", "plain_text", "RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime",
                                 "default_rule", "SourceSpec", "Window", "plan_windows", "read_window", "write_window",
                                 "write_dataset_meta", "load_dataset", "is_dataset", "LiveLog", "follow", "Follower",
                                 "TailWindow", "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS",

@@ -47,3 +47,16 @@ def test_a_fractional_or_negative_marker_offset_says_what_is_wrong_and_what_to_d
         ai.reconstruct(log, markers=[{0: -1}])
     whole = ai.predict(log, markers=[{0: 0.0}]).tasks                  # a whole number written as a float is one
     assert whole["outcome"].tolist() == ai.predict(log, markers=[{0: 0}]).tasks["outcome"].tolist()
+
+
+def test_a_checkpoint_of_another_job_past_the_log_s_end_is_warned_about(capsys: pytest.CaptureFixture[str]) -> None:
+    # the production checkpoint (offsets 215-248) given for N04 (10 records): it read "0 tasks", no word why
+    log = ai.load(ai.samples.path("N04"))
+    prediction = ai.predict(log, markers=ai.checkpoint.read(ai.samples.checkpoint("production")))
+    assert prediction.tasks.empty
+    (warning,) = prediction.warnings
+    assert "past the log's end" in warning and "partition 0: marker 248, last offset 9" in warning
+    assert ai.predict(log, markers=[{0: 10}]).warnings == ()     # right at the end: a restore of the last checkpoint
+    assert main(["reconstruct", str(ai.samples.path("N04")), "--checkpoint",
+                 str(ai.samples.checkpoint("production"))]) == 0
+    assert "warning: the markers lie past the log's end" in capsys.readouterr().out

@@ -142,3 +142,16 @@ def test_running_the_cell_again_stops_the_previous_tail(kafka_bootstrap: str, vi
     views.append(again)
     assert first.live.state == "stopped" and not first.live.alive and "stopped" in first.state.value
     assert other_keys.live.state == "live" and again.live.state == "live"
+
+
+def test_tail_takes_the_views_its_panes_document(kafka_bootstrap: str, views: list[LiveTail]) -> None:
+    # LiveKeyTimeline & co. say "a view for ai.tail(..., views=[view])": tail passes them on
+    topic = create_topic(kafka_bootstrap, PARTITIONS)
+    pane = LiveKeyTimeline("live-1")
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", business_keys=["live-1"], window=50, refresh=0.05,
+                   views=[pane])
+    views.append(view)
+    assert view.views == [pane] and pane in view.children
+    produce_like_upstream(kafka_bootstrap, topic, make_records(3, 2, prefix="live"), num_partitions=PARTITIONS)
+    wait_until(lambda: "4 records in the window" in view.counter.value)   # live-1's 2 rounds
+    assert isinstance(pane.timeline, KeyTimeline) and len(pane.timeline.records) == 4

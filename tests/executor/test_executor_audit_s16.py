@@ -1,0 +1,36 @@
+"""New-user audit (s16) of the executor as a debugger: breakpoints that could never stop a run are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import agent_inspect as ai
+from agent_inspect import ReplayError
+
+
+@pytest.fixture(scope="module")
+def log() -> ai.ActionStateLog:
+    return ai.load(ai.samples.path("production"))
+
+
+def test_a_breakpoint_seq_given_as_text_is_refused_not_silently_never_matched(log: ai.ActionStateLog) -> None:
+    ex = ai.ReplayExecutor(log, markers=ai.samples.markers("production"))
+    with pytest.raises(ReplayError, match=r"breakpoint seq takes a round number \(an int\).*'3'"):
+        ex.add_breakpoint(seq="3")      # type: ignore[arg-type]
+    with pytest.raises(ReplayError, match="breakpoint seq"):
+        ai.executor.Breakpoint(seq=2.0)  # type: ignore[arg-type]
+    assert ex.breakpoints == []
+    bp = ex.add_breakpoint(seq=np.int64(2), kind="lookup")   # a numpy count from a frame will do
+    assert bp.seq == 2 and type(bp.seq) is int
+    step = ex.run()
+    assert step is not None and step.seq == 2 and step.kind is ai.executor.StepKind.LOOKUP
+
+
+def test_memory_of_an_unknown_key_says_why_and_names_the_closest(log: ai.ActionStateLog) -> None:
+    ex = ai.ReplayExecutor(log, markers=ai.samples.markers("production"))
+    ex.run(max_steps=40)
+    with pytest.raises(KeyError, match=r"no memory of key .user-001. as of this step.*did you mean .*user-0001"):
+        ex.memory["user-001"]
+    assert ex.memory.get("user-001") is None and "user-001" not in ex.memory   # still a Mapping
+    assert "user-0009" in ex.memory

@@ -1,0 +1,39 @@
+"""``ai.history`` reads a 0.4+ log without its checkpoint-time refresh rows: a checkpoint re-appending a retained
+state byte for byte is no attempt and no execution (addendum §2.2), as ``reconstruct`` already read it."""
+
+from __future__ import annotations
+
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.diffing import SelectorError
+
+
+@pytest.fixture(scope="module")
+def v4() -> ai.ActionStateLog:
+    return ai.load(ai.samples.path("production_v4"))
+
+
+def test_refresh_rows_start_no_attempt_and_belong_to_no_execution(v4: ai.ActionStateLog) -> None:
+    refresh = ai.history.refresh_rows(v4)
+    assert len(refresh) == 392 and refresh == ai.recovery.refresh_positions(v4, "main")
+    attempts = ai.history.attempts(v4)
+    assert len(attempts) == 16 and set(attempts["attempt"]) == {1}        # was 85: every refresh a "restore"
+    assert attempts.equals(ai.reconstruct(v4).history.attempts)
+    marks = ai.history.annotate(v4).loc[sorted(refresh)]
+    assert (marks["execution"] == -1).all() and marks["attempt"].isna().all() and marks["attempt_start"].isna().all()
+    executions = ai.history.executions(v4)
+    assert not set(refresh) & {p for ps in executions["positions"] for p in ps}
+    assert len(ai.history.build_history(v4).attempts) == 16
+
+
+def test_an_attempt_selector_does_not_pick_a_checkpoint_s_refresh_rows(v4: ai.ActionStateLog) -> None:
+    key = v4.records["business_key"].iloc[0]
+    with pytest.raises(SelectorError, match=r"no attempt 2 .*attempts present: \[1\]"):
+        ai.diffing.attempt(v4, key, 2)
+
+
+def test_a_log_without_repeats_and_a_records_frame_keep_every_row() -> None:
+    log = ai.load(ai.samples.path("production"))
+    assert ai.history.refresh_rows(log) == frozenset() and ai.history.refresh_rows(log.records) == frozenset()
+    assert len(ai.history.attempts(log)) == 56
