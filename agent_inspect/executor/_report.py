@@ -24,7 +24,7 @@ _CALL_COLUMNS: dict[str, str] = {**CALL_COUNTERS, StepOutcome.MISMATCH: "calls_t
                                  StepOutcome.TRUNCATE: "calls_truncated"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReplaySafetyReport(HtmlRepr):
     """One row per dispatched task: outcome, policy, durable calls by how they were served, risks.
 
@@ -103,6 +103,11 @@ class ReplaySafetyReport(HtmlRepr):
     def unsafe(self) -> pd.DataFrame:
         """The rows that are not replay-safe."""
         return self.frame[~self.frame["safe"].astype(bool)]
+
+    def __repr__(self) -> str:
+        return (f"ReplaySafetyReport({plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe"
+                + (f", rule={self.rule_label!r}" if self.rule_label else "")
+                + (f", stopped: {self.failure!r}" if self.failure else "") + ")")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         resubmitted = int(self.frame["calls_resubmitted"].sum())

@@ -174,3 +174,17 @@ def test_the_typed_keywords_are_the_settings_and_the_options() -> None:
 
     assert set(ExecutorOverrides.__optional_keys__) == {*SETTING_NAMES, *OPTION_NAMES}
     assert not ExecutorOverrides.__required_keys__
+
+
+def test_a_safety_report_prints_as_one_line() -> None:
+    """``repr`` of a report printed both of its frames (every task's row) in a terminal or a log line."""
+    import agent_inspect as ai
+
+    log = ai.load(ai.samples.path("production"))
+    ex = ReplayExecutor(log, markers=ai.samples.markers("production"))
+    ex.run()
+    report = ex.report()
+    text = repr(report)
+    assert "\n" not in text and len(text) < 200
+    assert text.startswith(f"ReplaySafetyReport({len(report.frame):,} tasks, {len(report.unsafe):,} not replay-safe")
+    assert text.endswith(", rule='original')")
