@@ -104,9 +104,9 @@ class CallSlot:
     def from_record(cls, call: Any) -> CallSlot:
         """Build from a decoded codec ``CallResult`` (or any object/dict with the upstream field names)."""
         if type(call) is CallResult:   # a decoded record's (the common case): its fields are read directly
-            res, exc = call.result_payload, call.exception_payload
-            res = None if res is None else base64.b64decode(res)
-            exc = None if exc is None else base64.b64decode(exc)
+            result, failure = call.result_payload, call.exception_payload
+            res = None if result is None else base64.b64decode(result)
+            exc = None if failure is None else base64.b64decode(failure)
             return cls(call.function_id or "", call.args_digest or "", effective_status(call.status, exc), res, exc)
         fid = first_field(call, "function_id", "functionId") or ""
         digest = first_field(call, "args_digest", "argsDigest") or ""
