@@ -147,8 +147,27 @@ class AgentEvent:
 
     def with_id(self, event_id: str | None) -> AgentEvent:
         """The same event under another id (the same attributes, so the same fingerprint)."""
-        return AgentEvent.of(self.type, self.attributes, event_id, self.event_class, self.upstream_event_id,
-                             self.upstream_action, fingerprint=self.__dict__.get("fingerprint"))
+        return self._copy(event_id, self.upstream_event_id, self.upstream_action)
+
+    def rebound(self, upstream_event_id: str | None, upstream_action: str | None) -> AgentEvent:
+        """The same event (id, attributes, fingerprint) sent on behalf of another upstream event and action.
+
+        For example::
+
+            event = ai.agents.AgentEvent("_output_event", {"output": "hi"}, "evt-2")
+            event.rebound("evt-1", "answer").upstream_action    # 'answer'; id and attributes unchanged
+        """
+        return self._copy(self.id, upstream_event_id, upstream_action)
+
+    def _copy(self, event_id: str | None, upstream_event_id: str | None, upstream_action: str | None) -> AgentEvent:
+        # the instance dict as it is: a fingerprint already known stays, attributes not yet parsed stay unparsed
+        event = object.__new__(AgentEvent)
+        fields = event.__dict__
+        fields.update(self.__dict__)
+        fields["id"] = event_id
+        fields["upstream_event_id"] = upstream_event_id
+        fields["upstream_action"] = upstream_action
+        return event
 
     @classmethod
     def of(cls, type: str, attributes: Mapping[str, Any], id: str | None = None, event_class: str | None = None,
@@ -175,6 +194,49 @@ class AgentEvent:
         if fingerprint is not None:
             fields["fingerprint"] = fingerprint   # the cached_property's slot
         return event
+
+    @classmethod
+    def stored(cls, type: str, parse: Callable[[], Mapping[str, Any]], id: str | None, event_class: str | None,
+               upstream_event_id: str | None, upstream_action: str | None, fingerprint: str) -> AgentEvent:
+        """:meth:`of` for an event read from a stored record: ``parse()`` gives its attribute map on the first read
+        of ``attributes`` (a replay reads few of them), ``fingerprint`` is that of the stored bytes.
+
+        For example::
+
+            stored = ai.codec.Event.new("_input_event", {"input": "hi"}, id="evt-1")
+            event = ai.agents.AgentEvent.stored(stored.type, stored.attrs, stored.id, None, None, None,
+                                                ai.codec.event_uuid(stored.attributes))
+            event.attributes, event == ai.agents.AgentEvent("_input_event", {"input": "hi"}, "evt-1")
+        """
+        event = object.__new__(cls)
+        fields = event.__dict__
+        fields["type"] = type
+        fields["_parse_attributes"] = parse
+        fields["id"] = id
+        fields["event_class"] = event_class
+        fields["upstream_event_id"] = upstream_event_id
+        fields["upstream_action"] = upstream_action
+        fields["fingerprint"] = fingerprint
+        return event
+
+
+class _ParsedOnRead:
+    """``AgentEvent.attributes`` of an event made by :meth:`AgentEvent.stored`, parsed on the first read; every
+    other event holds its attributes in its instance dict, which attribute reads find before this descriptor."""
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            raise AttributeError("attributes")
+        fields = instance.__dict__
+        parse = fields.get("_parse_attributes")
+        if parse is None:
+            raise AttributeError("attributes")
+        value = fields["attributes"] = parse()
+        return value
+
+
+# after the dataclass is made: it removes a field's class attribute that has no plain default
+AgentEvent.attributes = _ParsedOnRead()  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)

@@ -220,12 +220,21 @@ class AsRecordedAgent(BaseAgent):
         rerun reads the same records."""
         positions = self._records.get((bk, seq, au, fp)) or self._any_seq.get((bk, au, fp)) or []
         value, completed, calls = self._log.value, self._completed, self._calls
-        # the latest incomplete record with calls and the latest completed one; a record whose columns rule it
-        # out is not read
-        incomplete = next((s for p in reversed(positions) if not completed[p] and calls[p] != 0
-                           for s in (value(p),) if s is not None and not s.completed and s.call_results), None)
-        complete = next((s for p in reversed(positions) if completed[p] is not False
-                         for s in (value(p),) if s is not None and s.completed), None)
+        # the latest incomplete record with calls and the latest completed one, in one pass from the end; a record
+        # whose columns rule it out is not read
+        incomplete = complete = None
+        for p in reversed(positions):
+            done = completed[p]
+            if complete is None and done is not False:
+                s = value(p)
+                if s is not None and s.completed:
+                    complete = s
+            if incomplete is None and not done and calls[p] != 0:
+                s = value(p)
+                if s is not None and not s.completed and s.call_results:
+                    incomplete = s
+            if complete is not None and incomplete is not None:
+                break
         script: list[tuple[str, tuple[Any, ...]]] = []
         issued: set[str] = set()
         if incomplete is not None:
@@ -236,8 +245,8 @@ class AsRecordedAgent(BaseAgent):
                               else ("call", (fn, cr.args_digest, cr.status == "FAILED")))
                 issued.add(fn)
         unclaimed = self._unclaimed.get((bk, seq), ())
-        states = [value(p) for p in positions] if unclaimed else []
-        recorded_ids = {s.task_event.id for s in states if s is not None and s.task_event is not None}
+        recorded_ids = {s.task_event.id for p in positions for s in (value(p),)
+                        if s is not None and s.task_event is not None} if unclaimed else set()
         for boot in unclaimed:
             a = boot.attributes
             sid = f"{a.get('sessionId')}#{a.get('callId')}"

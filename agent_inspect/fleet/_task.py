@@ -245,10 +245,10 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
         by_round = roots.groupby([roots["business_key"].astype(str), roots["seq"]], observed=True)
         n = by_round["event_uuid"].nunique()
         last = by_round["_pos"].max()
-        for (k, s), c in n.items():
-            if c > 1:
-                lo, pos = conflict.get(k, (int(s), -1))
-                conflict[k] = (min(lo, int(s)), max(pos, int(last[(k, s)])))
+        many = (n > 1).to_numpy()   # the conflicting rounds, read as lists (a cell lookup costs microseconds)
+        for (k, s), at in zip(n.index[many].tolist(), last.to_numpy()[many].tolist()):
+            lo, pos = conflict.get(k, (int(s), -1))
+            conflict[k] = (min(lo, int(s)), max(pos, int(at)))
     conflict_seq = conflict
     out["branch_change"] = [k in conflict_seq for k in key_list]
     info = resolve_runtime(runtime, log)

@@ -50,15 +50,16 @@ def _repeated(records: pd.DataFrame, raw: Any) -> frozenset[int]:
     errors = records["error"].notna().tolist() if "error" in records else [False] * len(records)
     latest: dict[tuple[int, bytes], bytes] = {}
     found = []
-    for i, pos in enumerate(records.index.tolist()):
-        key, value = raw.key[pos], raw.value[pos]
+    keys, values, partitions = raw.key, raw.value, raw.partition   # the raw lists read once, not per record
+    for pos, error in zip(records.index.tolist(), errors):
+        key = keys[pos]
         if key is None:
             continue
-        slot = (raw.partition[pos], key)
+        value, slot = values[pos], (partitions[pos], key)
         if value is None:
             latest.pop(slot, None)
             continue
-        if not errors[i] and latest.get(slot) == value:
+        if not error and latest.get(slot) == value:
             found.append(int(pos))
         latest[slot] = value
     return frozenset(found)

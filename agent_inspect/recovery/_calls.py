@@ -19,7 +19,7 @@ from typing import Any, Literal, cast
 
 from agent_inspect._bulk import quick_init
 from agent_inspect._errors import ReplayError
-from agent_inspect.codec import call_matcher, python_args_digest, python_function_id
+from agent_inspect.codec import CallResult, call_matcher, python_args_digest, python_function_id
 from agent_inspect.recovery._events import first_field
 
 __all__ = ["CallDecision", "CallSlot", "CallEvent", "CallJournal", "RecordedCallError", "RecordedValue",
@@ -103,6 +103,11 @@ class CallSlot:
     @classmethod
     def from_record(cls, call: Any) -> CallSlot:
         """Build from a decoded codec ``CallResult`` (or any object/dict with the upstream field names)."""
+        if type(call) is CallResult:   # a decoded record's (the common case): its fields are read directly
+            result, failure = call.result_payload, call.exception_payload
+            res = None if result is None else base64.b64decode(result)
+            exc = None if failure is None else base64.b64decode(failure)
+            return cls(call.function_id or "", call.args_digest or "", effective_status(call.status, exc), res, exc)
         fid = first_field(call, "function_id", "functionId") or ""
         digest = first_field(call, "args_digest", "argsDigest") or ""
         res = _payload_bytes(first_field(call, "result_payload", "resultPayload"))

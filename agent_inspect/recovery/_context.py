@@ -96,9 +96,10 @@ class ReplayContext:
         self._stm = RecordingMemory(short_term, self.short_term_updates)
         self._sensory = RecordingMemory(sensory, self.sensory_updates)
         self._engine = engine
-        a = run.event.attributes
-        self._subcall = (str(a.get("targetScope")), str(a.get("sessionId")), str(a.get("callId"))) \
-            if run.event.type == SUBAGENT_EVENT else None
+        self._subcall: tuple[str, str, str] | None = None
+        if run.event.type == SUBAGENT_EVENT:   # only a wrapper's attributes are read (most are parsed on first read)
+            a = run.event.attributes
+            self._subcall = (str(a.get("targetScope")), str(a.get("sessionId")), str(a.get("callId")))
         self._allocator: Any = None
 
     @property

@@ -537,5 +537,4 @@ def _begin_event(agent: Any, event: AgentEvent, key: str, seq: int) -> AgentEven
 def _rebind(ev: AgentEvent, upstream_id: str | None, action: str) -> AgentEvent:
     if ev.upstream_event_id == upstream_id and ev.upstream_action == action:
         return ev   # already bound so (a reused parent kept its recorded id): events are immutable
-    return AgentEvent.of(ev.type, ev.attributes, ev.id, ev.event_class, upstream_id, action,
-                         fingerprint=ev.__dict__.get("fingerprint"))
+    return ev.rebound(upstream_id, action)

@@ -104,8 +104,13 @@ def agent_event(ev: Any) -> AgentEvent:
         state = log.value(0)                          # a decoded record (ai.codec.ActionState)
         ai.recovery.agent_event(state.task_event)     # its task's event, as the engine replays it
     """
-    attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
     raw = getattr(ev, "attributes", None)
+    if type(raw) is Raw and type(ev) is CodecEvent:
+        data = bytes(raw)
+        if data[:1] == b"{":   # a stored map (valid JSON, as decoded): its fingerprint now, its attributes when read
+            return AgentEvent.stored(str(ev.type), ev.attrs, ev.id, ev.event_class, ev.upstream_event_id,
+                                     ev.upstream_action_name, fingerprint_of_raw(data))
+    attrs = ev.attrs() if hasattr(ev, "attrs") else dict(ev.attributes)
     if not isinstance(attrs, dict):   # not a map: no attributes, and no fingerprint of them
         attrs, raw = {}, None
     fingerprint = fingerprint_of_raw(bytes(raw)) if isinstance(raw, bytes | Raw) else None

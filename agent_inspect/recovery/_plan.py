@@ -177,15 +177,18 @@ class ReplayPlan:
                               "seq": roots["seq"].astype("int64").to_numpy(), "pos": roots.index.to_numpy()})
         grouped = frame.groupby(["bk", "seq"], sort=False)
         rounds = grouped["pos"].agg(["min", "max"]).reset_index()      # first and latest root record per round
-        restored = {str(k): int(v) - 1 for k, v in rounds.groupby("bk", sort=False)["seq"].min().items()}
+        first = rounds.groupby("bk", sort=False)["seq"].min()
+        # the columns as Python lists: iterating a text column cell by cell costs a microsecond a cell
+        restored = {str(k): int(v) - 1 for k, v in zip(first.index.tolist(), first.tolist())}
         # across keys, rounds arrive in the order their first root was written; within a key, by seq
         slots = rounds.sort_values("min", kind="stable")
         by_seq = rounds.sort_values(["bk", "seq"], kind="stable")
         per_key: dict[str, list[int]] = {}
-        for bk, latest in zip(by_seq["bk"], by_seq["max"]):
+        for bk, latest in zip(by_seq["bk"].tolist(), by_seq["max"].tolist()):
             per_key.setdefault(bk, []).append(int(latest))
         next_root = {bk: iter(latest) for bk, latest in per_key.items()}   # each key's rounds in seq order
-        inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None)) for bk in slots["bk"])
+        inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None))
+                       for bk in slots["bk"].tolist())
         if retained or in_flight:
             return _retained_plan(log, retained, restored, inputs, in_flight=in_flight, name_of=name_of)
         keys = identities_from_log(log)

@@ -429,7 +429,9 @@ def window_entries(log: ActionStateLog | pd.DataFrame, mask: np.ndarray) -> list
     """``iter_entries(log, mask, undecodable=True)`` as a list, from entries made once per log: every rebuild of
     a log (one per rule, per verb) reads the same records, and an entry is immutable."""
     rows = once_per_log(_ENTRIES, log, lambda: list(iter_entries(log, undecodable=True)))   # one row per record
-    return [rows[i] for i in np.flatnonzero(mask)]
+    if mask.all():   # the whole log (markers None): no row to pick
+        return list(rows)
+    return [rows[i] for i in np.flatnonzero(mask).tolist()]
 
 
 _ENTRIES: weakref.WeakKeyDictionary[Any, list[tuple[int, Entry | Undecodable | None, str | None]]] = \

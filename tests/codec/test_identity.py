@@ -232,3 +232,10 @@ def test_python_durable_call_identity():
     assert python_function_id(inner) == f"{__name__}.test_python_durable_call_identity.<locals>.inner"
     assert python_function_id(json.dumps) == "json.dumps"
     assert python_function_id(lambda: None).endswith(".test_python_durable_call_identity.<locals>.<lambda>")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_uuid3_is_java_name_uuid_from_bytes(data):
+    # Java's UUID.nameUUIDFromBytes: the MD5 digest with version 3 and the RFC 4122 variant set
+    assert uuid3(data) == str(uuid.UUID(bytes=hashlib.md5(data).digest(), version=3))
