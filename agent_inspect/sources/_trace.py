@@ -20,13 +20,13 @@ import hashlib
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from agent_inspect._errors import SourceError
+from agent_inspect.sources._filecommon import _inflate
 
 __all__ = ["TraceItem", "TraceFile", "trace_files", "read_trace_files", "read_bytes", "write_trace",
            "TRACE_FILE_RE"]
@@ -149,23 +149,7 @@ def read_bytes(path: str) -> tuple[bytes, str | None]:
             data = fh.read()
     except OSError as exc:
         raise SourceError(f"cannot read trace file {path!r}: {exc.strerror or exc}; check the path") from None
-    if data[:2] != b"\x1f\x8b":
-        return data, None
-    parts: list[bytes] = []
-    rest = data
-    while rest:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            parts.append(inflater.decompress(rest))
-        except zlib.error as exc:
-            return b"".join(parts), f"gzip data is damaged ({exc}); the lines before the damage were read"
-        if not inflater.eof:
-            parts.append(inflater.flush())
-            return b"".join(parts), "gzip stream ends early (a cut-off file); the lines before the cut were read"
-        rest = inflater.unused_data.lstrip(b"\x00")  # the next member of a multi-member file
-        if rest and rest[:2] != b"\x1f\x8b":
-            return b"".join(parts), "text after the end of the gzip stream was not read"
-    return b"".join(parts), None
+    return _inflate(data)
 
 
 def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:

@@ -398,3 +398,20 @@ def test_plain_lines_with_a_payload_field_stay_plain(tmp_path: Path) -> None:
     lines = [_plain(i, partition=0, offset=i, payload="extra") for i in range(len(RECORDS))]
     read = read_file(_write(tmp_path / "p.jsonl", lines))
     assert read.source.file_format == "jsonl" and not read.line_errors
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "kcat-jsonl"])
+def test_a_cut_off_gzip_dump_keeps_the_lines_before_the_cut(tmp_path: Path, fmt: str) -> None:
+    import gzip
+
+    lines = [_plain(i) if fmt == "jsonl" else _kcat(i) for i in range(len(RECORDS))]
+    whole = gzip.compress(b"\n".join(lines) + b"\n")
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) // 2])   # a copy interrupted mid-file
+    log = ai.load_file(path)
+    kept = log.records[log.records["error"].isna()]
+    assert 0 < len(kept) < len(RECORDS)
+    assert log.errors["error"].str.contains("gzip stream ends early").sum() == 1
+    assert log.source.options["malformed_lines"] == len(log.errors)
+    for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
+        _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
