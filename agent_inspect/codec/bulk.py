@@ -108,6 +108,8 @@ def _decode_row(value: bytes | None) -> tuple[Any, ...]:
     if value is None:
         return EMPTY_ROW  # a tombstone
     try:
+        if not value.isascii():  # msgspec leaves raw parts (attributes, memory values) unchecked; Jackson would not
+            value.decode("utf-8")
         st = _DECODE(value)
         if st.task_event is not None:
             row = _row(st, len(value))
@@ -253,6 +255,9 @@ def value_columns(values: list[bytes | None]) -> list[list[Any]]:
     for start in range(0, len(values), _CHUNK):
         part = values[start:start + _CHUNK]
         try:  # the common chunk: every value in the fast structs, one loop in C
+            # msgspec leaves raw parts (attributes, memory) unchecked; a tombstone raises here, as below
+            if not all(map(bytes.isascii, part)):  # type: ignore[arg-type]
+                b"\n".join(part).decode("utf-8")  # type: ignore[arg-type]  # a bad byte: the row path finds it
             memory: list[msgspec.Raw] | None = [] if envelopes else None
             rows = list(map(_fast_row, map(_FAST_DECODE, part), part, repeat(memory)))  # type: ignore[arg-type]
             if memory and not _all_envelopes(memory):  # decoded again, row by row checked (once a call)
@@ -298,6 +303,8 @@ def _mostly_refused(part: list[bytes | None]) -> bool:
 
 def _row_of(value: bytes | None) -> tuple[Any, ...]:
     try:
+        if value is not None and not value.isascii():
+            value.decode("utf-8")
         state = _FAST_DECODE(value)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - the reference decides what this value is
         return _decode_row(value)

@@ -415,3 +415,17 @@ def test_a_cut_off_gzip_dump_keeps_the_lines_before_the_cut(tmp_path: Path, fmt:
     assert log.source.options["malformed_lines"] == len(log.errors)
     for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
         _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
+
+
+def test_a_bad_utf8_byte_inside_attributes_is_an_error_row(tmp_path: Path) -> None:
+    # the attributes are kept raw, so a bad byte there loaded as U+FFFD, silently; a bad byte in `id` was an error
+    lines = [_plain(i) for i in range(len(RECORDS))]
+    assert b'"attributes":{' in lines[1]
+    lines[1] = lines[1].replace(b'"attributes":{', b'"attributes":{"n\xffote":"caf\xc3\xa9",', 1)
+    lines[2] = lines[2].replace(b'"attributes":{', b'"attributes":{"note":"caf\xc3\xa9 \xe6\x97\xa5",', 1)  # valid
+    log = ai.load_file(_write(tmp_path / "bad-byte.jsonl", lines))
+    assert log.errors["error"].tolist() == ["value: value has a string that is not valid UTF-8"]
+    assert log.errors["offset"].tolist() == [2] and len(log.records) == len(RECORDS)
+    with pytest.raises(ai.ValueFormatError, match="not valid UTF-8"):
+        log.value(1)
+    assert log.value(2) is not None
