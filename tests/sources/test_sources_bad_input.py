@@ -429,3 +429,20 @@ def test_a_bad_utf8_byte_inside_attributes_is_an_error_row(tmp_path: Path) -> No
     with pytest.raises(ai.ValueFormatError, match="not valid UTF-8"):
         log.value(1)
     assert log.value(2) is not None
+
+
+def test_a_damaged_parquet_row_group_loses_only_its_rows(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(ai.samples.path("production").with_suffix(".parquet"))
+    path = tmp_path / "groups.parquet"
+    pq.write_table(table, path, row_group_size=500, compression="none")
+    data = bytearray(path.read_bytes())
+    page = pq.ParquetFile(path).metadata.row_group(2).column(4).data_page_offset   # row group 2's values
+    data[page + 10:page + 60] = b"\xff" * 50                                         # a damaged page header
+    path.write_bytes(bytes(data))
+    log = ai.load_file(path)   # it failed whole: "is not a readable Parquet file"
+    assert len(log.records) == len(table) - 500 + 1
+    assert log.errors["error"].tolist() == [log.errors["error"].iat[0]]
+    assert log.errors["error"].iat[0].startswith("row 1001: row group 2 (rows 1001 to 1500) does not read (")
+    assert log.records["error"].isna().sum() == len(table) - 500
