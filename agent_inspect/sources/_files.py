@@ -3,6 +3,8 @@
 Readers never raise for a bad line: it becomes a row (offset = 1-based line number, key None, value
 = the line's bytes) with a reason, which the loader puts into the log's ``error`` column. A Parquet
 row with a null or out-of-range position keeps its key and value and gets a reason too ("row N: …").
+A gzip file cut short and a Parquet row group that does not read are one such row each, after the lines
+read or at the group's first row; the rest loads.
 The writers mark such rows (JSONL ``malformed``, Parquet column ``malformed``) so that reading an
 export back restores them exactly, position and reason included.
 """
