@@ -243,7 +243,10 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
         ai.predict(log, markers=chk, plan=plan).tasks["outcome"].value_counts()
     """
     files = open_checkpoint(path_or_url, checkpoint=checkpoint)
-    meta = parse_metadata(files.metadata)
+    try:
+        meta = parse_metadata(files.metadata)
+    except CheckpointFormatError as exc:
+        raise CheckpointFormatError(f"{files.location}: {exc}{_damaged_advice(str(exc))}") from None
     generation = KRYO5 if meta.version >= 5 else KRYO2
     operator = _agent_operator(meta, files.location)
     markers, not_read = _markers(operator, files, generation)
@@ -258,6 +261,12 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
                       markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read),
                       keyed_snapshots=tuple(s.managed_keyed.kind for s in sorted(operator.subtasks, key=lambda s: s.index)
                                             if s.managed_keyed is not None))
+
+
+def _damaged_advice(problem: str) -> str:
+    if not problem.startswith("_metadata is"):   # not a _metadata file at all, or a version this reader lacks
+        return ""
+    return "; copy it again, or read an earlier checkpoint (checkpoint=N, or its chk-N directory)"
 
 
 def _agent_operator(meta: CheckpointMetadata, where: str) -> OperatorState:

@@ -73,7 +73,9 @@ class ByteReader:
         n = self.i32()
         bound = len(self.data) - self.pos if limit is None else limit
         if n < 0 or n > bound:
-            raise CheckpointFormatError(f"{self.what} is corrupt: {n} {what} at byte {self.pos - 4}")
+            past_end = n >= 0 and limit is None  # more than the bytes left: most likely a cut-off file
+            raise CheckpointFormatError(f"{self.what} is {'truncated or corrupt' if past_end else 'corrupt'}: {n} {what} "
+                                        f"at byte {self.pos - 4}" + (f", {bound} bytes left" if past_end else ""))
         return n
 
 

@@ -443,6 +443,8 @@ def decode_action_state(data: bytes) -> ActionState:
             if isinstance(obj, dict) and set(obj) <= {_EXTRA}:
                 raise ValueFormatError("not an ActionState (no known field)")
             state = _DECODER.decode(msgspec.json.encode(obj))
+        if not data.isascii():  # msgspec leaves raw parts (attributes, memory values) unchecked; Jackson would not
+            bytes(data).decode("utf-8")
     except UnicodeDecodeError:
         raise ValueFormatError("value has a string that is not valid UTF-8") from None
     except RecursionError:

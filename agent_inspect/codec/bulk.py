@@ -108,6 +108,8 @@ def _decode_row(value: bytes | None) -> tuple[Any, ...]:
     if value is None:
         return EMPTY_ROW  # a tombstone
     try:
+        if not value.isascii():  # msgspec leaves raw parts (attributes, memory values) unchecked; Jackson would not
+            value.decode("utf-8")
         st = _DECODE(value)
         if st.task_event is not None:
             row = _row(st, len(value))
@@ -252,7 +254,10 @@ def value_columns(values: list[bytes | None]) -> list[list[Any]]:
     envelopes = True  # until a chunk shows memory values of another kind: then each is checked where it is
     for start in range(0, len(values), _CHUNK):
         part = values[start:start + _CHUNK]
+        utf8 = _utf8(part)
         try:  # the common chunk: every value in the fast structs, one loop in C
+            if not utf8:
+                raise UnicodeError("some value is not UTF-8")   # the row-by-row path finds it
             memory: list[msgspec.Raw] | None = [] if envelopes else None
             rows = list(map(_fast_row, map(_FAST_DECODE, part), part, repeat(memory)))  # type: ignore[arg-type]
             if memory and not _all_envelopes(memory):  # decoded again, row by row checked (once a call)
@@ -262,7 +267,7 @@ def value_columns(values: list[bytes | None]) -> list[list[Any]]:
             if start == 0 and len(values) > _CHUNK and _mostly_refused(part):  # an older format: all by the reference
                 rows = list(map(_decode_row, values))
                 return [list(col) for col in zip(*rows)] if rows else cols
-            rows = list(map(_row_of, part))
+            rows = list(map(_row_of if utf8 else _utf8_row_of, part))
         # transposed chunk by chunk, while its rows are still in the CPU's cache
         for col, cells in zip(cols, zip(*rows)):
             col += cells
@@ -294,6 +299,23 @@ def _mostly_refused(part: list[bytes | None]) -> bool:
         except Exception:  # noqa: BLE001 - counting refusals only
             refused += 1
     return refused * 2 > len(part)
+
+
+def _utf8(part: list[bytes | None]) -> bool:
+    """Whether every value of ``part`` is UTF-8: msgspec leaves raw parts (attributes, memory) unchecked."""
+    joined = b"\n".join(filter(None, part))   # one pass in C; "\n" is ASCII, so no character spans two values
+    if joined.isascii():
+        return True
+    try:
+        joined.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _utf8_row_of(value: bytes | None) -> tuple[Any, ...]:
+    """_row_of of a value that may not be UTF-8 (the reference names that problem)."""
+    return _decode_row(value) if value is not None and not _utf8([value]) else _row_of(value)
 
 
 def _row_of(value: bytes | None) -> tuple[Any, ...]:

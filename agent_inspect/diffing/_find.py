@@ -24,7 +24,9 @@ def find_task(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any, 
     n = len(tasks)
     if task is not None:    # a row number: a negative one or one past the end is no task (it read the last / crashed)
         if isinstance(task, bool) or not isinstance(task, int | np.integer) or not 0 <= task < n:
-            raise SelectorError(f"task={task!r}: pass a row of prediction.tasks, "
+            # a row itself (a Series) would print as many lines: say what it is, and what to pass instead
+            given = f"task={task!r}" if isinstance(task, int | np.integer) else f"task= got a {type(task).__name__}"
+            raise SelectorError(f"{given}: pass the number of a row of prediction.tasks, "
                                 + (f"0 to {n - 1} (it has {plural(n, 'task')})" if n else "which has no task"))
         return int(task)
     if key is None and seq is None and action is None and event is None:
@@ -42,7 +44,7 @@ def _name_a_task(tasks: pd.DataFrame) -> str:
     first = tasks.iloc[0]
     key = first["business_key"] if isinstance(first.get("business_key"), str) else first["key"]
     example = f"ai.explain(log, {str(key)!r}, {int(first['seq'])}, {str(first['action'])!r})"
-    return (f"{how}, e.g. {example}, or pass task= a row of ai.predict(log).tasks "
+    return (f"{how}, e.g. {example}, or pass task= the number of a row of ai.predict(log).tasks "
             f"(this restore has {plural(len(tasks), 'task')})")
 
 

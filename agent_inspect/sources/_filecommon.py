@@ -8,6 +8,7 @@ import dataclasses
 import os
 import re
 import secrets
+import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -123,3 +124,26 @@ def _replacing(out: Path) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+def _inflate(data: bytes) -> tuple[bytes, str | None]:
+    """``data`` inflated when it is gzip (by its magic bytes), and what stopped the inflating early (None: nothing).
+
+    A cut-off or damaged gzip stream keeps what inflated before the damage.
+    """
+    if data[:2] != b"\x1f\x8b":
+        return data, None
+    parts: list[bytes] = []
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            parts.append(inflater.decompress(rest))
+        except zlib.error as exc:
+            return b"".join(parts), f"gzip data is damaged ({exc}); the lines before the damage were read"
+        if not inflater.eof:
+            parts.append(inflater.flush())
+            return b"".join(parts), "gzip stream ends early (a cut-off file); the lines before the cut were read"
+        rest = inflater.unused_data.lstrip(b"\x00")  # the next member of a multi-member file
+        if rest and rest[:2] != b"\x1f\x8b":
+            return b"".join(parts), "text after the end of the gzip stream was not read"
+    return b"".join(parts), None

@@ -3,6 +3,8 @@
 Readers never raise for a bad line: it becomes a row (offset = 1-based line number, key None, value
 = the line's bytes) with a reason, which the loader puts into the log's ``error`` column. A Parquet
 row with a null or out-of-range position keeps its key and value and gets a reason too ("row N: …").
+A gzip file cut short and a Parquet row group that does not read are one such row each, after the lines
+read or at the group's first row; the rest loads.
 The writers mark such rows (JSONL ``malformed``, Parquet column ``malformed``) so that reading an
 export back restores them exactly, position and reason included.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import dataclasses
 import gzip
 import os
 from collections.abc import Iterator
@@ -25,6 +28,7 @@ from agent_inspect.sources._filecommon import (
     NO_PARTITION,
     SOURCE_METADATA_KEY,
     FileRead,
+    _inflate,
 )
 from agent_inspect.sources._jsonl import (
     _read_columns,
@@ -67,7 +71,7 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
     gz = head[:2] == b"\x1f\x8b"
     # Plain files stream through a small buffer that stays in cache while it is decoded and copied
     # out; gzip files are inflated whole, like before, and then walked the same way.
-    data = _read_all(p, gz) if gz else None
+    data, cut = _read_all(p) if gz else (None, None)
     with _reading(p):
         head_lines = _head_lines(data, 2000) if data is not None else _file_head(p, 2000)
     if file_format is None:
@@ -79,14 +83,20 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
         with _reading(p):
             read = _read_columns(_file_chunks(p) if data is None else _data_chunks(data), location, kcat=kcat, b64=b64,
                                  bar=bar)
-        if read is not None:
-            return read
-        # some line needs the per-line rules: they read the whole file again, with exact line numbers
-        if data is None:
-            data = _read_all(p, False)
-        if kcat:
-            return _read_kcat(data, b64, location)
-        return _read_plain(data, location)
+        if read is None:
+            # some line needs the per-line rules: they read the whole file again, with exact line numbers
+            if data is None:
+                data, cut = _read_all(p)
+            read = _read_kcat(data, b64, location) if kcat else _read_plain(data, location)
+    return read if cut is None else _with_cut(read, data or b"", cut)
+
+def _with_cut(read: FileRead, data: bytes, cut: str) -> FileRead:
+    """``read`` with one more error row, after the last line, saying why a gzip file's lines stop early."""
+    lineno = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0) + 1
+    errors = {**read.line_errors, len(read.batch): f"line {lineno}: {cut}"}
+    read.batch.append(NO_PARTITION, lineno, None, None, b"")
+    options = {**read.source.options, "malformed_lines": len(errors)}
+    return FileRead(read.batch, dataclasses.replace(read.source, options=options), errors)
 
 @contextlib.contextmanager
 def _reading(p: Path) -> Iterator[None]:
@@ -95,9 +105,10 @@ def _reading(p: Path) -> Iterator[None]:
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise SourceError(f"cannot read {str(p)!r}: {exc}; check the file") from None
 
-def _read_all(p: Path, gz: bool) -> bytes:
+def _read_all(p: Path) -> tuple[bytes, str | None]:
+    """The file's bytes, inflated when it is gzip, and what cut a gzip file short (None: nothing)."""
     with _reading(p):
-        return gzip.decompress(p.read_bytes()) if gz else p.read_bytes()
+        return _inflate(p.read_bytes())
 
 def _head_lines(data: bytes, n: int) -> list[bytes]:
     out: list[bytes] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import re
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect._glossary import did_you_mean
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
 from agent_inspect.sources._offsets import (
@@ -151,9 +153,15 @@ def _refused(errors: list[str]) -> bool:
     return any("refused" in e.lower() or "brokers are down" in e.lower() for e in errors)
 
 
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
 def _partitions(admin: Any, topic: str, timeout: float, errors: list[str], bootstrap: str) -> list[int]:
     from confluent_kafka import KafkaException
 
+    if not _TOPIC_NAME.fullmatch(topic) or topic in (".", ".."):   # Kafka's own rule: no broker has such a topic
+        shown = topic if len(topic) <= 60 else f"{topic[:56]}…"
+        raise SourceError(f"{shown!r} is not a Kafka topic name: use 1 to 249 letters, digits, '.', '_' or '-'")
     # list_topics() with no argument: naming the topic would auto-create it on some brokers. Asked in
     # short slices so that a refused connection (reported at once through error_cb) fails at once
     # instead of after the whole timeout.
@@ -169,7 +177,8 @@ def _partitions(admin: Any, topic: str, timeout: float, errors: list[str], boots
                 raise _unreachable(bootstrap, timeout, errors, exc, admin) from None
     found = meta.topics.get(topic)
     if found is None:
-        raise SourceError(f"topic {topic!r} does not exist on {bootstrap}; check the topic name")
+        raise SourceError(f"topic {topic!r} does not exist on {bootstrap}; check the topic name"
+                          + did_you_mean([topic], meta.topics))
     if found.error is not None:
         raise SourceError(f"topic {topic!r} metadata error: {found.error.str()}")
     return sorted(found.partitions)

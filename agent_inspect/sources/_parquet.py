@@ -99,8 +99,11 @@ def _read_parquet(path: Path, *, partition: int | None = None, row_group: int | 
         else:
             table = pq.read_table(path, filters=None if partition is None else [("partition", "=", partition)])
     except (pa.ArrowException, OSError) as exc:
-        raise SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
-                          f"re-export it with ActionStateLog.to_parquet") from None
+        unreadable = SourceError(f"{str(path)!r} is not a readable Parquet file ({str(exc).splitlines()[0]}); "
+                                 f"re-export it with ActionStateLog.to_parquet")
+        if partition is None and row_group is None:   # one damaged row group must not lose the others
+            return _read_by_row_group(path, unreadable)
+        raise unreadable from None
     missing = [f.name for f in _schema() if f.name not in table.column_names and f.name not in _OPTIONAL_COLUMNS]
     if missing:
         raise SourceError(f"{str(path)!r} lacks {count_words(len(missing), 'column')} {', '.join(missing)}; it was not "
@@ -137,6 +140,44 @@ def _read_parquet(path: Path, *, partition: int | None = None, row_group: int | 
     else:
         info = _file_info(batch, errors, str(path), "parquet", None)
     return FileRead(batch, info, errors)
+
+def _read_by_row_group(path: Path, unreadable: SourceError) -> FileRead:
+    """The row groups of ``path`` that read, and an error row (at its first row) for each that does not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+        groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    except (pa.ArrowException, OSError):
+        raise unreadable from None   # no footer: nothing says where the rows are
+    batch = RawBatch(agent_key=[])
+    errors: dict[int, str] = {}
+    source: SourceInfo | None = None
+    base = 0
+    for i, rows in enumerate(groups):
+        try:
+            pq.ParquetFile(path).read_row_group(i)   # read twice, but only in a damaged file
+        except (pa.ArrowException, OSError) as exc:
+            errors[len(batch)] = (f"row {base + 1}: row group {i} (rows {base + 1} to {base + rows}) does not read "
+                                  f"({str(exc).splitlines()[0]}); its rows are lost")
+            batch.append(NO_PARTITION, base + 1, None, None, b"")
+        else:
+            read = _read_parquet(path, row_group=i)
+            errors.update({len(batch) + j: reason for j, reason in read.line_errors.items()})
+            for name in ("partition", "offset", "timestamp_ms", "key", "value"):
+                getattr(batch, name).extend(getattr(read.batch, name))
+            assert batch.agent_key is not None
+            batch.agent_key.extend(read.batch.agent_key or [None] * len(read.batch))
+            source = source or read.source
+        base += rows
+    if source is None:
+        raise unreadable from None
+    if batch.agent_key is not None and all(a is None for a in batch.agent_key):
+        batch.agent_key = None
+    if "origin" not in source.options:   # no source metadata: the positions are those read
+        source = _file_info(batch, errors, str(path), "parquet", None)
+    return FileRead(batch, source, errors)
 
 def _parquet_column(table: Any, name: str, target: Any, path: Path) -> Any:
     """The column as ``target`` (positions as int64, checked per row later) if that loses nothing, else SourceError."""

@@ -20,13 +20,14 @@ import hashlib
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from agent_inspect._errors import SourceError
+from agent_inspect._glossary import plural
+from agent_inspect.sources._filecommon import _inflate
 
 __all__ = ["TraceItem", "TraceFile", "trace_files", "read_trace_files", "read_bytes", "write_trace",
            "TRACE_FILE_RE"]
@@ -129,15 +130,28 @@ def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[T
     for f in files:
         data, problem = read_bytes(f.path)
         try:
-            text, bad = data.decode("utf-8"), False
+            text, bad = data.decode("utf-8"), []
         except UnicodeDecodeError:
-            text, bad = data.decode("utf-8", errors="replace"), True
+            text, bad = data.decode("utf-8", errors="replace"), _undecodable_lines(data)
         items = list(scan(text, f.path))
         if bad:
-            items.insert(0, TraceItem(f.path, 0, None, "file is not valid UTF-8; undecodable bytes were replaced"))
+            more = f" (and {plural(len(bad) - 1, 'more line')})" if len(bad) > 1 else ""
+            items.insert(0, TraceItem(f.path, bad[0], None, f"line {bad[0]}{more} is not valid UTF-8; undecodable"
+                                      " bytes were replaced"))
         if problem:
             items.append(TraceItem(f.path, text.count("\n") + 1, None, problem))
         out.append((f, items))
+    return out
+
+
+def _undecodable_lines(data: bytes) -> list[int]:
+    """The 1-based lines of ``data`` that are not UTF-8 (a character never spans a line break)."""
+    out = []
+    for lineno, line in enumerate(data.split(b"\n"), 1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            out.append(lineno)
     return out
 
 
@@ -149,23 +163,7 @@ def read_bytes(path: str) -> tuple[bytes, str | None]:
             data = fh.read()
     except OSError as exc:
         raise SourceError(f"cannot read trace file {path!r}: {exc.strerror or exc}; check the path") from None
-    if data[:2] != b"\x1f\x8b":
-        return data, None
-    parts: list[bytes] = []
-    rest = data
-    while rest:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            parts.append(inflater.decompress(rest))
-        except zlib.error as exc:
-            return b"".join(parts), f"gzip data is damaged ({exc}); the lines before the damage were read"
-        if not inflater.eof:
-            parts.append(inflater.flush())
-            return b"".join(parts), "gzip stream ends early (a cut-off file); the lines before the cut were read"
-        rest = inflater.unused_data.lstrip(b"\x00")  # the next member of a multi-member file
-        if rest and rest[:2] != b"\x1f\x8b":
-            return b"".join(parts), "text after the end of the gzip stream was not read"
-    return b"".join(parts), None
+    return _inflate(data)
 
 
 def scan(text: str, file: str = "<text>") -> Iterable[TraceItem]:

@@ -159,8 +159,11 @@ def test_a_truncated_metadata_says_so(tmp_path: Path, cut: int | str) -> None:
     data = (FIXTURES / "flink2-p1-inline" / "savepoint" / "_metadata").read_bytes()
     end = data.rfind(b"\xac\xed\x00\x05") if cut == "properties" else int(cut)
     (tmp_path / "_metadata").write_bytes(data[:end])
-    with pytest.raises(CheckpointFormatError, match="truncated|corrupt"):
+    with pytest.raises(CheckpointFormatError, match="truncated|corrupt") as raised:
         ai.checkpoint.read(tmp_path)
+    said = str(raised.value)          # one line naming the checkpoint, that it is cut, and what to do
+    assert "\n" not in said and said.startswith(f"{tmp_path}: _metadata is truncated")
+    assert said.endswith("; copy it again, or read an earlier checkpoint (checkpoint=N, or its chk-N directory)")
 
 
 def test_corrupt_metadata_names_what_was_found(tmp_path: Path) -> None:

@@ -126,8 +126,16 @@ def test_a_task_row_or_occurrence_that_is_not_there_is_a_one_line_error() -> Non
     # task=99 raised an IndexError, task=-1 explained the last task; occurrence=5 listed the task as if missing
     log, markers = ai.load(ai.samples.path("N04")), ai.samples.markers("N04")
     for row in (4, 99, -1):
-        with pytest.raises(SelectorError, match=rf"^task={row}: pass a row of prediction.tasks, 0 to 3 \(it has 4 "):
+        with pytest.raises(SelectorError, match=rf"^task={row}: pass the number of a row of prediction.tasks, 0 to 3 "
+                                                rf"\(it has 4 "):
             ai.explain(log, task=row, markers=markers)
+    # the row itself, which "pass task= a row of ai.predict(log).tasks" invited, printed all its fields
+    row = ai.predict(log, markers=markers).tasks.iloc[0]
+    with pytest.raises(SelectorError) as raised:
+        ai.explain(log, task=row, markers=markers)
+    assert str(raised.value) == "task= got a Series: pass the number of a row of prediction.tasks, 0 to 3 (it has 4 tasks)"
+    with pytest.raises(SelectorError, match=r"or pass task= the number of a row of ai.predict\(log\).tasks "):
+        ai.explain(log, markers=markers)
     with pytest.raises(SelectorError, match=r"^no task k@6 WA occurrence=5: it matches 1 task, and occurrence= "):
         ai.explain(log, "k", 6, "WA", markers=markers, occurrence=5)
     with pytest.raises(SelectorError, match=r"^occurrence=-1: pass 0 for the first match"):

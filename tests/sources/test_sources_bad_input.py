@@ -398,3 +398,51 @@ def test_plain_lines_with_a_payload_field_stay_plain(tmp_path: Path) -> None:
     lines = [_plain(i, partition=0, offset=i, payload="extra") for i in range(len(RECORDS))]
     read = read_file(_write(tmp_path / "p.jsonl", lines))
     assert read.source.file_format == "jsonl" and not read.line_errors
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "kcat-jsonl"])
+def test_a_cut_off_gzip_dump_keeps_the_lines_before_the_cut(tmp_path: Path, fmt: str) -> None:
+    import gzip
+
+    lines = [_plain(i) if fmt == "jsonl" else _kcat(i) for i in range(len(RECORDS))]
+    whole = gzip.compress(b"\n".join(lines) + b"\n")
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) // 2])   # a copy interrupted mid-file
+    log = ai.load_file(path)
+    kept = log.records[log.records["error"].isna()]
+    assert 0 < len(kept) < len(RECORDS)
+    assert log.errors["error"].str.contains("gzip stream ends early").sum() == 1
+    assert log.source.options["malformed_lines"] == len(log.errors)
+    for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
+        _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
+
+
+def test_a_bad_utf8_byte_inside_attributes_is_an_error_row(tmp_path: Path) -> None:
+    # the attributes are kept raw, so a bad byte there loaded as U+FFFD, silently; a bad byte in `id` was an error
+    lines = [_plain(i) for i in range(len(RECORDS))]
+    assert b'"attributes":{' in lines[1]
+    lines[1] = lines[1].replace(b'"attributes":{', b'"attributes":{"n\xffote":"caf\xc3\xa9",', 1)
+    lines[2] = lines[2].replace(b'"attributes":{', b'"attributes":{"note":"caf\xc3\xa9 \xe6\x97\xa5",', 1)  # valid
+    log = ai.load_file(_write(tmp_path / "bad-byte.jsonl", lines))
+    assert log.errors["error"].tolist() == ["value: value has a string that is not valid UTF-8"]
+    assert log.errors["offset"].tolist() == [2] and len(log.records) == len(RECORDS)
+    with pytest.raises(ai.ValueFormatError, match="not valid UTF-8"):
+        log.value(1)
+    assert log.value(2) is not None
+
+
+def test_a_damaged_parquet_row_group_loses_only_its_rows(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(ai.samples.path("production").with_suffix(".parquet"))
+    path = tmp_path / "groups.parquet"
+    pq.write_table(table, path, row_group_size=500, compression="none")
+    data = bytearray(path.read_bytes())
+    page = pq.ParquetFile(path).metadata.row_group(2).column(4).data_page_offset   # row group 2's values
+    data[page + 10:page + 60] = b"\xff" * 50                                         # a damaged page header
+    path.write_bytes(bytes(data))
+    log = ai.load_file(path)   # it failed whole: "is not a readable Parquet file"
+    assert len(log.records) == len(table) - 500 + 1
+    assert log.errors["error"].tolist() == [log.errors["error"].iat[0]]
+    assert log.errors["error"].iat[0].startswith("row 1001: row group 2 (rows 1001 to 1500) does not read (")
+    assert log.records["error"].isna().sum() == len(table) - 500

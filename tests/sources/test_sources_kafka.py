@@ -193,6 +193,19 @@ def test_missing_topic_is_a_source_error_and_is_not_created(kafka_bootstrap: str
     assert "no-such-topic-here" not in topics
 
 
+def test_a_misspelt_topic_names_the_close_ones(kafka_bootstrap: str, topic: Topic) -> None:
+    name, _, _ = topic
+    with pytest.raises(ai.SourceError, match=re.escape(f"; check the topic name; did you mean {name!r}")):
+        ai.load_kafka(kafka_bootstrap, name[:-1], progress=False)
+
+
+@pytest.mark.parametrize("bad", ["bad topic!", "..", "t" * 250, "action-state\n"])
+def test_a_name_kafka_cannot_have_fails_before_any_connection(bad: str) -> None:
+    # it read "does not exist on <host>", and only once a broker answered; port 1 has no broker at all
+    with pytest.raises(ai.SourceError, match=r"is not a Kafka topic name: use 1 to 249 letters, digits, "):
+        ai.load_kafka("127.0.0.1:1", bad, progress=False, timeout=2)
+
+
 def test_live_topic_load_ends_at_offsets_captured_at_start(kafka_bootstrap: str) -> None:
     name = create_topic(kafka_bootstrap, 2)
     produce_like_upstream(kafka_bootstrap, name, make_records(4, 2, prefix="live"), num_partitions=2)

@@ -208,3 +208,15 @@ def test_the_summary_line_names_jobs_in_words_with_a_tooltip(tmp_path: Path) -> 
     assert f'<span class="ai-term" title="{escape(define("jobs"))}">' in html
     assert trace.jobs() == [] and "none named in the records" in html
     assert "1 record in 1 file," in html
+
+
+def test_a_bad_utf8_byte_is_reported_at_its_line(tmp_path: Path) -> None:
+    lines = [ln.encode("utf-8") for ln in _lines()]
+    lines[2] = lines[2].replace(b'"', b'"\xfe', 1)   # one undecodable byte on line 3, another on line 5
+    lines[4] = lines[4] + b" \xff"
+    path = tmp_path / "bad-byte.log"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    errors = load_trace(path).errors
+    said = errors[errors["reason"].str.contains("not valid UTF-8")]
+    assert said["line"].tolist() == [3]
+    assert said["reason"].iat[0] == "line 3 (and 1 more line) is not valid UTF-8; undecodable bytes were replaced"
