@@ -84,9 +84,9 @@ class _NoMemory(KeyError):
     """A KeyError (``get()`` and ``in`` rely on it) that says why and names the closest keys when shown: the close
     match is worked out then, not on every miss of ``get()`` or ``in`` (milliseconds each over a thousand keys)."""
 
-    def __init__(self, key: str, states: Mapping[str, Any]) -> None:
-        super().__init__(key)
-        self.states = states
+    def __init__(self, key: str, states: Mapping[str, Any] | None = None) -> None:
+        super().__init__(key)   # args (key,): it pickles, and reads as the bare KeyError did
+        self.states: Mapping[str, Any] = {} if states is None else states
 
     def __str__(self) -> str:
         key = self.args[0]

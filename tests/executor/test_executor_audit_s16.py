@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -55,5 +57,5 @@ def test_a_miss_of_get_or_in_searches_no_close_key_only_a_shown_error_does() -> 
     assert _CountingKeys.listed == 0
     with pytest.raises(KeyError) as raised:
         memory["user-00001"]
-    assert raised.value.args == ("user-00001",)
+    assert raised.value.args == ("user-00001",) and isinstance(pickle.loads(pickle.dumps(raised.value)), KeyError)
     assert "did you mean 'user-0001'" in str(raised.value) and "keys with memory so far" in str(raised.value)
