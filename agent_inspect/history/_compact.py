@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._types import RecordSource
-from agent_inspect.history._executions import annotate
+from agent_inspect.history._executions import annotate_rows
 from agent_inspect.history._names import action_label, action_names
+from agent_inspect.history._refresh import refresh_rows
 
 __all__ = ["compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES"]
 
@@ -86,7 +87,8 @@ def compact_history(records: RecordSource, divergences: pd.DataFrame | None = No
     if frame.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in _LINE_COLUMNS})
     if "execution" not in frame.columns:
-        frame = frame.assign(execution=annotate(frame)["execution"].to_numpy())
+        # the log's refresh rows are no executions, as ai.history.executions reads it
+        frame = frame.assign(execution=annotate_rows(frame, refresh_rows(records))["execution"].to_numpy())
     pos = frame.index.to_numpy(dtype="int64")
     execution = pd.to_numeric(frame["execution"], errors="coerce").fillna(-1).to_numpy(dtype="int64")
     # Records of no execution are lines of their own: a negative group id per record.

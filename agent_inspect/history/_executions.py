@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,10 +65,14 @@ def annotate(log: RecordSource) -> pd.DataFrame:
         marks = ai.history.annotate(log)               # same index as log.records
         marks[["execution", "attempt", "attempt_start"]].dropna().head()
     """
-    records = _frame(log)
+    return annotate_rows(_frame(log), refresh_rows(log))
+
+
+def annotate_rows(records: pd.DataFrame, refresh: Collection[int]) -> pd.DataFrame:
+    """:func:`annotate` of ``records`` (some or all of a log's) read without the ``refresh`` positions: what views
+    of one key's rows use, with the refresh rows of the whole log (``refresh_rows(log)``)."""
     n = len(records)
     c = _lists(records, _ANNOTATE_COLUMNS)
-    refresh = refresh_rows(log)
     skip = records.index.isin(list(refresh)).tolist() if refresh else None
     execution = np.full(n, -1, dtype="int64")
     attempt = np.zeros(n, dtype="int64")

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._errors import DecodeError, RecoveryError
+from agent_inspect.history._refresh import refresh_rows
 
 UNKNOWN = "unknown"
 """Status of every node when the graph is built from a plain log (no rule has been applied)."""
@@ -240,10 +241,12 @@ def load_key(
     rows = [dict(zip(columns, cells)) for cells in zip(*values)] if columns else [{} for _ in range(len(frame))]
     for pos, row in zip(frame.index.tolist(), rows):
         row["pos"] = int(pos)
+    # a 0.4+ log's refresh rows are no attempts or executions (a reconstruction's status says "refresh")
+    refresh = frozenset() if has_status else refresh_rows(source)
     if "attempt" not in frame.columns or "execution" not in frame.columns:
-        from agent_inspect.history._executions import annotate
+        from agent_inspect.history._executions import annotate_rows
 
-        ann = annotate(frame)
+        ann = annotate_rows(frame, refresh)
         for row, ex_id, att in zip(rows, ann["execution"].tolist(), _plain_column(ann["attempt"])):
             row["execution"], row["attempt"] = ex_id, att
 
@@ -259,7 +262,7 @@ def load_key(
             continue
         if sk is None and row.get("seq") is None:
             continue  # an undecodable key belongs to no business key's graph
-        if row.get("status") == "refresh":
+        if row.get("status") == "refresh" or row["pos"] in refresh:
             # a checkpoint-time re-append (0.4+): not an execution; noted on the state key's execution
             prev = last_of_key.get(sk)
             if prev is not None:

@@ -37,3 +37,19 @@ def test_a_log_without_repeats_and_a_records_frame_keep_every_row() -> None:
     log = ai.load(ai.samples.path("production"))
     assert ai.history.refresh_rows(log) == frozenset() and ai.history.refresh_rows(log.records) == frozenset()
     assert len(ai.history.attempts(log)) == 56
+
+
+def test_the_key_views_of_a_log_agree_with_its_history_and_its_reconstruction(v4: ai.ActionStateLog) -> None:
+    # compact_history and the key graph annotate a key's rows: they read the log's refresh rows as the history does
+    from agent_inspect.history._graph_data import load_key
+
+    refresh = ai.history.refresh_rows(v4)
+    lines = ai.history.compact_history(v4)
+    executions = ai.history.executions(v4)
+    assert lines.loc[lines["execution"] >= 0, "execution"].nunique() == len(executions) == 354     # was 746
+    key = v4.records["business_key"].iloc[0]
+    graph, reconstructed = load_key(v4, key), load_key(ai.reconstruct(v4), key)
+    assert [e.positions for e in graph.executions] == [e.positions for e in reconstructed.executions]
+    assert {e.attempt for e in graph.executions} == {1}       # six attempts before, one per checkpoint
+    noted = [p for e in graph.executions for p in e.extra.get("refresh_positions", [])]
+    assert noted and set(noted) <= refresh
