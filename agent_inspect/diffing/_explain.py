@@ -388,9 +388,9 @@ def _records_of(log: Any, sk: Any) -> list[int]:
 
 def _fresh_start(markers: Any) -> bool:
     """Markers that restore no checkpoint (``[]``, ``{}``): None is the whole log, not a fresh start."""
-    from agent_inspect.recovery import normalize_markers
+    from agent_inspect.recovery import rebuild_start
 
-    return markers is not None and normalize_markers(markers) is None
+    return rebuild_start(markers) == {}
 
 
 def _window(log: Any, markers: Any) -> np.ndarray:

@@ -15,7 +15,7 @@ from agent_inspect.codec import MarkerSource, PlanSource
 from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
 from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._planview import PlanLike, as_plan
-from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, source_kind_of
+from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, rebuild_start, source_kind_of
 from agent_inspect.recovery._refresh import check_moved_marker, refresh_positions
 from agent_inspect.rules import FLAVOURS, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
@@ -246,7 +246,7 @@ def _jsonable_markers(markers: Markers) -> object:
 
 
 def _markers_words(markers: Markers) -> str:
-    if markers is None:
+    merged = rebuild_start(markers)
+    if merged is None:
         return "whole log"
-    merged = normalize_markers(markers)
-    return "fresh start" if merged is None else "{" + ", ".join(f"{p}: {o}" for p, o in sorted(merged.items())) + "}"
+    return "fresh start" if not merged else "{" + ", ".join(f"{p}: {o}" for p, o in sorted(merged.items())) + "}"

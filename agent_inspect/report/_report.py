@@ -18,7 +18,7 @@ from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import escape, labelled
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
-from agent_inspect.recovery import Prediction, Recovery, normalize_markers, predict, reconstruct, tasks_by_impact
+from agent_inspect.recovery import Prediction, Recovery, predict, rebuild_start, reconstruct, tasks_by_impact
 from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
@@ -135,8 +135,8 @@ def _check_same_settings(verification: Any, result: Any) -> None:
     """Refuse a verification made under other recovery settings than the report's: its trace section would
     check another recovery than the one the rest of the report shows."""
     def words(rule: Any, runtime: Any, markers: Any) -> str:
-        start = normalize_markers(markers)
-        shown = "none (the whole log)" if markers is None else "[] (a fresh start)" if start is None else \
+        start = rebuild_start(markers)
+        shown = "none (the whole log)" if start is None else "[] (a fresh start)" if not start else \
             "{" + ", ".join(f"{p}: {o}" for p, o in sorted(start.items())) + "}"
         return f"rule {rule}, runtime {runtime}, markers {shown}"
 
