@@ -162,22 +162,21 @@ def single(bootstrap: str, topic: str) -> tuple[float, object]:
 
 def key_frame_vs_load(keys: int = FLEET_KEYS, repeat: int = 3) -> dict[str, object]:
     """``key_frame`` of a ``keys``-key fleet file against ``ai.load`` of it: CPU seconds, the best of ``repeat``
-    loads and of two key frames, each on a freshly loaded log (CPU time, so that a busy machine moves the ratio
-    less)."""
+    rounds of one load and one key frame of the log just loaded (a fresh log: what one scan window is, with no
+    cache from the last run). Alternating the two puts both minima in the same stretch of a busy machine; CPU
+    time moves with it less than wall time."""
     import agent_inspect.recovery
     import agent_inspect.rules  # noqa: F401
 
     with tempfile.TemporaryDirectory(prefix="scan-bench-") as tmp:
         path = ai.samples.write_fleet(os.path.join(tmp, "fleet.parquet"), keys)
-        loads = []
+        key_frame(ai.load(ai.samples.path("G01", "parquet")), rules=("original", "fixed"))   # first-call imports
+        loads, frames = [], []
         for _ in range(repeat):
             gc.collect()
             c0 = time.process_time()
             log = ai.load(str(path))
             loads.append(time.process_time() - c0)
-        frames = []
-        for _ in range(2):
-            log = ai.load(str(path))   # a fresh log: what one scan window is, with no cache from the last run
             gc.collect()
             c0 = time.process_time()
             frame = key_frame(log, rules=("original", "fixed"))
