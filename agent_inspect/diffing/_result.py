@@ -282,6 +282,7 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
         sa, sb = as_side(a, log=log_a, **settings), as_side(b, log=log_b, **settings)
         if sa.label == sb.label and a is not b:
             sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")
+        sa, sb = _keyed_alike(sa, sb), _keyed_alike(sb, sa)
         if key is not None:
             sa, sb = _only_key(sa, key), _only_key(sb, key)
         sa, sb = _named_alike(sa, sb), _named_alike(sb, sa)
@@ -306,7 +307,24 @@ def _named_alike(side: Side, other: Side) -> Side:
     return replace(side, units=units.assign(action=action.astype(object)))
 
 
+def _keyed_alike(side: Side, other: Side) -> Side:
+    """``side`` with the digests by which a K1.6/K2 log names its keys replaced by the key texts ``other`` names
+    the same keys by: a log written before an upgrade to K2 and one written after it name each key two ways."""
+    from agent_inspect.codec import string_key_digest
+
+    mine = set(side.units["business_key"].dropna().astype(str))
+    texts = set(other.units["business_key"].dropna().astype(str)) - mine
+    named = {digest: text for text in texts if (digest := string_key_digest(text)) in mine}
+    if not named:
+        return side
+    bk = side.units["business_key"].astype(object)
+    return replace(side, units=side.units.assign(business_key=bk.map(lambda k: named.get(k, k))))
+
+
 def _only_key(side: Side, key: str) -> Side:
+    from agent_inspect.log import logged_key
+
     bk = side.units["business_key"].astype(str)
-    units = side.units[(bk == str(key)).to_numpy()]
+    named = logged_key(str(key), set(bk)) or str(key)   # a K1.6/K2 side names the key by its digest
+    units = side.units[(bk == named).to_numpy()]
     return replace(side, units=units)     # its what-if mark too

@@ -1,0 +1,27 @@
+"""A K1.6/K2 log names its keys by digest: a diff against a log that names them by text, and ``key=`` given as
+text, still find each key on both sides."""
+
+from __future__ import annotations
+
+import agent_inspect as ai
+from agent_inspect.codec import string_key_digest
+
+
+def _v4():
+    return ai.load(ai.samples.path("production_v4"))
+
+
+def test_a_key_given_as_text_keeps_its_executions_in_a_log_that_names_keys_by_digest() -> None:
+    v4 = _v4()
+    assert string_key_digest("user-0003") in set(v4.keys())
+    d = ai.diff(v4, v4, key="user-0003")
+    assert len(d.pairs) > 0 and (d.pairs["status"] == "same").all()
+
+
+def test_a_log_before_and_after_an_upgrade_to_k2_pairs_its_keys_by_text() -> None:
+    k15 = ai.load(ai.samples.path("production"))
+    d = ai.diff(k15, _v4(), key="user-0003")
+    assert (d.pairs["status"] == "only in a").any() and (d.pairs["status"] == "only in b").any()
+    assert set(d.pairs["business_key"]) == {"user-0003"}        # both sides under the key's text
+    whole = ai.diff(k15, _v4())
+    assert not any(str(k).endswith("=") for k in whole.pairs["business_key"])   # no digest left unpaired
