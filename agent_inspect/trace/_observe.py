@@ -43,8 +43,9 @@ def calls(trace: TraceLog, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
     """One row per child execution (llm, tool, parser, subagent), in order of first record.
 
     ``replayed`` follows the signatures of addendum §3.3: a cached LLM result reports ``success`` with
-    near-zero latency (at most ``cached_latency_ms`` after its ``started``, or no ``started``); a
-    cached tool result reports ``created`` then its terminal status, with no ``started``.
+    near-zero latency (at most ``cached_latency_ms`` after its ``started``, or no ``started``), and so does a
+    recorded failure re-raised, with ``failed``; a cached tool result reports ``created`` then its terminal
+    status, with no ``started``.
     ``position`` is the n-th child of its parent execution (the n-th durable CallResult, §3.4).
 
     For example::
@@ -68,9 +69,9 @@ def calls(trace: TraceLog, *, cached_latency_ms: float = 5.0) -> pd.DataFrame:
             latency = (ended[-1] - started[0]).total_seconds() * 1000.0
         et = str(first[3])
         terminal = "success" in statuses or "failed" in statuses
-        if et == "llm":
-            replayed = "success" in statuses and ("started" not in statuses
-                                                  or (latency is not None and latency <= cached_latency_ms))
+        if et == "llm":   # a recorded failure is re-raised as fast as a recorded result is returned
+            replayed = terminal and ("started" not in statuses
+                                     or (latency is not None and latency <= cached_latency_ms))
         elif et == "tool":
             replayed = "created" in statuses and "started" not in statuses and terminal
         else:
