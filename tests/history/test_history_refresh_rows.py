@@ -88,3 +88,5 @@ def test_under_the_kafka_marker_option_a_repeated_value_is_a_write_of_its_own(v4
     refresh = ai.history.refresh_rows(v4)
     assert set(refresh) <= {p for ps in ai.history.executions(v4, kafka_pending="marker")["positions"] for p in ps}
     assert (ai.history.annotate(v4, kafka_pending="marker").loc[sorted(refresh), "execution"] >= 0).all()
+    lines = ai.history.compact_history(v4, kafka_pending="marker")
+    assert lines.loc[lines["execution"] >= 0, "execution"].nunique() == len(ai.history.executions(v4, kafka_pending="marker")) > 354
