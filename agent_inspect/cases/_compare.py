@@ -24,13 +24,17 @@ if TYPE_CHECKING:
 
 __all__ = ["compare", "COLUMN_MEANINGS"]
 
-_COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls", "crashed", "passed",
-            "expected", "broken"]
+_COLUMNS = ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls", "calls_subagent", "crashed",
+            "passed", "expected", "broken"]
+#: the ledger kind each call column counts: a sub-agent call sent again is no durable call (as predict's tasks,
+#: the executor and a fleet scan count them)
+_CALL_KINDS = {"calls": "call", "calls_subagent": "subagent"}
 
 # the comparison's "calls" are the calls run again, not the calls an action recorded
 _CALL_TERMS = {"calls": "calls run again"}
 COLUMN_MEANINGS = {c: define_column(c, aliases=_CALL_TERMS)
-                   for c in ("reruns", "evictions", "stale_reuses", "calls", "crashed", "passed", "expected", "broken")}
+                   for c in ("reruns", "evictions", "stale_reuses", "calls", "calls_subagent", "crashed", "passed",
+                             "expected", "broken")}
 """What each column of :func:`compare`'s frame means (the comparison view shows it beside the metric)."""
 
 
@@ -41,14 +45,15 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | ActionState
     ``cases`` may also be a loaded ``ActionStateLog`` (a production journal): each rule's recovery is
     then predicted (:func:`agent_inspect.recovery.predict` with ``markers``, ``plan`` and ``agent``;
     by default the plan inferred from the log and its as-recorded agent) and the rows are per
-    (rule, key) with ``reruns``, ``evictions``, ``calls`` and ``crashed`` — there is no stale-reuse
+    (rule, key) with ``reruns``, ``evictions``, ``calls``, ``calls_subagent`` and ``crashed`` — there is no stale-reuse
     ground truth for a production log.
 
     ``cases`` are :class:`Case` objects or case-file paths/directories; ``rules`` are rule names or
     :class:`~agent_inspect.rules.DivergenceRule` instances (default: every rule the cases name).
     Columns: ``reruns`` (bodies that run again), ``evictions`` (cache entries removed),
     ``stale_reuses`` (reuses of records the case marks stale — correctness failures), ``calls``
-    (durable calls executed again), ``crashed``, ``passed`` and ``expected``: when the case states an
+    (durable calls executed again), ``calls_subagent`` (sub-agent calls sent again as new calls, which
+    ``calls`` leaves out: no call that leaves the job), ``crashed``, ``passed`` and ``expected``: when the case states an
     expected outcome for the rule (``expected`` True), ``passed`` says the rule gives exactly that; for
     a rule the case does not name (``expected`` False, e.g. your own) ``passed`` only means "no stale
     reuse". ``broken`` holds the rule's first error in one line (a hook raised or returned the wrong
@@ -79,16 +84,19 @@ def compare(cases: str | Path | Case | Iterable[str | Path | Case] | ActionState
                 res = None
             if guard is not None and guard.broken is not None:
                 rows.append({"rule": guard.name, "case": case.id, "category": case.category, "reruns": 0,
-                             "evictions": 0, "stale_reuses": 0, "calls": 0, "crashed": False, "passed": False,
+                             "evictions": 0, "stale_reuses": 0, "calls": 0, "calls_subagent": 0, "crashed": False,
+                             "passed": False,
                              "expected": guard.name in case.expect, "broken": str(guard.broken)})
                 continue
-            assert res is not None  # only a broken rule raises BrokenRuleError
+            assert res is not None and res.prediction is not None  # only a broken rule raises BrokenRuleError
+            ledger = res.prediction.ledger
+            calls = {col: int(ledger.loc[ledger["kind"] == kind, "count"].sum()) for col, kind in _CALL_KINDS.items()}
             rows.append({"rule": res.rule, "case": case.id, "category": case.category, "reruns": res.reruns,
-                         "evictions": res.evictions, "stale_reuses": len(res.stale),
-                         "calls": sum(res.calls.values()), "crashed": res.crashed, "passed": res.passed,
-                         "expected": res.expected_given, "broken": None})
+                         "evictions": res.evictions, "stale_reuses": len(res.stale), **calls,
+                         "crashed": res.crashed, "passed": res.passed, "expected": res.expected_given,
+                         "broken": None})
     frame = pd.DataFrame(rows, columns=_COLUMNS)
-    for col in ("reruns", "evictions", "stale_reuses", "calls"):
+    for col in ("reruns", "evictions", "stale_reuses", "calls", "calls_subagent"):
         frame[col] = frame[col].astype("int64")
     for col in ("crashed", "passed", "expected"):
         frame[col] = frame[col].astype(bool)
@@ -124,11 +132,12 @@ def _compare_log(log: Any, rules: Sequence[Any], *, markers: Any, plan: Any, age
                 for entry in e.removed:
                     k = names.get(entry.business_key, entry.business_key)
                     removed[k] = removed.get(k, 0) + 1
-        calls = pred.ledger[pred.ledger["kind"] == "call"].groupby("key", observed=True)["count"].sum()
+        ledger = pred.ledger
+        calls = {col: ledger[ledger["kind"] == kind].groupby("key", observed=True)["count"].sum()
+                 .reindex(keys, fill_value=0).to_numpy().astype("int64") for col, kind in _CALL_KINDS.items()}
         frames.append(pd.DataFrame({
             "rule": pred.rule, "key": keys, "reruns": reruns.to_numpy().astype("int64"),
-            "evictions": [removed.get(k, 0) for k in keys],
-            "calls": calls.reindex(keys, fill_value=0).to_numpy().astype("int64"), "crashed": pred.crashed}))
+            "evictions": [removed.get(k, 0) for k in keys], **calls, "crashed": pred.crashed}))
     frame = pd.concat(frames, ignore_index=True)
     frame["rule"] = pd.Categorical(frame["rule"], categories=list(dict.fromkeys(frame["rule"])))
     return frame

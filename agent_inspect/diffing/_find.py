@@ -86,9 +86,27 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
         if not (at & mine).any():
             seqs = ", ".join(map(str, sorted({int(x) for x in tasks.loc[mine, "seq"].dropna()})))
             raise SelectorError(f"{what}: business key {key}'s tasks are at {count_words(seqs.count(',') + 1, 'round')} {seqs}")
-        have = sorted({f"{k}@{s} {a}" for k, s, a in tasks.loc[at & mine, ["key", "seq", "action"]].itertuples(False)})[:20]
-        raise SelectorError(f"{what}; tasks there: {', '.join(have) or 'none'}")
+        there = tasks.loc[at & mine]
+        scopes = there["scope"] if "scope" in there else pd.Series(None, index=there.index, dtype=object)
+        have = sorted({_task_label(k, s, a, sc) for k, s, a, sc in zip(there["key"], there["seq"], there["action"], scopes)})
+        raise SelectorError(f"{what}; tasks there: {', '.join(have[:20]) or 'none'}{_not_an_action(action, there, scopes)}")
     return int(hits[occurrence])
+
+
+def _task_label(key: Any, seq: Any, action: Any, scope: Any) -> str:
+    """``order-1@6 CA1``, with ``(in sub-agent reviewer)`` for a task a sub-agent runs."""
+    inside = f" (in sub-agent {scope})" if isinstance(scope, str) and scope else ""
+    return f"{key}@{seq} {action}{inside}"
+
+
+def _not_an_action(action: Any, there: pd.DataFrame, scopes: pd.Series) -> str:
+    """When ``action`` is the name of a sub-agent some of ``there`` run in: that it names no action, and what does."""
+    inside = there.loc[(scopes.astype(object) == str(action)).to_numpy(dtype=bool), "action"]
+    if action is None or inside.empty:
+        return ""
+    names = ", ".join(sorted(set(inside.astype(str))))
+    return (f"; {str(action)!r} is a sub-agent, not an action (its tasks there: {names}): the action (--action) "
+            "takes an action name or UUID")
 
 
 def _action_name(action: Any, tasks: pd.DataFrame, log: Any) -> Any:

@@ -34,7 +34,13 @@ from agent_inspect.history._groups import (
 )
 from agent_inspect.history._layout import LayeredDrawing, layered_drawing, layered_layout, wrapped_drawing
 from agent_inspect.history._names import action_label, action_names, is_uuid
-from agent_inspect.history._refresh import refresh_rows, repeated_values
+from agent_inspect.history._refresh import (
+    KAFKA_PENDING,
+    refresh_rows,
+    repeated_values,
+    source_kind_of,
+    writes_refresh_rows,
+)
 from agent_inspect.history._results import subagent_result_events
 from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagent_tree, tree_lanes
 
@@ -50,7 +56,7 @@ __all__ = [
     # the compact per-key history (one line per execution) and its search
     "compact_history", "record_kinds", "matching_positions", "SearchIndex", "REMOVED_STATUSES",
     # checkpoint-time refresh rows (0.4+), which the history reads the log without
-    "refresh_rows", "repeated_values",
+    "refresh_rows", "repeated_values", "writes_refresh_rows", "source_kind_of", "KAFKA_PENDING",
     # V4 sub-agent result events of a record
     "subagent_result_events",
     # action names for UUIDs (what every view shows)

@@ -64,7 +64,7 @@ def record_kinds(frame: pd.DataFrame) -> np.ndarray:
 
 
 def compact_history(records: RecordSource, divergences: pd.DataFrame | None = None, *,
-                    known: Mapping[str, str] | Iterable[str] = ()) -> pd.DataFrame:
+                    known: Mapping[str, str] | Iterable[str] = (), kafka_pending: str | None = None) -> pd.DataFrame:
     """One line per action execution of ``records`` (a log, a reconstruction or a records frame, index = log
     position; usually one key's: ``log.for_key(key)``), in log order.
 
@@ -74,7 +74,8 @@ def compact_history(records: RecordSource, divergences: pd.DataFrame | None = No
     ``completed``, ``status`` (a removed status if any record has one, else the last record's),
     ``statuses`` (distinct, in order), ``outcome`` and ``reason`` (the last record's that has one),
     ``divergences`` (ids), ``diverged`` and ``rerun`` (outcome RERUN). Column-wise: 20k records take
-    a few tens of milliseconds.
+    a few tens of milliseconds. A log's refresh rows are no executions, as :func:`executions` reads them
+    (``kafka_pending`` too).
 
     For example::
 
@@ -88,7 +89,7 @@ def compact_history(records: RecordSource, divergences: pd.DataFrame | None = No
         return pd.DataFrame({c: pd.Series(dtype=object) for c in _LINE_COLUMNS})
     if "execution" not in frame.columns:
         # the log's refresh rows are no executions, as ai.history.executions reads it
-        frame = frame.assign(execution=annotate_rows(frame, refresh_rows(records))["execution"].to_numpy())
+        frame = frame.assign(execution=annotate_rows(frame, refresh_rows(records, kafka_pending=kafka_pending))["execution"].to_numpy())
     pos = frame.index.to_numpy(dtype="int64")
     execution = pd.to_numeric(frame["execution"], errors="coerce").fillna(-1).to_numpy(dtype="int64")
     # Records of no execution are lines of their own: a negative group id per record.

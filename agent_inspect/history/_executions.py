@@ -46,7 +46,7 @@ def _lists(records: pd.DataFrame, names: Sequence[str] = _COLUMNS) -> dict[str, 
     return out
 
 
-def annotate(log: RecordSource) -> pd.DataFrame:
+def annotate(log: RecordSource, *, kafka_pending: str | None = None) -> pd.DataFrame:
     """Per record (same index as ``log.records``): ``execution`` (-1 for tombstones and undecodable
     keys), ``attempt`` (1-based, per business key; NA when the key did not parse) and
     ``attempt_start`` (the reason a new attempt begins at this record, else None).
@@ -58,14 +58,15 @@ def annotate(log: RecordSource) -> pd.DataFrame:
     Executions are the writes of one state key within one attempt, starting a new one after a
     completed record or at a rewritten initial record (spec §5.6). Partition-local: call per partition.
     A log written by 0.4 or main is read without its checkpoint-time refresh rows (:func:`refresh_rows`,
-    addendum §2.2: no attempts, no executions): theirs are -1, NA and None.
+    addendum §2.2: no attempts, no executions): theirs are -1, NA and None. A Kafka log written with
+    ``kafka_pending="marker"`` (addendum §2.3) has none: every repeated value in it is a write of its own.
 
     For example::
 
         marks = ai.history.annotate(log)               # same index as log.records
         marks[["execution", "attempt", "attempt_start"]].dropna().head()
     """
-    return annotate_rows(_frame(log), refresh_rows(log))
+    return annotate_rows(_frame(log), refresh_rows(log, kafka_pending=kafka_pending))
 
 
 def annotate_rows(records: pd.DataFrame, refresh: Collection[int]) -> pd.DataFrame:
@@ -168,7 +169,8 @@ class History:
     lineage: pd.DataFrame
 
 
-def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None) -> History:
+def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None,
+                  kafka_pending: str | None = None) -> History:
     """Executions, attempts, rounds and lineage of every business key of ``log`` (or a records frame).
 
     For example::
@@ -177,7 +179,7 @@ def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None) -
         len(h.executions), len(h.attempts)
     """
     records = _frame(log)
-    ann = annotate(log) if annotated is None else annotated
+    ann = annotate(log, kafka_pending=kafka_pending) if annotated is None else annotated
     rec = pd.concat([records[[c for c in ("business_key", "seq", "state_key") if c in records.columns]], ann], axis=1)
     rec.index.name = "pos"
     rows = _execution_rows(records, ann)
@@ -319,41 +321,41 @@ def _latest_before(candidates: Sequence[tuple[int, int]] | None, pos: int) -> li
     return [max(before, key=lambda c: c[1])] if before else [min(candidates, key=lambda c: c[1])]
 
 
-def executions(log: RecordSource) -> pd.DataFrame:
+def executions(log: RecordSource, *, kafka_pending: str | None = None) -> pd.DataFrame:
     """One row per action execution (the writes of one state key in one attempt), in log order.
 
     For example::
 
         ai.history.executions(log).head()              # one row per action execution
     """
-    return _executions(_frame(log), annotate(log))
+    return _executions(_frame(log), annotate(log, kafka_pending=kafka_pending))
 
 
-def attempts(log: RecordSource) -> pd.DataFrame:
+def attempts(log: RecordSource, *, kafka_pending: str | None = None) -> pd.DataFrame:
     """One row per (business key, attempt) with where it starts and why (spec §15.5).
 
     For example::
 
         ai.history.attempts(log).head()                # where each key's attempts begin, and why
     """
-    return _attempts(_frame(log), annotate(log))
+    return _attempts(_frame(log), annotate(log, kafka_pending=kafka_pending))
 
 
-def rounds(log: RecordSource) -> pd.DataFrame:
+def rounds(log: RecordSource, *, kafka_pending: str | None = None) -> pd.DataFrame:
     """One row per (business key, seq, attempt): records, executions, root fingerprints, completions.
 
     For example::
 
         ai.history.rounds(log).head()                  # one row per (key, seq, attempt)
     """
-    return _rounds(_frame(log), annotate(log))
+    return _rounds(_frame(log), annotate(log, kafka_pending=kafka_pending))
 
 
-def lineage(log: RecordSource) -> pd.DataFrame:
+def lineage(log: RecordSource, *, kafka_pending: str | None = None) -> pd.DataFrame:
     """Parent → child execution edges from output event ids and ``upstreamEventId`` (same key and seq).
 
     For example::
 
         ai.history.lineage(log).head()                 # parent -> child executions
     """
-    return _lineage(_frame(log), annotate(log))
+    return _lineage(_frame(log), annotate(log, kafka_pending=kafka_pending))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agent_inspect.codec import event_uuid
-from agent_inspect.history import annotate
+from agent_inspect.history import annotate, refresh_rows
 from agent_inspect.recovery._events import fingerprint_of_raw
 
 if TYPE_CHECKING:
@@ -30,10 +31,12 @@ _COLUMNS = ["lint", "severity", "business_key", "seq", "positions", "message"]
 
 
 def lint(log: LogLike | pd.DataFrame, *, fingerprints: bool = True, max_positions: int = 20,
-         attempts: pd.Series | None = None) -> pd.DataFrame:
+         attempts: pd.Series | None = None, refresh: Collection[int] | None = None) -> pd.DataFrame:
     """One row per hazard: ``lint`` (:data:`LINTS`), ``severity``, ``business_key``, ``seq``, example
     ``positions`` and a one-line ``message``. ``fingerprints=True`` recomputes each state key's latest event UUID
     (V0/V1 skipped, §4.3.3); ``attempts``: the records' ``attempt`` column, when the caller already has it.
+    Checkpoint-time refresh rows are no attempt's writes (addendum §2.2): every lint reads the log without the
+    ``refresh`` positions (default: those of the log's own runtime, :func:`agent_inspect.history.refresh_rows`).
 
     For example::
 
@@ -43,6 +46,9 @@ def lint(log: LogLike | pd.DataFrame, *, fingerprints: bool = True, max_position
     records = log if isinstance(log, pd.DataFrame) else log.records
     if len(records) == 0 or "business_key" not in records:
         return pd.DataFrame(columns=_COLUMNS)
+    skip = refresh_rows(log) if refresh is None else refresh
+    if skip:
+        records = records.drop(index=sorted(skip))
     recs = records.loc[records["seq"].notna() & records["business_key"].notna()]
     rows = [*_separator(recs, max_positions), *_prefix(recs, max_positions),
             *_action_uuid(records, max_positions, attempts), *_typed_keys(recs, max_positions)]

@@ -15,6 +15,7 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import DataLossError, RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect.codec import merge_markers
+from agent_inspect.history import source_kind_of
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import DivergenceRule, Entry, RecoverySession
 
@@ -253,27 +254,6 @@ _ENTRY_COLUMNS = (
     ("task_event_type", None), ("output_event_ids", ()), ("call_count", 0), ("calls_pending", 0),
     ("calls_succeeded", 0), ("calls_failed", 0), ("tombstone", False), ("error", None),
 )
-
-
-def source_kind_of(log: LogLike | pd.DataFrame | None) -> str | None:
-    """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present).
-
-    For example::
-
-        ai.recovery.source_kind_of(log)              # "kafka", "fluss" or None: the original rule's store flavour
-    """
-    source = getattr(log, "source", None)
-    kind = getattr(source, "kind", None)
-    if kind in ("kafka", "fluss"):
-        return str(kind)
-    options = getattr(source, "options", None) or {}
-    if options.get("backend") in ("kafka", "fluss"):
-        return str(options["backend"])
-    raw = getattr(log, "raw", None)
-    agent_key = getattr(raw, "agent_key", None)
-    if agent_key is not None and any(a is not None for a in agent_key):
-        return "fluss"
-    return "kafka" if kind is not None else None
 
 
 def rebuild_records(session: RecoverySession,

@@ -22,7 +22,7 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
-from agent_inspect.history import repeated_values, subagent_result_events
+from agent_inspect.history import refresh_rows, subagent_result_events
 from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.store import runtime_model
 
@@ -40,11 +40,7 @@ def refresh_positions(log: LogLike | pd.DataFrame, runtime: str | RuntimeLike | 
         v4 = ai.load(ai.samples.path("production_v4"))   # written by main, which refreshes at each checkpoint
         sorted(ai.recovery.refresh_positions(v4, "main"))[:5]   # positions of refresh rows (none under 0.3)
     """
-    model = runtime_model(runtime, kafka_pending=kafka_pending)
-    raw = getattr(log, "raw", None)
-    if raw is None or not model.refresh_rows(source_kind_of(log)):
-        return frozenset()
-    return repeated_values(log)
+    return refresh_rows(log, runtime_model(runtime, kafka_pending=kafka_pending))
 
 
 def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | RuntimeLike | None, markers: Any) -> None:

@@ -35,14 +35,13 @@ if TYPE_CHECKING:
 
 from dataclasses import dataclass
 
+from agent_inspect.history import KAFKA_PENDING, writes_refresh_rows
 from agent_inspect.log import KEEPS_PENDING
 
 __all__ = ["RUNTIME_NAMES", "KAFKA_PENDING", "RuntimeModel", "runtime_model"]
 
 RUNTIME_NAMES = ("0.3", "0.4", "main")
 """Runtimes the model knows (``"auto"`` is resolved to one of them from the log by the callers that have one)."""
-KAFKA_PENDING = ("refresh", "marker")
-"""How a Kafka store keeps pending states across checkpoints (addendum §2.3; an option, see the module doc)."""
 
 
 @dataclass(frozen=True)
@@ -64,10 +63,9 @@ class RuntimeModel:
     kafka_pending: str = "refresh"
 
     def refresh_rows(self, source_kind: str | None) -> bool:
-        """Whether a log of ``source_kind`` written by this runtime has checkpoint-time refresh rows."""
-        if not self.keeps_pending:
-            return False
-        return source_kind == "fluss" or self.kafka_pending == "refresh"
+        """Whether a log of ``source_kind`` written by this runtime has checkpoint-time refresh rows
+        (:func:`agent_inspect.history.writes_refresh_rows`, the one rule)."""
+        return writes_refresh_rows(self.keeps_pending, source_kind, self.kafka_pending)
 
 
 def runtime_model(runtime: str | RuntimeLike | None = None, *, kafka_pending: str | None = None) -> RuntimeModel:

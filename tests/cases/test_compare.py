@@ -36,7 +36,7 @@ class RootsOnly(DivergenceRule):
 def test_compare_frame():
     frame = ai.cases.compare(CASES, ["original", "fixed", "naive", RootsOnly()])
     assert list(frame.columns) == ["rule", "case", "category", "reruns", "evictions", "stale_reuses", "calls",
-                                   "crashed", "passed", "expected", "broken"]
+                                   "calls_subagent", "crashed", "passed", "expected", "broken"]
     assert list(frame["rule"].cat.categories) == ["original", "fixed", "naive", "roots-only"]
     assert set(frame["case"]) == {"N03", "N04", "G01", "G02", "G09"}          # call cases are skipped
     by = frame.set_index(["rule", "case"])
@@ -66,11 +66,29 @@ def test_compare_on_a_production_log_is_per_key():
 
     built = build_case(next(c for c in load_cases(ROOT / "cases" / "N09.toml") if c.variant is None))
     frame = compare(built.log, ["original", "fixed"])
-    assert list(frame.columns) == ["rule", "key", "reruns", "evictions", "calls", "crashed"]
+    assert list(frame.columns) == ["rule", "key", "reruns", "evictions", "calls", "calls_subagent", "crashed"]
     by = frame.set_index(["rule", "key"])
     assert by.loc[("original", "k"), "reruns"] == 2 and by.loc[("fixed", "k"), "reruns"] == 0
     assert by.loc[("original", "k2"), "reruns"] == 0 and by.loc[("original", "k"), "evictions"] == 2
     assert not frame["crashed"].any()
+
+
+def test_sub_agent_calls_sent_again_have_their_own_column_per_case_and_per_key():
+    # S05: original evicts the reviewer's round and sends its sub-agent call again; fixed reuses it. Like predict's
+    # calls_subagent, the executor's and a fleet scan's, a sub-agent call is no durable call: "calls" leaves it out
+    from agent_inspect.cases import build_case
+
+    case = next(c for c in load_cases(ROOT / "cases" / "S05.toml") if c.variant is None)
+    by_case = compare(case, ["original", "fixed"]).set_index("rule")
+    assert by_case["calls_subagent"].to_dict() == {"original": 1, "fixed": 0}
+    assert by_case["calls"].to_dict() == {"original": 0, "fixed": 0}             # the case matrix counted it here
+    built = build_case(case)
+    per_key = compare(built.log, ["original", "fixed"]).set_index(["rule", "key"])
+    assert per_key.loc[("original", "k"), "calls_subagent"] == 1                # the per-key frame dropped it
+    assert per_key.loc[("fixed", "k"), "calls_subagent"] == 0 and per_key["calls"].sum() == 0
+    tasks = ai.predict(built.log, rule="original").tasks
+    assert tasks.groupby("key")["calls_subagent"].sum().to_dict() == {"k": 1}   # what predict's tasks say
+    assert "sub-agent calls" in ai.cases.COLUMN_MEANINGS["calls_subagent"]
 
 
 def test_the_comparison_view_says_what_passed_and_expected_mean():

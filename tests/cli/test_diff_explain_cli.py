@@ -64,3 +64,13 @@ def test_bad_input_is_one_line_exit_2(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("agent-inspect:") and "\n" not in err and "Traceback" not in err
+
+
+def test_explain_of_a_sub_agent_s_name_says_it_is_one_and_what_action_takes(capsys):
+    argv = ["explain", str(SAMPLES / "subagents.jsonl"), "--markers", str(SAMPLES / "subagents.markers.json"),
+            "--key", "order-1", "--seq", "6", "--action", "reviewer"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "order-1@6 CA1 (in sub-agent reviewer), order-1@6 CA2 (in sub-agent reviewer), order-1@6 P;" in err
+    assert err.endswith("'reviewer' is a sub-agent, not an action (its tasks there: CA1, CA2): the action (--action) "
+                        "takes an action name or UUID") and "\n" not in err

@@ -53,3 +53,40 @@ def test_the_key_views_of_a_log_agree_with_its_history_and_its_reconstruction(v4
     assert {e.attempt for e in graph.executions} == {1}       # six attempts before, one per checkpoint
     noted = [p for e in graph.executions for p in e.extra.get("refresh_positions", [])]
     assert noted and set(noted) <= refresh
+
+
+def _case_log(case_id: str, variant: str | None = None) -> ai.ActionStateLog:
+    from pathlib import Path
+
+    from agent_inspect.cases import build_case, load_cases
+
+    cases = Path(__file__).resolve().parents[2] / "cases" / f"{case_id}.toml"
+    return next(build_case(c).log for c in load_cases(cases) if c.variant == variant)
+
+
+def test_the_history_and_recovery_find_the_same_refresh_rows_for_every_runtime_option_and_store(
+        v4: ai.ActionStateLog) -> None:
+    # one rule (ai.history.writes_refresh_rows): Kafka under kafka_pending="marker" writes none, Fluss always does
+    fluss, kafka_marker = _case_log("N15"), _case_log("N14", "0.4-kafka-marker")
+    assert ai.recovery.source_kind_of(fluss) == "fluss" and ai.recovery.source_kind_of(v4) == "kafka"
+    for log in (v4, fluss, kafka_marker, v4.records):
+        for runtime in ("0.3", "0.4", "main"):
+            for kafka_pending in (None, "refresh", "marker"):
+                assert ai.history.refresh_rows(log, runtime, kafka_pending=kafka_pending) == \
+                    ai.recovery.refresh_positions(log, runtime, kafka_pending=kafka_pending), (runtime, kafka_pending)
+    assert ai.history.refresh_rows(v4, kafka_pending="marker") == frozenset()
+    assert len(ai.history.refresh_rows(fluss, kafka_pending="marker")) == 4       # Fluss has no marker option
+    with pytest.raises(ai.RecoveryError, match="unknown kafka_pending"):
+        ai.history.refresh_rows(v4, kafka_pending="rewind")
+
+
+def test_under_the_kafka_marker_option_a_repeated_value_is_a_write_of_its_own(v4: ai.ActionStateLog) -> None:
+    # a marker-moving Kafka writer re-appends nothing, so a byte-identical rewrite there is a rewrite: a restore
+    assert len(ai.history.attempts(v4)) == 16
+    marked = ai.history.attempts(v4, kafka_pending="marker")
+    assert len(marked) == 85 and marked.equals(ai.history.build_history(v4, kafka_pending="marker").attempts)
+    refresh = ai.history.refresh_rows(v4)
+    assert set(refresh) <= {p for ps in ai.history.executions(v4, kafka_pending="marker")["positions"] for p in ps}
+    assert (ai.history.annotate(v4, kafka_pending="marker").loc[sorted(refresh), "execution"] >= 0).all()
+    lines = ai.history.compact_history(v4, kafka_pending="marker")
+    assert lines.loc[lines["execution"] >= 0, "execution"].nunique() == len(ai.history.executions(v4, kafka_pending="marker")) > 354
