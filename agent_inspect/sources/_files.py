@@ -98,6 +98,8 @@ def _with_cut(read: FileRead, data: bytes, cut: str | None) -> FileRead:
     """``read`` with what cut the data short said: on the error row of the line the data ends inside (a gzip file
     cut, or a plain one whose last line stops mid-value), else with one more error row after the last line read
     (a gzip file cut at a line's end)."""
+    if cut is None and (data.endswith(b"\n") or len(read.batch) - 1 not in read.line_errors):
+        return read                             # the common case: no need to count the lines
     partial = data[data.rfind(b"\n") + 1:]
     lineno = data.count(b"\n") + 1            # the line the data ends inside
     last = len(read.batch) - 1
