@@ -10,7 +10,10 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_inspect._errors import SourceError
 
 __all__ = ["register", "summary_text", "require_records", "empty_source"]
 
@@ -57,7 +60,7 @@ def require_records(log: Any, source: str) -> Any:
     raise empty_source(source)
 
 
-def empty_source(source: str) -> Exception:
+def empty_source(source: str) -> SourceError:
     """The one-line error of a source (a URL or a path) that holds no records, saying what to check."""
     from agent_inspect._errors import SourceError
     from agent_inspect._glossary import plural
