@@ -45,6 +45,8 @@ class _Walk:
         self.handles: list[object] = []
 
     def take(self, n: int) -> bytes:
+        if n < 0:
+            raise _Unknown
         if self.pos + n > len(self.data):
             raise _Cut
         out = self.data[self.pos:self.pos + n]
@@ -71,7 +73,6 @@ class _Walk:
                 raise _Unknown
             return self.handles[index]
         if code == _CLASSDESC:
-            self.pos -= 1
             return self.new_class_desc()
         if code == _PROXYCLASSDESC:
             return self.proxy_class_desc()
@@ -102,13 +103,12 @@ class _Walk:
         return value
 
     def class_desc(self) -> _ClassDesc | None:
-        found = self.content() if self.data[self.pos:self.pos + 1] != bytes([_CLASSDESC]) else self.new_class_desc()
+        found = self.content()
         if found is not None and not isinstance(found, _ClassDesc):
             raise _Unknown
         return found
 
     def new_class_desc(self) -> _ClassDesc:
-        self.take(1)
         name = self.utf()
         self.take(8)                            # serialVersionUID
         desc = _ClassDesc(name, 0, [], None)
@@ -192,6 +192,6 @@ def properties_end(data: bytes) -> int | None:
         walk.content()
     except _Cut:
         return -1
-    except _Unknown:
+    except (_Unknown, RecursionError):
         return None
     return walk.pos
