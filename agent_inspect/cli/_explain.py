@@ -36,13 +36,14 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cli._summary import require_records
     from agent_inspect.diffing import explain, parse_selector
     from agent_inspect.log import load
 
     sel = parse_selector(args.source)
     if args.markers is None and sel.markers:
         args.markers = f"@{sel.markers}"
-    log = load(sel.source)
+    log = require_records(load(sel.source), sel.source)
     if sel.key is not None:
         log = log.for_key(sel.key)
     if sel.rule is not None and args.rule is None:

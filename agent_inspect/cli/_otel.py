@@ -39,10 +39,11 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.cli._prices import with_tokens
+    from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
     from agent_inspect.otel import to_otel
 
-    log = load(args.source)
+    log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)
     obj: Any = log
     if args.trace:

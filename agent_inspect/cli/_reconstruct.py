@@ -91,9 +91,10 @@ def _prediction(log: Any, recovery: Recovery) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
 
-    log = load(args.source)
+    log = require_records(load(args.source), args.source)
     report = analyse(log, recovery=recovery_from_args(args, log), ledger=not args.no_ledger)
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False)

@@ -36,6 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
     from agent_inspect.report import write_report
 
@@ -49,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")
         return 0
-    log = load(args.source)
+    log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)
     verification = None
     if args.trace:

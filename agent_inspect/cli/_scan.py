@@ -42,6 +42,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
+    from agent_inspect.cli._summary import empty_source
     from agent_inspect.fleet import scan
 
     if args.workers is not None and args.workers < 1:
@@ -63,10 +64,12 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("agent-inspect: scan cancelled (tasks cancelled, cluster closed)", file=sys.stderr)
         return 130
+    s = result.summary()
+    if not s["records"] and not s["failed"]:    # nothing read, and nothing failed to be: nothing to analyse
+        raise empty_source(args.source)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return 0
-    s = result.summary()
     labels = {rule: result.rule_label(rule) for rule in result.rules}
     width = max(18, *(len(label) + 2 for label in labels.values()))   # a what-if label is longer than a name
     print(f"{'source':<{width}}{s['source']}")

@@ -10,9 +10,12 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["register", "summary_text"]
+if TYPE_CHECKING:
+    from agent_inspect._errors import SourceError
+
+__all__ = ["register", "summary_text", "require_records", "empty_source"]
 
 
 def register(subparsers: Any) -> None:
@@ -46,7 +49,33 @@ def load_source(args: argparse.Namespace) -> Any:
         log = load(args.source, **options)
     for key in log.source.options.get("missing_business_keys", ()):   # ... and names those missing: one line each
         print(f"agent-inspect: no records of business key {key!r} in {args.source}", file=sys.stderr)
-    return log
+    return require_records(log, args.source)
+
+
+def require_records(log: Any, source: str) -> Any:
+    """``log``, unless it holds no records: then there is nothing to analyse, and the verb stops with one line
+    saying what to check (exit 2, as for a business key without records or a trace without any)."""
+    if len(log.records):
+        return log
+    raise empty_source(source)
+
+
+def empty_source(source: str) -> SourceError:
+    """The one-line error of a source (a URL or a path) that holds no records, saying what to check."""
+    from agent_inspect._errors import SourceError
+    from agent_inspect._glossary import plural
+
+    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
+    if scheme in ("kafka", "fluss"):
+        name = "topic" if scheme == "kafka" else "table"
+        return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "
+                           f"may create a misspelt one) and the markers or start offsets")
+    try:
+        size = f" ({plural(os.path.getsize(source), 'byte')})" if os.path.isfile(source) else ""
+    except OSError:
+        size = ""
+    return SourceError(f"{source} holds no records{size}: is it the right file, and did the dump that wrote it "
+                       "finish?")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -57,6 +57,9 @@ SUMMARY_LABELS: dict[str, tuple[str, str]] = {
 """machine name -> (label, explanation); fields not listed here keep their name as label"""
 
 
+_NO_RECORDS = "the source is empty (the wrong file, topic or offsets, or a dump that failed?)"
+
+
 def plain_text(v: object, empty: str = "—") -> str:
     """A summary value as text (shared by the HTML view and the CLI's ``summary``).
 
@@ -174,5 +177,7 @@ def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:
         label, explanation = SUMMARY_LABELS.get(name, (name.replace("_", " "), ""))
         is_runtime = name == "runtime" and isinstance(value, (Mapping, RuntimeInfo))
         text = runtime_text(value) if is_runtime else plain_text(value)  # type: ignore[arg-type]
+        if name == "records" and value == 0:
+            text = f"0: {_NO_RECORDS}"
         out.append(SummaryFact(name, label, text, explanation))
     return out

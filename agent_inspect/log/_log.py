@@ -197,6 +197,8 @@ class ActionStateLog(HtmlRepr):
         return infer_runtime(self.records)
 
     def __repr__(self) -> str:
+        if not len(self.records):
+            return f"<ActionStateLog empty: no records from {self.source.kind} {self.source.location!r}>"
         s = self.summary()
         return (f"<ActionStateLog {s['records']} records, {s['business_keys']} business keys, "
                 f"{s['errors']} errors from {self.source.kind} {self.source.location!r}>")

@@ -3,8 +3,9 @@
 Readers never raise for a bad line: it becomes a row (offset = 1-based line number, key None, value
 = the line's bytes) with a reason, which the loader puts into the log's ``error`` column. A Parquet
 row with a null or out-of-range position keeps its key and value and gets a reason too ("row N: …").
-A gzip file cut short and a Parquet row group that does not read are one such row each, after the lines
-read or at the group's first row; the rest loads.
+A gzip file cut short and a Parquet row group that does not read are one such row each: the line the data
+ends inside ("the file ends inside this line: cut off", as for a plain file whose last line stops mid-value) or
+one after the lines read, and the group's first row; the rest loads.
 The writers mark such rows (JSONL ``malformed``, Parquet column ``malformed``) so that reading an
 export back restores them exactly, position and reason included.
 """
@@ -88,15 +89,34 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
             if data is None:
                 data, cut = _read_all(p)
             read = _read_kcat(data, b64, location) if kcat else _read_plain(data, location)
-    return read if cut is None else _with_cut(read, data or b"", cut)
+    return read if data is None else _with_cut(read, data, cut)
 
-def _with_cut(read: FileRead, data: bytes, cut: str) -> FileRead:
-    """``read`` with one more error row, after the last line, saying why a gzip file's lines stop early."""
-    lineno = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0) + 1
+_TRUNCATED = ": not valid JSON: Input data was truncated"  # the decoder's words for a line that stops mid-value
+
+
+def _with_cut(read: FileRead, data: bytes, cut: str | None) -> FileRead:
+    """``read`` with what cut the data short said: on the error row of the line the data ends inside (a gzip file
+    cut, or a plain one whose last line stops mid-value), else with one more error row after the last line read
+    (a gzip file cut at a line's end)."""
+    if cut is None and (data.endswith(b"\n") or len(read.batch) - 1 not in read.line_errors):
+        return read                             # the common case: no need to count the lines
+    partial = data[data.rfind(b"\n") + 1:]
+    lineno = data.count(b"\n") + 1            # the line the data ends inside
+    last = len(read.batch) - 1
+    said = read.line_errors.get(last, "")
+    inside = bool(partial.strip()) and said.startswith(f"line {lineno}: ") and read.batch.value[last] == partial
+    if inside and (cut is not None or said.endswith(_TRUNCATED)):
+        reason = f"line {lineno}: the file ends inside this line: cut off" + (f"; {cut}" if cut else "")
+        return FileRead(read.batch, read.source, {**read.line_errors, last: reason})
+    if cut is None:
+        return read
+    if partial.strip():                         # the last line read whole, only its line break lost
+        lineno += 1
     errors = {**read.line_errors, len(read.batch): f"line {lineno}: {cut}"}
     read.batch.append(NO_PARTITION, lineno, None, None, b"")
     options = {**read.source.options, "malformed_lines": len(errors)}
     return FileRead(read.batch, dataclasses.replace(read.source, options=options), errors)
+
 
 @contextlib.contextmanager
 def _reading(p: Path) -> Iterator[None]:

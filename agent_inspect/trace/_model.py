@@ -14,6 +14,7 @@ import pandas as pd
 from agent_inspect._errors import SourceError
 from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import HtmlPart, HtmlRepr, Strong, Table, Term, Text
+from agent_inspect.trace._times import timestamps
 
 if TYPE_CHECKING:
     from agent_inspect.sources import TraceFile
@@ -240,43 +241,6 @@ def _flag_conflicts(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-#: the representable timestamp range (pandas nanoseconds)
-_TS_MIN, _TS_MAX = pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
-_RANGE = f"outside the representable range {_TS_MIN:%Y-%m-%d} to {_TS_MAX:%Y-%m-%d}"
-
-
-def _timestamps(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Timestamps (ISO-8601 text or epoch milliseconds) as UTC nanoseconds, and the reason per unreadable one."""
-    ts = pd.Series(pd.NaT, index=raw.index, dtype="datetime64[ns, UTC]")
-    why = pd.Series(None, index=raw.index, dtype=object)
-    if not len(raw):
-        return ts, why
-    numeric = raw.map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)).astype(bool) & raw.notna()
-    text = raw.map(lambda v: isinstance(v, str)).astype(bool)
-    other = raw.notna() & ~numeric & ~text
-    why[other] = [f"timestamp is a {type(v).__name__}, not ISO-8601 text or epoch milliseconds" for v in raw[other]]
-    if text.any():
-        parsed = pd.to_datetime(raw[text], utc=True, errors="coerce", format="ISO8601")
-        ok = parsed.notna() & (parsed >= _TS_MIN) & (parsed <= _TS_MAX)
-        ts[ok[ok].index] = parsed[ok].astype("datetime64[ns, UTC]")
-        out = parsed.notna() & ~ok
-        why[out[out].index] = [f"timestamp {str(v)[:40]!r} is {_RANGE}" for v in raw[out[out].index]]
-        bad = parsed.isna()
-        why[bad[bad].index] = [f"timestamp {str(v)[:40]!r} is not ISO-8601" for v in raw[bad[bad].index]]
-    if numeric.any():
-        nums = pd.to_numeric(raw[numeric].map(float), errors="coerce").astype("float64")
-        finite = nums.map(math.isfinite).astype(bool)
-        lo, hi = _TS_MIN.value / 1e6, _TS_MAX.value / 1e6
-        ok = finite & (nums >= lo) & (nums <= hi)
-        if ok.any():
-            ts[ok[ok].index] = pd.to_datetime(nums[ok], unit="ms", utc=True).astype("datetime64[ns, UTC]")
-        bad = ~ok
-        why[bad[bad].index] = [f"timestamp {v!r} (epoch milliseconds) is " + (_RANGE if math.isfinite(v)
-                                                                                else "not a finite number")
-                               for v in nums[bad]]
-    return ts, why
-
-
 def _subtask(v: Any) -> Any:
     if isinstance(v, bool) or v is None:
         return None
@@ -290,7 +254,7 @@ def _subtask(v: Any) -> Any:
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    ts, why = _timestamps(frame["timestamp"])
+    ts, why = timestamps(frame["timestamp"])
     bad = why.notna()
     if bad.any():
         frame.loc[bad, "error"] = [(e + "; " if isinstance(e, str) else "") + w
@@ -316,7 +280,8 @@ class TraceLog(HtmlRepr):
 
     ``records``: one row per record, ordered by timestamp, then file and line (log shippers do not
     keep order; lifecycle order breaks a tie within one execution), one column per field of addendum
-    §3.2 (snake case), ``entityMetadata`` flattened (``event_id``, ``trigger_event_id``, ``model``, …
+    §3.2 (snake case; ``timestamp`` in UTC, from ISO-8601 text or, rewritten by a log shipper, a number of
+    epoch seconds, milliseconds, microseconds or nanoseconds: below 1e11, 1e14, 1e17, or above), ``entityMetadata`` flattened (``event_id``, ``trigger_event_id``, ``model``, …
     and ``entity_metadata`` for members not listed there), ``attributes`` as given (truncation
     wrappers kept; ``truncated`` marks them), ``format`` ("trace" or "event-log"), the ``file`` and
     ``line`` it came from, ``error`` (None when the record is fine) and ``conflict`` (another record

@@ -166,6 +166,31 @@ def test_a_truncated_metadata_says_so(tmp_path: Path, cut: int | str) -> None:
     assert said.endswith("; copy it again, or read an earlier checkpoint (checkpoint=N, or its chk-N directory)")
 
 
+@pytest.mark.parametrize("kind", ["checkpoints/chk-4", "savepoint"])
+@pytest.mark.parametrize("inside", [4, 60, 300, -40, -1])
+def test_a_metadata_cut_inside_its_trailing_properties_says_so(tmp_path: Path, kind: str, inside: int) -> None:
+    # the properties still start with the Java stream magic, so only their end shows the cut (a savepoint cut
+    # before "SavepointType" read as a checkpoint)
+    data = (FIXTURES / "flink2-p1-inline" / kind / "_metadata").read_bytes()
+    start = data.rfind(b"\xac\xed\x00\x05")
+    end = start + inside if inside > 0 else len(data) + inside
+    (tmp_path / "_metadata").write_bytes(data[:end])
+    with pytest.raises(CheckpointFormatError) as raised:
+        ai.checkpoint.read(tmp_path)
+    said = str(raised.value)
+    assert said == (f"{tmp_path}: _metadata is truncated: it ends inside the checkpoint properties that start at "
+                    f"byte {start}, {end} bytes in all; copy it again, or read an earlier checkpoint (checkpoint=N, "
+                    "or its chk-N directory)")
+
+
+@pytest.mark.parametrize("run", AGENT_RUNS)
+def test_every_fixtures_metadata_ends_where_its_properties_do(run: str) -> None:
+    for metadata in sorted((FIXTURES / run).glob("**/_metadata")):
+        data = metadata.read_bytes()
+        assert parse_metadata(data).savepoint == (metadata.parent.name == "savepoint")
+        ai.checkpoint.read(metadata, keyed=False)          # no false "truncated"
+
+
 def test_corrupt_metadata_names_what_was_found(tmp_path: Path) -> None:
     data = bytearray((FIXTURES / "flink2-p1-inline" / "savepoint" / "_metadata").read_bytes())
     (tmp_path / "_metadata").write_bytes(b"PK\x03\x04 not a checkpoint at all")

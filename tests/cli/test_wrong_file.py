@@ -92,3 +92,49 @@ def test_a_timestamp_no_calendar_holds_does_not_break_showing_the_log(tmp_path: 
     assert log.records["timestamp"].isna().sum() == 1 and log.records["timestamp"].notna().sum() == len(lines) - 1
     assert log.raw.timestamp_ms[0] == 10 ** 17                            # the value itself is kept
     assert log.errors.empty
+
+
+def _empty_dumps(tmp_path: Path) -> list[Path]:
+    empty, blank, kcat = tmp_path / "empty.jsonl", tmp_path / "blank.jsonl", tmp_path / "empty.kcat.jsonl"
+    empty.write_bytes(b"")
+    blank.write_bytes(b"\n  \n\n")                          # only blank lines
+    kcat.write_bytes(b"")
+    parquet = ai.sources.write_parquet(ai.load(empty), tmp_path / "empty.parquet")   # a Parquet dump of no rows
+    return [empty, blank, kcat, parquet]
+
+
+def test_an_empty_dump_loads_and_says_it_holds_no_records(tmp_path: Path) -> None:
+    for path in _empty_dumps(tmp_path):
+        log = ai.load(path)                                 # an empty topic is legitimate: the load succeeds
+        assert len(log.records) == 0
+        assert repr(log) == f"<ActionStateLog empty: no records from file {str(path)!r}>"
+        records = next(f for f in ai.log.summary_facts(log.summary()) if f.name == "records")
+        assert records.text == "0: the source is empty (the wrong file, topic or offsets, or a dump that failed?)"
+
+
+@pytest.mark.parametrize("verb", [["summary"], ["summary", "--json"], ["export", "-o", "{out}"], ["reconstruct"],
+                                  ["markers"], ["report", "-o", "{out}.html"]])
+def test_a_verb_given_an_empty_dump_exits_2_with_one_line(tmp_path: Path, verb: list[str],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    # nothing to analyse: as for a business key without records or an empty trace, one line and exit 2 (it
+    # printed a summary of zeros, or an empty reconstruction, and exited 0)
+    for path in _empty_dumps(tmp_path):
+        out = tmp_path / "out.jsonl"
+        argv = [verb[0], str(path), *(a.format(out=out) for a in verb[1:])]
+        assert main(argv) == 2, argv
+        said = capsys.readouterr()
+        size = path.stat().st_size
+        assert said.out == "" and said.err == (
+            f"agent-inspect: {path} holds no records ({size:,} {'byte' if size == 1 else 'bytes'}): is it the right "
+            "file, and did the dump that wrote it finish?\n")
+        assert not out.exists()
+
+
+def test_scan_of_an_empty_dump_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert main(["scan", str(empty), "--workers", "1", "--no-progress"]) == 2
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.splitlines()[-1] == (
+        f"agent-inspect: {empty} holds no records (0 bytes): is it the right file, and did the dump that wrote it "
+        "finish?")

@@ -82,10 +82,10 @@ def test_text_says_when_the_restore_fails_and_never_ends_a_line_with_a_comma(tmp
     assert "tasks: 1 (FAIL 1)\nthe restore fails at a lookup (FAIL)" in out
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    assert main(["reconstruct", str(empty)]) == 0
-    out = capsys.readouterr().out
-    assert "rule original: 0 records\n" in out and "tasks: 0\n" in out and "nothing runs again" in out
-    assert "ReplayPlan" not in out          # no advice a command-line user cannot follow
+    assert main(["reconstruct", str(empty)]) == 2         # nothing to reconstruct: one line, as every verb says
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.count("\n") == 1 and "holds no records (0 bytes)" in said.err
+    assert "ReplayPlan" not in said.err     # no advice a command-line user cannot follow
     settings = ai.Recovery.for_log(ai.load(empty))
     # an unknown runtime is modelled as the current release: the provenance names that one, not "unknown ships"
     assert settings.provenance["rule"] == "original: the rule 0.4 (the model of an unknown runtime) ships"

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agent_inspect as ai
-from agent_inspect.sources._files import read_file
+from agent_inspect.sources._files import NO_PARTITION, read_file
 from tests.sources._records import make_records
 
 RECORDS = make_records(2, 2)
@@ -415,6 +415,56 @@ def test_a_cut_off_gzip_dump_keeps_the_lines_before_the_cut(tmp_path: Path, fmt:
     assert log.source.options["malformed_lines"] == len(log.errors)
     for writer, name in ((ai.sources.write_jsonl, "x.jsonl"), (ai.sources.write_parquet, "x.parquet")):
         _assert_same_log(log, ai.load_file(writer(log, tmp_path / name)))
+
+
+def _inflated(cut: bytes) -> bytes:
+    import zlib
+
+    return zlib.decompressobj(wbits=31).decompress(cut)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "kcat-jsonl"])
+def test_a_gzip_dump_cut_mid_line_makes_that_line_the_error_row(tmp_path: Path, fmt: str) -> None:
+    import gzip
+
+    lines = [_plain(i) if fmt == "jsonl" else _kcat(i, offset=100 + i) for i in range(len(RECORDS))]
+    whole = gzip.compress(b"\n".join(lines) + b"\n")
+    cut = whole[: len(whole) * 2 // 3]
+    data = _inflated(cut)
+    assert not data.endswith(b"\n")
+    n = data.count(b"\n") + 1                  # the line the cut falls inside
+    (tmp_path / "cut.jsonl.gz").write_bytes(cut)
+    read = read_file(tmp_path / "cut.jsonl.gz")
+    # one error row: the cut line itself, at its line number, with what was read of it; no row for a line after
+    # it (the cut line was "not valid JSON: Input data was truncated" and line n + 1 said the stream ended)
+    assert list(read.line_errors.values()) == [
+        f"line {n}: the file ends inside this line: cut off; gzip stream ends early (a cut-off file); the lines "
+        "before the cut were read"]
+    row = len(read.batch) - 1
+    assert list(read.line_errors) == [row] and read.batch.offset[row] == n
+    assert read.batch.value[row] == data[data.rfind(b"\n") + 1:]
+    assert read.batch.partition[row] == (NO_PARTITION if fmt == "kcat-jsonl" else 0)
+    assert len(read.batch) == n
+
+
+def test_a_gzip_dump_cut_after_a_whole_last_line_says_so_after_it(tmp_path: Path) -> None:
+    import gzip
+
+    lines = [_plain(i) for i in range(len(RECORDS))]
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(b"\n".join(lines))[:-8])   # no trailer, no last "\n"
+    read = read_file(tmp_path / "cut.jsonl.gz")
+    assert read.line_errors == {len(lines): f"line {len(lines) + 1}: gzip stream ends early (a cut-off file); the "
+                                            "lines before the cut were read"}
+    assert read.batch.value[len(lines) - 1] is not None   # the last record read whole
+
+
+def test_a_plain_dump_cut_mid_line_says_the_file_ends_inside_it(tmp_path: Path) -> None:
+    lines = [_kcat(i, offset=100 + i) for i in range(len(RECORDS))]
+    path = tmp_path / "cut.kcat.jsonl"
+    path.write_bytes(b"\n".join(lines)[:-20])            # a copy or a dump stopped mid-line
+    read = read_file(path)
+    assert read.line_errors == {len(lines) - 1: f"line {len(lines)}: the file ends inside this line: cut off"}
+    assert read.batch.partition[len(lines) - 1] == NO_PARTITION
 
 
 def test_a_bad_utf8_byte_inside_attributes_is_an_error_row(tmp_path: Path) -> None:

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_inspect.checkpoint import CheckpointTask, KeyedRestore
+
+
+#: a real Flink 2.x checkpoint's ``_metadata``: its trailing Java-serialized ``CheckpointProperties`` end ours
+_REAL = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "flink2-p1-inline" / "checkpoints" / "chk-4"
 
 
 def _utf(text: str) -> bytes:
@@ -65,7 +70,8 @@ def synthetic_metadata(markers: Sequence[Mapping[int, int]], *, checkpoint_id: i
         out += b"\x01" + _utf(f"file:/chk-{checkpoint_id}/{i}") + struct.pack(">i", len(element)) + element
         keyed = incremental_keyed_handle(checkpoint_id, i) if incremental else b"\x00"
         out += struct.pack(">i", 0) + keyed + b"\x00" + struct.pack(">ii", 0, 0)
-    out += b"\xac\xed\x00\x05"                                   # where the Java-serialized properties begin
+    real = (_REAL / "_metadata").read_bytes()
+    out += real[real.rfind(b"\xac\xed\x00\x05"):]                # the Java-serialized properties, whole
     return bytes(out)
 
 

@@ -7,6 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import agent_inspect as ai
@@ -68,15 +69,27 @@ def test_same_execution_and_status_with_other_content_is_kept_and_flagged(tmp_pa
 def test_timestamps_pandas_cannot_hold_are_errors_and_the_rest_loads(tmp_path: Path) -> None:
     recs = _records("N04")
     recs[2] = dict(recs[2], timestamp="2726-09-14T08:00:52.047Z")    # a flipped byte: 2026 -> 2726
-    recs[3] = dict(recs[3], timestamp=10 ** 17)
+    recs[3] = dict(recs[3], timestamp=10 ** 19)                     # nanoseconds by its size: year 2286
     p = write_trace(recs, tmp_path / "years.log")
     t = load_trace(p)
     assert len(t.records) == len(recs)
     errs = dict(zip(t.errors["line"], t.errors["reason"]))
     assert set(errs) == {3, 4}
     assert "'2726-09-14T08:00:52.047Z' is outside the representable range" in errs[3]
-    assert "(epoch milliseconds) is outside the representable range" in errs[4]
+    assert "(epoch nanoseconds) is outside the representable range" in errs[4]
     assert t.good["timestamp"].notna().all() and len(t.good) == len(recs) - 2
+
+
+@pytest.mark.parametrize("stamp", [1789372801.095, 1789372801, 1789372801095, 1789372801095000, 1789372801095000000])
+def test_a_numeric_timestamp_is_epoch_time_in_the_unit_its_size_gives(tmp_path: Path, stamp: float) -> None:
+    # upstream writes ISO-8601 text; a log shipper may rewrite it as epoch seconds (1789372801.095 read as
+    # milliseconds was 1970-01-21), milliseconds, microseconds or nanoseconds
+    recs = _records("N04")
+    recs[0] = dict(recs[0], timestamp=stamp)
+    t = load_trace(write_trace(recs, tmp_path / "numeric.log"))
+    read = t.records.loc[t.records["line"] == 1, "timestamp"].iloc[0]
+    assert t.errors.empty
+    assert read == pd.Timestamp("2026-09-14T08:00:01.095Z" if stamp != 1789372801 else "2026-09-14T08:00:01Z")
 
 
 def test_trace_summary_cli_counts_duplicates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
