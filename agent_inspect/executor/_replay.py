@@ -9,15 +9,20 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import count_words, did_you_mean, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
-from agent_inspect.executor._agents import as_agent
+from agent_inspect.agents import Agent, AsRecordedAgent, FlinkAgentAdapter, is_flink_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
-from agent_inspect.executor._inspect import cache_frame, counters_of, outputs_frame, stale_records_frame, steps_frame
 from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions, ExecutorOverrides
-from agent_inspect.executor._policy import as_policies
+from agent_inspect.executor._policy import CallServer, as_policies
 from agent_inspect.executor._production import Production
-from agent_inspect.executor._report import ReplaySafetyReport
-from agent_inspect.executor._serve import CallServer
+from agent_inspect.executor._report import (
+    ReplaySafetyReport,
+    cache_frame,
+    counters_of,
+    outputs_frame,
+    stale_records_frame,
+    steps_frame,
+)
 from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
 from agent_inspect.executor._steps import Breakpoint, Step, StepKind
 from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, source_kind_of
@@ -86,8 +91,6 @@ class ReplayExecutor(HtmlRepr):
         if agent is None:
             if base is None:
                 raise ReplayError("no agent and no log: pass agent=... (e.g. a PythonAgent) to run a fresh job")
-            from agent_inspect.agents import AsRecordedAgent
-
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
         policies = as_policies(opts.policies)
@@ -296,6 +299,17 @@ def _step_words(step: Step) -> str:
     if step.outcome is not None:
         words.append(f"→ {step.outcome.value if hasattr(step.outcome, 'value') else step.outcome}")
     return " ".join(words) + (f" ({step.change})" if step.kind is StepKind.REBUILD and step.change else "")
+
+
+def as_agent(agent: Any) -> Agent:
+    """``agent`` when it has the :class:`agent_inspect.agents.Agent` protocol, else a ``flink_agents`` agent
+    adapted (lazily; the package is never required)."""
+    if all(hasattr(agent, n) for n in ("actions", "listeners", "action_uuid", "run_action")):
+        return cast("Agent", agent)
+    if is_flink_agent(agent):
+        return cast("Agent", FlinkAgentAdapter(agent))
+    raise ReplayError(f"cannot replay with {type(agent).__name__}: pass an agent with actions/listeners/"
+                      "action_uuid/run_action (e.g. agent_inspect.agents.PythonAgent)")
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
