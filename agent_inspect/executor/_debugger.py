@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import did_you_mean
 from agent_inspect.executor._engine import Engine
-from agent_inspect.executor._state import JobFailed
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind, step_kind
+from agent_inspect.executor._steps import Breakpoint, JobFailed, Step, StepKind, step_kind
 
 __all__ = ["Debugger", "DriverAction", "Until"]
 

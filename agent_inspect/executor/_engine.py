@@ -17,9 +17,8 @@ import greenlet
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import Agent, AgentEvent
-from agent_inspect.executor._policy import ActionPolicy, CallServer, call_reason
-from agent_inspect.executor._state import MemoryState, RunState
-from agent_inspect.executor._steps import Step, StepKind, StepOutcome
+from agent_inspect.executor._options import ActionPolicy, CallServer, call_reason
+from agent_inspect.executor._steps import MemoryState, RunState, Step, StepKind, StepOutcome
 from agent_inspect.recovery import RemovalCauses, lookup_words, marker_warnings, removal_reason
 from agent_inspect.recovery.engine import (
     CallEvent,

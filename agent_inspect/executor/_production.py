@@ -13,8 +13,7 @@ from agent_inspect.agents import AgentEvent
 from agent_inspect.executor._debugger import Debugger, DriverAction
 from agent_inspect.executor._engine import Engine, removed_text
 from agent_inspect.executor._options import Clock
-from agent_inspect.executor._state import Checkpoint, JobFailed, MemoryByKey
-from agent_inspect.executor._steps import Step, StepKind, StepOutcome
+from agent_inspect.executor._steps import Checkpoint, JobFailed, MemoryByKey, Step, StepKind, StepOutcome
 from agent_inspect.raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.agents import Agent, AsRecordedAgent, FlinkAgentAdapter, is_flink_agent
 from agent_inspect.executor._debugger import Debugger, Until
 from agent_inspect.executor._engine import Engine
-from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions, ExecutorOverrides
-from agent_inspect.executor._policy import CallServer, as_policies
+from agent_inspect.executor._options import OPTION_NAMES, CallServer, ExecutorOptions, ExecutorOverrides, as_policies
 from agent_inspect.executor._production import Production
 from agent_inspect.executor._report import (
     ReplaySafetyReport,
@@ -23,8 +22,7 @@ from agent_inspect.executor._report import (
     stale_records_frame,
     steps_frame,
 )
-from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+from agent_inspect.executor._steps import Breakpoint, Checkpoint, Counters, MemoryByKey, MemoryState, Step, StepKind
 from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, source_kind_of
 from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
 

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 from agent_inspect._glossary import plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect.executor._engine import Engine
-from agent_inspect.executor._state import Counters
 from agent_inspect.executor._steps import (
     CALL_COUNTERS,
     SHADOW_OUTCOMES,
     STEP_COLUMNS,
+    Counters,
     Step,
     StepKind,
     StepOutcome,
