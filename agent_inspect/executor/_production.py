@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
@@ -23,19 +24,18 @@ if TYPE_CHECKING:
 __all__ = ["Production", "build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
 
 
+@dataclass
 class Production:
     """The journal of the engine's writes, checkpoints (markers + keyed state), and ``to_log``;
     ``restored_last_completed``: per business key, restored ones too, as a checkpoint collects them (§9.1)."""
 
-    def __init__(self, engine: Engine, debugger: Debugger, *, value_format: str, num_partitions: int | None,
-                 clock: Clock | None, prune_tombstones: bool, restored_last_completed: Mapping[str, int]) -> None:
-        self.engine = engine
-        self.debugger = debugger
-        self.value_format = value_format
-        self.num_partitions = num_partitions
-        self.clock = clock
-        self.prune_tombstones = prune_tombstones
-        self.restored_last_completed = dict(restored_last_completed)
+    engine: Engine
+    debugger: Debugger
+    value_format: str
+    num_partitions: int | None
+    clock: Clock | None
+    prune_tombstones: bool
+    restored_last_completed: Mapping[str, int]
 
     @property
     def source_kind(self) -> str:

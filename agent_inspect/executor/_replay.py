@@ -293,9 +293,8 @@ class ReplayExecutor(HtmlRepr):
 def _step_words(step: Step) -> str:
     """A step in a few words, naming only what it has (a rebuild has no key, round or action)."""
     words = [f"step {step.index}", step.kind.value, *([str(step.key)] if step.key is not None else []),
-             *([f"seq {step.seq}"] if step.seq is not None else []), *([step.action] if step.action else [])]
-    if step.outcome is not None:
-        words.append(f"→ {step.outcome.value if hasattr(step.outcome, 'value') else step.outcome}")
+             *([f"seq {step.seq}"] if step.seq is not None else []), *([step.action] if step.action else []),
+             *([f"→ {step.outcome}"] if step.outcome is not None else [])]   # a StepOutcome formats as its text
     return " ".join(words) + (f" ({step.change})" if step.kind is StepKind.REBUILD and step.change else "")
 
 
