@@ -119,7 +119,7 @@ class Debugger:
         """``key`` as steps name it (a Flink key text becomes the log's business key); a key that is neither the
         log's nor the plan's raises ``ReplayError`` naming ``use`` and the closest keys: ``because`` says why."""
         business = self.engine.business_key(key)
-        known, names = self.engine.known_keys()
+        known, names = self.engine.known_keys
         if business not in known:
             where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self.engine.log is not None \
                 else ("the plan", "")
