@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import AgentEvent
-from agent_inspect.executor._debugger import Debugger, DriverAction
 from agent_inspect.executor._engine import Engine, removed_text
 from agent_inspect.executor._options import Clock
 from agent_inspect.executor._steps import Checkpoint, JobFailed, MemoryByKey, Step, StepKind, StepOutcome
@@ -30,7 +29,6 @@ class Production:
     ``restored_last_completed``: per business key, restored ones too, as a checkpoint collects them (§9.1)."""
 
     engine: Engine
-    debugger: Debugger
     value_format: str
     num_partitions: int | None
     clock: Clock | None
@@ -69,10 +67,9 @@ class Production:
         return 1
 
     def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
-        """Take a checkpoint now and return its marker; ``complete`` also prunes finished rounds (§8.4)."""
-        self.debugger.ensure_started()
+        """Take a checkpoint now (once the replay has started) and return its marker; ``complete`` also prunes
+        finished rounds (§8.4)."""
         e, run = self.engine, self.engine.run
-        start = len(run.steps)
         marker = end_offsets(self.journal(), log=e.log, num_partitions=self.partitions())
         marker = self._keep_pending(marker)
         snapshot = {**self.restored_last_completed, **run.last_completed}
@@ -97,8 +94,6 @@ class Production:
             last_completed=snapshot, inputs_consumed=run.inputs_started))
         if complete:
             self._complete(snapshot, marker)
-        self.debugger.driver.append(DriverAction(at=start, added=len(run.steps) - start,
-                                        redo=lambda: self.checkpoint(complete=complete)))
         return marker
 
     def _keep_pending(self, marker: dict[int, int]) -> dict[int, int]:
