@@ -8,12 +8,10 @@ is also available as a journal of raw records (production mode).
 
 from __future__ import annotations
 
-from agent_inspect.executor._options import ExecutorOptions
-from agent_inspect.executor._policy import ActionPolicy, CallPolicy, Policies
+from agent_inspect.executor._options import ActionPolicy, CallPolicy, ExecutorOptions, Policies
 from agent_inspect.executor._replay import ReplayExecutor
 from agent_inspect.executor._report import ReplaySafetyReport
-from agent_inspect.executor._state import Checkpoint, Counters, MemoryState
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind, StepOutcome
+from agent_inspect.executor._steps import Breakpoint, Checkpoint, Counters, MemoryState, Step, StepKind, StepOutcome
 from agent_inspect.recovery.engine import (
     CallEvent,
     CallSlot,

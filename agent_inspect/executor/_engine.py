@@ -7,6 +7,7 @@ what-ifs live here too: the force-rerun policy and the diff policy's shadow runs
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -17,10 +18,8 @@ import greenlet
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import Agent, AgentEvent
-from agent_inspect.executor._policy import ActionPolicy
-from agent_inspect.executor._serve import CallServer, call_reason
-from agent_inspect.executor._state import MemoryState, RunState
-from agent_inspect.executor._steps import Step, StepKind, StepOutcome
+from agent_inspect.executor._options import ActionPolicy, CallServer, call_reason
+from agent_inspect.executor._steps import MemoryState, RunState, Step, StepKind, StepOutcome
 from agent_inspect.recovery import RemovalCauses, lookup_words, marker_warnings, removal_reason
 from agent_inspect.recovery.engine import (
     CallEvent,
@@ -58,13 +57,12 @@ class Engine(Observer):
         #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
         self.model = recovery.model
         self.log, self.agent, self.keys, self.calls = log, agent, keys, calls
-        self.plan = PlanView(plan, business_key=keys.business_key)
+        self.plan = plan
         self.attempt, self.seed, self.memory_decoder = attempt, seed, memory_decoder
         self.memory, self.sensory = memory, sensory
         self.source_kind = source_kind
         self.base_session: RecoverySession | None = None
         self.core: Core | None = None
-        self._known: tuple[frozenset[str], tuple[str, ...]] | None = None
         self.restart()
 
     # ------------------------------------------------------------------------------ driving
@@ -87,7 +85,7 @@ class Engine(Observer):
     def _main(self) -> None:
         if self.base_session is None:
             self.base_session = self.recovery.rebuild(self.log, source_kind=self.source_kind)
-        plan = PlanView(self.plan.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
+        plan = PlanView(self.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
         self.core = Core(log=self.log, agent=self.agent, session=self.base_session.copy(), plan=plan,
                          keys=self.keys, model=self.model, attempt=self.attempt, new_id=self.run.ids.new,
                          observer=self, calls=self.calls, call_matching=self.recovery.call_matching,
@@ -104,18 +102,17 @@ class Engine(Observer):
     def business_key(self, key: str) -> str:
         return self.keys.business_key(key)
 
+    @functools.cached_property
     def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
         """The business keys a step can carry (the log's and the plan's) and the names they go by: what a
         breakpoint's key is checked against, and the pool of close matches."""
-        if self._known is None:
-            plan = self.plan.plan
-            names = {str(k) for k in (*(i.key for i in plan.inputs), *(p.key for p in plan.pending),
-                                      *plan.restored_seq, *plan.keys)}
-            names |= {str(i.key_text) for i in plan.keys.values() if i.key_text is not None}
-            if self.log is not None:
-                names |= set(map(str, self.log.records["business_key"].dropna().unique()))
-            self._known = (frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names)))
-        return self._known
+        plan = self.plan
+        names = {str(k) for k in (*(i.key for i in plan.inputs), *(p.key for p in plan.pending),
+                                  *plan.restored_seq, *plan.keys)}
+        names |= {str(i.key_text) for i in plan.keys.values() if i.key_text is not None}
+        if self.log is not None:
+            names |= set(map(str, self.log.records["business_key"].dropna().unique()))
+        return frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names))
 
     def record(self, step: Step) -> Step:
         self.run.steps.append(step)

@@ -2,24 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 import random
+import threading
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import count_words, did_you_mean, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
-from agent_inspect.executor._agents import as_agent
-from agent_inspect.executor._debugger import Debugger, Until
+from agent_inspect.agents import Agent, AsRecordedAgent, FlinkAgentAdapter, is_flink_agent
 from agent_inspect.executor._engine import Engine
-from agent_inspect.executor._inspect import cache_frame, counters_of, outputs_frame, stale_records_frame, steps_frame
-from agent_inspect.executor._options import OPTION_NAMES, ExecutorOptions, ExecutorOverrides
-from agent_inspect.executor._policy import as_policies
+from agent_inspect.executor._options import OPTION_NAMES, CallServer, ExecutorOptions, ExecutorOverrides, as_policies
 from agent_inspect.executor._production import Production
-from agent_inspect.executor._report import ReplaySafetyReport
-from agent_inspect.executor._serve import CallServer
-from agent_inspect.executor._state import Checkpoint, Counters, MemoryByKey, MemoryState
-from agent_inspect.executor._steps import Breakpoint, Step, StepKind
+from agent_inspect.executor._report import (
+    ReplaySafetyReport,
+    cache_frame,
+    counters_of,
+    outputs_frame,
+    stale_records_frame,
+    steps_frame,
+)
+from agent_inspect.executor._steps import (
+    Breakpoint,
+    Checkpoint,
+    Counters,
+    JobFailed,
+    MemoryByKey,
+    MemoryState,
+    Step,
+    StepKind,
+    step_kind,
+)
 from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, source_kind_of
 from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
 
@@ -32,6 +48,28 @@ if TYPE_CHECKING:
     from agent_inspect.store import RecoverySession, Store
 
 __all__ = ["ReplayExecutor"]
+
+Until = Breakpoint | StepKind | str | Callable[[Step], bool] | None
+"""Where ``run()`` stops: a :class:`Breakpoint`, a step kind, or a predicate on :class:`Step`."""
+
+
+@dataclass(frozen=True)
+class DriverAction:
+    """Something the driver did between steps (a checkpoint): ``back()`` redoes it at step ``at``."""
+
+    at: int
+    added: int             # steps it added (a checkpoint's PRUNE steps go back together)
+    redo: Callable[[], object]
+
+
+def step_count(steps: int | None, what: str, zero: str, none: str) -> int | None:
+    """``steps`` checked as a count of steps: an integral number >= 0 (a numpy count will do) or None, else a
+    ReplayError saying what ``what`` takes (``zero`` and ``none``: what 0 and None mean there)."""
+    if steps is None:
+        return None
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ReplayError(f"{what} takes a number of steps >= 0 ({zero}) or None ({none}), got {steps!r}")
+    return int(steps)
 
 
 class ReplayExecutor(HtmlRepr):
@@ -86,8 +124,6 @@ class ReplayExecutor(HtmlRepr):
         if agent is None:
             if base is None:
                 raise ReplayError("no agent and no log: pass agent=... (e.g. a PythonAgent) to run a fresh job")
-            from agent_inspect.agents import AsRecordedAgent
-
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
         policies = as_policies(opts.policies)
@@ -119,12 +155,16 @@ class ReplayExecutor(HtmlRepr):
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
             source_kind=opts.source_kind)
-        self._debugger = Debugger(engine, breakpoints=opts.breakpoints, fail_after=opts.fail_after)
+        self._breakpoints: list[Breakpoint] = list(opts.breakpoints)
+        self._driver: list[DriverAction] = []   # what the driver did between steps, redone by back()
+        self.fail_after(opts.fail_after)
+        for bp in self._breakpoints:
+            self._keyed(bp)                 # a key no step can carry fails here, not silently never stops
         last_completed = restore.last_completed if restore is not None else {}
         # main writes V4 (subagentResultEvents in every record): the default V3 becomes V4 there
         value_format = "V4" if engine.model.subagent_results and opts.value_format == "V3" else opts.value_format
         self._production = Production(
-            engine, self._debugger, value_format=value_format, num_partitions=opts.num_partitions,
+            engine, value_format=value_format, num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
             restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
 
@@ -133,29 +173,61 @@ class ReplayExecutor(HtmlRepr):
     @property
     def breakpoints(self) -> list[Breakpoint]:
         """The breakpoints ``run()`` stops at (a list you may change)."""
-        return self._debugger.breakpoints
+        return self._breakpoints
 
     def reset(self) -> None:
         """Back to before the first step (the rebuild). Durable calls already run stay memoised."""
-        self._debugger.reset()
+        self._driver = []
+        self._engine.restart()
 
     def step(self) -> Step | None:
         """Run one step and return it; None when the replay has ended (or the job failed)."""
-        return self._debugger.step()
+        if self.done:
+            return None
+        run = self._engine.run
+        if self._engine.thread != threading.get_ident():
+            # a greenlet only runs on the thread that made it: rebuild this state here (deterministic)
+            self._replay_to(len(run.steps))
+            run = self._engine.run
+        if self._fail_after is not None and len(run.steps) >= self._fail_after:
+            run.failure = run.failure or JobFailed(f"simulated failure after step {self._fail_after}")
+            return None
+        return self._engine.advance()
 
     def run(self, until: Until = None, *, max_steps: int | None = None) -> Step | None:
         """Step until ``until`` (a predicate, step kind or :class:`Breakpoint`) or a breakpoint matches, or the end,
         or ``max_steps`` steps (0 runs none); the step it stopped at, or None when the replay ended first."""
-        return self._debugger.run(until, max_steps=max_steps)
+        step_count(max_steps, "run(max_steps=...)", "0 runs none", "no limit")
+        stop = _predicate(self._keyed(until) if isinstance(until, Breakpoint) else until)
+        breakpoints = [self._keyed(b) for b in self._breakpoints]
+        if max_steps == 0:
+            return self.current
+        n = 0
+        while True:
+            s = self.step()
+            if s is None:
+                return None
+            n += 1
+            if ((stop is not None and stop(s)) or any(b.matches(s) for b in breakpoints)
+                    or (max_steps is not None and n >= max_steps)):
+                return s
 
     def back(self) -> Step | None:
         """Return exactly to the state after the previous step (deterministic re-execution)."""
-        return self._debugger.back()
+        steps = self._engine.run.steps
+        if not steps:
+            return None
+        target = len(steps) - 1
+        for a in self._driver:
+            if a.at < target < a.at + a.added:
+                target = a.at
+        self._replay_to(target)
+        return self.current
 
     def fail_after(self, step: int | None) -> None:
         """Make the simulated job die once ``step`` steps have run (None: never; anything but a count >= 0 or None
         is a ReplayError). See :meth:`checkpoint`."""
-        self._debugger.fail_after = step
+        self._fail_after = step_count(step, "fail_after", "0 fails the job before its first step", "never fails")
 
     def add_breakpoint(self, *, key: str | None = None, seq: int | None = None, action: str | None = None,
                        kind: StepKind | str | None = None, outcome: str | None = None,
@@ -163,8 +235,8 @@ class ReplayExecutor(HtmlRepr):
         """Add a :class:`Breakpoint` (every given field must match; None = any); ``key`` may be a Flink key text. A
         key or action the replay cannot meet raises ``ReplayError`` naming the closest ones."""
         bp = Breakpoint(key=key, seq=seq, action=action, kind=kind, outcome=outcome, when=when)
-        self._debugger.keyed(bp)
-        self._debugger.breakpoints.append(bp)
+        self._keyed(bp)
+        self._breakpoints.append(bp)
         return bp
 
     # ------------------------------------------------------------------------------ inspection
@@ -172,7 +244,8 @@ class ReplayExecutor(HtmlRepr):
     @property
     def done(self) -> bool:
         """True when the replay ended or the (simulated) job failed."""
-        return self._debugger.done
+        run = self._engine.run
+        return run.finished or run.failure is not None
 
     @property
     def failure(self) -> str | None:
@@ -198,13 +271,13 @@ class ReplayExecutor(HtmlRepr):
     @property
     def session(self) -> RecoverySession | None:
         """The recovery session (store + rule state) as of the current step. Do not modify it."""
-        self._debugger.ensure_started()
+        self._ensure_started()
         return self._engine.run.session
 
     @property
     def store(self) -> Store:
         """The simulated store (``agent_inspect.store.Store``) as of the current step."""
-        self._debugger.ensure_started()
+        self._ensure_started()
         return self._engine.session.store
 
     @property
@@ -232,7 +305,7 @@ class ReplayExecutor(HtmlRepr):
         """:attr:`counters` of the steps at ``key`` only (None: every step; a key as breakpoints take it). An
         eviction counts at the key whose lookup made it, even when it removed other keys' records."""
         steps = self._engine.run.steps
-        key = None if key is None else self._debugger.known_key(key, "counters_for", "it has no step to count")
+        key = None if key is None else self._known_key(key, "counters_for", "it has no step to count")
         return counters_of(steps if key is None else [s for s in steps if s.key == key])
 
     def report(self) -> ReplaySafetyReport:
@@ -243,7 +316,7 @@ class ReplayExecutor(HtmlRepr):
     def stale_records(self) -> pd.DataFrame:
         """Rebuilt production records whose action identity is in no action of the candidate agent: never looked
         up, their work re-runs (under K1/K1.5 a changed module, qualname or trigger list; under K2 a rename, §4.4)."""
-        self._debugger.ensure_started()
+        self._ensure_started()
         return stale_records_frame(self._engine)
 
     # ------------------------------------------------------------------------------ production mode
@@ -262,7 +335,12 @@ class ReplayExecutor(HtmlRepr):
         LOOKUP or ROUND_COMPLETE step), as upstream checkpoints fall between mailbox actions. Under 0.4+ every
         retained state is kept: a refresh row each, or (Kafka, ``kafka_pending="marker"``) the marker moved back.
         """
-        return self._production.checkpoint(complete=complete)
+        self._ensure_started()
+        start = len(self._engine.run.steps)
+        marker = self._production.checkpoint(complete=complete)
+        self._driver.append(DriverAction(at=start, added=len(self._engine.run.steps) - start,
+                                         redo=lambda: self.checkpoint(complete=complete)))
+        return marker
 
     @property
     def checkpoints(self) -> list[Checkpoint]:
@@ -272,6 +350,47 @@ class ReplayExecutor(HtmlRepr):
     def to_log(self) -> ActionStateLog:
         """The base records plus this executor's journal as a new ``ActionStateLog`` (the topic now)."""
         return self._production.to_log()
+
+    def _ensure_started(self) -> None:
+        if self._engine.run.session is None and not self._engine.run.steps:
+            self.step()
+
+    def _keyed(self, bp: Breakpoint) -> Breakpoint:
+        """``bp`` with its key as steps name it (:meth:`_known_key`); an action the agent does not declare raises
+        ``ReplayError``: it would never stop."""
+        if bp.action is not None:
+            actions = sorted({d.name for d in self._engine.agent.actions})
+            if bp.action not in actions:
+                raise ReplayError(f"breakpoint action {bp.action!r} is not an action of the agent, so it would never "
+                                  f"stop a run{did_you_mean([bp.action], actions)} (its actions: {', '.join(actions)})")
+        if bp.key is None:
+            return bp
+        key = self._known_key(bp.key, "breakpoint", "it would never stop a run")
+        return bp if key == bp.key else dataclasses.replace(bp, key=key)
+
+    def _known_key(self, key: str, use: str, because: str) -> str:
+        """``key`` as steps name it (a Flink key text becomes the log's business key); a key that is neither the
+        log's nor the plan's raises ``ReplayError`` naming ``use`` and the closest keys: ``because`` says why."""
+        business = self._engine.business_key(key)
+        known, names = self._engine.known_keys
+        if business not in known:
+            where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self._engine.log is not None \
+                else ("the plan", "")
+            raise ReplayError(f"{use} key {key!r} is not a key of {where}, so {because}"
+                              f"{did_you_mean([key], names)}{listed}")
+        return business
+
+    def _replay_to(self, target: int) -> None:
+        """Re-run from the start to ``target`` steps, redoing the driver's actions where they happened."""
+        keep = [a for a in self._driver if a.at + a.added <= target]
+        self._engine.restart()
+        self._driver = []
+        while True:
+            if keep and keep[0].at == len(self._engine.run.steps):
+                keep.pop(0).redo()
+                continue
+            if len(self._engine.run.steps) >= target or self.step() is None:
+                break
 
     def __repr__(self) -> str:
         state = "failed" if self.failure else "done" if self.done else "paused"
@@ -292,10 +411,20 @@ class ReplayExecutor(HtmlRepr):
 def _step_words(step: Step) -> str:
     """A step in a few words, naming only what it has (a rebuild has no key, round or action)."""
     words = [f"step {step.index}", step.kind.value, *([str(step.key)] if step.key is not None else []),
-             *([f"seq {step.seq}"] if step.seq is not None else []), *([step.action] if step.action else [])]
-    if step.outcome is not None:
-        words.append(f"→ {step.outcome.value if hasattr(step.outcome, 'value') else step.outcome}")
+             *([f"seq {step.seq}"] if step.seq is not None else []), *([step.action] if step.action else []),
+             *([f"→ {step.outcome}"] if step.outcome is not None else [])]   # a StepOutcome formats as its text
     return " ".join(words) + (f" ({step.change})" if step.kind is StepKind.REBUILD and step.change else "")
+
+
+def as_agent(agent: Any) -> Agent:
+    """``agent`` when it has the :class:`agent_inspect.agents.Agent` protocol, else a ``flink_agents`` agent
+    adapted (lazily; the package is never required)."""
+    if all(hasattr(agent, n) for n in ("actions", "listeners", "action_uuid", "run_action")):
+        return cast("Agent", agent)
+    if is_flink_agent(agent):
+        return cast("Agent", FlinkAgentAdapter(agent))
+    raise ReplayError(f"cannot replay with {type(agent).__name__}: pass an agent with actions/listeners/"
+                      "action_uuid/run_action (e.g. agent_inspect.agents.PythonAgent)")
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
@@ -315,3 +444,16 @@ def _as_log(log: object) -> ActionStateLog | None:
     if hasattr(log, "records") and hasattr(log, "value"):     # anything shaped like a log will do
         return cast("ActionStateLog", log)
     raise ReplayError(f"cannot replay from {type(log).__name__}; pass an ActionStateLog or a reconstruction")
+
+
+def _predicate(until: Until) -> Callable[[Step], bool] | None:
+    if until is None:
+        return None
+    if isinstance(until, Breakpoint):
+        return until.matches
+    if isinstance(until, (StepKind, str)):
+        kind = step_kind(until)
+        return lambda s: s.kind is kind
+    if callable(until):
+        return until
+    raise ReplayError("run(until=...) takes a Breakpoint, a step kind or a predicate on Step")

@@ -9,7 +9,7 @@ import pytest
 
 import agent_inspect as ai
 from agent_inspect import ReplayError
-from agent_inspect.executor._state import MemoryByKey
+from agent_inspect.executor._steps import MemoryByKey
 
 
 @pytest.fixture(scope="module")
