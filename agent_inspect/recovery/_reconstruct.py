@@ -17,6 +17,7 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, T
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import AsRecordedAgent
 from agent_inspect.history import build_history
+from agent_inspect.recovery._lints import lint
 from agent_inspect.recovery._predict import simulate
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, rebuild_in_window, rebuild_start
@@ -115,8 +116,6 @@ class Reconstruction(HtmlRepr):
     @cached_property
     def lints(self) -> pd.DataFrame:
         """Format and identity hazards of the log (:func:`agent_inspect.recovery.lint`)."""
-        from agent_inspect.recovery._lints import lint
-
         return lint(self.log)
 
     def summary(self) -> dict[str, Any]:
