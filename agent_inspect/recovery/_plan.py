@@ -16,7 +16,7 @@ from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
 from agent_inspect.codec import parse_state_key, state_key_writer
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._events import agent_event
-from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
+from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.recovery._refresh import RetainedRounds, check_moved_marker, refresh_positions, retained_rounds
 from agent_inspect.store import runtime_model
 
@@ -149,9 +149,8 @@ class ReplayPlan:
         if business_keys is not None:
             recs = recs[recs["business_key"].isin(list(business_keys))]
         start = normalize_markers(markers)
-        if start is not None:
-            lo = recs["partition"].map(start)
-            recs = recs[lo.notna() & (recs["offset"] >= lo.fillna(0))]
+        if start is not None:   # the rebuild's window
+            recs = recs[window_mask(recs, markers)]
         retained = _retained(log, recs, runtime, kafka_pending, refresh)
         readable = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
         roots = readable[readable["is_root"].fillna(False).astype(bool)]
