@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 from msgspec import Raw
 
 from agent_inspect.agents import SUBAGENT_EVENT, AgentEvent
@@ -55,9 +56,7 @@ def event_from_record(event: Any) -> AgentEvent:
     if attrs is None:
         attrs = {}
     elif not isinstance(attrs, Mapping):
-        import msgspec
-
-        attrs = msgspec.json.decode(bytes(attrs) if isinstance(attrs, msgspec.Raw) else attrs)
+        attrs = msgspec.json.decode(bytes(attrs) if isinstance(attrs, Raw) else attrs)
     return AgentEvent(
         type=str(first_field(event, "type", "event_type") or ""),
         attributes=attrs,

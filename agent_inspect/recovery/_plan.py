@@ -13,10 +13,10 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
-from agent_inspect.codec import format_state_key, parse_state_key, state_key_writer
+from agent_inspect.codec import parse_state_key, state_key_writer
 from agent_inspect.log import resolve_runtime
 from agent_inspect.recovery._events import agent_event
-from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of
+from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.recovery._refresh import RetainedRounds, check_moved_marker, refresh_positions, retained_rounds
 from agent_inspect.store import runtime_model
 
@@ -46,9 +46,7 @@ class KeyIdentity:
 
     def state_key(self, seq: int, event_uuid: str, action_uuid: str) -> str:
         """The state key the operator computes for (seq, event fingerprint, action) of this key."""
-        return format_state_key(self.key_format, seq=seq, event_uuid=event_uuid, action_uuid=action_uuid,
-                                key_text=self.key_text, key_group=self.key_group, key_digest=self.key_digest,
-                                serializer_fingerprint=self.serializer_fingerprint)
+        return self.state_keys()(seq, event_uuid, action_uuid)
 
     def state_keys(self) -> Callable[[int, str, str], str]:
         """:meth:`state_key` as a function of ``(seq, event_uuid, action_uuid)``, the key's segments checked once."""
@@ -140,10 +138,8 @@ class ReplayPlan:
         (§9.5 step 2), else the log's name for it; before K2 a Java action's UUID is the writing JVM's (§4.4).
         """
         plan = cls._inferred(log, business_keys, markers, runtime, kafka_pending, refresh, agent)
-        notes = _moved_marker_notes(log, plan, markers, runtime, kafka_pending)
-        plan = replace(plan, notes=plan.notes + notes) if notes else plan
-        begins = bool((log.records["task_event_type"] == BEGIN_EVENT).any())
-        return replace(plan, begin_event=True) if begins else plan
+        return replace(plan, notes=plan.notes + _moved_marker_notes(log, plan, markers, runtime, kafka_pending),
+                       begin_event=bool((log.records["task_event_type"] == BEGIN_EVENT).any()))
 
     @classmethod
     def _inferred(cls, log: ActionStateLog, business_keys: Any, markers: Any, runtime: str | RuntimeInfo,
@@ -153,9 +149,8 @@ class ReplayPlan:
         if business_keys is not None:
             recs = recs[recs["business_key"].isin(list(business_keys))]
         start = normalize_markers(markers)
-        if start is not None:
-            lo = recs["partition"].map(start)
-            recs = recs[lo.notna() & (recs["offset"] >= lo.fillna(0))]
+        if start is not None:   # the rebuild's window
+            recs = recs[window_mask(recs, markers)]
         retained = _retained(log, recs, runtime, kafka_pending, refresh)
         readable = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
         roots = readable[readable["is_root"].fillna(False).astype(bool)]
@@ -183,10 +178,7 @@ class ReplayPlan:
         # across keys, rounds arrive in the order their first root was written; within a key, by seq
         slots = rounds.sort_values("min", kind="stable")
         by_seq = rounds.sort_values(["bk", "seq"], kind="stable")
-        per_key: dict[str, list[int]] = {}
-        for bk, latest in zip(by_seq["bk"].tolist(), by_seq["max"].tolist()):
-            per_key.setdefault(bk, []).append(int(latest))
-        next_root = {bk: iter(latest) for bk, latest in per_key.items()}   # each key's rounds in seq order
+        next_root = {bk: iter(latest.tolist()) for bk, latest in by_seq.groupby("bk", sort=False)["max"]}
         inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None))
                        for bk in slots["bk"].tolist())
         if retained or in_flight:
@@ -207,16 +199,14 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
     if start is None or not model.keeps_pending or model.refresh_rows(source_kind_of(log)):
         return ()
     check_moved_marker(log, info, markers)   # refresh rows after the markers: not a log such a writer writes
-    notes = []
-    if plan.inputs:
-        notes.append(f"kafka_pending='marker': a writer that moves the marker back to its oldest retained state "
-                     "leaves no mark of the inputs the checkpoint consumed, so the "
-                     f"{plural(len(plan.inputs), 'input')} of the rounds whose root records lie after the markers "
-                     "are replayed here; the restore replays none whose input came before the checkpoint, only "
-                     "re-submits such a round's queued tasks and does not dispatch its finished ones (spec §9.5 "
-                     "steps 2–3, addendum §2.2); a checkpoint's plan tells them apart "
-                     "(ai.checkpoint.read(DIR).replay_plan(log))")
-    return tuple(notes)
+    if not plan.inputs:
+        return ()
+    return (f"kafka_pending='marker': a writer that moves the marker back to its oldest retained state leaves no "
+            f"mark of the inputs the checkpoint consumed, so the {plural(len(plan.inputs), 'input')} of the rounds "
+            "whose root records lie after the markers are replayed here; the restore replays none whose input came "
+            "before the checkpoint, only re-submits such a round's queued tasks and does not dispatch its finished "
+            "ones (spec §9.5 steps 2–3, addendum §2.2); a checkpoint's plan tells them apart "
+            "(ai.checkpoint.read(DIR).replay_plan(log))",)
 
 
 def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,
@@ -244,8 +234,6 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
     for pos, bk, seq in zip(tasks.index.tolist(), keys, seqs):
         if (bk, seq) not in replayed:
             rounds.setdefault((bk, seq), []).append(pos)
-    if not rounds:
-        return ()
     pending = []
     for (bk, seq), positions in rounds.items():
         rows = tasks.loc[positions]
@@ -269,15 +257,13 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
     restored = dict(restored)
     for bk, seq in (*retained.finished, *retained.pending, *((t.key, t.seq) for t in in_flight)):
         restored[bk] = max(restored.get(bk, -1), seq)
-    pending = list(in_flight)
-    if retained.pending:
-        recs = log.records
-        for (bk, seq), positions in retained.pending.items():
-            tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
-                     else (t.pos, t.action_uuid, agent_event(queued_event(log.value, t)))
-                     for t in retained.order.get((bk, seq), positions)]
-            pending += [PendingTask(bk, seq, name_of(action_uuid, pos, event.type), event)
-                        for pos, action_uuid, event in tasks]
+    pending, recs = list(in_flight), log.records
+    for (bk, seq), positions in retained.pending.items():
+        tasks = [(t, str(recs.at[t, "action_uuid"]), _event_of(log, t)) if isinstance(t, int)
+                 else (t.pos, t.action_uuid, agent_event(queued_event(log.value, t)))
+                 for t in retained.order.get((bk, seq), positions)]
+        pending += [PendingTask(bk, seq, name_of(action_uuid, pos, event.type), event)
+                    for pos, action_uuid, event in tasks]
     keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
                       keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes + _in_flight_note(in_flight))

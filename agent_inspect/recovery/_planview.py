@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
@@ -69,18 +69,14 @@ def as_plan(plan: PlanLike) -> ReplayPlan:
     if isinstance(plan, ReplayPlan):
         return plan
     if isinstance(plan, Mapping):
-        inputs = tuple(ReplayInput(str(k), _event(v)) for k, v in _pairs(plan.get("inputs", ())))
+        given = plan.get("inputs", ())
+        pairs = [(k, v) for k, vs in given.items() for v in vs] if isinstance(given, Mapping) else given
+        inputs = tuple(ReplayInput(str(k), _event(v)) for k, v in pairs)
         pending = tuple(PendingTask(str(k), int(s), str(a), _event(e)) for k, s, a, e in plan.get("pending", ()))
         return ReplayPlan(inputs=inputs, restored_seq=dict(plan.get("restored_seq", {})), pending=pending,
                           keys=dict(plan.get("keys", {})), attempt=int(plan.get("attempt", 1)))
     raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs' "
                       "(a log's own later attempt: ai.ReplayPlan.from_log(log, markers=...))")
-
-
-def _pairs(inputs: Any) -> Sequence[tuple[Any, Any]]:
-    if isinstance(inputs, Mapping):
-        return [(k, v) for k, vs in inputs.items() for v in vs]
-    return list(inputs)
 
 
 def _event(value: Any) -> AgentEvent:

@@ -237,7 +237,7 @@ def predict(subject: ActionStateLog | Reconstruction | None, *, recovery: Recove
         p.tasks["outcome"].value_counts(), p.ledger_totals()
     """
     log: Any = subject
-    if _is_reconstruction(subject):
+    if all(hasattr(subject, a) for a in ("log", "recovery", "session", "divergences")):   # a Reconstruction
         recon = cast("Reconstruction", subject)
         log = recon.log
         recovery = recon.recovery if recovery is None else recovery
@@ -294,7 +294,3 @@ def _fresh_ids() -> Callable[[], str]:
 _V4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
 _V4_SET = (0x4000 << 64) | (0x8000 << 48)
 _LOW48 = (1 << 48) - 1
-
-
-def _is_reconstruction(obj: Any) -> bool:
-    return all(hasattr(obj, a) for a in ("log", "recovery", "session", "divergences"))

@@ -83,12 +83,9 @@ class RemovalCauses:
     """
 
     def __init__(self, events: Iterable[CacheEvent] = ()) -> None:
-        self._gone: dict[str, str] = {}
+        self._gone = {e.state_key: f"the rebuild removed it ({ev.reason})"
+                      for ev in events if ev.step == "rebuild" and ev.op in _REMOVING_OPS for e in ev.removed}
         self._made_by: dict[int, str] = {}   # cache event index -> the lookup whose decision caused it
-        for ev in events:
-            if ev.step == "rebuild" and ev.op in _REMOVING_OPS:
-                for e in ev.removed:
-                    self._gone[e.state_key] = f"the rebuild removed it ({ev.reason})"
 
     def reason(self, outcome: str, rule_note: str | None, state_key: str, ops: Iterable[CacheEvent]) -> str | None:
         """:func:`user_reason` of a task whose lookups caused the cache events ``ops`` (call before

@@ -172,11 +172,10 @@ def _col(records: pd.DataFrame, name: str, default: Any = None) -> list[Any]:
     if name not in records.columns:
         return [default] * len(records)
     col = records[name]
-    values = col.astype(object).tolist()
+    values: list[Any] = col.astype(object).tolist()
     if col.isna().any():
-        mask = col.isna().tolist()
-        values = [default if m else v for v, m in zip(values, mask)]
-    return list(values)
+        values = [default if m else v for v, m in zip(values, col.isna().tolist())]
+    return values
 
 
 def iter_entries(log: LogLike | pd.DataFrame, positions: Iterable[int] | np.ndarray | None = None, *,
@@ -393,9 +392,9 @@ def rebuild_in_window(log: ActionStateLog | pd.DataFrame, rule: DivergenceRule |
     if getattr(session.rule, "restore_checks", True):
         failures = restore_failures(records, mask, expected_fingerprint=expected_fingerprint)
         if max_parallelism is not None:
-            found = {pos: (pos, msg, bk) for pos, msg, bk in failures}
-            for pos, msg, bk in _key_group_failures(records, mask, max_parallelism):
-                found.setdefault(pos, (pos, msg, bk))
+            found = {failure[0]: failure for failure in failures}
+            for failure in _key_group_failures(records, mask, max_parallelism):
+                found.setdefault(failure[0], failure)
             failures = [found[p] for p in sorted(found)]
         session.fail_restore(failures)
     rows = (iter_entries(records, mask, attempts=attempts, undecodable=True) if attempts is not None

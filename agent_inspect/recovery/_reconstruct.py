@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Unpack, cast
@@ -17,7 +17,7 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, T
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import AsRecordedAgent
 from agent_inspect.history import build_history
-from agent_inspect.recovery._attribute_diff import attribute_diff
+from agent_inspect.recovery._lints import lint
 from agent_inspect.recovery._predict import simulate
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, rebuild_in_window, rebuild_start
@@ -116,8 +116,6 @@ class Reconstruction(HtmlRepr):
     @cached_property
     def lints(self) -> pd.DataFrame:
         """Format and identity hazards of the log (:func:`agent_inspect.recovery.lint`)."""
-        from agent_inspect.recovery._lints import lint
-
         return lint(self.log)
 
     def summary(self) -> dict[str, Any]:
@@ -351,3 +349,38 @@ def _divergence_frame(session: RecoverySession, log: Any) -> pd.DataFrame:
                          columns=cols)
     frame["trigger_pos"] = frame["trigger_pos"].astype("Int64")
     return frame.set_index("id", drop=False).rename_axis(None)
+
+
+def _attributes(value: Any, pos: int) -> Any:
+    try:
+        state = value(pos)
+    except Exception:  # noqa: BLE001 - an undecodable record just has no diff
+        return None
+    event = getattr(state, "task_event", None)
+    if event is None:
+        return None
+    attrs = getattr(event, "attrs", None)
+    return attrs() if callable(attrs) else getattr(event, "attributes", None)
+
+
+def attribute_diff(value: Any, positions: tuple[int, ...]) -> dict[str, tuple[Any, Any]] | None:
+    """Flattened differences between the taskEvent attributes of the first and last conflicting roots."""
+    if len(positions) < 2:
+        return None
+    a, b = _attributes(value, positions[0]), _attributes(value, positions[-1])
+    if a is None or b is None:
+        return None
+    out: dict[str, tuple[Any, Any]] = {}
+    _diff(a, b, "", out)
+    return out
+
+
+def _diff(a: Any, b: Any, path: str, out: dict[str, tuple[Any, Any]]) -> None:
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        for k in sorted(set(a) | set(b), key=str):
+            _diff(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{path}.{k}" if path else str(k), out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _diff(x, y, f"{path}[{i}]", out)
+    elif a != b or type(a) is not type(b):
+        out[path or "."] = (a, b)

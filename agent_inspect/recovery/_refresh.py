@@ -11,8 +11,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+import msgspec
+import numpy as np
+
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
     from agent_inspect._types import LogLike, RuntimeLike
@@ -22,6 +24,7 @@ from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
+from agent_inspect.codec import event_uuid
 from agent_inspect.history import refresh_rows, subagent_result_events
 from agent_inspect.recovery._rebuild import normalize_markers, source_kind_of, window_mask
 from agent_inspect.store import runtime_model
@@ -61,21 +64,17 @@ def check_moved_marker(log: LogLike | pd.DataFrame | None, runtime: str | Runtim
 
 
 def _refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, name: str, markers: Any) -> int:
-    """:func:`_count_refresh_rows_after`, once per log, runtime and markers (settings and plan both ask)."""
+    """How many refresh rows ``log`` holds in the rebuild window of ``markers`` (anywhere without markers), worked
+    out once per log, runtime and markers (settings and plan both ask)."""
     start = normalize_markers(markers)
     asked = (name, None if start is None else tuple(sorted(start.items())))
     counts = once_per_log(_MOVED_MARKER_CHECKS, log, dict)
     if asked not in counts:
-        counts[asked] = _count_refresh_rows_after(log, runtime, markers)
+        found = refresh_positions(log, runtime, kafka_pending="refresh")
+        if found and start is not None:
+            found = found & set(log.records.index[window_mask(log.records, markers)].tolist())
+        counts[asked] = len(found)
     return counts[asked]
-
-
-def _count_refresh_rows_after(log: LogLike, runtime: str | RuntimeLike | None, markers: Any) -> int:
-    """How many refresh rows ``log`` holds in the rebuild window of ``markers`` (anywhere without markers)."""
-    found = refresh_positions(log, runtime, kafka_pending="refresh")
-    if not found or normalize_markers(markers) is None:
-        return len(found)
-    return len(found & set(log.records.index[window_mask(log.records, markers)].tolist()))
 
 
 #: per log: the refresh rows after each (runtime, markers) the kafka_pending="marker" check was asked about
@@ -121,8 +120,6 @@ def retained_rounds(records: pd.DataFrame, refresh: Collection[int], window: np.
     ``value`` (``log.value``) matches queued tasks by fingerprint as the store does; without it, by event id."""
     if not refresh:
         return RetainedRounds()
-    import numpy as np
-
     mask = np.asarray(window, dtype=bool)
     ok = mask & records["error"].isna().to_numpy() & records["seq"].notna().to_numpy()
     if "tombstone" in records:
@@ -302,8 +299,6 @@ def _never_together(rows: pd.DataFrame) -> bool:
 
 def output_identities(value: Callable[[int], Any], pos: int) -> list[tuple[str | None, str | None, str | None]]:
     """(type, fingerprint, id) of each output event of the state at ``pos`` (empty or None when it does not decode)."""
-    from agent_inspect.codec import event_uuid
-
     try:
         state = value(pos)
     except Exception:  # noqa: BLE001 - an undecodable state simply emits nothing to match
@@ -333,6 +328,4 @@ def with_subagent_result_events(state: ActionState, events: Iterable[Event]) -> 
         state = log.value(log.records.index[log.records["completed"].fillna(False).astype(bool)][0])
         ai.recovery.with_subagent_result_events(state, [])   # the same state, carrying subagentResultEvents
     """
-    import msgspec
-
     return msgspec.structs.replace(state, subagent_result_events=tuple(events))

@@ -103,6 +103,9 @@ class Recovery:
             check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {shipper}")
+        if plan is not None and not isinstance(plan, ReplayPlan | Mapping):
+            raise RecoveryError("plan must be a ReplayPlan or a mapping of its fields ({'inputs': [(key, value), ...]}), "
+                                f"got {type(plan).__name__}")
         if plan is not None:
             plan = as_plan(plan)   # the mapping form too ({"inputs": [(key, value), ...]}), as the executor takes it
         plan_source, provenance["plan"] = _plan_source(markers, plan)

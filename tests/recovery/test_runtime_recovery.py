@@ -175,8 +175,8 @@ def test_the_kafka_marker_check_reads_the_window_once_per_prediction(monkeypatch
     from agent_inspect.recovery import _refresh
 
     counted = []
-    count = _refresh._count_refresh_rows_after
-    monkeypatch.setattr(_refresh, "_count_refresh_rows_after", lambda *a: counted.append(a) or count(*a))
+    find = _refresh.refresh_positions   # called only to count the refresh rows after the markers
+    monkeypatch.setattr(_refresh, "refresh_positions", lambda *a, **kw: counted.append(a) or find(*a, **kw))
     moved = build_case(_case("N14", "0.4-kafka-marker"))
     inferred = predict(moved.log, agent=moved.agent, rule="original", markers=moved.markers, runtime="0.4",
                        kafka_pending="marker")

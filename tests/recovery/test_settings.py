@@ -60,6 +60,8 @@ def test_bad_settings_fail_with_one_line(log: ai.ActionStateLog) -> None:
         ai.Recovery.for_log(log, markers="0:12")
     with pytest.raises(RecoveryError, match="call_matching"):
         ai.Recovery.for_log(log, call_matching="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(RecoveryError, match=r"^plan must be a ReplayPlan or a mapping of its fields .*, got str$"):
+        ai.Recovery.for_log(log, plan="x")  # type: ignore[arg-type]
 
 
 def test_fresh_start_and_vocabulary(log: ai.ActionStateLog) -> None:
