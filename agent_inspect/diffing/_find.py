@@ -50,8 +50,12 @@ def _name_a_task(tasks: pd.DataFrame) -> str:
 
 def _matches(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any) -> np.ndarray:
     mask = np.ones(len(tasks), dtype=bool)
-    if key is not None:
-        mask &= ((tasks["key"].astype(str) == str(key)) | (tasks["business_key"].astype(str) == str(key))).to_numpy()
+    if key is not None:   # a K1.6/K2 log names its keys by digest: the key's text finds them too
+        from agent_inspect.codec import string_key_digest
+
+        bk = tasks["business_key"].astype(str)
+        mask &= ((tasks["key"].astype(str) == str(key)) | (bk == str(key))
+                 | (bk == string_key_digest(str(key)))).to_numpy()
     if seq is not None:
         mask &= (tasks["seq"] == int(seq)).fillna(False).to_numpy(dtype=bool)
     if action is not None:

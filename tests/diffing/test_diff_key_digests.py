@@ -25,3 +25,13 @@ def test_a_log_before_and_after_an_upgrade_to_k2_pairs_its_keys_by_text() -> Non
     assert set(d.pairs["business_key"]) == {"user-0003"}        # both sides under the key's text
     whole = ai.diff(k15, _v4())
     assert not any(str(k).endswith("=") for k in whole.pairs["business_key"])   # no digest left unpaired
+
+
+def test_explain_finds_a_task_by_its_key_text_in_a_log_that_names_keys_by_digest() -> None:
+    v4, markers = _v4(), ai.samples.markers("production_v4")
+    tasks = ai.predict(v4, markers=markers).tasks
+    texts = {string_key_digest(t): t for t in ai.load(ai.samples.path("production")).keys()}
+    row = tasks[tasks["key"].isin(list(texts))].iloc[0]
+    by_text = ai.explain(v4, texts[row["key"]], int(row["seq"]), row["action"], markers=markers)
+    by_digest = ai.explain(v4, row["key"], int(row["seq"]), row["action"], markers=markers)
+    assert by_text.outcome == by_digest.outcome == row["outcome"]
