@@ -269,7 +269,8 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
     ``recovery`` and the settings as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes
     them) apply to a selector string that runs a recovery (``@predict``, ``@reconstruct``) and sets none of
     its own. Pairs are aligned per business key, round and action execution
-    (:func:`agent_inspect.diffing.align` documents the passes); changed pairs carry field-level changes;
+    (:func:`agent_inspect.diffing.align` documents the passes; logs of two key formats, such as runs before and
+    after an upgrade, pair actions by name); changed pairs carry field-level changes;
     ids that every attempt draws anew are not compared.
 
     For example::
@@ -286,6 +287,7 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
         if key is not None:
             sa, sb = _only_key(sa, key), _only_key(sb, key)
         sa, sb = _named_alike(sa, sb), _named_alike(sb, sa)
+        sa, sb = _named_across_schemes(sa, sb)
         matched = align(sa.units, sb.units)
         pairs = compare_pairs(sa, sb, matched)
     return Diff(sa, sb, pairs[list(PAIR_COLUMNS)])
@@ -305,6 +307,29 @@ def _named_alike(side: Side, other: Side) -> Side:
              **dict(zip(same["action_uuid"], same["action"]))}
     action = units["action_uuid"].map(names).fillna(units["action"])
     return replace(side, units=units.assign(action=action.astype(object)))
+
+
+def _named_across_schemes(a: Side, b: Side) -> tuple[Side, Side]:
+    """Both log sides with their actions named, when their logs use different key formats: each format has its
+    own action UUID scheme (spec §4.4), so a run before an upgrade (K1.5) and one after it (K2) share no UUID."""
+    formats = [_key_formats(s) for s in (a, b)]
+    if not all(formats) or formats[0] & formats[1]:
+        return a, b
+    from agent_inspect.diffing._names import names_for
+
+    named = []
+    for side in (a, b):
+        names = names_for(side.log)
+        action = side.units["action_uuid"].map(names).fillna(side.units["action"])
+        named.append(replace(side, units=side.units.assign(action=action.astype(object))))
+    return named[0], named[1]
+
+
+def _key_formats(side: Side) -> set[str]:
+    records = getattr(side.log, "records", None)
+    if records is None or "key_format" not in records or not side.units["action_uuid"].notna().any():
+        return set()
+    return {str(f) for f in records["key_format"].dropna().unique()}
 
 
 def _keyed_alike(side: Side, other: Side) -> Side:

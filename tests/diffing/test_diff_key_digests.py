@@ -21,10 +21,20 @@ def test_a_key_given_as_text_keeps_its_executions_in_a_log_that_names_keys_by_di
 def test_a_log_before_and_after_an_upgrade_to_k2_pairs_its_keys_by_text() -> None:
     k15 = ai.load(ai.samples.path("production"))
     d = ai.diff(k15, _v4(), key="user-0003")
-    assert (d.pairs["status"] == "only in a").any() and (d.pairs["status"] == "only in b").any()
     assert set(d.pairs["business_key"]) == {"user-0003"}        # both sides under the key's text
     whole = ai.diff(k15, _v4())
     assert not any(str(k).endswith("=") for k in whole.pairs["business_key"])   # no digest left unpaired
+
+
+def test_a_log_before_and_after_an_upgrade_to_k2_pairs_its_actions_by_name() -> None:
+    # K1.5 and K2 derive action UUIDs two ways (spec §4.4): the same action has two UUIDs, so pairs need names
+    d = ai.diff(ai.load(ai.samples.path("production")), _v4(), key="user-0001")
+    paired = d.pairs[d.pairs["match"].notna()]
+    assert len(paired) >= 3 and (paired["action_a"] == paired["action_b"]).all()
+    assert {"triage", "audit", "chat"} <= set(paired["action_a"])
+    moved = [c for changes in paired["changes"] for c in changes if c.path == "state_key.action_uuid"]
+    assert len(moved) == len(paired)           # the UUID change itself stays visible as an identity change
+    assert "review" in set(d.pairs.loc[d.pairs["status"] == "only in b", "action_b"])   # 0.4's new action
 
 
 def test_explain_finds_a_task_by_its_key_text_in_a_log_that_names_keys_by_digest() -> None:
