@@ -76,7 +76,8 @@ class Selector:
         return "@".join(parts)
 
 
-_SEGMENT = re.compile(r"^([a-z][a-z_-]*)(?:=(.+))?$")
+# a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)
+_SEGMENT = re.compile(r"^([a-z][a-z_+-]*(?::[a-z0-9][a-z0-9_-]*)?)(?:=(.+))?$")
 
 
 def parse_selector(text: str) -> Selector:
@@ -84,7 +85,8 @@ def parse_selector(text: str) -> Selector:
 
     Selectors, each after an ``@``: ``rule=NAME`` or ``predict=NAME`` (the prediction under that rule:
     which tasks a recovery reuses, resumes or reruns), ``reconstruct=NAME`` (each record's status under
-    that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``), ``attempt=N`` (attempt N of
+    that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``; ``@fixed+round-regression``,
+    ``@original:kafka-k1`` too), ``attempt=N`` (attempt N of
     each business key, 1-based), ``key=K`` (one business key), ``markers=FILE`` (a JSON list of
     ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it). ``markers`` or
     ``runtime`` without a rule diff what the restore does under the rule that runtime ships.

@@ -118,6 +118,11 @@ def test_field_changes_cover_events_outputs_memory_calls_and_completion():
     ("kafka://b:9092/topic@attempt=2@runtime=v4", {"source": "kafka://b:9092/topic", "attempt": 2, "runtime": "v4"}),
     ("dir/with@sign/log.jsonl@attempt=1", {"source": "dir/with@sign/log.jsonl", "attempt": 1}),
     ("log.jsonl@markers=m.json", {"markers": "m.json"}),
+    # every built-in name works bare, as --rule takes it: one with '+', and original with its store flavour
+    ("log.jsonl@fixed+round-regression", {"source": "log.jsonl", "mode": "predict", "rule": "fixed+round-regression"}),
+    ("log.jsonl@original:kafka-k1@key=k1", {"source": "log.jsonl", "rule": "original:kafka-k1", "key": "k1"}),
+    ("kafka://user@host:9092/topic", {"source": "kafka://user@host:9092/topic", "mode": "log"}),
+    ("log.jsonl@host:9092", {"source": "log.jsonl@host:9092", "mode": "log"}),
 ])
 def test_selector_syntax(text, want):
     sel = parse_selector(text)
