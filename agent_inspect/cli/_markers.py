@@ -60,8 +60,8 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._summary import require_records
-    from agent_inspect.log import load
     from agent_inspect.cli._trace import load_trace_records
+    from agent_inspect.log import load
     from agent_inspect.markers import CONFIDENCE_MEANS
 
     log = require_records(load(args.source), args.source)
