@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from agent_inspect._errors import CheckpointFormatError, SourceError
 from agent_inspect._glossary import plural
 from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
-from agent_inspect.checkpoint._properties import properties_end
 from agent_inspect.checkpoint._tasks import CheckpointTask, decoded_tasks, pending_from_checkpoint
 from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object
 from agent_inspect.sources import open_checkpoint
@@ -246,7 +245,6 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     files = open_checkpoint(path_or_url, checkpoint=checkpoint)
     try:
         meta = parse_metadata(files.metadata)
-        _check_properties(meta, len(files.metadata))
     except CheckpointFormatError as exc:
         raise CheckpointFormatError(f"{files.location}: {exc}{_damaged_advice(str(exc))}") from None
     generation = KRYO5 if meta.version >= 5 else KRYO2
@@ -263,13 +261,6 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
                       markers=tuple(markers), keyed=keyed_restore, not_read=tuple(not_read),
                       keyed_snapshots=tuple(s.managed_keyed.kind for s in sorted(operator.subtasks, key=lambda s: s.index)
                                             if s.managed_keyed is not None))
-
-
-def _check_properties(meta: CheckpointMetadata, size: int) -> None:
-    """Raise when ``_metadata`` ends inside its trailing checkpoint properties (the parse checks only their start)."""
-    if meta.version >= 4 and properties_end(meta.properties) == -1:
-        raise CheckpointFormatError(f"_metadata is truncated: it ends inside the checkpoint properties that start at "
-                                    f"byte {size - len(meta.properties)}, {size} bytes in all")
 
 
 def _damaged_advice(problem: str) -> str:

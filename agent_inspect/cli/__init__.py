@@ -3,7 +3,7 @@
 Each subcommand lives in its own module ``agent_inspect/cli/_<name>.py`` exposing
 ``register(subparsers)``; the parser is assembled from those modules, so adding a
 command never edits this file. Exit codes: 0 success, 1 a checked expectation failed,
-2 bad usage or unreadable input (one-line reason on stderr), 3 ``verify`` cannot decide.
+2 bad usage, unreadable input or an empty source (one-line reason on stderr), 3 ``verify`` cannot decide.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ class _Parser(argparse.ArgumentParser):
 
 _DESCRIPTION = ("Inspect the recoveries of Apache Flink Agents jobs from their action-state logs: what a restore "
                 "reuses, re-runs and evicts, why, and whether the job did that.")
-_EPILOG = ("exit codes: 0 success; 1 a checked expectation failed; 2 bad usage or unreadable input (one line on "
-           "stderr says why); 3 verify cannot decide. 'agent-inspect COMMAND --help' lists a command's options.")
+_EPILOG = ("exit codes: 0 success; 1 a checked expectation failed; 2 bad usage, unreadable input or an empty source "
+           "(one line on stderr says why); 3 verify cannot decide. 'agent-inspect COMMAND --help' lists a command's "
+           "options.")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -60,12 +60,12 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._summary import require_records
+    from agent_inspect.cli._trace import load_trace_records
     from agent_inspect.log import load
     from agent_inspect.markers import CONFIDENCE_MEANS
-    from agent_inspect.trace import load_trace
 
     log = require_records(load(args.source), args.source)
-    trace = load_trace(args.trace) if args.trace else None
+    trace = load_trace_records(args.trace) if args.trace else None
     candidates = [c for source in CANDIDATE_SOURCES for c in source(args, log, trace)]
     if args.json:
         json.dump({"source": args.source, "trace": args.trace, "confidence_means": CONFIDENCE_MEANS,

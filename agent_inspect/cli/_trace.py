@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._glossary import plural
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from agent_inspect.trace import TraceLog
+
+__all__ = ["register", "load_trace_records"]
 
 
 def register(subparsers: Any) -> None:
@@ -22,10 +26,26 @@ def register(subparsers: Any) -> None:
     summary.set_defaults(func=_summary)
 
 
-def _summary(args: argparse.Namespace) -> int:
+def load_trace_records(path: str) -> TraceLog:
+    """The trace at ``path``, unless it holds no record at all (an empty file, only blank lines): then there is
+    nothing to read, and the verb stops with one line saying what to check (exit 2, as for an empty log). Lines
+    that are no valid record are rows with their reason, so a trace of them is read and its errors shown."""
+    from agent_inspect._errors import SourceError
     from agent_inspect.trace import load_trace
 
-    s = load_trace(args.path).summary()
+    trace = load_trace(path)
+    if len(trace.records):
+        return trace
+    try:
+        size = f" ({plural(os.path.getsize(path), 'byte')})" if os.path.isfile(path) else ""
+    except OSError:
+        size = ""
+    raise SourceError(f"{path} holds no Trace Log record{size}: is it the right file, and did the job write its "
+                      "trace there?")
+
+
+def _summary(args: argparse.Namespace) -> int:
+    s = load_trace_records(args.path).summary()
     if args.json:
         json.dump(s, sys.stdout)
         sys.stdout.write("\n")

@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass, field
 
 from agent_inspect._errors import CheckpointFormatError
+from agent_inspect.codec._flink_properties import properties_end
 
 __all__ = ["MAGIC", "SUPPORTED_VERSIONS", "StreamHandle", "OperatorStateHandle", "KeyedStateHandle",
            "SubtaskState", "OperatorState", "CheckpointMetadata", "parse_metadata", "ByteReader"]
@@ -145,7 +146,8 @@ class CheckpointMetadata:
 
 
 def parse_metadata(data: bytes) -> CheckpointMetadata:
-    """Parse a ``_metadata`` file; bad or truncated input raises :class:`CheckpointFormatError`.
+    """Parse a ``_metadata`` file; bad or truncated input raises :class:`CheckpointFormatError` (a file cut inside
+    its trailing checkpoint properties too: they must end where their one Java object does).
 
     For example::
 
@@ -179,6 +181,9 @@ def parse_metadata(data: bytes) -> CheckpointMetadata:
             raise CheckpointFormatError(f"_metadata is truncated or corrupt: version {version} ends with the "
                                         f"Java-serialized checkpoint properties, found "
                                         f"{properties[:8].hex() or 'nothing'} at byte {r.pos}")
+        if properties_end(properties) == -1:
+            raise CheckpointFormatError(f"_metadata is truncated: it ends inside the checkpoint properties that start "
+                                        f"at byte {r.pos}, {len(data)} bytes in all")
         savepoint = b"SavepointType" in properties
     return CheckpointMetadata(version, checkpoint_id, operators, savepoint, properties)
 

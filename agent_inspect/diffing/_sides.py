@@ -292,7 +292,9 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         from agent_inspect.history import annotate
 
         records = log.records
-        ann = annotate(log)     # without the log's refresh rows: a checkpoint's re-appends are no attempt
+        # without the log's refresh rows (a checkpoint's re-appends are no attempt), as the settings' Kafka store keeps them
+        kafka_pending = overrides.get("kafka_pending") or (recovery.model.kafka_pending if recovery is not None else None)
+        ann = annotate(log, kafka_pending=kafka_pending)
         mask = _select_rows(records, ann, key=key, attempt=attempt)
         sub = records[mask]
         tag = "".join(f"@{n}={v}" for n, v in (("key", key), ("attempt", attempt)) if v is not None)

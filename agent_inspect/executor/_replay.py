@@ -428,11 +428,12 @@ def as_agent(agent: Any) -> Agent:
 
 
 def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
+    """``plan`` with the checkpoint's seqNums and pending tasks added (the plan's own win); the rest, notes
+    included, kept as they are."""
     base = as_plan(plan if plan is not None else {"inputs": []})
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
-    return type(base)(inputs=base.inputs, restored_seq=restored, pending=pending, keys=base.keys,
-                      begin_event=base.begin_event, attempt=base.attempt)
+    return dataclasses.replace(base, restored_seq=restored, pending=pending)
 
 
 def _as_log(log: object) -> ActionStateLog | None:

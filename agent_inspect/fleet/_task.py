@@ -252,10 +252,13 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
     conflict_seq = conflict
     out["branch_change"] = [k in conflict_seq for k in key_list]
     info = resolve_runtime(runtime, log)
-    refresh = refresh_positions(log, info)
-    # the history without refresh rows, as reconstruct reads it (and lint's, when there are none)
+    window = rebuild_start(markers)
+    # the plan as predict infers it: under the runtime given, not the one the log shows (0.4+ keeps rounds pending)
+    base = Recovery.for_log(log, markers=window, runtime=info)
+    refresh = refresh_positions(log, base.model)
+    # the history without the refresh rows of the settings' runtime, as reconstruct reads it, and the lints with it
     history = annotate(records.drop(index=sorted(refresh)) if refresh else records)["attempt"]
-    lints = lint(log, attempts=None if refresh else history)
+    lints = lint(log, refresh=refresh, attempts=history)
     flags: dict[str, set[str]] = defaultdict(set)
     for k, name in zip(lints["business_key"].astype(object), lints["lint"].astype(object)):
         if k is not None and k is not pd.NA:
@@ -271,9 +274,6 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
 
     if not key_list:   # an empty window (or no keyed record): no key to predict, and no input to infer a plan from
         return pd.DataFrame(columns=[*KEY_COLUMNS, *(f"{_name(r)}_{c}" for r in rules for c in RULE_COLUMNS)])
-    window = rebuild_start(markers)
-    # the plan as predict infers it: under the runtime given, not the one the log shows (0.4+ keeps rounds pending)
-    base = Recovery.for_log(log, markers=window, runtime=info)
     plan = base.replay_plan(log, refresh=refresh) if plan_source is None else plan_source.replay_plan(
         log, runtime=info, kafka_pending=base.model.kafka_pending, refresh=refresh)
     to_business = {k: i.business_key for k, i in plan.keys.items()}

@@ -234,6 +234,7 @@ def action_graph(
     attempt: int | None = None,
     *,
     action_names: Mapping[str, str] | Iterable[str] | None = None,
+    kafka_pending: str | None = None,
 ) -> nx.DiGraph:
     """The action graph of one business key: every round, or round ``seq``; every attempt, or ``attempt``.
 
@@ -249,14 +250,15 @@ def action_graph(
     (the evicted suffix) and ``divergences``. Events whose emitter is unknown stay, with
     ``orphan=True``; emitters known only from lineage fields are placeholder actions with status
     ``"not-in-log"``. ``action_names`` (names, or ``{action_uuid: name}``) labels actions that
-    emitted nothing.
+    emitted nothing. A log's checkpoint-time refresh rows are no executions, as :func:`executions` reads them
+    under ``kafka_pending`` (a reconstruction reads them under its own settings).
 
     For example::
 
         g = ai.history.action_graph(ai.reconstruct(log, markers=markers), "user-0011", seq=1)
         ai.history.graph_nodes(g)[["kind", "status"]].head(), g.number_of_edges()
     """
-    data = load_key(source, key, seq=seq, attempt=attempt, action_names=action_names)
+    data = load_key(source, key, seq=seq, attempt=attempt, action_names=action_names, kafka_pending=kafka_pending)
     return _build_graph(data, seq=seq, attempt=attempt)
 
 

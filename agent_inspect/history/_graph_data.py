@@ -219,8 +219,11 @@ def load_key(
     seq: int | None = None,
     attempt: int | None = None,
     action_names: Mapping[str, str] | Iterable[str] | None = None,
+    kafka_pending: str | None = None,
 ) -> KeyData:
-    """Group one business key's records into executions with statuses, outputs and action names."""
+    """Group one business key's records into executions with statuses, outputs and action names; a log's refresh
+    rows as :func:`agent_inspect.history.refresh_rows` finds them under ``kafka_pending`` (a reconstruction's
+    statuses already say which rows are refresh rows under its own settings)."""
     records, decode, rule, has_status = _source_parts(source)
 
     def value(pos: int) -> Any:
@@ -242,7 +245,7 @@ def load_key(
     for pos, row in zip(frame.index.tolist(), rows):
         row["pos"] = int(pos)
     # a 0.4+ log's refresh rows are no attempts or executions (a reconstruction's status says "refresh")
-    refresh = frozenset() if has_status else refresh_rows(source)
+    refresh = frozenset() if has_status else refresh_rows(source, kafka_pending=kafka_pending)
     if "attempt" not in frame.columns or "execution" not in frame.columns:
         from agent_inspect.history._executions import annotate_rows
 

@@ -193,6 +193,7 @@ def subagent_tree(
     *,
     action_names: Mapping[str, str] | Iterable[str] | None = None,
     key_text: str | None = None,
+    kafka_pending: str | None = None,
 ) -> nx.DiGraph:
     """The sub-agent call tree of round ``seq`` of ``key``: round → caller → session → call → child actions.
 
@@ -205,14 +206,15 @@ def subagent_tree(
     (``upstreamEventId``); otherwise the session hangs under an ``"unattributed"`` node. A child that calls
     further sub-agents is the caller of the next level (``level``, ``target_scope``). Call nodes carry
     ``call_status`` (done / in-flight / consumed) and ``attribution``; every node carries ``status`` under
-    the source's rule and ``evicted`` (True when it, or a node under it, was evicted or invalidated).
+    the source's rule and ``evicted`` (True when it, or a node under it, was evicted or invalidated). A log's
+    refresh rows are no executions, as :func:`executions` reads them under ``kafka_pending``.
 
     For example::
 
         tree = ai.history.subagent_tree(log, "user-0011", 1)   # round -> caller -> session -> call -> children
         tree.number_of_nodes()
     """
-    data = load_key(source, key, seq=seq, action_names=action_names)
+    data = load_key(source, key, seq=seq, action_names=action_names, kafka_pending=kafka_pending)
     key_text = key_text if key_text is not None else data.key_text
     root = f"round:{seq}"
     tree = nx.DiGraph(business_key=data.business_key, key_text=key_text, seq=seq, rule=data.rule,

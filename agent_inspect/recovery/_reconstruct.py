@@ -115,8 +115,12 @@ class Reconstruction(HtmlRepr):
 
     @cached_property
     def lints(self) -> pd.DataFrame:
-        """Format and identity hazards of the log (:func:`agent_inspect.recovery.lint`)."""
-        return lint(self.log)
+        """Format and identity hazards of the log (:func:`agent_inspect.recovery.lint`), read under this
+        reconstruction's settings: without the refresh rows its runtime and ``kafka_pending`` find, and with the
+        attempts its history shows."""
+        refresh = None if self.recovery is None else refresh_positions(self.log, self.recovery.model)
+        attempts = self.records["attempt"] if "attempt" in self.records else None
+        return lint(self.log, refresh=refresh, attempts=attempts)
 
     def summary(self) -> dict[str, Any]:
         """Counts: records per status, divergences per kind, outcomes, cache events."""

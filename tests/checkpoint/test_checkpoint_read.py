@@ -183,6 +183,20 @@ def test_a_metadata_cut_inside_its_trailing_properties_says_so(tmp_path: Path, k
                     "or its chk-N directory)")
 
 
+@pytest.mark.parametrize("kind", ["checkpoints/chk-4", "savepoint"])
+@pytest.mark.parametrize("inside", [4, 60, 300, -40, -1])
+def test_parse_metadata_itself_refuses_a_cut_inside_the_trailing_properties(kind: str, inside: int) -> None:
+    # the codec accepted the cut (only ai.checkpoint.read checked the properties' end): a savepoint cut before
+    # "SavepointType" parsed as a checkpoint
+    data = (FIXTURES / "flink2-p1-inline" / kind / "_metadata").read_bytes()
+    start = data.rfind(b"\xac\xed\x00\x05")
+    end = start + inside if inside > 0 else len(data) + inside
+    with pytest.raises(CheckpointFormatError) as raised:
+        parse_metadata(data[:end])
+    assert str(raised.value) == (f"_metadata is truncated: it ends inside the checkpoint properties that start at "
+                                 f"byte {start}, {end} bytes in all")
+
+
 @pytest.mark.parametrize("run", AGENT_RUNS)
 def test_every_fixtures_metadata_ends_where_its_properties_do(run: str) -> None:
     for metadata in sorted((FIXTURES / run).glob("**/_metadata")):

@@ -45,3 +45,16 @@ def test_help_is_plain_text_with_the_exit_codes(capsys):
     texts = [parser.format_help(), *(p.format_help() for p in commands.values())]
     assert not [t.splitlines()[0] for t in texts if re.search(r"``|:(data|func|class|meth):`", t)]
     assert "exit codes: 0 success" in " ".join(texts[0].split())
+
+
+def test_the_exit_codes_page_and_the_help_name_the_empty_source_case(tmp_path, capsys):
+    # an empty dump, topic or trace stops with one line and exit 2 (tests/cli/test_wrong_file.py); the exit-code
+    # page listed only wrong options, missing files, unreachable brokers and files of another kind
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert main(["summary", str(empty)]) == 2
+    assert "holds no records" in capsys.readouterr().err
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "exit-codes.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith("| `2` |"))
+    assert "empty source" in row and "trace" in row
+    assert "empty source" in " ".join(build_parser().format_help().split())

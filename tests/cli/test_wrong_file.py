@@ -138,3 +138,25 @@ def test_scan_of_an_empty_dump_exits_2_with_one_line(tmp_path: Path, capsys: pyt
     assert said.out == "" and said.err.splitlines()[-1] == (
         f"agent-inspect: {empty} holds no records (0 bytes): is it the right file, and did the dump that wrote it "
         "finish?")
+
+
+def _empty_traces(tmp_path: Path) -> list[Path]:
+    empty, blank = tmp_path / "empty.trace.log", tmp_path / "blank.trace.log"
+    empty.write_bytes(b"")
+    blank.write_bytes(b"\n  \n\n")                          # only blank lines
+    return [empty, blank]
+
+
+@pytest.mark.parametrize("verb", [["trace", "summary", "{trace}"], ["trace", "summary", "{trace}", "--json"],
+                                  ["markers", str(LOGS / "N04.jsonl"), "--trace", "{trace}"]])
+def test_a_verb_given_an_empty_trace_exits_2_with_one_line(tmp_path: Path, verb: list[str],
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # as verify, explain, report and otel stop on an empty trace (trace summary printed a summary of zeros and
+    # exited 0; markers ranked its candidates with a note)
+    for path in _empty_traces(tmp_path):
+        assert main([a.format(trace=path) for a in verb]) == 2, verb
+        said = capsys.readouterr()
+        size = path.stat().st_size
+        assert said.out == "" and said.err == (
+            f"agent-inspect: {path} holds no Trace Log record ({size:,} {'byte' if size == 1 else 'bytes'}): is it "
+            "the right file, and did the job write its trace there?\n")

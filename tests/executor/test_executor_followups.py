@@ -212,3 +212,20 @@ def test_journal_timestamps_default_none_base_time_or_clock():
     ex.run()
     assert ex.journal.timestamp_ms == [base, base + 1400, base + 2000, base + 3400]
     assert set(seen) == {StepKind.PERSIST}
+
+
+def test_a_plan_restored_from_a_checkpoint_keeps_its_notes():
+    # restoring merged the checkpoint's seqNums and pending tasks into a new plan and dropped what the plan noted
+    from agent_inspect.recovery import ReplayPlan
+
+    agent = memo_agent()
+    ex1 = ReplayExecutor(agent=agent, key_format="K1.5", seed=1, plan={"inputs": [("j", "a")]})
+    ex1.run()
+    ex1.checkpoint()
+    given = as_plan({"inputs": [("j", "b")]})
+    given = ReplayPlan(inputs=given.inputs, begin_event=True, attempt=7,
+                       notes=("the log cannot tell which input came first",))
+    ex2 = ReplayExecutor(ex1.to_log(), agent=agent, restore=ex1.checkpoints[-1], seed=2, plan=given)
+    plan = ex2._engine.plan
+    assert plan.notes == given.notes and plan.begin_event and plan.attempt == 7
+    assert dict(plan.restored_seq) == {"j": 0} and plan.inputs == given.inputs

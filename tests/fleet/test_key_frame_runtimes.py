@@ -24,3 +24,37 @@ def test_key_frame_counts_what_predict_predicts_under_the_runtime_given(name: st
     for column, outcome in _COLUMNS.items():
         got = {str(k): int(n) for k, n in frame[f"original_{column}"].items() if n}
         assert got == {k: n for (k, oc), n in per_key.items() if oc == outcome}, column
+
+
+def _refreshed_then_restarted() -> ai.ActionStateLog:
+    """A 0.4 log: round 5's input handled under action UUID U1, a checkpoint re-appending that state byte for byte,
+    then the same input under U2 (a Java action's hash-based UUID). Read without the refresh row it is one attempt
+    (no lint); read as writes (0.3) the refresh row starts attempt 2, which holds U1 and U2 (no lint either)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "recovery"))
+    from recovery_logs import LogBuilder, inp, work
+
+    u1, u2 = "0d6d1c4e-7e39-3b7b-9d8e-1a2b3c4d5e6f", "1d6d1c4e-7e39-3b7b-9d8e-1a2b3c4d5e6f"
+    b = LogBuilder(fmt="K1")
+    b.run("j", 5, "IA", inp("A", "p1"), action_uuid=u1, outs=[work("a")])     # outputs with lineage: 0.4
+    last = len(b.batch) - 1
+    part = b.batch.partition[last]
+    off = b.offsets[part]
+    b.offsets[part] = off + 1
+    b.batch.append(part, off, 1_700_000_000_000 + off, b.batch.key[last], b.batch.value[last])   # the refresh row
+    b.run("j", 5, "IA", inp("A", "p1"), action_uuid=u2, outs=[work("a")])
+    return b.log()
+
+
+@pytest.mark.parametrize("runtime", ["auto", "0.3", "0.4"])
+def test_key_frame_lint_flags_read_the_log_under_the_runtime_given(runtime: str) -> None:
+    # the flags are the lints of a reconstruction under the same runtime; read as 0.3, the frame's lints used
+    # 0.3's attempts over the rows left without 0.4's refresh rows, a reading of neither ("action-uuid-unstable")
+    log = _refreshed_then_restarted()
+    assert len(ai.history.refresh_rows(log)) == 1
+    frame = ai.fleet.key_frame(log, rules=("original",), runtime=runtime).set_index("business_key")
+    given = {} if runtime == "auto" else {"runtime": runtime}
+    lints = ai.reconstruct(log, **given).lints
+    assert frame.loc["j", "lint_flags"] == ",".join(sorted(set(lints["lint"]))) == ""

@@ -90,3 +90,49 @@ def test_under_the_kafka_marker_option_a_repeated_value_is_a_write_of_its_own(v4
     assert (ai.history.annotate(v4, kafka_pending="marker").loc[sorted(refresh), "execution"] >= 0).all()
     lines = ai.history.compact_history(v4, kafka_pending="marker")
     assert lines.loc[lines["execution"] >= 0, "execution"].nunique() == len(ai.history.executions(v4, kafka_pending="marker")) > 354
+
+
+def _repeat_before_the_markers() -> tuple[ai.ActionStateLog, dict[int, int]]:
+    """A 0.4 Kafka log whose round 5 wrote its completed state twice, byte for byte (a refresh row to a writer that
+    refreshes, a write of a restart to one that moves the marker back), then rounds 6 and 7 around the markers."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "recovery"))
+    from recovery_logs import LogBuilder, inp, work
+
+    b = LogBuilder(fmt="K1")
+    b.run("j", 5, "IA", inp("A", "p1"), outs=[work("a", "w1")])
+    b.run("j", 5, "IA", inp("A", "p1"), outs=[work("a", "w1")], initial=False)
+    b.run("j", 6, "IA", inp("B", "p2"), outs=[work("b", "w2")])
+    markers = b.marker()
+    b.run("j", 7, "IA", inp("C", "p3"), outs=[work("c", "w3")])
+    return b.log(), markers
+
+
+@pytest.mark.parametrize("kafka_pending", [None, "refresh", "marker"])
+def test_a_key_s_graph_and_sub_agent_tree_read_the_log_as_the_tables_do(kafka_pending: str | None) -> None:
+    # the graph had no kafka_pending: under "marker" the repeat is a restart's write (an execution of attempt 2)
+    # in the tables and a reconstruction's graph, and was folded into round 5's execution in the log's graph
+    log, markers = _repeat_before_the_markers()
+    executions = ai.history.executions(log, kafka_pending=kafka_pending)
+    graph = ai.history.action_graph(log, "j", kafka_pending=kafka_pending)
+    actions = ai.history.graph_nodes(graph).query("kind == 'action'")
+    assert sorted(map(tuple, actions["positions"])) == sorted(map(tuple, executions["positions"]))
+    assert len(actions) == (4 if kafka_pending == "marker" else 3)
+    recon = ai.reconstruct(log, markers=[markers], kafka_pending=kafka_pending)
+    assert len(ai.history.graph_nodes(recon.graph("j")).query("kind == 'action'")) == len(actions)
+    tree = ai.history.subagent_tree(log, "j", 5, kafka_pending=kafka_pending)
+    assert tree.graph["seq"] == 5
+    lines = ai.history.compact_history(log, kafka_pending=kafka_pending)
+    assert (lines["execution"] >= 0).sum() == len(actions)
+
+
+def test_a_diff_side_s_attempts_are_the_tables_attempts_under_kafka_pending() -> None:
+    # select(..., attempt=) numbered attempts under the log's default reading whatever kafka_pending it was given
+    log, _ = _repeat_before_the_markers()
+    assert ai.history.attempts(log, kafka_pending="marker")["attempt"].tolist() == [1, 2]
+    second = ai.diffing.select(log, key="j", attempt=2, kafka_pending="marker")
+    assert second.units["pos"].tolist() == [2, 4, 6] and set(second.units["attempt"]) == {2}   # the repeat's round too
+    with pytest.raises(SelectorError, match="no attempt 2"):
+        ai.diffing.select(log, key="j", attempt=2)

@@ -58,3 +58,14 @@ def test_a_reconstruction_s_lints_skip_the_refresh_rows_too() -> None:
     lints = ai.reconstruct(log).lints
     assert lints["message"].tolist() == lint(log)["message"].tolist()
     assert not {p for ps in lints["positions"] for p in ps} & set(refresh)
+
+
+def test_a_reconstruction_s_lints_read_the_log_under_its_own_runtime() -> None:
+    # read as 0.3 (which writes no refresh rows) the repeats are writes: the lints tell the attempts this
+    # reconstruction's history shows, not the ones the log's inferred runtime would (was "in attempt 2")
+    log, refresh = _p03_with_a_checkpoint()
+    what_if = ai.reconstruct(log, runtime="0.3")
+    assert what_if.history.attempts["attempt"].tolist() == [1, 2, 3]
+    assert what_if.lints["message"].tolist() == lint(log, refresh=())["message"].tolist()
+    assert "in attempt 3:" in what_if.lints.iloc[0]["message"]
+    assert set(refresh) & {p for ps in what_if.lints["positions"] for p in ps}
