@@ -93,7 +93,9 @@ def render_report(
         subject = ScanResult.open(subject)
     if is_scan(subject):
         heading = title or f"agent_inspect fleet scan: {subject.source}"
-        return _page(heading, scan_sections(subject, max_rows=max_rows), rule_name=", ".join(subject.rules))
+        label = getattr(subject, "rule_label", str)    # a what-if says so
+        return _page(heading, scan_sections(subject, max_rows=max_rows),
+                     rule_name=", ".join(label(r) for r in subject.rules))
     log, result, settings = _log_and_result(subject, recovery, overrides)
     if verification is not None:
         _check_same_settings(verification, result)
