@@ -246,7 +246,10 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     try:
         meta = parse_metadata(files.metadata)
     except CheckpointFormatError as exc:
-        raise CheckpointFormatError(f"{files.location}: {exc}{_damaged_advice(str(exc))}") from None
+        # a file given under another name is named itself, not the folder holding it (messages name _metadata)
+        named = files.metadata_file and not files.metadata_file.replace("\\", "/").endswith("/_metadata")
+        where = files.metadata_file if named else files.location
+        raise CheckpointFormatError(f"{where}: {exc}{_damaged_advice(str(exc))}") from None
     generation = KRYO5 if meta.version >= 5 else KRYO2
     operator = _agent_operator(meta, files.location)
     markers, not_read = _markers(operator, files, generation)

@@ -59,6 +59,8 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
         "settings": recovery.as_dict(),
         "runtime": result.runtime.as_dict() if result.runtime is not None else None,
         "markers": jsonable(result.markers),
+        "markers_label": recovery.markers_label,
+        "plan": recovery.provenance.get("plan"),
         "records": len(recs),
         "status": result.summary()["status"],
         "outcomes": None,          # tasks per outcome: the prediction's (none computed without it)
@@ -102,6 +104,9 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     rt = report["runtime"]
     print(f"runtime {rt['name']} ({'inferred' if rt['inferred'] else 'given'}: {rt['evidence']})")
+    print(f"markers: {report['markers_label']}")
+    if report["plan"]:
+        print(f"replayed inputs: {report['plan']}")
     print(", ".join([f"rule {report['rule_label']}: {report['records']:,} {count_words(report['records'], 'record')}",
                      *(f"{k} {v:,}" for k, v in report["status"].items() if v)]))
     for d in report["divergences"]:

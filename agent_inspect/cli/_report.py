@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
             json.dump({"path": str(path), "bytes": path.stat().st_size, "scan": args.source}, sys.stdout)
             sys.stdout.write("\n")
         else:
-            print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")
+            print(f"wrote {path} ({_size(path.stat().st_size)}); open it in any browser, offline")
         return 0
     log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)
@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace) -> int:
                         verification=verification)
     if args.json:
         out = {"path": str(path), "bytes": path.stat().st_size, "rule": recovery.rule.name,
-               "runtime": recovery.runtime.as_dict(), "what_if": recovery.what_if}
+               "runtime": recovery.runtime.as_dict(), "what_if": recovery.what_if,
+               "rule_label": recovery.rule_label, "markers_label": recovery.markers_label}
         if verification is not None:
             out["trace_agree"] = verification.agree
             ledger = verification.tokens
@@ -72,5 +73,11 @@ def _run(args: argparse.Namespace) -> int:
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); open it in any browser, offline")
+        print(f"wrote {path} ({_size(path.stat().st_size)}): rule {recovery.rule_label}, markers "
+              f"{recovery.markers_label}; open it in any browser, offline")
     return 0
+
+
+def _size(n: int) -> str:
+    """A file's size as a reader reads it: ``19 kB``, ``4.9 MB`` (a small report read "0.0 MB", as if empty)."""
+    return f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{max(1, round(n / 1e3))} kB"

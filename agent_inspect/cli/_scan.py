@@ -96,7 +96,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def rule_counts_line(counts: dict[str, Any]) -> str:
     """One rule's totals of a scan summary in words, each count with its noun in the right number."""
+    subagent = int(counts.get("calls_subagent") or 0)   # listed under "by function" too: the totals must count them
     return (f"{plural(counts['rerun'] + counts['resumed'], 'body', 'bodies')} re-run, "
-            f"{plural(counts['calls'], 'durable call')} re-executed, {plural(counts['evictions'], 'eviction')}, "
+            f"{plural(counts['calls'], 'durable call')} re-executed, "
+            + (f"{plural(subagent, 'sub-agent call')} sent again, " if subagent else "")
+            + f"{plural(counts['evictions'], 'eviction')}, "
             f"{plural(counts['stale_reuse_risk'], 'reuse')} at risk, "
             f"{plural(counts['crashed_keys'], 'key crashes', 'keys crash')}")

@@ -87,12 +87,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {plural(n, 'task')} of keys the trace never names {'is' if n == 1 else 'are'} not listed (--json lists them)")
         if result.ranking is not None:
             print("rules, store flavours and markers by agreement:" if args.infer else "rules and store flavours by agreement:")
-            for r in result.ranking.head(5).itertuples(index=False):
+            ranking = result.ranking
+            # at least 5, and every configuration tied with the best: the verdict names them all
+            shown = max(5, int((ranking["agree"] == ranking["agree"].max()).sum())) if len(ranking) else 0
+            for r in ranking.head(shown).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
                 unsure = f", {r.undetermined} undetermined" if r.undetermined else ""
                 print(f"  {r.name}{whose}: {r.agree} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}, "
                       f"{r.disagree} {'disagrees' if r.disagree == 1 else 'disagree'}{unsure}")
+            if len(ranking) > shown:
+                print(f"  … and {len(ranking) - shown:,} more (--json lists them)")
     return exit_code(result.verdict, strict=args.strict)
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 import pandas as pd
 
 from agent_inspect._bulk import gc_paused
+from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable
 from agent_inspect._types import RecoveryOverrides
@@ -285,7 +286,12 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
             sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")
         sa, sb = _keyed_alike(sa, sb), _keyed_alike(sb, sa)
         if key is not None:
-            sa, sb = _only_key(sa, key), _only_key(sb, key)
+            keyed = _only_key(sa, key), _only_key(sb, key)
+            if not len(keyed[0].units) and not len(keyed[1].units):   # a typo is not "no difference"
+                pool = {*sa.units["business_key"].dropna().astype(str), *sb.units["business_key"].dropna().astype(str)}
+                raise SelectorError(f"business key {key!r} is on neither side" + (
+                    did_you_mean([str(key)], pool) or f" ({plural(len(pool), 'business key')} between them)"))
+            sa, sb = keyed
         sa, sb = _named_alike(sa, sb), _named_alike(sb, sa)
         sa, sb = _named_across_schemes(sa, sb)
         matched = align(sa.units, sb.units)

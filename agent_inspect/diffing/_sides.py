@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
+from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 
 if TYPE_CHECKING:
@@ -230,7 +231,9 @@ def _select_rows(records: pd.DataFrame, ann: pd.DataFrame, *, key: str | None, a
         bk = records["business_key"].astype(object)
         mask &= ((bk == key) | (records.get("key_text", bk).astype(object) == key)).fillna(False).to_numpy(bool)
         if not mask.any():
-            raise SelectorError(f"business key {key!r} is not in the log; agent-inspect summary lists its keys")
+            known = {*records["business_key"].dropna().astype(str), *records.get("key_text", bk).dropna().astype(str)}
+            raise SelectorError(f"business key {key!r} is not in the log" + (
+                did_you_mean([key], known) or f" (it holds {plural(len(known), 'business key')})"))
     if attempt is not None:
         att = ann["attempt"].astype("Int64")
         mask &= (att == attempt).fillna(False).to_numpy(dtype=bool)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from agent_inspect._glossary import plural
 from agent_inspect.log._runtime import RuntimeInfo
 
 __all__ = ["SummaryFact", "SUMMARY_LABELS", "summary_facts", "runtime_text", "plain_text", "rule_label",
@@ -177,6 +178,8 @@ def summary_facts(summary: Mapping[str, object]) -> list[SummaryFact]:
         label, explanation = SUMMARY_LABELS.get(name, (name.replace("_", " "), ""))
         is_runtime = name == "runtime" and isinstance(value, (Mapping, RuntimeInfo))
         text = runtime_text(value) if is_runtime else plain_text(value)  # type: ignore[arg-type]
+        if name == "partitions" and isinstance(value, (list, tuple)) and value:   # "0" alone reads as a count
+            text = f"{text} ({plural(len(value), 'partition')})"
         if name == "records" and value == 0:
             text = f"0: {_NO_RECORDS}"
         out.append(SummaryFact(name, label, text, explanation))

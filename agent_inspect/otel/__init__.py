@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from agent_inspect._errors import InspectError
+from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike, RecoveryOverrides
 from agent_inspect.otel._spans import CALL_OPERATIONS, _predicted_only, span_id_of, spans_of, trace_id_of
 
@@ -49,7 +50,7 @@ class OtelExport:
 
     def __str__(self) -> str:
         where = self.endpoint or self.path
-        return (f"{self.spans} spans in {self.traces} traces ({self.errors} with status error) "
+        return (f"{plural(self.spans, 'span')} in {plural(self.traces, 'trace')} ({self.errors:,} with status error) "
                 f"{'sent to' if self.endpoint else 'written to'} {where}"
                 + (f", under rule {self.rule}" if self.rule else ""))
 

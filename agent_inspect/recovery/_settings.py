@@ -179,6 +179,17 @@ class Recovery:
         when it is one (for results, views and reports)."""
         return rule_label(self.rule, self.runtime)
 
+    @property
+    def markers_label(self) -> str:
+        """The rebuild window in words, with where its markers came from: ``{0: 248, 1: 245} (given)`` (several
+        maps merged by minimum), ``[] (a fresh start: nothing is rebuilt)``, or the whole loaded log."""
+        merged = rebuild_start(self.markers)
+        if merged is None:
+            return self.provenance.get("markers") or "none given: the whole loaded log is the rebuild window"
+        if not merged:
+            return "[] (a fresh start: nothing is rebuilt)"
+        return f"{_markers_words(self.markers)} ({self.provenance.get('markers') or 'given'})"
+
     def as_dict(self) -> dict[str, object]:
         """JSON-ready settings with their provenance (CLI ``--json``, reports, copied links)."""
         return {"rule": self.rule.name, "what_if": self.what_if, "markers": _jsonable_markers(self.markers),

@@ -93,7 +93,9 @@ def render_report(
         subject = ScanResult.open(subject)
     if is_scan(subject):
         heading = title or f"agent_inspect fleet scan: {subject.source}"
-        return _page(heading, scan_sections(subject, max_rows=max_rows), rule_name=", ".join(subject.rules))
+        label = getattr(subject, "rule_label", str)    # a what-if says so
+        return _page(heading, scan_sections(subject, max_rows=max_rows),
+                     rule_name=", ".join(label(r) for r in subject.rules))
     log, result, settings = _log_and_result(subject, recovery, overrides)
     if verification is not None:
         _check_same_settings(verification, result)
@@ -101,7 +103,7 @@ def render_report(
     rule_name = getattr(result, "rule_label", None) or _rule_label(result, log)
     prediction = prediction_of(result, settings)
     sections = [
-        _summary_section(log, result, rule_name),
+        _summary_section(log, result, rule_name, settings or getattr(result, "recovery", None)),
         _divergence_section(result, max_rows=max_rows),
         _timeline_section(result, max_keys=max_keys),
         _ledger_section(prediction, max_rows=max_rows),
@@ -164,7 +166,7 @@ def _location(log: Any) -> str:
 # -- sections -----------------------------------------------------------------------------------------
 
 
-def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
+def _summary_section(log: Any, result: Any, rule_name: str, settings: Recovery | None) -> _Section:
     source = getattr(log, "source", None)
     facts: list[tuple[str, Any]] = [
         ("source", getattr(source, "location", None)),
@@ -172,6 +174,9 @@ def _summary_section(log: Any, result: Any, rule_name: str) -> _Section:
         ("topic / table", getattr(source, "topic", None)),
         ("file format", getattr(source, "file_format", None)),
         ("rule", rule_name),
+        # which restore this is: two reports that differ only in their markers read alike otherwise
+        ("markers", settings.markers_label if settings is not None else None),
+        ("replayed inputs", settings.provenance.get("plan") if settings is not None else None),
     ]
     summary = log.summary() if callable(getattr(log, "summary", None)) else {}
     runtime = getattr(result, "runtime", None)

@@ -35,25 +35,28 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
              ("Parquet output", result.output), ("seconds", result.seconds)]
     rows = "".join(f'<tr><th title="{escape(define(k) or define(k.removeprefix("keys ")))}">{escape(k)}</th>'
                    f"<td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
+    label = getattr(result, "rule_label", str)   # a what-if says so, as in the CLI
+    labels = {r: label(r) for r in result.rules}
     per_rule = "".join(
-        f"<tr><th>{escape(r)}</th>" + "".join(f"<td>{int(s[r][c]):,}</td>" for c in
-                                               ("reused", "resumed", "rerun", "evictions", "calls",
-                                                "stale_reuse_risk", "crashed_keys")) + "</tr>"
-        for r in result.rules)
+        f"<tr><th>{escape(labels[r])}</th>" + "".join(f"<td>{int(s[r].get(c, 0)):,}</td>" for c in
+                                                       ("reused", "resumed", "rerun", "evictions", "calls",
+                                                        "calls_subagent", "stale_reuse_risk", "crashed_keys"))
+        + "</tr>" for r in result.rules)
     head = "".join(f"<th>{escape(c)}</th>" for c in ("rule", "reused", "resumed", "re-run", "evictions",
-                                                       "durable calls re-executed", "reuses at risk", "keys crash"))
+                                                       "durable calls re-executed", "sub-agent calls sent again",
+                                                       "reuses at risk", "keys crash"))
     body = (f'<table class="agent-inspect facts">{rows}</table>'
             f'<table class="agent-inspect"><thead><tr>{head}</tr></thead><tbody>{per_rule}</tbody></table>')
     calls = [(r, f, n) for r in result.rules for f, n in s[r]["calls_by_function"].items()]
     if calls:
-        body += ('<table class="agent-inspect"><caption>durable calls re-executed, by function</caption><thead>'
-                 "<tr><th>rule</th><th>function</th><th>calls</th></tr></thead><tbody>"
-                 + "".join(f"<tr><td>{escape(r)}</td><td><code>{escape(f)}</code></td><td>{n:,}</td></tr>"
+        body += ('<table class="agent-inspect"><caption>calls re-executed, by function (sub-agent calls: sent '
+                 "again)</caption><thead><tr><th>rule</th><th>function</th><th>calls</th></tr></thead><tbody>"
+                 + "".join(f"<tr><td>{escape(labels[r])}</td><td><code>{escape(f)}</code></td><td>{n:,}</td></tr>"
                            for r, f, n in calls) + "</tbody></table>")
     sections = [_Section("summary", "Fleet scan summary", body)]
     sections.append(_Section("at-risk", "Most at risk",
                              "".join(frame_html(result.at_risk(max_rows, rule=r), max_rows=max_rows,
-                                                caption=f"ranked under {r}") for r in result.rules)))
+                                                caption=f"ranked under {labels[r]}") for r in result.rules)))
     scripts: list[str]
     try:
         import plotly.io as pio

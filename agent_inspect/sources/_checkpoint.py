@@ -34,6 +34,8 @@ class CheckpointFiles:
     metadata: bytes
     modified: datetime | None
     _fs: AbstractFileSystem | None = None   # None for local paths
+    #: the ``_metadata`` file read (the file given, when a file was given), for messages about its bytes
+    metadata_file: str = ""
 
     def read_state_file(self, path: str, *, relative: bool = False) -> bytes:
         """The bytes of a state file a handle names.
@@ -109,7 +111,7 @@ def _local(directory: Path, metadata: Path) -> CheckpointFiles:
         mtime = metadata.stat().st_mtime
     except OSError as exc:
         raise SourceError(f"cannot read {metadata}: {exc}") from None
-    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=UTC))
+    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=UTC), metadata_file=str(metadata))
 
 
 def _chk_dirs_local(base: Path) -> list[Path]:
@@ -179,4 +181,4 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
         when = modified if modified.tzinfo else modified.replace(tzinfo=UTC)
     elif isinstance(modified, (int, float)):
         when = datetime.fromtimestamp(float(modified), tz=UTC)
-    return CheckpointFiles(unstrip(directory), data, when, fs)
+    return CheckpointFiles(unstrip(directory), data, when, fs, metadata_file=unstrip(metadata_path))

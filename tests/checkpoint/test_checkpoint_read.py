@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -282,3 +283,17 @@ def test_a_rocksdb_checkpoint_gives_its_markers_and_names_its_keyed_state_not_re
     savepoint = ai.checkpoint.read(FIXTURES / run / "savepoint")
     assert savepoint.keyed_snapshots == ("savepoint",) and savepoint.keyed is not None
     tasks_and_memory_are_what_the_job_wrote(savepoint.keyed, wrote["keyed"])
+
+
+def test_a_file_that_is_no_checkpoint_is_named_itself(capsys) -> None:
+    """`--checkpoint sample_logs/production.jsonl` said "sample_logs: not a Flink checkpoint _metadata file": the
+    folder, not the file given."""
+    from pathlib import Path
+
+    from agent_inspect.cli import main
+
+    dump = Path(__file__).resolve().parents[2] / "sample_logs" / "production.jsonl"
+    with pytest.raises(ai.CheckpointFormatError, match=rf"^{re.escape(str(dump))}: not a Flink checkpoint"):
+        ai.checkpoint.read(dump)
+    assert main(["reconstruct", str(dump), "--checkpoint", str(dump)]) == 2
+    assert f"agent-inspect: {dump}: not a Flink checkpoint _metadata file" in capsys.readouterr().err

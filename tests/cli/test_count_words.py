@@ -26,6 +26,18 @@ def test_a_scan_rules_line_says_one_body_and_two_bodies() -> None:
                                      "1,200 keys crash")
 
 
+def test_a_scan_rules_line_counts_the_sub_agent_calls_its_by_function_line_lists() -> None:
+    """The production sample under original: 382 durable calls and 9 sub-agent calls; the "by function" line
+    under it names the sub-agent's 9 too, so the totals must (they summed to 382 beside 391 listed)."""
+    counts = dict(rerun=464, resumed=0, calls=382, calls_subagent=9, evictions=464, stale_reuse_risk=0,
+                  crashed_keys=0)
+    assert rule_counts_line(counts) == ("464 bodies re-run, 382 durable calls re-executed, 9 sub-agent calls sent "
+                                        "again, 464 evictions, 0 reuses at risk, 0 keys crash")
+    one = {**counts, "calls_subagent": 1}
+    assert "1 sub-agent call sent again" in rule_counts_line(one)
+    assert "sub-agent" not in rule_counts_line({**counts, "calls_subagent": 0})
+
+
 def _singular_is_body(test: ast.expr) -> bool | None:
     """Whether ``x if n == 1 else y`` gives the singular first (``n == 1``: True; ``n != 1``, ``n > 1``: False)."""
     if isinstance(test, ast.Compare) and len(test.ops) == 1:

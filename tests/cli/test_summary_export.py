@@ -227,4 +227,13 @@ def test_summary_counts_have_thousands_separators_and_partitions_do_not(capsys: 
     code, out, _ = run(capsys, "summary", str(ai.samples.path("production")))
     values = _values(out)
     assert code == 0 and values["records"] == "2,989" and values["completed records"] == "1,045"
-    assert values["state-key formats"] == "K1.5: 2,989" and values["partitions"] == "0, 1, 2, 3"
+    assert values["state-key formats"] == "K1.5: 2,989" and values["partitions"] == "0, 1, 2, 3 (4 partitions)"
+
+
+def test_one_partition_does_not_read_as_none(capsys: pytest.CaptureFixture[str]) -> None:
+    """subagents_v4 is one partition, numbered 0: its summary read "partitions 0", as if it had none."""
+    import agent_inspect as ai
+
+    code, out, _ = run(capsys, "summary", str(ai.samples.path("subagents_v4")))
+    assert code == 0 and _values(out)["partitions"] == "0 (1 partition)"
+    assert ai.log.plain_text([]) == "—"

@@ -34,3 +34,27 @@ def test_write_report_escapes_a_hostile_source(dask_client: Any, tmp_path: Path)
     evil = replace(result, source="<script>alert(1)</script>")
     html = ai.write_report(evil, tmp_path / "r.html").read_text()
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html
+
+
+def test_a_scan_report_labels_its_what_if_and_counts_sub_agent_calls(dask_client: Any) -> None:
+    """The production sample: `fixed` is a what-if beside the rule 0.4 ships, in the totals, the calls by function,
+    the at-risk captions and the page header (they said "fixed"); the sub-agent calls the "by function" table
+    names are a column of their own (9 under original), not among the durable calls."""
+    import html as htmllib
+
+    from agent_inspect.report import render_report
+
+    result = ai.scan(ai.samples.path("production"), markers=ai.samples.markers("production"), client=dask_client)
+    page = render_report(result)
+    text = htmllib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", re.sub(r"<script>.*?</script>", "", page,
+                                                                                  flags=re.S))))
+    label = result.rule_label("fixed")
+    assert label == "fixed (what-if; 0.4 ships original)"
+    assert f"rule original, {label} ·" in text
+    assert f"ranked under {label}" in text
+    assert "sub-agent calls sent again" in text
+    assert "calls re-executed, by function (sub-agent calls: sent again)" in text
+    original = result.summary()["original"]
+    assert original["calls_subagent"] == 9
+    assert f"original {original['reused']:,} {original['resumed']:,} {original['rerun']:,} " \
+           f"{original['evictions']:,} {original['calls']:,} 9 " in text

@@ -19,3 +19,13 @@ def test_to_otel_into_a_missing_directory_says_the_directory_does_not_exist(tmp_
         ai.to_otel(log, path=target, markers=ai.samples.markers("G01"))
     assert str(err.value) == f"cannot write {target}: directory {target.parent} does not exist; create it first"
     assert not target.parent.exists()
+
+
+def test_an_export_counts_its_spans_and_traces_in_words() -> None:
+    from agent_inspect.otel import OtelExport
+
+    # `agent-inspect otel` on production_v4 printed "7 spans in 1 traces (1 with status error)"
+    assert str(OtelExport(spans=7, traces=1, errors=1, path="s.json")) == \
+        "7 spans in 1 trace (1 with status error) written to s.json"
+    assert str(OtelExport(spans=1, traces=2, errors=0, endpoint="http://127.0.0.1:6006/v1/traces")) == \
+        "1 span in 2 traces (0 with status error) sent to http://127.0.0.1:6006/v1/traces"

@@ -127,3 +127,23 @@ def test_report_command_takes_a_markers_file(tmp_path: Path, capsys) -> None:
     assert main(["report", str(ai.samples.path("production")), "--markers", f"@{tmp_path / 'nope.json'}",
                  "-o", str(out)]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+def test_report_command_says_what_it_wrote(tmp_path: Path, capsys) -> None:
+    """production_v4's report is 21 kB: the command said "(0.0 MB)", which reads as an empty file; it names the
+    rule (labelled a what-if) and the markers the report is of, and --json has the label as reconstruct's has."""
+    import agent_inspect as ai
+
+    out = tmp_path / "r.html"
+    source, markers = str(ai.samples.path("production_v4")), "@" + str(ai.samples.path("production_v4", "markers"))
+    assert main(["report", source, "--markers", markers, "--rule", "fixed", "-o", str(out), "--keys", "0"]) == 0
+    line = capsys.readouterr().out.strip()
+    size = out.stat().st_size
+    assert 1_000 < size < 1_000_000
+    assert line == (f"wrote {out} ({size / 1e3:.0f} kB): rule fixed (what-if; main ships original), markers "
+                    "{0: 354, 1: 258, 2: 614, 3: 290} (given); open it in any browser, offline")
+    assert main(["report", source, "--markers", markers, "--rule", "fixed", "-o", str(out), "--keys", "0",
+                 "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["rule_label"] == "fixed (what-if; main ships original)" and info["what_if"] is True
+    assert info["markers_label"] == "{0: 354, 1: 258, 2: 614, 3: 290} (given)"

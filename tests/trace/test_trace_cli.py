@@ -117,3 +117,16 @@ def test_verify_against_another_jobs_trace_says_so_and_prints_no_nan(capsys: pyt
 def test_trace_summary_text_says_when_no_file_names_a_subtask(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["trace", "summary", str(LOGS / "N04.trace.log")]) == 0
     assert "jobs: (not named); subtasks: (not named); agents: N04-agent" in capsys.readouterr().out
+
+
+def test_verify_ranking_lists_every_tied_configuration_it_names(capsys: pytest.CaptureFixture[str]) -> None:
+    # N04's fixed-rule trace: the verdict names 6 tied configurations; the list under it showed the first 5, dropping
+    # original:fluss-k1 and the chosen rule's own row without a word
+    assert main(["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.fixed-rule.trace.log"),
+                 "--markers", f"@{LOGS / 'N04.markers.json'}"]) == 1
+    out = capsys.readouterr().out
+    assert "each of 6 tied configurations" in out
+    listing = out.split("rules and store flavours by agreement:\n", 1)[1].splitlines()
+    assert len(listing) == 7
+    assert "  original:fluss-k1: 4 of 4 tasks agree, 0 disagree" in listing
+    assert listing[-1] == "  … and 2 more (--json lists them)"
