@@ -248,7 +248,7 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
         meta = parse_metadata(files.metadata)
         _check_properties(meta, len(files.metadata))
     except CheckpointFormatError as exc:
-        raise CheckpointFormatError(f"{files.location}: {exc}{_damaged_advice(str(exc))}") from None
+        raise CheckpointFormatError(f"{files.named_file or files.location}: {exc}{_damaged_advice(str(exc))}") from None
     generation = KRYO5 if meta.version >= 5 else KRYO2
     operator = _agent_operator(meta, files.location)
     markers, not_read = _markers(operator, files, generation)
@@ -273,7 +273,9 @@ def _check_properties(meta: CheckpointMetadata, size: int) -> None:
 
 
 def _damaged_advice(problem: str) -> str:
-    if not problem.startswith("_metadata is"):   # not a _metadata file at all, or a version this reader lacks
+    if problem.startswith("not a Flink checkpoint"):
+        return "; pass a checkpoint's chk-N directory, its _metadata file, or the checkpoint base directory"
+    if not problem.startswith("_metadata is"):   # a version this reader lacks
         return ""
     return "; copy it again, or read an earlier checkpoint (checkpoint=N, or its chk-N directory)"
 

@@ -34,6 +34,7 @@ class CheckpointFiles:
     metadata: bytes
     modified: datetime | None
     _fs: AbstractFileSystem | None = None   # None for local paths
+    named_file: str | None = None           # the file given, when it is not called _metadata (errors name it)
 
     def read_state_file(self, path: str, *, relative: bool = False) -> bytes:
         """The bytes of a state file a handle names.
@@ -109,7 +110,8 @@ def _local(directory: Path, metadata: Path) -> CheckpointFiles:
         mtime = metadata.stat().st_mtime
     except OSError as exc:
         raise SourceError(f"cannot read {metadata}: {exc}") from None
-    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=UTC))
+    return CheckpointFiles(str(directory), data, datetime.fromtimestamp(mtime, tz=UTC),
+                           named_file=None if metadata.name == "_metadata" else str(metadata))
 
 
 def _chk_dirs_local(base: Path) -> list[Path]:
@@ -179,4 +181,5 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
         when = modified if modified.tzinfo else modified.replace(tzinfo=UTC)
     elif isinstance(modified, (int, float)):
         when = datetime.fromtimestamp(float(modified), tz=UTC)
-    return CheckpointFiles(unstrip(directory), data, when, fs)
+    named = None if metadata_path.rstrip("/").rsplit("/", 1)[-1] == "_metadata" else unstrip(metadata_path)
+    return CheckpointFiles(unstrip(directory), data, when, fs, named_file=named)
