@@ -38,7 +38,7 @@ _SNAPSHOT_WORDS = {"incremental": "a RocksDB incremental snapshot (its SST files
                    "changelog": "a changelog snapshot (state changes in the changelog storage)"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KeyedRestore:
     """The agent operator's keyed state, per business key, as far as it was read.
 
@@ -77,6 +77,17 @@ class KeyedRestore:
     unread: tuple[str, ...] = ()
     tasks: Mapping[str, tuple[CheckpointTask, ...]] = field(default_factory=dict)
     buffered: Mapping[str, tuple[AgentEvent, ...]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # one line: the fields hold every key's state (the task trees alone run to kilobytes)
+        def some(keys: tuple[str, ...], what: str) -> str:
+            shown = ", ".join(keys[:3]) + (", …" if len(keys) > 3 else "")
+            return plural(len(keys), f"key with {what}", f"keys with {what}") + (f" ({shown})" if keys else "")
+
+        keys = {*self.message_seq, *self.last_completed, *self.short_term, *self.sensory}
+        unread = f"not read: {', '.join(self.unread)}" if self.unread else "all read"
+        return (f"KeyedRestore({plural(len(keys), 'key')}, {some(self.pending_tasks, 'pending tasks')}, "
+                f"{some(self.pending_inputs, 'buffered inputs')}, {unread})")
 
     def for_keys(self, keys: set[str]) -> KeyedRestore:
         """The restore of the keys a log whose business keys are ``keys`` holds (a scan's window, one key), each

@@ -23,3 +23,12 @@ def test_a_file_that_is_no_checkpoint_is_named(tmp_path: Path) -> None:
     (empty / "_metadata").write_bytes(b"")
     with pytest.raises(ai.CheckpointFormatError, match=rf"^{empty}: _metadata is truncated"):
         ai.checkpoint.read(tmp_path)
+
+
+def test_the_keyed_restore_prints_in_one_line() -> None:
+    """`chk.keyed` at a prompt printed every key's seqNums, memory sizes and the whole Kryo task tree (10 kB)."""
+    keyed = ai.checkpoint.read(ai.samples.checkpoint("production")).keyed
+    assert keyed is not None
+    text = repr(keyed)
+    assert text == ("KeyedRestore(29 keys, 1 key with pending tasks (user-0009), 1 key with buffered inputs "
+                    "(user-0009), all read)")
