@@ -37,7 +37,7 @@ _SNAPSHOT_WORDS = {"incremental": "a RocksDB incremental snapshot (its SST files
                    "changelog": "a changelog snapshot (state changes in the changelog storage)"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class KeyedRestore:
     """The agent operator's keyed state, per business key, as far as it was read.
 
@@ -76,6 +76,17 @@ class KeyedRestore:
     unread: tuple[str, ...] = ()
     tasks: Mapping[str, tuple[CheckpointTask, ...]] = field(default_factory=dict)
     buffered: Mapping[str, tuple[AgentEvent, ...]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # one line: the fields hold every key's state (the task trees alone run to kilobytes)
+        def some(keys: tuple[str, ...], what: str) -> str:
+            shown = ", ".join(keys[:3]) + (", …" if len(keys) > 3 else "")
+            return plural(len(keys), f"key with {what}", f"keys with {what}") + (f" ({shown})" if keys else "")
+
+        keys = {*self.message_seq, *self.last_completed, *self.short_term, *self.sensory}
+        unread = f"not read: {', '.join(self.unread)}" if self.unread else "all read"
+        return (f"KeyedRestore({plural(len(keys), 'key')}, {some(self.pending_tasks, 'pending tasks')}, "
+                f"{some(self.pending_inputs, 'buffered inputs')}, {unread})")
 
     def for_keys(self, keys: set[str]) -> KeyedRestore:
         """The restore of the keys a log whose business keys are ``keys`` holds (a scan's window, one key), each
@@ -267,7 +278,9 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
 
 
 def _damaged_advice(problem: str) -> str:
-    if not problem.startswith("_metadata is"):   # not a _metadata file at all, or a version this reader lacks
+    if problem.startswith("not a Flink checkpoint"):
+        return "; pass a checkpoint's chk-N directory, its _metadata file, or the checkpoint base directory"
+    if not problem.startswith("_metadata is"):   # a version this reader lacks
         return ""
     return "; copy it again, or read an earlier checkpoint (checkpoint=N, or its chk-N directory)"
 

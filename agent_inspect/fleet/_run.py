@@ -127,6 +127,9 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
     except ImportError:  # pragma: no cover - the scan extra is part of `all`
         raise InspectError("ai.scan needs Dask distributed: pip install 'agent_inspect[scan]'") from None
     if client is not None and not isinstance(client, str):
+        if not callable(getattr(client, "submit", None)):
+            raise InspectError(f"client must be a scheduler address (\"tcp://host:8786\"), a distributed.Client or "
+                               f"None for a local cluster, not {type(client).__name__}")
         yield client, False
         return
     if isinstance(client, str):
@@ -158,7 +161,7 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
 
 
 def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None = None,
-         what_if: Sequence[RuleLike] = ("fixed",), client: str | Client | None = None, output: str | os.PathLike[str] | None = None,
+         what_if: Sequence[RuleLike] | RuleLike = ("fixed",), client: str | Client | None = None, output: str | os.PathLike[str] | None = None,
          workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
          allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
          dashboard: bool = True, on_progress: Callable[[int, int, int], object] | None = None,
@@ -173,7 +176,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
       every verb takes them): the restore every key is predicted under; by default the rule the runtime
       ships, and every record read as the rebuild window. Markers read from a checkpoint with its keyed state
       (``ai.checkpoint.read``) also give each key's replay plan, as the runtime restores it.
-    - ``what_if``: other rules (names or rule objects) to predict every key under as well, labelled as
+    - ``what_if``: other rules (names or rule objects, or one of them) to predict every key under as well, labelled as
       what-ifs (``ScanResult.what_if``). Columns are prefixed by the rules' names, the base rule first.
     - ``client``: None starts a ``LocalCluster`` (``workers`` processes, default one per core) and closes
       it afterwards; a scheduler address (``"tcp://host:8786"``) or a ``distributed.Client`` runs the scan
@@ -202,6 +205,12 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     from agent_inspect.recovery import Recovery, rebuild_start
     from agent_inspect.rules import resolve_rule
 
+    if isinstance(what_if, str) or not isinstance(what_if, Sequence):
+        what_if = (what_if,)   # one rule: "fixed" is that rule, not the rules 'f', 'i', 'x' …
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise InspectError(f"workers must be a positive number of processes (or None: one per core), not {workers!r}")
+    if not isinstance(retries, int) or retries < 0:
+        raise InspectError(f"retries must be 0 or more, not {retries!r}")
     carried = ("rule", "markers", "runtime", "store_flavour")
     given = {k: v for k, v in overrides.items() if v is not None}
     if recovery is not None:

@@ -177,6 +177,8 @@ def _plan_files(path: Path, *, file_format: str | None,
                 markers: Mapping[int, int] | None) -> tuple[SourceSpec, list[Window]]:
     if not path.exists():
         raise SourceError(f"{str(path)!r} does not exist; check the path")
+    if file_format not in (None, "jsonl", "kcat-jsonl", "parquet"):   # here, not once per window on a worker
+        raise SourceError(f"unknown file_format {file_format!r}; use 'kcat-jsonl', 'jsonl' or 'parquet'")
     options: dict[str, Any] = {} if markers is None else {"markers": dict(markers)}
     if is_dataset(path):  # a scan's output: one window per partition directory, all its parts together
         meta = _dataset_meta(path)
@@ -186,8 +188,9 @@ def _plan_files(path: Path, *, file_format: str | None,
         return SourceSpec(kind="file", location=str(path), topic=meta.get("topic"),
                           num_partitions=meta.get("num_partitions"), options={**options, "dataset": meta}), parts_windows
     if path.is_dir():
-        files = sorted(f for f in path.rglob("*") if f.is_file() and not f.name.startswith((".", "_"))
-                       and f.name.endswith(_FILE_SUFFIXES))
+        # hidden directories (a virtualenv, .git) hold no dumps of this topic
+        files = sorted(f for f in path.rglob("*") if f.is_file() and f.name.endswith(_FILE_SUFFIXES)
+                       and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts))
         if not files:
             raise SourceError(f"directory {str(path)!r} holds no dump files (.parquet, .jsonl, .json, .gz)")
         meta = _dataset_meta(path)

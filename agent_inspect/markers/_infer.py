@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -175,9 +175,30 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
         ("no restart and no checkpoint in the log: a restore of the checkpoint before its first record re-reads it "
          "all" if no_restore else "every loaded record in the rebuild window (markers=None)"), 0.5 if no_restore else 0.1,
         None, tuple(notes)))
+    partial = _partial(log, records)
+    if partial:
+        candidates = [replace(c, notes=(*c.notes, partial)) for c in candidates]
     candidates.append(MarkerCandidate([], "fresh start", "no checkpoint restored: the cache starts empty (markers=[])",
                                       0.05))
     return _ranked(candidates)
+
+
+def _partial(log: ActionStateLog, records: pd.DataFrame) -> str | None:
+    """A note when ``log`` holds only part of the job's writes: its pauses are then no restarts of the job."""
+    source = getattr(log, "source", None)
+    keys = (getattr(source, "options", None) or {}).get("business_keys")
+    if keys:
+        part = f"the records of business_keys={list(keys)!r}"
+    else:
+        start = dict(getattr(source, "start_offsets", None) or {})
+        written = {int(p) for p, end in (getattr(source, "end_offsets", None) or {}).items() if end > start.get(p, 0)}
+        have = {int(p) for p in records["partition"].dropna().unique()}
+        if not written or written <= have:
+            return None
+        part = f"the records of {len(have & written)} of {plural(len(written), 'partition')} with records"
+    return (f"the log holds only part of the job's writes ({part}): a pause between its writes need not be a restart "
+            "of the job, so the restores and attempts named here are guesses; infer from every partition's records, "
+            "or pass the restore's Trace Log")
 
 
 def _from_trace(log: ActionStateLog, trace: TraceFrame, line: Timeline, last: Restart | None, cuts: list[int],
@@ -251,8 +272,9 @@ def _evidence(bounds: Bounds, skipped: int) -> str:
     lower = max(bounds.lower, key=lambda u: u[0])[1] if bounds.lower else ""
     parts = [f"the latest checkpoint consistent with it: {binding}"]
     if skipped:
-        parts.insert(0, f"it ran the {plural(skipped, 'attempt')} before it again from their first record, so it restored the "
-                        "checkpoint an earlier restore did")
+        ran = ("the attempt before it again from its first record" if skipped == 1 else
+               f"the {plural(skipped, 'attempt')} before it again from their first records")
+        parts.insert(0, f"it ran {ran}, so it restored the checkpoint an earlier restore did")
     if more > 0:
         parts.append(f"{plural(more, 'more bound')} {'agrees' if more == 1 else 'agree'}")
     if lower:

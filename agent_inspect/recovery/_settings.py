@@ -17,7 +17,7 @@ from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._planview import PlanLike, as_plan
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, rebuild_start, source_kind_of
 from agent_inspect.recovery._refresh import check_moved_marker, refresh_positions
-from agent_inspect.rules import FLAVOURS, resolve_rule
+from agent_inspect.rules import FLAVOURS, guard_own, resolve_rule
 from agent_inspect.store import DivergenceRule, RecoverySession, RuntimeModel, runtime_model
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def _resolve_rule(rule: Any, info: RuntimeInfo, flavour: str) -> DivergenceRule:
             raise RecoveryError(f"store_flavour={flavour!r} applies to the original rule only, not {name!r}")
         if isinstance(rule, str):
             rule = f"original:{flavour}"
-    return resolve_rule(rule)
+    return guard_own(resolve_rule(rule))
 
 
 def _markers(markers: object) -> tuple[Markers, str]:

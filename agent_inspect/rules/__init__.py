@@ -18,7 +18,7 @@ from agent_inspect.rules._builtin import (
     NaiveRule,
     OriginalRule,
 )
-from agent_inspect.rules._guard import BrokenRuleError, GuardedRule
+from agent_inspect.rules._guard import BrokenRuleError, GuardedRule, guard_own
 from agent_inspect.rules._resolve import get_rule, resolve_rule
 from agent_inspect.store import DivergenceRule, Entry, LookupDecision, PruneResult, RuleState, Task
 
@@ -29,5 +29,5 @@ __all__ = [
     "RULES", "FLAVOURS", "resolve_rule", "get_rule",
     "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule", "BranchAwareRule",
     # a rule under test: a hook that raises or returns the wrong type makes it broken
-    "GuardedRule", "BrokenRuleError",
+    "GuardedRule", "BrokenRuleError", "guard_own",
 ]

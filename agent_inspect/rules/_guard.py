@@ -11,7 +11,7 @@ from typing import Any
 from agent_inspect._errors import RecoveryError
 from agent_inspect.store import DivergenceRule, Entry, LookupDecision, PruneResult, RecoverySession, RuleState, Task
 
-__all__ = ["BrokenRuleError", "GuardedRule"]
+__all__ = ["BrokenRuleError", "GuardedRule", "guard_own"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -63,7 +63,14 @@ class GuardedRule(DivergenceRule):
         self.broken: BrokenRuleError | None = None
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner":   # not set yet (a copy or an unpickling): no loop through __getattr__
+            raise AttributeError(name)
         return getattr(self.inner, name)
+
+    @property
+    def wrapped_rule(self) -> DivergenceRule:
+        """The rule it guards (its class's declarations, such as ``repeatable_lookup``, still hold)."""
+        return self.inner
 
     def _call(self, hook: str, *args: Any) -> Any:
         try:
@@ -108,6 +115,19 @@ class GuardedRule(DivergenceRule):
 
     def __repr__(self) -> str:
         return f"<guarded {self.inner!r}>"
+
+
+def guard_own(rule: DivergenceRule) -> DivergenceRule:
+    """``rule`` guarded when it is a user's (its class is not agent_inspect's): a verb that runs it then fails with
+    one :class:`BrokenRuleError` naming the rule, the hook and what it raised or returned, not deep in the engine.
+
+    For example::
+
+        ai.rules.guard_own(ai.rules.FixedRule())   # a built-in rule is returned as it is
+    """
+    if type(rule).__module__.startswith("agent_inspect.") or isinstance(rule, GuardedRule):
+        return rule
+    return GuardedRule(rule)
 
 
 def hook_line(rule: DivergenceRule, hook: str) -> str | None:

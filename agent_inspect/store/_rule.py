@@ -163,6 +163,9 @@ class DivergenceRule:
 
 def lookup_repeats(rule: DivergenceRule) -> bool:
     """Whether ``rule``'s ``lookup`` is marked :attr:`DivergenceRule.repeatable_lookup` by the class defining it."""
+    wrapped = getattr(rule, "wrapped_rule", None)   # a guard around a rule decides as that rule does
+    if isinstance(wrapped, DivergenceRule):
+        return lookup_repeats(wrapped)
     kind = type(rule)
     found = _REPEATS.get(kind)
     if found is None:
