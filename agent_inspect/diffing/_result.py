@@ -154,7 +154,8 @@ class Diff(HtmlRepr):
         return explain(subject, key, seq, action, **options)
 
     def to_dict(self, *, key: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Plain data for ``--json``: sides, counts, first divergences and the differing pairs."""
+        """Plain data for ``--json``: sides (``sides``: each one's kind, rule, ``what_if`` and ``rule_label``, as
+        ``reconstruct --json`` names them), counts, first divergences and the differing pairs."""
         pairs = self.differences if key is None else self.differences[
             self.differences["business_key"].astype(str) == str(key)]
         firsts = self.first_divergences if key is None else self.first_divergences[
@@ -162,7 +163,8 @@ class Diff(HtmlRepr):
         if limit is not None:
             pairs = pairs.head(limit)
         return {
-            "a": self.a.label, "b": self.b.label, "counts": self.counts(), "empty": self.empty,
+            "a": self.a.label, "b": self.b.label, "sides": {"a": self.a.settings(), "b": self.b.settings()},
+            "counts": self.counts(), "empty": self.empty,
             "first_divergences": [jsonable(r) for r in firsts.to_dict("records")],
             "pairs": [{**jsonable({k: v for k, v in r.items() if k != "changes"}),
                        "changes": [c.to_dict() for c in r["changes"]]} for r in pairs.to_dict("records")],
