@@ -176,7 +176,7 @@ class Side:
             return self.rule_mark.label
         return self.rule
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> dict[str, str | bool | None]:
         """What the side is and the rule it runs under, in the fields ``reconstruct --json`` uses (``rule``,
         ``what_if``, ``rule_label``) plus ``label``, ``kind`` and ``runtime``."""
         return {"label": self.label, "kind": self.kind, "rule": self.rule, "what_if": self.what_if,
