@@ -52,7 +52,8 @@ def test_the_log_view_shows_the_runtime_and_the_lineage_rule_count() -> None:
 def test_rule_label_marks_what_ifs() -> None:
     runtime = ai.load(ai.samples.path("production")).runtime()
     assert rule_label("original", runtime) == "original"
-    assert rule_label("original:kafka-k1", runtime) == "original:kafka-k1"
+    assert rule_label("original:segment", runtime) == "original:segment"      # the K1.5 log's own store
+    assert rule_label("original:kafka-k1", runtime) == "original:kafka-k1 (what-if; 0.4 ships original:segment)"
     assert rule_label("fixed", runtime) == "fixed (what-if; 0.4 ships original)"
     assert rule_label("fixed", None) == "fixed"
 
@@ -67,9 +68,10 @@ def test_rule_mark_says_what_if_and_what_ships_as_data() -> None:
     assert (fixed.mark, fixed.label) == (" (what-if; 0.4 ships original)", rule_label("fixed", runtime))
     assert rule_mark(resolve_rule("original:segment"), runtime) == RuleMark("original:segment", False, "0.4", "original")
     assert rule_mark("fixed", None) == RuleMark("fixed", False, None, None) and rule_mark("fixed", None).mark == ""
-    for name in ("original", "fixed", "original:kafka-k1"):      # Recovery.what_if is the mark's answer
+    for name in ("original", "fixed", "original:kafka-k1", "original:segment"):   # Recovery.what_if: the mark's answer
         settings = ai.Recovery.for_log(ai.load(ai.samples.path("N04")), rule=name)
-        assert settings.what_if == rule_mark(settings.rule, settings.runtime).what_if == (name == "fixed")
+        assert settings.what_if == rule_mark(settings.rule, settings.runtime).what_if == (name in ("fixed",
+                                                                                                   "original:kafka-k1"))
 
 
 def test_a_diff_side_takes_the_what_if_mark_from_the_rule_mark(monkeypatch) -> None:
@@ -94,7 +96,8 @@ def test_every_result_view_and_report_labels_a_rule_by_the_one_labeller(tmp_path
     row = ai.predict(log, markers=markers).tasks.iloc[0]
     task = (row["key"], int(row["seq"]), row["action"])
     for given, label in (({"rule": "fixed"}, "fixed (what-if; 0.4 ships original)"),
-                         ({"store_flavour": "kafka-k1"}, "original:kafka-k1")):
+                         ({"store_flavour": "kafka-k1"}, "original:kafka-k1 (what-if; 0.4 ships original:segment)"),
+                         ({"store_flavour": "segment"}, "original:segment")):
         settings = ai.Recovery.for_log(log, markers=markers, **given)
         assert settings.rule_label == rule_label(settings.rule, runtime) == label
         assert ai.predict(log, recovery=settings).rule_label == label

@@ -37,9 +37,11 @@ def model_names(log: Any) -> dict[str, str]:
     for decl in agent.actions:
         for fmt in formats:
             try:
-                names[agent.action_uuid(decl.name, fmt)] = decl.name
+                uuid = agent.action_uuid(decl.name, fmt)
             except Exception:  # noqa: BLE001 - a format the model cannot key: the other sources still name it
                 continue
+            if not decl.name.startswith(f"action-{uuid[:8]}"):   # the model's stand-in for a name no record gives
+                names[uuid] = decl.name
     return names
 
 

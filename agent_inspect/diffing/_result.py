@@ -154,7 +154,8 @@ class Diff(HtmlRepr):
         return explain(subject, key, seq, action, **options)
 
     def to_dict(self, *, key: str | None = None, limit: int | None = None) -> dict[str, Any]:
-        """Plain data for ``--json``: sides, counts, first divergences and the differing pairs."""
+        """Plain data for ``--json``: sides (``sides``: each one's kind, rule, ``what_if`` and ``rule_label``, as
+        ``reconstruct --json`` names them), counts, first divergences and the differing pairs."""
         pairs = self.differences if key is None else self.differences[
             self.differences["business_key"].astype(str) == str(key)]
         firsts = self.first_divergences if key is None else self.first_divergences[
@@ -162,7 +163,8 @@ class Diff(HtmlRepr):
         if limit is not None:
             pairs = pairs.head(limit)
         return {
-            "a": self.a.label, "b": self.b.label, "counts": self.counts(), "empty": self.empty,
+            "a": self.a.label, "b": self.b.label, "sides": {"a": self.a.settings(), "b": self.b.settings()},
+            "counts": self.counts(), "empty": self.empty,
             "first_divergences": [jsonable(r) for r in firsts.to_dict("records")],
             "pairs": [{**jsonable({k: v for k, v in r.items() if k != "changes"}),
                        "changes": [c.to_dict() for c in r["changes"]]} for r in pairs.to_dict("records")],
@@ -317,15 +319,17 @@ def _named_alike(side: Side, other: Side) -> Side:
 
 def _named_across_schemes(a: Side, b: Side) -> tuple[Side, Side]:
     """Both log sides with their actions named, when their logs use different key formats: each format has its
-    own action UUID scheme (spec §4.4), so a run before an upgrade (K1.5) and one after it (K2) share no UUID."""
+    own action UUID scheme (spec §4.4), so a run before an upgrade (K1.5) and one after it (K2) share no UUID. A
+    K2 UUID is its name's, so a name either log gives names it (a K2 sub-agent child whose outputs, V4 result
+    events, name no action is named by the K1.5 log's child outputs)."""
     formats = [_key_formats(s) for s in (a, b)]
     if not all(formats) or formats[0] & formats[1]:
         return a, b
     from agent_inspect.diffing._names import names_for
 
     named = []
-    for side in (a, b):
-        names = names_for(side.log)
+    for side, other in ((a, b), (b, a)):
+        names = names_for(side.log, other.log)      # the side's own names first
         action = side.units["action_uuid"].map(names).fillna(side.units["action"])
         named.append(replace(side, units=side.units.assign(action=action.astype(object))))
     return named[0], named[1]

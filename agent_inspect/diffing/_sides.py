@@ -22,7 +22,7 @@ from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, Reconstr
 if TYPE_CHECKING:
     from agent_inspect._types import Diffable
     from agent_inspect.codec import ActionState
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.log import ActionStateLog, RuleMark
     from agent_inspect.recovery import Recovery
 
 __all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
@@ -148,7 +148,8 @@ def parse_selector(text: str) -> Selector:
 class Side:
     """One side of a diff: ``units`` (one row per action execution, columns :data:`UNIT_COLUMNS`),
     the ``log`` its records come from (values and record links), and what it is (``kind``: "log",
-    "attempt", "prediction", "reconstruction", "executor").
+    "attempt", "prediction", "reconstruction", "executor"). A side that runs a recovery keeps its settings'
+    ``rule_mark`` (its rule's name, store flavour and what-if mark, :func:`agent_inspect.log.rule_mark`).
 
     For example::
 
@@ -165,6 +166,21 @@ class Side:
     source: Any = field(default=None, repr=False, compare=False)
     #: True when the side's rule is not the one its runtime ships (a hypothetical recovery)
     what_if: bool = False
+    #: the side's rule as its settings name it (None: a side that runs no recovery)
+    rule_mark: RuleMark | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rule_label(self) -> str | None:
+        """The side's rule as every verb labels it (``fixed (what-if; 0.4 ships original)``); None without a rule."""
+        if self.rule_mark is not None:
+            return self.rule_mark.label
+        return self.rule
+
+    def settings(self) -> dict[str, str | bool | None]:
+        """What the side is and the rule it runs under, in the fields ``reconstruct --json`` uses (``rule``,
+        ``what_if``, ``rule_label``) plus ``label``, ``kind`` and ``runtime``."""
+        return {"label": self.label, "kind": self.kind, "rule": self.rule, "what_if": self.what_if,
+                "rule_label": self.rule_label, "runtime": self.runtime}
 
     def value(self, pos: int | float | None) -> ActionState | None:
         """The decoded value of the record at ``pos`` (None without a log or a position)."""
@@ -332,12 +348,12 @@ def _recovery_side(log: Any, mode: str, settings: Recovery, *, label: str) -> Si
     else:
         side = _reconstruction_side(reconstruct(log, recovery=settings), label=label)
     return Side(side.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=settings.runtime.name,
-                source=side.source, what_if=settings.what_if)
+                source=side.source, what_if=settings.what_if, rule_mark=settings.rule_mark)
 
 
 def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: str | None = None,
                    **overrides: Unpack[RecoveryOverrides]) -> Side:
-    from agent_inspect.log import load, resolve_runtime, rule_mark
+    from agent_inspect.log import load
 
     log = _load_side(sel.source, load)
     if sel.markers is not None:
@@ -363,11 +379,11 @@ def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: st
         mode = "predict"
     side = select(log, recovery=recovery, mode=mode, attempt=sel.attempt, key=sel.key, label=sel.source,
                   **overrides)
-    # the what-if mark of the one labeller (" (what-if; 0.4 ships original)") after the selector's text
-    mark = rule_mark(side.rule, resolve_runtime(side.runtime)).mark if side.what_if and side.rule else ""
-    name = label or replace(sel, mode=mode, rule=sel.rule or side.rule).label + mark
-    return Side(name, side.kind, side.units, log=side.log, rule=side.rule, runtime=side.runtime,
-                source=side.source, what_if=side.what_if)
+    # the settings' rule mark (its flavour, and " (what-if; 0.4 ships original)") after the selector's text
+    ruled = side.rule_mark
+    name = label or (replace(sel, mode=mode, rule=sel.rule or (ruled.name if ruled is not None else side.rule)).label
+                     + (ruled.mark if ruled is not None else ""))
+    return replace(side, label=name)
 
 
 def _load_side(source: str, load: Any) -> Any:
@@ -431,23 +447,25 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
         ai.diffing.as_side(ai.predict(log, markers=markers), log=log).kind
     """
     if isinstance(obj, Side):
-        return obj if label is None else Side(label, obj.kind, obj.units, obj.log, obj.rule, obj.runtime, obj.source,
-                                              obj.what_if)
+        return obj if label is None else replace(obj, label=label)
     if isinstance(obj, str):
         sel = parse_selector(obj)
-        if sel.mode == "log":
+        if sel.mode == "log" and sel.markers is None and sel.runtime is None:   # @markers/@runtime run a recovery
             return select(obj, label=label)
         return _from_selector(sel, recovery=recovery, label=label, **overrides)
     if isinstance(obj, ReconstructionLike | PredictionLike):
         from agent_inspect.log import rule_mark
 
-        # a result under a rule its runtime does not ship is a what-if, labelled as the selector strings' sides are
-        mark = rule_mark(obj.rule, getattr(obj, "runtime", None))
+        # a result under a rule its runtime does not ship is a what-if, labelled as the selector strings' sides are:
+        # by its settings' mark (a given store flavour too), else by its rule under its runtime
+        settings = getattr(obj, "recovery", None)
+        mark = settings.rule_mark if settings is not None else rule_mark(obj.rule, getattr(obj, "runtime", None))
         if isinstance(obj, ReconstructionLike):
-            side = _reconstruction_side(obj, label=f"{_default_label(obj.log)}@reconstruct={obj.rule.name}")
+            side = _reconstruction_side(obj, label=f"{_default_label(obj.log)}@reconstruct={mark.name}")
         else:
-            side = _prediction_side(obj, label=f"prediction@{obj.rule}", log=log)
-        return replace(side, label=label or side.label + mark.mark, what_if=mark.what_if, runtime=mark.runtime)
+            side = _prediction_side(obj, label=f"prediction@{mark.name}", log=log)
+        return replace(side, label=label or side.label + mark.mark, what_if=mark.what_if, runtime=mark.runtime,
+                       rule_mark=mark)
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):

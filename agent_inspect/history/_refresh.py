@@ -13,7 +13,7 @@ import pandas as pd
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
 from agent_inspect._types import LogLike, RecordSource
-from agent_inspect.log import KEEPS_PENDING, resolve_runtime
+from agent_inspect.log import KEEPS_PENDING, resolve_runtime, source_kind_of
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuntimeLike
@@ -81,27 +81,6 @@ def writes_refresh_rows(keeps_pending: bool, source_kind: str | None, kafka_pend
     if not keeps_pending:
         return False
     return source_kind == "fluss" or kafka_pending in (None, "refresh")
-
-
-def source_kind_of(log: LogLike | pd.DataFrame | None) -> str | None:
-    """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present).
-
-    For example::
-
-        ai.recovery.source_kind_of(log)              # "kafka", "fluss" or None: the original rule's store flavour
-    """
-    source = getattr(log, "source", None)
-    kind = getattr(source, "kind", None)
-    if kind in ("kafka", "fluss"):
-        return str(kind)
-    options = getattr(source, "options", None) or {}
-    if options.get("backend") in ("kafka", "fluss"):
-        return str(options["backend"])
-    raw = getattr(log, "raw", None)
-    agent_key = getattr(raw, "agent_key", None)
-    if agent_key is not None and any(a is not None for a in agent_key):
-        return "fluss"
-    return "kafka" if kind is not None else None
 
 
 def _runtime_name(log: RecordSource, runtime: str | RuntimeLike | None) -> str:

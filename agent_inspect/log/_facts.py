@@ -130,11 +130,14 @@ def rule_mark(rule: object, runtime: RuntimeInfo | None) -> RuleMark:
 
     ``rule``: a name (``"fixed"``, ``"original:segment"``) or a rule object (its ``name``, with its given store
     ``flavour`` as ``original:kafka-k1``). A what-if when ``runtime`` (a ``RuntimeInfo``; None: never) ships
-    another rule; a flavour counts as the rule it refines.
+    another rule, or the shipped rule in a store flavour other than the log's (``runtime.store_flavour``: a K1.5
+    log's store is "segment", so ``original:kafka-k1`` is a what-if there, and ``ships`` says
+    ``original:segment``).
 
     For example::
 
-        ai.log.rule_mark("original:segment", log.runtime()).what_if     # False: a flavour of the shipped rule
+        ai.log.rule_mark("original:segment", log.runtime()).what_if     # False: the production sample's own store
+        ai.log.rule_mark("original:kafka-k1", log.runtime()).label      # "original:kafka-k1 (what-if; 0.4 ships original:segment)"
     """
     if isinstance(rule, str):
         name = rule
@@ -145,8 +148,14 @@ def rule_mark(rule: object, runtime: RuntimeInfo | None) -> RuleMark:
     if runtime is None:
         return RuleMark(name, False, None, None)
     shipped = runtime.default_rule
-    what_if = not (name == shipped or name.startswith(f"{shipped}:"))
-    return RuleMark(name, what_if, runtime.name, shipped)
+    base, _, flavour = name.partition(":")
+    if name == shipped or base != shipped:
+        return RuleMark(name, name != shipped, runtime.name, shipped)
+    # the shipped rule in a given store flavour: the runtime's own only when the log's store runs that flavour
+    own = runtime.store_flavour
+    if own is None or flavour == own:
+        return RuleMark(name, False, runtime.name, shipped)
+    return RuleMark(name, True, runtime.name, shipped if "+" in own else f"{shipped}:{own}")
 
 
 def rule_label(rule: object, runtime: RuntimeInfo | None) -> str:
@@ -154,8 +163,8 @@ def rule_label(rule: object, runtime: RuntimeInfo | None) -> str:
 
     ``rule``: a name (``"fixed"``, ``"original:segment"``) or a rule object (its ``name``, with its given store
     ``flavour`` as ``original:kafka-k1``). Marked ``"fixed (what-if; 0.4 ships original)"`` when ``runtime`` (a
-    ``RuntimeInfo``; None: no mark) ships another rule; a flavour counts as the rule it refines. The same answer
-    as data: :func:`rule_mark`.
+    ``RuntimeInfo``; None: no mark) ships another rule, or its rule in a store flavour other than the log's. The
+    same answer as data: :func:`rule_mark`.
 
     For example::
 

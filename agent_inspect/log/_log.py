@@ -194,7 +194,7 @@ class ActionStateLog(HtmlRepr):
 
     def runtime(self) -> RuntimeInfo:
         """Which upstream runtime wrote this log ("0.3", "0.4" or "main"), inferred from the records, with evidence."""
-        return infer_runtime(self.records)
+        return infer_runtime(self)
 
     def __repr__(self) -> str:
         if not len(self.records):

@@ -15,7 +15,7 @@ Every runtime up to and including main ships the original divergence rule (#1301
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._glossary import plural
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agent_inspect._types import LogLike
 
 __all__ = ["RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN",
-           "DEFAULT_MODEL"]
+           "DEFAULT_MODEL", "source_kind_of", "store_flavour"]
 
 RUNTIMES = ("0.3", "0.4", "main")
 """Runtimes a log can be read as; ``"auto"`` infers one from the records."""
@@ -45,12 +45,14 @@ _SHIPPED_RULE = {"0.3": "original", "0.4": "original", "main": "original"}
 class RuntimeInfo:
     """The runtime a log is read as: ``name`` ("0.3" / "0.4" / "main", or "unknown" when no record decoded),
     whether it was ``inferred``, and why; ``model``: the runtime the verbs model (``name``, or
-    :data:`DEFAULT_MODEL` for an unknown one).
+    :data:`DEFAULT_MODEL` for an unknown one); ``store_flavour``: the original rule's store flavour the log's
+    store runs (:func:`store_flavour` of its key formats and source: "kafka-k1", "fluss-k1", "segment"; several
+    joined by "+" when its records mix key formats; None without a log or a parsed key).
 
     For example::
 
         info = log.runtime()                           # or ai.log.infer_runtime(log)
-        info.name, info.inferred, info.evidence, info.model
+        info.name, info.inferred, info.evidence, info.model, info.store_flavour
     """
 
     name: str
@@ -58,6 +60,7 @@ class RuntimeInfo:
     evidence: str
     counts: dict[str, int] = field(default_factory=dict)
     model: str = ""
+    store_flavour: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -71,7 +74,7 @@ class RuntimeInfo:
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form (the ``runtime`` field of summaries)."""
         return {"name": self.name, "inferred": self.inferred, "evidence": self.evidence, "model": self.model,
-                "default_rule": self.default_rule, "counts": dict(self.counts)}
+                "default_rule": self.default_rule, "store_flavour": self.store_flavour, "counts": dict(self.counts)}
 
 
 def default_rule(runtime: str) -> str:
@@ -103,6 +106,10 @@ def infer_runtime(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
 
         ai.log.infer_runtime(log)                      # the runtime that wrote it, and the evidence
     """
+    return replace(_infer(log), store_flavour=_log_flavour(log))
+
+
+def _infer(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
     r = _frame(log)
     n = len(r) if r is not None else 0
     if n == 0 or "value_format" not in r:
@@ -143,9 +150,57 @@ def resolve_runtime(runtime: str | RuntimeInfo | None, log: LogLike | pd.DataFra
         ai.log.resolve_runtime("auto", log), ai.log.resolve_runtime("0.4")
     """
     if isinstance(runtime, RuntimeInfo):
+        if runtime.store_flavour is None and log is not None:
+            return replace(runtime, store_flavour=_log_flavour(log))
         return runtime
     if runtime is None or runtime == "auto":
         if log is None:
             return RuntimeInfo("0.4", True, "no log to judge: read as 0.4, the current release", {})
         return infer_runtime(log)
-    return RuntimeInfo(_check(runtime), False, f"runtime={runtime!r} was given", {})
+    return RuntimeInfo(_check(runtime), False, f"runtime={runtime!r} was given", {},
+                       store_flavour=_log_flavour(log) if log is not None else None)
+
+
+def source_kind_of(log: LogLike | pd.DataFrame | None) -> str | None:
+    """"kafka" or "fluss" for the original rule's flavour inference (files: Fluss when agent_key is present).
+
+    For example::
+
+        ai.recovery.source_kind_of(log)              # "kafka", "fluss" or None: the original rule's store flavour
+    """
+    source = getattr(log, "source", None)
+    kind = getattr(source, "kind", None)
+    if kind in ("kafka", "fluss"):
+        return str(kind)
+    options = getattr(source, "options", None) or {}
+    if options.get("backend") in ("kafka", "fluss"):
+        return str(options["backend"])
+    raw = getattr(log, "raw", None)
+    agent_key = getattr(raw, "agent_key", None)
+    if agent_key is not None and any(a is not None for a in agent_key):
+        return "fluss"
+    return "kafka" if kind is not None else None
+
+
+def store_flavour(key_format: str, source_kind: str | None) -> str:
+    """The original rule's store flavour (spec §8.2) for a record of ``key_format`` written through a
+    ``source_kind`` store ("kafka", "fluss"; None reads as Kafka): the snapshot's prefix matching for K1 keys
+    ("kafka-k1" / "fluss-k1"), exact segments from K1.5 on ("segment").
+
+    For example::
+
+        ai.log.store_flavour("K1.5", "kafka"), ai.log.store_flavour("K1", "fluss")   # "segment", "fluss-k1"
+    """
+    if key_format == "K1":
+        return "fluss-k1" if source_kind == "fluss" else "kafka-k1"
+    return "segment"
+
+
+def _log_flavour(log: LogLike | pd.DataFrame | None) -> str | None:
+    """The store flavour of ``log``'s records (several joined by "+"); None when no key parsed."""
+    r = _frame(log)
+    if r is None or not len(r) or "key_format" not in r:
+        return None
+    kind = source_kind_of(log)
+    found = sorted({store_flavour(str(f), kind) for f in r["key_format"].dropna().unique()})
+    return "+".join(found) or None

@@ -173,7 +173,8 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     candidates.append(MarkerCandidate(
         whole, "whole log",
         ("no restart and no checkpoint in the log: a restore of the checkpoint before its first record re-reads it "
-         "all" if no_restore else "every loaded record in the rebuild window (markers=None)"), 0.5 if no_restore else 0.1,
+         "all" if no_restore else f"every loaded record in the rebuild window: each partition from its first loaded "
+                                  f"offset, {_offsets(whole)}, the window no markers give"), 0.5 if no_restore else 0.1,
         None, tuple(notes)))
     partial = _partial(log, records)
     if partial:
@@ -181,6 +182,14 @@ def infer_markers(log: ActionStateLog, trace: TraceFrame | None = None) -> list[
     candidates.append(MarkerCandidate([], "fresh start", "no checkpoint restored: the cache starts empty (markers=[])",
                                       0.05))
     return _ranked(candidates)
+
+
+def _offsets(maps: list[dict[int, int]]) -> str:
+    """The window ``maps`` open, as every verb reads them (their minimum per partition): ``{0: 248, 1: 245}``."""
+    from agent_inspect.recovery import rebuild_start
+
+    start = rebuild_start(maps) or {}
+    return "{" + ", ".join(f"{p}: {o}" for p, o in sorted(start.items())) + "}"
 
 
 def _partial(log: ActionStateLog, records: pd.DataFrame) -> str | None:

@@ -12,7 +12,7 @@ from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words
 from agent_inspect._types import MarkersLike, RuleLike
 from agent_inspect.codec import MarkerSource, PlanSource
-from agent_inspect.log import RuntimeInfo, resolve_runtime, rule_label, rule_mark
+from agent_inspect.log import RuleMark, RuntimeInfo, resolve_runtime, rule_mark
 from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._planview import PlanLike, as_plan
 from agent_inspect.recovery._rebuild import Markers, normalize_markers, rebuild, rebuild_start, source_kind_of
@@ -90,12 +90,12 @@ class Recovery:
         mark = rule_mark(resolved_rule, info)
         # an unknown runtime is modelled as the current release: name the one whose rule and behaviours apply
         shipper = info.name if info.name == info.model else f"{info.model} (the model of an {info.name} runtime)"
-        if rule is None:
-            provenance["rule"] = f"{resolved_rule.name}: the rule {shipper} ships"
-        elif not mark.what_if:
-            provenance["rule"] = f"{resolved_rule.name}: given (the rule {shipper} ships)"
-        else:      # the one what-if mark every label carries: "fixed (what-if; 0.4 ships original): given"
+        if mark.what_if:      # the one what-if mark every label carries: "fixed (what-if; 0.4 ships original): given"
             provenance["rule"] = f"{mark.label}: given"
+        elif rule is None and flavour == "auto":
+            provenance["rule"] = f"{resolved_rule.name}: the rule {shipper} ships"
+        else:
+            provenance["rule"] = f"{mark.name}: given (the rule {shipper} ships)"
         provenance["store_flavour"] = "from the log's source" if flavour == "auto" else "given"
         marker_list, provenance["markers"] = _markers(markers)
         model = runtime_model(info, kafka_pending=kafka_pending)
@@ -170,14 +170,20 @@ class Recovery:
 
     @property
     def what_if(self) -> bool:
-        """True when the rule is not the one the runtime ships: the answer is hypothetical."""
-        return rule_mark(self.rule, self.runtime).what_if
+        """True when the rule is not the one the runtime ships (or is, in a store flavour other than the log's):
+        the answer is hypothetical."""
+        return self.rule_mark.what_if
+
+    @property
+    def rule_mark(self) -> RuleMark:
+        """The rule as :func:`~agent_inspect.log.rule_mark` names it under the runtime: name, what-if, what ships."""
+        return rule_mark(self.rule, self.runtime)
 
     @property
     def rule_label(self) -> str:
         """The rule's name (with its store flavour when one was given: ``original:kafka-k1``), marked as a what-if
         when it is one (for results, views and reports)."""
-        return rule_label(self.rule, self.runtime)
+        return self.rule_mark.label
 
     @property
     def markers_label(self) -> str:

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect.agents import BEGIN_EVENT  # its task is queued before the round's roots (spec §9.3)
+from agent_inspect.log import store_flavour
 from agent_inspect.store import (
     DivergenceRule,
     Entry,
@@ -68,9 +69,7 @@ class OriginalRule(DivergenceRule):
         """The flavour applied to a record of ``key_format`` in this session."""
         if self.flavour is not None:
             return self.flavour
-        if key_format == "K1":
-            return "fluss-k1" if session.source_kind == "fluss" else "kafka-k1"
-        return "segment"
+        return store_flavour(key_format, session.source_kind)   # the log's runtime's own: what labels compare with
 
     def lookup(self, session: RecoverySession, task: Task) -> LookupDecision:
         store, k, s, sk = session.store, task.business_key, task.seq, task.state_key

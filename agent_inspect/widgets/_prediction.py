@@ -79,7 +79,9 @@ class PredictionView(w.VBox):
         counts = self.tasks["outcome"].value_counts() if "outcome" in self.tasks.columns else pd.Series(dtype=int)
         parts = ", ".join(f"{labelled('span', k)} {int(v)}" for k, v in counts.items())
         crash = " — <b>the job crashes on this recovery (restart loop)</b>" if crashed else ""
-        rule = rule_label(str(rule), getattr(self.prediction, "runtime", None))
+        # the prediction's own label: its settings know a given store flavour (a bare rule name has none)
+        own = getattr(self.prediction, "rule_label", None)
+        rule = own if isinstance(own, str) else rule_label(str(rule), getattr(self.prediction, "runtime", None))
         return (f'<div class="ai-title">prediction under rule <code>{escape(rule)}</code>: {parts}{crash}</div>'
                 + runtime_html(self.prediction))
 

@@ -37,3 +37,14 @@ def test_two_logs_show_each_action_by_name_and_short_id(capsys) -> None:
     out = capsys.readouterr().out
     assert "user-0011 seq 0 triage (f6aaf3fe) [only in a] at execution" in out
     assert "audit (570134bc) _input_event: only in a" in out and "-41f9-" not in out
+
+
+def test_a_k2_sub_agent_child_is_named_from_the_other_side_of_an_upgrade() -> None:
+    """production_v4's K2 log never names the reviewer's ``approve`` (V4 sends its outputs as sub-agent results,
+    which carry no upstreamActionName), but its action UUID is the name's (spec §4.4), and the K1.5 production
+    log names ``approve`` in its child outputs: the diff names it, and an unnamed UUID reads ``uuid:…``."""
+    a, b = ai.load(ai.samples.path("production")), ai.load(ai.samples.path("production_v4"))
+    d = ai.diff(a, b)
+    shown = {d.action_label(x) for x in d.differences["action_a"].fillna(d.differences["action_b"])}
+    assert "approve" in shown and not any(s.startswith("action-") for s in shown), shown
+    assert ai.diffing.names_for(b).get(ai.codec.name_action_uuid("approve")) is None   # the K2 log alone cannot

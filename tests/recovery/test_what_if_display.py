@@ -58,8 +58,9 @@ def test_a_given_store_flavour_shows_in_the_rule_label(n04, capsys) -> None:
     from agent_inspect.cli import main
 
     log, markers = n04
-    assert ai.Recovery.for_log(log, store_flavour="kafka-k1").rule_label == "original:kafka-k1"
-    assert ai.predict(log, markers=markers, rule="original:kafka-k1").rule_label == "original:kafka-k1"
+    label = "original:kafka-k1 (what-if; 0.4 ships original:segment)"     # N04's K1.5 keys run the segment store
+    assert ai.Recovery.for_log(log, store_flavour="kafka-k1").rule_label == label
+    assert ai.predict(log, markers=markers, rule="original:kafka-k1").rule_label == label
     assert ai.Recovery.for_log(log).rule_label == "original"
     assert main(["reconstruct", str(ai.samples.path("N04")), "--store-flavour", "segment"]) == 0
     assert "\nrule original:segment: 10 records" in capsys.readouterr().out
