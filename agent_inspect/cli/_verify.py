@@ -52,8 +52,8 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.cli._prices import prices_of, with_tokens
     from agent_inspect.cli._summary import require_records
-    from agent_inspect.log import load
     from agent_inspect.cli._trace import load_trace_records
+    from agent_inspect.log import load
     from agent_inspect.trace import verify
 
     prices_of(args)                    # bad prices fail before the slow part
