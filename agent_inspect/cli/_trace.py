@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -27,21 +26,11 @@ def register(subparsers: Any) -> None:
 
 
 def load_trace_records(path: str) -> TraceLog:
-    """The trace at ``path``, unless it holds no record at all (an empty file, only blank lines): then there is
-    nothing to read, and the verb stops with one line saying what to check (exit 2, as for an empty log). Lines
-    that are no valid record are rows with their reason, so a trace of them is read and its errors shown."""
-    from agent_inspect._errors import SourceError
+    """The trace at ``path``, unless it holds no record at all (``TraceLog.require_records``, the one check every
+    verb that reads a trace makes): then the verb stops with one line naming the file and what to check (exit 2)."""
     from agent_inspect.trace import load_trace
 
-    trace = load_trace(path)
-    if len(trace.records):
-        return trace
-    try:
-        size = f" ({plural(os.path.getsize(path), 'byte')})" if os.path.isfile(path) else ""
-    except OSError:
-        size = ""
-    raise SourceError(f"{path} holds no Trace Log record{size}: is it the right file, and did the job write its "
-                      "trace there?")
+    return load_trace(path).require_records()
 
 
 def _summary(args: argparse.Namespace) -> int:

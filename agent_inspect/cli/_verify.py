@@ -52,12 +52,13 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.cli._prices import prices_of, with_tokens
     from agent_inspect.cli._summary import require_records
+    from agent_inspect.cli._trace import load_trace_records
     from agent_inspect.log import load
-    from agent_inspect.trace import load_trace, verify
+    from agent_inspect.trace import verify
 
     prices_of(args)                    # bad prices fail before the slow part
     log = require_records(load(args.source), args.source)
-    trace = load_trace(args.trace)
+    trace = load_trace_records(args.trace)
     try:
         result = verify(log, trace, recovery=recovery_from_args(args, log), restore=restore_of(markers_text(args)),
                         job=args.job, infer=args.infer, confidence=args.confidence)

@@ -280,7 +280,9 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
     task; ``mode="reconstruct"`` each record's status. The recovery is ``recovery`` with the settings
     given as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes them; by default the rule
     the log's runtime ships, with the whole loaded log as the rebuild window). ``attempt``/``key`` narrow
-    the records.
+    the records. The settings resolve once, checked as every verb checks them; records as written (``mode="log"``)
+    are read under their ``runtime`` and ``kafka_pending``, which say which rows are a checkpoint's refresh rows
+    (no executions, no attempts).
 
     For example::
 
@@ -307,13 +309,16 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
     if not _is_log(log):
         raise SelectorError(f"cannot select from a {type(source).__name__}; pass an ActionStateLog or a source")
     name = label or _default_label(log)
-    if key is not None or attempt is not None:
-        from agent_inspect.history import annotate
+    from agent_inspect.history import annotate_rows, refresh_rows
+    from agent_inspect.recovery import Recovery
 
-        records = log.records
-        # without the log's refresh rows (a checkpoint's re-appends are no attempt), as the settings' Kafka store keeps them
-        kafka_pending = overrides.get("kafka_pending") or (recovery.model.kafka_pending if recovery is not None else None)
-        ann = annotate(log, kafka_pending=kafka_pending)
+    # one recovery from every setting given, checked as every verb checks it; a log side reads the log under its
+    # runtime and kafka_pending (a checkpoint's refresh rows are no executions and start no attempt)
+    settings = Recovery.resolve(log, recovery, **overrides)
+    records = log.records
+    if mode == "log" or key is not None or attempt is not None:
+        ann = annotate_rows(records, refresh_rows(log, settings.model))
+    if key is not None or attempt is not None:
         mask = _select_rows(records, ann, key=key, attempt=attempt)
         sub = records[mask]
         tag = "".join(f"@{n}={v}" for n, v in (("key", key), ("attempt", attempt)) if v is not None)
@@ -324,10 +329,7 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         if attempt is not None:
             raise SelectorError("@attempt selects records as written; diff an attempt without a rule selector")
     if mode == "log":
-        return as_side(log, label=name)
-    from agent_inspect.recovery import Recovery
-
-    settings = Recovery.resolve(log, recovery, **overrides)
+        return Side(name, "log", _log_units(records, ann), log=log, source=log)
     return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule_label}")
 
 

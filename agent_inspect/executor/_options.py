@@ -219,7 +219,8 @@ class ExecutorOptions:
     - ``policies``: per-action and per-call replay policies (:class:`Policies` or a mapping, §12).
     - ``memory`` / ``sensory``: short-term / sensory memory per key before the first step.
     - ``memory_decoder``: decodes memory values of records (e.g. ``json_envelope_decoder``).
-    - ``restore``: a :class:`Checkpoint` of an earlier attempt (markers, seqNums, tasks and memory default to it).
+    - ``restore``: a :class:`Checkpoint` of an earlier attempt (markers, seqNums, tasks and memory default to it;
+      without ``plan=`` the inputs are the log's after its marker, as with ``markers=`` alone).
     - ``key_format``: the state-key format (``"K1"`` … ``"K2"``); default: the log's.
     - ``source_kind``: ``"kafka"`` or ``"fluss"`` (default: the log's, else Kafka).
     - ``attempt``: the attempt number in action identities (default: the plan's).

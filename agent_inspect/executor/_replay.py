@@ -140,7 +140,9 @@ class ReplayExecutor(HtmlRepr):
         if restore is not None:
             memory = restore.short_term if memory is None else memory
             sensory = restore.sensory if sensory is None else sensory
-            plan = _restore_plan(plan, restore)
+            # no plan given: the log's own (its window's inputs), the checkpoint's seqNums and tasks over it
+            plan = _restore_plan(plan, restore) if plan is not None or base is None else \
+                _restore_over_log(self.recovery.replay_plan(base), restore)
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
         replay_plan = as_plan(plan) if plan is not None else self.recovery.replay_plan(base)
@@ -434,6 +436,23 @@ def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
     return dataclasses.replace(base, restored_seq=restored, pending=pending)
+
+
+def _restore_over_log(plan: ReplayPlan, cp: Checkpoint) -> ReplayPlan:
+    """The log's inferred ``plan`` restored from ``cp``: the checkpoint holds the operator's state of every key the
+    job knew, so its seqNums win (an input of a round it had already consumed, which a marker moved back shows in
+    the window, is not replayed) and its pending tasks replace the ones the log infers for those keys."""
+    held = set(map(str, cp.restored_seq)) | {str(k) for k, *_ in cp.pending}
+    restored = {**dict(plan.restored_seq), **dict(cp.restored_seq)}
+    seen: dict[str, int] = {}
+    inputs = []
+    for item in plan.inputs:
+        n = seen[item.key] = seen.get(item.key, 0) + 1
+        if plan.seq_of(item.key) + n > restored.get(item.key, -1):
+            inputs.append(item)
+    pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + \
+        tuple(p for p in plan.pending if str(p.key) not in held)
+    return dataclasses.replace(plan, inputs=tuple(inputs), restored_seq=restored, pending=pending)
 
 
 def _as_log(log: object) -> ActionStateLog | None:

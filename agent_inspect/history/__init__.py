@@ -16,6 +16,7 @@ from agent_inspect.history._executions import (
     ATTEMPT_REASONS,
     History,
     annotate,
+    annotate_rows,
     attempts,
     build_history,
     executions,
@@ -46,7 +47,7 @@ from agent_inspect.history._subagent import ATTRIBUTIONS, CALL_STATUSES, subagen
 
 __all__ = [
     # executions, attempts, rounds, lineage
-    "History", "build_history", "annotate", "executions", "attempts", "rounds", "lineage", "ATTEMPT_REASONS",
+    "History", "build_history", "annotate", "annotate_rows", "executions", "attempts", "rounds", "lineage", "ATTEMPT_REASONS",
     # action graphs and sub-agent call trees
     "action_graph", "subagent_tree", "graph_nodes", "graph_edges", "layered_layout", "layered_drawing", "LayeredDrawing",
     "wrapped_drawing", "tree_lanes",

@@ -12,7 +12,7 @@ import pandas as pd
 from agent_inspect._types import RecordSource
 from agent_inspect.history._refresh import refresh_rows
 
-__all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate",
+__all__ = ["History", "build_history", "executions", "attempts", "rounds", "lineage", "annotate", "annotate_rows",
            "ATTEMPT_REASONS"]
 
 ATTEMPT_REASONS = (
@@ -71,7 +71,15 @@ def annotate(log: RecordSource, *, kafka_pending: str | None = None) -> pd.DataF
 
 def annotate_rows(records: pd.DataFrame, refresh: Collection[int]) -> pd.DataFrame:
     """:func:`annotate` of ``records`` (some or all of a log's) read without the ``refresh`` positions: what views
-    of one key's rows use, with the refresh rows of the whole log (``refresh_rows(log)``)."""
+    of one key's rows use, with the refresh rows of the whole log (``refresh_rows(log)``), so a key's rows read as
+    the whole log does.
+
+    For example::
+
+        v4 = ai.load(ai.samples.path("production_v4"))
+        one = v4.records[v4.records["business_key"] == v4.keys()[0]]
+        ai.history.annotate_rows(one, ai.history.refresh_rows(v4))["execution"].lt(0).sum()   # 30 refresh rows
+    """
     n = len(records)
     c = _lists(records, _ANNOTATE_COLUMNS)
     skip = records.index.isin(list(refresh)).tolist() if refresh else None

@@ -21,7 +21,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,6 +54,8 @@ class TraceFile:
     job_id: str | None = None
     task_name: str | None = None
     subtask_id: int | None = None
+    #: the file's size in bytes when it was listed (None when it could not be read)
+    size: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -112,10 +114,14 @@ def trace_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]
 
 
 def _describe(path: str) -> TraceFile:
+    try:
+        size: int | None = os.path.getsize(path)
+    except OSError:
+        size = None
     m = TRACE_FILE_RE.match(Path(path).name)
     if m is None:
-        return TraceFile(path)
-    return TraceFile(path, m.group("job"), m.group("task"), int(m.group("subtask")))
+        return TraceFile(path, size=size)
+    return TraceFile(path, m.group("job"), m.group("task"), int(m.group("subtask")), size=size)
 
 
 def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[TraceItem]]]:

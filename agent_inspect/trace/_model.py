@@ -300,6 +300,23 @@ class TraceLog(HtmlRepr):
     duplicates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DUPLICATE_COLUMNS), repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def require_records(self) -> TraceLog:
+        """This trace, unless it holds no record at all (an empty file, only blank lines): then there is nothing to
+        read, and a one-line :class:`~agent_inspect.SourceError` names the file and what to check. Every verb that
+        reads a trace stops there (the CLI exits 2). Lines that are no valid record are rows with their reason, so a
+        trace of them passes and its errors are shown.
+
+        For example::
+
+            trace = ai.load_trace("sample_logs/production.trace.log").require_records()
+        """
+        if len(self.records):
+            return self
+        sizes = [f.size for f in self.files]
+        size = f" ({plural(sizes[0], 'byte')})" if len(sizes) == 1 and sizes[0] is not None else ""
+        raise SourceError(f"{self.source or 'the trace'} holds no Trace Log record{size}: is it the right file, and "
+                          "did the job write its trace there?")
+
     @property
     def errors(self) -> pd.DataFrame:
         """Records that are not good trace records: ``file``, ``line``, ``reason``, then what was read of them."""

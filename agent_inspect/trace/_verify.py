@@ -343,9 +343,7 @@ def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace:
         raise InspectError(f"unknown confidence {confidence!r}; use one of {', '.join(CONFIDENCES)}")
     if not isinstance(trace, TraceLog):
         trace = load_trace(trace)
-    if not len(trace.records):  # an empty file observed nothing, so it cannot disagree (unreadable lines: truncated)
-        raise InspectError("the trace holds no record: there is nothing to check the recovery against; pass the "
-                           "Trace Log file the job wrote for this recovery")
+    trace.require_records()    # an empty file observed nothing, so it cannot disagree (unreadable lines: truncated)
     notes: list[str] = []
     jobs = trace.jobs()
     if job is not None:

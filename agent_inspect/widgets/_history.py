@@ -21,7 +21,7 @@ from agent_inspect._glossary import define, define_column, plural
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.codec import PlanSource
 from agent_inspect.diffing import names_for
-from agent_inspect.history import SearchIndex, compact_history, record_kinds
+from agent_inspect.history import SearchIndex, annotate_rows, compact_history, record_kinds, refresh_rows
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
 from agent_inspect.widgets._style import palette_css
 
@@ -155,6 +155,11 @@ class KeyHistory(anywidget.AnyWidget):
             if "business_key" in frame.columns else frame.iloc[0:0]
         if mine.empty:
             raise InspectError(f"business key {key!r} has no records here; pick one of log.keys()")
+        log = log_of(result)
+        if "execution" not in mine.columns and log is not None:
+            # a plain log: the key's rows read as the whole log is (its refresh rows are no executions, no attempts)
+            marks = annotate_rows(mine, refresh_rows(log))
+            mine = mine.assign(execution=marks["execution"], attempt=marks["attempt"])
         self.result, self.records = result, mine
         divergences = getattr(result, "divergences", None)
         self.lines = compact_history(mine, divergences if isinstance(divergences, pd.DataFrame) else None,

@@ -148,13 +148,19 @@ def _empty_traces(tmp_path: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("verb", [["trace", "summary", "{trace}"], ["trace", "summary", "{trace}", "--json"],
-                                  ["markers", str(LOGS / "N04.jsonl"), "--trace", "{trace}"]])
+                                  ["markers", str(LOGS / "N04.jsonl"), "--trace", "{trace}"],
+                                  # these said "the trace holds no record", naming no file
+                                  ["verify", str(LOGS / "N04.jsonl"), "--trace", "{trace}"],
+                                  ["explain", str(LOGS / "N04.jsonl"), "--key", "k", "--seq", "5", "--action", "IA",
+                                   "--trace", "{trace}"],
+                                  ["report", str(LOGS / "N04.jsonl"), "--trace", "{trace}", "-o", "{out}"],
+                                  ["otel", str(LOGS / "N04.jsonl"), "--trace", "{trace}", "-o", "{out}"]])
 def test_a_verb_given_an_empty_trace_exits_2_with_one_line(tmp_path: Path, verb: list[str],
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     # as verify, explain, report and otel stop on an empty trace (trace summary printed a summary of zeros and
     # exited 0; markers ranked its candidates with a note)
     for path in _empty_traces(tmp_path):
-        assert main([a.format(trace=path) for a in verb]) == 2, verb
+        assert main([a.format(trace=path, out=tmp_path / "out") for a in verb]) == 2, verb
         said = capsys.readouterr()
         size = path.stat().st_size
         assert said.out == "" and said.err == (

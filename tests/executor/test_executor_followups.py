@@ -229,3 +229,23 @@ def test_a_plan_restored_from_a_checkpoint_keeps_its_notes():
     plan = ex2._engine.plan
     assert plan.notes == given.notes and plan.begin_event and plan.attempt == 7
     assert dict(plan.restored_seq) == {"j": 0} and plan.inputs == given.inputs
+
+
+def test_a_restore_without_a_plan_replays_the_log_s_window_as_the_markers_alone_do():
+    # restore= without plan= started from an empty plan: the inputs the log holds after the checkpoint were dropped
+    agent = memo_agent()
+    ex1 = ReplayExecutor(agent=agent, key_format="K1.5", seed=1,
+                         plan={"inputs": [("k", "a"), ("k", "b"), ("j", "c")]})
+    while not any(s.kind is StepKind.ROUND_COMPLETE for s in ex1.step_list):
+        ex1.step()
+    ex1.checkpoint()                       # after k's first round: k's second and j's first come after it
+    cp = ex1.checkpoints[-1]
+    ex1.run()
+    log = ex1.to_log()
+    restored = ReplayExecutor(log, agent=agent, restore=cp, seed=2)
+    restored.run()
+    inferred = ReplayExecutor(log, agent=agent, markers=[cp.marker], seed=2)
+    inferred.run()
+    assert _rounds(restored) == _rounds(inferred) == [("k", 1), ("j", 0)]
+    assert restored._engine.plan.inputs == inferred._engine.plan.inputs
+    assert dict(restored._engine.plan.restored_seq)["k"] == dict(cp.restored_seq)["k"] == 0

@@ -130,9 +130,39 @@ def test_a_key_s_graph_and_sub_agent_tree_read_the_log_as_the_tables_do(kafka_pe
 
 def test_a_diff_side_s_attempts_are_the_tables_attempts_under_kafka_pending() -> None:
     # select(..., attempt=) numbered attempts under the log's default reading whatever kafka_pending it was given
-    log, _ = _repeat_before_the_markers()
+    log, markers = _repeat_before_the_markers()
     assert ai.history.attempts(log, kafka_pending="marker")["attempt"].tolist() == [1, 2]
-    second = ai.diffing.select(log, key="j", attempt=2, kafka_pending="marker")
+    second = ai.diffing.select(log, key="j", attempt=2, kafka_pending="marker", markers=[markers])
     assert second.units["pos"].tolist() == [2, 4, 6] and set(second.units["attempt"]) == {2}   # the repeat's round too
     with pytest.raises(SelectorError, match="no attempt 2"):
         ai.diffing.select(log, key="j", attempt=2)
+
+
+def test_a_diff_side_s_attempts_follow_the_runtime_it_is_given() -> None:
+    # select(..., attempt=, runtime=) numbered attempts under the log's inferred runtime: a 0.3 writer refreshes
+    # nothing, so there the repeat is a restart's write, as under kafka_pending="marker"
+    log, markers = _repeat_before_the_markers()
+    assert log.runtime().model == "0.4"
+    second = ai.diffing.select(log, key="j", attempt=2, runtime="0.3")
+    assert second.units["pos"].tolist() == [2, 4, 6] and set(second.units["attempt"]) == {2}
+    with pytest.raises(SelectorError, match="no attempt 2"):
+        ai.diffing.select(log, key="j", attempt=2, runtime="0.4")
+    # a recovery given whole reads the same way as its settings given one by one
+    settings = ai.Recovery.for_log(log, runtime="0.3")
+    assert ai.diffing.select(log, key="j", attempt=2, mode="log", recovery=settings).units.equals(second.units)
+
+
+def test_a_log_side_resolves_one_recovery_from_every_setting_it_is_given() -> None:
+    # without rule= the side read kafka_pending alone: the runtime, the markers and the checks other verbs make
+    # were dropped (kafka_pending="marker" over a log whose writer refreshes read it as restarts, unchecked)
+    log, markers = _repeat_before_the_markers()
+    with pytest.raises(ai.RecoveryError, match="kafka_pending='marker' does not fit this log"):
+        ai.reconstruct(log, kafka_pending="marker")
+    with pytest.raises(ai.RecoveryError, match="kafka_pending='marker' does not fit this log"):
+        ai.diffing.select(log, kafka_pending="marker")
+    with pytest.raises(ai.RecoveryError, match="unknown store flavour"):
+        ai.diffing.select(log, store_flavour="kafka-k9")
+    whole = ai.diffing.select(log, kafka_pending="marker", markers=[markers])
+    assert len(whole.units) == len(ai.history.executions(log, kafka_pending="marker")) == 4
+    assert len(ai.diffing.select(log, runtime="0.3").units) == 4
+    assert len(ai.diffing.select(log).units) == len(ai.history.executions(log)) == 3

@@ -216,7 +216,7 @@ def test_an_unreadable_or_empty_trace_is_named_not_a_crash(tmp_path: Path) -> No
     assert any("could not be read" in n for n in v.notes) and any("no action execution" in n for n in v.notes)
     empty = tmp_path / "empty.log"
     empty.write_text("", encoding="utf-8")
-    with pytest.raises(ai.InspectError, match="the trace holds no record"):   # it read DISAGREE (trace-missing)
+    with pytest.raises(ai.InspectError, match="empty.log holds no Trace Log record"):   # it read DISAGREE (trace-missing)
         _verify("N04", empty)
 
 

@@ -183,3 +183,17 @@ def test_removed_lines_read_in_a_readers_words_and_search_finds_the_rules(log):
     view.search(note)
     assert set(mine.index[mine["status_rule_note"] == note]) <= view._matches
     assert {view._line_of[p] for p in view._matches} >= {r["line"] for r in gone}
+
+
+def test_a_plain_log_s_history_reads_its_refresh_rows_as_its_reconstruction_does():
+    # KeyHistory(log, key) annotated the key's records frame alone: no bytes, so no refresh rows (each a "run" of its
+    # own, no attempts), where the reconstruction and log.for_key(key) showed 30 of this key's rows as refresh rows
+    v4 = ai.load(ai.samples.path("production_v4"))
+    key = v4.keys()[0]
+    plain, reconstructed = KeyHistory(v4, key).lines, KeyHistory(ai.reconstruct(v4), key).lines
+    by_key = compact_history(v4.for_key(key))
+    refresh = (reconstructed["execution"] < 0).sum()
+    assert refresh == (by_key["execution"] < 0).sum() == 30
+    assert (plain["execution"] < 0).sum() == refresh
+    assert plain["positions"].tolist() == reconstructed["positions"].tolist()
+    assert plain["attempt"].astype("Float64").equals(reconstructed["attempt"].astype("Float64"))   # was all None
