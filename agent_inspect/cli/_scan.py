@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
     from agent_inspect.cli._summary import empty_source
-    from agent_inspect.fleet import scan
+    from agent_inspect.fleet import scan, tasks_text
 
     if args.workers is not None and args.workers < 1:
         raise InspectError("--workers must be 1 or more")
@@ -77,7 +77,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{name:<{width}}{s[name]:,}")
     for rule in result.rules:
         r = s[rule]
-        print(f"{labels[rule]:<{width}}{rule_counts_line(r)}")
+        print(f"{labels[rule]:<{width}}{tasks_text(r)}")
+        print(f"{'':<{width}}{rule_counts_line(r)}")
         if r["calls_by_function"]:
             top_calls = list(r["calls_by_function"].items())
             more = f", and {plural(len(top_calls) - 5, 'more function')}" if len(top_calls) > 5 else ""

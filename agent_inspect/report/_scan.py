@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent_inspect._glossary import define
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import escape, frame_html, labelled
 
 if TYPE_CHECKING:
     from agent_inspect.fleet import ScanResult
@@ -22,6 +22,7 @@ def is_scan(obj: object) -> TypeGuard[ScanResult]:
 
 def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     """The report's sections for a scan (the page itself is built like every report)."""
+    from agent_inspect.fleet import OUTCOME_COLUMNS
     from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
     from agent_inspect.report._tables import reader_table
 
@@ -37,14 +38,17 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                    f"<td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
     label = getattr(result, "rule_label", str)   # a what-if says so, as in the CLI
     labels = {r: label(r) for r in result.rules}
+    # the outcomes add up to the tasks: every task has one (REUSE … NOT-DISPATCHED)
+    columns = {"tasks": "tasks", **OUTCOME_COLUMNS, "evictions": "evictions", "calls": "durable calls re-executed",
+               "calls_subagent": "sub-agent calls sent again", "stale_reuse_risk": "reuses at risk",
+               "crashed_keys": "keys crash"}
     per_rule = "".join(
-        f"<tr><th>{escape(labels[r])}</th>" + "".join(f"<td>{int(s[r].get(c, 0)):,}</td>" for c in
-                                                       ("reused", "resumed", "rerun", "evictions", "calls",
-                                                        "calls_subagent", "stale_reuse_risk", "crashed_keys"))
+        f"<tr><th>{escape(labels[r])}</th>" + "".join(f"<td>{int(s[r].get(c, 0)):,}</td>" for c in columns)
         + "</tr>" for r in result.rules)
-    head = "".join(f"<th>{escape(c)}</th>" for c in ("rule", "reused", "resumed", "re-run", "evictions",
-                                                       "durable calls re-executed", "sub-agent calls sent again",
-                                                       "reuses at risk", "keys crash"))
+    # an outcome's header says what it means on hover ("calls" alone would read as the calls an action recorded)
+    terms = {**{c: c for c in OUTCOME_COLUMNS}, "rule": "rule", "evictions": "evictions",
+             "stale_reuse_risk": "stale_reuse_risk", "crashed_keys": "crashed"}
+    head = "".join(labelled("th", word, term=terms.get(c, word)) for c, word in {"rule": "rule", **columns}.items())
     body = (f'<table class="agent-inspect facts">{rows}</table>'
             f'<table class="agent-inspect"><thead><tr>{head}</tr></thead><tbody>{per_rule}</tbody></table>')
     calls = [(r, f, n) for r in result.rules for f, n in s[r]["calls_by_function"].items()]
