@@ -243,7 +243,7 @@ class ScanResult:
         return html + "</div>"
 
 
-def tasks_text(counts: Mapping[str, Any]) -> str:
+def tasks_text(counts: Mapping[str, int]) -> str:
     """One rule's tasks of a scan summary and what each outcome takes of them, in words.
 
     For example::
