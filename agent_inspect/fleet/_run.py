@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
+from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult
 from agent_inspect.fleet._task import (
@@ -58,6 +59,13 @@ class ScanPlan:
     spec: SourceSpec
     windows: tuple[Window, ...]
     markers: Mapping[int, int] | None = None
+
+    def __repr__(self) -> str:
+        # one line: a topic of hundreds of partitions plans as many windows; they stay an attribute
+        markers = "" if self.markers is None else (
+            f", markers {dict(self.markers)}" if len(self.markers) <= 4 else
+            f", markers of {plural(len(self.markers), 'partition')}")
+        return f"ScanPlan({self.source!r}: {plural(len(self.windows), 'window')}{markers})"
 
     @property
     def records_planned(self) -> int | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect.codec import PlanSource
 from agent_inspect.store import CacheEvent, Outcome
 
@@ -83,6 +84,12 @@ class WindowResult:
     keys: pd.DataFrame
     partition: dict[str, Any]
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def __repr__(self) -> str:
+        # one line of counts: the per-key frame stays an attribute
+        p = self.partition
+        return (f"WindowResult({p.get('window')!r}: {plural(int(p.get('records', 0)), 'record')}, "
+                f"{plural(len(self.keys), 'key')}, {plural(int(p.get('errors', 0)), 'bad record')})")
 
 
 def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> WindowResult:

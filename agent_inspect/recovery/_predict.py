@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent
 from agent_inspect.codec import call_matcher, call_router
@@ -80,6 +81,17 @@ class Simulation:
     #: run with ``rows=False``: per task ``[key, outcome, seq, position of the record found]`` instead of ``rows``
     #: (what a fleet scan counts): the dispatched tasks in dispatch order, then the NOT-DISPATCHED ones
     outcomes: list[list[Any]] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        # one line: the rows of a production log run to hundreds of kB; they stay attributes
+        done = plural(len(self.rows), "task row") if self.rows or not self.outcomes else \
+            plural(len(self.outcomes), "task outcome")
+        ran = Counter[str]()
+        for (_key, kind, _name), n in self.ledger.items():
+            ran[kind] += n
+        warned = f", {plural(len(self.warnings), 'warning')}" if self.warnings else ""
+        return (f"Simulation({done}, {plural(ran['body'], 'body', 'bodies')} run again, "
+                f"{plural(ran['call'], 'durable call')} executed" + (", crashed" if self.crashed else "") + warned + ")")
 
 
 class _Ledger(Observer):
