@@ -18,7 +18,18 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo, SourceSpec
     from agent_inspect.recovery import Reconstruction
 
-__all__ = ["ScanResult", "RESULT_FILES", "OUTCOME_COLUMNS", "tasks_text"]
+__all__ = ["ScanResult", "RESULT_FILES", "OUTCOME_COLUMNS", "SUMMARY_LABELS", "tasks_text"]
+
+SUMMARY_LABELS = {"windows": "windows", "failed": "failed windows", "records": "records", "keys": "business keys",
+                  "errors": "bad records", "exposed_1301": "keys exposed to #1301",
+                  "branch_change": "keys with a branch change", "lint_flagged": "keys with lint flags"}
+"""The fleet-wide counts of :meth:`ScanResult.summary` in the words the CLI and the report label them with.
+
+For example::
+
+    s = ai.scan("sample_logs/production.jsonl").summary()
+    {label: s[name] for name, label in ai.fleet.SUMMARY_LABELS.items()}   # {'windows': 1, 'failed windows': 0, …}
+"""
 
 OUTCOME_COLUMNS = {"reused": "reused", "resumed": "resumed", "rerun": "re-run", "failed": "failed",
                    "not_dispatched": "not dispatched"}

@@ -22,22 +22,19 @@ def is_scan(obj: object) -> TypeGuard[ScanResult]:
 
 def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     """The report's sections for a scan (the page itself is built like every report)."""
-    from agent_inspect.fleet import OUTCOME_COLUMNS
+    from agent_inspect.fleet import OUTCOME_COLUMNS, SUMMARY_LABELS
     from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
-    from agent_inspect.report._tables import reader_table
+    from agent_inspect.report._tables import counts_shown, reader_table
 
     s = result.summary()
-    facts = [("source", s["source"]), ("windows", s["windows"]), ("failed windows", s["failed"]),
-             ("records", s["records"]), ("business keys", s["keys"]), ("bad records", s["errors"]),
-             ("keys exposed to #1301", s["exposed_1301"]),
-             ("keys with a branch change", s["branch_change"]), ("keys with lint flags", s["lint_flagged"]),
-             ("rules", ", ".join(result.rules)), ("runtime", result.runtime),
+    label = getattr(result, "rule_label", str)   # a what-if says so, as in the CLI
+    labels = {r: label(r) for r in result.rules}
+    facts = [("source", s["source"]), *((word, f"{s[name]:,}") for name, word in SUMMARY_LABELS.items()),
+             ("rules", ", ".join(labels.values())), ("runtime", result.runtime),
              ("rules run fleet-wide", ", ".join(getattr(result, "fleet_wide", ())) or None),
              ("Parquet output", result.output), ("seconds", result.seconds)]
     rows = "".join(f'<tr><th title="{escape(define(k) or define(k.removeprefix("keys ")))}">{escape(k)}</th>'
                    f"<td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
-    label = getattr(result, "rule_label", str)   # a what-if says so, as in the CLI
-    labels = {r: label(r) for r in result.rules}
     # the outcomes add up to the tasks: every task has one (REUSE … NOT-DISPATCHED)
     columns = {"tasks": "tasks", **OUTCOME_COLUMNS, "evictions": "evictions", "calls": "durable calls re-executed",
                "calls_subagent": "sub-agent calls sent again", "stale_reuse_risk": "reuses at risk",
@@ -59,7 +56,7 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                            for r, f, n in calls) + "</tbody></table>")
     sections = [_Section("summary", "Fleet scan summary", body)]
     sections.append(_Section("at-risk", "Most at risk",
-                             "".join(frame_html(result.at_risk(max_rows, rule=r), max_rows=max_rows,
+                             "".join(frame_html(_counted(result.at_risk(max_rows, rule=r)), max_rows=max_rows,
                                                 caption=f"ranked under {labels[r]}") for r in result.rules)))
     scripts: list[str]
     try:
@@ -75,6 +72,7 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                                                           config={"displaylogo": False, "responsive": True}))
     sections.append(_Section("histograms", "History sizes and re-executed calls", figure_html, tuple(scripts)))
     parts = result.partitions.drop(columns=[c for c in ("output", "fleet_wide_rules") if c in result.partitions])
+    parts = counts_shown(parts, ("records", "keys", "errors", "bytes"))   # not the partition, offsets, row group
     sections.append(_Section("windows", "Windows read", frame_html(parts, max_rows=max_rows)))
     errors = (reader_table(result.errors, max_rows=max_rows, caption="a sample of bad records per window",
                            anchor="bad-record")
@@ -84,3 +82,10 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                 else "<p>Every window was scanned.</p>")
     sections.append(_Section("failures", "Failed windows", failures))
     return sections
+
+
+def _counted(ranked: Any) -> Any:
+    """The at-risk table with its counts written as the report writes counts (its partition is a name)."""
+    from agent_inspect.report._tables import counts_shown
+
+    return counts_shown(ranked, [c for c in ranked.columns if c != "partition"])
