@@ -231,7 +231,7 @@ class ScanResult:
         s = self.summary()
         counts = ", ".join((plural(s["windows"], "window"), plural(s["records"], "record"), plural(s["keys"], "key"),
                             plural(s["errors"], "bad record")))
-        return f"ScanResult({s['source']!r}, runtime {s['runtime']}: {counts}, {s['failed']} failed)"
+        return f"ScanResult({s['source']!r}, runtime {s['runtime']}: {counts}, {plural(s['failed'], 'failed window')})"
 
     def _repr_html_(self) -> str:
         from agent_inspect._html import escape, frame_html, labelled

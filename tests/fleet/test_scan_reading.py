@@ -37,3 +37,4 @@ def test_the_report_facts_separate_thousands_and_label_the_what_if(dask_client: 
     text = htmllib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
     assert " records 2,989 " in text and "2989" not in text
     assert " rules original, fixed (what-if; 0.4 ships original) " in text
+    assert repr(result).endswith(", 0 failed windows)")   # "0 failed" read as tasks beside the rules' failed tasks
