@@ -70,7 +70,9 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
         figure_html, scripts = _split_scripts(pio.to_html(fig, include_plotlyjs=False, full_html=False,
                                                           div_id="scan-histograms",
                                                           config={"displaylogo": False, "responsive": True}))
-    sections.append(_Section("histograms", "History sizes and re-executed calls", figure_html, tuple(scripts)))
+    under = f"<p>Durable calls re-executed under <b>{escape(labels[result.rules[0]])}</b>.</p>"   # a what-if says so
+    sections.append(_Section("histograms", "History sizes and re-executed calls", under + figure_html,
+                             tuple(scripts)))
     parts = result.partitions.drop(columns=[c for c in ("output", "fleet_wide_rules") if c in result.partitions])
     parts = counts_shown(parts, ("records", "keys", "errors", "bytes"))   # not the partition, offsets, row group
     sections.append(_Section("windows", "Windows read", frame_html(parts, max_rows=max_rows)))

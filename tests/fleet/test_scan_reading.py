@@ -29,12 +29,19 @@ def test_the_text_labels_every_count_and_the_what_if_columns(dask_client: Any,
             in out.out.splitlines())
 
 
+def _text(page: str) -> str:
+    page = re.sub(r"<(script|style)>.*?</\1>", "", page, flags=re.S)
+    return htmllib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
 def test_the_report_facts_separate_thousands_and_label_the_what_if(dask_client: Any) -> None:
     from agent_inspect.report import render_report
 
     result = ai.scan(ai.samples.path("production"), markers=ai.samples.markers("production"), client=dask_client)
-    page = re.sub(r"<(script|style)>.*?</\1>", "", render_report(result), flags=re.S)
-    text = htmllib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+    text = _text(render_report(result))
     assert " records 2,989 " in text and "2989" not in text
     assert " rules original, fixed (what-if; 0.4 ships original) " in text
+    assert " History sizes and re-executed calls Durable calls re-executed under original " in text
+    fixed = ai.scan(ai.samples.path("G01"), rule="fixed", what_if=(), client=dask_client)
+    assert "Durable calls re-executed under fixed (what-if; 0.4 ships original) " in _text(render_report(fixed))
     assert repr(result).endswith(", 0 failed windows)")   # "0 failed" read as tasks beside the rules' failed tasks
