@@ -145,7 +145,8 @@ def test_every_verb_reports_the_same_outcome(name: str, rule: str | None, fresh:
     assert (scanned.rule_label(base) != base) == (base != shipped)
     per_key = Counter(zip(tasks["business_key"].astype(str), tasks["outcome"].astype(str)))
     keys = scanned.keys.set_index("business_key")
-    for column, outcome in (("reused", "REUSE"), ("resumed", "RESUME"), ("rerun", "RERUN"), ("failed", "FAIL")):
+    for column, outcome in (("reused", "REUSE"), ("resumed", "RESUME"), ("rerun", "RERUN"), ("failed", "FAIL"),
+                            ("not_dispatched", "NOT-DISPATCHED")):
         got = {k: int(n) for k, n in keys[f"{base}_{column}"].items() if n}
         assert got == {k: n for (k, oc), n in per_key.items() if oc == outcome}, (column, got)
 

@@ -198,13 +198,14 @@ class CheckReport(HtmlRepr):
     def summary(self) -> str:
         t = self.totals
         if self.broken is not None:
-            return (f"{self.broken} (in {t['errors']} of {t['histories']} histories; a broken rule is not judged "
-                    "for stale reuses)")
+            return (f"{self.broken} (in {t['errors']:,} of {plural(t['histories'], 'history', 'histories')}; a broken "
+                    "rule is not judged for stale reuses)")
         swept = int((self.frame["case"].fillna("") != "").sum()) if "case" in self.frame else 0
         origin = f" ({t['histories'] - swept} random, {swept} from the case matrix)" if swept else ""
-        return (f"rule {self.rule}: {t['histories']} histories{origin}, {t['tasks']} tasks; {t['stale_reuses']} stale "
-                f"reuses in {t['histories_with_stale']} histories, {t['avoidable_reruns']} avoidable reruns, "
-                f"{t['tainted_reuses']} tainted reuses, {t['errors']} errors")
+        return (f"rule {self.rule}: {plural(t['histories'], 'history', 'histories')}{origin}, {plural(t['tasks'], 'task')}; "
+                f"{plural(t['stale_reuses'], 'stale reuse')} in {plural(t['histories_with_stale'], 'history', 'histories')}, "
+                f"{plural(t['avoidable_reruns'], 'avoidable rerun')}, {plural(t['tainted_reuses'], 'tainted reuse')}, "
+                f"{plural(t['errors'], 'error')}")
 
     def __repr__(self) -> str:
         return f"CheckReport({self.summary()})"

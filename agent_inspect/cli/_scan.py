@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
     from agent_inspect.cli._summary import empty_source
-    from agent_inspect.fleet import scan
+    from agent_inspect.fleet import SUMMARY_LABELS, scan, tasks_text
 
     if args.workers is not None and args.workers < 1:
         raise InspectError("--workers must be 1 or more")
@@ -71,13 +71,16 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False, default=str))
         return 0
     labels = {rule: result.rule_label(rule) for rule in result.rules}
-    width = max(18, *(len(label) + 2 for label in labels.values()))   # a what-if label is longer than a name
+    # a what-if label is longer than a name; the counts' labels are the report's ("failed" alone read as tasks)
+    width = max(*(len(label) + 2 for label in (*labels.values(), *SUMMARY_LABELS.values())))
     print(f"{'source':<{width}}{s['source']}")
-    for name in ("windows", "failed", "records", "keys", "errors", "exposed_1301", "branch_change", "lint_flagged"):
-        print(f"{name:<{width}}{s[name]:,}")
+    print(f"{'runtime':<{width}}{s['runtime']}")
+    for name, label in SUMMARY_LABELS.items():
+        print(f"{label:<{width}}{s[name]:,}")
     for rule in result.rules:
         r = s[rule]
-        print(f"{labels[rule]:<{width}}{rule_counts_line(r)}")
+        print(f"{labels[rule]:<{width}}{tasks_text(r)}")
+        print(f"{'':<{width}}{rule_counts_line(r)}")
         if r["calls_by_function"]:
             top_calls = list(r["calls_by_function"].items())
             more = f", and {plural(len(top_calls) - 5, 'more function')}" if len(top_calls) > 5 else ""
@@ -86,7 +89,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{'output':<{width}}{result.output}")
     top = result.at_risk(args.top)
     if len(top):
-        print("\nmost at risk:")
+        base = result.rules[0]
+        marked = "; ".join(f"{r}_… columns: {labels[r]}" for r in result.rules[1:] if labels[r] != r)
+        print(f"\nmost at risk, ranked under {labels[base]}" + (f" ({marked})" if marked else "") + ":")
         print(top.to_string(index=False))
     if len(result.failures):
         print("\nfailed windows:")

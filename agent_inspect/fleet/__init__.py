@@ -17,7 +17,7 @@ existing ``distributed.Client`` takes the same scan to a cluster::
 
 from __future__ import annotations
 
-from agent_inspect.fleet._result import ScanResult
+from agent_inspect.fleet._result import OUTCOME_COLUMNS, SUMMARY_LABELS, ScanResult, tasks_text
 from agent_inspect.fleet._run import RUNTIMES, ScanPlan, plan_scan, scan
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
@@ -34,7 +34,7 @@ __all__ = [
     # running a scan
     "scan", "plan_scan", "ScanPlan", "RUNTIMES",
     # its result
-    "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX",
+    "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX", "OUTCOME_COLUMNS", "SUMMARY_LABELS", "tasks_text",
     # the per-window task (engine-neutral)
     "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult",
 ]

@@ -18,7 +18,29 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo, SourceSpec
     from agent_inspect.recovery import Reconstruction
 
-__all__ = ["ScanResult", "RESULT_FILES"]
+__all__ = ["ScanResult", "RESULT_FILES", "OUTCOME_COLUMNS", "SUMMARY_LABELS", "tasks_text"]
+
+SUMMARY_LABELS = {"windows": "windows", "failed": "failed windows", "records": "records", "keys": "business keys",
+                  "errors": "bad records", "exposed_1301": "keys exposed to #1301",
+                  "branch_change": "keys with a branch change", "lint_flagged": "keys with lint flags"}
+"""The fleet-wide counts of :meth:`ScanResult.summary` in the words the CLI and the report label them with.
+
+For example::
+
+    s = ai.scan("sample_logs/production.jsonl").summary()
+    {label: s[name] for name, label in ai.fleet.SUMMARY_LABELS.items()}   # {'windows': 1, 'failed windows': 0, …}
+"""
+
+OUTCOME_COLUMNS = {"reused": "reused", "resumed": "resumed", "rerun": "re-run", "failed": "failed",
+                   "not_dispatched": "not dispatched"}
+"""The per-rule columns that count tasks by outcome (REUSE, RESUME, RERUN, FAIL, NOT-DISPATCHED), each with its
+word for readers: every task has one, so they add up to the tasks ``predict`` lists.
+
+For example::
+
+    s = ai.scan("sample_logs/production.jsonl").summary()["original"]
+    s["tasks"] == sum(s[c] for c in ai.fleet.OUTCOME_COLUMNS)
+"""
 
 #: Files a scan writes beside its Parquet parts (``output=DIR``), read back by :meth:`ScanResult.open`.
 RESULT_FILES = {"keys": "_scan_keys.parquet", "partitions": "_scan_partitions.parquet",
@@ -35,7 +57,8 @@ class ScanResult:
       evicts the later rounds' saved completions, issue #1301), ``branch_change`` (conflicting roots at one
       round: what #1301's fix must still protect), lint flags,
       runtime evidence (key/value formats seen); then per rule ``<rule>_reused`` / ``_resumed`` /
-      ``_rerun`` / ``_failed`` tasks, ``_evictions``, ``_calls`` (durable calls executed again),
+      ``_rerun`` / ``_failed`` / ``_not_dispatched`` tasks (one per outcome: they add up to the key's tasks),
+      ``_evictions``, ``_calls`` (durable calls executed again),
       ``_calls_subagent`` (sub-agent calls sent again: no call that leaves the job),
       ``_stale_reuse_risk`` (reuses at or after a round with conflicting roots) and ``_crashed``, then one
       ``<rule>_calls:<function>`` count per function the rule executes again anywhere (0 where a key does
@@ -117,8 +140,8 @@ class ScanResult:
         return totals.rename_axis("function").rename("calls").sort_values(ascending=False, kind="stable")
 
     def summary(self) -> dict[str, Any]:
-        """Totals: windows, records, keys, bad records, failures, and per rule re-runs and calls (also per
-        function id)."""
+        """Totals: windows, records, keys, bad records, failures, and per rule its tasks, each outcome's count
+        (:data:`OUTCOME_COLUMNS`: they add up to the tasks), evictions and calls (also per function id)."""
         k = self.keys
         out: dict[str, Any] = {
             "source": self.source, "runtime": self.runtime, "windows": len(self.partitions) + len(self.failures),
@@ -129,8 +152,9 @@ class ScanResult:
             "lint_flagged": int((k["lint_flags"] != "").sum()) if len(k) else 0,
         }
         for r in self.rules:
-            out[r] = {c: int(k[f"{r}_{c}"].sum()) if len(k) else 0
-                      for c in ("reused", "resumed", "rerun", "evictions", "calls", "calls_subagent", "stale_reuse_risk")}
+            out[r] = {c: int(k[f"{r}_{c}"].sum()) if len(k) and f"{r}_{c}" in k.columns else 0
+                      for c in (*OUTCOME_COLUMNS, "evictions", "calls", "calls_subagent", "stale_reuse_risk")}
+            out[r]["tasks"] = sum(out[r][c] for c in OUTCOME_COLUMNS)
             out[r]["crashed_keys"] = int(k[f"{r}_crashed"].sum()) if len(k) else 0
             out[r]["what_if"] = r in self.what_if
             out[r]["calls_by_function"] = {str(f): int(n) for f, n in self.calls_by_function(r).items()}
@@ -207,14 +231,15 @@ class ScanResult:
         s = self.summary()
         counts = ", ".join((plural(s["windows"], "window"), plural(s["records"], "record"), plural(s["keys"], "key"),
                             plural(s["errors"], "bad record")))
-        return f"ScanResult({s['source']!r}, runtime {s['runtime']}: {counts}, {s['failed']} failed)"
+        return f"ScanResult({s['source']!r}, runtime {s['runtime']}: {counts}, {plural(s['failed'], 'failed window')})"
 
     def _repr_html_(self) -> str:
         from agent_inspect._html import escape, frame_html, labelled
 
         s = self.summary()
         per_rule = "; ".join(
-            f"<code>{escape(self.rule_label(r))}</code>: {plural(s[r]['rerun'] + s[r]['resumed'], 'body', 'bodies')} "
+            f"<code>{escape(self.rule_label(r))}</code>: {escape(tasks_text(s[r]))}; "
+            f"{plural(s[r]['rerun'] + s[r]['resumed'], 'body', 'bodies')} "
             f"re-run, {plural(s[r]['calls'], 'durable call')} re-executed, {plural(s[r]['stale_reuse_risk'], 'reuse')} "
             "at risk" for r in self.rules)
         fail = (f" {labelled('b', plural(s['failed'], 'window') + ' failed', term='failed windows')}." if s["failed"] else "")
@@ -227,6 +252,18 @@ class ScanResult:
         if s["failed"]:
             html += frame_html(self.failures[_FAILURE_COLUMNS], caption="failed windows")
         return html + "</div>"
+
+
+def tasks_text(counts: Mapping[str, int]) -> str:
+    """One rule's tasks of a scan summary and what each outcome takes of them, in words.
+
+    For example::
+
+        counts = {"tasks": 4, "reused": 1, "resumed": 0, "rerun": 2, "failed": 0, "not_dispatched": 1}
+        ai.fleet.tasks_text(counts)   # '4 tasks: 1 reused, 0 resumed, 2 re-run, 0 failed, 1 not dispatched'
+    """
+    return (f"{plural(counts['tasks'], 'task')}: "
+            + ", ".join(f"{int(counts[c]):,} {word}" for c, word in OUTCOME_COLUMNS.items()))
 
 
 def _scanned_runtime(runtime: str) -> RuntimeInfo:

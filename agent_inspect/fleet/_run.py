@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 import pandas as pd
 
 from agent_inspect._errors import InspectError, SourceError
+from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult
 from agent_inspect.fleet._task import (
@@ -58,6 +59,13 @@ class ScanPlan:
     spec: SourceSpec
     windows: tuple[Window, ...]
     markers: Mapping[int, int] | None = None
+
+    def __repr__(self) -> str:
+        # one line: a topic of hundreds of partitions plans as many windows; they stay an attribute
+        markers = "" if self.markers is None else (
+            f", markers {dict(self.markers)}" if len(self.markers) <= 4 else
+            f", markers of {plural(len(self.markers), 'partition')}")
+        return f"ScanPlan({self.source!r}: {plural(len(self.windows), 'window')}{markers})"
 
     @property
     def records_planned(self) -> int | None:
@@ -238,11 +246,11 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         if isinstance(r, str):
             resolve_rule(r)  # an unknown name fails here, not in every task
     markers = cast("MarkersLike", given.get("markers"))   # as the caller passed them
+    out_dir = None if output is None else _writable_directory(output)
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)
     merged = rebuild_start(settings.markers)
-    out_dir = None if output is None else os.path.abspath(os.fspath(output))
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta
 
@@ -263,6 +271,31 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     if out_dir is not None:
         result.save(out_dir)
     return result
+
+
+def _writable_directory(output: str | os.PathLike[str]) -> str:
+    """``output`` as an absolute path, once a file could be written there: checked before any work, so a scan
+    never ends in a traceback from its last step. Directories made for the check are removed again."""
+    from pathlib import Path
+
+    out = Path(os.path.abspath(os.fspath(output)))
+    made = [p for p in (out, *out.parents) if not p.exists()]
+    probe = out / f".agent-inspect-{uuid.uuid4().hex[:8]}"
+    if out.exists() and not out.is_dir():
+        raise InspectError(f"cannot write the scan's output to {str(out)!r}: it is a file, not a directory; "
+                           f"choose a directory you can write")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InspectError(f"cannot write the scan's output to {str(out)!r}: {exc.strerror or exc}; "
+                           f"choose a directory you can write") from None
+    finally:
+        for p in made:   # deepest first
+            with contextlib.suppress(OSError):
+                p.rmdir()
+    return str(out)
 
 
 def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, progress: bool,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect.codec import PlanSource
 from agent_inspect.store import CacheEvent, Outcome
 
@@ -32,9 +33,10 @@ __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wi
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
                "exposed_1301", "branch_change", "lint_flags", "runtime_evidence"]
 """Per-key columns independent of the rule."""
-RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_subagent", "stale_reuse_risk",
-                "crashed"]
-"""Per-key columns repeated for every rule, named ``<rule>_<column>``."""
+RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "not_dispatched", "evictions", "calls", "calls_subagent",
+                "stale_reuse_risk", "crashed"]
+"""Per-key columns repeated for every rule, named ``<rule>_<column>``; the first five count the key's tasks by
+outcome (REUSE, RESUME, RERUN, FAIL, NOT-DISPATCHED), so they add up to the tasks ``predict`` lists for it."""
 CALLS_PREFIX = "_calls:"
 """Then per rule one int32 column per function whose durable calls that rule executes again for some key:
 ``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
@@ -43,6 +45,7 @@ the calls.
 """
 #: the members as module constants: reading one off the enum class costs about 60 ns (a lookup or two per get)
 _REUSE, _RESUME, _RERUN, _FAIL = Outcome.REUSE, Outcome.RESUME, Outcome.RERUN, Outcome.FAIL
+_NOT_DISPATCHED = Outcome.NOT_DISPATCHED
 
 _ERROR_SAMPLE = 20
 #: the rule column each ledger kind of call adds to: a sub-agent call is no durable call (as in the executor)
@@ -81,6 +84,12 @@ class WindowResult:
     keys: pd.DataFrame
     partition: dict[str, Any]
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def __repr__(self) -> str:
+        # one line of counts: the per-key frame stays an attribute
+        p = self.partition
+        return (f"WindowResult({p.get('window')!r}: {plural(int(p.get('records', 0)), 'record')}, "
+                f"{plural(len(self.keys), 'key')}, {plural(int(p.get('errors', 0)), 'bad record')})")
 
 
 def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> WindowResult:
@@ -397,10 +406,9 @@ def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[
     key."""
     row = {k: i for i, k in enumerate(keys)}
     n = len(keys)
-    counts = {c: [0] * n for c in ("reused", "resumed", "rerun", "failed", "evictions", "calls", "calls_subagent",
-                                   "stale_reuse_risk")}
+    counts = {c: [0] * n for c in RULE_COLUMNS if c != "crashed"}
     column = {_REUSE: counts["reused"], _RESUME: counts["resumed"], _RERUN: counts["rerun"],
-              _FAIL: counts["failed"]}
+              _FAIL: counts["failed"], _NOT_DISPATCHED: counts["not_dispatched"]}
     crashed = [False] * n
     risk = counts["stale_reuse_risk"]
     for k, outcome, seq, pos in sim.outcomes:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect._types import RecordSource
 from agent_inspect.history._refresh import refresh_rows
 
@@ -175,6 +176,11 @@ class History:
     attempts: pd.DataFrame
     rounds: pd.DataFrame
     lineage: pd.DataFrame
+
+    def __repr__(self) -> str:
+        # one line of counts: the frames stay attributes
+        return (f"History({plural(len(self.records), 'record')}, {plural(len(self.executions), 'execution')}, "
+                f"{plural(len(self.attempts), 'attempt')}, {plural(len(self.rounds), 'round')})")
 
 
 def build_history(log: RecordSource, *, annotated: pd.DataFrame | None = None,

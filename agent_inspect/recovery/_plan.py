@@ -118,6 +118,21 @@ class ReplayPlan:
     attempt: int = 1_000_000
     notes: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        # one line: the fields hold every input event (tens of kB on a production log); they stay attributes
+        def some(keys: list[str]) -> str:
+            return f" ({', '.join(keys[:3])}{', …' if len(keys) > 3 else ''})" if keys else ""
+
+        pending = list(dict.fromkeys(t.key for t in self.pending))
+        parts = [f"{plural(len(self.inputs), 'input')} of {plural(len({i.key for i in self.inputs}), 'key')}",
+                 plural(len(self.pending), "pending task") + some(pending),
+                 f"restored seqNums of {plural(len(self.restored_seq), 'key')}"]
+        if self.begin_event:
+            parts.append("begin events")
+        if self.notes:
+            parts.append(plural(len(self.notes), "note"))
+        return f"ReplayPlan({', '.join(parts)})"
+
     def seq_of(self, key: str) -> int:
         """The restored seqNum of ``key`` (-1 when unknown: the key's first input gets seq 0)."""
         return int(self.restored_seq.get(key, -1))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 import pandas as pd
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent
 from agent_inspect.codec import call_matcher, call_router
@@ -77,9 +78,20 @@ class Simulation:
     #: per sub-agent call's function id (``<sessionId>#<callId>``, two UUIDs that differ per key and round): its name
     #: for readers, "<sub-agent> (sub-agent call from <caller>)"
     call_names: dict[str, str] = field(default_factory=dict)
-    #: run with ``rows=False``: per dispatched task ``[key, outcome, seq, position of the record found]`` instead
-    #: of ``rows`` (what a fleet scan counts), in dispatch order
+    #: run with ``rows=False``: per task ``[key, outcome, seq, position of the record found]`` instead of ``rows``
+    #: (what a fleet scan counts): the dispatched tasks in dispatch order, then the NOT-DISPATCHED ones
     outcomes: list[list[Any]] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        # one line: the rows of a production log run to hundreds of kB; they stay attributes
+        done = plural(len(self.rows), "task row") if self.rows or not self.outcomes else \
+            plural(len(self.outcomes), "task outcome")
+        ran = Counter[str]()
+        for (_key, kind, _name), n in self.ledger.items():
+            ran[kind] += n
+        warned = f", {plural(len(self.warnings), 'warning')}" if self.warnings else ""
+        return (f"Simulation({done}, {plural(ran['body'], 'body', 'bodies')} run again, "
+                f"{plural(ran['call'], 'durable call')} executed" + (", crashed" if self.crashed else "") + warned + ")")
 
 
 class _Ledger(Observer):
@@ -110,9 +122,10 @@ class _Ledger(Observer):
 class _Outcomes(_Ledger):
     """The engine's run as each task's outcome and the ledger: what a fleet scan counts (no rows)."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, plan_key: dict[str, str]) -> None:
         super().__init__(sim)
         self.of: dict[int, list[Any]] = {}
+        self.plan_key = plan_key
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
         seen = self.of.get(run.index)
@@ -123,6 +136,9 @@ class _Outcomes(_Ledger):
             self.sim.outcomes.append(seen)
         if decision.outcome is _FAIL:
             seen[1], seen[3] = _FAIL, None
+
+    def not_dispatched(self, key: str, seq: int, label: str, entry: Entry) -> None:
+        self.sim.outcomes.append([self.plan_key.get(key, key), Outcome.NOT_DISPATCHED, seq, entry.pos])
 
 
 class _Rows(_Ledger):
@@ -206,7 +222,7 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
     for k in [*(p.key for p in plan.pending), *(i.key for i in plan.inputs), *plan.keys]:
         plan_key.setdefault(keys.business_key(k), k)
     sim = Simulation()
-    observer = _Rows(sim, plan_key) if rows else _Outcomes(sim)
+    observer = _Rows(sim, plan_key) if rows else _Outcomes(sim, plan_key)
     engine = Engine(log=log, agent=agent, session=session, plan=view, keys=keys, model=runtime_model(runtime),
                     attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer, deliver=False,
                     call_matching=call_matching)

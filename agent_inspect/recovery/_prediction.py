@@ -268,14 +268,14 @@ class Prediction(HtmlRepr):
         return {str(k): int(v) for k, v in self.tasks["outcome"].value_counts().items()} if len(self.tasks) else {}
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{k} {v}" for k, v in self._outcome_counts().items())
+        counts = ", ".join(f"{k} {v:,}" for k, v in self._outcome_counts().items())
         return (f"Prediction(rule={self.rule_label!r}, {plural(len(self.tasks), 'task')}"
                 + (f" ({counts})" if counts else "") + f", {plural(len(self.divergences), 'divergence')}"
                 + (", crashed" if self.crashed else "") + ")")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         counts = self._outcome_counts()
-        listed = [span for i, (k, v) in enumerate(counts.items()) for span in (", " * bool(i), Term.of(k), f" {v}")]
+        listed = [span for i, (k, v) in enumerate(counts.items()) for span in (", " * bool(i), Term.of(k), f" {v:,}")]
         yield Text(Strong("Prediction"), " under rule ", Code(self.rule_label), ": ", *listed,
                    *((" — ", Strong("the job crashes (restart loop)")) if self.crashed else ()))
         cols = ["key", "seq", "input", "action", "outcome", "reason"]

@@ -138,12 +138,13 @@ class Reconstruction(HtmlRepr):
 
     def __repr__(self) -> str:
         s = self.summary()
-        return (f"Reconstruction(rule={self.rule_label!r}, {s['records']} records, {s['status']}, "
-                f"{plural(len(self.divergences), 'divergence')})")
+        statuses = ", ".join(f"{k} {v:,}" for k, v in s["status"].items() if v)
+        return (f"Reconstruction(rule={self.rule_label!r}, {plural(s['records'], 'record')}"
+                + (f" ({statuses})" if statuses else "") + f", {plural(len(self.divergences), 'divergence')})")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
-        counts = [span for i, (k, v) in enumerate(s["status"].items()) for span in (", " * bool(i), Term.of(k), f": {v}")]
+        counts = [span for i, (k, v) in enumerate(s["status"].items()) for span in (", " * bool(i), Term.of(k), f": {v:,}")]
         yield Text(Strong("Reconstruction"), " under rule ", Code(self.rule_label), f": {plural(s['records'], 'record')} (",
                    *counts, "); ", Term(plural(len(self.divergences), "divergence"), define("divergences")),
                    f", {plural(s['cache_events'], 'cache event')}.")

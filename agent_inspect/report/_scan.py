@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent_inspect._glossary import define
-from agent_inspect._html import escape, frame_html
+from agent_inspect._html import escape, frame_html, labelled
 
 if TYPE_CHECKING:
     from agent_inspect.fleet import ScanResult
@@ -22,29 +22,30 @@ def is_scan(obj: object) -> TypeGuard[ScanResult]:
 
 def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     """The report's sections for a scan (the page itself is built like every report)."""
+    from agent_inspect.fleet import OUTCOME_COLUMNS, SUMMARY_LABELS
     from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
-    from agent_inspect.report._tables import reader_table
+    from agent_inspect.report._tables import counts_shown, reader_table
 
     s = result.summary()
-    facts = [("source", s["source"]), ("windows", s["windows"]), ("failed windows", s["failed"]),
-             ("records", s["records"]), ("business keys", s["keys"]), ("bad records", s["errors"]),
-             ("keys exposed to #1301", s["exposed_1301"]),
-             ("keys with a branch change", s["branch_change"]), ("keys with lint flags", s["lint_flagged"]),
-             ("rules", ", ".join(result.rules)), ("runtime", result.runtime),
+    label = getattr(result, "rule_label", str)   # a what-if says so, as in the CLI
+    labels = {r: label(r) for r in result.rules}
+    facts = [("source", s["source"]), *((word, f"{s[name]:,}") for name, word in SUMMARY_LABELS.items()),
+             ("rules", ", ".join(labels.values())), ("runtime", result.runtime),
              ("rules run fleet-wide", ", ".join(getattr(result, "fleet_wide", ())) or None),
              ("Parquet output", result.output), ("seconds", result.seconds)]
     rows = "".join(f'<tr><th title="{escape(define(k) or define(k.removeprefix("keys ")))}">{escape(k)}</th>'
                    f"<td>{escape(v)}</td></tr>" for k, v in facts if v is not None)
-    label = getattr(result, "rule_label", str)   # a what-if says so, as in the CLI
-    labels = {r: label(r) for r in result.rules}
+    # the outcomes add up to the tasks: every task has one (REUSE … NOT-DISPATCHED)
+    columns = {"tasks": "tasks", **OUTCOME_COLUMNS, "evictions": "evictions", "calls": "durable calls re-executed",
+               "calls_subagent": "sub-agent calls sent again", "stale_reuse_risk": "reuses at risk",
+               "crashed_keys": "keys crash"}
     per_rule = "".join(
-        f"<tr><th>{escape(labels[r])}</th>" + "".join(f"<td>{int(s[r].get(c, 0)):,}</td>" for c in
-                                                       ("reused", "resumed", "rerun", "evictions", "calls",
-                                                        "calls_subagent", "stale_reuse_risk", "crashed_keys"))
+        f"<tr><th>{escape(labels[r])}</th>" + "".join(f"<td>{int(s[r].get(c, 0)):,}</td>" for c in columns)
         + "</tr>" for r in result.rules)
-    head = "".join(f"<th>{escape(c)}</th>" for c in ("rule", "reused", "resumed", "re-run", "evictions",
-                                                       "durable calls re-executed", "sub-agent calls sent again",
-                                                       "reuses at risk", "keys crash"))
+    # an outcome's header says what it means on hover ("calls" alone would read as the calls an action recorded)
+    terms = {**{c: c for c in OUTCOME_COLUMNS}, "rule": "rule", "evictions": "evictions",
+             "stale_reuse_risk": "stale_reuse_risk", "crashed_keys": "crashed"}
+    head = "".join(labelled("th", word, term=terms.get(c, word)) for c, word in {"rule": "rule", **columns}.items())
     body = (f'<table class="agent-inspect facts">{rows}</table>'
             f'<table class="agent-inspect"><thead><tr>{head}</tr></thead><tbody>{per_rule}</tbody></table>')
     calls = [(r, f, n) for r in result.rules for f, n in s[r]["calls_by_function"].items()]
@@ -55,7 +56,7 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                            for r, f, n in calls) + "</tbody></table>")
     sections = [_Section("summary", "Fleet scan summary", body)]
     sections.append(_Section("at-risk", "Most at risk",
-                             "".join(frame_html(result.at_risk(max_rows, rule=r), max_rows=max_rows,
+                             "".join(frame_html(_counted(result.at_risk(max_rows, rule=r)), max_rows=max_rows,
                                                 caption=f"ranked under {labels[r]}") for r in result.rules)))
     scripts: list[str]
     try:
@@ -69,8 +70,11 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
         figure_html, scripts = _split_scripts(pio.to_html(fig, include_plotlyjs=False, full_html=False,
                                                           div_id="scan-histograms",
                                                           config={"displaylogo": False, "responsive": True}))
-    sections.append(_Section("histograms", "History sizes and re-executed calls", figure_html, tuple(scripts)))
+    under = f"<p>Durable calls re-executed under <b>{escape(labels[result.rules[0]])}</b>.</p>"   # a what-if says so
+    sections.append(_Section("histograms", "History sizes and re-executed calls", under + figure_html,
+                             tuple(scripts)))
     parts = result.partitions.drop(columns=[c for c in ("output", "fleet_wide_rules") if c in result.partitions])
+    parts = counts_shown(parts, ("records", "keys", "errors", "bytes"))   # not the partition, offsets, row group
     sections.append(_Section("windows", "Windows read", frame_html(parts, max_rows=max_rows)))
     errors = (reader_table(result.errors, max_rows=max_rows, caption="a sample of bad records per window",
                            anchor="bad-record")
@@ -80,3 +84,10 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
                 else "<p>Every window was scanned.</p>")
     sections.append(_Section("failures", "Failed windows", failures))
     return sections
+
+
+def _counted(ranked: Any) -> Any:
+    """The at-risk table with its counts written as the report writes counts (its partition is a name)."""
+    from agent_inspect.report._tables import counts_shown
+
+    return counts_shown(ranked, [c for c in ranked.columns if c != "partition"])

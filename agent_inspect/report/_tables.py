@@ -9,13 +9,23 @@ import pandas as pd
 from agent_inspect._glossary import define, plural
 from agent_inspect._html import escape, labelled, table_html
 
-__all__ = ["reader_table", "records_link"]
+__all__ = ["reader_table", "records_link", "counts_shown"]
 
 #: columns that are the toolkit's own bookkeeping, never a reader's: ids repeated by the row number, cache
 #: events, raw per-record diffs (the divergence table words them)
 _INTERNAL = ("id", "cache_ops", "attribute_diff", "entry_id", "state_key_bytes")
 #: columns holding lists of log positions: folded into one "records" link per row
 _POSITIONS = ("positions", "pos_list", "record_positions")
+
+
+def counts_shown(frame: pd.DataFrame, columns: Any) -> pd.DataFrame:
+    """``frame`` with its integer ``columns`` (counts, not ids or offsets) written as the report writes counts:
+    12,345."""
+    out = frame.copy()
+    for c in columns:
+        if c in out.columns and pd.api.types.is_integer_dtype(out[c].dtype):
+            out[c] = [f"{int(v):,}" if pd.notna(v) else "" for v in out[c]]
+    return out
 
 
 def records_link(positions: Any, anchor: str) -> str:

@@ -407,6 +407,11 @@ class TraceLog(HtmlRepr):
                        for f, n, r in zip(self.errors["file"], self.errors["line"], self.errors["reason"])],
         }
 
+    def __repr__(self) -> str:
+        # one line of counts: the records frame stays an attribute
+        return (f"TraceLog({plural(len(self.records), 'record')} from {self.source!r}: "
+                f"{plural(len(self.errors), 'bad record')}, {plural(len(self.duplicates), 'exact duplicate')} left out)")
+
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
         jobs = ", ".join(s["jobs"]) or "none named in the records"

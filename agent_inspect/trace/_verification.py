@@ -256,6 +256,12 @@ class Verification(HtmlRepr):
             "tokens": self.tokens.to_dict() if self.tokens is not None else None,
         }
 
+    def __repr__(self) -> str:
+        # one line of counts: the frames (a row per task) stay attributes
+        counts = ", ".join(f"{n:,} {v}" for v, n in self.counts().items())
+        return (f"Verification({self.verdict.value}, {plural(len(self.tasks), 'task')} under rule {self.rule_label}: "
+                f"{counts})")
+
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("Checked against the trace"), " — ", self.headline(), ": ",
                    self.summary_text())

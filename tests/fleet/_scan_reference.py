@@ -10,7 +10,8 @@ import pandas as pd
 from agent_inspect.recovery import predict, reconstruct
 
 RULES = ("original", "fixed")
-OUTCOMES = {"REUSE": "reused", "RESUME": "resumed", "RERUN": "rerun", "FAIL": "failed"}
+OUTCOMES = {"REUSE": "reused", "RESUME": "resumed", "RERUN": "rerun", "FAIL": "failed",
+            "NOT-DISPATCHED": "not_dispatched"}
 
 
 def reference(log: Any, markers: Any, rules: tuple[str, ...] = RULES) -> pd.DataFrame:

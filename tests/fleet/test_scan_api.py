@@ -17,7 +17,7 @@ from tests.sources._fake_fluss import Behaviour, factory
 def test_public_names() -> None:
     assert sorted(scan_pkg.__all__) == sorted([
         "scan", "plan_scan", "ScanPlan", "RUNTIMES", "ScanResult", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX",
-        "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult"])
+        "scan_window", "concat_keys", "key_frame", "ScanOptions", "WindowResult", "OUTCOME_COLUMNS", "SUMMARY_LABELS", "tasks_text"])
     assert ai.scan is scan_pkg.scan and ai.fleet.ScanResult is ai.ScanResult is scan_pkg.ScanResult
     assert "scan" in ai.__all__ and "ScanResult" in ai.__all__
 

@@ -42,7 +42,8 @@ def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFix
     lines = out.out.splitlines()
     # the what-if label is set apart from its counts, and no base rule was asked for
     assert any(line.startswith("fixed (what-if; 0.4 ships original)  ") for line in lines), out.out
-    assert "most at risk:" in lines and not any(line.startswith("original") for line in lines)
+    assert "most at risk, ranked under fixed (what-if; 0.4 ships original):" in lines
+    assert not any(line.startswith("original") for line in lines)
     assert "scan:" in out.err  # the progress bar
     assert "Dask dashboard at http://127.0.0.1:" in out.err
 

@@ -56,5 +56,6 @@ def test_a_scan_report_labels_its_what_if_and_counts_sub_agent_calls(dask_client
     assert "calls re-executed, by function (sub-agent calls: sent again)" in text
     original = result.summary()["original"]
     assert original["calls_subagent"] == 9
-    assert f"original {original['reused']:,} {original['resumed']:,} {original['rerun']:,} " \
-           f"{original['evictions']:,} {original['calls']:,} 9 " in text
+    assert f"original {original['tasks']:,} {original['reused']:,} {original['resumed']:,} {original['rerun']:,} " \
+           f"{original['failed']:,} {original['not_dispatched']:,} {original['evictions']:,} {original['calls']:,} 9 " \
+           in text
