@@ -10,23 +10,24 @@ import agent_inspect as ai
 from agent_inspect.rules import BrokenRuleError, DivergenceRule, LookupDecision
 
 
-class _Raises(DivergenceRule):
-    name = "raises"
-    summary = "its lookup raises"
+class _KeepsEntries(DivergenceRule):
+    """The rules below differ in their lookup only (but one, whose rebuild is the fault)."""
 
     def rebuild(self, session: Any, entry: Any) -> Any:
         return entry
+
+
+class _Raises(_KeepsEntries):
+    name = "raises"
+    summary = "its lookup raises"
 
     def lookup(self, session: Any, task: Any) -> Any:
         raise KeyError(task.state_key)
 
 
-class _ReturnsText(DivergenceRule):
+class _ReturnsText(_KeepsEntries):
     name = "returns-text"
     summary = "its lookup returns a word"
-
-    def rebuild(self, session: Any, entry: Any) -> Any:
-        return entry
 
     def lookup(self, session: Any, task: Any) -> Any:
         return "REUSE"
@@ -43,13 +44,10 @@ class _RebuildsTrue(DivergenceRule):
         return LookupDecision.found(session.store.get(task.state_key))
 
 
-class _Repeats(DivergenceRule):
+class _Repeats(_KeepsEntries):
     name = "repeats"
     summary = "the fixed rule's decisions, marked repeatable"
     repeatable_lookup = True
-
-    def rebuild(self, session: Any, entry: Any) -> Any:
-        return entry
 
     def lookup(self, session: Any, task: Any) -> Any:
         return LookupDecision.found(session.store.get(task.state_key))
