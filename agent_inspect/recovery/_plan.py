@@ -148,8 +148,9 @@ class ReplayPlan:
 
         For example::
 
-            plan = ai.ReplayPlan.from_log(log, markers=older_markers)
-            plan.restored_at({"user-0001": 3}).seq_of("user-0001")   # 3: its inputs of rounds ≤ 3 are gone
+            plan = ai.ReplayPlan.from_log(log, markers=markers)      # user-0001's window starts at round 1
+            restored = plan.restored_at({"user-0001": 1})             # a checkpoint that had consumed round 1
+            restored.seq_of("user-0001"), restored.notes              # 1; round 1's input is not replayed
         """
         restored = {**self.restored_seq, **{str(k): int(v) for k, v in restored_seq.items()}}
         seen: dict[str, int] = {}
