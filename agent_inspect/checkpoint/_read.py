@@ -179,18 +179,16 @@ class Checkpoint:
             return plan
         records = log.records
         keyed = self.keyed.for_keys(set(records["business_key"].dropna().astype(str)))
-        notes = list(plan.notes)
-        restored = dict(plan.restored_seq)
-        if keyed.message_seq:
-            restored.update({k: int(v) for k, v in keyed.message_seq.items()})
-            notes.append(f"restored seqNums from checkpoint {self.checkpoint_id}'s messageSequenceNumber")
+        if keyed.message_seq:   # its seqNums win; inputs of rounds it had consumed are not replayed
+            plan = replace(plan, notes=(*plan.notes, f"restored seqNums from checkpoint {self.checkpoint_id}'s "
+                                                     "messageSequenceNumber"))
+            plan = plan.restored_at(keyed.message_seq, source=f"checkpoint {self.checkpoint_id}")
         event_ids = set(records["task_event_id"].dropna().astype(str)) if "task_event_id" in records else set()
         pending, said = pending_from_checkpoint(plan.pending, keyed, self.checkpoint_id, event_ids)
         undecoded = {k: _why_not(values) for k, values in keyed.input_events.items()
                      if values and k not in keyed.buffered}
         inputs, buffered_said = inputs_from_checkpoint(plan.inputs, keyed.buffered, undecoded, self.checkpoint_id)
-        return replace(plan, inputs=inputs, restored_seq=restored, pending=pending,
-                       notes=(*notes, *said, *buffered_said))
+        return replace(plan, inputs=inputs, pending=pending, notes=(*plan.notes, *said, *buffered_said))
 
     def holds_plan(self) -> bool:
         """True when the agent operator's keyed state was read: the checkpoint gives the restore's plan."""

@@ -443,16 +443,10 @@ def _restore_over_log(plan: ReplayPlan, cp: Checkpoint) -> ReplayPlan:
     job knew, so its seqNums win (an input of a round it had already consumed, which a marker moved back shows in
     the window, is not replayed) and its pending tasks replace the ones the log infers for those keys."""
     held = set(map(str, cp.restored_seq)) | {str(k) for k, *_ in cp.pending}
-    restored = {**dict(plan.restored_seq), **dict(cp.restored_seq)}
-    seen: dict[str, int] = {}
-    inputs = []
-    for item in plan.inputs:
-        n = seen[item.key] = seen.get(item.key, 0) + 1
-        if plan.seq_of(item.key) + n > restored.get(item.key, -1):
-            inputs.append(item)
+    restored = plan.restored_at(cp.restored_seq, source=f"the checkpoint of step {cp.step}")
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + \
         tuple(p for p in plan.pending if str(p.key) not in held)
-    return dataclasses.replace(plan, inputs=tuple(inputs), restored_seq=restored, pending=pending)
+    return dataclasses.replace(restored, pending=pending)
 
 
 def _as_log(log: object) -> ActionStateLog | None:

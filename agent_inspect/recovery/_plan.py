@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -137,6 +138,39 @@ class ReplayPlan:
         """The restored seqNum of ``key`` (-1 when unknown: the key's first input gets seq 0)."""
         return int(self.restored_seq.get(key, -1))
 
+    def restored_at(self, restored_seq: Mapping[str, int], *, source: str = "the checkpoint") -> ReplayPlan:
+        """This plan restored at ``restored_seq`` (per key, the ``messageSequenceNumber`` a checkpoint holds),
+        whose seqNums win. A key's inputs this plan numbers at or before its restored seqNum are dropped: the
+        checkpoint had consumed those rounds, and the source replays only what came after it (spec §9.5). That
+        happens when the markers reach back before the checkpoint (a 0.4+ Kafka marker moved back to the oldest
+        retained state, or an older checkpoint's markers); a note (naming ``source``) says how many, in place of
+        :meth:`from_log`'s note that the log alone cannot tell them apart.
+
+        For example::
+
+            plan = ai.ReplayPlan.from_log(log, markers=markers)      # user-0001's window starts at round 1
+            restored = plan.restored_at({"user-0001": 1})             # a checkpoint that had consumed round 1
+            restored.seq_of("user-0001"), restored.notes              # 1; round 1's input is not replayed
+        """
+        restored = {**self.restored_seq, **{str(k): int(v) for k, v in restored_seq.items()}}
+        seen: dict[str, int] = {}
+        inputs, dropped = [], Counter[str]()
+        for item in self.inputs:
+            n = seen[item.key] = seen.get(item.key, 0) + 1
+            if self.seq_of(item.key) + n > restored.get(item.key, -1):
+                inputs.append(item)
+            else:
+                dropped[item.key] += 1
+        # the moved-marker note says the log cannot tell consumed rounds apart: these seqNums just did
+        notes = tuple(n for n in self.notes if not n.startswith(_MOVED_MARKER))
+        if dropped:
+            keys = sorted(dropped)
+            shown = ", ".join(f"{k} ≤ seq {restored[k]}" for k in keys[:3]) + (
+                f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+            notes += (f"{plural(sum(dropped.values()), 'input')} of {plural(len(keys), 'key')} ({shown}) not "
+                      f"replayed: the markers reach back before {source}, which had consumed those rounds",)
+        return replace(self, inputs=tuple(inputs), restored_seq=restored, notes=notes)
+
     @classmethod
     def from_log(cls, log: ActionStateLog, *, business_keys: Any = None, markers: Any = None,
                  runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
@@ -202,6 +236,9 @@ class ReplayPlan:
         return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
 
 
+_MOVED_MARKER = "kafka_pending='marker':"
+
+
 def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, runtime: str | RuntimeInfo,
                         kafka_pending: str | None) -> tuple[str, ...]:
     """What a plan inferred under ``kafka_pending="marker"`` cannot tell (addendum §2.3): the marker a 0.4+ Kafka
@@ -216,7 +253,7 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
     check_moved_marker(log, info, markers)   # refresh rows after the markers: not a log such a writer writes
     if not plan.inputs:
         return ()
-    return (f"kafka_pending='marker': a writer that moves the marker back to its oldest retained state leaves no "
+    return (f"{_MOVED_MARKER} a writer that moves the marker back to its oldest retained state leaves no "
             f"mark of the inputs the checkpoint consumed, so the {plural(len(plan.inputs), 'input')} of the rounds "
             "whose root records lie after the markers are replayed here; the restore replays none whose input came "
             "before the checkpoint, only re-submits such a round's queued tasks and does not dispatch its finished "

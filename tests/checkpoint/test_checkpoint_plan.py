@@ -214,3 +214,39 @@ def test_the_production_sample_ships_its_checkpoint() -> None:
     assert ckpt.recovery_markers() == ai.samples.markers("production") and ckpt.holds_plan()
     with pytest.raises(ai.SourceError, match="sample 'G01' ships no checkpoint; these do: production"):
         ai.samples.checkpoint("G01")
+
+
+def rounds(plan: ai.ReplayPlan) -> dict[str, list[tuple[int, str | None, object]]]:
+    """Per key, each input with the seqNum the plan gives it, its event id and its input."""
+    out: dict[str, list[tuple[int, str | None, object]]] = {}
+    for item in plan.inputs:
+        mine = out.setdefault(item.key, [])
+        mine.append((plan.seq_of(item.key) + len(mine) + 1, item.event.id, item.event.attributes.get("input")))
+    return out
+
+
+@pytest.mark.parametrize("kafka_pending", [None, "marker"])
+def test_markers_reaching_back_before_the_checkpoint_replay_only_the_rounds_it_had_not_consumed(
+        kafka_pending: str | None) -> None:
+    # the plan kept the log's inputs of every round in the window under the checkpoint's seqNums: a marker moved
+    # back (a 0.4+ Kafka writer's oldest retained state, or an older checkpoint's) replayed rounds the checkpoint
+    # had consumed, each one seqNum late (user-0009's in-flight round 4 both re-submitted and replayed as seq 5)
+    ckpt = checkpoint()
+    own = ckpt.replay_plan(log(), kafka_pending=kafka_pending)
+    back = replace(ckpt, markers=tuple({p: o - 150 for p, o in m.items()} for m in ckpt.markers))
+    plan = back.replay_plan(log(), kafka_pending=kafka_pending)
+    assert ai.ReplayPlan.from_log(log(), markers=back).inputs != own.inputs   # the window does reach back
+    # the source rewinds to the checkpoint's own offsets whatever the markers: the same inputs, seqNums and tasks
+    assert rounds(plan) == rounds(own) and plan.restored_seq == own.restored_seq and plan.pending == own.pending
+    assert rounds(plan)["user-0009"] == [(5, BUFFERED, "is the keyboard in stock")]
+    assert any(n.endswith("not replayed: the markers reach back before checkpoint 4, which had consumed those "
+                          "rounds") for n in plan.notes)
+    assert not any("not replayed" in n for n in own.notes)
+    # the log-only plan's note that it cannot tell consumed rounds apart does not stand in the checkpoint's
+    said = [n for n in ai.ReplayPlan.from_log(log(), markers=back, kafka_pending=kafka_pending).notes
+            if n.startswith("kafka_pending='marker'")]
+    assert len(said) == (kafka_pending == "marker") and not any(n in plan.notes for n in said)
+    predicted = ai.predict(log(), markers=back, kafka_pending=kafka_pending).tasks
+    replayed = {(str(k), int(s)) for k, s in zip(predicted["key"], predicted["seq"])}
+    expected = ai.predict(log(), markers=ckpt, kafka_pending=kafka_pending).tasks
+    assert replayed == {(str(k), int(s)) for k, s in zip(expected["key"], expected["seq"])}

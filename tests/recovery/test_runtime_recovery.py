@@ -140,6 +140,23 @@ def test_a_plan_inferred_under_the_kafka_marker_option_says_what_the_moved_marke
         assert not any("kafka_pending='marker'" in n for n in quiet.notes)
 
 
+def test_a_checkpoint_s_seqnums_drop_the_inputs_of_rounds_it_had_consumed():
+    """``ReplayPlan.restored_at``, shared by a Flink checkpoint's plan and the executor's restore: N14's
+    moved-back marker shows round 5's input, which the checkpoint (messageSequenceNumber 5) had consumed."""
+    moved = build_case(_case("N14", "0.4-kafka-marker"))
+    inferred = ai.ReplayPlan.from_log(moved.log, markers=moved.markers, runtime="0.4", kafka_pending="marker")
+    assert len(inferred.inputs) == 1 and inferred.seq_of("k") == 4
+    restored = inferred.restored_at({"k": 5})
+    assert restored.inputs == () and dict(restored.restored_seq) == {"k": 5}
+    assert restored.notes == ("1 input of 1 key (k ≤ seq 5) not replayed: the markers reach back before the "
+                              "checkpoint, which had consumed those rounds",)
+    # a restore at the round before keeps it, and a key the seqNums do not name keeps its own
+    kept = inferred.restored_at({"k": 4})
+    assert kept.inputs == inferred.inputs and kept.restored_seq == inferred.restored_seq
+    assert inferred.notes[0].startswith("kafka_pending='marker'") and kept.notes == ()   # its seqNums tell them apart
+    assert inferred.restored_at({"j": 0}).inputs == inferred.inputs
+
+
 def test_the_kafka_marker_option_refuses_a_log_with_refresh_rows_after_the_markers():
     """A writer that moves the marker back writes no refresh rows (addendum §2.3): a Kafka log with them after the
     markers was written by a refreshing one. Read under "marker" their rounds were replayed and reused (N14's 0.4
