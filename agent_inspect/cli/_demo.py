@@ -231,10 +231,11 @@ def v4_analysis() -> dict[str, Any]:
 def _print_v4(v4: dict[str, Any]) -> None:
     runtime = v4.get("runtime") or {}
     print(f"\n== beside it, the 0.4+ sample: {v4['source']}")
-    print(f"  {'records':<16} {v4['records']}")
-    print(f"  {'value_formats':<16} {v4['value_formats']}")
+    formats = ", ".join(f"{k}: {n:,}" for k, n in (v4["value_formats"] or {}).items())
+    print(f"  {'records':<16} {v4['records']:,}")
+    print(f"  {'value formats':<16} {formats}")
     print(f"  {'runtime':<16} {runtime.get('name')} ({runtime.get('evidence')})")
-    print("  records under rule 'original': " + ", ".join(f"{k} {n}" for k, n in sorted(v4["statuses"].items())))
+    print("  records under rule 'original': " + ", ".join(f"{k} {n:,}" for k, n in sorted(v4["statuses"].items())))
     restore = v4["restore"]
     print(f"\n== its restore of checkpoint {restore['checkpoint']}, taken mid-action (refresh rows bring the "
           "pending state back)")

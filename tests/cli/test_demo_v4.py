@@ -27,6 +27,7 @@ def test_demo_cli_shows_the_v4_sample_beside_the_production_one(capsys: pytest.C
     assert text.index("reconstruct under rule 'fixed'") < text.index("the 0.4+ sample")
     assert "runtime          main" in text and "chat             RESUME" in text
     assert "durable call run again   none" in text
+    assert f"records          {v4['records']:,}" in text and f"value formats    V4: {v4['records']:,}" in text
 
 
 def test_the_demo_ledger_names_resubmitted_subagent_calls_apart_from_executed_ones() -> None:
