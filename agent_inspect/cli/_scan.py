@@ -75,6 +75,8 @@ def _run(args: argparse.Namespace) -> int:
     width = max(*(len(label) + 2 for label in (*labels.values(), *SUMMARY_LABELS.values())))
     print(f"{'source':<{width}}{s['source']}")
     print(f"{'runtime':<{width}}{s['runtime']}")
+    if result.store_flavour_text:
+        print(f"{'store flavour':<{width}}{result.store_flavour_text}")
     for name, label in SUMMARY_LABELS.items():
         print(f"{label:<{width}}{s[name]:,}")
     for rule in result.rules:

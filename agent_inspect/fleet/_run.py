@@ -17,12 +17,13 @@ import pandas as pd
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult
+from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _scanned_runtime
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
     RULE_COLUMNS,
     ScanOptions,
+    _name,
     column_order,
     concat_keys,
     scan_fleet,
@@ -119,12 +120,9 @@ def _dashboard_link(client: Any) -> str | None:
 
 
 def _rule_name(rule: Any) -> str:
-    if isinstance(rule, str):
-        return rule
-    name = getattr(rule, "name", None)
-    if not isinstance(name, str):
+    if not isinstance(rule, str) and not isinstance(getattr(rule, "name", None), str):
         raise InspectError(f"rules must be rule names or DivergenceRule objects with a name, not {rule!r}")
-    return name
+    return _name(rule)
 
 
 @contextlib.contextmanager
@@ -210,6 +208,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         result = ai.scan("sample_logs/production.jsonl", markers=markers)   # or "kafka://broker:9092/topic"
         result.at_risk(20)
     """
+    from agent_inspect.log import rule_mark
     from agent_inspect.recovery import Recovery, rebuild_start
     from agent_inspect.rules import resolve_rule
 
@@ -265,7 +264,9 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         done = _rejoin_split_keys(dask_client, plan, options, done, failed, retries=retries)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
     result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
-    result = replace(result, what_if=tuple(n for n in names if n.partition(":")[0] != settings.runtime.default_rule))
+    # what-ifs under the runtime and store flavour the windows' records showed (unknown before they were read)
+    read_as = replace(_scanned_runtime(result.runtime), store_flavour=result.store_flavour)
+    result = replace(result, what_if=tuple(n for n, r in zip(names, rules, strict=True) if rule_mark(r, read_as).what_if))
     if fleet is not None:
         result = _with_fleet_columns(result, fleet)
     if out_dir is not None:
@@ -485,4 +486,13 @@ def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rul
     failures = pd.DataFrame(failed, columns=_FAILURE_COLUMNS)
     return ScanResult(keys=keys, partitions=parts, errors=errors, failures=failures, source=plan.source, rules=rules,
                       markers=markers, runtime=_resolved(runtime, parts), output=output, dashboard=link, seconds=round(seconds, 3),
-                      spec=plan.spec)
+                      spec=plan.spec, store_flavour=_flavour(parts))
+
+
+def _flavour(parts: pd.DataFrame) -> str | None:
+    """The store flavour of every window's records together (several joined by "+", as a log's that mixes key
+    formats); None when no window held a parsed key."""
+    if "store_flavour" not in parts.columns:
+        return None
+    found = {f for v in parts["store_flavour"].dropna().astype(str) for f in v.split("+")}
+    return "+".join(sorted(found)) or None
