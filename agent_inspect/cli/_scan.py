@@ -52,8 +52,11 @@ def _run(args: argparse.Namespace) -> int:
     what_if = tuple(r.strip() for r in args.what_if.split(",") if r.strip())
 
     def started(link: str | None) -> None:
-        if link:
+        if link and args.scheduler:
             print(f"agent-inspect: Dask dashboard at {link}", file=sys.stderr)
+        elif link:   # the local cluster, and its dashboard, close when the command returns
+            print(f"agent-inspect: Dask dashboard at {link} while the scan runs (its local cluster closes with "
+                  "the command)", file=sys.stderr)
 
     # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
     logging.getLogger("distributed").setLevel(logging.CRITICAL)

@@ -127,7 +127,8 @@ def _rule_name(rule: Any) -> str:
 
 @contextlib.contextmanager
 def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple[Any, bool]]:
-    """The Dask client to use: the caller's, one connected to a scheduler address, or a LocalCluster's."""
+    """The Dask client to use: the caller's, one connected to a scheduler address, or a LocalCluster's; and
+    whether it is a LocalCluster of ours (closed, with its dashboard, when the scan returns)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover - the scan extra is part of `all`
@@ -145,7 +146,7 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
             raise SourceError(f"no Dask scheduler answered at {client} ({exc}); start one with "
                               f"`dask scheduler` or pass client=None for a local cluster") from None
         try:
-            yield made, True
+            yield made, False
         finally:
             made.close()
         return
@@ -195,7 +196,9 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
       and the rest of the scan completes. A task whose worker died is rescheduled by Dask.
     - ``progress``: a tqdm bar of windows done and records read; ``on_progress(done, total, records)``
       is called after each window, ``on_start(dashboard_link_or_None)`` once the cluster is up.
-    - ``dashboard``: serve Dask's dashboard for a LocalCluster (on a free port; the link is in ``.dashboard``).
+    - ``dashboard``: serve Dask's dashboard for a LocalCluster while the scan runs (on a free port; ``on_start``
+      gets its link, and it closes with the cluster). ``.dashboard`` keeps the link of a scheduler that outlives
+      the scan (a scheduler address or a client given), None for a local cluster.
     - ``connection_factory``: Fluss only, replaces ``fluss.FlussConnection.create`` as in
       :func:`agent_inspect.load_fluss`; it is pickled to the workers.
 
@@ -256,10 +259,12 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
     options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir, plan_source=settings.plan_source)
     started = time.perf_counter()
-    with _client(client, workers, dashboard) as (dask_client, _own):
+    with _client(client, workers, dashboard) as (dask_client, local):
         link = _dashboard_link(dask_client) if dashboard else None
         if on_start is not None:
             on_start(link)
+        if local:
+            link = None   # a local cluster's dashboard closes with it: the result keeps no dead link
         done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
         done = _rejoin_split_keys(dask_client, plan, options, done, failed, retries=retries)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
