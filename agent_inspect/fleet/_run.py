@@ -17,7 +17,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _scanned_runtime
+from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _flavour, _scanned_runtime
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
@@ -493,11 +493,3 @@ def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rul
                       markers=markers, runtime=_resolved(runtime, parts), output=output, dashboard=link, seconds=round(seconds, 3),
                       spec=plan.spec, store_flavour=_flavour(parts))
 
-
-def _flavour(parts: pd.DataFrame) -> str | None:
-    """The store flavour of every window's records together (several joined by "+", as a log's that mixes key
-    formats); None when no window held a parsed key."""
-    if "store_flavour" not in parts.columns:
-        return None
-    found = {f for v in parts["store_flavour"].dropna().astype(str) for f in v.split("+")}
-    return "+".join(sorted(found)) or None
