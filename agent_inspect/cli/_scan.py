@@ -52,8 +52,11 @@ def _run(args: argparse.Namespace) -> int:
     what_if = tuple(r.strip() for r in args.what_if.split(",") if r.strip())
 
     def started(link: str | None) -> None:
-        if link:
+        if link and args.scheduler:
             print(f"agent-inspect: Dask dashboard at {link}", file=sys.stderr)
+        elif link:   # the local cluster, and its dashboard, close when the command returns
+            print(f"agent-inspect: Dask dashboard at {link} while the scan runs (its local cluster closes with "
+                  "the command)", file=sys.stderr)
 
     # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -75,6 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     width = max(*(len(label) + 2 for label in (*labels.values(), *SUMMARY_LABELS.values())))
     print(f"{'source':<{width}}{s['source']}")
     print(f"{'runtime':<{width}}{s['runtime']}")
+    if result.store_flavour_text:
+        print(f"{'store flavour':<{width}}{result.store_flavour_text}")
     for name, label in SUMMARY_LABELS.items():
         print(f"{label:<{width}}{s[name]:,}")
     for rule in result.rules:

@@ -92,15 +92,34 @@ class ScanResult:
     seconds: float | None = None
     fleet_wide: tuple[str, ...] = ()
     spec: SourceSpec | None = field(default=None, repr=False)
-    #: the scanned rules that are what-ifs (not the rule the runtime ships)
+    #: the scanned rules that are what-ifs (not the rule the runtime ships, or it in a store flavour other than
+    #: the one the windows' records run)
     what_if: tuple[str, ...] = ()
+    #: the original rule's store flavour the windows' records run ("segment", "kafka-k1", "fluss-k1"; several
+    #: joined by "+"; None when no window held a parsed key)
+    store_flavour: str | None = None
 
     def rule_label(self, rule: str) -> str:
-        """``rule``, marked as a what-if when it is one (:func:`agent_inspect.log.rule_label`, under the runtime the
-        scan ran as; "auto" reads as the runtime the scan resolved its rules under)."""
-        from agent_inspect.log import rule_label
+        """``rule``, marked as a what-if when it is one (:func:`agent_inspect.log.rule_label`, under the runtime and
+        store flavour the scan read its windows as)."""
+        from dataclasses import replace
 
-        return rule_label(rule, _scanned_runtime(self.runtime)) if rule in self.what_if else rule
+        from agent_inspect.log import rule_mark
+
+        if rule not in self.what_if:
+            return rule
+        return rule_mark(rule, replace(_scanned_runtime(self.runtime), store_flavour=self.store_flavour)).label
+
+    @property
+    def store_flavour_text(self) -> str | None:
+        """The store flavour in words: the flavour, or, when the windows differ, each flavour with its windows
+        (``"mixed across windows: kafka-k1 (1 window), segment (3 windows)"``)."""
+        if "store_flavour" not in self.partitions.columns:
+            return self.store_flavour
+        seen = self.partitions["store_flavour"].dropna().astype(str).value_counts()
+        if len(seen) < 2:
+            return self.store_flavour
+        return "mixed across windows: " + ", ".join(f"{f} ({plural(int(seen[f]), 'window')})" for f in sorted(seen.index))
 
     @property
     def complete(self) -> bool:
@@ -144,7 +163,7 @@ class ScanResult:
         (:data:`OUTCOME_COLUMNS`: they add up to the tasks), evictions and calls (also per function id)."""
         k = self.keys
         out: dict[str, Any] = {
-            "source": self.source, "runtime": self.runtime, "windows": len(self.partitions) + len(self.failures),
+            "source": self.source, "runtime": self.runtime, "store_flavour": self.store_flavour, "windows": len(self.partitions) + len(self.failures),
             "failed": len(self.failures), "records": int(self.partitions["records"].sum()) if len(self.partitions) else 0,
             "keys": len(k), "errors": int(self.partitions["errors"].sum()) if len(self.partitions) else 0,
             "exposed_1301": int(k["exposed_1301"].sum()) if len(k) else 0,
@@ -157,6 +176,7 @@ class ScanResult:
             out[r]["tasks"] = sum(out[r][c] for c in OUTCOME_COLUMNS)
             out[r]["crashed_keys"] = int(k[f"{r}_crashed"].sum()) if len(k) else 0
             out[r]["what_if"] = r in self.what_if
+            out[r]["rule_label"] = self.rule_label(r)
             out[r]["calls_by_function"] = {str(f): int(n) for f, n in self.calls_by_function(r).items()}
         return out
 
@@ -177,7 +197,7 @@ class ScanResult:
                 frame["output"] = frame["output"].map(lambda v: json.dumps(list(v)) if v is not None else "[]")
             frame.to_parquet(root / RESULT_FILES[name], index=False)
         meta = {"source": self.source, "rules": list(self.rules), "what_if": list(self.what_if), "runtime": self.runtime,
-                "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
+                "store_flavour": self.store_flavour, "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
                 "seconds": self.seconds, "fleet_wide": list(self.fleet_wide), "output": self.output}
         (root / RESULT_FILES["meta"]).write_text(json.dumps(meta, sort_keys=True))
         return root
@@ -203,7 +223,7 @@ class ScanResult:
                    failures=frames["failures"], source=meta["source"], rules=tuple(meta["rules"]),
                    markers=None if markers is None else {int(p): int(o) for p, o in markers.items()},
                    runtime=meta.get("runtime", "auto"), what_if=tuple(meta.get("what_if", ())), output=output, seconds=meta.get("seconds"),
-                   fleet_wide=tuple(meta.get("fleet_wide", ())))
+                   fleet_wide=tuple(meta.get("fleet_wide", ())), store_flavour=meta.get("store_flavour"))
 
     def load_key(self, business_key: str) -> ActionStateLog:
         """The log of one business key: from the scan's Parquet output when there is one, else from the source."""
@@ -243,7 +263,9 @@ class ScanResult:
             f"re-run, {plural(s[r]['calls'], 'durable call')} re-executed, {plural(s[r]['stale_reuse_risk'], 'reuse')} "
             "at risk" for r in self.rules)
         fail = (f" {labelled('b', plural(s['failed'], 'window') + ' failed', term='failed windows')}." if s["failed"] else "")
-        html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code> (runtime {escape(self.runtime)}): "
+        flavour = f", store flavour {escape(self.store_flavour_text)}" if self.store_flavour_text else ""
+        html = (f"<div class='agent-inspect ai-scan-result'><p><b>Fleet scan</b> of <code>{escape(self.source)}</code> "
+                f"(runtime {escape(self.runtime)}{flavour}): "
                 f"{labelled('span', plural(s['windows'], 'window'), term='windows')}, {plural(s['records'], 'record')}, "
                 f"{plural(s['keys'], 'key')}, {plural(s['errors'], 'bad record')}, "
                 f"{labelled('span', plural(s['exposed_1301'], 'key') + ' exposed to #1301', term='exposed to #1301')}."
@@ -273,3 +295,12 @@ def _scanned_runtime(runtime: str) -> RuntimeInfo:
     if runtime in RUNTIMES or runtime == "auto":
         return resolve_runtime(runtime)
     return RuntimeInfo(runtime, True, "no window held a decoded record")
+
+
+def _flavour(parts: pd.DataFrame) -> str | None:
+    """The store flavour of every window's records together (several joined by "+", as a log's that mixes key
+    formats); None when no window held a parsed key."""
+    if "store_flavour" not in parts.columns:
+        return None
+    found = {f for v in parts["store_flavour"].dropna().astype(str) for f in v.split("+")}
+    return "+".join(sorted(found)) or None

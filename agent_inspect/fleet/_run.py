@@ -17,12 +17,13 @@ import pandas as pd
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult
+from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _flavour, _scanned_runtime
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
     RULE_COLUMNS,
     ScanOptions,
+    _name,
     column_order,
     concat_keys,
     scan_fleet,
@@ -119,17 +120,15 @@ def _dashboard_link(client: Any) -> str | None:
 
 
 def _rule_name(rule: Any) -> str:
-    if isinstance(rule, str):
-        return rule
-    name = getattr(rule, "name", None)
-    if not isinstance(name, str):
+    if not isinstance(rule, str) and not isinstance(getattr(rule, "name", None), str):
         raise InspectError(f"rules must be rule names or DivergenceRule objects with a name, not {rule!r}")
-    return name
+    return _name(rule)
 
 
 @contextlib.contextmanager
 def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple[Any, bool]]:
-    """The Dask client to use: the caller's, one connected to a scheduler address, or a LocalCluster's."""
+    """The Dask client to use: the caller's, one connected to a scheduler address, or a LocalCluster's; and
+    whether it is a LocalCluster of ours (closed, with its dashboard, when the scan returns)."""
     try:
         from distributed import Client, LocalCluster
     except ImportError:  # pragma: no cover - the scan extra is part of `all`
@@ -147,7 +146,7 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
             raise SourceError(f"no Dask scheduler answered at {client} ({exc}); start one with "
                               f"`dask scheduler` or pass client=None for a local cluster") from None
         try:
-            yield made, True
+            yield made, False
         finally:
             made.close()
         return
@@ -197,7 +196,9 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
       and the rest of the scan completes. A task whose worker died is rescheduled by Dask.
     - ``progress``: a tqdm bar of windows done and records read; ``on_progress(done, total, records)``
       is called after each window, ``on_start(dashboard_link_or_None)`` once the cluster is up.
-    - ``dashboard``: serve Dask's dashboard for a LocalCluster (on a free port; the link is in ``.dashboard``).
+    - ``dashboard``: serve Dask's dashboard for a LocalCluster while the scan runs (on a free port; ``on_start``
+      gets its link, and it closes with the cluster). ``.dashboard`` keeps the link of a scheduler that outlives
+      the scan (a scheduler address or a client given), None for a local cluster.
     - ``connection_factory``: Fluss only, replaces ``fluss.FlussConnection.create`` as in
       :func:`agent_inspect.load_fluss`; it is pickled to the workers.
 
@@ -210,6 +211,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         result = ai.scan("sample_logs/production.jsonl", markers=markers)   # or "kafka://broker:9092/topic"
         result.at_risk(20)
     """
+    from agent_inspect.log import rule_mark
     from agent_inspect.recovery import Recovery, rebuild_start
     from agent_inspect.rules import resolve_rule
 
@@ -257,15 +259,19 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
     options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir, plan_source=settings.plan_source)
     started = time.perf_counter()
-    with _client(client, workers, dashboard) as (dask_client, _own):
+    with _client(client, workers, dashboard) as (dask_client, local):
         link = _dashboard_link(dask_client) if dashboard else None
         if on_start is not None:
             on_start(link)
+        if local:
+            link = None   # a local cluster's dashboard closes with it: the result keeps no dead link
         done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
         done = _rejoin_split_keys(dask_client, plan, options, done, failed, retries=retries)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
     result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
-    result = replace(result, what_if=tuple(n for n in names if n.partition(":")[0] != settings.runtime.default_rule))
+    # what-ifs under the runtime and store flavour the windows' records showed (unknown before they were read)
+    read_as = replace(_scanned_runtime(result.runtime), store_flavour=result.store_flavour)
+    result = replace(result, what_if=tuple(n for n, r in zip(names, rules, strict=True) if rule_mark(r, read_as).what_if))
     if fleet is not None:
         result = _with_fleet_columns(result, fleet)
     if out_dir is not None:
@@ -485,4 +491,5 @@ def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rul
     failures = pd.DataFrame(failed, columns=_FAILURE_COLUMNS)
     return ScanResult(keys=keys, partitions=parts, errors=errors, failures=failures, source=plan.source, rules=rules,
                       markers=markers, runtime=_resolved(runtime, parts), output=output, dashboard=link, seconds=round(seconds, 3),
-                      spec=plan.spec)
+                      spec=plan.spec, store_flavour=_flavour(parts))
+

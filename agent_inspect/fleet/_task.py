@@ -119,6 +119,7 @@ def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> Windo
                          plan_source=options.plan_source)
     records = log.records
     errors = log.errors
+    read_as = resolve_runtime(options.runtime, log)
     sample = pd.DataFrame({
         "partition": errors["partition"].astype("Int64").to_numpy()[:_ERROR_SAMPLE],
         "offset": errors["offset"].astype("Int64").to_numpy()[:_ERROR_SAMPLE],
@@ -134,7 +135,8 @@ def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> Windo
         "bytes": int(pd.to_numeric(records["payload_bytes"], errors="coerce").fillna(0).sum()) if len(records) else 0,
         "read_seconds": round(t_read, 4), "seconds": round(time.perf_counter() - t0, 4),
         "worker": f"{socket.gethostname()}:{os.getpid()}", "output": written,
-        "runtime": resolve_runtime(options.runtime, log).name,   # what this window was read as
+        "runtime": read_as.name,   # what this window was read as
+        "store_flavour": read_as.store_flavour,   # what its records' store runs: the scan labels rules by it
     }
     return WindowResult(keys=keys, partition=row, errors=sample)
 
@@ -334,8 +336,9 @@ _WIDE = ("history_bytes",)
 def compact_keys(frame: pd.DataFrame) -> pd.DataFrame:
     """The per-key frame in compact dtypes: repeated texts as categoricals, counts as int32, partition Int32.
 
-    A scan's client holds one such row per business key (about 100 B for two rules plus 4 B per function
-    column, against 260 B with 64-bit counts and one string per cell); the values are unchanged.
+    A scan's client holds one such row per business key: about 125 B for two rules with 9-character keys (108 B
+    and the key's string, 8 B plus its characters; 37 B per further rule), plus 4 B per function column, against
+    340 B with 64-bit counts and one string object per text cell. The values are unchanged.
     """
     out = {}
     small = np.iinfo(np.int32)
@@ -396,7 +399,11 @@ def _text_column(col: pd.Series) -> pd.Series:
 
 
 def _name(rule: Any) -> str:
-    return rule if isinstance(rule, str) else str(rule.name)
+    """The rule's name as its columns spell it: an original rule object with a store flavour given is
+    ``original:<flavour>``, as the name that resolves to it (so its label can say it is a what-if)."""
+    from agent_inspect.log import rule_mark
+
+    return rule if isinstance(rule, str) else rule_mark(rule, None).name
 
 
 def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[str], to_business: Mapping[str, str],

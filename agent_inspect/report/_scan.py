@@ -31,6 +31,7 @@ def scan_sections(result: Any, *, max_rows: int) -> list[Any]:
     labels = {r: label(r) for r in result.rules}
     facts = [("source", s["source"]), *((word, f"{s[name]:,}") for name, word in SUMMARY_LABELS.items()),
              ("rules", ", ".join(labels.values())), ("runtime", result.runtime),
+             ("store flavour", getattr(result, "store_flavour_text", None)),
              ("rules run fleet-wide", ", ".join(getattr(result, "fleet_wide", ())) or None),
              ("Parquet output", result.output), ("seconds", result.seconds)]
     rows = "".join(f'<tr><th title="{escape(define(k) or define(k.removeprefix("keys ")))}">{escape(k)}</th>'

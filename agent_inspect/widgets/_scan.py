@@ -32,7 +32,8 @@ RISK_RANK = "risk_rank"
 class FleetScanView(w.VBox):
     """Show a :class:`~agent_inspect.fleet.ScanResult`.
 
-    - a summary line and, when some windows failed, their reasons;
+    - a summary line, one line per rule with its tasks by outcome (:func:`~agent_inspect.fleet.tasks_text`), and,
+      when some windows failed, their reasons;
     - histograms of per-key history size and durable calls re-executed under the chosen rule;
     - the at-risk table in a grid whose rows stay in the kernel: click a column header to sort by it
       (again to reverse), type in a filter box to filter, scroll for more;
@@ -140,16 +141,23 @@ class FleetScanView(w.VBox):
     # -- drawing ---------------------------------------------------------------------------------------------
 
     def _summary_html(self) -> str:
+        from agent_inspect.fleet import tasks_text
+
         s = self.result.summary()
         def term(n: int, noun: str, key: str, rest: str = "") -> str:
             return (f"<span class='ai-term' title='{escape(define(key))}'>{escape(plural(n, noun))}{escape(rest)}"
                     "</span>")
 
-        text = (f"<b>Fleet scan</b> of <code>{escape(s['source'])}</code> (runtime {escape(s['runtime'])}): "
+        flavour = self.result.store_flavour_text
+        read_as = escape(s["runtime"]) + (f", store flavour {escape(flavour)}" if flavour else "")
+        text = (f"<b>Fleet scan</b> of <code>{escape(s['source'])}</code> (runtime {read_as}): "
                 + ", ".join([term(s["windows"], "window", "windows"), escape(plural(s["records"], "record")),
                              escape(plural(s["keys"], "key")), term(s["errors"], "bad record", "error"),
                              term(s["exposed_1301"], "key", "exposed to #1301", " exposed to #1301")]))
-        html = f"<p>{text}.</p>"
+        # each rule's tasks by outcome, in the CLI's and the report's words (a what-if labelled as one)
+        per_rule = "".join(f"<li><code>{escape(self.result.rule_label(r))}</code>: {escape(tasks_text(s[r]))}</li>"
+                           for r in self.result.rules)
+        html = f"<p>{text}.</p><ul class='ai-scan-rules'>{per_rule}</ul>"
         if s["failed"]:
             html += (f"<p class='ai-scan-failed' title='{escape(define('failed windows'))}'>"
                      f"<b>{escape(plural(s['failed'], 'window'))} failed</b></p>"

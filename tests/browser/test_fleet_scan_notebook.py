@@ -25,6 +25,9 @@ def test_fleet_scan_notebook(lab_page, artifacts: Path) -> None:
     scan.wait_for()
     scan.scroll_into_view_if_needed()
     assert "Fleet scan" in scan.locator(".ai-scan-summary").inner_text()
+    # each rule's tasks by outcome, in the CLI's words, one line per rule under the summary
+    rules = scan.locator(".ai-scan-summary .ai-scan-rules li")
+    assert rules.count() >= 1 and " tasks: " in rules.first.inner_text() and "not dispatched" in rules.first.inner_text()
     page.wait_for_function("() => document.querySelectorAll('.ai-scan .js-plotly-plot').length === 1")
     assert "history size per key" in scan.locator(".ai-scan-histograms").inner_text()
 

@@ -18,7 +18,7 @@ def test_an_auto_scan_names_the_runtime_its_windows_were_read_as(dask_client: An
     assert result.runtime == "main" and result.summary()["runtime"] == "main"
     assert result.rule_label("fixed") == ai.log.rule_label("fixed", log.runtime()) == \
         "fixed (what-if; main ships original)" and "main ships original" in repr(predicted)
-    assert "(runtime main)" in result._repr_html_() and "runtime main" in repr(result)
+    assert "(runtime main, store flavour segment)" in result._repr_html_() and "runtime main" in repr(result)
 
 
 def test_the_scan_counts_read_in_words(dask_client: Any) -> None:
@@ -55,7 +55,7 @@ def test_the_scan_view_labels_a_what_if_rule_as_one(dask_client: Any) -> None:
     view = FleetScanView(result)
     assert view.rule.label == "original" and \
         view.rule.options == (("original", "original"), ("fixed (what-if; main ships original)", "fixed"))
-    assert "(runtime main)" in view.summary.value
+    assert "(runtime main, store flavour segment)" in view.summary.value
     view.rule.value = "fixed"      # the value stays the rule's name, as the columns spell it
     assert view.columns[-1] == "fixed_evictions"
     view.open_key(str(result.keys["business_key"].iloc[0]))

@@ -45,7 +45,16 @@ def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFix
     assert "most at risk, ranked under fixed (what-if; 0.4 ships original):" in lines
     assert not any(line.startswith("original") for line in lines)
     assert "scan:" in out.err  # the progress bar
+    # the local cluster's dashboard closes with the command: the link says it is for while the scan runs
     assert "Dask dashboard at http://127.0.0.1:" in out.err
+    assert "while the scan runs (its local cluster closes with the command)" in out.err
+
+
+def test_a_local_cluster_s_result_keeps_no_dead_dashboard_link() -> None:
+    links: list[str | None] = []
+    result = ai.scan(ai.samples.path("G01"), workers=1, what_if=(), on_start=links.append)
+    assert links and str(links[0]).startswith("http://127.0.0.1:")   # usable while the scan runs
+    assert result.dashboard is None and result.to_dict()["dashboard"] is None
 
 
 @pytest.mark.parametrize("argv, message", [

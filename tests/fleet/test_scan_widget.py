@@ -95,3 +95,16 @@ def test_escapes_and_failures(saved: Path, tmp_path: Path) -> None:
     view = FleetScanView(broken)
     assert "<img" not in view.summary.value and "&lt;img" in view.summary.value
     assert "<b>1 window failed</b>" in view.summary.value and "window(s)" not in view.summary.value
+
+
+def test_the_summary_gives_each_rule_s_tasks_by_outcome_as_the_cli_does(saved: Path) -> None:
+    from agent_inspect._html import escape
+
+    result = ai.ScanResult.open(saved)
+    view = FleetScanView(result)
+    s = result.summary()
+    assert result.what_if == ("fixed",)
+    for rule in result.rules:   # "643 tasks: 169 reused, …" after the rule's label, a what-if marked
+        line = f"<li><code>{escape(result.rule_label(rule))}</code>: {escape(ai.fleet.tasks_text(s[rule]))}</li>"
+        assert line in view.summary.value, rule
+    assert "fixed (what-if; 0.4 ships original)" in view.summary.value
