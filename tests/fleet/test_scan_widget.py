@@ -108,3 +108,24 @@ def test_the_summary_gives_each_rule_s_tasks_by_outcome_as_the_cli_does(saved: P
         line = f"<li><code>{escape(result.rule_label(rule))}</code>: {escape(ai.fleet.tasks_text(s[rule]))}</li>"
         assert line in view.summary.value, rule
     assert "fixed (what-if; 0.4 ships original)" in view.summary.value
+
+
+def test_the_scan_view_styles_through_the_views_css_only(saved: Path) -> None:
+    """No inline CSS; every class its HTML names that the views' stylesheet styles is there (tests/widgets checks
+    the other views)."""
+    import re
+    from importlib import resources
+
+    import ipywidgets as w
+
+    css = resources.files("agent_inspect.widgets").joinpath("static/views.css").read_text(encoding="utf-8")
+    styled = set(re.findall(r"\.(ai-[a-z-]+)\s*\{", css))
+    view = FleetScanView(ai.ScanResult.open(saved))
+    nodes, classes = [view], set()
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(getattr(node, "children", ()) or ())
+        if isinstance(node, w.HTML):
+            assert " style=" not in node.value, node.value[:200]
+            classes |= {c for attr in re.findall(r"""class=["']([^"']*)["']""", node.value) for c in attr.split()}
+    assert "ai-scan-rules" in classes & styled
