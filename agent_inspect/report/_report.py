@@ -19,7 +19,7 @@ from agent_inspect._html import escape, labelled
 from agent_inspect._types import LogLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import resolve_runtime, rule_label, summary_facts
 from agent_inspect.recovery import Prediction, Recovery, predict, rebuild_start, reconstruct, tasks_by_impact
-from agent_inspect.report._parts import _Section, _split_scripts, _static_figure
+from agent_inspect.report._parts import _dark_charts_script, _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
 
@@ -442,7 +442,7 @@ def _page(heading: str, sections: Sequence[_Section], *, rule_name: str) -> str:
 
     scripts = [s for section in sections for s in section.scripts]
     if scripts:
-        scripts.insert(0, _plotly_js())
+        scripts = [_plotly_js(), *scripts, _dark_charts_script()]
     # Only the report's own scripts may run: inline handlers or injected <script>s never would,
     # even if something record-derived slipped through unescaped.
     script_src = " ".join(f"'{_sha256(s)}'" for s in scripts) or "'none'"

@@ -4,7 +4,8 @@ Every colour of the views and the static report is JupyterLab's own (``--jp-…`
 :data:`PALETTE`, which has a light and a dark variant. The page gets the palette as CSS custom properties
 (``--ai-good``, ``--ai-bad``, …) that switch with JupyterLab's theme (``data-jp-theme-light`` on ``<body>``) or,
 in the static report, with the reader's ``prefers-color-scheme``. Charts are built with the light variants;
-``static/plot.js`` swaps them for the dark ones (:func:`dark_swaps`) when the theme is dark.
+``static/plot.js`` swaps them for the dark ones (:func:`dark_swaps`) when the theme is dark, as the static
+report's page script does for a dark ``prefers-color-scheme``.
 """
 
 from __future__ import annotations

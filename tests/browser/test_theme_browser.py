@@ -325,3 +325,29 @@ def test_the_report_reads_in_both_schemes(browser, report: Path, artifacts: Path
         assert (min(channels) > 200) if scheme == "light" else (max(channels) < 60), paper
     finally:
         context.close()
+
+
+def test_the_reports_charts_take_the_dark_palette(browser, report: Path) -> None:
+    """In the dark scheme the report's chart marks are the palette's dark variants (a crash mark drawn in the light
+    "ink" was near-black on the dark paper)."""
+    from agent_inspect.widgets import PALETTE
+
+    def rgb(hex_colour: str) -> str:
+        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        return f"rgb({r}, {g}, {b})"
+
+    light = {rgb(s.light) for role, s in PALETTE.items() if role != "paper"}
+    dark = {rgb(s.dark) for s in PALETTE.values()}
+    context = browser.new_context(viewport={"width": 1280, "height": 1400}, color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.goto(report.as_uri())
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0")
+        page.wait_for_timeout(500)
+        fills = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .scatterlayer path.point')]"
+                              ".map((p) => getComputedStyle(p).fill)")
+        assert fills and not light & set(fills), sorted(light & set(fills))
+        assert rgb(PALETTE["ink"].dark) in fills, sorted(set(fills))   # the crash mark
+        assert set(fills) <= dark, sorted(set(fills) - dark)
+    finally:
+        context.close()

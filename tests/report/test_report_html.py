@@ -38,6 +38,24 @@ def test_report_of_a_log_is_self_contained_and_escaped(probe_log, tmp_path: Path
     assert "&lt;img src=x onerror=" in html
 
 
+def test_the_report_redraws_its_charts_in_the_dark_palette(probe_log) -> None:
+    """The charts are built light; the page carries (and its CSP allows) the script that swaps each palette colour
+    for its dark variant when the reader's scheme is dark (they kept light marks, a near-black crash mark on dark)."""
+    import base64
+    import hashlib
+
+    from agent_inspect.widgets import PALETTE
+
+    html = render_report(probe_log, rule="original")
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.S)
+    (dark,) = [s for s in scripts if "prefers-color-scheme: dark" in s]
+    for shade in PALETTE.values():
+        assert f'"{shade.light.lower()}": "{shade.dark}"' in dark
+    digest = base64.b64encode(hashlib.sha256(dark.encode("utf-8")).digest()).decode("ascii")
+    assert f"'sha256-{digest}'" in html.split("</head>")[0]
+    assert scripts.index(dark) == len(scripts) - 1       # after the charts it redraws
+
+
 def test_report_of_a_result_uses_its_rule(probe_log) -> None:
     result = ai.reconstruct(probe_log, rule="original")
     html = render_report(result, rule="fixed", max_keys=0)

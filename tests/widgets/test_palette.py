@@ -85,3 +85,11 @@ def test_charts_carry_no_light_template_and_the_page_gets_the_dark_swaps() -> No
     plot.layout = {"title": {"text": "replaced"}}
     assert "layout" not in plot._spec["layout"]["template"]
     assert plotly_library().dark_swaps == dark_swaps()
+
+
+def test_every_jupyterlab_variable_in_the_views_css_has_a_fallback() -> None:
+    """Outside JupyterLab (a saved notebook's HTML, a frontend without its variables) a ``var(--jp-…)`` with no
+    fallback drops the declaration: each one falls back to the palette (or a neutral value)."""
+    bare = [(path.name, m.group()) for path in sorted((PACKAGE / "widgets" / "static").glob("*.css"))
+            for m in re.finditer(r"var\(--jp-[\w-]+\)", path.read_text(encoding="utf-8"))]
+    assert not bare, bare
