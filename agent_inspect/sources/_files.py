@@ -128,7 +128,10 @@ def _reading(p: Path) -> Iterator[None]:
 def _read_all(p: Path) -> tuple[bytes, str | None]:
     """The file's bytes, inflated when it is gzip, and what cut a gzip file short (None: nothing)."""
     with _reading(p):
-        return _inflate(p.read_bytes())
+        data, cut = _inflate(p.read_bytes())
+    return data.removeprefix(_BOM), cut
+
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark some editors and Windows tools write: not part of line 1
 
 def _head_lines(data: bytes, n: int) -> list[bytes]:
     out: list[bytes] = []
@@ -149,6 +152,8 @@ def _file_head(p: Path, n: int) -> list[bytes]:
             if len(out) == n:
                 break
             out.append(line[:-1] if line.endswith(b"\n") else line)
+    if out:
+        out[0] = out[0].removeprefix(_BOM)
     return out
 
 _CHUNK = 1 << 20  # bytes per piece: decoding and copying out then run in cache
@@ -161,6 +166,8 @@ def _file_chunks(p: Path) -> Iterator[memoryview]:
     buf = bytearray(_CHUNK)
     filled = 0
     with open(p, "rb", buffering=0) as fh:
+        if fh.read(len(_BOM)) != _BOM:
+            fh.seek(0)
         while True:
             got = fh.readinto(memoryview(buf)[filled:])
             filled += got

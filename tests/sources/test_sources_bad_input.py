@@ -496,3 +496,19 @@ def test_a_damaged_parquet_row_group_loses_only_its_rows(tmp_path: Path) -> None
     assert log.errors["error"].tolist() == [log.errors["error"].iat[0]]
     assert log.errors["error"].iat[0].startswith("row 1001: row group 2 (rows 1001 to 1500) does not read (")
     assert log.records["error"].isna().sum() == len(table) - 500
+
+
+@pytest.mark.parametrize(("fmt", "gz"), [("kcat", False), ("plain", False), ("plain", True)])
+def test_a_utf8_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path, fmt: str, gz: bool) -> None:
+    # an editor or Windows tool that saved the dump with a BOM made line 1 an error row ("invalid character")
+    import gzip
+
+    make = _kcat if fmt == "kcat" else _plain
+    data = b"\xef\xbb\xbf" + b"\n".join(make(i) for i in range(len(RECORDS))) + b"\n"
+    path = tmp_path / ("bom.jsonl.gz" if gz else "bom.jsonl")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    read = read_file(path)
+    assert read.line_errors == {} and read.source.file_format == ("kcat-jsonl" if fmt == "kcat" else "jsonl")
+    assert [k.decode() for k in read.batch.key] == [k for k, _ in RECORDS]
+    kind = ai.sources.FileKind.KCAT if fmt == "kcat" else ai.sources.FileKind.ACTION_STATE
+    assert ai.sources.file_kind(path) == kind
