@@ -61,6 +61,8 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
     try:
         with open(p, "rb") as fh:
             head = fh.read(4)
+    except IsADirectoryError:
+        raise SourceError(_directory_message(p)) from None
     except OSError as exc:
         raise SourceError(f"cannot open {str(p)!r}: {exc.strerror or exc}; check the path") from None
     if file_format is None and (head == b"PAR1" or p.suffix == ".parquet"):
@@ -90,6 +92,16 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
                 data, cut = _read_all(p)
             read = _read_kcat(data, b64, location) if kcat else _read_plain(data, location)
     return read if data is None else _with_cut(read, data, cut)
+
+_DUMP_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
+
+def _directory_message(p: Path) -> str:
+    """What to pass instead of a directory that is not a fleet scan's output: one of its dump files."""
+    names = sorted(c.name for c in p.iterdir() if c.is_file() and c.name.endswith(_DUMP_SUFFIXES))
+    if not names:
+        return f"{str(p)!r} is a directory with no dump file in it; pass a dump file (.jsonl, .jsonl.gz or .parquet)"
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
+    return f"{str(p)!r} is a directory; pass one of its dump files ({shown})"
 
 _TRUNCATED = ": not valid JSON: Input data was truncated"  # the decoder's words for a line that stops mid-value
 

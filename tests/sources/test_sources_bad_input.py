@@ -512,3 +512,19 @@ def test_a_utf8_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path, f
     assert [k.decode() for k in read.batch.key] == [k for k, _ in RECORDS]
     kind = ai.sources.FileKind.KCAT if fmt == "kcat" else ai.sources.FileKind.ACTION_STATE
     assert ai.sources.file_kind(path) == kind
+
+
+def test_a_directory_of_dumps_says_to_pass_one_of_its_files(tmp_path: Path) -> None:
+    # it said "cannot open 'dumps': Is a directory; check the path", which does not say what to pass instead
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    for name in ("b.kcat.jsonl", "a.jsonl.gz", "c.parquet", "notes.txt"):
+        (folder / name).write_bytes(b"")
+    with pytest.raises(ai.SourceError) as got:
+        ai.load(folder)
+    message = str(got.value)
+    assert "\n" not in message and "is a directory" in message
+    assert "a.jsonl.gz, b.kcat.jsonl, c.parquet" in message and "notes.txt" not in message
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ai.SourceError, match="is a directory with no dump file in it"):
+        ai.load(tmp_path / "empty")
