@@ -528,3 +528,26 @@ def test_a_directory_of_dumps_says_to_pass_one_of_its_files(tmp_path: Path) -> N
     (tmp_path / "empty").mkdir()
     with pytest.raises(ai.SourceError, match="is a directory with no dump file in it"):
         ai.load(tmp_path / "empty")
+
+
+def test_a_dump_that_repeats_positions_says_so_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `cat a.jsonl b.jsonl` of overlapping dumps loaded every repeated record as one more write, silently
+    lines = [_kcat(i, offset=10 + i) for i in range(len(RECORDS))]
+    path = _write(tmp_path / "both.kcat.jsonl", [*lines, *lines[1:3]])
+    with pytest.warns(UserWarning, match=r"2 records at a partition and offset an earlier line has \(first: "
+                                         r"partition 0, offset 11\)") as got:
+        log = ai.load_file(path)
+    assert len(got) == 1 and "\n" not in str(got[0].message)
+    assert log.source.options["repeated_positions"] == 2 and len(log.records) == len(lines) + 2
+    clean = _write(tmp_path / "one.kcat.jsonl", lines)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "repeated_positions" not in ai.load_file(clean).source.options
+    from agent_inspect.cli import main
+    assert main(["summary", str(path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("agent-inspect: ") and "2 records at a partition and offset" in err[0]
+    assert main(["reconstruct", str(path)]) == 0       # a verb that loads by itself says it in one line too
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"agent-inspect: {path} holds 2 records at a partition and offset")
