@@ -84,11 +84,18 @@ def empty_source(source: str) -> SourceError:
 
 
 def _run(args: argparse.Namespace) -> int:
-    summary = load_source(args).summary()
+    log = load_source(args)
+    summary = log.summary()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
         return 0
     print(summary_text(summary, explain=args.explain, dim=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+    errors = log.errors
+    if len(errors):   # where and why, or the count alone leaves a terminal user nowhere to look
+        print(f"\nfirst records that do not decode ({min(len(errors), 3)} of {len(errors):,}; log.errors lists each):")
+        for part, offset, error in errors[["partition", "offset", "error"]].head(3).itertuples(index=False):
+            where = "" if part < 0 else f"partition {part}, offset {offset}: "   # a file line's reason names it
+            print(f"  {where}{error}")
     return 0
 
 
