@@ -12,6 +12,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -50,8 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    with inert_terminal():   # job data may carry escape sequences: shown on a terminal, never obeyed
+    with inert_terminal(), warnings.catch_warnings():   # job data may carry escape sequences: never obeyed
+        warnings.showwarning = _one_line   # a loader's warning is one line, like an error, not file:line + source
         return _run(args)
+
+
+def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: object = None, line: str | None = None) -> None:
+    print(f"agent-inspect: {message}", file=sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 def load_source(args: argparse.Namespace) -> Any:
     """The log named by ``args.source``, read with the options of :func:`add_source_arguments`."""
+    from agent_inspect._glossary import plural
     from agent_inspect.log import load
 
     options: dict[str, Any] = {}
@@ -49,6 +50,10 @@ def load_source(args: argparse.Namespace) -> Any:
         log = load(args.source, **options)
     for key in log.source.options.get("missing_business_keys", ()):   # ... and names those missing: one line each
         print(f"agent-inspect: no records of business key {key!r} in {args.source}", file=sys.stderr)
+    if repeated := log.source.options.get("repeated_positions"):   # overlapping dumps put together
+        print(f"agent-inspect: {args.source} holds {plural(repeated, 'record')} at a partition and offset an earlier "
+              "line has; each repeat counts as one more write: load one dump, or drop the repeated lines",
+              file=sys.stderr)
     return require_records(log, args.source)
 
 
@@ -79,11 +84,18 @@ def empty_source(source: str) -> SourceError:
 
 
 def _run(args: argparse.Namespace) -> int:
-    summary = load_source(args).summary()
+    log = load_source(args)
+    summary = log.summary()
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, sort_keys=False))
         return 0
     print(summary_text(summary, explain=args.explain, dim=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
+    errors = log.errors
+    if len(errors):   # where and why, or the count alone leaves a terminal user nowhere to look
+        print(f"\nfirst records that do not decode ({min(len(errors), 3)} of {len(errors):,}; log.errors lists each):")
+        for part, offset, error in errors[["partition", "offset", "error"]].head(3).itertuples(index=False):
+            where = "" if part < 0 else f"partition {part}, offset {offset}: "   # a file line's reason names it
+            print(f"  {where}{error}")
     return 0
 
 

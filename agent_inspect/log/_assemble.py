@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import count_words, did_you_mean
+from agent_inspect._glossary import count_words, did_you_mean, plural
 from agent_inspect.log._log import ActionStateLog, logged_key
 from agent_inspect.raw import RawBatch, SourceInfo
 
@@ -113,3 +113,22 @@ def key_texts(batch: RawBatch) -> set[str]:
         except Exception:  # noqa: BLE001 - a key that does not parse names no business key
             continue
     return out
+
+
+def note_repeated_positions(log: ActionStateLog) -> ActionStateLog:
+    """``log``, with a warning (and ``source.options["repeated_positions"]``) when some record of the file sits at a
+    partition and offset an earlier line has: Kafka and Fluss keep one record per position, so the file holds
+    records twice (overlapping dumps put together), and each repeat would count as one more write."""
+    r = log.records
+    placed = r.loc[r["partition"] >= 0, ["partition", "offset"]]
+    repeated = placed.duplicated()
+    if not repeated.any():
+        return log
+    n = int(repeated.sum())
+    first = placed[repeated].iloc[0]
+    warnings.warn(f"{log.source.location} holds {plural(n, 'record')} at a partition and offset an earlier line has "
+                  f"(first: partition {int(first['partition'])}, offset {int(first['offset'])}); a log has one record "
+                  "per position, so overlapping dumps were put together and each repeat counts as one more write: "
+                  "load one dump, or drop the repeated lines", UserWarning, stacklevel=4)
+    log.source = dataclasses.replace(log.source, options={**log.source.options, "repeated_positions": n})
+    return log

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
-from agent_inspect.log._assemble import build_log, check_business_keys, key_texts
+from agent_inspect.log._assemble import build_log, check_business_keys, key_texts, note_repeated_positions
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.log._parallel import Workers, estimate_file_records, plan_workers
 from agent_inspect.raw import SourceInfo
@@ -171,6 +171,6 @@ def _load_file(path: str | os.PathLike[str], *, file_format: str | None, busines
         info = SourceInfo(kind=info.kind, location=info.location, topic=info.topic,
                           start_offsets=info.start_offsets, end_offsets=info.end_offsets,
                           file_format=info.file_format, options={**info.options, "business_keys": keys})
-    log = build_log([batch], info, line_errors=errors, pool=pool)
+    log = note_repeated_positions(build_log([batch], info, line_errors=errors, pool=pool))
     # the other keys are in memory: a typo gets its close matches (parsed only when every key is missing)
     return log if business_keys is None else check_business_keys(log, keys, known=lambda: key_texts(read.batch))

@@ -61,6 +61,8 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
     try:
         with open(p, "rb") as fh:
             head = fh.read(4)
+    except IsADirectoryError:
+        raise SourceError(_directory_message(p)) from None
     except OSError as exc:
         raise SourceError(f"cannot open {str(p)!r}: {exc.strerror or exc}; check the path") from None
     if file_format is None and (head == b"PAR1" or p.suffix == ".parquet"):
@@ -90,6 +92,16 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
                 data, cut = _read_all(p)
             read = _read_kcat(data, b64, location) if kcat else _read_plain(data, location)
     return read if data is None else _with_cut(read, data, cut)
+
+_DUMP_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
+
+def _directory_message(p: Path) -> str:
+    """What to pass instead of a directory that is not a fleet scan's output: one of its dump files."""
+    names = sorted(c.name for c in p.iterdir() if c.is_file() and c.name.endswith(_DUMP_SUFFIXES))
+    if not names:
+        return f"{str(p)!r} is a directory with no dump file in it; pass a dump file (.jsonl, .jsonl.gz or .parquet)"
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
+    return f"{str(p)!r} is a directory; pass one of its dump files ({shown})"
 
 _TRUNCATED = ": not valid JSON: Input data was truncated"  # the decoder's words for a line that stops mid-value
 
@@ -128,7 +140,10 @@ def _reading(p: Path) -> Iterator[None]:
 def _read_all(p: Path) -> tuple[bytes, str | None]:
     """The file's bytes, inflated when it is gzip, and what cut a gzip file short (None: nothing)."""
     with _reading(p):
-        return _inflate(p.read_bytes())
+        data, cut = _inflate(p.read_bytes())
+    return data.removeprefix(_BOM), cut
+
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark some editors and Windows tools write: not part of line 1
 
 def _head_lines(data: bytes, n: int) -> list[bytes]:
     out: list[bytes] = []
@@ -149,6 +164,8 @@ def _file_head(p: Path, n: int) -> list[bytes]:
             if len(out) == n:
                 break
             out.append(line[:-1] if line.endswith(b"\n") else line)
+    if out:
+        out[0] = out[0].removeprefix(_BOM)
     return out
 
 _CHUNK = 1 << 20  # bytes per piece: decoding and copying out then run in cache
@@ -161,6 +178,8 @@ def _file_chunks(p: Path) -> Iterator[memoryview]:
     buf = bytearray(_CHUNK)
     filled = 0
     with open(p, "rb", buffering=0) as fh:
+        if fh.read(len(_BOM)) != _BOM:
+            fh.seek(0)
         while True:
             got = fh.readinto(memoryview(buf)[filled:])
             filled += got

@@ -135,6 +135,7 @@ def read_trace_files(files: Iterable[TraceFile]) -> list[tuple[TraceFile, list[T
     out = []
     for f in files:
         data, problem = read_bytes(f.path)
+        data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is no line prefix
         try:
             text, bad = data.decode("utf-8"), []
         except UnicodeDecodeError:

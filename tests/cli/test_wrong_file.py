@@ -166,3 +166,23 @@ def test_a_verb_given_an_empty_trace_exits_2_with_one_line(tmp_path: Path, verb:
         assert said.out == "" and said.err == (
             f"agent-inspect: {path} holds no Trace Log record ({size:,} {'byte' if size == 1 else 'bytes'}): is it "
             "the right file, and did the job write its trace there?\n")
+
+
+def test_summary_shows_where_and_why_the_first_bad_records_failed(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # it printed only "records that do not decode  4": the CLI had no way to see which lines, or why
+    lines = (LOGS / "G01.jsonl").read_bytes().splitlines()
+    good = json.loads(lines[1])
+    bad_value = json.dumps({**good, "offset": 10, "value": [1, 2]}).encode()
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join([lines[0], b"[1,2]", bad_value, b"oops", b'{"key":"k","value":{}}', *lines[2:]])
+                     + b"\n")
+    assert main(["summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "records that do not decode              4" in out
+    assert ("\nfirst records that do not decode (3 of 4; log.errors lists each):\n"
+            "  line 2: bad record envelope: Expected `object`, got `array`\n"
+            "  line 4: not valid JSON: ") in out
+    assert "  partition 0, offset 10: value: not an ActionState (a JSON array, not an object)" not in out  # 4th
+    assert main(["summary", str(LOGS / "G01.jsonl")]) == 0
+    assert "first records that do not decode" not in capsys.readouterr().out

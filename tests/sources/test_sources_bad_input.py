@@ -496,3 +496,58 @@ def test_a_damaged_parquet_row_group_loses_only_its_rows(tmp_path: Path) -> None
     assert log.errors["error"].tolist() == [log.errors["error"].iat[0]]
     assert log.errors["error"].iat[0].startswith("row 1001: row group 2 (rows 1001 to 1500) does not read (")
     assert log.records["error"].isna().sum() == len(table) - 500
+
+
+@pytest.mark.parametrize(("fmt", "gz"), [("kcat", False), ("plain", False), ("plain", True)])
+def test_a_utf8_byte_order_mark_does_not_cost_the_first_record(tmp_path: Path, fmt: str, gz: bool) -> None:
+    # an editor or Windows tool that saved the dump with a BOM made line 1 an error row ("invalid character")
+    import gzip
+
+    make = _kcat if fmt == "kcat" else _plain
+    data = b"\xef\xbb\xbf" + b"\n".join(make(i) for i in range(len(RECORDS))) + b"\n"
+    path = tmp_path / ("bom.jsonl.gz" if gz else "bom.jsonl")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    read = read_file(path)
+    assert read.line_errors == {} and read.source.file_format == ("kcat-jsonl" if fmt == "kcat" else "jsonl")
+    assert [k.decode() for k in read.batch.key] == [k for k, _ in RECORDS]
+    kind = ai.sources.FileKind.KCAT if fmt == "kcat" else ai.sources.FileKind.ACTION_STATE
+    assert ai.sources.file_kind(path) == kind
+
+
+def test_a_directory_of_dumps_says_to_pass_one_of_its_files(tmp_path: Path) -> None:
+    # it said "cannot open 'dumps': Is a directory; check the path", which does not say what to pass instead
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    for name in ("b.kcat.jsonl", "a.jsonl.gz", "c.parquet", "notes.txt"):
+        (folder / name).write_bytes(b"")
+    with pytest.raises(ai.SourceError) as got:
+        ai.load(folder)
+    message = str(got.value)
+    assert "\n" not in message and "is a directory" in message
+    assert "a.jsonl.gz, b.kcat.jsonl, c.parquet" in message and "notes.txt" not in message
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ai.SourceError, match="is a directory with no dump file in it"):
+        ai.load(tmp_path / "empty")
+
+
+def test_a_dump_that_repeats_positions_says_so_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `cat a.jsonl b.jsonl` of overlapping dumps loaded every repeated record as one more write, silently
+    lines = [_kcat(i, offset=10 + i) for i in range(len(RECORDS))]
+    path = _write(tmp_path / "both.kcat.jsonl", [*lines, *lines[1:3]])
+    with pytest.warns(UserWarning, match=r"2 records at a partition and offset an earlier line has \(first: "
+                                         r"partition 0, offset 11\)") as got:
+        log = ai.load_file(path)
+    assert len(got) == 1 and "\n" not in str(got[0].message)
+    assert log.source.options["repeated_positions"] == 2 and len(log.records) == len(lines) + 2
+    clean = _write(tmp_path / "one.kcat.jsonl", lines)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "repeated_positions" not in ai.load_file(clean).source.options
+    from agent_inspect.cli import main
+    assert main(["summary", str(path)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("agent-inspect: ") and "2 records at a partition and offset" in err[0]
+    assert main(["reconstruct", str(path)]) == 0       # a verb that loads by itself says it in one line too
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"agent-inspect: {path} holds 2 records at a partition and offset")

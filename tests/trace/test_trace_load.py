@@ -220,3 +220,13 @@ def test_a_bad_utf8_byte_is_reported_at_its_line(tmp_path: Path) -> None:
     said = errors[errors["reason"].str.contains("not valid UTF-8")]
     assert said["line"].tolist() == [3]
     assert said["reason"].iat[0] == "line 3 (and 1 more line) is not valid UTF-8; undecodable bytes were replaced"
+
+
+def test_a_byte_order_mark_is_not_the_first_records_line_prefix(tmp_path: Path) -> None:
+    # a file saved with a UTF-8 BOM gave its first record the invisible prefix "\ufeff"
+    path = tmp_path / "bom.log"
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(_lines()).encode("utf-8") + b"\r\n")
+    plain = load_trace(ADDENDUM).records
+    records = load_trace(path).records
+    assert records["prefix"].isna().tolist() == plain["prefix"].isna().tolist()
+    assert len(records) == len(plain) and load_trace(path).errors.empty
