@@ -110,7 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     print(", ".join([f"rule {report['rule_label']}: {report['records']:,} {count_words(report['records'], 'record')}",
                      *(f"{k} {v:,}" for k, v in report["status"].items() if v)]))
     for d in report["divergences"]:
-        print(f"  divergence {d['id']} [{d['kind']}] {d['business_key']}@{d['seq']}: {d['explanation']}")
+        where = f" {d['business_key']}@{d['seq']}" if d["business_key"] else ""   # a record without a key has no round
+        print(f"  divergence {d['id']} [{d['kind']}]{where}: {d['explanation']}")
     for warning in report.get("warnings", ()):
         print(f"warning: {warning}")
     t = report["totals"]

@@ -107,6 +107,8 @@ class Undecodable:
     error: str
     business_key: str | None = None
     seq: int | None = None
+    #: a line of a file that holds no record at all (a damaged dump): the topic's record there is unknown
+    no_record: bool = False
 
 
 def _frame(log: Any) -> pd.DataFrame:
@@ -213,8 +215,9 @@ def iter_entries(log: LogLike | pd.DataFrame, positions: Iterable[int] | np.ndar
     rows = zip(where, tried, *cols.values())
     for p, a, sk, bk, seq, eu, au, kf, kt, root, done, eid, etype, outs, n, pending, ok, failed, tomb, error in rows:
         if error is not None:
-            if undecodable:
-                yield p, Undecodable(str(error), bk, seq), sk
+            if undecodable:   # a file's malformed line has no partition (sources' NO_PARTITION, -1)
+                part: Any = records.at[p, "partition"] if "partition" in records.columns else 0
+                yield p, Undecodable(str(error), bk, seq, not pd.isna(part) and int(part) < 0), sk
             continue
         if sk is None or seq is None or bk is None:
             yield p, None, sk if seq is not None else None
@@ -270,7 +273,8 @@ def rebuild_records(session: RecoverySession,
     """
     for pos, entry, sk in entries:
         if isinstance(entry, Undecodable):
-            session.undecodable(sk, entry.error, pos=pos, business_key=entry.business_key, seq=entry.seq)
+            session.undecodable(sk, entry.error, pos=pos, business_key=entry.business_key, seq=entry.seq,
+                                no_record=entry.no_record)
             continue
         if entry is None:
             if sk is not None:

@@ -176,16 +176,22 @@ class RecoverySession:
         return old
 
     def undecodable(self, state_key: str | None, error: str, *, pos: int | None = None,
-                    business_key: str | None = None, seq: int | None = None) -> None:
+                    business_key: str | None = None, seq: int | None = None, no_record: bool = False) -> None:
         """Record an undecodable record of the rebuild window: skipped (the cached entry stays),
-        surfaced as an "undecodable" divergence (upstream cannot decode it either)."""
+        surfaced as an "undecodable" divergence (upstream cannot decode it either). ``no_record``: a line of a
+        file that holds no record (a damaged dump), which says nothing of what the topic held there."""
         if pos is not None and pos in self._restore_positions:
             return      # already reported as the reason the restore fails
         self.step, self.trigger_pos = "rebuild", pos
+        if no_record:
+            explanation = (f"{error}: no record, skipped (the log's row {pos}). The dump is damaged there, so what "
+                           "the topic holds in its place is unknown and the rebuilt cache may lack it: read the "
+                           "topic, or a good copy of the dump")
+        else:
+            explanation = (f"record {pos} ({state_key or 'no key'}) did not decode: {error}; skipped, the cached "
+                           "entry is kept, but upstream's rebuild would fail on this record")
         self.record("rebuild", [], business_key=business_key, seq=seq, kind="undecodable", positions=[pos],
-                    force_divergence=True,
-                    explanation=(f"record {pos} ({state_key or 'no key'}) did not decode: {error}; skipped, the "
-                                 "cached entry is kept, but upstream's rebuild would fail on this record"))
+                    force_divergence=True, explanation=explanation)
 
     def fail_restore(self, failures: list[tuple[int, str, str | None]]) -> None:
         """Upstream fails this restore (spec §6.5, §14.2): ``(pos, upstream message, business key)``

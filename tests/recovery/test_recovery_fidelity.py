@@ -147,3 +147,20 @@ def test_undecodable_records_change_nothing_in_the_rebuilt_cache(ops, rule):
     assert sorted((e.state_key, e.completed) for e in got.store.entries()) == sorted(
         (e.state_key, e.completed) for e in (ref.store.entries() if ref else []))
     assert sum(d.kind == "undecodable" for d in got.divergences) == sum(op[0] == "bad" for op in ops)
+
+
+def test_a_dump_line_that_is_no_record_is_no_upstream_failure(tmp_path, capsys):
+    """A damaged line of a dump (no partition, no offset) says nothing of the topic: the rebuild does not claim
+    upstream fails on it, and the CLI shows no round for it (it printed "@-1")."""
+    from agent_inspect.cli import main
+    from agent_inspect.log import load
+
+    lines = (Path(__file__).parents[2] / "sample_logs" / "N04.jsonl").read_bytes().splitlines(keepends=True)
+    dump = tmp_path / "damaged.jsonl"
+    dump.write_bytes(b"".join([*lines[:3], b"garbage line\n", *lines[3:]]))
+    (d,) = [d for d in reconstruct(load(dump)).session.divergences if d.kind == "undecodable"]
+    assert d.explanation.startswith("line 4: ") and "The dump is damaged there" in d.explanation
+    assert "upstream's rebuild would fail" not in d.explanation
+    assert main(["reconstruct", str(dump)]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if "[undecodable]" in line]
+    assert shown and shown[0].startswith("  divergence 0 [undecodable]: line 4") and "@" not in shown[0].split(":")[0]
