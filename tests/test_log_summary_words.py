@@ -107,7 +107,7 @@ def test_every_result_view_and_report_labels_a_rule_by_the_one_labeller(tmp_path
         assert f"rule {label}" in html.unescape(re.sub(r"<[^>]+>", "", report.read_text(encoding="utf-8")))
     # a rule object names its flavour too; a result without its settings labels the same way
     assert rule_label(resolve_rule("original:segment"), runtime) == "original:segment"
-    scanned = type("Scanned", (), {"what_if": ("fixed",), "runtime": "0.4"})()
+    scanned = type("Scanned", (), {"what_if": ("fixed",), "runtime": "0.4", "store_flavour": None})()
     assert ScanResult.rule_label(scanned, "fixed") == "fixed (what-if; 0.4 ships original)"
 
 
