@@ -256,7 +256,7 @@ class Engine:
                 self._round(key, seq, "pending", tasks, restored=True)
             for inp in plan.inputs:
                 state.inputs_started += 1
-                seq = plan.next_seq(inp.key)
+                seq = plan.next_seq(inp.key, inp.seq)
                 event = inp.event if inp.event.id is not None else inp.event.with_id(self.new_id())
                 todo: list[tuple[ActionDecl | str, AgentEvent]] = []
                 if plan.plan.begin_event:

@@ -59,6 +59,9 @@ class KeyIdentity:
 class ReplayInput:
     """One input replayed by the source for Flink key ``key`` (a fresh event id per attempt, §9.5).
 
+    ``seq``: the seqNum it takes when the plan knows it (a log's round after one whose root record is missing:
+    its own seq); None takes the key's next one.
+
     For example::
 
         plan = ai.ReplayPlan.from_log(log, markers=markers)
@@ -69,6 +72,7 @@ class ReplayInput:
     key: str
     event: AgentEvent
     label: str | None = None
+    seq: int | None = None
 
     @property
     def display(self) -> str:
@@ -157,7 +161,7 @@ class ReplayPlan:
         inputs, dropped = [], Counter[str]()
         for item in self.inputs:
             n = seen[item.key] = seen.get(item.key, 0) + 1
-            if self.seq_of(item.key) + n > restored.get(item.key, -1):
+            if (item.seq if item.seq is not None else self.seq_of(item.key) + n) > restored.get(item.key, -1):
                 inputs.append(item)
             else:
                 dropped[item.key] += 1
@@ -207,9 +211,9 @@ class ReplayPlan:
         if held:
             roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
         name_of = _action_names(log, agent)
-        in_flight = (_in_flight(log, readable, held | set(zip(roots["business_key"].astype(str),
-                                                                 roots["seq"].astype("int64").tolist())), name_of)
-                     if start is not None else ())
+        root_seqs = set(zip(roots["business_key"].astype(str), roots["seq"].astype("int64").tolist()))
+        first_root = {bk: s for bk, s in sorted(root_seqs, key=lambda r: -r[1])}
+        in_flight = _in_flight(log, readable, held | root_seqs, name_of, first_root) if start is not None else ()
         if roots.empty:
             if retained or in_flight:
                 return _retained_plan(log, retained, {}, in_flight=in_flight, name_of=name_of)
@@ -227,13 +231,16 @@ class ReplayPlan:
         # across keys, rounds arrive in the order their first root was written; within a key, by seq
         slots = rounds.sort_values("min", kind="stable")
         by_seq = rounds.sort_values(["bk", "seq"], kind="stable")
-        next_root = {bk: iter(latest.tolist()) for bk, latest in by_seq.groupby("bk", sort=False)["max"]}
-        inputs = tuple(ReplayInput(bk, _event_of(log, next(next_root[bk])).with_id(None))
-                       for bk in slots["bk"].tolist())
+        next_root = {bk: iter(zip(g["seq"].tolist(), g["max"].tolist())) for bk, g in by_seq.groupby("bk", sort=False)}
+        gaps = _missing_rounds(by_seq, held)
+        inputs = tuple(ReplayInput(bk, _event_of(log, pos).with_id(None), seq=seq if bk in gaps else None)
+                       for bk in slots["bk"].tolist() for seq, pos in (next(next_root[bk]),))
+        notes = _missing_rounds_note(gaps)
         if retained or in_flight:
-            return _retained_plan(log, retained, restored, inputs, in_flight=in_flight, name_of=name_of)
+            plan = _retained_plan(log, retained, restored, inputs, in_flight=in_flight, name_of=name_of)
+            return replace(plan, notes=plan.notes + notes)
         keys = identities_from_log(log)
-        return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored})
+        return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored}, notes=notes)
 
 
 _MOVED_MARKER = "kafka_pending='marker':"
@@ -274,17 +281,41 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
     return retained_rounds(records, refresh, records.index.isin(window.index), getattr(log, "value", None))
 
 
+def _missing_rounds(rounds: pd.DataFrame, held: Collection[tuple[str, int]]) -> dict[str, list[int]]:
+    """Per key, the seqs between its first and last replayed round that no root record shows: each input took
+    the next seq (spec §9.2), so such a round's root was dropped (compaction, a damaged line)."""
+    gaps: dict[str, list[int]] = {}
+    for bk, seqs in rounds.groupby("bk", sort=False)["seq"]:
+        have = set(seqs.tolist())
+        if len(have) <= max(have) - min(have):
+            missing = [s for s in range(min(have), max(have)) if s not in have and (str(bk), s) not in held]
+            if missing:
+                gaps[str(bk)] = missing
+    return gaps
+
+
+def _missing_rounds_note(gaps: Mapping[str, list[int]]) -> tuple[str, ...]:
+    if not gaps:
+        return ()
+    rounds = [f"{k}@{s}" for k in sorted(gaps) for s in gaps[k]]
+    shown = ", ".join(rounds[:3]) + (f" and {len(rounds) - 3} more" if len(rounds) > 3 else "")
+    return (f"{plural(len(rounds), 'round')} ({shown}) of the window {'have' if len(rounds) != 1 else 'has'} no root "
+            "record in the log (compacted away or unreadable): not replayed, as its input is unknown; the key's "
+            "later rounds keep their own seqNums",)
+
+
 def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[str, int]],
-               name_of: Callable[[str, int, str], str]) -> tuple[PendingTask, ...]:
+               name_of: Callable[[str, int, str], str], first_root: Mapping[str, int]) -> tuple[PendingTask, ...]:
     """The tasks the checkpoint held in flight: of a round whose input came before the markers but whose tasks
-    wrote after them, those whose trigger no task of the window emitted (re-submitted first, spec §9.5 step 2)."""
+    wrote after them, those whose trigger no task of the window emitted (re-submitted first, spec §9.5 step 2).
+    A rootless round after one of its key's replayed rounds (``first_root``) is no such round: its root is missing."""
     tasks = window[~window["is_root"].fillna(False).astype(bool)]
     if tasks.empty:
         return ()
     keys, seqs = tasks["business_key"].astype(str).tolist(), tasks["seq"].astype("int64").tolist()
     rounds: dict[tuple[str, int], list[int]] = {}
     for pos, bk, seq in zip(tasks.index.tolist(), keys, seqs):
-        if (bk, seq) not in replayed:
+        if (bk, seq) not in replayed and seq < first_root.get(bk, seq + 1):
             rounds.setdefault((bk, seq), []).append(pos)
     pending = []
     for (bk, seq), positions in rounds.items():

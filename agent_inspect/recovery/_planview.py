@@ -50,8 +50,12 @@ class PlanView:
             self._next[key] = max(self._next.get(key, self._lookup(self._restored, key, -1) + 1), seq + 1)
             yield key, seq, tasks
 
-    def next_seq(self, key: str) -> int:
+    def next_seq(self, key: str, known: int | None = None) -> int:
+        """The seq of ``key``'s next input: ``known`` (the input's own, :attr:`ReplayInput.seq`) when given and
+        not behind the key's counter, else the counter's."""
         seq = self._lookup(self._next, key, self._lookup(self._restored, key, -1) + 1)
+        if known is not None and known > seq:
+            seq = known
         self._next[key] = seq + 1
         return seq
 
