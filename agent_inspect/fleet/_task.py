@@ -24,7 +24,7 @@ from agent_inspect.store import CacheEvent, Outcome
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuleLike
-    from agent_inspect.log import ActionStateLog, SourceSpec, Window
+    from agent_inspect.log import ActionStateLog, RuntimeInfo, SourceSpec, Window
     from agent_inspect.recovery import Simulation
 
 __all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
@@ -114,12 +114,11 @@ def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> Windo
         # a Fluss restore's checks (the markers name every bucket) were made when the scan was planned; this
         # window's log holds one bucket, so it is given that bucket's marker only
         markers = {window.partition: markers[window.partition]}
+    read_as = resolve_runtime(options.runtime, log)   # once: the row says what the keys were predicted under
     with gc_paused():
-        keys = key_frame(log, rules=options.rules, markers=markers, runtime=options.runtime,
-                         plan_source=options.plan_source)
+        keys = key_frame(log, rules=options.rules, markers=markers, runtime=read_as, plan_source=options.plan_source)
     records = log.records
     errors = log.errors
-    read_as = resolve_runtime(options.runtime, log)
     sample = pd.DataFrame({
         "partition": errors["partition"].astype("Int64").to_numpy()[:_ERROR_SAMPLE],
         "offset": errors["offset"].astype("Int64").to_numpy()[:_ERROR_SAMPLE],
@@ -196,13 +195,14 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
 
 
 def key_frame(log: ActionStateLog, *, rules: Sequence[RuleLike] = ("original", "fixed"), markers: Mapping[int, int] | None = None,
-              runtime: str = "auto", plan_source: PlanSource | None = None) -> pd.DataFrame:
+              runtime: str | RuntimeInfo = "auto", plan_source: PlanSource | None = None) -> pd.DataFrame:
     """One row per business key of ``log``: its size and shape, and per rule what a restore would do.
 
     Columns :data:`KEY_COLUMNS`, then per rule ``<rule>_<c>`` for ``c`` in :data:`RULE_COLUMNS` followed by its
     ``<rule>_calls:<function id>`` counts (:data:`CALLS_PREFIX`). ``markers`` select the rebuild window as in
     :func:`agent_inspect.recovery.predict` (None: the whole log); ``plan_source`` (a read checkpoint holding its
-    keyed state) gives the replay plan of the keys ``log`` holds, else it is inferred from the log.
+    keyed state) gives the replay plan of the keys ``log`` holds, else it is inferred from the log. ``runtime``: a
+    name, "auto" (inferred from ``log``) or one already resolved (:func:`agent_inspect.log.resolve_runtime`), used as is.
 
     For example::
 
@@ -214,7 +214,7 @@ def key_frame(log: ActionStateLog, *, rules: Sequence[RuleLike] = ("original", "
         return _key_frame(log, rules, markers, runtime, plan_source)
 
 
-def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] | None, runtime: str,
+def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] | None, runtime: str | RuntimeInfo,
                plan_source: PlanSource | None) -> pd.DataFrame:
     from agent_inspect.agents import AsRecordedAgent
     from agent_inspect.history import annotate

@@ -58,3 +58,21 @@ def test_key_frame_lint_flags_read_the_log_under_the_runtime_given(runtime: str)
     given = {} if runtime == "auto" else {"runtime": runtime}
     lints = ai.reconstruct(log, **given).lints
     assert frame.loc["j", "lint_flags"] == ",".join(sorted(set(lints["lint"]))) == ""
+
+
+def test_a_scan_window_infers_its_runtime_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The window's row and its keys' predictions read the runtime from one inference: it was inferred again
+    for the row after the key frame ran (twice the records scanned, and two answers that could part)."""
+    import agent_inspect.log._runtime as runtime_module
+
+    calls: list[object] = []
+    infer = runtime_module.infer_runtime
+
+    def counted(log: object) -> ai.log.RuntimeInfo:
+        calls.append(log)
+        return infer(log)   # type: ignore[arg-type]
+
+    monkeypatch.setattr(runtime_module, "infer_runtime", counted)
+    plan = ai.fleet.plan_scan(str(ai.samples.path("production_v4")))
+    result = ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions(rules=("original",)))
+    assert len(calls) == 1 and result.partition["runtime"] == "main"
