@@ -79,7 +79,9 @@ SHOWS: Mapping[str, str] = {
                     "child CA's completion holds its answer there, without lineage, and not in `outputEvents`. "
                     "`agent-inspect summary` reports runtime `main` from them, and its recovery runs as main does "
                     "(addendum §1.1): a re-run child's output goes to its call as a result event, not as a "
-                    "forwarded envelope, and a reused child would answer from its stored result events.",
+                    "forwarded envelope, and a reused child would answer from its stored result events. Its one key, "
+                    "S05's `k`, shows by its digest: a K2 key holds no key text (spec §4.6), so that digest is "
+                    "the business key every verb shows and takes.",
     "production": "A customer-support agent (`triage` + `audit` roots, ReAct-style `chat` ↔ `tool_call`, "
                   "compare questions fanning out, refund drafts reviewed by sub-agent `reviewer`; durable "
                   "calls `support_agent.vector_store.query`, `support_agent.chat_model.chat` with retries on "

@@ -50,6 +50,13 @@ def _markers(m: Any) -> str:
     return ", ".join("{" + ", ".join(f"{p}: {o}" for p, o in d.items()) + "}" for d in m)
 
 
+def _keys(recs: Any) -> str:
+    """How many business keys, named as every verb shows and takes them (a K2 key by its digest)."""
+    keys = sorted(recs["business_key"].dropna().astype(str).unique())
+    shown = ", ".join(f"`{k}`" for k in keys[:3]) + (", …" if len(keys) > 3 else "")
+    return f"{plural(len(keys), 'business key')} ({shown})"
+
+
 def readme(samples: Sequence[Any], shows: Mapping[str, str]) -> str:
     """README text for ``samples`` (generated :class:`~agent_inspect.samples.Sample` objects)."""
     parts = [_HEAD]
@@ -57,7 +64,7 @@ def readme(samples: Sequence[Any], shows: Mapping[str, str]) -> str:
         recs = s.log.records
         parts.append(f"\n## `{s.name}`{f' (case {s.case})' if s.case else ''}\n\n{s.description}.\n")
         parts.append(f"\n{wrap(shows[s.name])}\n")
-        parts.append(f"\n{plural(len(recs), 'record')}, {plural(recs['business_key'].nunique(), 'business key')}, "
+        parts.append(f"\n{plural(len(recs), 'record')}, {_keys(recs)}, "
                      f"{s.key_format} keys, {plural(s.num_partitions, 'partition')}. Markers of the restore shown "
                      f"(checkpoint {s.restored_from}): `[{_markers(s.markers)}]`; it replays "
                      f"{plural(len(s.plan['inputs']), 'input')}.\n\n")
