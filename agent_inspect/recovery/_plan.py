@@ -231,8 +231,11 @@ class ReplayPlan:
         # across keys, rounds arrive in the order their first root was written; within a key, by seq
         slots = rounds.sort_values("min", kind="stable")
         by_seq = rounds.sort_values(["bk", "seq"], kind="stable")
-        next_root = {bk: iter(zip(g["seq"].tolist(), g["max"].tolist())) for bk, g in by_seq.groupby("bk", sort=False)}
-        gaps = _missing_rounds(by_seq, held)
+        key_rounds: dict[str, list[tuple[int, int]]] = {}    # per key, (seq, latest root position) by seq
+        for bk, seq, pos in zip(by_seq["bk"].tolist(), by_seq["seq"].tolist(), by_seq["max"].tolist()):
+            key_rounds.setdefault(bk, []).append((seq, pos))
+        next_root = {bk: iter(seq_pos) for bk, seq_pos in key_rounds.items()}
+        gaps = _missing_rounds(key_rounds, held)
         inputs = tuple(ReplayInput(bk, _event_of(log, pos).with_id(None), seq=seq if bk in gaps else None)
                        for bk in slots["bk"].tolist() for seq, pos in (next(next_root[bk]),))
         notes = _missing_rounds_note(gaps)
@@ -281,16 +284,19 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
     return retained_rounds(records, refresh, records.index.isin(window.index), getattr(log, "value", None))
 
 
-def _missing_rounds(rounds: pd.DataFrame, held: Collection[tuple[str, int]]) -> dict[str, list[int]]:
+def _missing_rounds(key_rounds: Mapping[str, list[tuple[int, int]]],
+                    held: Collection[tuple[str, int]]) -> dict[str, list[int]]:
     """Per key, the seqs between its first and last replayed round that no root record shows: each input took
-    the next seq (spec §9.2), so such a round's root was dropped (compaction, a damaged line)."""
+    the next seq (spec §9.2), so such a round's root was dropped (compaction, a damaged line). ``key_rounds``
+    lists each key's distinct round seqs in order."""
     gaps: dict[str, list[int]] = {}
-    for bk, seqs in rounds.groupby("bk", sort=False)["seq"]:
-        have = set(seqs.tolist())
-        if len(have) <= max(have) - min(have):
-            missing = [s for s in range(min(have), max(have)) if s not in have and (str(bk), s) not in held]
+    for bk, seq_pos in key_rounds.items():
+        low, high = seq_pos[0][0], seq_pos[-1][0]
+        if len(seq_pos) <= high - low:
+            have = {seq for seq, _ in seq_pos}
+            missing = [s for s in range(low, high) if s not in have and (bk, s) not in held]
             if missing:
-                gaps[str(bk)] = missing
+                gaps[bk] = missing
     return gaps
 
 
