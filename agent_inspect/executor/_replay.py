@@ -127,7 +127,7 @@ class ReplayExecutor(HtmlRepr):
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
         policies = as_policies(opts.policies)
-        declared = sorted({d.name for d in view.actions})
+        self._actions = declared = sorted({d.name for d in view.actions})   # what policies and breakpoints may name
         undeclared = sorted(set(map(str, policies.actions)) - set(declared))
         if undeclared:   # a policy for no action would silently change nothing
             raise ReplayError(f"policies name {count_words(len(undeclared), 'action')} the agent does not declare: "
@@ -360,11 +360,10 @@ class ReplayExecutor(HtmlRepr):
     def _keyed(self, bp: Breakpoint) -> Breakpoint:
         """``bp`` with its key as steps name it (:meth:`_known_key`); an action the agent does not declare raises
         ``ReplayError``: it would never stop."""
-        if bp.action is not None:
-            actions = sorted({d.name for d in self._engine.agent.actions})
-            if bp.action not in actions:
-                raise ReplayError(f"breakpoint action {bp.action!r} is not an action of the agent, so it would never "
-                                  f"stop a run{did_you_mean([bp.action], actions)} (its actions: {', '.join(actions)})")
+        if bp.action is not None and bp.action not in self._actions:
+            raise ReplayError(f"breakpoint action {bp.action!r} is not an action of the agent, so it would never "
+                              f"stop a run{did_you_mean([bp.action], self._actions)} "
+                              f"(its actions: {', '.join(self._actions)})")
         if bp.key is None:
             return bp
         key = self._known_key(bp.key, "breakpoint", "it would never stop a run")
