@@ -36,15 +36,15 @@ from agent_inspect.executor._steps import (
     StepKind,
     step_kind,
 )
-from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, source_kind_of
-from agent_inspect.recovery.engine import KeyMaker, PlanLike, as_plan
+from agent_inspect.recovery import SETTING_NAMES, PendingTask, Recovery, ReplayPlan, source_kind_of
+from agent_inspect.recovery.engine import KeyMaker
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from agent_inspect.log import ActionStateLog
     from agent_inspect.raw import RawBatch
-    from agent_inspect.recovery import Reconstruction, ReplayPlan
+    from agent_inspect.recovery import Reconstruction
     from agent_inspect.store import RecoverySession, Store
 
 __all__ = ["ReplayExecutor"]
@@ -127,7 +127,7 @@ class ReplayExecutor(HtmlRepr):
             agent = AsRecordedAgent(base)       # deterministic reruns as the log shows them (§15.6)
         view = as_agent(agent)
         policies = as_policies(opts.policies)
-        declared = sorted({d.name for d in view.actions})
+        self._actions = declared = sorted({d.name for d in view.actions})   # what policies and breakpoints may name
         undeclared = sorted(set(map(str, policies.actions)) - set(declared))
         if undeclared:   # a policy for no action would silently change nothing
             raise ReplayError(f"policies name {count_words(len(undeclared), 'action')} the agent does not declare: "
@@ -135,17 +135,17 @@ class ReplayExecutor(HtmlRepr):
                               f"(its actions: {', '.join(declared)})")
         #: the upstream runtime the log is read as, and why (``recovery.runtime``)
         self.runtime = self.recovery.runtime
-        plan: Any = self.recovery.plan
-        memory, sensory = opts.memory, opts.sensory
-        if restore is not None:
+        memory, sensory, given_plan = opts.memory, opts.sensory, self.recovery.plan   # a ReplayPlan once resolved
+        if restore is None:
+            replay_plan = self.recovery.replay_plan(base)
+        else:
             memory = restore.short_term if memory is None else memory
             sensory = restore.sensory if sensory is None else sensory
             # no plan given: the log's own (its window's inputs), the checkpoint's seqNums and tasks over it
-            plan = _restore_plan(plan, restore) if plan is not None or base is None else \
+            replay_plan = _restore_plan(given_plan, restore) if given_plan is not None or base is None else \
                 _restore_over_log(self.recovery.replay_plan(base), restore)
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
-        replay_plan = as_plan(plan) if plan is not None else self.recovery.replay_plan(base)
         keys.register(replay_plan.keys)
         if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
@@ -360,11 +360,10 @@ class ReplayExecutor(HtmlRepr):
     def _keyed(self, bp: Breakpoint) -> Breakpoint:
         """``bp`` with its key as steps name it (:meth:`_known_key`); an action the agent does not declare raises
         ``ReplayError``: it would never stop."""
-        if bp.action is not None:
-            actions = sorted({d.name for d in self._engine.agent.actions})
-            if bp.action not in actions:
-                raise ReplayError(f"breakpoint action {bp.action!r} is not an action of the agent, so it would never "
-                                  f"stop a run{did_you_mean([bp.action], actions)} (its actions: {', '.join(actions)})")
+        if bp.action is not None and bp.action not in self._actions:
+            raise ReplayError(f"breakpoint action {bp.action!r} is not an action of the agent, so it would never "
+                              f"stop a run{did_you_mean([bp.action], self._actions)} "
+                              f"(its actions: {', '.join(self._actions)})")
         if bp.key is None:
             return bp
         key = self._known_key(bp.key, "breakpoint", "it would never stop a run")
@@ -429,10 +428,10 @@ def as_agent(agent: Any) -> Agent:
                       "action_uuid/run_action (e.g. agent_inspect.agents.PythonAgent)")
 
 
-def _restore_plan(plan: PlanLike | None, cp: Checkpoint) -> ReplayPlan:
-    """``plan`` with the checkpoint's seqNums and pending tasks added (the plan's own win); the rest, notes
-    included, kept as they are."""
-    base = as_plan(plan if plan is not None else {"inputs": []})
+def _restore_plan(plan: ReplayPlan | None, cp: Checkpoint) -> ReplayPlan:
+    """``plan`` (None: no input, attempt 1) with the checkpoint's seqNums and pending tasks added (the plan's own
+    win); the rest, notes included, kept as they are."""
+    base = plan if plan is not None else ReplayPlan(attempt=1)
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
     return dataclasses.replace(base, restored_seq=restored, pending=pending)

@@ -95,10 +95,11 @@ class Simulation:
 
 
 class _Ledger(Observer):
-    """The engine's run as the re-execution ledger and the sub-agent calls' names."""
+    """The engine's run as the re-execution ledger and the sub-agent calls' names (``plan_key``: per business key,
+    the key as the plan names it)."""
 
-    def __init__(self, sim: Simulation) -> None:
-        self.sim = sim
+    def __init__(self, sim: Simulation, plan_key: dict[str, str]) -> None:
+        self.sim, self.plan_key = sim, plan_key
         self.engine: Engine | None = None
 
     def executing(self, run: TaskRun, *, resume: bool, recorded: int) -> None:
@@ -123,9 +124,8 @@ class _Outcomes(_Ledger):
     """The engine's run as each task's outcome and the ledger: what a fleet scan counts (no rows)."""
 
     def __init__(self, sim: Simulation, plan_key: dict[str, str]) -> None:
-        super().__init__(sim)
+        super().__init__(sim, plan_key)
         self.of: dict[int, list[Any]] = {}
-        self.plan_key = plan_key
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
         seen = self.of.get(run.index)
@@ -145,8 +145,7 @@ class _Rows(_Ledger):
     """The engine's run as ``predict``'s rows and ledger."""
 
     def __init__(self, sim: Simulation, plan_key: dict[str, str]) -> None:
-        super().__init__(sim)
-        self.plan_key = plan_key
+        super().__init__(sim, plan_key)
         self.row_of: dict[int, dict[str, Any]] = {}
         self.index_of: dict[int, int] = {}
 
