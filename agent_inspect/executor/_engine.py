@@ -52,7 +52,7 @@ class Engine(Observer):
     def __init__(self, *, log: ActionStateLog | None, agent: Agent, recovery: Recovery, plan: ReplayPlan,
                  keys: KeyMaker, calls: CallServer, attempt: int, seed: int,
                  memory_decoder: Callable[[Any], Any] | None, memory: Mapping[str, Mapping[str, Any]],
-                 sensory: Mapping[str, Mapping[str, Any]], source_kind: str | None) -> None:
+                 sensory: Mapping[str, Mapping[str, Any]], source_kind: str) -> None:
         self.recovery = recovery
         #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
         self.model = recovery.model
@@ -119,14 +119,15 @@ class Engine(Observer):
         return step
 
     def memory_states(self) -> dict[str, MemoryState]:
-        base = {self.business_key(k) for k in (*self.memory, *self.sensory)}
+        # restored memory per business key as the core reads it (of two keys naming one business key, the last)
+        stm_base = {self.business_key(k): v for k, v in self.memory.items()}
+        sensory_base = {self.business_key(k): v for k, v in self.sensory.items()}
         out = {}
-        for key in sorted(set(self.run.memory) | base):
+        for key in sorted(set(self.run.memory) | set(stm_base) | set(sensory_base)):
             if self.core is not None:
                 stm, sensory = self.core.memory_of(key)
             else:
-                stm, sensory = Memory(_base(self.memory, key, self.business_key)), \
-                    Memory(_base(self.sensory, key, self.business_key))
+                stm, sensory = Memory(stm_base.get(key)), Memory(sensory_base.get(key))
             out[key] = MemoryState(stm.snapshot(), sensory.snapshot())
         return out
 
@@ -338,13 +339,6 @@ def _common(run: TaskRun) -> dict[str, Any]:
 
 def _memory_paths(record: RecordView) -> list[str]:
     return [p for p, _ in record.short_term] + [p for p, _ in record.sensory]
-
-
-def _base(memory: Mapping[str, Mapping[str, Any]], key: str, business_key: Callable[[str], str]) -> Mapping[str, Any]:
-    for k, v in memory.items():
-        if business_key(k) == key:
-            return v
-    return {}
 
 
 def removed_text(removed: Sequence[Entry]) -> str:

@@ -37,8 +37,7 @@ class Production:
 
     @property
     def source_kind(self) -> str:
-        log = self.engine.log
-        return getattr(getattr(log, "source", None), "kind", None) or self.engine.source_kind or "kafka"
+        return self.engine.source_kind
 
     def journal(self) -> RawBatch:
         e = self.engine

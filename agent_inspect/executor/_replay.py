@@ -147,7 +147,9 @@ class ReplayExecutor(HtmlRepr):
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
         keys.register(replay_plan.keys)
-        if opts.prune_tombstones and (opts.source_kind or source_kind_of(base) or "kafka") != "kafka":
+        # the store this replay writes to, once: its rebuild, journal and refresh rows all follow it
+        source_kind = opts.source_kind or source_kind_of(base) or "kafka"
+        if opts.prune_tombstones and source_kind != "kafka":
             raise ReplayError("prune_tombstones is a Kafka store setting (#885); a Fluss log table gets none")
         self._engine = engine = Engine(
             log=base, agent=view, recovery=self.recovery, plan=replay_plan, keys=keys,
@@ -156,7 +158,7 @@ class ReplayExecutor(HtmlRepr):
             # ids must never repeat across attempts (evidence compares ids), but must repeat on back()
             seed=random.SystemRandom().getrandbits(64) if opts.seed is None else opts.seed,
             memory_decoder=opts.memory_decoder, memory=memory or {}, sensory=sensory or {},
-            source_kind=opts.source_kind)
+            source_kind=source_kind)
         self._breakpoints: list[Breakpoint] = list(opts.breakpoints)
         self._driver: list[DriverAction] = []   # what the driver did between steps, redone by back()
         self.fail_after(opts.fail_after)

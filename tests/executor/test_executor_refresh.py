@@ -85,3 +85,20 @@ def test_fluss_always_refreshes_and_rows_carry_the_agent_key():
     journal = ex.journal
     assert len(journal) == before + 4
     assert journal.agent_key[before:] == ["k"] * 4
+
+
+def test_the_store_option_decides_the_journal_as_it_decides_the_rebuild():
+    # a Kafka job's log replayed as a Fluss store: its rebuild was Fluss's, its journal was written as Kafka's
+    # (no agent key, and under kafka_pending="marker" no refresh rows) because the log's own kind won there
+    _, ex, _, _ = _first_attempt("0.4", kafka_pending="marker")
+    base = ex.to_log()
+    assert base.source.kind == "kafka"
+    again = ReplayExecutor(base, agent=two_call_agent(), plan={"inputs": [("k", "3")]}, key_format="K1.5",
+                           runtime="0.4", kafka_pending="marker", source_kind="fluss", seed=8,
+                           policies=Policies(trust_payloads=True))
+    again.run(until=Breakpoint(kind="persist", action="WA", outcome="call results (1)"))
+    before = len(again.journal)
+    again.checkpoint()
+    assert again.session.source_kind == "fluss"
+    assert len(again.journal) > before                         # Fluss always writes refresh rows
+    assert again.journal.agent_key is not None and set(again.journal.agent_key) == {"k"}
