@@ -17,20 +17,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from agent_inspect._html import CONTROL_CHARS, show_control
+
 __all__ = ["inert", "inert_terminal"]
 
-# C0 but tab and newline, DEL, C1, and the bidirectional embeddings, overrides and isolates
-_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(f"[{_CONTROL}]")
-_OWN_STYLE = re.compile(f"\x1b\\[[02]m|[{_CONTROL}]")   # the SGR sequences the CLI writes itself (summary's faint)
+_UNSAFE = re.compile(f"[{CONTROL_CHARS}]")
+_OWN_STYLE = re.compile(f"\x1b\\[[02]m|[{CONTROL_CHARS}]")   # the SGR sequences the CLI writes itself (summary's faint)
 
 
 def _shown(match: re.Match[str]) -> str:
     text = match.group()
-    if len(text) > 1:   # the CLI's own styling
-        return text
-    code = ord(text)
-    return f"\\x{code:02x}" if code < 0x7f else f"\\u{code:04x}"
+    return text if len(text) > 1 else show_control(text)   # longer: the CLI's own styling
 
 
 def inert(text: str, *, styling: bool = False) -> str:
