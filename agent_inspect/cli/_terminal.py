@@ -52,6 +52,11 @@ class _InertStream:
     def write(self, text: str) -> int:
         return self._stream.write(inert(text, styling=self._styling))
 
+    @property
+    def redraw_stream(self) -> TextIO:
+        """The stream beneath, for a status line the CLI redraws itself (a progress bar): never for job data."""
+        return self._stream
+
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)

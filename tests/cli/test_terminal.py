@@ -3,15 +3,17 @@ and in a pipe; only the CLI's own faint/reset styling passes, and only to a term
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import agent_inspect as ai
-from agent_inspect.cli._terminal import inert
+from agent_inspect.cli._terminal import inert, inert_terminal
 
 REPO = Path(__file__).resolve().parents[2]
 EVIL = "k\x1b]0;pwned\x07\x1b[2J\r\u202e"   # a window title, a cleared screen, a carriage return, an RTL override
@@ -66,3 +68,19 @@ def test_a_key_with_escape_sequences_is_shown_on_a_terminal_and_in_a_pipe(tmp_pa
     assert b"\x1b" not in on_terminal and b"\x07" not in on_terminal and "\u202e".encode() not in on_terminal
     piped = _run(["reconstruct", str(log)], terminal=False)   # text piped to less -R or head ends on a terminal too
     assert b"k\\x1b]0;pwned\\x07\\x1b[2J\\x0d\\u202e@5" in piped and b"\x1b" not in piped
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_progress_bar_is_still_drawn_and_its_file_name_shown(monkeypatch: Any) -> None:
+    # the inert stream wrote a bar's carriage returns out as "\x0d": one long line of bars on a terminal
+    err = _Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    with inert_terminal(), ai.sources.progress_bar(total=3, desc="file a\x1b[2Jb", enabled=True) as bar:
+        bar.update(3)
+    drawn = err.getvalue()
+    assert "\r" in drawn and "\\x0d" not in drawn
+    assert "a\\x1b[2Jb" in drawn and "\x1b[2J" not in drawn
