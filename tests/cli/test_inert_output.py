@@ -78,3 +78,11 @@ def test_json_output_stays_valid_and_reads_back_the_data(evil: dict[str, Path],
         assert not RAW.search(out)
         read = json.loads(out)   # valid JSON, the payload's characters exact
         assert verb == "summary" or read["divergences"][0]["business_key"] == "k" + EVIL
+
+
+def test_a_usage_error_quoting_an_argument_is_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse's errors were printed before the output was made inert: an extra argument's escapes were obeyed
+    with pytest.raises(SystemExit):
+        main(["reconstruct", "x.jsonl", "k" + EVIL])
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err and not RAW.search(err)
