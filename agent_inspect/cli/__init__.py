@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    args = build_parser().parse_args(argv)
     with inert_terminal(), warnings.catch_warnings():   # job data may carry escape sequences: never obeyed
+        args = build_parser().parse_args(argv)   # a usage error quotes the arguments, a pasted key's escapes too
         warnings.showwarning = _one_line   # a loader's warning is one line, like an error, not file:line + source
         return _run(args)
 

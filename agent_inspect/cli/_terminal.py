@@ -1,9 +1,12 @@
-"""Text bound for a terminal, made inert: a payload's control characters are shown, never obeyed.
+"""The CLI's output, made inert: a payload's control characters are shown, never obeyed.
 
-Keys, attributes and trace fields come from the job and may carry escape sequences (a window title, the
-clipboard, a cleared screen), carriage returns or bidirectional overrides that would make the terminal show
-something else than the data. On a terminal, the CLI writes them out as escapes; SGR styling (``ESC [ … m``,
-what ``less -R`` passes) is kept. Pipes and files get the text as it is.
+Keys, action names, attributes, error messages and trace fields come from the job and may carry escape
+sequences (a window title, the clipboard, a cleared screen, concealed text), carriage returns or bidirectional
+overrides that would make the terminal show something else than the data. Everything the CLI writes to stdout
+and stderr, to a terminal or to a pipe (text piped to ``less -R``, ``head`` or a CI log still ends on a
+terminal), has them written out as escapes: C0 as ``\\x1b``, DEL, C1 and the bidi controls as ``\\u009b``, a form
+JSON reads back as the same character, so ``--json`` output stays valid and exact. Tab and newline pass. On a
+terminal the CLI's own styling (faint and reset, ``ESC[2m`` / ``ESC[0m``) is kept; any other SGR is shown.
 """
 
 from __future__ import annotations
@@ -14,40 +17,49 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
+from agent_inspect._html import CONTROL_CHARS, show_control
+
 __all__ = ["inert", "inert_terminal"]
 
-# C0 but tab and newline, DEL, C1, and the bidirectional embeddings, overrides and isolates
-_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
-_UNSAFE = re.compile(f"\x1b\\[[0-9;]*m|[{_CONTROL}]")
+_UNSAFE = re.compile(f"[{CONTROL_CHARS}]")
+_OWN_STYLE = re.compile(f"\x1b\\[[02]m|[{CONTROL_CHARS}]")   # the SGR sequences the CLI writes itself (summary's faint)
 
 
 def _shown(match: re.Match[str]) -> str:
     text = match.group()
-    if len(text) > 1:   # an SGR sequence: styling only
-        return text
-    code = ord(text)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return text if len(text) > 1 else show_control(text)   # longer: the CLI's own styling
 
 
-def inert(text: str) -> str:
-    """``text`` with every terminal control character but tab and newline written as an escape (``\\x1b``).
+def inert(text: str, *, styling: bool = False) -> str:
+    """``text`` with every terminal control character but tab and newline written as an escape (``\\x1b``,
+    ``\\u009b``); with ``styling``, the CLI's own faint and reset sequences are kept.
 
     For example::
 
         from agent_inspect.cli._terminal import inert
         inert("user-1\\x1b]0;owned\\x07")        # 'user-1\\\\x1b]0;owned\\\\x07': shown, not obeyed
     """
-    return _UNSAFE.sub(_shown, text)
+    return (_OWN_STYLE if styling else _UNSAFE).sub(_shown, text)
 
 
 class _InertStream:
-    """A terminal stream that is written :func:`inert` text."""
+    """A stream that is written :func:`inert` text."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, styling: bool) -> None:
         self._stream = stream
+        self._styling = styling
 
     def write(self, text: str) -> int:
-        return self._stream.write(inert(text))
+        return self._stream.write(inert(text, styling=self._styling))
+
+    @property
+    def redraw_stream(self) -> TextIO:
+        """The stream beneath, for a status line the CLI redraws itself (a progress bar): never for job data."""
+        return self._stream
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -55,12 +67,10 @@ class _InertStream:
 
 @contextmanager
 def inert_terminal() -> Iterator[None]:
-    """While inside, ``sys.stdout`` and ``sys.stderr`` write inert text where they are terminals."""
+    """While inside, ``sys.stdout`` and ``sys.stderr`` write inert text (styling kept where they are terminals)."""
     saved = sys.stdout, sys.stderr
-    if _is_terminal(sys.stdout):
-        sys.stdout = _InertStream(sys.stdout)
-    if _is_terminal(sys.stderr):
-        sys.stderr = _InertStream(sys.stderr)
+    sys.stdout = _InertStream(sys.stdout, styling=_is_terminal(sys.stdout))
+    sys.stderr = _InertStream(sys.stderr, styling=_is_terminal(sys.stderr))
     try:
         yield
     finally:

@@ -213,6 +213,13 @@ class ScanResult:
                               f"write one with ai.scan(source, output=DIR)")
         meta = json.loads((root / RESULT_FILES["meta"]).read_text())
         frames = {n: pd.read_parquet(root / RESULT_FILES[n]) for n in ("keys", "partitions", "errors", "failures")}
+        keys = frames["keys"].columns
+        lacks = (["the store flavour"] if "store_flavour" not in meta else []) + \
+            (["the NOT-DISPATCHED counts"] if [r for r in meta["rules"] if f"{r}_reused" in keys
+                                               and f"{r}_not_dispatched" not in keys] else [])
+        if lacks:   # read as they are, they would say "no parsed key" and "0 tasks not dispatched": not known
+            raise SourceError(f"{str(root)!r} was saved by an older agent_inspect, without {' and '.join(lacks)}; "
+                              f"re-run the scan (ai.scan(source, output=DIR) or agent-inspect scan SOURCE -o DIR)")
         if "output" in frames["partitions"].columns:
             frames["partitions"]["output"] = frames["partitions"]["output"].map(json.loads)
         markers = meta.get("markers")

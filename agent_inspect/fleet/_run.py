@@ -316,9 +316,9 @@ def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, pro
                              retries=retries, pure=False): w for i, w in enumerate(plan.windows)}
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from agent_inspect.sources import progress_bar
 
-        bar = tqdm(total=len(futures), desc="scan", unit="window", dynamic_ncols=True)
+        bar = progress_bar(total=len(futures), desc="scan", enabled=True, unit="window")
     done: list[Any] = []
     failed: list[dict[str, Any]] = []
     records = 0

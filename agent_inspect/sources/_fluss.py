@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect._glossary import did_you_mean
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter
 from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
@@ -214,7 +215,7 @@ async def _call(awaitable: Awaitable[_T], *, timeout: float, what: str, where: s
             raise BrokerUnreachable(f"Fluss at {where} is unreachable while {what}: {_message(exc)}; "
                                     f"check the address and that the cluster is up") from None
         if code == _TABLE_NOT_EXIST:
-            raise SourceError(f"Fluss table does not exist ({_message(exc)}); check the database.table name") from None
+            raise _NoTable(f"Fluss table does not exist ({_message(exc)}); check the database.table name") from None
         raise SourceError(f"Fluss failed while {what}: {_message(exc)}") from None
 
 
@@ -222,7 +223,12 @@ async def _open_table(fluss: Any, conn: Any, db: str, name: str, *, timeout: flo
                       where: str) -> tuple[Any, Any, list[int]]:
     """The table's path, handle and buckets, after checking it is an unpartitioned action-state log table."""
     path = fluss.TablePath(db, name)
-    table = await _call(conn.get_table(path), timeout=timeout, what=f"opening table {db}.{name}", where=where)
+    try:
+        table = await _call(conn.get_table(path), timeout=timeout, what=f"opening table {db}.{name}", where=where)
+    except _NoTable:
+        close = did_you_mean([f"{db}.{name}"], await _table_names(conn, db, timeout=timeout))
+        raise SourceError(f"Fluss table {db}.{name} does not exist on {where}; check the database.table name"
+                          + close) from None
     info = table.get_table_info()
     if table.has_primary_key():
         raise SourceError(f"{db}.{name} is a primary-key table; the action-state store writes a log table")
@@ -234,6 +240,30 @@ async def _open_table(fluss: Any, conn: Any, db: str, name: str, *, timeout: flo
         raise SourceError(f"{db}.{name} has columns {sorted(columns)}, not state_key/state_payload; "
                           f"is this an action-state table?")
     return path, table, list(range(info.num_buckets))
+
+
+class _NoTable(SourceError):
+    """The table asked for does not exist (pyfluss's TABLE_NOT_EXIST)."""
+
+
+async def _table_names(conn: Any, db: str, *, timeout: float) -> list[str]:
+    """The ``db.table`` names a missing table may have been meant as: the tables of ``db``, else of every
+    database (a misspelt database); none when the client cannot list them. Only for a hint: never raises."""
+    admin = conn.get_admin()
+
+    async def tables(database: str) -> list[str]:
+        return [f"{database}.{t}" for t in await asyncio.wait_for(admin.list_tables(database), timeout)]
+
+    try:
+        try:
+            return await tables(db)
+        except Exception:  # noqa: BLE001 - no such database: look at them all
+            names: list[str] = []
+            for database in await asyncio.wait_for(admin.list_databases(), timeout):
+                names += await tables(database)
+            return names
+    except Exception:  # noqa: BLE001 - a hint only; the error says what to check without it
+        return []
 
 
 async def _offsets(fluss: Any, conn: Any, path: Any, buckets: list[int], *, timeout: float,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import sys
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agent_inspect._html import show_controls
 
 if TYPE_CHECKING:
     from tqdm.auto import tqdm
@@ -16,8 +19,8 @@ class Counter(Protocol):
     def update(self, n: int) -> object: ...
 
 
-def progress_bar(*, total: int | None, desc: str, enabled: bool) -> tqdm:
-    """Records read so far, with records/s; a no-op bar when ``enabled`` is false.
+def progress_bar(*, total: int | None, desc: str, enabled: bool, unit: str = "rec") -> tqdm:
+    """Records (or other ``unit``) done so far, with their rate; a no-op bar when ``enabled`` is false.
 
     For example::
 
@@ -26,5 +29,11 @@ def progress_bar(*, total: int | None, desc: str, enabled: bool) -> tqdm:
     """
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="rec", unit_scale=True, disable=not enabled,
-                mininterval=0.5, leave=False)
+    # the bar redraws its line with carriage returns, which the CLI's inert stderr would write out: it draws on the
+    # stream beneath, its description (a topic or file name) made inert here
+    return tqdm(total=total, desc=show_controls(desc), unit=unit, unit_scale=unit == "rec", disable=not enabled,
+                mininterval=0.5, leave=False, dynamic_ncols=True, file=_redraw_stream())
+
+
+def _redraw_stream() -> Any:
+    return getattr(sys.stderr, "redraw_stream", sys.stderr)

@@ -1,6 +1,6 @@
 """A fake of the small pyfluss surface the Fluss loader uses (the only fake allowed: no Fluss server runs here).
 
-It mirrors pyfluss 1.0 (docs/platform-notes §4): async ``get_table`` / ``list_offsets`` /
+It mirrors pyfluss 1.0 (docs/platform-notes §4): async ``get_table`` / ``list_offsets`` / ``list_databases`` / ``list_tables`` /
 ``create_log_scanner`` / ``poll`` / ``close``, sync ``get_admin`` / ``get_table_info`` /
 ``subscribe_buckets``; ``poll`` returns records grouped by ``TableBucket``-like keys with
 ``.offset``, ``.timestamp`` and ``.row``; errors carry ``error_code`` like ``fluss.FlussError``.
@@ -95,6 +95,14 @@ class FakeAdmin:
             self.conn.behaviour.grow_by = 0
             return result
         raise AssertionError(f"unexpected offset spec {offset_spec!r}")
+
+    async def list_databases(self) -> list[str]:
+        return sorted({name.split(".", 1)[0] for name in self.conn.tables})
+
+    async def list_tables(self, database_name: str) -> list[str]:
+        if database_name not in await self.list_databases():
+            raise FakeFlussError(4, f"Database '{database_name}' does not exist.")
+        return sorted(n.split(".", 1)[1] for n in self.conn.tables if n.split(".", 1)[0] == database_name)
 
 
 class FakeHandle:

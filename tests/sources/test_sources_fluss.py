@@ -166,3 +166,17 @@ def test_real_client_closed_port_is_broker_unreachable() -> None:
 
     with pytest.raises(ai.BrokerUnreachable, match="Connection refused"):
         read_fluss(f"127.0.0.1:{free_port()}", "db.t", timeout=5, progress=False)
+
+
+def test_a_missing_table_names_the_close_tables_in_one_line() -> None:
+    # the Kafka loader named a misspelt topic's close matches; a misspelt Fluss table got none
+    tables = {"agents.action_state": _table(), "agents.other": _table()}
+    with pytest.raises(ai.SourceError) as exc:
+        read_fluss("h:1", "agents.action_stat", connection_factory=factory(tables), progress=False)
+    message = str(exc.value)
+    assert "agents.action_stat" in message and "check the database.table name" in message and "\n" not in message
+    assert "; did you mean 'agents.action_state'" in message
+    with pytest.raises(ai.SourceError, match=r"did you mean 'agents\.action_state'"):   # a misspelt database
+        read_fluss("h:1", "agent.action_state", connection_factory=factory(tables), progress=False)
+    with pytest.raises(ai.SourceError, match=r"check the database\.table name$"):          # nothing close
+        read_fluss("h:1", "x.zzz", connection_factory=factory(tables), progress=False)
