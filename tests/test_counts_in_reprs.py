@@ -3,8 +3,6 @@ entries", "1 divergence" (they printed "1531 entries" and "1 divergences")."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_inspect.log import LiveLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.rules import resolve_rule
