@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "did_you_mean", "split_spec"]
+__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "first_few", "did_you_mean", "split_spec"]
 
 GLOSSARY: dict[str, str] = {
     # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
@@ -159,6 +159,17 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def count_words(count: int, noun: str, many: str | None = None) -> str:
     """Only the noun of :func:`plural` ("divergence" for one, "divergences" otherwise)."""
     return noun if int(count) == 1 else (many if many is not None else noun + "s")
+
+
+def first_few(items: Iterable[object], most: int, *, counted: bool = True) -> str:
+    """The first ``most`` of ``items`` joined by ", ", then what is left out: how many (" and 3 more") when
+    ``counted``, else an ellipsis (", …"). The one way every message and repr lists a long run of names:
+    ``first_few("abcde", 3)`` → "a, b, c and 2 more"; ``first_few("abcde", 3, counted=False)`` → "a, b, c, …"."""
+    shown = list(items)
+    text = ", ".join(map(str, shown[:most]))
+    if len(shown) <= most:
+        return text
+    return text + (f" and {len(shown) - most:,} more" if counted else ", …")
 
 
 def did_you_mean(names: Iterable[str], pool: Iterable[str]) -> str:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import CheckpointFormatError, SourceError
-from agent_inspect._glossary import plural
+from agent_inspect._glossary import first_few, plural
 from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
 from agent_inspect.checkpoint._tasks import CheckpointTask, decoded_tasks, pending_from_checkpoint
 from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object
@@ -80,8 +80,8 @@ class KeyedRestore:
     def __repr__(self) -> str:
         # one line: the fields hold every key's state (the task trees alone run to kilobytes)
         def some(keys: tuple[str, ...], what: str) -> str:
-            shown = ", ".join(keys[:3]) + (", …" if len(keys) > 3 else "")
-            return plural(len(keys), f"key with {what}", f"keys with {what}") + (f" ({shown})" if keys else "")
+            return plural(len(keys), f"key with {what}", f"keys with {what}") + (
+                f" ({first_few(keys, 3, counted=False)})" if keys else "")
 
         keys = {*self.message_seq, *self.last_completed, *self.short_term, *self.sensory}
         unread = f"not read: {', '.join(self.unread)}" if self.unread else "all read"

@@ -92,7 +92,10 @@ def _run(args: argparse.Namespace) -> int:
     print(summary_text(summary, explain=args.explain, dim=sys.stdout.isatty() and "NO_COLOR" not in os.environ))
     errors = log.errors
     if len(errors):   # where and why, or the count alone leaves a terminal user nowhere to look
-        print(f"\nfirst records that do not decode ({min(len(errors), 3)} of {len(errors):,}; log.errors lists each):")
+        # no verb lists them all: say what to run, in Python ("log.errors" means nothing in a shell)
+        keys = f", business_keys={list(args.business_keys)!r}" if args.business_keys else ""
+        print(f"\nfirst records that do not decode ({min(len(errors), 3)} of {len(errors):,}; in Python, "
+              f"agent_inspect.load({args.source!r}{keys}).errors lists each):")
         for part, offset, error in errors[["partition", "offset", "error"]].head(3).itertuples(index=False):
             where = "" if part < 0 else f"partition {part}, offset {offset}: "   # a file line's reason names it
             print(f"  {where}{error}")

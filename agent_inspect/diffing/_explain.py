@@ -139,6 +139,11 @@ class Explanation(HtmlRepr):
     def __str__(self) -> str:
         return self.story()
 
+    def __repr__(self) -> str:
+        # one line: the chain (kilobytes of steps) is in str() and the HTML
+        return (f"Explanation({self.action} ({self.key}, seq {self.seq}) → {self.outcome} under rule "
+                f"{self.rule_label!r}, cause: {self.cause.kind})")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""
         return {"key": self.key, "seq": self.seq, "action": self.action, "outcome": self.outcome,

@@ -54,16 +54,11 @@ class Production:
         return [base + n for n in run.write_steps]
 
     def partitions(self) -> int:
+        """The topic's partition count: as given, else one past the last partition the base log knows."""
         if self.num_partitions is not None:
             return self.num_partitions
-        log = self.engine.log
-        if log is not None and getattr(log, "source", None) is not None:
-            ends = getattr(log.source, "end_offsets", None) or {}
-            if ends:
-                return int(max(ends)) + 1
-            if len(log.records):
-                return int(log.records["partition"].max()) + 1
-        return 1
+        ends = _base_ends(self.engine.log)
+        return max(ends) + 1 if ends else 1
 
     def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
         """Take a checkpoint now (once the replay has started) and return its marker; ``complete`` also prunes
@@ -203,6 +198,7 @@ def epoch_ms(t: Any) -> int:
 
 
 def _base_ends(log: Any) -> dict[int, int]:
+    """Per partition the base log knows (its source's ends and its records'), the next offset to write."""
     if log is None:
         return {}
     ends = dict(getattr(getattr(log, "source", None), "end_offsets", None) or {})

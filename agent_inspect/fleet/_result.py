@@ -302,12 +302,3 @@ def _scanned_runtime(runtime: str) -> RuntimeInfo:
     if runtime in RUNTIMES or runtime == "auto":
         return resolve_runtime(runtime)
     return RuntimeInfo(runtime, True, "no window held a decoded record")
-
-
-def _flavour(parts: pd.DataFrame) -> str | None:
-    """The store flavour of every window's records together (several joined by "+", as a log's that mixes key
-    formats); None when no window held a parsed key."""
-    if "store_flavour" not in parts.columns:
-        return None
-    found = {f for v in parts["store_flavour"].dropna().astype(str) for f in v.split("+")}
-    return "+".join(sorted(found)) or None

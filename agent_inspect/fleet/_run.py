@@ -17,7 +17,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _flavour, _scanned_runtime
+from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _scanned_runtime
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
@@ -489,7 +489,11 @@ def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rul
     errors = pd.concat(errs, ignore_index=True) if errs else pd.DataFrame(columns=["partition", "offset", "state_key",
                                                                                      "error"])
     failures = pd.DataFrame(failed, columns=_FAILURE_COLUMNS)
+    from agent_inspect.log import joined_flavour
+
+    # the windows' flavours together (several joined by "+", as a log's that mixes key formats)
+    flavour = joined_flavour(parts["store_flavour"].dropna()) if "store_flavour" in parts.columns else None
     return ScanResult(keys=keys, partitions=parts, errors=errors, failures=failures, source=plan.source, rules=rules,
                       markers=markers, runtime=_resolved(runtime, parts), output=output, dashboard=link, seconds=round(seconds, 3),
-                      spec=plan.spec, store_flavour=_flavour(parts))
+                      spec=plan.spec, store_flavour=flavour)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from agent_inspect._errors import DecodeError, RecoveryError
+from agent_inspect._glossary import first_few
 from agent_inspect.history._refresh import refresh_rows
 
 UNKNOWN = "unknown"
@@ -291,8 +292,8 @@ def load_key(
 
     if seq is not None and not any(ex.seq == seq for ex in groups.values()):
         rounds = sorted({ex.seq for ex in groups.values() if ex.seq is not None})
-        shown = ", ".join(map(str, rounds[:10])) + (", …" if len(rounds) > 10 else "")
-        raise RecoveryError(f"key {business_key!r} has no round seq={seq}; its rounds are: {shown or 'none'}")
+        raise RecoveryError(f"key {business_key!r} has no round seq={seq}; its rounds are: "
+                            f"{first_few(rounds, 10, counted=False) or 'none'}")
     names = _name_map(action_names)
     executions = sorted(
         (

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, Protocol
 
 from agent_inspect._errors import InspectError, SourceError
+from agent_inspect._glossary import plural
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 
@@ -330,7 +331,7 @@ class LiveLog:
             pass
 
     def __repr__(self) -> str:
-        return (f"<LiveLog {self.state}: {len(self.log)} records in the window, {self.count} received, "
+        return (f"<LiveLog {self.state}: {plural(len(self.log), 'record')} in the window, {self.count:,} received, "
                 f"from {self.source.location!r}>")
 
 

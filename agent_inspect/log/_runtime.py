@@ -15,6 +15,7 @@ Every runtime up to and including main ships the original divergence rule (#1301
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -196,11 +197,22 @@ def store_flavour(key_format: str, source_kind: str | None) -> str:
     return "segment"
 
 
+def joined_flavour(flavours: Iterable[str]) -> str | None:
+    """The store flavour of records of ``flavours`` together: each flavour once (one already joined counts as its
+    parts), sorted, joined by "+"; None when there is none. A log mixing key formats and a scan whose windows differ
+    both say it this way.
+
+    For example::
+
+        ai.log.joined_flavour(["segment", "kafka-k1", "segment"])   # "kafka-k1+segment"
+    """
+    return "+".join(sorted({f for v in flavours for f in str(v).split("+") if f})) or None
+
+
 def _log_flavour(log: LogLike | pd.DataFrame | None) -> str | None:
     """The store flavour of ``log``'s records (several joined by "+"); None when no key parsed."""
     r = _frame(log)
     if r is None or not len(r) or "key_format" not in r:
         return None
     kind = source_kind_of(log)
-    found = sorted({store_flavour(str(f), kind) for f in r["key_format"].dropna().unique()})
-    return "+".join(found) or None
+    return joined_flavour(store_flavour(str(f), kind) for f in r["key_format"].dropna().unique())

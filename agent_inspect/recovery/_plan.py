@@ -12,7 +12,7 @@ import pandas as pd
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
-from agent_inspect._glossary import plural
+from agent_inspect._glossary import first_few, plural
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
 from agent_inspect.codec import parse_state_key, state_key_writer
 from agent_inspect.log import resolve_runtime
@@ -126,7 +126,7 @@ class ReplayPlan:
     def __repr__(self) -> str:
         # one line: the fields hold every input event (tens of kB on a production log); they stay attributes
         def some(keys: list[str]) -> str:
-            return f" ({', '.join(keys[:3])}{', …' if len(keys) > 3 else ''})" if keys else ""
+            return f" ({first_few(keys, 3, counted=False)})" if keys else ""
 
         pending = list(dict.fromkeys(t.key for t in self.pending))
         parts = [f"{plural(len(self.inputs), 'input')} of {plural(len({i.key for i in self.inputs}), 'key')}",
@@ -169,8 +169,7 @@ class ReplayPlan:
         notes = tuple(n for n in self.notes if not n.startswith(_MOVED_MARKER))
         if dropped:
             keys = sorted(dropped)
-            shown = ", ".join(f"{k} ≤ seq {restored[k]}" for k in keys[:3]) + (
-                f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+            shown = first_few((f"{k} ≤ seq {restored[k]}" for k in keys), 3)
             notes += (f"{plural(sum(dropped.values()), 'input')} of {plural(len(keys), 'key')} ({shown}) not "
                       f"replayed: the markers reach back before {source}, which had consumed those rounds",)
         return replace(self, inputs=tuple(inputs), restored_seq=restored, notes=notes)
@@ -304,8 +303,7 @@ def _missing_rounds_note(gaps: Mapping[str, list[int]]) -> tuple[str, ...]:
     if not gaps:
         return ()
     rounds = [f"{k}@{s}" for k in sorted(gaps) for s in gaps[k]]
-    shown = ", ".join(rounds[:3]) + (f" and {len(rounds) - 3} more" if len(rounds) > 3 else "")
-    return (f"{plural(len(rounds), 'round')} ({shown}) of the window {'have' if len(rounds) != 1 else 'has'} no root "
+    return (f"{plural(len(rounds), 'round')} ({first_few(rounds, 3)}) of the window {'have' if len(rounds) != 1 else 'has'} no root "
             "record in the log (compacted away or unreadable): not replayed, as its input is unknown; the key's "
             "later rounds keep their own seqNums",)
 
@@ -362,7 +360,7 @@ def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
     if not in_flight:
         return ()
     rounds = sorted({(t.key, t.seq) for t in in_flight})
-    shown = ", ".join(f"{k}@{s}" for k, s in rounds[:3]) + (f" and {len(rounds) - 3} more" if len(rounds) > 3 else "")
+    shown = first_few((f"{k}@{s}" for k, s in rounds), 3)
     return (f"{plural(len(in_flight), 'task')} of {plural(len(rounds), 'round')} ({shown}) "
             f"{'were' if len(in_flight) != 1 else 'was'} in flight at the "
             "checkpoint: the input came before the markers, the records after; re-submitted with the original events",)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
-from agent_inspect._glossary import count_words, plural
+from agent_inspect._glossary import count_words, first_few, plural
 from agent_inspect.agents import OUTPUT_EVENT, SUBAGENT_EVENT
 from agent_inspect.codec import event_uuid
 from agent_inspect.history import refresh_rows, subagent_result_events
@@ -205,9 +205,7 @@ def _resubmit_order(open_: tuple[int, ...], queued: tuple[Queued, ...],
 
 def _listed(rounds: Collection[tuple[str, int]], most: int = 3) -> str:
     """``round (k, 1)`` / ``rounds (k, 1), (k, 2) and 3 more``."""
-    shown = ", ".join(f"({bk}, {seq})" for bk, seq in list(rounds)[:most])
-    more = f" and {len(rounds) - most} more" if len(rounds) > most else ""
-    return f"{count_words(len(rounds), 'round')} {shown}{more}"
+    return f"{count_words(len(rounds), 'round')} {first_few((f'({bk}, {seq})' for bk, seq in rounds), most)}"
 
 
 def _queued(records: pd.DataFrame, at_checkpoint: Mapping[tuple[str, int], list[tuple[int, str, bool]]],

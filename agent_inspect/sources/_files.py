@@ -25,6 +25,7 @@ import msgspec
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import SourceError
+from agent_inspect._glossary import first_few
 from agent_inspect.sources._filecommon import (
     NO_PARTITION,
     SOURCE_METADATA_KEY,
@@ -100,8 +101,7 @@ def _directory_message(p: Path) -> str:
     names = sorted(c.name for c in p.iterdir() if c.is_file() and c.name.endswith(_DUMP_SUFFIXES))
     if not names:
         return f"{str(p)!r} is a directory with no dump file in it; pass a dump file (.jsonl, .jsonl.gz or .parquet)"
-    shown = ", ".join(names[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
-    return f"{str(p)!r} is a directory; pass one of its dump files ({shown})"
+    return f"{str(p)!r} is a directory; pass one of its dump files ({first_few(names, 5)})"
 
 _TRUNCATED = ": not valid JSON: Input data was truncated"  # the decoder's words for a line that stops mid-value
 

@@ -262,8 +262,8 @@ class RecoverySession:
         return new
 
     def __repr__(self) -> str:
-        return (f"RecoverySession(rule={self.rule.name!r}, {len(self.store)} cached, "
-                f"{len(self.events)} cache events, {len(self.divergences)} divergences)")
+        return (f"RecoverySession(rule={self.rule.name!r}, {len(self.store):,} cached, "
+                f"{plural(len(self.events), 'cache event')}, {plural(len(self.divergences), 'divergence')})")
 
 
 def _checked_rule(rule: object) -> DivergenceRule:

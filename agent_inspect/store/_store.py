@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedDict, SortedList
 
+from agent_inspect._glossary import plural
 from agent_inspect.store._model import Entry
 
 __all__ = ["Store", "strict_k1_seq"]
@@ -270,7 +271,7 @@ class Store:
     snapshot = copy
 
     def __repr__(self) -> str:
-        return f"Store({len(self._cache)} entries, {len(self._index)} business keys)"
+        return f"Store({plural(len(self._cache), 'entry', 'entries')}, {plural(len(self._index), 'business key')})"
 
     # -- internals ---------------------------------------------------------------------------
     def _remove_range(self, business_key: str, lo: int | None, hi: int | None, inclusive: bool) -> list[Entry]:

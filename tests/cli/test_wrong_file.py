@@ -180,9 +180,13 @@ def test_summary_shows_where_and_why_the_first_bad_records_failed(tmp_path: Path
     assert main(["summary", str(path)]) == 0
     out = capsys.readouterr().out
     assert "records that do not decode              4" in out
-    assert ("\nfirst records that do not decode (3 of 4; log.errors lists each):\n"
+    # "log.errors lists each" was API wording a terminal user cannot run: the CLI says what to run, in Python
+    assert (f"\nfirst records that do not decode (3 of 4; in Python, agent_inspect.load({str(path)!r}).errors "
+            "lists each):\n"
             "  line 2: bad record envelope: Expected `object`, got `array`\n"
             "  line 4: not valid JSON: ") in out
     assert "  partition 0, offset 10: value: not an ActionState (a JSON array, not an object)" not in out  # 4th
+    assert main(["summary", str(path), "--key", "k"]) == 0
+    assert "agent_inspect.load(" + repr(str(path)) + ", business_keys=['k']).errors" in capsys.readouterr().out
     assert main(["summary", str(LOGS / "G01.jsonl")]) == 0
     assert "first records that do not decode" not in capsys.readouterr().out

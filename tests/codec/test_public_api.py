@@ -35,6 +35,7 @@ def test_log_module_surface():
                                 "default_rule", "SourceSpec", "Window", "plan_windows", "read_window", "write_window",
                                 "write_dataset_meta", "load_dataset", "is_dataset", "LiveLog", "follow", "Follower",
                                 "TailWindow", "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS",
-                                "rule_label", "rule_mark", "RuleMark", "logged_key", "source_kind_of", "store_flavour"}
+                                "rule_label", "rule_mark", "RuleMark", "logged_key", "source_kind_of", "store_flavour",
+                                "joined_flavour"}
     assert agent_inspect.ActionStateLog is log.ActionStateLog
     assert agent_inspect.load is log.load and agent_inspect.load_kafka is log.load_kafka

@@ -254,3 +254,11 @@ def test_unknown_round_is_a_clear_error() -> None:
     with pytest.raises(RecoveryError, match=r"no round seq=9; its rounds are: 5, 6"):
         action_graph(n04().log(), "k", seq=9)
     assert action_graph(n04().log(), "k", seq=5, attempt=2).number_of_nodes() == 0
+
+
+def test_an_unknown_round_lists_ten_rounds_then_an_ellipsis() -> None:
+    h = History()
+    for s in range(12):
+        h.run("k", s, "IA", inp("A", f"a{s}"))
+    with pytest.raises(RecoveryError, match=r"no round seq=99; its rounds are: 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, …$"):
+        action_graph(h.log(), "k", seq=99)
