@@ -312,8 +312,10 @@ class ReplayExecutor(HtmlRepr):
 
     def report(self) -> ReplaySafetyReport:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
+        paused_after = None if self.done else len(self._engine.run.steps)   # before stale_records() runs the rebuild
         return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,
-                                             stale_records=self.stale_records(), rule_label=self.recovery.rule_label)
+                                             stale_records=self.stale_records(), rule_label=self.recovery.rule_label,
+                                             paused_after=paused_after)
 
     def stale_records(self) -> pd.DataFrame:
         """Rebuilt production records whose action identity is in no action of the candidate agent: never looked

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import numbers
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -195,6 +196,8 @@ class Breakpoint:
     def __post_init__(self) -> None:
         if self.kind is not None:
             step_kind(self.kind)            # an unknown kind fails here, not at the first step run() takes
+        if self.outcome is not None:
+            _check_outcome(self.outcome)    # as would an outcome no step carries: it would never stop a run
         if self.seq is not None:
             # a seq of another type ("3" from a text box) equals no step's seq: it would never stop a run
             if isinstance(self.seq, bool) or not isinstance(self.seq, numbers.Integral):
@@ -207,6 +210,23 @@ class Breakpoint:
                 and (self.kind is None or step.kind == step_kind(self.kind))
                 and (self.outcome is None or (step.outcome or "").lower() == self.outcome.lower())
                 and (self.when is None or bool(self.when(step))))
+
+
+#: the store's cache operations, the outcome text of EVICTION / INVALIDATION steps (``CacheEvent.op``)
+CACHE_OPS = ("evict", "invalidate", "remove", "cross-key", "prune", "delete", "supersede", "rebuild")
+_CALL_RESULTS = re.compile(r"call results(?: \(\d+\))?", re.IGNORECASE)
+
+
+def _check_outcome(outcome: object) -> None:
+    """A breakpoint's ``outcome`` that some step can carry (any case), else a ``ReplayError`` naming the closest."""
+    known = [o.value.lower() for o in StepOutcome] + list(CACHE_OPS)
+    text = outcome.lower() if isinstance(outcome, str) else None
+    if text is not None and (text in known or _CALL_RESULTS.fullmatch(text)):
+        return
+    hint = (f"; {outcome!r} is a step kind: Breakpoint(kind={text!r}) stops there"
+            if text in {k.value for k in StepKind} else did_you_mean([text or repr(outcome)], known)
+            or f" (outcomes: {', '.join(dict.fromkeys(known))}, or 'call results (n)')")
+    raise ReplayError(f"breakpoint outcome {outcome!r} is no step's outcome, so it would never stop a run{hint}")
 
 
 Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
