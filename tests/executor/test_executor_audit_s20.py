@@ -71,3 +71,33 @@ def test_a_report_of_a_paused_replay_says_it_covers_the_steps_so_far(log: ai.Act
     failed.run()
     report = failed.report()
     assert report.complete and "stopped: 'simulated failure after step 50'" in repr(report)   # the job's end
+
+
+def _decisions_of(ex: ai.ReplayExecutor) -> list[tuple[str, int, str, str]]:
+    kinds = (ai.executor.StepKind.LOOKUP, ai.executor.StepKind.NOT_DISPATCHED)
+    return [(str(s.key), int(s.seq or 0), str(s.action), str(s.outcome)) for s in ex.step_list if s.kind in kinds]
+
+
+def _decisions_of_prediction(p: Any) -> list[tuple[str, int, str, str]]:
+    t = p.tasks
+    return [(str(b), int(s), str(n), str(o)) for b, s, n, o in zip(t["business_key"], t["seq"], t["action"],
+                                                                    t["outcome"], strict=True)]
+
+
+def test_a_restore_from_an_executor_checkpoint_predicts_as_it_replays(log: ai.ActionStateLog) -> None:
+    ex = ai.ReplayExecutor(log, rule="fixed", markers=ai.samples.markers("production"), seed=3)
+    ex.run(max_steps=100)
+    ex.run(until="lookup")
+    ex.checkpoint()
+    ex.run(max_steps=300)                 # the job dies here
+    taken, topic = ex.checkpoints[-1], ex.to_log()
+    again = ai.ReplayExecutor(topic, restore=taken, rule="fixed", seed=4)
+    again.run()
+    replayed = _decisions_of(again)
+    assert len(replayed) == 16
+    # the executor's recovery says where its plan came from, and replays as predict does with it
+    assert f"checkpoint of step {taken.step}" in again.recovery.provenance["plan"]
+    assert _decisions_of_prediction(ai.predict(topic, recovery=again.recovery)) == replayed   # before: 7 RERUN
+    # the checkpoint itself is markers every verb takes, with the plan it restores
+    assert _decisions_of_prediction(ai.predict(topic, markers=taken, rule="fixed")) == replayed  # before: refused
+    assert ai.reconstruct(topic, markers=taken, rule="fixed").recovery.markers == [dict(taken.marker)]
