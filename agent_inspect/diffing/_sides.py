@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
@@ -437,6 +438,12 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
                 source=recon)
 
 
+def runs_recovery(sel: Selector) -> bool:
+    """True when a selector runs a recovery (``@predict``, ``@reconstruct``, a rule; ``@markers``/``@runtime`` too),
+    so the settings a diff is given apply to it."""
+    return not (sel.mode == "log" and sel.markers is None and sel.runtime is None)
+
+
 def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
@@ -450,9 +457,11 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     """
     if isinstance(obj, Side):
         return obj if label is None else replace(obj, label=label)
+    if isinstance(obj, os.PathLike):       # a path, as ai.load and ai.samples.path give it
+        obj = os.fspath(obj)
     if isinstance(obj, str):
         sel = parse_selector(obj)
-        if sel.mode == "log" and sel.markers is None and sel.runtime is None:   # @markers/@runtime run a recovery
+        if not runs_recovery(sel):
             return select(obj, label=label)
         return _from_selector(sel, recovery=recovery, label=label, **overrides)
     if isinstance(obj, ReconstructionLike | PredictionLike):

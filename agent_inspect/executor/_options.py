@@ -268,11 +268,11 @@ class ExecutorOptions:
             if value is not None and value not in known:
                 raise ReplayError(f"unknown {name} {value!r}; use one of {', '.join(known)}"
                                   + (" (default: the log's)" if name != "value_format" else ""))
-        for name, value, least, what in (("num_partitions", self.num_partitions, 1, "a count"),
+        for name, count, least, what in (("num_partitions", self.num_partitions, 1, "a count"),
                                          ("attempt", self.attempt, 0, "an attempt number")):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-                                      or value < least):
-                raise ReplayError(f"{name} takes {what} >= {least} or None (the default), got {value!r}")
+            if count is not None and (isinstance(count, bool) or not isinstance(count, numbers.Integral)
+                                      or count < least):
+                raise ReplayError(f"{name} takes {what} >= {least} or None (the default), got {count!r}")
         if self.memory_decoder is not None and not callable(self.memory_decoder):
             raise ReplayError(f"memory_decoder takes a function of a record's memory value (e.g. "
                               f"ai.executor.json_envelope_decoder), got {type(self.memory_decoder).__name__}")
