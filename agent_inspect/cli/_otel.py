@@ -42,7 +42,9 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
     from agent_inspect.otel import to_otel
+    from agent_inspect.sources import check_export
 
+    check_export(endpoint=args.endpoint, path=args.output)     # before loading: a topic can take minutes
     log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)
     obj: Any = log

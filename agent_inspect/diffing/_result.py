@@ -15,7 +15,7 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.diffing._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
-from agent_inspect.diffing._sides import SelectorError, Side, as_side, parse_selector, runs_recovery
+from agent_inspect.diffing._sides import SelectorError, Side, as_side, parse_selector
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -262,11 +262,17 @@ def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None, *,
             "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
 
 
+def _runs_recovery(selector: str) -> bool:
+    """True when a selector string runs a recovery (``@predict``, ``@reconstruct``, a rule, ``@markers``, …)."""
+    sel = parse_selector(selector)
+    return not (sel.mode == "log" and sel.markers is None and sel.runtime is None)
+
+
 def _settings_used(settings: dict[str, Any], *sides: tuple[Diffable, Side]) -> None:
     """Settings given when neither side runs a recovery would change nothing (a rule never run, a diff that reads
     "no difference" under it): a ``SelectorError`` saying how to run one."""
     given = [f"{name}=" for name, value in settings.items() if value is not None]
-    if not given or any(isinstance(obj, str) and runs_recovery(parse_selector(obj)) for obj, _ in sides):
+    if not given or any(isinstance(obj, str) and _runs_recovery(obj) for obj, _ in sides):
         return
     kinds = [side.kind for _, side in sides]
     what = f"both are {kinds[0]}s" if kinds[0] == kinds[1] else f"a {kinds[0]} and a {kinds[1]}"

@@ -438,12 +438,6 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
                 source=recon)
 
 
-def runs_recovery(sel: Selector) -> bool:
-    """True when a selector runs a recovery (``@predict``, ``@reconstruct``, a rule; ``@markers``/``@runtime`` too),
-    so the settings a diff is given apply to it."""
-    return not (sel.mode == "log" and sel.markers is None and sel.runtime is None)
-
-
 def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
@@ -461,7 +455,7 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
         obj = os.fspath(obj)
     if isinstance(obj, str):
         sel = parse_selector(obj)
-        if not runs_recovery(sel):
+        if sel.mode == "log" and sel.markers is None and sel.runtime is None:   # @markers/@runtime run a recovery
             return select(obj, label=label)
         return _from_selector(sel, recovery=recovery, label=label, **overrides)
     if isinstance(obj, ReconstructionLike | PredictionLike):
