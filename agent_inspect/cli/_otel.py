@@ -53,7 +53,8 @@ def _run(args: argparse.Namespace) -> int:
 
         restore = restore_of(markers_text(args))
         obj = with_tokens(verify(log, args.trace, recovery=recovery, restore=restore), args, restore)
-    done = to_otel(obj, endpoint=args.endpoint, path=args.output, recovery=recovery, project=args.project,
+    done = to_otel(obj, endpoint=args.endpoint, path=args.output, recovery=None if args.trace else recovery,
+                   project=args.project,
                    explain_chain=not args.no_explain)
     if args.json:
         json.dump({"spans": done.spans, "traces": done.traces, "errors": done.errors, "endpoint": done.endpoint,

@@ -58,3 +58,25 @@ def test_the_cli_checks_the_endpoint_before_loading(no_work: None, monkeypatch: 
     assert main(["otel", str(ai.samples.path("G01")), "--endpoint", f"http://127.0.0.1:{port}"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and f"cannot reach the OpenTelemetry endpoint http://127.0.0.1:{port}/v1/traces" in err
+
+
+def test_settings_or_a_trace_given_with_a_finished_recovery_are_refused(tmp_path: Path) -> None:
+    log = ai.load(ai.samples.path("G01"))
+    pred = ai.predict(log, markers=ai.samples.markers("G01"))
+    # before: written as the prediction's own (rule original, every task "unchecked"), the rule and trace dropped
+    with pytest.raises(ai.InspectError, match=r"rule= would change nothing: a prediction carries its own settings.*"
+                                              r"ai.predict\(log, rule=..., markers=...\)"):
+        ai.to_otel(pred, path=tmp_path / "s.json", rule="fixed")
+    with pytest.raises(ai.InspectError, match=r"trace= would change nothing.*ai.verify\(log, trace"):
+        ai.to_otel(pred, path=tmp_path / "s.json", trace=ai.samples.path("G01", "trace"))
+    assert not (tmp_path / "s.json").exists()
+    assert ai.to_otel(pred, path=tmp_path / "s.json").spans == 5
+
+
+def test_an_empty_source_says_it_holds_no_records(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    # before: "the log holds no root (_input_event) records to infer replay inputs from; pass a ReplayPlan ..."
+    with pytest.raises(ai.InspectError, match=r"empty.jsonl holds no records.*nothing to export"):
+        ai.to_otel(empty, path=tmp_path / "s.json")
+    assert not (tmp_path / "s.json").exists()
