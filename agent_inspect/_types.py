@@ -192,7 +192,7 @@ class LogViewer(Protocol):
 
 #: What ``ai.diff`` (``diffing.as_side``) takes: a diff side, a selector string (``"prod.jsonl@attempt=2"``), a log,
 #: a reconstruction, a prediction or a replay executor.
-Diffable: TypeAlias = "Side | str | LogLike | ReconstructionLike | PredictionLike | ExecutorLike"
+Diffable: TypeAlias = "Side | str | os.PathLike[str] | LogLike | ReconstructionLike | PredictionLike | ExecutorLike"
 
 #: What ``ai.write_report`` takes: a log, a reconstruction, a fleet scan or the directory a scan wrote.
 ReportSubject: TypeAlias = "LogLike | ReconstructionLike | ScanResult | str | os.PathLike[str]"

@@ -42,7 +42,9 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
     from agent_inspect.otel import to_otel
+    from agent_inspect.sources import check_export
 
+    check_export(endpoint=args.endpoint, path=args.output)     # before loading: a topic can take minutes
     log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)
     obj: Any = log
@@ -51,7 +53,8 @@ def _run(args: argparse.Namespace) -> int:
 
         restore = restore_of(markers_text(args))
         obj = with_tokens(verify(log, args.trace, recovery=recovery, restore=restore), args, restore)
-    done = to_otel(obj, endpoint=args.endpoint, path=args.output, recovery=recovery, project=args.project,
+    done = to_otel(obj, endpoint=args.endpoint, path=args.output, recovery=None if args.trace else recovery,
+                   project=args.project,
                    explain_chain=not args.no_explain)
     if args.json:
         json.dump({"spans": done.spans, "traces": done.traces, "errors": done.errors, "endpoint": done.endpoint,

@@ -15,7 +15,7 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.diffing._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
-from agent_inspect.diffing._sides import SelectorError, Side, as_side
+from agent_inspect.diffing._sides import SelectorError, Side, as_side, parse_selector
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -262,6 +262,25 @@ def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None, *,
             "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
 
 
+def _runs_recovery(selector: str) -> bool:
+    """True when a selector string runs a recovery (``@predict``, ``@reconstruct``, a rule, ``@markers``, …)."""
+    sel = parse_selector(selector)
+    return not (sel.mode == "log" and sel.markers is None and sel.runtime is None)
+
+
+def _settings_used(settings: dict[str, Any], *sides: tuple[Diffable, Side]) -> None:
+    """Settings given when neither side runs a recovery would change nothing (a rule never run, a diff that reads
+    "no difference" under it): a ``SelectorError`` saying how to run one."""
+    given = [f"{name}=" for name, value in settings.items() if value is not None]
+    if not given or any(isinstance(obj, str) and _runs_recovery(obj) for obj, _ in sides):
+        return
+    kinds = [side.kind for _, side in sides]
+    what = f"both are {kinds[0]}s" if kinds[0] == kinds[1] else f"a {kinds[0]} and a {kinds[1]}"
+    raise SelectorError(f"{' and '.join(given)} would change nothing: neither side runs a recovery ({what}); "
+                        "name it in a side, 'log.jsonl@predict=RULE' (per task) or '@reconstruct=RULE' (per record), "
+                        "or pass ai.predict(log, rule=..., markers=...) as a side")
+
+
 def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str | None = None,
          log_a: LogLike | None = None, log_b: LogLike | None = None, **overrides: Unpack[RecoveryOverrides]) -> Diff:
     """Diff anything against anything: logs, attempts, reconstructions or predictions under rules,
@@ -284,6 +303,7 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
     settings: dict[str, Any] = {"recovery": recovery, **overrides}
     with gc_paused():
         sa, sb = as_side(a, log=log_a, **settings), as_side(b, log=log_b, **settings)
+        _settings_used(settings, (a, sa), (b, sb))
         if sa.label == sb.label and a is not b:
             sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")
         sa, sb = _keyed_alike(sa, sb), _keyed_alike(sb, sa)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
@@ -450,6 +451,8 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     """
     if isinstance(obj, Side):
         return obj if label is None else replace(obj, label=label)
+    if isinstance(obj, os.PathLike):       # a path, as ai.load and ai.samples.path give it
+        obj = os.fspath(obj)
     if isinstance(obj, str):
         sel = parse_selector(obj)
         if sel.mode == "log" and sel.markers is None and sel.runtime is None:   # @markers/@runtime run a recovery

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias, cast
@@ -14,6 +15,7 @@ from typing import Any, TypeAlias, cast
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import count_words
 from agent_inspect._types import RecoveryOverrides
+from agent_inspect.codec import KEY_FORMATS, VALUE_FORMATS
 from agent_inspect.executor._steps import Breakpoint, Checkpoint, Step, StepOutcome
 from agent_inspect.recovery.engine import CallEvent, CallSlot, Executor, decode_recorded
 
@@ -259,6 +261,26 @@ class ExecutorOptions:
         if self.restore is not None and not isinstance(self.restore, Checkpoint):
             raise ReplayError(f"restore takes a Checkpoint of an earlier attempt (ex.checkpoints[-1], after "
                               f"ex.checkpoint()), got {type(self.restore).__name__}; markers alone go in markers=")
+        # checked here, not steps later (or never: an unknown key format replayed other state keys without a word)
+        for name, value, known in (("key_format", self.key_format, KEY_FORMATS),
+                                   ("source_kind", self.source_kind, ("kafka", "fluss")),
+                                   ("value_format", self.value_format, VALUE_FORMATS)):
+            if value is not None and value not in known:
+                raise ReplayError(f"unknown {name} {value!r}; use one of {', '.join(known)}"
+                                  + (" (default: the log's)" if name != "value_format" else ""))
+        for name, count, least, what in (("num_partitions", self.num_partitions, 1, "a count"),
+                                         ("attempt", self.attempt, 0, "an attempt number")):
+            if count is not None and (isinstance(count, bool) or not isinstance(count, numbers.Integral)
+                                      or count < least):
+                raise ReplayError(f"{name} takes {what} >= {least} or None (the default), got {count!r}")
+        if self.memory_decoder is not None and not callable(self.memory_decoder):
+            raise ReplayError(f"memory_decoder takes a function of a record's memory value (e.g. "
+                              f"ai.executor.json_envelope_decoder), got {type(self.memory_decoder).__name__}")
+        clock = self.clock
+        if clock is not None and not callable(clock) and not isinstance(clock, datetime.datetime) \
+                and (isinstance(clock, bool) or not isinstance(clock, numbers.Integral)):
+            raise ReplayError(f"clock takes epoch milliseconds (int), a datetime or a function clock(i, step), "
+                              f"got {clock!r}")
 
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied; a change whose value is None is not given (the option stays)."""

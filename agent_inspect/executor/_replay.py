@@ -117,7 +117,7 @@ class ReplayExecutor(HtmlRepr):
         restore = opts.restore
         if restore is not None and settings.get("markers") is None and (recovery is None
                                                                       or "markers" not in recovery.given):
-            settings["markers"] = [restore.marker]
+            settings["markers"] = restore     # a plan source: the recovery restores its plan, as predict's would
         #: the resolved recovery settings (rule, markers, runtime, plan, agent, restore checks) this replay runs
         self.recovery = Recovery.resolve(base, recovery, **settings)
         agent = self.recovery.agent
@@ -143,7 +143,8 @@ class ReplayExecutor(HtmlRepr):
             sensory = restore.sensory if sensory is None else sensory
             # no plan given: the log's own (its window's inputs), the checkpoint's seqNums and tasks over it
             replay_plan = _restore_plan(given_plan, restore) if given_plan is not None or base is None else \
-                _restore_over_log(self.recovery.replay_plan(base), restore)
+                self.recovery.replay_plan(base) if self.recovery.plan_source is restore else \
+                restore.restored_over(self.recovery.replay_plan(base))     # markers given: their window's inputs
         max_parallelism = self.recovery.max_parallelism
         keys = KeyMaker(base, key_format=opts.key_format, max_parallelism=128 if max_parallelism is None else max_parallelism)
         keys.register(replay_plan.keys)
@@ -314,8 +315,10 @@ class ReplayExecutor(HtmlRepr):
 
     def report(self) -> ReplaySafetyReport:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
+        paused_after = None if self.done else len(self._engine.run.steps)   # before stale_records() runs the rebuild
         return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,
-                                             stale_records=self.stale_records(), rule_label=self.recovery.rule_label)
+                                             stale_records=self.stale_records(), rule_label=self.recovery.rule_label,
+                                             paused_after=paused_after)
 
     def stale_records(self) -> pd.DataFrame:
         """Rebuilt production records whose action identity is in no action of the candidate agent: never looked
@@ -437,17 +440,6 @@ def _restore_plan(plan: ReplayPlan | None, cp: Checkpoint) -> ReplayPlan:
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
     return dataclasses.replace(base, restored_seq=restored, pending=pending)
-
-
-def _restore_over_log(plan: ReplayPlan, cp: Checkpoint) -> ReplayPlan:
-    """The log's inferred ``plan`` restored from ``cp``: the checkpoint holds the operator's state of every key the
-    job knew, so its seqNums win (an input of a round it had already consumed, which a marker moved back shows in
-    the window, is not replayed) and its pending tasks replace the ones the log infers for those keys."""
-    held = set(map(str, cp.restored_seq)) | {str(k) for k, *_ in cp.pending}
-    restored = plan.restored_at(cp.restored_seq, source=f"the checkpoint of step {cp.step}")
-    pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + \
-        tuple(p for p in plan.pending if str(p.key) not in held)
-    return dataclasses.replace(restored, pending=pending)
 
 
 def _as_log(log: object) -> ActionStateLog | None:

@@ -46,7 +46,8 @@ class ReplaySafetyReport(HtmlRepr):
     policy), ``"equal"``, ``"equal (memory not replayed)"`` (the agent writes no memory), or the differences.
     ``calls_resubmitted`` (main) and ``calls_subagent``: sub-agent calls sent again, with the same ids or as new
     calls; no external call (the child's row counts its own). ``stale_records``: rebuilt records whose action
-    identity the candidate agent lacks.
+    identity the candidate agent lacks. ``paused_after``: the steps run when the report was taken of a replay not
+    yet at its end (its rows are the tasks so far; :attr:`complete` is False), None once it ended or the job failed.
 
     For example::
 
@@ -61,10 +62,12 @@ class ReplaySafetyReport(HtmlRepr):
     failure: str | None = None
     stale_records: pd.DataFrame | None = None
     rule_label: str | None = None
+    paused_after: int | None = None
 
     @classmethod
     def from_steps(cls, steps: Sequence[Step], *, counters: Counters, failure: str | None,
-                   stale_records: pd.DataFrame | None = None, rule_label: str | None = None) -> ReplaySafetyReport:
+                   stale_records: pd.DataFrame | None = None, rule_label: str | None = None,
+                   paused_after: int | None = None) -> ReplaySafetyReport:
         import pandas as pd
 
         rows: dict[int, dict[str, Any]] = {}
@@ -110,7 +113,19 @@ class ReplaySafetyReport(HtmlRepr):
             row["safe"] = not risks
             row["risks"] = "; ".join(dict.fromkeys(risks))
         frame = pd.DataFrame(list(rows.values()), columns=REPORT_COLUMNS)
-        return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records, rule_label=rule_label)
+        return cls(frame=frame, counters=counters, failure=failure, stale_records=stale_records, rule_label=rule_label,
+                   paused_after=paused_after)
+
+    @property
+    def complete(self) -> bool:
+        """True when the replay had ended (or the job failed) when the report was taken: every task has its row."""
+        return self.paused_after is None
+
+    def _partial(self) -> str:
+        if self.paused_after is None:
+            return ""
+        at = "not started" if self.paused_after == 0 else f"paused after {plural(self.paused_after, 'step')}"
+        return f"partial: {at}; run() to the end for every task"
 
     @property
     def unsafe(self) -> pd.DataFrame:
@@ -120,7 +135,8 @@ class ReplaySafetyReport(HtmlRepr):
     def __repr__(self) -> str:
         return (f"ReplaySafetyReport({plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe"
                 + (f", rule={self.rule_label!r}" if self.rule_label else "")
-                + (f", stopped: {self.failure!r}" if self.failure else "") + ")")
+                + (f", stopped: {self.failure!r}" if self.failure else "")
+                + (f", {self._partial()}" if not self.complete else "") + ")")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         resubmitted = int(self.frame["calls_resubmitted"].sum())
@@ -128,7 +144,8 @@ class ReplaySafetyReport(HtmlRepr):
                    f": {plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe",
                    *((f"; {plural(resubmitted, 'sub-agent call')} re-submitted (not executed: each child task's "
                       "row says whether the sub-agent runs again)",) if resubmitted else ()),
-                   *(("; stopped: ", self.failure) if self.failure else ()))
+                   *(("; stopped: ", self.failure) if self.failure else ()),
+                   *((Strong(f" — {self._partial()}"),) if not self.complete else ()))
         yield Table(self.frame, max_rows=50)
         if self.stale_records is not None and len(self.stale_records):
             yield Table(self.stale_records, max_rows=20,

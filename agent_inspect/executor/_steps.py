@@ -3,19 +3,22 @@ between steps (the run state of one pass, checkpoints, counters, memory snapshot
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import numbers
-from collections.abc import Callable, Iterator, Mapping
+import re
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect.agents import AgentEvent
-from agent_inspect.recovery import RemovalCauses
+from agent_inspect.recovery import PendingTask, RemovalCauses, ReplayPlan
 from agent_inspect.recovery.engine import EngineState, IdSource, JobFailed, RecordView
 
 if TYPE_CHECKING:
+    from agent_inspect.log import ActionStateLog, RuntimeInfo
     from agent_inspect.store import Entry, Task
 
 __all__ = ["StepKind", "step_kind", "StepOutcome", "Step", "Breakpoint", "STEP_COLUMNS", "SERVED_CALLS", "SHADOW_OUTCOMES",
@@ -195,6 +198,8 @@ class Breakpoint:
     def __post_init__(self) -> None:
         if self.kind is not None:
             step_kind(self.kind)            # an unknown kind fails here, not at the first step run() takes
+        if self.outcome is not None:
+            _check_outcome(self.outcome)    # as would an outcome no step carries: it would never stop a run
         if self.seq is not None:
             # a seq of another type ("3" from a text box) equals no step's seq: it would never stop a run
             if isinstance(self.seq, bool) or not isinstance(self.seq, numbers.Integral):
@@ -207,6 +212,23 @@ class Breakpoint:
                 and (self.kind is None or step.kind == step_kind(self.kind))
                 and (self.outcome is None or (step.outcome or "").lower() == self.outcome.lower())
                 and (self.when is None or bool(self.when(step))))
+
+
+#: the store's cache operations, the outcome text of EVICTION / INVALIDATION steps (``CacheEvent.op``)
+CACHE_OPS = ("evict", "invalidate", "remove", "cross-key", "prune", "delete", "supersede", "rebuild")
+_CALL_RESULTS = re.compile(r"call results(?: \(\d+\))?", re.IGNORECASE)
+
+
+def _check_outcome(outcome: object) -> None:
+    """A breakpoint's ``outcome`` that some step can carry (any case), else a ``ReplayError`` naming the closest."""
+    known = [o.value.lower() for o in StepOutcome] + list(CACHE_OPS)
+    text = outcome.lower() if isinstance(outcome, str) else None
+    if text is not None and (text in known or _CALL_RESULTS.fullmatch(text)):
+        return
+    hint = (f"; {outcome!r} is a step kind: Breakpoint(kind={text!r}) stops there"
+            if text in {k.value for k in StepKind} else did_you_mean([text or repr(outcome)], known)
+            or f" (outcomes: {', '.join(dict.fromkeys(known))}, or 'call results (n)')")
+    raise ReplayError(f"breakpoint outcome {outcome!r} is no step's outcome, so it would never stop a run{hint}")
 
 
 Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
@@ -319,7 +341,9 @@ class Checkpoint:
     ``messageSequenceNumber`` / ``lastCompletedSequenceNumber`` per key; ``pending``: the in-flight tasks as
     ``(key, seq, action, event)`` (original event ids, §9.5); ``short_term`` / ``sensory``: memory per key (found
     by key text too, as ``ex.memory``); ``inputs_consumed``: plan inputs started. Every key the job knows is
-    covered, by business key. Pass it as ``ReplayExecutor(log, restore=checkpoint, plan=..., ...)``.
+    covered, by business key. Pass it as ``ReplayExecutor(log, restore=checkpoint, plan=..., ...)``, or as the
+    ``markers=`` of any verb (``ai.predict(ex.to_log(), markers=taken)``): like a read Flink checkpoint, it restores
+    its seqNums and in-flight tasks over the log's inputs after its marker.
 
     For example::
 
@@ -337,6 +361,44 @@ class Checkpoint:
     sensory: Mapping[str, Mapping[str, Any]]
     last_completed: Mapping[str, int]
     inputs_consumed: int
+
+    # a plan source (agent_inspect.codec.PlanSource), as a read Flink checkpoint is: every verb restores from it
+
+    @property
+    def path(self) -> str:
+        """Where it was taken, in words (a plan source names where it was read)."""
+        return f"the executor's checkpoint of step {self.step}"
+
+    @property
+    def provenance(self) -> str:
+        return f"from {self.path}"
+
+    def recovery_markers(self) -> list[dict[int, int]]:
+        """Its marker, as the one ``{partition: offset}`` map of the markers."""
+        return [dict(self.marker)]
+
+    def holds_plan(self) -> bool:
+        return True
+
+    def plan_words(self) -> str:
+        return (f"from {self.path}: its seqNums and in-flight tasks ({plural(len(self.pending), 'task')}) over the "
+                "log's inputs after its marker")
+
+    def replay_plan(self, log: ActionStateLog, *, runtime: str | RuntimeInfo = "auto", kafka_pending: str | None = None,
+                    refresh: Collection[int] | None = None, agent: object | None = None) -> ReplayPlan:
+        """The log's inferred plan after the marker, restored from this checkpoint: the checkpoint holds the operator's
+        state of every key the job knew, so its seqNums win (an input of a round it had already consumed is not
+        replayed) and its pending tasks replace the ones the log infers for those keys."""
+        return self.restored_over(ReplayPlan.from_log(log, markers=self.recovery_markers(), runtime=runtime,
+                                                      kafka_pending=kafka_pending, refresh=refresh, agent=agent))
+
+    def restored_over(self, plan: ReplayPlan) -> ReplayPlan:
+        """``plan`` (a log's, inferred) restored from this checkpoint, as :meth:`replay_plan` does."""
+        held = set(map(str, self.restored_seq)) | {str(k) for k, *_ in self.pending}
+        restored = plan.restored_at(self.restored_seq, source=self.path)
+        pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in self.pending) + \
+            tuple(p for p in plan.pending if str(p.key) not in held)
+        return dataclasses.replace(restored, pending=pending)
 
 
 @dataclass

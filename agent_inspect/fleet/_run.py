@@ -29,6 +29,7 @@ from agent_inspect.fleet._task import (
     scan_fleet,
     scan_window,
 )
+from agent_inspect.rules import BrokenRuleError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -333,6 +334,8 @@ def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, pro
                 else:
                     done.append(res)
                     records += int(res.partition["records"])
+            elif isinstance(fut.exception(), BrokenRuleError):   # every window fails alike: the rule's one line
+                raise cast(BrokenRuleError, fut.exception())
             else:
                 failed.append(_failure(window, fut.exception()))
             fut.release()

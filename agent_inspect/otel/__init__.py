@@ -76,14 +76,22 @@ def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathL
         v = ai.verify(g01, ai.load_trace("sample_logs/G01.trace.log"), markers=ai.samples.markers("G01"))
         ai.to_otel(v, path="spans.json")       # OTLP JSON; endpoint="http://127.0.0.1:6006/v1/traces" sends it
     """
-    from agent_inspect.sources import export_spans, write_otlp_json
+    from agent_inspect.sources import check_export, export_spans, write_otlp_json
 
     if (endpoint is None) == (path is None):
         raise InspectError("to_otel needs exactly one of endpoint= (an OTLP/HTTP URL) or path= (a JSON file)")
+    check_export(endpoint=endpoint, path=path)     # before the work: a recovery of a topic can take minutes
     v: Any     # a Verification, or a prediction alone in its shape
-    if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule"):
+    finished = "verification" if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule") else \
+        "prediction" if isinstance(obj, PredictionLike) else None
+    unused = [f"{k}=" for k, value in (("trace", trace), ("recovery", recovery), *settings.items()) if value is not None]
+    if finished and unused:   # they would be dropped: the export is of the finished recovery as it is
+        raise InspectError(f"{' and '.join(unused)} would change nothing: a {finished} carries its own settings; "
+                           "pass the log with them, or ai.predict(log, rule=..., markers=...) / "
+                           "ai.verify(log, trace, ...) to export")
+    if finished == "verification":
         v = obj
-    elif isinstance(obj, PredictionLike):       # a prediction alone, under its own rule and markers
+    elif finished == "prediction":       # a prediction alone, under its own rule and markers
         v = _predicted_only(obj)
     else:
         log = cast("ActionStateLog", obj)       # a verification was taken above
@@ -91,6 +99,9 @@ def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathL
             from agent_inspect.log import load
 
             log = load(os.fspath(obj))
+        if not len(log.records):
+            raise InspectError(f"{os.fspath(obj) if isinstance(obj, (str, os.PathLike)) else 'the log'} holds no "
+                               "records: nothing to export (is it the right source, and did its dump finish?)")
         if trace is not None:
             from agent_inspect.trace import verify
 

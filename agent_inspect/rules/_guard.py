@@ -40,6 +40,10 @@ class BrokenRuleError(RecoveryError):
         at = f" at {where}" if where else ""
         super().__init__(f"rule {rule!r} is broken: {hook}(){at}: {problem}")
 
+    def __reduce__(self) -> tuple[type[BrokenRuleError], tuple[str, str, str, str | None]]:
+        """Pickled by its fields (a scan's worker sends it back); the original exception stays behind."""
+        return type(self), (self.rule, self.hook, self.problem, self.where)
+
 
 class GuardedRule(DivergenceRule):
     """Delegates to ``inner`` and turns its first failure into a :class:`BrokenRuleError` (kept in ``broken``).

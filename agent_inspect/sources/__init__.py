@@ -18,7 +18,7 @@ from agent_inspect.sources._kafka import open_kafka, read_partitions
 from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
 from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
-from agent_inspect.sources._otlp import export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
+from agent_inspect.sources._otlp import check_export, export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
 from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._tail import KafkaTail, open_kafka_tail
@@ -43,7 +43,7 @@ __all__ = [
     # Trace Log files (read by agent_inspect.trace)
     "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
     # OpenTelemetry spans out (agent_inspect.otel) and OTLP JSON files back
-    "export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url",
+    "export_spans", "check_export", "write_otlp_json", "read_otlp_json", "otlp_traces_url",
     # which kind of file a path is (dump, kcat dump, Trace Log, old Event Log, none of these)
     "file_kind", "FileKind", "expect_kind",
 ]

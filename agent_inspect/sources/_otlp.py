@@ -73,6 +73,33 @@ def otlp_traces_url(endpoint: str) -> str:
     return endpoint if parts.path.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
 
 
+def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | None = None,
+                 timeout: float = 3.0) -> str:
+    """Check that an export can arrive before any work for it is done: ``endpoint`` an http(s) URL that answers
+    (within ``timeout`` seconds), or ``path`` in a directory that exists; the traces URL or the path, else one
+    ``InspectError`` line saying what to do.
+
+    For example::
+
+        ai.sources.check_export(path="spans.json")              # "spans.json"; endpoint= tries to connect
+    """
+    if path is not None:
+        out = Path(path)
+        if not out.parent.is_dir():     # not created here, as write_report
+            raise InspectError(f"cannot write {out}: directory {out.parent} does not exist; create it first")
+        return str(out)
+    url = otlp_traces_url(str(endpoint))
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        raise InspectError(f"cannot reach the OpenTelemetry endpoint {url} ({exc.strerror or exc}): start the "
+                           "collector or backend there, fix the URL, or write a file instead (path= / -o "
+                           "spans.json)") from None
+    return url
+
+
 def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource: Mapping[str, Any],
                  timeout: float = 10.0, headers: Mapping[str, str] | None = None) -> int:
     """Send the spans to an OTLP/HTTP (protobuf) endpoint; returns how many were sent. An endpoint that
@@ -83,15 +110,7 @@ def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource:
         spans = ai.otel.spans_of(ai.verify(log, ai.load_trace("sample_logs/production.trace.log"), markers=markers))
         ai.sources.export_spans(spans, "http://127.0.0.1:6006/v1/traces", resource={"service.name": "agents"})
     """
-    url = otlp_traces_url(endpoint)
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=min(timeout, 3.0)).close()
-    except OSError as exc:
-        raise InspectError(f"cannot reach the OpenTelemetry endpoint {url} ({exc.strerror or exc}): start the "
-                           "collector or backend there, fix the URL, or write a file instead (path= / -o "
-                           "spans.json)") from None
+    url = check_export(endpoint=endpoint, timeout=min(timeout, 3.0))
     spans = _readable(specs, resource)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExportResult
@@ -138,9 +157,7 @@ def write_otlp_json(specs: Sequence[Mapping[str, Any]], path: str | os.PathLike[
     from google.protobuf import json_format
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    out = Path(path)
-    if not out.parent.is_dir():     # not created here, as write_report
-        raise InspectError(f"cannot write {out}: directory {out.parent} does not exist; create it first")
+    out = Path(check_export(path=path))
     message = encode_spans(_readable(specs, resource))
     data = _hex_ids(json_format.MessageToDict(message, use_integers_for_enums=True))
     out.write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
