@@ -338,9 +338,9 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):
-        whole = cast("LogLike", obj)    # _is_log checked it
-        return Side(label or _default_label(whole), "log", _log_units(whole.records, log=whole), log=whole,
-                    source=whole)
+        # a log object is its source's string side: read under the settings given (runtime, kafka_pending)
+        side = select(cast("ActionStateLog", obj), mode="log", recovery=recovery, **overrides)
+        return side if label is None else replace(side, label=label)
     raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
                         "(log.jsonl@attempt=2), ai.diffing.attempt(log, key, n), a reconstruction, a prediction "
                         "or a ReplayExecutor")

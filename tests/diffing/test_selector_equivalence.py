@@ -83,6 +83,8 @@ def test_settings_given_alongside_a_string_side_are_the_object_form_s(selectors:
     if "markers" in own and "markers" in shared:
         return
     side = ai.diffing.as_side(PATH + selectors.format(m=MARKERS_FILE), **shared)
+    if not selectors:                                    # a loaded log is its source's string side
+        _same(ai.diffing.as_side(LOG, **shared), side)
     mode = "log" if "markers" not in own and "rule" not in own else None
     _same(side, ai.diffing.select(LOG, **{"mode": mode, **shared, **own}))
 
