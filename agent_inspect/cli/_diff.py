@@ -12,7 +12,8 @@ __all__ = ["register"]
 
 _SELECTOR_HELP = ("a source (kafka://host:port/topic, fluss://host:port/db.table, or a dump file) with optional "
                   "selectors: @RULE or @predict=RULE (what a recovery under RULE does per task), @reconstruct=RULE "
-                  "(each record's status), @attempt=N (attempt N of each key), @key=K, @markers=FILE, @runtime=NAME")
+                  "(each record's status), @attempt=N (attempt N of each key), @key=K, @markers=FILE (without a "
+                  "rule: what the restore does under the runtime's rule), @runtime=NAME (alone: how the log is read)")
 
 
 def register(subparsers: Any) -> None:
@@ -26,7 +27,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("b", help="the other side, same syntax")
     parser.add_argument("--key", help="only this business key")
     add_recovery_options(parser).description = (
-        "for a side that runs a recovery (@predict, @reconstruct, @RULE) and sets none of its own")
+        "for each side that sets none of its own; a side without @RULE or @markers stays the log as written, "
+        "read under --runtime and --kafka-pending")
     parser.add_argument("--limit", type=int, default=50, help="differing pairs to print (default 50)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)

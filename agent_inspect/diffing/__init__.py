@@ -22,16 +22,8 @@ from agent_inspect.diffing._explain import CAUSE_KINDS, ExplainStep, Explanation
 from agent_inspect.diffing._fields import FieldChange, state_changes
 from agent_inspect.diffing._names import names_for
 from agent_inspect.diffing._result import FIRST_COLUMNS, Diff, diff
-from agent_inspect.diffing._sides import (
-    SELECTORS,
-    Selector,
-    SelectorError,
-    Side,
-    as_side,
-    attempt,
-    parse_selector,
-    select,
-)
+from agent_inspect.diffing._selectors import SELECTORS, Selector, SelectorError, parse_selector
+from agent_inspect.diffing._sides import Side, as_side, attempt, select
 
 __all__ = [
     # diffing

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._glossary import count_words, did_you_mean, plural
-from agent_inspect.diffing._sides import SelectorError
+from agent_inspect.diffing._selectors import SelectorError
 from agent_inspect.history import action_names, is_uuid
 from agent_inspect.store import Outcome
 

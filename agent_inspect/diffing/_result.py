@@ -15,7 +15,8 @@ from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Text
 from agent_inspect._jsonable import jsonable
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.diffing._align import PAIR_COLUMNS, STATUSES, align, compare_pairs
-from agent_inspect.diffing._sides import SelectorError, Side, as_side, parse_selector
+from agent_inspect.diffing._selectors import SelectorError, parse_selector
+from agent_inspect.diffing._sides import Side, as_side
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -289,8 +290,8 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
 
     ``key`` keeps one business key. ``log_a`` / ``log_b`` give a prediction's records (for values).
     ``recovery`` and the settings as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes
-    them) apply to a selector string that runs a recovery (``@predict``, ``@reconstruct``) and sets none of
-    its own. Pairs are aligned per business key, round and action execution
+    them) apply to each selector string where it sets none of its own; they never make a side a recovery (a
+    side without a rule or ``@markers=`` is the log as written, read under ``runtime`` and ``kafka_pending``). Pairs are aligned per business key, round and action execution
     (:func:`agent_inspect.diffing.align` documents the passes; logs of two key formats, such as runs before and
     after an upgrade, pair actions by name); changed pairs carry field-level changes;
     ids that every attempt draws anew are not compared.

@@ -1,4 +1,4 @@
-"""The two sides of a diff: what may be diffed, the selector syntax, and one row per action execution.
+"""The two sides of a diff: what may be diffed and one row per action execution (the selector syntax: ``_selectors``).
 
 A side is plain data: ``units`` (one row per action execution, the unit the diff aligns) and the
 object the rows came from (a log for values and record links, a reconstruction, a prediction).
@@ -6,19 +6,17 @@ object the rows came from (a log for values and record links, a reconstruction, 
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
-import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import numpy as np
 import pandas as pd
 
-from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
+from agent_inspect.diffing._selectors import SelectorError, load_selected, parse_selector, selector_settings
 
 if TYPE_CHECKING:
     from agent_inspect._types import Diffable
@@ -26,123 +24,12 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuleMark
     from agent_inspect.recovery import Recovery
 
-__all__ = ["Side", "Selector", "SelectorError", "SELECTORS", "parse_selector", "select", "attempt", "as_side",
-           "UNIT_COLUMNS"]
-
-SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "runtime")
-"""The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`)."""
+__all__ = ["Side", "select", "attempt", "as_side", "UNIT_COLUMNS"]
 
 #: Columns of ``Side.units`` (one row per action execution).
 UNIT_COLUMNS = ("business_key", "seq", "state_key", "action", "action_uuid", "event_type", "event_uuid",
                 "task_event_id", "upstream_event_id", "completed", "outcome", "status", "pos", "attempt", "calls_executed", "order",
                 "reason")
-
-
-class SelectorError(InspectError):
-    """A diff side or selector could not be understood (unknown selector, bad value, unsupported object)."""
-
-
-@dataclass(frozen=True)
-class Selector:
-    """A parsed side selector: ``source`` plus what to take from it.
-
-    ``mode`` is "log" (the records as written), "predict" (what a recovery under ``rule`` does with
-    each task) or "reconstruct" (the status of each record under ``rule``). ``attempt`` keeps one
-    attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers
-    (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
-    accept it. ``markers`` or ``runtime`` without a rule set up a recovery: the side predicts under the rule
-    that runtime ships.
-
-    For example::
-
-        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@attempt=2")
-        sel.source, sel.mode, sel.rule, sel.attempt, sel.label
-    """
-
-    source: str
-    mode: str = "log"
-    rule: str | None = None
-    attempt: int | None = None
-    key: str | None = None
-    markers: str | None = None
-    runtime: str | None = None
-
-    @property
-    def label(self) -> str:
-        parts = [self.source]
-        if self.mode != "log":
-            parts.append(f"{self.mode}={self.rule}")
-        for name in ("attempt", "key", "markers", "runtime"):
-            if getattr(self, name) is not None:
-                parts.append(f"{name}={getattr(self, name)}")
-        return "@".join(parts)
-
-
-# a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)
-_SEGMENT = re.compile(r"^([a-z][a-z_+-]*(?::[a-z0-9][a-z0-9_-]*)?)(?:=(.+))?$")
-
-
-def parse_selector(text: str) -> Selector:
-    """Parse ``SOURCE[@selector]…``.
-
-    Selectors, each after an ``@``: ``rule=NAME`` or ``predict=NAME`` (the prediction under that rule:
-    which tasks a recovery reuses, resumes or reruns), ``reconstruct=NAME`` (each record's status under
-    that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``; ``@fixed+round-regression``,
-    ``@original:kafka-k1`` too), ``attempt=N`` (attempt N of
-    each business key, 1-based), ``key=K`` (one business key), ``markers=FILE`` (a JSON list of
-    ``{partition: offset}`` maps, or an object with such a ``markers`` list), ``runtime=NAME`` (passed to the recovery functions that support it). ``markers`` or
-    ``runtime`` without a rule diff what the restore does under the rule that runtime ships.
-    Examples: ``prod.jsonl@attempt=2@key=order-7``, ``kafka://b:9092/topic@original``,
-    ``prod.jsonl@reconstruct=fixed@markers=prod.markers.json``.
-
-    For example::
-
-        ai.diffing.parse_selector("sample_logs/production.jsonl@attempt=2@key=user-0011")
-        ai.diffing.parse_selector("kafka://broker:9092/topic@original")
-    """
-    from agent_inspect.rules import RULES
-
-    if not isinstance(text, str) or not text.strip():
-        raise SelectorError("empty diff side; pass a source such as log.jsonl or log.jsonl@attempt=2")
-    parts = text.split("@")
-    # segments after the source, read from the right; a segment that is no selector belongs to the source
-    found: list[tuple[str, str | None]] = []
-    while len(parts) > 1:
-        m = _SEGMENT.match(parts[-1])
-        if m is None:
-            break
-        name, value = m.group(1), m.group(2)
-        if value is None and name.partition(":")[0] not in RULES:
-            if name in SELECTORS:
-                raise SelectorError(f"selector @{name} needs a value: @{name}=…")
-            break
-        if value is not None and name not in SELECTORS:
-            raise SelectorError(f"unknown selector @{name}=…; use one of "
-                                + ", ".join(f"@{s}=" for s in SELECTORS) + " or a rule name like @fixed")
-        found.append((name, value))
-        parts.pop()
-    source = "@".join(parts)
-    if not source:
-        raise SelectorError(f"{text!r} names no source before its selectors")
-    fields: dict[str, Any] = {"source": source}
-    for name, value in reversed(found):
-        if value is None:
-            name, value = "predict", name
-        if name in ("rule", "predict", "reconstruct"):
-            if "rule" in fields:
-                raise SelectorError(f"{text!r}: give one rule selector, not several")
-            fields["mode"] = "reconstruct" if name == "reconstruct" else "predict"
-            fields["rule"] = value
-        elif name == "attempt":
-            try:
-                fields["attempt"] = int(str(value))
-            except ValueError:
-                raise SelectorError(f"@attempt={value}: the attempt is a number (1 is the first)") from None
-            if fields["attempt"] < 1:
-                raise SelectorError(f"@attempt={value}: attempts are numbered from 1")
-        else:
-            fields[name] = value
-    return Selector(**fields)
 
 
 @dataclass(frozen=True)
@@ -213,7 +100,9 @@ def _log_units(records: pd.DataFrame, ann: pd.DataFrame | None = None, *, log: A
 
     if ann is None:
         ann = annotate(records if log is None else log)
-    execution = ann["execution"].to_numpy()
+    elif not ann.index.equals(records.index):   # a reconstruction's history leaves out its refresh rows
+        ann = ann.reindex(records.index)
+    execution = ann["execution"].fillna(-1).to_numpy()
     keep = execution >= 0
     if not keep.any():
         return pd.DataFrame({c: pd.Series(dtype=object) for c in UNIT_COLUMNS})
@@ -277,35 +166,37 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
            key: str | None = None, label: str | None = None, **overrides: Unpack[RecoveryOverrides]) -> Side:
     """A diff side from a log (or a source to load, or a selector string) and what to take from it.
 
-    ``mode="predict"`` (the default when a rule or ``recovery`` is given) diffs what a recovery does per
-    task; ``mode="reconstruct"`` each record's status. The recovery is ``recovery`` with the settings
-    given as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes them; by default the rule
-    the log's runtime ships, with the whole loaded log as the rebuild window). ``attempt``/``key`` narrow
-    the records. The settings resolve once, checked as every verb checks them; records as written (``mode="log"``)
-    are read under their ``runtime`` and ``kafka_pending``, which say which rows are a checkpoint's refresh rows
-    (no executions, no attempts).
+    ``mode="predict"`` diffs what a recovery does per task, ``mode="reconstruct"`` each record's status,
+    ``mode="log"`` the records as written. The default: a prediction when a rule, markers or ``recovery`` is given
+    (markers say where a restore starts), else the log; a ``runtime`` or ``kafka_pending`` alone says how the log is
+    read (which rows are a checkpoint's refresh rows: no executions, no attempts). The recovery is ``recovery`` with
+    the settings given as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes them; by default the
+    rule the log's runtime ships, with the whole loaded log as the rebuild window), resolved once and checked as
+    every verb checks them. ``attempt``/``key`` narrow the records (``attempt`` only as written). A selector string
+    is its settings given here (:func:`parse_selector`; keywords win): ``select("log.jsonl@markers=m.json")`` is
+    ``select(ai.load("log.jsonl"), markers=<m.json's markers>)``, the same side and label. ``label`` names the
+    source in the side's label (default: its location).
 
     For example::
 
-        shipped = ai.diffing.select(log, markers=markers, rule="original")   # what the restore does per task
+        shipped = ai.diffing.select(log, markers=markers)                   # what the restore does per task
         what_if = ai.diffing.select(log, markers=markers, rule="fixed")
         ai.diff(shipped, what_if).counts
     """
-    rule = overrides.get("rule")
     if isinstance(source, str):
+        from agent_inspect.log import load
+
         sel = parse_selector(source)
-        fields: dict[str, Any] = {k: v for k, v in (("attempt", attempt), ("key", key)) if v is not None}
-        if rule is not None or mode is not None:
-            fields["mode"] = mode or (sel.mode if sel.mode != "log" else "predict")
-        if rule is not None:
-            fields["rule"] = _rule_name(rule)
-        if overrides.get("runtime") is not None:
-            fields["runtime"] = str(overrides["runtime"])
-        return _from_selector(Selector(**{**sel.__dict__, **fields}), recovery=recovery, label=label, **overrides)
+        given = {k: v for k, v in {"mode": mode, "attempt": attempt, "key": key, **overrides}.items() if v is not None}
+        merged: dict[str, Any] = {**selector_settings(sel), **given}
+        return select(load_selected(sel.source, load), recovery=recovery, label=label or sel.source, **merged)
     if mode is None:
-        mode = "predict" if rule is not None or recovery is not None else "log"
+        mode = _default_mode(recovery, overrides)
     if mode not in ("log", "predict", "reconstruct"):
         raise SelectorError(f"mode {mode!r}: use 'log', 'predict' or 'reconstruct'")
+    if attempt is not None and mode != "log":
+        raise SelectorError(f"attempt={attempt} selects records as written, while a rule, markers or a recovery run one "
+                            f"({mode}); drop one, or read the attempt under these settings with mode='log'")
     log = source.log if isinstance(source, ReconstructionLike) else source
     if not _is_log(log):
         raise SelectorError(f"cannot select from a {type(source).__name__}; pass an ActionStateLog or a source")
@@ -315,23 +206,44 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
 
     # one recovery from every setting given, checked as every verb checks it; a log side reads the log under its
     # runtime and kafka_pending (a checkpoint's refresh rows are no executions and start no attempt)
-    settings = Recovery.resolve(log, recovery, **overrides)
+    resolved = Recovery.resolve(log, recovery, **overrides)
+    text = _side_label(name, mode, resolved, attempt=attempt, key=key)
     records = log.records
-    if mode == "log" or key is not None or attempt is not None:
-        ann = annotate_rows(records, refresh_rows(log, settings.model))
-    if key is not None or attempt is not None:
-        mask = _select_rows(records, ann, key=key, attempt=attempt)
-        sub = records[mask]
-        tag = "".join(f"@{n}={v}" for n, v in (("key", key), ("attempt", attempt)) if v is not None)
-        if mode == "log":
-            return Side(f"{name}{tag}", "attempt" if attempt is not None else "log",
-                        _log_units(sub, ann.loc[sub.index]), log=log, source=source)
-        log = log.for_key(key) if key is not None and attempt is None else log
-        if attempt is not None:
-            raise SelectorError("@attempt selects records as written; diff an attempt without a rule selector")
     if mode == "log":
-        return Side(name, "log", _log_units(records, ann), log=log, source=log)
-    return _recovery_side(log, mode, settings, label=f"{name}@{mode}={settings.rule_label}")
+        ann = annotate_rows(records, refresh_rows(log, resolved.model))
+        if key is None and attempt is None:
+            return Side(text, "log", _log_units(records, ann), log=log, source=log)
+        sub = records[_select_rows(records, ann, key=key, attempt=attempt)]
+        return Side(text, "attempt" if attempt is not None else "log", _log_units(sub, ann.loc[sub.index]), log=log,
+                    source=source)
+    if key is not None:
+        ann = annotate_rows(records, refresh_rows(log, resolved.model))
+        _select_rows(records, ann, key=key, attempt=None)     # an unknown key is named, with the ones there are
+        log = log.for_key(key)
+    return _recovery_side(log, mode, resolved, label=text)
+
+
+def _default_mode(recovery: Recovery | None, settings: Mapping[str, Any]) -> str:
+    """A rule, markers or a whole recovery ask what a restore does; without them a side is the log as written."""
+    asks = recovery is not None or settings.get("rule") is not None or settings.get("markers") is not None
+    return "predict" if asks else "log"
+
+
+def _side_label(name: str, mode: str, settings: Recovery, *, attempt: int | None, key: str | None) -> str:
+    """``SOURCE@predict=RULE@attempt=N@key=K@markers={…}@runtime=R`` and the rule's what-if mark: the selector
+    string's order, from the resolved settings (markers and runtime when given), so both forms label alike."""
+    from agent_inspect.recovery import rebuild_start
+
+    mark = settings.rule_mark
+    parts = [name] + ([f"{mode}={mark.name}"] if mode != "log" else [])
+    parts += [f"{n}={v}" for n, v in (("attempt", attempt), ("key", key)) if v is not None]
+    if mode != "log" and "markers" in settings.given:
+        start = rebuild_start(settings.markers)
+        parts.append("markers=" + ("[]" if start is not None and not start else "{" + ", ".join(
+            f"{p}: {o}" for p, o in sorted((start or {}).items())) + "}"))
+    if "runtime" in settings.given:
+        parts.append(f"runtime={settings.runtime.name}")
+    return "@".join(parts) + (mark.mark if mode != "log" else "")
 
 
 def _rule_name(rule: Any) -> str:
@@ -352,61 +264,6 @@ def _recovery_side(log: Any, mode: str, settings: Recovery, *, label: str) -> Si
         side = _reconstruction_side(reconstruct(log, recovery=settings), label=label)
     return Side(side.label, side.kind, side.units, log=side.log, rule=side.rule, runtime=settings.runtime.name,
                 source=side.source, what_if=settings.what_if, rule_mark=settings.rule_mark)
-
-
-def _from_selector(sel: Selector, *, recovery: Recovery | None = None, label: str | None = None,
-                   **overrides: Unpack[RecoveryOverrides]) -> Side:
-    from agent_inspect.log import load
-
-    log = _load_side(sel.source, load)
-    if sel.markers is not None:
-        try:
-            with open(sel.markers, encoding="utf-8") as fh:
-                markers = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise SelectorError(f"@markers={sel.markers}: cannot read the markers file ({exc})") from None
-        if isinstance(markers, dict) and "markers" in markers:   # the sample logs' markers files
-            markers = markers["markers"]
-        overrides["markers"] = markers
-    # the selector's own settings win over those given to every side (a rule object keeps its identity)
-    if sel.rule is not None and _rule_name(overrides.get("rule")) != sel.rule:
-        overrides["rule"] = sel.rule
-    if sel.runtime is not None:
-        overrides["runtime"] = sel.runtime
-    mode = sel.mode
-    if mode == "log" and (sel.runtime is not None or sel.markers is not None):
-        # a recovery setting asks for a recovery: what the restore does under the rule that runtime ships
-        if sel.attempt is not None:
-            raise SelectorError(f"{sel.label!r}: @runtime= and @markers= set up a recovery, @attempt= selects records "
-                                "as written; drop one, or add a rule (@original) to diff what a restore does")
-        mode = "predict"
-    side = select(log, recovery=recovery, mode=mode, attempt=sel.attempt, key=sel.key, label=sel.source,
-                  **overrides)
-    # the settings' rule mark (its flavour, and " (what-if; 0.4 ships original)") after the selector's text
-    ruled = side.rule_mark
-    name = label or (replace(sel, mode=mode, rule=sel.rule or (ruled.name if ruled is not None else side.rule)).label
-                     + (ruled.mark if ruled is not None else ""))
-    return replace(side, label=name)
-
-
-def _load_side(source: str, load: Any) -> Any:
-    """``load(source)``; a source that cannot be opened and ends in ``@word`` names an unknown selector (a
-    segment that is no selector stays part of the source: paths may hold an ``@``)."""
-    from agent_inspect.rules import RULES
-
-    try:
-        return load(source)
-    except SourceError:
-        word = source.rpartition("@")[2] if "@" in source else ""
-        if not _SEGMENT.match(word):
-            raise
-        known = [*RULES, *SELECTORS]
-        close = difflib.get_close_matches(word, known, n=1)
-        raise SelectorError(f"unknown selector @{word} (and no source {source!r} to open); use a rule name "
-                            f"({', '.join(f'@{r}' for r in RULES)}) or one of "
-                            + ", ".join(f"@{s}=" for s in SELECTORS)
-                            + (f"; did you mean @{close[0]}{'' if close[0] in RULES else '='}?" if close else "")) \
-            from None
 
 
 def _prediction_side(pred: Any, *, label: str, log: Any = None) -> Side:
@@ -442,7 +299,9 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
             **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
     prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).
-    ``recovery`` and the settings as keywords apply to a selector string that runs a recovery.
+    ``recovery`` and the settings as keywords apply to a selector string, as ``select``'s keywords do, where the
+    selector sets none of its own; they never make a side a recovery (``"log.jsonl"`` and ``"log.jsonl@attempt=2"``
+    stay records as written, read under the given ``runtime`` and ``kafka_pending``).
 
     For example::
 
@@ -454,10 +313,18 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     if isinstance(obj, os.PathLike):       # a path, as ai.load and ai.samples.path give it
         obj = os.fspath(obj)
     if isinstance(obj, str):
+        from agent_inspect.log import load
+
+        # the selector's own settings decide what the side is and win over those given to every side, which
+        # never turn a side into a recovery (a rule object of the selector's rule's name keeps its identity)
         sel = parse_selector(obj)
-        if sel.mode == "log" and sel.markers is None and sel.runtime is None:   # @markers/@runtime run a recovery
-            return select(obj, label=label)
-        return _from_selector(sel, recovery=recovery, label=label, **overrides)
+        own = selector_settings(sel)
+        own.setdefault("mode", _default_mode(None, own))
+        shared = {k: v for k, v in overrides.items() if v is not None}
+        if "rule" in own and _rule_name(shared.get("rule")) == own["rule"]:
+            del own["rule"]
+        side = select(load_selected(sel.source, load), recovery=recovery, label=sel.source, **{**shared, **own})
+        return side if label is None else replace(side, label=label)
     if isinstance(obj, ReconstructionLike | PredictionLike):
         from agent_inspect.log import rule_mark
 
@@ -474,9 +341,9 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     if _is_executor(obj):
         return _executor_side(obj, label=label or "executor run")
     if _is_log(obj):
-        whole = cast("LogLike", obj)    # _is_log checked it
-        return Side(label or _default_label(whole), "log", _log_units(whole.records, log=whole), log=whole,
-                    source=whole)
+        # a log object is its source's string side: read under the settings given (runtime, kafka_pending)
+        side = select(cast("ActionStateLog", obj), mode="log", recovery=recovery, **overrides)
+        return side if label is None else replace(side, label=label)
     raise SelectorError(f"cannot diff a {type(obj).__name__}; pass an ActionStateLog, a selector string "
                         "(log.jsonl@attempt=2), ai.diffing.attempt(log, key, n), a reconstruction, a prediction "
                         "or a ReplayExecutor")

@@ -159,17 +159,21 @@ def test_selector_strings_load_and_select():
 
 
 
-def test_a_runtime_or_markers_selector_alone_predicts_and_an_unknown_word_is_an_unknown_selector():
-    """``@runtime=`` / ``@markers=`` without a rule set up a recovery: the side is what the restore does under the
-    rule that runtime ships (it was the log as written, the setting ignored). ``@bogus`` is no source to open."""
+def test_a_markers_selector_alone_predicts_a_runtime_alone_reads_the_log_and_an_unknown_word_is_an_unknown_selector():
+    """``@markers=`` without a rule sets up a recovery: the side is what the restore does under the rule the runtime
+    ships (it was the log as written, the setting ignored). ``@runtime=`` alone says how the log is read, as
+    ``select(log, runtime=...)`` does. ``@bogus`` is no source to open."""
     path = str(ROOT / "sample_logs" / "N04.jsonl")
-    d = ai.diff(f"{path}@runtime=0.3", f"{path}@runtime=0.4")
-    assert (d.a.kind, d.a.runtime, d.b.runtime) == ("prediction", "0.3", "0.4")
-    assert d.a.label.endswith("N04.jsonl@predict=original@runtime=0.3")
     markers = str(ROOT / "sample_logs" / "N04.markers.json")
+    d = ai.diff(f"{path}@markers={markers}@runtime=0.3", f"{path}@markers={markers}@runtime=0.4")
+    assert (d.a.kind, d.a.runtime, d.b.runtime) == ("prediction", "0.3", "0.4")
+    assert d.a.label.endswith("N04.jsonl@predict=original@markers={0: 0}@runtime=0.3")
     assert ai.diff(f"{path}@markers={markers}", path).a.kind == "prediction"
-    with pytest.raises(SelectorError, match="@attempt= selects records as written; drop one"):
-        ai.diff(f"{path}@attempt=1@runtime=0.3", path)
+    as_03 = ai.diffing.as_side(f"{path}@runtime=0.3")
+    assert (as_03.kind, as_03.label) == ("log", f"{path}@runtime=0.3")
+    assert ai.diffing.as_side(f"{path}@attempt=1@runtime=0.3").kind == "attempt"
+    with pytest.raises(SelectorError, match="selects records as written, while a rule, markers or a recovery"):
+        ai.diff(f"{path}@attempt=1@markers={markers}", path)
     with pytest.raises(SelectorError, match=r"unknown selector @fixd .*@original, @naive, @fixed.*did you mean @fixed\?"):
         ai.diff(f"{path}@fixd", path)
     with pytest.raises(SelectorError, match=r"unknown selector @bogus .*@runtime=$"):

@@ -132,7 +132,7 @@ def test_a_diff_side_s_attempts_are_the_tables_attempts_under_kafka_pending() ->
     # select(..., attempt=) numbered attempts under the log's default reading whatever kafka_pending it was given
     log, markers = _repeat_before_the_markers()
     assert ai.history.attempts(log, kafka_pending="marker")["attempt"].tolist() == [1, 2]
-    second = ai.diffing.select(log, key="j", attempt=2, kafka_pending="marker", markers=[markers])
+    second = ai.diffing.select(log, key="j", attempt=2, kafka_pending="marker", markers=[markers], mode="log")
     assert second.units["pos"].tolist() == [2, 4, 6] and set(second.units["attempt"]) == {2}   # the repeat's round too
     with pytest.raises(SelectorError, match="no attempt 2"):
         ai.diffing.select(log, key="j", attempt=2)
@@ -162,7 +162,7 @@ def test_a_log_side_resolves_one_recovery_from_every_setting_it_is_given() -> No
         ai.diffing.select(log, kafka_pending="marker")
     with pytest.raises(ai.RecoveryError, match="unknown store flavour"):
         ai.diffing.select(log, store_flavour="kafka-k9")
-    whole = ai.diffing.select(log, kafka_pending="marker", markers=[markers])
+    whole = ai.diffing.select(log, kafka_pending="marker", markers=[markers], mode="log")
     assert len(whole.units) == len(ai.history.executions(log, kafka_pending="marker")) == 4
     assert len(ai.diffing.select(log, runtime="0.3").units) == 4
     assert len(ai.diffing.select(log).units) == len(ai.history.executions(log)) == 3

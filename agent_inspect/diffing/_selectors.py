@@ -1,0 +1,167 @@
+"""The selector syntax of a diff side: ``SOURCE@selector…`` parsed, and read into :func:`select`'s settings.
+
+A selector string is the object form written down: its settings are exactly the keywords ``select`` takes
+(``@markers=FILE`` the file's markers), so both forms give one side (see :func:`agent_inspect.diffing.select`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agent_inspect._errors import InspectError, SourceError
+
+__all__ = ["Selector", "SelectorError", "SELECTORS", "parse_selector", "selector_settings", "load_selected"]
+
+SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "runtime")
+"""The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`)."""
+
+class SelectorError(InspectError):
+    """A diff side or selector could not be understood (unknown selector, bad value, unsupported object)."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A parsed side selector: ``source`` plus what to take from it.
+
+    ``mode`` is "log" (the records as written), "predict" (what a recovery under ``rule`` does with
+    each task) or "reconstruct" (the status of each record under ``rule``). ``attempt`` keeps one
+    attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers
+    (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
+    accept it. These are :func:`~agent_inspect.diffing.select`'s keywords, read the same way: ``markers`` without a
+    rule set up a recovery (the side predicts under the rule the runtime ships); ``runtime`` alone says how the
+    log is read.
+
+    For example::
+
+        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@attempt=2")
+        sel.source, sel.mode, sel.rule, sel.attempt, sel.label
+    """
+
+    source: str
+    mode: str = "log"
+    rule: str | None = None
+    attempt: int | None = None
+    key: str | None = None
+    markers: str | None = None
+    runtime: str | None = None
+
+    @property
+    def label(self) -> str:
+        parts = [self.source]
+        if self.mode != "log":
+            parts.append(f"{self.mode}={self.rule}")
+        for name in ("attempt", "key", "markers", "runtime"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={getattr(self, name)}")
+        return "@".join(parts)
+
+
+# a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)
+_SEGMENT = re.compile(r"^([a-z][a-z_+-]*(?::[a-z0-9][a-z0-9_-]*)?)(?:=(.+))?$")
+
+
+def parse_selector(text: str) -> Selector:
+    """Parse ``SOURCE[@selector]…``.
+
+    Selectors, each after an ``@``: ``rule=NAME`` or ``predict=NAME`` (the prediction under that rule:
+    which tasks a recovery reuses, resumes or reruns), ``reconstruct=NAME`` (each record's status under
+    that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``; ``@fixed+round-regression``,
+    ``@original:kafka-k1`` too), ``attempt=N`` (attempt N of each business key, 1-based), ``key=K`` (one
+    business key), ``markers=FILE`` (a JSON list of ``{partition: offset}`` maps, or an object with such a
+    ``markers`` list), ``runtime=NAME`` (the upstream version that wrote the log). Each is the keyword of
+    :func:`~agent_inspect.diffing.select` of that name, with the same side and label: ``markers`` without a rule
+    diff what the restore does under the rule the runtime ships; ``runtime`` alone reads the log as that version
+    writes it (which rows are a checkpoint's refresh rows), and with a rule or markers restores under it.
+    Examples: ``prod.jsonl@attempt=2@key=order-7``, ``kafka://b:9092/topic@original``,
+    ``prod.jsonl@reconstruct=fixed@markers=prod.markers.json``.
+
+    For example::
+
+        ai.diffing.parse_selector("sample_logs/production.jsonl@attempt=2@key=user-0011")
+        ai.diffing.parse_selector("kafka://broker:9092/topic@original")
+    """
+    from agent_inspect.rules import RULES
+
+    if not isinstance(text, str) or not text.strip():
+        raise SelectorError("empty diff side; pass a source such as log.jsonl or log.jsonl@attempt=2")
+    parts = text.split("@")
+    # segments after the source, read from the right; a segment that is no selector belongs to the source
+    found: list[tuple[str, str | None]] = []
+    while len(parts) > 1:
+        m = _SEGMENT.match(parts[-1])
+        if m is None:
+            break
+        name, value = m.group(1), m.group(2)
+        if value is None and name.partition(":")[0] not in RULES:
+            if name in SELECTORS:
+                raise SelectorError(f"selector @{name} needs a value: @{name}=…")
+            break
+        if value is not None and name not in SELECTORS:
+            raise SelectorError(f"unknown selector @{name}=…; use one of "
+                                + ", ".join(f"@{s}=" for s in SELECTORS) + " or a rule name like @fixed")
+        found.append((name, value))
+        parts.pop()
+    source = "@".join(parts)
+    if not source:
+        raise SelectorError(f"{text!r} names no source before its selectors")
+    fields: dict[str, Any] = {"source": source}
+    for name, value in reversed(found):
+        if value is None:
+            name, value = "predict", name
+        if name in ("rule", "predict", "reconstruct"):
+            if "rule" in fields:
+                raise SelectorError(f"{text!r}: give one rule selector, not several")
+            fields["mode"] = "reconstruct" if name == "reconstruct" else "predict"
+            fields["rule"] = value
+        elif name == "attempt":
+            try:
+                fields["attempt"] = int(str(value))
+            except ValueError:
+                raise SelectorError(f"@attempt={value}: the attempt is a number (1 is the first)") from None
+            if fields["attempt"] < 1:
+                raise SelectorError(f"@attempt={value}: attempts are numbered from 1")
+        else:
+            fields[name] = value
+    return Selector(**fields)
+
+
+def selector_settings(sel: Selector) -> dict[str, Any]:
+    """The :func:`~agent_inspect.diffing.select` keywords a parsed selector names, its markers file read."""
+    settings: dict[str, Any] = {name: getattr(sel, name) for name in ("attempt", "key", "runtime")
+                                if getattr(sel, name) is not None}
+    if sel.mode != "log":
+        settings.update(mode=sel.mode, rule=sel.rule)
+    if sel.markers is not None:
+        try:
+            with open(sel.markers, encoding="utf-8") as fh:
+                markers = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SelectorError(f"@markers={sel.markers}: cannot read the markers file ({exc})") from None
+        if isinstance(markers, dict) and "markers" in markers:   # the sample logs' markers files
+            markers = markers["markers"]
+        settings["markers"] = markers
+    return settings
+
+
+def load_selected(source: str, load: Any) -> Any:
+    """``load(source)``; a source that cannot be opened and ends in ``@word`` names an unknown selector (a
+    segment that is no selector stays part of the source: paths may hold an ``@``)."""
+    from agent_inspect.rules import RULES
+
+    try:
+        return load(source)
+    except SourceError:
+        word = source.rpartition("@")[2] if "@" in source else ""
+        if not _SEGMENT.match(word):
+            raise
+        known = [*RULES, *SELECTORS]
+        close = difflib.get_close_matches(word, known, n=1)
+        raise SelectorError(f"unknown selector @{word} (and no source {source!r} to open); use a rule name "
+                            f"({', '.join(f'@{r}' for r in RULES)}) or one of "
+                            + ", ".join(f"@{s}=" for s in SELECTORS)
+                            + (f"; did you mean @{close[0]}{'' if close[0] in RULES else '='}?" if close else "")) \
+            from None
