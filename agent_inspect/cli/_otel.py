@@ -58,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
                    explain_chain=not args.no_explain)
     if args.json:
         json.dump({"spans": done.spans, "traces": done.traces, "errors": done.errors, "endpoint": done.endpoint,
-                   "path": done.path, "rule": done.rule}, sys.stdout)
+                   "path": done.path, "rule": done.rule, "warnings": list(done.warnings)}, sys.stdout)
         sys.stdout.write("\n")
     else:
         print(done)

@@ -47,12 +47,15 @@ class OtelExport:
     path: str | None = None
     #: the rule the recovery ran under, marked as a what-if when the runtime ships another
     rule: str | None = None
+    #: what the recovery's prediction warned of (e.g. markers past the log's end: nothing to export)
+    warnings: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         where = self.endpoint or self.path
         return (f"{plural(self.spans, 'span')} in {plural(self.traces, 'trace')} ({self.errors:,} with status error) "
                 f"{'sent to' if self.endpoint else 'written to'} {where}"
-                + (f", under rule {self.rule}" if self.rule else ""))
+                + (f", under rule {self.rule}" if self.rule else "")
+                + "".join(f"\nwarning: {w}" for w in self.warnings))
 
 
 def _rule_label(v: Any) -> str:
@@ -117,8 +120,9 @@ def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathL
         resource["openinference.project.name"] = project
     errors = sum(1 for s in specs if s["status"]["code"] == "ERROR")
     traces = len({s["trace_id"] for s in specs})
+    warned = tuple(getattr(getattr(v, "prediction", None), "warnings", None) or ())
     if endpoint is not None:
         export_spans(specs, endpoint, resource=resource, headers=headers)
-        return OtelExport(len(specs), traces, errors, endpoint=endpoint, rule=_rule_label(v))
+        return OtelExport(len(specs), traces, errors, endpoint=endpoint, rule=_rule_label(v), warnings=warned)
     out = write_otlp_json(specs, path if path is not None else "spans.json", resource=resource)
-    return OtelExport(len(specs), traces, errors, path=str(out), rule=_rule_label(v))
+    return OtelExport(len(specs), traces, errors, path=str(out), rule=_rule_label(v), warnings=warned)

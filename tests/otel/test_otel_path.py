@@ -3,6 +3,9 @@ and nothing is created: write_report does the same (tests/report/test_report_pat
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,3 +32,17 @@ def test_an_export_counts_its_spans_and_traces_in_words() -> None:
         "7 spans in 1 trace (1 with status error) written to s.json"
     assert str(OtelExport(spans=1, traces=2, errors=0, endpoint="http://127.0.0.1:6006/v1/traces")) == \
         "1 span in 2 traces (0 with status error) sent to http://127.0.0.1:6006/v1/traces"
+
+
+def test_an_export_of_an_empty_window_says_why_it_is_empty(tmp_path: Path) -> None:
+    # markers past the log's end: `agent-inspect otel` printed "0 spans in 0 traces" and exit 0 with no word why,
+    # while reconstruct and predict warn that the markers hold nothing of the log
+    markers = '{"0": 99999, "1": 99999, "2": 99999, "3": 99999}'
+    done = ai.to_otel(ai.load(ai.samples.path("production")), path=tmp_path / "a.json", markers=[{0: 99999, 1: 99999,
+                                                                                                  2: 99999, 3: 99999}])
+    assert done.spans == 0 and len(done.warnings) == 1 and "past the log's end" in done.warnings[0]
+    assert str(done).splitlines()[1].startswith("warning: the markers lie past the log's end")
+    cli = subprocess.run([sys.executable, "-m", "agent_inspect", "otel", str(ai.samples.path("production")),
+                          "--markers", markers, "-o", str(tmp_path / "b.json"), "--json"],
+                         capture_output=True, text=True, check=True)
+    assert "past the log's end" in json.loads(cli.stdout)["warnings"][0]
