@@ -42,7 +42,8 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(d.to_dict(key=args.key, limit=args.limit), ensure_ascii=False, default=str))
         return 0
     c = d.counts()
-    print(f"a: {d.a.label}\nb: {d.b.label}")
+    for name, label in (("a", d.a.label), ("b", d.b.label)):    # two alike sides are labelled "a: …" / "b: …"
+        print(label if label.startswith(f"{name}: ") else f"{name}: {label}")
     print("pairs: " + ", ".join(f"{k} {v}" for k, v in c.items()))
     if d.empty:
         print("no difference")

@@ -41,6 +41,14 @@ def test_diff_of_copies_is_empty(capsys):
     assert "no difference" in capsys.readouterr().out
 
 
+def test_two_alike_sides_are_named_once_each(capsys):
+    # the API labels alike sides "a: …" / "b: …"; the CLI printed "a: a: …"
+    assert main(["diff", f"{G01}@fixed", f"{G01}@fixed"]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert first == f"a: {G01}@predict=fixed (what-if; 0.4 ships original)"
+    assert second.startswith(f"b: {G01}@predict=fixed") and not second.startswith("b: b: ")
+
+
 def test_explain_text_and_json(capsys):
     args = ["explain", G01, "--markers", G01_MARKERS, "--key", "k", "--seq", "6", "--action", "IA",
             "--rule", "original", "--also", "fixed"]
