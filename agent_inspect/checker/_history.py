@@ -267,8 +267,8 @@ class History:
         return "; ".join(parts)
 
     def __repr__(self) -> str:
-        return (f"History(seed={self.seed}, keys={len(self.paths)}, attempts={len(self.attempts)}, "
-                f"records={len(self.log)})")
+        return (f"History(seed={self.seed}, keys={len(self.paths):,}, attempts={len(self.attempts):,}, "
+                f"records={len(self.log):,})")
 
 
 def event_notation(event: AgentEvent) -> str:

@@ -201,7 +201,7 @@ class CheckReport(HtmlRepr):
             return (f"{self.broken} (in {t['errors']:,} of {plural(t['histories'], 'history', 'histories')}; a broken "
                     "rule is not judged for stale reuses)")
         swept = int((self.frame["case"].fillna("") != "").sum()) if "case" in self.frame else 0
-        origin = f" ({t['histories'] - swept} random, {swept} from the case matrix)" if swept else ""
+        origin = f" ({t['histories'] - swept:,} random, {swept:,} from the case matrix)" if swept else ""
         return (f"rule {self.rule}: {plural(t['histories'], 'history', 'histories')}{origin}, {plural(t['tasks'], 'task')}; "
                 f"{plural(t['stale_reuses'], 'stale reuse')} in {plural(t['histories_with_stale'], 'history', 'histories')}, "
                 f"{plural(t['avoidable_reruns'], 'avoidable rerun')}, {plural(t['tainted_reuses'], 'tainted reuse')}, "

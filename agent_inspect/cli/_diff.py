@@ -60,5 +60,5 @@ def _run(args: argparse.Namespace) -> int:
         for ch in r.changes:
             print(f"      {ch.path}: {ch.a} -> {ch.b}")
     if len(d) > args.limit:
-        print(f"  … {len(d) - args.limit} more (--limit)")
+        print(f"  … and {len(d) - args.limit:,} more (--limit)")   # as verify ends its list
     return 0

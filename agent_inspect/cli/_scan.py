@@ -10,6 +10,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from agent_inspect._glossary import plural
@@ -87,9 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{labels[rule]:<{width}}{tasks_text(r)}")
         print(f"{'':<{width}}{rule_counts_line(r)}")
         if r["calls_by_function"]:
-            top_calls = list(r["calls_by_function"].items())
-            more = f", and {plural(len(top_calls) - 5, 'more function')}" if len(top_calls) > 5 else ""
-            print(f"{'':<{width}}by function: " + ", ".join(f"{f} {n}" for f, n in top_calls[:5]) + more)
+            print(f"{'':<{width}}{by_function_line(r['calls_by_function'])}")
     if result.output:
         print(f"{'output':<{width}}{result.output}")
     top = result.at_risk(args.top)
@@ -102,6 +101,14 @@ def _run(args: argparse.Namespace) -> int:
         print("\nfailed windows:")
         print(result.failures[["window", "reason"]].to_string(index=False))
     return 0
+
+
+def by_function_line(calls: Mapping[str, int]) -> str:
+    """The scan's "by function" line: the five functions called most, each with its count, then how many more
+    (named as functions: after "name count" pairs a bare "and 2 more" would read as one more count)."""
+    top = list(calls.items())
+    more = f", and {plural(len(top) - 5, 'more function')}" if len(top) > 5 else ""
+    return "by function: " + ", ".join(f"{f} {n:,}" for f, n in top[:5]) + more
 
 
 def rule_counts_line(counts: dict[str, Any]) -> str:

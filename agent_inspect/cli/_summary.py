@@ -102,6 +102,10 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: explanations that name Python (``log.errors``) in the views, in words a shell user can act on (as the footer)
+_IN_A_SHELL = {"errors": "rows whose key or value could not be decoded (in Python, the loaded log's .errors lists each)"}
+
+
 def summary_text(summary: Mapping[str, Any], *, explain: bool = True, indent: str = "",
                  width: int | None = None, dim: bool = False) -> str:
     """``ActionStateLog.summary()`` as aligned terminal lines: each field's label and value (the words of
@@ -114,7 +118,7 @@ def summary_text(summary: Mapping[str, Any], *, explain: bool = True, indent: st
     src = summary.get("source")
     rows = [("source", f"{src.get('kind')} {src.get('location')}" + (f" (topic {src['topic']})" if src.get("topic")
                                                                      else ""), "")] if isinstance(src, Mapping) else []
-    rows += [(f.label, f.text, f.explanation) for f in summary_facts(summary)]
+    rows += [(f.label, f.text, _IN_A_SHELL.get(f.name, f.explanation)) for f in summary_facts(summary)]
     column = len(indent) + max(len(label) for label, _, _ in rows) + 2
     width = max(width, column + 30)
     hang = " " * column

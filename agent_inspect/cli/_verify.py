@@ -94,9 +94,9 @@ def _run(args: argparse.Namespace) -> int:
             for r in ranking.head(shown).itertuples(index=False):
                 whose = "" if getattr(r, "markers", "given") == "given" else \
                     f" with markers from the {r.markers} {json.dumps(r.marker_values)}"
-                unsure = f", {r.undetermined} undetermined" if r.undetermined else ""
-                print(f"  {r.name}{whose}: {r.agree} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}, "
-                      f"{r.disagree} {'disagrees' if r.disagree == 1 else 'disagree'}{unsure}")
+                unsure = f", {r.undetermined:,} undetermined" if r.undetermined else ""
+                print(f"  {r.name}{whose}: {r.agree:,} of {plural(r.tasks, 'task')} {'agrees' if r.agree == 1 else 'agree'}, "
+                      f"{r.disagree:,} {'disagrees' if r.disagree == 1 else 'disagree'}{unsure}")
             if len(ranking) > shown:
                 print(f"  … and {len(ranking) - shown:,} more (--json lists them)")
     return exit_code(result.verdict, strict=args.strict)

@@ -173,13 +173,13 @@ class Diff(HtmlRepr):
 
     def __repr__(self) -> str:
         c = self.counts()
-        return (f"Diff(a={self.a.label!r}, b={self.b.label!r}, same={c['same']}, changed={c['changed']}, "
-                f"only_in_a={c['only in a']}, only_in_b={c['only in b']})")
+        return (f"Diff(a={self.a.label!r}, b={self.b.label!r}, same={c['same']:,}, changed={c['changed']:,}, "
+                f"only_in_a={c['only in a']:,}, only_in_b={c['only in b']:,})")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         c = self.counts()
         yield Text(Strong("Diff"), " a = ", Code(self.a.label), ", b = ", Code(self.b.label), ": ",
-                   ", ".join(f"{k} {v}" for k, v in c.items()))
+                   ", ".join(f"{k} {v:,}" for k, v in c.items()))
         if self.empty:
             yield Text("The sides agree on every action execution.")
         else:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import greenlet
 
 from agent_inspect._errors import ReplayError
-from agent_inspect._glossary import plural
+from agent_inspect._glossary import first_few, plural
 from agent_inspect.agents import Agent, AgentEvent
 from agent_inspect.executor._options import ActionPolicy, CallServer, call_reason
 from agent_inspect.executor._steps import MemoryState, RunState, Step, StepKind, StepOutcome
@@ -349,10 +349,9 @@ def removed_text(removed: Sequence[Entry]) -> str:
     rounds = Counter((e.business_key, e.seq) for e in removed)
     parts, last = [], None
     for (key, seq), n in rounds.items():
-        parts.append(f"{'' if key == last else key}@{seq}{f' ×{n}' if n > 1 else ''}")
+        parts.append(f"{'' if key == last else key}@{seq}{f' ×{n:,}' if n > 1 else ''}")
         last = key
-    more = " …" if len(parts) > _SHOWN_ROUNDS else ""
-    return f"removed {len(removed)}: {', '.join(parts[:_SHOWN_ROUNDS])}{more}"
+    return f"removed {len(removed):,}: {first_few(parts, _SHOWN_ROUNDS, counted=False)}"   # the total is counted
 
 
 #: rounds named in a removal's ``change`` before it says "…"

@@ -133,7 +133,7 @@ class ReplaySafetyReport(HtmlRepr):
         return self.frame[~self.frame["safe"].astype(bool)]
 
     def __repr__(self) -> str:
-        return (f"ReplaySafetyReport({plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe"
+        return (f"ReplaySafetyReport({plural(len(self.frame), 'task')}, {len(self.unsafe):,} not replay-safe"
                 + (f", rule={self.rule_label!r}" if self.rule_label else "")
                 + (f", stopped: {self.failure!r}" if self.failure else "")
                 + (f", {self._partial()}" if not self.complete else "") + ")")
@@ -141,7 +141,7 @@ class ReplaySafetyReport(HtmlRepr):
     def _html_parts(self) -> Iterable[HtmlPart]:
         resubmitted = int(self.frame["calls_resubmitted"].sum())
         yield Text(Strong("Replay safety"), *((" under rule ", Code(self.rule_label)) if self.rule_label else ()),
-                   f": {plural(len(self.frame), 'task')}, {len(self.unsafe)} not replay-safe",
+                   f": {plural(len(self.frame), 'task')}, {len(self.unsafe):,} not replay-safe",
                    *((f"; {plural(resubmitted, 'sub-agent call')} re-submitted (not executed: each child task's "
                       "row says whether the sub-agent runs again)",) if resubmitted else ()),
                    *(("; stopped: ", self.failure) if self.failure else ()),

@@ -359,7 +359,6 @@ def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: 
     """Keys whose records straddle row groups of one Parquet file were analysed in pieces: analyse each such
     key again from all its records (one task per file reading only those keys) and keep that row instead."""
     from collections import Counter, defaultdict
-    from dataclasses import replace
 
     from agent_inspect.log import Window
 
@@ -375,10 +374,13 @@ def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: 
             split[path] = keys
     if not split:
         return done
-    again = replace(options, output=None)  # the records were written by the row-group tasks
+    # the runtime is the job's: the keys are read as their file's row groups were together (as the scan names its
+    # runtime), not as their own records alone infer it; the records were written by the row-group tasks
+    read_as = {p: _resolved(options.runtime, pd.DataFrame([done[i].partition for i in by_path[p]])) for p in split}
     token = uuid.uuid4().hex[:8]
     futures = {client.submit(scan_window, plan.spec, Window(None, path=path, file_format="parquet", keys=tuple(keys)),
-                             again, key=f"agent-inspect-scan-rejoin-{token}-{n}", retries=retries, pure=False): path
+                             replace(options, output=None, runtime=read_as[path] if read_as[path] in RUNTIMES else "auto"),
+                             key=f"agent-inspect-scan-rejoin-{token}-{n}", retries=retries, pure=False): path
                for n, (path, keys) in enumerate(sorted(split.items()))}
     out = list(done)
     try:
@@ -394,7 +396,8 @@ def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: 
             for i in idx:
                 keys = out[i].keys
                 out[i] = replace(out[i], keys=keys[~keys["business_key"].astype(str).isin(drop)].reset_index(drop=True))
-            first = idx[0]
+            # kept with a row group read as they were: its row says what they were predicted under
+            first = next((i for i in idx if out[i].partition.get("runtime") == read_as[path]), idx[0])
             out[first] = replace(out[first], keys=concat_keys([out[first].keys, whole.keys]))
     except BaseException:
         client.cancel(list(futures), force=True)
@@ -421,8 +424,6 @@ def _fleet_wide(client: Any, plan: ScanPlan, options: ScanOptions, done: list[An
 
 
 def _with_fleet_columns(result: ScanResult, fleet: pd.DataFrame) -> ScanResult:
-    from dataclasses import replace
-
     keys = result.keys.set_index("business_key")
     wide = fleet.set_index("business_key")
     rules = sorted({c[:-len("_reused")] for c in wide.columns if c.endswith("_reused")})

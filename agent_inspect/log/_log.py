@@ -11,6 +11,7 @@ import pandas as pd
 
 from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import ValueFormatError
+from agent_inspect._glossary import plural
 from agent_inspect._html import Code, Facts, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect.codec import ActionState, decode_action_state
 from agent_inspect.codec.bulk import release_shared_strings
@@ -200,8 +201,8 @@ class ActionStateLog(HtmlRepr):
         if not len(self.records):
             return f"<ActionStateLog empty: no records from {self.source.kind} {self.source.location!r}>"
         s = self.summary()
-        return (f"<ActionStateLog {s['records']} records, {s['business_keys']} business keys, "
-                f"{s['errors']} errors from {self.source.kind} {self.source.location!r}>")
+        return (f"<ActionStateLog {plural(s['records'], 'record')}, {plural(s['business_keys'], 'business key')}, "
+                f"{plural(s['errors'], 'error')} from {self.source.kind} {self.source.location!r}>")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         yield Text(Strong("ActionStateLog"), " from ", self.source.kind, " ", Code(self.source.location))

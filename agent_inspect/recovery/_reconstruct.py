@@ -306,7 +306,7 @@ def _statuses(records: pd.DataFrame, ann: pd.DataFrame, in_window: np.ndarray, s
     status[bad] = "error"
     for i in np.flatnonzero(bad).tolist():
         note[i] = None
-        reason[i] = ("the record did not decode; see log.errors" if errors[i] else
+        reason[i] = (f"the record did not decode: {records['error'].iat[i]}" if errors[i] else
                      "the key has no seqNum (K0): no recovery lookup can address it")
     for d in session.divergences:
         if d.kind in ("undecodable", "restore-failure"):

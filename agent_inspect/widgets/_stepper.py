@@ -311,7 +311,7 @@ def _breakpoints_html(breakpoints: Any) -> str:
 
 
 def _step_html(index: int, row: pd.Series, cause: str = "") -> str:
-    cells = "".join(f"<tr>{labelled('th', k)}<td>{escape(_short(_grouped_change(v) if k == 'change' else v))}</td></tr>"
+    cells = "".join(f"<tr>{labelled('th', k)}<td>{escape(_short(v))}</td></tr>"
                     for k, v in row.items() if k not in _DETAIL_SKIP and not _na(v))
     line = f'<div class="ai-step-cause">{escape(cause)}</div>' if cause else ""
     return (f'{line}<details class="ai-step-fields" open><summary>step {escape(index)} · {escape(row.get("kind", ""))}: '
@@ -329,7 +329,7 @@ def step_cause(steps: pd.DataFrame, row: pd.Series) -> str:
         f"({row.get('key')}, seq {_int_text(row.get('seq'))})"
     if kind in ("eviction", "invalidation"):
         note = row.get("rule_note") if not _na(row.get("rule_note")) else row.get("reason")
-        removed = _grouped_change(row.get("change")) if not _na(row.get("change")) else ""
+        removed = row.get("change") if not _na(row.get("change")) else ""   # the engine groups it by round
         return f"{_lookup_of(row)}: {note}" + (f" — {removed}" if removed else "")
     if kind == "rerun":
         by = _evicted_by(steps, row)
@@ -364,27 +364,6 @@ def _evicted_by(steps: pd.DataFrame, row: pd.Series) -> pd.Series | None:
             found: pd.Series = r
             return found
     return None
-
-
-def _grouped_change(change: Any) -> Any:
-    """ "removed 14: user-0001@2, user-0001@2, user-0001@3 (+11 more)" → "removed 14: user-0001@2 ×2, @3 ×1
-    (+11 more)": removed records grouped by key and round (the ones the step lists)."""
-    if not isinstance(change, str) or not change.startswith("removed ") or ": " not in change:
-        return change
-    head, rest = change.split(": ", 1)
-    more = ""
-    if rest.endswith(")") and " (+" in rest:
-        rest, more = rest.rsplit(" (+", 1)
-        more = f" (+{more}"
-    counts: dict[tuple[str, str], int] = {}
-    for item in rest.split(", "):
-        key, _, seq = item.strip().rpartition("@")
-        counts[(key, seq)] = counts.get((key, seq), 0) + 1
-    parts, last_key = [], None
-    for (key, seq), n in counts.items():
-        parts.append(f"{key}@{seq} ×{n}" if key != last_key else f"@{seq} ×{n}")
-        last_key = key
-    return f"{head}: {', '.join(parts)}{more}"
 
 
 def _int_text(value: Any) -> str:

@@ -10,7 +10,10 @@ import ast
 import re
 from pathlib import Path
 
-from agent_inspect.cli._scan import rule_counts_line
+import pytest
+
+import agent_inspect as ai
+from agent_inspect.cli._scan import by_function_line, rule_counts_line
 
 PACKAGE = Path(__file__).parents[2] / "agent_inspect"
 _HEDGE = re.compile(r"[a-z](?<!http)\(s\)")   # "file(s)"; a call such as input_event(s) is code, not a literal
@@ -100,3 +103,20 @@ def test_no_user_facing_text_in_the_package_writes_a_plural_by_hand() -> None:
                for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                if _JS_SUFFIX.search(line) or re.search(r"[\"'`][^\"'`]*[a-z]\(s\)", line)]
     assert found + scripts == []
+
+
+def test_a_diff_past_its_limit_counts_the_rest_as_verify_does(capsys: pytest.CaptureFixture[str]) -> None:
+    # it printed "  … 105 more (--limit)": no "and", and no separator past 999, unlike verify's "… and N more"
+    from agent_inspect.cli import main
+
+    path = str(ai.samples.path("production"))
+    assert main(["diff", path, f"{path}@fixed", "--limit", "0"]) == 0
+    assert capsys.readouterr().out.endswith("\ndiffering executions:\n  … and 105 more (--limit)\n")
+
+
+def test_a_scan_by_function_line_counts_with_separators_and_names_what_it_leaves_out() -> None:
+    # the counts printed "tools.search 1203"
+    calls = {"tools.search": 1_203, "tools.order": 40, "a": 3, "b": 2, "c": 1, "d": 1, "e": 1}
+    assert by_function_line(calls) == ("by function: tools.search 1,203, tools.order 40, a 3, b 2, c 1, and 2 more "
+                                       "functions")
+    assert by_function_line({"tools.search": 1}) == "by function: tools.search 1"

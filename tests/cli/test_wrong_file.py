@@ -190,3 +190,30 @@ def test_summary_shows_where_and_why_the_first_bad_records_failed(tmp_path: Path
     assert "agent_inspect.load(" + repr(str(path)) + ", business_keys=['k']).errors" in capsys.readouterr().out
     assert main(["summary", str(LOGS / "G01.jsonl")]) == 0
     assert "first records that do not decode" not in capsys.readouterr().out
+
+
+def test_summary_explain_names_no_api_a_shell_cannot_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # --explain said "(see log.errors)" under the count: words for Python, in a terminal; the notebook keeps them
+    lines = (LOGS / "G01.jsonl").read_bytes().splitlines()
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join([lines[0], b"oops", *lines[1:]]) + b"\n")
+    assert main(["summary", str(path), "--explain"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "log.errors" not in out
+    assert "records that do not decode 1 rows whose key or value could not be decoded (in Python, the loaded " \
+           "log's .errors lists each)" in out
+    facts = {f.name: f.explanation for f in ai.log.summary_facts(ai.load(path).summary())}
+    assert facts["errors"] == "rows whose key or value could not be decoded (see log.errors)"
+
+
+def test_a_record_that_did_not_decode_says_why_in_its_reason(tmp_path: Path) -> None:
+    # its reconstruct reason said "see log.errors", which names no reason, and no command a shell user can run
+    lines = (LOGS / "G01.jsonl").read_bytes().splitlines()
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join([lines[0], json.dumps({**json.loads(lines[1]), "value": [1, 2]}).encode(),
+                                 *lines[2:]]) + b"\n")
+    log = ai.load(path)
+    records = ai.reconstruct(log).records
+    assert list(records.loc[records["status"] == "error", "reason"]) == [
+        f"the record did not decode: {log.errors['error'].iloc[0]}"]
+    assert log.errors["error"].iloc[0] == "value: not an ActionState (a JSON array, not an object)"

@@ -117,6 +117,9 @@ def test_removed_records_are_grouped_by_round() -> None:
         [entry("user-0002", 2, 0)]
     assert removed_text(removed) == "removed 6: user-0001@2 ×3, @3 ×2, user-0002@2"
     assert removed_text([]) == "nothing removed"
+    # past eight rounds, the ellipsis every uncounted list ends with (first_few), and the total with a separator
+    many = [entry("k", s, i) for s in range(10) for i in range(121)]
+    assert removed_text(many) == "removed 1,210: k@0 ×121, @1 ×121, @2 ×121, @3 ×121, @4 ×121, @5 ×121, @6 ×121, @7 ×121, …"
 
 
 def test_a_fail_at_the_get_before_the_initial_write_ends_the_task_and_the_job() -> None:

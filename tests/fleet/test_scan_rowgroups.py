@@ -69,3 +69,33 @@ def test_a_row_group_read_names_bad_rows_by_their_row_in_the_file(tmp_path: Path
     assert len(group.batch) == 257 and whole_read.line_errors[300].startswith("row 301:")
     assert group.line_errors == {300 - 257: whole_read.line_errors[300]}
     assert group.batch.offset[300 - 257] == whole_read.batch.offset[300] == 301
+
+
+def test_a_rejoined_key_is_read_as_its_file_is_read(tmp_path: Path, dask_client: Any) -> None:
+    # row group 0: a post-0.4 key's V4 records (main) and the first third of a 0.4 key; row groups 1 and 2: the
+    # rest of that key (alone 0.4). The rejoin reads the split key alone (0.4 too): it must read it as the file, main
+    import pyarrow as pa
+
+    sample = ai.samples.path("production", "parquet")
+    log = ai.load(sample)
+    key = "vip_0042"   # the one key whose fixed-rule restore differs between 0.4 and main
+    rows = pq.read_table(sample).filter(pa.array(log.records["business_key"].astype(str) == key))
+    v4 = pq.read_table(ai.samples.path("subagents_v4", "parquet"))
+    v4 = v4.set_column(0, "partition", pa.array([9] * len(v4), v4.schema.field("partition").type))
+    third = len(rows) // 3
+    path = tmp_path / "mixed.parquet"
+    with pq.ParquetWriter(path, rows.schema) as writer:   # more row groups than partitions: a window each
+        writer.write_table(pa.concat_tables([v4.cast(rows.schema), rows.slice(0, third)]))
+        writer.write_table(rows.slice(third, third))
+        writer.write_table(rows.slice(2 * third))
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3
+    assert ai.log.infer_runtime(ai.load(path)).name == "main"
+
+    result = ai.scan(path, client=dask_client)
+    read_as = dict(zip(result.partitions["row_group"], result.partitions["runtime"]))
+    assert read_as == {0: "main", 1: "0.4", 2: "0.4"} and result.runtime == "main"
+    got = result.keys.set_index("business_key").loc[key]
+    as_main = key_frame(log.for_key(key), runtime="main").set_index("business_key").loc[key]
+    as_04 = key_frame(log.for_key(key), runtime="0.4").set_index("business_key").loc[key]
+    assert as_main["fixed_reused"] != as_04["fixed_reused"]   # else this test could not fail
+    assert got["fixed_reused"] == as_main["fixed_reused"] and got["records"] == len(rows)

@@ -10,7 +10,7 @@ import agent_inspect as ai
 from agent_inspect.agents import AsRecordedAgent
 from agent_inspect.recovery import lookup_words
 from agent_inspect.widgets import DivergenceView, GraphView, ReplayStepper, SubagentTreeView
-from agent_inspect.widgets._stepper import _grouped_change, step_cause
+from agent_inspect.widgets._stepper import step_cause
 
 
 @pytest.fixture(scope="module")
@@ -111,10 +111,16 @@ def test_v4_result_events_say_how_the_recovery_replays_them():
                            for x in results)
 
 
-def test_removed_records_are_grouped_by_key_and_round():
-    change = "removed 14: user-0001@2, user-0001@2, user-0001@2, user-0001@3, user-0001@3 (+9 more)"
-    assert _grouped_change(change) == "removed 14: user-0001@2 ×3, @3 ×2 (+9 more)"
-    assert _grouped_change("call results 0 → 1") == "call results 0 → 1"
+def test_an_eviction_cause_shows_what_it_removed_as_the_engine_grouped_it():
+    # the stepper grouped the engine's text again, as if it listed each record: "user-0009@5 ×5 ×1"
+    log = ai.load(ai.samples.path("production"))
+    executor = ai.ReplayExecutor(log, agent=AsRecordedAgent(log), rule="original",
+                                 markers=ai.samples.markers("production"))
+    executor.run()
+    steps = executor.steps
+    eviction = steps[steps["kind"] == "eviction"].iloc[1]
+    assert eviction["change"] == "removed 14: user-0001@2 ×3, @3 ×5, @4 ×3, @5 ×3"
+    assert step_cause(steps, eviction).endswith(f" — {eviction['change']}")
 
 
 def test_steps_say_why_and_the_chart_keeps_evictions_on_top():
