@@ -5,19 +5,9 @@ counts as the rest of the API does: "1,531 entries", "1 divergence" (they printe
 from __future__ import annotations
 
 from agent_inspect.log import LiveLog
-from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.rules import resolve_rule
 from agent_inspect.store import RecoverySession, Store
-
-
-class _Idle:
-    info = SourceInfo(kind="kafka", location="kafka://idle/topic", topic="topic")
-
-    def poll(self) -> RawBatch:
-        return RawBatch()
-
-    def close(self) -> None:
-        pass
+from tests.support.idle import IdleFollower
 
 
 def _store(entries: int, keys: int) -> Store:
@@ -37,7 +27,7 @@ def test_a_store_and_a_session_print_counts_with_separators_and_the_right_noun()
 
 
 def test_a_live_log_prints_its_counts_with_separators() -> None:
-    live = LiveLog(_Idle(), start=False)
+    live = LiveLog(IdleFollower(), start=False)
     live.count = 1_531
     live.log = [None] * 1_000                            # type: ignore[assignment]   # only its length is read
     assert repr(live) == "<LiveLog live: 1,000 records in the window, 1,531 received, from 'kafka://idle/topic'>"

@@ -14,7 +14,6 @@ from _widget_view import walk
 import agent_inspect as ai
 from agent_inspect import samples
 from agent_inspect.log import LiveLog
-from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.widgets import (
     DivergenceView,
     LiveTail,
@@ -25,6 +24,7 @@ from agent_inspect.widgets import (
     VerificationView,
 )
 from agent_inspect.widgets._style import ViewStyle, palette_css, view_style
+from tests.support.idle import IdleFollower
 
 LOGS = Path(__file__).resolve().parents[2] / "sample_logs"
 #: styled for the scan view, which needs a Dask scan: tests/fleet/test_scan_widget.py checks it uses them
@@ -38,7 +38,7 @@ def _views(probe_log, probe_result) -> list[w.Widget]:
     stepper.run()
     browser = LogBrowser(probe_log)
     browser.show_record(int(probe_log.records.index[0]))
-    live = LiveTail(LiveLog(_Idle(), start=False))
+    live = LiveTail(LiveLog(IdleFollower(), start=False))
     return [browser, live, DivergenceView(probe_result), PredictionView(ai.recovery.predict(probe_log, rule="fixed")),
             RuleComparison(ai.cases.compare(probe_log, ["fixed", "original"])), stepper,
             VerificationView(_verification(LOGS / "N04.fixed-rule.trace.log")),
@@ -53,16 +53,6 @@ def _explain_view() -> w.Widget:
                                  also=["fixed"]), log=log)
 
 
-class _Idle:
-    """A follower that never has new records (a live view without a broker)."""
-
-    info = SourceInfo(kind="kafka", location="kafka://idle/topic", topic="topic")
-
-    def poll(self) -> RawBatch:
-        return RawBatch()
-
-    def close(self) -> None:
-        pass
 
 
 def _verification(trace: Path, name: str = "N04"):
