@@ -37,6 +37,8 @@ RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "not_dispatched", "evict
                 "stale_reuse_risk", "crashed"]
 """Per-key columns repeated for every rule, named ``<rule>_<column>``; the first five count the key's tasks by
 outcome (REUSE, RESUME, RERUN, FAIL, NOT-DISPATCHED), so they add up to the tasks ``predict`` lists for it."""
+RUNTIMES = ("auto", "0.3", "0.4", "main")
+"""Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records)."""
 CALLS_PREFIX = "_calls:"
 """Then per rule one int32 column per function whose durable calls that rule executes again for some key:
 ``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
