@@ -82,11 +82,15 @@ class Engine(Observer):
             self.run.finished = True
         return result if isinstance(result, Step) else None
 
-    def _main(self) -> None:
+    def rebuilt_session(self) -> RecoverySession:
+        """The session the rebuild gives (made once, shared by every pass; reading it takes no step)."""
         if self.base_session is None:
             self.base_session = self.recovery.rebuild(self.log, source_kind=self.source_kind)
+        return self.base_session
+
+    def _main(self) -> None:
         plan = PlanView(self.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
-        self.core = Core(log=self.log, agent=self.agent, session=self.base_session.copy(), plan=plan,
+        self.core = Core(log=self.log, agent=self.agent, session=self.rebuilt_session().copy(), plan=plan,
                          keys=self.keys, model=self.model, attempt=self.attempt, new_id=self.run.ids.new,
                          observer=self, calls=self.calls, call_matching=self.recovery.call_matching,
                          memory_decoder=self.memory_decoder, memory=self.memory, sensory=self.sensory, state=self.run)

@@ -315,15 +315,15 @@ class ReplayExecutor(HtmlRepr):
 
     def report(self) -> ReplaySafetyReport:
         """The replay-safety report (DataFrame ``.frame`` plus an escaped ``_repr_html_``)."""
-        paused_after = None if self.done else len(self._engine.run.steps)   # before stale_records() runs the rebuild
+        paused_after = None if self.done else len(self._engine.run.steps)
         return ReplaySafetyReport.from_steps(self._engine.run.steps, counters=self.counters, failure=self.failure,
                                              stale_records=self.stale_records(), rule_label=self.recovery.rule_label,
                                              paused_after=paused_after)
 
     def stale_records(self) -> pd.DataFrame:
         """Rebuilt production records whose action identity is in no action of the candidate agent: never looked
-        up, their work re-runs (under K1/K1.5 a changed module, qualname or trigger list; under K2 a rename, §4.4)."""
-        self._ensure_started()
+        up, their work re-runs (under K1/K1.5 a changed module, qualname or trigger list; under K2 a rename, §4.4).
+        Read from the rebuild, so asking before the first step takes none."""
         return stale_records_frame(self._engine)
 
     # ------------------------------------------------------------------------------ production mode

@@ -221,8 +221,6 @@ def stale_records_frame(engine: Engine) -> pd.DataFrame:
 
     fmt, agent = engine.keys.format, engine.agent
     known = {agent.action_uuid(d.name, fmt, attempt=engine.attempt) for d in agent.actions}
-    base = engine.base_session
-    entries = base.store.entries() if base is not None else []
     return pd.DataFrame([(e.state_key, e.business_key, e.seq, e.action_uuid, e.completed, e.pos)
-                         for e in entries if e.action_uuid not in known],
+                         for e in engine.rebuilt_session().store.entries() if e.action_uuid not in known],
                         columns=["state_key", "business_key", "seq", "action_uuid", "completed", "pos"])

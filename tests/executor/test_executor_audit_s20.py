@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import agent_inspect as ai
@@ -59,7 +60,10 @@ def test_a_report_of_a_paused_replay_says_it_covers_the_steps_so_far(log: ai.Act
     before = ex.report()
     assert not before.complete
     assert "not started" in repr(before) and "run() to the end" in before._repr_html_()
-    ex.run(max_steps=399)     # the report before ran the rebuild (step 0): it has to, for the stale records
+    # reading the report (its stale records come from the rebuild) takes no step: it took the rebuild's
+    assert len(ex.step_list) == 0 and repr(ex).startswith("ReplayExecutor(0 steps")
+    assert isinstance(ex.stale_records(), pd.DataFrame) and len(ex.step_list) == 0
+    ex.run(max_steps=400)
     mid = ex.report()
     assert len(ex.step_list) == 400
     assert not mid.complete and "partial: paused after 400 steps" in repr(mid)
