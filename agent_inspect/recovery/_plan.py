@@ -211,7 +211,9 @@ class ReplayPlan:
             roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
         name_of = _action_names(log, agent)
         root_seqs = set(zip(roots["business_key"].astype(str), roots["seq"].astype("int64").tolist()))
-        first_root = {bk: s for bk, s in sorted(root_seqs, key=lambda r: -r[1])}
+        first_root: dict[str, int] = {}      # per key, its first replayed round's seq
+        for bk, seq in root_seqs:
+            first_root[bk] = min(seq, first_root.get(bk, seq))
         in_flight = _in_flight(log, readable, held | root_seqs, name_of, first_root) if start is not None else ()
         if roots.empty:
             if retained or in_flight:
@@ -224,9 +226,8 @@ class ReplayPlan:
                               "seq": roots["seq"].astype("int64").to_numpy(), "pos": roots.index.to_numpy()})
         grouped = frame.groupby(["bk", "seq"], sort=False)
         rounds = grouped["pos"].agg(["min", "max"]).reset_index()      # first and latest root record per round
-        first = rounds.groupby("bk", sort=False)["seq"].min()
-        # the columns as Python lists: iterating a text column cell by cell costs a microsecond a cell
-        restored = {str(k): int(v) - 1 for k, v in zip(first.index.tolist(), first.tolist())}
+        # keys in the order their first root was read; the columns as Python lists (a cell costs a microsecond)
+        restored = {bk: first_root[bk] - 1 for bk in dict.fromkeys(rounds["bk"].tolist())}
         # across keys, rounds arrive in the order their first root was written; within a key, by seq
         slots = rounds.sort_values("min", kind="stable")
         by_seq = rounds.sort_values(["bk", "seq"], kind="stable")
