@@ -22,6 +22,7 @@ from agent_inspect.recovery import Prediction, Recovery, predict, rebuild_start,
 from agent_inspect.report._parts import _dark_charts_script, _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
+from agent_inspect.sources import check_export
 
 if TYPE_CHECKING:
     from agent_inspect._types import ReportSubject
@@ -59,9 +60,7 @@ def write_report(
 
         ai.write_report(log, "report.html", markers=ai.samples.markers("production"))
     """
-    target = Path(path)
-    if not target.parent.is_dir():     # as ai.to_otel: checked before the work, and a mistyped folder is not made
-        raise InspectError(f"cannot write {target}: directory {target.parent} does not exist; create it first")
+    target = Path(check_export(path=path))    # as ai.to_otel: before the work, and a mistyped folder is not made
     html = render_report(subject, recovery=recovery, title=title, max_keys=max_keys, max_rows=max_rows,
                          verification=verification, **overrides)
     target.write_text(html, encoding="utf-8")
