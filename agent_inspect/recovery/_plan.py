@@ -343,7 +343,8 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
-    for bk, seq in (*retained.finished, *retained.pending, *((t.key, t.seq) for t in in_flight)):
+    # sorted: ``finished`` is a set, and the keys it adds must not come in hash-seed order
+    for bk, seq in (*sorted({*retained.finished, *retained.pending}), *((t.key, t.seq) for t in in_flight)):
         restored[bk] = max(restored.get(bk, -1), seq)
     pending, recs = list(in_flight), log.records
     for (bk, seq), positions in retained.pending.items():
