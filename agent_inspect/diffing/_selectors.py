@@ -10,6 +10,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from agent_inspect._errors import InspectError, SourceError
@@ -37,8 +38,9 @@ class Selector:
 
     For example::
 
-        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@attempt=2")
-        sel.source, sel.mode, sel.rule, sel.attempt, sel.label
+        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@key=user-0011")
+        sel.source, sel.mode, sel.rule, sel.key
+        sel.label      # "sample_logs/production.jsonl@predict=fixed@key=user-0011 (what-if; 0.4 ships original)"
     """
 
     source: str
@@ -49,15 +51,13 @@ class Selector:
     markers: str | None = None
     runtime: str | None = None
 
-    @property
+    @cached_property
     def label(self) -> str:
-        parts = [self.source]
-        if self.mode != "log":
-            parts.append(f"{self.mode}={self.rule}")
-        for name in ("attempt", "key", "markers", "runtime"):
-            if getattr(self, name) is not None:
-                parts.append(f"{name}={getattr(self, name)}")
-        return "@".join(parts)
+        """What the side is, as :func:`~agent_inspect.diffing.select` labels it: the settings resolved against the
+        source (read once, here), the markers as offsets, a what-if rule marked."""
+        from agent_inspect.diffing._sides import selector_label
+
+        return selector_label(self)
 
 
 # a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)

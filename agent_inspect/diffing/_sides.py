@@ -16,7 +16,7 @@ import pandas as pd
 
 from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
-from agent_inspect.diffing._selectors import SelectorError, load_selected, parse_selector, selector_settings
+from agent_inspect.diffing._selectors import Selector, SelectorError, load_selected, parse_selector, selector_settings
 
 if TYPE_CHECKING:
     from agent_inspect._types import Diffable
@@ -194,9 +194,7 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         mode = _default_mode(recovery, overrides)
     if mode not in ("log", "predict", "reconstruct"):
         raise SelectorError(f"mode {mode!r}: use 'log', 'predict' or 'reconstruct'")
-    if attempt is not None and mode != "log":
-        raise SelectorError(f"attempt={attempt} selects records as written, while a rule, markers or a recovery run one "
-                            f"({mode}); drop one, or read the attempt under these settings with mode='log'")
+    _check_attempt(attempt, mode)
     log = source.log if isinstance(source, ReconstructionLike) else source
     if not _is_log(log):
         raise SelectorError(f"cannot select from a {type(source).__name__}; pass an ActionStateLog or a source")
@@ -221,6 +219,25 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         _select_rows(records, ann, key=key, attempt=None)     # an unknown key is named, with the ones there are
         log = log.for_key(key)
     return _recovery_side(log, mode, resolved, label=text)
+
+
+def selector_label(sel: Selector) -> str:
+    """The label :func:`select` gives the side ``sel`` names (its source loaded to resolve the settings)."""
+    from agent_inspect.log import load
+    from agent_inspect.recovery import Recovery
+
+    settings = selector_settings(sel)
+    mode = settings.pop("mode", None) or _default_mode(None, settings)
+    attempt, key = settings.pop("attempt", None), settings.pop("key", None)
+    _check_attempt(attempt, mode)
+    resolved = Recovery.resolve(load_selected(sel.source, load), None, **settings)
+    return _side_label(sel.source, mode, resolved, attempt=attempt, key=key)
+
+
+def _check_attempt(attempt: int | None, mode: str) -> None:
+    if attempt is not None and mode != "log":
+        raise SelectorError(f"attempt={attempt} selects records as written, while a rule, markers or a recovery run one "
+                            f"({mode}); drop one, or read the attempt under these settings with mode='log'")
 
 
 def _default_mode(recovery: Recovery | None, settings: Mapping[str, Any]) -> str:
