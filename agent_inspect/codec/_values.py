@@ -414,6 +414,20 @@ def _require_known_field(data: bytes) -> None:
         raise ValueFormatError("not an ActionState (no known field)")
 
 
+# a surrogate escape with no partner: a high one not followed by a low one, or a low one not after a high one
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(data: bytes) -> str | None:
+    """Why msgspec refused ``data``, when the cause is an escaped lone UTF-16 surrogate (else None)."""
+    m = _LONE_SURROGATE.search(data)
+    if m is None:
+        return None
+    return (f"value has a lone UTF-16 surrogate {m.group().decode('ascii')} (byte {m.start()}): valid JSON, as "
+            "upstream's Jackson writes a Java string cut inside a surrogate pair, but this reader cannot decode it")
+
+
 def decode_action_state(data: bytes) -> ActionState:
     """Decode one record value of any format V0–V3+, whatever the property order.
 
@@ -454,6 +468,9 @@ def decode_action_state(data: bytes) -> ActionState:
     except msgspec.DecodeError as exc:
         if "UTF-8" in str(exc):  # msgspec >= 0.23 reports bad UTF-8 as a DecodeError
             raise ValueFormatError("value has a string that is not valid UTF-8") from None
+        lone = _lone_surrogate(bytes(data))
+        if lone is not None:
+            raise ValueFormatError(lone) from None
         raise ValueFormatError(f"value is not valid JSON: {exc}") from None
     problem = state_problem(state)
     if problem is not None:
