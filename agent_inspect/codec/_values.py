@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any, Literal
 
@@ -10,7 +11,7 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from agent_inspect._errors import ValueFormatError
-from agent_inspect.codec._json import jackson_json, parse_json
+from agent_inspect.codec._json import has_lone_surrogate, jackson_json, parse_json
 
 __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
@@ -414,18 +415,32 @@ def _require_known_field(data: bytes) -> None:
         raise ValueFormatError("not an ActionState (no known field)")
 
 
-# a surrogate escape with no partner: a high one not followed by a low one, or a low one not after a high one
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                             rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+def _decode_lone_surrogates(data: bytes) -> ActionState:
+    """A value msgspec refused for an escaped lone surrogate, read by the stdlib (which keeps it as Python holds
+    it): free-form parts become raw JSON again, written as Jackson writes them (the surrogate escaped)."""
+    obj = json.loads(data)
+    if not isinstance(obj, dict):
+        raise ValueFormatError("not an ActionState (not a JSON object)")
+    _clean(obj)
+    if set(obj) <= {_EXTRA}:
+        raise ValueFormatError("not an ActionState (no known field)")
 
+    def event(ev: Any) -> None:
+        if isinstance(ev, dict):
+            for name in ("attributes", "attachments", "input", "output"):
+                if name in ev:
+                    ev[name] = Raw(jackson_json(ev[name]))
+            event(ev.get("delegate"))
 
-def _lone_surrogate(data: bytes) -> str | None:
-    """Why msgspec refused ``data``, when the cause is an escaped lone UTF-16 surrogate (else None)."""
-    m = _LONE_SURROGATE.search(data)
-    if m is None:
-        return None
-    return (f"value has a lone UTF-16 surrogate {m.group().decode('ascii')} (byte {m.start()}): valid JSON, as "
-            "upstream's Jackson writes a Java string cut inside a surrogate pair, but this reader cannot decode it")
+    event(obj.get("taskEvent"))
+    for name in ("outputEvents", "subagentResultEvents"):
+        for ev in _items(obj, name):
+            event(ev)
+    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
+        for mu in _items(obj, name):
+            if isinstance(mu, dict) and "value" in mu:
+                mu["value"] = Raw(jackson_json(mu["value"]))
+    return msgspec.convert(obj, ActionState)
 
 
 def decode_action_state(data: bytes) -> ActionState:
@@ -468,10 +483,16 @@ def decode_action_state(data: bytes) -> ActionState:
     except msgspec.DecodeError as exc:
         if "UTF-8" in str(exc):  # msgspec >= 0.23 reports bad UTF-8 as a DecodeError
             raise ValueFormatError("value has a string that is not valid UTF-8") from None
-        lone = _lone_surrogate(bytes(data))
-        if lone is not None:
-            raise ValueFormatError(lone) from None
-        raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+        if not has_lone_surrogate(bytes(data)):
+            raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+        try:
+            state = _decode_lone_surrogates(bytes(data))
+        except msgspec.ValidationError as again:
+            raise ValueFormatError(_explain(again)) from None
+        except UnicodeDecodeError:
+            raise ValueFormatError("value has a string that is not valid UTF-8") from None
+        except ValueError as again:
+            raise ValueFormatError(f"value is not valid JSON: {again}") from None
     problem = state_problem(state)
     if problem is not None:
         raise ValueFormatError(problem)
