@@ -118,8 +118,9 @@ _LONE_SURROGATE_BYTES = re.compile(_LONE_SURROGATE.pattern.encode("ascii"))
 def has_lone_surrogate(data: bytes | str) -> bool:
     """Whether ``data`` holds an escaped lone UTF-16 surrogate (``\\uD800``): valid JSON that upstream's Jackson
     writes for a Java string cut inside a surrogate pair, and that msgspec refuses."""
-    pattern = _LONE_SURROGATE if isinstance(data, str) else _LONE_SURROGATE_BYTES
-    return pattern.search(data) is not None
+    if isinstance(data, str):
+        return _LONE_SURROGATE.search(data) is not None
+    return _LONE_SURROGATE_BYTES.search(data) is not None
 
 
 def parse_json(data: bytes | str) -> Any:

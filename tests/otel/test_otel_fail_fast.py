@@ -103,7 +103,7 @@ class _Backend:
                     with backend.lock:
                         backend.probes += 1
 
-            def do_POST(self) -> None:          # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 self.posted = True
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with backend.lock:
