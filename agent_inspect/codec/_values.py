@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import re
 from typing import Any, Literal
 
@@ -12,6 +11,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from agent_inspect._errors import ValueFormatError
 from agent_inspect.codec._json import has_lone_surrogate, jackson_json, parse_json
+from agent_inspect.codec._lone import lone_surrogate_json
 
 __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
@@ -415,34 +415,6 @@ def _require_known_field(data: bytes) -> None:
         raise ValueFormatError("not an ActionState (no known field)")
 
 
-def _decode_lone_surrogates(data: bytes) -> ActionState:
-    """A value msgspec refused for an escaped lone surrogate, read by the stdlib (which keeps it as Python holds
-    it): free-form parts become raw JSON again, written as Jackson writes them (the surrogate escaped)."""
-    obj = json.loads(data)
-    if not isinstance(obj, dict):
-        raise ValueFormatError("not an ActionState (not a JSON object)")
-    _clean(obj)
-    if set(obj) <= {_EXTRA}:
-        raise ValueFormatError("not an ActionState (no known field)")
-
-    def event(ev: Any) -> None:
-        if isinstance(ev, dict):
-            for name in ("attributes", "attachments", "input", "output"):
-                if name in ev:
-                    ev[name] = Raw(jackson_json(ev[name]))
-            event(ev.get("delegate"))
-
-    event(obj.get("taskEvent"))
-    for name in ("outputEvents", "subagentResultEvents"):
-        for ev in _items(obj, name):
-            event(ev)
-    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
-        for mu in _items(obj, name):
-            if isinstance(mu, dict) and "value" in mu:
-                mu["value"] = Raw(jackson_json(mu["value"]))
-    return msgspec.convert(obj, ActionState)
-
-
 def decode_action_state(data: bytes) -> ActionState:
     """Decode one record value of any format V0–V3+, whatever the property order.
 
@@ -485,8 +457,12 @@ def decode_action_state(data: bytes) -> ActionState:
             raise ValueFormatError("value has a string that is not valid UTF-8") from None
         if not has_lone_surrogate(bytes(data)):
             raise ValueFormatError(f"value is not valid JSON: {exc}") from None
-        try:
-            state = _decode_lone_surrogates(bytes(data))
+        try:   # an escaped lone surrogate: the stdlib reads it, keeping the string as Python holds it
+            obj = lone_surrogate_json(bytes(data))
+            _clean(obj)
+            if set(obj) <= {_EXTRA}:
+                raise ValueFormatError("not an ActionState (no known field)")
+            state = msgspec.convert(obj, ActionState)
         except msgspec.ValidationError as again:
             raise ValueFormatError(_explain(again)) from None
         except UnicodeDecodeError:
