@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "first_few", "did_you_mean", "split_spec"]
+__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "first_few", "did_you_mean", "split_spec", "shown_text"]
 
 GLOSSARY: dict[str, str] = {
     # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
@@ -196,3 +196,12 @@ def split_spec(text: str) -> tuple[str, str]:
 
     plain = _SPEC.sub(keep, text).strip()
     return plain, ("spec " + "; ".join(r for r in refs if r)) if refs else ""
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def shown_text(text: str) -> str:
+    """``text`` as a label can carry it: a lone UTF-16 surrogate (valid in a record's JSON as ``\\uD800``, but
+    no UTF-8 text, so no Arrow column, terminal or HTML file takes it) is written as its escape, ``\\ud800``."""
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _LONE.search(text) else text

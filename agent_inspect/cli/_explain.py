@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
 
@@ -41,8 +42,11 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.log import load
 
     sel = parse_selector(args.source)
-    if args.markers is None and sel.markers:
-        args.markers = f"@{sel.markers}"
+    if sel.markers:
+        if args.markers is not None or args.checkpoint is not None:
+            raise InspectError(f"the markers twice: @markers={sel.markers} and --"
+                               f"{'markers' if args.markers is not None else 'checkpoint'}; give one")
+        args.markers = f"@{sel.markers}"     # read by the one --markers reader, with its errors
     log = require_records(load(sel.source), sel.source)
     if sel.key is not None:
         log = log.for_key(sel.key)

@@ -9,10 +9,10 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 
-__all__ = ["add_markers_options", "markers_from_args", "parse_markers", "restore_of"]
+__all__ = ["add_markers_options", "markers_from_args", "parse_markers", "read_markers", "restore_of"]
 
 _MARKERS_HELP = ('recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map), or @FILE / FILE (a markers '
-                 ".json file, e.g. a sample's <name>.markers.json)")
+                 ".json file, e.g. a sample's <name>.markers.json), or a checkpoint folder (as --checkpoint)")
 _CHECKPOINT_HELP = ("restore from this Flink checkpoint: its recovery markers (a chk-N or savepoint directory, a "
                     "_metadata file, or a checkpoint directory for the latest completed chk-N; local, file://, "
                     "s3://, gs://, hdfs://)")
@@ -33,7 +33,21 @@ def markers_from_args(args: argparse.Namespace) -> Any:
         from agent_inspect.checkpoint import read
 
         return read(path)
-    return parse_markers(getattr(args, "markers", None))
+    return read_markers(getattr(args, "markers", None))
+
+
+def read_markers(text: str | None) -> Any:
+    """The markers one ``--markers`` argument (or ``@markers=`` selector) names: a checkpoint (a folder, a
+    ``_metadata`` file or a ``scheme://`` URL, read as ``--checkpoint``), else :func:`parse_markers`."""
+    if text is None:
+        return None
+    path = text[1:] if text.startswith("@") else text
+    if not path.lstrip().startswith(("[", "{")) and (
+            "://" in path or Path(path).is_dir() or Path(path).name == "_metadata"):
+        from agent_inspect.checkpoint import read
+
+        return read(path)
+    return parse_markers(text)
 
 
 def parse_markers(text: str | None) -> Any:

@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.otel import to_otel
     from agent_inspect.sources import check_export
 
-    check_export(endpoint=args.endpoint, path=args.output)     # before loading: a topic can take minutes
+    checked = check_export(endpoint=args.endpoint, path=args.output)     # before loading: a topic can take minutes
     log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)
     obj: Any = log
@@ -53,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
 
         restore = restore_of(markers_text(args))
         obj = with_tokens(verify(log, args.trace, recovery=recovery, restore=restore), args, restore)
-    done = to_otel(obj, endpoint=args.endpoint, path=args.output, recovery=None if args.trace else recovery,
+    done = to_otel(obj, endpoint=checked if args.endpoint else None, path=args.output, recovery=None if args.trace else recovery,
                    project=args.project,
                    explain_chain=not args.no_explain)
     if args.json:

@@ -18,6 +18,8 @@ __all__ = ["canonical_json", "jackson_json", "java_double", "parse_json"]
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 for _c in range(0x20):
     _ESCAPES.setdefault(chr(_c), f"\\u{_c:04X}")  # Jackson writes uppercase hex
+for _c in range(0xD800, 0xE000):   # a lone surrogate (a pair is one character here): escaped, as Jackson's
+    _ESCAPES[chr(_c)] = f"\\u{_c:04X}"  # UTF8JsonGenerator writes it, so the bytes stay valid UTF-8
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
@@ -107,6 +109,20 @@ def _write(obj: Any, out: list[str], sort: bool) -> None:
         raise TypeError(f"cannot write {type(obj).__name__} as JSON; pass JSON-native values")
 
 
+# an escaped surrogate with no partner: a high one not followed by a low one, or a low one not after a high one
+_LONE_SURROGATE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE_BYTES = re.compile(_LONE_SURROGATE.pattern.encode("ascii"))
+
+
+def has_lone_surrogate(data: bytes | str) -> bool:
+    """Whether ``data`` holds an escaped lone UTF-16 surrogate (``\\uD800``): valid JSON that upstream's Jackson
+    writes for a Java string cut inside a surrogate pair, and that msgspec refuses."""
+    if isinstance(data, str):
+        return _LONE_SURROGATE.search(data) is not None
+    return _LONE_SURROGATE_BYTES.search(data) is not None
+
+
 def parse_json(data: bytes | str) -> Any:
     """Parse JSON keeping the int/float token distinction and arbitrarily large integers."""
     try:
@@ -114,6 +130,10 @@ def parse_json(data: bytes | str) -> Any:
             return msgspec.json.decode(data)
         except msgspec.ValidationError:  # integers beyond 64 bits
             return json.loads(data)
+        except msgspec.DecodeError:
+            if not has_lone_surrogate(data):
+                raise
+            return json.loads(data)      # msgspec refuses an escaped lone surrogate; the stdlib keeps it
     except (msgspec.DecodeError, ValueError, RecursionError) as exc:
         raise DecodeError(f"not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") \
             from None

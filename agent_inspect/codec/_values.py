@@ -10,7 +10,8 @@ import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from agent_inspect._errors import ValueFormatError
-from agent_inspect.codec._json import jackson_json, parse_json
+from agent_inspect.codec._json import has_lone_surrogate, jackson_json, parse_json
+from agent_inspect.codec._lone import lone_surrogate_json
 
 __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
@@ -454,7 +455,20 @@ def decode_action_state(data: bytes) -> ActionState:
     except msgspec.DecodeError as exc:
         if "UTF-8" in str(exc):  # msgspec >= 0.23 reports bad UTF-8 as a DecodeError
             raise ValueFormatError("value has a string that is not valid UTF-8") from None
-        raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+        if not has_lone_surrogate(bytes(data)):
+            raise ValueFormatError(f"value is not valid JSON: {exc}") from None
+        try:   # an escaped lone surrogate: the stdlib reads it, keeping the string as Python holds it
+            obj = lone_surrogate_json(bytes(data))
+            _clean(obj)
+            if set(obj) <= {_EXTRA}:
+                raise ValueFormatError("not an ActionState (no known field)")
+            state = msgspec.convert(obj, ActionState)
+        except msgspec.ValidationError as again:
+            raise ValueFormatError(_explain(again)) from None
+        except UnicodeDecodeError:
+            raise ValueFormatError("value has a string that is not valid UTF-8") from None
+        except ValueError as again:
+            raise ValueFormatError(f"value is not valid JSON: {again}") from None
     problem = state_problem(state)
     if problem is not None:
         raise ValueFormatError(problem)

@@ -9,10 +9,15 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError, SourceError
+
+if TYPE_CHECKING:
+    from agent_inspect.recovery import Recovery
 
 __all__ = ["Selector", "SelectorError", "SELECTORS", "parse_selector", "selector_settings", "load_selected"]
 
@@ -37,8 +42,9 @@ class Selector:
 
     For example::
 
-        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@attempt=2")
-        sel.source, sel.mode, sel.rule, sel.attempt, sel.label
+        sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@key=user-0011")
+        sel.source, sel.mode, sel.rule, sel.key
+        sel.label      # "sample_logs/production.jsonl@predict=fixed@key=user-0011 (what-if; 0.4 ships original)"
     """
 
     source: str
@@ -49,15 +55,11 @@ class Selector:
     markers: str | None = None
     runtime: str | None = None
 
-    @property
+    @cached_property
     def label(self) -> str:
-        parts = [self.source]
-        if self.mode != "log":
-            parts.append(f"{self.mode}={self.rule}")
-        for name in ("attempt", "key", "markers", "runtime"):
-            if getattr(self, name) is not None:
-                parts.append(f"{name}={getattr(self, name)}")
-        return "@".join(parts)
+        """What the side is, as :func:`~agent_inspect.diffing.select` labels it: the settings resolved against the
+        source (read once, here), the markers as offsets, a what-if rule marked."""
+        return selector_label(self)
 
 
 # a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)
@@ -165,3 +167,46 @@ def load_selected(source: str, load: Any) -> Any:
                             + ", ".join(f"@{s}=" for s in SELECTORS)
                             + (f"; did you mean @{close[0]}{'' if close[0] in RULES else '='}?" if close else "")) \
             from None
+
+
+def side_label(name: str, mode: str, settings: Recovery, *, attempt: int | None, key: str | None) -> str:
+    """``SOURCE@predict=RULE@attempt=N@key=K@markers={…}@runtime=R`` and the rule's what-if mark: the selector
+    string's order, from the resolved settings (markers and runtime when given), so both forms label alike."""
+    from agent_inspect.recovery import rebuild_start
+
+    mark = settings.rule_mark
+    parts = [name] + ([f"{mode}={mark.name}"] if mode != "log" else [])
+    parts += [f"{n}={v}" for n, v in (("attempt", attempt), ("key", key)) if v is not None]
+    if mode != "log" and "markers" in settings.given:
+        start = rebuild_start(settings.markers)
+        parts.append("markers=" + ("[]" if start is not None and not start else "{" + ", ".join(
+            f"{p}: {o}" for p, o in sorted((start or {}).items())) + "}"))
+    if "runtime" in settings.given:
+        parts.append(f"runtime={settings.runtime.name}")
+    return "@".join(parts) + (mark.mark if mode != "log" else "")
+
+
+def default_mode(recovery: Recovery | None, settings: Mapping[str, Any]) -> str:
+    """A rule, markers or a whole recovery ask what a restore does; without them a side is the log as written."""
+    asks = recovery is not None or settings.get("rule") is not None or settings.get("markers") is not None
+    return "predict" if asks else "log"
+
+
+def check_attempt(attempt: int | None, mode: str) -> None:
+    """``attempt`` selects records as written: refused with a rule, markers or a recovery."""
+    if attempt is not None and mode != "log":
+        raise SelectorError(f"attempt={attempt} selects records as written, while a rule, markers or a recovery run one "
+                            f"({mode}); drop one, or read the attempt under these settings with mode='log'")
+
+
+def selector_label(sel: Selector) -> str:
+    """The label :func:`select` gives the side ``sel`` names (its source loaded to resolve the settings)."""
+    from agent_inspect.log import load
+    from agent_inspect.recovery import Recovery
+
+    settings = selector_settings(sel)
+    mode = settings.pop("mode", None) or default_mode(None, settings)
+    attempt, key = settings.pop("attempt", None), settings.pop("key", None)
+    check_attempt(attempt, mode)
+    resolved = Recovery.resolve(load_selected(sel.source, load), None, **settings)
+    return side_label(sel.source, mode, resolved, attempt=attempt, key=key)

@@ -7,7 +7,6 @@ object the rows came from (a log for values and record links, a reconstruction, 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -16,7 +15,15 @@ import pandas as pd
 
 from agent_inspect._glossary import did_you_mean, plural
 from agent_inspect._types import ExecutorLike, LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
-from agent_inspect.diffing._selectors import SelectorError, load_selected, parse_selector, selector_settings
+from agent_inspect.diffing._selectors import (
+    SelectorError,
+    check_attempt,
+    default_mode,
+    load_selected,
+    parse_selector,
+    selector_settings,
+    side_label,
+)
 
 if TYPE_CHECKING:
     from agent_inspect._types import Diffable
@@ -191,12 +198,10 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         merged: dict[str, Any] = {**selector_settings(sel), **given}
         return select(load_selected(sel.source, load), recovery=recovery, label=label or sel.source, **merged)
     if mode is None:
-        mode = _default_mode(recovery, overrides)
+        mode = default_mode(recovery, overrides)
     if mode not in ("log", "predict", "reconstruct"):
         raise SelectorError(f"mode {mode!r}: use 'log', 'predict' or 'reconstruct'")
-    if attempt is not None and mode != "log":
-        raise SelectorError(f"attempt={attempt} selects records as written, while a rule, markers or a recovery run one "
-                            f"({mode}); drop one, or read the attempt under these settings with mode='log'")
+    check_attempt(attempt, mode)
     log = source.log if isinstance(source, ReconstructionLike) else source
     if not _is_log(log):
         raise SelectorError(f"cannot select from a {type(source).__name__}; pass an ActionStateLog or a source")
@@ -207,7 +212,7 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
     # one recovery from every setting given, checked as every verb checks it; a log side reads the log under its
     # runtime and kafka_pending (a checkpoint's refresh rows are no executions and start no attempt)
     resolved = Recovery.resolve(log, recovery, **overrides)
-    text = _side_label(name, mode, resolved, attempt=attempt, key=key)
+    text = side_label(name, mode, resolved, attempt=attempt, key=key)
     records = log.records
     if mode == "log":
         ann = annotate_rows(records, refresh_rows(log, resolved.model))
@@ -221,29 +226,6 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         _select_rows(records, ann, key=key, attempt=None)     # an unknown key is named, with the ones there are
         log = log.for_key(key)
     return _recovery_side(log, mode, resolved, label=text)
-
-
-def _default_mode(recovery: Recovery | None, settings: Mapping[str, Any]) -> str:
-    """A rule, markers or a whole recovery ask what a restore does; without them a side is the log as written."""
-    asks = recovery is not None or settings.get("rule") is not None or settings.get("markers") is not None
-    return "predict" if asks else "log"
-
-
-def _side_label(name: str, mode: str, settings: Recovery, *, attempt: int | None, key: str | None) -> str:
-    """``SOURCE@predict=RULE@attempt=N@key=K@markers={…}@runtime=R`` and the rule's what-if mark: the selector
-    string's order, from the resolved settings (markers and runtime when given), so both forms label alike."""
-    from agent_inspect.recovery import rebuild_start
-
-    mark = settings.rule_mark
-    parts = [name] + ([f"{mode}={mark.name}"] if mode != "log" else [])
-    parts += [f"{n}={v}" for n, v in (("attempt", attempt), ("key", key)) if v is not None]
-    if mode != "log" and "markers" in settings.given:
-        start = rebuild_start(settings.markers)
-        parts.append("markers=" + ("[]" if start is not None and not start else "{" + ", ".join(
-            f"{p}: {o}" for p, o in sorted((start or {}).items())) + "}"))
-    if "runtime" in settings.given:
-        parts.append(f"runtime={settings.runtime.name}")
-    return "@".join(parts) + (mark.mark if mode != "log" else "")
 
 
 def _rule_name(rule: Any) -> str:
@@ -319,7 +301,7 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
         # never turn a side into a recovery (a rule object of the selector's rule's name keeps its identity)
         sel = parse_selector(obj)
         own = selector_settings(sel)
-        own.setdefault("mode", _default_mode(None, own))
+        own.setdefault("mode", default_mode(None, own))
         shared = {k: v for k, v in overrides.items() if v is not None}
         if "rule" in own and _rule_name(shared.get("rule")) == own["rule"]:
             del own["rule"]

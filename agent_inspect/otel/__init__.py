@@ -83,7 +83,8 @@ def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathL
 
     if (endpoint is None) == (path is None):
         raise InspectError("to_otel needs exactly one of endpoint= (an OTLP/HTTP URL) or path= (a JSON file)")
-    check_export(endpoint=endpoint, path=path)     # before the work: a recovery of a topic can take minutes
+    # before the work (a recovery of a topic can take minutes); the checked URL is sent to without a second probe
+    checked = check_export(endpoint=endpoint, path=path)
     v: Any     # a Verification, or a prediction alone in its shape
     finished = "verification" if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule") else \
         "prediction" if isinstance(obj, PredictionLike) else None
@@ -122,7 +123,7 @@ def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathL
     traces = len({s["trace_id"] for s in specs})
     warned = tuple(getattr(getattr(v, "prediction", None), "warnings", None) or ())
     if endpoint is not None:
-        export_spans(specs, endpoint, resource=resource, headers=headers)
+        export_spans(specs, checked, resource=resource, headers=headers)
         return OtelExport(len(specs), traces, errors, endpoint=endpoint, rule=_rule_label(v), warnings=warned)
     out = write_otlp_json(specs, path if path is not None else "spans.json", resource=resource)
     return OtelExport(len(specs), traces, errors, path=str(out), rule=_rule_label(v), warnings=warned)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from agent_inspect._bulk import once_per_log
 from agent_inspect._errors import RecoveryError
-from agent_inspect._glossary import first_few, plural
+from agent_inspect._glossary import first_few, plural, shown_text
 from agent_inspect.agents import BEGIN_EVENT, INPUT_EVENT, AgentEvent
 from agent_inspect.codec import parse_state_key, state_key_writer
 from agent_inspect.log import resolve_runtime
@@ -77,9 +77,9 @@ class ReplayInput:
     @property
     def display(self) -> str:
         if self.label:
-            return self.label
+            return shown_text(self.label)
         value = self.event.attributes.get("input") if self.event.type == INPUT_EVENT else None
-        return value if isinstance(value, str) else (self.event.id or self.event.type)
+        return shown_text(value) if isinstance(value, str) else (self.event.id or self.event.type)
 
 
 @dataclass(frozen=True)

@@ -73,16 +73,25 @@ def otlp_traces_url(endpoint: str) -> str:
     return endpoint if parts.path.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
 
 
+class _Checked(str):
+    """A traces URL :func:`check_export` reached: passed on down one call chain, it is not probed again."""
+
+    __slots__ = ()
+
+
 def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | None = None,
                  timeout: float = 3.0) -> str:
     """Check that an export can arrive before any work for it is done: ``endpoint`` an http(s) URL that answers
     (within ``timeout`` seconds), or ``path`` in a directory that exists; the traces URL or the path, else one
-    ``InspectError`` line saying what to do.
+    ``InspectError`` line saying what to do. The URL returned is marked as checked: ``to_otel`` and
+    :func:`export_spans` given it do not connect to check it again.
 
     For example::
 
         ai.sources.check_export(path="spans.json")              # "spans.json"; endpoint= tries to connect
     """
+    if isinstance(endpoint, _Checked) and path is None:
+        return endpoint
     if path is not None:
         out = Path(path)
         if not out.parent.is_dir():     # not created here, as write_report
@@ -97,13 +106,14 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
         raise InspectError(f"cannot reach the OpenTelemetry endpoint {url} ({exc.strerror or exc}): start the "
                            "collector or backend there, fix the URL, or write a file instead (path= / -o "
                            "spans.json)") from None
-    return url
+    return _Checked(url)
 
 
 def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource: Mapping[str, Any],
                  timeout: float = 10.0, headers: Mapping[str, str] | None = None) -> int:
     """Send the spans to an OTLP/HTTP (protobuf) endpoint; returns how many were sent. An endpoint that
-    does not answer fails at once with one line saying what to do.
+    does not answer fails at once with one line saying what to do (unless ``endpoint`` is what
+    :func:`check_export` returned: checked once per call chain).
 
     For example::
 

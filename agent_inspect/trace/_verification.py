@@ -142,8 +142,8 @@ class Verification(HtmlRepr):
             return ""
         rows = list(zip(bad["entity_type"], bad["calls"], bad["predicted"], bad["observed"]))
         which = (f"{rows[0][0]} calls {rows[0][1]}" if len(rows) == 1 else
-                 "; ".join(f"{e} {k} {int(p)} predicted, {int(o)} observed" for e, k, p, o in rows))
-        return f"{int(bad['predicted'].sum())} predicted, {int(bad['observed'].sum())} observed: {which}"
+                 "; ".join(f"{e} {k} {int(p):,} predicted, {int(o):,} observed" for e, k, p, o in rows))
+        return f"{int(bad['predicted'].sum()):,} predicted, {int(bad['observed'].sum()):,} observed: {which}"
 
     def absent(self, *, expected: bool = False) -> int:
         """How many tasks the trace shows no execution of (observed ABSENT): those predicted to run, or
@@ -191,11 +191,11 @@ class Verification(HtmlRepr):
             return "nothing to check: the prediction has no task and the trace no action execution"
         counts = self.counts()
         bad, unsure = counts["disagree"], counts["undetermined"]
-        unsure_causes = ", ".join(f"{c} {k}" for c, k in _causes(self.undetermined).items())
-        why = "; ".join(f"{c} {k}: {UNDETERMINED_CAUSES[c]}" if c in UNDETERMINED_CAUSES else f"{c} {k}"
+        unsure_causes = ", ".join(f"{c} {k:,}" for c, k in _causes(self.undetermined).items())
+        why = "; ".join(f"{c} {k:,}: {UNDETERMINED_CAUSES[c]}" if c in UNDETERMINED_CAUSES else f"{c} {k:,}"
                         for c, k in _causes(self.undetermined).items())
         if bad:
-            causes = ", ".join(f"{c} {k}" for c, k in _causes(self.disagreements).items())
+            causes = ", ".join(f"{c} {k:,}" for c, k in _causes(self.disagreements).items())
             best = self.best()
             hint = ""
             if best and best.get("disagree") == 0 and not best.get("undetermined") and best.get("rule") != self.rule \
@@ -204,12 +204,12 @@ class Verification(HtmlRepr):
                 names = list(dict.fromkeys(str(n) for n in full["name"]))
                 hint = (f"; the trace agrees fully under {best['rule']}" if len(names) == 1 else
                         f"; the trace agrees fully under each of {len(names)} tied configurations: {', '.join(names)}")
-            more = f"; {unsure} more the trace cannot decide ({unsure_causes})" if unsure else ""
-            return f"{bad} of {n} {count_words(n, 'task')} {count_words(bad, 'disagrees', 'disagree')} with the trace under rule {self.rule_label} ({causes}){hint}{more}"
+            more = f"; {unsure:,} more the trace cannot decide ({unsure_causes})" if unsure else ""
+            return f"{bad:,} of {n:,} {count_words(n, 'task')} {count_words(bad, 'disagrees', 'disagree')} with the trace under rule {self.rule_label} ({causes}){hint}{more}"
         if unsure:
-            return (f"the trace cannot decide {unsure} of {n} {count_words(n, 'task')} under rule {self.rule_label} ({why}); "
-                    f"the other {n - unsure} agree")
-        text = ("the one task agrees" if n == 1 else f"all {n} tasks agree") + \
+            return (f"the trace cannot decide {unsure:,} of {n:,} {count_words(n, 'task')} under rule {self.rule_label} ({why}); "
+                    f"the other {n - unsure:,} agree")
+        text = ("the one task agrees" if n == 1 else f"all {n:,} tasks agree") + \
             f" with the trace under rule {self.rule_label}"
         calls = self.call_differences()
         if calls:

@@ -439,7 +439,7 @@ def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace:
     tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
-        notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted}, the trace shows {r.observed}"
+        notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted:,}, the trace shows {r.observed:,}"
                      + (" (follows from the disagreeing tasks)" if not tasks["agree"].all() else
                         " (the as-recorded agent repeats the recorded call sequence, retries included; pass agent= "
                         "for a model of the bodies)" if agent is None else ""))

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import define
+from agent_inspect._glossary import define, shown_text
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import LogLike, ReconstructionLike
 from agent_inspect.widgets._style import colour
@@ -252,17 +252,38 @@ def decoded_value(obj: Any, pos: int) -> Any:
         return None
     if data is not None:
         try:
-            return msgspec.json.decode(bytes(data))
+            return _json_data(bytes(data))
         except msgspec.DecodeError:
             pass
     return to_builtins(state)
+
+
+def _json_data(data: bytes) -> Any:
+    """Parsed JSON for a view: a lone surrogate the codec read (``"\\uD800"``) shown as its escape, as text takes it."""
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        try:
+            return _shown(json.loads(data))     # the stdlib reads a lone surrogate (msgspec refuses it)
+        except ValueError:
+            raise msgspec.DecodeError("not valid JSON") from None
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, str):
+        return shown_text(value)
+    if isinstance(value, dict):
+        return {shown_text(str(k)): _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
 
 
 def to_builtins(value: Any) -> Any:
     """Plain JSON data of a decoded msgspec value (Raw fragments parsed, unset and empty parts left out)."""
     if isinstance(value, msgspec.Raw):
         data = bytes(value)
-        return msgspec.json.decode(data) if data else None
+        return _json_data(data) if data else None
     if isinstance(value, msgspec.Struct):
         out: dict[str, Any] = {}
         names = getattr(value, "__struct_encode_fields__", value.__struct_fields__)

@@ -41,3 +41,30 @@ def test_checkpoint_option_reads_the_checkpoint() -> None:
     assert ckpt.recovery_markers() == ai.samples.markers("production")
     assert markers_from_args(parser.parse_args(["--markers", '{"1": 5}'])) == {1: 5}
     assert markers_from_args(parser.parse_args([])) is None
+
+
+def _explain(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from agent_inspect.cli import main
+
+    code = main(["explain", *argv, "--key", "user-0011", "--seq", "3", "--action", "chat", "--json"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_explain_reads_its_markers_as_every_verb_does(capsys: pytest.CaptureFixture[str]) -> None:
+    # --markers, --checkpoint and the @markers= selector: the one reader, the same answer and the same errors
+    log = str(ai.samples.path("production"))
+    sample = str(ai.samples.path("production", "markers"))
+    answers = set()
+    for argv in ([log, "--markers", sample], [log, "--markers", f"@{sample}"], [f"{log}@markers={sample}"],
+                 [log, "--checkpoint", str(CHECKPOINT)], [log, "--markers", str(CHECKPOINT)],
+                 [f"{log}@markers={CHECKPOINT}"]):
+        code, out, err = _explain(capsys, *argv)
+        assert code == 0, (argv, err)
+        answers.add(out)
+    assert len(answers) == 1
+    code, _, err = _explain(capsys, f"{log}@markers=/no/such/file.json")
+    assert code == 2 and "--markers file '/no/such/file.json' cannot be read" in err
+    # two sets of markers for one restore: refused, not one silently dropped
+    code, _, err = _explain(capsys, f"{log}@markers={sample}", "--checkpoint", str(CHECKPOINT))
+    assert code == 2 and "markers twice" in err and len(err.strip().splitlines()) == 1

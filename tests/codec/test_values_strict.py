@@ -206,3 +206,4 @@ def test_every_decodable_value_encodes_to_json_that_decodes_again(obj):
     wire = msgspec.json.encode(state)
     msgspec.json.decode(wire)
     assert decode_action_state(wire) == state
+

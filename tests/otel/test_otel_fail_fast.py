@@ -80,3 +80,79 @@ def test_an_empty_source_says_it_holds_no_records(tmp_path: Path) -> None:
     with pytest.raises(ai.InspectError, match=r"empty.jsonl holds no records.*nothing to export"):
         ai.to_otel(empty, path=tmp_path / "s.json")
     assert not (tmp_path / "s.json").exists()
+
+
+class _Backend:
+    """A real OTLP/HTTP receiver on 127.0.0.1 that counts connections: a probe connects and sends nothing, an
+    export POSTs to /v1/traces (answered 200, as a collector does)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        backend = self
+        self.probes = self.posts = 0
+        self.lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            posted = False
+
+            def handle(self) -> None:
+                super().handle()
+                if not self.posted:
+                    with backend.lock:
+                        backend.probes += 1
+
+            def do_POST(self) -> None:
+                self.posted = True
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with backend.lock:
+                    backend.posts += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def counts(self) -> tuple[int, int]:
+        import time
+
+        time.sleep(0.2)          # the last connection's handler thread finishes counting
+        with self.lock:
+            out = (self.probes, self.posts)
+            self.probes = self.posts = 0
+        return out
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def backend() -> Any:
+    b = _Backend()
+    yield b
+    b.stop()
+
+
+def test_each_entry_point_probes_the_endpoint_once(backend: _Backend, capsys: pytest.CaptureFixture[str]) -> None:
+    # the CLI probed before loading, to_otel again before predicting, export_spans again before sending: 3 probes
+    g01 = str(ai.samples.path("G01"))
+    assert main(["otel", g01, "--markers", str(ai.samples.path("G01", "markers")), "--endpoint", backend.url]) == 0
+    assert "5 spans" in capsys.readouterr().out
+    probes, posts = backend.counts()
+    assert (probes, posts) == (1, 1)
+    ai.to_otel(ai.load(g01), endpoint=backend.url, markers=ai.samples.markers("G01"))
+    assert backend.counts() == (1, 1)
+    from agent_inspect.sources import export_spans
+
+    export_spans([], backend.url, resource={})
+    assert backend.counts()[0] == 1

@@ -1,0 +1,49 @@
+"""Values msgspec refuses for an escaped lone UTF-16 surrogate (``"\\uD800"``), read by the stdlib instead.
+
+Upstream's Jackson (``UTF8JsonGenerator``) writes a Java string cut inside a surrogate pair as such an escape and
+reads it back; msgspec rejects it. The stdlib keeps the string as Python holds it (``"\\ud800"``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from msgspec import Raw
+
+from agent_inspect._errors import ValueFormatError
+from agent_inspect.codec._json import jackson_json
+
+__all__ = ["lone_surrogate_json"]
+
+_EVENT_RAW = ("attributes", "attachments", "input", "output")
+
+
+def _items(obj: dict[str, Any], name: str) -> list[Any]:
+    items = obj.get(name)
+    return items if isinstance(items, list) else []
+
+
+def _event(ev: Any) -> None:
+    if isinstance(ev, dict):
+        for name in _EVENT_RAW:
+            if name in ev:
+                ev[name] = Raw(jackson_json(ev[name]))
+        _event(ev.get("delegate"))
+
+
+def lone_surrogate_json(data: bytes) -> dict[str, Any]:
+    """The value's JSON object, its free-form parts raw JSON again as Jackson writes them (the surrogate escaped),
+    ready for ``msgspec.convert`` to an ``ActionState``."""
+    obj = json.loads(data)
+    if not isinstance(obj, dict):
+        raise ValueFormatError("not an ActionState (not a JSON object)")
+    _event(obj.get("taskEvent"))
+    for name in ("outputEvents", "subagentResultEvents"):
+        for ev in _items(obj, name):
+            _event(ev)
+    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
+        for mu in _items(obj, name):
+            if isinstance(mu, dict) and "value" in mu:
+                mu["value"] = Raw(jackson_json(mu["value"]))
+    return obj
