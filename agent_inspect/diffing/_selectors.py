@@ -11,7 +11,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError, SourceError
@@ -44,7 +43,8 @@ class Selector:
 
         sel = ai.diffing.parse_selector("sample_logs/production.jsonl@fixed@key=user-0011")
         sel.source, sel.mode, sel.rule, sel.key
-        sel.label      # "sample_logs/production.jsonl@predict=fixed@key=user-0011 (what-if; 0.4 ships original)"
+        sel.label          # "sample_logs/production.jsonl@predict=fixed@key=user-0011", from the text alone
+        ai.diffing.select("sample_logs/production.jsonl@fixed@key=user-0011").label   # … "(what-if; 0.4 ships original)"
     """
 
     source: str
@@ -55,11 +55,17 @@ class Selector:
     markers: str | None = None
     runtime: str | None = None
 
-    @cached_property
+    @property
     def label(self) -> str:
-        """What the side is, as :func:`~agent_inspect.diffing.select` labels it: the settings resolved against the
-        source (read once, here), the markers as offsets, a what-if rule marked."""
-        return selector_label(self)
+        """The selection in its canonical spelling (``@fixed`` reads ``@predict=fixed``), from the text alone: no
+        source is read. The label of the side it resolves to, settings and what-if mark included, is
+        ``ai.diffing.select(text).label``."""
+        parts = [self.source]
+        if self.mode != "log":
+            parts.append(f"{self.mode}={self.rule}")
+        parts += [f"{name}={value}" for name in ("attempt", "key", "markers", "runtime")
+                  if (value := getattr(self, name)) is not None]
+        return "@".join(parts)
 
 
 # a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)
@@ -197,16 +203,3 @@ def check_attempt(attempt: int | None, mode: str) -> None:
     if attempt is not None and mode != "log":
         raise SelectorError(f"attempt={attempt} selects records as written, while a rule, markers or a recovery run one "
                             f"({mode}); drop one, or read the attempt under these settings with mode='log'")
-
-
-def selector_label(sel: Selector) -> str:
-    """The label :func:`select` gives the side ``sel`` names (its source loaded to resolve the settings)."""
-    from agent_inspect.log import load
-    from agent_inspect.recovery import Recovery
-
-    settings = selector_settings(sel)
-    mode = settings.pop("mode", None) or default_mode(None, settings)
-    attempt, key = settings.pop("attempt", None), settings.pop("key", None)
-    check_attempt(attempt, mode)
-    resolved = Recovery.resolve(load_selected(sel.source, load), None, **settings)
-    return side_label(sel.source, mode, resolved, attempt=attempt, key=key)

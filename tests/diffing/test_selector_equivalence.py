@@ -110,13 +110,10 @@ def test_explain_reads_a_selector_string_s_markers_as_a_diff_side_does() -> None
     assert ai.explain(PATH, *task).to_dict() != given
 
 
-def test_a_selector_s_label_is_its_side_s_label() -> None:
-    # Selector.label echoed the text typed: "@runtime=auto" and "@runtime=0.4" (one side) were labelled apart, and
-    # "@fixed" carried no what-if mark while select()'s side of it did (this log's runtime is inferred as main)
-    alike = [f"{PATH}@runtime=auto", f"{PATH}@runtime=main"]
-    assert {ai.diffing.parse_selector(t).label for t in alike} == {ai.diffing.select(alike[0]).label}
-    for text in (f"{PATH}@fixed", f"{PATH}@rule=fixed", f"{PATH}@markers={MARKERS_FILE}", f"{PATH}@key={KEY}@original"):
-        assert ai.diffing.parse_selector(text).label == ai.diffing.select(text).label, text
-    assert ai.diffing.parse_selector(f"{PATH}@fixed").label.endswith("@predict=fixed (what-if; main ships original)")
-    assert "markers={0: 354, 1: 258, 2: 614, 3: 290}" in ai.diffing.parse_selector(
-        f"{PATH}@markers={MARKERS_FILE}").label
+def test_a_selector_s_label_reads_no_source() -> None:
+    # the label is the canonical text of the selection: asking for it must not load a file or a topic (a label that
+    # resolved its settings read the whole source, a broker connection for kafka://, from a property)
+    sel = ai.diffing.parse_selector("kafka://127.0.0.1:1/no-such-topic@fixed@key=k")
+    assert sel.label == "kafka://127.0.0.1:1/no-such-topic@predict=fixed@key=k"
+    assert ai.diffing.parse_selector(f"{PATH}@rule=fixed").label == ai.diffing.parse_selector(f"{PATH}@fixed").label
+    assert ai.diffing.select(f"{PATH}@fixed").label.endswith("@predict=fixed (what-if; main ships original)")
