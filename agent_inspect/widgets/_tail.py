@@ -375,6 +375,10 @@ class LiveTail(w.VBox):
         text = _STATE_TEXT[state]
         if state == "failed":
             text += f": {escape(live.error)}"
+        warning = live.warning if state == "live" else None
+        if warning is not None:
+            text += f' <span class="ai-live-trouble">· nothing can arrive: {escape(warning)} (retrying)</span>'
+
         # the buttons before the badge: a reader (or a browser test) that sees "stopped" finds them disabled
         self.pause_button.description, self.pause_button.icon = (
             ("Resume", "play") if state == "paused" else ("Pause", "pause"))
