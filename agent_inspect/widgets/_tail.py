@@ -121,6 +121,22 @@ def _reconstruction(log: ActionStateLog, settings: Any) -> Any:
     return result
 
 
+def _short_of_markers(log: ActionStateLog, settings: Recovery) -> str:
+    """What the rebuild misses when the window starts after the markers in some partition ("" when nothing)."""
+    from agent_inspect.recovery import rebuild_start
+
+    merged = rebuild_start(settings.markers)
+    if not merged or not len(log.records):
+        return ""
+    firsts = log.records.groupby("partition")["offset"].min()
+    late = [(int(p), int(o)) for p, o in firsts.items() if int(p) in merged and int(o) > merged[int(p)]]
+    if not late:
+        return ""
+    where = "; ".join(f"partition {p} from offset {o}, the markers at {merged[p]}" for p, o in late[:3])
+    return (f"the window starts after the markers ({where}{'; …' if len(late) > 3 else ''}): the rebuild misses "
+            "the records between; use a window that reaches back to the markers")
+
+
 def _window(pane: Any, log: LogLike, settings: Any) -> Any:
     """The window's reconstruction for ``pane`` (None while it is empty); fixes the pane's key on first use.
 
@@ -388,10 +404,18 @@ class LiveTail(w.VBox):
             self._shown = log
             settings = _settings(log, self.recovery, self.overrides)
             what_if = " ai-what-if" if settings.what_if else ""
-            self.settings.value = (f'<span class="ai-live-rule{what_if}">rule <code>{escape(settings.rule_label)}</code>'
-                                   f"</span> · markers {escape(settings.markers_label)}")
-            for view in self.views:
-                view.show_log(log, settings)
+            text = (f'<span class="ai-live-rule{what_if}">rule <code>{escape(settings.rule_label)}</code>'
+                    f"</span> · markers {escape(settings.markers_label)}")
+            short = _short_of_markers(log, settings)
+            if short:
+                text += f' <span class="ai-live-window-short">· {escape(short)}</span>'
+            try:
+                for view in self.views:
+                    view.show_log(log, settings)
+            except InspectError as exc:  # the views keep the last window they could show
+                text += (f' <span class="ai-live-window-error">· this window cannot be reconstructed under these '
+                         f"settings: {escape(exc)}</span>")
+            self.settings.value = text
         # after the views: the counter describes what they show
         updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
         self.counter.value = (f'<span class="ai-counter">{len(log):,} {count_words(len(log), "record")} in the window · '

@@ -119,3 +119,17 @@ def test_a_window_published_while_the_view_is_built_is_shown() -> None:
         assert "10 records in the window" in view.counter.value
     finally:
         view.close()
+
+
+def test_a_window_that_starts_after_the_markers_says_what_the_rebuild_misses(kafka_bootstrap: str,
+                                                                             views: list[LiveTail]) -> None:
+    topic = _write_sample(kafka_bootstrap, "N04")  # 10 records; the markers start the rebuild at offset 0
+    view = ai.tail(f"kafka://{kafka_bootstrap}/{topic}", window=4, refresh=0.05, key="k",
+                   markers=ai.samples.markers("N04"))
+    views.append(view)
+    wait_until(lambda: "4 records in the window" in view.counter.value)
+    # the header named the markers only: the rebuild window silently began 6 records after them
+    assert "partition 0 from offset 6, the markers at 0" in view.settings.value
+    assert "ai-live-window-short" in view.settings.value
+    # reconstruct refuses markers below the window's start: the tail says so (it raised in the drawing thread)
+    assert "cannot be reconstructed under these settings: marker offset 0 of partition 0" in view.settings.value
