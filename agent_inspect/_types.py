@@ -183,8 +183,9 @@ class RuntimeLike(Protocol):
 class LogViewer(Protocol):
     """A view that can take a newer log in place (the live tail hands each new window to its views this way).
 
-    ``rule`` is the rule the tail reconstructs under (None: the log's runtime default); a view that shows
-    statuses reconstructs with it, one that shows records only may ignore it.
+    ``rule`` is what the tail reconstructs under: the window's resolved ``Recovery`` (``ai.tail`` passes its
+    ``recovery=`` and overrides resolved for that window), a rule, or None (the log's runtime default); a view
+    that shows statuses reconstructs with it, one that shows records only may ignore it.
     """
 
     def show_log(self, log: LogLike, rule: Any = None) -> None: ...

@@ -58,7 +58,8 @@ class Follower(Protocol):
     def close(self) -> None: ...
 
     # Optional: ``suspend()`` lets go of the connection while the log idles; the next ``poll()`` reopens it
-    # where reading stopped. Followers without it stay connected while idle.
+    # where reading stopped. Followers without it stay connected while idle. ``trouble`` (text or None) says
+    # why nothing arrives while the follower keeps retrying (a broker down).
 
 
 def window_bounds(window: TailWindow | None) -> tuple[int | None, dt.timedelta | None, dt.datetime | None]:
@@ -140,6 +141,7 @@ class LiveLog:
         self.error: BaseException | None = None
         self._lease_until: float | None = None  # monotonic time; None: no lease needed
         self._suspended = False
+        self._warned: str | None = None  # the warning the listeners were last told of
         self.log: ActionStateLog = self._build()
         if start:
             self.start()
@@ -212,6 +214,12 @@ class LiveLog:
     def _lease_expired(self) -> bool:
         until = self._lease_until
         return until is not None and time.monotonic() >= until
+
+    @property
+    def warning(self) -> str | None:
+        """Why nothing arrives while polling goes on (the follower's ``trouble``: a broker down …), else None."""
+        trouble = getattr(self._follower, "trouble", None)  # optional in the Follower protocol
+        return trouble if isinstance(trouble, str) and trouble else None
 
     @property
     def alive(self) -> bool:
@@ -307,6 +315,10 @@ class LiveLog:
             self._suspended = False
             self._notify_state()
         self.poll_once()
+        warning = self.warning
+        if warning != self._warned:  # the view says why nothing comes, and stops saying so once it does
+            self._warned = warning
+            self._notify_state()
         # a poll under way when pause() came may still bring records: they wait for resume()
         if self._dirty and self._running.is_set() and not self._stop.is_set() and \
                 time.monotonic() - last_publish >= self.refresh:

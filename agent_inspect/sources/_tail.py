@@ -5,7 +5,8 @@ written at or after ``since_ms``) and hands out whatever arrived since the previ
 at most ``max_records`` per call and after waiting at most ``timeout`` seconds. Like the loader it
 never subscribes and never commits, so the broker keeps no consumer group for it. :meth:`KafkaTail.suspend`
 closes the consumer for a while (no connection, no background fetching); the next poll opens a new one
-at the positions reached.
+at the positions reached. While librdkafka cannot reach the broker it keeps retrying; :attr:`KafkaTail.trouble`
+says why nothing arrives.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ __all__ = ["KafkaTail", "open_kafka_tail"]
 
 MAX_POLL_RECORDS = 2_000  # one poll hands out at most this many records…
 POLL_TIMEOUT = 0.2  # …after waiting at most this long (seconds) for the first of them
+TROUBLE_FOR = 15.0  # a client error counts as trouble this long (seconds; librdkafka retries at most every 10 s)
+ERRORS_KEPT = 20  # a broker down for hours reports a refused connection many times a second: keep the newest
 
 
 class KafkaTail:
@@ -57,6 +60,8 @@ class KafkaTail:
         self._errors = errors
         self._lock = threading.Lock()  # poll and close never run at once: librdkafka forbids it
         self._closed = False
+        self._seen_errors = len(errors)
+        self._trouble: tuple[float, str] | None = None  # (monotonic time, the client's newest error)
         self.info = info
         #: the next offset to read in each partition
         self.positions: dict[int, int] = dict(starts)
@@ -64,6 +69,15 @@ class KafkaTail:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def trouble(self) -> str | None:
+        """The client's newest error (a refused connection, every broker down …) while it keeps retrying;
+        None once a record arrives or no error came for :data:`TROUBLE_FOR` seconds."""
+        trouble = self._trouble
+        if trouble is None or time.monotonic() - trouble[0] > TROUBLE_FOR:
+            return None
+        return trouble[1]
 
     @property
     def suspended(self) -> bool:
@@ -85,6 +99,7 @@ class KafkaTail:
             messages = [] if first is None else [first]
             if first is not None and max_records > 1:
                 messages += self._consumer.consume(max_records - 1, 0)
+            self._note_errors()
         batch = RawBatch()
         for m in messages:
             err = m.error()
@@ -98,7 +113,18 @@ class KafkaTail:
             batch.append(m.partition(), m.offset(), None if kind == TIMESTAMP_NOT_AVAILABLE else ts,
                          m.key(), m.value())
             self.positions[m.partition()] = m.offset() + 1
+        if len(batch):
+            self._trouble = None  # records arrive: the broker answers
         return self._keep(batch) if self._keep is not None and len(batch) else batch
+
+    def _note_errors(self) -> None:
+        """Take the errors error_cb reported since the last poll as the current trouble (keeping the newest few)."""
+        errors = self._errors
+        if len(errors) > self._seen_errors:
+            self._trouble = (time.monotonic(), errors[-1])
+        if len(errors) > ERRORS_KEPT:
+            del errors[:-ERRORS_KEPT]
+        self._seen_errors = len(errors)
 
     def suspend(self) -> None:
         """Close the consumer until the next :meth:`poll`, which reopens it at :attr:`positions`."""

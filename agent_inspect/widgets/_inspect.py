@@ -105,7 +105,7 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
 
     ``recovery`` and the settings every verb takes (``rule``, ``markers``, ``runtime``, … among the keyword
     options) reconstruct a log first and show the result (a rule other than the runtime's is labelled a
-    what-if). With ``business_key=`` the view is that key's compact history (:class:`KeyHistory`),
+    what-if); a live log's tail reconstructs each window under them. With ``business_key=`` the view is that key's compact history (:class:`KeyHistory`),
     reconstructed under those settings from a log, a reconstruction or a source (a path or ``kafka://…``
     URL, loaded whole), opened on ``record`` (a log position or a ``(partition, offset)`` pair) when given.
     This is what a record's "copy link" snippet runs. Other keyword options go to the widget's constructor.
@@ -124,6 +124,8 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
     if (recovery is not None or settings) and isinstance(obj, LogLike) and not isinstance(obj, ReconstructionLike):
         obj = _reconstructed(obj, recovery, settings)
     view = view_for(obj)
+    if view is not None and view is _loaded("agent_inspect.widgets._tail", "LiveTail"):
+        return view(obj, recovery=recovery, **settings, **options)  # each window, under these settings
     if view is not None and view is _loaded("agent_inspect.widgets._graph", "GraphView"):
         return view(None, graph=obj, **options)
     if view is not None:

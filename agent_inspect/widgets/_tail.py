@@ -2,8 +2,9 @@
 
 ``tail(source, business_keys=…, window=…)`` follows a Kafka topic (:func:`agent_inspect.log.follow`)
 and returns a :class:`LiveTail`: a "live" / "paused" / "stopped" badge, Pause/Resume and Stop buttons,
-the record counter and the time of the last update, then the views. Each view is a
-:class:`~agent_inspect._types.LogViewer`: it takes every new window with ``show_log(log, rule)``. By
+the record counter and the time of the last update, the settings each window is reconstructed under
+(the rule, labelled a what-if when it is one, and the markers), then the views. Each view is a
+:class:`~agent_inspect._types.LogViewer`: it takes every new window with ``show_log(log, recovery)``. By
 default these are the key timeline and the divergences of the followed key.
 
 A tail stops by itself when nobody can see it: closing the widget (or its comm closed by the front end)
@@ -13,13 +14,12 @@ closes) until a view appears again — each view on a page sends a heartbeat (``
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anywidget
 import ipywidgets as w
@@ -28,13 +28,14 @@ import traitlets
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import escape
-from agent_inspect._types import LogLike, LogViewer
+from agent_inspect._types import LogLike, LogViewer, RecoveryOverrides
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
 from agent_inspect.widgets._common import message_html
 from agent_inspect.widgets._style import close_view, view_style
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuleLike
+    from agent_inspect.recovery import Recovery
 
 __all__ = ["LiveTail", "LiveKeyHistory", "LiveKeyTimeline", "LiveDivergences", "tail"]
 
@@ -42,10 +43,10 @@ _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle:
                "failed": "✕ stopped by an error"}
 
 
-def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None,
-         window: TailWindow | None = 1000, key: str | None = None, rule: RuleLike | None = None,
+def tail(source: str | os.PathLike[str], *, recovery: Recovery | None = None,
+         business_keys: Iterable[str] | None = None, window: TailWindow | None = 1000, key: str | None = None,
          config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0,
-         views: Sequence[LogViewer] | None = None) -> LiveTail:
+         views: Sequence[LogViewer] | None = None, **overrides: Unpack[RecoveryOverrides]) -> LiveTail:
     """Follow ``kafka://host:port/topic`` live and show it (incident mode); ``.stop()`` ends it.
 
     - ``business_keys``: read only the partitions these keys hash to and keep only their records.
@@ -54,7 +55,9 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
       starts at the window too: the last N records of each partition read, or the window's start time.
     - ``key``: the business key the timeline and divergences show (default: the first of
       ``business_keys``, else the key most affected in the first window).
-    - ``rule``: the rule the views reconstruct under (default: the log's runtime default).
+    - ``recovery`` and the settings every verb takes (``rule``, ``markers``, ``runtime``, …): what each
+      window is reconstructed under, as ``ai.reconstruct(view.log, recovery=…, rule=…, …)`` would (default:
+      the rule the runtime ships, the whole window as the rebuild window). A what-if rule says so in the header.
     - ``refresh``: the least time in seconds between two updates of the views.
     - ``views``: the :class:`~agent_inspect._types.LogViewer` widgets each window goes to (default: the key
       timeline, divergences and compact history of ``key``), e.g. ``[ai.widgets.LiveKeyTimeline("user-42")]``.
@@ -69,10 +72,12 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
         view.stop()
     """
     keys = list(business_keys) if business_keys is not None else None
+    _settings(None, recovery, overrides)  # a wrong setting fails here, before anything is read
     live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,
                   refresh=refresh)
     try:
-        view = LiveTail(live, key=key if key is not None else (keys[0] if keys else None), rule=rule, views=views)
+        view = LiveTail(live, key=key if key is not None else (keys[0] if keys else None), recovery=recovery,
+                        views=views, **overrides)
     except BaseException:
         live.stop()
         raise
@@ -90,15 +95,49 @@ def tail(source: str | os.PathLike[str], *, business_keys: Iterable[str] | None 
 _TAILS: weakref.WeakValueDictionary[tuple[str, tuple[str, ...]], LiveLog] = weakref.WeakValueDictionary()
 
 
-@functools.lru_cache(maxsize=2)
-def _reconstruction(log: ActionStateLog, rule: Any) -> Any:
-    """The reconstruction of one window, shared by the views that show it."""
-    from agent_inspect.recovery import reconstruct
+def _settings(log: ActionStateLog | None, recovery: Recovery | None, overrides: Mapping[str, Any]) -> Recovery:
+    """The settings a window is reconstructed under: what every verb resolves first."""
+    from agent_inspect.recovery import Recovery
 
-    return reconstruct(log, rule=rule)
+    return Recovery.resolve(log, recovery, **overrides)
 
 
-def _window(pane: Any, log: LogLike, rule: Any) -> Any:
+_SHOWN: list[tuple[ActionStateLog, Any, Any]] = []  # the newest reconstructions, shared by the views of a window
+_SHOWN_LOCK = threading.Lock()
+
+
+def _reconstruction(log: ActionStateLog, settings: Any) -> Any:
+    """The reconstruction of one window under ``settings`` (a resolved ``Recovery``, a rule, or None)."""
+    from agent_inspect.recovery import Recovery, reconstruct
+
+    with _SHOWN_LOCK:
+        for shown_log, shown_settings, result in _SHOWN:
+            if shown_log is log and shown_settings is settings:
+                return result
+    result = (reconstruct(log, recovery=settings) if isinstance(settings, Recovery)
+              else reconstruct(log, rule=settings))
+    with _SHOWN_LOCK:
+        _SHOWN[:] = [(log, settings, result), *_SHOWN[:1]]
+    return result
+
+
+def _short_of_markers(log: ActionStateLog, settings: Recovery) -> str:
+    """What the rebuild misses when the window starts after the markers in some partition ("" when nothing)."""
+    from agent_inspect.recovery import rebuild_start
+
+    merged = rebuild_start(settings.markers)
+    if not merged or not len(log.records):
+        return ""
+    firsts = log.records.groupby("partition")["offset"].min()
+    late = [(int(p), int(o)) for p, o in firsts.items() if int(p) in merged and int(o) > merged[int(p)]]
+    if not late:
+        return ""
+    where = "; ".join(f"partition {p} from offset {o}, the markers at {merged[p]}" for p, o in late[:3])
+    return (f"the window starts after the markers ({where}{'; …' if len(late) > 3 else ''}): the rebuild misses "
+            "the records between; use a window that reaches back to the markers")
+
+
+def _window(pane: Any, log: LogLike, settings: Any) -> Any:
     """The window's reconstruction for ``pane`` (None while it is empty); fixes the pane's key on first use.
 
     Without a key the panes follow the first window's most affected key and keep it.
@@ -107,7 +146,7 @@ def _window(pane: Any, log: LogLike, rule: Any) -> Any:
 
     if not len(log.records):
         return None
-    result = _reconstruction(log, rule) if isinstance(log, ActionStateLog) else log
+    result = _reconstruction(log, settings) if isinstance(log, ActionStateLog) else log
     if pane.key is None:
         pane.key = most_affected_key(result)
     return result
@@ -141,7 +180,7 @@ class LiveKeyTimeline(_KeyPane):
         super().__init__(key, "ai-live-timeline")
         self.timeline: w.Widget | None = None
 
-    def show_log(self, log: LogLike, rule: RuleLike | None = None) -> None:
+    def show_log(self, log: LogLike, rule: RuleLike | Recovery | None = None) -> None:
         from agent_inspect.widgets._timeline import KeyTimeline
 
         result = _window(self, log, rule)
@@ -172,7 +211,7 @@ class LiveKeyHistory(_KeyPane):
         super().__init__(key, "ai-live-history")
         self.history: Any = None
 
-    def show_log(self, log: LogLike, rule: RuleLike | None = None) -> None:
+    def show_log(self, log: LogLike, rule: RuleLike | Recovery | None = None) -> None:
         from agent_inspect.widgets._history import KeyHistory
 
         result = _window(self, log, rule)
@@ -207,7 +246,7 @@ class LiveDivergences(w.VBox):
         self.title = w.HTML()
         self.children = [self.title]
 
-    def show_log(self, log: LogLike, rule: RuleLike | None = None) -> None:
+    def show_log(self, log: LogLike, rule: RuleLike | Recovery | None = None) -> None:
         from agent_inspect.widgets._divergence import DivergenceView
 
         result = _window(self, log, rule)
@@ -246,7 +285,8 @@ class LiveTail(w.VBox):
     """A followed topic: state badge, Pause/Resume and Stop, record counter, last update, then the views.
 
     ``views`` are :class:`~agent_inspect._types.LogViewer` widgets; each new window goes to every
-    one of them. Pausing stops polling (the views keep the last window); Stop (or :meth:`stop`, or
+    one of them, with the settings it is reconstructed under (``recovery`` and the verbs' overrides, resolved
+    for that window as ``ai.reconstruct`` resolves them). Pausing stops polling (the views keep the last window); Stop (or :meth:`stop`, or
     closing the widget) ends the polling thread and closes the consumer.
 
     Polling goes on only while a page shows the tail: with no view for ``grace`` seconds it idles (the
@@ -270,12 +310,18 @@ class LiveTail(w.VBox):
     #: seconds between two heartbeats of a view
     heartbeat: float = 10.0
 
-    def __init__(self, live: LiveLog, *, key: str | None = None, rule: RuleLike | None = None,
-                 views: Sequence[LogViewer] | None = None) -> None:
+    def __init__(self, live: LiveLog, *, key: str | None = None, recovery: Recovery | None = None,
+                 views: Sequence[LogViewer] | None = None, **overrides: Unpack[RecoveryOverrides]) -> None:
         super().__init__()
         self.add_class("ai-live-tail")
         self.live = live
-        self.rule = rule
+        #: the settings each window is reconstructed under, as every verb takes them
+        self.recovery = recovery
+        self.overrides: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+        _settings(None, recovery, self.overrides)  # a wrong setting fails now, not in the polling thread
+        #: the rule and markers of the newest window (a what-if says so)
+        self.settings = w.HTML()
+        self.settings.add_class("ai-live-settings")
         self.state = w.HTML()
         self.state.add_class("ai-live-state")
         self.counter = w.HTML()
@@ -290,14 +336,16 @@ class LiveTail(w.VBox):
         for view in self.views:
             if not isinstance(view, LogViewer):
                 raise InspectError(f"a live view needs show_log(log, rule); {type(view).__name__} has none")
-        self._header = header = w.HBox([self.state, self.counter, self.pause_button, self.stop_button])
+        self._header = header = w.HBox([self.state, self.counter, self.pause_button, self.stop_button, self.settings])
         header.add_class("ai-live-header")
         self._presence = _ViewPresence(live, self.heartbeat, self.grace)
         self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style(), self._presence]
         self._shown: Any = None
         self._drawing = threading.Lock()  # the polling thread and a button click may both redraw
-        self._on_log(live.log)
+        # listening first, then drawing the newest window: a window published meanwhile is drawn, not missed
+        # (a tail opened on a stopped job gets no later window to catch up with)
         live.add_listener(self._on_log)
+        self._on_log(live.log)
         live.lease(self.grace)  # time for the first view to show up
         if self.comm is not None:  # the front end closing the widget's comm stops the tail too
             ref = weakref.ref(self)
@@ -333,9 +381,9 @@ class LiveTail(w.VBox):
             close_view(part)
         super().close()
 
-    def _on_log(self, log: ActionStateLog) -> None:
+    def _on_log(self, _log: ActionStateLog) -> None:
         with self._drawing:
-            self._draw(log)
+            self._draw(self.live.log)  # the newest: a listener called with an older window may come last
 
     def _draw(self, log: ActionStateLog) -> None:
         live = self.live
@@ -343,6 +391,10 @@ class LiveTail(w.VBox):
         text = _STATE_TEXT[state]
         if state == "failed":
             text += f": {escape(live.error)}"
+        warning = live.warning if state == "live" else None
+        if warning is not None:
+            text += f' <span class="ai-live-trouble">· nothing can arrive: {escape(warning)} (retrying)</span>'
+
         # the buttons before the badge: a reader (or a browser test) that sees "stopped" finds them disabled
         self.pause_button.description, self.pause_button.icon = (
             ("Resume", "play") if state == "paused" else ("Pause", "pause"))
@@ -350,8 +402,20 @@ class LiveTail(w.VBox):
         self.state.value = f'<span class="ai-live-badge ai-live-{state}">{text}</span>'
         if log is not self._shown:
             self._shown = log
-            for view in self.views:
-                view.show_log(log, self.rule)
+            settings = _settings(log, self.recovery, self.overrides)
+            what_if = " ai-what-if" if settings.what_if else ""
+            text = (f'<span class="ai-live-rule{what_if}">rule <code>{escape(settings.rule_label)}</code>'
+                    f"</span> · markers {escape(settings.markers_label)}")
+            short = _short_of_markers(log, settings)
+            if short:
+                text += f' <span class="ai-live-window-short">· {escape(short)}</span>'
+            try:
+                for view in self.views:
+                    view.show_log(log, settings)
+            except InspectError as exc:  # the views keep the last window they could show
+                text += (f' <span class="ai-live-window-error">· this window cannot be reconstructed under these '
+                         f"settings: {escape(exc)}</span>")
+            self.settings.value = text
         # after the views: the counter describes what they show
         updated = live.updated.strftime("%H:%M:%S UTC") if live.updated is not None else "—"
         self.counter.value = (f'<span class="ai-counter">{len(log):,} {count_words(len(log), "record")} in the window · '
