@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import warnings
@@ -53,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with inert_terminal(), warnings.catch_warnings():   # job data may carry escape sequences: never obeyed
         args = build_parser().parse_args(argv)   # a usage error quotes the arguments, a pasted key's escapes too
         warnings.showwarning = _one_line   # a loader's warning is one line, like an error, not file:line + source
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())    # every verb's module:ClassName rule, next to the user's files
         return _run(args)
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import RecoveryError
@@ -14,8 +17,8 @@ __all__ = ["resolve_rule", "get_rule"]
 
 
 def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: Any) -> DivergenceRule:
-    """A rule instance from a built-in name, ``"original:<flavour>"``, ``"module:ClassName"``, a rule class
-    or an instance (returned as is).
+    """A rule instance from a built-in name, ``"original:<flavour>"``, ``"module:ClassName"``,
+    ``"path/to/my_rule.py:ClassName"``, a rule class or an instance (returned as is).
 
     ``options`` go to the built-in rule's constructor (``flavour=`` for ``original``).
 
@@ -26,9 +29,13 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
     """
     if isinstance(rule, str):
         base, sep, rest = rule.partition(":")
-        if base in RULES or not sep:
+        if ".py:" in rule:          # path/to/my_rule.py:ClassName
+            base, sep, rest = rule.rpartition(":")
+            rule = _imported(base, rest, rule, from_file=True)
+        elif base in RULES or not sep:
             return _builtin(base, rest, options)
-        rule = _imported(base, rest, rule)
+        else:
+            rule = _imported(base, rest, rule)
     if isinstance(rule, type) and issubclass(rule, DivergenceRule):
         return rule()
     if isinstance(rule, DivergenceRule):
@@ -59,14 +66,37 @@ def _builtin(base: str, flavour: str, options: dict[str, Any]) -> DivergenceRule
     return factory(**options)
 
 
-def _imported(module_name: str, attribute: str, spec: str) -> Any:
+def _imported(module_name: str, attribute: str, spec: str, *, from_file: bool = False) -> Any:
     try:
-        module = importlib.import_module(module_name)
+        module = _from_file(module_name) if from_file else importlib.import_module(module_name)
     except ImportError as exc:
         raise RecoveryError(f"cannot import module {module_name!r} for rule {spec!r}: {exc}; "
-                            "check the module path (it must be importable from here)") from None
+                            "check the module path (it must be importable from here, or name the file: "
+                            "path/to/my_rule.py:ClassName)") from None
     target = getattr(module, attribute, None)
     if target is None:
         raise RecoveryError(f"module {module_name!r} has no {attribute!r}; name a DivergenceRule subclass "
                             "as module:ClassName")
     return target
+
+
+def _from_file(path: str) -> Any:
+    """The module of a rule file, imported once under its file name (so it pickles as that module)."""
+    file = Path(path)
+    if not file.is_file():
+        raise RecoveryError(f"no rule file {path!r}; name an existing .py file as path/to/my_rule.py:ClassName")
+    name = file.stem
+    known = sys.modules.get(name)
+    if known is not None and Path(getattr(known, "__file__", "") or "").resolve() == file.resolve():
+        return known
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
