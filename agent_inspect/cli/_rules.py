@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -91,6 +92,8 @@ def _check(args: argparse.Namespace) -> int:
                 print("    details: spec §10.3 (known limits)")
             if saved:
                 print(f"    saved: {saved[i]}")
+                # a counterexample names no expectation: without --rules, cases run would judge it under fixed
+                print(f"    replay: agent-inspect cases run {shlex.quote(saved[i])} --rules {shlex.quote(args.rule)}")
             else:
                 print("    " + c.to_toml().replace("\n", "\n    ").rstrip())
     # a rule that raises or returns the wrong type is bad input (exit 2), not an unsafe rule (exit 1)
