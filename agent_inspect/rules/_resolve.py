@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +72,13 @@ def _imported(module_name: str, attribute: str, spec: str, *, from_file: bool = 
     try:
         module = _from_file(module_name) if from_file else importlib.import_module(module_name)
     except ImportError as exc:
+        if from_file or (exc.name is not None and not f"{module_name}.".startswith(f"{exc.name}.")):
+            raise _failed_import(spec, exc) from None     # found, but its own imports failed
         raise RecoveryError(f"cannot import module {module_name!r} for rule {spec!r}: {exc}; "
                             "check the module path (it must be importable from here, or name the file: "
                             "path/to/my_rule.py:ClassName)") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed as it ran: one line with its file:line
+        raise _failed_import(spec, exc) from None
     target = getattr(module, attribute, None)
     if target is None:
         raise RecoveryError(f"module {module_name!r} has no {attribute!r}; name a DivergenceRule subclass "
@@ -100,3 +106,18 @@ def _from_file(path: str) -> Any:
         del sys.modules[name]
         raise
     return module
+
+
+def _failed_import(spec: str, exc: BaseException) -> RecoveryError:
+    """The rule module was found but did not import: where (the deepest frame outside agent_inspect, or the
+    syntax error's line) and what."""
+    if isinstance(exc, SyntaxError):
+        where = f"{exc.filename}:{exc.lineno}"
+        problem = f"SyntaxError: {exc.msg}"
+    else:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not os.path.abspath(f.filename).startswith(here) and not f.filename.startswith("<frozen")]
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+        problem = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return RecoveryError(f"rule {spec!r} does not import: {where}: {problem}; fix it and run again")
