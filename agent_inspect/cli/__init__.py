@@ -55,7 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)   # a usage error quotes the arguments, a pasted key's escapes too
         warnings.showwarning = _one_line   # a loader's warning is one line, like an error, not file:line + source
         if os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())    # every verb's module:ClassName rule, next to the user's files
+            # every verb's module:ClassName rule, next to the user's files; last, so a file there named like a
+            # module we import later (json.py, pandas.py) shadows nothing
+            sys.path.append(os.getcwd())
         return _run(args)
 
 
