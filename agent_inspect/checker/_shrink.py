@@ -163,6 +163,14 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
             shorter = replay[:last] + replay[last + 1:]
             if attempt(lines, shorter, pending):
                 replay, changed = shorter, True
+    changed = not pending
+    while changed:                                 # fewest rounds: drop a key's earlier replayed round, renumbered
+        changed = False
+        for key, seq in sorted({(r.split(":", 1)[0], s) for r, s in zip(replay, _seqs(replay, restored))}):
+            fewer_lines, shorter = _without_round(lines, replay, restored, key, seq)
+            if len(shorter) < len(replay) and attempt(fewer_lines, shorter, pending):
+                lines, replay, changed = fewer_lines, shorter, True
+                break
     for p in list(pending):
         fewer_pending = [q for q in pending if q is not p]
         if attempt(lines, replay, fewer_pending):
@@ -179,3 +187,34 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
             if attempt(fewer, replay, pending):
                 lines, changed = fewer, True
     return _assemble(base, lines, replay, pending, restored), result
+
+
+def _seqs(replay: Sequence[str], restored: Mapping[str, int]) -> list[int]:
+    """The round each replayed input opens: a key's first gets ``restored_seq + 1``, the next ``+ 2``, …"""
+    nxt: dict[str, int] = {}
+    out = []
+    for r in replay:
+        key = r.split(":", 1)[0]
+        nxt[key] = nxt.get(key, int(restored.get(key, -1)) + 1)
+        out.append(nxt[key])
+        nxt[key] += 1
+    return out
+
+
+def _without_round(lines: Sequence[_Line], replay: Sequence[str], restored: Mapping[str, int], key: str,
+                   seq: int) -> tuple[list[_Line], list[str]]:
+    """The history without ``key``'s replayed round ``seq``: its input and records gone, its later rounds one
+    seq earlier (so the rest keeps lining up with the replay). Unchanged when a later record of the key is stale
+    for its branch or memory (``stale = true``): that depends on the earlier rounds, which would no longer say
+    so; a stale sibling (``stale = { events = … }``) does not."""
+    if any(ln.data["key"] == key and ln.data["seq"] > seq and ln.data.get("stale") is True for ln in lines):
+        return list(lines), list(replay)
+    seqs = _seqs(replay, restored)
+    shorter = [r for r, s in zip(replay, seqs) if not (r.split(":", 1)[0] == key and s == seq)]
+    kept = []
+    for ln in lines:
+        if ln.data["key"] != key or ln.data["seq"] < seq:
+            kept.append(ln)
+        elif ln.data["seq"] > seq:
+            kept.append(_Line({**ln.data, "seq": ln.data["seq"] - 1}, ln.in_window))
+    return kept, shorter

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import warnings
@@ -53,6 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with inert_terminal(), warnings.catch_warnings():   # job data may carry escape sequences: never obeyed
         args = build_parser().parse_args(argv)   # a usage error quotes the arguments, a pasted key's escapes too
         warnings.showwarning = _one_line   # a loader's warning is one line, like an error, not file:line + source
+        if os.getcwd() not in sys.path:
+            # every verb's module:ClassName rule, next to the user's files; last, so a file there named like a
+            # module we import later (json.py, pandas.py) shadows nothing
+            sys.path.append(os.getcwd())
         return _run(args)
 
 

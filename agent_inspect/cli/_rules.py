@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import shlex
 import sys
 from typing import Any
 
@@ -25,8 +25,9 @@ def register(subparsers: Any) -> None:
                     "them), recover each under RULE and count stale reuses and avoidable reruns. Each failure kind "
                     "gets a minimized counterexample case file. Exit 1 when a stale reuse is found or the rule "
                     "raises.")
-    chk.add_argument("rule", help="a built-in rule name (e.g. fixed, original:kafka-k1) or module:ClassName "
-                                  "of a DivergenceRule subclass (importable from the current directory)")
+    chk.add_argument("rule", help="a built-in rule name (e.g. fixed, original:kafka-k1), or a DivergenceRule "
+                                  "subclass as module:ClassName (from the current directory) or "
+                                  "path/to/file.py:ClassName")
     chk.add_argument("--n", type=int, default=200, help="number of random histories (default 200)")
     chk.add_argument("--seed", type=int, default=0, help="seed of the history sequence (default 0)")
     chk.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
@@ -66,8 +67,6 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.n < 0:
         raise InspectError(f"--n {args.n} must be 0 or more")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())        # module:ClassName of a rule next to the user's files
     report = check(args.rule, n=args.n, seed=args.seed, minimize=not args.no_minimize, sweep=not args.no_sweep,
                    **_options(args.option))
     saved = []
@@ -93,6 +92,8 @@ def _check(args: argparse.Namespace) -> int:
                 print("    details: spec §10.3 (known limits)")
             if saved:
                 print(f"    saved: {saved[i]}")
+                # a counterexample names no expectation: without --rules, cases run would judge it under fixed
+                print(f"    replay: agent-inspect cases run {shlex.quote(saved[i])} --rules {shlex.quote(args.rule)}")
             else:
                 print("    " + c.to_toml().replace("\n", "\n    ").rstrip())
     # a rule that raises or returns the wrong type is bad input (exit 2), not an unsafe rule (exit 1)

@@ -35,8 +35,9 @@ def add_recovery_options(parser: argparse.ArgumentParser, *, markers: bool = Tru
         "recovery settings", "how the restore runs; the same options and defaults for every command")
     group.add_argument("--rule", default=None,
                        help="divergence rule: original, naive, fixed, lookup-only, branch-aware, "
-                            "fixed+round-regression, or module:Class (default: the rule the runtime ships, "
-                            "original; any other is labelled a what-if)")
+                            "fixed+round-regression, or your own as module:Class (from the current directory) or "
+                            "path/to/file.py:Class (default: the rule the runtime ships, original; any other is "
+                            "labelled a what-if)")
     group.add_argument("--runtime", default=None, choices=RUNTIME_CHOICES,
                        help="the upstream version that wrote the log (default auto: inferred from the records)")
     group.add_argument("--store-flavour", default=None, choices=STORE_FLAVOUR_CHOICES,

@@ -71,6 +71,9 @@ class Selector:
 # a selector name, or a bare built-in rule name (``fixed+round-regression``, ``original:kafka-k1``)
 _SEGMENT = re.compile(r"^([a-z][a-z_+-]*(?::[a-z0-9][a-z0-9_-]*)?)(?:=(.+))?$")
 
+# a rule of the user's, written bare as a built-in is (``@my_rule:MyRule``, ``@rules/my_rule.py:MyRule``)
+_OWN_RULE = re.compile(r"^[\w./-]*[\w.]:[A-Za-z_]\w*$")
+
 
 def parse_selector(text: str) -> Selector:
     """Parse ``SOURCE[@selector]…``.
@@ -164,6 +167,10 @@ def load_selected(source: str, load: Any) -> Any:
         return load(source)
     except SourceError:
         word = source.rpartition("@")[2] if "@" in source else ""
+        if _OWN_RULE.match(word):
+            raise SelectorError(f"@{word}: a rule of your own goes after @predict= (what a recovery does per task) "
+                                f"or @reconstruct= (each record's status): …@predict={word}; a bare @NAME is a "
+                                "built-in rule") from None
         if not _SEGMENT.match(word):
             raise
         known = [*RULES, *SELECTORS]

@@ -31,18 +31,28 @@ class BrokenRuleError(RecoveryError):
     """A divergence rule's hook raised, or returned the wrong type: the rule is broken (not unsafe).
 
     ``rule``, ``hook`` and ``where`` (``file:line`` in the rule's own code, when found) say where;
-    ``error`` is the original exception (None for a wrong return type). ``str()`` is one line.
+    ``error`` is the original exception (None for a wrong return type). ``str()`` is one line ending in the
+    next step: what to fix, and for a hook that raised, how to see its traceback (run the rule in Python:
+    the error a verb raises is chained to the hook's exception). ``call`` is the rule's constructor as
+    that step writes it (``MyRule()``).
     """
 
     def __init__(self, rule: str, hook: str, problem: str, where: str | None,
-                 error: BaseException | None = None) -> None:
+                 error: BaseException | None = None, call: str | None = None, raised: bool | None = None) -> None:
         self.rule, self.hook, self.problem, self.where, self.error = rule, hook, problem, where, error
+        self.call = call
+        self.raised = error is not None if raised is None else raised
         at = f" at {where}" if where else ""
-        super().__init__(f"rule {rule!r} is broken: {hook}(){at}: {problem}")
+        if self.raised:
+            step = (f"fix {hook}() at that line (its traceback: run the rule in Python, e.g. "
+                    f"ai.predict(log, rule={call or 'MyRule()'}); the hook's exception is raised above this error)")
+        else:
+            step = f"make every path of {hook}() return one"
+        super().__init__(f"rule {rule!r} is broken: {hook}(){at}: {problem}; {step}")
 
-    def __reduce__(self) -> tuple[type[BrokenRuleError], tuple[str, str, str, str | None]]:
+    def __reduce__(self) -> tuple[type[BrokenRuleError], tuple[str, str, str, str | None, None, str | None, bool]]:
         """Pickled by its fields (a scan's worker sends it back); the original exception stays behind."""
-        return type(self), (self.rule, self.hook, self.problem, self.where)
+        return type(self), (self.rule, self.hook, self.problem, self.where, None, self.call, self.raised)
 
 
 class GuardedRule(DivergenceRule):
@@ -91,7 +101,8 @@ class GuardedRule(DivergenceRule):
         return result
 
     def _fail(self, hook: str, problem: str, where: str | None, exc: BaseException | None = None) -> BrokenRuleError:
-        err = BrokenRuleError(self.inner.name, hook, problem, where, exc)
+        err = BrokenRuleError(self.inner.name, hook, problem, where, exc, call=f"{type(self.inner).__name__}()",
+                              raised=exc is not None)
         if self.broken is None:
             self.broken = err
         return err

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import RecoveryError
@@ -14,8 +19,8 @@ __all__ = ["resolve_rule", "get_rule"]
 
 
 def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: Any) -> DivergenceRule:
-    """A rule instance from a built-in name, ``"original:<flavour>"``, ``"module:ClassName"``, a rule class
-    or an instance (returned as is).
+    """A rule instance from a built-in name, ``"original:<flavour>"``, ``"module:ClassName"``,
+    ``"path/to/my_rule.py:ClassName"``, a rule class or an instance (returned as is).
 
     ``options`` go to the built-in rule's constructor (``flavour=`` for ``original``).
 
@@ -26,9 +31,13 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
     """
     if isinstance(rule, str):
         base, sep, rest = rule.partition(":")
-        if base in RULES or not sep:
+        if ".py:" in rule:          # path/to/my_rule.py:ClassName
+            base, sep, rest = rule.rpartition(":")
+            rule = _imported(base, rest, rule, from_file=True)
+        elif base in RULES or not sep:
             return _builtin(base, rest, options)
-        rule = _imported(base, rest, rule)
+        else:
+            rule = _imported(base, rest, rule)
     if isinstance(rule, type) and issubclass(rule, DivergenceRule):
         return rule()
     if isinstance(rule, DivergenceRule):
@@ -59,14 +68,56 @@ def _builtin(base: str, flavour: str, options: dict[str, Any]) -> DivergenceRule
     return factory(**options)
 
 
-def _imported(module_name: str, attribute: str, spec: str) -> Any:
+def _imported(module_name: str, attribute: str, spec: str, *, from_file: bool = False) -> Any:
     try:
-        module = importlib.import_module(module_name)
+        module = _from_file(module_name) if from_file else importlib.import_module(module_name)
     except ImportError as exc:
+        if from_file or (exc.name is not None and not f"{module_name}.".startswith(f"{exc.name}.")):
+            raise _failed_import(spec, exc) from None     # found, but its own imports failed
         raise RecoveryError(f"cannot import module {module_name!r} for rule {spec!r}: {exc}; "
-                            "check the module path (it must be importable from here)") from None
+                            "check the module path (it must be importable from here, or name the file: "
+                            "path/to/my_rule.py:ClassName)") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed as it ran: one line with its file:line
+        raise _failed_import(spec, exc) from None
     target = getattr(module, attribute, None)
     if target is None:
         raise RecoveryError(f"module {module_name!r} has no {attribute!r}; name a DivergenceRule subclass "
                             "as module:ClassName")
     return target
+
+
+def _from_file(path: str) -> Any:
+    """The module of a rule file, imported once under its file name (so it pickles as that module)."""
+    file = Path(path)
+    if not file.is_file():
+        raise RecoveryError(f"no rule file {path!r}; name an existing .py file as path/to/my_rule.py:ClassName")
+    name = file.stem
+    known = sys.modules.get(name)
+    if known is not None and Path(getattr(known, "__file__", "") or "").resolve() == file.resolve():
+        return known
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path!r} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _failed_import(spec: str, exc: BaseException) -> RecoveryError:
+    """The rule module was found but did not import: where (the deepest frame outside agent_inspect, or the
+    syntax error's line) and what."""
+    if isinstance(exc, SyntaxError):
+        where = f"{exc.filename}:{exc.lineno}"
+        problem = f"SyntaxError: {exc.msg}"
+    else:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if not os.path.abspath(f.filename).startswith(here) and not f.filename.startswith("<frozen")]
+        where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+        problem = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return RecoveryError(f"rule {spec!r} does not import: {where}: {problem}; fix it and run again")

@@ -96,7 +96,8 @@ class DivergenceRule:
     report its first error in one line with ``file:line`` in your code.
 
     Class attributes ``name`` and ``summary`` label the rule in tables; ``protects`` says whether it
-    claims protection against stale reuse (the case matrix checks such rules never reuse stale).
+    claims protection against stale reuse (a label: ``compare`` and ``check`` count every rule's stale reuses
+    alike).
 
     For example::
 

@@ -69,3 +69,16 @@ def test_a_broken_user_rule_exits_2_and_says_broken(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout.startswith("BROKEN ") and "team_rules.py:5" in proc.stdout
+
+
+def test_a_saved_counterexample_says_how_to_replay_it(capsys, tmp_path):
+    """`--save` printed the path alone, and `cases run PATH` then ran the file under `fixed` (a counterexample
+    names no expectation) and passed: the failure came back only with `--rules` and the checked rule's name."""
+    code = main(["rules", "check", "naive", "--n", "60", "--seed", "1", "--no-sweep", "--save", str(tmp_path), *BRANCH])
+    assert code == 1
+    lines = [ln.strip() for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("replay: ")]
+    stale = next(ln for ln in lines if "stale-reuse" in ln)
+    command = stale.removeprefix("replay: ").split()
+    assert command[:3] == ["agent-inspect", "cases", "run"] and command[-2:] == ["--rules", "naive"]
+    assert main(command[1:]) == 1
+    assert "FAIL " in capsys.readouterr().out

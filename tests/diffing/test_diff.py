@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import msgspec
@@ -258,3 +259,12 @@ def test_an_execution_a_prediction_has_no_task_for_is_not_called_never_executed(
     attempts = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
     assert attempts.first_divergences["why"].iloc[0].startswith("b never executed this action at this round: a "
                                                                "recovery of b has no record of it to reuse")
+
+
+def test_a_bare_rule_of_your_own_in_a_side_says_to_write_predict():
+    """`log.jsonl@my_rule:MyRule` (as `@fixed` is written) said "cannot open '…@my_rule:MyRule': No such file",
+    sending the user to check a path that is fine."""
+    path = str(ROOT / "sample_logs" / "N04.jsonl")
+    for word in ("my_rule:MyRule", "rules/my_rule.py:MyRule"):
+        with pytest.raises(SelectorError, match=rf"@{re.escape(word)}: a rule of your own .*@predict={re.escape(word)}"):
+            ai.diff(f"{path}@{word}", path)

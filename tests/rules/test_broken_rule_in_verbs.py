@@ -81,3 +81,20 @@ def test_a_guarded_rule_keeps_what_the_rule_declares() -> None:
     assert RecoverySession(pred.recovery.rule).repeatable_lookup
     same = ai.predict(log, markers=markers, rule=ai.rules.GuardedRule(rule))
     assert same.tasks["outcome"].tolist() == pred.tasks["outcome"].tolist()
+
+
+def test_a_broken_rule_says_what_to_do_next() -> None:
+    """The one line named the hook and its file:line but no next step: what to fix, and how to see the hook's
+    traceback (the CLI, `check` and `compare` show the line alone)."""
+    log = ai.load(ai.samples.path("G01"))
+    with pytest.raises(BrokenRuleError) as raised:
+        ai.predict(log, rule=_Raises())
+    text = str(raised.value)
+    assert "; fix lookup() at that line" in text and "ai.predict(log, rule=_Raises())" in text, text
+    assert "traceback" in text and "\n" not in text
+    assert raised.value.__cause__ is raised.value.error       # the traceback the message points to
+    with pytest.raises(BrokenRuleError) as returned:
+        ai.predict(log, rule=_ReturnsText())
+    assert str(returned.value).endswith("; make every path of lookup() return one"), str(returned.value)
+    report = ai.checker.check(_Raises(), n=2, seed=1, sweep=False)
+    assert report.broken is not None and "; fix lookup() at that line" in report.broken
