@@ -64,8 +64,9 @@ class ScanResult:
       ``<rule>_calls:<function>`` count per function the rule executes again anywhere (0 where a key does
       not; a sub-agent call is named by its sub-agent and caller, the ledger's ``label``, and counted here too):
       :meth:`calls_by_function` sums them over the fleet.
-    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker, the runtime
-      it was read as).
+    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker, the runtime,
+      store flavour and store kind it was read as, and ``reread``: read again under the input's runtime and store
+      kind, its own records alone having shown others).
     - ``runtime``: the runtime every key was predicted under: the one given, else the one the whole input's records
       show (as ``ai.load`` of it infers it; windows whose own records showed another were read again under it);
       ``runtime_provenance`` says which, with the evidence.

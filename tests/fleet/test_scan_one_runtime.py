@@ -79,3 +79,26 @@ def test_joined_runtime_is_the_whole_logs_inference() -> None:
         whole = ai.load(path).runtime()
         assert ai.log.joined_runtime(parts) == whole, name
     assert ai.log.joined_runtime([]).name == "unknown"
+
+
+def test_windows_read_the_inputs_store_kind(dask_client: Any, tmp_path: Path) -> None:
+    """A Parquet dump whose partition 0 carries Fluss agent keys reads, loaded whole, as a Fluss store (its K1 keys
+    "fluss-k1"); partitions 1-3 alone read as Kafka ("kafka-k1": the snapshot store), so the scan said its store ran
+    "fluss-k1+kafka-k1" and sent the original rule to a fleet-wide pass the input does not need."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = ai.samples.path("production_k1", "parquet")
+    table = pq.read_table(src)
+    keys = ai.load(src).records["business_key"].astype(str)
+    agent = [k if p == 0 else None for k, p in zip(keys, table.column("partition").to_pylist())]
+    table = table.set_column(table.schema.get_field_index("agent_key"), "agent_key", pa.array(agent, pa.string()))
+    path = tmp_path / "fluss-k1.parquet"
+    pq.write_table(table, path)
+    log, markers = ai.load(path), ai.samples.markers("production_k1")
+    assert log.runtime().store_flavour == "fluss-k1"
+    result = ai.scan(path, markers=markers, client=dask_client)
+    got = compared(result)
+    pd.testing.assert_frame_equal(got, reference(log, markers)[got.columns].astype("int64"))
+    assert result.store_flavour == "fluss-k1" and set(result.partitions["source_kind"]) == {"fluss"}
+    assert sorted(result.partitions["reread"]) == [False, True, True, True] and result.fleet_wide == ()
