@@ -178,7 +178,9 @@ def joined_runtime(parts: Iterable[RuntimeInfo]) -> RuntimeInfo:
 
     For example::
 
-        ai.log.joined_runtime([ai.log.infer_runtime(part) for part in parts])   # as ai.log.infer_runtime(whole)
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")   # one per partition
+        parts = [ai.log.read_window(spec, w).runtime() for w in windows]
+        ai.log.joined_runtime(parts) == ai.load("sample_logs/production.parquet").runtime()   # True
     """
     parts = list(parts)
     known = [p for p in parts if p.name != UNKNOWN]
