@@ -1,5 +1,6 @@
-"""The scan's passes after its windows: keys whose records straddle Parquet row groups, rules whose answer spans
-partitions, and how a window's failure and the scan's runtime are recorded."""
+"""The scan's passes after its windows: the input's one runtime (windows that inferred another are read again), keys
+whose records straddle Parquet row groups, rules whose answer spans partitions, and how a window's failure is
+recorded."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from agent_inspect._glossary import plural
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
     KEY_COLUMNS,
-    RUNTIMES,
     _name,
     column_order,
     concat_keys,
@@ -25,6 +26,60 @@ if TYPE_CHECKING:
     from agent_inspect.fleet._result import ScanResult
     from agent_inspect.fleet._run import ScanPlan
     from agent_inspect.fleet._task import ScanOptions
+    from agent_inspect.log import RuntimeInfo
+
+
+def _one_runtime(client: Any, plan: ScanPlan, options: ScanOptions, done: list[Any], failed: list[dict[str, Any]], *,
+                 retries: int) -> tuple[ScanOptions, list[Any], str]:
+    """The options with the input's runtime and store kind resolved, the windows read under them, and where the
+    runtime came from in words. Under "auto" each window inferred its runtime from its own records; the input's is
+    what those inferences say together (:func:`agent_inspect.log.joined_runtime`: ``ai.load`` of the input infers
+    the same), and a window whose keys were predicted under another runtime or store is read again under the
+    input's (none is in the common single-runtime case). A runtime given is used as is."""
+    from agent_inspect.log import joined_runtime, resolve_runtime
+
+    kinds = {str(r.partition["source_kind"]) for r in done if r.partition.get("source_kind") is not None}
+    kind = "fluss" if "fluss" in kinds else next(iter(kinds), None)   # a file's agent_key anywhere reads as Fluss
+    info: RuntimeInfo
+    if options.runtime == "auto":
+        info = replace(joined_runtime([r.read_as for r in done if r.read_as is not None]), store_flavour=None)
+        words = f"{info.name}: inferred from the whole input ({info.evidence})"
+    else:
+        info = replace(resolve_runtime(options.runtime), store_flavour=None)
+        words = f"{info.name}: given ({info.evidence})"
+    resolved = replace(options, runtime=info, source_kind=kind)
+    again = [i for i, r in enumerate(done) if r.partition.get("keys") and (
+        r.partition.get("runtime") != info.name or r.partition.get("source_kind") != kind)]
+    out = [r if i in again or r.partition.get("keys") else
+           replace(r, partition={**r.partition, "runtime": info.name}) for i, r in enumerate(done)]  # nothing predicted
+    if not again:
+        return resolved, out, words
+    by_name = {w.name: w for w in plan.windows}
+    own = sorted({str(done[i].partition.get("runtime")) for i in again})
+    token = uuid.uuid4().hex[:8]
+    futures = {client.submit(scan_window, plan.spec, by_name[done[i].partition["window"]], replace(resolved, output=None),
+                             key=f"agent-inspect-scan-reread-{token}-{n}", retries=retries, pure=False): i
+               for n, i in enumerate(again)}
+    lost: set[int] = set()
+    try:
+        for fut, i in futures.items():
+            first = done[i].partition
+            try:
+                res = fut.result()
+            except Exception as exc:  # noqa: BLE001 - its keys under another runtime would be wrong: a failed window
+                failed.append({**_failure(by_name[first["window"]], exc), "window": f"{first['window']}#reread"})
+                lost.add(i)
+                continue
+            row = {**res.partition, "output": first.get("output"), "reread": True,
+                   "read_seconds": round(first["read_seconds"] + res.partition["read_seconds"], 4),
+                   "seconds": round(first["seconds"] + res.partition["seconds"], 4)}
+            out[i] = replace(res, partition=row)
+    except BaseException:
+        client.cancel(list(futures), force=True)
+        raise
+    n = len(again) - len(lost)
+    words += (f"; {plural(n, 'window')} read again under it (its own records showed {' / '.join(own)})" if n else "")
+    return resolved, [r for i, r in enumerate(out) if i not in lost], words
 
 
 def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: list[Any],
@@ -47,12 +102,11 @@ def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: 
             split[path] = keys
     if not split:
         return done
-    # the runtime is the job's: the keys are read as their file's row groups were together (as the scan names its
-    # runtime), not as their own records alone infer it; the records were written by the row-group tasks
-    read_as = {p: _resolved(options.runtime, pd.DataFrame([done[i].partition for i in by_path[p]])) for p in split}
+    # under the input's runtime (options resolved it), not as the keys' own records alone infer it; the records were
+    # written by the row-group tasks
     token = uuid.uuid4().hex[:8]
     futures = {client.submit(scan_window, plan.spec, Window(None, path=path, file_format="parquet", keys=tuple(keys)),
-                             replace(options, output=None, runtime=read_as[path] if read_as[path] in RUNTIMES else "auto"),
+                             replace(options, output=None),
                              key=f"agent-inspect-scan-rejoin-{token}-{n}", retries=retries, pure=False): path
                for n, (path, keys) in enumerate(sorted(split.items()))}
     out = list(done)
@@ -69,8 +123,7 @@ def _rejoin_split_keys(client: Any, plan: ScanPlan, options: ScanOptions, done: 
             for i in idx:
                 keys = out[i].keys
                 out[i] = replace(out[i], keys=keys[~keys["business_key"].astype(str).isin(drop)].reset_index(drop=True))
-            # kept with a row group read as they were: its row says what they were predicted under
-            first = next((i for i in idx if out[i].partition.get("runtime") == read_as[path]), idx[0])
+            first = idx[0]   # every row group was read under the input's runtime
             out[first] = replace(out[first], keys=concat_keys([out[first].keys, whole.keys]))
     except BaseException:
         client.cancel(list(futures), force=True)
@@ -113,13 +166,3 @@ def _failure(window: Any, exc: BaseException | None) -> dict[str, Any]:
     reason = "cancelled" if exc is None else f"{type(exc).__name__}: {exc}"
     return {"window": window.name, "partition": window.partition, "path": window.path, "start": window.start,
             "end": window.end, "reason": reason}
-
-
-def _resolved(runtime: str, parts: pd.DataFrame) -> str:
-    """The runtime the scan read its windows as: the given one, else the latest any window was inferred as (a
-    window without a V4 record cannot tell 0.4 from main; the log as a whole is read as the latest)."""
-    if runtime != "auto" or "runtime" not in parts.columns:
-        return runtime
-    seen = set(parts["runtime"].dropna().astype(str))
-    named = [r for r in RUNTIMES[1:] if r in seen]   # RUNTIMES[0] is "auto"
-    return named[-1] if named else ("unknown" if seen else runtime)

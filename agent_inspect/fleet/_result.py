@@ -64,9 +64,12 @@ class ScanResult:
       ``<rule>_calls:<function>`` count per function the rule executes again anywhere (0 where a key does
       not; a sub-agent call is named by its sub-agent and caller, the ledger's ``label``, and counted here too):
       :meth:`calls_by_function` sums them over the fleet.
-    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker, the runtime
-      it was read as).
-    - ``runtime``: the runtime given, or the one the windows were read as (the latest any was inferred as).
+    - ``partitions``: one row per window read (records, keys, bad records, bytes, seconds, worker, the runtime,
+      store flavour and store kind it was read as, and ``reread``: read again under the input's runtime and store
+      kind, its own records alone having shown others).
+    - ``runtime``: the runtime every key was predicted under: the one given, else the one the whole input's records
+      show (as ``ai.load`` of it infers it; windows whose own records showed another were read again under it);
+      ``runtime_provenance`` says which, with the evidence.
     - ``errors``: a sample of bad records per window, with their positions (counts are in ``partitions``).
     - ``failures``: windows whose task failed after retries, with the reason; the rest completed.
     - ``fleet_wide``: rules whose analysis spans partitions on this source (the snapshot Kafka store with
@@ -98,6 +101,9 @@ class ScanResult:
     #: the original rule's store flavour the windows' records run ("segment", "kafka-k1", "fluss-k1"; several
     #: joined by "+"; None when no window held a parsed key)
     store_flavour: str | None = None
+    #: where ``runtime`` came from, in words ("0.4: inferred from the whole input (…)", "0.3: given (…)"), as
+    #: ``Recovery.provenance["runtime"]`` says it; None for a scan saved before it was recorded
+    runtime_provenance: str | None = None
 
     def rule_label(self, rule: str) -> str:
         """``rule``, marked as a what-if when it is one (:func:`agent_inspect.log.rule_label`, under the runtime and
@@ -163,7 +169,8 @@ class ScanResult:
         (:data:`OUTCOME_COLUMNS`: they add up to the tasks), evictions and calls (also per function id)."""
         k = self.keys
         out: dict[str, Any] = {
-            "source": self.source, "runtime": self.runtime, "store_flavour": self.store_flavour, "windows": len(self.partitions) + len(self.failures),
+            "source": self.source, "runtime": self.runtime, "runtime_provenance": self.runtime_provenance,
+            "store_flavour": self.store_flavour, "windows": len(self.partitions) + len(self.failures),
             "failed": len(self.failures), "records": int(self.partitions["records"].sum()) if len(self.partitions) else 0,
             "keys": len(k), "errors": int(self.partitions["errors"].sum()) if len(self.partitions) else 0,
             "exposed_1301": int(k["exposed_1301"].sum()) if len(k) else 0,
@@ -197,7 +204,7 @@ class ScanResult:
                 frame["output"] = frame["output"].map(lambda v: json.dumps(list(v)) if v is not None else "[]")
             frame.to_parquet(root / RESULT_FILES[name], index=False)
         meta = {"source": self.source, "rules": list(self.rules), "what_if": list(self.what_if), "runtime": self.runtime,
-                "store_flavour": self.store_flavour, "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
+                "runtime_provenance": self.runtime_provenance, "store_flavour": self.store_flavour, "markers": None if self.markers is None else {str(p): o for p, o in self.markers.items()},
                 "seconds": self.seconds, "fleet_wide": list(self.fleet_wide), "output": self.output}
         (root / RESULT_FILES["meta"]).write_text(json.dumps(meta, sort_keys=True))
         return root
@@ -230,7 +237,8 @@ class ScanResult:
                    failures=frames["failures"], source=meta["source"], rules=tuple(meta["rules"]),
                    markers=None if markers is None else {int(p): int(o) for p, o in markers.items()},
                    runtime=meta.get("runtime", "auto"), what_if=tuple(meta.get("what_if", ())), output=output, seconds=meta.get("seconds"),
-                   fleet_wide=tuple(meta.get("fleet_wide", ())), store_flavour=meta.get("store_flavour"))
+                   fleet_wide=tuple(meta.get("fleet_wide", ())), store_flavour=meta.get("store_flavour"),
+                   runtime_provenance=meta.get("runtime_provenance"))
 
     def load_key(self, business_key: str) -> ActionStateLog:
         """The log of one business key: from the scan's Parquet output when there is one, else from the source."""

@@ -17,7 +17,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError, SourceError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.fleet._passes import _failure, _fleet_wide, _rejoin_split_keys, _resolved, _with_fleet_columns
+from agent_inspect.fleet._passes import _failure, _fleet_wide, _one_runtime, _rejoin_split_keys, _with_fleet_columns
 from agent_inspect.fleet._result import _FAILURE_COLUMNS, ScanResult, _scanned_runtime
 from agent_inspect.fleet._task import (
     CALLS_PREFIX,
@@ -263,9 +263,13 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         if local:
             link = None   # a local cluster's dashboard closes with it: the result keeps no dead link
         done, failed = _run(dask_client, plan, options, retries=retries, progress=progress, on_progress=on_progress)
+        # one runtime and store for the whole input, as ai.load of it infers them (windows that differ read again)
+        options, done, runtime_words = _one_runtime(dask_client, plan, options, done, failed, retries=retries)
         done = _rejoin_split_keys(dask_client, plan, options, done, failed, retries=retries)
         fleet = _fleet_wide(dask_client, plan, options, done, failed, retries=retries)
-    result = _assemble(plan, done, failed, names, merged, runtime, out_dir, link, time.perf_counter() - started)
+    result = _assemble(plan, done, failed, names, merged, str(getattr(options.runtime, "name", options.runtime)),
+                       out_dir, link, time.perf_counter() - started)
+    result = replace(result, runtime_provenance=runtime_words)
     # what-ifs under the runtime and store flavour the windows' records showed (unknown before they were read)
     read_as = replace(_scanned_runtime(result.runtime), store_flavour=result.store_flavour)
     result = replace(result, what_if=tuple(n for n, r in zip(names, rules, strict=True) if rule_mark(r, read_as).what_if))
@@ -396,6 +400,6 @@ def _assemble(plan: ScanPlan, done: list[Any], failed: list[dict[str, Any]], rul
     # the windows' flavours together (several joined by "+", as a log's that mixes key formats)
     flavour = joined_flavour(parts["store_flavour"].dropna()) if "store_flavour" in parts.columns else None
     return ScanResult(keys=keys, partitions=parts, errors=errors, failures=failures, source=plan.source, rules=rules,
-                      markers=markers, runtime=_resolved(runtime, parts), output=output, dashboard=link, seconds=round(seconds, 3),
+                      markers=markers, runtime=runtime, output=output, dashboard=link, seconds=round(seconds, 3),
                       spec=plan.spec, store_flavour=flavour)
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog, RuntimeInfo, SourceSpec, Window
     from agent_inspect.recovery import Simulation
 
-__all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "fleet_wide_rules", "key_frame", "compact_keys",
+__all__ = ["ScanOptions", "WindowResult", "scan_window", "scan_fleet", "as_source_kind", "fleet_wide_rules", "key_frame", "compact_keys",
            "concat_keys", "column_order", "KEY_COLUMNS", "RULE_COLUMNS", "CALLS_PREFIX"]
 
 KEY_COLUMNS = ["business_key", "partition", "records", "rounds", "attempts", "history_bytes", "errors",
@@ -38,7 +38,8 @@ RULE_COLUMNS = ["reused", "resumed", "rerun", "failed", "not_dispatched", "evict
 """Per-key columns repeated for every rule, named ``<rule>_<column>``; the first five count the key's tasks by
 outcome (REUSE, RESUME, RERUN, FAIL, NOT-DISPATCHED), so they add up to the tasks ``predict`` lists for it."""
 RUNTIMES = ("auto", "0.3", "0.4", "main")
-"""Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it per window from the records)."""
+"""Runtime names ``ai.scan`` accepts (the upstream version; "auto" infers it from the whole input's records, as
+``ai.load`` of the input does)."""
 CALLS_PREFIX = "_calls:"
 """Then per rule one int32 column per function whose durable calls that rule executes again for some key:
 ``<rule>_calls:<function>`` (a count per key, 0 where none; a sub-agent call is named by its sub-agent and
@@ -67,7 +68,8 @@ class ScanOptions:
 
     rules: tuple[RuleLike, ...] = ("original", "fixed")
     markers: Mapping[int, int] | None = None   # merged {partition: offset}; None = the whole window, {} a fresh start
-    runtime: str = "auto"
+    runtime: str | RuntimeInfo = "auto"        # "auto": the window's own records; a RuntimeInfo: the input's, resolved
+    source_kind: str | None = None             # the input's store ("kafka" / "fluss"); None: the window's own
     output: str | None = None                  # directory for the records as hive-partitioned Parquet
     plan_source: PlanSource | None = None      # a read checkpoint: each window restores its keys' plan from it
 
@@ -86,6 +88,8 @@ class WindowResult:
     keys: pd.DataFrame
     partition: dict[str, Any]
     errors: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the runtime the keys were predicted under, with its evidence (the scan joins the windows' into the input's)
+    read_as: RuntimeInfo | None = None
 
     def __repr__(self) -> str:
         # one line of counts: the per-key frame stays an attribute
@@ -103,7 +107,7 @@ def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> Windo
         ai.fleet.scan_window(plan.spec, plan.windows[0], ai.fleet.ScanOptions()).keys.head()
     """
     from agent_inspect._bulk import gc_paused
-    from agent_inspect.log import read_window, resolve_runtime, write_window
+    from agent_inspect.log import read_window, resolve_runtime, source_kind_of, write_window
 
     t0 = time.perf_counter()
     log = read_window(spec, window)
@@ -111,6 +115,7 @@ def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> Windo
     written: list[str] = []
     if options.output:
         written = [str(p) for p in write_window(log, options.output, window)]
+    log = as_source_kind(log, options.source_kind)
     markers = options.markers
     if markers is not None and spec.kind == "fluss" and window.partition is not None and window.partition in markers:
         # a Fluss restore's checks (the markers name every bucket) were made when the scan was planned; this
@@ -138,8 +143,24 @@ def scan_window(spec: SourceSpec, window: Window, options: ScanOptions) -> Windo
         "worker": f"{socket.gethostname()}:{os.getpid()}", "output": written,
         "runtime": read_as.name,   # what this window was read as
         "store_flavour": read_as.store_flavour,   # what its records' store runs: the scan labels rules by it
+        "source_kind": source_kind_of(log),
+        "reread": False,   # the scan sets it on a window it read again under the input's runtime and store
     }
-    return WindowResult(keys=keys, partition=row, errors=sample)
+    return WindowResult(keys=keys, partition=row, errors=sample, read_as=read_as)
+
+
+def as_source_kind(log: ActionStateLog, kind: str | None) -> ActionStateLog:
+    """``log`` read as written through a ``kind`` store ("kafka" / "fluss"; None: as it is), as the whole input it
+    is a window of is read: a window of a folder of dumps without an ``agent_key`` of its own reads as Kafka alone,
+    while the folder, holding a Fluss dump too, reads as Fluss."""
+    from dataclasses import replace
+
+    from agent_inspect.log import source_kind_of
+
+    if kind is None or source_kind_of(log) == kind:
+        return log
+    log.source = replace(log.source, options={**log.source.options, "backend": kind})
+    return log
 
 
 def fleet_wide_rules(log: Any, rules: Sequence[Any]) -> list[str]:
@@ -149,20 +170,19 @@ def fleet_wide_rules(log: Any, rules: Sequence[Any]) -> list[str]:
     eviction there ignores the key (spec §8.2, the #628 review): one key's miss evicts every key's later
     rounds, in every partition. Such a rule must see the whole fleet at once.
     """
+    from agent_inspect.log import source_kind_of
     from agent_inspect.rules import OriginalRule, resolve_rule
     from agent_inspect.store import RecoverySession
 
     formats = set(log.records["key_format"].astype(object).dropna().astype(str))
     if "K1" not in formats:
         return []
-    agent_key = getattr(log.raw, "agent_key", None)
-    kind = getattr(log.source, "kind", None)
-    fluss = kind == "fluss" or (kind != "kafka" and agent_key is not None and any(a is not None for a in agent_key))
+    kind = source_kind_of(log)   # as the rules' sessions read it (a dump's "backend" too)
     out = []
     for rule in rules:
         obj = resolve_rule(rule)
         if isinstance(obj, OriginalRule):
-            session = RecoverySession(obj, source_kind="fluss" if fluss else "kafka")
+            session = RecoverySession(obj, source_kind="fluss" if kind == "fluss" else "kafka")
             if obj.flavour_for(session, "K1") == "kafka-k1":
                 out.append(_name(rule))
     return out
@@ -185,7 +205,7 @@ def scan_fleet(spec: Any, windows: Sequence[Any], options: ScanOptions) -> pd.Da
     first = logs[0].source if logs else SourceInfo(kind=spec.kind, location=spec.location)
     info = SourceInfo(kind=first.kind, location=spec.location, topic=first.topic, start_offsets=dict(sorted(start.items())),
                       end_offsets=dict(sorted(end.items())), file_format=first.file_format, options=dict(first.options))
-    whole = ActionStateLog.from_raw([lg.raw for lg in logs], info)
+    whole = as_source_kind(ActionStateLog.from_raw([lg.raw for lg in logs], info), options.source_kind)
     errors = [lg.records["error"] for lg in logs]
     if any(e.notna().any() for e in errors):  # reasons of malformed file lines are not in the raw bytes
         whole.records["error"] = pd.array(np.concatenate([e.astype(object).to_numpy() for e in errors]),

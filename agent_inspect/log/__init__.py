@@ -34,6 +34,7 @@ from agent_inspect.log._runtime import (
     default_rule,
     infer_runtime,
     joined_flavour,
+    joined_runtime,
     resolve_runtime,
     source_kind_of,
     store_flavour,
@@ -52,7 +53,7 @@ from agent_inspect.log._window import (
 __all__ = ["ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file", "build_log", "plain_text",
            "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS", "rule_label", "rule_mark", "RuleMark",  # the summary in words (labels shared by report, views and CLI)
            "logged_key",   # a key's text or digest, as a log names it
-           "RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule",
+           "RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "joined_runtime", "default_rule",
            "source_kind_of", "store_flavour", "joined_flavour",   # the store a log's runtime ran: its kind and the original rule's flavour
            # windows of a source (one per partition) for a fleet scan, and the scan's reopenable Parquet output
            "SourceSpec", "Window", "plan_windows", "read_window", "write_window", "write_dataset_meta", "load_dataset",

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from agent_inspect._types import LogLike
 
-__all__ = ["RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "default_rule", "UNKNOWN",
-           "DEFAULT_MODEL", "source_kind_of", "store_flavour"]
+__all__ = ["RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime", "joined_runtime",
+           "default_rule", "UNKNOWN", "DEFAULT_MODEL", "source_kind_of", "store_flavour"]
 
 RUNTIMES = ("0.3", "0.4", "main")
 """Runtimes a log can be read as; ``"auto"`` infers one from the records."""
@@ -125,8 +125,15 @@ def _infer(log: LogLike | pd.DataFrame | None) -> RuntimeInfo:
     with_lineage = int((outputs & fmt.isin(["V3", "V3+"]) & pinned).sum())
     without = int((outputs & r["value_format_lineage_rule"].fillna(False).astype(bool)).sum()) \
         if "value_format_lineage_rule" in r else 0
-    counts = {"v4_records": v4, "output_records_with_lineage": with_lineage,
-              "output_records_without_lineage": without, "output_records": int(outputs.sum())}
+    return _decided({"v4_records": v4, "output_records_with_lineage": with_lineage,
+                     "output_records_without_lineage": without, "output_records": int(outputs.sum())})
+
+
+def _decided(counts: dict[str, int]) -> RuntimeInfo:
+    """The runtime the evidence ``counts`` of decoded records point to (rules 1-3): a function of the counts only, so
+    the parts of a log, their counts summed, say what the whole says (:func:`joined_runtime`)."""
+    v4, with_lineage = counts["v4_records"], counts["output_records_with_lineage"]
+    without = counts["output_records_without_lineage"]
     if v4:
         carry = "carries" if v4 == 1 else "carry"
         return RuntimeInfo("main", True, f"{plural(v4, 'record')} {carry} subagentResultEvents (V4), which only "
@@ -160,6 +167,29 @@ def resolve_runtime(runtime: str | RuntimeInfo | None, log: LogLike | pd.DataFra
         return infer_runtime(log)
     return RuntimeInfo(_check(runtime), False, f"runtime={runtime!r} was given", {},
                        store_flavour=_log_flavour(log) if log is not None else None)
+
+
+def joined_runtime(parts: Iterable[RuntimeInfo]) -> RuntimeInfo:
+    """The runtime inferred for the records of several logs together (the windows of one input), from what
+    :func:`infer_runtime` said of each: their evidence counts summed, then the same rules, so it is what the
+    inference says of them loaded as one log (not the newest part's answer: outputs without lineage anywhere read
+    the whole as 0.3 unless a V4 record is somewhere). "unknown" only when no part held a decoded record. The store
+    flavour is not joined here (it needs the whole's source kind: :func:`joined_flavour`).
+
+    For example::
+
+        spec, windows = ai.log.plan_windows("sample_logs/production.parquet")   # one per partition
+        parts = [ai.log.read_window(spec, w).runtime() for w in windows]
+        ai.log.joined_runtime(parts) == ai.load("sample_logs/production.parquet").runtime()   # True
+    """
+    parts = list(parts)
+    known = [p for p in parts if p.name != UNKNOWN]
+    if not known:
+        n = sum(int(p.counts.get("records", 0)) for p in parts)
+        return RuntimeInfo(UNKNOWN, True, f"none of the {n} records decoded" if n else "no records to judge",
+                           {"records": n, "decoded": 0} if n else {})
+    names = ("v4_records", "output_records_with_lineage", "output_records_without_lineage", "output_records")
+    return _decided({c: sum(int(p.counts.get(c, 0)) for p in known) for c in names})
 
 
 def source_kind_of(log: LogLike | pd.DataFrame | None) -> str | None:

@@ -32,6 +32,7 @@ def test_log_module_surface():
 
     assert set(log.__all__) == {"ActionStateLog", "COLUMNS", "load", "load_kafka", "load_fluss", "load_file",
                                 "build_log", "plain_text", "RUNTIMES", "KEEPS_PENDING", "RuntimeInfo", "infer_runtime", "resolve_runtime",
+                                "joined_runtime",
                                 "default_rule", "SourceSpec", "Window", "plan_windows", "read_window", "write_window",
                                 "write_dataset_meta", "load_dataset", "is_dataset", "LiveLog", "follow", "Follower",
                                 "TailWindow", "summary_facts", "runtime_text", "SummaryFact", "SUMMARY_LABELS",

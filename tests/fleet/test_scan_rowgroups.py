@@ -93,7 +93,9 @@ def test_a_rejoined_key_is_read_as_its_file_is_read(tmp_path: Path, dask_client:
 
     result = ai.scan(path, client=dask_client)
     read_as = dict(zip(result.partitions["row_group"], result.partitions["runtime"]))
-    assert read_as == {0: "main", 1: "0.4", 2: "0.4"} and result.runtime == "main"
+    # row groups 1 and 2 alone infer 0.4: read again as the file, main (the whole input is read under one runtime)
+    assert read_as == {0: "main", 1: "main", 2: "main"} and result.runtime == "main"
+    assert dict(zip(result.partitions["row_group"], result.partitions["reread"])) == {0: False, 1: True, 2: True}
     got = result.keys.set_index("business_key").loc[key]
     as_main = key_frame(log.for_key(key), runtime="main").set_index("business_key").loc[key]
     as_04 = key_frame(log.for_key(key), runtime="0.4").set_index("business_key").loc[key]
