@@ -93,8 +93,12 @@ def _from_file(path: str) -> Any:
         raise RecoveryError(f"no rule file {path!r}; name an existing .py file as path/to/my_rule.py:ClassName")
     name = file.stem
     known = sys.modules.get(name)
-    if known is not None and Path(getattr(known, "__file__", "") or "").resolve() == file.resolve():
-        return known
+    if known is not None:
+        if Path(getattr(known, "__file__", "") or "").resolve() == file.resolve():
+            return known
+        # registering the file under a taken name would replace that module for the whole process (json.py)
+        raise RecoveryError(f"rule file {path!r} is named like the module {name!r} already imported from "
+                            f"{getattr(known, '__file__', None) or 'Python itself'}; rename the file and run again")
     spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path!r} as a Python module")

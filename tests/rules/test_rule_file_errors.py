@@ -52,3 +52,14 @@ def test_the_cli_prints_one_line(rule_dir: Path, capsys: pytest.CaptureFixture[s
     assert main(["reconstruct", str(ai.samples.path("G01")), "--rule", "rule_syntax_zz.py:X"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "SyntaxError" in err, err
+
+
+def test_a_rule_file_named_like_an_imported_module_is_refused(tmp_path: Path) -> None:
+    # registered under its file name, json.py would have replaced the json module for the whole process
+    import json
+
+    (tmp_path / "json.py").write_text("from agent_inspect.store import DivergenceRule\n"
+                                      "class Mine(DivergenceRule):\n    name = 'mine'\n")
+    with pytest.raises(RecoveryError, match=r"named like the module 'json' already imported .*rename the file"):
+        resolve_rule(f"{tmp_path / 'json.py'}:Mine")
+    assert sys.modules["json"] is json
