@@ -6,31 +6,10 @@ from pathlib import Path
 
 import agent_inspect as ai
 from agent_inspect.cases import compare, load_cases
-from agent_inspect.rules import DivergenceRule
-from agent_inspect.store import LookupDecision
+from tests.support.roots_only import RootsOnly
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [c for c in load_cases(ROOT / "cases") if c.id in {"N03", "N04", "G01", "G02", "G09", "D01"}]
-
-
-class RootsOnly(DivergenceRule):
-    """The fixed rule without the identity check: G09's WA#2 is reused blindly."""
-
-    name = "roots-only"
-
-    def rebuild(self, session, entry):
-        if entry.is_root and session.store.roots(entry.business_key, entry.seq) - {entry.fingerprint}:
-            session.invalidate(entry.business_key, entry.seq, kind="root-conflict", explanation="conflicting root")
-        return entry
-
-    def lookup(self, session, task):
-        k, s = task.business_key, task.seq
-        if task.is_root and session.store.roots(k, s) - {task.event_uuid}:
-            session.invalidate(k, s, kind="root-conflict", explanation="a different input at this seq")
-        entry = session.store.get(task.state_key)
-        if entry is None:
-            session.evict(k, s, kind="miss-eviction", explanation="miss: later rounds are stale")
-        return LookupDecision.found(entry)
 
 
 def test_compare_frame():
