@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,6 @@ PARTITIONS = 2
 
 
 
-@pytest.fixture
-def views() -> Iterator[list[LiveTail]]:
-    made: list[LiveTail] = []
-    yield made
-    for view in made:
-        view.close()
 
 
 def _timeline_records(view: LiveTail) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,6 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.kafka
 
 
-@pytest.fixture
-def views() -> Iterator[list[LiveTail]]:
-    made: list[LiveTail] = []
-    yield made
-    for view in made:
-        view.close()
 
 
 def _write_sample(bootstrap: str, name: str) -> str:
