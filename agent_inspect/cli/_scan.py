@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
     # a what-if label is longer than a name; the counts' labels are the report's ("failed" alone read as tasks)
     width = max(*(len(label) + 2 for label in (*labels.values(), *SUMMARY_LABELS.values())))
     print(f"{'source':<{width}}{s['source']}")
-    print(f"{'runtime':<{width}}{s['runtime']}")
+    print(f"{'runtime':<{width}}{result.runtime_provenance or s['runtime']}")   # with where it came from
     if result.store_flavour_text:
         print(f"{'store flavour':<{width}}{result.store_flavour_text}")
     for name, label in SUMMARY_LABELS.items():

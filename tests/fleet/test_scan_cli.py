@@ -44,6 +44,9 @@ def test_text_output_with_progress_and_a_local_cluster(capsys: pytest.CaptureFix
     assert any(line.startswith("fixed (what-if; 0.4 ships original)  ") for line in lines), out.out
     assert "most at risk, ranked under fixed (what-if; 0.4 ships original):" in lines
     assert not any(line.startswith("original") for line in lines)
+    # the runtime with where it came from, as the result and --json say it ("0.4" alone hid that it was inferred)
+    runtime = next(line for line in lines if line.startswith("runtime "))
+    assert runtime.split(None, 1)[1].startswith("0.4: inferred from the whole input (all 3 records"), runtime
     assert "scan:" in out.err  # the progress bar
     # the local cluster's dashboard closes with the command: the link says it is for while the scan runs
     assert "Dask dashboard at http://127.0.0.1:" in out.err
