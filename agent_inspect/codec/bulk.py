@@ -303,7 +303,12 @@ def _mostly_refused(part: list[bytes | None]) -> bool:
 
 def _utf8(part: list[bytes | None]) -> bool:
     """Whether every value of ``part`` is UTF-8: msgspec leaves raw parts (attributes, memory) unchecked."""
-    joined = b"\n".join(filter(None, part))   # one pass in C; "\n" is ASCII, so no character spans two values
+    try:  # the common chunk, all ASCII: one pass in C over the values themselves (a join copied them first)
+        if all(map(bytes.isascii, filter(None, part))):
+            return True
+    except TypeError:  # a value that is a buffer but not bytes: the join reads it
+        pass
+    joined = b"\n".join(filter(None, part))   # "\n" is ASCII, so no character spans two values
     if joined.isascii():
         return True
     try:

@@ -212,3 +212,13 @@ def test_memory_values_checked_at_once_as_one_by_one(values: list[bytes]) -> Non
     raws = [msgspec.json.decode(b'{"v":' + v + b"}", type=dict[str, msgspec.Raw])["v"] for v in values]
     one_by_one = all(v.startswith(_ENVELOPE_PREFIX) and v.count(b'"') == 10 for v in values)
     assert _all_envelopes(raws) == one_by_one
+
+
+def test_the_utf8_check_of_a_chunk_takes_non_ascii_values_and_buffers_that_are_not_bytes():
+    # each value is checked for ASCII on its own (bytes.isascii); a buffer of another type, valid UTF-8 beyond ASCII
+    # and a bad byte send the chunk down the joined check, and every row is the reference's
+    utf8 = encode(state(taskEvent=event(id="root"))).replace(b'"attributes":{', b'"attributes":{"n":"caf\xc3\xa9",', 1)
+    bad = utf8.replace(b"caf\xc3\xa9", b"caf\xff", 1)
+    buffers: list[Any] = [bytearray(COMMON), bytearray(utf8), bytearray(bad)]   # sources give bytes; a caller may not
+    for odd in ([buffers[0]], [utf8], [utf8, bad], [buffers[1]], [buffers[2], COMMON]):
+        same_rows([COMMON] * 300 + odd + [COMMON] * 300)
