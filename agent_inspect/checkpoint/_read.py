@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent_inspect.recovery import ReplayPlan
     from agent_inspect.sources import CheckpointFiles
 
-__all__ = ["Checkpoint", "KeyedRestore", "CheckpointTask", "read", "MARKER_STATE"]
+__all__ = ["Checkpoint", "KeyedRestore", "CheckpointTask", "read", "names_checkpoint", "MARKER_STATE"]
 
 MARKER_STATE = "recoveryMarker"
 """The operator union list state the agent operator keeps its recovery marker in (addendum §6)."""
@@ -233,6 +233,23 @@ class Checkpoint:
         kind = {True: "savepoint", False: "checkpoint", None: "checkpoint"}[self.savepoint]
         return (f"<Checkpoint {self.checkpoint_id} ({kind}, Flink {self.flink_version}) of {self.operator}: "
                 f"{plural(len(self.markers), 'subtask marker')}, merged {self.merged}>")
+
+
+def names_checkpoint(text: str | os.PathLike[str]) -> bool:
+    """Whether a markers argument names a checkpoint for :func:`read` (a directory, a ``_metadata`` file or a
+    ``scheme://`` URL) rather than markers as JSON or a markers ``.json`` file: one answer for ``--markers``,
+    ``--checkpoint`` and a diff side's ``@markers=``.
+
+    For example::
+
+        ai.checkpoint.names_checkpoint(ai.samples.checkpoint("production"))        # True: a folder
+        ai.checkpoint.names_checkpoint(ai.samples.path("production", "markers"))   # False: a markers file
+    """
+    path = os.fspath(text)
+    path = path[1:] if path.startswith("@") else path
+    if path.lstrip().startswith(("[", "{")):
+        return False
+    return "://" in path or os.path.isdir(path) or os.path.basename(path) == "_metadata"
 
 
 def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, keyed: bool = True) -> Checkpoint:

@@ -39,15 +39,11 @@ def markers_from_args(args: argparse.Namespace) -> Any:
 def read_markers(text: str | None) -> Any:
     """The markers one ``--markers`` argument (or ``@markers=`` selector) names: a checkpoint (a folder, a
     ``_metadata`` file or a ``scheme://`` URL, read as ``--checkpoint``), else :func:`parse_markers`."""
+    from agent_inspect.checkpoint import names_checkpoint, read
+
     if text is None:
         return None
-    path = text[1:] if text.startswith("@") else text
-    if not path.lstrip().startswith(("[", "{")) and (
-            "://" in path or Path(path).is_dir() or Path(path).name == "_metadata"):
-        from agent_inspect.checkpoint import read
-
-        return read(path)
-    return parse_markers(text)
+    return read(text[1:] if text.startswith("@") else text) if names_checkpoint(text) else parse_markers(text)
 
 
 def parse_markers(text: str | None) -> Any:

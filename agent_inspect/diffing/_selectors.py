@@ -33,8 +33,8 @@ class Selector:
 
     ``mode`` is "log" (the records as written), "predict" (what a recovery under ``rule`` does with
     each task) or "reconstruct" (the status of each record under ``rule``). ``attempt`` keeps one
-    attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers
-    (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
+    attempt per business key; ``key`` one business key; ``markers`` a JSON file of recovery markers or a
+    checkpoint (default: the whole loaded log is the window); ``runtime`` is carried to the recovery functions that
     accept it. These are :func:`~agent_inspect.diffing.select`'s keywords, read the same way: ``markers`` without a
     rule set up a recovery (the side predicts under the rule the runtime ships); ``runtime`` alone says how the
     log is read.
@@ -83,7 +83,7 @@ def parse_selector(text: str) -> Selector:
     that rule), a bare built-in rule name (``@fixed`` = ``@predict=fixed``; ``@fixed+round-regression``,
     ``@original:kafka-k1`` too), ``attempt=N`` (attempt N of each business key, 1-based), ``key=K`` (one
     business key), ``markers=FILE`` (a JSON list of ``{partition: offset}`` maps, or an object with such a
-    ``markers`` list), ``runtime=NAME`` (the upstream version that wrote the log). Each is the keyword of
+    ``markers`` list; or a checkpoint folder, ``_metadata`` file or URL, as ``--checkpoint``), ``runtime=NAME`` (the upstream version that wrote the log). Each is the keyword of
     :func:`~agent_inspect.diffing.select` of that name, with the same side and label: ``markers`` without a rule
     diff what the restore does under the rule the runtime ships; ``runtime`` alone reads the log as that version
     writes it (which rows are a checkpoint's refresh rows), and with a rule or markers restores under it.
@@ -141,12 +141,18 @@ def parse_selector(text: str) -> Selector:
 
 
 def selector_settings(sel: Selector) -> dict[str, Any]:
-    """The :func:`~agent_inspect.diffing.select` keywords a parsed selector names, its markers file read."""
+    """The :func:`~agent_inspect.diffing.select` keywords a parsed selector names, its markers file (or checkpoint)
+    read."""
+    from agent_inspect.checkpoint import names_checkpoint
+    from agent_inspect.checkpoint import read as read_checkpoint
+
     settings: dict[str, Any] = {name: getattr(sel, name) for name in ("attempt", "key", "runtime")
                                 if getattr(sel, name) is not None}
     if sel.mode != "log":
         settings.update(mode=sel.mode, rule=sel.rule)
-    if sel.markers is not None:
+    if sel.markers is not None and names_checkpoint(sel.markers):
+        settings["markers"] = read_checkpoint(sel.markers)   # as --markers / --checkpoint read it
+    elif sel.markers is not None:
         try:
             with open(sel.markers, encoding="utf-8") as fh:
                 markers = json.load(fh)

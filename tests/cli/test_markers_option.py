@@ -68,3 +68,16 @@ def test_explain_reads_its_markers_as_every_verb_does(capsys: pytest.CaptureFixt
     # two sets of markers for one restore: refused, not one silently dropped
     code, _, err = _explain(capsys, f"{log}@markers={sample}", "--checkpoint", str(CHECKPOINT))
     assert code == 2 and "markers twice" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_diff_side_reads_a_checkpoint_as_markers_as_explain_does() -> None:
+    # a diff side's @markers= read only JSON files: a checkpoint folder failed ("Is a directory") where explain,
+    # --markers and --checkpoint read it
+    log = str(ai.samples.path("production"))
+    by_folder = ai.diffing.select(f"{log}@markers={CHECKPOINT}")
+    by_object = ai.diffing.select(log, markers=ai.checkpoint.read(CHECKPOINT))
+    assert by_folder.label == by_object.label
+    assert ai.diff(f"{log}@markers={CHECKPOINT}", by_object).empty
+    assert ai.checkpoint.names_checkpoint(CHECKPOINT) and ai.checkpoint.names_checkpoint("s3://b/chk-7")
+    assert not ai.checkpoint.names_checkpoint(ai.samples.path("production", "markers"))
+    assert not ai.checkpoint.names_checkpoint('[{"0": 1}]')
