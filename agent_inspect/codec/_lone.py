@@ -14,12 +14,14 @@ from msgspec import Raw
 from agent_inspect._errors import ValueFormatError
 from agent_inspect.codec._json import jackson_json
 
-__all__ = ["lone_surrogate_json"]
+__all__ = ["lone_surrogate_json", "items_of"]
 
 _EVENT_RAW = ("attributes", "attachments", "input", "output")
 
 
-def _items(obj: dict[str, Any], name: str) -> list[Any]:
+def items_of(obj: dict[str, Any], name: str) -> list[Any]:
+    """The list member ``name`` of a decoded ActionState object, or none (a wrong type is left for the typed decode
+    to name)."""
     items = obj.get(name)
     return items if isinstance(items, list) else []
 
@@ -40,10 +42,10 @@ def lone_surrogate_json(data: bytes) -> dict[str, Any]:
         raise ValueFormatError("not an ActionState (not a JSON object)")
     _event(obj.get("taskEvent"))
     for name in ("outputEvents", "subagentResultEvents"):
-        for ev in _items(obj, name):
+        for ev in items_of(obj, name):
             _event(ev)
     for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
-        for mu in _items(obj, name):
+        for mu in items_of(obj, name):
             if isinstance(mu, dict) and "value" in mu:
                 mu["value"] = Raw(jackson_json(mu["value"]))
     return obj

@@ -11,6 +11,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType, field
 
 from agent_inspect._errors import ValueFormatError
 from agent_inspect.codec._json import has_lone_surrogate, jackson_json, parse_json
+from agent_inspect.codec._lone import items_of as _items
 from agent_inspect.codec._lone import lone_surrogate_json
 
 __all__ = [
@@ -319,11 +320,6 @@ def _clean_event(ev: Any) -> None:
                 ev[camel] = ev.pop(snake)
         _move_extra(ev, _EVENT_KEYS)
         _clean_event(ev.get("delegate"))
-
-
-def _items(obj: dict[str, Any], name: str) -> list[Any]:
-    items = obj.get(name)
-    return items if isinstance(items, list) else []  # a wrong type is left for the typed decode to name
 
 
 def _clean(obj: Any) -> None:
