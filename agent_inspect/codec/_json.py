@@ -21,6 +21,22 @@ for _c in range(0x20):
 for _c in range(0xD800, 0xE000):   # a lone surrogate (a pair is one character here): escaped, as Jackson's
     _ESCAPES[chr(_c)] = f"\\u{_c:04X}"  # UTF8JsonGenerator writes it, so the bytes stay valid UTF-8
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)
+_BEYOND_BMP = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def _surrogate_pair_escape(match: re.Match[str]) -> str:
+    units = match.group().encode("utf-16-be")
+    return f"\\u{units[:2].hex().upper()}\\u{units[2:].hex().upper()}"
+
+
+def _quoted(text: str) -> str:
+    # Jackson 2's UTF8JsonGenerator (writeValueAsBytes: the value and the event-UUID bytes) writes a character
+    # beyond U+FFFF as its two UTF-16 surrogates, each escaped in uppercase hex (COMBINE_UNICODE_SURROGATES_IN_UTF8
+    # is off by default); every other non-ASCII character goes out as raw UTF-8.
+    escaped = text.translate(_ESCAPE_TABLE)
+    if escaped.isascii():
+        return '"' + escaped + '"'
+    return '"' + _BEYOND_BMP.sub(_surrogate_pair_escape, escaped) + '"'
 
 
 def _utf16_key(text: str) -> bytes:
@@ -76,7 +92,7 @@ def _write(obj: Any, out: list[str], sort: bool) -> None:
     elif obj is False:
         out.append("false")
     elif isinstance(obj, str):
-        out.append('"' + obj.translate(_ESCAPE_TABLE) + '"')
+        out.append(_quoted(obj))
     elif isinstance(obj, int):
         out.append(str(int(obj)))
     elif isinstance(obj, float):
@@ -89,7 +105,7 @@ def _write(obj: Any, out: list[str], sort: bool) -> None:
         for i, (k, v) in enumerate(items):
             if i:
                 out.append(",")
-            out.append('"' + k.translate(_ESCAPE_TABLE) + '":')
+            out.append(_quoted(k) + ":")
             _write(v, out, sort)
         out.append("}")
     elif isinstance(obj, (list, tuple)):
@@ -177,8 +193,8 @@ _OUTSIDE_BMP = re.compile(b"[\xf0-\xf4]")   # the lead byte of a UTF-8 character
 def _sorted_by_msgspec(data: bytes) -> bytes | None:
     """msgspec's sorted encoding of ``data``, where it is byte for byte what :func:`_write` gives (else None):
     no float (Java's ``Double.toString`` differs), no ``\\u`` escape (msgspec writes its hex in lower case,
-    Jackson in upper), and no character beyond U+FFFF (Java sorts keys by UTF-16 units, msgspec by code
-    points: they differ only there)."""
+    Jackson in upper), and no character beyond U+FFFF (Jackson escapes it as a surrogate pair, msgspec writes it
+    raw; and Java sorts keys by UTF-16 units, msgspec by code points: they differ only there)."""
     try:
         out = msgspec.json.encode(_WITHOUT_FLOATS.decode(data), order="sorted")
     except (_Float, msgspec.DecodeError, msgspec.EncodeError, RecursionError, UnicodeError):

@@ -30,6 +30,7 @@ from agent_inspect.codec import (
     subagent_namespace_digest,
     uuid3,
 )
+from agent_inspect.codec._json import jackson_json
 
 
 @pytest.mark.parametrize(("attributes", "canonical", "expected"), [
@@ -113,7 +114,20 @@ def test_canonical_json_sorts_by_utf16_code_units():
     # U+1F600 is a surrogate pair (0xD83D…) and sorts before U+E000 in Java, after it in Python.
     obj = {"\ue000": 1, "\U0001F600": 2, "b": {"z": [], "a": {}}, "a": True, "c": None, "d": False}
     out = canonical_json(obj).decode()
-    assert out == '{"a":true,"b":{"a":{},"z":[]},"c":null,"d":false,"\U0001F600":2,"\ue000":1}'
+    assert out == '{"a":true,"b":{"a":{},"z":[]},"c":null,"d":false,"\\uD83D\\uDE00":2,"\ue000":1}'
+
+
+def test_event_uuid_of_characters_beyond_the_bmp_is_jacksons():
+    # Written by Jackson 2.20.1 (flink-dist 2.3.0's shaded copy), JsonMapper with ORDER_MAP_ENTRIES_BY_KEYS and
+    # SORT_PROPERTIES_ALPHABETICALLY, writeValueAsBytes as upstream's ActionStateUtil calls it: a character beyond
+    # U+FFFF goes out as its two surrogates escaped in uppercase hex; other non-ASCII (é, U+E000, U+FFFF) raw.
+    attributes = {"input": "hi \U0001F600 caf\u00e9 \ue000", "\U0001F600k": ["x\U0001F600"], "\uffffz": 1}
+    jackson = ('{"input":"hi \\uD83D\\uDE00 caf\u00e9 \ue000","\\uD83D\\uDE00k":["x\\uD83D\\uDE00"],'
+               '"\uffffz":1}').encode()
+    assert canonical_json(attributes) == jackson
+    assert canonical_json(json.dumps(attributes, ensure_ascii=False).encode()) == jackson
+    assert event_uuid(attributes) == "d15a052f-8123-3023-98f3-e15e540a0f11"
+    assert jackson_json({"m": "\U0001F600"}) == b'{"m":"\\uD83D\\uDE00"}'   # the value writer too
 
 
 json_values = st.recursive(
