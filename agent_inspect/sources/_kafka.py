@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import gc_paused
-from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect._errors import BrokerUnreachable, DataLossError, SourceError
 from agent_inspect._glossary import did_you_mean
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
@@ -36,9 +36,11 @@ __all__ = ["open_kafka", "read_partitions", "client_config"]
 _LOG = logging.getLogger("agent_inspect.sources.kafka")
 _LOG.addHandler(logging.NullHandler())  # librdkafka chatter goes here, never to stderr unless the user asks
 
-# Settings that keep a load read-only and bounded; they override the caller's config.
+# Settings that keep a load read-only and bounded; they override the caller's config. auto.offset.reset=error:
+# librdkafka's default jumps to the END of a partition whose records at the read position are gone (retention,
+# deleteRecords, a recreated topic), skipping them without a word; "error" reports it instead.
 _FORCED = {"enable.auto.commit": False, "enable.auto.offset.store": False, "enable.partition.eof": True,
-           "allow.auto.create.topics": False}
+           "allow.auto.create.topics": False, "auto.offset.reset": "error"}
 # fetch.queue.backoff.ms: the log builder decodes each chunk while librdkafka fetches the next; once the
 # local queue is full, librdkafka's default waits a whole second before fetching again.
 _DEFAULTS = {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 5, "client.id": "agent-inspect",
@@ -333,6 +335,11 @@ def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, in
                     remaining.discard(p)
                     done.append(p)
                 continue
+            if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                raise DataLossError(
+                    f"data loss in partition {p} of topic {topic!r}: offset {m.offset()} is no longer retained "
+                    f"(retention or deleteRecords removed it while this load read it, or the topic was recreated); "
+                    f"load again: with allow_data_loss=True a load starts at the earliest retained offset")
             if err.retriable() or err.code() in transient:
                 continue  # librdkafka retries; the stall timeout in _read bounds the wait
             where = f"partition {p} of topic {topic!r}" if p is not None and p >= 0 else f"topic {topic!r}"
