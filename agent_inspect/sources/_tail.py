@@ -77,10 +77,10 @@ class KafkaTail:
     @property
     def trouble(self) -> str | None:
         """The client's newest error (a refused connection, every broker down …) while it keeps retrying;
-        once a record arrives or no error came for :data:`TROUBLE_FOR` seconds, :attr:`data_loss` (usually None)."""
+        None once a record arrives or no error came for :data:`TROUBLE_FOR` seconds."""
         trouble = self._trouble
         if trouble is None or time.monotonic() - trouble[0] > TROUBLE_FOR:
-            return self.data_loss
+            return None
         return trouble[1]
 
     @property
