@@ -104,15 +104,15 @@ class KafkaTail:
             if first is not None and max_records > 1:
                 messages += self._consumer.consume(max_records - 1, 0)
             self._note_errors()
-            gone = {m.partition(): m.offset() for m in messages
-                    if m.error() is not None and m.error().code() == KafkaError._AUTO_OFFSET_RESET}
-            if gone:
-                self._read_on_from_earliest(gone, timeout)
         batch = RawBatch()
+        gone: dict[int, int] = {}  # partition -> the offset whose records were gone
         for m in messages:
             err = m.error()
             if err is not None:
-                if err.code() in (KafkaError._PARTITION_EOF, KafkaError._AUTO_OFFSET_RESET) or err.retriable():
+                if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    gone[m.partition()] = m.offset()
+                    continue
+                if err.code() == KafkaError._PARTITION_EOF or err.retriable():
                     continue
                 if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT):
                     continue  # librdkafka reconnects; the follower keeps polling
@@ -121,6 +121,10 @@ class KafkaTail:
             batch.append(m.partition(), m.offset(), None if kind == TIMESTAMP_NOT_AVAILABLE else ts,
                          m.key(), m.value())
             self.positions[m.partition()] = m.offset() + 1
+        if gone:  # after the positions of this batch's records: the new assignment starts right after them
+            with self._lock:
+                if self._consumer is not None:
+                    self._read_on_from_earliest(gone, timeout)
         if len(batch):
             self._trouble = None  # records arrive: the broker answers
         return self._keep(batch) if self._keep is not None and len(batch) else batch
@@ -137,7 +141,8 @@ class KafkaTail:
                                                                    timeout=max(1.0, timeout))
             except KafkaException:
                 earliest = 0  # the broker did not say: read what it has from the start
-            skipped = f"{plural(earliest - asked, 'record')} skipped" if earliest > asked else "the partition now ends before it"
+            skipped = (f"{plural(earliest - asked, 'record')} skipped" if earliest > asked
+                       else "the partition now ends before it")
             notes.append(f"partition {p} offset {asked} ({skipped}, reading on from offset {earliest})")
             self.positions[p] = earliest
         self._consumer.assign([TopicPartition(self._topic, p, o) for p, o in self.positions.items()])
