@@ -93,7 +93,8 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: MarkersLike = None
                       start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     consumer_conf = {**client, **_FORCED}
     consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
-    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys)
+    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys,
+                    lost_into=options if allow_data_loss else None)
     return batches, info
 
 
@@ -239,7 +240,9 @@ def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys
 
 
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
-          timeout: float, errors: list[str], *, bar: Any = None, others: set[str] | None = None) -> Iterator[RawBatch]:
+          timeout: float, errors: list[str], *, bar: Any = None, others: set[str] | None = None,
+          lost_into: dict[str, Any] | None = None) -> Iterator[RawBatch]:
+    """``lost_into``: with allow_data_loss, the source options whose ``data_loss`` notes records deleted mid-read."""
     from confluent_kafka import Consumer, TopicPartition
 
     end = dict(plan.end)
@@ -266,9 +269,12 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                         f"{errors[-1] if errors else 'no error reported'}); retry or raise timeout=")
                 continue
             last_progress = time.monotonic()
+            gone: dict[int, int] = {}
             with gc_paused():
-                batch, done, last = _collect(messages, remaining, end, topic)
+                batch, done, last = _collect(messages, remaining, end, topic, gone)
             position.update((p, o + 1) for p, o in last.items())
+            if gone:
+                _read_on(consumer, topic, gone, remaining, end, position, lost_into, timeout)
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
             bar.update(len(batch))
@@ -284,15 +290,45 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
         consumer.close()
 
 
+def _read_on(consumer: Any, topic: str, gone: Mapping[int, int], remaining: set[int], end: Mapping[int, int],
+             position: dict[int, int], lost_into: dict[str, Any] | None, timeout: float) -> None:
+    """Records at ``gone``'s offsets were deleted while read: :class:`DataLossError`, or with allow_data_loss
+    (``lost_into``) read on from the earliest retained offset, noted in its ``data_loss`` like a planned gap."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    for p, asked in sorted(gone.items()):
+        earliest = -1
+        if lost_into is not None:
+            try:
+                earliest = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[0]
+            except KafkaException:
+                pass
+        where = f"data loss in partition {p} of topic {topic!r}: offset {asked}"
+        if lost_into is None or earliest < 0:
+            raise DataLossError(f"{where} is no longer retained (retention or deleteRecords removed it while this "
+                                f"load read it, or the topic was recreated); load again, or pass allow_data_loss=True "
+                                f"to read on from the earliest retained offset")
+        if earliest <= asked:  # not deleted below the position: the partition now ends before it
+            raise DataLossError(f"{where} is past the partition's end now (the topic was recreated or truncated "
+                                f"while this load read it); load again")
+        lost_into.setdefault("data_loss", {})[p] = {"asked": asked, "read_from": earliest}
+        if earliest >= end[p]:
+            remaining.discard(p)  # everything it still had to read is gone
+        else:
+            position[p] = earliest
+    consumer.assign([TopicPartition(topic, p, position[p]) for p in sorted(remaining)])
+
+
 _IS_NONE = partial(operator.is_, None)
 _KIND, _MILLIS = itemgetter(0), itemgetter(1)
 
 
 def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
-             topic: str) -> tuple[RawBatch, list[int], dict[int, int]]:
+             topic: str, gone: dict[int, int]) -> tuple[RawBatch, list[int], dict[int, int]]:
     """One consumed chunk (not empty) as a batch, each partition up to its end.
 
     Returns the batch, the partitions it finished (they leave ``remaining``) and each partition's last offset in it.
+    ``gone`` gets each partition whose records at the read position were deleted (partition -> that offset).
     """
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
@@ -312,12 +348,12 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
             done = [p for p, o in top.items() if o == end[p] - 1]
             remaining.difference_update(done)
             return batch, done, top
-    batch, done = _collect_each(messages, remaining, end, topic)
+    batch, done = _collect_each(messages, remaining, end, topic, gone)
     return batch, done, dict(zip(batch.partition, batch.offset))
 
 
 def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, int],
-                  topic: str) -> tuple[RawBatch, list[int]]:
+                  topic: str, gone: dict[int, int]) -> tuple[RawBatch, list[int]]:
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
 
     eof_code = KafkaError._PARTITION_EOF
@@ -335,11 +371,9 @@ def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, in
                     remaining.discard(p)
                     done.append(p)
                 continue
-            if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                raise DataLossError(
-                    f"data loss in partition {p} of topic {topic!r}: offset {m.offset()} is no longer retained "
-                    f"(retention or deleteRecords removed it while this load read it, or the topic was recreated); "
-                    f"load again: with allow_data_loss=True a load starts at the earliest retained offset")
+            if err.code() == KafkaError._AUTO_OFFSET_RESET:  # auto.offset.reset=error: the records there are gone
+                gone[p] = m.offset()
+                continue
             if err.retriable() or err.code() in transient:
                 continue  # librdkafka retries; the stall timeout in _read bounds the wait
             where = f"partition {p} of topic {topic!r}" if p is not None and p >= 0 else f"topic {topic!r}"
