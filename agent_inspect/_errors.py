@@ -31,7 +31,7 @@ class BrokerUnreachable(SourceError):
 
 
 class DataLossError(SourceError):
-    """A recovery marker points below the earliest retained offset (records were deleted)."""
+    """A recovery marker points below the earliest retained offset, or records were deleted while a load read them."""
 
 
 class UnknownPartitionError(SourceError):

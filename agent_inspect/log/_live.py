@@ -141,7 +141,8 @@ class LiveLog:
         self.error: BaseException | None = None
         self._lease_until: float | None = None  # monotonic time; None: no lease needed
         self._suspended = False
-        self._warned: str | None = None  # the warning the listeners were last told of
+        self._holders = 0  # the open views (hold/release)
+        self._warned: tuple[str | None, str | None] = (None, None)  # the warning and data loss last told of
         self.log: ActionStateLog = self._build()
         if start:
             self.start()
@@ -200,6 +201,19 @@ class LiveLog:
             self._close()
         self._notify_state()
 
+    def hold(self) -> None:
+        """A view shows this log: :meth:`release` (the view closing) stops it only once no other view holds it."""
+        with self._lock:
+            self._holders += 1
+
+    def release(self) -> None:
+        """A view of this log closed: the last view to close stops the log; the others keep it live."""
+        with self._lock:
+            self._holders = max(0, self._holders - 1)
+            last = self._holders == 0
+        if last:
+            self.stop()
+
     def lease(self, seconds: float) -> None:
         """Keep polling for ``seconds`` more; without a new lease by then the log idles until the next one.
 
@@ -220,6 +234,12 @@ class LiveLog:
         """Why nothing arrives while polling goes on (the follower's ``trouble``: a broker down …), else None."""
         trouble = getattr(self._follower, "trouble", None)  # optional in the Follower protocol
         return trouble if isinstance(trouble, str) and trouble else None
+
+    @property
+    def data_loss(self) -> str | None:
+        """Which records the follower could not read because they were gone (retention …; it reads on), else None."""
+        lost = getattr(self._follower, "data_loss", None)  # optional in the Follower protocol
+        return lost if isinstance(lost, str) and lost else None
 
     @property
     def alive(self) -> bool:
@@ -315,7 +335,7 @@ class LiveLog:
             self._suspended = False
             self._notify_state()
         self.poll_once()
-        warning = self.warning
+        warning = (self.warning, self.data_loss)
         if warning != self._warned:  # the view says why nothing comes, and stops saying so once it does
             self._warned = warning
             self._notify_state()

@@ -68,7 +68,9 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
     - ``config``: librdkafka settings passed through (SASL/SSL…); commits and auto-creation stay off.
     - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
-      :class:`~agent_inspect.DataLossError` when a start offset is no longer retained.
+      :class:`~agent_inspect.DataLossError` when a start offset is no longer retained, or when retention deletes
+      records while the load reads them (``source.options["data_loss"]`` notes each gap; a load with ``workers``
+      raises for the latter either way: load again).
     - ``workers``: Dask worker processes (a ``LocalCluster`` on 127.0.0.1 for this load) that read and build
       one partition each in parallel (the same log); 1 = this process only, None = the idle cores for reads
       of 50k records or more.

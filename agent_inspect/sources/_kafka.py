@@ -13,7 +13,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._bulk import gc_paused
-from agent_inspect._errors import BrokerUnreachable, SourceError
+from agent_inspect._errors import BrokerUnreachable, DataLossError, SourceError
 from agent_inspect._glossary import did_you_mean
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
@@ -36,9 +36,11 @@ __all__ = ["open_kafka", "read_partitions", "client_config"]
 _LOG = logging.getLogger("agent_inspect.sources.kafka")
 _LOG.addHandler(logging.NullHandler())  # librdkafka chatter goes here, never to stderr unless the user asks
 
-# Settings that keep a load read-only and bounded; they override the caller's config.
+# Settings that keep a load read-only and bounded; they override the caller's config. auto.offset.reset=error:
+# librdkafka's default jumps to the END of a partition whose records at the read position are gone (retention,
+# deleteRecords, a recreated topic), skipping them without a word; "error" reports it instead.
 _FORCED = {"enable.auto.commit": False, "enable.auto.offset.store": False, "enable.partition.eof": True,
-           "allow.auto.create.topics": False}
+           "allow.auto.create.topics": False, "auto.offset.reset": "error"}
 # fetch.queue.backoff.ms: the log builder decodes each chunk while librdkafka fetches the next; once the
 # local queue is full, librdkafka's default waits a whole second before fetching again.
 _DEFAULTS = {"fetch.wait.max.ms": 10, "fetch.queue.backoff.ms": 5, "client.id": "agent-inspect",
@@ -91,7 +93,8 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: MarkersLike = None
                       start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     consumer_conf = {**client, **_FORCED}
     consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
-    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys)
+    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys,
+                    lost_into=options if allow_data_loss else None)
     return batches, info
 
 
@@ -237,7 +240,9 @@ def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys
 
 
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
-          timeout: float, errors: list[str], *, bar: Any = None, others: set[str] | None = None) -> Iterator[RawBatch]:
+          timeout: float, errors: list[str], *, bar: Any = None, others: set[str] | None = None,
+          lost_into: dict[str, Any] | None = None) -> Iterator[RawBatch]:
+    """``lost_into``: with allow_data_loss, the source options whose ``data_loss`` notes records deleted mid-read."""
     from confluent_kafka import Consumer, TopicPartition
 
     end = dict(plan.end)
@@ -264,9 +269,12 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
                         f"{errors[-1] if errors else 'no error reported'}); retry or raise timeout=")
                 continue
             last_progress = time.monotonic()
+            gone: dict[int, int] = {}
             with gc_paused():
-                batch, done, last = _collect(messages, remaining, end, topic)
+                batch, done, last = _collect(messages, remaining, end, topic, gone)
             position.update((p, o + 1) for p, o in last.items())
+            if gone:
+                _read_on(consumer, topic, gone, remaining, end, position, lost_into, timeout)
             if done and remaining:
                 consumer.pause([TopicPartition(topic, p) for p in done])
             bar.update(len(batch))
@@ -282,15 +290,45 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
         consumer.close()
 
 
+def _read_on(consumer: Any, topic: str, gone: Mapping[int, int], remaining: set[int], end: Mapping[int, int],
+             position: dict[int, int], lost_into: dict[str, Any] | None, timeout: float) -> None:
+    """Records at ``gone``'s offsets were deleted while read: :class:`DataLossError`, or with allow_data_loss
+    (``lost_into``) read on from the earliest retained offset, noted in its ``data_loss`` like a planned gap."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    for p, asked in sorted(gone.items()):
+        earliest = -1
+        if lost_into is not None:
+            try:
+                earliest = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[0]
+            except KafkaException:
+                pass
+        where = f"data loss in partition {p} of topic {topic!r}: offset {asked}"
+        if lost_into is None or earliest < 0:
+            raise DataLossError(f"{where} is no longer retained (retention or deleteRecords removed it while this "
+                                f"load read it, or the topic was recreated); load again, or pass allow_data_loss=True "
+                                f"to read on from the earliest retained offset")
+        if earliest <= asked:  # not deleted below the position: the partition now ends before it
+            raise DataLossError(f"{where} is past the partition's end now (the topic was recreated or truncated "
+                                f"while this load read it); load again")
+        lost_into.setdefault("data_loss", {})[p] = {"asked": asked, "read_from": earliest}
+        if earliest >= end[p]:
+            remaining.discard(p)  # everything it still had to read is gone
+        else:
+            position[p] = earliest
+    consumer.assign([TopicPartition(topic, p, position[p]) for p in sorted(remaining)])
+
+
 _IS_NONE = partial(operator.is_, None)
 _KIND, _MILLIS = itemgetter(0), itemgetter(1)
 
 
 def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
-             topic: str) -> tuple[RawBatch, list[int], dict[int, int]]:
+             topic: str, gone: dict[int, int]) -> tuple[RawBatch, list[int], dict[int, int]]:
     """One consumed chunk (not empty) as a batch, each partition up to its end.
 
     Returns the batch, the partitions it finished (they leave ``remaining``) and each partition's last offset in it.
+    ``gone`` gets each partition whose records at the read position were deleted (partition -> that offset).
     """
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE
 
@@ -310,12 +348,12 @@ def _collect(messages: list[Any], remaining: set[int], end: Mapping[int, int],
             done = [p for p, o in top.items() if o == end[p] - 1]
             remaining.difference_update(done)
             return batch, done, top
-    batch, done = _collect_each(messages, remaining, end, topic)
+    batch, done = _collect_each(messages, remaining, end, topic, gone)
     return batch, done, dict(zip(batch.partition, batch.offset))
 
 
 def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, int],
-                  topic: str) -> tuple[RawBatch, list[int]]:
+                  topic: str, gone: dict[int, int]) -> tuple[RawBatch, list[int]]:
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError
 
     eof_code = KafkaError._PARTITION_EOF
@@ -332,6 +370,9 @@ def _collect_each(messages: list[Any], remaining: set[int], end: Mapping[int, in
                 if p in remaining:
                     remaining.discard(p)
                     done.append(p)
+                continue
+            if err.code() == KafkaError._AUTO_OFFSET_RESET:  # auto.offset.reset=error: the records there are gone
+                gone[p] = m.offset()
                 continue
             if err.retriable() or err.code() in transient:
                 continue  # librdkafka retries; the stall timeout in _read bounds the wait

@@ -6,7 +6,8 @@ at most ``max_records`` per call and after waiting at most ``timeout`` seconds. 
 never subscribes and never commits, so the broker keeps no consumer group for it. :meth:`KafkaTail.suspend`
 closes the consumer for a while (no connection, no background fetching); the next poll opens a new one
 at the positions reached. While librdkafka cannot reach the broker it keeps retrying; :attr:`KafkaTail.trouble`
-says why nothing arrives.
+says why nothing arrives. Records gone before the tail read them (retention, deleteRecords) are never skipped
+silently: the tail reads on from the earliest retained offset and :attr:`KafkaTail.data_loss` says what it missed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
+from agent_inspect._glossary import plural
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._kafka import (
     _FORCED,
@@ -65,6 +67,8 @@ class KafkaTail:
         self.info = info
         #: the next offset to read in each partition
         self.positions: dict[int, int] = dict(starts)
+        #: which records the tail could not read because they were gone (stays once set), else None
+        self.data_loss: str | None = None
 
     @property
     def closed(self) -> bool:
@@ -101,9 +105,13 @@ class KafkaTail:
                 messages += self._consumer.consume(max_records - 1, 0)
             self._note_errors()
         batch = RawBatch()
+        gone: dict[int, int] = {}  # partition -> the offset whose records were gone
         for m in messages:
             err = m.error()
             if err is not None:
+                if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    gone[m.partition()] = m.offset()
+                    continue
                 if err.code() == KafkaError._PARTITION_EOF or err.retriable():
                     continue
                 if err.code() in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT):
@@ -113,9 +121,34 @@ class KafkaTail:
             batch.append(m.partition(), m.offset(), None if kind == TIMESTAMP_NOT_AVAILABLE else ts,
                          m.key(), m.value())
             self.positions[m.partition()] = m.offset() + 1
+        if gone:  # after the positions of this batch's records: the new assignment starts right after them
+            with self._lock:
+                if self._consumer is not None:
+                    self._read_on_from_earliest(gone, timeout)
         if len(batch):
             self._trouble = None  # records arrive: the broker answers
         return self._keep(batch) if self._keep is not None and len(batch) else batch
+
+    def _read_on_from_earliest(self, gone: Mapping[int, int], timeout: float) -> None:
+        """The records at these positions are gone (retention, deleteRecords, a recreated topic): read on from
+        each partition's earliest retained offset and say so in :attr:`data_loss`, which stays."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        notes = []
+        for p, asked in sorted(gone.items()):
+            try:
+                earliest, _ = self._consumer.get_watermark_offsets(TopicPartition(self._topic, p),
+                                                                   timeout=max(1.0, timeout))
+            except KafkaException:
+                earliest = 0  # the broker did not say: read what it has from the start
+            skipped = (f"{plural(earliest - asked, 'record')} skipped" if earliest > asked
+                       else "the partition now ends before it")
+            notes.append(f"partition {p} offset {asked} ({skipped}, reading on from offset {earliest})")
+            self.positions[p] = earliest
+        self._consumer.assign([TopicPartition(self._topic, p, o) for p, o in self.positions.items()])
+        self.data_loss = (f"records of topic {self._topic!r} were gone before the tail read them "
+                          f"(retention or deleteRecords removed them, or the topic was recreated): "
+                          + "; ".join(notes))
 
     def _note_errors(self) -> None:
         """Take the errors error_cb reported since the last poll as the current trouble (keeping the newest few)."""

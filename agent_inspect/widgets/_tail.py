@@ -7,8 +7,8 @@ the record counter and the time of the last update, the settings each window is 
 :class:`~agent_inspect._types.LogViewer`: it takes every new window with ``show_log(log, recovery)``. By
 default these are the key timeline and the divergences of the followed key.
 
-A tail stops by itself when nobody can see it: closing the widget (or its comm closed by the front end)
-stops it, and a tail whose output no page shows for :attr:`LiveTail.grace` seconds idles (its consumer
+A tail stops by itself when nobody can see it: closing its last view (a widget closed, or its comm closed by the
+front end) stops it, and a tail whose output no page shows for :attr:`LiveTail.grace` seconds idles (its consumer
 closes) until a view appears again — each view on a page sends a heartbeat (``static/presence.js``).
 """
 
@@ -61,6 +61,11 @@ def tail(source: str | os.PathLike[str], *, recovery: Recovery | None = None,
     - ``refresh``: the least time in seconds between two updates of the views.
     - ``views``: the :class:`~agent_inspect._types.LogViewer` widgets each window goes to (default: the key
       timeline, divergences and compact history of ``key``), e.g. ``[ai.widgets.LiveKeyTimeline("user-42")]``.
+
+    Several views of one tail (``ai.inspect(view.live)`` again) share it: closing one view leaves the others live,
+    the last one closed stops the tail; ``.stop()`` (or a Stop button) stops it in every view at once.
+    Records gone before the tail read them (retention) are never skipped silently: the badge says which, and the
+    tail reads on from the earliest retained offset.
 
     Reads are read-only like ``ai.load``: assign + explicit offsets, bounded polls, no commits, no
     consumer group. Sources other than Kafka raise :class:`~agent_inspect.SourceError`. A new tail of
@@ -286,8 +291,8 @@ class LiveTail(w.VBox):
 
     ``views`` are :class:`~agent_inspect._types.LogViewer` widgets; each new window goes to every
     one of them, with the settings it is reconstructed under (``recovery`` and the verbs' overrides, resolved
-    for that window as ``ai.reconstruct`` resolves them). Pausing stops polling (the views keep the last window); Stop (or :meth:`stop`, or
-    closing the widget) ends the polling thread and closes the consumer.
+    for that window as ``ai.reconstruct`` resolves them). Pausing stops polling (the views keep the last window); Stop (or :meth:`stop`)
+    ends the polling thread and closes the consumer; closing the widget does too once no other view of the live log is open.
 
     Polling goes on only while a page shows the tail: with no view for ``grace`` seconds it idles (the
     consumer closes; the badge says "idle") and it reads on from where it stopped as soon as a view
@@ -341,9 +346,11 @@ class LiveTail(w.VBox):
         self._presence = _ViewPresence(live, self.heartbeat, self.grace)
         self.children = [header, *[v for v in self.views if isinstance(v, w.Widget)], view_style(), self._presence]
         self._shown: Any = None
+        self._closed = False
         self._drawing = threading.Lock()  # the polling thread and a button click may both redraw
         # listening first, then drawing the newest window: a window published meanwhile is drawn, not missed
         # (a tail opened on a stopped job gets no later window to catch up with)
+        live.hold()
         live.add_listener(self._on_log)
         self._on_log(live.log)
         live.lease(self.grace)  # time for the first view to show up
@@ -373,8 +380,12 @@ class LiveTail(w.VBox):
         self.live.stop()
 
     def close(self) -> None:
+        """Close this view; the live log stops with it unless another view of it is still open."""
+        if self._closed:
+            return
+        self._closed = True
         self.live.remove_listener(self._on_log)
-        self.live.stop()
+        self.live.release()
         # the buttons' callbacks refer to this view: once closed they no longer keep it (and its log) alive; the
         # views under it hold the last window in their charts and tables
         for part in (*self.children, self.layout):
@@ -394,6 +405,8 @@ class LiveTail(w.VBox):
         warning = live.warning if state == "live" else None
         if warning is not None:
             text += f' <span class="ai-live-trouble">· nothing can arrive: {escape(warning)} (retrying)</span>'
+        if live.data_loss is not None:
+            text += f' <span class="ai-live-trouble ai-live-data-loss">· {escape(live.data_loss)}</span>'
 
         # the buttons before the badge: a reader (or a browser test) that sees "stopped" finds them disabled
         self.pause_button.description, self.pause_button.icon = (
