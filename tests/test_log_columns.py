@@ -188,3 +188,27 @@ def test_a_log_read_in_batches_keeps_its_text_in_the_batches_buffers_and_equals_
     swapped = ActionStateLog.from_raw(_batches_of(records, 10), SOURCE).records
     pd.testing.assert_frame_equal(swapped, ActionStateLog.from_raw(
         _batches_of(sorted(records, key=lambda r: r[:2]), len(records)), SOURCE).records)
+
+
+def test_a_batch_of_one_repeated_record_has_the_columns_that_record_has_among_others() -> None:
+    # a column holding one value all through a batch is filled, not converted cell by cell: the same arrays
+    import numpy as np
+
+    from agent_inspect.log._columns import Words, chunk_columns
+
+    root = Event.new("_input_event", {"q": 1})
+    calls = (CallResult("f", "a", None, None, "PENDING"),)
+    one = encode_action_state(ActionState(task_event=root, call_results=calls))
+    other = encode_action_state(ActionState(task_event=Event.new("tool_request", {}, upstream_event_id=root.id),
+                                            output_events=(root,), completed=True))
+    words = Words()
+    mixed = chunk_columns([one, other] * 3, words)
+    same = chunk_columns([one] * 4, words)
+    for name, col in same.items():
+        want = mixed[name]
+        if want is None:
+            assert col is None, name
+        elif isinstance(col, np.ndarray):
+            assert col.dtype == want.dtype and col.tolist() == [want[0]] * 4, name
+        else:  # Arrow
+            assert col.to_pylist() == [want[0].as_py()] * 4, name

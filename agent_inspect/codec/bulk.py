@@ -14,6 +14,7 @@ import msgspec
 from msgspec import UnsetType
 
 from agent_inspect._errors import DecodeError, ValueFormatError
+from agent_inspect.codec._bulk_checks import _ENVELOPE_PREFIX, _ENVELOPE_QUOTES, _all_envelopes, _utf8
 from agent_inspect.codec._formats import (
     _F_CALL_NEW,
     _F_CALL_OLD,
@@ -82,12 +83,6 @@ ROW_COLUMNS = (
 EMPTY_ROW = (None, None, None, None, None, None, -1, NO_FLAGS, NO_FLAGS, -1, -1, -1, -1, -1, 0, None, -1, NO_FLAGS,
              -1)
 
-# The one envelope shape upstream writes (§5.4); anything else goes through the codec's checks.
-_ENVELOPE_PREFIX = b'{"serde":"kryo","version":1,"payload":"'
-
-_ENVELOPE_QUOTES = 10
-
-_NUL_ENVELOPE = b"\0" + _ENVELOPE_PREFIX
 
 _F_OUTPUTS_LINEAGE = _F_OUTPUT | _F_OUTPUT_LINEAGE
 
@@ -278,19 +273,6 @@ def value_columns(values: list[bytes | None]) -> list[list[Any]]:
 _CHUNK = 512
 
 
-def _all_envelopes(memory: list[msgspec.Raw]) -> bool:
-    """Whether every value is a Kryo envelope as upstream writes it (see _fast_row), checked at once.
-
-    Joined by NUL (counted, so none may hide inside a value), each value starts with the envelope's prefix
-    exactly when the join does and NUL + prefix occurs once per later value; each then holds at least the
-    prefix's 9 quotes and its payload's closing one, so 10 quotes a value in all means exactly 10 in each.
-    """
-    joined = b"\0".join(memory)
-    n = len(memory)
-    return (joined.startswith(_ENVELOPE_PREFIX) and joined.count(b"\0") == n - 1
-            and joined.count(_NUL_ENVELOPE) == n - 1 and joined.count(b'"') == _ENVELOPE_QUOTES * n)
-
-
 def _mostly_refused(part: list[bytes | None]) -> bool:
     refused = 0
     for value in part:
@@ -299,23 +281,6 @@ def _mostly_refused(part: list[bytes | None]) -> bool:
         except Exception:  # noqa: BLE001 - counting refusals only
             refused += 1
     return refused * 2 > len(part)
-
-
-def _utf8(part: list[bytes | None]) -> bool:
-    """Whether every value of ``part`` is UTF-8: msgspec leaves raw parts (attributes, memory) unchecked."""
-    try:  # the common chunk, all ASCII: one pass in C over the values themselves (a join copied them first)
-        if all(map(bytes.isascii, filter(None, part))):
-            return True
-    except TypeError:  # a value that is a buffer but not bytes: the join reads it
-        pass
-    joined = b"\n".join(filter(None, part))   # "\n" is ASCII, so no character spans two values
-    if joined.isascii():
-        return True
-    try:
-        joined.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _utf8_row_of(value: bytes | None) -> tuple[Any, ...]:
@@ -340,7 +305,9 @@ class _AnyObject(msgspec.Struct, frozen=True, gc=False):
 # call, no V0 list, no sub-agent results, no ``extra``). Each field takes a subset of what the codec's
 # field takes (attributes: objects only), so a value they accept decodes in the codec to the same
 # fields, and _fast_row needs only the checks they cannot make. A value they refuse takes _decode_row,
-# the reference; tests/codec/test_bulk_rows.py holds the two to the same rows.
+# the reference; tests/codec/test_bulk_rows.py holds the two to the same rows. A member they lack is unknown to
+# them, so refused: a delegate or a legacy event field even when null (0.3+ writers leave them out; each
+# default a struct fills costs every event).
 _FAST: dict[str, Any] = {"frozen": True, "gc": False, "forbid_unknown_fields": True}
 
 
@@ -364,12 +331,6 @@ class _FastEvent(msgspec.Struct, rename="camel", kw_only=True, **_FAST):
     attributes: _AnyObject = _AnyObject()
     upstream_event_id: str | None = None
     upstream_action_name: str | None = None
-    delegate: None = None
-    event: None = None
-    event_type: None = None
-    event_string: None = None
-    event_json_str: None = None
-    source_timestamp: None = None
 
 
 class _FastState(msgspec.Struct, rename="camel", **_FAST):
@@ -385,60 +346,85 @@ class _FastState(msgspec.Struct, rename="camel", **_FAST):
 _FAST_DECODE = msgspec.json.Decoder(_FastState).decode
 
 
+# An event's own flags are LEGACY or MODERN, plus LINEAGE: bits 0-2, disjoint, so made by adding (int + int is
+# quick in CPython; `|` is a generic call). _WITH_OUTPUTS[event][outputs]: a record's flags from its task event's
+# and its output events' (their OR), as codec.outputs_flags makes them.
+_WITH_OUTPUTS = [[f | (o | (_F_OUTPUTS_LINEAGE if o & _F_LINEAGE else _F_OUTPUT) if o & _F_MODERN else o)
+                  for o in range(8)] for f in range(8)]
+
+
 def _fast_row(st: _FastState, value: bytes, memory: list[msgspec.Raw] | None = None) -> tuple[Any, ...]:
     """_row of a record the fast structs took (the same columns), or the reference's row when it is rare.
 
     ``memory``: its memory values are taken for envelopes and put there, for the caller to check them all at
-    once (:func:`_all_envelopes`) and to redo the rows without it when they are not.
+    once (:func:`_all_envelopes`) and to redo the rows without it when they are not. Written for the
+    interpreter: the flags are added (their bits are disjoint where they are) and a record's one output event
+    or call needs no loop.
     """
     te = st.task_event
     cls = te.event_class
     if cls == SUBAGENT_EVENT:
         return _decode_row(value)
-    flags = _F_LEGACY if cls == PYTHON_EVENT else _F_MODERN
     action = te.upstream_action_name
-    if action is not None or te.upstream_event_id is not None:
-        flags |= _F_LINEAGE
+    upstream = te.upstream_event_id
+    flags = (_F_LEGACY if cls == PYTHON_EVENT else _F_MODERN) + \
+        (0 if action is None and upstream is None else _F_LINEAGE)
     outs = st.output_events
     out_types: tuple[str, ...]
     out_ids: tuple[str, ...]
     if outs:
-        oflags = 0
-        for e in outs:
+        if len(outs) == 1:
+            e = outs[0]
             c = e.event_class
             if c == SUBAGENT_EVENT:
                 return _decode_row(value)
-            oflags |= _F_LEGACY if c == PYTHON_EVENT else _F_MODERN
-            if e.upstream_event_id is not None or e.upstream_action_name is not None:
-                oflags |= _F_LINEAGE
-        if oflags & _F_MODERN:
-            flags |= oflags | (_F_OUTPUTS_LINEAGE if oflags & _F_LINEAGE else _F_OUTPUT)
+            flags = _WITH_OUTPUTS[flags][(_F_LEGACY if c == PYTHON_EVENT else _F_MODERN) +
+                                         (0 if e.upstream_event_id is None and e.upstream_action_name is None
+                                          else _F_LINEAGE)]
+            out_types = (e.type,)
+            out_ids = (e.id,)
         else:
-            flags |= oflags
-        if len(outs) == 1:
-            out_types = (outs[0].type,)
-            out_ids = (outs[0].id,)
-        else:
+            oflags = 0
+            for e in outs:
+                c = e.event_class
+                if c == SUBAGENT_EVENT:
+                    return _decode_row(value)
+                oflags |= _F_LEGACY if c == PYTHON_EVENT else _F_MODERN
+                if e.upstream_event_id is not None or e.upstream_action_name is not None:
+                    oflags |= _F_LINEAGE
+            flags = _WITH_OUTPUTS[flags][oflags]
             out_types = tuple([e.type for e in outs])
             out_ids = tuple([e.id for e in outs])
     else:
         out_types = out_ids = NO_FLAGS
-    pending = succeeded = failed = 0
     calls = st.call_results
     if calls:
-        flags |= _F_CALL_NEW
-        for cr in calls:
-            s = cr.status
+        flags += _F_CALL_NEW  # (not set before)
+        if len(calls) == 1:
+            s = calls[0].status
             if s == "SUCCEEDED":
-                succeeded += 1
+                pending, succeeded, failed = 0, 1, 0
             elif s == "PENDING":
-                pending += 1
+                pending, succeeded, failed = 1, 0, 0
             else:
-                failed += 1
+                pending, succeeded, failed = 0, 0, 1
+        else:
+            pending = succeeded = failed = 0
+            for cr in calls:
+                s = cr.status
+                if s == "SUCCEEDED":
+                    succeeded += 1
+                elif s == "PENDING":
+                    pending += 1
+                else:
+                    failed += 1
+    else:
+        pending = succeeded = failed = 0
     sensory = st.sensory_memory_updates
     short = st.short_term_memory_updates
-    for updates in (sensory, short) if sensory else (short,):
-        for mu in updates:
+    if sensory or short:
+        envelope = False
+        for mu in sensory + short if sensory else short:
             v = mu.value
             if v != _NULL:
                 if memory is not None:
@@ -447,9 +433,11 @@ def _fast_row(st: _FastState, value: bytes, memory: list[msgspec.Raw] | None = N
                     b = bytes(v)
                     if not (b.startswith(_ENVELOPE_PREFIX) and b.count(b'"') == _ENVELOPE_QUOTES):
                         return _decode_row(value)  # odd memory values: the reference names the problem
-                flags |= _F_ENVELOPE
+                envelope = True
+        if envelope:
+            flags += _F_ENVELOPE  # (not set before)
     # (no _same here: the log builder turns each batch's rows into arrays at once, so these strings die young)
-    return (st.completed, cls, te.type, te.id, te.upstream_event_id, action, len(outs), out_types, out_ids, len(sensory),
+    return (st.completed, cls, te.type, te.id, upstream, action, len(outs), out_types, out_ids, len(sensory),
             len(short), pending, succeeded, failed,
             ROW_MASKS[flags] if st.subagent_result_events is UNSET else _V4, None, 0, NO_FLAGS, len(value))
 

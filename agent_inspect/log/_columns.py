@@ -78,19 +78,25 @@ def chunk_columns(values: list[bytes | None], words: Words) -> dict[str, Any]:
                     if problem is not None:
                         errors[i] = f"value: {problem}"
         elif name in _WORDS:
-            out[name] = np.fromiter(map(code, col), np.int32, n)
+            out[name] = np.full(n, code(col[0]), np.int32) if _uniform(col) else np.fromiter(map(code, col), np.int32, n)
         elif name in _TEXT:
             out[name] = pa.array(col, pa.string())
         elif name in _INT32:
-            out[name] = np.fromiter(col, np.int32, n)
+            out[name] = np.full(n, col[0], np.int32) if _uniform(col) else np.fromiter(col, np.int32, n)
         elif name in _INT64:
-            out[name] = np.fromiter(col, np.int64, n)
+            out[name] = np.full(n, col[0], np.int64) if _uniform(col) else np.fromiter(col, np.int64, n)
         elif name in _OBJECTS:
             out[name] = np.fromiter(col, dtype=object, count=n)  # (slice assignment would look into the tuples)
         else:  # completed: True, False or None
             out[name] = pa.array(col, pa.bool_())
     out[VALUE_ERROR] = errors
     return out
+
+
+def _uniform(col: list[Any]) -> bool:
+    """Whether every cell equals the first (a class, a count that is always 0): one C compare a cell, not a lookup
+    and a conversion each. The ends are looked at first, so a mixed column costs little."""
+    return bool(col) and col[-1] == col[0] and col.count(col[0]) == len(col)
 
 
 def slice_columns(cols: dict[str, Any], start: int, end: int, names: Iterable[str] | None = None) -> dict[str, Any]:
