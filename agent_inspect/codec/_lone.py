@@ -7,14 +7,15 @@ reads it back; msgspec rejects it. The stdlib keeps the string as Python holds i
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from msgspec import Raw
 
 from agent_inspect._errors import ValueFormatError
-from agent_inspect.codec._json import jackson_json
+from agent_inspect.codec._json import has_lone_surrogate, jackson_json
 
-__all__ = ["lone_surrogate_json", "items_of"]
+__all__ = ["lone_surrogate_json", "lone_surrogate_object", "items_of"]
 
 _EVENT_RAW = ("attributes", "attachments", "input", "output")
 
@@ -32,6 +33,27 @@ def _event(ev: Any) -> None:
             if name in ev:
                 ev[name] = Raw(jackson_json(ev[name]))
         _event(ev.get("delegate"))
+
+
+def lone_surrogate_object(data: bytes, raw: Iterable[str] = ()) -> dict[str, Any] | None:
+    """The JSON object ``data`` that msgspec refuses for an escaped lone surrogate (``"\\ud800"``), read by the
+    stdlib; its members named in ``raw`` raw JSON again (``msgspec.Raw``) as Jackson writes them, the surrogate
+    escaped. None when ``data`` holds no such escape (its error lies elsewhere: msgspec's is the one to give).
+    Raises ``ValueError`` when it is not JSON, ``ValueFormatError`` when it is not an object.
+
+    For example::
+
+        ai.codec.lone_surrogate_object(b'{"key": "k", "value": {"input": "\\ud800"}}', raw=["value"])["value"]
+    """
+    if not has_lone_surrogate(data):
+        return None
+    obj = json.loads(data)
+    if not isinstance(obj, dict):
+        raise ValueFormatError("not a JSON object")
+    for name in raw:
+        if name in obj:
+            obj[name] = Raw(jackson_json(obj[name]))
+    return obj
 
 
 def lone_surrogate_json(data: bytes) -> dict[str, Any]:
