@@ -15,7 +15,7 @@ from msgspec import Raw
 from agent_inspect._errors import ValueFormatError
 from agent_inspect.codec._json import has_lone_surrogate, jackson_json
 
-__all__ = ["lone_surrogate_json", "lone_surrogate_object", "items_of"]
+__all__ = ["lone_surrogate_json", "lone_surrogate_object", "items_of", "raw_parts"]
 
 _EVENT_RAW = ("attributes", "attachments", "input", "output")
 
@@ -27,12 +27,12 @@ def items_of(obj: dict[str, Any], name: str) -> list[Any]:
     return items if isinstance(items, list) else []
 
 
-def _event(ev: Any) -> None:
-    if isinstance(ev, dict):
-        for name in _EVENT_RAW:
-            if name in ev:
-                ev[name] = Raw(jackson_json(ev[name]))
-        _event(ev.get("delegate"))
+def raw_parts(ev: dict[str, Any]) -> None:
+    """An event object's free-form parts (``attributes``, ``attachments``, ``input``, ``output``) raw JSON again, as
+    Jackson writes them (not its ``delegate``: the one walk over the value, ``_values._clean``, goes there)."""
+    for name in _EVENT_RAW:
+        if name in ev:
+            ev[name] = Raw(jackson_json(ev[name]))
 
 
 def lone_surrogate_object(data: bytes, raw: Iterable[str] = ()) -> dict[str, Any] | None:
@@ -57,17 +57,9 @@ def lone_surrogate_object(data: bytes, raw: Iterable[str] = ()) -> dict[str, Any
 
 
 def lone_surrogate_json(data: bytes) -> dict[str, Any]:
-    """The value's JSON object, its free-form parts raw JSON again as Jackson writes them (the surrogate escaped),
-    ready for ``msgspec.convert`` to an ``ActionState``."""
+    """The value's JSON object as the stdlib reads it; ``_values._clean(obj, raw=True)`` then makes its free-form
+    parts raw JSON again, in the one walk that also cleans it, ready for ``msgspec.convert`` to an ``ActionState``."""
     obj = json.loads(data)
     if not isinstance(obj, dict):
         raise ValueFormatError("not an ActionState (not a JSON object)")
-    _event(obj.get("taskEvent"))
-    for name in ("outputEvents", "subagentResultEvents"):
-        for ev in items_of(obj, name):
-            _event(ev)
-    for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
-        for mu in items_of(obj, name):
-            if isinstance(mu, dict) and "value" in mu:
-                mu["value"] = Raw(jackson_json(mu["value"]))
     return obj
