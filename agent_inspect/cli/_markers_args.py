@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_inspect._errors import InspectError
-
 __all__ = ["add_markers_options", "markers_from_args", "parse_markers", "read_markers", "restore_of"]
 
 _MARKERS_HELP = ('recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map), or @FILE / FILE (a markers '

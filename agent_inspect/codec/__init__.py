@@ -54,8 +54,8 @@ from agent_inspect.codec._keys import (
     resolve_state_keys,
     state_key_writer,
 )
-from agent_inspect.codec._lone import lone_surrogate_object
 from agent_inspect.codec._kryo import KRYO2, KRYO5, KryoObject, read_kryo_object
+from agent_inspect.codec._lone import lone_surrogate_object
 from agent_inspect.codec._markers import MarkerSource, PlanSource, marker_list, merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
