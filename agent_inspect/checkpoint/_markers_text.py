@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect._types import MarkersLike
 from agent_inspect.checkpoint._read import names_checkpoint, read
 
 __all__ = ["read_markers_text", "parse_markers_text"]
 
 
-def read_markers_text(text: str | None, *, option: str = "--markers") -> Any:
+def read_markers_text(text: str | None, *, option: str = "--markers") -> MarkersLike:
     """The markers ``text`` names, as ``--markers`` reads it: a checkpoint (a folder, a ``_metadata`` file or a
     ``scheme://`` URL, read as ``--checkpoint``), else :func:`parse_markers_text`; ``@`` before a path is
     optional. ``option`` names the argument in errors (``"@markers"`` for a diff side). None gives None.
@@ -29,7 +30,7 @@ def read_markers_text(text: str | None, *, option: str = "--markers") -> Any:
     return parse_markers_text(text, option=option)
 
 
-def parse_markers_text(text: str | None, *, option: str = "--markers") -> Any:
+def parse_markers_text(text: str | None, *, option: str = "--markers") -> MarkersLike:
     """Markers given as JSON (``[{"0": 120}]`` or one map), or ``@FILE`` / ``FILE`` holding them; partition
     numbers may be strings. A sample's ``<name>.markers.json`` gives its ``"markers"`` entry.
 
