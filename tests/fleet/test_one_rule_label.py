@@ -1,4 +1,4 @@
-"""A user's rule carries one label in every verb: its ``name`` ("roots-only"), never the text typed to pick it
+"""A user's rule carries one label in every verb (and cases run): its ``name`` ("roots-only"), never the text typed to pick it
 ("…/roots_only.py:RootsOnly"). Before, scan and rules check labelled it by the typed text, reconstruct and
 explain by its name."""
 
@@ -36,10 +36,11 @@ def test_the_same_user_rule_has_one_label_in_every_verb(dask_cluster: Any, capsy
     rebuilt = _run(["reconstruct", source, "--markers", markers, "--rule", SPEC], capsys)
     explained = _run(["explain", source, "--markers", markers, "--rule", SPEC, "--key", "k", "--seq", "5",
                       "--action", "IA"], capsys)
-    for out in (scan, scanned, check, rebuilt, explained):
+    case = _run(["cases", "run", str(Path(__file__).resolve().parents[2] / "cases" / "G01.toml"), "--rules", SPEC], capsys)
+    for out in (scan, scanned, check, rebuilt, explained, case):
         assert "RootsOnly" not in out          # before: "roots_only.py:RootsOnly (what-if; …)" in scan, rules check
     assert label in scan and "roots-only_stale_reuse_risk" in scan
     assert "roots-only" in json.loads(scanned)["summary"]
     assert check.startswith("PASS rule roots-only:") and checked["rule"] == "roots-only"
-    assert f"rule {label}" in rebuilt and f"rule {label}" in explained
+    assert f"rule {label}" in rebuilt and f"rule {label}" in explained and "PASS G01 roots-only " in case
     assert ai.rules.rule_name(SPEC) == ai.checker.check(SPEC, n=1, sweep=False).rule == "roots-only"
