@@ -72,6 +72,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     # codec: decoded values and what is hashed or serialized
     "agent_inspect.codec:state_key_writer": {RETURN: USER},      # writes any business key
     "agent_inspect.codec:Event.attrs": {RETURN: JSON},
+    "agent_inspect.codec:lone_surrogate_object": {RETURN: JSON},
     "agent_inspect.codec:MemoryUpdate.json_value": {RETURN: JSON},
     "agent_inspect.codec:unpickle_payload": {RETURN: USER},
     "agent_inspect.codec:canonical_json": {"obj": JSON},

@@ -49,6 +49,7 @@ from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
 from agent_inspect.checker._report import CheckReport, Counterexample
 from agent_inspect.checker._shrink import _assemble, _case_base, _history_lines, _judge_case, _restored, _shrink
 from agent_inspect.checker._sweep import sweep as sweep_shapes
+from agent_inspect.rules import rule_name
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuleLike
@@ -91,7 +92,7 @@ def check(rule: RuleLike, *, n: int = 200, seed: int = 0, minimize: bool = True,
     if sweep and seeds is None:
         todo += [(shape.seed, HistoryOptions.of(shape.options), shape.case) for shape in sweep_shapes()]
     rule_obj = resolve_check_rule(rule)
-    name = rule if isinstance(rule, str) else rule_obj.name
+    name = rule_name(rule_obj)     # its one label, as every verb names it (the spec typed only for typing again)
     rows: list[dict[str, Any]] = []
     first_of: dict[str, History] = {}
     for i, (hseed, hopts, case) in enumerate(todo):

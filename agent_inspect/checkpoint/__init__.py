@@ -19,7 +19,8 @@ by field; no JVM.
 
 from __future__ import annotations
 
+from agent_inspect.checkpoint._markers_text import parse_markers_text, read_markers_text
 from agent_inspect.checkpoint._read import MARKER_STATE, Checkpoint, KeyedRestore, names_checkpoint, read
 from agent_inspect.checkpoint._tasks import CheckpointTask
 
-__all__ = ["read", "names_checkpoint", "Checkpoint", "KeyedRestore", "CheckpointTask", "MARKER_STATE"]
+__all__ = ["read", "names_checkpoint", "read_markers_text", "parse_markers_text", "Checkpoint", "KeyedRestore", "CheckpointTask", "MARKER_STATE"]

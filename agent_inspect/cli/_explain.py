@@ -46,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.markers is not None or args.checkpoint is not None:
             raise InspectError(f"the markers twice: @markers={sel.markers} and --"
                                f"{'markers' if args.markers is not None else 'checkpoint'}; give one")
-        args.markers = f"@{sel.markers}"     # read by the one --markers reader, with its errors
+        args.markers = sel.markers     # read by the one --markers reader, with its errors
     log = require_records(load(sel.source), sel.source)
     if sel.key is not None:
         log = log.for_key(sel.key)

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_inspect._errors import InspectError
-
 __all__ = ["add_markers_options", "markers_from_args", "parse_markers", "read_markers", "restore_of"]
 
 _MARKERS_HELP = ('recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map), or @FILE / FILE (a markers '
@@ -37,13 +35,11 @@ def markers_from_args(args: argparse.Namespace) -> Any:
 
 
 def read_markers(text: str | None) -> Any:
-    """The markers one ``--markers`` argument (or ``@markers=`` selector) names: a checkpoint (a folder, a
-    ``_metadata`` file or a ``scheme://`` URL, read as ``--checkpoint``), else :func:`parse_markers`."""
-    from agent_inspect.checkpoint import names_checkpoint, read
+    """The markers one ``--markers`` argument (or ``@markers=`` selector) names:
+    :func:`agent_inspect.checkpoint.read_markers_text`, the one reader."""
+    from agent_inspect.checkpoint import read_markers_text
 
-    if text is None:
-        return None
-    return read(text[1:] if text.startswith("@") else text) if names_checkpoint(text) else parse_markers(text)
+    return read_markers_text(text)
 
 
 def parse_markers(text: str | None) -> Any:
@@ -51,30 +47,9 @@ def parse_markers(text: str | None) -> Any:
 
     A file may also be a sample's ``<name>.markers.json``: its ``"markers"`` entry is used.
     """
-    if text is None:
-        return None
-    if not text.startswith("@") and not text.lstrip().startswith(("[", "{")) and Path(text).is_file():
-        text = "@" + text                               # a path works with or without the @
-    if text.startswith("@"):
-        try:
-            text = Path(text[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InspectError(f"--markers file {text[1:]!r} cannot be read ({exc.strerror}); check the path") from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InspectError(f"--markers is not valid JSON ({exc.msg}); pass e.g. '[{{\"0\": 120}}]' or @file") from None
-    if isinstance(value, dict) and "markers" in value:
-        value = value["markers"]
-    if not isinstance(value, (list, dict)):
-        raise InspectError("--markers must be a JSON list of {partition: offset} objects or one such object")
+    from agent_inspect.checkpoint import parse_markers_text
 
-    def fix(m: Any) -> Any:
-        if isinstance(m, dict) and all(isinstance(k, str) and k.lstrip("-").isdigit() for k in m):
-            return {int(k): v for k, v in m.items()}
-        return m
-
-    return [fix(m) for m in value] if isinstance(value, list) else fix(value)
+    return parse_markers_text(text)
 
 
 def restore_of(text: str | None) -> Any:

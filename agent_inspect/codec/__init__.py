@@ -55,6 +55,7 @@ from agent_inspect.codec._keys import (
     state_key_writer,
 )
 from agent_inspect.codec._kryo import KRYO2, KRYO5, KryoObject, read_kryo_object
+from agent_inspect.codec._lone import lone_surrogate_object
 from agent_inspect.codec._markers import MarkerSource, PlanSource, marker_list, merge_markers
 from agent_inspect.codec._values import (
     GENERIC_EVENT,
@@ -77,6 +78,7 @@ __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
     "ActionState", "Event", "CallResult", "MemoryUpdate", "KryoEnvelope",
     "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
+    "lone_surrogate_object",    # a JSON object with an escaped lone surrogate, as Jackson writes a cut string
     # identity recipes
     "canonical_json", "java_double", "uuid3", "event_uuid", "java_string_hash", "java_long_hash",
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",

@@ -12,7 +12,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType, field
 from agent_inspect._errors import ValueFormatError
 from agent_inspect.codec._json import has_lone_surrogate, jackson_json, parse_json
 from agent_inspect.codec._lone import items_of as _items
-from agent_inspect.codec._lone import lone_surrogate_json
+from agent_inspect.codec._lone import lone_surrogate_json, raw_parts
 
 __all__ = [
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
@@ -313,25 +313,31 @@ def _move_extra(obj: Any, known: frozenset[str]) -> None:
 _SNAKE_LINEAGE = (("upstream_event_id", "upstreamEventId"), ("upstream_action_name", "upstreamActionName"))
 
 
-def _clean_event(ev: Any) -> None:
+def _clean_event(ev: Any, raw: bool) -> None:
     if isinstance(ev, dict):
+        if raw:
+            raw_parts(ev)
         for snake, camel in _SNAKE_LINEAGE:  # the Python SDK reads and may write either spelling (§13.2)
             if snake in ev and camel not in ev:
                 ev[camel] = ev.pop(snake)
         _move_extra(ev, _EVENT_KEYS)
-        _clean_event(ev.get("delegate"))
+        _clean_event(ev.get("delegate"), raw)
 
 
-def _clean(obj: Any) -> None:
+def _clean(obj: Any, raw: bool = False) -> None:
+    """Unknown properties of a decoded value moved under ``extra``, in one walk; with ``raw`` (a value the stdlib
+    read for a lone surrogate) the free-form parts made raw JSON again too (events' :func:`raw_parts`, memory values)."""
     if not isinstance(obj, dict):
         return
     _move_extra(obj, _STATE_KEYS)
-    _clean_event(obj.get("taskEvent"))
+    _clean_event(obj.get("taskEvent"), raw)
     for name in ("outputEvents", "subagentResultEvents"):
         for ev in _items(obj, name):
-            _clean_event(ev)
+            _clean_event(ev, raw)
     for name in ("sensoryMemoryUpdates", "shortTermMemoryUpdates", "memoryUpdates"):
         for mu in _items(obj, name):
+            if raw and isinstance(mu, dict) and "value" in mu:
+                mu["value"] = Raw(jackson_json(mu["value"]))
             _move_extra(mu, _MEMORY_KEYS)
     for cr in _items(obj, "callResults"):
         _move_extra(cr, _CALL_KEYS)
@@ -455,7 +461,7 @@ def decode_action_state(data: bytes) -> ActionState:
             raise ValueFormatError(f"value is not valid JSON: {exc}") from None
         try:   # an escaped lone surrogate: the stdlib reads it, keeping the string as Python holds it
             obj = lone_surrogate_json(bytes(data))
-            _clean(obj)
+            _clean(obj, raw=True)
             if set(obj) <= {_EXTRA}:
                 raise ValueFormatError("not an ActionState (no known field)")
             state = msgspec.convert(obj, ActionState)

@@ -7,7 +7,6 @@ A selector string is the object form written down: its settings are exactly the 
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -99,7 +98,7 @@ def parse_selector(text: str) -> Selector:
 
     if not isinstance(text, str) or not text.strip():
         raise SelectorError("empty diff side; pass a source such as log.jsonl or log.jsonl@attempt=2")
-    parts = text.split("@")
+    parts = _joined_markers_file(text.split("@"))
     # segments after the source, read from the right; a segment that is no selector belongs to the source
     found: list[tuple[str, str | None]] = []
     while len(parts) > 1:
@@ -140,27 +139,28 @@ def parse_selector(text: str) -> Selector:
     return Selector(**fields)
 
 
+def _joined_markers_file(parts: list[str]) -> list[str]:
+    """``@markers=@FILE`` (``--markers``' own ``@FILE`` form) as one segment, its ``@`` kept for the reader."""
+    out = parts[:1]
+    for part in parts[1:]:
+        if len(out) > 1 and out[-1] == "markers=":
+            out[-1] += "@" + part
+        else:
+            out.append(part)
+    return out
+
+
 def selector_settings(sel: Selector) -> dict[str, Any]:
     """The :func:`~agent_inspect.diffing.select` keywords a parsed selector names, its markers file (or checkpoint)
     read."""
-    from agent_inspect.checkpoint import names_checkpoint
-    from agent_inspect.checkpoint import read as read_checkpoint
+    from agent_inspect.checkpoint import read_markers_text
 
     settings: dict[str, Any] = {name: getattr(sel, name) for name in ("attempt", "key", "runtime")
                                 if getattr(sel, name) is not None}
     if sel.mode != "log":
         settings.update(mode=sel.mode, rule=sel.rule)
-    if sel.markers is not None and names_checkpoint(sel.markers):
-        settings["markers"] = read_checkpoint(sel.markers)   # as --markers / --checkpoint read it
-    elif sel.markers is not None:
-        try:
-            with open(sel.markers, encoding="utf-8") as fh:
-                markers = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise SelectorError(f"@markers={sel.markers}: cannot read the markers file ({exc})") from None
-        if isinstance(markers, dict) and "markers" in markers:   # the sample logs' markers files
-            markers = markers["markers"]
-        settings["markers"] = markers
+    if sel.markers is not None:     # read as --markers reads it: JSON, @FILE or FILE, or a checkpoint
+        settings["markers"] = read_markers_text(sel.markers, option="@markers")
     return settings
 
 

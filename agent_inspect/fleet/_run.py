@@ -240,7 +240,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     rules = (base, *(r for r in what_if if _rule_name(r) != _rule_name(base)))
     names = tuple(_rule_name(r) for r in rules)
     if len(set(names)) != len(names):
-        raise InspectError(f"rules must be distinct, got {list(names)}")
+        raise InspectError(f"rules must be distinct, got {list(names)} (a rule is named by its name attribute: "
+                           "give each rule class of yours its own)")
     for r in rules:
         if isinstance(r, str):
             resolve_rule(r)  # an unknown name fails here, not in every task

@@ -421,11 +421,12 @@ def _text_column(col: pd.Series) -> pd.Series:
 
 
 def _name(rule: Any) -> str:
-    """The rule's name as its columns spell it: an original rule object with a store flavour given is
-    ``original:<flavour>``, as the name that resolves to it (so its label can say it is a what-if)."""
-    from agent_inspect.log import rule_mark
+    """The rule's name as its columns spell it: its one name (:func:`agent_inspect.rules.rule_name`: a user's
+    ``"my_rules.py:RootsOnly"`` is its ``name``, ``"roots-only"``; an original rule with a store flavour
+    given is ``original:<flavour>``, so its label can say it is a what-if)."""
+    from agent_inspect.rules import rule_name
 
-    return rule if isinstance(rule, str) else rule_mark(rule, None).name
+    return rule_name(rule)
 
 
 def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[str], to_business: Mapping[str, str],

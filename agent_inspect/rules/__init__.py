@@ -19,14 +19,14 @@ from agent_inspect.rules._builtin import (
     OriginalRule,
 )
 from agent_inspect.rules._guard import BrokenRuleError, GuardedRule, guard_own
-from agent_inspect.rules._resolve import get_rule, resolve_rule
+from agent_inspect.rules._resolve import get_rule, resolve_rule, rule_name
 from agent_inspect.store import DivergenceRule, Entry, LookupDecision, PruneResult, RuleState, Task
 
 __all__ = [
     # writing your own rule
     "DivergenceRule", "RuleState", "LookupDecision", "Entry", "Task", "PruneResult",
     # the built-in rules
-    "RULES", "FLAVOURS", "resolve_rule", "get_rule",
+    "RULES", "FLAVOURS", "resolve_rule", "get_rule", "rule_name",
     "OriginalRule", "NaiveRule", "FixedRule", "LookupOnlyRule", "FixedRoundRegressionRule", "BranchAwareRule",
     # a rule under test: a hook that raises or returns the wrong type makes it broken
     "GuardedRule", "BrokenRuleError", "guard_own",

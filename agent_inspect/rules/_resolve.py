@@ -12,10 +12,11 @@ from typing import Any
 
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import did_you_mean
+from agent_inspect.log import rule_mark
 from agent_inspect.rules._builtin import RULES
 from agent_inspect.store import DivergenceRule
 
-__all__ = ["resolve_rule", "get_rule"]
+__all__ = ["resolve_rule", "get_rule", "rule_name"]
 
 
 def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: Any) -> DivergenceRule:
@@ -44,6 +45,18 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
         return rule
     raise RecoveryError(f"not a divergence rule: {rule!r}; pass a built-in name ({', '.join(RULES)}), "
                         "module:ClassName, a DivergenceRule subclass or an instance")
+
+
+def rule_name(rule: str | type[DivergenceRule] | DivergenceRule) -> str:
+    """The one name a rule is labelled by in every verb's results, views, CLI text and reports: the rule's
+    ``name`` (``"roots-only"`` for ``"my_rules.py:RootsOnly"``), with a given store flavour as
+    ``original:kafka-k1``. The text a user typed is only for typing again (a ``--rule`` hint).
+
+    For example::
+
+        ai.rules.rule_name("original:kafka-k1"), ai.rules.rule_name(ai.rules.FixedRule)   # "original:kafka-k1", "fixed"
+    """
+    return rule_mark(resolve_rule(rule), None).name
 
 
 def get_rule(name: str, **options: Any) -> DivergenceRule:

@@ -15,7 +15,9 @@ from typing import Any, cast
 
 import msgspec
 
+from agent_inspect._errors import DecodeError
 from agent_inspect._types import LogLike
+from agent_inspect.codec import lone_surrogate_object
 from agent_inspect.raw import RawBatch
 from agent_inspect.sources._filecommon import (
     _INT64_END,
@@ -261,6 +263,8 @@ def _read_plain_lines(data: bytes, location: str, records: list[_Plain] | None) 
     for lineno, rec, failure in _numbered(_PLAIN, data, records):
         try:
             if rec is None:
+                rec = _lone_surrogate_line(lines[lineno])
+            if rec is None:
                 raise failure  # type: ignore[misc]
             k = rec.key
             key = k.encode("utf-8") if k is not None and rec.key_base64 is None else _plain_key(rec)
@@ -297,6 +301,18 @@ def _read_plain_lines(data: bytes, location: str, records: list[_Plain] | None) 
     rows.positioned = positioned
     rows.finish()
     return FileRead(b, _file_info(b, rows.errors, location, "jsonl", None), rows.errors)
+
+def _lone_surrogate_line(line: bytes) -> _Plain | None:
+    """A line msgspec refused for an escaped lone surrogate (``"\\ud800"``) in its inline value, read by the codec's
+    reader as a Kafka value is (its value written again as Jackson writes it); None for any other fault."""
+    try:
+        obj = lone_surrogate_object(line, raw=["value"])
+        rec = None if obj is None else msgspec.convert(obj, _Plain)
+        if rec is not None:   # a key cut so is no state key: msgspec's error row stands
+            (rec.key or "").encode("utf-8"), (rec.agent_key or "").encode("utf-8")
+        return rec
+    except (ValueError, DecodeError, msgspec.ValidationError, RecursionError):
+        return None
 
 def _plain_key(rec: _Plain) -> bytes | None:
     if rec.key is not None and rec.key_base64 is None:

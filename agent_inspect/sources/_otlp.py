@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import socket
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,10 +74,29 @@ def otlp_traces_url(endpoint: str) -> str:
     return endpoint if parts.path.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
 
 
-class _Checked(str):
-    """A traces URL :func:`check_export` reached: passed on down one call chain, it is not probed again."""
+_CHECK_FRESH_SECONDS = 10.0
+"""how long a URL :func:`check_export` reached counts as checked: long enough for one call chain (the CLI's check,
+``to_otel``'s, :func:`export_spans`'), short enough that a URL kept and reused later is probed again"""
 
-    __slots__ = ()
+
+def _clock() -> float:
+    return time.monotonic()
+
+
+class _Checked(str):
+    """A traces URL :func:`check_export` reached, and when: passed on down one call chain within
+    ``_CHECK_FRESH_SECONDS``, it is not probed again."""
+
+    checked_at: float
+
+    def __new__(cls, url: str) -> _Checked:
+        self = super().__new__(cls, url)
+        self.checked_at = _clock()
+        return self
+
+    def fresh(self) -> bool:
+        """Whether the check is recent enough to trust (an endpoint may have gone since)."""
+        return _clock() - self.checked_at < _CHECK_FRESH_SECONDS
 
 
 def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | None = None,
@@ -84,13 +104,14 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
     """Check that an export can arrive before any work for it is done: ``endpoint`` an http(s) URL that answers
     (within ``timeout`` seconds), or ``path`` in a directory that exists; the traces URL or the path, else one
     ``InspectError`` line saying what to do. The URL returned is marked as checked: ``to_otel`` and
-    :func:`export_spans` given it do not connect to check it again.
+    :func:`export_spans` given it within seconds do not connect to check it again (a URL kept and reused later
+    is probed again: the endpoint may have gone).
 
     For example::
 
         ai.sources.check_export(path="spans.json")              # "spans.json"; endpoint= tries to connect
     """
-    if isinstance(endpoint, _Checked) and path is None:
+    if isinstance(endpoint, _Checked) and endpoint.fresh() and path is None:
         return endpoint
     if path is not None:
         out = Path(path)

@@ -54,7 +54,7 @@ def test_user_rule_by_module_and_class_from_the_working_directory(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["rule"] == "team_rules:Careless" and out["stale_reuses"] > 0
+    assert out["rule"] == "careless" and out["stale_reuses"] > 0
 
 
 def test_a_broken_user_rule_exits_2_and_says_broken(tmp_path):

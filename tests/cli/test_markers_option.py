@@ -58,7 +58,8 @@ def test_explain_reads_its_markers_as_every_verb_does(capsys: pytest.CaptureFixt
     answers = set()
     for argv in ([log, "--markers", sample], [log, "--markers", f"@{sample}"], [f"{log}@markers={sample}"],
                  [log, "--checkpoint", str(CHECKPOINT)], [log, "--markers", str(CHECKPOINT)],
-                 [f"{log}@markers={CHECKPOINT}"]):
+                 [f"{log}@markers={CHECKPOINT}"], [f"{log}@markers=@{sample}"],
+                 [f"{log}@markers=" + '[{"0": 248, "1": 245, "2": 215, "3": 444}]']):
         code, out, err = _explain(capsys, *argv)
         assert code == 0, (argv, err)
         answers.add(out)

@@ -8,7 +8,7 @@ EXPECTED = {
     "KEY_FORMATS", "StateKey", "parse_state_key", "format_state_key", "state_key_writer", "resolve_state_keys",
     "VALUE_FORMATS", "GENERIC_EVENT", "SUBAGENT_EVENT", "PYTHON_EVENT",
     "ActionState", "Event", "CallResult", "MemoryUpdate", "KryoEnvelope",
-    "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload",
+    "decode_action_state", "encode_action_state", "detect_value_format", "unpickle_payload", "lone_surrogate_object",
     "canonical_json", "java_double", "uuid3", "event_uuid", "java_string_hash", "java_long_hash",
     "murmur_hash", "key_group", "python_action_hash", "python_action_uuid", "name_action_uuid",
     "kafka_partition", "string_key_digest", "subagent_namespace_digest", "subagent_ids", "SubagentIds",
