@@ -24,6 +24,7 @@ from agent_inspect.diffing._selectors import (
     selector_settings,
     side_label,
 )
+from agent_inspect.log import rule_mark
 
 if TYPE_CHECKING:
     from agent_inspect._types import Diffable
@@ -229,7 +230,7 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
 
 
 def _rule_name(rule: Any) -> str:
-    return rule if isinstance(rule, str) else str(getattr(rule, "name", rule))
+    return rule_mark(rule, None).name
 
 
 def _default_label(log: Any) -> str:
@@ -273,7 +274,7 @@ def _prediction_side(pred: Any, *, label: str, log: Any = None) -> Side:
 
 def _reconstruction_side(recon: Any, *, label: str) -> Side:
     units = _log_units(recon.records, recon.history.records if hasattr(recon.history, "records") else None)
-    return Side(label, "reconstruction", units, log=recon.log, rule=str(getattr(recon.rule, "name", recon.rule)),
+    return Side(label, "reconstruction", units, log=recon.log, rule=_rule_name(recon.rule),
                 source=recon)
 
 

@@ -12,6 +12,7 @@ import pandas as pd
 from agent_inspect._errors import DecodeError, RecoveryError
 from agent_inspect._glossary import first_few
 from agent_inspect.history._refresh import refresh_rows
+from agent_inspect.log import rule_mark
 
 UNKNOWN = "unknown"
 """Status of every node when the graph is built from a plain log (no rule has been applied)."""
@@ -158,7 +159,7 @@ def _source_parts(source: Any) -> tuple[pd.DataFrame, Callable[[int], Any], str 
         )
     has_status = "status" in records.columns
     rule = getattr(source, "rule", None)
-    rule_name = rule if isinstance(rule, str) or rule is None else getattr(rule, "name", type(rule).__name__)
+    rule_name = None if rule is None else rule_mark(rule, None).name
     return records, value, rule_name, has_status
 
 

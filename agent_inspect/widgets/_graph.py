@@ -30,6 +30,7 @@ from agent_inspect.history import (
     tree_lanes,
     wrapped_drawing,
 )
+from agent_inspect.log import rule_mark
 from agent_inspect.widgets._common import (
     KIND_COLOURS,
     colour_for,
@@ -819,7 +820,7 @@ def _rule_name(source: Any) -> str | None:
     rule = getattr(source, "rule", None)
     if rule is None:
         return None
-    return rule if isinstance(rule, str) else str(getattr(rule, "name", rule))
+    return rule_mark(rule, None).name
 
 
 def _key_divergences(source: Any, key: Any) -> list[dict[str, Any]]:

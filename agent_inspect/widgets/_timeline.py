@@ -13,6 +13,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._glossary import count_words
 from agent_inspect._html import escape, plotly_text
 from agent_inspect._types import ReconstructionLike, RecordSource
+from agent_inspect.log import rule_mark
 from agent_inspect.widgets._common import (
     colour_for,
     decoded_value,
@@ -384,7 +385,7 @@ def _divergences_of(source: Any, key: Any, frame: pd.DataFrame) -> list[tuple[in
     mine = divergences[(divergences[key_col] == key).fillna(False).to_numpy(dtype=bool)]
     pos_col = first_column(mine, "positions", "pos", "position")
     rule = getattr(source, "rule", None)
-    rule_name = None if rule is None else rule if isinstance(rule, str) else str(getattr(rule, "name", rule))
+    rule_name = None if rule is None else rule_mark(rule, None).name   # with its store flavour, as every verb
     removed = removed_by(source)
     out: list[tuple[int, float, str, dict[str, str]]] = []
     for index, row in mine.iterrows():
