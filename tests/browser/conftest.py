@@ -52,9 +52,10 @@ def lab(lab_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ju
         server.stop()
 
 
-# Module scope: Playwright's sync API keeps an event loop running on the main thread while it is open,
-# which would break every later test that calls asyncio.run() (and notebooks run by nbclient).
-@pytest.fixture(scope="module")
+# Package scope (one chromium for tests/browser, each test in a context of its own): Playwright's sync API keeps
+# an event loop running on the main thread while it is open, which would break every later test that calls
+# asyncio.run() (and notebooks run by nbclient); none here does, and the loop ends with this package.
+@pytest.fixture(scope="package")
 def browser(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 

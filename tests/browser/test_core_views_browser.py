@@ -2,7 +2,8 @@
 
 The divergence point and its legend entry in a round's graph, reused and re-run sub-agent children told apart
 by their badges and colours, the stepper's height after Run to end, the ✕ of the timeline hovered. Notebooks
-01, 02 and 03 are run and photographed in JupyterLab's light and dark themes. Reads what the page drew (plotly's
+02 and 03 are run and photographed in JupyterLab's light and dark themes (01 by test_production_notebook.py,
+which runs it for its clicks). Reads what the page drew (plotly's
 ``_fullData`` and the DOM); timings are never asserted.
 """
 
@@ -194,18 +195,21 @@ def test_timeline_cross_hover_names_the_rule(lab_page, lab_root: Path, artifacts
     _light_and_dark(page, {sel: "core-timeline-user-0004"}, artifacts)
 
 
+# notebook 01's marks: test_production_notebook.py checks them on its run of that notebook (run once, not twice)
 @pytest.mark.parametrize("notebook, shots", [
-    ("notebooks/01_production_recovery.ipynb",
-     {".ai-timeline": "nb1-timeline", ".ai-divergence": "nb1-divergence", ".ai-graph": "nb1-graph",
-      ".ai-stepper": "nb1-stepper"}),
     ("notebooks/02_action_graphs.ipynb", {".ai-graph": "nb2-graph", ".ai-subagent-tree": "nb2-subagent-tree"}),
     # the case matrix's heatmap and the checker's report (its stale reuses and their story)
     ("notebooks/03_divergence_rules.ipynb", {".ai-rule-compare": "nb3-rule-compare", ".ai-repr": "nb3-check-report"}),
-], ids=["01", "02", "03"])
+], ids=["02", "03"])
 def test_notebooks_show_the_new_marks(lab_page, artifacts: Path, notebook: str, shots: dict[str, str]) -> None:
     lab_page.open(notebook)
     lab_page.run_all(timeout_ms=180_000)
-    page = lab_page.page
+    assert_the_new_marks(lab_page.page, shots, artifacts)
+    assert lab_page.dialogs == [] and lab_page.xss_hits() == []
+
+
+def assert_the_new_marks(page, shots: dict[str, str], artifacts: Path) -> None:
+    """The marks of a run notebook's views are drawn; each view photographed in the light and dark themes."""
     for css in shots:
         page.locator(css).first.wait_for()
     if ".ai-graph" in shots:
@@ -218,4 +222,3 @@ def test_notebooks_show_the_new_marks(lab_page, artifacts: Path, notebook: str, 
         page.locator(".ai-rule-heatmap .js-plotly-plot").first.wait_for()
         assert "stale" in page.locator(".ai-repr").first.inner_text()   # the checker found the G09 stale reuse
     _light_and_dark(page, shots, artifacts)
-    assert lab_page.dialogs == [] and lab_page.xss_hits() == []

@@ -7,14 +7,13 @@ import importlib
 import inspect
 import posixpath
 import re
-import shutil
 import zlib
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tests.support.docs_site import REPO, build_site, built_site
+from tests.support.docs_site import SiteBuild, built_site
 
 pytestmark = pytest.mark.slow
 
@@ -155,21 +154,9 @@ def test_internal_links_resolve() -> None:
     assert broken == [], "\n".join(broken[:30])
 
 
-def test_a_broken_reference_fails_the_build(tmp_path: Path) -> None:
+def test_a_broken_reference_fails_the_build(broken_site_build: SiteBuild) -> None:
     """The same configuration with one broken cross-reference and one broken link: the strict build fails."""
-    docs = tmp_path / "docs"
-    shutil.copytree(REPO / "docs", docs, ignore=shutil.ignore_patterns("spec", "__pycache__"))
-    guide = docs / "guides" / "read-a-diff.md"
-    guide.write_text(guide.read_text(encoding="utf-8")
-                     + "\nSee [`nothing`][agent_inspect.no_such_name] and [a page](no-such-page.md).\n",
-                     encoding="utf-8")
-    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
-    config = config.replace("docs_dir: docs", f"docs_dir: {docs}") \
-                   .replace("- docs/_hooks/generate.py", f"- {REPO / 'docs' / '_hooks' / 'generate.py'}") \
-                   .replace("- docs/_hooks/rst_roles.py", f"- {REPO / 'docs' / '_hooks' / 'rst_roles.py'}") \
-                   .replace('paths: ["."]', f'paths: ["{REPO}"]')
-    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
-    done = build_site(tmp_path / "mkdocs.yml", tmp_path / "site")
+    done = broken_site_build.wait()
     assert done.returncode != 0
     assert "no-such-page.md" in done.stderr
     assert "agent_inspect.no_such_name" in done.stderr

@@ -17,7 +17,7 @@ import agent_inspect as ai
 from agent_inspect.cli import main
 from agent_inspect.otel import spans_of
 from agent_inspect.sources import read_otlp_json
-from tests.support.phoenix import Phoenix, free_port, start_phoenix, stop_phoenix
+from tests.support.phoenix import Phoenix, PhoenixLaunch, free_port, launch_phoenix, ready_phoenix, stop_phoenix
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "sample_logs"
@@ -45,14 +45,28 @@ def production_spans(production: Any) -> list[dict[str, Any]]:
     return spans_of(production)
 
 
-@pytest.fixture(scope="module")
-def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
-    proc, px = start_phoenix(tmp_path_factory.mktemp("phoenix"))
-    print(f"\nphoenix ready after {px.startup_s:.1f} s (pid {px.pid})")
+@pytest.fixture(scope="module", autouse=True)
+def phoenix_launch(request: pytest.FixtureRequest,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixLaunch | None]:
+    """Phoenix started with this module's first test when a selected test needs it: its first start (20-30 s,
+    creating its database) runs on the other core beside the tests before it (its test comes last)."""
+    if not any(item.module is request.module and "phoenix" in getattr(item, "fixturenames", ())
+               for item in request.session.items):
+        yield None
+        return
+    launch = launch_phoenix(tmp_path_factory.mktemp("phoenix"))
     try:
-        yield px
+        yield launch
     finally:
-        stop_phoenix(proc)
+        stop_phoenix(launch.proc)
+
+
+@pytest.fixture(scope="module")
+def phoenix(phoenix_launch: PhoenixLaunch | None) -> Phoenix:
+    assert phoenix_launch is not None
+    px = ready_phoenix(phoenix_launch)
+    print(f"\nphoenix ready after {px.startup_s:.1f} s (pid {px.pid})")
+    return px
 
 
 def test_spans_follow_upstream_names_ids_and_attributes(production: Any, production_spans: list[dict[str, Any]]) -> None:
@@ -142,48 +156,6 @@ def test_an_unreachable_endpoint_fails_fast_with_one_line(n04_wrong_rule: Any, c
         ai.to_otel(n04_wrong_rule)
 
 
-@pytest.mark.slow
-def test_phoenix_receives_the_spans_and_gives_them_back(phoenix: Phoenix, production: Any,
-                                                         production_spans: list[dict[str, Any]],
-                                                         n04_wrong_rule: Any,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    done = ai.to_otel(production, endpoint=phoenix.url, project="production")
-    assert done.spans == len(production_spans)
-    want = {s["span_id"]: s for s in production_spans}
-    got: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 60
-    while len(got) < len(want) and time.monotonic() < deadline:   # Phoenix inserts in the background
-        time.sleep(0.5)
-        got = phoenix.spans("production")
-    assert len(got) == len(want)
-    by_id = {s["context"]["span_id"]: s for s in got}
-    assert set(by_id) == set(want)
-    for sid, s in by_id.items():
-        w = want[sid]
-        assert s["name"] == w["name"] and s["context"]["trace_id"] == w["trace_id"]
-        assert s["parent_id"] == w["parent_span_id"], "parent links kept"
-        if w["parent_span_id"] is not None:
-            assert w["parent_span_id"] in by_id
-        for k in ("gen_ai.operation.name", "flink_agents.execution_id", "agent_inspect.verdict",
-                  "gen_ai.usage.input_tokens"):
-            if k in w["attributes"]:
-                assert s["attributes"][k] == w["attributes"][k]
-        assert len(s["events"]) == len(w["events"])
-    # the CLI, on a trace that disagrees: the error status reaches the backend
-    assert main(["otel", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.fixed-rule.trace.log"), "--markers",
-                 f"@{LOGS / 'N04.markers.json'}", "--endpoint", f"{phoenix.url}/v1/traces", "--project", "n04",
-                 "--json"]) == 0
-    sent = json.loads(capsys.readouterr().out)
-    n04: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 60
-    while len(n04) < sent["spans"] and time.monotonic() < deadline:
-        time.sleep(0.5)
-        n04 = phoenix.spans("n04")
-    assert len(n04) == sent["spans"] and sent["errors"] == 3
-    errors = [s for s in n04 if s["status_code"] == "ERROR" and s["name"].startswith("action ")]
-    assert len(errors) == 2 and all(s["attributes"]["agent_inspect.cause"] == "wrong-rule" for s in errors)
-
-
 def test_a_prediction_without_a_trace_exports_unchecked_spans(tmp_path: Path) -> None:
     log = ai.load(LOGS / "N04.jsonl")
     out = ai.to_otel(log, path=tmp_path / "n04.json", markers=ai.samples.markers("N04"))
@@ -237,10 +209,62 @@ def test_root_spans_count_their_disagreements_in_one_pass_and_keep_one_order(tmp
     assert sum(s["attributes"]["agent_inspect.disagreements"] for s in roots) == 2
     code = "import sys, agent_inspect as ai; ai.to_otel(ai.load(sys.argv[1]), path=sys.argv[2])"
     outs = []
-    for seed in ("1", "2"):
-        out = tmp_path / f"spans-{seed}.json"
-        subprocess.run([sys.executable, "-c", code, str(LOGS / "production.jsonl"), str(out)], check=True,
-                       env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300)
-        # the spans in file order, without the SDK's random service.instance.id
-        outs.append([{k: v for k, v in span.items() if k != "resource"} for span in read_otlp_json(out)])
+    # the two processes side by side (2 cores in CI)
+    runs = {seed: subprocess.Popen([sys.executable, "-c", code, str(LOGS / "production.jsonl"),
+                                    str(tmp_path / f"spans-{seed}.json")],
+                                   env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")}
+    try:
+        for seed, run in runs.items():
+            assert run.wait(timeout=300) == 0
+            # the spans in file order, without the SDK's random service.instance.id
+            out = tmp_path / f"spans-{seed}.json"
+            outs.append([{k: v for k, v in span.items() if k != "resource"} for span in read_otlp_json(out)])
+    finally:
+        for run in runs.values():
+            if run.poll() is None:
+                run.kill()
+                run.wait()
     assert outs[0] == outs[1]
+
+
+# last in the module: Phoenix starts beside the tests above (phoenix_launch)
+@pytest.mark.slow
+def test_phoenix_receives_the_spans_and_gives_them_back(phoenix: Phoenix, production: Any,
+                                                         production_spans: list[dict[str, Any]],
+                                                         n04_wrong_rule: Any,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    done = ai.to_otel(production, endpoint=phoenix.url, project="production")
+    assert done.spans == len(production_spans)
+    want = {s["span_id"]: s for s in production_spans}
+    got: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(want) and time.monotonic() < deadline:   # Phoenix inserts in the background
+        time.sleep(0.5)
+        got = phoenix.spans("production")
+    assert len(got) == len(want)
+    by_id = {s["context"]["span_id"]: s for s in got}
+    assert set(by_id) == set(want)
+    for sid, s in by_id.items():
+        w = want[sid]
+        assert s["name"] == w["name"] and s["context"]["trace_id"] == w["trace_id"]
+        assert s["parent_id"] == w["parent_span_id"], "parent links kept"
+        if w["parent_span_id"] is not None:
+            assert w["parent_span_id"] in by_id
+        for k in ("gen_ai.operation.name", "flink_agents.execution_id", "agent_inspect.verdict",
+                  "gen_ai.usage.input_tokens"):
+            if k in w["attributes"]:
+                assert s["attributes"][k] == w["attributes"][k]
+        assert len(s["events"]) == len(w["events"])
+    # the CLI, on a trace that disagrees: the error status reaches the backend
+    assert main(["otel", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.fixed-rule.trace.log"), "--markers",
+                 f"@{LOGS / 'N04.markers.json'}", "--endpoint", f"{phoenix.url}/v1/traces", "--project", "n04",
+                 "--json"]) == 0
+    sent = json.loads(capsys.readouterr().out)
+    n04: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while len(n04) < sent["spans"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+        n04 = phoenix.spans("n04")
+    assert len(n04) == sent["spans"] and sent["errors"] == 3
+    errors = [s for s in n04 if s["status_code"] == "ERROR" and s["name"].startswith("action ")]
+    assert len(errors) == 2 and all(s["attributes"]["agent_inspect.cause"] == "wrong-rule" for s in errors)

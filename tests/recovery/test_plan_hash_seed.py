@@ -3,12 +3,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.seeds import outputs_under_hash_seeds
 
 PLAN = """
 import agent_inspect as ai
@@ -18,13 +13,6 @@ print(list(plan.restored_seq.items()), [(i.key, i.seq) for i in plan.inputs], le
 """
 
 
-def _plan_under(seed: int) -> str:
-    env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", PLAN], env=env, capture_output=True, text=True, timeout=120,
-                          check=True)
-    return done.stdout
-
-
 def test_restored_seq_order_does_not_depend_on_the_hash_seed() -> None:
-    plans = {_plan_under(seed) for seed in (1, 2, 3, 4)}
+    plans = set(outputs_under_hash_seeds(PLAN, ["1", "2", "3", "4"], timeout=120))
     assert len(plans) == 1, plans

@@ -56,11 +56,6 @@ def _positioned_samples() -> list[Path]:
                   and p.suffix in (".jsonl", ".parquet"))
 
 
-@pytest.mark.parametrize("path", _positioned_samples(), ids=lambda p: p.name)
-def test_file_loads_agree_across_worker_counts(path: Path) -> None:
-    assert_same_log(ai.load_file(path, workers=1), ai.load_file(path, workers=2))
-
-
 @pytest.fixture(scope="module")
 def dask_client() -> Any:
     from distributed import Client, LocalCluster
@@ -70,6 +65,23 @@ def dask_client() -> Any:
             Client(cluster) as client:
         client.wait_for_workers(2, timeout=60)
         yield client
+
+
+@pytest.fixture
+def loads_on_the_module_cluster(monkeypatch: pytest.MonkeyPatch, dask_client: Any) -> None:
+    """``ai.load_file(..., workers=2)`` builds on the module's 2-process LocalCluster instead of starting one per
+    load (5-8 s each); test_load_with_workers_starts_and_closes_its_own_local_cluster holds that start and close."""
+    from agent_inspect.log import _load
+
+    def workers(processes: int, *, client: Any = None) -> Workers:
+        return Workers(processes, client=client if client is not None or processes < 2 else dask_client)
+
+    monkeypatch.setattr(_load, "Workers", workers)
+
+
+@pytest.mark.parametrize("path", _positioned_samples(), ids=lambda p: p.name)
+def test_file_loads_agree_across_worker_counts(path: Path, loads_on_the_module_cluster: None) -> None:
+    assert_same_log(ai.load_file(path, workers=1), ai.load_file(path, workers=2))
 
 
 def test_worker_processes_build_the_same_log(dask_client: Any) -> None:

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.seeds import outputs_under_hash_seeds
 
 # every sample, markers and whole log, both rules: the divergences (with their positions), evictions and outcomes
 DIGEST = """
@@ -23,13 +18,7 @@ for name in ai.samples.SAMPLES:
 """
 
 
-def _digest(seed: str) -> str:
-    env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", DIGEST], env=env, capture_output=True, text=True, check=True,
-                          cwd=ROOT, timeout=600).stdout
-
-
 def test_every_sample_answers_alike_under_two_hash_seeds() -> None:
     # the fixed rule's root-conflict positions on the production sample were (81, 79, 196) under some seeds
-    first, second = _digest("1"), _digest("2")
+    first, second = outputs_under_hash_seeds(DIGEST, ["1", "2"])
     assert "root-conflict" in first and first == second

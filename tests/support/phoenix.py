@@ -51,31 +51,53 @@ class Phoenix:
                 return out
 
 
-def start_phoenix(workdir: Path, timeout: float = 300.0) -> tuple[subprocess.Popen[bytes], Phoenix]:
+@dataclass
+class PhoenixLaunch:
+    """A Phoenix process started and not yet waited for (``ready_phoenix`` waits)."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    workdir: Path
+    started: float
+
+
+def launch_phoenix(workdir: Path) -> PhoenixLaunch:
+    """Start Phoenix on free ports of 127.0.0.1 without waiting for it to answer."""
     port, grpc = free_port(), free_port()
     env = {**os.environ, "PHOENIX_WORKING_DIR": str(workdir), "PHOENIX_PORT": str(port),
            "PHOENIX_GRPC_PORT": str(grpc), "PHOENIX_HOST": "127.0.0.1", "PHOENIX_TELEMETRY_ENABLED": "false"}
     exe = Path(sys.executable).with_name("phoenix")
     cmd = [str(exe), "serve"] if exe.exists() else [sys.executable, "-m", "phoenix.server.main", "serve"]
     log = open(workdir / "phoenix.log", "wb")
-    t0 = time.monotonic()
+    started = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
-    url = f"http://127.0.0.1:{port}"
+    return PhoenixLaunch(proc, f"http://127.0.0.1:{port}", workdir, started)
+
+
+def ready_phoenix(launch: PhoenixLaunch, timeout: float = 300.0) -> Phoenix:
+    """Wait until the launched Phoenix answers its health check (stopped, and an error, if it never does)."""
+    proc, url = launch.proc, launch.url
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"phoenix exited with {proc.returncode}: "
-                               + (workdir / "phoenix.log").read_text(errors="replace")[-2000:])
+                               + (launch.workdir / "phoenix.log").read_text(errors="replace")[-2000:])
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as r:
                 if r.status == 200:
                     break
         except OSError:
             pass
-        if time.monotonic() - t0 > timeout:
+        if time.monotonic() - launch.started > timeout:
             stop_phoenix(proc)
             raise RuntimeError(f"phoenix did not answer on {url} within {timeout:.0f} s")
         time.sleep(0.25)
-    return proc, Phoenix(url, proc.pid, time.monotonic() - t0)
+    return Phoenix(url, proc.pid, time.monotonic() - launch.started)
+
+
+def start_phoenix(workdir: Path, timeout: float = 300.0) -> tuple[subprocess.Popen[bytes], Phoenix]:
+    """Start Phoenix and wait until it answers."""
+    launch = launch_phoenix(workdir)
+    return launch.proc, ready_phoenix(launch, timeout)
 
 
 def stop_phoenix(proc: subprocess.Popen[bytes]) -> None:
