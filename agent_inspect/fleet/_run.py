@@ -30,6 +30,7 @@ from agent_inspect.fleet._task import (
     scan_window,
 )
 from agent_inspect.rules import BrokenRuleError
+from agent_inspect.sources import port_answers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -137,11 +138,14 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
         yield client, False
         return
     if isinstance(client, str):
+        start = "start one with `dask scheduler` or pass client=None for a local cluster"
+        # Dask retries a refused connection for the whole timeout: a port nobody listens on fails at once instead
+        if client.startswith("tcp://") and not port_answers(client):
+            raise SourceError(f"no Dask scheduler answered at {client} (nothing accepts a connection there); {start}")
         try:
             made = Client(client, timeout="10s")
         except (OSError, TimeoutError) as exc:
-            raise SourceError(f"no Dask scheduler answered at {client} ({exc}); start one with "
-                              f"`dask scheduler` or pass client=None for a local cluster") from None
+            raise SourceError(f"no Dask scheduler answered at {client} ({exc}); {start}") from None
         try:
             yield made, False
         finally:

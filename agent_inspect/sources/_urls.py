@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import socket
 import urllib.request
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["split_source_url", "check_port", "check_timeout", "page_answers"]
+__all__ = ["split_source_url", "check_port", "check_timeout", "page_answers", "port_answers"]
 
 
 def split_source_url(url: str, scheme: str) -> tuple[str, str]:
@@ -86,3 +87,25 @@ def page_answers(url: str, *, timeout: float = 3.0) -> bool:
             return bool(response.status == 200)
     except (OSError, ValueError):
         return False
+
+
+def port_answers(address: str, *, timeout: float = 3.0) -> bool:
+    """True when something accepts a TCP connection at ``address`` (``tcp://host:port`` or ``host:port``, as a Dask
+    scheduler address is written) within ``timeout`` seconds; it only opens and closes the connection.
+
+    For example::
+
+        ai.sources.port_answers("tcp://127.0.0.1:9")   # False: nothing listens there
+    """
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is no number
+        return False
+    if not host or port is None:
+        return False
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError:
+        return False
+    return True

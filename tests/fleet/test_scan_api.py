@@ -68,7 +68,8 @@ def test_bad_arguments_fail_before_any_task() -> None:
         ai.scan(path, agent=object())
     with pytest.raises(ai.BrokerUnreachable, match="unreachable while connecting"):
         ai.scan("fluss://localhost:9123/db.t", connection_factory=factory({}, Behaviour(refuse=True)))
-    with pytest.raises(ai.SourceError, match="no Dask scheduler answered"):
+    # nothing listens there: one line at once, not after Dask's 10 s of retrying a refused connection
+    with pytest.raises(ai.SourceError, match="no Dask scheduler answered at tcp://127.0.0.1:9 .nothing accepts"):
         ai.scan(path, client="tcp://127.0.0.1:9")
 
 
