@@ -302,17 +302,27 @@ def _read_plain_lines(data: bytes, location: str, records: list[_Plain] | None) 
     rows.finish()
     return FileRead(b, _file_info(b, rows.errors, location, "jsonl", None), rows.errors)
 
+
 def _lone_surrogate_line(line: bytes) -> _Plain | None:
     """A line msgspec refused for an escaped lone surrogate (``"\\ud800"``) in its inline value, read by the codec's
     reader as a Kafka value is (its value written again as Jackson writes it); None for any other fault."""
     try:
         obj = lone_surrogate_object(line, raw=["value"])
         rec = None if obj is None else msgspec.convert(obj, _Plain)
-        if rec is not None:   # a key cut so is no state key: msgspec's error row stands
-            (rec.key or "").encode("utf-8"), (rec.agent_key or "").encode("utf-8")
-        return rec
     except (ValueError, DecodeError, msgspec.ValidationError, RecursionError):
         return None
+    if rec is None or any(_has_lone_surrogate(text) for text in (rec.key, rec.agent_key)):
+        return None   # a key cut inside a surrogate pair is no state key: msgspec's error row stands
+    return rec
+
+
+def _has_lone_surrogate(text: str | None) -> bool:
+    try:
+        (text or "").encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
 
 def _plain_key(rec: _Plain) -> bytes | None:
     if rec.key is not None and rec.key_base64 is None:
