@@ -69,8 +69,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
     - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
       :class:`~agent_inspect.DataLossError` when a start offset is no longer retained, or when retention deletes
-      records while the load reads them (``source.options["data_loss"]`` notes each gap; a load with ``workers``
-      raises for the latter either way: load again).
+      records while the load reads them (``source.options["data_loss"]`` notes each gap, with ``workers`` too).
     - ``workers``: Dask worker processes (a ``LocalCluster`` on 127.0.0.1 for this load) that read and build
       one partition each in parallel (the same log); 1 = this process only, None = the idle cores for reads
       of 50k records or more.
@@ -92,7 +91,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
     if n > 1 and all(v is None or isinstance(v, (str, int, float, bool)) for v in user.values()):
         with Workers(n) as pool:
             log = pool.load_kafka(user, topic, info, keys=info.options.get("business_keys"), timeout=timeout,
-                                  progress=progress)
+                                  progress=progress, allow_data_loss=allow_data_loss)
     else:
         log = build_log(batches, info)
     # suggestions come from the partitions this process read (a parallel load's workers keep theirs)

@@ -20,6 +20,7 @@ import logging
 import os
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import InspectError, SourceError
@@ -107,12 +108,15 @@ def _build_records(raw: RawBatch, source: SourceInfo) -> pd.DataFrame:
     return ActionStateLog.from_raw(raw, source).records
 
 
-def _read_part(spec: Any, window: Any, source: SourceInfo) -> tuple[pd.DataFrame, RawBatch]:
-    """A worker's share of a Kafka load: one partition's window, read and built there."""
+def _read_part(spec: Any, window: Any, source: SourceInfo,
+               allow_data_loss: bool) -> tuple[pd.DataFrame, RawBatch, Mapping[int, Any]]:
+    """A worker's share of a Kafka load: one partition's window, read and built there, and the gaps retention
+    made while it was read (with ``allow_data_loss``; else those raise)."""
     from agent_inspect.log._window import read_window
 
-    log = read_window(spec, window, source=source)
-    return log.records, log.raw
+    lost: dict[str, Any] | None = {} if allow_data_loss else None
+    log = read_window(spec, window, source=source, lost_into=lost)
+    return log.records, log.raw, (lost or {}).get("data_loss", {})
 
 
 def _groups(sizes: Sequence[tuple[Any, int]], count: int) -> list[list[Any]]:
@@ -189,8 +193,10 @@ class Workers:
     # ------------------------------------------------------------------------------------------ loads
 
     def load_kafka(self, user: Mapping[str, Any], topic: str, source: SourceInfo, *, keys: list[str] | None,
-                   timeout: float, progress: bool) -> ActionStateLog:
-        """Read and build the topic's planned ranges (``source`` start/end offsets), one task per partition."""
+                   timeout: float, progress: bool, allow_data_loss: bool = False) -> ActionStateLog:
+        """Read and build the topic's planned ranges (``source`` start/end offsets), one task per partition;
+        with ``allow_data_loss``, records retention deletes meanwhile are skipped and noted as ``load_kafka``
+        notes them (``source.options["data_loss"]``)."""
         from agent_inspect.log._window import SourceSpec, Window
 
         spec = SourceSpec(kind="kafka", location=source.location, topic=topic,
@@ -203,10 +209,15 @@ class Workers:
         total = sum(w.records_planned or 0 for w in windows)
         bar = progress_bar(total=total, desc=f"kafka {topic}", enabled=progress)
         try:
-            parts = self._run([(_read_part, (spec, w, source), w.records_planned or 0) for w in windows], bar)
+            parts = self._run([(_read_part, (spec, w, source, allow_data_loss), w.records_planned or 0)
+                               for w in windows], bar)
         finally:
             bar.close()
-        return _assemble(list(parts), source)
+        gaps = {p: gap for *_, lost in parts for p, gap in lost.items()}
+        if gaps:
+            source = replace(source, options={**source.options,
+                                              "data_loss": {**source.options.get("data_loss", {}), **gaps}})
+        return _assemble([(records, raw) for records, raw, _ in parts], source)
 
     def build(self, batches: RawBatch | Iterable[RawBatch], source: SourceInfo) -> ActionStateLog:
         """``ActionStateLog.from_raw`` of records already read, per partition group on the workers."""

@@ -273,10 +273,13 @@ class _Uncounted:
         pass
 
 
-def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None = None) -> ActionStateLog:
+def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None = None,
+                lost_into: dict[str, Any] | None = None) -> ActionStateLog:
     """Read and decode one window into its own log (positions are the window's records only).
 
     ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
+    ``lost_into``: for a Kafka window of a load with ``allow_data_loss``, where the records retention deleted
+    during the read are noted (``lost_into["data_loss"]``) instead of raising :class:`~agent_inspect.DataLossError`.
 
     For example::
 
@@ -291,7 +294,8 @@ def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None =
         user = {**dict(spec.config), "bootstrap.servers": spec.bootstrap}
         plan = ReadPlan(start={window.partition: window.start}, end={window.partition: window.end})
         keys = None if window.keys is None else list(window.keys)
-        batches = read_partitions(user, spec.topic, plan, keys=keys, timeout=spec.timeout, bar=_Uncounted())
+        batches = read_partitions(user, spec.topic, plan, keys=keys, timeout=spec.timeout, bar=_Uncounted(),
+                                  lost_into=lost_into)
         info = source or SourceInfo(kind="kafka", location=spec.location, topic=spec.topic,
                                     start_offsets={window.partition: window.start},
                                     end_offsets={window.partition: window.end}, options=dict(spec.options))

@@ -221,10 +221,13 @@ def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, e
 
 
 def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys: list[str] | None,
-                    timeout: float, bar: Counter | None) -> Iterator[RawBatch]:
+                    timeout: float, bar: Counter | None, lost_into: dict[str, Any] | None = None) -> Iterator[RawBatch]:
     """Read ``plan``'s ranges with a consumer of its own (one share of a parallel load); counts go to ``bar``.
 
-    ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it.
+    ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it. Records that
+    retention deletes while they are read raise :class:`~agent_inspect.DataLossError`, unless ``lost_into`` is a
+    dict (a load with ``allow_data_loss``): then the read goes on from the earliest retained offset and
+    ``lost_into["data_loss"]`` notes each gap as ``SourceInfo.options`` does.
 
     For example::
 
@@ -236,7 +239,7 @@ def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys
     errors: list[str] = []
     conf = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str()), **_FORCED}
     conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
-    return _read(conf, topic, plan, keys, False, timeout, errors, bar=bar)
+    return _read(conf, topic, plan, keys, False, timeout, errors, bar=bar, lost_into=lost_into)
 
 
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,

@@ -126,3 +126,32 @@ def test_a_tail_whose_position_is_gone_says_so_and_reads_on_from_the_earliest(mo
         assert tail.trouble is None  # not a reason why nothing arrives: LiveLog.data_loss and the badge show it
     finally:
         tail.close()
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_load_on_workers_keeps_the_one_rule(mock: Mock, allow: bool) -> None:
+    """``workers=``: each worker reads its partitions with a consumer of its own; retention deleting records
+    meanwhile raises, or with ``allow_data_loss`` is skipped and noted in the log's ``data_loss``, as in one
+    process. (The workers' reads ignored ``allow_data_loss``: they raised either way.)"""
+    from agent_inspect.log._parallel import Workers
+
+    topic = _topic()
+    mock.write(topic, 80)
+    mock.write(topic, 3, partition=1)
+    start = mock.earliest(topic) + 2
+    _, info = open_kafka(mock.bootstrap, topic, start_offsets={0: start, 1: 0}, progress=False,
+                         allow_data_loss=allow)
+    mock.write(topic, 40)  # retention moves partition 0's log start past `start` before the workers read it
+    earliest = mock.earliest(topic)
+    assert earliest > start
+    with Workers(2) as pool:
+        if not allow:
+            with pytest.raises(DataLossError, match=rf"offset {start} is no longer retained"):
+                pool.load_kafka({"bootstrap.servers": mock.bootstrap}, topic, info, keys=None, timeout=5.0,
+                                progress=False)
+            return
+        log = pool.load_kafka({"bootstrap.servers": mock.bootstrap}, topic, info, keys=None, timeout=5.0,
+                              progress=False, allow_data_loss=True)
+    read = sorted(zip(list(log.raw.partition), list(log.raw.offset)))
+    assert read == [(0, o) for o in range(earliest, 80)] + [(1, o) for o in range(3)]
+    assert log.source.options["data_loss"] == {0: {"asked": start, "read_from": earliest}}
