@@ -21,6 +21,7 @@ from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
     ConnectionFactory,
+    DataLossNotes,
     ReadPlan,
     business_key_rows,
     candidate_partitions,
@@ -274,12 +275,12 @@ class _Uncounted:
 
 
 def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None = None,
-                lost_into: dict[str, Any] | None = None) -> ActionStateLog:
+                lost_into: DataLossNotes | None = None) -> ActionStateLog:
     """Read and decode one window into its own log (positions are the window's records only).
 
     ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
     ``lost_into``: for a Kafka window of a load with ``allow_data_loss``, where the records retention deleted
-    during the read are noted (``lost_into["data_loss"]``) instead of raising :class:`~agent_inspect.DataLossError`.
+    during the read are noted (by partition, as ``source.options["data_loss"]`` notes them) instead of raising :class:`~agent_inspect.DataLossError`.
 
     For example::
 

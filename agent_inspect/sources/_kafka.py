@@ -18,6 +18,7 @@ from agent_inspect._glossary import did_you_mean
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter, candidate_partitions
 from agent_inspect.sources._offsets import (
+    DataLossNotes,
     ReadPlan,
     check_kafka_markers,
     merge_markers,
@@ -93,9 +94,18 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: MarkersLike = None
                       start_offsets=dict(plan.start), end_offsets=dict(plan.end), options=options)
     consumer_conf = {**client, **_FORCED}
     consumer_conf.setdefault("group.id", f"agent-inspect-{uuid.uuid4()}")
-    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys,
-                    lost_into=options if allow_data_loss else None)
-    return batches, info
+    lost: DataLossNotes | None = {} if allow_data_loss else None
+    batches = _read(consumer_conf, topic, plan, keys, progress, timeout, errors, others=other_keys, lost_into=lost)
+    return (batches if lost is None else _noting_loss(batches, lost, options)), info
+
+
+def _noting_loss(batches: Iterator[RawBatch], lost: DataLossNotes, options: dict[str, Any]) -> Iterator[RawBatch]:
+    """``batches``, then the gaps retention made while they were read added to the source's ``data_loss``."""
+    try:
+        yield from batches
+    finally:
+        if lost:
+            options["data_loss"] = {**options.get("data_loss", {}), **lost}
 
 
 def client_config(bootstrap: str | None, config: Mapping[str, Any] | None
@@ -221,13 +231,14 @@ def _watermarks(admin: Any, topic: str, partitions: list[int], timeout: float, e
 
 
 def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys: list[str] | None,
-                    timeout: float, bar: Counter | None, lost_into: dict[str, Any] | None = None) -> Iterator[RawBatch]:
+                    timeout: float, bar: Counter | None,
+                    lost_into: DataLossNotes | None = None) -> Iterator[RawBatch]:
     """Read ``plan``'s ranges with a consumer of its own (one share of a parallel load); counts go to ``bar``.
 
     ``user`` is the client config with ``bootstrap.servers``, as :func:`open_kafka` builds it. Records that
     retention deletes while they are read raise :class:`~agent_inspect.DataLossError`, unless ``lost_into`` is a
     dict (a load with ``allow_data_loss``): then the read goes on from the earliest retained offset and
-    ``lost_into["data_loss"]`` notes each gap as ``SourceInfo.options`` does.
+    ``lost_into`` notes each gap by partition, as ``SourceInfo.options["data_loss"]`` does.
 
     For example::
 
@@ -244,8 +255,8 @@ def read_partitions(user: Mapping[str, Any], topic: str, plan: ReadPlan, *, keys
 
 def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | None, progress: bool,
           timeout: float, errors: list[str], *, bar: Any = None, others: set[str] | None = None,
-          lost_into: dict[str, Any] | None = None) -> Iterator[RawBatch]:
-    """``lost_into``: with allow_data_loss, the source options whose ``data_loss`` notes records deleted mid-read."""
+          lost_into: DataLossNotes | None = None) -> Iterator[RawBatch]:
+    """``lost_into``: with allow_data_loss, where the gaps of records deleted mid-read are noted, by partition."""
     from confluent_kafka import Consumer, TopicPartition
 
     end = dict(plan.end)
@@ -294,9 +305,9 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
 
 
 def _read_on(consumer: Any, topic: str, gone: Mapping[int, int], remaining: set[int], end: Mapping[int, int],
-             position: dict[int, int], lost_into: dict[str, Any] | None, timeout: float) -> None:
+             position: dict[int, int], lost_into: DataLossNotes | None, timeout: float) -> None:
     """Records at ``gone``'s offsets were deleted while read: :class:`DataLossError`, or with allow_data_loss
-    (``lost_into``) read on from the earliest retained offset, noted in its ``data_loss`` like a planned gap."""
+    (``lost_into``) read on from the earliest retained offset, noted there like a planned gap."""
     from confluent_kafka import KafkaException, TopicPartition
 
     for p, asked in sorted(gone.items()):
@@ -314,7 +325,7 @@ def _read_on(consumer: Any, topic: str, gone: Mapping[int, int], remaining: set[
         if earliest <= asked:  # not deleted below the position: the partition now ends before it
             raise DataLossError(f"{where} is past the partition's end now (the topic was recreated or truncated "
                                 f"while this load read it); load again")
-        lost_into.setdefault("data_loss", {})[p] = {"asked": asked, "read_from": earliest}
+        lost_into[p] = {"asked": asked, "read_from": earliest}
         if earliest >= end[p]:
             remaining.discard(p)  # everything it still had to read is gone
         else:

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 __all__ = ["ReadPlan", "merge_markers", "plan_reads", "check_kafka_markers", "versioned_marker_topic_ids"]
 
 
+# Per partition, a gap a read skipped: {"asked": the offset asked for, "read_from": where the read went on}
+DataLossNotes = dict[int, dict[str, int]]
+
+
 @dataclass(frozen=True)
 class ReadPlan:
     """Per partition (or bucket): read ``start`` up to ``end`` (exclusive). Empty ranges stay listed.
