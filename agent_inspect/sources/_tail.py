@@ -41,6 +41,7 @@ MAX_POLL_RECORDS = 2_000  # one poll hands out at most this many records…
 POLL_TIMEOUT = 0.2  # …after waiting at most this long (seconds) for the first of them
 TROUBLE_FOR = 15.0  # a client error counts as trouble this long (seconds; librdkafka retries at most every 10 s)
 ERRORS_KEPT = 20  # a broker down for hours reports a refused connection many times a second: keep the newest
+GAPS_SHOWN = 10  # data_loss names this many of the newest gaps and counts the earlier ones
 
 
 class KafkaTail:
@@ -67,8 +68,18 @@ class KafkaTail:
         self.info = info
         #: the next offset to read in each partition
         self.positions: dict[int, int] = dict(starts)
-        #: which records the tail could not read because they were gone (stays once set), else None
-        self.data_loss: str | None = None
+        self._gaps: list[str] = []  # the newest gaps, oldest first…
+        self._earlier_gaps = 0  # …and how many came before them
+
+    @property
+    def data_loss(self) -> str | None:
+        """Which records the tail could not read because they were gone (every gap since it opened), else None."""
+        if not self._gaps:
+            return None
+        earlier = self._earlier_gaps
+        return (f"records of topic {self._topic!r} were gone before the tail read them (retention or deleteRecords "
+                f"removed them, or the topic was recreated): " + "; ".join(self._gaps)
+                + (f"; and {plural(earlier, 'earlier gap')}" if earlier else ""))
 
     @property
     def closed(self) -> bool:
@@ -131,10 +142,9 @@ class KafkaTail:
 
     def _read_on_from_earliest(self, gone: Mapping[int, int], timeout: float) -> None:
         """The records at these positions are gone (retention, deleteRecords, a recreated topic): read on from
-        each partition's earliest retained offset and say so in :attr:`data_loss`, which stays."""
+        each partition's earliest retained offset and say so in :attr:`data_loss`, with the earlier gaps."""
         from confluent_kafka import KafkaException, TopicPartition
 
-        notes = []
         for p, asked in sorted(gone.items()):
             try:
                 earliest, _ = self._consumer.get_watermark_offsets(TopicPartition(self._topic, p),
@@ -143,12 +153,12 @@ class KafkaTail:
                 earliest = 0  # the broker did not say: read what it has from the start
             skipped = (f"{plural(earliest - asked, 'record')} skipped" if earliest > asked
                        else "the partition now ends before it")
-            notes.append(f"partition {p} offset {asked} ({skipped}, reading on from offset {earliest})")
+            self._gaps.append(f"partition {p} offset {asked} ({skipped}, reading on from offset {earliest})")
             self.positions[p] = earliest
+        if len(self._gaps) > GAPS_SHOWN:
+            self._earlier_gaps += len(self._gaps) - GAPS_SHOWN
+            del self._gaps[:-GAPS_SHOWN]
         self._consumer.assign([TopicPartition(self._topic, p, o) for p, o in self.positions.items()])
-        self.data_loss = (f"records of topic {self._topic!r} were gone before the tail read them "
-                          f"(retention or deleteRecords removed them, or the topic was recreated): "
-                          + "; ".join(notes))
 
     def _note_errors(self) -> None:
         """Take the errors error_cb reported since the last poll as the current trouble (keeping the newest few)."""

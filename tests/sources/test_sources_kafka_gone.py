@@ -124,6 +124,16 @@ def test_a_tail_whose_position_is_gone_says_so_and_reads_on_from_the_earliest(mo
         assert f"partition 0 offset 5 ({earliest - 5} records skipped, reading on from offset {earliest})" \
             in tail.data_loss
         assert tail.trouble is None  # not a reason why nothing arrives: LiveLog.data_loss and the badge show it
+
+        # a later gap in the other partition adds to what the tail says; the first one stays named
+        mock.write(topic, 80, partition=1)
+        earliest_1 = mock.earliest(topic, 1)
+        tail.suspend()
+        tail.positions[1] = 5
+        wait_until(lambda: len(tail.poll()) > 0 or tail.positions[1] >= earliest_1)
+        assert f"partition 0 offset 5 ({earliest - 5} records skipped" in tail.data_loss
+        assert f"partition 1 offset 5 ({earliest_1 - 5} records skipped, reading on from offset {earliest_1})" \
+            in tail.data_loss
     finally:
         tail.close()
 
