@@ -27,7 +27,7 @@ from agent_inspect._errors import InspectError, SourceError
 from agent_inspect.log._build import concat_batches, physical_order
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
-from agent_inspect.sources import DataLossNotes, progress_bar
+from agent_inspect.sources import progress_bar
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,12 +109,12 @@ def _build_records(raw: RawBatch, source: SourceInfo) -> pd.DataFrame:
 
 
 def _read_part(spec: Any, window: Any, source: SourceInfo,
-               allow_data_loss: bool) -> tuple[pd.DataFrame, RawBatch, DataLossNotes]:
+               allow_data_loss: bool) -> tuple[pd.DataFrame, RawBatch, dict[int, dict[str, int]]]:
     """A worker's share of a Kafka load: one partition's window, read and built there, and the gaps retention
     made while it was read (with ``allow_data_loss``; else those raise)."""
     from agent_inspect.log._window import read_window
 
-    lost: DataLossNotes | None = {} if allow_data_loss else None
+    lost: dict[int, dict[str, int]] | None = {} if allow_data_loss else None
     log = read_window(spec, window, source=source, lost_into=lost)
     return log.records, log.raw, lost or {}
 

@@ -21,7 +21,6 @@ from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
     ConnectionFactory,
-    DataLossNotes,
     ReadPlan,
     business_key_rows,
     candidate_partitions,
@@ -275,7 +274,7 @@ class _Uncounted:
 
 
 def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None = None,
-                lost_into: DataLossNotes | None = None) -> ActionStateLog:
+                lost_into: dict[int, dict[str, int]] | None = None) -> ActionStateLog:
     """Read and decode one window into its own log (positions are the window's records only).
 
     ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
