@@ -118,10 +118,6 @@ class Engine(Observer):
             names |= set(map(str, self.log.records["business_key"].dropna().unique()))
         return frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names))
 
-    def record(self, step: Step) -> Step:
-        self.run.steps.append(step)
-        return step
-
     def memory_states(self) -> dict[str, MemoryState]:
         # restored memory per business key as the core reads it (of two keys naming one business key, the last)
         stm_base = {self.business_key(k): v for k, v in self.memory.items()}
@@ -136,7 +132,8 @@ class Engine(Observer):
         return out
 
     def _emit(self, kind: StepKind, **fields: Any) -> Step:
-        step = self.record(Step(len(self.run.steps), kind, **fields))
+        step = Step(len(self.run.steps), kind, **fields)
+        self.run.steps.append(step)
         if greenlet.getcurrent() is self._g:
             self._g.parent.switch(step)
         return step

@@ -35,14 +35,10 @@ class Production:
     prune_tombstones: bool
     restored_last_completed: Mapping[str, int]
 
-    @property
-    def source_kind(self) -> str:
-        return self.engine.source_kind
-
     def journal(self) -> RawBatch:
         e = self.engine
         return build_journal(e.run.writes, log=e.log, value_format=self.value_format, num_partitions=self.partitions(),
-                             source_kind=self.source_kind, timestamps=self._timestamps())
+                             source_kind=e.source_kind, timestamps=self._timestamps())
 
     def _timestamps(self) -> list[int] | None:
         clock, run = self.clock, self.engine.run
@@ -98,7 +94,7 @@ class Production:
         if not model.keeps_pending:
             return marker
         retained = e.session.store.entries()
-        if not model.refresh_rows(self.source_kind):
+        if not model.refresh_rows(e.source_kind):
             return self._moved_back(marker, retained)
         for entry in retained:
             value = self._bytes_of(entry)
@@ -107,14 +103,15 @@ class Production:
             step = len(run.steps)
             run.writes.append((entry.state_key, entry, value))
             run.write_steps.append(step)
-            e.record(Step(step, StepKind.PERSIST, key=entry.business_key, seq=entry.seq,
-                          event_type=entry.task_event_type, event_id=entry.task_event_id,
-                          state_key=entry.state_key, outcome=StepOutcome.REFRESH,
-                          reason="checkpoint-time refresh of a retained state: re-appended byte-identical after "
-                                 "the marker, so restoring this checkpoint brings it back (addendum §2.2)",
-                          change=f"put {entry.state_key} (unchanged)",
-                          detail={"journal_index": len(run.writes) - 1, "marker": dict(marker),
-                                  "completed": entry.completed}))
+            run.steps.append(Step(step, StepKind.PERSIST, key=entry.business_key, seq=entry.seq,
+                                  event_type=entry.task_event_type, event_id=entry.task_event_id,
+                                  state_key=entry.state_key, outcome=StepOutcome.REFRESH,
+                                  reason="checkpoint-time refresh of a retained state: re-appended byte-identical "
+                                         "after the marker, so restoring this checkpoint brings it back "
+                                         "(addendum §2.2)",
+                                  change=f"put {entry.state_key} (unchanged)",
+                                  detail={"journal_index": len(run.writes) - 1, "marker": dict(marker),
+                                          "completed": entry.completed}))
         return marker
 
     def _bytes_of(self, entry: Entry) -> bytes | None:
@@ -158,12 +155,12 @@ class Production:
             for state_key in tombstones:  # written as the prune runs, so a later marker covers them
                 run.writes.append((state_key, None, None))
                 run.write_steps.append(step)
-            e.record(Step(step, StepKind.PRUNE, key=key, seq=seq,
-                          outcome=StepOutcome.FAILED if result.failed else StepOutcome.PRUNED,
-                          reason=result.failed or f"checkpoint complete: prune rounds <= {seq}",
-                          change=removed_text(result.removed),
-                          detail={"removed": len(result.removed), "marker": marker,
-                                  "tombstones": len(tombstones)}))
+            run.steps.append(Step(step, StepKind.PRUNE, key=key, seq=seq,
+                                  outcome=StepOutcome.FAILED if result.failed else StepOutcome.PRUNED,
+                                  reason=result.failed or f"checkpoint complete: prune rounds <= {seq}",
+                                  change=removed_text(result.removed),
+                                  detail={"removed": len(result.removed), "marker": marker,
+                                          "tombstones": len(tombstones)}))
             if result.failed:
                 # pruneState throws out of notifyCheckpointComplete: the job fails (spec §8.3)
                 run.failure = run.failure or JobFailed(f"checkpoint completion failed: {result.failed}")

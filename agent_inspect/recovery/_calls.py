@@ -218,9 +218,25 @@ class CallJournal:
         """Run one durable call at the current index; returns the (recorded or fresh) result. An ``internal``
         call (a sub-agent call: the operator dispatches the child round) runs as it is, whatever the replay call
         policy: the policy governs calls that leave the job, the child's own calls included."""
-        if reconciler is not None:
-            return self._reconcilable(function_id, args_digest, call, reconciler)
-        return self._completion_only(function_id, args_digest, call, internal)
+        fid, digest, i, before = function_id, args_digest, self.index, len(self.results)
+        if i < before:
+            slot = self.results[i]
+            if self._same(slot.function_id, slot.args_digest, fid, digest):
+                if reconciler is None or slot.status != "PENDING":
+                    self.index += 1
+                    return self._replay(i, slot, before)
+                done = self._execute(fid, digest, reconciler, i, reconcile=True)
+                return self._settle(i, fid, digest, done, before, recorded=slot.identity)
+            # a mismatch cuts the results here; a reconcilable call (§9.4 second list) persists the cut list
+            self._cut(i, slot, fid, digest, CallDecision.MISMATCH if reconciler is None else CallDecision.TRUNCATE,
+                      before)
+            if reconciler is not None:
+                self._persist(tuple(self.results))
+        if reconciler is None:   # completion-only (§9.4 first list): the result is recorded once the call ran
+            return self._settle(i, fid, digest, self._execute(fid, digest, call, i, internal=internal), before)
+        self._append_pending(i, fid, digest, before)     # reconcilable: a PENDING slot persisted before it runs
+        self._persist(tuple(self.results))
+        return self._settle(i, fid, digest, self._execute(fid, digest, call, i), len(self.results))
 
     def subagent(self, function_id: str, run: Callable[[], Any]) -> Any:
         """A sub-agent call as post-0.4 main makes it (addendum §1.1): a PENDING caller slot is reserved first;
@@ -255,39 +271,6 @@ class CallJournal:
             added = True
         if added:
             self._persist(tuple(self.results))
-
-    # -- completion-only (§9.4 first list) ----------------------------------------------------
-
-    def _completion_only(self, fid: str, digest: str, call: Callable[[], Any], internal: bool = False) -> Any:
-        i = self.index
-        before = len(self.results)
-        if i < len(self.results):
-            slot = self.results[i]
-            if self._same(slot.function_id, slot.args_digest, fid, digest):
-                self.index += 1
-                return self._replay(i, slot, before)
-            self._cut(i, slot, fid, digest, CallDecision.MISMATCH, before)
-        return self._settle(i, fid, digest, self._execute(fid, digest, call, i, internal=internal), before)
-
-    # -- reconcilable (§9.4 second list) -------------------------------------------------------
-
-    def _reconcilable(self, fid: str, digest: str, call: Callable[[], Any],
-                      reconciler: Callable[[], Any]) -> Any:
-        i = self.index
-        before = len(self.results)
-        if i < len(self.results):
-            slot = self.results[i]
-            if self._same(slot.function_id, slot.args_digest, fid, digest):
-                if slot.status != "PENDING":
-                    self.index += 1
-                    return self._replay(i, slot, before)
-                done = self._execute(fid, digest, reconciler, i, reconcile=True)
-                return self._settle(i, fid, digest, done, before, recorded=slot.identity)
-            self._cut(i, slot, fid, digest, CallDecision.TRUNCATE, before)
-            self._persist(tuple(self.results))
-        self._append_pending(i, fid, digest, before)
-        self._persist(tuple(self.results))
-        return self._settle(i, fid, digest, self._execute(fid, digest, call, i), len(self.results))
 
     def _replay(self, i: int, slot: CallSlot, before: int) -> Any:
         status = slot.status

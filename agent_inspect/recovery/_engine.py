@@ -477,11 +477,11 @@ class Engine:
                      pending, succeeded, failed, None, self.attempt, None, value)
 
     def _put(self, run: TaskRun, value: RecordView, what: str) -> None:
-        self._wrote(run, self._entry(run, value), value, what)
+        self._wrote(run, self._entry(run, value), what)
 
-    def _wrote(self, run: TaskRun, entry: Entry, value: Any, what: str | None) -> Entry:
+    def _wrote(self, run: TaskRun, entry: Entry, what: str | None = None) -> Entry:
         landed = self.session.write(entry)
-        self.observer.wrote(run, entry, value, what or ("completed" if entry.completed else "initial"))
+        self.observer.wrote(run, entry, entry.value, what or ("completed" if entry.completed else "initial"))
         return landed
 
     # ------------------------------------------------------------------------------ sub-agent calls
@@ -517,7 +517,7 @@ class _RunLookups(TaskLookups):
         self.engine.observer.looked_up(self.run, decision, self.stage)
 
     def write(self, entry: Entry) -> object:
-        return self.engine._wrote(self.run, entry, entry.value, None)
+        return self.engine._wrote(self.run, entry)
 
 
 @dataclass(frozen=True, slots=True)
