@@ -138,6 +138,28 @@ def test_a_tail_whose_position_is_gone_says_so_and_reads_on_from_the_earliest(mo
         tail.close()
 
 
+def test_a_tail_names_its_newest_gaps_and_counts_the_earlier(mock: Mock, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_inspect.sources import _tail
+
+    monkeypatch.setattr(_tail, "GAPS_SHOWN", 1)  # two gaps against a cap of one, as 11 against the default 10
+    topic = _topic()
+    mock.write(topic, 80)
+    tail = open_kafka_tail(mock.bootstrap, topic, last=0)
+    try:
+        for partition in (0, 1):
+            if partition:
+                mock.write(topic, 80, partition=1)
+            tail.suspend()
+            tail.positions[partition] = 5
+            gone_to = mock.earliest(topic, partition)
+            wait_until(lambda: len(tail.poll()) > 0 and tail.positions[partition] >= gone_to)
+        assert tail.data_loss is not None
+        assert "partition 0 offset 5" not in tail.data_loss   # the older gap is counted, not named
+        assert "partition 1 offset 5" in tail.data_loss and tail.data_loss.endswith("; and 1 earlier gap")
+    finally:
+        tail.close()
+
+
 @pytest.mark.parametrize("allow", [False, True])
 def test_a_load_on_workers_keeps_the_one_rule(mock: Mock, allow: bool) -> None:
     """``workers=``: each worker reads its partitions with a consumer of its own; retention deleting records
