@@ -279,7 +279,8 @@ def read_window(spec: SourceSpec, window: Window, *, source: SourceInfo | None =
 
     ``source``: the log's SourceInfo when the window is a part of a bigger load (default: the window's own).
     ``lost_into``: for a Kafka window of a load with ``allow_data_loss``, where the records retention deleted
-    during the read are noted (by partition, as ``source.options["data_loss"]`` notes them) instead of raising :class:`~agent_inspect.DataLossError`.
+    during the read are noted by partition (as ``source.options["data_loss"]`` notes them) instead of raising
+    :class:`~agent_inspect.DataLossError`.
 
     For example::
 
