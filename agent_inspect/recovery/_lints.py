@@ -141,13 +141,14 @@ def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) ->
 
 def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     # the candidates only: texts under more than one key group, counted from the distinct (text, group) pairs
-    text = pd.factorize(recs["key_text"])[0]
+    text_code = pd.factorize(recs["key_text"])[0]
     group = recs["key_group"].to_numpy(dtype="int64", na_value=0)
-    typed = (recs["key_format"].isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()).to_numpy() & (text >= 0)
+    typed = (recs["key_format"].isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()).to_numpy() & (text_code >= 0)
     width = int(group[typed].max(initial=0)) + 1
-    pairs = pd.unique(text[typed] * width + group[typed])
-    many = np.append(np.bincount(pairs // width, minlength=text.max(initial=-1) + 1) > 1, False)   # -1: no text
-    sub = recs.loc[typed & many[text], ["key_text", "key_group"]]
+    pairs = pd.unique(text_code[typed] * width + group[typed])
+    texts = np.bincount(pairs // width, minlength=text_code.max(initial=-1) + 1)
+    many = np.append(texts > 1, False)   # code -1 (no text) reads the last
+    sub = recs.loc[typed & many[text_code], ["key_text", "key_group"]]
     rows = []
     for text, grp in sub.groupby(sub["key_text"].astype(object), sort=True):
         groups = sorted(set(grp["key_group"].astype(int)))

@@ -204,8 +204,8 @@ class ReplayPlan:
         if start is not None:   # the rebuild's window
             recs = recs[window_mask(recs, markers)]
         retained = _retained(log, recs, runtime, kafka_pending, refresh)
-        readable = ~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()
-        roots = recs[readable & recs["is_root"].fillna(False).astype(bool)]   # one copy of the frame, not two
+        readable = (~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()).to_numpy()
+        roots = recs[readable & recs["is_root"].fillna(False).to_numpy(dtype=bool)]   # one copy of the frame, not two
         held = {*retained.finished, *retained.pending} if retained else set()
         if held:
             roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
