@@ -84,8 +84,9 @@ def annotate_rows(records: pd.DataFrame, refresh: Collection[int]) -> pd.DataFra
     n = len(records)
     c = _lists(records, _ANNOTATE_COLUMNS)
     skip = records.index.isin(list(refresh)).tolist() if refresh else None
-    execution = np.full(n, -1, dtype="int64")
-    attempt = np.zeros(n, dtype="int64")
+    # Python lists while filling (an item store into an array costs several times a list's), arrays at the end
+    execution = [-1] * n
+    attempt = [0] * n
     starts: list[str | None] = [None] * n
     key_state: dict[Any, _KeyAttempt] = {}
     open_exec: dict[str, tuple[int, int, bool]] = {}   # state key -> (execution id, attempt, completed)
@@ -100,16 +101,16 @@ def annotate_rows(records: pd.DataFrame, refresh: Collection[int]) -> pd.DataFra
             attempt[i] = st.attempt
             continue
         completed = bool(done)
-        initial = not completed and not (calls or 0) and not (outs or 0)
         is_root = bool(root)
         reason = None
         if sk in st.completed:
             reason = "completed-key-rewritten"
         elif seq < st.max_seq:
             reason = "round-regression"
-        elif initial and sk in st.written:
+        elif not completed and not calls and not outs and sk in st.written:   # an initial record, written again
             reason = "initial-rewritten"
-        elif is_root and fp is not None and st.roots.get(seq, {fp}) - {fp}:
+        elif is_root and fp is not None and (seen := st.roots.get(seq)) is not None and (
+                len(seen) > 1 or fp not in seen):   # another input at this round
             reason = "root-conflict"
         if reason is not None:
             st.restart(seq)
@@ -131,9 +132,10 @@ def annotate_rows(records: pd.DataFrame, refresh: Collection[int]) -> pd.DataFra
         open_exec[sk] = (ex, cur, completed)
         if completed:
             st.completed.add(sk)
+    attempts = np.array(attempt, dtype="int64")
     return pd.DataFrame({
-        "execution": execution,
-        "attempt": pd.arrays.IntegerArray(attempt, attempt == 0),
+        "execution": np.array(execution, dtype="int64"),
+        "attempt": pd.arrays.IntegerArray(attempts, attempts == 0),
         "attempt_start": pd.Series(starts, dtype="object", index=records.index),
     }, index=records.index)
 

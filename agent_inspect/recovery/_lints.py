@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from agent_inspect.codec import event_uuid
@@ -59,26 +60,27 @@ def lint(log: LogLike | pd.DataFrame, *, fingerprints: bool = True, max_position
     return frame
 
 
-def _k1(recs: pd.DataFrame) -> pd.DataFrame:
-    return recs[recs["key_format"].astype(object) == "K1"]
+def _k1(recs: pd.DataFrame) -> pd.Series:
+    """The key texts of the K1 records, as objects (the one column the K1 lints read: masking a frame copies every
+    column)."""
+    return recs["key_text"][(recs["key_format"] == "K1").to_numpy(dtype=bool)].astype(object)
 
 
 def _separator(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
-    k1 = _k1(recs)
-    texts = k1["key_text"].astype(object)
-    bad = k1[texts.str.contains("_", regex=False, na=False)]
+    texts = _k1(recs)
+    bad = texts[texts.str.contains("_", regex=False, na=False)]
     return [{"lint": "separator-in-key-text", "severity": "error", "business_key": key, "seq": None,
              "positions": tuple(grp.index[:cap].tolist()),
              "message": (f"K1 key text {key!r} contains '_': the snapshot Kafka store's strict parser throws "
                          f"on the first miss (task failure loop); snapshot Fluss silently never evicts it")}
-            for key, grp in bad.groupby(bad["key_text"].astype(object), sort=True)]
+            for key, grp in bad.groupby(bad, sort=True)]
 
 
 def _prefix(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     k1 = _k1(recs)
     if k1.empty:
         return []
-    by_text = {t: grp for t, grp in k1.groupby(k1["key_text"].astype(object), sort=True)}
+    by_text = {t: grp for t, grp in k1.groupby(k1, sort=True)}
     texts = sorted(by_text)
     rows = []
     for a in texts:
@@ -108,7 +110,9 @@ def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) ->
     if not later.any():
         return []
     keys = records["business_key"].isin(records["business_key"][later].unique()).to_numpy()
-    records, attempts = records[keys], attempts[keys]
+    # the columns read, not the whole frame: masking copies every column it holds
+    records = records[["business_key", "seq", "event_uuid", "action_uuid", "key_format", "tombstone"]][keys]
+    attempts = attempts[keys]
     frame = pd.DataFrame({"business_key": records["business_key"].astype(object), "seq": records["seq"],
                           "event_uuid": records["event_uuid"].astype(object),
                           "action_uuid": records["action_uuid"].astype(object),
@@ -136,9 +140,15 @@ def _action_uuid(records: pd.DataFrame, cap: int, attempts: pd.Series | None) ->
 
 
 def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
-    sub = recs[recs["key_format"].astype(object).isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()]
-    texts = sub["key_text"].astype(object)
-    sub = sub[sub["key_group"].groupby(texts, sort=False).transform("nunique") > 1]   # the candidates only
+    # the candidates only: texts under more than one key group, counted from the distinct (text, group) pairs
+    text_code = pd.factorize(recs["key_text"])[0]
+    group = recs["key_group"].to_numpy(dtype="int64", na_value=0)
+    typed = (recs["key_format"].isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()).to_numpy() & (text_code >= 0)
+    width = int(group[typed].max(initial=0)) + 1
+    pairs = pd.unique(text_code[typed] * width + group[typed])
+    texts = np.bincount(pairs // width, minlength=text_code.max(initial=-1) + 1)
+    many = np.append(texts > 1, False)   # code -1 (no text) reads the last
+    sub = recs.loc[typed & many[text_code], ["key_text", "key_group"]]
     rows = []
     for text, grp in sub.groupby(sub["key_text"].astype(object), sort=True):
         groups = sorted(set(grp["key_group"].astype(int)))
@@ -152,16 +162,18 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
 
 
 def _fingerprints(log: Any, recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
-    live = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
-    if "value_format" in live:
-        live = live[~live["value_format"].astype(object).isin(["V0", "V1"])]
-    keyed = live["state_key"]
-    last = live[(keyed.notna() & ~keyed.duplicated(keep="last")).to_numpy()]   # each state key's latest record
+    live = ~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()
+    if "value_format" in recs:
+        live &= ~recs["value_format"].isin(["V0", "V1"])
+    # the four columns read, not the whole frame: masking copies every column it holds
+    live_recs = recs[["state_key", "business_key", "seq", "event_uuid"]][live.to_numpy()]
+    keyed = live_recs["state_key"]
+    last = live_recs[(keyed.notna() & ~keyed.duplicated(keep="last")).to_numpy()]   # each state key's latest record
     bad: dict[tuple[Any, Any], list[tuple[int, str, str]]] = defaultdict(list)
+    value = log.value
     for pos, k, s, e in zip(last.index.tolist(), last["business_key"].astype(object).tolist(), last["seq"].tolist(),
                             last["event_uuid"].astype(object).tolist()):
-        state = log.value(pos)
-        event = getattr(state, "task_event", None)
+        event = getattr(value(pos), "task_event", None)
         if event is None:
             continue
         try:

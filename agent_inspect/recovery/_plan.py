@@ -204,17 +204,17 @@ class ReplayPlan:
         if start is not None:   # the rebuild's window
             recs = recs[window_mask(recs, markers)]
         retained = _retained(log, recs, runtime, kafka_pending, refresh)
-        readable = recs[~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()]
-        roots = readable[readable["is_root"].fillna(False).astype(bool)]
+        readable = (~recs["tombstone"].fillna(False).astype(bool) & recs["error"].isna()).to_numpy()
+        roots = recs[readable & recs["is_root"].fillna(False).to_numpy(dtype=bool)]   # one copy of the frame, not two
         held = {*retained.finished, *retained.pending} if retained else set()
         if held:
             roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
         name_of = _action_names(log, agent)
-        root_seqs = set(zip(roots["business_key"].astype(str), roots["seq"].astype("int64").tolist()))
+        root_seqs = set(zip(roots["business_key"].astype(str).tolist(), roots["seq"].astype("int64").tolist()))
         first_root: dict[str, int] = {}      # per key, its first replayed round's seq
         for bk, seq in root_seqs:
             first_root[bk] = min(seq, first_root.get(bk, seq))
-        in_flight = _in_flight(log, readable, held | root_seqs, name_of, first_root) if start is not None else ()
+        in_flight = _in_flight(log, recs[readable], held | root_seqs, name_of, first_root) if start is not None else ()
         if roots.empty:
             if retained or in_flight:
                 return _retained_plan(log, retained, {}, in_flight=in_flight, name_of=name_of)
@@ -438,9 +438,9 @@ def last_state_keys(log: ActionStateLog) -> dict[str, str]:
     key formats across keys). Worked out once per log: the plan and every run's key maker read it."""
     def make() -> dict[str, str]:
         recs = log.records
-        ok = recs[recs["error"].isna()] if "error" in recs.columns else recs
-        last = ok.groupby("business_key", observed=True, sort=False)["state_key"].last()
-        return {str(k): str(v) for k, v in last.items()}
+        ok = recs["error"].isna().to_numpy() if "error" in recs.columns else slice(None)
+        last = recs["state_key"][ok].groupby(recs["business_key"][ok], observed=True, sort=False).last()
+        return {str(k): str(v) for k, v in zip(last.index.tolist(), last.tolist())}
 
     return once_per_log(_LAST_STATE_KEYS, log, make)
 
