@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
@@ -74,8 +75,9 @@ class ReplayInput:
     label: str | None = None
     seq: int | None = None
 
-    @property
+    @functools.cached_property
     def display(self) -> str:
+        """The input as a round's label shows it (worked out once: every rule's run labels the same rounds)."""
         if self.label:
             return shown_text(self.label)
         value = self.event.attributes.get("input") if self.event.type == INPUT_EVENT else None
