@@ -63,7 +63,19 @@ class AsRecordedAgent(BaseAgent):
     def of(cls, log: ActionStateLog) -> AsRecordedAgent:
         """The agent of ``log``, built once per log: it holds nothing between runs, so ``predict``, ``reconstruct``
         and the default plan share it (building it reads every record's value)."""
-        return once_per_log(_BY_LOG, log, lambda: cls(log))
+        return once_per_log(_BY_LOG, log, lambda: cls._cached(log))
+
+    @classmethod
+    def _cached(cls, log: ActionStateLog) -> AsRecordedAgent:
+        """The agent :meth:`of` keeps for ``log``: it refers to its log weakly. The cache is keyed weakly by the log,
+        so a value that held the log would keep it, and itself, alive for as long as the process runs (a scan's
+        worker would keep every window it read: about 5 KB a record)."""
+        agent = cls(log)
+        try:
+            agent._log = weakref.proxy(log)
+        except TypeError:   # a log that cannot be weakly referenced is not cached either (see once_per_log)
+            pass
+        return agent
 
     def __init__(self, log: ActionStateLog) -> None:
         self._log = log

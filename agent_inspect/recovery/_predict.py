@@ -226,7 +226,12 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
                     attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer, deliver=False,
                     call_matching=call_matching)
     observer.engine = engine
-    failure = engine.run()
+    try:
+        failure = engine.run()
+    finally:
+        # the observer and the engine refer to each other, and the engine to the log: left so, the log would wait
+        # for the cyclic GC, which objects made under gc_paused rarely wake (a scan's worker piles up its windows)
+        observer.engine = None
     sim.crashed = failure is not None
     if failure is not None and not isinstance(failure.error, TaskFailed):
         sim.warnings.append(f"the replayed job fails: {failure.reason}")
