@@ -173,6 +173,7 @@ def key_frame_vs_load(keys: int = FLEET_KEYS, repeat: int = 3) -> dict[str, obje
         key_frame(ai.load(ai.samples.path("G01", "parquet")), rules=("original", "fixed"))   # first-call imports
         loads, frames = [], []
         for _ in range(repeat):
+            log = frame = None   # the last round's log is freed here, not inside the next load's timing
             gc.collect()
             c0 = time.process_time()
             log = ai.load(str(path))
