@@ -10,7 +10,6 @@ browser, never as HTML. Why not perspective, ipydatagrid or itables: ``docs/arch
 from __future__ import annotations
 
 import math
-import pathlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,14 +21,13 @@ import pandas as pd
 import traitlets as t
 
 from agent_inspect._glossary import define_column
-from agent_inspect.widgets._style import palette_css
+from agent_inspect.widgets._style import palette_css, static_text
 
 if TYPE_CHECKING:
     pass
 
 __all__ = ["DataGrid", "filter_mask", "sort_order", "window_cells", "describe_filters"]
 
-_STATIC = pathlib.Path(__file__).with_name("static")
 # Rows shipped for the first draw (before the browser has measured its viewport).
 _FIRST_WINDOW = 60
 _MAX_WINDOW = 400
@@ -156,8 +154,8 @@ class DataGrid(anywidget.AnyWidget):
         grid                                           # the rows in view travel to the browser, the frame stays here
     """
 
-    _esm = _STATIC / "grid.js"
-    _css = palette_css() + (_STATIC / "grid.css").read_text(encoding="utf-8")
+    _esm = static_text("grid.js")
+    _css = palette_css() + static_text("grid.css")
     columns = t.List(t.Unicode()).tag(sync=True)
     tips = t.Dict(default_value={}).tag(sync=True)          # column -> what it counts (the header's title)
     total = t.Int(0).tag(sync=True)

@@ -9,7 +9,6 @@ sends one page at a time; expanding a line fetches its records and their decoded
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anywidget
@@ -23,12 +22,11 @@ from agent_inspect.codec import PlanSource
 from agent_inspect.diffing import names_for
 from agent_inspect.history import SearchIndex, annotate_rows, compact_history, record_kinds, refresh_rows
 from agent_inspect.widgets._common import decoded_value, first_column, log_of, pretty_json, records_of
-from agent_inspect.widgets._style import palette_css
+from agent_inspect.widgets._style import palette_css, static_text
 
 __all__ = ["KeyHistory", "reopen_snippet", "snippet_settings"]
 
 PAGE_SIZE = 100
-_STATIC = Path(__file__).parent / "static"
 
 
 class KeyHistory(anywidget.AnyWidget):
@@ -46,8 +44,8 @@ class KeyHistory(anywidget.AnyWidget):
         len(view.rows), view.jump_to_first_divergence()
     """
 
-    _esm = _STATIC / "history.js"
-    _css = palette_css() + (_STATIC / "history.css").read_text(encoding="utf-8")
+    _esm = static_text("history.js")
+    _css = palette_css() + static_text("history.css")
 
     header = t.Dict().tag(sync=True)
     rows: t.List[dict[str, Any]] = t.List().tag(sync=True)

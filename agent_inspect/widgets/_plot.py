@@ -38,11 +38,10 @@ import traitlets
 from plotly.callbacks import Points
 from plotly.io.json import to_json_plotly
 
-from agent_inspect.widgets._style import dark_swaps, palette_css
+from agent_inspect.widgets._style import dark_swaps, palette_css, static_text
 
 __all__ = ["Plot", "plotly_bundle", "plotly_library", "hover_lines"]
 
-_STATIC = Path(__file__).parent / "static"
 _BUNDLE = Path(go.__file__).resolve().parents[1] / "package_data" / "plotly.min.js"
 # Numeric lists at least this long travel as typed arrays too (shorter ones are cheaper as JSON).
 _MIN_LIST = 16
@@ -133,8 +132,8 @@ class _Figure(go.Figure):
 class Plot(anywidget.AnyWidget):
     """One chart. ``Plot(layout=...)`` or ``Plot(figure)``; then use it like ``go.FigureWidget``."""
 
-    _esm = _STATIC / "plot.js"
-    _css = palette_css() + (_STATIC / "plot.css").read_text(encoding="utf-8")
+    _esm = static_text("plot.js")
+    _css = palette_css() + static_text("plot.css")
     _spec = traitlets.Dict().tag(sync=True)
     _arrays: traitlets.List[memoryview] = traitlets.List().tag(sync=True)
     _library = traitlets.Instance(_PlotlyLibrary, allow_none=True).tag(sync=True, **w.widget_serialization)

@@ -17,10 +17,19 @@ from typing import NamedTuple
 import anywidget
 import ipywidgets as w
 
-__all__ = ["ViewStyle", "view_style", "close_view", "widgets_under", "PALETTE", "Shade", "colour", "dark_swaps",
+__all__ = ["ViewStyle", "view_style", "static_text", "close_view", "widgets_under", "PALETTE", "Shade", "colour", "dark_swaps",
            "palette_css"]
 
 _STATIC = Path(__file__).parent / "static"
+
+
+def static_text(name: str) -> str:
+    """The text of ``widgets/static/<name>``, for an anywidget's ``_esm`` or ``_css``.
+
+    Text, not a path: anywidget connects every instance of a widget whose ``_esm`` is a path to that file's change
+    signal, strongly, so each such widget (and the frame it shows) would stay alive for as long as the kernel runs.
+    """
+    return (_STATIC / name).read_text(encoding="utf-8")
 
 
 class Shade(NamedTuple):
@@ -82,8 +91,8 @@ def palette_css(*, jupyterlab: bool = True) -> str:
 class ViewStyle(anywidget.AnyWidget):
     """A hidden widget whose only job is anywidget's ``_css``: the palette and ``views.css`` on the page."""
 
-    _esm = _STATIC / "views.js"
-    _css = palette_css() + (_STATIC / "views.css").read_text(encoding="utf-8")
+    _esm = static_text("views.js")
+    _css = palette_css() + static_text("views.css")
     #: one instance serves every view: :func:`close_view` leaves it open
     shared = True
 

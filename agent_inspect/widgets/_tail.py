@@ -18,7 +18,6 @@ import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 import anywidget
@@ -31,7 +30,7 @@ from agent_inspect._html import escape
 from agent_inspect._types import LogLike, LogViewer, RecoveryOverrides
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
 from agent_inspect.widgets._common import message_html
-from agent_inspect.widgets._style import close_view, view_style
+from agent_inspect.widgets._style import close_view, static_text, view_style
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuleLike
@@ -271,7 +270,7 @@ class LiveDivergences(w.VBox):
 class _ViewPresence(anywidget.AnyWidget):
     """Hidden; each of its views on a page sends ``{"type": "seen"}`` every ``heartbeat`` seconds."""
 
-    _esm = Path(__file__).parent / "static" / "presence.js"
+    _esm = static_text("presence.js")
     heartbeat = traitlets.Float(10.0).tag(sync=True)
 
     def __init__(self, live: LiveLog, heartbeat: float, grace: float) -> None:
