@@ -24,7 +24,7 @@ from agent_inspect.widgets._common import (
 )
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import View, view_style
 
 __all__ = ["LogBrowser"]
 
@@ -39,7 +39,7 @@ _TABLE_COLUMNS = (
 _MAX_OPTIONS = 500
 
 
-class LogBrowser(w.VBox):
+class LogBrowser(View):
     """Filterable view of a log's (or a reconstruction's) records in a virtualized grid, with a counts chart.
 
     The records stay in the kernel: the grid (:class:`~agent_inspect.widgets._grid.DataGrid`) ships

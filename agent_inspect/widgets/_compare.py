@@ -14,7 +14,7 @@ from agent_inspect._html import frame_html, labelled, plotly_text
 from agent_inspect.cases import COLUMN_MEANINGS
 from agent_inspect.widgets._common import first_column, hover, message_html
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour, view_style
+from agent_inspect.widgets._style import View, colour, view_style
 
 __all__ = ["RuleComparison"]
 
@@ -26,7 +26,7 @@ _WIDE_CASES = 12
 # paper to a half-strength red: the cell values, written in the text colour, read on every cell in both themes
 _HEAT = [[0.0, colour("paper")], [1.0, colour("heat")]]
 
-class RuleComparison(w.VBox):
+class RuleComparison(View):
     """Show the frame of ``ai.cases.compare(...)``: pick a metric, see it as a heatmap and a table.
 
     Accepts the long form (one row per rule and case or key, one column per metric) or an already

@@ -16,7 +16,7 @@ from agent_inspect.history import action_label, layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import PALETTE
+from agent_inspect.widgets._style import PALETTE, View
 
 if TYPE_CHECKING:
     from agent_inspect.diffing import Diff
@@ -30,7 +30,7 @@ _EDGE_LINE, _OUTLINE = PALETTE["muted"].light, PALETTE["ink"].light
 _MAX_ROWS = 200
 
 
-class DiffView(w.VBox):
+class DiffView(View):
     """A :class:`~agent_inspect.diffing.Diff`: per key, side a and side b as two aligned timelines with a
     changed/only-in band (``.ai-diff-timeline``), the selected round as one graph with nodes coloured
     same / changed / only in a / only in b (``.ai-diff-graph``), and the field diff of the pairs with the

@@ -6,12 +6,12 @@ import ipywidgets as w
 
 from agent_inspect._html import HtmlRepr, Table, escape, render_parts
 from agent_inspect.widgets._grid import DataGrid
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import View, view_style
 
 __all__ = ["ResultView"]
 
 
-class ResultView(w.VBox):
+class ResultView(View):
     """A result with a notebook display but no view of its own (the replay-safety report of ``ex.report()``, a
     trace log, a token ledger, a rule-check report), drawn from the parts its display hook yields
     (``_html_parts()``, the one hook its ``_repr_html_`` reads): its sentences as escaped HTML, each of its tables

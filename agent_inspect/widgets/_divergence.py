@@ -12,7 +12,7 @@ from agent_inspect._html import escape, frame_html, labelled
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
 from agent_inspect.widgets._grid import DataGrid
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import View, view_style
 from agent_inspect.widgets._timeline import _positions
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ _TABLE_COLUMNS = ("id", "divergence_id", "business_key", "key", "seq", "kind", "
                   "explanation")
 
 
-class DivergenceView(w.VBox):
+class DivergenceView(View):
     """Pick one divergence of a reconstruction and see why it happened.
 
     Shows every divergence in a grid (sorted and filtered in the kernel; click a row to pick it),

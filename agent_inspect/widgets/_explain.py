@@ -10,7 +10,7 @@ from agent_inspect._glossary import define, plural, split_spec
 from agent_inspect._html import escape
 from agent_inspect.widgets._browser import LogBrowser
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for
-from agent_inspect.widgets._style import PALETTE, colour
+from agent_inspect.widgets._style import PALETTE, View, colour
 
 if TYPE_CHECKING:
     from agent_inspect._types import LogLike
@@ -26,7 +26,7 @@ _KIND_COLOURS = {**KIND_COLOURS, "outcome": colour("info"), "record": colour("mu
 _ROLE_OF = {shade.light: role for role, shade in PALETTE.items()}
 
 
-class ExplainView(w.VBox):
+class ExplainView(View):
     """An :class:`~agent_inspect.diffing.Explanation`: the chain from the task's outcome back to its cause
     (``.ai-explain-step`` items, the cause last and marked ``.ai-explain-cause``), the cost downstream,
     other rules' outcomes, and a button per linked record (``.ai-explain-record``) that opens the record

@@ -44,7 +44,7 @@ from agent_inspect.widgets._common import (
 )
 from agent_inspect.widgets._graph_geometry import RING_PX, Geometry, label_lines, label_px, wrap_label
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour
+from agent_inspect.widgets._style import View, colour
 from agent_inspect.widgets._timeline import removed_by
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def _climbs(route: Sequence[tuple[float, float]]) -> bool:
     return len(route) > 2 and route[i][0] == route[i + 1][0] and route[i + 1][1] > route[i][1]
 
 
-class GraphView(w.VBox):
+class GraphView(View):
     """A business key's action graph (one round, or all of them): events and action executions in layers.
 
     Node colour = status under the rule (evicted and invalidated nodes stay visible, outlined in

@@ -17,7 +17,7 @@ from agent_inspect.store import Outcome
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, runtime_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour, view_style
+from agent_inspect.widgets._style import View, colour, view_style
 
 __all__ = ["PredictionView"]
 
@@ -27,7 +27,7 @@ _LEDGER_COLOURS = {"body": colour("bad"), "call": colour("warn"), "subagent": co
 _TASK_COLUMNS = ("key", "seq", "input", "action", "outcome", "reason")
 
 
-class PredictionView(w.VBox):
+class PredictionView(View):
     """A prediction (``result.predict(...)`` / ``ai.recovery.predict(...)``): outcomes, ledger, tasks.
 
     Top: task outcomes per key. Middle: the re-execution ledger (bodies that run again, durable

@@ -19,7 +19,7 @@ from agent_inspect.widgets._common import first_column, message_html, records_of
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._history import KeyHistory
-from agent_inspect.widgets._style import view_style
+from agent_inspect.widgets._style import View, view_style
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
 
 __all__ = ["ResultInspector"]
@@ -27,7 +27,7 @@ __all__ = ["ResultInspector"]
 _MAX_KEYS = 200  # keys offered in the key picker
 
 
-class ResultInspector(w.VBox):
+class ResultInspector(View):
     """A reconstruction in tabs: Records, History, Timeline, Divergences, Graph, Sub-agents, Lints.
 
     The key picker lists the keys with the most evicted or invalidated records first and drives

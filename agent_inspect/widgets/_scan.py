@@ -14,7 +14,7 @@ from agent_inspect._html import escape, frame_html
 from agent_inspect.widgets._common import integer_axis, message_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import close_view, colour
+from agent_inspect.widgets._style import View, close_view, colour
 
 if TYPE_CHECKING:
     from agent_inspect.scan import ScanResult
@@ -29,7 +29,7 @@ _COLUMN_TERMS = {"rerun": "reruns", "calls": "calls run again", "records": "key 
 RISK_RANK = "risk_rank"
 
 
-class FleetScanView(w.VBox):
+class FleetScanView(View):
     """Show a :class:`~agent_inspect.fleet.ScanResult`.
 
     - a summary line, one line per rule with its tasks by outcome (:func:`~agent_inspect.fleet.tasks_text`), and,

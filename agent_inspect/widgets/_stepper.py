@@ -29,7 +29,7 @@ from agent_inspect.widgets._common import (
 from agent_inspect.widgets._counters import COUNTER_WORDS as COUNTER_WORDS  # the table lived here: still importable
 from agent_inspect.widgets._counters import counters_html
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour, view_style
+from agent_inspect.widgets._style import View, colour, view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -49,7 +49,7 @@ _HOVER_FIELDS = ("kind", "key", "business_key", "seq", "action", "event_type", "
                  "change", "call_index", "function_id", "scope")
 
 
-class ReplayStepper(w.VBox):
+class ReplayStepper(View):
     """Buttons Step / Back / Run to breakpoint / Reset over a replay executor.
 
     Beside the buttons, "Show key" narrows the counters, current step, timeline and store to one business key.

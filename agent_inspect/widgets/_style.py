@@ -17,7 +17,7 @@ from typing import NamedTuple
 import anywidget
 import ipywidgets as w
 
-__all__ = ["ViewStyle", "view_style", "static_text", "close_view", "widgets_under", "PALETTE", "Shade", "colour", "dark_swaps",
+__all__ = ["ViewStyle", "View", "view_style", "static_text", "close_view", "widgets_under", "PALETTE", "Shade", "colour", "dark_swaps",
            "palette_css"]
 
 _STATIC = Path(__file__).parent / "static"
@@ -126,6 +126,16 @@ def widgets_under(view: w.Widget) -> list[w.Widget]:
             parts = value if isinstance(value, (tuple, list)) else (value,)
             stack.extend(part for part in parts if isinstance(part, w.Widget))
     return out
+
+
+class View(w.VBox):
+    """A view composed of widgets: closing it closes every widget model under it (shared ones stay open), so the
+    closed view, and the frames its tables and charts show, can be freed. ``Widget.close()`` closes one model."""
+
+    def close(self) -> None:
+        for part in (*self.children, self.layout):
+            close_view(part)
+        super().close()
 
 
 def close_view(view: w.Widget) -> None:

@@ -30,7 +30,7 @@ from agent_inspect._html import escape
 from agent_inspect._types import LogLike, LogViewer, RecoveryOverrides
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
 from agent_inspect.widgets._common import message_html
-from agent_inspect.widgets._style import close_view, static_text, view_style
+from agent_inspect.widgets._style import View, close_view, static_text, view_style
 
 if TYPE_CHECKING:
     from agent_inspect._types import RuleLike
@@ -156,7 +156,7 @@ def _window(pane: Any, log: LogLike, settings: Any) -> Any:
     return result
 
 
-class _KeyPane(w.VBox):
+class _KeyPane(View):
     """A live pane of one key: "waiting for records…" until the first window, a notice while the key is absent."""
 
     def __init__(self, key: str | None, css: str) -> None:
@@ -232,7 +232,7 @@ class LiveKeyHistory(_KeyPane):
         self.children = [self.history]
 
 
-class LiveDivergences(w.VBox):
+class LiveDivergences(View):
     """The divergences of the followed key in the newest window (a :class:`~agent_inspect._types.LogViewer`).
 
     For example::
@@ -285,7 +285,7 @@ class _ViewPresence(anywidget.AnyWidget):
         self.on_msg(seen)
 
 
-class LiveTail(w.VBox):
+class LiveTail(View):
     """A followed topic: state badge, Pause/Resume and Stop, record counter, last update, then the views.
 
     ``views`` are :class:`~agent_inspect._types.LogViewer` widgets; each new window goes to every
@@ -385,11 +385,7 @@ class LiveTail(w.VBox):
         self._closed = True
         self.live.remove_listener(self._on_log)
         self.live.release()
-        # the buttons' callbacks refer to this view: once closed they no longer keep it (and its log) alive; the
-        # views under it hold the last window in their charts and tables
-        for part in (*self.children, self.layout):
-            close_view(part)
-        super().close()
+        super().close()   # every widget under it too: they hold the last window in their charts and tables
 
     def _on_log(self, _log: ActionStateLog) -> None:
         with self._drawing:

@@ -27,7 +27,7 @@ from agent_inspect.widgets._common import (
     value_html,
 )
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour
+from agent_inspect.widgets._style import View, colour
 
 __all__ = ["KeyTimeline", "LOD_POINTS", "most_affected_key", "timeline_figure"]
 
@@ -66,7 +66,7 @@ _LAYOUT = dict(margin=dict(l=50, r=10, t=64, b=40), hovermode="closest", uirevis
                legend=dict(orientation="h", x=0, xanchor="left", y=1.02, yanchor="bottom"))
 
 
-class KeyTimeline(w.VBox):
+class KeyTimeline(View):
     """Every record of one business key: x = log position, y = seq, colour = status.
 
     Attempts are separated by dashed lines, the records a recovery evicted or invalidated are drawn

@@ -16,7 +16,7 @@ from agent_inspect._types import VerificationLike
 from agent_inspect.store import Outcome
 from agent_inspect.widgets._common import hover, integer_axis, message_html
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import colour, view_style
+from agent_inspect.widgets._style import View, colour, view_style
 
 __all__ = ["VerificationView"]
 
@@ -48,7 +48,7 @@ def _ranking_html(ranking: Any) -> str:
     return f' <span class="ai-ranking-best">Best explained by {names} ({score}).</span>'
 
 
-class VerificationView(w.VBox):
+class VerificationView(View):
     """A :class:`~agent_inspect.trace.Verification`: agree / disagree per key in dispatch order.
 
     Top: the summary (and the best-explaining rule when something disagrees). Middle: one row per key,

@@ -1,5 +1,5 @@
-"""A view closed with every widget under it (what the live tail does to each pane it rebuilds) is freed, and the
-frames it showed with it: nothing outside the view keeps one of its widgets."""
+"""A view closed is freed with every widget under it, and the frames and log it showed: nothing outside the view keeps
+one of its widgets (the live tail closes each pane it rebuilds)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pandas as pd
 
 import agent_inspect as ai
 from agent_inspect.widgets import DataGrid, KeyHistory
-from agent_inspect.widgets._style import close_view
 
 
 def test_a_closed_grid_is_freed() -> None:
@@ -36,8 +35,18 @@ def test_a_closed_key_history_is_freed() -> None:
 def test_a_closed_log_browser_frees_its_log() -> None:
     log = ai.load(ai.samples.path("production"))
     view = ai.inspect(log)
-    close_view(view)
+    view.close()              # one call closes the view's whole tree
     gone = weakref.ref(log)
     del view, log
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_closed_result_inspector_frees_its_reconstruction() -> None:
+    result = ai.reconstruct(ai.load(ai.samples.path("production")), markers=ai.samples.markers("production"))
+    view = ai.inspect(result)
+    view.close()
+    gone = weakref.ref(result)
+    del view, result
     gc.collect()
     assert gone() is None
