@@ -8,9 +8,12 @@ import dataclasses
 import gc
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["gc_paused", "once_per_log", "quick_init"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["gc_paused", "once_per_log", "quick_init", "distinct_counts"]
 
 T = TypeVar("T")
 
@@ -46,6 +49,17 @@ def once_per_log(cache: weakref.WeakKeyDictionary[Any, T], log: object, make: Ca
     if made is None:
         made = cache[log] = make()
     return made
+
+
+def distinct_counts(group: np.ndarray, value: np.ndarray, size: int) -> np.ndarray:
+    """Per group id (0 to ``size`` - 1), how many distinct ``value`` codes (non-negative ints) its rows hold: one
+    pass over (group, value) pairs, where a pandas group-by and ``nunique`` per column costs milliseconds each."""
+    import numpy as np
+    import pandas as pd
+
+    width = int(value.max(initial=0)) + 1
+    pairs = pd.unique(group * width + value)
+    return np.bincount(pairs // width, minlength=size)
 
 
 C = TypeVar("C", bound=type)

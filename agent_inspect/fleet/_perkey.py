@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from agent_inspect._bulk import distinct_counts
+
 __all__ = ["PerKey", "key_rows"]
 
 
@@ -18,13 +20,6 @@ def key_rows(column: pd.Series) -> tuple[np.ndarray, list[str]]:
     row = {k: i for i, k in enumerate(key_list)}
     to_row = np.array([row[k] for k in names] + [-1], dtype="int64")   # code -1 (no key) reads the last
     return to_row[codes], key_list
-
-
-def _distinct(group: np.ndarray, value: np.ndarray, size: int) -> np.ndarray:
-    """Per group id (0 to ``size`` - 1), how many distinct ``value`` codes (non-negative ints) its rows hold."""
-    width = int(value.max(initial=0)) + 1
-    pairs = pd.unique(group * width + value)
-    return np.bincount(pairs // width, minlength=size)
 
 
 class PerKey:
@@ -46,7 +41,7 @@ class PerKey:
         self._round = np.full(len(self.rows), -1, dtype="int64")
         self._round[self._has_seq] = pd.factorize(at * (int(seq_code.max(initial=0)) + 1) + seq_code)[0]
         self._rounds = int(self._round.max(initial=-1)) + 1
-        self.rounds = _distinct(at, seq_code, n)
+        self.rounds = distinct_counts(at, seq_code, n)
 
     def reduce(self, ufunc: np.ufunc, values: np.ndarray) -> np.ndarray:
         """Per key, ``ufunc`` over its records' ``values`` (one per record of the log)."""
@@ -60,7 +55,7 @@ class PerKey:
         sk = pd.factorize(state_keys)[0][self.rows]
         keyed = np.flatnonzero(self._has_seq & (sk >= 0))
         rounds = self._round[keyed]
-        crowded = _distinct(rounds, sk[keyed], self._rounds) > 1
+        crowded = distinct_counts(rounds, sk[keyed], self._rounds) > 1
         last = np.full(self.n, np.iinfo(np.int64).min, dtype="int64")
         np.maximum.at(last, self.at[keyed], self._seq[keyed])
         early = keyed[crowded[rounds] & (self._seq[keyed] < last[self.at[keyed]])]
@@ -75,7 +70,7 @@ class PerKey:
         event = pd.factorize(records["event_uuid"])[0][self.rows]
         roots = np.flatnonzero(root)
         known = roots[event[roots] >= 0]   # a root without an event UUID conflicts with none
-        many = _distinct(self._round[known], event[known], self._rounds) > 1
+        many = distinct_counts(self._round[known], event[known], self._rounds) > 1
         hit = roots[many[self._round[roots]]]
         conflict: dict[str, tuple[int, int]] = {}
         positions = records.index.to_numpy()[self.rows[hit]]

@@ -256,7 +256,7 @@ def _key_frame(log: Any, rules: Sequence[RuleLike], markers: Mapping[int, int] |
     key_bytes = records["state_key"].astype("string").str.len().fillna(0)
     size = pd.to_numeric(records["payload_bytes"], errors="coerce").fillna(0) + key_bytes
     out["history_bytes"] = per_key.reduce(np.add, size.to_numpy(dtype="int64"))
-    out["errors"] = np.bincount(per_key.at[records["error"].notna().to_numpy()[per_key.rows]], minlength=len(keys))
+    out["errors"] = per_key.reduce(np.add, records["error"].notna().to_numpy(dtype="int64"))
     out["exposed_1301"] = per_key.exposed_1301(records["state_key"])
     # a branch change: conflicting roots (different input fingerprints) at one (key, seq). A reuse is at
     # risk when it serves, at or after that seq, a record written before the key's latest conflicting root:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from agent_inspect._bulk import distinct_counts
 from agent_inspect.codec import event_uuid
 from agent_inspect.history import annotate, refresh_rows
 from agent_inspect.recovery._events import fingerprint_of_raw
@@ -144,9 +145,7 @@ def _typed_keys(recs: pd.DataFrame, cap: int) -> list[dict[str, Any]]:
     text_code = pd.factorize(recs["key_text"])[0]
     group = recs["key_group"].to_numpy(dtype="int64", na_value=0)
     typed = (recs["key_format"].isin(["K1.5", "K1.5-draft"]) & recs["key_group"].notna()).to_numpy() & (text_code >= 0)
-    width = int(group[typed].max(initial=0)) + 1
-    pairs = pd.unique(text_code[typed] * width + group[typed])
-    texts = np.bincount(pairs // width, minlength=text_code.max(initial=-1) + 1)
+    texts = distinct_counts(text_code[typed], group[typed], text_code.max(initial=-1) + 1)
     many = np.append(texts > 1, False)   # code -1 (no text) reads the last
     sub = recs.loc[typed & many[text_code], ["key_text", "key_group"]]
     rows = []

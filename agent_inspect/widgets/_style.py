@@ -17,8 +17,8 @@ from typing import NamedTuple
 import anywidget
 import ipywidgets as w
 
-__all__ = ["ViewStyle", "View", "view_style", "static_text", "close_view", "widgets_under", "PALETTE", "Shade", "colour", "dark_swaps",
-           "palette_css"]
+__all__ = ["ViewStyle", "View", "view_style", "static_text", "close_view", "widgets_under", "PALETTE", "Shade",
+           "colour", "dark_swaps", "palette_css"]
 
 _STATIC = Path(__file__).parent / "static"
 
