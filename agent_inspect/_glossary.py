@@ -2,8 +2,7 @@
 
 ``GLOSSARY`` maps a term (as the views print it) to a one-line definition in plain English; the views'
 tooltips (``title`` attributes) come from :func:`define`, and the documentation renders the same dict.
-:func:`plural` writes counts with the right noun ("1 divergence", "2 divergences"); :func:`show_controls` writes a
-record's control characters out, for every place (HTML, rich, the CLI, a short error line) that shows its text.
+:func:`plural` writes counts with the right noun ("1 divergence", "2 divergences").
 """
 
 from __future__ import annotations
@@ -12,8 +11,9 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "first_few", "did_you_mean", "split_spec", "shown_text",
-           "CONTROL_CHARS", "show_control", "show_controls"]
+from agent_inspect._controls import show_controls
+
+__all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "first_few", "did_you_mean", "split_spec", "shown_text"]
 
 GLOSSARY: dict[str, str] = {
     # what a restore does with a task (the outcomes of the prediction, the executor and the trace)
@@ -208,31 +208,3 @@ def shown_text(text: str) -> str:
     """``text`` as a label can carry it: a lone UTF-16 surrogate (valid in a record's JSON as ``\\uD800``, but
     no UTF-8 text, so no Arrow column, terminal or HTML file takes it) is written as its escape, ``\\ud800``."""
     return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _LONE.search(text) else text
-
-
-CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
-"""The control characters a record's text may carry that would hide or rewrite what is shown (a regex class):
-C0 but tab and newline, DEL, C1, and the bidirectional embeddings, overrides and isolates."""
-
-_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
-
-
-def show_control(char: str) -> str:
-    """One control character written out: C0 as ``\\x1b``, the others as ``\\u009b`` (which JSON reads back).
-
-    For example::
-
-        show_control("\\x1b"), show_control("\\u202e")      # ('\\\\x1b', '\\\\u202e')
-    """
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x7f else f"\\u{code:04x}"
-
-
-def show_controls(text: str) -> str:
-    """``text`` with every :data:`CONTROL_CHARS` character written out, so it is shown and never obeyed.
-
-    For example::
-
-        show_controls("k\\x1b[8m\\u202e")      # 'k\\\\x1b[8m\\\\u202e'
-    """
-    return _CONTROL.sub(lambda m: show_control(m.group()), text)

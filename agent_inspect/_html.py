@@ -13,12 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_inspect._glossary import CONTROL_CHARS, define, plural, show_control, show_controls
+from agent_inspect._controls import show_controls
+from agent_inspect._glossary import define, plural
 
 __all__ = [
-    "CONTROL_CHARS",
-    "show_control",
-    "show_controls",
     "escape",
     "plotly_text",
     "frame_html",

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import show_controls
 
 __all__ = ["install", "uninstall", "one_line", "running_shell"]
 

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 import pandas as pd
 import pytest
 
+from agent_inspect._controls import CONTROL_CHARS, show_controls
 from agent_inspect._html import (
-    CONTROL_CHARS,
     Bullets,
     Code,
     Details,
@@ -22,7 +22,6 @@ from agent_inspect._html import (
     Table,
     Text,
     render_parts,
-    show_controls,
 )
 from agent_inspect.checker import CheckReport
 from agent_inspect.executor import ReplayExecutor, ReplaySafetyReport

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import CheckpointFormatError, SourceError
-from agent_inspect._glossary import first_few, plural, show_controls
+from agent_inspect._glossary import first_few, plural
 from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
 from agent_inspect.checkpoint._tasks import CheckpointTask, decoded_tasks, pending_from_checkpoint
 from agent_inspect.codec import KRYO2, KRYO5, StateValue, parse_metadata, read_keyed_state, read_kryo_object

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from agent_inspect._html import CONTROL_CHARS, show_control
+from agent_inspect._controls import CONTROL_CHARS, show_control
 
 __all__ = ["inert", "inert_terminal"]
 

@@ -20,7 +20,8 @@ import numpy.typing as npt
 import pandas as pd
 import traitlets as t
 
-from agent_inspect._glossary import define_column, show_controls
+from agent_inspect._controls import show_controls
+from agent_inspect._glossary import define_column
 from agent_inspect.widgets._style import palette_css, static_text
 
 if TYPE_CHECKING:

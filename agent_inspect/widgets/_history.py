@@ -15,8 +15,9 @@ import anywidget
 import pandas as pd
 import traitlets as t
 
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import InspectError
-from agent_inspect._glossary import define, define_column, plural, show_controls
+from agent_inspect._glossary import define, define_column, plural
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.codec import PlanSource
 from agent_inspect.diffing import names_for

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import agent_inspect as ai
-from agent_inspect._glossary import CONTROL_CHARS, show_controls
+from agent_inspect._controls import CONTROL_CHARS, show_controls
 from tests.report.probe_log import write_probe_log
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import agent_inspect as ai
-from agent_inspect._glossary import CONTROL_CHARS, show_controls
+from agent_inspect._controls import CONTROL_CHARS, show_controls
 from agent_inspect.widgets import DataGrid, KeyHistory
 from tests.report.probe_log import write_probe_log
 
