@@ -4,7 +4,7 @@ Keys, action names, attributes, error messages and trace fields come from the jo
 (a window title, a cleared screen, concealed text), carriage returns or bidirectional overrides that would make a
 terminal or a page show something else than the data. Every place that shows such text writes them out with
 :func:`show_controls`: HTML (``_html.escape``), the CLI (``cli/_terminal.py``), rich, reprs, grid cells, the key
-history, and the message of every :class:`~agent_inspect.InspectError`.
+history, and the message of every :class:`~agent_inspect.InspectError` and of a recorded call failure.
 """
 
 from __future__ import annotations
