@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from agent_inspect._controls import show_controls
+
 __all__ = [
     "InspectError",
     "SourceError",
@@ -19,7 +21,14 @@ __all__ = [
 
 
 class InspectError(Exception):
-    """Base of every error agent_inspect raises on purpose; the message is one line saying what to do."""
+    """Base of every error agent_inspect raises on purpose; the message is one line saying what to do.
+
+    A message may quote a key, an action name or a file name from the job: as text (a traceback, ``str(error)``)
+    its control characters are written out, so a terminal shows them and never obeys them; ``args`` keep them.
+    """
+
+    def __str__(self) -> str:
+        return show_controls(super().__str__())
 
 
 class SourceError(InspectError):

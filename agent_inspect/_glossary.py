@@ -11,6 +11,8 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 
+from agent_inspect._controls import show_controls
+
 __all__ = ["GLOSSARY", "define", "define_column", "plural", "count_words", "first_few", "did_you_mean", "split_spec", "shown_text"]
 
 GLOSSARY: dict[str, str] = {
@@ -164,9 +166,10 @@ def count_words(count: int, noun: str, many: str | None = None) -> str:
 def first_few(items: Iterable[object], most: int, *, counted: bool = True) -> str:
     """The first ``most`` of ``items`` joined by ", ", then what is left out: how many (" and 3 more") when
     ``counted``, else an ellipsis (", …"). The one way every message and repr lists a long run of names:
-    ``first_few("abcde", 3)`` → "a, b, c and 2 more"; ``first_few("abcde", 3, counted=False)`` → "a, b, c, …"."""
+    ``first_few("abcde", 3)`` → "a, b, c and 2 more"; ``first_few("abcde", 3, counted=False)`` → "a, b, c, …".
+    The names are a log's (keys, actions): their control characters are written out (:func:`show_controls`)."""
     shown = list(items)
-    text = ", ".join(map(str, shown[:most]))
+    text = ", ".join(show_controls(str(item)) for item in shown[:most])
     if len(shown) <= most:
         return text
     return text + (f" and {len(shown) - most:,} more" if counted else ", …")

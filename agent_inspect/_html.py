@@ -13,12 +13,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_inspect._controls import show_controls
 from agent_inspect._glossary import define, plural
 
 __all__ = [
-    "CONTROL_CHARS",
-    "show_control",
-    "show_controls",
     "escape",
     "plotly_text",
     "frame_html",
@@ -38,34 +36,6 @@ __all__ = [
     "Details",
     "render_parts",
 ]
-
-
-CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
-"""The control characters a record's text may carry that would hide or rewrite what is shown (a regex class):
-C0 but tab and newline, DEL, C1, and the bidirectional embeddings, overrides and isolates."""
-
-_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
-
-
-def show_control(char: str) -> str:
-    """One control character written out: C0 as ``\\x1b``, the others as ``\\u009b`` (which JSON reads back).
-
-    For example::
-
-        show_control("\\x1b"), show_control("\\u202e")      # ('\\\\x1b', '\\\\u202e')
-    """
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x7f else f"\\u{code:04x}"
-
-
-def show_controls(text: str) -> str:
-    """``text`` with every :data:`CONTROL_CHARS` character written out, so it is shown and never obeyed.
-
-    For example::
-
-        show_controls("k\\x1b[8m\\u202e")      # 'k\\\\x1b[8m\\\\u202e'
-    """
-    return _CONTROL.sub(lambda m: show_control(m.group()), text)
 
 
 def escape(value: Any) -> str:
@@ -277,7 +247,8 @@ def _render_part(part: HtmlPart) -> str:
 
 
 def rich_parts(parts: Iterable[HtmlPart]) -> Any:
-    """The display parts as one rich renderable; every value is literal text, never console markup.
+    """The display parts as one rich renderable; every value is literal text, never console markup, and its
+    control characters are written out (:func:`show_controls`): rich passes an escape sequence through to the terminal.
 
     rich is not a dependency: this runs only when rich asks an object to render itself.
     """
@@ -286,12 +257,15 @@ def rich_parts(parts: Iterable[HtmlPart]) -> Any:
     from rich.table import Table as RichTable
     from rich.text import Text as RichText
 
+    def plain(value: Any, style: str = "") -> RichText:
+        return RichText(show_controls(str(value)), style=style)
+
     def line(spans: Iterable[Any], style: str = "") -> RichText:
         text = RichText(style=style)
         for span in spans:
             styled = "bold" if type(span) is Strong else "italic" if isinstance(span, Em) else \
                 "cyan" if isinstance(span, Code) else "underline" if isinstance(span, Term) else ""
-            text.append(str(span.text if isinstance(span, (Strong, Term)) else span), style=styled)
+            text.append(show_controls(str(span.text if isinstance(span, (Strong, Term)) else span)), style=styled)
         return text
 
     out: list[Any] = []
@@ -302,19 +276,21 @@ def rich_parts(parts: Iterable[HtmlPart]) -> Any:
             grid = RichTable.grid(padding=(0, 2))
             for label, value in part.rows:
                 if value is not None:
-                    grid.add_row(line([label], "bold"), RichText(str(value)))
+                    grid.add_row(line([label], "bold"), plain(value))
             out.append(grid)
         elif isinstance(part, Table):
             frame = part.frame.head(part.max_rows)
-            table = RichTable(*map(str, frame.columns), title=part.caption,
+            table = RichTable(title=None if part.caption is None else plain(part.caption),
                               caption=f"{len(part.frame)} rows" if len(part.frame) > part.max_rows else None)
+            for column in frame.columns:
+                table.add_column(plain(column))
             for row in frame.itertuples(index=False):
-                table.add_row(*(RichText(str(_cell(v))) for v in row))
+                table.add_row(*(plain(_cell(v)) for v in row))
             out.append(table)
         elif isinstance(part, Bullets):
-            out.extend(RichText("• " + str(item)) for item in part.items)
+            out.extend(plain("• " + str(item)) for item in part.items)
         elif isinstance(part, Details):
-            out.extend([RichText(str(part.summary), style="bold"), Padding(RichText(str(part.text)), (0, 0, 0, 2))])
+            out.extend([plain(part.summary, "bold"), Padding(plain(part.text), (0, 0, 0, 2))])
         else:
             raise TypeError(f"not a display part: {type(part).__name__}")
     return Group(*out)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import InspectError
 
 __all__ = ["install", "uninstall", "one_line", "running_shell"]
@@ -22,8 +23,9 @@ _PREVIOUS = "_agent_inspect_previous"
 
 
 def one_line(error: BaseException) -> str:
-    """The line shown for ``error``: its class and message."""
-    message = str(error).strip().splitlines()
+    """The line shown for ``error``: its class and message, its control characters written out (a message may quote
+    a business key or an action name from the log: an escape sequence in it is shown, never obeyed)."""
+    message = show_controls(str(error)).strip().splitlines()
     return f"{type(error).__name__}: {message[0] if message else 'no message'}"
 
 

@@ -54,3 +54,14 @@ def test_a_directory_names_five_dump_files_and_counts_the_rest(tmp_path: Path) -
         (tmp_path / f"d{n}.jsonl").write_text("")
     assert _directory_message(tmp_path) == (f"{str(tmp_path)!r} is a directory; pass one of its dump files "
                                             "(d0.jsonl, d1.jsonl, d2.jsonl, d3.jsonl, d4.jsonl and 2 more)")
+
+
+def test_names_from_a_log_are_listed_with_their_control_characters_written_out() -> None:
+    # a restore's or a plan's keys come from a checkpoint or a log: the REPL printed their escapes raw
+    evil = "k\x1b]0;pwned\x07\x1b[2J\r\x9b2J\u202e\x00"
+    shown = "k\\x1b]0;pwned\\x07\\x1b[2J\\x0d\\u009b2J\\u202e\\x00"
+    assert first_few([evil, "b"], 3) == f"{shown}, b"
+    restore = KeyedRestore(message_seq={evil: 1}, pending_tasks=(evil,), pending_inputs=())
+    assert repr(restore) == f"KeyedRestore(1 key, 1 key with pending tasks ({shown}), 0 keys with buffered inputs, all read)"
+    task = PendingTask(evil, 3, "chat", AgentEvent("_input_event", {"input": "x"}, id="evt-1"))
+    assert f"1 pending task ({shown})" in repr(ReplayPlan(inputs=(), restored_seq={evil: 2}, pending=(task,)))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import pandas as pd
 import pytest
 
+from agent_inspect._controls import CONTROL_CHARS, show_controls
 from agent_inspect._html import (
     Bullets,
     Code,
@@ -114,3 +116,31 @@ def test_results_print_their_content_through_rich(tmp_path):
     explanation = ai.explain(log, row["key"], int(row["seq"]), row["action"], markers=markers)
     assert "Prediction under rule original" in _rich_text(prediction)
     assert f"Why {row['action']} ({row['key']}, seq {int(row['seq'])})" in _rich_text(explanation)
+
+
+CONTROLS = "k\x1b]0;pwned\x07\x1b[2J\r\x9b2J\u202e\x00"   # title, clear, CR, C1 CSI, RTL override, NUL
+RAW_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+
+
+class _ControlProbe(HtmlRepr):
+    def _html_parts(self) -> Iterable[HtmlPart]:
+        yield Text(Strong(CONTROLS), " plain ", CONTROLS, Code(CONTROLS), Em(CONTROLS))
+        yield Heading(CONTROLS)
+        yield Facts([(CONTROLS, CONTROLS)])
+        yield Table(pd.DataFrame({CONTROLS + MARKUP: [CONTROLS]}), caption=CONTROLS + MARKUP)
+        yield Bullets([CONTROLS])
+        yield Details(CONTROLS, CONTROLS)
+
+
+def test_rich_writes_control_characters_out_never_to_the_terminal():
+    # rich strips a bell or a carriage return but passes ESC, C1, NUL and bidi overrides through to the terminal
+    import io
+
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), width=400, force_terminal=True, color_system=None)
+    console.print(_ControlProbe())
+    out = console.file.getvalue()
+    assert not RAW_CONTROL.findall(out), RAW_CONTROL.findall(out)
+    assert out.count(show_controls(CONTROLS)) == 13   # text 4, heading, facts 2, table 3, bullet, details 2
+    assert out.count(MARKUP) == 2   # a table's caption and header are literal text too, never console markup

@@ -83,3 +83,12 @@ def test_outside_ipython(monkeypatch) -> None:
         ai.configure(errors="short")
     with pytest.raises(ai.InspectError, match="unknown errors="):
         ai.configure(errors="loud")  # type: ignore[arg-type]
+
+
+def test_the_short_line_writes_control_characters_out(shell, capsys) -> None:
+    # a message quoting a key from the log (explain's "no task <key>@5 …"): its escapes are shown, never obeyed,
+    # and a carriage return in the key does not cut the line short
+    shell.run_cell("import agent_inspect as ai\nai.configure(errors='short')\n"
+                   "raise ai.InspectError('no task k\\x1b]0;pwned\\x07\\r\\x9b2J\\u202e\\x00@5 A')")
+    assert _err_lines(capsys) == ["InspectError: no task k\\x1b]0;pwned\\x07\\x0d\\u009b2J\\u202e\\x00@5 A"
+                                  "  (%tb shows the full traceback)"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import CheckpointFormatError, SourceError
 from agent_inspect._glossary import first_few, plural
 from agent_inspect.checkpoint._inputs import decoded_inputs, inputs_from_checkpoint
@@ -231,8 +232,9 @@ class Checkpoint:
 
     def __repr__(self) -> str:
         kind = {True: "savepoint", False: "checkpoint", None: "checkpoint"}[self.savepoint]
-        return (f"<Checkpoint {self.checkpoint_id} ({kind}, Flink {self.flink_version}) of {self.operator}: "
-                f"{plural(len(self.markers), 'subtask marker')}, merged {self.merged}>")
+        # the operator's uid or name and the Flink version are the _metadata file's text: shown, never obeyed
+        return show_controls(f"<Checkpoint {self.checkpoint_id} ({kind}, Flink {self.flink_version}) of {self.operator}: "
+                             f"{plural(len(self.markers), 'subtask marker')}, merged {self.merged}>")
 
 
 def names_checkpoint(text: str | os.PathLike[str]) -> bool:

@@ -12,6 +12,8 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent_inspect.cli._terminal import faint
+
 if TYPE_CHECKING:
     from agent_inspect._errors import SourceError
 
@@ -127,6 +129,6 @@ def summary_text(summary: Mapping[str, Any], *, explain: bool = True, indent: st
         lines += textwrap.wrap(text, width, initial_indent=f"{indent}{label}".ljust(column), subsequent_indent=hang,
                                break_on_hyphens=False) or [f"{indent}{label}"]
         if explain and explanation:
-            lines += [f"{hang}  \x1b[2m{line}\x1b[0m" if dim else f"{hang}  {line}"
+            lines += [f"{hang}  {faint(line)}" if dim else f"{hang}  {line}"
                       for line in textwrap.wrap(explanation, width - column - 2, break_on_hyphens=False)]
     return "\n".join(lines)

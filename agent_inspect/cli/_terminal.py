@@ -6,40 +6,51 @@ overrides that would make the terminal show something else than the data. Everyt
 and stderr, to a terminal or to a pipe (text piped to ``less -R``, ``head`` or a CI log still ends on a
 terminal), has them written out as escapes: C0 as ``\\x1b``, DEL, C1 and the bidi controls as ``\\u009b``, a form
 JSON reads back as the same character, so ``--json`` output stays valid and exact. Tab and newline pass. On a
-terminal the CLI's own styling (faint and reset, ``ESC[2m`` / ``ESC[0m``) is kept; any other SGR is shown.
+terminal the CLI's own styling (:func:`faint`: ``ESC[2m`` / ``ESC[0m``) is kept; any other SGR, those two
+sequences from job data included, is shown.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from agent_inspect._html import CONTROL_CHARS, show_control
+from agent_inspect._controls import CONTROL_CHARS, show_control
 
-__all__ = ["inert", "inert_terminal"]
+__all__ = ["inert", "inert_terminal", "faint"]
 
-_UNSAFE = re.compile(f"[{CONTROL_CHARS}]")
-_OWN_STYLE = re.compile(f"\x1b\\[[02]m|[{CONTROL_CHARS}]")   # the SGR sequences the CLI writes itself (summary's faint)
+_OWN = secrets.token_hex(8)
+"""Marks the CLI's own styling (:func:`faint`) for this process: job data cannot carry it, so an ``ESC[2m`` or
+``ESC[0m`` in a key is written out like any other escape, not taken for the CLI's."""
+
+_UNSAFE = re.compile(f"(\x1b\\[[02]m){_OWN}|[{CONTROL_CHARS}]")
 
 
-def _shown(match: re.Match[str]) -> str:
-    text = match.group()
-    return text if len(text) > 1 else show_control(text)   # longer: the CLI's own styling
+def faint(text: str) -> str:
+    """``text`` in the CLI's faint style (summary's explanations): kept on a terminal, dropped in a pipe."""
+    return f"\x1b[2m{_OWN}{text}\x1b[0m{_OWN}"
 
 
 def inert(text: str, *, styling: bool = False) -> str:
     """``text`` with every terminal control character but tab and newline written as an escape (``\\x1b``,
-    ``\\u009b``); with ``styling``, the CLI's own faint and reset sequences are kept.
+    ``\\u009b``); with ``styling``, the CLI's own faint and reset sequences (:func:`faint`) are kept, else dropped.
 
     For example::
 
         from agent_inspect.cli._terminal import inert
         inert("user-1\\x1b]0;owned\\x07")        # 'user-1\\\\x1b]0;owned\\\\x07': shown, not obeyed
     """
-    return (_OWN_STYLE if styling else _UNSAFE).sub(_shown, text)
+    def shown(match: re.Match[str]) -> str:
+        own = match.group(1)
+        if own is not None:
+            return own if styling else ""
+        return show_control(match.group())
+
+    return _UNSAFE.sub(shown, text)
 
 
 class _InertStream:

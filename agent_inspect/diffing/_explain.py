@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 import numpy as np
 import pandas as pd
 
+from agent_inspect._controls import show_controls
 from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
@@ -137,12 +138,13 @@ class Explanation(HtmlRepr):
         return lines + [f"under rule {rule_label(rule, runtime)}: {outcome}" for rule, outcome in self.alternatives.items()]
 
     def __str__(self) -> str:
-        return self.story()
+        # what print() writes to a terminal: the key's and the action's control characters shown, never obeyed
+        return show_controls(self.story())
 
     def __repr__(self) -> str:
         # one line: the chain (kilobytes of steps) is in str() and the HTML
-        return (f"Explanation({self.action} ({self.key}, seq {self.seq}) → {self.outcome} under rule "
-                f"{self.rule_label!r}, cause: {self.cause.kind})")
+        return show_controls(f"Explanation({self.action} ({self.key}, seq {self.seq}) → {self.outcome} under rule "
+                             f"{self.rule_label!r}, cause: {self.cause.kind})")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json``."""

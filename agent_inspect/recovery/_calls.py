@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from agent_inspect._bulk import quick_init
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import ReplayError
 from agent_inspect.codec import CallResult, call_matcher, python_args_digest, python_function_id
 from agent_inspect.recovery._events import first_field
@@ -133,6 +134,10 @@ class RecordedCallError(Exception):
         super().__init__(message)
         self.function_id = function_id
         self.payload = payload
+
+    def __str__(self) -> str:
+        # the message is the payload's text (a Java exception's): as text, e.g. in a traceback, its escapes are shown
+        return show_controls(super().__str__())
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_inspect._html import show_controls
+from agent_inspect._controls import show_controls
 
 if TYPE_CHECKING:
     from tqdm.auto import tqdm

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 import traitlets as t
 
+from agent_inspect._controls import show_controls
 from agent_inspect._glossary import define_column
 from agent_inspect.widgets._style import palette_css, static_text
 
@@ -110,7 +111,8 @@ def sort_order(frame: pd.DataFrame, column: str, *, descending: bool = False,
 
 
 def cell_text(value: Any) -> str:
-    """The text a cell shows: empty for missing values, lists joined by commas."""
+    """The text a cell shows: empty for missing values, lists joined by commas, control characters written out
+    (:func:`show_controls`: the browser shows a key's bidi override as text, as the HTML views do, never obeys it)."""
     if value is None or value is pd.NA or value is pd.NaT:
         return ""
     if isinstance(value, float) and math.isnan(value):
@@ -120,8 +122,8 @@ def cell_text(value: Any) -> str:
     if isinstance(value, (list, tuple, np.ndarray)):
         return ", ".join(cell_text(v) for v in value)
     if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    return str(value)
+        return show_controls(bytes(value).decode("utf-8", "replace"))
+    return show_controls(str(value))
 
 
 def window_cells(frame: pd.DataFrame, columns: Sequence[str], rows: np.ndarray, *,

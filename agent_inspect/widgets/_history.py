@@ -15,6 +15,7 @@ import anywidget
 import pandas as pd
 import traitlets as t
 
+from agent_inspect._controls import show_controls
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import define, define_column, plural
 from agent_inspect._types import ReconstructionLike
@@ -138,7 +139,7 @@ class KeyHistory(anywidget.AnyWidget):
 
     def record_json(self, pos: int) -> str:
         """The decoded value of record ``pos`` as indented JSON (what "copy JSON" copies)."""
-        return pretty_json(decoded_value(self.result, int(pos)))
+        return show_controls(pretty_json(decoded_value(self.result, int(pos))))   # valid JSON still: \u202e
 
     def snippet(self, pos: int) -> str:
         """One line of Python that reopens this key's history on record ``pos``."""
@@ -336,7 +337,7 @@ def _header(key: Any, rule: str | None, records: pd.DataFrame, lines: pd.DataFra
     outcomes = {} if outcome is None else {str(k): int(v) for k, v in lines[outcome].value_counts().items() if v}
     terms = {t: define(t) for t in (*counts, *outcomes, *lines["status"].dropna().astype(str).unique(),
                                      "divergence", "rule", "RERUN") if define(t)}
-    return {"key": str(key), "rule": rule or "", "records": len(records), "lines": len(lines),
+    return {"key": show_controls(str(key)), "rule": rule or "", "records": len(records), "lines": len(lines),
             "statuses": counts, "outcomes": outcomes, "divergent_lines": int(lines["diverged"].sum()),
             "reruns": int(lines["rerun"].sum()), "terms": terms,
             "columns": [[c, define_column(c)] for c in _COLUMNS]}
@@ -344,7 +345,7 @@ def _header(key: Any, rule: str | None, records: pd.DataFrame, lines: pd.DataFra
 
 def _row(line: Any, matches: set[int]) -> dict[str, Any]:
     return {
-        "line": int(line.line), "seq": line.seq, "attempt": line.attempt, "action": str(line.action),
+        "line": int(line.line), "seq": line.seq, "attempt": line.attempt, "action": show_controls(str(line.action)),
         "action_id": _plain(line.action_uuid),
         "event": _plain(line.event_type), "records": int(line.records), "first_pos": int(line.first_pos),
         "time": _time(line.start), "date": _date(line.start), "duration": _duration(line.duration_ms),
@@ -362,7 +363,9 @@ def _plain(value: Any) -> Any:
         return None
     if hasattr(value, "item"):
         return value.item()
-    return value if isinstance(value, (str, int, float, bool)) else str(value)
+    # record text goes in with textContent: its control characters are written out, as the HTML views show them
+    return show_controls(value) if isinstance(value, str) else value if isinstance(value, (int, float, bool)) \
+        else show_controls(str(value))
 
 
 def _time(value: Any) -> str:

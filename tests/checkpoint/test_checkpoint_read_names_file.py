@@ -32,3 +32,12 @@ def test_the_keyed_restore_prints_in_one_line() -> None:
     text = repr(keyed)
     assert text == ("KeyedRestore(29 keys, 1 key with pending tasks (user-0009), 1 key with buffered inputs "
                     "(user-0009), all read)")
+
+
+def test_the_checkpoint_repr_writes_the_operators_control_characters_out() -> None:
+    """The operator's uid or name is the _metadata file's text: its escape sequences reached the terminal."""
+    from dataclasses import replace
+
+    chk = ai.checkpoint.read(ai.samples.checkpoint("production"))
+    text = repr(replace(chk, operator="agent\x1b]0;pwned\x07\x1b[2J\u202e", flink_version="1.20\r\x9b2J"))
+    assert " (checkpoint, Flink 1.20\\x0d\\u009b2J) of agent\\x1b]0;pwned\\x07\\x1b[2J\\u202e: " in text

@@ -174,6 +174,15 @@ def test_java_failure_payload_is_rethrown_as_text():
         j.call("chat", "", Spy())
 
 
+def test_a_java_failure_message_is_inert_as_text():
+    # the recorded exception's message is the payload's text: a traceback showing it sent its escapes to the terminal
+    payload = b'{"exceptionClass":"x.Boom","message":"read \\u001b]0;pwned\\u0007\\u001b[2J\\r\\u202e"}'
+    err = decode_recorded(CallSlot("chat", "", "FAILED", None, payload))
+    assert isinstance(err, RecordedCallError)
+    assert str(err) == "x.Boom: read \\x1b]0;pwned\\x07\\x1b[2J\\x0d\\u202e"
+    assert err.args == ("x.Boom: read \x1b]0;pwned\x07\x1b[2J\r\u202e",)   # the exact text stays in args
+
+
 def test_untrusted_pickles_stay_opaque():
     slot = ok("f", "d", {"secret": 1})
     value = decode_recorded(slot)
