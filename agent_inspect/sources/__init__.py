@@ -23,7 +23,14 @@ from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._tail import KafkaTail, open_kafka_tail
 from agent_inspect.sources._trace import TraceFile, TraceItem, read_trace_files, trace_files, write_trace
-from agent_inspect.sources._urls import check_port, check_timeout, page_answers, port_answers, split_source_url
+from agent_inspect.sources._urls import (
+    check_port,
+    check_timeout,
+    page_answers,
+    port_answers,
+    scheduler_answers,
+    split_source_url,
+)
 
 __all__ = [
     # raw columns
@@ -35,7 +42,7 @@ __all__ = [
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",
     # addresses
-    "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers",
+    "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
     # writers
     "write_parquet", "write_jsonl",
     # Flink checkpoint files (read by agent_inspect.checkpoint)
