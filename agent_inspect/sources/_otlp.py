@@ -8,11 +8,13 @@ Needs the ``otel`` extra (``opentelemetry-sdk``, ``opentelemetry-exporter-otlp-p
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import logging
 import os
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -147,14 +149,40 @@ def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource:
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout, headers=dict(headers or {}))
-    try:
-        for i in range(0, len(spans), _BATCH):
-            if exporter.export(spans[i:i + _BATCH]) is not SpanExportResult.SUCCESS:
-                raise InspectError(f"the OpenTelemetry endpoint {url} refused the spans (see the warning above): "
-                                   "check that it accepts OTLP/HTTP protobuf on /v1/traces")
-    finally:
-        exporter.shutdown()
+    with _exporter_says() as said:
+        try:
+            for i in range(0, len(spans), _BATCH):
+                if exporter.export(spans[i:i + _BATCH]) is not SpanExportResult.SUCCESS:
+                    # the first thing it said (a retried 503's status) and how it gave up, on one line
+                    why = "; ".join(dict.fromkeys(m.rstrip(".") for m in (said[:1] + said[-1:]))) or "no reason given"
+                    why = " ".join(why.split())
+                    raise InspectError(f"the OpenTelemetry endpoint {url} did not take the spans ({why}): check "
+                                       "that it accepts OTLP/HTTP protobuf on /v1/traces, or write a file instead "
+                                       "(path= / -o spans.json)")
+        finally:
+            exporter.shutdown()
     return len(spans)
+
+
+@contextlib.contextmanager
+def _exporter_says() -> Iterator[list[str]]:
+    """The OTLP exporter's log messages while it runs, kept for the one error line instead of printed as lines of
+    their own ("Failed to export spans batch code: 404, reason: Not Found", each retry of a 503)."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logger = logging.getLogger("opentelemetry.exporter.otlp.proto.http")
+    handler, propagate = Keep(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def _hex_ids(node: Any) -> Any:
