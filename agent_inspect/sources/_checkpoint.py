@@ -144,10 +144,12 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
         raise SourceError(f"reading {url} needs fsspec: pip install 'agent_inspect[checkpoint]' "
                           "(plus s3fs, gcsfs or the filesystem's fsspec package)") from None
     try:
-        fs, root = fsspec.core.url_to_fs(url)
+        fs, root = fsspec.core.url_to_fs(url)   # some filesystems connect here already (ftp, hdfs)
     except (ImportError, ValueError) as exc:
-        raise SourceError(f"cannot open {url}: {exc} (install the filesystem's fsspec package, e.g. s3fs, gcsfs)") \
-            from None
+        raise SourceError(f"cannot open {url}: {_first_line(exc)} (install the filesystem's fsspec package, "
+                          f"e.g. s3fs, gcsfs)") from None
+    except OSError as exc:
+        raise _unreachable(url, exc) from None
     protocol = url.split("://", 1)[0]
 
     def unstrip(path: str) -> str:
@@ -173,8 +175,10 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
         info = fs.info(metadata_path)
     except SourceError:
         raise
+    except (ConnectionError, TimeoutError) as exc:
+        raise _unreachable(url, exc) from None
     except (OSError, ValueError) as exc:
-        raise SourceError(f"cannot read checkpoint at {url}: {exc}") from None
+        raise SourceError(f"cannot read checkpoint at {url}: {_first_line(exc)}") from None
     modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
     when: datetime | None = None
     if isinstance(modified, datetime):
@@ -182,3 +186,20 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
     elif isinstance(modified, (int, float)):
         when = datetime.fromtimestamp(float(modified), tz=UTC)
     return CheckpointFiles(unstrip(directory), data, when, fs, metadata_file=unstrip(metadata_path))
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message on one line (pyarrow's HDFS error lists every libjvm path it tried, one a line)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _unreachable(url: str, exc: OSError) -> SourceError:
+    """The storage behind ``url`` could not be reached (refused, timed out, no such host, no client library)."""
+    why = _first_line(exc)
+    if "libjvm" in str(exc) or "libhdfs" in str(exc):
+        return SourceError(f"cannot open {url}: {why}; hdfs:// is read through pyarrow, which needs Java and Hadoop's "
+                           f"libhdfs (JAVA_HOME, HADOOP_HOME, CLASSPATH): set them, or copy the checkpoint to a local "
+                           f"folder and pass that")
+    return SourceError(f"cannot reach {url} ({why}); check the address, that the storage answers, and its "
+                       f"credentials, or copy the checkpoint to a local folder and pass that")
