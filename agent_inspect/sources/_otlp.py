@@ -14,12 +14,13 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from agent_inspect._errors import InspectError
+from agent_inspect.sources._outputs import check_output
 
 __all__ = ["export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url"]
 
@@ -102,10 +103,11 @@ class _Checked(str):
 
 
 def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | None = None,
-                 timeout: float = 3.0) -> str:
+                 timeout: float = 3.0, inputs: Iterable[str | os.PathLike[str]] = ()) -> str:
     """Check that an export can arrive before any work for it is done: ``endpoint`` an http(s) URL that answers
     (within ``timeout`` seconds), or ``path`` in a directory that exists; the traces URL or the path, else one
-    ``InspectError`` line saying what to do. The URL returned is marked as checked: ``to_otel`` and
+    ``InspectError`` line saying what to do; a ``path`` that is one of ``inputs`` (the files the export was made
+    from) is refused, never overwritten. The URL returned is marked as checked: ``to_otel`` and
     :func:`export_spans` given it within seconds do not connect to check it again (a URL kept and reused later
     is probed again: the endpoint may have gone).
 
@@ -119,6 +121,7 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
         out = Path(path)
         if not out.parent.is_dir():     # not created here, as write_report
             raise InspectError(f"cannot write {out}: directory {out.parent} does not exist; create it first")
+        check_output(out, inputs)
         return str(out)
     url = otlp_traces_url(str(endpoint))
     parts = urlsplit(url)
