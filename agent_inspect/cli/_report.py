@@ -40,10 +40,12 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
     from agent_inspect.report import write_report
+    from agent_inspect.sources import check_export
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
     refuse_overwriting_inputs(args.output, args)
+    check_export(path=args.output)   # a folder that is not there: said before loading (a topic can take minutes)
     if Path(args.source).is_dir() and (Path(args.source) / "_scan.json").is_file():
         path = write_report(Path(args.source), args.output, title=args.title)  # a fleet scan's directory
         if args.json:

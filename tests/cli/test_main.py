@@ -58,3 +58,16 @@ def test_the_exit_codes_page_and_the_help_name_the_empty_source_case(tmp_path, c
     row = next(line for line in page.splitlines() if line.startswith("| `2` |"))
     assert "empty source" in row and "trace" in row
     assert "empty source" in " ".join(build_parser().format_help().split())
+
+
+def test_a_directory_to_write_into_that_is_a_file_says_so(tmp_path, capsys):
+    # "agent-inspect: File exists '/…/f'" said nothing of what to do
+    f = tmp_path / "f"
+    f.write_text("x")
+    for argv, says in [(["samples", "write", str(f), "--name", "G01"], "it is a file, not a directory"),
+                       (["samples", "write", str(f / "sub"), "--name", "G01"], "part of that path is a file"),
+                       (["report", str(SAMPLE), "-o", str(f / "r.html")], f"{f} is a file, not a directory")]:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+    assert f.read_text() == "x"
