@@ -261,6 +261,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta
 
+        _outside_the_source(out_dir, plan)
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
     options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir, plan_source=settings.plan_source)
     started = time.perf_counter()
@@ -311,6 +312,18 @@ def _writable_directory(output: str | os.PathLike[str]) -> str:
             with contextlib.suppress(OSError):
                 p.rmdir()
     return str(out)
+
+
+def _outside_the_source(out_dir: str, plan: ScanPlan) -> None:
+    """Refuse an output directory that is the directory scanned or inside it: sources are read-only, and its parts
+    would be read as records of the source next time (a scan's output scanned into itself held every record twice)."""
+    if plan.spec.kind != "file" or not os.path.isdir(plan.spec.location):
+        return
+    src = os.path.realpath(plan.spec.location)
+    out = os.path.realpath(out_dir)
+    if out == src or out.startswith(src.rstrip(os.sep) + os.sep):
+        raise InspectError(f"cannot write the scan's output to {out_dir!r}: it is inside the directory scanned "
+                           f"({plan.spec.location}), which is read-only; choose a directory outside it")
 
 
 def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, progress: bool,
