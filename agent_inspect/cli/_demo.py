@@ -17,6 +17,7 @@ from typing import Any
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect._jsonable import jsonable
+from agent_inspect.cli._numbers import port as port_number
 
 __all__ = ["register"]
 
@@ -32,7 +33,7 @@ def register(subparsers: Any) -> None:
                     "original and the fixed rule, and the re-execution ledger.")
     parser.add_argument("--cli", action="store_true", help="terminal analysis instead of JupyterLab")
     parser.add_argument("--json", action="store_true", help="with --cli: one JSON object instead of text")
-    parser.add_argument("--port", type=int, default=None, help="port for JupyterLab (default: 8888 or a free one)")
+    parser.add_argument("--port", type=port_number, default=None, help="port for JupyterLab (default: 8888 or a free one)")
     parser.add_argument("--token", default=None, help="token for JupyterLab (default: a fresh random one, printed)")
     parser.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
                         help="open a web browser (default: only when a display is available)")

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
 __all__ = ["register"]
@@ -30,7 +31,7 @@ def register(subparsers: Any) -> None:
     add_recovery_options(parser).description = (
         "for each side that sets none of its own; a side without @RULE or @markers stays the log as written, "
         "read under --runtime and --kafka-pending")
-    parser.add_argument("--limit", type=int, default=50, help="differing pairs to print (default 50)")
+    parser.add_argument("--limit", type=count, default=50, help="differing pairs to print (default 50)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_inspect._glossary import plural
+from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
 __all__ = ["register", "rule_counts_line"]
@@ -35,7 +36,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, metavar="N", help="LocalCluster worker processes (default: cores)")
     parser.add_argument("-o", "--output", metavar="DIR", help="write the records as hive-partitioned Parquet and "
                                                               "the result frames to DIR (reopen with ai.load(DIR))")
-    parser.add_argument("--top", type=int, default=20, help="keys shown in the at-risk table (default: 20)")
+    parser.add_argument("--top", type=count, default=20, help="keys shown in the at-risk table (default: 20)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)

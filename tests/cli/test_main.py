@@ -71,3 +71,20 @@ def test_a_directory_to_write_into_that_is_a_file_says_so(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and says in err, err
     assert f.read_text() == "x"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["diff", str(SAMPLE), str(SAMPLE), "--limit", "-1"], "argument --limit: must be 0 or more, not -1"),
+    (["report", str(SAMPLE), "-o", "r.html", "--keys", "-1"], "argument --keys: must be 0 or more, not -1"),
+    (["scan", str(SAMPLE), "--top", "-5"], "argument --top: must be 0 or more, not -5"),
+    (["demo", "--port", "-1"], "argument --port: port -1 is outside 0..65535"),
+    (["docs", "--port", "70000"], "argument --port: port 70000 is outside 0..65535"),
+    (["docs", "--port", "abc"], "argument --port: 'abc' is not a port number"),
+])
+def test_a_number_out_of_range_is_a_usage_error_before_any_work(argv, says, capsys):
+    # "--limit -1" printed all but one row and "… and 837 more"; "demo --port -1" started JupyterLab, and
+    # "docs --port 70000" built the site (installing its extra) before the port failed
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and says in err
