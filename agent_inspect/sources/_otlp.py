@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from agent_inspect._errors import InspectError
 from agent_inspect.sources._outputs import check_output
+from agent_inspect.sources._urls import shown_url
 
 __all__ = ["export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url"]
 
@@ -72,7 +73,7 @@ def otlp_traces_url(endpoint: str) -> str:
     """
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InspectError(f"bad OpenTelemetry endpoint {endpoint!r}: give an http(s) URL such as "
+        raise InspectError(f"bad OpenTelemetry endpoint {shown_url(endpoint)!r}: give an http(s) URL such as "
                            "http://127.0.0.1:6006/v1/traces")
     return endpoint if parts.path.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
 
@@ -130,7 +131,8 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as exc:
-        raise InspectError(f"cannot reach the OpenTelemetry endpoint {url} ({exc.strerror or exc}): start the "
+        raise InspectError(f"cannot reach the OpenTelemetry endpoint {shown_url(url)} "
+                           f"({shown_url(url, str(exc.strerror or exc))}): start the "
                            "collector or backend there, fix the URL, or write a file instead (path= / -o "
                            "spans.json)") from None
     return _Checked(url)
@@ -160,7 +162,8 @@ def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource:
                     # the first thing it said (a retried 503's status) and how it gave up, on one line
                     why = "; ".join(dict.fromkeys(m.rstrip(".") for m in (said[:1] + said[-1:]))) or "no reason given"
                     why = " ".join(why.split())
-                    raise InspectError(f"the OpenTelemetry endpoint {url} did not take the spans ({why}): check "
+                    raise InspectError(f"the OpenTelemetry endpoint {shown_url(url)} did not take the spans "
+                                       f"({shown_url(url, why)}): check "
                                        "that it accepts OTLP/HTTP protobuf on /v1/traces, or write a file instead "
                                        "(path= / -o spans.json)")
         finally:

@@ -150,3 +150,15 @@ def scheduler_answers(address: str, *, timeout: float = 10.0) -> str | None:
         except Exception as exc:  # noqa: BLE001 - refused, closed, or a peer speaking another protocol
             return str(exc) or type(exc).__name__
     return None
+
+
+def shown_url(url: str, text: str | None = None) -> str:
+    """``url`` as an error message may show it: without the user and password a URL may carry (``s3://key:secret@…``,
+    ``http://user:pass@collector``); given ``text`` (a client's message that may quote the URL), that text with the
+    credentials taken out instead."""
+    try:   # without a scheme ("user:pass@host:4318") everything before the last @ is the userinfo
+        userinfo = urlsplit(url).netloc.rpartition("@")[0] if "://" in url else url.rpartition("@")[0]
+    except ValueError:
+        userinfo = ""
+    shown = url if text is None else text
+    return shown.replace(f"{userinfo}@", "") if userinfo else shown
