@@ -23,10 +23,11 @@ __all__ = ["register", "rule_counts_line"]
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "scan", help="scan a whole topic or dump partition-parallel on Dask: which keys a restore would hurt",
-        description="Plan one task per Kafka partition (or per partition of each dump), run them on a Dask "
+        description="Plan one task per Kafka partition (per Fluss bucket, per partition of each dump), run them on a Dask "
                     "LocalCluster or an existing scheduler, and report per key what a restore would re-run under "
                     "each rule. Records are read by the workers, never by this process.")
-    parser.add_argument("source", help="kafka://host:port/topic, a dump file, or a directory of dumps")
+    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a dump file, or a "
+                                       "directory of dumps")
     add_recovery_options(parser)
     parser.add_argument("--what-if", default="fixed", metavar="RULES",
                         help="comma-separated rules to predict every key under as well, labelled what-ifs "
