@@ -100,8 +100,9 @@ class HistoryOptions:
 
     def __post_init__(self) -> None:
         for name in ("keys", "rounds", "attempts", "min_attempts", "values", "roots"):
-            if int(getattr(self, name)) < 1:
-                raise RuleCheckError(f"history option {name}={getattr(self, name)!r} must be at least 1")
+            if _number(getattr(self, name), int) < 1:
+                raise RuleCheckError(f"history option {name}={getattr(self, name)!r} must be a whole number, at least 1")
+            object.__setattr__(self, name, int(getattr(self, name)))   # 2.0 counts as 2
         if self.min_attempts > self.attempts:
             raise RuleCheckError(f"history option min_attempts={self.min_attempts} exceeds attempts={self.attempts}")
         if not 1 <= self.values <= len(_VALUES):
@@ -112,7 +113,7 @@ class HistoryOptions:
                      "branch_changes", "call_shapes", "changed_calls", "legacy_values", "k2_keys",
                      "checkpoints", "savepoints", "tombstones"):
             p = getattr(self, name)
-            if not 0.0 <= float(p) <= 1.0:
+            if not 0.0 <= _number(p, float) <= 1.0:
                 raise RuleCheckError(f"history option {name}={p!r} is a probability: use a number in [0, 1]")
         if isinstance(self.case_ids, str):
             object.__setattr__(self, "case_ids", (self.case_ids,))
@@ -280,3 +281,15 @@ def event_notation(event: AgentEvent) -> str:
     if not a:
         return f"Ev({event.type})"
     return f"Ev({event.type},{json.dumps(a, separators=(',', ':'), sort_keys=True)})"
+
+
+def _number(value: object, kind: type[int] | type[float]) -> float:
+    """``value`` as a number (a whole one for ``int``), or -1, out of every option's range, when it is none: a text
+    such as ``--option tombstones=abc`` or ``keys=2.5`` gets the option's own one-line error, not a traceback."""
+    if isinstance(value, bool):
+        return -1
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return -1
+    return number if kind is float or number.is_integer() else -1

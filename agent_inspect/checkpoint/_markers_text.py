@@ -43,14 +43,23 @@ def parse_markers_text(text: str | None, *, option: str = "--markers") -> Marker
     looks_like_json = text.lstrip().startswith(("[", "{"))
     if not text.startswith("@") and not looks_like_json and Path(text).is_file():
         text = "@" + text                               # a path works with or without the @
+    path = None
     if text.startswith("@"):
+        path = text[1:]
         try:
-            text = Path(text[1:]).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise InspectError(f"{option} file {text[1:]!r} cannot be read ({exc.strerror}); check the path") from None
+            raise InspectError(f"{option} file {path!r} cannot be read ({exc.strerror}); check the path") from None
+        except UnicodeDecodeError:
+            raise InspectError(f"{option} file {path!r} is not a markers file (not UTF-8 text); pass a markers .json "
+                               f"file, a checkpoint, or the markers as JSON ('[{{\"0\": 120}}]')") from None
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        if path is not None:   # the file was read: its text is not JSON (the text is not echoed as a path)
+            raise InspectError(f"{option} file {path!r} is not valid JSON ({exc.msg} at line {exc.lineno} column "
+                               f"{exc.colno}); pass a markers .json file such as a sample's "
+                               f"<name>.markers.json") from None
         if not looks_like_json:   # neither a file there nor JSON: most likely a path with a typo
             raise InspectError(f"{option} file {text!r} cannot be read (no such file); check the path, or pass "
                                "the markers as JSON ('[{\"0\": 120}]')") from None

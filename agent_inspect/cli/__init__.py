@@ -77,7 +77,10 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         # expected I/O failures (missing input, unwritable output, bad path): one line, never a traceback
         where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
-        print(f"agent-inspect: {exc.strerror or exc}{where}", file=sys.stderr)
+        # a folder to write into that is a file ("File exists '/etc/passwd'" said nothing of what to do)
+        hint = {FileExistsError: ": it is a file, not a directory; name a directory to write into",
+                NotADirectoryError: ": part of that path is a file, not a directory; name a directory to write into"}
+        print(f"agent-inspect: {exc.strerror or exc}{where}{hint.get(type(exc), '')}", file=sys.stderr)
         return 2
 
 

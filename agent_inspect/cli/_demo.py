@@ -17,6 +17,7 @@ from typing import Any
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect._jsonable import jsonable
+from agent_inspect.cli._numbers import port as port_number
 
 __all__ = ["register"]
 
@@ -32,12 +33,13 @@ def register(subparsers: Any) -> None:
                     "original and the fixed rule, and the re-execution ledger.")
     parser.add_argument("--cli", action="store_true", help="terminal analysis instead of JupyterLab")
     parser.add_argument("--json", action="store_true", help="with --cli: one JSON object instead of text")
-    parser.add_argument("--port", type=int, default=None, help="port for JupyterLab (default: 8888 or a free one)")
+    parser.add_argument("--port", type=port_number, default=None, help="port for JupyterLab (default: 8888 or a free one)")
     parser.add_argument("--token", default=None, help="token for JupyterLab (default: a fresh random one, printed)")
     parser.add_argument("--browser", action=argparse.BooleanOptionalAction, default=None,
                         help="open a web browser (default: only when a display is available)")
     parser.add_argument("--notebooks", type=Path, default=None, help="folder of notebooks to serve")
-    parser.add_argument("--sample", default=None, help="with --cli: the log to analyse (default: the production sample)")
+    parser.add_argument("--sample", default=None, help="with --cli: the log to analyse, a file or a sample's name "
+                                                       "(default: the production sample)")
     parser.add_argument("--markers", default=None, help="with --sample: recovery markers as JSON, e.g. '{\"0\": 120}'")
     parser.set_defaults(func=_run)
 
@@ -128,12 +130,16 @@ def _announce_when_listening(port: int, url: str, timeout: float = 300.0) -> Non
 
 def _sample(explicit: str | None, markers: str | None) -> tuple[str, Any]:
     """The log to analyse and its markers: ``explicit`` (with ``--markers``) or the production sample."""
+    from agent_inspect import samples
     from agent_inspect.cli._markers_args import parse_markers
 
+    if explicit and not os.path.exists(explicit) and explicit in samples.SAMPLES:   # a name `samples list` shows
+        return str(samples.path(explicit)), parse_markers(markers) if markers else samples.markers(explicit)
     if explicit:
         return explicit, parse_markers(markers)
-    from agent_inspect import samples
-
+    if markers is not None:   # the production sample comes with its own: these would be dropped without a word
+        raise InspectError("--markers goes with --sample (the default sample is restored from its own markers); "
+                           "pass --sample FILE or a sample's name too")
     return str(samples.path("production")), samples.markers("production")
 
 

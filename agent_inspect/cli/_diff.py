@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
+from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
 __all__ = ["register"]
@@ -29,15 +31,26 @@ def register(subparsers: Any) -> None:
     add_recovery_options(parser).description = (
         "for each side that sets none of its own; a side without @RULE or @markers stays the log as written, "
         "read under --runtime and --kafka-pending")
-    parser.add_argument("--limit", type=int, default=50, help="differing pairs to print (default 50)")
+    parser.add_argument("--limit", type=count, default=50, help="differing pairs to print (default 50)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.diffing import diff
+    from agent_inspect.cli._summary import empty_source
+    from agent_inspect.diffing import diff, parse_selector
+    from agent_inspect.sources import FileKind, file_kind
 
+    # a side with no records is a dump that failed, not a job that did nothing: exit 2 as every verb says it (a
+    # recovery of it failed with "no root (_input_event) records … pass a ReplayPlan", a log side exited 0)
+    for text in (args.a, args.b):
+        source = parse_selector(text).source
+        if "://" not in source and os.path.isfile(source) and file_kind(source) == FileKind.EMPTY:
+            raise empty_source(source)
     d = diff(args.a, args.b, key=args.key, **recovery_overrides(args))
+    for side in (d.a, d.b):
+        if side.kind == "log" and side.log is not None and not len(side.log.records):
+            raise empty_source(parse_selector(args.a if side is d.a else args.b).source)   # a topic read empty
     if args.json:
         print(json.dumps(d.to_dict(key=args.key, limit=args.limit), ensure_ascii=False, default=str))
         return 0

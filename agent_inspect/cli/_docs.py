@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect._errors import InspectError
+from agent_inspect.cli._numbers import port
 
 __all__ = ["register"]
 
@@ -20,7 +21,7 @@ def register(subparsers: Any) -> None:
         "docs", help="serve the documentation site on 127.0.0.1 and print its URL",
         description="Serve the built documentation site (site/ of the checkout) on 127.0.0.1 and print its URL. "
                     "When the site has not been built yet, build it first with scripts/docs.sh (the docs extra).")
-    parser.add_argument("--port", type=int, default=None, help="port to serve on (default: 8000, or a free one)")
+    parser.add_argument("--port", type=port, default=None, help="port to serve on (default: 8000, or a free one)")
     parser.add_argument("--site", type=Path, default=None, help="the built site to serve (default: site/ of the checkout)")
     parser.add_argument("--build", action="store_true", help="build the site again before serving it")
     parser.set_defaults(func=_run)

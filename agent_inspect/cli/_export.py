@@ -33,7 +33,9 @@ def _run(args: argparse.Namespace) -> int:
         raise InspectError(f"cannot tell the export format from {str(args.output)!r}; "
                            f"name the output *.parquet or *.jsonl")
     import agent_inspect.sources as sources
+    from agent_inspect.cli._inputs import refuse_overwriting_inputs
 
+    refuse_overwriting_inputs(args.output, args)   # before loading: a topic can take minutes
     log = load_source(args)
     path = getattr(sources, writer_name)(log, args.output)
     done = {"output": str(path), "format": args.output.suffix.lower().lstrip("."), "records": len(log.records),

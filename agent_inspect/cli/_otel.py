@@ -37,6 +37,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cli._inputs import refuse_overwriting_inputs
     from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.cli._prices import with_tokens
     from agent_inspect.cli._summary import require_records
@@ -44,6 +45,8 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.otel import to_otel
     from agent_inspect.sources import check_export
 
+    if args.output is not None:
+        refuse_overwriting_inputs(args.output, args)
     checked = check_export(endpoint=args.endpoint, path=args.output)     # before loading: a topic can take minutes
     log = require_records(load(args.source), args.source)
     recovery = recovery_from_args(args, log)

@@ -33,7 +33,14 @@ def prices_of(args: argparse.Namespace) -> dict[str, tuple[float, float]] | None
         except OSError as exc:
             raise InspectError(f"--prices file {str(args.prices)!r} cannot be read ({exc.strerror}); check the "
                                "path") from None
-        prices.update(prices_from_toml(text))
+        except UnicodeDecodeError:   # a picture or a binary passed by mistake was a traceback
+            raise InspectError(f"--prices file {str(args.prices)!r} is not TOML text (not UTF-8); write one "
+                               '["MODEL"] table per model with input = … and output = …') from None
+        try:
+            prices.update(prices_from_toml(text))
+        except InspectError as exc:   # which file, as every --markers or case file error names it
+            raise InspectError(f"--prices file {str(args.prices)!r}: {str(exc).removeprefix('bad prices file: ')}") \
+                from None
     prices.update(parse_prices(args.price))
     return prices or None
 

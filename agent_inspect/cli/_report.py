@@ -10,6 +10,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect.cli._markers_args import restore_of
+from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
 
 __all__ = ["register"]
@@ -27,7 +28,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob): adds "
                                         "'Checked against the trace'")
     parser.add_argument("--title", help="heading of the report")
-    parser.add_argument("--keys", type=int, default=3, help="timelines of this many most affected keys")
+    parser.add_argument("--keys", type=count, default=3,
+                        help="timelines of this many most affected keys (default: 3)")
     parser.add_argument("--json", action="store_true", help="print a JSON object describing the report")
     from agent_inspect.cli._prices import add_token_args
 
@@ -36,12 +38,16 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from agent_inspect.cli._inputs import refuse_overwriting_inputs
     from agent_inspect.cli._summary import require_records
     from agent_inspect.log import load
     from agent_inspect.report import write_report
+    from agent_inspect.sources import check_export
 
     if args.output.is_dir():
         raise InspectError(f"-o {args.output} is a directory; give the path of the HTML file to write")
+    refuse_overwriting_inputs(args.output, args)
+    check_export(path=args.output)   # a folder that is not there: said before loading (a topic can take minutes)
     if Path(args.source).is_dir() and (Path(args.source) / "_scan.json").is_file():
         path = write_report(Path(args.source), args.output, title=args.title)  # a fleet scan's directory
         if args.json:

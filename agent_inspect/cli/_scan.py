@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_inspect._glossary import plural
+from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
 
 __all__ = ["register", "rule_counts_line"]
@@ -22,10 +23,11 @@ __all__ = ["register", "rule_counts_line"]
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "scan", help="scan a whole topic or dump partition-parallel on Dask: which keys a restore would hurt",
-        description="Plan one task per Kafka partition (or per partition of each dump), run them on a Dask "
+        description="Plan one task per Kafka partition (per Fluss bucket, per partition of each dump), run them on a Dask "
                     "LocalCluster or an existing scheduler, and report per key what a restore would re-run under "
                     "each rule. Records are read by the workers, never by this process.")
-    parser.add_argument("source", help="kafka://host:port/topic, a dump file, or a directory of dumps")
+    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a dump file, or a "
+                                       "directory of dumps")
     add_recovery_options(parser)
     parser.add_argument("--what-if", default="fixed", metavar="RULES",
                         help="comma-separated rules to predict every key under as well, labelled what-ifs "
@@ -35,7 +37,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--workers", type=int, metavar="N", help="LocalCluster worker processes (default: cores)")
     parser.add_argument("-o", "--output", metavar="DIR", help="write the records as hive-partitioned Parquet and "
                                                               "the result frames to DIR (reopen with ai.load(DIR))")
-    parser.add_argument("--top", type=int, default=20, help="keys shown in the at-risk table (default: 20)")
+    parser.add_argument("--top", type=count, default=20, help="keys shown in the at-risk table (default: 20)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=_run)

@@ -30,7 +30,7 @@ from agent_inspect.fleet._task import (
     scan_window,
 )
 from agent_inspect.rules import BrokenRuleError
-from agent_inspect.sources import port_answers
+from agent_inspect.sources import check_timeout, scheduler_answers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,7 +124,7 @@ def _rule_name(rule: Any) -> str:
 
 
 @contextlib.contextmanager
-def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple[Any, bool]]:
+def _client(client: Any, workers: int | None, dashboard: bool, timeout: float) -> Iterator[tuple[Any, bool]]:
     """The Dask client to use: the caller's, one connected to a scheduler address, or a LocalCluster's; and
     whether it is a LocalCluster of ours (closed, with its dashboard, when the scan returns)."""
     try:
@@ -138,12 +138,14 @@ def _client(client: Any, workers: int | None, dashboard: bool) -> Iterator[tuple
         yield client, False
         return
     if isinstance(client, str):
-        start = "start one with `dask scheduler` or pass client=None for a local cluster"
-        # Dask retries a refused connection for the whole timeout: a port nobody listens on fails at once instead
-        if client.startswith("tcp://") and not port_answers(client):
-            raise SourceError(f"no Dask scheduler answered at {client} (nothing accepts a connection there); {start}")
+        start = "start one with `dask scheduler`, or leave the address out (client=None, no --scheduler) for a local cluster"
+        # Dask retries a refused connection for its whole timeout, and waits for a silent peer's greeting forever:
+        # greeted first, with a deadline, so either fails in one line
+        why = scheduler_answers(client, timeout=timeout)
+        if why is not None:
+            raise SourceError(f"no Dask scheduler answered at {client} ({why}); {start}")
         try:
-            made = Client(client, timeout="10s")
+            made = Client(client, timeout=f"{timeout}s")
         except (OSError, TimeoutError) as exc:
             raise SourceError(f"no Dask scheduler answered at {client} ({exc}); {start}") from None
         try:
@@ -188,8 +190,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
       what-ifs (``ScanResult.what_if``). Columns are prefixed by the rules' names, the base rule first.
     - ``client``: None starts a ``LocalCluster`` (``workers`` processes, default one per core) and closes
       it afterwards; a scheduler address (``"tcp://host:8786"``) or a ``distributed.Client`` runs the scan
-      on that cluster. Workers read their windows from the source themselves: records never pass
-      through this process.
+      on that cluster (which must answer within ``timeout`` seconds, as the source must). Workers read their
+      windows from the source themselves: records never pass through this process.
     - ``output``: a directory; each task also writes its records there as Parquet, hive-partitioned
       (``partition=N/``), and the result frames are saved beside them, so ``ai.load(DIR,
       business_keys=[...])`` and :meth:`ScanResult.open` reopen them without reading the source again.
@@ -222,6 +224,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         raise InspectError(f"workers must be a positive number of processes (or None: one per core), not {workers!r}")
     if not isinstance(retries, int) or retries < 0:
         raise InspectError(f"retries must be 0 or more, not {retries!r}")
+    check_timeout(timeout)   # the source's and a scheduler's: 0 would fail every connection at once
     carried = ("rule", "markers", "runtime", "store_flavour")
     given = {k: v for k, v in overrides.items() if v is not None}
     if recovery is not None:
@@ -258,10 +261,11 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta
 
+        _outside_the_source(out_dir, plan)
         write_dataset_meta(out_dir, plan.spec, source=plan.source)
     options = ScanOptions(rules=rules, markers=merged, runtime=runtime, output=out_dir, plan_source=settings.plan_source)
     started = time.perf_counter()
-    with _client(client, workers, dashboard) as (dask_client, local):
+    with _client(client, workers, dashboard, timeout) as (dask_client, local):
         link = _dashboard_link(dask_client) if dashboard else None
         if on_start is not None:
             on_start(link)
@@ -308,6 +312,18 @@ def _writable_directory(output: str | os.PathLike[str]) -> str:
             with contextlib.suppress(OSError):
                 p.rmdir()
     return str(out)
+
+
+def _outside_the_source(out_dir: str, plan: ScanPlan) -> None:
+    """Refuse an output directory that is the directory scanned or inside it: sources are read-only, and its parts
+    would be read as records of the source next time (a scan's output scanned into itself held every record twice)."""
+    if plan.spec.kind != "file" or not os.path.isdir(plan.spec.location):
+        return
+    src = os.path.realpath(plan.spec.location)
+    out = os.path.realpath(out_dir)
+    if out == src or out.startswith(src.rstrip(os.sep) + os.sep):
+        raise InspectError(f"cannot write the scan's output to {out_dir!r}: it is inside the directory scanned "
+                           f"({plan.spec.location}), which is read-only; choose a directory outside it")
 
 
 def _run(client: Any, plan: ScanPlan, options: ScanOptions, *, retries: int, progress: bool,

@@ -21,10 +21,12 @@ from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
     ConnectionFactory,
+    FileKind,
     ReadPlan,
     business_key_rows,
     candidate_partitions,
     check_timeout,
+    expect_kind,
     merge_markers,
     open_kafka,
     plan_fluss,
@@ -197,6 +199,8 @@ def _plan_files(path: Path, *, file_format: str | None,
         if meta:
             options["dataset"] = meta
     else:
+        if file_format is None:   # a Trace Log, a picture: said as ai.load says it, not scanned as bad records
+            expect_kind(path, (FileKind.ACTION_STATE, FileKind.KCAT), "ai.load")
         files = [path]
     windows: list[Window] = []
     for f in files:

@@ -79,12 +79,13 @@ def to_otel(obj: Verification | PredictionLike | ActionStateLog | str | os.PathL
         v = ai.verify(g01, ai.load_trace("sample_logs/G01.trace.log"), markers=ai.samples.markers("G01"))
         ai.to_otel(v, path="spans.json")       # OTLP JSON; endpoint="http://127.0.0.1:6006/v1/traces" sends it
     """
-    from agent_inspect.sources import check_export, export_spans, write_otlp_json
+    from agent_inspect.sources import check_export, export_spans, input_files, source_files, write_otlp_json
 
     if (endpoint is None) == (path is None):
         raise InspectError("to_otel needs exactly one of endpoint= (an OTLP/HTTP URL) or path= (a JSON file)")
     # before the work (a recovery of a topic can take minutes); the checked URL is sent to without a second probe
-    checked = check_export(endpoint=endpoint, path=path)
+    read = [*source_files(obj), *input_files(trace if isinstance(trace, (str, os.PathLike)) else None, kind="trace")]
+    checked = check_export(endpoint=endpoint, path=path, inputs=read)   # and never over what it reads
     v: Any     # a Verification, or a prediction alone in its shape
     finished = "verification" if hasattr(obj, "tasks") and hasattr(obj, "trace") and hasattr(obj, "rule") else \
         "prediction" if isinstance(obj, PredictionLike) else None

@@ -22,7 +22,7 @@ from agent_inspect.recovery import Prediction, Recovery, predict, rebuild_start,
 from agent_inspect.report._parts import _dark_charts_script, _Section, _split_scripts, _static_figure
 from agent_inspect.report._tables import reader_table, records_link
 from agent_inspect.report._why import why_html
-from agent_inspect.sources import check_export
+from agent_inspect.sources import check_export, source_files
 
 if TYPE_CHECKING:
     from agent_inspect._types import ReportSubject
@@ -60,7 +60,8 @@ def write_report(
 
         ai.write_report(log, "report.html", markers=ai.samples.markers("production"))
     """
-    target = Path(check_export(path=path))    # as ai.to_otel: before the work, and a mistyped folder is not made
+    # as ai.to_otel: before the work, a mistyped folder is not made, and the file the log was read from is kept
+    target = Path(check_export(path=path, inputs=source_files(subject)))
     html = render_report(subject, recovery=recovery, title=title, max_keys=max_keys, max_rows=max_rows,
                          verification=verification, **overrides)
     target.write_text(html, encoding="utf-8")

@@ -37,6 +37,9 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
             rule = _imported(base, rest, rule, from_file=True)
         elif base in RULES or not sep:
             return _builtin(base, rest, options)
+        elif not base or not rest:
+            raise RecoveryError(f"rule {rule!r} names no {'module' if not base else 'class'}; write your own rule as "
+                                "module:ClassName or path/to/my_rule.py:ClassName")
         else:
             rule = _imported(base, rest, rule)
     if isinstance(rule, type) and issubclass(rule, DivergenceRule):
@@ -90,6 +93,8 @@ def _imported(module_name: str, attribute: str, spec: str, *, from_file: bool = 
         raise RecoveryError(f"cannot import module {module_name!r} for rule {spec!r}: {exc}; "
                             "check the module path (it must be importable from here, or name the file: "
                             "path/to/my_rule.py:ClassName)") from None
+    except RecoveryError:   # ours, already one line (no such file, a name taken): not the module's own failure
+        raise
     except Exception as exc:  # noqa: BLE001 - the user's module failed as it ran: one line with its file:line
         raise _failed_import(spec, exc) from None
     target = getattr(module, attribute, None)

@@ -19,11 +19,19 @@ from agent_inspect.sources._keys import business_key_rows, candidate_partitions,
 from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._otlp import check_export, export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
+from agent_inspect.sources._outputs import check_output, input_files, source_files
 from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._tail import KafkaTail, open_kafka_tail
 from agent_inspect.sources._trace import TraceFile, TraceItem, read_trace_files, trace_files, write_trace
-from agent_inspect.sources._urls import check_port, check_timeout, page_answers, port_answers, split_source_url
+from agent_inspect.sources._urls import (
+    check_port,
+    check_timeout,
+    page_answers,
+    port_answers,
+    scheduler_answers,
+    split_source_url,
+)
 
 __all__ = [
     # raw columns
@@ -35,9 +43,9 @@ __all__ = [
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",
     # addresses
-    "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers",
-    # writers
-    "write_parquet", "write_jsonl",
+    "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
+    # writers, and what they must never write over
+    "write_parquet", "write_jsonl", "check_output", "input_files", "source_files",
     # Flink checkpoint files (read by agent_inspect.checkpoint)
     "open_checkpoint", "CheckpointFiles",
     # Trace Log files (read by agent_inspect.trace)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_inspect._errors import SourceError
+from agent_inspect.sources._urls import shown_url
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -141,13 +142,15 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
     try:
         import fsspec
     except ImportError:
-        raise SourceError(f"reading {url} needs fsspec: pip install 'agent_inspect[checkpoint]' "
+        raise SourceError(f"reading {shown_url(url)} needs fsspec: pip install 'agent_inspect[checkpoint]' "
                           "(plus s3fs, gcsfs or the filesystem's fsspec package)") from None
     try:
-        fs, root = fsspec.core.url_to_fs(url)
+        fs, root = fsspec.core.url_to_fs(url)   # some filesystems connect here already (ftp, hdfs)
     except (ImportError, ValueError) as exc:
-        raise SourceError(f"cannot open {url}: {exc} (install the filesystem's fsspec package, e.g. s3fs, gcsfs)") \
-            from None
+        raise SourceError(f"cannot open {shown_url(url)}: {shown_url(url, _first_line(exc))} (install the filesystem's fsspec package, "
+                          f"e.g. s3fs, gcsfs)") from None
+    except OSError as exc:
+        raise _unreachable(url, exc) from None
     protocol = url.split("://", 1)[0]
 
     def unstrip(path: str) -> str:
@@ -165,16 +168,18 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
             if not any(_CHK.match(n) for n, _ in dirs):
                 dirs = [(c.rstrip("/").rsplit("/", 1)[-1], c) for _, e in dirs if fs.isdir(e)
                         for c in fs.ls(e, detail=False)]
-            directory = _pick(dirs, lambda d: fs.isfile(f"{d.rstrip('/')}/_metadata"), checkpoint, url)
+            directory = _pick(dirs, lambda d: fs.isfile(f"{d.rstrip('/')}/_metadata"), checkpoint, shown_url(url))
             metadata_path = f"{directory.rstrip('/')}/_metadata"
         else:
-            raise SourceError(f"checkpoint path {url} does not exist")
+            raise SourceError(f"checkpoint path {shown_url(url)} does not exist")
         data = bytes(fs.cat_file(metadata_path))
         info = fs.info(metadata_path)
     except SourceError:
         raise
+    except (ConnectionError, TimeoutError) as exc:
+        raise _unreachable(url, exc) from None
     except (OSError, ValueError) as exc:
-        raise SourceError(f"cannot read checkpoint at {url}: {exc}") from None
+        raise SourceError(f"cannot read checkpoint at {shown_url(url)}: {shown_url(url, _first_line(exc))}") from None
     modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
     when: datetime | None = None
     if isinstance(modified, datetime):
@@ -182,3 +187,21 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
     elif isinstance(modified, (int, float)):
         when = datetime.fromtimestamp(float(modified), tz=UTC)
     return CheckpointFiles(unstrip(directory), data, when, fs, metadata_file=unstrip(metadata_path))
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message on one line (pyarrow's HDFS error lists every libjvm path it tried, one a line)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _unreachable(url: str, exc: OSError) -> SourceError:
+    """The storage behind ``url`` could not be reached (refused, timed out, no such host, no client library)."""
+    why = shown_url(url, _first_line(exc))
+    url = shown_url(url)
+    if "libjvm" in str(exc) or "libhdfs" in str(exc):
+        return SourceError(f"cannot open {url}: {why}; hdfs:// is read through pyarrow, which needs Java and Hadoop's "
+                           f"libhdfs (JAVA_HOME, HADOOP_HOME, CLASSPATH): set them, or copy the checkpoint to a local "
+                           f"folder and pass that")
+    return SourceError(f"cannot reach {url} ({why}); check the address, that the storage answers, and its "
+                       f"credentials, or copy the checkpoint to a local folder and pass that")

@@ -29,6 +29,7 @@ ConnectionFactory = Callable[[dict[str, str]], Awaitable[Any]]
 """Builds a connection from pyfluss config properties, like ``fluss.FlussConnection.create(fluss.Config(p))``."""
 
 _T = TypeVar("_T")
+_CLIENT_ERROR = -2
 _NETWORK_EXCEPTION = 1
 _TABLE_NOT_EXIST = 7
 _SECRET_HINTS = ("password", "secret", "jaas", "token")
@@ -214,6 +215,9 @@ async def _call(awaitable: Awaitable[_T], *, timeout: float, what: str, where: s
         if code == _NETWORK_EXCEPTION:
             raise BrokerUnreachable(f"Fluss at {where} is unreachable while {what}: {_message(exc)}; "
                                     f"check the address and that the cluster is up") from None
+        if code == _CLIENT_ERROR and "lookup address" in str(exc):   # pyfluss: "failed to lookup address information"
+            raise BrokerUnreachable(f"Fluss at {where}: no such host ({_message(exc).rstrip('.')}); check the host "
+                                    f"name in the address") from None
         if code == _TABLE_NOT_EXIST:
             raise _NoTable(f"Fluss table does not exist ({_message(exc)}); check the database.table name") from None
         raise SourceError(f"Fluss failed while {what}: {_message(exc)}") from None

@@ -30,6 +30,7 @@ from agent_inspect.sources._filecommon import (
     _reason,
     _replacing,
 )
+from agent_inspect.sources._outputs import check_not_source
 
 __all__ = ["write_jsonl"]
 
@@ -465,6 +466,7 @@ def write_jsonl(log: LogLike, path: str | os.PathLike[str]) -> Path:
     agent = raw.agent_key
     malformed = _malformed(log, len(raw))
     out = Path(path)
+    check_not_source(log.source, out)   # never over the file it was read from
     with _replacing(out) as tmp, open(tmp, "wb") as fh:
         for i in range(len(raw)):
             head: dict[str, Any] = {"partition": raw.partition[i], "offset": raw.offset[i],

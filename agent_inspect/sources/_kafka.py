@@ -151,6 +151,10 @@ def _unreachable(bootstrap: str, timeout: float, errors: list[str], exc: BaseExc
         reason = exc.args[0].str()
     else:
         reason = str(exc) if exc is not None else "no answer"
+    unresolved = [e for e in errors if "failed to resolve" in e.lower()]
+    if unresolved and not any("refused" in e.lower() for e in errors):   # "brokers are down": none was found
+        return BrokerUnreachable(f"Kafka at {bootstrap}: no such host ({unresolved[-1]}); "
+                                 f"check the host name in the address")
     if _refused(errors):
         return BrokerUnreachable(f"Kafka at {bootstrap} refused the connection ({reason}); "
                                  f"check the address and that the broker is running")

@@ -8,16 +8,20 @@ Needs the ``otel`` extra (``opentelemetry-sdk``, ``opentelemetry-exporter-otlp-p
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import logging
 import os
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from agent_inspect._errors import InspectError
+from agent_inspect.sources._outputs import check_output
+from agent_inspect.sources._urls import shown_url
 
 __all__ = ["export_spans", "write_otlp_json", "read_otlp_json", "otlp_traces_url"]
 
@@ -69,7 +73,7 @@ def otlp_traces_url(endpoint: str) -> str:
     """
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InspectError(f"bad OpenTelemetry endpoint {endpoint!r}: give an http(s) URL such as "
+        raise InspectError(f"bad OpenTelemetry endpoint {shown_url(endpoint)!r}: give an http(s) URL such as "
                            "http://127.0.0.1:6006/v1/traces")
     return endpoint if parts.path.rstrip("/").endswith("/v1/traces") else endpoint.rstrip("/") + "/v1/traces"
 
@@ -100,10 +104,11 @@ class _Checked(str):
 
 
 def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | None = None,
-                 timeout: float = 3.0) -> str:
+                 timeout: float = 3.0, inputs: Iterable[str | os.PathLike[str]] = ()) -> str:
     """Check that an export can arrive before any work for it is done: ``endpoint`` an http(s) URL that answers
     (within ``timeout`` seconds), or ``path`` in a directory that exists; the traces URL or the path, else one
-    ``InspectError`` line saying what to do. The URL returned is marked as checked: ``to_otel`` and
+    ``InspectError`` line saying what to do; a ``path`` that is one of ``inputs`` (the files the export was made
+    from) is refused, never overwritten. The URL returned is marked as checked: ``to_otel`` and
     :func:`export_spans` given it within seconds do not connect to check it again (a URL kept and reused later
     is probed again: the endpoint may have gone).
 
@@ -116,7 +121,9 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
     if path is not None:
         out = Path(path)
         if not out.parent.is_dir():     # not created here, as write_report
-            raise InspectError(f"cannot write {out}: directory {out.parent} does not exist; create it first")
+            raise InspectError(f"cannot write {out}: {out.parent} is a file, not a directory" if out.parent.exists()
+                               else f"cannot write {out}: directory {out.parent} does not exist; create it first")
+        check_output(out, inputs)
         return str(out)
     url = otlp_traces_url(str(endpoint))
     parts = urlsplit(url)
@@ -124,7 +131,8 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
     try:
         socket.create_connection((parts.hostname, port), timeout=timeout).close()
     except OSError as exc:
-        raise InspectError(f"cannot reach the OpenTelemetry endpoint {url} ({exc.strerror or exc}): start the "
+        raise InspectError(f"cannot reach the OpenTelemetry endpoint {shown_url(url)} "
+                           f"({shown_url(url, str(exc.strerror or exc))}): start the "
                            "collector or backend there, fix the URL, or write a file instead (path= / -o "
                            "spans.json)") from None
     return _Checked(url)
@@ -147,14 +155,41 @@ def export_spans(specs: Sequence[Mapping[str, Any]], endpoint: str, *, resource:
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout, headers=dict(headers or {}))
-    try:
-        for i in range(0, len(spans), _BATCH):
-            if exporter.export(spans[i:i + _BATCH]) is not SpanExportResult.SUCCESS:
-                raise InspectError(f"the OpenTelemetry endpoint {url} refused the spans (see the warning above): "
-                                   "check that it accepts OTLP/HTTP protobuf on /v1/traces")
-    finally:
-        exporter.shutdown()
+    with _exporter_says() as said:
+        try:
+            for i in range(0, len(spans), _BATCH):
+                if exporter.export(spans[i:i + _BATCH]) is not SpanExportResult.SUCCESS:
+                    # the first thing it said (a retried 503's status) and how it gave up, on one line
+                    why = "; ".join(dict.fromkeys(m.rstrip(".") for m in (said[:1] + said[-1:]))) or "no reason given"
+                    why = " ".join(why.split())
+                    raise InspectError(f"the OpenTelemetry endpoint {shown_url(url)} did not take the spans "
+                                       f"({shown_url(url, why)}): check "
+                                       "that it accepts OTLP/HTTP protobuf on /v1/traces, or write a file instead "
+                                       "(path= / -o spans.json)")
+        finally:
+            exporter.shutdown()
     return len(spans)
+
+
+@contextlib.contextmanager
+def _exporter_says() -> Iterator[list[str]]:
+    """The OTLP exporter's log messages while it runs, kept for the one error line instead of printed as lines of
+    their own ("Failed to export spans batch code: 404, reason: Not Found", each retry of a 503)."""
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logger = logging.getLogger("opentelemetry.exporter.otlp.proto.http")
+    handler, propagate = Keep(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def _hex_ids(node: Any) -> Any:

@@ -22,6 +22,7 @@ from agent_inspect.sources._filecommon import (
     _malformed,
     _replacing,
 )
+from agent_inspect.sources._outputs import check_not_source
 
 __all__ = ["write_parquet", "read_parquet_partition"]
 
@@ -81,6 +82,7 @@ def write_parquet(log: LogLike, path: str | os.PathLike[str]) -> Path:
         columns["malformed"] = pa.array(malformed, pa.string())
     table = pa.table(columns, schema=schema)
     out = Path(path)
+    check_not_source(log.source, out)   # never over the file it was read from
     with _replacing(out) as tmp:
         pq.write_table(table, tmp, compression="zstd")
     return out

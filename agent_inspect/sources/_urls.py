@@ -9,7 +9,7 @@ from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["split_source_url", "check_port", "check_timeout", "page_answers", "port_answers"]
+__all__ = ["split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers"]
 
 
 def split_source_url(url: str, scheme: str) -> tuple[str, str]:
@@ -97,8 +97,8 @@ def port_answers(address: str, *, timeout: float = 3.0) -> bool:
 
         ai.sources.port_answers("tcp://127.0.0.1:9")   # False: nothing listens there
     """
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
     try:
+        parts = urlsplit(address if "://" in address else f"tcp://{address}")
         host, port = parts.hostname, parts.port
     except ValueError:  # a port that is no number
         return False
@@ -109,3 +109,56 @@ def port_answers(address: str, *, timeout: float = 3.0) -> bool:
     except OSError:
         return False
     return True
+
+
+def scheduler_answers(address: str, *, timeout: float = 10.0) -> str | None:
+    """None when a Dask scheduler at ``address`` completes Dask's handshake within ``timeout`` seconds; otherwise
+    why not, in a few words. It only connects, greets and closes.
+
+    Dask's own connect waits for the peer's greeting with no deadline, so a port that accepts and never answers
+    (a proxy, a firewall, another service) would hang ``distributed.Client`` however short its timeout.
+
+    For example::
+
+        ai.sources.scheduler_answers("tcp://127.0.0.1:9", timeout=2)   # "nothing accepts a connection there"
+    """
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    try:
+        parts = urlsplit(address if "://" in address else f"tcp://{address}")   # Dask's default scheme is tcp
+        port = parts.port
+    except ValueError as exc:  # an unclosed IPv6 bracket, a port that is no number
+        return f"not an address: {exc}"
+    # Dask retries a refused connection for its whole timeout: a port nobody listens on is told at once
+    if parts.scheme in ("tcp", "tls") and parts.hostname and port is not None and not port_answers(
+            f"tcp://{parts.netloc}", timeout=min(timeout, 3.0)):
+        return "nothing accepts a connection there"
+
+    async def greet() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
+        await comm.close()
+
+    # in a thread of its own: a notebook's event loop may be running in this one
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, greet()).result()
+        except TimeoutError:
+            return f"it accepted the connection but did not answer within {timeout:g}s: is it a Dask scheduler?"
+        except Exception as exc:  # noqa: BLE001 - refused, closed, or a peer speaking another protocol
+            return str(exc) or type(exc).__name__
+    return None
+
+
+def shown_url(url: str, text: str | None = None) -> str:
+    """``url`` as an error message may show it: without the user and password a URL may carry (``s3://key:secret@…``,
+    ``http://user:pass@collector``); given ``text`` (a client's message that may quote the URL), that text with the
+    credentials taken out instead."""
+    try:   # without a scheme ("user:pass@host:4318") everything before the last @ is the userinfo
+        userinfo = urlsplit(url).netloc.rpartition("@")[0] if "://" in url else url.rpartition("@")[0]
+    except ValueError:
+        userinfo = ""
+    shown = url if text is None else text
+    return shown.replace(f"{userinfo}@", "") if userinfo else shown

@@ -79,3 +79,12 @@ def test_cases_beyond_the_matrix_show_their_known_failures(capsys):
     assert "PASS G11 fixed\n    predicted: k:A.IA=REUSE k:C.IA=REUSE ✗stale" in out
     assert "PASS G11 fixed+round-regression\n    predicted: k:A.IA=REUSE k:C.IA=RERUN" in out
     assert "post_to_crm@0=hit→java.lang.NullPointerException" in out
+
+
+def test_a_file_that_is_no_text_is_one_line(tmp_path, capsys):
+    # a picture passed by mistake was a UnicodeDecodeError traceback
+    png = tmp_path / "case.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    assert main(["cases", "run", str(png)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{png}: not valid TOML: 'utf-8' codec can't decode" in err

@@ -6,6 +6,9 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+import agent_inspect as ai
 from agent_inspect.cases import load_cases, run_case
 from agent_inspect.cli import main
 
@@ -82,3 +85,18 @@ def test_a_saved_counterexample_says_how_to_replay_it(capsys, tmp_path):
     assert command[:3] == ["agent-inspect", "cases", "run"] and command[-2:] == ["--rules", "naive"]
     assert main(command[1:]) == 1
     assert "FAIL " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option, says", [("tombstones=abc", "tombstones='abc' is a probability"),
+                                          ("tombstones=nan", "tombstones=nan is a probability"),
+                                          ("keys=abc", "keys='abc' must be a whole number"),
+                                          ("keys=2.5", "keys=2.5 must be a whole number")])
+def test_an_option_value_that_is_no_number_is_one_line(option, says, capsys):
+    # "tombstones=abc" was a ValueError traceback from float(); "keys=2.5" passed the check and crashed in random
+    assert main(["rules", "check", "fixed", "--n", "2", "--option", option]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"history option {says}" in err
+
+
+def test_a_whole_float_counts_as_its_number():
+    assert ai.checker.HistoryOptions(keys=2.0).keys == 2

@@ -59,3 +59,19 @@ def test_the_demo_takes_the_what_if_mark_from_the_rule_mark(capsys, monkeypatch)
     text = capsys.readouterr().out
     assert "== reconstruct under rule 'original': 1 divergence" in text
     assert "== reconstruct under rule 'fixed' [what-if: 0.4 ships original]: 0 divergences" in text
+
+
+def test_markers_without_a_sample_are_refused_not_dropped(capsys: pytest.CaptureFixture[str]) -> None:
+    # the production sample was analysed under its own markers and the given ones were ignored without a word
+    assert main(["demo", "--cli", "--markers", '{"0": 1}']) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--markers goes with --sample" in err
+
+
+def test_a_sample_is_named_as_samples_list_names_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # "--sample G01" said "cannot open 'G01': No such file or directory"
+    assert main(["demo", "--cli", "--json", "--sample", "G01"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["source"].endswith("G01.jsonl") and data["markers"] == [{"0": 0}]
+    assert main(["demo", "--cli", "--json", "--sample", "G01", "--markers", '{"0": 2}']) == 0
+    assert json.loads(capsys.readouterr().out)["markers"] == {"0": 2}

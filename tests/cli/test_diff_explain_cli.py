@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import agent_inspect as ai
 from agent_inspect.cli import main
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
@@ -82,3 +83,15 @@ def test_explain_of_a_sub_agent_s_name_says_it_is_one_and_what_action_takes(caps
     assert "order-1@6 CA1 (in sub-agent reviewer), order-1@6 CA2 (in sub-agent reviewer), order-1@6 P;" in err
     assert err.endswith("'reviewer' is a sub-agent, not an action (its tasks there: CA1, CA2): the action (--action) "
                         "takes an action name or UUID") and "\n" not in err
+
+
+@pytest.mark.parametrize("side", ["{empty}", "{empty}@fixed", "{empty}@attempt=1"])
+def test_a_side_with_no_records_exits_2_as_every_verb_says_it(side: str, tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # a zero-byte dump diffed as "only in b 3" with exit 0; under a rule it said "no root (_input_event) records …
+    # pass a ReplayPlan with the inputs"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert main(["diff", str(ai.samples.path("G01")), side.format(empty=empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{empty} holds no records (0 bytes)" in err

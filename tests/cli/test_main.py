@@ -58,3 +58,33 @@ def test_the_exit_codes_page_and_the_help_name_the_empty_source_case(tmp_path, c
     row = next(line for line in page.splitlines() if line.startswith("| `2` |"))
     assert "empty source" in row and "trace" in row
     assert "empty source" in " ".join(build_parser().format_help().split())
+
+
+def test_a_directory_to_write_into_that_is_a_file_says_so(tmp_path, capsys):
+    # "agent-inspect: File exists '/…/f'" said nothing of what to do
+    f = tmp_path / "f"
+    f.write_text("x")
+    for argv, says in [(["samples", "write", str(f), "--name", "G01"], "it is a file, not a directory"),
+                       (["samples", "write", str(f / "sub"), "--name", "G01"], "part of that path is a file"),
+                       (["report", str(SAMPLE), "-o", str(f / "r.html")], f"{f} is a file, not a directory")]:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+    assert f.read_text() == "x"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["diff", str(SAMPLE), str(SAMPLE), "--limit", "-1"], "argument --limit: must be 0 or more, not -1"),
+    (["report", str(SAMPLE), "-o", "r.html", "--keys", "-1"], "argument --keys: must be 0 or more, not -1"),
+    (["scan", str(SAMPLE), "--top", "-5"], "argument --top: must be 0 or more, not -5"),
+    (["demo", "--port", "-1"], "argument --port: port -1 is outside 0..65535"),
+    (["docs", "--port", "70000"], "argument --port: port 70000 is outside 0..65535"),
+    (["docs", "--port", "abc"], "argument --port: 'abc' is not a port number"),
+])
+def test_a_number_out_of_range_is_a_usage_error_before_any_work(argv, says, capsys):
+    # "--limit -1" printed all but one row and "… and 837 more"; "demo --port -1" started JupyterLab, and
+    # "docs --port 70000" built the site (installing its extra) before the port failed
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and says in err

@@ -82,3 +82,23 @@ def test_a_diff_side_reads_a_checkpoint_as_markers_as_explain_does() -> None:
     assert ai.checkpoint.names_checkpoint(CHECKPOINT) and ai.checkpoint.names_checkpoint("s3://b/chk-7")
     assert not ai.checkpoint.names_checkpoint(ai.samples.path("production", "markers"))
     assert not ai.checkpoint.names_checkpoint('[{"0": 1}]')
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"0": 1', r"--markers file '.*m\.json' is not valid JSON \(Expecting ',' delimiter at line 1 column 8\)"),
+    (b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", r"--markers file '.*m\.json' is not a markers file \(not UTF-8 text\)"),
+])
+def test_a_markers_file_that_is_not_json_names_the_file(tmp_path: Path, content: bytes, message: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # a file of broken JSON was reported as "--markers file '{"0": 1' cannot be read (no such file)", its text
+    # taken for its name; a binary file was a UnicodeDecodeError traceback
+    path = tmp_path / "m.json"
+    path.write_bytes(content)
+    for text in (str(path), f"@{path}"):
+        with pytest.raises(InspectError, match=message):
+            parse_markers(text)
+    from agent_inspect.cli import main
+
+    assert main(["reconstruct", str(ai.samples.path("G01")), "--markers", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "file '{" not in err

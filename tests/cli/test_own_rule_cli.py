@@ -51,3 +51,17 @@ def test_a_rule_file_path_names_the_rule(rule_dir: Path, capsys: pytest.CaptureF
     assert ai.rules.resolve_rule(str(rule_dir / "sub" / "other_own_rule.py") + ":KeepsAll").name == "keeps-all"
     with pytest.raises(ai.RecoveryError, match=r"no rule file 'sub/nope\.py'.*"):
         ai.rules.resolve_rule("sub/nope.py:KeepsAll")
+
+
+def test_a_missing_rule_file_or_a_name_taken_is_said_as_is(rule_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Our own one-line errors about a rule file were wrapped as the module's failure: "rule 'sub/nope.py:X' does not
+    import: ?: RecoveryError: no rule file …; fix it and run again"."""
+    for spec, says in [("sub/nope.py:KeepsAll", "no rule file 'sub/nope.py'; name an existing .py file"),
+                       (":KeepsAll", "rule ':KeepsAll' names no module; write your own rule as module:ClassName"),
+                       ("cli_own_rule_mod:", "rule 'cli_own_rule_mod:' names no class")]:
+        with pytest.raises(ai.RecoveryError) as info:
+            ai.rules.resolve_rule(spec)
+        assert str(info.value).startswith(says) and "does not import" not in str(info.value), spec
+        assert main(["reconstruct", str(ai.samples.path("G01")), "--rule", spec]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err and "?:" not in err

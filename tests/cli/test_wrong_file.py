@@ -55,12 +55,24 @@ def test_loading_the_wrong_kind_names_the_right_call() -> None:
 
 @pytest.mark.parametrize("argv", [["summary", "/etc/passwd"], ["summary", str(LOGS / "N04.trace.log")],
                                   ["trace", "summary", str(LOGS / "N04.jsonl")], ["trace", "summary", "/etc/passwd"],
-                                  ["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.jsonl")]])
+                                  ["verify", str(LOGS / "N04.jsonl"), "--trace", str(LOGS / "N04.jsonl")],
+                                  # scan read them as dumps of bad records and exited 0 (before any cluster now)
+                                  ["scan", "/etc/passwd", "--no-progress"],
+                                  ["scan", str(LOGS / "N04.trace.log"), "--no-progress"]])
 def test_the_cli_exits_2_with_one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("agent-inspect: ")
     assert "use ai.load" in err or "none of the files agent_inspect reads" in err
+
+
+def test_a_scan_plan_names_the_right_call_as_the_loader_does() -> None:
+    with pytest.raises(SourceError, match=r"looks like a Trace Log, not an action-state dump: use ai\.load_trace\("):
+        ai.fleet.plan_scan(LOGS / "N04.trace.log")
+    with pytest.raises(SourceError, match="none of the files agent_inspect reads"):
+        ai.scan("/etc/passwd")
+    assert len(ai.fleet.plan_scan(LOGS / "N04.kcat.jsonl").windows) == 1
+    assert ai.fleet.plan_scan(LOGS / "N04.trace.log", file_format="jsonl").windows   # a format given is obeyed
 
 
 def test_a_log_where_nothing_decoded_has_an_unknown_runtime_modelled_as_the_release(

@@ -34,3 +34,20 @@ def test_the_cli_says_it_in_one_line(capsys: pytest.CaptureFixture[str]) -> None
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert "cannot write the scan's output to '/proc/x'" in err and "choose a directory" in err
+
+
+@pytest.mark.parametrize("inside", ["", "sub"])
+def test_an_output_inside_the_directory_scanned_is_refused(inside: str, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A scan's output scanned into itself added a second part beside the first: the dataset held every record
+    twice. The directory scanned is read-only, and is checked before any cluster starts."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    (dumps / "G01.parquet").write_bytes(ai.samples.path("G01", "parquet").read_bytes())
+    before = sorted(p.name for p in dumps.rglob("*"))
+    out = dumps / inside if inside else dumps
+    with pytest.raises(ai.InspectError, match=r"it is inside the directory scanned .*choose a directory outside it"):
+        ai.scan(dumps, output=out, client=NOWHERE)
+    assert main(["scan", str(dumps), "-o", str(out), "--scheduler", NOWHERE, "--no-progress"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert sorted(p.name for p in dumps.rglob("*")) == before

@@ -10,12 +10,12 @@ import agent_inspect.sources as sources
 
 def test_public_names() -> None:
     assert sorted(sources.__all__) == sorted(
-        ["file_kind", "FileKind", "expect_kind",
+        ["file_kind", "FileKind", "expect_kind", "check_output", "input_files", "source_files",
          "write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
          "read_partitions", "read_fluss", "plan_fluss", "read_fluss_bucket", "ConnectionFactory", "ReadPlan",
          "read_parquet_partition",
          "business_key_rows", "candidate_partitions", "take", "merge_markers", "split_source_url", "check_port",
-         "page_answers", "port_answers",
+         "page_answers", "port_answers", "scheduler_answers",
          "check_timeout",
          "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
          "open_kafka_tail", "KafkaTail", "open_checkpoint", "CheckpointFiles",

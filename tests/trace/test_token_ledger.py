@@ -157,3 +157,17 @@ def test_a_small_spend_never_reads_as_nothing() -> None:
                      "under fixed it would have re-spent 0 (≈ $0.00)")
     large = v.with_tokens(prices={"*": (1600, 6400)}).tokens.headline()
     assert large.startswith("this restore re-spent 1.62 k tokens (≈ $3.27) in 1 LLM call")
+
+
+@pytest.mark.parametrize("content, says", [(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", " is not TOML text (not UTF-8)"),
+                                           (b'{"0": 1', ": Invalid statement (at line 1, column 1)")])
+def test_a_prices_file_that_is_no_toml_is_named_in_one_line(content: bytes, says: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # a binary file was a UnicodeDecodeError traceback; broken TOML said "bad prices file: …" without the file
+    prices = tmp_path / "prices.toml"
+    prices.write_bytes(content)
+    g01 = ai.samples.path("G01")
+    assert main(["verify", str(g01), "--trace", str(ai.samples.path("G01", "trace")), "--markers",
+                 str(ai.samples.path("G01", "markers")), "--prices", str(prices)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--prices file '{prices}'{says}" in err

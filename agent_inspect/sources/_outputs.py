@@ -1,0 +1,101 @@
+"""Outputs never overwrite inputs: sources are read-only, so no verb writes over a file it reads."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from agent_inspect._errors import SourceError
+
+__all__ = ["input_files", "check_output", "check_not_source", "source_files"]
+
+_DUMP_SUFFIXES = (".parquet", ".jsonl", ".json", ".gz", ".ndjson")   # what a directory of dumps is read for
+
+
+def input_files(given: str | os.PathLike[str] | None, *, kind: str = "any") -> list[str]:
+    """The local files an input argument names, as the verb reading it would find them: a file, the files of a
+    directory (``kind="dump"``: its dumps and a scan's parts; ``"trace"``: its trace files; ``"any"``: all of
+    them, as a checkpoint folder), or a glob's matches. ``@`` before a path and ``file://`` are read as the verbs
+    read them; a topic, a table, a remote URL or JSON text names no local file (``[]``).
+
+    For example::
+
+        ai.sources.input_files("sample_logs/*.trace.log")[:2]   # the trace files a --trace glob reads
+    """
+    if given is None:
+        return []
+    text = os.fspath(given)
+    text = text[1:] if text.startswith("@") else text
+    if text.startswith("file:"):
+        text = unquote(urlsplit(text).path)
+    elif "://" in text:
+        return []
+    if kind == "trace":
+        from agent_inspect.sources._trace import trace_files
+
+        try:
+            return [str(f.path) for f in trace_files(text)]
+        except (SourceError, OSError, ValueError):
+            return []
+    p = Path(text)
+    if p.is_file():
+        return [text]
+    if p.is_dir():
+        return [str(f) for f in p.rglob("*") if f.is_file() and (kind != "dump" or f.name.endswith(_DUMP_SUFFIXES))]
+    if any(c in text for c in "*?["):
+        return [m for m in glob.glob(text) if os.path.isfile(m)]
+    return []
+
+
+def check_output(output: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str]]) -> None:
+    """A :class:`SourceError` when writing ``output`` would overwrite one of ``inputs`` (files, as
+    :func:`input_files` lists them; the same file under another name or a link counts too).
+
+    For example::
+
+        try:
+            ai.sources.check_output("sample_logs/G01.jsonl", ai.sources.input_files("sample_logs", kind="dump"))
+        except ai.SourceError as exc:
+            message = str(exc)      # "will not write 'sample_logs/G01.jsonl': it is an input of this command, …"
+        message
+    """
+    out = Path(output)
+    if not out.exists():
+        return
+    for f in inputs:
+        try:
+            same = os.path.samefile(out, f)
+        except OSError:
+            continue
+        if same:
+            shown = "" if os.path.abspath(f) == os.path.abspath(out) else f" ({os.fspath(f)})"
+            raise SourceError(f"will not write {str(out)!r}: it is an input of this command{shown}, and sources are "
+                              "read-only; choose another output path")
+
+
+def source_files(subject: object) -> list[str]:
+    """The files ``subject`` was read from: a path (a dump, a directory of dumps), or a log's (or a result's log's)
+    ``source`` when it was loaded from a file; ``[]`` for a topic or a table.
+
+    For example::
+
+        ai.sources.source_files(ai.load("sample_logs/G01.jsonl"))   # ["sample_logs/G01.jsonl"]
+    """
+    if isinstance(subject, (str, os.PathLike)):
+        return input_files(subject, kind="dump")
+    return _files_of(getattr(subject, "source", None) or getattr(getattr(subject, "log", None), "source", None))
+
+
+def check_not_source(source: object, output: str | os.PathLike[str]) -> None:
+    """:func:`check_output` against the file (or directory of dumps) a log was loaded from, for its writers."""
+    check_output(output, _files_of(source))
+
+
+def _files_of(source: object) -> list[str]:
+    location = getattr(source, "location", None)
+    if getattr(source, "kind", None) == "file" and isinstance(location, str) and location:
+        return input_files(location, kind="dump")
+    return []
