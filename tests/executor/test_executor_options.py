@@ -140,6 +140,15 @@ def test_wrong_policies_and_restore_say_what_they_take() -> None:
         ai.executor.Policies(actions={"chat": "rerun"})
     with pytest.raises(ReplayError, match=r"restore takes a Checkpoint of an earlier attempt .*got dict"):
         ai.ReplayExecutor(log, restore={0: 1})
+    # memory={"x": 1} (one key's memory for all) was a TypeError in the engine, breakpoints=["k"] an AttributeError
+    with pytest.raises(ReplayError, match=r"memory takes per business key a mapping of memory paths to values "
+                                          r"\(\{'user-1': \{'x': 1\}\}\), got 1 for 'x'"):
+        ai.ReplayExecutor(log, memory={"x": 1})
+    with pytest.raises(ReplayError, match=r"sensory takes per business key .*got \[1\]"):
+        ai.ReplayExecutor(log, sensory=[1])
+    with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s \(ai.executor.Breakpoint\(key=..., "
+                                          r"action=...\)\), got 'k'"):
+        ai.ReplayExecutor(log, breakpoints=["k"])
     ok = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"), policies={"calls": "stub", "stubs": {"*": "x"},
                                                                                  "actions": {"IA": "diff"}})
     ok.run()
