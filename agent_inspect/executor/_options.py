@@ -281,10 +281,10 @@ class ExecutorOptions:
             if bad is not None:     # {"x": 1}: one key's memory given for all (a TypeError in the engine)
                 raise ReplayError(f"{name} takes per business key a mapping of memory paths to values "
                                   f"({{'user-1': {{'x': 1}}}}), got {bad[1]!r}" + (f" for {bad[0]!r}" if bad[0] else ""))
-        bp = next((bp for bp in self.breakpoints if not isinstance(bp, Breakpoint)), None)
-        if bp is not None:          # a key given as a breakpoint: an AttributeError at the first check
+        wrong = [bp for bp in self.breakpoints if not isinstance(bp, Breakpoint)]
+        if wrong:                   # a key given as a breakpoint: an AttributeError at the first check
             raise ReplayError(f"breakpoints takes Breakpoint s (ai.executor.Breakpoint(key=..., action=...)), "
-                              f"got {bp!r}")
+                              f"got {wrong[0]!r}")
         if self.memory_decoder is not None and not callable(self.memory_decoder):
             raise ReplayError(f"memory_decoder takes a function of a record's memory value (e.g. "
                               f"ai.executor.json_envelope_decoder), got {type(self.memory_decoder).__name__}")

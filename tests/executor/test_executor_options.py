@@ -149,6 +149,8 @@ def test_wrong_policies_and_restore_say_what_they_take() -> None:
     with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s \(ai.executor.Breakpoint\(key=..., "
                                           r"action=...\)\), got 'k'"):
         ai.ReplayExecutor(log, breakpoints=["k"])
+    with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s .*got None"):
+        ai.ReplayExecutor(log, breakpoints=[None])
     ok = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"), policies={"calls": "stub", "stubs": {"*": "x"},
                                                                                  "actions": {"IA": "diff"}})
     ok.run()
