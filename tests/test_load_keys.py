@@ -62,3 +62,23 @@ def test_a_scan_dataset_names_a_mistyped_keys_close_matches(tmp_path: Path) -> N
         with pytest.raises(ai.InspectError, match=r"business key 'user-19' has no records in .*did you mean 'user-0019'"):
             load(tmp_path, business_keys=["user-19"])
     assert ai.log.load_dataset(tmp_path, business_keys=["user-0019"]).keys() == ["user-0019"]
+
+
+def test_a_numeric_key_a_lone_key_and_a_wrong_type(tmp_path: Path) -> None:
+    """An int key (a Long key's text) and a lone string were an AttributeError and a search for each of its
+    characters; None or bytes failed hashing the key with an AttributeError."""
+    import json
+
+    lines = [json.loads(line) for line in (LOGS / "N04.jsonl").read_text().splitlines()]
+    for record in lines:
+        record["key"] = record["key"].rsplit("_", 1)[0] + "_12"          # K1.5: the key text is last
+    (tmp_path / "n.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    assert len(ai.load(tmp_path / "n.jsonl", business_keys=[12]).records) == len(lines)
+    assert len(ai.load(LOGS / "production.jsonl", business_keys="user-0012").records) == \
+        len(ai.load(LOGS / "production.jsonl", business_keys=["user-0012"]).records) > 0
+    for keys, shown in (([None], "None"), ([b"k"], "b'k'"), ([True], "True")):
+        with pytest.raises(ai.InspectError, match=rf"business_keys takes key texts \(str, or int for a numeric key\), "
+                                                  rf"got {shown}"):
+            ai.load(LOGS / "N04.jsonl", business_keys=keys)
+    with pytest.raises(ai.InspectError, match=r"business_keys takes a list of business keys \(\['user-42'\]\), got 5"):
+        ai.load(LOGS / "N04.jsonl", business_keys=5)

@@ -122,6 +122,13 @@ def _as_int(value: Any, what: str, error: type[InspectError], *, partition: int 
         raise error(f"marker {what} must be an integer, got {value!r}{of}: a fraction is no record position; "
                     "pass the value as the checkpoint recorded it")
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError, OverflowError):
         raise error(f"marker {what} must be an integer, got {value!r}{of}") from None
+    if what == "offset" and not _LONG_MIN <= number <= _LONG_MAX:   # a checkpoint stores offsets as Java longs
+        raise error(f"marker offset {number} is beyond a 64-bit offset{of}: no checkpoint records it; pass the "
+                    "offsets the checkpoint recorded (ai.checkpoint.read(DIR).recovery_markers())")
+    return number
+
+
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1

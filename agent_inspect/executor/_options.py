@@ -273,6 +273,18 @@ class ExecutorOptions:
             if count is not None and (isinstance(count, bool) or not isinstance(count, numbers.Integral)
                                       or count < least):
                 raise ReplayError(f"{name} takes {what} >= {least} or None (the default), got {count!r}")
+        for name, per_key in (("memory", self.memory), ("sensory", self.sensory)):
+            if per_key is None:
+                continue
+            bad = next(((k, v) for k, v in per_key.items() if not isinstance(v, Mapping)), None) \
+                if isinstance(per_key, Mapping) else ("", per_key)
+            if bad is not None:     # {"x": 1}: one key's memory given for all (a TypeError in the engine)
+                raise ReplayError(f"{name} takes per business key a mapping of memory paths to values "
+                                  f"({{'user-1': {{'x': 1}}}}), got {bad[1]!r}" + (f" for {bad[0]!r}" if bad[0] else ""))
+        wrong = [bp for bp in self.breakpoints if not isinstance(bp, Breakpoint)]
+        if wrong:                   # a key given as a breakpoint: an AttributeError at the first check
+            raise ReplayError(f"breakpoints takes Breakpoint s (ai.executor.Breakpoint(key=..., action=...)), "
+                              f"got {wrong[0]!r}")
         if self.memory_decoder is not None and not callable(self.memory_decoder):
             raise ReplayError(f"memory_decoder takes a function of a record's memory value (e.g. "
                               f"ai.executor.json_envelope_decoder), got {type(self.memory_decoder).__name__}")

@@ -54,6 +54,10 @@ class Production:
         if self.num_partitions is not None:
             return self.num_partitions
         ends = _base_ends(self.engine.log)
+        if ends and max(ends) >= _MOST_INFERRED_PARTITIONS:   # one marker entry a partition: 2^31 exhausts memory
+            raise ReplayError(f"the log names partition {max(ends):,}, more than a topic holds (a damaged record?); "
+                              "pass num_partitions= (the topic's partition or bucket count) to write the replay's "
+                              "records")
         return max(ends) + 1 if ends else 1
 
     def checkpoint(self, *, complete: bool = True) -> dict[int, int]:
@@ -170,6 +174,10 @@ class Production:
         return cast("ActionStateLog", combined_log(self.engine.log, self.journal(), num_partitions=self.partitions()))
 
 
+# Above this partition number a log's partitions are not taken as the topic's partition count (pass it instead).
+_MOST_INFERRED_PARTITIONS = 1 << 16
+
+
 def _has_written(steps: list[Step]) -> bool:
     """Whether the task of the last LOOKUP step has persisted a state since."""
     for i in range(len(steps) - 1, -1, -1):
@@ -256,10 +264,9 @@ def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> Any:
     batches.append(journal)
     src = getattr(log, "source", None)
     starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
-    n = max([num_partitions - 1, *journal.partition, *starts]) + 1
-    for p in range(n):                          # every partition/bucket of the topic, as a source reports it
-        starts.setdefault(p, 0)
-    ends = end_offsets(journal, log=log, num_partitions=n)
+    for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source
+        starts.setdefault(p, 0)                             # reports it (the base log's own are in starts)
+    ends = end_offsets(journal, log=log, num_partitions=num_partitions)
     kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
     source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
                         topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,

@@ -160,9 +160,10 @@ def steps_frame(steps: Sequence[Step]) -> pd.DataFrame:
     """One row per step, indexed by step index."""
     import pandas as pd
 
-    frame = pd.DataFrame([s.as_row() for s in steps], columns=STEP_COLUMNS)
-    for col in ("index", "seq", "call_index", "task"):
-        frame[col] = frame[col].astype("Int64")
+    rows = [s.as_row() for s in steps]
+    frame = pd.DataFrame(rows, columns=STEP_COLUMNS)
+    for col in ("index", "seq", "call_index", "task"):   # from the rows: through float64 a seq past 2^53 fails
+        frame[col] = pd.array([r[col] for r in rows], dtype="Int64")
     return frame.set_index("index", drop=False).rename_axis(None)
 
 

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
-from agent_inspect.log._assemble import build_log, check_business_keys, key_texts, note_repeated_positions
+from agent_inspect.log._assemble import (
+    build_log,
+    business_key_texts,
+    check_business_keys,
+    key_texts,
+    note_repeated_positions,
+)
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.log._parallel import Workers, estimate_file_records, plan_workers
 from agent_inspect.raw import SourceInfo
@@ -80,7 +86,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
     """
     check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
-    business_keys = list(business_keys) if business_keys is not None else None   # read twice: load, then check
+    business_keys = business_key_texts(business_keys)   # a list: read twice, load then check
     others: set[str] = set()      # the keys of the partitions read that were left out: a typo's close matches
     batches, info = open_kafka(bootstrap_servers, topic, markers=markers, start_offsets=start_offsets,
                                business_keys=business_keys, config=config, progress=progress,
@@ -117,7 +123,7 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: MarkersLik
     """
     check_timeout(timeout)
     plan_workers(workers, 0)
-    business_keys = list(business_keys) if business_keys is not None else None
+    business_keys = business_key_texts(business_keys)
     others: set[str] = set()      # every bucket is read: the other keys of the table, a typo's close matches
     batch, info = read_fluss(bootstrap_servers, table, markers=markers, start_offsets=start_offsets,
                              business_keys=business_keys, config=config, progress=progress, timeout=timeout,
@@ -148,6 +154,7 @@ def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
     """
     from agent_inspect.log._window import is_dataset, load_dataset
 
+    business_keys = business_key_texts(business_keys)
     if is_dataset(path):  # a fleet scan's output directory (hive-partitioned Parquet parts)
         return load_dataset(path, business_keys=business_keys)
     if file_format is None and os.path.isfile(path):  # a Trace Log or no dump at all: say which call reads it

@@ -7,6 +7,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -287,26 +288,36 @@ def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeI
 
 
 def _missing_rounds(key_rounds: Mapping[str, list[tuple[int, int]]],
-                    held: Collection[tuple[str, int]]) -> dict[str, list[int]]:
-    """Per key, the seqs between its first and last replayed round that no root record shows: each input took
-    the next seq (spec §9.2), so such a round's root was dropped (compaction, a damaged line). ``key_rounds``
-    lists each key's distinct round seqs in order."""
-    gaps: dict[str, list[int]] = {}
+                    held: Collection[tuple[str, int]]) -> dict[str, tuple[int, list[int]]]:
+    """Per key, how many seqs between its first and last replayed round no root record shows, and the first few:
+    each input took the next seq (spec §9.2), so such a round's root was dropped (compaction, a damaged line).
+    ``key_rounds`` lists each key's distinct round seqs in order. Counted, not listed: a damaged seq may leave a
+    gap of billions."""
+    gaps: dict[str, tuple[int, list[int]]] = {}
+    held_seqs: dict[str, set[int]] = {}
+    for k, s in held:
+        held_seqs.setdefault(k, set()).add(s)
     for bk, seq_pos in key_rounds.items():
         low, high = seq_pos[0][0], seq_pos[-1][0]
         if len(seq_pos) <= high - low:
-            have = {seq for seq, _ in seq_pos}
-            missing = [s for s in range(low, high) if s not in have and (bk, s) not in held]
-            if missing:
-                gaps[bk] = missing
+            have = {seq for seq, _ in seq_pos} | held_seqs.get(bk, set())
+            count = high - low - sum(1 for s in have if low <= s < high)
+            if count:
+                first = list(islice((s for s in range(low, high) if s not in have), _SHOWN))
+                gaps[bk] = (count, first)
     return gaps
 
 
-def _missing_rounds_note(gaps: Mapping[str, list[int]]) -> tuple[str, ...]:
+_SHOWN = 3
+
+
+def _missing_rounds_note(gaps: Mapping[str, tuple[int, list[int]]]) -> tuple[str, ...]:
     if not gaps:
         return ()
-    rounds = [f"{k}@{s}" for k in sorted(gaps) for s in gaps[k]]
-    return (f"{plural(len(rounds), 'round')} ({first_few(rounds, 3)}) of the window {'have' if len(rounds) != 1 else 'has'} no root "
+    total = sum(count for count, _ in gaps.values())
+    shown = [f"{k}@{s}" for k in sorted(gaps) for s in gaps[k][1]][:_SHOWN]
+    rounds = ", ".join(shown) + (f" and {total - len(shown):,} more" if total > len(shown) else "")
+    return (f"{plural(total, 'round')} ({rounds}) of the window {'have' if total != 1 else 'has'} no root "
             "record in the log (compacted away or unreadable): not replayed, as its input is unknown; the key's "
             "later rounds keep their own seqNums",)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
@@ -75,12 +75,28 @@ def as_plan(plan: PlanLike) -> ReplayPlan:
     if isinstance(plan, Mapping):
         given = plan.get("inputs", ())
         pairs = [(k, v) for k, vs in given.items() for v in vs] if isinstance(given, Mapping) else given
-        inputs = tuple(ReplayInput(str(k), _event(v)) for k, v in pairs)
-        pending = tuple(PendingTask(str(k), int(s), str(a), _event(e)) for k, s, a, e in plan.get("pending", ()))
+        inputs = tuple(ReplayInput(str(k), _event(v))
+                       for k, v in _items(pairs, "inputs", "(key, value_or_event)", "('user-1', 'hello')"))
+        pending = tuple(PendingTask(str(k), int(s), str(a), _event(e))
+                        for k, s, a, e in _items(plan.get("pending", ()), "pending", "(key, seq, action, event)",
+                                                   "('user-1', 3, 'chat', 'hello')"))
         return ReplayPlan(inputs=inputs, restored_seq=dict(plan.get("restored_seq", {})), pending=pending,
                           keys=dict(plan.get("keys", {})), attempt=int(plan.get("attempt", 1)))
     raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs' "
                       "(a log's own later attempt: ai.ReplayPlan.from_log(log, markers=...))")
+
+
+def _items(items: Any, name: str, shape: str, example: str) -> list[tuple[Any, ...]]:
+    """``items`` as tuples of ``shape``'s length; anything else (a dict, whose keys would unpack as the fields, a
+    string, a number) raises ``ReplayError`` naming the shape."""
+    n, out = shape.count(",") + 1, []
+    for item in [items] if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable) else items:
+        fields = () if isinstance(item, (str, bytes, Mapping)) or not isinstance(item, Iterable) else tuple(item)
+        if len(fields) != n or item is items:
+            raise ReplayError(f"a plan's {name!r} takes a list of {shape} tuples, got {item!r}; e.g. "
+                              f"{{{name!r}: [{example}]}}")
+        out.append(fields)
+    return out
 
 
 def _event(value: Any) -> AgentEvent:

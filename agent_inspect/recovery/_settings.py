@@ -4,6 +4,7 @@ same way. The default rule is the one the log's runtime ships; any other is a wh
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -113,6 +114,10 @@ class Recovery:
         matching: CallMatching = "position" if call_matching is None else call_matching
         if matching not in ("position", "function-id"):
             raise RecoveryError(f"unknown call_matching {matching!r}; use 'position' or 'function-id'")
+        if max_parallelism is not None and (isinstance(max_parallelism, bool) or not isinstance(max_parallelism, numbers.Integral)
+                                            or not 1 <= max_parallelism <= 1 << 15):   # "128" was a numpy error
+            raise RecoveryError(f"max_parallelism takes the job's maximum parallelism, an int from 1 to 32768 "
+                                f"(Flink's range), got {max_parallelism!r}")
         values = (rule, markers, runtime, store_flavour, kafka_pending, plan, agent, call_matching,
                   expected_fingerprint, max_parallelism)    # in the order of SETTING_NAMES
         given = {name: value for name, value in zip(SETTING_NAMES, values, strict=True) if value is not None}

@@ -166,8 +166,8 @@ def join(trace: TraceLog, log: ActionStateLog, *, call_kind: Callable[[str | Non
                                  f"this is child {nth + 1} (the calls were not journaled, or not durable)")
         rows.append(row)
     frame = pd.DataFrame(rows, columns=JOIN_COLUMNS)
-    for col in ("pos", "seq", "call_index"):
-        frame[col] = frame[col].astype("Int64")
+    for col in ("pos", "seq", "call_index"):     # from the rows: through float64 a seq past 2^53 fails to cast
+        frame[col] = pd.array([r.get(col) for r in rows], dtype="Int64")
     return frame
 
 

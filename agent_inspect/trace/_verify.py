@@ -126,8 +126,8 @@ def compare(tasks: pd.DataFrame, execs: pd.DataFrame) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=VERIFY_COLUMNS)
     frame["agree"] = frame["agree"].astype(bool)
     for col in ("seq", "entry_pos", "calls_executed_predicted", "calls_executed_observed", "calls_replayed_observed",
-                "task"):
-        frame[col] = frame[col].astype("Int64")
+                "task"):     # from the rows: through float64 a seq past 2^53 no longer casts back
+        frame[col] = pd.array([r[col] for r in rows], dtype="Int64")
     return frame
 
 

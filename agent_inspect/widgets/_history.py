@@ -171,6 +171,13 @@ class KeyHistory(anywidget.AnyWidget):
         self.header = _header(key, rule, mine, self.lines)
 
     def _position(self, record: int | tuple[int, int]) -> int:
+        try:
+            return self._position_of(record)
+        except (TypeError, ValueError):     # ("x", a 1-tuple): an unpacking or int() error said nothing of record=
+            raise InspectError(f"record takes a log position (int) or a (partition, offset) pair, got {record!r}") \
+                from None
+
+    def _position_of(self, record: int | tuple[int, int]) -> int:
         if isinstance(record, (tuple, list)):
             part, off = (int(x) for x in record)
             hit = self.records[(self.records["partition"] == part) & (self.records["offset"] == off)]

@@ -48,9 +48,11 @@ def most_affected_key(source: Any) -> Any:
     keys = frame["business_key"]
     if "status" in frame.columns:
         removed = frame["status"].isin(_REMOVED).to_numpy(dtype=bool)
-        if removed.any():
-            return keys[removed].value_counts(sort=True).index[0]
-    return keys.value_counts(sort=True).index[0]
+        counts = keys[removed].value_counts(sort=True)
+        if len(counts):
+            return counts.index[0]
+    counts = keys.value_counts(sort=True)
+    return counts.index[0] if len(counts) else None      # a log of only bad records has no key at all
 
 
 # Above this many records in view the kernel draws counts per status per bin; zooming in fetches the records.

@@ -140,6 +140,17 @@ def test_wrong_policies_and_restore_say_what_they_take() -> None:
         ai.executor.Policies(actions={"chat": "rerun"})
     with pytest.raises(ReplayError, match=r"restore takes a Checkpoint of an earlier attempt .*got dict"):
         ai.ReplayExecutor(log, restore={0: 1})
+    # memory={"x": 1} (one key's memory for all) was a TypeError in the engine, breakpoints=["k"] an AttributeError
+    with pytest.raises(ReplayError, match=r"memory takes per business key a mapping of memory paths to values "
+                                          r"\(\{'user-1': \{'x': 1\}\}\), got 1 for 'x'"):
+        ai.ReplayExecutor(log, memory={"x": 1})
+    with pytest.raises(ReplayError, match=r"sensory takes per business key .*got \[1\]"):
+        ai.ReplayExecutor(log, sensory=[1])
+    with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s \(ai.executor.Breakpoint\(key=..., "
+                                          r"action=...\)\), got 'k'"):
+        ai.ReplayExecutor(log, breakpoints=["k"])
+    with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s .*got None"):
+        ai.ReplayExecutor(log, breakpoints=[None])
     ok = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"), policies={"calls": "stub", "stubs": {"*": "x"},
                                                                                  "actions": {"IA": "diff"}})
     ok.run()
@@ -188,3 +199,21 @@ def test_a_safety_report_prints_as_one_line() -> None:
     assert "\n" not in text and len(text) < 200
     assert text.startswith(f"ReplaySafetyReport({len(report.frame):,} tasks, {len(report.unsafe):,} not replay-safe")
     assert text.endswith(", rule='original')")
+
+
+def test_a_plan_mapping_whose_items_are_not_tuples_says_what_it_takes() -> None:
+    """``{"inputs": [{"key": "k", "input": "A"}]}`` unpacked the dict's keys: an input "input" for key "key", with
+    no word; ``[{}]``, ``"x"`` and ``[5]`` were a ValueError or TypeError out of every verb."""
+    import agent_inspect as ai
+    from agent_inspect._errors import ReplayError
+
+    log = ai.load(ai.samples.path("N04"))
+    for inputs, shown in (([{"key": "k", "input": "A"}], r"\{'key': 'k', 'input': 'A'\}"), ([{}], r"\{\}"),
+                          ("x", "'x'"), ([5], "5"), ([("k", "A", "B")], r"\('k', 'A', 'B'\)")):
+        for verb in (ai.predict, ai.reconstruct, ai.ReplayExecutor):
+            with pytest.raises(ReplayError, match=rf"a plan's 'inputs' takes a list of \(key, value_or_event\) tuples, "
+                                                  rf"got {shown}; e.g. \{{'inputs': \[\('user-1', 'hello'\)\]\}}"):
+                verb(log, plan={"inputs": inputs})
+    with pytest.raises(ReplayError, match=r"'pending' takes a list of \(key, seq, action, event\) tuples, got \('k', 1\)"):
+        ai.predict(log, plan={"pending": [("k", 1)]})
+    assert len(ai.predict(log, plan={"inputs": [["k", "A"]]}).tasks) == len(ai.predict(log, plan={"inputs": {"k": ["A"]}}).tasks) > 0

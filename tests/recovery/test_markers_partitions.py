@@ -60,3 +60,14 @@ def test_a_checkpoint_of_another_job_past_the_log_s_end_is_warned_about(capsys: 
     assert main(["reconstruct", str(ai.samples.path("N04")), "--checkpoint",
                  str(ai.samples.checkpoint("production"))]) == 0
     assert "warning: the markers lie past the log's end" in capsys.readouterr().out
+
+
+def test_a_marker_offset_beyond_64_bits_says_so() -> None:
+    log = ai.load(ai.samples.path("N04"))
+    for verb in (ai.predict, ai.reconstruct, ai.ReplayExecutor):        # each raised OverflowError
+        with pytest.raises(RecoveryError, match=r"marker offset 9223372036854775808 is beyond a 64-bit offset "
+                                                r"for partition 0: .*recovery_markers\(\)"):
+            verb(log, markers=[{0: 1 << 63}])
+    with pytest.raises(RecoveryError, match="beyond a 64-bit offset"):
+        ai.fleet.key_frame(log, markers={0: 1 << 70})
+    assert ai.predict(log, markers=[{0: (1 << 63) - 1}]).tasks.empty   # the largest offset is one, past the end

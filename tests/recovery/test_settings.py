@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import pytest
 
 import agent_inspect as ai
@@ -109,3 +112,12 @@ def test_a_sample_markers_file_given_whole_says_which_entry_to_pass() -> None:
         ai.predict(g01, markers=described)
     assert ai.predict(g01, markers=described["markers"]).tasks["outcome"].tolist() == \
         ai.predict(g01, markers=ai.samples.markers("G01")).tasks["outcome"].tolist()
+
+
+def test_a_max_parallelism_outside_flink_s_range_says_so(log: ai.ActionStateLog) -> None:
+    # "128" (from a config) was a numpy UFuncTypeError deep in the rebuild; 0 and -1 were taken silently
+    for bad in ("128", 0, -1, 1.5, (1 << 15) + 1, True):
+        with pytest.raises(ai.RecoveryError, match=r"max_parallelism takes the job's maximum parallelism, an int "
+                                                   rf"from 1 to 32768 \(Flink's range\), got {re.escape(repr(bad))}"):
+            ai.predict(log, max_parallelism=bad)
+    assert ai.Recovery.resolve(log, max_parallelism=np.int64(128)).max_parallelism == 128

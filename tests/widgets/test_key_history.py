@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,14 @@ def test_the_copy_link_snippet_reopens_the_same_key_and_record(fixed):
     row = fixed.records.loc[pos]
     assert f"record=({int(row['partition'])}, {int(row['offset'])})" in snippet
     assert ai.inspect(fixed, business_key=key, record=pos).focus_record == pos
+
+
+def test_a_record_that_is_no_position_says_what_it_takes(fixed):
+    key = _key_with(fixed, "status", "evicted")
+    for record in ("x", (0,), (0, 1, 2), ("a", "b")):        # each was a ValueError out of int() or unpacking
+        with pytest.raises(ai.InspectError, match=r"record takes a log position \(int\) or a \(partition, offset\) "
+                                                  rf"pair, got {re.escape(repr(record))}"):
+            ai.inspect(fixed, business_key=key, record=record)
 
 
 def test_a_key_opens_on_its_history(fixed):

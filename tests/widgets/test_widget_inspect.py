@@ -96,3 +96,15 @@ def test_a_result_view_escapes_what_the_result_says():
     view = ai.inspect(ReplaySafetyReport(frame=frame, counters=Counters(), failure=img, rule_label=img))
     head = view.children[0].value
     assert "&lt;img" in head and "<img" not in head
+
+
+def test_a_reconstruction_of_only_bad_records_gets_the_tabs_with_no_key(tmp_path):
+    lines = ai.samples.path("G01").read_bytes().splitlines()
+    path = tmp_path / "cut.jsonl"
+    path.write_bytes(b"\n".join(line[: len(line) // 2] for line in lines) + b"\n")   # every line cut in half
+    log = ai.load(path)
+    assert len(log.errors) == len(log.records) == len(lines)
+    view = ai.inspect(ai.reconstruct(log))      # was an IndexError: no record has a business key
+    assert isinstance(view, ResultInspector) and view.key_picker.options == ()
+    for tab in view.TABS:
+        view.view(tab)
