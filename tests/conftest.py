@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,3 +28,26 @@ def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tansu: Broker) -> str:
     return tansu.bootstrap
+
+
+@pytest.fixture()
+def silent_peer() -> Iterator[int]:
+    """A TCP listener on 127.0.0.1 that accepts connections and never answers: a port whose service hangs."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            held.append(conn)
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+    for conn in held:
+        conn.close()

@@ -38,18 +38,10 @@ def test_known_kinds_as_text_or_enum_still_stop_there(executor: ai.ReplayExecuto
 
 def test_steps_keep_a_seq_past_2_to_the_53(tmp_path) -> None:
     # a seq through float64 (a step without one made the column float) no longer cast back: TypeError on ex.steps
-    import json
-    from pathlib import Path
+    from tests.support.huge_seq import BIG, n04_with_seq
 
-    big = (1 << 63) - 1
-    lines = []
-    for line in Path(ai.samples.path("N04")).read_text().splitlines():
-        record = json.loads(line)
-        group, seq, rest = record["key"].split("_", 2)
-        record["key"] = f"{group}_{big if seq == '6' else seq}_{rest}"
-        lines.append(json.dumps(record) + "\n")
-    (tmp_path / "big.jsonl").write_text("".join(lines))
-    ex = ai.ReplayExecutor(ai.load(tmp_path / "big.jsonl"))
+    path = n04_with_seq(tmp_path)
+    ex = ai.ReplayExecutor(ai.load(path))
     ex.run()
-    assert ex.steps["seq"].dtype == "Int64" and set(ex.steps["seq"].dropna()) == {5, big}
-    assert "executor run" in repr(ai.diff(ex, ai.load(tmp_path / "big.jsonl")))
+    assert ex.steps["seq"].dtype == "Int64" and set(ex.steps["seq"].dropna()) == {5, BIG}
+    assert "executor run" in repr(ai.diff(ex, ai.load(path)))

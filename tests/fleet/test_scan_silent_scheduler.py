@@ -6,38 +6,12 @@ for good (``agent-inspect scan --scheduler`` at a proxy, a firewall or another s
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 import agent_inspect as ai
 from agent_inspect.cli import main
-
-
-@pytest.fixture()
-def silent_peer() -> Iterator[int]:
-    """A TCP listener that accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            held.append(conn)
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield server.getsockname()[1]
-    server.close()
-    for conn in held:
-        conn.close()
 
 
 def test_a_silent_scheduler_fails_within_the_timeout(silent_peer: int) -> None:

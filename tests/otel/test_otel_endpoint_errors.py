@@ -7,7 +7,6 @@ and the error said "see the warning above"; a silent endpoint's timeout was call
 from __future__ import annotations
 
 import http.server
-import socket
 import threading
 from collections.abc import Iterator
 
@@ -41,28 +40,6 @@ def not_found() -> Iterator[str]:
     server.shutdown()
     server.server_close()
 
-
-@pytest.fixture()
-def silent_peer() -> Iterator[int]:
-    """A TCP listener that accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            held.append(conn)
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield server.getsockname()[1]
-    server.close()
-    for conn in held:
-        conn.close()
 
 
 def test_the_error_says_what_the_endpoint_answered(not_found: str, capfd: pytest.CaptureFixture[str]) -> None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -241,28 +239,6 @@ def test_closed_port_is_broker_unreachable_at_once(capfd: pytest.CaptureFixture[
     assert time.monotonic() - start < 15  # not the 30 s timeout: librdkafka reports the refusal at once
     assert "%3|" not in capfd.readouterr().err  # librdkafka's log lines stay off stderr
 
-
-@pytest.fixture()
-def silent_peer() -> Iterator[int]:
-    """A TCP listener that accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            held.append(conn)
-
-    threading.Thread(target=accept, daemon=True).start()
-    yield server.getsockname()[1]
-    server.close()
-    for conn in held:
-        conn.close()
 
 
 def test_silent_peer_is_broker_unreachable_within_timeout(silent_peer: int) -> None:
