@@ -24,7 +24,7 @@ from agent_inspect.widgets._common import (
 )
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import View, view_style
+from agent_inspect.widgets._style import View, choices, view_style
 
 __all__ = ["LogBrowser"]
 
@@ -71,9 +71,9 @@ class LogBrowser(View):
                                      continuous_update=False, layout=w.Layout(width="280px"))
         self.seq_filter = w.Text(description="Seq", placeholder="5 or 3-7", continuous_update=False,
                                  layout=w.Layout(width="180px"))
-        self.status_filter = w.Dropdown(description="Status", options=self._choices("status"),
+        self.status_filter = w.Dropdown(description="Status", options=choices(self._choices("status")),
                                         layout=w.Layout(width="220px"))
-        self.event_filter = w.Dropdown(description="Event", options=self._choices("task_event_type"),
+        self.event_filter = w.Dropdown(description="Event", options=choices(self._choices("task_event_type")),
                                        layout=w.Layout(width="300px"))
         self.error_filter = w.Dropdown(description="Errors", options=[ANY, ERRORS_ONLY, NO_ERRORS],
                                        layout=w.Layout(width="200px"))
@@ -219,7 +219,7 @@ class LogBrowser(View):
         indices = list(getattr(points, "point_inds", []) or [])
         if indices and trace.customdata is not None:
             label = self._bar_labels[int(trace.customdata[indices[0]])]
-            if label in self.event_filter.options:
+            if label in self._choices("task_event_type"):
                 self.event_filter.value = label
 
     def _on_filter(self, _change: dict) -> None:

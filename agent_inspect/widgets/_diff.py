@@ -16,7 +16,7 @@ from agent_inspect.history import action_label, layered_layout
 from agent_inspect.widgets._common import hover, message_html
 from agent_inspect.widgets._explain import ExplainView
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import PALETTE, View
+from agent_inspect.widgets._style import PALETTE, View, choices
 
 if TYPE_CHECKING:
     from agent_inspect.diffing import Diff
@@ -56,7 +56,7 @@ class DiffView(View):
                 f"<span class='ai-diff-count' data-status='{escape(s)}'>{escape(s)} {int(n)}</span>"
                 for s, n in c.items()) + "</div>")
         keys = list(diff.keys()) + sorted({str(k) for k in pairs["business_key"].dropna()} - set(diff.keys()))
-        self.key_picker = w.Dropdown(description="Key", options=keys, layout=w.Layout(width="420px"),
+        self.key_picker = w.Dropdown(description="Key", options=choices(keys), layout=w.Layout(width="420px"),
                                      value=str(key) if key is not None and str(key) in keys else (keys[0] if keys else None))
         self.seq_picker = w.Dropdown(description="Round", options=[], layout=w.Layout(width="200px"))
         self.timeline = Plot(layout=go.Layout(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 import pandas as pd
 
+from agent_inspect._controls import show_controls
 from agent_inspect._html import escape, frame_html, labelled
 from agent_inspect._types import ReconstructionLike
 from agent_inspect.widgets._common import decoded_value, first_column, message_html, pretty_json, records_of
@@ -108,7 +109,7 @@ class DivergenceView(View):
         for i, (_, row) in enumerate(self.divergences.iterrows()):
             ident = row.get("divergence_id", row.get("id", i))
             key = row.get(self._key_col, "") if self._key_col else ""
-            opts.append((f"#{ident} · key {key} · seq {row.get('seq', '?')} · {row.get('kind', '')}", i))
+            opts.append((show_controls(f"#{ident} · key {key} · seq {row.get('seq', '?')} · {row.get('kind', '')}"), i))
         return opts
 
     def _show(self) -> None:

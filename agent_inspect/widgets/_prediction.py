@@ -17,7 +17,7 @@ from agent_inspect.store import Outcome
 from agent_inspect.widgets._common import KIND_COLOURS, colour_for, hover, runtime_html
 from agent_inspect.widgets._grid import DataGrid
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import View, colour, view_style
+from agent_inspect.widgets._style import View, choices, colour, view_style
 
 __all__ = ["PredictionView"]
 
@@ -61,7 +61,7 @@ class PredictionView(View):
             xaxis=dict(tickformat="d"), title=dict(text="re-execution ledger", font=dict(size=13))))
         self.ledger_figure.add_class("ai-ledger")
         keys = sorted(map(str, self.tasks["key"].dropna().unique())) if "key" in self.tasks.columns else []
-        self.key_filter = w.Dropdown(description="Key", options=["(any)", *keys], layout=w.Layout(width="360px"))
+        self.key_filter = w.Dropdown(description="Key", options=choices(["(any)", *keys]), layout=w.Layout(width="360px"))
         self.key_filter.observe(lambda _: self._show_tasks(), names="value")
         self.table = DataGrid(self.tasks, columns=[c for c in _TASK_COLUMNS if c in self.tasks.columns] or None,
                               height=360, empty_text="no task")

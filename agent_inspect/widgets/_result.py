@@ -19,7 +19,7 @@ from agent_inspect.widgets._common import first_column, message_html, records_of
 from agent_inspect.widgets._divergence import DivergenceView
 from agent_inspect.widgets._graph import GraphView, SubagentTreeView
 from agent_inspect.widgets._history import KeyHistory
-from agent_inspect.widgets._style import View, view_style
+from agent_inspect.widgets._style import View, choices, view_style
 from agent_inspect.widgets._timeline import KeyTimeline, most_affected_key
 
 __all__ = ["ResultInspector"]
@@ -49,7 +49,7 @@ class ResultInspector(View):
         keys = _ranked_keys(result)
         if key is not None:
             keys = [key, *[k for k in keys if k != key]]
-        self.key_picker = w.Dropdown(description="Key", options=keys, value=keys[0] if keys else None,
+        self.key_picker = w.Dropdown(description="Key", options=choices(keys), value=keys[0] if keys else None,
                                      layout=w.Layout(width="420px"))
         self.tabs = w.Tab(children=[w.VBox() for _ in self.TABS], titles=self.TABS)
         self.tabs.add_class("ai-tabs")

@@ -29,7 +29,7 @@ from agent_inspect.widgets._common import (
 from agent_inspect.widgets._counters import COUNTER_WORDS as COUNTER_WORDS  # the table lived here: still importable
 from agent_inspect.widgets._counters import counters_html
 from agent_inspect.widgets._plot import Plot
-from agent_inspect.widgets._style import View, colour, view_style
+from agent_inspect.widgets._style import View, choices, colour, view_style
 
 __all__ = ["ReplayStepper"]
 
@@ -210,7 +210,7 @@ class ReplayStepper(View):
         """Offer the business keys the replay has reached; the chosen one (None: all keys)."""
         keys = sorted(map(str, steps["key"].dropna().unique())) if "key" in steps.columns and len(steps) else []
         chosen = self.key_filter.value
-        options = [_ALL_KEYS, *keys, *([chosen] if chosen not in (_ALL_KEYS, *keys) else [])]
+        options = choices([_ALL_KEYS, *keys, *([chosen] if chosen not in (_ALL_KEYS, *keys) else [])])
         if list(self.key_filter.options) != options:
             self._syncing = True
             try:

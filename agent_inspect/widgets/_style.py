@@ -10,15 +10,19 @@ report's page script does for a dark ``prefers-color-scheme``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import anywidget
 import ipywidgets as w
 
+from agent_inspect._controls import show_controls
+
 __all__ = ["ViewStyle", "View", "view_style", "static_text", "close_view", "widgets_under", "PALETTE", "Shade",
-           "colour", "dark_swaps", "palette_css"]
+           "colour", "dark_swaps", "palette_css", "choices"]
+
+_T = TypeVar("_T")
 
 _STATIC = Path(__file__).parent / "static"
 
@@ -30,6 +34,17 @@ def static_text(name: str) -> str:
     signal, strongly, so each such widget (and the frame it shows) would stay alive for as long as the kernel runs.
     """
     return (_STATIC / name).read_text(encoding="utf-8")
+
+
+def choices(values: Iterable[_T]) -> list[_T] | list[tuple[str, _T]]:
+    """A picker's options for values from a log (keys, event types): the values themselves, or ``(label, value)``
+    pairs when a value's text holds control characters, its label writing them out (a key's bidi override would
+    turn the label around) while the value stays exact."""
+    values = list(values)
+    labels = [show_controls(str(v)) for v in values]
+    if all(label == str(v) for label, v in zip(labels, values)):
+        return values
+    return list(zip(labels, values))
 
 
 class Shade(NamedTuple):

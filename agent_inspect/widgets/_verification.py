@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from agent_inspect._controls import show_controls
 from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import escape, frame_html, plotly_text
 from agent_inspect._types import VerificationLike
@@ -171,7 +172,7 @@ class VerificationView(View):
         seq = "" if pd.isna(r["seq"]) else f", seq {int(r['seq'])}"
         pred = r["predicted"] if isinstance(r["predicted"], str) else "—"
         tick = "✓" if bool(r["agree"]) else "✗"
-        return f"{tick} {r['action']} ({r['key']}{seq}): predicted {pred}, observed {r['observed']}"
+        return show_controls(f"{tick} {r['action']} ({r['key']}{seq}): predicted {pred}, observed {r['observed']}")
 
     def _fill_rows(self) -> None:
         idx: Sequence[int] = range(len(self.tasks))

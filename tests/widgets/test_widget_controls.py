@@ -45,3 +45,39 @@ def test_grid_cells_and_key_history_show_control_characters_written_out(tmp_path
     assert {"A" + show_controls(EVIL), "Work" + show_controls(EVIL)} <= set(sent)
     record = history.details[str(history.lines["line"].iloc[-1])]["records"][-1]
     assert json.loads(record["json"])["taskEvent"]["type"] == "Work" + EVIL   # the copied JSON reads back exact
+
+
+def _labels(options: Any) -> list[str]:
+    return [o[0] if isinstance(o, tuple) else str(o) for o in options]
+
+
+def _values(options: Any) -> list[Any]:
+    return [o[1] if isinstance(o, tuple) else o for o in options]
+
+
+def test_pickers_label_a_logs_control_characters_written_out_and_keep_the_exact_value(tmp_path: Path) -> None:
+    from agent_inspect.widgets import DivergenceView, LogBrowser, PredictionView, ResultInspector
+
+    probes = {"key": "k" + EVIL, "action": "A" + EVIL, "event_type": "Work" + EVIL, "attr": "attr" + EVIL}
+    log = ai.load(write_probe_log(tmp_path / "evil.jsonl", probes))
+    result = ai.reconstruct(log, rule="original")
+    inspector = ResultInspector(result)
+    prediction = PredictionView(ai.predict(log))
+    browser = LogBrowser(log)
+    pickers = [inspector.key_picker, prediction.key_filter, browser.event_filter]
+    for picker in pickers:
+        assert not [s for s in _labels(picker.options) if RAW.search(s)]
+    assert "k" + show_controls(EVIL) in _labels(inspector.key_picker.options)
+    assert "k" + EVIL in _values(inspector.key_picker.options)        # what a pick selects: the key itself
+    inspector.key_picker.value = "k" + EVIL
+    assert "Work" + EVIL in _values(browser.event_filter.options)
+    divergences = DivergenceView(result).selector.options     # labels naming the key: written out too
+    assert divergences and not [s for s in _labels(divergences) if RAW.search(s)]
+
+
+def test_pickers_of_plain_keys_hold_the_keys_themselves() -> None:
+    from agent_inspect.widgets._style import choices
+
+    assert choices(["user-1", "user-2"]) == ["user-1", "user-2"]          # no pairs where no label differs
+    assert choices([1, 2]) == [1, 2]
+    assert choices(["a\u202eb"]) == [("a\\u202eb", "a\u202eb")]
