@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from agent_inspect._controls import show_controls
 from agent_inspect._html import plotly_text
 from agent_inspect._types import RecordSource
 from agent_inspect.widgets._common import (
@@ -66,8 +67,11 @@ class LogBrowser(View):
         self._rows: np.ndarray | None = None
         self._muted = False
 
+        # a key is offered and shown with its control characters written out; that text finds the key itself
+        keys = self._choices("business_key")[1:]
+        self._key_of_label = {show_controls(k): k for k in keys}
         self.key_filter = w.Combobox(description="Key", placeholder="business key (exact)",
-                                     options=self._choices("business_key")[1:], ensure_option=False,
+                                     options=list(self._key_of_label), ensure_option=False,
                                      continuous_update=False, layout=w.Layout(width="280px"))
         self.seq_filter = w.Text(description="Seq", placeholder="5 or 3-7", continuous_update=False,
                                  layout=w.Layout(width="180px"))
@@ -135,7 +139,7 @@ class LogBrowser(View):
         self._muted = True
         try:
             if key is not None:
-                self.key_filter.value = str(key)
+                self.key_filter.value = show_controls(str(key))
             if seq is not None:
                 self.seq_filter.value = str(seq)
             if status is not None:
@@ -230,6 +234,7 @@ class LogBrowser(View):
         frame = self._frame
         masks: list[np.ndarray] = []
         key = self.key_filter.value.strip()
+        key = self._key_of_label.get(key, key)
         if key:
             key_cols = [c for c in ("business_key", "key_text", "key_digest") if c in frame.columns]
             hit = np.zeros(len(frame), dtype=bool)

@@ -81,3 +81,20 @@ def test_pickers_of_plain_keys_hold_the_keys_themselves() -> None:
     assert choices(["user-1", "user-2"]) == ["user-1", "user-2"]          # no pairs where no label differs
     assert choices([1, 2]) == [1, 2]
     assert choices(["a\u202eb"]) == [("a\\u202eb", "a\u202eb")]
+
+
+def test_the_log_browsers_key_search_offers_a_key_written_out_and_finds_the_key(tmp_path: Path) -> None:
+    from agent_inspect.widgets import LogBrowser
+
+    probes = {"key": "k" + EVIL, "action": "A" + EVIL, "event_type": "Work" + EVIL, "attr": "attr" + EVIL}
+    log = ai.load(write_probe_log(tmp_path / "evil.jsonl", probes))
+    browser = LogBrowser(log)
+    assert not [s for s in browser.key_filter.options if RAW.search(s)]
+    assert "k" + show_controls(EVIL) in browser.key_filter.options
+    browser.set_filters(key="no-such-key")
+    assert len(browser.window_rows) == 0
+    browser.key_filter.value = "k" + show_controls(EVIL)     # the offered text finds the key itself
+    assert len(browser.window_rows) == len(log.records) and set(browser.window_rows["business_key"]) == {"k" + EVIL}
+    browser.set_filters(key="no-such-key")
+    browser.set_filters(key="k" + EVIL)                      # a key given exactly (another view opening it)
+    assert browser.key_filter.value == "k" + show_controls(EVIL) and len(browser.window_rows) == len(log.records)
