@@ -12,7 +12,8 @@ from agent_inspect.cli._numbers import seconds
 if TYPE_CHECKING:
     from agent_inspect._errors import SourceError
 
-__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records", "empty_source"]
+__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records", "empty_source",
+           "refuse_empty_dumps"]
 
 SOURCE_HELP = "kafka://host:port/topic, fluss://host:port/db.table, or a dump file"
 
@@ -67,9 +68,25 @@ def empty_source(source: str) -> SourceError:
         name = "topic" if scheme == "kafka" else "table"
         return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "
                            f"may create a misspelt one) and the markers or start offsets")
+    if os.path.isdir(source):
+        from agent_inspect.sources import input_files
+
+        n = len(input_files(source, kind="dump"))
+        return SourceError(f"{source} holds no records (its {plural(n, 'dump')} {'is' if n == 1 else 'are'} empty): "
+                           "is it the right directory, and did the dumps that wrote them finish?")
     try:
         size = f" ({plural(os.path.getsize(source), 'byte')})" if os.path.isfile(source) else ""
     except OSError:
         size = ""
     return SourceError(f"{source} holds no records{size}: is it the right file, and did the dump that wrote it "
                        "finish?")
+
+
+def refuse_empty_dumps(source: str) -> None:
+    """One line (exit 2) when ``source`` names local dumps (a file, a directory of them) and every one is empty:
+    said before any work, as a scan would start a cluster (seconds) only to find nothing to read."""
+    from agent_inspect.sources import FileKind, file_kind, input_files
+
+    files = input_files(source, kind="dump")
+    if files and all(file_kind(f) == FileKind.EMPTY for f in files):
+        raise empty_source(source)
