@@ -25,10 +25,20 @@ class InspectError(Exception):
 
     A message may quote a key, an action name or a file name from the job: as text (a traceback, ``str(error)``)
     its control characters are written out, so a terminal shows them and never obeys them; ``args`` keep them.
+    ``cli`` is the message in a command-line user's words where the Python words name a keyword or a call the
+    command line has not (``--timeout`` for ``timeout=``); the CLI prints :meth:`cli_text`.
     """
+
+    def __init__(self, *args: object, cli: str | None = None) -> None:
+        super().__init__(*args)
+        self.cli = cli   # kept by pickling (a scan's worker sends errors back): it is in the instance's __dict__
 
     def __str__(self) -> str:
         return show_controls(super().__str__())
+
+    def cli_text(self) -> str:
+        """The one line the command line prints: ``cli`` where the error has command-line words, else ``str()``."""
+        return show_controls(self.cli) if self.cli is not None else str(self)
 
 
 class SourceError(InspectError):

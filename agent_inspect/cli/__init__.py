@@ -69,8 +69,8 @@ def _one_line(message: Warning | str, category: type[Warning], filename: str, li
 def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
-    except InspectError as exc:
-        print(f"agent-inspect: {exc}", file=sys.stderr)
+    except InspectError as exc:   # in a shell's words: --timeout, not the library's timeout=
+        print(f"agent-inspect: {exc.cli_text()}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

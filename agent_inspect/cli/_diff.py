@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._summary import empty_source
+    from agent_inspect.cli._source import empty_source
     from agent_inspect.diffing import diff, parse_selector
     from agent_inspect.sources import FileKind, file_kind
 

@@ -9,6 +9,7 @@ from typing import Any
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
+from agent_inspect.cli._source import add_source, load_log
 
 __all__ = ["register"]
 
@@ -19,7 +20,7 @@ def register(subparsers: Any) -> None:
         description="Predict the recovery of SOURCE (under --rule; default the rule the runtime ships) and print the chain of store decisions behind "
                     "one task's outcome: the lookup, the record the rebuild did or did not load, and the eviction, "
                     "invalidation, tombstone, window or miss that caused a rerun; with what it cost downstream.")
-    parser.add_argument("source", help="a source or dump file (selectors @key=, @markers=, @runtime= allowed)")
+    add_source(parser, "a source or dump file (selectors @key=, @markers=, @runtime= allowed)")
     parser.add_argument("--key", required=True, help="business key (or the key label of a case)")
     parser.add_argument("--seq", required=True, type=int, help="the round's seqNum")
     parser.add_argument("--action", required=True, help="action name (or action UUID)")
@@ -37,9 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._summary import require_records
     from agent_inspect.diffing import explain, parse_selector
-    from agent_inspect.log import load
 
     sel = parse_selector(args.source)
     if sel.markers:
@@ -47,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
             raise InspectError(f"the markers twice: @markers={sel.markers} and --"
                                f"{'markers' if args.markers is not None else 'checkpoint'}; give one")
         args.markers = sel.markers     # read by the one --markers reader, with its errors
-    log = require_records(load(sel.source), sel.source)
+    log = load_log(args, sel.source)
     if sel.key is not None:
         log = log.for_key(sel.key)
     if sel.rule is not None and args.rule is None:

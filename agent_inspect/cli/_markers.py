@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_inspect._glossary import plural
+from agent_inspect.cli._source import add_source, load_log
 
 __all__ = ["register", "CANDIDATE_SOURCES"]
 
@@ -48,7 +49,7 @@ def register(subparsers: Any) -> None:
         description="No checkpoint at hand? Infer the recovery markers of a restore from the log (refresh rows at a "
                     "checkpoint, what the last restore ran again, where it began) and, with --trace, from the Trace "
                     "Log of the restore. Pass the chosen markers to any verb with --markers.")
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    add_source(parser)
     parser.add_argument("--trace", help="the Trace Log of the restore: a trace file, a directory of them, or a glob")
     parser.add_argument("--checkpoint", metavar="PATH",
                         help="the job's Flink checkpoint or savepoint (chk-N directory, _metadata file, or a checkpoint "
@@ -59,12 +60,10 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._summary import require_records
     from agent_inspect.cli._trace import load_trace_records
-    from agent_inspect.log import load
     from agent_inspect.markers import CONFIDENCE_MEANS
 
-    log = require_records(load(args.source), args.source)
+    log = load_log(args)
     trace = load_trace_records(args.trace) if args.trace else None
     candidates = [c for source in CANDIDATE_SOURCES for c in source(args, log, trace)]
     if args.json:

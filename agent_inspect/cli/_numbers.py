@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["count", "port"]
+__all__ = ["count", "port", "seconds"]
 
 
 def count(text: str) -> int:
@@ -26,4 +26,17 @@ def port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"port {value} is outside 0..65535 (0: a free one)")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A positive, finite number of seconds (how long to wait for a service)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not {text}")
     return value

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
+from agent_inspect.cli._source import add_source, load_log
 
 __all__ = ["register"]
 
@@ -23,7 +24,7 @@ def register(subparsers: Any) -> None:
                     "action per execution (prediction, verdict, cause, tokens under agent_inspect.*; status "
                     "error on a disagreement; the store decisions behind it as events), chat / execute_tool / "
                     "parse per durable call.")
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    add_source(parser)
     parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob)")
     add_recovery_options(parser)
     where = parser.add_mutually_exclusive_group(required=True)
@@ -40,15 +41,13 @@ def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._inputs import refuse_overwriting_inputs
     from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.cli._prices import with_tokens
-    from agent_inspect.cli._summary import require_records
-    from agent_inspect.log import load
     from agent_inspect.otel import to_otel
     from agent_inspect.sources import check_export
 
     if args.output is not None:
         refuse_overwriting_inputs(args.output, args)
     checked = check_export(endpoint=args.endpoint, path=args.output)     # before loading: a topic can take minutes
-    log = require_records(load(args.source), args.source)
+    log = load_log(args)
     recovery = recovery_from_args(args, log)
     obj: Any = log
     if args.trace:

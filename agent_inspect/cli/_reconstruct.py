@@ -11,6 +11,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._glossary import count_words
 from agent_inspect._jsonable import jsonable, jsonable_rows
 from agent_inspect.cli._settings import add_recovery_options, recovery_from_args
+from agent_inspect.cli._source import add_source, load_log
 from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def register(subparsers: Any) -> None:
         description="Rebuild the action-state cache from the recovery markers under a divergence rule, replay the "
                     "logged tasks, and report the divergences, the evicted and invalidated records and the "
                     "re-execution ledger.")
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    add_source(parser)
     add_recovery_options(parser)
     parser.add_argument("--no-ledger", action="store_true", help="skip the static prediction (ledger)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -93,10 +94,7 @@ def _prediction(log: Any, recovery: Recovery) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._summary import require_records
-    from agent_inspect.log import load
-
-    log = require_records(load(args.source), args.source)
+    log = load_log(args)
     report = analyse(log, recovery=recovery_from_args(args, log), ledger=not args.no_ledger)
     if args.json:
         json.dump(report, sys.stdout, ensure_ascii=False)

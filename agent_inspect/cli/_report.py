@@ -12,6 +12,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect.cli._markers_args import restore_of
 from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
+from agent_inspect.cli._source import add_source, load_log
 
 __all__ = ["register"]
 
@@ -21,8 +22,8 @@ def register(subparsers: Any) -> None:
         "report", help="write a self-contained HTML report (opens offline, no kernel)",
         description="Reconstruct SOURCE under a rule and write one self-contained HTML file with the summary, "
                     "divergences, timelines of the most affected keys, the ledger and the lints.")
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a file path, or a "
-                                       "fleet scan's output directory (agent-inspect scan -o DIR)")
+    add_source(parser, "kafka://host:port/topic, fluss://host:port/db.table, a file path, or a fleet scan's output "
+                       "directory (agent-inspect scan -o DIR)")
     parser.add_argument("-o", "--output", required=True, type=Path, help="the HTML file to write")
     add_recovery_options(parser)
     parser.add_argument("--trace", help="the recovered job's Trace Log (file, directory or glob): adds "
@@ -39,8 +40,6 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._inputs import refuse_overwriting_inputs
-    from agent_inspect.cli._summary import require_records
-    from agent_inspect.log import load
     from agent_inspect.report import write_report
     from agent_inspect.sources import check_export
 
@@ -56,7 +55,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             print(f"wrote {path} ({_size(path.stat().st_size)}); open it in any browser, offline")
         return 0
-    log = require_records(load(args.source), args.source)
+    log = load_log(args)
     recovery = recovery_from_args(args, log)
     verification = None
     if args.trace:

@@ -16,6 +16,7 @@ from typing import Any
 from agent_inspect._glossary import plural
 from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
+from agent_inspect.cli._source import add_timeout, refuse_empty_dumps
 
 __all__ = ["register", "rule_counts_line"]
 
@@ -28,6 +29,7 @@ def register(subparsers: Any) -> None:
                     "each rule. Records are read by the workers, never by this process.")
     parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, a dump file, or a "
                                        "directory of dumps")
+    add_timeout(parser, scheduler=True)
     add_recovery_options(parser)
     parser.add_argument("--what-if", default="fixed", metavar="RULES",
                         help="comma-separated rules to predict every key under as well, labelled what-ifs "
@@ -45,7 +47,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
-    from agent_inspect.cli._summary import empty_source
+    from agent_inspect.cli._source import empty_source
     from agent_inspect.fleet import SUMMARY_LABELS, scan, tasks_text
 
     if args.workers is not None and args.workers < 1:
@@ -53,6 +55,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler:
         raise InspectError("--workers sizes the local cluster; with --scheduler the cluster has its own workers")
     what_if = tuple(r.strip() for r in args.what_if.split(",") if r.strip())
+    refuse_empty_dumps(args.source)   # before a cluster starts: it takes seconds, to read nothing
 
     def started(link: str | None) -> None:
         if link and args.scheduler:
@@ -64,7 +67,8 @@ def _run(args: argparse.Namespace) -> int:
     # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
-        result = scan(args.source, what_if=what_if, **recovery_overrides(args), client=args.scheduler,
+        timeout = {} if args.timeout is None else {"timeout": args.timeout}   # the source's and the scheduler's
+        result = scan(args.source, what_if=what_if, **recovery_overrides(args), **timeout, client=args.scheduler,
                       output=args.output, workers=args.workers,
                       progress=not args.no_progress, on_start=started)
     except KeyboardInterrupt:

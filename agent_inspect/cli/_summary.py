@@ -10,14 +10,12 @@ import sys
 import textwrap
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agent_inspect.cli._source import add_source, require_records, source_options
 from agent_inspect.cli._terminal import faint
 
-if TYPE_CHECKING:
-    from agent_inspect._errors import SourceError
-
-__all__ = ["register", "summary_text", "require_records", "empty_source"]
+__all__ = ["register", "summary_text"]
 
 
 def register(subparsers: Any) -> None:
@@ -33,8 +31,8 @@ def register(subparsers: Any) -> None:
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
-    """SOURCE plus the options that shape how it is read (shared with ``export``)."""
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    """SOURCE (and ``--timeout``) plus the options that shape how it is read (shared with ``export``)."""
+    add_source(parser)
     parser.add_argument("--key", action="append", dest="business_keys", metavar="KEY",
                         help="only this business key (repeatable)")
 
@@ -44,7 +42,7 @@ def load_source(args: argparse.Namespace) -> Any:
     from agent_inspect._glossary import plural
     from agent_inspect.log import load
 
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = source_options(args)
     if args.business_keys:
         options["business_keys"] = list(args.business_keys)
     with warnings.catch_warnings():   # the loader checks the keys (an error when none has a record) ...
@@ -57,32 +55,6 @@ def load_source(args: argparse.Namespace) -> Any:
               "line has; each repeat counts as one more write: load one dump, or drop the repeated lines",
               file=sys.stderr)
     return require_records(log, args.source)
-
-
-def require_records(log: Any, source: str) -> Any:
-    """``log``, unless it holds no records: then there is nothing to analyse, and the verb stops with one line
-    saying what to check (exit 2, as for a business key without records or a trace without any)."""
-    if len(log.records):
-        return log
-    raise empty_source(source)
-
-
-def empty_source(source: str) -> SourceError:
-    """The one-line error of a source (a URL or a path) that holds no records, saying what to check."""
-    from agent_inspect._errors import SourceError
-    from agent_inspect._glossary import plural
-
-    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
-    if scheme in ("kafka", "fluss"):
-        name = "topic" if scheme == "kafka" else "table"
-        return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "
-                           f"may create a misspelt one) and the markers or start offsets")
-    try:
-        size = f" ({plural(os.path.getsize(source), 'byte')})" if os.path.isfile(source) else ""
-    except OSError:
-        size = ""
-    return SourceError(f"{source} holds no records{size}: is it the right file, and did the dump that wrote it "
-                       "finish?")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ import pandas as pd
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect.cli._settings import add_recovery_options, markers_text, recovery_from_args
+from agent_inspect.cli._source import add_source, load_log
 
 __all__ = ["register"]
 
@@ -31,7 +32,7 @@ def register(subparsers: Any) -> None:
         description="Predict the recovery under a rule and compare every task with what the Trace Log shows the "
                     "job did; explain each disagreement (wrong rule or runtime, markers, invisible reuse, "
                     "truncated or missing trace).")
-    parser.add_argument("source", help="kafka://host:port/topic, fluss://host:port/db.table, or a dump file")
+    add_source(parser)
     parser.add_argument("--trace", required=True, help="a trace file, a directory of trace files, or a glob")
     add_recovery_options(parser)   # a sample markers file (@FILE) also gives the restored seqNums and in-flight tasks
     from agent_inspect.trace import CONFIDENCES
@@ -51,13 +52,11 @@ def register(subparsers: Any) -> None:
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._markers_args import restore_of
     from agent_inspect.cli._prices import prices_of, with_tokens
-    from agent_inspect.cli._summary import require_records
     from agent_inspect.cli._trace import load_trace_records
-    from agent_inspect.log import load
     from agent_inspect.trace import verify
 
     prices_of(args)                    # bad prices fail before the slow part
-    log = require_records(load(args.source), args.source)
+    log = load_log(args)
     trace = load_trace_records(args.trace)
     try:
         result = verify(log, trace, recovery=recovery_from_args(args, log), restore=restore_of(markers_text(args)),

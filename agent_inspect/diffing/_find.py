@@ -85,8 +85,10 @@ def _task_index(tasks: pd.DataFrame, key: Any, seq: Any, action: Any, event: Any
                 raise SelectorError(f"{what}: business key {str(key)!r} is in the log, but the restore runs no task of "
                                     "it (none of its rounds is replayed after the markers)")
             hint = did_you_mean([str(key)], {*tasks["business_key"].dropna().astype(str), *tasks["key"].astype(str)})
-            raise SelectorError(f"{what}: the prediction has no task of business key {str(key)!r}"
-                                + (hint or "; its tasks list the keys it has (ai.predict(...).tasks)"))
+            said = f"{what}: the prediction has no task of business key {str(key)!r}"
+            raise SelectorError(said + (hint or "; its tasks list the keys it has (ai.predict(...).tasks)"),
+                                cli=said + (hint or "; its tasks list the keys it has (in Python, "
+                                                    "agent_inspect.predict(log, ...).tasks)"))
         if not (at & mine).any():
             seqs = ", ".join(map(str, sorted({int(x) for x in tasks.loc[mine, "seq"].dropna()})))
             raise SelectorError(f"{what}: business key {key}'s tasks are at {count_words(seqs.count(',') + 1, 'round')} {seqs}")

@@ -108,9 +108,11 @@ def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
     names = ", ".join(map(repr, missing))
     if len(missing) == len(asked):
         hint = did_you_mean(missing, known()) if known is not None else ""
-        raise InspectError(f"{count_words(len(missing), 'business key')} {names} "
-                           f"{count_words(len(missing), 'has', 'have')} no records in {where}{hint} "
-                           "(log.keys() of a load without business_keys lists them)")
+        said = (f"{count_words(len(missing), 'business key')} {names} "
+                f"{count_words(len(missing), 'has', 'have')} no records in {where}{hint}")
+        # the command line lists no keys: the shell's user is told where they are listed
+        raise InspectError(f"{said} (log.keys() of a load without business_keys lists them)",
+                           cli=f"{said} (in Python, agent_inspect.load(source).keys() lists the log's keys)")
     warnings.warn(f"no records of business {count_words(len(missing), 'key')} {names} in {where}; the log "
                   f"holds the other {len(asked) - len(missing)} asked for", UserWarning, stacklevel=2)
     log.source = dataclasses.replace(log.source, options={**log.source.options, "missing_business_keys": missing})

@@ -223,8 +223,7 @@ class ReplayPlan:
                 return _retained_plan(log, retained, {}, in_flight=in_flight, name_of=name_of)
             if start is not None:
                 return cls(inputs=(), restored_seq={}, keys={})   # nothing arrived after the checkpoint
-            raise RecoveryError("the log holds no root (_input_event) records to infer replay inputs from; "
-                                "pass a ReplayPlan with the inputs")
+            raise _no_inputs(log)
         frame = pd.DataFrame({"bk": roots["business_key"].astype(str).to_numpy(),
                               "seq": roots["seq"].astype("int64").to_numpy(), "pos": roots.index.to_numpy()})
         grouped = frame.groupby(["bk", "seq"], sort=False)
@@ -272,6 +271,25 @@ def _moved_marker_notes(log: ActionStateLog, plan: ReplayPlan, markers: Any, run
             "before the checkpoint, only re-submits such a round's queued tasks and does not dispatch its finished "
             "ones (spec §9.5 steps 2–3, addendum §2.2); a checkpoint's plan tells them apart "
             "(ai.checkpoint.read(DIR).replay_plan(log))",)
+
+
+def _no_inputs(log: ActionStateLog) -> RecoveryError:
+    """Why no replay input can be inferred: a log of no records, or of only bad ones, is a source to check (a
+    ReplayPlan would not help); a log of readable records without a root record needs its inputs given."""
+    records, source = log.records, getattr(log, "source", None)      # a log-like object may have no source
+    location, kind = getattr(source, "location", None), getattr(source, "kind", "source")
+    where = f" from {kind} {location}" if location else ""
+    if not len(records):    # the words of the loaders' empty source (log.summary(), the CLI's)
+        return RecoveryError(f"the log holds no records{where}: nothing to replay; the source is empty (the wrong "
+                             "file, topic or offsets, or a dump that failed?)")
+    if records["error"].notna().all():
+        said = f"the log holds {plural(len(records), 'record')}{where}, none readable"
+        return RecoveryError(f"{said} (see log.errors): nothing to replay; check the source",
+                             cli=f"{said} (agent-inspect summary shows why the first do not decode): nothing to "
+                                 "replay; check the source")
+    said = "the log holds no root (_input_event) records to infer replay inputs from"
+    return RecoveryError(f"{said}; pass a ReplayPlan with the inputs",
+                         cli=f"{said}; give the inputs in Python, as a ReplayPlan")
 
 
 def _retained(log: ActionStateLog, window: pd.DataFrame, runtime: str | RuntimeInfo, kafka_pending: str | None,

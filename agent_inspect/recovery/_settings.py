@@ -228,7 +228,8 @@ def _resolve_rule(rule: Any, info: RuntimeInfo, flavour: str) -> DivergenceRule:
     if flavour != "auto":
         name = rule if isinstance(rule, str) else getattr(rule, "name", None)
         if name != "original" and not (isinstance(name, str) and name.startswith("original:")):
-            raise RecoveryError(f"store_flavour={flavour!r} applies to the original rule only, not {name!r}")
+            said = f"applies to the original rule only, not {name!r}"
+            raise RecoveryError(f"store_flavour={flavour!r} {said}", cli=f"--store-flavour {flavour} {said}")
         if isinstance(rule, str):
             rule = f"original:{flavour}"
     return guard_own(resolve_rule(rule))

@@ -13,7 +13,7 @@ from typing import Any
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import did_you_mean
 from agent_inspect.log import rule_mark
-from agent_inspect.rules._builtin import RULES
+from agent_inspect.rules._builtin import FLAVOURS, RULES
 from agent_inspect.store import DivergenceRule
 
 __all__ = ["resolve_rule", "get_rule", "rule_name"]
@@ -36,7 +36,7 @@ def resolve_rule(rule: str | type[DivergenceRule] | DivergenceRule, **options: A
             base, sep, rest = rule.rpartition(":")
             rule = _imported(base, rest, rule, from_file=True)
         elif base in RULES or not sep:
-            return _builtin(base, rest, options)
+            return _builtin(base, rest, options, colon=bool(sep))
         elif not base or not rest:
             raise RecoveryError(f"rule {rule!r} names no {'module' if not base else 'class'}; write your own rule as "
                                 "module:ClassName or path/to/my_rule.py:ClassName")
@@ -72,10 +72,15 @@ def get_rule(name: str, **options: Any) -> DivergenceRule:
     return resolve_rule(name, **options)
 
 
-def _builtin(base: str, flavour: str, options: dict[str, Any]) -> DivergenceRule:
-    if flavour:
+def _builtin(base: str, flavour: str, options: dict[str, Any], colon: bool = False) -> DivergenceRule:
+    if flavour or colon:   # "original:" names no flavour: refused, as an unknown one is (it was taken as none)
+        flavours = ", ".join(f"original:{f}" for f in FLAVOURS)
         if base != "original":
-            raise RecoveryError(f"only the original rule has flavours, got {base}:{flavour!r}")
+            raise RecoveryError(f"rule '{base}:{flavour}': only the original rule has store flavours ({flavours}); "
+                                f"use {base!r} alone")
+        if flavour not in FLAVOURS:
+            said = f"unknown original-rule flavour {flavour!r}" if flavour else "rule 'original:' names no flavour"
+            raise RecoveryError(f"{said}; use one of {flavours}, or 'original' for the flavour inferred from the log")
         options["flavour"] = flavour
     factory = RULES.get(base)
     if factory is None:

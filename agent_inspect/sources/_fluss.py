@@ -206,8 +206,8 @@ async def _call(awaitable: Awaitable[_T], *, timeout: float, what: str, where: s
     try:
         return await asyncio.wait_for(awaitable, timeout)
     except TimeoutError:
-        raise BrokerUnreachable(f"Fluss at {where} did not answer within {timeout:g}s while {what}; "
-                                f"check the address and network, or raise timeout=") from None
+        said = f"Fluss at {where} did not answer within {timeout:g}s while {what}; check the address and network"
+        raise BrokerUnreachable(f"{said}, or raise timeout=", cli=f"{said}, or raise --timeout") from None
     except SourceError:
         raise
     except Exception as exc:  # noqa: BLE001 - pyfluss reports everything as FlussError
@@ -365,8 +365,9 @@ async def _drain(scanner: Any, by_bucket: Mapping[int, RawBatch], end: Mapping[i
                 bar.update(got)
                 last_progress = time.monotonic()
             elif time.monotonic() - last_progress > timeout:
-                raise BrokerUnreachable(f"Fluss at {where} sent nothing for {timeout:g}s while buckets "
-                                        f"{sorted(remaining)} still had records to read; retry or raise timeout=")
+                said = (f"Fluss at {where} sent nothing for {timeout:g}s while buckets {sorted(remaining)} still had "
+                        "records to read; retry or raise")
+                raise BrokerUnreachable(f"{said} timeout=", cli=f"{said} --timeout")
     finally:
         bar.close()
 

@@ -158,8 +158,9 @@ def _unreachable(bootstrap: str, timeout: float, errors: list[str], exc: BaseExc
     if _refused(errors):
         return BrokerUnreachable(f"Kafka at {bootstrap} refused the connection ({reason}); "
                                  f"check the address and that the broker is running")
-    return BrokerUnreachable(f"Kafka at {bootstrap} did not answer within {timeout:g}s ({reason}); "
-                             f"check the address, network and security settings")
+    said = f"Kafka at {bootstrap} did not answer within {timeout:g}s ({reason}); check the address, network and " \
+           "security settings, or raise"
+    return BrokerUnreachable(f"{said} timeout=", cli=f"{said} --timeout")
 
 
 _METADATA_SLICE = 0.25
@@ -282,9 +283,9 @@ def _read(conf: dict[str, Any], topic: str, plan: ReadPlan, keys: list[str] | No
             messages = consumer.consume(max(1, min(_BATCH, left)), _WAIT)
             if not messages:
                 if time.monotonic() - last_progress > timeout:
-                    raise BrokerUnreachable(
-                        f"Kafka stopped answering while reading topic {topic!r} (nothing for {timeout:g}s; "
-                        f"{errors[-1] if errors else 'no error reported'}); retry or raise timeout=")
+                    said = (f"Kafka stopped answering while reading topic {topic!r} (nothing for {timeout:g}s; "
+                            f"{errors[-1] if errors else 'no error reported'}); retry or raise")
+                    raise BrokerUnreachable(f"{said} timeout=", cli=f"{said} --timeout")
                 continue
             last_progress = time.monotonic()
             gone: dict[int, int] = {}

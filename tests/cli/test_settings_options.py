@@ -65,4 +65,8 @@ def test_what_ifs_are_labelled_in_the_output(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         main(["reconstruct", src, "--store-flavour", "nope"])
     assert main(["reconstruct", src, "--rule", "fixed", "--store-flavour", "segment"]) == 2
-    assert "applies to the original rule only" in capsys.readouterr().err
+    # in the option's words: a shell user passes no store_flavour= keyword
+    assert capsys.readouterr().err.splitlines()[-1] == ("agent-inspect: --store-flavour segment applies to the original rule only, "
+                                                        "not 'fixed'")
+    with pytest.raises(ai.RecoveryError, match=r"^store_flavour='segment' applies to the original rule only"):
+        ai.Recovery.for_log(ai.load(src), rule="fixed", store_flavour="segment")

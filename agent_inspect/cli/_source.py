@@ -1,0 +1,92 @@
+"""The source every command reads, in one place: ``SOURCE`` and ``--timeout SECONDS`` for a Kafka topic or Fluss
+table, and the one loader the verbs call with them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING, Any
+
+from agent_inspect.cli._numbers import seconds
+
+if TYPE_CHECKING:
+    from agent_inspect._errors import SourceError
+
+__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records", "empty_source",
+           "refuse_empty_dumps"]
+
+SOURCE_HELP = "kafka://host:port/topic, fluss://host:port/db.table, or a dump file"
+
+
+def add_source(parser: argparse.ArgumentParser, text: str = SOURCE_HELP) -> None:
+    """The ``source`` argument and ``--timeout`` (how long a broker may take)."""
+    parser.add_argument("source", help=text)
+    add_timeout(parser)
+
+
+def add_timeout(parser: argparse.ArgumentParser, *, scheduler: bool = False) -> None:
+    """``--timeout SECONDS``: the library's ``timeout=`` (``scheduler``: a ``--scheduler`` waits as long)."""
+    also = " (and for a --scheduler to answer)" if scheduler else ""
+    parser.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                        help=f"seconds to wait for a Kafka broker or Fluss cluster{also} before giving up "
+                             "(default: 10; raise it for a slow or distant service)")
+
+
+def source_options(args: argparse.Namespace, source: str | None = None) -> dict[str, Any]:
+    """The loader keywords of the command line's source options: ``timeout`` where given and the source is a
+    Kafka topic or Fluss table (a file waits for nothing)."""
+    text = str(source if source is not None else args.source)
+    timeout = getattr(args, "timeout", None)
+    remote = text.split("://", 1)[0].lower() in ("kafka", "fluss") if "://" in text else False
+    return {"timeout": timeout} if timeout is not None and remote else {}
+
+
+def load_log(args: argparse.Namespace, source: str | None = None, **options: Any) -> Any:
+    """The log ``source`` (default ``args.source``) names, read with the command line's source options; one line
+    (exit 2) when it holds no records."""
+    from agent_inspect.log import load
+
+    text = str(source if source is not None else args.source)
+    return require_records(load(text, **source_options(args, text), **options), text)
+
+
+def require_records(log: Any, source: str) -> Any:
+    """``log``, unless it holds no records: then there is nothing to analyse, and the verb stops with one line
+    saying what to check (exit 2, as for a business key without records or a trace without any)."""
+    if len(log.records):
+        return log
+    raise empty_source(source)
+
+
+def empty_source(source: str) -> SourceError:
+    """The one-line error of a source (a URL or a path) that holds no records, saying what to check."""
+    from agent_inspect._errors import SourceError
+    from agent_inspect._glossary import plural
+
+    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
+    if scheme in ("kafka", "fluss"):
+        name = "topic" if scheme == "kafka" else "table"
+        return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "
+                           f"may create a misspelt one) and the markers or start offsets")
+    if os.path.isdir(source):
+        from agent_inspect.sources import input_files
+
+        n = len(input_files(source, kind="dump"))
+        return SourceError(f"{source} holds no records (its {plural(n, 'dump')} {'is' if n == 1 else 'are'} empty): "
+                           "is it the right directory, and did the dumps that wrote them finish?")
+    try:
+        size = f" ({plural(os.path.getsize(source), 'byte')})" if os.path.isfile(source) else ""
+    except OSError:
+        size = ""
+    return SourceError(f"{source} holds no records{size}: is it the right file, and did the dump that wrote it "
+                       "finish?")
+
+
+def refuse_empty_dumps(source: str) -> None:
+    """One line (exit 2) when ``source`` names local dumps (a file, a directory of them) and every one is empty:
+    said before any work, as a scan would start a cluster (seconds) only to find nothing to read."""
+    from agent_inspect.sources import FileKind, file_kind, input_files
+
+    files = input_files(source, kind="dump")
+    if files and all(file_kind(f) == FileKind.EMPTY for f in files):
+        raise empty_source(source)
