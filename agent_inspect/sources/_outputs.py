@@ -28,6 +28,8 @@ def input_files(given: str | os.PathLike[str] | None, *, kind: str = "any") -> l
     if given is None:
         return []
     text = os.fspath(given)
+    if text.lstrip().startswith(("{", "[")):   # markers given as JSON text, not a file (may pass 255 bytes)
+        return []
     text = text[1:] if text.startswith("@") else text
     if text.startswith("file:"):
         text = unquote(urlsplit(text).path)
@@ -40,11 +42,12 @@ def input_files(given: str | os.PathLike[str] | None, *, kind: str = "any") -> l
             return [str(f.path) for f in trace_files(text)]
         except (SourceError, OSError, ValueError):
             return []
-    p = Path(text)
-    if p.is_file():
+    # os.path's tests, not Path's: a text no file can be named (too long, a NUL) is no file, not an OSError
+    if os.path.isfile(text):
         return [text]
-    if p.is_dir():
-        return [str(f) for f in p.rglob("*") if f.is_file() and (kind != "dump" or f.name.endswith(_DUMP_SUFFIXES))]
+    if os.path.isdir(text):
+        return [str(f) for f in Path(text).rglob("*")
+                if f.is_file() and (kind != "dump" or f.name.endswith(_DUMP_SUFFIXES))]
     if any(c in text for c in "*?["):
         return [m for m in glob.glob(text) if os.path.isfile(m)]
     return []

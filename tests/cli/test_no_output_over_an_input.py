@@ -7,6 +7,7 @@ read, as ``-o`` over a --trace or --markers file did: the log was gone, and the 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -60,6 +61,10 @@ def test_other_outputs_are_written_as_before(inputs: Path, capsys: pytest.Captur
     assert main(["report", "G01.jsonl", "-o", "r.html"]) == 0           # its own earlier output is no input
     assert main(["export", "G01.jsonl", "-o", "G01.parquet"]) == 0      # another file, not read by this command
     assert main(["otel", "G01.jsonl", "--markers", "G01.markers.json", "-o", "spans.json"]) == 0
+    # markers given as JSON text longer than a file name may be (a 30-partition topic): text, not a file to stat
+    wide = json.dumps({str(p): 100_000_000 + p for p in range(30)})
+    assert len(wide) > 255
+    assert main(["report", "G01.jsonl", "--markers", wide, "-o", "wide.html"]) == 0
     capsys.readouterr()
 
 
