@@ -126,6 +126,7 @@ def scheduler_answers(address: str, *, timeout: float = 10.0) -> str | None:
     import concurrent.futures
 
     from distributed.comm import connect
+    from distributed.security import Security
 
     try:
         parts = urlsplit(address if "://" in address else f"tcp://{address}")   # Dask's default scheme is tcp
@@ -138,7 +139,9 @@ def scheduler_answers(address: str, *, timeout: float = 10.0) -> str | None:
         return "nothing accepts a connection there"
 
     async def greet() -> None:
-        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
+        # TLS (tls://) as the Client would take it: from Dask's configuration
+        comm = await asyncio.wait_for(connect(address, timeout=timeout, **Security().get_connection_args("client")),
+                                      timeout)
         await comm.close()
 
     # in a thread of its own: a notebook's event loop may be running in this one

@@ -41,3 +41,19 @@ def test_a_closed_port_or_a_broken_address_without_waiting(address: str, why: st
 def test_a_timeout_that_is_no_wait_is_refused() -> None:
     with pytest.raises(ai.SourceError, match="timeout must be a positive"):
         ai.scan(ai.samples.path("G01", "parquet"), client="tcp://127.0.0.1:9", timeout=0)
+
+
+def test_a_tls_scheduler_is_greeted_with_the_tls_of_dasks_configuration() -> None:
+    # as distributed.Client(address) takes it: the greeting before a scan must not refuse a tls:// scheduler
+    import dask
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    sec = Security.temporary()
+    tls = {"distributed.comm.tls.ca-file": sec.tls_ca_file, "distributed.comm.tls.client.cert": sec.tls_client_cert,
+           "distributed.comm.tls.client.key": sec.tls_client_key}
+    with LocalCluster(n_workers=0, processes=False, security=sec, host="127.0.0.1", dashboard_address=None) as cluster:
+        assert cluster.scheduler_address.startswith("tls://")
+        with dask.config.set(tls):
+            assert ai.sources.scheduler_answers(cluster.scheduler_address, timeout=10) is None
+        assert "ssl_context" in (ai.sources.scheduler_answers(cluster.scheduler_address, timeout=10) or "")
