@@ -39,4 +39,6 @@ def show_controls(text: str) -> str:
 
         show_controls("k\\x1b[8m\\u202e")      # 'k\\\\x1b[8m\\\\u202e'
     """
+    if text.isprintable():   # every control character is unprintable: most texts need no regex pass
+        return text
     return _CONTROL.sub(lambda m: show_control(m.group()), text)
