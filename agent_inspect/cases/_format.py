@@ -88,7 +88,10 @@ def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
     for f in files:
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:   # not UTF-8: a picture passed by mistake
+        except UnicodeDecodeError:   # a picture passed by mistake
+            raise CaseFileError(f"{f}: not a case file (not UTF-8 text); pass a case .toml file or a directory of them")\
+                from None
+        except tomllib.TOMLDecodeError as exc:
             raise CaseFileError(f"{f}: not valid TOML: {exc}") from None
         cases.extend(parse_case(data, path=str(f)))
     return sorted(cases, key=lambda c: (_order(c.id), c.id))

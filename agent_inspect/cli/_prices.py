@@ -34,7 +34,7 @@ def prices_of(args: argparse.Namespace) -> dict[str, tuple[float, float]] | None
             raise InspectError(f"--prices file {str(args.prices)!r} cannot be read ({exc.strerror}); check the "
                                "path") from None
         except UnicodeDecodeError:   # a picture or a binary passed by mistake was a traceback
-            raise InspectError(f"--prices file {str(args.prices)!r} is not TOML text (not UTF-8); write one "
+            raise InspectError(f"--prices file {str(args.prices)!r} is not a prices file (not UTF-8 text); write one "
                                '["MODEL"] table per model with input = … and output = …') from None
         try:
             prices.update(prices_from_toml(text))

@@ -121,7 +121,8 @@ def check_export(*, endpoint: str | None = None, path: str | os.PathLike[str] | 
     if path is not None:
         out = Path(path)
         if not out.parent.is_dir():     # not created here, as write_report
-            raise InspectError(f"cannot write {out}: {out.parent} is a file, not a directory" if out.parent.exists()
+            raise InspectError(f"cannot write {out}: {out.parent} is a file, not a directory; name a directory to write into"
+                               if out.parent.exists()
                                else f"cannot write {out}: directory {out.parent} does not exist; create it first")
         check_output(out, inputs)
         return str(out)

@@ -87,4 +87,4 @@ def test_a_file_that_is_no_text_is_one_line(tmp_path, capsys):
     png.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     assert main(["cases", "run", str(png)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{png}: not valid TOML: 'utf-8' codec can't decode" in err
+    assert err.count("\n") == 1 and f"{png}: not a case file (not UTF-8 text)" in err

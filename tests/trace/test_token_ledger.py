@@ -159,7 +159,7 @@ def test_a_small_spend_never_reads_as_nothing() -> None:
     assert large.startswith("this restore re-spent 1.62 k tokens (≈ $3.27) in 1 LLM call")
 
 
-@pytest.mark.parametrize("content, says", [(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", " is not TOML text (not UTF-8)"),
+@pytest.mark.parametrize("content, says", [(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", " is not a prices file (not UTF-8 text)"),
                                            (b'{"0": 1', ": Invalid statement (at line 1, column 1)")])
 def test_a_prices_file_that_is_no_toml_is_named_in_one_line(content: bytes, says: str, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
