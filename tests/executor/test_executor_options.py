@@ -217,3 +217,20 @@ def test_a_plan_mapping_whose_items_are_not_tuples_says_what_it_takes() -> None:
     with pytest.raises(ReplayError, match=r"'pending' takes a list of \(key, seq, action, event\) tuples, got \('k', 1\)"):
         ai.predict(log, plan={"pending": [("k", 1)]})
     assert len(ai.predict(log, plan={"inputs": [["k", "A"]]}).tasks) == len(ai.predict(log, plan={"inputs": {"k": ["A"]}}).tasks) > 0
+
+
+def test_a_plan_mapping_of_key_to_one_value_is_one_input_and_a_bad_pending_seq_says_what_it_takes() -> None:
+    """``{"inputs": {"user-1": "hello"}}`` was five inputs, one per character; a pending seq "x" a bare
+    ValueError out of ``int()``."""
+    from agent_inspect._errors import ReplayError
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.executor import as_plan
+
+    event = AgentEvent("_input_event", {"input": "hi"}, id="e1")
+    plan = as_plan({"inputs": {"user-1": "hello", "user-2": event, "user-3": b"raw", "user-4": ["a", "b"]}})
+    assert [(i.key, i.event.attributes["input"]) for i in plan.inputs] == [
+        ("user-1", "hello"), ("user-2", "hi"), ("user-3", b"raw"), ("user-4", "a"), ("user-4", "b")]
+    assert plan.inputs[1].event is event
+    with pytest.raises(ReplayError, match=r"^a plan's 'pending' takes a list of \(key, seq, action, event\) tuples "
+                                          r"with an int seq, got \('k', 'x', 'chat', 'A'\); e\.g\. "):
+        as_plan({"pending": [("k", "x", "chat", "A")]})
