@@ -163,16 +163,20 @@ def count_words(count: int, noun: str, many: str | None = None) -> str:
     return noun if int(count) == 1 else (many if many is not None else noun + "s")
 
 
-def first_few(items: Iterable[object], most: int, *, counted: bool = True) -> str:
+def first_few(items: Iterable[object], most: int, *, counted: bool = True, total: int | None = None) -> str:
     """The first ``most`` of ``items`` joined by ", ", then what is left out: how many (" and 3 more") when
     ``counted``, else an ellipsis (", …"). The one way every message and repr lists a long run of names:
     ``first_few("abcde", 3)`` → "a, b, c and 2 more"; ``first_few("abcde", 3, counted=False)`` → "a, b, c, …".
-    The names are a log's (keys, actions): their control characters are written out (:func:`show_controls`)."""
+    ``total`` counts all the items when ``items`` holds only the first few: ``first_few("abc", 3, total=5)`` →
+    "a, b, c and 2 more". The names are a log's (keys, actions): their control characters are written out
+    (:func:`show_controls`)."""
     shown = list(items)
+    count = len(shown) if total is None else max(total, len(shown))
     text = ", ".join(show_controls(str(item)) for item in shown[:most])
-    if len(shown) <= most:
+    listed = min(len(shown), most)
+    if count <= listed:
         return text
-    return text + (f" and {len(shown) - most:,} more" if counted else ", …")
+    return text + (f" and {count - listed:,} more" if counted else ", …")
 
 
 def did_you_mean(names: Iterable[str], pool: Iterable[str]) -> str:

@@ -65,3 +65,17 @@ def test_names_from_a_log_are_listed_with_their_control_characters_written_out()
     assert repr(restore) == f"KeyedRestore(1 key, 1 key with pending tasks ({shown}), 0 keys with buffered inputs, all read)"
     task = PendingTask(evil, 3, "chat", AgentEvent("_input_event", {"input": "x"}, id="evt-1"))
     assert f"1 pending task ({shown})" in repr(ReplayPlan(inputs=(), restored_seq={evil: 2}, pending=(task,)))
+
+
+def test_first_few_counts_the_total_when_given_only_the_first_few() -> None:
+    assert first_few(KEYS[:3], 3, total=5) == "a, b, c and 2 more"
+    assert first_few(KEYS[:3], 3, total=3) == first_few(KEYS[:3], 3) and first_few(KEYS[:2], 3, total=2) == "a, b"
+    assert first_few(KEYS[:3], 3, total=1_205) == "a, b, c and 1,202 more"
+    assert first_few(KEYS[:3], 3, total=5, counted=False) == "a, b, c, …"
+
+
+def test_the_missing_rounds_note_writes_out_a_keys_control_characters() -> None:
+    from agent_inspect.recovery._plan import _missing_rounds_note
+
+    (note,) = _missing_rounds_note({"k\x1b[2J": (5, [1, 2, 3]), "m": (1, [4])})
+    assert note.startswith("6 rounds (k\\x1b[2J@1, k\\x1b[2J@2, k\\x1b[2J@3 and 3 more) of the window have no root")

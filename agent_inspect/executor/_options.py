@@ -10,7 +10,7 @@ import enum
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
 from agent_inspect._glossary import count_words
@@ -227,7 +227,8 @@ class ExecutorOptions:
     - ``source_kind``: ``"kafka"`` or ``"fluss"`` (default: the log's, else Kafka).
     - ``attempt``: the attempt number in action identities (default: the plan's).
     - ``seed``: seeds event ids (default: random, so ids never repeat across attempts; ``back()`` repeats them).
-    - ``breakpoints``: :class:`Breakpoint` s that ``run()`` stops at; ``fail_after``: the job dies after that many steps.
+    - ``breakpoints``: the :class:`Breakpoint` (or a list of them) ``run()`` stops at; ``fail_after``: the job dies
+      after that many steps.
     - ``value_format``: the journal's ActionState value format (default ``"V3"``; ``"V4"`` under ``main``).
     - ``num_partitions``: partitions of the journal (default: the log's, else 1).
     - ``clock``: journal timestamps: a base time (epoch ms or datetime, + the PERSIST step index) or
@@ -281,10 +282,13 @@ class ExecutorOptions:
             if bad is not None:     # {"x": 1}: one key's memory given for all (a TypeError in the engine)
                 raise ReplayError(f"{name} takes per business key a mapping of memory paths to values "
                                   f"({{'user-1': {{'x': 1}}}}), got {bad[1]!r}" + (f" for {bad[0]!r}" if bad[0] else ""))
-        wrong = [bp for bp in self.breakpoints if not isinstance(bp, Breakpoint)]
+        if isinstance(self.breakpoints, Breakpoint):     # one given alone, as one business key is for business_keys
+            object.__setattr__(self, "breakpoints", (self.breakpoints,))
+        given = self.breakpoints if isinstance(self.breakpoints, Iterable) else [self.breakpoints]
+        wrong = [bp for bp in given if not isinstance(bp, Breakpoint)]
         if wrong:                   # a key given as a breakpoint: an AttributeError at the first check
-            raise ReplayError(f"breakpoints takes Breakpoint s (ai.executor.Breakpoint(key=..., action=...)), "
-                              f"got {wrong[0]!r}")
+            raise ReplayError(f"breakpoints takes a Breakpoint or a list of them "
+                              f"(ai.executor.Breakpoint(key=..., action=...)), got {wrong[0]!r}")
         if self.memory_decoder is not None and not callable(self.memory_decoder):
             raise ReplayError(f"memory_decoder takes a function of a record's memory value (e.g. "
                               f"ai.executor.json_envelope_decoder), got {type(self.memory_decoder).__name__}")
@@ -298,7 +302,8 @@ class ExecutorOptions:
         """A copy with ``changes`` applied; a change whose value is None is not given (the option stays)."""
         given: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
         if "breakpoints" in given:
-            given["breakpoints"] = tuple(cast(Iterable[Breakpoint], given["breakpoints"]))
+            bps = given["breakpoints"]        # a list made a tuple; one Breakpoint (or a wrong value) left to check
+            given["breakpoints"] = tuple(bps) if isinstance(bps, Iterable) else bps
         return dataclasses.replace(self, **given) if given else self
 
 
@@ -319,7 +324,7 @@ class ExecutorOverrides(RecoveryOverrides, total=False):
     source_kind: str | None
     attempt: int | None
     seed: int | None
-    breakpoints: Sequence[Breakpoint] | None
+    breakpoints: Sequence[Breakpoint] | Breakpoint | None
     fail_after: int | None
     value_format: str | None
     num_partitions: int | None

@@ -333,8 +333,7 @@ def _missing_rounds_note(gaps: Mapping[str, tuple[int, list[int]]]) -> tuple[str
     if not gaps:
         return ()
     total = sum(count for count, _ in gaps.values())
-    shown = [f"{k}@{s}" for k in sorted(gaps) for s in gaps[k][1]][:_SHOWN]
-    rounds = ", ".join(shown) + (f" and {total - len(shown):,} more" if total > len(shown) else "")
+    rounds = first_few([f"{k}@{s}" for k in sorted(gaps) for s in gaps[k][1]][:_SHOWN], _SHOWN, total=total)
     return (f"{plural(total, 'round')} ({rounds}) of the window {'have' if total != 1 else 'has'} no root "
             "record in the log (compacted away or unreadable): not replayed, as its input is unknown; the key's "
             "later rounds keep their own seqNums",)

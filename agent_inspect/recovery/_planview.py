@@ -62,8 +62,8 @@ class PlanView:
 
 def as_plan(plan: PlanLike) -> ReplayPlan:
     """A ``ReplayPlan`` from a plan or a mapping of its fields: ``{"inputs": [(key, value_or_event), ...],
-    "restored_seq": {key: n}, "pending": [(key, seq, action, event), ...]}``; a plain value becomes ``_input_event``
-    ``{"input": value}``. A log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``.
+    "restored_seq": {key: n}, "pending": [(key, seq, action, event), ...]}``, or ``"inputs": {key: [values]}`` (one
+    value, a string or an event, is one input); a plain value becomes ``_input_event`` ``{"input": value}``. A log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``.
 
     For example::
 
@@ -74,12 +74,14 @@ def as_plan(plan: PlanLike) -> ReplayPlan:
         return plan
     if isinstance(plan, Mapping):
         given = plan.get("inputs", ())
-        pairs = [(k, v) for k, vs in given.items() for v in vs] if isinstance(given, Mapping) else given
+        # {key: [values]}: a key's list of inputs; one value (a string, an event, a mapping) is one input, not many
+        pairs = ([(k, v) for k, vs in given.items() for v in ([vs] if _one_value(vs) else vs)]
+                 if isinstance(given, Mapping) else given)
         inputs = tuple(ReplayInput(str(k), _event(v))
                        for k, v in _items(pairs, "inputs", "(key, value_or_event)", "('user-1', 'hello')"))
-        pending = tuple(PendingTask(str(k), int(s), str(a), _event(e))
-                        for k, s, a, e in _items(plan.get("pending", ()), "pending", "(key, seq, action, event)",
-                                                   "('user-1', 3, 'chat', 'hello')"))
+        pending_shape = ("pending", "(key, seq, action, event)", "('user-1', 3, 'chat', 'hello')")
+        pending = tuple(PendingTask(str(k), _seq(s, (k, s, a, e), *pending_shape), str(a), _event(e))
+                        for k, s, a, e in _items(plan.get("pending", ()), *pending_shape))
         return ReplayPlan(inputs=inputs, restored_seq=dict(plan.get("restored_seq", {})), pending=pending,
                           keys=dict(plan.get("keys", {})), attempt=int(plan.get("attempt", 1)))
     raise ReplayError(f"not a replay plan: {type(plan).__name__}; pass a ReplayPlan or a mapping with 'inputs' "
@@ -97,6 +99,19 @@ def _items(items: Any, name: str, shape: str, example: str) -> list[tuple[Any, .
                               f"{{{name!r}: [{example}]}}")
         out.append(fields)
     return out
+
+
+def _one_value(value: Any) -> bool:
+    """Whether a key's entry of a mapping's ``inputs`` is one input value rather than a list of them."""
+    return isinstance(value, (str, bytes, AgentEvent, Mapping)) or not isinstance(value, Iterable)
+
+
+def _seq(seq: Any, item: tuple[Any, ...], name: str, shape: str, example: str) -> int:
+    try:
+        return int(seq)
+    except (TypeError, ValueError):
+        raise ReplayError(f"a plan's {name!r} takes a list of {shape} tuples with an int seq, got {item!r}; e.g. "
+                          f"{{{name!r}: [{example}]}}") from None
 
 
 def _event(value: Any) -> AgentEvent:

@@ -68,10 +68,12 @@ class LogBrowser(View):
         self._muted = False
 
         # a key is offered and shown with its control characters written out; that text finds the key itself
-        keys = self._choices("business_key")[1:]
-        self._key_of_label = {show_controls(k): k for k in keys}
+        # (_keys_shown_as), and a key given to set_filters is remembered exactly while its label is in the box
+        self._exact_key: tuple[str, str] | None = None       # (the label shown, the exact key)
+        self._labelled_keys: dict[str, list[str]] | None = None
+        labels = dict.fromkeys(show_controls(k) for k in self._choices("business_key")[1:])
         self.key_filter = w.Combobox(description="Key", placeholder="business key (exact)",
-                                     options=list(self._key_of_label), ensure_option=False,
+                                     options=list(labels), ensure_option=False,
                                      continuous_update=False, layout=w.Layout(width="280px"))
         self.seq_filter = w.Text(description="Seq", placeholder="5 or 3-7", continuous_update=False,
                                  layout=w.Layout(width="180px"))
@@ -96,6 +98,7 @@ class LogBrowser(View):
         self.figure.add_class("ai-counts")
         self.runtime = w.HTML(runtime_html(source))   # which runtime wrote these records, and why we think so
 
+        self.key_filter.observe(self._on_key_typed, names="value")
         for control in (self.key_filter, self.seq_filter, self.status_filter, self.event_filter,
                         self.error_filter):
             control.observe(self._on_filter, names="value")
@@ -139,7 +142,9 @@ class LogBrowser(View):
         self._muted = True
         try:
             if key is not None:
-                self.key_filter.value = show_controls(str(key))
+                label = show_controls(str(key))
+                self.key_filter.value = label
+                self._exact_key = (label, str(key)) if str(key).strip() else None
             if seq is not None:
                 self.seq_filter.value = str(seq)
             if status is not None:
@@ -230,16 +235,40 @@ class LogBrowser(View):
         if not self._muted:
             self.refresh()
 
+    def _on_key_typed(self, change: dict) -> None:
+        if self._exact_key is not None and change["new"] != self._exact_key[0]:
+            self._exact_key = None       # other text typed or picked: the key set_filters gave is no longer shown
+
+    def _key_hits(self, keys: list[str]) -> np.ndarray:
+        frame = self._frame
+        hit = np.zeros(len(frame), dtype=bool)
+        for col in (c for c in ("business_key", "key_text", "key_digest") if c in frame.columns):
+            hit |= frame[col].isin(keys).to_numpy(dtype=bool)
+        return hit
+
+    def _keys_shown_as(self, label: str) -> list[str]:
+        """The log's keys (all of them, not only the offered ones) whose control characters written out read ``label``."""
+        if self._labelled_keys is None:
+            self._labelled_keys = {}
+            for col in (c for c in ("business_key", "key_text") if c in self._frame.columns):
+                series = self._frame[col]
+                values = (series.cat.categories if isinstance(series.dtype, pd.CategoricalDtype)
+                          else pd.unique(series.dropna()))
+                for key in values:          # only a key with a control character has a label other than itself
+                    if isinstance(key, str) and not key.isprintable():
+                        self._labelled_keys.setdefault(show_controls(key), []).append(key)
+        return self._labelled_keys.get(label, [])
+
     def _compute_mask(self) -> np.ndarray | None:
         frame = self._frame
         masks: list[np.ndarray] = []
-        key = self.key_filter.value.strip()
-        key = self._key_of_label.get(key, key)
-        if key:
-            key_cols = [c for c in ("business_key", "key_text", "key_digest") if c in frame.columns]
-            hit = np.zeros(len(frame), dtype=bool)
-            for col in key_cols:
-                hit |= (frame[col] == key).fillna(False).to_numpy(dtype=bool)
+        text = self.key_filter.value
+        if self._exact_key is not None and text == self._exact_key[0]:
+            masks.append(self._key_hits([self._exact_key[1]]))      # the key set_filters gave, exactly
+        elif text.strip():
+            hit = self._key_hits([text.strip()])                     # text that is a key finds that key literally
+            if not hit.any():                                        # else: the keys it is the written-out label of
+                hit = self._key_hits(self._keys_shown_as(text.strip()) or [text.strip()])
             masks.append(hit)
         seq = self.seq_filter.value.strip()
         if seq and "seq" in frame.columns:

@@ -146,11 +146,13 @@ def test_wrong_policies_and_restore_say_what_they_take() -> None:
         ai.ReplayExecutor(log, memory={"x": 1})
     with pytest.raises(ReplayError, match=r"sensory takes per business key .*got \[1\]"):
         ai.ReplayExecutor(log, sensory=[1])
-    with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s \(ai.executor.Breakpoint\(key=..., "
-                                          r"action=...\)\), got 'k'"):
+    with pytest.raises(ReplayError, match=r"^breakpoints takes a Breakpoint or a list of them "
+                                          r"\(ai.executor.Breakpoint\(key=..., action=...\)\), got 'k'$"):
         ai.ReplayExecutor(log, breakpoints=["k"])
-    with pytest.raises(ReplayError, match=r"breakpoints takes Breakpoint s .*got None"):
+    with pytest.raises(ReplayError, match=r"^breakpoints takes a Breakpoint or a list of them .*got None$"):
         ai.ReplayExecutor(log, breakpoints=[None])
+    with pytest.raises(ReplayError, match=r"^breakpoints takes a Breakpoint or a list of them .*got 5$"):
+        ai.ReplayExecutor(log, breakpoints=5)      # not iterable: was a TypeError
     ok = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"), policies={"calls": "stub", "stubs": {"*": "x"},
                                                                                  "actions": {"IA": "diff"}})
     ok.run()
@@ -217,3 +219,32 @@ def test_a_plan_mapping_whose_items_are_not_tuples_says_what_it_takes() -> None:
     with pytest.raises(ReplayError, match=r"'pending' takes a list of \(key, seq, action, event\) tuples, got \('k', 1\)"):
         ai.predict(log, plan={"pending": [("k", 1)]})
     assert len(ai.predict(log, plan={"inputs": [["k", "A"]]}).tasks) == len(ai.predict(log, plan={"inputs": {"k": ["A"]}}).tasks) > 0
+
+
+def test_a_plan_mapping_of_key_to_one_value_is_one_input_and_a_bad_pending_seq_says_what_it_takes() -> None:
+    """``{"inputs": {"user-1": "hello"}}`` was five inputs, one per character; a pending seq "x" a bare
+    ValueError out of ``int()``."""
+    from agent_inspect._errors import ReplayError
+    from agent_inspect.agents import AgentEvent
+    from agent_inspect.executor import as_plan
+
+    event = AgentEvent("_input_event", {"input": "hi"}, id="e1")
+    plan = as_plan({"inputs": {"user-1": "hello", "user-2": event, "user-3": b"raw", "user-4": ["a", "b"]}})
+    assert [(i.key, i.event.attributes["input"]) for i in plan.inputs] == [
+        ("user-1", "hello"), ("user-2", "hi"), ("user-3", b"raw"), ("user-4", "a"), ("user-4", "b")]
+    assert plan.inputs[1].event is event
+    with pytest.raises(ReplayError, match=r"^a plan's 'pending' takes a list of \(key, seq, action, event\) tuples "
+                                          r"with an int seq, got \('k', 'x', 'chat', 'A'\); e\.g\. "):
+        as_plan({"pending": [("k", "x", "chat", "A")]})
+
+
+def test_one_breakpoint_given_alone_is_a_list_of_one() -> None:
+    """``breakpoints=Breakpoint(...)`` (not in a list) was ``TypeError: 'Breakpoint' object is not iterable``."""
+    import agent_inspect as ai
+    from agent_inspect.executor import Breakpoint, ExecutorOptions
+
+    bp = Breakpoint(key="k")
+    assert ExecutorOptions(breakpoints=bp).breakpoints == (bp,)
+    assert ExecutorOptions().updated(breakpoints=bp).breakpoints == (bp,)
+    ex = ai.ReplayExecutor(ai.load(ai.samples.path("N04")), markers=ai.samples.markers("N04"), breakpoints=bp)
+    assert ex.breakpoints == [bp]

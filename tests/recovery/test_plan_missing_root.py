@@ -3,12 +3,12 @@ log keeps the key's later rounds at their own seqNums (spec §9.2: the operator 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 import agent_inspect as ai
+from tests.support.huge_seq import n04_with_seq
 
 KEY = "user-0008"
 
@@ -58,15 +58,7 @@ def test_prediction_reads_the_later_rounds_own_records(tmp_path: Path) -> None:
 
 def test_a_damaged_seq_far_past_the_key_s_rounds_is_counted_not_listed(tmp_path: Path) -> None:
     # round 6 of N04 written with seq 2^40: the gap was listed seq by seq (MemoryError, or the kernel killed)
-    lines = []
-    for line in Path(ai.samples.path("N04")).read_text().splitlines():
-        record = json.loads(line)
-        group, seq, rest = record["key"].split("_", 2)
-        if seq == "6":
-            record["key"] = f"{group}_{1 << 40}_{rest}"
-        lines.append(json.dumps(record))
-    out = tmp_path / "far-seq.jsonl"
-    out.write_text("".join(line + "\n" for line in lines))
+    out = n04_with_seq(tmp_path, 1 << 40)
     log = ai.load(out)
     plan = ai.ReplayPlan.from_log(log)
     gap = (1 << 40) - 6

@@ -98,3 +98,46 @@ def test_the_log_browsers_key_search_offers_a_key_written_out_and_finds_the_key(
     browser.set_filters(key="no-such-key")
     browser.set_filters(key="k" + EVIL)                      # a key given exactly (another view opening it)
     assert browser.key_filter.value == "k" + show_controls(EVIL) and len(browser.window_rows) == len(log.records)
+
+
+def _log_of_keys(keys: list[str]) -> Any:
+    from _widget_logs import Journal, round_
+
+    journal = Journal()
+    for n, key in enumerate(keys):
+        round_(journal, key, 1, {"input": n})
+    return journal.log()
+
+
+def test_the_log_browsers_key_search_finds_a_key_beyond_the_offered_ones(monkeypatch: Any) -> None:
+    from agent_inspect.widgets import LogBrowser, _browser
+
+    monkeypatch.setattr(_browser, "_MAX_OPTIONS", 3)
+    late = "z\x1b[2J"                                        # sorts after the three offered keys
+    log = _log_of_keys(["a", "b", "c", late])
+    browser = LogBrowser(log)
+    assert show_controls(late) not in browser.key_filter.options
+    browser.set_filters(key=late)                            # given exactly: that key, though not offered
+    assert set(browser.window_rows["business_key"]) == {late}
+    browser.set_filters(key="")
+    browser.key_filter.value = show_controls(late)           # typed written out: found among all the log's keys
+    assert set(browser.window_rows["business_key"]) == {late}
+
+
+def test_the_log_browsers_key_search_tells_apart_a_key_and_the_text_of_its_label() -> None:
+    from agent_inspect.widgets import LogBrowser
+
+    raw, literal = "a\x1b", "a\\x1b"                        # one label for both: show_controls(raw) == literal
+    browser = LogBrowser(_log_of_keys([raw, literal]))
+    assert browser.key_filter.options.count(literal) == 1
+    browser.set_filters(key=raw)
+    assert browser.key_filter.value == literal and set(browser.window_rows["business_key"]) == {raw}
+    browser.set_filters(key=literal)
+    assert set(browser.window_rows["business_key"]) == {literal}
+    browser.set_filters(key=raw)
+    browser.key_filter.value = "x"
+    browser.key_filter.value = literal                       # typed or picked: the key that is this text
+    assert set(browser.window_rows["business_key"]) == {literal}
+    only_raw = LogBrowser(_log_of_keys([raw, "b"]))
+    only_raw.key_filter.value = literal                      # no key is this text: the key it is the label of
+    assert set(only_raw.window_rows["business_key"]) == {raw}
