@@ -70,10 +70,8 @@ def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
         cases = ai.cases.load_cases("cases/")           # a file, a directory, or "builtin"
         len(cases), cases[0].id
     """
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
     files: list[Path] = []
-    for p in paths:
+    for p in [paths] if isinstance(paths, (str, Path)) else paths:
         p = Path(p)
         if str(p) == BUILTIN and not p.exists():
             p = builtin_path()
@@ -88,11 +86,9 @@ def load_cases(paths: str | Path | Iterable[str | Path]) -> list[Case]:
     for f in files:
         try:
             data = tomllib.loads(f.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:   # a picture passed by mistake
-            raise CaseFileError(f"{f}: not a case file (not UTF-8 text); pass a case .toml file or a directory of them")\
-                from None
-        except tomllib.TOMLDecodeError as exc:
-            raise CaseFileError(f"{f}: not valid TOML: {exc}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:   # not UTF-8: a picture passed by mistake
+            raise CaseFileError(f"{f}: not valid TOML: {exc}" if isinstance(exc, tomllib.TOMLDecodeError) else
+                                f"{f}: not a case file (not UTF-8 text); pass a case .toml file or a folder") from None
         cases.extend(parse_case(data, path=str(f)))
     return sorted(cases, key=lambda c: (_order(c.id), c.id))
 
