@@ -24,6 +24,7 @@ from agent_inspect.sources import (
     FileKind,
     ReadPlan,
     business_key_rows,
+    business_key_texts,
     candidate_partitions,
     check_timeout,
     expect_kind,
@@ -411,7 +412,7 @@ def _partition_dirs(root: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None) -> ActionStateLog:
+def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str | int] | None = None) -> ActionStateLog:
     """Reopen a scan's Parquet output as one log; ``business_keys`` reads only the partitions they hash to.
 
     For example::
@@ -427,7 +428,7 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
     chosen = [p for p, _ in _partition_dirs(root)]
     if not chosen:
         raise SourceError(f"{str(root)!r} holds no partition=N/ Parquet parts; is it a scan's output directory?")
-    keys = list(business_keys) if business_keys is not None else None
+    keys = business_key_texts(business_keys)
     if keys is not None and meta.get("kind") == "kafka" and meta.get("num_partitions"):
         wanted = candidate_partitions(keys, int(meta["num_partitions"]))
         chosen = [p for p in chosen if p in wanted]

@@ -15,7 +15,7 @@ from agent_inspect.sources._checkpoint import CheckpointFiles, open_checkpoint
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
 from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
-from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
+from agent_inspect.sources._keys import business_key_rows, business_key_texts, candidate_partitions, take
 from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._otlp import check_export, export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
@@ -39,7 +39,8 @@ __all__ = [
     # readers
     "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "plan_fluss", "read_fluss_bucket", "ConnectionFactory",
     "ReadPlan",
-    "read_parquet_partition", "business_key_rows", "candidate_partitions", "take", "merge_markers", "progress_bar",
+    "read_parquet_partition", "business_key_rows", "business_key_texts", "candidate_partitions", "take",
+    "merge_markers", "progress_bar",
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",
     # addresses
