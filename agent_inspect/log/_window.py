@@ -20,6 +20,7 @@ from agent_inspect.log._assemble import build_log, check_business_keys, key_text
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
+    DUMP_SUFFIXES,
     ConnectionFactory,
     FileKind,
     ReadPlan,
@@ -47,7 +48,6 @@ __all__ = ["SourceSpec", "Window", "plan_windows", "read_window", "write_window"
            "is_dataset", "DATASET_FILE"]
 
 DATASET_FILE = "_agent_inspect_dataset.json"  # beside the hive partitions of a scan's output
-_FILE_SUFFIXES = (".parquet", ".jsonl", ".json", ".gz", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -192,10 +192,10 @@ def _plan_files(path: Path, *, file_format: str | None,
                           num_partitions=meta.get("num_partitions"), options={**options, "dataset": meta}), parts_windows
     if path.is_dir():
         # hidden directories (a virtualenv, .git) hold no dumps of this topic
-        files = sorted(f for f in path.rglob("*") if f.is_file() and f.name.endswith(_FILE_SUFFIXES)
+        files = sorted(f for f in path.rglob("*") if f.is_file() and f.name.endswith(DUMP_SUFFIXES)
                        and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts))
         if not files:
-            raise SourceError(f"directory {str(path)!r} holds no dump files (.parquet, .jsonl, .json, .gz)")
+            raise SourceError(f"directory {str(path)!r} holds no dump files ({', '.join(DUMP_SUFFIXES)})")
         meta = _dataset_meta(path)
         if meta:
             options["dataset"] = meta

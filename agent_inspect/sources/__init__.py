@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._checkpoint import CheckpointFiles, open_checkpoint
+from agent_inspect.sources._filecommon import DUMP_SUFFIXES
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
 from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
@@ -46,7 +47,7 @@ __all__ = [
     # addresses
     "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
     # writers, and what they must never write over
-    "write_parquet", "write_jsonl", "check_output", "input_files", "source_files",
+    "write_parquet", "write_jsonl", "check_output", "input_files", "source_files", "DUMP_SUFFIXES",
     # Flink checkpoint files (read by agent_inspect.checkpoint)
     "open_checkpoint", "CheckpointFiles",
     # Trace Log files (read by agent_inspect.trace)
