@@ -82,3 +82,40 @@ def test_a_numeric_key_a_lone_key_and_a_wrong_type(tmp_path: Path) -> None:
             ai.load(LOGS / "N04.jsonl", business_keys=keys)
     with pytest.raises(ai.InspectError, match=r"business_keys takes a list of business keys \(\['user-42'\]\), got 5"):
         ai.load(LOGS / "N04.jsonl", business_keys=5)
+
+
+def test_lone_bytes_are_refused_and_numpy_integers_are_numeric_keys(tmp_path: Path) -> None:
+    """``b"user"`` was iterated into the keys '117', '115', …; ``np.array([12])`` and ``np.int64(12)`` were refused."""
+    import json
+
+    import numpy as np
+
+    with pytest.raises(ai.InspectError, match=r"business_keys takes a list of business keys \(\['user-42'\]\), "
+                                              r"got b'user'"):
+        ai.load(LOGS / "N04.jsonl", business_keys=b"user")
+    with pytest.raises(ai.InspectError, match=r"business_keys takes key texts .*got (np\.)?True"):
+        ai.load(LOGS / "N04.jsonl", business_keys=[np.bool_(True)])
+    lines = [json.loads(line) for line in (LOGS / "N04.jsonl").read_text().splitlines()]
+    for record in lines:
+        record["key"] = record["key"].rsplit("_", 1)[0] + "_12"
+    (tmp_path / "n.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    for keys in (np.array([12]), [np.int64(12)], [np.uint8(12)]):
+        log = ai.load(tmp_path / "n.jsonl", business_keys=keys)
+        assert len(log.records) == len(lines) and log.source.options["business_keys"] == ["12"]
+
+
+def test_a_scan_dataset_and_a_tail_take_keys_as_the_loaders_do(tmp_path: Path) -> None:
+    """``log.load_dataset`` searched a lone string character by character and a tail did too (an int failed);
+    both go through the loaders' ``business_key_texts`` now, a tail refusing a wrong type before any I/O."""
+    spec, windows = ai.log.plan_windows(LOGS / "production.parquet")
+    for window in windows:
+        ai.log.write_window(ai.log.read_window(spec, window), tmp_path, window)
+    ai.log.write_dataset_meta(tmp_path, spec)
+    assert ai.log.load_dataset(tmp_path, business_keys="user-0019").keys() == ["user-0019"]
+    with pytest.raises(ai.InspectError, match=r"business_keys takes a list of business keys .*got b'user'"):
+        ai.log.load_dataset(tmp_path, business_keys=b"user")
+    for follow in (ai.log.follow, ai.tail):
+        with pytest.raises(ai.InspectError, match=r"business_keys takes key texts .*got None"):
+            follow("kafka://127.0.0.1:1/topic", business_keys=[None], timeout=0.5)
+    with pytest.raises(ai.InspectError, match=r"business_keys takes a list of business keys .*got b'user'"):
+        ai.sources.open_kafka_tail("127.0.0.1:1", "topic", business_keys=b"user", timeout=0.5)

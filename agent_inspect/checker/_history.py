@@ -100,9 +100,10 @@ class HistoryOptions:
 
     def __post_init__(self) -> None:
         for name in ("keys", "rounds", "attempts", "min_attempts", "values", "roots"):
-            if _number(getattr(self, name), int) < 1:
+            number = _number(getattr(self, name), int)
+            if number < 1:
                 raise RuleCheckError(f"history option {name}={getattr(self, name)!r} must be a whole number, at least 1")
-            object.__setattr__(self, name, int(getattr(self, name)))   # 2.0 counts as 2
+            object.__setattr__(self, name, int(number))   # 2.0 and "2.0" count as 2
         if self.min_attempts > self.attempts:
             raise RuleCheckError(f"history option min_attempts={self.min_attempts} exceeds attempts={self.attempts}")
         if not 1 <= self.values <= len(_VALUES):

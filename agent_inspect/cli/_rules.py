@@ -10,6 +10,7 @@ from typing import Any
 
 from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
+from agent_inspect.cli._numbers import count
 
 __all__ = ["register"]
 
@@ -28,7 +29,7 @@ def register(subparsers: Any) -> None:
     chk.add_argument("rule", help="a built-in rule name (e.g. fixed, original:kafka-k1), or a DivergenceRule "
                                   "subclass as module:ClassName (from the current directory) or "
                                   "path/to/file.py:ClassName")
-    chk.add_argument("--n", type=int, default=200, help="number of random histories (default 200)")
+    chk.add_argument("--n", type=count, default=200, help="number of random histories (default 200)")
     chk.add_argument("--seed", type=int, default=0, help="seed of the history sequence (default 0)")
     chk.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                      help="a history generator option (HistoryOptions), e.g. tombstones=1.0 or "
@@ -65,8 +66,6 @@ def _check(args: argparse.Namespace) -> int:
 
     from agent_inspect.checker import check
 
-    if args.n < 0:
-        raise InspectError(f"--n {args.n} must be 0 or more")
     report = check(args.rule, n=args.n, seed=args.seed, minimize=not args.no_minimize, sweep=not args.no_sweep,
                    **_options(args.option))
     saved = []

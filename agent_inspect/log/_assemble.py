@@ -71,22 +71,6 @@ def _attach_line_errors(log: Any, line_errors: Mapping[int, str]) -> None:
     records["error"] = pd.array(errors, dtype=records["error"].dtype)
 
 
-def business_key_texts(keys: Iterable[str] | None) -> list[str] | None:
-    """The ``business_keys`` a loader was given, as the texts records carry: a numeric key is its text (Java's
-    ``toString()``, spec §4.1), one string is one key (not its characters); anything else (None, bytes, a tuple)
-    is an :class:`~agent_inspect.InspectError` before any I/O, not an AttributeError while hashing keys."""
-    if keys is None:
-        return None
-    items = [keys] if isinstance(keys, str) else keys
-    if not isinstance(items, Iterable):
-        raise InspectError(f"business_keys takes a list of business keys (['user-42']), got {keys!r}")
-    texts = list(items)
-    bad = [k for k in texts if isinstance(k, bool) or not isinstance(k, (str, int))]
-    if bad:
-        raise InspectError(f"business_keys takes key texts (str, or int for a numeric key), got {bad[0]!r}")
-    return [str(k) for k in texts]
-
-
 def check_business_keys(log: ActionStateLog, keys: Iterable[str], *,
                         known: Callable[[], Iterable[str]] | None = None) -> ActionStateLog:
     """``log``, loaded for ``keys``, checked for keys with no record (a typo reads as an empty log otherwise).

@@ -389,7 +389,7 @@ def _follow(ref: weakref.ref[LiveLog], follower: Follower, stop: threading.Event
             pass
 
 
-def follow(source: str, *, business_keys: Iterable[str] | None = None, window: TailWindow | None = 1000,
+def follow(source: str, *, business_keys: Iterable[str | int] | None = None, window: TailWindow | None = 1000,
            config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 0.5) -> LiveLog:
     """Follow ``kafka://host:port/topic`` live: a started :class:`LiveLog` over the given window.
 

@@ -10,7 +10,6 @@ from urllib.parse import unquote, urlsplit
 from agent_inspect._errors import SourceError
 from agent_inspect.log._assemble import (
     build_log,
-    business_key_texts,
     check_business_keys,
     key_texts,
     note_repeated_positions,
@@ -22,6 +21,7 @@ from agent_inspect.sources import (
     ConnectionFactory,
     FileKind,
     business_key_rows,
+    business_key_texts,
     check_timeout,
     expect_kind,
     open_kafka,
@@ -62,7 +62,7 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
 
 
 def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLike = None,
-               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
+               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str | int] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False, workers: int | None = 1) -> ActionStateLog:
     """Read an action-state topic, read-only, up to the end offsets captured when the load starts.
@@ -105,7 +105,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
 
 
 def load_fluss(bootstrap_servers: str | None, table: str, *, markers: MarkersLike = None,
-               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
+               start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str | int] | None = None,
                config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
                allow_data_loss: bool = False,
                connection_factory: ConnectionFactory | None = None, workers: int | None = 1) -> ActionStateLog:
@@ -135,7 +135,7 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: MarkersLik
 
 
 def load_file(path: str | os.PathLike[str], *, file_format: str | None = None,
-              business_keys: Iterable[str] | None = None, progress: bool = False,
+              business_keys: Iterable[str | int] | None = None, progress: bool = False,
               workers: int | None = 1) -> ActionStateLog:
     """Read a dump file: kcat ``-J`` JSONL, plain JSONL (``key``/``value`` per line) or the toolkit's Parquet.
 

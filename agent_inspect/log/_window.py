@@ -20,10 +20,12 @@ from agent_inspect.log._assemble import build_log, check_business_keys, key_text
 from agent_inspect.log._log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources import (
+    DUMP_SUFFIXES,
     ConnectionFactory,
     FileKind,
     ReadPlan,
     business_key_rows,
+    business_key_texts,
     candidate_partitions,
     check_timeout,
     expect_kind,
@@ -46,7 +48,6 @@ __all__ = ["SourceSpec", "Window", "plan_windows", "read_window", "write_window"
            "is_dataset", "DATASET_FILE"]
 
 DATASET_FILE = "_agent_inspect_dataset.json"  # beside the hive partitions of a scan's output
-_FILE_SUFFIXES = (".parquet", ".jsonl", ".json", ".gz", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -191,10 +192,10 @@ def _plan_files(path: Path, *, file_format: str | None,
                           num_partitions=meta.get("num_partitions"), options={**options, "dataset": meta}), parts_windows
     if path.is_dir():
         # hidden directories (a virtualenv, .git) hold no dumps of this topic
-        files = sorted(f for f in path.rglob("*") if f.is_file() and f.name.endswith(_FILE_SUFFIXES)
+        files = sorted(f for f in path.rglob("*") if f.is_file() and f.name.endswith(DUMP_SUFFIXES)
                        and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts))
         if not files:
-            raise SourceError(f"directory {str(path)!r} holds no dump files (.parquet, .jsonl, .json, .gz)")
+            raise SourceError(f"directory {str(path)!r} holds no dump files ({', '.join(DUMP_SUFFIXES)})")
         meta = _dataset_meta(path)
         if meta:
             options["dataset"] = meta
@@ -411,7 +412,7 @@ def _partition_dirs(root: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str] | None = None) -> ActionStateLog:
+def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[str | int] | None = None) -> ActionStateLog:
     """Reopen a scan's Parquet output as one log; ``business_keys`` reads only the partitions they hash to.
 
     For example::
@@ -427,7 +428,7 @@ def load_dataset(directory: str | os.PathLike[str], *, business_keys: Iterable[s
     chosen = [p for p, _ in _partition_dirs(root)]
     if not chosen:
         raise SourceError(f"{str(root)!r} holds no partition=N/ Parquet parts; is it a scan's output directory?")
-    keys = list(business_keys) if business_keys is not None else None
+    keys = business_key_texts(business_keys)
     if keys is not None and meta.get("kind") == "kafka" and meta.get("num_partitions"):
         wanted = candidate_partitions(keys, int(meta["num_partitions"]))
         chosen = [p for p in chosen if p in wanted]

@@ -139,6 +139,16 @@ class RecordedCallError(Exception):
         # the message is the payload's text (a Java exception's): as text, e.g. in a traceback, its escapes are shown
         return show_controls(super().__str__())
 
+    def __reduce__(self) -> tuple[Any, tuple[type[RecordedCallError], str, str, bytes | None]]:
+        """Pickled by its fields (a Dask worker sends it back): the keyword-only ``__init__`` takes no args tuple."""
+        return _recorded_call_error, (type(self), self.args[0] if self.args else "", self.function_id, self.payload)
+
+
+def _recorded_call_error(cls: type[RecordedCallError], message: str, function_id: str,
+                         payload: bytes | None) -> RecordedCallError:
+    """A :class:`RecordedCallError` unpickled: its keyword-only arguments passed by name."""
+    return cls(message, function_id=function_id, payload=payload)
+
 
 @dataclass(frozen=True)
 class RecordedValue:

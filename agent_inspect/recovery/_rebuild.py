@@ -154,13 +154,13 @@ def window_mask(records: pd.DataFrame, markers: Markers, *, start_offsets: Mappi
         for p, off in start.items():
             have = start_offsets.get(p)
             if have is not None and off < 0:     # below every loaded start: loading from the markers cannot help
-                raise RecoveryError(f"marker offset {off} of partition {p} is negative: no record has a negative "
+                raise RecoveryError(f"marker offset {off} for partition {p} is negative: no record has a negative "
                                     "offset (they start at 0; -1 and -2 are a Kafka consumer's 'latest' and "
                                     "'earliest', not positions); pass the offsets the checkpoint recorded "
                                     "(ai.checkpoint.read(DIR).recovery_markers()), or 0 to rebuild from the "
                                     "partition's first record")
             if have is not None and off < have:
-                raise RecoveryError(f"marker offset {off} of partition {p} is below the loaded start {have}; "
+                raise RecoveryError(f"marker offset {off} for partition {p} is below the loaded start {have}; "
                                     f"load the source from the markers (markers=...) to see the whole window")
     part = records["partition"].to_numpy(dtype="int64", na_value=-1)
     off = records["offset"].to_numpy(dtype="int64", na_value=-1)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._checkpoint import CheckpointFiles, open_checkpoint
+from agent_inspect.sources._filecommon import DUMP_SUFFIXES
 from agent_inspect.sources._files import FileRead, read_file, write_jsonl, write_parquet
 from agent_inspect.sources._fluss import ConnectionFactory, plan_fluss, read_fluss, read_fluss_bucket
 from agent_inspect.sources._kafka import open_kafka, read_partitions
-from agent_inspect.sources._keys import business_key_rows, candidate_partitions, take
+from agent_inspect.sources._keys import business_key_rows, business_key_texts, candidate_partitions, take
 from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._otlp import check_export, export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
@@ -39,13 +40,14 @@ __all__ = [
     # readers
     "read_file", "FileRead", "open_kafka", "read_partitions", "read_fluss", "plan_fluss", "read_fluss_bucket", "ConnectionFactory",
     "ReadPlan",
-    "read_parquet_partition", "business_key_rows", "candidate_partitions", "take", "merge_markers", "progress_bar",
+    "read_parquet_partition", "business_key_rows", "business_key_texts", "candidate_partitions", "take",
+    "merge_markers", "progress_bar",
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",
     # addresses
     "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
     # writers, and what they must never write over
-    "write_parquet", "write_jsonl", "check_output", "input_files", "source_files",
+    "write_parquet", "write_jsonl", "check_output", "input_files", "source_files", "DUMP_SUFFIXES",
     # Flink checkpoint files (read by agent_inspect.checkpoint)
     "open_checkpoint", "CheckpointFiles",
     # Trace Log files (read by agent_inspect.trace)

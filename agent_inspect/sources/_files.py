@@ -27,6 +27,7 @@ from agent_inspect._bulk import gc_paused
 from agent_inspect._errors import SourceError
 from agent_inspect._glossary import first_few
 from agent_inspect.sources._filecommon import (
+    DUMP_SUFFIXES,
     NO_PARTITION,
     SOURCE_METADATA_KEY,
     FileRead,
@@ -94,11 +95,9 @@ def read_file(path: str | os.PathLike[str], *, file_format: str | None = None, p
             read = _read_kcat(data, b64, location) if kcat else _read_plain(data, location)
     return read if data is None else _with_cut(read, data, cut)
 
-_DUMP_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".parquet")
-
 def _directory_message(p: Path) -> str:
     """What to pass instead of a directory that is not a fleet scan's output: one of its dump files."""
-    names = sorted(c.name for c in p.iterdir() if c.is_file() and c.name.endswith(_DUMP_SUFFIXES))
+    names = sorted(c.name for c in p.iterdir() if c.is_file() and c.name.endswith(DUMP_SUFFIXES))
     if not names:
         return f"{str(p)!r} is a directory with no dump file in it; pass a dump file (.jsonl, .jsonl.gz or .parquet)"
     return f"{str(p)!r} is a directory; pass one of its dump files ({first_few(names, 5)})"

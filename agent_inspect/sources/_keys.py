@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable
 
+from agent_inspect._errors import InspectError
 from agent_inspect.raw import RawBatch
 
-__all__ = ["business_key_filter", "business_key_rows", "candidate_partitions", "take"]
+__all__ = ["business_key_filter", "business_key_rows", "business_key_texts", "candidate_partitions", "take"]
+
+
+def business_key_texts(keys: Iterable[str | int] | None) -> list[str] | None:
+    """The ``business_keys`` a loader or a tail was given, as the texts records carry.
+
+    A numeric key (any integer, numpy's too, but not a bool) is its text (Java's ``toString()``, spec §4.1), one
+    string is one key (not its characters); anything else (None, bytes, a tuple) is an
+    :class:`~agent_inspect.InspectError` before any I/O, not an AttributeError while hashing keys.
+
+    For example::
+
+        ai.sources.business_key_texts("user-42")       # ['user-42']
+    """
+    if keys is None:
+        return None
+    items = [keys] if isinstance(keys, str) else keys
+    if isinstance(keys, (bytes, bytearray, memoryview)) or not isinstance(items, Iterable):
+        raise InspectError(f"business_keys takes a list of business keys (['user-42']), got {keys!r}")
+    texts = list(items)
+    bad = [k for k in texts if isinstance(k, bool) or not isinstance(k, (str, numbers.Integral))]
+    if bad:
+        raise InspectError(f"business_keys takes key texts (str, or int for a numeric key), got {bad[0]!r}")
+    return [k if isinstance(k, str) else str(int(k)) for k in texts]
 
 
 def candidate_partitions(business_keys: Iterable[str], num_partitions: int) -> set[int]:

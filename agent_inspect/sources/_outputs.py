@@ -9,10 +9,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
+from agent_inspect.sources._filecommon import DUMP_SUFFIXES
 
 __all__ = ["input_files", "check_output", "check_not_source", "source_files"]
 
-_DUMP_SUFFIXES = (".parquet", ".jsonl", ".json", ".gz", ".ndjson")   # what a directory of dumps is read for
 
 
 def input_files(given: str | os.PathLike[str] | None, *, kind: str = "any") -> list[str]:
@@ -47,7 +47,7 @@ def input_files(given: str | os.PathLike[str] | None, *, kind: str = "any") -> l
         return [text]
     if os.path.isdir(text):
         return [str(f) for f in Path(text).rglob("*")
-                if f.is_file() and (kind != "dump" or f.name.endswith(_DUMP_SUFFIXES))]
+                if f.is_file() and (kind != "dump" or f.name.endswith(DUMP_SUFFIXES))]
     if any(c in text for c in "*?["):
         return [m for m in glob.glob(text) if os.path.isfile(m)]
     return []

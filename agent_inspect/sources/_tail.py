@@ -30,7 +30,7 @@ from agent_inspect.sources._kafka import (
     _watermarks,
     client_config,
 )
-from agent_inspect.sources._keys import business_key_filter, candidate_partitions
+from agent_inspect.sources._keys import business_key_filter, business_key_texts, candidate_partitions
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
@@ -189,7 +189,7 @@ class KafkaTail:
 
 
 def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = None, since_ms: int | None = None,
-                    business_keys: Iterable[str] | None = None, config: Mapping[str, Any] | None = None,
+                    business_keys: Iterable[str | int] | None = None, config: Mapping[str, Any] | None = None,
                     timeout: float = 10.0) -> KafkaTail:
     """Start following ``topic``: from the last ``last`` records of each partition, or from ``since_ms``.
 
@@ -208,10 +208,10 @@ def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = Non
         raise SourceError("pass either last= or since_ms=, not both")
     if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
         raise SourceError(f"last must be a number of records ≥ 0, not {last!r}")
+    keys = business_key_texts(business_keys)   # one string is one key, an int its text: refused before I/O
     user, client, errors = client_config(bootstrap, config)
     admin = _client(AdminClient, {k: v for k, v in client.items() if not _consumer_only(k)})
     partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])
-    keys = list(business_keys) if business_keys is not None else None
     if keys is not None:
         partitions = sorted(candidate_partitions(keys, len(partitions)))
     earliest, latest = _watermarks(admin, topic, partitions, timeout, errors, user["bootstrap.servers"])

@@ -29,6 +29,7 @@ from agent_inspect._glossary import count_words, plural
 from agent_inspect._html import escape
 from agent_inspect._types import LogLike, LogViewer, RecoveryOverrides
 from agent_inspect.log import ActionStateLog, LiveLog, TailWindow, follow
+from agent_inspect.sources import business_key_texts
 from agent_inspect.widgets._common import message_html
 from agent_inspect.widgets._style import View, close_view, static_text, view_style
 
@@ -43,7 +44,7 @@ _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle:
 
 
 def tail(source: str | os.PathLike[str], *, recovery: Recovery | None = None,
-         business_keys: Iterable[str] | None = None, window: TailWindow | None = 1000, key: str | None = None,
+         business_keys: Iterable[str | int] | None = None, window: TailWindow | None = 1000, key: str | None = None,
          config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0,
          views: Sequence[LogViewer] | None = None, **overrides: Unpack[RecoveryOverrides]) -> LiveTail:
     """Follow ``kafka://host:port/topic`` live and show it (incident mode); ``.stop()`` ends it.
@@ -75,7 +76,7 @@ def tail(source: str | os.PathLike[str], *, recovery: Recovery | None = None,
         view = ai.tail("kafka://broker:9092/agent-action-state", business_keys=["user-42"], window=1000)
         view.stop()
     """
-    keys = list(business_keys) if business_keys is not None else None
+    keys = business_key_texts(business_keys)   # one string is one key; an int its text
     _settings(None, recovery, overrides)  # a wrong setting fails here, before anything is read
     live = follow(os.fspath(source), business_keys=keys, window=window, config=config, timeout=timeout,
                   refresh=refresh)

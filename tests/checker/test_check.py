@@ -82,6 +82,15 @@ def test_options_are_checked():
         check("not-a-rule", n=1)
 
 
+def test_a_whole_number_given_as_text_counts():
+    """``keys="2.0"`` (an ``--option keys=2.0``) passed the check, then ``int("2.0")`` was a ValueError traceback."""
+    options = HistoryOptions(keys="2.0", rounds=" 3 ", attempts=2.0)   # type: ignore[arg-type]
+    assert (options.keys, options.rounds, options.attempts) == (2, 3, 2)
+    assert all(type(v) is int for v in (options.keys, options.rounds, options.attempts))
+    with pytest.raises(RuleCheckError, match=r"keys='2\.5' must be a whole number"):
+        HistoryOptions(keys="2.5")   # type: ignore[arg-type]
+
+
 @settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**40))
 def test_without_branch_changes_every_record_is_on_the_recovery_branch(seed):

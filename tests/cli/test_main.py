@@ -80,6 +80,8 @@ def test_a_directory_to_write_into_that_is_a_file_says_so(tmp_path, capsys):
     (["demo", "--port", "-1"], "argument --port: port -1 is outside 0..65535"),
     (["docs", "--port", "70000"], "argument --port: port 70000 is outside 0..65535"),
     (["docs", "--port", "abc"], "argument --port: 'abc' is not a port number"),
+    (["rules", "check", "fixed", "--n", "-1"], "argument --n: must be 0 or more, not -1"),   # a hand check's words
+    (["rules", "check", "fixed", "--n", "2.5"], "argument --n: '2.5' is not a whole number"),
 ])
 def test_a_number_out_of_range_is_a_usage_error_before_any_work(argv, says, capsys):
     # "--limit -1" printed all but one row and "… and 837 more"; "demo --port -1" started JupyterLab, and

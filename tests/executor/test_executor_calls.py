@@ -219,3 +219,14 @@ def test_an_untrusted_pickled_failure_names_the_executor_argument_that_loads_it(
     assert isinstance(err, RecordedCallError)
     assert "policies=ai.executor.Policies(trust_payloads=True)" in str(err)
     assert "trust_payloads" in ai.executor.Policies.__dataclass_fields__
+
+
+def test_a_recorded_call_error_survives_pickling() -> None:
+    """A Dask worker sends it back pickled: its keyword-only ``__init__`` made unpickling a TypeError."""
+    import pickle
+
+    err = RecordedCallError("java.io.IOException: gone\u202e", function_id="llm.ask", payload=b"\x00raw")
+    for dumps, loads in ((pickle.dumps, pickle.loads), (cloudpickle.dumps, pickle.loads)):
+        back = loads(dumps(err))
+        assert type(back) is RecordedCallError and str(back) == str(err)
+        assert (back.function_id, back.payload, back.args) == ("llm.ask", b"\x00raw", err.args)

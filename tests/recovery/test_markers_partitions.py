@@ -42,7 +42,7 @@ def test_a_fractional_or_negative_marker_offset_says_what_is_wrong_and_what_to_d
     log = ai.load(ai.samples.path("N04"))
     with pytest.raises(RecoveryError, match=r"marker offset must be an integer, got 2\.7 for partition 0: a fraction"):
         ai.predict(log, markers=[{0: 2.7}])
-    with pytest.raises(RecoveryError, match=r"marker offset -1 of partition 0 is negative: no record has a negative "
+    with pytest.raises(RecoveryError, match=r"marker offset -1 for partition 0 is negative: no record has a negative "
                                             r"offset .*recovery_markers\(\)\), or 0 to rebuild"):
         ai.reconstruct(log, markers=[{0: -1}])
     whole = ai.predict(log, markers=[{0: 0.0}]).tasks                  # a whole number written as a float is one
@@ -71,3 +71,14 @@ def test_a_marker_offset_beyond_64_bits_says_so() -> None:
     with pytest.raises(RecoveryError, match="beyond a 64-bit offset"):
         ai.fleet.key_frame(log, markers={0: 1 << 70})
     assert ai.predict(log, markers=[{0: (1 << 63) - 1}]).tasks.empty   # the largest offset is one, past the end
+
+
+def test_a_marker_partition_beyond_a_java_int_says_so() -> None:
+    """Partitions are Java ints (Map<Integer, Long>): ``{1 << 70: 5}`` ran quietly with 0 tasks."""
+    log = ai.load(ai.samples.path("N04"))
+    for partition in (1 << 70, 1 << 31, -1):
+        for verb in (ai.predict, ai.reconstruct, ai.ReplayExecutor):
+            with pytest.raises(RecoveryError, match=rf"marker partition {partition} is beyond a partition number "
+                                                    r"\(0 to 2\^31-1\): .*recovery_markers\(\)"):
+                verb(log, markers=[{partition: 5}])
+    assert ai.predict(log, markers=[{(1 << 31) - 1: 5, 0: 0}]).tasks is not None   # the largest partition is one

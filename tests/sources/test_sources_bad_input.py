@@ -530,6 +530,22 @@ def test_a_directory_of_dumps_says_to_pass_one_of_its_files(tmp_path: Path) -> N
         ai.load(tmp_path / "empty")
 
 
+def test_a_directory_names_the_dumps_a_scan_of_it_reads(tmp_path: Path) -> None:
+    """The files ``ai.load(directory)`` suggests, those a scan of it reads and the inputs no output may overwrite
+    are one list: the suggestion left out ``.ndjson`` and a gzip dump not named ``.json(l).gz``, which a scan reads."""
+    logs = Path(__file__).resolve().parents[2] / "sample_logs"
+    folder = tmp_path / "dumps"
+    folder.mkdir()
+    (folder / "a.ndjson").write_bytes((logs / "N04.jsonl").read_bytes())
+    (folder / "b.dump.gz").write_bytes((logs / "N04.jsonl").read_bytes())   # read by magic, as a plain file here
+    (folder / "notes.txt").write_bytes(b"")
+    with pytest.raises(ai.SourceError, match=r"is a directory; pass one of its dump files \(a\.ndjson, b\.dump\.gz\)"):
+        ai.load(folder)
+    _, windows = ai.log.plan_windows(folder)
+    assert sorted(Path(w.path).name for w in windows) == ["a.ndjson", "b.dump.gz"]
+    assert sorted(Path(f).name for f in ai.sources.input_files(folder, kind="dump")) == ["a.ndjson", "b.dump.gz"]
+
+
 def test_a_dump_that_repeats_positions_says_so_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # `cat a.jsonl b.jsonl` of overlapping dumps loaded every repeated record as one more write, silently
     lines = [_kcat(i, offset=10 + i) for i in range(len(RECORDS))]

@@ -103,11 +103,14 @@ def test_pause_stops_updates_and_resume_catches_up(kafka_bootstrap: str, stopped
     assert live.count == 24
 
 
-def test_business_keys_keep_only_their_records(kafka_bootstrap: str, stopped: list[LiveLog]) -> None:
+@pytest.mark.parametrize("keys", [["keys-2"], "keys-2"], ids=["list", "lone-string"])
+def test_business_keys_keep_only_their_records(kafka_bootstrap: str, stopped: list[LiveLog],
+                                               keys: list[str] | str) -> None:
+    """A lone string is one key, as the loaders take it (it was searched character by character)."""
     topic = create_topic(kafka_bootstrap, PARTITIONS)
     records = make_records(6, 2, prefix="keys")
     _produce(kafka_bootstrap, topic, records, T0)
-    live = follow(f"kafka://{kafka_bootstrap}/{topic}", business_keys=["keys-2"], window=100, refresh=0.05)
+    live = follow(f"kafka://{kafka_bootstrap}/{topic}", business_keys=keys, window=100, refresh=0.05)
     stopped.append(live)
     wait_until(lambda: len(live.log) == 4)
     time.sleep(0.5)

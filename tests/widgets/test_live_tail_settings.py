@@ -125,4 +125,4 @@ def test_a_window_that_starts_after_the_markers_says_what_the_rebuild_misses(kaf
     assert "partition 0 from offset 6, the markers at 0" in view.settings.value
     assert "ai-live-window-short" in view.settings.value
     # reconstruct refuses markers below the window's start: the tail says so (it raised in the drawing thread)
-    assert "cannot be reconstructed under these settings: marker offset 0 of partition 0" in view.settings.value
+    assert "cannot be reconstructed under these settings: marker offset 0 for partition 0" in view.settings.value
