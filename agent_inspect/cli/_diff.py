@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
+from agent_inspect.cli._source import add_timeout
 
 __all__ = ["register"]
 
@@ -28,6 +29,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("a", help=_SELECTOR_HELP)
     parser.add_argument("b", help="the other side, same syntax")
     parser.add_argument("--key", help="only this business key")
+    add_timeout(parser)   # for a kafka:// or fluss:// side
     add_recovery_options(parser).description = (
         "for each side that sets none of its own; a side without @RULE or @markers stays the log as written, "
         "read under --runtime and --kafka-pending")
@@ -47,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
         source = parse_selector(text).source
         if "://" not in source and os.path.isfile(source) and file_kind(source) == FileKind.EMPTY:
             raise empty_source(source)
-    d = diff(args.a, args.b, key=args.key, **recovery_overrides(args))
+    d = diff(args.a, args.b, key=args.key, timeout=args.timeout, **recovery_overrides(args))
     for side in (d.a, d.b):
         if side.kind == "log" and side.log is not None and not len(side.log.records):
             raise empty_source(parse_selector(args.a if side is d.a else args.b).source)   # a topic read empty

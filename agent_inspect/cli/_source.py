@@ -4,7 +4,6 @@ table, and the one loader the verbs call with them."""
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect.cli._numbers import seconds
@@ -59,27 +58,10 @@ def require_records(log: Any, source: str) -> Any:
 
 
 def empty_source(source: str) -> SourceError:
-    """The one-line error of a source (a URL or a path) that holds no records, saying what to check."""
-    from agent_inspect._errors import SourceError
-    from agent_inspect._glossary import plural
+    """The one-line error of a source that holds no records (:func:`agent_inspect.sources.empty_source`)."""
+    from agent_inspect.sources import empty_source as the_line
 
-    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
-    if scheme in ("kafka", "fluss"):
-        name = "topic" if scheme == "kafka" else "table"
-        return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "
-                           f"may create a misspelt one) and the markers or start offsets")
-    if os.path.isdir(source):
-        from agent_inspect.sources import input_files
-
-        n = len(input_files(source, kind="dump"))
-        return SourceError(f"{source} holds no records (its {plural(n, 'dump')} {'is' if n == 1 else 'are'} empty): "
-                           "is it the right directory, and did the dumps that wrote them finish?")
-    try:
-        size = f" ({plural(os.path.getsize(source), 'byte')})" if os.path.isfile(source) else ""
-    except OSError:
-        size = ""
-    return SourceError(f"{source} holds no records{size}: is it the right file, and did the dump that wrote it "
-                       "finish?")
+    return the_line(source)
 
 
 def refuse_empty_dumps(source: str) -> None:

@@ -283,12 +283,14 @@ def _settings_used(settings: dict[str, Any], *sides: tuple[Diffable, Side]) -> N
 
 
 def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str | None = None,
-         log_a: LogLike | None = None, log_b: LogLike | None = None, **overrides: Unpack[RecoveryOverrides]) -> Diff:
+         log_a: LogLike | None = None, log_b: LogLike | None = None, timeout: float | None = None,
+         **overrides: Unpack[RecoveryOverrides]) -> Diff:
     """Diff anything against anything: logs, attempts, reconstructions or predictions under rules,
     replay executors, or selector strings (``"prod.jsonl@attempt=2"``, see
     :func:`agent_inspect.diffing.parse_selector`).
 
-    ``key`` keeps one business key. ``log_a`` / ``log_b`` give a prediction's records (for values).
+    ``key`` keeps one business key. ``log_a`` / ``log_b`` give a prediction's records (for values). ``timeout``:
+    seconds a selector string's Kafka broker or Fluss cluster may take to answer (default: the loader's 10).
     ``recovery`` and the settings as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes
     them) apply to each selector string where it sets none of its own; they never make a side a recovery (a
     side without a rule or ``@markers=`` is the log as written, read under ``runtime`` and ``kafka_pending``). Pairs are aligned per business key, round and action execution
@@ -303,7 +305,8 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
     """
     settings: dict[str, Any] = {"recovery": recovery, **overrides}
     with gc_paused():
-        sa, sb = as_side(a, log=log_a, **settings), as_side(b, log=log_b, **settings)
+        sa, sb = (as_side(a, log=log_a, timeout=timeout, **settings),
+                  as_side(b, log=log_b, timeout=timeout, **settings))
         _settings_used(settings, (a, sa), (b, sb))
         if sa.label == sb.label and a is not b:
             sa, sb = as_side(sa, label=f"a: {sa.label}"), as_side(sb, label=f"b: {sb.label}")

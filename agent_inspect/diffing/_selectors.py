@@ -164,13 +164,15 @@ def selector_settings(sel: Selector) -> dict[str, Any]:
     return settings
 
 
-def load_selected(source: str, load: Any) -> Any:
-    """``load(source)``; a source that cannot be opened and ends in ``@word`` names an unknown selector (a
-    segment that is no selector stays part of the source: paths may hold an ``@``)."""
+def load_selected(source: str, load: Any, *, timeout: float | None = None) -> Any:
+    """``load(source)``, waiting ``timeout`` seconds for a Kafka broker or Fluss cluster where given (a file waits
+    for nothing); a source that cannot be opened and ends in ``@word`` names an unknown selector (a segment that is
+    no selector stays part of the source: paths may hold an ``@``)."""
     from agent_inspect.rules import RULES
 
+    remote = "://" in source and source.split("://", 1)[0].lower() in ("kafka", "fluss")
     try:
-        return load(source)
+        return load(source, **({"timeout": timeout} if timeout is not None and remote else {}))
     except SourceError:
         word = source.rpartition("@")[2] if "@" in source else ""
         if _OWN_RULE.match(word):

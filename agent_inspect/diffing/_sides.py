@@ -171,7 +171,8 @@ def attempt(log: ActionStateLog, key: str | None, n: int) -> Side:
 
 
 def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recovery | None = None, mode: str | None = None, attempt: int | None = None,
-           key: str | None = None, label: str | None = None, **overrides: Unpack[RecoveryOverrides]) -> Side:
+           key: str | None = None, label: str | None = None, timeout: float | None = None,
+           **overrides: Unpack[RecoveryOverrides]) -> Side:
     """A diff side from a log (or a source to load, or a selector string) and what to take from it.
 
     ``mode="predict"`` diffs what a recovery does per task, ``mode="reconstruct"`` each record's status,
@@ -183,7 +184,8 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
     every verb checks them. ``attempt``/``key`` narrow the records (``attempt`` only as written). A selector string
     is its settings given here (:func:`parse_selector`; keywords win): ``select("log.jsonl@markers=m.json")`` is
     ``select(ai.load("log.jsonl"), markers=<m.json's markers>)``, the same side and label. ``label`` names the
-    source in the side's label (default: its location).
+    source in the side's label (default: its location). ``timeout``: seconds a source string's Kafka broker or
+    Fluss cluster may take to answer, as :func:`agent_inspect.load` takes it (default: the loader's 10).
 
     For example::
 
@@ -197,7 +199,8 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         sel = parse_selector(source)
         given = {k: v for k, v in {"mode": mode, "attempt": attempt, "key": key, **overrides}.items() if v is not None}
         merged: dict[str, Any] = {**selector_settings(sel), **given}
-        return select(load_selected(sel.source, load), recovery=recovery, label=label or sel.source, **merged)
+        return select(load_selected(sel.source, load, timeout=timeout), recovery=recovery, label=label or sel.source,
+                      **merged)
     if mode is None:
         mode = default_mode(recovery, overrides)
     if mode not in ("log", "predict", "reconstruct"):
@@ -279,12 +282,13 @@ def _reconstruction_side(recon: Any, *, label: str) -> Side:
 
 
 def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = None, recovery: Recovery | None = None,
-            **overrides: Unpack[RecoveryOverrides]) -> Side:
+            timeout: float | None = None, **overrides: Unpack[RecoveryOverrides]) -> Side:
     """Any diffable object as a :class:`Side`: a side, a selector string, a log, a reconstruction, a
     prediction (``log=`` gives its records' values) or a replay executor (its journal: what the run wrote).
     ``recovery`` and the settings as keywords apply to a selector string, as ``select``'s keywords do, where the
     selector sets none of its own; they never make a side a recovery (``"log.jsonl"`` and ``"log.jsonl@attempt=2"``
-    stay records as written, read under the given ``runtime`` and ``kafka_pending``).
+    stay records as written, read under the given ``runtime`` and ``kafka_pending``). ``timeout``: seconds a
+    selector string's Kafka broker or Fluss cluster may take to answer (as :func:`agent_inspect.load` takes it).
 
     For example::
 
@@ -306,7 +310,8 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
         shared = {k: v for k, v in overrides.items() if v is not None}
         if "rule" in own and _rule_name(shared.get("rule")) == own["rule"]:
             del own["rule"]
-        side = select(load_selected(sel.source, load), recovery=recovery, label=sel.source, **{**shared, **own})
+        side = select(load_selected(sel.source, load, timeout=timeout), recovery=recovery, label=sel.source,
+                      **{**shared, **own})
         return side if label is None else replace(side, label=label)
     if isinstance(obj, ReconstructionLike | PredictionLike):
         from agent_inspect.log import rule_mark

@@ -30,7 +30,7 @@ from agent_inspect.fleet._task import (
     scan_window,
 )
 from agent_inspect.rules import BrokenRuleError
-from agent_inspect.sources import check_timeout, scheduler_answers
+from agent_inspect.sources import FileKind, check_timeout, empty_source, file_kind, scheduler_answers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -257,6 +257,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     plan = source if isinstance(source, ScanPlan) else plan_scan(
         source, markers, config=config, timeout=timeout, allow_data_loss=allow_data_loss, file_format=file_format,
         connection_factory=connection_factory)
+    if _nothing_to_read(plan):   # said before a cluster starts (seconds), as every verb says an empty source
+        raise empty_source(plan.source)
     merged = rebuild_start(settings.markers)
     if out_dir is not None:
         from agent_inspect.log import write_dataset_meta
@@ -287,6 +289,16 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
     if out_dir is not None:
         result.save(out_dir)
     return result
+
+
+def _nothing_to_read(plan: ScanPlan) -> bool:
+    """True when no window of ``plan`` holds a record: every partition's (bucket's) offsets start where they end,
+    or every dump is empty (no bytes, blank lines, a Parquet file of no rows). A scan's output is read as it is."""
+    if any(w.file_format == "dataset" for w in plan.windows):
+        return False
+    if plan.spec.kind != "file":
+        return all(w.records_planned == 0 for w in plan.windows)
+    return all(w.path is not None and file_kind(w.path) == FileKind.EMPTY for w in {w.path: w for w in plan.windows}.values())
 
 
 def _writable_directory(output: str | os.PathLike[str]) -> str:

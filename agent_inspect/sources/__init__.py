@@ -20,7 +20,7 @@ from agent_inspect.sources._keys import business_key_rows, business_key_texts, c
 from agent_inspect.sources._kind import FileKind, expect_kind, file_kind
 from agent_inspect.sources._offsets import ReadPlan, merge_markers
 from agent_inspect.sources._otlp import check_export, export_spans, otlp_traces_url, read_otlp_json, write_otlp_json
-from agent_inspect.sources._outputs import check_output, input_files, source_files
+from agent_inspect.sources._outputs import check_output, empty_source, input_files, source_files
 from agent_inspect.sources._parquet import read_parquet_partition
 from agent_inspect.sources._progress import progress_bar
 from agent_inspect.sources._tail import KafkaTail, open_kafka_tail
@@ -56,4 +56,6 @@ __all__ = [
     "export_spans", "check_export", "write_otlp_json", "read_otlp_json", "otlp_traces_url",
     # which kind of file a path is (dump, kcat dump, Trace Log, old Event Log, none of these)
     "file_kind", "FileKind", "expect_kind",
+    # the one line of a source with no records (every verb's, and ai.scan's before a cluster starts)
+    "empty_source",
 ]

@@ -96,7 +96,8 @@ def _head(path: str) -> bytes:
 
 
 def file_kind(path: str | os.PathLike[str]) -> FileKind:
-    """The kind of file ``path`` is, from its first lines (Parquet: an action-state dump; gzip is inflated).
+    """The kind of file ``path`` is, from its first lines (Parquet: an action-state dump, ``EMPTY`` without rows;
+    gzip is inflated).
 
     For example::
 
@@ -107,8 +108,15 @@ def file_kind(path: str | os.PathLike[str]) -> FileKind:
     p = os.fspath(path)
     with open(p, "rb") as fh:
         magic = fh.read(4)
-    if magic == b"PAR1":
-        return FileKind.ACTION_STATE
+    if magic == b"PAR1":   # a dump's footer says how many rows it holds: none is an empty dump, as a 0-byte file
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            rows = pq.ParquetFile(p).metadata.num_rows
+        except (pa.ArrowException, OSError):
+            return FileKind.ACTION_STATE   # a broken footer: the reader says what is wrong with it
+        return FileKind.ACTION_STATE if rows else FileKind.EMPTY
     head = _head(p)
     objects: list[Mapping[str, Any] | str | None] = []
     for item in scan(head.decode("utf-8", errors="replace"), p):

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 from agent_inspect._errors import SourceError
 from agent_inspect.sources._filecommon import DUMP_SUFFIXES
 
-__all__ = ["input_files", "check_output", "check_not_source", "source_files"]
+__all__ = ["input_files", "check_output", "check_not_source", "source_files", "empty_source"]
 
 
 
@@ -102,3 +102,30 @@ def _files_of(source: object) -> list[str]:
     if getattr(source, "kind", None) == "file" and isinstance(location, str) and location:
         return input_files(location, kind="dump")
     return []
+
+
+def empty_source(source: str) -> SourceError:
+    """The one-line error of a source (a URL or a path) that holds no records, saying what to check: every verb's
+    (and ``ai.scan``'s, before it starts a cluster) for a source with nothing to read.
+
+    For example::
+
+        str(ai.sources.empty_source("kafka://broker:9092/topic"))
+    """
+    from agent_inspect._glossary import plural
+
+    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
+    if scheme in ("kafka", "fluss"):
+        name = "topic" if scheme == "kafka" else "table"
+        return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "
+                           f"may create a misspelt one) and the markers or start offsets")
+    if os.path.isdir(source):
+        n = len(input_files(source, kind="dump"))
+        return SourceError(f"{source} holds no records (its {plural(n, 'dump')} {'is' if n == 1 else 'are'} empty): "
+                           "is it the right directory, and did the dumps that wrote them finish?")
+    try:
+        size = f" ({plural(os.path.getsize(source), 'byte')})" if os.path.isfile(source) else ""
+    except OSError:
+        size = ""
+    return SourceError(f"{source} holds no records{size}: is it the right file, and did the dump that wrote it "
+                       "finish?")

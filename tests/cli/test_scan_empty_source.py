@@ -44,3 +44,14 @@ def test_a_directory_with_one_dump_that_is_not_empty_is_scanned(tmp_path: Path) 
     (tmp_path / "b.jsonl").write_text('{"key": "k", "value": "v"}\n')
     with pytest.raises(AssertionError, match="the scan started"):
         main(["scan", str(tmp_path), "--no-progress"])
+
+
+def test_a_parquet_dump_of_no_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    dump = tmp_path / "dump.parquet"
+    pq.write_table(pa.table({"partition": pa.array([], pa.int32()), "value": pa.array([], pa.binary())}), dump)
+    assert main(["scan", str(dump), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (f"agent-inspect: {dump} holds no records ({dump.stat().st_size:,} bytes): is "
+                                       "it the right file, and did the dump that wrote it finish?\n")

@@ -19,7 +19,7 @@ def test_public_names() -> None:
          "check_timeout",
          "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
          "open_kafka_tail", "KafkaTail", "open_checkpoint", "CheckpointFiles",
-         "export_spans", "check_export", "write_otlp_json", "read_otlp_json", "otlp_traces_url"])
+         "export_spans", "check_export", "write_otlp_json", "read_otlp_json", "otlp_traces_url", "empty_source"])
     for name in ("load", "load_kafka", "load_fluss", "load_file"):
         assert getattr(ai, name) is getattr(ai.log, name)
 
