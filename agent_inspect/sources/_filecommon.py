@@ -20,9 +20,9 @@ from agent_inspect.raw import RawBatch, SourceInfo
 
 __all__ = ["FileRead", "SOURCE_METADATA_KEY", "NO_PARTITION", "DUMP_SUFFIXES"]
 
-# The one list of what a directory of dumps is read for (a scan, the inputs a verb must not overwrite, the files
-# a directory given to ai.load is told to pass): a gzip file is read by its magic bytes, whatever precedes .gz.
 DUMP_SUFFIXES = (".parquet", ".jsonl", ".json", ".gz", ".ndjson")
+"""The file names a directory of dumps is read for (a scan, the inputs a verb must not overwrite, the files a
+directory given to ``ai.load`` is told to pass); a gzip file is read by its magic bytes, whatever precedes .gz."""
 
 SOURCE_METADATA_KEY = b"agent_inspect.source"
 
