@@ -128,11 +128,12 @@ def _as_int(value: Any, what: str, error: type[InspectError], *, partition: int 
     if what == "offset" and not _LONG_MIN <= number <= _LONG_MAX:   # a checkpoint stores offsets as Java longs
         raise error(f"marker offset {number} is beyond a 64-bit offset{of}: no checkpoint records it; pass the "
                     "offsets the checkpoint recorded (ai.checkpoint.read(DIR).recovery_markers())")
-    if what == "partition" and not 0 <= number <= _INT_MAX:   # a checkpoint stores partitions as Java ints
-        raise error(f"marker partition {number} is beyond a partition number (0 to 2^31-1): no checkpoint records "
+    # a checkpoint stores partitions as Java ints; a negative one stays (markers of a log's damaged lines hold -1)
+    if what == "partition" and not _INT_MIN <= number <= _INT_MAX:
+        raise error(f"marker partition {number} is beyond a Java int (-2^31 to 2^31-1): no checkpoint records "
                     "it; pass the partitions the checkpoint recorded (ai.checkpoint.read(DIR).recovery_markers())")
     return number
 
 
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-_INT_MAX = (1 << 31) - 1
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1

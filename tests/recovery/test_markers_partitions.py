@@ -76,9 +76,9 @@ def test_a_marker_offset_beyond_64_bits_says_so() -> None:
 def test_a_marker_partition_beyond_a_java_int_says_so() -> None:
     """Partitions are Java ints (Map<Integer, Long>): ``{1 << 70: 5}`` ran quietly with 0 tasks."""
     log = ai.load(ai.samples.path("N04"))
-    for partition in (1 << 70, 1 << 31, -1):
+    for partition in (1 << 70, 1 << 31, -(1 << 31) - 1):
         for verb in (ai.predict, ai.reconstruct, ai.ReplayExecutor):
-            with pytest.raises(RecoveryError, match=rf"marker partition {partition} is beyond a partition number "
-                                                    r"\(0 to 2\^31-1\): .*recovery_markers\(\)"):
+            with pytest.raises(RecoveryError, match=rf"marker partition {partition} is beyond a Java int "
+                                                    r"\(-2\^31 to 2\^31-1\): .*recovery_markers\(\)"):
                 verb(log, markers=[{partition: 5}])
     assert ai.predict(log, markers=[{(1 << 31) - 1: 5, 0: 0}]).tasks is not None   # the largest partition is one
