@@ -34,9 +34,11 @@ def add_timeout(parser: argparse.ArgumentParser, *, scheduler: bool = False) -> 
 def source_options(args: argparse.Namespace, source: str | None = None) -> dict[str, Any]:
     """The loader keywords of the command line's source options: ``timeout`` where given and the source is a
     Kafka topic or Fluss table (a file waits for nothing)."""
+    from agent_inspect.sources import source_scheme
+
     text = str(source if source is not None else args.source)
     timeout = getattr(args, "timeout", None)
-    remote = text.split("://", 1)[0].lower() in ("kafka", "fluss") if "://" in text else False
+    remote = source_scheme(text) in ("kafka", "fluss")
     return {"timeout": timeout} if timeout is not None and remote else {}
 
 

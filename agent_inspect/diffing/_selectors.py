@@ -169,8 +169,9 @@ def load_selected(source: str, load: Any, *, timeout: float | None = None) -> An
     for nothing); a source that cannot be opened and ends in ``@word`` names an unknown selector (a segment that is
     no selector stays part of the source: paths may hold an ``@``)."""
     from agent_inspect.rules import RULES
+    from agent_inspect.sources import source_scheme
 
-    remote = "://" in source and source.split("://", 1)[0].lower() in ("kafka", "fluss")
+    remote = source_scheme(source) in ("kafka", "fluss")
     try:
         return load(source, **({"timeout": timeout} if timeout is not None and remote else {}))
     except SourceError:

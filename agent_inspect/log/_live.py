@@ -403,10 +403,10 @@ def follow(source: str, *, business_keys: Iterable[str | int] | None = None, win
         live.publish().records.tail()
         live.stop()
     """
-    from agent_inspect.sources import check_timeout, open_kafka_tail, split_source_url
+    from agent_inspect.sources import check_timeout, open_kafka_tail, source_scheme, split_source_url
 
     text = str(source)
-    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    scheme = source_scheme(text)
     if scheme != "kafka":
         what = f"{scheme}:// sources" if scheme else "files"
         raise SourceError(f"tail follows Kafka topics only (kafka://host:port/topic); {what} cannot be followed. "

@@ -27,6 +27,7 @@ from agent_inspect.sources import (
     open_kafka,
     read_file,
     read_fluss,
+    source_scheme,
     split_source_url,
     take,
 )
@@ -47,7 +48,7 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
         log = ai.load("sample_logs/production.jsonl")     # or "kafka://broker:9092/topic", "fluss://host:9123/db.table"
     """
     text = os.fspath(source)
-    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    scheme = source_scheme(text)
     if scheme in ("kafka", "fluss"):
         servers, name = split_source_url(text, scheme)
         if scheme == "kafka":

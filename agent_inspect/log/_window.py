@@ -36,6 +36,7 @@ from agent_inspect.sources import (
     read_fluss_bucket,
     read_parquet_partition,
     read_partitions,
+    source_scheme,
     split_source_url,
     take,
     write_parquet,
@@ -130,7 +131,7 @@ def plan_windows(source: str | os.PathLike[str], *, markers: MarkersLike = None,
         [(w.partition, w.start, w.end) for w in windows]
     """
     text = os.fspath(source)
-    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    scheme = source_scheme(text)
     if scheme == "kafka":
 
         check_timeout(timeout)

@@ -31,6 +31,7 @@ from agent_inspect.sources._urls import (
     page_answers,
     port_answers,
     scheduler_answers,
+    source_scheme,
     split_source_url,
 )
 
@@ -45,7 +46,7 @@ __all__ = [
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",
     # addresses
-    "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
+    "source_scheme", "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
     # writers, and what they must never write over
     "write_parquet", "write_jsonl", "check_output", "input_files", "source_files", "DUMP_SUFFIXES",
     # Flink checkpoint files (read by agent_inspect.checkpoint)

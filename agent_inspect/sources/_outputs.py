@@ -10,6 +10,7 @@ from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
 from agent_inspect.sources._filecommon import DUMP_SUFFIXES
+from agent_inspect.sources._urls import source_scheme
 
 __all__ = ["input_files", "check_output", "check_not_source", "source_files", "empty_source"]
 
@@ -114,7 +115,7 @@ def empty_source(source: str) -> SourceError:
     """
     from agent_inspect._glossary import plural
 
-    scheme = source.split("://", 1)[0].lower() if "://" in source else ""
+    scheme = source_scheme(source)
     if scheme in ("kafka", "fluss"):
         name = "topic" if scheme == "kafka" else "table"
         return SourceError(f"{source} holds no records from the offsets read: check the {name}'s name (a broker "

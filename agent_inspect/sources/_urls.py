@@ -9,7 +9,17 @@ from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers"]
+__all__ = ["source_scheme", "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers"]
+
+
+def source_scheme(source: str) -> str:
+    """The scheme of a source's text, lower-cased ("kafka", "fluss", "file", …; "" for a plain path).
+
+    For example::
+
+        ai.sources.source_scheme("Kafka://broker:9092/topic")     # 'kafka' ("" for a plain path)
+    """
+    return source.split("://", 1)[0].lower() if "://" in source else ""
 
 
 def split_source_url(url: str, scheme: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ def test_public_names() -> None:
          "write_parquet", "write_jsonl", "RawBatch", "SourceInfo", "read_file", "FileRead", "open_kafka",
          "read_partitions", "read_fluss", "plan_fluss", "read_fluss_bucket", "ConnectionFactory", "ReadPlan",
          "read_parquet_partition",
-         "business_key_rows", "business_key_texts", "candidate_partitions", "take", "merge_markers", "split_source_url", "check_port",
+         "business_key_rows", "business_key_texts", "candidate_partitions", "take", "merge_markers", "source_scheme", "split_source_url", "check_port",
          "page_answers", "port_answers", "scheduler_answers",
          "check_timeout",
          "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
