@@ -39,9 +39,8 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from agent_inspect.cli._source import empty_source
     from agent_inspect.diffing import diff, parse_selector
-    from agent_inspect.sources import FileKind, file_kind
+    from agent_inspect.sources import FileKind, empty_source, file_kind
 
     # a side with no records is a dump that failed, not a job that did nothing: exit 2 as every verb says it (a
     # recovery of it failed with "no root (_input_event) records … pass a ReplayPlan", a log side exited 0)

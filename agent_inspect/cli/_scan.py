@@ -47,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect._errors import InspectError
-    from agent_inspect.cli._source import empty_source
     from agent_inspect.fleet import SUMMARY_LABELS, scan, tasks_text
+    from agent_inspect.sources import empty_source
 
     if args.workers is not None and args.workers < 1:
         raise InspectError("--workers must be 1 or more")

@@ -4,15 +4,11 @@ table, and the one loader the verbs call with them."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_inspect.cli._numbers import seconds
 
-if TYPE_CHECKING:
-    from agent_inspect._errors import SourceError
-
-__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records", "empty_source",
-           "refuse_empty_dumps"]
+__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records", "refuse_empty_dumps"]
 
 SOURCE_HELP = "kafka://host:port/topic, fluss://host:port/db.table, or a dump file"
 
@@ -56,20 +52,15 @@ def require_records(log: Any, source: str) -> Any:
     saying what to check (exit 2, as for a business key without records or a trace without any)."""
     if len(log.records):
         return log
+    from agent_inspect.sources import empty_source
+
     raise empty_source(source)
-
-
-def empty_source(source: str) -> SourceError:
-    """The one-line error of a source that holds no records (:func:`agent_inspect.sources.empty_source`)."""
-    from agent_inspect.sources import empty_source as the_line
-
-    return the_line(source)
 
 
 def refuse_empty_dumps(source: str) -> None:
     """One line (exit 2) when ``source`` names local dumps (a file, a directory of them) and every one is empty:
     said before any work, as a scan would start a cluster (seconds) only to find nothing to read."""
-    from agent_inspect.sources import FileKind, file_kind, input_files
+    from agent_inspect.sources import FileKind, empty_source, file_kind, input_files
 
     files = input_files(source, kind="dump")
     if files and all(file_kind(f) == FileKind.EMPTY for f in files):
