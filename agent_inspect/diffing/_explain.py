@@ -166,7 +166,7 @@ class Explanation(HtmlRepr):
 
 
 def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverrides,
-                   log: Any) -> tuple[Any, Any, Any, Recovery | None]:
+                   log: Any, timeout: float | None = None) -> tuple[Any, Any, Any, Recovery | None]:
     """(prediction, log, markers, the resolved settings: None for a prediction given as it is) for ``obj``."""
     from agent_inspect.recovery import Recovery, predict
 
@@ -176,7 +176,7 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
 
         # the selector's settings as a diff side reads them (its markers file too), keywords winning
         sel = parse_selector(obj)
-        obj = load_selected(sel.source, load)
+        obj = load_selected(sel.source, load, timeout=timeout)
         if sel.key is not None:
             obj = obj.for_key(sel.key)
         for name, value in selector_settings(sel).items():
@@ -204,7 +204,7 @@ def explain(subject: str | LogLike | ReconstructionLike | PredictionLike, key: o
             action: str | None = None, *,
             recovery: Recovery | None = None, task: int | None = None, event: str | None = None,
             occurrence: int = 0, log: ActionStateLog | None = None, also: Sequence[RuleLike] = (),
-            **overrides: Unpack[RecoveryOverrides]) -> Explanation:
+            timeout: float | None = None, **overrides: Unpack[RecoveryOverrides]) -> Explanation:
     """Why task (``key``, ``seq``, ``action``) was reused, resumed or rerun, as a chain of store decisions (or,
     for a task ``predict`` lists as NOT-DISPATCHED, why no lookup reached it).
 
@@ -215,13 +215,14 @@ def explain(subject: str | LogLike | ReconstructionLike | PredictionLike, key: o
     row of ``prediction.tasks`` directly; ``event`` narrows by event id, type or the replay input's
     label; ``occurrence`` picks among several matches. ``also`` names other rules to report the same
     task's outcome under ("what would the fixed rule have done here?"), each labelled a what-if when
-    it is one. ``action`` is a name or the action UUID the log and a diff show.
+    it is one. ``action`` is a name or the action UUID the log and a diff show. ``timeout``: seconds a source
+    string's Kafka broker or Fluss cluster has to answer (as in :func:`~agent_inspect.diffing.diff`).
 
     For example::
 
         print(ai.explain(log, "user-0001", 1, "chat", markers=markers, also=["fixed"]))
     """
-    pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log)
+    pred, log, markers, settings = _prediction_of(subject, recovery, overrides, log, timeout)
     tasks = pred.tasks
     i = find_task(tasks, key, seq, action, event, occurrence, log, task)
     row = tasks.iloc[i]
