@@ -108,14 +108,18 @@ class HistoryOptions:
             raise RuleCheckError(f"history option min_attempts={self.min_attempts} exceeds attempts={self.attempts}")
         if not 1 <= self.values <= len(_VALUES):
             raise RuleCheckError(f"history option values={self.values} must be between 1 and {len(_VALUES)}")
-        if self.fanout < 0:
-            raise RuleCheckError(f"history option fanout={self.fanout} must be 0 or more")
+        fanout = _number(self.fanout, int)
+        if fanout < 0:
+            raise RuleCheckError(f"history option fanout={self.fanout!r} must be a whole number, 0 or more")
+        object.__setattr__(self, "fanout", int(fanout))
         for name in ("cascades", "subagents", "durable_calls", "shared_children", "identical_children", "case_agents",
                      "branch_changes", "call_shapes", "changed_calls", "legacy_values", "k2_keys",
                      "checkpoints", "savepoints", "tombstones"):
             p = getattr(self, name)
-            if not 0.0 <= _number(p, float) <= 1.0:
+            number = _number(p, float)
+            if not 0.0 <= number <= 1.0:
                 raise RuleCheckError(f"history option {name}={p!r} is a probability: use a number in [0, 1]")
+            object.__setattr__(self, name, number)   # "0.5" (a CLI --option) counts as 0.5
         if isinstance(self.case_ids, str):
             object.__setattr__(self, "case_ids", (self.case_ids,))
         object.__setattr__(self, "case_ids", tuple(self.case_ids))

@@ -91,6 +91,15 @@ def test_a_whole_number_given_as_text_counts():
         HistoryOptions(keys="2.5")   # type: ignore[arg-type]
 
 
+def test_a_probability_or_fanout_given_as_text_counts_as_its_number():
+    """``cascades="0.5"`` passed the check and stayed text (``random() < "0.5"`` fails later); ``fanout="2"`` was
+    compared with 0 as text, a TypeError traceback."""
+    options = HistoryOptions(cascades="0.5", tombstones=" 1 ", fanout="2")   # type: ignore[arg-type]
+    assert (options.cascades, options.tombstones, options.fanout) == (0.5, 1.0, 2)
+    assert type(options.cascades) is float and type(options.fanout) is int
+    assert HistoryOptions.of({"savepoints": "0.25"}).savepoints == 0.25
+
+
 @settings(deadline=None, max_examples=8, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**40))
 def test_without_branch_changes_every_record_is_on_the_recovery_branch(seed):

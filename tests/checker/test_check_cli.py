@@ -90,7 +90,8 @@ def test_a_saved_counterexample_says_how_to_replay_it(capsys, tmp_path):
 @pytest.mark.parametrize("option, says", [("tombstones=abc", "tombstones='abc' is a probability"),
                                           ("tombstones=nan", "tombstones=nan is a probability"),
                                           ("keys=abc", "keys='abc' must be a whole number"),
-                                          ("keys=2.5", "keys=2.5 must be a whole number")])
+                                          ("keys=2.5", "keys=2.5 must be a whole number"),
+                                          ("fanout=abc", "fanout='abc' must be a whole number, 0 or more")])
 def test_an_option_value_that_is_no_number_is_one_line(option, says, capsys):
     # "tombstones=abc" was a ValueError traceback from float(); "keys=2.5" passed the check and crashed in random
     assert main(["rules", "check", "fixed", "--n", "2", "--option", option]) == 2
