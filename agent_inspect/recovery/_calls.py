@@ -200,8 +200,9 @@ class CallJournal:
     ``recorded``: the cached record's call results. ``persist(results)`` runs whenever upstream would write the
     ActionState, ``report`` gets one :class:`CallEvent` per decision, ``run`` (an ``Executor``) serves a call
     that must run (execute / stub / deny; it may raise). ``call_matching``: "position" or "function-id" (#1016).
-    ``deliver=False`` is ``predict``'s symbolic journal: the same decisions, but no values or failures reach the
-    body (payloads are never decoded or pickled).
+    ``deliver=False`` is ``predict``'s symbolic journal: the same decisions, and no values reach the body (payloads
+    are never decoded or pickled); failures do, as upstream re-raises them (a recorded one as an inert
+    :class:`RecordedCallError`), so a body takes the same path in ``predict`` as in a live replay.
 
     For example::
 
@@ -291,8 +292,6 @@ class CallJournal:
         status = slot.status
         outcome = {"PENDING": CallDecision.PENDING_HIT, "FAILED": CallDecision.HIT_FAILED}.get(status, CallDecision.HIT)
         self._report(CallEvent(i, slot.function_id, slot.args_digest, outcome, status, slot.identity, before, before))
-        if not self._deliver:
-            return None
         if status == "PENDING":
             if self._java:
                 raise RecordedCallError(
@@ -300,13 +299,20 @@ class CallJournal:
                     "(upstream Optional.of(null), spec §9.4)", function_id=slot.function_id, payload=None)
             return None
         if status == "FAILED":
-            raise slot.error if slot.error is not None else self._decode(slot)
-        if slot.value is not _UNSET:
-            return slot.value
-        if self._java and slot.result_payload is None:
+            if slot.error is not None:
+                raise slot.error
+            if not self._deliver:   # re-raised as upstream does, its payload left as recorded (never decoded)
+                raise RecordedCallError(f"recorded failure of {slot.function_id} (payload not decoded)",
+                                        function_id=slot.function_id, payload=slot.exception_payload)
+            raise self._decode(slot)
+        if self._java and slot.result_payload is None and slot.value is _UNSET:
             raise RecordedCallError(
                 "java.lang.NullPointerException: recorded null result (upstream Optional.of(null), "
                 "spec §9.4)", function_id=slot.function_id, payload=None)
+        if not self._deliver:
+            return None
+        if slot.value is not _UNSET:
+            return slot.value
         return self._decode(slot)
 
     def _execute(self, fid: str, digest: str, call: Callable[[], Any], i: int, *,
@@ -327,8 +333,8 @@ class CallJournal:
                 recorded: tuple[str, str] | None = None) -> Any:
         """Slot ``i`` holds the call's result: report and persist it, and hand it to the body."""
         outcome, value, error = done
-        if not self._deliver:
-            slot = CallSlot(fid, digest, "FAILED" if error is not None else "SUCCEEDED")
+        if not self._deliver:   # no payload; a success holds a value (None), so a replay of it is no null result
+            slot = CallSlot(fid, digest, "FAILED") if error is not None else CallSlot(fid, digest, "SUCCEEDED", value=None)
         elif error is not None:
             slot = CallSlot(fid, digest, "FAILED", None, _pickle(error), error=error)
         else:
@@ -340,11 +346,9 @@ class CallJournal:
         self.index = i + 1
         self._report(CallEvent(i, fid, digest, outcome, slot.status, recorded, before, len(self.results)))
         self._persist(tuple(self.results))
-        if not self._deliver:
-            return None
         if error is not None:
             raise error
-        return value
+        return None if not self._deliver else value
 
     def _append_pending(self, i: int, fid: str, digest: str, before: int) -> None:
         self.results.append(CallSlot(fid, digest, "PENDING"))

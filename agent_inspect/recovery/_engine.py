@@ -194,8 +194,9 @@ class Engine:
     """One pass of a replay plan through a rebuilt session (spec §9.3), reported to an :class:`Observer`.
 
     ``session`` is this pass's own copy (the engine changes it); ``keys`` resolves each plan key's identity;
-    ``new_id`` makes fresh event ids; ``deliver=False`` runs bodies with the symbolic call journal (no values,
-    no raised failures: ``predict``). ``memory``/``sensory`` are restored memory per business key.
+    ``new_id`` makes fresh event ids; ``deliver=False`` runs bodies with the symbolic call journal (no values;
+    failures re-raised as in a live replay, recorded ones inert: ``predict``). ``memory``/``sensory`` are
+    restored memory per business key.
 
     For example::
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -18,9 +18,9 @@ from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent
 from agent_inspect.codec import call_matcher, call_router
-from agent_inspect.recovery._calls import CallDecision, CallEvent
+from agent_inspect.recovery._calls import CallDecision, CallEvent, CallSlot, Executor
 from agent_inspect.recovery._core import TaskFailed
-from agent_inspect.recovery._engine import Engine, Observer, TaskRun
+from agent_inspect.recovery._engine import DirectCalls, Engine, Observer, TaskRun
 from agent_inspect.recovery._plan import ReplayPlan
 from agent_inspect.recovery._planview import PlanView
 from agent_inspect.recovery._rebuild import marker_warnings
@@ -199,6 +199,21 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
             "cache_ops": []}
 
 
+class _UnmadeCalls(DirectCalls):
+    """``predict``'s calls: one that must run is decided to run (and succeed), never made. A user's agent
+    would otherwise call its model or tools for every rerun it predicts."""
+
+    def runner(self, production_calls: Sequence[CallSlot]) -> Executor:
+        return _decided
+
+
+def _decided(function_id: str, args_digest: str, call: Callable[[], Any], index: int) -> tuple[str, Any]:
+    return CallDecision.EXECUTE, None
+
+
+_UNMADE = _UnmadeCalls()
+
+
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: ActionStateLog | None = None,
              new_id: Callable[[], str] | None = None, call_matching: str = "position",
              runtime: str | RuntimeLike = "0.3", key_format: str | None = None, rows: bool = True) -> Simulation:
@@ -223,8 +238,8 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
     sim = Simulation()
     observer = _Rows(sim, plan_key) if rows else _Outcomes(sim, plan_key)
     engine = Engine(log=log, agent=agent, session=session, plan=view, keys=keys, model=runtime_model(runtime),
-                    attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer, deliver=False,
-                    call_matching=call_matching)
+                    attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer, calls=_UNMADE,
+                    deliver=False, call_matching=call_matching)
     observer.engine = engine
     try:
         failure = engine.run()

@@ -1,0 +1,86 @@
+"""``predict`` never makes a durable call of the agent it is given, and a recorded failure reaches a body in
+``predict`` as it does in a live replay (upstream re-raises it, spec §9.4): so ``predict`` and the executor
+take the same path through a body that does not get past a failed call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import agent_inspect as ai
+from agent_inspect.agents import PythonAgent
+from agent_inspect.executor import ReplayExecutor
+from tests.support.outcomes import by_state_key
+
+MADE: list[str] = []
+
+
+def tool() -> str:
+    MADE.append("tool")
+    return "ok"
+
+
+def broken() -> None:
+    MADE.append("broken")
+    raise ValueError("tool down")
+
+
+def _agent(call: Any, *, catch: bool = False) -> PythonAgent:
+    """IA sends two work events; WA makes ``call`` (catching its failure when ``catch``) and outputs."""
+    agent = PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"])
+    def ia(event: Any, ctx: Any) -> None:
+        ctx.send_event("WorkEvent", {"n": 1})
+        ctx.send_event("WorkEvent", {"n": 2})
+
+    @agent.action("WA", listens=["WorkEvent"])
+    def wa(event: Any, ctx: Any) -> None:
+        try:
+            ctx.durable_execute(call)
+        except Exception:
+            if not catch:
+                raise
+        ctx.send_event("_output_event", {"done": event.attributes["n"]})
+
+    return agent
+
+
+def _job(agent: PythonAgent) -> tuple[Any, dict[int, int]]:
+    job = ReplayExecutor(agent=agent, plan={"inputs": [("k", "A")]}, key_format="K1.5", seed=3)
+    marker = job.checkpoint()
+    job.run()
+    return job.to_log(), marker
+
+
+def test_predict_never_makes_a_call_of_the_agent_it_is_given() -> None:
+    agent = _agent(tool)
+    log, _ = _job(agent)
+    MADE.clear()
+    tasks = ai.predict(log, agent=agent, markers=[]).tasks      # a fresh start: every task re-runs
+    assert list(tasks["outcome"].astype(str)) == ["RERUN"] * 3 and int(tasks["calls_executed"].sum()) == 2
+    assert MADE == []                                             # counted as made, never made
+
+
+def test_a_recorded_failure_the_body_does_not_get_past_fails_predict_as_the_executor() -> None:
+    log, marker = _job(_agent(broken))                            # production died in WA's first task
+    assert int(log.records["calls_failed"].sum()) == 1
+    for agent in (None, _agent(broken)):                          # read back from the log, and the job's own code
+        pred = ai.predict(log, markers=[marker], agent=agent)
+        executor = ai.ReplayExecutor(log, markers=[marker], agent=agent)
+        executor.run()
+        lookups = executor.steps[executor.steps["kind"] == "lookup"]
+        assert by_state_key(pred.tasks) == by_state_key(lookups)
+        assert list(pred.tasks["outcome"].astype(str)) == ["REUSE", "RESUME"]   # the second WA is never sent
+        assert pred.crashed and executor.failure is not None
+
+
+def test_a_body_that_catches_a_recorded_failure_goes_on_in_predict_as_in_the_executor() -> None:
+    log, marker = _job(_agent(broken))
+    agent = _agent(broken, catch=True)                            # new code catches the failure and goes on
+    pred = ai.predict(log, markers=[marker], agent=agent)
+    executor = ai.ReplayExecutor(log, markers=[marker], agent=agent)
+    executor.run()
+    lookups = executor.steps[executor.steps["kind"] == "lookup"]
+    assert by_state_key(pred.tasks) == by_state_key(lookups)
+    assert list(pred.tasks["outcome"].astype(str)) == ["REUSE", "RESUME", "RERUN"]
+    assert not pred.crashed and executor.failure is None
