@@ -149,7 +149,8 @@ def _pick(dirs: list[tuple[str, str]], completed: Callable[[str], bool], checkpo
 
 #: Per fsspec protocol, the filesystem options that bound its waits by ``timeout`` seconds: a connection and each
 #: reply (ftp: ftplib's socket timeout; sftp: paramiko's connect, banner and auth; s3: botocore's connect and read,
-#: per attempt; gs: gcsfs's per-request timeout; az/abfs: adlfs's connect and read; smb: smbprotocol's connect).
+#: per attempt, which botocore and s3fs retry (timeout=1 against a silent endpoint: 170 s); gs: gcsfs's per-request
+#: timeout; az/abfs: adlfs's connect and read; smb: smbprotocol's connect).
 #: A protocol not named here (hdfs: pyarrow takes none; Hadoop's own settings apply) is opened as before.
 _TIMEOUT_OPTIONS: dict[str, Callable[[float], dict[str, Any]]] = {
     "ftp": lambda t: {"timeout": t},
