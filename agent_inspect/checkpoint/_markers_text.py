@@ -13,20 +13,22 @@ from agent_inspect.checkpoint._read import names_checkpoint, read
 __all__ = ["read_markers_text", "parse_markers_text"]
 
 
-def read_markers_text(text: str | None, *, option: str = "--markers") -> MarkersLike:
+def read_markers_text(text: str | None, *, option: str = "--markers", timeout: float = 10.0) -> MarkersLike:
     """The markers ``text`` names, as ``--markers`` reads it: a checkpoint (a folder, a ``_metadata`` file or a
     ``scheme://`` URL, read as ``--checkpoint``), else :func:`parse_markers_text`; ``@`` before a path is
     optional. ``option`` names the argument in errors (``"@markers"`` for a diff side). None gives None.
+    ``timeout``: seconds a checkpoint URL's storage may take to answer, as :func:`read` takes it.
 
     For example::
 
         ai.checkpoint.read_markers_text('[{"0": 120}]')                                 # [{0: 120}]
         ai.checkpoint.read_markers_text(f"@{ai.samples.path('production', 'markers')}")  # the sample's markers
+        ai.checkpoint.read_markers_text(str(ai.samples.checkpoint("production")), timeout=30)   # a Checkpoint
     """
     if text is None:
         return None
     if names_checkpoint(text):
-        return read(text[1:] if text.startswith("@") else text)
+        return read(text[1:] if text.startswith("@") else text, timeout=timeout)
     return parse_markers_text(text, option=option)
 
 

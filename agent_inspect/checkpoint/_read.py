@@ -254,7 +254,8 @@ def names_checkpoint(text: str | os.PathLike[str]) -> bool:
     return "://" in path or os.path.isdir(path) or os.path.basename(path) == "_metadata"
 
 
-def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, keyed: bool = True) -> Checkpoint:
+def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, keyed: bool = True,
+         timeout: float = 10.0) -> Checkpoint:
     """Read the recovery markers (and, with ``keyed``, the keyed restore) of a Flink Agents checkpoint.
 
     ``path_or_url``: a ``_metadata`` file, a checkpoint (``chk-N``) or savepoint directory, or a checkpoint
@@ -262,15 +263,18 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     ``file://`` and fsspec URLs (``s3://``, ``gs://``, ``hdfs://`` with their fsspec packages; the
     ``checkpoint`` extra). Flink 1.20 and 2.x checkpoints and savepoints are read; a corrupt, truncated or
     unknown-version ``_metadata``, or a job without a ``recoveryMarker`` state, raises
-    :class:`~agent_inspect.CheckpointFormatError` saying what was found.
+    :class:`~agent_inspect.CheckpointFormatError` saying what was found. ``timeout``: seconds the storage behind a
+    URL may take to connect and to answer each request before the read stops with one line saying so (default 10,
+    as :func:`agent_inspect.load` waits for a broker; hdfs:// waits as its Hadoop settings say).
 
     For example::
 
         chk = ai.checkpoint.read("tests/fixtures/checkpoints/production/checkpoints")   # base dir: latest chk-N
         plan = chk.replay_plan(log)                    # seqNums from the checkpoint, inputs from the log
         ai.predict(log, markers=chk, plan=plan).tasks["outcome"].value_counts()
+        ai.checkpoint.read("tests/fixtures/checkpoints/production/savepoint", timeout=30)   # s3://… waits 30 s at most
     """
-    files = open_checkpoint(path_or_url, checkpoint=checkpoint)
+    files = open_checkpoint(path_or_url, checkpoint=checkpoint, timeout=timeout)
     try:
         meta = parse_metadata(files.metadata)
     except CheckpointFormatError as exc:

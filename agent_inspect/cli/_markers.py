@@ -30,9 +30,10 @@ def _checkpoint(args: argparse.Namespace, log: Any, trace: Any) -> list[Any]:
     if not getattr(args, "checkpoint", None):
         return []
     from agent_inspect.checkpoint import read
+    from agent_inspect.cli._markers_args import checkpoint_options
     from agent_inspect.markers import MarkerCandidate
 
-    cp = read(args.checkpoint)
+    cp = read(args.checkpoint, **checkpoint_options(args))
     unread = [f"not read: {what}" for what in cp.not_read]
     return [MarkerCandidate(markers=cp.recovery_markers(), source="checkpoint", evidence=cp.provenance,
                             confidence=1.0, notes=tuple(unread))]

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_markers_options", "markers_from_args", "parse_markers", "read_markers", "restore_of"]
+__all__ = ["add_markers_options", "markers_from_args", "parse_markers", "read_markers", "restore_of",
+           "checkpoint_options"]
 
 _MARKERS_HELP = ('recovery markers as JSON ([{"0": 120, "1": 98}, ...] or one map), or @FILE / FILE (a markers '
                  ".json file, e.g. a sample's <name>.markers.json), or a checkpoint folder (as --checkpoint)")
@@ -24,22 +25,29 @@ def add_markers_options(parser: argparse.ArgumentParser, *, default: str = "defa
     group.add_argument("--checkpoint", metavar="PATH", help=_CHECKPOINT_HELP)
 
 
+def checkpoint_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The checkpoint reader's keywords of the command line: ``timeout`` where ``--timeout`` was given (a
+    checkpoint URL's storage waits as long as a broker; the reader's default otherwise)."""
+    timeout = getattr(args, "timeout", None)
+    return {"timeout": timeout} if timeout is not None else {}
+
+
 def markers_from_args(args: argparse.Namespace) -> Any:
     """The markers a subcommand's ``--markers`` or ``--checkpoint`` names (None when neither is given)."""
     path = getattr(args, "checkpoint", None)
     if path:
         from agent_inspect.checkpoint import read
 
-        return read(path)
-    return read_markers(getattr(args, "markers", None))
+        return read(path, **checkpoint_options(args))
+    return read_markers(getattr(args, "markers", None), **checkpoint_options(args))
 
 
-def read_markers(text: str | None) -> Any:
+def read_markers(text: str | None, *, timeout: float | None = None) -> Any:
     """The markers one ``--markers`` argument (or ``@markers=`` selector) names:
-    :func:`agent_inspect.checkpoint.read_markers_text`, the one reader."""
+    :func:`agent_inspect.checkpoint.read_markers_text`, the one reader (``timeout``: a checkpoint URL's wait)."""
     from agent_inspect.checkpoint import read_markers_text
 
-    return read_markers_text(text)
+    return read_markers_text(text) if timeout is None else read_markers_text(text, timeout=timeout)
 
 
 def parse_markers(text: str | None) -> Any:

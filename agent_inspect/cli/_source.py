@@ -23,8 +23,8 @@ def add_timeout(parser: argparse.ArgumentParser, *, scheduler: bool = False) -> 
     """``--timeout SECONDS``: the library's ``timeout=`` (``scheduler``: a ``--scheduler`` waits as long)."""
     also = " (and for a --scheduler to answer)" if scheduler else ""
     parser.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
-                        help=f"seconds to wait for a Kafka broker or Fluss cluster{also} before giving up "
-                             "(default: 10; raise it for a slow or distant service)")
+                        help=f"seconds to wait for a Kafka broker or Fluss cluster{also} (or a checkpoint URL's "
+                             "storage) before giving up (default: 10; raise it for a slow or distant service)")
 
 
 def source_options(args: argparse.Namespace, source: str | None = None) -> dict[str, Any]:

@@ -290,7 +290,8 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
     :func:`agent_inspect.diffing.parse_selector`).
 
     ``key`` keeps one business key. ``log_a`` / ``log_b`` give a prediction's records (for values). ``timeout``:
-    seconds a selector string's Kafka broker or Fluss cluster may take to answer (default: the loader's 10).
+    seconds a selector string's Kafka broker or Fluss cluster (or its ``@markers=`` checkpoint's storage) may take
+    to answer (default: the loader's 10).
     ``recovery`` and the settings as keywords (``rule``, ``markers``, ``runtime``, … as every verb takes
     them) apply to each selector string where it sets none of its own; they never make a side a recovery (a
     side without a rule or ``@markers=`` is the log as written, read under ``runtime`` and ``kafka_pending``). Pairs are aligned per business key, round and action execution

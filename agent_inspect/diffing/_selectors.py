@@ -150,9 +150,9 @@ def _joined_markers_file(parts: list[str]) -> list[str]:
     return out
 
 
-def selector_settings(sel: Selector) -> dict[str, Any]:
+def selector_settings(sel: Selector, *, timeout: float | None = None) -> dict[str, Any]:
     """The :func:`~agent_inspect.diffing.select` keywords a parsed selector names, its markers file (or checkpoint)
-    read."""
+    read; ``timeout``: seconds a checkpoint URL's storage may take to answer (default: the reader's 10)."""
     from agent_inspect.checkpoint import read_markers_text
 
     settings: dict[str, Any] = {name: getattr(sel, name) for name in ("attempt", "key", "runtime")
@@ -160,7 +160,8 @@ def selector_settings(sel: Selector) -> dict[str, Any]:
     if sel.mode != "log":
         settings.update(mode=sel.mode, rule=sel.rule)
     if sel.markers is not None:     # read as --markers reads it: JSON, @FILE or FILE, or a checkpoint
-        settings["markers"] = read_markers_text(sel.markers, option="@markers")
+        settings["markers"] = read_markers_text(sel.markers, option="@markers",
+                                                **({"timeout": timeout} if timeout is not None else {}))
     return settings
 
 

@@ -185,7 +185,8 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
     is its settings given here (:func:`parse_selector`; keywords win): ``select("log.jsonl@markers=m.json")`` is
     ``select(ai.load("log.jsonl"), markers=<m.json's markers>)``, the same side and label. ``label`` names the
     source in the side's label (default: its location). ``timeout``: seconds a source string's Kafka broker or
-    Fluss cluster may take to answer, as :func:`agent_inspect.load` takes it (default: the loader's 10).
+    Fluss cluster (or its ``@markers=`` checkpoint's storage) may take to answer, as :func:`agent_inspect.load`
+    takes it (default: the loader's 10).
 
     For example::
 
@@ -198,7 +199,7 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
 
         sel = parse_selector(source)
         given = {k: v for k, v in {"mode": mode, "attempt": attempt, "key": key, **overrides}.items() if v is not None}
-        merged: dict[str, Any] = {**selector_settings(sel), **given}
+        merged: dict[str, Any] = {**selector_settings(sel, timeout=timeout), **given}
         return select(load_selected(sel.source, load, timeout=timeout), recovery=recovery, label=label or sel.source,
                       **merged)
     if mode is None:
@@ -288,7 +289,8 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     ``recovery`` and the settings as keywords apply to a selector string, as ``select``'s keywords do, where the
     selector sets none of its own; they never make a side a recovery (``"log.jsonl"`` and ``"log.jsonl@attempt=2"``
     stay records as written, read under the given ``runtime`` and ``kafka_pending``). ``timeout``: seconds a
-    selector string's Kafka broker or Fluss cluster may take to answer (as :func:`agent_inspect.load` takes it).
+    selector string's Kafka broker or Fluss cluster (or its ``@markers=`` checkpoint's storage) may take to answer
+    (as :func:`agent_inspect.load` takes it).
 
     For example::
 
@@ -305,7 +307,7 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
         # the selector's own settings decide what the side is and win over those given to every side, which
         # never turn a side into a recovery (a rule object of the selector's rule's name keeps its identity)
         sel = parse_selector(obj)
-        own = selector_settings(sel)
+        own = selector_settings(sel, timeout=timeout)
         own.setdefault("mode", default_mode(None, own))
         shared = {k: v for k, v in overrides.items() if v is not None}
         if "rule" in own and _rule_name(shared.get("rule")) == own["rule"]:

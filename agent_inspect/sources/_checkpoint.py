@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
-from agent_inspect.sources._urls import shown_url
+from agent_inspect.sources._urls import check_timeout, shown_url
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -37,6 +37,7 @@ class CheckpointFiles:
     _fs: AbstractFileSystem | None = None   # None for local paths
     #: the ``_metadata`` file read (the file given, when a file was given), for messages about its bytes
     metadata_file: str = ""
+    _timeout: float | None = None           # what the filesystem was told to wait, where it takes a timeout
 
     def read_state_file(self, path: str, *, relative: bool = False) -> bytes:
         """The bytes of a state file a handle names.
@@ -57,6 +58,8 @@ class CheckpointFiles:
             except FileNotFoundError:
                 continue
             except (OSError, ValueError) as exc:
+                if _timed_out(exc):          # the storage went silent after _metadata: not a missing file
+                    raise _unreachable(self.location, exc, self._timeout) from None
                 problems.append(f"{candidate}: {exc}")
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise SourceError(f"state file {path} is missing (also looked beside _metadata in {self.location}){detail}")
@@ -71,21 +74,27 @@ class CheckpointFiles:
         return bytes(data)
 
 
-def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None) -> CheckpointFiles:
+def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None,
+                    timeout: float = 10.0) -> CheckpointFiles:
     """Locate and read ``_metadata`` under ``path_or_url``.
 
     Accepts a ``_metadata`` file, a checkpoint or savepoint directory, or a checkpoint base directory
     (``chk-N`` dirs directly or one job-id level down): there the latest completed ``chk-N`` (one holding
-    ``_metadata``) is taken, or ``chk-{checkpoint}`` when given.
+    ``_metadata``) is taken, or ``chk-{checkpoint}`` when given. ``timeout``: seconds the storage behind a URL
+    may take to connect and to answer each request (default 10, as for a Kafka broker), handed to its fsspec
+    filesystem where it takes such an option (ftp, sftp, s3, gs, az/abfs, smb; not hdfs, whose Hadoop settings
+    apply); a local path waits for nothing.
 
     For example::
 
         files = ai.sources.open_checkpoint("tests/fixtures/checkpoints/production/checkpoints")   # latest chk-N
         files.location
+        ai.sources.open_checkpoint("tests/fixtures/checkpoints/production/savepoint", timeout=30).metadata_file
     """
+    check_timeout(timeout)
     text = os.fspath(path_or_url)
     if "://" in text and not text.startswith("file://"):
-        return _open_fsspec(text, checkpoint)
+        return _open_fsspec(text, checkpoint, timeout)
     local = Path(_strip_file_scheme(text))
     if not local.exists():
         raise SourceError(f"checkpoint path {text} does not exist")
@@ -138,19 +147,54 @@ def _pick(dirs: list[tuple[str, str]], completed: Callable[[str], bool], checkpo
     raise SourceError(f"no completed checkpoint under {where}: no _metadata file and no chk-N directory holding one")
 
 
-def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
+#: Per fsspec protocol, the filesystem options that bound its waits by ``timeout`` seconds: a connection and each
+#: reply (ftp: ftplib's socket timeout; sftp: paramiko's connect, banner and auth; s3: botocore's connect and read,
+#: per attempt, which botocore and s3fs retry (timeout=1 against a silent endpoint: 170 s); gs: gcsfs's per-request
+#: timeout; az/abfs: adlfs's connect and read; smb: smbprotocol's connect).
+#: A protocol not named here (hdfs: pyarrow takes none; Hadoop's own settings apply) is opened as before.
+_TIMEOUT_OPTIONS: dict[str, Callable[[float], dict[str, Any]]] = {
+    "ftp": lambda t: {"timeout": t},
+    "sftp": lambda t: {"timeout": t, "banner_timeout": t, "auth_timeout": t},
+    "ssh": lambda t: {"timeout": t, "banner_timeout": t, "auth_timeout": t},
+    "s3": lambda t: {"config_kwargs": {"connect_timeout": t, "read_timeout": t}},
+    "s3a": lambda t: {"config_kwargs": {"connect_timeout": t, "read_timeout": t}},
+    "gs": lambda t: {"requests_timeout": t},
+    "gcs": lambda t: {"requests_timeout": t},
+    "az": lambda t: {"connection_timeout": t, "read_timeout": t},
+    "abfs": lambda t: {"connection_timeout": t, "read_timeout": t},
+    "abfss": lambda t: {"connection_timeout": t, "read_timeout": t},
+    "smb": lambda t: {"timeout": t},
+}
+
+
+def _timeout_options(url: str, timeout: float) -> dict[str, dict[str, Any]]:
+    """The fsspec options that make the storage behind ``url`` wait at most ``timeout`` seconds, keyed by protocol
+    as :func:`fsspec.core.url_to_fs` takes them: each protocol of a chained URL (``simplecache::s3://…``) gets its
+    own, and what the URL itself says (host, port, a query) is kept."""
+    options: dict[str, dict[str, Any]] = {}
+    for part in url.split("::"):
+        protocol = part.split("://", 1)[0] if "://" in part else part
+        make = _TIMEOUT_OPTIONS.get(protocol.lower())
+        if make is not None:
+            options[protocol] = make(timeout)
+    return options
+
+
+def _open_fsspec(url: str, checkpoint: int | None, timeout: float) -> CheckpointFiles:
     try:
         import fsspec
     except ImportError:
         raise SourceError(f"reading {shown_url(url)} needs fsspec: pip install 'agent_inspect[checkpoint]' "
                           "(plus s3fs, gcsfs or the filesystem's fsspec package)") from None
+    options = _timeout_options(url, timeout)
+    bounded = timeout if options else None   # the wait a message may name: only one the filesystem was given
     try:
-        fs, root = fsspec.core.url_to_fs(url)   # some filesystems connect here already (ftp, hdfs)
+        fs, root = fsspec.core.url_to_fs(url, **options)   # some filesystems connect here already (ftp, hdfs)
     except (ImportError, ValueError) as exc:
         raise SourceError(f"cannot open {shown_url(url)}: {shown_url(url, _first_line(exc))} (install the filesystem's fsspec package, "
                           f"e.g. s3fs, gcsfs)") from None
     except OSError as exc:
-        raise _unreachable(url, exc) from None
+        raise _unreachable(url, exc, bounded) from None
     protocol = url.split("://", 1)[0]
 
     def unstrip(path: str) -> str:
@@ -176,9 +220,9 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
         info = fs.info(metadata_path)
     except SourceError:
         raise
-    except (ConnectionError, TimeoutError) as exc:
-        raise _unreachable(url, exc) from None
     except (OSError, ValueError) as exc:
+        if isinstance(exc, ConnectionError) or _timed_out(exc):
+            raise _unreachable(url, exc, bounded) from None
         raise SourceError(f"cannot read checkpoint at {shown_url(url)}: {shown_url(url, _first_line(exc))}") from None
     modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
     when: datetime | None = None
@@ -186,7 +230,7 @@ def _open_fsspec(url: str, checkpoint: int | None) -> CheckpointFiles:
         when = modified if modified.tzinfo else modified.replace(tzinfo=UTC)
     elif isinstance(modified, (int, float)):
         when = datetime.fromtimestamp(float(modified), tz=UTC)
-    return CheckpointFiles(unstrip(directory), data, when, fs, metadata_file=unstrip(metadata_path))
+    return CheckpointFiles(unstrip(directory), data, when, fs, metadata_file=unstrip(metadata_path), _timeout=bounded)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -195,10 +239,22 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _unreachable(url: str, exc: OSError) -> SourceError:
-    """The storage behind ``url`` could not be reached (refused, timed out, no such host, no client library)."""
+def _timed_out(exc: BaseException) -> bool:
+    """A wait ran out: the built-in ``TimeoutError`` (ftplib, asyncio) or a client's own (botocore's
+    ``ConnectTimeoutError``, an ``OSError`` by way of requests)."""
+    return isinstance(exc, TimeoutError) or any("Timeout" in k.__name__ for k in type(exc).__mro__)
+
+
+def _unreachable(url: str, exc: BaseException, timeout: float | None) -> SourceError:
+    """The storage behind ``url`` could not be reached (refused, timed out, no such host, no client library);
+    ``timeout``: the wait its filesystem was given (None: its own, which a message cannot name)."""
     why = shown_url(url, _first_line(exc))
     url = shown_url(url)
+    if timeout is not None and _timed_out(exc):
+        said = (f"cannot reach {url}: no answer within {timeout:g}s ({why}); check the address and that the storage "
+                f"answers, raise")
+        local = "or copy the checkpoint to a local folder and pass that"
+        return SourceError(f"{said} timeout=, {local}", cli=f"{said} --timeout, {local}")
     if "libjvm" in str(exc) or "libhdfs" in str(exc):
         return SourceError(f"cannot open {url}: {why}; hdfs:// is read through pyarrow, which needs Java and Hadoop's "
                            f"libhdfs (JAVA_HOME, HADOOP_HOME, CLASSPATH): set them, or copy the checkpoint to a local "
