@@ -179,7 +179,7 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
         obj = load_selected(sel.source, load, timeout=timeout)
         if sel.key is not None:
             obj = obj.for_key(sel.key)
-        for name, value in selector_settings(sel).items():
+        for name, value in selector_settings(sel, timeout=timeout).items():
             if name in ("rule", "markers", "runtime"):
                 given.setdefault(name, value)
     if isinstance(obj, PredictionLike):
@@ -216,7 +216,7 @@ def explain(subject: str | LogLike | ReconstructionLike | PredictionLike, key: o
     label; ``occurrence`` picks among several matches. ``also`` names other rules to report the same
     task's outcome under ("what would the fixed rule have done here?"), each labelled a what-if when
     it is one. ``action`` is a name or the action UUID the log and a diff show. ``timeout``: seconds a source
-    string's Kafka broker or Fluss cluster has to answer (as in :func:`~agent_inspect.diffing.diff`).
+    string's Kafka broker, Fluss cluster or ``@markers=`` checkpoint storage has to answer (as in ``ai.diff``).
 
     For example::
 
