@@ -302,7 +302,7 @@ class CallJournal:
             if slot.error is not None:
                 raise slot.error
             if not self._deliver:   # re-raised as upstream does, its payload left as recorded (never decoded)
-                raise RecordedCallError(f"recorded failure of {slot.function_id} (payload not decoded)",
+                raise RecordedCallError(f"recorded failure of {slot.function_id} re-raised (payload not decoded)",
                                         function_id=slot.function_id, payload=slot.exception_payload)
             raise self._decode(slot)
         if self._java and slot.result_payload is None and slot.value is _UNSET:
