@@ -62,7 +62,6 @@ class Engine(Observer):
         self.memory, self.sensory = memory, sensory
         self.source_kind = source_kind
         self.base_session: RecoverySession | None = None
-        self.core: Core | None = None
         self.restart()
 
     # ------------------------------------------------------------------------------ driving
@@ -70,7 +69,7 @@ class Engine(Observer):
     def restart(self) -> None:
         """A new pass from before the first step (the rebuild)."""
         self.run = RunState(ids=IdSource(hash((self.seed, self.attempt))))
-        self.core = None
+        self.core: Core | None = None
         self.calls.restart()
         self._g = greenlet.greenlet(self._main)
         self.thread = threading.get_ident()
@@ -103,9 +102,6 @@ class Engine(Observer):
             raise ReplayError("the replay has no session (the rebuild did not run); this is a bug, please report it")
         return self.run.session
 
-    def business_key(self, key: str) -> str:
-        return self.keys.business_key(key)
-
     @functools.cached_property
     def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
         """The business keys a step can carry (the log's and the plan's) and the names they go by: what a
@@ -116,12 +112,12 @@ class Engine(Observer):
         names |= {str(i.key_text) for i in plan.keys.values() if i.key_text is not None}
         if self.log is not None:
             names |= set(map(str, self.log.records["business_key"].dropna().unique()))
-        return frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names))
+        return frozenset(names | {self.keys.business_key(k) for k in names}), tuple(sorted(names))
 
     def memory_states(self) -> dict[str, MemoryState]:
         # restored memory per business key as the core reads it (of two keys naming one business key, the last)
-        stm_base = {self.business_key(k): v for k, v in self.memory.items()}
-        sensory_base = {self.business_key(k): v for k, v in self.sensory.items()}
+        stm_base = {self.keys.business_key(k): v for k, v in self.memory.items()}
+        sensory_base = {self.keys.business_key(k): v for k, v in self.sensory.items()}
         out = {}
         for key in sorted(set(self.run.memory) | set(stm_base) | set(sensory_base)):
             if self.core is not None:

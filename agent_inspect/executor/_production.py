@@ -78,7 +78,7 @@ class Production:
             todo = queued + current if current and _has_written(run.steps) else current + queued
             pending = [(key, seq, d if isinstance(d, str) else d.name, ev) for d, ev in todo]
         # the operator's whole keyed state: keys without a round in this attempt keep what was restored
-        seqs = {e.business_key(k): int(v) for k, v in e.plan.restored_seq.items()}
+        seqs = {e.keys.business_key(k): int(v) for k, v in e.plan.restored_seq.items()}
         seqs.update(run.seq_of)
         mem = e.memory_states()
         run.checkpoints.append(Checkpoint(

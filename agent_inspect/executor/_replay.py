@@ -171,7 +171,7 @@ class ReplayExecutor(HtmlRepr):
         self._production = Production(
             engine, value_format=value_format, num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
-            restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
+            restored_last_completed={engine.keys.business_key(k): int(v) for k, v in last_completed.items()})
 
     # ------------------------------------------------------------------------------ control
 
@@ -294,7 +294,7 @@ class ReplayExecutor(HtmlRepr):
     def memory(self) -> Mapping[str, MemoryState]:
         """Per business key: short-term and sensory memory as of the current step. A Flink key text finds its
         business key's (the digest under K1.6/K2), as breakpoints and :meth:`counters_for` read it."""
-        return MemoryByKey(self._engine.memory_states(), self._engine.business_key)
+        return MemoryByKey(self._engine.memory_states(), self._engine.keys.business_key)
 
     @property
     def outputs(self) -> pd.DataFrame:
@@ -377,7 +377,7 @@ class ReplayExecutor(HtmlRepr):
     def _known_key(self, key: str, use: str, because: str) -> str:
         """``key`` as steps name it (a Flink key text becomes the log's business key); a key that is neither the
         log's nor the plan's raises ``ReplayError`` naming ``use`` and the closest keys: ``because`` says why."""
-        business = self._engine.business_key(key)
+        business = self._engine.keys.business_key(key)
         known, names = self._engine.known_keys
         if business not in known:
             where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self._engine.log is not None \
