@@ -18,6 +18,7 @@ from agent_inspect.raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:
     from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery.engine import RecordView
     from agent_inspect.store import Entry
 
 __all__ = ["Production", "build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
@@ -101,7 +102,7 @@ class Production:
         if not model.refresh_rows(e.source_kind):
             return self._moved_back(marker, retained)
         for entry in retained:
-            value = self._bytes_of(entry)
+            value = self._last_value(entry)
             if value is None:
                 continue
             step = len(run.steps)
@@ -118,17 +119,13 @@ class Production:
                                           "completed": entry.completed}))
         return marker
 
-    def _bytes_of(self, entry: Entry) -> bytes | None:
-        """The value a retained entry was last written with: the logged bytes, or the journal's encoding."""
-        from agent_inspect.codec import encode_action_state
-
+    def _last_value(self, entry: Entry) -> bytes | RecordView | None:
+        """The value a retained entry was last written with: the logged bytes, or the replay's record (which the
+        journal encodes to the bytes it wrote for it)."""
         e = self.engine
         if entry.pos is not None:
             return None if e.log is None else e.log.raw.value[entry.pos]
-        view = e.run.overlay.get(entry.state_key)
-        if view is None:
-            return None
-        return encode_action_state(view.to_state(value_format=self.value_format), value_format=self.value_format)
+        return e.run.overlay.get(entry.state_key)
 
     def _moved_back(self, marker: dict[int, int], retained: list[Entry]) -> dict[int, int]:
         """Kafka under ``kafka_pending="marker"``: the marker per partition moves back to the oldest write of
@@ -235,7 +232,7 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, value_for
         if view is None:  # a prune's tombstone (Kafka only)
             batch.append(p, off, ts, sk.encode("utf-8"), None, None)
             continue
-        # a checkpoint-time refresh row (0.4+) is the retained state's bytes again, unchanged
+        # a checkpoint-time refresh row (0.4+) of a logged state repeats its bytes; a replay's own is encoded again
         value = view if isinstance(view, bytes) else \
             encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
         agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
@@ -258,10 +255,7 @@ def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> Any:
     """The base records followed by the journal, decoded as one ``ActionStateLog``."""
     from agent_inspect.log import ActionStateLog
 
-    batches = []
-    if log is not None:
-        batches.append(log.raw)
-    batches.append(journal)
+    batches = [journal] if log is None else [log.raw, journal]
     src = getattr(log, "source", None)
     starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
     for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source

@@ -233,7 +233,7 @@ def _check_outcome(outcome: object) -> None:
 
 Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
 """One journal write: (state key, task, value); a tombstone has neither task nor value; a checkpoint-time
-refresh row (0.4+) has the cached entry and the exact bytes it repeats."""
+refresh row (0.4+) has the cached entry and what it repeats (the logged bytes, or the replay's record)."""
 
 
 @dataclass(frozen=True)
