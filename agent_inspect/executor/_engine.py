@@ -35,6 +35,7 @@ from agent_inspect.recovery.engine import (
     TaskRun,
 )
 from agent_inspect.recovery.engine import Engine as Core
+from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
     from agent_inspect.agents import ActionContext
@@ -161,8 +162,6 @@ class Engine(Observer):
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
         """The first ``get``'s LOOKUP step (or any FAIL's), then the removals each ``get`` caused, naming that step."""
-        from agent_inspect.store import Outcome
-
         t = run.task
         assert t is not None
         reason = self.run.causes.reason(decision.outcome.value, decision.reason, t.state_key, decision.events)

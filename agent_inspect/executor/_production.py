@@ -7,17 +7,18 @@ import datetime
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import AgentEvent
+from agent_inspect.codec import encode_action_state, kafka_partition
 from agent_inspect.executor._engine import Engine, removed_text
 from agent_inspect.executor._options import Clock
 from agent_inspect.executor._steps import Checkpoint, JobFailed, MemoryByKey, Step, StepKind, StepOutcome
+from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
     from agent_inspect.recovery.engine import RecordView
     from agent_inspect.store import Entry
 
@@ -168,7 +169,7 @@ class Production:
                 break
 
     def to_log(self) -> ActionStateLog:
-        return cast("ActionStateLog", combined_log(self.engine.log, self.journal(), num_partitions=self.partitions()))
+        return combined_log(self.engine.log, self.journal(), num_partitions=self.partitions())
 
 
 # Above this partition number a log's partitions are not taken as the topic's partition count (pass it instead).
@@ -219,8 +220,6 @@ def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, value_for
     carry ``agent_key``; the Kafka partitioner stands in for Fluss's bucket function (every row of a key still lands
     in one bucket, in write order).
     """
-    from agent_inspect.codec import encode_action_state, kafka_partition
-
     nxt = _base_ends(log)
     fluss = source_kind == "fluss"
     batch = RawBatch(agent_key=[] if fluss else None)
@@ -251,10 +250,8 @@ def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int
     return dict(sorted(ends.items()))
 
 
-def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> Any:
+def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> ActionStateLog:
     """The base records followed by the journal, decoded as one ``ActionStateLog``."""
-    from agent_inspect.log import ActionStateLog
-
     batches = [journal] if log is None else [log.raw, journal]
     src = getattr(log, "source", None)
     starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
