@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from agent_inspect._errors import ReplayError
@@ -372,7 +371,7 @@ class ReplayExecutor(HtmlRepr):
         if bp.key is None:
             return bp
         key = self._known_key(bp.key, "breakpoint", "it would never stop a run")
-        return bp if key == bp.key else dataclasses.replace(bp, key=key)
+        return bp if key == bp.key else replace(bp, key=key)
 
     def _known_key(self, key: str, use: str, because: str) -> str:
         """``key`` as steps name it (a Flink key text becomes the log's business key); a key that is neither the
@@ -389,8 +388,7 @@ class ReplayExecutor(HtmlRepr):
     def _replay_to(self, target: int) -> None:
         """Re-run from the start to ``target`` steps, redoing the driver's actions where they happened."""
         keep = [a for a in self._driver if a.at + a.added <= target]
-        self._engine.restart()
-        self._driver = []
+        self.reset()
         while True:
             if keep and keep[0].at == len(self._engine.run.steps):
                 keep.pop(0).redo()
@@ -439,7 +437,7 @@ def _restore_plan(plan: ReplayPlan | None, cp: Checkpoint) -> ReplayPlan:
     base = plan if plan is not None else ReplayPlan(attempt=1)
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
-    return dataclasses.replace(base, restored_seq=restored, pending=pending)
+    return replace(base, restored_seq=restored, pending=pending)
 
 
 def _as_log(log: object) -> ActionStateLog | None:

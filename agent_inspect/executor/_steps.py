@@ -3,12 +3,11 @@ between steps (the run state of one pass, checkpoints, counters, memory snapshot
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import numbers
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import ReplayError
@@ -398,7 +397,7 @@ class Checkpoint:
         restored = plan.restored_at(self.restored_seq, source=self.path)
         pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in self.pending) + \
             tuple(p for p in plan.pending if str(p.key) not in held)
-        return dataclasses.replace(restored, pending=pending)
+        return replace(restored, pending=pending)
 
 
 @dataclass
