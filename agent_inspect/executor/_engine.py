@@ -55,8 +55,6 @@ class Engine(Observer):
                  memory_decoder: Callable[[Any], Any] | None, memory: Mapping[str, Mapping[str, Any]],
                  sensory: Mapping[str, Mapping[str, Any]], source_kind: str) -> None:
         self.recovery = recovery
-        #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
-        self.model = recovery.model
         self.log, self.agent, self.keys, self.calls = log, agent, keys, calls
         self.plan = plan
         self.attempt, self.seed, self.memory_decoder = attempt, seed, memory_decoder
@@ -91,7 +89,7 @@ class Engine(Observer):
     def _main(self) -> None:
         plan = PlanView(self.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
         self.core = Core(log=self.log, agent=self.agent, session=self.rebuilt_session().copy(), plan=plan,
-                         keys=self.keys, model=self.model, attempt=self.attempt, new_id=self.run.ids.new,
+                         keys=self.keys, model=self.recovery.model, attempt=self.attempt, new_id=self.run.ids.new,
                          observer=self, calls=self.calls, call_matching=self.recovery.call_matching,
                          memory_decoder=self.memory_decoder, memory=self.memory, sensory=self.sensory, state=self.run)
         self.core.run()

@@ -96,7 +96,7 @@ class Production:
         """0.4+ keeps every retained state across the checkpoint (#1158, #1175; addendum §2): as refresh rows,
         or (Kafka, ``kafka_pending="marker"``) by moving the marker back; 0.3 does neither (spec §8.4)."""
         e, run = self.engine, self.engine.run
-        model = e.model
+        model = e.recovery.model
         if not model.keeps_pending:
             return marker
         retained = e.session.store.entries()

@@ -166,7 +166,7 @@ class ReplayExecutor(HtmlRepr):
             self._keyed(bp)                 # a key no step can carry fails here, not silently never stops
         last_completed = restore.last_completed if restore is not None else {}
         # main writes V4 (subagentResultEvents in every record): the default V3 becomes V4 there
-        value_format = "V4" if engine.model.subagent_results and opts.value_format == "V3" else opts.value_format
+        value_format = "V4" if self.recovery.model.subagent_results and opts.value_format == "V3" else opts.value_format
         self._production = Production(
             engine, value_format=value_format, num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
