@@ -190,13 +190,11 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
                                            max_parallelism=settings.max_parallelism, attempts=attempts,
                                            refresh=refresh)
     retained = retained_rounds(records, refresh, in_window, getattr(log, "value", None))
-    outcomes: dict[int, tuple[str, str | None, str]] = {}
     causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
-    if replay and len(session.store):
-        outcomes = _replay(log, settings, session, causes, refresh)
-    idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
-    frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
-                      frozenset(p for p in idle if p is not None))
+    outcomes = _replay(log, settings, session, causes, refresh) if replay and len(session.store) else {}
+    idle = frozenset(e.pos for e in session.store.entries()
+                     if e.pos is not None and (e.business_key, e.seq) in retained.finished)
+    frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh, idle)
     return Reconstruction(
         log=log, rule=rule_obj, markers=rebuild_start(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
