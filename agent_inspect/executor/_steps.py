@@ -163,7 +163,7 @@ class Step:
     detail: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def as_row(self) -> dict[str, Any]:
-        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "detail"}
+        row = {name: getattr(self, name) for name in STEP_COLUMNS}
         row["kind"] = self.kind.value
         if self.outcome is not None:
             row["outcome"] = str(self.outcome)      # plain text in frames, as before the enum
