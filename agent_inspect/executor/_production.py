@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agent_inspect.recovery.engine import RecordView
     from agent_inspect.store import Entry
 
-__all__ = ["Production", "build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
+__all__ = ["Production", "end_offsets", "epoch_ms", "JOURNAL_LOCATION"]
 
 
 @dataclass
@@ -38,9 +38,32 @@ class Production:
     restored_last_completed: Mapping[str, int]
 
     def journal(self) -> RawBatch:
-        e = self.engine
-        return build_journal(e.run.writes, log=e.log, value_format=self.value_format, num_partitions=self.partitions(),
-                             source_kind=e.source_kind, timestamps=self._timestamps())
+        """The writes (:data:`Write`) as a ``RawBatch`` in write order, stamped by the clock if one is given.
+
+        Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end. Fluss rows also
+        carry ``agent_key``; the Kafka partitioner stands in for Fluss's bucket function (every row of a key still lands
+        in one bucket, in write order).
+        """
+        writes, num_partitions, value_format = self.engine.run.writes, self.partitions(), self.value_format
+        timestamps = self._timestamps()
+        nxt = _base_ends(self.engine.log)
+        fluss = self.engine.source_kind == "fluss"
+        batch = RawBatch(agent_key=[] if fluss else None)
+        stamps = timestamps if timestamps is not None else [None] * len(writes)
+        for (sk, task, view), ts in zip(writes, stamps, strict=True):
+            p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
+            off = nxt.get(p, 0)
+            nxt[p] = off + 1
+            if task is None or view is None:  # a prune's tombstone (Kafka only)
+                batch.append(p, off, ts, sk.encode("utf-8"), None, None)
+                continue
+            # a checkpoint-time refresh row (0.4+) of a logged state repeats its bytes; a replay's own is encoded again
+            value = view if isinstance(view, bytes) else \
+                encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
+            agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
+                else None
+            batch.append(p, off, ts, sk.encode("utf-8"), value, agent_key)
+        return batch
 
     def _timestamps(self) -> list[int] | None:
         clock, run = self.clock, self.engine.run
@@ -169,7 +192,20 @@ class Production:
                 break
 
     def to_log(self) -> ActionStateLog:
-        return combined_log(self.engine.log, self.journal(), num_partitions=self.partitions())
+        """The base records followed by the journal, decoded as one ``ActionStateLog``."""
+        log, journal, num_partitions = self.engine.log, self.journal(), self.partitions()
+        batches = [journal] if log is None else [log.raw, journal]
+        src = getattr(log, "source", None)
+        starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
+        for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source
+            starts.setdefault(p, 0)                             # reports it (the base log's own are in starts)
+        ends = end_offsets(journal, log=log, num_partitions=num_partitions)
+        kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
+        source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
+                            topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,
+                            file_format=getattr(src, "file_format", None),
+                            options={**dict(getattr(src, "options", {}) or {}), "replay_journal": True})
+        return ActionStateLog.from_raw(batches, source)
 
 
 # Above this partition number a log's partitions are not taken as the topic's partition count (pass it instead).
@@ -212,34 +248,6 @@ def _base_ends(log: Any) -> dict[int, int]:
     return {int(p): int(o) for p, o in ends.items()}
 
 
-def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, value_format: str, num_partitions: int,
-                  source_kind: str = "kafka", timestamps: Sequence[int | None] | None = None) -> RawBatch:
-    """A ``RawBatch`` of ``writes`` (:data:`Write`) in write order, stamped with ``timestamps`` (epoch ms) if given.
-
-    Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end. Fluss rows also
-    carry ``agent_key``; the Kafka partitioner stands in for Fluss's bucket function (every row of a key still lands
-    in one bucket, in write order).
-    """
-    nxt = _base_ends(log)
-    fluss = source_kind == "fluss"
-    batch = RawBatch(agent_key=[] if fluss else None)
-    stamps = list(timestamps) if timestamps is not None else [None] * len(writes)
-    for (sk, task, view), ts in zip(writes, stamps, strict=True):
-        p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
-        off = nxt.get(p, 0)
-        nxt[p] = off + 1
-        if view is None:  # a prune's tombstone (Kafka only)
-            batch.append(p, off, ts, sk.encode("utf-8"), None, None)
-            continue
-        # a checkpoint-time refresh row (0.4+) of a logged state repeats its bytes; a replay's own is encoded again
-        value = view if isinstance(view, bytes) else \
-            encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
-        agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
-            else None
-        batch.append(p, off, ts, sk.encode("utf-8"), value, agent_key)
-    return batch
-
-
 def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int]:
     """The recovery marker now: per partition, the next offset to be written (§6.4)."""
     ends = _base_ends(log)
@@ -249,18 +257,3 @@ def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int
         ends[p] = max(ends.get(p, 0), off + 1)
     return dict(sorted(ends.items()))
 
-
-def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> ActionStateLog:
-    """The base records followed by the journal, decoded as one ``ActionStateLog``."""
-    batches = [journal] if log is None else [log.raw, journal]
-    src = getattr(log, "source", None)
-    starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
-    for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source
-        starts.setdefault(p, 0)                             # reports it (the base log's own are in starts)
-    ends = end_offsets(journal, log=log, num_partitions=num_partitions)
-    kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
-    source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
-                        topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,
-                        file_format=getattr(src, "file_format", None),
-                        options={**dict(getattr(src, "options", {}) or {}), "replay_journal": True})
-    return ActionStateLog.from_raw(batches, source)
