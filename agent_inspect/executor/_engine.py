@@ -35,6 +35,7 @@ from agent_inspect.recovery.engine import (
     TaskRun,
 )
 from agent_inspect.recovery.engine import Engine as Core
+from agent_inspect.store import Outcome
 
 if TYPE_CHECKING:
     from agent_inspect.agents import ActionContext
@@ -54,15 +55,12 @@ class Engine(Observer):
                  memory_decoder: Callable[[Any], Any] | None, memory: Mapping[str, Mapping[str, Any]],
                  sensory: Mapping[str, Mapping[str, Any]], source_kind: str) -> None:
         self.recovery = recovery
-        #: the upstream runtime's recovery behaviours (:func:`agent_inspect.store.runtime_model`)
-        self.model = recovery.model
         self.log, self.agent, self.keys, self.calls = log, agent, keys, calls
         self.plan = plan
         self.attempt, self.seed, self.memory_decoder = attempt, seed, memory_decoder
         self.memory, self.sensory = memory, sensory
         self.source_kind = source_kind
         self.base_session: RecoverySession | None = None
-        self.core: Core | None = None
         self.restart()
 
     # ------------------------------------------------------------------------------ driving
@@ -70,7 +68,7 @@ class Engine(Observer):
     def restart(self) -> None:
         """A new pass from before the first step (the rebuild)."""
         self.run = RunState(ids=IdSource(hash((self.seed, self.attempt))))
-        self.core = None
+        self.core: Core | None = None
         self.calls.restart()
         self._g = greenlet.greenlet(self._main)
         self.thread = threading.get_ident()
@@ -91,7 +89,7 @@ class Engine(Observer):
     def _main(self) -> None:
         plan = PlanView(self.plan, business_key=self.keys.business_key)   # seq counters belong to this pass
         self.core = Core(log=self.log, agent=self.agent, session=self.rebuilt_session().copy(), plan=plan,
-                         keys=self.keys, model=self.model, attempt=self.attempt, new_id=self.run.ids.new,
+                         keys=self.keys, model=self.recovery.model, attempt=self.attempt, new_id=self.run.ids.new,
                          observer=self, calls=self.calls, call_matching=self.recovery.call_matching,
                          memory_decoder=self.memory_decoder, memory=self.memory, sensory=self.sensory, state=self.run)
         self.core.run()
@@ -103,9 +101,6 @@ class Engine(Observer):
             raise ReplayError("the replay has no session (the rebuild did not run); this is a bug, please report it")
         return self.run.session
 
-    def business_key(self, key: str) -> str:
-        return self.keys.business_key(key)
-
     @functools.cached_property
     def known_keys(self) -> tuple[frozenset[str], tuple[str, ...]]:
         """The business keys a step can carry (the log's and the plan's) and the names they go by: what a
@@ -116,12 +111,12 @@ class Engine(Observer):
         names |= {str(i.key_text) for i in plan.keys.values() if i.key_text is not None}
         if self.log is not None:
             names |= set(map(str, self.log.records["business_key"].dropna().unique()))
-        return frozenset(names | {self.business_key(k) for k in names}), tuple(sorted(names))
+        return frozenset(names | {self.keys.business_key(k) for k in names}), tuple(sorted(names))
 
     def memory_states(self) -> dict[str, MemoryState]:
         # restored memory per business key as the core reads it (of two keys naming one business key, the last)
-        stm_base = {self.business_key(k): v for k, v in self.memory.items()}
-        sensory_base = {self.business_key(k): v for k, v in self.sensory.items()}
+        stm_base = {self.keys.business_key(k): v for k, v in self.memory.items()}
+        sensory_base = {self.keys.business_key(k): v for k, v in self.sensory.items()}
         out = {}
         for key in sorted(set(self.run.memory) | set(stm_base) | set(sensory_base)):
             if self.core is not None:
@@ -165,8 +160,6 @@ class Engine(Observer):
 
     def looked_up(self, run: TaskRun, decision: LookupDecision, stage: str) -> None:
         """The first ``get``'s LOOKUP step (or any FAIL's), then the removals each ``get`` caused, naming that step."""
-        from agent_inspect.store import Outcome
-
         t = run.task
         assert t is not None
         reason = self.run.causes.reason(decision.outcome.value, decision.reason, t.state_key, decision.events)

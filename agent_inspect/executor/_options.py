@@ -4,12 +4,11 @@ replay: executed (once), stubbed, served, or denied (§12)."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import enum
 import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeAlias
 
 from agent_inspect._errors import ReplayError
@@ -304,11 +303,11 @@ class ExecutorOptions:
         if "breakpoints" in given:
             bps = given["breakpoints"]        # a list made a tuple; one Breakpoint (or a wrong value) left to check
             given["breakpoints"] = tuple(bps) if isinstance(bps, Iterable) else bps
-        return dataclasses.replace(self, **given) if given else self
+        return replace(self, **given) if given else self
 
 
 #: The executor-only options (the fields of :class:`ExecutorOptions`), beside the recovery settings.
-OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ExecutorOptions))
+OPTION_NAMES = tuple(f.name for f in fields(ExecutorOptions))
 
 
 class ExecutorOverrides(RecoveryOverrides, total=False):

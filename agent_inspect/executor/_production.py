@@ -5,22 +5,24 @@ from __future__ import annotations
 
 import datetime
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import ReplayError
 from agent_inspect.agents import AgentEvent
+from agent_inspect.codec import encode_action_state, kafka_partition
 from agent_inspect.executor._engine import Engine, removed_text
 from agent_inspect.executor._options import Clock
 from agent_inspect.executor._steps import Checkpoint, JobFailed, MemoryByKey, Step, StepKind, StepOutcome
+from agent_inspect.log import ActionStateLog
 from agent_inspect.raw import RawBatch, SourceInfo
 
 if TYPE_CHECKING:
-    from agent_inspect.log import ActionStateLog
+    from agent_inspect.recovery.engine import RecordView
     from agent_inspect.store import Entry
 
-__all__ = ["Production", "build_journal", "end_offsets", "combined_log", "epoch_ms", "JOURNAL_LOCATION"]
+__all__ = ["Production", "end_offsets", "epoch_ms", "JOURNAL_LOCATION"]
 
 
 @dataclass
@@ -36,9 +38,32 @@ class Production:
     restored_last_completed: Mapping[str, int]
 
     def journal(self) -> RawBatch:
-        e = self.engine
-        return build_journal(e.run.writes, log=e.log, value_format=self.value_format, num_partitions=self.partitions(),
-                             source_kind=e.source_kind, timestamps=self._timestamps())
+        """The writes (:data:`Write`) as a ``RawBatch`` in write order, stamped by the clock if one is given.
+
+        Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end. Fluss rows also
+        carry ``agent_key``; the Kafka partitioner stands in for Fluss's bucket function (every row of a key still lands
+        in one bucket, in write order).
+        """
+        writes, num_partitions, value_format = self.engine.run.writes, self.partitions(), self.value_format
+        timestamps = self._timestamps()
+        nxt = _base_ends(self.engine.log)
+        fluss = self.engine.source_kind == "fluss"
+        batch = RawBatch(agent_key=[] if fluss else None)
+        stamps = timestamps if timestamps is not None else [None] * len(writes)
+        for (sk, task, view), ts in zip(writes, stamps, strict=True):
+            p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
+            off = nxt.get(p, 0)
+            nxt[p] = off + 1
+            if task is None or view is None:  # a prune's tombstone (Kafka only)
+                batch.append(p, off, ts, sk.encode("utf-8"), None, None)
+                continue
+            # a checkpoint-time refresh row (0.4+) of a logged state repeats its bytes; a replay's own is encoded again
+            value = view if isinstance(view, bytes) else \
+                encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
+            agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
+                else None
+            batch.append(p, off, ts, sk.encode("utf-8"), value, agent_key)
+        return batch
 
     def _timestamps(self) -> list[int] | None:
         clock, run = self.clock, self.engine.run
@@ -78,7 +103,7 @@ class Production:
             todo = queued + current if current and _has_written(run.steps) else current + queued
             pending = [(key, seq, d if isinstance(d, str) else d.name, ev) for d, ev in todo]
         # the operator's whole keyed state: keys without a round in this attempt keep what was restored
-        seqs = {e.business_key(k): int(v) for k, v in e.plan.restored_seq.items()}
+        seqs = {e.keys.business_key(k): int(v) for k, v in e.plan.restored_seq.items()}
         seqs.update(run.seq_of)
         mem = e.memory_states()
         run.checkpoints.append(Checkpoint(
@@ -94,14 +119,14 @@ class Production:
         """0.4+ keeps every retained state across the checkpoint (#1158, #1175; addendum §2): as refresh rows,
         or (Kafka, ``kafka_pending="marker"``) by moving the marker back; 0.3 does neither (spec §8.4)."""
         e, run = self.engine, self.engine.run
-        model = e.model
+        model = e.recovery.model
         if not model.keeps_pending:
             return marker
         retained = e.session.store.entries()
         if not model.refresh_rows(e.source_kind):
             return self._moved_back(marker, retained)
         for entry in retained:
-            value = self._bytes_of(entry)
+            value = self._last_value(entry)
             if value is None:
                 continue
             step = len(run.steps)
@@ -118,17 +143,13 @@ class Production:
                                           "completed": entry.completed}))
         return marker
 
-    def _bytes_of(self, entry: Entry) -> bytes | None:
-        """The value a retained entry was last written with: the logged bytes, or the journal's encoding."""
-        from agent_inspect.codec import encode_action_state
-
+    def _last_value(self, entry: Entry) -> bytes | RecordView | None:
+        """The value a retained entry was last written with: the logged bytes, or the replay's record (which the
+        journal encodes to the bytes it wrote for it)."""
         e = self.engine
         if entry.pos is not None:
             return None if e.log is None else e.log.raw.value[entry.pos]
-        view = e.run.overlay.get(entry.state_key)
-        if view is None:
-            return None
-        return encode_action_state(view.to_state(value_format=self.value_format), value_format=self.value_format)
+        return e.run.overlay.get(entry.state_key)
 
     def _moved_back(self, marker: dict[int, int], retained: list[Entry]) -> dict[int, int]:
         """Kafka under ``kafka_pending="marker"``: the marker per partition moves back to the oldest write of
@@ -171,7 +192,20 @@ class Production:
                 break
 
     def to_log(self) -> ActionStateLog:
-        return cast("ActionStateLog", combined_log(self.engine.log, self.journal(), num_partitions=self.partitions()))
+        """The base records followed by the journal, decoded as one ``ActionStateLog``."""
+        log, journal, num_partitions = self.engine.log, self.journal(), self.partitions()
+        batches = [journal] if log is None else [log.raw, journal]
+        src = getattr(log, "source", None)
+        starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
+        for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source
+            starts.setdefault(p, 0)                             # reports it (the base log's own are in starts)
+        ends = end_offsets(journal, log=log, num_partitions=num_partitions)
+        kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
+        source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
+                            topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,
+                            file_format=getattr(src, "file_format", None),
+                            options={**dict(getattr(src, "options", {}) or {}), "replay_journal": True})
+        return ActionStateLog.from_raw(batches, source)
 
 
 # Above this partition number a log's partitions are not taken as the topic's partition count (pass it instead).
@@ -214,36 +248,6 @@ def _base_ends(log: Any) -> dict[int, int]:
     return {int(p): int(o) for p, o in ends.items()}
 
 
-def build_journal(writes: Sequence[tuple[str, Any, Any]], *, log: Any, value_format: str, num_partitions: int,
-                  source_kind: str = "kafka", timestamps: Sequence[int | None] | None = None) -> RawBatch:
-    """A ``RawBatch`` of ``writes`` (:data:`Write`) in write order, stamped with ``timestamps`` (epoch ms) if given.
-
-    Partition per the upstream Kafka partitioner (§6.3); offsets continue after the base log's end. Fluss rows also
-    carry ``agent_key``; the Kafka partitioner stands in for Fluss's bucket function (every row of a key still lands
-    in one bucket, in write order).
-    """
-    from agent_inspect.codec import encode_action_state, kafka_partition
-
-    nxt = _base_ends(log)
-    fluss = source_kind == "fluss"
-    batch = RawBatch(agent_key=[] if fluss else None)
-    stamps = list(timestamps) if timestamps is not None else [None] * len(writes)
-    for (sk, task, view), ts in zip(writes, stamps, strict=True):
-        p = kafka_partition(sk, num_partitions) if num_partitions > 1 else 0
-        off = nxt.get(p, 0)
-        nxt[p] = off + 1
-        if view is None:  # a prune's tombstone (Kafka only)
-            batch.append(p, off, ts, sk.encode("utf-8"), None, None)
-            continue
-        # a checkpoint-time refresh row (0.4+) is the retained state's bytes again, unchanged
-        value = view if isinstance(view, bytes) else \
-            encode_action_state(view.to_state(value_format=value_format), value_format=value_format)
-        agent_key = (task.key_text if task.key_format not in ("K1.6", "K2") else task.business_key) if fluss \
-            else None
-        batch.append(p, off, ts, sk.encode("utf-8"), value, agent_key)
-    return batch
-
-
 def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int]:
     """The recovery marker now: per partition, the next offset to be written (§6.4)."""
     ends = _base_ends(log)
@@ -253,23 +257,3 @@ def end_offsets(journal: Any, *, log: Any, num_partitions: int) -> dict[int, int
         ends[p] = max(ends.get(p, 0), off + 1)
     return dict(sorted(ends.items()))
 
-
-def combined_log(log: Any, journal: Any, *, num_partitions: int = 1) -> Any:
-    """The base records followed by the journal, decoded as one ``ActionStateLog``."""
-    from agent_inspect.log import ActionStateLog
-
-    batches = []
-    if log is not None:
-        batches.append(log.raw)
-    batches.append(journal)
-    src = getattr(log, "source", None)
-    starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
-    for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source
-        starts.setdefault(p, 0)                             # reports it (the base log's own are in starts)
-    ends = end_offsets(journal, log=log, num_partitions=num_partitions)
-    kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
-    source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
-                        topic=getattr(src, "topic", None), start_offsets=starts, end_offsets=ends,
-                        file_format=getattr(src, "file_format", None),
-                        options={**dict(getattr(src, "options", {}) or {}), "replay_journal": True})
-    return ActionStateLog.from_raw(batches, source)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from agent_inspect._errors import ReplayError
@@ -167,11 +166,11 @@ class ReplayExecutor(HtmlRepr):
             self._keyed(bp)                 # a key no step can carry fails here, not silently never stops
         last_completed = restore.last_completed if restore is not None else {}
         # main writes V4 (subagentResultEvents in every record): the default V3 becomes V4 there
-        value_format = "V4" if engine.model.subagent_results and opts.value_format == "V3" else opts.value_format
+        value_format = "V4" if self.recovery.model.subagent_results and opts.value_format == "V3" else opts.value_format
         self._production = Production(
             engine, value_format=value_format, num_partitions=opts.num_partitions,
             clock=opts.clock, prune_tombstones=opts.prune_tombstones,
-            restored_last_completed={engine.business_key(k): int(v) for k, v in last_completed.items()})
+            restored_last_completed={engine.keys.business_key(k): int(v) for k, v in last_completed.items()})
 
     # ------------------------------------------------------------------------------ control
 
@@ -294,7 +293,7 @@ class ReplayExecutor(HtmlRepr):
     def memory(self) -> Mapping[str, MemoryState]:
         """Per business key: short-term and sensory memory as of the current step. A Flink key text finds its
         business key's (the digest under K1.6/K2), as breakpoints and :meth:`counters_for` read it."""
-        return MemoryByKey(self._engine.memory_states(), self._engine.business_key)
+        return MemoryByKey(self._engine.memory_states(), self._engine.keys.business_key)
 
     @property
     def outputs(self) -> pd.DataFrame:
@@ -372,12 +371,12 @@ class ReplayExecutor(HtmlRepr):
         if bp.key is None:
             return bp
         key = self._known_key(bp.key, "breakpoint", "it would never stop a run")
-        return bp if key == bp.key else dataclasses.replace(bp, key=key)
+        return bp if key == bp.key else replace(bp, key=key)
 
     def _known_key(self, key: str, use: str, because: str) -> str:
         """``key`` as steps name it (a Flink key text becomes the log's business key); a key that is neither the
         log's nor the plan's raises ``ReplayError`` naming ``use`` and the closest keys: ``because`` says why."""
-        business = self._engine.business_key(key)
+        business = self._engine.keys.business_key(key)
         known, names = self._engine.known_keys
         if business not in known:
             where, listed = ("the log or the plan", " (log.keys() lists the log's)") if self._engine.log is not None \
@@ -389,8 +388,7 @@ class ReplayExecutor(HtmlRepr):
     def _replay_to(self, target: int) -> None:
         """Re-run from the start to ``target`` steps, redoing the driver's actions where they happened."""
         keep = [a for a in self._driver if a.at + a.added <= target]
-        self._engine.restart()
-        self._driver = []
+        self.reset()
         while True:
             if keep and keep[0].at == len(self._engine.run.steps):
                 keep.pop(0).redo()
@@ -439,7 +437,7 @@ def _restore_plan(plan: ReplayPlan | None, cp: Checkpoint) -> ReplayPlan:
     base = plan if plan is not None else ReplayPlan(attempt=1)
     restored = {**dict(cp.restored_seq), **dict(base.restored_seq)}
     pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in cp.pending) + tuple(base.pending)
-    return dataclasses.replace(base, restored_seq=restored, pending=pending)
+    return replace(base, restored_seq=restored, pending=pending)
 
 
 def _as_log(log: object) -> ActionStateLog | None:

@@ -3,12 +3,11 @@ between steps (the run state of one pass, checkpoints, counters, memory snapshot
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import numbers
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_inspect._errors import ReplayError
@@ -164,7 +163,7 @@ class Step:
     detail: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def as_row(self) -> dict[str, Any]:
-        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "detail"}
+        row = {name: getattr(self, name) for name in STEP_COLUMNS}
         row["kind"] = self.kind.value
         if self.outcome is not None:
             row["outcome"] = str(self.outcome)      # plain text in frames, as before the enum
@@ -233,7 +232,7 @@ def _check_outcome(outcome: object) -> None:
 
 Write = tuple[str, "Task | Entry | None", "RecordView | bytes | None"]
 """One journal write: (state key, task, value); a tombstone has neither task nor value; a checkpoint-time
-refresh row (0.4+) has the cached entry and the exact bytes it repeats."""
+refresh row (0.4+) has the cached entry and what it repeats (the logged bytes, or the replay's record)."""
 
 
 @dataclass(frozen=True)
@@ -398,7 +397,7 @@ class Checkpoint:
         restored = plan.restored_at(self.restored_seq, source=self.path)
         pending = tuple(PendingTask(k, s, a, e) for k, s, a, e in self.pending) + \
             tuple(p for p in plan.pending if str(p.key) not in held)
-        return dataclasses.replace(restored, pending=pending)
+        return replace(restored, pending=pending)
 
 
 @dataclass

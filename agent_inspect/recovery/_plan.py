@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import weakref
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -128,12 +128,10 @@ class ReplayPlan:
 
     def __repr__(self) -> str:
         # one line: the fields hold every input event (tens of kB on a production log); they stay attributes
-        def some(keys: list[str]) -> str:
-            return f" ({first_few(keys, 3, counted=False)})" if keys else ""
-
         pending = list(dict.fromkeys(t.key for t in self.pending))
+        shown = f" ({first_few(pending, 3, counted=False)})" if pending else ""
         parts = [f"{plural(len(self.inputs), 'input')} of {plural(len({i.key for i in self.inputs}), 'key')}",
-                 plural(len(self.pending), "pending task") + some(pending),
+                 plural(len(self.pending), "pending task") + shown,
                  f"restored seqNums of {plural(len(self.restored_seq), 'key')}"]
         if self.begin_event:
             parts.append("begin events")
@@ -242,10 +240,8 @@ class ReplayPlan:
                        for bk in slots["bk"].tolist() for seq, pos in (next(next_root[bk]),))
         notes = _missing_rounds_note(gaps)
         if retained or in_flight:
-            plan = _retained_plan(log, retained, restored, inputs, in_flight=in_flight, name_of=name_of)
-            return replace(plan, notes=plan.notes + notes)
-        keys = identities_from_log(log)
-        return cls(inputs=inputs, restored_seq=restored, keys={k: keys[k] for k in restored}, notes=notes)
+            return _retained_plan(log, retained, restored, inputs, in_flight=in_flight, name_of=name_of, notes=notes)
+        return cls(inputs=inputs, restored_seq=restored, keys=identities_from_log(log, restored), notes=notes)
 
 
 _MOVED_MARKER = "kafka_pending='marker':"
@@ -367,9 +363,9 @@ def _in_flight(log: ActionStateLog, window: pd.DataFrame, replayed: set[tuple[st
 
 def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict[str, int],
                    inputs: tuple[ReplayInput, ...] = (), *, in_flight: tuple[PendingTask, ...] = (),
-                   name_of: Callable[[str, int, str], str]) -> ReplayPlan:
+                   name_of: Callable[[str, int, str], str], notes: tuple[str, ...] = ()) -> ReplayPlan:
     """The plan with the rounds the checkpoint held: restored seqs raised to them, their tasks pending in re-submit
-    order."""
+    order (``notes``: the inferred plan's own, after the held rounds')."""
     from agent_inspect.recovery._refresh import queued_event
 
     restored = dict(restored)
@@ -383,9 +379,8 @@ def _retained_plan(log: ActionStateLog, retained: RetainedRounds, restored: dict
                  for t in retained.order.get((bk, seq), positions)]
         pending += [PendingTask(bk, seq, name_of(action_uuid, pos, event.type), event)
                     for pos, action_uuid, event in tasks]
-    keys = identities_from_log(log)
     return ReplayPlan(inputs=inputs, restored_seq=restored, pending=tuple(pending),
-                      keys={k: keys[k] for k in restored if k in keys}, notes=retained.notes + _in_flight_note(in_flight))
+                      keys=identities_from_log(log, restored), notes=retained.notes + _in_flight_note(in_flight) + notes)
 
 
 def _in_flight_note(in_flight: tuple[PendingTask, ...]) -> tuple[str, ...]:
@@ -458,9 +453,10 @@ def key_identity(business_key: str, state_key: str) -> KeyIdentity:
                        serializer_fingerprint=parsed.serializer_fingerprint)
 
 
-def identities_from_log(log: ActionStateLog) -> dict[str, KeyIdentity]:
-    """The key segments of every business key of ``log`` (from its last readable record), in one pass."""
-    return {bk: key_identity(bk, sk) for bk, sk in last_state_keys(log).items()}
+def identities_from_log(log: ActionStateLog, keys: Iterable[str]) -> dict[str, KeyIdentity]:
+    """The key segments of the business keys ``keys`` of ``log``, each from its last readable record."""
+    last = last_state_keys(log)
+    return {k: key_identity(k, last[k]) for k in keys if k in last}
 
 
 def last_state_keys(log: ActionStateLog) -> dict[str, str]:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from agent_inspect._glossary import plural
 from agent_inspect._html import Code, Details, HtmlPart, HtmlRepr, Strong, Table, Term, Text
+from agent_inspect.log import rule_label
 from agent_inspect.store import CacheEvent, Divergence, RecoverySession
 
 if TYPE_CHECKING:
@@ -212,8 +213,6 @@ class Prediction(HtmlRepr):
     @property
     def rule_label(self) -> str:
         """The rule's name, marked as a what-if when it is not the one the runtime ships (:func:`~agent_inspect.log.rule_label`)."""
-        from agent_inspect.log import rule_label
-
         return self.recovery.rule_label if self.recovery is not None else rule_label(self.rule, self.runtime)
 
     def outcomes(self, *, labels: Mapping[str, str] | None = None) -> list[str]:

@@ -16,9 +16,10 @@ from agent_inspect._glossary import define, plural
 from agent_inspect._html import Code, HtmlPart, HtmlRepr, Strong, Table, Term, Text
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import AsRecordedAgent
-from agent_inspect.history import build_history
+from agent_inspect.history import action_graph, build_history, subagent_tree
+from agent_inspect.log import rule_label
 from agent_inspect.recovery._lints import lint
-from agent_inspect.recovery._predict import simulate
+from agent_inspect.recovery._predict import predict, simulate
 from agent_inspect.recovery._prediction import RemovalCauses
 from agent_inspect.recovery._rebuild import Markers, rebuild_in_window, rebuild_start
 from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
@@ -79,8 +80,6 @@ class Reconstruction(HtmlRepr):
     @property
     def rule_label(self) -> str:
         """The rule's name, marked as a what-if when it is not the one the runtime ships (:func:`~agent_inspect.log.rule_label`)."""
-        from agent_inspect.log import rule_label
-
         return self.recovery.rule_label if self.recovery is not None else rule_label(self.rule, self.runtime)
 
     @property
@@ -95,22 +94,16 @@ class Reconstruction(HtmlRepr):
     def graph(self, key: str, seq: int | None = None, attempt: int | None = None, **options: Any) -> nx.DiGraph:
         """The action graph of ``key`` (one round / attempt) with this reconstruction's statuses; ``options`` go to
         :func:`agent_inspect.history.action_graph` (e.g. ``action_names=``)."""
-        from agent_inspect.history import action_graph
-
         return action_graph(self, key, seq=seq, attempt=attempt, **options)
 
     def subagent_tree(self, key: str, seq: int, **options: Any) -> nx.DiGraph:
         """The sub-agent call tree of (key, seq) with this reconstruction's statuses (spec §11.5); ``options`` go to
         :func:`agent_inspect.history.subagent_tree` (``action_names=``, ``key_text=``)."""
-        from agent_inspect.history import subagent_tree
-
         return subagent_tree(self, key, seq, **options)
 
     def predict(self, **overrides: Unpack[RecoveryOverrides]) -> Prediction:
         """The static prediction of a replay under this reconstruction's settings
         (:func:`agent_inspect.recovery.predict`; ``overrides`` by setting name, e.g. ``plan=``, ``agent=``)."""
-        from agent_inspect.recovery._predict import predict
-
         return predict(self, **overrides)
 
     @cached_property
@@ -197,13 +190,11 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
                                            max_parallelism=settings.max_parallelism, attempts=attempts,
                                            refresh=refresh)
     retained = retained_rounds(records, refresh, in_window, getattr(log, "value", None))
-    outcomes: dict[int, tuple[str, str | None, str]] = {}
     causes = RemovalCauses(session.events)   # what removed each record, in words (the replay adds its lookups)
-    if replay and len(session.store):
-        outcomes = _replay(log, settings, session, causes, refresh)
-    idle = {e.pos for e in session.store.entries() if (e.business_key, e.seq) in retained.finished}
-    frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh,
-                      frozenset(p for p in idle if p is not None))
+    outcomes = _replay(log, settings, session, causes, refresh) if replay and len(session.store) else {}
+    idle = frozenset(e.pos for e in session.store.entries()
+                     if e.pos is not None and (e.business_key, e.seq) in retained.finished)
+    frame = _statuses(records, ann, in_window, session, outcomes, causes, refresh, idle)
     return Reconstruction(
         log=log, rule=rule_obj, markers=rebuild_start(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),

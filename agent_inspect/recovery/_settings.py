@@ -104,10 +104,10 @@ class Recovery:
             check_moved_marker(log, info, markers)
         provenance["model"] = ("kafka_pending given" if kafka_pending is not None else
                                f"the recovery behaviours of {shipper}")
-        if plan is not None and not isinstance(plan, ReplayPlan | Mapping):
-            raise RecoveryError("plan must be a ReplayPlan or a mapping of its fields ({'inputs': [(key, value), ...]}), "
-                                f"got {type(plan).__name__}")
         if plan is not None:
+            if not isinstance(plan, ReplayPlan | Mapping):
+                raise RecoveryError("plan must be a ReplayPlan or a mapping of its fields ({'inputs': [(key, value), "
+                                    f"...]}}), got {type(plan).__name__}")
             plan = as_plan(plan)   # the mapping form too ({"inputs": [(key, value), ...]}), as the executor takes it
         plan_source, provenance["plan"] = _plan_source(markers, plan)
         provenance["agent"] = "given" if agent is not None else "as recorded in the log"

@@ -13,7 +13,7 @@ def _k2_job() -> ai.ReplayExecutor:
 
 def test_a_breakpoint_at_a_key_text_stops_on_a_digest_keyed_replay() -> None:
     ex = _k2_job()
-    digest = ex._engine.business_key("k")
+    digest = ex._engine.keys.business_key("k")
     assert digest != "k"
     ex.add_breakpoint(key="k", kind="lookup")
     step = ex.run()
@@ -27,7 +27,7 @@ def test_a_breakpoint_at_a_key_text_stops_on_a_digest_keyed_replay() -> None:
 def test_counters_for_a_key_text_count_its_digests_steps() -> None:
     ex = _k2_job()
     ex.run()
-    assert ex.counters_for("k") == ex.counters_for(ex._engine.business_key("k")) != ai.executor.Counters()
+    assert ex.counters_for("k") == ex.counters_for(ex._engine.keys.business_key("k")) != ai.executor.Counters()
     assert ex.counters_for("k").tasks == ex.counters.tasks == 4
 
 
