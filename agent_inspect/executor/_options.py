@@ -281,9 +281,9 @@ class ExecutorOptions:
             if bad is not None:     # {"x": 1}: one key's memory given for all (a TypeError in the engine)
                 raise ReplayError(f"{name} takes per business key a mapping of memory paths to values "
                                   f"({{'user-1': {{'x': 1}}}}), got {bad[1]!r}" + (f" for {bad[0]!r}" if bad[0] else ""))
-        if isinstance(self.breakpoints, Breakpoint):     # one given alone, as one business key is for business_keys
-            object.__setattr__(self, "breakpoints", (self.breakpoints,))
-        given = self.breakpoints if isinstance(self.breakpoints, Iterable) else [self.breakpoints]
+        bps = self.breakpoints   # one given alone (as one business key is for business_keys), a list or a generator
+        given = tuple(bps) if isinstance(bps, Iterable) and not isinstance(bps, (str, bytes)) else (bps,)
+        object.__setattr__(self, "breakpoints", given)   # a tuple: a generator is read once, here
         wrong = [bp for bp in given if not isinstance(bp, Breakpoint)]
         if wrong:                   # a key given as a breakpoint: an AttributeError at the first check
             raise ReplayError(f"breakpoints takes a Breakpoint or a list of them "
@@ -300,9 +300,6 @@ class ExecutorOptions:
     def updated(self, **changes: object) -> ExecutorOptions:
         """A copy with ``changes`` applied; a change whose value is None is not given (the option stays)."""
         given: dict[str, Any] = {k: v for k, v in changes.items() if v is not None}
-        if "breakpoints" in given:
-            bps = given["breakpoints"]        # a list made a tuple; one Breakpoint (or a wrong value) left to check
-            given["breakpoints"] = tuple(bps) if isinstance(bps, Iterable) else bps
         return replace(self, **given) if given else self
 
 

@@ -153,6 +153,14 @@ def test_wrong_policies_and_restore_say_what_they_take() -> None:
         ai.ReplayExecutor(log, breakpoints=[None])
     with pytest.raises(ReplayError, match=r"^breakpoints takes a Breakpoint or a list of them .*got 5$"):
         ai.ReplayExecutor(log, breakpoints=5)      # not iterable: was a TypeError
+    with pytest.raises(ReplayError, match=r"^breakpoints takes a Breakpoint or a list of them .*got 'user-0001'$"):
+        ai.ReplayExecutor(log, breakpoints="user-0001")   # a key, not its letters one by one
+    # a generator was used up by the check, so the replay kept no breakpoint and ran to its end
+    lazily = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"),
+                               breakpoints=(ai.executor.Breakpoint(kind=k) for k in ("lookup",)))
+    assert len(lazily.options.breakpoints) == 1
+    lazily.run()
+    assert not lazily.done
     ok = ai.ReplayExecutor(log, markers=ai.samples.markers("N04"), policies={"calls": "stub", "stubs": {"*": "x"},
                                                                                  "actions": {"IA": "diff"}})
     ok.run()
