@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from agent_inspect._bulk import once_per_log
@@ -209,7 +210,9 @@ class ReplayPlan:
         roots = recs[readable & recs["is_root"].fillna(False).to_numpy(dtype=bool)]   # one copy of the frame, not two
         held = {*retained.finished, *retained.pending} if retained else set()
         if held:
-            roots = roots[[(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])]]
+            # a boolean array, not a list: an empty list would select no columns of a frame with no roots
+            roots = roots[np.array([(str(b), int(q)) not in held for b, q in zip(roots["business_key"], roots["seq"])],
+                                   dtype=bool)]
         name_of = _action_names(log, agent)
         root_seqs = set(zip(roots["business_key"].astype(str).tolist(), roots["seq"].astype("int64").tolist()))
         first_root: dict[str, int] = {}      # per key, its first replayed round's seq
