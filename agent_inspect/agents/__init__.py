@@ -32,6 +32,7 @@ from agent_inspect.agents._protocol import (
     Agent,
     AgentEvent,
     BaseAgent,
+    DeclaredCalls,
     MemoryView,
     RoundBeginEvents,
     action_uuid_for,
@@ -41,7 +42,7 @@ from agent_inspect.agents._recorded import AsRecordedAgent
 __all__ = [
     # protocol
     "Agent", "ActionDecl", "ActionContext", "AgentEvent", "MemoryView", "BaseAgent", "action_uuid_for",
-    "RoundBeginEvents",
+    "RoundBeginEvents", "DeclaredCalls",
     "INPUT_EVENT", "OUTPUT_EVENT", "BEGIN_EVENT", "SUBAGENT_EVENT",
     # agents
     "DeclarativeAgent", "AsRecordedAgent",

@@ -143,6 +143,8 @@ class DeclarativeAgent(BaseAgent):
         ex.run(); ex.outputs
     """
 
+    calls_declared = True   # its calls are declarations (DeclaredCalls): predict makes them
+
     def __init__(self, actions: Sequence[ActionDecl],
                  behaviours: Mapping[str, Sequence[Behaviour]] | None = None, *,
                  begin: Sequence[tuple[AgentEvent, AgentEvent]] = ()) -> None:

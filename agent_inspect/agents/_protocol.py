@@ -332,6 +332,22 @@ class Agent(Protocol):
 
 
 @runtime_checkable
+class DeclaredCalls(Protocol):
+    """An agent whose durable calls are declarations: a declared result or failure, nothing outside the job. So
+    ``predict`` makes them, as the executor does, and a declared failure reaches the body in both. ``predict`` never
+    makes another agent's calls (a ``PythonAgent``'s model and tools): it counts them as made, and they succeed.
+
+    For example::
+
+        agent = ai.agents.AsRecordedAgent(log)      # its calls replay the record: declarations
+        isinstance(agent, ai.agents.DeclaredCalls), agent.calls_declared
+    """
+
+    #: True: every durable call of this agent's bodies is a declaration
+    calls_declared: bool
+
+
+@runtime_checkable
 class RoundBeginEvents(Protocol):
     """An agent that knows each round's own ``_agent_run_begin_event`` (``agent-run.begin-event``), not only the
     one an input's attributes give: a key that sends the same input twice starts two rounds with different begin

@@ -57,6 +57,8 @@ class AsRecordedAgent(BaseAgent):
         ai.predict(log, markers=markers, agent=agent).tasks["outcome"].value_counts()
     """
 
+    calls_declared = True   # its calls are declarations (DeclaredCalls): predict makes them
+
     replays_memory = False
 
     @classmethod

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import RecoveryError
+from agent_inspect.agents import DeclaredCalls
 from agent_inspect.checker._generate import (
     History,
     RuleCheckError,
@@ -55,6 +56,8 @@ class _CachedAgent:
         self.listeners = agent.listeners
         self.run_action = agent.run_action
         self.begin_event = getattr(agent, "begin_event", lambda _event: None)
+        #: the wrapped agent's (agents.DeclaredCalls): predict makes declared calls, never others
+        self.calls_declared = isinstance(agent, DeclaredCalls) and agent.calls_declared
 
     @property
     def actions(self) -> Any:

@@ -16,7 +16,7 @@ import pandas as pd
 from agent_inspect._errors import RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
-from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent
+from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent, DeclaredCalls
 from agent_inspect.codec import call_matcher, call_router
 from agent_inspect.recovery._calls import CallDecision, CallEvent, CallSlot, Executor
 from agent_inspect.recovery._core import TaskFailed
@@ -200,8 +200,9 @@ def _row(key: str, business_key: str, seq: int, label: str, action: str, event_i
 
 
 class _UnmadeCalls(DirectCalls):
-    """``predict``'s calls: one that must run is decided to run (and succeed), never made. A user's agent
-    would otherwise call its model or tools for every rerun it predicts."""
+    """``predict``'s calls of an agent whose calls are not declarations (:class:`~agent_inspect.agents.DeclaredCalls`):
+    one that must run is decided to run (and succeed), never made. A user's agent would otherwise call its model or
+    tools for every rerun it predicts."""
 
     def runner(self, production_calls: Sequence[CallSlot]) -> Executor:
         return _decided
@@ -212,6 +213,7 @@ def _decided(function_id: str, args_digest: str, call: Callable[[], Any], index:
 
 
 _UNMADE = _UnmadeCalls()
+_DECLARED = DirectCalls()   # an agent's declared calls (DeclaredCalls): made, as the executor makes them
 
 
 def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: ActionStateLog | None = None,
@@ -238,7 +240,8 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
     sim = Simulation()
     observer = _Rows(sim, plan_key) if rows else _Outcomes(sim, plan_key)
     engine = Engine(log=log, agent=agent, session=session, plan=view, keys=keys, model=runtime_model(runtime),
-                    attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer, calls=_UNMADE,
+                    attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer,
+                    calls=_DECLARED if isinstance(agent, DeclaredCalls) and agent.calls_declared else _UNMADE,
                     deliver=False, call_matching=call_matching)
     observer.engine = engine
     try:

@@ -84,3 +84,24 @@ def test_a_body_that_catches_a_recorded_failure_goes_on_in_predict_as_in_the_exe
     assert by_state_key(pred.tasks) == by_state_key(lookups)
     assert list(pred.tasks["outcome"].astype(str)) == ["REUSE", "RESUME", "RERUN"]
     assert not pred.crashed and executor.failure is None
+
+
+def test_a_declared_failure_reaches_the_body_in_predict_as_in_the_executor() -> None:
+    """A case file's agent declares its calls (a result or a failure): ``predict`` makes them, so a declared failure
+    the body does not catch fails the predicted job where the executor's does."""
+    from agent_inspect.agents import ActionDecl, Behaviour, Call, DeclarativeAgent, DeclaredCalls, Emit
+
+    actions = [ActionDecl("IA", ("_input_event",)), ActionDecl("WA", ("WorkEvent",))]
+    agent = DeclarativeAgent(actions, {
+        "IA": [Behaviour((Emit("WorkEvent", {"n": 1}), Emit("WorkEvent", {"n": 2})))],
+        "WA": [Behaviour((Call("m.fetch", "d", raises="ValueError"), Emit("_output_event", {"done": True})))]})
+    assert isinstance(agent, DeclaredCalls) and not isinstance(_agent(tool), DeclaredCalls)
+    job = ReplayExecutor(agent=agent, plan={"inputs": [("k", "A")]}, key_format="K1.5", seed=3)
+    job.run()
+    log = job.to_log()                                              # production died in WA's first task
+    pred = ai.predict(log, agent=agent, markers=[])                 # a fresh start: WA fails again
+    executor = ai.ReplayExecutor(log, agent=agent, markers=[])
+    executor.run()
+    assert by_state_key(pred.tasks) == by_state_key(executor.steps[executor.steps["kind"] == "lookup"])
+    assert list(pred.tasks["outcome"].astype(str)) == ["RERUN", "RERUN"]
+    assert pred.crashed and executor.failure is not None
