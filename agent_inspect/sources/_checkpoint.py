@@ -85,7 +85,7 @@ def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | No
     ``_metadata``) is taken, or ``chk-{checkpoint}`` when given. ``timeout``: seconds the storage behind a URL
     may take to connect and to answer each request (default 10, as for a Kafka broker), handed to its fsspec
     filesystem where it takes such an option (ftp, sftp, s3, gs, az/abfs, smb; not hdfs, whose Hadoop settings
-    apply); a local path waits for nothing.
+    apply; s3 with two attempts a request); a local path waits for nothing.
 
     For example::
 
@@ -273,14 +273,15 @@ def _first_line(exc: BaseException) -> str:
 
 def _kind(fs: AbstractFileSystem, path: str) -> str | None:
     """``"file"``, ``"directory"`` or None (nothing there) for ``path``, as fsspec's ``isfile``/``isdir`` answer,
-    except that storage which cannot be reached raises: those swallow every error, so each existence check against
-    a silent endpoint waited its own full timeout (and retries) before the read went on to the next."""
+    except that storage which cannot be reached, or refuses us, raises: those swallow every error, so each existence
+    check against a silent endpoint waited its own full timeout (and retries) before the read went on to the next,
+    and missing credentials read as "does not exist"."""
     try:
         kind = fs.info(path).get("type")
     except FileNotFoundError:
         return None
     except Exception as exc:  # as fsspec's isfile: a filesystem's own error means "not there"
-        if _cannot_connect(exc):
+        if _cannot_connect(exc) or _client_error(exc) or isinstance(exc, PermissionError):
             raise
         return None
     return kind if isinstance(kind, str) else None

@@ -62,6 +62,7 @@ def _aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, endpoint: str) -> 
     """The AWS environment a user sets for an S3-compatible store, and nothing of this machine's own."""
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")   # no credentials: never ask the link-local metadata host
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
@@ -118,6 +119,13 @@ def test_each_read_takes_the_endpoint_the_environment_names(on_s3: str, monkeypa
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{_closed_port()}")
     with pytest.raises(ai.SourceError, match=r"^cannot reach s3://"):   # not the first read's endpoint again
         ai.checkpoint.read(f"s3://{BASE}", keyed=False)
+
+
+def test_no_credentials_is_one_line_not_a_missing_path(on_s3: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    with pytest.raises(ai.SourceError, match=rf"^cannot read checkpoint at s3://{BASE}: Unable to locate credentials$"):
+        ai.checkpoint.read(f"s3://{BASE}")
 
 
 def test_a_silent_endpoint_fails_in_one_line_within_the_bound(silent_peer: int, monkeypatch: pytest.MonkeyPatch,
