@@ -3,10 +3,11 @@
 the checkpoint the local copy is; an endpoint that is silent or refuses fails in one line within about twice
 ``timeout``.
 
-Against a silent endpoint ``timeout=1`` took 200 s and 75 connections (the default 10: 877 s): botocore tried each request up to 5 times,
-s3fs retried that 5 times, and each of fsspec's existence checks (which swallow errors) waited its own round. A
-refused endpoint was a traceback (botocore's ``EndpointConnectionError`` is no ``OSError``) after 17 s. And the
-endpoint of the first read stuck: fsspec's instance cache does not see the environment.
+Against a silent endpoint ``timeout=1`` took 200 s and 75 connections (the default 10: 877 s): botocore tried each
+request up to 5 times, s3fs retried that 5 times, and each of fsspec's existence checks (which swallow errors)
+waited its own round. A refused endpoint was a traceback (botocore's ``EndpointConnectionError`` is no ``OSError``)
+after 17 s, and so were missing credentials. And the endpoint of the first read stuck: fsspec's instance cache does
+not see the environment.
 """
 
 from __future__ import annotations
