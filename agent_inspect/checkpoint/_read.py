@@ -265,7 +265,9 @@ def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, 
     unknown-version ``_metadata``, or a job without a ``recoveryMarker`` state, raises
     :class:`~agent_inspect.CheckpointFormatError` saying what was found. ``timeout``: seconds the storage behind a
     URL may take to connect and to answer each request before the read stops with one line saying so (default 10,
-    as :func:`agent_inspect.load` waits for a broker; hdfs:// waits as its Hadoop settings say).
+    as :func:`agent_inspect.load` waits for a broker; S3 tries a request twice, so a silent endpoint takes about
+    twice that; hdfs:// waits as its Hadoop settings say). ``s3://`` and ``s3a://`` take their endpoint and
+    credentials from the AWS environment (``AWS_ENDPOINT_URL`` for an S3-compatible store, ``AWS_ACCESS_KEY_ID``…).
 
     For example::
 

@@ -57,9 +57,11 @@ class CheckpointFiles:
                 return self._read(candidate)
             except FileNotFoundError:
                 continue
-            except (OSError, ValueError) as exc:
-                if _timed_out(exc):          # the storage went silent after _metadata: not a missing file
+            except Exception as exc:  # botocore's connection errors are no OSError
+                if _cannot_connect(exc):     # the storage went silent after _metadata: not a missing file
                     raise _unreachable(self.location, exc, self._timeout) from None
+                if not isinstance(exc, (OSError, ValueError)) and not _client_error(exc):
+                    raise
                 problems.append(f"{candidate}: {exc}")
         detail = f" ({'; '.join(problems)})" if problems else ""
         raise SourceError(f"state file {path} is missing (also looked beside _metadata in {self.location}){detail}")
@@ -83,7 +85,7 @@ def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | No
     ``_metadata``) is taken, or ``chk-{checkpoint}`` when given. ``timeout``: seconds the storage behind a URL
     may take to connect and to answer each request (default 10, as for a Kafka broker), handed to its fsspec
     filesystem where it takes such an option (ftp, sftp, s3, gs, az/abfs, smb; not hdfs, whose Hadoop settings
-    apply); a local path waits for nothing.
+    apply; s3 with two attempts a request); a local path waits for nothing.
 
     For example::
 
@@ -147,17 +149,41 @@ def _pick(dirs: list[tuple[str, str]], completed: Callable[[str], bool], checkpo
     raise SourceError(f"no completed checkpoint under {where}: no _metadata file and no chk-N directory holding one")
 
 
+def _s3_options(timeout: float) -> dict[str, Any]:
+    """s3fs's options for one checkpoint read: botocore's connect and read timeouts, and two attempts a request.
+
+    A checkpoint read is a handful of requests, and the caller's ``timeout`` should bound the wait: botocore's
+    default retries (up to 5 attempts a request) under s3fs's own (``S3FileSystem.retries``, 5 rounds, set on the
+    instance by :func:`_one_s3_round`) made a silent endpoint cost 75 connections: 200 s at ``timeout=1``, 877 s at 10.
+    ``total_max_attempts`` counts the first request (botocore's ``max_attempts`` would count retries only), so one
+    retry is left for a throttled or dropped request. A fresh instance (``skip_instance_cache``): the endpoint and
+    credentials come from the environment (``AWS_ENDPOINT_URL``, …), which fsspec's instance cache does not see."""
+    return {"config_kwargs": {"connect_timeout": timeout, "read_timeout": timeout,
+                              "retries": {"total_max_attempts": 2, "mode": "standard"}},
+            "skip_instance_cache": True}
+
+
+def _one_s3_round(fs: AbstractFileSystem) -> None:
+    """s3fs retries on top of botocore (``retries``, a class attribute it takes from no option): one round."""
+    for each in (fs, getattr(fs, "fs", None)):   # a chained URL (simplecache::s3://…) wraps it
+        if each is None:
+            continue
+        protocols = getattr(each, "protocol", ())
+        if "s3" in (protocols if isinstance(protocols, tuple) else (protocols,)) and hasattr(each, "retries"):
+            each.retries = 1
+
+
 #: Per fsspec protocol, the filesystem options that bound its waits by ``timeout`` seconds: a connection and each
-#: reply (ftp: ftplib's socket timeout; sftp: paramiko's connect, banner and auth; s3: botocore's connect and read,
-#: per attempt, which botocore and s3fs retry (timeout=1 against a silent endpoint: 170 s); gs: gcsfs's per-request
-#: timeout; az/abfs: adlfs's connect and read; smb: smbprotocol's connect).
+#: reply (ftp: ftplib's socket timeout; sftp: paramiko's connect, banner and auth; s3: botocore's connect and read
+#: per attempt, with its retries cut, see :func:`_s3_options`; gs: gcsfs's per-request timeout; az/abfs: adlfs's
+#: connect and read; smb: smbprotocol's connect).
 #: A protocol not named here (hdfs: pyarrow takes none; Hadoop's own settings apply) is opened as before.
 _TIMEOUT_OPTIONS: dict[str, Callable[[float], dict[str, Any]]] = {
     "ftp": lambda t: {"timeout": t},
     "sftp": lambda t: {"timeout": t, "banner_timeout": t, "auth_timeout": t},
     "ssh": lambda t: {"timeout": t, "banner_timeout": t, "auth_timeout": t},
-    "s3": lambda t: {"config_kwargs": {"connect_timeout": t, "read_timeout": t}},
-    "s3a": lambda t: {"config_kwargs": {"connect_timeout": t, "read_timeout": t}},
+    "s3": _s3_options,
+    "s3a": _s3_options,
     "gs": lambda t: {"requests_timeout": t},
     "gcs": lambda t: {"requests_timeout": t},
     "az": lambda t: {"connection_timeout": t, "read_timeout": t},
@@ -195,24 +221,28 @@ def _open_fsspec(url: str, checkpoint: int | None, timeout: float) -> Checkpoint
                           f"e.g. s3fs, gcsfs)") from None
     except OSError as exc:
         raise _unreachable(url, exc, bounded) from None
+    _one_s3_round(fs)
     protocol = url.split("://", 1)[0]
 
     def unstrip(path: str) -> str:
         return path if "://" in path else f"{protocol}://{path}"
 
+    def isfile(path: str) -> bool:
+        return _kind(fs, path) == "file"
+
     try:
-        if fs.isfile(root):
+        if isfile(root):
             directory = root.rstrip("/").rsplit("/", 1)[0]
             metadata_path = root
-        elif fs.isfile(f"{root.rstrip('/')}/_metadata") and checkpoint is None:
+        elif checkpoint is None and isfile(f"{root.rstrip('/')}/_metadata"):
             directory, metadata_path = root, f"{root.rstrip('/')}/_metadata"
-        elif fs.isdir(root):
+        elif _kind(fs, root) == "directory":
             entries = [e for e in fs.ls(root, detail=False)]
             dirs = [(e.rstrip("/").rsplit("/", 1)[-1], e) for e in entries]
             if not any(_CHK.match(n) for n, _ in dirs):
-                dirs = [(c.rstrip("/").rsplit("/", 1)[-1], c) for _, e in dirs if fs.isdir(e)
+                dirs = [(c.rstrip("/").rsplit("/", 1)[-1], c) for _, e in dirs if _kind(fs, e) == "directory"
                         for c in fs.ls(e, detail=False)]
-            directory = _pick(dirs, lambda d: fs.isfile(f"{d.rstrip('/')}/_metadata"), checkpoint, shown_url(url))
+            directory = _pick(dirs, lambda d: isfile(f"{d.rstrip('/')}/_metadata"), checkpoint, shown_url(url))
             metadata_path = f"{directory.rstrip('/')}/_metadata"
         else:
             raise SourceError(f"checkpoint path {shown_url(url)} does not exist")
@@ -220,9 +250,11 @@ def _open_fsspec(url: str, checkpoint: int | None, timeout: float) -> Checkpoint
         info = fs.info(metadata_path)
     except SourceError:
         raise
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, ConnectionError) or _timed_out(exc):
+    except Exception as exc:  # botocore's connection and credential errors are no OSError
+        if _cannot_connect(exc):
             raise _unreachable(url, exc, bounded) from None
+        if not isinstance(exc, (OSError, ValueError)) and not _client_error(exc):
+            raise
         raise SourceError(f"cannot read checkpoint at {shown_url(url)}: {shown_url(url, _first_line(exc))}") from None
     modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
     when: datetime | None = None
@@ -237,6 +269,35 @@ def _first_line(exc: BaseException) -> str:
     """An exception's message on one line (pyarrow's HDFS error lists every libjvm path it tried, one a line)."""
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
+
+
+def _kind(fs: AbstractFileSystem, path: str) -> str | None:
+    """``"file"``, ``"directory"`` or None (nothing there) for ``path``, as fsspec's ``isfile``/``isdir`` answer,
+    except that storage which cannot be reached, or refuses us, raises: those swallow every error, so each existence
+    check against a silent endpoint waited its own full timeout (and retries) before the read went on to the next,
+    and missing credentials read as "does not exist"."""
+    try:
+        kind = fs.info(path).get("type")
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # as fsspec's isfile: a filesystem's own error means "not there"
+        if _cannot_connect(exc) or _client_error(exc) or isinstance(exc, PermissionError):
+            raise
+        return None
+    return kind if isinstance(kind, str) else None
+
+
+def _cannot_connect(exc: BaseException) -> bool:
+    """The storage did not answer or refused: a timeout, or a connection error (the built-in ``ConnectionError``,
+    botocore's ``EndpointConnectionError``/``ConnectionClosedError``, which are no ``OSError``)."""
+    names = {k.__name__ for k in type(exc).__mro__}
+    return (_timed_out(exc) or isinstance(exc, ConnectionError)
+            or bool(names & {"ConnectionError", "ConnectionClosedError", "EndpointConnectionError"}))
+
+
+def _client_error(exc: BaseException) -> bool:
+    """botocore's own errors (no credentials found, a bad parameter): said in one line, not as a traceback."""
+    return any(k.__name__ == "BotoCoreError" for k in type(exc).__mro__)
 
 
 def _timed_out(exc: BaseException) -> bool:

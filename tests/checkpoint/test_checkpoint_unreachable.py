@@ -51,7 +51,7 @@ def test_a_read_that_times_out_is_unreachable_too(monkeypatch: pytest.MonkeyPatc
     from fsspec.implementations.memory import MemoryFileSystem
 
     class Silent(MemoryFileSystem):
-        def isfile(self, path: str) -> bool:
+        def info(self, path: str, **kwargs: object) -> dict[str, object]:   # what isfile asks, unswallowed
             raise TimeoutError("timed out")
 
     monkeypatch.setattr(fsspec.core, "url_to_fs", lambda url: (Silent(), "bucket/chk-1"))
