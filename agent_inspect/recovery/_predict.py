@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import pandas as pd
 
-from agent_inspect._errors import RecoveryError
+from agent_inspect._errors import InspectError, RecoveryError
 from agent_inspect._glossary import plural
 from agent_inspect._types import RecoveryOverrides
 from agent_inspect.agents import SUBAGENT_EVENT, Agent, AsRecordedAgent, DeclaredCalls
 from agent_inspect.codec import call_matcher, call_router
-from agent_inspect.recovery._calls import CallDecision, CallEvent, CallSlot, Executor
+from agent_inspect.recovery._calls import CallDecision, CallEvent, CallSlot, Executor, RecordedCallError
 from agent_inspect.recovery._core import TaskFailed
 from agent_inspect.recovery._engine import DirectCalls, Engine, Observer, TaskRun
 from agent_inspect.recovery._plan import ReplayPlan
@@ -239,10 +239,10 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
         plan_key.setdefault(keys.business_key(k), k)
     sim = Simulation()
     observer = _Rows(sim, plan_key) if rows else _Outcomes(sim, plan_key)
+    declared = isinstance(agent, DeclaredCalls) and agent.calls_declared
     engine = Engine(log=log, agent=agent, session=session, plan=view, keys=keys, model=runtime_model(runtime),
                     attempt=plan.attempt, new_id=new_id or _fresh_ids(), observer=observer,
-                    calls=_DECLARED if isinstance(agent, DeclaredCalls) and agent.calls_declared else _UNMADE,
-                    deliver=False, call_matching=call_matching)
+                    calls=_DECLARED if declared else _UNMADE, deliver=False, call_matching=call_matching)
     observer.engine = engine
     try:
         failure = engine.run()
@@ -252,7 +252,12 @@ def simulate(plan: ReplayPlan, agent: Agent, session: RecoverySession, *, log: A
         observer.engine = None
     sim.crashed = failure is not None
     if failure is not None and not isinstance(failure.error, TaskFailed):
-        sim.warnings.append(f"the replayed job fails: {failure.reason}")
+        # a body of the agent's own code got no call results (None): its failure may be predict's, not the job's
+        own = not declared and failure.error is not None \
+            and not isinstance(failure.error, (RecordedCallError, InspectError))
+        sim.warnings.append(f"the replayed job fails: {failure.reason}" + (
+            " (predict gives a body no call results, so this may be predict's failure, not the job's: "
+            "ai.ReplayExecutor runs the body with them)" if own else ""))
     sim.warnings.extend(engine.state.warnings)
     sim.subagent_results = dict(engine.state.subagent_results)
     return sim

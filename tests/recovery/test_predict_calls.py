@@ -105,3 +105,23 @@ def test_a_declared_failure_reaches_the_body_in_predict_as_in_the_executor() -> 
     assert by_state_key(pred.tasks) == by_state_key(executor.steps[executor.steps["kind"] == "lookup"])
     assert list(pred.tasks["outcome"].astype(str)) == ["RERUN", "RERUN"]
     assert pred.crashed and executor.failure is not None
+
+
+def test_a_body_that_fails_on_a_result_predict_does_not_give_it_says_so() -> None:
+    """``predict`` gives a body of the agent's own code no call results (``None``, payloads stay inert): a body
+    that reads one fails there, and the warning says the failure may be ``predict``'s, not the job's."""
+    agent = PythonAgent()
+
+    @agent.action("IA", listens=["_input_event"])
+    def ia(event: Any, ctx: Any) -> None:
+        answer = ctx.durable_execute(tool)
+        ctx.send_event("_output_event", {"answer": answer.upper()})   # None.upper() under predict
+
+    log, _ = _job(agent)
+    pred = ai.predict(log, agent=agent, markers=[])
+    assert pred.crashed
+    [warning] = [w for w in pred.warnings if w.startswith("the replayed job fails")]
+    assert "AttributeError" in warning and "may be predict's failure, not the job's" in warning
+    executor = ai.ReplayExecutor(log, agent=agent, markers=[], policies={"calls": "stub", "stubs": {"*": "ok"}})
+    executor.run()
+    assert executor.failure is None
