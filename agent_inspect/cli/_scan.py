@@ -16,7 +16,7 @@ from typing import Any
 from agent_inspect._glossary import plural
 from agent_inspect.cli._numbers import count
 from agent_inspect.cli._settings import add_recovery_options, recovery_overrides
-from agent_inspect.cli._source import add_timeout, refuse_empty_dumps
+from agent_inspect.cli._source import add_timeout
 
 __all__ = ["register", "rule_counts_line"]
 
@@ -55,7 +55,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.scheduler:
         raise InspectError("--workers sizes the local cluster; with --scheduler the cluster has its own workers")
     what_if = tuple(r.strip() for r in args.what_if.split(",") if r.strip())
-    refuse_empty_dumps(args.source)   # before a cluster starts: it takes seconds, to read nothing
 
     def started(link: str | None) -> None:
         if link and args.scheduler:

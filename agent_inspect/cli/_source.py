@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_inspect.cli._numbers import seconds
 
-__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records", "refuse_empty_dumps"]
+__all__ = ["add_source", "add_timeout", "source_options", "load_log", "require_records"]
 
 SOURCE_HELP = "kafka://host:port/topic, fluss://host:port/db.table, or a dump file"
 
@@ -55,13 +55,3 @@ def require_records(log: Any, source: str) -> Any:
     from agent_inspect.sources import empty_source
 
     raise empty_source(source)
-
-
-def refuse_empty_dumps(source: str) -> None:
-    """One line (exit 2) when ``source`` names local dumps (a file, a directory of them) and every one is empty:
-    said before any work, as a scan would start a cluster (seconds) only to find nothing to read."""
-    from agent_inspect.sources import FileKind, empty_source, file_kind, input_files
-
-    files = input_files(source, kind="dump")
-    if files and all(file_kind(f) == FileKind.EMPTY for f in files):
-        raise empty_source(source)

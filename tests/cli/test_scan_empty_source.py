@@ -1,5 +1,6 @@
 """``agent-inspect scan`` of an empty dump, or a directory of empty dumps, says so before any cluster starts (a
-LocalCluster takes seconds), in the one line every verb gives an empty source."""
+LocalCluster takes seconds), in the one line every verb gives an empty source: `ai.scan` says it, the CLI adds no
+check of its own."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ from typing import Any
 
 import pytest
 
-import agent_inspect.fleet as fleet
 from agent_inspect.cli import main
 
 
 @pytest.fixture(autouse=True)
 def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    def scan(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("the scan started although the source holds nothing")
+    import distributed
 
-    monkeypatch.setattr(fleet, "scan", scan)
+    def start(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a cluster started although the source holds nothing")
+
+    monkeypatch.setattr(distributed.LocalCluster, "__init__", start)
+    monkeypatch.setattr(distributed.Client, "__init__", start)
 
 
 def test_an_empty_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,7 +45,7 @@ def test_a_directory_of_empty_dumps(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_a_directory_with_one_dump_that_is_not_empty_is_scanned(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text("")
     (tmp_path / "b.jsonl").write_text('{"key": "k", "value": "v"}\n')
-    with pytest.raises(AssertionError, match="the scan started"):
+    with pytest.raises(AssertionError, match="a cluster started"):
         main(["scan", str(tmp_path), "--no-progress"])
 
 
