@@ -422,6 +422,10 @@ def _rule_columns(sim: Simulation, events: Sequence[CacheEvent], keys: Sequence[
         elif (outcome is _REUSE or outcome is _RESUME) and k in conflict_seq:
             if seq is not None and pos is not None and seq >= conflict_seq[k][0] and pos < conflict_seq[k][1]:
                 risk[i] += 1
+    if sim.crashed and sim.crashed_key is not None:   # a body failed (a re-raised recorded failure): no FAIL row
+        i = row.get(to_business.get(sim.crashed_key, sim.crashed_key))
+        if i is not None:
+            crashed[i] = True
     removed = counts["evictions"]
     for e in events:
         if e.op not in ("delete", "supersede"):

@@ -334,7 +334,8 @@ class CallJournal:
         """Slot ``i`` holds the call's result: report and persist it, and hand it to the body."""
         outcome, value, error = done
         if not self._deliver:   # no payload; a success holds a value (None), so a replay of it is no null result
-            slot = CallSlot(fid, digest, "FAILED") if error is not None else CallSlot(fid, digest, "SUCCEEDED", value=None)
+            slot = CallSlot(fid, digest, "FAILED", error=error) if error is not None else \
+                CallSlot(fid, digest, "SUCCEEDED", value=None)
         elif error is not None:
             slot = CallSlot(fid, digest, "FAILED", None, _pickle(error), error=error)
         else:

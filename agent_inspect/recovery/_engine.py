@@ -195,7 +195,8 @@ class Engine:
 
     ``session`` is this pass's own copy (the engine changes it); ``keys`` resolves each plan key's identity;
     ``new_id`` makes fresh event ids; ``deliver=False`` runs bodies with the symbolic call journal (no values;
-    failures re-raised as in a live replay, recorded ones inert: ``predict``). ``memory``/``sensory`` are
+    failures re-raised as in a live replay, recorded ones inert: ``predict``, which also passes ``calls`` that
+    make no call of an agent whose calls are not declarations). ``memory``/``sensory`` are
     restored memory per business key.
 
     For example::

@@ -1,5 +1,6 @@
-"""``predict``: the static path (spec §15.6): the engine runs the plan to its end with the symbolic call journal
-(calls matched, never made) and an observer turns what it saw into task rows and the re-execution ledger.
+"""``predict``: the static path (spec §15.6): the engine runs the plan to its end (or to a failure that crashes the
+job) with the symbolic call journal (calls matched, made only where the agent declares them) and an observer turns
+what it saw into task rows and the re-execution ledger.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ class Simulation:
     #: run with ``rows=False``: per task ``[key, outcome, seq, position of the record found]`` instead of ``rows``
     #: (what a fleet scan counts): the dispatched tasks in dispatch order, then the NOT-DISPATCHED ones
     outcomes: list[list[Any]] = field(default_factory=list)
+    #: the key (as the plan names it) whose task's body failed and so crashed the job; a FAIL lookup names its own
+    crashed_key: str | None = None
 
     def __repr__(self) -> str:
         # one line: the rows of a production log run to hundreds of kB; they stay attributes
@@ -118,6 +121,9 @@ class _Ledger(Observer):
 
     def counted(self, run: TaskRun, kind: str) -> None:
         """A call of ``kind`` was added to the ledger for ``run``."""
+
+    def body_failed(self, run: TaskRun, error: BaseException) -> None:
+        self.sim.crashed_key = run.plan_key
 
 
 class _Outcomes(_Ledger):

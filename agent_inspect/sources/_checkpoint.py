@@ -273,7 +273,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _kind(fs: AbstractFileSystem, path: str) -> str | None:
     """``"file"``, ``"directory"`` or None (nothing there) for ``path``, as fsspec's ``isfile``/``isdir`` answer,
-    except that storage which cannot be reached, or refuses us, raises: those swallow every error, so each existence
+    except that storage which cannot be reached, or a client without credentials, raises: those swallow every error, so each existence
     check against a silent endpoint waited its own full timeout (and retries) before the read went on to the next,
     and missing credentials read as "does not exist"."""
     try:
@@ -281,7 +281,9 @@ def _kind(fs: AbstractFileSystem, path: str) -> str | None:
     except FileNotFoundError:
         return None
     except Exception as exc:  # as fsspec's isfile: a filesystem's own error means "not there"
-        if _cannot_connect(exc) or _client_error(exc) or isinstance(exc, PermissionError):
+        # a refusal too (PermissionError): S3 answers 403, not 404, for a missing key to credentials without
+        # s3:ListBucket, which may still read _metadata itself
+        if _cannot_connect(exc) or _client_error(exc):
             raise
         return None
     return kind if isinstance(kind, str) else None

@@ -7,6 +7,7 @@ error without Java was a dozen lines (each libjvm path it tried).
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +58,25 @@ def test_a_read_that_times_out_is_unreachable_too(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(fsspec.core, "url_to_fs", lambda url: (Silent(), "bucket/chk-1"))
     with pytest.raises(ai.SourceError, match=r"cannot reach memory://bucket/chk-1 \(timed out\)"):
         ai.checkpoint.read("memory://bucket/chk-1")
+
+
+def test_a_refused_look_at_a_missing_path_is_not_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3 answers 403 (``PermissionError``), not 404, for a key that is not there to credentials without
+    ``s3:ListBucket``: such a look means "not there" (as fsspec's ``isfile`` has it), so a checkpoint directory whose
+    ``_metadata`` those credentials may read is still read. Only a dead endpoint or no credentials at all end it."""
+    fsspec = pytest.importorskip("fsspec")
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    metadata = next(Path(ai.samples.checkpoint("production")).rglob("_metadata"))
+
+    class GetObjectOnly(MemoryFileSystem):
+        def info(self, path: str, **kwargs: object) -> dict[str, object]:
+            if not path.endswith("/_metadata"):
+                raise PermissionError("Access Denied")      # a HEAD of the directory itself: 403
+            return super().info(path, **kwargs)
+
+    fs = GetObjectOnly()
+    fs.pipe("/bucket/chk-5/_metadata", metadata.read_bytes())
+    monkeypatch.setattr(fsspec.core, "url_to_fs", lambda url, **options: (fs, "/bucket/chk-5"))
+    files = ai.sources.open_checkpoint("memory://bucket/chk-5")
+    assert files.metadata_file.endswith("/bucket/chk-5/_metadata") and files.metadata == metadata.read_bytes()

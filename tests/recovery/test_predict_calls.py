@@ -125,3 +125,15 @@ def test_a_body_that_fails_on_a_result_predict_does_not_give_it_says_so() -> Non
     executor = ai.ReplayExecutor(log, agent=agent, markers=[], policies={"calls": "stub", "stubs": {"*": "ok"}})
     executor.run()
     assert executor.failure is None
+
+
+def test_the_scan_flags_the_key_whose_body_crashes_the_job() -> None:
+    """A body failing on a re-raised recorded failure crashes the job with no FAIL lookup: the key frame's
+    ``<rule>_crashed`` still names the key (it looked for a FAIL row only)."""
+    from agent_inspect.fleet import key_frame
+
+    log, marker = _job(_agent(broken))
+    pred = ai.predict(log, markers=[marker])
+    assert pred.crashed and "FAIL" not in set(pred.tasks["outcome"].astype(str))
+    keys = key_frame(log, rules=("original",), markers=marker).set_index("business_key")
+    assert bool(keys.loc["k", "original_crashed"]) and int(keys.loc["k", "original_resumed"]) == 1
