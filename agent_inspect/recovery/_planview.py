@@ -63,7 +63,8 @@ class PlanView:
 def as_plan(plan: PlanLike) -> ReplayPlan:
     """A ``ReplayPlan`` from a plan or a mapping of its fields: ``{"inputs": [(key, value_or_event), ...],
     "restored_seq": {key: n}, "pending": [(key, seq, action, event), ...]}``, or ``"inputs": {key: [values]}`` (one
-    value, a string or an event, is one input); a plain value becomes ``_input_event`` ``{"input": value}``. A log's own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``.
+    value, a string or an event, is one input); a plain value becomes ``_input_event`` ``{"input": value}``. A log's
+    own later attempt is ``ai.ReplayPlan.from_log(log, markers=...)``.
 
     For example::
 
@@ -92,8 +93,8 @@ def _items(items: Any, name: str, shape: str, example: str) -> list[tuple[Any, .
     """``items`` as tuples of ``shape``'s length; anything else (a dict, whose keys would unpack as the fields, a
     string, a number) raises ``ReplayError`` naming the shape."""
     n, out = shape.count(",") + 1, []
-    for item in [items] if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable) else items:
-        fields = () if isinstance(item, (str, bytes, Mapping)) or not isinstance(item, Iterable) else tuple(item)
+    for item in [items] if _scalar(items) else items:
+        fields = () if _scalar(item) else tuple(item)
         if len(fields) != n or item is items:
             raise ReplayError(f"a plan's {name!r} takes a list of {shape} tuples, got {item!r}; e.g. "
                               f"{{{name!r}: [{example}]}}")
@@ -103,7 +104,12 @@ def _items(items: Any, name: str, shape: str, example: str) -> list[tuple[Any, .
 
 def _one_value(value: Any) -> bool:
     """Whether a key's entry of a mapping's ``inputs`` is one input value rather than a list of them."""
-    return isinstance(value, (str, bytes, AgentEvent, Mapping)) or not isinstance(value, Iterable)
+    return isinstance(value, AgentEvent) or _scalar(value)
+
+
+def _scalar(value: Any) -> bool:
+    """One value, not a sequence of them: a text, a mapping (whose keys would iterate as items) or no iterable."""
+    return isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable)
 
 
 def _seq(seq: Any, item: tuple[Any, ...], name: str, shape: str, example: str) -> int:
