@@ -197,8 +197,8 @@ class Production:
         batches = [journal] if log is None else [log.raw, journal]
         src = getattr(log, "source", None)
         starts: dict[int, int] = dict(getattr(src, "start_offsets", None) or {})
-        for p in [*range(num_partitions), *journal.partition]:   # every partition/bucket of the topic, as a source
-            starts.setdefault(p, 0)                             # reports it (the base log's own are in starts)
+        for p in range(num_partitions):   # every partition/bucket of the topic, as a source reports it (the base
+            starts.setdefault(p, 0)       # log's own are in starts; the journal writes only to these)
         ends = end_offsets(journal, log=log, num_partitions=num_partitions)
         kind = getattr(src, "kind", None) or ("fluss" if journal.agent_key is not None else "kafka")
         source = SourceInfo(kind=kind, location=getattr(src, "location", JOURNAL_LOCATION),
