@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -233,11 +234,11 @@ def run_call_case(case: Case) -> CaseResult:
         slot = journal.results[journal.index] if journal.index < len(journal.results) else None
         payloads = (_b64(slot.result_payload), _b64(slot.exception_payload)) if slot is not None else (None, None)
         start = len(decisions)
-        try:   # a call case's body goes on past every failure: each step is the next call it makes
+        # a call case's body goes on past every failure (each step is the next call it makes): the failure is the
+        # journal's decision, read from `decisions`
+        with contextlib.suppress(Exception):
             journal.call(step.function_id, step.args_digest, _declared(step.raises),
                          reconciler=_declared(step.reconciler == "raises" and "reconciler") if step.reconciler else None)
-        except Exception:  # noqa: BLE001 - the failure is the journal's decision, read from `decisions`
-            pass
         out = _CallOutcome.of(decisions[start:])
         outcomes.append(out)
         # Java delivers a hit through Optional.of(result): a null result throws instead (spec §9.4)

@@ -273,9 +273,9 @@ def _first_line(exc: BaseException) -> str:
 
 def _kind(fs: AbstractFileSystem, path: str) -> str | None:
     """``"file"``, ``"directory"`` or None (nothing there) for ``path``, as fsspec's ``isfile``/``isdir`` answer,
-    except that storage which cannot be reached, or a client without credentials, raises: those swallow every error, so each existence
-    check against a silent endpoint waited its own full timeout (and retries) before the read went on to the next,
-    and missing credentials read as "does not exist"."""
+    except that storage which cannot be reached, or a client without credentials, raises: those swallow every
+    error, so each existence check against a silent endpoint waited its own full timeout (and retries) before the
+    read went on to the next, and missing credentials read as "does not exist"."""
     try:
         kind = fs.info(path).get("type")
     except FileNotFoundError:
