@@ -137,7 +137,8 @@ def test_state_files_that_moved_with_the_checkpoint_are_found_beside_metadata(tm
 
 
 def test_file_urls_and_fsspec_urls_read_the_same(tmp_path: Path) -> None:
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
+
     run = "flink2-p4-file"
     sp = FIXTURES / run / "savepoint"
     local = ai.checkpoint.read(sp)

@@ -19,14 +19,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import moto.server as moto_server
 import pytest
+import s3fs
 
 import agent_inspect as ai
 from agent_inspect.cli import main
 from tests.support.unreachable import fails_within
-
-s3fs = pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "flink2-p4-file"
 LOCAL = RUN / "checkpoints" / "chk-2"          # a hashmap checkpoint: keyed state in one file per subtask

@@ -15,8 +15,6 @@ import agent_inspect as ai
 from agent_inspect.cli import main
 from tests.support.unreachable import fails_within
 
-pytest.importorskip("fsspec")
-
 #: Well under fsspec's FTP default (30 s) and the library's (10 s), with room for a busy machine.
 BOUND = 6.0
 

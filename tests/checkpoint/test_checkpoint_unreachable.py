@@ -14,8 +14,6 @@ import pytest
 import agent_inspect as ai
 from agent_inspect.cli import main
 
-pytest.importorskip("fsspec")
-
 
 def _closed_port() -> int:
     with socket.socket() as s:
@@ -48,7 +46,7 @@ def test_hdfs_without_java_is_one_line_that_says_what_it_needs(monkeypatch: pyte
 
 
 def test_a_read_that_times_out_is_unreachable_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     from fsspec.implementations.memory import MemoryFileSystem
 
     class Silent(MemoryFileSystem):
@@ -64,7 +62,7 @@ def test_a_refused_look_at_a_missing_path_is_not_there(monkeypatch: pytest.Monke
     """S3 answers 403 (``PermissionError``), not 404, for a key that is not there to credentials without
     ``s3:ListBucket``: such a look means "not there" (as fsspec's ``isfile`` has it), so a checkpoint directory whose
     ``_metadata`` those credentials may read is still read. Only a dead endpoint or no credentials at all end it."""
-    fsspec = pytest.importorskip("fsspec")
+    import fsspec
     from fsspec.implementations.memory import MemoryFileSystem
 
     metadata = next(Path(ai.samples.checkpoint("production")).rglob("_metadata"))
