@@ -13,11 +13,11 @@ from agent_inspect.checkpoint._read import names_checkpoint, read
 __all__ = ["read_markers_text", "parse_markers_text"]
 
 
-def read_markers_text(text: str | None, *, option: str = "--markers", timeout: float = 10.0) -> MarkersLike:
+def read_markers_text(text: str | None, *, option: str = "--markers", timeout: float | None = None) -> MarkersLike:
     """The markers ``text`` names, as ``--markers`` reads it: a checkpoint (a folder, a ``_metadata`` file or a
     ``scheme://`` URL, read as ``--checkpoint``), else :func:`parse_markers_text`; ``@`` before a path is
     optional. ``option`` names the argument in errors (``"@markers"`` for a diff side). None gives None.
-    ``timeout``: seconds a checkpoint URL's storage may take to answer, as :func:`read` takes it.
+    ``timeout``: seconds a checkpoint URL's storage may take to answer, as :func:`read` takes it (None: 10).
 
     For example::
 

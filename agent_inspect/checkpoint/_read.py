@@ -255,7 +255,7 @@ def names_checkpoint(text: str | os.PathLike[str]) -> bool:
 
 
 def read(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None, keyed: bool = True,
-         timeout: float = 10.0) -> Checkpoint:
+         timeout: float | None = None) -> Checkpoint:
     """Read the recovery markers (and, with ``keyed``, the keyed restore) of a Flink Agents checkpoint.
 
     ``path_or_url``: a ``_metadata`` file, a checkpoint (``chk-N``) or savepoint directory, or a checkpoint

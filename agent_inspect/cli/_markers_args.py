@@ -26,10 +26,9 @@ def add_markers_options(parser: argparse.ArgumentParser, *, default: str = "defa
 
 
 def checkpoint_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The checkpoint reader's keywords of the command line: ``timeout`` where ``--timeout`` was given (a
-    checkpoint URL's storage waits as long as a broker; the reader's default otherwise)."""
-    timeout = getattr(args, "timeout", None)
-    return {"timeout": timeout} if timeout is not None else {}
+    """The checkpoint reader's keywords of the command line: ``timeout``, ``--timeout`` (a checkpoint URL's
+    storage waits as long as a broker; None, not given: the reader's 10)."""
+    return {"timeout": getattr(args, "timeout", None)}
 
 
 def markers_from_args(args: argparse.Namespace) -> Any:
@@ -47,7 +46,7 @@ def read_markers(text: str | None, *, timeout: float | None = None) -> Any:
     :func:`agent_inspect.checkpoint.read_markers_text`, the one reader (``timeout``: a checkpoint URL's wait)."""
     from agent_inspect.checkpoint import read_markers_text
 
-    return read_markers_text(text) if timeout is None else read_markers_text(text, timeout=timeout)
+    return read_markers_text(text, timeout=timeout)
 
 
 def parse_markers(text: str | None) -> Any:

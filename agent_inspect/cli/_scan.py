@@ -66,8 +66,8 @@ def _run(args: argparse.Namespace) -> int:
     # the scan reports failed windows itself; a cancelled or closing cluster's connection chatter is not news
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
-        timeout = {} if args.timeout is None else {"timeout": args.timeout}   # the source's and the scheduler's
-        result = scan(args.source, what_if=what_if, **recovery_overrides(args), **timeout, client=args.scheduler,
+        result = scan(args.source, what_if=what_if, **recovery_overrides(args), client=args.scheduler,
+                      timeout=args.timeout,   # the source's and the scheduler's
                       output=args.output, workers=args.workers,
                       progress=not args.no_progress, on_start=started)
     except KeyboardInterrupt:

@@ -28,14 +28,13 @@ def add_timeout(parser: argparse.ArgumentParser, *, scheduler: bool = False) -> 
 
 
 def source_options(args: argparse.Namespace, source: str | None = None) -> dict[str, Any]:
-    """The loader keywords of the command line's source options: ``timeout`` where given and the source is a
-    Kafka topic or Fluss table (a file waits for nothing)."""
+    """The loader keywords of the command line's source options: ``timeout`` (None: the loader's 10) for a Kafka
+    topic or Fluss table (a file waits for nothing, and its loader takes no timeout)."""
     from agent_inspect.sources import source_scheme
 
     text = str(source if source is not None else args.source)
-    timeout = getattr(args, "timeout", None)
     remote = source_scheme(text) in ("kafka", "fluss")
-    return {"timeout": timeout} if timeout is not None and remote else {}
+    return {"timeout": getattr(args, "timeout", None)} if remote else {}
 
 
 def load_log(args: argparse.Namespace, source: str | None = None, **options: Any) -> Any:

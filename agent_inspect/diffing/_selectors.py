@@ -160,8 +160,7 @@ def selector_settings(sel: Selector, *, timeout: float | None = None) -> dict[st
     if sel.mode != "log":
         settings.update(mode=sel.mode, rule=sel.rule)
     if sel.markers is not None:     # read as --markers reads it: JSON, @FILE or FILE, or a checkpoint
-        settings["markers"] = read_markers_text(sel.markers, option="@markers",
-                                                **({"timeout": timeout} if timeout is not None else {}))
+        settings["markers"] = read_markers_text(sel.markers, option="@markers", timeout=timeout)
     return settings
 
 
@@ -174,7 +173,7 @@ def load_selected(source: str, load: Any, *, timeout: float | None = None) -> An
 
     remote = source_scheme(source) in ("kafka", "fluss")
     try:
-        return load(source, **({"timeout": timeout} if timeout is not None and remote else {}))
+        return load(source, **({"timeout": timeout} if remote else {}))   # a file's loader takes no timeout
     except SourceError:
         word = source.rpartition("@")[2] if "@" in source else ""
         if _OWN_RULE.match(word):

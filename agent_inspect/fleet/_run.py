@@ -30,7 +30,7 @@ from agent_inspect.fleet._task import (
     scan_window,
 )
 from agent_inspect.rules import BrokenRuleError
-from agent_inspect.sources import FileKind, check_timeout, empty_source, file_kind, scheduler_answers
+from agent_inspect.sources import FileKind, check_timeout, empty_source, file_kind, resolve_timeout, scheduler_answers
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -74,7 +74,7 @@ class ScanPlan:
 
 
 def plan_scan(source: str | os.PathLike[str], markers: MarkersLike = None, *, config: Mapping[str, Any] | None = None,
-              timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
+              timeout: float | None = None, allow_data_loss: bool = False, file_format: str | None = None,
               connection_factory: ConnectionFactory | None = None) -> ScanPlan:
     """Plan a scan of ``source`` (``kafka://host:port/topic``, ``fluss://host:port/db.table``, a dump file or a
     directory of dumps).
@@ -172,7 +172,7 @@ def _client(client: Any, workers: int | None, dashboard: bool, timeout: float) -
 
 def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None = None,
          what_if: Sequence[RuleLike] | RuleLike = ("fixed",), client: str | Client | None = None, output: str | os.PathLike[str] | None = None,
-         workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float = 10.0,
+         workers: int | None = None, config: Mapping[str, Any] | None = None, timeout: float | None = None,
          allow_data_loss: bool = False, file_format: str | None = None, retries: int = 2, progress: bool = False,
          dashboard: bool = True, on_progress: Callable[[int, int, int], object] | None = None,
          on_start: Callable[[str | None], object] | None = None, connection_factory: ConnectionFactory | None = None,
@@ -190,8 +190,8 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
       what-ifs (``ScanResult.what_if``). Columns are prefixed by the rules' names, the base rule first.
     - ``client``: None starts a ``LocalCluster`` (``workers`` processes, default one per core) and closes
       it afterwards; a scheduler address (``"tcp://host:8786"``) or a ``distributed.Client`` runs the scan
-      on that cluster (which must answer within ``timeout`` seconds, as the source must). Workers read their
-      windows from the source themselves: records never pass through this process.
+      on that cluster (which must answer within ``timeout`` seconds, as the source must; None: 10). Workers read
+      their windows from the source themselves: records never pass through this process.
     - ``output``: a directory; each task also writes its records there as Parquet, hive-partitioned
       (``partition=N/``), and the result frames are saved beside them, so ``ai.load(DIR,
       business_keys=[...])`` and :meth:`ScanResult.open` reopen them without reading the source again.
@@ -224,6 +224,7 @@ def scan(source: str | os.PathLike[str] | ScanPlan, *, recovery: Recovery | None
         raise InspectError(f"workers must be a positive number of processes (or None: one per core), not {workers!r}")
     if not isinstance(retries, int) or retries < 0:
         raise InspectError(f"retries must be 0 or more, not {retries!r}")
+    timeout = resolve_timeout(timeout)
     check_timeout(timeout)   # the source's and a scheduler's: 0 would fail every connection at once
     carried = ("rule", "markers", "runtime", "store_flavour")
     given = {k: v for k, v in overrides.items() if v is not None}

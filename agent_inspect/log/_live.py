@@ -390,7 +390,7 @@ def _follow(ref: weakref.ref[LiveLog], follower: Follower, stop: threading.Event
 
 
 def follow(source: str, *, business_keys: Iterable[str | int] | None = None, window: TailWindow | None = 1000,
-           config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 0.5) -> LiveLog:
+           config: Mapping[str, object] | None = None, timeout: float | None = None, refresh: float = 0.5) -> LiveLog:
     """Follow ``kafka://host:port/topic`` live: a started :class:`LiveLog` over the given window.
 
     The window decides where reading starts: the last N records of each partition read (the
@@ -403,7 +403,7 @@ def follow(source: str, *, business_keys: Iterable[str | int] | None = None, win
         live.publish().records.tail()
         live.stop()
     """
-    from agent_inspect.sources import check_timeout, open_kafka_tail, source_scheme, split_source_url
+    from agent_inspect.sources import check_timeout, open_kafka_tail, resolve_timeout, source_scheme, split_source_url
 
     text = str(source)
     scheme = source_scheme(text)
@@ -411,6 +411,7 @@ def follow(source: str, *, business_keys: Iterable[str | int] | None = None, win
         what = f"{scheme}:// sources" if scheme else "files"
         raise SourceError(f"tail follows Kafka topics only (kafka://host:port/topic); {what} cannot be followed. "
                           "Load a snapshot with ai.load(...) instead")
+    timeout = resolve_timeout(timeout)
     check_timeout(timeout)
     last, span, since = window_bounds(window)
     if last is None and span is None and since is None:

@@ -27,6 +27,7 @@ from agent_inspect.sources import (
     open_kafka,
     read_file,
     read_fluss,
+    resolve_timeout,
     source_scheme,
     split_source_url,
     take,
@@ -64,7 +65,7 @@ def load(source: str | os.PathLike[str], **options: Any) -> ActionStateLog:
 
 def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str | int] | None = None,
-               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float | None = None,
                allow_data_loss: bool = False, workers: int | None = 1) -> ActionStateLog:
     """Read an action-state topic, read-only, up to the end offsets captured when the load starts.
 
@@ -73,7 +74,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
     - ``start_offsets``: ``{partition: offset}`` starts; other partitions are read from the earliest offset.
     - ``business_keys``: read only the partitions these keys hash to (spec §6.3) and keep only their records.
     - ``config``: librdkafka settings passed through (SASL/SSL…); commits and auto-creation stay off.
-    - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable`.
+    - ``timeout``: seconds to wait for the broker before :class:`~agent_inspect.BrokerUnreachable` (None: 10).
     - ``allow_data_loss``: read from the earliest retained offset instead of raising
       :class:`~agent_inspect.DataLossError` when a start offset is no longer retained, or when retention deletes
       records while the load reads them (``source.options["data_loss"]`` notes each gap, with ``workers`` too).
@@ -85,6 +86,7 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
 
         log = ai.load_kafka("broker:9092", "flink-agents-action-state", business_keys=["user-42"])
     """
+    timeout = resolve_timeout(timeout)
     check_timeout(timeout)
     plan_workers(workers, 0)  # a bad value fails before any I/O
     business_keys = business_key_texts(business_keys)   # a list: read twice, load then check
@@ -107,14 +109,14 @@ def load_kafka(bootstrap_servers: str | None, topic: str, *, markers: MarkersLik
 
 def load_fluss(bootstrap_servers: str | None, table: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str | int] | None = None,
-               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float | None = None,
                allow_data_loss: bool = False,
                connection_factory: ConnectionFactory | None = None, workers: int | None = 1) -> ActionStateLog:
     """Read a Fluss action-state log table ``database.table`` up to the latest offsets taken at the start.
 
     Markers are ``{bucket: offset}`` maps (several are merged by minimum) and must name exactly the
     table's buckets (spec §7.4). ``config`` holds pyfluss properties (Java-style keys). Every client call
-    is bounded by ``timeout`` seconds. ``connection_factory(properties)`` replaces
+    is bounded by ``timeout`` seconds (None: 10). ``connection_factory(properties)`` replaces
     ``fluss.FlussConnection.create`` (tests, custom clients). Other options as in :func:`load_kafka`
     (``workers`` builds the log of the read records in parallel).
 
@@ -122,6 +124,7 @@ def load_fluss(bootstrap_servers: str | None, table: str, *, markers: MarkersLik
 
         log = ai.load_fluss("fluss-coordinator:9123", "agents.action_state", business_keys=["user-42"])
     """
+    timeout = resolve_timeout(timeout)
     check_timeout(timeout)
     plan_workers(workers, 0)
     business_keys = business_key_texts(business_keys)

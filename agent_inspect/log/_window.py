@@ -36,6 +36,7 @@ from agent_inspect.sources import (
     read_fluss_bucket,
     read_parquet_partition,
     read_partitions,
+    resolve_timeout,
     source_scheme,
     split_source_url,
     take,
@@ -69,7 +70,7 @@ class SourceSpec:
     topic: str | None = None
     bootstrap: str | None = None
     config: Mapping[str, object] = field(default_factory=dict, repr=False)
-    timeout: float = 10.0
+    timeout: float = resolve_timeout(None)
     num_partitions: int | None = None          # of the topic (None for files)
     options: Mapping[str, object] = field(default_factory=dict)  # non-secret, as SourceInfo.options
     connection_factory: ConnectionFactory | None = field(default=None, repr=False, compare=False)  # Fluss: pyfluss connect
@@ -112,7 +113,7 @@ class Window:
 
 
 def plan_windows(source: str | os.PathLike[str], *, markers: MarkersLike = None, config: Mapping[str, object] | None = None,
-                 timeout: float = 10.0, allow_data_loss: bool = False, file_format: str | None = None,
+                 timeout: float | None = None, allow_data_loss: bool = False, file_format: str | None = None,
                  connection_factory: ConnectionFactory | None = None) -> tuple[SourceSpec, list[Window]]:
     """Plan one window per partition of ``kafka://host:port/topic``, per bucket of ``fluss://host:port/db.table``,
     or per partition (or row group) of each file of a path.
@@ -132,8 +133,8 @@ def plan_windows(source: str | os.PathLike[str], *, markers: MarkersLike = None,
     """
     text = os.fspath(source)
     scheme = source_scheme(text)
+    timeout = resolve_timeout(timeout)
     if scheme == "kafka":
-
         check_timeout(timeout)
         servers, topic = split_source_url(text, "kafka")
         return _plan_kafka(servers, topic, markers=markers, config=config, timeout=timeout,

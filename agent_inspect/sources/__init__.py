@@ -30,6 +30,7 @@ from agent_inspect.sources._urls import (
     check_timeout,
     page_answers,
     port_answers,
+    resolve_timeout,
     scheduler_answers,
     source_scheme,
     split_source_url,
@@ -46,7 +47,8 @@ __all__ = [
     # following a topic as it grows (ai.tail)
     "open_kafka_tail", "KafkaTail",
     # addresses
-    "source_scheme", "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers",
+    "source_scheme", "split_source_url", "check_port", "check_timeout", "resolve_timeout", "page_answers",
+    "port_answers", "scheduler_answers",
     # writers, and what they must never write over
     "write_parquet", "write_jsonl", "check_output", "input_files", "source_files", "DUMP_SUFFIXES",
     # Flink checkpoint files (read by agent_inspect.checkpoint)

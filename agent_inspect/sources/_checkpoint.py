@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_inspect._errors import SourceError
-from agent_inspect.sources._urls import check_timeout, shown_url
+from agent_inspect.sources._urls import check_timeout, resolve_timeout, shown_url
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -77,7 +77,7 @@ class CheckpointFiles:
 
 
 def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | None = None,
-                    timeout: float = 10.0) -> CheckpointFiles:
+                    timeout: float | None = None) -> CheckpointFiles:
     """Locate and read ``_metadata`` under ``path_or_url``.
 
     Accepts a ``_metadata`` file, a checkpoint or savepoint directory, or a checkpoint base directory
@@ -93,6 +93,7 @@ def open_checkpoint(path_or_url: str | os.PathLike[str], *, checkpoint: int | No
         files.location
         ai.sources.open_checkpoint("tests/fixtures/checkpoints/production/savepoint", timeout=30).metadata_file
     """
+    timeout = resolve_timeout(timeout)
     check_timeout(timeout)
     text = os.fspath(path_or_url)
     if "://" in text and not text.startswith("file://"):

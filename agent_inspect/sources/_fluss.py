@@ -19,6 +19,7 @@ from agent_inspect.raw import RawBatch, SourceInfo
 from agent_inspect.sources._keys import business_key_filter
 from agent_inspect.sources._offsets import merge_markers, plan_reads, read_options
 from agent_inspect.sources._progress import progress_bar
+from agent_inspect.sources._urls import resolve_timeout
 
 if TYPE_CHECKING:
     from agent_inspect._types import MarkersLike
@@ -38,7 +39,7 @@ _POLL_MS = 200
 
 def read_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
-               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float | None = None,
                allow_data_loss: bool = False, connection_factory: ConnectionFactory | None = None,
                other_keys: set[str] | None = None) -> tuple[RawBatch, SourceInfo]:
     """Read ``db.table`` per bucket from its start (marker, offset or earliest) to the latest offset taken first.
@@ -54,6 +55,7 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None
     if markers is not None and start_offsets is not None:
         raise SourceError("pass either markers or start_offsets, not both")
     db, name = _split_table(table)
+    timeout = resolve_timeout(timeout)
     props = _props(bootstrap, config)
     fluss = _client()
     factory = connection_factory or _default_factory(fluss)
@@ -68,7 +70,7 @@ def read_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None
 
 
 def plan_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None, config: Mapping[str, Any] | None = None,
-               timeout: float = 10.0, allow_data_loss: bool = False,
+               timeout: float | None = None, allow_data_loss: bool = False,
                connection_factory: ConnectionFactory | None = None) -> SourceInfo:
     """The buckets of ``db.table`` and the offsets a read would take (marker or earliest, to latest); no records.
 
@@ -81,6 +83,7 @@ def plan_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None
         spec.start_offsets, spec.end_offsets           # one window per bucket
     """
     db, name = _split_table(table)
+    timeout = resolve_timeout(timeout)
     props = _props(bootstrap, config)
     fluss = _client()
     factory = connection_factory or _default_factory(fluss)
@@ -106,7 +109,7 @@ def plan_fluss(bootstrap: str | None, table: str, *, markers: MarkersLike = None
 
 
 def read_fluss_bucket(bootstrap: str | None, table: str, bucket: int, start: int, end: int, *,
-                      config: Mapping[str, Any] | None = None, timeout: float = 10.0,
+                      config: Mapping[str, Any] | None = None, timeout: float | None = None,
                       connection_factory: ConnectionFactory | None = None) -> RawBatch:
     """Read offsets ``[start, end)`` of one bucket of ``db.table`` (a window planned by :func:`plan_fluss`).
 
@@ -115,6 +118,7 @@ def read_fluss_bucket(bootstrap: str | None, table: str, bucket: int, start: int
         batch = ai.sources.read_fluss_bucket("127.0.0.1:9123", "agents.action_state", 0, 0, 500)
     """
     db, name = _split_table(table)
+    timeout = resolve_timeout(timeout)
     props = _props(bootstrap, config)
     fluss = _client()
     factory = connection_factory or _default_factory(fluss)

@@ -27,6 +27,7 @@ from agent_inspect.sources._offsets import (
     versioned_marker_topic_ids,
 )
 from agent_inspect.sources._progress import progress_bar
+from agent_inspect.sources._urls import resolve_timeout
 
 if TYPE_CHECKING:
     from agent_inspect._types import MarkersLike
@@ -53,7 +54,7 @@ _SECRET_HINTS = ("password", "secret", "jaas", "token", "key")
 
 def open_kafka(bootstrap: str | None, topic: str, *, markers: MarkersLike = None,
                start_offsets: Mapping[int, int] | None = None, business_keys: Iterable[str] | None = None,
-               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float = 10.0,
+               config: Mapping[str, Any] | None = None, progress: bool = True, timeout: float | None = None,
                allow_data_loss: bool = False, other_keys: set[str] | None = None
                ) -> tuple[Iterator[RawBatch], SourceInfo]:
     """Plan the read (metadata, watermarks, markers) now; return the lazy batches and the source info.
@@ -70,6 +71,7 @@ def open_kafka(bootstrap: str | None, topic: str, *, markers: MarkersLike = None
 
     if markers is not None and start_offsets is not None:
         raise SourceError("pass either markers or start_offsets, not both")
+    timeout = resolve_timeout(timeout)
     user, client, errors = client_config(bootstrap, config)
     where = f"topic {topic!r}"
 

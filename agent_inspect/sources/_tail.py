@@ -31,6 +31,7 @@ from agent_inspect.sources._kafka import (
     client_config,
 )
 from agent_inspect.sources._keys import business_key_filter, business_key_texts, candidate_partitions
+from agent_inspect.sources._urls import resolve_timeout
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer
@@ -190,7 +191,7 @@ class KafkaTail:
 
 def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = None, since_ms: int | None = None,
                     business_keys: Iterable[str | int] | None = None, config: Mapping[str, Any] | None = None,
-                    timeout: float = 10.0) -> KafkaTail:
+                    timeout: float | None = None) -> KafkaTail:
     """Start following ``topic``: from the last ``last`` records of each partition, or from ``since_ms``.
 
     With neither, only records written from now on arrive. ``business_keys`` reads only the partitions
@@ -209,6 +210,7 @@ def open_kafka_tail(bootstrap: str | None, topic: str, *, last: int | None = Non
     if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
         raise SourceError(f"last must be a number of records ≥ 0, not {last!r}")
     keys = business_key_texts(business_keys)   # one string is one key, an int its text: refused before I/O
+    timeout = resolve_timeout(timeout)
     user, client, errors = client_config(bootstrap, config)
     admin = _client(AdminClient, {k: v for k, v in client.items() if not _consumer_only(k)})
     partitions = _partitions(admin, topic, timeout, errors, user["bootstrap.servers"])

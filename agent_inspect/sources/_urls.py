@@ -9,7 +9,10 @@ from urllib.parse import unquote, urlsplit
 
 from agent_inspect._errors import SourceError
 
-__all__ = ["source_scheme", "split_source_url", "check_port", "check_timeout", "page_answers", "port_answers", "scheduler_answers"]
+__all__ = ["source_scheme", "split_source_url", "check_port", "check_timeout", "resolve_timeout", "page_answers",
+           "port_answers", "scheduler_answers"]
+
+_DEFAULT_TIMEOUT = 10.0  # seconds a reader waits for a broker, cluster or storage when its timeout is None
 
 
 def source_scheme(source: str) -> str:
@@ -81,6 +84,16 @@ def check_timeout(timeout: float) -> None:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
             math.isfinite(timeout) and timeout > 0):
         raise SourceError(f"timeout must be a positive, finite number of seconds, not {timeout!r}")
+
+
+def resolve_timeout(timeout: float | None) -> float:
+    """The seconds a reader waits: ``timeout``, or 10 when None (every reader's default, one meaning for all).
+
+    For example::
+
+        ai.sources.resolve_timeout(None), ai.sources.resolve_timeout(30)   # (10.0, 30)
+    """
+    return _DEFAULT_TIMEOUT if timeout is None else timeout
 
 
 def page_answers(url: str, *, timeout: float = 3.0) -> bool:

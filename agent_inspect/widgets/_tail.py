@@ -45,7 +45,7 @@ _STATE_TEXT = {"live": "● live", "paused": "❚❚ paused", "idle": "◌ idle:
 
 def tail(source: str | os.PathLike[str], *, recovery: Recovery | None = None,
          business_keys: Iterable[str | int] | None = None, window: TailWindow | None = 1000, key: str | None = None,
-         config: Mapping[str, object] | None = None, timeout: float = 10.0, refresh: float = 1.0,
+         config: Mapping[str, object] | None = None, timeout: float | None = None, refresh: float = 1.0,
          views: Sequence[LogViewer] | None = None, **overrides: Unpack[RecoveryOverrides]) -> LiveTail:
     """Follow ``kafka://host:port/topic`` live and show it (incident mode); ``.stop()`` ends it.
 

@@ -16,7 +16,7 @@ def test_public_names() -> None:
          "read_parquet_partition",
          "business_key_rows", "business_key_texts", "candidate_partitions", "take", "merge_markers", "source_scheme", "split_source_url", "check_port",
          "page_answers", "port_answers", "scheduler_answers",
-         "check_timeout",
+         "check_timeout", "resolve_timeout",
          "progress_bar", "trace_files", "read_trace_files", "write_trace", "TraceFile", "TraceItem",
          "open_kafka_tail", "KafkaTail", "open_checkpoint", "CheckpointFiles",
          "export_spans", "check_export", "write_otlp_json", "read_otlp_json", "otlp_traces_url", "empty_source"])
