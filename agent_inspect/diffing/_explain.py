@@ -21,7 +21,7 @@ from agent_inspect._glossary import count_words, define, plural
 from agent_inspect._html import Bullets, Code, HtmlPart, HtmlRepr, Strong, Term, Text
 from agent_inspect._types import LogLike, PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.diffing._find import find_task
-from agent_inspect.diffing._selectors import SelectorError, load_selected, parse_selector, selector_settings
+from agent_inspect.diffing._selectors import SelectorError, read_selected
 from agent_inspect.diffing._task_index import task_index
 from agent_inspect.log import RuleMark, RuntimeInfo, rule_label, rule_mark
 from agent_inspect.store import Outcome
@@ -172,14 +172,11 @@ def _prediction_of(obj: Any, recovery: Recovery | None, overrides: RecoveryOverr
 
     given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
     if isinstance(obj, str):
-        from agent_inspect.log import load
-
         # the selector's settings as a diff side reads them (its markers file too), keywords winning
-        sel = parse_selector(obj)
-        obj = load_selected(sel.source, load, timeout=timeout)
+        sel, own, obj = read_selected(obj, timeout=timeout)
         if sel.key is not None:
             obj = obj.for_key(sel.key)
-        for name, value in selector_settings(sel, timeout=timeout).items():
+        for name, value in own.items():
             if name in ("rule", "markers", "runtime"):
                 given.setdefault(name, value)
     if isinstance(obj, PredictionLike):

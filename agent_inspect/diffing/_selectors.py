@@ -17,7 +17,7 @@ from agent_inspect._errors import InspectError, SourceError
 if TYPE_CHECKING:
     from agent_inspect.recovery import Recovery
 
-__all__ = ["Selector", "SelectorError", "SELECTORS", "parse_selector", "selector_settings", "load_selected"]
+__all__ = ["Selector", "SelectorError", "SELECTORS", "parse_selector", "read_selected"]
 
 SELECTORS = ("rule", "predict", "reconstruct", "attempt", "key", "markers", "runtime")
 """The selectors of the string form ``SOURCE@name=value@…`` (see :func:`parse_selector`)."""
@@ -150,7 +150,17 @@ def _joined_markers_file(parts: list[str]) -> list[str]:
     return out
 
 
-def selector_settings(sel: Selector, *, timeout: float | None = None) -> dict[str, Any]:
+def read_selected(text: str, *, timeout: float | None = None) -> tuple[Selector, dict[str, Any], Any]:
+    """``text`` parsed, the :func:`~agent_inspect.diffing.select` keywords it names (its markers read) and its
+    source loaded, in that order for every side: a mistyped ``@markers=`` file is told before a whole topic is
+    read, as every verb checks its settings before reading. ``timeout``: the source's and the markers' wait (None:
+    the readers' 10 s)."""
+    sel = parse_selector(text)
+    settings = _selector_settings(sel, timeout=timeout)
+    return sel, settings, _load_selected(sel.source, timeout=timeout)
+
+
+def _selector_settings(sel: Selector, *, timeout: float | None) -> dict[str, Any]:
     """The :func:`~agent_inspect.diffing.select` keywords a parsed selector names, its markers file (or checkpoint)
     read; ``timeout``: seconds a checkpoint URL's storage may take to answer (default: the reader's 10)."""
     from agent_inspect.checkpoint import read_markers_text
@@ -164,10 +174,11 @@ def selector_settings(sel: Selector, *, timeout: float | None = None) -> dict[st
     return settings
 
 
-def load_selected(source: str, load: Any, *, timeout: float | None = None) -> Any:
-    """``load(source)``, waiting ``timeout`` seconds for a Kafka broker or Fluss cluster where given (a file waits
+def _load_selected(source: str, *, timeout: float | None) -> Any:
+    """``ai.load(source)``, waiting ``timeout`` seconds (None: 10) for a Kafka broker or Fluss cluster (a file waits
     for nothing); a source that cannot be opened and ends in ``@word`` names an unknown selector (a segment that is
     no selector stays part of the source: paths may hold an ``@``)."""
+    from agent_inspect.log import load
     from agent_inspect.rules import RULES
     from agent_inspect.sources import source_scheme
 

@@ -19,9 +19,7 @@ from agent_inspect.diffing._selectors import (
     SelectorError,
     check_attempt,
     default_mode,
-    load_selected,
-    parse_selector,
-    selector_settings,
+    read_selected,
     side_label,
 )
 from agent_inspect.log import rule_mark
@@ -195,13 +193,9 @@ def select(source: str | ActionStateLog | ReconstructionLike, *, recovery: Recov
         ai.diff(shipped, what_if).counts
     """
     if isinstance(source, str):
-        from agent_inspect.log import load
-
-        sel = parse_selector(source)
+        sel, own, loaded = read_selected(source, timeout=timeout)
         given = {k: v for k, v in {"mode": mode, "attempt": attempt, "key": key, **overrides}.items() if v is not None}
-        merged: dict[str, Any] = {**selector_settings(sel, timeout=timeout), **given}
-        return select(load_selected(sel.source, load, timeout=timeout), recovery=recovery, label=label or sel.source,
-                      **merged)
+        return select(loaded, recovery=recovery, label=label or sel.source, **{**own, **given})
     if mode is None:
         mode = default_mode(recovery, overrides)
     if mode not in ("log", "predict", "reconstruct"):
@@ -302,18 +296,14 @@ def as_side(obj: Diffable, *, label: str | None = None, log: LogLike | None = No
     if isinstance(obj, os.PathLike):       # a path, as ai.load and ai.samples.path give it
         obj = os.fspath(obj)
     if isinstance(obj, str):
-        from agent_inspect.log import load
-
         # the selector's own settings decide what the side is and win over those given to every side, which
         # never turn a side into a recovery (a rule object of the selector's rule's name keeps its identity)
-        sel = parse_selector(obj)
-        own = selector_settings(sel, timeout=timeout)
+        sel, own, loaded = read_selected(obj, timeout=timeout)
         own.setdefault("mode", default_mode(None, own))
         shared = {k: v for k, v in overrides.items() if v is not None}
         if "rule" in own and _rule_name(shared.get("rule")) == own["rule"]:
             del own["rule"]
-        side = select(load_selected(sel.source, load, timeout=timeout), recovery=recovery, label=sel.source,
-                      **{**shared, **own})
+        side = select(loaded, recovery=recovery, label=sel.source, **{**shared, **own})
         return side if label is None else replace(side, label=label)
     if isinstance(obj, ReconstructionLike | PredictionLike):
         from agent_inspect.log import rule_mark

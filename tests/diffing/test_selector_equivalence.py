@@ -117,3 +117,17 @@ def test_a_selector_s_label_reads_no_source() -> None:
     assert sel.label == "kafka://127.0.0.1:1/no-such-topic@predict=fixed@key=k"
     assert ai.diffing.parse_selector(f"{PATH}@rule=fixed").label == ai.diffing.parse_selector(f"{PATH}@fixed").label
     assert ai.diffing.select(f"{PATH}@fixed").label.endswith("@predict=fixed (what-if; main ships original)")
+
+
+@pytest.mark.parametrize("read", [ai.diffing.select, ai.diffing.as_side, lambda text: ai.explain(text, KEY, 1, "a")],
+                         ids=["select", "as_side", "explain"])
+def test_every_reader_of_a_selector_reads_its_markers_before_its_source(read, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """One order for every side: a mistyped ``@markers=`` file is told before the source is read (a whole topic)."""
+    import agent_inspect.log
+
+    def load(*args: object, **options: object) -> None:
+        raise AssertionError("the source was read before its selector's markers")
+
+    monkeypatch.setattr(agent_inspect.log, "load", load)
+    with pytest.raises(ai.InspectError, match="@markers file .* cannot be read"):
+        read(f"{PATH}@markers={tmp_path / 'missing.json'}")
