@@ -58,9 +58,8 @@ class CheckpointFiles:
             except FileNotFoundError:
                 continue
             except Exception as exc:  # botocore's connection errors are no OSError
-                if _cannot_connect(exc):     # the storage went silent after _metadata: not a missing file
-                    raise _unreachable(self.location, exc, self._timeout) from None
-                if not isinstance(exc, (OSError, ValueError)) and not _client_error(exc):
+                # the storage may go silent after _metadata: that is no missing file
+                if not _storage_error(exc, self.location, self._timeout):
                     raise
                 problems.append(f"{candidate}: {exc}")
         detail = f" ({'; '.join(problems)})" if problems else ""
@@ -252,9 +251,7 @@ def _open_fsspec(url: str, checkpoint: int | None, timeout: float) -> Checkpoint
     except SourceError:
         raise
     except Exception as exc:  # botocore's connection and credential errors are no OSError
-        if _cannot_connect(exc):
-            raise _unreachable(url, exc, bounded) from None
-        if not isinstance(exc, (OSError, ValueError)) and not _client_error(exc):
+        if not _storage_error(exc, url, bounded):
             raise
         raise SourceError(f"cannot read checkpoint at {shown_url(url)}: {shown_url(url, _first_line(exc))}") from None
     modified = info.get("mtime") or info.get("LastModified") or info.get("updated") or info.get("created")
@@ -288,6 +285,15 @@ def _kind(fs: AbstractFileSystem, path: str) -> str | None:
             raise
         return None
     return kind if isinstance(kind, str) else None
+
+
+def _storage_error(exc: Exception, url: str, timeout: float | None) -> bool:
+    """Whether ``exc`` is the storage's answer about a file (``OSError``, ``ValueError``, botocore's own error),
+    which the caller words; False for any other error, which the caller raises as it is. Storage that could not be
+    reached raises one line instead (:func:`_unreachable`; ``timeout``: the wait its filesystem was given)."""
+    if _cannot_connect(exc):
+        raise _unreachable(url, exc, timeout) from None
+    return isinstance(exc, (OSError, ValueError)) or _client_error(exc)
 
 
 def _cannot_connect(exc: BaseException) -> bool:
