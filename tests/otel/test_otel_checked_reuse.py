@@ -9,12 +9,11 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import opentelemetry.sdk  # noqa: F401 - installed by the test command: a missing SDK fails the run
 import pytest
 
 import agent_inspect as ai
 from agent_inspect.sources import _otlp, check_export, export_spans
-
-pytest.importorskip("opentelemetry.sdk")
 
 
 class _Quiet(BaseHTTPRequestHandler):

@@ -10,12 +10,11 @@ import http.server
 import threading
 from collections.abc import Iterator
 
+import opentelemetry.sdk  # noqa: F401 - installed by the test command: a missing SDK fails the run
 import pytest
 
 import agent_inspect as ai
 from agent_inspect.cli import main
-
-pytest.importorskip("opentelemetry.sdk")
 
 SPAN = {"name": "action", "trace_id": "1" * 32, "span_id": "2" * 16, "start_ns": 1, "end_ns": 2}
 

@@ -8,12 +8,11 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import opentelemetry.sdk  # noqa: F401 - installed by the test command: a missing SDK fails the run
 import pytest
 
 import agent_inspect as ai
 from agent_inspect.cli import main
-
-pytest.importorskip("opentelemetry.sdk")
 
 
 def _closed_port() -> int:

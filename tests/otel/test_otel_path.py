@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import opentelemetry.sdk  # noqa: F401 - installed by the test command: a missing SDK fails the run
 import pytest
 
 import agent_inspect as ai
-
-pytest.importorskip("opentelemetry.sdk")
 
 
 def test_to_otel_into_a_missing_directory_says_the_directory_does_not_exist(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ def _closed_port() -> int:
     ["reconstruct", "{G01}", "--checkpoint", "memory://user:s3cret@bucket/no-such-checkpoint"],
 ])
 def test_errors_name_the_address_without_its_credentials(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("fsspec")
+    import fsspec  # noqa: F401 - installed by the test command: the checkpoint cases read through it
+
     port = _closed_port()
     assert main([a.format(G01=ai.samples.path("G01"), port=port) for a in argv]) == 2
     err = capsys.readouterr().err
