@@ -150,18 +150,21 @@ def test_a_categorical_from_codes_is_the_categorical_of_the_words(codes: list[in
 
 
 def test_timestamps_missing_or_outside_a_datetime_are_nat_and_the_rest_kept() -> None:
-    """A record without a timestamp, or with one no Python datetime can hold, gets NaT; the others keep theirs,
-    whether the batch holds a None (the slow path) or not."""
+    """A record without a timestamp (None, or Kafka's -1), with a negative one or with one no Python datetime can hold,
+    gets NaT; the others keep theirs, whether the batch holds a None (the slow path) or not."""
     def log_of(stamps: list[int | None]) -> ActionStateLog:
         raw = RawBatch([0] * len(stamps), list(range(len(stamps))), stamps, [KEY] * len(stamps),
                        [None] * len(stamps))
         return ActionStateLog.from_raw(raw, SOURCE)
 
     ok, huge = 1_700_000_000_000, 10 ** 15
-    for stamps in ([ok, None, huge, ok + 1], [ok, huge, ok + 1], [None, None]):
-        got = log_of(stamps).records["timestamp"]
-        expected = [pd.Timestamp(s, unit="ms", tz="UTC") if s is not None and s != huge else pd.NaT for s in stamps]
+    for stamps in ([ok, None, huge, ok + 1], [ok, huge, ok + 1], [None, None], [ok, -1, 0], [-5, None]):
+        log = log_of(stamps)
+        got = log.records["timestamp"]
+        # Kafka's NO_TIMESTAMP (-1, what a dump of msg.timestamp() holds for a record without one) is no time in 1969
+        expected = [pd.Timestamp(s, unit="ms", tz="UTC") if s is not None and 0 <= s != huge else pd.NaT for s in stamps]
         assert got.tolist() == expected, stamps
+        assert log.raw.timestamp_ms == stamps   # the value read is kept
 
 
 def _batches_of(records: list[tuple[int, int, bytes | None, bytes | None]], size: int) -> list[RawBatch]:

@@ -48,9 +48,10 @@ def masked_bool(col: Sequence[bool | None] | pa.Array) -> pd.api.extensions.Exte
     return pd.arrays.BooleanArray(arr.fill_null(False).to_numpy(zero_copy_only=False),
                                   arr.is_null().to_numpy(zero_copy_only=False))
 
-#: the epoch milliseconds a Python datetime can hold (years 1 to 9999): pandas formats no timestamp outside
-#: them, so one such record would keep a notebook from showing the log. Outside: NaT (``log.raw`` keeps the value).
-_MS_MIN, _MS_MAX = -62135596800000, 253402300799999
+#: the epoch milliseconds a record's time may hold: from the epoch (Kafka writes -1, NO_TIMESTAMP, for a record without
+#: one and takes no other negative time) to the end of year 9999 (pandas formats no timestamp after it, so one such
+#: record would keep a notebook from showing the log). Outside: NaT (``log.raw`` keeps the value).
+_MS_MIN, _MS_MAX = 0, 253402300799999
 _NAT = int(np.iinfo(np.int64).min)   # NaT's int64 value, made once (np.iinfo costs a microsecond a call)
 
 def timestamps(col: Sequence[int | None]) -> Any:

@@ -9,8 +9,9 @@ import pandas as pd
 
 __all__ = ["timestamps"]
 
-#: the representable timestamp range (pandas nanoseconds)
-_TS_MIN, _TS_MAX = pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
+#: the representable timestamp range: from the Unix epoch (upstream writes ``Instant.now()``; an OTLP span's time is
+#: unsigned nanoseconds since it, so an earlier line, a clock or shipper error, could not be exported) to pandas' end
+_TS_MIN, _TS_MAX = pd.Timestamp(0, tz="UTC"), pd.Timestamp.max.tz_localize("UTC")
 _RANGE = f"outside the representable range {_TS_MIN:%Y-%m-%d} to {_TS_MAX:%Y-%m-%d}"
 
 

@@ -80,6 +80,22 @@ def test_timestamps_pandas_cannot_hold_are_errors_and_the_rest_loads(tmp_path: P
     assert t.good["timestamp"].notna().all() and len(t.good) == len(recs) - 2
 
 
+@pytest.mark.parametrize("stamp", ["1969-12-31T23:59:59.999Z", -1, -1.5e12, "0001-01-01T00:00:00Z"])
+def test_a_time_before_the_epoch_is_an_error_and_the_trace_still_exports(tmp_path: Path, stamp: object) -> None:
+    # upstream writes Instant.now(); OTLP holds unsigned nanoseconds since the epoch: an earlier line (a clock or a
+    # shipper's error) was read as a record, and ai.to_otel then failed on it ("Value out of range: -1000000000")
+    recs = _records("S01")
+    recs[1] = dict(recs[1], timestamp=stamp)
+    t = load_trace(write_trace(recs, tmp_path / "early.log"))
+    errs = dict(zip(t.errors["line"], t.errors["reason"]))
+    assert set(errs) == {2} and "is outside the representable range 1970-01-01 to " in errs[2]
+    v = verify(ai.load(LOGS / "S01.parquet"), t, markers=samples.markers("S01"))
+    export = ai.to_otel(v, path=tmp_path / "spans.json")
+    spans = ai.sources.read_otlp_json(tmp_path / "spans.json")
+    assert spans and str(export).startswith(f"{len(spans)} spans")
+    assert min(s["start_ns"] for s in spans) > 0
+
+
 @pytest.mark.parametrize("stamp", [1789372801.095, 1789372801, 1789372801095, 1789372801095000, 1789372801095000000])
 def test_a_numeric_timestamp_is_epoch_time_in_the_unit_its_size_gives(tmp_path: Path, stamp: float) -> None:
     # upstream writes ISO-8601 text; a log shipper may rewrite it as epoch seconds (1789372801.095 read as
