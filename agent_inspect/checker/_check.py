@@ -46,7 +46,7 @@ from agent_inspect.checker._judge import (
     resolve_check_rule,
 )
 from agent_inspect.checker._limits import KNOWN_LIMITS, known_limit
-from agent_inspect.checker._report import CheckReport, Counterexample
+from agent_inspect.checker._report import REFERENCE_RULE, CheckReport, Counterexample
 from agent_inspect.checker._shrink import _assemble, _case_base, _history_lines, _judge_case, _restored, _shrink
 from agent_inspect.checker._sweep import sweep as sweep_shapes
 from agent_inspect.rules import rule_name
@@ -93,25 +93,31 @@ def check(rule: RuleLike, *, n: int = 200, seed: int = 0, minimize: bool = True,
         todo += [(shape.seed, HistoryOptions.of(shape.options), shape.case) for shape in sweep_shapes()]
     rule_obj = resolve_check_rule(rule)
     name = rule_name(rule_obj)     # its one label, as every verb names it (the spec typed only for typing again)
+    reference = resolve_check_rule(REFERENCE_RULE)
     rows: list[dict[str, Any]] = []
-    first_of: dict[str, History] = {}
+    first_of: dict[str, tuple[bool, int, History]] = {}   # per kind: (no defect, records, history), least first
     for i, (hseed, hopts, case) in enumerate(todo):
         h = generate_history(hseed, hopts)
-        ev = _evaluate(_history_subject(h), rule_obj)
+        subject = _history_subject(h)
+        ev = _evaluate(subject, rule_obj)
+        # a stale reuse the reference rule makes too is a spec §10.3 known limit of log-only rules, not a defect
+        beyond = len(set(ev.stale_at) - set(_evaluate(subject, reference).stale_at)) if ev.stale else 0
         rows.append({"history": i, "seed": hseed, "keys": len(h.paths), "rounds": sum(len(p) for p in h.paths.values()),
                      "attempts": len(h.attempts), "records": len(h.log), "tasks": ev.tasks, "reused": ev.reused,
                      "resumed": ev.resumed, "rerun": ev.rerun, "stale_reuses": len(ev.stale),
-                     "tainted_reuses": len(ev.tainted), "avoidable_reruns": len(ev.avoidable),
-                     "crashed": ev.crashed, "error": ev.error, "case": case})
+                     "stale_beyond_reference": beyond, "tainted_reuses": len(ev.tainted),
+                     "avoidable_reruns": len(ev.avoidable), "crashed": ev.crashed, "error": ev.error, "case": case})
         for kind in FAILURE_KINDS:
-            if ev.fails(kind) and (kind not in first_of or len(h.log) < len(first_of[kind].log)):
-                first_of[kind] = h
+            # the counterexample shows a defect where there is one (a stale reuse beyond the reference's)
+            rank = (kind == "stale-reuse" and not beyond, len(h.log))
+            if ev.fails(kind) and (kind not in first_of or rank < first_of[kind][:2]):
+                first_of[kind] = (*rank, h)
     frame = pd.DataFrame(rows, columns=_FRAME_COLUMNS)
     cexs = []
     for kind in FAILURE_KINDS:
-        first = first_of.get(kind)
-        if first is None:
+        if kind not in first_of:
             continue
+        no_defect, _, first = first_of[kind]
         case_id = f"CHK-{kind}-{first.seed}"
         summary = f"rules.check counterexample: {kind} under {name} (history seed {first.seed})"
         # the full, unminimized history is kept beside the minimal one (spec §10.3, issue #12 item 10)
@@ -121,14 +127,17 @@ def check(rule: RuleLike, *, n: int = 200, seed: int = 0, minimize: bool = True,
                          lines, replay, pending, _restored(first))
         full_ev = _judge_case(full, rule_obj) or _Eval()
         if minimize:
-            data, ev = _shrink(kind, first, rule_obj, case_id, summary)
+            data, ev = _shrink(kind, first, rule_obj, case_id, summary, reference=None if no_defect else reference)
         else:
             data, ev = {**full, "id": case_id, "name": f"rules-check-{kind}", "summary": summary}, full_ev
         items = ev.stale if kind == "stale-reuse" else ev.avoidable if kind == "avoidable-rerun" else \
             [ev.error] if ev.error else []
         details = ev.stale_compact if kind == "stale-reuse" else ev.avoidable_compact if kind == "avoidable-rerun" \
             else []
-        limit = known_limit(first, _evaluate(_history_subject(first), rule_obj), kind)
+        # a stale reuse beyond the reference's is the rule's defect, whatever limit its history shows
+        limit = known_limit(first, _evaluate(_history_subject(first), rule_obj), kind) if no_defect else None
+        if kind == "stale-reuse" and no_defect and limit is None:
+            limit = f"the reference rule {REFERENCE_RULE} makes it too"
         note = f"history: {first.describe()}" + (f"; spec §10.3 known limit: {limit}" if limit else "")
         data = {**data, "note": note}
         full = {**full, "note": note}

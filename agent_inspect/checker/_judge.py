@@ -28,7 +28,8 @@ FAILURE_KINDS = ("stale-reuse", "avoidable-rerun", "error")
 _FRESH = "00000000-0000-4000-8000-"   # event ids the judged recovery makes (a body that ran again)
 
 _FRAME_COLUMNS = ["history", "seed", "keys", "rounds", "attempts", "records", "tasks", "reused", "resumed",
-                  "rerun", "stale_reuses", "tainted_reuses", "avoidable_reruns", "crashed", "error", "case"]
+                  "rerun", "stale_reuses", "stale_beyond_reference", "tainted_reuses", "avoidable_reruns", "crashed",
+                  "error", "case"]
 
 
 # -- rules -------------------------------------------------------------------------------------------
@@ -122,6 +123,8 @@ class _Eval:
     resumed: int = 0
     rerun: int = 0
     stale: list[str] = field(default_factory=list)
+    #: per stale reuse, the task and the record it took: ``(key, input, action, seq, position)``
+    stale_at: list[tuple[str, str, str, int, int]] = field(default_factory=list)
     tainted: list[str] = field(default_factory=list)
     avoidable: list[str] = field(default_factory=list)
     crashed: bool = False
@@ -196,6 +199,7 @@ def _evaluate(subject: _Subject, rule: DivergenceRule) -> _Eval:
                 ev.stale.append(_story(r, out, subject.describe(pos),
                                        sibling if sibling is not None and not off_branch else subject.why(pos)))
                 ev.stale_compact.append(f"{_label(r)}={out} of {subject.compact(pos)}")
+                ev.stale_at.append((str(r["key"]), str(r["input"]), str(r["action"]), int(r["seq"]), pos))
                 if not off_branch and sibling is not None:
                     ev.siblings += 1
                     ev.siblings_unevidenced += not evidenced_here

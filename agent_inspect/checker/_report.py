@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from agent_inspect.executor import ReplayExecutor
     from agent_inspect.rules import DivergenceRule
 
-__all__ = ["CheckReport", "Counterexample"]
+__all__ = ["CheckReport", "Counterexample", "REFERENCE_RULE"]
+
+REFERENCE_RULE = "fixed"
+"""The rule a check holds others to (spec §10.3): a stale reuse it makes too is a known limit of log-only rules."""
 
 # -- results ----------------------------------------------------------------------------------------
 
@@ -147,6 +150,12 @@ class CheckReport(HtmlRepr):
         return self._sum("stale_reuses")
 
     @property
+    def stale_beyond_reference(self) -> int:
+        """Stale reuses the reference rule (:data:`REFERENCE_RULE`) does not make in the same history: the rule's
+        defects. The others are spec §10.3 known limits, which no rule that reads the log alone avoids."""
+        return self._sum("stale_beyond_reference")
+
+    @property
     def avoidable_reruns(self) -> int:
         return self._sum("avoidable_reruns")
 
@@ -160,8 +169,8 @@ class CheckReport(HtmlRepr):
 
     @property
     def passed(self) -> bool:
-        """No stale reuse and not broken."""
-        return self.stale_reuses == 0 and self.errors == 0
+        """Not broken, and no stale reuse beyond the reference rule's (its own are spec §10.3 known limits)."""
+        return self.stale_beyond_reference == 0 and self.errors == 0
 
     @property
     def broken(self) -> str | None:
@@ -174,8 +183,10 @@ class CheckReport(HtmlRepr):
 
     @property
     def verdict(self) -> str:
-        """``"broken"``, ``"unsafe"`` (a stale reuse) or ``"no stale reuse"``."""
-        return "broken" if self.errors else "unsafe" if self.stale_reuses else "no stale reuse"
+        """``"broken"``, ``"unsafe"`` (a stale reuse the reference rule does not make), ``"known limits only"`` (every
+        stale reuse is one the reference makes too) or ``"no stale reuse"``."""
+        return "broken" if self.errors else "unsafe" if self.stale_beyond_reference else \
+            "known limits only" if self.stale_reuses else "no stale reuse"
 
     def counterexample(self, kind: str) -> Counterexample | None:
         """The counterexample of ``kind`` (one of ``FAILURE_KINDS``), or None."""
@@ -186,6 +197,7 @@ class CheckReport(HtmlRepr):
         return {"histories": len(self.frame), "tasks": self._sum("tasks"), "reused": self._sum("reused"),
                 "resumed": self._sum("resumed"), "rerun": self._sum("rerun"), "stale_reuses": self.stale_reuses,
                 "histories_with_stale": int((self.frame["stale_reuses"] > 0).sum()) if len(self.frame) else 0,
+                "stale_beyond_reference": self.stale_beyond_reference,
                 "tainted_reuses": self.tainted_reuses, "avoidable_reruns": self.avoidable_reruns,
                 "errors": self.errors}
 
@@ -202,8 +214,12 @@ class CheckReport(HtmlRepr):
                     "rule is not judged for stale reuses)")
         swept = int((self.frame["case"].fillna("") != "").sum()) if "case" in self.frame else 0
         origin = f" ({t['histories'] - swept:,} random, {swept:,} from the case matrix)" if swept else ""
+        stale, beyond = t["stale_reuses"], t["stale_beyond_reference"]
+        whose = "" if not stale else " (spec §10.3 known limits of log-only rules)" if self.rule == REFERENCE_RULE \
+            else f" (all made by the reference rule {REFERENCE_RULE} too: spec §10.3 known limits)" if not beyond else \
+            "" if beyond == stale else f" ({beyond:,} beyond the reference rule {REFERENCE_RULE}'s)"
         return (f"rule {self.rule}: {plural(t['histories'], 'history', 'histories')}{origin}, {plural(t['tasks'], 'task')}; "
-                f"{plural(t['stale_reuses'], 'stale reuse')} in {plural(t['histories_with_stale'], 'history', 'histories')}, "
+                f"{plural(stale, 'stale reuse')} in {plural(t['histories_with_stale'], 'history', 'histories')}{whose}, "
                 f"{plural(t['avoidable_reruns'], 'avoidable rerun')}, {plural(t['tainted_reuses'], 'tainted reuse')}, "
                 f"{plural(t['errors'], 'error')}")
 
@@ -211,7 +227,7 @@ class CheckReport(HtmlRepr):
         return f"CheckReport({self.summary()})"
 
     def _html_parts(self) -> Iterable[HtmlPart]:
-        verdict = Strong(self.verdict) if self.verdict != "no stale reuse" else self.verdict
+        verdict = Strong(self.verdict) if self.verdict in ("unsafe", "broken") else self.verdict
         yield Text(Strong("Rule check"), " ", Code(self.rule), " — ", verdict, ": ", self.summary())
         yield Table(pd.DataFrame([self.totals]), caption="totals")
         bad = self.frame[(self.frame["stale_reuses"] > 0) | (self.frame["avoidable_reruns"] > 0)

@@ -118,7 +118,10 @@ def _judge_case(data: Mapping[str, Any], rule: DivergenceRule) -> _Eval | None:
     return _evaluate(_case_subject(built), rule)
 
 
-def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: str) -> tuple[dict[str, Any], _Eval]:
+def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: str, *,
+            reference: DivergenceRule | None = None) -> tuple[dict[str, Any], _Eval]:
+    """The smallest case of ``h`` that still fails as ``kind``; with ``reference``, a stale reuse must stay one the
+    reference rule does not make (a defect does not shrink into a known limit)."""
     lines, pending, replay = _history_lines(h)
     restored = _restored(h)
     base = {**_case_base(h, case_id, f"rules-check-{kind}", summary),
@@ -126,9 +129,14 @@ def _shrink(kind: str, h: History, rule: DivergenceRule, case_id: str, summary: 
     error_type: str | None = None
 
     def fails(ls: Sequence[_Line], rp: Sequence[str], pd_: Sequence[Mapping[str, Any]]) -> _Eval | None:
-        ev = _judge_case(_assemble(base, ls, rp, pd_, restored), rule)
+        case = _assemble(base, ls, rp, pd_, restored)
+        ev = _judge_case(case, rule)
         if ev is None or not ev.fails(kind):
             return None
+        if reference is not None and kind == "stale-reuse":
+            ref = _judge_case(case, reference)
+            if ref is not None and set(ev.stale_at) <= set(ref.stale_at):
+                return None
         if kind == "error" and error_type is not None and ev.error_key != error_type:
             return None
         return ev

@@ -155,11 +155,15 @@ def test_counterexamples_are_minimal_and_round_trip(naive_report, tmp_path):
     for cex in naive_report.counterexamples:
         data = cex.data
         assert _judge_case(data, rule).fails(cex.kind)
-        for i in range(len(data["log"])):                    # removing any record makes it disappear
+        for i in range(len(data["log"])):                    # removing any record makes the failure disappear
             fewer = {**data, "log": data["log"][:i] + data["log"][i + 1:]}
             if i < data["setup"]["window_start"] - 1:
                 fewer["setup"] = {**data["setup"], "window_start": data["setup"]["window_start"] - 1}
             judged = _judge_case(fewer, rule)
+            if judged is not None and cex.kind == "stale-reuse" and judged.fails(cex.kind):
+                # what is left is a stale reuse the reference rule makes too: a known limit, no longer the defect
+                assert set(judged.stale_at) <= set(_judge_case(fewer, resolve_check_rule("fixed")).stale_at), i
+                continue
             assert judged is None or not judged.fails(cex.kind), (cex.kind, i)
         path = cex.save(tmp_path / "new" / cex.kind)
         assert path.name == f"{cex.data['id']}.toml" and path.parent.name == cex.kind
@@ -540,3 +544,37 @@ def test_the_summary_says_how_many_histories_were_random_and_how_many_from_the_c
     assert report.summary().startswith(f"rule fixed: {3 + swept} histories (3 random, {swept} from the case "
                                        "matrix), ")
     assert "random" not in check("fixed", n=3, seed=0, sweep=False).summary()
+
+
+# history 175997744584321: #1084 siblings (a known limit, the reference rule reuses the sibling's record too);
+# 272409603467017: the original rule reuses a record of another input, which fixed does not
+_KNOWN_LIMIT, _DEFECT = 175997744584321, 272409603467017
+
+
+def test_stale_reuses_the_reference_rule_makes_too_are_known_limits_not_failures() -> None:
+    """``rules check fixed`` printed FAIL and exited 1 on the reference rule's own §10.3 known limits, so its exit
+    code could not tell a rule as safe as the reference from an unsafe one."""
+    for rule in ("fixed", FixedRule()):
+        report = check(rule, seeds=[_KNOWN_LIMIT, _DEFECT])
+        assert report.stale_reuses == 1 and report.stale_beyond_reference == 0
+        assert report.passed and report.verdict == "known limits only"
+        assert "spec §10.3 known limits" in report.summary()
+        assert report.counterexample("stale-reuse").known_limit == "#1084 identical siblings, no evidence"
+    unsafe = check("original", seeds=[_KNOWN_LIMIT, _DEFECT])
+    assert unsafe.stale_reuses == 2 and unsafe.stale_beyond_reference == 1
+    assert not unsafe.passed and unsafe.verdict == "unsafe" and "(1 beyond the reference rule fixed's)" in unsafe.summary()
+    # the counterexample shows the defect, minimized without turning into the known limit
+    cex = unsafe.counterexample("stale-reuse")
+    assert cex.history_seed == _DEFECT and cex.known_limit is None
+    minimal = _judge_case(cex.data, resolve_check_rule("original"))
+    assert set(minimal.stale_at) - set(_judge_case(cex.data, resolve_check_rule("fixed")).stale_at)
+
+
+def test_rules_check_of_the_reference_rule_exits_0(capsys) -> None:
+    from agent_inspect.cli import main
+
+    assert main(["rules", "check", "fixed"]) == 0          # the defaults: 200 random histories and the matrix
+    out = capsys.readouterr().out
+    assert out.startswith("PASS rule fixed") and "(spec §10.3 known limits of log-only rules)" in out
+    assert main(["rules", "check", "original", "--n", "30", "--seed", "3"]) == 1
+    assert capsys.readouterr().out.startswith("FAIL rule original")
