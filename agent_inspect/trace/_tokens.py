@@ -45,16 +45,20 @@ TASK_COLUMNS = ["key", "seq", "action", "rule", "outcome", "observed", "executio
                 "input_tokens_observed", "output_tokens_observed", "cost_observed"]
 
 
+#: more tokens than any model call has: a count above it is a damaged value, not a count (and a sum of counts under it
+#: stays in 64 bits for millions of calls, where a 2**64 in one line stopped ``call_tokens`` with an OverflowError)
+_MAX_TOKENS = 10 ** 12
+
+
 def _int(v: Any) -> int | None:
     if isinstance(v, bool) or v is None:
         return None
-    if isinstance(v, int):
-        return v if v >= 0 else None
-    if isinstance(v, float) and math.isfinite(v) and v >= 0:
-        return int(v)
-    if isinstance(v, str) and v.strip().isdigit():
-        return int(v.strip())
-    return None
+    if isinstance(v, float):
+        v = int(v) if math.isfinite(v) else -1
+    elif isinstance(v, str):
+        text = v.strip()
+        v = int(text) if text.isascii() and text.isdigit() and len(text) <= 13 else -1
+    return v if isinstance(v, int) and 0 <= v <= _MAX_TOKENS else None
 
 
 def call_tokens(trace: TraceLog) -> pd.DataFrame:

@@ -171,3 +171,20 @@ def test_a_prices_file_that_is_no_toml_is_named_in_one_line(content: bytes, says
                  str(ai.samples.path("G01", "markers")), "--prices", str(prices)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--prices file '{prices}'{says}" in err
+
+
+@pytest.mark.parametrize("count", [2 ** 64, 1e300, "9" * 40, "\u00b2", -5, 10 ** 13])
+def test_a_damaged_token_count_is_unknown_and_the_rest_is_counted(tmp_path: Path, count: object) -> None:
+    """One llm record whose promptTokens is no count (2**64 stopped call_tokens, and so ai.to_otel, with an
+    OverflowError; a superscript digit passed str.isdigit): that call's input tokens are unknown, the others kept."""
+    lines = (LOGS / "production.trace.log").read_text(encoding="utf-8").splitlines()
+    recs = [json.loads(ln) for ln in lines]
+    i = next(k for k, r in enumerate(recs) if "promptTokens" in (r.get("attributes") or {}))
+    recs[i]["attributes"]["promptTokens"] = count
+    trace = tmp_path / "production.trace.log"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    c = call_tokens(ai.load_trace(trace))
+    executed = c[~c["replayed"]]
+    assert int(executed["input_tokens"].isna().sum()) == 1 and int(executed["output_tokens"].sum()) == 51329
+    v = ai.verify(ai.load(LOGS / "production.jsonl"), trace, markers=ai.samples.markers("production"))
+    assert "spans" in str(ai.to_otel(v, path=tmp_path / "spans.json"))
