@@ -92,7 +92,11 @@ def _check(args: argparse.Namespace) -> int:
             if saved:
                 print(f"    saved: {saved[i]}")
                 # a counterexample names no expectation: without --rules, cases run would judge it under fixed
-                print(f"    replay: agent-inspect cases run {shlex.quote(saved[i])} --rules {shlex.quote(args.rule)}")
+                replay = f"agent-inspect cases run {shlex.quote(saved[i])} --rules {shlex.quote(args.rule)}"
+                # ...and it checks stale reuse alone: another kind replays as a PASS whose items show the finding
+                print(f"    replay: {replay}" if c.kind == "stale-reuse" else
+                      f"    replay: {replay} (it passes: a case without expectations checks stale reuse only; its "
+                      f"predicted items show the {c.kind})")
             else:
                 print("    " + c.to_toml().replace("\n", "\n    ").rstrip())
     # a rule that raises or returns the wrong type is bad input (exit 2), not an unsafe rule (exit 1)

@@ -85,6 +85,13 @@ def test_a_saved_counterexample_says_how_to_replay_it(capsys, tmp_path):
     assert command[:3] == ["agent-inspect", "cases", "run"] and command[-2:] == ["--rules", "naive"]
     assert main(command[1:]) == 1
     assert "FAIL " in capsys.readouterr().out
+    # an avoidable rerun replays as a PASS (no expectation: stale reuse only), and the line says so
+    assert main(["rules", "check", "original", "--n", "30", "--seed", "3", "--no-sweep", "--save",
+                 str(tmp_path / "original")]) == 1
+    lines = [ln.strip() for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("replay: ")]
+    rerun = next(ln for ln in lines if "avoidable-rerun" in ln)
+    assert rerun.endswith("(it passes: a case without expectations checks stale reuse only; its predicted items "
+                          "show the avoidable-rerun)")
 
 
 @pytest.mark.parametrize("option, says", [("tombstones=abc", "tombstones='abc' is a probability"),
