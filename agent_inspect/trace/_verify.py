@@ -18,7 +18,7 @@ from agent_inspect._errors import InspectError
 from agent_inspect._glossary import plural
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import rule_label
-from agent_inspect.recovery import STORE_FLAVOURS
+from agent_inspect.recovery import STORE_FLAVOURS, marker_warnings
 from agent_inspect.trace._runtime import call_entity
 from agent_inspect.trace._verdict import CONFIDENCES, Verdict, with_verdicts
 from agent_inspect.trace._verification import Verification
@@ -375,6 +375,8 @@ def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace:
         log = subject
     settings = Recovery.resolve(log, recovery, **given)
     rule, markers, plan = settings.rule, settings.markers, settings.plan
+    if log is not None:       # e.g. a marker past its partition's end: the prediction's warning, a note here
+        notes.extend(marker_warnings(markers, log))
     flavour, agent = settings.store_flavour, settings.agent
     plan_given = plan
     if plan is None and log is not None:
