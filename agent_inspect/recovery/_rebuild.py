@@ -106,11 +106,11 @@ def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame 
     if past:
         one = len(past) == 1
         # not "replays none of its inputs": verify's plan comes from the trace, a given plan from the user
-        markers = count_words(len(past), "marker")
-        said.append(f"the {markers} of {_partitions(past)} {count_words(len(past), 'lies', 'lie')} past "
+        noun = count_words(len(past), "marker")
+        said.append(f"the {noun} of {_partitions(past)} {count_words(len(past), 'lies', 'lie')} past "
                     f"{'its end' if one else 'their ends'} ({_past_where(past, merged, last, ends, not one)}): none of "
                     f"{'its' if one else 'their'} records is in the rebuild window; "
-                    f"{'is it' if one else 'are they'} {_ask(markers)}")
+                    f"{'is it' if one else 'are they'} {_ask(noun)}")
     return said
 
 
