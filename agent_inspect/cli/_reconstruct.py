@@ -71,6 +71,7 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
         "totals": {"evicted": len(evicted), "invalidated": len(invalidated),
                    "cache_events": len(result.evictions), "divergences": len(divergences)},
         "ledger": None,
+        "warnings": list(result.warnings),   # the prediction's, when it runs, say these too
     }
     if ledger:
         report.update(_prediction(log, recovery))
@@ -78,16 +79,17 @@ def analyse(log: Any, *, recovery: Recovery, ledger: bool = True) -> dict[str, A
 
 
 def _prediction(log: Any, recovery: Recovery) -> dict[str, Any]:
-    """The prediction's ledger, or why there is none, its warnings, and its tasks per outcome: the tasks the
-    restore runs, also those a fresh start (``--markers '[]'``) replays, which the rebuild window does not hold."""
+    """The prediction's ledger, or why there is none, its warnings (the reconstruction's and the replay's), and its
+    tasks per outcome: the tasks the restore runs, also those a fresh start (``--markers '[]'``) replays, which the
+    rebuild window does not hold."""
     from agent_inspect.recovery import predict
 
     if not len(log.records):        # nothing to replay: no tasks, nothing runs again (predict asks for inputs)
-        return {"ledger": [], "ledger_error": None, "warnings": [], "outcomes": {str(o): 0 for o in Outcome}}
+        return {"ledger": [], "ledger_error": None, "outcomes": {str(o): 0 for o in Outcome}}
     try:
         prediction = predict(log, recovery=recovery)
     except InspectError as exc:
-        return {"ledger": None, "ledger_error": str(exc), "warnings": []}   # outcomes: not computed
+        return {"ledger": None, "ledger_error": str(exc)}   # outcomes: not computed
     counts = prediction.tasks["outcome"].astype(str).value_counts()
     return {"ledger": jsonable_rows(prediction.ledger_totals()), "ledger_error": None,
             "warnings": list(prediction.warnings), "outcomes": {str(o): int(counts.get(str(o), 0)) for o in Outcome}}

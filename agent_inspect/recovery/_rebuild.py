@@ -62,6 +62,10 @@ def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame 
     """What markers leave out of the loaded log's partitions, one sentence each (spec §6.5 step 2: only partitions
     named in some marker are read); none without markers. ``partitions``: the log, its records, or partition numbers.
 
+    A marker past a partition's end (its last loaded offset + 1, or the source's end offset when the load recorded
+    one) leaves that partition's records out of the window; a marker right at the end is a checkpoint with nothing
+    after it.
+
     For example::
 
         ai.recovery.marker_warnings([{99: 5}], log)     # ["the markers name partition 99, none of the log's (...)"]
@@ -71,29 +75,61 @@ def marker_warnings(markers: Markers, partitions: ActionStateLog | pd.DataFrame 
     if partitions is None or not merged:
         return []
     last: dict[int, int] = {}
+    ends: dict[int, int] = {}
     if hasattr(partitions, "records") or isinstance(partitions, pd.DataFrame):
         frame = _frame(partitions)
         last = {int(p): int(o) for p, o in frame.groupby("partition")["offset"].max().dropna().items()}
+        ends = {p: o + 1 for p, o in last.items()}
+        # a Kafka load's end offset (the high watermark) may lie beyond its last record (transaction markers)
+        for p, end in (getattr(getattr(partitions, "source", None), "end_offsets", None) or {}).items():
+            ends[int(p)] = max(ends.get(int(p), 0), int(end))
         partitions = [int(p) for p in pd.unique(frame["partition"].dropna())]
     loaded = sorted(p for p in set(partitions) if p >= 0)    # -1: lines of a file that are not records
     if not loaded:
         return []
     unmarked = [p for p in loaded if p not in merged]
-    past = [p for p in loaded if p in merged and p in last and merged[p] > last[p] + 1]
-    if past and len(past) + len(unmarked) == len(loaded):
+    past = [p for p in sorted(merged) if p in ends and merged[p] > ends[p]]
+    if past and set(loaded) <= set(past) | set(unmarked):
         # every marker beyond the log's last record: the window is empty, as with another topic's markers
-        where = "; ".join(f"partition {p}: marker {merged[p]}, last offset {last[p]}" for p in past[:3])
-        return [f"the markers lie past the log's end in every partition it holds ({where}"
-                f"{'; …' if len(past) > 3 else ''}): nothing of it is in the rebuild window and no input is replayed; "
-                "are they this log's markers (another job's checkpoint?), or was the log read before the restore?"]
-    if not unmarked:
-        return []
+        scope = "every partition it holds" if not unmarked else "every partition of it they name"
+        rest = f", and {_partitions(unmarked)} {_has(unmarked)} no marker" if unmarked else ""
+        return [f"the markers lie past the log's end in {scope} ({_past_where(past, merged, last, ends)}){rest}: "
+                f"nothing of it is in the rebuild window and no input is replayed; are they {_ask('markers')}"]
     if len(unmarked) == len(loaded):
         return [f"the markers name {_partitions(sorted(merged))}, none of the log's ({_partitions(loaded)}): "
                 "nothing of it is in the rebuild window and no input is replayed; are they this topic's markers?"]
-    one = len(unmarked) == 1
-    return [f"{_partitions(unmarked)} {'has' if one else 'have'} no marker: the rebuild reads none of "
-            f"{'its' if one else 'their'} records and replays none of {'its' if one else 'their'} inputs"]
+    said = []
+    if unmarked:
+        its = "its" if len(unmarked) == 1 else "their"
+        said.append(f"{_partitions(unmarked)} {_has(unmarked)} no marker: the rebuild reads none of {its} records "
+                    f"and replays none of {its} inputs")
+    if past:
+        one = len(past) == 1
+        # not "replays none of its inputs": verify's plan comes from the trace, a given plan from the user
+        noun = count_words(len(past), "marker")
+        said.append(f"the {noun} of {_partitions(past)} {count_words(len(past), 'lies', 'lie')} past "
+                    f"{'its end' if one else 'their ends'} ({_past_where(past, merged, last, ends, not one)}): none of "
+                    f"{'its' if one else 'their'} records is in the rebuild window; "
+                    f"{'is it' if one else 'are they'} {_ask(noun)}")
+    return said
+
+
+def _ask(markers: str) -> str:
+    return f"this log's {markers} (another job's checkpoint?), or was the log read before the restore?"
+
+
+def _past_where(past: list[int], merged: Mapping[int, int], last: Mapping[int, int], ends: Mapping[int, int],
+                named: bool = True) -> str:
+    """Each marker past its partition's end against that end: the last offset, or the source's end offset when
+    that lies beyond it (the first three, then "…"); ``named``: each prefixed with its partition."""
+    def one(p: int) -> str:
+        end = f"last offset {last[p]}" if last.get(p, -2) + 1 == ends[p] else f"end offset {ends[p]}"
+        return f"{f'partition {p}: ' if named else ''}marker {merged[p]}, {end}"
+    return "; ".join(map(one, past[:3])) + ("; …" if len(past) > 3 else "")
+
+
+def _has(numbers: list[int]) -> str:
+    return "has" if len(numbers) == 1 else "have"
 
 
 def _partitions(numbers: list[int]) -> str:

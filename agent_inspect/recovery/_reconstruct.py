@@ -21,7 +21,7 @@ from agent_inspect.log import rule_label
 from agent_inspect.recovery._lints import lint
 from agent_inspect.recovery._predict import predict, simulate
 from agent_inspect.recovery._prediction import RemovalCauses
-from agent_inspect.recovery._rebuild import Markers, rebuild_in_window, rebuild_start
+from agent_inspect.recovery._rebuild import Markers, marker_warnings, rebuild_in_window, rebuild_start
 from agent_inspect.recovery._refresh import refresh_positions, retained_rounds
 from agent_inspect.recovery._settings import Recovery
 from agent_inspect.store import Outcome, RecordStatus, RecoverySession
@@ -56,7 +56,8 @@ class Reconstruction(HtmlRepr):
     ``outcome`` (of the record's task in the replay, None when not looked up), ``outcome_reason`` (as ``predict``'s
     ``reason``), ``rule_note``, ``attempt`` and ``execution``. ``divergences``: one row per divergence (with the
     attribute diff of conflicting roots). ``evictions``: every cache removal, with the ``trigger_pos`` of the
-    record whose reading or lookup made it.
+    record whose reading or lookup made it. ``warnings``: what the markers leave out of the log (a partition with
+    no marker, a marker past its partition's end), as :attr:`Prediction.warnings` says it.
 
     For example::
 
@@ -76,6 +77,8 @@ class Reconstruction(HtmlRepr):
     runtime: RuntimeInfo | None = field(default=None, repr=False, compare=False)
     #: the resolved settings the reconstruction ran under (rule, markers, runtime, restore checks)
     recovery: Recovery | None = field(default=None, repr=False, compare=False)
+    #: what the markers leave out of the log (:func:`agent_inspect.recovery.marker_warnings`)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def rule_label(self) -> str:
@@ -116,7 +119,7 @@ class Reconstruction(HtmlRepr):
         return lint(self.log, refresh=refresh, attempts=attempts)
 
     def summary(self) -> dict[str, Any]:
-        """Counts: records per status, divergences per kind, outcomes, cache events."""
+        """Counts: records per status, divergences per kind, outcomes, cache events; the warnings, when any."""
         return {
             "rule": self.rule.name,
             "records": len(self.records),
@@ -127,13 +130,15 @@ class Reconstruction(HtmlRepr):
             "evicted": int((self.records["status"] == "evicted").sum()),
             "invalidated": int((self.records["status"] == "invalidated").sum()),
             **({"runtime": self.runtime.as_dict()} if self.runtime is not None else {}),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     def __repr__(self) -> str:
         s = self.summary()
         statuses = ", ".join(f"{k} {v:,}" for k, v in s["status"].items() if v)
         return (f"Reconstruction(rule={self.rule_label!r}, {plural(s['records'], 'record')}"
-                + (f" ({statuses})" if statuses else "") + f", {plural(len(self.divergences), 'divergence')})")
+                + (f" ({statuses})" if statuses else "") + f", {plural(len(self.divergences), 'divergence')}"
+                + (f", {plural(len(self.warnings), 'warning')}" if self.warnings else "") + ")")
 
     def _html_parts(self) -> Iterable[HtmlPart]:
         s = self.summary()
@@ -147,6 +152,8 @@ class Reconstruction(HtmlRepr):
             table = table.assign(records=[len(p) if isinstance(p, (list, tuple)) else 0
                                           for p in self.divergences["positions"]])
         yield Table(table, caption="divergences")
+        for warning in self.warnings:
+            yield Text(Strong("Warning: "), warning)
 
 
 def reconstruct(subject: LogLike | pd.DataFrame, *, recovery: Recovery | None = None, replay: bool = True,
@@ -199,6 +206,7 @@ def _reconstruct(log: Any, settings: Recovery, replay: bool) -> Reconstruction:
         log=log, rule=rule_obj, markers=rebuild_start(markers),
         records=frame, divergences=_divergence_frame(session, log), evictions=_event_frame(session),
         session=session, history=history, runtime=runtime, recovery=settings,
+        warnings=tuple(marker_warnings(markers, log)),
     )
 
 

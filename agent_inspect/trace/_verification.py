@@ -213,7 +213,7 @@ class Verification(HtmlRepr):
             f" with the trace under rule {self.rule_label}"
         calls = self.call_differences()
         if calls:
-            text += f", but the durable calls differ ({calls})"
+            text += f", but the durable calls differ ({calls}){self._why_calls_differ()}"
         if self.absent():
             n = self.absent()
             text += f"; {plural(n, 'task')} predicted to run {'is' if n == 1 else 'are'} absent from the trace"
@@ -226,6 +226,16 @@ class Verification(HtmlRepr):
             text += (f"; {plural(n, 'task')} {'was' if n == 1 else 'were'} not dispatched and "
                      f"{'is' if n == 1 else 'are'} absent from the trace, as predicted")
         return text
+
+    def _why_calls_differ(self) -> str:
+        """Why the calls differ when every outcome agrees, in a few words: the calls come from the agent's bodies,
+        which the as-recorded agent plays back as the log recorded them (a retried call twice, though the job's
+        replay may not retry)."""
+        settings = getattr(self.prediction, "recovery", None)
+        if settings is None:
+            return ""
+        return (": the as-recorded agent repeats the log's calls, retries included" if settings.agent is None
+                else ": the given agent's bodies call otherwise than the job's")
 
     @property
     def rule_label(self) -> str:

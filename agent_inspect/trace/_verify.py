@@ -18,7 +18,7 @@ from agent_inspect._errors import InspectError, ReplayError
 from agent_inspect._glossary import first_few, plural
 from agent_inspect._types import PredictionLike, ReconstructionLike, RecoveryOverrides
 from agent_inspect.log import rule_label
-from agent_inspect.recovery import STORE_FLAVOURS
+from agent_inspect.recovery import STORE_FLAVOURS, marker_warnings
 from agent_inspect.trace._runtime import call_entity
 from agent_inspect.trace._verdict import CONFIDENCES, Verdict, with_verdicts
 from agent_inspect.trace._verification import Verification
@@ -393,6 +393,8 @@ def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace:
         log = subject
     settings = Recovery.resolve(log, recovery, **given)
     rule, markers, plan = settings.rule, settings.markers, settings.plan
+    if log is not None:       # e.g. a marker past its partition's end: the prediction's warning, a note here
+        notes.extend(marker_warnings(markers, log))
     flavour, agent = settings.store_flavour, settings.agent
     plan_given = plan
     if plan is None and log is not None:
@@ -458,11 +460,10 @@ def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace:
     tasks = _explain(tasks, trace, execs, agreements, ranking, rule_label(rule, None), rule, as_recorded=agent is None)
     tasks = with_verdicts(tasks, confidence=confidence)
     call_totals = _calls(prediction, trace, call_kind, cached_latency_ms)
+    why = _calls_differ_why(tasks, as_recorded=agent is None)
     for r in call_totals[~call_totals["agree"]].itertuples(index=False):
         notes.append(f"durable {r.entity_type} calls {r.calls}: predicted {r.predicted:,}, the trace shows {r.observed:,}"
-                     + (" (follows from the disagreeing tasks)" if not tasks["agree"].all() else
-                        " (the as-recorded agent repeats the recorded call sequence, retries included; pass agent= "
-                        "for a model of the bodies)" if agent is None else ""))
+                     + (f" ({why})" if why else ""))
     joined = None
     if log is not None:
         from agent_inspect.trace._join import join
@@ -472,6 +473,26 @@ def verify(subject: ActionStateLog | ReconstructionLike | PredictionLike, trace:
                         rule=rule_label(rule, None), store_flavour=flavour, runtime=settings.runtime.name,
                         what_if=settings.what_if, markers=markers, ranking=ranking, notes=tuple(notes),
                         other_job=other_job, confidence=confidence, prediction=prediction, trace=trace, log=log, joined=joined)
+
+
+def _calls_differ_why(tasks: pd.DataFrame, *, as_recorded: bool) -> str:
+    """Why the predicted durable calls may differ from the traced ones: the tasks whose outcome does not match
+    (worded by their verdicts: a truncated trace's tasks are undetermined, not disagreeing), else the
+    as-recorded agent's model of the bodies, else nothing known."""
+    mismatched = tasks.loc[~tasks["agree"].astype(bool), "verdict"]
+    bad = int((mismatched == Verdict.DISAGREE.value).sum())
+    unsure = int((mismatched == Verdict.UNDETERMINED.value).sum())
+    undecided = "the trace cannot decide"
+    if bad and unsure:
+        return f"follows from the disagreeing tasks and {'the one' if unsure == 1 else 'those'} {undecided}"
+    if bad:
+        return "follows from the disagreeing tasks"
+    if unsure:
+        return f"follows from {'the task' if unsure == 1 else 'the tasks'} {undecided}"
+    if as_recorded:
+        return ("the as-recorded agent repeats the recorded call sequence, retries included; pass agent= for a "
+                "model of the bodies")
+    return ""
 
 
 def _shared_keys_note(trace: Any, log: Any) -> str:

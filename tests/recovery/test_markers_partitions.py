@@ -4,11 +4,15 @@ store does, so the prediction still says it, but with a warning, instead of an e
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import pytest
 
 import agent_inspect as ai
 from agent_inspect import RecoveryError
 from agent_inspect.cli import main
+from agent_inspect.log import ActionStateLog
 
 
 def test_markers_of_other_partitions_are_warned_about() -> None:
@@ -82,3 +86,50 @@ def test_a_marker_partition_beyond_a_java_int_says_so() -> None:
                                                     r"\(-2\^31 to 2\^31-1\): .*recovery_markers\(\)"):
                 verb(log, markers=[{partition: 5}])
     assert ai.predict(log, markers=[{(1 << 31) - 1: 5, 0: 0}]).tasks is not None   # the largest partition is one
+
+
+def test_a_marker_past_the_end_of_one_partition_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    # partition 3's marker past its last offset (1080) shrank the restore (643 tasks to 421) with no word why
+    log = ai.load(ai.samples.path("production"))
+    markers = [{0: 248, 1: 245, 2: 215, 3: 99999}]
+    said = ("the marker of partition 3 lies past its end (marker 99999, last offset 1080): none of its records is in "
+            "the rebuild window; is it this log's marker (another job's checkpoint?), or was the log read before the "
+            "restore?")
+    assert ai.predict(log, markers=markers).warnings == (said,)
+    recon = ai.reconstruct(log, markers=markers)
+    assert recon.warnings == (said,) and recon.summary()["warnings"] == [said] and ", 1 warning)" in repr(recon)
+    assert said in recon._repr_html_().replace("&#x27;", "'")
+    two = ai.predict(log, markers=[{0: 248, 1: 99999, 2: 215, 3: 99999}]).warnings
+    assert two == ("the markers of partitions 1, 3 lie past their ends (partition 1: marker 99999, last offset 639; "
+                   "partition 3: marker 99999, last offset 1080): none of their records is in the rebuild window; are "
+                   "they this log's markers (another job's checkpoint?), or was the log read before the restore?",)
+    for ledger in ([], ["--no-ledger"]):      # the reconstruction's own warning: no prediction needed
+        assert main(["reconstruct", str(ai.samples.path("production")), "--markers", json.dumps(markers), *ledger]) == 0
+        assert capsys.readouterr().out.count(f"warning: {said}") == 1
+
+
+def test_a_marker_at_a_partition_s_end_or_before_the_source_s_end_is_not_past_it() -> None:
+    log = ai.load(ai.samples.path("production"))
+    at_end = [{0: 746, 1: 640, 2: 522, 3: 1081}]           # each partition's last offset + 1: nothing after it
+    assert ai.predict(log, markers=at_end).warnings == () and ai.reconstruct(log, markers=at_end).warnings == ()
+    # a Kafka load's end offset (the high watermark) may lie beyond the last record (a transaction's commit marker)
+    kafka = ActionStateLog(log.records, log.raw, replace(log.source, kind="kafka",
+                                                         end_offsets={0: 750, 1: 640, 2: 522, 3: 1081}))
+    assert ai.recovery.marker_warnings([{0: 750, 1: 640, 2: 522, 3: 1081}], kafka) == []
+    (said,) = ai.recovery.marker_warnings([{0: 751, 1: 640, 2: 522, 3: 1081}], kafka)
+    assert "of partition 0 lies past its end (marker 751, end offset 750)" in said
+
+
+def test_markers_past_the_end_where_the_rest_have_none_say_both() -> None:
+    log = ai.load(ai.samples.path("production"))
+    (said,) = ai.predict(log, markers=[{0: 99999, 1: 99999, 2: 99999}]).warnings
+    assert said.startswith("the markers lie past the log's end in every partition of it they name (partition 0: "
+                           "marker 99999, last offset 745;")
+    assert "), and partition 3 has no marker: nothing of it is in the rebuild window" in said
+
+
+def test_verify_notes_a_marker_past_its_partition_s_end() -> None:
+    log = ai.load(ai.samples.path("production"))
+    v = ai.verify(log, ai.samples.path("production").with_suffix(".trace.log"),
+                  markers=[{0: 248, 1: 245, 2: 215, 3: 99999}])
+    assert any(n.startswith("the marker of partition 3 lies past its end") for n in v.notes)

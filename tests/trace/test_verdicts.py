@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,35 @@ def test_shuffled_and_duplicated_traces_give_the_same_verdicts(trace: str, tmp_p
     again = verify(log, shipped, markers=samples.markers(name), restore=restore)
     assert again.verdict == original.verdict
     assert _verdicts(again) == _verdicts(original)
+
+
+def test_a_call_difference_is_put_down_to_the_tasks_the_trace_cannot_decide(tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # a truncated trace: no task disagrees, yet the note said the difference "follows from the disagreeing tasks"
+    cut = tmp_path / "cut.trace.log"
+    cut.write_bytes((LOGS / "N04.trace.log").read_bytes()[:3000])
+    code, out = _cli(capsys, "N04", cut)
+    assert code == 3 and out["counts"]["disagree"] == 0 and out["counts"]["undetermined"] == 1
+    (note,) = [n for n in out["notes"] if n.startswith("durable llm calls executed")]
+    assert note == "durable llm calls executed: predicted 1, the trace shows 0 (follows from the task the trace " \
+                   "cannot decide)"
+    both = verify(ai.load(LOGS / "production.jsonl"), LOGS / "production.trace.log",
+                  markers=[{0: 248, 1: 245, 2: 215, 3: 99999}])
+    assert both.counts()["disagree"] and both.counts()["undetermined"] == 1
+    assert any(n.endswith("(follows from the disagreeing tasks and the one the trace cannot decide)")
+               for n in both.notes)
+
+
+def test_agreeing_tasks_with_other_call_counts_say_why_in_the_headline(capsys: pytest.CaptureFixture[str]) -> None:
+    # "AGREE: all 643 tasks agree …, but the durable calls differ (205 predicted, 175 observed …)" read as a
+    # contradiction: 30 chat tasks recorded a failed call and its retry, which the as-recorded agent plays back
+    # while the job's replay called once
+    code, out = _cli(capsys, "production", LOGS / "production.trace.log")
+    assert code == 0 and out["verdict"] == "agree"
+    assert "but the durable calls differ (205 predicted, 175 observed: llm calls executed): the as-recorded agent " \
+           "repeats the log's calls, retries included; " in out["summary"]
+    v = verify(ai.load(LOGS / "production.jsonl"), LOGS / "production.trace.log", markers=samples.markers("production"))
+    given = replace(v, prediction=replace(v.prediction, recovery=v.prediction.recovery.replace(agent=object())))
+    assert "(205 predicted, 175 observed: llm calls executed): the given agent's bodies call otherwise than the " \
+           "job's;" in given.summary_text()
+    assert "llm calls executed); " in replace(v, prediction=None).summary_text()     # no settings: no reason known
