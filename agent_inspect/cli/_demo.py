@@ -140,6 +140,9 @@ def _sample(explicit: str | None, markers: str | None) -> tuple[str, Any]:
 
     if explicit and not os.path.exists(explicit) and explicit in samples.SAMPLES:   # a name `samples list` shows
         return str(samples.path(explicit)), parse_markers(markers) if markers else samples.markers(explicit)
+    if explicit and "://" not in explicit and not os.path.exists(explicit):   # neither a file nor a sample
+        raise InspectError(f"--sample {explicit!r} is neither a file nor a sample; the samples are "
+                           f"{', '.join(samples.SAMPLES)} (`agent-inspect samples list` says what each shows)")
     if explicit:
         return explicit, parse_markers(markers)
     if markers is not None:   # the production sample comes with its own: these would be dropped without a word

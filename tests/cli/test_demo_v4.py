@@ -94,3 +94,11 @@ def test_a_sample_without_cli_is_a_usage_error_before_jupyterlab_starts(options,
     assert main(["demo", *options]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err, err
+
+
+def test_a_sample_that_is_neither_a_file_nor_a_sample_names_the_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    # "--sample nosuch" said "cannot open 'nosuch': No such file or directory" and named no sample
+    assert main(["demo", "--cli", "--sample", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'nosuch' is neither a file nor a sample" in err, err
+    assert "N04, N07, G01" in err and "agent-inspect samples list" in err
