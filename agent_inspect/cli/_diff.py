@@ -64,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     print("\nfirst divergence per key:")
     for r in d.first_divergences.itertuples(index=False):
-        print(f"  {r.business_key} seq {r.seq} {d.action_label(r.action)} [{r.status}] at {r.where}")
+        print(f"  {r.business_key} seq {r.seq} {d.action_label(r.action_uuid or r.action)} [{r.status}] at {r.where}")
         print(f"    expected (a): {r.expected}\n    actual   (b): {r.actual}\n    why: {r.why}")
     print("\ndiffering executions:")
     for r in d.differences.head(args.limit).itertuples(index=False):

@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Diff", "diff", "FIRST_COLUMNS"]
 
-FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected", "actual", "why", "pos_a", "pos_b")
-"""Columns of :attr:`Diff.first_divergences`: per key, the first pair that is not ``same``."""
+FIRST_COLUMNS = ("business_key", "seq", "action", "action_uuid", "status", "where", "expected", "actual", "why",
+                 "pos_a", "pos_b")
+"""Columns of :attr:`Diff.first_divergences`: per key, the first pair that is not ``same``; ``action`` is its name
+(the UUID when no log names it), ``action_uuid`` the UUID a log side names it by (None when the sides use names)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,7 +41,7 @@ class Diff(HtmlRepr):
     ``same``, ``changed``, ``only in a`` or ``only in b``; ``match`` says how the pair was aligned;
     ``changes`` holds the field-level differences (:class:`~agent_inspect.diffing.FieldChange`).
     ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
-    where / why it matters to the store. A diff is ``empty`` when every pair is ``same``.
+    where / why it matters to the store, its action by name (``action``) and UUID (``action_uuid``). A diff is ``empty`` when every pair is ``same``.
 
     For example::
 
@@ -85,6 +87,11 @@ class Diff(HtmlRepr):
         kinds = {"a": self.a.kind, "b": self.b.kind}
         rows = [first_divergence_row(row, kinds, reasons=(_reason(self.a, row["a"]), _reason(self.b, row["b"])))
                 for _, row in diffs.groupby(diffs["business_key"].astype(str), sort=True).head(1).iterrows()]
+        if any(r["action_uuid"] is not None for r in rows):   # named as the CLI and the views name it
+            names = self.action_names
+            for r in rows:
+                if r["action_uuid"] is not None:
+                    r["action"] = names.get(r["action_uuid"], r["action_uuid"])
         return pd.DataFrame(rows, columns=list(FIRST_COLUMNS))
 
     @cached_property
@@ -184,7 +191,8 @@ class Diff(HtmlRepr):
             yield Text("The sides agree on every action execution.")
         else:
             firsts = self.first_divergences
-            yield Table(firsts.assign(action=firsts["action"].map(self.action_label)),
+            labels = [self.action_label(u or a) for a, u in zip(firsts["action"], firsts["action_uuid"])]
+            yield Table(firsts.assign(action=labels).drop(columns="action_uuid"),
                         caption="first divergence per key", max_rows=50)
 
 
@@ -258,7 +266,11 @@ def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None, *,
     else:
         expected = "executed" if row["status"] == "only in a" else "<absent>"
         actual = "executed" if row["status"] == "only in b" else "<absent>"
-    return {"business_key": row["business_key"], "seq": row["seq"], "action": action, "status": str(row["status"]),
+    from agent_inspect.history import is_uuid
+
+    return {"business_key": row["business_key"], "seq": row["seq"], "action": action,
+            "action_uuid": str(action) if action is not None and is_uuid(str(action)) else None,
+            "status": str(row["status"]),
             "where": where, "expected": expected, "actual": actual, "why": why,
             "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
 
