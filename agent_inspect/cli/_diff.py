@@ -59,6 +59,8 @@ def _run(args: argparse.Namespace) -> int:
     for name, label in (("a", d.a.label), ("b", d.b.label)):    # two alike sides are labelled "a: …" / "b: …"
         print(label if label.startswith(f"{name}: ") else f"{name}: {label}")
     print("pairs: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    for note in d.notes:
+        print(f"note: {note}")
     if d.empty:
         print("no difference")
         return 0

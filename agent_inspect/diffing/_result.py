@@ -41,7 +41,8 @@ class Diff(HtmlRepr):
     ``same``, ``changed``, ``only in a`` or ``only in b``; ``match`` says how the pair was aligned;
     ``changes`` holds the field-level differences (:class:`~agent_inspect.diffing.FieldChange`).
     ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
-    where / why it matters to the store, its action by name (``action``) and UUID (``action_uuid``). A diff is ``empty`` when every pair is ``same``.
+    where / why it matters to the store, its action by name (``action``) and UUID (``action_uuid``). ``notes``:
+    what to keep in mind reading it (a log as recorded against a prediction compares no two rules). A diff is ``empty`` when every pair is ``same``.
 
     For example::
 
@@ -53,6 +54,7 @@ class Diff(HtmlRepr):
     a: Side
     b: Side
     pairs: pd.DataFrame = field(repr=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def differences(self) -> pd.DataFrame:
@@ -172,7 +174,7 @@ class Diff(HtmlRepr):
             pairs = pairs.head(limit)
         return {
             "a": self.a.label, "b": self.b.label, "sides": {"a": self.a.settings(), "b": self.b.settings()},
-            "counts": self.counts(), "empty": self.empty,
+            "counts": self.counts(), "empty": self.empty, "notes": list(self.notes),
             "first_divergences": [jsonable(r) for r in firsts.to_dict("records")],
             "pairs": [{**jsonable({k: v for k, v in r.items() if k != "changes"}),
                        "changes": [c.to_dict() for c in r["changes"]]} for r in pairs.to_dict("records")],
@@ -187,6 +189,8 @@ class Diff(HtmlRepr):
         c = self.counts()
         yield Text(Strong("Diff"), " a = ", Code(self.a.label), ", b = ", Code(self.b.label), ": ",
                    ", ".join(f"{k} {v:,}" for k, v in c.items()))
+        for note in self.notes:
+            yield Text(Strong("Note: "), note)
         if self.empty:
             yield Text("The sides agree on every action execution.")
         else:
@@ -335,7 +339,24 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
         sa, sb = _named_across_schemes(sa, sb)
         matched = align(sa.units, sb.units)
         pairs = compare_pairs(sa, sb, matched)
-    return Diff(sa, sb, pairs[list(PAIR_COLUMNS)])
+    return Diff(sa, sb, pairs[list(PAIR_COLUMNS)], notes=_notes(sa, sb))
+
+
+def _notes(a: Side, b: Side) -> tuple[str, ...]:
+    """The note for a log as recorded against a prediction: it compares what the job wrote with what a restore
+    runs (every task not run again is "only in" the log), which users meant as a comparison of two rules."""
+    if {a.kind, b.kind} != {"log", "prediction"}:
+        return ()
+    (log, log_name), (pred, pred_name) = sorted(((a, "a"), (b, "b")), key=lambda s: s[0].kind)
+    rule = pred.rule_mark.name if pred.rule_mark is not None else pred.rule
+    other = "fixed" if rule in (None, "original") else rule
+    try:
+        source = parse_selector(log.label).source
+    except SelectorError:
+        source = log.label
+    return (f"{log_name} is the log as recorded and {pred_name} a restore under {rule}: this compares what the job "
+            f"wrote with what that restore runs (each task it does not run again is 'only in {log_name}'), not two "
+            f"rules; to compare rules, diff '{source}@original' with '{source}@{other}' under the same markers",)
 
 
 def _named_alike(side: Side, other: Side) -> Side:
