@@ -38,7 +38,11 @@ _EPILOG = ("exit codes: 0 success; 1 a checked expectation failed; 2 bad usage, 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser with every discovered subcommand."""
+    from agent_inspect import __version__
+
     parser = _Parser(prog="agent-inspect", description=_DESCRIPTION, epilog=_EPILOG)
+    parser.add_argument("--version", action="version", version=f"agent-inspect {__version__}",
+                        help="print the version of agent_inspect and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_") and not info.name.startswith("__"):

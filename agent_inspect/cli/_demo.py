@@ -45,6 +45,11 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not (args.cli or args.json):   # JupyterLab would start and the option be dropped without a word
+        given = [flag for flag, value in (("--sample", args.sample), ("--markers", args.markers)) if value is not None]
+        if given:
+            raise InspectError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with --cli "
+                               "(the terminal analysis); add --cli, or leave it out to open the notebooks")
     if args.cli or args.json:
         return _cli_analysis(args.sample, args.markers, as_json=args.json)
     if importlib.util.find_spec("jupyterlab") is None:
@@ -135,6 +140,9 @@ def _sample(explicit: str | None, markers: str | None) -> tuple[str, Any]:
 
     if explicit and not os.path.exists(explicit) and explicit in samples.SAMPLES:   # a name `samples list` shows
         return str(samples.path(explicit)), parse_markers(markers) if markers else samples.markers(explicit)
+    if explicit and "://" not in explicit and not os.path.exists(explicit):   # neither a file nor a sample
+        raise InspectError(f"--sample {explicit!r} is neither a file nor a sample; the samples are "
+                           f"{', '.join(samples.SAMPLES)} (`agent-inspect samples list` says what each shows)")
     if explicit:
         return explicit, parse_markers(markers)
     if markers is not None:   # the production sample comes with its own: these would be dropped without a word

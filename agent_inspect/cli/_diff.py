@@ -59,12 +59,14 @@ def _run(args: argparse.Namespace) -> int:
     for name, label in (("a", d.a.label), ("b", d.b.label)):    # two alike sides are labelled "a: …" / "b: …"
         print(label if label.startswith(f"{name}: ") else f"{name}: {label}")
     print("pairs: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    for note in d.notes:
+        print(f"note: {note}")
     if d.empty:
         print("no difference")
         return 0
     print("\nfirst divergence per key:")
     for r in d.first_divergences.itertuples(index=False):
-        print(f"  {r.business_key} seq {r.seq} {d.action_label(r.action)} [{r.status}] at {r.where}")
+        print(f"  {r.business_key} seq {r.seq} {d.action_label(r.action_uuid or r.action)} [{r.status}] at {r.where}")
         print(f"    expected (a): {r.expected}\n    actual   (b): {r.actual}\n    why: {r.why}")
     print("\ndiffering executions:")
     for r in d.differences.head(args.limit).itertuples(index=False):

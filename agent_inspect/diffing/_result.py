@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Diff", "diff", "FIRST_COLUMNS"]
 
-FIRST_COLUMNS = ("business_key", "seq", "action", "status", "where", "expected", "actual", "why", "pos_a", "pos_b")
-"""Columns of :attr:`Diff.first_divergences`: per key, the first pair that is not ``same``."""
+FIRST_COLUMNS = ("business_key", "seq", "action", "action_uuid", "status", "where", "expected", "actual", "why",
+                 "pos_a", "pos_b")
+"""Columns of :attr:`Diff.first_divergences`: per key, the first pair that is not ``same``; ``action`` is its name
+(the UUID when no log names it), ``action_uuid`` the UUID a log side names it by (None when the sides use names)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,7 +41,8 @@ class Diff(HtmlRepr):
     ``same``, ``changed``, ``only in a`` or ``only in b``; ``match`` says how the pair was aligned;
     ``changes`` holds the field-level differences (:class:`~agent_inspect.diffing.FieldChange`).
     ``first_divergences``: per key the first pair that is not ``same``, as expected (a) / actual (b) /
-    where / why it matters to the store. A diff is ``empty`` when every pair is ``same``.
+    where / why it matters to the store, its action by name (``action``) and UUID (``action_uuid``). ``notes``:
+    what to keep in mind reading it (a log as recorded against a prediction compares no two rules). A diff is ``empty`` when every pair is ``same``.
 
     For example::
 
@@ -51,6 +54,7 @@ class Diff(HtmlRepr):
     a: Side
     b: Side
     pairs: pd.DataFrame = field(repr=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def differences(self) -> pd.DataFrame:
@@ -85,6 +89,11 @@ class Diff(HtmlRepr):
         kinds = {"a": self.a.kind, "b": self.b.kind}
         rows = [first_divergence_row(row, kinds, reasons=(_reason(self.a, row["a"]), _reason(self.b, row["b"])))
                 for _, row in diffs.groupby(diffs["business_key"].astype(str), sort=True).head(1).iterrows()]
+        if any(r["action_uuid"] is not None for r in rows):   # named as the CLI and the views name it
+            names = self.action_names
+            for r in rows:
+                if r["action_uuid"] is not None:
+                    r["action"] = names.get(r["action_uuid"], r["action_uuid"])
         return pd.DataFrame(rows, columns=list(FIRST_COLUMNS))
 
     @cached_property
@@ -165,7 +174,7 @@ class Diff(HtmlRepr):
             pairs = pairs.head(limit)
         return {
             "a": self.a.label, "b": self.b.label, "sides": {"a": self.a.settings(), "b": self.b.settings()},
-            "counts": self.counts(), "empty": self.empty,
+            "counts": self.counts(), "empty": self.empty, "notes": list(self.notes),
             "first_divergences": [jsonable(r) for r in firsts.to_dict("records")],
             "pairs": [{**jsonable({k: v for k, v in r.items() if k != "changes"}),
                        "changes": [c.to_dict() for c in r["changes"]]} for r in pairs.to_dict("records")],
@@ -180,11 +189,14 @@ class Diff(HtmlRepr):
         c = self.counts()
         yield Text(Strong("Diff"), " a = ", Code(self.a.label), ", b = ", Code(self.b.label), ": ",
                    ", ".join(f"{k} {v:,}" for k, v in c.items()))
+        for note in self.notes:
+            yield Text(Strong("Note: "), note)
         if self.empty:
             yield Text("The sides agree on every action execution.")
         else:
             firsts = self.first_divergences
-            yield Table(firsts.assign(action=firsts["action"].map(self.action_label)),
+            labels = [self.action_label(u or a) for a, u in zip(firsts["action"], firsts["action_uuid"])]
+            yield Table(firsts.assign(action=labels).drop(columns="action_uuid"),
                         caption="first divergence per key", max_rows=50)
 
 
@@ -258,7 +270,11 @@ def first_divergence_row(row: pd.Series, kinds: dict[str, str] | None = None, *,
     else:
         expected = "executed" if row["status"] == "only in a" else "<absent>"
         actual = "executed" if row["status"] == "only in b" else "<absent>"
-    return {"business_key": row["business_key"], "seq": row["seq"], "action": action, "status": str(row["status"]),
+    from agent_inspect.history import is_uuid
+
+    return {"business_key": row["business_key"], "seq": row["seq"], "action": action,
+            "action_uuid": str(action) if action is not None and is_uuid(str(action)) else None,
+            "status": str(row["status"]),
             "where": where, "expected": expected, "actual": actual, "why": why,
             "pos_a": row["pos_a"], "pos_b": row["pos_b"]}
 
@@ -323,7 +339,24 @@ def diff(a: Diffable, b: Diffable, *, recovery: Recovery | None = None, key: str
         sa, sb = _named_across_schemes(sa, sb)
         matched = align(sa.units, sb.units)
         pairs = compare_pairs(sa, sb, matched)
-    return Diff(sa, sb, pairs[list(PAIR_COLUMNS)])
+    return Diff(sa, sb, pairs[list(PAIR_COLUMNS)], notes=_notes(sa, sb))
+
+
+def _notes(a: Side, b: Side) -> tuple[str, ...]:
+    """The note for a log as recorded against a prediction: it compares what the job wrote with what a restore
+    runs (every task not run again is "only in" the log), which users meant as a comparison of two rules."""
+    if {a.kind, b.kind} != {"log", "prediction"}:
+        return ()
+    (log, log_name), (pred, pred_name) = sorted(((a, "a"), (b, "b")), key=lambda s: s[0].kind)
+    rule = pred.rule_mark.name if pred.rule_mark is not None else pred.rule
+    other = "fixed" if rule in (None, "original") else rule
+    try:
+        source = parse_selector(log.label).source
+    except SelectorError:
+        source = log.label
+    return (f"{log_name} is the log as recorded and {pred_name} a restore under {rule}: this compares what the job "
+            f"wrote with what that restore runs (each task it does not run again is 'only in {log_name}'), not two "
+            f"rules; to compare rules, diff '{source}@original' with '{source}@{other}' under the same markers",)
 
 
 def _named_alike(side: Side, other: Side) -> Side:

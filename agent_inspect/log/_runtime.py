@@ -165,7 +165,8 @@ def resolve_runtime(runtime: str | RuntimeInfo | None, log: LogLike | pd.DataFra
         if log is None:
             return RuntimeInfo("0.4", True, "no log to judge: read as 0.4, the current release", {})
         return infer_runtime(log)
-    return RuntimeInfo(_check(runtime), False, f"runtime={runtime!r} was given", {},
+    # the evidence follows "given: " in every sentence that names the runtime ("runtime 0.3 (given: …)")
+    return RuntimeInfo(_check(runtime), False, "not inferred from the records", {},
                        store_flavour=_log_flavour(log) if log is not None else None)
 
 

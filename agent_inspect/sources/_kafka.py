@@ -120,8 +120,23 @@ def client_config(bootstrap: str | None, config: Mapping[str, Any] | None
         raise SourceError("no Kafka bootstrap servers: use kafka://host:port/topic "
                           "or config={'bootstrap.servers': …}")
     errors: list[str] = []
-    client = {**_DEFAULTS, "logger": _LOG, **user, "error_cb": lambda err: errors.append(err.str())}
+    client = {**_DEFAULTS, "logger": _Logger(errors), **user, "error_cb": lambda err: errors.append(err.str())}
     return user, client, errors
+
+
+class _Logger:
+    """librdkafka's log lines go to ``_LOG``; a dropped connection while the client first asks the peer's API
+    versions (a TLS listener reached in plain text) is only logged, never sent to error_cb: it goes to ``errors``
+    too, so :func:`_unreachable` can say what answered."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self._errors = errors
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        _LOG.log(level, msg, *args)
+        text = str(args[-1]) if args else msg
+        if _not_kafka([text]):
+            self._errors.append(text)
 
 
 def _client(make: Any, conf: dict[str, Any]) -> Any:
@@ -157,6 +172,12 @@ def _unreachable(bootstrap: str, timeout: float, errors: list[str], exc: BaseExc
     if unresolved and not any("refused" in e.lower() for e in errors):   # "brokers are down": none was found
         return BrokerUnreachable(f"Kafka at {bootstrap}: no such host ({unresolved[-1]}); "
                                  f"check the host name in the address")
+    mismatch = [e for e in errors if _not_kafka([e])]
+    if mismatch:   # librdkafka's "increase receive.message.max.bytes" is no help when the peer is not Kafka
+        said = (f"what answers at {bootstrap} is not a Kafka broker "
+                f"({_LIBRDKAFKA_ADVICE.sub('', mismatch[-1])}); check the port, or a TLS or SASL listener needs ")
+        return BrokerUnreachable(f"{said}config={{'security.protocol': …}}",
+                                 cli=f"{said}ai.load_kafka(..., config={{'security.protocol': …}}) in Python")
     if _refused(errors):
         return BrokerUnreachable(f"Kafka at {bootstrap} refused the connection ({reason}); "
                                  f"check the address and that the broker is running")
@@ -169,8 +190,23 @@ _METADATA_SLICE = 0.25
 
 
 def _refused(errors: list[str]) -> bool:
-    """Every broker refused the connection (librdkafka says so through error_cb within milliseconds)."""
+    """No broker took the connection, or none answered as Kafka (librdkafka says so within milliseconds)."""
     return any("refused" in e.lower() or "brokers are down" in e.lower() for e in errors)
+
+
+_LIBRDKAFKA_ADVICE = re.compile(r": increase receive\.message\.max\.bytes")
+
+
+def _not_kafka(errors: Iterable[str]) -> bool:
+    """librdkafka's words for a peer that answered, but not as a Kafka broker: a reply no Kafka response starts
+    with (an HTTP server's "HTTP" read as a size: "Invalid response size 1213486160"), a connection dropped while
+    asking its API versions (a TLS listener given plain text), or a TLS handshake that failed."""
+    for error in errors:
+        e = error.lower()
+        if "invalid response size" in e or "ssl handshake failed" in e or (
+                "disconnected" in e and "apiversion" in e and "timed out" not in e):
+            return True
+    return False
 
 
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")

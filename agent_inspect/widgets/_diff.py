@@ -232,8 +232,9 @@ class DiffView(View):
         head = ""
         if first is not None:
             why, refs = split_spec(str(first["why"]))
+            action = first["action_uuid"] or first["action"]
             head = ("<div class='ai-first-divergence-summary'><b>first divergence</b> at round "
-                    f"{escape(first['seq'])}, {_named(self.action_name(first['action']), first['action'])}, "
+                    f"{escape(first['seq'])}, {_named(self.action_name(action), action)}, "
                     f"<code>{escape(first['where'])}</code>: expected (a) <code>{escape(first['expected'])}</code>, "
                     f"actual (b) <code>{escape(first['actual'])}</code> — {escape(why)}</div>"
                     + (f"<div class='ai-details'>details: {escape(refs)}</div>" if refs else ""))

@@ -11,6 +11,7 @@ import ipywidgets as w
 
 # imported here, not by the first view: plotly.js starts compressing while ``inspect``'s argument loads
 import agent_inspect.widgets._plot  # noqa: F401
+from agent_inspect._errors import InspectError
 from agent_inspect._html import HtmlRepr
 from agent_inspect._types import (
     ExecutorLike,
@@ -130,7 +131,7 @@ def inspect(subject: Any, *, recovery: Recovery | None = None, business_key: Any
         return view(None, graph=obj, **options)
     if view is not None:
         return view(obj, **options)
-    raise TypeError(f"inspect() cannot show a {type(obj).__name__}; pass an ActionStateLog, a reconstruction, "
+    raise InspectError(f"ai.inspect cannot show a {type(obj).__name__}; pass an ActionStateLog, a reconstruction, "
                     "a prediction, a ReplayExecutor or its report(), a fleet scan, the frame of ai.cases.compare(...) "
                     "or another agent_inspect result")
 
@@ -155,7 +156,7 @@ def _key_history(obj: Any, key: Any, *, record: int | tuple[int, int] | None, re
     elif isinstance(obj, LogLike):
         obj = _reconstructed(obj, recovery, settings)
     else:
-        raise TypeError(f"inspect(business_key=...) needs a log, a reconstruction or a source, "
+        raise InspectError(f"ai.inspect(business_key=...) needs a log, a reconstruction or a source, "
                         f"not a {type(obj).__name__}")
     history: KeyHistory = _view("_history", "KeyHistory")(obj, key, record=record, **options)
     return history

@@ -75,3 +75,30 @@ def test_a_sample_is_named_as_samples_list_names_it(capsys: pytest.CaptureFixtur
     assert data["source"].endswith("G01.jsonl") and data["markers"] == [{"0": 0}]
     assert main(["demo", "--cli", "--json", "--sample", "G01", "--markers", '{"0": 2}']) == 0
     assert json.loads(capsys.readouterr().out)["markers"] == {"0": 2}
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--sample", "N04"], "--sample goes with --cli"),
+    (["--markers", '{"0": 1}'], "--markers goes with --cli"),
+    (["--sample", "N04", "--markers", '{"0": 1}'], "--sample and --markers go with --cli"),
+])
+def test_a_sample_without_cli_is_a_usage_error_before_jupyterlab_starts(options, says, capsys, monkeypatch) -> None:
+    # "demo --sample N04" started JupyterLab on the notebooks and dropped the option without a word
+    from agent_inspect.cli import _demo
+
+    def no_lab(args: object) -> int:
+        raise AssertionError("JupyterLab was started")
+
+    monkeypatch.setattr(_demo, "_jupyterlab", no_lab)
+    monkeypatch.setattr(_demo, "_cli_analysis", lambda *a, **k: 0)   # the fallback when JupyterLab is missing
+    assert main(["demo", *options]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+
+
+def test_a_sample_that_is_neither_a_file_nor_a_sample_names_the_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    # "--sample nosuch" said "cannot open 'nosuch': No such file or directory" and named no sample
+    assert main(["demo", "--cli", "--sample", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'nosuch' is neither a file nor a sample" in err, err
+    assert "N04, N07, G01" in err and "agent-inspect samples list" in err

@@ -95,3 +95,31 @@ def test_a_side_with_no_records_exits_2_as_every_verb_says_it(side: str, tmp_pat
     assert main(["diff", str(ai.samples.path("G01")), side.format(empty=empty)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{empty} holds no records (0 bytes)" in err
+
+
+def test_a_log_against_a_rule_side_suggests_diffing_two_rules(capsys):
+    # "diff X X@fixed --markers @m.json" compared the log as recorded with a prediction: 402 "only in a" rows and
+    # every key's first divergence "seq 0 triage [only in a]", with nothing saying X@original X@fixed compares rules
+    production = str(SAMPLES / "production.jsonl")
+    markers = f"@{SAMPLES / 'production.markers.json'}"
+    assert main(["diff", production, f"{production}@fixed", "--markers", markers]) == 0
+    out = capsys.readouterr().out
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1, out
+    assert f"diff '{production}@original' with '{production}@fixed'" in notes[0] and "as recorded" in notes[0]
+    assert "pairs: same 643, changed 0, only in a 402, only in b 0" in out   # what diff computes is unchanged
+    assert main(["diff", production, f"{production}@fixed", "--markers", markers, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["notes"] == [notes[0][len("note: "):]]
+    assert main(["diff", f"{production}@original", f"{production}@fixed", "--markers", markers]) == 0
+    assert "note: " not in capsys.readouterr().out                           # two rules: nothing to suggest
+
+
+def test_python_diff_carries_the_same_note() -> None:
+    log = ai.load(SAMPLES / "production.jsonl")
+    markers = ai.samples.markers("production")
+    d = ai.diff(log, ai.predict(log, rule="fixed", markers=markers))
+    assert len(d.notes) == 1 and "'" + str(SAMPLES / "production.jsonl") + "@original' with" in d.notes[0]
+    swapped = ai.diff(ai.predict(log, markers=markers), log)       # the shipped rule: suggest the other one
+    assert "is the log as recorded" in swapped.notes[0] and "@original' with '" in swapped.notes[0]
+    assert swapped.notes[0].rstrip().endswith("@fixed' under the same markers")
+    assert ai.diff(log, log).notes == ()

@@ -90,3 +90,13 @@ def test_a_number_out_of_range_is_a_usage_error_before_any_work(argv, says, caps
         main(argv)
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count("\n") == 1 and says in err
+
+
+def test_version_prints_the_package_version_and_exits_0(capsys):
+    # "agent-inspect --version" said "the following arguments are required: command" and exited 2
+    import agent_inspect
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"agent-inspect {agent_inspect.__version__}"

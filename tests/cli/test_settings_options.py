@@ -70,3 +70,13 @@ def test_what_ifs_are_labelled_in_the_output(capsys: pytest.CaptureFixture[str])
                                                         "not 'fixed'")
     with pytest.raises(ai.RecoveryError, match=r"^store_flavour='segment' applies to the original rule only"):
         ai.Recovery.for_log(ai.load(src), rule="fixed", store_flavour="segment")
+
+
+def test_a_given_runtime_reads_naturally(capsys: pytest.CaptureFixture[str]) -> None:
+    # "runtime 0.3 (given: runtime='0.3' was given)": the evidence said "given" again, in Python's words
+    production = Path(ai.samples.path("production"))
+    assert main(["reconstruct", str(production), "--runtime", "0.3",
+                 "--markers", f"@{ai.samples.path('production', 'markers')}"]) == 0
+    assert "runtime 0.3 (given: not inferred from the records)\n" in capsys.readouterr().out
+    settings = ai.Recovery.resolve(ai.load(production), runtime="0.3")
+    assert settings.provenance["runtime"] == "0.3: given (not inferred from the records)"

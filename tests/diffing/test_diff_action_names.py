@@ -48,3 +48,17 @@ def test_a_k2_sub_agent_child_is_named_from_the_other_side_of_an_upgrade() -> No
     shown = {d.action_label(x) for x in d.differences["action_a"].fillna(d.differences["action_b"])}
     assert "approve" in shown and not any(s.startswith("action-") for s in shown), shown
     assert ai.diffing.names_for(b).get(ai.codec.name_action_uuid("approve")) is None   # the K2 log alone cannot
+
+
+def test_first_divergences_name_the_action_and_keep_its_uuid_apart() -> None:
+    # the CLI printed "triage (f6aaf3fe)" while d.first_divergences["action"] held the UUID
+    log = ai.load(ai.samples.path("production"))
+    d = ai.diff(ai.diffing.attempt(log, "user-0011", 1), ai.diffing.attempt(log, "user-0011", 2))
+    first = d.first_divergences.iloc[0]
+    assert first["action"] == "triage" and first["action_uuid"] == "f6aaf3fe-41f9-30a8-860f-d2a92bf1087b"
+    assert list(d.first_divergences.columns) == list(ai.diffing.FIRST_COLUMNS)
+    assert d.to_dict()["first_divergences"][0]["action"] == "triage"
+    assert d.action_label(first["action_uuid"]) == "triage (f6aaf3fe)"
+    # a prediction names its tasks by name: no UUID to keep
+    named = ai.diff(log, ai.predict(log, markers=ai.samples.markers("production"))).first_divergences
+    assert not any(ai.history.is_uuid(a) for a in named["action"]) and named["action_uuid"].isna().all()

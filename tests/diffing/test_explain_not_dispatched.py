@@ -87,7 +87,7 @@ def test_an_action_named_by_its_uuid_as_a_diff_shows_it_is_the_same_task(product
     # the log and ai.diff name actions by UUID; explain rejected the UUID ("no task ... f6aaf3fe-...")
     log, markers, _ = production
     first = ai.diff(ai.diffing.attempt(log, "user-0019", 1), ai.diffing.attempt(log, "user-0019", 2)).first_divergences
-    uuid = str(first["action"].iloc[0])
+    uuid = str(first["action_uuid"].iloc[0])
     assert ai.history.is_uuid(uuid)
     by_uuid = ai.explain(log, "user-0019", 2, uuid, markers=markers)
     by_name = ai.explain(log, "user-0019", 2, "triage", markers=markers)

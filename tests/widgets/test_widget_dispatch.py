@@ -106,7 +106,7 @@ def test_a_records_frame_without_value_is_not_a_log(probe_log):
         records = probe_log.records
 
     assert not isinstance(RecordsOnly(), LogLike)
-    with pytest.raises(TypeError, match="cannot show a RecordsOnly"):
+    with pytest.raises(ai.InspectError, match="cannot show a RecordsOnly"):
         ai.inspect(RecordsOnly())
 
 

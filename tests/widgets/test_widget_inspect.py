@@ -43,11 +43,15 @@ def test_a_graph_gets_the_graph_view(probe_result):
     assert isinstance(view, GraphView) and view.graph is graph
 
 
-def test_anything_else_is_a_type_error():
-    with pytest.raises(TypeError, match="cannot show a int"):
+def test_anything_else_is_an_inspect_error_naming_what_inspect_takes():
+    # a plain TypeError: the short error display (ai.configure(errors="short")) showed its traceback
+    with pytest.raises(ai.InspectError, match="ai.inspect cannot show a int; pass an ActionStateLog") as info:
         ai.inspect(42)
-    with pytest.raises(TypeError):
+    assert "\n" not in str(info.value)
+    with pytest.raises(ai.InspectError):
         ai.inspect(nx)
+    with pytest.raises(ai.InspectError, match=r"ai.inspect\(business_key=...\) needs a log"):
+        ai.inspect(42, business_key="k")
 
 
 def test_lints_tab_lists_the_hazards():
