@@ -221,7 +221,10 @@ def spans_of(verification: Verification | PredictionLike, *, explain_chain: bool
         op, prefix = CALL_OPERATIONS.get(str(c.entity_type), (str(c.entity_type), str(c.entity_type)))
         target = str(c.model) if isinstance(c.model, str) else str(c.entity_name)
         start = _ns(c.first, runs.get(run, {}).get("start", start_default))
-        end = start + int(c.latency_ms * 1e6) if c.latency_ms is not None and not pd.isna(c.latency_ms) else start
+        # a call whose end record is timed before its start (a skewed clock, a damaged line) ends where it starts: an
+        # OTLP time is unsigned, and a span may not end before it begins
+        latency = c.latency_ms if c.latency_ms is not None and not pd.isna(c.latency_ms) else 0
+        end = start + max(0, int(latency * 1e6))
         tok = tokens.loc[c.execution_id] if len(tokens) and c.execution_id in tokens.index else None
         attrs = {
             "gen_ai.operation.name": op, "gen_ai.agent.name": runs.get(run, {}).get("agent"),

@@ -45,3 +45,18 @@ def test_an_export_of_an_empty_window_says_why_it_is_empty(tmp_path: Path) -> No
                           "--markers", markers, "-o", str(tmp_path / "b.json"), "--json"],
                          capture_output=True, text=True, check=True)
     assert "past the log's end" in json.loads(cli.stdout)["warnings"][0]
+
+
+def test_a_call_whose_end_is_timed_before_its_start_ends_where_it_starts(tmp_path: Path) -> None:
+    """An llm call's success record timed before its started record (a skewed clock, a damaged line) gave a negative
+    latency, so the call span ended before 1970 and the OTLP encoder raised ``ValueError: Value out of range``."""
+    recs = [json.loads(ln) for ln in ai.samples.path("N04", "trace").read_text(encoding="utf-8").splitlines()]
+    i = next(k for k, r in enumerate(recs) if r["entityType"] == "llm" and r.get("status") == "success")
+    recs[i]["timestamp"] = "2026-09-14T07:00:00Z"      # an hour before the call started
+    trace = tmp_path / "skewed.trace.log"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    v = ai.verify(ai.load(ai.samples.path("N04")), trace, markers=ai.samples.markers("N04"))
+    ai.to_otel(v, path=tmp_path / "spans.json")
+    spans = ai.sources.read_otlp_json(tmp_path / "spans.json")
+    call = next(s for s in spans if s["span_id"] == ai.otel.span_id_of(recs[i]["executionId"]))
+    assert call["end_ns"] >= call["start_ns"] > 0
