@@ -153,6 +153,8 @@ class CheckReport(HtmlRepr):
     def stale_beyond_reference(self) -> int:
         """Stale reuses the reference rule (:data:`REFERENCE_RULE`) does not make in the same history: the rule's
         defects. The others are spec §10.3 known limits, which no rule that reads the log alone avoids."""
+        if len(self.frame) and "stale_beyond_reference" not in self.frame:   # a frame made without the reference
+            return self.stale_reuses
         return self._sum("stale_beyond_reference")
 
     @property

@@ -45,17 +45,17 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if not (args.cli or args.json):   # JupyterLab would start and the option be dropped without a word
-        given = [flag for flag, value in (("--sample", args.sample), ("--markers", args.markers)) if value is not None]
-        if given:
-            raise InspectError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with --cli "
-                               "(the terminal analysis); add --cli, or leave it out to open the notebooks")
     if args.cli or args.json:
         return _cli_analysis(args.sample, args.markers, as_json=args.json)
     if importlib.util.find_spec("jupyterlab") is None:
         print("agent-inspect: JupyterLab is not installed (pip install 'agent_inspect[views]'); "
               "showing the terminal analysis instead", file=sys.stderr)
         return _cli_analysis(args.sample, args.markers, as_json=False)
+    # JupyterLab would start and the option be dropped without a word
+    given = [flag for flag, value in (("--sample", args.sample), ("--markers", args.markers)) if value is not None]
+    if given:
+        raise InspectError(f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with --cli "
+                           "(the terminal analysis); add --cli, or leave it out to open the notebooks")
     return _jupyterlab(args)
 
 
