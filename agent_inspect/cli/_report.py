@@ -40,6 +40,7 @@ def register(subparsers: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from agent_inspect.cli._inputs import refuse_overwriting_inputs
+    from agent_inspect.recovery import marker_warnings
     from agent_inspect.report import write_report
     from agent_inspect.sources import check_export
 
@@ -66,8 +67,10 @@ def _run(args: argparse.Namespace) -> int:
         verification = with_tokens(verification, args, restore_of(markers_text(args)))
     path = write_report(log, args.output, recovery=recovery, title=args.title, max_keys=args.keys,
                         verification=verification)
+    # what the markers leave out of the log, as the report says it: a reader of the terminal line sees it too
+    warnings = marker_warnings(recovery.markers, log) if recovery.markers else []
     if args.json:
-        out = {"path": str(path), "bytes": path.stat().st_size, "rule": recovery.rule.name,
+        out = {"path": str(path), "bytes": path.stat().st_size, "rule": recovery.rule.name, "warnings": warnings,
                "runtime": recovery.runtime.as_dict(), "what_if": recovery.what_if,
                "rule_label": recovery.rule_label, "markers_label": recovery.markers_label}
         if verification is not None:
@@ -80,6 +83,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {path} ({_size(path.stat().st_size)}): rule {recovery.rule_label}, markers "
               f"{recovery.markers_label}; open it in any browser, offline")
+        for warning in warnings:
+            print(f"warning: {warning}")
     return 0
 
 

@@ -28,6 +28,18 @@ def test_report_command_writes_the_file(probe_path: Path, tmp_path: Path, capsys
     assert_no_live_probe(out.read_text(encoding="utf-8"))
 
 
+def test_report_command_prints_what_the_markers_leave_out(tmp_path: Path, capsys) -> None:
+    """The report's page said a marker lay past its partition's end; the terminal line said nothing of it."""
+    logs = Path(__file__).resolve().parents[2] / "sample_logs"
+    out = tmp_path / "report.html"
+    markers = '[{"0": 248, "1": 245, "2": 215, "3": 99999}]'
+    assert main(["report", str(logs / "production.jsonl"), "-o", str(out), "--markers", markers]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1].startswith("warning: the marker of partition 3 lies past its end (marker 99999, last offset")
+    assert main(["report", str(logs / "production.jsonl"), "-o", str(out), "--markers", markers, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"] == [printed[1].removeprefix("warning: ")]
+
+
 def test_report_command_bad_input_exits_2(probe_path: Path, tmp_path: Path, capsys) -> None:
     assert main(["report", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r.html")]) == 2
     err = capsys.readouterr().err
