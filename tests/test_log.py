@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import agent_inspect as ai
 from agent_inspect import ValueFormatError
 from agent_inspect.codec import (
     SUBAGENT_EVENT,
@@ -126,6 +127,29 @@ def test_bad_records_are_rows_with_reasons_never_dropped():
     assert "key: state key is not valid UTF-8" in r["error"].iat[4] and "value:" in r["error"].iat[4]
     assert log.errors.index.tolist() == [0, 1, 3, 4]
     assert log.summary()["errors"] == 4 and log.summary()["tombstones"] == 1
+
+
+@pytest.mark.parametrize("payload", ["é9", "AAAA\u00a0", "\u202e"])
+def test_a_call_payload_that_is_not_base64_is_an_error_row(payload: str) -> None:
+    """Upstream writes a call's payload as Jackson's base64 of a byte[]. One with a character beyond ASCII (a damaged
+    dump) loaded as a record, and predict then raised a bare ValueError decoding it ("string argument should contain
+    only ASCII characters"); now the record is an error row, which the rebuild skips and reports."""
+    lines = [json.loads(ln) for ln in ai.samples.path("N07").read_text(encoding="utf-8").splitlines()]
+    i = next(i for i, ln in enumerate(lines) if ln["value"] and ln["value"].get("callResults"))
+    lines[i]["value"]["callResults"][0]["resultPayload"] = payload
+    raw = RawBatch([ln["partition"] for ln in lines], [ln["offset"] for ln in lines], [ln["timestamp"] for ln in lines],
+                   [ln["key"].encode() for ln in lines], [json.dumps(ln["value"]).encode() for ln in lines])
+    damaged = ActionStateLog.from_raw(raw, SOURCE)
+    records = damaged.records
+    pos = int(records.index[(records["partition"] == lines[i]["partition"])
+                            & (records["offset"] == lines[i]["offset"])][0])
+    reason = records["error"].iat[pos]
+    assert reason.startswith("value: callResults[0].resultPayload is not base64 text"), reason
+    assert damaged.records["error"].notna().sum() == 1
+    with pytest.raises(ValueFormatError, match="is not base64 text"):
+        damaged.value(pos)
+    for rule in ("original", "fixed"):
+        ai.predict(damaged, markers=ai.samples.markers("N07"), rule=rule)   # raised ValueError before
 
 
 def test_value_format_inferred_from_key_then_partition():

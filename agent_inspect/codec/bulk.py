@@ -190,6 +190,8 @@ def _row(st: Any, size: int) -> tuple[Any, ...]:
     calls = st.call_results
     pending = succeeded = failed = 0
     for cr in calls:
+        if not ((cr.result_payload or "").isascii() and (cr.exception_payload or "").isascii()):
+            return _INVALID   # a payload no base64 decoder reads: state_problem words it
         s = cr.status
         if s is None:  # legacy rule (§5.5): no exception payload means it succeeded
             flags |= _F_CALL_OLD
@@ -399,6 +401,9 @@ def _fast_row(st: _FastState, value: bytes, memory: list[msgspec.Raw] | None = N
         out_types = out_ids = NO_FLAGS
     calls = st.call_results
     if calls:
+        for cr in calls:
+            if not ((cr.result_payload or "").isascii() and (cr.exception_payload or "").isascii()):
+                return _decode_row(value)   # a payload no base64 decoder reads: the reference words it
         flags += _F_CALL_NEW  # (not set before)
         if len(calls) == 1:
             s = calls[0].status

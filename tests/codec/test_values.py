@@ -290,8 +290,8 @@ def states(draw):
 
     def call():
         status = None if fmt == "V1" else draw(st.sampled_from(["PENDING", "SUCCEEDED", "FAILED"]))
-        return CallResult(draw(st.text(max_size=8)), draw(st.text(max_size=4)),
-                          draw(st.none() | st.text(max_size=8)), draw(st.none() | st.text(max_size=8)), status)
+        payload = st.none() | st.binary(max_size=8).map(lambda b: base64.b64encode(b).decode("ascii"))   # a byte[]
+        return CallResult(draw(st.text(max_size=8)), draw(st.text(max_size=4)), draw(payload), draw(payload), status)
 
     mem = tuple(memory() for _ in range(draw(st.integers(0, 2))))
     mem2 = tuple(memory() for _ in range(draw(st.integers(0, 2))))
