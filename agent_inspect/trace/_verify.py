@@ -225,12 +225,14 @@ def plan_from_trace(trace: TraceLog, log: ActionStateLog | None, *, markers: Mar
     # another job's key; left out, so its executions show as unpredicted instead of stopping the verification
     maker = KeyMaker(log, key_format=None)
     maker.register(keys)
-    unknown = sorted({str(k) for k in inputs["business_key"].astype(object) if not _identifiable(maker, str(k))})
+    named = {str(k) for k in inputs["business_key"].astype(object)} | {str(p.key) for p in pending}
+    unknown = sorted(k for k in named if not _identifiable(maker, k))
     if unknown:
         inputs = inputs[~inputs["business_key"].astype(object).isin(unknown)]
+        pending = tuple(p for p in pending if str(p.key) not in unknown)
     plan_inputs = tuple(ReplayInput(str(k), AgentEvent("_input_event", dict(a)))
                         for k, a in zip(inputs["business_key"].astype(object), inputs["attributes"]))
-    notes = (f"{plural(len(unknown), 'key')} of the trace's inputs {'is a digest' if len(unknown) == 1 else 'are digests'} "
+    notes = (f"{plural(len(unknown), 'key')} of the trace's tasks {'is a digest' if len(unknown) == 1 else 'are digests'} "
              f"the log does not hold ({first_few(unknown, 3)}): left out of the prediction",) if unknown else ()
     if base is not None:
         # a key the restore replays but the trace never mentions: predict it from the log's window, so it

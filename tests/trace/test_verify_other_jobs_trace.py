@@ -48,3 +48,18 @@ def test_a_trace_input_of_a_digest_key_the_log_does_not_hold_is_left_out_not_fat
     assert any(foreign in n and "left out of the prediction" in n for n in v.notes)
     whole = ai.verify(log, ai.samples.path("subagents_v4", "trace"), markers=ai.samples.markers("subagents_v4"))
     assert len(v.tasks) >= len(whole.tasks) - 4 and not any("left out" in n for n in whole.notes)
+
+
+def test_a_restored_task_of_a_digest_key_the_log_does_not_hold_is_left_out_not_fatal(tmp_path) -> None:
+    """The same for an action record: its key no longer matching the events that triggered it, verify took it for a
+    task restored from the checkpoint, and the prediction stopped on its key (a mutation fuzz of the trace)."""
+    lines = ai.samples.path("production_v4", "trace").read_text(encoding="utf-8").splitlines()
+    i = next(k for k, ln in enumerate(lines) if '"executionId":"b05bc48b-6c2e-5064-ba42-30161011ef36"' in ln
+             and '"status":"started"' in ln)
+    own = lines[i].split('"businessKey":"', 1)[1].split('"', 1)[0]
+    foreign = "Z" * 43 + "="
+    lines[i] = lines[i].replace(own, foreign)
+    trace = tmp_path / "damaged.trace.log"
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    v = ai.verify(ai.load(ai.samples.path("production_v4")), trace, markers=ai.samples.markers("production_v4"))
+    assert any(foreign in n and "left out of the prediction" in n for n in v.notes)
