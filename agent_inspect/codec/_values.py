@@ -385,13 +385,12 @@ def _event_problem(ev: Event) -> str | None:
 
 
 def state_problem(state: ActionState) -> str | None:
-    """What the typed decode cannot check (attributes an object, a type or legacy class), else None.
-
-    Internal: decode_action_state raises it; the log calls it on its fast path. This runs for every
-    record, so the common case is one inline pass (a ``__post_init__`` per event cost twice as much).
-    """
-    if state.call_results and (problem := calls_problem(state.call_results)) is not None:
-        return problem
+    """What the typed decode cannot check (an object's attributes, a type or class, base64 payloads), else None;
+    decode_action_state raises it. It runs for every record: one inline pass (a ``__post_init__`` cost twice as much)."""
+    for i, call in enumerate(state.call_results):   # Jackson's base64 of a byte[]: nothing beyond ASCII decodes
+        for name, payload in (("resultPayload", call.result_payload), ("exceptionPayload", call.exception_payload)):
+            if payload is not None and not payload.isascii():
+                return f"callResults[{i}].{name} is not base64 text (it holds a character beyond ASCII)"
     te = state.task_event
     results = state.subagent_result_events
     results = () if results is UNSET else results
@@ -410,18 +409,6 @@ def state_problem(state: ActionState) -> str | None:
         for i, ev in enumerate(events):
             if (problem := _event_problem(ev)) is not None:
                 return f"{name}[{i}].{problem}"
-    return None
-
-
-def calls_problem(calls: Any) -> str | None:
-    """The first call payload of ``calls`` that no base64 decoder reads (a character beyond ASCII), in words; None
-    when there is none. Upstream's payload is Jackson's base64 of a ``byte[]``: such a record could not be read back,
-    and a replay could hand no bytes on. (Other text outside the alphabet is decoded leniently, as Python does: a full
-    check would cost the load a pass over every payload, large model answers included.)"""
-    for i, call in enumerate(calls):
-        for name, payload in (("resultPayload", call.result_payload), ("exceptionPayload", call.exception_payload)):
-            if payload is not None and not payload.isascii():
-                return f"callResults[{i}].{name} is not base64 text (it holds a character beyond ASCII)"
     return None
 
 
